@@ -1,0 +1,5 @@
+export * from './kinds.js';
+export { normalizeEmail } from './email.js';
+export { isNormalizedPhone } from './phone.js';
+export { sha256Base64, normalizeHash, isRawUidShape } from './hash.js';
+export * from './prepare.js';
