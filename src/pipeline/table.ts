@@ -1,0 +1,126 @@
+/**
+ * The table I/O contract between the source/sink (source.ts, sink.ts) and the mapping engine.
+ * Everything here is a string: cells are never cast, so a phone `+1...` or a hash keeps its exact text.
+ */
+
+/**
+ * Why a row did not fit the header. Padding and dropping keep every output row as wide as the header, so the
+ * output stays a rectangle; the problem travels with the row so the engine can report it instead of guessing.
+ */
+export type RowProblem =
+  /** Fewer cells than the header: padded with ''. The row is still processed (trailing empty cells are common). */
+  | { kind: 'short_row'; cells: number; expected: number }
+  /**
+   * More cells than the header (usually an unquoted delimiter inside a value, so the columns are shifted):
+   * the extra cells are dropped and the row's identifiers should be reported `invalid`, not sent.
+   */
+  | { kind: 'long_row'; cells: number; expected: number }
+  /** JSONL: the object had keys that are not in the header (first seen after the header was fixed); dropped. */
+  | { kind: 'extra_keys'; keys: number };
+
+export interface InputRow {
+  /** 1-based physical line where the record starts in the file (after a multi-line quoted cell, lines jump). */
+  line: number;
+  /** Exactly `header.length` cells (see RowProblem for how ragged rows are made to fit). */
+  cells: string[];
+  problem?: RowProblem;
+}
+
+/** Counts of ragged rows seen so far, for the summary. */
+export interface SourceProblemCounts {
+  shortRows: number;
+  longRows: number;
+  extraKeys: number;
+}
+
+export interface TableSource {
+  /**
+   * Final once openSource() resolves (the header record is read while opening). For JSONL: the keys of the
+   * objects in the first chunk in first-seen order (first object's keys first); a key first seen later is a
+   * row problem `extra_keys`. For a headerless CSV: col1..colN after the first record. [] for an empty input.
+   */
+  header: string[];
+  /** Notes for stderr found while opening (e.g. duplicate header names made unique). Never contain cell values. */
+  notes: string[];
+  /** Chunks of up to `chunkRows` rows, read on demand: nothing is read ahead beyond the chunk being built. */
+  rows(): AsyncIterable<InputRow[]>;
+  /** Bytes consumed from the input so far, for progress and ETA. */
+  bytesRead(): number;
+  /** Size of the input file; undefined for stdin or a pipe. */
+  totalBytes: number | undefined;
+  /** The file path, or '<stdin>', for messages. */
+  name: string;
+  problems(): SourceProblemCounts;
+}
+
+export interface OpenSourceOptions {
+  /** '-' reads stdin. */
+  path: string;
+  /** 'auto' (default): .jsonl / .ndjson are JSONL, anything else CSV. */
+  format?: 'csv' | 'jsonl' | 'auto';
+  /** CSV only; one character (or '\t'). Default ','. */
+  delimiter?: string;
+  /** CSV only; default true. false names the columns col1..colN. */
+  header?: boolean;
+  /** Default 'utf8' (invalid UTF-8 is an InputError suggesting latin1). */
+  encoding?: 'utf8' | 'latin1';
+  /** Rows per chunk; default 2000. */
+  chunkRows?: number;
+  /** For tests: read from this stream instead of opening `path` (path is still used as the name). */
+  stream?: NodeJS.ReadableStream;
+}
+
+export interface TableSink {
+  /** Resolves once the data is handed to the stream and it has room again (backpressure). */
+  writeRows(rows: string[][]): Promise<void>;
+  /** File: flush, fsync, rename the temp file into place. stdout: end. */
+  commit(): Promise<void>;
+  /** File: close and remove the temp file; the target is left untouched. Safe to call after a failure. */
+  abort(): Promise<void>;
+}
+
+export interface OpenSinkOptions {
+  /** '-' or undefined writes to stdout. */
+  path?: string;
+  format: 'csv' | 'jsonl';
+  /** CSV: written as the first row. JSONL: the keys of each object. */
+  header: string[];
+  /** CSV only: start with a UTF-8 BOM (helps Excel open UTF-8 files). */
+  bom?: boolean;
+  /** For tests: write here instead of stdout when path is '-' or undefined. */
+  stream?: NodeJS.WritableStream;
+}
+
+/**
+ * A problem with the input file as a whole (the run cannot go on): unbalanced quotes, invalid UTF-8, a NUL
+ * byte, a JSONL line that is not an object... The message names the file, the line, the problem and a fix,
+ * and never contains a cell's content (it may be an email or a phone).
+ */
+export class InputError extends Error {
+  constructor(
+    readonly file: string,
+    readonly line: number | undefined,
+    readonly problem: string,
+    readonly hint?: string,
+  ) {
+    super(`${file}${line === undefined ? '' : `:${line}`}: ${problem}${hint ? ` (${hint})` : ''}`);
+    this.name = 'InputError';
+  }
+}
+
+/** The per-row reason text for a row problem: goes into the `reason` column, so no cell values here. */
+export function rowProblemReason(problem: RowProblem): string {
+  switch (problem.kind) {
+    case 'short_row':
+      return `row has ${problem.cells} cells, header has ${problem.expected}`;
+    case 'long_row':
+      return `row has ${problem.cells} cells, header has ${problem.expected} (unquoted delimiter in a value?)`;
+    case 'extra_keys':
+      return `object has ${problem.keys} key(s) not in the header`;
+  }
+}
+
+/** Whether the row's identifiers can be trusted: a long row's columns are likely shifted. */
+export function rowProblemInvalidates(problem: RowProblem): boolean {
+  return problem.kind === 'long_row';
+}
