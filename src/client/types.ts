@@ -50,6 +50,8 @@ export interface ClientOptions {
   now?: () => number;
   /** Sleep used between attempts; injectable for tests. */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Source of backoff jitter in [0, 1) (default Math.random); injectable for tests. */
+  random?: () => number;
   userAgent?: string;
 }
 

@@ -1,0 +1,218 @@
+import {
+  type BodyMode,
+  contentTypeFor,
+  decodeBody,
+  decodeKey,
+  decryptRefreshResponse,
+  decryptResponse,
+  type DiiInput,
+  encodeBody,
+  encryptRequest,
+  EnvelopeError,
+  type MapV2Request,
+  type MapV2ResponseBody,
+  type MapV3Request,
+  type MapV3ResponseBody,
+  type OptedOutItem,
+  PATHS,
+  type ResponseJson,
+  type SaltBucket,
+  type TokenResult,
+  type TokenValidateRequest,
+} from '../protocol/index.js';
+import { CLIENT_VERSION } from './client-version.js';
+import { RefreshKeyMismatchError, UnexpectedResponseError } from './errors.js';
+import {
+  readBucketsBody,
+  readMapV2Body,
+  readMapV3Body,
+  readOptoutStatusBody,
+  readResponseJson,
+  readTokenResult,
+  readValidateBody,
+} from './response-bodies.js';
+import { defaultSleep, RetryPolicy } from './retry.js';
+import { Transport, type RawResponse } from './transport.js';
+import type { CallOptions, ClientOptions, ClientStats, ServiceClient } from './types.js';
+
+export const CLIENT_DEFAULTS = {
+  connections: 20,
+  connectTimeoutMs: 10_000,
+  requestTimeoutMs: 60_000,
+  maxAttempts: 6,
+  backoffBaseMs: 500,
+  backoffMaxMs: 30_000,
+  bodyMode: 'binary' as BodyMode,
+} as const;
+
+export function createServiceClient(options: ClientOptions): ServiceClient {
+  return new UndiciServiceClient(options);
+}
+
+interface Credentials {
+  apiKey: string;
+  secret: Buffer;
+}
+
+class UndiciServiceClient implements ServiceClient {
+  readonly stats: ClientStats = { requests: 0, retries: 0, http429: 0, http5xx: 0, networkErrors: 0 };
+  private serverTime: { serverMs: number; localMs: number } | undefined;
+  private readonly transport: Transport;
+  private readonly policy: RetryPolicy;
+  private readonly now: () => number;
+  private readonly bodyMode: BodyMode;
+  private readonly apiKey: string | undefined;
+  private readonly secret: Buffer | undefined;
+  private readonly commonHeaders: Record<string, string>;
+
+  constructor(options: ClientOptions) {
+    const connections = positiveInteger('connections', options.connections ?? CLIENT_DEFAULTS.connections);
+    const connectTimeoutMs = positiveInteger('connectTimeoutMs', options.connectTimeoutMs ?? CLIENT_DEFAULTS.connectTimeoutMs);
+    const requestTimeoutMs = positiveInteger('requestTimeoutMs', options.requestTimeoutMs ?? CLIENT_DEFAULTS.requestTimeoutMs);
+    const maxAttempts = positiveInteger('maxAttempts', options.maxAttempts ?? CLIENT_DEFAULTS.maxAttempts);
+    const backoffBaseMs = nonNegative('backoffBaseMs', options.backoffBaseMs ?? CLIENT_DEFAULTS.backoffBaseMs);
+    const backoffMaxMs = nonNegative('backoffMaxMs', options.backoffMaxMs ?? CLIENT_DEFAULTS.backoffMaxMs);
+    this.now = options.now ?? Date.now;
+    this.bodyMode = options.bodyMode ?? CLIENT_DEFAULTS.bodyMode;
+    this.apiKey = options.apiKey || undefined;
+    this.secret = options.clientSecret ? decodeKey(options.clientSecret, 'client secret') : undefined;
+    this.commonHeaders = { 'x-uid2-client-version': CLIENT_VERSION };
+    if (options.userAgent) this.commonHeaders['user-agent'] = options.userAgent;
+    this.transport = new Transport({ baseUrl: options.baseUrl, connections, connectTimeoutMs, requestTimeoutMs });
+    this.policy = new RetryPolicy(
+      this.transport,
+      {
+        maxAttempts,
+        backoffBaseMs,
+        backoffMaxMs,
+        random: options.random ?? Math.random,
+        sleep: options.sleep ?? defaultSleep,
+        onRetry: options.onRetry,
+        now: this.now,
+      },
+      this.stats,
+    );
+  }
+
+  get lastServerTime(): { serverMs: number; localMs: number } | undefined {
+    return this.serverTime;
+  }
+
+  async mapV3(request: MapV3Request, options?: CallOptions): Promise<MapV3ResponseBody> {
+    const answer = await this.callEncrypted(PATHS.mapV3, request, ['success'], options);
+    return readMapV3Body(this.target(PATHS.mapV3), answer.body, request);
+  }
+
+  async mapV2(request: MapV2Request, options?: CallOptions): Promise<MapV2ResponseBody> {
+    const answer = await this.callEncrypted(PATHS.mapV2, request, ['success'], options);
+    return readMapV2Body(this.target(PATHS.mapV2), answer.body);
+  }
+
+  async buckets(sinceTimestamp: string, options?: CallOptions): Promise<SaltBucket[]> {
+    const answer = await this.callEncrypted(PATHS.buckets, { since_timestamp: sinceTimestamp }, ['success'], options);
+    return readBucketsBody(this.target(PATHS.buckets), answer.body);
+  }
+
+  async optoutStatus(advertisingIds: string[], options?: CallOptions): Promise<OptedOutItem[]> {
+    const answer = await this.callEncrypted(PATHS.optoutStatus, { advertising_ids: advertisingIds }, ['success'], options);
+    return readOptoutStatusBody(this.target(PATHS.optoutStatus), answer.body);
+  }
+
+  async tokenGenerate(input: DiiInput, options?: CallOptions): Promise<TokenResult> {
+    const answer = await this.callEncrypted(PATHS.tokenGenerate, input, ['success', 'optout'], options);
+    return readTokenResult(this.target(PATHS.tokenGenerate), answer);
+  }
+
+  async tokenValidate(request: TokenValidateRequest, options?: CallOptions): Promise<boolean> {
+    const answer = await this.callEncrypted(PATHS.tokenValidate, request, ['success'], options);
+    return readValidateBody(this.target(PATHS.tokenValidate), answer.body);
+  }
+
+  /**
+   * The refresh token travels as plain text (no envelope) and the answer is sealed with the refresh_response_key that
+   * came with that token, without timestamp or nonce (wire-protocol.md §3).
+   */
+  async tokenRefresh(refreshToken: string, refreshResponseKey: string, options?: CallOptions): Promise<TokenResult> {
+    const path = PATHS.tokenRefresh;
+    const key = decodeKey(refreshResponseKey, 'refresh_response_key');
+    const token = refreshToken.trim();
+    if (token === '') throw new Error('the refresh_token to refresh is empty');
+    const headers: Record<string, string> = { ...this.commonHeaders, 'content-type': contentTypeFor('text') };
+    // refresh works without a key; with one, the service tells invalid from expired tokens (wire-protocol.md §3.4)
+    if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
+    const { response } = await this.policy.dispatch(path, () => ({ request: { body: token, headers }, context: undefined }), options);
+    const data = this.readBody(path, response);
+    let plain: Buffer;
+    try {
+      plain = decryptRefreshResponse(key, data);
+    } catch (err) {
+      if (err instanceof EnvelopeError) throw new RefreshKeyMismatchError();
+      throw err;
+    }
+    return readTokenResult(this.target(path), readResponseJson(this.target(path), plain, ['success', 'optout']));
+  }
+
+  async close(): Promise<void> {
+    await this.transport.close();
+  }
+
+  /** JSON -> a fresh envelope per attempt -> first 200 -> decrypted, nonce-checked `{status, body}`. */
+  private async callEncrypted(path: string, payload: object, accepted: readonly string[], options?: CallOptions): Promise<ResponseJson> {
+    const { apiKey, secret } = this.credentials(path);
+    const json = Buffer.from(JSON.stringify(payload), 'utf8');
+    const headers: Record<string, string> = {
+      ...this.commonHeaders,
+      authorization: `Bearer ${apiKey}`,
+      'content-type': contentTypeFor(this.bodyMode),
+    };
+    const { response, context: nonce } = await this.policy.dispatch(
+      path,
+      () => {
+        const sealed = encryptRequest(secret, json, { nowMs: this.now() });
+        return { request: { body: encodeBody(sealed.envelope, this.bodyMode), headers }, context: sealed.nonce };
+      },
+      options,
+    );
+    const data = this.readBody(path, response);
+    let opened: ReturnType<typeof decryptResponse>;
+    try {
+      opened = decryptResponse(secret, data, nonce);
+    } catch (err) {
+      if (err instanceof EnvelopeError) throw new EnvelopeError(err.code, `the answer from ${this.target(path)} was rejected: ${err.message}`);
+      throw err;
+    }
+    this.serverTime = { serverMs: opened.timestampMs, localMs: this.now() };
+    return readResponseJson(this.target(path), opened.json, accepted);
+  }
+
+  /** A 200 body in the mode the answer declares (the service may answer text to a binary request). */
+  private readBody(path: string, response: RawResponse): Buffer {
+    const contentType = response.headers['content-type'];
+    try {
+      return decodeBody(response.body, Array.isArray(contentType) ? contentType[0] : contentType);
+    } catch {
+      throw new UnexpectedResponseError(this.target(path), 'the 200 body is neither binary nor base64');
+    }
+  }
+
+  private credentials(path: string): Credentials {
+    if (!this.apiKey || !this.secret) {
+      throw new Error(`${path} needs an API key and a client secret; none were given to the client`);
+    }
+    return { apiKey: this.apiKey, secret: this.secret };
+  }
+
+  private target(path: string): string {
+    return this.transport.target + path;
+  }
+}
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) throw new Error(`client option ${name} must be a whole number of at least 1, got ${value}`);
+  return value;
+}
+
+function nonNegative(name: string, value: number): number {
+  if (!Number.isFinite(value) || value < 0) throw new Error(`client option ${name} must be 0 or more, got ${value}`);
+  return value;
+}
