@@ -1,8 +1,19 @@
-import type { TokenHandlerDeps, TokenHandlers } from '../contracts.js';
-
-// Placeholder until the token part lands: answers like an operator with no active key.
-export function createTokenHandlers(deps: TokenHandlerDeps): TokenHandlers {
-  void deps;
-  const noKey = { http: 500 as const, json: { status: 'unknown', message: 'No active encryption key available' } };
-  return { generate: () => noKey, validate: () => noKey, refresh: () => noKey };
-}
+/**
+ * The token part of the local identity service: /v2/token/generate, /v2/token/validate and /v2/token/refresh
+ * answers (wire-protocol.md §3, §4.1-4.3, §8), on top of the HTTP core's IdentityEngine and clock.
+ */
+export { createTokenHandlers, LOCAL_PUBLISHER, LOCAL_OPERATOR } from './handlers.js';
+export { deriveTokenKeys, type TokenKey, type TokenKeys } from './keys.js';
+export { encodeAdvertisingToken, decodeAdvertisingToken, type AdvertisingTokenContent, type AdvertisingTokenDecoding } from './advertising-token.js';
+export {
+  encodeRefreshToken,
+  decodeRefreshToken,
+  wrapRefreshToken,
+  unwrapRefreshToken,
+  REFRESH_WRAPPER_LENGTH,
+  INNER_REFRESH_TOKEN_LENGTH,
+  type RefreshTokenContent,
+  type RefreshTokenDecoding,
+  type RefreshWrapperOpening,
+} from './refresh-token.js';
+export type { OperatorIdentity, PublisherIdentity } from './token-fields.js';
