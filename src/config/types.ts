@@ -11,6 +11,9 @@ export interface EnvironmentInfo {
   isPublic: boolean;
 }
 
+/** Where the environment choice came from; `default` means nothing named one (then it is integ). */
+export type EnvSource = 'flag' | 'env' | 'profile' | 'default';
+
 export interface ResolvedConfig {
   env: EnvironmentInfo;
   /** True for --env local: the CLI starts the embedded service and takes its credentials. */
@@ -21,4 +24,45 @@ export interface ResolvedConfig {
   clientSecretSource: CredentialSource;
   /** Profile name used, if any. */
   profile?: string;
+  /** How the environment was chosen. */
+  envSource: EnvSource;
+  /** Exactly where each credential came from ("UID2_API_KEY", "--api-key-file /path", "profile 'prod' in /path"). */
+  apiKeyOrigin?: string;
+  clientSecretOrigin?: string;
+  /** The config file that was read, if one was. */
+  configFile?: string;
+  /** Per-attempt request timeout and attempts per call, when given (the client has defaults). */
+  timeoutMs?: number;
+  maxAttempts?: number;
+}
+
+/** The connection flags every command shares (see src/cli/options.ts), as commander parses them. */
+export interface ConnectionFlags {
+  env?: string;
+  baseUrl?: string;
+  scope?: string;
+  profile?: string;
+  config?: string;
+  apiKeyFile?: string;
+  clientSecretFile?: string;
+  insecureHttp?: boolean;
+  timeoutMs?: number;
+  maxAttempts?: number;
+}
+
+/** What resolveConfig needs from the machine; injectable so tests never touch the real home directory. */
+export interface ConfigDeps {
+  /** Reads a UTF-8 file; throws a Node error with `code` (ENOENT, EACCES, ...) on failure. */
+  readFile(path: string): string;
+  /** File mode bits; throws like readFile. */
+  statMode(path: string): number;
+  homedir(): string;
+  platform: NodeJS.Platform;
+  /** One line of warning for the user (default: stderr). */
+  warn(message: string): void;
+}
+
+export interface ResolveOptions {
+  /** Credentials the command needs (default both). Token refresh, hash and dry runs need none. */
+  require?: { apiKey?: boolean; clientSecret?: boolean };
 }

@@ -1,0 +1,21 @@
+export * from './types.js';
+export { ConfigError } from './errors.js';
+export {
+  ENVIRONMENTS,
+  DEFAULT_ENV,
+  LOCAL_PLACEHOLDER_URL,
+  environmentNames,
+  findEnvironment,
+  parseScope,
+} from './environments.js';
+export { checkBaseUrl, isLoopbackHost } from './base-url.js';
+export { defaultConfigPath, parseConfigFile, DEFAULT_PROFILE, type Profile, type ConfigFile } from './profiles.js';
+export {
+  resolveConfig,
+  defaultConfigDeps,
+  attachLocalService,
+  credentialsForDisplay,
+  envFingerprint,
+  type ConfigDisplay,
+} from './resolve.js';
+export { rejectSecretFlags, SECRET_FLAGS } from './secret-flags.js';
