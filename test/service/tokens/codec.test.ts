@@ -105,6 +105,12 @@ describe('token formats', () => {
     const bytes = Buffer.from(token, 'base64url');
     bytes[40] ^= 1;
     expect(decodeAdvertisingToken(keys, bytes.toString('base64url'))).toEqual({ ok: false, reason: 'decrypt-failed' });
+    // The identity byte is not authenticated, so its shape is checked: only scope bit 4, type bit 2 and 0b11.
+    for (const byte0 of [0x0b, 0x23, 0x43, 0x02]) {
+      const patched = Buffer.from(token, 'base64url');
+      patched[0] = byte0;
+      expect(decodeAdvertisingToken(keys, patched.toString('base64url'))).toEqual({ ok: false, reason: 'malformed' });
+    }
   });
 
   it('derives the same keys from the same seed and different ones from another seed', () => {
