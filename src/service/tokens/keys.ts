@@ -29,7 +29,8 @@ function deriveSecret(seed: string, purpose: string): Buffer {
   return Buffer.from(hkdfSync('sha256', seed, HKDF_SALT, purpose, 32));
 }
 
-// Ids live in disjoint ranges so the three keys can never collide, whatever the seed.
+// Ids live in disjoint ranges so the three keys can never collide, whatever the seed; all stay below 2^24, so
+// the wrapper's second byte (the key id's top byte) is 0 and refresh tokens start "AA" (UID2) / "EA" (EUID).
 function deriveId(seed: string, purpose: string, rangeStart: number): number {
   const digest = createHash('sha256').update(HKDF_SALT).update('\0').update(seed).update('\0').update(purpose).digest();
   return rangeStart + (digest.readUInt32BE(0) % 1_000_000);
