@@ -1,0 +1,44 @@
+import { SLOT, SLOT_STATUS_NAMES, type RowChunk } from './row-chunk.js';
+
+/** The columns added per identifier column, after the input's own. */
+export const RESULT_COLUMNS = ['raw_uid', 'prev_raw_uid', 'refresh_from', 'status', 'reason'] as const;
+
+/**
+ * The output header: the input columns unchanged, then the result columns of each identifier column, prefixed
+ * `<column>_` when there are several (so `email_raw_uid`, `phone_raw_uid`...).
+ */
+export function outputHeader(inputHeader: readonly string[], identifierColumns: readonly { name: string }[]): string[] {
+  const header = inputHeader.slice();
+  const prefixed = identifierColumns.length > 1;
+  for (const column of identifierColumns) {
+    for (const name of RESULT_COLUMNS) header.push(prefixed ? `${column.name}_${name}` : name);
+  }
+  return header;
+}
+
+/**
+ * The output rows of an answered chunk: each row's cells with its result cells appended (in place: the input
+ * row is not used again), and the rows that have any identifier not mapped, for --rejects.
+ */
+export function outputRows(chunk: RowChunk, rejects: string[][] | null): string[][] {
+  const { rows, width, status, mapped, reason } = chunk;
+  const out: string[][] = new Array(rows.length);
+  for (let r = 0; r < rows.length; r++) {
+    const cells = rows[r].cells;
+    let rejected = false;
+    for (let c = 0; c < width; c++) {
+      const slot = r * width + c;
+      const s = status[slot];
+      if (s === SLOT.mapped) {
+        const m = mapped[slot];
+        cells.push(m === null ? '' : m.u, m === null || m.p === null ? '' : m.p, m === null ? '' : String(m.r), 'mapped', '');
+      } else {
+        rejected = true;
+        cells.push('', '', '', SLOT_STATUS_NAMES[s], reason[slot] ?? '');
+      }
+    }
+    out[r] = cells;
+    if (rejected && rejects !== null) rejects.push(cells);
+  }
+  return out;
+}

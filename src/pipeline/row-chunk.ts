@@ -1,0 +1,54 @@
+import type { MappedV3 } from '../protocol/index.js';
+import type { InputRow } from './table.js';
+
+/** What became of one identifier cell. Numbers, so a chunk keeps them in one typed array. */
+export const SLOT = {
+  pending: 0,
+  mapped: 1,
+  optout: 2,
+  invalid: 3,
+  error: 4,
+} as const;
+
+export type SlotStatus = (typeof SLOT)[keyof typeof SLOT];
+
+export const SLOT_STATUS_NAMES = ['pending', 'mapped', 'optout', 'invalid', 'error'] as const;
+
+/**
+ * A chunk of input rows on its way through the engine, and the answers for its identifier cells. The chunk, not
+ * the row, is the unit that waits in the reassembly window: answers are kept column-wise (one slot per row and
+ * identifier column, slot = row * width + column), so a row costs no object of its own.
+ */
+export class RowChunk {
+  readonly status: Uint8Array;
+  /** The service's (or the state's) answer, for mapped slots. */
+  readonly mapped: (MappedV3 | null)[];
+  /** Why a slot is not mapped: invalid, optout or error. */
+  readonly reason: (string | null)[];
+  /** Slots still waiting for an answer; the chunk can leave once this is 0. */
+  unanswered: number;
+
+  constructor(
+    readonly rows: InputRow[],
+    /** Identifier columns per row. */
+    readonly width: number,
+  ) {
+    const n = rows.length * width;
+    this.status = new Uint8Array(n);
+    this.mapped = new Array<MappedV3 | null>(n).fill(null);
+    this.reason = new Array<string | null>(n).fill(null);
+    this.unanswered = n;
+  }
+
+  setMapped(slot: number, item: MappedV3): void {
+    this.status[slot] = SLOT.mapped;
+    this.mapped[slot] = item;
+    this.unanswered--;
+  }
+
+  setUnmapped(slot: number, status: typeof SLOT.optout | typeof SLOT.invalid | typeof SLOT.error, reason: string): void {
+    this.status[slot] = status;
+    this.reason[slot] = reason;
+    this.unanswered--;
+  }
+}

@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import { AdaptiveConcurrency } from '../../src/pipeline/dispatcher.js';
+import { MapEngine } from '../../src/pipeline/engine.js';
+import { DistinctCounter } from '../../src/pipeline/distinct-count.js';
+import { sha256Base64 } from '../../src/identity/index.js';
+import { chunked, FakeMapper, seeded } from './engine-fakes.js';
+
+function emails(n: number): string[][] {
+  return Array.from({ length: n }, (_, i) => [String(i), `user${i}@example.com`]);
+}
+
+describe('AdaptiveConcurrency', () => {
+  it('halves on 429 once per cooldown, never below the floor, and climbs back one step per few successes', () => {
+    let t = 0;
+    const limiter = new AdaptiveConcurrency({ max: 20, raiseEvery: 3, cooldownMs: 1_000, now: () => t });
+    limiter.onRetry({ httpStatus: 429 });
+    expect(limiter.concurrency).toBe(10);
+    limiter.onRetry({ httpStatus: 429 });
+    expect(limiter.concurrency).toBe(10);
+    limiter.onRetry({ httpStatus: 503 });
+    expect(limiter.concurrency).toBe(10);
+    for (const step of [5, 2, 1, 1]) {
+      t += 1_000;
+      limiter.rateLimited();
+      expect(limiter.concurrency).toBe(step);
+    }
+    for (let i = 0; i < 6; i++) limiter.succeeded();
+    expect(limiter.concurrency).toBe(3);
+    // a 429 resets the run of successes
+    limiter.succeeded();
+    limiter.succeeded();
+    t += 1_000;
+    limiter.rateLimited();
+    limiter.succeeded();
+    expect(limiter.concurrency).toBe(1);
+    for (let i = 0; i < 200; i++) limiter.succeeded();
+    expect(limiter.concurrency).toBe(20);
+  });
+
+  it('refuses a level below 1', () => {
+    expect(() => new AdaptiveConcurrency({ max: 0 })).toThrow(/at least 1/);
+  });
+});
+
+describe('MapEngine dispatch', () => {
+  it('never has more requests in flight than the limit, and lowers the level on 429', async () => {
+    const random = seeded(3);
+    let t = 0;
+    const limiter = new AdaptiveConcurrency({ max: 6, raiseEvery: 1_000, cooldownMs: 0, now: () => t });
+    const levels: number[] = [];
+    let overLimit = 0;
+    const mapper = new FakeMapper({
+      latency: () => 1 + Math.floor(random() * 6),
+      onStart: (inFlight, call) => {
+        if (inFlight > limiter.concurrency) overLimit++;
+        // the client reports a 429 (and retries it) on calls 10 and 30
+        if (call === 10 || call === 30) {
+          t += 1;
+          limiter.onRetry({ httpStatus: 429 });
+          levels.push(limiter.concurrency);
+        }
+      },
+    });
+    const engine = new MapEngine({ columns: [{ name: 'email', index: 1, kind: 'email' }], mapBatch: mapper.mapBatch, limiter, batchSize: 20 });
+    const result = await engine.run(chunked(emails(2_000), 50));
+    expect(result.outcome.kind).toBe('completed');
+    expect(levels).toEqual([3, 1]);
+    expect(mapper.peakInFlight).toBe(6);
+    expect(limiter.peakInFlight).toBe(6);
+    // a call never starts while as many as the current level are running, even right after a drop
+    expect(overLimit).toBe(0);
+    expect(mapper.itemsSent).toBe(2_000);
+  });
+
+  it('stops reading while too many rows wait, so memory stays bounded', async () => {
+    let maxRead = 0;
+    const mapper = new FakeMapper({ latency: () => 3 });
+    const engine = new MapEngine({
+      columns: [{ name: 'email', index: 1, kind: 'email' }],
+      mapBatch: mapper.mapBatch,
+      batchSize: 50,
+      concurrency: 2,
+      maxPendingRows: 300,
+      onChunk: () => {
+        maxRead = Math.max(maxRead, engine.counts.rowsRead - engine.counts.rowsDone);
+      },
+    });
+    const result = await engine.run(chunked(emails(5_000), 25));
+    expect(result.counts.rowsDone).toBe(5_000);
+    // the window may pass its bound by at most one chunk before reading pauses
+    expect(maxRead).toBeLessThanOrEqual(300 + 25);
+  });
+});
+
+describe('DistinctCounter', () => {
+  it('counts exactly up to 100,000 and estimates within 2% beyond', () => {
+    const counter = new DistinctCounter();
+    for (let i = 0; i < 90_000; i++) counter.add(i % 2 ? 'email' : 'phone', sha256Base64(String(i % 60_000)));
+    expect(counter.count).toBe(60_000);
+    expect(counter.estimated).toBe(false);
+    for (let i = 0; i < 300_000; i++) counter.add('email', sha256Base64(`x${i}`));
+    expect(counter.estimated).toBe(true);
+    expect(Math.abs(counter.count - 360_000) / 360_000).toBeLessThan(0.02);
+  });
+});

@@ -1,0 +1,138 @@
+import { createHash } from 'node:crypto';
+import { sha256Base64 } from '../../src/identity/index.js';
+import type { MapV3Item, MapV3Request, MapV3ResponseBody } from '../../src/protocol/index.js';
+import type { EngineState } from '../../src/pipeline/engine.js';
+import type { InputRow } from '../../src/pipeline/table.js';
+import type { EntryUpdate, StateEntry } from '../../src/state/types.js';
+import type { DiiType } from '../../src/identity/index.js';
+
+export const OPTOUT_EMAIL_HASH = sha256Base64('optout@example.com');
+export const NOW_S = 1_800_000_000;
+
+/** What the fake service answers for a hash: deterministic, so tests can compute the expected output. */
+export function fakeAnswer(type: DiiType, hash: string): MapV3Item {
+  if (type === 'email' && hash === OPTOUT_EMAIL_HASH) return { e: 'optout' };
+  if (hash.startsWith('AAAA')) return { e: 'invalid identifier' };
+  return { u: rawUidOf(type, hash), p: null, r: NOW_S + 86_400 };
+}
+
+export function rawUidOf(type: DiiType, hash: string): string {
+  return createHash('sha256').update(`${type}:${hash}`).digest('base64');
+}
+
+export interface FakeMapperOptions {
+  /** Latency per request in ms, drawn per call. */
+  latency?: () => number;
+  /** Throw this instead of answering, for the n-th call (1-based). */
+  failOn?: (call: number, request: MapV3Request) => Error | undefined;
+  /** Called at the start of each call with the number of calls in flight (including this one). */
+  onStart?: (inFlight: number, call: number) => void;
+}
+
+export class FakeMapper {
+  readonly requests: MapV3Request[] = [];
+  inFlight = 0;
+  peakInFlight = 0;
+  private calls = 0;
+
+  constructor(private readonly options: FakeMapperOptions = {}) {}
+
+  readonly mapBatch = async (request: MapV3Request, signal: AbortSignal): Promise<MapV3ResponseBody> => {
+    const call = ++this.calls;
+    this.inFlight++;
+    this.peakInFlight = Math.max(this.peakInFlight, this.inFlight);
+    this.options.onStart?.(this.inFlight, call);
+    try {
+      const ms = this.options.latency?.() ?? 0;
+      await new Promise<void>((resolve, reject) => {
+        const onAbort = (): void => {
+          clearTimeout(t);
+          reject(new Error('aborted'));
+        };
+        const t = setTimeout(() => {
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        }, ms);
+        signal.addEventListener('abort', onAbort, { once: true });
+      });
+      const failure = this.options.failOn?.(call, request);
+      if (failure) throw failure;
+      this.requests.push(request);
+      return {
+        email: [],
+        phone: [],
+        email_hash: (request.email_hash ?? []).map((h) => fakeAnswer('email', h)),
+        phone_hash: (request.phone_hash ?? []).map((h) => fakeAnswer('phone', h)),
+      };
+    } finally {
+      this.inFlight--;
+    }
+  };
+
+  get itemsSent(): number {
+    return this.requests.reduce((n, r) => n + (r.email_hash?.length ?? 0) + (r.phone_hash?.length ?? 0), 0);
+  }
+}
+
+/** An in-memory state with the engine's two calls. */
+export class FakeState implements EngineState {
+  readonly entries = new Map<string, StateEntry>();
+  commits = 0;
+  lookups = 0;
+
+  lookupMany(type: DiiType, hashes: readonly string[]): ReadonlyMap<string, StateEntry> {
+    this.lookups++;
+    const found = new Map<string, StateEntry>();
+    for (const h of hashes) {
+      const e = this.entries.get(`${type}:${h}`);
+      if (e) found.set(h, e);
+    }
+    return found;
+  }
+
+  commitBatch(updates: readonly EntryUpdate[]): void {
+    this.commits++;
+    for (const { type, hash, outcome } of updates) {
+      this.put(type, hash, outcome.kind === 'mapped' ? { status: 'mapped', u: outcome.u, p: outcome.p, r: outcome.r } : { status: outcome.kind, u: null, p: null, r: null });
+    }
+  }
+
+  put(type: DiiType, hash: string, v: Pick<StateEntry, 'status' | 'u' | 'p' | 'r'>): void {
+    this.entries.set(`${type}:${hash}`, {
+      type,
+      hash,
+      ...v,
+      bucketId: null,
+      firstMappedS: null,
+      lastMappedS: null,
+      lastOptoutCheckS: null,
+      optedOutSinceMs: null,
+      due: false,
+    });
+  }
+}
+
+/** Rows as the table source yields them, in chunks of `chunkRows`. */
+export async function* chunked(rows: string[][], chunkRows = 100, problems?: Map<number, InputRow['problem']>): AsyncGenerator<InputRow[]> {
+  for (let i = 0; i < rows.length; i += chunkRows) {
+    await Promise.resolve();
+    yield rows.slice(i, i + chunkRows).map((cells, j) => {
+      const row: InputRow = { line: i + j + 2, cells: cells.slice() };
+      const problem = problems?.get(i + j);
+      if (problem) row.problem = problem;
+      return row;
+    });
+  }
+}
+
+/** A seeded generator, so a failing test fails the same way again. */
+export function seeded(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
