@@ -103,7 +103,7 @@ export class InputError extends Error {
     readonly problem: string,
     readonly hint?: string,
   ) {
-    super(`${file}${line === undefined ? '' : `:${line}`}: ${problem}${hint ? ` (${hint})` : ''}`);
+    super(`${file}${line === undefined ? '' : `: line ${line}`}: ${problem}${hint ? `; ${hint}` : ''}`);
     this.name = 'InputError';
   }
 }
