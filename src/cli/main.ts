@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { ConfigError, rejectSecretFlags } from '../config/index.js';
 import { registerCommands } from './commands.js';
 import { EXIT, UserError } from './exit-codes.js';
 
@@ -6,32 +7,136 @@ export function buildProgram(): Command {
   const program = new Command('uid2-batch')
     .description('Bulk identity mapping, re-mapping, opt-out checks and tokens for the UID2 / EUID identity service')
     .version('0.1.0')
+    .option('--no-color', 'no colors and no spinner animation (same as NO_COLOR=1)')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
+  program.hook('preAction', (thisCommand) => {
+    // One switch for everything that draws (ora, any child process): the NO_COLOR convention.
+    if (thisCommand.opts().color === false) process.env.NO_COLOR = '1';
+  });
   registerCommands(program);
   return program;
 }
 
-/** Turns any failure into one line on stderr and an exit code; a stack trace only with UID2_DEBUG set. */
-export function reportError(err: unknown): number {
+const UNAUTHORIZED_MESSAGE =
+  'the service refused the API key (401): check UID2_API_KEY, the environment (integ and prod keys differ) and the key\'s role';
+
+/** Errors of src/state that mean "the user must change something": exit 2. Matched by name to keep cli loosely tied. */
+const STATE_USER_ERRORS = new Set(['StateEnvMismatchError', 'StateLockedError', 'StateNotFoundError', 'StateFormatError']);
+
+/** Answers of the service other than 401 and clock skew, after the client's retries: the run failed. */
+const SERVICE_ERRORS = new Set([
+  'ServiceError',
+  'ClientError',
+  'ServerError',
+  'RateLimitedError',
+  'PayloadTooLargeError',
+  'InvalidTokenError',
+  'ExpiredTokenError',
+  'NetworkError',
+  'UnexpectedResponseError',
+  'RefreshKeyMismatchError',
+  'EnvelopeError',
+]);
+
+const FILE_PROBLEMS: Readonly<Record<string, string>> = {
+  ENOENT: 'no such file or directory',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  EISDIR: 'it is a directory',
+  ENOTDIR: 'a part of the path is not a directory',
+  ENOSPC: 'no space left on the device',
+  EROFS: 'read-only file system',
+};
+
+interface ErrorFields {
+  name: string;
+  message: string;
+  code?: string;
+  path?: string;
+  userMessage?: string;
+  exitCode?: number;
+  stack?: string;
+}
+
+function fieldsOf(err: unknown): ErrorFields {
+  if (!(err instanceof Error)) return { name: 'Error', message: String(err) };
+  const o = err as Error & Record<string, unknown>;
+  return {
+    name: err.name,
+    message: err.message,
+    ...(typeof o.code === 'string' ? { code: o.code } : {}),
+    ...(typeof o.path === 'string' ? { path: o.path } : {}),
+    ...(typeof o.userMessage === 'string' ? { userMessage: o.userMessage } : {}),
+    ...(typeof o.exitCode === 'number' ? { exitCode: o.exitCode } : {}),
+    ...(err.stack ? { stack: err.stack } : {}),
+  };
+}
+
+/** A write to a closed pipe (`uid2-batch map ... | head`): the reader has what it wanted. */
+export function isBrokenPipe(err: unknown): boolean {
+  return fieldsOf(err).code === 'EPIPE';
+}
+
+/** The one line to print and the exit code, for every kind of failure this program knows. */
+export function describeError(err: unknown): { line?: string; exitCode: number } {
   if (err instanceof CommanderError) {
-    // commander already printed its message
-    return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    // commander has printed its own message (or the help, or the version)
+    return { exitCode: err.exitCode === 0 ? EXIT.ok : EXIT.usage };
   }
-  if (err instanceof UserError) {
-    process.stderr.write(`uid2-batch: ${err.message}\n`);
-    return err.exitCode;
+  const f = fieldsOf(err);
+  if (f.code === 'EPIPE') return { exitCode: EXIT.ok };
+  if (err instanceof UserError) return { line: err.message, exitCode: err.exitCode };
+  if (err instanceof ConfigError) return { line: err.message, exitCode: EXIT.usage };
+  switch (f.name) {
+    case 'UnauthorizedError':
+      return { line: UNAUTHORIZED_MESSAGE, exitCode: EXIT.auth };
+    case 'ClockSkewError':
+      return { line: /^clock skew/i.test(f.message) ? f.message : `clock skew: ${f.message}`, exitCode: EXIT.failed };
+    case 'AbortError':
+      return { line: 'interrupted', exitCode: EXIT.interrupted };
+    case 'InputError':
+      return { line: f.message, exitCode: EXIT.failed };
   }
-  const message = err instanceof Error ? err.message : String(err);
-  process.stderr.write(`uid2-batch: ${message}\n`);
-  if (process.env.UID2_DEBUG && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
-  return EXIT.failed;
+  if (STATE_USER_ERRORS.has(f.name)) return { line: f.userMessage ?? f.message, exitCode: EXIT.usage };
+  if (SERVICE_ERRORS.has(f.name)) return { line: f.message, exitCode: EXIT.failed };
+  if (f.userMessage !== undefined && f.name.endsWith('Error')) {
+    const known = Object.values(EXIT) as number[];
+    return { line: f.userMessage, exitCode: f.exitCode !== undefined && known.includes(f.exitCode) ? f.exitCode : EXIT.failed };
+  }
+  if (f.code && f.path && FILE_PROBLEMS[f.code]) {
+    return { line: `cannot use ${f.path}: ${FILE_PROBLEMS[f.code]}`, exitCode: f.code === 'ENOENT' || f.code === 'EISDIR' || f.code === 'ENOTDIR' ? EXIT.usage : EXIT.failed };
+  }
+  return { line: `${f.message || f.name} (set UID2_DEBUG=1 for details)`, exitCode: EXIT.failed };
+}
+
+/** Turns any failure into one line on stderr and an exit code; a stack trace only with UID2_DEBUG set. */
+export function reportError(err: unknown, stream: { write(chunk: string): unknown } = process.stderr, env: NodeJS.ProcessEnv = process.env): number {
+  const { line, exitCode } = describeError(err);
+  if (line !== undefined) stream.write(`uid2-batch: ${line}\n`);
+  if (env.UID2_DEBUG && err instanceof Error && err.stack && !(err instanceof CommanderError)) stream.write(`${err.stack}\n`);
+  return exitCode;
+}
+
+/**
+ * `uid2-batch map big.csv | head`: when the reader goes away, stdout errors with EPIPE. End at once with
+ * exit 0 and no message; the state file stays consistent because each batch commits in one transaction.
+ */
+export function endQuietlyOnBrokenPipe(
+  stdout: { on(event: 'error', listener: (err: Error) => void): unknown } = process.stdout,
+  exit: (code: number) => void = (code) => process.exit(code),
+): void {
+  stdout.on('error', (err) => {
+    if (isBrokenPipe(err)) exit(EXIT.ok);
+    else exit(reportError(err));
+  });
 }
 
 export async function main(argv: string[]): Promise<void> {
-  const program = buildProgram();
+  endQuietlyOnBrokenPipe();
   try {
-    await program.parseAsync(argv);
+    rejectSecretFlags(argv.slice(2));
+    await buildProgram().parseAsync(argv);
   } catch (err) {
     process.exitCode = reportError(err);
   }
