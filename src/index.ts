@@ -1,0 +1,239 @@
+/**
+ * uid2-batch as a library: the engine behind `uid2-batch map`, for programs and data platforms.
+ *
+ * ```ts
+ * import { mapRows } from 'uid2-batch';
+ *
+ * const rows = [['1', 'jane@example.com'], ['2', '+14155550100']];
+ * for await (const row of mapRows(rows, {
+ *   columns: [{ index: 1, kind: 'auto' }],
+ *   baseUrl: 'https://operator-integ.uidapi.com',
+ *   apiKey: process.env.UID2_API_KEY,
+ *   clientSecret: process.env.UID2_CLIENT_SECRET,
+ * })) {
+ *   console.log(row.cells[0], row.results[0]);   // { status: 'mapped', rawUid, prevRawUid, refreshFrom, reason: null }
+ * }
+ * ```
+ *
+ * Rows come back in input order, one per input row. Emails and phones are normalized and hashed locally: only
+ * hashes are sent. Requests carry up to 5,000 identifiers, at most `concurrency` (default 20) in flight.
+ */
+import { createServiceClient, type ClientStats, type ServiceClient } from './client/index.js';
+import type { DiiType, IdentifierKind } from './identity/index.js';
+import { AdaptiveConcurrency } from './pipeline/dispatcher.js';
+import { MapEngine, type EngineColumn, type EngineState, type MapRunCounts, type MapRunOutcome } from './pipeline/engine.js';
+import { SLOT, SLOT_STATUS_NAMES, type RowChunk } from './pipeline/row-chunk.js';
+import type { InputRow } from './pipeline/table.js';
+
+export type { DiiType, IdentifierKind } from './identity/index.js';
+export { normalizeEmail, isNormalizedPhone, normalizeHash, sha256Base64, prepareIdentifier, prepareAuto } from './identity/index.js';
+export { createServiceClient } from './client/index.js';
+export type { ClientOptions, ClientStats, ServiceClient, RetryEvent } from './client/index.js';
+export { MapEngine, type EngineColumn, type EngineState, type MapEngineOptions, type MapRunCounts, type MapRunOutcome, type MapRunResult } from './pipeline/engine.js';
+export { AdaptiveConcurrency, type AdaptiveConcurrencyOptions } from './pipeline/dispatcher.js';
+export { outputHeader, outputRows, RESULT_COLUMNS } from './pipeline/result-columns.js';
+export type { RowChunk } from './pipeline/row-chunk.js';
+export type { InputRow } from './pipeline/table.js';
+
+/** One identifier column of the rows given to mapRows. */
+export interface MapColumn {
+  /** Position of the column in each row. */
+  index: number;
+  /** What the cells hold; 'auto' tells emails, phones and hashes apart per cell. */
+  kind: IdentifierKind | 'auto';
+  /** For 'auto': whether a bare hash is of an email or a phone (a hash cannot say). */
+  hashType?: DiiType;
+  /** For messages; default `col<index>`. */
+  name?: string;
+}
+
+export interface MapRowsOptions {
+  columns: readonly MapColumn[];
+  /** A client you made (and close yourself); or give baseUrl, apiKey and clientSecret. */
+  client?: ServiceClient;
+  baseUrl?: string;
+  apiKey?: string;
+  clientSecret?: string;
+  /** Requests in flight at most (default 20, the public service's limit). */
+  concurrency?: number;
+  /** Identifiers per request (default and maximum 5,000). */
+  batchSize?: number;
+  /** Attempts per request, the first included (default 6), when mapRows makes the client. */
+  maxAttempts?: number;
+  /** Throw at the first request that fails after its last attempt, instead of marking its rows `error`. */
+  failFast?: boolean;
+  /**
+   * Answers stored from earlier runs: fresh mappings (now < refresh_from) and opt-outs are answered from it
+   * without a request, and every answered request is committed to it. See src/state for the SQLite file.
+   */
+  state?: EngineState;
+  /** Stops reading; requests in flight finish (up to 10 s), then the iteration ends with a MapInterruptedError. */
+  signal?: AbortSignal;
+  /** Called once at the end with the run's counters. */
+  onDone?: (summary: MapRowsSummary) => void;
+}
+
+export type IdentifierResult =
+  | { status: 'mapped'; rawUid: string; prevRawUid: string | null; refreshFrom: number; reason: null }
+  | { status: 'optout' | 'invalid' | 'error'; rawUid: null; prevRawUid: null; refreshFrom: null; reason: string };
+
+export interface MappedRow {
+  /** The input row's cells, unchanged. */
+  cells: string[];
+  /** One per identifier column, in the order of `columns`. */
+  results: IdentifierResult[];
+}
+
+export interface MapRowsSummary {
+  counts: MapRunCounts;
+  /** The client's traffic: requests, retries, 429s... */
+  client: ClientStats;
+}
+
+/** The run stopped on options.signal before the input was read to its end. */
+export class MapInterruptedError extends Error {
+  override name = 'MapInterruptedError';
+  constructor() {
+    super('mapRows was interrupted (options.signal) before the end of the input');
+  }
+}
+
+const CHUNK_ROWS = 1000;
+
+/**
+ * Maps every row's identifier columns to raw UIDs through POST /v3/identity/map, yielding rows in input order.
+ * A request that fails after its last attempt marks its rows `error` (or throws with failFast); a 401 throws.
+ */
+export async function* mapRows(
+  rows: AsyncIterable<readonly string[]> | Iterable<readonly string[]>,
+  options: MapRowsOptions,
+): AsyncGenerator<MappedRow, void, undefined> {
+  const columns: EngineColumn[] = options.columns.map((c) => ({
+    name: c.name ?? `col${c.index}`,
+    index: c.index,
+    kind: c.kind,
+    ...(c.hashType !== undefined ? { hashType: c.hashType } : {}),
+  }));
+  if (columns.length === 0) throw new TypeError('mapRows: give at least one identifier column');
+  const limiter = new AdaptiveConcurrency({ max: options.concurrency ?? 20 });
+  const ownClient = options.client === undefined;
+  const client = options.client ?? makeClient(options, limiter);
+  const stop = new AbortController();
+  const onOuterAbort = (): void => stop.abort();
+  options.signal?.addEventListener('abort', onOuterAbort, { once: true });
+  if (options.signal?.aborted) stop.abort();
+
+  // the engine pushes answered chunks; the consumer pulls rows. One chunk is handed over at a time, so a slow
+  // consumer holds the engine back instead of letting rows pile up.
+  const ready: RowChunk[] = [];
+  let taken: (() => void) | null = null;
+  let wakeConsumer: (() => void) | null = null;
+  let finished = false;
+  const engine = new MapEngine({
+    columns,
+    mapBatch: (request, signal) => client.mapV3(request, { signal }),
+    limiter,
+    ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}),
+    ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : { maxAttempts: 6 }),
+    ...(options.state !== undefined ? { state: options.state } : {}),
+    failFast: options.failFast === true,
+    signal: stop.signal,
+    onChunk: (chunk) =>
+      new Promise<void>((resolve) => {
+        ready.push(chunk);
+        taken = resolve;
+        wakeConsumer?.();
+      }),
+  });
+  const running = engine.run(inputChunks(rows)).finally(() => {
+    finished = true;
+    wakeConsumer?.();
+  });
+  let outcome: MapRunOutcome | undefined;
+  try {
+    for (;;) {
+      const chunk = ready.shift();
+      if (chunk !== undefined) {
+        for (let r = 0; r < chunk.rows.length; r++) yield { cells: chunk.rows[r].cells, results: rowResults(chunk, r) };
+        const release = taken as (() => void) | null;
+        taken = null;
+        release?.();
+        continue;
+      }
+      if (finished) break;
+      await new Promise<void>((resolve) => {
+        wakeConsumer = resolve;
+      });
+      wakeConsumer = null;
+    }
+    outcome = (await running).outcome;
+  } finally {
+    if (outcome === undefined) {
+      // the consumer stopped early (break, throw): stop the engine and let it settle
+      stop.abort();
+      const release = taken as (() => void) | null;
+      release?.();
+      await running.catch(() => undefined);
+    }
+    options.signal?.removeEventListener('abort', onOuterAbort);
+    options.onDone?.({ counts: engine.counts, client: { ...client.stats } });
+    if (ownClient) await client.close();
+  }
+  switch (outcome.kind) {
+    case 'completed':
+      return;
+    case 'interrupted':
+      throw new MapInterruptedError();
+    default:
+      throw outcome.error;
+  }
+}
+
+function makeClient(options: MapRowsOptions, limiter: AdaptiveConcurrency): ServiceClient {
+  if (!options.baseUrl || !options.apiKey || !options.clientSecret) {
+    throw new TypeError('mapRows: give options.client, or options.baseUrl with options.apiKey and options.clientSecret');
+  }
+  return createServiceClient({
+    baseUrl: options.baseUrl,
+    apiKey: options.apiKey,
+    clientSecret: options.clientSecret,
+    connections: limiter.max,
+    ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
+    onRetry: limiter.onRetry,
+  });
+}
+
+async function* inputChunks(rows: AsyncIterable<readonly string[]> | Iterable<readonly string[]>): AsyncGenerator<InputRow[]> {
+  let chunk: InputRow[] = [];
+  let line = 0;
+  for await (const cells of rows) {
+    chunk.push({ line: ++line, cells: cells.slice() });
+    if (chunk.length >= CHUNK_ROWS) {
+      yield chunk;
+      chunk = [];
+    }
+  }
+  if (chunk.length > 0) yield chunk;
+}
+
+function rowResults(chunk: RowChunk, r: number): IdentifierResult[] {
+  const results: IdentifierResult[] = [];
+  for (let c = 0; c < chunk.width; c++) {
+    const slot = r * chunk.width + c;
+    const status = chunk.status[slot];
+    const mapped = chunk.mapped[slot];
+    if (status === SLOT.mapped && mapped !== null) {
+      results.push({ status: 'mapped', rawUid: mapped.u, prevRawUid: mapped.p, refreshFrom: mapped.r, reason: null });
+    } else {
+      const name = SLOT_STATUS_NAMES[status];
+      results.push({
+        status: name === 'optout' || name === 'invalid' ? name : 'error',
+        rawUid: null,
+        prevRawUid: null,
+        refreshFrom: null,
+        reason: chunk.reason[slot] ?? '',
+      });
+    }
+  }
+  return results;
+}
