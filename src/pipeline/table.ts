@@ -108,6 +108,18 @@ export class InputError extends Error {
   }
 }
 
+/** The output cannot be written (missing directory, permission, disk full). Names the path and a fix. */
+export class OutputError extends Error {
+  constructor(
+    readonly file: string,
+    readonly problem: string,
+    readonly hint?: string,
+  ) {
+    super(`${file}: ${problem}${hint ? `; ${hint}` : ''}`);
+    this.name = 'OutputError';
+  }
+}
+
 /** The per-row reason text for a row problem: goes into the `reason` column, so no cell values here. */
 export function rowProblemReason(problem: RowProblem): string {
   switch (problem.kind) {
