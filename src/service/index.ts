@@ -1,0 +1,86 @@
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { ApiKeyAuthority } from './auth.js';
+import { SimulatedClock } from './clock.js';
+import { LocalIdentityEngine } from './engine.js';
+import { EnvelopeGate } from './envelope-gate.js';
+import { FaultInjector } from './faults.js';
+import { HttpCore } from './http-server.js';
+import { loadOptoutFile } from './optout-input.js';
+import { OptoutRegistry } from './optout-registry.js';
+import { resolveOptions, type ServiceOptions } from './options.js';
+import { ServiceStats, type ServiceStatsSnapshot } from './stats.js';
+import { createTokenHandlers } from './tokens/index.js';
+
+/**
+ * The local identity service: a faithful stand-in for the UID2/EUID operator on loopback, for tests, demos
+ * and `--env local`. Each instance owns its state (no process-global state), so several can run in one process.
+ */
+
+export interface LocalService {
+  /** Base URL, e.g. http://127.0.0.1:PORT (no trailing slash). */
+  readonly url: string;
+  readonly apiKey: string;
+  readonly clientSecret: string;
+  readonly port: number;
+  /** Stops listening and ends every connection, including keep-alive ones. */
+  close(): Promise<void>;
+  /** Simulated now, Unix ms: what the service checks envelope timestamps against. */
+  nowMs(): number;
+  stats(): ServiceStatsSnapshot;
+}
+
+export async function startService(options: ServiceOptions = {}): Promise<LocalService> {
+  const resolved = resolveOptions(options);
+  const clock = new SimulatedClock(resolved.nowMs);
+  const registry = new OptoutRegistry();
+  const engine = new LocalIdentityEngine(resolved.seed, resolved.scope, registry);
+  if (resolved.optoutFile !== undefined) loadOptoutFile(resolved.optoutFile, engine, clock.nowMs());
+  const stats = new ServiceStats();
+  const core = new HttpCore({
+    clock,
+    engine,
+    tokens: createTokenHandlers({ engine, clock, lifetimes: resolved.lifetimes, seed: resolved.seed }),
+    stats,
+    faults: new FaultInjector(resolved.faults, resolved.seed, resolved.maxMapItems),
+    auth: new ApiKeyAuthority(resolved.apiKey, resolved.roles),
+    gate: new EnvelopeGate(resolved.scope, resolved.clientKey),
+    clientKey: resolved.clientKey,
+    maxMapItems: resolved.maxMapItems,
+  });
+  const server = core.server;
+  server.listen(resolved.port, resolved.host);
+  await Promise.race([
+    once(server, 'listening'),
+    once(server, 'error').then(([err]) => {
+      throw err;
+    }),
+  ]);
+  const port = (server.address() as AddressInfo).port;
+  const host = resolved.host.includes(':') ? `[${resolved.host}]` : resolved.host;
+  let closing: Promise<void> | null = null;
+  return {
+    url: `http://${host}:${port}`,
+    apiKey: resolved.apiKey,
+    clientSecret: resolved.clientSecret,
+    port,
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        core.cancelPending();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+    nowMs: () => clock.nowMs(),
+    stats: () => stats.snapshot(clock.nowMs()),
+  };
+}
+
+export type { ServiceOptions } from './options.js';
+export { ServiceSetupError, DEFAULT_SEED, DEFAULT_LIFETIMES, DEFAULT_MAX_MAP_ITEMS } from './options.js';
+export type { FaultOptions } from './faults.js';
+export type { Role } from './auth.js';
+export type { ServiceStatsSnapshot } from './stats.js';
+export { parseInstantMs } from './clock.js';
+export type { IdentityScope, TokenLifetimes } from './contracts.js';

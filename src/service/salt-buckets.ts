@@ -1,0 +1,156 @@
+import { createCipheriv, createHmac } from 'node:crypto';
+import { DAY_MS } from './clock.js';
+import { deriveSecret } from './seed.js';
+
+/**
+ * The 2^20 salt buckets of the local service and their rotation schedule (wire-protocol.md §7.2-7.3).
+ *
+ * Bucket i has a phase day φ_i in [0, 365) and rotates at 00:00 UTC of every day D (days since the Unix
+ * epoch) with (D - φ_i) mod 365 = 0, so about 1/365 of the buckets rotate each day, as in production. Its
+ * rotation epoch k counts those rotations; the salt of epoch k is a keyed hash of (i, k), so any instant's
+ * salt (and the one before it) is known without keeping history, and the schedule moves with the clock.
+ */
+
+export const BUCKET_COUNT = 1 << 20;
+export const ROTATION_PERIOD_DAYS = 365;
+/** p is offered for this many whole days after a bucket's last rotation. */
+export const PREVIOUS_UID_WINDOW_DAYS = 90;
+
+const BASE64_VALUES = (() => {
+  const table = new Int8Array(128).fill(-1);
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+  for (let i = 0; i < alphabet.length; i++) table[alphabet.charCodeAt(i)] = i;
+  return table;
+})();
+
+const BUCKET_ID_ALPHABET = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
+const NO_EPOCH = -0x80000000;
+
+function mod(a: number, n: number): number {
+  const r = a % n;
+  return r < 0 ? r + n : r;
+}
+
+/** A bucket's rotation state at one instant. */
+export interface RotationState {
+  /** Day (since the epoch) of the latest rotation at or before the instant. */
+  lastRotationDay: number;
+  /** Rotation count of that salt; the previous salt is epoch - 1. */
+  epoch: number;
+}
+
+export class SaltBuckets {
+  /** φ_i per bucket. */
+  private readonly phases: Uint16Array;
+  /** Bucket indexes grouped by phase (counting sort), so "rotated since" never scans all buckets. */
+  private readonly byPhase: Uint32Array;
+  private readonly phaseStart: Uint32Array;
+  /** Two salt slots per bucket, chosen by the parity of the epoch: the current and previous salts never collide. */
+  private readonly slotEpoch: Int32Array;
+  private readonly slotSalt: string[];
+  private readonly saltKey: Buffer;
+  private readonly bucketIdKey: Buffer;
+  private readonly bucketIdMask: number;
+  private bucketIdNoise: Buffer | undefined;
+
+  constructor(seed: string, scope: string) {
+    this.saltKey = deriveSecret(seed, `${scope}/rotating-salts`);
+    this.bucketIdKey = deriveSecret(seed, `${scope}/bucket-ids`);
+    this.bucketIdMask = deriveSecret(seed, `${scope}/bucket-id-mask`, 4).readUInt32BE(0) & (BUCKET_COUNT - 1);
+    this.phases = derivePhases(deriveSecret(seed, `${scope}/rotation-phases`));
+    const counts = new Uint32Array(ROTATION_PERIOD_DAYS + 1);
+    for (let i = 0; i < BUCKET_COUNT; i++) counts[this.phases[i]! + 1]!++;
+    for (let p = 1; p <= ROTATION_PERIOD_DAYS; p++) counts[p]! += counts[p - 1]!;
+    this.phaseStart = counts.slice();
+    this.byPhase = new Uint32Array(BUCKET_COUNT);
+    const next = counts.slice(0, ROTATION_PERIOD_DAYS);
+    for (let i = 0; i < BUCKET_COUNT; i++) this.byPhase[next[this.phases[i]!]!++] = i;
+    this.slotEpoch = new Int32Array(2 * BUCKET_COUNT).fill(NO_EPOCH);
+    this.slotSalt = new Array<string>(2 * BUCKET_COUNT).fill('');
+  }
+
+  /**
+   * Bucket of a first-level hash given as base64: (F[0] << 12) | (F[1] << 4) | (F[2] & 0x0F). The first four
+   * base64 characters are exactly F[0..2], which saves decoding F for every item.
+   */
+  bucketOf(firstLevelB64: string): number {
+    const v =
+      (BASE64_VALUES[firstLevelB64.charCodeAt(0)]! << 18) |
+      (BASE64_VALUES[firstLevelB64.charCodeAt(1)]! << 12) |
+      (BASE64_VALUES[firstLevelB64.charCodeAt(2)]! << 6) |
+      BASE64_VALUES[firstLevelB64.charCodeAt(3)]!;
+    return ((v >>> 8) << 4) | (v & 0x0f);
+  }
+
+  phaseOf(bucket: number): number {
+    return this.phases[bucket]!;
+  }
+
+  /** Latest rotation day at or before `day` (days since the epoch, UTC). */
+  lastRotationDay(bucket: number, day: number): number {
+    return day - mod(day - this.phases[bucket]!, ROTATION_PERIOD_DAYS);
+  }
+
+  stateAt(bucket: number, nowMs: number): RotationState {
+    const lastRotationDay = this.lastRotationDay(bucket, Math.floor(nowMs / DAY_MS));
+    return { lastRotationDay, epoch: (lastRotationDay - this.phases[bucket]!) / ROTATION_PERIOD_DAYS };
+  }
+
+  /** Base64 salt of a bucket's rotation epoch; computed once per (bucket, epoch) while it is current or previous. */
+  salt(bucket: number, epoch: number): string {
+    const slot = 2 * bucket + (epoch & 1);
+    if (this.slotEpoch[slot] === epoch) return this.slotSalt[slot]!;
+    const material = Buffer.allocUnsafe(8);
+    material.writeUInt32BE(bucket, 0);
+    material.writeInt32BE(epoch, 4);
+    const salt = createHmac('sha256', this.saltKey).update(material).digest('base64');
+    this.slotEpoch[slot] = epoch;
+    this.slotSalt[slot] = salt;
+    return salt;
+  }
+
+  /**
+   * The v2 bucket_id: a stable 10-character alphanumeric name, not the index (clients must not rely on it).
+   * Six characters come from a seeded keystream and four encode a seeded permutation of the index, so ids are
+   * unique by construction and cost no hashing per call.
+   */
+  bucketId(bucket: number): string {
+    const noise = (this.bucketIdNoise ??= keystream(this.bucketIdKey, 6 * BUCKET_COUNT));
+    let id = '';
+    const at = 6 * bucket;
+    for (let i = 0; i < 6; i++) id += BUCKET_ID_ALPHABET[noise[at + i]! % 62];
+    let x = Math.imul(bucket ^ this.bucketIdMask, 0x9e3b5) & (BUCKET_COUNT - 1);
+    x ^= x >>> 11;
+    for (let i = 0; i < 4; i++) {
+      id += BUCKET_ID_ALPHABET[x % 62];
+      x = Math.floor(x / 62);
+    }
+    return id;
+  }
+
+  /**
+   * Calls `visit` for every bucket whose last rotation at `nowMs` is at or after `sinceMs`, day by day (oldest
+   * first). Only the phase groups of the days in range are touched.
+   */
+  forEachRotatedSince(sinceMs: number, nowMs: number, visit: (bucket: number, rotationDay: number) => void): void {
+    const today = Math.floor(nowMs / DAY_MS);
+    const firstDay = Math.max(Math.ceil(sinceMs / DAY_MS), today - (ROTATION_PERIOD_DAYS - 1));
+    for (let day = firstDay; day <= today; day++) {
+      const phase = mod(day, ROTATION_PERIOD_DAYS);
+      const end = this.phaseStart[phase + 1]!;
+      for (let j = this.phaseStart[phase]!; j < end; j++) visit(this.byPhase[j]!, day);
+    }
+  }
+}
+
+function keystream(key: Buffer, length: number): Buffer {
+  return createCipheriv('aes-256-ctr', key, Buffer.alloc(16)).update(Buffer.alloc(length));
+}
+
+/** φ_i from an AES-CTR keystream: 4 bytes per bucket, reduced mod 365 (the bias is far below anything visible). */
+function derivePhases(key: Buffer): Uint16Array {
+  const stream = keystream(key, 4 * BUCKET_COUNT);
+  const phases = new Uint16Array(BUCKET_COUNT);
+  for (let i = 0; i < BUCKET_COUNT; i++) phases[i] = stream.readUInt32BE(4 * i) % ROTATION_PERIOD_DAYS;
+  return phases;
+}

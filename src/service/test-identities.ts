@@ -1,0 +1,24 @@
+import { sha256Base64, type DiiType } from '../identity/index.js';
+import type { TestIdentityRole } from './contracts.js';
+
+/**
+ * The operator's special test identities (wire-protocol.md §6), matched on (DII type, hash): the raw value and
+ * its hash are the same identity, but a phone's hash sent as an email_hash is not. The operator's constants win
+ * over the token-generate docs page, which swaps the two phone numbers.
+ */
+const TABLE: Record<DiiType, ReadonlyMap<string, TestIdentityRole>> = {
+  email: new Map([
+    [sha256Base64('optout@example.com'), 'optout'],
+    [sha256Base64('refresh-optout@example.com'), 'refresh-optout'],
+    [sha256Base64('validate@example.com'), 'validate'],
+  ]),
+  phone: new Map([
+    [sha256Base64('+00000000000'), 'optout'],
+    [sha256Base64('+00000000002'), 'refresh-optout'],
+    [sha256Base64('+12345678901'), 'validate'],
+  ]),
+};
+
+export function testIdentityRole(type: DiiType, hashB64: string): TestIdentityRole | null {
+  return TABLE[type].get(hashB64) ?? null;
+}
