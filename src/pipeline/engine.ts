@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import { prepareAuto, prepareIdentifier, type DiiType, type IdentifierKind, type Prepared } from '../identity/index.js';
+import type { DiiType } from '../identity/index.js';
 import {
   ClockSkewError,
   isMappedV3,
@@ -11,6 +11,7 @@ import {
   type UnmappedV3,
 } from '../protocol/index.js';
 import type { EntryUpdate, StateEntry } from '../state/types.js';
+import { prepareCell, type IdentifierColumn } from './columns.js';
 import { BatchBuilder, batchRequest, batchItemCount, type MapBatch } from './batcher.js';
 import { answerSlot, OPTOUT_REASON, PendingIndex, PendingItem, RecentAnswers } from './dedupe.js';
 import { AdaptiveConcurrency } from './dispatcher.js';
@@ -19,17 +20,8 @@ import { Reassembler } from './reassembler.js';
 import { RowChunk, SLOT } from './row-chunk.js';
 import { rowProblemInvalidates, rowProblemReason, type InputRow } from './table.js';
 
-/** An identifier column of the input, as the engine reads it. */
-export interface EngineColumn {
-  /** Header name (used for output column prefixes and messages). */
-  name: string;
-  /** Position in InputRow.cells. */
-  index: number;
-  /** What the cells are; 'auto' detects each cell's kind. */
-  kind: IdentifierKind | 'auto';
-  /** For 'auto': what a bare hash in this column stands for; without it a hash is reported as ambiguous. */
-  hashType?: DiiType;
-}
+/** An identifier column of the input, as the engine reads it (resolved from flags by columns.ts). */
+export type EngineColumn = IdentifierColumn;
 
 /** What the engine needs from the state file: a lookup per chunk and one transaction per answered batch. */
 export interface EngineState {
@@ -260,8 +252,7 @@ export class MapEngine {
       for (let c = 0; c < width; c++) {
         const column = columns[c];
         const cell = row.cells[column.index] ?? '';
-        const prepared: Prepared =
-          column.kind === 'auto' ? prepareAuto(cell, column.hashType) : prepareIdentifier(column.kind, cell);
+        const prepared = prepareCell(column, cell);
         if (!prepared.ok) {
           this.invalid(chunk, base + c, prepared.reason);
           continue;

@@ -1,3 +1,4 @@
+import { resultHeader } from './columns.js';
 import { SLOT, SLOT_STATUS_NAMES, type RowChunk } from './row-chunk.js';
 
 /** The columns added per identifier column, after the input's own. */
@@ -5,15 +6,11 @@ export const RESULT_COLUMNS = ['raw_uid', 'prev_raw_uid', 'refresh_from', 'statu
 
 /**
  * The output header: the input columns unchanged, then the result columns of each identifier column, prefixed
- * `<column>_` when there are several (so `email_raw_uid`, `phone_raw_uid`...).
+ * `<column>_` when there are several (so `email_raw_uid`, `phone_raw_uid`...). A name the input already has
+ * gets a `_2` suffix, so JSONL keys never collide.
  */
 export function outputHeader(inputHeader: readonly string[], identifierColumns: readonly { name: string }[]): string[] {
-  const header = inputHeader.slice();
-  const prefixed = identifierColumns.length > 1;
-  for (const column of identifierColumns) {
-    for (const name of RESULT_COLUMNS) header.push(prefixed ? `${column.name}_${name}` : name);
-  }
-  return header;
+  return resultHeader(inputHeader, identifierColumns, RESULT_COLUMNS);
 }
 
 /**
