@@ -1,0 +1,396 @@
+import { setMaxListeners } from 'node:events';
+import type { DiiType } from '../identity/index.js';
+import {
+  ClockSkewError,
+  isMappedV3,
+  MAX_ITEMS_PER_REQUEST,
+  UnauthorizedError,
+  type MapV3Item,
+  type MapV3Request,
+  type MapV3ResponseBody,
+} from '../protocol/index.js';
+import type { DueEntry, EntryUpdate } from '../state/types.js';
+import { AdaptiveConcurrency } from './dispatcher.js';
+
+/** Where the keyset walk through the `r` index stands: the last entry already selected. */
+export interface DueCursor {
+  r: number;
+  id: number;
+}
+
+/** What remap needs from the state file: a page of due entries through the `r` index, one transaction per batch. */
+export interface RemapState {
+  /** Entries with r <= nowS after `after` in (r, id) order, at most `limit` of them. */
+  selectDue(nowS: number, after: DueCursor | null, limit: number): DueEntry[];
+  commitBatch(updates: readonly EntryUpdate[], nowS: number): unknown;
+}
+
+/** Sends one v3 map request (with the client's retries) and returns the decrypted body. */
+export type RemapBatchFn = (request: MapV3Request, signal: AbortSignal) => Promise<MapV3ResponseBody>;
+
+export type RemapStatus = 'mapped' | 'optout' | 'invalid';
+
+/**
+ * One row of the changes file: an entry whose raw UID changed, or that became opted out or invalid. This is what
+ * a user uploads to their platform, so an entry that kept its raw UID (only `r` moved) is not in it.
+ */
+export interface RemapChange {
+  kind: DiiType;
+  hash: string;
+  oldRawUid: string | null;
+  /** Null for optout and invalid. */
+  newRawUid: string | null;
+  prevRawUid: string | null;
+  /** The new `r`, Unix seconds; null for optout and invalid. */
+  refreshFrom: number | null;
+  status: RemapStatus;
+}
+
+export const CHANGES_HEADER = ['kind', 'hash', 'old_raw_uid', 'new_raw_uid', 'prev_raw_uid', 'refresh_from', 'status'] as const;
+
+/** A change as cells under CHANGES_HEADER; a missing value is an empty cell. */
+export function changeCells(change: RemapChange): string[] {
+  return [
+    change.kind,
+    change.hash,
+    change.oldRawUid ?? '',
+    change.newRawUid ?? '',
+    change.prevRawUid ?? '',
+    change.refreshFrom === null ? '' : String(change.refreshFrom),
+    change.status,
+  ];
+}
+
+export interface RemapCounts {
+  /** Due entries selected and put into batches. */
+  selected: number;
+  /** Entries answered, by what the service said. */
+  status: { mapped: number; optout: number; invalid: number; error: number };
+  /** Mapped entries whose raw UID changed. */
+  changed: number;
+  /** Mapped entries that kept their raw UID (only `r` moved). */
+  unchanged: number;
+  /** Mapped entries whose new `r` is still not after the run's now (a --now ahead of the service's clock). */
+  stillDue: number;
+  /** Rows handed to onChanges. */
+  changeRows: number;
+  batches: number;
+  batchesFailed: number;
+  batchesCommitted: number;
+}
+
+export type RemapOutcome =
+  | { kind: 'completed' }
+  | { kind: 'interrupted' }
+  /** 401: the credentials were refused; nothing more was sent. */
+  | { kind: 'auth-refused'; error: Error }
+  /** A failure every further batch would hit too (clock skew, the state file cannot be written). */
+  | { kind: 'failed'; error: Error };
+
+export interface RemapResult {
+  outcome: RemapOutcome;
+  counts: RemapCounts;
+  /** Why batches failed (first few distinct messages), for the user. */
+  batchErrors: string[];
+}
+
+export interface RemapOptions {
+  state: RemapState;
+  mapBatch: RemapBatchFn;
+  /** The run's now, Unix seconds: entries with r <= nowS are due. Fixed for the whole run. */
+  nowS: number;
+  /** Caps the entries remapped by this run. */
+  limit?: number;
+  /** Items per request (default and maximum 5,000). */
+  batchSize?: number;
+  /** Requests in flight at most, when no limiter is given (default 20). */
+  concurrency?: number;
+  /** Shared with the client, whose onRetry feeds it 429s. */
+  limiter?: AdaptiveConcurrency;
+  /** Aborting it stops selecting; in-flight requests get `graceMs` to finish and commit. */
+  signal?: AbortSignal;
+  /** Default 10,000 ms. */
+  graceMs?: number;
+  /** Rows for the changes file, once their batch is committed; awaited (a sink's backpressure). */
+  onChanges?: (changes: RemapChange[]) => void | Promise<void>;
+  /** After each settled batch, for progress. */
+  onProgress?: (counts: Readonly<RemapCounts>) => void;
+}
+
+interface Batch {
+  entries: DueEntry[];
+  request: MapV3Request;
+  email: DueEntry[];
+  phone: DueEntry[];
+}
+
+const MAX_BATCH_ERRORS = 5;
+
+/**
+ * The nightly remap: walks the due entries (r <= now) page by page through the `r` index, so a run costs what
+ * is due and not what is stored; sends each page's stored hashes as one v3 request with at most N in flight;
+ * commits each answered batch in one transaction. A committed entry gets an `r` in the future and drops out of
+ * the due set, so an interrupted run resumes by running again. A failed batch is left as it was: still due.
+ */
+export class RemapEngine {
+  readonly counts: RemapCounts = {
+    selected: 0,
+    status: { mapped: 0, optout: 0, invalid: 0, error: 0 },
+    changed: 0,
+    unchanged: 0,
+    stillDue: 0,
+    changeRows: 0,
+    batches: 0,
+    batchesFailed: 0,
+    batchesCommitted: 0,
+  };
+  readonly limiter: AdaptiveConcurrency;
+  private readonly batchSize: number;
+  private readonly abort = new AbortController();
+  private readonly batchErrors: string[] = [];
+  /**
+   * Ids already sent by this run. Only a --now ahead of the service's clock can bring an answered entry back
+   * into the due range (its new `r` is still <= now); it must not be sent twice in one run.
+   */
+  private readonly sent = new Set<number>();
+  private pendingChanges: RemapChange[] = [];
+  private outstanding = 0;
+  private wake: (() => void) | null = null;
+  private stop: RemapOutcome | null = null;
+
+  constructor(private readonly options: RemapOptions) {
+    this.limiter = options.limiter ?? new AdaptiveConcurrency({ max: options.concurrency ?? 20 });
+    this.batchSize = Math.min(MAX_ITEMS_PER_REQUEST, Math.max(1, options.batchSize ?? MAX_ITEMS_PER_REQUEST));
+    // every request in flight listens on the run's signal; 20 of them are expected, not a leak
+    setMaxListeners(this.limiter.max + 10, this.abort.signal);
+  }
+
+  async run(): Promise<RemapResult> {
+    const unlisten = this.listenForInterrupt();
+    try {
+      let cursor: DueCursor | null = null;
+      let exhausted = false;
+      while (this.stop === null && !exhausted) {
+        // one page selected ahead of the requests in flight keeps every slot busy without holding the whole due set
+        while (this.stop === null && this.outstanding > this.limiter.concurrency) {
+          await this.settled();
+          await this.flushChanges();
+        }
+        if (this.stop !== null) break;
+        const want = Math.min(this.batchSize, this.remaining());
+        if (want <= 0) break;
+        const page = this.options.state.selectDue(this.options.nowS, cursor, want);
+        if (page.length < want) exhausted = true;
+        if (page.length === 0) break;
+        const last = page[page.length - 1];
+        cursor = { r: last.r ?? 0, id: last.id };
+        const entries = page.filter((e) => !this.sent.has(e.id));
+        if (entries.length === 0) continue;
+        for (const e of entries) this.sent.add(e.id);
+        this.dispatch(entries);
+        await this.flushChanges();
+      }
+      while (this.outstanding > 0 && this.stop === null) {
+        await this.settled();
+        await this.flushChanges();
+      }
+    } catch (err) {
+      this.halt({ kind: 'failed', error: asError(err) });
+    } finally {
+      unlisten();
+    }
+    if (this.stop !== null) await this.windDown();
+    await this.flushChanges();
+    return { outcome: this.stop ?? { kind: 'completed' }, counts: this.counts, batchErrors: this.batchErrors };
+  }
+
+  private remaining(): number {
+    return this.options.limit === undefined ? Number.POSITIVE_INFINITY : this.options.limit - this.counts.selected;
+  }
+
+  private dispatch(entries: DueEntry[]): void {
+    const email: DueEntry[] = [];
+    const phone: DueEntry[] = [];
+    for (const e of entries) (e.type === 'email' ? email : phone).push(e);
+    const request: MapV3Request = {};
+    if (email.length > 0) request.email_hash = email.map((e) => e.hash);
+    if (phone.length > 0) request.phone_hash = phone.map((e) => e.hash);
+    this.counts.selected += entries.length;
+    this.counts.batches++;
+    this.outstanding++;
+    void this.limiter.run(() => this.send({ entries, request, email, phone }));
+  }
+
+  private async send(batch: Batch): Promise<void> {
+    try {
+      if (this.stop !== null) {
+        this.failBatch(batch, 'not sent: the run stopped first', false);
+        return;
+      }
+      let body: MapV3ResponseBody;
+      try {
+        body = await this.options.mapBatch(batch.request, this.abort.signal);
+      } catch (err) {
+        this.onBatchError(batch, asError(err));
+        return;
+      }
+      this.onBatchAnswered(batch, body);
+    } catch (err) {
+      // a commit that throws (disk full, file locked) would fail every later batch the same way
+      this.halt({ kind: 'failed', error: asError(err) });
+      this.failBatch(batch, 'not committed: the state file could not be written', false);
+    } finally {
+      this.outstanding--;
+      this.wakeUp();
+      this.options.onProgress?.(this.counts);
+    }
+  }
+
+  private onBatchAnswered(batch: Batch, body: MapV3ResponseBody): void {
+    const emailAnswers = body.email_hash ?? [];
+    const phoneAnswers = body.phone_hash ?? [];
+    if (emailAnswers.length !== batch.email.length || phoneAnswers.length !== batch.phone.length) {
+      this.onBatchError(
+        batch,
+        new Error(
+          `the service answered ${emailAnswers.length} email and ${phoneAnswers.length} phone hashes for ` +
+            `${batch.email.length} and ${batch.phone.length} sent`,
+        ),
+      );
+      return;
+    }
+    const updates: EntryUpdate[] = [];
+    const changes: RemapChange[] = [];
+    const tally = { mapped: 0, optout: 0, invalid: 0, changed: 0, unchanged: 0, stillDue: 0 };
+    const take = (entry: DueEntry, answer: MapV3Item): void => {
+      const result = settleEntry(entry, answer);
+      updates.push(result.update);
+      tally[result.status]++;
+      if (result.change !== null) changes.push(result.change);
+      if (result.status === 'mapped') {
+        if (result.change !== null) tally.changed++;
+        else tally.unchanged++;
+        if (isMappedV3(answer) && answer.r <= this.options.nowS) tally.stillDue++;
+      }
+    };
+    for (let i = 0; i < emailAnswers.length; i++) take(batch.email[i], emailAnswers[i]);
+    for (let i = 0; i < phoneAnswers.length; i++) take(batch.phone[i], phoneAnswers[i]);
+    // the commit is the point of no return: counts and changes only for what is in the state
+    this.options.state.commitBatch(updates, this.options.nowS);
+    const c = this.counts;
+    c.batchesCommitted++;
+    c.status.mapped += tally.mapped;
+    c.status.optout += tally.optout;
+    c.status.invalid += tally.invalid;
+    c.changed += tally.changed;
+    c.unchanged += tally.unchanged;
+    c.stillDue += tally.stillDue;
+    for (const change of changes) this.pendingChanges.push(change);
+    this.limiter.succeeded();
+  }
+
+  private onBatchError(batch: Batch, error: Error): void {
+    if (this.stop !== null && this.abort.signal.aborted) {
+      this.failBatch(batch, 'not answered: the run stopped first', false);
+      return;
+    }
+    if (error instanceof UnauthorizedError) this.halt({ kind: 'auth-refused', error });
+    else if (error instanceof ClockSkewError) this.halt({ kind: 'failed', error });
+    this.failBatch(batch, error.message, true);
+  }
+
+  private failBatch(batch: Batch, reason: string, failed: boolean): void {
+    this.counts.status.error += batch.entries.length;
+    if (failed) this.counts.batchesFailed++;
+    if (this.batchErrors.length < MAX_BATCH_ERRORS && !this.batchErrors.includes(reason)) this.batchErrors.push(reason);
+  }
+
+  private async flushChanges(): Promise<void> {
+    while (this.pendingChanges.length > 0) {
+      const rows = this.pendingChanges;
+      this.pendingChanges = [];
+      this.counts.changeRows += rows.length;
+      if (this.options.onChanges) await this.options.onChanges(rows);
+    }
+  }
+
+  /** Stops the run: a fatal answer aborts what is in flight at once; an interrupt lets it finish first. */
+  private halt(outcome: RemapOutcome): void {
+    if (this.stop !== null) return;
+    this.stop = outcome;
+    if (outcome.kind !== 'interrupted') this.abort.abort();
+    this.wakeUp();
+  }
+
+  private listenForInterrupt(): () => void {
+    const signal = this.options.signal;
+    if (signal === undefined) return () => undefined;
+    const onAbort = (): void => this.halt({ kind: 'interrupted' });
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    return () => signal.removeEventListener('abort', onAbort);
+  }
+
+  /** After a stop: nothing more is sent; requests in flight get a bounded time to finish and commit. */
+  private async windDown(): Promise<void> {
+    if (this.outstanding === 0) return;
+    const graceMs = this.stop?.kind === 'interrupted' ? (this.options.graceMs ?? 10_000) : 0;
+    const abortTimer = setTimeout(() => this.abort.abort(), graceMs);
+    let giveUpTimer: NodeJS.Timeout | undefined;
+    const giveUp = new Promise<void>((resolve) => {
+      giveUpTimer = setTimeout(resolve, graceMs + 2_000);
+    });
+    const drained = (async () => {
+      while (this.outstanding > 0) await this.settled();
+    })();
+    await Promise.race([drained, giveUp]);
+    clearTimeout(abortTimer);
+    clearTimeout(giveUpTimer);
+  }
+
+  private settled(): Promise<void> {
+    return new Promise((resolve) => {
+      this.wake = resolve;
+    });
+  }
+
+  private wakeUp(): void {
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
+  }
+}
+
+/** What one answer does to one due entry: its state update, its status, and its changes-file row if any. */
+export function settleEntry(
+  entry: DueEntry,
+  answer: MapV3Item,
+): { update: EntryUpdate; status: RemapStatus; change: RemapChange | null } {
+  const base = { kind: entry.type, hash: entry.hash, oldRawUid: entry.u };
+  if (isMappedV3(answer)) {
+    const update: EntryUpdate = { type: entry.type, hash: entry.hash, outcome: { kind: 'mapped', u: answer.u, p: answer.p, r: answer.r } };
+    const change: RemapChange | null =
+      answer.u === entry.u
+        ? null
+        : { ...base, newRawUid: answer.u, prevRawUid: answer.p, refreshFrom: answer.r, status: 'mapped' };
+    return { update, status: 'mapped', change };
+  }
+  const status: RemapStatus = answer.e === 'optout' ? 'optout' : 'invalid';
+  return {
+    update: { type: entry.type, hash: entry.hash, outcome: { kind: status } },
+    status,
+    change: { ...base, newRawUid: null, prevRawUid: null, refreshFrom: null, status },
+  };
+}
+
+function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+/** What --dry-run reports: due now, and coming due on each of the next days. */
+export interface RemapPlan {
+  nowS: number;
+  dueNow: number;
+  /** Day i covers (now + i days, now + (i + 1) days]; i from 0. */
+  byDay: { day: string; due: number }[];
+}
