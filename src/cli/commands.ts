@@ -1,10 +1,12 @@
 import type { Command } from 'commander';
+import { registerServe } from './serve.js';
 import { registerTokenCommand } from './token.js';
 import { registerDoctorCommand } from './doctor.js';
 
 /** Every command registers itself here: one import and one line each. */
 export function registerCommands(program: Command): void {
   void program;
+  registerServe(program);
   registerTokenCommand(program);
   registerDoctorCommand(program);
 }
