@@ -1,6 +1,6 @@
 import { createServiceClient } from '../client/index.js';
-import { attachLocalService, resolveConfig, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
-import { startService } from '../service/index.js';
+import { resolveConfig, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
+import { startEmbeddedServiceIfLocal } from './local-service.js';
 import type { Connect, Connection } from './token-io.js';
 
 /**
@@ -13,13 +13,8 @@ export function resolveFor(flags: ConnectionFlags, require: { apiKey: boolean; c
 }
 
 export async function openConnection(config: ResolvedConfig): Promise<Connection & { baseUrl: string }> {
-  let cfg = config;
-  let stopService = async (): Promise<void> => {};
-  if (config.isLocal) {
-    const service = await startService({ scope: config.env.scope });
-    cfg = attachLocalService(config, service);
-    stopService = () => service.close();
-  }
+  const embedded = await startEmbeddedServiceIfLocal(config);
+  const cfg = embedded.config;
   const client = createServiceClient({
     baseUrl: cfg.env.baseUrl,
     ...(cfg.apiKey !== undefined ? { apiKey: cfg.apiKey } : {}),
@@ -33,7 +28,7 @@ export async function openConnection(config: ResolvedConfig): Promise<Connection
     baseUrl: cfg.env.baseUrl,
     close: async () => {
       await client.close();
-      await stopService();
+      await embedded.close();
     },
   };
 }
