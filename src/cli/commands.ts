@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { registerServe } from './serve.js';
 import { registerTokenCommand } from './token.js';
 import { registerDoctorCommand } from './doctor.js';
+import { registerHash } from './hash.js';
 
 /** Every command registers itself here: one import and one line each. */
 export function registerCommands(program: Command): void {
@@ -9,4 +10,5 @@ export function registerCommands(program: Command): void {
   registerServe(program);
   registerTokenCommand(program);
   registerDoctorCommand(program);
+  registerHash(program);
 }

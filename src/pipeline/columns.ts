@@ -150,11 +150,11 @@ function pickByName(header: readonly string[], source: string): ResolvedColumns 
   });
   if (candidates.length === 1) {
     const [c] = candidates;
-    const how = c.kind === 'auto' ? `--col ${quoteArg(c.name)} --type email_hash|phone_hash` : `${FLAG_OF[c.kind]} with another column`;
-    return {
-      columns: candidates,
-      note: `using column '${c.name}' as ${KIND_WORDS[c.kind]}${c.kind === 'auto' && c.hashType === undefined ? ' (hashes in it are ambiguous)' : ''}; to choose, use ${how}`,
-    };
+    let note: string;
+    if (c.kind !== 'auto') note = `using column '${c.name}' as ${KIND_WORDS[c.kind]} (for another column: ${FLAG_OF[c.kind]} NAME)`;
+    else if (c.hashType !== undefined) note = `using column '${c.name}', detecting each cell; hashes in it are taken as ${c.hashType} hashes`;
+    else note = `using column '${c.name}', detecting each cell; hashes in it are ambiguous: add --col ${quoteArg(c.name)} --type email_hash (or phone_hash)`;
+    return { columns: candidates, note };
   }
   if (candidates.length === 0) {
     if (header.length === 0) throw new ColumnError(`${source} is empty: there is no header to find an identifier column in`, header);

@@ -13,7 +13,7 @@ export async function openSink(opts: OpenSinkOptions): Promise<TableSink> {
   const toStdout = opts.path === undefined || opts.path === '-';
   const sink = toStdout
     ? new StreamSink(opts.stream ?? process.stdout, encode, opts.stream === undefined)
-    : await FileSink.create(opts.path as string, encode);
+    : await FileSink.create(opts.path as string, encode, opts.mode);
   if (preamble !== '') await sink.writeText(preamble);
   return sink;
 }
@@ -170,11 +170,11 @@ class FileSink extends SinkBase {
     super(stream, encode);
   }
 
-  static async create(target: string, encode: Encoder): Promise<FileSink> {
+  static async create(target: string, encode: Encoder, mode = 0o666): Promise<FileSink> {
     const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
     let handle: FileHandle;
     try {
-      handle = await open(tmp, 'w');
+      handle = await open(tmp, 'w', mode);
     } catch (err) {
       throw fileFailure(target, err as Error);
     }
@@ -195,6 +195,8 @@ class FileSink extends SinkBase {
       await this.waitFor(['finish']);
       // fsync before rename: after a crash the target is either the old file or the complete new one
       await this.handle.sync();
+      // a stream made from a FileHandle holds a reference to it: close() would wait for ever without this
+      (this.stream as NodeJS.WritableStream & { destroy(): void }).destroy();
       await this.handle.close();
       await rename(this.tmp, this.target);
       await syncDirectory(dirname(this.target));

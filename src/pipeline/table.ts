@@ -87,6 +87,8 @@ export interface OpenSinkOptions {
   header: string[];
   /** CSV only: start with a UTF-8 BOM (helps Excel open UTF-8 files). */
   bom?: boolean;
+  /** File only: permissions of the new file (e.g. 0o600 when rows carry secrets); default 0o666 minus umask. */
+  mode?: number;
   /** For tests: write here instead of stdout when path is '-' or undefined. */
   stream?: NodeJS.WritableStream;
 }
