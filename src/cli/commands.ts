@@ -3,6 +3,7 @@ import { registerServe } from './serve.js';
 import { registerTokenCommand } from './token.js';
 import { registerDoctorCommand } from './doctor.js';
 import { registerHash } from './hash.js';
+import { registerMap } from './map.js';
 
 /** Every command registers itself here: one import and one line each. */
 export function registerCommands(program: Command): void {
@@ -11,4 +12,5 @@ export function registerCommands(program: Command): void {
   registerTokenCommand(program);
   registerDoctorCommand(program);
   registerHash(program);
+  registerMap(program);
 }

@@ -1,0 +1,463 @@
+import type { Command } from 'commander';
+import { createServiceClient, type ServiceClient } from '../client/index.js';
+import { envFingerprint, resolveConfig, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
+import { ColumnError, resolveIdentifierColumns, type ColumnKind, type IdentifierColumn } from '../pipeline/columns.js';
+import { AdaptiveConcurrency } from '../pipeline/dispatcher.js';
+import { MapEngine, type MapRunCounts, type MapRunResult } from '../pipeline/engine.js';
+import { outputHeader, outputRows } from '../pipeline/result-columns.js';
+import { openSink } from '../pipeline/sink.js';
+import { openSource } from '../pipeline/source.js';
+import type { TableSink, TableSource } from '../pipeline/table.js';
+import { EXIT, onInterrupt, UserError } from './exit-codes.js';
+import { startEmbeddedServiceIfLocal } from './local-service.js';
+import { openMapState, type MapStateFile } from './map-state.js';
+import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from './options.js';
+import { createProgress, type ProgressReporter } from './progress.js';
+import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from './summary.js';
+
+export interface MapFlags {
+  /** File, '-' for stdin, or undefined (stdin when it is not a terminal). */
+  input?: string;
+  emailCol?: string[];
+  phoneCol?: string[];
+  emailHashCol?: string[];
+  phoneHashCol?: string[];
+  col?: string;
+  type?: ColumnKind;
+  delimiter?: string;
+  state?: string;
+  rejects?: string;
+  /** Default 20; at most 20 against the public service. */
+  concurrency?: number;
+  /** Default and maximum 5,000. */
+  batchSize?: number;
+  failFast?: boolean;
+  dryRun?: boolean;
+  connection: ConnectionFlags;
+  output: OutputFlags;
+}
+
+/** What `map` touches besides its files: injected, so tests run the command without a process. */
+export interface MapDeps {
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean };
+  stdout: NodeJS.WritableStream & { isTTY?: boolean };
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+  env: NodeJS.ProcessEnv;
+  /** Local clock, Unix ms. */
+  now(): number;
+  /** Ctrl-C: stop reading, let the requests in flight finish and commit. */
+  signal?: AbortSignal;
+  resolveConfig?(flags: ConnectionFlags, require: { apiKey: boolean; clientSecret: boolean }): ResolvedConfig;
+  /** For tests: a client instead of one made from the config (its onRetry cannot be wired to the limiter). */
+  client?: ServiceClient;
+}
+
+/** The public service allows 20 requests in flight; a private operator or the local service may take more. */
+export const PUBLIC_MAX_CONCURRENCY = 20;
+const parseConcurrency = wholeNumber('--concurrency', 1, 200);
+const parseBatchSize = wholeNumber('--batch-size', 1, 5000);
+
+const COLUMN_KINDS: readonly ColumnKind[] = ['auto', 'email', 'phone', 'email_hash', 'phone_hash'];
+
+export function registerMap(program: Command): void {
+  const cmd = program
+    .command('map')
+    .summary('map emails, phones and hashes of a CSV or JSONL file to raw UIDs (POST /v3/identity/map)')
+    .description(
+      'Maps every row of a CSV (or JSONL) file to raw UIDs. Emails and phones are normalized and hashed here: only\n' +
+        'hashes are sent. Output: the input columns, then raw_uid, prev_raw_uid, refresh_from, status and reason per\n' +
+        'identifier column, in input order. With --state FILE, a re-run sends only what is new, due or unfinished.',
+    )
+    .argument('[input]', 'CSV or JSONL file; - or nothing reads stdin')
+    .option('--email-col <name>', 'column of emails (repeatable)', collect, [])
+    .option('--phone-col <name>', 'column of E.164 phones, e.g. +14155550100 (repeatable)', collect, [])
+    .option('--email-hash-col <name>', 'column of SHA-256 email hashes, base64 or hex (repeatable)', collect, [])
+    .option('--phone-hash-col <name>', 'column of SHA-256 phone hashes, base64 or hex (repeatable)', collect, [])
+    .option('--col <name>', 'an identifier column whose kind --type gives')
+    .option('--type <kind>', `kind of the --col column: ${COLUMN_KINDS.join(', ')} (default auto)`, parseKind)
+    .option('--delimiter <char>', 'CSV delimiter: one character, or tab (default ,)')
+    .option('--state <file>', 'SQLite state file: answers fresh mappings without a request, makes re-runs resume')
+    .option('--rejects <file>', 'also write the rows with an invalid, opted-out or failed identifier here')
+    .option('--concurrency <n>', `requests in flight at most (default 20; at most ${PUBLIC_MAX_CONCURRENCY} against the public service)`, parseConcurrency)
+    .option('--batch-size <n>', 'identifiers per request (default and maximum 5000)', parseBatchSize)
+    .option('--fail-fast', 'stop at the first request that fails after its retries (exit 1) instead of marking its rows error')
+    .option('--dry-run', 'read, validate, hash and count what would be sent; send nothing, write no output');
+  addConnectionOptions(cmd);
+  addOutputOptions(cmd);
+  cmd.action(async (input: string | undefined, opts: Record<string, unknown>) => {
+    const stop = new AbortController();
+    const removeInterruptHandler = onInterrupt(() => stop.abort());
+    try {
+      process.exitCode = await runMap(mapFlags(input, opts), {
+        stdin: process.stdin,
+        stdout: process.stdout,
+        stderr: process.stderr,
+        env: process.env,
+        now: () => Date.now(),
+        signal: stop.signal,
+      });
+    } finally {
+      removeInterruptHandler();
+    }
+  });
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+function parseKind(value: string): ColumnKind {
+  const kind = value.trim().toLowerCase().replace('-', '_');
+  if (!(COLUMN_KINDS as readonly string[]).includes(kind)) {
+    throw new UserError(`--type must be one of ${COLUMN_KINDS.join(', ')} (got '${value}')`);
+  }
+  return kind as ColumnKind;
+}
+
+/** The typed flags out of commander's options. */
+export function mapFlags(input: string | undefined, opts: Record<string, unknown>): MapFlags {
+  const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
+  const list = (k: string) => (Array.isArray(opts[k]) ? (opts[k] as string[]) : []);
+  const num = (k: string) => (typeof opts[k] === 'number' ? (opts[k] as number) : undefined);
+  return {
+    ...(input !== undefined ? { input } : {}),
+    emailCol: list('emailCol'),
+    phoneCol: list('phoneCol'),
+    emailHashCol: list('emailHashCol'),
+    phoneHashCol: list('phoneHashCol'),
+    ...(str('col') !== undefined ? { col: str('col') } : {}),
+    ...(typeof opts.type === 'string' ? { type: opts.type as ColumnKind } : {}),
+    ...(str('delimiter') !== undefined ? { delimiter: str('delimiter') } : {}),
+    ...(str('state') !== undefined ? { state: str('state') } : {}),
+    ...(str('rejects') !== undefined ? { rejects: str('rejects') } : {}),
+    ...(num('concurrency') !== undefined ? { concurrency: num('concurrency') } : {}),
+    ...(num('batchSize') !== undefined ? { batchSize: num('batchSize') } : {}),
+    failFast: opts.failFast === true,
+    dryRun: opts.dryRun === true,
+    connection: connectionFlags(opts),
+    output: outputFlags(opts),
+  };
+}
+
+/** `uid2-batch map`: returns the exit code (0, 3 some rows error, 130 interrupted); throws for the rest. */
+export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
+  const startedMs = deps.now();
+  const inputPath = chooseInput(flags.input, deps.stdin);
+  const dryRun = flags.dryRun === true;
+  const resolve = deps.resolveConfig ?? ((f, require) => resolveConfig(f, deps.env, {}, { require }));
+  // configuration first: a missing key should be said before a large file is opened
+  const config = resolve(flags.connection, { apiKey: !dryRun, clientSecret: !dryRun });
+  const say = (line: string): void => {
+    if (!flags.output.quiet) deps.stderr.write(`uid2-batch: ${line}\n`);
+  };
+
+  const source = await openSource({
+    path: inputPath,
+    ...(flags.delimiter !== undefined ? { delimiter: flags.delimiter } : {}),
+    ...(inputPath === '-' ? { stream: deps.stdin } : {}),
+  });
+  for (const line of source.notes) say(line);
+  const columns = identifierColumns(source, flags, say);
+  const concurrency = chooseConcurrency(flags.concurrency, config, say);
+
+  let state: MapStateFile | undefined;
+  if (flags.state !== undefined) state = openMapState(flags.state, { envFingerprint: envFingerprint(config), readonly: dryRun });
+  try {
+    if (dryRun) return await dryRunReport(source, columns, flags, state, startedMs, deps);
+    return await mapForReal(source, columns, concurrency, config, flags, state, startedMs, deps, say);
+  } finally {
+    state?.close();
+  }
+}
+
+function chooseInput(input: string | undefined, stdin: { isTTY?: boolean }): string {
+  if (input !== undefined && input !== '') return input;
+  if (stdin.isTTY) {
+    throw new UserError('no input: give a CSV or JSONL file (uid2-batch map FILE), or pipe rows in (... | uid2-batch map -)');
+  }
+  return '-';
+}
+
+function identifierColumns(source: TableSource, flags: MapFlags, say: (line: string) => void): IdentifierColumn[] {
+  try {
+    const resolved = resolveIdentifierColumns(
+      source.header,
+      {
+        emailCol: flags.emailCol ?? [],
+        phoneCol: flags.phoneCol ?? [],
+        emailHashCol: flags.emailHashCol ?? [],
+        phoneHashCol: flags.phoneHashCol ?? [],
+        ...(flags.col !== undefined ? { col: flags.col } : {}),
+        ...(flags.type !== undefined ? { type: flags.type } : {}),
+      },
+      source.name,
+    );
+    if (resolved.note !== undefined) say(resolved.note);
+    return resolved.columns;
+  } catch (err) {
+    if (err instanceof ColumnError) throw new UserError(err.message);
+    throw err;
+  }
+}
+
+function chooseConcurrency(requested: number | undefined, config: ResolvedConfig, say: (line: string) => void): number {
+  const wanted = requested ?? PUBLIC_MAX_CONCURRENCY;
+  if (config.env.isPublic && wanted > PUBLIC_MAX_CONCURRENCY) {
+    say(`--concurrency ${wanted} lowered to ${PUBLIC_MAX_CONCURRENCY}: the public service allows ${PUBLIC_MAX_CONCURRENCY} map requests in flight (a private operator or --base-url allows more)`);
+    return PUBLIC_MAX_CONCURRENCY;
+  }
+  return wanted;
+}
+
+async function mapForReal(
+  source: TableSource,
+  columns: IdentifierColumn[],
+  concurrency: number,
+  resolved: ResolvedConfig,
+  flags: MapFlags,
+  state: MapStateFile | undefined,
+  startedMs: number,
+  deps: MapDeps,
+  say: (line: string) => void,
+): Promise<number> {
+  const embedded = await startEmbeddedServiceIfLocal(resolved);
+  const config = embedded.config;
+  const limiter = new AdaptiveConcurrency({ max: concurrency });
+  const maxAttempts = config.maxAttempts ?? 6;
+  const client =
+    deps.client ??
+    createServiceClient({
+      baseUrl: config.env.baseUrl,
+      ...(config.apiKey !== undefined ? { apiKey: config.apiKey } : {}),
+      ...(config.clientSecret !== undefined ? { clientSecret: config.clientSecret } : {}),
+      ...(config.timeoutMs !== undefined ? { requestTimeoutMs: config.timeoutMs } : {}),
+      maxAttempts,
+      connections: concurrency,
+      onRetry: limiter.onRetry,
+    });
+  const header = outputHeader(source.header, columns);
+  let sink: TableSink | undefined;
+  let rejects: TableSink | undefined;
+  let progress: ProgressReporter | undefined;
+  try {
+    sink = await openSink({ path: flags.output.output, format: flags.output.format, header, stream: deps.stdout });
+    if (flags.rejects !== undefined) rejects = await openSink({ path: flags.rejects, format: flags.output.format, header });
+    progress = createProgress({
+      label: 'map',
+      stream: deps.stderr,
+      quiet: flags.output.quiet === true,
+      env: deps.env,
+      dataOnStdout: flags.output.output === undefined,
+      stdoutIsTTY: deps.stdout.isTTY === true,
+    });
+    const out = sink;
+    const rejectSink = rejects;
+    const reporter = progress;
+    const engine: MapEngine = new MapEngine({
+      columns,
+      mapBatch: (request, signal) => client.mapV3(request, { signal }),
+      limiter,
+      ...(state !== undefined ? { state: state.engineState } : {}),
+      ...(flags.batchSize !== undefined ? { batchSize: flags.batchSize } : {}),
+      failFast: flags.failFast === true,
+      maxAttempts,
+      ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+      nowS: () => Math.floor(deps.now() / 1000),
+      onChunk: async (chunk) => {
+        const rejected: string[][] | null = rejectSink !== undefined ? [] : null;
+        const rows = outputRows(chunk, rejected);
+        await out.writeRows(rows);
+        if (rejectSink !== undefined && rejected !== null && rejected.length > 0) await rejectSink.writeRows(rejected);
+        reporter.update({
+          done: engine.counts.rowsDone,
+          ...estimateTotal(source, engine.counts),
+          retries: client.stats.retries,
+          http429: client.stats.http429,
+        });
+      },
+    });
+    state?.beginRun('map', source.name);
+    const result = await engine.run(source.rows());
+    progress.stop();
+    const summary = mapSummary(result, client, source, startedMs, deps.now(), state);
+    state?.endRun(result.outcome.kind, summary.rows);
+    return await finish(result, summary, { sink, rejects, flags, state, say, deps });
+  } catch (err) {
+    progress?.stop();
+    await rejects?.abort();
+    await sink?.abort();
+    throw err;
+  } finally {
+    if (deps.client === undefined) await client.close();
+    await embedded.close();
+  }
+}
+
+interface Finish {
+  sink: TableSink;
+  rejects: TableSink | undefined;
+  flags: MapFlags;
+  state: MapStateFile | undefined;
+  say: (line: string) => void;
+  deps: MapDeps;
+}
+
+/** Commits or abandons the output by outcome, reports, and picks the exit code. */
+async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Promise<number> {
+  const { outcome } = result;
+  if (outcome.kind === 'completed') {
+    await f.sink.commit();
+    await f.rejects?.commit();
+  } else {
+    await f.rejects?.abort();
+    await f.sink.abort();
+  }
+  if (!f.flags.output.quiet) printSummary(summary, f.deps.stderr);
+  if (f.flags.output.summaryJson !== undefined) await writeSummaryJson(f.flags.output.summaryJson, summary);
+  const output = f.flags.output.output;
+  switch (outcome.kind) {
+    case 'completed': {
+      const errors = result.counts.status.error;
+      if (errors === 0) return EXIT.ok;
+      f.say(
+        `${formatCount(errors)} identifier(s) ended in error (see the reason column${f.flags.rejects ? ` and ${f.flags.rejects}` : ''}); ` +
+          (f.state ? 're-run the same command to retry only those' : 'add --state FILE to retry only those on a re-run'),
+      );
+      return EXIT.partial;
+    }
+    case 'interrupted':
+      f.say(
+        `interrupted: ${output ? `${output} was not written` : 'the rows on stdout are incomplete'}; ` +
+          (f.state
+            ? `${formatCount(result.counts.batchesCommitted)} answered batch(es) are saved in ${f.flags.state}: re-run the same command to resume`
+            : 'nothing was saved (use --state FILE to make a re-run resume)'),
+      );
+      return EXIT.interrupted;
+    case 'auth-refused':
+      throw outcome.error;
+    case 'failed': {
+      const error = outcome.error;
+      const written = output ? `${output} was not written` : 'the rows on stdout are incomplete';
+      const saved = f.state ? `; answered batches are saved in ${f.flags.state}, a re-run resumes` : '';
+      if (!KNOWN_FAILURES.has(error.name)) throw error;
+      const lead = f.flags.failFast && !LOCAL_FAILURES.has(error.name) ? 'stopped at the first failed request (--fail-fast): ' : '';
+      throw new UserError(`${lead}${error.message}; ${written}${saved}`, EXIT.failed);
+    }
+  }
+}
+
+/** Failures of the input, the output or the machine, as opposed to the service's answers. */
+const LOCAL_FAILURES = new Set(['InputError', 'OutputError', 'ClockSkewError', 'SqliteError']);
+/** Failures whose message is already meant for the user; anything else is a bug and keeps its stack for UID2_DEBUG. */
+const KNOWN_FAILURES = new Set([
+  ...LOCAL_FAILURES,
+  'ServiceError',
+  'ClientError',
+  'ServerError',
+  'RateLimitedError',
+  'PayloadTooLargeError',
+  'NetworkError',
+  'UnexpectedResponseError',
+  'EnvelopeError',
+]);
+
+function estimateTotal(source: TableSource, counts: MapRunCounts): { total?: number; totalIsEstimate?: boolean } {
+  const total = source.totalBytes;
+  const read = source.bytesRead();
+  if (total === undefined || read <= 0 || counts.rowsRead === 0) return {};
+  if (read >= total) return { total: counts.rowsRead, totalIsEstimate: false };
+  return { total: Math.round((counts.rowsRead * total) / read), totalIsEstimate: true };
+}
+
+function mapSummary(
+  result: MapRunResult,
+  client: ServiceClient,
+  source: TableSource,
+  startedMs: number,
+  endedMs: number,
+  state: MapStateFile | undefined,
+): RunSummary {
+  const c = result.counts;
+  const problems = source.problems();
+  return makeSummary({
+    command: 'map',
+    rows: c.rowsDone,
+    status: c.status,
+    unique_identifiers: c.uniqueIdentifiers,
+    from_state: c.fromState,
+    requests: client.stats.requests,
+    retries: client.stats.retries,
+    http_429: client.stats.http429,
+    startedMs,
+    endedMs,
+    extra: {
+      outcome: result.outcome.kind,
+      rows_read: c.rowsRead,
+      identifiers: c.identifiers,
+      ...(c.uniqueEstimated ? { unique_identifiers_estimated: true } : {}),
+      deduplicated: c.deduplicated,
+      batches: c.batches,
+      batches_failed: c.batchesFailed,
+      ...(state !== undefined ? { batches_committed: c.batchesCommitted } : {}),
+      invalid_by_reason: c.invalidByReason,
+      short_rows: problems.shortRows,
+      long_rows: problems.longRows,
+    },
+  });
+}
+
+async function dryRunReport(
+  source: TableSource,
+  columns: IdentifierColumn[],
+  flags: MapFlags,
+  state: MapStateFile | undefined,
+  startedMs: number,
+  deps: MapDeps,
+): Promise<number> {
+  const engine = new MapEngine({
+    columns,
+    dryRun: true,
+    ...(state !== undefined ? { state: state.engineState } : {}),
+    ...(flags.batchSize !== undefined ? { batchSize: flags.batchSize } : {}),
+    ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+    nowS: () => Math.floor(deps.now() / 1000),
+  });
+  const result = await engine.run(source.rows());
+  const c = result.counts;
+  if (result.outcome.kind === 'failed' || result.outcome.kind === 'auth-refused') throw result.outcome.error;
+  const invalid = Object.values(c.invalidByReason).reduce((a, b) => a + b, 0);
+  const reasons = Object.entries(c.invalidByReason)
+    .sort((a, b) => b[1] - a[1])
+    .map(([reason, n]) => `  ${formatCount(n)} ${reason}`);
+  const unique = `${c.uniqueEstimated ? '~' : ''}${formatCount(c.uniqueIdentifiers)}`;
+  const lines = [
+    `map --dry-run: nothing was sent${result.outcome.kind === 'interrupted' ? ' (interrupted: counts cover the rows read)' : ''}`,
+    `  ${formatCount(c.rowsRead)} rows, ${formatCount(c.identifiers)} identifier cell(s) in ${columns.length} column(s): ${columns.map((col) => `'${col.name}' (${col.kind})`).join(', ')}`,
+    `  ${formatCount(c.valid)} valid, ${formatCount(invalid)} invalid${invalid > 0 ? ':' : ''}`,
+    ...reasons.map((r) => `  ${r}`),
+    `  ${unique} unique hashes`,
+    ...(state !== undefined ? [`  ${formatCount(c.fromState)} answered from the state file`] : []),
+    `  ${formatCount(c.batches)} request(s) would be sent (${formatCount(c.itemsInBatches)} identifiers, up to ${formatCount(flags.batchSize ?? 5000)} per request)`,
+  ];
+  if (!flags.output.quiet) deps.stderr.write(`${lines.join('\n')}\n`);
+  if (flags.output.summaryJson !== undefined) {
+    const summary = makeSummary({
+      command: 'map',
+      rows: c.rowsRead,
+      status: { invalid },
+      unique_identifiers: c.uniqueIdentifiers,
+      from_state: c.fromState,
+      startedMs,
+      endedMs: deps.now(),
+      extra: {
+        dry_run: true,
+        valid: c.valid,
+        invalid_by_reason: c.invalidByReason,
+        batches: c.batches,
+        identifiers_to_send: c.itemsInBatches,
+      },
+    });
+    await writeSummaryJson(flags.output.summaryJson, summary);
+  }
+  return result.outcome.kind === 'interrupted' ? EXIT.interrupted : EXIT.ok;
+}
