@@ -514,7 +514,7 @@ class JsonlTable extends TableBase {
   async open(): Promise<void> {
     // the header is the keys of the first chunk's objects, so a sparse first object does not hide columns
     while (!this.ended && this.pendingObjects.length < this.chunkRows) await this.pump();
-    for (const rec of this.pendingObjects) {
+    for (const rec of this.pendingObjects.slice(0, this.chunkRows)) {
       for (const key of Object.keys(rec.object)) {
         if (!this.headerIndex.has(key)) {
           this.headerIndex.set(key, this.header.length);
