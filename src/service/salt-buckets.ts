@@ -25,6 +25,17 @@ const BASE64_VALUES = (() => {
 
 const BUCKET_ID_ALPHABET = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 const NO_EPOCH = -0x80000000;
+const CHUNK_BITS = 12;
+const CHUNK_MASK = (1 << CHUNK_BITS) - 1;
+
+interface SaltChunk {
+  epochs: Int32Array;
+  salts: string[];
+}
+
+function newChunk(): SaltChunk {
+  return { epochs: new Int32Array(2 << CHUNK_BITS).fill(NO_EPOCH), salts: new Array<string>(2 << CHUNK_BITS).fill('') };
+}
 
 function mod(a: number, n: number): number {
   const r = a % n;
@@ -45,9 +56,11 @@ export class SaltBuckets {
   /** Bucket indexes grouped by phase (counting sort), so "rotated since" never scans all buckets. */
   private readonly byPhase: Uint32Array;
   private readonly phaseStart: Uint32Array;
-  /** Two salt slots per bucket, chosen by the parity of the epoch: the current and previous salts never collide. */
-  private readonly slotEpoch: Int32Array;
-  private readonly slotSalt: string[];
+  /**
+   * Two salt slots per bucket, chosen by the parity of the epoch, so the current and previous salts never
+   * collide. Allocated in chunks on first use: a service that maps a few identities never pays for all 2^20.
+   */
+  private readonly saltChunks: (SaltChunk | undefined)[] = new Array<SaltChunk | undefined>(BUCKET_COUNT >>> CHUNK_BITS).fill(undefined);
   private readonly saltKey: Buffer;
   private readonly bucketIdKey: Buffer;
   private readonly bucketIdMask: number;
@@ -65,8 +78,6 @@ export class SaltBuckets {
     this.byPhase = new Uint32Array(BUCKET_COUNT);
     const next = counts.slice(0, ROTATION_PERIOD_DAYS);
     for (let i = 0; i < BUCKET_COUNT; i++) this.byPhase[next[this.phases[i]!]!++] = i;
-    this.slotEpoch = new Int32Array(2 * BUCKET_COUNT).fill(NO_EPOCH);
-    this.slotSalt = new Array<string>(2 * BUCKET_COUNT).fill('');
   }
 
   /**
@@ -98,14 +109,15 @@ export class SaltBuckets {
 
   /** Base64 salt of a bucket's rotation epoch; computed once per (bucket, epoch) while it is current or previous. */
   salt(bucket: number, epoch: number): string {
-    const slot = 2 * bucket + (epoch & 1);
-    if (this.slotEpoch[slot] === epoch) return this.slotSalt[slot]!;
+    const chunk = (this.saltChunks[bucket >>> CHUNK_BITS] ??= newChunk());
+    const slot = 2 * (bucket & CHUNK_MASK) + (epoch & 1);
+    if (chunk.epochs[slot] === epoch) return chunk.salts[slot]!;
     const material = Buffer.allocUnsafe(8);
     material.writeUInt32BE(bucket, 0);
     material.writeInt32BE(epoch, 4);
     const salt = createHmac('sha256', this.saltKey).update(material).digest('base64');
-    this.slotEpoch[slot] = epoch;
-    this.slotSalt[slot] = salt;
+    chunk.epochs[slot] = epoch;
+    chunk.salts[slot] = salt;
     return salt;
   }
 
@@ -151,6 +163,10 @@ function keystream(key: Buffer, length: number): Buffer {
 function derivePhases(key: Buffer): Uint16Array {
   const stream = keystream(key, 4 * BUCKET_COUNT);
   const phases = new Uint16Array(BUCKET_COUNT);
-  for (let i = 0; i < BUCKET_COUNT; i++) phases[i] = stream.readUInt32BE(4 * i) % ROTATION_PERIOD_DAYS;
+  // Bytes assembled by hand (big-endian) so the schedule is the same on every platform.
+  for (let i = 0, j = 0; i < BUCKET_COUNT; i++, j += 4) {
+    const word = ((stream[j]! << 24) | (stream[j + 1]! << 16) | (stream[j + 2]! << 8) | stream[j + 3]!) >>> 0;
+    phases[i] = word % ROTATION_PERIOD_DAYS;
+  }
   return phases;
 }
