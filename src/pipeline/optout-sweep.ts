@@ -1,7 +1,8 @@
 import { setMaxListeners } from 'node:events';
-import { isRawUidShape, type DiiType } from '../identity/index.js';
+import { isRawUidShape } from '../identity/index.js';
 import { ClockSkewError, MAX_ITEMS_PER_REQUEST, UnauthorizedError, type OptedOutItem } from '../protocol/index.js';
 import { AdaptiveConcurrency } from './dispatcher.js';
+import type { OptedOutRawUid, OptoutCandidate, OptoutCursor, StateStore } from '../state/types.js';
 import { rowProblemInvalidates, rowProblemReason, type InputRow } from './table.js';
 
 /** Asks POST /v2/optout/status about up to 5,000 raw UIDs (with the client's retries); only opted-out ones come back. */
@@ -286,4 +287,114 @@ export function pickRawUidColumn(header: readonly string[], col: string | undefi
   if (matches.length === 1) return { ok: true, index: matches[0] };
   if (matches.length === 0) return { ok: false, message: `no column named like a raw UID (raw_uid, advertising_id, uid, raw_uid2) among ${names}: name it with --col` };
   return { ok: false, message: `several columns look like raw UIDs (${matches.map((i) => `'${header[i]}'`).join(', ')}): choose one with --col` };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Raw UIDs of the state file
+
+/** What the sweep needs from the state file. */
+export type SweepState = Pick<StateStore, 'selectForOptoutCheck' | 'sweepSize' | 'countWithRawUid' | 'recordOptoutChecks' | 'tombstoneByRawUid'>;
+
+/** Which raw UID of an entry was checked: the current one (u) or the previous one (p). */
+export type RawUidSlot = 'u' | 'p';
+
+export interface SweptRawUid {
+  entry: OptoutCandidate;
+  which: RawUidSlot;
+  rawUid: string;
+  verdict: RawUidVerdict;
+}
+
+export interface SweepCounts extends OptoutCounts {
+  /** Entries this run set out to check (the fraction of the state, or all entries with a raw UID). */
+  planned: number;
+  /** Entries whose raw UIDs were answered, and whose check time was recorded. */
+  entries: number;
+  /** Entries tombstoned because their u or p opted out. */
+  tombstoned: number;
+}
+
+export interface SweepOptions extends OptoutRunOptions {
+  state: SweepState;
+  /** The run's now, Unix seconds: recorded as each entry's last check. */
+  nowS: number;
+  /** Check the least recently checked ceil(fraction * entries with a raw UID); default: all of them. */
+  fraction?: number;
+  /** Every raw UID checked, batch by batch, once the batch is saved; awaited. */
+  onChecked?: (rows: SweptRawUid[]) => void | Promise<void>;
+}
+
+/** Entries read from the state per page; a page fills one or two requests. */
+const SWEEP_PAGE = 2_500;
+
+interface SweepBatch {
+  entries: OptoutCandidate[];
+}
+
+/**
+ * optout-check --state: sends the stored raw UIDs and previous raw UIDs of the least recently checked entries
+ * (never-checked first), tombstones the entries whose u or p opted out, and records the check time of every
+ * entry that was answered. A failed batch records nothing, so its entries stay first in line for the next run.
+ */
+export async function sweepStateOptouts(options: SweepOptions): Promise<OptoutResult<SweepCounts>> {
+  const { state, nowS } = options;
+  const planned = options.fraction === undefined ? state.countWithRawUid() : state.sweepSize(options.fraction);
+  const counts: SweepCounts = { ...emptyCounts(), planned, entries: 0, tombstoned: 0 };
+  const checker = new OrderedChecker<SweepBatch>(options, counts);
+  const limit = batchLimit(options);
+
+  async function* batches(): AsyncGenerator<CheckBatch<SweepBatch>> {
+    let cursor: OptoutCursor | null = null;
+    let taken = 0;
+    // a checked entry moves to the end of the order; it must not come round again in the same run
+    const seen = new Set<number>();
+    let entries: OptoutCandidate[] = [];
+    let rawUids = new Set<string>();
+    const seal = (): CheckBatch<SweepBatch> => {
+      const batch = { rawUids: [...rawUids], payload: { entries } };
+      entries = [];
+      rawUids = new Set();
+      return batch;
+    };
+    while (taken < planned) {
+      const page = state.selectForOptoutCheck(Math.min(SWEEP_PAGE, planned - taken), cursor);
+      if (page.length === 0) break;
+      const last = page[page.length - 1];
+      cursor = { id: last.id, lastOptoutCheckS: last.lastOptoutCheckS };
+      for (const entry of page) {
+        if (seen.has(entry.id) || taken >= planned) continue;
+        seen.add(entry.id);
+        taken++;
+        const ids = [entry.u, entry.p].filter((id): id is string => id !== null && !rawUids.has(id));
+        if (rawUids.size + ids.length > limit) yield seal();
+        entries.push(entry);
+        for (const id of [entry.u, entry.p]) if (id !== null) rawUids.add(id);
+      }
+    }
+    if (entries.length > 0) yield seal();
+  }
+
+  const outcome = await checker.run(batches(), async (batch, answer) => {
+    const rows: SweptRawUid[] = [];
+    const optedOut: OptedOutRawUid[] = [];
+    for (const entry of batch.payload.entries) {
+      for (const which of ['u', 'p'] as const) {
+        const rawUid = entry[which];
+        if (rawUid === null) continue;
+        const verdict = verdictOf(rawUid, answer);
+        countVerdict(counts, verdict);
+        if (verdict.kind === 'opted_out') optedOut.push({ rawUid, optedOutSinceMs: verdict.sinceMs });
+        rows.push({ entry, which, rawUid, verdict });
+      }
+    }
+    counts.rows += rows.length;
+    if (answer.ok) {
+      const ids = batch.payload.entries.map((e) => e.id);
+      if (optedOut.length > 0) counts.tombstoned += state.tombstoneByRawUid(optedOut, nowS, ids);
+      state.recordOptoutChecks(ids, nowS);
+      counts.entries += ids.length;
+    }
+    if (options.onChecked) await options.onChecked(rows);
+  });
+  return { outcome, counts, batchErrors: checker.batchErrors };
 }

@@ -9,21 +9,11 @@ import {
   type MapV3Request,
   type MapV3ResponseBody,
 } from '../protocol/index.js';
-import type { DueEntry, EntryUpdate } from '../state/types.js';
+import type { DueCursor, DueEntry, EntryUpdate, StateStore } from '../state/types.js';
 import { AdaptiveConcurrency } from './dispatcher.js';
 
-/** Where the keyset walk through the `r` index stands: the last entry already selected. */
-export interface DueCursor {
-  r: number;
-  id: number;
-}
-
-/** What remap needs from the state file: a page of due entries through the `r` index, one transaction per batch. */
-export interface RemapState {
-  /** Entries with r <= nowS after `after` in (r, id) order, at most `limit` of them. */
-  selectDue(nowS: number, after: DueCursor | null, limit: number): DueEntry[];
-  commitBatch(updates: readonly EntryUpdate[], nowS: number): unknown;
-}
+/** What remap needs from the state file: pages of due entries through the `r` index, one transaction per batch. */
+export type RemapState = Pick<StateStore, 'selectDue' | 'commitBatch'>;
 
 /** Sends one v3 map request (with the client's retries) and returns the decrypted body. */
 export type RemapBatchFn = (request: MapV3Request, signal: AbortSignal) => Promise<MapV3ResponseBody>;
@@ -183,7 +173,7 @@ export class RemapEngine {
         if (page.length < want) exhausted = true;
         if (page.length === 0) break;
         const last = page[page.length - 1];
-        cursor = { r: last.r ?? 0, id: last.id };
+        cursor = { r: last.r, id: last.id };
         const entries = page.filter((e) => !this.sent.has(e.id));
         if (entries.length === 0) continue;
         for (const e of entries) this.sent.add(e.id);
@@ -385,12 +375,4 @@ export function settleEntry(
 
 function asError(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
-}
-
-/** What --dry-run reports: due now, and coming due on each of the next days. */
-export interface RemapPlan {
-  nowS: number;
-  dueNow: number;
-  /** Day i covers (now + i days, now + (i + 1) days]; i from 0. */
-  byDay: { day: string; due: number }[];
 }

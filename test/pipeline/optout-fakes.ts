@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { OptedOutItem } from '../../src/protocol/index.js';
+import type { SweepState } from '../../src/pipeline/optout-sweep.js';
+import type { OptedOutRawUid, OptoutCandidate, OptoutCursor } from '../../src/state/types.js';
 
 export function rawUid(n: number): string {
   return createHash('sha256').update(`raw-${n}`).digest('base64');
@@ -47,5 +49,59 @@ export class FakeOptoutService {
 
   get sent(): string[] {
     return this.calls.flat();
+  }
+}
+
+/** The sweep's part of the state file, in memory, with a log of what it was asked. */
+export class FakeSweepState implements SweepState {
+  readonly entries: { id: number; u: string | null; p: string | null; lastOptoutCheckS: number | null; status: 'mapped' | 'optout'; optedOutSinceMs: number | null }[] = [];
+  readonly recorded: number[][] = [];
+  readonly tombstoneCalls: { optedOut: OptedOutRawUid[]; within: readonly number[] | undefined }[] = [];
+
+  add(u: string | null, p: string | null, lastOptoutCheckS: number | null = null): number {
+    const id = this.entries.length + 1;
+    this.entries.push({ id, u, p, lastOptoutCheckS, status: 'mapped', optedOutSinceMs: null });
+    return id;
+  }
+
+  private withRawUid() {
+    return this.entries.filter((e) => e.u !== null || e.p !== null);
+  }
+
+  selectForOptoutCheck(limit: number, after: OptoutCursor | null): OptoutCandidate[] {
+    // never-checked first (as -1), then oldest check, then id
+    const key = (e: { lastOptoutCheckS: number | null; id: number }): [number, number] => [e.lastOptoutCheckS ?? -1, e.id];
+    const cmp = (a: [number, number], b: [number, number]): number => a[0] - b[0] || a[1] - b[1];
+    return this.withRawUid()
+      .filter((e) => after === null || cmp(key(e), key(after)) > 0)
+      .sort((a, b) => cmp(key(a), key(b)))
+      .slice(0, limit)
+      .map((e) => ({ id: e.id, u: e.u, p: e.p, lastOptoutCheckS: e.lastOptoutCheckS }));
+  }
+
+  countWithRawUid(): number {
+    return this.withRawUid().length;
+  }
+
+  sweepSize(fraction: number): number {
+    return Math.ceil(fraction * this.countWithRawUid());
+  }
+
+  recordOptoutChecks(ids: readonly number[], nowS: number): void {
+    this.recorded.push([...ids]);
+    for (const id of ids) this.entries[id - 1].lastOptoutCheckS = nowS;
+  }
+
+  tombstoneByRawUid(optedOut: readonly OptedOutRawUid[], _nowS: number, within?: readonly number[]): number {
+    this.tombstoneCalls.push({ optedOut: [...optedOut], within });
+    let n = 0;
+    for (const e of this.entries) {
+      if (within !== undefined && !within.includes(e.id)) continue;
+      const hit = optedOut.find((o) => o.rawUid === e.u || o.rawUid === e.p);
+      if (hit === undefined || e.status === 'optout') continue;
+      Object.assign(e, { status: 'optout', u: null, p: null, optedOutSinceMs: hit.optedOutSinceMs });
+      n++;
+    }
+    return n;
   }
 }

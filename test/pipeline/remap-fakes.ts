@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { DiiType } from '../../src/identity/index.js';
 import type { MapV3Item, MapV3Request, MapV3ResponseBody } from '../../src/protocol/index.js';
-import type { DueCursor, RemapState } from '../../src/pipeline/remap.js';
-import type { DueEntry, EntryUpdate, EntryStatus } from '../../src/state/types.js';
+import type { RemapState } from '../../src/pipeline/remap.js';
+import type { DueCursor, DueEntry, EntryUpdate, EntryStatus } from '../../src/state/types.js';
 
 export const DAY_S = 86_400;
 export const NOW_S = 1_800_000_000;
@@ -43,7 +43,7 @@ export class FakeRemapState implements RemapState {
   selectDue(nowS: number, after: DueCursor | null, limit: number): DueEntry[] {
     const due = this.entries
       .filter((e) => e.r !== null && e.r <= nowS)
-      .filter((e) => after === null || (e.r as number) > after.r || ((e.r as number) === after.r && e.id > after.id))
+      .filter((e) => after === null || (e.r as number) > (after.r as number) || ((e.r as number) === after.r && e.id > after.id))
       .sort((a, b) => (a.r as number) - (b.r as number) || a.id - b.id)
       .slice(0, limit)
       .map((e) => ({ id: e.id, type: e.type, hash: e.hash, u: e.u, p: e.p, r: e.r, bucketId: null }));
