@@ -76,13 +76,16 @@ export interface ServeIo {
   stopSignal: Promise<unknown>;
 }
 
+/** The warning for a listening address other machines can reach, or null on loopback. */
+export function exposureWarning(host: string | undefined): string | null {
+  if (host === undefined || isLoopbackHost(host)) return null;
+  return `uid2-batch serve: warning: listening on ${host}, not loopback: other machines can reach this test service and its /_local/ controls, which need no key\n`;
+}
+
 export async function runServe(flags: ServeFlags, io: ServeIo): Promise<void> {
   const options = serveOptions(flags);
-  if (options.host !== undefined && !isLoopbackHost(options.host)) {
-    io.stderr.write(
-      `uid2-batch serve: warning: listening on ${options.host}, not loopback: other machines can reach this test service and its /_local/ controls, which need no key\n`,
-    );
-  }
+  const warning = exposureWarning(options.host);
+  if (warning !== null) io.stderr.write(warning);
   let service: LocalService;
   try {
     service = await startService(options);
