@@ -4,6 +4,8 @@ import { registerTokenCommand } from './token.js';
 import { registerDoctorCommand } from './doctor.js';
 import { registerHash } from './hash.js';
 import { registerMap } from './map.js';
+import { registerRemapDue } from './remap-due.js';
+import { registerOptoutCheck } from './optout-check.js';
 
 /** Every command registers itself here: one import and one line each. */
 export function registerCommands(program: Command): void {
@@ -13,4 +15,6 @@ export function registerCommands(program: Command): void {
   registerDoctorCommand(program);
   registerHash(program);
   registerMap(program);
+  registerRemapDue(program);
+  registerOptoutCheck(program);
 }

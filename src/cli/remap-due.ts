@@ -1,0 +1,337 @@
+import type { Command } from 'commander';
+import { createServiceClient, type ServiceClient } from '../client/index.js';
+import { envFingerprint, resolveConfig, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
+import { AdaptiveConcurrency } from '../pipeline/dispatcher.js';
+import { CHANGES_HEADER, changeCells, RemapEngine, type RemapResult } from '../pipeline/remap.js';
+import { openSink } from '../pipeline/sink.js';
+import type { TableSink } from '../pipeline/table.js';
+import { parseInstantMs } from '../service/index.js';
+import { openState } from '../state/index.js';
+import type { StateStore } from '../state/types.js';
+import { EXIT, onInterrupt, UserError } from './exit-codes.js';
+import { startEmbeddedServiceIfLocal } from './local-service.js';
+import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from './options.js';
+import { createProgress, type ProgressReporter } from './progress.js';
+import { formatCount, formatDuration, formatRate, makeSummary, writeSummaryJson, type RunSummary } from './summary.js';
+
+export interface RemapDueFlags {
+  state?: string;
+  /** --now as given (ISO 8601 or Unix seconds). */
+  now?: string;
+  dryRun: boolean;
+  limit?: number;
+  concurrency?: number;
+  connection: ConnectionFlags;
+  output: OutputFlags;
+}
+
+/** What remap-due touches besides its files: injected, so tests run the command without a process. */
+export interface RemapDueDeps {
+  stdout: NodeJS.WritableStream & { isTTY?: boolean };
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+  env: NodeJS.ProcessEnv;
+  /** Local clock, Unix ms. */
+  now(): number;
+  signal?: AbortSignal;
+  resolveConfig?(flags: ConnectionFlags, require: { apiKey: boolean; clientSecret: boolean }): ResolvedConfig;
+}
+
+/** The public service allows 20 map requests in flight; a private operator or the local service may take more. */
+const PUBLIC_MAX_CONCURRENCY = 20;
+const DRY_RUN_DAYS = 7;
+const parseConcurrency = wholeNumber('--concurrency', 1, 200);
+const parseLimit = wholeNumber('--limit', 1, Number.MAX_SAFE_INTEGER);
+
+export function registerRemapDue(program: Command): void {
+  const cmd = program
+    .command('remap-due')
+    .summary('re-map the entries of a state file whose refresh time has passed (nightly, from cron)')
+    .description(
+      'Re-maps only the entries of the state file whose refresh time r has passed (r <= now), through the index on r:\n' +
+        'a run costs what is due (about 1/365 of the entries a day), not what is stored. Each answered batch is saved at\n' +
+        'once, so an interrupted run resumes by running it again. Writes a changes file: one row per entry whose raw\n' +
+        'UID changed, or that opted out (it is then tombstoned: hash kept, raw UIDs dropped) or became invalid.\n' +
+        'r falls on a UTC midnight, so schedule the job after 00:00 UTC, e.g.: 30 0 * * * uid2-batch remap-due --state s.db -o changes-$(date -u +\\%F).csv\n' +
+        'Exit codes: 0 done; 3 some batches failed (their entries stay due for the next run); 2 usage, or the state file\n' +
+        'is in use by another run; 4 credentials refused; 130 interrupted.',
+    )
+    .option('--state <file>', 'the state file made by map --state (required)')
+    .option('--now <time>', 'plan against this time instead of the clock: ISO 8601 (no zone means UTC) or Unix seconds')
+    .option('--dry-run', 'count what is due now and on each of the next 7 days; send nothing')
+    .option('--limit <n>', 'remap at most this many entries in this run (the most overdue first)', parseLimit)
+    .option('--concurrency <n>', `requests in flight at most (default 20; at most ${PUBLIC_MAX_CONCURRENCY} against the public service)`, parseConcurrency);
+  addConnectionOptions(cmd);
+  addOutputOptions(cmd);
+  cmd.action(async (opts: Record<string, unknown>) => {
+    const stop = new AbortController();
+    const removeInterruptHandler = onInterrupt(() => stop.abort());
+    try {
+      process.exitCode = await runRemapDue(remapDueFlags(opts), {
+        stdout: process.stdout,
+        stderr: process.stderr,
+        env: process.env,
+        now: () => Date.now(),
+        signal: stop.signal,
+      });
+    } finally {
+      removeInterruptHandler();
+    }
+  });
+}
+
+export function remapDueFlags(opts: Record<string, unknown>): RemapDueFlags {
+  const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
+  const num = (k: string) => (typeof opts[k] === 'number' ? (opts[k] as number) : undefined);
+  return {
+    ...(str('state') !== undefined ? { state: str('state') } : {}),
+    ...(str('now') !== undefined ? { now: str('now') } : {}),
+    dryRun: opts.dryRun === true,
+    ...(num('limit') !== undefined ? { limit: num('limit') } : {}),
+    ...(num('concurrency') !== undefined ? { concurrency: num('concurrency') } : {}),
+    connection: connectionFlags(opts),
+    output: outputFlags(opts),
+  };
+}
+
+/** --now: ISO 8601 or Unix seconds, to Unix seconds. */
+export function parseNowS(text: string): number {
+  const ms = parseInstantMs(text);
+  if (ms === null || ms < 0 || ms > Date.UTC(9999, 11, 31)) {
+    throw new UserError(`--now must be an ISO 8601 date-time (e.g. 2026-01-01T00:30:00Z; no zone means UTC) or Unix seconds (got '${text}')`);
+  }
+  return Math.floor(ms / 1000);
+}
+
+/** `uid2-batch remap-due`: returns the exit code (0, 3 some batches failed, 130 interrupted); throws for the rest. */
+export async function runRemapDue(flags: RemapDueFlags, deps: RemapDueDeps): Promise<number> {
+  const startedMs = deps.now();
+  if (flags.state === undefined) throw new UserError('remap-due needs the state file: --state FILE (made by map --state FILE)');
+  const nowS = flags.now !== undefined ? parseNowS(flags.now) : Math.floor(startedMs / 1000);
+  const resolve = deps.resolveConfig ?? ((f, require) => resolveConfig(f, deps.env, {}, { require }));
+  const config = resolve(flags.connection, { apiKey: !flags.dryRun, clientSecret: !flags.dryRun });
+  const say = (line: string): void => {
+    if (!flags.output.quiet) deps.stderr.write(`uid2-batch: ${line}\n`);
+  };
+  const state = openState(flags.state, { envFingerprint: envFingerprint(config), create: false, readonly: flags.dryRun });
+  try {
+    if (flags.dryRun) return await dryRun(state, nowS, flags, startedMs, deps);
+    // a second run at the same time would send the same entries twice and race on the commits
+    state.lock();
+    return await remapForReal(state, nowS, config, flags, startedMs, deps, say);
+  } finally {
+    state.close();
+  }
+}
+
+async function dryRun(state: StateStore, nowS: number, flags: RemapDueFlags, startedMs: number, deps: RemapDueDeps): Promise<number> {
+  const dueNow = state.countDue(nowS);
+  // day 0 is what is due now; days 1..7 are what comes due after it
+  const byDay = state.dueByDay(nowS, DRY_RUN_DAYS + 1).slice(1);
+  const willSend = flags.limit === undefined ? dueNow : Math.min(dueNow, flags.limit);
+  const requests = Math.ceil(willSend / 5000);
+  if (!flags.output.quiet) {
+    const lines = [
+      `remap-due --dry-run at ${isoOf(nowS)}: nothing was sent`,
+      `  ${formatCount(dueNow)} entries due now (r <= now)${flags.limit !== undefined && flags.limit < dueNow ? `; --limit takes ${formatCount(willSend)}` : ''}: ${formatCount(requests)} request(s) of up to 5,000`,
+      `  coming due:`,
+      ...byDay.map((d) => `    ${d.day}  ${formatCount(d.count)}`),
+    ];
+    deps.stderr.write(`${lines.join('\n')}\n`);
+  }
+  if (flags.output.summaryJson !== undefined) {
+    const summary = makeSummary({
+      command: 'remap-due',
+      rows: 0,
+      startedMs,
+      endedMs: deps.now(),
+      extra: { dry_run: true, now_s: nowS, entries: 0, due_now: dueNow, would_send: willSend, requests_needed: requests, due_by_day: byDay },
+    });
+    await writeSummaryJson(flags.output.summaryJson, summary);
+  }
+  return EXIT.ok;
+}
+
+function isoOf(seconds: number): string {
+  return new Date(seconds * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+function chooseConcurrency(requested: number | undefined, config: ResolvedConfig, say: (line: string) => void): number {
+  const wanted = requested ?? PUBLIC_MAX_CONCURRENCY;
+  if (config.env.isPublic && wanted > PUBLIC_MAX_CONCURRENCY) {
+    say(`--concurrency ${wanted} lowered to ${PUBLIC_MAX_CONCURRENCY}: the public service allows ${PUBLIC_MAX_CONCURRENCY} map requests in flight`);
+    return PUBLIC_MAX_CONCURRENCY;
+  }
+  return wanted;
+}
+
+async function remapForReal(
+  state: StateStore,
+  nowS: number,
+  resolved: ResolvedConfig,
+  flags: RemapDueFlags,
+  startedMs: number,
+  deps: RemapDueDeps,
+  say: (line: string) => void,
+): Promise<number> {
+  const concurrency = chooseConcurrency(flags.concurrency, resolved, say);
+  const due = state.countDue(nowS);
+  const total = flags.limit === undefined ? due : Math.min(due, flags.limit);
+  const embedded = await startEmbeddedServiceIfLocal(resolved);
+  const config = embedded.config;
+  const limiter = new AdaptiveConcurrency({ max: concurrency });
+  const client: ServiceClient = createServiceClient({
+    baseUrl: config.env.baseUrl,
+    ...(config.apiKey !== undefined ? { apiKey: config.apiKey } : {}),
+    ...(config.clientSecret !== undefined ? { clientSecret: config.clientSecret } : {}),
+    ...(config.timeoutMs !== undefined ? { requestTimeoutMs: config.timeoutMs } : {}),
+    ...(config.maxAttempts !== undefined ? { maxAttempts: config.maxAttempts } : {}),
+    connections: concurrency,
+    onRetry: limiter.onRetry,
+  });
+  let sink: TableSink | undefined;
+  let progress: ProgressReporter | undefined;
+  const runId = state.startRun('remap-due', JSON.stringify(runArgs(flags)), nowS);
+  try {
+    sink = await openSink({ path: flags.output.output, format: flags.output.format, header: [...CHANGES_HEADER], stream: deps.stdout });
+    progress = createProgress({
+      label: 'remap-due',
+      stream: deps.stderr,
+      quiet: flags.output.quiet === true,
+      env: deps.env,
+      dataOnStdout: flags.output.output === undefined,
+      stdoutIsTTY: deps.stdout.isTTY === true,
+    });
+    progress.update({ done: 0, total });
+    const out = sink;
+    const reporter = progress;
+    const engine = new RemapEngine({
+      state,
+      nowS,
+      mapBatch: (request, signal) => client.mapV3(request, { signal }),
+      limiter,
+      ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+      ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+      onChanges: (changes) => out.writeRows(changes.map(changeCells)),
+      onProgress: (c) => {
+        const s = c.status;
+        reporter.update({ done: s.mapped + s.optout + s.invalid + s.error, retries: client.stats.retries, http429: client.stats.http429 });
+      },
+    });
+    const result = await engine.run();
+    progress.stop();
+    const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
+    state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
+    return await finish(result, summary, sink, flags, deps, say);
+  } catch (err) {
+    progress?.stop();
+    await sink?.abort();
+    throw err;
+  } finally {
+    await client.close();
+    await embedded.close();
+  }
+}
+
+/** What the runs table keeps of the flags: no credentials and no paths beyond the state's own. */
+function runArgs(flags: RemapDueFlags): Record<string, unknown> {
+  return {
+    ...(flags.now !== undefined ? { now: flags.now } : {}),
+    ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+    ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
+    output: flags.output.output ?? '-',
+    format: flags.output.format,
+  };
+}
+
+function exitCodeOf(result: RemapResult): number {
+  switch (result.outcome.kind) {
+    case 'completed':
+      return result.counts.status.error === 0 ? EXIT.ok : EXIT.partial;
+    case 'interrupted':
+      return EXIT.interrupted;
+    case 'auth-refused':
+      return EXIT.auth;
+    case 'failed':
+      return EXIT.failed;
+  }
+}
+
+function remapSummary(result: RemapResult, client: ServiceClient, nowS: number, due: number, startedMs: number, endedMs: number): RunSummary {
+  const c = result.counts;
+  return makeSummary({
+    command: 'remap-due',
+    rows: c.selected,
+    status: c.status,
+    requests: client.stats.requests,
+    retries: client.stats.retries,
+    http_429: client.stats.http429,
+    startedMs,
+    endedMs,
+    extra: {
+      outcome: result.outcome.kind,
+      now_s: nowS,
+      due,
+      entries: c.selected,
+      changed: c.changed,
+      unchanged: c.unchanged,
+      change_rows: c.changeRows,
+      batches: c.batches,
+      batches_failed: c.batchesFailed,
+      batches_committed: c.batchesCommitted,
+      ...(c.stillDue > 0 ? { still_due: c.stillDue } : {}),
+    },
+  });
+}
+
+/** `remap-due: 14,000 entries in 3.1 s (4,516/s): 13,990 mapped (1,201 changed), 6 optout, 4 invalid, 0 error; 3 requests, 0 retries, 0 x 429` */
+export function formatRemapSummary(s: RunSummary): string {
+  const st = s.status;
+  const changed = typeof s.changed === 'number' ? s.changed : 0;
+  return (
+    `remap-due: ${formatCount(s.rows)} entries in ${formatDuration(s.duration_s)} (${formatRate(s.rows_per_s)}/s): ` +
+    `${formatCount(st.mapped)} mapped (${formatCount(changed)} changed), ${formatCount(st.optout)} optout, ` +
+    `${formatCount(st.invalid)} invalid, ${formatCount(st.error)} error; ` +
+    `${formatCount(s.requests)} requests, ${formatCount(s.retries)} retries, ${formatCount(s.http_429)} x 429`
+  );
+}
+
+/**
+ * The changes file is written whenever a batch was committed, even when the run stopped: those entries are no
+ * longer due, so no later run would report their changes again. Only a run that committed nothing leaves an
+ * existing file alone.
+ */
+async function finish(result: RemapResult, summary: RunSummary, sink: TableSink, flags: RemapDueFlags, deps: RemapDueDeps, say: (line: string) => void): Promise<number> {
+  const { outcome, counts } = result;
+  const keep = outcome.kind === 'completed' || counts.batchesCommitted > 0;
+  if (keep) await sink.commit();
+  else await sink.abort();
+  if (!flags.output.quiet) deps.stderr.write(`${formatRemapSummary(summary)}\n`);
+  if (flags.output.summaryJson !== undefined) await writeSummaryJson(flags.output.summaryJson, summary);
+  if (counts.stillDue > 0) {
+    say(`${formatCount(counts.stillDue)} entries came back with an r that is not after --now: the service's clock is behind it; they are due again next run`);
+  }
+  const output = flags.output.output;
+  const where = output ?? 'stdout';
+  switch (outcome.kind) {
+    case 'completed':
+      if (counts.status.error === 0) return EXIT.ok;
+      say(`${formatCount(counts.status.error)} entries were not remapped (${result.batchErrors.join('; ')}); they stay due: the next run retries them`);
+      return EXIT.partial;
+    case 'interrupted':
+      say(
+        `interrupted: ${formatCount(counts.batchesCommitted)} answered batch(es) are saved${keep ? ` and their changes written to ${where}` : ''}; ` +
+          're-run the same command to remap the rest',
+      );
+      return EXIT.interrupted;
+    case 'auth-refused':
+      throw outcome.error;
+    case 'failed': {
+      const saved = counts.batchesCommitted > 0 ? `; ${formatCount(counts.batchesCommitted)} answered batch(es) are saved and their changes written to ${where}` : '';
+      if (!KNOWN_FAILURES.has(outcome.error.name)) throw outcome.error;
+      throw new UserError(`${outcome.error.message}${saved}; re-run to remap the rest`, EXIT.failed);
+    }
+  }
+}
+
+/** Failures whose message is already meant for the user; anything else is a bug and keeps its stack for UID2_DEBUG. */
+const KNOWN_FAILURES = new Set(['ClockSkewError', 'SqliteError', 'OutputError', 'ServiceError', 'ClientError', 'ServerError', 'NetworkError', 'UnexpectedResponseError', 'EnvelopeError']);

@@ -1,0 +1,158 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServiceClient, type ServiceClient } from '../../src/client/index.js';
+import { BIN, ROOT } from './map-e2e-build.js';
+
+/**
+ * e2e harness of remap-due and optout-check: `serve` in its own process, the built CLI in others.
+ *
+ * The local service checks envelope times against its simulated clock, so once a test moves that clock by days,
+ * a CLI on the real clock would be refused for clock skew. In the world the tests model, the caller's clock moves
+ * with the service's; a preload module shifts Date.now in the CLI process by the service's offset to do the same.
+ */
+
+export interface Served {
+  url: string;
+  apiKey: string;
+  clientSecret: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+export async function startServe(args: string[] = []): Promise<Served> {
+  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const line = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    const onData = (d: Buffer): void => {
+      out += d.toString();
+      const nl = out.indexOf('\n');
+      if (nl >= 0) {
+        child.stdout?.off('data', onData);
+        resolve(out.slice(0, nl));
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`serve exited with ${code} before it was ready: ${stderr}`)));
+  });
+  const ready = JSON.parse(line) as { url: string; api_key: string; client_secret: string };
+  return {
+    url: ready.url,
+    apiKey: ready.api_key,
+    clientSecret: ready.client_secret,
+    pid: child.pid as number,
+    stop: () => stopChild(child),
+  };
+}
+
+export function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      if (child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
+    }, 5_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    if (child.pid !== undefined) process.kill(child.pid, 'SIGTERM');
+  });
+}
+
+async function admin(url: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+  const res = await fetch(`${url}${path}`, body === undefined ? {} : { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const json = (await res.json()) as Record<string, unknown>;
+  if (res.status !== 200) throw new Error(`${path}: HTTP ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+export async function serviceNowMs(url: string): Promise<number> {
+  return (await admin(url, '/_local/clock')).now_ms as number;
+}
+
+export async function advanceDays(url: string, days: number): Promise<number> {
+  return (await admin(url, '/_local/clock', { advance_days: days })).now_ms as number;
+}
+
+export interface ServiceStats {
+  requests: Record<string, number>;
+  items: Record<string, number>;
+}
+
+export async function serviceStats(url: string): Promise<ServiceStats> {
+  const s = await admin(url, '/_local/stats');
+  return { requests: s.requests as Record<string, number>, items: s.items as Record<string, number> };
+}
+
+export async function optOut(url: string, body: Record<string, unknown>): Promise<void> {
+  await admin(url, '/_local/optout', body);
+}
+
+/** A client for the test itself, on the service's clock. */
+export async function testClient(served: Served): Promise<ServiceClient> {
+  const offset = (await serviceNowMs(served.url)) - Date.now();
+  return createServiceClient({ baseUrl: served.url, apiKey: served.apiKey, clientSecret: served.clientSecret, now: () => Date.now() + offset });
+}
+
+let preloadPath: string | undefined;
+
+/** A module that moves Date.now by UID2_TEST_CLOCK_OFFSET_MS, loaded before the CLI with --import. */
+function clockPreload(): string {
+  if (preloadPath === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), 'uid2-remap-e2e-'));
+    preloadPath = join(dir, 'clock-offset.mjs');
+    writeFileSync(
+      preloadPath,
+      'const offset = Number(process.env.UID2_TEST_CLOCK_OFFSET_MS ?? 0);\n' +
+        'const realNow = Date.now;\n' +
+        'if (offset !== 0) Date.now = () => realNow() + offset;\n',
+    );
+  }
+  return preloadPath;
+}
+
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliOptions {
+  served?: Served;
+  /** Run the CLI on the service's clock (see the note at the top). */
+  followServiceClock?: boolean;
+  env?: NodeJS.ProcessEnv;
+  /** Called with the child as soon as it is spawned (to signal it, or to watch it). */
+  onSpawn?: (child: ChildProcess) => void;
+  timeoutMs?: number;
+}
+
+/** Runs the built CLI with the service's credentials in its environment (never in argv). */
+export async function runCli(args: string[], options: CliOptions = {}): Promise<CliRun> {
+  const served = options.served;
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
+  delete env.UID2_ENV;
+  delete env.UID2_PROFILE;
+  if (served !== undefined) {
+    env.UID2_API_KEY = served.apiKey;
+    env.UID2_CLIENT_SECRET = served.clientSecret;
+    env.UID2_BASE_URL = served.url;
+    if (options.followServiceClock !== false) env.UID2_TEST_CLOCK_OFFSET_MS = String((await serviceNowMs(served.url)) - Date.now());
+  }
+  Object.assign(env, options.env);
+  const child = spawn(process.execPath, ['--import', clockPreload(), BIN, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  options.onSpawn?.(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const timer = setTimeout(() => {
+    if (child.pid !== undefined && child.exitCode === null) process.kill(child.pid, 'SIGKILL');
+  }, options.timeoutMs ?? 60_000);
+  const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
