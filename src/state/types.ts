@@ -4,6 +4,8 @@ export type EntryStatus = 'mapped' | 'optout' | 'invalid';
 
 /** One stored identifier. Never holds a raw email or phone: the hash is all a remap needs. */
 export interface StateEntry {
+  /** Row id in the state file; stable for the life of the entry. */
+  id: number;
   type: DiiType;
   hash: string;
   status: EntryStatus;
@@ -17,6 +19,7 @@ export interface StateEntry {
   bucketId: string | null;
   /** Unix seconds. */
   firstMappedS: number | null;
+  /** When the current raw UID was received (Unix seconds); a tombstone or invalid keeps the last one's time. */
   lastMappedS: number | null;
   lastOptoutCheckS: number | null;
   /** When the service says the raw UID opted out (ms), if known. */
@@ -27,7 +30,8 @@ export interface StateEntry {
 
 export type MapOutcome =
   | { kind: 'mapped'; u: string; p: string | null; r: number | null; bucketId?: string | null }
-  | { kind: 'optout' }
+  /** `optedOutSinceMs` when the answer says when (the opt-out endpoint does; map does not). */
+  | { kind: 'optout'; optedOutSinceMs?: number | null }
   | { kind: 'invalid' };
 
 export interface EntryUpdate {
@@ -44,6 +48,67 @@ export interface DueEntry {
   p: string | null;
   r: number | null;
   bucketId: string | null;
+}
+
+/** Where a walk through the `r` index stands; the last DueEntry of a page is one. */
+export interface DueCursor {
+  r: number | null;
+  id: number;
+}
+
+/** How many entries come due on one UTC day. */
+export interface DueDay {
+  /** YYYY-MM-DD (UTC). */
+  day: string;
+  count: number;
+}
+
+/** An entry whose raw UIDs the opt-out sweep sends; it is also the cursor for the next page. */
+export interface OptoutCandidate {
+  id: number;
+  u: string | null;
+  p: string | null;
+  /** Null when never checked: those come first. */
+  lastOptoutCheckS: number | null;
+}
+
+/** Where the opt-out sweep stands in (last check, id) order; an OptoutCandidate is one. */
+export interface OptoutCursor {
+  id: number;
+  lastOptoutCheckS: number | null;
+}
+
+/** A salt bucket the service reports as rotated (v2). */
+export interface RotatedBucket {
+  bucketId: string;
+  /** When the bucket's salt last rotated, Unix ms. */
+  lastUpdatedMs: number;
+}
+
+/** A raw UID the opt-out endpoint reports as opted out. */
+export interface OptedOutRawUid {
+  rawUid: string;
+  optedOutSinceMs: number;
+}
+
+export interface StateCounts {
+  entries: number;
+  mapped: number;
+  optout: number;
+  invalid: number;
+  /** Only when counts() was given a time: v3 entries with r <= now plus v2 entries marked due. */
+  due?: number;
+}
+
+/** One row of the runs table. */
+export interface RunRecord {
+  id: number;
+  command: string;
+  args: string;
+  startedAtS: number;
+  finishedAtS: number | null;
+  summary: string | null;
+  exitCode: number | null;
 }
 
 export interface StateMeta {
@@ -63,4 +128,73 @@ export interface OpenStateOptions {
   create?: boolean;
   /** Read-only (dry runs). */
   readonly?: boolean;
+  /** How long to wait for another connection's write to finish before failing (default 5,000 ms). */
+  busyTimeoutMs?: number;
+  /** SQLite page cache of this connection, in MiB (default 32). It counts in the process's memory. */
+  cacheSizeMiB?: number;
+}
+
+/**
+ * The state file. Every method is synchronous (better-sqlite3) and batch-oriented: each writing method is one
+ * transaction, so a crash leaves whole batches or nothing.
+ */
+export interface StateStore {
+  readonly path: string;
+  readonly readonly: boolean;
+
+  meta(): StateMeta;
+  getMeta(key: string): string | null;
+  /** Sets a metadata value (e.g. `last_buckets_check`, `api` after a migration). Identity keys are refused. */
+  setMeta(key: string, value: string): void;
+
+  /** Stored entries for these keys, keyed `${type}:${hash}`; keys not stored are absent. */
+  lookupMany(keys: readonly { type: DiiType; hash: string }[]): Map<string, StateEntry>;
+  /** Stored entries for these hashes of one DII type, keyed by hash; hashes not stored are absent. */
+  lookupHashes(type: DiiType, hashes: readonly string[]): Map<string, StateEntry>;
+
+  /** Writes one answered batch (any size) in one transaction. */
+  commitBatch(updates: readonly EntryUpdate[], nowS: number): void;
+
+  /** v3 entries with r <= nowS. */
+  countDue(nowS: number): number;
+  /** Entries coming due per day for `days` days: day 0 is today (r <= now), day i is (now + (i-1)d, now + i d]. */
+  dueByDay(nowS: number, days: number): DueDay[];
+  /** v3 entries with r <= nowS in (r, id) order after `after`, at most `limit`. */
+  selectDue(nowS: number, after: DueCursor | null, limit: number): DueEntry[];
+
+  /** v2 entries marked due, in id order after `after`, at most `limit`. */
+  selectDueV2(after: number | null, limit: number): DueEntry[];
+  countDueV2(): number;
+  /** Marks due the v2 entries of these buckets mapped before the rotation; returns how many became due. */
+  markBucketsRotated(buckets: readonly RotatedBucket[]): number;
+  /** Marks every mapped entry due (the start of a v2 -> v3 migration, which then walks selectDueV2). */
+  markAllMappedDue(): number;
+
+  /** Entries with a raw UID (u or p), least recently checked first (never-checked first), after `after`. */
+  selectForOptoutCheck(limit: number, after: OptoutCursor | null): OptoutCandidate[];
+  countWithRawUid(): number;
+  /** ceil(fraction * countWithRawUid()). */
+  sweepSize(fraction: number): number;
+  recordOptoutChecks(ids: readonly number[], nowS: number): void;
+  /**
+   * Tombstones the entries whose u or p is one of these raw UIDs. With `within` (the ids whose raw UIDs were
+   * sent) it reads only those rows; without it, it scans the table once (there is no index on raw UIDs).
+   */
+  tombstoneByRawUid(optedOut: readonly OptedOutRawUid[], nowS: number, within?: readonly number[]): number;
+
+  /** Entry counts by status (a scan of the table); `due` too when given a time. */
+  counts(nowS?: number): StateCounts;
+
+  startRun(command: string, argsJson: string, nowS?: number): number;
+  finishRun(id: number, summaryJson: string, exitCode: number, nowS?: number): void;
+  listRuns(limit: number): RunRecord[];
+
+  /** Takes the lock for a writing run; throws StateLockedError while another live run holds it. */
+  lock(): void;
+  readonly locked: boolean;
+
+  /** 'ok', or SQLite's findings joined by newlines. */
+  integrityCheck(): string;
+  /** Releases the lock and closes the file. Idempotent. */
+  close(): void;
 }

@@ -1,0 +1,59 @@
+/**
+ * Errors of the state file. Each message names the file, what is wrong and what to do, and never holds a
+ * secret or an identifier: the CLI can show it as it is (a usage/configuration error, exit code 2).
+ */
+export class StateError extends Error {
+  constructor(
+    message: string,
+    readonly path: string,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** The file was made for another environment: integ and prod raw UIDs must never meet in one file. */
+export class StateEnvMismatchError extends StateError {
+  constructor(
+    path: string,
+    readonly storedFingerprint: string,
+    readonly requestedFingerprint: string,
+  ) {
+    super(
+      `state file ${path} was made for environment ${storedFingerprint}, but this run is for ${requestedFingerprint}; ` +
+        `a state file never mixes environments: use another --state file for ${requestedFingerprint}`,
+      path,
+    );
+  }
+}
+
+/** Not SQLite, not a uid2-batch state, or a schema this version cannot read. */
+export class StateFormatError extends StateError {}
+
+/** The file does not exist and the command does not create one. */
+export class StateNotFoundError extends StateError {
+  constructor(path: string) {
+    super(`state file ${path} does not exist; create it with \`uid2-batch map --state ${path}\` first, or check the path`, path);
+  }
+}
+
+/** Another live run holds the lock of the file. */
+export class StateLockedError extends StateError {
+  constructor(
+    path: string,
+    readonly lockPath: string,
+    readonly holderPid: number | null,
+    readonly holderStartedAt: string | null,
+  ) {
+    const who =
+      holderPid === null ? 'another uid2-batch run' : `another uid2-batch run (pid ${holderPid}, started at ${holderStartedAt ?? 'an unknown time'})`;
+    super(`${who} is using ${path}; wait for it or remove ${lockPath} if that process is gone`, path);
+  }
+}
+
+/** A write on a file opened read-only (a dry run). */
+export class StateReadonlyError extends StateError {
+  constructor(path: string, what: string) {
+    super(`state file ${path} is open read-only (dry run); cannot ${what}`, path);
+  }
+}

@@ -1,0 +1,15 @@
+/**
+ * The state file: per (DII type, hash) the raw UIDs, refresh time and status of the last answer, so that a
+ * re-run sends only what is missing and a nightly remap sends only what is due. Never a raw email or phone.
+ */
+export { openState } from './open.js';
+export {
+  StateError,
+  StateEnvMismatchError,
+  StateFormatError,
+  StateLockedError,
+  StateNotFoundError,
+  StateReadonlyError,
+} from './errors.js';
+export { SCHEMA_VERSION } from './schema.js';
+export type * from './types.js';

@@ -1,0 +1,143 @@
+import { closeSync, linkSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { StateLockedError } from './errors.js';
+
+interface LockHolder {
+  pid: number;
+  startedAt: string;
+}
+
+/**
+ * An exclusive lock on a state file for one writing run: `FILE.lock` holding the pid and start time of its
+ * holder. SQLite's own locks only guard single transactions; this one keeps two runs from sending the same due
+ * entries twice. A lock whose process is gone (killed, crashed) is stale and is taken over.
+ */
+export class StateLock {
+  readonly lockPath: string;
+  private content: string | null = null;
+  private readonly onExit = (): void => this.release();
+
+  constructor(private readonly statePath: string) {
+    this.lockPath = `${statePath}.lock`;
+  }
+
+  get held(): boolean {
+    return this.content !== null;
+  }
+
+  acquire(): void {
+    if (this.content !== null) return;
+    const content = JSON.stringify({ pid: process.pid, startedAt: new Date().toISOString() } satisfies LockHolder);
+    // a few rounds: each one either takes the lock, finds a live holder, or clears a stale lock and retries
+    for (let round = 0; round < 5; round++) {
+      if (this.tryCreate(content)) {
+        this.content = content;
+        process.on('exit', this.onExit);
+        return;
+      }
+      const existing = readOrNull(this.lockPath);
+      if (existing === null) continue;
+      const holder = parseHolder(existing);
+      if (holder !== null && isAlive(holder.pid)) {
+        throw new StateLockedError(this.statePath, this.lockPath, holder.pid, holder.startedAt);
+      }
+      this.clearStale(existing);
+    }
+    throw new StateLockedError(this.statePath, this.lockPath, null, null);
+  }
+
+  /** Removes the lock file if it is still ours. Idempotent. */
+  release(): void {
+    if (this.content === null) return;
+    process.removeListener('exit', this.onExit);
+    if (readOrNull(this.lockPath) === this.content) {
+      try {
+        unlinkSync(this.lockPath);
+      } catch {
+        // already gone: nothing to release
+      }
+    }
+    this.content = null;
+  }
+
+  /**
+   * Creates the lock with its content in one step: written to a private file, then hard-linked into place,
+   * which fails if the lock exists. A reader never sees an empty lock file.
+   */
+  private tryCreate(content: string): boolean {
+    const tmp = `${this.lockPath}.${process.pid}.${randomBytes(6).toString('hex')}`;
+    const fd = openSync(tmp, 'wx', 0o600);
+    try {
+      writeSync(fd, content);
+    } finally {
+      closeSync(fd);
+    }
+    try {
+      linkSync(tmp, this.lockPath);
+      return true;
+    } catch (err) {
+      if (errnoOf(err) === 'EEXIST') return false;
+      throw err;
+    } finally {
+      unlinkSync(tmp);
+    }
+  }
+
+  /**
+   * Moves the stale lock aside (atomic), then checks that what it moved is the lock judged stale: if another
+   * run took it over in between, its fresh lock is put back.
+   */
+  private clearStale(staleContent: string): void {
+    const aside = `${this.lockPath}.stale.${process.pid}.${randomBytes(6).toString('hex')}`;
+    try {
+      renameSync(this.lockPath, aside);
+    } catch (err) {
+      if (errnoOf(err) === 'ENOENT') return;
+      throw err;
+    }
+    const moved = readOrNull(aside);
+    if (moved !== staleContent) {
+      try {
+        linkSync(aside, this.lockPath);
+      } catch {
+        // a third run has created a lock meanwhile; it wins
+      }
+    }
+    unlinkSync(aside);
+  }
+}
+
+function readOrNull(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+function parseHolder(content: string): LockHolder | null {
+  try {
+    const parsed: unknown = JSON.parse(content);
+    if (typeof parsed !== 'object' || parsed === null) return null;
+    const { pid, startedAt } = parsed as Record<string, unknown>;
+    if (typeof pid !== 'number' || !Number.isInteger(pid) || pid <= 0) return null;
+    return { pid, startedAt: typeof startedAt === 'string' ? startedAt : 'an unknown time' };
+  } catch {
+    return null;
+  }
+}
+
+/** Signal 0 only asks whether the process exists; EPERM means it does, under another user. */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return errnoOf(err) !== 'ESRCH';
+  }
+}
+
+function errnoOf(err: unknown): string | undefined {
+  return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string' ? err.code : undefined;
+}

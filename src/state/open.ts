@@ -1,0 +1,222 @@
+import { chmodSync, closeSync, fchmodSync, openSync, statSync, type Stats } from 'node:fs';
+import Database from 'better-sqlite3';
+import { StateEnvMismatchError, StateError, StateFormatError, StateNotFoundError } from './errors.js';
+import { APPLICATION_ID, META_KEYS, MIGRATIONS, SCHEMA_VERSION } from './schema.js';
+import { SqliteStateStore } from './store.js';
+import type { OpenStateOptions, StateStore } from './types.js';
+
+type Connection = Database.Database;
+
+const OWNER_ONLY = 0o600;
+
+/**
+ * Opens (or creates) a state file: WAL, synchronous=NORMAL, owner-only permissions, schema migrated to the
+ * current version, and refused if it was made for another environment.
+ *
+ * Throws StateNotFoundError (missing and `create: false` or read-only), StateFormatError (not SQLite, not a
+ * uid2-batch state, or a newer schema), StateEnvMismatchError (another environment's file).
+ */
+export function openState(path: string, options: OpenStateOptions): StateStore {
+  const readonly = options.readonly ?? false;
+  const create = (options.create ?? true) && !readonly;
+  const existing = statOrNull(path);
+  if (existing === null) {
+    if (!create) throw new StateNotFoundError(path);
+    createOwnerOnly(path);
+  } else if (!existing.isFile()) {
+    throw new StateFormatError(`state file ${path} is not a regular file; give a file path to --state`, path);
+  }
+
+  let db: Connection;
+  try {
+    db = new Database(path, { readonly, fileMustExist: true, timeout: options.busyTimeoutMs ?? 5_000 });
+  } catch (err) {
+    throw asStateError(err, path);
+  }
+  try {
+    db.pragma(`cache_size = ${-Math.round((options.cacheSizeMiB ?? 32) * 1024)}`);
+    // IN (...) lists and GROUP BY sort in temporary b-trees: keep them off the disk
+    db.pragma('temp_store = MEMORY');
+    const tables = tableNames(db);
+    if (tables.size === 0) {
+      if (!create) {
+        throw new StateFormatError(`state file ${path} is empty, not a uid2-batch state; map with --state ${path} to fill it`, path);
+      }
+      // an empty file (ours from a moment ago, or left by a run killed right after creating it) has nothing to lose
+      tightenMode(path);
+      enableWal(db);
+      initialize(db, path, options);
+    } else {
+      checkOurs(db, tables, path);
+      if (!readonly) enableWal(db);
+    }
+    migrate(db, path, readonly);
+    checkEnvironment(db, path, options.envFingerprint);
+    tightenSiblings(path);
+    return new SqliteStateStore(db, path, readonly);
+  } catch (err) {
+    db.close();
+    throw asStateError(err, path);
+  }
+}
+
+function statOrNull(path: string): Stats | null {
+  try {
+    return statSync(path);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+/** Created empty with 0600 before SQLite writes a byte, whatever the umask; a file that appeared meanwhile is kept. */
+function createOwnerOnly(path: string): void {
+  let fd: number;
+  try {
+    fd = openSync(path, 'wx', OWNER_ONLY);
+  } catch (err) {
+    if (errnoOf(err) === 'EEXIST') return;
+    if (errnoOf(err) === 'ENOENT') {
+      throw new StateError(`cannot create state file ${path}: its directory does not exist`, path);
+    }
+    throw err;
+  }
+  try {
+    fchmodSync(fd, OWNER_ONLY);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function tightenMode(path: string): void {
+  try {
+    chmodSync(path, OWNER_ONLY);
+  } catch {
+    // not our file to chmod: SQLite still works; the owner chose its mode
+  }
+}
+
+/**
+ * SQLite gives -wal and -shm the database file's mode; this holds it where a sibling outlived an older, looser
+ * file. Raw UIDs pass through the WAL, so it must be as private as the file.
+ */
+function tightenSiblings(path: string): void {
+  const main = statOrNull(path);
+  if (main === null || (main.mode & 0o077) !== 0) return;
+  for (const suffix of ['-wal', '-shm']) {
+    const sibling = statOrNull(path + suffix);
+    if (sibling !== null && (sibling.mode & 0o077) !== 0) {
+      try {
+        chmodSync(path + suffix, sibling.mode & 0o700);
+      } catch {
+        // owned by another user: nothing this process can do
+      }
+    }
+  }
+}
+
+function enableWal(db: Connection): void {
+  db.pragma('journal_mode = WAL');
+  // per connection: a commit writes the WAL without fsync; a checkpoint syncs. A killed process loses nothing.
+  db.pragma('synchronous = NORMAL');
+  // a checkpointed WAL shrinks back instead of keeping its largest size on disk
+  db.pragma('journal_size_limit = 67108864');
+}
+
+function tableNames(db: Connection): Set<string> {
+  const names = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all() as string[];
+  return new Set(names);
+}
+
+function checkOurs(db: Connection, tables: Set<string>, path: string): void {
+  const notOurs = new StateFormatError(
+    `state file ${path} is a SQLite database but not a uid2-batch state; give --state a new file name (it will be created)`,
+    path,
+  );
+  if (!tables.has('meta')) throw notOurs;
+  const app = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.application);
+  if (app !== APPLICATION_ID) throw notOurs;
+}
+
+/** Schema and identity in one transaction: a file is either a complete empty state or untouched. */
+function initialize(db: Connection, path: string, options: OpenStateOptions): void {
+  db.transaction(() => {
+    // another process may have initialized it while this one waited for the write lock
+    if (tableNames(db).size > 0) {
+      checkOurs(db, tableNames(db), path);
+      return;
+    }
+    for (const m of MIGRATIONS) m.up(db);
+    const put = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
+    put.run(META_KEYS.application, APPLICATION_ID);
+    put.run(META_KEYS.schemaVersion, String(SCHEMA_VERSION));
+    put.run(META_KEYS.envFingerprint, options.envFingerprint);
+    put.run(META_KEYS.api, options.api ?? 'v3');
+    put.run(META_KEYS.createdAt, new Date().toISOString());
+  }).immediate();
+}
+
+function schemaVersionOf(db: Connection, path: string): number {
+  const raw = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.schemaVersion);
+  const version = Number(raw);
+  if (!Number.isInteger(version) || version < 1) {
+    throw new StateFormatError(`state file ${path} has no valid schema version; it is damaged or not a uid2-batch state`, path);
+  }
+  return version;
+}
+
+/** Each step in its own transaction, re-reading the version inside it so two processes never apply one twice. */
+function migrate(db: Connection, path: string, readonly: boolean): void {
+  const version = schemaVersionOf(db, path);
+  if (version > SCHEMA_VERSION) {
+    throw new StateFormatError(
+      `state file ${path} was written by a newer uid2-batch (schema ${version}; this version reads up to ${SCHEMA_VERSION}); upgrade uid2-batch`,
+      path,
+    );
+  }
+  if (version === SCHEMA_VERSION) return;
+  if (readonly) {
+    throw new StateFormatError(
+      `state file ${path} has schema ${version} and needs an upgrade to ${SCHEMA_VERSION}; run once without --dry-run (or run \`uid2-batch migrate --state ${path}\`)`,
+      path,
+    );
+  }
+  for (const m of MIGRATIONS) {
+    db.transaction(() => {
+      if (schemaVersionOf(db, path) >= m.version) return;
+      m.up(db);
+      db.prepare('UPDATE meta SET value = ? WHERE key = ?').run(String(m.version), META_KEYS.schemaVersion);
+    }).immediate();
+  }
+}
+
+function checkEnvironment(db: Connection, path: string, requested: string): void {
+  const stored = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.envFingerprint);
+  if (typeof stored !== 'string') {
+    throw new StateFormatError(`state file ${path} records no environment; it is damaged or not a uid2-batch state`, path);
+  }
+  if (stored !== requested) throw new StateEnvMismatchError(path, stored, requested);
+}
+
+/** SQLite's own words for a file that is not a database become the state's: what is wrong and what to do. */
+function asStateError(err: unknown, path: string): unknown {
+  if (err instanceof StateError) return err;
+  const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
+  if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
+    return new StateFormatError(
+      `state file ${path} is not a uid2-batch state (not a SQLite database, or damaged); give --state a new file name (it will be created)`,
+      path,
+    );
+  }
+  if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY' || code === 'SQLITE_PERM') {
+    return new StateError(`cannot open state file ${path}: check its permissions and those of its directory`, path);
+  }
+  if (code === 'SQLITE_BUSY') {
+    return new StateError(`state file ${path} is busy: another process holds a write on it; try again when it has finished`, path);
+  }
+  return err;
+}
+
+function errnoOf(err: unknown): string | undefined {
+  return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string' ? err.code : undefined;
+}

@@ -1,0 +1,84 @@
+/**
+ * The SQL of the state store, in one place so that tests can EXPLAIN exactly what runs. Statements that read
+ * many rows are written so that one index serves both the filter and the order (no table scan, no sort).
+ */
+
+/** Column order of every entry read; rows are read raw (arrays) and decoded by position. */
+export const ENTRY_COLUMNS =
+  'id, type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, last_optout_check, opted_out_since, due';
+
+/** Column order of a due entry. */
+export const DUE_COLUMNS = 'id, type, hash, u, p, r, bucket_id';
+
+/** Sizes of the IN (...) lists that are prepared once: a list is padded up to the next size. */
+export const IN_LIST_SIZES = [16, 128, 1024, 5000] as const;
+
+function placeholders(n: number): string {
+  return new Array<string>(n).fill('?').join(',');
+}
+
+export const SQL = {
+  lookupByHashes: (n: number) => `SELECT ${ENTRY_COLUMNS} FROM entries WHERE hash IN (${placeholders(n)})`,
+  rawUidsByIds: (n: number) => `SELECT id, u, p FROM entries WHERE id IN (${placeholders(n)})`,
+
+  upsertMapped:
+    'INSERT INTO entries (type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, due) ' +
+    'VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, 0) ' +
+    'ON CONFLICT (hash, type) DO UPDATE SET status = 1, u = excluded.u, p = excluded.p, r = excluded.r, ' +
+    'bucket_id = excluded.bucket_id, first_mapped = coalesce(first_mapped, excluded.first_mapped), ' +
+    'last_mapped = excluded.last_mapped, opted_out_since = NULL, due = 0',
+  // a tombstone keeps its hash, first/last mapped time and last check; it loses every raw UID
+  upsertOptout:
+    'INSERT INTO entries (type, hash, status, opted_out_since, due) VALUES (?, ?, 2, ?, 0) ' +
+    'ON CONFLICT (hash, type) DO UPDATE SET status = 2, u = NULL, p = NULL, r = NULL, bucket_id = NULL, due = 0, ' +
+    'opted_out_since = coalesce(excluded.opted_out_since, opted_out_since)',
+  upsertInvalid:
+    'INSERT INTO entries (type, hash, status, due) VALUES (?, ?, 3, 0) ' +
+    'ON CONFLICT (hash, type) DO UPDATE SET status = 3, u = NULL, p = NULL, r = NULL, bucket_id = NULL, due = 0',
+
+  countDue: 'SELECT count(*) FROM entries WHERE r <= ?',
+  dueByDay:
+    'SELECT (r - ? + 86399) / 86400 AS day, count(*) AS n FROM entries WHERE r > ? AND r <= ? GROUP BY day ORDER BY day',
+  selectDueFirst: `SELECT ${DUE_COLUMNS} FROM entries WHERE r <= ? ORDER BY r, id LIMIT ?`,
+  selectDueAfter: `SELECT ${DUE_COLUMNS} FROM entries WHERE r <= ? AND (r, id) > (?, ?) ORDER BY r, id LIMIT ?`,
+
+  selectDueV2: `SELECT ${DUE_COLUMNS} FROM entries WHERE due = 1 AND id > ? ORDER BY id LIMIT ?`,
+  countDueV2: 'SELECT count(*) FROM entries WHERE due = 1',
+  countDueBoth: 'SELECT count(*) FROM entries WHERE due = 1 AND r <= ?',
+  // last_mapped is in seconds and last_updated in ms: an entry mapped in the rotation's second counts as before it
+  markBucketRotated:
+    'UPDATE entries SET due = 1 WHERE bucket_id = ? AND status = 1 AND due = 0 AND (last_mapped IS NULL OR last_mapped * 1000 < ?)',
+  markAllMappedDue: 'UPDATE entries SET due = 1 WHERE status = 1 AND due = 0',
+
+  // the sweep's two ranges of (last_optout_check, id): never checked (NULL sorts first), then checked
+  sweepNeverChecked:
+    'SELECT id, u, p, last_optout_check FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL) ' +
+    'AND last_optout_check IS NULL AND id > ? ORDER BY last_optout_check, id LIMIT ?',
+  sweepChecked:
+    'SELECT id, u, p, last_optout_check FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL) ' +
+    'AND (last_optout_check, id) > (?, ?) ORDER BY last_optout_check, id LIMIT ?',
+  countWithRawUid: 'SELECT count(*) FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL)',
+  recordOptoutCheck: 'UPDATE entries SET last_optout_check = ? WHERE id = ?',
+  tombstoneById:
+    'UPDATE entries SET status = 2, u = NULL, p = NULL, r = NULL, bucket_id = NULL, due = 0, ' +
+    'opted_out_since = ?, last_optout_check = ? WHERE id = ?',
+  createOptoutProbe: 'CREATE TEMP TABLE IF NOT EXISTS optout_probe (raw TEXT PRIMARY KEY, since INTEGER NOT NULL)',
+  clearOptoutProbe: 'DELETE FROM temp.optout_probe',
+  fillOptoutProbe: 'INSERT OR REPLACE INTO temp.optout_probe (raw, since) VALUES (?, ?)',
+  // SET expressions read the row as it was, so the probe still matches the old u and p
+  tombstoneByProbe:
+    'UPDATE entries SET status = 2, u = NULL, p = NULL, r = NULL, bucket_id = NULL, due = 0, ' +
+    'opted_out_since = (SELECT since FROM temp.optout_probe WHERE raw IN (entries.u, entries.p) LIMIT 1), ' +
+    'last_optout_check = ? ' +
+    'WHERE u IN (SELECT raw FROM temp.optout_probe) OR p IN (SELECT raw FROM temp.optout_probe)',
+
+  countsByStatus: 'SELECT status, count(*) FROM entries GROUP BY status',
+
+  metaAll: 'SELECT key, value FROM meta',
+  metaGet: 'SELECT value FROM meta WHERE key = ?',
+  metaSet: 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+
+  startRun: 'INSERT INTO runs (command, args, pid, started_at) VALUES (?, ?, ?, ?)',
+  finishRun: 'UPDATE runs SET finished_at = ?, summary = ?, exit_code = ? WHERE id = ?',
+  listRuns: 'SELECT id, command, args, started_at, finished_at, summary, exit_code FROM runs ORDER BY id DESC LIMIT ?',
+} as const;

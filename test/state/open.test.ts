@@ -1,0 +1,162 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import {
+  SCHEMA_VERSION,
+  StateEnvMismatchError,
+  StateFormatError,
+  StateNotFoundError,
+  StateReadonlyError,
+  openState,
+} from '../../src/state/index.js';
+import { ENV, b64, tmpStates } from './tmp-state.js';
+
+const t = tmpStates();
+afterAll(() => t.cleanup());
+
+describe('openState: creating and reopening', () => {
+  it('creates a v3 state with its identity and reopens it with the entries kept', () => {
+    const path = t.file();
+    const s = t.open(path);
+    const meta = s.meta();
+    expect(meta).toMatchObject({ schemaVersion: SCHEMA_VERSION, envFingerprint: ENV, api: 'v3' });
+    expect(Date.parse(meta.createdAt)).not.toBeNaN();
+    s.commitBatch([{ type: 'email', hash: b64('a'), outcome: { kind: 'mapped', u: b64('u'), p: null, r: 2_000 } }], 1_000);
+    s.close();
+
+    const again = t.open(path, { create: false });
+    expect(again.meta()).toEqual(meta);
+    expect(again.lookupMany([{ type: 'email', hash: b64('a') }]).get(`email:${b64('a')}`)?.u).toBe(b64('u'));
+    expect(again.counts()).toEqual({ entries: 1, mapped: 1, optout: 0, invalid: 0 });
+  });
+
+  it('records the api it was created for', () => {
+    const s = t.open(t.file(), { api: 'v2' });
+    expect(s.meta().api).toBe('v2');
+    s.setMeta('api', 'v3');
+    expect(s.meta().api).toBe('v3');
+  });
+
+  it('creates the file, its WAL and its shared-memory file readable by the owner only, whatever the umask', () => {
+    const path = t.file();
+    const old = process.umask(0o000);
+    try {
+      const s = t.open(path);
+      s.commitBatch([{ type: 'phone', hash: b64('p'), outcome: { kind: 'invalid' } }], 1);
+      for (const f of [path, `${path}-wal`, `${path}-shm`]) {
+        expect(existsSync(f), f).toBe(true);
+        expect(statSync(f).mode & 0o777, f).toBe(0o600);
+      }
+    } finally {
+      process.umask(old);
+    }
+  });
+
+  it('uses WAL and synchronous=NORMAL', () => {
+    const path = t.file();
+    t.open(path);
+    const raw = new Database(path, { readonly: true });
+    try {
+      expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
+    } finally {
+      raw.close();
+    }
+  });
+});
+
+describe('openState: refusing what it must not open', () => {
+  it('refuses a file made for another environment, naming both and what to do', () => {
+    const path = t.file();
+    t.open(path).close();
+    let caught: unknown;
+    try {
+      openState(path, { envFingerprint: 'uid2:prod' });
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(StateEnvMismatchError);
+    const message = (caught as Error).message;
+    expect(message).toContain(path);
+    expect(message).toContain(`made for environment ${ENV}`);
+    expect(message).toContain('this run is for uid2:prod');
+    expect(message).toContain('use another --state file');
+  });
+
+  it('refuses a missing file when it must not create one, and in read-only mode', () => {
+    const path = t.file();
+    expect(() => openState(path, { envFingerprint: ENV, create: false })).toThrow(StateNotFoundError);
+    expect(() => openState(path, { envFingerprint: ENV, readonly: true })).toThrow(StateNotFoundError);
+    expect(existsSync(path)).toBe(false);
+    expect(() => openState(path, { envFingerprint: ENV, create: false })).toThrow(/does not exist/);
+  });
+
+  it('refuses a file that is not SQLite, and leaves it as it was', () => {
+    const path = t.file('notes.csv');
+    const text = 'id,email\n1,someone@example.com\n'.repeat(200);
+    writeFileSync(path, text);
+    expect(() => openState(path, { envFingerprint: ENV })).toThrow(StateFormatError);
+    expect(() => openState(path, { envFingerprint: ENV })).toThrow(/not a uid2-batch state \(not a SQLite database/);
+    expect(statSync(path).size).toBe(text.length);
+  });
+
+  it('refuses another program’s SQLite database without changing its journal mode', () => {
+    const path = t.file('other.db');
+    const other = new Database(path);
+    other.exec('CREATE TABLE things (x INTEGER)');
+    other.close();
+    expect(() => openState(path, { envFingerprint: ENV })).toThrow(/is a SQLite database but not a uid2-batch state/);
+    const check = new Database(path, { readonly: true });
+    try {
+      expect(check.pragma('journal_mode', { simple: true })).toBe('delete');
+    } finally {
+      check.close();
+    }
+  });
+
+  it('refuses a directory', () => {
+    expect(() => openState(t.dir, { envFingerprint: ENV })).toThrow(/not a regular file/);
+  });
+
+  it('refuses a state written by a newer schema', () => {
+    const path = t.file();
+    t.open(path).close();
+    const raw = new Database(path);
+    raw.prepare("UPDATE meta SET value = ? WHERE key = 'schema_version'").run(String(SCHEMA_VERSION + 1));
+    raw.close();
+    expect(() => openState(path, { envFingerprint: ENV })).toThrow(/newer uid2-batch.*upgrade uid2-batch/);
+  });
+
+  it('initializes an empty file (a run killed right after creating it) but not when told not to create', () => {
+    const path = t.file();
+    writeFileSync(path, '');
+    expect(() => openState(path, { envFingerprint: ENV, create: false })).toThrow(/is empty/);
+    const s = t.open(path);
+    expect(s.meta().envFingerprint).toBe(ENV);
+  });
+
+  it('never lets setMeta change what the file is', () => {
+    const s = t.open(t.file());
+    expect(() => s.setMeta('env_fingerprint', 'uid2:prod')).toThrow(/cannot be changed/);
+    expect(() => s.setMeta('schema_version', '9')).toThrow(/cannot be changed/);
+    expect(() => s.setMeta('api', 'v4')).toThrow(/v2 or v3/);
+    s.setMeta('last_buckets_check', '2025-01-01T00:00:00');
+    expect(s.getMeta('last_buckets_check')).toBe('2025-01-01T00:00:00');
+    expect(s.getMeta('nothing')).toBeNull();
+    expect(s.meta().envFingerprint).toBe(ENV);
+  });
+});
+
+describe('read-only (dry runs)', () => {
+  it('reads, and refuses every write with a clear message', () => {
+    const path = t.file();
+    const w = t.open(path);
+    w.commitBatch([{ type: 'email', hash: b64('x'), outcome: { kind: 'mapped', u: b64('ux'), p: null, r: 50 } }], 10);
+    w.close();
+    const ro = t.open(path, { readonly: true });
+    expect(ro.readonly).toBe(true);
+    expect(ro.countDue(100)).toBe(1);
+    expect(() => ro.commitBatch([{ type: 'email', hash: b64('y'), outcome: { kind: 'invalid' } }], 1)).toThrow(StateReadonlyError);
+    expect(() => ro.startRun('remap-due', '{}')).toThrow(/read-only \(dry run\)/);
+    expect(ro.counts().entries).toBe(1);
+  });
+});

@@ -1,0 +1,34 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { openState, type OpenStateOptions, type StateStore } from '../../src/state/index.js';
+
+export const ENV = 'uid2:integ';
+
+/** A temporary directory per test file; `cleanup` removes it and closes every store opened through it. */
+export function tmpStates(prefix = 'uid2-state-') {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const open: StateStore[] = [];
+  let n = 0;
+  return {
+    dir,
+    file(name = `s${++n}.db`): string {
+      return join(dir, name);
+    },
+    open(path: string, options: Partial<OpenStateOptions> = {}): StateStore {
+      const store = openState(path, { envFingerprint: ENV, ...options });
+      open.push(store);
+      return store;
+    },
+    cleanup(): void {
+      for (const s of open) s.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A deterministic base64 SHA-256, the shape of every stored hash and raw UID. */
+export function b64(label: string): string {
+  return createHash('sha256').update(label).digest('base64');
+}
