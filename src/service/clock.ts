@@ -17,11 +17,6 @@ export class SimulatedClock implements ServiceClock {
     return this.realNow() + this.offsetMs;
   }
 
-  advanceMs(ms: number): number {
-    this.offsetMs += ms;
-    return this.nowMs();
-  }
-
   set(ms: number): number {
     this.offsetMs = ms - this.realNow();
     return this.nowMs();

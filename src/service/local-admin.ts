@@ -53,6 +53,14 @@ function readObject(body: Buffer): Record<string, unknown> | null {
   }
 }
 
+// Every time the service writes (envelopes, ISO dates) must stay a valid date with a 4-digit year.
+const CLOCK_MAX_MS = Date.UTC(9999, 11, 31);
+const CLOCK_RANGE = 'the clock must stay between 1970-01-01 and 9999-12-31';
+
+function inClockRange(ms: number): boolean {
+  return ms >= 0 && ms <= CLOCK_MAX_MS;
+}
+
 function moveClock(body: Buffer, clock: SimulatedClock): AdminAnswer {
   const request = readObject(body);
   const usage = 'send {"advance_days": N} or {"set": "2026-01-01T00:00:00Z"} (ISO 8601, or Unix ms as a number)';
@@ -63,11 +71,14 @@ function moveClock(body: Buffer, clock: SimulatedClock): AdminAnswer {
   if (hasAdvance) {
     const days = request.advance_days;
     if (typeof days !== 'number' || !Number.isFinite(days)) return badRequest(`advance_days must be a number; ${usage}`);
-    return { http: 200, json: { now_ms: clock.advanceMs(Math.round(days * DAY_MS)) } };
+    const target = clock.nowMs() + Math.round(days * DAY_MS);
+    if (!inClockRange(target)) return badRequest(CLOCK_RANGE);
+    return { http: 200, json: { now_ms: clock.set(target) } };
   }
-  const target = typeof request.set === 'number' ? (Number.isFinite(request.set) ? request.set : null) : typeof request.set === 'string' ? parseInstantMs(request.set) : null;
-  if (target === null) return badRequest(`set must be an ISO 8601 date-time or Unix ms; ${usage}`);
-  return { http: 200, json: { now_ms: clock.set(target) } };
+  const target = typeof request.set === 'number' ? request.set : typeof request.set === 'string' ? parseInstantMs(request.set) : null;
+  if (target === null || !Number.isFinite(target)) return badRequest(`set must be an ISO 8601 date-time or Unix ms; ${usage}`);
+  if (!inClockRange(target)) return badRequest(CLOCK_RANGE);
+  return { http: 200, json: { now_ms: clock.set(Math.floor(target)) } };
 }
 
 function addOptout(body: Buffer, deps: LocalAdminDeps): AdminAnswer {

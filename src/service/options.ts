@@ -76,7 +76,9 @@ export function resolveOptions(options: ServiceOptions): ResolvedOptions {
   const seed = options.seed ?? DEFAULT_SEED;
   if (seed.length === 0) throw new ServiceSetupError('the seed must not be empty');
   const nowMs = options.nowMs ?? Date.now();
-  if (!Number.isFinite(nowMs)) throw new ServiceSetupError('the start time must be a finite number of Unix ms');
+  if (!(Number.isFinite(nowMs) && nowMs >= 0 && nowMs <= Date.UTC(9999, 11, 31))) {
+    throw new ServiceSetupError('the start time must be Unix ms between 1970-01-01 and 9999-12-31');
+  }
   const roles = options.roles ?? ALL_ROLES;
   for (const role of roles) {
     if (!isRole(role)) throw new ServiceSetupError(`unknown role ${String(role)}; roles are ${ALL_ROLES.join(', ')}`);
