@@ -140,6 +140,7 @@ describe('doctor', () => {
     expect(c.status).toBe('fail');
     expect(c.detail).toContain('Invalid timestamp');
     expect(c.fix).toContain('NTP');
+    expect(byName(report.checks)['client secret']!.status).toBe('pass');
     expect(report.exitCode).toBe(1);
   });
 
