@@ -550,6 +550,8 @@ class JsonlTable extends TableBase {
       }
       from = nl + 1;
     }
+    // lines are counted here, not by the index: moving it on lets it drop the terminators already passed
+    this.input.lines.lineAt(next.start + from);
     if (from < buf.length) {
       this.parts.push(buf.subarray(from));
       this.partBytes += buf.length - from;

@@ -316,6 +316,13 @@ describe('JSONL source', () => {
     expect(notObject.message).toContain('not a JSON object');
   });
 
+  test('a bad byte far into a JSONL file gets the right line number', async () => {
+    const lines = Array.from({ length: 30_000 }, (_, i) => `{"email":"user${i}@example.com"}`).join('\n');
+    const err = await inputError(Buffer.concat([Buffer.from(`${lines}\n{"email":"x`), Buffer.from([0xc0]), Buffer.from('"}\n')]), {}, '.jsonl');
+    expect(err.line).toBe(30_001);
+    expect(err.message).toContain('invalid UTF-8');
+  });
+
   test('a 10 MB JSONL line is read', async () => {
     const long = 'z'.repeat(10 * 1024 * 1024);
     const { rows } = await read(`{"email":"${long}@example.com"}\n{"email":"b@example.com"}\n`, {}, '.jsonl');
