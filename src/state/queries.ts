@@ -37,10 +37,14 @@ export const SQL = {
     'ON CONFLICT (hash, type) DO UPDATE SET status = 3, u = NULL, p = NULL, r = NULL, bucket_id = NULL, due = 0',
 
   countDue: 'SELECT count(*) FROM entries WHERE r <= ?',
+  // better-sqlite3 binds every JS number as REAL: the cast keeps the division an integer one
   dueByDay:
-    'SELECT (r - ? + 86399) / 86400 AS day, count(*) AS n FROM entries WHERE r > ? AND r <= ? GROUP BY day ORDER BY day',
+    'SELECT (r - CAST(? AS INTEGER) + 86399) / 86400 AS day, count(*) AS n FROM entries WHERE r > ? AND r <= ? GROUP BY day ORDER BY day',
+  // keyset pages as two index ranges: the rest of the cursor's r (by rowid), then later r. A row-value
+  // (r, id) > (?, ?) would seek on r alone and rescan every tie before the cursor (all entries of a day share r).
   selectDueFirst: `SELECT ${DUE_COLUMNS} FROM entries WHERE r <= ? ORDER BY r, id LIMIT ?`,
-  selectDueAfter: `SELECT ${DUE_COLUMNS} FROM entries WHERE r <= ? AND (r, id) > (?, ?) ORDER BY r, id LIMIT ?`,
+  selectDueSameR: `SELECT ${DUE_COLUMNS} FROM entries WHERE r = ? AND id > ? ORDER BY r, id LIMIT ?`,
+  selectDueLaterR: `SELECT ${DUE_COLUMNS} FROM entries WHERE r > ? AND r <= ? ORDER BY r, id LIMIT ?`,
 
   selectDueV2: `SELECT ${DUE_COLUMNS} FROM entries WHERE due = 1 AND id > ? ORDER BY id LIMIT ?`,
   countDueV2: 'SELECT count(*) FROM entries WHERE due = 1',
@@ -50,13 +54,17 @@ export const SQL = {
     'UPDATE entries SET due = 1 WHERE bucket_id = ? AND status = 1 AND due = 0 AND (last_mapped IS NULL OR last_mapped * 1000 < ?)',
   markAllMappedDue: 'UPDATE entries SET due = 1 WHERE status = 1 AND due = 0',
 
-  // the sweep's two ranges of (last_optout_check, id): never checked (NULL sorts first), then checked
+  // the sweep walks (last_optout_check, id): never checked (NULL sorts first), then the rest of the cursor's
+  // check time, then later ones; every statement repeats the partial index's condition so that it applies
   sweepNeverChecked:
     'SELECT id, u, p, last_optout_check FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL) ' +
     'AND last_optout_check IS NULL AND id > ? ORDER BY last_optout_check, id LIMIT ?',
-  sweepChecked:
+  sweepSameCheck:
     'SELECT id, u, p, last_optout_check FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL) ' +
-    'AND (last_optout_check, id) > (?, ?) ORDER BY last_optout_check, id LIMIT ?',
+    'AND last_optout_check = ? AND id > ? ORDER BY last_optout_check, id LIMIT ?',
+  sweepLaterCheck:
+    'SELECT id, u, p, last_optout_check FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL) ' +
+    'AND last_optout_check > ? ORDER BY last_optout_check, id LIMIT ?',
   countWithRawUid: 'SELECT count(*) FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL)',
   recordOptoutCheck: 'UPDATE entries SET last_optout_check = ? WHERE id = ?',
   tombstoneById:

@@ -189,11 +189,13 @@ export class SqliteStateStore implements StateStore {
     const now = Math.floor(nowS);
     const n = pageLimit(limit);
     if (n === 0) return [];
-    const rows =
-      after === null || after.r === null
-        ? (this.stmts.selectDueFirst.all(now, n) as Row[])
-        : (this.stmts.selectDueAfter.all(now, after.r, after.id, n) as Row[]);
-    return rows.map(decodeDue);
+    if (after === null || after.r === null) return (this.stmts.selectDueFirst.all(now, n) as Row[]).map(decodeDue);
+    const out: DueEntry[] = [];
+    if (after.r <= now) for (const row of this.stmts.selectDueSameR.all(after.r, after.id, n) as Row[]) out.push(decodeDue(row));
+    if (out.length < n) {
+      for (const row of this.stmts.selectDueLaterR.all(after.r, now, n - out.length) as Row[]) out.push(decodeDue(row));
+    }
+    return out;
   }
 
   // ---- v2: due by salt bucket rotation
@@ -225,15 +227,17 @@ export class SqliteStateStore implements StateStore {
     const n = pageLimit(limit);
     if (n === 0) return [];
     const out: OptoutCandidate[] = [];
-    let cursor: { check: number; id: number };
+    let laterThan: number;
     if (after === null || after.lastOptoutCheckS === null) {
       for (const row of this.stmts.sweepNeverChecked.all(after?.id ?? 0, n) as Row[]) out.push(decodeCandidate(row));
-      if (out.length === n) return out;
-      cursor = { check: BEFORE_ANY_CHECK, id: 0 };
+      laterThan = BEFORE_ANY_CHECK;
     } else {
-      cursor = { check: after.lastOptoutCheckS, id: after.id };
+      for (const row of this.stmts.sweepSameCheck.all(after.lastOptoutCheckS, after.id, n) as Row[]) out.push(decodeCandidate(row));
+      laterThan = after.lastOptoutCheckS;
     }
-    for (const row of this.stmts.sweepChecked.all(cursor.check, cursor.id, n - out.length) as Row[]) out.push(decodeCandidate(row));
+    if (out.length < n) {
+      for (const row of this.stmts.sweepLaterCheck.all(laterThan, n - out.length) as Row[]) out.push(decodeCandidate(row));
+    }
     return out;
   }
 
@@ -372,14 +376,16 @@ function prepareAll(db: Database) {
     countDue: plain(SQL.countDue),
     dueByDay: plain(SQL.dueByDay),
     selectDueFirst: raw(SQL.selectDueFirst),
-    selectDueAfter: raw(SQL.selectDueAfter),
+    selectDueSameR: raw(SQL.selectDueSameR),
+    selectDueLaterR: raw(SQL.selectDueLaterR),
     selectDueV2: raw(SQL.selectDueV2),
     countDueV2: plain(SQL.countDueV2),
     countDueBoth: plain(SQL.countDueBoth),
     markBucketRotated: plain(SQL.markBucketRotated),
     markAllMappedDue: plain(SQL.markAllMappedDue),
     sweepNeverChecked: raw(SQL.sweepNeverChecked),
-    sweepChecked: raw(SQL.sweepChecked),
+    sweepSameCheck: raw(SQL.sweepSameCheck),
+    sweepLaterCheck: raw(SQL.sweepLaterCheck),
     countWithRawUid: plain(SQL.countWithRawUid),
     recordOptoutCheck: plain(SQL.recordOptoutCheck),
     tombstoneById: plain(SQL.tombstoneById),
