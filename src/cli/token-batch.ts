@@ -31,11 +31,6 @@ export interface TokenBatchDeps {
 export const DEFAULT_TOKEN_CONCURRENCY = 8;
 export const MAX_TOKEN_CONCURRENCY = 64;
 
-function formatOfPath(path: string | undefined): 'csv' | 'jsonl' | undefined {
-  if (path === undefined || path === '-') return undefined;
-  return /\.(jsonl|ndjson)$/i.test(path) ? 'jsonl' : 'csv';
-}
-
 export async function runTokenBatch(which: 'generate' | 'validate', flags: TokenBatchFlags, deps: TokenBatchDeps): Promise<number> {
   const input = flags.input;
   if (input === undefined) throw new UserError('--input FILE is required for a batch');
@@ -45,7 +40,7 @@ export async function runTokenBatch(which: 'generate' | 'validate', flags: Token
   }
   const openSource = deps.openSource ?? defaultOpenSource;
   const openSink = deps.openSink ?? defaultOpenSink;
-  const format = flags.format ?? formatOfPath(flags.output) ?? formatOfPath(input) ?? 'csv';
+  const format = flags.format ?? 'csv';
   const toFile = flags.output !== undefined && flags.output !== '-';
 
   let source: TableSource;

@@ -40,13 +40,11 @@ function identifierFlags(opts: Record<string, unknown>): IdentifierFlags {
   return { email: str(opts, 'email'), phone: str(opts, 'phone'), emailHash: str(opts, 'emailHash'), phoneHash: str(opts, 'phoneHash') };
 }
 
-function batchFlags(cmd: Command, opts: Record<string, unknown>): TokenBatchFlags {
-  // --format has a default; an explicit one wins, otherwise the -o (or --input) file name decides
-  const format = cmd.getOptionValueSource('format') === 'default' ? undefined : (opts.format as 'csv' | 'jsonl');
+function batchFlags(opts: Record<string, unknown>): TokenBatchFlags {
   return {
     input: str(opts, 'input'),
     output: str(opts, 'output'),
-    ...(format ? { format } : {}),
+    format: opts.format === 'jsonl' ? 'jsonl' : 'csv',
     ...(typeof opts.concurrency === 'number' ? { concurrency: opts.concurrency } : {}),
     quiet: opts.quiet === true,
     ...(str(opts, 'summaryJson') !== undefined ? { summaryJson: str(opts, 'summaryJson') } : {}),
@@ -86,9 +84,9 @@ export function registerTokenCommand(program: Command): void {
       'With --input: every row plus those fields, status (success|optout|invalid|error) and reason; exit 3 if a row ended in error.\n' +
       'Exit codes: 0 done; 1 failed; 2 usage or invalid identifier; 3 some rows in error; 4 the key was refused (401).',
   );
-  generate.action(async (opts: Record<string, unknown>, cmd: Command) => {
+  generate.action(async (opts: Record<string, unknown>) => {
     process.exitCode = await runTokenGenerate(
-      { ...identifierFlags(opts), ...batchFlags(cmd, opts), out: str(opts, 'out') },
+      { ...identifierFlags(opts), ...batchFlags(opts), out: str(opts, 'out') },
       { io: processIo(), connect: connector(connectionFlags(opts)) },
     );
   });
@@ -148,9 +146,9 @@ export function registerTokenCommand(program: Command): void {
       'With --input: every row plus valid (true|false|error), hash (the normalized hash sent) and reason.\n' +
       'Exit codes: 0 true (or a batch without errors); 1 false; 2 usage or invalid identifier; 3 some rows in error; 4 key refused.',
   );
-  validate.action(async (opts: Record<string, unknown>, cmd: Command) => {
+  validate.action(async (opts: Record<string, unknown>) => {
     process.exitCode = await runTokenValidate(
-      { ...identifierFlags(opts), ...batchFlags(cmd, opts), token: str(opts, 'token') },
+      { ...identifierFlags(opts), ...batchFlags(opts), token: str(opts, 'token') },
       { io: processIo(), connect: connector(connectionFlags(opts)) },
     );
   });
