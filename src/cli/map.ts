@@ -276,11 +276,11 @@ async function mapForReal(
         });
       },
     });
-    state?.beginRun('map', source.name);
+    state?.beginRun(runArgs(flags, source, columns, concurrency, config), Math.floor(startedMs / 1000));
     const result = await engine.run(source.rows());
     progress.stop();
     const summary = mapSummary(result, client, source, startedMs, deps.now(), state);
-    state?.endRun(result.outcome.kind, summary.rows);
+    state?.endRun(JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
     return await finish(result, summary, { sink, rejects, flags, state, say, deps });
   } catch (err) {
     progress?.stop();
@@ -290,6 +290,34 @@ async function mapForReal(
   } finally {
     if (deps.client === undefined) await client.close();
     await embedded.close();
+  }
+}
+
+/** What the runs table records: how the run was asked for, never a credential. */
+function runArgs(flags: MapFlags, source: TableSource, columns: IdentifierColumn[], concurrency: number, config: ResolvedConfig): string {
+  return JSON.stringify({
+    input: source.name,
+    output: flags.output.output ?? '-',
+    format: flags.output.format,
+    columns: columns.map((c) => ({ name: c.name, kind: c.kind })),
+    env: config.env.name,
+    base_url: config.isLocal ? 'embedded' : config.env.baseUrl,
+    concurrency,
+    batch_size: flags.batchSize ?? 5000,
+    fail_fast: flags.failFast === true,
+  });
+}
+
+function exitCodeOf(result: MapRunResult): number {
+  switch (result.outcome.kind) {
+    case 'completed':
+      return result.counts.status.error > 0 ? EXIT.partial : EXIT.ok;
+    case 'interrupted':
+      return EXIT.interrupted;
+    case 'auth-refused':
+      return EXIT.auth;
+    case 'failed':
+      return EXIT.failed;
   }
 }
 

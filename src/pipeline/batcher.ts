@@ -1,14 +1,14 @@
 import { MAX_BODY_BYTES, MAX_ITEMS_PER_REQUEST, type MapV3Request } from '../protocol/index.js';
-import type { PendingItem } from './dedupe.js';
+import type { TrackedIdentifier } from './dedupe.js';
 
 /** One v3 map request: email and phone hashes mixed, each array aligned with the items that asked. */
 export interface MapBatch {
   /** 1-based, in the order batches were sealed. */
   seq: number;
   readonly emailHashes: string[];
-  readonly emailItems: PendingItem[];
+  readonly emailItems: TrackedIdentifier[];
   readonly phoneHashes: string[];
-  readonly phoneItems: PendingItem[];
+  readonly phoneItems: TrackedIdentifier[];
   /** Bytes of the request JSON (exact for hashes, which never need JSON escapes). */
   bytes: number;
 }
@@ -71,7 +71,7 @@ export class BatchBuilder {
     return this.sealed;
   }
 
-  add(item: PendingItem): void {
+  add(item: TrackedIdentifier): void {
     // `"<hash>",`: an item never needs escaping, so its length is its byte count
     const itemBytes = item.hash.length + 3;
     let batch = this.current;
@@ -105,7 +105,7 @@ export class BatchBuilder {
   }
 
   /** Drops the batch being filled (an interrupted run does not send it); returns its items. */
-  discard(): PendingItem[] {
+  discard(): TrackedIdentifier[] {
     const batch = this.current;
     this.current = null;
     return batch === null ? [] : [...batch.emailItems, ...batch.phoneItems];

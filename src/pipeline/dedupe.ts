@@ -13,20 +13,29 @@ export function answerSlot(chunk: RowChunk, slot: number, item: MapV3Item): void
 }
 
 /**
- * One (DII type, hash) that is waiting for its answer, and every cell that asked for it. It is sent once; the
- * cells that repeat it while it is waiting are answered with it. The first cell is held inline because most
- * identifiers are not repeated.
+ * One (DII type, hash) of the run: first waiting for its answer, with every cell that asked for it, then holding
+ * the answer for repeats further down. It is sent once; the first cell is held inline because most identifiers
+ * are not repeated. Once answered it lets go of the cells, so it keeps no rows alive.
  */
-export class PendingItem {
+export class TrackedIdentifier {
+  private chunk: RowChunk | null;
+  private slot: number;
   private moreChunks: RowChunk[] | null = null;
   private moreSlots: number[] | null = null;
+  /** The answer, once there is one. */
+  answer: MapV3Item | null = null;
+  /** The request for it failed: a repeat must be sent again. */
+  failed = false;
 
   constructor(
     readonly type: DiiType,
     readonly hash: string,
-    private readonly chunk: RowChunk,
-    private readonly slot: number,
-  ) {}
+    chunk: RowChunk,
+    slot: number,
+  ) {
+    this.chunk = chunk;
+    this.slot = slot;
+  }
 
   addWaiter(chunk: RowChunk, slot: number): void {
     if (this.moreChunks === null || this.moreSlots === null) {
@@ -40,85 +49,76 @@ export class PendingItem {
 
   /** Cells waiting on this identifier. */
   get waiters(): number {
-    return 1 + (this.moreSlots === null ? 0 : this.moreSlots.length);
+    return (this.chunk === null ? 0 : 1) + (this.moreSlots === null ? 0 : this.moreSlots.length);
   }
 
-  answer(item: MapV3Item): void {
-    answerSlot(this.chunk, this.slot, item);
+  resolve(item: MapV3Item): void {
+    this.answer = item;
+    if (this.chunk !== null) answerSlot(this.chunk, this.slot, item);
     const chunks = this.moreChunks;
     const slots = this.moreSlots;
-    if (chunks === null || slots === null) return;
-    for (let i = 0; i < chunks.length; i++) answerSlot(chunks[i], slots[i], item);
+    if (chunks !== null && slots !== null) for (let i = 0; i < chunks.length; i++) answerSlot(chunks[i], slots[i], item);
+    this.release();
   }
 
   fail(reason: string): void {
-    this.chunk.setUnmapped(this.slot, SLOT.error, reason);
+    this.failed = true;
+    if (this.chunk !== null) this.chunk.setUnmapped(this.slot, SLOT.error, reason);
     const chunks = this.moreChunks;
     const slots = this.moreSlots;
-    if (chunks === null || slots === null) return;
-    for (let i = 0; i < chunks.length; i++) chunks[i].setUnmapped(slots[i], SLOT.error, reason);
-  }
-}
-
-/** Identifiers waiting for an answer (queued in a batch or in flight), by DII type and hash. */
-export class PendingIndex {
-  private readonly email = new Map<string, PendingItem>();
-  private readonly phone = new Map<string, PendingItem>();
-
-  get size(): number {
-    return this.email.size + this.phone.size;
+    if (chunks !== null && slots !== null) for (let i = 0; i < chunks.length; i++) chunks[i].setUnmapped(slots[i], SLOT.error, reason);
+    this.release();
   }
 
-  get(type: DiiType, hash: string): PendingItem | undefined {
-    return (type === 'email' ? this.email : this.phone).get(hash);
-  }
-
-  add(item: PendingItem): void {
-    (item.type === 'email' ? this.email : this.phone).set(item.hash, item);
-  }
-
-  delete(item: PendingItem): void {
-    (item.type === 'email' ? this.email : this.phone).delete(item.hash);
+  private release(): void {
+    this.chunk = null;
+    this.moreChunks = null;
+    this.moreSlots = null;
   }
 }
 
 /**
- * Answers of the most recently answered identifiers, so that repeats a little further down the input are not
- * sent again. Bounded: memory stays flat however long the input is; older repeats are sent again (or answered
- * by the state file). Least recently used first out (a Map iterates in insertion order; a hit re-inserts).
+ * The identifiers of the run, waiting or recently answered, by DII type and hash: the one lookup a cell costs.
+ * Bounded, so memory stays flat however long the input is: older repeats are sent again (or answered by the
+ * state file). Two generations instead of a strict LRU list: when the young one is full it becomes the old one
+ * and the previous old one is dropped whole, and a hit in the old one moves up. An identifier still in flight
+ * when dropped is still answered by its batch; only later repeats of it are sent again.
  */
-export class RecentAnswers {
-  private readonly email = new Map<string, MapV3Item>();
-  private readonly phone = new Map<string, MapV3Item>();
+export class IdentifierTable {
+  private young: [Map<string, TrackedIdentifier>, Map<string, TrackedIdentifier>] = [new Map(), new Map()];
+  private old: [Map<string, TrackedIdentifier>, Map<string, TrackedIdentifier>] = [new Map(), new Map()];
+  private readonly generation: number;
+  /** True once a generation with entries was dropped: from then on a repeat may be counted as new. */
+  dropped = false;
 
-  constructor(readonly capacity: number) {}
+  constructor(capacity: number) {
+    this.generation = Math.max(1, Math.floor(capacity / 2));
+  }
 
-  get(type: DiiType, hash: string): MapV3Item | undefined {
-    const map = type === 'email' ? this.email : this.phone;
-    const item = map.get(hash);
-    if (item !== undefined) {
-      map.delete(hash);
-      map.set(hash, item);
+  get(type: DiiType, hash: string): TrackedIdentifier | undefined {
+    const t = type === 'email' ? 0 : 1;
+    const entry = this.young[t].get(hash);
+    if (entry !== undefined) return entry;
+    const aging = this.old[t].get(hash);
+    if (aging !== undefined) this.put(t, aging);
+    return aging;
+  }
+
+  add(entry: TrackedIdentifier): void {
+    this.put(entry.type === 'email' ? 0 : 1, entry);
+  }
+
+  private put(t: 0 | 1, entry: TrackedIdentifier): void {
+    this.young[t].set(entry.hash, entry);
+    if (this.young[0].size + this.young[1].size >= this.generation) {
+      if (this.old[0].size + this.old[1].size > 0) this.dropped = true;
+      this.old = this.young;
+      this.young = [new Map(), new Map()];
     }
-    return item;
   }
 
-  set(type: DiiType, hash: string, item: MapV3Item): void {
-    if (this.capacity <= 0) return;
-    const map = type === 'email' ? this.email : this.phone;
-    map.delete(hash);
-    map.set(hash, item);
-    if (this.email.size + this.phone.size > this.capacity) this.evictOne();
-  }
-
-  private evictOne(): void {
-    // evict from the larger map: the other is usually empty or small, so recency is nearly global anyway
-    const map = this.email.size >= this.phone.size ? this.email : this.phone;
-    const oldest = map.keys().next();
-    if (!oldest.done) map.delete(oldest.value);
-  }
-
+  /** Entries held (one promoted from the old generation counts twice until that generation is dropped). */
   get size(): number {
-    return this.email.size + this.phone.size;
+    return this.young[0].size + this.young[1].size + this.old[0].size + this.old[1].size;
   }
 }

@@ -1,7 +1,5 @@
 import type { DiiType } from '../identity/index.js';
 
-/** Distinct identifiers counted exactly up to here; beyond it an estimate, so memory stays flat. */
-const EXACT_LIMIT = 100_000;
 // HyperLogLog with 2^14 registers: 16 KB per DII type, standard error about 0.8%.
 const P = 14;
 const M = 1 << P;
@@ -10,40 +8,20 @@ const B64 = new Int8Array(128).fill(-1);
 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'.split('').forEach((c, i) => (B64[c.charCodeAt(0)] = i));
 
 /**
- * Counts distinct (DII type, hash) pairs seen in a run: exact for small inputs, a HyperLogLog estimate once there
- * are more than EXACT_LIMIT of them. The hashes are base64 SHA-256 values, so their first characters are
- * already uniformly random bits: no second hash is needed.
+ * Estimates how many distinct (DII type, hash) pairs a run saw, in fixed memory: the engine counts exactly as
+ * long as it remembers every identifier, and falls back to this estimate on inputs too large for that. The
+ * hashes are base64 SHA-256 values, so their first characters are already uniformly random bits: no second
+ * hash is needed.
  */
-export class DistinctCounter {
-  private exact: [Set<string>, Set<string>] | null = [new Set(), new Set()];
-  private registers: [Uint8Array, Uint8Array] | null = null;
+export class DistinctEstimate {
+  private readonly registers: [Uint8Array, Uint8Array] = [new Uint8Array(M), new Uint8Array(M)];
 
   add(type: DiiType, hash: string): void {
-    const t = type === 'email' ? 0 : 1;
-    if (this.exact !== null) {
-      this.exact[t].add(hash);
-      if (this.exact[0].size + this.exact[1].size > EXACT_LIMIT) this.switchToEstimate();
-      return;
-    }
-    this.observe((this.registers as [Uint8Array, Uint8Array])[t], hash);
-  }
-
-  /** True once the count is an estimate. */
-  get estimated(): boolean {
-    return this.exact === null;
+    this.observe(this.registers[type === 'email' ? 0 : 1], hash);
   }
 
   get count(): number {
-    if (this.exact !== null) return this.exact[0].size + this.exact[1].size;
-    const [e, p] = this.registers as [Uint8Array, Uint8Array];
-    return Math.round(estimate(e) + estimate(p));
-  }
-
-  private switchToEstimate(): void {
-    const exact = this.exact as [Set<string>, Set<string>];
-    this.registers = [new Uint8Array(M), new Uint8Array(M)];
-    for (let t = 0; t < 2; t++) for (const hash of exact[t]) this.observe(this.registers[t], hash);
-    this.exact = null;
+    return Math.round(estimate(this.registers[0]) + estimate(this.registers[1]));
   }
 
   private observe(registers: Uint8Array, hash: string): void {

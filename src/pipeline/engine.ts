@@ -13,9 +13,9 @@ import {
 import type { EntryUpdate, StateEntry } from '../state/types.js';
 import { prepareCell, type IdentifierColumn } from './columns.js';
 import { BatchBuilder, batchRequest, batchItemCount, type MapBatch } from './batcher.js';
-import { answerSlot, OPTOUT_REASON, PendingIndex, PendingItem, RecentAnswers } from './dedupe.js';
+import { answerSlot, IdentifierTable, OPTOUT_REASON, TrackedIdentifier } from './dedupe.js';
 import { AdaptiveConcurrency } from './dispatcher.js';
-import { DistinctCounter } from './distinct-count.js';
+import { DistinctEstimate } from './distinct-count.js';
 import { Reassembler } from './reassembler.js';
 import { RowChunk, SLOT } from './row-chunk.js';
 import { rowProblemInvalidates, rowProblemReason, type InputRow } from './table.js';
@@ -25,9 +25,10 @@ export type EngineColumn = IdentifierColumn;
 
 /** What the engine needs from the state file: a lookup per chunk and one transaction per answered batch. */
 export interface EngineState {
-  /** Stored entries for these hashes of one DII type; hashes not stored are absent from the answer. */
-  lookupMany(type: DiiType, hashes: readonly string[]): ReadonlyMap<string, StateEntry>;
-  commitBatch(updates: readonly EntryUpdate[]): void;
+  /** Stored entries for these hashes of one DII type, by hash; hashes not stored are absent. */
+  lookupHashes(type: DiiType, hashes: readonly string[]): ReadonlyMap<string, StateEntry>;
+  /** One transaction; `nowS` is recorded as the time of the mapping. */
+  commitBatch(updates: readonly EntryUpdate[], nowS: number): void;
 }
 
 /** Sends one v3 map request (with the client's retries) and returns the decrypted body. */
@@ -50,7 +51,7 @@ export interface MapEngineOptions {
   limiter?: AdaptiveConcurrency;
   /** Rows read but not yet written before reading pauses (default: enough to keep every request slot busy). */
   maxPendingRows?: number;
-  /** Answers kept to serve repeats without a request (default 100,000). */
+  /** Identifiers remembered to serve repeats without a request (default 200,000). */
   recentCapacity?: number;
   /** Stop at the first batch that fails after the client's last attempt. */
   failFast?: boolean;
@@ -156,9 +157,10 @@ export class MapEngine {
 
   private readonly columns: readonly EngineColumn[];
   private readonly width: number;
-  private readonly pending = new PendingIndex();
-  private readonly recent: RecentAnswers;
-  private readonly distinct = new DistinctCounter();
+  private readonly table: IdentifierTable;
+  private readonly distinct = new DistinctEstimate();
+  /** Distinct identifiers, exact while the table has forgotten none. */
+  private distinctExact = 0;
   private readonly window = new Reassembler();
   private readonly batcher: BatchBuilder;
   private readonly maxPendingRows: number;
@@ -170,14 +172,14 @@ export class MapEngine {
   private stopReading: (() => void) | null = null;
   private stop: MapRunOutcome | null = null;
   /** New identifiers of the chunk being admitted, before the state has been asked about them. */
-  private fresh: PendingItem[] = [];
+  private fresh: TrackedIdentifier[] = [];
 
   constructor(private readonly options: MapEngineOptions) {
     if (!options.dryRun && !options.mapBatch) throw new Error('MapEngine: mapBatch is required unless dryRun is set');
     this.columns = options.columns;
     this.width = options.columns.length;
     this.limiter = options.limiter ?? new AdaptiveConcurrency({ max: options.concurrency ?? 20 });
-    this.recent = new RecentAnswers(options.recentCapacity ?? 100_000);
+    this.table = new IdentifierTable(options.recentCapacity ?? 200_000);
     this.batcher = new BatchBuilder({ maxItems: options.batchSize, maxJsonBytes: options.maxJsonBytes }, (batch) => this.dispatch(batch));
     const rowsPerBatch = Math.ceil(this.batcher.maxItems / Math.max(1, this.width));
     this.maxPendingRows = options.maxPendingRows ?? Math.ceil(rowsPerBatch * (this.limiter.max * 1.5 + 2));
@@ -228,8 +230,8 @@ export class MapEngine {
     }
     if (this.stop !== null) await this.windDown();
     else await this.handOn();
-    this.counts.uniqueIdentifiers = this.distinct.count;
-    this.counts.uniqueEstimated = this.distinct.estimated;
+    this.counts.uniqueEstimated = this.table.dropped;
+    this.counts.uniqueIdentifiers = this.table.dropped ? this.distinct.count : this.distinctExact;
     return { outcome: this.stop ?? { kind: 'completed' }, counts: this.counts };
   }
 
@@ -271,22 +273,25 @@ export class MapEngine {
 
   private route(chunk: RowChunk, slot: number, type: DiiType, hash: string): void {
     this.counts.valid++;
-    this.distinct.add(type, hash);
-    const waiting = this.pending.get(type, hash);
-    if (waiting !== undefined) {
-      waiting.addWaiter(chunk, slot);
+    const known = this.table.get(type, hash);
+    if (known !== undefined && !known.failed) {
       this.counts.deduplicated++;
+      const answer = known.answer;
+      if (answer === null) {
+        known.addWaiter(chunk, slot);
+      } else {
+        answerSlot(chunk, slot, answer);
+        if (isStateAnswer(answer)) this.counts.fromState++;
+      }
       return;
     }
-    const known = this.recent.get(type, hash);
-    if (known !== undefined) {
-      answerSlot(chunk, slot, known);
-      this.counts.deduplicated++;
-      if (isStateAnswer(known)) this.counts.fromState++;
-      return;
+    // a repeat of an identifier whose request failed is sent again, but it is not a new identifier
+    if (known === undefined) {
+      this.distinctExact++;
+      this.distinct.add(type, hash);
     }
-    const item = new PendingItem(type, hash, chunk, slot);
-    this.pending.add(item);
+    const item = new TrackedIdentifier(type, hash, chunk, slot);
+    this.table.add(item);
     this.fresh.push(item);
   }
 
@@ -303,8 +308,8 @@ export class MapEngine {
     const phoneHashes: string[] = [];
     for (let i = 0; i < fresh.length; i++) (fresh[i].type === 'email' ? emailHashes : phoneHashes).push(fresh[i].hash);
     const stored = {
-      email: emailHashes.length > 0 ? state.lookupMany('email', emailHashes) : undefined,
-      phone: phoneHashes.length > 0 ? state.lookupMany('phone', phoneHashes) : undefined,
+      email: emailHashes.length > 0 ? state.lookupHashes('email', emailHashes) : undefined,
+      phone: phoneHashes.length > 0 ? state.lookupHashes('phone', phoneHashes) : undefined,
     };
     const now = this.nowS();
     for (let i = 0; i < fresh.length; i++) {
@@ -315,10 +320,8 @@ export class MapEngine {
         this.batcher.add(item);
         continue;
       }
-      this.pending.delete(item);
       this.counts.fromState += item.waiters;
-      if (!this.options.dryRun) item.answer(answer);
-      this.recent.set(item.type, item.hash, answer);
+      item.resolve(answer);
     }
   }
 
@@ -326,17 +329,12 @@ export class MapEngine {
     this.counts.batches++;
     this.counts.itemsInBatches += batchItemCount(batch);
     if (this.options.dryRun) {
-      for (const item of batch.emailItems) this.forget(item, DRY_ANSWER);
-      for (const item of batch.phoneItems) this.forget(item, DRY_ANSWER);
+      for (const item of batch.emailItems) item.resolve(DRY_ANSWER);
+      for (const item of batch.phoneItems) item.resolve(DRY_ANSWER);
       return;
     }
     this.outstanding++;
     void this.limiter.run(() => this.send(batch));
-  }
-
-  private forget(item: PendingItem, answer: MapV3Item): void {
-    this.pending.delete(item);
-    this.recent.set(item.type, item.hash, answer);
   }
 
   private async send(batch: MapBatch): Promise<void> {
@@ -382,17 +380,12 @@ export class MapEngine {
       let n = 0;
       for (let i = 0; i < emailAnswers.length; i++) updates[n++] = entryUpdate('email', batch.emailHashes[i], emailAnswers[i]);
       for (let i = 0; i < phoneAnswers.length; i++) updates[n++] = entryUpdate('phone', batch.phoneHashes[i], phoneAnswers[i]);
-      state.commitBatch(updates);
+      state.commitBatch(updates, this.nowS());
       this.counts.batchesCommitted++;
     }
-    for (let i = 0; i < emailAnswers.length; i++) this.answerItem(batch.emailItems[i], emailAnswers[i]);
-    for (let i = 0; i < phoneAnswers.length; i++) this.answerItem(batch.phoneItems[i], phoneAnswers[i]);
+    for (let i = 0; i < emailAnswers.length; i++) batch.emailItems[i].resolve(emailAnswers[i]);
+    for (let i = 0; i < phoneAnswers.length; i++) batch.phoneItems[i].resolve(phoneAnswers[i]);
     this.limiter.succeeded();
-  }
-
-  private answerItem(item: PendingItem, answer: MapV3Item): void {
-    item.answer(answer);
-    this.forget(item, answer);
   }
 
   private onBatchError(batch: MapBatch, err: unknown): void {
@@ -415,14 +408,8 @@ export class MapEngine {
   }
 
   private failBatch(batch: MapBatch, reason: string): void {
-    for (const item of batch.emailItems) {
-      item.fail(reason);
-      this.pending.delete(item);
-    }
-    for (const item of batch.phoneItems) {
-      item.fail(reason);
-      this.pending.delete(item);
-    }
+    for (const item of batch.emailItems) item.fail(reason);
+    for (const item of batch.phoneItems) item.fail(reason);
   }
 
   /** Stops the run: a fatal answer aborts what is in flight at once; an interrupt lets it finish first. */
@@ -471,10 +458,7 @@ export class MapEngine {
 
   /** After a stop: nothing more is sent; requests in flight get a bounded time to finish and commit. */
   private async windDown(): Promise<void> {
-    for (const item of this.batcher.discard()) {
-      item.fail('not sent: the run stopped first');
-      this.pending.delete(item);
-    }
+    for (const item of this.batcher.discard()) item.fail('not sent: the run stopped first');
     const graceMs = this.stop?.kind === 'interrupted' ? (this.options.graceMs ?? 10_000) : 0;
     if (this.outstanding === 0) return;
     const abortTimer = setTimeout(() => this.abort.abort(), graceMs);

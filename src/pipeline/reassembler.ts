@@ -6,7 +6,7 @@ import type { RowChunk } from './row-chunk.js';
  * window is what the engine bounds for backpressure.
  */
 export class Reassembler {
-  private queue: RowChunk[] = [];
+  private queue: (RowChunk | null)[] = [];
   private head = 0;
   /** Rows in the window (read, not yet handed to the sink). */
   pendingRows = 0;
@@ -23,13 +23,16 @@ export class Reassembler {
   /** Takes the chunks at the front of the window that are fully answered, in input order. */
   takeReady(): RowChunk[] {
     const ready: RowChunk[] = [];
-    while (this.head < this.queue.length && this.queue[this.head].unanswered === 0) {
-      const chunk = this.queue[this.head++];
+    const queue = this.queue;
+    while (this.head < queue.length && (queue[this.head] as RowChunk).unanswered === 0) {
+      const chunk = queue[this.head] as RowChunk;
+      // the window must not keep what has left it: rows are most of a run's memory
+      queue[this.head++] = null;
       this.pendingRows -= chunk.rows.length;
       ready.push(chunk);
     }
-    if (this.head > 1024 && this.head * 2 > this.queue.length) {
-      this.queue = this.queue.slice(this.head);
+    if (this.head >= 64 && this.head * 2 >= queue.length) {
+      this.queue = queue.slice(this.head);
       this.head = 0;
     }
     return ready;

@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { BIN, ROOT } from './map-e2e-build.js';
 
 export interface ServeProcess {
@@ -17,7 +19,7 @@ export interface ServeProcess {
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('UID2_')) env[k] = v;
-  return { ...env, UID2_CONFIG: '/nonexistent/uid2-batch-e2e.json', NO_COLOR: '1', ...extra };
+  return { ...env, XDG_CONFIG_HOME: join(tmpdir(), 'uid2-batch-e2e-no-config'), NO_COLOR: '1', ...extra };
 }
 
 /** Starts `uid2-batch serve --port 0 ...` in its own process and reads its ready line. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AdaptiveConcurrency } from '../../src/pipeline/dispatcher.js';
 import { MapEngine } from '../../src/pipeline/engine.js';
-import { DistinctCounter } from '../../src/pipeline/distinct-count.js';
+import { DistinctEstimate } from '../../src/pipeline/distinct-count.js';
 import { sha256Base64 } from '../../src/identity/index.js';
 import { chunked, FakeMapper, seeded } from './engine-fakes.js';
 
@@ -92,14 +92,24 @@ describe('MapEngine dispatch', () => {
   });
 });
 
-describe('DistinctCounter', () => {
-  it('counts exactly up to 100,000 and estimates within 2% beyond', () => {
-    const counter = new DistinctCounter();
-    for (let i = 0; i < 90_000; i++) counter.add(i % 2 ? 'email' : 'phone', sha256Base64(String(i % 60_000)));
-    expect(counter.count).toBe(60_000);
-    expect(counter.estimated).toBe(false);
-    for (let i = 0; i < 300_000; i++) counter.add('email', sha256Base64(`x${i}`));
-    expect(counter.estimated).toBe(true);
-    expect(Math.abs(counter.count - 360_000) / 360_000).toBeLessThan(0.02);
+describe('counting distinct identifiers', () => {
+  it('estimates within 2% in fixed memory', () => {
+    const estimate = new DistinctEstimate();
+    for (let i = 0; i < 300_000; i++) estimate.add(i % 200_000 % 3 ? 'email' : 'phone', sha256Base64(String(i % 200_000)));
+    expect(Math.abs(estimate.count - 200_000) / 200_000).toBeLessThan(0.02);
+  });
+
+  it('is exact while the engine remembers every identifier, and an estimate once it forgot some', async () => {
+    const rows = Array.from({ length: 3_000 }, (_, i) => [String(i), `user${i % 1_000}@example.com`]);
+    const columns = [{ name: 'email', index: 1, kind: 'email' as const }];
+    const exact = await new MapEngine({ columns, mapBatch: new FakeMapper().mapBatch }).run(chunked(rows, 100));
+    expect(exact.counts).toMatchObject({ uniqueIdentifiers: 1_000, uniqueEstimated: false, deduplicated: 2_000 });
+
+    const forgetful = new FakeMapper();
+    const small = await new MapEngine({ columns, mapBatch: forgetful.mapBatch, recentCapacity: 200 }).run(chunked(rows, 100));
+    expect(small.counts.uniqueEstimated).toBe(true);
+    expect(Math.abs(small.counts.uniqueIdentifiers - 1_000)).toBeLessThan(30);
+    // the repeats it forgot were sent again
+    expect(forgetful.itemsSent).toBeGreaterThan(1_000);
   });
 });

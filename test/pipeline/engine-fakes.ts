@@ -78,9 +78,10 @@ export class FakeMapper {
 export class FakeState implements EngineState {
   readonly entries = new Map<string, StateEntry>();
   commits = 0;
+  lastCommitS = 0;
   lookups = 0;
 
-  lookupMany(type: DiiType, hashes: readonly string[]): ReadonlyMap<string, StateEntry> {
+  lookupHashes(type: DiiType, hashes: readonly string[]): ReadonlyMap<string, StateEntry> {
     this.lookups++;
     const found = new Map<string, StateEntry>();
     for (const h of hashes) {
@@ -90,7 +91,8 @@ export class FakeState implements EngineState {
     return found;
   }
 
-  commitBatch(updates: readonly EntryUpdate[]): void {
+  commitBatch(updates: readonly EntryUpdate[], nowS: number): void {
+    this.lastCommitS = nowS;
     this.commits++;
     for (const { type, hash, outcome } of updates) {
       this.put(type, hash, outcome.kind === 'mapped' ? { status: 'mapped', u: outcome.u, p: outcome.p, r: outcome.r } : { status: outcome.kind, u: null, p: null, r: null });
