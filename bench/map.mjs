@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = join(ROOT, 'bin', 'uid2-batch.js');
@@ -68,6 +68,14 @@ async function generate(rows, path) {
   await once(out, 'finish');
 }
 
+/** The shared seeded generator (bench/gen-input.mjs, id,email) when it is there; else the one above. */
+const GEN_INPUT = join(ROOT, 'bench', 'gen-input.mjs');
+async function generateInput(rows, path) {
+  if (!existsSync(GEN_INPUT)) return generate(rows, path);
+  const { writeRows } = await import(pathToFileURL(GEN_INPUT).href);
+  await writeRows({ rows, seed: 42, out: path, kind: 'email' });
+}
+
 // --- processes -------------------------------------------------------------------------------------------------
 const childEnv = (extra = {}) => {
   const env = {};
@@ -111,10 +119,10 @@ const serve = await startServe();
 const results = [];
 try {
   for (const rows of SIZES) {
-    const input = join(WORK, `emails-${rows}.csv`);
+    const input = join(WORK, `${existsSync(GEN_INPUT) ? 'gen' : 'own'}-emails-${rows}.csv`);
     if (!existsSync(input)) {
       process.stderr.write(`generating ${rows.toLocaleString('en-US')} rows into ${input}...\n`);
-      await generate(rows, input);
+      await generateInput(rows, input);
     }
     const output = join(WORK, `mapped-${rows}.csv`);
     const summaryPath = join(WORK, `summary-${rows}.json`);

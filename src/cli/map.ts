@@ -157,6 +157,7 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
     ...(inputPath === '-' ? { stream: deps.stdin } : {}),
   });
   for (const line of source.notes) say(line);
+  if (source.header.length === 0) return emptyInput(source, flags, startedMs, deps, say);
   const columns = identifierColumns(source, flags, say);
   const concurrency = chooseConcurrency(flags.concurrency, config, say);
 
@@ -168,6 +169,19 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
   } finally {
     state?.close();
   }
+}
+
+/** A 0-byte input is an empty table, not a mistake: the output is empty too (no columns to name). */
+async function emptyInput(source: TableSource, flags: MapFlags, startedMs: number, deps: MapDeps, say: (line: string) => void): Promise<number> {
+  say(`${source.name} is empty: nothing to map`);
+  if (!flags.dryRun) {
+    const sink = await openSink({ path: flags.output.output, format: flags.output.format, header: [], stream: deps.stdout });
+    await sink.commit();
+  }
+  const summary = makeSummary({ command: 'map', rows: 0, startedMs, endedMs: deps.now(), extra: { outcome: 'completed' } });
+  if (!flags.output.quiet) printSummary(summary, deps.stderr);
+  if (flags.output.summaryJson !== undefined) await writeSummaryJson(flags.output.summaryJson, summary);
+  return EXIT.ok;
 }
 
 function chooseInput(input: string | undefined, stdin: { isTTY?: boolean }): string {

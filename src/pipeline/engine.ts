@@ -18,7 +18,7 @@ import { AdaptiveConcurrency } from './dispatcher.js';
 import { DistinctEstimate } from './distinct-count.js';
 import { Reassembler } from './reassembler.js';
 import { RowChunk, SLOT } from './row-chunk.js';
-import { rowProblemInvalidates, rowProblemReason, type InputRow } from './table.js';
+import { rowProblemInvalidates, rowProblemReason, type InputRow, type RowProblem } from './table.js';
 
 /** An identifier column of the input, as the engine reads it (resolved from flags by columns.ts). */
 export type EngineColumn = IdentifierColumn;
@@ -251,8 +251,14 @@ export class MapEngine {
         for (let c = 0; c < width; c++) this.invalid(chunk, base + c, reason);
         continue;
       }
+      // a short row was padded: a missing identifier cell is reported as missing, not as an empty value
+      const present = row.problem?.kind === 'short_row' ? row.problem.cells : Number.POSITIVE_INFINITY;
       for (let c = 0; c < width; c++) {
         const column = columns[c];
+        if (column.index >= present) {
+          this.invalid(chunk, base + c, rowProblemReason(row.problem as RowProblem));
+          continue;
+        }
         const cell = row.cells[column.index] ?? '';
         const prepared = prepareCell(column, cell);
         if (!prepared.ok) {

@@ -110,9 +110,12 @@ describe('MapEngine: order, dedupe, batches', () => {
     const mapper = new FakeMapper();
     const out: string[][] = [];
     const engine = new MapEngine({ columns: [EMAIL], mapBatch: mapper.mapBatch, onChunk: (c) => void out.push(...outputRows(c, null)) });
-    await engine.run(chunked([['1', 'a@example.com'], ['2', 'b@example.com'], ['3', 'c@example.com']], 10, problems));
-    expect(out.map((r) => r[5])).toEqual(['mapped', 'invalid', 'mapped']);
+    problems.set(2, { kind: 'short_row', cells: 1, expected: 2 });
+    problems.set(3, { kind: 'short_row', cells: 2, expected: 3 });
+    await engine.run(chunked([['1', 'a@example.com'], ['2', 'b@example.com'], ['3', ''], ['4', 'd@example.com']], 10, problems));
+    expect(out.map((r) => r[5])).toEqual(['mapped', 'invalid', 'invalid', 'mapped']);
     expect(out[1][6]).toContain('unquoted delimiter');
+    expect(out[2][6]).toBe('row has 1 cells, header has 2');
     expect(mapper.itemsSent).toBe(2);
   });
 
