@@ -3,7 +3,7 @@ import { isNormalizedPhone, normalizeEmail, normalizeHash, sha256Base64, type Di
 import { DAY_MS } from './clock.js';
 import type { IdentityEngine, IdentityScope, TestIdentityRole } from './contracts.js';
 import type { OptoutRegistry } from './optout-registry.js';
-import { PREVIOUS_UID_WINDOW_DAYS, ROTATION_PERIOD_DAYS, SaltBuckets } from './salt-buckets.js';
+import { PREVIOUS_UID_WINDOW_DAYS, ROTATION_PERIOD_DAYS, SaltBuckets, type BucketView } from './salt-buckets.js';
 import { deriveSecret } from './seed.js';
 import { testIdentityRole } from './test-identities.js';
 
@@ -33,6 +33,24 @@ const INVALID: Resolution = { kind: 'invalid' };
 const BASE64_VALUE = (c: number): number =>
   c >= 97 ? c - 71 : c >= 65 ? c - 65 : c >= 48 ? c + 4 : c === 43 ? 62 : 63;
 
+const BASE64_CHAR = (() => {
+  const table = new Uint8Array(128);
+  for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/') table[c.charCodeAt(0)] = 1;
+  return table;
+})();
+
+/** 44 characters of standard base64, padding only at the end: what normalizeHash accepts as base64. */
+function isBase64Hash(s: string): boolean {
+  if (s.length !== 44) return false;
+  let end = 44;
+  if (s.charCodeAt(43) === 61) end = s.charCodeAt(42) === 61 ? 42 : 43;
+  for (let i = 0; i < end; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 128 || BASE64_CHAR[c] === 0) return false;
+  }
+  return true;
+}
+
 /**
  * The operator decodes a base64 hash and re-encodes it before computing F, so 44 characters whose unused
  * trailing bits are not zero stand for the same bytes as the canonical text. Only those rare inputs pay a decode.
@@ -46,6 +64,8 @@ function canonicalHashB64(h: string): string {
 export class LocalIdentityEngine implements IdentityEngine {
   private readonly firstLevelSalt: string;
   readonly buckets: SaltBuckets;
+  /** Scratch for the bucket lookup of the item being resolved (one item at a time: the service is single-threaded). */
+  private readonly view: BucketView = { lastRotationDay: 0, current: '', previous: '' };
 
   constructor(
     seed: string,
@@ -66,7 +86,8 @@ export class LocalIdentityEngine implements IdentityEngine {
     switch (kind) {
       case 'email_hash':
       case 'phone_hash': {
-        const h = normalizeHash(value);
+        // The common case (44-char base64) is checked here without a regex; hex and odd shapes take the long way.
+        const h = isBase64Hash(value) ? value : normalizeHash(value);
         if (h === null) return INVALID;
         return this.resolveHash(kind === 'email_hash' ? 'email' : 'phone', canonicalHashB64(h), at);
       }
@@ -86,17 +107,15 @@ export class LocalIdentityEngine implements IdentityEngine {
     const registryApplies = role === null;
     const f = hash('sha256', hashB64 + this.firstLevelSalt, 'base64');
     if (registryApplies && this.registry.hasFirstLevel(f)) return OPTOUT;
-    const buckets = this.buckets;
-    const bucket = buckets.bucketOf(f);
-    const lastDay = buckets.lastRotationDay(bucket, at.day);
-    const epoch = (lastDay - buckets.phaseOf(bucket)) / ROTATION_PERIOD_DAYS;
-    const u = hash('sha256', f + buckets.salt(bucket, epoch), 'base64');
-    const inWindow = at.day - lastDay < PREVIOUS_UID_WINDOW_DAYS;
+    const bucket = this.buckets.bucketOf(f);
     const checkAdvertisingIds = registryApplies && this.registry.hasAdvertisingIdOptouts;
-    let previous: string | null = null;
-    if (inWindow || checkAdvertisingIds) previous = hash('sha256', f + buckets.salt(bucket, epoch - 1), 'base64');
+    const view = this.view;
+    this.buckets.view(bucket, at.day, checkAdvertisingIds, view);
+    const u = hash('sha256', f + view.current, 'base64');
+    const inWindow = at.day - view.lastRotationDay < PREVIOUS_UID_WINDOW_DAYS;
+    const previous = view.previous === '' ? null : hash('sha256', f + view.previous, 'base64');
     if (checkAdvertisingIds && (this.registry.hasAdvertisingId(u) || this.registry.hasAdvertisingId(previous!))) return OPTOUT;
-    const refreshFromMs = (lastDay + ROTATION_PERIOD_DAYS) * DAY_MS;
+    const refreshFromMs = (view.lastRotationDay + ROTATION_PERIOD_DAYS) * DAY_MS;
     const r = refreshFromMs > at.nowMs ? Math.floor(refreshFromMs / 1000) : at.nextMidnightS;
     return { kind: 'mapped', u, p: inWindow ? previous : null, r, bucket };
   }

@@ -1,4 +1,4 @@
-import { createCipheriv, createHmac } from 'node:crypto';
+import { createCipheriv, hash } from 'node:crypto';
 import { DAY_MS } from './clock.js';
 import { deriveSecret } from './seed.js';
 
@@ -27,14 +27,19 @@ const BUCKET_ID_ALPHABET = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ
 const NO_EPOCH = -0x80000000;
 const CHUNK_BITS = 12;
 const CHUNK_MASK = (1 << CHUNK_BITS) - 1;
+/**
+ * Per bucket, side by side in one array so that a lookup touches one cache line: the phase, then two salt
+ * slots (epoch, salt) chosen by the parity of the epoch, so the current and the previous salts never collide.
+ */
+const ENTRY = 5;
+type SaltChunk = (number | string)[];
 
-interface SaltChunk {
-  epochs: Int32Array;
-  salts: string[];
-}
-
-function newChunk(): SaltChunk {
-  return { epochs: new Int32Array(2 << CHUNK_BITS).fill(NO_EPOCH), salts: new Array<string>(2 << CHUNK_BITS).fill('') };
+/** What a raw UID needs from its bucket on one day; filled in place (the map hot path allocates nothing here). */
+export interface BucketView {
+  lastRotationDay: number;
+  current: string;
+  /** The salt before the current one, or '' when it was not asked for. */
+  previous: string;
 }
 
 function mod(a: number, n: number): number {
@@ -56,18 +61,15 @@ export class SaltBuckets {
   /** Bucket indexes grouped by phase (counting sort), so "rotated since" never scans all buckets. */
   private readonly byPhase: Uint32Array;
   private readonly phaseStart: Uint32Array;
-  /**
-   * Two salt slots per bucket, chosen by the parity of the epoch, so the current and previous salts never
-   * collide. Allocated in chunks on first use: a service that maps a few identities never pays for all 2^20.
-   */
+  /** Salt cache, allocated in chunks on first use: a service that maps a few identities never pays for all 2^20. */
   private readonly saltChunks: (SaltChunk | undefined)[] = new Array<SaltChunk | undefined>(BUCKET_COUNT >>> CHUNK_BITS).fill(undefined);
-  private readonly saltKey: Buffer;
+  private readonly saltKey: string;
   private readonly bucketIdKey: Buffer;
   private readonly bucketIdMask: number;
   private bucketIdNoise: Buffer | undefined;
 
   constructor(seed: string, scope: string) {
-    this.saltKey = deriveSecret(seed, `${scope}/rotating-salts`);
+    this.saltKey = deriveSecret(seed, `${scope}/rotating-salts`).toString('base64');
     this.bucketIdKey = deriveSecret(seed, `${scope}/bucket-ids`);
     this.bucketIdMask = deriveSecret(seed, `${scope}/bucket-id-mask`, 4).readUInt32BE(0) & (BUCKET_COUNT - 1);
     this.phases = derivePhases(deriveSecret(seed, `${scope}/rotation-phases`));
@@ -109,15 +111,48 @@ export class SaltBuckets {
 
   /** Base64 salt of a bucket's rotation epoch; computed once per (bucket, epoch) while it is current or previous. */
   salt(bucket: number, epoch: number): string {
-    const chunk = (this.saltChunks[bucket >>> CHUNK_BITS] ??= newChunk());
-    const slot = 2 * (bucket & CHUNK_MASK) + (epoch & 1);
-    if (chunk.epochs[slot] === epoch) return chunk.salts[slot]!;
-    const material = Buffer.allocUnsafe(8);
-    material.writeUInt32BE(bucket, 0);
-    material.writeInt32BE(epoch, 4);
-    const salt = createHmac('sha256', this.saltKey).update(material).digest('base64');
-    chunk.epochs[slot] = epoch;
-    chunk.salts[slot] = salt;
+    return this.saltIn(this.chunkOf(bucket), (bucket & CHUNK_MASK) * ENTRY, bucket, epoch);
+  }
+
+  /** The current salt (and the previous one when `withPrevious` or inside the p window) of a bucket on `day`. */
+  view(bucket: number, day: number, withPrevious: boolean, out: BucketView): void {
+    const chunk = this.chunkOf(bucket);
+    const base = (bucket & CHUNK_MASK) * ENTRY;
+    const phase = chunk[base] as number;
+    const lastRotationDay = day - mod(day - phase, ROTATION_PERIOD_DAYS);
+    const epoch = (lastRotationDay - phase) / ROTATION_PERIOD_DAYS;
+    out.lastRotationDay = lastRotationDay;
+    out.current = this.saltIn(chunk, base, bucket, epoch);
+    out.previous =
+      withPrevious || day - lastRotationDay < PREVIOUS_UID_WINDOW_DAYS ? this.saltIn(chunk, base, bucket, epoch - 1) : '';
+  }
+
+  private chunkOf(bucket: number): SaltChunk {
+    const c = bucket >>> CHUNK_BITS;
+    let chunk = this.saltChunks[c];
+    if (chunk === undefined) {
+      chunk = new Array<number | string>((CHUNK_MASK + 1) * ENTRY);
+      for (let i = 0, b = c << CHUNK_BITS; i <= CHUNK_MASK; i++, b++) {
+        const at = i * ENTRY;
+        chunk[at] = this.phases[b]!;
+        chunk[at + 1] = NO_EPOCH;
+        chunk[at + 2] = '';
+        chunk[at + 3] = NO_EPOCH;
+        chunk[at + 4] = '';
+      }
+      this.saltChunks[c] = chunk;
+    }
+    return chunk;
+  }
+
+  private saltIn(chunk: SaltChunk, base: number, bucket: number, epoch: number): string {
+    const slot = base + 1 + 2 * (epoch & 1);
+    if (chunk[slot] === epoch) return chunk[slot + 1] as string;
+    // A keyed one-shot hash, not an HMAC: it only has to be unpredictable without the seed, and a first sight
+    // of each bucket (a million of them in a large run) must stay cheap.
+    const salt = hash('sha256', `${this.saltKey}/${bucket}/${epoch}`, 'base64');
+    chunk[slot] = epoch;
+    chunk[slot + 1] = salt;
     return salt;
   }
 

@@ -19,6 +19,13 @@ const TABLE: Record<DiiType, ReadonlyMap<string, TestIdentityRole>> = {
   ]),
 };
 
+/** First characters of the test hashes per type: most hashes are ruled out without hashing the string for a Map. */
+const FIRST_CHARS: Record<DiiType, ReadonlySet<number>> = {
+  email: new Set([...TABLE.email.keys()].map((h) => h.charCodeAt(0))),
+  phone: new Set([...TABLE.phone.keys()].map((h) => h.charCodeAt(0))),
+};
+
 export function testIdentityRole(type: DiiType, hashB64: string): TestIdentityRole | null {
+  if (!FIRST_CHARS[type].has(hashB64.charCodeAt(0))) return null;
   return TABLE[type].get(hashB64) ?? null;
 }
