@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { ApiKeyAuthority } from './auth.js';
 import { SimulatedClock } from './clock.js';
@@ -49,13 +48,16 @@ export async function startService(options: ServiceOptions = {}): Promise<LocalS
     maxMapItems: resolved.maxMapItems,
   });
   const server = core.server;
-  server.listen(resolved.port, resolved.host);
-  await Promise.race([
-    once(server, 'listening'),
-    once(server, 'error').then(([err]) => {
-      throw err;
-    }),
-  ]);
+  await new Promise<void>((resolve, reject) => {
+    const fail = (err: Error) => reject(err);
+    server.once('error', fail);
+    server.listen(resolved.port, resolved.host, () => {
+      server.off('error', fail);
+      resolve();
+    });
+  });
+  // After start, a server-level error (rare: e.g. out of file descriptors) must not end an embedding process.
+  server.on('error', () => undefined);
   const port = (server.address() as AddressInfo).port;
   const host = resolved.host.includes(':') ? `[${resolved.host}]` : resolved.host;
   let closing: Promise<void> | null = null;

@@ -4,7 +4,7 @@ import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exposureWarning, runServe, serveOptions } from '../../src/cli/serve.js';
 import { UserError } from '../../src/cli/exit-codes.js';
-import type { LocalService } from '../../src/service/index.js';
+import { startService, type LocalService } from '../../src/service/index.js';
 import { BIN, ROOT, ensureBuilt } from '../helpers/map-e2e-build.js';
 import { admin, body, get } from './helpers.js';
 
@@ -108,6 +108,12 @@ describe('runServe in process', () => {
     const io = { stdout: new PassThrough(), stderr: new PassThrough(), stopSignal: new Promise(() => undefined) };
     await expect(runServe({ clientSecret: 'short' }, io)).rejects.toThrow(UserError);
     await expect(runServe({ optoutFile: '/nonexistent/optouts.csv' }, io)).rejects.toThrow(/cannot read the opt-out file/);
+    const taken = await startService();
+    try {
+      await expect(runServe({ port: taken.port }, io)).rejects.toThrow(/the port is in use; pick another --port, or 0 for a free one/);
+    } finally {
+      await taken.close();
+    }
   });
 });
 
