@@ -20,11 +20,26 @@ export function encodeBody(envelope: Buffer, mode: BodyMode): Buffer | string {
   return mode === 'binary' ? envelope : envelope.toString('base64');
 }
 
-const STRICT_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/;
+function isBase64Char(c: number): boolean {
+  return (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 43 || c === 47;
+}
 
-/** Java's strict decoder: standard alphabet, optional padding, no whitespace. Null when not base64. */
+/**
+ * Java's strict decoder: standard alphabet, optional padding, no whitespace. Null when not base64.
+ * A loop, not a regex: answers can be tens of megabytes, where a backtracking regex runs out of stack.
+ */
 export function decodeStrictBase64(text: string): Buffer | null {
-  if (!STRICT_BASE64.test(text)) return null;
+  let end = text.length;
+  let padding = 0;
+  while (padding < 2 && end > 0 && text.charCodeAt(end - 1) === 61) {
+    end--;
+    padding++;
+  }
+  for (let i = 0; i < end; i++) if (!isBase64Char(text.charCodeAt(i))) return null;
+  const rest = end % 4;
+  if (rest === 1) return null;
+  // padding, when present, must complete the last quantum exactly
+  if (padding > 0 && (rest === 0 || rest + padding !== 4)) return null;
   return Buffer.from(text, 'base64');
 }
 

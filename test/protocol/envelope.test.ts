@@ -132,3 +132,17 @@ describe('keys and bodies', () => {
     expect(() => decodeBody(Buffer.from('{"status":"x"}'), 'text/plain')).toThrow();
   });
 });
+
+describe('strict base64 on large bodies', () => {
+  it('decodes a 40 MB body without running out of stack', () => {
+    const raw = Buffer.alloc(30_000_001, 7);
+    const decoded = decodeStrictBase64(raw.toString('base64'));
+    expect(decoded?.length).toBe(raw.length);
+  });
+  it.each(['Q===', 'QUJD=', 'QUJDRA=', 'Q', '=QUJD', 'QU=JD'])('rejects malformed padding %j', (s) => {
+    expect(decodeStrictBase64(s)).toBeNull();
+  });
+  it.each([['QUJDRA==', 'ABCD'], ['QUJDREU=', 'ABCDE'], ['QUJDREU', 'ABCDE'], ['', '']])('accepts %j', (s, out) => {
+    expect(decodeStrictBase64(s)?.toString()).toBe(out);
+  });
+});
