@@ -57,13 +57,13 @@ export const SQL = {
   // the sweep walks (last_optout_check, id): never checked (NULL sorts first), then the rest of the cursor's
   // check time, then later ones; every statement repeats the partial index's condition so that it applies
   sweepNeverChecked:
-    'SELECT id, u, p, last_optout_check FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL) ' +
+    'SELECT id, u, p, last_optout_check, type, hash FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL) ' +
     'AND last_optout_check IS NULL AND id > ? ORDER BY last_optout_check, id LIMIT ?',
   sweepSameCheck:
-    'SELECT id, u, p, last_optout_check FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL) ' +
+    'SELECT id, u, p, last_optout_check, type, hash FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL) ' +
     'AND last_optout_check = ? AND id > ? ORDER BY last_optout_check, id LIMIT ?',
   sweepLaterCheck:
-    'SELECT id, u, p, last_optout_check FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL) ' +
+    'SELECT id, u, p, last_optout_check, type, hash FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL) ' +
     'AND last_optout_check > ? ORDER BY last_optout_check, id LIMIT ?',
   countWithRawUid: 'SELECT count(*) FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL)',
   recordOptoutCheck: 'UPDATE entries SET last_optout_check = ? WHERE id = ?',

@@ -66,6 +66,9 @@ export interface DueDay {
 /** An entry whose raw UIDs the opt-out sweep sends; it is also the cursor for the next page. */
 export interface OptoutCandidate {
   id: number;
+  /** The entry's DII type and hash: how the sweep's output names the entry to the user. */
+  type: DiiType;
+  hash: string;
   u: string | null;
   p: string | null;
   /** Null when never checked: those come first. */
