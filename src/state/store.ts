@@ -443,5 +443,12 @@ function decodeDue(row: Row): DueEntry {
 }
 
 function decodeCandidate(row: Row): OptoutCandidate {
-  return { id: row[0] as number, u: row[1] as string | null, p: row[2] as string | null, lastOptoutCheckS: row[3] as number | null };
+  return {
+    id: row[0] as number,
+    u: row[1] as string | null,
+    p: row[2] as string | null,
+    lastOptoutCheckS: row[3] as number | null,
+    type: TYPE_OF_CODE[row[4] as number],
+    hash: row[5] as string,
+  };
 }
