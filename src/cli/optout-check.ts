@@ -17,7 +17,6 @@ import { openSource } from '../pipeline/source.js';
 import type { TableSink } from '../pipeline/table.js';
 import { EXIT, onInterrupt, UserError } from './exit-codes.js';
 import { openState } from '../state/index.js';
-import type { OptoutCandidate } from '../state/types.js';
 import { startEmbeddedServiceIfLocal } from './local-service.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, decimalNumber, outputFlags, wholeNumber, type OutputFlags } from './options.js';
 import { createProgress, type ProgressReporter } from './progress.js';
@@ -324,15 +323,8 @@ export async function finishOptout(
 /** Columns of `optout-check --state`: one row per raw UID checked. */
 export const SWEEP_HEADER = ['kind', 'hash', 'raw_uid', 'which', ...VERDICT_COLUMNS] as const;
 
-/** The entry's DII type and hash, when the state hands them out with the candidate. */
-function entryKey(entry: OptoutCandidate): [string, string] {
-  const kind = 'type' in entry && typeof entry.type === 'string' ? entry.type : '';
-  const hash = 'hash' in entry && typeof entry.hash === 'string' ? entry.hash : '';
-  return [kind, hash];
-}
-
 export function sweptCells(row: SweptRawUid): string[] {
-  return [...entryKey(row.entry), row.rawUid, row.which, ...verdictCells(row.verdict)];
+  return [row.entry.type, row.entry.hash, row.rawUid, row.which, ...verdictCells(row.verdict)];
 }
 
 /** optout-check --state FILE: sweeps the stored raw UIDs, tombstones what opted out, records each check. */

@@ -62,7 +62,7 @@ describe('optout-check (built CLI against serve)', () => {
       env: { UID2_BASE_URL: proxy.url },
     });
     expect(run.stderr).toMatch(/optout-check: 12,002 rows/);
-    expect(run.code).toBe(0);
+    expect(run.code, run.stderr).toBe(0);
     const rows = readCsv(out);
     expect(rows.length).toBe(N + 2);
     expect(Object.keys(rows[0])).toEqual(['customer_id', 'raw_uid', 'opted_out', 'opted_out_since', 'reason']);
@@ -90,7 +90,7 @@ describe('optout-check (built CLI against serve)', () => {
         served,
         env: { UID2_BASE_URL: parallel.url },
       });
-      expect(run.code).toBe(0);
+      expect(run.code, run.stderr).toBe(0);
       expect(parallel.peakInFlight(STATUS_PATH)).toBeGreaterThan(1);
       expect(parallel.peakInFlight(STATUS_PATH)).toBeLessThanOrEqual(3);
       const rows = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, string>);
@@ -104,13 +104,13 @@ describe('optout-check (built CLI against serve)', () => {
   it('--only-opted-out writes just those rows', async () => {
     const out = join(dir, 'only.csv');
     const run = await runCli(['optout-check', inputCsv, '-o', out, '--only-opted-out', '--col', 'raw_uid', '-q'], { served });
-    expect(run.code).toBe(0);
+    expect(run.code, run.stderr).toBe(0);
     expect(readCsv(out).map((r) => r.raw_uid)).toEqual(OPTED_OUT.map((i) => rawUids[i]));
   });
 
   it('refuses --concurrency without --private-operator, and says why', async () => {
     const run = await runCli(['optout-check', inputCsv, '--concurrency', '4'], { served });
-    expect(run.code).toBe(2);
+    expect(run.code, run.stderr).toBe(2);
     expect(run.stderr).toMatch(/--concurrency needs --private-operator/);
     expect(run.stderr).not.toMatch(/\n\s+at /);
   });
@@ -119,7 +119,7 @@ describe('optout-check (built CLI against serve)', () => {
     const odd = join(dir, 'odd.csv');
     writeFileSync(odd, `a,b\n${rawUids[0]},x\n`);
     const run = await runCli(['optout-check', odd], { served });
-    expect(run.code).toBe(2);
+    expect(run.code, run.stderr).toBe(2);
     expect(run.stderr).toMatch(/no column named like a raw UID .* 'a', 'b'.*--col/);
   });
 });

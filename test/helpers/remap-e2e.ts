@@ -3,6 +3,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServiceClient, type ServiceClient } from '../../src/client/index.js';
+import { envFingerprint, resolveConfig } from '../../src/config/index.js';
+import type { DiiType } from '../../src/identity/index.js';
+import { isMappedV3, type MapV3Item } from '../../src/protocol/index.js';
+import { openState, type EntryUpdate, type StateEntry } from '../../src/state/index.js';
 import { BIN, ROOT } from './map-e2e-build.js';
 
 /**
@@ -155,4 +159,55 @@ export async function runCli(args: string[], options: CliOptions = {}): Promise<
   const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
   clearTimeout(timer);
   return { code, stdout, stderr };
+}
+
+export interface StoredKey {
+  type: DiiType;
+  hash: string;
+}
+
+/** The fingerprint `remap-due` computes for a service on loopback. */
+export function loopbackFingerprint(served: Served): string {
+  return envFingerprint(
+    resolveConfig({ baseUrl: served.url }, { UID2_API_KEY: served.apiKey, UID2_CLIENT_SECRET: served.clientSecret }, { readFile: () => { throw Object.assign(new Error('no config file'), { code: 'ENOENT' }); } }),
+  );
+}
+
+/**
+ * A state file as `map --state` makes it: the keys mapped through /v3/identity/map (on the service's clock) and
+ * each answered batch committed in one transaction.
+ */
+export async function buildState(path: string, served: Served, keys: readonly StoredKey[]): Promise<void> {
+  const client = await testClient(served);
+  const state = openState(path, { envFingerprint: loopbackFingerprint(served) });
+  try {
+    for (let i = 0; i < keys.length; i += 5000) {
+      const slice = keys.slice(i, i + 5000);
+      const email = slice.filter((k) => k.type === 'email');
+      const phone = slice.filter((k) => k.type === 'phone');
+      const body = await client.mapV3({ email_hash: email.map((k) => k.hash), phone_hash: phone.map((k) => k.hash) });
+      const updates: EntryUpdate[] = [];
+      const take = (k: StoredKey, item: MapV3Item): void => {
+        updates.push({ type: k.type, hash: k.hash, outcome: isMappedV3(item) ? { kind: 'mapped', u: item.u, p: item.p, r: item.r } : { kind: item.e === 'optout' ? 'optout' : 'invalid' } });
+      };
+      email.forEach((k, j) => take(k, body.email_hash[j]));
+      phone.forEach((k, j) => take(k, body.phone_hash[j]));
+      state.commitBatch(updates, Math.floor((await serviceNowMs(served.url)) / 1000));
+    }
+  } finally {
+    state.close();
+    await client.close();
+  }
+}
+
+/** Every stored entry of these keys, read-only. */
+export function readEntries(path: string, served: Served, keys: readonly StoredKey[]): Map<string, StateEntry> {
+  const state = openState(path, { envFingerprint: loopbackFingerprint(served), readonly: true });
+  try {
+    const out = new Map<string, StateEntry>();
+    for (let i = 0; i < keys.length; i += 1000) for (const [k, v] of state.lookupMany(keys.slice(i, i + 1000))) out.set(k, v);
+    return out;
+  } finally {
+    state.close();
+  }
 }

@@ -76,7 +76,7 @@ export class FakeSweepState implements SweepState {
       .filter((e) => after === null || cmp(key(e), key(after)) > 0)
       .sort((a, b) => cmp(key(a), key(b)))
       .slice(0, limit)
-      .map((e) => ({ id: e.id, u: e.u, p: e.p, lastOptoutCheckS: e.lastOptoutCheckS }));
+      .map((e) => ({ id: e.id, type: 'email' as const, hash: `hash-${e.id}`, u: e.u, p: e.p, lastOptoutCheckS: e.lastOptoutCheckS }));
   }
 
   countWithRawUid(): number {

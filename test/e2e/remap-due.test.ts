@@ -1,0 +1,260 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse } from 'csv-parse/sync';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256Base64 } from '../../src/identity/index.js';
+import { openState, type StateEntry } from '../../src/state/index.js';
+import { ensureBuilt } from '../helpers/map-e2e-build.js';
+import {
+  advanceDays,
+  buildState,
+  loopbackFingerprint,
+  optOut,
+  readEntries,
+  runCli,
+  serviceNowMs,
+  serviceStats,
+  startServe,
+  type Served,
+  type StoredKey,
+} from '../helpers/remap-e2e.js';
+
+const MAP_PATH = '/v3/identity/map';
+const N_EMAIL = 2_600;
+const N_PHONE = 400;
+const DAYS = 30;
+
+const keys: StoredKey[] = [
+  ...Array.from({ length: N_EMAIL }, (_, i) => ({ type: 'email' as const, hash: sha256Base64(`member${i}@example.com`) })),
+  ...Array.from({ length: N_PHONE }, (_, i) => ({ type: 'phone' as const, hash: sha256Base64(`+1415555${String(i).padStart(4, '0')}`) })),
+];
+const keyOf = (k: StoredKey): string => `${k.type}:${k.hash}`;
+
+let dir: string;
+let served: Served;
+let statePath: string;
+
+beforeAll(async () => {
+  ensureBuilt();
+  dir = mkdtempSync(join(tmpdir(), 'uid2-remap-e2e-'));
+  served = await startServe(['--now', '2026-01-01T00:00:00Z']);
+  statePath = join(dir, 'state.db');
+  await buildState(statePath, served, keys);
+}, 120_000);
+
+afterAll(async () => {
+  await served?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+function mapItems(stats: { items: Record<string, number> }): number {
+  return stats.items[MAP_PATH] ?? 0;
+}
+
+function readChanges(path: string): Record<string, string>[] {
+  return parse(readFileSync(path, 'utf8'), { columns: true }) as Record<string, string>[];
+}
+
+describe('remap-due over simulated days (built CLI against serve)', () => {
+  let before: Map<string, StateEntry>;
+  let nowS: number;
+  let due: StoredKey[];
+
+  it(`after ${DAYS} days sends exactly the entries with r <= now, and every r is in the future afterwards`, async () => {
+    before = readEntries(statePath, served, keys);
+    expect(before.size).toBe(keys.length);
+    nowS = Math.floor((await advanceDays(served.url, DAYS)) / 1000);
+    due = keys.filter((k) => (before.get(keyOf(k))?.r ?? Infinity) <= nowS);
+    // about 1/365 of the entries a day
+    expect(due.length).toBeGreaterThan((keys.length * DAYS) / 365 / 2);
+    expect(due.length).toBeLessThan((keys.length * DAYS) / 365 * 2);
+
+    const sentBefore = mapItems(await serviceStats(served.url));
+    const changesPath = join(dir, 'changes-1.csv');
+    const run = await runCli(['remap-due', '--state', statePath, '-o', changesPath, '--now', String(nowS), '--summary-json', join(dir, 'sum-1.json')], { served });
+    expect(run.stderr).toMatch(new RegExp(`remap-due: ${due.length.toLocaleString('en-US')} entries in`));
+    expect(run.code, run.stderr).toBe(0);
+    expect(mapItems(await serviceStats(served.url)) - sentBefore).toBe(due.length);
+
+    const after = readEntries(statePath, served, keys);
+    expect([...after.values()].every((e) => e.r !== null && e.r > nowS)).toBe(true);
+    // the entries that were not due are untouched
+    const dueKeys = new Set(due.map(keyOf));
+    for (const k of keys.filter((k) => !dueKeys.has(keyOf(k)))) expect(after.get(keyOf(k))).toEqual(before.get(keyOf(k)));
+
+    // the changes file lists exactly the entries whose raw UID changed; p is the old raw UID (rotated within 90 days)
+    const changed = due.filter((k) => after.get(keyOf(k))?.u !== before.get(keyOf(k))?.u);
+    expect(changed.length).toBeGreaterThan(0);
+    const rows = readChanges(changesPath);
+    expect(Object.keys(rows[0])).toEqual(['kind', 'hash', 'old_raw_uid', 'new_raw_uid', 'prev_raw_uid', 'refresh_from', 'status']);
+    expect(new Set(rows.map((r) => `${r.kind}:${r.hash}`))).toEqual(new Set(changed.map(keyOf)));
+    expect(rows.length).toBe(changed.length);
+    for (const row of rows) {
+      const old = before.get(`${row.kind}:${row.hash}`);
+      const now = after.get(`${row.kind}:${row.hash}`);
+      expect(row.status).toBe('mapped');
+      expect(row.old_raw_uid).toBe(old?.u);
+      expect(row.new_raw_uid).toBe(now?.u);
+      expect(row.prev_raw_uid).toBe(old?.u);
+      expect(now?.p).toBe(old?.u);
+      expect(Number(row.refresh_from)).toBe(now?.r);
+    }
+    const summary = JSON.parse(readFileSync(join(dir, 'sum-1.json'), 'utf8')) as Record<string, unknown>;
+    expect(summary).toMatchObject({ command: 'remap-due', rows: due.length, entries: due.length, changed: changed.length, http_429: 0, requests: 1 });
+    expect(summary.status).toEqual({ mapped: due.length, optout: 0, invalid: 0, error: 0 });
+    expect(typeof summary.duration_s).toBe('number');
+  });
+
+  it('a second run the same day sends nothing and writes an empty changes file', async () => {
+    const sentBefore = mapItems(await serviceStats(served.url));
+    const changesPath = join(dir, 'changes-2.csv');
+    const run = await runCli(['remap-due', '--state', statePath, '-o', changesPath], { served });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(/remap-due: 0 entries in/);
+    expect(mapItems(await serviceStats(served.url))).toBe(sentBefore);
+    expect(readFileSync(changesPath, 'utf8')).toBe('kind,hash,old_raw_uid,new_raw_uid,prev_raw_uid,refresh_from,status\n');
+  });
+
+  it('--dry-run counts what is due now and per day for the next 7 days, without sending', async () => {
+    const entries = [...readEntries(statePath, served, keys).values()];
+    const at = nowS + 10 * 86_400;
+    const expectNow = entries.filter((e) => e.r !== null && e.r <= at).length;
+    const sentBefore = mapItems(await serviceStats(served.url));
+    const run = await runCli(['remap-due', '--state', statePath, '--dry-run', '--now', new Date(at * 1000).toISOString(), '--summary-json', join(dir, 'dry.json')], {
+      served,
+      env: { UID2_API_KEY: '', UID2_CLIENT_SECRET: '' },
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(mapItems(await serviceStats(served.url))).toBe(sentBefore);
+    expect(run.stderr).toMatch(new RegExp(`${expectNow.toLocaleString('en-US')} entries due now`));
+    const dry = JSON.parse(readFileSync(join(dir, 'dry.json'), 'utf8')) as { due_now: number; due_by_day: { day: string; count: number }[] };
+    expect(dry.due_now).toBe(expectNow);
+    expect(dry.due_by_day.length).toBe(7);
+    for (let d = 1; d <= 7; d++) {
+      const inDay = entries.filter((e) => e.r !== null && e.r > at + (d - 1) * 86_400 && e.r <= at + d * 86_400).length;
+      expect(dry.due_by_day[d - 1].count).toBe(inDay);
+    }
+  });
+
+  it('a second run while one holds the state exits 2 with a clear message and changes nothing', async () => {
+    const holder = openState(statePath, { envFingerprint: loopbackFingerprint(served) });
+    try {
+      holder.lock();
+      const run = await runCli(['remap-due', '--state', statePath, '--now', String(nowS + 40 * 86_400)], { served });
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toMatch(/another uid2-batch run \(pid \d+, started at .*\) is using .*state\.db; wait for it or remove .* if that process is gone/);
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      holder.close();
+    }
+  });
+
+  it('opted-out identities: optout-check --state reports exactly them with their times and tombstones them; remap-due tombstones the due ones', async () => {
+    const entries = readEntries(statePath, served, keys);
+    // three identities that opt out now, long before their r: only a sweep can see them
+    const soon = keys.filter((k) => (entries.get(keyOf(k))?.r ?? 0) > nowS + 200 * 86_400).slice(0, 3);
+    const since = (i: number): number => Date.UTC(2026, 0, 20, 8, 0, i);
+    for (const [i, k] of soon.entries()) await optOut(served.url, { [`${k.type}_hash`]: k.hash, since_ms: since(i) });
+    const swept = join(dir, 'swept.csv');
+    const check = await runCli(['optout-check', '--state', statePath, '-o', swept, '--only-opted-out'], { served });
+    expect(check.code, check.stderr).toBe(0);
+    const rows = readChanges(swept);
+    // the service indexes the raw UIDs an identity had when it opted out: its current one and, within 90 days
+    // of a rotation, its previous one; so the entry's u, and its p when it has one, come back opted out
+    const expected = soon.flatMap((k, i) => {
+      const e = entries.get(keyOf(k));
+      return [
+        { kind: k.type, hash: k.hash, raw_uid: e?.u, which: 'u', opted_out: 'true', opted_out_since: new Date(since(i)).toISOString(), reason: '' },
+        ...(e?.p ? [{ kind: k.type, hash: k.hash, raw_uid: e.p, which: 'p', opted_out: 'true', opted_out_since: new Date(since(i)).toISOString(), reason: '' }] : []),
+      ];
+    });
+    const order = (a: Record<string, unknown>, b: Record<string, unknown>): number => String(a.raw_uid).localeCompare(String(b.raw_uid));
+    expect(rows.sort(order)).toEqual(expected.sort(order));
+    const tomb = readEntries(statePath, served, soon);
+    for (const k of soon) expect(tomb.get(keyOf(k))).toMatchObject({ status: 'optout', u: null, p: null, r: null });
+
+    // two identities that opt out and are then due: the remap answers optout and tombstones them
+    const dueLater = keys.filter((k) => {
+      const r = entries.get(keyOf(k))?.r ?? 0;
+      return r > nowS + 5 * 86_400 && r <= nowS + 9 * 86_400;
+    });
+    const quitters = dueLater.slice(0, 2);
+    for (const k of quitters) await optOut(served.url, { [`${k.type}_hash`]: k.hash });
+    const at = Math.floor((await advanceDays(served.url, 10)) / 1000);
+    const changesPath = join(dir, 'changes-optout.csv');
+    const run = await runCli(['remap-due', '--state', statePath, '-o', changesPath, '--now', String(at)], { served });
+    expect(run.code, run.stderr).toBe(0);
+    const changes = readChanges(changesPath);
+    const optouts = changes.filter((r) => r.status === 'optout');
+    expect(optouts.map((r) => `${r.kind}:${r.hash}`).sort()).toEqual(quitters.map(keyOf).sort());
+    for (const r of optouts) expect(r).toMatchObject({ new_raw_uid: '', refresh_from: '', old_raw_uid: entries.get(`${r.kind}:${r.hash}`)?.u });
+    const gone = readEntries(statePath, served, quitters);
+    for (const k of quitters) expect(gone.get(keyOf(k))).toMatchObject({ status: 'optout', u: null, r: null });
+
+    // a tombstone is never sent again, however late it gets
+    const sentBefore = mapItems(await serviceStats(served.url));
+    const later = Math.floor((await advanceDays(served.url, 400)) / 1000);
+    const all = await runCli(['remap-due', '--state', statePath, '-o', join(dir, 'changes-year.csv'), '--now', String(later), '-q'], { served });
+    expect(all.code, all.stderr).toBe(0);
+    expect(mapItems(await serviceStats(served.url)) - sentBefore).toBe(keys.length - soon.length - quitters.length);
+  });
+});
+
+describe('remap-due interrupted and resumed', () => {
+  let slow: Served;
+  let path: string;
+  const many: StoredKey[] = Array.from({ length: 12_000 }, (_, i) => ({ type: 'email' as const, hash: sha256Base64(`resume${i}@example.org`) }));
+
+  beforeAll(async () => {
+    slow = await startServe(['--now', '2026-01-01T00:00:00Z', '--latency-ms', '400']);
+    path = join(dir, 'resume.db');
+    await buildState(path, slow, many);
+    await advanceDays(slow.url, 366);
+  }, 120_000);
+
+  afterAll(async () => {
+    await slow?.stop();
+  });
+
+  it('SIGINT lets the batch in flight commit and exits 130; running again sends exactly the rest', async () => {
+    const nowS = Math.floor((await serviceNowMs(slow.url)) / 1000);
+    const stats0 = await serviceStats(slow.url);
+    const sent0 = mapItems(stats0);
+    const requests0 = stats0.requests[MAP_PATH] ?? 0;
+    let stopped = false;
+    const first = await runCli(['remap-due', '--state', path, '-o', join(dir, 'resume-1.csv'), '--concurrency', '1', '--now', String(nowS)], {
+      served: slow,
+      onSpawn: (child) => {
+        const poll = setInterval(() => {
+          void serviceStats(slow.url).then((s) => {
+            if (!stopped && (s.requests[MAP_PATH] ?? 0) > requests0) {
+              stopped = true;
+              clearInterval(poll);
+              if (child.pid !== undefined) process.kill(child.pid, 'SIGINT');
+            }
+          });
+        }, 50);
+        child.once('exit', () => clearInterval(poll));
+      },
+    });
+    expect(first.code, first.stderr).toBe(130);
+    expect(first.stderr).toMatch(/re-run the same command/);
+    const sent1 = mapItems(await serviceStats(slow.url)) - sent0;
+    expect(sent1).toBeGreaterThan(0);
+    expect(sent1).toBeLessThan(many.length);
+    // whatever was sent was committed, and its changes were written
+    const state = openState(path, { envFingerprint: loopbackFingerprint(slow), readonly: true });
+    const left = state.countDue(nowS);
+    state.close();
+    expect(left).toBe(many.length - sent1);
+    expect(readChanges(join(dir, 'resume-1.csv')).length).toBeGreaterThan(0);
+
+    const second = await runCli(['remap-due', '--state', path, '-o', join(dir, 'resume-2.csv'), '--now', String(nowS), '-q'], { served: slow });
+    expect(second.code, second.stderr).toBe(0);
+    expect(mapItems(await serviceStats(slow.url)) - sent0).toBe(many.length);
+    const after = openState(path, { envFingerprint: loopbackFingerprint(slow), readonly: true });
+    expect(after.countDue(nowS)).toBe(0);
+    after.close();
+  });
+});
