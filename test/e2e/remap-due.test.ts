@@ -257,4 +257,43 @@ describe('remap-due interrupted and resumed', () => {
     expect(after.countDue(nowS)).toBe(0);
     after.close();
   });
+
+  it('SIGKILL mid-run: the stale lock is taken over and the next run sends exactly what is still due', async () => {
+    const killedPath = join(dir, 'killed.db');
+    const others: StoredKey[] = Array.from({ length: 12_000 }, (_, i) => ({ type: 'phone' as const, hash: sha256Base64(`+4420${String(i).padStart(8, '0')}`) }));
+    await buildState(killedPath, slow, others);
+    const nowS = Math.floor((await advanceDays(slow.url, 366)) / 1000);
+    const stats0 = await serviceStats(slow.url);
+    let killed = false;
+    const first = await runCli(['remap-due', '--state', killedPath, '-o', join(dir, 'killed.csv'), '--concurrency', '1', '--now', String(nowS)], {
+      served: slow,
+      onSpawn: (child) => {
+        const poll = setInterval(() => {
+          void serviceStats(slow.url).then((s) => {
+            // the second request is out: the first batch has been answered and committed
+            if (!killed && (s.requests[MAP_PATH] ?? 0) >= (stats0.requests[MAP_PATH] ?? 0) + 2) {
+              killed = true;
+              clearInterval(poll);
+              if (child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
+            }
+          });
+        }, 50);
+        child.once('exit', () => clearInterval(poll));
+      },
+    });
+    expect(first.code).toBeNull();
+    const probe = openState(killedPath, { envFingerprint: loopbackFingerprint(slow), readonly: true });
+    const left = probe.countDue(nowS);
+    probe.close();
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThan(others.length);
+
+    const sent0 = mapItems(await serviceStats(slow.url));
+    const second = await runCli(['remap-due', '--state', killedPath, '-o', join(dir, 'killed-2.csv'), '--now', String(nowS), '-q'], { served: slow });
+    expect(second.code, second.stderr).toBe(0);
+    expect(mapItems(await serviceStats(slow.url)) - sent0).toBe(left);
+    const after = openState(killedPath, { envFingerprint: loopbackFingerprint(slow), readonly: true });
+    expect(after.countDue(nowS)).toBe(0);
+    after.close();
+  });
 });
