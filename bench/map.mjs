@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -95,9 +95,20 @@ async function startServe() {
 }
 
 // The CLI reports its own peak RSS (getrusage ru_maxrss, which is the high-water mark) as it exits.
+// Also its CPU time, which says more than the wall time when other work shares the machine.
 const REPORT_RSS = `data:text/javascript,${encodeURIComponent(
-  "import { writeSync } from 'node:fs'; process.on('exit', () => writeSync(2, `\\nPEAK_RSS_KB ${process.resourceUsage().maxRSS}\\n`));",
+  "import { writeSync } from 'node:fs'; process.on('exit', () => { const u = process.resourceUsage(); writeSync(2, `\\nPEAK_RSS_KB ${u.maxRSS} CPU_US ${u.userCPUTime + u.systemCPUTime}\\n`); });",
 )}`;
+
+/** CPU seconds a process has used so far (Linux /proc), for the service's share. */
+function cpuSecondsOf(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
 
 async function runMap(input, output, summary, serve) {
   const args = ['--import', REPORT_RSS, BIN, 'map', input, '-o', output, '--base-url', serve.url, '--quiet', '--summary-json', summary];
@@ -110,9 +121,9 @@ async function runMap(input, output, summary, serve) {
   child.stderr.on('data', (d) => (stderr += d));
   const [code] = await once(child, 'close');
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  const rss = /PEAK_RSS_KB (\d+)/.exec(stderr);
+  const rss = /PEAK_RSS_KB (\d+) CPU_US (\d+)/.exec(stderr);
   if (code !== 0) throw new Error(`map exited with ${code}: ${stderr}`);
-  return { seconds, peakRssMb: rss ? Number(rss[1]) / 1024 : NaN };
+  return { seconds, peakRssMb: rss ? Number(rss[1]) / 1024 : NaN, cpuS: rss ? Number(rss[2]) / 1e6 : NaN };
 }
 
 const serve = await startServe();
@@ -126,7 +137,9 @@ try {
     }
     const output = join(WORK, `mapped-${rows}.csv`);
     const summaryPath = join(WORK, `summary-${rows}.json`);
-    const { seconds, peakRssMb } = await runMap(input, output, summaryPath, serve);
+    const serveCpuBefore = cpuSecondsOf(serve.child.pid);
+    const { seconds, peakRssMb, cpuS } = await runMap(input, output, summaryPath, serve);
+    const serveCpuS = cpuSecondsOf(serve.child.pid) - serveCpuBefore;
     const summary = JSON.parse(readFileSync(summaryPath, 'utf8'));
     if (summary.rows !== rows) throw new Error(`expected ${rows} rows in the summary, got ${summary.rows}`);
     const line = {
@@ -134,6 +147,9 @@ try {
       seconds: Number(seconds.toFixed(2)),
       rows_per_s: Math.round(rows / seconds),
       peak_rss_mb: Math.round(peakRssMb),
+      cli_cpu_s: Number(cpuS.toFixed(2)),
+      serve_cpu_s: Number(serveCpuS.toFixed(2)),
+      load_avg: Number(loadavg()[0].toFixed(1)),
       requests: summary.requests,
       input_mb: Number((statSync(input).size / 1e6).toFixed(1)),
       output_mb: Number((statSync(output).size / 1e6).toFixed(1)),
@@ -141,7 +157,8 @@ try {
     results.push(line);
     console.log(
       `map ${rows.toLocaleString('en-US')} rows: ${line.seconds} s, ${line.rows_per_s.toLocaleString('en-US')} rows/s, ` +
-        `peak RSS ${line.peak_rss_mb} MB (${line.requests} requests; ${line.input_mb} MB in, ${line.output_mb} MB out)`,
+        `peak RSS ${line.peak_rss_mb} MB; CPU ${line.cli_cpu_s} s map + ${line.serve_cpu_s} s serve ` +
+        `(${line.requests} requests; ${line.input_mb} MB in, ${line.output_mb} MB out; load ${line.load_avg})`,
     );
     rmSync(output, { force: true });
   }

@@ -77,6 +77,45 @@ export class TrackedIdentifier {
   }
 }
 
+const B64_VALUE = new Int32Array(128);
+'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'.split('').forEach((c, i) => (B64_VALUE[c.charCodeAt(0)] = i));
+
+/**
+ * 30 bits of a base64 SHA-256 as a small integer. Hashes are uniformly random, so this is as good a table key as
+ * the whole string, and a Map finds an integer key for about half the cost of a 44-character string.
+ */
+function keyOf(hash: string): number {
+  return (
+    (B64_VALUE[hash.charCodeAt(0) & 127] << 24) |
+    (B64_VALUE[hash.charCodeAt(1) & 127] << 18) |
+    (B64_VALUE[hash.charCodeAt(2) & 127] << 12) |
+    (B64_VALUE[hash.charCodeAt(3) & 127] << 6) |
+    B64_VALUE[hash.charCodeAt(4) & 127]
+  );
+}
+
+/** One generation of the table: by 30-bit key, and by full hash for the rare second hash with the same key. */
+class Generation {
+  readonly byKey = new Map<number, TrackedIdentifier>();
+  readonly collided = new Map<string, TrackedIdentifier>();
+
+  get size(): number {
+    return this.byKey.size + this.collided.size;
+  }
+
+  get(key: number, hash: string): TrackedIdentifier | undefined {
+    const entry = this.byKey.get(key);
+    if (entry === undefined || entry.hash === hash) return entry;
+    return this.collided.size === 0 ? undefined : this.collided.get(hash);
+  }
+
+  set(key: number, entry: TrackedIdentifier): void {
+    const held = this.byKey.get(key);
+    if (held === undefined || held.hash === entry.hash) this.byKey.set(key, entry);
+    else this.collided.set(entry.hash, entry);
+  }
+}
+
 /**
  * The identifiers of the run, waiting or recently answered, by DII type and hash: the one lookup a cell costs.
  * Bounded, so memory stays flat however long the input is: older repeats are sent again (or answered by the
@@ -85,8 +124,8 @@ export class TrackedIdentifier {
  * when dropped is still answered by its batch; only later repeats of it are sent again.
  */
 export class IdentifierTable {
-  private young: [Map<string, TrackedIdentifier>, Map<string, TrackedIdentifier>] = [new Map(), new Map()];
-  private old: [Map<string, TrackedIdentifier>, Map<string, TrackedIdentifier>] = [new Map(), new Map()];
+  private young: [Generation, Generation] = [new Generation(), new Generation()];
+  private old: [Generation, Generation] = [new Generation(), new Generation()];
   private readonly generation: number;
   /** True once a generation with entries was dropped: from then on a repeat may be counted as new. */
   dropped = false;
@@ -97,23 +136,24 @@ export class IdentifierTable {
 
   get(type: DiiType, hash: string): TrackedIdentifier | undefined {
     const t = type === 'email' ? 0 : 1;
-    const entry = this.young[t].get(hash);
+    const key = keyOf(hash);
+    const entry = this.young[t].get(key, hash);
     if (entry !== undefined) return entry;
-    const aging = this.old[t].get(hash);
-    if (aging !== undefined) this.put(t, aging);
+    const aging = this.old[t].get(key, hash);
+    if (aging !== undefined) this.put(t, key, aging);
     return aging;
   }
 
   add(entry: TrackedIdentifier): void {
-    this.put(entry.type === 'email' ? 0 : 1, entry);
+    this.put(entry.type === 'email' ? 0 : 1, keyOf(entry.hash), entry);
   }
 
-  private put(t: 0 | 1, entry: TrackedIdentifier): void {
-    this.young[t].set(entry.hash, entry);
+  private put(t: 0 | 1, key: number, entry: TrackedIdentifier): void {
+    this.young[t].set(key, entry);
     if (this.young[0].size + this.young[1].size >= this.generation) {
       if (this.old[0].size + this.old[1].size > 0) this.dropped = true;
       this.old = this.young;
-      this.young = [new Map(), new Map()];
+      this.young = [new Generation(), new Generation()];
     }
   }
 

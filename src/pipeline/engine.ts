@@ -179,10 +179,10 @@ export class MapEngine {
     this.columns = options.columns;
     this.width = options.columns.length;
     this.limiter = options.limiter ?? new AdaptiveConcurrency({ max: options.concurrency ?? 20 });
-    this.table = new IdentifierTable(options.recentCapacity ?? 200_000);
+    this.table = new IdentifierTable(options.recentCapacity ?? 50_000);
     this.batcher = new BatchBuilder({ maxItems: options.batchSize, maxJsonBytes: options.maxJsonBytes }, (batch) => this.dispatch(batch));
     const rowsPerBatch = Math.ceil(this.batcher.maxItems / Math.max(1, this.width));
-    this.maxPendingRows = options.maxPendingRows ?? Math.ceil(rowsPerBatch * (this.limiter.max * 1.5 + 2));
+    this.maxPendingRows = options.maxPendingRows ?? Math.ceil(rowsPerBatch * (this.limiter.max + 2));
     this.nowS = options.nowS ?? (() => Math.floor(Date.now() / 1000));
     // every request in flight listens on this one signal
     setMaxListeners(0, this.abort.signal);

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { AdaptiveConcurrency } from '../../src/pipeline/dispatcher.js';
 import { MapEngine } from '../../src/pipeline/engine.js';
 import { DistinctEstimate } from '../../src/pipeline/distinct-count.js';
+import { IdentifierTable, TrackedIdentifier } from '../../src/pipeline/dedupe.js';
+import { RowChunk } from '../../src/pipeline/row-chunk.js';
 import { sha256Base64 } from '../../src/identity/index.js';
 import { chunked, FakeMapper, seeded } from './engine-fakes.js';
 
@@ -111,5 +113,31 @@ describe('counting distinct identifiers', () => {
     expect(Math.abs(small.counts.uniqueIdentifiers - 1_000)).toBeLessThan(30);
     // the repeats it forgot were sent again
     expect(forgetful.itemsSent).toBeGreaterThan(1_000);
+  });
+});
+
+describe('IdentifierTable', () => {
+  const chunk = new RowChunk([{ line: 1, cells: [] }], 1);
+  it('tells apart hashes that share their first characters, and forgets in whole generations', () => {
+    const table = new IdentifierTable(8);
+    // same 30-bit key (first 5 characters), different hashes
+    const a = new TrackedIdentifier('email', `AAAAA${'a'.repeat(38)}=`, chunk, 0);
+    const b = new TrackedIdentifier('email', `AAAAA${'b'.repeat(38)}=`, chunk, 0);
+    table.add(a);
+    table.add(b);
+    expect(table.get('email', a.hash)).toBe(a);
+    expect(table.get('email', b.hash)).toBe(b);
+    expect(table.get('phone', a.hash)).toBeUndefined();
+    expect(table.get('email', `AAAAA${'c'.repeat(38)}=`)).toBeUndefined();
+    // fill two more generations of 4: a and b are forgotten unless used
+    const keep = new TrackedIdentifier('phone', sha256Base64('keep'), chunk, 0);
+    table.add(keep);
+    for (let i = 0; i < 10; i++) {
+      table.add(new TrackedIdentifier('email', sha256Base64(String(i)), chunk, 0));
+      expect(table.get('phone', keep.hash)).toBe(keep);
+    }
+    expect(table.get('email', a.hash)).toBeUndefined();
+    expect(table.dropped).toBe(true);
+    expect(table.size).toBeLessThanOrEqual(8);
   });
 });
