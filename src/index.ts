@@ -24,6 +24,8 @@ import { AdaptiveConcurrency } from './pipeline/dispatcher.js';
 import { MapEngine, type EngineColumn, type EngineState, type MapRunCounts, type MapRunOutcome } from './pipeline/engine.js';
 import { SLOT, SLOT_STATUS_NAMES, type RowChunk } from './pipeline/row-chunk.js';
 import type { InputRow } from './pipeline/table.js';
+import { envFingerprint } from './config/index.js';
+import { openState, type StateStore } from './state/index.js';
 
 export type { DiiType, IdentifierKind } from './identity/index.js';
 export { normalizeEmail, isNormalizedPhone, normalizeHash, sha256Base64, prepareIdentifier, prepareAuto } from './identity/index.js';
@@ -34,6 +36,26 @@ export { AdaptiveConcurrency, type AdaptiveConcurrencyOptions } from './pipeline
 export { outputHeader, outputRows, RESULT_COLUMNS } from './pipeline/result-columns.js';
 export type { RowChunk } from './pipeline/row-chunk.js';
 export type { InputRow } from './pipeline/table.js';
+export { openState } from './state/index.js';
+export type { StateStore, StateEntry, OpenStateOptions } from './state/index.js';
+
+/**
+ * Opens (or creates) a state file for mapRows against `baseUrl`, with the same environment check as the CLI's
+ * `--state`, so a file made here and one made by `uid2-batch map --state` are interchangeable.
+ * Close it when done (`store.close()`).
+ */
+export function openStateFor(path: string, options: { baseUrl: string; scope?: 'UID2' | 'EUID'; readonly?: boolean }): StateStore {
+  const fingerprint = envFingerprint({
+    env: { name: 'library', baseUrl: new URL(options.baseUrl).origin, scope: options.scope ?? 'UID2', isPublic: true },
+    isLocal: false,
+    apiKeySource: 'none',
+    clientSecretSource: 'none',
+    envSource: 'flag',
+  });
+  const store = openState(path, { envFingerprint: fingerprint, api: 'v3', readonly: options.readonly ?? false });
+  if (!options.readonly) store.lock();
+  return store;
+}
 
 /** One identifier column of the rows given to mapRows. */
 export interface MapColumn {
@@ -63,8 +85,8 @@ export interface MapRowsOptions {
   /** Throw at the first request that fails after its last attempt, instead of marking its rows `error`. */
   failFast?: boolean;
   /**
-   * Answers stored from earlier runs: fresh mappings (now < refresh_from) and opt-outs are answered from it
-   * without a request, and every answered request is committed to it. See src/state for the SQLite file.
+   * Answers stored from earlier runs (openStateFor): fresh mappings (now < refresh_from) and opt-outs are
+   * answered from it without a request, and every answered request is committed to it in one transaction.
    */
   state?: EngineState;
   /** Stops reading; requests in flight finish (up to 10 s), then the iteration ends with a MapInterruptedError. */

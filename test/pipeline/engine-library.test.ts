@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { mapRows, MapInterruptedError, type MappedRow, type MapRowsSummary, type ServiceClient } from '../../src/index.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { mapRows, MapInterruptedError, openStateFor, type MappedRow, type MapRowsSummary, type ServiceClient } from '../../src/index.js';
 import { sha256Base64 } from '../../src/identity/index.js';
 import { UnauthorizedError } from '../../src/protocol/index.js';
 import { FakeMapper, rawUidOf, seeded } from './engine-fakes.js';
@@ -70,6 +73,32 @@ describe('mapRows (library API)', () => {
     await expect(
       collect(mapRows([['a@example.com']], { client: fakeClient(new FakeMapper()), columns: [{ index: 0, kind: 'email' }], signal: stop.signal })),
     ).rejects.toBeInstanceOf(MapInterruptedError);
+  });
+
+  it('answers repeats of a later run from a state file opened with openStateFor', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'uid2-maprows-'));
+    try {
+      const path = join(dir, 'state.db');
+      const input = Array.from({ length: 300 }, (_, i) => [`u${i}@example.com`]);
+      const columns = [{ index: 0, kind: 'email' as const }];
+      const first = new FakeMapper();
+      let store = openStateFor(path, { baseUrl: 'https://operator-integ.uidapi.com' });
+      const one = await collect(mapRows(input, { client: fakeClient(first), columns, state: store }));
+      store.close();
+      expect(first.itemsSent).toBe(300);
+
+      const second = new FakeMapper();
+      store = openStateFor(path, { baseUrl: 'https://operator-integ.uidapi.com/' });
+      let summary: MapRowsSummary | undefined;
+      const two = await collect(mapRows(input, { client: fakeClient(second), columns, state: store, onDone: (s) => (summary = s) }));
+      store.close();
+      expect(second.itemsSent).toBe(0);
+      expect(summary?.counts.fromState).toBe(300);
+      expect(two.map((r) => r.results[0])).toEqual(one.map((r) => r.results[0]));
+      expect(() => openStateFor(path, { baseUrl: 'https://global.prod.uidapi.com' })).toThrow(/UID2:integ/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('asks for a client or credentials', async () => {
