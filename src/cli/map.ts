@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { createServiceClient, type ServiceClient } from '../client/index.js';
 import { envFingerprint, resolveConfig, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
@@ -162,7 +163,10 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
   const concurrency = chooseConcurrency(flags.concurrency, config, say);
 
   let state: MapStateFile | undefined;
-  if (flags.state !== undefined) state = openMapState(flags.state, { envFingerprint: envFingerprint(config), readonly: dryRun });
+  if (flags.state !== undefined) {
+    if (dryRun && !existsSync(flags.state)) say(`--state ${flags.state} does not exist yet: nothing would be answered from it`);
+    else state = openMapState(flags.state, { envFingerprint: envFingerprint(config), readonly: dryRun });
+  }
   try {
     if (dryRun) return await dryRunReport(source, columns, flags, state, startedMs, deps);
     return await mapForReal(source, columns, concurrency, config, flags, state, startedMs, deps, say);
