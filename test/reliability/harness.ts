@@ -1,0 +1,285 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { ROOT } from '../helpers/map-e2e-build.js';
+import { spawnCli, type CliResult, type CliRun, type ServeProcess } from '../helpers/map-e2e-processes.js';
+
+/**
+ * Shared parts of the reliability suite: the size knob, a seeded random source, the built CLI against `serve`
+ * processes, and the checks every crash or fault scenario ends with (state integrity, output files, stderr).
+ */
+
+/** RELIABILITY_SCALE=4 runs four times the rows, crash points and fuzz requests (the default 1 suits CI). */
+export const SCALE = (() => {
+  const raw = process.env.RELIABILITY_SCALE;
+  const n = raw === undefined || raw === '' ? 1 : Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`RELIABILITY_SCALE must be a positive number (got '${raw}')`);
+  return n;
+})();
+
+export const scaled = (n: number): number => Math.max(1, Math.round(n * SCALE));
+
+/**
+ * The suite runs the CLI from dist/ and never builds it: `npm test` and `npm run test:reliability` run tsc once
+ * before vitest, and a build per test file would rewrite dist/ under the feet of the other files' processes.
+ */
+export function requireBuilt(): void {
+  if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) {
+    throw new Error('dist/cli/main.js is missing: run `npm run build` (npm test and npm run test:reliability build first)');
+  }
+}
+
+/** mulberry32: small, seeded, good enough to pick crash points and fuzz cases reproducibly. */
+export function seeded(seed: number): { next(): number; int(n: number): number; pick<T>(items: readonly T[]): T } {
+  let a = seed >>> 0;
+  const next = (): number => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (n: number): number => Math.floor(next() * n);
+  return { next, int, pick: (items) => items[int(items.length)] as (typeof items)[number] };
+}
+
+/** A free loopback port, for a `serve` that must come back on the same address after a restart. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Polls `probe` until it returns true; false when `timeoutMs` passes first. */
+export async function waitUntil(probe: () => Promise<boolean> | boolean, timeoutMs: number, everyMs = 15): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await probe()) return true;
+    await sleep(everyMs);
+  }
+  return false;
+}
+
+/** A stack frame line as Node prints it. A user must never see one. */
+export function stackLines(stderr: string): string[] {
+  return stderr.split('\n').filter((line) => /^\s+at\s/.test(line));
+}
+
+export function tempDir(prefix: string): { path: string; file(name: string, content?: string | Buffer): string; remove(): void } {
+  const path = mkdtempSync(join(tmpdir(), `uid2-rel-${prefix}-`));
+  return {
+    path,
+    file(name, content) {
+      const p = join(path, name);
+      if (content !== undefined) writeFileSync(p, content);
+      return p;
+    },
+    remove() {
+      rmSync(path, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Files in `dir` other than `except`: what an interrupted run left behind. */
+export function leftovers(dir: string, except: readonly string[]): string[] {
+  return readdirSync(dir).filter((name) => !except.includes(name));
+}
+
+// ----------------------------------------------------------------------------------------------------------------
+// The CLI on a moved clock
+
+let preload: string | undefined;
+
+/**
+ * Tests that move the service's clock by days (remap-due) run the CLI on the same moved clock, as the world the
+ * tests model would: a preload module shifts Date.now by UID2_TEST_CLOCK_OFFSET_MS. It is loaded through
+ * NODE_OPTIONS so the ordinary spawn helpers can be reused.
+ */
+export function clockEnv(offsetMs: number): Record<string, string> {
+  if (preload === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), 'uid2-rel-clock-'));
+    preload = join(dir, 'clock-offset.mjs');
+    writeFileSync(
+      preload,
+      'const offset = Number(process.env.UID2_TEST_CLOCK_OFFSET_MS ?? 0);\n' +
+        'const realNow = Date.now;\n' +
+        'if (offset !== 0) Date.now = () => realNow() + offset;\n',
+    );
+  }
+  return { NODE_OPTIONS: `--import ${preload}`, UID2_TEST_CLOCK_OFFSET_MS: String(offsetMs) };
+}
+
+// ----------------------------------------------------------------------------------------------------------------
+// `serve` helpers
+
+export interface Stats {
+  requests: Record<string, number>;
+  items: Record<string, number>;
+  faults: Record<string, number>;
+  now_ms: number;
+}
+
+export async function statsOf(url: string): Promise<Stats> {
+  const res = await fetch(`${url}/_local/stats`);
+  return (await res.json()) as Stats;
+}
+
+export async function clockOf(url: string): Promise<number> {
+  const res = await fetch(`${url}/_local/clock`);
+  return ((await res.json()) as { now_ms: number }).now_ms;
+}
+
+export async function advanceClock(url: string, days: number): Promise<number> {
+  const res = await fetch(`${url}/_local/clock`, { method: 'POST', body: JSON.stringify({ advance_days: days }), headers: { 'content-type': 'application/json' } });
+  if (res.status !== 200) throw new Error(`POST /_local/clock: HTTP ${res.status}`);
+  return ((await res.json()) as { now_ms: number }).now_ms;
+}
+
+export async function optOut(url: string, body: Record<string, string | number>): Promise<void> {
+  const res = await fetch(`${url}/_local/optout`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  if (res.status !== 200) throw new Error(`POST /_local/optout: HTTP ${res.status} ${await res.text()}`);
+}
+
+export const MAP_PATH = '/v3/identity/map';
+export const OPTOUT_PATH = '/v2/optout/status';
+export const REFRESH_PATH = '/v2/token/refresh';
+
+/** Every fault the service injected, of any kind. */
+export function faultCount(stats: Stats): number {
+  return Object.values(stats.faults).reduce((a, b) => a + b, 0);
+}
+
+/** The environment that points the CLI at a serve process (credentials by variable, never in argv). */
+export function serveEnv(serve: Pick<ServeProcess, 'url' | 'apiKey' | 'clientSecret'>, extra: Record<string, string> = {}): Record<string, string> {
+  return { UID2_BASE_URL: serve.url, UID2_API_KEY: serve.apiKey, UID2_CLIENT_SECRET: serve.clientSecret, ...extra };
+}
+
+// ----------------------------------------------------------------------------------------------------------------
+// Killing the CLI at a chosen point
+
+export type KillSignal = 'SIGKILL' | 'SIGINT';
+
+export interface KillPoint {
+  signal: KillSignal;
+  /** Kill once the service has seen this many requests on `path` from this run (0: do not wait for one). */
+  afterRequests: number;
+  /** Then wait this long. */
+  delayMs: number;
+}
+
+export interface KilledRun extends CliResult {
+  /** False when the run ended on its own before the kill point was reached. */
+  killed: boolean;
+}
+
+/**
+ * Spawns the CLI and sends `point.signal` by PID when the service has counted `point.afterRequests` requests on
+ * `path` since the spawn (polled every few ms) and `point.delayMs` more have passed.
+ */
+export async function runAndKill(args: string[], env: Record<string, string>, serveUrl: string, path: string, point: KillPoint): Promise<KilledRun> {
+  const base = (await statsOf(serveUrl)).requests[path] ?? 0;
+  const run: CliRun = spawnCli(args, { env });
+  let ended = false;
+  const done = run.done.then((r) => {
+    ended = true;
+    return r;
+  });
+  let killed = false;
+  const trigger = (async () => {
+    if (point.afterRequests > 0) {
+      await waitUntil(async () => ended || ((await statsOf(serveUrl)).requests[path] ?? 0) - base >= point.afterRequests, 60_000, 10);
+    }
+    if (point.delayMs > 0) await sleep(point.delayMs);
+    if (!ended && run.child.pid !== undefined) {
+      killed = true;
+      process.kill(run.child.pid, point.signal);
+    }
+  })();
+  const result = await done;
+  await trigger;
+  return { ...result, killed };
+}
+
+// ----------------------------------------------------------------------------------------------------------------
+// The state file, read from outside
+
+export interface StoredEntry {
+  status: number;
+  u: string | null;
+  p: string | null;
+  r: number | null;
+  optedOutSince: number | null;
+  lastOptoutCheck: number | null;
+}
+
+export interface StateReport {
+  integrity: string;
+  entries: Map<string, StoredEntry>;
+  /** Rows that no whole transaction of this program writes: a mapped entry without u or r, a tombstone with a u... */
+  halfWritten: string[];
+  runs: { command: string; finished: boolean; exitCode: number | null }[];
+}
+
+const B64_44 = /^[A-Za-z0-9+/]{43}=$/;
+
+/**
+ * Opens the state file read-only with better-sqlite3 (not through src/state, so the check does not share the
+ * code it checks), runs PRAGMA integrity_check and reads every entry.
+ */
+export function inspectState(path: string): StateReport {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    const findings = db.pragma('integrity_check') as { integrity_check: string }[];
+    const integrity = findings.map((f) => f.integrity_check).join('\n');
+    const rows = db
+      .prepare('SELECT type, hash, status, u, p, r, opted_out_since AS optedOutSince, last_optout_check AS lastOptoutCheck FROM entries')
+      .all() as ({ type: number; hash: string } & StoredEntry)[];
+    const entries = new Map<string, StoredEntry>();
+    const halfWritten: string[] = [];
+    for (const row of rows) {
+      const key = `${row.type}:${row.hash}`;
+      entries.set(key, { status: row.status, u: row.u, p: row.p, r: row.r, optedOutSince: row.optedOutSince, lastOptoutCheck: row.lastOptoutCheck });
+      const bad =
+        !B64_44.test(row.hash) ||
+        (row.status === 1 && (row.u === null || !B64_44.test(row.u) || row.r === null)) ||
+        (row.status !== 1 && row.u !== null) ||
+        (row.p !== null && !B64_44.test(row.p)) ||
+        ![1, 2, 3].includes(row.status);
+      if (bad) halfWritten.push(key);
+    }
+    const runs = (db.prepare('SELECT command, finished_at, exit_code FROM runs ORDER BY id').all() as { command: string; finished_at: number | null; exit_code: number | null }[]).map(
+      (r) => ({ command: r.command, finished: r.finished_at !== null, exitCode: r.exit_code }),
+    );
+    return { integrity, entries, halfWritten, runs };
+  } finally {
+    db.close();
+  }
+}
+
+/** The entries as comparable text: what a run leaves behind, without the times of day it ran. */
+export function entriesText(entries: Map<string, StoredEntry>, withOptoutChecks = false): string[] {
+  return [...entries]
+    .map(([k, e]) => `${k} ${e.status} ${e.u ?? '-'} ${e.p ?? '-'} ${e.r ?? '-'} ${e.optedOutSince ?? '-'}${withOptoutChecks ? ` ${e.lastOptoutCheck === null ? 'unchecked' : 'checked'}` : ''}`)
+    .sort();
+}
+
+export function readText(path: string): string {
+  return readFileSync(path, 'utf8');
+}
+
+/** CSV lines of a file, header first, sorted after the header (for outputs whose order is not the contract). */
+export function sortedLines(text: string): string[] {
+  const lines = text.split('\n').filter((l) => l.length > 0);
+  return [lines[0] ?? '', ...lines.slice(1).sort()];
+}
