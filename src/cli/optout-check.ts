@@ -56,11 +56,11 @@ export function registerOptoutCheck(program: Command): void {
     .command('optout-check')
     .summary('which raw UIDs have opted out (POST /v2/optout/status), from a file or the state file')
     .description(
-      'Asks the service which raw UIDs have opted out. Input: a CSV or JSONL column of raw UIDs (--col, or the one\n' +
-        'column named like raw_uid / advertising_id / uid), or --state FILE to check the stored raw UIDs and previous\n' +
-        'raw UIDs; opted-out entries are then tombstoned. Requests go one at a time on one connection (the service\'s\n' +
-        'rule), unless --private-operator. A nightly `optout-check --state s.db --sweep-fraction 0.05` checks every\n' +
-        'entry every 20 days: re-mapping alone sees an opt-out only when the entry comes due, up to a year later.',
+      [
+        'Asks the service which raw UIDs have opted out. Input: a CSV or JSONL column of raw UIDs (--col, or the one column named like raw_uid, advertising_id, uid or raw_uid2), or --state FILE to check the raw UIDs and previous raw UIDs stored there; opted-out entries are then tombstoned and each check time is recorded.',
+        "Requests go one at a time on one connection, the service's rule for this endpoint, unless --private-operator.",
+        'Re-mapping alone sees an opt-out only when the entry comes due, up to a year later. A nightly `optout-check --state s.db --sweep-fraction 0.05` checks the least recently checked 5% of the entries, so every entry is checked every 20 days.',
+      ].join('\n\n'),
     )
     .argument('[input]', 'CSV or JSONL file with a column of raw UIDs; - reads stdin')
     .option('--col <name>', 'the column of raw UIDs (default: the one named like raw_uid, advertising_id, uid, raw_uid2)')
@@ -192,7 +192,8 @@ export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckD
     progress = createProgress({
       label: 'optout-check',
       stream: deps.stderr,
-      quiet: flags.output.quiet === true,
+      // cron: no spinner and no progress lines when stderr is not a terminal, only the summary line
+      quiet: flags.output.quiet === true || deps.stderr.isTTY !== true,
       env: deps.env,
       dataOnStdout: flags.output.output === undefined,
       stdoutIsTTY: deps.stdout.isTTY === true,
@@ -350,7 +351,8 @@ async function runStateSweep(
       progress = createProgress({
         label: 'optout-check',
         stream: deps.stderr,
-        quiet: flags.output.quiet === true,
+        // cron: no spinner and no progress lines when stderr is not a terminal, only the summary line
+      quiet: flags.output.quiet === true || deps.stderr.isTTY !== true,
         env: deps.env,
         dataOnStdout: flags.output.output === undefined,
         stdoutIsTTY: deps.stdout.isTTY === true,

@@ -47,13 +47,12 @@ export function registerRemapDue(program: Command): void {
     .command('remap-due')
     .summary('re-map the entries of a state file whose refresh time has passed (nightly, from cron)')
     .description(
-      'Re-maps only the entries of the state file whose refresh time r has passed (r <= now), through the index on r:\n' +
-        'a run costs what is due (about 1/365 of the entries a day), not what is stored. Each answered batch is saved at\n' +
-        'once, so an interrupted run resumes by running it again. Writes a changes file: one row per entry whose raw\n' +
-        'UID changed, or that opted out (it is then tombstoned: hash kept, raw UIDs dropped) or became invalid.\n' +
-        'r falls on a UTC midnight, so schedule the job after 00:00 UTC, e.g.: 30 0 * * * uid2-batch remap-due --state s.db -o changes-$(date -u +\\%F).csv\n' +
-        'Exit codes: 0 done; 3 some batches failed (their entries stay due for the next run); 2 usage, or the state file\n' +
-        'is in use by another run; 4 credentials refused; 130 interrupted.',
+      [
+        'Re-maps only the entries of the state file whose refresh time r has passed (r <= now), through the index on r: a run costs what is due (about 1/365 of the entries a day), not what is stored. Each answered batch is saved at once, so an interrupted run resumes by running it again.',
+        'Writes a changes file: one row per entry whose raw UID changed, or that opted out (it is then tombstoned: hash kept, raw UIDs dropped, never sent again) or became invalid.',
+        'r falls on a UTC midnight: schedule the job after 00:00 UTC, e.g. in a crontab: 30 0 * * * uid2-batch remap-due --state /data/s.db -o /data/changes-$(date -u +\\%F).csv',
+        'Exit codes: 0 done; 3 some batches failed (their entries stay due for the next run); 2 usage, or another run is using the state file; 4 credentials refused; 130 interrupted.',
+      ].join('\n\n'),
     )
     .option('--state <file>', 'the state file made by map --state (required)')
     .option('--now <time>', 'plan against this time instead of the clock: ISO 8601 (no zone means UTC) or Unix seconds')
@@ -196,7 +195,8 @@ async function remapForReal(
     progress = createProgress({
       label: 'remap-due',
       stream: deps.stderr,
-      quiet: flags.output.quiet === true,
+      // cron: no spinner and no progress lines when stderr is not a terminal, only the summary line
+      quiet: flags.output.quiet === true || deps.stderr.isTTY !== true,
       env: deps.env,
       dataOnStdout: flags.output.output === undefined,
       stdoutIsTTY: deps.stdout.isTTY === true,
