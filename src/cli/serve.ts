@@ -125,15 +125,20 @@ const seconds = (flag: string) => wholeNumber(flag, 1, TEN_YEARS_S);
 export function registerServe(program: Command): void {
   program
     .command('serve')
+    .summary('run the local identity service (a faithful stand-in for the UID2/EUID operator, for tests and demos)')
     .description(
-      'run the local identity service (a faithful stand-in for the UID2/EUID operator, for tests and demos); prints {"url","api_key","client_secret"} on one line when ready',
+      [
+        'Runs the local identity service, a faithful stand-in for the UID2/EUID operator for tests and demos. Prints {"url","api_key","client_secret"} on one line when ready; stops on Ctrl-C (SIGINT) or SIGTERM.',
+        'Two clocks. Identity time decides salt buckets and their rotation, r and p, token lifetimes and expiry, opt-out times, the buckets endpoint and now_ms in /_local/stats. It starts at --now (default: the real time), runs at real speed, and jumps with POST /_local/clock {"advance_days": N} or {"set": "2026-01-01T00:00:00Z"}.',
+        'Envelope time is what request timestamps must be within 2 minutes of, and what answers carry: the real time plus the distance of --now from the real time at start. POST /_local/clock never moves it. So `serve` then POST /_local/clock {"advance_days": 30} lets a CLI on the real clock run the nightly remap over simulated days, while `serve --now <10 minutes from now>` behaves like an operator whose clock is 10 minutes off (every request refused for clock skew). To start at a given identity date without that skew, start without --now and POST {"set": ...}.',
+      ].join('\n\n'),
     )
     .option('--host <host>', 'interface to listen on (default 127.0.0.1; anything else is reachable from other machines)')
     .option('--port <port>', 'port (default 0 = a free port, see the printed url)', wholeNumber('--port', 0, 65535))
     .option('--api-key <key>', 'API key to accept (default: a fresh random key, printed)')
     .option('--client-secret <secret>', 'client secret, base64 of 32 bytes (default: fresh random, printed)')
     .option('--seed <text>', 'seed of every salt, bucket and token key: same seed, same raw UIDs (default uid2-batch-local)')
-    .option('--now <time>', 'simulated start time: ISO 8601 (no zone = UTC) or Unix seconds (default: now); move it with POST /_local/clock')
+    .option('--now <time>', 'identity time at start: ISO 8601 (no zone = UTC) or Unix seconds (default: now); also skews the envelope clock by as much, see above')
     .option('--scope <scope>', 'uid2 (default) or euid')
     .option('--optout-file <csv>', 'CSV of opt-outs with a header of email, phone, email_hash, phone_hash, advertising_id, since_ms')
     .option('--fault-429 <p>', 'probability of a bare 429 per API request', probability('--fault-429'))

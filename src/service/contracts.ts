@@ -7,7 +7,10 @@ import type { DiiType } from '../identity/index.js';
  */
 
 export interface ServiceClock {
-  /** Simulated now, Unix ms. Moves with real time from its start and jumps on /_local/clock. */
+  /**
+   * Identity time, Unix ms: what salts, rotation, r, p, token lifetimes and opt-outs are computed at. Moves with real
+   * time from its start and jumps on /_local/clock. Request envelopes are checked against another clock (clock.ts).
+   */
   nowMs(): number;
 }
 

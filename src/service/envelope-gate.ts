@@ -47,6 +47,7 @@ export class EnvelopeGate {
     this.messages = envelopeMessages(scope);
   }
 
+  /** `nowMs` is the service's envelope time (real time plus the start offset), not its identity time. */
   open(body: Buffer, binary: boolean, nowMs: number): OpenedEnvelope {
     if (body.length === 0) return this.fail(this.messages.missing);
     if (binary) {

@@ -18,6 +18,8 @@ import type { ServiceStats } from './stats.js';
  * The local service's HTTP core. Per API request, in the operator's order (wire-protocol.md §0, §12):
  * gateway faults -> body over 1 MB (413) -> API key and role (401) -> envelope (400, §1.4) -> rate limit ->
  * handler -> 200 encrypted in the request's body mode, anything else plain JSON.
+ * Two times are in play (clock.ts): handlers compute at identity time; the envelope window and the response
+ * envelope's timestamp use envelope time, which /_local/clock never moves.
  */
 
 export interface HttpCoreDeps {
@@ -135,7 +137,8 @@ export class HttpCore {
     if (!this.deps.auth.authorizes(req.headers.authorization, envelopeRoute.roles)) {
       return send(() => sendJson(res, 401, { status: 'unauthorized' }));
     }
-    const opened = this.deps.gate.open(read.body, binary, this.deps.clock.nowMs());
+    // Envelopes follow the service's wall clock, not identity time: /_local/clock jumps must not lock out real clients.
+    const opened = this.deps.gate.open(read.body, binary, this.deps.clock.envelopeNowMs());
     if (!opened.ok) return send(() => sendJson(res, 400, { status: 'client_error', message: opened.message }));
     const items = envelopeRoute.countItems(opened.json);
     stats.countItems(path, items);
@@ -148,7 +151,7 @@ export class HttpCore {
     const answer = envelopeRoute.handle(opened.json, ctx, this.deps.tokens);
     if (answer.http !== 200) return send(() => sendJson(res, answer.http, answer.json));
     const text = typeof answer.json === 'string' ? answer.json : JSON.stringify(answer.json);
-    const sealed = encryptResponse(this.deps.clientKey, opened.nonce, text, { nowMs: Math.floor(this.deps.clock.nowMs()) });
+    const sealed = encryptResponse(this.deps.clientKey, opened.nonce, text, { nowMs: Math.floor(this.deps.clock.envelopeNowMs()) });
     return send(() => sendSealed(res, sealed, opened.mode));
   }
 

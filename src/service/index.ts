@@ -24,8 +24,13 @@ export interface LocalService {
   readonly port: number;
   /** Stops listening and ends every connection, including keep-alive ones. */
   close(): Promise<void>;
-  /** Simulated now, Unix ms: what the service checks envelope timestamps against. */
+  /** Identity time, Unix ms: what salts, rotation, r, p, token times and opt-outs are computed at (POST /_local/clock moves it). */
   nowMs(): number;
+  /**
+   * Envelope time, Unix ms: real time plus the offset of the start time (`nowMs` option). Request envelopes must be
+   * within ±2 minutes of it and response envelopes carry it; moving identity time later does not move it.
+   */
+  envelopeNowMs(): number;
   stats(): ServiceStatsSnapshot;
 }
 
@@ -75,6 +80,7 @@ export async function startService(options: ServiceOptions = {}): Promise<LocalS
       return closing;
     },
     nowMs: () => clock.nowMs(),
+    envelopeNowMs: () => clock.envelopeNowMs(),
     stats: () => stats.snapshot(clock.nowMs()),
   };
 }

@@ -16,7 +16,12 @@ export interface ServiceOptions {
   clientSecret?: string;
   /** Everything the service computes (salts, buckets, token keys, fault draws) derives from it. Default 'uid2-batch-local'. */
   seed?: string;
-  /** Simulated time at start, Unix ms (default: real now). The clock then runs at real speed. */
+  /**
+   * Identity time at start, Unix ms (default: real now); it then runs at real speed and jumps on /_local/clock. Its
+   * distance from real time at start also skews the service's envelope clock for good, which is how a service whose
+   * clock is off is simulated; to reach a given identity date without that skew, start without it and POST
+   * /_local/clock {"set": ...}.
+   */
   nowMs?: number;
   /** UID2 (default) or EUID. */
   scope?: IdentityScope;

@@ -19,7 +19,7 @@ beforeAll(async () => {
 });
 afterAll(() => service.close());
 
-function sealed(json: string, nowMs = service.nowMs()) {
+function sealed(json: string, nowMs = service.envelopeNowMs()) {
   return encryptRequest(key, json, { nowMs });
 }
 
@@ -62,7 +62,7 @@ describe('envelope checks, in the operator order and words', () => {
   });
 
   it('wrong client secret or altered bytes', async () => {
-    const other = encryptRequest(Buffer.alloc(32, 7), '{"email":[]}', { nowMs: service.nowMs() }).envelope;
+    const other = encryptRequest(Buffer.alloc(32, 7), '{"email":[]}', { nowMs: service.envelopeNowMs() }).envelope;
     expect(await clientError(other.toString('base64'))).toBe(`Invalid body: Check encryption key (ClientSecret).${HINT}`);
     const tampered = Buffer.from(sealed('{"email":[]}').envelope);
     tampered[20]! ^= 1;
@@ -70,7 +70,7 @@ describe('envelope checks, in the operator order and words', () => {
   });
 
   it('timestamp window: whole minutes of (now - ts), more than 1 either way is refused', async () => {
-    const now = service.nowMs();
+    const now = service.envelopeNowMs();
     const TIMESTAMP = 'Invalid timestamp: Request too old or client time drift.';
     expect((await call(service, MAP, { email: [] }, { nowMs: now - 110_000 })).status).toBe(200);
     expect((await call(service, MAP, { email: [] }, { nowMs: now + 110_000 })).status).toBe(200);
@@ -81,8 +81,8 @@ describe('envelope checks, in the operator order and words', () => {
     }
   });
 
-  it('the window follows the simulated clock, not the machine clock', async () => {
-    // the service started in January 2026; an envelope stamped with the real time is far outside it
+  it('a service started at another time has its envelope clock skewed by as much', async () => {
+    // the service started in January 2026; an envelope stamped with the real time is far outside its window
     const answer = await call(service, MAP, { email: [] }, { nowMs: Date.now() });
     expect(answer.status).toBe(400);
     expect((answer.json as { message: string }).message).toMatch(/^Invalid timestamp/);
@@ -124,7 +124,7 @@ describe('body modes', () => {
     expect(answer.contentType).toBe('text/plain');
     expect(answer.text).toMatch(/^[A-Za-z0-9+/]+=*$/);
     const opened = decryptResponse(key, Buffer.from(answer.text, 'base64'), nonce);
-    expect(Math.abs(opened.timestampMs - service.nowMs())).toBeLessThan(5_000);
+    expect(Math.abs(opened.timestampMs - service.envelopeNowMs())).toBeLessThan(5_000);
     expect(JSON.parse(opened.json.toString()).status).toBe('success');
   });
 

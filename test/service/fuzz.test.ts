@@ -116,7 +116,8 @@ function makeAttempt(service: LocalService, key: Buffer): Attempt {
     payload = randomJsonText();
   } else {
     const json = randomJsonText();
-    const ts = random() < 0.9 ? service.nowMs() : pick([0, -1, 2 ** 62, service.nowMs() - 200_000]);
+    // envelope time, not identity time: the fuzz also moves identity time through /_local/clock
+    const ts = random() < 0.9 ? service.envelopeNowMs() : pick([0, -1, 2 ** 62, service.envelopeNowMs() - 200_000]);
     const { envelope } = encryptRequest(random() < 0.9 ? key : Buffer.alloc(32, 9), json, { nowMs: ts });
     if (kind === 3 && envelope.length > 0) {
       // bit flips, truncation, or a wrong version byte

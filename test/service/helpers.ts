@@ -41,7 +41,7 @@ export async function get(service: Pick<LocalService, 'url'>, path: string): Pro
 
 export interface CallOptions {
   mode?: BodyMode;
-  /** Envelope time; default the service's simulated now. */
+  /** Envelope time; default the service's envelope time (real time plus its start offset, not identity time). */
   nowMs?: number;
   apiKey?: string;
   secret?: string;
@@ -50,10 +50,10 @@ export interface CallOptions {
 export type Decrypted = { status: 200; json: Record<string, unknown>; raw: RawAnswer } | { status: number; json: unknown; raw: RawAnswer };
 
 /** Encrypts `json`, posts it with the service's key, decrypts a 200 and parses anything else as JSON. */
-export async function call(service: LocalService, path: string, json: unknown, options: CallOptions = {}): Promise<Decrypted> {
+export async function call(service: Pick<LocalService, 'url' | 'apiKey' | 'clientSecret' | 'envelopeNowMs'>, path: string, json: unknown, options: CallOptions = {}): Promise<Decrypted> {
   const key = decodeKey(options.secret ?? service.clientSecret);
   const text = typeof json === 'string' ? json : JSON.stringify(json);
-  const { envelope, nonce } = encryptRequest(key, text, { nowMs: options.nowMs ?? service.nowMs() });
+  const { envelope, nonce } = encryptRequest(key, text, { nowMs: options.nowMs ?? service.envelopeNowMs() });
   const mode = options.mode ?? 'text';
   const raw = await post(service, path, mode === 'binary' ? envelope : envelope.toString('base64'), {
     authorization: `Bearer ${options.apiKey ?? service.apiKey}`,
@@ -73,7 +73,7 @@ export async function call(service: LocalService, path: string, json: unknown, o
 }
 
 /** The decrypted body of a 200 success, or a failed expectation with what came instead. */
-export async function body<T = unknown>(service: LocalService, path: string, json: unknown, options: CallOptions = {}): Promise<T> {
+export async function body<T = unknown>(service: Pick<LocalService, 'url' | 'apiKey' | 'clientSecret' | 'envelopeNowMs'>, path: string, json: unknown, options: CallOptions = {}): Promise<T> {
   const answer = await call(service, path, json, options);
   if (answer.status !== 200) throw new Error(`expected 200 from ${path}, got ${answer.status}: ${answer.raw.text}`);
   const envelope = answer.json as { status?: string; body?: T };
@@ -81,7 +81,7 @@ export async function body<T = unknown>(service: LocalService, path: string, jso
   return envelope.body as T;
 }
 
-export async function admin(service: LocalService, path: string, json?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
+export async function admin(service: Pick<LocalService, 'url'>, path: string, json?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
   const raw = json === undefined ? await get(service, path) : await post(service, path, JSON.stringify(json), { 'content-type': 'application/json' });
   return { status: raw.status, json: JSON.parse(raw.text) as Record<string, unknown> };
 }

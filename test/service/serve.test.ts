@@ -6,7 +6,7 @@ import { exposureWarning, runServe, serveOptions } from '../../src/cli/serve.js'
 import { UserError } from '../../src/cli/exit-codes.js';
 import { startService, type LocalService } from '../../src/service/index.js';
 import { BIN, ROOT, ensureBuilt } from '../helpers/map-e2e-build.js';
-import { admin, body, get } from './helpers.js';
+import { admin, body, call, get } from './helpers.js';
 
 interface Ready {
   url: string;
@@ -14,19 +14,9 @@ interface Ready {
   client_secret: string;
 }
 
-/** A LocalService-shaped handle on a service in another process, enough for the test client. */
-function remote(ready: Ready, nowMs: () => number): LocalService {
-  return {
-    url: ready.url,
-    apiKey: ready.api_key,
-    clientSecret: ready.client_secret,
-    port: Number(new URL(ready.url).port),
-    nowMs,
-    close: () => Promise.resolve(),
-    stats: () => {
-      throw new Error('not in this process');
-    },
-  };
+/** A handle on a service in another process, enough for the test client; `envelopeNowMs` is the caller's clock. */
+function remote(ready: Ready, envelopeNowMs: () => number = Date.now): Pick<LocalService, 'url' | 'apiKey' | 'clientSecret' | 'envelopeNowMs'> {
+  return { url: ready.url, apiKey: ready.api_key, clientSecret: ready.client_secret, envelopeNowMs };
 }
 
 describe('serve flags', () => {
@@ -138,17 +128,34 @@ describe('uid2-batch serve (process)', () => {
   }
 
   it.each(['SIGTERM', 'SIGINT'] as const)('serves the API and stops cleanly on %s (exit 0)', async (signal) => {
-    const { child, ready, stderr } = await spawnServe(['--now', '2026-04-01T00:00:00Z', '--seed', 'serve-test']);
-    const readNow = async () => (await admin(remote(ready, () => 0), '/_local/clock')).json.now_ms as number;
-    const now = await readNow();
-    expect(Math.abs(now - Date.UTC(2026, 3, 1))).toBeLessThan(60_000);
-    const service = remote(ready, () => now);
-    const mapped = await body<{ email: { u: string }[] }>(service, '/v3/identity/map', { email: ['serve@example.com'] });
+    const { child, ready, stderr } = await spawnServe(['--seed', 'serve-test']);
+    const mapped = await body<{ email: { u: string }[] }>(remote(ready), '/v3/identity/map', { email: ['serve@example.com'] });
     expect(mapped.email[0]!.u).toMatch(/^[A-Za-z0-9+/]{43}=$/);
     process.kill(child.pid!, signal);
     const [code] = (await once(child, 'exit')) as [number | null];
     expect(code).toBe(0);
     expect(stderr()).toBe('');
+  });
+
+  it('--now sets identity time and skews the envelope clock by as much; /_local/clock moves identity time only', async () => {
+    const startedAt = Date.now();
+    const { child, ready } = await spawnServe(['--now', '2026-04-01T00:00:00Z', '--seed', 'serve-test']);
+    const readNow = async () => (await admin(remote(ready), '/_local/clock')).json.now_ms as number;
+    expect(Math.abs((await readNow()) - Date.UTC(2026, 3, 1))).toBeLessThan(60_000);
+    const skew = Date.UTC(2026, 3, 1) - startedAt;
+    const skewed = remote(ready, () => Date.now() + skew);
+    const email = { email: ['serve@example.com'] };
+    expect((await call(skewed, '/v3/identity/map', email)).status).toBe(200);
+    expect((await call(remote(ready), '/v3/identity/map', email)).json).toEqual({
+      status: 'client_error',
+      message: 'Invalid timestamp: Request too old or client time drift.',
+    });
+    await admin(remote(ready), '/_local/clock', { advance_days: 30 });
+    expect(Math.abs((await readNow()) - Date.UTC(2026, 4, 1))).toBeLessThan(60_000);
+    // the envelope clock stayed where --now put it
+    expect((await call(skewed, '/v3/identity/map', email)).status).toBe(200);
+    process.kill(child.pid!, 'SIGTERM');
+    await once(child, 'exit');
   });
 
   it('exits 2 with one line for a bad flag', async () => {
