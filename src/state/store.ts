@@ -108,16 +108,18 @@ export class SqliteStateStore implements StateStore {
   lookupMany(keys: readonly { type: DiiType; hash: string }[]): Map<string, StateEntry> {
     const found = new Map<string, StateEntry>();
     if (keys.length === 0) return found;
-    const wanted = new Set<string>();
+    // which DII types were asked for each hash, as bits: no key string is built for a hash that is not stored
+    const wanted = new Map<string, number>();
     const hashes = new Array<string>(keys.length);
     for (let i = 0; i < keys.length; i++) {
       const k = keys[i];
       hashes[i] = k.hash;
-      wanted.add(`${k.type}:${k.hash}`);
+      wanted.set(k.hash, (wanted.get(k.hash) ?? 0) | (1 << TYPE_CODE[k.type]));
     }
     this.rowsByHashes(hashes, (row) => {
-      const key = `${TYPE_OF_CODE[row[1] as number]}:${row[2] as string}`;
-      if (wanted.has(key)) found.set(key, decodeEntry(row));
+      const type = row[1] as number;
+      const hash = row[2] as string;
+      if (((wanted.get(hash) ?? 0) & (1 << type)) !== 0) found.set(`${TYPE_OF_CODE[type]}:${hash}`, decodeEntry(row));
     });
     return found;
   }
