@@ -97,30 +97,6 @@ export function leftovers(dir: string, except: readonly string[]): string[] {
 }
 
 // ----------------------------------------------------------------------------------------------------------------
-// The CLI on a moved clock
-
-let preload: string | undefined;
-
-/**
- * Tests that move the service's clock by days (remap-due) run the CLI on the same moved clock, as the world the
- * tests model would: a preload module shifts Date.now by UID2_TEST_CLOCK_OFFSET_MS. It is loaded through
- * NODE_OPTIONS so the ordinary spawn helpers can be reused.
- */
-export function clockEnv(offsetMs: number): Record<string, string> {
-  if (preload === undefined) {
-    const dir = mkdtempSync(join(tmpdir(), 'uid2-rel-clock-'));
-    preload = join(dir, 'clock-offset.mjs');
-    writeFileSync(
-      preload,
-      'const offset = Number(process.env.UID2_TEST_CLOCK_OFFSET_MS ?? 0);\n' +
-        'const realNow = Date.now;\n' +
-        'if (offset !== 0) Date.now = () => realNow() + offset;\n',
-    );
-  }
-  return { NODE_OPTIONS: `--import ${preload}`, UID2_TEST_CLOCK_OFFSET_MS: String(offsetMs) };
-}
-
-// ----------------------------------------------------------------------------------------------------------------
 // `serve` helpers
 
 export interface Stats {
