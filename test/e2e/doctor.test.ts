@@ -10,7 +10,7 @@ interface Report {
 }
 
 let serve: ServeProcess;
-/** A service whose clock runs 10 minutes ahead of this machine's. */
+/** A service whose clock runs 10 minutes ahead of this machine's: --now at start skews its envelope clock. */
 let skewed: ServeProcess;
 
 beforeAll(async () => {
@@ -74,6 +74,20 @@ describe.concurrent('doctor against serve', () => {
     expect(c.detail).toContain('Invalid timestamp');
     expect(c.fix).toContain('NTP');
     expect(check(r.report, 'mapper role').status).toBe('skip');
+  });
+
+  it('simulated days are not skew: after POST /_local/clock {"advance_days": 30} every check passes', async () => {
+    const moved = await startServe();
+    try {
+      const res = await fetch(`${moved.url}/_local/clock`, { method: 'POST', body: JSON.stringify({ advance_days: 30 }) });
+      expect(res.status).toBe(200);
+      const r = await doctor(moved);
+      expect(r.code, r.stdout).toBe(0);
+      expect(check(r.report, 'clock skew').status).toBe('pass');
+      expect(check(r.report, 'token refresh').status).toBe('pass');
+    } finally {
+      await moved.stop();
+    }
   });
 
   it('no service at the address: reachability fails, exit 1', async () => {

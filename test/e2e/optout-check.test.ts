@@ -7,7 +7,7 @@ import { sha256Base64 } from '../../src/identity/index.js';
 import { isMappedV3 } from '../../src/protocol/index.js';
 import { startCountingProxy, type CountingProxy } from '../helpers/counting-proxy.js';
 import { ensureBuilt } from '../helpers/map-e2e-build.js';
-import { optOut, runCli, startServe, testClient, type Served } from '../helpers/remap-e2e.js';
+import { optOut, runCli, setServiceTime, startServe, testClient, type Served } from '../helpers/remap-e2e.js';
 
 const N = 12_000;
 const OPTED_OUT = [17, 4_999, 5_000, 11_998];
@@ -24,9 +24,11 @@ beforeAll(async () => {
   ensureBuilt();
   dir = mkdtempSync(join(tmpdir(), 'uid2-optout-e2e-'));
   // every answer takes 100 ms, so requests that overlapped would be seen overlapping
-  served = await startServe(['--now', '2026-01-01T00:00:00Z', '--latency-ms', '100']);
+  served = await startServe(['--latency-ms', '100']);
+  // a known identity date, after every since_ms below; envelopes stay on the real clock
+  await setServiceTime(served.url, '2026-01-01T00:00:00Z');
   proxy = await startCountingProxy(served.url);
-  const client = await testClient(served);
+  const client = testClient(served);
   const hashes = Array.from({ length: N }, (_, i) => sha256Base64(`person${i}@example.com`));
   rawUids = [];
   for (let i = 0; i < N; i += 5000) {

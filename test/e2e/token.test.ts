@@ -203,8 +203,9 @@ describe.concurrent('token refresh', () => {
     });
   });
 
-  // sequential: the second test counts the refreshes this service has seen
-  describe.sequential('expired refresh tokens (a service whose clock is moved 2 days on)', () => {
+  // sequential: the second test counts the refreshes this service has seen. Its own service: moving identity
+  // time 2 days would expire the other tests' tokens.
+  describe.sequential('expired refresh tokens (a service whose identity time is moved 2 days on)', () => {
     let later: ServeProcess;
     let path: string;
     beforeAll(async () => {
@@ -227,6 +228,15 @@ describe.concurrent('token refresh', () => {
       const withoutKey = await token(['refresh', '--in', path], { target: later, key: false });
       expect(withoutKey.code, withoutKey.stderr).toBe(8);
       expect(readFileSync(path, 'utf8')).toBe(before);
+    });
+
+    it('enveloped requests from this machine\'s clock still get in, answered at the moved identity time', async () => {
+      const r = await token(['generate', '--email', 'after.the.move@example.com'], { target: later });
+      expect(r.code, r.stderr).toBe(0);
+      const id = JSON.parse(r.stdout) as Identity;
+      // generated 2 days ahead of this machine: identity_expires = identity now + 1 h
+      expect(id.identity_expires - Date.now()).toBeGreaterThan(2 * 86_400_000);
+      expect(id.identity_expires - Date.now()).toBeLessThan(2 * 86_400_000 + 2 * 3_600_000);
     });
 
     it('past refresh_expires on this machine\'s clock it is refused before sending, unless --force', async () => {

@@ -1,7 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createServiceClient, type ServiceClient } from '../../src/client/index.js';
 import { envFingerprint, resolveConfig } from '../../src/config/index.js';
 import type { DiiType } from '../../src/identity/index.js';
@@ -12,9 +9,9 @@ import { BIN, ROOT } from './map-e2e-build.js';
 /**
  * e2e harness of remap-due and optout-check: `serve` in its own process, the built CLI in others.
  *
- * The local service checks envelope times against its simulated clock, so once a test moves that clock by days,
- * a CLI on the real clock would be refused for clock skew. In the world the tests model, the caller's clock moves
- * with the service's; a preload module shifts Date.now in the CLI process by the service's offset to do the same.
+ * Simulated days move the service's identity time only (POST /_local/clock); its envelope clock stays on real
+ * time, so the CLI and the test's own client run on the real clock. What the CLI plans against (remap-due's due
+ * selection) is given with its own --now, set to the service's identity time.
  */
 
 export interface Served {
@@ -81,6 +78,11 @@ export async function advanceDays(url: string, days: number): Promise<number> {
   return (await admin(url, '/_local/clock', { advance_days: days })).now_ms as number;
 }
 
+/** Sets the service's identity time (an ISO 8601 instant); answers it in ms. */
+export async function setServiceTime(url: string, iso: string): Promise<number> {
+  return (await admin(url, '/_local/clock', { set: iso })).now_ms as number;
+}
+
 export interface ServiceStats {
   requests: Record<string, number>;
   items: Record<string, number>;
@@ -95,27 +97,9 @@ export async function optOut(url: string, body: Record<string, unknown>): Promis
   await admin(url, '/_local/optout', body);
 }
 
-/** A client for the test itself, on the service's clock. */
-export async function testClient(served: Served): Promise<ServiceClient> {
-  const offset = (await serviceNowMs(served.url)) - Date.now();
-  return createServiceClient({ baseUrl: served.url, apiKey: served.apiKey, clientSecret: served.clientSecret, now: () => Date.now() + offset });
-}
-
-let preloadPath: string | undefined;
-
-/** A module that moves Date.now by UID2_TEST_CLOCK_OFFSET_MS, loaded before the CLI with --import. */
-function clockPreload(): string {
-  if (preloadPath === undefined) {
-    const dir = mkdtempSync(join(tmpdir(), 'uid2-remap-e2e-'));
-    preloadPath = join(dir, 'clock-offset.mjs');
-    writeFileSync(
-      preloadPath,
-      'const offset = Number(process.env.UID2_TEST_CLOCK_OFFSET_MS ?? 0);\n' +
-        'const realNow = Date.now;\n' +
-        'if (offset !== 0) Date.now = () => realNow() + offset;\n',
-    );
-  }
-  return preloadPath;
+/** A client for the test itself, on the real clock like the CLI. */
+export function testClient(served: Served): ServiceClient {
+  return createServiceClient({ baseUrl: served.url, apiKey: served.apiKey, clientSecret: served.clientSecret });
 }
 
 export interface CliRun {
@@ -126,8 +110,6 @@ export interface CliRun {
 
 export interface CliOptions {
   served?: Served;
-  /** Run the CLI on the service's clock (see the note at the top). */
-  followServiceClock?: boolean;
   env?: NodeJS.ProcessEnv;
   /** Called with the child as soon as it is spawned (to signal it, or to watch it). */
   onSpawn?: (child: ChildProcess) => void;
@@ -144,10 +126,9 @@ export async function runCli(args: string[], options: CliOptions = {}): Promise<
     env.UID2_API_KEY = served.apiKey;
     env.UID2_CLIENT_SECRET = served.clientSecret;
     env.UID2_BASE_URL = served.url;
-    if (options.followServiceClock !== false) env.UID2_TEST_CLOCK_OFFSET_MS = String((await serviceNowMs(served.url)) - Date.now());
   }
   Object.assign(env, options.env);
-  const child = spawn(process.execPath, ['--import', clockPreload(), BIN, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   options.onSpawn?.(child);
   let stdout = '';
   let stderr = '';
@@ -174,11 +155,11 @@ export function loopbackFingerprint(served: Served): string {
 }
 
 /**
- * A state file as `map --state` makes it: the keys mapped through /v3/identity/map (on the service's clock) and
- * each answered batch committed in one transaction.
+ * A state file as `map --state` makes it: the keys mapped through /v3/identity/map and each answered batch
+ * committed in one transaction, stamped with the service's identity time.
  */
 export async function buildState(path: string, served: Served, keys: readonly StoredKey[]): Promise<void> {
-  const client = await testClient(served);
+  const client = testClient(served);
   const state = openState(path, { envFingerprint: loopbackFingerprint(served) });
   try {
     for (let i = 0; i < keys.length; i += 5000) {
