@@ -51,7 +51,7 @@ export interface MapEngineOptions {
   limiter?: AdaptiveConcurrency;
   /** Rows read but not yet written before reading pauses (default: enough to keep every request slot busy). */
   maxPendingRows?: number;
-  /** Identifiers remembered to serve repeats without a request (default 200,000). */
+  /** Identifiers remembered to serve repeats without a request (default 50,000). */
   recentCapacity?: number;
   /** Stop at the first batch that fails after the client's last attempt. */
   failFast?: boolean;
