@@ -259,3 +259,21 @@ export function sortedLines(text: string): string[] {
   const lines = text.split('\n').filter((l) => l.length > 0);
   return [lines[0] ?? '', ...lines.slice(1).sort()];
 }
+
+/**
+ * `n` seeded kill points, SIGKILL and SIGINT alternating: each after a random number of requests in
+ * [1, maxRequests] plus a random delay of up to `maxDelayMs`.
+ */
+export function killPoints(seed: number, n: number, maxRequests: number, maxDelayMs: number): KillPoint[] {
+  const random = seeded(seed);
+  return Array.from({ length: n }, (_, i) => ({
+    signal: i % 2 === 0 ? 'SIGKILL' : 'SIGINT',
+    afterRequests: 1 + random.int(Math.max(1, maxRequests)),
+    delayMs: random.int(maxDelayMs + 1),
+  }));
+}
+
+/** How a killed run ended: SIGKILL leaves no exit code; SIGINT is handled and ends with 130. */
+export function describeEnd(run: { code: number | null; signal: NodeJS.Signals | null }): string {
+  return run.signal !== null ? run.signal : `exit ${run.code}`;
+}
