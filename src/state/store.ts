@@ -301,11 +301,9 @@ export class SqliteStateStore implements StateStore {
   // ---- counts and runs
 
   counts(nowS?: number): StateCounts {
-    const result: StateCounts = { entries: 0, mapped: 0, optout: 0, invalid: 0 };
-    for (const [code, count] of this.stmts.countsByStatus.raw().all() as [number, number][]) {
-      result[statusOfCode(code)] += count;
-      result.entries += count;
-    }
+    const [entries, mapped, optout, invalid] = this.stmts.countsByStatus.raw().get() as (number | null)[];
+    // sum() over no rows is NULL
+    const result: StateCounts = { entries: entries ?? 0, mapped: mapped ?? 0, optout: optout ?? 0, invalid: invalid ?? 0 };
     if (nowS !== undefined) {
       const now = Math.floor(nowS);
       const both = this.stmts.countDueBoth.pluck().get(now) as number;

@@ -113,6 +113,11 @@ describe('openState: refusing what it must not open', () => {
     }
   });
 
+  it('says so when the directory of a new file does not exist', () => {
+    const path = `${t.dir}/no-such-dir/s.db`;
+    expect(() => openState(path, { envFingerprint: ENV })).toThrow(`cannot create state file ${path}: its directory does not exist`);
+  });
+
   it('refuses a directory', () => {
     expect(() => openState(t.dir, { envFingerprint: ENV })).toThrow(/not a regular file/);
   });
