@@ -9,6 +9,7 @@
 //   node bench/state.mjs 1000000 --commit-rows 50000   # another size, bigger transactions
 //   node bench/state.mjs 5000000 --keep                # keep the file (its path is printed)
 //   node bench/state.mjs --reuse /tmp/.../state.db     # measure a kept file again, without building
+//   node bench/state.mjs --reuse FILE --mmap 2048       # the same with openState's mmapMiB
 import { hash } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -31,6 +32,7 @@ const option = (name) => {
 const REUSE = option('--reuse');
 const COMMIT_ROWS = Number(option('--commit-rows') ?? 5_000);
 const KEEP = args.includes('--keep') || REUSE !== undefined;
+const MMAP_MIB = Number(option('--mmap') ?? 0);
 const DAY = 86_400;
 // a UTC midnight: the service floors r to one, so all entries of a day share r (the worst case for ties)
 const TODAY = Math.floor(Date.UTC(2026, 0, 15) / 1000);
@@ -61,12 +63,12 @@ const clock = () => ({ wall: 0, cpu: 0 });
 const rates = (n, c, unit) => `${fmt(n / c.wall)} ${unit}/s wall, ${fmt(n / c.cpu)} ${unit}/s CPU`;
 const ms = (c) => `${(c.wall * 1000).toFixed(1)} ms wall, ${(c.cpu * 1000).toFixed(1)} ms CPU`;
 
-const store = openState(path, { envFingerprint: ENV });
+const store = openState(path, { envFingerprint: ENV, mmapMiB: MMAP_MIB });
 try {
   let entries = store.counts().entries;
   console.log(
     `state bench: node ${process.version}, ${cpus().length} CPUs, load average ${loadavg()[0].toFixed(1)}, ` +
-      `${REUSE ? `reusing ${fmt(entries)} entries` : `${fmt(Number(args.find((a) => /^\d+$/.test(a)) ?? 5_000_000))} entries, ${fmt(COMMIT_ROWS)} per commit`}, file ${path}`,
+      `mmap ${MMAP_MIB} MiB, ${REUSE ? `reusing ${fmt(entries)} entries` : `${fmt(Number(args.find((a) => /^\d+$/.test(a)) ?? 5_000_000))} entries, ${fmt(COMMIT_ROWS)} per commit`}, file ${path}`,
   );
 
   // ---- build: what `map --state` writes, one commit per answered batch

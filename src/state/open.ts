@@ -35,6 +35,7 @@ export function openState(path: string, options: OpenStateOptions): StateStore {
   }
   try {
     db.pragma(`cache_size = ${-Math.round((options.cacheSizeMiB ?? 32) * 1024)}`);
+    db.pragma(`mmap_size = ${Math.max(0, Math.round((options.mmapMiB ?? 0) * 1024 * 1024))}`);
     // IN (...) lists and GROUP BY sort in temporary b-trees: keep them off the disk
     db.pragma('temp_store = MEMORY');
     const tables = tableNames(db);

@@ -52,7 +52,16 @@ describe('openState: creating and reopening', () => {
     }
   });
 
-  it('uses WAL and synchronous=NORMAL', () => {
+  it('reads the same through a memory map', () => {
+    const path = t.file();
+    const w = t.open(path);
+    w.commitBatch([{ type: 'email', hash: b64('m'), outcome: { kind: 'mapped', u: b64('mu'), p: null, r: 9 } }], 1);
+    w.close();
+    const mapped = t.open(path, { mmapMiB: 64, readonly: true });
+    expect(mapped.lookupHashes('email', [b64('m')]).get(b64('m'))?.u).toBe(b64('mu'));
+  });
+
+  it('keeps the file in WAL mode', () => {
     const path = t.file();
     t.open(path);
     const raw = new Database(path, { readonly: true });
