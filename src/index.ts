@@ -97,7 +97,7 @@ export interface MapRowsOptions {
 
 export type IdentifierResult =
   | { status: 'mapped'; rawUid: string; prevRawUid: string | null; refreshFrom: number; reason: null }
-  | { status: 'optout' | 'invalid' | 'error'; rawUid: null; prevRawUid: null; refreshFrom: null; reason: string };
+  | { status: 'optout' | 'invalid' | 'error' | 'missing'; rawUid: null; prevRawUid: null; refreshFrom: null; reason: string };
 
 export interface MappedRow {
   /** The input row's cells, unchanged. */
@@ -249,7 +249,7 @@ function rowResults(chunk: RowChunk, r: number): IdentifierResult[] {
     } else {
       const name = SLOT_STATUS_NAMES[status];
       results.push({
-        status: name === 'optout' || name === 'invalid' ? name : 'error',
+        status: name === 'optout' || name === 'invalid' || name === 'missing' ? name : 'error',
         rawUid: null,
         prevRawUid: null,
         refreshFrom: null,

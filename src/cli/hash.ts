@@ -50,7 +50,8 @@ export interface HashSummary {
   command: 'hash';
   rows: number;
   /** Counts identifiers: a row with two identifier columns counts twice. */
-  status: { ok: number; invalid: number };
+  /** `missing`: empty identifier cells, nothing to hash (as `map` reports them). */
+  status: { ok: number; invalid: number; missing: number };
   columns: Record<string, { kind: ColumnKind; ok: number; invalid: number }>;
   invalid_reasons: Record<string, number>;
   row_problems: { short_rows: number; long_rows: number; extra_keys: number };
@@ -60,7 +61,7 @@ export interface HashSummary {
 
 /**
  * The offline half of `map`: normalize, hash and validate every identifier cell exactly as the service
- * would, and write the input rows with `hash`, `hash_type`, `status` (ok | invalid) and `reason`.
+ * would, and write the input rows with `hash`, `hash_type`, `status` (ok | invalid | missing) and `reason`.
  * Invalid cells are data, not failures: the run succeeds whatever their number.
  */
 export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary> {
@@ -105,7 +106,13 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
           continue;
         }
         for (let c = 0; c < columns.length; c++) {
-          const prepared = prepareCell(columns[c], cells[columns[c].index]);
+          const cell = cells[columns[c].index];
+          if (cell === '') {
+            cells.push('', '', 'missing', 'empty');
+            tally.missingCount++;
+            continue;
+          }
+          const prepared = prepareCell(columns[c], cell);
           if (prepared.ok) {
             cells.push(prepared.hash, prepared.type, 'ok', '');
             tally.ok(c);
@@ -160,6 +167,7 @@ function estimateTotal(source: TableSource, rows: number): { total?: number; tot
 
 class Tally {
   rows = 0;
+  missingCount = 0;
   private readonly okCount: number[];
   private readonly invalidCount: number[];
   private readonly reasons = new Map<string, number>();
@@ -188,7 +196,7 @@ class Tally {
     return {
       command: 'hash',
       rows: this.rows,
-      status: { ok: sum(this.okCount), invalid: sum(this.invalidCount) },
+      status: { ok: sum(this.okCount), invalid: sum(this.invalidCount), missing: this.missingCount },
       columns,
       invalid_reasons: Object.fromEntries([...this.reasons].sort((a, b) => b[1] - a[1])),
       row_problems: { short_rows: problems.shortRows, long_rows: problems.longRows, extra_keys: problems.extraKeys },
@@ -206,6 +214,7 @@ export function formatHashSummary(s: HashSummary): string {
     // the reason's head ("invalid phone") is enough on one line; the full text is in the output rows
     line += ` (${reasons.map(([r, n]) => `${formatCount(n)} ${r.split(':')[0]}`).join(', ')})`;
   }
+  if (s.status.missing > 0) line += `, ${formatCount(s.status.missing)} empty`;
   const names = Object.keys(s.columns);
   if (names.length > 1) {
     line += `; ${names.map((n) => `${n}: ${formatCount(s.columns[n].ok)} ok, ${formatCount(s.columns[n].invalid)} invalid`).join('; ')}`;

@@ -7,6 +7,8 @@ export interface StatusCounts {
   optout: number;
   invalid: number;
   error: number;
+  /** Empty identifier cells (map): nothing to send. */
+  missing?: number;
 }
 
 /**
@@ -95,10 +97,15 @@ export function formatSummary(s: RunSummary): string {
   const st = s.status;
   return (
     `${s.command}: ${formatCount(s.rows)} rows in ${formatDuration(s.duration_s)} (${formatRate(s.rows_per_s)} rows/s): ` +
-    `${formatCount(st.mapped)} mapped, ${formatCount(st.optout)} optout, ${formatCount(st.invalid)} invalid, ${formatCount(st.error)} error; ` +
-    `${formatCount(s.requests)} requests, ${formatCount(s.retries)} retries, ${formatCount(s.http_429)} x 429; ` +
+    `${formatCount(st.mapped)} mapped, ${formatCount(st.optout)} optout, ${formatCount(st.invalid)} invalid, ${formatCount(st.error)} error` +
+    `${st.missing ? `, ${formatCount(st.missing)} empty` : ''}; ` +
+    `${plural(s.requests, 'request')}, ${plural(s.retries, 'retry', 'retries')}, ${formatCount(s.http_429)} x 429; ` +
     `${formatCount(s.from_state)} from state`
   );
+}
+
+function plural(n: number, one: string, many = `${one}s`): string {
+  return `${formatCount(n)} ${n === 1 ? one : many}`;
 }
 
 export function printSummary(summary: RunSummary, stream: { write(chunk: string): unknown } = process.stderr): void {

@@ -83,7 +83,7 @@ export interface MapRunCounts {
   /** Identifier cells seen. */
   identifiers: number;
   /** Identifier cells by final status (counted as chunks are handed on). */
-  status: { mapped: number; optout: number; invalid: number; error: number };
+  status: { mapped: number; optout: number; invalid: number; error: number; missing: number };
   /** Cells invalid before any request, by reason. */
   invalidByReason: Record<string, number>;
   /** Cells that were valid locally. */
@@ -141,7 +141,7 @@ export class MapEngine {
     rowsRead: 0,
     rowsDone: 0,
     identifiers: 0,
-    status: { mapped: 0, optout: 0, invalid: 0, error: 0 },
+    status: { mapped: 0, optout: 0, invalid: 0, error: 0, missing: 0 },
     invalidByReason: {},
     valid: 0,
     uniqueIdentifiers: 0,
@@ -260,6 +260,11 @@ export class MapEngine {
           continue;
         }
         const cell = row.cells[column.index] ?? '';
+        // an empty cell (a row with an email but no phone, say) has nothing to map: it is not invalid data
+        if (cell.length === 0) {
+          chunk.setUnmapped(base + c, SLOT.missing, 'empty');
+          continue;
+        }
         const prepared = prepareCell(column, cell);
         if (!prepared.ok) {
           this.invalid(chunk, base + c, prepared.reason);
@@ -516,6 +521,9 @@ export class MapEngine {
           break;
         case SLOT.error:
           counts.error++;
+          break;
+        case SLOT.missing:
+          counts.missing++;
           break;
       }
     }

@@ -30,7 +30,7 @@ export function outputRows(chunk: RowChunk, rejects: string[][] | null): string[
         const m = mapped[slot];
         cells.push(m === null ? '' : m.u, m === null || m.p === null ? '' : m.p, m === null ? '' : String(m.r), 'mapped', '');
       } else {
-        rejected = true;
+        if (s !== SLOT.missing) rejected = true;
         cells.push('', '', '', SLOT_STATUS_NAMES[s], reason[slot] ?? '');
       }
     }

@@ -8,11 +8,13 @@ export const SLOT = {
   optout: 2,
   invalid: 3,
   error: 4,
+  /** The identifier cell is empty: nothing to map, not an error in the data. */
+  missing: 5,
 } as const;
 
 export type SlotStatus = (typeof SLOT)[keyof typeof SLOT];
 
-export const SLOT_STATUS_NAMES = ['pending', 'mapped', 'optout', 'invalid', 'error'] as const;
+export const SLOT_STATUS_NAMES = ['pending', 'mapped', 'optout', 'invalid', 'error', 'missing'] as const;
 
 /**
  * A chunk of input rows on its way through the engine, and the answers for its identifier cells. The chunk, not
@@ -46,7 +48,7 @@ export class RowChunk {
     this.unanswered--;
   }
 
-  setUnmapped(slot: number, status: typeof SLOT.optout | typeof SLOT.invalid | typeof SLOT.error, reason: string): void {
+  setUnmapped(slot: number, status: typeof SLOT.optout | typeof SLOT.invalid | typeof SLOT.error | typeof SLOT.missing, reason: string): void {
     this.status[slot] = status;
     this.reason[slot] = reason;
     this.unanswered--;

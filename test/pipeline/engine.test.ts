@@ -96,13 +96,13 @@ describe('MapEngine: order, dedupe, batches', () => {
     expect(out.map((r) => [r[0], r[5], r[6]])).toEqual([
       ['1', 'mapped', ''],
       ['2', 'invalid', 'unrecognized identifier: not an email, an E.164 phone or a hash'],
-      ['3', 'invalid', 'empty'],
+      ['3', 'missing', 'empty'],
       ['4', 'optout', 'optout'],
       ['5', 'invalid', 'invalid identifier'],
     ]);
     expect(mapper.itemsSent).toBe(3);
-    expect(result.counts.status).toEqual({ mapped: 1, optout: 1, invalid: 3, error: 0 });
-    expect(result.counts.invalidByReason).toEqual({ empty: 1, 'unrecognized identifier: not an email, an E.164 phone or a hash': 1 });
+    expect(result.counts.status).toEqual({ mapped: 1, optout: 1, invalid: 2, error: 0, missing: 1 });
+    expect(result.counts.invalidByReason).toEqual({ 'unrecognized identifier: not an email, an E.164 phone or a hash': 1 });
   });
 
   it('marks every identifier of a row whose columns are shifted as invalid, and pads nothing itself', async () => {
@@ -151,7 +151,7 @@ describe('MapEngine: failures', () => {
     const { result, out, rejects } = await run(emails(500), { mapper, batchSize: 100, concurrency: 1, maxAttempts: 6 });
     expect(result.outcome.kind).toBe('completed');
     expect(result.counts.batchesFailed).toBe(1);
-    expect(result.counts.status).toEqual({ mapped: 400, optout: 0, invalid: 0, error: 100 });
+    expect(result.counts.status).toEqual({ mapped: 400, optout: 0, invalid: 0, error: 100, missing: 0 });
     const failed = out.filter((r) => r[5] === 'error');
     expect(failed.map((r) => r[0])).toEqual(Array.from({ length: 100 }, (_, i) => String(100 + i)));
     expect(failed[0][6]).toBe('rate limited (HTTP 429) after 6 attempts');
@@ -182,5 +182,21 @@ describe('MapEngine: failures', () => {
     const engine = new MapEngine({ columns: [EMAIL], mapBatch: mapper.mapBatch });
     const result = await engine.run(broken());
     expect(result.outcome).toMatchObject({ kind: 'failed', error: { message: 'input.csv:12: unbalanced quote' } });
+  });
+});
+
+describe('MapEngine: empty identifier cells', () => {
+  it('reports an empty cell as missing (not invalid), sends nothing for it and keeps it out of the rejects', async () => {
+    const rows = [
+      ['1', 'a@example.com'],
+      ['2', ''],
+      ['3', 'not-an-email'],
+    ];
+    const { result, out, rejects, mapper } = await run(rows);
+    expect(mapper.itemsSent).toBe(1);
+    expect(out[1].slice(2)).toEqual(['', '', '', 'missing', 'empty']);
+    expect(out[2][5]).toBe('invalid');
+    expect(result.counts.status).toEqual({ mapped: 1, optout: 0, invalid: 1, error: 0, missing: 1 });
+    expect(rejects.map((r) => r[0])).toEqual(['3']);
   });
 });

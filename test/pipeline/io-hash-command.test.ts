@@ -99,16 +99,16 @@ describe('uid2-batch hash', () => {
     expect(readCsv(out)).toEqual([
       { id: '1', email: 'Foo@Bar.com', city: 'Paris', hash: sha('foo@bar.com'), hash_type: 'email', status: 'ok', reason: '' },
       { id: '2', email: 'not-an-email', city: 'Rome', hash: '', hash_type: '', status: 'invalid', reason: 'invalid email' },
-      { id: '3', email: '', city: 'Oslo', hash: '', hash_type: '', status: 'invalid', reason: 'empty' },
+      { id: '3', email: '', city: 'Oslo', hash: '', hash_type: '', status: 'missing', reason: 'empty' },
       { id: '1', email: 'Foo@Bar.com', city: 'Paris', hash: sha('foo@bar.com'), hash_type: 'email', status: 'ok', reason: '' },
     ]);
     const summary = JSON.parse(readFileSync(summaryPath, 'utf8')) as Record<string, unknown>;
     expect(summary).toMatchObject({
       command: 'hash',
       rows: 4,
-      status: { ok: 2, invalid: 2 },
-      columns: { email: { kind: 'email', ok: 2, invalid: 2 } },
-      invalid_reasons: { 'invalid email': 1, empty: 1 },
+      status: { ok: 2, invalid: 1, missing: 1 },
+      columns: { email: { kind: 'email', ok: 2, invalid: 1 } },
+      invalid_reasons: { 'invalid email': 1 },
     });
   });
 
@@ -129,7 +129,8 @@ describe('uid2-batch hash', () => {
     const rows = readCsv(out);
     expect(rows).toHaveLength(28);
     for (const r of rows) {
-      if (r.normalized === '') expect({ id: r.id, status: r.status }).toEqual({ id: r.id, status: 'invalid' });
+      // an empty cell has nothing to hash: `missing`, as map reports it; every other cell without a normal form is invalid
+      if (r.normalized === '') expect({ id: r.id, status: r.status }).toEqual({ id: r.id, status: r.email === '' ? 'missing' : 'invalid' });
       else expect({ id: r.id, status: r.status, hash: r.hash }).toEqual({ id: r.id, status: 'ok', hash: sha(r.normalized) });
     }
   });
@@ -137,7 +138,7 @@ describe('uid2-batch hash', () => {
   test('phones of §5.2 and hashes of §5.3 (43/45 chars, 63/65 hex) as the fixtures expect', async () => {
     const phones = path('phones.out.csv');
     await cli(join(FIXTURES, 'invalid-phones.csv'), '--phone-col', 'phone', '-o', phones, '--quiet');
-    for (const r of readCsv(phones)) expect([r.id, r.status]).toEqual([r.id, r.valid === '1' ? 'ok' : 'invalid']);
+    for (const r of readCsv(phones)) expect([r.id, r.status]).toEqual([r.id, r.valid === '1' ? 'ok' : r.phone === '' ? 'missing' : 'invalid']);
     const hashes = path('hashes.out.csv');
     await cli(join(FIXTURES, 'hash-lengths.csv'), '--email-hash-col', 'email_hash', '-o', hashes, '--quiet');
     for (const r of readCsv(hashes)) {
@@ -187,7 +188,7 @@ describe('uid2-batch hash', () => {
     const io = fakeIo('id,phone\n1,+14155550100\n2,(415) 555-0100\n');
     const flags: HashFlags = { input: '-', format: 'jsonl' };
     const summary = await runHash(flags, io);
-    expect(summary.status).toEqual({ ok: 1, invalid: 1 });
+    expect(summary.status).toEqual({ ok: 1, invalid: 1, missing: 0 });
     const lines = io.out().trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, string>);
     expect(lines.map((l) => [l.id, l.status, l.hash_type])).toEqual([
       ['1', 'ok', 'phone'],
