@@ -166,6 +166,12 @@ function pickByName(header: readonly string[], source: string): ResolvedColumns 
   const flags = candidates
     .map((c) => (c.kind === 'auto' ? `--col ${quoteArg(c.name)}` : `${FLAG_OF[c.kind]} ${quoteArg(c.name)}`))
     .join(' ');
+  // Columns whose names each say one kind, no two the same (email, phone, email_hash): nothing to guess, so map
+  // them all, as a user would with the flags, and say so. A bare "hash" column or two email columns stay a question.
+  const kinds = new Set(candidates.map((c) => c.kind));
+  if (!kinds.has('auto') && kinds.size === candidates.length) {
+    return { columns: candidates, note: `using columns ${candidates.map((c) => `'${c.name}' as ${KIND_WORDS[c.kind]}`).join(', ')} (to choose: ${flags})` };
+  }
   throw new ColumnError(
     `several columns of ${source} look like identifiers (${candidates.map((c) => `'${c.name}'`).join(', ')}); say which to use, e.g. ${flags} (several flags at once are allowed)`,
     header,

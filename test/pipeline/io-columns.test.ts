@@ -83,10 +83,23 @@ describe('resolveIdentifierColumns', () => {
     expect(bare.note).toContain('--type email_hash');
   });
 
-  test('no flags and several candidates: which flags to use, ready to copy', () => {
-    const err = columnError(() => resolveIdentifierColumns(header, {}, 'customers.csv'));
-    expect(err.message).toContain("several columns of customers.csv look like identifiers ('Email', 'phone_number', 'email_hash')");
-    expect(err.message).toContain('--email-col Email --phone-col phone_number --email-hash-col email_hash');
+  test('no flags and several candidates of distinct, named kinds: all are used and the note says how to choose', () => {
+    const { columns, note } = resolveIdentifierColumns(header, {}, 'customers.csv');
+    expect(columns.map((c) => [c.name, c.kind])).toEqual([
+      ['Email', 'email'],
+      ['phone_number', 'phone'],
+      ['email_hash', 'email_hash'],
+    ]);
+    expect(note).toContain("using columns 'Email' as");
+    expect(note).toContain('--email-col Email --phone-col phone_number --email-hash-col email_hash');
+  });
+
+  test('no flags and candidates that leave a question (two of a kind, or a bare hash column): which flags to use, ready to copy', () => {
+    const twoEmails = columnError(() => resolveIdentifierColumns(['id', 'email', 'e-mail'], {}, 'customers.csv'));
+    expect(twoEmails.message).toContain("several columns of customers.csv look like identifiers ('email', 'e-mail')");
+    expect(twoEmails.message).toContain('--email-col email --email-col e-mail');
+    const bareHash = columnError(() => resolveIdentifierColumns(['email', 'hash'], {}, 'x.csv'));
+    expect(bareHash.message).toContain('--email-col email --col hash');
   });
 
   test('no flags and no candidate: the columns there are, and a delimiter hint when the header was not split', () => {
