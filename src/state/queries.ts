@@ -53,6 +53,9 @@ export const SQL = {
   markBucketRotated:
     'UPDATE entries SET due = 1 WHERE bucket_id = ? AND status = 1 AND due = 0 AND (last_mapped IS NULL OR last_mapped * 1000 < ?)',
   markAllMappedDue: 'UPDATE entries SET due = 1 WHERE status = 1 AND due = 0',
+  markBucketEntriesDue: 'UPDATE entries SET due = 1 WHERE bucket_id IS NOT NULL AND status = 1 AND due = 0',
+  // entries_by_bucket holds exactly these rows (tombstones and invalids have no bucket)
+  bucketEntries: 'SELECT count(*), min(last_mapped) FROM entries WHERE bucket_id IS NOT NULL',
 
   // the sweep walks (last_optout_check, id): never checked (NULL sorts first), then the rest of the cursor's
   // check time, then later ones; every statement repeats the partial index's condition so that it applies

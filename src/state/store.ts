@@ -5,6 +5,7 @@ import { StateLock } from './lock.js';
 import { IN_LIST_SIZES, SQL } from './queries.js';
 import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
 import type {
+  BucketEntries,
   DueCursor,
   DueDay,
   DueEntry,
@@ -223,6 +224,16 @@ export class SqliteStateStore implements StateStore {
     return this.stmts.markAllMappedDue.run().changes;
   }
 
+  markBucketEntriesDue(): number {
+    this.writable('mark entries due');
+    return this.stmts.markBucketEntriesDue.run().changes;
+  }
+
+  bucketEntries(): BucketEntries {
+    const [count, oldest] = this.stmts.bucketEntries.raw().get() as [number, number | null];
+    return { count, oldestMappedS: oldest };
+  }
+
   // ---- opt-out sweep
 
   selectForOptoutCheck(limit: number, after: OptoutCursor | null): OptoutCandidate[] {
@@ -383,6 +394,8 @@ function prepareAll(db: Database) {
     countDueBoth: plain(SQL.countDueBoth),
     markBucketRotated: plain(SQL.markBucketRotated),
     markAllMappedDue: plain(SQL.markAllMappedDue),
+    markBucketEntriesDue: plain(SQL.markBucketEntriesDue),
+    bucketEntries: plain(SQL.bucketEntries),
     sweepNeverChecked: raw(SQL.sweepNeverChecked),
     sweepSameCheck: raw(SQL.sweepSameCheck),
     sweepLaterCheck: raw(SQL.sweepLaterCheck),

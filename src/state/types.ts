@@ -88,6 +88,13 @@ export interface RotatedBucket {
   lastUpdatedMs: number;
 }
 
+/** The mapped v2 entries of a state file, in brief. */
+export interface BucketEntries {
+  count: number;
+  /** last_mapped of the oldest one; null when there are none. */
+  oldestMappedS: number | null;
+}
+
 /** A raw UID the opt-out endpoint reports as opted out. */
 export interface OptedOutRawUid {
   rawUid: string;
@@ -177,6 +184,13 @@ export interface StateStore {
   markBucketsRotated(buckets: readonly RotatedBucket[]): number;
   /** Marks every mapped entry due (the start of a v2 -> v3 migration, which then walks selectDueV2). */
   markAllMappedDue(): number;
+  /**
+   * Marks due every mapped v2 entry (one with a salt bucket). Unlike markAllMappedDue it leaves v3 entries alone,
+   * so a migration can start every run with it: what an earlier run already moved to v3 is not sent again.
+   */
+  markBucketEntriesDue(): number;
+  /** Mapped v2 entries (with a salt bucket): how many, and when the oldest of them was mapped (Unix seconds). */
+  bucketEntries(): BucketEntries;
 
   /** Entries with a raw UID (u or p), least recently checked first (never-checked first), after `after`. */
   selectForOptoutCheck(limit: number, after: OptoutCursor | null): OptoutCandidate[];
