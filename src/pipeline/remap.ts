@@ -10,6 +10,7 @@ import {
   type MapV3ResponseBody,
 } from '../protocol/index.js';
 import type { DueCursor, DueEntry, EntryUpdate, StateStore } from '../state/types.js';
+import { bucketIdOf, mappedOutcome } from './bucket-answer.js';
 import { AdaptiveConcurrency } from './dispatcher.js';
 
 /** What remap needs from the state file: pages of due entries through the `r` index, one transaction per batch. */
@@ -34,9 +35,13 @@ export interface RemapChange {
   /** The new `r`, Unix seconds; null for optout and invalid. */
   refreshFrom: number | null;
   status: RemapStatus;
+  /** v2 answers only: the salt bucket of the new raw UID. */
+  bucketId?: string | null;
 }
 
 export const CHANGES_HEADER = ['kind', 'hash', 'old_raw_uid', 'new_raw_uid', 'prev_raw_uid', 'refresh_from', 'status'] as const;
+/** The changes file of a v2 state: the v3 columns (empty where v2 has nothing), then the salt bucket. */
+export const CHANGES_HEADER_V2 = [...CHANGES_HEADER, 'bucket_id'] as const;
 
 /** A change as cells under CHANGES_HEADER; a missing value is an empty cell. */
 export function changeCells(change: RemapChange): string[] {
@@ -49,6 +54,13 @@ export function changeCells(change: RemapChange): string[] {
     change.refreshFrom === null ? '' : String(change.refreshFrom),
     change.status,
   ];
+}
+
+/** A change as cells under CHANGES_HEADER_V2. */
+export function changeCellsV2(change: RemapChange): string[] {
+  const cells = changeCells(change);
+  cells.push(change.bucketId ?? '');
+  return cells;
 }
 
 export interface RemapCounts {
@@ -101,6 +113,11 @@ export interface RemapOptions {
   signal?: AbortSignal;
   /** Default 10,000 ms. */
   graceMs?: number;
+  /**
+   * Pages of due entries other than by `r` (v2: the entries marked due, by id), after the last entry of the
+   * previous page. Without it the run walks the `r` index (state.selectDue).
+   */
+  selectPage?: (after: DueEntry | null, limit: number) => DueEntry[];
   /** Rows for the changes file, once their batch is committed; awaited (a sink's backpressure). */
   onChanges?: (changes: RemapChange[]) => void | Promise<void>;
   /** After each settled batch, for progress. */
@@ -159,6 +176,7 @@ export class RemapEngine {
     const unlisten = this.listenForInterrupt();
     try {
       let cursor: DueCursor | null = null;
+      let lastSelected: DueEntry | null = null;
       let exhausted = false;
       while (this.stop === null && !exhausted) {
         // one page selected ahead of the requests in flight keeps every slot busy without holding the whole due set
@@ -169,11 +187,13 @@ export class RemapEngine {
         if (this.stop !== null) break;
         const want = Math.min(this.batchSize, this.remaining());
         if (want <= 0) break;
-        const page = this.options.state.selectDue(this.options.nowS, cursor, want);
+        const selectPage = this.options.selectPage;
+        const page: DueEntry[] = selectPage !== undefined ? selectPage(lastSelected, want) : this.options.state.selectDue(this.options.nowS, cursor, want);
         if (page.length < want) exhausted = true;
         if (page.length === 0) break;
         const last = page[page.length - 1];
         cursor = { r: last.r, id: last.id };
+        lastSelected = last;
         const entries = page.filter((e) => !this.sent.has(e.id));
         if (entries.length === 0) continue;
         for (const e of entries) this.sent.add(e.id);
@@ -358,11 +378,12 @@ export function settleEntry(
 ): { update: EntryUpdate; status: RemapStatus; change: RemapChange | null } {
   const base = { kind: entry.type, hash: entry.hash, oldRawUid: entry.u };
   if (isMappedV3(answer)) {
-    const update: EntryUpdate = { type: entry.type, hash: entry.hash, outcome: { kind: 'mapped', u: answer.u, p: answer.p, r: answer.r } };
+    const outcome = mappedOutcome(answer);
+    const update: EntryUpdate = { type: entry.type, hash: entry.hash, outcome };
     const change: RemapChange | null =
       answer.u === entry.u
         ? null
-        : { ...base, newRawUid: answer.u, prevRawUid: answer.p, refreshFrom: answer.r, status: 'mapped' };
+        : { ...base, newRawUid: answer.u, prevRawUid: outcome.p, refreshFrom: outcome.r, status: 'mapped', bucketId: bucketIdOf(answer) };
     return { update, status: 'mapped', change };
   }
   const status: RemapStatus = answer.e === 'optout' ? 'optout' : 'invalid';
