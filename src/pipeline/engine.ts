@@ -13,6 +13,7 @@ import {
 import type { EntryUpdate, StateEntry } from '../state/types.js';
 import { prepareCell, type IdentifierColumn } from './columns.js';
 import { BatchBuilder, batchRequest, batchItemCount, type MapBatch } from './batcher.js';
+import { BucketAnswer, mappedOutcome } from './bucket-answer.js';
 import { answerSlot, IdentifierTable, OPTOUT_REASON, TrackedIdentifier } from './dedupe.js';
 import { AdaptiveConcurrency } from './dispatcher.js';
 import { DistinctEstimate } from './distinct-count.js';
@@ -125,7 +126,7 @@ const STATE_INVALID: UnmappedV3 = Object.freeze({ e: 'invalid identifier' });
 const DRY_ANSWER: UnmappedV3 = Object.freeze({ e: 'not sent (dry run)' });
 
 function isStateAnswer(item: MapV3Item): boolean {
-  return item instanceof StateAnswer || item === STATE_OPTOUT || item === STATE_INVALID;
+  return item instanceof StateAnswer || item === STATE_OPTOUT || item === STATE_INVALID || (item instanceof BucketAnswer && item.fromState);
 }
 
 const STOPPED = Symbol('stopped');
@@ -534,6 +535,8 @@ export class MapEngine {
 function answerFromState(entry: StateEntry, nowS: number): MapV3Item | undefined {
   switch (entry.status) {
     case 'mapped':
+      // a v2 entry (it has a salt bucket) stays fresh until a bucket check marks it due
+      if (entry.bucketId !== null) return entry.u !== null && !entry.due ? new BucketAnswer(entry.u, entry.bucketId, true) : undefined;
       return entry.u !== null && entry.r !== null && nowS < entry.r ? new StateAnswer(entry.u, entry.p, entry.r) : undefined;
     case 'optout':
       return STATE_OPTOUT;
@@ -543,6 +546,6 @@ function answerFromState(entry: StateEntry, nowS: number): MapV3Item | undefined
 }
 
 function entryUpdate(type: DiiType, hash: string, answer: MapV3Item): EntryUpdate {
-  if (isMappedV3(answer)) return { type, hash, outcome: { kind: 'mapped', u: answer.u, p: answer.p, r: answer.r } };
+  if (isMappedV3(answer)) return { type, hash, outcome: mappedOutcome(answer) };
   return { type, hash, outcome: answer.e === OPTOUT_REASON ? { kind: 'optout' } : { kind: 'invalid' } };
 }
