@@ -1,3 +1,4 @@
+import { bucketIdOf } from './bucket-answer.js';
 import { resultHeader } from './columns.js';
 import { SLOT, SLOT_STATUS_NAMES, type RowChunk } from './row-chunk.js';
 
@@ -32,6 +33,37 @@ export function outputRows(chunk: RowChunk, rejects: string[][] | null): string[
       } else {
         if (s !== SLOT.missing) rejected = true;
         cells.push('', '', '', SLOT_STATUS_NAMES[s], reason[slot] ?? '');
+      }
+    }
+    out[r] = cells;
+    if (rejected && rejects !== null) rejects.push(cells);
+  }
+  return out;
+}
+
+/** `map --api v2`: v2 has no previous raw ID and no refresh time; it has the salt bucket instead. */
+export const RESULT_COLUMNS_V2 = ['raw_uid', 'bucket_id', 'status', 'reason'] as const;
+
+export function outputHeaderV2(inputHeader: readonly string[], identifierColumns: readonly { name: string }[]): string[] {
+  return resultHeader(inputHeader, identifierColumns, RESULT_COLUMNS_V2);
+}
+
+/** outputRows for `map --api v2`: raw_uid, bucket_id, status, reason per identifier column. */
+export function outputRowsV2(chunk: RowChunk, rejects: string[][] | null): string[][] {
+  const { rows, width, status, mapped, reason } = chunk;
+  const out: string[][] = new Array(rows.length);
+  for (let r = 0; r < rows.length; r++) {
+    const cells = rows[r].cells;
+    let rejected = false;
+    for (let c = 0; c < width; c++) {
+      const slot = r * width + c;
+      const s = status[slot];
+      if (s === SLOT.mapped) {
+        const m = mapped[slot];
+        cells.push(m === null ? '' : m.u, bucketIdOf(m) ?? '', 'mapped', '');
+      } else {
+        if (s !== SLOT.missing) rejected = true;
+        cells.push('', '', SLOT_STATUS_NAMES[s], reason[slot] ?? '');
       }
     }
     out[r] = cells;
