@@ -1,0 +1,351 @@
+#!/usr/bin/env node
+// `npm run bench`: the performance figures of issue 8 in one table, written to bench/results.json.
+// Not a test: the figures depend on the machine (and on whatever else shares it), so the ratios say more than
+// the absolute numbers. Inputs are generated once, seeded, under bench/data/ (gitignored).
+//
+//   npm run bench                          # everything (the 5M-entry remap state takes a few minutes)
+//   npm run bench -- --skip-5m-state       # remap-due on a 1M-entry state instead
+//   npm run bench -- --only map1m,hash     # some cases: map1m map5m mapEmail hash remap optout service
+//   npm run bench -- --threads 0,1         # map and hash once per --threads value (default: the CLI's default)
+//   npm run bench -- --runs 1              # one run per case instead of the median of 3
+import { spawn } from 'node:child_process';
+import { hash as sha256 } from 'node:crypto';
+import { once } from 'node:events';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const BIN = join(ROOT, 'bin', 'uid2-batch.js');
+const DATA = join(ROOT, 'bench', 'data');
+const RESULTS = join(ROOT, 'bench', 'results.json');
+
+const argv = process.argv.slice(2);
+const flag = (name) => argv.includes(name);
+const option = (name) => {
+  const i = argv.indexOf(name);
+  return i >= 0 ? argv[i + 1] : undefined;
+};
+const ALL_CASES = ['map1m', 'map5m', 'mapEmail', 'hash', 'remap', 'optout', 'service'];
+const ONLY = option('--only')?.split(',') ?? ALL_CASES;
+const RUNS = Number(option('--runs') ?? 3);
+const THREADS = option('--threads')?.split(',').map(Number) ?? [undefined];
+const SKIP_5M_STATE = flag('--skip-5m-state');
+
+if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) {
+  console.error('bench/run.mjs: dist/ is missing; run `npm run build` first');
+  process.exit(2);
+}
+mkdirSync(DATA, { recursive: true });
+const WORK = join(DATA, 'work');
+mkdirSync(WORK, { recursive: true });
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+const fmt = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'n/a');
+
+// --- inputs ------------------------------------------------------------------------------------------------------
+async function input(rows, kind) {
+  const path = join(DATA, `${kind}-${rows}-seed42.csv`);
+  if (!existsSync(path)) {
+    process.stderr.write(`generating ${fmt(rows)} ${kind} rows into ${path}...\n`);
+    const { writeRows } = await import(pathToFileURL(join(ROOT, 'bench', 'gen-input.mjs')).href);
+    await writeRows({ rows, seed: 42, out: `${path}.part`, kind });
+    const { renameSync } = await import('node:fs');
+    renameSync(`${path}.part`, path);
+  }
+  return path;
+}
+
+/** Raw UIDs have the shape of a 44-char base64 SHA-256; the service answers opt-out status for any such string. */
+function rawUidFile(count) {
+  const path = join(DATA, `raw-uids-${count}.csv`);
+  if (!existsSync(path)) {
+    let text = 'raw_uid\n';
+    for (let i = 0; i < count; i++) text += `${sha256('sha256', `raw-uid-${i}`, 'base64')}\n`;
+    writeFileSync(path, text);
+  }
+  return path;
+}
+
+// --- processes ---------------------------------------------------------------------------------------------------
+function childEnv(extra = {}) {
+  const env = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('UID2_')) env[k] = v;
+  return { ...env, XDG_CONFIG_HOME: join(WORK, 'no-config'), NO_COLOR: '1', ...extra };
+}
+
+async function startServe() {
+  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0'], { env: childEnv(), stdio: ['ignore', 'pipe', 'inherit'] });
+  const line = await new Promise((resolveLine, reject) => {
+    let text = '';
+    child.stdout.on('data', (d) => {
+      text += d;
+      const nl = text.indexOf('\n');
+      if (nl >= 0) resolveLine(text.slice(0, nl));
+    });
+    child.once('exit', (code) => reject(new Error(`serve exited with ${code}`)));
+  });
+  return { child, ...JSON.parse(line) };
+}
+
+async function stopServe(serve) {
+  if (serve.child.exitCode !== null) return;
+  process.kill(serve.child.pid, 'SIGTERM');
+  await once(serve.child, 'exit');
+}
+
+/** CPU seconds a process has used so far (Linux /proc). */
+function cpuSecondsOf(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+// The CLI reports its own peak RSS (VmHWM) and CPU time as it exits; the last line of its stderr.
+const REPORT = `data:text/javascript,${encodeURIComponent(
+  "import { readFileSync, writeSync } from 'node:fs'; process.on('exit', () => { const u = process.resourceUsage(); const m = /VmHWM:\\s+(\\d+)/.exec(readFileSync('/proc/self/status', 'utf8')); writeSync(2, `\\nBENCH_HWM_KB ${m ? m[1] : 'NaN'} CPU_US ${u.userCPUTime + u.systemCPUTime}\\n`); });",
+)}`;
+
+/** Runs the built CLI; resolves with wall seconds, peak RSS (MB), CPU seconds of the CLI and of serve. */
+async function runCli(args, { serve, env = {}, okCodes = [0] } = {}) {
+  const serveCpu0 = serve ? cpuSecondsOf(serve.child.pid) : 0;
+  const started = process.hrtime.bigint();
+  const child = spawn(process.execPath, ['--import', REPORT, BIN, ...args], { env: childEnv(env), stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const [code] = await once(child, 'close');
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  if (!okCodes.includes(code)) throw new Error(`uid2-batch ${args[0]} exited with ${code}: ${stderr.slice(-2000)}`);
+  const m = /BENCH_HWM_KB (\d+) CPU_US (\d+)/.exec(stderr);
+  return {
+    seconds,
+    peakRssMb: m ? Number(m[1]) / 1024 : NaN,
+    cpuS: m ? Number(m[2]) / 1e6 : NaN,
+    serveCpuS: serve ? cpuSecondsOf(serve.child.pid) - serveCpu0 : 0,
+  };
+}
+
+function credentials(serve) {
+  return { UID2_API_KEY: serve.api_key, UID2_CLIENT_SECRET: serve.client_secret };
+}
+
+/** Median of `runs` runs by wall time; the figures of that run. */
+async function medianRun(runs, once_) {
+  const all = [];
+  for (let i = 0; i < runs; i++) all.push(await once_());
+  const m = median(all.map((r) => r.seconds));
+  return { ...all.find((r) => r.seconds === m), all: all.map((r) => Number(r.seconds.toFixed(2))) };
+}
+
+// --- cases -------------------------------------------------------------------------------------------------------
+const table = [];
+const results = {};
+
+function record(name, row) {
+  results[name] = row;
+  table.push({ name, ...row });
+  const figures = Object.entries(row)
+    .filter(([k]) => k !== 'note')
+    .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join('/') : v}`)
+    .join(' ');
+  process.stderr.write(`  ${name}: ${figures}\n`);
+}
+
+const threadArgs = (t) => (t === undefined ? [] : ['--threads', String(t)]);
+const threadLabel = (t) => (t === undefined ? '' : ` --threads ${t}`);
+
+async function mapCase(serve, rows, kind, runs, threads) {
+  const path = await input(rows, kind);
+  const out = join(WORK, `mapped-${kind}-${rows}.csv`);
+  const summary = join(WORK, `map-summary-${kind}-${rows}.json`);
+  const r = await medianRun(runs, () =>
+    runCli(['map', path, '-o', out, '--base-url', serve.url, '--quiet', '--summary-json', summary, ...threadArgs(threads)], {
+      serve,
+      env: credentials(serve),
+      okCodes: [0, 3],
+    }),
+  );
+  const s = JSON.parse(readFileSync(summary, 'utf8'));
+  if (s.rows !== rows) throw new Error(`map: expected ${rows} rows in the summary, got ${s.rows}`);
+  const outMb = statSync(out).size / 1e6;
+  rmSync(out, { force: true });
+  return {
+    rows,
+    seconds: Number(r.seconds.toFixed(2)),
+    runs_s: r.all,
+    rows_per_s: Math.round(rows / r.seconds),
+    peak_rss_mb: Math.round(r.peakRssMb),
+    cli_cpu_s: Number(r.cpuS.toFixed(2)),
+    serve_cpu_s: Number(r.serveCpuS.toFixed(2)),
+    rows_per_cli_cpu_s: Math.round(rows / r.cpuS),
+    requests: s.requests,
+    // distinct identifiers sent to the service (the rest were invalid, empty or repeats)
+    items_sent: s.unique_identifiers,
+    output_mb: Number(outMb.toFixed(1)),
+  };
+}
+
+async function hashCase(rows, runs, threads) {
+  const path = await input(rows, 'mixed');
+  const out = join(WORK, `hashed-${rows}.csv`);
+  const r = await medianRun(runs, () => runCli(['hash', path, '-o', out, '--quiet', ...threadArgs(threads)]));
+  rmSync(out, { force: true });
+  return {
+    rows,
+    seconds: Number(r.seconds.toFixed(2)),
+    runs_s: r.all,
+    rows_per_s: Math.round(rows / r.seconds),
+    peak_rss_mb: Math.round(r.peakRssMb),
+    cli_cpu_s: Number(r.cpuS.toFixed(2)),
+  };
+}
+
+async function optoutCase(serve, count, runs) {
+  const path = rawUidFile(count);
+  const out = join(WORK, 'optout.csv');
+  const r = await medianRun(runs, () =>
+    runCli(['optout-check', path, '-o', out, '--base-url', serve.url, '--quiet'], { serve, env: credentials(serve), okCodes: [0] }),
+  );
+  rmSync(out, { force: true });
+  return {
+    raw_uids: count,
+    seconds: Number(r.seconds.toFixed(2)),
+    runs_s: r.all,
+    raw_uids_per_s: Math.round(count / r.seconds),
+    peak_rss_mb: Math.round(r.peakRssMb),
+    serve_cpu_s: Number(r.serveCpuS.toFixed(2)),
+  };
+}
+
+/**
+ * The local service alone: v3 map requests of 5,000 prepared hashes from this process (20 in flight) against
+ * serve in its own process; serve's CPU time per item gives its rate per core, whatever this process costs.
+ */
+async function serviceCase(serve, requests) {
+  const { createServiceClient } = await import(pathToFileURL(join(ROOT, 'dist', 'client', 'index.js')).href);
+  const client = createServiceClient({ baseUrl: serve.url, apiKey: serve.api_key, clientSecret: serve.client_secret });
+  const bodies = [];
+  for (let b = 0; b < 8; b++) {
+    const email_hash = [];
+    for (let i = 0; i < 5000; i++) email_hash.push(sha256('sha256', `svc-${b}-${i}`, 'base64'));
+    bodies.push({ email_hash });
+  }
+  try {
+    // warm-up: JIT and connections
+    await Promise.all(bodies.map((b) => client.mapV3(b)));
+    const cpu0 = cpuSecondsOf(serve.child.pid);
+    const started = process.hrtime.bigint();
+    let next = 0;
+    const worker = async () => {
+      while (next < requests) {
+        const i = next++;
+        await client.mapV3(bodies[i % bodies.length]);
+      }
+    };
+    await Promise.all(Array.from({ length: 20 }, worker));
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const serveCpu = cpuSecondsOf(serve.child.pid) - cpu0;
+    const items = requests * 5000;
+    return {
+      items,
+      seconds: Number(seconds.toFixed(2)),
+      items_per_s: Math.round(items / seconds),
+      serve_cpu_s: Number(serveCpu.toFixed(2)),
+      items_per_serve_cpu_s: Math.round(items / serveCpu),
+    };
+  } finally {
+    await client.close();
+  }
+}
+
+/** bench/remap.mjs in its own process (it builds the state through dist/state and starts its own serve). */
+async function remapCase(entries) {
+  const child = spawn(process.execPath, [join(ROOT, 'bench', 'remap.mjs'), String(entries)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let stdout = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  const [code] = await once(child, 'close');
+  if (code !== 0) throw new Error(`bench/remap.mjs exited with ${code}`);
+  const json = JSON.parse(stdout.slice(stdout.indexOf('\n{') + 1));
+  return {
+    entries,
+    due: json.due,
+    build_s: Number(json.build_s.toFixed(1)),
+    count_due_ms: Number(json.count_due_ms.toFixed(1)),
+    select_due_ms: Number(json.select_due_ms.toFixed(1)),
+    full_scan_ms: Number(json.full_scan_ms.toFixed(0)),
+    remap_total_s: Number(json.remap.wall_s.toFixed(2)),
+    remap_peak_rss_mb: Math.round(json.remap.peak_rss_mib),
+    second_run_s: Number(json.second_run_s.toFixed(2)),
+  };
+}
+
+// --- main --------------------------------------------------------------------------------------------------------
+const machine = {
+  date: new Date().toISOString(),
+  cores: cpus().length,
+  cpu_model: (/model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8')) ?? [])[1] ?? cpus()[0]?.model,
+  memory_gib: Math.round(totalmem() / 2 ** 30),
+  node: process.version,
+  load_avg_at_start: Number(loadavg()[0].toFixed(2)),
+};
+process.stderr.write(`bench: ${machine.cores} cores (${machine.cpu_model}), Node ${machine.node}, load ${machine.load_avg_at_start}\n`);
+
+const serve = await startServe();
+try {
+  for (const t of THREADS) {
+    if (ONLY.includes('map1m')) record(`map 1M mixed${threadLabel(t)}`, await mapCase(serve, 1_000_000, 'mixed', RUNS, t));
+    if (ONLY.includes('mapEmail')) record(`map 1M email-only${threadLabel(t)}`, await mapCase(serve, 1_000_000, 'email', RUNS, t));
+    if (ONLY.includes('map5m')) record(`map 5M mixed${threadLabel(t)}`, await mapCase(serve, 5_000_000, 'mixed', 1, t));
+    if (ONLY.includes('hash')) record(`hash 1M mixed${threadLabel(t)}`, await hashCase(1_000_000, RUNS, t));
+  }
+  if (ONLY.includes('optout')) record('optout-check 100k raw UIDs', await optoutCase(serve, 100_000, RUNS));
+  if (ONLY.includes('service')) record('service v3 map (load from bench)', await serviceCase(serve, 200));
+} finally {
+  await stopServe(serve);
+}
+if (ONLY.includes('remap')) {
+  const entries = SKIP_5M_STATE ? 1_000_000 : 5_000_000;
+  record(`remap-due ${entries / 1e6}M-entry state, 1/365 due`, await remapCase(entries));
+}
+
+// the service must serve at least 3x what one core of the client sends
+const mapRow = Object.entries(results).find(([k]) => k.startsWith('map 1M mixed'))?.[1];
+const svc = results['service v3 map (load from bench)'];
+if (mapRow && svc) {
+  const clientItemsPerCpuS = mapRow.items_sent / mapRow.cli_cpu_s;
+  results.service_vs_client = {
+    service_items_per_core_s: svc.items_per_serve_cpu_s,
+    client_rows_per_core_s: mapRow.rows_per_cli_cpu_s,
+    ratio_items_vs_client_rows: Number((svc.items_per_serve_cpu_s / mapRow.rows_per_cli_cpu_s).toFixed(1)),
+    ratio_items_vs_client_items: Number((svc.items_per_serve_cpu_s / clientItemsPerCpuS).toFixed(1)),
+  };
+}
+
+const output = { machine, results };
+const previous = existsSync(RESULTS) && ONLY.length < ALL_CASES.length ? JSON.parse(readFileSync(RESULTS, 'utf8')) : undefined;
+if (previous) output.results = { ...previous.results, ...results };
+writeFileSync(RESULTS, `${JSON.stringify(output, null, 2)}\n`);
+
+// --- the table ---------------------------------------------------------------------------------------------------
+const rate = (r) => r.rows_per_s ?? r.raw_uids_per_s ?? r.items_per_s;
+console.log(`\nuid2-batch bench, ${machine.date.slice(0, 10)}: ${machine.cores} cores, ${machine.cpu_model}, Node ${machine.node}`);
+console.log(`${'case'.padEnd(40)} ${'per s'.padStart(10)} ${'wall s'.padStart(8)} ${'peak RSS'.padStart(9)} ${'CPU s'.padStart(6)} ${'serve CPU'.padStart(9)}  notes`);
+for (const r of table) {
+  const rss = r.peak_rss_mb ?? r.remap_peak_rss_mb;
+  let notes = '';
+  if (r.runs_s) notes = `runs ${r.runs_s.join('/')}`;
+  if (r.select_due_ms !== undefined) notes = `${fmt(r.due)} due: select ${r.select_due_ms} ms, count ${r.count_due_ms} ms (full scan ${r.full_scan_ms} ms); build ${r.build_s} s`;
+  if (r.items_per_serve_cpu_s !== undefined) notes = `${fmt(r.items_per_serve_cpu_s)} items per serve CPU s`;
+  console.log(
+    `${r.name.padEnd(40)} ${(rate(r) !== undefined ? fmt(rate(r)) : '').padStart(10)} ${String(r.seconds ?? r.remap_total_s ?? '').padStart(8)} ${(rss !== undefined ? `${rss} MB` : '').padStart(9)} ${String(r.cli_cpu_s ?? '').padStart(6)} ${String(r.serve_cpu_s ?? '').padStart(9)}  ${notes}`,
+  );
+}
+if (results.service_vs_client) {
+  const s = results.service_vs_client;
+  console.log(`service ${fmt(s.service_items_per_core_s)} items/core-s vs client ${fmt(s.client_rows_per_core_s)} rows/core-s: ${s.ratio_items_vs_client_rows}x (per item sent: ${s.ratio_items_vs_client_items}x)`);
+}
+console.log(`written: ${RESULTS}`);
