@@ -9,6 +9,42 @@
  * Returns null for an invalid address.
  */
 export function normalizeEmail(input: string): string | null {
+  return normalizePrintableAscii(input) ?? normalizeEachChar(input);
+}
+
+/** normalizeEmail's fast path has no answer: the input needs the character-by-character walk. */
+const SLOW = undefined;
+
+/**
+ * Most inputs are printable ASCII with at most outer spaces; for them the walk below reduces to native string
+ * operations. Returns SLOW (not null, which means invalid) for anything else: inner spaces, tabs, non-ASCII.
+ */
+function normalizePrintableAscii(input: string): string | null | undefined {
+  let start = 0;
+  let end = input.length;
+  while (start < end && input.charCodeAt(start) === 32) start++;
+  while (end > start && input.charCodeAt(end - 1) === 32) end--;
+  for (let i = start; i < end; i++) {
+    const code = input.charCodeAt(i);
+    if (code <= 32 || code >= 127) return SLOW;
+  }
+  // only ASCII is left, so toLowerCase changes exactly A-Z, as the operator does
+  const s = (start === 0 && end === input.length ? input : input.slice(start, end)).toLowerCase();
+  const at = s.indexOf('@');
+  if (at === -1 || at === s.length - 1 || s.indexOf('@', at + 1) !== -1) return null;
+  const domain = s.slice(at + 1);
+  let local: string;
+  if (domain === 'gmail.com') {
+    const plus = s.indexOf('+');
+    local = s.slice(0, plus !== -1 && plus < at ? plus : at);
+    if (local.includes('.')) local = local.replaceAll('.', '');
+  } else {
+    local = s.slice(0, at);
+  }
+  return local.length === 0 ? null : `${local}@${domain}`;
+}
+
+function normalizeEachChar(input: string): string | null {
   let local = '';
   let gmailLocal = '';
   let domain = '';
