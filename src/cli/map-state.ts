@@ -1,4 +1,5 @@
 import type { EngineState } from '../pipeline/engine.js';
+import { migrationInProgress } from '../pipeline/migrate.js';
 import { openState, type StateStore } from '../state/index.js';
 import { UserError } from './exit-codes.js';
 
@@ -15,6 +16,8 @@ export interface MapStateOptions {
   envFingerprint: string;
   /** A dry run reads the state and writes nothing; the file must exist. */
   readonly: boolean;
+  /** The API of the run (default v3): a new file records it, an existing file must have been made with it. */
+  api?: 'v3' | 'v2';
 }
 
 /**
@@ -22,11 +25,22 @@ export interface MapStateOptions {
  * environment or by `map --api v2`, and locked so two runs never write it at once.
  */
 export function openMapState(path: string, options: MapStateOptions): MapStateFile {
-  const store: StateStore = openState(path, { envFingerprint: options.envFingerprint, api: 'v3', readonly: options.readonly });
+  const api = options.api ?? 'v3';
+  const store: StateStore = openState(path, { envFingerprint: options.envFingerprint, api, readonly: options.readonly });
   let runId: number | undefined;
   try {
-    if (store.meta().api !== 'v3') {
-      throw new UserError(`--state ${path} holds v2 (salt bucket) mappings; give map (v3) its own state file, or run uid2-batch migrate first`);
+    const fileApi = store.meta().api;
+    if (fileApi !== api && api === 'v3') {
+      throw new UserError(
+        `--state ${path} holds v2 (salt bucket) mappings: map (v3) cannot add to it; convert it with uid2-batch migrate --state ${path}, ` +
+          'or keep mapping with v2 (--api v2) until then',
+      );
+    }
+    if (fileApi !== api) {
+      throw new UserError(`--state ${path} holds v3 mappings (with refresh times): map --api v2 cannot add to it; drop --api v2 (v3 is the current API), or give --api v2 its own state file`);
+    }
+    if (api === 'v2' && migrationInProgress(store)) {
+      throw new UserError(`--state ${path} is being migrated to v3: finish with uid2-batch migrate --state ${path}, then map without --api v2`);
     }
     if (!options.readonly) store.lock();
   } catch (err) {

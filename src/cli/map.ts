@@ -5,7 +5,8 @@ import { envFingerprint, resolveConfig, type ConnectionFlags, type ResolvedConfi
 import { ColumnError, resolveIdentifierColumns, type ColumnKind, type IdentifierColumn } from '../pipeline/columns.js';
 import { AdaptiveConcurrency } from '../pipeline/dispatcher.js';
 import { MapEngine, type MapRunCounts, type MapRunResult } from '../pipeline/engine.js';
-import { outputHeader, outputRows } from '../pipeline/result-columns.js';
+import { mapBatchV2 } from '../pipeline/map-v2.js';
+import { outputHeader, outputHeaderV2, outputRows, outputRowsV2 } from '../pipeline/result-columns.js';
 import { openSink } from '../pipeline/sink.js';
 import { openSource } from '../pipeline/source.js';
 import type { TableSink, TableSource } from '../pipeline/table.js';
@@ -15,6 +16,7 @@ import { openMapState, type MapStateFile } from './map-state.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from './options.js';
 import { createProgress, type ProgressReporter } from './progress.js';
 import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from './summary.js';
+import { v2DeprecationWarning } from './v2-notice.js';
 
 export interface MapFlags {
   /** File, '-' for stdin, or undefined (stdin when it is not a terminal). */
@@ -34,6 +36,8 @@ export interface MapFlags {
   batchSize?: number;
   failFast?: boolean;
   dryRun?: boolean;
+  /** v3 (default), or the deprecated v2 map: one identity kind per request, salt buckets instead of r. */
+  api?: 'v3' | 'v2';
   connection: ConnectionFlags;
   output: OutputFlags;
 }
@@ -82,7 +86,8 @@ export function registerMap(program: Command): void {
     .option('--concurrency <n>', `requests in flight at most (default 20; at most ${PUBLIC_MAX_CONCURRENCY} against the public service)`, parseConcurrency)
     .option('--batch-size <n>', 'identifiers per request (default and maximum 5000)', parseBatchSize)
     .option('--fail-fast', 'stop at the first request that fails after its retries (exit 1) instead of marking its rows error')
-    .option('--dry-run', 'read, validate, hash and count what would be sent; send nothing, write no output');
+    .option('--dry-run', 'read, validate, hash and count what would be sent; send nothing, write no output')
+    .option('--api <version>', 'v3 (default), or v2: the deprecated POST /v2/identity/map (one kind per request; output raw_uid, bucket_id, status, reason; its own --state file, kept fresh with uid2-batch buckets / remap-due)', parseApi);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   cmd.action(async (input: string | undefined, opts: Record<string, unknown>) => {
@@ -105,6 +110,12 @@ export function registerMap(program: Command): void {
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
+}
+
+function parseApi(value: string): 'v3' | 'v2' {
+  const api = value.trim().toLowerCase();
+  if (api !== 'v3' && api !== 'v2') throw new UserError(`--api must be v3 or v2 (got '${value}')`);
+  return api;
 }
 
 function parseKind(value: string): ColumnKind {
@@ -135,6 +146,7 @@ export function mapFlags(input: string | undefined, opts: Record<string, unknown
     ...(num('batchSize') !== undefined ? { batchSize: num('batchSize') } : {}),
     failFast: opts.failFast === true,
     dryRun: opts.dryRun === true,
+    ...(opts.api === 'v2' ? { api: 'v2' as const } : {}),
     connection: connectionFlags(opts),
     output: outputFlags(opts),
   };
@@ -151,6 +163,16 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
   const say = (line: string): void => {
     if (!flags.output.quiet) deps.stderr.write(`uid2-batch: ${line}\n`);
   };
+  // a deadline, not progress: said even with --quiet, so that cron mail carries it
+  if (flags.api === 'v2') {
+    deps.stderr.write(
+      v2DeprecationWarning(
+        'map --api v2 (POST /v2/identity/map)',
+        'use v3: the same uid2-batch map command without --api v2 (uid2-batch migrate --state FILE converts a v2 state file)',
+        startedMs,
+      ),
+    );
+  }
 
   const source = await openSource({
     path: inputPath,
@@ -165,7 +187,7 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
   let state: MapStateFile | undefined;
   if (flags.state !== undefined) {
     if (dryRun && !existsSync(flags.state)) say(`--state ${flags.state} does not exist yet: nothing would be answered from it`);
-    else state = openMapState(flags.state, { envFingerprint: envFingerprint(config), readonly: dryRun });
+    else state = openMapState(flags.state, { envFingerprint: envFingerprint(config), readonly: dryRun, api: flags.api ?? 'v3' });
   }
   try {
     if (dryRun) return await dryRunReport(source, columns, flags, state, startedMs, deps);
@@ -253,7 +275,9 @@ async function mapForReal(
       connections: concurrency,
       onRetry: limiter.onRetry,
     });
-  const header = outputHeader(source.header, columns);
+  const v2 = flags.api === 'v2';
+  const header = v2 ? outputHeaderV2(source.header, columns) : outputHeader(source.header, columns);
+  const toOutputRows = v2 ? outputRowsV2 : outputRows;
   let sink: TableSink | undefined;
   let rejects: TableSink | undefined;
   let progress: ProgressReporter | undefined;
@@ -273,7 +297,7 @@ async function mapForReal(
     const reporter = progress;
     const engine: MapEngine = new MapEngine({
       columns,
-      mapBatch: (request, signal) => client.mapV3(request, { signal }),
+      mapBatch: v2 ? mapBatchV2(client) : (request, signal) => client.mapV3(request, { signal }),
       limiter,
       ...(state !== undefined ? { state: state.engineState } : {}),
       ...(flags.batchSize !== undefined ? { batchSize: flags.batchSize } : {}),
@@ -283,7 +307,7 @@ async function mapForReal(
       nowS: () => Math.floor(deps.now() / 1000),
       onChunk: async (chunk) => {
         const rejected: string[][] | null = rejectSink !== undefined ? [] : null;
-        const rows = outputRows(chunk, rejected);
+        const rows = toOutputRows(chunk, rejected);
         await out.writeRows(rows);
         if (rejectSink !== undefined && rejected !== null && rejected.length > 0) await rejectSink.writeRows(rejected);
         reporter.update({
@@ -298,6 +322,7 @@ async function mapForReal(
     const result = await engine.run(source.rows());
     progress.stop();
     const summary = mapSummary(result, client, source, startedMs, deps.now(), state);
+    if (v2) summary.api = 'v2';
     state?.endRun(JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
     return await finish(result, summary, { sink, rejects, flags, state, say, deps });
   } catch (err) {
@@ -323,6 +348,7 @@ function runArgs(flags: MapFlags, source: TableSource, columns: IdentifierColumn
     concurrency,
     batch_size: flags.batchSize ?? 5000,
     fail_fast: flags.failFast === true,
+    ...(flags.api === 'v2' ? { api: 'v2' } : {}),
   });
 }
 
