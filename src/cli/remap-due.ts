@@ -12,6 +12,7 @@ import { EXIT, onInterrupt, UserError } from './exit-codes.js';
 import { startEmbeddedServiceIfLocal } from './local-service.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from './options.js';
 import { createProgress, type ProgressReporter } from './progress.js';
+import { runRemapDueV2 } from './remap-due-v2.js';
 import { formatCount, formatDuration, formatRate, makeSummary, writeSummaryJson, type RunSummary } from './summary.js';
 
 export interface RemapDueFlags {
@@ -21,6 +22,8 @@ export interface RemapDueFlags {
   dryRun: boolean;
   limit?: number;
   concurrency?: number;
+  /** v2 state: re-map the entries of rotated buckets with v3, which turns them into v3 entries. */
+  upgrade?: boolean;
   connection: ConnectionFlags;
   output: OutputFlags;
 }
@@ -58,7 +61,8 @@ export function registerRemapDue(program: Command): void {
     .option('--now <time>', 'plan against this time instead of the clock: ISO 8601 (no zone means UTC) or Unix seconds')
     .option('--dry-run', 'count what is due now and on each of the next 7 days; send nothing')
     .option('--limit <n>', 'remap at most this many entries in this run (the most overdue first)', parseLimit)
-    .option('--concurrency <n>', `requests in flight at most (default 20; at most ${PUBLIC_MAX_CONCURRENCY} against the public service)`, parseConcurrency);
+    .option('--concurrency <n>', `requests in flight at most (default 20; at most ${PUBLIC_MAX_CONCURRENCY} against the public service)`, parseConcurrency)
+    .option('--upgrade', 'v2 state file: re-map the entries of rotated buckets with v3 instead of v2 (they become v3 entries with a refresh time)');
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   cmd.action(async (opts: Record<string, unknown>) => {
@@ -87,6 +91,7 @@ export function remapDueFlags(opts: Record<string, unknown>): RemapDueFlags {
     dryRun: opts.dryRun === true,
     ...(num('limit') !== undefined ? { limit: num('limit') } : {}),
     ...(num('concurrency') !== undefined ? { concurrency: num('concurrency') } : {}),
+    ...(opts.upgrade === true ? { upgrade: true } : {}),
     connection: connectionFlags(opts),
     output: outputFlags(opts),
   };
@@ -113,6 +118,9 @@ export async function runRemapDue(flags: RemapDueFlags, deps: RemapDueDeps): Pro
   };
   const state = openState(flags.state, { envFingerprint: envFingerprint(config), create: false, readonly: flags.dryRun });
   try {
+    // a v2 file is kept fresh by salt bucket rotation, not by r
+    if (state.meta().api === 'v2') return await runRemapDueV2(state, nowS, config, flags, startedMs, deps, say);
+    if (flags.upgrade === true) throw new UserError(`--upgrade moves the entries of a v2 state file to v3; ${flags.state} is a v3 state file already`);
     if (flags.dryRun) return await dryRun(state, nowS, flags, startedMs, deps);
     // a second run at the same time would send the same entries twice and race on the commits
     state.lock();
@@ -150,11 +158,11 @@ async function dryRun(state: StateStore, nowS: number, flags: RemapDueFlags, sta
   return EXIT.ok;
 }
 
-function isoOf(seconds: number): string {
+export function isoOf(seconds: number): string {
   return new Date(seconds * 1000).toISOString().replace('.000Z', 'Z');
 }
 
-function chooseConcurrency(requested: number | undefined, config: ResolvedConfig, say: (line: string) => void): number {
+export function chooseConcurrency(requested: number | undefined, config: ResolvedConfig, say: (line: string) => void): number {
   const wanted = requested ?? PUBLIC_MAX_CONCURRENCY;
   if (config.env.isPublic && wanted > PUBLIC_MAX_CONCURRENCY) {
     say(`--concurrency ${wanted} lowered to ${PUBLIC_MAX_CONCURRENCY}: the public service allows ${PUBLIC_MAX_CONCURRENCY} map requests in flight`);
@@ -243,7 +251,7 @@ function runArgs(flags: RemapDueFlags): Record<string, unknown> {
   };
 }
 
-function exitCodeOf(result: RemapResult): number {
+export function exitCodeOf(result: RemapResult): number {
   switch (result.outcome.kind) {
     case 'completed':
       return result.counts.status.error === 0 ? EXIT.ok : EXIT.partial;
@@ -256,7 +264,7 @@ function exitCodeOf(result: RemapResult): number {
   }
 }
 
-function remapSummary(result: RemapResult, client: ServiceClient, nowS: number, due: number, startedMs: number, endedMs: number): RunSummary {
+export function remapSummary(result: RemapResult, client: ServiceClient, nowS: number, due: number, startedMs: number, endedMs: number): RunSummary {
   const c = result.counts;
   return makeSummary({
     command: 'remap-due',
@@ -300,7 +308,7 @@ export function formatRemapSummary(s: RunSummary): string {
  * longer due, so no later run would report their changes again. Only a run that committed nothing leaves an
  * existing file alone.
  */
-async function finish(result: RemapResult, summary: RunSummary, sink: TableSink, flags: RemapDueFlags, deps: RemapDueDeps, say: (line: string) => void): Promise<number> {
+export async function finish(result: RemapResult, summary: RunSummary, sink: TableSink, flags: RemapDueFlags, deps: RemapDueDeps, say: (line: string) => void): Promise<number> {
   const { outcome, counts } = result;
   const keep = outcome.kind === 'completed' || counts.batchesCommitted > 0;
   if (keep) await sink.commit();

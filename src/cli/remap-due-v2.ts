@@ -1,0 +1,208 @@
+import { createServiceClient, type ServiceClient } from '../client/index.js';
+import type { ResolvedConfig } from '../config/index.js';
+import { checkRotatedBuckets, isoUtc, nextCheckSinceMs, type BucketCheck } from '../pipeline/buckets.js';
+import { AdaptiveConcurrency } from '../pipeline/dispatcher.js';
+import { mapBatchV2 } from '../pipeline/map-v2.js';
+import { migrationInProgress } from '../pipeline/migrate.js';
+import { CHANGES_HEADER_V2, changeCellsV2, RemapEngine, type RemapBatchFn, type RemapCounts, type RemapOptions, type RemapResult } from '../pipeline/remap.js';
+import { openSink } from '../pipeline/sink.js';
+import type { TableSink } from '../pipeline/table.js';
+import type { StateStore } from '../state/types.js';
+import { EXIT, UserError } from './exit-codes.js';
+import { startEmbeddedServiceIfLocal } from './local-service.js';
+import { createProgress, type ProgressReporter } from './progress.js';
+import { chooseConcurrency, exitCodeOf, finish, isoOf, remapSummary, type RemapDueDeps, type RemapDueFlags } from './remap-due.js';
+import { formatCount, makeSummary, writeSummaryJson } from './summary.js';
+import { v2DeprecationWarning } from './v2-notice.js';
+
+/**
+ * `remap-due` on a state file made by `map --api v2`: a v2 raw UID is stale once its salt bucket rotated after it
+ * was mapped (users-and-peers.md §4). So the run first asks which buckets rotated since its last check (the first
+ * time: since the oldest mapping), marks those entries due and records the check; then it re-maps exactly the
+ * entries marked due, with v2, or with v3 under --upgrade (they become v3 entries with r). Entries an earlier
+ * --upgrade moved to v3 are due by r, and are re-mapped with v3 in the same run.
+ */
+export async function runRemapDueV2(
+  state: StateStore,
+  nowS: number,
+  resolved: ResolvedConfig,
+  flags: RemapDueFlags,
+  startedMs: number,
+  deps: RemapDueDeps,
+  say: (line: string) => void,
+): Promise<number> {
+  const path = flags.state ?? state.path;
+  if (migrationInProgress(state)) {
+    throw new UserError(`${path} is being migrated to v3: finish with uid2-batch migrate --state ${path} (remap-due would re-map with v2 what the migration has marked)`);
+  }
+  deps.stderr.write(
+    v2DeprecationWarning(
+      `remap-due on a v2 state file (POST /v2/identity/buckets${flags.upgrade === true ? '' : ' and /v2/identity/map'})`,
+      `convert the file with uid2-batch migrate --state ${path}; remap-due then re-maps by refresh time with v3`,
+      startedMs,
+    ),
+  );
+  if (flags.dryRun) return dryRunV2(state, nowS, flags, startedMs, deps);
+  // a second run at the same time would send the same entries twice and race on the commits
+  state.lock();
+  return remapV2(state, nowS, resolved, flags, startedMs, deps, say);
+}
+
+async function dryRunV2(state: StateStore, nowS: number, flags: RemapDueFlags, startedMs: number, deps: RemapDueDeps): Promise<number> {
+  const marked = state.countDueV2();
+  const dueByR = state.countDue(nowS);
+  const since = nextCheckSinceMs(state);
+  if (!flags.output.quiet) {
+    const lines = [
+      `remap-due --dry-run on a v2 state file at ${isoOf(nowS)}: nothing was sent`,
+      `  ${formatCount(marked)} entries marked due (their salt bucket rotated after they were mapped)`,
+      ...(dueByR > 0 ? [`  ${formatCount(dueByR)} entries moved to v3 earlier (--upgrade) are due by refresh time`] : []),
+      since === null
+        ? '  no v2 entries to check buckets for'
+        : `  a real run first asks for the buckets rotated since ${isoUtc(since)} and may mark more (a dry run does not ask)`,
+    ];
+    deps.stderr.write(`${lines.join('\n')}\n`);
+  }
+  if (flags.output.summaryJson !== undefined) {
+    const summary = makeSummary({
+      command: 'remap-due',
+      rows: 0,
+      startedMs,
+      endedMs: deps.now(),
+      extra: { dry_run: true, api: 'v2', now_s: nowS, due_now: marked + dueByR, marked_due: marked, due_by_r: dueByR, ...(since !== null ? { buckets_since: isoUtc(since) } : {}) },
+    });
+    await writeSummaryJson(flags.output.summaryJson, summary);
+  }
+  return EXIT.ok;
+}
+
+async function remapV2(
+  state: StateStore,
+  nowS: number,
+  resolved: ResolvedConfig,
+  flags: RemapDueFlags,
+  startedMs: number,
+  deps: RemapDueDeps,
+  say: (line: string) => void,
+): Promise<number> {
+  const concurrency = chooseConcurrency(flags.concurrency, resolved, say);
+  const embedded = await startEmbeddedServiceIfLocal(resolved);
+  const config = embedded.config;
+  const limiter = new AdaptiveConcurrency({ max: concurrency });
+  const client: ServiceClient = createServiceClient({
+    baseUrl: config.env.baseUrl,
+    ...(config.apiKey !== undefined ? { apiKey: config.apiKey } : {}),
+    ...(config.clientSecret !== undefined ? { clientSecret: config.clientSecret } : {}),
+    ...(config.timeoutMs !== undefined ? { requestTimeoutMs: config.timeoutMs } : {}),
+    ...(config.maxAttempts !== undefined ? { maxAttempts: config.maxAttempts } : {}),
+    connections: concurrency,
+    onRetry: limiter.onRetry,
+  });
+  const mapV3: RemapBatchFn = (request, signal) => client.mapV3(request, { signal });
+  let sink: TableSink | undefined;
+  let progress: ProgressReporter | undefined;
+  const runId = state.startRun(
+    'remap-due',
+    JSON.stringify({
+      api: 'v2',
+      ...(flags.upgrade === true ? { upgrade: true } : {}),
+      ...(flags.now !== undefined ? { now: flags.now } : {}),
+      ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+      ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
+      output: flags.output.output ?? '-',
+      format: flags.output.format,
+    }),
+    nowS,
+  );
+  try {
+    const since = nextCheckSinceMs(state);
+    let check: BucketCheck | null = null;
+    if (since !== null) {
+      check = await checkRotatedBuckets({ client, state, sinceMs: since, checkedAtMs: nowS * 1000, ...(deps.signal !== undefined ? { signal: deps.signal } : {}) });
+    }
+    const marked = state.countDueV2();
+    const dueByR = state.countDue(nowS);
+    const due = marked + dueByR;
+    sink = await openSink({ path: flags.output.output, format: flags.output.format, header: [...CHANGES_HEADER_V2], stream: deps.stdout });
+    progress = createProgress({
+      label: 'remap-due',
+      stream: deps.stderr,
+      quiet: flags.output.quiet === true || deps.stderr.isTTY !== true,
+      env: deps.env,
+      dataOnStdout: flags.output.output === undefined,
+      stdoutIsTTY: deps.stdout.isTTY === true,
+    });
+    progress.update({ done: 0, total: flags.limit === undefined ? due : Math.min(due, flags.limit) });
+    const out = sink;
+    const reporter = progress;
+    let doneBefore = 0;
+    const common: Omit<RemapOptions, 'mapBatch'> = {
+      state,
+      nowS,
+      limiter,
+      ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+      onChanges: (changes) => out.writeRows(changes.map(changeCellsV2)),
+      onProgress: (c) => {
+        const s = c.status;
+        reporter.update({ done: doneBefore + s.mapped + s.optout + s.invalid + s.error, retries: client.stats.retries, http429: client.stats.http429 });
+      },
+    };
+    let result = await new RemapEngine({
+      ...common,
+      selectPage: (after, limit) => state.selectDueV2(after?.id ?? null, limit),
+      mapBatch: flags.upgrade === true ? mapV3 : mapBatchV2(client),
+      ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+    }).run();
+    const byBucket = result.counts.selected;
+    const left = flags.limit === undefined ? Number.POSITIVE_INFINITY : flags.limit - byBucket;
+    if (result.outcome.kind === 'completed' && dueByR > 0 && left > 0) {
+      doneBefore = byBucket;
+      const byR = await new RemapEngine({ ...common, mapBatch: mapV3, ...(Number.isFinite(left) ? { limit: left } : {}) }).run();
+      result = joinResults(result, byR);
+    }
+    progress.stop();
+    const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
+    summary.api = 'v2';
+    if (check !== null) {
+      summary.buckets_since = isoUtc(check.sinceMs);
+      summary.buckets_rotated = check.buckets.length;
+      summary.marked_due = check.marked;
+    }
+    if (flags.upgrade === true) summary.upgraded = byBucket;
+    state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
+    if (check !== null) {
+      say(`buckets: ${formatCount(check.buckets.length)} salt bucket(s) rotated since ${isoUtc(check.sinceMs)}; ${formatCount(check.marked)} entries marked due`);
+    }
+    return await finish(result, summary, sink, flags, deps, say);
+  } catch (err) {
+    progress?.stop();
+    await sink?.abort();
+    throw err;
+  } finally {
+    await client.close();
+    await embedded.close();
+  }
+}
+
+/** The two passes of one run (by bucket, then by r) as one result. */
+function joinResults(a: RemapResult, b: RemapResult): RemapResult {
+  const x = a.counts;
+  const y = b.counts;
+  const counts: RemapCounts = {
+    selected: x.selected + y.selected,
+    status: {
+      mapped: x.status.mapped + y.status.mapped,
+      optout: x.status.optout + y.status.optout,
+      invalid: x.status.invalid + y.status.invalid,
+      error: x.status.error + y.status.error,
+    },
+    changed: x.changed + y.changed,
+    unchanged: x.unchanged + y.unchanged,
+    stillDue: x.stillDue + y.stillDue,
+    changeRows: x.changeRows + y.changeRows,
+    batches: x.batches + y.batches,
+    batchesFailed: x.batchesFailed + y.batchesFailed,
+    batchesCommitted: x.batchesCommitted + y.batchesCommitted,
+  };
+  return { outcome: b.outcome, counts, batchErrors: [...new Set([...a.batchErrors, ...b.batchErrors])].slice(0, 5) };
+}
