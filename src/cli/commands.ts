@@ -6,6 +6,8 @@ import { registerHash } from './hash.js';
 import { registerMap } from './map.js';
 import { registerRemapDue } from './remap-due.js';
 import { registerOptoutCheck } from './optout-check.js';
+import { registerBuckets } from './buckets.js';
+import { registerMigrate } from './migrate.js';
 
 /** Every command registers itself here: one import and one line each. */
 export function registerCommands(program: Command): void {
@@ -17,4 +19,6 @@ export function registerCommands(program: Command): void {
   registerMap(program);
   registerRemapDue(program);
   registerOptoutCheck(program);
+  registerBuckets(program);
+  registerMigrate(program);
 }

@@ -1,0 +1,276 @@
+import type { Command } from 'commander';
+import { createServiceClient, type ServiceClient } from '../client/index.js';
+import { envFingerprint, resolveConfig, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
+import { AdaptiveConcurrency } from '../pipeline/dispatcher.js';
+import { MIGRATION_FINISHED, migrateToV3, type MigrateResult } from '../pipeline/migrate.js';
+import { CHANGES_HEADER, changeCells } from '../pipeline/remap.js';
+import { openSink } from '../pipeline/sink.js';
+import type { TableSink } from '../pipeline/table.js';
+import { openState } from '../state/index.js';
+import type { StateStore } from '../state/types.js';
+import { EXIT, onInterrupt, UserError } from './exit-codes.js';
+import { startEmbeddedServiceIfLocal } from './local-service.js';
+import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from './options.js';
+import { createProgress, type ProgressReporter } from './progress.js';
+import { chooseConcurrency } from './remap-due.js';
+import { formatCount, formatDuration, makeSummary, writeSummaryJson, type RunSummary } from './summary.js';
+
+export interface MigrateFlags {
+  state?: string;
+  dryRun: boolean;
+  limit?: number;
+  concurrency?: number;
+  connection: ConnectionFlags;
+  output: OutputFlags;
+}
+
+/** What migrate touches besides its files: injected, so tests run the command without a process. */
+export interface MigrateDeps {
+  stdout: NodeJS.WritableStream & { isTTY?: boolean };
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+  env: NodeJS.ProcessEnv;
+  /** Local clock, Unix ms. */
+  now(): number;
+  signal?: AbortSignal;
+  resolveConfig?(flags: ConnectionFlags, require: { apiKey: boolean; clientSecret: boolean }): ResolvedConfig;
+}
+
+const parseConcurrency = wholeNumber('--concurrency', 1, 200);
+const parseLimit = wholeNumber('--limit', 1, Number.MAX_SAFE_INTEGER);
+
+export function registerMigrate(program: Command): void {
+  const cmd = program
+    .command('migrate')
+    .summary('convert a v2 state file (map --api v2) to v3 by re-mapping every entry through POST /v3/identity/map')
+    .description(
+      [
+        'Re-maps every v2 entry of the state file with v3, which gives it a refresh time r (and a previous raw UID p when its salt rotated lately) instead of a salt bucket. Each answered batch is saved at once: an interrupted run, or one cut short by --limit, continues where it stopped when run again. When no v2 entry is left, the file is marked v3: from then on use map and remap-due without --api v2.',
+        'Reports how many raw UIDs stayed the same and how many changed; -o FILE writes the changed ones (kind, hash, old and new raw UID...), to update the systems that hold the old ones.',
+        'Exit codes: 0 done; 3 some batches failed (run again to retry them); 2 usage, or another run is using the state file; 4 credentials refused; 130 interrupted.',
+      ].join('\n\n'),
+    )
+    .option('--state <file>', 'the v2 state file made by map --api v2 --state FILE (required)')
+    .option('--dry-run', 'count what would be re-mapped; send nothing')
+    .option('--limit <n>', 'migrate at most this many entries in this run (run again for the rest)', parseLimit)
+    .option('--concurrency <n>', 'requests in flight at most (default 20; at most 20 against the public service)', parseConcurrency);
+  addConnectionOptions(cmd);
+  addOutputOptions(cmd);
+  cmd.action(async (opts: Record<string, unknown>) => {
+    const stop = new AbortController();
+    const removeInterruptHandler = onInterrupt(() => stop.abort());
+    try {
+      process.exitCode = await runMigrate(migrateFlags(opts), {
+        stdout: process.stdout,
+        stderr: process.stderr,
+        env: process.env,
+        now: () => Date.now(),
+        signal: stop.signal,
+      });
+    } finally {
+      removeInterruptHandler();
+    }
+  });
+}
+
+export function migrateFlags(opts: Record<string, unknown>): MigrateFlags {
+  const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
+  const num = (k: string) => (typeof opts[k] === 'number' ? (opts[k] as number) : undefined);
+  return {
+    ...(str('state') !== undefined ? { state: str('state') } : {}),
+    dryRun: opts.dryRun === true,
+    ...(num('limit') !== undefined ? { limit: num('limit') } : {}),
+    ...(num('concurrency') !== undefined ? { concurrency: num('concurrency') } : {}),
+    connection: connectionFlags(opts),
+    output: outputFlags(opts),
+  };
+}
+
+/** `uid2-batch migrate`: returns the exit code (0, 3 some batches failed, 130 interrupted); throws for the rest. */
+export async function runMigrate(flags: MigrateFlags, deps: MigrateDeps): Promise<number> {
+  const startedMs = deps.now();
+  if (flags.state === undefined) throw new UserError('migrate needs the state file: --state FILE (made by map --api v2 --state FILE)');
+  const resolve = deps.resolveConfig ?? ((f, require) => resolveConfig(f, deps.env, {}, { require }));
+  const config = resolve(flags.connection, { apiKey: !flags.dryRun, clientSecret: !flags.dryRun });
+  const say = (line: string): void => {
+    if (!flags.output.quiet) deps.stderr.write(`uid2-batch: ${line}\n`);
+  };
+  const state = openState(flags.state, { envFingerprint: envFingerprint(config), create: false, readonly: flags.dryRun });
+  try {
+    if (state.meta().api === 'v3') {
+      const when = state.getMeta(MIGRATION_FINISHED);
+      say(`${flags.state} is a v3 state file${when !== null ? ` (migrated ${when})` : ''}: nothing to migrate`);
+      return EXIT.ok;
+    }
+    if (flags.dryRun) return dryRun(state, flags, say);
+    // a second run at the same time would send the same entries twice and race on the commits
+    state.lock();
+    return await migrateForReal(state, config, flags, startedMs, deps, say);
+  } finally {
+    state.close();
+  }
+}
+
+function dryRun(state: StateStore, flags: MigrateFlags, say: (line: string) => void): number {
+  const v2 = state.bucketEntries().count;
+  const send = flags.limit === undefined ? v2 : Math.min(v2, flags.limit);
+  say(`migrate --dry-run: nothing was sent; ${formatCount(v2)} v2 entries to re-map with v3${send < v2 ? ` (--limit takes ${formatCount(send)})` : ''}: ${formatCount(Math.ceil(send / 5000))} request(s) of up to 5,000`);
+  return EXIT.ok;
+}
+
+async function migrateForReal(
+  state: StateStore,
+  resolved: ResolvedConfig,
+  flags: MigrateFlags,
+  startedMs: number,
+  deps: MigrateDeps,
+  say: (line: string) => void,
+): Promise<number> {
+  const nowS = Math.floor(startedMs / 1000);
+  const concurrency = chooseConcurrency(flags.concurrency, resolved, say);
+  const embedded = await startEmbeddedServiceIfLocal(resolved);
+  const config = embedded.config;
+  const limiter = new AdaptiveConcurrency({ max: concurrency });
+  const client: ServiceClient = createServiceClient({
+    baseUrl: config.env.baseUrl,
+    ...(config.apiKey !== undefined ? { apiKey: config.apiKey } : {}),
+    ...(config.clientSecret !== undefined ? { clientSecret: config.clientSecret } : {}),
+    ...(config.timeoutMs !== undefined ? { requestTimeoutMs: config.timeoutMs } : {}),
+    ...(config.maxAttempts !== undefined ? { maxAttempts: config.maxAttempts } : {}),
+    connections: concurrency,
+    onRetry: limiter.onRetry,
+  });
+  let sink: TableSink | undefined;
+  let progress: ProgressReporter | undefined;
+  const runArgs = {
+    ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+    ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
+    output: flags.output.output ?? '-',
+    format: flags.output.format,
+  };
+  const runId = state.startRun('migrate', JSON.stringify(runArgs), nowS);
+  try {
+    sink = await openSink({ path: flags.output.output, format: flags.output.format, header: [...CHANGES_HEADER], stream: deps.stdout });
+    progress = createProgress({
+      label: 'migrate',
+      stream: deps.stderr,
+      quiet: flags.output.quiet === true,
+      env: deps.env,
+      dataOnStdout: flags.output.output === undefined,
+      stdoutIsTTY: deps.stdout.isTTY === true,
+    });
+    const v2 = state.bucketEntries().count;
+    progress.update({ done: 0, total: flags.limit === undefined ? v2 : Math.min(v2, flags.limit) });
+    const out = sink;
+    const reporter = progress;
+    const result = await migrateToV3({
+      state,
+      nowS,
+      mapBatch: (request, signal) => client.mapV3(request, { signal }),
+      limiter,
+      ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+      ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+      onChanges: (changes) => out.writeRows(changes.map(changeCells)),
+      onProgress: (c) => {
+        const s = c.status;
+        reporter.update({ done: s.mapped + s.optout + s.invalid + s.error, retries: client.stats.retries, http429: client.stats.http429 });
+      },
+    });
+    progress.stop();
+    const summary = migrateSummary(result, client, startedMs, deps.now());
+    state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
+    return await finish(result, summary, sink, flags, deps, say);
+  } catch (err) {
+    progress?.stop();
+    await sink?.abort();
+    throw err;
+  } finally {
+    await client.close();
+    await embedded.close();
+  }
+}
+
+function exitCodeOf(result: MigrateResult): number {
+  switch (result.outcome.kind) {
+    case 'completed':
+      return result.counts.status.error === 0 ? EXIT.ok : EXIT.partial;
+    case 'interrupted':
+      return EXIT.interrupted;
+    case 'auth-refused':
+      return EXIT.auth;
+    case 'failed':
+      return EXIT.failed;
+  }
+}
+
+function migrateSummary(result: MigrateResult, client: ServiceClient, startedMs: number, endedMs: number): RunSummary {
+  const c = result.counts;
+  return makeSummary({
+    command: 'migrate',
+    rows: c.selected,
+    status: c.status,
+    requests: client.stats.requests,
+    retries: client.stats.retries,
+    http_429: client.stats.http429,
+    startedMs,
+    endedMs,
+    extra: {
+      outcome: result.outcome.kind,
+      entries: c.selected,
+      same: c.unchanged,
+      changed: c.changed,
+      change_rows: c.changeRows,
+      v2_before: result.v2Before,
+      v2_left: result.v2Left,
+      finished: result.finished,
+      batches: c.batches,
+      batches_failed: c.batchesFailed,
+      batches_committed: c.batchesCommitted,
+    },
+  });
+}
+
+/** `migrate: 3,000 entries in 1.2 s: 2,990 mapped (2,981 raw UIDs the same, 9 changed), 6 optout, 4 invalid, 0 error; 1 request; 0 v2 entries left` */
+function formatMigrateSummary(result: MigrateResult, summary: RunSummary): string {
+  const c = result.counts;
+  const s = c.status;
+  return (
+    `migrate: ${formatCount(c.selected)} entries in ${formatDuration(summary.duration_s)}: ${formatCount(s.mapped)} mapped ` +
+    `(${formatCount(c.unchanged)} raw UIDs the same, ${formatCount(c.changed)} changed), ${formatCount(s.optout)} optout, ` +
+    `${formatCount(s.invalid)} invalid, ${formatCount(s.error)} error; ${formatCount(summary.requests)} request${summary.requests === 1 ? '' : 's'}; ` +
+    `${formatCount(result.v2Left)} v2 entries left`
+  );
+}
+
+/** Failures whose message is already meant for the user; anything else is a bug and keeps its stack for UID2_DEBUG. */
+const KNOWN_FAILURES = new Set(['ClockSkewError', 'SqliteError', 'OutputError', 'ServiceError', 'ClientError', 'ServerError', 'NetworkError', 'UnexpectedResponseError', 'EnvelopeError']);
+
+/** The changes file is kept whenever a batch was committed: those entries are v3 now and will not be reported again. */
+async function finish(result: MigrateResult, summary: RunSummary, sink: TableSink, flags: MigrateFlags, deps: MigrateDeps, say: (line: string) => void): Promise<number> {
+  const { outcome, counts } = result;
+  const keep = outcome.kind === 'completed' || counts.batchesCommitted > 0;
+  if (keep) await sink.commit();
+  else await sink.abort();
+  if (!flags.output.quiet) deps.stderr.write(`${formatMigrateSummary(result, summary)}\n`);
+  if (flags.output.summaryJson !== undefined) await writeSummaryJson(flags.output.summaryJson, summary);
+  const path = flags.state as string;
+  if (result.finished) say(`${path} is a v3 state file now: use uid2-batch map --state ${path} and uid2-batch remap-due --state ${path} (without --api v2)`);
+  const again = `run uid2-batch migrate --state ${path} again to continue`;
+  switch (outcome.kind) {
+    case 'completed':
+      if (counts.status.error > 0) {
+        say(`${formatCount(counts.status.error)} entries were not re-mapped (${result.batchErrors.join('; ')}); they stay v2: ${again}`);
+        return EXIT.partial;
+      }
+      if (!result.finished) say(`${formatCount(result.v2Left)} v2 entries left (--limit): ${again}`);
+      return EXIT.ok;
+    case 'interrupted':
+      say(`interrupted: ${formatCount(counts.batchesCommitted)} answered batch(es) are saved; ${again}`);
+      return EXIT.interrupted;
+    case 'auth-refused':
+      throw outcome.error;
+    case 'failed': {
+      if (!KNOWN_FAILURES.has(outcome.error.name)) throw outcome.error;
+      throw new UserError(`${outcome.error.message}; ${formatCount(counts.batchesCommitted)} answered batch(es) are saved: ${again}`, EXIT.failed);
+    }
+  }
+}
