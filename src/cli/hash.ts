@@ -8,6 +8,7 @@ import { openSource } from '../pipeline/source.js';
 import { InputError, OutputError, rowProblemInvalidates, rowProblemReason, type TableSink, type TableSource } from '../pipeline/table.js';
 import { EXIT, UserError, onInterrupt } from './exit-codes.js';
 import { addOutputOptions } from './options.js';
+import { addThreadsOption, threadsFlag } from './threads.js';
 import { createProgress } from './progress.js';
 import { formatCount, formatDuration, formatRate } from './summary.js';
 
@@ -35,6 +36,8 @@ export interface HashFlags extends InputFlags, ColumnFlags {
   bom?: boolean;
   summaryJson?: string;
   quiet?: boolean;
+  /** Worker threads that encode the output (absent or 0: the main thread). */
+  threads?: number;
 }
 
 export interface HashIo {
@@ -91,6 +94,7 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       header,
       ...(flags.bom ? { bom: true } : {}),
       ...(toFile ? {} : { stream: io.stdout }),
+      ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
     });
 
     const tally = new Tally(columns);
@@ -319,6 +323,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
     .option('--bom', 'start a CSV output with a UTF-8 BOM (for Excel)');
   addTableInputOptions(cmd);
   addOutputOptions(cmd);
+  addThreadsOption(cmd);
   cmd.action(async (input: string | undefined, opts: Record<string, unknown>, command: Command) => {
     const hashIo = io();
     const output = typeof opts.output === 'string' ? opts.output : undefined;
@@ -331,6 +336,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
       ...(opts.bom === true ? { bom: true } : {}),
       ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
       quiet: opts.quiet === true,
+      threads: threadsFlag(opts),
     };
     await runHash(flags, hashIo);
   });

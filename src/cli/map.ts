@@ -13,6 +13,7 @@ import type { TableSink, TableSource } from '../pipeline/table.js';
 import { EXIT, onInterrupt, UserError } from './exit-codes.js';
 import { startEmbeddedServiceIfLocal } from './local-service.js';
 import { openMapState, type MapStateFile } from './map-state.js';
+import { addThreadsOption, threadsFlag } from './threads.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from './options.js';
 import { createProgress, type ProgressReporter } from './progress.js';
 import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from './summary.js';
@@ -38,6 +39,8 @@ export interface MapFlags {
   dryRun?: boolean;
   /** v3 (default), or the deprecated v2 map: one identity kind per request, salt buckets instead of r. */
   api?: 'v3' | 'v2';
+  /** Worker threads that encode the output (absent or 0: the main thread). */
+  threads?: number;
   connection: ConnectionFlags;
   output: OutputFlags;
 }
@@ -90,11 +93,12 @@ export function registerMap(program: Command): void {
     .option('--api <version>', 'v3 (default), or v2: the deprecated POST /v2/identity/map (one kind per request; output raw_uid, bucket_id, status, reason; its own --state file, kept fresh with uid2-batch buckets / remap-due)', parseApi);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
+  addThreadsOption(cmd);
   cmd.action(async (input: string | undefined, opts: Record<string, unknown>) => {
     const stop = new AbortController();
     const removeInterruptHandler = onInterrupt(() => stop.abort());
     try {
-      process.exitCode = await runMap(mapFlags(input, opts), {
+      process.exitCode = await runMap({ ...mapFlags(input, opts), threads: threadsFlag(opts) }, {
         stdin: process.stdin,
         stdout: process.stdout,
         stderr: process.stderr,
@@ -282,7 +286,7 @@ async function mapForReal(
   let rejects: TableSink | undefined;
   let progress: ProgressReporter | undefined;
   try {
-    sink = await openSink({ path: flags.output.output, format: flags.output.format, header, stream: deps.stdout });
+    sink = await openSink({ path: flags.output.output, format: flags.output.format, header, stream: deps.stdout, threads: flags.threads ?? 0 });
     if (flags.rejects !== undefined) rejects = await openSink({ path: flags.rejects, format: flags.output.format, header });
     progress = createProgress({
       label: 'map',

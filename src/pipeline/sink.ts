@@ -1,45 +1,102 @@
+import { existsSync } from 'node:fs';
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { stringify } from 'csv-stringify/sync';
+import { fileURLToPath } from 'node:url';
+import { packRows, rowEncoder, type PackedRows, type RowEncoder, type RowFormat } from './row-encoders.js';
 import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
+import { WorkerPool } from './worker-pool.js';
 
 /**
  * Opens the output. A file is written to `.<name>.<pid>.tmp` beside the target and renamed into place by
  * commit(), so an interrupted or failed run never leaves a file that looks complete. stdout is written directly.
  */
 export async function openSink(opts: OpenSinkOptions): Promise<TableSink> {
-  const encode = opts.format === 'jsonl' ? jsonlEncoder(opts.header) : csvEncoder();
+  const format: RowFormat = opts.format === 'jsonl' ? { format: 'jsonl', header: opts.header } : { format: 'csv' };
+  const encode = rowEncoder(format);
   const preamble = opts.format === 'csv' && opts.header.length > 0 ? `${opts.bom ? '\ufeff' : ''}${encode([opts.header])}` : '';
+  const threads = encodeWorkerPresent() ? Math.max(0, Math.floor(opts.threads ?? 0)) : 0;
+  const encoder: Encoder = threads > 0 ? new ThreadedEncoder(encode, format, threads) : { encode };
   const toStdout = opts.path === undefined || opts.path === '-';
   const sink = toStdout
-    ? new StreamSink(opts.stream ?? process.stdout, encode, opts.stream === undefined)
-    : await FileSink.create(opts.path as string, encode, opts.mode);
+    ? new StreamSink(opts.stream ?? process.stdout, encoder, opts.stream === undefined)
+    : await FileSink.create(opts.path as string, encoder, opts.mode);
   if (preamble !== '') await sink.writeText(preamble);
   return sink;
 }
 
-type Encoder = (rows: string[][]) => string;
+/** Compiled beside this module in dist/. */
+const ENCODE_WORKER = new URL('./encode-worker.js', import.meta.url);
+let encodeWorkerFound: boolean | undefined;
 
-/** One csv-stringify/sync call per chunk: measured about 2.5x faster than the streaming stringifier. */
-function csvEncoder(): Encoder {
-  return (rows) => stringify(rows, { eof: true, record_delimiter: '\n' });
+/**
+ * Run from the TypeScript sources (vitest) there is no compiled worker to start: encoding stays on the main
+ * thread, which writes the same bytes.
+ */
+function encodeWorkerPresent(): boolean {
+  encodeWorkerFound ??= existsSync(fileURLToPath(ENCODE_WORKER));
+  return encodeWorkerFound;
 }
 
-/** Each row as one JSON object keyed by the header; the keys are encoded once, not per row. */
-function jsonlEncoder(header: string[]): Encoder {
-  const keys = header.map((name, i) => `${i === 0 ? '{' : ','}${JSON.stringify(name)}:`);
-  return (rows) => {
-    let out = '';
-    for (const row of rows) {
-      if (keys.length === 0) {
-        out += '{}\n';
-        continue;
-      }
-      for (let i = 0; i < keys.length; i++) out += keys[i] + JSON.stringify(row[i] ?? '');
-      out += '}\n';
-    }
-    return out;
-  };
+interface Encoder {
+  encode: RowEncoder;
+  threaded?: ThreadedEncoder;
+}
+
+/** Chunks encoded ahead by the worker threads, at most, before writeRows waits for the oldest. */
+const ENCODED_AHEAD_PER_THREAD = 2;
+
+/**
+ * Output encoding on worker threads (`--threads`): the CSV/JSONL text of a chunk is made off the main thread,
+ * which meanwhile reads, prepares and maps the next chunks. Chunks are written in the order they were given.
+ */
+class ThreadedEncoder implements Encoder {
+  private pool: WorkerPool<PackedRows, string> | undefined;
+  private readonly queue: { text: Promise<string> }[] = [];
+
+  constructor(
+    readonly encode: RowEncoder,
+    private readonly format: RowFormat,
+    private readonly threads: number,
+  ) {}
+
+  get threaded(): ThreadedEncoder {
+    return this;
+  }
+
+  /** Starts encoding rows; they are packed now, so the caller may change the arrays once this returns. */
+  submit(rows: readonly (readonly string[])[]): void {
+    // started on first use: a run that writes no rows starts no thread
+    this.pool ??= new WorkerPool<PackedRows, string>({
+      script: ENCODE_WORKER,
+      size: this.threads,
+      workerData: this.format,
+      purpose: 'output encoding',
+    });
+    const packed = packRows(rows);
+    const text = this.pool.run(packed, [packed.cellLengths.buffer as ArrayBuffer, packed.rowWidths.buffer as ArrayBuffer]);
+    // awaited in order later; until then a failure must not count as unhandled
+    text.catch(() => undefined);
+    this.queue.push({ text });
+  }
+
+  get backlog(): number {
+    return this.queue.length;
+  }
+
+  get full(): boolean {
+    return this.queue.length > ENCODED_AHEAD_PER_THREAD * this.threads;
+  }
+
+  /** The oldest chunk's text (waits for it), or undefined when nothing is queued. */
+  async next(): Promise<string | undefined> {
+    const head = this.queue.shift();
+    return head === undefined ? undefined : head.text;
+  }
+
+  async close(): Promise<void> {
+    this.queue.length = 0;
+    await this.pool?.close();
+  }
 }
 
 abstract class SinkBase implements TableSink {
@@ -48,7 +105,7 @@ abstract class SinkBase implements TableSink {
 
   constructor(
     protected readonly stream: NodeJS.WritableStream,
-    private readonly encode: Encoder,
+    private readonly encoder: Encoder,
   ) {
     stream.on('error', (err: Error) => this.onError(err));
   }
@@ -59,10 +116,35 @@ abstract class SinkBase implements TableSink {
 
   async writeRows(rows: string[][]): Promise<void> {
     if (rows.length === 0) return;
-    await this.writeText(this.encode(rows));
+    const threaded = this.encoder.threaded;
+    if (threaded === undefined) {
+      await this.emit(this.encoder.encode(rows));
+      return;
+    }
+    if (this.finished) throw new Error('write after the output was committed or aborted');
+    if (this.failure) throw this.translate(this.failure);
+    threaded.submit(rows);
+    while (threaded.full) await this.emit((await threaded.next()) as string);
   }
 
+  /** Text written as is (a header), after every chunk given before it. */
   async writeText(text: string): Promise<void> {
+    await this.flushEncoded();
+    await this.emit(text);
+  }
+
+  /** Writes what the worker threads still encode, in order; commit() calls it first. */
+  protected async flushEncoded(): Promise<void> {
+    const threaded = this.encoder.threaded;
+    if (threaded === undefined) return;
+    while (threaded.backlog > 0) await this.emit((await threaded.next()) as string);
+  }
+
+  protected async stopEncoding(): Promise<void> {
+    await this.encoder.threaded?.close();
+  }
+
+  private async emit(text: string): Promise<void> {
     if (this.finished) throw new Error('write after the output was committed or aborted');
     if (this.failure) throw this.translate(this.failure);
     if (this.skipWrites()) return;
@@ -113,10 +195,10 @@ class StreamSink extends SinkBase {
 
   constructor(
     stream: NodeJS.WritableStream,
-    encode: Encoder,
+    encoder: Encoder,
     private readonly isProcessStdout: boolean,
   ) {
-    super(stream, encode);
+    super(stream, encoder);
   }
 
   protected override onError(err: Error): void {
@@ -140,6 +222,11 @@ class StreamSink extends SinkBase {
 
   async commit(): Promise<void> {
     if (this.finished) return;
+    try {
+      await this.flushEncoded();
+    } finally {
+      await this.stopEncoding();
+    }
     this.finished = true;
     if (this.failure) throw this.translate(this.failure);
     if (this.readerGone) return;
@@ -156,6 +243,7 @@ class StreamSink extends SinkBase {
   async abort(): Promise<void> {
     // what was written to a pipe cannot be taken back; the exit code tells the reader it is incomplete
     this.finished = true;
+    await this.stopEncoding();
   }
 }
 
@@ -165,12 +253,12 @@ class FileSink extends SinkBase {
     private readonly tmp: string,
     private readonly handle: FileHandle,
     stream: NodeJS.WritableStream,
-    encode: Encoder,
+    encoder: Encoder,
   ) {
-    super(stream, encode);
+    super(stream, encoder);
   }
 
-  static async create(target: string, encode: Encoder, mode = 0o666): Promise<FileSink> {
+  static async create(target: string, encoder: Encoder, mode = 0o666): Promise<FileSink> {
     const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
     let handle: FileHandle;
     try {
@@ -179,7 +267,7 @@ class FileSink extends SinkBase {
       throw fileFailure(target, err as Error);
     }
     const stream = handle.createWriteStream({ autoClose: false, highWaterMark: 1024 * 1024 });
-    return new FileSink(target, tmp, handle, stream, encode);
+    return new FileSink(target, tmp, handle, stream, encoder);
   }
 
   protected translate(err: Error): Error {
@@ -188,6 +276,14 @@ class FileSink extends SinkBase {
 
   async commit(): Promise<void> {
     if (this.finished) throw new Error('commit after the output was committed or aborted');
+    try {
+      await this.flushEncoded();
+    } catch (err) {
+      await this.abort();
+      throw this.translate(err as Error);
+    } finally {
+      await this.stopEncoding();
+    }
     this.finished = true;
     try {
       if (this.failure) throw this.failure;
@@ -207,6 +303,7 @@ class FileSink extends SinkBase {
   }
 
   async abort(): Promise<void> {
+    await this.stopEncoding();
     if (this.finished) return;
     this.finished = true;
     await this.discard();

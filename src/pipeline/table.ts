@@ -91,6 +91,8 @@ export interface OpenSinkOptions {
   mode?: number;
   /** For tests: write here instead of stdout when path is '-' or undefined. */
   stream?: NodeJS.WritableStream;
+  /** Worker threads that encode the rows (0 or absent: on the main thread). The bytes are the same. */
+  threads?: number;
 }
 
 /**

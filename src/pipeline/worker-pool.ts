@@ -1,0 +1,134 @@
+import { parentPort, Worker } from 'node:worker_threads';
+
+/** A task message, pool to worker. */
+interface TaskMessage<In> {
+  id: number;
+  input: In;
+}
+
+/** A worker's answer to one task. */
+type AnswerMessage<Out> = { id: number; ok: true; output: Out } | { id: number; ok: false; error: string };
+
+/** A worker thread failed: its task threw, or the thread itself died. */
+export class WorkerTaskError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'WorkerTaskError';
+  }
+}
+
+interface Pending<Out> {
+  resolve(output: Out): void;
+  reject(error: Error): void;
+}
+
+interface Slot<Out> {
+  worker: Worker;
+  pending: Map<number, Pending<Out>>;
+}
+
+export interface WorkerPoolOptions {
+  /** The worker script (compiled JS); it calls serveTasks(). */
+  script: URL;
+  /** Threads, at least 1. */
+  size: number;
+  /** Given to every worker as its workerData (plain data). */
+  workerData?: unknown;
+  /** What the work is, for error messages ("output encoding"). */
+  purpose: string;
+}
+
+/**
+ * A fixed set of worker threads that run tasks of one kind. run() resolves with the task's own answer, so a
+ * caller that awaits its tasks in submission order gets results in that order whichever thread ran them.
+ * A task goes to the thread with the fewest tasks waiting.
+ */
+export class WorkerPool<In, Out> {
+  private readonly slots: Slot<Out>[] = [];
+  private nextId = 1;
+  private closed = false;
+  private failure: Error | undefined;
+
+  constructor(private readonly options: WorkerPoolOptions) {
+    const size = Math.max(1, Math.floor(options.size));
+    for (let i = 0; i < size; i++) this.slots.push(this.startWorker());
+  }
+
+  get size(): number {
+    return this.slots.length;
+  }
+
+  run(input: In, transfer: readonly ArrayBuffer[] = []): Promise<Out> {
+    if (this.failure !== undefined) return Promise.reject(this.failure);
+    if (this.closed) return Promise.reject(new WorkerTaskError(`${this.options.purpose}: the worker threads were already stopped`));
+    let slot = this.slots[0];
+    for (let i = 1; i < this.slots.length; i++) if (this.slots[i].pending.size < slot.pending.size) slot = this.slots[i];
+    const id = this.nextId++;
+    return new Promise<Out>((resolve, reject) => {
+      if (slot.pending.size === 0) slot.worker.ref();
+      slot.pending.set(id, { resolve, reject });
+      const message: TaskMessage<In> = { id, input };
+      slot.worker.postMessage(message, transfer as ArrayBuffer[]);
+    });
+  }
+
+  /** Stops every thread; tasks not yet answered are rejected. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const stopped = new WorkerTaskError(`${this.options.purpose}: stopped before the task finished`);
+    for (const slot of this.slots) this.rejectAll(slot, stopped);
+    await Promise.all(this.slots.map((slot) => slot.worker.terminate()));
+  }
+
+  private startWorker(): Slot<Out> {
+    const worker = new Worker(this.options.script, { workerData: this.options.workerData });
+    const slot: Slot<Out> = { worker, pending: new Map() };
+    worker.on('message', (message: AnswerMessage<Out>) => {
+      const pending = slot.pending.get(message.id);
+      if (pending === undefined) return;
+      slot.pending.delete(message.id);
+      if (slot.pending.size === 0) slot.worker.unref();
+      if (message.ok) pending.resolve(message.output);
+      else pending.reject(new WorkerTaskError(`${this.options.purpose} failed in a worker thread: ${message.error}`));
+    });
+    worker.on('error', (err: Error) => this.fail(new WorkerTaskError(`${this.options.purpose}: a worker thread crashed: ${err.message}`)));
+    worker.on('exit', (code) => {
+      if (!this.closed) this.fail(new WorkerTaskError(`${this.options.purpose}: a worker thread exited unexpectedly (code ${code})`));
+    });
+    // an idle thread must not keep the process alive (a caller that forgets close() would hang); a busy one must
+    worker.unref();
+    return slot;
+  }
+
+  /** A dead thread fails the pool: later tasks would be answered out of order or never. */
+  private fail(error: Error): void {
+    this.failure ??= error;
+    for (const s of this.slots) this.rejectAll(s, this.failure);
+  }
+
+  private rejectAll(slot: Slot<Out>, error: Error): void {
+    const pending = [...slot.pending.values()];
+    slot.pending.clear();
+    slot.worker.unref();
+    for (const p of pending) p.reject(error);
+  }
+}
+
+/** The worker side: answers each task with handler's result, or with the message of what it threw. */
+export function serveTasks<In, Out>(handler: (input: In) => { output: Out; transfer?: ArrayBuffer[] }): void {
+  const port = parentPort;
+  if (port === null) throw new Error('serveTasks: not running in a worker thread');
+  port.on('message', (message: TaskMessage<In>) => {
+    let answer: AnswerMessage<Out>;
+    let transfer: ArrayBuffer[] = [];
+    try {
+      const result = handler(message.input);
+      answer = { id: message.id, ok: true, output: result.output };
+      transfer = result.transfer ?? [];
+    } catch (err) {
+      answer = { id: message.id, ok: false, error: err instanceof Error ? err.message : String(err) };
+    }
+    port.postMessage(answer, transfer);
+  });
+}
