@@ -27,9 +27,9 @@ import { recordResults } from './results.js';
  * re-run must send exactly what was not committed, and its output must equal an undisturbed run's.
  */
 
-const ROWS = scaled(16_000);
-const POINTS = scaled(12);
-const BATCH = 400;
+const ROWS = scaled(10_000);
+const POINTS = scaled(10);
+const BATCH = 250;
 const SEED = 0x6d6170;
 
 const dir = tempDir('crash-map');
@@ -113,7 +113,8 @@ describe(`map --state killed at ${POINTS} seeded points, then run again`, () => 
       const report = existsSync(state) ? inspectState(state) : { integrity: 'ok', halfWritten: [], entries: new Map<string, StoredEntry>(), runs: [{ command: 'map', finished: false, exitCode: null }] };
       expect(report.integrity).toBe('ok');
       expect(report.halfWritten).toEqual([]);
-      for (const [key, entry] of report.entries) expect(entry, key).toEqual(baseline.entries.get(key));
+      const unlike = [...report.entries].filter(([key, entry]) => JSON.stringify(entry) !== JSON.stringify(baseline.entries.get(key)));
+      expect(unlike.slice(0, 5)).toEqual([]);
       figures.entries_committed_before_crash += report.entries.size;
       expect(report.runs.length).toBeLessThanOrEqual(1);
       if (report.runs.length === 1) expect(report.runs[0]!.finished).toBe(point.signal === 'SIGINT');

@@ -28,8 +28,8 @@ import { recordResults } from './results.js';
  * (--sweep-fraction, the nightly form) run again never sends an entry the killed run had committed.
  */
 
-const ENTRIES = scaled(24_000);
-const POINTS = scaled(12);
+const ENTRIES = scaled(15_000);
+const POINTS = scaled(10);
 const SEED = 0x6f7074;
 const OPTED_OUT_EVERY = 97;
 const SINCE_MS = Date.UTC(2026, 2, 1);
@@ -69,7 +69,7 @@ const sentOn = async (): Promise<number> => (await statsOf(serve.url)).items[OPT
 
 beforeAll(async () => {
   requireBuilt();
-  serve = await startServe(['--seed', 'reliability-crash-optout', '--latency-ms', '150']);
+  serve = await startServe(['--seed', 'reliability-crash-optout', '--latency-ms', '120']);
   const rows = ['id,email'];
   for (let i = 0; i < ENTRIES; i++) rows.push(`${i},sweep.${i}@example.com`);
   const input = dir.file('input.csv', `${rows.join('\n')}\n`);
@@ -99,9 +99,12 @@ afterAll(async () => {
 });
 
 describe(`optout-check --state killed at ${POINTS} seeded points, then run again`, () => {
-  const requests = Math.ceil(ENTRIES / 5000);
-  killPoints(SEED, POINTS, Math.max(1, requests - 2), 200).forEach((point, i) => {
+  // about a quarter of the entries also hold a previous raw UID: ~1.25 raw UIDs per entry, 5,000 per request
+  const requests = Math.ceil((ENTRIES * 1.25) / 5000);
+  killPoints(SEED, POINTS, Math.max(1, requests - 1), 120).forEach((drawn, i) => {
     const partial = i % 4 >= 2;
+    // a half sweep sends half the requests
+    const point = partial ? { ...drawn, afterRequests: Math.min(drawn.afterRequests, Math.max(1, Math.ceil(requests / 2) - 1)) } : drawn;
     const sweep = partial ? ['--sweep-fraction', '0.5'] : [];
     it(`#${i + 1}: ${point.signal} after ${point.afterRequests} request(s) + ${point.delayMs} ms, ${partial ? 'half sweep' : 'full sweep'}`, async () => {
       const runDir = join(dir.path, `point-${i + 1}`);
@@ -131,34 +134,38 @@ describe(`optout-check --state killed at ${POINTS} seeded points, then run again
       expect(report.integrity).toBe('ok');
       expect(report.halfWritten).toEqual([]);
       const committed = new Set<string>();
+      const wrong: string[] = [];
       for (const [key, entry] of report.entries) {
-        expect([facts(initial.get(key)), facts(baseline.entries.get(key))], key).toContain(facts(entry));
+        const now = facts(entry);
+        const after = facts(baseline.entries.get(key));
+        if (now !== facts(initial.get(key)) && now !== after) wrong.push(`${key}: ${now}`);
         if (entry.lastOptoutCheck !== null) {
-          expect(facts(entry), key).toBe(facts(baseline.entries.get(key)));
+          if (now !== after) wrong.push(`${key} checked but not as the undisturbed sweep: ${now}`);
           committed.add(key);
         }
       }
+      expect(wrong.slice(0, 5)).toEqual([]);
       figures.entries_committed_before_crash += committed.size;
       const tombstoned = new Set([...report.entries].filter(([key, e]) => e.status === 2 && initial.get(key)?.status !== 2).map(([key]) => key));
       // an interrupted run lists what it checked, each verdict as the undisturbed sweep's, and the rest as not sent
       const firstVerdicts: string[] = [];
+      const misreported: string[] = [];
       for (const line of lines(first)) {
         if (/,(true|false),/.test(line)) {
-          expect(committed.has(entryOf(line)), line).toBe(true);
-          expect(line).toBe(baseline.verdicts.get(rawUidOf(line)));
+          if (!committed.has(entryOf(line)) || line !== baseline.verdicts.get(rawUidOf(line))) misreported.push(line);
           firstVerdicts.push(line);
-        } else {
-          expect(committed.has(entryOf(line)), line).toBe(false);
-          expect(line).toMatch(/not sent/);
+        } else if (committed.has(entryOf(line)) || !/not sent/.test(line)) {
+          misreported.push(line);
         }
       }
+      expect(misreported.slice(0, 5)).toEqual([]);
 
       const before = await sentOn();
       const again = await runCli(args(state, second, sweep), { env });
       expect(again.code, again.stderr).toBe(0);
       const sent = (await sentOn()) - before;
       const checked = lines(second);
-      for (const line of checked) expect(line).toBe(baseline.verdicts.get(rawUidOf(line)));
+      expect(checked.filter((line) => line !== baseline.verdicts.get(rawUidOf(line))).slice(0, 5)).toEqual([]);
       expect(sent).toBe(new Set(checked.map(rawUidOf)).size);
       if (partial) {
         // the nightly form: the least recently checked first, so nothing the killed run committed is sent again

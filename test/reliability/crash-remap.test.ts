@@ -29,8 +29,8 @@ import { recordResults } from './results.js';
  * let commit are in the interrupted run's file; the rest in the re-run's.
  */
 
-const ENTRIES = scaled(40_000);
-const POINTS = scaled(12);
+const ENTRIES = scaled(30_000);
+const POINTS = scaled(10);
 const SEED = 0x72656d;
 const TYPE_CODE: Record<string, string> = { email: '0', phone: '1' };
 
@@ -131,13 +131,14 @@ describe(`remap-due killed at ${POINTS} seeded points, then run again`, () => {
       expect(report.integrity).toBe('ok');
       expect(report.halfWritten).toEqual([]);
       const committed = new Set<string>();
+      const neither: string[] = [];
       for (const [key, entry] of report.entries) {
-        const untouched = JSON.stringify(entry) === JSON.stringify(initial.get(key));
-        if (!untouched) {
-          expect(entry, key).toEqual(baseline.entries.get(key));
-          committed.add(key);
-        }
+        const text = JSON.stringify(entry);
+        if (text === JSON.stringify(initial.get(key))) continue;
+        if (text !== JSON.stringify(baseline.entries.get(key))) neither.push(`${key} ${text}`);
+        committed.add(key);
       }
+      expect(neither.slice(0, 5)).toEqual([]);
       figures.entries_committed_before_crash += committed.size;
       const stillDue = [...report.entries.values()].filter((e) => e.r !== null && e.r <= nowS).length;
       expect(stillDue + committed.size).toBe(ENTRIES);
@@ -145,7 +146,7 @@ describe(`remap-due killed at ${POINTS} seeded points, then run again`, () => {
       // what the interrupted run reported: exactly the changes of its committed batches (SIGINT writes them)
       const firstChanges = changeLines(first);
       if (point.signal === 'SIGINT') {
-        for (const line of firstChanges) expect(committed.has(keyOfChange(line)), line).toBe(true);
+        expect(firstChanges.filter((line) => !committed.has(keyOfChange(line)))).toEqual([]);
         expect(firstChanges.sort()).toEqual(baseline.changes.filter((l) => committed.has(keyOfChange(l))));
       } else {
         // committed, but their changes were only in the killed run's temp file: no later run reports them
