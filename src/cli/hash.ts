@@ -218,7 +218,7 @@ export function formatHashSummary(s: HashSummary): string {
     // the reason's head ("invalid phone") is enough on one line; the full text is in the output rows
     line += ` (${reasons.map(([r, n]) => `${formatCount(n)} ${r.split(':')[0]}`).join(', ')})`;
   }
-  if (s.status.missing > 0) line += `, ${formatCount(s.status.missing)} empty`;
+  if (s.status.missing > 0) line += `, ${formatCount(s.status.missing)} missing`;
   const names = Object.keys(s.columns);
   if (names.length > 1) {
     line += `; ${names.map((n) => `${n}: ${formatCount(s.columns[n].ok)} ok, ${formatCount(s.columns[n].invalid)} invalid`).join('; ')}`;

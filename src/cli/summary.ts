@@ -98,7 +98,7 @@ export function formatSummary(s: RunSummary): string {
   return (
     `${s.command}: ${formatCount(s.rows)} rows in ${formatDuration(s.duration_s)} (${formatRate(s.rows_per_s)} rows/s): ` +
     `${formatCount(st.mapped)} mapped, ${formatCount(st.optout)} optout, ${formatCount(st.invalid)} invalid, ${formatCount(st.error)} error` +
-    `${st.missing ? `, ${formatCount(st.missing)} empty` : ''}; ` +
+    `${st.missing ? `, ${formatCount(st.missing)} missing` : ''}; ` +
     `${plural(s.requests, 'request')}, ${plural(s.retries, 'retry', 'retries')}, ${formatCount(s.http_429)} x 429; ` +
     `${formatCount(s.from_state)} from state`
   );

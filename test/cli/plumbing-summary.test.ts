@@ -34,6 +34,14 @@ describe('run summary', () => {
     });
   });
 
+  it('counts empty identifier cells as missing, and says one request and one retry in the singular', () => {
+    const s = makeSummary({
+      command: 'map', rows: 4, status: { mapped: 2, optout: 0, invalid: 1, error: 0, missing: 1 },
+      requests: 1, retries: 1, http_429: 1, startedMs: 0, endedMs: 1_000,
+    });
+    expect(formatSummary(s)).toBe('map: 4 rows in 1 s (4 rows/s): 2 mapped, 0 optout, 1 invalid, 0 error, 1 missing; 1 request, 1 retry, 1 x 429; 0 from state');
+  });
+
   it('prints one cron-friendly line', () => {
     const lines: string[] = [];
     printSummary(example(), { write: (s: string) => lines.push(s) });
