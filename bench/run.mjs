@@ -8,10 +8,12 @@
 //   npm run bench -- --only map1m,hash     # some cases: map1m map5m mapEmail hash remap optout service
 //   npm run bench -- --threads 0,1         # map and hash once per --threads value (default: the CLI's default)
 //   npm run bench -- --runs 1              # one run per case instead of the median of 3
+//   npm run bench -- --only mapState --state-into /tmp/uid2-batch-bench-remap/state-5000000.db
+//                                          # map --state into a copy of a big kept state (bench/remap.mjs --keep)
 import { spawn } from 'node:child_process';
 import { hash as sha256 } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -27,11 +29,13 @@ const option = (name) => {
   const i = argv.indexOf(name);
   return i >= 0 ? argv[i + 1] : undefined;
 };
-const ALL_CASES = ['map1m', 'map5m', 'mapEmail', 'hash', 'remap', 'optout', 'service'];
+const ALL_CASES = ['map1m', 'map5m', 'mapEmail', 'mapState', 'hash', 'remap', 'optout', 'service'];
 const ONLY = option('--only')?.split(',') ?? ALL_CASES;
 const RUNS = Number(option('--runs') ?? 3);
 const THREADS = option('--threads')?.split(',').map(Number) ?? [undefined];
 const SKIP_5M_STATE = flag('--skip-5m-state');
+// a kept state (e.g. bench/remap.mjs --keep's) to map 1M rows into, copied first: `--state-into FILE`
+const STATE_INTO = option('--state-into');
 
 if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) {
   console.error('bench/run.mjs: dist/ is missing; run `npm run build` first');
@@ -161,17 +165,25 @@ function record(name, row) {
 const threadArgs = (t) => (t === undefined ? [] : ['--threads', String(t)]);
 const threadLabel = (t) => (t === undefined ? '' : ` --threads ${t}`);
 
-async function mapCase(serve, rows, kind, runs, threads) {
+async function mapCase(serve, rows, kind, runs, threads, stateFrom) {
   const path = await input(rows, kind);
+  const statePath = join(WORK, 'map-state.db');
+  const stateArgs = stateFrom === undefined ? [] : ['--state', statePath];
+  const freshState = () => {
+    for (const suffix of ['', '-wal', '-shm', '.lock']) rmSync(statePath + suffix, { force: true });
+    if (stateFrom !== undefined && stateFrom !== 'empty') copyFileSync(stateFrom, statePath);
+  };
   const out = join(WORK, `mapped-${kind}-${rows}.csv`);
   const summary = join(WORK, `map-summary-${kind}-${rows}.json`);
-  const r = await medianRun(runs, () =>
-    runCli(['map', path, '-o', out, '--base-url', serve.url, '--quiet', '--summary-json', summary, ...threadArgs(threads)], {
+  const r = await medianRun(runs, () => {
+    if (stateFrom !== undefined) freshState();
+    return runCli(['map', path, '-o', out, '--base-url', serve.url, '--quiet', '--summary-json', summary, ...stateArgs, ...threadArgs(threads)], {
       serve,
       env: credentials(serve),
       okCodes: [0, 3],
-    }),
-  );
+    });
+  });
+  if (stateFrom !== undefined) for (const suffix of ['', '-wal', '-shm', '.lock']) rmSync(statePath + suffix, { force: true });
   const s = JSON.parse(readFileSync(summary, 'utf8'));
   if (s.rows !== rows) throw new Error(`map: expected ${rows} rows in the summary, got ${s.rows}`);
   const outMb = statSync(out).size / 1e6;
@@ -306,6 +318,10 @@ try {
   for (const t of THREADS) {
     if (ONLY.includes('map1m')) record(`map 1M mixed${threadLabel(t)}`, await mapCase(serve, 1_000_000, 'mixed', RUNS, t));
     if (ONLY.includes('mapEmail')) record(`map 1M email-only${threadLabel(t)}`, await mapCase(serve, 1_000_000, 'email', RUNS, t));
+    if (ONLY.includes('mapState')) record(`map 1M mixed --state (new file)${threadLabel(t)}`, await mapCase(serve, 1_000_000, 'mixed', 1, t, 'empty'));
+    if (ONLY.includes('mapState') && STATE_INTO !== undefined) {
+      record(`map 1M mixed --state (copy of a kept state)${threadLabel(t)}`, await mapCase(serve, 1_000_000, 'mixed', 1, t, STATE_INTO));
+    }
     if (ONLY.includes('map5m')) record(`map 5M mixed${threadLabel(t)}`, await mapCase(serve, 5_000_000, 'mixed', 1, t));
     if (ONLY.includes('hash')) record(`hash 1M mixed${threadLabel(t)}`, await hashCase(1_000_000, RUNS, t));
   }
