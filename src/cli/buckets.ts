@@ -1,14 +1,13 @@
 import type { Command } from 'commander';
-import { createServiceClient, type ServiceClient } from '../client/index.js';
-import { envFingerprint, resolveConfig, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
+import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
 import { checkRotatedBuckets, isoUtc, lastCheckMs, nextCheckSinceMs, sinceTimestamp } from '../pipeline/buckets.js';
 import { openSink } from '../pipeline/sink.js';
 import type { TableSink } from '../pipeline/table.js';
 import { parseInstantMs } from '../service/index.js';
 import { openState } from '../state/index.js';
 import type { StateStore } from '../state/types.js';
-import { EXIT, onInterrupt, UserError } from './exit-codes.js';
-import { startEmbeddedServiceIfLocal } from './local-service.js';
+import { connect, resolveFor, runInProcess, sayTo, type CommandDeps, type Say } from './command-context.js';
+import { EXIT, UserError } from './exit-codes.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, type OutputFlags } from './options.js';
 import { formatCount, makeSummary, writeSummaryJson } from './summary.js';
 import { v2DeprecationWarning } from './v2-notice.js';
@@ -22,15 +21,7 @@ export interface BucketsFlags {
 }
 
 /** What `buckets` touches besides its files: injected, so tests run the command without a process. */
-export interface BucketsDeps {
-  stdout: NodeJS.WritableStream & { isTTY?: boolean };
-  stderr: NodeJS.WritableStream & { isTTY?: boolean };
-  env: NodeJS.ProcessEnv;
-  /** Local clock, Unix ms. */
-  now(): number;
-  signal?: AbortSignal;
-  resolveConfig?(flags: ConnectionFlags, require: { apiKey: boolean; clientSecret: boolean }): ResolvedConfig;
-}
+export type BucketsDeps = CommandDeps;
 
 export const BUCKETS_HEADER = ['bucket_id', 'last_updated'] as const;
 
@@ -49,21 +40,7 @@ export function registerBuckets(program: Command): void {
     .option('--state <file>', 'v2 state file: mark its entries of rotated buckets due, and record the check');
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
-  cmd.action(async (opts: Record<string, unknown>) => {
-    const stop = new AbortController();
-    const removeInterruptHandler = onInterrupt(() => stop.abort(), process, 'interrupted: nothing more is asked');
-    try {
-      process.exitCode = await runBuckets(bucketsFlags(opts), {
-        stdout: process.stdout,
-        stderr: process.stderr,
-        env: process.env,
-        now: () => Date.now(),
-        signal: stop.signal,
-      });
-    } finally {
-      removeInterruptHandler();
-    }
-  });
+  cmd.action((opts: Record<string, unknown>) => runInProcess((deps) => runBuckets(bucketsFlags(opts), deps), 'interrupted: nothing more is asked'));
 }
 
 export function bucketsFlags(opts: Record<string, unknown>): BucketsFlags {
@@ -90,11 +67,8 @@ export async function runBuckets(flags: BucketsFlags, deps: BucketsDeps): Promis
   const startedMs = deps.now();
   if (flags.since === undefined) throw new UserError('buckets needs --since TIME: list the buckets rotated since then (e.g. --since 2026-11-01T00:00:00Z)');
   const sinceMs = parseSinceMs(flags.since);
-  const resolve = deps.resolveConfig ?? ((f, require) => resolveConfig(f, deps.env, {}, { require }));
-  const config = resolve(flags.connection, { apiKey: true, clientSecret: true });
-  const say = (line: string): void => {
-    if (!flags.output.quiet) deps.stderr.write(`uid2-batch: ${line}\n`);
-  };
+  const config = resolveFor(flags.connection, deps, { apiKey: true, clientSecret: true });
+  const say = sayTo(flags.output, deps);
   deps.stderr.write(
     v2DeprecationWarning(
       'buckets (POST /v2/identity/buckets)',
@@ -132,17 +106,10 @@ async function listBuckets(
   state: StateStore | undefined,
   startedMs: number,
   deps: BucketsDeps,
-  say: (line: string) => void,
+  say: Say,
 ): Promise<number> {
-  const embedded = await startEmbeddedServiceIfLocal(resolved);
-  const config = embedded.config;
-  const client: ServiceClient = createServiceClient({
-    baseUrl: config.env.baseUrl,
-    ...(config.apiKey !== undefined ? { apiKey: config.apiKey } : {}),
-    ...(config.clientSecret !== undefined ? { clientSecret: config.clientSecret } : {}),
-    ...(config.timeoutMs !== undefined ? { requestTimeoutMs: config.timeoutMs } : {}),
-    ...(config.maxAttempts !== undefined ? { maxAttempts: config.maxAttempts } : {}),
-  });
+  const connection = await connect(resolved);
+  const client = connection.client;
   let sink: TableSink | undefined;
   const runId = state?.startRun('buckets', JSON.stringify({ since: flags.since, output: flags.output.output ?? '-', format: flags.output.format }), Math.floor(startedMs / 1000));
   try {
@@ -194,7 +161,6 @@ async function listBuckets(
     if (deps.signal?.aborted === true) return EXIT.interrupted;
     throw err;
   } finally {
-    await client.close();
-    await embedded.close();
+    await connection.close();
   }
 }

@@ -1,19 +1,18 @@
 import type { Command } from 'commander';
-import { createServiceClient, type ServiceClient } from '../client/index.js';
-import { envFingerprint, resolveConfig, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
-import { AdaptiveConcurrency } from '../pipeline/dispatcher.js';
+import type { ServiceClient } from '../client/index.js';
+import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
 import { MIGRATION_FINISHED, migrateToV3, type MigrateResult } from '../pipeline/migrate.js';
 import { CHANGES_HEADER, changeCells } from '../pipeline/remap.js';
 import { openSink } from '../pipeline/sink.js';
 import type { TableSink } from '../pipeline/table.js';
 import { openState } from '../state/index.js';
 import type { StateStore } from '../state/types.js';
-import { EXIT, onInterrupt, UserError } from './exit-codes.js';
-import { startEmbeddedServiceIfLocal } from './local-service.js';
+import { chooseConcurrency, connectForMapping, resolveFor, runInProcess, sayTo, type CommandDeps, type Say } from './command-context.js';
+import { EXIT, UserError } from './exit-codes.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from './options.js';
-import { createProgress, type ProgressReporter } from './progress.js';
-import { chooseConcurrency } from './remap-due.js';
-import { formatCount, formatDuration, makeSummary, writeSummaryJson, type RunSummary } from './summary.js';
+import type { ProgressReporter } from './progress.js';
+import { exitCodeOf, KNOWN_FAILURES, remapRunArgs, reportRun, runProgress } from './run-report.js';
+import { formatCount, formatDuration, makeSummary, type RunSummary } from './summary.js';
 
 export interface MigrateFlags {
   state?: string;
@@ -25,15 +24,7 @@ export interface MigrateFlags {
 }
 
 /** What migrate touches besides its files: injected, so tests run the command without a process. */
-export interface MigrateDeps {
-  stdout: NodeJS.WritableStream & { isTTY?: boolean };
-  stderr: NodeJS.WritableStream & { isTTY?: boolean };
-  env: NodeJS.ProcessEnv;
-  /** Local clock, Unix ms. */
-  now(): number;
-  signal?: AbortSignal;
-  resolveConfig?(flags: ConnectionFlags, require: { apiKey: boolean; clientSecret: boolean }): ResolvedConfig;
-}
+export type MigrateDeps = CommandDeps;
 
 const parseConcurrency = wholeNumber('--concurrency', 1, 200);
 const parseLimit = wholeNumber('--limit', 1, Number.MAX_SAFE_INTEGER);
@@ -55,21 +46,7 @@ export function registerMigrate(program: Command): void {
     .option('--concurrency <n>', 'requests in flight at most (default 20; at most 20 against the public service)', parseConcurrency);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
-  cmd.action(async (opts: Record<string, unknown>) => {
-    const stop = new AbortController();
-    const removeInterruptHandler = onInterrupt(() => stop.abort());
-    try {
-      process.exitCode = await runMigrate(migrateFlags(opts), {
-        stdout: process.stdout,
-        stderr: process.stderr,
-        env: process.env,
-        now: () => Date.now(),
-        signal: stop.signal,
-      });
-    } finally {
-      removeInterruptHandler();
-    }
-  });
+  cmd.action((opts: Record<string, unknown>) => runInProcess((deps) => runMigrate(migrateFlags(opts), deps)));
 }
 
 export function migrateFlags(opts: Record<string, unknown>): MigrateFlags {
@@ -89,11 +66,8 @@ export function migrateFlags(opts: Record<string, unknown>): MigrateFlags {
 export async function runMigrate(flags: MigrateFlags, deps: MigrateDeps): Promise<number> {
   const startedMs = deps.now();
   if (flags.state === undefined) throw new UserError('migrate needs the state file: --state FILE (made by map --api v2 --state FILE)');
-  const resolve = deps.resolveConfig ?? ((f, require) => resolveConfig(f, deps.env, {}, { require }));
-  const config = resolve(flags.connection, { apiKey: !flags.dryRun, clientSecret: !flags.dryRun });
-  const say = (line: string): void => {
-    if (!flags.output.quiet) deps.stderr.write(`uid2-batch: ${line}\n`);
-  };
+  const config = resolveFor(flags.connection, deps, { apiKey: !flags.dryRun, clientSecret: !flags.dryRun });
+  const say = sayTo(flags.output, deps);
   const state = openState(flags.state, { envFingerprint: envFingerprint(config), create: false, readonly: flags.dryRun });
   try {
     if (state.meta().api === 'v3') {
@@ -110,7 +84,7 @@ export async function runMigrate(flags: MigrateFlags, deps: MigrateDeps): Promis
   }
 }
 
-function dryRun(state: StateStore, flags: MigrateFlags, say: (line: string) => void): number {
+function dryRun(state: StateStore, flags: MigrateFlags, say: Say): number {
   const v2 = state.bucketEntries().count;
   const send = flags.limit === undefined ? v2 : Math.min(v2, flags.limit);
   say(`migrate --dry-run: nothing was sent; ${formatCount(v2)} v2 entries to re-map with v3${send < v2 ? ` (--limit takes ${formatCount(send)})` : ''}: ${formatCount(Math.ceil(send / 5000))} request(s) of up to 5,000`);
@@ -123,41 +97,18 @@ async function migrateForReal(
   flags: MigrateFlags,
   startedMs: number,
   deps: MigrateDeps,
-  say: (line: string) => void,
+  say: Say,
 ): Promise<number> {
   const nowS = Math.floor(startedMs / 1000);
   const concurrency = chooseConcurrency(flags.concurrency, resolved, say);
-  const embedded = await startEmbeddedServiceIfLocal(resolved);
-  const config = embedded.config;
-  const limiter = new AdaptiveConcurrency({ max: concurrency });
-  const client: ServiceClient = createServiceClient({
-    baseUrl: config.env.baseUrl,
-    ...(config.apiKey !== undefined ? { apiKey: config.apiKey } : {}),
-    ...(config.clientSecret !== undefined ? { clientSecret: config.clientSecret } : {}),
-    ...(config.timeoutMs !== undefined ? { requestTimeoutMs: config.timeoutMs } : {}),
-    ...(config.maxAttempts !== undefined ? { maxAttempts: config.maxAttempts } : {}),
-    connections: concurrency,
-    onRetry: limiter.onRetry,
-  });
+  const connection = await connectForMapping(resolved, concurrency);
+  const { client, limiter } = connection;
   let sink: TableSink | undefined;
   let progress: ProgressReporter | undefined;
-  const runArgs = {
-    ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
-    ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
-    output: flags.output.output ?? '-',
-    format: flags.output.format,
-  };
-  const runId = state.startRun('migrate', JSON.stringify(runArgs), nowS);
+  const runId = state.startRun('migrate', JSON.stringify(remapRunArgs(flags)), nowS);
   try {
     sink = await openSink({ path: flags.output.output, format: flags.output.format, header: [...CHANGES_HEADER], stream: deps.stdout });
-    progress = createProgress({
-      label: 'migrate',
-      stream: deps.stderr,
-      quiet: flags.output.quiet === true,
-      env: deps.env,
-      dataOnStdout: flags.output.output === undefined,
-      stdoutIsTTY: deps.stdout.isTTY === true,
-    });
+    progress = runProgress('migrate', flags.output, deps, false);
     const v2 = state.bucketEntries().count;
     progress.update({ done: 0, total: flags.limit === undefined ? v2 : Math.min(v2, flags.limit) });
     const out = sink;
@@ -184,21 +135,7 @@ async function migrateForReal(
     await sink?.abort();
     throw err;
   } finally {
-    await client.close();
-    await embedded.close();
-  }
-}
-
-function exitCodeOf(result: MigrateResult): number {
-  switch (result.outcome.kind) {
-    case 'completed':
-      return result.counts.status.error === 0 ? EXIT.ok : EXIT.partial;
-    case 'interrupted':
-      return EXIT.interrupted;
-    case 'auth-refused':
-      return EXIT.auth;
-    case 'failed':
-      return EXIT.failed;
+    await connection.close();
   }
 }
 
@@ -241,17 +178,11 @@ function formatMigrateSummary(result: MigrateResult, summary: RunSummary): strin
   );
 }
 
-/** Failures whose message is already meant for the user; anything else is a bug and keeps its stack for UID2_DEBUG. */
-const KNOWN_FAILURES = new Set(['ClockSkewError', 'SqliteError', 'OutputError', 'ServiceError', 'ClientError', 'ServerError', 'NetworkError', 'UnexpectedResponseError', 'EnvelopeError']);
-
 /** The changes file is kept whenever a batch was committed: those entries are v3 now and will not be reported again. */
-async function finish(result: MigrateResult, summary: RunSummary, sink: TableSink, flags: MigrateFlags, deps: MigrateDeps, say: (line: string) => void): Promise<number> {
+async function finish(result: MigrateResult, summary: RunSummary, sink: TableSink, flags: MigrateFlags, deps: MigrateDeps, say: Say): Promise<number> {
   const { outcome, counts } = result;
   const keep = outcome.kind === 'completed' || counts.batchesCommitted > 0;
-  if (keep) await sink.commit();
-  else await sink.abort();
-  if (!flags.output.quiet) deps.stderr.write(`${formatMigrateSummary(result, summary)}\n`);
-  if (flags.output.summaryJson !== undefined) await writeSummaryJson(flags.output.summaryJson, summary);
+  await reportRun(sink, keep, formatMigrateSummary(result, summary), summary, flags.output, deps);
   const path = flags.state as string;
   if (result.finished) say(`${path} is a v3 state file now: use uid2-batch map --state ${path} and uid2-batch remap-due --state ${path} (without --api v2)`);
   const again = `run uid2-batch migrate --state ${path} again to continue`;

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { createServiceClient, type ServiceClient } from '../client/index.js';
-import { envFingerprint, resolveConfig, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
+import type { ServiceClient } from '../client/index.js';
+import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
 import {
   checkRawUidRows,
   pickRawUidColumn,
@@ -15,12 +15,13 @@ import {
 import { openSink } from '../pipeline/sink.js';
 import { openSource } from '../pipeline/source.js';
 import type { TableSink } from '../pipeline/table.js';
-import { EXIT, onInterrupt, UserError } from './exit-codes.js';
 import { openState } from '../state/index.js';
-import { startEmbeddedServiceIfLocal } from './local-service.js';
+import { connect as connectService, resolveFor, runInProcess, sayTo, type InputCommandDeps, type Say } from './command-context.js';
+import { EXIT, UserError } from './exit-codes.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, decimalNumber, outputFlags, wholeNumber, type OutputFlags } from './options.js';
-import { createProgress, type ProgressReporter } from './progress.js';
-import { formatCount, formatDuration, makeSummary, writeSummaryJson, type RunSummary } from './summary.js';
+import type { ProgressReporter } from './progress.js';
+import { exitCodeOf, reportRun, runProgress } from './run-report.js';
+import { formatCount, formatDuration, makeSummary, type RunSummary } from './summary.js';
 
 export interface OptoutCheckFlags {
   /** File, '-' for stdin, or undefined (stdin when it is not a terminal, unless --state). */
@@ -37,16 +38,7 @@ export interface OptoutCheckFlags {
 }
 
 /** What optout-check touches besides its files: injected, so tests run the command without a process. */
-export interface OptoutCheckDeps {
-  stdin: NodeJS.ReadableStream & { isTTY?: boolean };
-  stdout: NodeJS.WritableStream & { isTTY?: boolean };
-  stderr: NodeJS.WritableStream & { isTTY?: boolean };
-  env: NodeJS.ProcessEnv;
-  /** Local clock, Unix ms. */
-  now(): number;
-  signal?: AbortSignal;
-  resolveConfig?(flags: ConnectionFlags, require: { apiKey: boolean; clientSecret: boolean }): ResolvedConfig;
-}
+export type OptoutCheckDeps = InputCommandDeps;
 
 const parseConcurrency = wholeNumber('--concurrency', 1, 100);
 const parseFraction = decimalNumber('--sweep-fraction', 0, 1);
@@ -72,22 +64,7 @@ export function registerOptoutCheck(program: Command): void {
     .option('--concurrency <n>', 'with --private-operator: requests in flight at most (default 4)', parseConcurrency);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
-  cmd.action(async (input: string | undefined, opts: Record<string, unknown>) => {
-    const stop = new AbortController();
-    const removeInterruptHandler = onInterrupt(() => stop.abort());
-    try {
-      process.exitCode = await runOptoutCheck(optoutCheckFlags(input, opts), {
-        stdin: process.stdin,
-        stdout: process.stdout,
-        stderr: process.stderr,
-        env: process.env,
-        now: () => Date.now(),
-        signal: stop.signal,
-      });
-    } finally {
-      removeInterruptHandler();
-    }
-  });
+  cmd.action((input: string | undefined, opts: Record<string, unknown>) => runInProcess((deps) => runOptoutCheck(optoutCheckFlags(input, opts), deps)));
 }
 
 export function optoutCheckFlags(input: string | undefined, opts: Record<string, unknown>): OptoutCheckFlags {
@@ -133,44 +110,20 @@ export interface OptoutConnection {
   close(): Promise<void>;
 }
 
-function resolveFor(flags: OptoutCheckFlags, deps: OptoutCheckDeps): ResolvedConfig {
-  const resolve = deps.resolveConfig ?? ((f, require) => resolveConfig(f, deps.env, {}, { require }));
-  return resolve(flags.connection, { apiKey: true, clientSecret: true });
-}
-
 async function connect(flags: OptoutCheckFlags, resolved: ResolvedConfig): Promise<OptoutConnection> {
-  const embedded = await startEmbeddedServiceIfLocal(resolved);
-  const config = embedded.config;
   const concurrency = flags.privateOperator ? (flags.concurrency ?? DEFAULT_PRIVATE_CONCURRENCY) : 1;
   // one socket: the public service's rule is one connection, one request at a time
-  const client = createServiceClient({
-    baseUrl: config.env.baseUrl,
-    ...(config.apiKey !== undefined ? { apiKey: config.apiKey } : {}),
-    ...(config.clientSecret !== undefined ? { clientSecret: config.clientSecret } : {}),
-    ...(config.timeoutMs !== undefined ? { requestTimeoutMs: config.timeoutMs } : {}),
-    ...(config.maxAttempts !== undefined ? { maxAttempts: config.maxAttempts } : {}),
-    connections: concurrency,
-  });
-  return {
-    client,
-    check: (ids, signal) => client.optoutStatus(ids, { signal }),
-    concurrency,
-    close: async () => {
-      await client.close();
-      await embedded.close();
-    },
-  };
+  const { client, close } = await connectService(resolved, { connections: concurrency });
+  return { client, check: (ids, signal) => client.optoutStatus(ids, { signal }), concurrency, close };
 }
 
 /** `uid2-batch optout-check`: returns the exit code (0, 3 some batches failed, 130 interrupted); throws for the rest. */
 export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckDeps): Promise<number> {
   checkCombinations(flags);
   const startedMs = deps.now();
-  const say = (line: string): void => {
-    if (!flags.output.quiet) deps.stderr.write(`uid2-batch: ${line}\n`);
-  };
+  const say = sayTo(flags.output, deps);
   // configuration first: a missing key should be said before a large file is opened
-  const config = resolveFor(flags, deps);
+  const config = resolveFor(flags.connection, deps, { apiKey: true, clientSecret: true });
   if (flags.state !== undefined) return runStateSweep(flags.state, config, flags, deps, say, startedMs);
   const inputPath = chooseInput(flags.input, deps.stdin);
   const source = await openSource({
@@ -189,15 +142,7 @@ export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckD
     const layout = verdictLayout(source.header);
     const header = layout.header;
     sink = await openSink({ path: flags.output.output, format: flags.output.format, header, stream: deps.stdout });
-    progress = createProgress({
-      label: 'optout-check',
-      stream: deps.stderr,
-      // cron: no spinner and no progress lines when stderr is not a terminal, only the summary line
-      quiet: flags.output.quiet === true || deps.stderr.isTTY !== true,
-      env: deps.env,
-      dataOnStdout: flags.output.output === undefined,
-      stdoutIsTTY: deps.stdout.isTTY === true,
-    });
+    progress = runProgress('optout-check', flags.output, deps, true);
     const out = sink;
     const reporter = progress;
     const client = connection.client;
@@ -297,14 +242,11 @@ export async function finishOptout(
   sink: TableSink,
   flags: OptoutCheckFlags,
   deps: OptoutCheckDeps,
-  say: (line: string) => void,
+  say: Say,
   keepOutputWhenStopped = false,
 ): Promise<number> {
   const { outcome } = result;
-  if (outcome.kind === 'completed' || keepOutputWhenStopped) await sink.commit();
-  else await sink.abort();
-  if (!flags.output.quiet) deps.stderr.write(`${formatOptoutSummary(summary)}\n`);
-  if (flags.output.summaryJson !== undefined) await writeSummaryJson(flags.output.summaryJson, summary);
+  await reportRun(sink, outcome.kind === 'completed' || keepOutputWhenStopped, formatOptoutSummary(summary), summary, flags.output, deps);
   const output = flags.output.output;
   switch (outcome.kind) {
     case 'completed':
@@ -334,7 +276,7 @@ async function runStateSweep(
   resolved: ResolvedConfig,
   flags: OptoutCheckFlags,
   deps: OptoutCheckDeps,
-  say: (line: string) => void,
+  say: Say,
   startedMs: number,
 ): Promise<number> {
   const state = openState(path, { envFingerprint: envFingerprint(resolved), create: false });
@@ -348,15 +290,7 @@ async function runStateSweep(
     const runId = state.startRun('optout-check', JSON.stringify({ sweep_fraction: flags.sweepFraction ?? 1, private_operator: flags.privateOperator, output: flags.output.output ?? '-' }), nowS);
     try {
       sink = await openSink({ path: flags.output.output, format: flags.output.format, header: [...SWEEP_HEADER], stream: deps.stdout });
-      progress = createProgress({
-        label: 'optout-check',
-        stream: deps.stderr,
-        // cron: no spinner and no progress lines when stderr is not a terminal, only the summary line
-      quiet: flags.output.quiet === true || deps.stderr.isTTY !== true,
-        env: deps.env,
-        dataOnStdout: flags.output.output === undefined,
-        stdoutIsTTY: deps.stdout.isTTY === true,
-      });
+      progress = runProgress('optout-check', flags.output, deps, true);
       const out = sink;
       const reporter = progress;
       const client = connection.client;
@@ -395,18 +329,5 @@ async function runStateSweep(
     }
   } finally {
     state.close();
-  }
-}
-
-function exitCodeOf(result: OptoutResult): number {
-  switch (result.outcome.kind) {
-    case 'completed':
-      return result.counts.status.error === 0 ? EXIT.ok : EXIT.partial;
-    case 'interrupted':
-      return EXIT.interrupted;
-    case 'auth-refused':
-      return EXIT.auth;
-    case 'failed':
-      return EXIT.failed;
   }
 }

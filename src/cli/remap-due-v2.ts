@@ -1,17 +1,16 @@
-import { createServiceClient, type ServiceClient } from '../client/index.js';
 import type { ResolvedConfig } from '../config/index.js';
 import { checkRotatedBuckets, isoUtc, nextCheckSinceMs, type BucketCheck } from '../pipeline/buckets.js';
-import { AdaptiveConcurrency } from '../pipeline/dispatcher.js';
 import { mapBatchV2 } from '../pipeline/map-v2.js';
 import { migrationInProgress } from '../pipeline/migrate.js';
 import { CHANGES_HEADER_V2, changeCellsV2, RemapEngine, type RemapBatchFn, type RemapCounts, type RemapOptions, type RemapResult } from '../pipeline/remap.js';
 import { openSink } from '../pipeline/sink.js';
 import type { TableSink } from '../pipeline/table.js';
 import type { StateStore } from '../state/types.js';
+import { chooseConcurrency, connectForMapping, type Say } from './command-context.js';
 import { EXIT, UserError } from './exit-codes.js';
-import { startEmbeddedServiceIfLocal } from './local-service.js';
-import { createProgress, type ProgressReporter } from './progress.js';
-import { chooseConcurrency, exitCodeOf, finish, isoOf, remapSummary, type RemapDueDeps, type RemapDueFlags } from './remap-due.js';
+import type { ProgressReporter } from './progress.js';
+import { finish, isoOf, remapSummary, type RemapDueDeps, type RemapDueFlags } from './remap-due.js';
+import { exitCodeOf, remapRunArgs, runProgress } from './run-report.js';
 import { formatCount, makeSummary, writeSummaryJson } from './summary.js';
 import { v2DeprecationWarning } from './v2-notice.js';
 
@@ -29,7 +28,7 @@ export async function runRemapDueV2(
   flags: RemapDueFlags,
   startedMs: number,
   deps: RemapDueDeps,
-  say: (line: string) => void,
+  say: Say,
 ): Promise<number> {
   const path = flags.state ?? state.path;
   if (migrationInProgress(state)) {
@@ -83,35 +82,17 @@ async function remapV2(
   flags: RemapDueFlags,
   startedMs: number,
   deps: RemapDueDeps,
-  say: (line: string) => void,
+  say: Say,
 ): Promise<number> {
   const concurrency = chooseConcurrency(flags.concurrency, resolved, say);
-  const embedded = await startEmbeddedServiceIfLocal(resolved);
-  const config = embedded.config;
-  const limiter = new AdaptiveConcurrency({ max: concurrency });
-  const client: ServiceClient = createServiceClient({
-    baseUrl: config.env.baseUrl,
-    ...(config.apiKey !== undefined ? { apiKey: config.apiKey } : {}),
-    ...(config.clientSecret !== undefined ? { clientSecret: config.clientSecret } : {}),
-    ...(config.timeoutMs !== undefined ? { requestTimeoutMs: config.timeoutMs } : {}),
-    ...(config.maxAttempts !== undefined ? { maxAttempts: config.maxAttempts } : {}),
-    connections: concurrency,
-    onRetry: limiter.onRetry,
-  });
+  const connection = await connectForMapping(resolved, concurrency);
+  const { client, limiter } = connection;
   const mapV3: RemapBatchFn = (request, signal) => client.mapV3(request, { signal });
   let sink: TableSink | undefined;
   let progress: ProgressReporter | undefined;
   const runId = state.startRun(
     'remap-due',
-    JSON.stringify({
-      api: 'v2',
-      ...(flags.upgrade === true ? { upgrade: true } : {}),
-      ...(flags.now !== undefined ? { now: flags.now } : {}),
-      ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
-      ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
-      output: flags.output.output ?? '-',
-      format: flags.output.format,
-    }),
+    JSON.stringify({ api: 'v2', ...(flags.upgrade === true ? { upgrade: true } : {}), ...remapRunArgs(flags) }),
     nowS,
   );
   try {
@@ -124,14 +105,7 @@ async function remapV2(
     const dueByR = state.countDue(nowS);
     const due = marked + dueByR;
     sink = await openSink({ path: flags.output.output, format: flags.output.format, header: [...CHANGES_HEADER_V2], stream: deps.stdout });
-    progress = createProgress({
-      label: 'remap-due',
-      stream: deps.stderr,
-      quiet: flags.output.quiet === true || deps.stderr.isTTY !== true,
-      env: deps.env,
-      dataOnStdout: flags.output.output === undefined,
-      stdoutIsTTY: deps.stdout.isTTY === true,
-    });
+    progress = runProgress('remap-due', flags.output, deps, true);
     progress.update({ done: 0, total: flags.limit === undefined ? due : Math.min(due, flags.limit) });
     const out = sink;
     const reporter = progress;
@@ -179,8 +153,7 @@ async function remapV2(
     await sink?.abort();
     throw err;
   } finally {
-    await client.close();
-    await embedded.close();
+    await connection.close();
   }
 }
 

@@ -1,18 +1,18 @@
 import type { Command } from 'commander';
-import { createServiceClient, type ServiceClient } from '../client/index.js';
-import { envFingerprint, resolveConfig, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
-import { AdaptiveConcurrency } from '../pipeline/dispatcher.js';
+import type { ServiceClient } from '../client/index.js';
+import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
 import { CHANGES_HEADER, changeCells, RemapEngine, type RemapResult } from '../pipeline/remap.js';
 import { openSink } from '../pipeline/sink.js';
 import type { TableSink } from '../pipeline/table.js';
 import { parseInstantMs } from '../service/index.js';
 import { openState } from '../state/index.js';
 import type { StateStore } from '../state/types.js';
-import { EXIT, onInterrupt, UserError } from './exit-codes.js';
-import { startEmbeddedServiceIfLocal } from './local-service.js';
+import { chooseConcurrency, connectForMapping, PUBLIC_MAX_CONCURRENCY, resolveFor, runInProcess, sayTo, type CommandDeps, type Say } from './command-context.js';
+import { EXIT, UserError } from './exit-codes.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from './options.js';
-import { createProgress, type ProgressReporter } from './progress.js';
+import type { ProgressReporter } from './progress.js';
 import { runRemapDueV2 } from './remap-due-v2.js';
+import { exitCodeOf, KNOWN_FAILURES, remapRunArgs, reportRun, runProgress } from './run-report.js';
 import { formatCount, formatDuration, formatRate, makeSummary, writeSummaryJson, type RunSummary } from './summary.js';
 
 export interface RemapDueFlags {
@@ -29,18 +29,8 @@ export interface RemapDueFlags {
 }
 
 /** What remap-due touches besides its files: injected, so tests run the command without a process. */
-export interface RemapDueDeps {
-  stdout: NodeJS.WritableStream & { isTTY?: boolean };
-  stderr: NodeJS.WritableStream & { isTTY?: boolean };
-  env: NodeJS.ProcessEnv;
-  /** Local clock, Unix ms. */
-  now(): number;
-  signal?: AbortSignal;
-  resolveConfig?(flags: ConnectionFlags, require: { apiKey: boolean; clientSecret: boolean }): ResolvedConfig;
-}
+export type RemapDueDeps = CommandDeps;
 
-/** The public service allows 20 map requests in flight; a private operator or the local service may take more. */
-const PUBLIC_MAX_CONCURRENCY = 20;
 const DRY_RUN_DAYS = 7;
 const parseConcurrency = wholeNumber('--concurrency', 1, 200);
 const parseLimit = wholeNumber('--limit', 1, Number.MAX_SAFE_INTEGER);
@@ -65,21 +55,7 @@ export function registerRemapDue(program: Command): void {
     .option('--upgrade', 'v2 state file: re-map the entries of rotated buckets with v3 instead of v2 (they become v3 entries with a refresh time)');
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
-  cmd.action(async (opts: Record<string, unknown>) => {
-    const stop = new AbortController();
-    const removeInterruptHandler = onInterrupt(() => stop.abort());
-    try {
-      process.exitCode = await runRemapDue(remapDueFlags(opts), {
-        stdout: process.stdout,
-        stderr: process.stderr,
-        env: process.env,
-        now: () => Date.now(),
-        signal: stop.signal,
-      });
-    } finally {
-      removeInterruptHandler();
-    }
-  });
+  cmd.action((opts: Record<string, unknown>) => runInProcess((deps) => runRemapDue(remapDueFlags(opts), deps)));
 }
 
 export function remapDueFlags(opts: Record<string, unknown>): RemapDueFlags {
@@ -111,11 +87,8 @@ export async function runRemapDue(flags: RemapDueFlags, deps: RemapDueDeps): Pro
   const startedMs = deps.now();
   if (flags.state === undefined) throw new UserError('remap-due needs the state file: --state FILE (made by map --state FILE)');
   const nowS = flags.now !== undefined ? parseNowS(flags.now) : Math.floor(startedMs / 1000);
-  const resolve = deps.resolveConfig ?? ((f, require) => resolveConfig(f, deps.env, {}, { require }));
-  const config = resolve(flags.connection, { apiKey: !flags.dryRun, clientSecret: !flags.dryRun });
-  const say = (line: string): void => {
-    if (!flags.output.quiet) deps.stderr.write(`uid2-batch: ${line}\n`);
-  };
+  const config = resolveFor(flags.connection, deps, { apiKey: !flags.dryRun, clientSecret: !flags.dryRun });
+  const say = sayTo(flags.output, deps);
   const state = openState(flags.state, { envFingerprint: envFingerprint(config), create: false, readonly: flags.dryRun });
   try {
     // a v2 file is kept fresh by salt bucket rotation, not by r
@@ -162,15 +135,6 @@ export function isoOf(seconds: number): string {
   return new Date(seconds * 1000).toISOString().replace('.000Z', 'Z');
 }
 
-export function chooseConcurrency(requested: number | undefined, config: ResolvedConfig, say: (line: string) => void): number {
-  const wanted = requested ?? PUBLIC_MAX_CONCURRENCY;
-  if (config.env.isPublic && wanted > PUBLIC_MAX_CONCURRENCY) {
-    say(`--concurrency ${wanted} lowered to ${PUBLIC_MAX_CONCURRENCY}: the public service allows ${PUBLIC_MAX_CONCURRENCY} map requests in flight`);
-    return PUBLIC_MAX_CONCURRENCY;
-  }
-  return wanted;
-}
-
 async function remapForReal(
   state: StateStore,
   nowS: number,
@@ -178,37 +142,19 @@ async function remapForReal(
   flags: RemapDueFlags,
   startedMs: number,
   deps: RemapDueDeps,
-  say: (line: string) => void,
+  say: Say,
 ): Promise<number> {
   const concurrency = chooseConcurrency(flags.concurrency, resolved, say);
   const due = state.countDue(nowS);
   const total = flags.limit === undefined ? due : Math.min(due, flags.limit);
-  const embedded = await startEmbeddedServiceIfLocal(resolved);
-  const config = embedded.config;
-  const limiter = new AdaptiveConcurrency({ max: concurrency });
-  const client: ServiceClient = createServiceClient({
-    baseUrl: config.env.baseUrl,
-    ...(config.apiKey !== undefined ? { apiKey: config.apiKey } : {}),
-    ...(config.clientSecret !== undefined ? { clientSecret: config.clientSecret } : {}),
-    ...(config.timeoutMs !== undefined ? { requestTimeoutMs: config.timeoutMs } : {}),
-    ...(config.maxAttempts !== undefined ? { maxAttempts: config.maxAttempts } : {}),
-    connections: concurrency,
-    onRetry: limiter.onRetry,
-  });
+  const connection = await connectForMapping(resolved, concurrency);
+  const { client, limiter } = connection;
   let sink: TableSink | undefined;
   let progress: ProgressReporter | undefined;
-  const runId = state.startRun('remap-due', JSON.stringify(runArgs(flags)), nowS);
+  const runId = state.startRun('remap-due', JSON.stringify(remapRunArgs(flags)), nowS);
   try {
     sink = await openSink({ path: flags.output.output, format: flags.output.format, header: [...CHANGES_HEADER], stream: deps.stdout });
-    progress = createProgress({
-      label: 'remap-due',
-      stream: deps.stderr,
-      // cron: no spinner and no progress lines when stderr is not a terminal, only the summary line
-      quiet: flags.output.quiet === true || deps.stderr.isTTY !== true,
-      env: deps.env,
-      dataOnStdout: flags.output.output === undefined,
-      stdoutIsTTY: deps.stdout.isTTY === true,
-    });
+    progress = runProgress('remap-due', flags.output, deps, true);
     progress.update({ done: 0, total });
     const out = sink;
     const reporter = progress;
@@ -235,32 +181,7 @@ async function remapForReal(
     await sink?.abort();
     throw err;
   } finally {
-    await client.close();
-    await embedded.close();
-  }
-}
-
-/** What the runs table keeps of the flags: no credentials and no paths beyond the state's own. */
-function runArgs(flags: RemapDueFlags): Record<string, unknown> {
-  return {
-    ...(flags.now !== undefined ? { now: flags.now } : {}),
-    ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
-    ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
-    output: flags.output.output ?? '-',
-    format: flags.output.format,
-  };
-}
-
-export function exitCodeOf(result: RemapResult): number {
-  switch (result.outcome.kind) {
-    case 'completed':
-      return result.counts.status.error === 0 ? EXIT.ok : EXIT.partial;
-    case 'interrupted':
-      return EXIT.interrupted;
-    case 'auth-refused':
-      return EXIT.auth;
-    case 'failed':
-      return EXIT.failed;
+    await connection.close();
   }
 }
 
@@ -308,13 +229,10 @@ export function formatRemapSummary(s: RunSummary): string {
  * longer due, so no later run would report their changes again. Only a run that committed nothing leaves an
  * existing file alone.
  */
-export async function finish(result: RemapResult, summary: RunSummary, sink: TableSink, flags: RemapDueFlags, deps: RemapDueDeps, say: (line: string) => void): Promise<number> {
+export async function finish(result: RemapResult, summary: RunSummary, sink: TableSink, flags: RemapDueFlags, deps: RemapDueDeps, say: Say): Promise<number> {
   const { outcome, counts } = result;
   const keep = outcome.kind === 'completed' || counts.batchesCommitted > 0;
-  if (keep) await sink.commit();
-  else await sink.abort();
-  if (!flags.output.quiet) deps.stderr.write(`${formatRemapSummary(summary)}\n`);
-  if (flags.output.summaryJson !== undefined) await writeSummaryJson(flags.output.summaryJson, summary);
+  await reportRun(sink, keep, formatRemapSummary(summary), summary, flags.output, deps);
   if (counts.stillDue > 0) {
     say(`${formatCount(counts.stillDue)} entries came back with an r that is not after --now: the service's clock is behind it; they are due again next run`);
   }
@@ -340,6 +258,3 @@ export async function finish(result: RemapResult, summary: RunSummary, sink: Tab
     }
   }
 }
-
-/** Failures whose message is already meant for the user; anything else is a bug and keeps its stack for UID2_DEBUG. */
-const KNOWN_FAILURES = new Set(['ClockSkewError', 'SqliteError', 'OutputError', 'ServiceError', 'ClientError', 'ServerError', 'NetworkError', 'UnexpectedResponseError', 'EnvelopeError']);

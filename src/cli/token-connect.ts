@@ -1,6 +1,5 @@
-import { createServiceClient } from '../client/index.js';
 import { resolveConfig, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
-import { startEmbeddedServiceIfLocal } from './local-service.js';
+import { connect } from './command-context.js';
 import type { Connect, Connection } from './token-io.js';
 
 /**
@@ -13,24 +12,8 @@ export function resolveFor(flags: ConnectionFlags, require: { apiKey: boolean; c
 }
 
 export async function openConnection(config: ResolvedConfig): Promise<Connection & { baseUrl: string }> {
-  const embedded = await startEmbeddedServiceIfLocal(config);
-  const cfg = embedded.config;
-  const client = createServiceClient({
-    baseUrl: cfg.env.baseUrl,
-    ...(cfg.apiKey !== undefined ? { apiKey: cfg.apiKey } : {}),
-    ...(cfg.clientSecret !== undefined ? { clientSecret: cfg.clientSecret } : {}),
-    ...(cfg.timeoutMs !== undefined ? { requestTimeoutMs: cfg.timeoutMs } : {}),
-    ...(cfg.maxAttempts !== undefined ? { maxAttempts: cfg.maxAttempts } : {}),
-  });
-  return {
-    client,
-    config: cfg,
-    baseUrl: cfg.env.baseUrl,
-    close: async () => {
-      await client.close();
-      await embedded.close();
-    },
-  };
+  const connection = await connect(config);
+  return { ...connection, baseUrl: connection.config.env.baseUrl };
 }
 
 export function connector(flags: ConnectionFlags): Connect {

@@ -1,6 +1,5 @@
-import type { ServiceClient } from '../client/index.js';
-import type { ResolvedConfig } from '../config/index.js';
 import { classifyFailure, type Failure, type IdentifierKind } from '../pipeline/tokens.js';
+import type { ServiceConnection } from './command-context.js';
 import { EXIT, UserError, type ExitCode } from './exit-codes.js';
 import { readAll, stripLineEnding } from './token-files.js';
 
@@ -18,11 +17,7 @@ export function processIo(): TokenIo {
 }
 
 /** A client for the resolved environment; for --env local the embedded service runs until close(). */
-export interface Connection {
-  client: ServiceClient;
-  config: ResolvedConfig;
-  close(): Promise<void>;
-}
+export type Connection = ServiceConnection;
 
 /** Opens a connection; refresh needs no credentials, every other token call needs both. */
 export type Connect = (require: { apiKey: boolean; clientSecret: boolean }) => Promise<Connection>;

@@ -1,0 +1,77 @@
+import type { TableSink } from '../pipeline/table.js';
+import { EXIT } from './exit-codes.js';
+import type { CommandDeps } from './command-context.js';
+import type { OutputFlags } from './options.js';
+import { createProgress, type ProgressReporter } from './progress.js';
+import { writeSummaryJson, type RunSummary } from './summary.js';
+
+/**
+ * How a batch run (remap-due, migrate, optout-check) reports: its progress while it runs, its output kept or
+ * dropped, its summary line and --summary-json, its exit code and the runs table's record of its flags.
+ */
+
+/** How every batch run ends; the engines' outcomes all have this shape. */
+export interface BatchRunResult {
+  outcome: { kind: 'completed' | 'interrupted' | 'auth-refused' | 'failed' };
+  counts: { status: { error: number } };
+}
+
+export function exitCodeOf(result: BatchRunResult): number {
+  switch (result.outcome.kind) {
+    case 'completed':
+      return result.counts.status.error === 0 ? EXIT.ok : EXIT.partial;
+    case 'interrupted':
+      return EXIT.interrupted;
+    case 'auth-refused':
+      return EXIT.auth;
+    case 'failed':
+      return EXIT.failed;
+  }
+}
+
+/** Failures whose message is already meant for the user; anything else is a bug and keeps its stack for UID2_DEBUG. */
+export const KNOWN_FAILURES: ReadonlySet<string> = new Set([
+  'ClockSkewError',
+  'SqliteError',
+  'OutputError',
+  'ServiceError',
+  'ClientError',
+  'ServerError',
+  'NetworkError',
+  'UnexpectedResponseError',
+  'EnvelopeError',
+]);
+
+/**
+ * The progress of a run. `cron`: no spinner and no progress lines when stderr is not a terminal, only the
+ * summary line.
+ */
+export function runProgress(label: string, output: OutputFlags, deps: CommandDeps, cron: boolean): ProgressReporter {
+  return createProgress({
+    label,
+    stream: deps.stderr,
+    quiet: output.quiet === true || (cron && deps.stderr.isTTY !== true),
+    env: deps.env,
+    dataOnStdout: output.output === undefined,
+    stdoutIsTTY: deps.stdout.isTTY === true,
+  });
+}
+
+/** Keeps or drops the output, then says the summary line (unless --quiet) and writes --summary-json. */
+export async function reportRun(sink: TableSink, keepOutput: boolean, summaryLine: string, summary: RunSummary, output: OutputFlags, deps: Pick<CommandDeps, 'stderr'>): Promise<void> {
+  if (keepOutput) await sink.commit();
+  else await sink.abort();
+  if (!output.quiet) deps.stderr.write(`${summaryLine}\n`);
+  if (output.summaryJson !== undefined) await writeSummaryJson(output.summaryJson, summary);
+}
+
+/** What the runs table keeps of a re-mapping run's flags: no credentials and no paths beyond the state's own. */
+export function remapRunArgs(flags: { now?: string; limit?: number; concurrency?: number; output: OutputFlags }): Record<string, unknown> {
+  return {
+    ...(flags.now !== undefined ? { now: flags.now } : {}),
+    ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+    ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
+    output: flags.output.output ?? '-',
+    format: flags.output.format,
+  };
+}
