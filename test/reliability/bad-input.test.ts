@@ -5,7 +5,7 @@ import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, type CliResult } from '../helpers/map-e2e-processes.js';
 import { requireBuilt, stackLines, tempDir } from './harness.js';
-import { recordResults } from './results.js';
+import { recordWhenPassed } from './results.js';
 
 /**
  * Every file of test/fixtures/bad-input through the BUILT CLI: `map --env local` and `hash` (and `optout-check
@@ -178,12 +178,13 @@ function checkErrorLine(stderr: string, path: string, entry: Entry): void {
   if (entry.cli?.message !== undefined) expect(last).toContain(entry.cli.message);
 }
 
+recordWhenPassed('bad_input', () => ({ bad_input_files: files.length + 2, cli_runs: tally.runs, rows_checked: tally.rows, error_lines_checked: tally.errorsWithLine }));
+
 beforeAll(() => {
   requireBuilt();
 });
 
 afterAll(() => {
-  recordResults('bad_input', { bad_input_files: files.length + 2, cli_runs: tally.runs, rows_checked: tally.rows, error_lines_checked: tally.errorsWithLine });
   work.remove();
 });
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
 import { freePort, inspectState, requireBuilt, serveEnv, stackLines, tempDir } from './harness.js';
-import { recordResults } from './results.js';
+import { recordWhenPassed } from './results.js';
 
 /**
  * A client whose clock is off by more than the service's window (±2 min, wire-protocol.md §1.4) gets a clear
@@ -32,6 +32,8 @@ async function serveAt(offsetMs: number | null): Promise<ServeProcess> {
   return startServe(['--port', String(port), '--seed', SEED, '--api-key', KEY, '--client-secret', SECRET, ...(offsetMs === null ? [] : ['--now', iso(offsetMs)])]);
 }
 
+recordWhenPassed('clock_skew', () => figures);
+
 beforeAll(async () => {
   requireBuilt();
   port = await freePort();
@@ -50,7 +52,6 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(() => {
-  recordResults('clock_skew', figures);
   dir.remove();
 });
 

@@ -18,7 +18,7 @@ import {
   tempDir,
   type StoredEntry,
 } from './harness.js';
-import { recordResults } from './results.js';
+import { recordWhenPassed } from './results.js';
 
 /**
  * Crashes of `map --state`: SIGKILL and SIGINT at seeded points of a run against `serve` (each answer delayed a
@@ -57,6 +57,8 @@ const sentOn = async (): Promise<{ items: number; requests: number }> => {
   return { items: s.items[MAP_PATH] ?? 0, requests: s.requests[MAP_PATH] ?? 0 };
 };
 
+recordWhenPassed('crash_map', () => figures);
+
 beforeAll(async () => {
   requireBuilt();
   serve = await startServe(['--seed', 'reliability-crash-map', '--latency-ms', '25']);
@@ -75,7 +77,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await serve?.stop();
-  recordResults('crash_map', figures);
   dir.remove();
 });
 

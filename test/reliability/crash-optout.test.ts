@@ -19,7 +19,7 @@ import {
   tempDir,
   type StoredEntry,
 } from './harness.js';
-import { recordResults } from './results.js';
+import { recordWhenPassed } from './results.js';
 
 /**
  * Crashes of `optout-check --state` (the opt-out sweep): SIGKILL and SIGINT at seeded points, then the same
@@ -67,6 +67,8 @@ const facts = (e: StoredEntry | undefined): string => (e === undefined ? 'missin
 
 const sentOn = async (): Promise<number> => (await statsOf(serve.url)).items[OPTOUT_PATH] ?? 0;
 
+recordWhenPassed('crash_optout_check', () => figures);
+
 beforeAll(async () => {
   requireBuilt();
   serve = await startServe(['--seed', 'reliability-crash-optout', '--latency-ms', '120']);
@@ -94,7 +96,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await serve?.stop();
-  recordResults('crash_optout_check', figures);
   dir.remove();
 });
 

@@ -3,7 +3,7 @@ import { basename, dirname } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
 import { describeEnd, REFRESH_PATH, requireBuilt, runAndKill, scaled, seeded, serveEnv, stackLines, tempDir, type KillPoint } from './harness.js';
-import { recordResults } from './results.js';
+import { recordWhenPassed } from './results.js';
 
 /**
  * Crashes of `token refresh --in FILE --update`: SIGKILL and SIGINT at seeded points while the refresh is on its
@@ -34,6 +34,8 @@ function identityProblem(text: string): string | null {
   return null;
 }
 
+recordWhenPassed('crash_token_refresh', () => figures);
+
 beforeAll(async () => {
   requireBuilt();
   serve = await startServe(['--seed', 'reliability-crash-token', '--latency-ms', '400']);
@@ -45,7 +47,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await serve?.stop();
-  recordResults('crash_token_refresh', figures);
   dir.remove();
 });
 

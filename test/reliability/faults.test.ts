@@ -24,7 +24,7 @@ import {
   tempDir,
   waitUntil,
 } from './harness.js';
-import { recordResults } from './results.js';
+import { recordWhenPassed } from './results.js';
 
 /**
  * Faults: the built CLI against `uid2-batch serve` processes that answer 429 storms, rate-limit bursts, 500s,
@@ -155,6 +155,8 @@ async function mapThrough(s: Pick<ServeProcess, 'url' | 'apiKey' | 'clientSecret
   return { out: readFileSync(out, 'utf8'), runs, state };
 }
 
+recordWhenPassed('faults', () => figures);
+
 beforeAll(async () => {
   requireBuilt();
   inputFile = dir.file('input.csv', inputCsv(ROWS));
@@ -209,7 +211,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const s of [...serves]) await retire(s);
-  recordResults('faults', figures);
   dir.remove();
 });
 

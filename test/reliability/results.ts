@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, renameSync, rmdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll, beforeEach } from 'vitest';
 import { SCALE } from './harness.js';
 
 /**
@@ -83,4 +84,24 @@ export function recordResults(area: string, figures: AreaFigures): void {
   } finally {
     rmdirSync(LOCK);
   }
+}
+
+/**
+ * Records `area` when the test file ends, if its tests ran and none failed: a broken run must not overwrite the
+ * figures of the last good one. Call once at the top level of a test file.
+ */
+export function recordWhenPassed(area: string, figures: () => AreaFigures): void {
+  let ran = 0;
+  let failed = false;
+  beforeEach((context) => {
+    context.onTestFailed(() => {
+      failed = true;
+    });
+    context.onTestFinished(() => {
+      ran++;
+    });
+  });
+  afterAll(() => {
+    if (ran > 0 && !failed) recordResults(area, figures());
+  });
 }

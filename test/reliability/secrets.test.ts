@@ -5,7 +5,7 @@ import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startServe, type CliResult, type ServeProcess } from '../helpers/map-e2e-processes.js';
 import { advanceClock, clockOf, requireBuilt, serveEnv, stackLines, tempDir } from './harness.js';
-import { recordResults } from './results.js';
+import { recordWhenPassed } from './results.js';
 
 /**
  * Secrets and personal data. map, remap-due, optout-check and the token commands run with a known API key and
@@ -57,6 +57,8 @@ function collectState(path: string): void {
   for (const suffix of ['', '-wal', '-shm', '.lock']) collect(path + suffix, `state file ${path}${suffix}`);
 }
 
+recordWhenPassed('secrets_pii', () => ({ ...figures, texts_searched: seen.length, needles: needles.size }));
+
 beforeAll(async () => {
   requireBuilt();
   for (const v of [...EMAILS, ...PHONES, ...INVALID_PII]) {
@@ -71,9 +73,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await serve?.stop();
   await flaky?.stop();
-  figures.texts_searched = seen.length;
-  figures.needles = needles.size;
-  recordResults('secrets_pii', figures);
   dir.remove();
 });
 

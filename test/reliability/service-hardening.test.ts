@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeBody, decodeKey, decryptResponse, encryptRequest } from '../../src/protocol/index.js';
 import { startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
 import { requireBuilt, scaled, seeded } from './harness.js';
-import { recordResults } from './results.js';
+import { recordWhenPassed } from './results.js';
 
 /**
  * The local service as a separate process (`uid2-batch serve`), hit by 10,000 seeded random and mutated
@@ -224,6 +224,8 @@ function makeShot(token: string, refreshToken: string): Shot {
 let token = '';
 let refreshToken = '';
 
+recordWhenPassed('service_hardening', () => figures);
+
 beforeAll(async () => {
   requireBuilt();
   serve = await startServe(['--api-key', API_KEY, '--client-secret', CLIENT_SECRET, '--seed', 'reliability-fuzz']);
@@ -241,7 +243,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await agent.close();
   await serve?.stop();
-  recordResults('service_hardening', figures);
 });
 
 describe('local service under seeded fuzzing (a separate serve process)', () => {
