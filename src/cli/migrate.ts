@@ -3,15 +3,13 @@ import type { ServiceClient } from '../client/index.js';
 import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
 import { MIGRATION_FINISHED, migrateToV3, type MigrateResult } from '../pipeline/migrate.js';
 import { CHANGES_HEADER, changeCells } from '../pipeline/remap.js';
-import { openSink } from '../pipeline/sink.js';
 import type { TableSink } from '../pipeline/table.js';
 import { openState } from '../state/index.js';
 import type { StateStore } from '../state/types.js';
 import { chooseConcurrency, connectForMapping, resolveFor, runInProcess, sayTo, type CommandDeps, type Say } from './command-context.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from './options.js';
-import type { ProgressReporter } from './progress.js';
-import { exitCodeOf, KNOWN_FAILURES, remapRunArgs, reportRun, runProgress } from './run-report.js';
+import { exitCodeOf, KNOWN_FAILURES, remapReporting, remapRunArgs, reportRun, withRunOutput } from './run-report.js';
 import { formatCount, formatDuration, makeSummary, type RunSummary } from './summary.js';
 
 export interface MigrateFlags {
@@ -103,37 +101,25 @@ async function migrateForReal(
   const concurrency = chooseConcurrency(flags.concurrency, resolved, say);
   const connection = await connectForMapping(resolved, concurrency);
   const { client, limiter } = connection;
-  let sink: TableSink | undefined;
-  let progress: ProgressReporter | undefined;
   const runId = state.startRun('migrate', JSON.stringify(remapRunArgs(flags)), nowS);
   try {
-    sink = await openSink({ path: flags.output.output, format: flags.output.format, header: [...CHANGES_HEADER], stream: deps.stdout });
-    progress = runProgress('migrate', flags.output, deps, false);
-    const v2 = state.bucketEntries().count;
-    progress.update({ done: 0, total: flags.limit === undefined ? v2 : Math.min(v2, flags.limit) });
-    const out = sink;
-    const reporter = progress;
-    const result = await migrateToV3({
-      state,
-      nowS,
-      mapBatch: (request, signal) => client.mapV3(request, { signal }),
-      limiter,
-      ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
-      ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-      onChanges: (changes) => out.writeRows(changes.map(changeCells)),
-      onProgress: (c) => {
-        const s = c.status;
-        reporter.update({ done: s.mapped + s.optout + s.invalid + s.error, retries: client.stats.retries, http429: client.stats.http429 });
-      },
+    return await withRunOutput(CHANGES_HEADER, 'migrate', false, flags.output, deps, async (sink, progress) => {
+      const v2 = state.bucketEntries().count;
+      progress.update({ done: 0, total: flags.limit === undefined ? v2 : Math.min(v2, flags.limit) });
+      const result = await migrateToV3({
+        state,
+        nowS,
+        mapBatch: (request, signal) => client.mapV3(request, { signal }),
+        limiter,
+        ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+        ...remapReporting(sink, progress, client, changeCells),
+      });
+      progress.stop();
+      const summary = migrateSummary(result, client, startedMs, deps.now());
+      state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
+      return await finish(result, summary, sink, flags, deps, say);
     });
-    progress.stop();
-    const summary = migrateSummary(result, client, startedMs, deps.now());
-    state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
-    return await finish(result, summary, sink, flags, deps, say);
-  } catch (err) {
-    progress?.stop();
-    await sink?.abort();
-    throw err;
   } finally {
     await connection.close();
   }

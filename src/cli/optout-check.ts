@@ -12,15 +12,13 @@ import {
   sweepStateOptouts,
   type SweptRawUid,
 } from '../pipeline/optout-sweep.js';
-import { openSink } from '../pipeline/sink.js';
 import { openSource } from '../pipeline/source.js';
 import type { TableSink } from '../pipeline/table.js';
 import { openState } from '../state/index.js';
 import { connect as connectService, resolveFor, runInProcess, sayTo, type InputCommandDeps, type Say } from './command-context.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, decimalNumber, outputFlags, wholeNumber, type OutputFlags } from './options.js';
-import type { ProgressReporter } from './progress.js';
-import { exitCodeOf, reportRun, runProgress } from './run-report.js';
+import { exitCodeOf, reportRun, withRunOutput } from './run-report.js';
 import { formatCount, formatDuration, makeSummary, type RunSummary } from './summary.js';
 
 export interface OptoutCheckFlags {
@@ -136,40 +134,31 @@ export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckD
   if (!column.ok) throw new UserError(`${source.name}: ${column.message}`);
 
   const connection = await connect(flags, config);
-  let sink: TableSink | undefined;
-  let progress: ProgressReporter | undefined;
+  const layout = verdictLayout(source.header);
   try {
-    const layout = verdictLayout(source.header);
-    const header = layout.header;
-    sink = await openSink({ path: flags.output.output, format: flags.output.format, header, stream: deps.stdout });
-    progress = runProgress('optout-check', flags.output, deps, true);
-    const out = sink;
-    const reporter = progress;
-    const client = connection.client;
-    let done = 0;
-    const result = await checkRawUidRows(source.rows(), {
-      column: column.index,
-      check: connection.check,
-      concurrency: connection.concurrency,
-      ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-      onRows: async (rows) => {
-        const cells: string[][] = [];
-        for (const { row, verdict } of rows) {
-          if (flags.onlyOptedOut && verdict.kind !== 'opted_out') continue;
-          cells.push(layout.place(row.cells, verdictCells(verdict)));
-        }
-        await out.writeRows(cells);
-        done += rows.length;
-        reporter.update({ done, retries: client.stats.retries, http429: client.stats.http429 });
-      },
+    return await withRunOutput(layout.header, 'optout-check', true, flags.output, deps, async (sink, progress) => {
+      const client = connection.client;
+      let done = 0;
+      const result = await checkRawUidRows(source.rows(), {
+        column: column.index,
+        check: connection.check,
+        concurrency: connection.concurrency,
+        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+        onRows: async (rows) => {
+          const cells: string[][] = [];
+          for (const { row, verdict } of rows) {
+            if (flags.onlyOptedOut && verdict.kind !== 'opted_out') continue;
+            cells.push(layout.place(row.cells, verdictCells(verdict)));
+          }
+          await sink.writeRows(cells);
+          done += rows.length;
+          progress.update({ done, retries: client.stats.retries, http429: client.stats.http429 });
+        },
+      });
+      progress.stop();
+      const summary = optoutSummary('optout-check', result, client, startedMs, deps.now());
+      return await finishOptout(result, summary, sink, flags, deps, say);
     });
-    progress.stop();
-    const summary = optoutSummary('optout-check', result, client, startedMs, deps.now());
-    return await finishOptout(result, summary, sink, flags, deps, say);
-  } catch (err) {
-    progress?.stop();
-    await sink?.abort();
-    throw err;
   } finally {
     await connection.close();
   }
@@ -285,45 +274,37 @@ async function runStateSweep(
     state.lock();
     const nowS = Math.floor(startedMs / 1000);
     const connection = await connect(flags, resolved);
-    let sink: TableSink | undefined;
-    let progress: ProgressReporter | undefined;
     const runId = state.startRun('optout-check', JSON.stringify({ sweep_fraction: flags.sweepFraction ?? 1, private_operator: flags.privateOperator, output: flags.output.output ?? '-' }), nowS);
     try {
-      sink = await openSink({ path: flags.output.output, format: flags.output.format, header: [...SWEEP_HEADER], stream: deps.stdout });
-      progress = runProgress('optout-check', flags.output, deps, true);
-      const out = sink;
-      const reporter = progress;
-      const client = connection.client;
-      let done = 0;
-      const result = await sweepStateOptouts({
-        state,
-        nowS,
-        check: connection.check,
-        concurrency: connection.concurrency,
-        ...(flags.sweepFraction !== undefined ? { fraction: flags.sweepFraction } : {}),
-        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-        onChecked: async (rows) => {
-          const cells = (flags.onlyOptedOut ? rows.filter((r) => r.verdict.kind === 'opted_out') : rows).map(sweptCells);
-          await out.writeRows(cells);
-          done += rows.length;
-          reporter.update({ done, retries: client.stats.retries, http429: client.stats.http429 });
-        },
+      return await withRunOutput(SWEEP_HEADER, 'optout-check', true, flags.output, deps, async (sink, progress) => {
+        const client = connection.client;
+        let done = 0;
+        const result = await sweepStateOptouts({
+          state,
+          nowS,
+          check: connection.check,
+          concurrency: connection.concurrency,
+          ...(flags.sweepFraction !== undefined ? { fraction: flags.sweepFraction } : {}),
+          ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+          onChecked: async (rows) => {
+            const cells = (flags.onlyOptedOut ? rows.filter((r) => r.verdict.kind === 'opted_out') : rows).map(sweptCells);
+            await sink.writeRows(cells);
+            done += rows.length;
+            progress.update({ done, retries: client.stats.retries, http429: client.stats.http429 });
+          },
+        });
+        progress.stop();
+        const c = result.counts;
+        const summary = optoutSummary('optout-check', result, client, startedMs, deps.now(), {
+          state_file: path,
+          entries_planned: c.planned,
+          entries_checked: c.entries,
+          tombstoned: c.tombstoned,
+        });
+        state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
+        if (c.planned === 0) say(`${path} holds no entry with a raw UID: nothing to check`);
+        return await finishOptout(result, summary, sink, flags, deps, say, c.entries > 0);
       });
-      progress.stop();
-      const c = result.counts;
-      const summary = optoutSummary('optout-check', result, client, startedMs, deps.now(), {
-        state_file: path,
-        entries_planned: c.planned,
-        entries_checked: c.entries,
-        tombstoned: c.tombstoned,
-      });
-      state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
-      if (c.planned === 0) say(`${path} holds no entry with a raw UID: nothing to check`);
-      return await finishOptout(result, summary, sink, flags, deps, say, c.entries > 0);
-    } catch (err) {
-      progress?.stop();
-      await sink?.abort();
-      throw err;
     } finally {
       await connection.close();
     }

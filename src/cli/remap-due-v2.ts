@@ -3,14 +3,11 @@ import { checkRotatedBuckets, isoUtc, nextCheckSinceMs, type BucketCheck } from 
 import { mapBatchV2 } from '../pipeline/map-v2.js';
 import { migrationInProgress } from '../pipeline/migrate.js';
 import { CHANGES_HEADER_V2, changeCellsV2, RemapEngine, type RemapBatchFn, type RemapCounts, type RemapOptions, type RemapResult } from '../pipeline/remap.js';
-import { openSink } from '../pipeline/sink.js';
-import type { TableSink } from '../pipeline/table.js';
 import type { StateStore } from '../state/types.js';
 import { chooseConcurrency, connectForMapping, type Say } from './command-context.js';
 import { EXIT, UserError } from './exit-codes.js';
-import type { ProgressReporter } from './progress.js';
 import { finish, isoOf, remapSummary, type RemapDueDeps, type RemapDueFlags } from './remap-due.js';
-import { exitCodeOf, remapRunArgs, runProgress } from './run-report.js';
+import { exitCodeOf, remapReporting, remapRunArgs, withRunOutput } from './run-report.js';
 import { formatCount, makeSummary, writeSummaryJson } from './summary.js';
 import { v2DeprecationWarning } from './v2-notice.js';
 
@@ -88,8 +85,6 @@ async function remapV2(
   const connection = await connectForMapping(resolved, concurrency);
   const { client, limiter } = connection;
   const mapV3: RemapBatchFn = (request, signal) => client.mapV3(request, { signal });
-  let sink: TableSink | undefined;
-  let progress: ProgressReporter | undefined;
   const runId = state.startRun(
     'remap-due',
     JSON.stringify({ api: 'v2', ...(flags.upgrade === true ? { upgrade: true } : {}), ...remapRunArgs(flags) }),
@@ -104,54 +99,44 @@ async function remapV2(
     const marked = state.countDueV2();
     const dueByR = state.countDue(nowS);
     const due = marked + dueByR;
-    sink = await openSink({ path: flags.output.output, format: flags.output.format, header: [...CHANGES_HEADER_V2], stream: deps.stdout });
-    progress = runProgress('remap-due', flags.output, deps, true);
-    progress.update({ done: 0, total: flags.limit === undefined ? due : Math.min(due, flags.limit) });
-    const out = sink;
-    const reporter = progress;
-    let doneBefore = 0;
-    const common: Omit<RemapOptions, 'mapBatch'> = {
-      state,
-      nowS,
-      limiter,
-      ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-      onChanges: (changes) => out.writeRows(changes.map(changeCellsV2)),
-      onProgress: (c) => {
-        const s = c.status;
-        reporter.update({ done: doneBefore + s.mapped + s.optout + s.invalid + s.error, retries: client.stats.retries, http429: client.stats.http429 });
-      },
-    };
-    let result = await new RemapEngine({
-      ...common,
-      selectPage: (after, limit) => state.selectDueV2(after?.id ?? null, limit),
-      mapBatch: flags.upgrade === true ? mapV3 : mapBatchV2(client),
-      ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
-    }).run();
-    const byBucket = result.counts.selected;
-    const left = flags.limit === undefined ? Number.POSITIVE_INFINITY : flags.limit - byBucket;
-    if (result.outcome.kind === 'completed' && dueByR > 0 && left > 0) {
-      doneBefore = byBucket;
-      const byR = await new RemapEngine({ ...common, mapBatch: mapV3, ...(Number.isFinite(left) ? { limit: left } : {}) }).run();
-      result = joinResults(result, byR);
-    }
-    progress.stop();
-    const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
-    summary.api = 'v2';
-    if (check !== null) {
-      summary.buckets_since = isoUtc(check.sinceMs);
-      summary.buckets_rotated = check.buckets.length;
-      summary.marked_due = check.marked;
-    }
-    if (flags.upgrade === true) summary.upgraded = byBucket;
-    state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
-    if (check !== null) {
-      say(`buckets: ${formatCount(check.buckets.length)} salt bucket(s) rotated since ${isoUtc(check.sinceMs)}; ${formatCount(check.marked)} entries marked due`);
-    }
-    return await finish(result, summary, sink, flags, deps, say);
-  } catch (err) {
-    progress?.stop();
-    await sink?.abort();
-    throw err;
+    return await withRunOutput(CHANGES_HEADER_V2, 'remap-due', true, flags.output, deps, async (sink, progress) => {
+      progress.update({ done: 0, total: flags.limit === undefined ? due : Math.min(due, flags.limit) });
+      let doneBefore = 0;
+      const common: Omit<RemapOptions, 'mapBatch'> = {
+        state,
+        nowS,
+        limiter,
+        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+        ...remapReporting(sink, progress, client, changeCellsV2, () => doneBefore),
+      };
+      let result = await new RemapEngine({
+        ...common,
+        selectPage: (after, limit) => state.selectDueV2(after?.id ?? null, limit),
+        mapBatch: flags.upgrade === true ? mapV3 : mapBatchV2(client),
+        ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+      }).run();
+      const byBucket = result.counts.selected;
+      const left = flags.limit === undefined ? Number.POSITIVE_INFINITY : flags.limit - byBucket;
+      if (result.outcome.kind === 'completed' && dueByR > 0 && left > 0) {
+        doneBefore = byBucket;
+        const byR = await new RemapEngine({ ...common, mapBatch: mapV3, ...(Number.isFinite(left) ? { limit: left } : {}) }).run();
+        result = joinResults(result, byR);
+      }
+      progress.stop();
+      const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
+      summary.api = 'v2';
+      if (check !== null) {
+        summary.buckets_since = isoUtc(check.sinceMs);
+        summary.buckets_rotated = check.buckets.length;
+        summary.marked_due = check.marked;
+      }
+      if (flags.upgrade === true) summary.upgraded = byBucket;
+      state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
+      if (check !== null) {
+        say(`buckets: ${formatCount(check.buckets.length)} salt bucket(s) rotated since ${isoUtc(check.sinceMs)}; ${formatCount(check.marked)} entries marked due`);
+      }
+      return await finish(result, summary, sink, flags, deps, say);
+    });
   } finally {
     await connection.close();
   }

@@ -2,7 +2,6 @@ import type { Command } from 'commander';
 import type { ServiceClient } from '../client/index.js';
 import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
 import { CHANGES_HEADER, changeCells, RemapEngine, type RemapResult } from '../pipeline/remap.js';
-import { openSink } from '../pipeline/sink.js';
 import type { TableSink } from '../pipeline/table.js';
 import { parseInstantMs } from '../service/index.js';
 import { openState } from '../state/index.js';
@@ -10,9 +9,8 @@ import type { StateStore } from '../state/types.js';
 import { chooseConcurrency, connectForMapping, PUBLIC_MAX_CONCURRENCY, resolveFor, runInProcess, sayTo, type CommandDeps, type Say } from './command-context.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from './options.js';
-import type { ProgressReporter } from './progress.js';
 import { runRemapDueV2 } from './remap-due-v2.js';
-import { exitCodeOf, KNOWN_FAILURES, remapRunArgs, reportRun, runProgress } from './run-report.js';
+import { exitCodeOf, KNOWN_FAILURES, remapReporting, remapRunArgs, reportRun, withRunOutput } from './run-report.js';
 import { formatCount, formatDuration, formatRate, makeSummary, writeSummaryJson, type RunSummary } from './summary.js';
 
 export interface RemapDueFlags {
@@ -149,37 +147,25 @@ async function remapForReal(
   const total = flags.limit === undefined ? due : Math.min(due, flags.limit);
   const connection = await connectForMapping(resolved, concurrency);
   const { client, limiter } = connection;
-  let sink: TableSink | undefined;
-  let progress: ProgressReporter | undefined;
   const runId = state.startRun('remap-due', JSON.stringify(remapRunArgs(flags)), nowS);
   try {
-    sink = await openSink({ path: flags.output.output, format: flags.output.format, header: [...CHANGES_HEADER], stream: deps.stdout });
-    progress = runProgress('remap-due', flags.output, deps, true);
-    progress.update({ done: 0, total });
-    const out = sink;
-    const reporter = progress;
-    const engine = new RemapEngine({
-      state,
-      nowS,
-      mapBatch: (request, signal) => client.mapV3(request, { signal }),
-      limiter,
-      ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
-      ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-      onChanges: (changes) => out.writeRows(changes.map(changeCells)),
-      onProgress: (c) => {
-        const s = c.status;
-        reporter.update({ done: s.mapped + s.optout + s.invalid + s.error, retries: client.stats.retries, http429: client.stats.http429 });
-      },
+    return await withRunOutput(CHANGES_HEADER, 'remap-due', true, flags.output, deps, async (sink, progress) => {
+      progress.update({ done: 0, total });
+      const engine = new RemapEngine({
+        state,
+        nowS,
+        mapBatch: (request, signal) => client.mapV3(request, { signal }),
+        limiter,
+        ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+        ...remapReporting(sink, progress, client, changeCells),
+      });
+      const result = await engine.run();
+      progress.stop();
+      const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
+      state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
+      return await finish(result, summary, sink, flags, deps, say);
     });
-    const result = await engine.run();
-    progress.stop();
-    const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
-    state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
-    return await finish(result, summary, sink, flags, deps, say);
-  } catch (err) {
-    progress?.stop();
-    await sink?.abort();
-    throw err;
   } finally {
     await connection.close();
   }

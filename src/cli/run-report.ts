@@ -1,3 +1,6 @@
+import type { ServiceClient } from '../client/index.js';
+import type { RemapChange, RemapOptions } from '../pipeline/remap.js';
+import { openSink } from '../pipeline/sink.js';
 import type { TableSink } from '../pipeline/table.js';
 import { EXIT } from './exit-codes.js';
 import type { CommandDeps } from './command-context.js';
@@ -46,7 +49,7 @@ export const KNOWN_FAILURES: ReadonlySet<string> = new Set([
  * The progress of a run. `cron`: no spinner and no progress lines when stderr is not a terminal, only the
  * summary line.
  */
-export function runProgress(label: string, output: OutputFlags, deps: CommandDeps, cron: boolean): ProgressReporter {
+function runProgress(label: string, output: OutputFlags, deps: CommandDeps, cron: boolean): ProgressReporter {
   return createProgress({
     label,
     stream: deps.stderr,
@@ -55,6 +58,31 @@ export function runProgress(label: string, output: OutputFlags, deps: CommandDep
     dataOnStdout: output.output === undefined,
     stdoutIsTTY: deps.stdout.isTTY === true,
   });
+}
+
+/**
+ * Opens the run's output (-o FILE or stdout, with `header`) and its progress, then does the work. When the work
+ * throws, the progress stops and the output is dropped, so a failed run never leaves a file that looks complete.
+ */
+export async function withRunOutput<T>(
+  header: readonly string[],
+  progressLabel: string,
+  cron: boolean,
+  output: OutputFlags,
+  deps: CommandDeps,
+  work: (sink: TableSink, progress: ProgressReporter) => Promise<T>,
+): Promise<T> {
+  let sink: TableSink | undefined;
+  let progress: ProgressReporter | undefined;
+  try {
+    sink = await openSink({ path: output.output, format: output.format, header: [...header], stream: deps.stdout });
+    progress = runProgress(progressLabel, output, deps, cron);
+    return await work(sink, progress);
+  } catch (err) {
+    progress?.stop();
+    await sink?.abort();
+    throw err;
+  }
 }
 
 /** Keeps or drops the output, then says the summary line (unless --quiet) and writes --summary-json. */
@@ -73,5 +101,25 @@ export function remapRunArgs(flags: { now?: string; limit?: number; concurrency?
     ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
     output: flags.output.output ?? '-',
     format: flags.output.format,
+  };
+}
+
+/**
+ * The re-mapping engine's hooks as remap-due and migrate wire them: the changed entries go to the output, each
+ * settled batch to the progress (after `doneBefore` entries of an earlier pass of the same run).
+ */
+export function remapReporting(
+  sink: TableSink,
+  progress: ProgressReporter,
+  client: ServiceClient,
+  cells: (change: RemapChange) => string[],
+  doneBefore: () => number = () => 0,
+): Required<Pick<RemapOptions, 'onChanges' | 'onProgress'>> {
+  return {
+    onChanges: (changes) => sink.writeRows(changes.map(cells)),
+    onProgress: (c) => {
+      const s = c.status;
+      progress.update({ done: doneBefore() + s.mapped + s.optout + s.invalid + s.error, retries: client.stats.retries, http429: client.stats.http429 });
+    },
   };
 }
