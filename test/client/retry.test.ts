@@ -20,6 +20,7 @@ import {
   ServerError,
   UnauthorizedError,
 } from '../../src/protocol/index.js';
+import { seeded } from '../helpers/seeded-random.js';
 import { startFakeService, type FakeService } from './fake-service.js';
 
 let service: FakeService;
@@ -34,18 +35,6 @@ afterAll(async () => {
 afterEach(async () => {
   await Promise.all(clients.splice(0).map((c) => c.close()));
 });
-
-/** Seeded [0, 1) generator (mulberry32), so jitter is reproducible and checkable. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Harness {
   client: ServiceClient;

@@ -5,6 +5,7 @@ import type { EngineState } from '../../src/pipeline/engine.js';
 import type { InputRow } from '../../src/pipeline/table.js';
 import type { EntryUpdate, StateEntry } from '../../src/state/types.js';
 import type { DiiType } from '../../src/identity/index.js';
+import { answerHashes, waitOrAbort } from './fake-endpoint.js';
 
 export const OPTOUT_EMAIL_HASH = sha256Base64('optout@example.com');
 export const NOW_S = 1_800_000_000;
@@ -44,26 +45,11 @@ export class FakeMapper {
     this.options.onStart?.(this.inFlight, call);
     try {
       const ms = this.options.latency?.() ?? 0;
-      await new Promise<void>((resolve, reject) => {
-        const onAbort = (): void => {
-          clearTimeout(t);
-          reject(new Error('aborted'));
-        };
-        const t = setTimeout(() => {
-          signal.removeEventListener('abort', onAbort);
-          resolve();
-        }, ms);
-        signal.addEventListener('abort', onAbort, { once: true });
-      });
+      await waitOrAbort(ms, signal);
       const failure = this.options.failOn?.(call, request);
       if (failure) throw failure;
       this.requests.push(request);
-      return {
-        email: [],
-        phone: [],
-        email_hash: (request.email_hash ?? []).map((h) => fakeAnswer('email', h)),
-        phone_hash: (request.phone_hash ?? []).map((h) => fakeAnswer('phone', h)),
-      };
+      return answerHashes(request, fakeAnswer);
     } finally {
       this.inFlight--;
     }
@@ -127,14 +113,4 @@ export async function* chunked(rows: string[][], chunkRows = 100, problems?: Map
   }
 }
 
-/** A seeded generator, so a failing test fails the same way again. */
-export function seeded(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { seeded } from '../helpers/seeded-random.js';

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { OptedOutItem } from '../../src/protocol/index.js';
+import { waitOrAbort } from './fake-endpoint.js';
 import type { SweepState } from '../../src/pipeline/optout-sweep.js';
 import type { OptedOutRawUid, OptoutCandidate, OptoutCursor } from '../../src/state/types.js';
 
@@ -25,17 +26,7 @@ export class FakeOptoutService {
     this.inFlight++;
     this.peakInFlight = Math.max(this.peakInFlight, this.inFlight);
     try {
-      await new Promise<void>((resolve, reject) => {
-        const onAbort = (): void => {
-          clearTimeout(t);
-          reject(new Error('aborted'));
-        };
-        const t = setTimeout(() => {
-          signal.removeEventListener('abort', onAbort);
-          resolve();
-        }, this.options.latencyMs ?? 0);
-        signal.addEventListener('abort', onAbort, { once: true });
-      });
+      await waitOrAbort(this.options.latencyMs ?? 0, signal);
       const failure = this.options.failOn?.(call);
       if (failure) throw failure;
       return ids.flatMap((id) => {

@@ -2,21 +2,13 @@ import { createHash } from 'node:crypto';
 import type { DiiType } from '../../src/identity/index.js';
 import type { MapV3Item, MapV3Request, MapV3ResponseBody } from '../../src/protocol/index.js';
 import type { RemapState } from '../../src/pipeline/remap.js';
-import type { DueCursor, DueEntry, EntryUpdate, EntryStatus } from '../../src/state/types.js';
+import type { DueCursor, DueEntry, EntryUpdate, StateEntry } from '../../src/state/types.js';
+import { answerHashes, waitOrAbort } from './fake-endpoint.js';
 
 export const DAY_S = 86_400;
 export const NOW_S = 1_800_000_000;
 
-export interface FakeEntry {
-  id: number;
-  type: DiiType;
-  hash: string;
-  status: EntryStatus;
-  u: string | null;
-  p: string | null;
-  r: number | null;
-  lastMappedS: number | null;
-}
+export type FakeEntry = Pick<StateEntry, 'id' | 'type' | 'hash' | 'status' | 'u' | 'p' | 'r' | 'lastMappedS'>;
 
 export function hashOf(n: number): string {
   return createHash('sha256').update(`entry-${n}`).digest('base64');
@@ -91,25 +83,10 @@ export class FakeRemapper {
     try {
       this.requests.push(request);
       const ms = this.options.latencyMs?.() ?? 0;
-      await new Promise<void>((resolve, reject) => {
-        const onAbort = (): void => {
-          clearTimeout(t);
-          reject(new Error('aborted'));
-        };
-        const t = setTimeout(() => {
-          signal.removeEventListener('abort', onAbort);
-          resolve();
-        }, ms);
-        signal.addEventListener('abort', onAbort, { once: true });
-      });
+      await waitOrAbort(ms, signal);
       const failure = this.options.failOn?.(call);
       if (failure) throw failure;
-      return {
-        email: [],
-        phone: [],
-        email_hash: (request.email_hash ?? []).map((h) => this.options.answer('email', h)),
-        phone_hash: (request.phone_hash ?? []).map((h) => this.options.answer('phone', h)),
-      };
+      return answerHashes(request, this.options.answer);
     } finally {
       this.inFlight--;
     }
