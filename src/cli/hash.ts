@@ -323,7 +323,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
     .option('--bom', 'start a CSV output with a UTF-8 BOM (for Excel)');
   addTableInputOptions(cmd);
   addOutputOptions(cmd);
-  addThreadsOption(cmd);
+  addThreadsOption(cmd, 0);
   cmd.action(async (input: string | undefined, opts: Record<string, unknown>, command: Command) => {
     const hashIo = io();
     const output = typeof opts.output === 'string' ? opts.output : undefined;
@@ -336,7 +336,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
       ...(opts.bom === true ? { bom: true } : {}),
       ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
       quiet: opts.quiet === true,
-      threads: threadsFlag(opts),
+      threads: threadsFlag(opts, 0),
     };
     await runHash(flags, hashIo);
   });

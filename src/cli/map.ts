@@ -13,7 +13,7 @@ import type { TableSink, TableSource } from '../pipeline/table.js';
 import { EXIT, onInterrupt, UserError } from './exit-codes.js';
 import { startEmbeddedServiceIfLocal } from './local-service.js';
 import { openMapState, type MapStateFile } from './map-state.js';
-import { addThreadsOption, threadsFlag } from './threads.js';
+import { addThreadsOption, defaultThreads, threadsFlag } from './threads.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from './options.js';
 import { createProgress, type ProgressReporter } from './progress.js';
 import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from './summary.js';
@@ -93,12 +93,12 @@ export function registerMap(program: Command): void {
     .option('--api <version>', 'v3 (default), or v2: the deprecated POST /v2/identity/map (one kind per request; output raw_uid, bucket_id, status, reason; its own --state file, kept fresh with uid2-batch buckets / remap-due)', parseApi);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
-  addThreadsOption(cmd);
+  addThreadsOption(cmd, defaultThreads());
   cmd.action(async (input: string | undefined, opts: Record<string, unknown>) => {
     const stop = new AbortController();
     const removeInterruptHandler = onInterrupt(() => stop.abort());
     try {
-      process.exitCode = await runMap({ ...mapFlags(input, opts), threads: threadsFlag(opts) }, {
+      process.exitCode = await runMap({ ...mapFlags(input, opts), threads: threadsFlag(opts, defaultThreads()) }, {
         stdin: process.stdin,
         stdout: process.stdout,
         stderr: process.stderr,
