@@ -9,6 +9,7 @@ import type { StateStore } from '../state/types.js';
 import { connect, resolveFor, runInProcess, sayTo, type CommandDeps, type Say } from './command-context.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, type OutputFlags } from './options.js';
+import { requestCounters } from './run-report.js';
 import { formatCount, makeSummary, writeSummaryJson } from './summary.js';
 import { v2DeprecationWarning } from './v2-notice.js';
 
@@ -141,9 +142,7 @@ async function listBuckets(
     const summary = makeSummary({
       command: 'buckets',
       rows: check.buckets.length,
-      requests: client.stats.requests,
-      retries: client.stats.retries,
-      http_429: client.stats.http429,
+      ...requestCounters(client.stats),
       startedMs,
       endedMs: deps.now(),
       extra: {

@@ -9,7 +9,7 @@ import type { StateStore } from '../state/types.js';
 import { chooseConcurrency, connectForMapping, resolveFor, runInProcess, sayTo, type CommandDeps, type Say } from './command-context.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from './options.js';
-import { exitCodeOf, KNOWN_FAILURES, remapReporting, remapRunArgs, reportRun, withRunOutput } from './run-report.js';
+import { exitCodeOf, KNOWN_FAILURES, remapReporting, remapRunArgs, reportRun, requestCounters, withRunOutput } from './run-report.js';
 import { formatCount, formatDuration, makeSummary, type RunSummary } from './summary.js';
 
 export interface MigrateFlags {
@@ -131,9 +131,7 @@ function migrateSummary(result: MigrateResult, client: ServiceClient, startedMs:
     command: 'migrate',
     rows: c.selected,
     status: c.status,
-    requests: client.stats.requests,
-    retries: client.stats.retries,
-    http_429: client.stats.http429,
+    ...requestCounters(client.stats),
     startedMs,
     endedMs,
     extra: {

@@ -18,7 +18,7 @@ import { openState } from '../state/index.js';
 import { connect as connectService, resolveFor, runInProcess, sayTo, type InputCommandDeps, type Say } from './command-context.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, decimalNumber, outputFlags, wholeNumber, type OutputFlags } from './options.js';
-import { exitCodeOf, reportRun, withRunOutput } from './run-report.js';
+import { exitCodeOf, reportRun, requestCounters, withRunOutput } from './run-report.js';
 import { formatCount, formatDuration, makeSummary, type RunSummary } from './summary.js';
 
 export interface OptoutCheckFlags {
@@ -196,9 +196,7 @@ export function optoutSummary(command: string, result: OptoutResult, client: Ser
     command,
     rows: c.rows,
     status: { optout: c.status.opted_out, invalid: c.status.invalid, error: c.status.error },
-    requests: client.stats.requests,
-    retries: client.stats.retries,
-    http_429: client.stats.http429,
+    ...requestCounters(client.stats),
     startedMs,
     endedMs,
     extra: {

@@ -3,10 +3,9 @@ import { checkRotatedBuckets, isoUtc, nextCheckSinceMs, type BucketCheck } from 
 import { mapBatchV2 } from '../pipeline/map-v2.js';
 import { migrationInProgress } from '../pipeline/migrate.js';
 import { CHANGES_HEADER_V2, changeCellsV2, RemapEngine, type RemapBatchFn, type RemapCounts, type RemapOptions, type RemapResult } from '../pipeline/remap.js';
-import type { StateStore } from '../state/types.js';
-import { chooseConcurrency, connectForMapping, type Say } from './command-context.js';
+import { chooseConcurrency, connectForMapping } from './command-context.js';
 import { EXIT, UserError } from './exit-codes.js';
-import { finish, isoOf, remapSummary, type RemapDueDeps, type RemapDueFlags } from './remap-due.js';
+import { finish, isoOf, remapSummary, type RemapDueRun } from './remap-due.js';
 import { exitCodeOf, remapReporting, remapRunArgs, withRunOutput } from './run-report.js';
 import { formatCount, makeSummary, writeSummaryJson } from './summary.js';
 import { v2DeprecationWarning } from './v2-notice.js';
@@ -18,15 +17,8 @@ import { v2DeprecationWarning } from './v2-notice.js';
  * entries marked due, with v2, or with v3 under --upgrade (they become v3 entries with r). Entries an earlier
  * --upgrade moved to v3 are due by r, and are re-mapped with v3 in the same run.
  */
-export async function runRemapDueV2(
-  state: StateStore,
-  nowS: number,
-  resolved: ResolvedConfig,
-  flags: RemapDueFlags,
-  startedMs: number,
-  deps: RemapDueDeps,
-  say: Say,
-): Promise<number> {
+export async function runRemapDueV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<number> {
+  const { state, flags, startedMs, deps } = run;
   const path = flags.state ?? state.path;
   if (migrationInProgress(state)) {
     throw new UserError(`${path} is being migrated to v3: finish with uid2-batch migrate --state ${path} (remap-due would re-map with v2 what the migration has marked)`);
@@ -38,13 +30,13 @@ export async function runRemapDueV2(
       startedMs,
     ),
   );
-  if (flags.dryRun) return dryRunV2(state, nowS, flags, startedMs, deps);
+  if (flags.dryRun) return dryRunV2(run);
   // a second run at the same time would send the same entries twice and race on the commits
   state.lock();
-  return remapV2(state, nowS, resolved, flags, startedMs, deps, say);
+  return remapV2(run, resolved);
 }
 
-async function dryRunV2(state: StateStore, nowS: number, flags: RemapDueFlags, startedMs: number, deps: RemapDueDeps): Promise<number> {
+async function dryRunV2({ state, nowS, flags, startedMs, deps }: RemapDueRun): Promise<number> {
   const marked = state.countDueV2();
   const dueByR = state.countDue(nowS);
   const since = nextCheckSinceMs(state);
@@ -72,15 +64,8 @@ async function dryRunV2(state: StateStore, nowS: number, flags: RemapDueFlags, s
   return EXIT.ok;
 }
 
-async function remapV2(
-  state: StateStore,
-  nowS: number,
-  resolved: ResolvedConfig,
-  flags: RemapDueFlags,
-  startedMs: number,
-  deps: RemapDueDeps,
-  say: Say,
-): Promise<number> {
+async function remapV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<number> {
+  const { state, nowS, flags, startedMs, deps, say } = run;
   const concurrency = chooseConcurrency(flags.concurrency, resolved, say);
   const connection = await connectForMapping(resolved, concurrency);
   const { client, limiter } = connection;

@@ -10,7 +10,7 @@ import { chooseConcurrency, connectForMapping, PUBLIC_MAX_CONCURRENCY, resolveFo
 import { EXIT, UserError } from './exit-codes.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from './options.js';
 import { runRemapDueV2 } from './remap-due-v2.js';
-import { exitCodeOf, KNOWN_FAILURES, remapReporting, remapRunArgs, reportRun, withRunOutput } from './run-report.js';
+import { exitCodeOf, KNOWN_FAILURES, remapReporting, remapRunArgs, reportRun, requestCounters, withRunOutput } from './run-report.js';
 import { formatCount, formatDuration, formatRate, makeSummary, writeSummaryJson, type RunSummary } from './summary.js';
 
 export interface RemapDueFlags {
@@ -28,6 +28,17 @@ export interface RemapDueFlags {
 
 /** What remap-due touches besides its files: injected, so tests run the command without a process. */
 export type RemapDueDeps = CommandDeps;
+
+/** One remap-due run, once its state file is open: what each of its steps needs. */
+export interface RemapDueRun {
+  state: StateStore;
+  /** The run's now (--now or the clock), Unix seconds. */
+  nowS: number;
+  flags: RemapDueFlags;
+  startedMs: number;
+  deps: RemapDueDeps;
+  say: Say;
+}
 
 const DRY_RUN_DAYS = 7;
 const parseConcurrency = wholeNumber('--concurrency', 1, 200);
@@ -88,20 +99,21 @@ export async function runRemapDue(flags: RemapDueFlags, deps: RemapDueDeps): Pro
   const config = resolveFor(flags.connection, deps, { apiKey: !flags.dryRun, clientSecret: !flags.dryRun });
   const say = sayTo(flags.output, deps);
   const state = openState(flags.state, { envFingerprint: envFingerprint(config), create: false, readonly: flags.dryRun });
+  const run: RemapDueRun = { state, nowS, flags, startedMs, deps, say };
   try {
     // a v2 file is kept fresh by salt bucket rotation, not by r
-    if (state.meta().api === 'v2') return await runRemapDueV2(state, nowS, config, flags, startedMs, deps, say);
+    if (state.meta().api === 'v2') return await runRemapDueV2(run, config);
     if (flags.upgrade === true) throw new UserError(`--upgrade moves the entries of a v2 state file to v3; ${flags.state} is a v3 state file already`);
-    if (flags.dryRun) return await dryRun(state, nowS, flags, startedMs, deps);
+    if (flags.dryRun) return await dryRun(run);
     // a second run at the same time would send the same entries twice and race on the commits
     state.lock();
-    return await remapForReal(state, nowS, config, flags, startedMs, deps, say);
+    return await remapForReal(run, config);
   } finally {
     state.close();
   }
 }
 
-async function dryRun(state: StateStore, nowS: number, flags: RemapDueFlags, startedMs: number, deps: RemapDueDeps): Promise<number> {
+async function dryRun({ state, nowS, flags, startedMs, deps }: RemapDueRun): Promise<number> {
   const dueNow = state.countDue(nowS);
   // day 0 is what is due now; days 1..7 are what comes due after it
   const byDay = state.dueByDay(nowS, DRY_RUN_DAYS + 1).slice(1);
@@ -133,15 +145,8 @@ export function isoOf(seconds: number): string {
   return new Date(seconds * 1000).toISOString().replace('.000Z', 'Z');
 }
 
-async function remapForReal(
-  state: StateStore,
-  nowS: number,
-  resolved: ResolvedConfig,
-  flags: RemapDueFlags,
-  startedMs: number,
-  deps: RemapDueDeps,
-  say: Say,
-): Promise<number> {
+async function remapForReal(run: RemapDueRun, resolved: ResolvedConfig): Promise<number> {
+  const { state, nowS, flags, startedMs, deps, say } = run;
   const concurrency = chooseConcurrency(flags.concurrency, resolved, say);
   const due = state.countDue(nowS);
   const total = flags.limit === undefined ? due : Math.min(due, flags.limit);
@@ -177,9 +182,7 @@ export function remapSummary(result: RemapResult, client: ServiceClient, nowS: n
     command: 'remap-due',
     rows: c.selected,
     status: c.status,
-    requests: client.stats.requests,
-    retries: client.stats.retries,
-    http_429: client.stats.http429,
+    ...requestCounters(client.stats),
     startedMs,
     endedMs,
     extra: {

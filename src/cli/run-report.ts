@@ -1,4 +1,4 @@
-import type { ServiceClient } from '../client/index.js';
+import type { ClientStats, ServiceClient } from '../client/index.js';
 import type { RemapChange, RemapOptions } from '../pipeline/remap.js';
 import { openSink } from '../pipeline/sink.js';
 import type { TableSink } from '../pipeline/table.js';
@@ -6,7 +6,7 @@ import { EXIT } from './exit-codes.js';
 import type { CommandDeps } from './command-context.js';
 import type { OutputFlags } from './options.js';
 import { createProgress, type ProgressReporter } from './progress.js';
-import { writeSummaryJson, type RunSummary } from './summary.js';
+import { writeSummaryJson, type RunSummary, type SummaryCounters } from './summary.js';
 
 /**
  * How a batch run (remap-due, migrate, optout-check) reports: its progress while it runs, its output kept or
@@ -44,6 +44,11 @@ export const KNOWN_FAILURES: ReadonlySet<string> = new Set([
   'UnexpectedResponseError',
   'EnvelopeError',
 ]);
+
+/** The summary's request counters, from the client's. */
+export function requestCounters(stats: ClientStats): Required<Pick<SummaryCounters, 'requests' | 'retries' | 'http_429'>> {
+  return { requests: stats.requests, retries: stats.retries, http_429: stats.http429 };
+}
 
 /**
  * The progress of a run. `cron`: no spinner and no progress lines when stderr is not a terminal, only the

@@ -5,6 +5,7 @@ import { InputError, type TableSource } from '../pipeline/table.js';
 import { BatchStopped, generateTokenBatch, validateTokenBatch, type TokenBatchRun } from '../pipeline/tokens-batch.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { createProgress } from './progress.js';
+import { requestCounters } from './run-report.js';
 import { formatCount, formatDuration, makeSummary, writeSummaryJson } from './summary.js';
 import { failureAdvice, note, withConnection, type Connect, type TokenIo } from './token-io.js';
 
@@ -68,9 +69,7 @@ export async function runTokenBatch(which: 'generate' | 'validate', flags: Token
         command,
         rows: counts.rows,
         status: { error: counts.error, optout: counts.optout ?? 0, invalid: counts.invalid ?? 0 },
-        requests: client.stats.requests,
-        retries: client.stats.retries,
-        http_429: client.stats.http429,
+        ...requestCounters(client.stats),
         startedMs,
         endedMs: deps.io.now(),
         extra: { results: counts },
