@@ -1,12 +1,14 @@
-import type {
-  MapV2ResponseBody,
-  MapV3Request,
-  MapV3ResponseBody,
-  OptedOutItem,
-  ResponseJson,
-  SaltBucket,
-  TokenIdentity,
-  TokenResult,
+import {
+  IDENTITY_STRING_FIELDS,
+  IDENTITY_TIME_FIELDS,
+  pickTokenIdentity,
+  type MapV2ResponseBody,
+  type MapV3Request,
+  type MapV3ResponseBody,
+  type OptedOutItem,
+  type ResponseJson,
+  type SaltBucket,
+  type TokenResult,
 } from '../protocol/index.js';
 import { UnexpectedResponseError } from './errors.js';
 
@@ -81,29 +83,18 @@ export function readValidateBody(target: string, body: unknown): boolean {
   return body;
 }
 
-const IDENTITY_STRINGS = ['advertising_token', 'refresh_token', 'refresh_response_key'] as const;
-const IDENTITY_TIMES = ['identity_expires', 'refresh_from', 'refresh_expires'] as const;
-
 /** `success` with the identity of spec §2.2, or `optout` (generate and refresh alike). */
 export function readTokenResult(target: string, answer: ResponseJson): TokenResult {
   if (answer.status === 'optout') return { status: 'optout' };
   const body = answer.body;
   if (!isObject(body)) throw new UnexpectedResponseError(target, 'a token "success" answer without an identity');
-  for (const field of IDENTITY_STRINGS) {
+  for (const field of IDENTITY_STRING_FIELDS) {
     if (typeof body[field] !== 'string' || body[field] === '') {
       throw new UnexpectedResponseError(target, `the identity has no "${field}"`);
     }
   }
-  for (const field of IDENTITY_TIMES) {
+  for (const field of IDENTITY_TIME_FIELDS) {
     if (typeof body[field] !== 'number') throw new UnexpectedResponseError(target, `the identity has no numeric "${field}"`);
   }
-  const identity: TokenIdentity = {
-    advertising_token: body.advertising_token as string,
-    refresh_token: body.refresh_token as string,
-    identity_expires: body.identity_expires as number,
-    refresh_from: body.refresh_from as number,
-    refresh_expires: body.refresh_expires as number,
-    refresh_response_key: body.refresh_response_key as string,
-  };
-  return { status: 'success', identity };
+  return { status: 'success', identity: pickTokenIdentity(body) };
 }

@@ -7,6 +7,9 @@ import {
   ServiceError,
   UnauthorizedError,
   decodeKey,
+  IDENTITY_STRING_FIELDS,
+  IDENTITY_TIME_FIELDS,
+  pickTokenIdentity,
   type DiiInput,
   type TokenIdentity,
 } from '../protocol/index.js';
@@ -97,9 +100,6 @@ export interface RefreshInput {
 
 export type ParsedIdentity = { ok: true; identity: TokenIdentity } | { ok: false; problem: string };
 
-const STRING_FIELDS = ['advertising_token', 'refresh_token', 'refresh_response_key'] as const;
-const TIME_FIELDS = ['identity_expires', 'refresh_from', 'refresh_expires'] as const;
-
 /**
  * Reads an identity as `token generate` prints it, or a whole service answer `{"status":"success","body":{...}}`.
  * Problems name fields, never values (the refresh_response_key is a secret).
@@ -115,22 +115,12 @@ export function parseIdentity(text: string): ParsedIdentity {
   if (value.status === 'optout') return { ok: false, problem: 'is an optout answer: there is no identity to refresh' };
   const body = isRecord(value.body) ? value.body : value;
   const missing: string[] = [];
-  for (const f of STRING_FIELDS) if (typeof body[f] !== 'string' || body[f] === '') missing.push(f);
-  for (const f of TIME_FIELDS) if (typeof body[f] !== 'number' || !Number.isFinite(body[f])) missing.push(f);
+  for (const f of IDENTITY_STRING_FIELDS) if (typeof body[f] !== 'string' || body[f] === '') missing.push(f);
+  for (const f of IDENTITY_TIME_FIELDS) if (typeof body[f] !== 'number' || !Number.isFinite(body[f])) missing.push(f);
   if (missing.length > 0) {
     return { ok: false, problem: `lacks ${missing.join(', ')} (or has the wrong type): expected the identity object that token generate prints` };
   }
-  return {
-    ok: true,
-    identity: {
-      advertising_token: body.advertising_token as string,
-      refresh_token: body.refresh_token as string,
-      identity_expires: body.identity_expires as number,
-      refresh_from: body.refresh_from as number,
-      refresh_expires: body.refresh_expires as number,
-      refresh_response_key: body.refresh_response_key as string,
-    },
-  };
+  return { ok: true, identity: pickTokenIdentity(body) };
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

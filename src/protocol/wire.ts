@@ -31,6 +31,22 @@ export interface TokenIdentity {
   refresh_response_key: string;
 }
 
+/** The identity's fields by type, for the readers that check an identity field by field. */
+export const IDENTITY_STRING_FIELDS = ['advertising_token', 'refresh_token', 'refresh_response_key'] as const;
+export const IDENTITY_TIME_FIELDS = ['identity_expires', 'refresh_from', 'refresh_expires'] as const;
+
+/** The identity out of an object whose fields were checked already; anything else it holds is left behind. */
+export function pickTokenIdentity(checked: Record<string, unknown>): TokenIdentity {
+  return {
+    advertising_token: checked.advertising_token as string,
+    refresh_token: checked.refresh_token as string,
+    identity_expires: checked.identity_expires as number,
+    refresh_from: checked.refresh_from as number,
+    refresh_expires: checked.refresh_expires as number,
+    refresh_response_key: checked.refresh_response_key as string,
+  };
+}
+
 export type TokenResult = { status: 'success'; identity: TokenIdentity } | { status: 'optout' };
 
 export type TokenValidateRequest = DiiInput & { token: string };
