@@ -18,7 +18,6 @@ import {
   scaled,
   serveEnv,
   sleep,
-  sortedLines,
   stackLines,
   statsOf,
   tempDir,

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -248,16 +248,6 @@ export function entriesText(entries: Map<string, StoredEntry>, withOptoutChecks 
   return [...entries]
     .map(([k, e]) => `${k} ${e.status} ${e.u ?? '-'} ${e.p ?? '-'} ${e.r ?? '-'} ${e.optedOutSince ?? '-'}${withOptoutChecks ? ` ${e.lastOptoutCheck === null ? 'unchecked' : 'checked'}` : ''}`)
     .sort();
-}
-
-export function readText(path: string): string {
-  return readFileSync(path, 'utf8');
-}
-
-/** CSV lines of a file, header first, sorted after the header (for outputs whose order is not the contract). */
-export function sortedLines(text: string): string[] {
-  const lines = text.split('\n').filter((l) => l.length > 0);
-  return [lines[0] ?? '', ...lines.slice(1).sort()];
 }
 
 /**

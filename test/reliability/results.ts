@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, renameSync, rmdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeEach } from 'vitest';
+import { afterAll } from 'vitest';
 import { SCALE } from './harness.js';
 
 /**
@@ -86,22 +86,25 @@ export function recordResults(area: string, figures: AreaFigures): void {
   }
 }
 
+/** The tests of a suite and of its inner suites. */
+interface TaskLike {
+  type: string;
+  tasks?: TaskLike[];
+  result?: { state?: string };
+}
+
+function allTests(task: TaskLike): TaskLike[] {
+  return task.type === 'test' ? [task] : (task.tasks ?? []).flatMap(allTests);
+}
+
 /**
- * Records `area` when the test file ends, if its tests ran and none failed: a broken run must not overwrite the
- * figures of the last good one. Call once at the top level of a test file.
+ * Records `area` when the test file ends, if every one of its tests ran and passed: a broken or filtered (-t) run
+ * must not overwrite the figures of the last complete one. Call once at the top level of a test file.
  */
 export function recordWhenPassed(area: string, figures: () => AreaFigures): void {
-  let ran = 0;
-  let failed = false;
-  beforeEach((context) => {
-    context.onTestFailed(() => {
-      failed = true;
-    });
-    context.onTestFinished(() => {
-      ran++;
-    });
-  });
-  afterAll(() => {
-    if (ran > 0 && !failed) recordResults(area, figures());
+  // vitest hands hooks their fixtures first (an object pattern is required) and the suite second
+  afterAll(({}, suite) => {
+    const tests = allTests(suite as unknown as TaskLike);
+    if (tests.length > 0 && tests.every((t) => t.result?.state === 'pass')) recordResults(area, figures());
   });
 }
