@@ -8,7 +8,7 @@ import { openState } from '../state/index.js';
 import type { StateStore } from '../state/types.js';
 import { connect, resolveFor, runInProcess, sayTo, type CommandDeps, type Say } from './command-context.js';
 import { EXIT, UserError } from './exit-codes.js';
-import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, type OutputFlags } from './options.js';
+import { addConnectionOptions, addOutputOptions, connectionFlags, optionReaders, outputFlags, type OutputFlags } from './options.js';
 import { requestCounters } from './run-report.js';
 import { formatCount, makeSummary, writeSummaryJson } from './summary.js';
 import { v2DeprecationWarning } from './v2-notice.js';
@@ -45,7 +45,7 @@ export function registerBuckets(program: Command): void {
 }
 
 export function bucketsFlags(opts: Record<string, unknown>): BucketsFlags {
-  const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
+  const { str } = optionReaders(opts);
   return {
     ...(str('since') !== undefined ? { since: str('since') } : {}),
     ...(str('state') !== undefined ? { state: str('state') } : {}),

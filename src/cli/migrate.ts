@@ -8,7 +8,7 @@ import { openState } from '../state/index.js';
 import type { StateStore } from '../state/types.js';
 import { chooseConcurrency, connectForMapping, resolveFor, runInProcess, sayTo, type CommandDeps, type Say } from './command-context.js';
 import { EXIT, UserError } from './exit-codes.js';
-import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from './options.js';
+import { addConnectionOptions, addOutputOptions, connectionFlags, optionReaders, outputFlags, wholeNumber, type OutputFlags } from './options.js';
 import { exitCodeOf, KNOWN_FAILURES, remapReporting, remapRunArgs, reportRun, requestCounters, withRunOutput } from './run-report.js';
 import { formatCount, formatDuration, makeSummary, type RunSummary } from './summary.js';
 
@@ -48,8 +48,7 @@ export function registerMigrate(program: Command): void {
 }
 
 export function migrateFlags(opts: Record<string, unknown>): MigrateFlags {
-  const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
-  const num = (k: string) => (typeof opts[k] === 'number' ? (opts[k] as number) : undefined);
+  const { str, num } = optionReaders(opts);
   return {
     ...(str('state') !== undefined ? { state: str('state') } : {}),
     dryRun: opts.dryRun === true,

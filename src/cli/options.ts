@@ -70,10 +70,17 @@ export function addOutputOptions(cmd: Command, defaultFormat: OutputFormat = 'cs
     .option('-q, --quiet', 'no progress and no summary on stderr (errors still print)');
 }
 
+/** Typed reads of commander's untyped opts(): a string or number option, or undefined when absent. */
+export function optionReaders(opts: Record<string, unknown>): { str(key: string): string | undefined; num(key: string): number | undefined } {
+  return {
+    str: (k) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined),
+    num: (k) => (typeof opts[k] === 'number' ? (opts[k] as number) : undefined),
+  };
+}
+
 /** The connection flags out of a command's parsed options, typed (commander's opts() is untyped). */
 export function connectionFlags(opts: Record<string, unknown>): ConnectionFlags {
-  const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
-  const num = (k: string) => (typeof opts[k] === 'number' ? (opts[k] as number) : undefined);
+  const { str, num } = optionReaders(opts);
   const flags: ConnectionFlags = {
     env: str('env'),
     baseUrl: str('baseUrl'),

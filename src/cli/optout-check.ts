@@ -17,7 +17,7 @@ import type { TableSink } from '../pipeline/table.js';
 import { openState } from '../state/index.js';
 import { connect as connectService, resolveFor, runInProcess, sayTo, type InputCommandDeps, type Say } from './command-context.js';
 import { EXIT, UserError } from './exit-codes.js';
-import { addConnectionOptions, addOutputOptions, connectionFlags, decimalNumber, outputFlags, wholeNumber, type OutputFlags } from './options.js';
+import { addConnectionOptions, addOutputOptions, connectionFlags, decimalNumber, optionReaders, outputFlags, wholeNumber, type OutputFlags } from './options.js';
 import { exitCodeOf, reportRun, requestCounters, withRunOutput } from './run-report.js';
 import { formatCount, formatDuration, makeSummary, type RunSummary } from './summary.js';
 
@@ -66,8 +66,7 @@ export function registerOptoutCheck(program: Command): void {
 }
 
 export function optoutCheckFlags(input: string | undefined, opts: Record<string, unknown>): OptoutCheckFlags {
-  const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
-  const num = (k: string) => (typeof opts[k] === 'number' ? (opts[k] as number) : undefined);
+  const { str, num } = optionReaders(opts);
   return {
     ...(input !== undefined ? { input } : {}),
     ...(str('col') !== undefined ? { col: str('col') } : {}),

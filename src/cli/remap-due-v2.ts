@@ -5,9 +5,9 @@ import { migrationInProgress } from '../pipeline/migrate.js';
 import { CHANGES_HEADER_V2, changeCellsV2, RemapEngine, type RemapBatchFn, type RemapCounts, type RemapOptions, type RemapResult } from '../pipeline/remap.js';
 import { chooseConcurrency, connectForMapping } from './command-context.js';
 import { EXIT, UserError } from './exit-codes.js';
-import { finish, isoOf, remapSummary, type RemapDueRun } from './remap-due.js';
+import { finish, isoOf, remapSummary, writeDryRunSummary, type RemapDueRun } from './remap-due.js';
 import { exitCodeOf, remapReporting, remapRunArgs, withRunOutput } from './run-report.js';
-import { formatCount, makeSummary, writeSummaryJson } from './summary.js';
+import { formatCount } from './summary.js';
 import { v2DeprecationWarning } from './v2-notice.js';
 
 /**
@@ -36,7 +36,8 @@ export async function runRemapDueV2(run: RemapDueRun, resolved: ResolvedConfig):
   return remapV2(run, resolved);
 }
 
-async function dryRunV2({ state, nowS, flags, startedMs, deps }: RemapDueRun): Promise<number> {
+async function dryRunV2(run: RemapDueRun): Promise<number> {
+  const { state, nowS, flags, deps } = run;
   const marked = state.countDueV2();
   const dueByR = state.countDue(nowS);
   const since = nextCheckSinceMs(state);
@@ -51,16 +52,7 @@ async function dryRunV2({ state, nowS, flags, startedMs, deps }: RemapDueRun): P
     ];
     deps.stderr.write(`${lines.join('\n')}\n`);
   }
-  if (flags.output.summaryJson !== undefined) {
-    const summary = makeSummary({
-      command: 'remap-due',
-      rows: 0,
-      startedMs,
-      endedMs: deps.now(),
-      extra: { dry_run: true, api: 'v2', now_s: nowS, due_now: marked + dueByR, marked_due: marked, due_by_r: dueByR, ...(since !== null ? { buckets_since: isoUtc(since) } : {}) },
-    });
-    await writeSummaryJson(flags.output.summaryJson, summary);
-  }
+  await writeDryRunSummary(run, { dry_run: true, api: 'v2', now_s: nowS, due_now: marked + dueByR, marked_due: marked, due_by_r: dueByR, ...(since !== null ? { buckets_since: isoUtc(since) } : {}) });
   return EXIT.ok;
 }
 

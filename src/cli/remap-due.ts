@@ -8,7 +8,7 @@ import { openState } from '../state/index.js';
 import type { StateStore } from '../state/types.js';
 import { chooseConcurrency, connectForMapping, PUBLIC_MAX_CONCURRENCY, resolveFor, runInProcess, sayTo, type CommandDeps, type Say } from './command-context.js';
 import { EXIT, UserError } from './exit-codes.js';
-import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from './options.js';
+import { addConnectionOptions, addOutputOptions, connectionFlags, optionReaders, outputFlags, wholeNumber, type OutputFlags } from './options.js';
 import { runRemapDueV2 } from './remap-due-v2.js';
 import { exitCodeOf, KNOWN_FAILURES, remapReporting, remapRunArgs, reportRun, requestCounters, withRunOutput } from './run-report.js';
 import { formatCount, formatDuration, formatRate, makeSummary, writeSummaryJson, type RunSummary } from './summary.js';
@@ -68,8 +68,7 @@ export function registerRemapDue(program: Command): void {
 }
 
 export function remapDueFlags(opts: Record<string, unknown>): RemapDueFlags {
-  const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
-  const num = (k: string) => (typeof opts[k] === 'number' ? (opts[k] as number) : undefined);
+  const { str, num } = optionReaders(opts);
   return {
     ...(str('state') !== undefined ? { state: str('state') } : {}),
     ...(str('now') !== undefined ? { now: str('now') } : {}),
@@ -113,7 +112,8 @@ export async function runRemapDue(flags: RemapDueFlags, deps: RemapDueDeps): Pro
   }
 }
 
-async function dryRun({ state, nowS, flags, startedMs, deps }: RemapDueRun): Promise<number> {
+async function dryRun(run: RemapDueRun): Promise<number> {
+  const { state, nowS, flags, deps } = run;
   const dueNow = state.countDue(nowS);
   // day 0 is what is due now; days 1..7 are what comes due after it
   const byDay = state.dueByDay(nowS, DRY_RUN_DAYS + 1).slice(1);
@@ -128,17 +128,14 @@ async function dryRun({ state, nowS, flags, startedMs, deps }: RemapDueRun): Pro
     ];
     deps.stderr.write(`${lines.join('\n')}\n`);
   }
-  if (flags.output.summaryJson !== undefined) {
-    const summary = makeSummary({
-      command: 'remap-due',
-      rows: 0,
-      startedMs,
-      endedMs: deps.now(),
-      extra: { dry_run: true, now_s: nowS, entries: 0, due_now: dueNow, would_send: willSend, requests_needed: requests, due_by_day: byDay },
-    });
-    await writeSummaryJson(flags.output.summaryJson, summary);
-  }
+  await writeDryRunSummary(run, { dry_run: true, now_s: nowS, entries: 0, due_now: dueNow, would_send: willSend, requests_needed: requests, due_by_day: byDay });
   return EXIT.ok;
+}
+
+/** --summary-json of a dry run: nothing was sent; `extra` holds what was counted. */
+export async function writeDryRunSummary({ flags, startedMs, deps }: RemapDueRun, extra: Record<string, unknown>): Promise<void> {
+  if (flags.output.summaryJson === undefined) return;
+  await writeSummaryJson(flags.output.summaryJson, makeSummary({ command: 'remap-due', rows: 0, startedMs, endedMs: deps.now(), extra }));
 }
 
 export function isoOf(seconds: number): string {
