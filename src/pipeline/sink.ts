@@ -50,8 +50,8 @@ const ENCODED_AHEAD_PER_THREAD = 2;
  * which meanwhile reads, prepares and maps the next chunks. Chunks are written in the order they were given.
  */
 class ThreadedEncoder implements Encoder {
-  private pool: WorkerPool<PackedRows, string> | undefined;
-  private readonly queue: { text: Promise<string> }[] = [];
+  private pool: WorkerPool<PackedRows, Uint8Array> | undefined;
+  private readonly queue: { text: Promise<Uint8Array> }[] = [];
 
   constructor(
     readonly encode: RowEncoder,
@@ -66,7 +66,7 @@ class ThreadedEncoder implements Encoder {
   /** Starts encoding rows; they are packed now, so the caller may change the arrays once this returns. */
   submit(rows: readonly (readonly string[])[]): void {
     // started on first use: a run that writes no rows starts no thread
-    this.pool ??= new WorkerPool<PackedRows, string>({
+    this.pool ??= new WorkerPool<PackedRows, Uint8Array>({
       script: ENCODE_WORKER,
       size: this.threads,
       workerData: this.format,
@@ -88,7 +88,7 @@ class ThreadedEncoder implements Encoder {
   }
 
   /** The oldest chunk's text (waits for it), or undefined when nothing is queued. */
-  async next(): Promise<string | undefined> {
+  async next(): Promise<Uint8Array | undefined> {
     const head = this.queue.shift();
     return head === undefined ? undefined : head.text;
   }
@@ -124,7 +124,7 @@ abstract class SinkBase implements TableSink {
     if (this.finished) throw new Error('write after the output was committed or aborted');
     if (this.failure) throw this.translate(this.failure);
     threaded.submit(rows);
-    while (threaded.full) await this.emit((await threaded.next()) as string);
+    while (threaded.full) await this.emit((await threaded.next()) as Uint8Array);
   }
 
   /** Text written as is (a header), after every chunk given before it. */
@@ -137,14 +137,14 @@ abstract class SinkBase implements TableSink {
   protected async flushEncoded(): Promise<void> {
     const threaded = this.encoder.threaded;
     if (threaded === undefined) return;
-    while (threaded.backlog > 0) await this.emit((await threaded.next()) as string);
+    while (threaded.backlog > 0) await this.emit((await threaded.next()) as Uint8Array);
   }
 
   protected async stopEncoding(): Promise<void> {
     await this.encoder.threaded?.close();
   }
 
-  private async emit(text: string): Promise<void> {
+  private async emit(text: string | Uint8Array): Promise<void> {
     if (this.finished) throw new Error('write after the output was committed or aborted');
     if (this.failure) throw this.translate(this.failure);
     if (this.skipWrites()) return;
