@@ -1,5 +1,5 @@
 import { resolveConfig, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
-import { connect } from './command-context.js';
+import { connect, type CredentialsNeeded } from './command-context.js';
 import type { Connect, Connection } from './token-io.js';
 
 /**
@@ -7,7 +7,7 @@ import type { Connect, Connection } from './token-io.js';
  * service, which runs only while the command does.
  */
 
-export function resolveFor(flags: ConnectionFlags, require: { apiKey: boolean; clientSecret: boolean }): ResolvedConfig {
+export function resolveFor(flags: ConnectionFlags, require: CredentialsNeeded): ResolvedConfig {
   return resolveConfig(flags, process.env, {}, { require });
 }
 

@@ -1,5 +1,5 @@
 import { classifyFailure, type Failure, type IdentifierKind } from '../pipeline/tokens.js';
-import type { ServiceConnection } from './command-context.js';
+import type { CredentialsNeeded, ServiceConnection } from './command-context.js';
 import { EXIT, UserError, type ExitCode } from './exit-codes.js';
 import { readAll, stripLineEnding } from './token-files.js';
 
@@ -20,9 +20,9 @@ export function processIo(): TokenIo {
 export type Connection = ServiceConnection;
 
 /** Opens a connection; refresh needs no credentials, every other token call needs both. */
-export type Connect = (require: { apiKey: boolean; clientSecret: boolean }) => Promise<Connection>;
+export type Connect = (require: CredentialsNeeded) => Promise<Connection>;
 
-export async function withConnection<T>(connect: Connect, require: { apiKey: boolean; clientSecret: boolean }, work: (c: Connection) => Promise<T>): Promise<T> {
+export async function withConnection<T>(connect: Connect, require: CredentialsNeeded, work: (c: Connection) => Promise<T>): Promise<T> {
   const connection = await connect(require);
   try {
     return await work(connection);
