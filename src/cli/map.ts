@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { createServiceClient, type ServiceClient } from '../client/index.js';
 import { envFingerprint, resolveConfig, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
-import { ColumnError, resolveIdentifierColumns, type ColumnKind, type IdentifierColumn } from '../pipeline/columns.js';
+import { ColumnError, resolveIdentifierColumns, type ColumnFlags, type IdentifierColumn } from '../pipeline/columns.js';
 import { AdaptiveConcurrency } from '../pipeline/dispatcher.js';
 import { MapEngine, type MapRunCounts, type MapRunResult } from '../pipeline/engine.js';
 import { mapBatchV2 } from '../pipeline/map-v2.js';
@@ -14,21 +14,21 @@ import { EXIT, onInterrupt, UserError } from './exit-codes.js';
 import { startEmbeddedServiceIfLocal } from './local-service.js';
 import { openMapState, type MapStateFile } from './map-state.js';
 import { addThreadsOption, defaultThreads, threadsFlag } from './threads.js';
+import { addTableInputOptions, tableInputFlags, type InputFlags } from './table-input.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from './options.js';
 import { createProgress, type ProgressReporter } from './progress.js';
 import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from './summary.js';
 import { v2DeprecationWarning } from './v2-notice.js';
 
-export interface MapFlags {
+/** Input and identifier columns as every table-reading command takes them, plus what map adds. */
+export interface MapFlags extends ColumnFlags {
   /** File, '-' for stdin, or undefined (stdin when it is not a terminal). */
   input?: string;
-  emailCol?: string[];
-  phoneCol?: string[];
-  emailHashCol?: string[];
-  phoneHashCol?: string[];
-  col?: string;
-  type?: ColumnKind;
+  inputFormat?: InputFlags['inputFormat'];
   delimiter?: string;
+  encoding?: InputFlags['encoding'];
+  /** false: the first line is data; columns are named col1..colN. */
+  header?: boolean;
   state?: string;
   rejects?: string;
   /** Default 20; at most 20 against the public service. */
@@ -65,7 +65,6 @@ export const PUBLIC_MAX_CONCURRENCY = 20;
 const parseConcurrency = wholeNumber('--concurrency', 1, 200);
 const parseBatchSize = wholeNumber('--batch-size', 1, 5000);
 
-const COLUMN_KINDS: readonly ColumnKind[] = ['auto', 'email', 'phone', 'email_hash', 'phone_hash'];
 
 export function registerMap(program: Command): void {
   const cmd = program
@@ -77,13 +76,6 @@ export function registerMap(program: Command): void {
         'identifier column, in input order. With --state FILE, a re-run sends only what is new, due or unfinished.',
     )
     .argument('[input]', 'CSV or JSONL file; - or nothing reads stdin')
-    .option('--email-col <name>', 'column of emails (repeatable)', collect, [])
-    .option('--phone-col <name>', 'column of E.164 phones, e.g. +14155550100 (repeatable)', collect, [])
-    .option('--email-hash-col <name>', 'column of SHA-256 email hashes, base64 or hex (repeatable)', collect, [])
-    .option('--phone-hash-col <name>', 'column of SHA-256 phone hashes, base64 or hex (repeatable)', collect, [])
-    .option('--col <name>', 'an identifier column whose kind --type gives')
-    .option('--type <kind>', `kind of the --col column: ${COLUMN_KINDS.join(', ')} (default auto)`, parseKind)
-    .option('--delimiter <char>', 'CSV delimiter: one character, or tab (default ,)')
     .option('--state <file>', 'SQLite state file: answers fresh mappings without a request, makes re-runs resume')
     .option('--rejects <file>', 'also write the rows with an invalid, opted-out or failed identifier here')
     .option('--concurrency <n>', `requests in flight at most (default 20; at most ${PUBLIC_MAX_CONCURRENCY} against the public service)`, parseConcurrency)
@@ -91,6 +83,7 @@ export function registerMap(program: Command): void {
     .option('--fail-fast', 'stop at the first request that fails after its retries (exit 1) instead of marking its rows error')
     .option('--dry-run', 'read, validate, hash and count what would be sent; send nothing, write no output')
     .option('--api <version>', 'v3 (default), or v2: the deprecated POST /v2/identity/map (one kind per request; output raw_uid, bucket_id, status, reason; its own --state file, kept fresh with uid2-batch buckets / remap-due)', parseApi);
+  addTableInputOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   addThreadsOption(cmd, defaultThreads());
@@ -112,38 +105,18 @@ export function registerMap(program: Command): void {
   });
 }
 
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
-}
-
 function parseApi(value: string): 'v3' | 'v2' {
   const api = value.trim().toLowerCase();
   if (api !== 'v3' && api !== 'v2') throw new UserError(`--api must be v3 or v2 (got '${value}')`);
   return api;
 }
 
-function parseKind(value: string): ColumnKind {
-  const kind = value.trim().toLowerCase().replace('-', '_');
-  if (!(COLUMN_KINDS as readonly string[]).includes(kind)) {
-    throw new UserError(`--type must be one of ${COLUMN_KINDS.join(', ')} (got '${value}')`);
-  }
-  return kind as ColumnKind;
-}
-
 /** The typed flags out of commander's options. */
 export function mapFlags(input: string | undefined, opts: Record<string, unknown>): MapFlags {
   const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
-  const list = (k: string) => (Array.isArray(opts[k]) ? (opts[k] as string[]) : []);
   const num = (k: string) => (typeof opts[k] === 'number' ? (opts[k] as number) : undefined);
   return {
-    ...(input !== undefined ? { input } : {}),
-    emailCol: list('emailCol'),
-    phoneCol: list('phoneCol'),
-    emailHashCol: list('emailHashCol'),
-    phoneHashCol: list('phoneHashCol'),
-    ...(str('col') !== undefined ? { col: str('col') } : {}),
-    ...(typeof opts.type === 'string' ? { type: opts.type as ColumnKind } : {}),
-    ...(str('delimiter') !== undefined ? { delimiter: str('delimiter') } : {}),
+    ...tableInputFlags(input ?? '', opts),
     ...(str('state') !== undefined ? { state: str('state') } : {}),
     ...(str('rejects') !== undefined ? { rejects: str('rejects') } : {}),
     ...(num('concurrency') !== undefined ? { concurrency: num('concurrency') } : {}),
@@ -180,7 +153,10 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
 
   const source = await openSource({
     path: inputPath,
+    format: flags.inputFormat ?? 'auto',
     ...(flags.delimiter !== undefined ? { delimiter: flags.delimiter } : {}),
+    ...(flags.encoding !== undefined ? { encoding: flags.encoding } : {}),
+    header: flags.header ?? true,
     ...(inputPath === '-' ? { stream: deps.stdin } : {}),
   });
   for (const line of source.notes) say(line);
@@ -224,18 +200,7 @@ function chooseInput(input: string | undefined, stdin: { isTTY?: boolean }): str
 
 function identifierColumns(source: TableSource, flags: MapFlags, say: (line: string) => void): IdentifierColumn[] {
   try {
-    const resolved = resolveIdentifierColumns(
-      source.header,
-      {
-        emailCol: flags.emailCol ?? [],
-        phoneCol: flags.phoneCol ?? [],
-        emailHashCol: flags.emailHashCol ?? [],
-        phoneHashCol: flags.phoneHashCol ?? [],
-        ...(flags.col !== undefined ? { col: flags.col } : {}),
-        ...(flags.type !== undefined ? { type: flags.type } : {}),
-      },
-      source.name,
-    );
+    const resolved = resolveIdentifierColumns(source.header, flags, source.name);
     if (resolved.note !== undefined) say(resolved.note);
     return resolved.columns;
   } catch (err) {

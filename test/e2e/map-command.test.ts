@@ -1,5 +1,5 @@
 import { PassThrough } from 'node:stream';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runMap, mapFlags, type MapDeps } from '../../src/cli/map.js';
 import { UserError } from '../../src/cli/exit-codes.js';
@@ -38,6 +38,22 @@ describe('runMap', () => {
     expect(await runMap(flags(undefined, {}), t.deps)).toBe(0);
     expect(column(parseCsv(t.out()), 'status')).toEqual(['mapped']);
     expect(t.err()).toMatch(/using column 'email'/);
+  });
+
+  it('takes the shared input options: --no-header, --encoding latin1, --input-format jsonl', async () => {
+    const noHeader = io('jos\xe9@example.com\n');
+    const latin1 = Buffer.from('email\njos\xe9@example.com\n', 'latin1');
+    const file = dir.file('latin1.csv');
+    writeFileSync(file, latin1);
+    // the same bytes read as UTF-8 would be invalid; as latin1 they are the address josé@example.com
+    const t = io();
+    expect(await runMap(flags(file, { encoding: 'latin1' }), t.deps)).toBe(0);
+    expect(column(parseCsv(t.out()), 'email')).toEqual(['jos\u00e9@example.com']);
+    expect(await runMap(flags(undefined, { header: false, col: 'col1', type: 'email' }), noHeader.deps)).toBe(0);
+    expect(parseCsv(noHeader.out()).header.slice(0, 2)).toEqual(['col1', 'raw_uid']);
+    const j = io('{"email":"a@example.com"}\n');
+    expect(await runMap(flags('-', { inputFormat: 'jsonl' }), j.deps)).toBe(0);
+    expect(column(parseCsv(j.out()), 'status')).toEqual(['mapped']);
   });
 
   it('caps --concurrency at 20 for the public service, and says so', async () => {

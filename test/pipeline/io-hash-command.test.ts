@@ -6,7 +6,8 @@ import { PassThrough, Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { afterAll, describe, expect, test } from 'vitest';
 import { EXIT, UserError } from '../../src/cli/exit-codes.js';
-import { resolveInputArg, runHash, type HashFlags, type HashIo } from '../../src/cli/hash.js';
+import { runHash, type HashFlags, type HashIo } from '../../src/cli/hash.js';
+import { resolveInputArg } from '../../src/cli/table-input.js';
 import { buildProgram } from '../../src/cli/main.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'uid2-io-hash-'));
