@@ -71,9 +71,12 @@ export function registerMap(program: Command): void {
     .command('map')
     .summary('map emails, phones and hashes of a CSV or JSONL file to raw UIDs (POST /v3/identity/map)')
     .description(
-      'Maps every row of a CSV (or JSONL) file to raw UIDs. Emails and phones are normalized and hashed here: only\n' +
-        'hashes are sent. Output: the input columns, then raw_uid, prev_raw_uid, refresh_from, status and reason per\n' +
-        'identifier column, in input order. With --state FILE, a re-run sends only what is new, due or unfinished.',
+      'Maps every row of a CSV (or JSONL) file to raw UIDs. Emails and phones are normalized and hashed here: only ' +
+        'hashes are sent. Output: the input columns, then raw_uid, prev_raw_uid, refresh_from, status (mapped, optout, ' +
+        'invalid, error, or missing for an empty cell) and reason per identifier column, in input order. Without column ' +
+        'flags, the columns named like email, phone or email_hash are used. With --state FILE, a re-run sends only what ' +
+        'is new, due or unfinished.\n\nExit codes: 0 done; 3 some rows ended in error (run again to complete them); ' +
+        '2 usage or configuration; 4 credentials refused; 130 interrupted.',
     )
     .argument('[input]', 'CSV or JSONL file; - or nothing reads stdin')
     .option('--state <file>', 'SQLite state file: answers fresh mappings without a request, makes re-runs resume')
