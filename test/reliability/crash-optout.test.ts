@@ -117,7 +117,7 @@ describe(`optout-check --state killed at ${POINTS} seeded points, then run again
       const env = serveEnv(serve);
 
       const killed = await runAndKill(args(state, first, sweep), env, serve.url, OPTOUT_PATH, point);
-      expect(killed.killed, `the run ended on its own (${describeEnd(killed)}) before the kill point`).toBe(true);
+      expect(killed.killed, `the run ended on its own (${describeEnd(killed)}) before the kill point\n${killed.stderr}`).toBe(true);
       expect(stackLines(killed.stderr)).toEqual([]);
       figures.crashes++;
       if (point.signal === 'SIGKILL') {

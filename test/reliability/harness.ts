@@ -218,6 +218,10 @@ export function inspectState(path: string): StateReport {
   try {
     const findings = db.pragma('integrity_check') as { integrity_check: string }[];
     const integrity = findings.map((f) => f.integrity_check).join('\n');
+    // a process killed between creating the file and its first transaction leaves a file with no schema: as good
+    // as no file (the next run initializes it)
+    const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all() as string[];
+    if (!tables.includes('entries')) return { integrity, entries: new Map(), halfWritten: tables.length > 0 ? [`tables without entries: ${tables.join(', ')}`] : [], runs: [] };
     const rows = db
       .prepare('SELECT type, hash, status, u, p, r, opted_out_since AS optedOutSince, last_optout_check AS lastOptoutCheck FROM entries')
       .all() as ({ type: number; hash: string } & StoredEntry)[];
