@@ -54,25 +54,35 @@ export function parseDelimiter(value: string | undefined, file: string): string 
 
 /**
  * Physical line numbers for byte offsets. csv-parse's own line counter counts CRLF twice inside quoted cells,
- * so lines are counted here from the bytes: a terminator is LF, or CR in a file whose lines end with CR only.
+ * so lines are counted here from the bytes: a line ends at LF, or at a CR not followed by LF, so files whose
+ * lines end differently from one line to the next are counted right too.
  * Queries must come with non-decreasing offsets (records and errors arrive in file order).
  */
 class LineIndex {
   private terminators: number[] = [];
   private head = 0;
   private passed = 0;
-  private terminator: 10 | 13 | undefined;
+  /** A CR that ended the previous read: a terminator unless the next read starts with LF. */
+  private pendingCr = -1;
 
   add(buf: Buffer, start: number): void {
-    if (this.terminator === undefined) {
-      const lf = buf.indexOf(10);
-      const cr = buf.indexOf(13);
-      if (lf !== -1 && (cr === -1 || lf < cr || buf[cr + 1] === 10)) this.terminator = 10;
-      else if (cr !== -1) this.terminator = 13;
+    if (this.pendingCr !== -1) {
+      if (buf.length === 0) return;
+      if (buf[0] !== 10) this.terminators.push(this.pendingCr);
+      this.pendingCr = -1;
     }
-    const t = this.terminator;
-    if (t === undefined) return;
-    for (let p = buf.indexOf(t); p !== -1; p = buf.indexOf(t, p + 1)) this.terminators.push(start + p);
+    let lf = buf.indexOf(10);
+    let cr = buf.indexOf(13);
+    while (lf !== -1 || cr !== -1) {
+      if (cr !== -1 && (lf === -1 || cr < lf)) {
+        if (cr + 1 === buf.length) this.pendingCr = start + cr;
+        else if (buf[cr + 1] !== 10) this.terminators.push(start + cr);
+        cr = buf.indexOf(13, cr + 1);
+      } else {
+        this.terminators.push(start + lf);
+        lf = buf.indexOf(10, lf + 1);
+      }
+    }
   }
 
   /** The 1-based line the byte at `offset` is on. */
@@ -84,7 +94,8 @@ class LineIndex {
       this.terminators = ts.slice(this.head);
       this.head = 0;
     }
-    return this.passed + this.head + 1;
+    const pending = this.pendingCr !== -1 && this.pendingCr < offset ? 1 : 0;
+    return this.passed + this.head + pending + 1;
   }
 }
 
@@ -421,6 +432,9 @@ class CsvTable extends TableBase {
       delimiter: settings.delimiter,
       encoding: settings.encoding,
       bom: false, // stripped by ByteInput, so byte offsets match the file
+      // every line end everywhere: csv-parse would otherwise take the first line's and keep a later \r inside the
+      // last cell (a silently wrong hash), or merge two rows into one when a later line ends differently
+      record_delimiter: ['\r\n', '\n', '\r'],
       relax_column_count: true, // ragged rows are fitted and reported per row, not a crash
       relax_quotes: true, // a quote inside an unquoted value (O"Brien) is kept as text, as Excel and Python read it
       skip_empty_lines: true,

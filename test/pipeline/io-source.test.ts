@@ -95,6 +95,30 @@ describe('CSV source', () => {
     expect(rows[0].cells[1]).toBe('a\r\nb\r\nc');
   });
 
+  test('line ends mixed within one file: no \\r left in a cell, no two rows merged, line numbers exact', async () => {
+    const want = [
+      ['1', 'a@example.com'],
+      ['2', 'b@example.com'],
+      ['3', 'c@example.com'],
+    ];
+    for (const text of [
+      'id,email\n1,a@example.com\r\n2,b@example.com\n3,c@example.com\r\n',
+      'id,email\r\n1,a@example.com\n2,b@example.com\r\n3,c@example.com\n',
+      'id,email\r1,a@example.com\n2,b@example.com\r\n3,c@example.com',
+    ]) {
+      const { rows } = await read(text);
+      expect(rows.map((r) => r.cells)).toEqual(want);
+      expect(rows.map((r) => r.line)).toEqual([2, 3, 4]);
+      expect(rows.every((r) => r.problem === undefined)).toBe(true);
+      // one byte per read: a CR ending one read and its LF starting the next are still one line end
+      const bytes = Buffer.from(text);
+      const stream = Readable.from((function* () { for (const b of bytes) yield Buffer.of(b); })());
+      const source = await openSource({ path: '-', stream });
+      const split = await readAll(source);
+      expect(split.map((r) => [r.line, ...r.cells])).toEqual(want.map((cells, i) => [i + 2, ...cells]));
+    }
+  });
+
   test('BOM, CRLF and CR-only line ends read the same', async () => {
     const want = [
       ['1', 'a@example.com'],
