@@ -8,7 +8,7 @@ import { openSource } from '../pipeline/source.js';
 import { InputError, OutputError, rowProblemInvalidates, rowProblemReason, type TableSink, type TableSource } from '../pipeline/table.js';
 import { EXIT, UserError, onInterrupt } from './exit-codes.js';
 import { addOutputOptions } from './options.js';
-import { addTableInputOptions, resolveInputArg, tableInputFlags, type InputFlags } from './table-input.js';
+import { addTableInputOptions, resolveInputArg, sourceOptionsOf, tableInputFlags, type InputFlags } from './table-input.js';
 import { addThreadsOption, threadsFlag } from './threads.js';
 import { createProgress } from './progress.js';
 import { formatCount, formatDuration, formatRate } from './summary.js';
@@ -141,10 +141,7 @@ async function openInput(flags: HashFlags, io: HashIo): Promise<TableSource> {
   try {
     return await openSource({
       path: flags.input,
-      format: flags.inputFormat ?? 'auto',
-      ...(flags.delimiter !== undefined ? { delimiter: flags.delimiter } : {}),
-      ...(flags.encoding !== undefined ? { encoding: flags.encoding } : {}),
-      header: flags.header ?? true,
+      ...sourceOptionsOf(flags),
       ...(flags.input === '-' ? { stream: io.stdin } : {}),
     });
   } catch (err) {

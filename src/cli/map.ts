@@ -14,7 +14,7 @@ import { EXIT, onInterrupt, UserError } from './exit-codes.js';
 import { startEmbeddedServiceIfLocal } from './local-service.js';
 import { openMapState, type MapStateFile } from './map-state.js';
 import { addThreadsOption, defaultThreads, threadsFlag } from './threads.js';
-import { addTableInputOptions, tableInputFlags, type InputFlags } from './table-input.js';
+import { addTableInputOptions, sourceOptionsOf, tableInputFlags, type InputFlags } from './table-input.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from './options.js';
 import { createProgress, type ProgressReporter } from './progress.js';
 import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from './summary.js';
@@ -156,10 +156,7 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
 
   const source = await openSource({
     path: inputPath,
-    format: flags.inputFormat ?? 'auto',
-    ...(flags.delimiter !== undefined ? { delimiter: flags.delimiter } : {}),
-    ...(flags.encoding !== undefined ? { encoding: flags.encoding } : {}),
-    header: flags.header ?? true,
+    ...sourceOptionsOf(flags),
     ...(inputPath === '-' ? { stream: deps.stdin } : {}),
   });
   for (const line of source.notes) say(line);

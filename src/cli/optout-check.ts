@@ -9,6 +9,7 @@ import {
   type OptoutCounts,
   type OptoutResult,
   type OptoutStatusFn,
+  replaySweepOptouts,
   sweepStateOptouts,
   type SweptRawUid,
 } from '../pipeline/optout-sweep.js';
@@ -18,14 +19,16 @@ import { openState } from '../state/index.js';
 import { connect as connectService, resolveFor, runInProcess, sayTo, type InputCommandDeps, type Say } from './command-context.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, decimalNumber, optionReaders, outputFlags, wholeNumber, type OutputFlags } from './options.js';
-import { exitCodeOf, reportRun, requestCounters, withRunOutput } from './run-report.js';
+import { addInputFormatOptions, inputFormatFlags, sourceOptionsOf, type InputFlags } from './table-input.js';
+import { acknowledgeDelivered, exitCodeOf, replayedLine, reportRun, requestCounters, withRunOutput, type ChangeDelivery } from './run-report.js';
 import { formatCount, formatDuration, makeSummary, type RunSummary } from './summary.js';
 
 export interface OptoutCheckFlags {
   /** File, '-' for stdin, or undefined (stdin when it is not a terminal, unless --state). */
   input?: string;
   col?: string;
-  delimiter?: string;
+  /** How the file is read: format, delimiter, encoding, header (as for map and hash). */
+  reading: Omit<InputFlags, 'input'>;
   onlyOptedOut: boolean;
   state?: string;
   sweepFraction?: number;
@@ -54,12 +57,12 @@ export function registerOptoutCheck(program: Command): void {
     )
     .argument('[input]', 'CSV or JSONL file with a column of raw UIDs; - reads stdin')
     .option('--col <name>', 'the column of raw UIDs (default: the one named like raw_uid, advertising_id, uid, raw_uid2)')
-    .option('--delimiter <char>', 'CSV delimiter: one character, or tab (default ,)')
     .option('--only-opted-out', 'write only the opted-out rows')
     .option('--state <file>', 'check the raw UIDs stored in this state file instead of an input file; tombstone the opted-out entries')
     .option('--sweep-fraction <f>', 'with --state: check only this fraction of the entries, the least recently checked first (e.g. 0.05)', parseFraction)
     .option('--private-operator', 'the service is a private operator: batches may be sent in parallel')
     .option('--concurrency <n>', 'with --private-operator: requests in flight at most (default 4)', parseConcurrency);
+  addInputFormatOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   cmd.action((input: string | undefined, opts: Record<string, unknown>) => runInProcess((deps) => runOptoutCheck(optoutCheckFlags(input, opts), deps)));
@@ -70,7 +73,7 @@ export function optoutCheckFlags(input: string | undefined, opts: Record<string,
   return {
     ...(input !== undefined ? { input } : {}),
     ...(str('col') !== undefined ? { col: str('col') } : {}),
-    ...(str('delimiter') !== undefined ? { delimiter: str('delimiter') } : {}),
+    reading: inputFormatFlags(opts),
     onlyOptedOut: opts.onlyOptedOut === true,
     ...(str('state') !== undefined ? { state: str('state') } : {}),
     ...(num('sweepFraction') !== undefined ? { sweepFraction: num('sweepFraction') } : {}),
@@ -125,7 +128,7 @@ export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckD
   const inputPath = chooseInput(flags.input, deps.stdin);
   const source = await openSource({
     path: inputPath,
-    ...(flags.delimiter !== undefined ? { delimiter: flags.delimiter } : {}),
+    ...sourceOptionsOf(flags.reading),
     ...(inputPath === '-' ? { stream: deps.stdin } : {}),
   });
   for (const line of source.notes) say(line);
@@ -230,9 +233,12 @@ export async function finishOptout(
   deps: OptoutCheckDeps,
   say: Say,
   keepOutputWhenStopped = false,
+  delivery?: ChangeDelivery,
 ): Promise<number> {
   const { outcome } = result;
-  await reportRun(sink, outcome.kind === 'completed' || keepOutputWhenStopped, formatOptoutSummary(summary), summary, flags.output, deps);
+  const keep = outcome.kind === 'completed' || keepOutputWhenStopped;
+  await reportRun(sink, keep, formatOptoutSummary(summary), summary, flags.output, deps);
+  if (keep && delivery !== undefined) acknowledgeDelivered(delivery, say);
   const output = flags.output.output;
   switch (outcome.kind) {
     case 'completed':
@@ -276,9 +282,12 @@ async function runStateSweep(
       return await withRunOutput(SWEEP_HEADER, 'optout-check', true, flags.output, deps, async (sink, progress) => {
         const client = connection.client;
         let done = 0;
+        const replayed = await replaySweepOptouts(state, (rows) => sink.writeRows(rows.map(sweptCells)));
+        if (replayed > 0) say(replayedLine(replayed));
         const result = await sweepStateOptouts({
           state,
           nowS,
+          journal: { runId, state },
           check: connection.check,
           concurrency: connection.concurrency,
           ...(flags.sweepFraction !== undefined ? { fraction: flags.sweepFraction } : {}),
@@ -297,10 +306,16 @@ async function runStateSweep(
           entries_planned: c.planned,
           entries_checked: c.entries,
           tombstoned: c.tombstoned,
+          ...(replayed > 0 ? { replayed_changes: replayed } : {}),
         });
         state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
         if (c.planned === 0) say(`${path} holds no entry with a raw UID: nothing to check`);
-        return await finishOptout(result, summary, sink, flags, deps, say, c.entries > 0);
+        return await finishOptout(result, summary, sink, flags, deps, say, c.entries > 0 || replayed > 0, {
+          state,
+          kind: 'optout',
+          replayed,
+          upTo: result.journalUpTo,
+        });
       });
     } finally {
       await connection.close();

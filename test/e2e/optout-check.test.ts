@@ -110,6 +110,19 @@ describe('optout-check (built CLI against serve)', () => {
     expect(readCsv(out).map((r) => r.raw_uid)).toEqual(OPTED_OUT.map((i) => rawUids[i]));
   });
 
+  it('takes the input format options: a Latin-1 file without a header, the hint of the invalid-UTF-8 message works', async () => {
+    const latin1 = join(dir, 'latin1.csv');
+    // a Latin-1 byte (0xE9) in a comment column: invalid UTF-8, fine as latin1
+    writeFileSync(latin1, Buffer.concat([Buffer.from(`${rawUids[OPTED_OUT[0]]},caf`), Buffer.of(0xe9), Buffer.from('\n')]));
+    const refused = await runCli(['optout-check', latin1, '--no-header', '--col', 'col1', '-q'], { served });
+    expect(refused.code, refused.stderr).not.toBe(0);
+    expect(refused.stderr).toMatch(/--encoding latin1/);
+    const out = join(dir, 'latin1.out.csv');
+    const run = await runCli(['optout-check', latin1, '--no-header', '--col', 'col1', '--encoding', 'latin1', '-o', out, '-q'], { served });
+    expect(run.code, run.stderr).toBe(0);
+    expect(readCsv(out).map((r) => [r.col1, r.col2, r.opted_out])).toEqual([[rawUids[OPTED_OUT[0]], 'caf\u00e9', 'true']]);
+  });
+
   it('refuses --concurrency without --private-operator, and says why', async () => {
     const run = await runCli(['optout-check', inputCsv, '--concurrency', '4'], { served });
     expect(run.code, run.stderr).toBe(2);
