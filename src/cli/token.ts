@@ -100,7 +100,6 @@ export function registerTokenCommand(program: Command): void {
     .option('--refresh-token-file <file>', 'file holding the refresh_token (instead of a whole identity)')
     .option('--refresh-response-key-file <file>', 'file holding the refresh_response_key that came with that refresh_token')
     .option('--refresh-token <token>', 'the refresh_token itself (visible in `ps` and shell history: prefer the file)')
-    .option('--refresh-response-key <key>', 'the refresh_response_key itself (a secret: visible in `ps` and shell history; prefer the file)')
     .option('--force', 'send even though refresh_expires has passed');
   addConnectionOptions(refresh);
   refresh.addHelpText(

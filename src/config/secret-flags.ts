@@ -5,6 +5,8 @@ export const SECRET_FLAGS: Readonly<Record<string, string>> = {
   '--api-key': 'set UID2_API_KEY, or pass --api-key-file FILE',
   '--client-secret': 'set UID2_CLIENT_SECRET, or pass --client-secret-file FILE',
   '--secret': 'set UID2_CLIENT_SECRET, or pass --client-secret-file FILE',
+  // the key that decrypts a refresh answer: whoever holds it with the refresh_token can read the new identity
+  '--refresh-response-key': 'pass --refresh-response-key-file FILE, or the whole identity with --in FILE or on stdin',
 };
 
 /**

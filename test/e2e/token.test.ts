@@ -152,13 +152,20 @@ describe.concurrent('token refresh', () => {
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
   });
 
-  it('reads the identity from stdin and accepts the argv forms with a warning', async () => {
+  it('reads the identity from stdin; takes --refresh-token with a warning; refuses the refresh_response_key as a flag value', async () => {
     const id = await generate(['--email', 'stdin.refresh@example.com']);
     const piped = await token(['refresh'], { input: JSON.stringify(id), key: false });
     expect(piped.code, piped.stderr).toBe(0);
-    const argv = await token(['refresh', '--refresh-token', id.refresh_token, '--refresh-response-key', id.refresh_response_key], { key: false });
+    const next = JSON.parse(piped.stdout) as Identity;
+    const keyFile = join(dir, 'stdin-refresh.key');
+    writeFileSync(keyFile, `${next.refresh_response_key}\n`, { mode: 0o600 });
+    const argv = await token(['refresh', '--refresh-token', next.refresh_token, '--refresh-response-key-file', keyFile], { key: false });
     expect(argv.code, argv.stderr).toBe(0);
     expect(argv.stderr).toContain('`ps` and shell history');
+    const refused = await token(['refresh', '--refresh-token', next.refresh_token, '--refresh-response-key', next.refresh_response_key], { key: false });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/--refresh-response-key is refused.*--refresh-response-key-file FILE/);
+    expect(refused.stderr).not.toContain(next.refresh_response_key);
   });
 
   it.each([
