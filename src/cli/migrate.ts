@@ -2,14 +2,25 @@ import type { Command } from 'commander';
 import type { ServiceClient } from '../client/index.js';
 import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
 import { MIGRATION_FINISHED, migrateToV3, type MigrateResult } from '../pipeline/migrate.js';
-import { CHANGES_HEADER, changeCells } from '../pipeline/remap.js';
+import { CHANGES_HEADER, changeCells, replayRemapChanges } from '../pipeline/remap.js';
 import type { TableSink } from '../pipeline/table.js';
 import { openState } from '../state/index.js';
 import type { StateStore } from '../state/types.js';
 import { chooseConcurrency, connectForMapping, resolveFor, runInProcess, sayTo, type CommandDeps, type Say } from './command-context.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, optionReaders, outputFlags, wholeNumber, type OutputFlags } from './options.js';
-import { exitCodeOf, KNOWN_FAILURES, remapReporting, remapRunArgs, reportRun, requestCounters, withRunOutput } from './run-report.js';
+import {
+  acknowledgeDelivered,
+  exitCodeOf,
+  KNOWN_FAILURES,
+  remapReporting,
+  remapRunArgs,
+  replayedLine,
+  reportRun,
+  requestCounters,
+  withRunOutput,
+  type ChangeDelivery,
+} from './run-report.js';
 import { formatCount, formatDuration, makeSummary, type RunSummary } from './summary.js';
 
 export interface MigrateFlags {
@@ -105,9 +116,12 @@ async function migrateForReal(
     return await withRunOutput(CHANGES_HEADER, 'migrate', false, flags.output, deps, async (sink, progress) => {
       const v2 = state.bucketEntries().count;
       progress.update({ done: 0, total: flags.limit === undefined ? v2 : Math.min(v2, flags.limit) });
+      const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(changeCells)));
+      if (replayed > 0) say(replayedLine(replayed));
       const result = await migrateToV3({
         state,
         nowS,
+        journal: { runId, state },
         mapBatch: (request, signal) => client.mapV3(request, { signal }),
         limiter,
         ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
@@ -116,8 +130,9 @@ async function migrateForReal(
       });
       progress.stop();
       const summary = migrateSummary(result, client, startedMs, deps.now());
+      if (replayed > 0) summary.replayed_changes = replayed;
       state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
-      return await finish(result, summary, sink, flags, deps, say);
+      return await finish(result, summary, sink, flags, deps, say, { state, kind: 'remap', replayed, upTo: result.journalUpTo });
     });
   } finally {
     await connection.close();
@@ -161,11 +176,23 @@ function formatMigrateSummary(result: MigrateResult, summary: RunSummary): strin
   );
 }
 
-/** The changes file is kept whenever a batch was committed: those entries are v3 now and will not be reported again. */
-async function finish(result: MigrateResult, summary: RunSummary, sink: TableSink, flags: MigrateFlags, deps: MigrateDeps, say: Say): Promise<number> {
+/**
+ * The changes file is kept whenever a batch was committed (those entries are v3 now and will not be reported
+ * again) or it holds an earlier run's changes; once it is, the pending changes it holds are acknowledged.
+ */
+async function finish(
+  result: MigrateResult,
+  summary: RunSummary,
+  sink: TableSink,
+  flags: MigrateFlags,
+  deps: MigrateDeps,
+  say: Say,
+  delivery: ChangeDelivery,
+): Promise<number> {
   const { outcome, counts } = result;
-  const keep = outcome.kind === 'completed' || counts.batchesCommitted > 0;
+  const keep = outcome.kind === 'completed' || counts.batchesCommitted > 0 || delivery.replayed > 0;
   await reportRun(sink, keep, formatMigrateSummary(result, summary), summary, flags.output, deps);
+  if (keep) acknowledgeDelivered(delivery, say);
   const path = flags.state as string;
   if (result.finished) say(`${path} is a v3 state file now: use uid2-batch map --state ${path} and uid2-batch remap-due --state ${path} (without --api v2)`);
   const again = `run uid2-batch migrate --state ${path} again to continue`;

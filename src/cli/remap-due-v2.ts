@@ -2,11 +2,11 @@ import type { ResolvedConfig } from '../config/index.js';
 import { checkRotatedBuckets, isoUtc, nextCheckSinceMs, type BucketCheck } from '../pipeline/buckets.js';
 import { mapBatchV2 } from '../pipeline/map-v2.js';
 import { migrationInProgress } from '../pipeline/migrate.js';
-import { CHANGES_HEADER_V2, changeCellsV2, RemapEngine, type RemapBatchFn, type RemapCounts, type RemapOptions, type RemapResult } from '../pipeline/remap.js';
+import { CHANGES_HEADER_V2, changeCellsV2, RemapEngine, replayRemapChanges, type RemapBatchFn, type RemapCounts, type RemapOptions, type RemapResult } from '../pipeline/remap.js';
 import { chooseConcurrency, connectForMapping } from './command-context.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { finish, isoOf, remapSummary, writeDryRunSummary, type RemapDueRun } from './remap-due.js';
-import { exitCodeOf, remapReporting, remapRunArgs, withRunOutput } from './run-report.js';
+import { exitCodeOf, remapReporting, remapRunArgs, replayedLine, withRunOutput } from './run-report.js';
 import { formatCount } from './summary.js';
 import { v2DeprecationWarning } from './v2-notice.js';
 
@@ -79,9 +79,12 @@ async function remapV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<numb
     return await withRunOutput(CHANGES_HEADER_V2, 'remap-due', true, flags.output, deps, async (sink, progress) => {
       progress.update({ done: 0, total: flags.limit === undefined ? due : Math.min(due, flags.limit) });
       let doneBefore = 0;
+      const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(changeCellsV2)));
+      if (replayed > 0) say(replayedLine(replayed));
       const common: Omit<RemapOptions, 'mapBatch'> = {
         state,
         nowS,
+        journal: { runId, state },
         limiter,
         ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
         ...remapReporting(sink, progress, client, changeCellsV2, () => doneBefore),
@@ -108,11 +111,12 @@ async function remapV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<numb
         summary.marked_due = check.marked;
       }
       if (flags.upgrade === true) summary.upgraded = byBucket;
+      if (replayed > 0) summary.replayed_changes = replayed;
       state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
       if (check !== null) {
         say(`buckets: ${formatCount(check.buckets.length)} salt bucket(s) rotated since ${isoUtc(check.sinceMs)}; ${formatCount(check.marked)} entries marked due`);
       }
-      return await finish(result, summary, sink, flags, deps, say);
+      return await finish(result, summary, sink, flags, deps, say, { state, kind: 'remap', replayed, upTo: result.journalUpTo });
     });
   } finally {
     await connection.close();
@@ -139,5 +143,6 @@ function joinResults(a: RemapResult, b: RemapResult): RemapResult {
     batchesFailed: x.batchesFailed + y.batchesFailed,
     batchesCommitted: x.batchesCommitted + y.batchesCommitted,
   };
-  return { outcome: b.outcome, counts, batchErrors: [...new Set([...a.batchErrors, ...b.batchErrors])].slice(0, 5) };
+  // b ran last: its id covers a's rows too
+  return { outcome: b.outcome, counts, batchErrors: [...new Set([...a.batchErrors, ...b.batchErrors])].slice(0, 5), journalUpTo: b.journalUpTo ?? a.journalUpTo };
 }

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { ServiceClient } from '../client/index.js';
 import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../config/index.js';
-import { CHANGES_HEADER, changeCells, RemapEngine, type RemapResult } from '../pipeline/remap.js';
+import { CHANGES_HEADER, changeCells, RemapEngine, replayRemapChanges, type RemapResult } from '../pipeline/remap.js';
 import type { TableSink } from '../pipeline/table.js';
 import { parseInstantMs } from '../service/index.js';
 import { openState } from '../state/index.js';
@@ -10,7 +10,18 @@ import { chooseConcurrency, connectForMapping, PUBLIC_MAX_CONCURRENCY, resolveFo
 import { EXIT, UserError } from './exit-codes.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, optionReaders, outputFlags, wholeNumber, type OutputFlags } from './options.js';
 import { runRemapDueV2 } from './remap-due-v2.js';
-import { exitCodeOf, KNOWN_FAILURES, remapReporting, remapRunArgs, reportRun, requestCounters, withRunOutput } from './run-report.js';
+import {
+  acknowledgeDelivered,
+  exitCodeOf,
+  KNOWN_FAILURES,
+  remapReporting,
+  remapRunArgs,
+  replayedLine,
+  reportRun,
+  requestCounters,
+  withRunOutput,
+  type ChangeDelivery,
+} from './run-report.js';
 import { formatCount, formatDuration, formatRate, makeSummary, writeSummaryJson, type RunSummary } from './summary.js';
 
 export interface RemapDueFlags {
@@ -153,9 +164,12 @@ async function remapForReal(run: RemapDueRun, resolved: ResolvedConfig): Promise
   try {
     return await withRunOutput(CHANGES_HEADER, 'remap-due', true, flags.output, deps, async (sink, progress) => {
       progress.update({ done: 0, total });
+      const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(changeCells)));
+      if (replayed > 0) say(replayedLine(replayed));
       const engine = new RemapEngine({
         state,
         nowS,
+        journal: { runId, state },
         mapBatch: (request, signal) => client.mapV3(request, { signal }),
         limiter,
         ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
@@ -165,8 +179,9 @@ async function remapForReal(run: RemapDueRun, resolved: ResolvedConfig): Promise
       const result = await engine.run();
       progress.stop();
       const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
+      if (replayed > 0) summary.replayed_changes = replayed;
       state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
-      return await finish(result, summary, sink, flags, deps, say);
+      return await finish(result, summary, sink, flags, deps, say, { state, kind: 'remap', replayed, upTo: result.journalUpTo });
     });
   } finally {
     await connection.close();
@@ -212,13 +227,23 @@ export function formatRemapSummary(s: RunSummary): string {
 
 /**
  * The changes file is written whenever a batch was committed, even when the run stopped: those entries are no
- * longer due, so no later run would report their changes again. Only a run that committed nothing leaves an
- * existing file alone.
+ * longer due, so no later run would report their changes again. Only a run that committed nothing and had no
+ * earlier run's changes to write leaves an existing file alone. Once it is committed, the pending changes it
+ * holds are acknowledged; until then they stay in the state file for the next run.
  */
-export async function finish(result: RemapResult, summary: RunSummary, sink: TableSink, flags: RemapDueFlags, deps: RemapDueDeps, say: Say): Promise<number> {
+export async function finish(
+  result: RemapResult,
+  summary: RunSummary,
+  sink: TableSink,
+  flags: RemapDueFlags,
+  deps: RemapDueDeps,
+  say: Say,
+  delivery: ChangeDelivery,
+): Promise<number> {
   const { outcome, counts } = result;
-  const keep = outcome.kind === 'completed' || counts.batchesCommitted > 0;
+  const keep = outcome.kind === 'completed' || counts.batchesCommitted > 0 || delivery.replayed > 0;
   await reportRun(sink, keep, formatRemapSummary(summary), summary, flags.output, deps);
+  if (keep) acknowledgeDelivered(delivery, say);
   if (counts.stillDue > 0) {
     say(`${formatCount(counts.stillDue)} entries came back with an r that is not after --now: the service's clock is behind it; they are due again next run`);
   }

@@ -2,6 +2,7 @@ import type { ClientStats, ServiceClient } from '../client/index.js';
 import type { RemapChange, RemapOptions } from '../pipeline/remap.js';
 import { openSink } from '../pipeline/sink.js';
 import type { TableSink } from '../pipeline/table.js';
+import type { ChangeKind, StateStore } from '../state/types.js';
 import { EXIT } from './exit-codes.js';
 import type { CommandDeps } from './command-context.js';
 import type { OutputFlags } from './options.js';
@@ -96,6 +97,34 @@ export async function reportRun(sink: TableSink, keepOutput: boolean, summaryLin
   else await sink.abort();
   if (!output.quiet) deps.stderr.write(`${summaryLine}\n`);
   if (output.summaryJson !== undefined) await writeSummaryJson(output.summaryJson, summary);
+}
+
+/** The pending changes a run wrote, and how it says so. */
+export interface ChangeDelivery {
+  state: Pick<StateStore, 'ackChanges'>;
+  kind: ChangeKind;
+  /** Rows of earlier runs written first into this run's output. */
+  replayed: number;
+  /** The last pending id this run's output holds (RemapResult.journalUpTo); null when none. */
+  upTo: number | null;
+}
+
+/** The line that tells the user an earlier run's changes are in this output. */
+export function replayedLine(replayed: number): string {
+  return `${replayed.toLocaleString('en-US')} changes of an interrupted earlier run included`;
+}
+
+/**
+ * After the output was committed: the pending changes it holds are delivered and leave the state file. A failure
+ * here only means they are written again by the next run (at least once), so it is said and not thrown.
+ */
+export function acknowledgeDelivered(delivery: ChangeDelivery, say: (line: string) => void): void {
+  if (delivery.upTo === null) return;
+  try {
+    delivery.state.ackChanges(delivery.kind, delivery.upTo);
+  } catch (err) {
+    say(`the state file could not record that the changes were written (${err instanceof Error ? err.message : String(err)}); the next run writes them again`);
+  }
 }
 
 /** What the runs table keeps of a re-mapping run's flags: no credentials and no paths beyond the state's own. */

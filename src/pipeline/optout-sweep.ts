@@ -2,7 +2,8 @@ import { setMaxListeners } from 'node:events';
 import { isRawUidShape } from '../identity/index.js';
 import { ClockSkewError, MAX_ITEMS_PER_REQUEST, UnauthorizedError, type OptedOutItem } from '../protocol/index.js';
 import { AdaptiveConcurrency } from './dispatcher.js';
-import type { OptedOutRawUid, OptoutCandidate, OptoutCursor, StateStore } from '../state/types.js';
+import type { OptedOutRawUid, OptoutCandidate, OptoutCursor, PendingChange, StateStore } from '../state/types.js';
+import { parseJournalRow, replayPendingChanges, type ChangeJournal } from './change-journal.js';
 import { rowProblemInvalidates, rowProblemReason, type InputRow } from './table.js';
 
 /** Asks POST /v2/optout/status about up to 5,000 raw UIDs (with the client's retries); only opted-out ones come back. */
@@ -322,6 +323,44 @@ export interface SweepOptions extends OptoutRunOptions {
   fraction?: number;
   /** Every raw UID checked, batch by batch, once the batch is saved; awaited. */
   onChecked?: (rows: SweptRawUid[]) => void | Promise<void>;
+  /**
+   * Journal the opted-out rows of each batch with its tombstones, so that a run killed before its output is
+   * committed leaves them for the next run's output (not for dry runs).
+   */
+  journal?: { runId: number; state: Pick<StateStore, 'lastPendingChangeId'> };
+}
+
+export interface SweepResult extends OptoutResult<SweepCounts> {
+  /** With a journal: the last pending opt-out row id, all of whose rows went to onChecked; null when none. */
+  journalUpTo: number | null;
+}
+
+function isSweptOptout(value: unknown): value is SweptRawUid {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  const entry = v.entry as Record<string, unknown> | null | undefined;
+  const verdict = v.verdict as Record<string, unknown> | null | undefined;
+  return (
+    typeof entry === 'object' &&
+    entry !== null &&
+    typeof entry.id === 'number' &&
+    (entry.type === 'email' || entry.type === 'phone') &&
+    typeof entry.hash === 'string' &&
+    (v.which === 'u' || v.which === 'p') &&
+    typeof v.rawUid === 'string' &&
+    typeof verdict === 'object' &&
+    verdict !== null &&
+    verdict.kind === 'opted_out' &&
+    typeof verdict.sinceMs === 'number'
+  );
+}
+
+/**
+ * Writes the opted-out rows that earlier sweeps saved (tombstoned) but whose output was never committed through
+ * `onRows`, before this run's own; returns how many.
+ */
+export async function replaySweepOptouts(journal: ChangeJournal, onRows: (rows: SweptRawUid[]) => void | Promise<void>): Promise<number> {
+  return replayPendingChanges(journal, 'optout', (rows: PendingChange[]) => onRows(rows.map((r) => parseJournalRow(r, isSweptOptout, 'opt-out'))));
 }
 
 /** Entries read from the state per page; a page fills one or two requests. */
@@ -336,7 +375,7 @@ interface SweepBatch {
  * (never-checked first), tombstones the entries whose u or p opted out, and records the check time of every
  * entry that was answered. A failed batch records nothing, so its entries stay first in line for the next run.
  */
-export async function sweepStateOptouts(options: SweepOptions): Promise<OptoutResult<SweepCounts>> {
+export async function sweepStateOptouts(options: SweepOptions): Promise<SweepResult> {
   const { state, nowS } = options;
   const planned = options.fraction === undefined ? state.countWithRawUid() : state.sweepSize(options.fraction);
   const counts: SweepCounts = { ...emptyCounts(), planned, entries: 0, tombstoned: 0 };
@@ -377,24 +416,32 @@ export async function sweepStateOptouts(options: SweepOptions): Promise<OptoutRe
   const outcome = await checker.run(batches(), async (batch, answer) => {
     const rows: SweptRawUid[] = [];
     const optedOut: OptedOutRawUid[] = [];
+    const journalRows: string[] = [];
     for (const entry of batch.payload.entries) {
       for (const which of ['u', 'p'] as const) {
         const rawUid = entry[which];
         if (rawUid === null) continue;
         const verdict = verdictOf(rawUid, answer);
         countVerdict(counts, verdict);
-        if (verdict.kind === 'opted_out') optedOut.push({ rawUid, optedOutSinceMs: verdict.sinceMs });
-        rows.push({ entry, which, rawUid, verdict });
+        const row: SweptRawUid = { entry, which, rawUid, verdict };
+        if (verdict.kind === 'opted_out') {
+          optedOut.push({ rawUid, optedOutSinceMs: verdict.sinceMs });
+          if (options.journal !== undefined) journalRows.push(JSON.stringify(row));
+        }
+        rows.push(row);
       }
     }
     counts.rows += rows.length;
     if (answer.ok) {
       const ids = batch.payload.entries.map((e) => e.id);
-      if (optedOut.length > 0) counts.tombstoned += state.tombstoneByRawUid(optedOut, nowS, ids);
+      const journal = options.journal !== undefined && journalRows.length > 0 ? { runId: options.journal.runId, kind: 'optout' as const, rows: journalRows } : undefined;
+      if (optedOut.length > 0) counts.tombstoned += state.tombstoneByRawUid(optedOut, nowS, ids, journal);
       state.recordOptoutChecks(ids, nowS);
       counts.entries += ids.length;
     }
     if (options.onChecked) await options.onChecked(rows);
   });
-  return { outcome, counts, batchErrors: checker.batchErrors };
+  // batches are saved only inside settle, which run() has awaited: every pending row up to here went to onChecked
+  const journalUpTo = options.journal?.state.lastPendingChangeId('optout') ?? null;
+  return { outcome, counts, batchErrors: checker.batchErrors, journalUpTo };
 }

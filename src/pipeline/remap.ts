@@ -9,8 +9,9 @@ import {
   type MapV3Request,
   type MapV3ResponseBody,
 } from '../protocol/index.js';
-import type { DueCursor, DueEntry, EntryUpdate, StateStore } from '../state/types.js';
+import type { DueCursor, DueEntry, EntryUpdate, PendingChange, StateStore } from '../state/types.js';
 import { bucketIdOf, mappedOutcome } from './bucket-answer.js';
+import { parseJournalRow, replayPendingChanges, type ChangeJournal } from './change-journal.js';
 import { AdaptiveConcurrency } from './dispatcher.js';
 
 /** What remap needs from the state file: pages of due entries through the `r` index, one transaction per batch. */
@@ -63,6 +64,44 @@ export function changeCellsV2(change: RemapChange): string[] {
   return cells;
 }
 
+/**
+ * Where a run journals its change rows: each batch's rows go into the state file's pending changes with the
+ * batch's commit, so a run killed before its changes file is committed leaves them for the next run.
+ */
+export interface RemapJournal {
+  runId: number;
+  state: Pick<StateStore, 'lastPendingChangeId'>;
+}
+
+const STATUSES: ReadonlySet<string> = new Set<RemapStatus>(['mapped', 'optout', 'invalid']);
+
+function isRemapChange(value: unknown): value is RemapChange {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  const textOrNull = (x: unknown): boolean => x === null || typeof x === 'string';
+  return (
+    (v.kind === 'email' || v.kind === 'phone') &&
+    typeof v.hash === 'string' &&
+    textOrNull(v.oldRawUid) &&
+    textOrNull(v.newRawUid) &&
+    textOrNull(v.prevRawUid) &&
+    (v.refreshFrom === null || typeof v.refreshFrom === 'number') &&
+    typeof v.status === 'string' &&
+    STATUSES.has(v.status) &&
+    (v.bucketId === undefined || textOrNull(v.bucketId))
+  );
+}
+
+/**
+ * Writes the change rows that earlier runs committed but whose changes file was never committed (killed,
+ * interrupted, failed) through `onChanges`, before this run's own; returns how many.
+ */
+export async function replayRemapChanges(journal: ChangeJournal, onChanges: (changes: RemapChange[]) => void | Promise<void>): Promise<number> {
+  return replayPendingChanges(journal, 'remap', (rows: PendingChange[]) =>
+    onChanges(rows.map((r) => parseJournalRow(r, isRemapChange, 'remap change'))),
+  );
+}
+
 export interface RemapCounts {
   /** Due entries selected and put into batches. */
   selected: number;
@@ -92,6 +131,11 @@ export type RemapOutcome =
 export interface RemapResult {
   outcome: RemapOutcome;
   counts: RemapCounts;
+  /**
+   * With a journal: the last pending change id once every committed batch's rows were handed to onChanges. An
+   * output committed after that may acknowledge the pending changes up to it; null when nothing is pending.
+   */
+  journalUpTo: number | null;
   /** Why batches failed (first few distinct messages), for the user. */
   batchErrors: string[];
 }
@@ -122,6 +166,8 @@ export interface RemapOptions {
   onChanges?: (changes: RemapChange[]) => void | Promise<void>;
   /** After each settled batch, for progress. */
   onProgress?: (counts: Readonly<RemapCounts>) => void;
+  /** Journal each batch's change rows with its commit (not for dry runs, which commit nothing). */
+  journal?: RemapJournal;
 }
 
 interface Batch {
@@ -211,7 +257,11 @@ export class RemapEngine {
     }
     if (this.stop !== null) await this.windDown();
     await this.flushChanges();
-    return { outcome: this.stop ?? { kind: 'completed' }, counts: this.counts, batchErrors: this.batchErrors };
+    // a batch still in flight may commit during that await; the id is read with nothing left unhanded, and
+    // with no await between the check and the read, so no row up to it can have missed onChanges
+    while (this.pendingChanges.length > 0) await this.flushChanges();
+    const journalUpTo = this.options.journal?.state.lastPendingChangeId('remap') ?? null;
+    return { outcome: this.stop ?? { kind: 'completed' }, counts: this.counts, batchErrors: this.batchErrors, journalUpTo };
   }
 
   private remaining(): number {
@@ -286,7 +336,12 @@ export class RemapEngine {
     for (let i = 0; i < emailAnswers.length; i++) take(batch.email[i], emailAnswers[i]);
     for (let i = 0; i < phoneAnswers.length; i++) take(batch.phone[i], phoneAnswers[i]);
     // the commit is the point of no return: counts and changes only for what is in the state
-    this.options.state.commitBatch(updates, this.options.nowS);
+    const journal = this.options.journal;
+    if (journal !== undefined && changes.length > 0) {
+      this.options.state.commitBatch(updates, this.options.nowS, { runId: journal.runId, kind: 'remap', rows: changes.map((c) => JSON.stringify(c)) });
+    } else {
+      this.options.state.commitBatch(updates, this.options.nowS);
+    }
     const c = this.counts;
     c.batchesCommitted++;
     c.status.mapped += tally.mapped;

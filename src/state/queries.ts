@@ -18,6 +18,10 @@ function placeholders(n: number): string {
 }
 
 export const SQL = {
+  insertPendingChange: 'INSERT INTO pending_changes (run_id, kind, row, created_at) VALUES (?, ?, ?, ?)',
+  pendingChanges: 'SELECT id, row FROM pending_changes WHERE kind = ? AND id > ? ORDER BY id LIMIT ?',
+  lastPendingChange: 'SELECT max(id) FROM pending_changes WHERE kind = ?',
+  ackChanges: 'DELETE FROM pending_changes WHERE kind = ? AND id <= ?',
   lookupByHashes: (n: number) => `SELECT ${ENTRY_COLUMNS} FROM entries WHERE hash IN (${placeholders(n)})`,
   rawUidsByIds: (n: number) => `SELECT id, u, p FROM entries WHERE id IN (${placeholders(n)})`,
 

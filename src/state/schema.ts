@@ -39,6 +39,11 @@ export interface Migration {
   /** The schema version the file has after this step. */
   version: number;
   up(db: Database): void;
+  /**
+   * True when the step only adds what a read never needs (a table written by runs): a read-only open (a dry run)
+   * of a file without it goes ahead instead of asking for a writing run first.
+   */
+  readsWithout?: boolean;
 }
 
 /**
@@ -88,7 +93,27 @@ CREATE TABLE runs (
 );
 `;
 
-/** Every step from an empty file to the current schema, in order; a v2 schema is one more element. */
-export const MIGRATIONS: readonly Migration[] = [{ version: 1, up: (db) => db.exec(SCHEMA_V1) }];
+/**
+ * Version 2: the change rows of committed batches that no output has delivered yet. A batch's rows are inserted
+ * in the transaction that commits its entries and deleted once the run's output is committed, so a run killed
+ * in between leaves them for the next run's output: every change reaches some changes file at least once.
+ * `row` is the JSON of a changes-file or verdict row (hashes and raw UIDs, never an email or phone).
+ */
+const SCHEMA_V2 = `
+CREATE TABLE pending_changes (
+  id         INTEGER PRIMARY KEY,
+  run_id     INTEGER NOT NULL,
+  kind       TEXT    NOT NULL,
+  row        TEXT    NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX pending_changes_by_kind ON pending_changes (kind, id);
+`;
+
+/** Every step from an empty file to the current schema, in order. */
+export const MIGRATIONS: readonly Migration[] = [
+  { version: 1, up: (db) => db.exec(SCHEMA_V1) },
+  { version: 2, up: (db) => db.exec(SCHEMA_V2), readsWithout: true },
+];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

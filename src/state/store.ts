@@ -6,6 +6,8 @@ import { IN_LIST_SIZES, SQL } from './queries.js';
 import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
 import type {
   BucketEntries,
+  ChangeJournalRows,
+  ChangeKind,
   DueCursor,
   DueDay,
   DueEntry,
@@ -13,6 +15,7 @@ import type {
   OptedOutRawUid,
   OptoutCandidate,
   OptoutCursor,
+  PendingChange,
   RotatedBucket,
   RunRecord,
   StateCounts,
@@ -36,7 +39,10 @@ export class SqliteStateStore implements StateStore {
   private readonly lockFile: StateLock;
   private closed = false;
 
-  private readonly commitTx: Transaction<(updates: readonly EntryUpdate[], nowS: number) => void>;
+  /** Prepared on first use: a read-only open of a file from before the journal (schema 1) has no such table. */
+  private journalStmts: ReturnType<typeof prepareJournal> | null = null;
+
+  private readonly commitTx: Transaction<(updates: readonly EntryUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => void>;
   private readonly recordChecksTx: Transaction<(ids: readonly number[], nowS: number) => void>;
   private readonly markBucketsTx: Transaction<(buckets: readonly RotatedBucket[]) => number>;
 
@@ -48,7 +54,7 @@ export class SqliteStateStore implements StateStore {
     this.stmts = prepareAll(db);
     this.lockFile = new StateLock(path);
     const s = this.stmts;
-    this.commitTx = db.transaction((updates: readonly EntryUpdate[], nowS: number) => {
+    this.commitTx = db.transaction((updates: readonly EntryUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => {
       for (const { type, hash, outcome } of updates) {
         const t = TYPE_CODE[type];
         switch (outcome.kind) {
@@ -63,6 +69,7 @@ export class SqliteStateStore implements StateStore {
             break;
         }
       }
+      if (journal !== undefined) this.insertJournal(journal, nowS);
     });
     this.recordChecksTx = db.transaction((ids: readonly number[], nowS: number) => {
       for (const id of ids) s.recordOptoutCheck.run(nowS, id);
@@ -162,10 +169,39 @@ export class SqliteStateStore implements StateStore {
 
   // ---- writes from map and remap
 
-  commitBatch(updates: readonly EntryUpdate[], nowS: number): void {
+  commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): void {
     this.writable('commit a batch');
     if (updates.length === 0) return;
-    this.commitTx.immediate(updates, Math.floor(nowS));
+    this.commitTx.immediate(updates, Math.floor(nowS), journal);
+  }
+
+  // ---- pending changes: rows of committed batches that no committed output holds yet
+
+  pendingChanges(kind: ChangeKind, afterId = 0, limit = 5_000): PendingChange[] {
+    const n = pageLimit(limit);
+    if (n === 0) return [];
+    const rows = this.journal().select.all(kind, afterId, n) as [number, string][];
+    return rows.map(([id, row]) => ({ id, row }));
+  }
+
+  lastPendingChangeId(kind: ChangeKind): number | null {
+    return (this.journal().last.get(kind) as number | null | undefined) ?? null;
+  }
+
+  ackChanges(kind: ChangeKind, upToId: number): number {
+    this.writable('acknowledge delivered changes');
+    return this.journal().ack.run(kind, upToId).changes;
+  }
+
+  private journal(): ReturnType<typeof prepareJournal> {
+    this.journalStmts ??= prepareJournal(this.db);
+    return this.journalStmts;
+  }
+
+  /** Inside the caller's transaction. */
+  private insertJournal(journal: ChangeJournalRows, nowS: number): void {
+    const insert = this.journal().insert;
+    for (const row of journal.rows) insert.run(journal.runId, journal.kind, row, nowS);
   }
 
   // ---- v3: due by refresh time
@@ -270,11 +306,15 @@ export class SqliteStateStore implements StateStore {
     this.recordChecksTx.immediate(ids, Math.floor(nowS));
   }
 
-  tombstoneByRawUid(optedOut: readonly OptedOutRawUid[], nowS: number, within?: readonly number[]): number {
+  tombstoneByRawUid(optedOut: readonly OptedOutRawUid[], nowS: number, within?: readonly number[], journal?: ChangeJournalRows): number {
     this.writable('tombstone opted-out entries');
     if (optedOut.length === 0) return 0;
     const now = Math.floor(nowS);
-    const tx = within === undefined ? () => this.tombstoneByScan(optedOut, now) : () => this.tombstoneWithin(optedOut, now, within);
+    const tx = (): number => {
+      const changed = within === undefined ? this.tombstoneByScan(optedOut, now) : this.tombstoneWithin(optedOut, now, within);
+      if (journal !== undefined) this.insertJournal(journal, now);
+      return changed;
+    };
     return this.db.transaction(tx).immediate();
   }
 
@@ -409,6 +449,15 @@ function prepareAll(db: Database) {
     startRun: plain(SQL.startRun),
     finishRun: plain(SQL.finishRun),
     listRuns: plain(SQL.listRuns),
+  };
+}
+
+function prepareJournal(db: Database) {
+  return {
+    insert: db.prepare(SQL.insertPendingChange),
+    select: db.prepare(SQL.pendingChanges).raw(),
+    last: db.prepare(SQL.lastPendingChange).pluck(),
+    ack: db.prepare(SQL.ackChanges),
   };
 }
 

@@ -121,6 +121,22 @@ export interface RunRecord {
   exitCode: number | null;
 }
 
+/** What a change row was written for: a remap-due / migrate changes file, or an optout-check --state output. */
+export type ChangeKind = 'remap' | 'optout';
+
+/** Change rows journaled with a commit: each is the JSON of one output row (hashes and raw UIDs, never DII). */
+export interface ChangeJournalRows {
+  runId: number;
+  kind: ChangeKind;
+  rows: readonly string[];
+}
+
+/** A journaled change row that no committed output has delivered yet. */
+export interface PendingChange {
+  id: number;
+  row: string;
+}
+
 export interface StateMeta {
   schemaVersion: number;
   /** Base URL + identity scope the file was made with; integ and prod IDs are never mixed. */
@@ -167,8 +183,18 @@ export interface StateStore {
   /** Stored entries for these hashes of one DII type, keyed by hash; hashes not stored are absent. */
   lookupHashes(type: DiiType, hashes: readonly string[]): Map<string, StateEntry>;
 
-  /** Writes one answered batch (any size) in one transaction. */
-  commitBatch(updates: readonly EntryUpdate[], nowS: number): void;
+  /**
+   * Writes one answered batch (any size) in one transaction; with `journal`, its change rows are inserted into
+   * the pending changes in the same transaction, so they exist exactly when the batch is committed.
+   */
+  commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): void;
+
+  /** Pending change rows of one kind in id order after `afterId` (default 0), at most `limit` (default 5,000). */
+  pendingChanges(kind: ChangeKind, afterId?: number, limit?: number): PendingChange[];
+  /** The id of the last pending change row of one kind; null when none is pending. */
+  lastPendingChangeId(kind: ChangeKind): number | null;
+  /** Deletes the pending change rows of one kind up to and including `upToId`, once an output holding them is committed. */
+  ackChanges(kind: ChangeKind, upToId: number): number;
 
   /** v3 entries with r <= nowS. */
   countDue(nowS: number): number;
@@ -201,8 +227,9 @@ export interface StateStore {
   /**
    * Tombstones the entries whose u or p is one of these raw UIDs. With `within` (the ids whose raw UIDs were
    * sent) it reads only those rows; without it, it scans the table once (there is no index on raw UIDs).
+   * With `journal`, its rows are inserted into the pending changes in the same transaction.
    */
-  tombstoneByRawUid(optedOut: readonly OptedOutRawUid[], nowS: number, within?: readonly number[]): number;
+  tombstoneByRawUid(optedOut: readonly OptedOutRawUid[], nowS: number, within?: readonly number[], journal?: ChangeJournalRows): number;
 
   /** Entry counts by status (a scan of the table); `due` too when given a time. */
   counts(nowS?: number): StateCounts;

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
@@ -263,10 +263,13 @@ describe('remap-due interrupted and resumed', () => {
     after.close();
   });
 
-  it('SIGKILL mid-run: the stale lock is taken over and the next run sends exactly what is still due', async () => {
+  it('SIGKILL mid-run: the stale lock is taken over, the next run sends exactly what is still due, and no change is lost', async () => {
     const killedPath = join(dir, 'killed.db');
+    const undisturbedPath = join(dir, 'undisturbed.db');
     const others: StoredKey[] = Array.from({ length: 12_000 }, (_, i) => ({ type: 'phone' as const, hash: sha256Base64(`+4420${String(i).padStart(8, '0')}`) }));
     await buildState(killedPath, slow, others);
+    // the same night without the kill, for comparison (buildState closed the file: it is whole, with no WAL)
+    copyFileSync(killedPath, undisturbedPath);
     const nowS = Math.floor((await advanceDays(slow.url, 366)) / 1000);
     const stats0 = await serviceStats(slow.url);
     let killed = false;
@@ -293,12 +296,34 @@ describe('remap-due interrupted and resumed', () => {
     expect(left).toBeGreaterThan(0);
     expect(left).toBeLessThan(others.length);
 
+    // the killed run never renamed its changes file: the changes of its committed batches wait in the state
+    expect(existsSync(join(dir, 'killed.csv'))).toBe(false);
+    const waiting = openState(killedPath, { envFingerprint: loopbackFingerprint(slow), readonly: true });
+    const pending = waiting.pendingChanges('remap').length;
+    waiting.close();
+    expect(pending).toBe(others.length - left);
+
     const sent0 = mapItems(await serviceStats(slow.url));
-    const second = await runCli(['remap-due', '--state', killedPath, '-o', join(dir, 'killed-2.csv'), '--now', String(nowS), '-q'], { served: slow });
+    const second = await runCli(['remap-due', '--state', killedPath, '-o', join(dir, 'killed-2.csv'), '--now', String(nowS)], { served: slow });
     expect(second.code, second.stderr).toBe(0);
+    expect(second.stderr).toContain(`${pending.toLocaleString('en-US')} changes of an interrupted earlier run included`);
     expect(mapItems(await serviceStats(slow.url)) - sent0).toBe(left);
     const after = openState(killedPath, { envFingerprint: loopbackFingerprint(slow), readonly: true });
     expect(after.countDue(nowS)).toBe(0);
+    // delivered: acknowledged once the changes file was committed
+    expect(after.pendingChanges('remap')).toEqual([]);
     after.close();
+
+    const third = await runCli(['remap-due', '--state', killedPath, '-o', join(dir, 'killed-3.csv'), '--now', String(nowS), '-q'], { served: slow });
+    expect(third.code, third.stderr).toBe(0);
+    expect(readChanges(join(dir, 'killed-3.csv'))).toEqual([]);
+
+    const calm = await runCli(['remap-due', '--state', undisturbedPath, '-o', join(dir, 'undisturbed.csv'), '--now', String(nowS), '-q'], { served: slow });
+    expect(calm.code, calm.stderr).toBe(0);
+    const rowsOf = (file: string): string[] => readChanges(join(dir, file)).map((r) => JSON.stringify(r)).sort();
+    const night = rowsOf('undisturbed.csv');
+    // every entry got a new raw UID after a year: the comparison covers all of them
+    expect(night.length).toBe(others.length);
+    expect(rowsOf('killed-2.csv')).toEqual(night);
   });
 });
