@@ -192,7 +192,8 @@ async function finish(
   const { outcome, counts } = result;
   const keep = outcome.kind === 'completed' || counts.batchesCommitted > 0 || delivery.replayed > 0;
   await reportRun(sink, keep, formatMigrateSummary(result, summary), summary, flags.output, deps);
-  if (keep) acknowledgeDelivered(delivery, say);
+  // an interrupted or failed run keeps its rows pending: a re-run into the same -o FILE writes them again
+  if (outcome.kind === 'completed') acknowledgeDelivered(delivery, say);
   const path = flags.state as string;
   if (result.finished) say(`${path} is a v3 state file now: use uid2-batch map --state ${path} and uid2-batch remap-due --state ${path} (without --api v2)`);
   const again = `run uid2-batch migrate --state ${path} again to continue`;

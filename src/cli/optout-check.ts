@@ -238,7 +238,8 @@ export async function finishOptout(
   const { outcome } = result;
   const keep = outcome.kind === 'completed' || keepOutputWhenStopped;
   await reportRun(sink, keep, formatOptoutSummary(summary), summary, flags.output, deps);
-  if (keep && delivery !== undefined) acknowledgeDelivered(delivery, say);
+  // an interrupted or failed run keeps its rows pending: a re-run into the same -o FILE writes them again
+  if (outcome.kind === 'completed' && delivery !== undefined) acknowledgeDelivered(delivery, say);
   const output = flags.output.output;
   switch (outcome.kind) {
     case 'completed':

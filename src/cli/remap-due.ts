@@ -243,7 +243,8 @@ export async function finish(
   const { outcome, counts } = result;
   const keep = outcome.kind === 'completed' || counts.batchesCommitted > 0 || delivery.replayed > 0;
   await reportRun(sink, keep, formatRemapSummary(summary), summary, flags.output, deps);
-  if (keep) acknowledgeDelivered(delivery, say);
+  // an interrupted or failed run keeps its rows pending: the cron line's re-run into the same -o FILE writes them again
+  if (outcome.kind === 'completed') acknowledgeDelivered(delivery, say);
   if (counts.stillDue > 0) {
     say(`${formatCount(counts.stillDue)} entries came back with an r that is not after --now: the service's clock is behind it; they are due again next run`);
   }

@@ -115,7 +115,8 @@ export function replayedLine(replayed: number): string {
 }
 
 /**
- * After the output was committed: the pending changes it holds are delivered and leave the state file. A failure
+ * After the output of a completed run was committed: the pending changes it holds are delivered and leave the state
+ * file (an interrupted run keeps them, so a re-run into the same file writes them again). A failure
  * here only means they are written again by the next run (at least once), so it is said and not thrown.
  */
 export function acknowledgeDelivered(delivery: ChangeDelivery, say: (line: string) => void): void {
