@@ -9,7 +9,7 @@ import { InputError, OutputError, rowProblemInvalidates, rowProblemReason, type 
 import { EXIT, UserError, onInterrupt } from './exit-codes.js';
 import { addOutputOptions } from './options.js';
 import { addTableInputOptions, resolveInputArg, sourceOptionsOf, tableInputFlags, type InputFlags } from './table-input.js';
-import { addThreadsOption, threadsFlag } from './threads.js';
+import { addThreadsOption, defaultThreads, threadsFlag } from './threads.js';
 import { createProgress } from './progress.js';
 import { formatCount, formatDuration, formatRate } from './summary.js';
 
@@ -263,7 +263,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
     .option('--bom', 'start a CSV output with a UTF-8 BOM (for Excel)');
   addTableInputOptions(cmd);
   addOutputOptions(cmd);
-  addThreadsOption(cmd, 0);
+  addThreadsOption(cmd, defaultThreads());
   cmd.action(async (input: string | undefined, opts: Record<string, unknown>, command: Command) => {
     const hashIo = io();
     const output = typeof opts.output === 'string' ? opts.output : undefined;
@@ -276,7 +276,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
       ...(opts.bom === true ? { bom: true } : {}),
       ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
       quiet: opts.quiet === true,
-      threads: threadsFlag(opts, 0),
+      threads: threadsFlag(opts, defaultThreads()),
     };
     await runHash(flags, hashIo);
   });

@@ -13,7 +13,7 @@ import type { TableSink, TableSource } from '../pipeline/table.js';
 import { EXIT, onInterrupt, UserError } from './exit-codes.js';
 import { startEmbeddedServiceIfLocal } from './local-service.js';
 import { openMapState, type MapStateFile } from './map-state.js';
-import { addThreadsOption, defaultThreads, threadsFlag } from './threads.js';
+import { addThreadsOption, threadsFlag } from './threads.js';
 import { addTableInputOptions, sourceOptionsOf, tableInputFlags, type InputFlags } from './table-input.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from './options.js';
 import { createProgress, type ProgressReporter } from './progress.js';
@@ -89,12 +89,12 @@ export function registerMap(program: Command): void {
   addTableInputOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
-  addThreadsOption(cmd, defaultThreads());
+  addThreadsOption(cmd, 0);
   cmd.action(async (input: string | undefined, opts: Record<string, unknown>) => {
     const stop = new AbortController();
     const removeInterruptHandler = onInterrupt(() => stop.abort());
     try {
-      process.exitCode = await runMap({ ...mapFlags(input, opts), threads: threadsFlag(opts, defaultThreads()) }, {
+      process.exitCode = await runMap({ ...mapFlags(input, opts), threads: threadsFlag(opts, 0) }, {
         stdin: process.stdin,
         stdout: process.stdout,
         stderr: process.stderr,

@@ -3,10 +3,10 @@ import type { Command } from 'commander';
 import { wholeNumber } from './options.js';
 
 /**
- * `--threads N`: worker threads that encode the output. For `map` the default leaves one core to the main
- * thread (reading, preparing, mapping) and gives the others to encoding, at least one thread: measured 1.25x
- * rows/s on 2 cores. `hash` defaults to none: its pipeline is all CPU, and packing rows for a thread costs about
- * a quarter more CPU in all, which only pays when a core is really free (bench/run.mjs --threads 0,1 shows it).
+ * `--threads N`: worker threads that encode the output. Measured on an idle 2-core machine (bench/run.mjs
+ * --threads 0,1): `hash`, all CPU and nothing else to wait for, runs 1.4x faster with one thread, so it defaults
+ * to cores - 1. `map` gains 1-11% (it waits on the service, and here the local service shares the cores) for
+ * about 70 MB more peak RSS, so it defaults to none; give it --threads 1 when the service is remote and a core idles.
  */
 export function defaultThreads(cores = availableParallelism()): number {
   return Math.max(1, cores - 1);
