@@ -10,7 +10,8 @@ import { outputHeader, outputHeaderV2, outputRows, outputRowsV2 } from '../pipel
 import { openSink } from '../pipeline/sink.js';
 import { openSource } from '../pipeline/source.js';
 import type { TableSink, TableSource } from '../pipeline/table.js';
-import { EXIT, onInterrupt, UserError } from './exit-codes.js';
+import { runInProcess, type InputCommandDeps } from './command-context.js';
+import { EXIT, UserError } from './exit-codes.js';
 import { startEmbeddedServiceIfLocal } from './local-service.js';
 import { openMapState, type MapStateFile } from './map-state.js';
 import { addThreadsOption, threadsFlag } from './threads.js';
@@ -46,16 +47,8 @@ export interface MapFlags extends ColumnFlags {
 }
 
 /** What `map` touches besides its files: injected, so tests run the command without a process. */
-export interface MapDeps {
-  stdin: NodeJS.ReadableStream & { isTTY?: boolean };
-  stdout: NodeJS.WritableStream & { isTTY?: boolean };
-  stderr: NodeJS.WritableStream & { isTTY?: boolean };
-  env: NodeJS.ProcessEnv;
-  /** Local clock, Unix ms. */
-  now(): number;
-  /** Ctrl-C: stop reading, let the requests in flight finish and commit. */
-  signal?: AbortSignal;
-  resolveConfig?(flags: ConnectionFlags, require: { apiKey: boolean; clientSecret: boolean }): ResolvedConfig;
+/** The shared command deps (streams, env, clock, Ctrl-C signal) and, for tests, a client of their own. */
+export interface MapDeps extends InputCommandDeps {
   /** For tests: a client instead of one made from the config (its onRetry cannot be wired to the limiter). */
   client?: ServiceClient;
 }
@@ -90,22 +83,9 @@ export function registerMap(program: Command): void {
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   addThreadsOption(cmd, 0);
-  cmd.action(async (input: string | undefined, opts: Record<string, unknown>) => {
-    const stop = new AbortController();
-    const removeInterruptHandler = onInterrupt(() => stop.abort());
-    try {
-      process.exitCode = await runMap({ ...mapFlags(input, opts), threads: threadsFlag(opts, 0) }, {
-        stdin: process.stdin,
-        stdout: process.stdout,
-        stderr: process.stderr,
-        env: process.env,
-        now: () => Date.now(),
-        signal: stop.signal,
-      });
-    } finally {
-      removeInterruptHandler();
-    }
-  });
+  cmd.action((input: string | undefined, opts: Record<string, unknown>) =>
+    runInProcess((deps) => runMap({ ...mapFlags(input, opts), threads: threadsFlag(opts, 0) }, deps)),
+  );
 }
 
 function parseApi(value: string): 'v3' | 'v2' {
