@@ -20,6 +20,7 @@ import { DistinctEstimate } from './distinct-count.js';
 import { Reassembler } from './reassembler.js';
 import { RowChunk, SLOT } from './row-chunk.js';
 import { rowProblemInvalidates, rowProblemReason, type InputRow, type RowProblem } from './table.js';
+import { windDownInFlight } from './wind-down.js';
 
 /** An identifier column of the input, as the engine reads it (resolved from flags by columns.ts). */
 export type EngineColumn = IdentifierColumn;
@@ -471,20 +472,12 @@ export class MapEngine {
   /** After a stop: nothing more is sent; requests in flight get a bounded time to finish and commit. */
   private async windDown(): Promise<void> {
     for (const item of this.batcher.discard()) item.fail('not sent: the run stopped first');
-    const graceMs = this.stop?.kind === 'interrupted' ? (this.options.graceMs ?? 10_000) : 0;
-    if (this.outstanding === 0) return;
-    const abortTimer = setTimeout(() => this.abort.abort(), graceMs);
-    let giveUpTimer: NodeJS.Timeout | undefined;
-    // aborted requests end promptly; a mapper that ignores the signal is not waited for much longer
-    const giveUp = new Promise<void>((resolve) => {
-      giveUpTimer = setTimeout(resolve, graceMs + 2_000);
+    await windDownInFlight({
+      outstanding: () => this.outstanding,
+      settled: () => this.settled(),
+      abort: this.abort,
+      graceMs: this.stop?.kind === 'interrupted' ? (this.options.graceMs ?? 10_000) : 0,
     });
-    const drained = (async () => {
-      while (this.outstanding > 0) await this.settled();
-    })();
-    await Promise.race([drained, giveUp]);
-    clearTimeout(abortTimer);
-    clearTimeout(giveUpTimer);
   }
 
   private settled(): Promise<void> {

@@ -13,6 +13,7 @@ import type { DueCursor, DueEntry, EntryUpdate, PendingChange, StateStore } from
 import { bucketIdOf, mappedOutcome } from './bucket-answer.js';
 import { parseJournalRow, replayPendingChanges, type ChangeJournal } from './change-journal.js';
 import { AdaptiveConcurrency } from './dispatcher.js';
+import { windDownInFlight } from './wind-down.js';
 
 /** What remap needs from the state file: pages of due entries through the `r` index, one transaction per batch. */
 export type RemapState = Pick<StateStore, 'selectDue' | 'commitBatch'>;
@@ -398,19 +399,12 @@ export class RemapEngine {
 
   /** After a stop: nothing more is sent; requests in flight get a bounded time to finish and commit. */
   private async windDown(): Promise<void> {
-    if (this.outstanding === 0) return;
-    const graceMs = this.stop?.kind === 'interrupted' ? (this.options.graceMs ?? 10_000) : 0;
-    const abortTimer = setTimeout(() => this.abort.abort(), graceMs);
-    let giveUpTimer: NodeJS.Timeout | undefined;
-    const giveUp = new Promise<void>((resolve) => {
-      giveUpTimer = setTimeout(resolve, graceMs + 2_000);
+    await windDownInFlight({
+      outstanding: () => this.outstanding,
+      settled: () => this.settled(),
+      abort: this.abort,
+      graceMs: this.stop?.kind === 'interrupted' ? (this.options.graceMs ?? 10_000) : 0,
     });
-    const drained = (async () => {
-      while (this.outstanding > 0) await this.settled();
-    })();
-    await Promise.race([drained, giveUp]);
-    clearTimeout(abortTimer);
-    clearTimeout(giveUpTimer);
   }
 
   private settled(): Promise<void> {
