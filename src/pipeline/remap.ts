@@ -13,6 +13,7 @@ import type { DueCursor, DueEntry, EntryUpdate, PendingChange, StateStore } from
 import { bucketIdOf, mappedOutcome } from './bucket-answer.js';
 import { parseJournalRow, replayPendingChanges, type ChangeJournal } from './change-journal.js';
 import { AdaptiveConcurrency } from './dispatcher.js';
+import type { MapRunOutcome } from './engine.js';
 import { windDownInFlight } from './wind-down.js';
 
 /** What remap needs from the state file: pages of due entries through the `r` index, one transaction per batch. */
@@ -121,13 +122,8 @@ export interface RemapCounts {
   batchesCommitted: number;
 }
 
-export type RemapOutcome =
-  | { kind: 'completed' }
-  | { kind: 'interrupted' }
-  /** 401: the credentials were refused; nothing more was sent. */
-  | { kind: 'auth-refused'; error: Error }
-  /** A failure every further batch would hit too (clock skew, the state file cannot be written). */
-  | { kind: 'failed'; error: Error };
+/** How a remap run ended: the same outcomes as a map run (a failure is one every further batch would hit too). */
+export type RemapOutcome = MapRunOutcome;
 
 export interface RemapResult {
   outcome: RemapOutcome;
