@@ -11,15 +11,16 @@ import {
   type UnmappedV3,
 } from '../protocol/index.js';
 import type { EntryUpdate, StateEntry } from '../state/types.js';
-import { prepareCell, type IdentifierColumn } from './columns.js';
+import type { IdentifierColumn } from './columns.js';
+import { prepareRows, type PreparedRows } from './prepare.js';
 import { BatchBuilder, batchRequest, batchItemCount, type MapBatch } from './batcher.js';
 import { BucketAnswer, mappedOutcome } from './bucket-answer.js';
 import { answerSlot, IdentifierTable, OPTOUT_REASON, TrackedIdentifier } from './dedupe.js';
 import { AdaptiveConcurrency } from './dispatcher.js';
 import { DistinctEstimate } from './distinct-count.js';
 import { Reassembler } from './reassembler.js';
-import { RowChunk, SLOT } from './row-chunk.js';
-import { rowProblemInvalidates, rowProblemReason, type InputRow, type RowProblem } from './table.js';
+import { RowChunk, SLOT, type RowTicket } from './row-chunk.js';
+import type { InputRow } from './table.js';
 import { windDownInFlight } from './wind-down.js';
 
 /** An identifier column of the input, as the engine reads it (resolved from flags by columns.ts). */
@@ -132,6 +133,18 @@ function isStateAnswer(item: MapV3Item): boolean {
 
 const STOPPED = Symbol('stopped');
 
+/** A chunk as the engine takes it: its cells prepared, and its rows unless a worker thread keeps them. */
+export interface EngineChunk {
+  prepared: PreparedRows;
+  rows?: InputRow[];
+  ticket?: RowTicket;
+}
+
+/** Chunks of rows prepared on this thread, one at a time as they are read. */
+async function* preparedHere(source: AsyncIterable<InputRow[]>, columns: readonly EngineColumn[]): AsyncGenerator<EngineChunk> {
+  for await (const rows of source) yield { prepared: prepareRows(rows, columns), rows };
+}
+
 /**
  * The streaming batch engine of `map` (DESIGN.md "The main flow"): chunks of rows in; each identifier cell
  * prepared locally, repeats served once, fresh state entries answered without a request, the rest packed into
@@ -191,7 +204,12 @@ export class MapEngine {
   }
 
   /** Runs the source to its end (or to a stop) and resolves once every answered chunk was handed on. */
-  async run(source: AsyncIterable<InputRow[]>): Promise<MapRunResult> {
+  run(source: AsyncIterable<InputRow[]>): Promise<MapRunResult> {
+    return this.runPrepared(preparedHere(source, this.columns));
+  }
+
+  /** run() for chunks already prepared (by worker threads that keep the rows: see RowChunk.ticket). */
+  async runPrepared(source: AsyncIterable<EngineChunk>): Promise<MapRunResult> {
     const iterator = source[Symbol.asyncIterator]();
     const unlisten = this.listenForInterrupt();
     let finished = false;
@@ -237,42 +255,26 @@ export class MapEngine {
     return { outcome: this.stop ?? { kind: 'completed' }, counts: this.counts };
   }
 
-  /** Prepares a chunk's identifier cells and routes each to an answer, a waiting duplicate, or a batch. */
-  private admit(rows: InputRow[]): void {
-    const width = this.width;
-    const columns = this.columns;
-    const chunk = new RowChunk(rows, width);
-    this.counts.rowsRead += rows.length;
-    this.counts.identifiers += rows.length * width;
+  /** Routes each identifier cell of a prepared chunk to an answer, a waiting duplicate, or a batch. */
+  private admit(input: EngineChunk): void {
+    const { prepared } = input;
+    const { status, phone, hashes, reasons } = prepared;
+    const chunk = new RowChunk(input.rows ?? [], this.width, input.ticket, prepared.rowCount);
+    this.counts.rowsRead += prepared.rowCount;
+    this.counts.identifiers += status.length;
     if (!this.options.dryRun) this.window.push(chunk);
-    for (let r = 0; r < rows.length; r++) {
-      const row = rows[r];
-      const base = r * width;
-      if (row.problem !== undefined && rowProblemInvalidates(row.problem)) {
-        const reason = rowProblemReason(row.problem);
-        for (let c = 0; c < width; c++) this.invalid(chunk, base + c, reason);
-        continue;
-      }
-      // a short row was padded: a missing identifier cell is reported as missing, not as an empty value
-      const present = row.problem?.kind === 'short_row' ? row.problem.cells : Number.POSITIVE_INFINITY;
-      for (let c = 0; c < width; c++) {
-        const column = columns[c];
-        if (column.index >= present) {
-          this.invalid(chunk, base + c, rowProblemReason(row.problem as RowProblem));
-          continue;
-        }
-        const cell = row.cells[column.index] ?? '';
-        // an empty cell (a row with an email but no phone, say) has nothing to map: it is not invalid data
-        if (cell.length === 0) {
-          chunk.setUnmapped(base + c, SLOT.missing, 'empty');
-          continue;
-        }
-        const prepared = prepareCell(column, cell);
-        if (!prepared.ok) {
-          this.invalid(chunk, base + c, prepared.reason);
-          continue;
-        }
-        this.route(chunk, base + c, prepared.type, prepared.hash);
+    let h = 0;
+    let e = 0;
+    for (let slot = 0; slot < status.length; slot++) {
+      switch (status[slot]) {
+        case SLOT.pending:
+          this.route(chunk, slot, phone[slot] === 1 ? 'phone' : 'email', hashes[h++]);
+          break;
+        case SLOT.missing:
+          chunk.setUnmapped(slot, SLOT.missing, 'empty');
+          break;
+        default:
+          this.invalid(chunk, slot, reasons[e++]);
       }
     }
     if (this.fresh.length > 0) this.resolveFresh();
@@ -452,7 +454,7 @@ export class MapEngine {
   }
 
   /** The next chunk, or STOPPED as soon as the run is stopped (a read from stdin may never end by itself). */
-  private nextChunk(iterator: AsyncIterator<InputRow[]>): Promise<IteratorResult<InputRow[]> | typeof STOPPED> {
+  private nextChunk(iterator: AsyncIterator<EngineChunk>): Promise<IteratorResult<EngineChunk> | typeof STOPPED> {
     if (this.stop !== null) return Promise.resolve(STOPPED);
     return new Promise((resolve, reject) => {
       this.stopReading = () => resolve(STOPPED);
@@ -494,7 +496,7 @@ export class MapEngine {
     for (let i = 0; i < ready.length; i++) {
       const chunk = ready[i];
       this.countStatuses(chunk);
-      this.counts.rowsDone += chunk.rows.length;
+      this.counts.rowsDone += chunk.rowCount;
       if (this.options.onChunk) await this.options.onChunk(chunk);
     }
   }

@@ -13,7 +13,7 @@ export class Reassembler {
 
   push(chunk: RowChunk): void {
     this.queue.push(chunk);
-    this.pendingRows += chunk.rows.length;
+    this.pendingRows += chunk.rowCount;
   }
 
   get pendingChunks(): number {
@@ -28,7 +28,7 @@ export class Reassembler {
       const chunk = queue[this.head] as RowChunk;
       // the window must not keep what has left it: rows are most of a run's memory
       queue[this.head++] = null;
-      this.pendingRows -= chunk.rows.length;
+      this.pendingRows -= chunk.rowCount;
       ready.push(chunk);
     }
     if (this.head >= 64 && this.head * 2 >= queue.length) {

@@ -16,6 +16,12 @@ export type SlotStatus = (typeof SLOT)[keyof typeof SLOT];
 
 export const SLOT_STATUS_NAMES = ['pending', 'mapped', 'optout', 'invalid', 'error', 'missing'] as const;
 
+/** Where a worker thread keeps a piece's rows until their answers come back. */
+export interface RowTicket {
+  thread: number;
+  piece: number;
+}
+
 /**
  * A chunk of input rows on its way through the engine, and the answers for its identifier cells. The chunk, not
  * the row, is the unit that waits in the reassembly window: answers are kept column-wise (one slot per row and
@@ -30,12 +36,20 @@ export class RowChunk {
   /** Slots still waiting for an answer; the chunk can leave once this is 0. */
   unanswered: number;
 
+  /** Rows in the chunk. */
+  readonly rowCount: number;
+
   constructor(
+    /** The rows themselves when this thread holds them; empty when a worker thread does (see `ticket`). */
     readonly rows: InputRow[],
     /** Identifier columns per row. */
     readonly width: number,
+    /** With --threads: which parsed piece of a worker thread holds the rows, for encoding them there. */
+    readonly ticket?: RowTicket,
+    rowCount = rows.length,
   ) {
-    const n = rows.length * width;
+    this.rowCount = rowCount;
+    const n = rowCount * width;
     this.status = new Uint8Array(n);
     this.mapped = new Array<MappedV3 | null>(n).fill(null);
     this.reason = new Array<string | null>(n).fill(null);
