@@ -1,0 +1,336 @@
+import { parse } from 'csv-parse/sync';
+import { describe, expect, test } from 'vitest';
+import { CsvPieceCutter, type CsvPiece } from '../../src/pipeline/csv-pieces.js';
+
+// the options CsvTable gives csv-parse; the pieces are parsed with exactly these
+function csvOptions(delimiter: string) {
+  return {
+    delimiter,
+    encoding: 'utf8' as const,
+    bom: false,
+    record_delimiter: ['\r\n', '\n', '\r'],
+    relax_column_count: true,
+    relax_quotes: true,
+    skip_empty_lines: true,
+    max_record_size: 16 * 1024 * 1024,
+  };
+}
+
+type Parsed = { ok: true; records: string[][] } | { ok: false; code: string };
+
+function parseAll(bytes: Buffer, delimiter: string): Parsed {
+  try {
+    return { ok: true, records: parse(bytes, csvOptions(delimiter)) as string[][] };
+  } catch (err) {
+    return { ok: false, code: String((err as { code?: string }).code) };
+  }
+}
+
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const BREAKS = ['\n', '\r\n', '\r'];
+// multi-byte text, including '¨' (C2 A8), which shares its first byte with '§' (C2 A7)
+const TEXT = ['a', 'b', 'z', '0', '7', ' ', 'é', '¨', '😀', '@', '.', '-', ',', ';', '§', '\t'];
+
+function generateCsv(rnd: () => number, delimiter: string, withQuotes: boolean): string {
+  const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
+  const text = (max: number): string => {
+    let s = '';
+    const n = Math.floor(rnd() * (max + 1));
+    for (let i = 0; i < n; i++) s += pick(TEXT);
+    return s;
+  };
+  const quotedContent = (): string => {
+    let s = '';
+    const parts = Math.floor(rnd() * 5);
+    for (let i = 0; i < parts; i++) s += pick(['""', delimiter, ...BREAKS, text(6), text(6)]);
+    return s;
+  };
+  const field = (): string => {
+    if (!withQuotes) return text(rnd() < 0.05 ? 400 : 8);
+    const r = rnd();
+    if (r < 0.35) return text(8);
+    if (r < 0.6) return `"${quotedContent()}"`;
+    if (r < 0.68) return `${text(3)}a"${text(3)}`; // O"Brien: a stray quote inside an unquoted value
+    if (r < 0.74) return `"${quotedContent()}"${pick(['x', ' ', '"', 'é'])}${text(3)}`; // junk after the closing quote
+    if (r < 0.78) return ` "${text(3)}"`; // a quote after a space is not at the start of the field
+    if (r < 0.82) return '""';
+    if (r < 0.86) return `"${text(2)}""`; // ends in an escaped quote: the value continues
+    if (r < 0.9) return '"';
+    return '';
+  };
+  let out = '';
+  const lines = Math.floor(rnd() * 25);
+  for (let l = 0; l < lines; l++) {
+    if (rnd() < 0.12) {
+      out += pick(BREAKS); // an empty line
+      continue;
+    }
+    const n = 1 + Math.floor(rnd() * 5);
+    const fields: string[] = [];
+    for (let f = 0; f < n; f++) fields.push(field());
+    out += fields.join(delimiter);
+    if (l < lines - 1 || rnd() < 0.6) out += pick(BREAKS);
+  }
+  return out;
+}
+
+/** Splits `bytes` into pushes of 1 byte to 4 KB, never inside a UTF-8 character. */
+function pushSizes(rnd: () => number, bytes: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  // a third of the files only in tiny pushes, so pieces span dozens of pushes
+  const small = rnd() < 0.33 ? 1 : 0.6;
+  let at = 0;
+  while (at < bytes.length) {
+    const want = rnd() < small ? 1 + Math.floor(rnd() * 8) : 1 + Math.floor(rnd() * 4096);
+    let end = Math.min(bytes.length, at + want);
+    while (end < bytes.length && (bytes[end] & 0xc0) === 0x80) end++;
+    out.push(bytes.subarray(at, end));
+    at = end;
+  }
+  return out;
+}
+
+/** Line of the byte at `offset`, counted the slow, obvious way. */
+function naiveLine(bytes: Buffer, offset: number): number {
+  let line = 1;
+  for (let i = 0; i < offset; i++) {
+    if (bytes[i] === 10 || (bytes[i] === 13 && bytes[i + 1] !== 10)) line++;
+  }
+  return line;
+}
+
+interface Cut {
+  piece: CsvPiece;
+  how: 'record' | 'next' | 'finish';
+}
+
+function cutAll(cutter: CsvPieceCutter, pushes: Buffer[], headerFirst: boolean): Cut[] {
+  const cuts: Cut[] = [];
+  let wantHeader = headerFirst;
+  for (const buf of pushes) {
+    cutter.push(buf);
+    if (wantHeader) {
+      const header = cutter.nextRecord();
+      if (header === undefined) continue;
+      cuts.push({ piece: header, how: 'record' });
+      wantHeader = false;
+    }
+    for (let piece = cutter.next(); piece !== undefined; piece = cutter.next()) cuts.push({ piece, how: 'next' });
+  }
+  const last = cutter.finish();
+  if (last !== undefined) cuts.push({ piece: last, how: 'finish' });
+  return cuts;
+}
+
+function checkFile(seed: number, delimiter: string): void {
+  const rnd = mulberry32(seed);
+  const input = Buffer.from(generateCsv(rnd, delimiter, rnd() > 0.1), 'utf8');
+  const target = 1 + Math.floor(rnd() * 200);
+  const headerFirst = rnd() < 0.3;
+  const cuts = cutAll(new CsvPieceCutter(delimiter, target), pushSizes(rnd, input), headerFirst);
+  const where = `seed ${seed}, delimiter ${JSON.stringify(delimiter)}, target ${target}`;
+
+  expect(Buffer.concat(cuts.map((c) => c.piece.bytes)).equals(input), where).toBe(true);
+  let offset = 0;
+  for (const [k, { piece, how }] of cuts.entries()) {
+    expect(piece.bytes.length, where).toBeGreaterThan(0);
+    expect(piece.startOffset, where).toBe(offset);
+    expect(piece.startLine, where).toBe(naiveLine(input, offset));
+    offset += piece.bytes.length;
+    if (how !== 'finish') {
+      const lastByte = piece.bytes[piece.bytes.length - 1];
+      expect(lastByte === 10 || lastByte === 13, where).toBe(true);
+      expect(lastByte === 13 && input[offset] === 10, `${where}: cut inside a CRLF`).toBe(false);
+    }
+    if (how === 'next') expect(piece.bytes.length, where).toBeGreaterThanOrEqual(target);
+    if (how === 'record') expect(k, where).toBe(0);
+  }
+
+  const whole = parseAll(input, delimiter);
+  const parts = cuts.map((c) => parseAll(c.piece.bytes, delimiter));
+  if (!whole.ok) {
+    expect(parts.some((p) => !p.ok), `${where}: the whole input fails (${whole.code}) but no piece does`).toBe(true);
+    return;
+  }
+  const records: string[][] = [];
+  for (const p of parts) {
+    expect(p.ok, `${where}: a piece fails to parse`).toBe(true);
+    if (p.ok) records.push(...p.records);
+  }
+  expect(records, where).toEqual(whole.records);
+  if (cuts[0]?.how === 'record') {
+    const first = parts[0];
+    expect(first.ok && first.records, where).toEqual([whole.records[0]]);
+  }
+}
+
+describe('CsvPieceCutter against csv-parse on random files', () => {
+  for (const [d, delimiter] of [',', ';', '\t', '§'].entries()) {
+    test(`delimiter ${JSON.stringify(delimiter)}: 800 files`, () => {
+      for (let n = 0; n < 800; n++) checkFile(1000 * (d + 1) + n, delimiter);
+    });
+  }
+
+  test('the generator makes the cases it is meant to (failing inputs, quotes, no quotes)', () => {
+    let failing = 0;
+    let quoteFree = 0;
+    let junkAfterQuote = 0;
+    for (let seed = 1000; seed < 1800; seed++) {
+      const rnd = mulberry32(seed);
+      const text = generateCsv(rnd, ',', rnd() > 0.1);
+      if (!parseAll(Buffer.from(text), ',').ok) failing++;
+      if (!text.includes('"')) quoteFree++;
+      if (/"[^",\r\n]*"[x é]/.test(text)) junkAfterQuote++;
+    }
+    expect(failing).toBeGreaterThan(20);
+    expect(quoteFree).toBeGreaterThan(40);
+    expect(junkAfterQuote).toBeGreaterThan(20);
+  });
+});
+
+function cutString(text: string, pushes: string[] | undefined, target: number, delimiter = ','): CsvPiece[] {
+  const cutter = new CsvPieceCutter(delimiter, target);
+  const pieces: CsvPiece[] = [];
+  for (const p of pushes ?? [text]) {
+    cutter.push(Buffer.from(p));
+    for (let piece = cutter.next(); piece !== undefined; piece = cutter.next()) pieces.push(piece);
+  }
+  const last = cutter.finish();
+  if (last !== undefined) pieces.push(last);
+  return pieces;
+}
+
+const texts = (pieces: CsvPiece[]) => pieces.map((p) => p.bytes.toString('utf8'));
+
+describe('CsvPieceCutter.next', () => {
+  test('cuts at the first line break at or past the target, not inside quoted values', () => {
+    const pieces = cutString('a,b\n"x\ny",c\nd,e\r\nf\rg\n', undefined, 2);
+    expect(texts(pieces)).toEqual(['a,b\n', '"x\ny",c\n', 'd,e\r\n', 'f\r', 'g\n']);
+    expect(pieces.map((p) => [p.startOffset, p.startLine])).toEqual([
+      [0, 1],
+      [4, 2],
+      [12, 4],
+      [17, 5],
+      [19, 6],
+    ]);
+  });
+
+  test('does not cut after a CR that ends the pushed bytes until the next byte shows a lone CR or a CRLF', () => {
+    const cutter = new CsvPieceCutter(',', 1);
+    cutter.push(Buffer.from('a,b\r'));
+    expect(cutter.next()).toBeUndefined();
+    cutter.push(Buffer.from('\nc\r'));
+    expect(cutter.next()?.bytes.toString()).toBe('a,b\r\n');
+    expect(cutter.next()).toBeUndefined();
+    cutter.push(Buffer.from('d'));
+    const piece = cutter.next();
+    expect([piece?.bytes.toString(), piece?.startLine, piece?.startOffset]).toEqual(['c\r', 2, 5]);
+    expect(cutter.finish()?.bytes.toString()).toBe('d');
+    expect(cutter.finish()).toBeUndefined();
+  });
+
+  test('waits for the byte after a quote inside a quoted value (escaped or closing)', () => {
+    const cutter = new CsvPieceCutter(',', 1);
+    cutter.push(Buffer.from('"a"'));
+    expect(cutter.next()).toBeUndefined();
+    cutter.push(Buffer.from('"\nb"\n'));
+    expect(cutter.next()?.bytes.toString()).toBe('"a""\nb"\n');
+    cutter.push(Buffer.from('"c"'));
+    cutter.push(Buffer.from('\nd\n'));
+    expect(cutter.next()?.bytes.toString()).toBe('"c"\n');
+  });
+
+  test('a quote opens a quoted value only at the start of a field', () => {
+    // O"Brien and ' "' are literal; the quote after the delimiter opens a value holding a line break
+    expect(texts(cutString('O"Brien,x\n "a\nb,"c\nd"\ne\n', undefined, 1))).toEqual(['O"Brien,x\n', ' "a\n', 'b,"c\nd"\n', 'e\n']);
+    // a multi-byte delimiter, and a character sharing its first byte ('¨' is C2 A8, '§' is C2 A7)
+    expect(texts(cutString('a§"b\nc"\n¨"d\ne\n', undefined, 1, '§'))).toEqual(['a§"b\nc"\n', '¨"d\n', 'e\n']);
+  });
+
+  test('after a closing quote followed by other text, the field goes on unquoted (as csv-parse reads it)', () => {
+    expect(parse('"ab"c"d,e\n', csvOptions(','))).toEqual([['"ab"c"d', 'e']]);
+    expect(texts(cutString('"ab"c"d,e\nf\n', undefined, 1))).toEqual(['"ab"c"d,e\n', 'f\n']);
+  });
+
+  test('an unclosed quote keeps the rest of the input in the last piece', () => {
+    const cutter = new CsvPieceCutter(',', 1);
+    cutter.push(Buffer.from('a\n"b\nc\nd\n'));
+    expect(cutter.next()?.bytes.toString()).toBe('a\n');
+    expect(cutter.next()).toBeUndefined();
+    expect(cutter.pendingBytes).toBe(7);
+    expect(cutter.finish()?.bytes.toString()).toBe('"b\nc\nd\n');
+  });
+
+  test('a piece spans many pushes and starts in the middle of one', () => {
+    const rows = Array.from({ length: 200 }, (_, i) => `${i},"v\n${i}"\n`).join('');
+    const chunks = rows.match(/[\s\S]{1,7}/g) ?? [];
+    const pieces = cutString(rows, chunks, 100);
+    expect(Buffer.concat(pieces.map((p) => p.bytes)).toString()).toBe(rows);
+    expect(pieces.length).toBeGreaterThan(10);
+    for (const p of pieces.slice(0, -1)) expect(p.bytes.length).toBeGreaterThanOrEqual(100);
+    const records = pieces.flatMap((p) => parse(p.bytes, csvOptions(',')) as string[][]);
+    expect(records).toEqual(parse(rows, csvOptions(',')));
+  });
+
+  test('rejects a delimiter csv-parse could not use here', () => {
+    for (const bad of ['', ',,', '"', '\n', '\r']) expect(() => new CsvPieceCutter(bad)).toThrow(/delimiter/);
+    expect(() => new CsvPieceCutter(',', 0)).toThrow(/targetBytes/);
+  });
+});
+
+describe('CsvPieceCutter.nextRecord', () => {
+  test('takes the leading empty lines and the first record, a quoted name with line breaks included', () => {
+    const cutter = new CsvPieceCutter(',', 1);
+    cutter.push(Buffer.from('\n\r\n\r"first\r\nname",b\r\n1,2\n'));
+    const header = cutter.nextRecord();
+    expect(header?.bytes.toString()).toBe('\n\r\n\r"first\r\nname",b\r\n');
+    expect([header?.startLine, header?.startOffset]).toEqual([1, 0]);
+    expect(parse(header?.bytes ?? Buffer.alloc(0), csvOptions(','))).toEqual([['first\r\nname', 'b']]);
+    const rest = cutter.next();
+    expect([rest?.bytes.toString(), rest?.startLine, rest?.startOffset]).toEqual(['1,2\n', 6, 21]);
+  });
+
+  test('is undefined until the first record is complete', () => {
+    const cutter = new CsvPieceCutter(',', 1);
+    cutter.push(Buffer.from('\n\n'));
+    expect(cutter.nextRecord()).toBeUndefined();
+    cutter.push(Buffer.from('"a\n'));
+    expect(cutter.nextRecord()).toBeUndefined();
+    cutter.push(Buffer.from('b",c'));
+    expect(cutter.nextRecord()).toBeUndefined();
+    cutter.push(Buffer.from('\r'));
+    expect(cutter.nextRecord()).toBeUndefined(); // a CR or a CRLF: not known yet
+    cutter.push(Buffer.from('\nx\n'));
+    expect(cutter.nextRecord()?.bytes.toString()).toBe('\n\n"a\nb",c\r\n');
+    expect(cutter.nextRecord()?.bytes.toString()).toBe('x\n');
+    expect(cutter.nextRecord()).toBeUndefined();
+  });
+
+  test('next() after a header search that went past the target still cuts at the first break past it', () => {
+    const cutter = new CsvPieceCutter(',', 4);
+    cutter.push(Buffer.from('h1,h2\n'));
+    expect(cutter.nextRecord()?.bytes.toString()).toBe('h1,h2\n');
+    cutter.push(Buffer.from('\n\n\n\n\n\nab'));
+    expect(cutter.nextRecord()).toBeUndefined();
+    expect(cutter.next()?.bytes.toString()).toBe('\n\n\n\n');
+  });
+
+  test('next() after a header search that went past a quote still cuts at the first break past the target', () => {
+    const cutter = new CsvPieceCutter(',', 4);
+    cutter.push(Buffer.from('h1,h2\n'));
+    expect(cutter.nextRecord()?.bytes.toString()).toBe('h1,h2\n');
+    cutter.push(Buffer.from('\n\n\n\n\n\n"a\n'));
+    expect(cutter.nextRecord()).toBeUndefined();
+    expect(cutter.next()?.bytes.toString()).toBe('\n\n\n\n');
+  });
+});
