@@ -2,10 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
-import { ColumnError, prepareCell, resolveIdentifierColumns, resultHeader, type ColumnFlags, type ColumnKind, type IdentifierColumn } from '../pipeline/columns.js';
+import { ColumnError, resolveIdentifierColumns, resultHeader, type ColumnFlags, type ColumnKind, type IdentifierColumn } from '../pipeline/columns.js';
+import { openCsvPieces, type CsvPieceSource } from '../pipeline/csv-piece-source.js';
+import { addHashCounts, emptyHashCounts, HASH_FIELDS, hashRows, type HashCounts } from '../pipeline/hash-rows.js';
+import type { RowFormat } from '../pipeline/row-encoders.js';
+import { RowThreads } from '../pipeline/row-threads.js';
 import { openSink } from '../pipeline/sink.js';
-import { openSource } from '../pipeline/source.js';
-import { InputError, OutputError, rowProblemInvalidates, rowProblemReason, type TableSink, type TableSource } from '../pipeline/table.js';
+import { openSource, resolveFormat } from '../pipeline/source.js';
+import { InputError, OutputError, type OpenSourceOptions, type TableInfo, type TableSink, type TableSource } from '../pipeline/table.js';
 import { EXIT, UserError, onInterrupt } from './exit-codes.js';
 import { addOutputOptions } from './options.js';
 import { addTableInputOptions, resolveInputArg, sourceOptionsOf, tableInputFlags, type InputFlags } from './table-input.js';
@@ -13,11 +17,7 @@ import { addThreadsOption, defaultThreads, threadsFlag } from './threads.js';
 import { createProgress } from './progress.js';
 import { formatCount, formatDuration, formatRate } from './summary.js';
 
-/** The columns `hash` adds per identifier column (prefixed `<column>_` when there are several). */
-export const HASH_FIELDS = ['hash', 'hash_type', 'status', 'reason'] as const;
-
-/** The summary's name for rows whose cells did not line up with the header (the row's reason says how). */
-const RAGGED_REASON = 'more cells than the header';
+export { HASH_FIELDS };
 
 export interface HashFlags extends InputFlags, ColumnFlags {
   /** -o FILE; stdout when absent or '-'. */
@@ -63,6 +63,7 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
   const source = await openInput(flags, io);
   const progress = createProgress({ label: 'hash', quiet: flags.quiet, stream: io.stderr, dataOnStdout: !toFile });
   let sink: TableSink | undefined;
+  let threads: RowThreads | undefined;
   let interrupted = false;
   const removeInterrupt = io.onInterrupt(() => {
     interrupted = true;
@@ -84,42 +85,30 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       header,
       ...(flags.bom ? { bom: true } : {}),
       ...(toFile ? {} : { stream: io.stdout }),
-      ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
+      // row threads encode the rows themselves; otherwise --threads gives the sink encoding threads
+      ...(flags.threads !== undefined && !isPieceSource(source) ? { threads: flags.threads } : {}),
     });
 
     const tally = new Tally(columns);
-    for await (const chunk of source.rows()) {
-      for (const row of chunk) {
-        const cells = row.cells;
-        if (row.problem !== undefined && rowProblemInvalidates(row.problem)) {
-          const reason = rowProblemReason(row.problem);
-          for (let c = 0; c < columns.length; c++) {
-            cells.push('', '', 'invalid', reason);
-            tally.invalid(c, RAGGED_REASON);
-          }
-          continue;
-        }
-        for (let c = 0; c < columns.length; c++) {
-          const cell = cells[columns[c].index];
-          if (cell === '') {
-            cells.push('', '', 'missing', 'empty');
-            tally.missingCount++;
-            continue;
-          }
-          const prepared = prepareCell(columns[c], cell);
-          if (prepared.ok) {
-            cells.push(prepared.hash, prepared.type, 'ok', '');
-            tally.ok(c);
-          } else {
-            cells.push('', '', 'invalid', prepared.reason);
-            tally.invalid(c, prepared.reason);
-          }
-        }
-      }
-      tally.rows += chunk.length;
-      await sink.writeRows(chunk.map((row) => row.cells));
-      progress.update({ done: tally.rows, ...estimateTotal(source, tally.rows) });
+    const counts = tally.counts;
+    const checkInterrupt = (): void => {
       if (interrupted) throw new UserError(`interrupted: ${toFile ? 'no output file was written' : 'the rows on stdout are incomplete'}`, EXIT.interrupted);
+    };
+    if (isPieceSource(source)) {
+      const format: RowFormat = flags.format === 'jsonl' ? { format: 'jsonl', header } : { format: 'csv' };
+      threads = new RowThreads({ name: source.name, csv: source.settings, width: source.width, columns, format, v2: false }, flags.threads ?? 1);
+      for await (const piece of threads.hashed(source)) {
+        addHashCounts(counts, piece.counts);
+        await sink.writeEncoded(piece.bytes);
+        progress.update({ done: counts.rows, ...estimateTotal(source, counts.rows) });
+        checkInterrupt();
+      }
+    } else {
+      for await (const chunk of source.rows()) {
+        await sink.writeRows(hashRows(chunk, columns, counts));
+        progress.update({ done: counts.rows, ...estimateTotal(source, counts.rows) });
+        checkInterrupt();
+      }
     }
     await sink.commit();
     progress.stop();
@@ -134,65 +123,62 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     throw asUserError(err);
   } finally {
     removeInterrupt();
+    await threads?.close();
   }
 }
 
-async function openInput(flags: HashFlags, io: HashIo): Promise<TableSource> {
+/** The input as parsed rows, or (--threads, CSV) as pieces for the row threads to parse. */
+type HashSource = TableSource | CsvPieceSource;
+
+function isPieceSource(source: HashSource): source is CsvPieceSource {
+  return 'pieces' in source;
+}
+
+async function openInput(flags: HashFlags, io: HashIo): Promise<HashSource> {
+  const options: OpenSourceOptions = {
+    path: flags.input,
+    ...sourceOptionsOf(flags),
+    ...(flags.input === '-' ? { stream: io.stdin } : {}),
+  };
   try {
-    return await openSource({
-      path: flags.input,
-      ...sourceOptionsOf(flags),
-      ...(flags.input === '-' ? { stream: io.stdin } : {}),
-    });
+    const threaded = (flags.threads ?? 0) > 0 && resolveFormat(options) === 'csv' && RowThreads.available();
+    return threaded ? await openCsvPieces(options) : await openSource(options);
   } catch (err) {
     throw asUserError(err);
   }
 }
 
 /** Rows expected in total, from the share of the file read so far; nothing for stdin. */
-function estimateTotal(source: TableSource, rows: number): { total?: number; totalIsEstimate?: boolean } {
+function estimateTotal(source: TableInfo, rows: number): { total?: number; totalIsEstimate?: boolean } {
   const read = source.bytesRead();
   if (source.totalBytes === undefined || read === 0) return {};
   return { total: Math.max(rows, Math.round((rows * source.totalBytes) / read)), totalIsEstimate: read < source.totalBytes };
 }
 
 class Tally {
-  rows = 0;
-  missingCount = 0;
-  private readonly okCount: number[];
-  private readonly invalidCount: number[];
-  private readonly reasons = new Map<string, number>();
+  readonly counts: HashCounts;
 
   constructor(private readonly columns: readonly IdentifierColumn[]) {
-    this.okCount = columns.map(() => 0);
-    this.invalidCount = columns.map(() => 0);
-  }
-
-  ok(column: number): void {
-    this.okCount[column]++;
-  }
-
-  invalid(column: number, reason: string): void {
-    this.invalidCount[column]++;
-    this.reasons.set(reason, (this.reasons.get(reason) ?? 0) + 1);
+    this.counts = emptyHashCounts(columns.length);
   }
 
   summary(startedMs: number, endedMs: number, problems: { shortRows: number; longRows: number; extraKeys: number }): HashSummary {
     const duration = Math.max(0, endedMs - startedMs) / 1000;
+    const { ok, invalid, missing, rows, reasons } = this.counts;
     const columns: HashSummary['columns'] = {};
     this.columns.forEach((c, i) => {
-      columns[c.name] = { kind: c.kind, ok: this.okCount[i], invalid: this.invalidCount[i] };
+      columns[c.name] = { kind: c.kind, ok: ok[i], invalid: invalid[i] };
     });
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
     return {
       command: 'hash',
-      rows: this.rows,
-      status: { ok: sum(this.okCount), invalid: sum(this.invalidCount), missing: this.missingCount },
+      rows,
+      status: { ok: sum(ok), invalid: sum(invalid), missing },
       columns,
-      invalid_reasons: Object.fromEntries([...this.reasons].sort((a, b) => b[1] - a[1])),
+      invalid_reasons: Object.fromEntries(Object.entries(reasons).sort((a, b) => b[1] - a[1])),
       row_problems: { short_rows: problems.shortRows, long_rows: problems.longRows, extra_keys: problems.extraKeys },
       duration_s: Math.round(duration * 1000) / 1000,
-      rows_per_s: duration > 0 ? Math.round(this.rows / duration) : 0,
+      rows_per_s: duration > 0 ? Math.round(rows / duration) : 0,
     };
   }
 }

@@ -6,10 +6,14 @@ import { ColumnError, resolveIdentifierColumns, type ColumnFlags, type Identifie
 import { AdaptiveConcurrency } from '../pipeline/dispatcher.js';
 import { MapEngine, type MapRunCounts, type MapRunResult } from '../pipeline/engine.js';
 import { mapBatchV2 } from '../pipeline/map-v2.js';
+import { openCsvPieces, type CsvPieceSource } from '../pipeline/csv-piece-source.js';
 import { outputHeader, outputHeaderV2, outputRows, outputRowsV2 } from '../pipeline/result-columns.js';
+import type { RowChunk } from '../pipeline/row-chunk.js';
+import type { RowFormat } from '../pipeline/row-encoders.js';
+import { EncodedWrites, RowThreads } from '../pipeline/row-threads.js';
 import { openSink } from '../pipeline/sink.js';
-import { openSource } from '../pipeline/source.js';
-import type { TableSink, TableSource } from '../pipeline/table.js';
+import { openSource, resolveFormat } from '../pipeline/source.js';
+import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../pipeline/table.js';
 import { runInProcess, type InputCommandDeps } from './command-context.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { startEmbeddedServiceIfLocal } from './local-service.js';
@@ -134,11 +138,14 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
     );
   }
 
-  const source = await openSource({
+  const sourceOptions: OpenSourceOptions = {
     path: inputPath,
     ...sourceOptionsOf(flags),
     ...(inputPath === '-' ? { stream: deps.stdin } : {}),
-  });
+  };
+  // with --threads, a CSV input is parsed by the row threads: here it is only cut into record-aligned pieces
+  const threaded = (flags.threads ?? 0) > 0 && !dryRun && resolveFormat(sourceOptions) === 'csv' && RowThreads.available();
+  const source: MapSource = threaded ? await openCsvPieces(sourceOptions) : await openSource(sourceOptions);
   for (const line of source.notes) say(line);
   if (source.header.length === 0) return emptyInput(source, flags, startedMs, deps, say);
   const columns = identifierColumns(source, flags, say);
@@ -150,7 +157,7 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
     else state = openMapState(flags.state, { envFingerprint: envFingerprint(config), readonly: dryRun, api: flags.api ?? 'v3' });
   }
   try {
-    if (dryRun) return await dryRunReport(source, columns, flags, state, startedMs, deps);
+    if (dryRun && !isPieceSource(source)) return await dryRunReport(source, columns, flags, state, startedMs, deps);
     return await mapForReal(source, columns, concurrency, config, flags, state, startedMs, deps, say);
   } finally {
     state?.close();
@@ -158,7 +165,14 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
 }
 
 /** A 0-byte input is an empty table, not a mistake: the output is empty too (no columns to name). */
-async function emptyInput(source: TableSource, flags: MapFlags, startedMs: number, deps: MapDeps, say: (line: string) => void): Promise<number> {
+/** The input as parsed rows, or (--threads, CSV) as pieces for the row threads to parse. */
+type MapSource = TableSource | CsvPieceSource;
+
+function isPieceSource(source: MapSource): source is CsvPieceSource {
+  return 'pieces' in source;
+}
+
+async function emptyInput(source: TableInfo, flags: MapFlags, startedMs: number, deps: MapDeps, say: (line: string) => void): Promise<number> {
   say(`${source.name} is empty: nothing to map`);
   if (!flags.dryRun) {
     const sink = await openSink({ path: flags.output.output, format: flags.output.format, header: [], stream: deps.stdout });
@@ -178,7 +192,7 @@ function chooseInput(input: string | undefined, stdin: { isTTY?: boolean }): str
   return '-';
 }
 
-function identifierColumns(source: TableSource, flags: MapFlags, say: (line: string) => void): IdentifierColumn[] {
+function identifierColumns(source: TableInfo, flags: MapFlags, say: (line: string) => void): IdentifierColumn[] {
   try {
     const resolved = resolveIdentifierColumns(source.header, flags, source.name);
     if (resolved.note !== undefined) say(resolved.note);
@@ -199,7 +213,7 @@ function chooseConcurrency(requested: number | undefined, config: ResolvedConfig
 }
 
 async function mapForReal(
-  source: TableSource,
+  source: MapSource,
   columns: IdentifierColumn[],
   concurrency: number,
   resolved: ResolvedConfig,
@@ -230,8 +244,14 @@ async function mapForReal(
   let sink: TableSink | undefined;
   let rejects: TableSink | undefined;
   let progress: ProgressReporter | undefined;
+  const format: RowFormat = flags.output.format === 'jsonl' ? { format: 'jsonl', header } : { format: 'csv' };
+  const threads = isPieceSource(source)
+    ? new RowThreads({ name: source.name, csv: source.settings, width: source.width, columns, format, v2 }, flags.threads ?? 1)
+    : undefined;
   try {
-    sink = await openSink({ path: flags.output.output, format: flags.output.format, header, stream: deps.stdout, threads: flags.threads ?? 0 });
+    // row threads encode the rows themselves; otherwise --threads gives the sink encoding threads
+    const sinkThreads = threads === undefined ? (flags.threads ?? 0) : 0;
+    sink = await openSink({ path: flags.output.output, format: flags.output.format, header, stream: deps.stdout, threads: sinkThreads });
     if (flags.rejects !== undefined) rejects = await openSink({ path: flags.rejects, format: flags.output.format, header });
     progress = createProgress({
       label: 'map',
@@ -244,6 +264,17 @@ async function mapForReal(
     const out = sink;
     const rejectSink = rejects;
     const reporter = progress;
+    const encoded = threads === undefined ? undefined : new EncodedWrites(out, rejectSink, threads.threads * 4);
+    const writeChunk = async (chunk: RowChunk): Promise<void> => {
+      if (threads !== undefined && encoded !== undefined) {
+        await encoded.add(threads.encode(chunk, rejectSink !== undefined));
+        return;
+      }
+      const rejected: string[][] | null = rejectSink !== undefined ? [] : null;
+      const rows = toOutputRows(chunk, rejected);
+      await out.writeRows(rows);
+      if (rejectSink !== undefined && rejected !== null && rejected.length > 0) await rejectSink.writeRows(rejected);
+    };
     const engine: MapEngine = new MapEngine({
       columns,
       mapBatch: v2 ? mapBatchV2(client) : (request, signal) => client.mapV3(request, { signal }),
@@ -255,10 +286,7 @@ async function mapForReal(
       ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
       nowS: () => Math.floor(deps.now() / 1000),
       onChunk: async (chunk) => {
-        const rejected: string[][] | null = rejectSink !== undefined ? [] : null;
-        const rows = toOutputRows(chunk, rejected);
-        await out.writeRows(rows);
-        if (rejectSink !== undefined && rejected !== null && rejected.length > 0) await rejectSink.writeRows(rejected);
+        await writeChunk(chunk);
         reporter.update({
           done: engine.counts.rowsDone,
           ...estimateTotal(source, engine.counts),
@@ -268,7 +296,8 @@ async function mapForReal(
       },
     });
     state?.beginRun(runArgs(flags, source, columns, concurrency, config), Math.floor(startedMs / 1000));
-    const result = await engine.run(source.rows());
+    const result = await (threads !== undefined && isPieceSource(source) ? engine.runPrepared(threads.prepared(source)) : engine.run((source as TableSource).rows()));
+    if (result.outcome.kind === 'completed') await encoded?.flush();
     progress.stop();
     const summary = mapSummary(result, client, source, startedMs, deps.now(), state);
     if (v2) summary.api = 'v2';
@@ -280,13 +309,14 @@ async function mapForReal(
     await sink?.abort();
     throw err;
   } finally {
+    await threads?.close();
     if (deps.client === undefined) await client.close();
     await embedded.close();
   }
 }
 
 /** What the runs table records: how the run was asked for, never a credential. */
-function runArgs(flags: MapFlags, source: TableSource, columns: IdentifierColumn[], concurrency: number, config: ResolvedConfig): string {
+function runArgs(flags: MapFlags, source: TableInfo, columns: IdentifierColumn[], concurrency: number, config: ResolvedConfig): string {
   return JSON.stringify({
     input: source.name,
     output: flags.output.output ?? '-',
@@ -382,7 +412,7 @@ const KNOWN_FAILURES = new Set([
   'EnvelopeError',
 ]);
 
-function estimateTotal(source: TableSource, counts: MapRunCounts): { total?: number; totalIsEstimate?: boolean } {
+function estimateTotal(source: TableInfo, counts: MapRunCounts): { total?: number; totalIsEstimate?: boolean } {
   const total = source.totalBytes;
   const read = source.bytesRead();
   if (total === undefined || read <= 0 || counts.rowsRead === 0) return {};
@@ -393,7 +423,7 @@ function estimateTotal(source: TableSource, counts: MapRunCounts): { total?: num
 function mapSummary(
   result: MapRunResult,
   client: ServiceClient,
-  source: TableSource,
+  source: TableInfo,
   startedMs: number,
   endedMs: number,
   state: MapStateFile | undefined,

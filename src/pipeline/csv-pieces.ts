@@ -59,14 +59,15 @@ export class CsvPieceCutter {
   private nextCr = -1;
   private finished = false;
 
-  constructor(delimiter: string, targetBytes: number = DEFAULT_PIECE_BYTES) {
+  /** `encoding`: the input's, which is how csv-parse turns the delimiter into bytes (latin1 '§' is one byte). */
+  constructor(delimiter: string, targetBytes: number = DEFAULT_PIECE_BYTES, encoding: 'utf8' | 'latin1' = 'utf8') {
     if ([...delimiter].length !== 1 || delimiter === '"' || delimiter === '\n' || delimiter === '\r') {
       throw new Error(`CsvPieceCutter: the delimiter must be one character other than a quote or a line break`);
     }
     if (!Number.isInteger(targetBytes) || targetBytes < 1) {
       throw new Error(`CsvPieceCutter: targetBytes must be a positive integer, got ${targetBytes}`);
     }
-    this.delimiter = Buffer.from(delimiter, 'utf8');
+    this.delimiter = Buffer.from(delimiter, encoding);
     this.target = targetBytes;
   }
 

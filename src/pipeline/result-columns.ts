@@ -14,11 +14,14 @@ export function outputHeader(inputHeader: readonly string[], identifierColumns: 
   return resultHeader(inputHeader, identifierColumns, RESULT_COLUMNS);
 }
 
+/** An answered chunk as the output needs it: its rows and the answer of each identifier cell (see RowChunk). */
+export type AnsweredRows = Pick<RowChunk, 'rows' | 'width' | 'status' | 'mapped' | 'reason'>;
+
 /**
  * The output rows of an answered chunk: each row's cells with its result cells appended (in place: the input
  * row is not used again), and the rows that have any identifier not mapped, for --rejects.
  */
-export function outputRows(chunk: RowChunk, rejects: string[][] | null): string[][] {
+export function outputRows(chunk: AnsweredRows, rejects: string[][] | null): string[][] {
   const { rows, width, status, mapped, reason } = chunk;
   const out: string[][] = new Array(rows.length);
   for (let r = 0; r < rows.length; r++) {
@@ -49,7 +52,7 @@ export function outputHeaderV2(inputHeader: readonly string[], identifierColumns
 }
 
 /** outputRows for `map --api v2`: raw_uid, bucket_id, status, reason per identifier column. */
-export function outputRowsV2(chunk: RowChunk, rejects: string[][] | null): string[][] {
+export function outputRowsV2(chunk: AnsweredRows, rejects: string[][] | null): string[][] {
   const { rows, width, status, mapped, reason } = chunk;
   const out: string[][] = new Array(rows.length);
   for (let r = 0; r < rows.length; r++) {

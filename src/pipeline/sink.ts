@@ -127,6 +127,11 @@ abstract class SinkBase implements TableSink {
     while (threaded.full) await this.emit((await threaded.next()) as Uint8Array);
   }
 
+  async writeEncoded(bytes: Uint8Array): Promise<void> {
+    await this.flushEncoded();
+    await this.emit(bytes);
+  }
+
   /** Text written as is (a header), after every chunk given before it. */
   async writeText(text: string): Promise<void> {
     await this.flushEncoded();

@@ -37,7 +37,7 @@ export async function openSource(opts: OpenSourceOptions): Promise<TableSource> 
   return table;
 }
 
-function resolveFormat(opts: OpenSourceOptions): 'csv' | 'jsonl' {
+export function resolveFormat(opts: OpenSourceOptions): 'csv' | 'jsonl' {
   if (opts.format === 'csv' || opts.format === 'jsonl') return opts.format;
   return /\.(jsonl|ndjson)$/i.test(opts.path) ? 'jsonl' : 'csv';
 }
@@ -58,12 +58,15 @@ export function parseDelimiter(value: string | undefined, file: string): string 
  * lines end differently from one line to the next are counted right too.
  * Queries must come with non-decreasing offsets (records and errors arrive in file order).
  */
-class LineIndex {
+export class LineIndex {
   private terminators: number[] = [];
   private head = 0;
   private passed = 0;
   /** A CR that ended the previous read: a terminator unless the next read starts with LF. */
   private pendingCr = -1;
+
+  /** `firstLine`: the line of offset 0 (a piece of a file starts further down). */
+  constructor(private readonly firstLine = 1) {}
 
   add(buf: Buffer, start: number): void {
     if (this.pendingCr !== -1) {
@@ -95,7 +98,7 @@ class LineIndex {
       this.head = 0;
     }
     const pending = this.pendingCr !== -1 && this.pendingCr < offset ? 1 : 0;
-    return this.passed + this.head + pending + 1;
+    return this.passed + this.head + pending + this.firstLine;
   }
 }
 
@@ -104,7 +107,7 @@ class LineIndex {
  * silent garbage (invalid UTF-8 becomes U+FFFD, a NUL means a binary or UTF-16 file) stop the run with the
  * line they are on. A multi-byte character split across reads is carried to the next read.
  */
-class ByteInput {
+export class ByteInput {
   readonly lines = new LineIndex();
   /** Bytes handed to the parser so far (after the BOM). */
   private offset = 0;
@@ -411,23 +414,30 @@ abstract class TableBase implements TableSource {
   }
 }
 
-interface CsvSettings {
+export interface CsvSettings {
   delimiter: string;
   header: boolean;
   encoding: 'utf8' | 'latin1';
 }
 
-class CsvTable extends TableBase {
+/**
+ * csv-parse driven over the bytes of one input (a whole file, or one record-aligned piece of it in a worker
+ * thread): each record with the physical line it starts on, and parse errors as InputErrors with that line.
+ */
+class CsvRecords {
   private readonly core: CsvCore;
-  private width = -1;
-  private headerPending: boolean;
   /** Line after the last record (where the next one, or the blank lines before it, start). */
-  private nextLine = 1;
+  private nextLine: number;
   private emptyLinesSeen = 0;
 
-  constructor(input: ByteInput, chunkRows: number, settings: CsvSettings) {
-    super(input, chunkRows);
-    this.headerPending = settings.header;
+  constructor(
+    settings: Pick<CsvSettings, 'delimiter' | 'encoding'>,
+    private readonly name: string,
+    private readonly lines: LineIndex,
+    firstLine: number,
+    private readonly onRecord: (line: number, record: string[]) => void,
+  ) {
+    this.nextLine = firstLine;
     this.core = csvCore({
       delimiter: settings.delimiter,
       encoding: settings.encoding,
@@ -442,15 +452,9 @@ class CsvTable extends TableBase {
     });
   }
 
-  async open(): Promise<void> {
-    // the header is the first record; with --no-header the first record sets the width and stays a row
-    while (!this.ended && this.width < 0) await this.pump();
-  }
-
-  protected async pump(): Promise<void> {
-    const next = await this.input.next();
-    const err = next === null ? this.core.parse(undefined, true, this.push, noop) : this.core.parse(next.buf, false, this.push, noop);
-    if (next === null) this.ended = true;
+  /** Parses the next bytes (undefined: the end of the input). Throws InputError on a parse error. */
+  parse(buf: Buffer | undefined): void {
+    const err = buf === undefined ? this.core.parse(undefined, true, this.push, noop) : this.core.parse(buf, false, this.push, noop);
     if (err !== undefined) throw this.parseFailure(err);
   }
 
@@ -458,19 +462,8 @@ class CsvTable extends TableBase {
     const info = this.core.info;
     const line = this.nextLine + (info.empty_lines - this.emptyLinesSeen);
     this.emptyLinesSeen = info.empty_lines;
-    this.nextLine = this.input.lines.lineAt(info.bytes);
-    if (this.width < 0) {
-      this.width = record.length;
-      if (this.headerPending) {
-        this.headerPending = false;
-        const { header, notes } = uniqueHeader(record);
-        this.header = header;
-        this.notes.push(...notes);
-        return;
-      }
-      this.header = record.map((_, i) => `col${i + 1}`);
-    }
-    this.ready.push(fitRow(line, record, this.width, this.counts));
+    this.nextLine = this.lines.lineAt(info.bytes);
+    this.onRecord(line, record);
   };
 
   private parseFailure(err: Error): InputError {
@@ -489,6 +482,83 @@ class CsvTable extends TableBase {
       default:
         return new InputError(this.name, start, `not readable as CSV (${code ?? 'parse error'})`, 'check the --delimiter, --encoding and quoting');
     }
+  }
+}
+
+/** A record-aligned piece of a CSV input (csv-pieces.ts): its bytes and the line its first byte is on. */
+export interface CsvPieceInput {
+  bytes: Uint8Array;
+  startLine: number;
+}
+
+/**
+ * The rows of one record-aligned piece, exactly as CsvTable reads them from the whole file: the same parser
+ * options, line numbers and fitting to the header's `width`. Row problems are added to `counts`.
+ */
+export function parseCsvPiece(
+  piece: CsvPieceInput,
+  settings: Pick<CsvSettings, 'delimiter' | 'encoding'>,
+  width: number,
+  name: string,
+  counts: SourceProblemCounts,
+): InputRow[] {
+  const rows: InputRow[] = [];
+  const lines = new LineIndex(piece.startLine);
+  const bytes = Buffer.from(piece.bytes.buffer, piece.bytes.byteOffset, piece.bytes.byteLength);
+  lines.add(bytes, 0);
+  const records = new CsvRecords(settings, name, lines, piece.startLine, (line, record) => rows.push(fitRow(line, record, width, counts)));
+  records.parse(bytes);
+  records.parse(undefined);
+  return rows;
+}
+
+/** The records of one piece as they are (the header piece, before the width is known). */
+export function parseCsvRecords(piece: CsvPieceInput, settings: Pick<CsvSettings, 'delimiter' | 'encoding'>, name: string): string[][] {
+  const out: string[][] = [];
+  const lines = new LineIndex(piece.startLine);
+  const bytes = Buffer.from(piece.bytes.buffer, piece.bytes.byteOffset, piece.bytes.byteLength);
+  lines.add(bytes, 0);
+  const records = new CsvRecords(settings, name, lines, piece.startLine, (_line, record) => out.push(record));
+  records.parse(bytes);
+  records.parse(undefined);
+  return out;
+}
+
+class CsvTable extends TableBase {
+  private readonly records: CsvRecords;
+  private width = -1;
+  private headerPending: boolean;
+
+  constructor(input: ByteInput, chunkRows: number, settings: CsvSettings) {
+    super(input, chunkRows);
+    this.headerPending = settings.header;
+    this.records = new CsvRecords(settings, input.name, input.lines, 1, (line, record) => this.take(line, record));
+  }
+
+  async open(): Promise<void> {
+    // the header is the first record; with --no-header the first record sets the width and stays a row
+    while (!this.ended && this.width < 0) await this.pump();
+  }
+
+  protected async pump(): Promise<void> {
+    const next = await this.input.next();
+    if (next === null) this.ended = true;
+    this.records.parse(next === null ? undefined : next.buf);
+  }
+
+  private take(line: number, record: string[]): void {
+    if (this.width < 0) {
+      this.width = record.length;
+      if (this.headerPending) {
+        this.headerPending = false;
+        const { header, notes } = uniqueHeader(record);
+        this.header = header;
+        this.notes.push(...notes);
+        return;
+      }
+      this.header = record.map((_, i) => `col${i + 1}`);
+    }
+    this.ready.push(fitRow(line, record, this.width, this.counts));
   }
 }
 

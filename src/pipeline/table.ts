@@ -53,6 +53,9 @@ export interface TableSource {
   problems(): SourceProblemCounts;
 }
 
+/** What is known of an input besides its rows: enough for progress and the summary. */
+export type TableInfo = Omit<TableSource, 'rows'>;
+
 export interface OpenSourceOptions {
   /** '-' reads stdin. */
   path: string;
@@ -73,6 +76,8 @@ export interface OpenSourceOptions {
 export interface TableSink {
   /** Resolves once the data is handed to the stream and it has room again (backpressure). */
   writeRows(rows: string[][]): Promise<void>;
+  /** Rows already encoded in this sink's format (by a worker thread), after everything given before. */
+  writeEncoded(bytes: Uint8Array): Promise<void>;
   /** File: flush, fsync, rename the temp file into place. stdout: end. */
   commit(): Promise<void>;
   /** File: close and remove the temp file; the target is left untouched. Safe to call after a failure. */

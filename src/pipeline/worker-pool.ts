@@ -6,8 +6,15 @@ interface TaskMessage<In> {
   input: In;
 }
 
+/** What a task threw, as plain data: its class name, message, and own fields (an InputError's line, say). */
+export interface ThrownInWorker {
+  name: string;
+  message: string;
+  fields: Record<string, unknown>;
+}
+
 /** A worker's answer to one task. */
-type AnswerMessage<Out> = { id: number; ok: true; output: Out } | { id: number; ok: false; error: string };
+type AnswerMessage<Out> = { id: number; ok: true; output: Out } | { id: number; ok: false; error: ThrownInWorker };
 
 /** A worker thread failed: its task threw, or the thread itself died. */
 export class WorkerTaskError extends Error {
@@ -36,6 +43,10 @@ export interface WorkerPoolOptions {
   workerData?: unknown;
   /** What the work is, for error messages ("output encoding"). */
   purpose: string;
+  /** Turns what a task threw back into an error of this thread (default: a WorkerTaskError with its message). */
+  revive?: (thrown: ThrownInWorker) => Error | undefined;
+  /** Per-thread V8 limits (a bigger young generation cuts GC work for allocation-heavy tasks). */
+  resourceLimits?: { maxYoungGenerationSizeMb?: number; maxOldGenerationSizeMb?: number };
 }
 
 /**
@@ -59,10 +70,21 @@ export class WorkerPool<In, Out> {
   }
 
   run(input: In, transfer: readonly ArrayBuffer[] = []): Promise<Out> {
+    return this.runOn(this.leastBusy(), input, transfer);
+  }
+
+  /** The thread with the fewest tasks waiting. */
+  leastBusy(): number {
+    let best = 0;
+    for (let i = 1; i < this.slots.length; i++) if (this.slots[i].pending.size < this.slots[best].pending.size) best = i;
+    return best;
+  }
+
+  /** Runs a task on one given thread (one that holds state from an earlier task). */
+  runOn(thread: number, input: In, transfer: readonly ArrayBuffer[] = []): Promise<Out> {
     if (this.failure !== undefined) return Promise.reject(this.failure);
     if (this.closed) return Promise.reject(new WorkerTaskError(`${this.options.purpose}: the worker threads were already stopped`));
-    let slot = this.slots[0];
-    for (let i = 1; i < this.slots.length; i++) if (this.slots[i].pending.size < slot.pending.size) slot = this.slots[i];
+    const slot = this.slots[thread];
     const id = this.nextId++;
     return new Promise<Out>((resolve, reject) => {
       if (slot.pending.size === 0) slot.worker.ref();
@@ -82,7 +104,10 @@ export class WorkerPool<In, Out> {
   }
 
   private startWorker(): Slot<Out> {
-    const worker = new Worker(this.options.script, { workerData: this.options.workerData });
+    const worker = new Worker(this.options.script, {
+      workerData: this.options.workerData,
+      ...(this.options.resourceLimits !== undefined ? { resourceLimits: this.options.resourceLimits } : {}),
+    });
     const slot: Slot<Out> = { worker, pending: new Map() };
     worker.on('message', (message: AnswerMessage<Out>) => {
       const pending = slot.pending.get(message.id);
@@ -90,7 +115,7 @@ export class WorkerPool<In, Out> {
       slot.pending.delete(message.id);
       if (slot.pending.size === 0) slot.worker.unref();
       if (message.ok) pending.resolve(message.output);
-      else pending.reject(new WorkerTaskError(`${this.options.purpose} failed in a worker thread: ${message.error}`));
+      else pending.reject(this.options.revive?.(message.error) ?? new WorkerTaskError(`${this.options.purpose} failed in a worker thread: ${message.error.message}`));
     });
     worker.on('error', (err: Error) => this.fail(new WorkerTaskError(`${this.options.purpose}: a worker thread crashed: ${err.message}`)));
     worker.on('exit', (code) => {
@@ -127,8 +152,17 @@ export function serveTasks<In, Out>(handler: (input: In) => { output: Out; trans
       answer = { id: message.id, ok: true, output: result.output };
       transfer = result.transfer ?? [];
     } catch (err) {
-      answer = { id: message.id, ok: false, error: err instanceof Error ? err.message : String(err) };
+      answer = { id: message.id, ok: false, error: thrownAsData(err) };
     }
     port.postMessage(answer, transfer);
   });
+}
+
+function thrownAsData(err: unknown): ThrownInWorker {
+  if (!(err instanceof Error)) return { name: 'Error', message: String(err), fields: {} };
+  const fields: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(err)) {
+    if (value === undefined || value === null || ['string', 'number', 'boolean'].includes(typeof value)) fields[key] = value;
+  }
+  return { name: err.name, message: err.message, fields };
 }

@@ -1,0 +1,64 @@
+/**
+ * Worker thread entry of the row threads (row-threads.ts): parses record-aligned CSV pieces, prepares their
+ * identifier cells, keeps the rows until their answers come back, and encodes the output rows. Loaded by file
+ * URL from dist/; it must not import anything that starts work on load.
+ */
+import { workerData } from 'node:worker_threads';
+import { emptyHashCounts, hashRows } from './hash-rows.js';
+import { prepareRows } from './prepare.js';
+import type { MappedV3 } from '../protocol/index.js';
+import { BucketAnswer } from './bucket-answer.js';
+import { outputRows, outputRowsV2 } from './result-columns.js';
+import { rowEncoder } from './row-encoders.js';
+import type { RowThreadAnswer, RowThreadConfig, RowThreadTask } from './row-threads.js';
+import { parseCsvPiece } from './source.js';
+import type { InputRow, SourceProblemCounts } from './table.js';
+import { serveTasks } from './worker-pool.js';
+
+const config = workerData as RowThreadConfig;
+const encode = rowEncoder(config.format);
+const utf8 = new TextEncoder();
+/** Rows of the pieces this thread parsed, until their answers come back. */
+const held = new Map<number, InputRow[]>();
+
+function parse(bytes: Uint8Array, startLine: number): { rows: InputRow[]; problems: SourceProblemCounts } {
+  const problems: SourceProblemCounts = { shortRows: 0, longRows: 0, extraKeys: 0 };
+  const rows = parseCsvPiece({ bytes, startLine }, config.csv, config.width, config.name, problems);
+  return { rows, problems };
+}
+
+function answer(output: RowThreadAnswer, buffers: (Uint8Array | null)[]): { output: RowThreadAnswer; transfer: ArrayBuffer[] } {
+  const transfer: ArrayBuffer[] = [];
+  for (const b of buffers) if (b !== null) transfer.push(b.buffer as ArrayBuffer);
+  return { output, transfer };
+}
+
+serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
+  switch (task.task) {
+    case 'prepare': {
+      const { rows, problems } = parse(task.bytes, task.startLine);
+      held.set(task.piece, rows);
+      const prepared = prepareRows(rows, config.columns);
+      return answer({ task: 'prepare', prepared, problems }, [prepared.status, prepared.phone]);
+    }
+    case 'encode': {
+      const rows = held.get(task.piece);
+      if (rows === undefined) throw new Error(`piece ${task.piece} is not held by this thread`);
+      held.delete(task.piece);
+      const { status, reason } = task.answers;
+      // a v2 answer arrives as plain {u, bucketId}: the output reads its salt bucket off a BucketAnswer
+      const mapped = config.v2 ? task.answers.mapped.map((m) => (m !== null && 'bucketId' in m ? new BucketAnswer(m.u, m.bucketId) : m)) : task.answers.mapped;
+      const rejects: string[][] | null = task.rejects ? [] : null;
+      const out = (config.v2 ? outputRowsV2 : outputRows)({ rows, width: config.columns.length, status, mapped: mapped as MappedV3[], reason }, rejects);
+      const bytes = utf8.encode(encode(out));
+      const rejectBytes = rejects !== null && rejects.length > 0 ? utf8.encode(encode(rejects)) : null;
+      return answer({ task: 'encode', bytes, rejectBytes }, [bytes, rejectBytes]);
+    }
+    case 'hash': {
+      const { rows, problems } = parse(task.bytes, task.startLine);
+      const counts = emptyHashCounts(config.columns.length);
+      const bytes = utf8.encode(encode(hashRows(rows, config.columns, counts)));
+      return answer({ task: 'hash', bytes, counts, problems }, [bytes]);
+    }
+  }
+});
