@@ -11,17 +11,16 @@ export function rowEncoder(format: RowFormat): RowEncoder {
 }
 
 /**
- * The options the CSV output has always been written with. Because record_delimiter is given, csv-stringify
- * turns quote_record_delimiter off: a field is quoted only for '"', ',' or '\n'; a lone '\r', spaces, tabs, an
- * empty field or a leading '=' are written as they are.
+ * csv-stringify's options for the CSV output. Because record_delimiter is given, csv-stringify turns
+ * quote_record_delimiter off and quotes a field only for '"', ',' or '\n'; quoted_match adds a lone '\r', which
+ * this tool's own reader (and Excel's) takes as a line break: unquoted, it would split the row on reading back.
+ * Spaces, tabs, an empty field or a leading '=' are written as they are.
  */
-const CSV_OPTIONS = { eof: true, record_delimiter: '\n' } as const;
+export const CSV_OPTIONS = { eof: true, record_delimiter: '\n', quoted_match: /\r/ } as const;
 
 /**
  * Regexps that accept a row joined with ',' exactly when it has `width` cells and none of them needs quoting
- * (one that holds a ',' shows up as a comma too many). '\r' is also sent to csv-stringify although it does not
- * quote it with CSV_OPTIONS: a superset only costs speed, never bytes, and stays right should the options
- * change. One regexp test on the joined row was the fastest check measured (against a per-cell regexp,
+ * (one that holds a ',' shows up as a comma too many). A row with '\r' goes to csv-stringify too (quoted_match). One regexp test on the joined row was the fastest check measured (against a per-cell regexp,
  * per-cell indexOf and character loops). The class must keep excluding ',': that makes the pattern unambiguous,
  * so it runs in linear time; a class that admits ',' backtracks exponentially on a failing row.
  */

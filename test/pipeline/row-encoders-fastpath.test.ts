@@ -1,10 +1,10 @@
 import { stringify } from 'csv-stringify/sync';
 import { describe, expect, it } from 'vitest';
-import { encodeCsvRow, rowEncoder } from '../../src/pipeline/row-encoders.js';
+import { parse } from 'csv-parse/sync';
+import { CSV_OPTIONS, encodeCsvRow, rowEncoder } from '../../src/pipeline/row-encoders.js';
 
-/** What the CSV output was before the fast path: every row through csv-stringify. */
-const reference = (rows: readonly (readonly (string | undefined)[])[]): string =>
-  stringify(rows as string[][], { eof: true, record_delimiter: '\n' });
+/** What csv-stringify alone writes with the output's options: every row through it. */
+const reference = (rows: readonly (readonly (string | undefined)[])[]): string => stringify(rows as string[][], CSV_OPTIONS);
 
 /** mulberry32: a seeded generator, so a failure can be replayed. */
 function seeded(seed: number): () => number {
@@ -92,6 +92,7 @@ describe('CSV fast path against csv-stringify', () => {
     ['a header needing quotes', [['id', 'name, full', 'say "hi"']]],
     ['only quoting characters', [['"'], [','], ['\n'], ['\r'], ['\r\n'], ['""']]],
     ['a lone carriage return', [['a\rb', 'c']]],
+    ['a carriage return at either end', [['\rb', 'c\r'], ['\r']]],
     ['spaces, tabs and formulas stay bare', [[' a ', '\t', '=1+2', '+1555', '-3', '@x']]],
     ['astral and lone surrogates', [['😀', '\ud83d', '\ude00x']]],
     ['runs of both kinds', [['a'], ['b,c'], ['"d"'], ['e'], ['f\ng'], ['h'], ['i', 'j']]],
@@ -101,5 +102,15 @@ describe('CSV fast path against csv-stringify', () => {
   ])('%s', (_name, rows) => {
     expect(encode(rows as string[][])).toBe(reference(rows));
     expect(rows.map((row) => encodeCsvRow(row)).join('')).toBe(reference(rows));
+  });
+});
+
+describe('CSV output reads back as written', () => {
+  it('quotes a lone carriage return, so a reader that takes CR as a line break keeps the row whole', () => {
+    const rows = [['1', 'a\rb', 'c'], ['2', 'line\r\nbreak', 'x,y'], ['3', '"q"', '\r']];
+    const text = rowEncoder({ format: 'csv' })(rows);
+    expect(text).toBe('1,"a\rb",c\n2,"line\r\nbreak","x,y"\n3,"""q""","\r"\n');
+    // the options this tool's own reader uses (source.ts)
+    expect(parse(text, { record_delimiter: ['\r\n', '\n', '\r'], relax_quotes: true })).toEqual(rows);
   });
 });
