@@ -6,11 +6,9 @@
 import { workerData } from 'node:worker_threads';
 import { emptyHashCounts, hashRows } from './hash-rows.js';
 import { prepareRows } from './prepare.js';
-import type { MappedV3 } from '../protocol/index.js';
-import { BucketAnswer } from './bucket-answer.js';
 import { outputRows, outputRowsV2 } from './result-columns.js';
 import { rowEncoder } from './row-encoders.js';
-import type { RowThreadAnswer, RowThreadConfig, RowThreadTask } from './row-threads.js';
+import { unpackAnswers, type RowThreadAnswer, type RowThreadConfig, type RowThreadTask } from './row-threads.js';
 import { parseCsvPiece } from './source.js';
 import type { InputRow, SourceProblemCounts } from './table.js';
 import { serveTasks } from './worker-pool.js';
@@ -46,10 +44,9 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
       if (rows === undefined) throw new Error(`piece ${task.piece} is not held by this thread`);
       held.delete(task.piece);
       const { status, reason } = task.answers;
-      // a v2 answer arrives as plain {u, bucketId}: the output reads its salt bucket off a BucketAnswer
-      const mapped = config.v2 ? task.answers.mapped.map((m) => (m !== null && 'bucketId' in m ? new BucketAnswer(m.u, m.bucketId) : m)) : task.answers.mapped;
+      const mapped = unpackAnswers(task.answers);
       const rejects: string[][] | null = task.rejects ? [] : null;
-      const out = (config.v2 ? outputRowsV2 : outputRows)({ rows, width: config.columns.length, status, mapped: mapped as MappedV3[], reason }, rejects);
+      const out = (config.v2 ? outputRowsV2 : outputRows)({ rows, width: config.columns.length, status, mapped, reason }, rejects);
       const bytes = utf8.encode(encode(out));
       const rejectBytes = rejects !== null && rejects.length > 0 ? utf8.encode(encode(rejects)) : null;
       return answer({ task: 'encode', bytes, rejectBytes }, [bytes, rejectBytes]);

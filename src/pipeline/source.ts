@@ -502,13 +502,35 @@ export function parseCsvPiece(
   name: string,
   counts: SourceProblemCounts,
 ): InputRow[] {
+  const bytes = Buffer.from(piece.bytes.buffer, piece.bytes.byteOffset, piece.bytes.byteLength);
+  if (bytes.indexOf(QUOTE) === -1 && bytes.length <= MAX_RECORD_BYTES) {
+    return plainPieceRows(bytes.toString(settings.encoding), piece.startLine, settings.delimiter, width, counts);
+  }
   const rows: InputRow[] = [];
   const lines = new LineIndex(piece.startLine);
-  const bytes = Buffer.from(piece.bytes.buffer, piece.bytes.byteOffset, piece.bytes.byteLength);
   lines.add(bytes, 0);
   const records = new CsvRecords(settings, name, lines, piece.startLine, (line, record) => rows.push(fitRow(line, record, width, counts)));
   records.parse(bytes);
   records.parse(undefined);
+  return rows;
+}
+
+const QUOTE = 0x22;
+const LINE_BREAK = /\r\n|\n|\r/;
+
+/**
+ * The rows of a piece without a single quote, as csv-parse reads them with CsvRecords' options: every line
+ * break ends a record, empty lines are skipped, cells are split at the delimiter and kept as they are. No quote
+ * means nothing is ever quoted, escaped or continued on the next line, and csv-parse's character-by-character
+ * state machine (the largest cost of a row) has nothing to do; a differential test holds the two together.
+ */
+function plainPieceRows(text: string, startLine: number, delimiter: string, width: number, counts: SourceProblemCounts): InputRow[] {
+  const lines = text.split(LINE_BREAK);
+  const rows: InputRow[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    if (line.length > 0) rows.push(fitRow(startLine + i, line.split(delimiter), width, counts));
+  }
   return rows;
 }
 
