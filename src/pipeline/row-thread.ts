@@ -6,10 +6,10 @@
 import { workerData } from 'node:worker_threads';
 import { emptyHashCounts, hashRows } from './hash-rows.js';
 import { prepareRows } from './prepare.js';
-import { outputRows, outputRowsV2 } from './result-columns.js';
-import { rowEncoder } from './row-encoders.js';
+import { outputRows, outputRowsV2, type AnsweredRows } from './result-columns.js';
+import { encodeCsvRow, rowEncoder } from './row-encoders.js';
 import { unpackAnswers, type RowThreadAnswer, type RowThreadConfig, type RowThreadTask } from './row-threads.js';
-import { parseCsvPiece } from './source.js';
+import { fitRow, parseCsvPiece, plainPieceLines } from './source.js';
 import type { InputRow, SourceProblemCounts } from './table.js';
 import { serveTasks } from './worker-pool.js';
 
@@ -36,6 +36,46 @@ function answer(output: RowThreadAnswer, buffers: (Uint8Array | null)[]): { outp
   return { output, transfer };
 }
 
+/** CSV in and out, both comma-separated: a plain input line is, as it is, the CSV text of the row's input cells. */
+const linesAreCsv = config.format.format === 'csv' && config.csv.delimiter === ',';
+
+/**
+ * The output text of a plain piece's rows (and of its --rejects rows) from its lines: each line as it is when it
+ * has the header's width (its cells need no quoting: no quote, comma or line break can be in them), then the
+ * result cells, encoded on their own (a field's quoting never depends on its neighbours, so the bytes are those
+ * of encoding the whole row). A line of another width is fitted and encoded cell by cell, as parsing would.
+ * This skips splitting and re-joining the input cells of nearly every row.
+ */
+function encodeOnLines(
+  lines: string[],
+  toOutput: typeof outputRows,
+  answers: Omit<AnsweredRows, 'rows'>,
+  withRejects: boolean,
+): { text: string; rejected: string } {
+  const bare: InputRow[] = new Array(lines.length);
+  for (let r = 0; r < lines.length; r++) bare[r] = { line: 0, cells: [] };
+  const rejects: string[][] | null = withRejects ? [] : null;
+  const results = toOutput({ ...answers, rows: bare }, rejects);
+  const rejectedRows = rejects === null ? null : new Set(rejects);
+  const width = config.width;
+  let text = '';
+  let rejected = '';
+  for (let r = 0; r < lines.length; r++) {
+    const line = lines[r];
+    const input = commasIn(line) === width - 1 ? line : encodeCsvRow(fitRow(0, line.split(','), width, { shortRows: 0, longRows: 0, extraKeys: 0 }).cells).slice(0, -1);
+    const row = `${input},${encodeCsvRow(results[r])}`;
+    text += row;
+    if (rejectedRows !== null && rejectedRows.has(results[r])) rejected += row;
+  }
+  return { text, rejected };
+}
+
+function commasIn(line: string): number {
+  let n = 0;
+  for (let i = line.indexOf(','); i !== -1; i = line.indexOf(',', i + 1)) n++;
+  return n;
+}
+
 serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
   switch (task.task) {
     case 'prepare': {
@@ -48,11 +88,19 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
       const piece = held.get(task.piece);
       if (piece === undefined) throw new Error(`piece ${task.piece} is not held by this thread`);
       held.delete(task.piece);
-      const { rows } = parse(piece.bytes, piece.startLine);
       const { status, reason } = task.answers;
       const mapped = unpackAnswers(task.answers);
+      const toOutput = config.v2 ? outputRowsV2 : outputRows;
+      const lines = linesAreCsv ? plainPieceLines(piece.bytes, config.csv.encoding) : undefined;
+      if (lines !== undefined) {
+        const { text, rejected } = encodeOnLines(lines, toOutput, { width: config.columns.length, status, mapped, reason }, task.rejects);
+        const bytes = utf8.encode(text);
+        const rejectBytes = rejected !== '' ? utf8.encode(rejected) : null;
+        return answer({ task: 'encode', bytes, rejectBytes }, [bytes, rejectBytes]);
+      }
+      const { rows } = parse(piece.bytes, piece.startLine);
       const rejects: string[][] | null = task.rejects ? [] : null;
-      const out = (config.v2 ? outputRowsV2 : outputRows)({ rows, width: config.columns.length, status, mapped, reason }, rejects);
+      const out = toOutput({ rows, width: config.columns.length, status, mapped, reason }, rejects);
       const bytes = utf8.encode(encode(out));
       const rejectBytes = rejects !== null && rejects.length > 0 ? utf8.encode(encode(rejects)) : null;
       return answer({ task: 'encode', bytes, rejectBytes }, [bytes, rejectBytes]);

@@ -291,7 +291,7 @@ function firstInvalidUtf8(buf: Buffer): number {
 }
 
 /** Fits a record to the header width, noting how it did not fit. */
-function fitRow(line: number, cells: string[], width: number, counts: SourceProblemCounts): InputRow {
+export function fitRow(line: number, cells: string[], width: number, counts: SourceProblemCounts): InputRow {
   const n = cells.length;
   if (n === width) return { line, cells };
   if (n < width) {
@@ -503,9 +503,7 @@ export function parseCsvPiece(
   counts: SourceProblemCounts,
 ): InputRow[] {
   const bytes = Buffer.from(piece.bytes.buffer, piece.bytes.byteOffset, piece.bytes.byteLength);
-  if (bytes.indexOf(QUOTE) === -1 && bytes.length <= MAX_RECORD_BYTES) {
-    return plainPieceRows(bytes.toString(settings.encoding), piece.startLine, settings.delimiter, width, counts);
-  }
+  if (isPlainPiece(bytes)) return plainPieceRows(bytes.toString(settings.encoding), piece.startLine, settings.delimiter, width, counts);
   const rows: InputRow[] = [];
   const lines = new LineIndex(piece.startLine);
   lines.add(bytes, 0);
@@ -517,6 +515,24 @@ export function parseCsvPiece(
 
 const QUOTE = 0x22;
 const LINE_BREAK = /\r\n|\n|\r/;
+
+/** A piece without a quote: every line is one record, and no cell holds a quote, a line break or the delimiter. */
+function isPlainPiece(bytes: Buffer): boolean {
+  return bytes.indexOf(QUOTE) === -1 && bytes.length <= MAX_RECORD_BYTES;
+}
+
+/**
+ * The records of a plain piece as lines of text (empty lines skipped, as parsing skips them), or undefined when
+ * the piece has a quote. With ',' as the delimiter such a line is already the CSV text of its cells.
+ */
+export function plainPieceLines(piece: Uint8Array, encoding: CsvSettings['encoding']): string[] | undefined {
+  const bytes = Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
+  if (!isPlainPiece(bytes)) return undefined;
+  const lines = bytes.toString(encoding).split(LINE_BREAK);
+  const records: string[] = [];
+  for (let i = 0; i < lines.length; i++) if (lines[i].length > 0) records.push(lines[i]);
+  return records;
+}
 
 /**
  * The rows of a piece without a single quote, as csv-parse reads them with CsvRecords' options: every line

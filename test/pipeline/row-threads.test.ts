@@ -469,12 +469,17 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
   let serve: ServeProcess | undefined;
   let input = '';
   let text = '';
+  let plainInput = '';
 
   beforeAll(async () => {
     ensureBuilt();
     text = trickyCsv(3000, 21);
     input = join(dir.path, 'e2e.csv');
     writeBytes(input, utf8(text));
+    // without its quotes, the tricky file is quote-free (the threads reuse its lines as they are) and has ragged
+    // rows, trailing delimiters and empty lines; several pieces of 256 KiB
+    plainInput = join(dir.path, 'e2e-plain.csv');
+    writeBytes(plainInput, utf8(trickyCsv(12000, 22).replace(/"/g, '')));
     serve = await startServe();
   });
   afterAll(async () => {
@@ -483,12 +488,12 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
 
   const cols = ['--email-col', 'email', '--phone-col', 'phone', '--email-hash-col', 'email_hash'];
 
-  async function map(threads: string, extra: string[], out: string): Promise<{ code: number | null; out: string; rejects: string; summary: unknown }> {
+  async function map(threads: string, extra: string[], out: string, from = input): Promise<{ code: number | null; out: string; rejects: string; summary: unknown }> {
     const connection = serveConnection(serve as ServeProcess);
     const rejects = `${out}.rejects`;
     const summary = `${out}.summary.json`;
     const result = await runCli(
-      ['map', input, '-o', out, '--rejects', rejects, '--summary-json', summary, '--quiet', '--threads', threads, ...cols, ...extra, ...connection.args],
+      ['map', from, '-o', out, '--rejects', rejects, '--summary-json', summary, '--quiet', '--threads', threads, ...cols, ...extra, ...connection.args],
       { env: connection.env },
     );
     expect([0, 3], result.stderr).toContain(result.code);
@@ -513,6 +518,26 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
     expect(threaded.out).toBe(single.out);
     expect(threaded.rejects).toBe(single.rejects);
     expect(threaded.code).toBe(single.code);
+    expect(threaded.summary).toEqual(single.summary);
+  });
+
+  it.each([
+    ['v3', []],
+    ['v2', ['--api', 'v2']],
+  ] as const)('map %s of a quote-free CSV with ragged rows, with --rejects', async (name, extra) => {
+    const plainText = readFileSync(plainInput, 'utf8');
+    expect(plainText).not.toContain('"');
+    expect(plainText.length).toBeGreaterThan(3 * 256 * 1024);
+    const [single, threaded] = await Promise.all([
+      map('0', [...extra], join(dir.path, `plain-${name}-0.csv`), plainInput),
+      map('2', [...extra], join(dir.path, `plain-${name}-2.csv`), plainInput),
+    ]);
+    const summary = single.summary as { long_rows?: number; short_rows?: number };
+    expect(summary.long_rows).toBeGreaterThan(0);
+    expect(summary.short_rows).toBeGreaterThan(0);
+    expect(single.rejects.length).toBeGreaterThan(0);
+    expect(threaded.out).toBe(single.out);
+    expect(threaded.rejects).toBe(single.rejects);
     expect(threaded.summary).toEqual(single.summary);
   });
 
