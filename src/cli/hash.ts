@@ -13,7 +13,7 @@ import { InputError, OutputError, type OpenSourceOptions, type TableInfo, type T
 import { EXIT, UserError, onInterrupt } from './exit-codes.js';
 import { addOutputOptions } from './options.js';
 import { addTableInputOptions, resolveInputArg, sourceOptionsOf, tableInputFlags, type InputFlags } from './table-input.js';
-import { addThreadsOption, defaultThreads, threadsFlag } from './threads.js';
+import { addThreadsOption, defaultHashThreads, threadsFlag } from './threads.js';
 import { createProgress } from './progress.js';
 import { formatCount, formatDuration, formatRate } from './summary.js';
 
@@ -26,7 +26,7 @@ export interface HashFlags extends InputFlags, ColumnFlags {
   bom?: boolean;
   summaryJson?: string;
   quiet?: boolean;
-  /** Worker threads that encode the output (absent or 0: the main thread). */
+  /** Worker threads that parse, hash and encode CSV rows (absent or 0: the main thread; see cli/threads.ts). */
   threads?: number;
 }
 
@@ -249,7 +249,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
     .option('--bom', 'start a CSV output with a UTF-8 BOM (for Excel)');
   addTableInputOptions(cmd);
   addOutputOptions(cmd);
-  addThreadsOption(cmd, defaultThreads());
+  addThreadsOption(cmd, defaultHashThreads(), 'one per core');
   cmd.action(async (input: string | undefined, opts: Record<string, unknown>, command: Command) => {
     const hashIo = io();
     const output = typeof opts.output === 'string' ? opts.output : undefined;
@@ -262,7 +262,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
       ...(opts.bom === true ? { bom: true } : {}),
       ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
       quiet: opts.quiet === true,
-      threads: threadsFlag(opts, defaultThreads()),
+      threads: threadsFlag(opts, defaultHashThreads()),
     };
     await runHash(flags, hashIo);
   });

@@ -18,7 +18,7 @@ import { runInProcess, type InputCommandDeps } from './command-context.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { startEmbeddedServiceIfLocal } from './local-service.js';
 import { openMapState, type MapStateFile } from './map-state.js';
-import { addThreadsOption, threadsFlag } from './threads.js';
+import { addThreadsOption, defaultMapThreads, threadsFlag } from './threads.js';
 import { addTableInputOptions, sourceOptionsOf, tableInputFlags, type InputFlags } from './table-input.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from './options.js';
 import { createProgress, type ProgressReporter } from './progress.js';
@@ -44,7 +44,7 @@ export interface MapFlags extends ColumnFlags {
   dryRun?: boolean;
   /** v3 (default), or the deprecated v2 map: one identity kind per request, salt buckets instead of r. */
   api?: 'v3' | 'v2';
-  /** Worker threads that encode the output (absent or 0: the main thread). */
+  /** Worker threads that parse, prepare and encode CSV rows (absent or 0: the main thread; see cli/threads.ts). */
   threads?: number;
   connection: ConnectionFlags;
   output: OutputFlags;
@@ -86,9 +86,9 @@ export function registerMap(program: Command): void {
   addTableInputOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
-  addThreadsOption(cmd, 0);
+  addThreadsOption(cmd, defaultMapThreads(), 'cores - 1');
   cmd.action((input: string | undefined, opts: Record<string, unknown>) =>
-    runInProcess((deps) => runMap({ ...mapFlags(input, opts), threads: threadsFlag(opts, 0) }, deps)),
+    runInProcess((deps) => runMap({ ...mapFlags(input, opts), threads: threadsFlag(opts, defaultMapThreads()) }, deps)),
   );
 }
 
