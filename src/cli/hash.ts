@@ -6,7 +6,7 @@ import { ColumnError, resolveIdentifierColumns, resultHeader, type ColumnFlags, 
 import { openCsvPieces, type CsvPieceSource } from '../pipeline/csv-piece-source.js';
 import { addHashCounts, emptyHashCounts, HASH_FIELDS, hashRows, type HashCounts } from '../pipeline/hash-rows.js';
 import type { RowFormat } from '../pipeline/row-encoders.js';
-import { RowThreads } from '../pipeline/row-threads.js';
+import { RowThreads, YOUNG_GENERATION_MB } from '../pipeline/row-threads.js';
 import { openSink } from '../pipeline/sink.js';
 import { openSource, resolveFormat } from '../pipeline/source.js';
 import { InputError, OutputError, type OpenSourceOptions, type TableInfo, type TableSink, type TableSource } from '../pipeline/table.js';
@@ -96,7 +96,7 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     };
     if (isPieceSource(source)) {
       const format: RowFormat = flags.format === 'jsonl' ? { format: 'jsonl', header } : { format: 'csv' };
-      threads = new RowThreads({ name: source.name, csv: source.settings, width: source.width, columns, format, v2: false }, flags.threads ?? 1);
+      threads = new RowThreads({ name: source.name, csv: source.settings, width: source.width, columns, format, v2: false }, flags.threads ?? 1, YOUNG_GENERATION_MB.hash);
       for await (const piece of threads.hashed(source)) {
         addHashCounts(counts, piece.counts);
         await sink.writeEncoded(piece.bytes);

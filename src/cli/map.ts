@@ -10,7 +10,7 @@ import { openCsvPieces, type CsvPieceSource } from '../pipeline/csv-piece-source
 import { outputHeader, outputHeaderV2, outputRows, outputRowsV2 } from '../pipeline/result-columns.js';
 import type { RowChunk } from '../pipeline/row-chunk.js';
 import type { RowFormat } from '../pipeline/row-encoders.js';
-import { EncodedWrites, RowThreads } from '../pipeline/row-threads.js';
+import { EncodedWrites, RowThreads, YOUNG_GENERATION_MB } from '../pipeline/row-threads.js';
 import { openSink } from '../pipeline/sink.js';
 import { openSource, resolveFormat } from '../pipeline/source.js';
 import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../pipeline/table.js';
@@ -246,7 +246,7 @@ async function mapForReal(
   let progress: ProgressReporter | undefined;
   const format: RowFormat = flags.output.format === 'jsonl' ? { format: 'jsonl', header } : { format: 'csv' };
   const threads = isPieceSource(source)
-    ? new RowThreads({ name: source.name, csv: source.settings, width: source.width, columns, format, v2 }, flags.threads ?? 1)
+    ? new RowThreads({ name: source.name, csv: source.settings, width: source.width, columns, format, v2 }, flags.threads ?? 1, YOUNG_GENERATION_MB.map)
     : undefined;
   try {
     // row threads encode the rows themselves; otherwise --threads gives the sink encoding threads

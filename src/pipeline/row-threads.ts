@@ -113,13 +113,17 @@ const AHEAD_PER_THREAD = 3;
 
 /**
  * V8 heap limits of each thread. A task allocates a few MB (a string per cell, the output text) that die with
- * it: a young generation that holds several tasks' worth is scavenged less often, so less of it is copied
- * (1M-row bench: 16 MB -> 32 MB took the run from about 7.0 s to 6.2 s, for about 20 MB of peak RSS). What a
- * thread keeps between tasks (the pieces' bytes) lives outside the heap, so a small old generation is plenty,
+ * it: a young generation that holds several tasks' worth is scavenged less often, so less of it is copied. What
+ * a thread keeps between tasks (the pieces' bytes) lives outside the heap, so a small old generation is plenty,
  * and its limit also makes V8 grow it less eagerly (worker heap 72 -> 55 MB at 1M rows). 256 MB still holds a
  * piece with a single 16 MB record, the longest a record may be.
+ *
+ * The young generation is the caller's trade between speed and memory, measured on the 1M/5M-row bench: `hash`
+ * (nothing else in the process) takes 32 MB: 2.25 s per 1M rows against 2.95 s with 24 MB, at 244 MB peak RSS.
+ * `map` shares the process with the engine's own heap and takes 16 MB: 6.3 s and 284 MB per 1M rows, 293 MB at
+ * 5M, where 32 MB ran 5.5-6.2 s but peaked at 310-320 MB.
  */
-const YOUNG_GENERATION_MB = 32;
+export const YOUNG_GENERATION_MB = { map: 16, hash: 32 } as const;
 const OLD_GENERATION_MB = 256;
 
 /**
@@ -140,6 +144,7 @@ export class RowThreads {
   constructor(
     config: RowThreadConfig,
     readonly threads: number,
+    youngGenerationMb: number,
   ) {
     this.pool = new WorkerPool<RowThreadTask, RowThreadAnswer>({
       script: ROW_THREAD,
@@ -147,7 +152,7 @@ export class RowThreads {
       workerData: config,
       purpose: 'parsing and hashing rows',
       revive: reviveInputError,
-      resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB, maxOldGenerationSizeMb: OLD_GENERATION_MB },
+      resourceLimits: { maxYoungGenerationSizeMb: youngGenerationMb, maxOldGenerationSizeMb: OLD_GENERATION_MB },
     });
   }
 
@@ -240,11 +245,12 @@ async function* inOrder<In, Out>(items: AsyncIterable<In>, ahead: number, start:
 }
 
 /**
- * A piece's bytes in a buffer of their own, handed over (transferred) rather than cloned. Always a copy: a
- * piece may be a view into a read buffer that other pieces share, and a transfer would empty it for them.
+ * A piece's bytes in a buffer of their own, handed over (transferred) rather than cloned. The cutter makes each
+ * piece its own buffer; a view into a shared one (which a transfer would empty for the others) is copied.
  */
 function copyOut(piece: CsvPiece): Uint8Array {
-  return new Uint8Array(piece.bytes);
+  const b = piece.bytes;
+  return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b : new Uint8Array(b);
 }
 
 function expect<K extends RowThreadAnswer['task']>(answer: RowThreadAnswer, task: K): Extract<RowThreadAnswer, { task: K }> {

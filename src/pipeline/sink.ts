@@ -127,9 +127,10 @@ abstract class SinkBase implements TableSink {
     while (threaded.full) await this.emit((await threaded.next()) as Uint8Array);
   }
 
+  /** The bytes are the sink's from here on: once written, their memory is released (see releaseWhenWritten). */
   async writeEncoded(bytes: Uint8Array): Promise<void> {
     await this.flushEncoded();
-    await this.emit(bytes);
+    await this.emit(bytes, releaseWhenWritten(bytes));
   }
 
   /** Text written as is (a header), after every chunk given before it. */
@@ -149,11 +150,11 @@ abstract class SinkBase implements TableSink {
     await this.encoder.threaded?.close();
   }
 
-  private async emit(text: string | Uint8Array): Promise<void> {
+  private async emit(text: string | Uint8Array, written?: (err?: Error | null) => void): Promise<void> {
     if (this.finished) throw new Error('write after the output was committed or aborted');
     if (this.failure) throw this.translate(this.failure);
     if (this.skipWrites()) return;
-    if (this.stream.write(text)) return;
+    if (this.stream.write(text, written)) return;
     await this.drained();
   }
 
@@ -319,6 +320,20 @@ class FileSink extends SinkBase {
     await this.handle.close().catch(() => undefined);
     await unlink(this.tmp).catch(() => undefined);
   }
+}
+
+/**
+ * Encoded rows come from worker threads as buffers of about 1 MB that outlive a few scavenges on their way to the
+ * disk, so they die in the old generation, which the main thread collects rarely: up to ~60 MB of written output
+ * stayed allocated (peak RSS grew from 1M to 5M rows). Once the stream has written them, moving their memory into
+ * a throwaway ArrayBuffer (a transfer, no copy) lets the next scavenge free it.
+ */
+function releaseWhenWritten(bytes: Uint8Array): (err?: Error | null) => void {
+  return (err) => {
+    const buffer = bytes.buffer;
+    if (err || !(buffer instanceof ArrayBuffer) || buffer.byteLength === 0) return;
+    structuredClone(buffer, { transfer: [buffer] });
+  };
 }
 
 /** Makes the rename itself durable; not possible on every platform (Windows), so best effort. */

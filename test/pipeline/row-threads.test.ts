@@ -240,6 +240,8 @@ class Pools {
       pool = new threadsModule.RowThreads(
         { name: piecesSource.name, csv: piecesSource.settings, width: piecesSource.width, columns, format: formatOf(c, piecesSource.header, columns), v2: false },
         threads,
+        // a small young generation: the tests run several pools side by side
+        8,
       );
       this.pools.set(threads, pool);
     }
