@@ -1,6 +1,7 @@
 import { parse } from 'csv-parse/sync';
 import { describe, expect, test } from 'vitest';
 import { CsvPieceCutter, type CsvPiece } from '../../src/pipeline/csv-pieces.js';
+import { seeded } from '../helpers/seeded-random.js';
 
 // the options CsvTable gives csv-parse; the pieces are parsed with exactly these
 function csvOptions(delimiter: string) {
@@ -24,17 +25,6 @@ function parseAll(bytes: Buffer, delimiter: string): Parsed {
   } catch (err) {
     return { ok: false, code: String((err as { code?: string }).code) };
   }
-}
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const BREAKS = ['\n', '\r\n', '\r'];
@@ -133,7 +123,7 @@ function cutAll(cutter: CsvPieceCutter, pushes: Buffer[], headerFirst: boolean):
 }
 
 function checkFile(seed: number, delimiter: string): void {
-  const rnd = mulberry32(seed);
+  const rnd = seeded(seed);
   const input = Buffer.from(generateCsv(rnd, delimiter, rnd() > 0.1), 'utf8');
   const target = 1 + Math.floor(rnd() * 200);
   const headerFirst = rnd() < 0.3;
@@ -186,7 +176,7 @@ describe('CsvPieceCutter against csv-parse on random files', () => {
     let quoteFree = 0;
     let junkAfterQuote = 0;
     for (let seed = 1000; seed < 1800; seed++) {
-      const rnd = mulberry32(seed);
+      const rnd = seeded(seed);
       const text = generateCsv(rnd, ',', rnd() > 0.1);
       if (!parseAll(Buffer.from(text), ',').ok) failing++;
       if (!text.includes('"')) quoteFree++;

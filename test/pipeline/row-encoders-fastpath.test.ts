@@ -2,21 +2,11 @@ import { stringify } from 'csv-stringify/sync';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'csv-parse/sync';
 import { CSV_OPTIONS, encodeCsvRow, rowEncoder } from '../../src/pipeline/row-encoders.js';
+import { seeded } from '../helpers/seeded-random.js';
 
 /** What csv-stringify alone writes with the output's options: every row through it. */
 const reference = (rows: readonly (readonly (string | undefined)[])[]): string => stringify(rows as string[][], CSV_OPTIONS);
 
-/** mulberry32: a seeded generator, so a failure can be replayed. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const SPECIAL = ['"', ',', '\n', '\r', '\r\n', '""', ' ', '\t', ';', "'", '=', '\u0000', '\u2028', '\ufeff'];
 const PLAIN = [
