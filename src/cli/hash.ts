@@ -249,7 +249,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
     .option('--bom', 'start a CSV output with a UTF-8 BOM (for Excel)');
   addTableInputOptions(cmd);
   addOutputOptions(cmd);
-  addThreadsOption(cmd, defaultHashThreads(), 'one per core');
+  addThreadsOption(cmd, defaultHashThreads(), 'one per core, at most 4');
   cmd.action(async (input: string | undefined, opts: Record<string, unknown>, command: Command) => {
     const hashIo = io();
     const output = typeof opts.output === 'string' ? opts.output : undefined;

@@ -86,7 +86,7 @@ export function registerMap(program: Command): void {
   addTableInputOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
-  addThreadsOption(cmd, defaultMapThreads(), 'cores - 1');
+  addThreadsOption(cmd, defaultMapThreads(), 'cores - 1, at most 3');
   cmd.action((input: string | undefined, opts: Record<string, unknown>) =>
     runInProcess((deps) => runMap({ ...mapFlags(input, opts), threads: threadsFlag(opts, defaultMapThreads()) }, deps)),
   );
