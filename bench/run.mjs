@@ -165,7 +165,7 @@ function record(name, row) {
 }
 
 const threadArgs = (t) => (t === undefined ? [] : ['--threads', String(t)]);
-const DEFAULT_THREADS = { map: Math.max(1, cpus().length - 1), hash: Math.max(1, cpus().length) };
+const DEFAULT_THREADS = { map: Math.min(3, Math.max(1, cpus().length - 1)), hash: Math.min(4, Math.max(1, cpus().length)) };
 const threadLabel = (t, command = 'map') => (t === undefined ? ` (default --threads ${DEFAULT_THREADS[command]})` : ` --threads ${t}`);
 
 async function mapCase(serve, rows, kind, runs, threads, stateFrom) {
