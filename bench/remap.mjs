@@ -11,11 +11,9 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { BIN, childEnv, ROOT, startServe } from './processes.mjs';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const BIN = join(ROOT, 'bin', 'uid2-batch.js');
 const WORK = join(tmpdir(), 'uid2-batch-bench-remap');
 const args = process.argv.slice(2);
 const ENTRIES = Number(args.find((a) => /^\d+$/.test(a)) ?? 5_000_000);
@@ -41,27 +39,7 @@ const sec = (m) => `${(m / 1000).toFixed(2)} s`;
 const results = { entries: ENTRIES };
 
 // --- serve in its own process, on the real clock ----------------------------------------------------------------
-function childEnv(extra = {}) {
-  const env = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('UID2_')) env[k] = v;
-  return { ...env, XDG_CONFIG_HOME: join(WORK, 'no-config'), NO_COLOR: '1', ...extra };
-}
-
-async function startServe() {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0'], { env: childEnv(), stdio: ['ignore', 'pipe', 'inherit'] });
-  const line = await new Promise((resolveLine, reject) => {
-    let text = '';
-    child.stdout.on('data', (d) => {
-      text += d;
-      const nl = text.indexOf('\n');
-      if (nl >= 0) resolveLine(text.slice(0, nl));
-    });
-    child.once('exit', (code) => reject(new Error(`serve exited with ${code}`)));
-  });
-  return { child, ...JSON.parse(line) };
-}
-
-const served = await startServe();
+const served = await startServe(WORK);
 try {
   // --- build: 5M email-hash entries, r spread over the coming year, day 0 (1/365) already due --------------------
   const nowS = Math.floor(Date.now() / 1000);
@@ -129,7 +107,7 @@ try {
   console.log(`countDue: ${fmt(counted)} in ${results.count_due_ms.toFixed(1)} ms; selectDue: ${fmt(selected)} entries in ${pages} pages in ${results.select_due_ms.toFixed(1)} ms`);
 
   // --- dry run and the real remap through the built CLI ------------------------------------------------------------
-  const env = childEnv({ UID2_BASE_URL: served.url, UID2_API_KEY: served.api_key, UID2_CLIENT_SECRET: served.client_secret });
+  const env = childEnv(WORK, { UID2_BASE_URL: served.url, UID2_API_KEY: served.api_key, UID2_CLIENT_SECRET: served.client_secret });
   const run = (cliArgs) =>
     new Promise((resolveRun) => {
       const started = process.hrtime.bigint();

@@ -12,15 +12,14 @@
 //   npm run bench -- --only mapState --state-into /tmp/uid2-batch-bench-remap/state-5000000.db
 //                                          # map --state into a copy of a big kept state (bench/remap.mjs --keep)
 import { spawn } from 'node:child_process';
+import { BIN, childEnv, cpuSecondsOf, ROOT, startServe, stopServe } from './processes.mjs';
 import { hash as sha256 } from 'node:crypto';
 import { once } from 'node:events';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const BIN = join(ROOT, 'bin', 'uid2-batch.js');
 const DATA = join(ROOT, 'bench', 'data');
 const RESULTS = join(ROOT, 'bench', 'results.json');
 
@@ -75,42 +74,6 @@ function rawUidFile(count) {
 }
 
 // --- processes ---------------------------------------------------------------------------------------------------
-function childEnv(extra = {}) {
-  const env = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('UID2_')) env[k] = v;
-  return { ...env, XDG_CONFIG_HOME: join(WORK, 'no-config'), NO_COLOR: '1', ...extra };
-}
-
-async function startServe() {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0'], { env: childEnv(), stdio: ['ignore', 'pipe', 'inherit'] });
-  const line = await new Promise((resolveLine, reject) => {
-    let text = '';
-    child.stdout.on('data', (d) => {
-      text += d;
-      const nl = text.indexOf('\n');
-      if (nl >= 0) resolveLine(text.slice(0, nl));
-    });
-    child.once('exit', (code) => reject(new Error(`serve exited with ${code}`)));
-  });
-  return { child, ...JSON.parse(line) };
-}
-
-async function stopServe(serve) {
-  if (serve.child.exitCode !== null) return;
-  process.kill(serve.child.pid, 'SIGTERM');
-  await once(serve.child, 'exit');
-}
-
-/** CPU seconds a process has used so far (Linux /proc). */
-function cpuSecondsOf(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return NaN;
-  }
-}
-
 // The CLI reports its own peak RSS (VmHWM), its CPU time, and its main thread's CPU time (/proc/self/task/PID)
 // as it exits. On a shared machine the main thread's CPU says what worker threads took off the critical path
 // even when the wall time cannot show it (no core free for them).
@@ -122,7 +85,7 @@ const REPORT = `data:text/javascript,${encodeURIComponent(
 async function runCli(args, { serve, env = {}, okCodes = [0] } = {}) {
   const serveCpu0 = serve ? cpuSecondsOf(serve.child.pid) : 0;
   const started = process.hrtime.bigint();
-  const child = spawn(process.execPath, ['--import', REPORT, BIN, ...args], { env: childEnv(env), stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', REPORT, BIN, ...args], { env: childEnv(WORK, env), stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const [code] = await once(child, 'close');
@@ -316,7 +279,7 @@ const machine = {
 };
 process.stderr.write(`bench: ${machine.cores} cores (${machine.cpu_model}), Node ${machine.node}, load ${machine.load_avg_at_start}\n`);
 
-const serve = await startServe();
+const serve = await startServe(WORK);
 try {
   if (ONLY.some((c) => c.startsWith('map'))) {
     // a long-running service has its code optimized and its salts cached: one unmeasured run gets it there, so

@@ -3,13 +3,11 @@ import { open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { ColumnError, resolveIdentifierColumns, resultHeader, type ColumnFlags, type ColumnKind, type IdentifierColumn } from '../pipeline/columns.js';
-import { openCsvPieces, type CsvPieceSource } from '../pipeline/csv-piece-source.js';
 import { addHashCounts, emptyHashCounts, HASH_FIELDS, hashRows, type HashCounts } from '../pipeline/hash-rows.js';
 import type { RowFormat } from '../pipeline/row-encoders.js';
-import { RowThreads, YOUNG_GENERATION_MB } from '../pipeline/row-threads.js';
+import { isPieceSource, openTableInput, RowThreads, YOUNG_GENERATION_MB, type TableInput } from '../pipeline/row-threads.js';
 import { openSink } from '../pipeline/sink.js';
-import { openSource, resolveFormat } from '../pipeline/source.js';
-import { InputError, OutputError, type OpenSourceOptions, type TableInfo, type TableSink, type TableSource } from '../pipeline/table.js';
+import { InputError, OutputError, type OpenSourceOptions, type TableInfo, type TableSink } from '../pipeline/table.js';
 import { EXIT, UserError, onInterrupt } from './exit-codes.js';
 import { addOutputOptions } from './options.js';
 import { addTableInputOptions, resolveInputArg, sourceOptionsOf, tableInputFlags, type InputFlags } from './table-input.js';
@@ -127,22 +125,14 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
   }
 }
 
-/** The input as parsed rows, or (--threads, CSV) as pieces for the row threads to parse. */
-type HashSource = TableSource | CsvPieceSource;
-
-function isPieceSource(source: HashSource): source is CsvPieceSource {
-  return 'pieces' in source;
-}
-
-async function openInput(flags: HashFlags, io: HashIo): Promise<HashSource> {
+async function openInput(flags: HashFlags, io: HashIo): Promise<TableInput> {
   const options: OpenSourceOptions = {
     path: flags.input,
     ...sourceOptionsOf(flags),
     ...(flags.input === '-' ? { stream: io.stdin } : {}),
   };
   try {
-    const threaded = (flags.threads ?? 0) > 0 && resolveFormat(options) === 'csv' && RowThreads.available();
-    return threaded ? await openCsvPieces(options) : await openSource(options);
+    return await openTableInput(options, flags.threads ?? 0);
   } catch (err) {
     throw asUserError(err);
   }

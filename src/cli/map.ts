@@ -6,15 +6,14 @@ import { ColumnError, resolveIdentifierColumns, type ColumnFlags, type Identifie
 import { AdaptiveConcurrency } from '../pipeline/dispatcher.js';
 import { MapEngine, type MapRunCounts, type MapRunResult } from '../pipeline/engine.js';
 import { mapBatchV2 } from '../pipeline/map-v2.js';
-import { openCsvPieces, type CsvPieceSource } from '../pipeline/csv-piece-source.js';
 import { outputHeader, outputHeaderV2, outputRows, outputRowsV2 } from '../pipeline/result-columns.js';
 import type { RowChunk } from '../pipeline/row-chunk.js';
 import type { RowFormat } from '../pipeline/row-encoders.js';
-import { EncodedWrites, RowThreads, YOUNG_GENERATION_MB } from '../pipeline/row-threads.js';
+import { EncodedWrites, isPieceSource, openTableInput, RowThreads, YOUNG_GENERATION_MB, type TableInput } from '../pipeline/row-threads.js';
 import { openSink } from '../pipeline/sink.js';
-import { openSource, resolveFormat } from '../pipeline/source.js';
 import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../pipeline/table.js';
 import { runInProcess, type InputCommandDeps } from './command-context.js';
+import { exitCodeOf, KNOWN_FAILURES as BATCH_KNOWN_FAILURES } from './run-report.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { startEmbeddedServiceIfLocal } from './local-service.js';
 import { openMapState, type MapStateFile } from './map-state.js';
@@ -144,8 +143,8 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
     ...(inputPath === '-' ? { stream: deps.stdin } : {}),
   };
   // with --threads, a CSV input is parsed by the row threads: here it is only cut into record-aligned pieces
-  const threaded = (flags.threads ?? 0) > 0 && !dryRun && resolveFormat(sourceOptions) === 'csv' && RowThreads.available();
-  const source: MapSource = threaded ? await openCsvPieces(sourceOptions) : await openSource(sourceOptions);
+  // (not in a dry run: nothing is handed on, so the threads would keep every piece)
+  const source = await openTableInput(sourceOptions, dryRun ? 0 : (flags.threads ?? 0));
   for (const line of source.notes) say(line);
   if (source.header.length === 0) return emptyInput(source, flags, startedMs, deps, say);
   const columns = identifierColumns(source, flags, say);
@@ -165,13 +164,6 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
 }
 
 /** A 0-byte input is an empty table, not a mistake: the output is empty too (no columns to name). */
-/** The input as parsed rows, or (--threads, CSV) as pieces for the row threads to parse. */
-type MapSource = TableSource | CsvPieceSource;
-
-function isPieceSource(source: MapSource): source is CsvPieceSource {
-  return 'pieces' in source;
-}
-
 async function emptyInput(source: TableInfo, flags: MapFlags, startedMs: number, deps: MapDeps, say: (line: string) => void): Promise<number> {
   say(`${source.name} is empty: nothing to map`);
   if (!flags.dryRun) {
@@ -213,7 +205,7 @@ function chooseConcurrency(requested: number | undefined, config: ResolvedConfig
 }
 
 async function mapForReal(
-  source: MapSource,
+  source: TableInput,
   columns: IdentifierColumn[],
   concurrency: number,
   resolved: ResolvedConfig,
@@ -331,19 +323,6 @@ function runArgs(flags: MapFlags, source: TableInfo, columns: IdentifierColumn[]
   });
 }
 
-function exitCodeOf(result: MapRunResult): number {
-  switch (result.outcome.kind) {
-    case 'completed':
-      return result.counts.status.error > 0 ? EXIT.partial : EXIT.ok;
-    case 'interrupted':
-      return EXIT.interrupted;
-    case 'auth-refused':
-      return EXIT.auth;
-    case 'failed':
-      return EXIT.failed;
-  }
-}
-
 interface Finish {
   sink: TableSink;
   rejects: TableSink | undefined;
@@ -399,18 +378,8 @@ async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Pro
 
 /** Failures of the input, the output or the machine, as opposed to the service's answers. */
 const LOCAL_FAILURES = new Set(['InputError', 'OutputError', 'ClockSkewError', 'SqliteError']);
-/** Failures whose message is already meant for the user; anything else is a bug and keeps its stack for UID2_DEBUG. */
-const KNOWN_FAILURES = new Set([
-  ...LOCAL_FAILURES,
-  'ServiceError',
-  'ClientError',
-  'ServerError',
-  'RateLimitedError',
-  'PayloadTooLargeError',
-  'NetworkError',
-  'UnexpectedResponseError',
-  'EnvelopeError',
-]);
+/** The batch commands' known failures, and map's own input's. */
+const KNOWN_FAILURES: ReadonlySet<string> = new Set([...BATCH_KNOWN_FAILURES, 'InputError']);
 
 function estimateTotal(source: TableInfo, counts: MapRunCounts): { total?: number; totalIsEstimate?: boolean } {
   const total = source.totalBytes;

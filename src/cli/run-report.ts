@@ -41,6 +41,8 @@ export const KNOWN_FAILURES: ReadonlySet<string> = new Set([
   'ServiceError',
   'ClientError',
   'ServerError',
+  'RateLimitedError',
+  'PayloadTooLargeError',
   'NetworkError',
   'UnexpectedResponseError',
   'EnvelopeError',

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { IdentifierColumn } from './columns.js';
 import type { CsvPiece } from './csv-pieces.js';
-import type { CsvPieceSource } from './csv-piece-source.js';
+import { openCsvPieces, type CsvPieceSource } from './csv-piece-source.js';
 import type { EngineChunk } from './engine.js';
 import type { HashCounts } from './hash-rows.js';
 import type { PreparedRows } from './prepare.js';
@@ -10,7 +10,8 @@ import { BucketAnswer, bucketIdOf } from './bucket-answer.js';
 import { SLOT, type RowChunk } from './row-chunk.js';
 import type { MappedV3 } from '../protocol/index.js';
 import type { RowFormat } from './row-encoders.js';
-import { InputError, type SourceProblemCounts, type TableSink } from './table.js';
+import { openSource, resolveFormat } from './source.js';
+import { InputError, type OpenSourceOptions, type SourceProblemCounts, type TableSink, type TableSource } from './table.js';
 import { WorkerPool, type ThrownInWorker } from './worker-pool.js';
 
 /** What every row thread is told once, at its start. Plain data. */
@@ -103,6 +104,22 @@ export function unpackAnswers(answers: SlotAnswers): (MappedV3 | null)[] {
     k++;
   }
   return mapped;
+}
+
+/** An input as parsed rows, or, for the row threads to parse, as pieces of CSV. */
+export type TableInput = TableSource | CsvPieceSource;
+
+export function isPieceSource(input: TableInput): input is CsvPieceSource {
+  return 'pieces' in input;
+}
+
+/**
+ * Opens the input for `threads` row threads: a CSV input as pieces when there are threads to parse them (and a
+ * compiled thread script to start), anything else as parsed rows.
+ */
+export async function openTableInput(options: OpenSourceOptions, threads: number): Promise<TableInput> {
+  const pieces = threads > 0 && resolveFormat(options) === 'csv' && RowThreads.available();
+  return pieces ? openCsvPieces(options) : openSource(options);
 }
 
 /** Compiled beside this module in dist/. */

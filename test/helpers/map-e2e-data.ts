@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /** A temp directory for one test file; remove() in afterAll. */
-export function tempDir(prefix: string): { path: string; file(name: string, content?: string): string; remove(): void } {
-  const path = mkdtempSync(join(tmpdir(), `uid2-map-e2e-${prefix}-`));
+export function tempDir(prefix: string): { path: string; file(name: string, content?: string | Buffer): string; remove(): void } {
+  const path = mkdtempSync(join(tmpdir(), `uid2-test-${prefix}-`));
   return {
     path,
     file(name, content) {

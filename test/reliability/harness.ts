@@ -1,6 +1,5 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ROOT } from '../helpers/map-e2e-build.js';
@@ -76,20 +75,7 @@ export function stackLines(stderr: string): string[] {
   return stderr.split('\n').filter((line) => /^\s+at\s/.test(line));
 }
 
-export function tempDir(prefix: string): { path: string; file(name: string, content?: string | Buffer): string; remove(): void } {
-  const path = mkdtempSync(join(tmpdir(), `uid2-rel-${prefix}-`));
-  return {
-    path,
-    file(name, content) {
-      const p = join(path, name);
-      if (content !== undefined) writeFileSync(p, content);
-      return p;
-    },
-    remove() {
-      rmSync(path, { recursive: true, force: true });
-    },
-  };
-}
+export { tempDir } from '../helpers/map-e2e-data.js';
 
 /** Files in `dir` other than `except`: what an interrupted run left behind. */
 export function leftovers(dir: string, except: readonly string[]): string[] {
