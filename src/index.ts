@@ -20,10 +20,10 @@
  */
 import { createServiceClient, type ClientStats, type ServiceClient } from './client/index.js';
 import type { DiiType, IdentifierKind } from './identity/index.js';
-import { AdaptiveConcurrency } from './pipeline/dispatcher.js';
-import { MapEngine, type EngineColumn, type EngineState, type MapRunCounts, type MapRunOutcome } from './pipeline/engine.js';
-import { SLOT, SLOT_STATUS_NAMES, type RowChunk } from './pipeline/row-chunk.js';
-import type { InputRow } from './pipeline/table.js';
+import { AdaptiveConcurrency } from './pipeline/run/adaptive-limiter.js';
+import { MapEngine, type EngineColumn, type EngineState, type MapRunCounts, type MapRunOutcome } from './pipeline/map/map-engine.js';
+import { SLOT, SLOT_STATUS_NAMES, type RowChunk } from './pipeline/map/row-chunk.js';
+import type { InputRow } from './pipeline/table/table.js';
 import { envFingerprint } from './config/index.js';
 import { openState, type StateStore } from './state/index.js';
 
@@ -31,11 +31,11 @@ export type { DiiType, IdentifierKind } from './identity/index.js';
 export { normalizeEmail, isNormalizedPhone, normalizeHash, sha256Base64, prepareIdentifier, prepareAuto } from './identity/index.js';
 export { createServiceClient } from './client/index.js';
 export type { ClientOptions, ClientStats, ServiceClient, RetryEvent } from './client/index.js';
-export { MapEngine, type EngineColumn, type EngineState, type MapEngineOptions, type MapRunCounts, type MapRunOutcome, type MapRunResult } from './pipeline/engine.js';
-export { AdaptiveConcurrency, type AdaptiveConcurrencyOptions } from './pipeline/dispatcher.js';
-export { outputHeader, outputRows, RESULT_COLUMNS } from './pipeline/result-columns.js';
-export type { RowChunk } from './pipeline/row-chunk.js';
-export type { InputRow } from './pipeline/table.js';
+export { MapEngine, type EngineColumn, type EngineState, type MapEngineOptions, type MapRunCounts, type MapRunOutcome, type MapRunResult } from './pipeline/map/map-engine.js';
+export { AdaptiveConcurrency, type AdaptiveConcurrencyOptions } from './pipeline/run/adaptive-limiter.js';
+export { outputHeader, outputRows, RESULT_COLUMNS } from './pipeline/map/result-columns.js';
+export type { RowChunk } from './pipeline/map/row-chunk.js';
+export type { InputRow } from './pipeline/table/table.js';
 export { openState } from './state/index.js';
 export type { StateStore, StateEntry, OpenStateOptions } from './state/index.js';
 

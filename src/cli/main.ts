@@ -1,7 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError, rejectSecretFlags } from '../config/index.js';
 import { registerCommands } from './commands.js';
-import { EXIT, UserError } from './exit-codes.js';
+import { EXIT, UserError } from './shared/exit-codes.js';
 
 export function buildProgram(): Command {
   const program = new Command('uid2-batch')

@@ -2,3 +2,4 @@ export * from './envelope.js';
 export * from './body.js';
 export * from './wire.js';
 export * from './errors.js';
+export * from './instant.js';

@@ -90,5 +90,5 @@ export { ServiceSetupError, DEFAULT_SEED, DEFAULT_LIFETIMES, DEFAULT_MAX_MAP_ITE
 export type { FaultOptions } from './faults.js';
 export type { Role } from './auth.js';
 export type { ServiceStatsSnapshot } from './stats.js';
-export { parseInstantMs } from './clock.js';
+export { parseInstantMs } from '../protocol/index.js';
 export type { IdentityScope, TokenLifetimes } from './contracts.js';

@@ -1,4 +1,5 @@
-import { DAY_MS, parseInstantMs, type SimulatedClock } from './clock.js';
+import { parseInstantMs } from '../protocol/index.js';
+import { DAY_MS, type SimulatedClock } from './clock.js';
 import type { LocalIdentityEngine } from './engine.js';
 import { OPTOUT_FIELDS, applyOptout, isOptoutField, readOptoutSubject, readSinceMs } from './optout-input.js';
 import type { ServiceStats } from './stats.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatReport, parseRoles, runDoctor, type Check, type DoctorDeps } from '../../src/cli/doctor.js';
-import { UserError } from '../../src/cli/exit-codes.js';
+import { formatReport, parseRoles, runDoctor, type Check, type DoctorDeps } from '../../src/cli/doctor/doctor.js';
+import { UserError } from '../../src/cli/shared/exit-codes.js';
 import { ConfigError } from '../../src/config/index.js';
 import { NetworkError } from '../../src/client/index.js';
 import { sha256Base64 } from '../../src/identity/index.js';

@@ -2,11 +2,11 @@ import { EventEmitter } from 'node:events';
 import { Command, CommanderError } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config/index.js';
-import { EXIT, UserError, onInterrupt, type InterruptTarget } from '../../src/cli/exit-codes.js';
+import { EXIT, UserError, onInterrupt, type InterruptTarget } from '../../src/cli/shared/exit-codes.js';
 import { buildProgram, describeError, endQuietlyOnBrokenPipe, reportError } from '../../src/cli/main.js';
-import { addConnectionOptions, addOutputOptions, parseConcurrency } from '../../src/cli/options.js';
+import { addConnectionOptions, addOutputOptions, parseConcurrency } from '../../src/cli/shared/options.js';
 import { ClockSkewError, ServerError, UnauthorizedError, errorFromResponse } from '../../src/protocol/index.js';
-import { InputError } from '../../src/pipeline/table.js';
+import { InputError } from '../../src/pipeline/table/table.js';
 
 function capture() {
   const lines: string[] = [];

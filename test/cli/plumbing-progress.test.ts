@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chooseProgressMode, colorDisabled, createProgress, formatProgress, type Timers } from '../../src/cli/progress.js';
+import { chooseProgressMode, colorDisabled, createProgress, formatProgress, type Timers } from '../../src/cli/shared/progress.js';
 
 /** A clock and an interval the test drives by hand. */
 function fakeTime() {

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatDuration, formatSummary, makeSummary, printSummary, writeSummaryJson } from '../../src/cli/summary.js';
+import { formatDuration, formatSummary, makeSummary, printSummary, writeSummaryJson } from '../../src/cli/shared/summary.js';
 
 const example = () =>
   makeSummary({

@@ -2,10 +2,10 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { UserError } from '../../src/cli/exit-codes.js';
-import { runTokenGenerate } from '../../src/cli/token-generate.js';
-import { REFRESH_EXIT, runTokenRefresh } from '../../src/cli/token-refresh.js';
-import { runTokenValidate } from '../../src/cli/token-validate.js';
+import { UserError } from '../../src/cli/shared/exit-codes.js';
+import { runTokenGenerate } from '../../src/cli/token/token-generate.js';
+import { REFRESH_EXIT, runTokenRefresh } from '../../src/cli/token/token-refresh.js';
+import { runTokenValidate } from '../../src/cli/token/token-validate.js';
 import { RefreshKeyMismatchError } from '../../src/client/index.js';
 import { sha256Base64 } from '../../src/identity/index.js';
 import { ClientError, ClockSkewError, ExpiredTokenError, InvalidTokenError, UnauthorizedError } from '../../src/protocol/index.js';

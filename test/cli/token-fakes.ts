@@ -1,7 +1,7 @@
 import { PassThrough, Readable } from 'node:stream';
 import type { ServiceClient } from '../../src/client/index.js';
 import type { ResolvedConfig } from '../../src/config/index.js';
-import type { Connect } from '../../src/cli/token-io.js';
+import type { Connect } from '../../src/cli/token/token-io.js';
 import type { DiiInput, TokenIdentity, TokenResult, TokenValidateRequest } from '../../src/protocol/index.js';
 
 /** A ServiceClient whose token methods are scripted per test; every call is recorded. */

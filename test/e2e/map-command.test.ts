@@ -1,8 +1,8 @@
 import { PassThrough } from 'node:stream';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runMap, mapFlags, type MapDeps } from '../../src/cli/map.js';
-import { UserError } from '../../src/cli/exit-codes.js';
+import { runMap, mapFlags, type MapDeps } from '../../src/cli/map/map.js';
+import { UserError } from '../../src/cli/shared/exit-codes.js';
 import { emailRows, parseCsv, column, tempDir } from '../helpers/map-e2e-data.js';
 
 // runMap called directly, with injected streams (no child process): the command's own decisions.

@@ -5,7 +5,7 @@ import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServiceClient } from '../../src/client/index.js';
 import { sha256Base64 } from '../../src/identity/index.js';
-import { fetchRotatedBuckets } from '../../src/pipeline/buckets.js';
+import { fetchRotatedBuckets } from '../../src/pipeline/v2/rotated-buckets.js';
 import { openState, type StateEntry } from '../../src/state/index.js';
 import { ensureBuilt } from '../helpers/map-e2e-build.js';
 import {

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { replaySweepOptouts, sweepStateOptouts, type SweptRawUid } from '../../src/pipeline/optout-sweep.js';
-import { RemapEngine, replayRemapChanges, type RemapChange } from '../../src/pipeline/remap.js';
+import { replaySweepOptouts, sweepStateOptouts, type SweptRawUid } from '../../src/pipeline/optout/optout-sweep.js';
+import { RemapEngine, replayRemapChanges, type RemapChange } from '../../src/pipeline/remap/remap-engine.js';
 import type { StateStore } from '../../src/state/index.js';
 import { b64, tmpStates } from '../state/tmp-state.js';
 import { FakeOptoutService } from './optout-fakes.js';

@@ -1,6 +1,6 @@
 import { parse } from 'csv-parse/sync';
 import { describe, expect, test } from 'vitest';
-import { CsvPieceCutter, type CsvPiece } from '../../src/pipeline/csv-pieces.js';
+import { CsvPieceCutter, type CsvPiece } from '../../src/pipeline/threads/piece-cutter.js';
 import { seeded } from '../helpers/seeded-random.js';
 
 // the options CsvTable gives csv-parse; the pieces are parsed with exactly these

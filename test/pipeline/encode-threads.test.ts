@@ -2,9 +2,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packRows, rowEncoder, unpackRows } from '../../src/pipeline/row-encoders.js';
-import type { OpenSinkOptions, TableSink } from '../../src/pipeline/table.js';
-import type { WorkerPool as WorkerPoolType } from '../../src/pipeline/worker-pool.js';
+import { packRows, rowEncoder, unpackRows } from '../../src/pipeline/table/row-encoders.js';
+import type { OpenSinkOptions, TableSink } from '../../src/pipeline/table/table.js';
+import type { WorkerPool as WorkerPoolType } from '../../src/pipeline/workers/worker-pool.js';
 import { ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 import { runCli, serveConnection, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
@@ -48,8 +48,8 @@ describe('output encoding on worker threads (dist)', () => {
 
   beforeAll(async () => {
     ensureBuilt();
-    openSink = ((await import(pathToFileURL(join(ROOT, 'dist', 'pipeline', 'sink.js')).href)) as { openSink: OpenSink }).openSink;
-    WorkerPool = ((await import(pathToFileURL(join(ROOT, 'dist', 'pipeline', 'worker-pool.js')).href)) as { WorkerPool: PoolClass }).WorkerPool;
+    openSink = ((await import(pathToFileURL(join(ROOT, 'dist', 'pipeline', 'table', 'sink.js')).href)) as { openSink: OpenSink }).openSink;
+    WorkerPool = ((await import(pathToFileURL(join(ROOT, 'dist', 'pipeline', 'workers', 'worker-pool.js')).href)) as { WorkerPool: PoolClass }).WorkerPool;
   });
   afterAll(() => dir.remove());
 
@@ -86,7 +86,7 @@ describe('output encoding on worker threads (dist)', () => {
     const script = join(dir.path, 'throwing-worker.mjs');
     writeFileSync(
       script,
-      `import { serveTasks } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'pipeline', 'worker-pool.js')).href)};\n` +
+      `import { serveTasks } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'pipeline', 'workers', 'worker-pool.js')).href)};\n` +
         `serveTasks((n) => { if (n === 3) throw new Error('three is bad'); return { output: n * 2 }; });\n`,
     );
     const pool = new WorkerPool({ script: pathToFileURL(script), size: 2, purpose: 'doubling' });
@@ -107,7 +107,7 @@ describe('output encoding on worker threads (dist)', () => {
     const script = join(dir.path, 'dying-worker.mjs');
     writeFileSync(
       script,
-      `import { serveTasks } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'pipeline', 'worker-pool.js')).href)};\n` +
+      `import { serveTasks } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'pipeline', 'workers', 'worker-pool.js')).href)};\n` +
         `serveTasks(() => process.exit(7));\n`,
     );
     const pool = new WorkerPool({ script: pathToFileURL(script), size: 1, purpose: 'output encoding' });

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { AdaptiveConcurrency } from '../../src/pipeline/dispatcher.js';
-import { MapEngine } from '../../src/pipeline/engine.js';
-import { DistinctEstimate } from '../../src/pipeline/distinct-count.js';
-import { IdentifierTable, TrackedIdentifier } from '../../src/pipeline/dedupe.js';
-import { RowChunk } from '../../src/pipeline/row-chunk.js';
+import { AdaptiveConcurrency } from '../../src/pipeline/run/adaptive-limiter.js';
+import { MapEngine } from '../../src/pipeline/map/map-engine.js';
+import { DistinctEstimate } from '../../src/pipeline/map/distinct-count.js';
+import { IdentifierTable, TrackedIdentifier } from '../../src/pipeline/map/identifier-table.js';
+import { RowChunk } from '../../src/pipeline/map/row-chunk.js';
 import { sha256Base64 } from '../../src/identity/index.js';
 import { chunked, FakeMapper, seeded } from './engine-fakes.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { sha256Base64 } from '../../src/identity/index.js';
-import { MapEngine, type MapEngineOptions } from '../../src/pipeline/engine.js';
-import { outputRows } from '../../src/pipeline/result-columns.js';
+import { MapEngine, type MapEngineOptions } from '../../src/pipeline/map/map-engine.js';
+import { outputRows } from '../../src/pipeline/map/result-columns.js';
 import { chunked, FakeMapper, FakeState, NOW_S, seeded } from './engine-fakes.js';
 
 const COLUMNS = [{ name: 'email', index: 1, kind: 'email' as const }];

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { sha256Base64 } from '../../src/identity/index.js';
-import { MapEngine, type EngineColumn, type MapEngineOptions } from '../../src/pipeline/engine.js';
-import { outputHeader, outputRows } from '../../src/pipeline/result-columns.js';
-import { MAX_REQUEST_JSON_BYTES } from '../../src/pipeline/batcher.js';
+import { MapEngine, type EngineColumn, type MapEngineOptions } from '../../src/pipeline/map/map-engine.js';
+import { outputHeader, outputRows } from '../../src/pipeline/map/result-columns.js';
+import { MAX_REQUEST_JSON_BYTES } from '../../src/pipeline/map/batcher.js';
 import { RateLimitedError, UnauthorizedError } from '../../src/protocol/index.js';
 import { chunked, FakeMapper, NOW_S, rawUidOf, seeded } from './engine-fakes.js';
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
-import { ColumnError, hashTypeFromName, prepareCell, resolveIdentifierColumns, resultHeader } from '../../src/pipeline/columns.js';
+import { ColumnError, hashTypeFromName, prepareCell, resolveIdentifierColumns, resultHeader } from '../../src/pipeline/table/identifier-columns.js';
 
 function columnError(fn: () => unknown): ColumnError {
   try {

@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { afterAll, describe, expect, test } from 'vitest';
-import { EXIT, UserError } from '../../src/cli/exit-codes.js';
-import { runHash, type HashFlags, type HashIo } from '../../src/cli/hash.js';
-import { resolveInputArg } from '../../src/cli/table-input.js';
+import { EXIT, UserError } from '../../src/cli/shared/exit-codes.js';
+import { runHash, type HashFlags, type HashIo } from '../../src/cli/hash/hash.js';
+import { resolveInputArg } from '../../src/cli/shared/input-options.js';
 import { buildProgram } from '../../src/cli/main.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'uid2-io-hash-'));

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, describe, expect, test } from 'vitest';
-import { MAX_RECORD_BYTES, openSource, parseDelimiter, uniqueHeader } from '../../src/pipeline/source.js';
-import { InputError, type InputRow, type OpenSourceOptions, type TableSource } from '../../src/pipeline/table.js';
+import { MAX_RECORD_BYTES, openSource, parseDelimiter, uniqueHeader } from '../../src/pipeline/table/source.js';
+import { InputError, type InputRow, type OpenSourceOptions, type TableSource } from '../../src/pipeline/table/table.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'uid2-io-source-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -9,8 +9,8 @@ import {
   rawUidOfCell,
   verdictCells,
   type CheckedRow,
-} from '../../src/pipeline/optout-sweep.js';
-import type { InputRow } from '../../src/pipeline/table.js';
+} from '../../src/pipeline/optout/optout-sweep.js';
+import type { InputRow } from '../../src/pipeline/table/table.js';
 
 async function* chunks(rows: string[][], size = 7): AsyncGenerator<InputRow[]> {
   for (let i = 0; i < rows.length; i += size) {

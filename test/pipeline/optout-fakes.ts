@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { OptedOutItem } from '../../src/protocol/index.js';
 import { waitOrAbort } from './fake-endpoint.js';
-import type { SweepState } from '../../src/pipeline/optout-sweep.js';
+import type { SweepState } from '../../src/pipeline/optout/optout-sweep.js';
 import type { OptedOutRawUid, OptoutCandidate, OptoutCursor } from '../../src/state/types.js';
 
 export function rawUid(n: number): string {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ServerError } from '../../src/protocol/index.js';
-import { sweepStateOptouts, type SweptRawUid } from '../../src/pipeline/optout-sweep.js';
+import { sweepStateOptouts, type SweptRawUid } from '../../src/pipeline/optout/optout-sweep.js';
 import { FakeOptoutService, FakeSweepState, rawUid } from './optout-fakes.js';
 
 const NOW_S = 1_800_000_000;

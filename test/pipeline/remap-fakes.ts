@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { DiiType } from '../../src/identity/index.js';
 import type { MapV3Item, MapV3Request, MapV3ResponseBody } from '../../src/protocol/index.js';
-import type { RemapState } from '../../src/pipeline/remap.js';
+import type { RemapState } from '../../src/pipeline/remap/remap-engine.js';
 import type { DueCursor, DueEntry, EntryUpdate, StateEntry } from '../../src/state/types.js';
 import { answerHashes, waitOrAbort } from './fake-endpoint.js';
 

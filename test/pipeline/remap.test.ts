@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ClockSkewError, ServerError, UnauthorizedError, type MapV3Item } from '../../src/protocol/index.js';
-import { CHANGES_HEADER, changeCells, RemapEngine, settleEntry, type RemapChange, type RemapOptions, type RemapResult } from '../../src/pipeline/remap.js';
+import { CHANGES_HEADER, changeCells, RemapEngine, settleEntry, type RemapChange, type RemapOptions, type RemapResult } from '../../src/pipeline/remap/remap-engine.js';
 import type { DiiType } from '../../src/identity/index.js';
 import { DAY_S, FakeRemapper, FakeRemapState, hashOf, NOW_S, uidOf } from './remap-fakes.js';
 

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BucketAnswer, bucketIdOf } from '../../src/pipeline/bucket-answer.js';
-import { outputRows, outputRowsV2 } from '../../src/pipeline/result-columns.js';
-import { RowChunk, SLOT } from '../../src/pipeline/row-chunk.js';
-import { packAnswers, unpackAnswers } from '../../src/pipeline/row-threads.js';
-import { openSink } from '../../src/pipeline/sink.js';
+import { BucketAnswer, bucketIdOf } from '../../src/pipeline/map/bucket-answer.js';
+import { outputRows, outputRowsV2 } from '../../src/pipeline/map/result-columns.js';
+import { RowChunk, SLOT } from '../../src/pipeline/map/row-chunk.js';
+import { packAnswers, unpackAnswers } from '../../src/pipeline/threads/row-threads.js';
+import { openSink } from '../../src/pipeline/table/sink.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
 const U = (n: number) => `u${String(n).padStart(42, '0')}=`;

@@ -2,10 +2,10 @@ import { PassThrough, Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { sha256Base64 } from '../../src/identity/index.js';
-import { openSink } from '../../src/pipeline/sink.js';
-import { openSource } from '../../src/pipeline/source.js';
-import { InputError } from '../../src/pipeline/table.js';
-import { BatchStopped, generateTokenBatch, readIdentifierType, validateTokenBatch } from '../../src/pipeline/tokens-batch.js';
+import { openSink } from '../../src/pipeline/table/sink.js';
+import { openSource } from '../../src/pipeline/table/source.js';
+import { InputError } from '../../src/pipeline/table/table.js';
+import { BatchStopped, generateTokenBatch, readIdentifierType, validateTokenBatch } from '../../src/pipeline/tokens/token-batch.js';
 import { ClientError, UnauthorizedError } from '../../src/protocol/index.js';
 import { fakeClient, identity } from '../cli/token-fakes.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { NetworkError } from '../../src/client/index.js';
-import { TEST_IDENTITIES, classifyFailure, parseIdentity, prepareTokenInput, refreshTiming } from '../../src/pipeline/tokens.js';
+import { TEST_IDENTITIES, classifyFailure, parseIdentity, prepareTokenInput, refreshTiming } from '../../src/pipeline/tokens/tokens.js';
 import { ClientError, ClockSkewError, ServerError, UnauthorizedError } from '../../src/protocol/index.js';
 
 describe('TEST_IDENTITIES', () => {

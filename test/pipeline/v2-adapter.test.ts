@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServiceClient, UnexpectedResponseError, type ServiceClient } from '../../src/client/index.js';
 import { sha256Base64 } from '../../src/identity/index.js';
-import { BucketAnswer, bucketIdOf, mappedOutcome } from '../../src/pipeline/bucket-answer.js';
-import { joinByPosition, mapBatchV2 } from '../../src/pipeline/map-v2.js';
+import { BucketAnswer, bucketIdOf, mappedOutcome } from '../../src/pipeline/map/bucket-answer.js';
+import { joinByPosition, mapBatchV2 } from '../../src/pipeline/v2/map-v2.js';
 import { isMappedV3, type MapV2Request, type MapV2ResponseBody, type MapV3Item } from '../../src/protocol/index.js';
 import { startService, type LocalService } from '../../src/service/index.js';
 

@@ -12,7 +12,7 @@ import {
   nextCheckSinceMs,
   parseLastUpdated,
   sinceTimestamp,
-} from '../../src/pipeline/buckets.js';
+} from '../../src/pipeline/v2/rotated-buckets.js';
 import type { SaltBucket } from '../../src/protocol/index.js';
 import { startService, type LocalService } from '../../src/service/index.js';
 import { openState, type EntryUpdate, type StateStore } from '../../src/state/index.js';

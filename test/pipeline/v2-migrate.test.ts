@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Base64 } from '../../src/identity/index.js';
-import { MIGRATION_FINISHED, MIGRATION_STARTED, migrateToV3, migrationInProgress } from '../../src/pipeline/migrate.js';
+import { MIGRATION_FINISHED, MIGRATION_STARTED, migrateToV3, migrationInProgress } from '../../src/pipeline/v2/migration.js';
 import type { MapV3Request, MapV3ResponseBody } from '../../src/protocol/index.js';
 import { openState, type EntryUpdate, type StateStore } from '../../src/state/index.js';
 

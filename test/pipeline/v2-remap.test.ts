@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Base64 } from '../../src/identity/index.js';
-import { mapBatchV2 } from '../../src/pipeline/map-v2.js';
-import { CHANGES_HEADER_V2, changeCellsV2, RemapEngine, type RemapChange } from '../../src/pipeline/remap.js';
+import { mapBatchV2 } from '../../src/pipeline/v2/map-v2.js';
+import { CHANGES_HEADER_V2, changeCellsV2, RemapEngine, type RemapChange } from '../../src/pipeline/remap/remap-engine.js';
 import type { MapV2Request, MapV2ResponseBody, MapV3Request, MapV3ResponseBody } from '../../src/protocol/index.js';
 import { openState, type DueEntry, type EntryUpdate, type StateStore } from '../../src/state/index.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { windDownInFlight } from '../../src/pipeline/wind-down.js';
+import { windDownInFlight } from '../../src/pipeline/run/wind-down.js';
 
 /** Requests in flight that settle when told to, or when aborted if they honour the signal. */
 function inFlight(n: number, honoursAbort: boolean) {

@@ -1,0 +1,260 @@
+import { randomBytes } from 'node:crypto';
+import { open, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { Command } from 'commander';
+import { ColumnError, resolveIdentifierColumns, resultHeader, type ColumnFlags, type ColumnKind, type IdentifierColumn } from '../../pipeline/table/identifier-columns.js';
+import { addHashCounts, emptyHashCounts, HASH_FIELDS, hashRows, type HashCounts } from '../../pipeline/hash/hash-rows.js';
+import type { RowFormat } from '../../pipeline/table/row-encoders.js';
+import { RowThreads, YOUNG_GENERATION_MB } from '../../pipeline/threads/row-threads.js';
+import { isPieceSource, openTableInput, type TableInput } from '../../pipeline/threads/table-input.js';
+import { openSink } from '../../pipeline/table/sink.js';
+import { InputError, OutputError, type OpenSourceOptions, type TableInfo, type TableSink } from '../../pipeline/table/table.js';
+import { EXIT, UserError, onInterrupt } from '../shared/exit-codes.js';
+import { addOutputOptions } from '../shared/options.js';
+import { addTableInputOptions, resolveInputArg, sourceOptionsOf, tableInputFlags, type InputFlags } from '../shared/input-options.js';
+import { addThreadsOption, defaultHashThreads, threadsFlag } from '../shared/threads-option.js';
+import { createProgress } from '../shared/progress.js';
+import { formatCount, formatDuration, formatRate } from '../shared/summary.js';
+
+export { HASH_FIELDS };
+
+export interface HashFlags extends InputFlags, ColumnFlags {
+  /** -o FILE; stdout when absent or '-'. */
+  output?: string;
+  format: 'csv' | 'jsonl';
+  bom?: boolean;
+  summaryJson?: string;
+  quiet?: boolean;
+  /** Worker threads that parse, hash and encode CSV rows (absent or 0: the main thread; see cli/shared/threads-option.ts). */
+  threads?: number;
+}
+
+export interface HashIo {
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean };
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+  now(): number;
+  /** Registers a Ctrl-C handler; returns its removal. */
+  onInterrupt(handler: () => void): () => void;
+}
+
+export interface HashSummary {
+  command: 'hash';
+  rows: number;
+  /** Counts identifiers: a row with two identifier columns counts twice. */
+  /** `missing`: empty identifier cells, nothing to hash (as `map` reports them). */
+  status: { ok: number; invalid: number; missing: number };
+  columns: Record<string, { kind: ColumnKind; ok: number; invalid: number }>;
+  invalid_reasons: Record<string, number>;
+  row_problems: { short_rows: number; long_rows: number; extra_keys: number };
+  duration_s: number;
+  rows_per_s: number;
+}
+
+/**
+ * The offline half of `map`: normalize, hash and validate every identifier cell exactly as the service
+ * would, and write the input rows with `hash`, `hash_type`, `status` (ok | invalid | missing) and `reason`.
+ * Invalid cells are data, not failures: the run succeeds whatever their number.
+ */
+export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary> {
+  const startedMs = io.now();
+  const toFile = flags.output !== undefined && flags.output !== '-';
+  const source = await openInput(flags, io);
+  const progress = createProgress({ label: 'hash', quiet: flags.quiet, stream: io.stderr, dataOnStdout: !toFile });
+  let sink: TableSink | undefined;
+  let threads: RowThreads | undefined;
+  let interrupted = false;
+  const removeInterrupt = io.onInterrupt(() => {
+    interrupted = true;
+  });
+  try {
+    for (const n of source.notes) progress.note(n);
+    let columns: IdentifierColumn[] = [];
+    if (source.header.length > 0) {
+      const resolved = resolveIdentifierColumns(source.header, flags, source.name === '<stdin>' ? 'stdin' : source.name);
+      columns = resolved.columns;
+      if (resolved.note !== undefined) progress.note(resolved.note);
+    } else {
+      progress.note(`${source.name} is empty: writing an empty output`);
+    }
+    const header = columns.length > 0 ? resultHeader(source.header, columns, HASH_FIELDS) : [];
+    sink = await openSink({
+      path: flags.output,
+      format: flags.format,
+      header,
+      ...(flags.bom ? { bom: true } : {}),
+      ...(toFile ? {} : { stream: io.stdout }),
+      // row threads encode the rows themselves; otherwise --threads gives the sink encoding threads
+      ...(flags.threads !== undefined && !isPieceSource(source) ? { threads: flags.threads } : {}),
+    });
+
+    const tally = new Tally(columns);
+    const counts = tally.counts;
+    const checkInterrupt = (): void => {
+      if (interrupted) throw new UserError(`interrupted: ${toFile ? 'no output file was written' : 'the rows on stdout are incomplete'}`, EXIT.interrupted);
+    };
+    if (isPieceSource(source)) {
+      const format: RowFormat = flags.format === 'jsonl' ? { format: 'jsonl', header } : { format: 'csv' };
+      threads = new RowThreads({ name: source.name, csv: source.settings, width: source.width, columns, format, v2: false }, flags.threads ?? 1, YOUNG_GENERATION_MB.hash);
+      for await (const piece of threads.hashed(source)) {
+        addHashCounts(counts, piece.counts);
+        await sink.writeEncoded(piece.bytes);
+        progress.update({ done: counts.rows, ...estimateTotal(source, counts.rows) });
+        checkInterrupt();
+      }
+    } else {
+      for await (const chunk of source.rows()) {
+        await sink.writeRows(hashRows(chunk, columns, counts));
+        progress.update({ done: counts.rows, ...estimateTotal(source, counts.rows) });
+        checkInterrupt();
+      }
+    }
+    await sink.commit();
+    progress.stop();
+    const problems = source.problems();
+    const summary = tally.summary(startedMs, io.now(), problems);
+    if (!flags.quiet) io.stderr.write(`${formatHashSummary(summary)}\n`);
+    if (flags.summaryJson !== undefined) await writeJsonAtomically(flags.summaryJson, summary);
+    return summary;
+  } catch (err) {
+    progress.stop();
+    await sink?.abort();
+    throw asUserError(err);
+  } finally {
+    removeInterrupt();
+    await threads?.close();
+  }
+}
+
+async function openInput(flags: HashFlags, io: HashIo): Promise<TableInput> {
+  const options: OpenSourceOptions = {
+    path: flags.input,
+    ...sourceOptionsOf(flags),
+    ...(flags.input === '-' ? { stream: io.stdin } : {}),
+  };
+  try {
+    return await openTableInput(options, flags.threads ?? 0);
+  } catch (err) {
+    throw asUserError(err);
+  }
+}
+
+/** Rows expected in total, from the share of the file read so far; nothing for stdin. */
+function estimateTotal(source: TableInfo, rows: number): { total?: number; totalIsEstimate?: boolean } {
+  const read = source.bytesRead();
+  if (source.totalBytes === undefined || read === 0) return {};
+  return { total: Math.max(rows, Math.round((rows * source.totalBytes) / read)), totalIsEstimate: read < source.totalBytes };
+}
+
+class Tally {
+  readonly counts: HashCounts;
+
+  constructor(private readonly columns: readonly IdentifierColumn[]) {
+    this.counts = emptyHashCounts(columns.length);
+  }
+
+  summary(startedMs: number, endedMs: number, problems: { shortRows: number; longRows: number; extraKeys: number }): HashSummary {
+    const duration = Math.max(0, endedMs - startedMs) / 1000;
+    const { ok, invalid, missing, rows, reasons } = this.counts;
+    const columns: HashSummary['columns'] = {};
+    this.columns.forEach((c, i) => {
+      columns[c.name] = { kind: c.kind, ok: ok[i], invalid: invalid[i] };
+    });
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    return {
+      command: 'hash',
+      rows,
+      status: { ok: sum(ok), invalid: sum(invalid), missing },
+      columns,
+      invalid_reasons: Object.fromEntries(Object.entries(reasons).sort((a, b) => b[1] - a[1])),
+      row_problems: { short_rows: problems.shortRows, long_rows: problems.longRows, extra_keys: problems.extraKeys },
+      duration_s: Math.round(duration * 1000) / 1000,
+      rows_per_s: duration > 0 ? Math.round(rows / duration) : 0,
+    };
+  }
+}
+
+/** `hash: 3,000 rows in 0.2 s (15,000 rows/s): 2,850 ok, 150 invalid (90 invalid email, 60 empty)` */
+export function formatHashSummary(s: HashSummary): string {
+  let line = `hash: ${formatCount(s.rows)} rows in ${formatDuration(s.duration_s)} (${formatRate(s.rows_per_s)} rows/s): ${formatCount(s.status.ok)} ok, ${formatCount(s.status.invalid)} invalid`;
+  const reasons = Object.entries(s.invalid_reasons);
+  if (reasons.length > 0) {
+    // the reason's head ("invalid phone") is enough on one line; the full text is in the output rows
+    line += ` (${reasons.map(([r, n]) => `${formatCount(n)} ${r.split(':')[0]}`).join(', ')})`;
+  }
+  if (s.status.missing > 0) line += `, ${formatCount(s.status.missing)} missing`;
+  const names = Object.keys(s.columns);
+  if (names.length > 1) {
+    line += `; ${names.map((n) => `${n}: ${formatCount(s.columns[n].ok)} ok, ${formatCount(s.columns[n].invalid)} invalid`).join('; ')}`;
+  }
+  const p = s.row_problems;
+  if (p.short_rows > 0) line += `; ${rows(p.short_rows)} had fewer cells than the header (padded with empty cells)`;
+  if (p.extra_keys > 0) line += `; ${rows(p.extra_keys)} had keys not in the header (those values are not in the output)`;
+  return line;
+}
+
+function rows(n: number): string {
+  return `${formatCount(n)} ${n === 1 ? 'row' : 'rows'}`;
+}
+
+function asUserError(err: unknown): unknown {
+  if (err instanceof UserError) return err;
+  if (err instanceof ColumnError) return new UserError(err.message, EXIT.usage);
+  if (err instanceof InputError || err instanceof OutputError) return new UserError(err.message, EXIT.failed);
+  return err;
+}
+
+/** A reader of --summary-json (a cron wrapper) never sees half a file. */
+async function writeJsonAtomically(path: string, value: unknown): Promise<void> {
+  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  try {
+    const handle = await open(temp, 'w', 0o644);
+    try {
+      await handle.writeFile(`${JSON.stringify(value, null, 2)}\n`);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, path);
+  } catch (err) {
+    await rm(temp, { force: true });
+    throw new UserError(`cannot write --summary-json ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, EXIT.failed);
+  }
+}
+
+export function processHashIo(): HashIo {
+  return {
+    stdin: process.stdin,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    now: () => Date.now(),
+    onInterrupt: (handler) => onInterrupt(handler, process, 'interrupted: stopping; no output file is written'),
+  };
+}
+
+export function registerHash(program: Command, io: () => HashIo = processHashIo): void {
+  const cmd = program
+    .command('hash')
+    .description('normalize, hash and validate identifiers offline (nothing is sent): writes hash, hash_type, status and reason per identifier column')
+    .argument('[input]', "CSV or JSONL file; '-' or nothing reads stdin")
+    .option('--bom', 'start a CSV output with a UTF-8 BOM (for Excel)');
+  addTableInputOptions(cmd);
+  addOutputOptions(cmd);
+  addThreadsOption(cmd, defaultHashThreads(), 'one per core, at most 4');
+  cmd.action(async (input: string | undefined, opts: Record<string, unknown>, command: Command) => {
+    const hashIo = io();
+    const output = typeof opts.output === 'string' ? opts.output : undefined;
+    const formatGiven = command.getOptionValueSource('format') !== 'default';
+    const format = formatGiven ? (opts.format === 'jsonl' ? 'jsonl' : 'csv') : output !== undefined && /\.(jsonl|ndjson)$/i.test(output) ? 'jsonl' : 'csv';
+    const flags: HashFlags = {
+      ...tableInputFlags(resolveInputArg(input, hashIo.stdin), opts),
+      format,
+      ...(output !== undefined ? { output } : {}),
+      ...(opts.bom === true ? { bom: true } : {}),
+      ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
+      quiet: opts.quiet === true,
+      threads: threadsFlag(opts, defaultHashThreads()),
+    };
+    await runHash(flags, hashIo);
+  });
+}

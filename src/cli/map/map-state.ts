@@ -1,0 +1,62 @@
+import type { EngineState } from '../../pipeline/map/map-engine.js';
+import { migrationInProgress } from '../../pipeline/v2/migration.js';
+import { openState, type StateStore } from '../../state/index.js';
+import { UserError } from '../shared/exit-codes.js';
+
+/** The state file as `map` uses it: the engine's lookups and commits, and one row in the runs table. */
+export interface MapStateFile {
+  engineState: EngineState;
+  /** Records the run (not in a dry run, which opens the file read-only). */
+  beginRun(argsJson: string, nowS: number): void;
+  endRun(summaryJson: string, exitCode: number, nowS: number): void;
+  close(): void;
+}
+
+export interface MapStateOptions {
+  envFingerprint: string;
+  /** A dry run reads the state and writes nothing; the file must exist. */
+  readonly: boolean;
+  /** The API of the run (default v3): a new file records it, an existing file must have been made with it. */
+  api?: 'v3' | 'v2';
+}
+
+/**
+ * Opens the state file for `map`: created when missing (not in a dry run), refused when made for another
+ * environment or by `map --api v2`, and locked so two runs never write it at once.
+ */
+export function openMapState(path: string, options: MapStateOptions): MapStateFile {
+  const api = options.api ?? 'v3';
+  const store: StateStore = openState(path, { envFingerprint: options.envFingerprint, api, readonly: options.readonly });
+  let runId: number | undefined;
+  try {
+    const fileApi = store.meta().api;
+    if (fileApi !== api && api === 'v3') {
+      throw new UserError(
+        `--state ${path} holds v2 (salt bucket) mappings: map (v3) cannot add to it; convert it with uid2-batch migrate --state ${path}, ` +
+          'or keep mapping with v2 (--api v2) until then',
+      );
+    }
+    if (fileApi !== api) {
+      throw new UserError(`--state ${path} holds v3 mappings (with refresh times): map --api v2 cannot add to it; drop --api v2 (v3 is the current API), or give --api v2 its own state file`);
+    }
+    if (api === 'v2' && migrationInProgress(store)) {
+      throw new UserError(`--state ${path} is being migrated to v3: finish with uid2-batch migrate --state ${path}, then map without --api v2`);
+    }
+    if (!options.readonly) store.lock();
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+  return {
+    engineState: store,
+    beginRun(argsJson, nowS) {
+      if (!options.readonly) runId = store.startRun('map', argsJson, nowS);
+    },
+    endRun(summaryJson, exitCode, nowS) {
+      if (runId !== undefined) store.finishRun(runId, summaryJson, exitCode, nowS);
+    },
+    close() {
+      store.close();
+    },
+  };
+}

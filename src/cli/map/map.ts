@@ -1,0 +1,484 @@
+import { existsSync } from 'node:fs';
+import type { Command } from 'commander';
+import { createServiceClient, type ServiceClient } from '../../client/index.js';
+import { envFingerprint, resolveConfig, type ConnectionFlags, type ResolvedConfig } from '../../config/index.js';
+import { ColumnError, resolveIdentifierColumns, type ColumnFlags, type IdentifierColumn } from '../../pipeline/table/identifier-columns.js';
+import { AdaptiveConcurrency } from '../../pipeline/run/adaptive-limiter.js';
+import { MapEngine, type MapRunCounts, type MapRunResult } from '../../pipeline/map/map-engine.js';
+import { mapBatchV2 } from '../../pipeline/v2/map-v2.js';
+import { outputHeader, outputHeaderV2, outputRows, outputRowsV2 } from '../../pipeline/map/result-columns.js';
+import type { RowChunk } from '../../pipeline/map/row-chunk.js';
+import type { RowFormat } from '../../pipeline/table/row-encoders.js';
+import { EncodedWrites, RowThreads, YOUNG_GENERATION_MB } from '../../pipeline/threads/row-threads.js';
+import { isPieceSource, openTableInput, type TableInput } from '../../pipeline/threads/table-input.js';
+import { openSink } from '../../pipeline/table/sink.js';
+import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../../pipeline/table/table.js';
+import { runInProcess, type InputCommandDeps } from '../shared/command-context.js';
+import { exitCodeOf, KNOWN_FAILURES as BATCH_KNOWN_FAILURES } from '../shared/run-report.js';
+import { EXIT, UserError } from '../shared/exit-codes.js';
+import { startEmbeddedServiceIfLocal } from '../shared/embedded-service.js';
+import { openMapState, type MapStateFile } from './map-state.js';
+import { addThreadsOption, defaultMapThreads, threadsFlag } from '../shared/threads-option.js';
+import { addTableInputOptions, sourceOptionsOf, tableInputFlags, type InputFlags } from '../shared/input-options.js';
+import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from '../shared/options.js';
+import { createProgress, type ProgressReporter } from '../shared/progress.js';
+import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from '../shared/summary.js';
+import { v2DeprecationWarning } from '../shared/v2-notice.js';
+
+/** Input and identifier columns as every table-reading command takes them, plus what map adds. */
+export interface MapFlags extends ColumnFlags {
+  /** File, '-' for stdin, or undefined (stdin when it is not a terminal). */
+  input?: string;
+  inputFormat?: InputFlags['inputFormat'];
+  delimiter?: string;
+  encoding?: InputFlags['encoding'];
+  /** false: the first line is data; columns are named col1..colN. */
+  header?: boolean;
+  state?: string;
+  rejects?: string;
+  /** Default 20; at most 20 against the public service. */
+  concurrency?: number;
+  /** Default and maximum 5,000. */
+  batchSize?: number;
+  failFast?: boolean;
+  dryRun?: boolean;
+  /** v3 (default), or the deprecated v2 map: one identity kind per request, salt buckets instead of r. */
+  api?: 'v3' | 'v2';
+  /** Worker threads that parse, prepare and encode CSV rows (absent or 0: the main thread; see cli/shared/threads-option.ts). */
+  threads?: number;
+  connection: ConnectionFlags;
+  output: OutputFlags;
+}
+
+/** What `map` touches besides its files: injected, so tests run the command without a process. */
+/** The shared command deps (streams, env, clock, Ctrl-C signal) and, for tests, a client of their own. */
+export interface MapDeps extends InputCommandDeps {
+  /** For tests: a client instead of one made from the config (its onRetry cannot be wired to the limiter). */
+  client?: ServiceClient;
+}
+
+/** The public service allows 20 requests in flight; a private operator or the local service may take more. */
+export const PUBLIC_MAX_CONCURRENCY = 20;
+const parseConcurrency = wholeNumber('--concurrency', 1, 200);
+const parseBatchSize = wholeNumber('--batch-size', 1, 5000);
+
+
+export function registerMap(program: Command): void {
+  const cmd = program
+    .command('map')
+    .summary('map emails, phones and hashes of a CSV or JSONL file to raw UIDs (POST /v3/identity/map)')
+    .description(
+      'Maps every row of a CSV (or JSONL) file to raw UIDs. Emails and phones are normalized and hashed here: only ' +
+        'hashes are sent. Output: the input columns, then raw_uid, prev_raw_uid, refresh_from, status (mapped, optout, ' +
+        'invalid, error, or missing for an empty cell) and reason per identifier column, in input order. Without column ' +
+        'flags, the columns named like email, phone or email_hash are used. With --state FILE, a re-run sends only what ' +
+        'is new, due or unfinished.\n\nExit codes: 0 done; 3 some rows ended in error (run again to complete them); ' +
+        '2 usage or configuration; 4 credentials refused; 130 interrupted.',
+    )
+    .argument('[input]', 'CSV or JSONL file; - or nothing reads stdin')
+    .option('--state <file>', 'SQLite state file: answers fresh mappings without a request, makes re-runs resume')
+    .option('--rejects <file>', 'also write the rows with an invalid, opted-out or failed identifier here')
+    .option('--concurrency <n>', `requests in flight at most (default 20; at most ${PUBLIC_MAX_CONCURRENCY} against the public service)`, parseConcurrency)
+    .option('--batch-size <n>', 'identifiers per request (default and maximum 5000)', parseBatchSize)
+    .option('--fail-fast', 'stop at the first request that fails after its retries (exit 1) instead of marking its rows error')
+    .option('--dry-run', 'read, validate, hash and count what would be sent; send nothing, write no output')
+    .option('--api <version>', 'v3 (default), or v2: the deprecated POST /v2/identity/map (one kind per request; output raw_uid, bucket_id, status, reason; its own --state file, kept fresh with uid2-batch buckets / remap-due)', parseApi);
+  addTableInputOptions(cmd);
+  addConnectionOptions(cmd);
+  addOutputOptions(cmd);
+  addThreadsOption(cmd, defaultMapThreads(), 'cores - 1, at most 3');
+  cmd.action((input: string | undefined, opts: Record<string, unknown>) =>
+    runInProcess((deps) => runMap({ ...mapFlags(input, opts), threads: threadsFlag(opts, defaultMapThreads()) }, deps)),
+  );
+}
+
+function parseApi(value: string): 'v3' | 'v2' {
+  const api = value.trim().toLowerCase();
+  if (api !== 'v3' && api !== 'v2') throw new UserError(`--api must be v3 or v2 (got '${value}')`);
+  return api;
+}
+
+/** The typed flags out of commander's options. */
+export function mapFlags(input: string | undefined, opts: Record<string, unknown>): MapFlags {
+  const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
+  const num = (k: string) => (typeof opts[k] === 'number' ? (opts[k] as number) : undefined);
+  return {
+    ...tableInputFlags(input ?? '', opts),
+    ...(str('state') !== undefined ? { state: str('state') } : {}),
+    ...(str('rejects') !== undefined ? { rejects: str('rejects') } : {}),
+    ...(num('concurrency') !== undefined ? { concurrency: num('concurrency') } : {}),
+    ...(num('batchSize') !== undefined ? { batchSize: num('batchSize') } : {}),
+    failFast: opts.failFast === true,
+    dryRun: opts.dryRun === true,
+    ...(opts.api === 'v2' ? { api: 'v2' as const } : {}),
+    connection: connectionFlags(opts),
+    output: outputFlags(opts),
+  };
+}
+
+/** `uid2-batch map`: returns the exit code (0, 3 some rows error, 130 interrupted); throws for the rest. */
+export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
+  const startedMs = deps.now();
+  const inputPath = chooseInput(flags.input, deps.stdin);
+  const dryRun = flags.dryRun === true;
+  const resolve = deps.resolveConfig ?? ((f, require) => resolveConfig(f, deps.env, {}, { require }));
+  // configuration first: a missing key should be said before a large file is opened
+  const config = resolve(flags.connection, { apiKey: !dryRun, clientSecret: !dryRun });
+  const say = (line: string): void => {
+    if (!flags.output.quiet) deps.stderr.write(`uid2-batch: ${line}\n`);
+  };
+  // a deadline, not progress: said even with --quiet, so that cron mail carries it
+  if (flags.api === 'v2') {
+    deps.stderr.write(
+      v2DeprecationWarning(
+        'map --api v2 (POST /v2/identity/map)',
+        'use v3: the same uid2-batch map command without --api v2 (uid2-batch migrate --state FILE converts a v2 state file)',
+        startedMs,
+      ),
+    );
+  }
+
+  const sourceOptions: OpenSourceOptions = {
+    path: inputPath,
+    ...sourceOptionsOf(flags),
+    ...(inputPath === '-' ? { stream: deps.stdin } : {}),
+  };
+  // with --threads, a CSV input is parsed by the row threads: here it is only cut into record-aligned pieces
+  // (not in a dry run: nothing is handed on, so the threads would keep every piece)
+  const source = await openTableInput(sourceOptions, dryRun ? 0 : (flags.threads ?? 0));
+  for (const line of source.notes) say(line);
+  if (source.header.length === 0) return emptyInput(source, flags, startedMs, deps, say);
+  const columns = identifierColumns(source, flags, say);
+  const concurrency = chooseConcurrency(flags.concurrency, config, say);
+
+  let state: MapStateFile | undefined;
+  if (flags.state !== undefined) {
+    if (dryRun && !existsSync(flags.state)) say(`--state ${flags.state} does not exist yet: nothing would be answered from it`);
+    else state = openMapState(flags.state, { envFingerprint: envFingerprint(config), readonly: dryRun, api: flags.api ?? 'v3' });
+  }
+  try {
+    if (dryRun && !isPieceSource(source)) return await dryRunReport(source, columns, flags, state, startedMs, deps);
+    return await mapForReal(source, columns, concurrency, config, flags, state, startedMs, deps, say);
+  } finally {
+    state?.close();
+  }
+}
+
+/** A 0-byte input is an empty table, not a mistake: the output is empty too (no columns to name). */
+async function emptyInput(source: TableInfo, flags: MapFlags, startedMs: number, deps: MapDeps, say: (line: string) => void): Promise<number> {
+  say(`${source.name} is empty: nothing to map`);
+  if (!flags.dryRun) {
+    const sink = await openSink({ path: flags.output.output, format: flags.output.format, header: [], stream: deps.stdout });
+    await sink.commit();
+  }
+  const summary = makeSummary({ command: 'map', rows: 0, startedMs, endedMs: deps.now(), extra: { outcome: 'completed' } });
+  if (!flags.output.quiet) printSummary(summary, deps.stderr);
+  if (flags.output.summaryJson !== undefined) await writeSummaryJson(flags.output.summaryJson, summary);
+  return EXIT.ok;
+}
+
+function chooseInput(input: string | undefined, stdin: { isTTY?: boolean }): string {
+  if (input !== undefined && input !== '') return input;
+  if (stdin.isTTY) {
+    throw new UserError('no input: give a CSV or JSONL file (uid2-batch map FILE), or pipe rows in (... | uid2-batch map -)');
+  }
+  return '-';
+}
+
+function identifierColumns(source: TableInfo, flags: MapFlags, say: (line: string) => void): IdentifierColumn[] {
+  try {
+    const resolved = resolveIdentifierColumns(source.header, flags, source.name);
+    if (resolved.note !== undefined) say(resolved.note);
+    return resolved.columns;
+  } catch (err) {
+    if (err instanceof ColumnError) throw new UserError(err.message);
+    throw err;
+  }
+}
+
+function chooseConcurrency(requested: number | undefined, config: ResolvedConfig, say: (line: string) => void): number {
+  const wanted = requested ?? PUBLIC_MAX_CONCURRENCY;
+  if (config.env.isPublic && wanted > PUBLIC_MAX_CONCURRENCY) {
+    say(`--concurrency ${wanted} lowered to ${PUBLIC_MAX_CONCURRENCY}: the public service allows ${PUBLIC_MAX_CONCURRENCY} map requests in flight (a private operator or --base-url allows more)`);
+    return PUBLIC_MAX_CONCURRENCY;
+  }
+  return wanted;
+}
+
+async function mapForReal(
+  source: TableInput,
+  columns: IdentifierColumn[],
+  concurrency: number,
+  resolved: ResolvedConfig,
+  flags: MapFlags,
+  state: MapStateFile | undefined,
+  startedMs: number,
+  deps: MapDeps,
+  say: (line: string) => void,
+): Promise<number> {
+  const embedded = await startEmbeddedServiceIfLocal(resolved);
+  const config = embedded.config;
+  const limiter = new AdaptiveConcurrency({ max: concurrency });
+  const maxAttempts = config.maxAttempts ?? 6;
+  const client =
+    deps.client ??
+    createServiceClient({
+      baseUrl: config.env.baseUrl,
+      ...(config.apiKey !== undefined ? { apiKey: config.apiKey } : {}),
+      ...(config.clientSecret !== undefined ? { clientSecret: config.clientSecret } : {}),
+      ...(config.timeoutMs !== undefined ? { requestTimeoutMs: config.timeoutMs } : {}),
+      maxAttempts,
+      connections: concurrency,
+      onRetry: limiter.onRetry,
+    });
+  const v2 = flags.api === 'v2';
+  const header = v2 ? outputHeaderV2(source.header, columns) : outputHeader(source.header, columns);
+  const toOutputRows = v2 ? outputRowsV2 : outputRows;
+  let sink: TableSink | undefined;
+  let rejects: TableSink | undefined;
+  let progress: ProgressReporter | undefined;
+  const format: RowFormat = flags.output.format === 'jsonl' ? { format: 'jsonl', header } : { format: 'csv' };
+  const threads = isPieceSource(source)
+    ? new RowThreads({ name: source.name, csv: source.settings, width: source.width, columns, format, v2 }, flags.threads ?? 1, YOUNG_GENERATION_MB.map)
+    : undefined;
+  try {
+    // row threads encode the rows themselves; otherwise --threads gives the sink encoding threads
+    const sinkThreads = threads === undefined ? (flags.threads ?? 0) : 0;
+    sink = await openSink({ path: flags.output.output, format: flags.output.format, header, stream: deps.stdout, threads: sinkThreads });
+    if (flags.rejects !== undefined) rejects = await openSink({ path: flags.rejects, format: flags.output.format, header });
+    progress = createProgress({
+      label: 'map',
+      stream: deps.stderr,
+      quiet: flags.output.quiet === true,
+      env: deps.env,
+      dataOnStdout: flags.output.output === undefined,
+      stdoutIsTTY: deps.stdout.isTTY === true,
+    });
+    const out = sink;
+    const rejectSink = rejects;
+    const reporter = progress;
+    const encoded = threads === undefined ? undefined : new EncodedWrites(out, rejectSink, threads.threads * 4);
+    const writeChunk = async (chunk: RowChunk): Promise<void> => {
+      if (threads !== undefined && encoded !== undefined) {
+        await encoded.add(threads.encode(chunk, rejectSink !== undefined));
+        return;
+      }
+      const rejected: string[][] | null = rejectSink !== undefined ? [] : null;
+      const rows = toOutputRows(chunk, rejected);
+      await out.writeRows(rows);
+      if (rejectSink !== undefined && rejected !== null && rejected.length > 0) await rejectSink.writeRows(rejected);
+    };
+    const engine: MapEngine = new MapEngine({
+      columns,
+      mapBatch: v2 ? mapBatchV2(client) : (request, signal) => client.mapV3(request, { signal }),
+      limiter,
+      ...(state !== undefined ? { state: state.engineState } : {}),
+      ...(flags.batchSize !== undefined ? { batchSize: flags.batchSize } : {}),
+      failFast: flags.failFast === true,
+      maxAttempts,
+      ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+      nowS: () => Math.floor(deps.now() / 1000),
+      onChunk: async (chunk) => {
+        await writeChunk(chunk);
+        reporter.update({
+          done: engine.counts.rowsDone,
+          ...estimateTotal(source, engine.counts),
+          retries: client.stats.retries,
+          http429: client.stats.http429,
+        });
+      },
+    });
+    state?.beginRun(runArgs(flags, source, columns, concurrency, config), Math.floor(startedMs / 1000));
+    const result = await (threads !== undefined && isPieceSource(source) ? engine.runPrepared(threads.prepared(source)) : engine.run((source as TableSource).rows()));
+    if (result.outcome.kind === 'completed') await encoded?.flush();
+    progress.stop();
+    const summary = mapSummary(result, client, source, startedMs, deps.now(), state);
+    if (v2) summary.api = 'v2';
+    state?.endRun(JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
+    return await finish(result, summary, { sink, rejects, flags, state, say, deps });
+  } catch (err) {
+    progress?.stop();
+    await rejects?.abort();
+    await sink?.abort();
+    throw err;
+  } finally {
+    await threads?.close();
+    if (deps.client === undefined) await client.close();
+    await embedded.close();
+  }
+}
+
+/** What the runs table records: how the run was asked for, never a credential. */
+function runArgs(flags: MapFlags, source: TableInfo, columns: IdentifierColumn[], concurrency: number, config: ResolvedConfig): string {
+  return JSON.stringify({
+    input: source.name,
+    output: flags.output.output ?? '-',
+    format: flags.output.format,
+    columns: columns.map((c) => ({ name: c.name, kind: c.kind })),
+    env: config.env.name,
+    base_url: config.isLocal ? 'embedded' : config.env.baseUrl,
+    concurrency,
+    batch_size: flags.batchSize ?? 5000,
+    fail_fast: flags.failFast === true,
+    ...(flags.api === 'v2' ? { api: 'v2' } : {}),
+  });
+}
+
+interface Finish {
+  sink: TableSink;
+  rejects: TableSink | undefined;
+  flags: MapFlags;
+  state: MapStateFile | undefined;
+  say: (line: string) => void;
+  deps: MapDeps;
+}
+
+/** Commits or abandons the output by outcome, reports, and picks the exit code. */
+async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Promise<number> {
+  const { outcome } = result;
+  if (outcome.kind === 'completed') {
+    await f.sink.commit();
+    await f.rejects?.commit();
+  } else {
+    await f.rejects?.abort();
+    await f.sink.abort();
+  }
+  if (!f.flags.output.quiet) printSummary(summary, f.deps.stderr);
+  if (f.flags.output.summaryJson !== undefined) await writeSummaryJson(f.flags.output.summaryJson, summary);
+  const output = f.flags.output.output;
+  switch (outcome.kind) {
+    case 'completed': {
+      const errors = result.counts.status.error;
+      if (errors === 0) return EXIT.ok;
+      f.say(
+        `${formatCount(errors)} identifier(s) ended in error (see the reason column${f.flags.rejects ? ` and ${f.flags.rejects}` : ''}); ` +
+          (f.state ? 're-run the same command to retry only those' : 'add --state FILE to retry only those on a re-run'),
+      );
+      return EXIT.partial;
+    }
+    case 'interrupted':
+      f.say(
+        `interrupted: ${output ? `${output} was not written` : 'the rows on stdout are incomplete'}; ` +
+          (f.state
+            ? `${formatCount(result.counts.batchesCommitted)} answered batch(es) are saved in ${f.flags.state}: re-run the same command to resume`
+            : 'nothing was saved (use --state FILE to make a re-run resume)'),
+      );
+      return EXIT.interrupted;
+    case 'auth-refused':
+      throw outcome.error;
+    case 'failed': {
+      const error = outcome.error;
+      const written = output ? `${output} was not written` : 'the rows on stdout are incomplete';
+      const saved = f.state ? `; answered batches are saved in ${f.flags.state}, a re-run resumes` : '';
+      if (!KNOWN_FAILURES.has(error.name)) throw error;
+      const lead = f.flags.failFast && !LOCAL_FAILURES.has(error.name) ? 'stopped at the first failed request (--fail-fast): ' : '';
+      throw new UserError(`${lead}${error.message}; ${written}${saved}`, EXIT.failed);
+    }
+  }
+}
+
+/** Failures of the input, the output or the machine, as opposed to the service's answers. */
+const LOCAL_FAILURES = new Set(['InputError', 'OutputError', 'ClockSkewError', 'SqliteError']);
+/** The batch commands' known failures, and map's own input's. */
+const KNOWN_FAILURES: ReadonlySet<string> = new Set([...BATCH_KNOWN_FAILURES, 'InputError']);
+
+function estimateTotal(source: TableInfo, counts: MapRunCounts): { total?: number; totalIsEstimate?: boolean } {
+  const total = source.totalBytes;
+  const read = source.bytesRead();
+  if (total === undefined || read <= 0 || counts.rowsRead === 0) return {};
+  if (read >= total) return { total: counts.rowsRead, totalIsEstimate: false };
+  return { total: Math.round((counts.rowsRead * total) / read), totalIsEstimate: true };
+}
+
+function mapSummary(
+  result: MapRunResult,
+  client: ServiceClient,
+  source: TableInfo,
+  startedMs: number,
+  endedMs: number,
+  state: MapStateFile | undefined,
+): RunSummary {
+  const c = result.counts;
+  const problems = source.problems();
+  return makeSummary({
+    command: 'map',
+    rows: c.rowsDone,
+    status: c.status,
+    unique_identifiers: c.uniqueIdentifiers,
+    from_state: c.fromState,
+    requests: client.stats.requests,
+    retries: client.stats.retries,
+    http_429: client.stats.http429,
+    startedMs,
+    endedMs,
+    extra: {
+      outcome: result.outcome.kind,
+      rows_read: c.rowsRead,
+      identifiers: c.identifiers,
+      ...(c.uniqueEstimated ? { unique_identifiers_estimated: true } : {}),
+      deduplicated: c.deduplicated,
+      batches: c.batches,
+      batches_failed: c.batchesFailed,
+      ...(state !== undefined ? { batches_committed: c.batchesCommitted } : {}),
+      invalid_by_reason: c.invalidByReason,
+      short_rows: problems.shortRows,
+      long_rows: problems.longRows,
+    },
+  });
+}
+
+async function dryRunReport(
+  source: TableSource,
+  columns: IdentifierColumn[],
+  flags: MapFlags,
+  state: MapStateFile | undefined,
+  startedMs: number,
+  deps: MapDeps,
+): Promise<number> {
+  const engine = new MapEngine({
+    columns,
+    dryRun: true,
+    ...(state !== undefined ? { state: state.engineState } : {}),
+    ...(flags.batchSize !== undefined ? { batchSize: flags.batchSize } : {}),
+    ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+    nowS: () => Math.floor(deps.now() / 1000),
+  });
+  const result = await engine.run(source.rows());
+  const c = result.counts;
+  if (result.outcome.kind === 'failed' || result.outcome.kind === 'auth-refused') throw result.outcome.error;
+  const invalid = Object.values(c.invalidByReason).reduce((a, b) => a + b, 0);
+  const reasons = Object.entries(c.invalidByReason)
+    .sort((a, b) => b[1] - a[1])
+    .map(([reason, n]) => `  ${formatCount(n)} ${reason}`);
+  const unique = `${c.uniqueEstimated ? '~' : ''}${formatCount(c.uniqueIdentifiers)}`;
+  const lines = [
+    `map --dry-run: nothing was sent${result.outcome.kind === 'interrupted' ? ' (interrupted: counts cover the rows read)' : ''}`,
+    `  ${formatCount(c.rowsRead)} rows, ${formatCount(c.identifiers)} identifier cell(s) in ${columns.length} column(s): ${columns.map((col) => `'${col.name}' (${col.kind})`).join(', ')}`,
+    `  ${formatCount(c.valid)} valid, ${formatCount(invalid)} invalid${invalid > 0 ? ':' : ''}`,
+    ...reasons.map((r) => `  ${r}`),
+    `  ${unique} unique hashes`,
+    ...(state !== undefined ? [`  ${formatCount(c.fromState)} answered from the state file`] : []),
+    `  ${formatCount(c.batches)} request(s) would be sent (${formatCount(c.itemsInBatches)} identifiers, up to ${formatCount(flags.batchSize ?? 5000)} per request)`,
+  ];
+  if (!flags.output.quiet) deps.stderr.write(`${lines.join('\n')}\n`);
+  if (flags.output.summaryJson !== undefined) {
+    const summary = makeSummary({
+      command: 'map',
+      rows: c.rowsRead,
+      status: { invalid },
+      unique_identifiers: c.uniqueIdentifiers,
+      from_state: c.fromState,
+      startedMs,
+      endedMs: deps.now(),
+      extra: {
+        dry_run: true,
+        valid: c.valid,
+        invalid_by_reason: c.invalidByReason,
+        batches: c.batches,
+        identifiers_to_send: c.itemsInBatches,
+      },
+    });
+    await writeSummaryJson(flags.output.summaryJson, summary);
+  }
+  return result.outcome.kind === 'interrupted' ? EXIT.interrupted : EXIT.ok;
+}

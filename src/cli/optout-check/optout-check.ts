@@ -1,0 +1,327 @@
+import type { Command } from 'commander';
+import type { ServiceClient } from '../../client/index.js';
+import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../../config/index.js';
+import {
+  checkRawUidRows,
+  pickRawUidColumn,
+  VERDICT_COLUMNS,
+  verdictCells,
+  type OptoutCounts,
+  type OptoutResult,
+  type OptoutStatusFn,
+  replaySweepOptouts,
+  sweepStateOptouts,
+  type SweptRawUid,
+} from '../../pipeline/optout/optout-sweep.js';
+import { openSource } from '../../pipeline/table/source.js';
+import type { TableSink } from '../../pipeline/table/table.js';
+import { openState } from '../../state/index.js';
+import { connect as connectService, resolveFor, runInProcess, sayTo, type InputCommandDeps, type Say } from '../shared/command-context.js';
+import { EXIT, UserError } from '../shared/exit-codes.js';
+import { addConnectionOptions, addOutputOptions, connectionFlags, decimalNumber, optionReaders, outputFlags, wholeNumber, type OutputFlags } from '../shared/options.js';
+import { addInputFormatOptions, inputFormatFlags, sourceOptionsOf, type InputFlags } from '../shared/input-options.js';
+import { acknowledgeDelivered, exitCodeOf, replayedLine, reportRun, requestCounters, withRunOutput, type ChangeDelivery } from '../shared/run-report.js';
+import { formatCount, formatDuration, makeSummary, type RunSummary } from '../shared/summary.js';
+
+export interface OptoutCheckFlags {
+  /** File, '-' for stdin, or undefined (stdin when it is not a terminal, unless --state). */
+  input?: string;
+  col?: string;
+  /** How the file is read: format, delimiter, encoding, header (as for map and hash). */
+  reading: Omit<InputFlags, 'input'>;
+  onlyOptedOut: boolean;
+  state?: string;
+  sweepFraction?: number;
+  privateOperator: boolean;
+  concurrency?: number;
+  connection: ConnectionFlags;
+  output: OutputFlags;
+}
+
+/** What optout-check touches besides its files: injected, so tests run the command without a process. */
+export type OptoutCheckDeps = InputCommandDeps;
+
+const parseConcurrency = wholeNumber('--concurrency', 1, 100);
+const parseFraction = decimalNumber('--sweep-fraction', 0, 1);
+
+export function registerOptoutCheck(program: Command): void {
+  const cmd = program
+    .command('optout-check')
+    .summary('which raw UIDs have opted out (POST /v2/optout/status), from a file or the state file')
+    .description(
+      [
+        'Asks the service which raw UIDs have opted out. Input: a CSV or JSONL column of raw UIDs (--col, or the one column named like raw_uid, advertising_id, uid or raw_uid2), or --state FILE to check the raw UIDs and previous raw UIDs stored there; opted-out entries are then tombstoned and each check time is recorded.',
+        "Requests go one at a time on one connection, the service's rule for this endpoint, unless --private-operator.",
+        'Re-mapping alone sees an opt-out only when the entry comes due, up to a year later. A nightly `optout-check --state s.db --sweep-fraction 0.05` checks the least recently checked 5% of the entries, so every entry is checked every 20 days.',
+      ].join('\n\n'),
+    )
+    .argument('[input]', 'CSV or JSONL file with a column of raw UIDs; - reads stdin')
+    .option('--col <name>', 'the column of raw UIDs (default: the one named like raw_uid, advertising_id, uid, raw_uid2)')
+    .option('--only-opted-out', 'write only the opted-out rows')
+    .option('--state <file>', 'check the raw UIDs stored in this state file instead of an input file; tombstone the opted-out entries')
+    .option('--sweep-fraction <f>', 'with --state: check only this fraction of the entries, the least recently checked first (e.g. 0.05)', parseFraction)
+    .option('--private-operator', 'the service is a private operator: batches may be sent in parallel')
+    .option('--concurrency <n>', 'with --private-operator: requests in flight at most (default 4)', parseConcurrency);
+  addInputFormatOptions(cmd);
+  addConnectionOptions(cmd);
+  addOutputOptions(cmd);
+  cmd.action((input: string | undefined, opts: Record<string, unknown>) => runInProcess((deps) => runOptoutCheck(optoutCheckFlags(input, opts), deps)));
+}
+
+export function optoutCheckFlags(input: string | undefined, opts: Record<string, unknown>): OptoutCheckFlags {
+  const { str, num } = optionReaders(opts);
+  return {
+    ...(input !== undefined ? { input } : {}),
+    ...(str('col') !== undefined ? { col: str('col') } : {}),
+    reading: inputFormatFlags(opts),
+    onlyOptedOut: opts.onlyOptedOut === true,
+    ...(str('state') !== undefined ? { state: str('state') } : {}),
+    ...(num('sweepFraction') !== undefined ? { sweepFraction: num('sweepFraction') } : {}),
+    privateOperator: opts.privateOperator === true,
+    ...(num('concurrency') !== undefined ? { concurrency: num('concurrency') } : {}),
+    connection: connectionFlags(opts),
+    output: outputFlags(opts),
+  };
+}
+
+const DEFAULT_PRIVATE_CONCURRENCY = 4;
+
+/** Checks the flags that only make sense together, before anything is opened. */
+function checkCombinations(flags: OptoutCheckFlags): void {
+  if (flags.state !== undefined && flags.input !== undefined) {
+    throw new UserError(`give either an input file or --state FILE, not both (got '${flags.input}' and --state ${flags.state})`);
+  }
+  if (flags.sweepFraction !== undefined && flags.state === undefined) {
+    throw new UserError('--sweep-fraction works on a state file: add --state FILE');
+  }
+  if (flags.sweepFraction === 0) throw new UserError('--sweep-fraction must be above 0 (e.g. 0.05 checks 5% of the entries per run)');
+  if (flags.concurrency !== undefined && flags.concurrency > 1 && !flags.privateOperator) {
+    throw new UserError(
+      '--concurrency needs --private-operator: the public service takes opt-out checks one request at a time on one connection',
+    );
+  }
+}
+
+/** The client and its run-time parts, shared by the file and the state mode. */
+export interface OptoutConnection {
+  client: ServiceClient;
+  check: OptoutStatusFn;
+  concurrency: number;
+  close(): Promise<void>;
+}
+
+async function connect(flags: OptoutCheckFlags, resolved: ResolvedConfig): Promise<OptoutConnection> {
+  const concurrency = flags.privateOperator ? (flags.concurrency ?? DEFAULT_PRIVATE_CONCURRENCY) : 1;
+  // one socket: the public service's rule is one connection, one request at a time
+  const { client, close } = await connectService(resolved, { connections: concurrency });
+  return { client, check: (ids, signal) => client.optoutStatus(ids, { signal }), concurrency, close };
+}
+
+/** `uid2-batch optout-check`: returns the exit code (0, 3 some batches failed, 130 interrupted); throws for the rest. */
+export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckDeps): Promise<number> {
+  checkCombinations(flags);
+  const startedMs = deps.now();
+  const say = sayTo(flags.output, deps);
+  // configuration first: a missing key should be said before a large file is opened
+  const config = resolveFor(flags.connection, deps, { apiKey: true, clientSecret: true });
+  if (flags.state !== undefined) return runStateSweep(flags.state, config, flags, deps, say, startedMs);
+  const inputPath = chooseInput(flags.input, deps.stdin);
+  const source = await openSource({
+    path: inputPath,
+    ...sourceOptionsOf(flags.reading),
+    ...(inputPath === '-' ? { stream: deps.stdin } : {}),
+  });
+  for (const line of source.notes) say(line);
+  const column = pickRawUidColumn(source.header, flags.col);
+  if (!column.ok) throw new UserError(`${source.name}: ${column.message}`);
+
+  const connection = await connect(flags, config);
+  const layout = verdictLayout(source.header);
+  try {
+    return await withRunOutput(layout.header, 'optout-check', true, flags.output, deps, async (sink, progress) => {
+      const client = connection.client;
+      let done = 0;
+      const result = await checkRawUidRows(source.rows(), {
+        column: column.index,
+        check: connection.check,
+        concurrency: connection.concurrency,
+        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+        onRows: async (rows) => {
+          const cells: string[][] = [];
+          for (const { row, verdict } of rows) {
+            if (flags.onlyOptedOut && verdict.kind !== 'opted_out') continue;
+            cells.push(layout.place(row.cells, verdictCells(verdict)));
+          }
+          await sink.writeRows(cells);
+          done += rows.length;
+          progress.update({ done, retries: client.stats.retries, http429: client.stats.http429 });
+        },
+      });
+      progress.stop();
+      const summary = optoutSummary('optout-check', result, client, startedMs, deps.now());
+      return await finishOptout(result, summary, sink, flags, deps, say);
+    });
+  } finally {
+    await connection.close();
+  }
+}
+
+/**
+ * Output columns: the input's, then opted_out, opted_out_since, reason. Checking an earlier output again writes
+ * over its verdict columns instead of adding a second set.
+ */
+export function verdictLayout(inputHeader: readonly string[]): { header: string[]; place(cells: readonly string[], verdict: readonly string[]): string[] } {
+  const at = VERDICT_COLUMNS.map((name) => inputHeader.indexOf(name));
+  const header = [...inputHeader];
+  const slots = at.map((i, k) => (i >= 0 ? i : header.push(VERDICT_COLUMNS[k]) - 1));
+  return {
+    header,
+    place(cells, verdict) {
+      const out = cells.slice();
+      for (let k = 0; k < slots.length; k++) out[slots[k]] = verdict[k];
+      return out;
+    },
+  };
+}
+
+function chooseInput(input: string | undefined, stdin: { isTTY?: boolean }): string {
+  if (input !== undefined && input !== '') return input;
+  if (stdin.isTTY) {
+    throw new UserError('no input: give a CSV or JSONL file of raw UIDs (uid2-batch optout-check FILE), pipe one in (... | uid2-batch optout-check -), or use --state FILE');
+  }
+  return '-';
+}
+
+export function optoutSummary(command: string, result: OptoutResult, client: ServiceClient, startedMs: number, endedMs: number, extra: Record<string, unknown> = {}): RunSummary {
+  const c: OptoutCounts = result.counts;
+  return makeSummary({
+    command,
+    rows: c.rows,
+    status: { optout: c.status.opted_out, invalid: c.status.invalid, error: c.status.error },
+    ...requestCounters(client.stats),
+    startedMs,
+    endedMs,
+    extra: {
+      outcome: result.outcome.kind,
+      opted_out: c.status.opted_out,
+      not_opted_out: c.status.not_opted_out,
+      raw_uids_sent: c.sent,
+      batches: c.batches,
+      batches_failed: c.batchesFailed,
+      ...extra,
+    },
+  });
+}
+
+/** `optout-check: 10,000 rows in 1.2 s: 12 opted out, 9,980 not, 8 invalid, 0 error; 2 requests, 0 retries` */
+export function formatOptoutSummary(s: RunSummary): string {
+  const num = (k: string): number => (typeof s[k] === 'number' ? (s[k] as number) : 0);
+  return (
+    `${s.command}: ${formatCount(s.rows)} ${s.state_file !== undefined ? 'raw UIDs' : 'rows'} in ${formatDuration(s.duration_s)}: ` +
+    `${formatCount(num('opted_out'))} opted out, ${formatCount(num('not_opted_out'))} not, ${formatCount(s.status.invalid)} invalid, ${formatCount(s.status.error)} error; ` +
+    `${formatCount(s.requests)} requests, ${formatCount(s.retries)} retries` +
+    (typeof s.tombstoned === 'number' ? `; ${formatCount(s.tombstoned)} entries tombstoned` : '')
+  );
+}
+
+/** Commits or abandons the output by outcome, reports, and picks the exit code. */
+export async function finishOptout(
+  result: OptoutResult,
+  summary: RunSummary,
+  sink: TableSink,
+  flags: OptoutCheckFlags,
+  deps: OptoutCheckDeps,
+  say: Say,
+  keepOutputWhenStopped = false,
+  delivery?: ChangeDelivery,
+): Promise<number> {
+  const { outcome } = result;
+  const keep = outcome.kind === 'completed' || keepOutputWhenStopped;
+  await reportRun(sink, keep, formatOptoutSummary(summary), summary, flags.output, deps);
+  // an interrupted or failed run keeps its rows pending: a re-run into the same -o FILE writes them again
+  if (outcome.kind === 'completed' && delivery !== undefined) acknowledgeDelivered(delivery, say);
+  const output = flags.output.output;
+  switch (outcome.kind) {
+    case 'completed':
+      if (result.counts.status.error === 0) return EXIT.ok;
+      say(`${formatCount(result.counts.status.error)} raw UID(s) could not be checked (${result.batchErrors.join('; ')}); run again to check them`);
+      return EXIT.partial;
+    case 'interrupted':
+      say(`interrupted: ${keepOutputWhenStopped ? 'the output lists what was checked' : output ? `${output} was not written` : 'the rows on stdout are incomplete'}`);
+      return EXIT.interrupted;
+    case 'auth-refused':
+      throw outcome.error;
+    case 'failed':
+      throw outcome.error;
+  }
+}
+
+/** Columns of `optout-check --state`: one row per raw UID checked. */
+export const SWEEP_HEADER = ['kind', 'hash', 'raw_uid', 'which', ...VERDICT_COLUMNS] as const;
+
+export function sweptCells(row: SweptRawUid): string[] {
+  return [row.entry.type, row.entry.hash, row.rawUid, row.which, ...verdictCells(row.verdict)];
+}
+
+/** optout-check --state FILE: sweeps the stored raw UIDs, tombstones what opted out, records each check. */
+async function runStateSweep(
+  path: string,
+  resolved: ResolvedConfig,
+  flags: OptoutCheckFlags,
+  deps: OptoutCheckDeps,
+  say: Say,
+  startedMs: number,
+): Promise<number> {
+  const state = openState(path, { envFingerprint: envFingerprint(resolved), create: false });
+  try {
+    // tombstones and check times are written: a remap-due at the same time must wait
+    state.lock();
+    const nowS = Math.floor(startedMs / 1000);
+    const connection = await connect(flags, resolved);
+    const runId = state.startRun('optout-check', JSON.stringify({ sweep_fraction: flags.sweepFraction ?? 1, private_operator: flags.privateOperator, output: flags.output.output ?? '-' }), nowS);
+    try {
+      return await withRunOutput(SWEEP_HEADER, 'optout-check', true, flags.output, deps, async (sink, progress) => {
+        const client = connection.client;
+        let done = 0;
+        const replayed = await replaySweepOptouts(state, (rows) => sink.writeRows(rows.map(sweptCells)));
+        if (replayed > 0) say(replayedLine(replayed));
+        const result = await sweepStateOptouts({
+          state,
+          nowS,
+          journal: { runId, state },
+          check: connection.check,
+          concurrency: connection.concurrency,
+          ...(flags.sweepFraction !== undefined ? { fraction: flags.sweepFraction } : {}),
+          ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+          onChecked: async (rows) => {
+            const cells = (flags.onlyOptedOut ? rows.filter((r) => r.verdict.kind === 'opted_out') : rows).map(sweptCells);
+            await sink.writeRows(cells);
+            done += rows.length;
+            progress.update({ done, retries: client.stats.retries, http429: client.stats.http429 });
+          },
+        });
+        progress.stop();
+        const c = result.counts;
+        const summary = optoutSummary('optout-check', result, client, startedMs, deps.now(), {
+          state_file: path,
+          entries_planned: c.planned,
+          entries_checked: c.entries,
+          tombstoned: c.tombstoned,
+          ...(replayed > 0 ? { replayed_changes: replayed } : {}),
+        });
+        state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
+        if (c.planned === 0) say(`${path} holds no entry with a raw UID: nothing to check`);
+        return await finishOptout(result, summary, sink, flags, deps, say, c.entries > 0 || replayed > 0, {
+          state,
+          kind: 'optout',
+          replayed,
+          upTo: result.journalUpTo,
+        });
+      });
+    } finally {
+      await connection.close();
+    }
+  } finally {
+    state.close();
+  }
+}

@@ -1,0 +1,148 @@
+import type { ResolvedConfig } from '../../config/index.js';
+import { checkRotatedBuckets, isoUtc, nextCheckSinceMs, type BucketCheck } from '../../pipeline/v2/rotated-buckets.js';
+import { mapBatchV2 } from '../../pipeline/v2/map-v2.js';
+import { migrationInProgress } from '../../pipeline/v2/migration.js';
+import { CHANGES_HEADER_V2, changeCellsV2, RemapEngine, replayRemapChanges, type RemapBatchFn, type RemapCounts, type RemapOptions, type RemapResult } from '../../pipeline/remap/remap-engine.js';
+import { chooseConcurrency, connectForMapping } from '../shared/command-context.js';
+import { EXIT, UserError } from '../shared/exit-codes.js';
+import { finish, isoOf, remapSummary, writeDryRunSummary, type RemapDueRun } from './remap-report.js';
+import { exitCodeOf, remapReporting, remapRunArgs, replayedLine, withRunOutput } from '../shared/run-report.js';
+import { formatCount } from '../shared/summary.js';
+import { v2DeprecationWarning } from '../shared/v2-notice.js';
+
+/**
+ * `remap-due` on a state file made by `map --api v2`: a v2 raw UID is stale once its salt bucket rotated after it
+ * was mapped (users-and-peers.md §4). So the run first asks which buckets rotated since its last check (the first
+ * time: since the oldest mapping), marks those entries due and records the check; then it re-maps exactly the
+ * entries marked due, with v2, or with v3 under --upgrade (they become v3 entries with r). Entries an earlier
+ * --upgrade moved to v3 are due by r, and are re-mapped with v3 in the same run.
+ */
+export async function runRemapDueV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<number> {
+  const { state, flags, startedMs, deps } = run;
+  const path = flags.state ?? state.path;
+  if (migrationInProgress(state)) {
+    throw new UserError(`${path} is being migrated to v3: finish with uid2-batch migrate --state ${path} (remap-due would re-map with v2 what the migration has marked)`);
+  }
+  deps.stderr.write(
+    v2DeprecationWarning(
+      `remap-due on a v2 state file (POST /v2/identity/buckets${flags.upgrade === true ? '' : ' and /v2/identity/map'})`,
+      `convert the file with uid2-batch migrate --state ${path}; remap-due then re-maps by refresh time with v3`,
+      startedMs,
+    ),
+  );
+  if (flags.dryRun) return dryRunV2(run);
+  // a second run at the same time would send the same entries twice and race on the commits
+  state.lock();
+  return remapV2(run, resolved);
+}
+
+async function dryRunV2(run: RemapDueRun): Promise<number> {
+  const { state, nowS, flags, deps } = run;
+  const marked = state.countDueV2();
+  const dueByR = state.countDue(nowS);
+  const since = nextCheckSinceMs(state);
+  if (!flags.output.quiet) {
+    const lines = [
+      `remap-due --dry-run on a v2 state file at ${isoOf(nowS)}: nothing was sent`,
+      `  ${formatCount(marked)} entries marked due (their salt bucket rotated after they were mapped)`,
+      ...(dueByR > 0 ? [`  ${formatCount(dueByR)} entries moved to v3 earlier (--upgrade) are due by refresh time`] : []),
+      since === null
+        ? '  no v2 entries to check buckets for'
+        : `  a real run first asks for the buckets rotated since ${isoUtc(since)} and may mark more (a dry run does not ask)`,
+    ];
+    deps.stderr.write(`${lines.join('\n')}\n`);
+  }
+  await writeDryRunSummary(run, { dry_run: true, api: 'v2', now_s: nowS, due_now: marked + dueByR, marked_due: marked, due_by_r: dueByR, ...(since !== null ? { buckets_since: isoUtc(since) } : {}) });
+  return EXIT.ok;
+}
+
+async function remapV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<number> {
+  const { state, nowS, flags, startedMs, deps, say } = run;
+  const concurrency = chooseConcurrency(flags.concurrency, resolved, say);
+  const connection = await connectForMapping(resolved, concurrency);
+  const { client, limiter } = connection;
+  const mapV3: RemapBatchFn = (request, signal) => client.mapV3(request, { signal });
+  const runId = state.startRun(
+    'remap-due',
+    JSON.stringify({ api: 'v2', ...(flags.upgrade === true ? { upgrade: true } : {}), ...remapRunArgs(flags) }),
+    nowS,
+  );
+  try {
+    const since = nextCheckSinceMs(state);
+    let check: BucketCheck | null = null;
+    if (since !== null) {
+      check = await checkRotatedBuckets({ client, state, sinceMs: since, checkedAtMs: nowS * 1000, ...(deps.signal !== undefined ? { signal: deps.signal } : {}) });
+    }
+    const marked = state.countDueV2();
+    const dueByR = state.countDue(nowS);
+    const due = marked + dueByR;
+    return await withRunOutput(CHANGES_HEADER_V2, 'remap-due', true, flags.output, deps, async (sink, progress) => {
+      progress.update({ done: 0, total: flags.limit === undefined ? due : Math.min(due, flags.limit) });
+      let doneBefore = 0;
+      const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(changeCellsV2)));
+      if (replayed > 0) say(replayedLine(replayed));
+      const common: Omit<RemapOptions, 'mapBatch'> = {
+        state,
+        nowS,
+        journal: { runId, state },
+        limiter,
+        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+        ...remapReporting(sink, progress, client, changeCellsV2, () => doneBefore),
+      };
+      let result = await new RemapEngine({
+        ...common,
+        selectPage: (after, limit) => state.selectDueV2(after?.id ?? null, limit),
+        mapBatch: flags.upgrade === true ? mapV3 : mapBatchV2(client),
+        ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+      }).run();
+      const byBucket = result.counts.selected;
+      const left = flags.limit === undefined ? Number.POSITIVE_INFINITY : flags.limit - byBucket;
+      if (result.outcome.kind === 'completed' && dueByR > 0 && left > 0) {
+        doneBefore = byBucket;
+        const byR = await new RemapEngine({ ...common, mapBatch: mapV3, ...(Number.isFinite(left) ? { limit: left } : {}) }).run();
+        result = joinResults(result, byR);
+      }
+      progress.stop();
+      const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
+      summary.api = 'v2';
+      if (check !== null) {
+        summary.buckets_since = isoUtc(check.sinceMs);
+        summary.buckets_rotated = check.buckets.length;
+        summary.marked_due = check.marked;
+      }
+      if (flags.upgrade === true) summary.upgraded = byBucket;
+      if (replayed > 0) summary.replayed_changes = replayed;
+      state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
+      if (check !== null) {
+        say(`buckets: ${formatCount(check.buckets.length)} salt bucket(s) rotated since ${isoUtc(check.sinceMs)}; ${formatCount(check.marked)} entries marked due`);
+      }
+      return await finish(result, summary, sink, flags, deps, say, { state, kind: 'remap', replayed, upTo: result.journalUpTo });
+    });
+  } finally {
+    await connection.close();
+  }
+}
+
+/** The two passes of one run (by bucket, then by r) as one result. */
+function joinResults(a: RemapResult, b: RemapResult): RemapResult {
+  const x = a.counts;
+  const y = b.counts;
+  const counts: RemapCounts = {
+    selected: x.selected + y.selected,
+    status: {
+      mapped: x.status.mapped + y.status.mapped,
+      optout: x.status.optout + y.status.optout,
+      invalid: x.status.invalid + y.status.invalid,
+      error: x.status.error + y.status.error,
+    },
+    changed: x.changed + y.changed,
+    unchanged: x.unchanged + y.unchanged,
+    stillDue: x.stillDue + y.stillDue,
+    changeRows: x.changeRows + y.changeRows,
+    batches: x.batches + y.batches,
+    batchesFailed: x.batchesFailed + y.batchesFailed,
+    batchesCommitted: x.batchesCommitted + y.batchesCommitted,
+  };
+  // b ran last: its id covers a's rows too
+  return { outcome: b.outcome, counts, batchErrors: [...new Set([...a.batchErrors, ...b.batchErrors])].slice(0, 5), journalUpTo: b.journalUpTo ?? a.journalUpTo };
+}

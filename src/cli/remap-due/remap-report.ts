@@ -1,0 +1,131 @@
+/** What both remap-due paths (v3 by r, v2 by salt bucket) share: flags, the run, its summary and its ending. */
+import type { ServiceClient } from '../../client/index.js';
+import type { ConnectionFlags } from '../../config/index.js';
+import type { RemapResult } from '../../pipeline/remap/remap-engine.js';
+import type { TableSink } from '../../pipeline/table/table.js';
+import type { StateStore } from '../../state/types.js';
+import type { CommandDeps, Say } from '../shared/command-context.js';
+import { EXIT, UserError } from '../shared/exit-codes.js';
+import type { OutputFlags } from '../shared/options.js';
+import { acknowledgeDelivered, KNOWN_FAILURES, reportRun, requestCounters, type ChangeDelivery } from '../shared/run-report.js';
+import { formatCount, formatDuration, formatRate, makeSummary, writeSummaryJson, type RunSummary } from '../shared/summary.js';
+
+export interface RemapDueFlags {
+  state?: string;
+  /** --now as given (ISO 8601 or Unix seconds). */
+  now?: string;
+  dryRun: boolean;
+  limit?: number;
+  concurrency?: number;
+  /** v2 state: re-map the entries of rotated buckets with v3, which turns them into v3 entries. */
+  upgrade?: boolean;
+  connection: ConnectionFlags;
+  output: OutputFlags;
+}
+
+/** What remap-due touches besides its files: injected, so tests run the command without a process. */
+export type RemapDueDeps = CommandDeps;
+
+/** One remap-due run, once its state file is open: what each of its steps needs. */
+export interface RemapDueRun {
+  state: StateStore;
+  /** The run's now (--now or the clock), Unix seconds. */
+  nowS: number;
+  flags: RemapDueFlags;
+  startedMs: number;
+  deps: RemapDueDeps;
+  say: Say;
+}
+
+/** --summary-json of a dry run: nothing was sent; `extra` holds what was counted. */
+export async function writeDryRunSummary({ flags, startedMs, deps }: RemapDueRun, extra: Record<string, unknown>): Promise<void> {
+  if (flags.output.summaryJson === undefined) return;
+  await writeSummaryJson(flags.output.summaryJson, makeSummary({ command: 'remap-due', rows: 0, startedMs, endedMs: deps.now(), extra }));
+}
+
+export function isoOf(seconds: number): string {
+  return new Date(seconds * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+export function remapSummary(result: RemapResult, client: ServiceClient, nowS: number, due: number, startedMs: number, endedMs: number): RunSummary {
+  const c = result.counts;
+  return makeSummary({
+    command: 'remap-due',
+    rows: c.selected,
+    status: c.status,
+    ...requestCounters(client.stats),
+    startedMs,
+    endedMs,
+    extra: {
+      outcome: result.outcome.kind,
+      now_s: nowS,
+      due,
+      entries: c.selected,
+      changed: c.changed,
+      unchanged: c.unchanged,
+      change_rows: c.changeRows,
+      batches: c.batches,
+      batches_failed: c.batchesFailed,
+      batches_committed: c.batchesCommitted,
+      ...(c.stillDue > 0 ? { still_due: c.stillDue } : {}),
+    },
+  });
+}
+
+/** `remap-due: 14,000 entries in 3.1 s (4,516/s): 13,990 mapped (1,201 changed), 6 optout, 4 invalid, 0 error; 3 requests, 0 retries, 0 x 429` */
+export function formatRemapSummary(s: RunSummary): string {
+  const st = s.status;
+  const changed = typeof s.changed === 'number' ? s.changed : 0;
+  return (
+    `remap-due: ${formatCount(s.rows)} entries in ${formatDuration(s.duration_s)} (${formatRate(s.rows_per_s)}/s): ` +
+    `${formatCount(st.mapped)} mapped (${formatCount(changed)} changed), ${formatCount(st.optout)} optout, ` +
+    `${formatCount(st.invalid)} invalid, ${formatCount(st.error)} error; ` +
+    `${formatCount(s.requests)} requests, ${formatCount(s.retries)} retries, ${formatCount(s.http_429)} x 429`
+  );
+}
+
+/**
+ * The changes file is written whenever a batch was committed, even when the run stopped: those entries are no
+ * longer due, so no later run would report their changes again. Only a run that committed nothing and had no
+ * earlier run's changes to write leaves an existing file alone. Once it is committed, the pending changes it
+ * holds are acknowledged; until then they stay in the state file for the next run.
+ */
+export async function finish(
+  result: RemapResult,
+  summary: RunSummary,
+  sink: TableSink,
+  flags: RemapDueFlags,
+  deps: RemapDueDeps,
+  say: Say,
+  delivery: ChangeDelivery,
+): Promise<number> {
+  const { outcome, counts } = result;
+  const keep = outcome.kind === 'completed' || counts.batchesCommitted > 0 || delivery.replayed > 0;
+  await reportRun(sink, keep, formatRemapSummary(summary), summary, flags.output, deps);
+  // an interrupted or failed run keeps its rows pending: the cron line's re-run into the same -o FILE writes them again
+  if (outcome.kind === 'completed') acknowledgeDelivered(delivery, say);
+  if (counts.stillDue > 0) {
+    say(`${formatCount(counts.stillDue)} entries came back with an r that is not after --now: the service's clock is behind it; they are due again next run`);
+  }
+  const output = flags.output.output;
+  const where = output ?? 'stdout';
+  switch (outcome.kind) {
+    case 'completed':
+      if (counts.status.error === 0) return EXIT.ok;
+      say(`${formatCount(counts.status.error)} entries were not remapped (${result.batchErrors.join('; ')}); they stay due: the next run retries them`);
+      return EXIT.partial;
+    case 'interrupted':
+      say(
+        `interrupted: ${formatCount(counts.batchesCommitted)} answered batch(es) are saved${keep ? ` and their changes written to ${where}` : ''}; ` +
+          're-run the same command to remap the rest',
+      );
+      return EXIT.interrupted;
+    case 'auth-refused':
+      throw outcome.error;
+    case 'failed': {
+      const saved = counts.batchesCommitted > 0 ? `; ${formatCount(counts.batchesCommitted)} answered batch(es) are saved and their changes written to ${where}` : '';
+      if (!KNOWN_FAILURES.has(outcome.error.name)) throw outcome.error;
+      throw new UserError(`${outcome.error.message}${saved}; re-run to remap the rest`, EXIT.failed);
+    }
+  }
+}

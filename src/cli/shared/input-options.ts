@@ -1,0 +1,88 @@
+import { Option, type Command } from 'commander';
+import type { ColumnFlags, ColumnKind } from '../../pipeline/table/identifier-columns.js';
+import { UserError } from './exit-codes.js';
+
+/** How the input is read; shared by every command that reads a table (`map`, `hash`...). */
+export interface InputFlags {
+  /** File path, or '-' for stdin. */
+  input: string;
+  inputFormat?: 'csv' | 'jsonl' | 'auto';
+  delimiter?: string;
+  encoding?: 'utf8' | 'latin1';
+  /** false: the first line is data; columns are named col1..colN. */
+  header?: boolean;
+}
+
+/** Repeatable flags; no default, so the help does not print an empty list. */
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+/** The input and identifier column options shared by the commands that read a table of identifiers. */
+export function addTableInputOptions(cmd: Command): Command {
+  cmd
+    .option('--email-col <name>', 'column of raw emails (repeatable)', collect)
+    .option('--phone-col <name>', 'column of E.164 phones, e.g. +14155550100 (repeatable)', collect)
+    .option('--email-hash-col <name>', 'column of email SHA-256 hashes, base64 or hex (repeatable)', collect)
+    .option('--phone-hash-col <name>', 'column of phone SHA-256 hashes, base64 or hex (repeatable)', collect)
+    .option('--col <name>', 'an identifier column whose kind --type gives (default: detect each cell)')
+    .addOption(new Option('--type <kind>', 'what --col holds').choices(['auto', 'email', 'phone', 'email_hash', 'phone_hash']));
+  return addInputFormatOptions(cmd);
+}
+
+/** How a table is read (format, delimiter, encoding, header): every command that reads a file takes these. */
+export function addInputFormatOptions(cmd: Command): Command {
+  return cmd
+    .addOption(new Option('--input-format <format>', 'input format (auto: .jsonl/.ndjson are JSON Lines)').choices(['auto', 'csv', 'jsonl']).default('auto'))
+    .option('--delimiter <char>', 'CSV field delimiter, e.g. ";" or tab (default ",")')
+    .addOption(new Option('--encoding <encoding>', 'input text encoding').choices(['utf8', 'latin1']).default('utf8'))
+    .option('--no-header', 'the first line is data; columns are named col1, col2, ...');
+}
+
+/** The input format flags out of commander's untyped options. */
+export function inputFormatFlags(opts: Record<string, unknown>): Omit<InputFlags, 'input'> {
+  const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
+  const flags: Omit<InputFlags, 'input'> = { header: opts.header !== false };
+  const inputFormat = str('inputFormat');
+  if (inputFormat !== undefined) flags.inputFormat = inputFormat as InputFlags['inputFormat'];
+  const delimiter = str('delimiter');
+  if (delimiter !== undefined) flags.delimiter = delimiter;
+  const encoding = str('encoding');
+  if (encoding !== undefined) flags.encoding = encoding as InputFlags['encoding'];
+  return flags;
+}
+
+/** The openSource options these flags ask for. */
+export function sourceOptionsOf(flags: Omit<InputFlags, 'input'>): { format: 'csv' | 'jsonl' | 'auto'; header: boolean; delimiter?: string; encoding?: 'utf8' | 'latin1' } {
+  return {
+    format: flags.inputFormat ?? 'auto',
+    header: flags.header ?? true,
+    ...(flags.delimiter !== undefined ? { delimiter: flags.delimiter } : {}),
+    ...(flags.encoding !== undefined ? { encoding: flags.encoding } : {}),
+  };
+}
+
+/** Column and input flags out of commander's untyped options. */
+export function tableInputFlags(input: string, opts: Record<string, unknown>): InputFlags & ColumnFlags {
+  const list = (k: string) => (Array.isArray(opts[k]) && (opts[k] as unknown[]).length > 0 ? (opts[k] as string[]) : undefined);
+  const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
+  const flags: InputFlags & ColumnFlags = { input, ...inputFormatFlags(opts) };
+  const put = <K extends keyof (InputFlags & ColumnFlags)>(key: K, value: (InputFlags & ColumnFlags)[K] | undefined) => {
+    if (value !== undefined) flags[key] = value;
+  };
+  put('emailCol', list('emailCol'));
+  put('phoneCol', list('phoneCol'));
+  put('emailHashCol', list('emailHashCol'));
+  put('phoneHashCol', list('phoneHashCol'));
+  put('col', str('col'));
+  put('type', str('type') as ColumnKind | undefined);
+  return flags;
+}
+
+/** INPUT, '-' or nothing: nothing reads stdin when it is piped, and is a usage error on a terminal. */
+export function resolveInputArg(input: string | undefined, stdin: { isTTY?: boolean }): string {
+  if (input !== undefined) return input;
+  if (stdin.isTTY) throw new UserError("no input: give a file, or pipe rows in (use '-' to read stdin explicitly)");
+  return '-';
+}
+

@@ -1,0 +1,108 @@
+import { Option, type Command } from 'commander';
+import { DEFAULT_ENV, environmentNames, type ConnectionFlags } from '../../config/index.js';
+import { UserError } from './exit-codes.js';
+
+/**
+ * A commander argument parser for a whole number in [min, max]. It throws a UserError (not commander's
+ * InvalidArgumentError) so the user reads exactly one line: "--concurrency must be a whole number from 1 to 20".
+ */
+export function wholeNumber(flag: string, min: number, max: number): (value: string) => number {
+  return (value: string) => {
+    const n = /^\s*\d+\s*$/.test(value) ? Number(value) : Number.NaN;
+    if (!Number.isSafeInteger(n) || n < min || n > max) {
+      throw new UserError(`${flag} must be a whole number from ${min} to ${max} (got '${value}')`);
+    }
+    return n;
+  };
+}
+
+/** A parser for a non-negative decimal number of seconds or the like, within [min, max]. */
+export function decimalNumber(flag: string, min: number, max: number): (value: string) => number {
+  return (value: string) => {
+    const n = /^\s*\d+(\.\d+)?\s*$/.test(value) ? Number(value) : Number.NaN;
+    if (!Number.isFinite(n) || n < min || n > max) {
+      throw new UserError(`${flag} must be a number from ${min} to ${max} (got '${value}')`);
+    }
+    return n;
+  };
+}
+
+export const parseTimeoutMs = wholeNumber('--timeout-ms', 100, 600_000);
+export const parseMaxAttempts = wholeNumber('--max-attempts', 1, 20);
+/** The public service allows 20 requests in flight; the command caps private ones itself if it wants. */
+export const parseConcurrency = wholeNumber('--concurrency', 1, 20);
+
+/**
+ * --env, --base-url, --scope, --profile, --config, --api-key-file, --client-secret-file, --insecure-http,
+ * --timeout-ms, --max-attempts. No defaults are set here: resolveConfig must see what the user left out,
+ * so that UID2_* variables and profiles can fill it (flag > variable > profile).
+ */
+export function addConnectionOptions(cmd: Command): Command {
+  return cmd
+    .option('--env <name>', `environment: ${environmentNames().join(', ')} (default ${DEFAULT_ENV}; or UID2_ENV)`)
+    .option('--base-url <url>', 'service URL instead of the environment\'s, e.g. a private operator (or UID2_BASE_URL)')
+    .option('--scope <scope>', 'identity scope (UID2 or EUID) of a --base-url this tool does not know')
+    .option('--profile <name>', 'profile of the config file to use (or UID2_PROFILE)')
+    .option('--config <file>', 'config file with profiles (or UID2_CONFIG; default ~/.config/uid2-batch/config.json)')
+    .option('--api-key-file <file>', 'file holding the API key (or UID2_API_KEY / UID2_API_KEY_FILE)')
+    .option('--client-secret-file <file>', 'file holding the client secret (or UID2_CLIENT_SECRET / UID2_CLIENT_SECRET_FILE)')
+    .option('--insecure-http', 'allow a plain http:// base URL to another machine (sends the API key unencrypted)')
+    .option('--timeout-ms <ms>', 'time limit per request attempt, in milliseconds', parseTimeoutMs)
+    .option('--max-attempts <n>', 'attempts per request, including the first (retries on 429, 5xx, network errors)', parseMaxAttempts);
+}
+
+export type OutputFormat = 'csv' | 'jsonl';
+
+export interface OutputFlags {
+  /** File to write; undefined or '-' means stdout. */
+  output?: string;
+  format: OutputFormat;
+  summaryJson?: string;
+  quiet?: boolean;
+}
+
+/** -o/--output, --format csv|jsonl, --summary-json FILE, --quiet. */
+export function addOutputOptions(cmd: Command, defaultFormat: OutputFormat = 'csv'): Command {
+  return cmd
+    .option('-o, --output <file>', 'write rows to this file (written to a temp file, renamed at the end); default stdout')
+    .addOption(new Option('--format <format>', 'output format').choices(['csv', 'jsonl']).default(defaultFormat))
+    .option('--summary-json <file>', 'also write the run summary as JSON to this file')
+    .option('-q, --quiet', 'no progress and no summary on stderr (errors still print)');
+}
+
+/** Typed reads of commander's untyped opts(): a string or number option, or undefined when absent. */
+export function optionReaders(opts: Record<string, unknown>): { str(key: string): string | undefined; num(key: string): number | undefined } {
+  return {
+    str: (k) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined),
+    num: (k) => (typeof opts[k] === 'number' ? (opts[k] as number) : undefined),
+  };
+}
+
+/** The connection flags out of a command's parsed options, typed (commander's opts() is untyped). */
+export function connectionFlags(opts: Record<string, unknown>): ConnectionFlags {
+  const { str, num } = optionReaders(opts);
+  const flags: ConnectionFlags = {
+    env: str('env'),
+    baseUrl: str('baseUrl'),
+    scope: str('scope'),
+    profile: str('profile'),
+    config: str('config'),
+    apiKeyFile: str('apiKeyFile'),
+    clientSecretFile: str('clientSecretFile'),
+    insecureHttp: opts.insecureHttp === true,
+    timeoutMs: num('timeoutMs'),
+    maxAttempts: num('maxAttempts'),
+  };
+  for (const key of Object.keys(flags) as (keyof ConnectionFlags)[]) if (flags[key] === undefined) delete flags[key];
+  return flags;
+}
+
+/** The output flags out of a command's parsed options, typed. */
+export function outputFlags(opts: Record<string, unknown>): OutputFlags {
+  return {
+    ...(typeof opts.output === 'string' && opts.output !== '-' ? { output: opts.output } : {}),
+    format: opts.format === 'jsonl' ? 'jsonl' : 'csv',
+    ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
+    quiet: opts.quiet === true,
+  };
+}

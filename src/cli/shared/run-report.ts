@@ -1,0 +1,162 @@
+import type { ClientStats, ServiceClient } from '../../client/index.js';
+import type { RemapChange, RemapOptions } from '../../pipeline/remap/remap-engine.js';
+import { openSink } from '../../pipeline/table/sink.js';
+import type { TableSink } from '../../pipeline/table/table.js';
+import type { ChangeKind, StateStore } from '../../state/types.js';
+import { EXIT } from './exit-codes.js';
+import type { CommandDeps } from './command-context.js';
+import type { OutputFlags } from './options.js';
+import { createProgress, type ProgressReporter } from './progress.js';
+import { writeSummaryJson, type RunSummary, type SummaryCounters } from './summary.js';
+
+/**
+ * How a batch run (remap-due, migrate, optout-check) reports: its progress while it runs, its output kept or
+ * dropped, its summary line and --summary-json, its exit code and the runs table's record of its flags.
+ */
+
+/** How every batch run ends; the engines' outcomes all have this shape. */
+export interface BatchRunResult {
+  outcome: { kind: 'completed' | 'interrupted' | 'auth-refused' | 'failed' };
+  counts: { status: { error: number } };
+}
+
+export function exitCodeOf(result: BatchRunResult): number {
+  switch (result.outcome.kind) {
+    case 'completed':
+      return result.counts.status.error === 0 ? EXIT.ok : EXIT.partial;
+    case 'interrupted':
+      return EXIT.interrupted;
+    case 'auth-refused':
+      return EXIT.auth;
+    case 'failed':
+      return EXIT.failed;
+  }
+}
+
+/** Failures whose message is already meant for the user; anything else is a bug and keeps its stack for UID2_DEBUG. */
+export const KNOWN_FAILURES: ReadonlySet<string> = new Set([
+  'ClockSkewError',
+  'SqliteError',
+  'OutputError',
+  'ServiceError',
+  'ClientError',
+  'ServerError',
+  'RateLimitedError',
+  'PayloadTooLargeError',
+  'NetworkError',
+  'UnexpectedResponseError',
+  'EnvelopeError',
+]);
+
+/** The summary's request counters, from the client's. */
+export function requestCounters(stats: ClientStats): Required<Pick<SummaryCounters, 'requests' | 'retries' | 'http_429'>> {
+  return { requests: stats.requests, retries: stats.retries, http_429: stats.http429 };
+}
+
+/**
+ * The progress of a run. `cron`: no spinner and no progress lines when stderr is not a terminal, only the
+ * summary line.
+ */
+function runProgress(label: string, output: OutputFlags, deps: CommandDeps, cron: boolean): ProgressReporter {
+  return createProgress({
+    label,
+    stream: deps.stderr,
+    quiet: output.quiet === true || (cron && deps.stderr.isTTY !== true),
+    env: deps.env,
+    dataOnStdout: output.output === undefined,
+    stdoutIsTTY: deps.stdout.isTTY === true,
+  });
+}
+
+/**
+ * Opens the run's output (-o FILE or stdout, with `header`) and its progress, then does the work. When the work
+ * throws, the progress stops and the output is dropped, so a failed run never leaves a file that looks complete.
+ */
+export async function withRunOutput<T>(
+  header: readonly string[],
+  progressLabel: string,
+  cron: boolean,
+  output: OutputFlags,
+  deps: CommandDeps,
+  work: (sink: TableSink, progress: ProgressReporter) => Promise<T>,
+): Promise<T> {
+  let sink: TableSink | undefined;
+  let progress: ProgressReporter | undefined;
+  try {
+    sink = await openSink({ path: output.output, format: output.format, header: [...header], stream: deps.stdout });
+    progress = runProgress(progressLabel, output, deps, cron);
+    return await work(sink, progress);
+  } catch (err) {
+    progress?.stop();
+    await sink?.abort();
+    throw err;
+  }
+}
+
+/** Keeps or drops the output, then says the summary line (unless --quiet) and writes --summary-json. */
+export async function reportRun(sink: TableSink, keepOutput: boolean, summaryLine: string, summary: RunSummary, output: OutputFlags, deps: Pick<CommandDeps, 'stderr'>): Promise<void> {
+  if (keepOutput) await sink.commit();
+  else await sink.abort();
+  if (!output.quiet) deps.stderr.write(`${summaryLine}\n`);
+  if (output.summaryJson !== undefined) await writeSummaryJson(output.summaryJson, summary);
+}
+
+/** The pending changes a run wrote, and how it says so. */
+export interface ChangeDelivery {
+  state: Pick<StateStore, 'ackChanges'>;
+  kind: ChangeKind;
+  /** Rows of earlier runs written first into this run's output. */
+  replayed: number;
+  /** The last pending id this run's output holds (RemapResult.journalUpTo); null when none. */
+  upTo: number | null;
+}
+
+/** The line that tells the user an earlier run's changes are in this output. */
+export function replayedLine(replayed: number): string {
+  return `${replayed.toLocaleString('en-US')} changes of an interrupted earlier run included`;
+}
+
+/**
+ * After the output of a completed run was committed: the pending changes it holds are delivered and leave the state
+ * file (an interrupted run keeps them, so a re-run into the same file writes them again). A failure
+ * here only means they are written again by the next run (at least once), so it is said and not thrown.
+ */
+export function acknowledgeDelivered(delivery: ChangeDelivery, say: (line: string) => void): void {
+  if (delivery.upTo === null) return;
+  try {
+    delivery.state.ackChanges(delivery.kind, delivery.upTo);
+  } catch (err) {
+    say(`the state file could not record that the changes were written (${err instanceof Error ? err.message : String(err)}); the next run writes them again`);
+  }
+}
+
+/** What the runs table keeps of a re-mapping run's flags: no credentials and no paths beyond the state's own. */
+export function remapRunArgs(flags: { now?: string; limit?: number; concurrency?: number; output: OutputFlags }): Record<string, unknown> {
+  return {
+    ...(flags.now !== undefined ? { now: flags.now } : {}),
+    ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+    ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
+    output: flags.output.output ?? '-',
+    format: flags.output.format,
+  };
+}
+
+/**
+ * The re-mapping engine's hooks as remap-due and migrate wire them: the changed entries go to the output, each
+ * settled batch to the progress (after `doneBefore` entries of an earlier pass of the same run).
+ */
+export function remapReporting(
+  sink: TableSink,
+  progress: ProgressReporter,
+  client: ServiceClient,
+  cells: (change: RemapChange) => string[],
+  doneBefore: () => number = () => 0,
+): Required<Pick<RemapOptions, 'onChanges' | 'onProgress'>> {
+  return {
+    onChanges: (changes) => sink.writeRows(changes.map(cells)),
+    onProgress: (c) => {
+      const s = c.status;
+      progress.update({ done: doneBefore() + s.mapped + s.optout + s.invalid + s.error, retries: client.stats.retries, http429: client.stats.http429 });
+    },
+  };
+}

@@ -1,0 +1,121 @@
+import { chmodSync } from 'node:fs';
+import { openSink as defaultOpenSink } from '../../pipeline/table/sink.js';
+import { openSource as defaultOpenSource } from '../../pipeline/table/source.js';
+import { InputError, type TableSource } from '../../pipeline/table/table.js';
+import { BatchStopped, generateTokenBatch, validateTokenBatch, type TokenBatchRun } from '../../pipeline/tokens/token-batch.js';
+import { EXIT, UserError } from '../shared/exit-codes.js';
+import { createProgress } from '../shared/progress.js';
+import { requestCounters } from '../shared/run-report.js';
+import { formatCount, formatDuration, makeSummary, writeSummaryJson } from '../shared/summary.js';
+import { failureAdvice, note, withConnection, type Connect, type TokenIo } from './token-io.js';
+
+/** Flags of `token generate --input` and `token validate --input`. */
+export interface TokenBatchFlags {
+  input?: string;
+  /** -o FILE; stdout when absent or '-'. */
+  output?: string;
+  format?: 'csv' | 'jsonl';
+  concurrency?: number;
+  /** No progress and no summary on stderr. */
+  quiet?: boolean;
+  summaryJson?: string;
+}
+
+export interface TokenBatchDeps {
+  io: TokenIo;
+  connect: Connect;
+  openSource?: typeof defaultOpenSource;
+  openSink?: typeof defaultOpenSink;
+}
+
+/** Token calls are not batched like map: one request per row, so a few in flight keep a test audience quick. */
+export const DEFAULT_TOKEN_CONCURRENCY = 8;
+export const MAX_TOKEN_CONCURRENCY = 64;
+
+export async function runTokenBatch(which: 'generate' | 'validate', flags: TokenBatchFlags, deps: TokenBatchDeps): Promise<number> {
+  const input = flags.input;
+  if (input === undefined) throw new UserError('--input FILE is required for a batch');
+  const concurrency = flags.concurrency ?? DEFAULT_TOKEN_CONCURRENCY;
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_TOKEN_CONCURRENCY) {
+    throw new UserError(`--concurrency must be a whole number from 1 to ${MAX_TOKEN_CONCURRENCY}`);
+  }
+  const openSource = deps.openSource ?? defaultOpenSource;
+  const openSink = deps.openSink ?? defaultOpenSink;
+  const format = flags.format ?? 'csv';
+  const toFile = flags.output !== undefined && flags.output !== '-';
+
+  let source: TableSource;
+  try {
+    source = await openSource({ path: input, ...(input === '-' ? { stream: deps.io.stdin } : {}) });
+  } catch (err) {
+    throw asUserError(err);
+  }
+  for (const n of source.notes) note(deps.io, n);
+
+  const command = `token ${which}`;
+  return withConnection(deps.connect, { apiKey: true, clientSecret: true }, async ({ client }) => {
+    const startedMs = deps.io.now();
+    const progress = createProgress({ label: command, quiet: flags.quiet, stream: deps.io.stderr, dataOnStdout: !toFile });
+    const run: TokenBatchRun = {
+      source,
+      client,
+      concurrency,
+      openSink: (header) => openSink({ path: flags.output, format, header, ...(toFile ? {} : { stream: deps.io.stdout }) }),
+      onRow: (done) => progress.update({ done, retries: client.stats.retries, http429: client.stats.http429 }),
+    };
+    const finish = async (counts: Record<string, number> & { rows: number; error: number }, words: string): Promise<number> => {
+      progress.stop();
+      const summary = makeSummary({
+        command,
+        rows: counts.rows,
+        status: { error: counts.error, optout: counts.optout ?? 0, invalid: counts.invalid ?? 0 },
+        ...requestCounters(client.stats),
+        startedMs,
+        endedMs: deps.io.now(),
+        extra: { results: counts },
+      });
+      if (!flags.quiet) {
+        deps.io.stderr.write(
+          `${command}: ${formatCount(counts.rows)} rows in ${formatDuration(summary.duration_s)}: ${words}; ` +
+            `${formatCount(summary.requests)} requests, ${formatCount(summary.retries)} retries, ${formatCount(summary.http_429)} x 429\n`,
+        );
+      }
+      if (flags.summaryJson !== undefined) await writeSummaryJson(flags.summaryJson, summary);
+      return counts.error > 0 ? EXIT.partial : EXIT.ok;
+    };
+    try {
+      if (which === 'validate') {
+        const c = await validateTokenBatch(run);
+        const code = await finish({ rows: c.rows, true: c.valid, false: c.invalid, error: c.error }, `${formatCount(c.valid)} true, ${formatCount(c.invalid)} false, ${formatCount(c.error)} error`);
+        if (c.invalid > 0 && !flags.quiet) note(deps.io, 'false usually means the identifier was formatted differently when the token was made: compare the hash column');
+        return code;
+      }
+      // The rows carry refresh_response_keys: the file is made private from its first byte (the sink creates its
+      // temp file under this umask) and again after the rename, whatever mode the sink used.
+      const umask = toFile ? process.umask(0o077) : undefined;
+      let c;
+      try {
+        c = await generateTokenBatch(run);
+      } finally {
+        if (umask !== undefined) process.umask(umask);
+      }
+      if (toFile) chmodSync(flags.output!, 0o600);
+      return await finish(
+        { rows: c.rows, success: c.success, optout: c.optout, invalid: c.invalid, error: c.error },
+        `${formatCount(c.success)} success, ${formatCount(c.optout)} optout, ${formatCount(c.invalid)} invalid, ${formatCount(c.error)} error`,
+      );
+    } catch (err) {
+      progress.stop();
+      if (err instanceof BatchStopped) {
+        const advice = failureAdvice(err.failure, 'GENERATOR');
+        throw new UserError(`stopped (${toFile ? 'no output file written' : 'the rows on stdout are incomplete'}): ${advice.message}`, advice.exitCode);
+      }
+      throw asUserError(err);
+    }
+  });
+}
+
+function asUserError(err: unknown): unknown {
+  if (err instanceof InputError) return new UserError(err.message);
+  return err;
+}

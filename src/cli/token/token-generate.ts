@@ -1,0 +1,61 @@
+import { prepareTokenInput, type TokenIdentity } from '../../pipeline/tokens/tokens.js';
+import { EXIT, UserError } from '../shared/exit-codes.js';
+import { runTokenBatch, type TokenBatchFlags, type TokenBatchDeps } from './token-batch.js';
+import { identityJson, writePrivateFileAtomic } from './token-files.js';
+import { adviseFailure, flagOf, identifierValue, note, pickIdentifier, withConnection, type Connect, type IdentifierFlags, type TokenIo } from './token-io.js';
+
+export interface TokenGenerateFlags extends IdentifierFlags, TokenBatchFlags {
+  /** Single identity: save it here (0600, atomic) for the next refresh. */
+  out?: string;
+}
+
+export interface TokenGenerateDeps extends TokenBatchDeps {
+  io: TokenIo;
+  connect: Connect;
+}
+
+/** Why an identifier was refused, without repeating it (it is personal data). */
+export function invalidIdentifierMessage(flag: string, reason: string): string {
+  const hint = reason === 'invalid email' ? ': it needs text before and after a single @' : '';
+  return `${flag}: ${reason}${hint} (the value is not repeated here)`;
+}
+
+/** `token generate`: one identity from a flag, or one per row with --input. Returns the exit code. */
+export async function runTokenGenerate(flags: TokenGenerateFlags, deps: TokenGenerateDeps): Promise<number> {
+  const picked = pickIdentifier(flags);
+  if (flags.input !== undefined) {
+    if (picked) throw new UserError(`give either ${flagOf(picked.kind)} or --input FILE, not both`);
+    if (flags.out !== undefined) throw new UserError('--out saves a single identity; with --input, name the output file with -o FILE');
+    return runTokenBatch('generate', flags, deps);
+  }
+  if (!picked) throw new UserError('give the identifier with --email, --phone, --email-hash or --phone-hash (or a file of them with --input FILE)');
+
+  const value = await identifierValue(picked.kind, picked.value, deps.io);
+  const prepared = prepareTokenInput(picked.kind, value);
+  if (!prepared.ok) throw new UserError(invalidIdentifierMessage(flagOf(picked.kind), prepared.reason));
+
+  const result = await withConnection(deps.connect, { apiKey: true, clientSecret: true }, async ({ client }) => {
+    try {
+      return await client.tokenGenerate(prepared.input);
+    } catch (err) {
+      return adviseFailure(err, 'GENERATOR');
+    }
+  });
+
+  if (result.status === 'optout') {
+    deps.io.stdout.write(`${JSON.stringify({ status: 'optout' })}\n`);
+    note(deps.io, `optout: this user has opted out, so the service issues no token${flags.out !== undefined ? `; ${flags.out} was not written` : ''}`);
+    return EXIT.ok;
+  }
+  printIdentity(result.identity, flags.out, deps.io);
+  return EXIT.ok;
+}
+
+export function printIdentity(identity: TokenIdentity, out: string | undefined, io: TokenIo): void {
+  const json = identityJson(identity);
+  io.stdout.write(json);
+  if (out !== undefined) {
+    writePrivateFileAtomic(out, json, 'identity file');
+    note(io, `identity saved to ${out} (mode 0600); refresh it with: uid2-batch token refresh --in ${out} --update`);
+  }
+}

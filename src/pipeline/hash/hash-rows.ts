@@ -1,0 +1,77 @@
+import { prepareCell, type IdentifierColumn } from '../table/identifier-columns.js';
+import { rowProblemInvalidates, rowProblemReason, type InputRow } from '../table/table.js';
+
+/** The columns `hash` adds per identifier column (prefixed `<column>_` when there are several). */
+export const HASH_FIELDS = ['hash', 'hash_type', 'status', 'reason'] as const;
+
+/** The summary's name for rows whose cells did not line up with the header (the row's reason says how). */
+const RAGGED_REASON = 'more cells than the header';
+
+/** What `hash` found, as plain numbers: added up over chunks, whichever thread hashed them. */
+export interface HashCounts {
+  rows: number;
+  missing: number;
+  /** Per identifier column. */
+  ok: number[];
+  invalid: number[];
+  /** Invalid cells by reason. */
+  reasons: Record<string, number>;
+}
+
+export function emptyHashCounts(width: number): HashCounts {
+  return { rows: 0, missing: 0, ok: new Array<number>(width).fill(0), invalid: new Array<number>(width).fill(0), reasons: {} };
+}
+
+export function addHashCounts(into: HashCounts, more: HashCounts): void {
+  into.rows += more.rows;
+  into.missing += more.missing;
+  for (let c = 0; c < into.ok.length; c++) {
+    into.ok[c] += more.ok[c];
+    into.invalid[c] += more.invalid[c];
+  }
+  for (const [reason, n] of Object.entries(more.reasons)) into.reasons[reason] = (into.reasons[reason] ?? 0) + n;
+}
+
+/**
+ * `hash`'s output rows: each row's cells with hash, hash_type, status and reason appended per identifier column
+ * (in place: the input row is not used again). The same code runs on the main thread and in worker threads.
+ */
+export function hashRows(rows: readonly InputRow[], columns: readonly IdentifierColumn[], counts: HashCounts): string[][] {
+  const out: string[][] = new Array(rows.length);
+  for (let r = 0; r < rows.length; r++) {
+    const row = rows[r];
+    const cells = row.cells;
+    out[r] = cells;
+    if (row.problem !== undefined && rowProblemInvalidates(row.problem)) {
+      const reason = rowProblemReason(row.problem);
+      for (let c = 0; c < columns.length; c++) {
+        cells.push('', '', 'invalid', reason);
+        invalid(counts, c, RAGGED_REASON);
+      }
+      continue;
+    }
+    for (let c = 0; c < columns.length; c++) {
+      const cell = cells[columns[c].index];
+      if (cell === '') {
+        cells.push('', '', 'missing', 'empty');
+        counts.missing++;
+        continue;
+      }
+      const prepared = prepareCell(columns[c], cell);
+      if (prepared.ok) {
+        cells.push(prepared.hash, prepared.type, 'ok', '');
+        counts.ok[c]++;
+      } else {
+        cells.push('', '', 'invalid', prepared.reason);
+        invalid(counts, c, prepared.reason);
+      }
+    }
+  }
+  counts.rows += rows.length;
+  return out;
+}
+
+function invalid(counts: HashCounts, column: number, reason: string): void {
+  counts.invalid[column]++;
+  counts.reasons[reason] = (counts.reasons[reason] ?? 0) + 1;
+}

@@ -1,0 +1,546 @@
+import { setMaxListeners } from 'node:events';
+import type { DiiType } from '../../identity/index.js';
+import {
+  ClockSkewError,
+  isMappedV3,
+  UnauthorizedError,
+  type MappedV3,
+  type MapV3Item,
+  type MapV3Request,
+  type MapV3ResponseBody,
+  type UnmappedV3,
+} from '../../protocol/index.js';
+import type { EntryUpdate, StateEntry } from '../../state/types.js';
+import type { IdentifierColumn } from '../table/identifier-columns.js';
+import { prepareRows, type PreparedRows } from './prepare-rows.js';
+import { BatchBuilder, batchRequest, batchItemCount, type MapBatch } from './batcher.js';
+import { BucketAnswer, mappedOutcome } from './bucket-answer.js';
+import { answerSlot, IdentifierTable, OPTOUT_REASON, TrackedIdentifier } from './identifier-table.js';
+import { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
+import { DistinctEstimate } from './distinct-count.js';
+import { Reassembler } from './reassembler.js';
+import { RowChunk, SLOT, type RowTicket } from './row-chunk.js';
+import type { InputRow } from '../table/table.js';
+import { windDownInFlight } from '../run/wind-down.js';
+
+/** An identifier column of the input, as the engine reads it (resolved from flags by table/identifier-columns.ts). */
+export type EngineColumn = IdentifierColumn;
+
+/** What the engine needs from the state file: a lookup per chunk and one transaction per answered batch. */
+export interface EngineState {
+  /** Stored entries for these hashes of one DII type, by hash; hashes not stored are absent. */
+  lookupHashes(type: DiiType, hashes: readonly string[]): ReadonlyMap<string, StateEntry>;
+  /** One transaction; `nowS` is recorded as the time of the mapping. */
+  commitBatch(updates: readonly EntryUpdate[], nowS: number): void;
+}
+
+/** Sends one v3 map request (with the client's retries) and returns the decrypted body. */
+export type MapBatchFn = (request: MapV3Request, signal: AbortSignal) => Promise<MapV3ResponseBody>;
+
+export interface MapEngineOptions {
+  columns: readonly EngineColumn[];
+  /** Absent in a dry run: nothing is sent. */
+  mapBatch?: MapBatchFn;
+  /** Count what would be sent instead of sending it; chunks are not handed on. */
+  dryRun?: boolean;
+  state?: EngineState;
+  /** Items per request (default and maximum 5,000). */
+  batchSize?: number;
+  /** Request JSON bytes (default: what stays under 1 MB in either body mode). */
+  maxJsonBytes?: number;
+  /** Requests in flight at most, when no limiter is given (default 20). */
+  concurrency?: number;
+  /** Shared with the client, whose onRetry feeds it 429s. */
+  limiter?: AdaptiveConcurrency;
+  /** Rows read but not yet written before reading pauses (default: enough to keep every request slot busy). */
+  maxPendingRows?: number;
+  /** Identifiers remembered to serve repeats without a request (default 50,000). */
+  recentCapacity?: number;
+  /** Stop at the first batch that fails after the client's last attempt. */
+  failFast?: boolean;
+  /** The client's attempts per request, for the reason text of a failed batch. */
+  maxAttempts?: number;
+  /** Aborting it stops reading; in-flight requests get `graceMs` to finish and commit. */
+  signal?: AbortSignal;
+  /** Default 10,000 ms. */
+  graceMs?: number;
+  /** Now, in Unix seconds: decides whether a stored mapping is still fresh (now < r). */
+  nowS?: () => number;
+  /** Chunks whose identifiers are all answered, in input order. */
+  onChunk?: (chunk: RowChunk) => void | Promise<void>;
+}
+
+export type MapRunOutcome =
+  | { kind: 'completed' }
+  | { kind: 'interrupted' }
+  /** 401: the credentials were refused; nothing more was sent. */
+  | { kind: 'auth-refused'; error: Error }
+  /** --fail-fast and a batch failed, or a failure that every further batch would hit too (clock skew, state). */
+  | { kind: 'failed'; error: Error };
+
+export interface MapRunCounts {
+  /** Rows read. */
+  rowsRead: number;
+  /** Rows handed on (in order, all answered). */
+  rowsDone: number;
+  /** Identifier cells seen. */
+  identifiers: number;
+  /** Identifier cells by final status (counted as chunks are handed on). */
+  status: { mapped: number; optout: number; invalid: number; error: number; missing: number };
+  /** Cells invalid before any request, by reason. */
+  invalidByReason: Record<string, number>;
+  /** Cells that were valid locally. */
+  valid: number;
+  /** Distinct (type, hash) pairs among the valid cells. */
+  uniqueIdentifiers: number;
+  /** True when uniqueIdentifiers is an estimate (large inputs). */
+  uniqueEstimated: boolean;
+  /** Cells answered by the state file. */
+  fromState: number;
+  /** Cells answered by a pending or recent answer for the same identifier. */
+  deduplicated: number;
+  /** Batches sealed (sent, or in a dry run: that would be sent). */
+  batches: number;
+  /** Items in those batches. */
+  itemsInBatches: number;
+  /** Batches that failed after the client's last attempt. */
+  batchesFailed: number;
+  /** Batches committed to the state file. */
+  batchesCommitted: number;
+}
+
+export interface MapRunResult {
+  outcome: MapRunOutcome;
+  counts: MapRunCounts;
+}
+
+/** A stored mapping answered without a request. A class, so that repeats can tell it came from the state. */
+class StateAnswer implements MappedV3 {
+  constructor(
+    readonly u: string,
+    readonly p: string | null,
+    readonly r: number,
+  ) {}
+}
+const STATE_OPTOUT: UnmappedV3 = Object.freeze({ e: OPTOUT_REASON });
+const STATE_INVALID: UnmappedV3 = Object.freeze({ e: 'invalid identifier' });
+/** Placeholder answer of a dry run, so repeats are not counted twice. */
+const DRY_ANSWER: UnmappedV3 = Object.freeze({ e: 'not sent (dry run)' });
+
+function isStateAnswer(item: MapV3Item): boolean {
+  return item instanceof StateAnswer || item === STATE_OPTOUT || item === STATE_INVALID || (item instanceof BucketAnswer && item.fromState);
+}
+
+const STOPPED = Symbol('stopped');
+
+/** A chunk as the engine takes it: its cells prepared, and its rows unless a worker thread keeps them. */
+export interface EngineChunk {
+  prepared: PreparedRows;
+  rows?: InputRow[];
+  ticket?: RowTicket;
+}
+
+/** Chunks of rows prepared on this thread, one at a time as they are read. */
+async function* preparedHere(source: AsyncIterable<InputRow[]>, columns: readonly EngineColumn[]): AsyncGenerator<EngineChunk> {
+  for await (const rows of source) yield { prepared: prepareRows(rows, columns), rows };
+}
+
+/**
+ * The streaming batch engine of `map` (DESIGN.md "The main flow"): chunks of rows in; each identifier cell
+ * prepared locally, repeats served once, fresh state entries answered without a request, the rest packed into
+ * 5,000-item batches sent with at most N in flight; chunks out in input order once all their cells are answered.
+ * Work per chunk and per batch is synchronous; the only awaits are reading, sending and writing.
+ */
+export class MapEngine {
+  readonly counts: MapRunCounts = {
+    rowsRead: 0,
+    rowsDone: 0,
+    identifiers: 0,
+    status: { mapped: 0, optout: 0, invalid: 0, error: 0, missing: 0 },
+    invalidByReason: {},
+    valid: 0,
+    uniqueIdentifiers: 0,
+    uniqueEstimated: false,
+    fromState: 0,
+    deduplicated: 0,
+    batches: 0,
+    itemsInBatches: 0,
+    batchesFailed: 0,
+    batchesCommitted: 0,
+  };
+  readonly limiter: AdaptiveConcurrency;
+
+  private readonly columns: readonly EngineColumn[];
+  private readonly width: number;
+  private readonly table: IdentifierTable;
+  private readonly distinct = new DistinctEstimate();
+  /** Distinct identifiers, exact while the table has forgotten none. */
+  private distinctExact = 0;
+  private readonly window = new Reassembler();
+  private readonly batcher: BatchBuilder;
+  private readonly maxPendingRows: number;
+  private readonly nowS: () => number;
+  private readonly abort = new AbortController();
+  /** Batches sealed and not yet settled (queued or in flight). */
+  private outstanding = 0;
+  private wake: (() => void) | null = null;
+  private stopReading: (() => void) | null = null;
+  private stop: MapRunOutcome | null = null;
+  /** New identifiers of the chunk being admitted, before the state has been asked about them. */
+  private fresh: TrackedIdentifier[] = [];
+
+  constructor(private readonly options: MapEngineOptions) {
+    if (!options.dryRun && !options.mapBatch) throw new Error('MapEngine: mapBatch is required unless dryRun is set');
+    this.columns = options.columns;
+    this.width = options.columns.length;
+    this.limiter = options.limiter ?? new AdaptiveConcurrency({ max: options.concurrency ?? 20 });
+    this.table = new IdentifierTable(options.recentCapacity ?? 50_000);
+    this.batcher = new BatchBuilder({ maxItems: options.batchSize, maxJsonBytes: options.maxJsonBytes }, (batch) => this.dispatch(batch));
+    const rowsPerBatch = Math.ceil(this.batcher.maxItems / Math.max(1, this.width));
+    this.maxPendingRows = options.maxPendingRows ?? Math.ceil(rowsPerBatch * (this.limiter.max + 2));
+    this.nowS = options.nowS ?? (() => Math.floor(Date.now() / 1000));
+    // every request in flight listens on this one signal
+    setMaxListeners(0, this.abort.signal);
+  }
+
+  /** Runs the source to its end (or to a stop) and resolves once every answered chunk was handed on. */
+  run(source: AsyncIterable<InputRow[]>): Promise<MapRunResult> {
+    return this.runPrepared(preparedHere(source, this.columns));
+  }
+
+  /** run() for chunks already prepared (by worker threads that keep the rows: see RowChunk.ticket). */
+  async runPrepared(source: AsyncIterable<EngineChunk>): Promise<MapRunResult> {
+    const iterator = source[Symbol.asyncIterator]();
+    const unlisten = this.listenForInterrupt();
+    let finished = false;
+    try {
+      for (;;) {
+        if (this.stop !== null) break;
+        const next = await this.nextChunk(iterator);
+        if (next === STOPPED || next.done) {
+          finished = next !== STOPPED;
+          break;
+        }
+        this.admit(next.value);
+        await this.handOn();
+        while (this.stop === null && this.window.pendingRows > this.maxPendingRows) {
+          // everything the window waits for must be on its way, or the wait would never end
+          if (this.outstanding === 0) this.batcher.seal();
+          if (this.outstanding === 0) break;
+          await this.settled();
+          await this.handOn();
+        }
+      }
+      if (this.stop === null) {
+        this.batcher.seal();
+        while (this.outstanding > 0 && this.stop === null) {
+          await this.settled();
+          await this.handOn();
+        }
+      }
+    } catch (err) {
+      // a source or sink failure ends the run; what is in flight is stopped, not left running unseen
+      this.halt({ kind: 'failed', error: err instanceof Error ? err : new Error(String(err)) });
+    } finally {
+      unlisten();
+      if (!finished) {
+        // a source blocked on stdin may never settle its pending read: do not wait for it to close
+        void Promise.resolve(iterator.return?.()).catch(() => undefined);
+      }
+    }
+    if (this.stop !== null) await this.windDown();
+    else await this.handOn();
+    this.counts.uniqueEstimated = this.table.dropped;
+    this.counts.uniqueIdentifiers = this.table.dropped ? this.distinct.count : this.distinctExact;
+    return { outcome: this.stop ?? { kind: 'completed' }, counts: this.counts };
+  }
+
+  /** Routes each identifier cell of a prepared chunk to an answer, a waiting duplicate, or a batch. */
+  private admit(input: EngineChunk): void {
+    const { prepared } = input;
+    const { status, phone, hashes, reasons } = prepared;
+    const chunk = new RowChunk(input.rows ?? [], this.width, input.ticket, prepared.rowCount);
+    this.counts.rowsRead += prepared.rowCount;
+    this.counts.identifiers += status.length;
+    if (!this.options.dryRun) this.window.push(chunk);
+    let h = 0;
+    let e = 0;
+    for (let slot = 0; slot < status.length; slot++) {
+      switch (status[slot]) {
+        case SLOT.pending:
+          this.route(chunk, slot, phone[slot] === 1 ? 'phone' : 'email', hashes[h++]);
+          break;
+        case SLOT.missing:
+          chunk.setUnmapped(slot, SLOT.missing, 'empty');
+          break;
+        default:
+          this.invalid(chunk, slot, reasons[e++]);
+      }
+    }
+    if (this.fresh.length > 0) this.resolveFresh();
+  }
+
+  private invalid(chunk: RowChunk, slot: number, reason: string): void {
+    chunk.setUnmapped(slot, SLOT.invalid, reason);
+    const byReason = this.counts.invalidByReason;
+    byReason[reason] = (byReason[reason] ?? 0) + 1;
+  }
+
+  private route(chunk: RowChunk, slot: number, type: DiiType, hash: string): void {
+    this.counts.valid++;
+    const known = this.table.get(type, hash);
+    if (known !== undefined && !known.failed) {
+      this.counts.deduplicated++;
+      const answer = known.answer;
+      if (answer === null) {
+        known.addWaiter(chunk, slot);
+      } else {
+        answerSlot(chunk, slot, answer);
+        if (isStateAnswer(answer)) this.counts.fromState++;
+      }
+      return;
+    }
+    // a repeat of an identifier whose request failed is sent again, but it is not a new identifier
+    if (known === undefined) {
+      this.distinctExact++;
+      this.distinct.add(type, hash);
+    }
+    const item = new TrackedIdentifier(type, hash, chunk, slot);
+    this.table.add(item);
+    this.fresh.push(item);
+  }
+
+  /** Asks the state about the chunk's new identifiers (one lookup per DII type); batches the rest. */
+  private resolveFresh(): void {
+    const fresh = this.fresh;
+    this.fresh = [];
+    const state = this.options.state;
+    if (state === undefined) {
+      for (let i = 0; i < fresh.length; i++) this.batcher.add(fresh[i]);
+      return;
+    }
+    const emailHashes: string[] = [];
+    const phoneHashes: string[] = [];
+    for (let i = 0; i < fresh.length; i++) (fresh[i].type === 'email' ? emailHashes : phoneHashes).push(fresh[i].hash);
+    const stored = {
+      email: emailHashes.length > 0 ? state.lookupHashes('email', emailHashes) : undefined,
+      phone: phoneHashes.length > 0 ? state.lookupHashes('phone', phoneHashes) : undefined,
+    };
+    const now = this.nowS();
+    for (let i = 0; i < fresh.length; i++) {
+      const item = fresh[i];
+      const entry = stored[item.type]?.get(item.hash);
+      const answer = entry === undefined ? undefined : answerFromState(entry, now);
+      if (answer === undefined) {
+        this.batcher.add(item);
+        continue;
+      }
+      this.counts.fromState += item.waiters;
+      item.resolve(answer);
+    }
+  }
+
+  private dispatch(batch: MapBatch): void {
+    this.counts.batches++;
+    this.counts.itemsInBatches += batchItemCount(batch);
+    if (this.options.dryRun) {
+      for (const item of batch.emailItems) item.resolve(DRY_ANSWER);
+      for (const item of batch.phoneItems) item.resolve(DRY_ANSWER);
+      return;
+    }
+    this.outstanding++;
+    void this.limiter.run(() => this.send(batch));
+  }
+
+  private async send(batch: MapBatch): Promise<void> {
+    try {
+      if (this.stop !== null) {
+        this.failBatch(batch, 'not sent: the run stopped first');
+        return;
+      }
+      let body: MapV3ResponseBody;
+      try {
+        body = await (this.options.mapBatch as MapBatchFn)(batchRequest(batch), this.abort.signal);
+      } catch (err) {
+        this.onBatchError(batch, err);
+        return;
+      }
+      this.onBatchAnswered(batch, body);
+    } catch (err) {
+      // a state commit that throws (disk full, file locked) would fail every later batch the same way
+      this.halt({ kind: 'failed', error: err instanceof Error ? err : new Error(String(err)) });
+      this.failBatch(batch, 'not committed: the state file could not be written');
+    } finally {
+      this.outstanding--;
+      this.wakeUp();
+    }
+  }
+
+  private onBatchAnswered(batch: MapBatch, body: MapV3ResponseBody): void {
+    const emailAnswers = body.email_hash ?? [];
+    const phoneAnswers = body.phone_hash ?? [];
+    if (emailAnswers.length !== batch.emailItems.length || phoneAnswers.length !== batch.phoneItems.length) {
+      this.onBatchError(
+        batch,
+        new Error(
+          `the service answered ${emailAnswers.length} email and ${phoneAnswers.length} phone hashes for ` +
+            `${batch.emailItems.length} and ${batch.phoneItems.length} sent`,
+        ),
+      );
+      return;
+    }
+    const state = this.options.state;
+    if (state !== undefined) {
+      const updates: EntryUpdate[] = new Array(emailAnswers.length + phoneAnswers.length);
+      let n = 0;
+      for (let i = 0; i < emailAnswers.length; i++) updates[n++] = entryUpdate('email', batch.emailHashes[i], emailAnswers[i]);
+      for (let i = 0; i < phoneAnswers.length; i++) updates[n++] = entryUpdate('phone', batch.phoneHashes[i], phoneAnswers[i]);
+      state.commitBatch(updates, this.nowS());
+      this.counts.batchesCommitted++;
+    }
+    for (let i = 0; i < emailAnswers.length; i++) batch.emailItems[i].resolve(emailAnswers[i]);
+    for (let i = 0; i < phoneAnswers.length; i++) batch.phoneItems[i].resolve(phoneAnswers[i]);
+    this.limiter.succeeded();
+  }
+
+  private onBatchError(batch: MapBatch, err: unknown): void {
+    const error = err instanceof Error ? err : new Error(String(err));
+    if (this.stop !== null && this.abort.signal.aborted) {
+      this.failBatch(batch, 'not answered: the run stopped first');
+      return;
+    }
+    if (error instanceof UnauthorizedError) this.halt({ kind: 'auth-refused', error });
+    else if (error instanceof ClockSkewError) this.halt({ kind: 'failed', error });
+    else if (this.options.failFast) this.halt({ kind: 'failed', error });
+    this.counts.batchesFailed++;
+    this.failBatch(batch, this.failureReason(error));
+  }
+
+  private failureReason(error: Error): string {
+    const retryable = (error as { retryable?: unknown }).retryable === true;
+    const attempts = this.options.maxAttempts ?? 0;
+    return retryable && attempts > 1 && !/attempt/.test(error.message) ? `${error.message} after ${attempts} attempts` : error.message;
+  }
+
+  private failBatch(batch: MapBatch, reason: string): void {
+    for (const item of batch.emailItems) item.fail(reason);
+    for (const item of batch.phoneItems) item.fail(reason);
+  }
+
+  /** Stops the run: a fatal answer aborts what is in flight at once; an interrupt lets it finish first. */
+  private halt(outcome: MapRunOutcome): void {
+    if (this.stop !== null) return;
+    this.stop = outcome;
+    if (outcome.kind !== 'interrupted') this.abort.abort();
+    const stopReading = this.stopReading;
+    this.stopReading = null;
+    stopReading?.();
+    this.wakeUp();
+  }
+
+  private wakeUp(): void {
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
+  }
+
+  private listenForInterrupt(): () => void {
+    const signal = this.options.signal;
+    if (signal === undefined) return () => undefined;
+    const onAbort = (): void => this.halt({ kind: 'interrupted' });
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    return () => signal.removeEventListener('abort', onAbort);
+  }
+
+  /** The next chunk, or STOPPED as soon as the run is stopped (a read from stdin may never end by itself). */
+  private nextChunk(iterator: AsyncIterator<EngineChunk>): Promise<IteratorResult<EngineChunk> | typeof STOPPED> {
+    if (this.stop !== null) return Promise.resolve(STOPPED);
+    return new Promise((resolve, reject) => {
+      this.stopReading = () => resolve(STOPPED);
+      iterator.next().then(
+        (result) => {
+          this.stopReading = null;
+          resolve(result);
+        },
+        (err: unknown) => {
+          this.stopReading = null;
+          reject(err);
+        },
+      );
+    });
+  }
+
+  /** After a stop: nothing more is sent; requests in flight get a bounded time to finish and commit. */
+  private async windDown(): Promise<void> {
+    for (const item of this.batcher.discard()) item.fail('not sent: the run stopped first');
+    await windDownInFlight({
+      outstanding: () => this.outstanding,
+      settled: () => this.settled(),
+      abort: this.abort,
+      graceMs: this.stop?.kind === 'interrupted' ? (this.options.graceMs ?? 10_000) : 0,
+    });
+  }
+
+  private settled(): Promise<void> {
+    return new Promise((resolve) => {
+      this.wake = resolve;
+    });
+  }
+
+  /** Hands on the chunks at the front of the window that are fully answered. */
+  private async handOn(): Promise<void> {
+    // after a stop the output is abandoned (the sink is aborted): rows answered now are not handed on
+    if (this.stop !== null) return;
+    const ready = this.window.takeReady();
+    for (let i = 0; i < ready.length; i++) {
+      const chunk = ready[i];
+      this.countStatuses(chunk);
+      this.counts.rowsDone += chunk.rowCount;
+      if (this.options.onChunk) await this.options.onChunk(chunk);
+    }
+  }
+
+  private countStatuses(chunk: RowChunk): void {
+    const status = chunk.status;
+    const counts = this.counts.status;
+    for (let i = 0; i < status.length; i++) {
+      switch (status[i]) {
+        case SLOT.mapped:
+          counts.mapped++;
+          break;
+        case SLOT.optout:
+          counts.optout++;
+          break;
+        case SLOT.invalid:
+          counts.invalid++;
+          break;
+        case SLOT.error:
+          counts.error++;
+          break;
+        case SLOT.missing:
+          counts.missing++;
+          break;
+      }
+    }
+  }
+}
+
+/** What a stored entry answers now, if anything: a fresh mapping (now < r) or a tombstone. */
+function answerFromState(entry: StateEntry, nowS: number): MapV3Item | undefined {
+  switch (entry.status) {
+    case 'mapped':
+      // a v2 entry (it has a salt bucket) stays fresh until a bucket check marks it due
+      if (entry.bucketId !== null) return entry.u !== null && !entry.due ? new BucketAnswer(entry.u, entry.bucketId, true) : undefined;
+      return entry.u !== null && entry.r !== null && nowS < entry.r ? new StateAnswer(entry.u, entry.p, entry.r) : undefined;
+    case 'optout':
+      return STATE_OPTOUT;
+    case 'invalid':
+      return STATE_INVALID;
+  }
+}
+
+function entryUpdate(type: DiiType, hash: string, answer: MapV3Item): EntryUpdate {
+  if (isMappedV3(answer)) return { type, hash, outcome: mappedOutcome(answer) };
+  return { type, hash, outcome: answer.e === OPTOUT_REASON ? { kind: 'optout' } : { kind: 'invalid' } };
+}

@@ -1,0 +1,72 @@
+import { prepareCell, type IdentifierColumn } from '../table/identifier-columns.js';
+import { SLOT } from './row-chunk.js';
+import { rowProblemInvalidates, rowProblemReason, type InputRow, type RowProblem } from '../table/table.js';
+
+/**
+ * What each identifier cell of a block of rows is before anything is sent: valid (with its DII type and hash),
+ * invalid (with the reason) or missing. Plain data (typed arrays, strings), so a worker thread that parsed and
+ * prepared the rows can hand it to the main thread without the rows themselves.
+ */
+export interface PreparedRows {
+  rowCount: number;
+  /** Identifier columns per row; slot = row * width + column. */
+  width: number;
+  /** Per slot: SLOT.pending (valid: to be answered), SLOT.invalid or SLOT.missing. */
+  status: Uint8Array;
+  /** Per slot: 1 when the valid identifier is a phone, 0 for an email. */
+  phone: Uint8Array;
+  /** Hashes (base64 SHA-256) of the valid slots, in slot order. */
+  hashes: string[];
+  /** Reasons of the invalid slots, in slot order. */
+  reasons: string[];
+}
+
+/**
+ * Prepares every identifier cell of `rows`: the one place that decides, per cell, what is sent. The main
+ * thread (no --threads) and the worker threads both call it, so the answer cannot depend on where it ran.
+ */
+export function prepareRows(rows: readonly InputRow[], columns: readonly IdentifierColumn[]): PreparedRows {
+  const width = columns.length;
+  const status = new Uint8Array(rows.length * width);
+  const phone = new Uint8Array(rows.length * width);
+  const hashes: string[] = [];
+  const reasons: string[] = [];
+  for (let r = 0; r < rows.length; r++) {
+    const row = rows[r];
+    const base = r * width;
+    if (row.problem !== undefined && rowProblemInvalidates(row.problem)) {
+      const reason = rowProblemReason(row.problem);
+      for (let c = 0; c < width; c++) {
+        status[base + c] = SLOT.invalid;
+        reasons.push(reason);
+      }
+      continue;
+    }
+    // a short row was padded: a missing identifier cell is reported as the row's problem, not as an empty value
+    const present = row.problem?.kind === 'short_row' ? row.problem.cells : Number.POSITIVE_INFINITY;
+    for (let c = 0; c < width; c++) {
+      const column = columns[c];
+      if (column.index >= present) {
+        status[base + c] = SLOT.invalid;
+        reasons.push(rowProblemReason(row.problem as RowProblem));
+        continue;
+      }
+      const cell = row.cells[column.index] ?? '';
+      // an empty cell (a row with an email but no phone, say) has nothing to map: it is not invalid data
+      if (cell.length === 0) {
+        status[base + c] = SLOT.missing;
+        continue;
+      }
+      const prepared = prepareCell(column, cell);
+      if (!prepared.ok) {
+        status[base + c] = SLOT.invalid;
+        reasons.push(prepared.reason);
+        continue;
+      }
+      // status stays SLOT.pending
+      if (prepared.type === 'phone') phone[base + c] = 1;
+      hashes.push(prepared.hash);
+    }
+  }
+  return { rowCount: rows.length, width, status, phone, hashes, reasons };
+}

@@ -1,0 +1,70 @@
+import type { MappedV3 } from '../../protocol/index.js';
+import type { InputRow } from '../table/table.js';
+
+/** What became of one identifier cell. Numbers, so a chunk keeps them in one typed array. */
+export const SLOT = {
+  pending: 0,
+  mapped: 1,
+  optout: 2,
+  invalid: 3,
+  error: 4,
+  /** The identifier cell is empty: nothing to map, not an error in the data. */
+  missing: 5,
+} as const;
+
+export type SlotStatus = (typeof SLOT)[keyof typeof SLOT];
+
+export const SLOT_STATUS_NAMES = ['pending', 'mapped', 'optout', 'invalid', 'error', 'missing'] as const;
+
+/** Where a worker thread keeps a piece's rows until their answers come back. */
+export interface RowTicket {
+  thread: number;
+  piece: number;
+}
+
+/**
+ * A chunk of input rows on its way through the engine, and the answers for its identifier cells. The chunk, not
+ * the row, is the unit that waits in the reassembly window: answers are kept column-wise (one slot per row and
+ * identifier column, slot = row * width + column), so a row costs no object of its own.
+ */
+export class RowChunk {
+  readonly status: Uint8Array;
+  /** The service's (or the state's) answer, for mapped slots. */
+  readonly mapped: (MappedV3 | null)[];
+  /** Why a slot is not mapped: invalid, optout or error. */
+  readonly reason: (string | null)[];
+  /** Slots still waiting for an answer; the chunk can leave once this is 0. */
+  unanswered: number;
+
+  /** Rows in the chunk. */
+  readonly rowCount: number;
+
+  constructor(
+    /** The rows themselves when this thread holds them; empty when a worker thread does (see `ticket`). */
+    readonly rows: InputRow[],
+    /** Identifier columns per row. */
+    readonly width: number,
+    /** With --threads: which parsed piece of a worker thread holds the rows, for encoding them there. */
+    readonly ticket?: RowTicket,
+    rowCount = rows.length,
+  ) {
+    this.rowCount = rowCount;
+    const n = rowCount * width;
+    this.status = new Uint8Array(n);
+    this.mapped = new Array<MappedV3 | null>(n).fill(null);
+    this.reason = new Array<string | null>(n).fill(null);
+    this.unanswered = n;
+  }
+
+  setMapped(slot: number, item: MappedV3): void {
+    this.status[slot] = SLOT.mapped;
+    this.mapped[slot] = item;
+    this.unanswered--;
+  }
+
+  setUnmapped(slot: number, status: typeof SLOT.optout | typeof SLOT.invalid | typeof SLOT.error | typeof SLOT.missing, reason: string): void {
+    this.status[slot] = status;
+    this.reason[slot] = reason;
+    this.unanswered--;
+  }
+}

@@ -1,0 +1,444 @@
+import { setMaxListeners } from 'node:events';
+import type { DiiType } from '../../identity/index.js';
+import {
+  ClockSkewError,
+  isMappedV3,
+  MAX_ITEMS_PER_REQUEST,
+  UnauthorizedError,
+  type MapV3Item,
+  type MapV3Request,
+  type MapV3ResponseBody,
+} from '../../protocol/index.js';
+import type { DueCursor, DueEntry, EntryUpdate, PendingChange, StateStore } from '../../state/types.js';
+import { bucketIdOf, mappedOutcome } from '../map/bucket-answer.js';
+import { parseJournalRow, replayPendingChanges, type ChangeJournal } from '../run/change-journal.js';
+import { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
+import type { MapRunOutcome } from '../map/map-engine.js';
+import { windDownInFlight } from '../run/wind-down.js';
+
+/** What remap needs from the state file: pages of due entries through the `r` index, one transaction per batch. */
+export type RemapState = Pick<StateStore, 'selectDue' | 'commitBatch'>;
+
+/** Sends one v3 map request (with the client's retries) and returns the decrypted body. */
+export type RemapBatchFn = (request: MapV3Request, signal: AbortSignal) => Promise<MapV3ResponseBody>;
+
+export type RemapStatus = 'mapped' | 'optout' | 'invalid';
+
+/**
+ * One row of the changes file: an entry whose raw UID changed, or that became opted out or invalid. This is what
+ * a user uploads to their platform, so an entry that kept its raw UID (only `r` moved) is not in it.
+ */
+export interface RemapChange {
+  kind: DiiType;
+  hash: string;
+  oldRawUid: string | null;
+  /** Null for optout and invalid. */
+  newRawUid: string | null;
+  prevRawUid: string | null;
+  /** The new `r`, Unix seconds; null for optout and invalid. */
+  refreshFrom: number | null;
+  status: RemapStatus;
+  /** v2 answers only: the salt bucket of the new raw UID. */
+  bucketId?: string | null;
+}
+
+export const CHANGES_HEADER = ['kind', 'hash', 'old_raw_uid', 'new_raw_uid', 'prev_raw_uid', 'refresh_from', 'status'] as const;
+/** The changes file of a v2 state: the v3 columns (empty where v2 has nothing), then the salt bucket. */
+export const CHANGES_HEADER_V2 = [...CHANGES_HEADER, 'bucket_id'] as const;
+
+/** A change as cells under CHANGES_HEADER; a missing value is an empty cell. */
+export function changeCells(change: RemapChange): string[] {
+  return [
+    change.kind,
+    change.hash,
+    change.oldRawUid ?? '',
+    change.newRawUid ?? '',
+    change.prevRawUid ?? '',
+    change.refreshFrom === null ? '' : String(change.refreshFrom),
+    change.status,
+  ];
+}
+
+/** A change as cells under CHANGES_HEADER_V2. */
+export function changeCellsV2(change: RemapChange): string[] {
+  const cells = changeCells(change);
+  cells.push(change.bucketId ?? '');
+  return cells;
+}
+
+/**
+ * Where a run journals its change rows: each batch's rows go into the state file's pending changes with the
+ * batch's commit, so a run killed before its changes file is committed leaves them for the next run.
+ */
+export interface RemapJournal {
+  runId: number;
+  state: Pick<StateStore, 'lastPendingChangeId'>;
+}
+
+const STATUSES: ReadonlySet<string> = new Set<RemapStatus>(['mapped', 'optout', 'invalid']);
+
+function isRemapChange(value: unknown): value is RemapChange {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  const textOrNull = (x: unknown): boolean => x === null || typeof x === 'string';
+  return (
+    (v.kind === 'email' || v.kind === 'phone') &&
+    typeof v.hash === 'string' &&
+    textOrNull(v.oldRawUid) &&
+    textOrNull(v.newRawUid) &&
+    textOrNull(v.prevRawUid) &&
+    (v.refreshFrom === null || typeof v.refreshFrom === 'number') &&
+    typeof v.status === 'string' &&
+    STATUSES.has(v.status) &&
+    (v.bucketId === undefined || textOrNull(v.bucketId))
+  );
+}
+
+/**
+ * Writes the change rows that earlier runs committed but whose changes file was never committed (killed,
+ * interrupted, failed) through `onChanges`, before this run's own; returns how many.
+ */
+export async function replayRemapChanges(journal: ChangeJournal, onChanges: (changes: RemapChange[]) => void | Promise<void>): Promise<number> {
+  return replayPendingChanges(journal, 'remap', (rows: PendingChange[]) =>
+    onChanges(rows.map((r) => parseJournalRow(r, isRemapChange, 'remap change'))),
+  );
+}
+
+export interface RemapCounts {
+  /** Due entries selected and put into batches. */
+  selected: number;
+  /** Entries answered, by what the service said. */
+  status: { mapped: number; optout: number; invalid: number; error: number };
+  /** Mapped entries whose raw UID changed. */
+  changed: number;
+  /** Mapped entries that kept their raw UID (only `r` moved). */
+  unchanged: number;
+  /** Mapped entries whose new `r` is still not after the run's now (a --now ahead of the service's clock). */
+  stillDue: number;
+  /** Rows handed to onChanges. */
+  changeRows: number;
+  batches: number;
+  batchesFailed: number;
+  batchesCommitted: number;
+}
+
+/** How a remap run ended: the same outcomes as a map run (a failure is one every further batch would hit too). */
+export type RemapOutcome = MapRunOutcome;
+
+export interface RemapResult {
+  outcome: RemapOutcome;
+  counts: RemapCounts;
+  /**
+   * With a journal: the last pending change id once every committed batch's rows were handed to onChanges. An
+   * output committed after that may acknowledge the pending changes up to it; null when nothing is pending.
+   */
+  journalUpTo: number | null;
+  /** Why batches failed (first few distinct messages), for the user. */
+  batchErrors: string[];
+}
+
+export interface RemapOptions {
+  state: RemapState;
+  mapBatch: RemapBatchFn;
+  /** The run's now, Unix seconds: entries with r <= nowS are due. Fixed for the whole run. */
+  nowS: number;
+  /** Caps the entries remapped by this run. */
+  limit?: number;
+  /** Items per request (default and maximum 5,000). */
+  batchSize?: number;
+  /** Requests in flight at most, when no limiter is given (default 20). */
+  concurrency?: number;
+  /** Shared with the client, whose onRetry feeds it 429s. */
+  limiter?: AdaptiveConcurrency;
+  /** Aborting it stops selecting; in-flight requests get `graceMs` to finish and commit. */
+  signal?: AbortSignal;
+  /** Default 10,000 ms. */
+  graceMs?: number;
+  /**
+   * Pages of due entries other than by `r` (v2: the entries marked due, by id), after the last entry of the
+   * previous page. Without it the run walks the `r` index (state.selectDue).
+   */
+  selectPage?: (after: DueEntry | null, limit: number) => DueEntry[];
+  /** Rows for the changes file, once their batch is committed; awaited (a sink's backpressure). */
+  onChanges?: (changes: RemapChange[]) => void | Promise<void>;
+  /** After each settled batch, for progress. */
+  onProgress?: (counts: Readonly<RemapCounts>) => void;
+  /** Journal each batch's change rows with its commit (not for dry runs, which commit nothing). */
+  journal?: RemapJournal;
+}
+
+interface Batch {
+  entries: DueEntry[];
+  request: MapV3Request;
+  email: DueEntry[];
+  phone: DueEntry[];
+}
+
+const MAX_BATCH_ERRORS = 5;
+
+/**
+ * The nightly remap: walks the due entries (r <= now) page by page through the `r` index, so a run costs what
+ * is due and not what is stored; sends each page's stored hashes as one v3 request with at most N in flight;
+ * commits each answered batch in one transaction. A committed entry gets an `r` in the future and drops out of
+ * the due set, so an interrupted run resumes by running again. A failed batch is left as it was: still due.
+ */
+export class RemapEngine {
+  readonly counts: RemapCounts = {
+    selected: 0,
+    status: { mapped: 0, optout: 0, invalid: 0, error: 0 },
+    changed: 0,
+    unchanged: 0,
+    stillDue: 0,
+    changeRows: 0,
+    batches: 0,
+    batchesFailed: 0,
+    batchesCommitted: 0,
+  };
+  readonly limiter: AdaptiveConcurrency;
+  private readonly batchSize: number;
+  private readonly abort = new AbortController();
+  private readonly batchErrors: string[] = [];
+  /**
+   * Ids already sent by this run. Only a --now ahead of the service's clock can bring an answered entry back
+   * into the due range (its new `r` is still <= now); it must not be sent twice in one run.
+   */
+  private readonly sent = new Set<number>();
+  private pendingChanges: RemapChange[] = [];
+  private outstanding = 0;
+  private wake: (() => void) | null = null;
+  private stop: RemapOutcome | null = null;
+
+  constructor(private readonly options: RemapOptions) {
+    this.limiter = options.limiter ?? new AdaptiveConcurrency({ max: options.concurrency ?? 20 });
+    this.batchSize = Math.min(MAX_ITEMS_PER_REQUEST, Math.max(1, options.batchSize ?? MAX_ITEMS_PER_REQUEST));
+    // every request in flight listens on the run's signal; 20 of them are expected, not a leak
+    setMaxListeners(this.limiter.max + 10, this.abort.signal);
+  }
+
+  async run(): Promise<RemapResult> {
+    const unlisten = this.listenForInterrupt();
+    try {
+      let cursor: DueCursor | null = null;
+      let lastSelected: DueEntry | null = null;
+      let exhausted = false;
+      while (this.stop === null && !exhausted) {
+        // one page selected ahead of the requests in flight keeps every slot busy without holding the whole due set
+        while (this.stop === null && this.outstanding > this.limiter.concurrency) {
+          await this.settled();
+          await this.flushChanges();
+        }
+        if (this.stop !== null) break;
+        const want = Math.min(this.batchSize, this.remaining());
+        if (want <= 0) break;
+        const selectPage = this.options.selectPage;
+        const page: DueEntry[] = selectPage !== undefined ? selectPage(lastSelected, want) : this.options.state.selectDue(this.options.nowS, cursor, want);
+        if (page.length < want) exhausted = true;
+        if (page.length === 0) break;
+        const last = page[page.length - 1];
+        cursor = { r: last.r, id: last.id };
+        lastSelected = last;
+        const entries = page.filter((e) => !this.sent.has(e.id));
+        if (entries.length === 0) continue;
+        for (const e of entries) this.sent.add(e.id);
+        this.dispatch(entries);
+        await this.flushChanges();
+      }
+      while (this.outstanding > 0 && this.stop === null) {
+        await this.settled();
+        await this.flushChanges();
+      }
+    } catch (err) {
+      this.halt({ kind: 'failed', error: asError(err) });
+    } finally {
+      unlisten();
+    }
+    if (this.stop !== null) await this.windDown();
+    await this.flushChanges();
+    // a batch still in flight may commit during that await; the id is read with nothing left unhanded, and
+    // with no await between the check and the read, so no row up to it can have missed onChanges
+    while (this.pendingChanges.length > 0) await this.flushChanges();
+    const journalUpTo = this.options.journal?.state.lastPendingChangeId('remap') ?? null;
+    return { outcome: this.stop ?? { kind: 'completed' }, counts: this.counts, batchErrors: this.batchErrors, journalUpTo };
+  }
+
+  private remaining(): number {
+    return this.options.limit === undefined ? Number.POSITIVE_INFINITY : this.options.limit - this.counts.selected;
+  }
+
+  private dispatch(entries: DueEntry[]): void {
+    const email: DueEntry[] = [];
+    const phone: DueEntry[] = [];
+    for (const e of entries) (e.type === 'email' ? email : phone).push(e);
+    const request: MapV3Request = {};
+    if (email.length > 0) request.email_hash = email.map((e) => e.hash);
+    if (phone.length > 0) request.phone_hash = phone.map((e) => e.hash);
+    this.counts.selected += entries.length;
+    this.counts.batches++;
+    this.outstanding++;
+    void this.limiter.run(() => this.send({ entries, request, email, phone }));
+  }
+
+  private async send(batch: Batch): Promise<void> {
+    try {
+      if (this.stop !== null) {
+        this.failBatch(batch, 'not sent: the run stopped first', false);
+        return;
+      }
+      let body: MapV3ResponseBody;
+      try {
+        body = await this.options.mapBatch(batch.request, this.abort.signal);
+      } catch (err) {
+        this.onBatchError(batch, asError(err));
+        return;
+      }
+      this.onBatchAnswered(batch, body);
+    } catch (err) {
+      // a commit that throws (disk full, file locked) would fail every later batch the same way
+      this.halt({ kind: 'failed', error: asError(err) });
+      this.failBatch(batch, 'not committed: the state file could not be written', false);
+    } finally {
+      this.outstanding--;
+      this.wakeUp();
+      this.options.onProgress?.(this.counts);
+    }
+  }
+
+  private onBatchAnswered(batch: Batch, body: MapV3ResponseBody): void {
+    const emailAnswers = body.email_hash ?? [];
+    const phoneAnswers = body.phone_hash ?? [];
+    if (emailAnswers.length !== batch.email.length || phoneAnswers.length !== batch.phone.length) {
+      this.onBatchError(
+        batch,
+        new Error(
+          `the service answered ${emailAnswers.length} email and ${phoneAnswers.length} phone hashes for ` +
+            `${batch.email.length} and ${batch.phone.length} sent`,
+        ),
+      );
+      return;
+    }
+    const updates: EntryUpdate[] = [];
+    const changes: RemapChange[] = [];
+    const tally = { mapped: 0, optout: 0, invalid: 0, changed: 0, unchanged: 0, stillDue: 0 };
+    const take = (entry: DueEntry, answer: MapV3Item): void => {
+      const result = settleEntry(entry, answer);
+      updates.push(result.update);
+      tally[result.status]++;
+      if (result.change !== null) changes.push(result.change);
+      if (result.status === 'mapped') {
+        if (result.change !== null) tally.changed++;
+        else tally.unchanged++;
+        if (isMappedV3(answer) && answer.r <= this.options.nowS) tally.stillDue++;
+      }
+    };
+    for (let i = 0; i < emailAnswers.length; i++) take(batch.email[i], emailAnswers[i]);
+    for (let i = 0; i < phoneAnswers.length; i++) take(batch.phone[i], phoneAnswers[i]);
+    // the commit is the point of no return: counts and changes only for what is in the state
+    const journal = this.options.journal;
+    if (journal !== undefined && changes.length > 0) {
+      this.options.state.commitBatch(updates, this.options.nowS, { runId: journal.runId, kind: 'remap', rows: changes.map((c) => JSON.stringify(c)) });
+    } else {
+      this.options.state.commitBatch(updates, this.options.nowS);
+    }
+    const c = this.counts;
+    c.batchesCommitted++;
+    c.status.mapped += tally.mapped;
+    c.status.optout += tally.optout;
+    c.status.invalid += tally.invalid;
+    c.changed += tally.changed;
+    c.unchanged += tally.unchanged;
+    c.stillDue += tally.stillDue;
+    for (const change of changes) this.pendingChanges.push(change);
+    this.limiter.succeeded();
+  }
+
+  private onBatchError(batch: Batch, error: Error): void {
+    if (this.stop !== null && this.abort.signal.aborted) {
+      this.failBatch(batch, 'not answered: the run stopped first', false);
+      return;
+    }
+    if (error instanceof UnauthorizedError) this.halt({ kind: 'auth-refused', error });
+    else if (error instanceof ClockSkewError) this.halt({ kind: 'failed', error });
+    this.failBatch(batch, error.message, true);
+  }
+
+  private failBatch(batch: Batch, reason: string, failed: boolean): void {
+    this.counts.status.error += batch.entries.length;
+    if (failed) this.counts.batchesFailed++;
+    if (this.batchErrors.length < MAX_BATCH_ERRORS && !this.batchErrors.includes(reason)) this.batchErrors.push(reason);
+  }
+
+  private async flushChanges(): Promise<void> {
+    while (this.pendingChanges.length > 0) {
+      const rows = this.pendingChanges;
+      this.pendingChanges = [];
+      this.counts.changeRows += rows.length;
+      if (this.options.onChanges) await this.options.onChanges(rows);
+    }
+  }
+
+  /** Stops the run: a fatal answer aborts what is in flight at once; an interrupt lets it finish first. */
+  private halt(outcome: RemapOutcome): void {
+    if (this.stop !== null) return;
+    this.stop = outcome;
+    if (outcome.kind !== 'interrupted') this.abort.abort();
+    this.wakeUp();
+  }
+
+  private listenForInterrupt(): () => void {
+    const signal = this.options.signal;
+    if (signal === undefined) return () => undefined;
+    const onAbort = (): void => this.halt({ kind: 'interrupted' });
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    return () => signal.removeEventListener('abort', onAbort);
+  }
+
+  /** After a stop: nothing more is sent; requests in flight get a bounded time to finish and commit. */
+  private async windDown(): Promise<void> {
+    await windDownInFlight({
+      outstanding: () => this.outstanding,
+      settled: () => this.settled(),
+      abort: this.abort,
+      graceMs: this.stop?.kind === 'interrupted' ? (this.options.graceMs ?? 10_000) : 0,
+    });
+  }
+
+  private settled(): Promise<void> {
+    return new Promise((resolve) => {
+      this.wake = resolve;
+    });
+  }
+
+  private wakeUp(): void {
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
+  }
+}
+
+/** What one answer does to one due entry: its state update, its status, and its changes-file row if any. */
+export function settleEntry(
+  entry: DueEntry,
+  answer: MapV3Item,
+): { update: EntryUpdate; status: RemapStatus; change: RemapChange | null } {
+  const base = { kind: entry.type, hash: entry.hash, oldRawUid: entry.u };
+  if (isMappedV3(answer)) {
+    const outcome = mappedOutcome(answer);
+    const update: EntryUpdate = { type: entry.type, hash: entry.hash, outcome };
+    const change: RemapChange | null =
+      answer.u === entry.u
+        ? null
+        : { ...base, newRawUid: answer.u, prevRawUid: outcome.p, refreshFrom: outcome.r, status: 'mapped', bucketId: bucketIdOf(answer) };
+    return { update, status: 'mapped', change };
+  }
+  const status: RemapStatus = answer.e === 'optout' ? 'optout' : 'invalid';
+  return {
+    update: { type: entry.type, hash: entry.hash, outcome: { kind: status } },
+    status,
+    change: { ...base, newRawUid: null, prevRawUid: null, refreshFrom: null, status },
+  };
+}
+
+function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}

@@ -1,0 +1,225 @@
+import { prepareAuto, prepareIdentifier, type DiiType, type IdentifierKind, type Prepared } from '../../identity/index.js';
+
+/** What an identifier column holds; 'auto' detects each cell (email, E.164 phone or hash). */
+export type ColumnKind = IdentifierKind | 'auto';
+
+export interface IdentifierColumn {
+  /** Header name, as in the input. */
+  name: string;
+  /** Position in InputRow.cells. */
+  index: number;
+  kind: ColumnKind;
+  /** For 'auto': what a bare hash stands for, from the column's name; undefined means a hash is ambiguous. */
+  hashType?: DiiType;
+}
+
+/** The column flags of `map`, `hash` and friends. Each named flag may be given several times. */
+export interface ColumnFlags {
+  emailCol?: string | readonly string[];
+  phoneCol?: string | readonly string[];
+  emailHashCol?: string | readonly string[];
+  phoneHashCol?: string | readonly string[];
+  col?: string;
+  /** Only with `col`; default 'auto'. */
+  type?: ColumnKind;
+}
+
+export interface ResolvedColumns {
+  columns: IdentifierColumn[];
+  /** For stderr when the columns were picked by name rather than given: says which and how to change it. */
+  note?: string;
+}
+
+/** The identifier columns cannot be worked out: a usage problem, reported with the columns there are. */
+export class ColumnError extends Error {
+  constructor(
+    message: string,
+    readonly available: readonly string[],
+  ) {
+    super(message);
+    this.name = 'ColumnError';
+  }
+}
+
+const FLAG_OF: Record<IdentifierKind, string> = {
+  email: '--email-col',
+  phone: '--phone-col',
+  email_hash: '--email-hash-col',
+  phone_hash: '--phone-hash-col',
+};
+
+const KIND_WORDS: Record<ColumnKind, string> = {
+  email: 'email',
+  phone: 'phone',
+  email_hash: 'email hash',
+  phone_hash: 'phone hash',
+  auto: 'auto-detected identifier',
+};
+
+/** Header names (after nameKey) that say what a column holds, for picking a column when no flag names one. */
+const NAME_KINDS = new Map<string, ColumnKind>([
+  ...['email', 'e_mail', 'email_address', 'e_mail_address', 'emailaddress', 'mail', 'mail_address'].map(
+    (n) => [n, 'email'] as const,
+  ),
+  ...['phone', 'phone_number', 'phonenumber', 'phone_no', 'msisdn', 'mobile', 'mobile_number', 'mobile_phone', 'cell_phone', 'cellphone', 'telephone'].map(
+    (n) => [n, 'phone'] as const,
+  ),
+  ...['email_hash', 'hashed_email', 'sha256_email', 'email_sha256', 'emailhash', 'email_hashed', 'hashed_email_address'].map(
+    (n) => [n, 'email_hash'] as const,
+  ),
+  ...['phone_hash', 'hashed_phone', 'sha256_phone', 'phone_sha256', 'phonehash', 'phone_hashed', 'msisdn_hash', 'hashed_msisdn'].map(
+    (n) => [n, 'phone_hash'] as const,
+  ),
+  ...['hash', 'sha256', 'hashed'].map((n) => [n, 'auto'] as const),
+]);
+
+/** `E-Mail Address ` -> `e_mail_address`: header spellings vary in case, spaces and punctuation. */
+function nameKey(name: string): string {
+  return name
+    .trim()
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '');
+}
+
+/** What a bare hash in an 'auto' column stands for, judged from the column's name. */
+export function hashTypeFromName(name: string): DiiType | undefined {
+  const key = nameKey(name);
+  if (/phone|msisdn|mobile/.test(key)) return 'phone';
+  if (/mail/.test(key)) return 'email';
+  return undefined;
+}
+
+function asList(value: string | readonly string[] | undefined): readonly string[] {
+  if (value === undefined) return [];
+  return typeof value === 'string' ? [value] : value;
+}
+
+/**
+ * Works out which columns hold identifiers. Named flags and `--col`/`--type` may be combined and repeated;
+ * with none, the one column whose name says email/phone/hash is picked and `note` says so.
+ */
+export function resolveIdentifierColumns(header: readonly string[], flags: ColumnFlags, source = 'the input'): ResolvedColumns {
+  if (flags.type !== undefined && flags.col === undefined) {
+    throw new ColumnError(`--type goes with --col NAME (e.g. --col ${header[0] ?? 'value'} --type ${flags.type})`, header);
+  }
+  const requested: Array<{ name: string; kind: ColumnKind; flag: string }> = [];
+  for (const kind of ['email', 'phone', 'email_hash', 'phone_hash'] as const) {
+    const flagValue = { email: flags.emailCol, phone: flags.phoneCol, email_hash: flags.emailHashCol, phone_hash: flags.phoneHashCol }[kind];
+    for (const name of asList(flagValue)) requested.push({ name, kind, flag: FLAG_OF[kind] });
+  }
+  if (flags.col !== undefined) requested.push({ name: flags.col, kind: flags.type ?? 'auto', flag: '--col' });
+
+  if (requested.length === 0) return pickByName(header, source);
+
+  const columns: IdentifierColumn[] = [];
+  for (const r of requested) {
+    const index = findColumn(header, r.name, r.flag, source);
+    const taken = columns.find((c) => c.index === index);
+    if (taken !== undefined) {
+      throw new ColumnError(`column '${header[index]}' is named twice (as ${KIND_WORDS[taken.kind]} and as ${KIND_WORDS[r.kind]}); give each column once`, header);
+    }
+    columns.push(describeColumn(header[index], index, r.kind));
+  }
+  return { columns };
+}
+
+function describeColumn(name: string, index: number, kind: ColumnKind): IdentifierColumn {
+  if (kind !== 'auto') return { name, index, kind };
+  const hashType = hashTypeFromName(name);
+  return hashType === undefined ? { name, index, kind } : { name, index, kind, hashType };
+}
+
+/** Exact name first; otherwise a unique match ignoring case and surrounding spaces. */
+function findColumn(header: readonly string[], wanted: string, flag: string, source: string): number {
+  const exact = header.indexOf(wanted);
+  if (exact !== -1) return exact;
+  const folded = wanted.trim().toLowerCase();
+  const loose = header.flatMap((h, i) => (h.trim().toLowerCase() === folded ? [i] : []));
+  if (loose.length === 1) return loose[0];
+  if (loose.length > 1) {
+    throw new ColumnError(`${flag} '${wanted}' matches several columns (${loose.map((i) => `'${header[i]}'`).join(', ')}); give the exact name`, header);
+  }
+  throw new ColumnError(`${flag}: ${source} has no column '${wanted}'; ${availableText(header)}${delimiterHint(header)}`, header);
+}
+
+function pickByName(header: readonly string[], source: string): ResolvedColumns {
+  const candidates = header.flatMap((name, index) => {
+    const kind = NAME_KINDS.get(nameKey(name));
+    return kind === undefined ? [] : [describeColumn(name, index, kind)];
+  });
+  if (candidates.length === 1) {
+    const [c] = candidates;
+    let note: string;
+    if (c.kind !== 'auto') note = `using column '${c.name}' as ${KIND_WORDS[c.kind]} (for another column: ${FLAG_OF[c.kind]} NAME)`;
+    else if (c.hashType !== undefined) note = `using column '${c.name}', detecting each cell; hashes in it are taken as ${c.hashType} hashes`;
+    else note = `using column '${c.name}', detecting each cell; hashes in it are ambiguous: add --col ${quoteArg(c.name)} --type email_hash (or phone_hash)`;
+    return { columns: candidates, note };
+  }
+  if (candidates.length === 0) {
+    if (header.length === 0) throw new ColumnError(`${source} is empty: there is no header to find an identifier column in`, header);
+    throw new ColumnError(
+      `no identifier column found in ${source}; ${availableText(header)}${delimiterHint(header)}. Name one with --email-col, --phone-col, --email-hash-col, --phone-hash-col, or --col NAME --type auto`,
+      header,
+    );
+  }
+  const flags = candidates
+    .map((c) => (c.kind === 'auto' ? `--col ${quoteArg(c.name)}` : `${FLAG_OF[c.kind]} ${quoteArg(c.name)}`))
+    .join(' ');
+  // Columns whose names each say one kind, no two the same (email, phone, email_hash): nothing to guess, so map
+  // them all, as a user would with the flags, and say so. A bare "hash" column or two email columns stay a question.
+  const kinds = new Set(candidates.map((c) => c.kind));
+  if (!kinds.has('auto') && kinds.size === candidates.length) {
+    return { columns: candidates, note: `using columns ${candidates.map((c) => `'${c.name}' as ${KIND_WORDS[c.kind]}`).join(', ')} (to choose: ${flags})` };
+  }
+  throw new ColumnError(
+    `several columns of ${source} look like identifiers (${candidates.map((c) => `'${c.name}'`).join(', ')}); say which to use, e.g. ${flags} (several flags at once are allowed)`,
+    header,
+  );
+}
+
+function quoteArg(name: string): string {
+  return /^[A-Za-z0-9_.-]+$/.test(name) ? name : `'${name.replace(/'/g, `'\\''`)}'`;
+}
+
+function availableText(header: readonly string[]): string {
+  if (header.length === 0) return 'it has no columns';
+  const shown = header.slice(0, 20).map((h) => `'${h}'`).join(', ');
+  return `its columns are ${shown}${header.length > 20 ? ` and ${header.length - 20} more` : ''}`;
+}
+
+/** A single header cell with `;` or a tab in it means the file was split on the wrong delimiter. */
+function delimiterHint(header: readonly string[]): string {
+  if (header.length !== 1) return '';
+  const only = header[0];
+  for (const [ch, arg] of [[';', '";"'], ['\t', 'tab'], ['|', '"|"']] as const) {
+    if (only.includes(ch)) return ` (the header was not split: add --delimiter ${arg})`;
+  }
+  return '';
+}
+
+/** One identifier cell as the service would get it: its DII type and hash, or why it is invalid. */
+export function prepareCell(column: IdentifierColumn, value: string): Prepared {
+  return column.kind === 'auto' ? prepareAuto(value, column.hashType) : prepareIdentifier(column.kind, value);
+}
+
+/**
+ * The output header: the input's columns unchanged, then `fields` per identifier column, prefixed `<column>_`
+ * when there are several. A result name that an input column already has gets `_2` (`_3`...), so no two
+ * output columns share a name (JSONL keys would overwrite each other).
+ */
+export function resultHeader(inputHeader: readonly string[], columns: readonly { name: string }[], fields: readonly string[]): string[] {
+  const header = inputHeader.slice();
+  const taken = new Set(header);
+  const prefixed = columns.length > 1;
+  for (const column of columns) {
+    for (const field of fields) {
+      const base = prefixed ? `${column.name}_${field}` : field;
+      let name = base;
+      for (let k = 2; taken.has(name); k++) name = `${base}_${k}`;
+      taken.add(name);
+      header.push(name);
+    }
+  }
+  return header;
+}

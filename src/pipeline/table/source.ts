@@ -1,0 +1,720 @@
+import { isUtf8 } from 'node:buffer';
+import { open, stat } from 'node:fs/promises';
+import { Parser } from 'csv-parse';
+import {
+  InputError,
+  type InputRow,
+  type OpenSourceOptions,
+  type RowProblem,
+  type SourceProblemCounts,
+  type TableSource,
+} from './table.js';
+
+/** Longest record (CSV) or line (JSONL) accepted; beyond it the file is almost surely mis-parsed. */
+export const MAX_RECORD_BYTES = 16 * 1024 * 1024;
+const DEFAULT_CHUNK_ROWS = 2000;
+const READ_CHUNK_BYTES = 64 * 1024;
+
+/** Opens a CSV or JSONL table from a file or stdin. Resolves once the header is known. */
+export async function openSource(opts: OpenSourceOptions): Promise<TableSource> {
+  const format = resolveFormat(opts);
+  const input = await ByteInput.open(opts);
+  const chunkRows = Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS);
+  const table =
+    format === 'jsonl'
+      ? new JsonlTable(input, chunkRows, opts.encoding ?? 'utf8')
+      : new CsvTable(input, chunkRows, {
+          delimiter: parseDelimiter(opts.delimiter, input.name),
+          header: opts.header ?? true,
+          encoding: opts.encoding ?? 'utf8',
+        });
+  try {
+    await table.open();
+  } catch (err) {
+    input.close();
+    throw err;
+  }
+  return table;
+}
+
+export function resolveFormat(opts: OpenSourceOptions): 'csv' | 'jsonl' {
+  if (opts.format === 'csv' || opts.format === 'jsonl') return opts.format;
+  return /\.(jsonl|ndjson)$/i.test(opts.path) ? 'jsonl' : 'csv';
+}
+
+/** `--delimiter`: one character; `\t` and `tab` both mean a tab, because a literal tab is hard to type. */
+export function parseDelimiter(value: string | undefined, file: string): string {
+  if (value === undefined || value === '') return ',';
+  if (value === '\\t' || value.toLowerCase() === 'tab') return '\t';
+  if ([...value].length !== 1 || value === '"' || value === '\n' || value === '\r') {
+    throw new InputError(file, undefined, `--delimiter must be one character other than a quote or a line break`, 'e.g. --delimiter ";" or --delimiter tab');
+  }
+  return value;
+}
+
+/**
+ * Physical line numbers for byte offsets. csv-parse's own line counter counts CRLF twice inside quoted cells,
+ * so lines are counted here from the bytes: a line ends at LF, or at a CR not followed by LF, so files whose
+ * lines end differently from one line to the next are counted right too.
+ * Queries must come with non-decreasing offsets (records and errors arrive in file order).
+ */
+export class LineIndex {
+  private terminators: number[] = [];
+  private head = 0;
+  private passed = 0;
+  /** A CR that ended the previous read: a terminator unless the next read starts with LF. */
+  private pendingCr = -1;
+
+  /** `firstLine`: the line of offset 0 (a piece of a file starts further down). */
+  constructor(private readonly firstLine = 1) {}
+
+  add(buf: Buffer, start: number): void {
+    if (this.pendingCr !== -1) {
+      if (buf.length === 0) return;
+      if (buf[0] !== 10) this.terminators.push(this.pendingCr);
+      this.pendingCr = -1;
+    }
+    let lf = buf.indexOf(10);
+    let cr = buf.indexOf(13);
+    while (lf !== -1 || cr !== -1) {
+      if (cr !== -1 && (lf === -1 || cr < lf)) {
+        if (cr + 1 === buf.length) this.pendingCr = start + cr;
+        else if (buf[cr + 1] !== 10) this.terminators.push(start + cr);
+        cr = buf.indexOf(13, cr + 1);
+      } else {
+        this.terminators.push(start + lf);
+        lf = buf.indexOf(10, lf + 1);
+      }
+    }
+  }
+
+  /** The 1-based line the byte at `offset` is on. */
+  lineAt(offset: number): number {
+    const ts = this.terminators;
+    while (this.head < ts.length && ts[this.head] < offset) this.head++;
+    if (this.head > 8192) {
+      this.passed += this.head;
+      this.terminators = ts.slice(this.head);
+      this.head = 0;
+    }
+    const pending = this.pendingCr !== -1 && this.pendingCr < offset ? 1 : 0;
+    return this.passed + this.head + pending + this.firstLine;
+  }
+}
+
+/**
+ * The raw bytes of the input, checked before any parser sees them: things that would otherwise turn into
+ * silent garbage (invalid UTF-8 becomes U+FFFD, a NUL means a binary or UTF-16 file) stop the run with the
+ * line they are on. A multi-byte character split across reads is carried to the next read.
+ */
+export class ByteInput {
+  readonly lines = new LineIndex();
+  /** Bytes handed to the parser so far (after the BOM). */
+  private offset = 0;
+  private consumed = 0;
+  private carry: Buffer | undefined;
+  private first = true;
+  private done = false;
+
+  private constructor(
+    readonly name: string,
+    readonly totalBytes: number | undefined,
+    private readonly stream: NodeJS.ReadableStream,
+    private readonly iterator: AsyncIterator<Buffer | string>,
+    private readonly validateUtf8: boolean,
+    private readonly ownsStream: boolean,
+  ) {}
+
+  static async open(opts: OpenSourceOptions): Promise<ByteInput> {
+    const isStdin = opts.path === '-';
+    const name = isStdin ? '<stdin>' : opts.path;
+    const validate = (opts.encoding ?? 'utf8') === 'utf8';
+    if (opts.stream) {
+      return new ByteInput(name, undefined, opts.stream, opts.stream[Symbol.asyncIterator](), validate, false);
+    }
+    if (isStdin) {
+      return new ByteInput(name, undefined, process.stdin, process.stdin[Symbol.asyncIterator](), validate, false);
+    }
+    let size: number;
+    try {
+      const st = await stat(opts.path);
+      if (st.isDirectory()) throw new InputError(name, undefined, 'a directory, not a file');
+      size = st.size;
+    } catch (err) {
+      throw openFailure(name, err);
+    }
+    let handle;
+    try {
+      handle = await open(opts.path, 'r');
+    } catch (err) {
+      throw openFailure(name, err);
+    }
+    const stream = handle.createReadStream({ highWaterMark: READ_CHUNK_BYTES });
+    return new ByteInput(name, size, stream, stream[Symbol.asyncIterator](), validate, true);
+  }
+
+  bytesRead(): number {
+    return this.consumed;
+  }
+
+  /** The next checked chunk and its offset, or null at the end. Throws InputError on bad bytes. */
+  async next(): Promise<{ buf: Buffer; start: number } | null> {
+    for (;;) {
+      let buf = await this.readRaw();
+      if (buf === null) {
+        if (this.carry !== undefined) {
+          const start = this.offset;
+          this.lines.add(this.carry, start);
+          this.carry = undefined;
+          throw this.badBytes(start, 'ends in the middle of a UTF-8 character', 'if the file is Latin-1 / Windows-1252, add --encoding latin1');
+        }
+        return null;
+      }
+      if (this.carry !== undefined) {
+        buf = Buffer.concat([this.carry, buf]);
+        this.carry = undefined;
+      }
+      if (this.validateUtf8) {
+        const cut = incompleteTailStart(buf);
+        if (cut < buf.length) {
+          this.carry = Buffer.from(buf.subarray(cut));
+          buf = buf.subarray(0, cut);
+        }
+      }
+      if (buf.length === 0) continue;
+      const start = this.offset;
+      this.offset += buf.length;
+      this.lines.add(buf, start);
+      const nul = buf.indexOf(0);
+      if (nul !== -1) {
+        throw this.badBytes(start + nul, 'NUL byte (a binary or UTF-16 file?)', 'save it as UTF-8 text (in Excel: "CSV UTF-8")');
+      }
+      if (this.validateUtf8 && !isUtf8(buf)) {
+        throw this.badBytes(start + firstInvalidUtf8(buf), 'invalid UTF-8', 'if the file is Latin-1 / Windows-1252, add --encoding latin1');
+      }
+      return { buf, start };
+    }
+  }
+
+  /** The next read as it came, after the file signature check and without a UTF-8 BOM. */
+  private async readRaw(): Promise<Buffer | null> {
+    if (this.done) return null;
+    const r = await this.iterator.next();
+    if (r.done) {
+      this.done = true;
+      return null;
+    }
+    let buf = asBuffer(r.value);
+    this.consumed += buf.length;
+    if (!this.first) return buf;
+    this.first = false;
+    // a signature needs a few bytes; a pipe may deliver fewer in its first read
+    while (buf.length < 4) {
+      const more = await this.iterator.next();
+      if (more.done) {
+        this.done = true;
+        break;
+      }
+      const extra = asBuffer(more.value);
+      this.consumed += extra.length;
+      buf = Buffer.concat([buf, extra]);
+    }
+    this.checkSignature(buf);
+    return buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf ? buf.subarray(3) : buf;
+  }
+
+  close(): void {
+    if (!this.ownsStream) return;
+    const destroyable = this.stream as NodeJS.ReadableStream & { destroy?: () => void };
+    destroyable.destroy?.();
+  }
+
+  private badBytes(offset: number, problem: string, hint?: string): InputError {
+    return new InputError(this.name, this.lines.lineAt(offset), problem, hint);
+  }
+
+  private checkSignature(buf: Buffer): void {
+    const sig = (bytes: number[]) => bytes.every((b, i) => buf[i] === b);
+    if (sig([0xff, 0xfe]) || sig([0xfe, 0xff])) {
+      throw new InputError(this.name, 1, 'UTF-16 encoded', 'save it as UTF-8 (in Excel: "CSV UTF-8")');
+    }
+    if (sig([0x50, 0x4b, 0x03, 0x04])) {
+      throw new InputError(this.name, undefined, 'a ZIP archive (an Excel .xlsx?), not CSV', 'export it as "CSV UTF-8"');
+    }
+    if (sig([0x1f, 0x8b])) {
+      throw new InputError(this.name, undefined, 'gzip-compressed', `decompress it first, e.g. gunzip -c FILE | uid2-batch ... -`);
+    }
+  }
+}
+
+function asBuffer(chunk: Buffer | string): Buffer {
+  return typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
+}
+
+function openFailure(name: string, err: unknown): InputError {
+  if (err instanceof InputError) return err;
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'ENOENT') return new InputError(name, undefined, 'no such file');
+  if (code === 'EACCES' || code === 'EPERM') return new InputError(name, undefined, 'permission denied');
+  if (code === 'EISDIR') return new InputError(name, undefined, 'a directory, not a file');
+  return new InputError(name, undefined, `cannot be read (${code ?? 'unknown error'})`);
+}
+
+/** Where a trailing, not yet complete UTF-8 sequence starts (buf.length if none). */
+function incompleteTailStart(buf: Buffer): number {
+  const n = buf.length;
+  for (let back = 1; back <= 3 && back <= n; back++) {
+    const b = buf[n - back];
+    if ((b & 0xc0) === 0x80) continue; // continuation byte: keep looking for the lead
+    const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+    return need > back ? n - back : n;
+  }
+  return n;
+}
+
+/** Offset of the first byte that breaks UTF-8; only called once isUtf8 said there is one. */
+function firstInvalidUtf8(buf: Buffer): number {
+  let i = 0;
+  while (i < buf.length) {
+    const b = buf[i];
+    const need = b < 0x80 ? 0 : b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2 : b >= 0xf0 && b <= 0xf4 ? 3 : -1;
+    if (need < 0) return i;
+    for (let k = 1; k <= need; k++) {
+      if (i + k >= buf.length || (buf[i + k] & 0xc0) !== 0x80) return i;
+    }
+    // overlongs and surrogates are invalid too; checking the second byte's range catches them
+    const b1 = buf[i + 1];
+    if ((b === 0xe0 && b1 < 0xa0) || (b === 0xed && b1 > 0x9f) || (b === 0xf0 && b1 < 0x90) || (b === 0xf4 && b1 > 0x8f)) return i;
+    i += need + 1;
+  }
+  return 0;
+}
+
+/** Fits a record to the header width, noting how it did not fit. */
+export function fitRow(line: number, cells: string[], width: number, counts: SourceProblemCounts): InputRow {
+  const n = cells.length;
+  if (n === width) return { line, cells };
+  if (n < width) {
+    counts.shortRows++;
+    for (let i = n; i < width; i++) cells.push('');
+    return { line, cells, problem: { kind: 'short_row', cells: n, expected: width } };
+  }
+  // a trailing delimiter (`a,b,`) adds empty cells only: nothing is shifted, so it is not a problem
+  let extraEmpty = true;
+  for (let i = width; i < n; i++) {
+    if (cells[i] !== '') {
+      extraEmpty = false;
+      break;
+    }
+  }
+  cells.length = width;
+  if (extraEmpty) return { line, cells };
+  counts.longRows++;
+  return { line, cells, problem: { kind: 'long_row', cells: n, expected: width } };
+}
+
+/** Makes header names usable as keys: duplicates get `_2`, `_3`...; empty names become `colN`. */
+export function uniqueHeader(names: string[]): { header: string[]; notes: string[] } {
+  const notes: string[] = [];
+  const seen = new Set<string>();
+  const header: string[] = [];
+  const taken = new Set(names);
+  for (let i = 0; i < names.length; i++) {
+    let name = names[i];
+    if (name.trim() === '') {
+      name = `col${i + 1}`;
+      for (let k = 2; taken.has(name); k++) name = `col${i + 1}_${k}`;
+      notes.push(`column ${i + 1} has no name in the header; calling it '${name}'`);
+    } else if (seen.has(name)) {
+      let k = 2;
+      while (taken.has(`${name}_${k}`) || seen.has(`${name}_${k}`)) k++;
+      const renamed = `${name}_${k}`;
+      notes.push(`header name '${name}' appears more than once; column ${i + 1} is called '${renamed}'`);
+      name = renamed;
+    }
+    seen.add(name);
+    taken.add(name);
+    header.push(name);
+  }
+  return { header, notes };
+}
+
+/** What csv-parse's core exposes and this module relies on (csv-parse is pinned to an exact version). */
+interface CsvCore {
+  parse(buf: Buffer | undefined, end: boolean, push: (record: string[]) => void, close: () => void): Error | undefined;
+  readonly info: { readonly bytes: number; readonly empty_lines: number };
+}
+
+/**
+ * The parser's synchronous core, driven one read at a time: each record is seen the moment it is complete,
+ * with its byte offset (for its line number), and without a promise or event per row. The stream wrapper
+ * would lose both: it batches records in its own buffer, and async iteration per row is the slow path.
+ */
+function csvCore(options: ConstructorParameters<typeof Parser>[0]): CsvCore {
+  const parser = new Parser(options) as Parser & { api?: CsvCore };
+  const core = parser.api;
+  if (core === undefined || typeof core.parse !== 'function') {
+    throw new Error('csv-parse internals changed: this build expects csv-parse 7.0.x');
+  }
+  return core;
+}
+
+abstract class TableBase implements TableSource {
+  header: string[] = [];
+  notes: string[] = [];
+  readonly name: string;
+  readonly totalBytes: number | undefined;
+  protected ready: InputRow[] = [];
+  protected ended = false;
+  protected readonly counts: SourceProblemCounts = { shortRows: 0, longRows: 0, extraKeys: 0 };
+  private iterated = false;
+
+  constructor(
+    protected readonly input: ByteInput,
+    protected readonly chunkRows: number,
+  ) {
+    this.name = input.name;
+    this.totalBytes = input.totalBytes;
+  }
+
+  abstract open(): Promise<void>;
+  /** Reads and parses one more piece of input into `ready`; sets `ended` at the end. */
+  protected abstract pump(): Promise<void>;
+
+  bytesRead(): number {
+    return this.input.bytesRead();
+  }
+
+  problems(): SourceProblemCounts {
+    return { ...this.counts };
+  }
+
+  rows(): AsyncIterable<InputRow[]> {
+    if (this.iterated) throw new Error(`${this.name}: rows() can be iterated only once`);
+    this.iterated = true;
+    return this.chunks();
+  }
+
+  private async *chunks(): AsyncGenerator<InputRow[]> {
+    try {
+      for (;;) {
+        while (this.ready.length < this.chunkRows && !this.ended) await this.pump();
+        if (this.ready.length === 0) return;
+        if (this.ready.length <= this.chunkRows) {
+          const out = this.ready;
+          this.ready = [];
+          yield out;
+        } else {
+          yield this.ready.splice(0, this.chunkRows);
+        }
+      }
+    } finally {
+      this.input.close();
+    }
+  }
+}
+
+export interface CsvSettings {
+  delimiter: string;
+  header: boolean;
+  encoding: 'utf8' | 'latin1';
+}
+
+/**
+ * csv-parse driven over the bytes of one input (a whole file, or one record-aligned piece of it in a worker
+ * thread): each record with the physical line it starts on, and parse errors as InputErrors with that line.
+ */
+class CsvRecords {
+  private readonly core: CsvCore;
+  /** Line after the last record (where the next one, or the blank lines before it, start). */
+  private nextLine: number;
+  private emptyLinesSeen = 0;
+
+  constructor(
+    settings: Pick<CsvSettings, 'delimiter' | 'encoding'>,
+    private readonly name: string,
+    private readonly lines: LineIndex,
+    firstLine: number,
+    private readonly onRecord: (line: number, record: string[]) => void,
+  ) {
+    this.nextLine = firstLine;
+    this.core = csvCore({
+      delimiter: settings.delimiter,
+      encoding: settings.encoding,
+      bom: false, // stripped by ByteInput, so byte offsets match the file
+      // every line end everywhere: csv-parse would otherwise take the first line's and keep a later \r inside the
+      // last cell (a silently wrong hash), or merge two rows into one when a later line ends differently
+      record_delimiter: ['\r\n', '\n', '\r'],
+      relax_column_count: true, // ragged rows are fitted and reported per row, not a crash
+      relax_quotes: true, // a quote inside an unquoted value (O"Brien) is kept as text, as Excel and Python read it
+      skip_empty_lines: true,
+      max_record_size: MAX_RECORD_BYTES,
+    });
+  }
+
+  /** Parses the next bytes (undefined: the end of the input). Throws InputError on a parse error. */
+  parse(buf: Buffer | undefined): void {
+    const err = buf === undefined ? this.core.parse(undefined, true, this.push, noop) : this.core.parse(buf, false, this.push, noop);
+    if (err !== undefined) throw this.parseFailure(err);
+  }
+
+  private readonly push = (record: string[]): void => {
+    const info = this.core.info;
+    const line = this.nextLine + (info.empty_lines - this.emptyLinesSeen);
+    this.emptyLinesSeen = info.empty_lines;
+    this.nextLine = this.lines.lineAt(info.bytes);
+    this.onRecord(line, record);
+  };
+
+  private parseFailure(err: Error): InputError {
+    if (err instanceof InputError) return err;
+    const start = this.nextLine + (this.core.info.empty_lines - this.emptyLinesSeen);
+    const code = (err as Error & { code?: string }).code;
+    // csv-parse's own messages quote cell values, which may be emails or phones: never pass them on
+    switch (code) {
+      case 'CSV_QUOTE_NOT_CLOSED':
+        return new InputError(this.name, start, 'a quoted value opens on this line and is never closed', 'look for a stray " (a quote inside a quoted value is written "")');
+      case 'CSV_MAX_RECORD_SIZE':
+        return new InputError(this.name, start, `the record starting on this line is longer than ${MAX_RECORD_BYTES / 1024 / 1024} MB`, 'a quote is probably never closed, or the --delimiter is wrong');
+      case 'CSV_INVALID_CLOSING_QUOTE':
+      case 'CSV_NON_TRIMABLE_CHAR_AFTER_CLOSING_QUOTE':
+        return new InputError(this.name, start, 'a quoted value is followed by something other than the delimiter', 'check the --delimiter and the quoting');
+      default:
+        return new InputError(this.name, start, `not readable as CSV (${code ?? 'parse error'})`, 'check the --delimiter, --encoding and quoting');
+    }
+  }
+}
+
+/** A record-aligned piece of a CSV input (threads/piece-cutter.ts): its bytes and the line its first byte is on. */
+export interface CsvPieceInput {
+  bytes: Uint8Array;
+  startLine: number;
+}
+
+/**
+ * The rows of one record-aligned piece, exactly as CsvTable reads them from the whole file: the same parser
+ * options, line numbers and fitting to the header's `width`. Row problems are added to `counts`.
+ */
+export function parseCsvPiece(
+  piece: CsvPieceInput,
+  settings: Pick<CsvSettings, 'delimiter' | 'encoding'>,
+  width: number,
+  name: string,
+  counts: SourceProblemCounts,
+): InputRow[] {
+  const bytes = Buffer.from(piece.bytes.buffer, piece.bytes.byteOffset, piece.bytes.byteLength);
+  if (isPlainPiece(bytes)) return plainPieceRows(bytes.toString(settings.encoding), piece.startLine, settings.delimiter, width, counts);
+  const rows: InputRow[] = [];
+  const lines = new LineIndex(piece.startLine);
+  lines.add(bytes, 0);
+  const records = new CsvRecords(settings, name, lines, piece.startLine, (line, record) => rows.push(fitRow(line, record, width, counts)));
+  records.parse(bytes);
+  records.parse(undefined);
+  return rows;
+}
+
+const QUOTE = 0x22;
+const LINE_BREAK = /\r\n|\n|\r/;
+
+/** A piece without a quote: every line is one record, and no cell holds a quote, a line break or the delimiter. */
+function isPlainPiece(bytes: Buffer): boolean {
+  return bytes.indexOf(QUOTE) === -1 && bytes.length <= MAX_RECORD_BYTES;
+}
+
+/**
+ * The records of a plain piece as lines of text (empty lines skipped, as parsing skips them), or undefined when
+ * the piece has a quote. With ',' as the delimiter such a line is already the CSV text of its cells.
+ */
+export function plainPieceLines(piece: Uint8Array, encoding: CsvSettings['encoding']): string[] | undefined {
+  const bytes = Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
+  if (!isPlainPiece(bytes)) return undefined;
+  const lines = bytes.toString(encoding).split(LINE_BREAK);
+  const records: string[] = [];
+  for (let i = 0; i < lines.length; i++) if (lines[i].length > 0) records.push(lines[i]);
+  return records;
+}
+
+/**
+ * The rows of a piece without a single quote, as csv-parse reads them with CsvRecords' options: every line
+ * break ends a record, empty lines are skipped, cells are split at the delimiter and kept as they are. No quote
+ * means nothing is ever quoted, escaped or continued on the next line, and csv-parse's character-by-character
+ * state machine (the largest cost of a row) has nothing to do; a differential test holds the two together.
+ */
+function plainPieceRows(text: string, startLine: number, delimiter: string, width: number, counts: SourceProblemCounts): InputRow[] {
+  const lines = text.split(LINE_BREAK);
+  const rows: InputRow[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    if (line.length > 0) rows.push(fitRow(startLine + i, line.split(delimiter), width, counts));
+  }
+  return rows;
+}
+
+/** The records of one piece as they are (the header piece, before the width is known). */
+export function parseCsvRecords(piece: CsvPieceInput, settings: Pick<CsvSettings, 'delimiter' | 'encoding'>, name: string): string[][] {
+  const out: string[][] = [];
+  const lines = new LineIndex(piece.startLine);
+  const bytes = Buffer.from(piece.bytes.buffer, piece.bytes.byteOffset, piece.bytes.byteLength);
+  lines.add(bytes, 0);
+  const records = new CsvRecords(settings, name, lines, piece.startLine, (_line, record) => out.push(record));
+  records.parse(bytes);
+  records.parse(undefined);
+  return out;
+}
+
+class CsvTable extends TableBase {
+  private readonly records: CsvRecords;
+  private width = -1;
+  private headerPending: boolean;
+
+  constructor(input: ByteInput, chunkRows: number, settings: CsvSettings) {
+    super(input, chunkRows);
+    this.headerPending = settings.header;
+    this.records = new CsvRecords(settings, input.name, input.lines, 1, (line, record) => this.take(line, record));
+  }
+
+  async open(): Promise<void> {
+    // the header is the first record; with --no-header the first record sets the width and stays a row
+    while (!this.ended && this.width < 0) await this.pump();
+  }
+
+  protected async pump(): Promise<void> {
+    const next = await this.input.next();
+    if (next === null) this.ended = true;
+    this.records.parse(next === null ? undefined : next.buf);
+  }
+
+  private take(line: number, record: string[]): void {
+    if (this.width < 0) {
+      this.width = record.length;
+      if (this.headerPending) {
+        this.headerPending = false;
+        const { header, notes } = uniqueHeader(record);
+        this.header = header;
+        this.notes.push(...notes);
+        return;
+      }
+      this.header = record.map((_, i) => `col${i + 1}`);
+    }
+    this.ready.push(fitRow(line, record, this.width, this.counts));
+  }
+}
+
+function noop(): void {}
+
+type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+/** A JSONL value as a cell: text stays text, numbers and booleans become their JSON text, null becomes ''. */
+function cellText(value: JsonValue | undefined): string {
+  if (value === undefined || value === null) return '';
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return JSON.stringify(value);
+}
+
+interface JsonRecord {
+  line: number;
+  object: Record<string, JsonValue>;
+}
+
+class JsonlTable extends TableBase {
+  private parts: Buffer[] = [];
+  private partBytes = 0;
+  private line = 0;
+  private pendingObjects: JsonRecord[] = [];
+  private headerIndex = new Map<string, number>();
+  private headerFixed = false;
+
+  constructor(
+    input: ByteInput,
+    chunkRows: number,
+    private readonly encoding: 'utf8' | 'latin1',
+  ) {
+    super(input, chunkRows);
+  }
+
+  async open(): Promise<void> {
+    // the header is the keys of the first chunk's objects, so a sparse first object does not hide columns
+    while (!this.ended && this.pendingObjects.length < this.chunkRows) await this.pump();
+    for (const rec of this.pendingObjects.slice(0, this.chunkRows)) {
+      for (const key of Object.keys(rec.object)) {
+        if (!this.headerIndex.has(key)) {
+          this.headerIndex.set(key, this.header.length);
+          this.header.push(key);
+        }
+      }
+    }
+    this.headerFixed = true;
+    for (const rec of this.pendingObjects) this.ready.push(this.toRow(rec));
+    this.pendingObjects = [];
+  }
+
+  protected async pump(): Promise<void> {
+    const next = await this.input.next();
+    if (next === null) {
+      this.ended = true;
+      if (this.partBytes > 0) this.takeLine(Buffer.concat(this.parts));
+      this.parts = [];
+      this.partBytes = 0;
+      return;
+    }
+    const { buf } = next;
+    let from = 0;
+    for (let nl = buf.indexOf(10); nl !== -1; nl = buf.indexOf(10, from)) {
+      const piece = buf.subarray(from, nl);
+      if (this.partBytes > 0) {
+        this.parts.push(piece);
+        this.takeLine(Buffer.concat(this.parts));
+        this.parts = [];
+        this.partBytes = 0;
+      } else {
+        this.takeLine(piece);
+      }
+      from = nl + 1;
+    }
+    // lines are counted here, not by the index: moving it on lets it drop the terminators already passed
+    this.input.lines.lineAt(next.start + from);
+    if (from < buf.length) {
+      this.parts.push(buf.subarray(from));
+      this.partBytes += buf.length - from;
+      if (this.partBytes > MAX_RECORD_BYTES) {
+        throw new InputError(this.name, this.line + 1, `line longer than ${MAX_RECORD_BYTES / 1024 / 1024} MB`, 'JSON Lines needs one object per line');
+      }
+    }
+  }
+
+  private takeLine(bytes: Buffer): void {
+    this.line++;
+    if (bytes.length > MAX_RECORD_BYTES) {
+      throw new InputError(this.name, this.line, `line longer than ${MAX_RECORD_BYTES / 1024 / 1024} MB`, 'JSON Lines needs one object per line');
+    }
+    const text = bytes.toString(this.encoding);
+    if (text.trim() === '') return;
+    let value: JsonValue;
+    try {
+      value = JSON.parse(text) as JsonValue;
+    } catch {
+      throw new InputError(this.name, this.line, 'not valid JSON', 'each line must be one JSON object (JSON Lines); for a CSV file use --format csv');
+    }
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      throw new InputError(this.name, this.line, 'not a JSON object', 'each line must be one object, e.g. {"email": "..."}');
+    }
+    const rec = { line: this.line, object: value };
+    if (this.headerFixed) this.ready.push(this.toRow(rec));
+    else this.pendingObjects.push(rec);
+  }
+
+  private toRow(rec: JsonRecord): InputRow {
+    const cells = new Array<string>(this.header.length).fill('');
+    let unknown = 0;
+    for (const key of Object.keys(rec.object)) {
+      const i = this.headerIndex.get(key);
+      if (i === undefined) unknown++;
+      else cells[i] = cellText(rec.object[key]);
+    }
+    if (unknown === 0) return { line: rec.line, cells };
+    this.counts.extraKeys++;
+    const problem: RowProblem = { kind: 'extra_keys', keys: unknown };
+    return { line: rec.line, cells, problem };
+  }
+}

@@ -1,0 +1,143 @@
+import { CsvPieceCutter, type CsvPiece } from './piece-cutter.js';
+import { ByteInput, MAX_RECORD_BYTES, parseCsvRecords, parseDelimiter, uniqueHeader, type CsvSettings } from '../table/source.js';
+import { InputError, type OpenSourceOptions, type SourceProblemCounts, type TableInfo } from '../table/table.js';
+
+/** Bytes per piece handed to a worker thread: big enough that a task's fixed cost is noise, small enough to spread. */
+const PIECE_BYTES = 256 * 1024;
+
+/**
+ * A CSV input read as record-aligned pieces of bytes, for worker threads to parse (row-threads.ts). The header is
+ * parsed here, on this thread, so the identifier columns are known before any thread starts.
+ */
+export interface CsvPieceSource extends TableInfo {
+  /** Parser settings every piece must be parsed with. */
+  settings: Pick<CsvSettings, 'delimiter' | 'encoding'>;
+  /** Cells per row (the header's). */
+  width: number;
+  /** The pieces after the header, in input order; iterate once. */
+  pieces(): AsyncIterable<CsvPiece>;
+  /** Adds the row problems found by whoever parsed the pieces, for problems(). */
+  addProblems(more: SourceProblemCounts): void;
+}
+
+export async function openCsvPieces(opts: OpenSourceOptions, pieceBytes = PIECE_BYTES): Promise<CsvPieceSource> {
+  const input = await ByteInput.open(opts);
+  const settings = { delimiter: parseDelimiter(opts.delimiter, input.name), encoding: opts.encoding ?? 'utf8' } as const;
+  const cutter = new CsvPieceCutter(settings.delimiter, pieceBytes, settings.encoding);
+  let ended = false;
+  /** Reads once more into the cutter; false at the end of the input. */
+  const readMore = async (): Promise<boolean> => {
+    if (ended) return false;
+    const next = await input.next();
+    if (next === null) {
+      ended = true;
+      return false;
+    }
+    cutter.push(next.buf);
+    if (cutter.pendingBytes > MAX_RECORD_BYTES + pieceBytes) throw overlongRecord(cutter, settings, input.name);
+    return true;
+  };
+  try {
+    // the header is the first record; with --no-header it only sets the width and stays a row
+    let first: CsvPiece | undefined;
+    let record: string[] | undefined;
+    while (record === undefined) {
+      let piece = cutter.nextRecord();
+      if (piece === undefined) {
+        if (await readMore()) continue;
+        piece = cutter.finish();
+        // the end, and no record in the whole input (empty, or only empty lines)
+        if (piece === undefined) break;
+      }
+      first = piece;
+      // a piece of only empty lines has no record: the header is further down
+      record = parseCsvRecords(piece, settings, input.name)[0];
+    }
+    return new PieceReader(input, settings, record, opts.header === false ? first : undefined, cutter, readMore);
+  } catch (err) {
+    input.close();
+    throw err;
+  }
+}
+
+/**
+ * No record boundary in more than the longest record allowed: a quote that is never closed, usually. Parsing
+ * what is held gives the error, with its line, that a single parser would have given.
+ */
+function overlongRecord(cutter: CsvPieceCutter, settings: Pick<CsvSettings, 'delimiter' | 'encoding'>, name: string): Error {
+  const held = cutter.finish();
+  if (held !== undefined) parseCsvRecords(held, settings, name);
+  return new InputError(name, held?.startLine, `no record ends within ${MAX_RECORD_BYTES / 1024 / 1024} MB`, 'a quote is probably never closed, or the --delimiter is wrong');
+}
+
+class PieceReader implements CsvPieceSource {
+  readonly header: string[];
+  readonly notes: string[] = [];
+  readonly width: number;
+  readonly name: string;
+  readonly totalBytes: number | undefined;
+  private readonly counts: SourceProblemCounts = { shortRows: 0, longRows: 0, extraKeys: 0 };
+  private iterated = false;
+
+  constructor(
+    private readonly input: ByteInput,
+    readonly settings: Pick<CsvSettings, 'delimiter' | 'encoding'>,
+    record: string[] | undefined,
+    /** With --no-header, the first record is a row: its piece goes first. */
+    private readonly firstRow: CsvPiece | undefined,
+    private readonly cutter: CsvPieceCutter,
+    private readonly readMore: () => Promise<boolean>,
+  ) {
+    this.name = input.name;
+    this.totalBytes = input.totalBytes;
+    this.width = record?.length ?? 0;
+    if (record === undefined) this.header = [];
+    else if (firstRow !== undefined) this.header = record.map((_, i) => `col${i + 1}`);
+    else {
+      const unique = uniqueHeader(record);
+      this.header = unique.header;
+      this.notes.push(...unique.notes);
+    }
+  }
+
+  bytesRead(): number {
+    return this.input.bytesRead();
+  }
+
+  problems(): SourceProblemCounts {
+    return { ...this.counts };
+  }
+
+  addProblems(more: SourceProblemCounts): void {
+    this.counts.shortRows += more.shortRows;
+    this.counts.longRows += more.longRows;
+    this.counts.extraKeys += more.extraKeys;
+  }
+
+  pieces(): AsyncIterable<CsvPiece> {
+    if (this.iterated) throw new Error(`${this.name}: pieces() can be iterated only once`);
+    this.iterated = true;
+    return this.read();
+  }
+
+  private async *read(): AsyncGenerator<CsvPiece> {
+    try {
+      if (this.firstRow !== undefined) yield this.firstRow;
+      for (;;) {
+        const piece = this.cutter.next();
+        if (piece !== undefined) {
+          // lets the byte checker's line index forget the lines before the piece (it would grow with the file)
+          this.input.lines.lineAt(piece.startOffset);
+          yield piece;
+          continue;
+        }
+        if (await this.readMore()) continue;
+        const last = this.cutter.finish();
+        if (last !== undefined && last.bytes.length > 0) yield last;
+        return;
+      }
+    } finally {
+      this.input.close();
+    }
+  }
+}

@@ -1,0 +1,271 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { IdentifierColumn } from '../table/identifier-columns.js';
+import type { CsvPiece } from './piece-cutter.js';
+import type { CsvPieceSource } from './piece-source.js';
+import type { EngineChunk } from '../map/map-engine.js';
+import type { HashCounts } from '../hash/hash-rows.js';
+import type { PreparedRows } from '../map/prepare-rows.js';
+import { BucketAnswer, bucketIdOf } from '../map/bucket-answer.js';
+import { SLOT, type RowChunk } from '../map/row-chunk.js';
+import type { MappedV3 } from '../../protocol/index.js';
+import type { RowFormat } from '../table/row-encoders.js';
+import { InputError, type SourceProblemCounts, type TableSink } from '../table/table.js';
+import { WorkerPool, type ThrownInWorker } from '../workers/worker-pool.js';
+
+/** What every row thread is told once, at its start. Plain data. */
+export interface RowThreadConfig {
+  /** The input's name, for error messages. */
+  name: string;
+  csv: { delimiter: string; encoding: 'utf8' | 'latin1' };
+  /** Cells per input row (the header's). */
+  width: number;
+  columns: IdentifierColumn[];
+  /** How output rows are encoded. */
+  format: RowFormat;
+  /** map --api v2: raw_uid, bucket_id, status, reason per identifier column. */
+  v2: boolean;
+}
+
+export type RowThreadTask =
+  /** Parse a piece, prepare its identifier cells, and keep its rows under `piece`. */
+  | { task: 'prepare'; piece: number; bytes: Uint8Array; startLine: number }
+  /** Append the answers' cells to the kept rows of `piece`, encode them (and the --rejects rows), let them go. */
+  | { task: 'encode'; piece: number; answers: SlotAnswers; rejects: boolean }
+  /** `hash`: parse a piece and encode its rows with their hashes, in one go. */
+  | { task: 'hash'; bytes: Uint8Array; startLine: number };
+
+export type RowThreadAnswer =
+  | { task: 'prepare'; prepared: PreparedRows; problems: SourceProblemCounts }
+  | { task: 'encode'; bytes: Uint8Array; rejectBytes: Uint8Array | null }
+  | { task: 'hash'; bytes: Uint8Array; counts: HashCounts; problems: SourceProblemCounts };
+
+/**
+ * A chunk's answers, per identifier cell, packed for the thread that holds its rows: statuses and reasons as
+ * they are, and the mapped answers' strings in one text with their lengths. Structured cloning an object per
+ * answer cost the main thread about 1 µs per row; one string and a few typed arrays cost a tenth of that.
+ */
+export interface SlotAnswers {
+  status: Uint8Array;
+  /** Per slot: why it is not mapped (null for mapped and pending slots). */
+  reason: (string | null)[];
+  /** u, then p (absent when null), of each mapped slot in slot order. */
+  text: string;
+  /** Per mapped slot: the length of u, and of p (NO_P when p is null). */
+  lengths: Uint32Array;
+  /** Per mapped slot: r (refresh_from). */
+  r: Float64Array;
+  /** map --api v2: per mapped slot, the salt bucket (v2 answers carry no p and no r). */
+  buckets: string[] | null;
+}
+
+const NO_P = 0xffffffff;
+
+export function packAnswers(chunk: Pick<RowChunk, 'status' | 'mapped' | 'reason'>): SlotAnswers {
+  const { status, mapped, reason } = chunk;
+  let count = 0;
+  for (let slot = 0; slot < status.length; slot++) if (status[slot] === SLOT.mapped) count++;
+  const lengths = new Uint32Array(count * 2);
+  const r = new Float64Array(count);
+  let buckets: string[] | null = null;
+  let text = '';
+  let k = 0;
+  for (let slot = 0; slot < status.length; slot++) {
+    if (status[slot] !== SLOT.mapped) continue;
+    const m = mapped[slot] as MappedV3;
+    text += m.u;
+    lengths[2 * k] = m.u.length;
+    if (m.p === null) lengths[2 * k + 1] = NO_P;
+    else {
+      text += m.p;
+      lengths[2 * k + 1] = m.p.length;
+    }
+    r[k] = m.r;
+    const bucket = bucketIdOf(m);
+    if (bucket !== null) (buckets ??= new Array<string>(count))[k] = bucket;
+    k++;
+  }
+  return { status: status.slice(), reason, text, lengths, r, buckets };
+}
+
+/** The answers as RowChunk holds them (v2 ones as BucketAnswers, which the v2 output reads the bucket from). */
+export function unpackAnswers(answers: SlotAnswers): (MappedV3 | null)[] {
+  const { status, text, lengths, r, buckets } = answers;
+  const mapped = new Array<MappedV3 | null>(status.length).fill(null);
+  let pos = 0;
+  let k = 0;
+  for (let slot = 0; slot < status.length; slot++) {
+    if (status[slot] !== SLOT.mapped) continue;
+    const u = text.slice(pos, (pos += lengths[2 * k]));
+    const pLength = lengths[2 * k + 1];
+    const p = pLength === NO_P ? null : text.slice(pos, (pos += pLength));
+    mapped[slot] = buckets !== null && buckets[k] !== undefined ? new BucketAnswer(u, buckets[k]) : { u, p, r: r[k] };
+    k++;
+  }
+  return mapped;
+}
+
+/** Compiled beside this module in dist/. */
+const ROW_THREAD = new URL('./row-thread-entry.js', import.meta.url);
+
+/** Pieces parsed ahead per thread: enough to keep every thread busy while the main thread takes the oldest. */
+const AHEAD_PER_THREAD = 3;
+
+/**
+ * V8 heap limits of each thread. A task allocates a few MB (a string per cell, the output text) that die with
+ * it: a young generation that holds several tasks' worth is scavenged less often, so less of it is copied. What
+ * a thread keeps between tasks (the pieces' bytes) lives outside the heap, so a small old generation is plenty,
+ * and its limit also makes V8 grow it less eagerly (worker heap 72 -> 55 MB at 1M rows). 256 MB still holds a
+ * piece with a single 16 MB record, the longest a record may be.
+ *
+ * The young generation is the caller's trade between speed and memory, measured on the 1M/5M-row bench: `hash`
+ * (nothing else in the process) takes 32 MB: 2.25 s per 1M rows against 2.95 s with 24 MB, at 244 MB peak RSS.
+ * `map` shares the process with the engine's own heap and takes 16 MB: 6.3 s and 284 MB per 1M rows, 293 MB at
+ * 5M, where 32 MB ran 5.5-6.2 s but peaked at 310-320 MB.
+ */
+export const YOUNG_GENERATION_MB = { map: 16, hash: 32 } as const;
+const OLD_GENERATION_MB = 256;
+
+/**
+ * `--threads N` for CSV input: N worker threads parse the input's pieces, prepare (normalize + hash) the
+ * identifier cells and encode the output rows; the main thread reads, batches, sends and writes. A piece's rows
+ * stay in the thread that parsed them until their answers come back, so only hashes and results cross over.
+ * Answers are taken in input order, so the output is the same bytes as without threads.
+ */
+export class RowThreads {
+  private readonly pool: WorkerPool<RowThreadTask, RowThreadAnswer>;
+  private nextPiece = 0;
+
+  /** Run from the TypeScript sources (vitest) there is no compiled thread script: the caller stays single-threaded. */
+  static available(): boolean {
+    return existsSync(fileURLToPath(ROW_THREAD));
+  }
+
+  constructor(
+    config: RowThreadConfig,
+    readonly threads: number,
+    youngGenerationMb: number,
+  ) {
+    this.pool = new WorkerPool<RowThreadTask, RowThreadAnswer>({
+      script: ROW_THREAD,
+      size: threads,
+      workerData: config,
+      purpose: 'parsing and hashing rows',
+      revive: reviveInputError,
+      resourceLimits: { maxYoungGenerationSizeMb: youngGenerationMb, maxOldGenerationSizeMb: OLD_GENERATION_MB },
+    });
+  }
+
+  /** The source's pieces, parsed and prepared by the threads, in input order; row problems go to the source. */
+  prepared(source: CsvPieceSource): AsyncGenerator<EngineChunk> {
+    return inOrder(source.pieces(), this.threads * AHEAD_PER_THREAD, (piece) => {
+      const id = this.nextPiece++;
+      const thread = this.pool.leastBusy();
+      const bytes = copyOut(piece);
+      return this.pool.runOn(thread, { task: 'prepare', piece: id, bytes, startLine: piece.startLine }, [bytes.buffer as ArrayBuffer]).then((answer) => {
+        const a = expect(answer, 'prepare');
+        source.addProblems(a.problems);
+        return { prepared: a.prepared, ticket: { thread, piece: id } };
+      });
+    });
+  }
+
+  /** Encodes an answered chunk's rows, held by the thread that parsed them, with their result cells. */
+  encode(chunk: RowChunk, rejects: boolean): Promise<{ bytes: Uint8Array; rejectBytes: Uint8Array | null }> {
+    const ticket = chunk.ticket;
+    if (ticket === undefined) return Promise.reject(new Error('RowThreads.encode: the chunk was not prepared by a row thread'));
+    const answers = packAnswers(chunk);
+    const transfer = [answers.status.buffer as ArrayBuffer, answers.lengths.buffer as ArrayBuffer, answers.r.buffer as ArrayBuffer];
+    return this.pool.runOn(ticket.thread, { task: 'encode', piece: ticket.piece, answers, rejects }, transfer).then((answer) => expect(answer, 'encode'));
+  }
+
+  /** `hash`: the source's pieces hashed and encoded by the threads, in input order; row problems go to the source. */
+  hashed(source: CsvPieceSource): AsyncGenerator<{ bytes: Uint8Array; counts: HashCounts }> {
+    return inOrder(source.pieces(), this.threads * AHEAD_PER_THREAD, (piece) => {
+      const bytes = copyOut(piece);
+      return this.pool.run({ task: 'hash', bytes, startLine: piece.startLine }, [bytes.buffer as ArrayBuffer]).then((answer) => {
+        const a = expect(answer, 'hash');
+        source.addProblems(a.problems);
+        return { bytes: a.bytes, counts: a.counts };
+      });
+    });
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}
+
+/**
+ * Encoded chunks written in the order they were given, while later ones are still being encoded: at most
+ * `ahead` wait, so a slow disk holds the engine back instead of letting encoded bytes pile up.
+ */
+export class EncodedWrites {
+  private readonly queue: Promise<{ bytes: Uint8Array; rejectBytes: Uint8Array | null }>[] = [];
+
+  constructor(
+    private readonly out: TableSink,
+    private readonly rejects: TableSink | undefined,
+    private readonly ahead: number,
+  ) {}
+
+  async add(encoded: Promise<{ bytes: Uint8Array; rejectBytes: Uint8Array | null }>): Promise<void> {
+    // awaited in order later; until then a failure must not count as unhandled
+    encoded.catch(() => undefined);
+    this.queue.push(encoded);
+    while (this.queue.length > this.ahead) await this.writeOldest();
+  }
+
+  /** Writes everything still queued; call before committing the sinks. */
+  async flush(): Promise<void> {
+    while (this.queue.length > 0) await this.writeOldest();
+  }
+
+  private async writeOldest(): Promise<void> {
+    const { bytes, rejectBytes } = await (this.queue.shift() as Promise<{ bytes: Uint8Array; rejectBytes: Uint8Array | null }>);
+    await this.out.writeEncoded(bytes);
+    if (rejectBytes !== null && this.rejects !== undefined) await this.rejects.writeEncoded(rejectBytes);
+  }
+}
+
+/** Starts `start` on up to `ahead` items at once and yields the answers in the items' order. */
+async function* inOrder<In, Out>(items: AsyncIterable<In>, ahead: number, start: (item: In) => Promise<Out>): AsyncGenerator<Out> {
+  const queue: Promise<Out>[] = [];
+  try {
+    for await (const item of items) {
+      const task = start(item);
+      task.catch(() => undefined);
+      queue.push(task);
+      if (queue.length >= ahead) yield await (queue.shift() as Promise<Out>);
+    }
+    while (queue.length > 0) yield await (queue.shift() as Promise<Out>);
+  } finally {
+    queue.length = 0;
+  }
+}
+
+/**
+ * A piece's bytes in a buffer of their own, handed over (transferred) rather than cloned. The cutter makes each
+ * piece its own buffer; a view into a shared one (which a transfer would empty for the others) is copied.
+ */
+function copyOut(piece: CsvPiece): Uint8Array {
+  const b = piece.bytes;
+  return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b : new Uint8Array(b);
+}
+
+function expect<K extends RowThreadAnswer['task']>(answer: RowThreadAnswer, task: K): Extract<RowThreadAnswer, { task: K }> {
+  if (answer.task !== task) throw new Error(`row thread answered a '${answer.task}' task with '${task}' expected`);
+  return answer as Extract<RowThreadAnswer, { task: K }>;
+}
+
+/** A parse error in a thread is the user's input problem, reported as it would be without threads. */
+function reviveInputError(thrown: ThrownInWorker): Error | undefined {
+  if (thrown.name !== 'InputError') return undefined;
+  const f = thrown.fields;
+  return new InputError(
+    String(f.file),
+    typeof f.line === 'number' ? f.line : undefined,
+    String(f.problem),
+    typeof f.hint === 'string' ? f.hint : undefined,
+  );
+}

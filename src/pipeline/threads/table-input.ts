@@ -1,0 +1,21 @@
+/** Opens an input for a run: as pieces of CSV for the row threads, or as parsed rows. */
+import { openSource, resolveFormat } from '../table/source.js';
+import type { OpenSourceOptions, TableSource } from '../table/table.js';
+import { openCsvPieces, type CsvPieceSource } from './piece-source.js';
+import { RowThreads } from './row-threads.js';
+
+/** An input as parsed rows, or, for the row threads to parse, as pieces of CSV. */
+export type TableInput = TableSource | CsvPieceSource;
+
+export function isPieceSource(input: TableInput): input is CsvPieceSource {
+  return 'pieces' in input;
+}
+
+/**
+ * Opens the input for `threads` row threads: a CSV input as pieces when there are threads to parse them (and a
+ * compiled thread script to start), anything else as parsed rows.
+ */
+export async function openTableInput(options: OpenSourceOptions, threads: number): Promise<TableInput> {
+  const pieces = threads > 0 && resolveFormat(options) === 'csv' && RowThreads.available();
+  return pieces ? openCsvPieces(options) : openSource(options);
+}

@@ -1,0 +1,238 @@
+import pLimit from 'p-limit';
+import { isIdentifierKind, type IdentifierKind } from '../../identity/index.js';
+import type { TokenIdentity } from '../../protocol/index.js';
+import type { ServiceClient } from '../../client/types.js';
+import { InputError, rowProblemInvalidates, rowProblemReason, type InputRow, type TableSink, type TableSource } from '../table/table.js';
+import { classifyFailure, prepareTokenInput, type Failure } from './tokens.js';
+
+/**
+ * Token work over a table, for a test audience (`token generate --input`) or the Token Validator's CSV
+ * (`token validate --input`: identifier, identifier_type, token). Rows leave in input order, one chunk at a time;
+ * at most `concurrency` calls are in flight and each call gets the client's retries.
+ */
+
+export interface TokenBatchRun {
+  source: TableSource;
+  /** Opened once the output header is known, so a bad input fails before an output file exists. */
+  openSink(header: string[]): Promise<TableSink>;
+  client: ServiceClient;
+  concurrency: number;
+  signal?: AbortSignal;
+  /** Called as each row is finished, with the running count. */
+  onRow?(done: number): void;
+}
+
+/**
+ * A failure that would hit every row the same way (the key is refused, the secret is wrong, the clock is off):
+ * the run stops and the output file is not written.
+ */
+export class BatchStopped extends Error {
+  override name = 'BatchStopped';
+  constructor(readonly failure: Failure) {
+    super(failure.message);
+  }
+}
+
+const FATAL: ReadonlySet<Failure['kind']> = new Set(['unauthorized', 'wrong_secret', 'clock_skew']);
+
+export const IDENTIFIER_TYPES_HINT = 'identifier_type is one of email, phone, email_hash, phone_hash';
+
+/** `Email`, ` phone `, `email-hash` and `email hash` all read as the API's field names. */
+export function readIdentifierType(cell: string): IdentifierKind | null {
+  const t = cell.trim().toLowerCase().replace(/[\s-]+/g, '_');
+  return isIdentifierKind(t) ? t : null;
+}
+
+interface Columns {
+  identifier: number;
+  identifierType: number;
+  token: number;
+}
+
+function findColumns(source: TableSource, needToken: boolean): Columns {
+  const index = (name: string): number => source.header.findIndex((h) => h.trim().toLowerCase() === name);
+  const cols = { identifier: index('identifier'), identifierType: index('identifier_type'), token: index('token') };
+  const missing = [
+    cols.identifier < 0 ? 'identifier' : undefined,
+    cols.identifierType < 0 ? 'identifier_type' : undefined,
+    needToken && cols.token < 0 ? 'token' : undefined,
+  ].filter((m): m is string => m !== undefined);
+  if (missing.length > 0) {
+    const expected = needToken ? 'identifier, identifier_type, token' : 'identifier, identifier_type';
+    throw new InputError(source.name, 1, `missing column(s) ${missing.join(', ')}`, `the header must name the columns ${expected}; ${IDENTIFIER_TYPES_HINT}`);
+  }
+  return cols;
+}
+
+/**
+ * The output header: the input's columns, then `added`. A column the input already has (a re-run over an earlier
+ * output) is overwritten in place rather than duplicated.
+ */
+function outputLayout(header: string[], added: readonly string[]): { header: string[]; positions: number[] } {
+  const out = [...header];
+  const positions = added.map((name) => {
+    const at = out.findIndex((h) => h.trim().toLowerCase() === name);
+    if (at >= 0) return at;
+    out.push(name);
+    return out.length - 1;
+  });
+  return { header: out, positions };
+}
+
+type RowPrep = { ok: true; kind: IdentifierKind; value: string } | { ok: false; reason: string };
+
+function prepRow(row: InputRow, cols: Columns): RowPrep {
+  if (row.problem && rowProblemInvalidates(row.problem)) return { ok: false, reason: rowProblemReason(row.problem) };
+  const kind = readIdentifierType(row.cells[cols.identifierType] ?? '');
+  if (kind === null) return { ok: false, reason: `unknown identifier_type: ${IDENTIFIER_TYPES_HINT}` };
+  return { ok: true, kind, value: row.cells[cols.identifier] ?? '' };
+}
+
+/** Runs `work` over every row with bounded concurrency, writing each chunk in input order. */
+async function runRows(
+  run: TokenBatchRun,
+  header: string[],
+  work: (row: InputRow, signal: AbortSignal) => Promise<string[]>,
+): Promise<void> {
+  const sink = await run.openSink(header);
+  const limit = pLimit(Math.max(1, Math.floor(run.concurrency)));
+  const stop = new AbortController();
+  const onOuterAbort = (): void => stop.abort(run.signal?.reason);
+  run.signal?.addEventListener('abort', onOuterAbort, { once: true });
+  let done = 0;
+  try {
+    for await (const chunk of run.source.rows()) {
+      if (stop.signal.aborted) break;
+      const out = await Promise.all(
+        chunk.map((row) =>
+          limit(async () => {
+            if (stop.signal.aborted) throw stop.signal.reason ?? new Error('stopped');
+            try {
+              const cells = await work(row, stop.signal);
+              run.onRow?.(++done);
+              return cells;
+            } catch (err) {
+              // one fatal failure stops the calls still queued or in flight
+              stop.abort(err);
+              limit.clearQueue();
+              throw err;
+            }
+          }),
+        ),
+      );
+      await sink.writeRows(out);
+    }
+    if (stop.signal.aborted) throw stop.signal.reason ?? new Error('stopped');
+    await sink.commit();
+  } catch (err) {
+    await sink.abort();
+    throw err;
+  } finally {
+    run.signal?.removeEventListener('abort', onOuterAbort);
+  }
+}
+
+function failOrStop(err: unknown, signal: AbortSignal): Failure {
+  if (signal.aborted) throw signal.reason ?? err;
+  const failure = classifyFailure(err);
+  if (FATAL.has(failure.kind)) throw new BatchStopped(failure);
+  return failure;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+export interface ValidateBatchCounts {
+  rows: number;
+  valid: number;
+  invalid: number;
+  error: number;
+}
+
+export const VALIDATE_COLUMNS = ['valid', 'hash', 'reason'] as const;
+
+/**
+ * Every row comes out with `valid` (true | false | error), `hash` (the normalized hash sent, empty when the
+ * identifier was rejected locally) and `reason`.
+ */
+export async function validateTokenBatch(run: TokenBatchRun): Promise<ValidateBatchCounts> {
+  const cols = findColumns(run.source, true);
+  const layout = outputLayout(run.source.header, VALIDATE_COLUMNS);
+  const counts: ValidateBatchCounts = { rows: 0, valid: 0, invalid: 0, error: 0 };
+  const finish = (row: InputRow, valid: 'true' | 'false' | 'error', hash: string, reason: string): string[] => {
+    counts.rows++;
+    if (valid === 'true') counts.valid++;
+    else if (valid === 'false') counts.invalid++;
+    else counts.error++;
+    const cells = [...row.cells];
+    while (cells.length < layout.header.length) cells.push('');
+    [valid, hash, reason].forEach((v, i) => (cells[layout.positions[i]!] = v));
+    return cells;
+  };
+  await runRows(run, layout.header, async (row, signal) => {
+    const prep = prepRow(row, cols);
+    if (!prep.ok) return finish(row, 'error', '', prep.reason);
+    const prepared = prepareTokenInput(prep.kind, prep.value);
+    if (!prepared.ok) return finish(row, 'error', '', prepared.reason);
+    const token = (row.cells[cols.token] ?? '').trim();
+    if (token === '') return finish(row, 'error', prepared.hash, 'empty token');
+    try {
+      const match = await run.client.tokenValidate({ token, ...prepared.input }, { signal });
+      return finish(row, match ? 'true' : 'false', prepared.hash, match ? '' : 'the token was not generated from this identifier');
+    } catch (err) {
+      return finish(row, 'error', prepared.hash, failOrStop(err, signal).message);
+    }
+  });
+  return counts;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+export interface GenerateBatchCounts {
+  rows: number;
+  success: number;
+  optout: number;
+  invalid: number;
+  error: number;
+}
+
+export const IDENTITY_COLUMNS = [
+  'advertising_token',
+  'refresh_token',
+  'identity_expires',
+  'refresh_from',
+  'refresh_expires',
+  'refresh_response_key',
+] as const satisfies readonly (keyof TokenIdentity)[];
+
+export const GENERATE_COLUMNS = [...IDENTITY_COLUMNS, 'status', 'reason'] as const;
+
+export type GenerateRowStatus = 'success' | 'optout' | 'invalid' | 'error';
+
+/** One identity per row: the row, the §2.2 fields (empty unless `success`), `status` and `reason`. */
+export async function generateTokenBatch(run: TokenBatchRun): Promise<GenerateBatchCounts> {
+  const cols = findColumns(run.source, false);
+  const layout = outputLayout(run.source.header, GENERATE_COLUMNS);
+  const counts: GenerateBatchCounts = { rows: 0, success: 0, optout: 0, invalid: 0, error: 0 };
+  const finish = (row: InputRow, status: GenerateRowStatus, reason: string, identity?: TokenIdentity): string[] => {
+    counts.rows++;
+    counts[status]++;
+    const cells = [...row.cells];
+    while (cells.length < layout.header.length) cells.push('');
+    const values = [...IDENTITY_COLUMNS.map((f) => (identity ? String(identity[f]) : '')), status, reason];
+    values.forEach((v, i) => (cells[layout.positions[i]!] = v));
+    return cells;
+  };
+  await runRows(run, layout.header, async (row, signal) => {
+    const prep = prepRow(row, cols);
+    if (!prep.ok) return finish(row, 'invalid', prep.reason);
+    const prepared = prepareTokenInput(prep.kind, prep.value);
+    if (!prepared.ok) return finish(row, 'invalid', prepared.reason);
+    try {
+      const result = await run.client.tokenGenerate(prepared.input, { signal });
+      return result.status === 'success' ? finish(row, 'success', '', result.identity) : finish(row, 'optout', 'the user opted out');
+    } catch (err) {
+      return finish(row, 'error', failOrStop(err, signal).message);
+    }
+  });
+  return counts;
+}
