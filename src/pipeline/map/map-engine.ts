@@ -1,9 +1,6 @@
-import { setMaxListeners } from 'node:events';
 import type { DiiType } from '../../identity/index.js';
 import {
-  ClockSkewError,
   isMappedV3,
-  UnauthorizedError,
   type MappedV3,
   type MapV3Item,
   type MapV3Request,
@@ -21,7 +18,7 @@ import { DistinctEstimate } from './distinct-count.js';
 import { Reassembler } from './reassembler.js';
 import { RowChunk, SLOT, type RowTicket } from './row-chunk.js';
 import type { InputRow } from '../table/table.js';
-import { windDownInFlight } from '../run/wind-down.js';
+import { asError, RunLifecycle, type RunOutcome } from '../run/run-lifecycle.js';
 
 /** An identifier column of the input, as the engine reads it (resolved from flags by table/identifier-columns.ts). */
 export type EngineColumn = IdentifierColumn;
@@ -70,13 +67,8 @@ export interface MapEngineOptions {
   onChunk?: (chunk: RowChunk) => void | Promise<void>;
 }
 
-export type MapRunOutcome =
-  | { kind: 'completed' }
-  | { kind: 'interrupted' }
-  /** 401: the credentials were refused; nothing more was sent. */
-  | { kind: 'auth-refused'; error: Error }
-  /** --fail-fast and a batch failed, or a failure that every further batch would hit too (clock skew, state). */
-  | { kind: 'failed'; error: Error };
+/** How a map run ended (the outcomes every engine shares). */
+export type MapRunOutcome = RunOutcome;
 
 export interface MapRunCounts {
   /** Rows read. */
@@ -112,6 +104,26 @@ export interface MapRunCounts {
 export interface MapRunResult {
   outcome: MapRunOutcome;
   counts: MapRunCounts;
+}
+
+/** Counts of a run that has not started. */
+export function newMapRunCounts(): MapRunCounts {
+  return {
+    rowsRead: 0,
+    rowsDone: 0,
+    identifiers: 0,
+    status: { mapped: 0, optout: 0, invalid: 0, error: 0, missing: 0 },
+    invalidByReason: {},
+    valid: 0,
+    uniqueIdentifiers: 0,
+    uniqueEstimated: false,
+    fromState: 0,
+    deduplicated: 0,
+    batches: 0,
+    itemsInBatches: 0,
+    batchesFailed: 0,
+    batchesCommitted: 0,
+  };
 }
 
 /** A stored mapping answered without a request. A class, so that repeats can tell it came from the state. */
@@ -152,22 +164,7 @@ async function* preparedHere(source: AsyncIterable<InputRow[]>, columns: readonl
  * Work per chunk and per batch is synchronous; the only awaits are reading, sending and writing.
  */
 export class MapEngine {
-  readonly counts: MapRunCounts = {
-    rowsRead: 0,
-    rowsDone: 0,
-    identifiers: 0,
-    status: { mapped: 0, optout: 0, invalid: 0, error: 0, missing: 0 },
-    invalidByReason: {},
-    valid: 0,
-    uniqueIdentifiers: 0,
-    uniqueEstimated: false,
-    fromState: 0,
-    deduplicated: 0,
-    batches: 0,
-    itemsInBatches: 0,
-    batchesFailed: 0,
-    batchesCommitted: 0,
-  };
+  readonly counts: MapRunCounts = newMapRunCounts();
   readonly limiter: AdaptiveConcurrency;
 
   private readonly columns: readonly EngineColumn[];
@@ -180,12 +177,9 @@ export class MapEngine {
   private readonly batcher: BatchBuilder;
   private readonly maxPendingRows: number;
   private readonly nowS: () => number;
-  private readonly abort = new AbortController();
-  /** Batches sealed and not yet settled (queued or in flight). */
-  private outstanding = 0;
-  private wake: (() => void) | null = null;
+  /** Stop, interrupt, wind-down; its outstanding count: batches sealed and not yet settled (queued or in flight). */
+  private readonly lifecycle: RunLifecycle;
   private stopReading: (() => void) | null = null;
-  private stop: MapRunOutcome | null = null;
   /** New identifiers of the chunk being admitted, before the state has been asked about them. */
   private fresh: TrackedIdentifier[] = [];
 
@@ -199,8 +193,13 @@ export class MapEngine {
     const rowsPerBatch = Math.ceil(this.batcher.maxItems / Math.max(1, this.width));
     this.maxPendingRows = options.maxPendingRows ?? Math.ceil(rowsPerBatch * (this.limiter.max + 2));
     this.nowS = options.nowS ?? (() => Math.floor(Date.now() / 1000));
-    // every request in flight listens on this one signal
-    setMaxListeners(0, this.abort.signal);
+    // every request in flight listens on the run's one signal: no listener limit
+    this.lifecycle = new RunLifecycle({ maxListeners: 0, graceMs: options.graceMs });
+    this.lifecycle.onHalt(() => {
+      const stopReading = this.stopReading;
+      this.stopReading = null;
+      stopReading?.();
+    });
   }
 
   /** Runs the source to its end (or to a stop) and resolves once every answered chunk was handed on. */
@@ -211,11 +210,11 @@ export class MapEngine {
   /** run() for chunks already prepared (by worker threads that keep the rows: see RowChunk.ticket). */
   async runPrepared(source: AsyncIterable<EngineChunk>): Promise<MapRunResult> {
     const iterator = source[Symbol.asyncIterator]();
-    const unlisten = this.listenForInterrupt();
+    const unlisten = this.lifecycle.listenForInterrupt(this.options.signal);
     let finished = false;
     try {
       for (;;) {
-        if (this.stop !== null) break;
+        if (this.lifecycle.stopped) break;
         const next = await this.nextChunk(iterator);
         if (next === STOPPED || next.done) {
           finished = next !== STOPPED;
@@ -223,24 +222,24 @@ export class MapEngine {
         }
         this.admit(next.value);
         await this.handOn();
-        while (this.stop === null && this.window.pendingRows > this.maxPendingRows) {
+        while (!this.lifecycle.stopped && this.window.pendingRows > this.maxPendingRows) {
           // everything the window waits for must be on its way, or the wait would never end
-          if (this.outstanding === 0) this.batcher.seal();
-          if (this.outstanding === 0) break;
-          await this.settled();
+          if (this.lifecycle.outstanding === 0) this.batcher.seal();
+          if (this.lifecycle.outstanding === 0) break;
+          await this.lifecycle.settled();
           await this.handOn();
         }
       }
-      if (this.stop === null) {
+      if (!this.lifecycle.stopped) {
         this.batcher.seal();
-        while (this.outstanding > 0 && this.stop === null) {
-          await this.settled();
+        while (this.lifecycle.outstanding > 0 && !this.lifecycle.stopped) {
+          await this.lifecycle.settled();
           await this.handOn();
         }
       }
     } catch (err) {
       // a source or sink failure ends the run; what is in flight is stopped, not left running unseen
-      this.halt({ kind: 'failed', error: err instanceof Error ? err : new Error(String(err)) });
+      this.lifecycle.halt({ kind: 'failed', error: asError(err) });
     } finally {
       unlisten();
       if (!finished) {
@@ -248,11 +247,11 @@ export class MapEngine {
         void Promise.resolve(iterator.return?.()).catch(() => undefined);
       }
     }
-    if (this.stop !== null) await this.windDown();
+    if (this.lifecycle.stopped) await this.windDown();
     else await this.handOn();
     this.counts.uniqueEstimated = this.table.dropped;
     this.counts.uniqueIdentifiers = this.table.dropped ? this.distinct.count : this.distinctExact;
-    return { outcome: this.stop ?? { kind: 'completed' }, counts: this.counts };
+    return { outcome: this.lifecycle.outcome(), counts: this.counts };
   }
 
   /** Routes each identifier cell of a prepared chunk to an answer, a waiting duplicate, or a batch. */
@@ -348,19 +347,18 @@ export class MapEngine {
       for (const item of batch.phoneItems) item.resolve(DRY_ANSWER);
       return;
     }
-    this.outstanding++;
-    void this.limiter.run(() => this.send(batch));
+    void this.lifecycle.inFlight(() => this.limiter.run(() => this.send(batch)));
   }
 
   private async send(batch: MapBatch): Promise<void> {
     try {
-      if (this.stop !== null) {
+      if (this.lifecycle.stopped) {
         this.failBatch(batch, 'not sent: the run stopped first');
         return;
       }
       let body: MapV3ResponseBody;
       try {
-        body = await (this.options.mapBatch as MapBatchFn)(batchRequest(batch), this.abort.signal);
+        body = await (this.options.mapBatch as MapBatchFn)(batchRequest(batch), this.lifecycle.abort.signal);
       } catch (err) {
         this.onBatchError(batch, err);
         return;
@@ -368,11 +366,8 @@ export class MapEngine {
       this.onBatchAnswered(batch, body);
     } catch (err) {
       // a state commit that throws (disk full, file locked) would fail every later batch the same way
-      this.halt({ kind: 'failed', error: err instanceof Error ? err : new Error(String(err)) });
+      this.lifecycle.halt({ kind: 'failed', error: asError(err) });
       this.failBatch(batch, 'not committed: the state file could not be written');
-    } finally {
-      this.outstanding--;
-      this.wakeUp();
     }
   }
 
@@ -404,14 +399,12 @@ export class MapEngine {
   }
 
   private onBatchError(batch: MapBatch, err: unknown): void {
-    const error = err instanceof Error ? err : new Error(String(err));
-    if (this.stop !== null && this.abort.signal.aborted) {
+    const error = asError(err);
+    if (this.lifecycle.cutShort()) {
       this.failBatch(batch, 'not answered: the run stopped first');
       return;
     }
-    if (error instanceof UnauthorizedError) this.halt({ kind: 'auth-refused', error });
-    else if (error instanceof ClockSkewError) this.halt({ kind: 'failed', error });
-    else if (this.options.failFast) this.halt({ kind: 'failed', error });
+    this.lifecycle.haltOnBatchError(error, this.options.failFast === true);
     this.counts.batchesFailed++;
     this.failBatch(batch, this.failureReason(error));
   }
@@ -427,35 +420,9 @@ export class MapEngine {
     for (const item of batch.phoneItems) item.fail(reason);
   }
 
-  /** Stops the run: a fatal answer aborts what is in flight at once; an interrupt lets it finish first. */
-  private halt(outcome: MapRunOutcome): void {
-    if (this.stop !== null) return;
-    this.stop = outcome;
-    if (outcome.kind !== 'interrupted') this.abort.abort();
-    const stopReading = this.stopReading;
-    this.stopReading = null;
-    stopReading?.();
-    this.wakeUp();
-  }
-
-  private wakeUp(): void {
-    const wake = this.wake;
-    this.wake = null;
-    wake?.();
-  }
-
-  private listenForInterrupt(): () => void {
-    const signal = this.options.signal;
-    if (signal === undefined) return () => undefined;
-    const onAbort = (): void => this.halt({ kind: 'interrupted' });
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-    return () => signal.removeEventListener('abort', onAbort);
-  }
-
   /** The next chunk, or STOPPED as soon as the run is stopped (a read from stdin may never end by itself). */
   private nextChunk(iterator: AsyncIterator<EngineChunk>): Promise<IteratorResult<EngineChunk> | typeof STOPPED> {
-    if (this.stop !== null) return Promise.resolve(STOPPED);
+    if (this.lifecycle.stopped) return Promise.resolve(STOPPED);
     return new Promise((resolve, reject) => {
       this.stopReading = () => resolve(STOPPED);
       iterator.next().then(
@@ -474,24 +441,13 @@ export class MapEngine {
   /** After a stop: nothing more is sent; requests in flight get a bounded time to finish and commit. */
   private async windDown(): Promise<void> {
     for (const item of this.batcher.discard()) item.fail('not sent: the run stopped first');
-    await windDownInFlight({
-      outstanding: () => this.outstanding,
-      settled: () => this.settled(),
-      abort: this.abort,
-      graceMs: this.stop?.kind === 'interrupted' ? (this.options.graceMs ?? 10_000) : 0,
-    });
-  }
-
-  private settled(): Promise<void> {
-    return new Promise((resolve) => {
-      this.wake = resolve;
-    });
+    await this.lifecycle.windDown();
   }
 
   /** Hands on the chunks at the front of the window that are fully answered. */
   private async handOn(): Promise<void> {
     // after a stop the output is abandoned (the sink is aborted): rows answered now are not handed on
-    if (this.stop !== null) return;
+    if (this.lifecycle.stopped) return;
     const ready = this.window.takeReady();
     for (let i = 0; i < ready.length; i++) {
       const chunk = ready[i];

@@ -1,7 +1,7 @@
-import { setMaxListeners } from 'node:events';
 import { isRawUidShape } from '../../identity/index.js';
-import { ClockSkewError, MAX_ITEMS_PER_REQUEST, UnauthorizedError, type OptedOutItem } from '../../protocol/index.js';
+import { MAX_ITEMS_PER_REQUEST, type OptedOutItem } from '../../protocol/index.js';
 import { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
+import { asError, RunLifecycle, type RunOutcome } from '../run/run-lifecycle.js';
 import type { OptedOutRawUid, OptoutCandidate, OptoutCursor, PendingChange, StateStore } from '../../state/types.js';
 import { parseJournalRow, replayPendingChanges, type ChangeJournal } from '../run/change-journal.js';
 import { rowProblemInvalidates, rowProblemReason, type InputRow } from '../table/table.js';
@@ -54,11 +54,8 @@ export interface OptoutCounts {
   batchesFailed: number;
 }
 
-export type OptoutOutcome =
-  | { kind: 'completed' }
-  | { kind: 'interrupted' }
-  | { kind: 'auth-refused'; error: Error }
-  | { kind: 'failed'; error: Error };
+/** How an opt-out run ended (the outcomes every engine shares). */
+export type OptoutOutcome = RunOutcome;
 
 export interface OptoutResult<C extends OptoutCounts = OptoutCounts> {
   outcome: OptoutOutcome;
@@ -87,8 +84,6 @@ interface CheckBatch<P> {
 /** A settled batch: the answer per raw UID of the batch (missing ones were not opted out), or why it failed. */
 type BatchAnswer = { ok: true; optedOut: ReadonlyMap<string, number> } | { ok: false; reason: string };
 
-const MAX_BATCH_ERRORS = 5;
-
 /**
  * Sends batches in order with at most `concurrency` in flight and hands the answers back in the same order.
  * With concurrency 1 a batch is sent only once the previous one was answered: the opt-out endpoint's rule for
@@ -96,27 +91,23 @@ const MAX_BATCH_ERRORS = 5;
  */
 class OrderedChecker<P> {
   readonly limiter: AdaptiveConcurrency;
-  readonly batchErrors: string[] = [];
-  private readonly abort = new AbortController();
-  stop: OptoutOutcome | null = null;
+  /** Stop, interrupt and the batch errors of the run. */
+  readonly lifecycle: RunLifecycle;
 
   constructor(
     private readonly options: OptoutRunOptions,
     private readonly counts: OptoutCounts,
   ) {
     this.limiter = new AdaptiveConcurrency({ max: Math.max(1, options.concurrency ?? 1) });
-    setMaxListeners(this.limiter.max + 10, this.abort.signal);
+    this.lifecycle = new RunLifecycle({ maxListeners: this.limiter.max + 10 });
   }
 
   async run(batches: AsyncIterable<CheckBatch<P>>, settle: (batch: CheckBatch<P>, answer: BatchAnswer) => Promise<void>): Promise<OptoutOutcome> {
-    const signal = this.options.signal;
-    const onAbort = (): void => this.halt({ kind: 'interrupted' });
-    if (signal?.aborted) onAbort();
-    else signal?.addEventListener('abort', onAbort, { once: true });
+    const unlisten = this.lifecycle.listenForInterrupt(this.options.signal);
     const queue: { batch: CheckBatch<P>; answer: Promise<BatchAnswer> }[] = [];
     try {
       for await (const batch of batches) {
-        if (this.stop !== null) break;
+        if (this.lifecycle.stopped) break;
         if (batch.rawUids.length > 0) this.counts.batches++;
         queue.push({ batch, answer: batch.rawUids.length === 0 ? Promise.resolve(NOTHING_SENT) : this.limiter.run(() => this.send(batch.rawUids)) });
         while (queue.length > this.limiter.max) {
@@ -129,38 +120,31 @@ class OrderedChecker<P> {
         await settle(head.batch, await head.answer);
       }
     } catch (err) {
-      this.halt({ kind: 'failed', error: err instanceof Error ? err : new Error(String(err)) });
+      this.lifecycle.halt({ kind: 'failed', error: asError(err) });
       // answers already on their way are not reported; they were not written either
       await Promise.allSettled(queue.map((q) => q.answer));
     } finally {
-      signal?.removeEventListener('abort', onAbort);
+      unlisten();
     }
-    return this.stop ?? { kind: 'completed' };
+    return this.lifecycle.outcome();
   }
 
   private async send(rawUids: string[]): Promise<BatchAnswer> {
-    if (this.stop !== null) return { ok: false, reason: 'not sent: the run stopped first' };
+    if (this.lifecycle.stopped) return { ok: false, reason: 'not sent: the run stopped first' };
     this.counts.sent += rawUids.length;
     try {
-      const items = await this.options.check(rawUids, this.abort.signal);
+      const items = await this.options.check(rawUids, this.lifecycle.abort.signal);
       const optedOut = new Map<string, number>();
       for (const item of items) optedOut.set(item.advertising_id, item.opted_out_since);
       this.limiter.succeeded();
       return { ok: true, optedOut };
     } catch (err) {
-      const error = err instanceof Error ? err : new Error(String(err));
-      if (error instanceof UnauthorizedError) this.halt({ kind: 'auth-refused', error });
-      else if (error instanceof ClockSkewError) this.halt({ kind: 'failed', error });
+      const error = asError(err);
+      this.lifecycle.haltOnBatchError(error);
       this.counts.batchesFailed++;
-      if (this.batchErrors.length < MAX_BATCH_ERRORS && !this.batchErrors.includes(error.message)) this.batchErrors.push(error.message);
+      this.lifecycle.noteBatchError(error.message);
       return { ok: false, reason: error.message };
     }
-  }
-
-  private halt(outcome: OptoutOutcome): void {
-    if (this.stop !== null) return;
-    this.stop = outcome;
-    if (outcome.kind !== 'interrupted') this.abort.abort();
   }
 }
 
@@ -255,7 +239,7 @@ export async function checkRawUidRows(source: AsyncIterable<InputRow[]>, options
     counts.rows += rows.length;
     await options.onRows(out);
   });
-  return { outcome, counts, batchErrors: checker.batchErrors };
+  return { outcome, counts, batchErrors: checker.lifecycle.batchErrors };
 }
 
 /** Names of a raw-UID column, compared without case, spaces, dashes or underscores. */
@@ -443,5 +427,5 @@ export async function sweepStateOptouts(options: SweepOptions): Promise<SweepRes
   });
   // batches are saved only inside settle, which run() has awaited: every pending row up to here went to onChecked
   const journalUpTo = options.journal?.state.lastPendingChangeId('optout') ?? null;
-  return { outcome, counts, batchErrors: checker.batchErrors, journalUpTo };
+  return { outcome, counts, batchErrors: checker.lifecycle.batchErrors, journalUpTo };
 }

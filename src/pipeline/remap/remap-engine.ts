@@ -1,10 +1,7 @@
-import { setMaxListeners } from 'node:events';
 import type { DiiType } from '../../identity/index.js';
 import {
-  ClockSkewError,
   isMappedV3,
   MAX_ITEMS_PER_REQUEST,
-  UnauthorizedError,
   type MapV3Item,
   type MapV3Request,
   type MapV3ResponseBody,
@@ -13,8 +10,7 @@ import type { DueCursor, DueEntry, EntryUpdate, PendingChange, StateStore } from
 import { bucketIdOf, mappedOutcome } from '../map/bucket-answer.js';
 import { parseJournalRow, replayPendingChanges, type ChangeJournal } from '../run/change-journal.js';
 import { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
-import type { MapRunOutcome } from '../map/map-engine.js';
-import { windDownInFlight } from '../run/wind-down.js';
+import { asError, RunLifecycle, type RunOutcome } from '../run/run-lifecycle.js';
 
 /** What remap needs from the state file: pages of due entries through the `r` index, one transaction per batch. */
 export type RemapState = Pick<StateStore, 'selectDue' | 'commitBatch'>;
@@ -123,7 +119,7 @@ export interface RemapCounts {
 }
 
 /** How a remap run ended: the same outcomes as a map run (a failure is one every further batch would hit too). */
-export type RemapOutcome = MapRunOutcome;
+export type RemapOutcome = RunOutcome;
 
 export interface RemapResult {
   outcome: RemapOutcome;
@@ -174,7 +170,6 @@ interface Batch {
   phone: DueEntry[];
 }
 
-const MAX_BATCH_ERRORS = 5;
 
 /**
  * The nightly remap: walks the due entries (r <= now) page by page through the `r` index, so a run costs what
@@ -196,38 +191,35 @@ export class RemapEngine {
   };
   readonly limiter: AdaptiveConcurrency;
   private readonly batchSize: number;
-  private readonly abort = new AbortController();
-  private readonly batchErrors: string[] = [];
+  /** Stop, interrupt, wind-down, batch errors; its outstanding count: batches queued or in flight. */
+  private readonly lifecycle: RunLifecycle;
   /**
    * Ids already sent by this run. Only a --now ahead of the service's clock can bring an answered entry back
    * into the due range (its new `r` is still <= now); it must not be sent twice in one run.
    */
   private readonly sent = new Set<number>();
   private pendingChanges: RemapChange[] = [];
-  private outstanding = 0;
-  private wake: (() => void) | null = null;
-  private stop: RemapOutcome | null = null;
 
   constructor(private readonly options: RemapOptions) {
     this.limiter = options.limiter ?? new AdaptiveConcurrency({ max: options.concurrency ?? 20 });
     this.batchSize = Math.min(MAX_ITEMS_PER_REQUEST, Math.max(1, options.batchSize ?? MAX_ITEMS_PER_REQUEST));
     // every request in flight listens on the run's signal; 20 of them are expected, not a leak
-    setMaxListeners(this.limiter.max + 10, this.abort.signal);
+    this.lifecycle = new RunLifecycle({ maxListeners: this.limiter.max + 10, graceMs: options.graceMs });
   }
 
   async run(): Promise<RemapResult> {
-    const unlisten = this.listenForInterrupt();
+    const unlisten = this.lifecycle.listenForInterrupt(this.options.signal);
     try {
       let cursor: DueCursor | null = null;
       let lastSelected: DueEntry | null = null;
       let exhausted = false;
-      while (this.stop === null && !exhausted) {
+      while (!this.lifecycle.stopped && !exhausted) {
         // one page selected ahead of the requests in flight keeps every slot busy without holding the whole due set
-        while (this.stop === null && this.outstanding > this.limiter.concurrency) {
-          await this.settled();
+        while (!this.lifecycle.stopped && this.lifecycle.outstanding > this.limiter.concurrency) {
+          await this.lifecycle.settled();
           await this.flushChanges();
         }
-        if (this.stop !== null) break;
+        if (this.lifecycle.stopped) break;
         const want = Math.min(this.batchSize, this.remaining());
         if (want <= 0) break;
         const selectPage = this.options.selectPage;
@@ -243,22 +235,22 @@ export class RemapEngine {
         this.dispatch(entries);
         await this.flushChanges();
       }
-      while (this.outstanding > 0 && this.stop === null) {
-        await this.settled();
+      while (this.lifecycle.outstanding > 0 && !this.lifecycle.stopped) {
+        await this.lifecycle.settled();
         await this.flushChanges();
       }
     } catch (err) {
-      this.halt({ kind: 'failed', error: asError(err) });
+      this.lifecycle.halt({ kind: 'failed', error: asError(err) });
     } finally {
       unlisten();
     }
-    if (this.stop !== null) await this.windDown();
+    if (this.lifecycle.stopped) await this.lifecycle.windDown();
     await this.flushChanges();
     // a batch still in flight may commit during that await; the id is read with nothing left unhanded, and
     // with no await between the check and the read, so no row up to it can have missed onChanges
     while (this.pendingChanges.length > 0) await this.flushChanges();
     const journalUpTo = this.options.journal?.state.lastPendingChangeId('remap') ?? null;
-    return { outcome: this.stop ?? { kind: 'completed' }, counts: this.counts, batchErrors: this.batchErrors, journalUpTo };
+    return { outcome: this.lifecycle.outcome(), counts: this.counts, batchErrors: this.lifecycle.batchErrors, journalUpTo };
   }
 
   private remaining(): number {
@@ -274,19 +266,18 @@ export class RemapEngine {
     if (phone.length > 0) request.phone_hash = phone.map((e) => e.hash);
     this.counts.selected += entries.length;
     this.counts.batches++;
-    this.outstanding++;
-    void this.limiter.run(() => this.send({ entries, request, email, phone }));
+    void this.lifecycle.inFlight(() => this.limiter.run(() => this.send({ entries, request, email, phone })));
   }
 
   private async send(batch: Batch): Promise<void> {
     try {
-      if (this.stop !== null) {
+      if (this.lifecycle.stopped) {
         this.failBatch(batch, 'not sent: the run stopped first', false);
         return;
       }
       let body: MapV3ResponseBody;
       try {
-        body = await this.options.mapBatch(batch.request, this.abort.signal);
+        body = await this.options.mapBatch(batch.request, this.lifecycle.abort.signal);
       } catch (err) {
         this.onBatchError(batch, asError(err));
         return;
@@ -294,11 +285,9 @@ export class RemapEngine {
       this.onBatchAnswered(batch, body);
     } catch (err) {
       // a commit that throws (disk full, file locked) would fail every later batch the same way
-      this.halt({ kind: 'failed', error: asError(err) });
+      this.lifecycle.halt({ kind: 'failed', error: asError(err) });
       this.failBatch(batch, 'not committed: the state file could not be written', false);
     } finally {
-      this.outstanding--;
-      this.wakeUp();
       this.options.onProgress?.(this.counts);
     }
   }
@@ -352,19 +341,18 @@ export class RemapEngine {
   }
 
   private onBatchError(batch: Batch, error: Error): void {
-    if (this.stop !== null && this.abort.signal.aborted) {
+    if (this.lifecycle.cutShort()) {
       this.failBatch(batch, 'not answered: the run stopped first', false);
       return;
     }
-    if (error instanceof UnauthorizedError) this.halt({ kind: 'auth-refused', error });
-    else if (error instanceof ClockSkewError) this.halt({ kind: 'failed', error });
+    this.lifecycle.haltOnBatchError(error);
     this.failBatch(batch, error.message, true);
   }
 
   private failBatch(batch: Batch, reason: string, failed: boolean): void {
     this.counts.status.error += batch.entries.length;
     if (failed) this.counts.batchesFailed++;
-    if (this.batchErrors.length < MAX_BATCH_ERRORS && !this.batchErrors.includes(reason)) this.batchErrors.push(reason);
+    this.lifecycle.noteBatchError(reason);
   }
 
   private async flushChanges(): Promise<void> {
@@ -374,45 +362,6 @@ export class RemapEngine {
       this.counts.changeRows += rows.length;
       if (this.options.onChanges) await this.options.onChanges(rows);
     }
-  }
-
-  /** Stops the run: a fatal answer aborts what is in flight at once; an interrupt lets it finish first. */
-  private halt(outcome: RemapOutcome): void {
-    if (this.stop !== null) return;
-    this.stop = outcome;
-    if (outcome.kind !== 'interrupted') this.abort.abort();
-    this.wakeUp();
-  }
-
-  private listenForInterrupt(): () => void {
-    const signal = this.options.signal;
-    if (signal === undefined) return () => undefined;
-    const onAbort = (): void => this.halt({ kind: 'interrupted' });
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-    return () => signal.removeEventListener('abort', onAbort);
-  }
-
-  /** After a stop: nothing more is sent; requests in flight get a bounded time to finish and commit. */
-  private async windDown(): Promise<void> {
-    await windDownInFlight({
-      outstanding: () => this.outstanding,
-      settled: () => this.settled(),
-      abort: this.abort,
-      graceMs: this.stop?.kind === 'interrupted' ? (this.options.graceMs ?? 10_000) : 0,
-    });
-  }
-
-  private settled(): Promise<void> {
-    return new Promise((resolve) => {
-      this.wake = resolve;
-    });
-  }
-
-  private wakeUp(): void {
-    const wake = this.wake;
-    this.wake = null;
-    wake?.();
   }
 }
 
@@ -437,8 +386,4 @@ export function settleEntry(
     status,
     change: { ...base, newRawUid: null, prevRawUid: null, refreshFrom: null, status },
   };
-}
-
-function asError(err: unknown): Error {
-  return err instanceof Error ? err : new Error(String(err));
 }
