@@ -21,7 +21,8 @@
 import { createServiceClient, type ClientStats, type ServiceClient } from './client/index.js';
 import type { DiiType, IdentifierKind } from './identity/index.js';
 import { AdaptiveConcurrency } from './pipeline/run/adaptive-limiter.js';
-import { MapEngine, type EngineColumn, type EngineState, type MapRunCounts, type MapRunOutcome } from './pipeline/map/map-engine.js';
+import { newMapRunCounts, type EngineColumn, type EngineState, type MapRunCounts, type MapRunOutcome } from './pipeline/map/map-engine.js';
+import { runMapJob } from './pipeline/jobs/map-job.js';
 import { SLOT, SLOT_STATUS_NAMES, type RowChunk } from './pipeline/map/row-chunk.js';
 import type { InputRow } from './pipeline/table/table.js';
 import { envFingerprint } from './config/index.js';
@@ -151,26 +152,38 @@ export async function* mapRows(
   let taken: (() => void) | null = null;
   let wakeConsumer: (() => void) | null = null;
   let finished = false;
-  const engine = new MapEngine({
+  let counts: MapRunCounts | undefined;
+  const running = runMapJob({
+    input: inputChunks(rows),
     columns,
-    mapBatch: (request, signal) => client.mapV3(request, { signal }),
+    client,
     limiter,
-    ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}),
-    ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : { maxAttempts: 6 }),
-    ...(options.state !== undefined ? { state: options.state } : {}),
+    output: {
+      kind: 'chunks',
+      onChunk: (chunk) =>
+        new Promise<void>((resolve) => {
+          ready.push(chunk);
+          taken = resolve;
+          wakeConsumer?.();
+        }),
+    },
+    batchSize: options.batchSize,
+    maxAttempts: options.maxAttempts ?? 6,
+    state: options.state,
     failFast: options.failFast === true,
     signal: stop.signal,
-    onChunk: (chunk) =>
-      new Promise<void>((resolve) => {
-        ready.push(chunk);
-        taken = resolve;
-        wakeConsumer?.();
-      }),
-  });
-  const running = engine.run(inputChunks(rows)).finally(() => {
-    finished = true;
-    wakeConsumer?.();
-  });
+    onProgress: (c) => {
+      counts = c;
+    },
+  })
+    .then((result) => {
+      counts = result.counts;
+      return result;
+    })
+    .finally(() => {
+      finished = true;
+      wakeConsumer?.();
+    });
   let outcome: MapRunOutcome | undefined;
   try {
     for (;;) {
@@ -198,7 +211,7 @@ export async function* mapRows(
       await running.catch(() => undefined);
     }
     options.signal?.removeEventListener('abort', onOuterAbort);
-    options.onDone?.({ counts: engine.counts, client: { ...client.stats } });
+    options.onDone?.({ counts: counts ?? newMapRunCounts(), client: { ...client.stats } });
     if (ownClient) await client.close();
   }
   switch (outcome.kind) {

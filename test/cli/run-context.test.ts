@@ -113,7 +113,7 @@ describe('chooseConcurrency', () => {
   it('lowers more than 20 to 20 against the public service, and says so once', () => {
     const lines: string[] = [];
     expect(chooseConcurrency(50, withEnv(true), (l) => lines.push(l))).toBe(20);
-    expect(lines).toEqual(['--concurrency 50 lowered to 20: the public service allows 20 map requests in flight']);
+    expect(lines).toEqual(['--concurrency 50 lowered to 20: the public service allows 20 map requests in flight (a private operator or --base-url allows more)']);
   });
 
   it('takes what is asked elsewhere, 20 when nothing is', () => {

@@ -1,29 +1,31 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import { createServiceClient, type ServiceClient } from '../../client/index.js';
-import { envFingerprint, resolveConfig, type ConnectionFlags, type ResolvedConfig } from '../../config/index.js';
-import { ColumnError, resolveIdentifierColumns, type ColumnFlags, type IdentifierColumn } from '../../pipeline/table/identifier-columns.js';
-import { AdaptiveConcurrency } from '../../pipeline/run/adaptive-limiter.js';
+import type { ServiceClient } from '../../client/index.js';
+import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../../config/index.js';
+import { runMapJob, mapOutputHeader } from '../../pipeline/jobs/map-job.js';
 import { MapEngine, type MapRunCounts, type MapRunResult } from '../../pipeline/map/map-engine.js';
-import { mapBatchV2 } from '../../pipeline/v2/map-v2.js';
-import { outputHeader, outputHeaderV2, outputRows, outputRowsV2 } from '../../pipeline/map/result-columns.js';
-import type { RowChunk } from '../../pipeline/map/row-chunk.js';
-import type { RowFormat } from '../../pipeline/table/row-encoders.js';
-import { EncodedWrites, RowThreads, YOUNG_GENERATION_MB } from '../../pipeline/threads/row-threads.js';
-import { isPieceSource, openTableInput, type TableInput } from '../../pipeline/threads/table-input.js';
+import { ColumnError, resolveIdentifierColumns, type ColumnFlags, type IdentifierColumn } from '../../pipeline/table/identifier-columns.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../../pipeline/table/table.js';
-import { runInProcess, type InputCommandDeps } from '../shared/command-context.js';
-import { exitCodeOf, KNOWN_FAILURES as BATCH_KNOWN_FAILURES } from '../shared/run-report.js';
+import { isPieceSource, openTableInput, type TableInput } from '../../pipeline/threads/table-input.js';
+import {
+  chooseConcurrency,
+  connectForMapping,
+  PUBLIC_MAX_CONCURRENCY,
+  resolveFor,
+  runInProcess,
+  sayTo,
+  type InputCommandDeps,
+} from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
-import { startEmbeddedServiceIfLocal } from '../shared/embedded-service.js';
-import { openMapState, type MapStateFile } from './map-state.js';
-import { addThreadsOption, defaultMapThreads, threadsFlag } from '../shared/threads-option.js';
 import { addTableInputOptions, sourceOptionsOf, tableInputFlags, type InputFlags } from '../shared/input-options.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from '../shared/options.js';
 import { createProgress, type ProgressReporter } from '../shared/progress.js';
+import { exitCodeOf, KNOWN_FAILURES as BATCH_KNOWN_FAILURES } from '../shared/run-report.js';
 import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from '../shared/summary.js';
+import { addThreadsOption, defaultMapThreads, threadsFlag } from '../shared/threads-option.js';
 import { v2DeprecationWarning } from '../shared/v2-notice.js';
+import { openMapState, type MapStateFile } from './map-state.js';
 
 /** Input and identifier columns as every table-reading command takes them, plus what map adds. */
 export interface MapFlags extends ColumnFlags {
@@ -57,8 +59,6 @@ export interface MapDeps extends InputCommandDeps {
   client?: ServiceClient;
 }
 
-/** The public service allows 20 requests in flight; a private operator or the local service may take more. */
-export const PUBLIC_MAX_CONCURRENCY = 20;
 const parseConcurrency = wholeNumber('--concurrency', 1, 200);
 const parseBatchSize = wholeNumber('--batch-size', 1, 5000);
 
@@ -121,12 +121,9 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
   const startedMs = deps.now();
   const inputPath = chooseInput(flags.input, deps.stdin);
   const dryRun = flags.dryRun === true;
-  const resolve = deps.resolveConfig ?? ((f, require) => resolveConfig(f, deps.env, {}, { require }));
   // configuration first: a missing key should be said before a large file is opened
-  const config = resolve(flags.connection, { apiKey: !dryRun, clientSecret: !dryRun });
-  const say = (line: string): void => {
-    if (!flags.output.quiet) deps.stderr.write(`uid2-batch: ${line}\n`);
-  };
+  const config = resolveFor(flags.connection, deps, { apiKey: !dryRun, clientSecret: !dryRun });
+  const say = sayTo(flags.output, deps);
   // a deadline, not progress: said even with --quiet, so that cron mail carries it
   if (flags.api === 'v2') {
     deps.stderr.write(
@@ -158,7 +155,7 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
   }
   try {
     if (dryRun && !isPieceSource(source)) return await dryRunReport(source, columns, flags, state, startedMs, deps);
-    return await mapForReal(source, columns, concurrency, config, flags, state, startedMs, deps, say);
+    return await mapForReal(source, columns, concurrency, config, flags, state, startedMs, deps);
   } finally {
     state?.close();
   }
@@ -196,15 +193,6 @@ function identifierColumns(source: TableInfo, flags: MapFlags, say: (line: strin
   }
 }
 
-function chooseConcurrency(requested: number | undefined, config: ResolvedConfig, say: (line: string) => void): number {
-  const wanted = requested ?? PUBLIC_MAX_CONCURRENCY;
-  if (config.env.isPublic && wanted > PUBLIC_MAX_CONCURRENCY) {
-    say(`--concurrency ${wanted} lowered to ${PUBLIC_MAX_CONCURRENCY}: the public service allows ${PUBLIC_MAX_CONCURRENCY} map requests in flight (a private operator or --base-url allows more)`);
-    return PUBLIC_MAX_CONCURRENCY;
-  }
-  return wanted;
-}
-
 async function mapForReal(
   source: TableInput,
   columns: IdentifierColumn[],
@@ -214,36 +202,19 @@ async function mapForReal(
   state: MapStateFile | undefined,
   startedMs: number,
   deps: MapDeps,
-  say: (line: string) => void,
 ): Promise<number> {
-  const embedded = await startEmbeddedServiceIfLocal(resolved);
-  const config = embedded.config;
-  const limiter = new AdaptiveConcurrency({ max: concurrency });
-  const maxAttempts = config.maxAttempts ?? 6;
-  const client =
-    deps.client ??
-    createServiceClient({
-      baseUrl: config.env.baseUrl,
-      ...(config.apiKey !== undefined ? { apiKey: config.apiKey } : {}),
-      ...(config.clientSecret !== undefined ? { clientSecret: config.clientSecret } : {}),
-      ...(config.timeoutMs !== undefined ? { requestTimeoutMs: config.timeoutMs } : {}),
-      maxAttempts,
-      connections: concurrency,
-      onRetry: limiter.onRetry,
-    });
-  const v2 = flags.api === 'v2';
-  const header = v2 ? outputHeaderV2(source.header, columns) : outputHeader(source.header, columns);
-  const toOutputRows = v2 ? outputRowsV2 : outputRows;
+  const maxAttempts = resolved.maxAttempts ?? 6;
+  const connection = await connectForMapping(resolved, concurrency, { maxAttempts, ...(deps.client !== undefined ? { client: deps.client } : {}) });
+  const { config, client, limiter } = connection;
+  const api = flags.api ?? 'v3';
+  const header = mapOutputHeader(source.header, columns, api);
   let sink: TableSink | undefined;
   let rejects: TableSink | undefined;
   let progress: ProgressReporter | undefined;
-  const format: RowFormat = flags.output.format === 'jsonl' ? { format: 'jsonl', header } : { format: 'csv' };
-  const threads = isPieceSource(source)
-    ? new RowThreads({ name: source.name, csv: source.settings, width: source.width, columns, format, v2 }, flags.threads ?? 1, YOUNG_GENERATION_MB.map)
-    : undefined;
+  const threads = flags.threads ?? (isPieceSource(source) ? 1 : 0);
   try {
     // row threads encode the rows themselves; otherwise --threads gives the sink encoding threads
-    const sinkThreads = threads === undefined ? (flags.threads ?? 0) : 0;
+    const sinkThreads = isPieceSource(source) ? 0 : (flags.threads ?? 0);
     sink = await openSink({ path: flags.output.output, format: flags.output.format, header, stream: deps.stdout, threads: sinkThreads });
     if (flags.rejects !== undefined) rejects = await openSink({ path: flags.rejects, format: flags.output.format, header });
     progress = createProgress({
@@ -254,57 +225,37 @@ async function mapForReal(
       dataOnStdout: flags.output.output === undefined,
       stdoutIsTTY: deps.stdout.isTTY === true,
     });
-    const out = sink;
-    const rejectSink = rejects;
     const reporter = progress;
-    const encoded = threads === undefined ? undefined : new EncodedWrites(out, rejectSink, threads.threads * 4);
-    const writeChunk = async (chunk: RowChunk): Promise<void> => {
-      if (threads !== undefined && encoded !== undefined) {
-        await encoded.add(threads.encode(chunk, rejectSink !== undefined));
-        return;
-      }
-      const rejected: string[][] | null = rejectSink !== undefined ? [] : null;
-      const rows = toOutputRows(chunk, rejected);
-      await out.writeRows(rows);
-      if (rejectSink !== undefined && rejected !== null && rejected.length > 0) await rejectSink.writeRows(rejected);
-    };
-    const engine: MapEngine = new MapEngine({
+    state?.beginRun(runArgs(flags, source, columns, concurrency, config), Math.floor(startedMs / 1000));
+    const result = await runMapJob({
+      input: source,
       columns,
-      mapBatch: v2 ? mapBatchV2(client) : (request, signal) => client.mapV3(request, { signal }),
+      client,
       limiter,
-      ...(state !== undefined ? { state: state.engineState } : {}),
-      ...(flags.batchSize !== undefined ? { batchSize: flags.batchSize } : {}),
+      output: { kind: 'table', sink, rejects, format: flags.output.format === 'jsonl' ? 'jsonl' : 'csv', header },
+      api,
+      threads,
+      state: state?.engineState,
+      batchSize: flags.batchSize,
       failFast: flags.failFast === true,
       maxAttempts,
-      ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+      signal: deps.signal,
       nowS: () => Math.floor(deps.now() / 1000),
-      onChunk: async (chunk) => {
-        await writeChunk(chunk);
-        reporter.update({
-          done: engine.counts.rowsDone,
-          ...estimateTotal(source, engine.counts),
-          retries: client.stats.retries,
-          http429: client.stats.http429,
-        });
-      },
+      onProgress: (counts: MapRunCounts) =>
+        reporter.update({ done: counts.rowsDone, ...estimateTotal(source, counts), retries: client.stats.retries, http429: client.stats.http429 }),
     });
-    state?.beginRun(runArgs(flags, source, columns, concurrency, config), Math.floor(startedMs / 1000));
-    const result = await (threads !== undefined && isPieceSource(source) ? engine.runPrepared(threads.prepared(source)) : engine.run((source as TableSource).rows()));
-    if (result.outcome.kind === 'completed') await encoded?.flush();
     progress.stop();
     const summary = mapSummary(result, client, source, startedMs, deps.now(), state);
-    if (v2) summary.api = 'v2';
+    if (api === 'v2') summary.api = 'v2';
     state?.endRun(JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
-    return await finish(result, summary, { sink, rejects, flags, state, say, deps });
+    return await finish(result, summary, { sink, rejects, flags, state, say: sayTo(flags.output, deps), deps });
   } catch (err) {
     progress?.stop();
     await rejects?.abort();
     await sink?.abort();
     throw err;
   } finally {
-    await threads?.close();
-    if (deps.client === undefined) await client.close();
-    await embedded.close();
+    await connection.close();
   }
 }
 

@@ -77,23 +77,29 @@ export interface ServiceConnection {
   close(): Promise<void>;
 }
 
-/** Starts the embedded service for --env local, then a client for the config's service. */
-export async function connect(resolved: ResolvedConfig, tuning: Pick<ClientOptions, 'connections' | 'onRetry'> = {}): Promise<ServiceConnection> {
+/** What a connection may be tuned with; `client` is a test's own client (not closed here). */
+export type ConnectionTuning = Pick<ClientOptions, 'connections' | 'onRetry' | 'maxAttempts'> & { client?: ServiceClient };
+
+/** Starts the embedded service for --env local, then a client for the config's service (the CLI's one builder). */
+export async function connect(resolved: ResolvedConfig, tuning: ConnectionTuning = {}): Promise<ServiceConnection> {
   const embedded = await startEmbeddedServiceIfLocal(resolved);
   const config = embedded.config;
-  const client = createServiceClient({
+  const { client: injected, ...clientTuning } = tuning;
+  const client =
+    injected ??
+    createServiceClient({
     baseUrl: config.env.baseUrl,
     ...(config.apiKey !== undefined ? { apiKey: config.apiKey } : {}),
     ...(config.clientSecret !== undefined ? { clientSecret: config.clientSecret } : {}),
     ...(config.timeoutMs !== undefined ? { requestTimeoutMs: config.timeoutMs } : {}),
-    ...(config.maxAttempts !== undefined ? { maxAttempts: config.maxAttempts } : {}),
-    ...tuning,
-  });
+      ...(config.maxAttempts !== undefined ? { maxAttempts: config.maxAttempts } : {}),
+      ...clientTuning,
+    });
   return {
     config,
     client,
     close: async () => {
-      await client.close();
+      if (injected === undefined) await client.close();
       await embedded.close();
     },
   };
@@ -105,7 +111,10 @@ export const PUBLIC_MAX_CONCURRENCY = 20;
 export function chooseConcurrency(requested: number | undefined, config: ResolvedConfig, say: Say): number {
   const wanted = requested ?? PUBLIC_MAX_CONCURRENCY;
   if (config.env.isPublic && wanted > PUBLIC_MAX_CONCURRENCY) {
-    say(`--concurrency ${wanted} lowered to ${PUBLIC_MAX_CONCURRENCY}: the public service allows ${PUBLIC_MAX_CONCURRENCY} map requests in flight`);
+    say(
+      `--concurrency ${wanted} lowered to ${PUBLIC_MAX_CONCURRENCY}: the public service allows ${PUBLIC_MAX_CONCURRENCY} map requests in flight ` +
+        '(a private operator or --base-url allows more)',
+    );
     return PUBLIC_MAX_CONCURRENCY;
   }
   return wanted;
@@ -116,8 +125,12 @@ export interface MapConnection extends ServiceConnection {
   limiter: AdaptiveConcurrency;
 }
 
-export async function connectForMapping(resolved: ResolvedConfig, concurrency: number): Promise<MapConnection> {
+export async function connectForMapping(
+  resolved: ResolvedConfig,
+  concurrency: number,
+  tuning: Pick<ConnectionTuning, 'maxAttempts' | 'client'> = {},
+): Promise<MapConnection> {
   const limiter = new AdaptiveConcurrency({ max: concurrency });
-  const connection = await connect(resolved, { connections: concurrency, onRetry: limiter.onRetry });
+  const connection = await connect(resolved, { connections: concurrency, onRetry: limiter.onRetry, ...tuning });
   return { ...connection, limiter };
 }

@@ -1,0 +1,123 @@
+/** The whole map run, composed once: an input, the engine, the service and the output, for the CLI and the library. */
+import type { ServiceClient } from '../../client/index.js';
+import { MapEngine, type EngineColumn, type EngineState, type MapRunCounts, type MapRunResult } from '../map/map-engine.js';
+import { outputHeader, outputHeaderV2, outputRows, outputRowsV2 } from '../map/result-columns.js';
+import type { RowChunk } from '../map/row-chunk.js';
+import type { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
+import type { RowFormat } from '../table/row-encoders.js';
+import type { InputRow, TableSink, TableSource } from '../table/table.js';
+import { EncodedWrites, RowThreads, YOUNG_GENERATION_MB } from '../threads/row-threads.js';
+import { isPieceSource, type TableInput } from '../threads/table-input.js';
+import { mapBatchV2 } from '../v2/map-v2.js';
+
+/** Where the answered rows go. */
+export type MapOutput =
+  /** Output rows (the input's cells, then the result columns) written to a sink; rows with a problem also to `rejects`. */
+  | { kind: 'table'; sink: TableSink; rejects?: TableSink | undefined; format: 'csv' | 'jsonl'; header: readonly string[] }
+  /** Answered chunks in input order, for a caller that reads the results itself (the library's mapRows). */
+  | { kind: 'chunks'; onChunk(chunk: RowChunk): Promise<void> };
+
+export interface MapJob {
+  /** An opened input (pieces for the row threads, or parsed rows), or chunks of rows given by a program. */
+  input: TableInput | AsyncIterable<InputRow[]>;
+  columns: readonly EngineColumn[];
+  client: Pick<ServiceClient, 'mapV3' | 'mapV2'>;
+  /** The concurrency limiter the client's 429s lower. */
+  limiter: AdaptiveConcurrency;
+  output: MapOutput;
+  /** v3 (default), or the deprecated v2 map with salt buckets. */
+  api?: 'v3' | 'v2' | undefined;
+  /** Row threads for a CSV input cut into pieces (at least 1 when the input is pieces). */
+  threads?: number | undefined;
+  state?: EngineState | undefined;
+  batchSize?: number | undefined;
+  failFast?: boolean | undefined;
+  /** The client's attempts per request, for the reason text of a failed batch. */
+  maxAttempts?: number | undefined;
+  /** Aborting it stops reading; requests in flight get a grace period to finish and commit. */
+  signal?: AbortSignal | undefined;
+  graceMs?: number | undefined;
+  /** Now, in Unix seconds: whether a stored mapping is still fresh. */
+  nowS?: (() => number) | undefined;
+  /** After each chunk is handed on, with the running counts. */
+  onProgress?: ((counts: MapRunCounts) => void) | undefined;
+}
+
+/** The output header of a map run: the input's columns, then the result columns of each identifier column. */
+export function mapOutputHeader(inputHeader: readonly string[], columns: readonly EngineColumn[], api: 'v3' | 'v2' = 'v3'): string[] {
+  return api === 'v2' ? outputHeaderV2(inputHeader, columns) : outputHeader(inputHeader, columns);
+}
+
+/**
+ * Runs a whole map: prepares the input (on row threads when it comes as pieces), sends it through the engine, and
+ * hands answered rows on in input order. Resolves with the outcome and counts; the caller commits or aborts its
+ * sinks by the outcome. Encoded output still queued is written before a completed run resolves.
+ */
+export async function runMapJob(job: MapJob): Promise<MapRunResult> {
+  const v2 = job.api === 'v2';
+  const { input, output } = job;
+  const pieces = isTableInput(input) && isPieceSource(input) ? input : undefined;
+  const threads =
+    pieces !== undefined && output.kind === 'table'
+      ? new RowThreads(
+          { name: pieces.name, csv: pieces.settings, width: pieces.width, columns: [...job.columns], format: rowFormat(output), v2 },
+          job.threads ?? 1,
+          YOUNG_GENERATION_MB.map,
+        )
+      : undefined;
+  try {
+    const onChunk = chunkWriter(job, threads);
+    const engine: MapEngine = new MapEngine({
+      columns: job.columns,
+      mapBatch: v2 ? mapBatchV2(job.client) : (request, signal) => job.client.mapV3(request, { signal }),
+      limiter: job.limiter,
+      ...(job.state !== undefined ? { state: job.state } : {}),
+      ...(job.batchSize !== undefined ? { batchSize: job.batchSize } : {}),
+      failFast: job.failFast === true,
+      ...(job.maxAttempts !== undefined ? { maxAttempts: job.maxAttempts } : {}),
+      ...(job.signal !== undefined ? { signal: job.signal } : {}),
+      ...(job.graceMs !== undefined ? { graceMs: job.graceMs } : {}),
+      ...(job.nowS !== undefined ? { nowS: job.nowS } : {}),
+      onChunk: async (chunk) => {
+        await onChunk.write(chunk);
+        job.onProgress?.(engine.counts);
+      },
+    });
+    const result = await (threads !== undefined && pieces !== undefined
+      ? engine.runPrepared(threads.prepared(pieces))
+      : engine.run(isTableInput(input) ? (input as TableSource).rows() : input));
+    if (result.outcome.kind === 'completed') await onChunk.flush();
+    return result;
+  } finally {
+    await threads?.close();
+  }
+}
+
+function isTableInput(input: MapJob['input']): input is TableInput {
+  return 'header' in input && 'name' in input;
+}
+
+function rowFormat(output: Extract<MapOutput, { kind: 'table' }>): RowFormat {
+  return output.format === 'jsonl' ? { format: 'jsonl', header: output.header } : { format: 'csv' };
+}
+
+/** How answered chunks reach the output: encoded by the row threads that hold their rows, or here. */
+function chunkWriter(job: MapJob, threads: RowThreads | undefined): { write(chunk: RowChunk): Promise<void>; flush(): Promise<void> } {
+  const output = job.output;
+  if (output.kind === 'chunks') return { write: (chunk) => output.onChunk(chunk), flush: () => Promise.resolve() };
+  const { sink, rejects } = output;
+  if (threads !== undefined) {
+    const encoded = new EncodedWrites(sink, rejects, threads.threads * 4);
+    return { write: (chunk) => encoded.add(threads.encode(chunk, rejects !== undefined)), flush: () => encoded.flush() };
+  }
+  const toOutputRows = job.api === 'v2' ? outputRowsV2 : outputRows;
+  return {
+    write: async (chunk) => {
+      const rejected: string[][] | null = rejects !== undefined ? [] : null;
+      const rows = toOutputRows(chunk, rejected);
+      await sink.writeRows(rows);
+      if (rejects !== undefined && rejected !== null && rejected.length > 0) await rejects.writeRows(rejected);
+    },
+    flush: () => Promise.resolve(),
+  };
+}
