@@ -127,7 +127,7 @@ ${SCHEMA_V2_JOURNAL}
 /** Every step from an older file to the current schema, in order. A new file is made at the current one. */
 export const MIGRATIONS: readonly Migration[] = [
   { version: 2, up: (db) => db.exec(SCHEMA_V2_JOURNAL), readsWithout: true },
-  { version: 3, piece: upgradeToV3Step },
+  { version: 3, piece: (db) => upgradeToV3Step(db) },
 ];
 
 export const SCHEMA_VERSION = 3;

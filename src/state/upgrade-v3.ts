@@ -12,7 +12,7 @@ const KEY_FUNCTION = 'uid2_state_key';
  * One piece of the upgrade, inside the caller's transaction; true once the file is at schema 3. The old table
  * stays the one every reader sees until the last piece swaps the new one in, with its indexes and keys.
  */
-export function upgradeToV3Step(db: Database): boolean {
+export function upgradeToV3Step(db: Database, copyRows = COPY_ROWS): boolean {
   const meta = (key: string): string | undefined => db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(key) as string | undefined;
   const setMeta = (key: string, value: string): void => {
     db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, value);
@@ -32,7 +32,7 @@ export function upgradeToV3Step(db: Database): boolean {
         'FROM entries WHERE id > ? ORDER BY id LIMIT ?',
     )
     .raw()
-    .all(copied, COPY_ROWS) as unknown[][];
+    .all(copied, copyRows) as unknown[][];
   if (rows.length > 0) {
     const insert = db.prepare(
       `INSERT INTO ${NEW_TABLE} (id, type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, last_optout_check, opted_out_since, due) ` +
