@@ -67,8 +67,9 @@ export function ENTRIES_TABLE(name: string): string {
 export const ENTRIES_INDEXES = `
 -- remap-due: (r, rowid) order over mapped v3 entries only
 CREATE INDEX entries_by_r ON entries (r) WHERE r IS NOT NULL;
--- opt-out sweep: least recently checked first, over entries that still hold a raw UID
-CREATE INDEX entries_by_optout_check ON entries (last_optout_check, id) WHERE u IS NOT NULL OR p IS NOT NULL;
+-- opt-out sweep: least recently checked first, over entries that still hold a raw UID; the rowid (id) ends
+-- every index entry anyway, so naming it would store it twice
+CREATE INDEX entries_by_optout_check ON entries (last_optout_check) WHERE u IS NOT NULL OR p IS NOT NULL;
 -- v2: entries of a rotated salt bucket
 CREATE INDEX entries_by_bucket ON entries (bucket_id) WHERE bucket_id IS NOT NULL;
 -- v2: entries marked due, in id order

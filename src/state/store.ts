@@ -262,49 +262,72 @@ export class SqliteStateStore implements StateStore {
   /** Inside the commit's transaction: an update per stored entry, an append per new one. */
   private writeUpdates(updates: readonly EncodedUpdate[], nowS: number): void {
     this.catchUpTail();
-    const s = this.stmts;
     // stored ids by `${type}:${hash}`, then the ones this batch appends (a batch may name one key twice)
     const ids = new Map<string, number>();
     const keys = new Array<number>(updates.length);
     for (let i = 0; i < updates.length; i++) keys[i] = updates[i].key;
     this.rowsByKeys(keys, (row) => ids.set(`${row[1] as number}:${decodeValue(row[2])}`, row[0] as number));
+    // new entries are appended in r order: within a batch they then reach each leaf of the r index together.
+    // A key the batch names again is appended once; its later answers update it afterwards, in batch order.
+    const appended: EncodedUpdate[] = [];
+    const again: EncodedUpdate[] = [];
     for (const u of updates) {
       const name = `${u.type}:${u.hash}`;
       const id = ids.get(name);
-      const o = u.outcome;
       if (id === undefined) {
-        let newId: number;
-        switch (o.kind) {
-          case 'mapped':
-            newId = runInsert(s.insertEntry, u, 1, encodeValue(o.u), encodeNullable(o.p), o.r, o.bucketId ?? null, nowS, nowS, null);
-            break;
-          case 'optout':
-            newId = runInsert(s.insertEntry, u, 2, null, null, null, null, null, null, o.optedOutSinceMs ?? null);
-            break;
-          case 'invalid':
-            newId = runInsert(s.insertEntry, u, 3, null, null, null, null, null, null, null);
-            break;
-          default:
-            throw new TypeError(`commitBatch: unknown outcome '${(o as { kind: unknown }).kind}'`);
-        }
-        ids.set(name, newId);
-        this.tail.add(u.key, newId);
-        this.tailSeen = newId;
-        continue;
+        ids.set(name, 0);
+        appended.push(u);
+      } else if (id === 0) {
+        again.push(u);
+      } else {
+        this.updateEntry(id, u.outcome, nowS);
       }
+    }
+    if (appended.length > 0) this.appendEntries(appended, ids, nowS);
+    for (const u of again) this.updateEntry(ids.get(`${u.type}:${u.hash}`) as number, u.outcome, nowS);
+  }
+
+  /** Appends entries not stored yet, sorted by r; records their ids in `ids` and the tail. */
+  private appendEntries(appended: EncodedUpdate[], ids: Map<string, number>, nowS: number): void {
+    const rOf = (u: EncodedUpdate): number => (u.outcome.kind === 'mapped' ? (u.outcome.r ?? Infinity) : Infinity);
+    appended.sort((a, b) => rOf(a) - rOf(b));
+    const s = this.stmts;
+    for (const u of appended) {
+      const o = u.outcome;
+      let newId: number;
       switch (o.kind) {
         case 'mapped':
-          s.updateMapped.run(encodeValue(o.u), encodeNullable(o.p), o.r, o.bucketId ?? null, nowS, nowS, id);
+          newId = runInsert(s.insertEntry, u, 1, encodeValue(o.u), encodeNullable(o.p), o.r, o.bucketId ?? null, nowS, nowS, null);
           break;
         case 'optout':
-          s.updateOptout.run(o.optedOutSinceMs ?? null, id);
+          newId = runInsert(s.insertEntry, u, 2, null, null, null, null, null, null, o.optedOutSinceMs ?? null);
           break;
         case 'invalid':
-          s.updateInvalid.run(id);
+          newId = runInsert(s.insertEntry, u, 3, null, null, null, null, null, null, null);
           break;
         default:
           throw new TypeError(`commitBatch: unknown outcome '${(o as { kind: unknown }).kind}'`);
       }
+      ids.set(`${u.type}:${u.hash}`, newId);
+      this.tail.add(u.key, newId);
+      this.tailSeen = newId;
+    }
+  }
+
+  private updateEntry(id: number, o: EntryUpdate['outcome'], nowS: number): void {
+    const s = this.stmts;
+    switch (o.kind) {
+      case 'mapped':
+        s.updateMapped.run(encodeValue(o.u), encodeNullable(o.p), o.r, o.bucketId ?? null, nowS, nowS, id);
+        break;
+      case 'optout':
+        s.updateOptout.run(o.optedOutSinceMs ?? null, id);
+        break;
+      case 'invalid':
+        s.updateInvalid.run(id);
+        break;
+      default:
+        throw new TypeError(`commitBatch: unknown outcome '${(o as { kind: unknown }).kind}'`);
     }
   }
 
