@@ -10,8 +10,10 @@
 //   node bench/state.mjs 5000000 --keep                # keep the file (its path is printed)
 //   node bench/state.mjs --reuse /tmp/.../state.db     # measure a kept file again, without building
 //   node bench/state.mjs --reuse FILE --mmap 2048       # the same with openState's mmapMiB
+//   npm run bench:state -- 20000000 --tail 2000000     # openState's tailEntries (entries merged at a time)
+// Figures also go to bench/results-state.json (not committed).
 import { hash } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,6 +35,8 @@ const REUSE = option('--reuse');
 const COMMIT_ROWS = Number(option('--commit-rows') ?? 5_000);
 const KEEP = args.includes('--keep') || REUSE !== undefined;
 const MMAP_MIB = Number(option('--mmap') ?? 0);
+const TAIL = option('--tail') === undefined ? undefined : Number(option('--tail'));
+const results = { date: new Date().toISOString(), node: process.version, cpus: cpus().length, commitRows: COMMIT_ROWS, tailEntries: TAIL ?? null, mmapMiB: MMAP_MIB, perMillion: [] };
 const DAY = 86_400;
 // a UTC midnight: the service floors r to one, so all entries of a day share r (the worst case for ties)
 const TODAY = Math.floor(Date.UTC(2026, 0, 15) / 1000);
@@ -63,7 +67,9 @@ const clock = () => ({ wall: 0, cpu: 0 });
 const rates = (n, c, unit) => `${fmt(n / c.wall)} ${unit}/s wall, ${fmt(n / c.cpu)} ${unit}/s CPU`;
 const ms = (c) => `${(c.wall * 1000).toFixed(1)} ms wall, ${(c.cpu * 1000).toFixed(1)} ms CPU`;
 
-const store = openState(path, { envFingerprint: ENV, mmapMiB: MMAP_MIB });
+const openedAt = process.hrtime.bigint();
+const store = openState(path, { envFingerprint: ENV, mmapMiB: MMAP_MIB, ...(TAIL === undefined ? {} : { tailEntries: TAIL }) });
+results.openMs = Number(process.hrtime.bigint() - openedAt) / 1e6;
 try {
   let entries = store.counts().entries;
   console.log(
@@ -98,15 +104,28 @@ try {
       lapRows += n;
       if ((first + n) % 1_000_000 === 0 || first + n === entries) {
         line(`  commitBatch up to ${fmt(first + n)}`, rates(lapRows, lap, 'rows'));
+        results.perMillion.push({ upTo: first + n, rowsPerS: Math.round(lapRows / lap.wall), rowsPerCpuS: Math.round(lapRows / lap.cpu) });
         lap = clock();
         lapRows = 0;
       }
     }
     line('build: whole run (hashing + commits)', `${(Number(process.hrtime.bigint() - start) / 1e9).toFixed(1)} s wall`);
     line('build: inside commitBatch', `${total.wall.toFixed(1)} s wall = ${rates(entries, total, 'rows')}`);
+    results.entries = entries;
+    results.commitRowsPerS = Math.round(entries / total.wall);
+    const pm = results.perMillion;
+    if (pm.length > 1) line('build: first / last lap (commit rate ratio)', (pm[0].rowsPerS / pm[pm.length - 1].rowsPerS).toFixed(2));
   }
   const size = statSync(path).size + (existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0);
   line('file size (db + wal)', mb(size));
+  if (typeof store.checkpoint === 'function') {
+    const cp = clock();
+    timed(cp, () => store.checkpoint());
+    line('checkpoint (TRUNCATE)', ms(cp));
+  }
+  const checkpointed = statSync(path).size + (existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0);
+  results.bytesPerEntry = checkpointed / entries;
+  line('after checkpoint: size, bytes per entry', `${mb(checkpointed)}, ${(checkpointed / entries).toFixed(1)} bytes per entry`);
 
   // ---- remap-due: tomorrow, one day's entries are due
   const now = TODAY + DAY;
@@ -124,6 +143,7 @@ try {
   }
   if (walked !== due) throw new Error(`selectDue walked ${walked} but countDue says ${due}`);
   line("selectDue: one day's due, pages of 5,000", `${fmt(walked)} entries in ${ms(c)} (${rates(walked, c, 'entries')})`);
+  results.dueOneDay = { entries: walked, ms: c.wall * 1000 };
   c = clock();
   const byDay = timed(c, () => store.dueByDay(now, 7));
   line('dueByDay(7)', `${byDay.map((d) => d.count).join(' / ')} in ${ms(c)}`);
@@ -153,6 +173,7 @@ try {
       found += timed(c, () => store.lookupMany(keys).size);
     }
     line(label, `${rates(ROUNDS * 5_000, c, 'lookups')} (${fmt(found)} found)`);
+    results[`lookups_${hitEvery === 1 ? 'all' : hitEvery === 0 ? 'none' : 'half'}`] = Math.round((ROUNDS * 5_000) / c.wall);
   }
 
   // ---- opt-out sweep and counts
@@ -170,10 +191,14 @@ try {
     after = page[page.length - 1];
   }
   line('sweep: pages + recordOptoutChecks', `${fmt(swept)} entries, ${rates(swept, c, 'entries')}`);
+  results.sweepPerS = Math.round(swept / c.wall);
   c = clock();
   const counts = timed(c, () => store.counts(now));
   line('counts(now): a scan of the table', `${JSON.stringify(counts)} in ${ms(c)}`);
   line('peak RSS of this process', mb(process.resourceUsage().maxRSS * 1024));
+  results.peakRssMB = Math.round((process.resourceUsage().maxRSS * 1024) / 1e6);
+  line('open of the file (incl. reading the tail)', `${results.openMs.toFixed(0)} ms`);
+  writeFileSync(join(ROOT, 'bench', 'results-state.json'), `${JSON.stringify(results, null, 2)}\n`);
 } finally {
   store.close();
   if (KEEP) console.log(`kept ${path}`);

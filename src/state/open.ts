@@ -1,7 +1,7 @@
 import { chmodSync, closeSync, fchmodSync, openSync, statSync, type Stats } from 'node:fs';
 import Database from 'better-sqlite3';
 import { StateEnvMismatchError, StateError, StateFormatError, StateNotFoundError } from './errors.js';
-import { APPLICATION_ID, META_KEYS, MIGRATIONS, SCHEMA_VERSION } from './schema.js';
+import { APPLICATION_ID, META_KEYS, MIGRATIONS, SCHEMA_V3, SCHEMA_VERSION } from './schema.js';
 import { SqliteStateStore } from './store.js';
 import type { OpenStateOptions, StateStore } from './types.js';
 
@@ -54,7 +54,7 @@ export function openState(path: string, options: OpenStateOptions): StateStore {
     migrate(db, path, readonly);
     checkEnvironment(db, path, options.envFingerprint);
     tightenSiblings(path);
-    return new SqliteStateStore(db, path, readonly);
+    return new SqliteStateStore(db, path, readonly, options.tailEntries);
   } catch (err) {
     db.close();
     throw asStateError(err, path);
@@ -151,8 +151,9 @@ function initialize(db: Connection, path: string, options: OpenStateOptions): vo
       checkOurs(db, tableNames(db), path);
       return;
     }
-    for (const m of MIGRATIONS) m.up(db);
+    db.exec(SCHEMA_V3);
     const put = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
+    put.run(META_KEYS.keysUpto, '0');
     put.run(META_KEYS.application, APPLICATION_ID);
     put.run(META_KEYS.schemaVersion, String(SCHEMA_VERSION));
     put.run(META_KEYS.envFingerprint, options.envFingerprint);
@@ -187,12 +188,23 @@ function migrate(db: Connection, path: string, readonly: boolean): void {
       path,
     );
   }
-  for (const m of MIGRATIONS) {
-    db.transaction(() => {
-      if (schemaVersionOf(db, path) >= m.version) return;
-      m.up(db);
-      db.prepare('UPDATE meta SET value = ? WHERE key = ?').run(String(m.version), META_KEYS.schemaVersion);
-    }).immediate();
+  // the upgrade's sort of every key may be far bigger than memory should hold: let SQLite spill it to disk
+  db.pragma('temp_store = FILE');
+  try {
+    for (const m of MIGRATIONS) {
+      if (m.version <= version) continue;
+      let done = false;
+      while (!done) {
+        done = db.transaction((): boolean => {
+          if (schemaVersionOf(db, path) >= m.version) return true;
+          const finished = m.piece === undefined ? (m.up?.(db), true) : m.piece(db);
+          if (finished) db.prepare('UPDATE meta SET value = ? WHERE key = ?').run(String(m.version), META_KEYS.schemaVersion);
+          return finished;
+        }).immediate();
+      }
+    }
+  } finally {
+    db.pragma('temp_store = MEMORY');
   }
 }
 

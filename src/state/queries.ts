@@ -6,6 +6,9 @@
 /** Column order of every entry read; rows are read raw (arrays) and decoded by position. */
 export const ENTRY_COLUMNS =
   'id, type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, last_optout_check, opted_out_since, due';
+const QUALIFIED_ENTRY_COLUMNS = ENTRY_COLUMNS.split(', ')
+  .map((c) => `entries.${c}`)
+  .join(', ');
 
 /** Column order of a due entry. */
 export const DUE_COLUMNS = 'id, type, hash, u, p, r, bucket_id';
@@ -22,23 +25,27 @@ export const SQL = {
   pendingChanges: 'SELECT id, row FROM pending_changes WHERE kind = ? AND id > ? ORDER BY id LIMIT ?',
   lastPendingChange: 'SELECT max(id) FROM pending_changes WHERE kind = ?',
   ackChanges: 'DELETE FROM pending_changes WHERE kind = ? AND id <= ?',
-  lookupByHashes: (n: number) => `SELECT ${ENTRY_COLUMNS} FROM entries WHERE hash IN (${placeholders(n)})`,
+  // the keys table's pages are walked in key order (SQLite sorts an IN list); each hit reads its row by id
+  lookupByKeys: (n: number) =>
+    `SELECT ${QUALIFIED_ENTRY_COLUMNS} FROM keys JOIN entries ON entries.id = keys.id WHERE keys.k IN (${placeholders(n)})`,
+  entriesByIds: (n: number) => `SELECT ${ENTRY_COLUMNS} FROM entries WHERE id IN (${placeholders(n)})`,
   rawUidsByIds: (n: number) => `SELECT id, u, p FROM entries WHERE id IN (${placeholders(n)})`,
+  // the tail: entries appended after the last merge into keys
+  tailSince: 'SELECT id, type, hash FROM entries WHERE id > ? ORDER BY id',
+  insertKey: 'INSERT OR IGNORE INTO keys (k, id) VALUES (?, ?)',
 
-  upsertMapped:
-    'INSERT INTO entries (type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, due) ' +
-    'VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, 0) ' +
-    'ON CONFLICT (hash, type) DO UPDATE SET status = 1, u = excluded.u, p = excluded.p, r = excluded.r, ' +
-    'bucket_id = excluded.bucket_id, first_mapped = coalesce(first_mapped, excluded.first_mapped), ' +
-    'last_mapped = excluded.last_mapped, opted_out_since = NULL, due = 0',
+  // an answer for a key not stored yet is appended; one for a stored entry updates its row by id
+  insertEntry:
+    'INSERT INTO entries (type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, opted_out_since, due) ' +
+    'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)',
+  updateMapped:
+    'UPDATE entries SET status = 1, u = ?, p = ?, r = ?, bucket_id = ?, first_mapped = coalesce(first_mapped, ?), ' +
+    'last_mapped = ?, opted_out_since = NULL, due = 0 WHERE id = ?',
   // a tombstone keeps its hash, first/last mapped time and last check; it loses every raw UID
-  upsertOptout:
-    'INSERT INTO entries (type, hash, status, opted_out_since, due) VALUES (?, ?, 2, ?, 0) ' +
-    'ON CONFLICT (hash, type) DO UPDATE SET status = 2, u = NULL, p = NULL, r = NULL, bucket_id = NULL, due = 0, ' +
-    'opted_out_since = coalesce(excluded.opted_out_since, opted_out_since)',
-  upsertInvalid:
-    'INSERT INTO entries (type, hash, status, due) VALUES (?, ?, 3, 0) ' +
-    'ON CONFLICT (hash, type) DO UPDATE SET status = 3, u = NULL, p = NULL, r = NULL, bucket_id = NULL, due = 0',
+  updateOptout:
+    'UPDATE entries SET status = 2, u = NULL, p = NULL, r = NULL, bucket_id = NULL, due = 0, ' +
+    'opted_out_since = coalesce(?, opted_out_since) WHERE id = ?',
+  updateInvalid: 'UPDATE entries SET status = 3, u = NULL, p = NULL, r = NULL, bucket_id = NULL, due = 0 WHERE id = ?',
 
   countDue: 'SELECT count(*) FROM entries WHERE r <= ?',
   // better-sqlite3 binds every JS number as REAL: the cast keeps the division an integer one
@@ -77,7 +84,8 @@ export const SQL = {
   tombstoneById:
     'UPDATE entries SET status = 2, u = NULL, p = NULL, r = NULL, bucket_id = NULL, due = 0, ' +
     'opted_out_since = ?, last_optout_check = ? WHERE id = ?',
-  createOptoutProbe: 'CREATE TEMP TABLE IF NOT EXISTS optout_probe (raw TEXT PRIMARY KEY, since INTEGER NOT NULL)',
+  // BLOB affinity: a raw UID is bound as the bytes or text it is stored as, and compared as such
+  createOptoutProbe: 'CREATE TEMP TABLE IF NOT EXISTS optout_probe (raw BLOB PRIMARY KEY, since INTEGER NOT NULL)',
   clearOptoutProbe: 'DELETE FROM temp.optout_probe',
   fillOptoutProbe: 'INSERT OR REPLACE INTO temp.optout_probe (raw, since) VALUES (?, ?)',
   // SET expressions read the row as it was, so the probe still matches the old u and p
@@ -89,6 +97,9 @@ export const SQL = {
 
   // one pass with sums: a GROUP BY here would sort every row in memory first (240 MB at 5M entries)
   countsByStatus: 'SELECT count(*), sum(status = 1), sum(status = 2), sum(status = 3) FROM entries',
+  // walks the r index in order: one group at a time, no sort
+  dueDays: 'SELECT r / 86400 AS day, count(*) FROM entries WHERE r IS NOT NULL GROUP BY day ORDER BY day',
+  exportPage: 'SELECT id, type, hash, status, u, p, r FROM entries WHERE id > ? ORDER BY id LIMIT ?',
 
   metaAll: 'SELECT key, value FROM meta',
   metaGet: 'SELECT value FROM meta WHERE key = ?',

@@ -1,4 +1,6 @@
 import type { Database } from 'better-sqlite3';
+import { SCHEMA_V2_JOURNAL } from './legacy-schema.js';
+import { upgradeToV3Step } from './upgrade-v3.js';
 import type { DiiType } from '../identity/index.js';
 import type { EntryStatus } from './types.js';
 
@@ -12,6 +14,10 @@ export const META_KEYS = {
   api: 'api',
   createdAt: 'created_at',
   lastBucketsCheck: 'last_buckets_check',
+  /** Entries with an id up to this one are in the keys table; later ones are the tail, indexed in memory. */
+  keysUpto: 'keys_upto',
+  /** While a schema-2 file is being upgraded: the last entry id copied into the new table. */
+  upgradeCopied: 'upgrade_copied',
 } as const;
 
 /** Keys that define what the file is; setMeta refuses them so that a file never changes environment. */
@@ -20,6 +26,9 @@ export const IDENTITY_META_KEYS: ReadonlySet<string> = new Set([
   META_KEYS.schemaVersion,
   META_KEYS.envFingerprint,
   META_KEYS.createdAt,
+  // the store's own bookkeeping: a wrong value would hide entries from lookups
+  META_KEYS.keysUpto,
+  META_KEYS.upgradeCopied,
 ]);
 
 // Small integers keep rows and indexes compact; the codes are part of the file format.
@@ -35,10 +44,48 @@ export function statusOfCode(code: number): EntryStatus {
   return status;
 }
 
+/** The entries table of schema 3 under a given name (the upgrade builds it beside the old one). */
+export function ENTRIES_TABLE(name: string): string {
+  return `CREATE TABLE ${name} (
+  id                INTEGER PRIMARY KEY,
+  type              INTEGER NOT NULL,
+  hash              BLOB    NOT NULL,
+  status            INTEGER NOT NULL,
+  u                 BLOB,
+  p                 BLOB,
+  r                 INTEGER,
+  bucket_id         TEXT,
+  first_mapped      INTEGER,
+  last_mapped       INTEGER,
+  last_optout_check INTEGER,
+  opted_out_since   INTEGER,
+  due               INTEGER NOT NULL DEFAULT 0
+);`;
+}
+
+/** Each index serves one query and is partial where only some rows need it. There is no index on raw UIDs. */
+export const ENTRIES_INDEXES = `
+-- remap-due: (r, rowid) order over mapped v3 entries only
+CREATE INDEX entries_by_r ON entries (r) WHERE r IS NOT NULL;
+-- opt-out sweep: least recently checked first, over entries that still hold a raw UID; the rowid (id) ends
+-- every index entry anyway, so naming it would store it twice
+CREATE INDEX entries_by_optout_check ON entries (last_optout_check) WHERE u IS NOT NULL OR p IS NOT NULL;
+-- v2: entries of a rotated salt bucket
+CREATE INDEX entries_by_bucket ON entries (bucket_id) WHERE bucket_id IS NOT NULL;
+-- v2: entries marked due, in id order
+CREATE INDEX entries_due_v2 ON entries (due) WHERE due = 1;
+`;
+
 export interface Migration {
   /** The schema version the file has after this step. */
   version: number;
-  up(db: Database): void;
+  /** The whole step, in one transaction. */
+  up?: (db: Database) => void;
+  /**
+   * A step done in pieces, each in its own transaction: called until it returns true, so a run killed in the
+   * middle leaves a file the next writing run carries on from.
+   */
+  piece?: (db: Database) => boolean;
   /**
    * True when the step only adds what a read never needs (a table written by runs): a read-only open (a dry run)
    * of a file without it goes ahead instead of asking for a writing run first.
@@ -47,40 +94,24 @@ export interface Migration {
 }
 
 /**
- * Version 1. Rowid tables: inserts append, which the measurements show is several times cheaper than a
- * clustered text key. Each index serves one query and is partial where only some rows need it, so that a
- * commit touches as few index pages as possible. There is no index on raw UIDs: it would cost every map
- * commit about 40% for the sake of the rare opt-out tombstoning, which reads rows by id instead.
+ * Version 3, what a new file gets. Entries are appended (the id is their order of arrival), so a commit of new
+ * entries writes a few pages at the end of the table and of each index instead of one page per entry. Lookups go
+ * through `keys`: per entry, an integer made of the first bits of the hash and the DII type, with the id. New
+ * entries reach `keys` in sorted runs (the store merges its tail of recent entries, indexed in memory until
+ * then), which touches each page once per merge. Hashes and raw UIDs are stored as their bytes (see codec.ts).
  */
-const SCHEMA_V1 = `
+export const SCHEMA_V3 = `
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
   value TEXT NOT NULL
 );
-CREATE TABLE entries (
-  id                INTEGER PRIMARY KEY,
-  type              INTEGER NOT NULL,
-  hash              TEXT    NOT NULL,
-  status            INTEGER NOT NULL,
-  u                 TEXT,
-  p                 TEXT,
-  r                 INTEGER,
-  bucket_id         TEXT,
-  first_mapped      INTEGER,
-  last_mapped       INTEGER,
-  last_optout_check INTEGER,
-  opted_out_since   INTEGER,
-  due               INTEGER NOT NULL DEFAULT 0,
-  UNIQUE (hash, type)
-);
--- remap-due: (r, rowid) order over mapped v3 entries only
-CREATE INDEX entries_by_r ON entries (r) WHERE r IS NOT NULL;
--- opt-out sweep: least recently checked first, over entries that still hold a raw UID
-CREATE INDEX entries_by_optout_check ON entries (last_optout_check, id) WHERE u IS NOT NULL OR p IS NOT NULL;
--- v2: entries of a rotated salt bucket
-CREATE INDEX entries_by_bucket ON entries (bucket_id) WHERE bucket_id IS NOT NULL;
--- v2: entries marked due, in id order
-CREATE INDEX entries_due_v2 ON entries (due) WHERE due = 1;
+${ENTRIES_TABLE('entries')}
+CREATE TABLE keys (
+  k  INTEGER NOT NULL,
+  id INTEGER NOT NULL,
+  PRIMARY KEY (k, id)
+) WITHOUT ROWID;
+${ENTRIES_INDEXES}
 CREATE TABLE runs (
   id          INTEGER PRIMARY KEY,
   command     TEXT    NOT NULL,
@@ -91,29 +122,13 @@ CREATE TABLE runs (
   summary     TEXT,
   exit_code   INTEGER
 );
+${SCHEMA_V2_JOURNAL}
 `;
 
-/**
- * Version 2: the change rows of committed batches that no output has delivered yet. A batch's rows are inserted
- * in the transaction that commits its entries and deleted once the run's output is committed, so a run killed
- * in between leaves them for the next run's output: every change reaches some changes file at least once.
- * `row` is the JSON of a changes-file or verdict row (hashes and raw UIDs, never an email or phone).
- */
-const SCHEMA_V2 = `
-CREATE TABLE pending_changes (
-  id         INTEGER PRIMARY KEY,
-  run_id     INTEGER NOT NULL,
-  kind       TEXT    NOT NULL,
-  row        TEXT    NOT NULL,
-  created_at INTEGER NOT NULL
-);
-CREATE INDEX pending_changes_by_kind ON pending_changes (kind, id);
-`;
-
-/** Every step from an empty file to the current schema, in order. */
+/** Every step from an older file to the current schema, in order. A new file is made at the current one. */
 export const MIGRATIONS: readonly Migration[] = [
-  { version: 1, up: (db) => db.exec(SCHEMA_V1) },
-  { version: 2, up: (db) => db.exec(SCHEMA_V2), readsWithout: true },
+  { version: 2, up: (db) => db.exec(SCHEMA_V2_JOURNAL), readsWithout: true },
+  { version: 3, piece: (db) => upgradeToV3Step(db) },
 ];
 
-export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
+export const SCHEMA_VERSION = 3;

@@ -1,9 +1,12 @@
+import { statSync } from 'node:fs';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
-import { StateReadonlyError, StateFormatError } from './errors.js';
+import { decodeNullable, decodeValue, encodeNullable, encodeValue, keyOf, type StoredValue } from './codec.js';
+import { StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
 import { IN_LIST_SIZES, SQL } from './queries.js';
 import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
+import { TailIndex } from './tail-index.js';
 import type {
   BucketEntries,
   ChangeJournalRows,
@@ -12,6 +15,7 @@ import type {
   DueDay,
   DueEntry,
   EntryUpdate,
+  ExportedEntry,
   OptedOutRawUid,
   OptoutCandidate,
   OptoutCursor,
@@ -20,6 +24,7 @@ import type {
   RunRecord,
   StateCounts,
   StateEntry,
+  StateInfo,
   StateMeta,
   StateStore,
 } from './types.js';
@@ -30,19 +35,35 @@ const DAY_S = 86_400;
 const MAX_IN_LIST = IN_LIST_SIZES[IN_LIST_SIZES.length - 1];
 // the checked range of the sweep starts below any real check time
 const BEFORE_ANY_CHECK = Number.MIN_SAFE_INTEGER;
+const DEFAULT_TAIL_ENTRIES = 1_000_000;
+
+/** One answer of a batch, encoded for the file. */
+interface EncodedUpdate {
+  type: number;
+  hash: string;
+  stored: StoredValue;
+  key: number;
+  outcome: EntryUpdate['outcome'];
+}
 
 /** The StateStore over one better-sqlite3 connection; made by openState, which has checked the file. */
 export class SqliteStateStore implements StateStore {
   private readonly stmts: ReturnType<typeof prepareAll>;
   private readonly lookupStmts = new Map<number, Statement>();
+  private readonly entryIdStmts = new Map<number, Statement>();
   private readonly idStmts = new Map<number, Statement>();
+  /** Entries after the keys table's last merge, by key; `tailSeen` is the last id it holds. */
+  private readonly tail = new TailIndex();
+  private tailSeen = 0;
+  private readonly tailEntries: number;
   private readonly lockFile: StateLock;
   private closed = false;
 
   /** Prepared on first use: a read-only open of a file from before the journal (schema 1) has no such table. */
   private journalStmts: ReturnType<typeof prepareJournal> | null = null;
 
-  private readonly commitTx: Transaction<(updates: readonly EntryUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => void>;
+  private readonly commitTx: Transaction<(updates: readonly EncodedUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => void>;
+  private readonly mergeTx: Transaction<() => void>;
   private readonly recordChecksTx: Transaction<(ids: readonly number[], nowS: number) => void>;
   private readonly markBucketsTx: Transaction<(buckets: readonly RotatedBucket[]) => number>;
 
@@ -50,27 +71,18 @@ export class SqliteStateStore implements StateStore {
     private readonly db: Database,
     readonly path: string,
     readonly readonly: boolean,
+    tailEntries = DEFAULT_TAIL_ENTRIES,
   ) {
     this.stmts = prepareAll(db);
     this.lockFile = new StateLock(path);
-    const s = this.stmts;
-    this.commitTx = db.transaction((updates: readonly EntryUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => {
-      for (const { type, hash, outcome } of updates) {
-        const t = TYPE_CODE[type];
-        switch (outcome.kind) {
-          case 'mapped':
-            s.upsertMapped.run(t, hash, outcome.u, outcome.p, outcome.r, outcome.bucketId ?? null, nowS, nowS);
-            break;
-          case 'optout':
-            s.upsertOptout.run(t, hash, outcome.optedOutSinceMs ?? null);
-            break;
-          case 'invalid':
-            s.upsertInvalid.run(t, hash);
-            break;
-        }
-      }
+    this.tailEntries = Math.max(1, Math.floor(tailEntries));
+    this.commitTx = db.transaction((updates: readonly EncodedUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => {
+      this.writeUpdates(updates, nowS);
       if (journal !== undefined) this.insertJournal(journal, nowS);
     });
+    this.mergeTx = db.transaction(() => this.mergeTail());
+    this.resetTail();
+    const s = this.stmts;
     this.recordChecksTx = db.transaction((ids: readonly number[], nowS: number) => {
       for (const id of ids) s.recordOptoutCheck.run(nowS, id);
     });
@@ -116,18 +128,18 @@ export class SqliteStateStore implements StateStore {
   lookupMany(keys: readonly { type: DiiType; hash: string }[]): Map<string, StateEntry> {
     const found = new Map<string, StateEntry>();
     if (keys.length === 0) return found;
-    // which DII types were asked for each hash, as bits: no key string is built for a hash that is not stored
-    const wanted = new Map<string, number>();
-    const hashes = new Array<string>(keys.length);
+    this.catchUpTail();
+    const wanted = new Set<string>();
+    const lookupKeys = new Array<number>(keys.length);
     for (let i = 0; i < keys.length; i++) {
-      const k = keys[i];
-      hashes[i] = k.hash;
-      wanted.set(k.hash, (wanted.get(k.hash) ?? 0) | (1 << TYPE_CODE[k.type]));
+      const { type, hash } = keys[i];
+      const code = TYPE_CODE[type];
+      wanted.add(`${code}:${hash}`);
+      lookupKeys[i] = keyOf(code, encodeValue(hash));
     }
-    this.rowsByHashes(hashes, (row) => {
-      const type = row[1] as number;
-      const hash = row[2] as string;
-      if (((wanted.get(hash) ?? 0) & (1 << type)) !== 0) found.set(`${TYPE_OF_CODE[type]}:${hash}`, decodeEntry(row));
+    this.rowsByKeys(lookupKeys, (row) => {
+      const hash = decodeValue(row[2]);
+      if (wanted.has(`${row[1] as number}:${hash}`)) found.set(`${TYPE_OF_CODE[row[1] as number]}:${hash}`, decodeEntry(row, hash));
     });
     return found;
   }
@@ -135,26 +147,39 @@ export class SqliteStateStore implements StateStore {
   lookupHashes(type: DiiType, hashes: readonly string[]): Map<string, StateEntry> {
     const found = new Map<string, StateEntry>();
     if (hashes.length === 0) return found;
+    this.catchUpTail();
     const code = TYPE_CODE[type];
-    this.rowsByHashes(hashes, (row) => {
-      if (row[1] === code) found.set(row[2] as string, decodeEntry(row));
+    const wanted = new Set(hashes);
+    const lookupKeys = hashes.map((hash) => keyOf(code, encodeValue(hash)));
+    this.rowsByKeys(lookupKeys, (row) => {
+      if (row[1] !== code) return;
+      const hash = decodeValue(row[2]);
+      if (wanted.has(hash)) found.set(hash, decodeEntry(row, hash));
     });
     return found;
   }
 
   /**
-   * One indexed probe per hash through IN (...) lists of a few fixed sizes: SQLite sorts the list and walks the
-   * index in order, measured faster than one statement per key or a JSON table. Padding repeats a hash (an IN
-   * list is a set), so a handful of prepared statements serve every length.
+   * The rows of every entry whose lookup key is one of these (a key may match other hashes too: the caller
+   * compares). Merged entries through the keys table, in IN (...) lists of a few fixed sizes (padding repeats a
+   * key; an IN list is a set); the tail's through its in-memory index, then by id. Each row is given once.
    */
-  private rowsByHashes(hashes: readonly string[], onRow: (row: Row) => void): void {
-    for (let start = 0; start < hashes.length; start += MAX_IN_LIST) {
-      const end = Math.min(hashes.length, start + MAX_IN_LIST);
-      const size = inListSize(end - start);
-      const params = new Array<string>(size);
-      for (let i = start; i < end; i++) params[i - start] = hashes[i];
-      params.fill(hashes[end - 1], end - start);
-      for (const row of this.inListStatement(this.lookupStmts, size, SQL.lookupByHashes).all(params) as Row[]) onRow(row);
+  private rowsByKeys(lookupKeys: readonly number[], onRow: (row: Row) => void): void {
+    const seen = new Set<number>();
+    const emit = (row: Row): void => {
+      const id = row[0] as number;
+      if (seen.has(id)) return;
+      seen.add(id);
+      onRow(row);
+    };
+    for (const [, size, params] of inListPages(lookupKeys)) {
+      for (const row of this.inListStatement(this.lookupStmts, size, SQL.lookupByKeys).all(params) as Row[]) emit(row);
+    }
+    if (this.tail.size === 0) return;
+    const tailIds: number[] = [];
+    for (const key of lookupKeys) this.tail.forEach(key, (id) => tailIds.push(id));
+    for (const [, size, params] of inListPages(tailIds)) {
+      for (const row of this.inListStatement(this.entryIdStmts, size, SQL.entriesByIds).all(params) as Row[]) emit(row);
     }
   }
 
@@ -167,12 +192,143 @@ export class SqliteStateStore implements StateStore {
     return stmt;
   }
 
+  // ---- the tail: entries appended since the last merge into the keys table
+
+  /** Forgets the in-memory tail and reads it again from the file (on open, and after a failed transaction). */
+  private resetTail(): void {
+    this.tail.clear();
+    this.tailSeen = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
+    this.catchUpTail();
+  }
+
+  /** Adds what other connections appended since this one last looked: one range read, empty in a single run. */
+  private catchUpTail(): void {
+    for (const [id, type, hash] of this.stmts.tailSince.iterate(this.tailSeen) as IterableIterator<[number, number, StoredValue]>) {
+      this.tail.add(keyOf(type, hash), id);
+      this.tailSeen = id;
+    }
+  }
+
+  /**
+   * Moves the tail into the keys table in key order, so that each of its pages is written once per merge
+   * instead of once per entry; with the new high-water mark, in the caller's transaction.
+   */
+  private mergeTail(): void {
+    this.catchUpTail();
+    const upto = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
+    const { keys, ids } = this.tail.sorted();
+    const insert = this.stmts.insertKey;
+    for (let i = 0; i < keys.length; i++) if (ids[i] > upto) insert.run(keys[i], ids[i]);
+    this.stmts.metaSet.run(META_KEYS.keysUpto, String(Math.max(upto, this.tailSeen)));
+  }
+
   // ---- writes from map and remap
 
   commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): void {
     this.writable('commit a batch');
     if (updates.length === 0) return;
-    this.commitTx.immediate(updates, Math.floor(nowS), journal);
+    // encoded before the transaction: a malformed update fails the batch before anything is written
+    const encoded = new Array<EncodedUpdate>(updates.length);
+    for (let i = 0; i < updates.length; i++) {
+      const { type, hash, outcome } = updates[i];
+      const code = TYPE_CODE[type];
+      if (typeof hash !== 'string' || code === undefined || outcome === null || typeof outcome !== 'object') {
+        throw new TypeError(`commitBatch: update ${i} has no valid DII type, hash or outcome`);
+      }
+      const stored = encodeValue(hash);
+      encoded[i] = { type: code, hash, stored, key: keyOf(code, stored), outcome };
+    }
+    try {
+      this.commitTx.immediate(encoded, Math.floor(nowS), journal);
+    } catch (err) {
+      // the rows it appended were rolled back: so must their tail entries be
+      this.resetTail();
+      throw err;
+    }
+    if (this.tail.size >= this.tailEntries) this.mergeTailNow();
+  }
+
+  /** Merges the tail now (a writing store does it by itself once the tail is `tailEntries` long). */
+  private mergeTailNow(): void {
+    try {
+      this.mergeTx.immediate();
+      this.tail.clear();
+    } catch (err) {
+      this.resetTail();
+      throw err;
+    }
+  }
+
+  /** Inside the commit's transaction: an update per stored entry, an append per new one. */
+  private writeUpdates(updates: readonly EncodedUpdate[], nowS: number): void {
+    this.catchUpTail();
+    // stored ids by `${type}:${hash}`, then the ones this batch appends (a batch may name one key twice)
+    const ids = new Map<string, number>();
+    const keys = new Array<number>(updates.length);
+    for (let i = 0; i < updates.length; i++) keys[i] = updates[i].key;
+    this.rowsByKeys(keys, (row) => ids.set(`${row[1] as number}:${decodeValue(row[2])}`, row[0] as number));
+    // new entries are appended in r order: within a batch they then reach each leaf of the r index together.
+    // A key the batch names again is appended once; its later answers update it afterwards, in batch order.
+    const appended: EncodedUpdate[] = [];
+    const again: EncodedUpdate[] = [];
+    for (const u of updates) {
+      const name = `${u.type}:${u.hash}`;
+      const id = ids.get(name);
+      if (id === undefined) {
+        ids.set(name, 0);
+        appended.push(u);
+      } else if (id === 0) {
+        again.push(u);
+      } else {
+        this.updateEntry(id, u.outcome, nowS);
+      }
+    }
+    if (appended.length > 0) this.appendEntries(appended, ids, nowS);
+    for (const u of again) this.updateEntry(ids.get(`${u.type}:${u.hash}`) as number, u.outcome, nowS);
+  }
+
+  /** Appends entries not stored yet, sorted by r; records their ids in `ids` and the tail. */
+  private appendEntries(appended: EncodedUpdate[], ids: Map<string, number>, nowS: number): void {
+    const rOf = (u: EncodedUpdate): number => (u.outcome.kind === 'mapped' ? (u.outcome.r ?? Infinity) : Infinity);
+    appended.sort((a, b) => rOf(a) - rOf(b));
+    const s = this.stmts;
+    for (const u of appended) {
+      const o = u.outcome;
+      let newId: number;
+      switch (o.kind) {
+        case 'mapped':
+          newId = runInsert(s.insertEntry, u, 1, encodeValue(o.u), encodeNullable(o.p), o.r, o.bucketId ?? null, nowS, nowS, null);
+          break;
+        case 'optout':
+          newId = runInsert(s.insertEntry, u, 2, null, null, null, null, null, null, o.optedOutSinceMs ?? null);
+          break;
+        case 'invalid':
+          newId = runInsert(s.insertEntry, u, 3, null, null, null, null, null, null, null);
+          break;
+        default:
+          throw new TypeError(`commitBatch: unknown outcome '${(o as { kind: unknown }).kind}'`);
+      }
+      ids.set(`${u.type}:${u.hash}`, newId);
+      this.tail.add(u.key, newId);
+      this.tailSeen = newId;
+    }
+  }
+
+  private updateEntry(id: number, o: EntryUpdate['outcome'], nowS: number): void {
+    const s = this.stmts;
+    switch (o.kind) {
+      case 'mapped':
+        s.updateMapped.run(encodeValue(o.u), encodeNullable(o.p), o.r, o.bucketId ?? null, nowS, nowS, id);
+        break;
+      case 'optout':
+        s.updateOptout.run(o.optedOutSinceMs ?? null, id);
+        break;
+      case 'invalid':
+        s.updateInvalid.run(id);
+        break;
+      default:
+        throw new TypeError(`commitBatch: unknown outcome '${(o as { kind: unknown }).kind}'`);
+    }
   }
 
   // ---- pending changes: rows of committed batches that no committed output holds yet
@@ -329,8 +485,10 @@ export class SqliteStateStore implements StateStore {
       const params = new Array<number>(size);
       for (let i = start; i < end; i++) params[i - start] = within[i];
       params.fill(within[end - 1], end - start);
-      const rows = this.inListStatement(this.idStmts, size, SQL.rawUidsByIds).all(params) as [number, string | null, string | null][];
-      for (const [id, u, p] of rows) {
+      const rows = this.inListStatement(this.idStmts, size, SQL.rawUidsByIds).all(params) as [number, StoredValue | null, StoredValue | null][];
+      for (const [id, storedU, storedP] of rows) {
+        const u = decodeNullable(storedU);
+        const p = decodeNullable(storedP);
         const sinceMs = (u !== null ? since.get(u) : undefined) ?? (p !== null ? since.get(p) : undefined);
         if (sinceMs !== undefined) changed += this.stmts.tombstoneById.run(sinceMs, nowS, id).changes;
       }
@@ -343,7 +501,7 @@ export class SqliteStateStore implements StateStore {
     this.db.prepare(SQL.createOptoutProbe).run();
     this.db.prepare(SQL.clearOptoutProbe).run();
     const fill = this.db.prepare(SQL.fillOptoutProbe);
-    for (const o of optedOut) fill.run(o.rawUid, o.optedOutSinceMs);
+    for (const o of optedOut) fill.run(encodeValue(o.rawUid), o.optedOutSinceMs);
     const changed = this.db.prepare(SQL.tombstoneByProbe).run(nowS).changes;
     this.db.prepare(SQL.clearOptoutProbe).run();
     return changed;
@@ -392,8 +550,73 @@ export class SqliteStateStore implements StateStore {
     this.lockFile.acquire();
   }
 
+  async waitForLock(waitMs: number): Promise<void> {
+    const deadline = Date.now() + Math.max(0, waitMs);
+    let pause = 50;
+    for (;;) {
+      try {
+        this.lockFile.acquire();
+        return;
+      } catch (err) {
+        if (!(err instanceof StateLockedError) || Date.now() >= deadline) throw err;
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(1, deadline - Date.now()))));
+      pause = Math.min(pause * 2, 1_000);
+    }
+  }
+
   get locked(): boolean {
     return this.lockFile.held;
+  }
+
+  info(): StateInfo {
+    const size = (p: string): number => {
+      try {
+        return statSync(p).size;
+      } catch {
+        return 0;
+      }
+    };
+    return {
+      ...this.meta(),
+      path: this.path,
+      fileBytes: size(this.path),
+      walBytes: size(`${this.path}-wal`),
+      pageSize: this.db.pragma('page_size', { simple: true }) as number,
+      pages: this.db.pragma('page_count', { simple: true }) as number,
+      freePages: this.db.pragma('freelist_count', { simple: true }) as number,
+      tailEntries: this.tail.size,
+    };
+  }
+
+  dueDays(): DueDay[] {
+    return (this.stmts.dueDays.raw().all() as [number, number][]).map(([day, count]) => ({ day: utcDay(day * DAY_S), count }));
+  }
+
+  *exportEntries(pageSize = 10_000): IterableIterator<ExportedEntry> {
+    const n = Math.max(1, pageLimit(pageSize));
+    let after = 0;
+    for (;;) {
+      const rows = this.stmts.exportPage.all(after, n) as Row[];
+      for (const row of rows) {
+        yield {
+          id: row[0] as number,
+          type: TYPE_OF_CODE[row[1] as number],
+          hash: decodeValue(row[2]),
+          status: statusOfCode(row[3] as number),
+          u: decodeNullable(row[4]),
+          p: decodeNullable(row[5]),
+          r: row[6] as number | null,
+        };
+      }
+      if (rows.length < n) return;
+      after = rows[rows.length - 1][0] as number;
+    }
+  }
+
+  checkpoint(): void {
+    this.writable('checkpoint');
+    this.db.pragma('wal_checkpoint(TRUNCATE)');
   }
 
   integrityCheck(): string {
@@ -405,6 +628,12 @@ export class SqliteStateStore implements StateStore {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    try {
+      // the file alone then holds everything: a copy of it is a backup, and no big -wal stays beside it
+      if (!this.readonly) this.db.pragma('wal_checkpoint(TRUNCATE)');
+    } catch {
+      // another connection is reading: the WAL stays, and SQLite folds it in on a later open; nothing is lost
+    }
     try {
       this.db.close();
     } finally {
@@ -421,9 +650,14 @@ function prepareAll(db: Database) {
   const raw = (sql: string): Statement => db.prepare(sql).raw();
   const plain = (sql: string): Statement => db.prepare(sql);
   return {
-    upsertMapped: plain(SQL.upsertMapped),
-    upsertOptout: plain(SQL.upsertOptout),
-    upsertInvalid: plain(SQL.upsertInvalid),
+    insertEntry: plain(SQL.insertEntry),
+    updateMapped: plain(SQL.updateMapped),
+    updateOptout: plain(SQL.updateOptout),
+    updateInvalid: plain(SQL.updateInvalid),
+    tailSince: raw(SQL.tailSince),
+    insertKey: plain(SQL.insertKey),
+    dueDays: plain(SQL.dueDays),
+    exportPage: raw(SQL.exportPage),
     countDue: plain(SQL.countDue),
     dueByDay: plain(SQL.dueByDay),
     selectDueFirst: raw(SQL.selectDueFirst),
@@ -461,6 +695,33 @@ function prepareJournal(db: Database) {
   };
 }
 
+function runInsert(
+  insert: Statement,
+  u: EncodedUpdate,
+  status: number,
+  raw: StoredValue | null,
+  previous: StoredValue | null,
+  r: number | null,
+  bucketId: string | null,
+  firstMapped: number | null,
+  lastMapped: number | null,
+  optedOutSince: number | null,
+): number {
+  return Number(insert.run(u.type, u.stored, status, raw, previous, r, bucketId, firstMapped, lastMapped, optedOutSince).lastInsertRowid);
+}
+
+/** A list cut into IN (...) parameter arrays of the prepared sizes, each padded with its last value. */
+function* inListPages<T>(values: readonly T[]): Generator<[number, number, T[]]> {
+  for (let start = 0; start < values.length; start += MAX_IN_LIST) {
+    const end = Math.min(values.length, start + MAX_IN_LIST);
+    const size = inListSize(end - start);
+    const params = new Array<T>(size);
+    for (let i = start; i < end; i++) params[i - start] = values[i];
+    params.fill(values[end - 1], end - start);
+    yield [start, size, params];
+  }
+}
+
 function inListSize(n: number): number {
   for (const size of IN_LIST_SIZES) if (n <= size) return size;
   return MAX_IN_LIST;
@@ -474,14 +735,14 @@ function utcDay(seconds: number): string {
   return new Date(seconds * 1000).toISOString().slice(0, 10);
 }
 
-function decodeEntry(row: Row): StateEntry {
+function decodeEntry(row: Row, hash: string): StateEntry {
   return {
     id: row[0] as number,
     type: TYPE_OF_CODE[row[1] as number],
-    hash: row[2] as string,
+    hash,
     status: statusOfCode(row[3] as number),
-    u: row[4] as string | null,
-    p: row[5] as string | null,
+    u: decodeNullable(row[4]),
+    p: decodeNullable(row[5]),
     r: row[6] as number | null,
     bucketId: row[7] as string | null,
     firstMappedS: row[8] as number | null,
@@ -496,9 +757,9 @@ function decodeDue(row: Row): DueEntry {
   return {
     id: row[0] as number,
     type: TYPE_OF_CODE[row[1] as number],
-    hash: row[2] as string,
-    u: row[3] as string | null,
-    p: row[4] as string | null,
+    hash: decodeValue(row[2]),
+    u: decodeNullable(row[3]),
+    p: decodeNullable(row[4]),
     r: row[5] as number | null,
     bucketId: row[6] as string | null,
   };
@@ -507,10 +768,10 @@ function decodeDue(row: Row): DueEntry {
 function decodeCandidate(row: Row): OptoutCandidate {
   return {
     id: row[0] as number,
-    u: row[1] as string | null,
-    p: row[2] as string | null,
+    u: decodeNullable(row[1]),
+    p: decodeNullable(row[2]),
     lastOptoutCheckS: row[3] as number | null,
     type: TYPE_OF_CODE[row[4] as number],
-    hash: row[5] as string,
+    hash: decodeValue(row[5]),
   };
 }

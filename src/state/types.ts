@@ -145,6 +145,31 @@ export interface StateMeta {
   createdAt: string;
 }
 
+/** What `state info` shows of a file: what it is and how big. */
+export interface StateInfo extends StateMeta {
+  path: string;
+  /** Bytes of the file itself and of its write-ahead log beside it (0 when none). */
+  fileBytes: number;
+  walBytes: number;
+  pageSize: number;
+  pages: number;
+  /** Pages the file holds but no longer uses (a vacuum would give them back). */
+  freePages: number;
+  /** Entries appended since the last merge into the keys table (indexed in memory meanwhile). */
+  tailEntries: number;
+}
+
+/** One entry as an export shows it: hashes, raw UIDs, refresh time and status, never a raw email or phone. */
+export interface ExportedEntry {
+  id: number;
+  type: DiiType;
+  hash: string;
+  status: EntryStatus;
+  u: string | null;
+  p: string | null;
+  r: number | null;
+}
+
 export interface OpenStateOptions {
   /** Refuse a file made for another environment. */
   envFingerprint: string;
@@ -163,6 +188,11 @@ export interface OpenStateOptions {
    * on a 1 GB state, but every page touched then counts in the process's RSS.
    */
   mmapMiB?: number;
+  /**
+   * How many recently appended entries are indexed in memory before they are merged, sorted, into the file's
+   * keys table (default 1,000,000). Bigger merges cost fewer page writes per entry and more memory.
+   */
+  tailEntries?: number;
 }
 
 /**
@@ -240,10 +270,24 @@ export interface StateStore {
 
   /** Takes the lock for a writing run; throws StateLockedError while another live run holds it. */
   lock(): void;
+  /**
+   * Takes the lock, waiting up to `waitMs` for another live run to release it (polling with growing pauses);
+   * rejects with the same StateLockedError as lock() when the time is up.
+   */
+  waitForLock(waitMs: number): Promise<void>;
   readonly locked: boolean;
+
+  /** Schema, environment and size of the file. */
+  info(): StateInfo;
+  /** Entries by UTC day of their refresh time r, every day that has one, in day order (a walk of the r index). */
+  dueDays(): DueDay[];
+  /** Every entry in id order, read in pages of `pageSize` (default 10,000) so a long export holds no big read open. */
+  exportEntries(pageSize?: number): IterableIterator<ExportedEntry>;
+  /** Writes the write-ahead log into the file and truncates it, so that the file alone is a full copy. */
+  checkpoint(): void;
 
   /** 'ok', or SQLite's findings joined by newlines. */
   integrityCheck(): string;
-  /** Releases the lock and closes the file. Idempotent. */
+  /** Releases the lock and closes the file; a writing store checkpoints first (no big -wal left beside it). Idempotent. */
   close(): void;
 }

@@ -1,7 +1,8 @@
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION, type EntryUpdate } from '../../src/state/index.js';
-import { b64, tmpStates } from './tmp-state.js';
+import { buildLegacyState } from './legacy-state.js';
+import { ENV, b64, tmpStates } from './tmp-state.js';
 
 const t = tmpStates('uid2-journal-');
 afterAll(() => t.cleanup());
@@ -11,13 +12,7 @@ const mapped = (label: string, r = 5_000): EntryUpdate => ({ type: 'email', hash
 /** A file as uid2-batch schema 1 left it: no pending_changes table, schema_version 1. */
 function v1File(): string {
   const path = t.file();
-  const s = t.open(path);
-  s.commitBatch([mapped('old')], 1_000);
-  s.close();
-  const raw = new Database(path);
-  raw.exec('DROP TABLE pending_changes');
-  raw.prepare("UPDATE meta SET value = '1' WHERE key = 'schema_version'").run();
-  raw.close();
+  buildLegacyState(path, 1, ENV, (w) => w.commit([mapped('old')], 1_000));
   return path;
 }
 
@@ -32,11 +27,11 @@ function hasJournalTable(path: string): boolean {
 
 describe('schema migration to the pending changes journal', () => {
   it('a v1 file gets the table on a writing open, keeps its entries, and records the new version', () => {
-    expect(SCHEMA_VERSION).toBe(2);
+    expect(SCHEMA_VERSION).toBe(3);
     const path = v1File();
     expect(hasJournalTable(path)).toBe(false);
     const s = t.open(path);
-    expect(s.meta().schemaVersion).toBe(2);
+    expect(s.meta().schemaVersion).toBe(3);
     expect(s.lookupHashes('email', [b64('old')]).get(b64('old'))?.u).toBe(b64('u-old'));
     expect(s.pendingChanges('remap')).toEqual([]);
     s.commitBatch([mapped('new')], 2_000, { runId: 1, kind: 'remap', rows: ['{"n":1}'] });
@@ -45,11 +40,9 @@ describe('schema migration to the pending changes journal', () => {
     expect(hasJournalTable(path)).toBe(true);
   });
 
-  it('a read-only open (a dry run) of a v1 file reads it without migrating it', () => {
+  it('a read-only open (a dry run) of a v1 file asks for a writing run first and leaves the file as it was', () => {
     const path = v1File();
-    const s = t.open(path, { readonly: true });
-    expect(s.countDue(10_000)).toBe(1);
-    s.close();
+    expect(() => t.open(path, { readonly: true })).toThrow(/has schema 1 and needs an upgrade to 3; run once without --dry-run/);
     expect(hasJournalTable(path)).toBe(false);
   });
 });

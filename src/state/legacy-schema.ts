@@ -1,0 +1,83 @@
+/** The SQL of schemas 1 and 2: how older files were made, kept to upgrade them and to build them in tests. */
+
+/**
+ * Version 1. Rowid tables: inserts append, which the measurements show is several times cheaper than a
+ * clustered text key. Each index serves one query and is partial where only some rows need it, so that a
+ * commit touches as few index pages as possible. There is no index on raw UIDs: it would cost every map
+ * commit about 40% for the sake of the rare opt-out tombstoning, which reads rows by id instead.
+ */
+export const SCHEMA_V1 = `
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+CREATE TABLE entries (
+  id                INTEGER PRIMARY KEY,
+  type              INTEGER NOT NULL,
+  hash              TEXT    NOT NULL,
+  status            INTEGER NOT NULL,
+  u                 TEXT,
+  p                 TEXT,
+  r                 INTEGER,
+  bucket_id         TEXT,
+  first_mapped      INTEGER,
+  last_mapped       INTEGER,
+  last_optout_check INTEGER,
+  opted_out_since   INTEGER,
+  due               INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (hash, type)
+);
+-- remap-due: (r, rowid) order over mapped v3 entries only
+CREATE INDEX entries_by_r ON entries (r) WHERE r IS NOT NULL;
+-- opt-out sweep: least recently checked first, over entries that still hold a raw UID
+CREATE INDEX entries_by_optout_check ON entries (last_optout_check, id) WHERE u IS NOT NULL OR p IS NOT NULL;
+-- v2: entries of a rotated salt bucket
+CREATE INDEX entries_by_bucket ON entries (bucket_id) WHERE bucket_id IS NOT NULL;
+-- v2: entries marked due, in id order
+CREATE INDEX entries_due_v2 ON entries (due) WHERE due = 1;
+CREATE TABLE runs (
+  id          INTEGER PRIMARY KEY,
+  command     TEXT    NOT NULL,
+  args        TEXT    NOT NULL,
+  pid         INTEGER NOT NULL,
+  started_at  INTEGER NOT NULL,
+  finished_at INTEGER,
+  summary     TEXT,
+  exit_code   INTEGER
+);
+`;
+
+/**
+ * Version 2: the change rows of committed batches that no output has delivered yet. A batch's rows are inserted
+ * in the transaction that commits its entries and deleted once the run's output is committed, so a run killed
+ * in between leaves them for the next run's output: every change reaches some changes file at least once.
+ * `row` is the JSON of a changes-file or verdict row (hashes and raw UIDs, never an email or phone).
+ */
+export const SCHEMA_V2_JOURNAL = `
+CREATE TABLE pending_changes (
+  id         INTEGER PRIMARY KEY,
+  run_id     INTEGER NOT NULL,
+  kind       TEXT    NOT NULL,
+  row        TEXT    NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX pending_changes_by_kind ON pending_changes (kind, id);
+`;
+
+
+/** How schemas 1 and 2 wrote an answer: an upsert on the unique (hash, type) text key. */
+export const LEGACY_UPSERT = {
+  mapped:
+    'INSERT INTO entries (type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, due) ' +
+    'VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, 0) ' +
+    'ON CONFLICT (hash, type) DO UPDATE SET status = 1, u = excluded.u, p = excluded.p, r = excluded.r, ' +
+    'bucket_id = excluded.bucket_id, first_mapped = coalesce(first_mapped, excluded.first_mapped), ' +
+    'last_mapped = excluded.last_mapped, opted_out_since = NULL, due = 0',
+  optout:
+    'INSERT INTO entries (type, hash, status, opted_out_since, due) VALUES (?, ?, 2, ?, 0) ' +
+    'ON CONFLICT (hash, type) DO UPDATE SET status = 2, u = NULL, p = NULL, r = NULL, bucket_id = NULL, due = 0, ' +
+    'opted_out_since = coalesce(excluded.opted_out_since, opted_out_since)',
+  invalid:
+    'INSERT INTO entries (type, hash, status, due) VALUES (?, ?, 3, 0) ' +
+    'ON CONFLICT (hash, type) DO UPDATE SET status = 3, u = NULL, p = NULL, r = NULL, bucket_id = NULL, due = 0',
+} as const;

@@ -1,0 +1,99 @@
+/** An in-memory multimap from lookup key to entry id, for the entries not yet merged into the keys table. */
+
+const EMPTY = 0;
+
+/**
+ * Open addressing with linear probing over two typed arrays: a few bytes per entry instead of a Map's dozens,
+ * and no garbage. Keys may repeat (different hashes can share a key), so `forEach` visits every match.
+ */
+export class TailIndex {
+  private keys: Float64Array;
+  private ids: Float64Array;
+  private mask: number;
+  private count = 0;
+
+  constructor(capacity = 1 << 16) {
+    const size = tableSize(capacity);
+    this.keys = new Float64Array(size);
+    this.ids = new Float64Array(size);
+    this.mask = size - 1;
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** Ids are positive (SQLite rowids of appended entries). */
+  add(key: number, id: number): void {
+    if ((this.count + 1) * 2 > this.ids.length) this.grow();
+    let slot = slotOf(key, this.mask);
+    while (this.ids[slot] !== EMPTY) slot = (slot + 1) & this.mask;
+    this.keys[slot] = key;
+    this.ids[slot] = id;
+    this.count++;
+  }
+
+  forEach(key: number, onId: (id: number) => void): void {
+    let slot = slotOf(key, this.mask);
+    for (;;) {
+      const id = this.ids[slot];
+      if (id === EMPTY) return;
+      if (this.keys[slot] === key) onId(id);
+      slot = (slot + 1) & this.mask;
+    }
+  }
+
+  /** Every (key, id), as two arrays sorted by key then id: the order the keys table is filled in. */
+  sorted(): { keys: Float64Array; ids: Float64Array } {
+    const order = new Float64Array(this.count);
+    const pairs: [number, number][] = [];
+    let n = 0;
+    for (let slot = 0; slot < this.ids.length; slot++) {
+      if (this.ids[slot] !== EMPTY) order[n++] = this.keys[slot];
+    }
+    order.sort();
+    const keys = new Float64Array(this.count);
+    const ids = new Float64Array(this.count);
+    let out = 0;
+    for (let i = 0; i < n; i++) {
+      const key = order[i];
+      if (i > 0 && order[i - 1] === key) continue;
+      pairs.length = 0;
+      this.forEach(key, (id) => pairs.push([key, id]));
+      pairs.sort((a, b) => a[1] - b[1]);
+      for (const [k, id] of pairs) {
+        keys[out] = k;
+        ids[out++] = id;
+      }
+    }
+    return { keys, ids };
+  }
+
+  clear(): void {
+    this.keys.fill(0);
+    this.ids.fill(EMPTY);
+    this.count = 0;
+  }
+
+  private grow(): void {
+    const oldKeys = this.keys;
+    const oldIds = this.ids;
+    const size = oldIds.length * 2;
+    this.keys = new Float64Array(size);
+    this.ids = new Float64Array(size);
+    this.mask = size - 1;
+    this.count = 0;
+    for (let slot = 0; slot < oldIds.length; slot++) if (oldIds[slot] !== EMPTY) this.add(oldKeys[slot], oldIds[slot]);
+  }
+}
+
+function tableSize(capacity: number): number {
+  let size = 16;
+  while (size < capacity * 2) size *= 2;
+  return size;
+}
+
+/** Keys are already uniformly spread (hash bits): their low bits, above the type bit, pick the slot. */
+function slotOf(key: number, mask: number): number {
+  return (Math.floor(key / 2) % 1073741824) & mask;
+}

@@ -1,0 +1,178 @@
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { DueEntry, EntryUpdate, OptoutCandidate, StateEntry, StateStore } from '../../src/state/index.js';
+import { upgradeToV3Step } from '../../src/state/upgrade-v3.js';
+import { buildLegacyState, type LegacyWriter } from './legacy-state.js';
+import { ENV, b64, tmpStates } from './tmp-state.js';
+
+const t = tmpStates('uid2-upgrade-');
+afterAll(() => t.cleanup());
+
+const DAY = 86_400;
+const T0 = 1_767_225_600; // a UTC midnight
+const N = 3_000;
+
+/** What today's code writes over a few runs: v3 and v2 entries, tombstones, invalids, checks, a journal, odd hashes. */
+function fillSchema2(w: LegacyWriter): void {
+  const updates: EntryUpdate[] = [];
+  for (let i = 0; i < N; i++) {
+    const type = i % 3 === 0 ? 'phone' : 'email';
+    // a few hashes that are not base64 (stored as text and kept as text)
+    const hash = i % 250 === 7 ? `not base64 ${i}` : b64(`h${i}`);
+    if (i % 17 === 0) updates.push({ type, hash, outcome: { kind: 'invalid' } });
+    else if (i % 11 === 0) updates.push({ type, hash, outcome: { kind: 'optout', optedOutSinceMs: i % 2 ? 1_700_000_000_000 + i : null } });
+    else if (i % 13 === 0) updates.push({ type, hash, outcome: { kind: 'mapped', u: b64(`v2u${i}`), p: null, r: null, bucketId: `b${i % 5}` } });
+    else updates.push({ type, hash, outcome: { kind: 'mapped', u: b64(`u${i}`).slice(0, 43) + 'A', p: i % 4 === 0 ? b64(`p${i}`) : null, r: T0 + (i % 9) * DAY } });
+  }
+  w.commit(updates.slice(0, 1_000), T0 - 2 * DAY);
+  w.commit(updates.slice(1_000), T0 - DAY);
+  // the same hash under the other type, and a re-map that keeps first_mapped
+  w.commit([{ type: 'email', hash: b64('h0'), outcome: { kind: 'mapped', u: b64('other-type'), p: null, r: T0 + DAY } }], T0 - DAY);
+  w.commit([{ type: 'email', hash: b64('h1'), outcome: { kind: 'mapped', u: b64('again'), p: b64('u1'), r: T0 + 2 * DAY } }], T0);
+  w.db.prepare('UPDATE entries SET last_optout_check = ? WHERE id % 7 = 0 AND (u IS NOT NULL OR p IS NOT NULL)').run(T0 - 3 * DAY);
+  w.db.prepare('UPDATE entries SET last_optout_check = ? WHERE id % 7 = 1 AND (u IS NOT NULL OR p IS NOT NULL)').run(T0 - 5 * DAY);
+  w.db.prepare("UPDATE entries SET due = 1 WHERE bucket_id = 'b1'").run();
+  const journal = w.db.prepare('INSERT INTO pending_changes (run_id, kind, row, created_at) VALUES (?, ?, ?, ?)');
+  for (let i = 0; i < 20; i++) journal.run(1, i % 2 ? 'remap' : 'optout', `{"row":${i}}`, T0);
+  w.db.prepare("INSERT INTO runs (command, args, pid, started_at) VALUES ('map', '[]', 1, ?)").run(T0);
+}
+
+interface Answers {
+  entries: StateEntry[];
+  due: number[];
+  sweep: number[];
+  dueV2: number[];
+  remap: string[];
+  optout: string[];
+}
+
+/** The answers read straight from a schema-2 file with the SQL of today's code. */
+function legacyAnswers(path: string, now: number): Answers {
+  const db = new Database(path, { readonly: true });
+  try {
+    const rows = db.prepare('SELECT * FROM entries ORDER BY id').all() as Record<string, unknown>[];
+    const entries = rows.map(
+      (r): StateEntry => ({
+        id: r.id as number,
+        type: r.type === 0 ? 'email' : 'phone',
+        hash: r.hash as string,
+        status: (['', 'mapped', 'optout', 'invalid'] as const)[r.status as number] as StateEntry['status'],
+        u: r.u as string | null,
+        p: r.p as string | null,
+        r: r.r as number | null,
+        bucketId: r.bucket_id as string | null,
+        firstMappedS: r.first_mapped as number | null,
+        lastMappedS: r.last_mapped as number | null,
+        lastOptoutCheckS: r.last_optout_check as number | null,
+        optedOutSinceMs: r.opted_out_since as number | null,
+        due: r.due === 1,
+      }),
+    );
+    const ids = (sql: string, ...params: number[]) => db.prepare(sql).pluck().all(...params) as number[];
+    return {
+      entries,
+      due: ids('SELECT id FROM entries WHERE r <= ? ORDER BY r, id', now),
+      sweep: ids('SELECT id FROM entries WHERE u IS NOT NULL OR p IS NOT NULL ORDER BY last_optout_check, id'),
+      dueV2: ids('SELECT id FROM entries WHERE due = 1 ORDER BY id'),
+      remap: db.prepare("SELECT row FROM pending_changes WHERE kind = 'remap' ORDER BY id").pluck().all() as string[],
+      optout: db.prepare("SELECT row FROM pending_changes WHERE kind = 'optout' ORDER BY id").pluck().all() as string[],
+    };
+  } finally {
+    db.close();
+  }
+}
+
+function walk<T extends { id: number }>(page: (after: T | null) => T[]): number[] {
+  const out: number[] = [];
+  let after: T | null = null;
+  for (;;) {
+    const p = page(after);
+    out.push(...p.map((e) => e.id));
+    if (p.length === 0) return out;
+    after = p[p.length - 1];
+  }
+}
+
+function storeAnswers(s: StateStore, now: number, keysOf: StateEntry[]): Answers {
+  const found = s.lookupMany(keysOf.map((e) => ({ type: e.type, hash: e.hash })));
+  return {
+    entries: keysOf.map((e) => found.get(`${e.type}:${e.hash}`)).filter((e): e is StateEntry => e !== undefined),
+    due: walk<DueEntry>((after) => s.selectDue(now, after === null ? null : { r: after.r, id: after.id }, 97)),
+    sweep: walk<OptoutCandidate>((after) => s.selectForOptoutCheck(101, after)),
+    dueV2: walk<DueEntry>((after) => s.selectDueV2(after?.id ?? null, 89)),
+    remap: s.pendingChanges('remap').map((c) => c.row),
+    optout: s.pendingChanges('optout').map((c) => c.row),
+  };
+}
+
+describe('upgrade of a schema-2 file to schema 3', () => {
+  it('gives the same answers: lookups, due selection, opt-out sweep order, v2 due, journal', () => {
+    const path = t.file();
+    buildLegacyState(path, 2, ENV, fillSchema2);
+    const now = T0 + 4 * DAY;
+    const before = legacyAnswers(path, now);
+    expect(before.entries.length).toBe(N + 1);
+    expect(before.due.length).toBeGreaterThan(100);
+
+    const s = t.open(path);
+    expect(s.meta().schemaVersion).toBe(3);
+    const after = storeAnswers(s, now, before.entries);
+    expect(after.entries).toEqual(before.entries);
+    expect(after.due).toEqual(before.due);
+    expect(after.sweep).toEqual(before.sweep);
+    expect(after.dueV2).toEqual(before.dueV2);
+    expect(after.remap).toEqual(before.remap);
+    expect(after.optout).toEqual(before.optout);
+    expect(s.countDue(now)).toBe(before.due.length);
+    expect(s.listRuns(5)).toHaveLength(1);
+    expect(s.integrityCheck()).toBe('ok');
+
+    // and it goes on working: an update of an old entry, a new entry
+    s.commitBatch(
+      [
+        { type: 'email', hash: b64('h1'), outcome: { kind: 'optout' } },
+        { type: 'email', hash: b64('brand new'), outcome: { kind: 'mapped', u: b64('nu'), p: null, r: now + DAY } },
+      ],
+      now,
+    );
+    const m = s.lookupMany([{ type: 'email', hash: b64('h1') }, { type: 'email', hash: b64('brand new') }]);
+    expect(m.get(`email:${b64('h1')}`)).toMatchObject({ status: 'optout', u: null, firstMappedS: T0 - 2 * DAY });
+    expect(m.get(`email:${b64('brand new')}`)).toMatchObject({ status: 'mapped', u: b64('nu'), id: N + 2 });
+  });
+
+  it('stores hashes and raw UIDs as bytes (text only when not base64), with no text copy of them left', () => {
+    const path = t.file();
+    buildLegacyState(path, 2, ENV, fillSchema2);
+    t.open(path).close();
+    const db = new Database(path, { readonly: true });
+    try {
+      const kinds = db.prepare('SELECT typeof(hash) AS t, count(*) AS n FROM entries GROUP BY t ORDER BY t').all();
+      expect(kinds).toEqual([
+        { t: 'blob', n: N + 1 - 12 },
+        { t: 'text', n: 12 },
+      ]);
+      expect(db.prepare("SELECT count(*) FROM entries WHERE typeof(u) = 'text'").pluck().get()).toBe(0);
+      expect(db.prepare("SELECT count(*) FROM sqlite_schema WHERE name = 'entries_v3'").pluck().get()).toBe(0);
+      expect(db.prepare('SELECT count(*) FROM keys').pluck().get()).toBe(N + 1);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('resumes an upgrade a killed run left half done, and a read-only open refuses the file meanwhile', () => {
+    const path = t.file();
+    buildLegacyState(path, 2, ENV, fillSchema2);
+    const now = T0 + 4 * DAY;
+    const before = legacyAnswers(path, now);
+    // what a run killed after three pieces leaves: the new table part filled, the old one still in place
+    const db = new Database(path);
+    for (let i = 0; i < 3; i++) expect(db.transaction(() => upgradeToV3Step(db, 1_000)).immediate()).toBe(false);
+    db.close();
+    expect(() => t.open(path, { readonly: true })).toThrow(/has schema 2 and needs an upgrade to 3/);
+
+    const s = t.open(path);
+    expect(s.meta().schemaVersion).toBe(3);
+    expect(storeAnswers(s, now, before.entries)).toEqual(before);
+    expect(s.integrityCheck()).toBe('ok');
+  });
+});
