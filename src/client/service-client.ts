@@ -31,6 +31,7 @@ import {
   readTokenResult,
   readValidateBody,
 } from './response-bodies.js';
+import { proxySettingsFromEnv, type ProxyRoute } from './proxy.js';
 import { defaultSleep, RetryPolicy } from './retry.js';
 import { Transport, type RawResponse } from './transport.js';
 import type { CallOptions, ClientOptions, ClientStats, ServiceClient } from './types.js';
@@ -78,7 +79,8 @@ class UndiciServiceClient implements ServiceClient {
     this.secret = options.clientSecret ? decodeKey(options.clientSecret, 'client secret') : undefined;
     this.commonHeaders = { 'x-uid2-client-version': CLIENT_VERSION };
     if (options.userAgent) this.commonHeaders['user-agent'] = options.userAgent;
-    this.transport = new Transport({ baseUrl: options.baseUrl, connections, connectTimeoutMs, requestTimeoutMs });
+    const proxy = options.proxy ?? proxySettingsFromEnv(process.env);
+    this.transport = new Transport({ baseUrl: options.baseUrl, connections, connectTimeoutMs, requestTimeoutMs, proxy });
     this.policy = new RetryPolicy(
       this.transport,
       {
@@ -92,6 +94,10 @@ class UndiciServiceClient implements ServiceClient {
       },
       this.stats,
     );
+  }
+
+  get proxyRoute(): ProxyRoute {
+    return this.transport.route;
   }
 
   get lastServerTime(): { serverMs: number; localMs: number } | undefined {

@@ -9,6 +9,7 @@ import type {
   TokenResult,
   TokenValidateRequest,
 } from '../protocol/index.js';
+import type { ProxyRoute, ProxySettings } from './proxy.js';
 
 /** Counters of one client's traffic, for summaries. */
 export interface ClientStats {
@@ -53,6 +54,11 @@ export interface ClientOptions {
   /** Source of backoff jitter in [0, 1) (default Math.random); injectable for tests. */
   random?: () => number;
   userAgent?: string;
+  /**
+   * Proxy choice (see proxy.ts). Default: the proxy variables of process.env (HTTPS_PROXY, HTTP_PROXY, NO_PROXY and
+   * their lowercase forms), which are never used for loopback addresses. NO_PROXY_SETTINGS sends everything direct.
+   */
+  proxy?: ProxySettings;
 }
 
 export interface CallOptions {
@@ -70,6 +76,8 @@ export interface ServiceClient {
   readonly stats: ClientStats;
   /** Service time read from the last decrypted 200 envelope, with the local time it arrived (for clock-skew checks). */
   readonly lastServerTime: { serverMs: number; localMs: number } | undefined;
+  /** Where the requests go: straight to the service, or through which proxy (print it with describeProxyRoute). */
+  readonly proxyRoute: ProxyRoute;
   mapV3(request: MapV3Request, options?: CallOptions): Promise<MapV3ResponseBody>;
   mapV2(request: MapV2Request, options?: CallOptions): Promise<MapV2ResponseBody>;
   buckets(sinceTimestamp: string, options?: CallOptions): Promise<SaltBucket[]>;
