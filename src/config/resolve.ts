@@ -4,6 +4,7 @@ import { checkBaseUrl, isLoopbackHost } from './base-url.js';
 import { API_KEY, CLIENT_SECRET, checkApiKey, checkClientSecret, findCredential, type CredentialSpec, type FoundCredential } from './credentials.js';
 import { DEFAULT_ENV, environmentFamily, environmentForUrl, findEnvironment, parseScope } from './environments.js';
 import { ConfigError } from './errors.js';
+import { describeProxyFor, resolveProxy } from './proxy.js';
 import { DEFAULT_PROFILE, defaultConfigPath, loadConfigFile, type ConfigFile, type Profile } from './profiles.js';
 import type { ConfigDeps, ConnectionFlags, EnvSource, EnvironmentInfo, ResolveOptions, ResolvedConfig } from './types.js';
 
@@ -120,6 +121,7 @@ export function resolveConfig(
   const chosen = chooseEnvironment(flags, environ, profile);
   const { env, overridden } = applyBaseUrl(chosen.env, flags, environ, profile);
   const isLocal = env.name === 'local' && !overridden;
+  const proxy = resolveProxy(flags.proxy, environ);
 
   const base: ResolvedConfig = {
     env,
@@ -127,6 +129,7 @@ export function resolveConfig(
     apiKeySource: 'none',
     clientSecretSource: 'none',
     envSource: chosen.source,
+    proxy,
     ...(profile ? { profile: profile.name } : {}),
     ...(file ? { configFile: file.path } : {}),
     ...(flags.timeoutMs !== undefined ? { timeoutMs: flags.timeoutMs } : {}),
@@ -177,6 +180,8 @@ export interface ConfigDisplay {
   configFile?: string;
   apiKey: string;
   clientSecret: string;
+  /** The proxy in use for the service (URL without user or password, and its variable or flag), or why none. */
+  proxy: string;
 }
 
 function describeSource(source: string, origin: string | undefined): string {
@@ -196,6 +201,8 @@ export function credentialsForDisplay(cfg: ResolvedConfig): ConfigDisplay {
     ...(cfg.configFile ? { configFile: cfg.configFile } : {}),
     apiKey: describeSource(cfg.apiKeySource, cfg.apiKeyOrigin),
     clientSecret: describeSource(cfg.clientSecretSource, cfg.clientSecretOrigin),
+    // the embedded service listens on 127.0.0.1; its port does not change the proxy choice
+    proxy: describeProxyFor(cfg.proxy ?? resolveProxy(undefined, process.env), cfg.isLocal ? 'http://127.0.0.1' : cfg.env.baseUrl),
   };
 }
 

@@ -1,3 +1,5 @@
+import type { ProxySettings } from '../client/proxy.js';
+
 /** Where a credential came from, for `doctor` and error messages. Never the value itself. */
 export type CredentialSource = 'env' | 'file' | 'profile' | 'local-service' | 'none';
 
@@ -34,6 +36,8 @@ export interface ResolvedConfig {
   /** Per-attempt request timeout and attempts per call, when given (the client has defaults). */
   timeoutMs?: number;
   maxAttempts?: number;
+  /** Proxy choice: --proxy, else the proxy variables of the environment. Give it to the client as ClientOptions.proxy. */
+  proxy?: ProxySettings;
 }
 
 /** The connection flags every command shares (see src/cli/options.ts), as commander parses them. */
@@ -48,6 +52,8 @@ export interface ConnectionFlags {
   insecureHttp?: boolean;
   timeoutMs?: number;
   maxAttempts?: number;
+  /** --proxy URL, or `none`. */
+  proxy?: string;
 }
 
 /** What resolveConfig needs from the machine; injectable so tests never touch the real home directory. */
