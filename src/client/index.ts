@@ -27,13 +27,9 @@ export { backoffDelayMs, parseRetryAfter, isRetryable, RETRY_AFTER_CAP_MS } from
 export { CLIENT_VERSION } from './client-version.js';
 export {
   describeProxyRoute,
-  explicitProxySettings,
   noProxyMatch,
   NO_PROXY_SETTINGS,
-  parseProxyUrl,
   proxyRouteFor,
-  proxySettingsFromEnv,
-  ProxySettingError,
   redactProxyUrl,
   type ProxyAddress,
   type ProxyRoute,

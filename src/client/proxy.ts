@@ -1,4 +1,4 @@
-/** Which proxy, if any, carries the requests to a service URL (HTTP(S)_PROXY, NO_PROXY, --proxy), shown without secrets. */
+/** Which proxy, if any, carries the requests to a service URL, and how to show it without its credentials. */
 
 /** A proxy address and the setting it came from ("--proxy", "HTTPS_PROXY", "https_proxy"...). */
 export interface ProxyAddress {
@@ -8,7 +8,7 @@ export interface ProxyAddress {
 }
 
 /**
- * The proxy choice of one run.
+ * The proxy choice of one run, as the configuration resolves it (--proxy, HTTPS_PROXY, HTTP_PROXY, NO_PROXY).
  * - `env`: the proxy variables of the environment; they never apply to this machine's loopback addresses, because a
  *   proxy elsewhere cannot reach them.
  * - `flag`: one proxy named explicitly for every target, loopback included.
@@ -22,23 +22,14 @@ export interface ProxySettings {
   /** For https:// targets (falls back to `http` when unset, as undici's EnvHttpProxyAgent does). */
   https?: ProxyAddress;
   noProxy?: { value: string; from: string };
+  /** In `off` mode: the setting that turned proxies off, e.g. "--proxy none". */
+  offBy?: string;
 }
 
 export type ProxyRoute = { kind: 'proxy'; proxy: ProxyAddress } | { kind: 'direct'; why: string };
 
-/** A proxy setting that cannot be used; the message names the setting and never repeats a password. */
-export class ProxySettingError extends Error {
-  override name = 'ProxySettingError';
-}
-
-/** Value of the first variable of `names` that is set and not blank, lowercase first as curl and undici read them. */
-function firstSet(environ: NodeJS.ProcessEnv, names: readonly string[]): { value: string; from: string } | undefined {
-  for (const name of names) {
-    const value = environ[name]?.trim();
-    if (value) return { value, from: name };
-  }
-  return undefined;
-}
+/** Every request straight to the service: the client's default. */
+export const NO_PROXY_SETTINGS: ProxySettings = { mode: 'off' };
 
 /** Hides anything between "//" and "@" of a text that may be a URL with credentials, and cuts it short. */
 export function redactUrlText(text: string): string {
@@ -48,57 +39,15 @@ export function redactUrlText(text: string): string {
 
 /** The proxy URL as it may be printed: scheme, host and port; user and password become `***`. */
 export function redactProxyUrl(url: string): string {
-  const parsed = new URL(url);
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return redactUrlText(url);
+  }
   const auth = parsed.username || parsed.password ? '***@' : '';
   return `${parsed.protocol}//${auth}${parsed.host}`;
 }
-
-/**
- * Reads a proxy address the way proxy variables are commonly written: `http://host:port`, `https://host:port`, or a bare
- * `host:port` (taken as http://). Throws ProxySettingError naming `from`.
- */
-export function parseProxyUrl(raw: string, from: string): string {
-  const text = raw.trim();
-  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`;
-  let url: URL;
-  try {
-    url = new URL(withScheme);
-  } catch {
-    throw new ProxySettingError(`${from} is not a proxy URL: "${redactUrlText(text)}" (write it like http://proxy.example.com:3128)`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ProxySettingError(`${from} must be an http:// or https:// proxy, got ${url.protocol}// (SOCKS proxies are not supported)`);
-  }
-  if (url.hostname === '') {
-    throw new ProxySettingError(`${from} names no proxy host: "${redactUrlText(text)}" (write it like http://proxy.example.com:3128)`);
-  }
-  if ((url.pathname !== '/' && url.pathname !== '') || url.search || url.hash) {
-    throw new ProxySettingError(`${from} must be only scheme, host and port, like http://proxy.example.com:3128: ${redactProxyUrl(url.href)} has a path or query`);
-  }
-  return url.href;
-}
-
-/** The proxy variables of an environment (http_proxy, HTTP_PROXY, https_proxy, HTTPS_PROXY, no_proxy, NO_PROXY). */
-export function proxySettingsFromEnv(environ: NodeJS.ProcessEnv): ProxySettings {
-  const http = firstSet(environ, ['http_proxy', 'HTTP_PROXY']);
-  const https = firstSet(environ, ['https_proxy', 'HTTPS_PROXY']);
-  const noProxy = firstSet(environ, ['no_proxy', 'NO_PROXY']);
-  return {
-    mode: 'env',
-    ...(http ? { http: { url: parseProxyUrl(http.value, http.from), from: http.from } } : {}),
-    ...(https ? { https: { url: parseProxyUrl(https.value, https.from), from: https.from } } : {}),
-    ...(noProxy ? { noProxy } : {}),
-  };
-}
-
-/** One proxy for every target (`--proxy URL`), NO_PROXY of the environment still exempting its hosts. */
-export function explicitProxySettings(raw: string, from: string, environ: NodeJS.ProcessEnv): ProxySettings {
-  const address = { url: parseProxyUrl(raw, from), from };
-  const noProxy = firstSet(environ, ['no_proxy', 'NO_PROXY']);
-  return { mode: 'flag', http: address, https: address, ...(noProxy ? { noProxy } : {}) };
-}
-
-export const NO_PROXY_SETTINGS: ProxySettings = { mode: 'off' };
 
 const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443 };
 
@@ -134,9 +83,9 @@ export function noProxyMatch(value: string, hostname: string, port: number): str
 /** Where the requests to `target` go under `settings`. */
 export function proxyRouteFor(target: string | URL, settings: ProxySettings): ProxyRoute {
   const url = typeof target === 'string' ? new URL(target) : target;
-  if (settings.mode === 'off') return { kind: 'direct', why: 'proxy turned off (--proxy none)' };
+  if (settings.mode === 'off') return { kind: 'direct', why: settings.offBy ? `proxy turned off by ${settings.offBy}` : 'no proxy set' };
   const proxy = url.protocol === 'https:' ? (settings.https ?? settings.http) : settings.http;
-  if (proxy === undefined) return { kind: 'direct', why: 'no proxy variable set' };
+  if (proxy === undefined) return { kind: 'direct', why: `no proxy set for ${url.protocol}// targets` };
   const host = bareHost(url.hostname);
   const port = Number(url.port) || DEFAULT_PORTS[url.protocol] || 0;
   const exempt = settings.noProxy ? noProxyMatch(settings.noProxy.value, host, port) : undefined;

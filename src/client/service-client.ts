@@ -31,7 +31,7 @@ import {
   readTokenResult,
   readValidateBody,
 } from './response-bodies.js';
-import { proxySettingsFromEnv, type ProxyRoute } from './proxy.js';
+import { NO_PROXY_SETTINGS, type ProxyRoute } from './proxy.js';
 import { defaultSleep, RetryPolicy } from './retry.js';
 import { Transport, type RawResponse } from './transport.js';
 import type { CallOptions, ClientOptions, ClientStats, ServiceClient } from './types.js';
@@ -45,6 +45,9 @@ export const CLIENT_DEFAULTS = {
   backoffMaxMs: 30_000,
   bodyMode: 'binary' as BodyMode,
 } as const;
+
+/** Answers without credentials; an operator's load balancers probe it too. */
+const HEALTHCHECK_PATH = '/ops/healthcheck';
 
 export function createServiceClient(options: ClientOptions): ServiceClient {
   return new UndiciServiceClient(options);
@@ -79,7 +82,7 @@ class UndiciServiceClient implements ServiceClient {
     this.secret = options.clientSecret ? decodeKey(options.clientSecret, 'client secret') : undefined;
     this.commonHeaders = { 'x-uid2-client-version': CLIENT_VERSION };
     if (options.userAgent) this.commonHeaders['user-agent'] = options.userAgent;
-    const proxy = options.proxy ?? proxySettingsFromEnv(process.env);
+    const proxy = options.proxy ?? NO_PROXY_SETTINGS;
     this.transport = new Transport({ baseUrl: options.baseUrl, connections, connectTimeoutMs, requestTimeoutMs, proxy });
     this.policy = new RetryPolicy(
       this.transport,
@@ -156,6 +159,11 @@ class UndiciServiceClient implements ServiceClient {
       throw err;
     }
     return readTokenResult(this.target(path), readResponseJson(this.target(path), plain, ['success', 'optout']));
+  }
+
+  async healthcheck(options?: CallOptions): Promise<{ statusCode: number }> {
+    const response = await this.transport.get(HEALTHCHECK_PATH, this.commonHeaders, options?.signal);
+    return { statusCode: response.statusCode };
   }
 
   async close(): Promise<void> {

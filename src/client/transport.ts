@@ -59,7 +59,7 @@ export class Transport {
       this.dispatcher = new Pool(url.origin, { ...poolOptions, connect: { timeout: options.connectTimeoutMs } });
     } else {
       this.dispatcher = new ProxyAgent({
-        uri: this.proxy.url,
+        uri: checkProxyUrl(this.proxy),
         // CONNECT only where TLS needs a tunnel: many proxies allow CONNECT to port 443 alone, and plain http is forwarded
         proxyTunnel: url.protocol === 'https:',
         proxyTls: { timeout: options.connectTimeoutMs },
@@ -72,13 +72,22 @@ export class Transport {
   }
 
   async post(path: string, request: OutgoingRequest, signal?: AbortSignal): Promise<RawResponse> {
+    return this.send('POST', path, request, signal);
+  }
+
+  /** A GET without body, e.g. the health check: the same route, proxy and timeouts as the API calls. */
+  async get(path: string, headers: Record<string, string>, signal?: AbortSignal): Promise<RawResponse> {
+    return this.send('GET', path, { headers }, signal);
+  }
+
+  private async send(method: 'GET' | 'POST', path: string, request: { headers: Record<string, string>; body?: Buffer | string }, signal?: AbortSignal): Promise<RawResponse> {
     try {
       const res = await this.dispatcher.request({
         origin: this.origin,
-        method: 'POST',
+        method,
         path: this.basePath + path,
         headers: request.headers,
-        body: request.body,
+        body: request.body ?? null,
         signal,
         headersTimeout: this.requestTimeoutMs,
         bodyTimeout: this.requestTimeoutMs,
@@ -150,6 +159,19 @@ function errorCode(err: unknown): string | undefined {
   // happy-eyeballs connects report every address tried in one AggregateError
   if (err instanceof AggregateError) return errorCode(err.errors[0]);
   return undefined;
+}
+
+function checkProxyUrl(proxy: ProxyAddress): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(proxy.url);
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new Error(`the proxy from ${proxy.from} is not an http:// or https:// URL: "${redactUrlText(proxy.url)}"`);
+  }
+  return url.href;
 }
 
 function parseBaseUrl(baseUrl: string): URL {

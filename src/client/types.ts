@@ -55,8 +55,8 @@ export interface ClientOptions {
   random?: () => number;
   userAgent?: string;
   /**
-   * Proxy choice (see proxy.ts). Default: the proxy variables of process.env (HTTPS_PROXY, HTTP_PROXY, NO_PROXY and
-   * their lowercase forms), which are never used for loopback addresses. NO_PROXY_SETTINGS sends everything direct.
+   * Proxy choice, as resolveConfig resolves it from --proxy and HTTPS_PROXY / HTTP_PROXY / NO_PROXY (ResolvedConfig.proxy).
+   * Default: no proxy. Like fetch, the client does not read proxy variables itself.
    */
   proxy?: ProxySettings;
 }
@@ -85,5 +85,10 @@ export interface ServiceClient {
   tokenGenerate(input: DiiInput, options?: CallOptions): Promise<TokenResult>;
   tokenRefresh(refreshToken: string, refreshResponseKey: string, options?: CallOptions): Promise<TokenResult>;
   tokenValidate(request: TokenValidateRequest, options?: CallOptions): Promise<boolean>;
+  /**
+   * GET /ops/healthcheck once (no retry), by the same route as every call: tells whether the service, or the proxy on
+   * the way, answers. Throws NetworkError when nothing answers.
+   */
+  healthcheck(options?: CallOptions): Promise<{ statusCode: number }>;
   close(): Promise<void>;
 }

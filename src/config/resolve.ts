@@ -4,7 +4,7 @@ import { checkBaseUrl, isLoopbackHost } from './base-url.js';
 import { API_KEY, CLIENT_SECRET, checkApiKey, checkClientSecret, findCredential, type CredentialSpec, type FoundCredential } from './credentials.js';
 import { DEFAULT_ENV, environmentFamily, environmentForUrl, findEnvironment, parseScope } from './environments.js';
 import { ConfigError } from './errors.js';
-import { describeProxyFor, resolveProxy } from './proxy.js';
+import { resolveProxy } from './proxy.js';
 import { DEFAULT_PROFILE, defaultConfigPath, loadConfigFile, type ConfigFile, type Profile } from './profiles.js';
 import type { ConfigDeps, ConnectionFlags, EnvSource, EnvironmentInfo, ResolveOptions, ResolvedConfig } from './types.js';
 
@@ -180,8 +180,6 @@ export interface ConfigDisplay {
   configFile?: string;
   apiKey: string;
   clientSecret: string;
-  /** The proxy in use for the service (URL without user or password, and its variable or flag), or why none. */
-  proxy: string;
 }
 
 function describeSource(source: string, origin: string | undefined): string {
@@ -201,8 +199,6 @@ export function credentialsForDisplay(cfg: ResolvedConfig): ConfigDisplay {
     ...(cfg.configFile ? { configFile: cfg.configFile } : {}),
     apiKey: describeSource(cfg.apiKeySource, cfg.apiKeyOrigin),
     clientSecret: describeSource(cfg.clientSecretSource, cfg.clientSecretOrigin),
-    // the embedded service listens on 127.0.0.1; its port does not change the proxy choice
-    proxy: describeProxyFor(cfg.proxy ?? resolveProxy(undefined, process.env), cfg.isLocal ? 'http://127.0.0.1' : cfg.env.baseUrl),
   };
 }
 
