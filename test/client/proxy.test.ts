@@ -184,6 +184,21 @@ describe('requests through a real proxy process', () => {
     expect(bad.stats.requests).toBe(1);
   });
 
+  it('a proxy nobody listens on: a refused connection naming the proxy and its setting, for http and https services', async () => {
+    // the port of a proxy process that has stopped: nothing listens there any more
+    const gone = await startProxyProcess();
+    await gone.stop();
+    for (const baseUrl of [service.url, `https://${PROXY_ONLY_HOST}`]) {
+      const c = client({ baseUrl, maxAttempts: 1, proxy: fromFlag(gone.url) });
+      const err = await c.mapV3({ email: [EMAIL] }).then(() => undefined, (e: unknown) => e);
+      expect(err, baseUrl).toBeInstanceOf(NetworkError);
+      expect((err as NetworkError).failure).toBe('refused');
+      expect((err as NetworkError).message).toBe(
+        `connection refused talking to the identity service at ${baseUrl}/v3/identity/map through the proxy ${gone.url} (from --proxy) (ECONNREFUSED)`,
+      );
+    }
+  });
+
   it('https targets go through a CONNECT tunnel; a tunnel the proxy cannot open is a NetworkError naming the proxy', async () => {
     // nothing listens on port 9 of 127.0.0.1, so the proxy answers the CONNECT with 502
     const c = client({ baseUrl: `https://${PROXY_ONLY_HOST}:9`, maxAttempts: 2, proxy: fromEnv({ HTTPS_PROXY: proxy.url }) });
