@@ -6,21 +6,31 @@ import { EnvelopeError } from '../protocol/index.js';
  * Messages name the service by its base URL only: never a key, a secret or an identifier.
  */
 
-export type NetworkFailure = 'refused' | 'reset' | 'timeout' | 'dns' | 'unreachable' | 'closed';
+/** `proxy`: the proxy would not open the way to the service; `proxy-auth`: it wants other credentials (407). */
+export type NetworkFailure = 'refused' | 'reset' | 'timeout' | 'dns' | 'unreachable' | 'closed' | 'proxy' | 'proxy-auth';
 
-/** The connection failed, dropped or timed out: worth another attempt with a fresh envelope. */
+/**
+ * The connection failed, dropped or timed out: worth another attempt with a fresh envelope. The one exception is a
+ * proxy asking for credentials, which no retry can give.
+ */
 export class NetworkError extends Error {
   override name = 'NetworkError';
-  readonly retryable = true;
+  readonly retryable: boolean;
+  /** The proxy the request went through (redacted: no user or password), if any. */
+  readonly via: string | undefined;
   constructor(
     /** Base URL (no credentials) and path of the call. */
     readonly target: string,
     readonly failure: NetworkFailure,
-    /** The low-level code, e.g. ECONNREFUSED or UND_ERR_HEADERS_TIMEOUT. */
+    /** The low-level code, e.g. ECONNREFUSED or UND_ERR_HEADERS_TIMEOUT, or the proxy's HTTP status. */
     readonly code: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; via?: string; viaFrom?: string },
   ) {
-    super(`${describeFailure(failure)} talking to the identity service at ${target} (${code})`, options);
+    const through = options?.via === undefined ? '' : ` through the proxy ${options.via}${options.viaFrom ? ` (from ${options.viaFrom})` : ''}`;
+    const fix = failure === 'proxy-auth' ? `; put the right user:password in the proxy URL${options?.viaFrom ? ` of ${options.viaFrom}` : ''}` : '';
+    super(`${describeFailure(failure)} talking to the identity service at ${target}${through} (${code})${fix}`, options);
+    this.retryable = failure !== 'proxy-auth';
+    this.via = options?.via;
   }
 }
 
@@ -38,6 +48,10 @@ function describeFailure(failure: NetworkFailure): string {
       return 'network unreachable';
     case 'closed':
       return 'connection closed by the other side';
+    case 'proxy':
+      return 'the proxy refused to forward the request';
+    case 'proxy-auth':
+      return 'the proxy refused the credentials (proxy authentication required)';
   }
 }
 

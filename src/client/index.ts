@@ -25,4 +25,14 @@ export { createServiceClient, CLIENT_DEFAULTS } from './service-client.js';
 export { AbortError, NetworkError, RefreshKeyMismatchError, UnexpectedResponseError, type NetworkFailure } from './errors.js';
 export { backoffDelayMs, parseRetryAfter, isRetryable, RETRY_AFTER_CAP_MS } from './retry.js';
 export { CLIENT_VERSION } from './client-version.js';
+export {
+  describeProxyRoute,
+  noProxyMatch,
+  NO_PROXY_SETTINGS,
+  proxyRouteFor,
+  redactProxyUrl,
+  type ProxyAddress,
+  type ProxyRoute,
+  type ProxySettings,
+} from './proxy.js';
 export type { CallOptions, ClientOptions, ClientStats, RetryEvent, ServiceClient } from './types.js';

@@ -71,7 +71,7 @@ export function parseRetryAfter(value: string | string[] | undefined, nowMs: num
 }
 
 export function isRetryable(error: unknown): boolean {
-  if (error instanceof NetworkError) return true;
+  if (error instanceof NetworkError) return error.retryable;
   return error instanceof ServiceError && error.retryable;
 }
 

@@ -31,6 +31,7 @@ import {
   readTokenResult,
   readValidateBody,
 } from './response-bodies.js';
+import { NO_PROXY_SETTINGS, type ProxyRoute } from './proxy.js';
 import { defaultSleep, RetryPolicy } from './retry.js';
 import { Transport, type RawResponse } from './transport.js';
 import type { CallOptions, ClientOptions, ClientStats, ServiceClient } from './types.js';
@@ -44,6 +45,9 @@ export const CLIENT_DEFAULTS = {
   backoffMaxMs: 30_000,
   bodyMode: 'binary' as BodyMode,
 } as const;
+
+/** Answers without credentials; an operator's load balancers probe it too. */
+const HEALTHCHECK_PATH = '/ops/healthcheck';
 
 export function createServiceClient(options: ClientOptions): ServiceClient {
   return new UndiciServiceClient(options);
@@ -78,7 +82,8 @@ class UndiciServiceClient implements ServiceClient {
     this.secret = options.clientSecret ? decodeKey(options.clientSecret, 'client secret') : undefined;
     this.commonHeaders = { 'x-uid2-client-version': CLIENT_VERSION };
     if (options.userAgent) this.commonHeaders['user-agent'] = options.userAgent;
-    this.transport = new Transport({ baseUrl: options.baseUrl, connections, connectTimeoutMs, requestTimeoutMs });
+    const proxy = options.proxy ?? NO_PROXY_SETTINGS;
+    this.transport = new Transport({ baseUrl: options.baseUrl, connections, connectTimeoutMs, requestTimeoutMs, proxy });
     this.policy = new RetryPolicy(
       this.transport,
       {
@@ -92,6 +97,10 @@ class UndiciServiceClient implements ServiceClient {
       },
       this.stats,
     );
+  }
+
+  get proxyRoute(): ProxyRoute {
+    return this.transport.route;
   }
 
   get lastServerTime(): { serverMs: number; localMs: number } | undefined {
@@ -150,6 +159,11 @@ class UndiciServiceClient implements ServiceClient {
       throw err;
     }
     return readTokenResult(this.target(path), readResponseJson(this.target(path), plain, ['success', 'optout']));
+  }
+
+  async healthcheck(options?: CallOptions): Promise<{ statusCode: number }> {
+    const response = await this.transport.get(HEALTHCHECK_PATH, this.commonHeaders, options?.signal);
+    return { statusCode: response.statusCode };
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,6 @@
-import { Pool } from 'undici';
+import { Pool, ProxyAgent, type Dispatcher } from 'undici';
 import { NetworkError, type NetworkFailure } from './errors.js';
+import { proxyRouteFor, redactProxyUrl, redactUrlText, type ProxyAddress, type ProxyRoute, type ProxySettings } from './proxy.js';
 
 /** One exchange as the wire saw it; the retry policy and the endpoint methods read it, nothing else. */
 export interface RawResponse {
@@ -18,62 +19,108 @@ export interface TransportOptions {
   connections: number;
   connectTimeoutMs: number;
   requestTimeoutMs: number;
+  /** Proxy choice; the route for baseUrl is taken once, at construction. */
+  proxy: ProxySettings;
 }
 
 /**
- * POSTs over one undici Pool (Pool.request: a third of fetch's CPU per call, deps-and-limits.md §4-5).
+ * POSTs over one undici Pool (Pool.request costs far less CPU per call than fetch), or through
+ * undici's ProxyAgent when a proxy applies to the service: the same pool settings then hold for the sockets to the
+ * proxy (plain http:// targets are forwarded) or the tunnels through it (https:// targets, by CONNECT).
  * Every low-level failure leaves as a NetworkError, so the retry policy has one type to look at.
  */
 export class Transport {
   /** Origin + base path, without user info: safe to print. */
   readonly target: string;
-  private readonly pool: Pool;
+  /** Where the requests go: straight to the service, or through which proxy and why. */
+  readonly route: ProxyRoute;
+  private readonly dispatcher: Dispatcher;
+  private readonly origin: string;
   private readonly basePath: string;
   private readonly requestTimeoutMs: number;
+  private readonly proxy: ProxyAddress | undefined;
 
   constructor(options: TransportOptions) {
     const url = parseBaseUrl(options.baseUrl);
     this.basePath = url.pathname.replace(/\/+$/, '');
+    this.origin = url.origin;
     this.target = url.origin + this.basePath;
     this.requestTimeoutMs = options.requestTimeoutMs;
-    this.pool = new Pool(url.origin, {
+    this.route = proxyRouteFor(url, options.proxy);
+    this.proxy = this.route.kind === 'proxy' ? this.route.proxy : undefined;
+    const poolOptions: Pool.Options = {
       connections: options.connections,
       // one request per socket at a time: a slow 5,000-item map must not hold up the requests queued behind it
       pipelining: 1,
-      connect: { timeout: options.connectTimeoutMs },
       headersTimeout: options.requestTimeoutMs,
       bodyTimeout: options.requestTimeoutMs,
-    });
+    };
+    if (this.proxy === undefined) {
+      this.dispatcher = new Pool(url.origin, { ...poolOptions, connect: { timeout: options.connectTimeoutMs } });
+    } else {
+      this.dispatcher = new ProxyAgent({
+        uri: checkProxyUrl(this.proxy),
+        // CONNECT only where TLS needs a tunnel: many proxies allow CONNECT to port 443 alone, and plain http is forwarded
+        proxyTunnel: url.protocol === 'https:',
+        proxyTls: { timeout: options.connectTimeoutMs },
+        requestTls: { timeout: options.connectTimeoutMs },
+        // the pools to the proxy (forwarding) or through it (tunnels) keep the limits of the direct pool; `connect`
+        // from undici is kept, since it is what reaches the proxy or opens the tunnel
+        factory: (origin, opts) => new Pool(origin, { ...(opts as Pool.Options), ...poolOptions }),
+      });
+    }
   }
 
   async post(path: string, request: OutgoingRequest, signal?: AbortSignal): Promise<RawResponse> {
+    return this.send('POST', path, request, signal);
+  }
+
+  /** A GET without body, e.g. the health check: the same route, proxy and timeouts as the API calls. */
+  async get(path: string, headers: Record<string, string>, signal?: AbortSignal): Promise<RawResponse> {
+    return this.send('GET', path, { headers }, signal);
+  }
+
+  private async send(method: 'GET' | 'POST', path: string, request: { headers: Record<string, string>; body?: Buffer | string }, signal?: AbortSignal): Promise<RawResponse> {
     try {
-      const res = await this.pool.request({
-        method: 'POST',
+      const res = await this.dispatcher.request({
+        origin: this.origin,
+        method,
         path: this.basePath + path,
         headers: request.headers,
-        body: request.body,
+        body: request.body ?? null,
         signal,
         headersTimeout: this.requestTimeoutMs,
         bodyTimeout: this.requestTimeoutMs,
       });
       const body = Buffer.from(await res.body.arrayBuffer());
+      if (res.statusCode === 407 && this.proxy !== undefined) throw this.proxyFailure(path, 'proxy-auth', 'HTTP 407');
       return { statusCode: res.statusCode, headers: res.headers, body };
     } catch (err) {
+      if (err instanceof NetworkError) throw err;
       throw this.asNetworkError(path, err);
     }
   }
 
   async close(): Promise<void> {
-    await this.pool.destroy();
+    await this.dispatcher.destroy();
   }
 
   /** Known connection failures become NetworkError; anything else (a bug, an abort) passes through unchanged. */
   private asNetworkError(path: string, err: unknown): unknown {
+    const refusal = this.proxy === undefined ? undefined : proxyRefusal(err);
+    if (refusal !== undefined) return this.proxyFailure(path, refusal === 407 ? 'proxy-auth' : 'proxy', `HTTP ${refusal}`, err);
     const code = errorCode(err);
     const failure = code === undefined ? undefined : FAILURES[code];
     if (failure === undefined || code === undefined) return err;
-    return new NetworkError(this.target + path, failure, code, { cause: err });
+    return new NetworkError(this.target + path, failure, code, { cause: err, ...this.via() });
+  }
+
+  private proxyFailure(path: string, failure: NetworkFailure, code: string, cause?: unknown): NetworkError {
+    return new NetworkError(this.target + path, failure, code, { cause, ...this.via() });
+  }
+
+  private via(): { via?: string; viaFrom?: string } {
+    return this.proxy === undefined ? {} : { via: redactProxyUrl(this.proxy.url), viaFrom: this.proxy.from };
   }
 }
 
@@ -94,6 +141,17 @@ const FAILURES: Record<string, NetworkFailure> = {
   ENETDOWN: 'unreachable',
 };
 
+/**
+ * The status a proxy refused the request with, if that is what failed: undici reports a CONNECT answered with other
+ * than 200 as "Proxy response (NNN) !== 200 when HTTP Tunneling", and a forwarded 407 as "Proxy Authentication Required (407)".
+ */
+function proxyRefusal(err: unknown): number | undefined {
+  if (!(err instanceof Error)) return undefined;
+  const tunnel = /Proxy response \((\d{3})\)/.exec(err.message);
+  if (tunnel) return Number(tunnel[1]);
+  return /Proxy Authentication Required \(407\)/.test(err.message) ? 407 : undefined;
+}
+
 function errorCode(err: unknown): string | undefined {
   if (!(err instanceof Error)) return undefined;
   const code = (err as Error & { code?: unknown }).code;
@@ -103,12 +161,25 @@ function errorCode(err: unknown): string | undefined {
   return undefined;
 }
 
+function checkProxyUrl(proxy: ProxyAddress): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(proxy.url);
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new Error(`the proxy from ${proxy.from} is not an http:// or https:// URL: "${redactUrlText(proxy.url)}"`);
+  }
+  return url.href;
+}
+
 function parseBaseUrl(baseUrl: string): URL {
   let url: URL;
   try {
     url = new URL(baseUrl);
   } catch {
-    throw new Error(`the service base URL is not a URL: "${redact(baseUrl)}" (expected e.g. https://operator-integ.uidapi.com)`);
+    throw new Error(`the service base URL is not a URL: "${redactUrlText(baseUrl)}" (expected e.g. https://operator-integ.uidapi.com)`);
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
     throw new Error(`the service base URL must start with https:// or http://, got "${url.protocol}"`);
@@ -117,9 +188,4 @@ function parseBaseUrl(baseUrl: string): URL {
     throw new Error(`the service base URL must not carry a query or fragment: ${url.origin}${url.pathname}`);
   }
   return url;
-}
-
-/** A malformed URL may still hold user:password@; keep only what cannot be a secret. */
-function redact(text: string): string {
-  return text.replace(/\/\/[^/@]*@/, '//***@').slice(0, 200);
 }

@@ -9,6 +9,7 @@ import type {
   TokenResult,
   TokenValidateRequest,
 } from '../protocol/index.js';
+import type { ProxyRoute, ProxySettings } from './proxy.js';
 
 /** Counters of one client's traffic, for summaries. */
 export interface ClientStats {
@@ -53,6 +54,11 @@ export interface ClientOptions {
   /** Source of backoff jitter in [0, 1) (default Math.random); injectable for tests. */
   random?: () => number;
   userAgent?: string;
+  /**
+   * Proxy choice, as resolveConfig resolves it from --proxy and HTTPS_PROXY / HTTP_PROXY / NO_PROXY (ResolvedConfig.proxy).
+   * Default: no proxy. Like fetch, the client does not read proxy variables itself.
+   */
+  proxy?: ProxySettings;
 }
 
 export interface CallOptions {
@@ -70,6 +76,8 @@ export interface ServiceClient {
   readonly stats: ClientStats;
   /** Service time read from the last decrypted 200 envelope, with the local time it arrived (for clock-skew checks). */
   readonly lastServerTime: { serverMs: number; localMs: number } | undefined;
+  /** Where the requests go: straight to the service, or through which proxy (print it with describeProxyRoute). */
+  readonly proxyRoute: ProxyRoute;
   mapV3(request: MapV3Request, options?: CallOptions): Promise<MapV3ResponseBody>;
   mapV2(request: MapV2Request, options?: CallOptions): Promise<MapV2ResponseBody>;
   buckets(sinceTimestamp: string, options?: CallOptions): Promise<SaltBucket[]>;
@@ -77,5 +85,10 @@ export interface ServiceClient {
   tokenGenerate(input: DiiInput, options?: CallOptions): Promise<TokenResult>;
   tokenRefresh(refreshToken: string, refreshResponseKey: string, options?: CallOptions): Promise<TokenResult>;
   tokenValidate(request: TokenValidateRequest, options?: CallOptions): Promise<boolean>;
+  /**
+   * GET /ops/healthcheck once (no retry), by the same route as every call: tells whether the service, or the proxy on
+   * the way, answers. Throws NetworkError when nothing answers.
+   */
+  healthcheck(options?: CallOptions): Promise<{ statusCode: number }>;
   close(): Promise<void>;
 }

@@ -18,4 +18,5 @@ export {
   envFingerprint,
   type ConfigDisplay,
 } from './resolve.js';
+export { resolveProxy, parseProxyUrl, PROXY_OFF } from './proxy.js';
 export { rejectSecretFlags, SECRET_FLAGS } from './secret-flags.js';

@@ -4,6 +4,7 @@ import { checkBaseUrl, isLoopbackHost } from './base-url.js';
 import { API_KEY, CLIENT_SECRET, checkApiKey, checkClientSecret, findCredential, type CredentialSpec, type FoundCredential } from './credentials.js';
 import { DEFAULT_ENV, environmentFamily, environmentForUrl, findEnvironment, parseScope } from './environments.js';
 import { ConfigError } from './errors.js';
+import { resolveProxy } from './proxy.js';
 import { DEFAULT_PROFILE, defaultConfigPath, loadConfigFile, type ConfigFile, type Profile } from './profiles.js';
 import type { ConfigDeps, ConnectionFlags, EnvSource, EnvironmentInfo, ResolveOptions, ResolvedConfig } from './types.js';
 
@@ -120,6 +121,7 @@ export function resolveConfig(
   const chosen = chooseEnvironment(flags, environ, profile);
   const { env, overridden } = applyBaseUrl(chosen.env, flags, environ, profile);
   const isLocal = env.name === 'local' && !overridden;
+  const proxy = resolveProxy(flags.proxy, environ);
 
   const base: ResolvedConfig = {
     env,
@@ -127,6 +129,7 @@ export function resolveConfig(
     apiKeySource: 'none',
     clientSecretSource: 'none',
     envSource: chosen.source,
+    proxy,
     ...(profile ? { profile: profile.name } : {}),
     ...(file ? { configFile: file.path } : {}),
     ...(flags.timeoutMs !== undefined ? { timeoutMs: flags.timeoutMs } : {}),

@@ -34,6 +34,30 @@ export interface ResolvedConfig {
   /** Per-attempt request timeout and attempts per call, when given (the client has defaults). */
   timeoutMs?: number;
   maxAttempts?: number;
+  /** Proxy choice: --proxy, else the proxy variables of the environment. Give it to the client as ClientOptions.proxy. */
+  proxy?: ProxySettings;
+}
+
+/** A proxy address and the setting it came from ("--proxy", "HTTPS_PROXY", "https_proxy"...). */
+export interface ProxyAddress {
+  /** May carry user:password: never print it whole. */
+  url: string;
+  from: string;
+}
+
+/**
+ * The proxy choice of a run, in the shape ClientOptions.proxy takes. `env`: the proxy variables (never used for
+ * loopback services); `flag`: one proxy for every service; `off`: none. NO_PROXY applies to `env` and `flag`.
+ */
+export interface ProxySettings {
+  mode: 'env' | 'flag' | 'off';
+  /** For http:// services. */
+  http?: ProxyAddress;
+  /** For https:// services; when unset, `http` serves them too. */
+  https?: ProxyAddress;
+  noProxy?: { value: string; from: string };
+  /** In `off` mode: the setting that turned proxies off. */
+  offBy?: string;
 }
 
 /** The connection flags every command shares (see src/cli/options.ts), as commander parses them. */
@@ -48,6 +72,8 @@ export interface ConnectionFlags {
   insecureHttp?: boolean;
   timeoutMs?: number;
   maxAttempts?: number;
+  /** --proxy URL, or `none`. */
+  proxy?: string;
 }
 
 /** What resolveConfig needs from the machine; injectable so tests never touch the real home directory. */
