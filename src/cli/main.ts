@@ -1,7 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError, rejectSecretFlags } from '../config/index.js';
 import { registerCommands } from './commands.js';
-import { EXIT, UserError } from './shared/exit-codes.js';
+import { EXIT, UserError, stoppedBy } from './shared/exit-codes.js';
 
 export function buildProgram(): Command {
   const program = new Command('uid2-batch')
@@ -118,9 +118,15 @@ export function reportError(err: unknown, stream: { write(chunk: string): unknow
   return exitCode;
 }
 
+/** A write to a terminal that has gone away (a closed ssh session, a closed pseudo-terminal). */
+export function isHungUpTerminal(err: unknown): boolean {
+  return fieldsOf(err).code === 'EIO';
+}
+
 /**
  * `uid2-batch map big.csv | head`: when the reader goes away, stdout errors with EPIPE. End at once with
  * exit 0 and no message; the state file stays consistent because each batch commits in one transaction.
+ * A terminal that went away (EIO) is left to the SIGHUP that comes with it, which ends the run cleanly.
  */
 export function endQuietlyOnBrokenPipe(
   stdout: { on(event: 'error', listener: (err: Error) => void): unknown } = process.stdout,
@@ -128,16 +134,38 @@ export function endQuietlyOnBrokenPipe(
 ): void {
   stdout.on('error', (err) => {
     if (isBrokenPipe(err)) exit(EXIT.ok);
-    else exit(reportError(err));
+    else if (!isHungUpTerminal(err)) exit(reportError(err));
   });
+}
+
+/**
+ * stderr only carries messages: when it fails (its terminal closed) the run goes on and ends by its own
+ * rules, instead of dying of an unhandled 'error' event with its temp files left behind.
+ */
+export function ignoreStderrFailures(stderr: { on(event: 'error', listener: (err: Error) => void): unknown } = process.stderr): void {
+  stderr.on('error', () => undefined);
+}
+
+/**
+ * A run stopped by SIGHUP ends as if the signal had ended it (shells report 129), once its output is cleaned up
+ * and its state saved. Node 20 aborts when it exits normally after its terminal hung up (it restores the
+ * terminal's settings and treats the failure as fatal), so the process ends by the signal itself.
+ */
+function endHungUpRun(): void {
+  if (stoppedBy() !== 'SIGHUP') return;
+  process.exitCode = EXIT.hangup;
+  for (const listener of process.listeners('SIGHUP')) process.off('SIGHUP', listener);
+  process.kill(process.pid, 'SIGHUP');
 }
 
 export async function main(argv: string[]): Promise<void> {
   endQuietlyOnBrokenPipe();
+  ignoreStderrFailures();
   try {
     rejectSecretFlags(argv.slice(2));
     await buildProgram().parseAsync(argv);
   } catch (err) {
     process.exitCode = reportError(err);
   }
+  endHungUpRun();
 }

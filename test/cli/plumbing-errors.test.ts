@@ -110,6 +110,16 @@ describe('broken pipe', () => {
     stdout.emit('error', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
     expect(codes).toEqual([0]);
   });
+
+  it('leaves a terminal that went away (EIO) to the SIGHUP that comes with it', () => {
+    const stdout = new EventEmitter();
+    const codes: number[] = [];
+    endQuietlyOnBrokenPipe(stdout as never, (c) => codes.push(c));
+    stdout.emit('error', Object.assign(new Error('write EIO'), { code: 'EIO' }));
+    expect(codes).toEqual([]);
+    stdout.emit('error', Object.assign(new Error('write ENOSPC'), { code: 'ENOSPC' }));
+    expect(codes).toEqual([1]);
+  });
 });
 
 class FakeProcess extends EventEmitter implements InterruptTarget {
@@ -137,6 +147,21 @@ describe('onInterrupt', () => {
     expect(proc.exits).toEqual([130]);
   });
 
+  it('ends a hangup (SIGHUP) with 129, and SIGTERM as Ctrl-C with 130', () => {
+    const hup = new FakeProcess();
+    const seen: string[] = [];
+    onInterrupt((s) => seen.push(s), hup);
+    hup.emit('SIGHUP', 'SIGHUP');
+    expect(seen).toEqual(['SIGHUP']);
+    expect(hup.exitCode).toBe(129);
+    hup.emit('SIGINT', 'SIGINT');
+    expect(hup.exits).toEqual([129]);
+    const term = new FakeProcess();
+    onInterrupt(() => {}, term);
+    term.emit('SIGTERM', 'SIGTERM');
+    expect(term.exitCode).toBe(130);
+  });
+
   it('removes its listeners when disposed', () => {
     const proc = new FakeProcess();
     const dispose = onInterrupt(() => {}, proc);
@@ -144,6 +169,7 @@ describe('onInterrupt', () => {
     dispose();
     expect(proc.listenerCount('SIGINT')).toBe(0);
     expect(proc.listenerCount('SIGTERM')).toBe(0);
+    expect(proc.listenerCount('SIGHUP')).toBe(0);
   });
 });
 

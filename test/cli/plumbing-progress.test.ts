@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { chooseProgressMode, colorDisabled, createProgress, formatProgress, type Timers } from '../../src/cli/shared/progress.js';
+import { EventEmitter } from 'node:events';
+import { chooseProgressMode, colorDisabled, createProgress, fitToWidth, formatProgress, terminalFits, type Timers } from '../../src/cli/shared/progress.js';
 
 /** A clock and an interval the test drives by hand. */
 function fakeTime() {
@@ -152,5 +153,81 @@ describe('spinner on a terminal', () => {
     expect(all).toContain('map: 500/1,000 rows (50.0%)');
     expect(all.endsWith('\u001b[?25h')).toBe(true);
     expect(clock.ticks.every((t) => t.cleared)).toBe(true);
+  });
+});
+
+describe('terminals of any size', () => {
+  it('draws a spinner only in a window that can hold its line', () => {
+    expect(terminalFits({ columns: 80, rows: 24 })).toBe(true);
+    expect(terminalFits({})).toBe(true);
+    expect(terminalFits({ columns: 0, rows: 0 })).toBe(false);
+    expect(terminalFits({ columns: 0, rows: 24 })).toBe(false);
+    expect(terminalFits({ columns: 80, rows: 0 })).toBe(false);
+    expect(terminalFits({ columns: 19, rows: 24 })).toBe(false);
+    expect(chooseProgressMode({ stream: { isTTY: true, columns: 0, rows: 0, write: () => true }, env: {} })).toBe('lines');
+  });
+
+  it('cuts the spinner text to one line of the window', () => {
+    const text = 'map: 12,345/~100,000 rows (12.3%) · 8,333 rows/s · ETA 11 s · 2 retries · 0 x 429';
+    expect(fitToWidth(text, 200)).toBe(text);
+    const cut = fitToWidth(text, 40);
+    expect(Array.from(cut)).toHaveLength(37);
+    expect(cut.endsWith('…')).toBe(true);
+    expect(fitToWidth(text, undefined)).toBe(text);
+  });
+
+  /** A terminal whose size can change, with ora's cursor calls counted. */
+  function resizableTerminal(columns: number, rows: number) {
+    const t = Object.assign(new EventEmitter(), {
+      isTTY: true,
+      columns,
+      rows,
+      chunks: [] as string[],
+      clears: 0,
+      write(s: string) {
+        t.chunks.push(String(s));
+        return true;
+      },
+      cursorTo: () => true,
+      moveCursor: () => true,
+      clearLine() {
+        t.clears += 1;
+        return true;
+      },
+    });
+    return t;
+  }
+
+  it('gives way to plain lines when the window loses its size mid-run, and never clears more than its line', () => {
+    const clock = fakeTime();
+    const term = resizableTerminal(80, 24);
+    const p = createProgress({ label: 'map', stream: term, env: { NO_COLOR: '1' }, now: clock.now, timers: clock.timers, lineIntervalMs: 1_000 });
+    expect(p.mode).toBe('spinner');
+    p.update({ done: 10 });
+    clock.advance(250);
+    term.columns = 0;
+    term.rows = 0;
+    term.emit('resize');
+    expect(p.mode).toBe('lines');
+    const before = term.clears;
+    clock.advance(1_000);
+    expect(term.clears).toBe(before);
+    expect(term.chunks.at(-1)).toMatch(/^map: 10 rows, .*\n$/);
+    p.stop();
+    expect(term.listenerCount('resize')).toBe(0);
+  });
+
+  it('stops drawing when the terminal fails (it was closed)', () => {
+    const clock = fakeTime();
+    const term = resizableTerminal(80, 24);
+    const p = createProgress({ label: 'map', stream: term, env: { NO_COLOR: '1' }, now: clock.now, timers: clock.timers });
+    term.emit('error', Object.assign(new Error('write EIO'), { code: 'EIO' }));
+    expect(p.mode).toBe('off');
+    const written = term.chunks.length;
+    clock.advance(60_000);
+    p.note('anything');
+    expect(term.chunks.length).toBe(written);
+    p.stop();
+    expect(term.listenerCount('error')).toBe(0);
   });
 });

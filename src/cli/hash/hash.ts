@@ -1,6 +1,3 @@
-import { randomBytes } from 'node:crypto';
-import { open, rename, rm } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { ColumnError, resolveIdentifierColumns, resultHeader, type ColumnFlags, type ColumnKind, type IdentifierColumn } from '../../pipeline/table/identifier-columns.js';
 import { addHashCounts, emptyHashCounts, HASH_FIELDS, hashRows, type HashCounts } from '../../pipeline/hash/hash-rows.js';
@@ -8,6 +5,7 @@ import type { RowFormat } from '../../pipeline/table/row-encoders.js';
 import { RowThreads, YOUNG_GENERATION_MB } from '../../pipeline/threads/row-threads.js';
 import { isPieceSource, openTableInput, type TableInput } from '../../pipeline/threads/table-input.js';
 import { openSink } from '../../pipeline/table/sink.js';
+import { writeTextAtomically } from '../../pipeline/table/output-file.js';
 import { InputError, OutputError, type OpenSourceOptions, type TableInfo, type TableSink } from '../../pipeline/table/table.js';
 import { EXIT, UserError, onInterrupt } from '../shared/exit-codes.js';
 import { addOutputOptions } from '../shared/options.js';
@@ -206,18 +204,9 @@ function asUserError(err: unknown): unknown {
 
 /** A reader of --summary-json (a cron wrapper) never sees half a file. */
 async function writeJsonAtomically(path: string, value: unknown): Promise<void> {
-  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   try {
-    const handle = await open(temp, 'w', 0o644);
-    try {
-      await handle.writeFile(`${JSON.stringify(value, null, 2)}\n`);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temp, path);
+    await writeTextAtomically(path, `${JSON.stringify(value, null, 2)}\n`);
   } catch (err) {
-    await rm(temp, { force: true });
     throw new UserError(`cannot write --summary-json ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, EXIT.failed);
   }
 }

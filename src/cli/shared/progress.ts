@@ -27,6 +27,25 @@ export type ProgressMode = 'spinner' | 'lines' | 'off';
 interface ProgressStream {
   write(chunk: string): unknown;
   isTTY?: boolean;
+  /** A terminal's window size; 0 when the terminal reports none (a pseudo-terminal nobody sized). */
+  columns?: number;
+  rows?: number;
+  on?(event: string, listener: (...args: unknown[]) => void): unknown;
+  off?(event: string, listener: (...args: unknown[]) => void): unknown;
+}
+
+/** Narrower than this, the spinner's line cannot say anything useful: plain lines instead. */
+export const MIN_SPINNER_COLUMNS = 20;
+
+/**
+ * Whether a terminal's window can hold the spinner line. A size the stream does not report (undefined) is
+ * taken as fitting, as ora does; a reported 0 (no window size, as `docker run -t` can give) is not.
+ */
+export function terminalFits(stream: Pick<ProgressStream, 'columns' | 'rows'>): boolean {
+  const { columns, rows } = stream;
+  if (columns !== undefined && !(columns >= MIN_SPINNER_COLUMNS)) return false;
+  if (rows !== undefined && !(rows >= 1)) return false;
+  return true;
 }
 
 export interface Timers {
@@ -56,7 +75,7 @@ export function chooseProgressMode(o: Pick<ProgressOptions, 'stream' | 'quiet' |
   if (o.quiet) return 'off';
   const stream = o.stream ?? process.stderr;
   const env = o.env ?? process.env;
-  if (!stream.isTTY || env.TERM === 'dumb') return 'lines';
+  if (!stream.isTTY || env.TERM === 'dumb' || !terminalFits(stream)) return 'lines';
   if (o.dataOnStdout && (o.stdoutIsTTY ?? process.stdout.isTTY)) return 'lines';
   return 'spinner';
 }
@@ -89,9 +108,57 @@ export function formatProgress(label: string, s: ProgressSnapshot, separator: st
   return `${label}: ${parts.join(separator)}`;
 }
 
+/** Columns ora assumes when the stream's are unusable: one line per frame, so clearing it stays one line. */
+const FALLBACK_COLUMNS = 80;
+
+/** What ora calls on its stream. */
+interface TerminalStream extends ProgressStream {
+  write(chunk: string, ...rest: unknown[]): unknown;
+  cursorTo?(x: number, ...rest: unknown[]): unknown;
+  moveCursor?(dx: number, dy: number, ...rest: unknown[]): unknown;
+  clearLine?(dir: number, ...rest: unknown[]): unknown;
+  once?(event: string, listener: (...args: unknown[]) => void): unknown;
+  removeListener?(event: string, listener: (...args: unknown[]) => void): unknown;
+}
+
+/**
+ * The terminal as ora sees it. ora divides by the column count to know how many lines to clear, and a
+ * terminal that reports 0 columns made that Infinity: it then wrote cursor-up sequences for ever. Here the
+ * column count is never below MIN_SPINNER_COLUMNS, whatever the terminal says or becomes.
+ */
+function spinnerView(real: TerminalStream): TerminalStream {
+  return {
+    isTTY: true,
+    get columns() {
+      const c = real.columns;
+      return c !== undefined && c >= MIN_SPINNER_COLUMNS ? c : FALLBACK_COLUMNS;
+    },
+    get rows() {
+      return real.rows;
+    },
+    write: (chunk, ...rest) => real.write(chunk, ...rest),
+    cursorTo: (x, ...rest) => real.cursorTo?.(x, ...rest),
+    moveCursor: (dx, dy, ...rest) => real.moveCursor?.(dx, dy, ...rest),
+    clearLine: (dir, ...rest) => real.clearLine?.(dir, ...rest),
+    on: (event, listener) => real.on?.(event, listener),
+    once: (event, listener) => real.once?.(event, listener),
+    off: (event, listener) => real.off?.(event, listener),
+    removeListener: (event, listener) => (real.removeListener ?? real.off)?.call(real, event, listener),
+  };
+}
+
+/** Cuts the spinner text so that the spinner's line never wraps: clearing it is then always one line. */
+export function fitToWidth(text: string, columns: number | undefined): string {
+  if (columns === undefined || columns < MIN_SPINNER_COLUMNS) return text;
+  // the spinner glyph and a space come first; the last column stays free so the terminal does not wrap
+  const room = columns - 3;
+  const chars = Array.from(text);
+  return chars.length <= room ? text : `${chars.slice(0, room - 1).join('')}…`;
+}
+
 export function createProgress(options: ProgressOptions): ProgressReporter {
-  const mode = chooseProgressMode(options);
-  const stream = options.stream ?? process.stderr;
+  let mode = chooseProgressMode(options);
+  const stream = (options.stream ?? process.stderr) as TerminalStream;
   const now = options.now ?? Date.now;
   const timers: Timers = options.timers ?? {
     setInterval: (fn, ms) => setInterval(fn, ms).unref(),
@@ -121,9 +188,16 @@ export function createProgress(options: ProgressOptions): ProgressReporter {
 
   let spinner: Ora | undefined;
   let handle: unknown;
-  if (mode === 'spinner') {
+
+  const startLines = (): void => {
+    handle = timers.setInterval(() => {
+      stream.write(`${formatProgress(options.label, snapshot(), ', ')}\n`);
+    }, options.lineIntervalMs ?? 10_000);
+  };
+
+  const startSpinner = (): void => {
     spinner = ora({
-      stream: stream as NodeJS.WritableStream,
+      stream: spinnerView(stream) as unknown as NodeJS.WritableStream,
       text: `${options.label}: starting`,
       isEnabled: true,
       color: colorDisabled(options.env) ? false : 'cyan',
@@ -132,17 +206,40 @@ export function createProgress(options: ProgressOptions): ProgressReporter {
     }).start();
     handle = timers.setInterval(() => {
       if (!spinner) return;
-      spinner.text = formatProgress(options.label, snapshot(), ' · ');
+      spinner.text = fitToWidth(formatProgress(options.label, snapshot(), ' · '), stream.columns);
       spinner.render();
     }, options.spinnerIntervalMs ?? 250);
-  } else {
-    handle = timers.setInterval(() => {
-      stream.write(`${formatProgress(options.label, snapshot(), ', ')}\n`);
-    }, options.lineIntervalMs ?? 10_000);
-  }
+  };
+
+  const stopDrawing = (): void => {
+    timers.clearInterval(handle);
+    spinner?.stop();
+    spinner = undefined;
+  };
+
+  // The window shrank below a usable size (or lost its size): the spinner gives way to plain lines.
+  const onResize = (): void => {
+    if (stopped || mode !== 'spinner' || terminalFits(stream)) return;
+    stopDrawing();
+    mode = 'lines';
+    startLines();
+  };
+  // The terminal went away (a closed ssh session gives EIO): nothing can be shown any more, so draw nothing.
+  const onStreamError = (): void => {
+    if (stopped) return;
+    stopDrawing();
+    mode = 'off';
+  };
+
+  if (mode === 'spinner') startSpinner();
+  else startLines();
+  stream.on?.('resize', onResize);
+  stream.on?.('error', onStreamError);
 
   return {
-    mode,
+    get mode() {
+      return mode;
+    },
     update(c) {
       if (c.done !== undefined) counters.done = c.done;
       if (c.total !== undefined) counters.total = c.total;
@@ -151,14 +248,16 @@ export function createProgress(options: ProgressOptions): ProgressReporter {
       if (c.http429 !== undefined) counters.http429 = c.http429;
     },
     note(line) {
+      if (mode === 'off') return;
       // While spinning, ora hooks the stream's write: it clears the spinner line, writes, and redraws.
       stream.write(`${line}\n`);
     },
     stop() {
       if (stopped) return;
       stopped = true;
-      timers.clearInterval(handle);
-      spinner?.stop();
+      stopDrawing();
+      stream.off?.('resize', onResize);
+      stream.off?.('error', onStreamError);
     },
   };
 }

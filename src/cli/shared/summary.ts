@@ -1,6 +1,4 @@
-import { randomBytes } from 'node:crypto';
-import { open, rename, rm } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { writeTextAtomically } from '../../pipeline/table/output-file.js';
 
 export interface StatusCounts {
   mapped: number;
@@ -117,21 +115,5 @@ export function printSummary(summary: RunSummary, stream: { write(chunk: string)
  * wrapper, a dashboard) never sees half a file.
  */
 export async function writeSummaryJson(path: string, summary: RunSummary): Promise<void> {
-  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-  const handle = await open(temp, 'w', 0o644);
-  try {
-    await handle.writeFile(`${JSON.stringify(summary, null, 2)}\n`);
-    await handle.sync();
-  } catch (err) {
-    await handle.close();
-    await rm(temp, { force: true });
-    throw err;
-  }
-  await handle.close();
-  try {
-    await rename(temp, path);
-  } catch (err) {
-    await rm(temp, { force: true });
-    throw err;
-  }
+  await writeTextAtomically(path, `${JSON.stringify(summary, null, 2)}\n`);
 }

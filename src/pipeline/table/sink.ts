@@ -1,14 +1,17 @@
 import { existsSync } from 'node:fs';
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { packRows, rowEncoder, type PackedRows, type RowEncoder, type RowFormat } from './row-encoders.js';
 import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
 import { WorkerPool } from '../workers/worker-pool.js';
+import { finalModeFor, removeStaleTemps, tempPathFor, TEMP_FILE_MODE, writeThroughTarget } from './output-file.js';
 
 /**
- * Opens the output. A file is written to `.<name>.<pid>.tmp` beside the target and renamed into place by
- * commit(), so an interrupted or failed run never leaves a file that looks complete. stdout is written directly.
+ * Opens the output. A file is written to `.<name>.<pid>.tmp` beside the target (mode 0600: it holds input rows)
+ * and renamed into place by commit(), so an interrupted or failed run never leaves a file that looks complete.
+ * A symlinked path is written through to its target; temp files of earlier runs that were killed are removed.
+ * stdout is written directly.
  */
 export async function openSink(opts: OpenSinkOptions): Promise<TableSink> {
   const format: RowFormat = opts.format === 'jsonl' ? { format: 'jsonl', header: opts.header } : { format: 'csv' };
@@ -255,29 +258,37 @@ class StreamSink extends SinkBase {
 
 class FileSink extends SinkBase {
   private constructor(
+    /** The path as the user gave it: what messages name. */
+    private readonly shown: string,
+    /** Where the rename goes: the path, or its symlink's target. */
     private readonly target: string,
     private readonly tmp: string,
     private readonly handle: FileHandle,
     stream: NodeJS.WritableStream,
     encoder: Encoder,
+    private readonly mode: number,
   ) {
     super(stream, encoder);
   }
 
-  static async create(target: string, encoder: Encoder, mode = 0o666): Promise<FileSink> {
-    const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
+  static async create(path: string, encoder: Encoder, mode = 0o666): Promise<FileSink> {
+    const target = writeThroughTarget(path);
+    removeStaleTemps(target);
+    const tmp = tempPathFor(target);
     let handle: FileHandle;
     try {
-      handle = await open(tmp, 'w', mode);
+      // a leftover of this very pid (a reused pid) is replaced, never reopened with its old mode
+      await unlink(tmp).catch(() => undefined);
+      handle = await open(tmp, 'wx', TEMP_FILE_MODE);
     } catch (err) {
-      throw fileFailure(target, err as Error);
+      throw fileFailure(path, err as Error);
     }
     const stream = handle.createWriteStream({ autoClose: false, highWaterMark: 1024 * 1024 });
-    return new FileSink(target, tmp, handle, stream, encoder);
+    return new FileSink(path, target, tmp, handle, stream, encoder, mode);
   }
 
   protected translate(err: Error): Error {
-    return err instanceof OutputError ? err : fileFailure(this.target, err);
+    return err instanceof OutputError ? err : fileFailure(this.shown, err);
   }
 
   async commit(): Promise<void> {
@@ -297,6 +308,7 @@ class FileSink extends SinkBase {
       await this.waitFor(['finish']);
       // fsync before rename: after a crash the target is either the old file or the complete new one
       await this.handle.sync();
+      await this.handle.chmod(finalModeFor(this.target, this.mode));
       // a stream made from a FileHandle holds a reference to it: close() would wait for ever without this
       (this.stream as NodeJS.WritableStream & { destroy(): void }).destroy();
       await this.handle.close();

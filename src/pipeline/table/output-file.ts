@@ -1,0 +1,152 @@
+// Where an output file is really written: its symlink's target, a private temp file beside it, stale temps removed.
+import { randomBytes } from 'node:crypto';
+import { lstatSync, readdirSync, readlinkSync, realpathSync, statSync, unlinkSync } from 'node:fs';
+import { open, rename, rm } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+
+/** Symlinks followed at most, as the kernel's own limit; a longer chain is a loop. */
+const MAX_SYMLINK_HOPS = 40;
+
+/**
+ * The file an output path names once its symlinks are followed: `-o link.csv` writes to what link.csv points at
+ * and leaves the link in place (renaming a temp file onto the path would replace the link by a regular file).
+ * A dangling link is followed to where its target would be. A path that does not exist yet is itself.
+ */
+export function writeThroughTarget(path: string): string {
+  let current = resolve(path);
+  for (let hop = 0; hop < MAX_SYMLINK_HOPS; hop++) {
+    let isLink: boolean;
+    try {
+      isLink = lstatSync(current).isSymbolicLink();
+    } catch {
+      // not there (yet): the temp file and the rename go where it will be
+      return current;
+    }
+    if (!isLink) return current;
+    const link = readlinkSync(current);
+    current = isAbsolute(link) ? link : resolve(dirname(current), link);
+  }
+  return current;
+}
+
+/**
+ * The temp file of an output: hidden, beside the target (the same file system, so the final rename is atomic),
+ * named by this process's id so that a later run can tell whether its writer is still alive.
+ */
+export function tempPathFor(target: string, suffix = ''): string {
+  return join(dirname(target), `.${basename(target)}.${process.pid}${suffix}.tmp`);
+}
+
+/** Temp files hold raw input rows: only their owner may read them. */
+export const TEMP_FILE_MODE = 0o600;
+
+/**
+ * The mode the finished output gets: an existing file keeps its own (someone may have narrowed it on purpose),
+ * a new one gets `mode` less the umask, as a plain open() would have given it.
+ */
+export function finalModeFor(target: string, mode: number): number {
+  try {
+    return statSync(target).mode & 0o7777;
+  } catch {
+    return mode & ~process.umask();
+  }
+}
+
+function processAlive(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it exists but belongs to someone else
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/**
+ * Removes the temp files that earlier runs writing `target` left behind when they were killed (kill -9, a power
+ * cut): `.<name>.<pid>.tmp` and `.<name>.<pid>.<hex>.tmp` whose process is gone. They hold input rows, so they
+ * must not stay. A temp file of a live process (a run writing the same file right now) is left alone.
+ * Returns the names removed.
+ */
+export function removeStaleTemps(target: string): string[] {
+  const dir = dirname(target);
+  const pattern = new RegExp(`^\\.${escapeRegExp(basename(target))}\\.(\\d+)(\\.[0-9a-f]+)?\\.tmp$`);
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const m = pattern.exec(name);
+    if (m === null || processAlive(Number(m[1]))) continue;
+    try {
+      unlinkSync(join(dir, name));
+      removed.push(name);
+    } catch {
+      // gone already, or not ours to remove: the next run tries again
+    }
+  }
+  return removed;
+}
+
+/** What identifies a file: its real path, and device and inode while it exists (a hard link has another path). */
+export interface FileIdentity {
+  real: string;
+  inode?: string;
+}
+
+export function fileIdentity(path: string): FileIdentity {
+  const absolute = resolve(path);
+  let real: string;
+  try {
+    real = realpathSync(absolute);
+  } catch {
+    const target = writeThroughTarget(absolute);
+    try {
+      real = join(realpathSync(dirname(target)), basename(target));
+    } catch {
+      real = target;
+    }
+  }
+  try {
+    const s = statSync(absolute);
+    return { real, inode: `${s.dev}:${s.ino}` };
+  } catch {
+    return { real };
+  }
+}
+
+export function sameFile(a: FileIdentity, b: FileIdentity): boolean {
+  return a.real === b.real || (a.inode !== undefined && a.inode === b.inode);
+}
+
+/**
+ * Writes a small text file (a summary) whole or not at all: through a private temp file beside its target,
+ * fsynced, given its final mode and renamed into place, so a reader never sees half of it.
+ */
+export async function writeTextAtomically(path: string, text: string, mode = 0o644): Promise<void> {
+  const target = writeThroughTarget(path);
+  removeStaleTemps(target);
+  const temp = tempPathFor(target, `.${randomBytes(4).toString('hex')}`);
+  try {
+    const handle = await open(temp, 'wx', TEMP_FILE_MODE);
+    try {
+      await handle.writeFile(text);
+      await handle.sync();
+      await handle.chmod(finalModeFor(target, mode));
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, target);
+  } catch (err) {
+    await rm(temp, { force: true });
+    throw err;
+  }
+}
