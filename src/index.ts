@@ -28,8 +28,9 @@ import type { InputRow } from './pipeline/table/table.js';
 import { envFingerprint } from './config/index.js';
 import { openState, type StateStore } from './state/index.js';
 
-export type { DiiType, IdentifierKind } from './identity/index.js';
+export type { DiiType, IdentifierKind, NormalizedPhone, PhoneInvalidReason, PhoneRegion, PrepareOptions } from './identity/index.js';
 export { normalizeEmail, isNormalizedPhone, normalizeHash, sha256Base64, prepareIdentifier, prepareAuto } from './identity/index.js';
+export { normalizePhone, parsePhoneRegion, PhoneRegionError } from './identity/index.js';
 export { createServiceClient } from './client/index.js';
 export type { ClientOptions, ClientStats, ServiceClient, RetryEvent } from './client/index.js';
 export { MapEngine, type EngineColumn, type EngineState, type MapEngineOptions, type MapRunCounts, type MapRunOutcome, type MapRunResult } from './pipeline/map/map-engine.js';

@@ -1,4 +1,16 @@
 /**
+ * Phone cells to the E.164 form the service takes: as-is without a region, through libphonenumber with one.
+ */
+import {
+  getCountryCallingCode,
+  isSupportedCountry,
+  parsePhoneNumberWithError,
+  ParseError,
+  validatePhoneNumberLength,
+  type CountryCode,
+} from 'libphonenumber-js/max';
+
+/**
  * The service does not normalize phones: it accepts `+` followed by 10 to 15 ASCII digits and nothing else
  * (uid2-operator InputUtil.isPhoneNumberNormalized). The value is hashed verbatim.
  */
@@ -10,4 +22,93 @@ export function isNormalizedPhone(input: string): boolean {
     if (c < 48 || c > 57) return false;
   }
   return true;
+}
+
+/** Why a phone cell was not sent. Fixed texts: they reach logs and output files, so they never hold the number. */
+export type PhoneInvalidReason =
+  | 'invalid phone: must be + and 10 to 15 digits (E.164, no spaces or punctuation)'
+  | 'invalid phone: not a phone number'
+  | 'invalid phone: too short'
+  | 'invalid phone: too long'
+  | 'invalid phone: wrong number of digits for its country'
+  | 'invalid phone: not a valid number for the given region'
+  | 'invalid phone: not a valid number for its country calling code'
+  | 'invalid phone: unknown country calling code'
+  | 'invalid phone: has an extension; give the number without it'
+  | 'invalid phone: valid, but its E.164 form is not the 10 to 15 digits the service accepts';
+
+/** Today's check, word for word: the only reason there is when no region is given. */
+export const INVALID_PHONE = 'invalid phone: must be + and 10 to 15 digits (E.164, no spaces or punctuation)' satisfies PhoneInvalidReason;
+
+export type NormalizedPhone = { ok: true; e164: string } | { ok: false; reason: PhoneInvalidReason };
+
+/**
+ * A country whose numbering plan reads national numbers: an ISO 3166 alpha-2 code, upper case, that the phone
+ * metadata knows. Only parsePhoneRegion makes one, so a region that reaches normalizePhone is known good.
+ */
+export type PhoneRegion = CountryCode & { readonly __phoneRegion: true };
+
+/** A phone region the user gave that is not one: a usage problem, reported in one line (exit code 2). */
+export class PhoneRegionError extends Error {
+  readonly exitCode = 2;
+  readonly userMessage: string;
+  constructor(message: string) {
+    super(message);
+    this.name = 'PhoneRegionError';
+    this.userMessage = message;
+  }
+}
+
+/** Checks a region as given by a user (flag, profile, library option); `us` is taken as `US`. */
+export function parsePhoneRegion(text: string): PhoneRegion {
+  const code = text.trim().toUpperCase();
+  if (!/^[A-Z]{2}$/.test(code)) {
+    throw new PhoneRegionError(`phone region '${text}' is not a two-letter ISO 3166 country code: give one such as US, GB, FR or DE`);
+  }
+  if (!isSupportedCountry(code)) {
+    throw new PhoneRegionError(`phone region '${code}' is not a country with a known phone numbering plan: give a two-letter ISO 3166 code such as US, GB, FR or DE`);
+  }
+  return code as PhoneRegion;
+}
+
+const PARSE_REASONS: Record<string, PhoneInvalidReason> = {
+  NOT_A_NUMBER: 'invalid phone: not a phone number',
+  INVALID_COUNTRY: 'invalid phone: unknown country calling code',
+  TOO_SHORT: 'invalid phone: too short',
+  TOO_LONG: 'invalid phone: too long',
+  INVALID_LENGTH: 'invalid phone: wrong number of digits for its country',
+};
+
+/**
+ * One phone cell as the service should get it.
+ * - A cell that already has the service's E.164 shape is taken unchanged, with or without a region: the region
+ *   never adds a refusal the service would not make.
+ * - Without a region nothing else is accepted (the service does not normalize, and neither does this).
+ * - With a region, national and formatted numbers (`(617) 555-0102`, `0044 20 7946 0958`, `+49 (0)30 123456`)
+ *   are read with the full libphonenumber metadata; the whole cell must be the number (no surrounding text),
+ *   and it must be a valid number, not merely one of a possible length.
+ */
+export function normalizePhone(cell: string, region?: PhoneRegion): NormalizedPhone {
+  if (isNormalizedPhone(cell)) return { ok: true, e164: cell };
+  if (region === undefined) return { ok: false, reason: INVALID_PHONE };
+  let parsed;
+  try {
+    parsed = parsePhoneNumberWithError(cell, { defaultCountry: region, extract: false });
+  } catch (err) {
+    if (err instanceof ParseError) return { ok: false, reason: PARSE_REASONS[err.message] ?? 'invalid phone: not a phone number' };
+    throw err;
+  }
+  if (parsed.ext !== undefined) return { ok: false, reason: 'invalid phone: has an extension; give the number without it' };
+  if (!parsed.isValid()) {
+    const length = validatePhoneNumberLength(cell, { defaultCountry: region });
+    if (length !== undefined) return { ok: false, reason: PARSE_REASONS[length] ?? 'invalid phone: not a phone number' };
+    // the length is possible, so the digits are wrong: for the region's plan, or for the one the cell named
+    return {
+      ok: false,
+      reason: parsed.countryCallingCode === getCountryCallingCode(region) ? 'invalid phone: not a valid number for the given region' : 'invalid phone: not a valid number for its country calling code',
+    };
+  }
+  const e164 = parsed.number;
+  if (!isNormalizedPhone(e164)) return { ok: false, reason: 'invalid phone: valid, but its E.164 form is not the 10 to 15 digits the service accepts' };
+  return { ok: true, e164 };
 }

@@ -1,13 +1,13 @@
 import { normalizeEmail } from './email.js';
 import { normalizeHash, sha256Base64 } from './hash.js';
 import { diiTypeOf, type DiiType, type IdentifierKind } from './kinds.js';
-import { isNormalizedPhone } from './phone.js';
+import { normalizePhone, type PhoneInvalidReason, type PhoneRegion } from './phone.js';
 
 /** Why a cell was not sent. Never contains the cell's value: these texts reach logs and output files. */
 export type InvalidReason =
   | 'empty'
   | 'invalid email'
-  | 'invalid phone: must be + and 10 to 15 digits (E.164, no spaces or punctuation)'
+  | PhoneInvalidReason
   | 'invalid hash: must be 44-char base64 or 64-char hex of a SHA-256'
   | 'ambiguous hash: say whether it is an email or a phone hash (--type or a named column)'
   | 'unrecognized identifier: not an email, an E.164 phone or a hash';
@@ -16,22 +16,34 @@ export type Prepared =
   | { ok: true; type: DiiType; hash: string }
   | { ok: false; reason: InvalidReason };
 
-export const INVALID_PHONE: InvalidReason = 'invalid phone: must be + and 10 to 15 digits (E.164, no spaces or punctuation)';
+export { INVALID_PHONE } from './phone.js';
 export const INVALID_HASH: InvalidReason = 'invalid hash: must be 44-char base64 or 64-char hex of a SHA-256';
+
+/** How cells are read beyond what the service itself does. */
+export interface PrepareOptions {
+  /**
+   * The country whose national numbers the phone cells are written in (from parsePhoneRegion). Without it a
+   * phone must already be E.164, exactly as the service demands; with it, national and formatted numbers are
+   * normalized to E.164 first.
+   */
+  phoneRegion?: PhoneRegion | undefined;
+}
 
 /**
  * Turns one cell into what the service is sent: the DII type and the base64 SHA-256 of the normalized value.
  * Raw emails and phones never leave the machine; a cell that is invalid here would be invalid at the service.
  */
-export function prepareIdentifier(kind: IdentifierKind, value: string): Prepared {
+export function prepareIdentifier(kind: IdentifierKind, value: string, options?: PrepareOptions): Prepared {
   if (value.length === 0) return { ok: false, reason: 'empty' };
   switch (kind) {
     case 'email': {
       const normalized = normalizeEmail(value);
       return normalized === null ? { ok: false, reason: 'invalid email' } : { ok: true, type: 'email', hash: sha256Base64(normalized) };
     }
-    case 'phone':
-      return isNormalizedPhone(value) ? { ok: true, type: 'phone', hash: sha256Base64(value) } : { ok: false, reason: INVALID_PHONE };
+    case 'phone': {
+      const phone = normalizePhone(value, options?.phoneRegion);
+      return phone.ok ? { ok: true, type: 'phone', hash: sha256Base64(phone.e164) } : { ok: false, reason: phone.reason };
+    }
     case 'email_hash':
     case 'phone_hash': {
       const h = normalizeHash(value);
@@ -52,19 +64,29 @@ export function detectKind(value: string): DetectedKind {
 
 /**
  * Prepares a cell of unknown kind. `hashType` says what a hash in this column stands for (from the column's
- * name or the user); without it a bare hash is reported as ambiguous rather than guessed.
+ * name or the user); without it a bare hash is reported as ambiguous rather than guessed. With a phone region,
+ * a cell that is neither an email nor a hash is tried as a national phone number; one written only with the
+ * characters of a phone number gets the phone's reason when it is not one.
  */
-export function prepareAuto(value: string, hashType: DiiType | undefined): Prepared {
+export function prepareAuto(value: string, hashType: DiiType | undefined, options?: PrepareOptions): Prepared {
   if (value.length === 0) return { ok: false, reason: 'empty' };
   switch (detectKind(value)) {
     case 'email':
       return prepareIdentifier('email', value);
     case 'phone':
-      return prepareIdentifier('phone', value);
+      return prepareIdentifier('phone', value, options);
     case 'hash':
       if (hashType === undefined) return { ok: false, reason: 'ambiguous hash: say whether it is an email or a phone hash (--type or a named column)' };
       return prepareIdentifier(hashType === 'email' ? 'email_hash' : 'phone_hash', value);
-    default:
+    default: {
+      if (options?.phoneRegion !== undefined) {
+        const phone = prepareIdentifier('phone', value, options);
+        if (phone.ok || PHONE_WRITING.test(value)) return phone;
+      }
       return { ok: false, reason: 'unrecognized identifier: not an email, an E.164 phone or a hash' };
+    }
   }
 }
+
+/** Digits with the separators people write phone numbers with, and nothing else. */
+const PHONE_WRITING = /^[0-9 ()./+-]*[0-9][0-9 ()./+-]*$/;
