@@ -78,6 +78,7 @@ function rawUidFile(count) {
 // as it exits. On a shared machine the main thread's CPU says what worker threads took off the critical path
 // even when the wall time cannot show it (no core free for them).
 const REPORT = `data:text/javascript,${encodeURIComponent(
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the child's own source, with its own template literals
   "import { readFileSync, writeSync } from 'node:fs'; process.on('exit', () => { const u = process.resourceUsage(); const m = /VmHWM:\\s+(\\d+)/.exec(readFileSync('/proc/self/status', 'utf8')); let main = NaN; try { const f = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1].split(' '); main = (Number(f[11]) + Number(f[12])) * 10000; } catch {} writeSync(2, `\\nBENCH_HWM_KB ${m ? m[1] : 'NaN'} CPU_US ${u.userCPUTime + u.systemCPUTime} MAIN_US ${main}\\n`); });",
 )}`;
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
 import('../dist/cli/main.js').then((m) => m.main(process.argv)).catch((err) => {
-  process.stderr.write(`uid2-batch: failed to start: ${err && err.message ? err.message : err}\n`);
+  process.stderr.write(`uid2-batch: failed to start: ${err?.message ? err.message : err}\n`);
   process.exitCode = 1;
 });

@@ -78,7 +78,7 @@ export class EnvelopeGate {
     if (bytes[0] !== 1) {
       return early(parsesAsJson(bytes.toString('utf8')) ? this.messages.unencryptedJson : this.messages.version(bytes[0]!));
     }
-    let opened;
+    let opened: ReturnType<typeof decryptRequest>;
     try {
       opened = decryptRequest(this.key, bytes);
     } catch (err) {

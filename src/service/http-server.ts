@@ -158,7 +158,10 @@ export class HttpCore {
   /** Every API answer waits the configured latency (and a drop waits too: a slow network that then fails). */
   private later(write: () => void): void {
     const delay = this.deps.faults.latencyMs;
-    if (delay <= 0) return write();
+    if (delay <= 0) {
+      write();
+      return;
+    }
     const timer = setTimeout(() => {
       this.timers.delete(timer);
       write();

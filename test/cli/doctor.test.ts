@@ -7,7 +7,7 @@ import { sha256Base64 } from '../../src/identity/index.js';
 import { ClientError, ClockSkewError, UnauthorizedError } from '../../src/protocol/index.js';
 import { CONFIG, fakeClient, identity, type Script } from './token-fakes.js';
 
-const RAW_UID = 'x'.repeat(43) + '=';
+const RAW_UID = `${'x'.repeat(43)}=`;
 const NOW = 1_800_000_000_000;
 
 function healthy(overrides: Script = {}): Script {

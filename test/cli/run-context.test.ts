@@ -137,7 +137,13 @@ describe('the command context', () => {
   it('resolveFor takes the injected resolver when there is one', () => {
     const injected = localConfig();
     const asked: unknown[] = [];
-    const deps: CommandDeps = { ...depsWith(new PassThrough()), resolveConfig: (flags, require) => (asked.push([flags, require]), injected) };
+    const deps: CommandDeps = {
+      ...depsWith(new PassThrough()),
+      resolveConfig: (flags, require) => {
+        asked.push([flags, require]);
+        return injected;
+      },
+    };
     expect(resolveFor({ env: 'prod' }, deps, { apiKey: true, clientSecret: false })).toBe(injected);
     expect(asked).toEqual([[{ env: 'prod' }, { apiKey: true, clientSecret: false }]]);
   });

@@ -130,9 +130,10 @@ export async function startFakeService(): Promise<FakeService> {
     const authenticated = call.headers.authorization === `Bearer ${apiKey}`;
     const token = issued.get(call.raw.toString('utf8'));
     if (!token || token.expired) {
-      if (!authenticated) return sendJson(res, 400, { status: 'error', message: 'Error refreshing token' });
-      if (!token) return sendJson(res, 400, { status: 'invalid_token', message: 'Invalid Token presented' });
-      return sendJson(res, 400, { status: 'expired_token', message: 'Expired Token presented' });
+      if (!authenticated) sendJson(res, 400, { status: 'error', message: 'Error refreshing token' });
+      else if (!token) sendJson(res, 400, { status: 'invalid_token', message: 'Invalid Token presented' });
+      else sendJson(res, 400, { status: 'expired_token', message: 'Expired Token presented' });
+      return;
     }
     const json = token.optoutOnRefresh ? { status: 'optout' } : { status: 'success', body: issueIdentity(false) };
     const sealed = encryptRefreshResponse(token.responseKey, JSON.stringify(json));

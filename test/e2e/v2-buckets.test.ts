@@ -21,7 +21,7 @@ beforeAll(async () => {
   ensureBuilt();
   dir = mkdtempSync(join(tmpdir(), 'uid2-v2-buckets-e2e-'));
   served = await startServe();
-  writeFileSync(join(dir, 'in.csv'), ['email', ...emails].join('\n') + '\n');
+  writeFileSync(join(dir, 'in.csv'), `${['email', ...emails].join('\n')}\n`);
   statePath = join(dir, 'v2.db');
 }, 60_000);
 

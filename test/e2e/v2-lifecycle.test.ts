@@ -51,7 +51,7 @@ beforeAll(async () => {
   served = await startServe();
   client = testClient(served);
   input = join(dir, 'in.csv');
-  writeFileSync(input, ['id,email,phone', ...rows.map((r) => r.join(','))].join('\n') + '\n');
+  writeFileSync(input, `${['id,email,phone', ...rows.map((r) => r.join(','))].join('\n')}\n`);
   statePath = join(dir, 'v2.db');
 }, 60_000);
 

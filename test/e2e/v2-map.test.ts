@@ -56,7 +56,7 @@ beforeAll(async () => {
   served = await startServe();
   client = testClient(served);
   await optOut(served.url, { email: 'gone@example.com' });
-  writeFileSync(join(dir, 'in.csv'), INPUT.map((r) => r.map((c) => (/[,\s"]/.test(c) ? `"${c}"` : c)).join(',')).join('\n') + '\n');
+  writeFileSync(join(dir, 'in.csv'), `${INPUT.map((r) => r.map((c) => (/[,\s"]/.test(c) ? `"${c}"` : c)).join(',')).join('\n')}\n`);
 }, 60_000);
 
 afterAll(async () => {
@@ -71,8 +71,8 @@ async function v3Answers(keys: string[]): Promise<Map<string, string | null>> {
   const phone = keys.filter((k) => k.startsWith('phone:')).map((k) => k.slice(6));
   const body = await client.mapV3({ email_hash: email, phone_hash: phone });
   const out = new Map<string, string | null>();
-  email.forEach((h, i) => out.set(`email:${h}`, isMappedV3(body.email_hash[i]) ? body.email_hash[i].u : null));
-  phone.forEach((h, i) => out.set(`phone:${h}`, isMappedV3(body.phone_hash[i]) ? body.phone_hash[i].u : null));
+  email.forEach((h, i) => void out.set(`email:${h}`, isMappedV3(body.email_hash[i]) ? body.email_hash[i].u : null));
+  phone.forEach((h, i) => void out.set(`phone:${h}`, isMappedV3(body.phone_hash[i]) ? body.phone_hash[i].u : null));
   return out;
 }
 

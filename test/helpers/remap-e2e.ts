@@ -171,8 +171,8 @@ export async function buildState(path: string, served: Served, keys: readonly St
       const take = (k: StoredKey, item: MapV3Item): void => {
         updates.push({ type: k.type, hash: k.hash, outcome: isMappedV3(item) ? { kind: 'mapped', u: item.u, p: item.p, r: item.r } : { kind: item.e === 'optout' ? 'optout' : 'invalid' } });
       };
-      email.forEach((k, j) => take(k, body.email_hash[j]));
-      phone.forEach((k, j) => take(k, body.phone_hash[j]));
+      for (const [j, k] of email.entries()) take(k, body.email_hash[j]);
+      for (const [j, k] of phone.entries()) take(k, body.phone_hash[j]);
       state.commitBatch(updates, Math.floor((await serviceNowMs(served.url)) / 1000));
     }
   } finally {

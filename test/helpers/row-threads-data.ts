@@ -42,7 +42,7 @@ export function trickyCsv(rows: number, seed: number, delimiter = ','): string {
     ]);
   const field = (s: string): string => (s.includes(delimiter) || s.includes('"') || /[\r\n]/.test(s) ? quote(s) : s);
   let text = rnd() < 0.5 ? pick(breaks) : '';
-  text += ['id', 'email', 'phone', 'email_hash', 'note'].join(delimiter) + '\n';
+  text += `${['id', 'email', 'phone', 'email_hash', 'note'].join(delimiter)}\n`;
   for (let i = 0; i < rows; i++) {
     let cells = [String(i), field(email(i)), field(phone(i)), emailHash(), note(i)];
     const shape = rnd();

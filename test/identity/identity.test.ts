@@ -88,17 +88,17 @@ describe('hash validation', () => {
     expect(prepareIdentifier('phone_hash', hex)).toEqual({ ok: true, type: 'phone', hash: b64 });
   });
   it('accepts 44 chars decoding to 31 or 33 bytes, as the operator does', () => {
-    expect(normalizeHash('A'.repeat(42) + '==')).not.toBeNull();
+    expect(normalizeHash(`${'A'.repeat(42)}==`)).not.toBeNull();
     expect(normalizeHash('A'.repeat(44))).not.toBeNull();
   });
   it.each([
     ['43 chars (no padding)', b64.slice(0, 43)],
-    ['45 chars', b64 + 'A'],
+    ['45 chars', `${b64}A`],
     ['63 hex', hex.slice(0, 63)],
-    ['65 hex', hex + 'a'],
-    ['66 hex', hex + 'ab'],
-    ['url-safe alphabet', b64.replace(/\+|\//g, '-').replace('=', '').padEnd(43, '_') + '_'],
-    ['padding in the middle', 'AAAA=AAA' + 'A'.repeat(36)],
+    ['65 hex', `${hex}a`],
+    ['66 hex', `${hex}ab`],
+    ['url-safe alphabet', `${b64.replace(/\+|\//g, '-').replace('=', '').padEnd(43, '_')}_`],
+    ['padding in the middle', `AAAA=AAA${'A'.repeat(36)}`],
     ['non-hex 64', 'g'.repeat(64)],
   ])('rejects %s', (_label, value) => {
     expect(normalizeHash(value)).toBeNull();

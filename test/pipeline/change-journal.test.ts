@@ -18,7 +18,7 @@ function addDue(s: StateStore, labels: string[]): void {
 }
 
 /** Every due hash gets a new raw UID. */
-const rotating = new FakeRemapper({ answer: (type, hash) => ({ u: b64(`new-${hash}`), p: b64(`old-${hash}`), r: NOW_S + 365 * DAY_S }) });
+const rotating = new FakeRemapper({ answer: (_type, hash) => ({ u: b64(`new-${hash}`), p: b64(`old-${hash}`), r: NOW_S + 365 * DAY_S }) });
 
 /** One remap run as remap-due does it: earlier pending rows first, then this run's, with the journal. */
 async function remapRun(s: StateStore, runId: number): Promise<{ out: RemapChange[]; replayed: number; upTo: number | null }> {

@@ -90,7 +90,7 @@ describe('MapEngine: order, dedupe, batches', () => {
       ['3', ''],
       ['4', 'optout@example.com'],
     ];
-    const hashRows = [['5', 'AAAA' + 'B'.repeat(39) + '=']];
+    const hashRows = [['5', `AAAA${'B'.repeat(39)}=`]];
     const columns: EngineColumn[] = [{ name: 'id', index: 1, kind: 'auto', hashType: 'email' }];
     const { out, result, mapper } = await run([...rows, ...hashRows], { columns });
     expect(out.map((r) => [r[0], r[5], r[6]])).toEqual([

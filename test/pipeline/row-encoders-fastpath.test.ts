@@ -59,7 +59,7 @@ describe('CSV fast path against csv-stringify', () => {
       start += size;
       expect(encode(chunk as string[][])).toBe(reference(chunk));
       for (const row of chunk) {
-        if (reference([row]) === row.join(',') + '\n') plainRows++;
+        if (reference([row]) === `${row.join(',')}\n`) plainRows++;
         else quotedRows++;
       }
     }

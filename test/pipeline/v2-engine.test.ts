@@ -110,7 +110,7 @@ describe('MapEngine with the v2 adapter', () => {
     await run(third, state, NOW_S + 2 * 86_400);
     const sent = third.requests.flatMap((r) => Object.values(r).flat());
     expect(sent).toContain(sha256Base64('a@example.com'));
-    expect(sent.every((h) => h[0] === (a?.bucketId as string).slice(1))).toBe(true);
+    expect(sent.every((h) => h[0] === (a as { bucketId: string }).bucketId.slice(1))).toBe(true);
     expect(state.countDueV2()).toBe(0);
   });
 });

@@ -2,7 +2,7 @@
 // rows lost after a kill or an interrupted re-run into the same file, opt-outs reported by no output, a secret
 // accepted as a flag value). Each test failed before its fix; titles say what went wrong.
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

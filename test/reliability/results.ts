@@ -102,7 +102,7 @@ function allTests(task: TaskLike): TaskLike[] {
  * must not overwrite the figures of the last complete one. Call once at the top level of a test file.
  */
 export function recordWhenPassed(area: string, figures: () => AreaFigures): void {
-  // vitest hands hooks their fixtures first (an object pattern is required) and the suite second
+  // biome-ignore lint/correctness/noEmptyPattern: vitest hands hooks their fixtures first (it requires an object pattern) and the suite second
   afterAll(({}, suite) => {
     const tests = allTests(suite as unknown as TaskLike);
     if (tests.length > 0 && tests.every((t) => t.result?.state === 'pass')) recordResults(area, figures());

@@ -79,7 +79,7 @@ afterAll(async () => {
 describe('no secret and no raw email or phone in any log, message, summary or state file', () => {
   it('map, remap-due, optout-check and token commands, through success, row errors and refusals', async () => {
     const rows = [['id', 'email', 'phone'], ...EMAILS.map((e, i) => [String(i), e, PHONES[i]!]), ...INVALID_PII.map((v, i) => [`x${i}`, v, v])];
-    const input = dir.file('people.csv', rows.map((r) => r.join(',')).join('\n') + '\n');
+    const input = dir.file('people.csv', `${rows.map((r) => r.join(',')).join('\n')}\n`);
     const state = join(dir.path, 'state.db');
     const env = serveEnv(serve);
     const common = ['--email-col', 'email', '--phone-col', 'phone', '--batch-size', '10'];

@@ -89,7 +89,7 @@ const STRINGS = ['', 'a@b.com', 'optout@example.com', 'validate@example.com', '+
 function validJson(route: string, token: string): string {
   switch (route) {
     case '/v3/identity/map':
-      return JSON.stringify({ email_hash: Array.from({ length: 1 + int(40) }, (_, i) => b64hash(`fuzz${int(1e6)}-${i}@example.com`)), phone: ['+1415555' + String(1000 + int(8999))] });
+      return JSON.stringify({ email_hash: Array.from({ length: 1 + int(40) }, (_, i) => b64hash(`fuzz${int(1e6)}-${i}@example.com`)), phone: [`+1415555${String(1000 + int(8999))}`] });
     case '/v2/identity/map':
       return JSON.stringify({ email: Array.from({ length: 1 + int(10) }, () => `fuzz${int(1e6)}@example.com`) });
     case '/v2/identity/buckets':
