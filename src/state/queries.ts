@@ -25,14 +25,20 @@ export const SQL = {
   pendingChanges: 'SELECT id, row FROM pending_changes WHERE kind = ? AND id > ? ORDER BY id LIMIT ?',
   lastPendingChange: 'SELECT max(id) FROM pending_changes WHERE kind = ?',
   ackChanges: 'DELETE FROM pending_changes WHERE kind = ? AND id <= ?',
-  // the keys table's pages are walked in key order (SQLite sorts an IN list); each hit reads its row by id
+  // both key tables' pages are walked in key order (SQLite sorts an IN list); each hit reads its row by id. The
+  // list is bound twice: once for keys, once for keys_recent.
   lookupByKeys: (n: number) =>
-    `SELECT ${QUALIFIED_ENTRY_COLUMNS} FROM keys JOIN entries ON entries.id = keys.id WHERE keys.k IN (${placeholders(n)})`,
+    `SELECT ${QUALIFIED_ENTRY_COLUMNS} FROM keys JOIN entries ON entries.id = keys.id WHERE keys.k IN (${placeholders(n)}) ` +
+    `UNION ALL SELECT ${QUALIFIED_ENTRY_COLUMNS} FROM keys_recent JOIN entries ON entries.id = keys_recent.id ` +
+    `WHERE keys_recent.k IN (${placeholders(n)})`,
   entriesByIds: (n: number) => `SELECT ${ENTRY_COLUMNS} FROM entries WHERE id IN (${placeholders(n)})`,
   rawUidsByIds: (n: number) => `SELECT id, u, p FROM entries WHERE id IN (${placeholders(n)})`,
   // the tail: entries appended after the last merge into keys
   tailSince: 'SELECT id, type, hash FROM entries WHERE id > ? ORDER BY id',
-  insertKey: 'INSERT OR IGNORE INTO keys (k, id) VALUES (?, ?)',
+  insertRecentKey: 'INSERT OR IGNORE INTO keys_recent (k, id) VALUES (?, ?)',
+  // keys_recent is read in its key order: the inserts into keys walk it once
+  foldRecentKeys: 'INSERT OR IGNORE INTO keys (k, id) SELECT k, id FROM keys_recent ORDER BY k, id',
+  clearRecentKeys: 'DELETE FROM keys_recent',
 
   // an answer for a key not stored yet is appended; one for a stored entry updates its row by id
   insertEntry:

@@ -36,6 +36,8 @@ const MAX_IN_LIST = IN_LIST_SIZES[IN_LIST_SIZES.length - 1];
 // the checked range of the sweep starts below any real check time
 const BEFORE_ANY_CHECK = Number.MIN_SAFE_INTEGER;
 const DEFAULT_TAIL_ENTRIES = 1_000_000;
+// keys_recent is folded into keys once it holds a quarter as many entries
+const RECENT_SHARE = 4;
 
 /** One answer of a batch, encoded for the file. */
 interface EncodedUpdate {
@@ -173,7 +175,8 @@ export class SqliteStateStore implements StateStore {
       onRow(row);
     };
     for (const [, size, params] of inListPages(lookupKeys)) {
-      for (const row of this.inListStatement(this.lookupStmts, size, SQL.lookupByKeys).all(params) as Row[]) emit(row);
+      const both = this.inListStatement(this.lookupStmts, size, SQL.lookupByKeys);
+      for (const row of both.all(params, params) as Row[]) emit(row);
     }
     if (this.tail.size === 0) return;
     const tailIds: number[] = [];
@@ -217,9 +220,17 @@ export class SqliteStateStore implements StateStore {
     this.catchUpTail();
     const upto = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
     const { keys, ids } = this.tail.sorted();
-    const insert = this.stmts.insertKey;
+    const insert = this.stmts.insertRecentKey;
     for (let i = 0; i < keys.length; i++) if (ids[i] > upto) insert.run(keys[i], ids[i]);
-    this.stmts.metaSet.run(META_KEYS.keysUpto, String(Math.max(upto, this.tailSeen)));
+    const newUpto = Math.max(upto, this.tailSeen);
+    this.stmts.metaSet.run(META_KEYS.keysUpto, String(newUpto));
+    // ids are dense: entries up to keys_main_upto are in keys, the rest up to keys_upto in keys_recent
+    const mainUpto = Number(this.getMeta(META_KEYS.keysMainUpto) ?? 0);
+    if ((newUpto - mainUpto) * RECENT_SHARE >= mainUpto) {
+      this.stmts.foldRecentKeys.run();
+      this.stmts.clearRecentKeys.run();
+      this.stmts.metaSet.run(META_KEYS.keysMainUpto, String(newUpto));
+    }
   }
 
   // ---- writes from map and remap
@@ -655,7 +666,9 @@ function prepareAll(db: Database) {
     updateOptout: plain(SQL.updateOptout),
     updateInvalid: plain(SQL.updateInvalid),
     tailSince: raw(SQL.tailSince),
-    insertKey: plain(SQL.insertKey),
+    insertRecentKey: plain(SQL.insertRecentKey),
+    foldRecentKeys: plain(SQL.foldRecentKeys),
+    clearRecentKeys: plain(SQL.clearRecentKeys),
     dueDays: plain(SQL.dueDays),
     exportPage: raw(SQL.exportPage),
     countDue: plain(SQL.countDue),

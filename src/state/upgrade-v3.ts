@@ -1,7 +1,7 @@
 /** The upgrade of a schema-2 file to schema 3, in pieces that a killed run's successor carries on from. */
 import type { Database } from 'better-sqlite3';
 import { decodeValue, encodeNullable, encodeValue, keyOf } from './codec.js';
-import { ENTRIES_INDEXES, ENTRIES_TABLE, META_KEYS } from './schema.js';
+import { ENTRIES_INDEXES, ENTRIES_TABLE, KEYS_TABLES, META_KEYS } from './schema.js';
 
 /** Entries copied per transaction: small enough that a kill loses little work, big enough to amortize a commit. */
 const COPY_ROWS = 100_000;
@@ -51,11 +51,12 @@ export function upgradeToV3Step(db: Database, copyRows = COPY_ROWS): boolean {
   // the last piece: swap the tables, index the new one, fill keys in key order (one sort, pages written once)
   db.exec(`DROP TABLE entries; ALTER TABLE ${NEW_TABLE} RENAME TO entries;`);
   db.exec(ENTRIES_INDEXES);
-  db.exec('CREATE TABLE keys (k INTEGER NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (k, id)) WITHOUT ROWID');
+  db.exec(KEYS_TABLES);
   db.function(KEY_FUNCTION, { deterministic: true }, (type, hash) => keyOf(Number(type), hash as Buffer | string));
   db.exec(`INSERT INTO keys (k, id) SELECT ${KEY_FUNCTION}(type, hash), id FROM entries ORDER BY 1, 2`);
   const last = db.prepare('SELECT max(id) FROM entries').pluck().get() as number | null;
   setMeta(META_KEYS.keysUpto, String(last ?? 0));
+  setMeta(META_KEYS.keysMainUpto, String(last ?? 0));
   db.prepare('DELETE FROM meta WHERE key = ?').run(META_KEYS.upgradeCopied);
   return true;
 }

@@ -12,10 +12,10 @@ const mapped = (label: string, r: number, type: 'email' | 'phone' = 'email'): En
   outcome: { kind: 'mapped', u: b64(`u-${label}`), p: null, r },
 });
 
-function keysRows(path: string): number {
+function keysRows(path: string, table = 'keys'): number {
   const db = new Database(path, { readonly: true });
   try {
-    return db.prepare('SELECT count(*) FROM keys').pluck().get() as number;
+    return db.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number;
   } finally {
     db.close();
   }
@@ -33,6 +33,25 @@ describe('the tail of recent entries and its merge into the keys table', () => {
     // 450, 900, then 1,350 >= 1,000: merged; 450, then 900: still in the tail
     expect(keysRows(path)).toBe(1_350);
     expect(s.info().tailEntries).toBe(900);
+  });
+
+  it('merges into keys_recent, and folds it into keys once it holds a quarter as many', () => {
+    const path = t.file();
+    const s = t.open(path, { tailEntries: 50 });
+    const batch = (from: number, n: number) => Array.from({ length: n }, (_, i) => mapped(`f${from + i}`, 9));
+    const all = (n: number) => Array.from({ length: n }, (_, i) => ({ type: 'email' as const, hash: b64(`f${i}`) }));
+    s.commitBatch(batch(0, 400), 1);
+    expect([keysRows(path), keysRows(path, 'keys_recent')]).toEqual([400, 0]);
+    s.commitBatch(batch(400, 60), 1);
+    expect([keysRows(path), keysRows(path, 'keys_recent')]).toEqual([400, 60]);
+    s.commitBatch(batch(460, 20), 1);
+    // tail of 20 < 50: in memory only; the three places answer together
+    expect(s.info().tailEntries).toBe(20);
+    expect(s.lookupMany(all(480)).size).toBe(480);
+    s.commitBatch(batch(480, 40), 1);
+    expect([keysRows(path), keysRows(path, 'keys_recent')]).toEqual([520, 0]);
+    expect(s.lookupMany(all(520)).size).toBe(520);
+    expect(s.lookupMany([{ type: 'email', hash: b64('f999') }]).size).toBe(0);
   });
 
   it('sees entries another connection appended (a second store on the same file)', () => {
