@@ -90,8 +90,7 @@ export const SQL = {
   tombstoneById:
     'UPDATE entries SET status = 2, u = NULL, p = NULL, r = NULL, bucket_id = NULL, due = 0, ' +
     'opted_out_since = ?, last_optout_check = ? WHERE id = ?',
-  // BLOB affinity: a raw UID is bound as the bytes or text it is stored as, and compared as such
-  createOptoutProbe: 'CREATE TEMP TABLE IF NOT EXISTS optout_probe (raw BLOB PRIMARY KEY, since INTEGER NOT NULL)',
+  createOptoutProbe: 'CREATE TEMP TABLE IF NOT EXISTS optout_probe (raw TEXT PRIMARY KEY, since INTEGER NOT NULL)',
   clearOptoutProbe: 'DELETE FROM temp.optout_probe',
   fillOptoutProbe: 'INSERT OR REPLACE INTO temp.optout_probe (raw, since) VALUES (?, ?)',
   // SET expressions read the row as it was, so the probe still matches the old u and p

@@ -52,10 +52,10 @@ export function ENTRIES_TABLE(name: string): string {
   return `CREATE TABLE ${name} (
   id                INTEGER PRIMARY KEY,
   type              INTEGER NOT NULL,
-  hash              BLOB    NOT NULL,
+  hash              TEXT    NOT NULL,
   status            INTEGER NOT NULL,
-  u                 BLOB,
-  p                 BLOB,
+  u                 TEXT,
+  p                 TEXT,
   r                 INTEGER,
   bucket_id         TEXT,
   first_mapped      INTEGER,
@@ -116,7 +116,7 @@ export interface Migration {
  * with the id. New entries reach `keys_recent` in sorted runs (the store merges its tail of recent entries,
  * indexed in memory until then), which touches each page once per merge; `keys_recent` is folded into `keys` once
  * it holds a quarter as many, so that a merge rewrites a small table and the big one is rewritten rarely (two
- * levels of a log-structured merge). Hashes and raw UIDs are stored as their bytes (see codec.ts).
+ * levels of a log-structured merge). Hashes and raw UIDs are the base64 text the service uses.
  */
 export const SCHEMA_V3 = `
 CREATE TABLE meta (
