@@ -154,6 +154,7 @@ function initialize(db: Connection, path: string, options: OpenStateOptions): vo
     db.exec(SCHEMA_V3);
     const put = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
     put.run(META_KEYS.keysUpto, '0');
+    put.run(META_KEYS.keysMainUpto, '0');
     put.run(META_KEYS.application, APPLICATION_ID);
     put.run(META_KEYS.schemaVersion, String(SCHEMA_VERSION));
     put.run(META_KEYS.envFingerprint, options.envFingerprint);

@@ -25,14 +25,20 @@ export const SQL = {
   pendingChanges: 'SELECT id, row FROM pending_changes WHERE kind = ? AND id > ? ORDER BY id LIMIT ?',
   lastPendingChange: 'SELECT max(id) FROM pending_changes WHERE kind = ?',
   ackChanges: 'DELETE FROM pending_changes WHERE kind = ? AND id <= ?',
-  // the keys table's pages are walked in key order (SQLite sorts an IN list); each hit reads its row by id
+  // both key tables' pages are walked in key order (SQLite sorts an IN list); each hit reads its row by id. The
+  // list is bound twice: once for keys, once for keys_recent.
   lookupByKeys: (n: number) =>
-    `SELECT ${QUALIFIED_ENTRY_COLUMNS} FROM keys JOIN entries ON entries.id = keys.id WHERE keys.k IN (${placeholders(n)})`,
+    `SELECT ${QUALIFIED_ENTRY_COLUMNS} FROM keys JOIN entries ON entries.id = keys.id WHERE keys.k IN (${placeholders(n)}) ` +
+    `UNION ALL SELECT ${QUALIFIED_ENTRY_COLUMNS} FROM keys_recent JOIN entries ON entries.id = keys_recent.id ` +
+    `WHERE keys_recent.k IN (${placeholders(n)})`,
   entriesByIds: (n: number) => `SELECT ${ENTRY_COLUMNS} FROM entries WHERE id IN (${placeholders(n)})`,
   rawUidsByIds: (n: number) => `SELECT id, u, p FROM entries WHERE id IN (${placeholders(n)})`,
   // the tail: entries appended after the last merge into keys
   tailSince: 'SELECT id, type, hash FROM entries WHERE id > ? ORDER BY id',
-  insertKey: 'INSERT OR IGNORE INTO keys (k, id) VALUES (?, ?)',
+  insertRecentKey: 'INSERT OR IGNORE INTO keys_recent (k, id) VALUES (?, ?)',
+  // keys_recent is read in its key order: the inserts into keys walk it once
+  foldRecentKeys: 'INSERT OR IGNORE INTO keys (k, id) SELECT k, id FROM keys_recent ORDER BY k, id',
+  clearRecentKeys: 'DELETE FROM keys_recent',
 
   // an answer for a key not stored yet is appended; one for a stored entry updates its row by id
   insertEntry:
@@ -84,8 +90,7 @@ export const SQL = {
   tombstoneById:
     'UPDATE entries SET status = 2, u = NULL, p = NULL, r = NULL, bucket_id = NULL, due = 0, ' +
     'opted_out_since = ?, last_optout_check = ? WHERE id = ?',
-  // BLOB affinity: a raw UID is bound as the bytes or text it is stored as, and compared as such
-  createOptoutProbe: 'CREATE TEMP TABLE IF NOT EXISTS optout_probe (raw BLOB PRIMARY KEY, since INTEGER NOT NULL)',
+  createOptoutProbe: 'CREATE TEMP TABLE IF NOT EXISTS optout_probe (raw TEXT PRIMARY KEY, since INTEGER NOT NULL)',
   clearOptoutProbe: 'DELETE FROM temp.optout_probe',
   fillOptoutProbe: 'INSERT OR REPLACE INTO temp.optout_probe (raw, since) VALUES (?, ?)',
   // SET expressions read the row as it was, so the probe still matches the old u and p

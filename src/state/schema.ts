@@ -16,6 +16,8 @@ export const META_KEYS = {
   lastBucketsCheck: 'last_buckets_check',
   /** Entries with an id up to this one are in the keys table; later ones are the tail, indexed in memory. */
   keysUpto: 'keys_upto',
+  /** Entries with an id up to this one are in `keys`; those after it and up to keys_upto are in `keys_recent`. */
+  keysMainUpto: 'keys_main_upto',
   /** While a schema-2 file is being upgraded: the last entry id copied into the new table. */
   upgradeCopied: 'upgrade_copied',
 } as const;
@@ -28,6 +30,7 @@ export const IDENTITY_META_KEYS: ReadonlySet<string> = new Set([
   META_KEYS.createdAt,
   // the store's own bookkeeping: a wrong value would hide entries from lookups
   META_KEYS.keysUpto,
+  META_KEYS.keysMainUpto,
   META_KEYS.upgradeCopied,
 ]);
 
@@ -49,10 +52,10 @@ export function ENTRIES_TABLE(name: string): string {
   return `CREATE TABLE ${name} (
   id                INTEGER PRIMARY KEY,
   type              INTEGER NOT NULL,
-  hash              BLOB    NOT NULL,
+  hash              TEXT    NOT NULL,
   status            INTEGER NOT NULL,
-  u                 BLOB,
-  p                 BLOB,
+  u                 TEXT,
+  p                 TEXT,
   r                 INTEGER,
   bucket_id         TEXT,
   first_mapped      INTEGER,
@@ -62,6 +65,19 @@ export function ENTRIES_TABLE(name: string): string {
   due               INTEGER NOT NULL DEFAULT 0
 );`;
 }
+
+export const KEYS_TABLES = `
+CREATE TABLE keys (
+  k  INTEGER NOT NULL,
+  id INTEGER NOT NULL,
+  PRIMARY KEY (k, id)
+) WITHOUT ROWID;
+CREATE TABLE keys_recent (
+  k  INTEGER NOT NULL,
+  id INTEGER NOT NULL,
+  PRIMARY KEY (k, id)
+) WITHOUT ROWID;
+`;
 
 /** Each index serves one query and is partial where only some rows need it. There is no index on raw UIDs. */
 export const ENTRIES_INDEXES = `
@@ -96,9 +112,11 @@ export interface Migration {
 /**
  * Version 3, what a new file gets. Entries are appended (the id is their order of arrival), so a commit of new
  * entries writes a few pages at the end of the table and of each index instead of one page per entry. Lookups go
- * through `keys`: per entry, an integer made of the first bits of the hash and the DII type, with the id. New
- * entries reach `keys` in sorted runs (the store merges its tail of recent entries, indexed in memory until
- * then), which touches each page once per merge. Hashes and raw UIDs are stored as their bytes (see codec.ts).
+ * through `keys` and `keys_recent`: per entry, an integer made of the first bits of the hash and the DII type,
+ * with the id. New entries reach `keys_recent` in sorted runs (the store merges its tail of recent entries,
+ * indexed in memory until then), which touches each page once per merge; `keys_recent` is folded into `keys` once
+ * it holds a quarter as many, so that a merge rewrites a small table and the big one is rewritten rarely (two
+ * levels of a log-structured merge). Hashes and raw UIDs are the base64 text the service uses.
  */
 export const SCHEMA_V3 = `
 CREATE TABLE meta (
@@ -106,11 +124,7 @@ CREATE TABLE meta (
   value TEXT NOT NULL
 );
 ${ENTRIES_TABLE('entries')}
-CREATE TABLE keys (
-  k  INTEGER NOT NULL,
-  id INTEGER NOT NULL,
-  PRIMARY KEY (k, id)
-) WITHOUT ROWID;
+${KEYS_TABLES}
 ${ENTRIES_INDEXES}
 CREATE TABLE runs (
   id          INTEGER PRIMARY KEY,

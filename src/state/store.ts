@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
-import { decodeNullable, decodeValue, encodeNullable, encodeValue, keyOf, type StoredValue } from './codec.js';
+import { keyOf } from './codec.js';
 import { StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
 import { IN_LIST_SIZES, SQL } from './queries.js';
@@ -36,12 +36,13 @@ const MAX_IN_LIST = IN_LIST_SIZES[IN_LIST_SIZES.length - 1];
 // the checked range of the sweep starts below any real check time
 const BEFORE_ANY_CHECK = Number.MIN_SAFE_INTEGER;
 const DEFAULT_TAIL_ENTRIES = 1_000_000;
+// keys_recent is folded into keys once it holds a quarter as many entries
+const RECENT_SHARE = 4;
 
-/** One answer of a batch, encoded for the file. */
+/** One answer of a batch, with its type code and lookup key. */
 interface EncodedUpdate {
   type: number;
   hash: string;
-  stored: StoredValue;
   key: number;
   outcome: EntryUpdate['outcome'];
 }
@@ -135,10 +136,10 @@ export class SqliteStateStore implements StateStore {
       const { type, hash } = keys[i];
       const code = TYPE_CODE[type];
       wanted.add(`${code}:${hash}`);
-      lookupKeys[i] = keyOf(code, encodeValue(hash));
+      lookupKeys[i] = keyOf(code, hash);
     }
     this.rowsByKeys(lookupKeys, (row) => {
-      const hash = decodeValue(row[2]);
+      const hash = row[2] as string;
       if (wanted.has(`${row[1] as number}:${hash}`)) found.set(`${TYPE_OF_CODE[row[1] as number]}:${hash}`, decodeEntry(row, hash));
     });
     return found;
@@ -150,10 +151,10 @@ export class SqliteStateStore implements StateStore {
     this.catchUpTail();
     const code = TYPE_CODE[type];
     const wanted = new Set(hashes);
-    const lookupKeys = hashes.map((hash) => keyOf(code, encodeValue(hash)));
+    const lookupKeys = hashes.map((hash) => keyOf(code, hash));
     this.rowsByKeys(lookupKeys, (row) => {
       if (row[1] !== code) return;
-      const hash = decodeValue(row[2]);
+      const hash = row[2] as string;
       if (wanted.has(hash)) found.set(hash, decodeEntry(row, hash));
     });
     return found;
@@ -173,7 +174,8 @@ export class SqliteStateStore implements StateStore {
       onRow(row);
     };
     for (const [, size, params] of inListPages(lookupKeys)) {
-      for (const row of this.inListStatement(this.lookupStmts, size, SQL.lookupByKeys).all(params) as Row[]) emit(row);
+      const both = this.inListStatement(this.lookupStmts, size, SQL.lookupByKeys);
+      for (const row of both.all(params, params) as Row[]) emit(row);
     }
     if (this.tail.size === 0) return;
     const tailIds: number[] = [];
@@ -203,7 +205,7 @@ export class SqliteStateStore implements StateStore {
 
   /** Adds what other connections appended since this one last looked: one range read, empty in a single run. */
   private catchUpTail(): void {
-    for (const [id, type, hash] of this.stmts.tailSince.iterate(this.tailSeen) as IterableIterator<[number, number, StoredValue]>) {
+    for (const [id, type, hash] of this.stmts.tailSince.iterate(this.tailSeen) as IterableIterator<[number, number, string]>) {
       this.tail.add(keyOf(type, hash), id);
       this.tailSeen = id;
     }
@@ -217,9 +219,17 @@ export class SqliteStateStore implements StateStore {
     this.catchUpTail();
     const upto = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
     const { keys, ids } = this.tail.sorted();
-    const insert = this.stmts.insertKey;
+    const insert = this.stmts.insertRecentKey;
     for (let i = 0; i < keys.length; i++) if (ids[i] > upto) insert.run(keys[i], ids[i]);
-    this.stmts.metaSet.run(META_KEYS.keysUpto, String(Math.max(upto, this.tailSeen)));
+    const newUpto = Math.max(upto, this.tailSeen);
+    this.stmts.metaSet.run(META_KEYS.keysUpto, String(newUpto));
+    // ids are dense: entries up to keys_main_upto are in keys, the rest up to keys_upto in keys_recent
+    const mainUpto = Number(this.getMeta(META_KEYS.keysMainUpto) ?? 0);
+    if ((newUpto - mainUpto) * RECENT_SHARE >= mainUpto) {
+      this.stmts.foldRecentKeys.run();
+      this.stmts.clearRecentKeys.run();
+      this.stmts.metaSet.run(META_KEYS.keysMainUpto, String(newUpto));
+    }
   }
 
   // ---- writes from map and remap
@@ -227,7 +237,7 @@ export class SqliteStateStore implements StateStore {
   commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): void {
     this.writable('commit a batch');
     if (updates.length === 0) return;
-    // encoded before the transaction: a malformed update fails the batch before anything is written
+    // checked before the transaction: a malformed update fails the batch before anything is written
     const encoded = new Array<EncodedUpdate>(updates.length);
     for (let i = 0; i < updates.length; i++) {
       const { type, hash, outcome } = updates[i];
@@ -235,8 +245,7 @@ export class SqliteStateStore implements StateStore {
       if (typeof hash !== 'string' || code === undefined || outcome === null || typeof outcome !== 'object') {
         throw new TypeError(`commitBatch: update ${i} has no valid DII type, hash or outcome`);
       }
-      const stored = encodeValue(hash);
-      encoded[i] = { type: code, hash, stored, key: keyOf(code, stored), outcome };
+      encoded[i] = { type: code, hash, key: keyOf(code, hash), outcome };
     }
     try {
       this.commitTx.immediate(encoded, Math.floor(nowS), journal);
@@ -266,7 +275,7 @@ export class SqliteStateStore implements StateStore {
     const ids = new Map<string, number>();
     const keys = new Array<number>(updates.length);
     for (let i = 0; i < updates.length; i++) keys[i] = updates[i].key;
-    this.rowsByKeys(keys, (row) => ids.set(`${row[1] as number}:${decodeValue(row[2])}`, row[0] as number));
+    this.rowsByKeys(keys, (row) => ids.set(`${row[1] as number}:${row[2] as string}`, row[0] as number));
     // new entries are appended in r order: within a batch they then reach each leaf of the r index together.
     // A key the batch names again is appended once; its later answers update it afterwards, in batch order.
     const appended: EncodedUpdate[] = [];
@@ -297,7 +306,7 @@ export class SqliteStateStore implements StateStore {
       let newId: number;
       switch (o.kind) {
         case 'mapped':
-          newId = runInsert(s.insertEntry, u, 1, encodeValue(o.u), encodeNullable(o.p), o.r, o.bucketId ?? null, nowS, nowS, null);
+          newId = runInsert(s.insertEntry, u, 1, o.u, o.p ?? null, o.r, o.bucketId ?? null, nowS, nowS, null);
           break;
         case 'optout':
           newId = runInsert(s.insertEntry, u, 2, null, null, null, null, null, null, o.optedOutSinceMs ?? null);
@@ -318,7 +327,7 @@ export class SqliteStateStore implements StateStore {
     const s = this.stmts;
     switch (o.kind) {
       case 'mapped':
-        s.updateMapped.run(encodeValue(o.u), encodeNullable(o.p), o.r, o.bucketId ?? null, nowS, nowS, id);
+        s.updateMapped.run(o.u, o.p ?? null, o.r, o.bucketId ?? null, nowS, nowS, id);
         break;
       case 'optout':
         s.updateOptout.run(o.optedOutSinceMs ?? null, id);
@@ -485,10 +494,8 @@ export class SqliteStateStore implements StateStore {
       const params = new Array<number>(size);
       for (let i = start; i < end; i++) params[i - start] = within[i];
       params.fill(within[end - 1], end - start);
-      const rows = this.inListStatement(this.idStmts, size, SQL.rawUidsByIds).all(params) as [number, StoredValue | null, StoredValue | null][];
-      for (const [id, storedU, storedP] of rows) {
-        const u = decodeNullable(storedU);
-        const p = decodeNullable(storedP);
+      const rows = this.inListStatement(this.idStmts, size, SQL.rawUidsByIds).all(params) as [number, string | null, string | null][];
+      for (const [id, u, p] of rows) {
         const sinceMs = (u !== null ? since.get(u) : undefined) ?? (p !== null ? since.get(p) : undefined);
         if (sinceMs !== undefined) changed += this.stmts.tombstoneById.run(sinceMs, nowS, id).changes;
       }
@@ -501,7 +508,7 @@ export class SqliteStateStore implements StateStore {
     this.db.prepare(SQL.createOptoutProbe).run();
     this.db.prepare(SQL.clearOptoutProbe).run();
     const fill = this.db.prepare(SQL.fillOptoutProbe);
-    for (const o of optedOut) fill.run(encodeValue(o.rawUid), o.optedOutSinceMs);
+    for (const o of optedOut) fill.run(o.rawUid, o.optedOutSinceMs);
     const changed = this.db.prepare(SQL.tombstoneByProbe).run(nowS).changes;
     this.db.prepare(SQL.clearOptoutProbe).run();
     return changed;
@@ -602,10 +609,10 @@ export class SqliteStateStore implements StateStore {
         yield {
           id: row[0] as number,
           type: TYPE_OF_CODE[row[1] as number],
-          hash: decodeValue(row[2]),
+          hash: row[2] as string,
           status: statusOfCode(row[3] as number),
-          u: decodeNullable(row[4]),
-          p: decodeNullable(row[5]),
+          u: row[4] as string | null,
+          p: row[5] as string | null,
           r: row[6] as number | null,
         };
       }
@@ -655,7 +662,9 @@ function prepareAll(db: Database) {
     updateOptout: plain(SQL.updateOptout),
     updateInvalid: plain(SQL.updateInvalid),
     tailSince: raw(SQL.tailSince),
-    insertKey: plain(SQL.insertKey),
+    insertRecentKey: plain(SQL.insertRecentKey),
+    foldRecentKeys: plain(SQL.foldRecentKeys),
+    clearRecentKeys: plain(SQL.clearRecentKeys),
     dueDays: plain(SQL.dueDays),
     exportPage: raw(SQL.exportPage),
     countDue: plain(SQL.countDue),
@@ -699,15 +708,15 @@ function runInsert(
   insert: Statement,
   u: EncodedUpdate,
   status: number,
-  raw: StoredValue | null,
-  previous: StoredValue | null,
+  raw: string | null,
+  previous: string | null,
   r: number | null,
   bucketId: string | null,
   firstMapped: number | null,
   lastMapped: number | null,
   optedOutSince: number | null,
 ): number {
-  return Number(insert.run(u.type, u.stored, status, raw, previous, r, bucketId, firstMapped, lastMapped, optedOutSince).lastInsertRowid);
+  return Number(insert.run(u.type, u.hash, status, raw, previous, r, bucketId, firstMapped, lastMapped, optedOutSince).lastInsertRowid);
 }
 
 /** A list cut into IN (...) parameter arrays of the prepared sizes, each padded with its last value. */
@@ -741,8 +750,8 @@ function decodeEntry(row: Row, hash: string): StateEntry {
     type: TYPE_OF_CODE[row[1] as number],
     hash,
     status: statusOfCode(row[3] as number),
-    u: decodeNullable(row[4]),
-    p: decodeNullable(row[5]),
+    u: row[4] as string | null,
+    p: row[5] as string | null,
     r: row[6] as number | null,
     bucketId: row[7] as string | null,
     firstMappedS: row[8] as number | null,
@@ -757,9 +766,9 @@ function decodeDue(row: Row): DueEntry {
   return {
     id: row[0] as number,
     type: TYPE_OF_CODE[row[1] as number],
-    hash: decodeValue(row[2]),
-    u: decodeNullable(row[3]),
-    p: decodeNullable(row[4]),
+    hash: row[2] as string,
+    u: row[3] as string | null,
+    p: row[4] as string | null,
     r: row[5] as number | null,
     bucketId: row[6] as string | null,
   };
@@ -768,10 +777,10 @@ function decodeDue(row: Row): DueEntry {
 function decodeCandidate(row: Row): OptoutCandidate {
   return {
     id: row[0] as number,
-    u: decodeNullable(row[1]),
-    p: decodeNullable(row[2]),
+    u: row[1] as string | null,
+    p: row[2] as string | null,
     lastOptoutCheckS: row[3] as number | null,
     type: TYPE_OF_CODE[row[4] as number],
-    hash: decodeValue(row[5]),
+    hash: row[5] as string,
   };
 }

@@ -1,12 +1,14 @@
 /** The upgrade of a schema-2 file to schema 3, in pieces that a killed run's successor carries on from. */
 import type { Database } from 'better-sqlite3';
-import { decodeValue, encodeNullable, encodeValue, keyOf } from './codec.js';
-import { ENTRIES_INDEXES, ENTRIES_TABLE, META_KEYS } from './schema.js';
+import { keyOf } from './codec.js';
+import { ENTRIES_INDEXES, ENTRIES_TABLE, KEYS_TABLES, META_KEYS } from './schema.js';
 
 /** Entries copied per transaction: small enough that a kill loses little work, big enough to amortize a commit. */
 const COPY_ROWS = 100_000;
 const NEW_TABLE = 'entries_v3';
 const KEY_FUNCTION = 'uid2_state_key';
+// the same columns in schemas 1, 2 and 3; only the table's key and indexes change
+const COLUMNS = 'id, type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, last_optout_check, opted_out_since, due';
 
 /**
  * One piece of the upgrade, inside the caller's transaction; true once the file is at schema 3. The old table
@@ -26,36 +28,26 @@ export function upgradeToV3Step(db: Database, copyRows = COPY_ROWS): boolean {
   }
 
   const copied = Number(meta(META_KEYS.upgradeCopied) ?? 0);
-  const rows = db
-    .prepare(
-      'SELECT id, type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, last_optout_check, opted_out_since, due ' +
-        'FROM entries WHERE id > ? ORDER BY id LIMIT ?',
-    )
-    .raw()
-    .all(copied, copyRows) as unknown[][];
-  if (rows.length > 0) {
-    const insert = db.prepare(
-      `INSERT INTO ${NEW_TABLE} (id, type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, last_optout_check, opted_out_since, due) ` +
-        'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    );
-    for (const row of rows) {
-      row[2] = encodeValue(decodeValue(row[2]));
-      row[4] = encodeNullable(row[4] as string | null);
-      row[5] = encodeNullable(row[5] as string | null);
-      insert.run(row);
-    }
-    setMeta(META_KEYS.upgradeCopied, String(rows[rows.length - 1][0]));
+  const last = db.prepare('SELECT max(id) FROM (SELECT id FROM entries WHERE id > ? ORDER BY id LIMIT ?)').pluck().get(copied, copyRows) as
+    | number
+    | null;
+  if (last !== null) {
+    db.prepare(
+      `INSERT INTO ${NEW_TABLE} (${COLUMNS}) SELECT ${COLUMNS} FROM entries WHERE id > ? AND id <= ? ORDER BY id`,
+    ).run(copied, last);
+    setMeta(META_KEYS.upgradeCopied, String(last));
     return false;
   }
 
   // the last piece: swap the tables, index the new one, fill keys in key order (one sort, pages written once)
   db.exec(`DROP TABLE entries; ALTER TABLE ${NEW_TABLE} RENAME TO entries;`);
   db.exec(ENTRIES_INDEXES);
-  db.exec('CREATE TABLE keys (k INTEGER NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (k, id)) WITHOUT ROWID');
-  db.function(KEY_FUNCTION, { deterministic: true }, (type, hash) => keyOf(Number(type), hash as Buffer | string));
+  db.exec(KEYS_TABLES);
+  db.function(KEY_FUNCTION, { deterministic: true }, (type, hash) => keyOf(Number(type), String(hash)));
   db.exec(`INSERT INTO keys (k, id) SELECT ${KEY_FUNCTION}(type, hash), id FROM entries ORDER BY 1, 2`);
-  const last = db.prepare('SELECT max(id) FROM entries').pluck().get() as number | null;
-  setMeta(META_KEYS.keysUpto, String(last ?? 0));
+  const maxId = db.prepare('SELECT max(id) FROM entries').pluck().get() as number | null;
+  setMeta(META_KEYS.keysUpto, String(maxId ?? 0));
+  setMeta(META_KEYS.keysMainUpto, String(maxId ?? 0));
   db.prepare('DELETE FROM meta WHERE key = ?').run(META_KEYS.upgradeCopied);
   return true;
 }

@@ -127,7 +127,7 @@ describe('commitBatch', () => {
     try {
       const columns = (raw.prepare('PRAGMA table_info(entries)').all() as { name: string; type: string }[]).map((c) => `${c.name}:${c.type}`);
       expect(columns).toEqual([
-        'id:INTEGER', 'type:INTEGER', 'hash:BLOB', 'status:INTEGER', 'u:BLOB', 'p:BLOB', 'r:INTEGER', 'bucket_id:TEXT',
+        'id:INTEGER', 'type:INTEGER', 'hash:TEXT', 'status:INTEGER', 'u:TEXT', 'p:TEXT', 'r:INTEGER', 'bucket_id:TEXT',
         'first_mapped:INTEGER', 'last_mapped:INTEGER', 'last_optout_check:INTEGER', 'opted_out_since:INTEGER', 'due:INTEGER',
       ]);
     } finally {

@@ -1,0 +1,121 @@
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { EntryUpdate } from '../../src/state/index.js';
+import { b64, tmpStates } from './tmp-state.js';
+
+const t = tmpStates('uid2-layout-');
+afterAll(() => t.cleanup());
+
+const mapped = (label: string, r: number, type: 'email' | 'phone' = 'email'): EntryUpdate => ({
+  type,
+  hash: b64(label),
+  outcome: { kind: 'mapped', u: b64(`u-${label}`), p: null, r },
+});
+
+function keysRows(path: string, table = 'keys'): number {
+  const db = new Database(path, { readonly: true });
+  try {
+    return db.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number;
+  } finally {
+    db.close();
+  }
+}
+
+describe('the tail of recent entries and its merge into the keys table', () => {
+  it('finds entries before and after each merge, and merges once the tail reaches tailEntries', () => {
+    const path = t.file();
+    const s = t.open(path, { tailEntries: 1_000 });
+    for (let b = 0; b < 5; b++) {
+      s.commitBatch(Array.from({ length: 450 }, (_, i) => mapped(`e${b}-${i}`, 1_000 + i)), 10 + b);
+      const all = Array.from({ length: (b + 1) * 450 }, (_, i) => ({ type: 'email' as const, hash: b64(`e${Math.floor(i / 450)}-${i % 450}`) }));
+      expect(s.lookupMany(all).size, `after batch ${b}`).toBe(all.length);
+    }
+    // 450, 900, then 1,350 >= 1,000: merged; 450, then 900: still in the tail
+    expect(keysRows(path)).toBe(1_350);
+    expect(s.info().tailEntries).toBe(900);
+  });
+
+  it('merges into keys_recent, and folds it into keys once it holds a quarter as many', () => {
+    const path = t.file();
+    const s = t.open(path, { tailEntries: 50 });
+    const batch = (from: number, n: number) => Array.from({ length: n }, (_, i) => mapped(`f${from + i}`, 9));
+    const all = (n: number) => Array.from({ length: n }, (_, i) => ({ type: 'email' as const, hash: b64(`f${i}`) }));
+    s.commitBatch(batch(0, 400), 1);
+    expect([keysRows(path), keysRows(path, 'keys_recent')]).toEqual([400, 0]);
+    s.commitBatch(batch(400, 60), 1);
+    expect([keysRows(path), keysRows(path, 'keys_recent')]).toEqual([400, 60]);
+    s.commitBatch(batch(460, 20), 1);
+    // tail of 20 < 50: in memory only; the three places answer together
+    expect(s.info().tailEntries).toBe(20);
+    expect(s.lookupMany(all(480)).size).toBe(480);
+    s.commitBatch(batch(480, 40), 1);
+    expect([keysRows(path), keysRows(path, 'keys_recent')]).toEqual([520, 0]);
+    expect(s.lookupMany(all(520)).size).toBe(520);
+    expect(s.lookupMany([{ type: 'email', hash: b64('f999') }]).size).toBe(0);
+  });
+
+  it('sees entries another connection appended (a second store on the same file)', () => {
+    const path = t.file();
+    const a = t.open(path, { tailEntries: 100 });
+    const b = t.open(path, { tailEntries: 100 });
+    a.commitBatch([mapped('x', 5)], 1);
+    expect(b.lookupHashes('email', [b64('x')]).get(b64('x'))?.u).toBe(b64('u-x'));
+    // b appends and merges what a wrote too; a still finds everything
+    b.commitBatch(Array.from({ length: 150 }, (_, i) => mapped(`y${i}`, 5)), 2);
+    expect(keysRows(path)).toBe(151);
+    a.commitBatch([mapped('x', 6)], 3);
+    expect(a.lookupMany([{ type: 'email', hash: b64('x') }, { type: 'email', hash: b64('y149') }]).size).toBe(2);
+    expect(a.counts().entries).toBe(151);
+    expect(b.lookupHashes('email', [b64('x')]).get(b64('x'))?.r).toBe(6);
+  });
+
+  it('tells apart hashes that share a lookup key (same first bytes) and the two DII types', () => {
+    const s = t.open(t.file(), { tailEntries: 3 });
+    const twin = (last: number) => Buffer.concat([Buffer.alloc(6, 7), Buffer.alloc(26, last)]).toString('base64');
+    const updates: EntryUpdate[] = [];
+    for (let i = 0; i < 4; i++) updates.push({ type: 'email', hash: twin(i), outcome: { kind: 'mapped', u: b64(`t${i}`), p: null, r: i } });
+    updates.push({ type: 'phone', hash: twin(0), outcome: { kind: 'invalid' } });
+    s.commitBatch(updates, 1);
+    // merged (tail of 5 >= 3), then one more in the tail
+    s.commitBatch([{ type: 'email', hash: twin(9), outcome: { kind: 'optout' } }], 2);
+    const found = s.lookupMany([0, 1, 2, 3, 9, 5].map((i) => ({ type: 'email' as const, hash: twin(i) })).concat([{ type: 'phone', hash: twin(0) }]));
+    expect([...found.keys()].sort()).toEqual(
+      [...[0, 1, 2, 3, 9].map((i) => `email:${twin(i)}`), `phone:${twin(0)}`].sort(),
+    );
+    for (let i = 0; i < 4; i++) expect(found.get(`email:${twin(i)}`)?.u).toBe(b64(`t${i}`));
+    expect(found.get(`phone:${twin(0)}`)?.status).toBe('invalid');
+  });
+
+  it('keeps any string as it was given: hashes and raw UIDs that are not base64 come back the same', () => {
+    const s = t.open(t.file(), { tailEntries: 2 });
+    const odd = ['b0-1', 'abcd', 'ABC=', 'not base64 at all', 'QUJD', '00000000', 'YQ==', 'YR==', '', 'é'];
+    s.commitBatch(odd.map((h, i) => ({ type: 'email', hash: h, outcome: { kind: 'mapped', u: odd[(i + 1) % odd.length], p: odd[i], r: 9 } })), 1);
+    const found = s.lookupHashes('email', odd);
+    expect(found.size).toBe(odd.length);
+    odd.forEach((h, i) => expect(found.get(h), h).toMatchObject({ hash: h, u: odd[(i + 1) % odd.length], p: odd[i] }));
+  });
+
+  it('applies a key named twice in one batch in batch order, whatever the r order of the batch', () => {
+    const s = t.open(t.file());
+    const h = b64('twice');
+    s.commitBatch(
+      [
+        { type: 'email', hash: h, outcome: { kind: 'optout', optedOutSinceMs: 5 } },
+        mapped('other', 1),
+        { type: 'email', hash: h, outcome: { kind: 'mapped', u: b64('late'), p: null, r: 2 } },
+      ],
+      7,
+    );
+    expect(s.lookupHashes('email', [h]).get(h)).toMatchObject({ status: 'mapped', u: b64('late'), r: 2, optedOutSinceMs: null });
+    expect(s.counts().entries).toBe(2);
+  });
+
+  it('rolls the tail back with a failed batch: the next batch appends and finds as if it never happened', () => {
+    const s = t.open(t.file(), { tailEntries: 1_000 });
+    const bad = [mapped('ok', 1), { type: 'email', hash: b64('bad'), outcome: { kind: 'nonsense' } }] as unknown as EntryUpdate[];
+    expect(() => s.commitBatch(bad, 1)).toThrow(/unknown outcome/);
+    expect(s.info().tailEntries).toBe(0);
+    s.commitBatch([mapped('ok', 2)], 2);
+    expect(s.lookupHashes('email', [b64('ok')]).get(b64('ok'))).toMatchObject({ id: 1, r: 2 });
+  });
+});
