@@ -42,7 +42,7 @@ case "$(uname -s)-$(uname -m)" in
   *) echo "ci-node: no Node package on npm for $(uname -s)-$(uname -m)" >&2; exit 2 ;;
 esac
 
-prefix="$(mktemp -d "${TMPDIR:-/tmp}/ci-node.XXXXXX")"
+prefix="$(mktemp -d -t ci-node.XXXXXX)"
 default_path="$PATH"
 default_node="$(node --version)"
 

@@ -67,6 +67,8 @@ export class Transport {
         // the pools to the proxy (forwarding) or through it (tunnels) keep the limits of the direct pool; `connect`
         // from undici is kept, since it is what reaches the proxy or opens the tunnel
         factory: (origin, opts) => new Pool(origin, { ...(opts as Pool.Options), ...poolOptions }),
+        // the CONNECT requests themselves: a proxy that never answers one must time out like the service would
+        clientFactory: (origin, opts) => new Pool(origin, { ...(opts as Pool.Options), headersTimeout: options.requestTimeoutMs, bodyTimeout: options.requestTimeoutMs }),
       });
     }
   }

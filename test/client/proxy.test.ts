@@ -71,17 +71,20 @@ describe('requests through a real proxy process', () => {
   let service: LocalService;
   let proxy: ProxyProcess;
   let authProxy: ProxyProcess;
+  /** Logs CONNECT requests and never answers them. */
+  let silentProxy: ProxyProcess;
   const clients: ServiceClient[] = [];
 
   beforeAll(async () => {
-    [service, proxy, authProxy] = await Promise.all([
+    [service, proxy, authProxy, silentProxy] = await Promise.all([
       startService(),
       startProxyProcess(['--host', `${PROXY_ONLY_HOST}=127.0.0.1`]),
       startProxyProcess(['--auth', 'alice:s3cret-pw', '--host', `${PROXY_ONLY_HOST}=127.0.0.1`]),
+      startProxyProcess(['--hang-connect', 'yes']),
     ]);
   });
   afterAll(async () => {
-    await Promise.all([proxy?.stop(), authProxy?.stop(), service?.close()]);
+    await Promise.all([proxy?.stop(), authProxy?.stop(), silentProxy?.stop(), service?.close()]);
   });
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((c) => c.close()));
@@ -197,6 +200,15 @@ describe('requests through a real proxy process', () => {
         `connection refused talking to the identity service at ${baseUrl}/v3/identity/map through the proxy ${gone.url} (from --proxy) (ECONNREFUSED)`,
       );
     }
+  });
+
+  it('a proxy that never answers the CONNECT: the request timeout holds, and the error names the proxy', async () => {
+    const c = client({ baseUrl: `https://${PROXY_ONLY_HOST}`, maxAttempts: 1, requestTimeoutMs: 300, proxy: fromEnv({ https_proxy: silentProxy.url }) });
+    const { result, entries } = await seenBy(silentProxy, () => c.mapV3({ email: [EMAIL] }).then(() => undefined, (e: unknown) => e));
+    expect(result).toBeInstanceOf(NetworkError);
+    expect((result as NetworkError).failure).toBe('timeout');
+    expect((result as NetworkError).message).toContain(`through the proxy ${silentProxy.url} (from https_proxy)`);
+    expect(entries.map((e) => e.kind)).toEqual(['connect']);
   });
 
   it('https targets go through a CONNECT tunnel; a tunnel the proxy cannot open is a NetworkError naming the proxy', async () => {

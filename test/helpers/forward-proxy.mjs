@@ -1,18 +1,21 @@
 // A loopback HTTP proxy run as its own process by the proxy tests: forwards plain http and tunnels CONNECT, logging each request as one JSON line on stdout.
 //
-//   node forward-proxy.mjs [--auth USER:PASSWORD] [--host NAME=ADDRESS]...
+//   node forward-proxy.mjs [--auth USER:PASSWORD] [--host NAME=ADDRESS]... [--hang-connect yes]
 //
 // The first stdout line is {"listening":PORT}. Every request after it prints
 // {"kind":"forward"|"connect","method":...,"target":...,"auth":"none"|"ok"|"bad"} (never the credentials).
 // --host makes the proxy resolve NAME itself, so a request for NAME can only succeed through the proxy.
+// --hang-connect yes: CONNECT requests are logged and never answered.
 import { createServer, request } from 'node:http';
 import { connect } from 'node:net';
 
 const args = process.argv.slice(2);
 let auth;
+let hangConnect = false;
 const hosts = new Map();
 for (let i = 0; i < args.length; i += 2) {
   if (args[i] === '--auth') auth = args[i + 1];
+  else if (args[i] === '--hang-connect') hangConnect = args[i + 1] === 'yes';
   else if (args[i] === '--host') {
     const [name, address] = args[i + 1].split('=');
     hosts.set(name.toLowerCase(), address);
@@ -73,6 +76,7 @@ server.on('connect', (req, socket, head) => {
   const state = checkAuth(req);
   log({ kind: 'connect', method: 'CONNECT', target: req.url, auth: state });
   socket.on('error', () => socket.destroy());
+  if (hangConnect) return;
   if (auth !== undefined && state !== 'ok') {
     socket.end('HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="test"\r\nContent-Length: 0\r\n\r\n');
     return;
