@@ -12,6 +12,7 @@ import { addOutputOptions } from '../shared/options.js';
 import { addTableInputOptions, resolveInputArg, sourceOptionsOf, tableInputFlags, type InputFlags } from '../shared/input-options.js';
 import { addThreadsOption, defaultHashThreads, threadsFlag } from '../shared/threads-option.js';
 import { createProgress } from '../shared/progress.js';
+import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { formatCount, formatDuration, formatRate } from '../shared/summary.js';
 
 export { HASH_FIELDS };
@@ -57,6 +58,7 @@ export interface HashSummary {
 export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary> {
   const startedMs = io.now();
   const toFile = flags.output !== undefined && flags.output !== '-';
+  refuseOverlappingPaths([{ flag: 'the input', path: flags.input }], standardOutputs(flags));
   const source = await openInput(flags, io);
   const progress = createProgress({ label: 'hash', quiet: flags.quiet, stream: io.stderr, dataOnStdout: !toFile });
   let sink: TableSink | undefined;

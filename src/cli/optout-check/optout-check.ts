@@ -18,6 +18,7 @@ import type { TableSink } from '../../pipeline/table/table.js';
 import { openState } from '../../state/index.js';
 import { connect as connectService, resolveFor, runInProcess, sayTo, type InputCommandDeps, type Say } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
+import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, decimalNumber, optionReaders, outputFlags, wholeNumber, type OutputFlags } from '../shared/options.js';
 import { addInputFormatOptions, inputFormatFlags, sourceOptionsOf, type InputFlags } from '../shared/input-options.js';
 import { acknowledgeDelivered, exitCodeOf, replayedLine, reportRun, requestCounters, withRunOutput, type ChangeDelivery } from '../shared/run-report.js';
@@ -120,6 +121,7 @@ async function connect(flags: OptoutCheckFlags, resolved: ResolvedConfig): Promi
 /** `uid2-batch optout-check`: returns the exit code (0, 3 some batches failed, 130 interrupted); throws for the rest. */
 export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckDeps): Promise<number> {
   checkCombinations(flags);
+  refuseOverlappingPaths([{ flag: 'the input', path: flags.input }, { flag: '--state', path: flags.state }], standardOutputs(flags.output));
   const startedMs = deps.now();
   const say = sayTo(flags.output, deps);
   // configuration first: a missing key should be said before a large file is opened

@@ -5,6 +5,7 @@ import { InputError, type TableSource } from '../../pipeline/table/table.js';
 import { BatchStopped, generateTokenBatch, validateTokenBatch, type TokenBatchRun } from '../../pipeline/tokens/token-batch.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { createProgress } from '../shared/progress.js';
+import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { requestCounters } from '../shared/run-report.js';
 import { formatCount, formatDuration, makeSummary, writeSummaryJson } from '../shared/summary.js';
 import { failureAdvice, note, withConnection, type Connect, type TokenIo } from './token-io.js';
@@ -43,6 +44,7 @@ export async function runTokenBatch(which: 'generate' | 'validate', flags: Token
   const openSink = deps.openSink ?? defaultOpenSink;
   const format = flags.format ?? 'csv';
   const toFile = flags.output !== undefined && flags.output !== '-';
+  refuseOverlappingPaths([{ flag: '--input', path: input }], standardOutputs(flags));
 
   let source: TableSource;
   try {

@@ -1,0 +1,37 @@
+// How an error line quotes a value the user gave (a path, a column name, a flag value): short and printable.
+
+/** Characters of a user value an error line shows at most; a longer value is cut and its length said. */
+export const MAX_QUOTED_CHARS = 80;
+
+/** Control characters (C0, DEL, C1) and the line and paragraph separators: they would break or hide the line. */
+// eslint-disable-next-line no-control-regex
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+
+function escape(char: string): string {
+  switch (char) {
+    case '\n':
+      return '\\n';
+    case '\r':
+      return '\\r';
+    case '\t':
+      return '\\t';
+    default:
+      return `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`;
+  }
+}
+
+/**
+ * A user value made fit for one error line: control characters escaped, and cut to MAX_QUOTED_CHARS characters
+ * with `…` (a 20 KB binary "column name" is not echoed whole).
+ */
+export function clipUserValue(value: string, max = MAX_QUOTED_CHARS): string {
+  const chars = Array.from(value);
+  const shown = chars.length > max ? `${chars.slice(0, max).join('')}…` : value;
+  return shown.replace(UNPRINTABLE, escape);
+}
+
+/** `'value'`, clipped, and its length when it was cut: the form every error line uses to quote what the user gave. */
+export function quoted(value: string, max = MAX_QUOTED_CHARS): string {
+  const length = Array.from(value).length;
+  return `'${clipUserValue(value, max)}'${length > max ? ` (${length.toLocaleString('en-US')} characters)` : ''}`;
+}
