@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError, rejectSecretFlags } from '../config/index.js';
 import { registerCommands } from './commands.js';
 import { EXIT, UserError, stoppedBy } from './shared/exit-codes.js';
+import { refuseRepeatedFlags } from './shared/repeated-flags.js';
 
 export function buildProgram(): Command {
   const program = new Command('uid2-batch')
@@ -15,6 +16,7 @@ export function buildProgram(): Command {
     if (thisCommand.opts().color === false) process.env.NO_COLOR = '1';
   });
   registerCommands(program);
+  refuseRepeatedFlags(program);
   return program;
 }
 

@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import type { ColumnFlags, ColumnKind } from '../../pipeline/table/identifier-columns.js';
 import { UserError } from './exit-codes.js';
+import { collectRepeated } from './repeated-flags.js';
 
 /** How the input is read; shared by every command that reads a table (`map`, `hash`...). */
 export interface InputFlags {
@@ -14,9 +15,7 @@ export interface InputFlags {
 }
 
 /** Repeatable flags; no default, so the help does not print an empty list. */
-function collect(value: string, previous: string[] | undefined): string[] {
-  return [...(previous ?? []), value];
-}
+const collect = collectRepeated;
 
 /** The input and identifier column options shared by the commands that read a table of identifiers. */
 export function addTableInputOptions(cmd: Command): Command {
