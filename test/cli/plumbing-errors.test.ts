@@ -268,3 +268,24 @@ describe('flags given twice', () => {
     expect(line).toContain('(20,000 characters)');
   });
 });
+
+describe('usage errors are exit 2 in every command that reads a table', () => {
+  it.each(['map', 'hash', 'optout-check'])("%s --delimiter ';;' is refused while the flags are read", async (command) => {
+    const program = buildProgram();
+    program.configureOutput({ writeErr: () => {}, writeOut: () => {} });
+    const err = await program.parseAsync(['node', 'uid2-batch', command, 'no-such-file.csv', '--delimiter', ';;']).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(describeError(err)).toEqual({
+      line: `--delimiter must be one character other than a quote or a line break (got ';;'): e.g. --delimiter ";" or --delimiter tab`,
+      exitCode: EXIT.usage,
+    });
+  });
+
+  it('lists one code per meaning: no two names share a number', () => {
+    const codes = Object.values(EXIT);
+    expect(new Set(codes).size).toBe(codes.length);
+    expect(EXIT).toMatchObject({ ok: 0, failed: 1, usage: 2, partial: 3, auth: 4, optout: 5, invalidToken: 6, hangup: 129, interrupted: 130 });
+  });
+});

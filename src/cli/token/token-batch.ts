@@ -88,7 +88,10 @@ export async function runTokenBatch(which: 'generate' | 'validate', flags: Token
     try {
       if (which === 'validate') {
         const c = await validateTokenBatch(run);
-        const code = await finish({ rows: c.rows, true: c.valid, false: c.invalid, error: c.error }, `${formatCount(c.valid)} true, ${formatCount(c.invalid)} false, ${formatCount(c.error)} error`);
+        const code = await finish(
+          { rows: c.rows, true: c.valid, false: c.invalid, invalid: c.rejected, error: c.error },
+          `${formatCount(c.valid)} true, ${formatCount(c.invalid)} false, ${formatCount(c.rejected)} invalid, ${formatCount(c.error)} error`,
+        );
         if (c.invalid > 0 && !flags.quiet) note(deps.io, 'false usually means the identifier was formatted differently when the token was made: compare the hash column');
         return code;
       }
