@@ -35,3 +35,18 @@ export function quoted(value: string, max = MAX_QUOTED_CHARS): string {
   const length = Array.from(value).length;
   return `'${clipUserValue(value, max)}'${length > max ? ` (${length.toLocaleString('en-US')} characters)` : ''}`;
 }
+
+/** An error line longer than this is cut: it is one line on a terminal or in cron mail, not a dump. */
+export const MAX_ERROR_LINE_CHARS = 1000;
+
+/**
+ * The last guard before an error line is printed or put in a summary: every quoted value in it is clipped as
+ * `quoted` does, control characters are escaped (a binary "column name" cannot break the line or the terminal),
+ * and the whole line is cut if it is still too long.
+ */
+export function clipErrorLine(line: string): string {
+  const clipped = line.replace(/'([^'\n]*)'/g, (whole, inner: string) => (Array.from(inner).length > MAX_QUOTED_CHARS ? quoted(inner) : whole));
+  const printable = clipped.replace(UNPRINTABLE, escape);
+  const chars = Array.from(printable);
+  return chars.length > MAX_ERROR_LINE_CHARS ? `${chars.slice(0, MAX_ERROR_LINE_CHARS).join('')}… (line cut)` : printable;
+}

@@ -201,9 +201,17 @@ function quoteArg(name: string): string {
   return /^[A-Za-z0-9_.-]+$/.test(name) ? name : `'${name.replace(/'/g, `'\\''`)}'`;
 }
 
+/** Characters of a header name a message shows: a binary "header" of a wrong file must not fill the terminal. */
+const SHOWN_NAME_CHARS = 80;
+
+function shownName(name: string): string {
+  const chars = Array.from(name);
+  return chars.length > SHOWN_NAME_CHARS ? `${chars.slice(0, SHOWN_NAME_CHARS).join('')}…` : name;
+}
+
 function availableText(header: readonly string[]): string {
   if (header.length === 0) return 'it has no columns';
-  const shown = header.slice(0, 20).map((h) => `'${h}'`).join(', ');
+  const shown = header.slice(0, 20).map((h) => `'${shownName(h)}'`).join(', ');
   return `its columns are ${shown}${header.length > 20 ? ` and ${header.length - 20} more` : ''}`;
 }
 
