@@ -2,6 +2,9 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError, rejectSecretFlags } from '../config/index.js';
 import { registerCommands } from './commands.js';
 import { EXIT, UserError, stoppedBy } from './shared/exit-codes.js';
+import { refuseRepeatedFlags } from './shared/repeated-flags.js';
+import { clipErrorLine } from './shared/user-values.js';
+import { commandWordsIn, completeSummaryJson, summaryJsonPathIn } from './shared/summary-outcome.js';
 
 export function buildProgram(): Command {
   const program = new Command('uid2-batch')
@@ -15,6 +18,7 @@ export function buildProgram(): Command {
     if (thisCommand.opts().color === false) process.env.NO_COLOR = '1';
   });
   registerCommands(program);
+  refuseRepeatedFlags(program);
   return program;
 }
 
@@ -78,8 +82,13 @@ export function isBrokenPipe(err: unknown): boolean {
   return fieldsOf(err).code === 'EPIPE';
 }
 
-/** The one line to print and the exit code, for every kind of failure this program knows. */
+/** The one line to print and the exit code, for every kind of failure this program knows; user values in it clipped. */
 export function describeError(err: unknown): { line?: string; exitCode: number } {
+  const described = describeErrorUnclipped(err);
+  return described.line === undefined ? described : { ...described, line: clipErrorLine(described.line) };
+}
+
+function describeErrorUnclipped(err: unknown): { line?: string; exitCode: number } {
   if (err instanceof CommanderError) {
     // commander has printed its own message (or the help, or the version)
     return { exitCode: err.exitCode === 0 ? EXIT.ok : EXIT.usage };
@@ -153,7 +162,6 @@ export function ignoreStderrFailures(stderr: { on(event: 'error', listener: (err
  */
 function endHungUpRun(): void {
   if (stoppedBy() !== 'SIGHUP') return;
-  process.exitCode = EXIT.hangup;
   for (const listener of process.listeners('SIGHUP')) process.off('SIGHUP', listener);
   process.kill(process.pid, 'SIGHUP');
 }
@@ -161,11 +169,23 @@ function endHungUpRun(): void {
 export async function main(argv: string[]): Promise<void> {
   endQuietlyOnBrokenPipe();
   ignoreStderrFailures();
+  let error: string | undefined;
   try {
     rejectSecretFlags(argv.slice(2));
     await buildProgram().parseAsync(argv);
   } catch (err) {
     process.exitCode = reportError(err);
+    error = describeError(err).line;
+  }
+  if (stoppedBy() === 'SIGHUP' && process.exitCode === EXIT.interrupted) process.exitCode = EXIT.hangup;
+  const summaryPath = summaryJsonPathIn(argv.slice(2));
+  if (summaryPath !== undefined) {
+    const exitCode = typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
+    const problem = await completeSummaryJson({ path: summaryPath, command: commandWordsIn(argv.slice(2)), exitCode, ...(error !== undefined ? { error } : {}) });
+    if (problem !== undefined) {
+      process.stderr.write(`uid2-batch: ${clipErrorLine(problem)}\n`);
+      if (exitCode === EXIT.ok) process.exitCode = EXIT.failed;
+    }
   }
   endHungUpRun();
 }

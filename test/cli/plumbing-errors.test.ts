@@ -5,6 +5,7 @@ import { ConfigError } from '../../src/config/index.js';
 import { EXIT, UserError, onInterrupt, type InterruptTarget } from '../../src/cli/shared/exit-codes.js';
 import { buildProgram, describeError, endQuietlyOnBrokenPipe, reportError } from '../../src/cli/main.js';
 import { addConnectionOptions, addOutputOptions, parseConcurrency } from '../../src/cli/shared/options.js';
+import { collectRepeated, refuseRepeatedFlags } from '../../src/cli/shared/repeated-flags.js';
 import { ClockSkewError, ServerError, UnauthorizedError, errorFromResponse } from '../../src/protocol/index.js';
 import { InputError } from '../../src/pipeline/table/table.js';
 
@@ -219,5 +220,72 @@ describe('options through commander', () => {
     const err = await program.parseAsync(['node', 'uid2-batch', 'plumbing-probe', '--format', 'xml']).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CommanderError);
     expect(describeError(err).exitCode).toBe(EXIT.usage);
+  });
+});
+
+describe('flags given twice', () => {
+  async function parseError(args: string[]): Promise<unknown> {
+    const program = buildProgram();
+    program.configureOutput({ writeErr: () => {}, writeOut: () => {} });
+    return program.parseAsync(['node', 'uid2-batch', ...args]).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+  }
+
+  it('refuses a one-value flag given twice with two values, naming both, before any file is opened', async () => {
+    const err = await parseError(['hash', 'no-such-input.csv', '--col', 'email', '--col', 'id']);
+    expect(err).toBeInstanceOf(UserError);
+    expect(describeError(err)).toEqual({
+      line: "--col was given twice ('email', then 'id'); it takes one value: give it once; for several identifier columns, name each with --email-col, --phone-col, --email-hash-col or --phone-hash-col (those repeat)",
+      exitCode: EXIT.usage,
+    });
+    const env = await parseError(['remap-due', '--env', 'local', '--env=integ']);
+    expect((env as Error).message).toMatch(/^--env was given twice \('local', then 'integ'\)/);
+  });
+
+  it('lets repeatable flags repeat, and the same value twice through', async () => {
+    const err = await parseError(['hash', 'no-such-input.csv', '--email-col', 'a', '--email-col', 'b', '--format', 'csv', '--format', 'csv', '-o', 'x.csv', '-o', 'y.csv']);
+    expect((err as Error).message).toMatch(/^--output was given twice \('x\.csv', then 'y\.csv'\)/);
+  });
+
+  it('keeps every value of a repeatable flag', async () => {
+    const program = new Command('t').exitOverride();
+    const seen: Record<string, unknown>[] = [];
+    program.option('--col <name>', 'repeatable', collectRepeated).option('--one <v>', 'one value').action((opts: Record<string, unknown>) => {
+      seen.push(opts);
+    });
+    refuseRepeatedFlags(program);
+    await program.parseAsync(['node', 't', '--col', 'a', '--col', 'b', '--one', 'x']);
+    expect(seen[0]).toEqual({ col: ['a', 'b'], one: 'x' });
+  });
+
+  it('clips a long value in the refusal', async () => {
+    const long = 'x'.repeat(20_000);
+    const err = await parseError(['hash', 'in.csv', '--col', long, '--col', 'b']);
+    const line = describeError(err).line ?? '';
+    expect(line.length).toBeLessThan(400);
+    expect(line).toContain('(20,000 characters)');
+  });
+});
+
+describe('usage errors are exit 2 in every command that reads a table', () => {
+  it.each(['map', 'hash', 'optout-check'])("%s --delimiter ';;' is refused while the flags are read", async (command) => {
+    const program = buildProgram();
+    program.configureOutput({ writeErr: () => {}, writeOut: () => {} });
+    const err = await program.parseAsync(['node', 'uid2-batch', command, 'no-such-file.csv', '--delimiter', ';;']).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(describeError(err)).toEqual({
+      line: `--delimiter must be one character other than a quote or a line break (got ';;'): e.g. --delimiter ";" or --delimiter tab`,
+      exitCode: EXIT.usage,
+    });
+  });
+
+  it('lists one code per meaning: no two names share a number', () => {
+    const codes = Object.values(EXIT);
+    expect(new Set(codes).size).toBe(codes.length);
+    expect(EXIT).toMatchObject({ ok: 0, failed: 1, usage: 2, partial: 3, auth: 4, optout: 5, invalidToken: 6, hangup: 129, interrupted: 130 });
   });
 });

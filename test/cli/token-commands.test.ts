@@ -68,11 +68,12 @@ describe('token generate (one identity)', () => {
     expect((await rejection(runTokenGenerate({}, { io: captureIo(), connect }))).exitCode).toBe(2);
   });
 
-  it('prints {"status":"optout"} with a note and exits 0', async () => {
+  it('prints {"status":"optout"} with a note and exits 5, as refresh does', async () => {
     const io = captureIo();
     const out = join(dir, 'never.json');
     const code = await runTokenGenerate({ email: 'optout@example.com', out }, { io, connect: connectTo(fakeClient({ generate: () => ({ status: 'optout' }) })) });
-    expect(code).toBe(0);
+    expect(code).toBe(5);
+    expect(code).toBe(REFRESH_EXIT.optout);
     expect(JSON.parse(io.out())).toEqual({ status: 'optout' });
     expect(io.err()).toMatch(/optout: .*opted out.*not written/);
     expect(() => statSync(out)).toThrow();
@@ -291,6 +292,8 @@ describe('token validate (one token)', () => {
     });
     const err = await rejection(runTokenValidate({ token: 'junk', email: 'a@b.com' }, { io: captureIo(), connect: connectTo(client) }));
     expect(err.message).toContain('cannot read this advertising token');
+    // not `false` (1): a distinct code
+    expect(err.exitCode).toBe(6);
   });
 
   it('needs a token and an identifier; --input excludes both', async () => {

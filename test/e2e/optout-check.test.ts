@@ -110,6 +110,37 @@ describe('optout-check (built CLI against serve)', () => {
     expect(readCsv(out).map((r) => r.raw_uid)).toEqual(OPTED_OUT.map((i) => rawUids[i]));
   });
 
+  it('--col repeats: every column named is checked, each with its own verdict columns', async () => {
+    const two = join(dir, 'two-columns.csv');
+    // an email column and a phone column of raw UIDs: the opted-out ones sit in either
+    const lines = ['id,email_raw_uid,phone_raw_uid', ...Array.from({ length: 300 }, (_, i) => `r${i},${rawUids[i + 1_000]},${rawUids[i === 7 ? OPTED_OUT[0] : i + 2_000]}`)];
+    lines.push(`r300,${rawUids[OPTED_OUT[1]]},${rawUids[3_000]}`);
+    writeFileSync(two, `${lines.join('\n')}\n`);
+    const out = join(dir, 'two-checked.csv');
+    const run = await runCli(['optout-check', two, '--col', 'email_raw_uid', '--col', 'phone_raw_uid', '-o', out], { served });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(/optout-check: 301 rows/);
+    const rows = readCsv(out);
+    expect(Object.keys(rows[0])).toEqual([
+      'id', 'email_raw_uid', 'phone_raw_uid',
+      'email_raw_uid_opted_out', 'email_raw_uid_opted_out_since', 'email_raw_uid_reason',
+      'phone_raw_uid_opted_out', 'phone_raw_uid_opted_out_since', 'phone_raw_uid_reason',
+    ]);
+    expect(rows.map((r) => r.id)).toEqual(Array.from({ length: 301 }, (_, i) => `r${i}`));
+    expect(rows.filter((r) => r.phone_raw_uid_opted_out === 'true').map((r) => r.id)).toEqual(['r7']);
+    expect(rows.filter((r) => r.email_raw_uid_opted_out === 'true').map((r) => r.id)).toEqual(['r300']);
+    const only = join(dir, 'two-only.csv');
+    const onlyRun = await runCli(['optout-check', two, '--col', 'email_raw_uid', '--col', 'phone_raw_uid', '--only-opted-out', '-o', only, '-q'], { served });
+    expect(onlyRun.code, onlyRun.stderr).toBe(0);
+    expect(readCsv(only).map((r) => r.id)).toEqual(['r7', 'r300']);
+  });
+
+  it('refuses a flag that takes one value given twice, before reading', async () => {
+    const run = await runCli(['optout-check', inputCsv, '--format', 'csv', '--format', 'jsonl'], { served });
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toBe("uid2-batch: --format was given twice ('csv', then 'jsonl'); it takes one value: give it once\n");
+  });
+
   it('takes the input format options: a Latin-1 file without a header, the hint of the invalid-UTF-8 message works', async () => {
     const latin1 = join(dir, 'latin1.csv');
     // a Latin-1 byte (0xE9) in a comment column: invalid UTF-8, fine as latin1

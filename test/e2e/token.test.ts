@@ -92,10 +92,10 @@ describe.concurrent('token generate', () => {
   it.each([
     ['--email', 'optout@example.com'],
     ['--phone-hash', sha256Base64('+00000000000')],
-  ])('the always-optout identity %s %s prints {"status":"optout"} and exits 0', async (flag, value) => {
+  ])('the always-optout identity %s %s prints {"status":"optout"} and exits 5, as refresh does', async (flag, value) => {
     const out = join(dir, `optout-${flag}.json`);
     const r = await token(['generate', flag, value, '--out', out]);
-    expect(r.code, r.stderr).toBe(0);
+    expect(r.code, r.stderr).toBe(5);
     expect(JSON.parse(r.stdout)).toEqual({ status: 'optout' });
     expect(r.stderr).toContain('opted out');
     expect(() => statSync(out)).toThrow();
@@ -281,6 +281,13 @@ describe('token validate', () => {
     expect(normalized.stdout).toBe('true\n');
   });
 
+  it('a token the service cannot read is not false: exit 6, nothing on stdout', async () => {
+    const r = await token(['validate', '--token', 'garbage', '--email', 'validate@example.com']);
+    expect(r.code, r.stderr).toBe(6);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^uid2-batch: the service cannot read this advertising token/);
+  });
+
   it('the Token Validator CSV: every row with valid, the hash used and a reason', async () => {
     const phone = await generate(['--phone', '+12345678901']);
     const input = file(
@@ -295,15 +302,16 @@ describe('token validate', () => {
     );
     const output = join(dir, 'validator-out.csv');
     const r = await token(['validate', '--input', input, '-o', output]);
-    expect(r.code, r.stderr).toBe(3);
-    expect(r.stderr).toMatch(/token validate: 6 rows .*3 true, 1 false, 2 error/);
+    // rows no re-run can fix are data (invalid), not a reason to run again (3)
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/token validate: 6 rows .*3 true, 1 false, 2 invalid, 0 error/);
     const rows = parse(readFileSync(output, 'utf8'), { columns: true }) as Record<string, string>[];
-    expect(rows.map((x) => x.valid)).toEqual(['true', 'true', 'false', 'error', 'true', 'error']);
+    expect(rows.map((x) => x.valid)).toEqual(['true', 'true', 'false', 'invalid', 'true', 'invalid']);
     expect(rows[0]!.hash).toBe(sha256Base64('validate@example.com'));
     expect(rows[2]!.hash).toBe(sha256Base64('someone@example.com'));
     expect(rows[3]!.hash).toBe('');
     expect(rows[3]!.reason).toContain('E.164');
-    expect(rows[5]!.reason).toBe('Invalid token');
+    expect(rows[5]!.reason).toBe('the service cannot read this token (Invalid token)');
   });
 });
 

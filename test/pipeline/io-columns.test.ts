@@ -78,9 +78,19 @@ describe('resolveIdentifierColumns', () => {
       expect(columns).toEqual([{ name, index: 1, kind }]);
       expect(note).toContain(`using column '${name}'`);
     }
-    const bare = resolveIdentifierColumns(['id', 'hash'], {});
-    expect(bare.columns).toEqual([{ name: 'hash', index: 1, kind: 'auto' }]);
-    expect(bare.note).toContain('--type email_hash');
+  });
+
+  test('a bare hash column, alone or as --col without --type, is a question, not a guess', () => {
+    for (const name of ['hash', 'SHA256', 'hashed']) {
+      const bare = columnError(() => resolveIdentifierColumns(['id', name], {}, 'x.csv'));
+      expect(bare.message).toContain(`column '${name}' of x.csv: its name says hashes but not of what`);
+      expect(bare.message).toContain(`--email-hash-col ${name} or --phone-hash-col ${name}`);
+      expect(columnError(() => resolveIdentifierColumns(['id', name], { col: name })).message).toMatch(/^--col .*: its name says hashes/);
+    }
+    // a type given, or a name that says which hashes, is no question
+    expect(resolveIdentifierColumns(['id', 'hash'], { col: 'hash', type: 'auto' }).columns).toEqual([{ name: 'hash', index: 1, kind: 'auto' }]);
+    expect(resolveIdentifierColumns(['id', 'hash'], { col: 'hash', type: 'email_hash' }).columns).toEqual([{ name: 'hash', index: 1, kind: 'email_hash' }]);
+    expect(resolveIdentifierColumns(['id', 'value'], { col: 'value' }).columns).toEqual([{ name: 'value', index: 1, kind: 'auto' }]);
   });
 
   test('no flags and several candidates of distinct, named kinds: all are used and the note says how to choose', () => {
@@ -99,7 +109,7 @@ describe('resolveIdentifierColumns', () => {
     expect(twoEmails.message).toContain("several columns of customers.csv look like identifiers ('email', 'e-mail')");
     expect(twoEmails.message).toContain('--email-col email --email-col e-mail');
     const bareHash = columnError(() => resolveIdentifierColumns(['email', 'hash'], {}, 'x.csv'));
-    expect(bareHash.message).toContain('--email-col email --col hash');
+    expect(bareHash.message).toContain('--email-col email --email-hash-col hash');
   });
 
   test('no flags and no candidate: the columns there are, and a delimiter hint when the header was not split', () => {

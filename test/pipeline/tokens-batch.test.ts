@@ -52,16 +52,17 @@ describe('validateTokenBatch', () => {
     });
     const out = output();
     const counts = await validateTokenBatch({ source: await table(csv), openSink: out.open, client, concurrency: 3 });
-    expect(counts).toEqual({ rows: 6, valid: 2, invalid: 1, error: 3 });
+    // rows no re-run can fix are `invalid` (data), not `error` (which asks for a re-run)
+    expect(counts).toEqual({ rows: 6, valid: 2, invalid: 1, rejected: 3, error: 0 });
     const rows = out.rows();
     expect(rows[0]).toEqual(['id', 'identifier', 'identifier_type', 'token', 'valid', 'hash', 'reason']);
     expect(rows.slice(1).map((r) => [r[0], r[4], r[5]])).toEqual([
       ['1', 'true', sha256Base64('user@example.com')],
       ['2', 'false', sha256Base64('+12345678901')],
-      ['3', 'error', ''],
-      ['4', 'error', ''],
+      ['3', 'invalid', ''],
+      ['4', 'invalid', ''],
       ['5', 'true', sha256Base64('c@d.com')],
-      ['6', 'error', sha256Base64('e@f.com')],
+      ['6', 'invalid', sha256Base64('e@f.com')],
     ]);
     expect(rows[3]![6]).toContain('E.164');
     expect(rows[4]![6]).toContain('identifier_type');
@@ -74,22 +75,24 @@ describe('validateTokenBatch', () => {
     ]);
   });
 
-  it('a per-row service refusal is that row\'s error; the run goes on', async () => {
+  it('a per-row service refusal is that row\'s: an unreadable token is invalid, another refusal an error; the run goes on', async () => {
     const client = fakeClient({
       validate: (req) => {
         if (req.token === 'bad') throw new ClientError(400, 'client_error', 'Invalid token');
+        if (req.token === 'odd') throw new ClientError(400, 'client_error', 'something else');
         return true;
       },
     });
     const out = output();
     const counts = await validateTokenBatch({
-      source: await table('identifier,identifier_type,token\na@b.com,email,bad\na@b.com,email,good\n'),
+      source: await table('identifier,identifier_type,token\na@b.com,email,bad\na@b.com,email,good\na@b.com,email,odd\n'),
       openSink: out.open,
       client,
       concurrency: 2,
     });
-    expect(counts).toEqual({ rows: 2, valid: 1, invalid: 0, error: 1 });
-    expect(out.rows()[1]).toEqual(['a@b.com', 'email', 'bad', 'error', sha256Base64('a@b.com'), 'Invalid token']);
+    expect(counts).toEqual({ rows: 3, valid: 1, invalid: 0, rejected: 1, error: 1 });
+    expect(out.rows()[1]).toEqual(['a@b.com', 'email', 'bad', 'invalid', sha256Base64('a@b.com'), 'the service cannot read this token (Invalid token)']);
+    expect(out.rows()[3]![3]).toBe('error');
   });
 
   it('a re-run over its own output overwrites valid/hash/reason instead of adding columns', async () => {

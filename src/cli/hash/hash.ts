@@ -5,14 +5,14 @@ import type { RowFormat } from '../../pipeline/table/row-encoders.js';
 import { RowThreads, YOUNG_GENERATION_MB } from '../../pipeline/threads/row-threads.js';
 import { isPieceSource, openTableInput, type TableInput } from '../../pipeline/threads/table-input.js';
 import { openSink } from '../../pipeline/table/sink.js';
-import { writeTextAtomically } from '../../pipeline/table/output-file.js';
 import { InputError, OutputError, type OpenSourceOptions, type TableInfo, type TableSink } from '../../pipeline/table/table.js';
 import { EXIT, UserError, onInterrupt } from '../shared/exit-codes.js';
 import { addOutputOptions } from '../shared/options.js';
 import { addTableInputOptions, resolveInputArg, sourceOptionsOf, tableInputFlags, type InputFlags } from '../shared/input-options.js';
 import { addThreadsOption, defaultHashThreads, threadsFlag } from '../shared/threads-option.js';
 import { createProgress } from '../shared/progress.js';
-import { formatCount, formatDuration, formatRate } from '../shared/summary.js';
+import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
+import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../shared/summary.js';
 
 export { HASH_FIELDS };
 
@@ -57,6 +57,7 @@ export interface HashSummary {
 export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary> {
   const startedMs = io.now();
   const toFile = flags.output !== undefined && flags.output !== '-';
+  refuseOverlappingPaths([{ flag: 'the input', path: flags.input }], standardOutputs(flags));
   const source = await openInput(flags, io);
   const progress = createProgress({ label: 'hash', quiet: flags.quiet, stream: io.stderr, dataOnStdout: !toFile });
   let sink: TableSink | undefined;
@@ -205,7 +206,7 @@ function asUserError(err: unknown): unknown {
 /** A reader of --summary-json (a cron wrapper) never sees half a file. */
 async function writeJsonAtomically(path: string, value: unknown): Promise<void> {
   try {
-    await writeTextAtomically(path, `${JSON.stringify(value, null, 2)}\n`);
+    await writeSummaryJson(path, value as Record<string, unknown>);
   } catch (err) {
     throw new UserError(`cannot write --summary-json ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, EXIT.failed);
   }

@@ -4,6 +4,8 @@ import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../..
 import {
   checkRawUidRows,
   pickRawUidColumn,
+  type CheckedRow,
+  type RawUidVerdict,
   VERDICT_COLUMNS,
   verdictCells,
   type OptoutCounts,
@@ -14,10 +16,13 @@ import {
   type SweptRawUid,
 } from '../../pipeline/optout/optout-sweep.js';
 import { openSource } from '../../pipeline/table/source.js';
-import type { TableSink } from '../../pipeline/table/table.js';
+import type { InputRow, TableSink } from '../../pipeline/table/table.js';
+import { resultHeader } from '../../pipeline/table/identifier-columns.js';
 import { openState } from '../../state/index.js';
 import { connect as connectService, resolveFor, runInProcess, sayTo, type InputCommandDeps, type Say } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
+import { collectRepeated } from '../shared/repeated-flags.js';
+import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, decimalNumber, optionReaders, outputFlags, wholeNumber, type OutputFlags } from '../shared/options.js';
 import { addInputFormatOptions, inputFormatFlags, sourceOptionsOf, type InputFlags } from '../shared/input-options.js';
 import { acknowledgeDelivered, exitCodeOf, replayedLine, reportRun, requestCounters, withRunOutput, type ChangeDelivery } from '../shared/run-report.js';
@@ -26,7 +31,8 @@ import { formatCount, formatDuration, makeSummary, type RunSummary } from '../sh
 export interface OptoutCheckFlags {
   /** File, '-' for stdin, or undefined (stdin when it is not a terminal, unless --state). */
   input?: string;
-  col?: string;
+  /** --col, repeatable: every column named is checked. */
+  cols?: string[];
   /** How the file is read: format, delimiter, encoding, header (as for map and hash). */
   reading: Omit<InputFlags, 'input'>;
   onlyOptedOut: boolean;
@@ -56,7 +62,7 @@ export function registerOptoutCheck(program: Command): void {
       ].join('\n\n'),
     )
     .argument('[input]', 'CSV or JSONL file with a column of raw UIDs; - reads stdin')
-    .option('--col <name>', 'the column of raw UIDs (default: the one named like raw_uid, advertising_id, uid, raw_uid2)')
+    .option('--col <name>', 'a column of raw UIDs (repeatable: every column named is checked; default: the one named like raw_uid, advertising_id, uid, raw_uid2)', collectRepeated)
     .option('--only-opted-out', 'write only the opted-out rows')
     .option('--state <file>', 'check the raw UIDs stored in this state file instead of an input file; tombstone the opted-out entries')
     .option('--sweep-fraction <f>', 'with --state: check only this fraction of the entries, the least recently checked first (e.g. 0.05)', parseFraction)
@@ -72,7 +78,7 @@ export function optoutCheckFlags(input: string | undefined, opts: Record<string,
   const { str, num } = optionReaders(opts);
   return {
     ...(input !== undefined ? { input } : {}),
-    ...(str('col') !== undefined ? { col: str('col') } : {}),
+    ...(Array.isArray(opts.col) && opts.col.length > 0 ? { cols: opts.col as string[] } : {}),
     reading: inputFormatFlags(opts),
     onlyOptedOut: opts.onlyOptedOut === true,
     ...(str('state') !== undefined ? { state: str('state') } : {}),
@@ -120,6 +126,7 @@ async function connect(flags: OptoutCheckFlags, resolved: ResolvedConfig): Promi
 /** `uid2-batch optout-check`: returns the exit code (0, 3 some batches failed, 130 interrupted); throws for the rest. */
 export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckDeps): Promise<number> {
   checkCombinations(flags);
+  refuseOverlappingPaths([{ flag: 'the input', path: flags.input }, { flag: '--state', path: flags.state }], standardOutputs(flags.output));
   const startedMs = deps.now();
   const say = sayTo(flags.output, deps);
   // configuration first: a missing key should be said before a large file is opened
@@ -132,38 +139,107 @@ export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckD
     ...(inputPath === '-' ? { stream: deps.stdin } : {}),
   });
   for (const line of source.notes) say(line);
-  const column = pickRawUidColumn(source.header, flags.col);
-  if (!column.ok) throw new UserError(`${source.name}: ${column.message}`);
+  const columns = rawUidColumns(source.header, flags.cols, source.name);
 
   const connection = await connect(flags, config);
-  const layout = verdictLayout(source.header);
+  const layout = columns.length === 1 ? verdictLayout(source.header) : verdictLayoutPerColumn(source.header, columns.map((c) => source.header[c]));
+  const perRow = perRowVerdicts(columns);
   try {
     return await withRunOutput(layout.header, 'optout-check', true, flags.output, deps, async (sink, progress) => {
       const client = connection.client;
       let done = 0;
-      const result = await checkRawUidRows(source.rows(), {
-        column: column.index,
+      const checked = await checkRawUidRows(perRow.cellsOf(source.rows()), {
+        column: perRow.column,
         check: connection.check,
         concurrency: connection.concurrency,
         ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
         onRows: async (rows) => {
           const cells: string[][] = [];
-          for (const { row, verdict } of rows) {
-            if (flags.onlyOptedOut && verdict.kind !== 'opted_out') continue;
-            cells.push(layout.place(row.cells, verdictCells(verdict)));
+          for (const { row, verdicts } of perRow.rowsOf(rows)) {
+            if (flags.onlyOptedOut && !verdicts.some((v) => v.kind === 'opted_out')) continue;
+            cells.push(layout.place(row.cells, verdicts.flatMap(verdictCells)));
           }
           await sink.writeRows(cells);
-          done += rows.length;
+          done += rows.length / columns.length;
           progress.update({ done, retries: client.stats.retries, http429: client.stats.http429 });
         },
       });
       progress.stop();
-      const summary = optoutSummary('optout-check', result, client, startedMs, deps.now());
+      // the counts are of raw UIDs (one per column of each row); rows are the input's
+      const result = { ...checked, counts: { ...checked.counts, rows: Math.floor(checked.counts.rows / columns.length) } };
+      const summary = optoutSummary('optout-check', result, client, startedMs, deps.now(), columns.length > 1 ? { raw_uid_columns: columns.map((c) => source.header[c]) } : {});
       return await finishOptout(result, summary, sink, flags, deps, say);
     });
   } finally {
     await connection.close();
   }
+}
+
+/** The raw-UID columns: each --col by name, or the one column named like a raw UID; a column named twice is refused. */
+function rawUidColumns(header: readonly string[], cols: readonly string[] | undefined, source: string): number[] {
+  const wanted = cols === undefined || cols.length === 0 ? [undefined] : cols;
+  const indexes: number[] = [];
+  for (const col of wanted) {
+    const column = pickRawUidColumn(header, col);
+    if (!column.ok) throw new UserError(`${source}: ${column.message}`);
+    if (indexes.includes(column.index)) throw new UserError(`--col '${header[column.index]}' is named twice: give each column once`);
+    indexes.push(column.index);
+  }
+  return indexes;
+}
+
+/** A row of the input as the checker sees it: one raw-UID cell of it. */
+type ColumnCell = InputRow & { source: InputRow };
+
+/**
+ * Checking several raw-UID columns of a row with the one-column checker: each input row goes in as one row per
+ * column (holding that column's cell), and the verdicts come back in input order, so consecutive verdicts
+ * regroup into the rows they came from.
+ */
+function perRowVerdicts(columns: readonly number[]): {
+  column: number;
+  cellsOf(rows: AsyncIterable<InputRow[]>): AsyncIterable<InputRow[]>;
+  rowsOf(checked: readonly CheckedRow[]): { row: InputRow; verdicts: RawUidVerdict[] }[];
+} {
+  if (columns.length === 1) {
+    return {
+      column: columns[0],
+      cellsOf: (rows) => rows,
+      rowsOf: (checked) => checked.map(({ row, verdict }) => ({ row, verdicts: [verdict] })),
+    };
+  }
+  let pending: RawUidVerdict[] = [];
+  return {
+    column: 0,
+    async *cellsOf(rows) {
+      for await (const chunk of rows) {
+        const split: ColumnCell[] = [];
+        for (const row of chunk) {
+          for (const c of columns) split.push({ ...row, cells: [row.cells[c] ?? ''], source: row });
+        }
+        yield split;
+      }
+    },
+    rowsOf(checked) {
+      const out: { row: InputRow; verdicts: RawUidVerdict[] }[] = [];
+      for (const { row, verdict } of checked) {
+        pending.push(verdict);
+        if (pending.length === columns.length) {
+          out.push({ row: (row as ColumnCell).source, verdicts: pending });
+          pending = [];
+        }
+      }
+      return out;
+    },
+  };
+}
+
+/** Output columns for several raw-UID columns: the input's, then `<column>_opted_out`, ... per column. */
+function verdictLayoutPerColumn(inputHeader: readonly string[], names: readonly string[]): { header: string[]; place(cells: readonly string[], verdicts: readonly string[]): string[] } {
+  return {
+    header: resultHeader(inputHeader, names.map((name) => ({ name })), VERDICT_COLUMNS),
+    place: (cells, verdicts) => [...cells, ...verdicts],
+  };
 }
 
 /**

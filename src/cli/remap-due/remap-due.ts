@@ -5,6 +5,7 @@ import { parseInstantMs } from '../../protocol/index.js';
 import { openState } from '../../state/index.js';
 import { chooseConcurrency, connectForMapping, PUBLIC_MAX_CONCURRENCY, resolveFor, runInProcess, sayTo } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
+import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, optionReaders, outputFlags, wholeNumber } from '../shared/options.js';
 import { exitCodeOf, remapReporting, remapRunArgs, replayedLine, withRunOutput } from '../shared/run-report.js';
 import { formatCount } from '../shared/summary.js';
@@ -65,6 +66,7 @@ export function parseNowS(text: string): number {
 export async function runRemapDue(flags: RemapDueFlags, deps: RemapDueDeps): Promise<number> {
   const startedMs = deps.now();
   if (flags.state === undefined) throw new UserError('remap-due needs the state file: --state FILE (made by map --state FILE)');
+  refuseOverlappingPaths([{ flag: '--state', path: flags.state }], standardOutputs(flags.output));
   const nowS = flags.now !== undefined ? parseNowS(flags.now) : Math.floor(startedMs / 1000);
   const config = resolveFor(flags.connection, deps, { apiKey: !flags.dryRun, clientSecret: !flags.dryRun });
   const say = sayTo(flags.output, deps);

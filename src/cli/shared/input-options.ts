@@ -1,6 +1,8 @@
 import { Option, type Command } from 'commander';
 import type { ColumnFlags, ColumnKind } from '../../pipeline/table/identifier-columns.js';
 import { UserError } from './exit-codes.js';
+import { collectRepeated } from './repeated-flags.js';
+import { quoted } from './user-values.js';
 
 /** How the input is read; shared by every command that reads a table (`map`, `hash`...). */
 export interface InputFlags {
@@ -14,9 +16,7 @@ export interface InputFlags {
 }
 
 /** Repeatable flags; no default, so the help does not print an empty list. */
-function collect(value: string, previous: string[] | undefined): string[] {
-  return [...(previous ?? []), value];
-}
+const collect = collectRepeated;
 
 /** The input and identifier column options shared by the commands that read a table of identifiers. */
 export function addTableInputOptions(cmd: Command): Command {
@@ -34,9 +34,19 @@ export function addTableInputOptions(cmd: Command): Command {
 export function addInputFormatOptions(cmd: Command): Command {
   return cmd
     .addOption(new Option('--input-format <format>', 'input format (auto: .jsonl/.ndjson are JSON Lines)').choices(['auto', 'csv', 'jsonl']).default('auto'))
-    .option('--delimiter <char>', 'CSV field delimiter, e.g. ";" or tab (default ",")')
+    .option('--delimiter <char>', 'CSV field delimiter, e.g. ";" or tab (default ",")', delimiterFlag)
     .addOption(new Option('--encoding <encoding>', 'input text encoding').choices(['utf8', 'latin1']).default('utf8'))
     .option('--no-header', 'the first line is data; columns are named col1, col2, ...');
+}
+
+/**
+ * `--delimiter`: checked while the flags are read, so that `--delimiter ';;'` is a usage error (exit 2) before
+ * any file is opened. One character other than a quote or a line break; `tab` or `\t` for a tab.
+ */
+export function delimiterFlag(value: string): string {
+  if (value === '\\t' || value.toLowerCase() === 'tab') return value;
+  if ([...value].length === 1 && value !== '"' && value !== '\n' && value !== '\r') return value;
+  throw new UserError(`--delimiter must be one character other than a quote or a line break (got ${quoted(value)}): e.g. --delimiter ";" or --delimiter tab`);
 }
 
 /** The input format flags out of commander's untyped options. */

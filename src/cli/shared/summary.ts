@@ -110,10 +110,19 @@ export function printSummary(summary: RunSummary, stream: { write(chunk: string)
   stream.write(`${formatSummary(summary)}\n`);
 }
 
+/** The --summary-json this process wrote last, so that the end of the run can add its exit code to it. */
+let lastWritten: { path: string; body: Record<string, unknown> } | undefined;
+
+/** What writeSummaryJson wrote to `path` in this process, if it did. */
+export function summaryWrittenTo(path: string): Record<string, unknown> | undefined {
+  return lastWritten !== undefined && lastWritten.path === path ? lastWritten.body : undefined;
+}
+
 /**
  * Writes the summary as JSON next to its final path and renames it into place, so a reader (a cron
  * wrapper, a dashboard) never sees half a file.
  */
-export async function writeSummaryJson(path: string, summary: RunSummary): Promise<void> {
+export async function writeSummaryJson(path: string, summary: RunSummary | Record<string, unknown>): Promise<void> {
   await writeTextAtomically(path, `${JSON.stringify(summary, null, 2)}\n`);
+  lastWritten = { path, body: { ...summary } };
 }

@@ -5,6 +5,7 @@ import { InputError, type TableSource } from '../../pipeline/table/table.js';
 import { BatchStopped, generateTokenBatch, validateTokenBatch, type TokenBatchRun } from '../../pipeline/tokens/token-batch.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { createProgress } from '../shared/progress.js';
+import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { requestCounters } from '../shared/run-report.js';
 import { formatCount, formatDuration, makeSummary, writeSummaryJson } from '../shared/summary.js';
 import { failureAdvice, note, withConnection, type Connect, type TokenIo } from './token-io.js';
@@ -43,6 +44,7 @@ export async function runTokenBatch(which: 'generate' | 'validate', flags: Token
   const openSink = deps.openSink ?? defaultOpenSink;
   const format = flags.format ?? 'csv';
   const toFile = flags.output !== undefined && flags.output !== '-';
+  refuseOverlappingPaths([{ flag: '--input', path: input }], standardOutputs(flags));
 
   let source: TableSource;
   try {
@@ -86,7 +88,10 @@ export async function runTokenBatch(which: 'generate' | 'validate', flags: Token
     try {
       if (which === 'validate') {
         const c = await validateTokenBatch(run);
-        const code = await finish({ rows: c.rows, true: c.valid, false: c.invalid, error: c.error }, `${formatCount(c.valid)} true, ${formatCount(c.invalid)} false, ${formatCount(c.error)} error`);
+        const code = await finish(
+          { rows: c.rows, true: c.valid, false: c.invalid, invalid: c.rejected, error: c.error },
+          `${formatCount(c.valid)} true, ${formatCount(c.invalid)} false, ${formatCount(c.rejected)} invalid, ${formatCount(c.error)} error`,
+        );
         if (c.invalid > 0 && !flags.quiet) note(deps.io, 'false usually means the identifier was formatted differently when the token was made: compare the hash column');
         return code;
       }

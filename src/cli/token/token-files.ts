@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { removeStaleTemps, tempPathFor, writeThroughTarget } from '../../pipeline/table/output-file.js';
 import type { TokenIdentity } from '../../pipeline/tokens/tokens.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 
@@ -24,7 +24,10 @@ export function identityJson(identity: TokenIdentity): string {
 
 /** Temp file beside the target (same file system, so rename is atomic), created 0600 and fsynced before the rename. */
 export function writePrivateFileAtomic(path: string, text: string, what: string): void {
-  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  // a symlinked identity file is written through to its target, and the link stays
+  const target = writeThroughTarget(path);
+  removeStaleTemps(target);
+  const temp = tempPathFor(target, `.${randomBytes(4).toString('hex')}`);
   let fd: number | undefined;
   try {
     fd = openSync(temp, 'wx', 0o600);
@@ -32,7 +35,7 @@ export function writePrivateFileAtomic(path: string, text: string, what: string)
     fsyncSync(fd);
     closeSync(fd);
     fd = undefined;
-    renameSync(temp, path);
+    renameSync(temp, target);
   } catch (err) {
     if (fd !== undefined) closeSync(fd);
     rmSync(temp, { force: true });

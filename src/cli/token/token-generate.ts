@@ -45,7 +45,8 @@ export async function runTokenGenerate(flags: TokenGenerateFlags, deps: TokenGen
   if (result.status === 'optout') {
     deps.io.stdout.write(`${JSON.stringify({ status: 'optout' })}\n`);
     note(deps.io, `optout: this user has opted out, so the service issues no token${flags.out !== undefined ? `; ${flags.out} was not written` : ''}`);
-    return EXIT.ok;
+    // as token refresh says it: a script tells "opted out" from "here is a token" by the code alone
+    return EXIT.optout;
   }
   printIdentity(result.identity, flags.out, deps.io);
   return EXIT.ok;

@@ -19,13 +19,13 @@ import { note, withConnection, type Connect, type TokenIo } from './token-io.js'
  */
 export const REFRESH_EXIT = {
   /** The user opted out: discard the identity (log the user out). */
-  optout: 5,
+  optout: EXIT.optout,
   /** invalid_token, or a refresh token the service cannot read at all: generate a new identity. */
-  invalidToken: 6,
+  invalidToken: EXIT.invalidToken,
   /** expired_token (or refused locally because refresh_expires has passed): generate a new identity. */
-  expiredToken: 7,
+  expiredToken: EXIT.expiredToken,
   /** `error` to a caller without an API key: invalid or expired, the service does not say which. */
-  refreshError: 8,
+  refreshError: EXIT.refreshError,
 } as const;
 
 export interface TokenRefreshFlags {

@@ -17,7 +17,7 @@ export const FALSE_HINT =
   '10 to 15 digits, no spaces or punctuation); a hash must be the 44-character base64 (not hex) SHA-256 of the ' +
   'normalized value.';
 
-/** `token validate`: true / false for one token (exit 0 / 1), or the Token Validator's CSV with --input. */
+/** `token validate`: true / false for one token (exit 0 / 1; 6 for a token the service cannot read), or the Token Validator's CSV with --input. */
 export async function runTokenValidate(flags: TokenValidateFlags, deps: TokenBatchDeps): Promise<number> {
   const picked = pickIdentifier(flags);
   if (flags.input !== undefined) {
@@ -40,7 +40,8 @@ export async function runTokenValidate(flags: TokenValidateFlags, deps: TokenBat
     } catch (err) {
       const failure = classifyFailure(err);
       if (failure.kind === 'client_error' && /^Invalid token/i.test(failure.message)) {
-        throw new UserError('the service cannot read this advertising token (400 Invalid token): pass the advertising_token exactly as token generate printed it, from the same environment', EXIT.failed);
+        // not `false` (exit 1): this token was not made from anything, so no identifier can match it
+        throw new UserError('the service cannot read this advertising token (400 Invalid token): pass the advertising_token exactly as token generate printed it, from the same environment', EXIT.invalidToken);
       }
       if (failure.kind === 'client_error' && /Unauthori[sz]ed to validate/i.test(failure.message)) {
         throw new UserError('the token was generated with another participant\'s credentials (400 Unauthorised to validate token): validate only tokens made with your own API key', EXIT.failed);

@@ -8,6 +8,7 @@ import { openState } from '../../state/index.js';
 import type { StateStore } from '../../state/types.js';
 import { connect, resolveFor, runInProcess, sayTo, type CommandDeps, type Say } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
+import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, optionReaders, outputFlags, type OutputFlags } from '../shared/options.js';
 import { requestCounters } from '../shared/run-report.js';
 import { formatCount, makeSummary, writeSummaryJson } from '../shared/summary.js';
@@ -68,6 +69,7 @@ export async function runBuckets(flags: BucketsFlags, deps: BucketsDeps): Promis
   const startedMs = deps.now();
   if (flags.since === undefined) throw new UserError('buckets needs --since TIME: list the buckets rotated since then (e.g. --since 2026-11-01T00:00:00Z)');
   const sinceMs = parseSinceMs(flags.since);
+  refuseOverlappingPaths([{ flag: '--state', path: flags.state }], standardOutputs(flags.output));
   const config = resolveFor(flags.connection, deps, { apiKey: true, clientSecret: true });
   const say = sayTo(flags.output, deps);
   deps.stderr.write(

@@ -8,6 +8,7 @@ import { openState } from '../../state/index.js';
 import type { StateStore } from '../../state/types.js';
 import { chooseConcurrency, connectForMapping, resolveFor, runInProcess, sayTo, type CommandDeps, type Say } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
+import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { addConnectionOptions, addOutputOptions, connectionFlags, optionReaders, outputFlags, wholeNumber, type OutputFlags } from '../shared/options.js';
 import {
   acknowledgeDelivered,
@@ -74,6 +75,7 @@ export function migrateFlags(opts: Record<string, unknown>): MigrateFlags {
 export async function runMigrate(flags: MigrateFlags, deps: MigrateDeps): Promise<number> {
   const startedMs = deps.now();
   if (flags.state === undefined) throw new UserError('migrate needs the state file: --state FILE (made by map --api v2 --state FILE)');
+  refuseOverlappingPaths([{ flag: '--state', path: flags.state }], standardOutputs(flags.output));
   const config = resolveFor(flags.connection, deps, { apiKey: !flags.dryRun, clientSecret: !flags.dryRun });
   const say = sayTo(flags.output, deps);
   const state = openState(flags.state, { envFingerprint: envFingerprint(config), create: false, readonly: flags.dryRun });

@@ -108,7 +108,13 @@ export function resolveIdentifierColumns(header: readonly string[], flags: Colum
     const flagValue = { email: flags.emailCol, phone: flags.phoneCol, email_hash: flags.emailHashCol, phone_hash: flags.phoneHashCol }[kind];
     for (const name of asList(flagValue)) requested.push({ name, kind, flag: FLAG_OF[kind] });
   }
-  if (flags.col !== undefined) requested.push({ name: flags.col, kind: flags.type ?? 'auto', flag: '--col' });
+  if (flags.col !== undefined) {
+    // `--col hash` alone: the name says hashes but not of what, and a guess would map hashes to the wrong people
+    if (flags.type === undefined && NAME_KINDS.get(nameKey(flags.col)) === 'auto' && hashTypeFromName(flags.col) === undefined) {
+      throw new ColumnError(`--col ${quoteArg(flags.col)}: ${unknownHashText(flags.col)}`, header);
+    }
+    requested.push({ name: flags.col, kind: flags.type ?? 'auto', flag: '--col' });
+  }
 
   if (requested.length === 0) return pickByName(header, source);
 
@@ -153,7 +159,7 @@ function pickByName(header: readonly string[], source: string): ResolvedColumns 
     let note: string;
     if (c.kind !== 'auto') note = `using column '${c.name}' as ${KIND_WORDS[c.kind]} (for another column: ${FLAG_OF[c.kind]} NAME)`;
     else if (c.hashType !== undefined) note = `using column '${c.name}', detecting each cell; hashes in it are taken as ${c.hashType} hashes`;
-    else note = `using column '${c.name}', detecting each cell; hashes in it are ambiguous: add --col ${quoteArg(c.name)} --type email_hash (or phone_hash)`;
+    else throw new ColumnError(`column '${c.name}' of ${source}: ${unknownHashText(c.name)}`, header);
     return { columns: candidates, note };
   }
   if (candidates.length === 0) {
@@ -164,7 +170,11 @@ function pickByName(header: readonly string[], source: string): ResolvedColumns 
     );
   }
   const flags = candidates
-    .map((c) => (c.kind === 'auto' ? `--col ${quoteArg(c.name)}` : `${FLAG_OF[c.kind]} ${quoteArg(c.name)}`))
+    .map((c) => {
+      if (c.kind !== 'auto') return `${FLAG_OF[c.kind]} ${quoteArg(c.name)}`;
+      // a bare hash column: the flag that says which hashes it holds
+      return c.hashType === undefined ? `--email-hash-col ${quoteArg(c.name)}` : `--col ${quoteArg(c.name)}`;
+    })
     .join(' ');
   // Columns whose names each say one kind, no two the same (email, phone, email_hash): nothing to guess, so map
   // them all, as a user would with the flags, and say so. A bare "hash" column or two email columns stay a question.
@@ -178,13 +188,30 @@ function pickByName(header: readonly string[], source: string): ResolvedColumns 
   );
 }
 
+/** Why a column named like `hash` is not used as it is, and the flags that say what it holds. */
+function unknownHashText(name: string): string {
+  const arg = quoteArg(name);
+  return (
+    `its name says hashes but not of what, and a guess could map them to other people; say which: ` +
+    `--email-hash-col ${arg} or --phone-hash-col ${arg} (or --col ${arg} --type auto to detect each cell and leave bare hashes invalid)`
+  );
+}
+
 function quoteArg(name: string): string {
   return /^[A-Za-z0-9_.-]+$/.test(name) ? name : `'${name.replace(/'/g, `'\\''`)}'`;
 }
 
+/** Characters of a header name a message shows: a binary "header" of a wrong file must not fill the terminal. */
+const SHOWN_NAME_CHARS = 80;
+
+function shownName(name: string): string {
+  const chars = Array.from(name);
+  return chars.length > SHOWN_NAME_CHARS ? `${chars.slice(0, SHOWN_NAME_CHARS).join('')}…` : name;
+}
+
 function availableText(header: readonly string[]): string {
   if (header.length === 0) return 'it has no columns';
-  const shown = header.slice(0, 20).map((h) => `'${h}'`).join(', ');
+  const shown = header.slice(0, 20).map((h) => `'${shownName(h)}'`).join(', ');
   return `its columns are ${shown}${header.length > 20 ? ` and ${header.length - 20} more` : ''}`;
 }
 

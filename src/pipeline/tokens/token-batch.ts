@@ -143,25 +143,32 @@ function failOrStop(err: unknown, signal: AbortSignal): Failure {
 
 export interface ValidateBatchCounts {
   rows: number;
+  /** `true`: the token was made from the row's identifier. */
   valid: number;
+  /** `false`: it was not. */
   invalid: number;
+  /** `invalid`: the row cannot be checked (its identifier, identifier_type or token is malformed): data, not a failure. */
+  rejected: number;
+  /** `error`: the check failed (network, service); running again may succeed. */
   error: number;
 }
 
 export const VALIDATE_COLUMNS = ['valid', 'hash', 'reason'] as const;
 
 /**
- * Every row comes out with `valid` (true | false | error), `hash` (the normalized hash sent, empty when the
- * identifier was rejected locally) and `reason`.
+ * Every row comes out with `valid` (true | false | invalid | error), `hash` (the normalized hash sent, empty when
+ * the identifier was rejected locally) and `reason`. `invalid` is a row no re-run can fix (a malformed identifier
+ * or token); `error` is a check that failed and may succeed when run again.
  */
 export async function validateTokenBatch(run: TokenBatchRun): Promise<ValidateBatchCounts> {
   const cols = findColumns(run.source, true);
   const layout = outputLayout(run.source.header, VALIDATE_COLUMNS);
-  const counts: ValidateBatchCounts = { rows: 0, valid: 0, invalid: 0, error: 0 };
-  const finish = (row: InputRow, valid: 'true' | 'false' | 'error', hash: string, reason: string): string[] => {
+  const counts: ValidateBatchCounts = { rows: 0, valid: 0, invalid: 0, rejected: 0, error: 0 };
+  const finish = (row: InputRow, valid: 'true' | 'false' | 'invalid' | 'error', hash: string, reason: string): string[] => {
     counts.rows++;
     if (valid === 'true') counts.valid++;
     else if (valid === 'false') counts.invalid++;
+    else if (valid === 'invalid') counts.rejected++;
     else counts.error++;
     const cells = [...row.cells];
     while (cells.length < layout.header.length) cells.push('');
@@ -170,16 +177,19 @@ export async function validateTokenBatch(run: TokenBatchRun): Promise<ValidateBa
   };
   await runRows(run, layout.header, async (row, signal) => {
     const prep = prepRow(row, cols);
-    if (!prep.ok) return finish(row, 'error', '', prep.reason);
+    if (!prep.ok) return finish(row, 'invalid', '', prep.reason);
     const prepared = prepareTokenInput(prep.kind, prep.value);
-    if (!prepared.ok) return finish(row, 'error', '', prepared.reason);
+    if (!prepared.ok) return finish(row, 'invalid', '', prepared.reason);
     const token = (row.cells[cols.token] ?? '').trim();
-    if (token === '') return finish(row, 'error', prepared.hash, 'empty token');
+    if (token === '') return finish(row, 'invalid', prepared.hash, 'empty token');
     try {
       const match = await run.client.tokenValidate({ token, ...prepared.input }, { signal });
       return finish(row, match ? 'true' : 'false', prepared.hash, match ? '' : 'the token was not generated from this identifier');
     } catch (err) {
-      return finish(row, 'error', prepared.hash, failOrStop(err, signal).message);
+      const failure = failOrStop(err, signal);
+      // a token the service cannot read stays unreadable however often it is sent
+      if (failure.kind === 'client_error' && /^Invalid token/i.test(failure.message)) return finish(row, 'invalid', prepared.hash, `the service cannot read this token (${failure.message})`);
+      return finish(row, 'error', prepared.hash, failure.message);
     }
   });
   return counts;

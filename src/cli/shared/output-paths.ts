@@ -1,0 +1,67 @@
+// Refuses, before anything is read, an output path that is an input or another output of the same run.
+import { statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { fileIdentity, sameFile, writeThroughTarget, type FileIdentity } from '../../pipeline/table/output-file.js';
+import { EXIT, UserError } from './exit-codes.js';
+import { quoted } from './user-values.js';
+
+/** A file a run reads or writes, and how the user named it: `-o`, `--rejects`, `--state`, `the input`. */
+export interface RunFile {
+  /** How messages name it. */
+  flag: string;
+  /** undefined or '-' (stdin/stdout) is no file and is skipped. */
+  path: string | undefined;
+}
+
+interface Known extends RunFile {
+  path: string;
+  id: FileIdentity;
+}
+
+function known(files: readonly RunFile[]): Known[] {
+  return files
+    .filter((f): f is RunFile & { path: string } => f.path !== undefined && f.path !== '' && f.path !== '-')
+    .map((f) => ({ ...f, id: fileIdentity(f.path) }));
+}
+
+function named(f: Known): string {
+  return f.flag === 'the input' ? `the input ${quoted(f.path)}` : `${f.flag} ${quoted(f.path)}`;
+}
+
+/**
+ * Throws a usage error (exit 2) when an output is one of the files the run reads (the input, the state file) or
+ * the same file as another output: `map in.csv -o in.csv` would replace its own input, and two outputs in one
+ * file would leave one of them. Paths are compared by real path (symlinks and `..` resolved) and, for files that
+ * exist, by device and inode (hard links). Also refuses an output whose directory does not exist, so that the
+ * run does not find out after reading everything.
+ */
+export function refuseOverlappingPaths(reads: readonly RunFile[], writes: readonly RunFile[]): void {
+  const inputs = known(reads);
+  const outputs = known(writes);
+  outputs.forEach((out, i) => {
+    const input = inputs.find((r) => sameFile(r.id, out.id));
+    if (input !== undefined) {
+      throw new UserError(`${named(out)} is the same file as ${named(input)}: the run would overwrite what it reads; choose another ${out.flag} path`, EXIT.usage);
+    }
+    const earlier = outputs.slice(0, i).find((o) => sameFile(o.id, out.id));
+    if (earlier !== undefined) {
+      throw new UserError(`${named(out)} is the same file as ${named(earlier)}: give each output its own file`, EXIT.usage);
+    }
+    const dir = dirname(writeThroughTarget(out.path));
+    let isDir: boolean;
+    try {
+      isDir = statSync(dir).isDirectory();
+    } catch {
+      isDir = false;
+    }
+    if (!isDir) throw new UserError(`${named(out)}: the directory ${quoted(dir)} does not exist; create it first or choose another path`, EXIT.usage);
+  });
+}
+
+/** The files every batch command may write: -o and --summary-json. */
+export function standardOutputs(output: { output?: string | undefined; summaryJson?: string | undefined }): RunFile[] {
+  return [
+    { flag: '-o', path: output.output },
+    { flag: '--summary-json', path: output.summaryJson },
+  ];
+}

@@ -1,0 +1,84 @@
+// The end of every run with --summary-json: the file says the outcome, the exit code and the error, whatever failed.
+import { readFileSync } from 'node:fs';
+import { EXIT } from './exit-codes.js';
+import { summaryWrittenTo, writeSummaryJson } from './summary.js';
+
+/**
+ * The --summary-json path in a command line, read from the raw arguments so that it is found even when the
+ * command failed before (or while) its flags were read.
+ */
+export function summaryJsonPathIn(args: readonly string[]): string | undefined {
+  let found: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === '--') break;
+    if (arg === '--summary-json' && i + 1 < args.length) found = args[++i];
+    else if (arg.startsWith('--summary-json=')) found = arg.slice('--summary-json='.length);
+  }
+  return found === '' ? undefined : found;
+}
+
+/** The command words of a command line (`map`, `token generate`), for a summary the command did not get to write. */
+export function commandWordsIn(args: readonly string[]): string {
+  const words = args.filter((a) => !a.startsWith('-'));
+  // a second word is a subcommand only for the commands that have them; otherwise it is the input file
+  return words[0] === 'token' && words[1] !== undefined ? `token ${words[1]}` : (words[0] ?? '');
+}
+
+function outcomeOf(exitCode: number, written: Record<string, unknown> | undefined, failed: boolean): string {
+  if (exitCode === EXIT.interrupted || exitCode === EXIT.hangup) return 'interrupted';
+  if (failed) return 'failed';
+  if (typeof written?.outcome === 'string') return written.outcome;
+  return exitCode === EXIT.ok || exitCode === EXIT.partial ? 'completed' : 'failed';
+}
+
+/**
+ * A file that may be replaced by a failure summary: none yet, or a summary of an earlier run. Anything else (the
+ * input given as --summary-json by mistake) is left alone: the refusal already said so.
+ */
+function mayReplace(path: string): boolean {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT';
+  }
+  try {
+    const body = JSON.parse(text) as unknown;
+    return typeof body === 'object' && body !== null && typeof (body as Record<string, unknown>).command === 'string';
+  } catch {
+    return false;
+  }
+}
+
+export interface RunEnd {
+  /** From --summary-json. */
+  path: string;
+  /** `map`, `token generate`, ... */
+  command: string;
+  exitCode: number;
+  /** The error line the user was shown, when the run ended by one. */
+  error?: string;
+}
+
+/**
+ * Completes the run's --summary-json: the summary the command wrote (or, when it failed before writing one, just
+ * the command) with `outcome`, `exit_code` and, for a failure, `error`: the same line as on stderr. A cron wrapper
+ * then learns from the file alone how the run ended. Returns a line to print when the file cannot be written.
+ */
+export async function completeSummaryJson(end: RunEnd): Promise<string | undefined> {
+  const written = summaryWrittenTo(end.path);
+  if (written === undefined && !mayReplace(end.path)) return undefined;
+  const body: Record<string, unknown> = {
+    ...(written ?? { command: end.command }),
+    outcome: outcomeOf(end.exitCode, written, end.error !== undefined),
+    exit_code: end.exitCode,
+    ...(end.error !== undefined ? { error: end.error } : {}),
+  };
+  try {
+    await writeSummaryJson(end.path, body);
+    return undefined;
+  } catch (err) {
+    return `cannot write --summary-json ${end.path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
+  }
+}
