@@ -2,7 +2,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import { afterAll, describe, expect, it } from 'vitest';
+import { outputHeader, RESULT_COLUMNS } from '../../src/pipeline/map/result-columns.js';
 import { ColumnError, resolveIdentifierColumns } from '../../src/pipeline/table/identifier-columns.js';
+import { resultColumnTypes } from '../../src/pipeline/table/output-types.js';
 import { openParquetSource, requireTextColumns, type ParquetTableSource } from '../../src/pipeline/table/parquet-source.js';
 import { openParquetSink } from '../../src/pipeline/table/parquet-sink.js';
 import { openSink } from '../../src/pipeline/table/sink.js';
@@ -214,5 +216,29 @@ describe('Parquet output refusals', () => {
     await again.writeRows([['x']]);
     await again.abort();
     expect(readFileSync(p, 'utf8')).toBe('old');
+  });
+});
+
+describe('map output as Parquet', () => {
+  it('the rows of a CSV run, typed by resultColumnTypes, read back the same and load typed in DuckDB', async () => {
+    const columns = [{ name: 'email' }, { name: 'phone' }];
+    const header = outputHeader(['id', 'email', 'phone'], columns);
+    const types = resultColumnTypes(3, columns.length, RESULT_COLUMNS);
+    expect(header.length).toBe(types.length);
+    expect(header.filter((_, i) => types[i] === 'int64')).toEqual(['email_refresh_from', 'phone_refresh_from']);
+    const rows = [
+      ['007', 'a@example.com', '', 'U'.repeat(44), '', '1801785600', 'mapped', '', '', '', '', 'missing', ''],
+      ['008', 'broken', '+16175550102', '', '', '', 'invalid', 'invalid email', 'P'.repeat(44), 'Q'.repeat(44), '1801785601', 'mapped', ''],
+    ];
+    const path = dir.file('map-out.parquet');
+    const sink = await openSink({ path, format: 'parquet', header, columnTypes: types });
+    await sink.writeRows(rows.map((r) => r.slice()));
+    await sink.commit();
+    expect((await readAll(await openSource({ path }))).rows.map((r) => r.cells)).toEqual(rows);
+    const got = await duck(`SELECT id, phone, email_refresh_from, email_reason, phone_refresh_from, phone_status FROM read_parquet('${path}')`);
+    expect(got.rows).toEqual([
+      ['007', '', 1801785600n, null, null, 'missing'],
+      ['008', '+16175550102', null, 'invalid email', 1801785601n, 'mapped'],
+    ]);
   });
 });
