@@ -296,7 +296,8 @@ export class ByteInput {
   }
 
   close(): void {
-    if (this.gunzipping) void this.iterator.return?.();
+    // ending the gunzip's iterator destroys it, and through the pipeline the file's stream
+    if (this.gunzipping) Promise.resolve(this.iterator.return?.()).catch(() => undefined);
     if (!this.ownsStream) return;
     const destroyable = this.stream as NodeJS.ReadableStream & { destroy?: () => void };
     destroyable.destroy?.();
