@@ -1,4 +1,4 @@
-import { prepareAuto, prepareIdentifier, type DiiType, type IdentifierKind, type Prepared } from '../../identity/index.js';
+import { prepareAuto, prepareIdentifier, type DiiType, type IdentifierKind, type PhoneRegion, type Prepared } from '../../identity/index.js';
 
 /** What an identifier column holds; 'auto' detects each cell (email, E.164 phone or hash). */
 export type ColumnKind = IdentifierKind | 'auto';
@@ -11,6 +11,11 @@ export interface IdentifierColumn {
   kind: ColumnKind;
   /** For 'auto': what a bare hash stands for, from the column's name; undefined means a hash is ambiguous. */
   hashType?: DiiType;
+  /**
+   * For 'phone' and 'auto': the country national numbers are read in (parsePhoneRegion); without it a phone
+   * must already be E.164. Plain data, so it travels with the column to the row threads.
+   */
+  phoneRegion?: PhoneRegion;
 }
 
 /** The column flags of `map`, `hash` and friends. Each named flag may be given several times. */
@@ -227,7 +232,8 @@ function delimiterHint(header: readonly string[]): string {
 
 /** One identifier cell as the service would get it: its DII type and hash, or why it is invalid. */
 export function prepareCell(column: IdentifierColumn, value: string): Prepared {
-  return column.kind === 'auto' ? prepareAuto(value, column.hashType) : prepareIdentifier(column.kind, value);
+  // the column is its own options object (its phoneRegion), so no object is made per cell
+  return column.kind === 'auto' ? prepareAuto(value, column.hashType, column) : prepareIdentifier(column.kind, value, column);
 }
 
 /**

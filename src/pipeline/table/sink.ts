@@ -1,19 +1,25 @@
 import { existsSync } from 'node:fs';
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { basename, dirname, join } from 'node:path';
+import { finished } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
+import { createGzip, type Gzip } from 'node:zlib';
 import { packRows, rowEncoder, type PackedRows, type RowEncoder, type RowFormat } from './row-encoders.js';
 import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
 import { WorkerPool } from '../workers/worker-pool.js';
+import { openParquetSink } from './parquet-sink.js';
 import { finalModeFor, removeStaleTemps, tempPathFor, TEMP_FILE_MODE, writeThroughTarget } from './output-file.js';
 
 /**
  * Opens the output. A file is written to `.<name>.<pid>.tmp` beside the target (mode 0600: it holds input rows)
  * and renamed into place by commit(), so an interrupted or failed run never leaves a file that looks complete.
  * A symlinked path is written through to its target; temp files of earlier runs that were killed are removed.
- * stdout is written directly.
+ * stdout is written directly. CSV and JSONL are gzipped on the way when asked (or when the path ends in `.gz`);
+ * Parquet has its own sink.
  */
 export async function openSink(opts: OpenSinkOptions): Promise<TableSink> {
+  if (opts.format === 'parquet') return openParquetSink(opts);
+  const gzip = compressionOf(opts) === 'gzip';
   const format: RowFormat = opts.format === 'jsonl' ? { format: 'jsonl', header: opts.header } : { format: 'csv' };
   const encode = rowEncoder(format);
   const preamble = opts.format === 'csv' && opts.header.length > 0 ? `${opts.bom ? '\ufeff' : ''}${encode([opts.header])}` : '';
@@ -21,10 +27,21 @@ export async function openSink(opts: OpenSinkOptions): Promise<TableSink> {
   const encoder: Encoder = threads > 0 ? new ThreadedEncoder(encode, format, threads) : { encode };
   const toStdout = opts.path === undefined || opts.path === '-';
   const sink = toStdout
-    ? new StreamSink(opts.stream ?? process.stdout, encoder, opts.stream === undefined)
-    : await FileSink.create(opts.path as string, encoder, opts.mode);
+    ? new StreamSink(opts.stream ?? process.stdout, encoder, opts.stream === undefined, gzip)
+    : await FileSink.create(opts.path as string, encoder, opts.mode, gzip);
   if (preamble !== '') await sink.writeText(preamble);
   return sink;
+}
+
+/** 'gzip' or 'none' as asked, else by the path: `-o out.csv.gz` is gzipped. */
+export function compressionOf(opts: Pick<OpenSinkOptions, 'path' | 'compress'>): 'gzip' | 'none' {
+  if (opts.compress !== undefined) return opts.compress;
+  return opts.path !== undefined && /\.gz$/i.test(opts.path) ? 'gzip' : 'none';
+}
+
+/** A gzip stream for output; the default level, whose speed keeps up with the rows a run maps. */
+function gzipStream(): Gzip {
+  return createGzip({ chunkSize: 64 * 1024 });
 }
 
 /** Compiled beside this module in dist/. */
@@ -106,11 +123,21 @@ abstract class SinkBase implements TableSink {
   protected failure: Error | undefined;
   protected finished = false;
 
+  /**
+   * `stream` takes the bytes; `downstream`, when there is a gzip in between, is where its output goes, and its
+   * failures (a full disk, a closed pipe) are this sink's too.
+   */
   constructor(
     protected readonly stream: NodeJS.WritableStream,
     private readonly encoder: Encoder,
+    protected readonly downstream?: NodeJS.WritableStream,
   ) {
     stream.on('error', (err: Error) => this.onError(err));
+    downstream?.on('error', (err: Error) => {
+      this.onError(err);
+      // the gzip would otherwise wait for ever for room downstream
+      (stream as NodeJS.WritableStream & { destroy(error?: Error): void }).destroy(err);
+    });
   }
 
   protected onError(err: Error): void {
@@ -202,12 +229,19 @@ abstract class SinkBase implements TableSink {
 class StreamSink extends SinkBase {
   private readerGone = false;
 
+  private readonly gzip: Gzip | undefined;
+
   constructor(
-    stream: NodeJS.WritableStream,
+    target: NodeJS.WritableStream,
     encoder: Encoder,
     private readonly isProcessStdout: boolean,
+    gzip = false,
   ) {
-    super(stream, encoder);
+    const gz = gzip ? gzipStream() : undefined;
+    // process.stdout must never be ended, so the gzip does not end it either
+    if (gz !== undefined) gz.pipe(target, { end: !isProcessStdout });
+    super(gz ?? target, encoder, gz === undefined ? undefined : target);
+    this.gzip = gz;
   }
 
   protected override onError(err: Error): void {
@@ -239,10 +273,21 @@ class StreamSink extends SinkBase {
     this.finished = true;
     if (this.failure) throw this.translate(this.failure);
     if (this.readerGone) return;
+    if (this.gzip !== undefined) {
+      const target = this.downstream as NodeJS.WritableStream;
+      this.gzip.end();
+      // all compressed bytes handed on, then (for a caller's stream) written
+      await (this.isProcessStdout ? finished(this.gzip) : finished(target));
+      if (this.failure) throw this.translate(this.failure);
+      if (!this.isProcessStdout) return;
+    }
     // process.stdout must not be ended (Node keeps it open for later writes); waiting for 'drain' flushes it
     if (this.isProcessStdout) {
-      const s = this.stream as NodeJS.WritableStream & { writableNeedDrain?: boolean };
-      if (s.writableNeedDrain) await this.waitFor(['drain', 'close']);
+      const s = (this.downstream ?? this.stream) as NodeJS.WritableStream & { writableNeedDrain?: boolean };
+      if (s.writableNeedDrain) await new Promise<void>((resolve) => {
+        s.once('drain', resolve);
+        s.once('close', resolve);
+      });
       return;
     }
     this.stream.end();
@@ -264,14 +309,15 @@ class FileSink extends SinkBase {
     private readonly target: string,
     private readonly tmp: string,
     private readonly handle: FileHandle,
-    stream: NodeJS.WritableStream,
+    private readonly file: NodeJS.WritableStream,
     encoder: Encoder,
     private readonly mode: number,
+    gzip: Gzip | undefined,
   ) {
-    super(stream, encoder);
+    super(gzip ?? file, encoder, gzip === undefined ? undefined : file);
   }
 
-  static async create(path: string, encoder: Encoder, mode = 0o666): Promise<FileSink> {
+  static async create(path: string, encoder: Encoder, mode = 0o666, gzip = false): Promise<FileSink> {
     const target = writeThroughTarget(path);
     removeStaleTemps(target);
     const tmp = tempPathFor(target);
@@ -283,8 +329,10 @@ class FileSink extends SinkBase {
     } catch (err) {
       throw fileFailure(path, err as Error);
     }
-    const stream = handle.createWriteStream({ autoClose: false, highWaterMark: 1024 * 1024 });
-    return new FileSink(path, target, tmp, handle, stream, encoder, mode);
+    const file = handle.createWriteStream({ autoClose: false, highWaterMark: 1024 * 1024 });
+    const gz = gzip ? gzipStream() : undefined;
+    gz?.pipe(file);
+    return new FileSink(path, target, tmp, handle, file, encoder, mode, gz);
   }
 
   protected translate(err: Error): Error {
@@ -305,12 +353,14 @@ class FileSink extends SinkBase {
     try {
       if (this.failure) throw this.failure;
       this.stream.end();
-      await this.waitFor(['finish']);
+      // with a gzip in between, its last bytes reach the file after the gzip itself has finished
+      await finished(this.file);
+      if (this.failure) throw this.failure;
       // fsync before rename: after a crash the target is either the old file or the complete new one
       await this.handle.sync();
       await this.handle.chmod(finalModeFor(this.target, this.mode));
       // a stream made from a FileHandle holds a reference to it: close() would wait for ever without this
-      (this.stream as NodeJS.WritableStream & { destroy(): void }).destroy();
+      (this.file as NodeJS.WritableStream & { destroy(): void }).destroy();
       await this.handle.close();
       await rename(this.tmp, this.target);
       await syncDirectory(dirname(this.target));
@@ -329,6 +379,7 @@ class FileSink extends SinkBase {
 
   private async discard(): Promise<void> {
     (this.stream as NodeJS.WritableStream & { destroy(): void }).destroy();
+    (this.file as NodeJS.WritableStream & { destroy(): void }).destroy();
     await this.handle.close().catch(() => undefined);
     await unlink(this.tmp).catch(() => undefined);
   }

@@ -1,6 +1,10 @@
 import { isUtf8 } from 'node:buffer';
 import { open, stat } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip } from 'node:zlib';
 import { Parser } from 'csv-parse';
+import { openParquetSource } from './parquet-source.js';
 import {
   InputError,
   type InputRow,
@@ -15,9 +19,10 @@ export const MAX_RECORD_BYTES = 16 * 1024 * 1024;
 const DEFAULT_CHUNK_ROWS = 2000;
 const READ_CHUNK_BYTES = 64 * 1024;
 
-/** Opens a CSV or JSONL table from a file or stdin. Resolves once the header is known. */
+/** Opens a CSV, JSONL (either may be gzipped) or Parquet table. Resolves once the header is known. */
 export async function openSource(opts: OpenSourceOptions): Promise<TableSource> {
   const format = resolveFormat(opts);
+  if (format === 'parquet') return openParquetSource(opts);
   const input = await ByteInput.open(opts);
   const chunkRows = Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS);
   const table =
@@ -37,9 +42,11 @@ export async function openSource(opts: OpenSourceOptions): Promise<TableSource> 
   return table;
 }
 
-export function resolveFormat(opts: OpenSourceOptions): 'csv' | 'jsonl' {
-  if (opts.format === 'csv' || opts.format === 'jsonl') return opts.format;
-  return /\.(jsonl|ndjson)$/i.test(opts.path) ? 'jsonl' : 'csv';
+export function resolveFormat(opts: OpenSourceOptions): 'csv' | 'jsonl' | 'parquet' {
+  if (opts.format === 'csv' || opts.format === 'jsonl' || opts.format === 'parquet') return opts.format;
+  if (/\.parquet$/i.test(opts.path)) return 'parquet';
+  // `.csv.gz`, `.jsonl.gz`: the format is the name under the compression
+  return /\.(jsonl|ndjson)(\.gz)?$/i.test(opts.path) ? 'jsonl' : 'csv';
 }
 
 /** `--delimiter`: one character; `\t` and `tab` both mean a tab, because a literal tab is hard to type. */
@@ -105,22 +112,25 @@ export class LineIndex {
 /**
  * The raw bytes of the input, checked before any parser sees them: things that would otherwise turn into
  * silent garbage (invalid UTF-8 becomes U+FFFD, a NUL means a binary or UTF-16 file) stop the run with the
- * line they are on. A multi-byte character split across reads is carried to the next read.
+ * line they are on. A multi-byte character split across reads is carried to the next read. A gzip input (by
+ * its first bytes, whatever its name, also on stdin) is decompressed as it streams; lines count the text.
  */
 export class ByteInput {
   readonly lines = new LineIndex();
   /** Bytes handed to the parser so far (after the BOM). */
   private offset = 0;
+  /** Bytes read from the file or pipe (compressed ones for gzip), for progress against totalBytes. */
   private consumed = 0;
   private carry: Buffer | undefined;
   private first = true;
   private done = false;
+  private gunzipping = false;
 
   private constructor(
     readonly name: string,
     readonly totalBytes: number | undefined,
     private readonly stream: NodeJS.ReadableStream,
-    private readonly iterator: AsyncIterator<Buffer | string>,
+    private iterator: AsyncIterator<Buffer | string>,
     private readonly validateUtf8: boolean,
     private readonly ownsStream: boolean,
   ) {}
@@ -157,6 +167,11 @@ export class ByteInput {
     return this.consumed;
   }
 
+  /** Whether the input turned out to be gzip-compressed (known after the first read). */
+  get compressed(): boolean {
+    return this.gunzipping;
+  }
+
   /** The next checked chunk and its offset, or null at the end. Throws InputError on bad bytes. */
   async next(): Promise<{ buf: Buffer; start: number } | null> {
     for (;;) {
@@ -187,7 +202,11 @@ export class ByteInput {
       this.lines.add(buf, start);
       const nul = buf.indexOf(0);
       if (nul !== -1) {
-        throw this.badBytes(start + nul, 'NUL byte (a binary or UTF-16 file?)', 'save it as UTF-8 text (in Excel: "CSV UTF-8")');
+        throw this.badBytes(
+          start + nul,
+          this.gunzipping ? 'NUL byte in the decompressed data (a gzip of a binary file, not of text?)' : 'NUL byte (a binary or UTF-16 file?)',
+          'save it as UTF-8 text (in Excel: "CSV UTF-8")',
+        );
       }
       if (this.validateUtf8 && !isUtf8(buf)) {
         throw this.badBytes(start + firstInvalidUtf8(buf), 'invalid UTF-8', 'if the file is Latin-1 / Windows-1252, add --encoding latin1');
@@ -196,34 +215,89 @@ export class ByteInput {
     }
   }
 
-  /** The next read as it came, after the file signature check and without a UTF-8 BOM. */
+  /** One read from the current iterator (the file, or the gunzip after it); gzip failures become InputErrors. */
+  private async pull(): Promise<Buffer | null> {
+    let r: IteratorResult<Buffer | string>;
+    try {
+      r = await this.iterator.next();
+    } catch (err) {
+      if (this.gunzipping) throw gzipFailure(this.name, err);
+      throw err;
+    }
+    if (r.done) return null;
+    const buf = asBuffer(r.value);
+    if (!this.gunzipping) this.consumed += buf.length;
+    return buf;
+  }
+
+  /** The next read as it came (decompressed for gzip), after the file signature check and without a UTF-8 BOM. */
   private async readRaw(): Promise<Buffer | null> {
     if (this.done) return null;
-    const r = await this.iterator.next();
-    if (r.done) {
+    let buf = await this.pull();
+    if (buf === null) {
       this.done = true;
       return null;
     }
-    let buf = asBuffer(r.value);
-    this.consumed += buf.length;
     if (!this.first) return buf;
     this.first = false;
-    // a signature needs a few bytes; a pipe may deliver fewer in its first read
-    while (buf.length < 4) {
-      const more = await this.iterator.next();
-      if (more.done) {
+    buf = await this.atLeast(buf, 4);
+    if (buf.length >= 2 && buf[0] === 0x1f && buf[1] === 0x8b) {
+      this.startGunzip(buf);
+      const text = await this.pull();
+      if (text === null) {
         this.done = true;
-        break;
+        return null;
       }
-      const extra = asBuffer(more.value);
-      this.consumed += extra.length;
-      buf = Buffer.concat([buf, extra]);
+      buf = await this.atLeast(text, 4);
+    } else if (/\.gz$/i.test(this.name) && buf.length > 0) {
+      throw new InputError(this.name, undefined, 'named .gz but not gzip-compressed', 'rename it without .gz, or check how it was exported');
     }
     this.checkSignature(buf);
     return buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf ? buf.subarray(3) : buf;
   }
 
+  /** `buf` with more reads appended until it has `n` bytes or the input ends (a pipe may deliver fewer). */
+  private async atLeast(buf: Buffer, n: number): Promise<Buffer> {
+    while (buf.length < n) {
+      const extra = await this.pull();
+      if (extra === null) {
+        this.done = true;
+        break;
+      }
+      buf = Buffer.concat([buf, extra]);
+    }
+    return buf;
+  }
+
+  /**
+   * From here on reads come out of a gunzip fed with `head` and the rest of the input. It holds at most its
+   * own buffers, so memory stays bounded whatever the file's size; concatenated gzip members are read on.
+   */
+  private startGunzip(head: Buffer): void {
+    const raw = this.iterator;
+    const count = (n: number) => {
+      this.consumed += n;
+    };
+    async function* compressed(): AsyncGenerator<Buffer> {
+      yield head;
+      for (;;) {
+        const r = await raw.next();
+        if (r.done) return;
+        const buf = asBuffer(r.value);
+        count(buf.length);
+        yield buf;
+      }
+    }
+    const gunzip = createGunzip({ chunkSize: READ_CHUNK_BYTES });
+    // the error reaches the reader through the gunzip's own iterator; this promise only must not go unhandled
+    pipeline(Readable.from(compressed(), { objectMode: false }), gunzip).catch(() => undefined);
+    this.iterator = gunzip[Symbol.asyncIterator]();
+    this.gunzipping = true;
+  }
+
   close(): void {
+    // ending the gunzip's iterator destroys it, and through the pipeline the file's stream
+    if (this.gunzipping) Promise.resolve(this.iterator.return?.()).catch(() => undefined);
     if (!this.ownsStream) return;
     const destroyable = this.stream as NodeJS.ReadableStream & { destroy?: () => void };
     destroyable.destroy?.();
@@ -235,16 +309,29 @@ export class ByteInput {
 
   private checkSignature(buf: Buffer): void {
     const sig = (bytes: number[]) => bytes.every((b, i) => buf[i] === b);
+    const what = this.gunzipping ? 'a gzip of ' : '';
     if (sig([0xff, 0xfe]) || sig([0xfe, 0xff])) {
-      throw new InputError(this.name, 1, 'UTF-16 encoded', 'save it as UTF-8 (in Excel: "CSV UTF-8")');
+      throw new InputError(this.name, 1, `${this.gunzipping ? 'a gzip of a ' : ''}UTF-16 encoded${this.gunzipping ? ' file' : ''}`, 'save it as UTF-8 (in Excel: "CSV UTF-8")');
     }
     if (sig([0x50, 0x4b, 0x03, 0x04])) {
-      throw new InputError(this.name, undefined, 'a ZIP archive (an Excel .xlsx?), not CSV', 'export it as "CSV UTF-8"');
+      throw new InputError(this.name, undefined, `${what}a ZIP archive (an Excel .xlsx?), not CSV`, 'export it as "CSV UTF-8"');
     }
-    if (sig([0x1f, 0x8b])) {
-      throw new InputError(this.name, undefined, 'gzip-compressed', `decompress it first, e.g. gunzip -c FILE | uid2-batch ... -`);
+    if (sig([0x50, 0x41, 0x52, 0x31])) {
+      throw new InputError(this.name, undefined, `${what}a Parquet file, read as text`, 'name it .parquet or add --input-format parquet');
+    }
+    if (this.gunzipping && sig([0x1f, 0x8b])) {
+      throw new InputError(this.name, undefined, 'gzip-compressed twice', 'decompress it once first, e.g. gunzip FILE');
     }
   }
+}
+
+/** What a failing gunzip means for the user: the file was cut short, or is not (or no longer) gzip. */
+function gzipFailure(name: string, err: unknown): InputError {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'Z_BUF_ERROR') {
+    return new InputError(name, undefined, 'the gzip data ends early (a truncated file?)', 'copy or download it again, completely');
+  }
+  return new InputError(name, undefined, `corrupt gzip data (${code ?? 'unreadable'})`, 'copy or download it again, or check how it was compressed');
 }
 
 function asBuffer(chunk: Buffer | string): Buffer {

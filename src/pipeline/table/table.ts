@@ -59,8 +59,11 @@ export type TableInfo = Omit<TableSource, 'rows'>;
 export interface OpenSourceOptions {
   /** '-' reads stdin. */
   path: string;
-  /** 'auto' (default): .jsonl / .ndjson are JSONL, anything else CSV. */
-  format?: 'csv' | 'jsonl' | 'auto';
+  /**
+   * 'auto' (default): .parquet is Parquet, .jsonl / .ndjson are JSONL (also with .gz after), anything else CSV.
+   * A gzip-compressed CSV or JSONL input is recognised by its first bytes whatever the format, also on stdin.
+   */
+  format?: 'csv' | 'jsonl' | 'parquet' | 'auto';
   /** CSV only; one character (or '\t'). Default ','. */
   delimiter?: string;
   /** CSV only; default true. false names the columns col1..colN. */
@@ -87,7 +90,18 @@ export interface TableSink {
 export interface OpenSinkOptions {
   /** '-' or undefined writes to stdout. */
   path?: string;
-  format: 'csv' | 'jsonl';
+  /** Parquet needs a file path (its footer is written last); stdout is refused. */
+  format: 'csv' | 'jsonl' | 'parquet';
+  /**
+   * CSV and JSONL: gzip the output as it is written. Default: gzip when `path` ends in `.gz`, else none.
+   * Parquet compresses its own pages and refuses 'gzip'.
+   */
+  compress?: 'gzip' | 'none';
+  /**
+   * Parquet only: the type of each column, by position in `header` (default: all strings, written as read).
+   * An empty cell of a column typed other than 'string' is written as null.
+   */
+  columnTypes?: readonly OutputColumnType[];
   /** CSV: written as the first row. JSONL: the keys of each object. */
   header: string[];
   /** CSV only: start with a UTF-8 BOM (helps Excel open UTF-8 files). */
@@ -99,6 +113,13 @@ export interface OpenSinkOptions {
   /** Worker threads that encode the rows (0 or absent: on the main thread). The bytes are the same. */
   threads?: number;
 }
+
+/**
+ * The type of an output column in a typed format (Parquet). 'string': the cell as it is. 'int64': a whole
+ * number of seconds or a count. 'timestamp': Unix seconds in the cell, written as a UTC timestamp (milliseconds).
+ * 'string-or-null': a result column where '' means no value (null), unlike an input cell, which stays as read.
+ */
+export type OutputColumnType = 'string' | 'string-or-null' | 'int64' | 'timestamp';
 
 /**
  * A problem with the input file as a whole (the run cannot go on): unbalanced quotes, invalid UTF-8, a NUL

@@ -1,0 +1,194 @@
+/** Writes the output table as a Parquet file, one row group at a time, with typed result columns. */
+import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
+import { OutputError, type OpenSinkOptions, type OutputColumnType, type TableSink } from './table.js';
+
+/** Rows held before they are written as one row group: big enough for good compression, small for memory. */
+export const PARQUET_ROW_GROUP_ROWS = 50_000;
+
+type SchemaElement = ConstructorParameters<typeof ParquetWriter>[0]['schema'][number];
+type Cell = string | bigint | null;
+
+/**
+ * Parquet output. Strings are written as UTF-8 strings exactly as given; 'int64' and 'timestamp' columns as
+ * 64-bit integers (a timestamp in UTC milliseconds); an empty cell of a typed column as null. Rows wait in
+ * column arrays until a row group is full, so memory is bounded by one row group whatever the output's size.
+ * Like the CSV sink, the file is written beside the target and renamed into place only by commit().
+ */
+export async function openParquetSink(opts: OpenSinkOptions, rowGroupRows = PARQUET_ROW_GROUP_ROWS): Promise<TableSink> {
+  if (opts.path === undefined || opts.path === '-') {
+    throw new OutputError('<stdout>', 'Parquet cannot be written to stdout (its index is written at the end of the file)', 'give a file name with -o, e.g. -o out.parquet');
+  }
+  if (opts.compress === 'gzip') {
+    throw new OutputError(opts.path, 'Parquet is not gzipped as a whole (it compresses its own pages)', 'drop --compress gzip, or write CSV or JSONL');
+  }
+  const types = opts.columnTypes ?? [];
+  if (types.length > opts.header.length) throw new Error('columnTypes has more entries than the header');
+  return ParquetSink.create(opts.path, opts.header, opts.header.map((_, i) => types[i] ?? 'string'), opts.mode, rowGroupRows);
+}
+
+class ParquetSink implements TableSink {
+  private columns: Cell[][];
+  private buffered = 0;
+  private finished = false;
+
+  private constructor(
+    private readonly target: string,
+    private readonly tmp: string,
+    private readonly handle: FileHandle,
+    private readonly out: FileWriter,
+    private readonly parquet: ParquetWriter,
+    private readonly header: readonly string[],
+    private readonly types: readonly OutputColumnType[],
+    private readonly rowGroupRows: number,
+  ) {
+    this.columns = header.map(() => []);
+  }
+
+  static async create(target: string, header: readonly string[], types: readonly OutputColumnType[], mode = 0o666, rowGroupRows: number): Promise<ParquetSink> {
+    const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
+    let handle: FileHandle;
+    try {
+      handle = await open(tmp, 'w', mode);
+    } catch (err) {
+      throw fileFailure(target, err as Error);
+    }
+    const out = new FileWriter(handle);
+    const schema: SchemaElement[] = [{ name: 'root', num_children: header.length }, ...header.map((name, i) => schemaElement(name, types[i]))];
+    const parquet = new ParquetWriter({ writer: out, schema, codec: 'SNAPPY', createdBy: 'uid2-batch' });
+    return new ParquetSink(target, tmp, handle, out, parquet, header, types, Math.max(1, rowGroupRows));
+  }
+
+  async writeRows(rows: string[][]): Promise<void> {
+    if (this.finished) throw new Error('write after the output was committed or aborted');
+    const width = this.header.length;
+    for (const row of rows) {
+      for (let c = 0; c < width; c++) this.columns[c].push(this.cellValue(c, row[c] ?? ''));
+      this.buffered++;
+      if (this.buffered >= this.rowGroupRows) await this.writeGroup();
+    }
+  }
+
+  async writeEncoded(): Promise<void> {
+    throw new Error('Parquet output takes rows, not encoded text: open the run without output encoding threads');
+  }
+
+  async commit(): Promise<void> {
+    if (this.finished) throw new Error('commit after the output was committed or aborted');
+    try {
+      if (this.buffered > 0) await this.writeGroup();
+      this.finished = true;
+      await this.parquet.finish();
+      await this.out.drain();
+      await this.handle.sync();
+      await this.handle.close();
+      await rename(this.tmp, this.target);
+    } catch (err) {
+      this.finished = true;
+      await this.discard();
+      throw err instanceof OutputError ? err : fileFailure(this.target, err as Error);
+    }
+  }
+
+  async abort(): Promise<void> {
+    if (this.finished) return;
+    this.finished = true;
+    await this.discard();
+  }
+
+  private async discard(): Promise<void> {
+    await this.handle.close().catch(() => undefined);
+    await unlink(this.tmp).catch(() => undefined);
+  }
+
+  private cellValue(column: number, cell: string): Cell {
+    const type = this.types[column];
+    if (type === 'string') return cell;
+    if (cell === '') return null;
+    if (type === 'string-or-null') return cell;
+    if (!/^-?\d{1,19}$/.test(cell)) {
+      throw new OutputError(this.target, `column '${this.header[column]}' holds a value that is not a whole number`, 'this is a bug: please report it');
+    }
+    const n = BigInt(cell);
+    return type === 'timestamp' ? n * 1000n : n;
+  }
+
+  private async writeGroup(): Promise<void> {
+    const columnData = this.header.map((name, c) => ({ name, data: this.columns[c] }));
+    this.columns = this.header.map(() => []);
+    const rows = this.buffered;
+    this.buffered = 0;
+    try {
+      await this.parquet.write({ columnData, rowGroupSize: rows });
+      await this.out.drain();
+    } catch (err) {
+      throw err instanceof OutputError ? err : fileFailure(this.target, err as Error);
+    }
+  }
+}
+
+function schemaElement(name: string, type: OutputColumnType): SchemaElement {
+  switch (type) {
+    case 'int64':
+      return { name, type: 'INT64', repetition_type: 'OPTIONAL' };
+    case 'timestamp':
+      return { name, type: 'INT64', repetition_type: 'OPTIONAL', converted_type: 'TIMESTAMP_MILLIS', logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' } };
+    default:
+      return { name, type: 'BYTE_ARRAY', repetition_type: 'OPTIONAL', converted_type: 'UTF8', logical_type: { type: 'STRING' } };
+  }
+}
+
+/**
+ * The Parquet writer's byte buffer, written to the file whenever the writer flushes (after each row group) and
+ * at the end, so the buffer holds at most one row group.
+ */
+class FileWriter extends ByteWriter {
+  private writing: Promise<void> = Promise.resolve();
+
+  constructor(private readonly handle: FileHandle) {
+    super(1024 * 1024);
+  }
+
+  flush(): Promise<void> {
+    if (this.index === 0) return this.writing;
+    // copied: the writer reuses its buffer for the next row group while this one is still being written
+    const bytes = new Uint8Array(this.buffer, 0, this.index).slice();
+    this.index = 0;
+    this.writing = this.writing.then(() => writeAll(this.handle, bytes));
+    return this.writing;
+  }
+
+  override finish(): Promise<void> {
+    return this.flush();
+  }
+
+  drain(): Promise<void> {
+    return this.flush();
+  }
+}
+
+async function writeAll(handle: FileHandle, bytes: Uint8Array): Promise<void> {
+  let done = 0;
+  while (done < bytes.length) {
+    const { bytesWritten } = await handle.write(bytes, done, bytes.length - done);
+    done += bytesWritten;
+  }
+}
+
+function fileFailure(target: string, err: Error): OutputError {
+  const code = (err as NodeJS.ErrnoException).code;
+  switch (code) {
+    case 'ENOENT':
+      return new OutputError(target, 'the directory does not exist', 'create it first or choose another -o path');
+    case 'EACCES':
+    case 'EPERM':
+      return new OutputError(target, 'permission denied', 'choose a directory you can write to');
+    case 'ENOSPC':
+      return new OutputError(target, 'the disk is full', 'free some space and run the same command again');
+    case 'EISDIR':
+      return new OutputError(target, 'is a directory', 'give a file name with -o');
+    default:
+      return new OutputError(target, `cannot be written (${code ?? err.message})`);
+  }
+}

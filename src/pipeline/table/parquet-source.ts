@@ -1,0 +1,177 @@
+/** Reads a Parquet file as a table of text cells, one row group at a time. */
+import { stat } from 'node:fs/promises';
+import { asyncBufferFromFile, parquetMetadataAsync, parquetRead, parquetSchema, type AsyncBuffer, type FileMetaData, type SchemaTree } from 'hyparquet';
+import { compressors } from 'hyparquet-compressors';
+import { InputError, type InputRow, type OpenSourceOptions, type SourceProblemCounts, type TableSource } from './table.js';
+
+const DEFAULT_CHUNK_ROWS = 2000;
+
+/** What a top-level column of a Parquet file holds: text, another scalar type, or a nested structure. */
+export type ParquetColumnKind = 'string' | 'scalar' | 'nested';
+
+export interface ParquetColumn {
+  name: string;
+  kind: ParquetColumnKind;
+  /** For messages: the physical and logical type as the file declares it (e.g. `INT64`, `struct`). */
+  declared: string;
+}
+
+/** A Parquet input: a table source that also says what type each column has. */
+export interface ParquetTableSource extends TableSource {
+  columns: readonly ParquetColumn[];
+}
+
+/**
+ * Opens a Parquet file. Only the footer is read here; rows come one row group at a time, so memory is bounded
+ * by the largest row group, not by the file. Every cell becomes text: strings exactly as stored, other
+ * scalars in their plain text form, null as ''. A Parquet file cannot be read from a pipe (its index is at
+ * the end of the file).
+ */
+export async function openParquetSource(opts: OpenSourceOptions): Promise<ParquetTableSource> {
+  if (opts.path === '-' || opts.stream !== undefined) {
+    throw new InputError('<stdin>', undefined, 'Parquet cannot be read from stdin (its index is at the end of the file)', 'give the file name instead of -');
+  }
+  const name = opts.path;
+  let file: AsyncBuffer;
+  try {
+    const st = await stat(name);
+    if (st.isDirectory()) throw new InputError(name, undefined, 'a directory, not a file');
+    file = await asyncBufferFromFile(name);
+  } catch (err) {
+    throw openFailure(name, err);
+  }
+  let metadata: FileMetaData;
+  try {
+    metadata = await parquetMetadataAsync(file);
+  } catch {
+    throw new InputError(name, undefined, 'not a readable Parquet file (its footer is missing or corrupt: a truncated copy?)', 'copy or export it again');
+  }
+  const columns = topLevelColumns(name, metadata);
+  return new ParquetTable(name, file, metadata, columns, Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS));
+}
+
+/**
+ * The identifier columns must hold text: a number or a nested value is not an email, a phone or a hash as
+ * the service reads them, and turning it into one would be a guess.
+ */
+export function requireTextColumns(source: ParquetTableSource, names: readonly string[]): void {
+  for (const name of names) {
+    const column = source.columns.find((c) => c.name === name);
+    if (column === undefined || column.kind === 'string') continue;
+    const what = column.kind === 'nested' ? `a nested column (${column.declared})` : `of type ${column.declared}`;
+    throw new InputError(source.name, undefined, `identifier column '${name}' is ${what}, not a string column`, 'identifiers must be stored as strings: cast the column to VARCHAR/STRING when exporting');
+  }
+}
+
+function topLevelColumns(name: string, metadata: FileMetaData): ParquetColumn[] {
+  let tree: SchemaTree;
+  try {
+    tree = parquetSchema(metadata);
+  } catch {
+    throw new InputError(name, undefined, 'not a readable Parquet file (its schema is corrupt)', 'copy or export it again');
+  }
+  return tree.children.map((child) => {
+    const e = child.element;
+    const logical = e.logical_type?.type;
+    const declared = [e.type, logical ?? e.converted_type].filter((x) => x !== undefined).join(' ') || 'group';
+    if (child.children.length > 0 || e.repetition_type === 'REPEATED') return { name: e.name, kind: 'nested', declared: logical ?? e.converted_type ?? 'group' };
+    const text = e.type === 'BYTE_ARRAY' && (logical === undefined || logical === 'STRING' || logical === 'ENUM' || logical === 'JSON' || logical === 'UUID');
+    const textConverted = e.type === 'BYTE_ARRAY' && (e.converted_type === undefined || e.converted_type === 'UTF8' || e.converted_type === 'ENUM' || e.converted_type === 'JSON');
+    return { name: e.name, kind: text && textConverted ? 'string' : 'scalar', declared };
+  });
+}
+
+class ParquetTable implements ParquetTableSource {
+  readonly header: string[];
+  readonly notes: string[] = [];
+  readonly totalBytes: number;
+  private consumed = 0;
+  private iterated = false;
+
+  constructor(
+    readonly name: string,
+    private readonly file: AsyncBuffer,
+    private readonly metadata: FileMetaData,
+    readonly columns: readonly ParquetColumn[],
+    private readonly chunkRows: number,
+  ) {
+    this.header = columns.map((c) => c.name);
+    this.totalBytes = file.byteLength;
+  }
+
+  bytesRead(): number {
+    return this.consumed;
+  }
+
+  problems(): SourceProblemCounts {
+    return { shortRows: 0, longRows: 0, extraKeys: 0 };
+  }
+
+  rows(): AsyncIterable<InputRow[]> {
+    if (this.iterated) throw new Error(`${this.name}: rows() can be iterated only once`);
+    this.iterated = true;
+    return this.chunks();
+  }
+
+  private async *chunks(): AsyncGenerator<InputRow[]> {
+    let rowStart = 0;
+    for (const group of this.metadata.row_groups) {
+      const count = Number(group.num_rows);
+      const rowEnd = rowStart + count;
+      if (count > 0) {
+        const rows = await this.readGroup(rowStart, rowEnd);
+        for (let i = 0; i < rows.length; i += this.chunkRows) yield rows.slice(i, i + this.chunkRows);
+      }
+      this.consumed += Number(group.total_compressed_size ?? 0n);
+      rowStart = rowEnd;
+    }
+  }
+
+  /** One row group's rows; the row's number in the file (from 1) stands where a text file has its line. */
+  private async readGroup(rowStart: number, rowEnd: number): Promise<InputRow[]> {
+    let data: unknown[][] = [];
+    try {
+      await parquetRead({
+        file: this.file,
+        metadata: this.metadata,
+        rowStart,
+        rowEnd,
+        compressors,
+        onComplete: (rows: unknown[][]) => {
+          data = rows;
+        },
+      });
+    } catch (err) {
+      const reason = err instanceof Error && /compression|codec/i.test(err.message) ? 'is compressed with a codec this build cannot read' : 'cannot be decoded (corrupt data?)';
+      throw new InputError(this.name, undefined, `row group of rows ${rowStart + 1} to ${rowEnd} ${reason}`, 'export it again, with SNAPPY, ZSTD or GZIP compression');
+    }
+    const width = this.header.length;
+    const out: InputRow[] = new Array(data.length);
+    for (let r = 0; r < data.length; r++) {
+      const values = data[r];
+      const cells = new Array<string>(width);
+      for (let c = 0; c < width; c++) cells[c] = cellText(values[c]);
+      out[r] = { line: rowStart + r + 1, cells };
+    }
+    return out;
+  }
+}
+
+/** A Parquet value as a cell: strings as stored, scalars as their plain text, nested values as JSON, null as ''. */
+function cellText(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') return String(value);
+  if (value instanceof Date) return value.toISOString();
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
+  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+}
+
+function openFailure(name: string, err: unknown): InputError {
+  if (err instanceof InputError) return err;
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'ENOENT') return new InputError(name, undefined, 'no such file');
+  if (code === 'EACCES' || code === 'EPERM') return new InputError(name, undefined, 'permission denied');
+  if (code === 'EISDIR') return new InputError(name, undefined, 'a directory, not a file');
+  return new InputError(name, undefined, `cannot be read (${code ?? 'unknown error'})`);
+}

@@ -1,0 +1,244 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
+import { afterAll, describe, expect, it } from 'vitest';
+import { outputHeader, RESULT_COLUMNS } from '../../src/pipeline/map/result-columns.js';
+import { ColumnError, resolveIdentifierColumns } from '../../src/pipeline/table/identifier-columns.js';
+import { resultColumnTypes } from '../../src/pipeline/table/output-types.js';
+import { openParquetSource, requireTextColumns, type ParquetTableSource } from '../../src/pipeline/table/parquet-source.js';
+import { openParquetSink } from '../../src/pipeline/table/parquet-sink.js';
+import { openSink } from '../../src/pipeline/table/sink.js';
+import { openSource } from '../../src/pipeline/table/source.js';
+import { InputError, OutputError, type TableSource } from '../../src/pipeline/table/table.js';
+import { tempDir } from '../helpers/map-e2e-data.js';
+
+const dir = tempDir('parquet');
+afterAll(() => dir.remove());
+
+async function readAll(source: TableSource): Promise<{ header: string[]; rows: Array<{ line: number; cells: string[] }> }> {
+  const rows: Array<{ line: number; cells: string[] }> = [];
+  for await (const chunk of source.rows()) for (const r of chunk) rows.push({ line: r.line, cells: r.cells });
+  return { header: source.header, rows };
+}
+
+async function inputError(run: () => Promise<unknown>): Promise<InputError> {
+  try {
+    await run();
+  } catch (err) {
+    expect(err).toBeInstanceOf(InputError);
+    return err as InputError;
+  }
+  throw new Error('expected an InputError');
+}
+
+/** A second, independent reader: DuckDB's own Parquet reader. */
+async function duck(sql: string): Promise<{ columns: string[]; types: string[]; rows: unknown[][] }> {
+  const db = await DuckDBInstance.create(':memory:');
+  const conn = await db.connect();
+  try {
+    const result = await conn.runAndReadAll(sql);
+    return { columns: result.columnNames(), types: result.columnTypes().map((t) => t.toString()), rows: result.getRows() };
+  } finally {
+    conn.closeSync();
+    db.closeSync();
+  }
+}
+
+/** The input columns as a CSV run reads them (texts that must stay as they are), then map's result columns. */
+const HEADER = ['id', 'email', 'zip', 'note', 'raw_uid', 'prev_raw_uid', 'refresh_from', 'status', 'reason'];
+const TYPES = ['string', 'string', 'string', 'string', 'string-or-null', 'string-or-null', 'int64', 'string', 'string-or-null'] as const;
+function outputRows(n: number): string[][] {
+  return Array.from({ length: n }, (_, i) => {
+    const mapped = i % 10 !== 3;
+    return [
+      String(i).padStart(3, '0'),
+      `user${i}@example.com`,
+      i % 2 ? '02134' : '007',
+      i % 7 === 0 ? '' : `note "${i}", é`,
+      mapped ? `UID${i}`.padEnd(44, 'x') : '',
+      mapped && i % 5 === 0 ? 'PREV'.padEnd(44, 'y') : '',
+      mapped ? String(1_801_785_600 + i) : '',
+      mapped ? 'mapped' : 'invalid',
+      mapped ? '' : 'invalid email',
+    ];
+  });
+}
+
+describe('Parquet round trip', () => {
+  const rows = outputRows(5003);
+  const path = dir.file('out.parquet');
+
+  it('rows written in row groups read back, cell for cell, as the CSV run has them', async () => {
+    const sink = await openParquetSink({ path, format: 'parquet', header: HEADER, columnTypes: TYPES }, 1000);
+    for (let i = 0; i < rows.length; i += 700) await sink.writeRows(rows.slice(i, i + 700).map((r) => r.slice()));
+    await sink.commit();
+    const source = await openSource({ path, chunkRows: 333 });
+    const back = await readAll(source);
+    expect(back.header).toEqual(HEADER);
+    expect(back.rows.map((r) => r.cells)).toEqual(rows);
+    expect(back.rows.map((r) => r.line)).toEqual(rows.map((_, i) => i + 1));
+    expect(source.bytesRead()).toBeGreaterThan(0);
+  });
+
+  it('reads back in DuckDB with the types and nulls it was given', async () => {
+    const meta = await duck(`SELECT * FROM parquet_metadata('${path}') WHERE column_id = 0`);
+    expect(meta.rows.length).toBe(6); // 5003 rows in groups of 1000
+    const described = await duck(`DESCRIBE SELECT * FROM read_parquet('${path}')`);
+    expect(described.rows.map((r) => [r[0], r[1]])).toEqual(HEADER.map((h, i) => [h, TYPES[i] === 'int64' ? 'BIGINT' : 'VARCHAR']));
+    const got = await duck(`SELECT * FROM read_parquet('${path}')`);
+    expect(got.rows.length).toBe(rows.length);
+    const want = rows.map((r) => r.map((cell, c) => (TYPES[c] === 'string' ? cell : cell === '' ? null : TYPES[c] === 'int64' ? BigInt(cell) : cell)));
+    expect(got.rows).toEqual(want);
+  });
+
+  it('a timestamp column is a UTC timestamp in DuckDB and ISO text when read here', async () => {
+    const tsPath = dir.file('ts.parquet');
+    const sink = await openParquetSink({ path: tsPath, format: 'parquet', header: ['email', 'refresh_from'], columnTypes: ['string', 'timestamp'] });
+    await sink.writeRows([
+      ['a@example.com', '1801785600'],
+      ['b@example.com', ''],
+    ]);
+    await sink.commit();
+    const got = await duck(`SELECT email, epoch(refresh_from)::BIGINT AS s, typeof(refresh_from) AS t FROM read_parquet('${tsPath}')`);
+    expect(got.rows).toEqual([
+      ['a@example.com', 1801785600n, 'TIMESTAMP WITH TIME ZONE'],
+      ['b@example.com', null, 'TIMESTAMP WITH TIME ZONE'],
+    ]);
+    const back = await readAll(await openSource({ path: tsPath }));
+    expect(back.rows.map((r) => r.cells)).toEqual([
+      ['a@example.com', '2027-02-05T00:00:00.000Z'],
+      ['b@example.com', ''],
+    ]);
+  });
+
+  it('reads what DuckDB wrote: strings as stored, other scalars as text, row groups in order', async () => {
+    const p = dir.file('duck.parquet');
+    await duck(
+      `COPY (SELECT lpad(i::VARCHAR, 5, '0') AS zip, 'u' || i || '@example.com' AS email, i::BIGINT * 1000 AS n, (i % 2 = 0) AS even, NULL::VARCHAR AS empty
+             FROM range(2500) t(i)) TO '${p}' (FORMAT parquet, ROW_GROUP_SIZE 1000, COMPRESSION zstd)`,
+    );
+    const source = (await openSource({ path: p })) as ParquetTableSource;
+    expect(source.columns.map((c) => c.kind)).toEqual(['string', 'string', 'scalar', 'scalar', 'string']);
+    const back = await readAll(source);
+    expect(back.rows.length).toBe(2500);
+    expect(back.rows[7].cells).toEqual(['00007', 'u7@example.com', '7000', 'false', '']);
+    expect(back.rows[2499].cells).toEqual(['02499', 'u2499@example.com', '2499000', 'false', '']);
+    requireTextColumns(source, ['email', 'zip']);
+  });
+});
+
+describe('Parquet bad input: one InputError naming the file, no cell value in it', () => {
+  it('an identifier column that is INT64', async () => {
+    const p = dir.file('int-phone.parquet');
+    await duck(`COPY (SELECT 16175550102::BIGINT AS phone, 'x' AS name) TO '${p}' (FORMAT parquet)`);
+    const source = await openParquetSource({ path: p });
+    const err = await inputError(async () => requireTextColumns(source, ['phone']));
+    expect(err.message).toBe(`${p}: identifier column 'phone' is of type INT64 INT_64, not a string column; identifiers must be stored as strings: cast the column to VARCHAR/STRING when exporting`);
+  });
+
+  it('an identifier column that is nested', async () => {
+    const p = dir.file('nested.parquet');
+    await duck(`COPY (SELECT {'address': 'a@example.com'} AS email, ['b@example.com'] AS emails) TO '${p}' (FORMAT parquet)`);
+    const source = await openParquetSource({ path: p });
+    expect(source.columns.map((c) => c.kind)).toEqual(['nested', 'nested']);
+    expect((await inputError(async () => requireTextColumns(source, ['email']))).message).toContain("identifier column 'email' is a nested column (group), not a string column");
+    expect((await inputError(async () => requireTextColumns(source, ['emails']))).message).toContain("identifier column 'emails' is a nested column (LIST)");
+    const back = await readAll(source);
+    expect(back.rows[0].cells).toEqual(['{"address":"a@example.com"}', '["b@example.com"]']);
+  });
+
+  it('no identifier column: the usual column error, with the columns there are', async () => {
+    const p = dir.file('no-id.parquet');
+    await duck(`COPY (SELECT 1 AS id, 'x' AS name) TO '${p}' (FORMAT parquet)`);
+    const source = await openSource({ path: p });
+    expect(() => resolveIdentifierColumns(source.header, {})).toThrow(ColumnError);
+  });
+
+  it('a corrupt or truncated footer', async () => {
+    const good = readFileSync(dir.file('out.parquet'));
+    const truncated = dir.file('truncated.parquet', good.subarray(0, good.length - 100));
+    const err = await inputError(() => openSource({ path: truncated }));
+    expect(err.message).toBe(`${truncated}: not a readable Parquet file (its footer is missing or corrupt: a truncated copy?); copy or export it again`);
+    const garbled = Buffer.from(good);
+    garbled.fill(0x41, garbled.length - 60, garbled.length - 8);
+    const corrupt = dir.file('corrupt-footer.parquet', garbled);
+    expect((await inputError(() => openSource({ path: corrupt }))).message).toContain('not a readable Parquet file');
+  });
+
+  it('corrupt data inside a row group', async () => {
+    const good = Buffer.from(readFileSync(dir.file('out.parquet')));
+    good.fill(0x7f, 200, 4000);
+    const p = dir.file('corrupt-data.parquet', good);
+    const err = await inputError(async () => readAll(await openSource({ path: p })));
+    expect(err.message).toMatch(/: row group of rows 1 to 1000 cannot be decoded \(corrupt data\?\); export it again/);
+  });
+
+  it('an empty row group is skipped, the others read', async () => {
+    const writer = new ByteWriter();
+    const pw = new ParquetWriter({ writer, schema: [{ name: 'root', num_children: 1 }, { name: 'email', type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'OPTIONAL' }] });
+    pw.write({ columnData: [{ name: 'email', data: ['a@example.com'] }] });
+    // a row group that claims no rows, as some writers leave after a flush with nothing in it
+    pw.row_groups.push({ ...pw.row_groups[0], num_rows: 0n });
+    pw.write({ columnData: [{ name: 'email', data: ['b@example.com'] }] });
+    pw.finish();
+    const p = dir.file('empty-group.parquet', new Uint8Array(writer.getBuffer()));
+    const back = await readAll(await openSource({ path: p }));
+    expect(back.rows).toEqual([
+      { line: 1, cells: ['a@example.com'] },
+      { line: 2, cells: ['b@example.com'] },
+    ]);
+  });
+
+  it('a file with no row group at all is an empty table', async () => {
+    const p = dir.file('empty.parquet');
+    await duck(`COPY (SELECT 'a@example.com' AS email WHERE false) TO '${p}' (FORMAT parquet)`);
+    const back = await readAll(await openSource({ path: p }));
+    expect(back).toEqual({ header: ['email'], rows: [] });
+  });
+
+  it('Parquet from stdin, or missing', async () => {
+    expect((await inputError(() => openSource({ path: '-', format: 'parquet' }))).message).toBe('<stdin>: Parquet cannot be read from stdin (its index is at the end of the file); give the file name instead of -');
+    expect((await inputError(() => openSource({ path: dir.file('nope.parquet') }))).message).toMatch(/nope\.parquet: no such file$/);
+  });
+});
+
+describe('Parquet output refusals', () => {
+  it('stdout and gzip are refused in one line; nothing is left behind on abort', async () => {
+    await expect(openSink({ path: '-', format: 'parquet', header: ['a'] })).rejects.toThrow(OutputError);
+    await expect(openSink({ path: dir.file('x.parquet'), format: 'parquet', header: ['a'], compress: 'gzip' })).rejects.toThrow(/Parquet is not gzipped as a whole/);
+    const p = dir.file('aborted.parquet');
+    const sink = await openSink({ path: p, format: 'parquet', header: ['a'] });
+    await sink.writeRows([['x']]);
+    await sink.abort();
+    expect(() => readFileSync(p)).toThrow();
+    writeFileSync(p, 'old');
+    const again = await openSink({ path: p, format: 'parquet', header: ['a'] });
+    await again.writeRows([['x']]);
+    await again.abort();
+    expect(readFileSync(p, 'utf8')).toBe('old');
+  });
+});
+
+describe('map output as Parquet', () => {
+  it('the rows of a CSV run, typed by resultColumnTypes, read back the same and load typed in DuckDB', async () => {
+    const columns = [{ name: 'email' }, { name: 'phone' }];
+    const header = outputHeader(['id', 'email', 'phone'], columns);
+    const types = resultColumnTypes(3, columns.length, RESULT_COLUMNS);
+    expect(header.length).toBe(types.length);
+    expect(header.filter((_, i) => types[i] === 'int64')).toEqual(['email_refresh_from', 'phone_refresh_from']);
+    const rows = [
+      ['007', 'a@example.com', '', 'U'.repeat(44), '', '1801785600', 'mapped', '', '', '', '', 'missing', ''],
+      ['008', 'broken', '+16175550102', '', '', '', 'invalid', 'invalid email', 'P'.repeat(44), 'Q'.repeat(44), '1801785601', 'mapped', ''],
+    ];
+    const path = dir.file('map-out.parquet');
+    const sink = await openSink({ path, format: 'parquet', header, columnTypes: types });
+    await sink.writeRows(rows.map((r) => r.slice()));
+    await sink.commit();
+    expect((await readAll(await openSource({ path }))).rows.map((r) => r.cells)).toEqual(rows);
+    const got = await duck(`SELECT id, phone, email_refresh_from, email_reason, phone_refresh_from, phone_status FROM read_parquet('${path}')`);
+    expect(got.rows).toEqual([
+      ['007', '', 1801785600n, null, null, 'missing'],
+      ['008', '+16175550102', null, 'invalid email', 1801785601n, 'mapped'],
+    ]);
+  });
+});
