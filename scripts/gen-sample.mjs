@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Writes samples/customers.csv: 3,000 realistic customer rows (seeded, so the file never changes unless this
-// script does), with the test identities of wire-protocol.md §6 at fixed places so that every status shows up
+// script does), with the test identities of docs/wire-protocol.md §7 at fixed places so that every status shows up
 // when the sample is mapped against the local service.
 //
 //   node scripts/gen-sample.mjs [--out samples/customers.csv]

@@ -83,7 +83,7 @@ export function readValidateBody(target: string, body: unknown): boolean {
   return body;
 }
 
-/** `success` with the identity of spec §2.2, or `optout` (generate and refresh alike). */
+/** `success` with the token identity of docs/wire-protocol.md §5.1, or `optout` (generate and refresh alike). */
 export function readTokenResult(target: string, answer: ResponseJson): TokenResult {
   if (answer.status === 'optout') return { status: 'optout' };
   const body = answer.body;

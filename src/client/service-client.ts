@@ -139,7 +139,7 @@ class UndiciServiceClient implements ServiceClient {
 
   /**
    * The refresh token travels as plain text (no envelope) and the answer is sealed with the refresh_response_key that
-   * came with that token, without timestamp or nonce (wire-protocol.md §3).
+   * came with that token, without timestamp or nonce (docs/wire-protocol.md §4).
    */
   async tokenRefresh(refreshToken: string, refreshResponseKey: string, options?: CallOptions): Promise<TokenResult> {
     const path = PATHS.tokenRefresh;
@@ -147,7 +147,8 @@ class UndiciServiceClient implements ServiceClient {
     const token = refreshToken.trim();
     if (token === '') throw new Error('the refresh_token to refresh is empty');
     const headers: Record<string, string> = { ...this.commonHeaders, 'content-type': contentTypeFor('text') };
-    // refresh works without a key; with one, the service tells invalid from expired tokens (wire-protocol.md §3.4)
+    // refresh works without a key; with one, the service tells invalid from expired tokens
+    // (docs/wire-protocol.md §4.4)
     if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
     const { response } = await this.policy.dispatch(path, () => ({ request: { body: token, headers }, context: undefined }), options);
     const data = this.readBody(path, response);

@@ -7,7 +7,7 @@ import type { EnvironmentInfo, IdentityScopeName } from './types.js';
  */
 export const LOCAL_PLACEHOLDER_URL = 'http://127.0.0.1';
 
-/** The environments of wire-protocol.md §10. Integ and prod need different keys and give different raw UIDs. */
+/** The environments of docs/wire-protocol.md §11. Integ and prod need different keys and give different raw UIDs. */
 export const ENVIRONMENTS: Readonly<Record<string, EnvironmentInfo>> = Object.freeze({
   local: { name: 'local', baseUrl: LOCAL_PLACEHOLDER_URL, scope: 'UID2', isPublic: false },
   integ: { name: 'integ', baseUrl: 'https://operator-integ.uidapi.com', scope: 'UID2', isPublic: true },

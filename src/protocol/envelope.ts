@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
 /**
- * The encrypted envelopes of the identity service (wire-protocol.md §1-§3):
+ * The encrypted envelopes of the identity service (docs/wire-protocol.md §2-§4):
  * request  = 0x01 ‖ IV(12) ‖ AES-256-GCM(ts_ms int64 BE ‖ nonce(8) ‖ JSON) ‖ tag(16)
  * response = IV(12) ‖ AES-256-GCM(ts_ms ‖ echoed nonce ‖ JSON) ‖ tag(16)          (no version byte)
  * refresh  = IV(12) ‖ AES-256-GCM(JSON) ‖ tag(16), keyed by the refresh_response_key (no timestamp, no nonce)

@@ -1,5 +1,5 @@
 /**
- * Non-200 answers of the service as typed errors (spec §7, wire-protocol.md §1.4, §2.3, §3.4).
+ * Non-200 answers of the service as typed errors (docs/wire-protocol.md §2.4, §3.3, §4.4).
  * Messages come from the service and never contain the caller's secrets or DII.
  */
 

@@ -1,4 +1,4 @@
-/** Decrypted JSON of every endpoint the tool uses (spec §2 and §4, wire-protocol.md §4). */
+/** Decrypted JSON of every endpoint the tool uses (docs/wire-protocol.md §5). */
 
 export const PATHS = {
   tokenGenerate: '/v2/token/generate',

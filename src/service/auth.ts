@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 
-/** Roles an API key can hold (wire-protocol.md §0); each route accepts a set of them. */
+/** Roles an API key can hold (docs/wire-protocol.md §1.1); each route accepts a set of them. */
 export type Role = 'MAPPER' | 'GENERATOR' | 'SHARER' | 'ID_READER';
 
 export const ALL_ROLES: readonly Role[] = ['MAPPER', 'GENERATOR', 'SHARER', 'ID_READER'];

@@ -20,7 +20,7 @@ export type TestIdentityRole = 'optout' | 'refresh-optout' | 'validate';
 
 export interface IdentityEngine {
   readonly scope: IdentityScope;
-  /** First-level hash F = SHA-256(base64(H) ‖ first-level salt), 32 bytes (wire-protocol.md §7.1). */
+  /** First-level hash F = SHA-256(base64(H) ‖ first-level salt), 32 bytes (docs/wire-protocol.md §8.1). */
   firstLevelHash(hashB64: string): Buffer;
   /** The raw UID (44-char base64) that F maps to at `nowMs`, from its salt bucket's current salt. */
   rawUid(type: DiiType, firstLevel: Buffer, nowMs: number): string;

@@ -8,7 +8,7 @@ import { deriveSecret } from './seed.js';
 import { testIdentityRole } from './test-identities.js';
 
 /**
- * DII -> raw UID as the operator computes it (wire-protocol.md §7.1, V2 raw-UID format):
+ * DII -> raw UID as the operator computes it (docs/wire-protocol.md §8.1, V2 raw-UID format):
  * H = the DII hash, F = SHA-256(base64(H) ‖ first-level salt), bucket from F, raw UID = SHA-256(base64(F) ‖ salt).
  * Everything stays in base64 strings on the hot path: one-shot hashes of concatenated strings are the cheapest
  * form Node offers, and the bucket index can be read off F's first four base64 characters.

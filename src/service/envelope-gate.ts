@@ -2,7 +2,7 @@ import { EnvelopeError, MIN_REQUEST_ENVELOPE_LENGTH, decodeStrictBase64, decrypt
 import type { IdentityScope } from './contracts.js';
 
 /**
- * Opens a request envelope the way the operator does (wire-protocol.md §1.3-1.4): the same checks in the same
+ * Opens a request envelope the way the operator does (docs/wire-protocol.md §2.3-2.4): the same checks in the same
  * order with the same messages, including the binary-then-base64 fallback and the unencrypted-JSON diagnosis.
  */
 

@@ -15,8 +15,8 @@ import { handleLocalAdmin } from './local-admin.js';
 import type { ServiceStats } from './stats.js';
 
 /**
- * The local service's HTTP core. Per API request, in the operator's order (wire-protocol.md §0, §12):
- * gateway faults -> body over 1 MB (413) -> API key and role (401) -> envelope (400, §1.4) -> rate limit ->
+ * The local service's HTTP core. Per API request, in the operator's order (docs/wire-protocol.md §1.4):
+ * gateway faults -> body over 1 MB (413) -> API key and role (401) -> envelope (400, §2.4) -> rate limit ->
  * handler -> 200 encrypted in the request's body mode, anything else plain JSON.
  * Two times are in play (clock.ts): handlers compute at identity time; the envelope window and the response
  * envelope's timestamp use envelope time, which /_local/clock never moves.

@@ -1,6 +1,6 @@
 /**
  * Who has opted out, as the local service knows it. An identity's opt-out is keyed on its first-level hash F,
- * so it survives salt rotation (wire-protocol.md §7.4); the raw UIDs it had when it opted out are indexed
+ * so it survives salt rotation (docs/wire-protocol.md §8.4); the raw UIDs it had when it opted out are indexed
  * too, because /v2/optout/status looks raw UIDs up by exact string. An advertising_id opt-out names a raw UID
  * directly: it is reported by the status endpoint and makes any DII that maps to it (now or previously) opt out.
  * Times are Unix ms; when an identity opts out twice the earliest time is kept.

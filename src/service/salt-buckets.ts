@@ -3,7 +3,7 @@ import { DAY_MS } from './clock.js';
 import { deriveSecret } from './seed.js';
 
 /**
- * The 2^20 salt buckets of the local service and their rotation schedule (wire-protocol.md §7.2-7.3).
+ * The 2^20 salt buckets of the local service and their rotation schedule (docs/wire-protocol.md §8.2-8.3).
  *
  * Bucket i has a phase day φ_i in [0, 365) and rotates at 00:00 UTC of every day D (days since the Unix
  * epoch) with (D - φ_i) mod 365 = 0, so about 1/365 of the buckets rotate each day, as in production. Its

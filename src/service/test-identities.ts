@@ -2,7 +2,7 @@ import { sha256Base64, type DiiType } from '../identity/index.js';
 import type { TestIdentityRole } from './contracts.js';
 
 /**
- * The operator's special test identities (wire-protocol.md §6), matched on (DII type, hash): the raw value and
+ * The operator's special test identities (docs/wire-protocol.md §7), matched on (DII type, hash): the raw value and
  * its hash are the same identity, but a phone's hash sent as an email_hash is not. The operator's constants win
  * over the token-generate docs page, which swaps the two phone numbers.
  */

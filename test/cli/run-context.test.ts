@@ -32,6 +32,9 @@ function recordingSink(): TableSink & { calls: string[] } {
     writeRows: async () => {
       calls.push('write');
     },
+    writeEncoded: async () => {
+      calls.push('write');
+    },
     commit: async () => {
       calls.push('commit');
     },

@@ -33,6 +33,7 @@ export function fakeClient(script: Script): FakeClient {
       calls.push({ method: 'mapV3', args: [req] });
       return (script.mapV3 ?? unexpected('mapV3'))(req, opts);
     },
+    proxyRoute: { kind: 'direct', why: 'a fake client sends nothing' },
     mapV2: unexpected('mapV2'),
     buckets: unexpected('buckets'),
     optoutStatus: async (ids, opts) => {
@@ -57,6 +58,7 @@ export function fakeClient(script: Script): FakeClient {
       if (!script.validate) throw new Error('unexpected call tokenValidate');
       return script.validate(req);
     },
+    healthcheck: unexpected('healthcheck'),
     close: async () => {},
   };
   return client;

@@ -29,7 +29,7 @@ function resolve(flags: ConnectionFlags, environ: NodeJS.ProcessEnv, files: Para
 }
 
 describe('environments', () => {
-  it('lists the environments of wire-protocol §10 with their scopes', () => {
+  it('lists the public environments with their scopes', () => {
     expect(environmentNames()).toEqual(['local', 'integ', 'prod', 'prod-use', 'prod-usw', 'prod-au', 'prod-jp', 'prod-sg', 'euid-integ', 'euid-prod']);
     expect(ENVIRONMENTS.integ.baseUrl).toBe('https://operator-integ.uidapi.com');
     expect(ENVIRONMENTS.prod.baseUrl).toBe('https://global.prod.uidapi.com');

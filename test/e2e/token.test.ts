@@ -57,7 +57,7 @@ describe.concurrent('token generate', () => {
     ['--phone', '+441234567890', 'B4'],
     ['--email-hash', sha256Base64('hash.user@example.com'), 'A4'],
     ['--phone-hash', sha256Base64('+15551234567'), 'B4'],
-  ])('%s gives an identity (spec §2.2 fields) that validates against the same identifier', async (flag, value, prefix) => {
+  ])('%s gives a token identity that validates against the same identifier', async (flag, value, prefix) => {
     const r = await token(['generate', flag, value]);
     expect(r.code, r.stderr).toBe(0);
     const id = JSON.parse(r.stdout) as Identity;

@@ -9,7 +9,7 @@ import {
   sha256Base64,
 } from '../../src/identity/index.js';
 
-// wire-protocol.md §5.4, every row.
+// docs/wire-protocol.md §6.4, and the rest of the published set.
 const EMAIL_VECTORS: Array<[string, string, string]> = [
   ['USER@example.com', 'user@example.com', 'tMmiiTI7IaAcPpQPFQ65uMVCWH8av9jw4cwf/F5HVRQ='],
   ['MyEmail@example.com', 'myemail@example.com', 'FsGNM28LJQ8OLZB0Us65ZYp07NrovJSGTCMSKnLMJ6U='],

@@ -86,7 +86,10 @@ export class FakeState implements EngineState {
   }
 
   put(type: DiiType, hash: string, v: Pick<StateEntry, 'status' | 'u' | 'p' | 'r'>): void {
-    this.entries.set(`${type}:${hash}`, {
+    const key = `${type}:${hash}`;
+    this.entries.set(key, {
+      // like a state file's row id: given once, kept for the entry's life
+      id: this.entries.get(key)?.id ?? this.entries.size + 1,
       type,
       hash,
       ...v,

@@ -12,6 +12,7 @@ function fakeClient(mapper: FakeMapper): ServiceClient {
   return {
     stats: { requests: 0, retries: 0, http429: 0, http5xx: 0, networkErrors: 0 },
     lastServerTime: undefined,
+    proxyRoute: { kind: 'direct', why: 'a fake client sends nothing' },
     mapV3: (request, options) => mapper.mapBatch(request, options?.signal ?? new AbortController().signal),
     mapV2: unused,
     buckets: unused,
@@ -19,6 +20,7 @@ function fakeClient(mapper: FakeMapper): ServiceClient {
     tokenGenerate: unused,
     tokenRefresh: unused,
     tokenValidate: unused,
+    healthcheck: unused,
     close: () => Promise.resolve(),
   };
 }

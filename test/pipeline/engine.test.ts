@@ -4,6 +4,7 @@ import { MapEngine, type EngineColumn, type MapEngineOptions } from '../../src/p
 import { outputHeader, outputRows } from '../../src/pipeline/map/result-columns.js';
 import { MAX_REQUEST_JSON_BYTES } from '../../src/pipeline/map/batcher.js';
 import { RateLimitedError, UnauthorizedError } from '../../src/protocol/index.js';
+import type { RowProblem } from '../../src/pipeline/table/table.js';
 import { chunked, FakeMapper, NOW_S, rawUidOf, seeded } from './engine-fakes.js';
 
 const EMAIL: EngineColumn = { name: 'email', index: 1, kind: 'email' };
@@ -106,7 +107,7 @@ describe('MapEngine: order, dedupe, batches', () => {
   });
 
   it('marks every identifier of a row whose columns are shifted as invalid, and pads nothing itself', async () => {
-    const problems = new Map([[1, { kind: 'long_row' as const, cells: 3, expected: 2 }]]);
+    const problems = new Map<number, RowProblem>([[1, { kind: 'long_row', cells: 3, expected: 2 }]]);
     const mapper = new FakeMapper();
     const out: string[][] = [];
     const engine = new MapEngine({ columns: [EMAIL], mapBatch: mapper.mapBatch, onChunk: (c) => void out.push(...outputRows(c, null)) });

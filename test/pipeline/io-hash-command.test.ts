@@ -33,7 +33,7 @@ function readCsv(p: string): Record<string, string>[] {
 
 const sha = (s: string) => createHash('sha256').update(s, 'utf8').digest('base64');
 
-/** wire-protocol.md §5.4 and §6: input -> base64 SHA-256 of the normalized value. */
+/** docs/wire-protocol.md §6.4 and §7: input -> base64 SHA-256 of the normalized value. */
 const VECTORS: Array<[string, string]> = [
   ['USER@example.com', 'tMmiiTI7IaAcPpQPFQ65uMVCWH8av9jw4cwf/F5HVRQ='],
   ['MyEmail@example.com', 'FsGNM28LJQ8OLZB0Us65ZYp07NrovJSGTCMSKnLMJ6U='],
@@ -78,7 +78,7 @@ function fakeIo(stdinText = ''): HashIo & { out: () => string; err: () => string
 }
 
 describe('uid2-batch hash', () => {
-  test('every published vector (wire-protocol §5.4, §6) through the command, one auto column of emails and phones', async () => {
+  test('every published vector through the command, one auto column of emails and phones', async () => {
     const input = write('vectors.csv', `n,value\n${VECTORS.map(([v], i) => `${i},${v}`).join('\n')}\n`);
     const out = path('vectors.out.csv');
     await cli(input, '--col', 'value', '-o', out, '--quiet');

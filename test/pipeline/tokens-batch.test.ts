@@ -138,6 +138,7 @@ describe('validateTokenBatch', () => {
       source: await table(`identifier,identifier_type,token\n${rows}\n`, 5),
       openSink: async () => ({
         writeRows: async () => {},
+        writeEncoded: async () => {},
         commit: async () => {
           committed = true;
         },

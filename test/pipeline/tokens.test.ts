@@ -4,7 +4,7 @@ import { TEST_IDENTITIES, classifyFailure, parseIdentity, prepareTokenInput, ref
 import { ClientError, ClockSkewError, ServerError, UnauthorizedError } from '../../src/protocol/index.js';
 
 describe('TEST_IDENTITIES', () => {
-  it('carries the hashes published in wire-protocol.md §6, phones as the operator maps them', () => {
+  it('carries the published test-identity hashes, phones as the operator maps them', () => {
     expect(TEST_IDENTITIES.map((t) => [t.value, t.outcome, t.hash])).toEqual([
       ['optout@example.com', 'optout', 'DYsnJ8r5+cjRDHue98gIGDKvLIMuqAm/RRLODrjqK50='],
       ['+00000000000', 'optout', '313yQvZOTb0vjjEU7sTO/UWxGPzVppIbCyQEJEnfxLo='],

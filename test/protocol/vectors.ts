@@ -1,4 +1,4 @@
-// Published vectors of the public UID2 client test suites (wire-protocol.md §1.2, §2.1, §3.3).
+// Published vectors of the public UID2 client test suites (docs/wire-protocol.md §2.2, §3.1, §4.3).
 export const SECRET = 'ioG3wKxAokmp+rERx6A4kM/13qhyolUXIu14WN16Spo=';
 export const IV_HEX = 'cc3ccaca9889eab3800e787e';
 export const TIMESTAMP = 1667885597644;

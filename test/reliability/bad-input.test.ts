@@ -9,8 +9,8 @@ import { recordWhenPassed } from './results.js';
 
 /**
  * Every file of test/fixtures/bad-input through the BUILT CLI: `map --env local` and `hash` (and `optout-check
- * --env local` where it applies). Each run ends with the exit code of DESIGN.md and either a clear status and
- * reason per row, or one error line naming the file, the line and the problem; never a stack trace, never a
+ * --env local` where it applies). Each run ends with an exit code of docs/architecture.md §5 and either a clear status
+ * and reason per row, or one error line naming the file, the line and the problem; never a stack trace, never a
  * personal value on stderr, never an output file that looks complete after a failure.
  *
  * Expectations: the manifest (what openSource reads; see test/pipeline/io-fixtures.test.ts) and its optional

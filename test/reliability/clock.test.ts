@@ -6,7 +6,7 @@ import { freePort, inspectState, requireBuilt, serveEnv, stackLines, tempDir } f
 import { recordWhenPassed } from './results.js';
 
 /**
- * A client whose clock is off by more than the service's window (±2 min, wire-protocol.md §1.4) gets a clear
+ * A client whose clock is off by more than the service's window (±2 min, docs/wire-protocol.md §2.5) gets a clear
  * "clock skew" error and exit 1 from every command that sends request envelopes, not the service's generic 400
  * text. The skew is made on the service's side: `serve --now` five minutes off the real time, behind and ahead.
  * Inside the window (30 s off) everything works.

@@ -5,12 +5,13 @@ import { afterAll } from 'vitest';
 import { SCALE } from './harness.js';
 
 /**
- * The figures of the last run of the reliability suite, in test/reliability/results.json: each test file records
+ * The figures of the last run of the reliability suite, in test/reliability/.results/results.json (ignored by git:
+ * generated figures; `npm run report:reliability` renders them as the README's table): each test file records
  * its area when it ends, and the totals are summed again each time. Test files run in parallel workers, so a
  * lock directory serializes the read-modify-write.
  */
 
-export const RESULTS_PATH = join(dirname(fileURLToPath(import.meta.url)), 'results.json');
+export const RESULTS_PATH = join(dirname(fileURLToPath(import.meta.url)), '.results', 'results.json');
 const LOCK = `${RESULTS_PATH}.lock`;
 
 /** The figures the README's table shows; every area contributes what it measured. */
@@ -59,6 +60,7 @@ function read(): ResultsFile {
 
 /** Records one area's figures (replacing its previous ones) and recomputes the totals. */
 export function recordResults(area: string, figures: AreaFigures): void {
+  mkdirSync(dirname(RESULTS_PATH), { recursive: true });
   lock();
   try {
     const file = read();

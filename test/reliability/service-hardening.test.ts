@@ -297,7 +297,7 @@ describe('local service under seeded fuzzing (a separate serve process)', () => 
   }, 600_000);
 });
 
-describe('refused as the operator refuses (wire-protocol.md §0, §1.4)', () => {
+describe('refused as the operator refuses', () => {
   const map = JSON.stringify({ email_hash: [b64hash('window@example.com')] });
   const timestampMessage = 'Invalid timestamp: Request too old or client time drift.';
 

@@ -12,7 +12,7 @@ import { v2DeprecationWarning } from '../shared/v2-notice.js';
 
 /**
  * `remap-due` on a state file made by `map --api v2`: a v2 raw UID is stale once its salt bucket rotated after it
- * was mapped (users-and-peers.md §4). So the run first asks which buckets rotated since its last check (the first
+ * was mapped (docs/wire-protocol.md §5.5). So the run first asks which buckets rotated since its last check (the first
  * time: since the oldest mapping), marks those entries due and records the check; then it re-maps exactly the
  * entries marked due, with v2, or with v3 under --upgrade (they become v3 entries with r). Entries an earlier
  * --upgrade moved to v3 are due by r, and are re-mapped with v3 in the same run.

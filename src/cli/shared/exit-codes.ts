@@ -1,6 +1,7 @@
 /**
- * The one exit-code table of every command; the README's table says the same. Rows that are invalid or opted out
- * are data (0); a code above 4 is about the one identity or token a token command was given.
+ * The one exit-code table of every command (docs/architecture.md §5; the README's table says the same). Rows
+ * that are invalid or opted out are data (0); a code above 4 is about the one identity or token a token command
+ * was given.
  */
 export const EXIT = {
   ok: 0,

@@ -1,5 +1,5 @@
 /**
- * The deprecation notice of the v2 identity endpoints (wire-protocol.md §4.5-4.6: /v2/identity/map and
+ * The deprecation notice of the v2 identity endpoints (docs/wire-protocol.md §5.4-5.5: /v2/identity/map and
  * /v2/identity/buckets are deprecated on 2026-09-30). Said once per run of a command that sends them.
  */
 

@@ -8,7 +8,7 @@ import { processIo, type IdentifierFlags } from './token-io.js';
 import { REFRESH_EXIT, runTokenRefresh, type TokenRefreshFlags } from './token-refresh.js';
 import { runTokenValidate } from './token-validate.js';
 
-/** `uid2-batch token generate | refresh | validate | test-identities` (spec §4.1-4.3, wire-protocol.md §3, §6). */
+/** `uid2-batch token generate | refresh | validate | test-identities` (docs/wire-protocol.md §4, §5.1-5.2, §7). */
 
 const PII_NOTE =
   'An email or phone given as a flag value stays in shell history and is visible in `ps`: pass "-" instead\n' +

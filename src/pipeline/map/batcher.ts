@@ -15,7 +15,7 @@ export interface MapBatch {
 
 // `{"email_hash":[],"phone_hash":[]}`
 const EMPTY_REQUEST_BYTES = 33;
-// Envelope overhead on top of the JSON: version, IV, time, nonce, tag (wire-protocol.md §1.1-1.2).
+// Envelope overhead on top of the JSON: version, IV, time, nonce, tag (docs/wire-protocol.md §2.1-2.2).
 const ENVELOPE_BYTES = 1 + 12 + 16 + 16;
 
 /**

@@ -43,7 +43,8 @@ export type RowThreadAnswer =
 /**
  * A chunk's answers, per identifier cell, packed for the thread that holds its rows: statuses and reasons as
  * they are, and the mapped answers' strings in one text with their lengths. Structured cloning an object per
- * answer cost the main thread about 1 µs per row; one string and a few typed arrays cost a tenth of that.
+ * answer costs the main thread, the bound of a threaded map, many times more than one string and a few typed
+ * arrays (the main thread's CPU per run is the `main thr` column of `npm run bench`).
  */
 export interface SlotAnswers {
   status: Uint8Array;
@@ -115,13 +116,14 @@ const AHEAD_PER_THREAD = 3;
  * V8 heap limits of each thread. A task allocates a few MB (a string per cell, the output text) that die with
  * it: a young generation that holds several tasks' worth is scavenged less often, so less of it is copied. What
  * a thread keeps between tasks (the pieces' bytes) lives outside the heap, so a small old generation is plenty,
- * and its limit also makes V8 grow it less eagerly (worker heap 72 -> 55 MB at 1M rows). 256 MB still holds a
- * piece with a single 16 MB record, the longest a record may be.
+ * and its limit also makes V8 grow it less eagerly, so the worker heaps stay smaller. 256 MB still holds a piece
+ * with a single 16 MB record, the longest a record may be.
  *
- * The young generation is the caller's trade between speed and memory, measured on the 1M/5M-row bench: `hash`
- * (nothing else in the process) takes 32 MB: 2.25 s per 1M rows against 2.95 s with 24 MB, at 244 MB peak RSS.
- * `map` shares the process with the engine's own heap and takes 16 MB: 6.3 s and 284 MB per 1M rows, 293 MB at
- * 5M, where 32 MB ran 5.5-6.2 s but peaked at 310-320 MB.
+ * The young generation is the caller's trade between speed and memory. `hash` has the process to itself and
+ * takes the larger one, for speed. `map` shares the process with the engine's own heap, so it takes the smaller
+ * one: a larger one ran only a little faster and raised the peak RSS more than it was worth. To weigh another
+ * size, change it here and compare rows/s and peak RSS of `npm run bench -- --only map1m,map5m,hash` before and
+ * after (see npm run bench).
  */
 export const YOUNG_GENERATION_MB = { map: 16, hash: 32 } as const;
 const OLD_GENERATION_MB = 256;

@@ -19,11 +19,14 @@ export type { TokenIdentity } from '../../protocol/index.js';
 export type { IdentifierKind } from '../../identity/index.js';
 
 /**
- * The token work of one identity (spec §4.1-4.3, wire-protocol.md §3, §6): what is sent, how answers and
+ * The token work of one identity (docs/wire-protocol.md §4, §5.1-5.2, §7): what is sent, how answers and
  * failures read, and the §6 test identities. The CLI turns these results into text and exit codes.
  */
 
-/** Current refresh tokens are 388 base64 characters (wire-protocol.md §3.2); other lengths are legacy or damaged. */
+/**
+ * Current refresh tokens are 388 base64 characters (docs/wire-protocol.md §4.2); other lengths are legacy or
+ * damaged.
+ */
 export const REFRESH_TOKEN_LENGTH = 388;
 
 export type PreparedTokenInput =
@@ -63,7 +66,10 @@ const EXPECTED: Record<TestIdentityOutcome, string> = {
   validate: 'never opted out; token validate with the same identifier answers true',
 };
 
-/** Operator mapping (wire-protocol.md §6). The docs' token-generate page swaps the two phones; the operator does not. */
+/**
+ * Operator mapping (docs/wire-protocol.md §7): the public generate page swaps the two phones; the operator does
+ * not.
+ */
 export const TEST_IDENTITIES: readonly TestIdentity[] = (
   [
     ['optout@example.com', 'email', 'optout'],

@@ -4,7 +4,7 @@ import { BucketAnswer } from '../map/bucket-answer.js';
 
 /**
  * POST /v2/identity/map behind the batch seam of the map and remap engines. The engines build v3-shaped batches
- * (email and phone hashes mixed); v2 takes exactly one identity kind per request (wire-protocol.md §4.5), so a
+ * (email and phone hashes mixed); v2 takes exactly one identity kind per request (docs/wire-protocol.md §5.4), so a
  * batch is sent as one request per kind, one after the other: a batch never holds more than one request slot,
  * so the engine's limit on requests in flight still holds. The answers come back as a v3-shaped body whose
  * mapped items are BucketAnswers (raw UID + salt bucket).

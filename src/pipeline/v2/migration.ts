@@ -2,7 +2,7 @@ import type { StateStore } from '../../state/types.js';
 import { RemapEngine, type RemapBatchFn, type RemapOptions, type RemapResult } from '../remap/remap-engine.js';
 
 /**
- * The v2 -> v3 migration of a state file (spec §9 "Migration"): every mapped v2 entry is re-mapped through
+ * The v2 -> v3 migration of a state file (docs/wire-protocol.md §5.7): every mapped v2 entry is re-mapped through
  * /v3/identity/map, which gives it `r` (and `p`) and drops its salt bucket; once none is left the file is marked
  * api v3. It runs on the remap engine (same batching, concurrency, retries, one commit per batch), so it resumes
  * by running again: a committed entry is v3 and is not sent again.

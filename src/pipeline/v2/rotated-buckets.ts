@@ -3,7 +3,7 @@ import { PATHS } from '../../protocol/index.js';
 import type { RotatedBucket, StateStore } from '../../state/types.js';
 
 /**
- * The v2 salt-bucket check (spec §4.6, users-and-peers.md §4 "Store raw UID2s and salt bucket IDs (v2)"): ask which
+ * The v2 salt-bucket check (docs/wire-protocol.md §5.5): ask which
  * buckets rotated since a time, and mark due the stored v2 entries whose bucket rotated after they were mapped.
  * The state remembers when it last checked, so the next check asks from there.
  */
@@ -23,7 +23,7 @@ export type BucketCheckState = Pick<StateStore, 'markBucketsRotated' | 'getMeta'
 
 /**
  * since_timestamp as the service requires it: an ISO local date-time read as UTC, with no zone or offset
- * (a trailing Z fails there, wire-protocol.md §4.6). Floored to the second: asking from a little earlier is safe.
+ * (a trailing Z fails there, docs/wire-protocol.md §5.5). Floored to the second: asking from a little earlier is safe.
  */
 export function sinceTimestamp(ms: number): string {
   return new Date(Math.floor(ms / 1000) * 1000).toISOString().slice(0, 19);

@@ -1,7 +1,7 @@
 import { clientError, success, type ApiAnswer, type HandlerContext } from './answer.js';
 
 /**
- * POST /v2/identity/buckets (wire-protocol.md §4.6): every bucket whose last rotation is at or after
+ * POST /v2/identity/buckets (docs/wire-protocol.md §5.5): every bucket whose last rotation is at or after
  * since_timestamp, a zone-less ISO local date-time read as UTC (java.time ISO_LOCAL_DATE_TIME: seconds optional,
  * up to 9 fraction digits, no zone, no integers). The answer is a bare array.
  */

@@ -2,7 +2,7 @@ import { IDENTIFIER_KINDS, type IdentifierKind } from '../../identity/index.js';
 import { PAYLOAD_TOO_LARGE, clientError, success, type ApiAnswer, type HandlerContext } from './answer.js';
 
 /**
- * POST /v2/identity/map (wire-protocol.md §4.5): exactly one non-empty identity array; mapped and unmapped lists
+ * POST /v2/identity/map (docs/wire-protocol.md §5.4): exactly one non-empty identity array; mapped and unmapped lists
  * in input order; `identifier` echoes the value as sent; `unmapped` is left out when empty.
  */
 

@@ -3,7 +3,7 @@ import type { Resolution } from '../engine.js';
 import { PAYLOAD_TOO_LARGE, clientError, success, type ApiAnswer, type HandlerContext } from './answer.js';
 
 /**
- * POST /v3/identity/map (wire-protocol.md §4.4). The operator binds the request strictly: unknown keys, null
+ * POST /v3/identity/map (docs/wire-protocol.md §5.3). The operator binds the request strictly: unknown keys, null
  * elements and non-array values are "Incorrect request format"; an empty object is a missing parameter; every
  * answer has all four arrays, aligned index by index with the request's.
  */

@@ -2,7 +2,7 @@ import { MAX_ITEMS_PER_REQUEST } from '../../protocol/index.js';
 import { PAYLOAD_TOO_LARGE, clientError, success, type ApiAnswer, type HandlerContext } from './answer.js';
 
 /**
- * POST /v2/optout/status (wire-protocol.md §4.7): only the opted-out raw UIDs, in input order, each with its
+ * POST /v2/optout/status (docs/wire-protocol.md §5.6): only the opted-out raw UIDs, in input order, each with its
  * opt-out time in ms of whole seconds. Contents are not validated: an unknown string is simply not opted out.
  */
 export function handleOptoutStatus(request: Record<string, unknown> | null, ctx: HandlerContext): ApiAnswer {

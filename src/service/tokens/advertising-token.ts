@@ -19,7 +19,7 @@ import {
 } from './token-fields.js';
 
 /**
- * The V4 advertising token (wire-protocol.md §8.1):
+ * The V4 advertising token (docs/wire-protocol.md §9.1):
  * identity byte ‖ 0x80 ‖ master key id(4) ‖ GCM_master[ expires ‖ created ‖ operator(13) ‖ site key id(4) ‖
  *   GCM_site[ publisher(16) ‖ privacyBits(4) ‖ established ‖ refreshed ‖ raw UID ] ], base64url without padding.
  * With a 32-byte raw UID that is 163 bytes, 218 characters.

@@ -1,6 +1,6 @@
 import { IDENTIFIER_KINDS, prepareIdentifier, type DiiType, type IdentifierKind } from '../../identity/index.js';
 
-/** The one DII of a token generate or validate request, as the operator reads it (wire-protocol.md §4.1, §4.3). */
+/** The one DII of a token generate or validate request, as the operator reads it (docs/wire-protocol.md §5.1-5.2). */
 
 export const MESSAGE_REQUIRED_DII =
   'Required Parameter Missing: exactly one of [email, email_hash, phone, phone_hash] must be specified';

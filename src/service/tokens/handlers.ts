@@ -142,7 +142,7 @@ export function createTokenHandlers(deps: TokenHandlerDeps): TokenHandlers {
     if (token.expiresMs < now) return expiredToken();
 
     const role = testIdentityOfFirstLevel(engine, token.type, token.firstLevel);
-    // The token holds F, not the DII hash: the engine's opt-out registry is keyed on F (wire-protocol.md §7.4),
+    // The token holds F, not the DII hash: the engine's opt-out registry is keyed on F (docs/wire-protocol.md §8.4),
     // and the hash is only needed for the always-optout test identities, which `role` already covers.
     const optedOut =
       role === 'optout' || role === 'refresh-optout' || (role === null && engine.isOptedOut(token.type, '', token.firstLevel, now));

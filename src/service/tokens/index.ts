@@ -1,6 +1,6 @@
 /**
  * The token part of the local identity service: /v2/token/generate, /v2/token/validate and /v2/token/refresh
- * answers (wire-protocol.md §3, §4.1-4.3, §8), on top of the HTTP core's IdentityEngine and clock.
+ * answers (docs/wire-protocol.md §4, §5.1-5.2, §9), on top of the HTTP core's IdentityEngine and clock.
  */
 export { createTokenHandlers, LOCAL_PUBLISHER, LOCAL_OPERATOR } from './handlers.js';
 export { deriveTokenKeys, type TokenKey, type TokenKeys } from './keys.js';

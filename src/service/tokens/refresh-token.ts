@@ -23,7 +23,7 @@ import {
 } from './token-fields.js';
 
 /**
- * Refresh tokens come in two layers (wire-protocol.md §3.2, §8.2):
+ * Refresh tokens come in two layers (docs/wire-protocol.md §4.2, §9.2):
  * - the inner V3 token, 124 bytes / 168 base64 chars: identity byte ‖ 0x70 ‖ refresh key id(4) ‖
  *   GCM_refresh[ expires ‖ created ‖ operator(13) ‖ publisher(16) ‖ privacyBits(4) ‖ established ‖ type(1) ‖ F(32) ];
  * - the wrapper clients hold, 291 bytes / 388 base64 chars: scope nibble ‖ refresh key id(4) ‖

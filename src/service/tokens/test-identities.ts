@@ -2,7 +2,7 @@ import { sha256Base64, type DiiType } from '../../identity/index.js';
 import type { IdentityEngine, TestIdentityRole } from '../contracts.js';
 
 /**
- * A refresh token carries F, not the DII hash, so the §6 test identities (wire-protocol.md) can only be told
+ * A refresh token carries F, not the DII hash, so the test identities (docs/wire-protocol.md §7) can only be told
  * apart on refresh by computing F for each of their hashes and comparing. The engine stays the authority on
  * which role each hash has; this module only knows which values are test identities at all.
  */

@@ -2,7 +2,7 @@ import type { DiiType } from '../../identity/index.js';
 import type { IdentityScope } from '../contracts.js';
 
 /**
- * Fields shared by advertising and refresh tokens (wire-protocol.md §8): the identity byte that starts every
+ * Fields shared by advertising and refresh tokens (docs/wire-protocol.md §9): the identity byte that starts every
  * V3/V4 token, and the operator and publisher identities both carry.
  */
 
