@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // Seeded generator of realistic identifier rows, for benchmarks and for samples/customers.csv.
 //
-//   node bench/gen-input.mjs --rows 1000000 --seed 42 --out bench/data/1m.csv [--kind mixed|email|phone]
+//   node bench/gen-input.mjs --rows 1000000 --seed 42 --out bench/data/1m.csv [--kind mixed|email|phone] [--quote all]
 //
 // The same seed always gives the same file. `mixed` (default) writes id,email,phone,email_hash,signup_date with
 // every kind of messiness the mapper has to handle; `email` and `phone` write id plus that one column.
+// `--quote all` writes the same rows with every field quoted, header included (as many warehouse unloads do).
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
@@ -113,23 +114,32 @@ export function rowGenerator(seed) {
 }
 
 /** CSV cell: quoted only when it must be (the generator never makes quotes or newlines, but a comma could come). */
-function cell(v) {
+function minimalCell(v) {
   return /[",\n\r]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v;
 }
 
-export async function writeRows({ rows, seed, out, kind = 'mixed' }) {
+/** CSV cell, always quoted. */
+function quotedCell(v) {
+  return `"${v.replace(/"/g, '""')}"`;
+}
+
+/** `quote`: 'minimal' (only what must be) or 'all' (every field, header included); the rows are the same. */
+export async function writeRows({ rows, seed, out, kind = 'mixed', quote = 'minimal' }) {
   const next = rowGenerator(seed);
   const stream = createWriteStream(out);
-  const header = kind === 'email' ? 'id,email' : kind === 'phone' ? 'id,phone' : 'id,email,phone,email_hash,signup_date';
-  stream.write(`${header}\n`);
+  const all = quote === 'all';
+  const cell = all ? quotedCell : minimalCell;
+  const bare = all ? quotedCell : (v) => v;
+  const names = kind === 'email' ? ['id', 'email'] : kind === 'phone' ? ['id', 'phone'] : ['id', 'email', 'phone', 'email_hash', 'signup_date'];
+  stream.write(`${names.map(bare).join(',')}\n`);
   const width = String(rows).length;
   let buf = '';
   for (let i = 1; i <= rows; i++) {
     const r = next();
-    const id = `C${String(i).padStart(width, '0')}`;
+    const id = bare(`C${String(i).padStart(width, '0')}`);
     if (kind === 'email') buf += `${id},${cell(r.email)}\n`;
     else if (kind === 'phone') buf += `${id},${cell(r.phone)}\n`;
-    else buf += `${id},${cell(r.email)},${cell(r.phone)},${r.emailHash},${r.signupDate}\n`;
+    else buf += `${id},${cell(r.email)},${cell(r.phone)},${bare(r.emailHash)},${bare(r.signupDate)}\n`;
     if (buf.length > 1 << 20) {
       if (!stream.write(buf)) await once(stream, 'drain');
       buf = '';
@@ -140,19 +150,21 @@ export async function writeRows({ rows, seed, out, kind = 'mixed' }) {
 }
 
 function parseArgs(argv) {
-  const args = { rows: 100_000, seed: 1, out: '', kind: 'mixed' };
+  const args = { rows: 100_000, seed: 1, out: '', kind: 'mixed', quote: 'minimal' };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]];
     if (flag === '--rows') args.rows = Number(value);
     else if (flag === '--seed') args.seed = Number(value);
     else if (flag === '--out') args.out = value;
     else if (flag === '--kind') args.kind = value;
+    else if (flag === '--quote') args.quote = value;
     else throw new Error(`unknown flag ${flag}`);
   }
   if (!Number.isInteger(args.rows) || args.rows < 0) throw new Error('--rows must be a whole number');
   if (!Number.isInteger(args.seed)) throw new Error('--seed must be a whole number');
   if (!args.out) throw new Error('--out FILE is required');
   if (!['mixed', 'email', 'phone'].includes(args.kind)) throw new Error('--kind must be mixed, email or phone');
+  if (!['minimal', 'all'].includes(args.quote)) throw new Error('--quote must be minimal or all');
   return args;
 }
 
@@ -161,9 +173,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     const args = parseArgs(process.argv.slice(2));
     const started = performance.now();
     await writeRows(args);
-    console.error(`gen-input: ${args.rows} rows (${args.kind}, seed ${args.seed}) to ${args.out} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    console.error(`gen-input: ${args.rows} rows (${args.kind}, quote ${args.quote}, seed ${args.seed}) to ${args.out} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   } catch (err) {
-    console.error(`gen-input: ${err.message}\nusage: node bench/gen-input.mjs --rows N --seed S --out FILE [--kind mixed|email|phone]`);
+    console.error(`gen-input: ${err.message}\nusage: node bench/gen-input.mjs --rows N --seed S --out FILE [--kind mixed|email|phone] [--quote minimal|all]`);
     process.exitCode = 2;
   }
 }

@@ -5,7 +5,9 @@
 //
 //   npm run bench                          # everything (the 5M-entry remap state takes a few minutes)
 //   npm run bench -- --skip-5m-state       # remap-due on a 1M-entry state instead
-//   npm run bench -- --only map1m,hash     # some cases: map1m map5m mapEmail hash remap optout service
+//   npm run bench -- --only map1m,hash     # some cases: map1m mapQuoted map5m mapEmail hash remap optout service
+//                                          # (mapQuoted: the 1M mixed rows unquoted and all-quoted, runs
+//                                          # alternating, both medians and their ratio)
 //   npm run bench -- --threads 0,1         # map and hash once per --threads value (default: default,0 = the
 //                                          # CLI's default, then all on the main thread)
 //   npm run bench -- --runs 1              # one run per case instead of the median of 3
@@ -29,7 +31,7 @@ const option = (name) => {
   const i = argv.indexOf(name);
   return i >= 0 ? argv[i + 1] : undefined;
 };
-const ALL_CASES = ['map1m', 'map5m', 'mapEmail', 'mapState', 'hash', 'remap', 'optout', 'service'];
+const ALL_CASES = ['map1m', 'mapQuoted', 'map5m', 'mapEmail', 'mapState', 'hash', 'remap', 'optout', 'service'];
 const ONLY = option('--only')?.split(',') ?? ALL_CASES;
 const RUNS = Number(option('--runs') ?? 3);
 // undefined: the CLI's own default (map: cores - 1, hash: one per core); 0: everything on the main thread
@@ -50,12 +52,13 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) 
 const fmt = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'n/a');
 
 // --- inputs ------------------------------------------------------------------------------------------------------
-async function input(rows, kind) {
-  const path = join(DATA, `${kind}-${rows}-seed42.csv`);
+/** `quote`: 'all' writes the same rows with every field quoted. */
+async function input(rows, kind, quote = 'minimal') {
+  const path = join(DATA, `${kind}${quote === 'all' ? '-quoted' : ''}-${rows}-seed42.csv`);
   if (!existsSync(path)) {
-    process.stderr.write(`generating ${fmt(rows)} ${kind} rows into ${path}...\n`);
+    process.stderr.write(`generating ${fmt(rows)} ${kind} rows${quote === 'all' ? ' (all quoted)' : ''} into ${path}...\n`);
     const { writeRows } = await import(pathToFileURL(join(ROOT, 'bench', 'gen-input.mjs')).href);
-    await writeRows({ rows, seed: 42, out: `${path}.part`, kind });
+    await writeRows({ rows, seed: 42, out: `${path}.part`, kind, quote });
     const { renameSync } = await import('node:fs');
     renameSync(`${path}.part`, path);
   }
@@ -170,6 +173,50 @@ async function mapCase(serve, rows, kind, runs, threads, stateFrom) {
     // distinct identifiers sent to the service (the rest were invalid, empty or repeats)
     items_sent: s.unique_identifiers,
     output_mb: Number(outMb.toFixed(1)),
+  };
+}
+
+/**
+ * The same 1M mixed rows as written (fields quoted only when they must be) and with every field quoted, runs
+ * alternating so both see the same machine load; each side's median, their ratio, and whether both outputs are
+ * the same bytes (they should be: the input cells are the same strings, and the output quotes only what it must).
+ */
+async function mapQuotedCase(serve, rows, runs, threads) {
+  const paths = { plain: await input(rows, 'mixed'), quoted: await input(rows, 'mixed', 'all') };
+  const runsOf = { plain: [], quoted: [] };
+  const digests = { plain: new Set(), quoted: new Set() };
+  for (let i = 0; i < runs; i++) {
+    for (const side of ['plain', 'quoted']) {
+      const out = join(WORK, `mapped-${side}-${rows}.csv`);
+      const summary = join(WORK, `map-summary-${side}-${rows}.json`);
+      const args = ['map', paths[side], '-o', out, '--base-url', serve.url, '--quiet', '--summary-json', summary, ...threadArgs(threads)];
+      runsOf[side].push(await runCli(args, { serve, env: credentials(serve), okCodes: [0, 3] }));
+      const s = JSON.parse(readFileSync(summary, 'utf8'));
+      if (s.rows !== rows) throw new Error(`map: expected ${rows} rows in the summary, got ${s.rows}`);
+      digests[side].add(sha256('sha256', readFileSync(out), 'hex'));
+      rmSync(out, { force: true });
+    }
+  }
+  const side = (name) => {
+    const m = median(runsOf[name].map((r) => r.seconds));
+    const r = runsOf[name].find((x) => x.seconds === m);
+    return { seconds: m, runs: runsOf[name].map((x) => Number(x.seconds.toFixed(2))), cpuS: r.cpuS, mainS: r.mainThreadCpuS };
+  };
+  const plain = side('plain');
+  const quoted = side('quoted');
+  return {
+    rows,
+    seconds: Number(quoted.seconds.toFixed(2)),
+    runs_s: quoted.runs,
+    rows_per_s: Math.round(rows / quoted.seconds),
+    cli_cpu_s: Number(quoted.cpuS.toFixed(2)),
+    main_thread_cpu_s: Number(quoted.mainS.toFixed(2)),
+    unquoted_rows_per_s: Math.round(rows / plain.seconds),
+    unquoted_runs_s: plain.runs,
+    unquoted_cli_cpu_s: Number(plain.cpuS.toFixed(2)),
+    unquoted_main_thread_cpu_s: Number(plain.mainS.toFixed(2)),
+    quoted_vs_unquoted: Number((plain.seconds / quoted.seconds).toFixed(3)),
+    same_output: digests.plain.size === 1 && digests.quoted.size === 1 && [...digests.plain][0] === [...digests.quoted][0],
   };
 }
 
@@ -290,6 +337,7 @@ try {
   }
   for (const t of THREADS) {
     if (ONLY.includes('map1m')) record(`map 1M mixed${threadLabel(t)}`, await mapCase(serve, 1_000_000, 'mixed', RUNS, t));
+    if (ONLY.includes('mapQuoted')) record(`map 1M mixed all-quoted${threadLabel(t)}`, await mapQuotedCase(serve, 1_000_000, RUNS, t));
     if (ONLY.includes('mapEmail')) record(`map 1M email-only${threadLabel(t)}`, await mapCase(serve, 1_000_000, 'email', RUNS, t));
     if (ONLY.includes('mapState')) record(`map 1M mixed --state (new file)${threadLabel(t)}`, await mapCase(serve, 1_000_000, 'mixed', 1, t, 'empty'));
     if (ONLY.includes('mapState') && STATE_INTO !== undefined) {
@@ -334,6 +382,9 @@ for (const r of table) {
   const rss = r.peak_rss_mb ?? r.remap_peak_rss_mb;
   let notes = '';
   if (r.runs_s) notes = `runs ${r.runs_s.join('/')}`;
+  if (r.quoted_vs_unquoted !== undefined) {
+    notes += `; unquoted ${fmt(r.unquoted_rows_per_s)}/s (runs ${r.unquoted_runs_s.join('/')}): quoted at ${r.quoted_vs_unquoted}x, output ${r.same_output ? 'the same bytes' : 'DIFFERS'}`;
+  }
   if (r.select_due_ms !== undefined) notes = `${fmt(r.due)} due: select ${r.select_due_ms} ms, count ${r.count_due_ms} ms (full scan ${r.full_scan_ms} ms); build ${r.build_s} s`;
   if (r.items_per_serve_cpu_s !== undefined) notes = `${fmt(r.items_per_serve_cpu_s)} items per serve CPU s`;
   console.log(

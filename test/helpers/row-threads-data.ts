@@ -55,3 +55,36 @@ export function trickyCsv(rows: number, seed: number, delimiter = ','): string {
   return text;
 }
 
+
+/**
+ * The same table of values written two ways: every field quoted (as warehouse unloads write them), or only the
+ * fields that must be. Values hold quotes, the delimiter and line breaks of every kind, next to ordinary
+ * emails, phones and hashes; line ends are mixed, some rows are ragged. Both texts read back as the same cells.
+ */
+export function sameTableTwoWays(rows: number, seed: number, delimiter = ','): { allQuoted: string; minimal: string } {
+  const rnd = seeded(seed);
+  const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
+  const hex = (n: number): string => Array.from({ length: n }, () => '0123456789abcdef'[Math.floor(rnd() * 16)]).join('');
+  const breaks = ['\n', '\r\n', '\r'];
+  const values = (i: number): string[] => [
+    `C${i}`,
+    pick([`User.${i}@Example.COM`, ` spaced${i}@example.org `, `no-at-${i}`, '', `"x${delimiter}y"@example.com`, `user${i % 25}@example.com`]),
+    pick([`+1415555${String(i % 10000).padStart(4, '0')}`, '415-555-0100', '', '007', '02134']),
+    pick([hex(64), hex(64).toUpperCase(), '', 'zzz']),
+    pick([`plain ${i}`, '', `say "hi"${delimiter} ${i}`, `two${pick(breaks)}lines`, `O"Brien ${i}`, '"', 'é😀ü']),
+  ];
+  const minimalField = (v: string): string => (v.includes(delimiter) || v.includes('"') || /[\r\n]/.test(v) ? quote(v) : v);
+  const header = ['id', 'email', 'phone', 'email_hash', 'note'];
+  let allQuoted = header.map(quote).join(delimiter) + '\n';
+  let minimal = header.join(delimiter) + '\n';
+  for (let i = 0; i < rows; i++) {
+    let cells = values(i);
+    const shape = rnd();
+    if (shape < 0.04) cells = cells.slice(0, 2 + Math.floor(rnd() * 3));
+    else if (shape < 0.07) cells.push(`extra${i}`);
+    const end = pick(breaks);
+    allQuoted += cells.map(quote).join(delimiter) + end;
+    minimal += cells.map(minimalField).join(delimiter) + end;
+  }
+  return { allQuoted, minimal };
+}

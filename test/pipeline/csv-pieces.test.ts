@@ -1,6 +1,9 @@
+import { Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, test } from 'vitest';
 import { CsvPieceCutter, type CsvPiece } from '../../src/pipeline/threads/piece-cutter.js';
+import { openSource, parseCsvPiece, quotedPieceRows } from '../../src/pipeline/table/source.js';
+import type { InputRow, SourceProblemCounts } from '../../src/pipeline/table/table.js';
 import { seeded } from '../helpers/seeded-random.js';
 
 // the options CsvTable gives csv-parse; the pieces are parsed with exactly these
@@ -322,5 +325,151 @@ describe('CsvPieceCutter.nextRecord', () => {
     cutter.push(Buffer.from('\n\n\n\n\n\n"a\n'));
     expect(cutter.nextRecord()).toBeUndefined();
     expect(cutter.next()?.bytes.toString()).toBe('\n\n\n\n');
+  });
+});
+
+/**
+ * Every field quoted, as warehouse unloads write them, with what quoting is for: "" (an escaped quote), the
+ * delimiter and line breaks of every kind inside values; rows of different widths, empty lines, line ends mixed.
+ * `plain`: only whole-field quotes around ordinary text, the common case.
+ */
+function allQuotedCsv(rnd: () => number, delimiter: string, plain: boolean): string {
+  const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
+  const text = (max: number): string => {
+    let s = '';
+    const n = Math.floor(rnd() * (max + 1));
+    for (let i = 0; i < n; i++) s += pick(TEXT.filter((t) => t !== delimiter && t !== ','));
+    return s;
+  };
+  const content = (): string => {
+    if (plain) return text(10);
+    let s = '';
+    const parts = Math.floor(rnd() * 4);
+    for (let i = 0; i < parts; i++) s += pick(['""', delimiter, ...BREAKS, text(6), text(6), text(6)]);
+    return s;
+  };
+  const lineEnd = pick([['\n'], ['\r\n'], BREAKS]);
+  let out = '';
+  const lines = Math.floor(rnd() * 40);
+  for (let l = 0; l < lines; l++) {
+    if (rnd() < 0.05) {
+      out += pick(lineEnd);
+      continue;
+    }
+    const n = rnd() < 0.8 ? 4 : 1 + Math.floor(rnd() * 6);
+    const fields: string[] = [];
+    for (let f = 0; f < n; f++) fields.push(`"${content()}"`);
+    out += fields.join(delimiter);
+    if (l < lines - 1 || rnd() < 0.6) out += pick(lineEnd);
+  }
+  return out;
+}
+
+type TableOutcome = { ok: true; rows: InputRow[]; problems: SourceProblemCounts; width: number } | { ok: false; message: string };
+
+/** What the single-threaded reader (csv-parse over the whole input) makes of `bytes`, every record a row. */
+async function readWhole(bytes: Buffer, delimiter: string, encoding: 'utf8' | 'latin1'): Promise<TableOutcome> {
+  try {
+    const table = await openSource({ path: 'in.csv', format: 'csv', header: false, delimiter, encoding, stream: Readable.from([bytes]) });
+    const rows: InputRow[] = [];
+    for await (const chunk of table.rows()) rows.push(...chunk);
+    return { ok: true, rows, problems: table.problems(), width: table.header.length };
+  } catch (err) {
+    return { ok: false, message: (err as Error).message };
+  }
+}
+
+function parsePieces(pieces: CsvPiece[], delimiter: string, encoding: 'utf8' | 'latin1', width: number): TableOutcome {
+  const problems: SourceProblemCounts = { shortRows: 0, longRows: 0, extraKeys: 0 };
+  try {
+    const rows = pieces.flatMap((p) => parseCsvPiece(p, { delimiter, encoding }, width, 'in.csv', problems));
+    return { ok: true, rows, problems, width };
+  } catch (err) {
+    return { ok: false, message: (err as Error).message };
+  }
+}
+
+/** parseCsvPiece on the whole input and on cut pieces, and the text splitter alone, against the whole-input reader. */
+async function checkParse(bytes: Buffer, delimiter: string, encoding: 'utf8' | 'latin1', target: number, where: string): Promise<'split' | 'failed'> {
+  const whole = await readWhole(bytes, delimiter, encoding);
+  if (!whole.ok) {
+    expect(parsePieces([{ bytes, startLine: 1, startOffset: 0 }], delimiter, encoding, 1), where).toEqual(whole);
+    return 'failed';
+  }
+  const { width } = whole;
+  expect(parsePieces([{ bytes, startLine: 1, startOffset: 0 }], delimiter, encoding, width), where).toEqual(whole);
+  const cutter = new CsvPieceCutter(delimiter, target, encoding);
+  cutter.push(bytes);
+  const pieces: CsvPiece[] = [];
+  for (let piece = cutter.next(); piece !== undefined; piece = cutter.next()) pieces.push(piece);
+  const last = cutter.finish();
+  if (last !== undefined) pieces.push(last);
+  expect(parsePieces(pieces, delimiter, encoding, width), `${where}, pieces of ${target} B`).toEqual(whole);
+  // the splitter itself, not csv-parse behind it: it must take every input csv-parse reads without an error
+  const problems: SourceProblemCounts = { shortRows: 0, longRows: 0, extraKeys: 0 };
+  const split = quotedPieceRows(bytes.toString(encoding), 1, delimiter, width, problems);
+  expect(split, `${where}: the splitter gave up`).toBeDefined();
+  expect({ ok: true, rows: split, problems, width }, where).toEqual(whole);
+  return 'split';
+}
+
+describe('parseCsvPiece (the quote-aware splitter) against csv-parse over the whole input', () => {
+  for (const [d, delimiter] of [',', ';', '\t', '§'].entries()) {
+    test(`delimiter ${JSON.stringify(delimiter)}: random files with quotes anywhere, all quoted, and plainly all quoted`, async () => {
+      const outcomes = { split: 0, failed: 0 };
+      for (let n = 0; n < 600; n++) {
+        const seed = 5000 * (d + 1) + n;
+        const rnd = seeded(seed);
+        const kind = n % 3;
+        const text = kind === 0 ? generateCsv(rnd, delimiter, true) : allQuotedCsv(rnd, delimiter, kind === 2);
+        const target = 1 + Math.floor(rnd() * 120);
+        outcomes[await checkParse(Buffer.from(text, 'utf8'), delimiter, 'utf8', target, `seed ${seed}, kind ${kind}`)]++;
+      }
+      // both outcomes happen, or the comparison proves little
+      expect(outcomes.split).toBeGreaterThan(450);
+      expect(outcomes.failed).toBeGreaterThan(10);
+    });
+  }
+
+  test('latin1 input, and a delimiter Latin-1 cannot hold (csv-parse matches its truncated byte)', async () => {
+    for (let n = 0; n < 200; n++) {
+      const rnd = seeded(9000 + n);
+      // characters beyond Latin-1 (the emoji) would not survive as themselves
+      const text = (n % 2 === 0 ? generateCsv(rnd, ';', true) : allQuotedCsv(rnd, ';', false)).replace(/[^\u0000-\u00ff]/gu, 'ÿ');
+      await checkParse(Buffer.from(text, 'latin1'), ';', 'latin1', 1 + Math.floor(rnd() * 80), `latin1 seed ${9000 + n}`);
+    }
+    // '€' is 0xAC once truncated to Latin-1: csv-parse splits at the byte 0xAC (a '¬' in the text)
+    const bytes = Buffer.from('a\xacb,"c\xacd"\n"e\xac"f\xacg\n', 'latin1');
+    const whole = await readWhole(bytes, '€', 'latin1');
+    expect(whole.ok && whole.rows.map((r) => r.cells)).toEqual([
+      ['a', 'b,"c', 'd"'],
+      ['"e\xac"f', 'g', ''],
+    ]);
+    expect(parsePieces([{ bytes, startLine: 1, startOffset: 0 }], '€', 'latin1', 3)).toEqual(whole);
+  });
+
+  test.each<[string, string, (string[] | number)[]]>([
+    ['whole-field quotes', '"a","b","c"\r\n"d","e","f"\n', [1, ['a', 'b', 'c'], 2, ['d', 'e', 'f']]],
+    ['doubled quotes', '"say ""hi""","""",""""""\n', [1, ['say "hi"', '"', '""']]],
+    ['the delimiter and line breaks inside quotes', '"a,b","c\r\nd\re\nf",g\nh,"i"\n', [1, ['a,b', 'c\r\nd\re\nf', 'g'], 5, ['h', 'i', '']]],
+    ['a quote inside an unquoted value stays', 'O"Brien,a"b"c,"x"\n', [1, ['O"Brien', 'a"b"c', 'x']]],
+    ['text after a closing quote keeps the quotes', '"ab"cd,"a""b"x"y,"c"\n', [1, ['"ab"cd', '"a"b"x"y', 'c']]],
+    ['"" alone is a row of one empty cell; empty lines are skipped', '\r\n""\n\r\r\n"",\n', [2, ['', '', ''], 5, ['', '', '']]],
+    ['no final line break, the last value quoted', 'a,b,"c\nd"', [1, ['a', 'b', 'c\nd']]],
+    ['a trailing delimiter', '"a","b","c",\n', [1, ['a', 'b', 'c']]],
+  ])('%s', (_name, text, expected) => {
+    const problems: SourceProblemCounts = { shortRows: 0, longRows: 0, extraKeys: 0 };
+    const rows = quotedPieceRows(text, 1, ',', 3, problems);
+    const flat = rows?.flatMap((r) => [r.line, r.cells]);
+    expect(flat).toEqual(expected);
+    expect(parseCsvPiece({ bytes: Buffer.from(text) as Uint8Array, startLine: 1 }, { delimiter: ',', encoding: 'utf8' }, 3, 'x', { shortRows: 0, longRows: 0, extraKeys: 0 })).toEqual(rows);
+  });
+
+  test('gives up on a quote never closed, so csv-parse reports it', () => {
+    expect(quotedPieceRows('a,"b\nc\n', 1, ',', 2, { shortRows: 0, longRows: 0, extraKeys: 0 })).toBeUndefined();
+    expect(quotedPieceRows('"a""', 1, ',', 1, { shortRows: 0, longRows: 0, extraKeys: 0 })).toBeUndefined();
+    expect(() => parseCsvPiece({ bytes: Buffer.from('x\n\n"a\nb'), startLine: 7 }, { delimiter: ',', encoding: 'utf8' }, 1, 'in.csv', { shortRows: 0, longRows: 0, extraKeys: 0 })).toThrow(
+      /^in\.csv: line 9: a quoted value opens on this line and is never closed/,
+    );
   });
 });

@@ -13,7 +13,7 @@ import type { InputRow, OpenSourceOptions, SourceProblemCounts } from '../../src
 import { ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 import { runCli, serveConnection, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
-import { trickyCsv } from '../helpers/row-threads-data.js';
+import { sameTableTwoWays, trickyCsv } from '../helpers/row-threads-data.js';
 import { seeded } from '../helpers/seeded-random.js';
 
 // Worker threads start from compiled JS: the threaded path and the single-threaded path it must match are both
@@ -145,6 +145,19 @@ const CASES: Case[] = [
   },
   { name: 'random tricky rows, comma', bytes: utf8(trickyCsv(250, 11)), columns: { ...COLS, emailHashCol: 'email_hash' } },
   { name: 'random tricky rows, ;', bytes: utf8(trickyCsv(150, 12, ';')), opts: { delimiter: ';' }, columns: { ...COLS, emailHashCol: 'email_hash' } },
+  { name: 'every field quoted, values with quotes, delimiters and line breaks', bytes: utf8(sameTableTwoWays(300, 14).allQuoted), columns: { ...COLS, emailHashCol: 'email_hash' } },
+  {
+    name: 'every field quoted, tab-delimited',
+    bytes: utf8(sameTableTwoWays(120, 15, '\t').allQuoted),
+    opts: { delimiter: 'tab' },
+    columns: { ...COLS, emailHashCol: 'email_hash' },
+  },
+  {
+    name: 'every field quoted, plainly (whole-field quotes only), CRLF',
+    bytes: utf8(Array.from({ length: 200 }, (_, i) => `"${i}","user${i}@example.com","+1415555${String(i).padStart(4, '0')}",""\r\n`).join('')),
+    opts: { header: false },
+    columns: { emailCol: 'col2', phoneCol: 'col3' },
+  },
   { name: 'random tricky rows, JSONL output', bytes: utf8(trickyCsv(120, 13)), columns: { ...COLS, emailHashCol: 'email_hash' }, format: 'jsonl' },
   {
     // csv-parse encodes the delimiter in the input's encoding (one byte 0xA7 in Latin-1)
@@ -541,6 +554,30 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
     expect(threaded.out).toBe(single.out);
     expect(threaded.rejects).toBe(single.rejects);
     expect(threaded.summary).toEqual(single.summary);
+  });
+
+  it('map of every field quoted writes the bytes of the same table quoted only where needed, with and without threads', async () => {
+    const { allQuoted, minimal } = sameTableTwoWays(4000, 23);
+    expect(allQuoted).not.toBe(minimal);
+    const readBack = { relax_column_count: true, record_delimiter: ['\r\n', '\n', '\r'] };
+    expect(parse(allQuoted, readBack)).toEqual(parse(minimal, readBack));
+    const quotedPath = join(dir.path, 'all-quoted.csv');
+    const minimalPath = join(dir.path, 'minimal.csv');
+    writeBytes(quotedPath, utf8(allQuoted));
+    writeBytes(minimalPath, utf8(minimal));
+    const [reference, ...others] = await Promise.all([
+      map('0', [], join(dir.path, 'minimal-0.csv'), minimalPath),
+      map('2', [], join(dir.path, 'minimal-2.csv'), minimalPath),
+      map('0', [], join(dir.path, 'all-quoted-0.csv'), quotedPath),
+      map('2', [], join(dir.path, 'all-quoted-2.csv'), quotedPath),
+    ]);
+    expect(reference.out).toMatch(/,mapped,/);
+    expect(reference.rejects.length).toBeGreaterThan(0);
+    for (const other of others) {
+      expect(other.out).toBe(reference.out);
+      expect(other.rejects).toBe(reference.rejects);
+      expect(other.summary).toEqual(reference.summary);
+    }
   });
 
   it('hash from stdin', async () => {
