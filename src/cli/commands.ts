@@ -8,6 +8,7 @@ import { registerRemapDue } from './remap-due/remap-due.js';
 import { registerOptoutCheck } from './optout-check/optout-check.js';
 import { registerBuckets } from './v2/buckets.js';
 import { registerMigrate } from './v2/migrate.js';
+import { registerStateCommand } from './state/state.js';
 
 /** Every command registers itself here: one import and one line each. */
 export function registerCommands(program: Command): void {
@@ -21,4 +22,5 @@ export function registerCommands(program: Command): void {
   registerOptoutCheck(program);
   registerBuckets(program);
   registerMigrate(program);
+  registerStateCommand(program);
 }

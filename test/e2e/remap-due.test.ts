@@ -109,13 +109,20 @@ describe('remap-due over simulated days (built CLI against serve)', () => {
     expect(typeof summary.duration_s).toBe('number');
   });
 
-  it('a second run the same day sends nothing and writes an empty changes file', async () => {
+  it('a second run the same day sends nothing, writes an empty changes file, and says when the next entries come due', async () => {
     const sentBefore = mapItems(await serviceStats(served.url));
     const changesPath = join(dir, 'changes-2.csv');
     const sameDay = Math.floor((await serviceNowMs(served.url)) / 1000);
-    const run = await runCli(['remap-due', '--state', statePath, '-o', changesPath, '--now', String(sameDay)], { served });
+    const run = await runCli(['remap-due', '--state', statePath, '-o', changesPath, '--now', String(sameDay), '--summary-json', join(dir, 'sum-2.json')], { served });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toMatch(/remap-due: 0 entries in/);
+    // the first UTC day after now with entries whose r falls on it
+    const rs = [...readEntries(statePath, served, keys).values()].map((e) => e.r).filter((r): r is number => r !== null && r > sameDay);
+    const nextDay = new Date(Math.min(...rs) * 1000).toISOString().slice(0, 10);
+    const nextCount = rs.filter((r) => new Date(r * 1000).toISOString().slice(0, 10) === nextDay).length;
+    expect(run.stderr).toContain(`nothing was due at ${new Date(sameDay * 1000).toISOString().replace('.000Z', 'Z')}: the next ${nextCount.toLocaleString('en-US')} ${nextCount === 1 ? 'entry comes' : 'entries come'} due on ${nextDay} (00:00 UTC)`);
+    expect(run.stderr).toContain(`--now ${nextDay}T00:30:00Z`);
+    expect(JSON.parse(readFileSync(join(dir, 'sum-2.json'), 'utf8'))).toMatchObject({ next_due: { day: nextDay, count: nextCount } });
     expect(mapItems(await serviceStats(served.url))).toBe(sentBefore);
     expect(readFileSync(changesPath, 'utf8')).toBe('kind,hash,old_raw_uid,new_raw_uid,prev_raw_uid,refresh_from,status\n');
   });

@@ -10,7 +10,7 @@ import { addConnectionOptions, addOutputOptions, connectionFlags, optionReaders,
 import { exitCodeOf, remapReporting, remapRunArgs, replayedLine, withRunOutput } from '../shared/run-report.js';
 import { formatCount } from '../shared/summary.js';
 import { runRemapDueV2 } from './remap-due-v2.js';
-import { finish, isoOf, remapSummary, writeDryRunSummary, type RemapDueDeps, type RemapDueFlags, type RemapDueRun } from './remap-report.js';
+import { finish, isoOf, nextDue, nothingDueLine, remapSummary, writeDryRunSummary, type RemapDueDeps, type RemapDueFlags, type RemapDueRun } from './remap-report.js';
 
 const DRY_RUN_DAYS = 7;
 const parseConcurrency = wholeNumber('--concurrency', 1, 200);
@@ -132,8 +132,13 @@ async function remapForReal(run: RemapDueRun, resolved: ResolvedConfig): Promise
       progress.stop();
       const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
       if (replayed > 0) summary.replayed_changes = replayed;
+      // nothing was due: say when something will be, rather than a bare "0 entries"
+      const next = due === 0 ? nextDue(state, nowS) : undefined;
+      if (next !== undefined) summary.next_due = next;
       state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
-      return await finish(result, summary, sink, flags, deps, say, { state, kind: 'remap', replayed, upTo: result.journalUpTo });
+      const code = await finish(result, summary, sink, flags, deps, say, { state, kind: 'remap', replayed, upTo: result.journalUpTo });
+      if (next !== undefined) say(nothingDueLine(next, nowS));
+      return code;
     });
   } finally {
     await connection.close();

@@ -43,6 +43,35 @@ export async function writeDryRunSummary({ flags, startedMs, deps }: RemapDueRun
   await writeSummaryJson(flags.output.summaryJson, makeSummary({ command: 'remap-due', rows: 0, startedMs, endedMs: deps.now(), extra }));
 }
 
+/** How far ahead a run with nothing due looks for the next entries: r is at most about a year away. */
+const NEXT_DUE_HORIZON_DAYS = 400;
+
+/** When the next entries come due, for a run that found none due: the first UTC day with any, and how many. */
+export interface NextDue {
+  /** YYYY-MM-DD (UTC): r falls on its 00:00. */
+  day: string;
+  count: number;
+}
+
+export function nextDue(state: Pick<StateStore, 'dueByDay'>, nowS: number): NextDue | null {
+  const days = state.dueByDay(nowS, NEXT_DUE_HORIZON_DAYS + 1).slice(1);
+  const first = days.find((d) => d.count > 0);
+  return first === undefined ? null : { day: first.day, count: first.count };
+}
+
+/**
+ * The line for a run that found nothing due: when the next entries come due, and how to plan against another
+ * time. A local service's simulated days (POST /_local/clock) do not move this command's own now, so --now it is.
+ */
+export function nothingDueLine(next: NextDue | null, nowS: number): string {
+  const at = `nothing was due at ${isoOf(nowS)}`;
+  if (next === null) return `${at}, and nothing comes due in the next ${NEXT_DUE_HORIZON_DAYS} days (the state file has no entry with a refresh time)`;
+  return (
+    `${at}: the next ${formatCount(next.count)} ${next.count === 1 ? 'entry comes' : 'entries come'} due on ${next.day} (00:00 UTC); ` +
+    `run then, or plan against that time with --now ${next.day}T00:30:00Z`
+  );
+}
+
 export function isoOf(seconds: number): string {
   return new Date(seconds * 1000).toISOString().replace('.000Z', 'Z');
 }

@@ -1,0 +1,38 @@
+// `uid2-batch state export FILE`: the entries of a state file as CSV or JSONL: hashes, raw UIDs, r and status.
+import { openSink } from '../../pipeline/table/sink.js';
+import type { OutputFlags } from '../shared/options.js';
+import { openStateForReading } from './state-file.js';
+
+export const EXPORT_HEADER = ['type', 'hash', 'status', 'raw_uid', 'prev_raw_uid', 'refresh_from'] as const;
+
+/** Rows written per sink call: big enough to keep the sink busy, small enough to keep memory flat. */
+const ROWS_PER_WRITE = 5_000;
+
+/** Writes every entry; returns how many. Never an email or phone: the state file holds none. */
+export async function exportState(path: string, output: OutputFlags, stdout: NodeJS.WritableStream): Promise<number> {
+  const file = openStateForReading(path);
+  try {
+    const sink = await openSink({ path: output.output, format: output.format, header: [...EXPORT_HEADER], stream: stdout });
+    let n = 0;
+    try {
+      let rows: string[][] = [];
+      for (const e of file.entries()) {
+        rows.push([e.type, e.hash, e.status, e.u ?? '', e.p ?? '', e.r === null ? '' : String(e.r)]);
+        if (rows.length === ROWS_PER_WRITE) {
+          await sink.writeRows(rows);
+          n += rows.length;
+          rows = [];
+        }
+      }
+      await sink.writeRows(rows);
+      n += rows.length;
+      await sink.commit();
+    } catch (err) {
+      await sink.abort();
+      throw err;
+    }
+    return n;
+  } finally {
+    file.close();
+  }
+}

@@ -1,0 +1,114 @@
+// A state file opened for reading by the `state` commands: a read-only SQLite connection, checked to be ours.
+import { statSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { APPLICATION_ID, META_KEYS, TYPE_OF_CODE, statusOfCode } from '../../state/schema.js';
+import type { DiiType } from '../../identity/index.js';
+import type { EntryStatus } from '../../state/types.js';
+import { UserError } from '../shared/exit-codes.js';
+import { quoted } from '../shared/user-values.js';
+
+/**
+ * The `state` commands read any state file, of any environment, without opening it as a run would (that refuses
+ * another environment and writes): plain SQL on a read-only connection.
+ */
+export interface StateFileReader {
+  readonly path: string;
+  meta(key: string): string | null;
+  /** Rows of the entries table as exported: hashes and raw UIDs, never an email or phone. */
+  entries(): IterableIterator<ExportedEntry>;
+  countByStatus(): Record<EntryStatus, number>;
+  /** Entries with a refresh time in (from, to], or at most `to` when from is null. */
+  countDueBetween(fromS: number | null, toS: number): number;
+  /** Entries with no refresh time: tombstones, invalids, v2 entries. */
+  countWithoutR(): number;
+  pendingChanges(): Record<string, number>;
+  lastRun(): { command: string; startedAtS: number; finishedAtS: number | null; exitCode: number | null } | null;
+  close(): void;
+}
+
+export interface ExportedEntry {
+  type: DiiType;
+  hash: string;
+  status: EntryStatus;
+  u: string | null;
+  p: string | null;
+  r: number | null;
+}
+
+/** The file and its -wal and -shm siblings, in bytes (0 for one that is not there). */
+export function stateFileSizes(path: string): { file: number; wal: number; shm: number } {
+  const size = (p: string): number => {
+    try {
+      return statSync(p).size;
+    } catch {
+      return 0;
+    }
+  };
+  return { file: size(path), wal: size(`${path}-wal`), shm: size(`${path}-shm`) };
+}
+
+export function openStateForReading(path: string): StateFileReader {
+  let isFile: boolean;
+  try {
+    isFile = statSync(path).isFile();
+  } catch {
+    throw new UserError(`state file ${quoted(path)} does not exist`);
+  }
+  if (!isFile) throw new UserError(`state file ${quoted(path)} is not a regular file`);
+  let db: Database.Database;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true, timeout: 5_000 });
+  } catch {
+    throw new UserError(`cannot open ${quoted(path)} as a state file: check its permissions and those of its directory`);
+  }
+  const notOurs = new UserError(`${quoted(path)} is not a uid2-batch state file (not SQLite, damaged, or another program's database)`);
+  let application: unknown;
+  try {
+    application = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.application);
+  } catch {
+    db.close();
+    throw notOurs;
+  }
+  if (application !== APPLICATION_ID) {
+    db.close();
+    throw notOurs;
+  }
+  const hasTable = (name: string): boolean => db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(name) !== undefined;
+  const hasPending = hasTable('pending_changes');
+  return {
+    path,
+    meta: (key) => {
+      const v = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(key);
+      return typeof v === 'string' ? v : null;
+    },
+    *entries() {
+      const rows = db.prepare('SELECT type, hash, status, u, p, r FROM entries ORDER BY id').raw().iterate() as IterableIterator<[number, string, number, string | null, string | null, number | null]>;
+      for (const [type, hash, status, u, p, r] of rows) {
+        yield { type: TYPE_OF_CODE[type] ?? 'email', hash, status: statusOfCode(status), u, p, r };
+      }
+    },
+    countByStatus: () => {
+      const out: Record<EntryStatus, number> = { mapped: 0, optout: 0, invalid: 0 };
+      for (const [code, n] of db.prepare('SELECT status, COUNT(*) FROM entries GROUP BY status').raw().all() as [number, number][]) out[statusOfCode(code)] += n;
+      return out;
+    },
+    countDueBetween: (fromS, toS) =>
+      fromS === null
+        ? (db.prepare('SELECT COUNT(*) FROM entries WHERE r IS NOT NULL AND r <= ?').pluck().get(toS) as number)
+        : (db.prepare('SELECT COUNT(*) FROM entries WHERE r IS NOT NULL AND r > ? AND r <= ?').pluck().get(fromS, toS) as number),
+    countWithoutR: () => db.prepare('SELECT COUNT(*) FROM entries WHERE r IS NULL').pluck().get() as number,
+    pendingChanges: () => {
+      const out: Record<string, number> = {};
+      if (!hasPending) return out;
+      for (const [kind, n] of db.prepare('SELECT kind, COUNT(*) FROM pending_changes GROUP BY kind').raw().all() as [string, number][]) out[kind] = n;
+      return out;
+    },
+    lastRun: () => {
+      const row = db.prepare('SELECT command, started_at, finished_at, exit_code FROM runs ORDER BY id DESC LIMIT 1').raw().get() as
+        | [string, number, number | null, number | null]
+        | undefined;
+      return row === undefined ? null : { command: row[0], startedAtS: row[1], finishedAtS: row[2], exitCode: row[3] };
+    },
+    close: () => db.close(),
+  };
+}

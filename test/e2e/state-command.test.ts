@@ -1,0 +1,111 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { parse } from 'csv-parse/sync';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BIN, ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';
+import { tempDir } from '../helpers/map-e2e-data.js';
+import { cleanEnv, runCli } from '../helpers/map-e2e-processes.js';
+
+// `uid2-batch state info|export|checkpoint|vacuum` on a state file made by a real map run.
+
+const dir = tempDir('state-command');
+let statePath = '';
+let entries = 0;
+
+beforeAll(async () => {
+  ensureBuilt();
+  statePath = join(dir.path, 'customers.db');
+  const r = await runCli(['map', join(ROOT, 'samples', 'customers.csv'), '--env', 'local', '--state', statePath, '-o', join(dir.path, 'mapped.csv'), '-q']);
+  if (r.code !== 0) throw new Error(r.stderr);
+  const db = new Database(statePath, { readonly: true });
+  entries = db.prepare('SELECT COUNT(*) FROM entries').pluck().get() as number;
+  db.close();
+}, 120_000);
+afterAll(() => dir.remove());
+
+describe('state info', () => {
+  it('counts entries by status and due date, with schema, environment and size', async () => {
+    const r = await runCli(['state', 'info', statePath, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const info = JSON.parse(r.stdout) as Record<string, any>;
+    expect(info.entries).toBe(entries);
+    expect(info.status.mapped + info.status.optout + info.status.invalid).toBe(entries);
+    expect(info.status.optout).toBeGreaterThan(0);
+    expect(info.environment).toContain('local');
+    expect(info.api).toBe('v3');
+    expect(info.schema_version).toBeGreaterThan(0);
+    expect(info.size_bytes.file).toBe(statSync(statePath).size);
+    expect(info.due.now + info.due.within_365_days + info.due.later + info.no_refresh_time).toBe(entries);
+    expect(info.last_run).toMatchObject({ command: 'map', exit_code: 0 });
+    const human = await runCli(['state', 'info', statePath]);
+    expect(human.stdout).toMatch(/entries: .* mapped, .* optout, .* invalid/);
+  });
+
+  it('a file that is not a state file: exit 2, one line', async () => {
+    const r = await runCli(['state', 'info', join(ROOT, 'samples', 'customers.csv')]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^uid2-batch: '.*customers\.csv' is not a uid2-batch state file/);
+  });
+});
+
+describe('state export', () => {
+  it('writes every entry with hashes, raw UIDs, r and status, and no email or phone', async () => {
+    const out = join(dir.path, 'export.csv');
+    const r = await runCli(['state', 'export', statePath, '-o', out]);
+    expect(r.code, r.stderr).toBe(0);
+    const text = readFileSync(out, 'utf8');
+    const rows = parse(text, { columns: true }) as Record<string, string>[];
+    expect(rows).toHaveLength(entries);
+    expect(Object.keys(rows[0])).toEqual(['type', 'hash', 'status', 'raw_uid', 'prev_raw_uid', 'refresh_from']);
+    expect(text).not.toContain('@');
+    expect(rows.filter((x) => x.status === 'mapped').every((x) => x.raw_uid.length === 44 && Number(x.refresh_from) > 0)).toBe(true);
+    const jsonl = await runCli(['state', 'export', statePath, '--format', 'jsonl']);
+    expect(jsonl.stdout.trim().split('\n')).toHaveLength(entries);
+  });
+
+  it('refuses to export over the state file itself', async () => {
+    const r = await runCli(['state', 'export', statePath, '-o', statePath]);
+    expect(r.code).toBe(2);
+  });
+});
+
+describe('state checkpoint and vacuum', () => {
+  it('checkpoint empties a WAL that a writer left, so that the file alone is complete', async () => {
+    // a writer that keeps its connection open and never checkpoints: its commits stay in the -wal file
+    const writer = new Database(statePath);
+    writer.pragma('wal_autocheckpoint = 0');
+    for (let i = 0; i < 200; i++) writer.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('test_note', ?)").run('x'.repeat(2_000) + i);
+    const walBefore = statSync(`${statePath}-wal`).size;
+    expect(walBefore).toBeGreaterThan(100_000);
+    const r = await runCli(['state', 'checkpoint', statePath]);
+    writer.close();
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/WAL .* -> 0 B/);
+  });
+
+  it('waits for the lock with --wait, and fails at once without it', async () => {
+    const lockPath = `${statePath}.lock`;
+    // a live process holds the lock: a child started and stopped by this test
+    const holder = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+    try {
+      writeFileSync(lockPath, JSON.stringify({ pid: holder.pid, startedAt: new Date().toISOString() }));
+      const refused = await runCli(['state', 'vacuum', statePath]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(/is using .*customers\.db/);
+      const waiting = spawn(process.execPath, [BIN, 'state', 'vacuum', statePath, '--wait', '20'], { cwd: ROOT, env: cleanEnv(), stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      waiting.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      expect(waiting.exitCode).toBeNull();
+      unlinkSync(lockPath);
+      const [code] = (await once(waiting, 'exit')) as [number];
+      expect(code, stderr).toBe(0);
+      expect(stderr).toMatch(/^state vacuum .*: file .* -> /);
+    } finally {
+      process.kill(holder.pid as number, 'SIGTERM');
+    }
+  });
+});
