@@ -57,11 +57,14 @@ export async function openParquetSource(opts: OpenSourceOptions): Promise<Parque
 
 /**
  * The identifier columns must hold text: a number or a nested value is not an email, a phone or a hash as
- * the service reads them, and turning it into one would be a guess.
+ * the service reads them, and turning it into one would be a guess. Any input can be given: only a Parquet
+ * source knows its column types, so for CSV and JSONL this checks nothing.
  */
-export function requireTextColumns(source: ParquetTableSource, names: readonly string[]): void {
+export function requireTextColumns(source: { name: string; columns?: readonly ParquetColumn[] }, names: readonly string[]): void {
+  const columns = source.columns;
+  if (columns === undefined) return;
   for (const name of names) {
-    const column = source.columns.find((c) => c.name === name);
+    const column = columns.find((c) => c.name === name);
     if (column === undefined || column.kind === 'string') continue;
     const what = column.kind === 'nested' ? `a nested column (${column.declared})` : `of type ${column.declared}`;
     throw new InputError(source.name, undefined, `identifier column '${name}' is ${what}, not a string column`, 'identifiers must be stored as strings: cast the column to VARCHAR/STRING when exporting');
