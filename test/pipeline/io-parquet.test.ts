@@ -1,5 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { parquetMetadata } from 'hyparquet';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import { afterAll, describe, expect, it } from 'vitest';
 import { outputHeader, RESULT_COLUMNS } from '../../src/pipeline/map/result-columns.js';
@@ -78,6 +79,32 @@ describe('Parquet round trip', () => {
     expect(back.rows.map((r) => r.cells)).toEqual(rows);
     expect(back.rows.map((r) => r.line)).toEqual(rows.map((_, i) => i + 1));
     expect(source.bytesRead()).toBeGreaterThan(0);
+  });
+
+  it('a row group bigger than one read slice, with page offsets, reads back whole and in order', async () => {
+    // small pages give every column an offset index, so the group is read in slices of rows
+    const n = 23_456;
+    const emails = Array.from({ length: n }, (_, i) => `user${i}@example.com`);
+    const zips = Array.from({ length: n }, (_, i) => String(i % 100_000).padStart(5, '0'));
+    const writer = new ByteWriter();
+    const pw = new ParquetWriter({
+      writer,
+      schema: [
+        { name: 'root', num_children: 2 },
+        { name: 'email', type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'OPTIONAL' },
+        { name: 'zip', type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'OPTIONAL' },
+      ],
+    });
+    pw.write({ columnData: [{ name: 'email', data: emails }, { name: 'zip', data: zips }], rowGroupSize: n, pageSize: 8192 });
+    pw.finish();
+    const bytes = new Uint8Array(writer.getBuffer());
+    const bigPath = dir.file('one-group.parquet', bytes);
+    const meta = parquetMetadata(bytes.buffer);
+    expect(meta.row_groups.length).toBe(1);
+    expect(meta.row_groups[0].columns.every((c) => c.offset_index_offset !== undefined)).toBe(true);
+    const back = await readAll(await openSource({ path: bigPath, chunkRows: 4096 }));
+    expect(back.rows.map((r) => r.cells)).toEqual(emails.map((e, i) => [e, zips[i]]));
+    expect(back.rows.map((r) => r.line)).toEqual(emails.map((_, i) => i + 1));
   });
 
   it('reads back in DuckDB with the types and nulls it was given', async () => {
@@ -170,7 +197,7 @@ describe('Parquet bad input: one InputError naming the file, no cell value in it
     good.fill(0x7f, 200, 4000);
     const p = dir.file('corrupt-data.parquet', good);
     const err = await inputError(async () => readAll(await openSource({ path: p })));
-    expect(err.message).toMatch(/: row group of rows 1 to 1000 cannot be decoded \(corrupt data\?\); export it again/);
+    expect(err.message).toMatch(/: the row group holding rows 1 to 1000 cannot be decoded \(corrupt data\?\); export it again/);
   });
 
   it('an empty row group is skipped, the others read', async () => {
@@ -240,5 +267,13 @@ describe('map output as Parquet', () => {
       ['007', '', 1801785600n, null, null, 'missing'],
       ['008', '+16175550102', null, 'invalid email', 1801785601n, 'mapped'],
     ]);
+  });
+});
+
+describe('requireTextColumns on any input', () => {
+  it('checks nothing for a CSV source, which has no column types', async () => {
+    const p = dir.file('plain.csv', 'phone\n16175550102\n');
+    const source = await openSource({ path: p });
+    expect(() => requireTextColumns(source, ['phone'])).not.toThrow();
   });
 });

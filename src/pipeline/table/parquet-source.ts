@@ -5,6 +5,11 @@ import { compressors } from 'hyparquet-compressors';
 import { InputError, type InputRow, type OpenSourceOptions, type SourceProblemCounts, type TableSource } from './table.js';
 
 const DEFAULT_CHUNK_ROWS = 2000;
+/**
+ * Rows decoded at once when the file has page offsets (an offset index): only the pages of those rows are
+ * read, so a big row group does not have to be decoded, and held, all at once.
+ */
+const SLICE_ROWS = 10_000;
 
 /** What a top-level column of a Parquet file holds: text, another scalar type, or a nested structure. */
 export type ParquetColumnKind = 'string' | 'scalar' | 'nested';
@@ -52,11 +57,14 @@ export async function openParquetSource(opts: OpenSourceOptions): Promise<Parque
 
 /**
  * The identifier columns must hold text: a number or a nested value is not an email, a phone or a hash as
- * the service reads them, and turning it into one would be a guess.
+ * the service reads them, and turning it into one would be a guess. Any input can be given: only a Parquet
+ * source knows its column types, so for CSV and JSONL this checks nothing.
  */
-export function requireTextColumns(source: ParquetTableSource, names: readonly string[]): void {
+export function requireTextColumns(source: { name: string; columns?: readonly ParquetColumn[] }, names: readonly string[]): void {
+  const columns = source.columns;
+  if (columns === undefined) return;
   for (const name of names) {
-    const column = source.columns.find((c) => c.name === name);
+    const column = columns.find((c) => c.name === name);
     if (column === undefined || column.kind === 'string') continue;
     const what = column.kind === 'nested' ? `a nested column (${column.declared})` : `of type ${column.declared}`;
     throw new InputError(source.name, undefined, `identifier column '${name}' is ${what}, not a string column`, 'identifiers must be stored as strings: cast the column to VARCHAR/STRING when exporting');
@@ -118,8 +126,10 @@ class ParquetTable implements ParquetTableSource {
     for (const group of this.metadata.row_groups) {
       const count = Number(group.num_rows);
       const rowEnd = rowStart + count;
-      if (count > 0) {
-        const rows = await this.readGroup(rowStart, rowEnd);
+      // without page offsets every slice would read the whole column chunks again: then the group is one slice
+      const slice = group.columns.every((c) => c.offset_index_offset !== undefined) ? SLICE_ROWS : count;
+      for (let from = rowStart; from < rowEnd; from += slice) {
+        const rows = await this.readGroup(from, Math.min(rowEnd, from + slice), slice < count);
         for (let i = 0; i < rows.length; i += this.chunkRows) yield rows.slice(i, i + this.chunkRows);
       }
       this.consumed += Number(group.total_compressed_size ?? 0n);
@@ -127,8 +137,8 @@ class ParquetTable implements ParquetTableSource {
     }
   }
 
-  /** One row group's rows; the row's number in the file (from 1) stands where a text file has its line. */
-  private async readGroup(rowStart: number, rowEnd: number): Promise<InputRow[]> {
+  /** Rows of one row group; the row's number in the file (from 1) stands where a text file has its line. */
+  private async readGroup(rowStart: number, rowEnd: number, useOffsetIndex: boolean): Promise<InputRow[]> {
     let data: unknown[][] = [];
     try {
       await parquetRead({
@@ -136,6 +146,7 @@ class ParquetTable implements ParquetTableSource {
         metadata: this.metadata,
         rowStart,
         rowEnd,
+        useOffsetIndex,
         compressors,
         onComplete: (rows: unknown[][]) => {
           data = rows;
@@ -143,7 +154,7 @@ class ParquetTable implements ParquetTableSource {
       });
     } catch (err) {
       const reason = err instanceof Error && /compression|codec/i.test(err.message) ? 'is compressed with a codec this build cannot read' : 'cannot be decoded (corrupt data?)';
-      throw new InputError(this.name, undefined, `row group of rows ${rowStart + 1} to ${rowEnd} ${reason}`, 'export it again, with SNAPPY, ZSTD or GZIP compression');
+      throw new InputError(this.name, undefined, `the row group holding rows ${rowStart + 1} to ${rowEnd} ${reason}`, 'export it again, with SNAPPY, ZSTD or GZIP compression');
     }
     const width = this.header.length;
     const out: InputRow[] = new Array(data.length);

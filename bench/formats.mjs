@@ -1,0 +1,88 @@
+#!/usr/bin/env node
+// map 1M mixed rows from plain CSV, from .csv.gz to .csv.gz, and from Parquet, against `serve` in its own
+// process: wall time, rows/s, peak RSS and CPU of the CLI, and the ratio to the plain CSV run measured in the
+// same interleaved rounds. Not a test: the figures depend on the machine. Needs a build (npm run build).
+//
+//   node bench/formats.mjs [--rows 1000000] [--runs 3]
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createReadStream, createWriteStream, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { createGzip } from 'node:zlib';
+import { openSource } from '../dist/pipeline/table/source.js';
+import { openParquetSink } from '../dist/pipeline/table/parquet-sink.js';
+import { BIN, ROOT, childEnv, startServe, stopServe } from './processes.mjs';
+
+const argv = process.argv.slice(2);
+const option = (name, fallback) => {
+  const i = argv.indexOf(name);
+  return i >= 0 ? Number(argv[i + 1]) : fallback;
+};
+const ROWS = option('--rows', 1_000_000);
+const RUNS = option('--runs', 3);
+const DATA = join(ROOT, 'bench', 'data');
+const WORK = join(DATA, 'work');
+mkdirSync(WORK, { recursive: true });
+
+// peak RSS (VmHWM) and CPU time, reported by the CLI process itself as it exits
+const REPORT = `data:text/javascript,${encodeURIComponent(
+  "import { readFileSync, writeSync } from 'node:fs'; process.on('exit', () => { const u = process.resourceUsage(); const m = /VmHWM:\\s+(\\d+)/.exec(readFileSync('/proc/self/status', 'utf8')); writeSync(2, `\\nBENCH_HWM_KB ${m ? m[1] : 'NaN'} CPU_US ${u.userCPUTime + u.systemCPUTime}\\n`); });",
+)}`;
+
+async function inputs() {
+  const csv = join(DATA, `mixed-${ROWS}.csv`);
+  if (!existsSync(csv)) {
+    const gen = spawn(process.execPath, [join(ROOT, 'bench', 'gen-input.mjs'), '--rows', String(ROWS), '--seed', '42', '--out', csv], { stdio: 'inherit' });
+    const [code] = await once(gen, 'close');
+    if (code !== 0) throw new Error('gen-input failed');
+  }
+  const gz = `${csv}.gz`;
+  if (!existsSync(gz)) await pipeline(createReadStream(csv), createGzip(), createWriteStream(gz));
+  const parquet = csv.replace(/\.csv$/, '.parquet');
+  if (!existsSync(parquet)) {
+    const source = await openSource({ path: csv });
+    const sink = await openParquetSink({ path: parquet, format: 'parquet', header: source.header });
+    for await (const chunk of source.rows()) await sink.writeRows(chunk.map((r) => r.cells));
+    await sink.commit();
+  }
+  return { csv, gz, parquet };
+}
+
+async function runMap(input, output, serve) {
+  const started = process.hrtime.bigint();
+  const env = childEnv(WORK, { UID2_API_KEY: serve.api_key, UID2_CLIENT_SECRET: serve.client_secret });
+  const child = spawn(process.execPath, ['--import', REPORT, BIN, 'map', input, '-o', output, '--base-url', serve.url, '--quiet'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const [code] = await once(child, 'close');
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  if (code !== 0 && code !== 3) throw new Error(`map exited with ${code}: ${stderr.slice(-1000)}`);
+  const m = /BENCH_HWM_KB (\d+) CPU_US (\d+)/.exec(stderr);
+  rmSync(output, { force: true });
+  return { seconds, peakMb: m ? Number(m[1]) / 1024 : NaN, cpuS: m ? Number(m[2]) / 1e6 : NaN };
+}
+
+const files = await inputs();
+const cases = [
+  ['csv -> csv', files.csv, join(WORK, 'formats-out.csv')],
+  ['csv.gz -> csv.gz', files.gz, join(WORK, 'formats-out.csv.gz')],
+  ['parquet -> csv', files.parquet, join(WORK, 'formats-out-pq.csv')],
+];
+const serve = await startServe(WORK);
+const results = cases.map(() => []);
+try {
+  await runMap(files.csv, cases[0][2], serve); // warm the service up, unmeasured
+  for (let r = 0; r < RUNS; r++) for (let k = 0; k < cases.length; k++) results[k].push(await runMap(cases[k][1], cases[k][2], serve));
+} finally {
+  await stopServe(serve);
+}
+const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const base = median(results[0].map((x) => x.seconds));
+console.log(`map ${ROWS.toLocaleString('en-US')} mixed rows, median of ${RUNS} interleaved runs (default --threads)`);
+cases.forEach(([name], k) => {
+  const s = median(results[k].map((x) => x.seconds));
+  const peak = Math.max(...results[k].map((x) => x.peakMb));
+  const cpu = median(results[k].map((x) => x.cpuS));
+  console.log(`  ${name.padEnd(18)} ${s.toFixed(2).padStart(7)} s  ${Math.round(ROWS / s).toLocaleString('en-US').padStart(9)} rows/s  ${(base / s).toFixed(2)}x  peak ${peak.toFixed(0)} MB  cpu ${cpu.toFixed(1)} s  runs ${results[k].map((x) => x.seconds.toFixed(1)).join('/')}`);
+});
