@@ -94,7 +94,7 @@ describe('the tail of recent entries and its merge into the keys table', () => {
     s.commitBatch(odd.map((h, i) => ({ type: 'email', hash: h, outcome: { kind: 'mapped', u: odd[(i + 1) % odd.length], p: odd[i], r: 9 } })), 1);
     const found = s.lookupHashes('email', odd);
     expect(found.size).toBe(odd.length);
-    odd.forEach((h, i) => expect(found.get(h), h).toMatchObject({ hash: h, u: odd[(i + 1) % odd.length], p: odd[i] }));
+    for (const [i, h] of odd.entries()) expect(found.get(h), h).toMatchObject({ hash: h, u: odd[(i + 1) % odd.length], p: odd[i] });
   });
 
   it('applies a key named twice in one batch in batch order, whatever the r order of the batch', () => {
