@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { type Command, CommanderError } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config/index.js';
 import { EXIT, UserError, onInterrupt, type InterruptTarget } from '../../src/cli/shared/exit-codes.js';

@@ -75,8 +75,8 @@ export function sameTableTwoWays(rows: number, seed: number, delimiter = ','): {
   ];
   const minimalField = (v: string): string => (v.includes(delimiter) || v.includes('"') || /[\r\n]/.test(v) ? quote(v) : v);
   const header = ['id', 'email', 'phone', 'email_hash', 'note'];
-  let allQuoted = header.map(quote).join(delimiter) + '\n';
-  let minimal = header.join(delimiter) + '\n';
+  let allQuoted = `${header.map(quote).join(delimiter)}\n`;
+  let minimal = `${header.join(delimiter)}\n`;
   for (let i = 0; i < rows; i++) {
     let cells = values(i);
     const shape = rnd();

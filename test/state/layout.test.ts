@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { DiiType } from '../../src/identity/index.js';
 import type { EntryUpdate } from '../../src/state/index.js';
 import { b64, tmpStates } from './tmp-state.js';
 
@@ -78,7 +79,8 @@ describe('the tail of recent entries and its merge into the keys table', () => {
     s.commitBatch(updates, 1);
     // merged (tail of 5 >= 3), then one more in the tail
     s.commitBatch([{ type: 'email', hash: twin(9), outcome: { kind: 'optout' } }], 2);
-    const found = s.lookupMany([0, 1, 2, 3, 9, 5].map((i) => ({ type: 'email' as const, hash: twin(i) })).concat([{ type: 'phone', hash: twin(0) }]));
+    const keys: { type: DiiType; hash: string }[] = [0, 1, 2, 3, 9, 5].map((i) => ({ type: 'email', hash: twin(i) }));
+    const found = s.lookupMany([...keys, { type: 'phone', hash: twin(0) }]);
     expect([...found.keys()].sort()).toEqual(
       [...[0, 1, 2, 3, 9].map((i) => `email:${twin(i)}`), `phone:${twin(0)}`].sort(),
     );
@@ -92,7 +94,7 @@ describe('the tail of recent entries and its merge into the keys table', () => {
     s.commitBatch(odd.map((h, i) => ({ type: 'email', hash: h, outcome: { kind: 'mapped', u: odd[(i + 1) % odd.length], p: odd[i], r: 9 } })), 1);
     const found = s.lookupHashes('email', odd);
     expect(found.size).toBe(odd.length);
-    odd.forEach((h, i) => expect(found.get(h), h).toMatchObject({ hash: h, u: odd[(i + 1) % odd.length], p: odd[i] }));
+    for (const [i, h] of odd.entries()) expect(found.get(h), h).toMatchObject({ hash: h, u: odd[(i + 1) % odd.length], p: odd[i] });
   });
 
   it('applies a key named twice in one batch in batch order, whatever the r order of the batch', () => {

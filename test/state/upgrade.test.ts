@@ -22,7 +22,7 @@ function fillSchema2(w: LegacyWriter): void {
     if (i % 17 === 0) updates.push({ type, hash, outcome: { kind: 'invalid' } });
     else if (i % 11 === 0) updates.push({ type, hash, outcome: { kind: 'optout', optedOutSinceMs: i % 2 ? 1_700_000_000_000 + i : null } });
     else if (i % 13 === 0) updates.push({ type, hash, outcome: { kind: 'mapped', u: b64(`v2u${i}`), p: null, r: null, bucketId: `b${i % 5}` } });
-    else updates.push({ type, hash, outcome: { kind: 'mapped', u: b64(`u${i}`).slice(0, 43) + 'A', p: i % 4 === 0 ? b64(`p${i}`) : null, r: T0 + (i % 9) * DAY } });
+    else updates.push({ type, hash, outcome: { kind: 'mapped', u: `${b64(`u${i}`).slice(0, 43)}A`, p: i % 4 === 0 ? b64(`p${i}`) : null, r: T0 + (i % 9) * DAY } });
   }
   w.commit(updates.slice(0, 1_000), T0 - 2 * DAY);
   w.commit(updates.slice(1_000), T0 - DAY);
