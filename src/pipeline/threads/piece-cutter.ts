@@ -128,7 +128,7 @@ export class CsvPieceCutter {
       const len = buf.length;
       const base = this.starts[i];
       for (;;) {
-        if (this.nextQuote < p) this.nextQuote = indexOrLength(buf, QUOTE, p);
+        if (this.nextQuote < p) this.nextQuote = nearIndexOrLength(buf, QUOTE, p);
         const q = this.nextQuote;
         if (!this.quoted) {
           const s = Math.max(p, from - base);
@@ -196,9 +196,14 @@ export class CsvPieceCutter {
   private opensQuotedValue(i: number, q: number): boolean {
     const offset = this.starts[i] + q;
     if (offset === this.headOffset) return true; // pieces start at record boundaries
+    const d = this.delimiter;
+    if (q > 0 && d.length === 1) {
+      // the common case, without reaching into earlier buffers
+      const before = this.bufs[i][q - 1];
+      return before === d[0] || before === LF || before === CR;
+    }
     const before = this.byteAt(i, q - 1);
     if (before === LF || before === CR) return true;
-    const d = this.delimiter;
     if (offset - d.length < this.headOffset) return false;
     for (let k = 1; k <= d.length; k++) {
       if (this.byteAt(i, q - k) !== d[d.length - k]) return false;
@@ -283,6 +288,19 @@ export class CsvPieceCutter {
       this.rescanFromHead();
     }
   }
+}
+
+/** How far nearIndexOrLength looks byte by byte before it asks indexOf. */
+const NEAR_BYTES = 24;
+
+/**
+ * indexOrLength for a byte that is often close (a quote in a file that quotes every field): a few bytes are
+ * looked at here first, as each indexOf call has a fixed cost well above a short loop's.
+ */
+function nearIndexOrLength(buf: Buffer, byte: number, from: number): number {
+  const end = Math.min(buf.length, from + NEAR_BYTES);
+  for (let at = from; at < end; at++) if (buf[at] === byte) return at;
+  return indexOrLength(buf, byte, end);
 }
 
 function indexOrLength(buf: Buffer, byte: number, from: number): number {
