@@ -1,7 +1,8 @@
 import { chmodSync, closeSync, fchmodSync, openSync, statSync, type Stats } from 'node:fs';
 import Database from 'better-sqlite3';
 import { StateEnvMismatchError, StateError, StateFormatError, StateNotFoundError } from './errors.js';
-import { APPLICATION_ID, META_KEYS, MIGRATIONS, SCHEMA_V3, SCHEMA_VERSION } from './schema.js';
+import { MIGRATIONS } from './migrations.js';
+import { APPLICATION_ID, META_KEYS, SCHEMA_V3, SCHEMA_VERSION } from './schema.js';
 import { SqliteStateStore } from './store.js';
 import type { OpenStateOptions, StateStore } from './types.js';
 

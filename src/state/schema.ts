@@ -1,6 +1,4 @@
-import type { Database } from 'better-sqlite3';
 import { SCHEMA_V2_JOURNAL } from './legacy-schema.js';
-import { upgradeToV3Step } from './upgrade-v3.js';
 import type { DiiType } from '../identity/index.js';
 import type { EntryStatus } from './types.js';
 
@@ -92,23 +90,6 @@ CREATE INDEX entries_by_bucket ON entries (bucket_id) WHERE bucket_id IS NOT NUL
 CREATE INDEX entries_due_v2 ON entries (due) WHERE due = 1;
 `;
 
-export interface Migration {
-  /** The schema version the file has after this step. */
-  version: number;
-  /** The whole step, in one transaction. */
-  up?: (db: Database) => void;
-  /**
-   * A step done in pieces, each in its own transaction: called until it returns true, so a run killed in the
-   * middle leaves a file the next writing run carries on from.
-   */
-  piece?: (db: Database) => boolean;
-  /**
-   * True when the step only adds what a read never needs (a table written by runs): a read-only open (a dry run)
-   * of a file without it goes ahead instead of asking for a writing run first.
-   */
-  readsWithout?: boolean;
-}
-
 /**
  * Version 3, what a new file gets. Entries are appended (the id is their order of arrival), so a commit of new
  * entries writes a few pages at the end of the table and of each index instead of one page per entry. Lookups go
@@ -139,10 +120,5 @@ CREATE TABLE runs (
 ${SCHEMA_V2_JOURNAL}
 `;
 
-/** Every step from an older file to the current schema, in order. A new file is made at the current one. */
-export const MIGRATIONS: readonly Migration[] = [
-  { version: 2, up: (db) => db.exec(SCHEMA_V2_JOURNAL), readsWithout: true },
-  { version: 3, piece: (db) => upgradeToV3Step(db) },
-];
-
+/** The schema a new file is made at (the last step of migrations.ts). */
 export const SCHEMA_VERSION = 3;

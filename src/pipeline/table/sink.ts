@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { createGzip, type Gzip } from 'node:zlib';
