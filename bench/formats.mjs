@@ -27,13 +27,18 @@ mkdirSync(WORK, { recursive: true });
 
 // peak RSS (VmHWM) and CPU time, reported by the CLI process itself as it exits
 const REPORT = `data:text/javascript,${encodeURIComponent(
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the child's own source, with its own template literals
   "import { readFileSync, writeSync } from 'node:fs'; process.on('exit', () => { const u = process.resourceUsage(); const m = /VmHWM:\\s+(\\d+)/.exec(readFileSync('/proc/self/status', 'utf8')); writeSync(2, `\\nBENCH_HWM_KB ${m ? m[1] : 'NaN'} CPU_US ${u.userCPUTime + u.systemCPUTime}\\n`); });",
 )}`;
 
 async function inputs() {
   const csv = join(DATA, `mixed-${ROWS}.csv`);
   if (!existsSync(csv)) {
-    const gen = spawn(process.execPath, [join(ROOT, 'bench', 'gen-input.mjs'), '--rows', String(ROWS), '--seed', '42', '--out', csv], { stdio: 'inherit' });
+    const gen = spawn(
+      process.execPath,
+      [join(ROOT, 'bench', 'gen-input.mjs'), '--rows', String(ROWS), '--seed', '42', '--out', csv],
+      { stdio: 'inherit' },
+    );
     const [code] = await once(gen, 'close');
     if (code !== 0) throw new Error('gen-input failed');
   }
@@ -52,7 +57,11 @@ async function inputs() {
 async function runMap(input, output, serve) {
   const started = process.hrtime.bigint();
   const env = childEnv(WORK, { UID2_API_KEY: serve.api_key, UID2_CLIENT_SECRET: serve.client_secret });
-  const child = spawn(process.execPath, ['--import', REPORT, BIN, 'map', input, '-o', output, '--base-url', serve.url, '--quiet'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    ['--import', REPORT, BIN, 'map', input, '-o', output, '--base-url', serve.url, '--quiet'],
+    { env, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const [code] = await once(child, 'close');
@@ -73,7 +82,8 @@ const serve = await startServe(WORK);
 const results = cases.map(() => []);
 try {
   await runMap(files.csv, cases[0][2], serve); // warm the service up, unmeasured
-  for (let r = 0; r < RUNS; r++) for (let k = 0; k < cases.length; k++) results[k].push(await runMap(cases[k][1], cases[k][2], serve));
+  for (let r = 0; r < RUNS; r++)
+    for (let k = 0; k < cases.length; k++) results[k].push(await runMap(cases[k][1], cases[k][2], serve));
 } finally {
   await stopServe(serve);
 }
@@ -84,5 +94,11 @@ cases.forEach(([name], k) => {
   const s = median(results[k].map((x) => x.seconds));
   const peak = Math.max(...results[k].map((x) => x.peakMb));
   const cpu = median(results[k].map((x) => x.cpuS));
-  console.log(`  ${name.padEnd(18)} ${s.toFixed(2).padStart(7)} s  ${Math.round(ROWS / s).toLocaleString('en-US').padStart(9)} rows/s  ${(base / s).toFixed(2)}x  peak ${peak.toFixed(0)} MB  cpu ${cpu.toFixed(1)} s  runs ${results[k].map((x) => x.seconds.toFixed(1)).join('/')}`);
+  console.log(
+    `  ${name.padEnd(18)} ${s.toFixed(2).padStart(7)} s  ${Math.round(ROWS / s)
+      .toLocaleString('en-US')
+      .padStart(
+        9,
+      )} rows/s  ${(base / s).toFixed(2)}x  peak ${peak.toFixed(0)} MB  cpu ${cpu.toFixed(1)} s  runs ${results[k].map((x) => x.seconds.toFixed(1)).join('/')}`,
+  );
 });

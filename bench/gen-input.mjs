@@ -23,15 +23,89 @@ export function seededRandom(seed) {
   };
 }
 
-const FIRST = ['james', 'mary', 'john', 'patricia', 'robert', 'jennifer', 'michael', 'linda', 'william', 'elizabeth', 'david', 'barbara', 'aisha', 'chen', 'sofia', 'mateo', 'olga', 'kenji', 'fatima', 'liam', 'noor', 'emma', 'raj', 'zoe'];
-const LAST = ['smith', 'johnson', 'williams', 'brown', 'jones', 'garcia', 'miller', 'davis', 'rodriguez', 'martinez', 'nguyen', 'kim', 'okafor', 'muller', 'rossi', 'tanaka', 'silva', 'kowalski', 'haddad', 'obrien'];
+const FIRST = [
+  'james',
+  'mary',
+  'john',
+  'patricia',
+  'robert',
+  'jennifer',
+  'michael',
+  'linda',
+  'william',
+  'elizabeth',
+  'david',
+  'barbara',
+  'aisha',
+  'chen',
+  'sofia',
+  'mateo',
+  'olga',
+  'kenji',
+  'fatima',
+  'liam',
+  'noor',
+  'emma',
+  'raj',
+  'zoe',
+];
+const LAST = [
+  'smith',
+  'johnson',
+  'williams',
+  'brown',
+  'jones',
+  'garcia',
+  'miller',
+  'davis',
+  'rodriguez',
+  'martinez',
+  'nguyen',
+  'kim',
+  'okafor',
+  'muller',
+  'rossi',
+  'tanaka',
+  'silva',
+  'kowalski',
+  'haddad',
+  'obrien',
+];
 /** gmail.com for its dot/+tag rule; the rest are reserved example domains, so no real mailbox is named. */
-const DOMAINS = ['gmail.com', 'gmail.com', 'gmail.com', 'example.com', 'example.org', 'example.net', 'mail.example.com', 'corp.example.org'];
+const DOMAINS = [
+  'gmail.com',
+  'gmail.com',
+  'gmail.com',
+  'example.com',
+  'example.org',
+  'example.net',
+  'mail.example.com',
+  'corp.example.org',
+];
 /** Six years of days, made once: formatting a Date per row would cost more than the rest of the row. */
-const DATES = Array.from({ length: 6 * 365 }, (_, d) => new Date(Date.UTC(2019, 0, 1) + d * 86_400_000).toISOString().slice(0, 10));
+const DATES = Array.from({ length: 6 * 365 }, (_, d) =>
+  new Date(Date.UTC(2019, 0, 1) + d * 86_400_000).toISOString().slice(0, 10),
+);
 const TAGS = ['news', 'shop', 'promo', 'work', '2024'];
-const BAD_EMAILS = ['john.doe@', '@example.com', 'jane at example.com', 'a@b@example.com', 'no-at-sign.example.com', 'mary@', '+@gmail.com'];
-const BAD_PHONES = ['(555) 555-0100', '555-555-0123', '+1 415 555 0134', '4155550145', '+1-212-555-0156', '+44 7700 900123', '+123456789', '+1234567890123456'];
+const BAD_EMAILS = [
+  'john.doe@',
+  '@example.com',
+  'jane at example.com',
+  'a@b@example.com',
+  'no-at-sign.example.com',
+  'mary@',
+  '+@gmail.com',
+];
+const BAD_PHONES = [
+  '(555) 555-0100',
+  '555-555-0123',
+  '+1 415 555 0134',
+  '4155550145',
+  '+1-212-555-0156',
+  '+44 7700 900123',
+  '+123456789',
+  '+1234567890123456',
+];
 
 /**
  * Returns `next()` giving one row object { email, phone, emailHash, signupDate } at a time. Probabilities are
@@ -53,7 +127,14 @@ export function rowGenerator(seed) {
 
   function cleanEmail(p, domain) {
     const style = int(4);
-    const local = style === 0 ? `${p.first}.${p.last}${p.n}` : style === 1 ? `${p.first}${p.last}${p.n}` : style === 2 ? `${p.first}_${p.last}${p.n}` : `${p.first[0]}${p.last}${p.n}`;
+    const local =
+      style === 0
+        ? `${p.first}.${p.last}${p.n}`
+        : style === 1
+          ? `${p.first}${p.last}${p.n}`
+          : style === 2
+            ? `${p.first}_${p.last}${p.n}`
+            : `${p.first[0]}${p.last}${p.n}`;
     return `${local}@${domain}`;
   }
 
@@ -79,7 +160,9 @@ export function rowGenerator(seed) {
   }
 
   function hashOf(email, hex) {
-    const h = createHash('sha256').update(email.trim().toLowerCase()).digest(hex ? 'hex' : 'base64');
+    const h = createHash('sha256')
+      .update(email.trim().toLowerCase())
+      .digest(hex ? 'hex' : 'base64');
     return hex && chance(0.5) ? h.toUpperCase() : h;
   }
 
@@ -130,7 +213,12 @@ export async function writeRows({ rows, seed, out, kind = 'mixed', quote = 'mini
   const all = quote === 'all';
   const cell = all ? quotedCell : minimalCell;
   const bare = all ? quotedCell : (v) => v;
-  const names = kind === 'email' ? ['id', 'email'] : kind === 'phone' ? ['id', 'phone'] : ['id', 'email', 'phone', 'email_hash', 'signup_date'];
+  const names =
+    kind === 'email'
+      ? ['id', 'email']
+      : kind === 'phone'
+        ? ['id', 'phone']
+        : ['id', 'email', 'phone', 'email_hash', 'signup_date'];
   stream.write(`${names.map(bare).join(',')}\n`);
   const width = String(rows).length;
   let buf = '';
@@ -173,9 +261,13 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     const args = parseArgs(process.argv.slice(2));
     const started = performance.now();
     await writeRows(args);
-    console.error(`gen-input: ${args.rows} rows (${args.kind}, quote ${args.quote}, seed ${args.seed}) to ${args.out} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    console.error(
+      `gen-input: ${args.rows} rows (${args.kind}, quote ${args.quote}, seed ${args.seed}) to ${args.out} in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    );
   } catch (err) {
-    console.error(`gen-input: ${err.message}\nusage: node bench/gen-input.mjs --rows N --seed S --out FILE [--kind mixed|email|phone] [--quote minimal|all]`);
+    console.error(
+      `gen-input: ${err.message}\nusage: node bench/gen-input.mjs --rows N --seed S --out FILE [--kind mixed|email|phone] [--quote minimal|all]`,
+    );
     process.exitCode = 2;
   }
 }

@@ -16,7 +16,28 @@ const COUNT = option('--count', 1_000_000);
 const RUNS = option('--runs', 3);
 
 // Area codes in service, so the national cells are valid numbers and the run measures the accepting path.
-const AREAS = ['201', '202', '212', '213', '305', '310', '312', '404', '415', '512', '602', '617', '646', '702', '713', '718', '773', '818', '917', '971'];
+const AREAS = [
+  '201',
+  '202',
+  '212',
+  '213',
+  '305',
+  '310',
+  '312',
+  '404',
+  '415',
+  '512',
+  '602',
+  '617',
+  '646',
+  '702',
+  '713',
+  '718',
+  '773',
+  '818',
+  '917',
+  '971',
+];
 const WRITINGS = [
   (a, x, l) => `(${a}) ${x}-${l}`,
   (a, x, l) => `${a}-${x}-${l}`,
@@ -67,8 +88,12 @@ for (let r = 0; r < RUNS; r++) {
 }
 const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const base = median(rates[0]);
-console.log(`phones: ${COUNT.toLocaleString('en-US')} cells per case, median of ${RUNS} interleaved runs (prepare: normalize + SHA-256)`);
+console.log(
+  `phones: ${COUNT.toLocaleString('en-US')} cells per case, median of ${RUNS} interleaved runs (prepare: normalize + SHA-256)`,
+);
 cases.forEach(([name], k) => {
   const m = median(rates[k]);
-  console.log(`  ${name.padEnd(36)} ${Math.round(m).toLocaleString('en-US').padStart(10)} numbers/s  ${(m / base).toFixed(2)}x  accepted ${accepted[k].toLocaleString('en-US')}`);
+  console.log(
+    `  ${name.padEnd(36)} ${Math.round(m).toLocaleString('en-US').padStart(10)} numbers/s  ${(m / base).toFixed(2)}x  accepted ${accepted[k].toLocaleString('en-US')}`,
+  );
 });

@@ -17,7 +17,10 @@ export function childEnv(work, extra = {}) {
 
 /** `uid2-batch serve --port 0` on the real clock; resolves with the child and its first line (url, credentials). */
 export async function startServe(work) {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0'], { env: childEnv(work), stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0'], {
+    env: childEnv(work),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const line = await new Promise((resolveLine, reject) => {
     let text = '';
     child.stdout.on('data', (d) => {

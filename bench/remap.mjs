@@ -63,18 +63,23 @@ try {
     }
     updates.sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
     state.commitBatch(updates, nowS - 365 * DAY_S);
-    if ((start + COMMIT_ROWS) % 1_000_000 === 0) process.stderr.write(`  built ${fmt(start + COMMIT_ROWS)} entries in ${sec(ms(t0))}\n`);
+    if ((start + COMMIT_ROWS) % 1_000_000 === 0)
+      process.stderr.write(`  built ${fmt(start + COMMIT_ROWS)} entries in ${sec(ms(t0))}\n`);
   }
   state.close();
   results.build_s = ms(t0) / 1000;
   results.state_mib = statSync(statePath).size / (1 << 20);
   results.due = due;
-  console.log(`built ${fmt(ENTRIES)} entries (${fmt(due)} due) in ${sec(ms(t0))}; state file ${results.state_mib.toFixed(0)} MiB`);
+  console.log(
+    `built ${fmt(ENTRIES)} entries (${fmt(due)} due) in ${sec(ms(t0))}; state file ${results.state_mib.toFixed(0)} MiB`,
+  );
 
   // --- the query plan: the due selection walks the r index, it does not scan the table --------------------------
   const db = new Database(statePath, { readonly: true });
   const plan = db
-    .prepare('EXPLAIN QUERY PLAN SELECT id, type, hash, u, p, r, bucket_id FROM entries WHERE r <= ? AND (r, id) > (?, ?) ORDER BY r, id LIMIT ?')
+    .prepare(
+      'EXPLAIN QUERY PLAN SELECT id, type, hash, u, p, r, bucket_id FROM entries WHERE r <= ? AND (r, id) > (?, ?) ORDER BY r, id LIMIT ?',
+    )
     .all(nowS, 0, 0, 5000)
     .map((row) => row.detail);
   results.due_query_plan = plan;
@@ -83,7 +88,9 @@ try {
   const scanned = db.prepare('SELECT count(*) AS n FROM entries WHERE u IS NOT NULL').get().n;
   results.full_scan_ms = ms(t0);
   db.close();
-  console.log(`for scale, one full scan of the table (count of entries with a raw UID, ${fmt(scanned)}): ${results.full_scan_ms.toFixed(0)} ms`);
+  console.log(
+    `for scale, one full scan of the table (count of entries with a raw UID, ${fmt(scanned)}): ${results.full_scan_ms.toFixed(0)} ms`,
+  );
 
   // --- selection of one day's due entries, cold file, through the StateStore in 5,000-entry pages ---------------
   const reader = openState(statePath, { envFingerprint: fingerprint, readonly: true });
@@ -103,15 +110,25 @@ try {
   }
   results.select_due_ms = ms(t0);
   reader.close();
-  if (selected !== due || counted !== due) throw new Error(`selected ${selected} and counted ${counted}, expected ${due}`);
-  console.log(`countDue: ${fmt(counted)} in ${results.count_due_ms.toFixed(1)} ms; selectDue: ${fmt(selected)} entries in ${pages} pages in ${results.select_due_ms.toFixed(1)} ms`);
+  if (selected !== due || counted !== due)
+    throw new Error(`selected ${selected} and counted ${counted}, expected ${due}`);
+  console.log(
+    `countDue: ${fmt(counted)} in ${results.count_due_ms.toFixed(1)} ms; selectDue: ${fmt(selected)} entries in ${pages} pages in ${results.select_due_ms.toFixed(1)} ms`,
+  );
 
   // --- dry run and the real remap through the built CLI ------------------------------------------------------------
-  const env = childEnv(WORK, { UID2_BASE_URL: served.url, UID2_API_KEY: served.api_key, UID2_CLIENT_SECRET: served.client_secret });
+  const env = childEnv(WORK, {
+    UID2_BASE_URL: served.url,
+    UID2_API_KEY: served.api_key,
+    UID2_CLIENT_SECRET: served.client_secret,
+  });
   const run = (cliArgs) =>
     new Promise((resolveRun) => {
       const started = process.hrtime.bigint();
-      const child = spawn('/usr/bin/time', ['-f', '%M', process.execPath, BIN, ...cliArgs], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn('/usr/bin/time', ['-f', '%M', process.execPath, BIN, ...cliArgs], {
+        env,
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       let stderr = '';
       child.stderr.on('data', (d) => (stderr += d));
       child.once('close', (code) => {
@@ -130,7 +147,9 @@ try {
   const real = await run(['remap-due', '--state', statePath, '-o', changesPath, '--summary-json', summaryPath, ...at]);
   const summary = JSON.parse(readFileSync(summaryPath, 'utf8'));
   results.remap = { exit: real.code, wall_s: real.ms / 1000, peak_rss_mib: real.rssKiB / 1024, ...summary };
-  console.log(`remap-due: exit ${real.code} in ${sec(real.ms)} wall, peak RSS ${(real.rssKiB / 1024).toFixed(0)} MiB\n${real.stderr}`);
+  console.log(
+    `remap-due: exit ${real.code} in ${sec(real.ms)} wall, peak RSS ${(real.rssKiB / 1024).toFixed(0)} MiB\n${real.stderr}`,
+  );
   if (summary.rows !== due) throw new Error(`remap-due remapped ${summary.rows}, expected ${due}`);
 
   const again = await run(['remap-due', '--state', statePath, '-o', join(WORK, 'changes-2.csv'), ...at]);

@@ -35,7 +35,9 @@ const ALL_CASES = ['map1m', 'mapQuoted', 'map5m', 'mapEmail', 'mapState', 'hash'
 const ONLY = option('--only')?.split(',') ?? ALL_CASES;
 const RUNS = Number(option('--runs') ?? 3);
 // undefined: the CLI's own default (map: cores - 1, hash: one per core); 0: everything on the main thread
-const THREADS = option('--threads')?.split(',').map((t) => (t === 'default' ? undefined : Number(t))) ?? [undefined, 0];
+const THREADS = option('--threads')
+  ?.split(',')
+  .map((t) => (t === 'default' ? undefined : Number(t))) ?? [undefined, 0];
 const SKIP_5M_STATE = flag('--skip-5m-state');
 // a kept state (e.g. bench/remap.mjs --keep's) to map 1M rows into, copied first: `--state-into FILE`
 const STATE_INTO = option('--state-into');
@@ -56,7 +58,9 @@ const fmt = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') :
 async function input(rows, kind, quote = 'minimal') {
   const path = join(DATA, `${kind}${quote === 'all' ? '-quoted' : ''}-${rows}-seed42.csv`);
   if (!existsSync(path)) {
-    process.stderr.write(`generating ${fmt(rows)} ${kind} rows${quote === 'all' ? ' (all quoted)' : ''} into ${path}...\n`);
+    process.stderr.write(
+      `generating ${fmt(rows)} ${kind} rows${quote === 'all' ? ' (all quoted)' : ''} into ${path}...\n`,
+    );
     const { writeRows } = await import(pathToFileURL(join(ROOT, 'bench', 'gen-input.mjs')).href);
     await writeRows({ rows, seed: 42, out: `${path}.part`, kind, quote });
     const { renameSync } = await import('node:fs');
@@ -89,7 +93,10 @@ const REPORT = `data:text/javascript,${encodeURIComponent(
 async function runCli(args, { serve, env = {}, okCodes = [0] } = {}) {
   const serveCpu0 = serve ? cpuSecondsOf(serve.child.pid) : 0;
   const started = process.hrtime.bigint();
-  const child = spawn(process.execPath, ['--import', REPORT, BIN, ...args], { env: childEnv(WORK, env), stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', REPORT, BIN, ...args], {
+    env: childEnv(WORK, env),
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const [code] = await once(child, 'close');
@@ -132,8 +139,12 @@ function record(name, row) {
 }
 
 const threadArgs = (t) => (t === undefined ? [] : ['--threads', String(t)]);
-const DEFAULT_THREADS = { map: Math.min(3, Math.max(1, cpus().length - 1)), hash: Math.min(4, Math.max(1, cpus().length)) };
-const threadLabel = (t, command = 'map') => (t === undefined ? ` (default --threads ${DEFAULT_THREADS[command]})` : ` --threads ${t}`);
+const DEFAULT_THREADS = {
+  map: Math.min(3, Math.max(1, cpus().length - 1)),
+  hash: Math.min(4, Math.max(1, cpus().length)),
+};
+const threadLabel = (t, command = 'map') =>
+  t === undefined ? ` (default --threads ${DEFAULT_THREADS[command]})` : ` --threads ${t}`;
 
 async function mapCase(serve, rows, kind, runs, threads, stateFrom) {
   const path = await input(rows, kind);
@@ -147,13 +158,29 @@ async function mapCase(serve, rows, kind, runs, threads, stateFrom) {
   const summary = join(WORK, `map-summary-${kind}-${rows}.json`);
   const r = await medianRun(runs, () => {
     if (stateFrom !== undefined) freshState();
-    return runCli(['map', path, '-o', out, '--base-url', serve.url, '--quiet', '--summary-json', summary, ...stateArgs, ...threadArgs(threads)], {
-      serve,
-      env: credentials(serve),
-      okCodes: [0, 3],
-    });
+    return runCli(
+      [
+        'map',
+        path,
+        '-o',
+        out,
+        '--base-url',
+        serve.url,
+        '--quiet',
+        '--summary-json',
+        summary,
+        ...stateArgs,
+        ...threadArgs(threads),
+      ],
+      {
+        serve,
+        env: credentials(serve),
+        okCodes: [0, 3],
+      },
+    );
   });
-  if (stateFrom !== undefined) for (const suffix of ['', '-wal', '-shm', '.lock']) rmSync(statePath + suffix, { force: true });
+  if (stateFrom !== undefined)
+    for (const suffix of ['', '-wal', '-shm', '.lock']) rmSync(statePath + suffix, { force: true });
   const s = JSON.parse(readFileSync(summary, 'utf8'));
   if (s.rows !== rows) throw new Error(`map: expected ${rows} rows in the summary, got ${s.rows}`);
   const outMb = statSync(out).size / 1e6;
@@ -189,7 +216,18 @@ async function mapQuotedCase(serve, rows, runs, threads) {
     for (const side of ['plain', 'quoted']) {
       const out = join(WORK, `mapped-${side}-${rows}.csv`);
       const summary = join(WORK, `map-summary-${side}-${rows}.json`);
-      const args = ['map', paths[side], '-o', out, '--base-url', serve.url, '--quiet', '--summary-json', summary, ...threadArgs(threads)];
+      const args = [
+        'map',
+        paths[side],
+        '-o',
+        out,
+        '--base-url',
+        serve.url,
+        '--quiet',
+        '--summary-json',
+        summary,
+        ...threadArgs(threads),
+      ];
       runsOf[side].push(await runCli(args, { serve, env: credentials(serve), okCodes: [0, 3] }));
       const s = JSON.parse(readFileSync(summary, 'utf8'));
       if (s.rows !== rows) throw new Error(`map: expected ${rows} rows in the summary, got ${s.rows}`);
@@ -200,7 +238,12 @@ async function mapQuotedCase(serve, rows, runs, threads) {
   const side = (name) => {
     const m = median(runsOf[name].map((r) => r.seconds));
     const r = runsOf[name].find((x) => x.seconds === m);
-    return { seconds: m, runs: runsOf[name].map((x) => Number(x.seconds.toFixed(2))), cpuS: r.cpuS, mainS: r.mainThreadCpuS };
+    return {
+      seconds: m,
+      runs: runsOf[name].map((x) => Number(x.seconds.toFixed(2))),
+      cpuS: r.cpuS,
+      mainS: r.mainThreadCpuS,
+    };
   };
   const plain = side('plain');
   const quoted = side('quoted');
@@ -216,7 +259,8 @@ async function mapQuotedCase(serve, rows, runs, threads) {
     unquoted_cli_cpu_s: Number(plain.cpuS.toFixed(2)),
     unquoted_main_thread_cpu_s: Number(plain.mainS.toFixed(2)),
     quoted_vs_unquoted: Number((plain.seconds / quoted.seconds).toFixed(3)),
-    same_output: digests.plain.size === 1 && digests.quoted.size === 1 && [...digests.plain][0] === [...digests.quoted][0],
+    same_output:
+      digests.plain.size === 1 && digests.quoted.size === 1 && [...digests.plain][0] === [...digests.quoted][0],
   };
 }
 
@@ -241,7 +285,11 @@ async function optoutCase(serve, count, runs) {
   const path = rawUidFile(count);
   const out = join(WORK, 'optout.csv');
   const r = await medianRun(runs, () =>
-    runCli(['optout-check', path, '-o', out, '--base-url', serve.url, '--quiet'], { serve, env: credentials(serve), okCodes: [0] }),
+    runCli(['optout-check', path, '-o', out, '--base-url', serve.url, '--quiet'], {
+      serve,
+      env: credentials(serve),
+      okCodes: [0],
+    }),
   );
   rmSync(out, { force: true });
   return {
@@ -297,7 +345,9 @@ async function serviceCase(serve, requests) {
 
 /** bench/remap.mjs in its own process (it builds the state through dist/state and starts its own serve). */
 async function remapCase(entries) {
-  const child = spawn(process.execPath, [join(ROOT, 'bench', 'remap.mjs'), String(entries)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [join(ROOT, 'bench', 'remap.mjs'), String(entries)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let stdout = '';
   child.stdout.on('data', (d) => (stdout += d));
   const [code] = await once(child, 'close');
@@ -325,7 +375,9 @@ const machine = {
   node: process.version,
   load_avg_at_start: Number(loadavg()[0].toFixed(2)),
 };
-process.stderr.write(`bench: ${machine.cores} cores (${machine.cpu_model}), Node ${machine.node}, load ${machine.load_avg_at_start}\n`);
+process.stderr.write(
+  `bench: ${machine.cores} cores (${machine.cpu_model}), Node ${machine.node}, load ${machine.load_avg_at_start}\n`,
+);
 
 const serve = await startServe(WORK);
 try {
@@ -336,12 +388,22 @@ try {
     await mapCase(serve, 1_000_000, 'mixed', 1, undefined);
   }
   for (const t of THREADS) {
-    if (ONLY.includes('map1m')) record(`map 1M mixed${threadLabel(t)}`, await mapCase(serve, 1_000_000, 'mixed', RUNS, t));
-    if (ONLY.includes('mapQuoted')) record(`map 1M mixed all-quoted${threadLabel(t)}`, await mapQuotedCase(serve, 1_000_000, RUNS, t));
-    if (ONLY.includes('mapEmail')) record(`map 1M email-only${threadLabel(t)}`, await mapCase(serve, 1_000_000, 'email', RUNS, t));
-    if (ONLY.includes('mapState')) record(`map 1M mixed --state (new file)${threadLabel(t)}`, await mapCase(serve, 1_000_000, 'mixed', 1, t, 'empty'));
+    if (ONLY.includes('map1m'))
+      record(`map 1M mixed${threadLabel(t)}`, await mapCase(serve, 1_000_000, 'mixed', RUNS, t));
+    if (ONLY.includes('mapQuoted'))
+      record(`map 1M mixed all-quoted${threadLabel(t)}`, await mapQuotedCase(serve, 1_000_000, RUNS, t));
+    if (ONLY.includes('mapEmail'))
+      record(`map 1M email-only${threadLabel(t)}`, await mapCase(serve, 1_000_000, 'email', RUNS, t));
+    if (ONLY.includes('mapState'))
+      record(
+        `map 1M mixed --state (new file)${threadLabel(t)}`,
+        await mapCase(serve, 1_000_000, 'mixed', 1, t, 'empty'),
+      );
     if (ONLY.includes('mapState') && STATE_INTO !== undefined) {
-      record(`map 1M mixed --state (copy of a kept state)${threadLabel(t)}`, await mapCase(serve, 1_000_000, 'mixed', 1, t, STATE_INTO));
+      record(
+        `map 1M mixed --state (copy of a kept state)${threadLabel(t)}`,
+        await mapCase(serve, 1_000_000, 'mixed', 1, t, STATE_INTO),
+      );
     }
     if (ONLY.includes('map5m')) record(`map 5M mixed${threadLabel(t)}`, await mapCase(serve, 5_000_000, 'mixed', 1, t));
     if (ONLY.includes('hash')) record(`hash 1M mixed${threadLabel(t, 'hash')}`, await hashCase(1_000_000, RUNS, t));
@@ -370,14 +432,19 @@ if (mapRow && svc) {
 }
 
 const output = { machine, results };
-const previous = existsSync(RESULTS) && ONLY.length < ALL_CASES.length ? JSON.parse(readFileSync(RESULTS, 'utf8')) : undefined;
+const previous =
+  existsSync(RESULTS) && ONLY.length < ALL_CASES.length ? JSON.parse(readFileSync(RESULTS, 'utf8')) : undefined;
 if (previous) output.results = { ...previous.results, ...results };
 writeFileSync(RESULTS, `${JSON.stringify(output, null, 2)}\n`);
 
 // --- the table ---------------------------------------------------------------------------------------------------
 const rate = (r) => r.rows_per_s ?? r.raw_uids_per_s ?? r.items_per_s;
-console.log(`\nuid2-batch bench, ${machine.date.slice(0, 10)}: ${machine.cores} cores, ${machine.cpu_model}, Node ${machine.node}`);
-console.log(`${'case'.padEnd(40)} ${'per s'.padStart(10)} ${'wall s'.padStart(8)} ${'peak RSS'.padStart(9)} ${'CPU s'.padStart(6)} ${'main thr'.padStart(8)} ${'serve CPU'.padStart(9)}  notes`);
+console.log(
+  `\nuid2-batch bench, ${machine.date.slice(0, 10)}: ${machine.cores} cores, ${machine.cpu_model}, Node ${machine.node}`,
+);
+console.log(
+  `${'case'.padEnd(40)} ${'per s'.padStart(10)} ${'wall s'.padStart(8)} ${'peak RSS'.padStart(9)} ${'CPU s'.padStart(6)} ${'main thr'.padStart(8)} ${'serve CPU'.padStart(9)}  notes`,
+);
 for (const r of table) {
   const rss = r.peak_rss_mb ?? r.remap_peak_rss_mb;
   let notes = '';
@@ -385,7 +452,8 @@ for (const r of table) {
   if (r.quoted_vs_unquoted !== undefined) {
     notes += `; unquoted ${fmt(r.unquoted_rows_per_s)}/s (runs ${r.unquoted_runs_s.join('/')}): quoted at ${r.quoted_vs_unquoted}x, output ${r.same_output ? 'the same bytes' : 'DIFFERS'}`;
   }
-  if (r.select_due_ms !== undefined) notes = `${fmt(r.due)} due: select ${r.select_due_ms} ms, count ${r.count_due_ms} ms (full scan ${r.full_scan_ms} ms); build ${r.build_s} s`;
+  if (r.select_due_ms !== undefined)
+    notes = `${fmt(r.due)} due: select ${r.select_due_ms} ms, count ${r.count_due_ms} ms (full scan ${r.full_scan_ms} ms); build ${r.build_s} s`;
   if (r.items_per_serve_cpu_s !== undefined) notes = `${fmt(r.items_per_serve_cpu_s)} items per serve CPU s`;
   console.log(
     `${r.name.padEnd(40)} ${(rate(r) !== undefined ? fmt(rate(r)) : '').padStart(10)} ${String(r.seconds ?? r.remap_total_s ?? '').padStart(8)} ${(rss !== undefined ? `${rss} MB` : '').padStart(9)} ${String(r.cli_cpu_s ?? '').padStart(6)} ${String(r.main_thread_cpu_s ?? '').padStart(8)} ${String(r.serve_cpu_s ?? '').padStart(9)}  ${notes}`,
@@ -393,6 +461,8 @@ for (const r of table) {
 }
 if (results.service_vs_client) {
   const s = results.service_vs_client;
-  console.log(`service ${fmt(s.service_items_per_core_s)} items/core-s vs client ${fmt(s.client_rows_per_core_s)} rows/core-s: ${s.ratio_items_vs_client_rows}x (per item sent: ${s.ratio_items_vs_client_items}x)`);
+  console.log(
+    `service ${fmt(s.service_items_per_core_s)} items/core-s vs client ${fmt(s.client_rows_per_core_s)} rows/core-s: ${s.ratio_items_vs_client_rows}x (per item sent: ${s.ratio_items_vs_client_items}x)`,
+  );
 }
 console.log(`written: ${RESULTS}`);

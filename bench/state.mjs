@@ -36,7 +36,15 @@ const COMMIT_ROWS = Number(option('--commit-rows') ?? 5_000);
 const KEEP = args.includes('--keep') || REUSE !== undefined;
 const MMAP_MIB = Number(option('--mmap') ?? 0);
 const TAIL = option('--tail') === undefined ? undefined : Number(option('--tail'));
-const results = { date: new Date().toISOString(), node: process.version, cpus: cpus().length, commitRows: COMMIT_ROWS, tailEntries: TAIL ?? null, mmapMiB: MMAP_MIB, perMillion: [] };
+const results = {
+  date: new Date().toISOString(),
+  node: process.version,
+  cpus: cpus().length,
+  commitRows: COMMIT_ROWS,
+  tailEntries: TAIL ?? null,
+  mmapMiB: MMAP_MIB,
+  perMillion: [],
+};
 const DAY = 86_400;
 // a UTC midnight: the service floors r to one, so all entries of a day share r (the worst case for ties)
 const TODAY = Math.floor(Date.UTC(2026, 0, 15) / 1000);
@@ -68,7 +76,11 @@ const rates = (n, c, unit) => `${fmt(n / c.wall)} ${unit}/s wall, ${fmt(n / c.cp
 const ms = (c) => `${(c.wall * 1000).toFixed(1)} ms wall, ${(c.cpu * 1000).toFixed(1)} ms CPU`;
 
 const openedAt = process.hrtime.bigint();
-const store = openState(path, { envFingerprint: ENV, mmapMiB: MMAP_MIB, ...(TAIL === undefined ? {} : { tailEntries: TAIL }) });
+const store = openState(path, {
+  envFingerprint: ENV,
+  mmapMiB: MMAP_MIB,
+  ...(TAIL === undefined ? {} : { tailEntries: TAIL }),
+});
 results.openMs = Number(process.hrtime.bigint() - openedAt) / 1e6;
 try {
   let entries = store.counts().entries;
@@ -92,7 +104,12 @@ try {
         updates[j] = {
           type: typeOf(i),
           hash: b64(`identifier-${i}`),
-          outcome: { kind: 'mapped', u: b64(`raw-${i}`), p: i % 20 === 0 ? b64(`prev-${i}`) : null, r: TODAY + (1 + (i % 365)) * DAY },
+          outcome: {
+            kind: 'mapped',
+            u: b64(`raw-${i}`),
+            p: i % 20 === 0 ? b64(`prev-${i}`) : null,
+            r: TODAY + (1 + (i % 365)) * DAY,
+          },
         };
       }
       const c = clock();
@@ -104,17 +121,25 @@ try {
       lapRows += n;
       if ((first + n) % 1_000_000 === 0 || first + n === entries) {
         line(`  commitBatch up to ${fmt(first + n)}`, rates(lapRows, lap, 'rows'));
-        results.perMillion.push({ upTo: first + n, rowsPerS: Math.round(lapRows / lap.wall), rowsPerCpuS: Math.round(lapRows / lap.cpu) });
+        results.perMillion.push({
+          upTo: first + n,
+          rowsPerS: Math.round(lapRows / lap.wall),
+          rowsPerCpuS: Math.round(lapRows / lap.cpu),
+        });
         lap = clock();
         lapRows = 0;
       }
     }
-    line('build: whole run (hashing + commits)', `${(Number(process.hrtime.bigint() - start) / 1e9).toFixed(1)} s wall`);
+    line(
+      'build: whole run (hashing + commits)',
+      `${(Number(process.hrtime.bigint() - start) / 1e9).toFixed(1)} s wall`,
+    );
     line('build: inside commitBatch', `${total.wall.toFixed(1)} s wall = ${rates(entries, total, 'rows')}`);
     results.entries = entries;
     results.commitRowsPerS = Math.round(entries / total.wall);
     const pm = results.perMillion;
-    if (pm.length > 1) line('build: first / last lap (commit rate ratio)', (pm[0].rowsPerS / pm[pm.length - 1].rowsPerS).toFixed(2));
+    if (pm.length > 1)
+      line('build: first / last lap (commit rate ratio)', (pm[0].rowsPerS / pm[pm.length - 1].rowsPerS).toFixed(2));
   }
   const size = statSync(path).size + (existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0);
   line('file size (db + wal)', mb(size));
@@ -125,7 +150,10 @@ try {
   }
   const checkpointed = statSync(path).size + (existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0);
   results.bytesPerEntry = checkpointed / entries;
-  line('after checkpoint: size, bytes per entry', `${mb(checkpointed)}, ${(checkpointed / entries).toFixed(1)} bytes per entry`);
+  line(
+    'after checkpoint: size, bytes per entry',
+    `${mb(checkpointed)}, ${(checkpointed / entries).toFixed(1)} bytes per entry`,
+  );
 
   // ---- remap-due: tomorrow, one day's entries are due
   const now = TODAY + DAY;
@@ -142,7 +170,10 @@ try {
     cursor = page[page.length - 1];
   }
   if (walked !== due) throw new Error(`selectDue walked ${walked} but countDue says ${due}`);
-  line("selectDue: one day's due, pages of 5,000", `${fmt(walked)} entries in ${ms(c)} (${rates(walked, c, 'entries')})`);
+  line(
+    "selectDue: one day's due, pages of 5,000",
+    `${fmt(walked)} entries in ${ms(c)} (${rates(walked, c, 'entries')})`,
+  );
   results.dueOneDay = { entries: walked, ms: c.wall * 1000 };
   c = clock();
   const byDay = timed(c, () => store.dueByDay(now, 7));
@@ -173,7 +204,9 @@ try {
       found += timed(c, () => store.lookupMany(keys).size);
     }
     line(label, `${rates(ROUNDS * 5_000, c, 'lookups')} (${fmt(found)} found)`);
-    results[`lookups_${hitEvery === 1 ? 'all' : hitEvery === 0 ? 'none' : 'half'}`] = Math.round((ROUNDS * 5_000) / c.wall);
+    results[`lookups_${hitEvery === 1 ? 'all' : hitEvery === 0 ? 'none' : 'half'}`] = Math.round(
+      (ROUNDS * 5_000) / c.wall,
+    );
   }
 
   // ---- opt-out sweep and counts
@@ -186,7 +219,12 @@ try {
   while (swept < sweep) {
     const page = timed(c, () => store.selectForOptoutCheck(Math.min(5_000, sweep - swept), after));
     if (page.length === 0) break;
-    timed(c, () => store.recordOptoutChecks(page.map((e) => e.id), now));
+    timed(c, () =>
+      store.recordOptoutChecks(
+        page.map((e) => e.id),
+        now,
+      ),
+    );
     swept += page.length;
     after = page[page.length - 1];
   }

@@ -21,19 +21,47 @@
 import { createServiceClient, type ClientStats, type ServiceClient } from './client/index.js';
 import type { DiiType, IdentifierKind } from './identity/index.js';
 import { AdaptiveConcurrency } from './pipeline/run/adaptive-limiter.js';
-import { newMapRunCounts, type EngineColumn, type EngineState, type MapRunCounts, type MapRunOutcome } from './pipeline/map/map-engine.js';
+import {
+  newMapRunCounts,
+  type EngineColumn,
+  type EngineState,
+  type MapRunCounts,
+  type MapRunOutcome,
+} from './pipeline/map/map-engine.js';
 import { runMapJob } from './pipeline/jobs/map-job.js';
 import { SLOT, SLOT_STATUS_NAMES, type RowChunk } from './pipeline/map/row-chunk.js';
 import type { InputRow } from './pipeline/table/table.js';
 import { envFingerprint } from './config/index.js';
 import { openState, type StateStore } from './state/index.js';
 
-export type { DiiType, IdentifierKind, NormalizedPhone, PhoneInvalidReason, PhoneRegion, PrepareOptions } from './identity/index.js';
-export { normalizeEmail, isNormalizedPhone, normalizeHash, sha256Base64, prepareIdentifier, prepareAuto } from './identity/index.js';
+export type {
+  DiiType,
+  IdentifierKind,
+  NormalizedPhone,
+  PhoneInvalidReason,
+  PhoneRegion,
+  PrepareOptions,
+} from './identity/index.js';
+export {
+  normalizeEmail,
+  isNormalizedPhone,
+  normalizeHash,
+  sha256Base64,
+  prepareIdentifier,
+  prepareAuto,
+} from './identity/index.js';
 export { normalizePhone, parsePhoneRegion, PhoneRegionError } from './identity/index.js';
 export { createServiceClient } from './client/index.js';
 export type { ClientOptions, ClientStats, ServiceClient, RetryEvent } from './client/index.js';
-export { MapEngine, type EngineColumn, type EngineState, type MapEngineOptions, type MapRunCounts, type MapRunOutcome, type MapRunResult } from './pipeline/map/map-engine.js';
+export {
+  MapEngine,
+  type EngineColumn,
+  type EngineState,
+  type MapEngineOptions,
+  type MapRunCounts,
+  type MapRunOutcome,
+  type MapRunResult,
+} from './pipeline/map/map-engine.js';
 export { AdaptiveConcurrency, type AdaptiveConcurrencyOptions } from './pipeline/run/adaptive-limiter.js';
 export { outputHeader, outputRows, RESULT_COLUMNS } from './pipeline/map/result-columns.js';
 export type { RowChunk } from './pipeline/map/row-chunk.js';
@@ -46,7 +74,10 @@ export type { StateStore, StateEntry, OpenStateOptions } from './state/index.js'
  * `--state`, so a file made here and one made by `uid2-batch map --state` are interchangeable.
  * Close it when done (`store.close()`).
  */
-export function openStateFor(path: string, options: { baseUrl: string; scope?: 'UID2' | 'EUID'; readonly?: boolean }): StateStore {
+export function openStateFor(
+  path: string,
+  options: { baseUrl: string; scope?: 'UID2' | 'EUID'; readonly?: boolean },
+): StateStore {
   const fingerprint = envFingerprint({
     env: { name: 'library', baseUrl: new URL(options.baseUrl).origin, scope: options.scope ?? 'UID2', isPublic: true },
     isLocal: false,
@@ -99,7 +130,13 @@ export interface MapRowsOptions {
 
 export type IdentifierResult =
   | { status: 'mapped'; rawUid: string; prevRawUid: string | null; refreshFrom: number; reason: null }
-  | { status: 'optout' | 'invalid' | 'error' | 'missing'; rawUid: null; prevRawUid: null; refreshFrom: null; reason: string };
+  | {
+      status: 'optout' | 'invalid' | 'error' | 'missing';
+      rawUid: null;
+      prevRawUid: null;
+      refreshFrom: null;
+      reason: string;
+    };
 
 export interface MappedRow {
   /** The input row's cells, unchanged. */
@@ -227,7 +264,9 @@ export async function* mapRows(
 
 function makeClient(options: MapRowsOptions, limiter: AdaptiveConcurrency): ServiceClient {
   if (!options.baseUrl || !options.apiKey || !options.clientSecret) {
-    throw new TypeError('mapRows: give options.client, or options.baseUrl with options.apiKey and options.clientSecret');
+    throw new TypeError(
+      'mapRows: give options.client, or options.baseUrl with options.apiKey and options.clientSecret',
+    );
   }
   return createServiceClient({
     baseUrl: options.baseUrl,
@@ -239,7 +278,9 @@ function makeClient(options: MapRowsOptions, limiter: AdaptiveConcurrency): Serv
   });
 }
 
-async function* inputChunks(rows: AsyncIterable<readonly string[]> | Iterable<readonly string[]>): AsyncGenerator<InputRow[]> {
+async function* inputChunks(
+  rows: AsyncIterable<readonly string[]> | Iterable<readonly string[]>,
+): AsyncGenerator<InputRow[]> {
   let chunk: InputRow[] = [];
   let line = 0;
   for await (const cells of rows) {

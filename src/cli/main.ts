@@ -23,10 +23,15 @@ export function buildProgram(): Command {
 }
 
 const UNAUTHORIZED_MESSAGE =
-  'the service refused the API key (401): check UID2_API_KEY, the environment (integ and prod keys differ) and the key\'s role';
+  "the service refused the API key (401): check UID2_API_KEY, the environment (integ and prod keys differ) and the key's role";
 
 /** Errors of src/state that mean "the user must change something": exit 2. Matched by name to keep cli loosely tied. */
-const STATE_USER_ERRORS = new Set(['StateEnvMismatchError', 'StateLockedError', 'StateNotFoundError', 'StateFormatError']);
+const STATE_USER_ERRORS = new Set([
+  'StateEnvMismatchError',
+  'StateLockedError',
+  'StateNotFoundError',
+  'StateFormatError',
+]);
 
 /** Answers of the service other than 401 and clock skew, after the client's retries: the run failed. */
 const SERVICE_ERRORS = new Set([
@@ -111,19 +116,30 @@ function describeErrorUnclipped(err: unknown): { line?: string; exitCode: number
   if (SERVICE_ERRORS.has(f.name)) return { line: f.message, exitCode: EXIT.failed };
   if (f.userMessage !== undefined && f.name.endsWith('Error')) {
     const known = Object.values(EXIT) as number[];
-    return { line: f.userMessage, exitCode: f.exitCode !== undefined && known.includes(f.exitCode) ? f.exitCode : EXIT.failed };
+    return {
+      line: f.userMessage,
+      exitCode: f.exitCode !== undefined && known.includes(f.exitCode) ? f.exitCode : EXIT.failed,
+    };
   }
   if (f.code && f.path && FILE_PROBLEMS[f.code]) {
-    return { line: `cannot use ${f.path}: ${FILE_PROBLEMS[f.code]}`, exitCode: f.code === 'ENOENT' || f.code === 'EISDIR' || f.code === 'ENOTDIR' ? EXIT.usage : EXIT.failed };
+    return {
+      line: `cannot use ${f.path}: ${FILE_PROBLEMS[f.code]}`,
+      exitCode: f.code === 'ENOENT' || f.code === 'EISDIR' || f.code === 'ENOTDIR' ? EXIT.usage : EXIT.failed,
+    };
   }
   return { line: `${f.message || f.name} (set UID2_DEBUG=1 for details)`, exitCode: EXIT.failed };
 }
 
 /** Turns any failure into one line on stderr and an exit code; a stack trace only with UID2_DEBUG set. */
-export function reportError(err: unknown, stream: { write(chunk: string): unknown } = process.stderr, env: NodeJS.ProcessEnv = process.env): number {
+export function reportError(
+  err: unknown,
+  stream: { write(chunk: string): unknown } = process.stderr,
+  env: NodeJS.ProcessEnv = process.env,
+): number {
   const { line, exitCode } = describeError(err);
   if (line !== undefined) stream.write(`uid2-batch: ${line}\n`);
-  if (env.UID2_DEBUG && err instanceof Error && err.stack && !(err instanceof CommanderError)) stream.write(`${err.stack}\n`);
+  if (env.UID2_DEBUG && err instanceof Error && err.stack && !(err instanceof CommanderError))
+    stream.write(`${err.stack}\n`);
   return exitCode;
 }
 
@@ -151,7 +167,9 @@ export function endQuietlyOnBrokenPipe(
  * stderr only carries messages: when it fails (its terminal closed) the run goes on and ends by its own
  * rules, instead of dying of an unhandled 'error' event with its temp files left behind.
  */
-export function ignoreStderrFailures(stderr: { on(event: 'error', listener: (err: Error) => void): unknown } = process.stderr): void {
+export function ignoreStderrFailures(
+  stderr: { on(event: 'error', listener: (err: Error) => void): unknown } = process.stderr,
+): void {
   stderr.on('error', () => undefined);
 }
 
@@ -181,7 +199,12 @@ export async function main(argv: string[]): Promise<void> {
   const summaryPath = summaryJsonPathIn(argv.slice(2));
   if (summaryPath !== undefined) {
     const exitCode = typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
-    const problem = await completeSummaryJson({ path: summaryPath, command: commandWordsIn(argv.slice(2)), exitCode, ...(error !== undefined ? { error } : {}) });
+    const problem = await completeSummaryJson({
+      path: summaryPath,
+      command: commandWordsIn(argv.slice(2)),
+      exitCode,
+      ...(error !== undefined ? { error } : {}),
+    });
     if (problem !== undefined) {
       process.stderr.write(`uid2-batch: ${clipErrorLine(problem)}\n`);
       if (exitCode === EXIT.ok) process.exitCode = EXIT.failed;

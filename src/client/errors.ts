@@ -7,7 +7,15 @@ import { EnvelopeError } from '../protocol/index.js';
  */
 
 /** `proxy`: the proxy would not open the way to the service; `proxy-auth`: it wants other credentials (407). */
-export type NetworkFailure = 'refused' | 'reset' | 'timeout' | 'dns' | 'unreachable' | 'closed' | 'proxy' | 'proxy-auth';
+export type NetworkFailure =
+  | 'refused'
+  | 'reset'
+  | 'timeout'
+  | 'dns'
+  | 'unreachable'
+  | 'closed'
+  | 'proxy'
+  | 'proxy-auth';
 
 /**
  * The connection failed, dropped or timed out: worth another attempt with a fresh envelope. The one exception is a
@@ -26,9 +34,18 @@ export class NetworkError extends Error {
     readonly code: string,
     options?: { cause?: unknown; via?: string; viaFrom?: string },
   ) {
-    const through = options?.via === undefined ? '' : ` through the proxy ${options.via}${options.viaFrom ? ` (from ${options.viaFrom})` : ''}`;
-    const fix = failure === 'proxy-auth' ? `; put the right user:password in the proxy URL${options?.viaFrom ? ` of ${options.viaFrom}` : ''}` : '';
-    super(`${describeFailure(failure)} talking to the identity service at ${target}${through} (${code})${fix}`, options);
+    const through =
+      options?.via === undefined
+        ? ''
+        : ` through the proxy ${options.via}${options.viaFrom ? ` (from ${options.viaFrom})` : ''}`;
+    const fix =
+      failure === 'proxy-auth'
+        ? `; put the right user:password in the proxy URL${options?.viaFrom ? ` of ${options.viaFrom}` : ''}`
+        : '';
+    super(
+      `${describeFailure(failure)} talking to the identity service at ${target}${through} (${code})${fix}`,
+      options,
+    );
     this.retryable = failure !== 'proxy-auth';
     this.via = options?.via;
   }

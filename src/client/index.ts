@@ -22,7 +22,13 @@
  * answer that does not open with the given key throws RefreshKeyMismatchError. `client.stats` counts every attempt.
  */
 export { createServiceClient, CLIENT_DEFAULTS } from './service-client.js';
-export { AbortError, NetworkError, RefreshKeyMismatchError, UnexpectedResponseError, type NetworkFailure } from './errors.js';
+export {
+  AbortError,
+  NetworkError,
+  RefreshKeyMismatchError,
+  UnexpectedResponseError,
+  type NetworkFailure,
+} from './errors.js';
 export { backoffDelayMs, parseRetryAfter, isRetryable, RETRY_AFTER_CAP_MS } from './retry.js';
 export { CLIENT_VERSION } from './client-version.js';
 export {

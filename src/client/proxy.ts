@@ -83,7 +83,8 @@ export function noProxyMatch(value: string, hostname: string, port: number): str
 /** Where the requests to `target` go under `settings`. */
 export function proxyRouteFor(target: string | URL, settings: ProxySettings): ProxyRoute {
   const url = typeof target === 'string' ? new URL(target) : target;
-  if (settings.mode === 'off') return { kind: 'direct', why: settings.offBy ? `proxy turned off by ${settings.offBy}` : 'no proxy set' };
+  if (settings.mode === 'off')
+    return { kind: 'direct', why: settings.offBy ? `proxy turned off by ${settings.offBy}` : 'no proxy set' };
   const proxy = url.protocol === 'https:' ? (settings.https ?? settings.http) : settings.http;
   if (proxy === undefined) return { kind: 'direct', why: `no proxy set for ${url.protocol}// targets` };
   const host = bareHost(url.hostname);
@@ -93,7 +94,10 @@ export function proxyRouteFor(target: string | URL, settings: ProxySettings): Pr
     return { kind: 'direct', why: `${settings.noProxy.from} entry "${redactUrlText(exempt)}" matches ${url.hostname}` };
   }
   if (settings.mode === 'env' && isLoopback(host)) {
-    return { kind: 'direct', why: `${url.hostname} is this machine (${proxy.from} is not used for loopback; pass --proxy URL to force it)` };
+    return {
+      kind: 'direct',
+      why: `${url.hostname} is this machine (${proxy.from} is not used for loopback; pass --proxy URL to force it)`,
+    };
   }
   return { kind: 'proxy', proxy };
 }

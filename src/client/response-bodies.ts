@@ -51,7 +51,10 @@ export function readMapV3Body(target: string, body: unknown, request: MapV3Reque
     const sent = request[kind]?.length ?? 0;
     if (answers.length !== sent) {
       // answers are matched to inputs by index, so a length mismatch would pin raw IDs on the wrong rows
-      throw new UnexpectedResponseError(target, `the v3 map answered ${answers.length} "${kind}" items for ${sent} sent`);
+      throw new UnexpectedResponseError(
+        target,
+        `the v3 map answered ${answers.length} "${kind}" items for ${sent} sent`,
+      );
     }
   }
   return body as unknown as MapV3ResponseBody;
@@ -63,7 +66,10 @@ export function readMapV2Body(target: string, body: unknown): MapV2ResponseBody 
   }
   if (body.unmapped === undefined) return { mapped: body.mapped as MapV2ResponseBody['mapped'] };
   if (!Array.isArray(body.unmapped)) throw new UnexpectedResponseError(target, 'the v2 map "unmapped" is not an array');
-  return { mapped: body.mapped as MapV2ResponseBody['mapped'], unmapped: body.unmapped as MapV2ResponseBody['unmapped'] };
+  return {
+    mapped: body.mapped as MapV2ResponseBody['mapped'],
+    unmapped: body.unmapped as MapV2ResponseBody['unmapped'],
+  };
 }
 
 export function readBucketsBody(target: string, body: unknown): SaltBucket[] {
@@ -94,7 +100,8 @@ export function readTokenResult(target: string, answer: ResponseJson): TokenResu
     }
   }
   for (const field of IDENTITY_TIME_FIELDS) {
-    if (typeof body[field] !== 'number') throw new UnexpectedResponseError(target, `the identity has no numeric "${field}"`);
+    if (typeof body[field] !== 'number')
+      throw new UnexpectedResponseError(target, `the identity has no numeric "${field}"`);
   }
   return { status: 'success', identity: pickTokenIdentity(body) };
 }

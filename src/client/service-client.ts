@@ -71,8 +71,14 @@ class UndiciServiceClient implements ServiceClient {
 
   constructor(options: ClientOptions) {
     const connections = positiveInteger('connections', options.connections ?? CLIENT_DEFAULTS.connections);
-    const connectTimeoutMs = positiveInteger('connectTimeoutMs', options.connectTimeoutMs ?? CLIENT_DEFAULTS.connectTimeoutMs);
-    const requestTimeoutMs = positiveInteger('requestTimeoutMs', options.requestTimeoutMs ?? CLIENT_DEFAULTS.requestTimeoutMs);
+    const connectTimeoutMs = positiveInteger(
+      'connectTimeoutMs',
+      options.connectTimeoutMs ?? CLIENT_DEFAULTS.connectTimeoutMs,
+    );
+    const requestTimeoutMs = positiveInteger(
+      'requestTimeoutMs',
+      options.requestTimeoutMs ?? CLIENT_DEFAULTS.requestTimeoutMs,
+    );
     const maxAttempts = positiveInteger('maxAttempts', options.maxAttempts ?? CLIENT_DEFAULTS.maxAttempts);
     const backoffBaseMs = nonNegative('backoffBaseMs', options.backoffBaseMs ?? CLIENT_DEFAULTS.backoffBaseMs);
     const backoffMaxMs = nonNegative('backoffMaxMs', options.backoffMaxMs ?? CLIENT_DEFAULTS.backoffMaxMs);
@@ -83,7 +89,13 @@ class UndiciServiceClient implements ServiceClient {
     this.commonHeaders = { 'x-uid2-client-version': CLIENT_VERSION };
     if (options.userAgent) this.commonHeaders['user-agent'] = options.userAgent;
     const proxy = options.proxy ?? NO_PROXY_SETTINGS;
-    this.transport = new Transport({ baseUrl: options.baseUrl, connections, connectTimeoutMs, requestTimeoutMs, proxy });
+    this.transport = new Transport({
+      baseUrl: options.baseUrl,
+      connections,
+      connectTimeoutMs,
+      requestTimeoutMs,
+      proxy,
+    });
     this.policy = new RetryPolicy(
       this.transport,
       {
@@ -123,7 +135,12 @@ class UndiciServiceClient implements ServiceClient {
   }
 
   async optoutStatus(advertisingIds: string[], options?: CallOptions): Promise<OptedOutItem[]> {
-    const answer = await this.callEncrypted(PATHS.optoutStatus, { advertising_ids: advertisingIds }, ['success'], options);
+    const answer = await this.callEncrypted(
+      PATHS.optoutStatus,
+      { advertising_ids: advertisingIds },
+      ['success'],
+      options,
+    );
     return readOptoutStatusBody(this.target(PATHS.optoutStatus), answer.body);
   }
 
@@ -150,7 +167,11 @@ class UndiciServiceClient implements ServiceClient {
     // refresh works without a key; with one, the service tells invalid from expired tokens
     // (docs/wire-protocol.md §4.4)
     if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
-    const { response } = await this.policy.dispatch(path, () => ({ request: { body: token, headers }, context: undefined }), options);
+    const { response } = await this.policy.dispatch(
+      path,
+      () => ({ request: { body: token, headers }, context: undefined }),
+      options,
+    );
     const data = this.readBody(path, response);
     let plain: Buffer;
     try {
@@ -172,7 +193,12 @@ class UndiciServiceClient implements ServiceClient {
   }
 
   /** JSON -> a fresh envelope per attempt -> first 200 -> decrypted, nonce-checked `{status, body}`. */
-  private async callEncrypted(path: string, payload: object, accepted: readonly string[], options?: CallOptions): Promise<ResponseJson> {
+  private async callEncrypted(
+    path: string,
+    payload: object,
+    accepted: readonly string[],
+    options?: CallOptions,
+  ): Promise<ResponseJson> {
     const { apiKey, secret } = this.credentials(path);
     const json = Buffer.from(JSON.stringify(payload), 'utf8');
     const headers: Record<string, string> = {
@@ -193,7 +219,8 @@ class UndiciServiceClient implements ServiceClient {
     try {
       opened = decryptResponse(secret, data, nonce);
     } catch (err) {
-      if (err instanceof EnvelopeError) throw new EnvelopeError(err.code, `the answer from ${this.target(path)} was rejected: ${err.message}`);
+      if (err instanceof EnvelopeError)
+        throw new EnvelopeError(err.code, `the answer from ${this.target(path)} was rejected: ${err.message}`);
       throw err;
     }
     this.serverTime = { serverMs: opened.timestampMs, localMs: this.now() };
@@ -223,7 +250,8 @@ class UndiciServiceClient implements ServiceClient {
 }
 
 function positiveInteger(name: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1) throw new Error(`client option ${name} must be a whole number of at least 1, got ${value}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new Error(`client option ${name} must be a whole number of at least 1, got ${value}`);
   return value;
 }
 

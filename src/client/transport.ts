@@ -1,6 +1,13 @@
 import { Pool, ProxyAgent, type Dispatcher } from 'undici';
 import { NetworkError, type NetworkFailure } from './errors.js';
-import { proxyRouteFor, redactProxyUrl, redactUrlText, type ProxyAddress, type ProxyRoute, type ProxySettings } from './proxy.js';
+import {
+  proxyRouteFor,
+  redactProxyUrl,
+  redactUrlText,
+  type ProxyAddress,
+  type ProxyRoute,
+  type ProxySettings,
+} from './proxy.js';
 
 /** One exchange as the wire saw it; the retry policy and the endpoint methods read it, nothing else. */
 export interface RawResponse {
@@ -68,7 +75,12 @@ export class Transport {
         // from undici is kept, since it is what reaches the proxy or opens the tunnel
         factory: (origin, opts) => new Pool(origin, { ...(opts as Pool.Options), ...poolOptions }),
         // the CONNECT requests themselves: a proxy that never answers one must time out like the service would
-        clientFactory: (origin, opts) => new Pool(origin, { ...(opts as Pool.Options), headersTimeout: options.requestTimeoutMs, bodyTimeout: options.requestTimeoutMs }),
+        clientFactory: (origin, opts) =>
+          new Pool(origin, {
+            ...(opts as Pool.Options),
+            headersTimeout: options.requestTimeoutMs,
+            bodyTimeout: options.requestTimeoutMs,
+          }),
       });
     }
   }
@@ -82,7 +94,12 @@ export class Transport {
     return this.send('GET', path, { headers }, signal);
   }
 
-  private async send(method: 'GET' | 'POST', path: string, request: { headers: Record<string, string>; body?: Buffer | string }, signal?: AbortSignal): Promise<RawResponse> {
+  private async send(
+    method: 'GET' | 'POST',
+    path: string,
+    request: { headers: Record<string, string>; body?: Buffer | string },
+    signal?: AbortSignal,
+  ): Promise<RawResponse> {
     try {
       const res = await this.dispatcher.request({
         origin: this.origin,
@@ -110,7 +127,8 @@ export class Transport {
   /** Known connection failures become NetworkError; anything else (a bug, an abort) passes through unchanged. */
   private asNetworkError(path: string, err: unknown): unknown {
     const refusal = this.proxy === undefined ? undefined : proxyRefusal(err);
-    if (refusal !== undefined) return this.proxyFailure(path, refusal === 407 ? 'proxy-auth' : 'proxy', `HTTP ${refusal}`, err);
+    if (refusal !== undefined)
+      return this.proxyFailure(path, refusal === 407 ? 'proxy-auth' : 'proxy', `HTTP ${refusal}`, err);
     const code = errorCode(err);
     const failure = code === undefined ? undefined : FAILURES[code];
     if (failure === undefined || code === undefined) return err;
@@ -181,7 +199,9 @@ function parseBaseUrl(baseUrl: string): URL {
   try {
     url = new URL(baseUrl);
   } catch {
-    throw new Error(`the service base URL is not a URL: "${redactUrlText(baseUrl)}" (expected e.g. https://operator-integ.uidapi.com)`);
+    throw new Error(
+      `the service base URL is not a URL: "${redactUrlText(baseUrl)}" (expected e.g. https://operator-integ.uidapi.com)`,
+    );
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
     throw new Error(`the service base URL must start with https:// or http://, got "${url.protocol}"`);

@@ -18,7 +18,9 @@ export function checkBaseUrl(raw: string, from: string, insecureHttp: boolean): 
     throw new ConfigError(`${from} '${raw}' is not a URL: write it like https://operator-integ.uidapi.com`);
   }
   if (url.username || url.password) {
-    throw new ConfigError(`${from} must not carry a user name or password: give the API key with UID2_API_KEY or --api-key-file`);
+    throw new ConfigError(
+      `${from} must not carry a user name or password: give the API key with UID2_API_KEY or --api-key-file`,
+    );
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
     throw new ConfigError(`${from} must start with https:// (got ${url.protocol}//)`);
@@ -29,11 +31,15 @@ export function checkBaseUrl(raw: string, from: string, insecureHttp: boolean): 
     );
   }
   if (url.search || url.hash) {
-    throw new ConfigError(`${from} must not have a query or fragment: give only the scheme, host and port, like https://operator-integ.uidapi.com`);
+    throw new ConfigError(
+      `${from} must not have a query or fragment: give only the scheme, host and port, like https://operator-integ.uidapi.com`,
+    );
   }
   const path = url.pathname.replace(/\/+$/, '');
   if (/\/v[23]$/.test(path)) {
-    throw new ConfigError(`${from} must not end with the API version (${path.slice(path.lastIndexOf('/'))}): use ${url.origin}${path.replace(/\/v[23]$/, '')}`);
+    throw new ConfigError(
+      `${from} must not end with the API version (${path.slice(path.lastIndexOf('/'))}): use ${url.origin}${path.replace(/\/v[23]$/, '')}`,
+    );
   }
   return url.origin + path;
 }

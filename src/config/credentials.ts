@@ -44,7 +44,14 @@ export function readSecretFile(path: string, origin: string, what: string, deps:
     text = deps.readFile(path);
   } catch (err) {
     const code = err && typeof err === 'object' && 'code' in err ? String((err as { code: unknown }).code) : undefined;
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : (code ?? 'unreadable');
+    const why =
+      code === 'ENOENT'
+        ? 'no such file'
+        : code === 'EACCES'
+          ? 'permission denied'
+          : code === 'EISDIR'
+            ? 'it is a directory'
+            : (code ?? 'unreadable');
     throw new ConfigError(`cannot read the ${what} file ${path} (from ${origin}): ${why}`);
   }
   const value = text.replace(/^\uFEFF/, '').replace(/[\r\n]+$/, '');
@@ -75,7 +82,11 @@ export function findCredential(
   }
   if (envValue) return { value: envValue, source: 'env', origin: spec.envVar };
   if (envFile) {
-    return { value: readSecretFile(envFile, spec.envFileVar, spec.what, deps), source: 'file', origin: `${spec.envFileVar} ${envFile}` };
+    return {
+      value: readSecretFile(envFile, spec.envFileVar, spec.what, deps),
+      source: 'file',
+      origin: `${spec.envFileVar} ${envFile}`,
+    };
   }
   if (profile) {
     const inline = profile.data[spec.profileKey];
@@ -84,7 +95,11 @@ export function findCredential(
     const file = profile.data[spec.profileFileKey];
     if (file !== undefined) {
       const path = profilePath(file, profile.file.path, deps.homedir());
-      return { value: readSecretFile(path, `${spec.profileFileKey} of ${where}`, spec.what, deps), source: 'profile', origin: `${where} (${path})` };
+      return {
+        value: readSecretFile(path, `${spec.profileFileKey} of ${where}`, spec.what, deps),
+        source: 'profile',
+        origin: `${where} (${path})`,
+      };
     }
   }
   return undefined;
@@ -92,18 +107,24 @@ export function findCredential(
 
 /** An API key travels in an HTTP header: whitespace inside it is a copy-paste accident, not a key. */
 export function checkApiKey(found: FoundCredential): void {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: a control character in a key is what it looks for
   if (/[\s\u0000-\u001f\u007f]/.test(found.value)) {
-    throw new ConfigError(`the API key from ${found.origin} contains spaces, tabs or line breaks: copy it again without them`);
+    throw new ConfigError(
+      `the API key from ${found.origin} contains spaces, tabs or line breaks: copy it again without them`,
+    );
   }
   if (/[^\u0020-\u007e]/.test(found.value)) {
-    throw new ConfigError(`the API key from ${found.origin} contains non-ASCII characters: copy it again from the UID2 portal`);
+    throw new ConfigError(
+      `the API key from ${found.origin} contains non-ASCII characters: copy it again from the UID2 portal`,
+    );
   }
 }
 
 /** A client secret is the base64 of 32 bytes (44 characters); anything else cannot decrypt a response. */
 export function checkClientSecret(found: FoundCredential): void {
   const value = found.value.trim();
-  const bytes = /^[A-Za-z0-9+/]+={0,2}$/.test(value) && value.length % 4 === 0 ? Buffer.from(value, 'base64').length : -1;
+  const bytes =
+    /^[A-Za-z0-9+/]+={0,2}$/.test(value) && value.length % 4 === 0 ? Buffer.from(value, 'base64').length : -1;
   if (bytes !== 32) {
     throw new ConfigError(
       `the client secret from ${found.origin} is malformed: it must be the base64 of 32 bytes (44 characters ending in '='), got ${value.length} characters`,

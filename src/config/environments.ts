@@ -36,7 +36,9 @@ export function environmentNames(): string[] {
 export function findEnvironment(name: string, from: string): EnvironmentInfo {
   const env = ENVIRONMENTS[name.trim().toLowerCase()];
   if (!env) {
-    throw new ConfigError(`unknown environment '${name}' (from ${from}): choose one of ${environmentNames().join(', ')}`);
+    throw new ConfigError(
+      `unknown environment '${name}' (from ${from}): choose one of ${environmentNames().join(', ')}`,
+    );
   }
   return env;
 }

@@ -21,7 +21,15 @@ export interface ConfigFile {
   holdsSecrets: boolean;
 }
 
-const PROFILE_KEYS: readonly (keyof Profile)[] = ['env', 'base_url', 'scope', 'api_key', 'client_secret', 'api_key_file', 'client_secret_file'];
+const PROFILE_KEYS: readonly (keyof Profile)[] = [
+  'env',
+  'base_url',
+  'scope',
+  'api_key',
+  'client_secret',
+  'api_key_file',
+  'client_secret_file',
+];
 
 /** The profile used when none is named, like the AWS CLI's. */
 export const DEFAULT_PROFILE = 'default';
@@ -63,7 +71,10 @@ export function parseConfigFile(text: string, path: string): ConfigFile {
   }
   const top = data as Record<string, unknown>;
   for (const key of Object.keys(top)) {
-    if (key !== 'profiles') throw new ConfigError(`cannot use the config file ${path}: unknown key '${key}' (the only top-level key is "profiles")`);
+    if (key !== 'profiles')
+      throw new ConfigError(
+        `cannot use the config file ${path}: unknown key '${key}' (the only top-level key is "profiles")`,
+      );
   }
   const rawProfiles = top.profiles ?? {};
   if (!rawProfiles || typeof rawProfiles !== 'object' || Array.isArray(rawProfiles)) {
@@ -78,18 +89,26 @@ export function parseConfigFile(text: string, path: string): ConfigFile {
     const profile: Profile = {};
     for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
       if (!(PROFILE_KEYS as readonly string[]).includes(key)) {
-        throw new ConfigError(`cannot use the config file ${path}: profile '${name}' has an unknown key '${key}' (allowed: ${PROFILE_KEYS.join(', ')})`);
+        throw new ConfigError(
+          `cannot use the config file ${path}: profile '${name}' has an unknown key '${key}' (allowed: ${PROFILE_KEYS.join(', ')})`,
+        );
       }
       if (typeof value !== 'string' || value.trim() === '') {
-        throw new ConfigError(`cannot use the config file ${path}: profile '${name}' key '${key}' must be a non-empty string`);
+        throw new ConfigError(
+          `cannot use the config file ${path}: profile '${name}' key '${key}' must be a non-empty string`,
+        );
       }
       profile[key as keyof Profile] = value;
     }
     if (profile.api_key !== undefined && profile.api_key_file !== undefined) {
-      throw new ConfigError(`cannot use the config file ${path}: profile '${name}' sets both api_key and api_key_file; keep one`);
+      throw new ConfigError(
+        `cannot use the config file ${path}: profile '${name}' sets both api_key and api_key_file; keep one`,
+      );
     }
     if (profile.client_secret !== undefined && profile.client_secret_file !== undefined) {
-      throw new ConfigError(`cannot use the config file ${path}: profile '${name}' sets both client_secret and client_secret_file; keep one`);
+      throw new ConfigError(
+        `cannot use the config file ${path}: profile '${name}' sets both client_secret and client_secret_file; keep one`,
+      );
     }
     if (profile.api_key !== undefined || profile.client_secret !== undefined) holdsSecrets = true;
     profiles[name] = profile;
@@ -112,7 +131,14 @@ export function loadConfigFile(path: string, from: string | undefined, deps: Con
   } catch (err) {
     const code = errorCode(err);
     if (code === 'ENOENT' && from === undefined) return undefined;
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : (code ?? 'unreadable');
+    const why =
+      code === 'ENOENT'
+        ? 'no such file'
+        : code === 'EACCES'
+          ? 'permission denied'
+          : code === 'EISDIR'
+            ? 'it is a directory'
+            : (code ?? 'unreadable');
     throw new ConfigError(`cannot read the config file ${path}${from ? ` (from ${from})` : ''}: ${why}`);
   }
   const file = parseConfigFile(text, path);
@@ -131,6 +157,8 @@ export function warnIfShared(path: string, what: string, deps: ConfigDeps): void
   }
   if ((mode & 0o077) !== 0) {
     const octal = (mode & 0o777).toString(8).padStart(3, '0');
-    deps.warn(`the ${what} ${path} holds secrets and is readable by other users (mode ${octal}): run chmod 600 ${path}`);
+    deps.warn(
+      `the ${what} ${path} holds secrets and is readable by other users (mode ${octal}): run chmod 600 ${path}`,
+    );
   }
 }

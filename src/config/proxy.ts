@@ -31,17 +31,25 @@ export function parseProxyUrl(raw: string, from: string): string {
   try {
     url = new URL(withScheme);
   } catch {
-    throw new ConfigError(`${from} is not a proxy URL: "${redacted(text)}" (write it like http://proxy.example.com:3128)`);
+    throw new ConfigError(
+      `${from} is not a proxy URL: "${redacted(text)}" (write it like http://proxy.example.com:3128)`,
+    );
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ConfigError(`${from} must be an http:// or https:// proxy, got ${url.protocol}// (SOCKS proxies are not supported)`);
+    throw new ConfigError(
+      `${from} must be an http:// or https:// proxy, got ${url.protocol}// (SOCKS proxies are not supported)`,
+    );
   }
   if (url.hostname === '') {
-    throw new ConfigError(`${from} names no proxy host: "${redacted(text)}" (write it like http://proxy.example.com:3128)`);
+    throw new ConfigError(
+      `${from} names no proxy host: "${redacted(text)}" (write it like http://proxy.example.com:3128)`,
+    );
   }
   if ((url.pathname !== '/' && url.pathname !== '') || url.search || url.hash) {
     const shown = `${url.protocol}//${url.username || url.password ? '***@' : ''}${url.host}`;
-    throw new ConfigError(`${from} must be only scheme, host and port, like http://proxy.example.com:3128: ${shown} has a path or query`);
+    throw new ConfigError(
+      `${from} must be only scheme, host and port, like http://proxy.example.com:3128: ${shown} has a path or query`,
+    );
   }
   return url.href;
 }

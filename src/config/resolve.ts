@@ -1,12 +1,27 @@
 import { readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { checkBaseUrl, isLoopbackHost } from './base-url.js';
-import { API_KEY, CLIENT_SECRET, checkApiKey, checkClientSecret, findCredential, type CredentialSpec, type FoundCredential } from './credentials.js';
+import {
+  API_KEY,
+  CLIENT_SECRET,
+  checkApiKey,
+  checkClientSecret,
+  findCredential,
+  type CredentialSpec,
+  type FoundCredential,
+} from './credentials.js';
 import { DEFAULT_ENV, environmentFamily, environmentForUrl, findEnvironment, parseScope } from './environments.js';
 import { ConfigError } from './errors.js';
 import { resolveProxy } from './proxy.js';
 import { DEFAULT_PROFILE, defaultConfigPath, loadConfigFile, type ConfigFile, type Profile } from './profiles.js';
-import type { ConfigDeps, ConnectionFlags, EnvSource, EnvironmentInfo, ResolveOptions, ResolvedConfig } from './types.js';
+import type {
+  ConfigDeps,
+  ConnectionFlags,
+  EnvSource,
+  EnvironmentInfo,
+  ResolveOptions,
+  ResolvedConfig,
+} from './types.js';
 
 export function defaultConfigDeps(): ConfigDeps {
   return {
@@ -24,7 +39,11 @@ interface SelectedProfile {
   file: ConfigFile;
 }
 
-function selectProfile(flags: ConnectionFlags, environ: NodeJS.ProcessEnv, deps: ConfigDeps): { file?: ConfigFile; profile?: SelectedProfile } {
+function selectProfile(
+  flags: ConnectionFlags,
+  environ: NodeJS.ProcessEnv,
+  deps: ConfigDeps,
+): { file?: ConfigFile; profile?: SelectedProfile } {
   const pathFrom = flags.config ? '--config' : environ.UID2_CONFIG ? 'UID2_CONFIG' : undefined;
   const path = flags.config || environ.UID2_CONFIG || defaultConfigPath(environ, deps.homedir());
   const nameFrom = flags.profile ? '--profile' : environ.UID2_PROFILE ? 'UID2_PROFILE' : undefined;
@@ -36,7 +55,9 @@ function selectProfile(flags: ConnectionFlags, environ: NodeJS.ProcessEnv, deps:
     return { file, profile: file && data ? { name: DEFAULT_PROFILE, data, file } : undefined };
   }
   if (!file) {
-    throw new ConfigError(`profile '${name}' (from ${nameFrom}) cannot be found: there is no config file at ${path}; create it or name one with --config FILE`);
+    throw new ConfigError(
+      `profile '${name}' (from ${nameFrom}) cannot be found: there is no config file at ${path}; create it or name one with --config FILE`,
+    );
   }
   const data = file.profiles[name];
   if (!data) {
@@ -48,10 +69,15 @@ function selectProfile(flags: ConnectionFlags, environ: NodeJS.ProcessEnv, deps:
   return { file, profile: { name, data, file } };
 }
 
-function chooseEnvironment(flags: ConnectionFlags, environ: NodeJS.ProcessEnv, profile: SelectedProfile | undefined): { env: EnvironmentInfo; source: EnvSource } {
+function chooseEnvironment(
+  flags: ConnectionFlags,
+  environ: NodeJS.ProcessEnv,
+  profile: SelectedProfile | undefined,
+): { env: EnvironmentInfo; source: EnvSource } {
   if (flags.env) return { env: findEnvironment(flags.env, '--env'), source: 'flag' };
   if (environ.UID2_ENV) return { env: findEnvironment(environ.UID2_ENV, 'UID2_ENV'), source: 'env' };
-  if (profile?.data.env) return { env: findEnvironment(profile.data.env, `profile '${profile.name}'`), source: 'profile' };
+  if (profile?.data.env)
+    return { env: findEnvironment(profile.data.env, `profile '${profile.name}'`), source: 'profile' };
   return { env: findEnvironment(DEFAULT_ENV, 'the default'), source: 'default' };
 }
 
@@ -70,7 +96,10 @@ function applyBaseUrl(
   let from = '';
   if (flags.baseUrl) [raw, from] = [flags.baseUrl, '--base-url'];
   else if (environ.UID2_BASE_URL) [raw, from] = [environ.UID2_BASE_URL, 'UID2_BASE_URL'];
-  else if (profile?.data.base_url && (!profile.data.env || findEnvironment(profile.data.env, `profile '${profile.name}'`).name === chosen.name)) {
+  else if (
+    profile?.data.base_url &&
+    (!profile.data.env || findEnvironment(profile.data.env, `profile '${profile.name}'`).name === chosen.name)
+  ) {
     [raw, from] = [profile.data.base_url, `base_url of profile '${profile.name}'`];
   }
   let env = chosen;
@@ -93,7 +122,9 @@ function applyBaseUrl(
     const scope = parseScope(scopeRaw, from);
     // A named environment has one scope; --scope only describes a base URL this tool does not know.
     if (!overridden && scope !== env.scope) {
-      throw new ConfigError(`${from} ${scope} does not match environment ${env.name} (${env.scope}): drop it, or choose the ${scope} environment with --env`);
+      throw new ConfigError(
+        `${from} ${scope} does not match environment ${env.name} (${env.scope}): drop it, or choose the ${scope} environment with --env`,
+      );
     }
     env = { ...env, scope };
   }
@@ -101,8 +132,13 @@ function applyBaseUrl(
 }
 
 function missingCredential(spec: CredentialSpec, env: EnvironmentInfo, envSource: EnvSource): ConfigError {
-  const where = envSource === 'default' ? `${env.name}, the default environment (choose one with --env, or --env local for the built-in test service)` : env.name;
-  return new ConfigError(`no ${spec.what} for ${where}: set ${spec.envVar}, or pass ${spec.fileFlag} FILE, or name a profile with --profile`);
+  const where =
+    envSource === 'default'
+      ? `${env.name}, the default environment (choose one with --env, or --env local for the built-in test service)`
+      : env.name;
+  return new ConfigError(
+    `no ${spec.what} for ${where}: set ${spec.envVar}, or pass ${spec.fileFlag} FILE, or name a profile with --profile`,
+  );
 }
 
 /**
@@ -150,7 +186,10 @@ export function resolveConfig(
   return { ...base, ...credentialFields('apiKey', apiKey), ...credentialFields('clientSecret', secret) };
 }
 
-function credentialFields(which: 'apiKey' | 'clientSecret', found: FoundCredential | undefined): Partial<ResolvedConfig> {
+function credentialFields(
+  which: 'apiKey' | 'clientSecret',
+  found: FoundCredential | undefined,
+): Partial<ResolvedConfig> {
   if (!found) return {};
   return which === 'apiKey'
     ? { apiKey: found.value, apiKeySource: found.source, apiKeyOrigin: found.origin }
@@ -158,7 +197,10 @@ function credentialFields(which: 'apiKey' | 'clientSecret', found: FoundCredenti
 }
 
 /** Gives a --env local config the address and key pair of the embedded service once it listens. */
-export function attachLocalService(cfg: ResolvedConfig, service: { url: string; apiKey: string; clientSecret: string }): ResolvedConfig {
+export function attachLocalService(
+  cfg: ResolvedConfig,
+  service: { url: string; apiKey: string; clientSecret: string },
+): ResolvedConfig {
   return {
     ...cfg,
     env: { ...cfg.env, baseUrl: service.url.replace(/\/+$/, '') },

@@ -28,7 +28,9 @@ export function rejectSecretFlags(args: readonly string[]): void {
     const name = arg.split('=', 1)[0];
     const advice = SECRET_FLAGS[name];
     if (advice) {
-      throw new ConfigError(`${name} is refused because a secret on the command line ends up in shell history and process lists: ${advice}`);
+      throw new ConfigError(
+        `${name} is refused because a secret on the command line ends up in shell history and process lists: ${advice}`,
+      );
     }
   }
 }

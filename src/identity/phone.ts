@@ -38,7 +38,8 @@ export type PhoneInvalidReason =
   | 'invalid phone: valid, but its E.164 form is not the 10 to 15 digits the service accepts';
 
 /** Today's check, word for word: the only reason there is when no region is given. */
-export const INVALID_PHONE = 'invalid phone: must be + and 10 to 15 digits (E.164, no spaces or punctuation)' satisfies PhoneInvalidReason;
+export const INVALID_PHONE =
+  'invalid phone: must be + and 10 to 15 digits (E.164, no spaces or punctuation)' satisfies PhoneInvalidReason;
 
 export type NormalizedPhone = { ok: true; e164: string } | { ok: false; reason: PhoneInvalidReason };
 
@@ -63,10 +64,14 @@ export class PhoneRegionError extends Error {
 export function parsePhoneRegion(text: string): PhoneRegion {
   const code = text.trim().toUpperCase();
   if (!/^[A-Z]{2}$/.test(code)) {
-    throw new PhoneRegionError(`phone region '${text}' is not a two-letter ISO 3166 country code: give one such as US, GB, FR or DE`);
+    throw new PhoneRegionError(
+      `phone region '${text}' is not a two-letter ISO 3166 country code: give one such as US, GB, FR or DE`,
+    );
   }
   if (!isSupportedCountry(code)) {
-    throw new PhoneRegionError(`phone region '${code}' is not a country with a known phone numbering plan: give a two-letter ISO 3166 code such as US, GB, FR or DE`);
+    throw new PhoneRegionError(
+      `phone region '${code}' is not a country with a known phone numbering plan: give a two-letter ISO 3166 code such as US, GB, FR or DE`,
+    );
   }
   return code as PhoneRegion;
 }
@@ -91,24 +96,34 @@ const PARSE_REASONS: Record<string, PhoneInvalidReason> = {
 export function normalizePhone(cell: string, region?: PhoneRegion): NormalizedPhone {
   if (isNormalizedPhone(cell)) return { ok: true, e164: cell };
   if (region === undefined) return { ok: false, reason: INVALID_PHONE };
-  let parsed;
+  let parsed: ReturnType<typeof parsePhoneNumberWithError>;
   try {
     parsed = parsePhoneNumberWithError(cell, { defaultCountry: region, extract: false });
   } catch (err) {
-    if (err instanceof ParseError) return { ok: false, reason: PARSE_REASONS[err.message] ?? 'invalid phone: not a phone number' };
+    if (err instanceof ParseError)
+      return { ok: false, reason: PARSE_REASONS[err.message] ?? 'invalid phone: not a phone number' };
     throw err;
   }
-  if (parsed.ext !== undefined) return { ok: false, reason: 'invalid phone: has an extension; give the number without it' };
+  if (parsed.ext !== undefined)
+    return { ok: false, reason: 'invalid phone: has an extension; give the number without it' };
   if (!parsed.isValid()) {
     const length = validatePhoneNumberLength(cell, { defaultCountry: region });
-    if (length !== undefined) return { ok: false, reason: PARSE_REASONS[length] ?? 'invalid phone: not a phone number' };
+    if (length !== undefined)
+      return { ok: false, reason: PARSE_REASONS[length] ?? 'invalid phone: not a phone number' };
     // the length is possible, so the digits are wrong: for the region's plan, or for the one the cell named
     return {
       ok: false,
-      reason: parsed.countryCallingCode === getCountryCallingCode(region) ? 'invalid phone: not a valid number for the given region' : 'invalid phone: not a valid number for its country calling code',
+      reason:
+        parsed.countryCallingCode === getCountryCallingCode(region)
+          ? 'invalid phone: not a valid number for the given region'
+          : 'invalid phone: not a valid number for its country calling code',
     };
   }
   const e164 = parsed.number;
-  if (!isNormalizedPhone(e164)) return { ok: false, reason: 'invalid phone: valid, but its E.164 form is not the 10 to 15 digits the service accepts' };
+  if (!isNormalizedPhone(e164))
+    return {
+      ok: false,
+      reason: 'invalid phone: valid, but its E.164 form is not the 10 to 15 digits the service accepts',
+    };
   return { ok: true, e164 };
 }

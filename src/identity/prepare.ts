@@ -12,9 +12,7 @@ export type InvalidReason =
   | 'ambiguous hash: say whether it is an email or a phone hash (--type or a named column)'
   | 'unrecognized identifier: not an email, an E.164 phone or a hash';
 
-export type Prepared =
-  | { ok: true; type: DiiType; hash: string }
-  | { ok: false; reason: InvalidReason };
+export type Prepared = { ok: true; type: DiiType; hash: string } | { ok: false; reason: InvalidReason };
 
 export { INVALID_PHONE } from './phone.js';
 export const INVALID_HASH: InvalidReason = 'invalid hash: must be 44-char base64 or 64-char hex of a SHA-256';
@@ -38,11 +36,15 @@ export function prepareIdentifier(kind: IdentifierKind, value: string, options?:
   switch (kind) {
     case 'email': {
       const normalized = normalizeEmail(value);
-      return normalized === null ? { ok: false, reason: 'invalid email' } : { ok: true, type: 'email', hash: sha256Base64(normalized) };
+      return normalized === null
+        ? { ok: false, reason: 'invalid email' }
+        : { ok: true, type: 'email', hash: sha256Base64(normalized) };
     }
     case 'phone': {
       const phone = normalizePhone(value, options?.phoneRegion);
-      return phone.ok ? { ok: true, type: 'phone', hash: sha256Base64(phone.e164) } : { ok: false, reason: phone.reason };
+      return phone.ok
+        ? { ok: true, type: 'phone', hash: sha256Base64(phone.e164) }
+        : { ok: false, reason: phone.reason };
     }
     case 'email_hash':
     case 'phone_hash': {
@@ -76,7 +78,11 @@ export function prepareAuto(value: string, hashType: DiiType | undefined, option
     case 'phone':
       return prepareIdentifier('phone', value, options);
     case 'hash':
-      if (hashType === undefined) return { ok: false, reason: 'ambiguous hash: say whether it is an email or a phone hash (--type or a named column)' };
+      if (hashType === undefined)
+        return {
+          ok: false,
+          reason: 'ambiguous hash: say whether it is an email or a phone hash (--type or a named column)',
+        };
       return prepareIdentifier(hashType === 'email' ? 'email_hash' : 'phone_hash', value);
     default: {
       if (options?.phoneRegion !== undefined) {

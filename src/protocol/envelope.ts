@@ -28,7 +28,10 @@ export class EnvelopeError extends Error {
 export function decodeKey(base64Key: string, what = 'client secret'): Buffer {
   const key = Buffer.from(base64Key, 'base64');
   if (key.length !== 32 || !/^[A-Za-z0-9+/]+={0,2}$/.test(base64Key)) {
-    throw new EnvelopeError('decrypt-failed', `The ${what} is not a base64 encoding of 32 bytes (it should be 44 characters).`);
+    throw new EnvelopeError(
+      'decrypt-failed',
+      `The ${what} is not a base64 encoding of 32 bytes (it should be 44 characters).`,
+    );
   }
   return key;
 }
@@ -50,7 +53,10 @@ function open(key: Buffer, data: Buffer, offset: number): Buffer {
   const decipher = createDecipheriv('aes-256-gcm', key, iv);
   decipher.setAuthTag(tag);
   try {
-    return Buffer.concat([decipher.update(data.subarray(offset + IV_LENGTH, data.length - TAG_LENGTH)), decipher.final()]);
+    return Buffer.concat([
+      decipher.update(data.subarray(offset + IV_LENGTH, data.length - TAG_LENGTH)),
+      decipher.final(),
+    ]);
   } catch {
     throw new EnvelopeError('decrypt-failed', 'Decryption failed: wrong key or altered data.');
   }
@@ -91,13 +97,26 @@ export interface OpenedRequest {
 /** The service side of encryptRequest. Checks length and version before the key, as the operator does. */
 export function decryptRequest(key: Buffer, envelope: Buffer): OpenedRequest {
   if (envelope.length < MIN_REQUEST_ENVELOPE_LENGTH) throw new EnvelopeError('too-short', 'Body too short.');
-  if (envelope[0] !== ENVELOPE_VERSION) throw new EnvelopeError('bad-version', `Invalid request envelope format version: received ${envelope[0]}, must be 1.`);
+  if (envelope[0] !== ENVELOPE_VERSION)
+    throw new EnvelopeError(
+      'bad-version',
+      `Invalid request envelope format version: received ${envelope[0]}, must be 1.`,
+    );
   const plain = open(key, envelope, 1);
   if (plain.length < 16) throw new EnvelopeError('too-short', 'Body too short.');
-  return { timestampMs: Number(plain.readBigInt64BE(0)), nonce: Buffer.from(plain.subarray(8, 16)), json: plain.subarray(16) };
+  return {
+    timestampMs: Number(plain.readBigInt64BE(0)),
+    nonce: Buffer.from(plain.subarray(8, 16)),
+    json: plain.subarray(16),
+  };
 }
 
-export function encryptResponse(key: Buffer, nonce: Buffer, json: string | Uint8Array, options: { nowMs?: number; iv?: Buffer } = {}): Buffer {
+export function encryptResponse(
+  key: Buffer,
+  nonce: Buffer,
+  json: string | Uint8Array,
+  options: { nowMs?: number; iv?: Buffer } = {},
+): Buffer {
   const body = typeof json === 'string' ? Buffer.from(json, 'utf8') : json;
   return seal(key, options.iv ?? randomBytes(IV_LENGTH), [header(options.nowMs ?? Date.now(), nonce), body]);
 }
@@ -112,7 +131,10 @@ export function decryptResponse(key: Buffer, data: Buffer, expectedNonce: Buffer
   const plain = open(key, data, 0);
   if (plain.length < 16) throw new EnvelopeError('too-short', 'Response envelope too short.');
   if (!plain.subarray(8, 16).equals(expectedNonce)) {
-    throw new EnvelopeError('nonce-mismatch', 'The response does not echo the request nonce: it is not the answer to this request.');
+    throw new EnvelopeError(
+      'nonce-mismatch',
+      'The response does not echo the request nonce: it is not the answer to this request.',
+    );
   }
   return { timestampMs: Number(plain.readBigInt64BE(0)), json: plain.subarray(16) };
 }

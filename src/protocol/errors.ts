@@ -21,7 +21,10 @@ export class ServiceError extends Error {
     readonly serviceMessage: string | undefined,
     message?: string,
   ) {
-    super(message ?? (serviceMessage ? `${status} (HTTP ${httpStatus}): ${serviceMessage}` : `${status} (HTTP ${httpStatus})`));
+    super(
+      message ??
+        (serviceMessage ? `${status} (HTTP ${httpStatus}): ${serviceMessage}` : `${status} (HTTP ${httpStatus})`),
+    );
     this.name = 'ServiceError';
   }
   /** 429, 5xx: worth another attempt with a fresh envelope. */
@@ -88,9 +91,11 @@ function parseErrorBody(text: string): { status?: string; message?: string } {
 export function errorFromResponse(httpStatus: number, bodyText: string): ServiceError {
   const { status, message } = parseErrorBody(bodyText);
   if (httpStatus === 429) return new RateLimitedError(429, 'rate_limited', undefined, 'rate limited (HTTP 429)');
-  if (httpStatus === 413) return new PayloadTooLargeError(413, 'payload_too_large', undefined, 'request body over the 1 MB limit (HTTP 413)');
+  if (httpStatus === 413)
+    return new PayloadTooLargeError(413, 'payload_too_large', undefined, 'request body over the 1 MB limit (HTTP 413)');
   if (httpStatus === 401) return new UnauthorizedError(401, status ?? 'unauthorized', message);
-  if (httpStatus >= 500) return new ServerError(httpStatus, status ?? 'server_error', message ?? (bodyText.slice(0, 200) || undefined));
+  if (httpStatus >= 500)
+    return new ServerError(httpStatus, status ?? 'server_error', message ?? (bodyText.slice(0, 200) || undefined));
   if (status === 'invalid_token') return new InvalidTokenError(httpStatus, status, message);
   if (status === 'expired_token') return new ExpiredTokenError(httpStatus, status, message);
   if (status === 'client_error' && message?.startsWith('Invalid timestamp')) {

@@ -86,7 +86,11 @@ export function isMappedV3(item: MapV3Item): item is MappedV3 {
 }
 
 /** v2 request: exactly one non-empty array. */
-export type MapV2Request = { email: string[] } | { email_hash: string[] } | { phone: string[] } | { phone_hash: string[] };
+export type MapV2Request =
+  | { email: string[] }
+  | { email_hash: string[] }
+  | { phone: string[] }
+  | { phone_hash: string[] };
 
 export interface MappedV2 {
   identifier: string;

@@ -20,7 +20,10 @@ export class SimulatedClock implements ServiceClock {
   private identityOffsetMs: number;
   private readonly envelopeOffsetMs: number;
 
-  constructor(startMs: number, private readonly realNow: () => number = Date.now) {
+  constructor(
+    startMs: number,
+    private readonly realNow: () => number = Date.now,
+  ) {
     this.identityOffsetMs = startMs - realNow();
     this.envelopeOffsetMs = this.identityOffsetMs;
   }

@@ -1,5 +1,12 @@
 import { hash } from 'node:crypto';
-import { isNormalizedPhone, normalizeEmail, normalizeHash, sha256Base64, type DiiType, type IdentifierKind } from '../identity/index.js';
+import {
+  isNormalizedPhone,
+  normalizeEmail,
+  normalizeHash,
+  sha256Base64,
+  type DiiType,
+  type IdentifierKind,
+} from '../identity/index.js';
 import { DAY_MS } from './clock.js';
 import type { IdentityEngine, IdentityScope, TestIdentityRole } from './contracts.js';
 import type { OptoutRegistry } from './optout-registry.js';
@@ -23,7 +30,13 @@ export interface MappingInstant {
 }
 
 export type Resolution =
-  | { readonly kind: 'mapped'; readonly u: string; readonly p: string | null; readonly r: number; readonly bucket: number }
+  | {
+      readonly kind: 'mapped';
+      readonly u: string;
+      readonly p: string | null;
+      readonly r: number;
+      readonly bucket: number;
+    }
   | { readonly kind: 'optout' }
   | { readonly kind: 'invalid' };
 
@@ -57,7 +70,8 @@ function isBase64Hash(s: string): boolean {
  */
 function canonicalHashB64(h: string): string {
   if (h.length !== 44 || h.charCodeAt(43) !== 61) return h;
-  const spareBits = h.charCodeAt(42) === 61 ? BASE64_VALUE(h.charCodeAt(41)) & 0x0f : BASE64_VALUE(h.charCodeAt(42)) & 0x03;
+  const spareBits =
+    h.charCodeAt(42) === 61 ? BASE64_VALUE(h.charCodeAt(41)) & 0x0f : BASE64_VALUE(h.charCodeAt(42)) & 0x03;
   return spareBits === 0 ? h : Buffer.from(h, 'base64').toString('base64');
 }
 
@@ -114,7 +128,8 @@ export class LocalIdentityEngine implements IdentityEngine {
     const u = hash('sha256', f + view.current, 'base64');
     const inWindow = at.day - view.lastRotationDay < PREVIOUS_UID_WINDOW_DAYS;
     const previous = view.previous === '' ? null : hash('sha256', f + view.previous, 'base64');
-    if (checkAdvertisingIds && (this.registry.hasAdvertisingId(u) || this.registry.hasAdvertisingId(previous!))) return OPTOUT;
+    if (checkAdvertisingIds && (this.registry.hasAdvertisingId(u) || this.registry.hasAdvertisingId(previous!)))
+      return OPTOUT;
     const refreshFromMs = (view.lastRotationDay + ROTATION_PERIOD_DAYS) * DAY_MS;
     const r = refreshFromMs > at.nowMs ? Math.floor(refreshFromMs / 1000) : at.nextMidnightS;
     return { kind: 'mapped', u, p: inWindow ? previous : null, r, bucket };

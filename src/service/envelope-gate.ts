@@ -1,4 +1,10 @@
-import { EnvelopeError, MIN_REQUEST_ENVELOPE_LENGTH, decodeStrictBase64, decryptRequest, type BodyMode } from '../protocol/index.js';
+import {
+  EnvelopeError,
+  MIN_REQUEST_ENVELOPE_LENGTH,
+  decodeStrictBase64,
+  decryptRequest,
+  type BodyMode,
+} from '../protocol/index.js';
 import type { IdentityScope } from './contracts.js';
 
 /**
@@ -28,7 +34,8 @@ export function envelopeMessages(scope: IdentityScope) {
     unencryptedJson: `Invalid body: The request body is unencrypted JSON. It must be an encrypted request envelope. See ${docs}#encryption-and-decryption-code-examples for encryption and decryption code examples.`,
     notBase64: `Invalid body: Body is not valid base64.${hint}`,
     tooShort: `Invalid body: Body too short. Check encryption method.${hint}`,
-    version: (received: number) => `Invalid body: Invalid request envelope format version: received ${received}, must be 1.${hint}`,
+    version: (received: number) =>
+      `Invalid body: Invalid request envelope format version: received ${received}, must be 1.${hint}`,
     wrongKey: `Invalid body: Check encryption key (ClientSecret).${hint}`,
     timestamp: 'Invalid timestamp: Request too old or client time drift.',
     notJson: 'Invalid payload in body: Data is not valid json string.',
@@ -60,7 +67,8 @@ export class EnvelopeGate {
     }
     const text = body.toString('utf8');
     const decoded = decodeStrictBase64(text);
-    if (decoded === null) return this.fail(parsesAsJson(text) ? this.messages.unencryptedJson : this.messages.notBase64);
+    if (decoded === null)
+      return this.fail(parsesAsJson(text) ? this.messages.unencryptedJson : this.messages.notBase64);
     return this.openBytes(decoded, nowMs, 'text').result;
   }
 
@@ -76,7 +84,9 @@ export class EnvelopeGate {
       return early(parsesAsJson(bytes.toString('utf8')) ? this.messages.unencryptedJson : this.messages.tooShort);
     }
     if (bytes[0] !== 1) {
-      return early(parsesAsJson(bytes.toString('utf8')) ? this.messages.unencryptedJson : this.messages.version(bytes[0]!));
+      return early(
+        parsesAsJson(bytes.toString('utf8')) ? this.messages.unencryptedJson : this.messages.version(bytes[0]!),
+      );
     }
     let opened: ReturnType<typeof decryptRequest>;
     try {

@@ -57,7 +57,12 @@ export class FaultInjector {
   private tokens: number;
   private refilledAt: number;
 
-  constructor(options: FaultOptions, seed: string, maxMapItems: number, private readonly realNow: () => number = () => performance.now()) {
+  constructor(
+    options: FaultOptions,
+    seed: string,
+    maxMapItems: number,
+    private readonly realNow: () => number = () => performance.now(),
+  ) {
     this.random = new SeededRandom(deriveSecret(seed, 'fault-draws', 16));
     this.pDrop = options.pDrop ?? 0;
     this.p429 = options.p429 ?? 0;
@@ -100,14 +105,18 @@ export function checkFaultOptions(options: FaultOptions): string | null {
     ['pDrop', options.pDrop],
   ];
   for (const [name, p] of probabilities) {
-    if (p !== undefined && !(Number.isFinite(p) && p >= 0 && p <= 1)) return `fault ${name} must be a probability between 0 and 1`;
+    if (p !== undefined && !(Number.isFinite(p) && p >= 0 && p <= 1))
+      return `fault ${name} must be a probability between 0 and 1`;
   }
   const sum = (options.p429 ?? 0) + (options.p500 ?? 0) + (options.pDrop ?? 0);
   if (sum > 1) return 'the fault probabilities (429, 500, drop) add up to more than 1';
   if (options.latencyMs !== undefined && !(Number.isFinite(options.latencyMs) && options.latencyMs >= 0)) {
     return 'fault latencyMs must be a number of milliseconds >= 0';
   }
-  if (options.rateLimitItemsPerS !== undefined && !(Number.isFinite(options.rateLimitItemsPerS) && options.rateLimitItemsPerS >= 0)) {
+  if (
+    options.rateLimitItemsPerS !== undefined &&
+    !(Number.isFinite(options.rateLimitItemsPerS) && options.rateLimitItemsPerS >= 0)
+  ) {
     return 'fault rateLimitItemsPerS must be a number of items per second >= 0 (0 = no limit)';
   }
   return null;

@@ -1,5 +1,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { BINARY_CONTENT_TYPE, MAX_BODY_BYTES, PATHS, TEXT_CONTENT_TYPE, encryptRefreshResponse, encryptResponse, isBinaryContentType, type BodyMode } from '../protocol/index.js';
+import {
+  BINARY_CONTENT_TYPE,
+  MAX_BODY_BYTES,
+  PATHS,
+  TEXT_CONTENT_TYPE,
+  encryptRefreshResponse,
+  encryptResponse,
+  isBinaryContentType,
+  type BodyMode,
+} from '../protocol/index.js';
 import type { ApiKeyAuthority, Role } from './auth.js';
 import type { SimulatedClock } from './clock.js';
 import type { HandlerResult, TokenHandlers } from './contracts.js';
@@ -45,7 +54,9 @@ interface EnvelopeRoute {
 }
 
 const countDii = (request: Record<string, unknown> | null): number =>
-  request !== null && ['email', 'email_hash', 'phone', 'phone_hash'].some((k) => typeof request[k] === 'string') ? 1 : 0;
+  request !== null && ['email', 'email_hash', 'phone', 'phone_hash'].some((k) => typeof request[k] === 'string')
+    ? 1
+    : 0;
 
 const ENVELOPE_ROUTES: ReadonlyMap<string, EnvelopeRoute> = new Map<string, EnvelopeRoute>([
   [PATHS.mapV3, { roles: ['MAPPER'], isMap: true, countItems: countMapItems, handle: (r, ctx) => handleMapV3(r, ctx) }],
@@ -53,10 +64,21 @@ const ENVELOPE_ROUTES: ReadonlyMap<string, EnvelopeRoute> = new Map<string, Enve
   [PATHS.buckets, { roles: ['MAPPER'], isMap: false, countItems: () => 0, handle: (r, ctx) => handleBuckets(r, ctx) }],
   [
     PATHS.optoutStatus,
-    { roles: ['MAPPER', 'SHARER', 'ID_READER'], isMap: false, countItems: countOptoutStatusItems, handle: (r, ctx) => handleOptoutStatus(r, ctx) },
+    {
+      roles: ['MAPPER', 'SHARER', 'ID_READER'],
+      isMap: false,
+      countItems: countOptoutStatusItems,
+      handle: (r, ctx) => handleOptoutStatus(r, ctx),
+    },
   ],
-  [PATHS.tokenGenerate, { roles: ['GENERATOR'], isMap: false, countItems: countDii, handle: (r, _ctx, tokens) => tokens.generate(r) }],
-  [PATHS.tokenValidate, { roles: ['GENERATOR'], isMap: false, countItems: countDii, handle: (r, _ctx, tokens) => tokens.validate(r) }],
+  [
+    PATHS.tokenGenerate,
+    { roles: ['GENERATOR'], isMap: false, countItems: countDii, handle: (r, _ctx, tokens) => tokens.generate(r) },
+  ],
+  [
+    PATHS.tokenValidate,
+    { roles: ['GENERATOR'], isMap: false, countItems: countDii, handle: (r, _ctx, tokens) => tokens.validate(r) },
+  ],
 ]);
 
 const HEALTHCHECK = '/ops/healthcheck';
@@ -147,11 +169,17 @@ export class HttpCore {
       return send(() => sendBare(res, 429));
     }
     const nowMs = this.deps.clock.nowMs();
-    const ctx: HandlerContext = { engine: this.deps.engine, at: this.deps.engine.instant(nowMs), maxMapItems: this.deps.maxMapItems };
+    const ctx: HandlerContext = {
+      engine: this.deps.engine,
+      at: this.deps.engine.instant(nowMs),
+      maxMapItems: this.deps.maxMapItems,
+    };
     const answer = envelopeRoute.handle(opened.json, ctx, this.deps.tokens);
     if (answer.http !== 200) return send(() => sendJson(res, answer.http, answer.json));
     const text = typeof answer.json === 'string' ? answer.json : JSON.stringify(answer.json);
-    const sealed = encryptResponse(this.deps.clientKey, opened.nonce, text, { nowMs: Math.floor(this.deps.clock.envelopeNowMs()) });
+    const sealed = encryptResponse(this.deps.clientKey, opened.nonce, text, {
+      nowMs: Math.floor(this.deps.clock.envelopeNowMs()),
+    });
     return send(() => sendSealed(res, sealed, opened.mode));
   }
 
@@ -198,7 +226,9 @@ function readBody(req: IncomingMessage): Promise<BodyRead> {
         settle(null);
       }
     });
-    req.on('end', () => settle({ body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), tooLarge: size > MAX_BODY_BYTES }));
+    req.on('end', () =>
+      settle({ body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), tooLarge: size > MAX_BODY_BYTES }),
+    );
     req.on('error', () => settle(null));
     req.on('close', () => settle(null));
   });

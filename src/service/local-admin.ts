@@ -20,7 +20,10 @@ export interface AdminAnswer {
   json: Record<string, unknown>;
 }
 
-const notFound = (path: string): AdminAnswer => ({ http: 404, json: { status: 'not_found', message: `No route ${path}` } });
+const notFound = (path: string): AdminAnswer => ({
+  http: 404,
+  json: { status: 'not_found', message: `No route ${path}` },
+});
 const badRequest = (message: string): AdminAnswer => ({ http: 400, json: { status: 'client_error', message } });
 const methodNotAllowed = (allowed: string): AdminAnswer => ({
   http: 405,
@@ -31,7 +34,10 @@ export function handleLocalAdmin(method: string, path: string, body: Buffer, dep
   switch (path) {
     case '/_local/stats': {
       const snapshot = deps.stats.snapshot(deps.clock.nowMs());
-      return { http: 200, json: { requests: snapshot.requests, items: snapshot.items, faults: snapshot.faults, now_ms: snapshot.nowMs } };
+      return {
+        http: 200,
+        json: { requests: snapshot.requests, items: snapshot.items, faults: snapshot.faults, now_ms: snapshot.nowMs },
+      };
     }
     case '/_local/clock':
       if (method === 'GET') return { http: 200, json: { now_ms: deps.clock.nowMs() } };
@@ -48,7 +54,9 @@ export function handleLocalAdmin(method: string, path: string, body: Buffer, dep
 function readObject(body: Buffer): Record<string, unknown> | null {
   try {
     const value: unknown = JSON.parse(body.toString('utf8'));
-    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+    return value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : null;
   } catch {
     return null;
   }
@@ -71,13 +79,20 @@ function moveClock(body: Buffer, clock: SimulatedClock): AdminAnswer {
   if (hasAdvance === hasSet) return badRequest(usage);
   if (hasAdvance) {
     const days = request.advance_days;
-    if (typeof days !== 'number' || !Number.isFinite(days)) return badRequest(`advance_days must be a number; ${usage}`);
+    if (typeof days !== 'number' || !Number.isFinite(days))
+      return badRequest(`advance_days must be a number; ${usage}`);
     const target = clock.nowMs() + Math.round(days * DAY_MS);
     if (!inClockRange(target)) return badRequest(CLOCK_RANGE);
     return { http: 200, json: { now_ms: clock.set(target) } };
   }
-  const target = typeof request.set === 'number' ? request.set : typeof request.set === 'string' ? parseInstantMs(request.set) : null;
-  if (target === null || !Number.isFinite(target)) return badRequest(`set must be an ISO 8601 date-time or Unix ms; ${usage}`);
+  const target =
+    typeof request.set === 'number'
+      ? request.set
+      : typeof request.set === 'string'
+        ? parseInstantMs(request.set)
+        : null;
+  if (target === null || !Number.isFinite(target))
+    return badRequest(`set must be an ISO 8601 date-time or Unix ms; ${usage}`);
   if (!inClockRange(target)) return badRequest(CLOCK_RANGE);
   return { http: 200, json: { now_ms: clock.set(Math.floor(target)) } };
 }

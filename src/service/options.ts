@@ -68,9 +68,11 @@ export function resolveOptions(options: ServiceOptions): ResolvedOptions {
   const scope = options.scope ?? 'UID2';
   if (scope !== 'UID2' && scope !== 'EUID') throw new ServiceSetupError(`scope must be UID2 or EUID`);
   const port = options.port ?? 0;
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ServiceSetupError('port must be an integer from 0 to 65535 (0 picks a free port)');
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new ServiceSetupError('port must be an integer from 0 to 65535 (0 picks a free port)');
   const apiKey = options.apiKey ?? `${scope}-L-L-${randomBytes(18).toString('base64url')}`;
-  if (apiKey.length === 0 || /\s/.test(apiKey)) throw new ServiceSetupError('the API key must be non-empty and contain no spaces');
+  if (apiKey.length === 0 || /\s/.test(apiKey))
+    throw new ServiceSetupError('the API key must be non-empty and contain no spaces');
   const clientSecret = options.clientSecret ?? randomBytes(32).toString('base64');
   let clientKey: Buffer;
   try {
@@ -90,16 +92,22 @@ export function resolveOptions(options: ServiceOptions): ResolvedOptions {
   }
   const lifetimes = { ...DEFAULT_LIFETIMES, ...options.lifetimes };
   for (const [name, value] of Object.entries(lifetimes)) {
-    if (!Number.isInteger(value) || value <= 0) throw new ServiceSetupError(`token lifetime ${name} must be a whole number of seconds > 0`);
+    if (!Number.isInteger(value) || value <= 0)
+      throw new ServiceSetupError(`token lifetime ${name} must be a whole number of seconds > 0`);
   }
-  if (!(lifetimes.refreshFromS <= lifetimes.identityExpiresS && lifetimes.identityExpiresS <= lifetimes.refreshExpiresS)) {
-    throw new ServiceSetupError('token lifetimes must satisfy refresh-from <= identity-lifetime <= refresh-lifetime, as on the operator');
+  if (
+    !(lifetimes.refreshFromS <= lifetimes.identityExpiresS && lifetimes.identityExpiresS <= lifetimes.refreshExpiresS)
+  ) {
+    throw new ServiceSetupError(
+      'token lifetimes must satisfy refresh-from <= identity-lifetime <= refresh-lifetime, as on the operator',
+    );
   }
   const faults = { ...options.faults };
   const faultProblem = checkFaultOptions(faults);
   if (faultProblem !== null) throw new ServiceSetupError(faultProblem);
   const maxMapItems = options.maxMapItems ?? DEFAULT_MAX_MAP_ITEMS;
-  if (!Number.isInteger(maxMapItems) || maxMapItems < 1) throw new ServiceSetupError('maxMapItems must be a whole number >= 1');
+  if (!Number.isInteger(maxMapItems) || maxMapItems < 1)
+    throw new ServiceSetupError('maxMapItems must be a whole number >= 1');
   return {
     host: options.host ?? '127.0.0.1',
     port,

@@ -19,14 +19,19 @@ export function isOptoutField(name: string): name is OptoutField {
 }
 
 /** The identity a value of one field names, or the reason it names none. */
-export function readOptoutSubject(field: OptoutField, value: string): { ok: true; subject: OptoutSubject } | { ok: false; reason: string } {
+export function readOptoutSubject(
+  field: OptoutField,
+  value: string,
+): { ok: true; subject: OptoutSubject } | { ok: false; reason: string } {
   if (field === 'advertising_id') {
     return isRawUidShape(value)
       ? { ok: true, subject: { kind: 'advertising_id', rawUid: value } }
       : { ok: false, reason: 'advertising_id must be a raw UID (44 base64 characters)' };
   }
   const prepared = prepareIdentifier(field as IdentifierKind, value);
-  return prepared.ok ? { ok: true, subject: { kind: 'identity', hash: prepared.hash } } : { ok: false, reason: `${field}: ${prepared.reason}` };
+  return prepared.ok
+    ? { ok: true, subject: { kind: 'identity', hash: prepared.hash } }
+    : { ok: false, reason: `${field}: ${prepared.reason}` };
 }
 
 export function applyOptout(engine: LocalIdentityEngine, subject: OptoutSubject, sinceMs: number, nowMs: number): void {
@@ -68,11 +73,15 @@ export function loadOptoutFile(path: string, engine: LocalIdentityEngine, nowMs:
   const allowed = [...OPTOUT_FIELDS, 'since_ms'].join(', ');
   columns.forEach((name, i) => {
     if (name !== 'since_ms' && !isOptoutField(name)) {
-      throw new ServiceSetupError(`the opt-out file ${path} has an unknown column "${header[i]}" in its header; allowed columns: ${allowed}`);
+      throw new ServiceSetupError(
+        `the opt-out file ${path} has an unknown column "${header[i]}" in its header; allowed columns: ${allowed}`,
+      );
     }
   });
   if (!columns.some(isOptoutField)) {
-    throw new ServiceSetupError(`the opt-out file ${path} has no identity column; name at least one of ${OPTOUT_FIELDS.join(', ')}`);
+    throw new ServiceSetupError(
+      `the opt-out file ${path} has no identity column; name at least one of ${OPTOUT_FIELDS.join(', ')}`,
+    );
   }
   const sinceColumn = columns.indexOf('since_ms');
   let count = 0;

@@ -62,7 +62,9 @@ export class SaltBuckets {
   private readonly byPhase: Uint32Array;
   private readonly phaseStart: Uint32Array;
   /** Salt cache, allocated in chunks on first use: a service that maps a few identities never pays for all 2^20. */
-  private readonly saltChunks: (SaltChunk | undefined)[] = new Array<SaltChunk | undefined>(BUCKET_COUNT >>> CHUNK_BITS).fill(undefined);
+  private readonly saltChunks: (SaltChunk | undefined)[] = new Array<SaltChunk | undefined>(
+    BUCKET_COUNT >>> CHUNK_BITS,
+  ).fill(undefined);
   private readonly saltKey: string;
   private readonly bucketIdKey: Buffer;
   private readonly bucketIdMask: number;
@@ -124,7 +126,9 @@ export class SaltBuckets {
     out.lastRotationDay = lastRotationDay;
     out.current = this.saltIn(chunk, base, bucket, epoch);
     out.previous =
-      withPrevious || day - lastRotationDay < PREVIOUS_UID_WINDOW_DAYS ? this.saltIn(chunk, base, bucket, epoch - 1) : '';
+      withPrevious || day - lastRotationDay < PREVIOUS_UID_WINDOW_DAYS
+        ? this.saltIn(chunk, base, bucket, epoch - 1)
+        : '';
   }
 
   private chunkOf(bucket: number): SaltChunk {

@@ -12,7 +12,9 @@ const BASE64_PREFIX = /^[A-Za-z0-9+/]{8}/;
  */
 export function keyOf(type: DiiType | number, hash: string): number {
   const code = typeof type === 'number' ? type : TYPE_CODE[type];
-  const b = BASE64_PREFIX.test(hash) ? Buffer.from(hash.slice(0, 8), 'base64') : createHash('sha256').update(hash).digest();
+  const b = BASE64_PREFIX.test(hash)
+    ? Buffer.from(hash.slice(0, 8), 'base64')
+    : createHash('sha256').update(hash).digest();
   const prefix = b[0] * 2 ** 38 + b[1] * 2 ** 30 + b[2] * 2 ** 22 + b[3] * 2 ** 14 + b[4] * 2 ** 6 + (b[5] >>> 2);
   return prefix * 2 + code;
 }

@@ -33,7 +33,10 @@ export class StateFormatError extends StateError {}
 /** The file does not exist and the command does not create one. */
 export class StateNotFoundError extends StateError {
   constructor(path: string) {
-    super(`state file ${path} does not exist; create it with \`uid2-batch map --state ${path}\` first, or check the path`, path);
+    super(
+      `state file ${path} does not exist; create it with \`uid2-batch map --state ${path}\` first, or check the path`,
+      path,
+    );
   }
 }
 
@@ -46,7 +49,9 @@ export class StateLockedError extends StateError {
     readonly holderStartedAt: string | null,
   ) {
     const who =
-      holderPid === null ? 'another uid2-batch run' : `another uid2-batch run (pid ${holderPid}, started at ${holderStartedAt ?? 'an unknown time'})`;
+      holderPid === null
+        ? 'another uid2-batch run'
+        : `another uid2-batch run (pid ${holderPid}, started at ${holderStartedAt ?? 'an unknown time'})`;
     super(`${who} is using ${path}; wait for it or remove ${lockPath} if that process is gone`, path);
   }
 }

@@ -64,7 +64,6 @@ CREATE TABLE pending_changes (
 CREATE INDEX pending_changes_by_kind ON pending_changes (kind, id);
 `;
 
-
 /** How schemas 1 and 2 wrote an answer: an upsert on the unique (hash, type) text key. */
 export const LEGACY_UPSERT = {
   mapped:

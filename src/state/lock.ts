@@ -139,5 +139,7 @@ function isAlive(pid: number): boolean {
 }
 
 function errnoOf(err: unknown): string | undefined {
-  return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string' ? err.code : undefined;
+  return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string'
+    ? err.code
+    : undefined;
 }

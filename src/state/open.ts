@@ -42,7 +42,10 @@ export function openState(path: string, options: OpenStateOptions): StateStore {
     const tables = tableNames(db);
     if (tables.size === 0) {
       if (!create) {
-        throw new StateFormatError(`state file ${path} is empty, not a uid2-batch state; map with --state ${path} to fill it`, path);
+        throw new StateFormatError(
+          `state file ${path} is empty, not a uid2-batch state; map with --state ${path} to fill it`,
+          path,
+        );
       }
       // an empty file (ours from a moment ago, or left by a run killed right after creating it) has nothing to lose
       tightenMode(path);
@@ -168,7 +171,10 @@ function schemaVersionOf(db: Connection, path: string): number {
   const raw = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.schemaVersion);
   const version = Number(raw);
   if (!Number.isInteger(version) || version < 1) {
-    throw new StateFormatError(`state file ${path} has no valid schema version; it is damaged or not a uid2-batch state`, path);
+    throw new StateFormatError(
+      `state file ${path} has no valid schema version; it is damaged or not a uid2-batch state`,
+      path,
+    );
   }
   return version;
 }
@@ -197,12 +203,17 @@ function migrate(db: Connection, path: string, readonly: boolean): void {
       if (m.version <= version) continue;
       let done = false;
       while (!done) {
-        done = db.transaction((): boolean => {
-          if (schemaVersionOf(db, path) >= m.version) return true;
-          const finished = m.piece === undefined ? (m.up?.(db), true) : m.piece(db);
-          if (finished) db.prepare('UPDATE meta SET value = ? WHERE key = ?').run(String(m.version), META_KEYS.schemaVersion);
-          return finished;
-        }).immediate();
+        done = db
+          .transaction((): boolean => {
+            if (schemaVersionOf(db, path) >= m.version) return true;
+            let finished = true;
+            if (m.piece !== undefined) finished = m.piece(db);
+            else m.up?.(db);
+            if (finished)
+              db.prepare('UPDATE meta SET value = ? WHERE key = ?').run(String(m.version), META_KEYS.schemaVersion);
+            return finished;
+          })
+          .immediate();
       }
     }
   } finally {
@@ -213,7 +224,10 @@ function migrate(db: Connection, path: string, readonly: boolean): void {
 function checkEnvironment(db: Connection, path: string, requested: string): void {
   const stored = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.envFingerprint);
   if (typeof stored !== 'string') {
-    throw new StateFormatError(`state file ${path} records no environment; it is damaged or not a uid2-batch state`, path);
+    throw new StateFormatError(
+      `state file ${path} records no environment; it is damaged or not a uid2-batch state`,
+      path,
+    );
   }
   if (stored !== requested) throw new StateEnvMismatchError(path, stored, requested);
 }
@@ -232,11 +246,16 @@ function asStateError(err: unknown, path: string): unknown {
     return new StateError(`cannot open state file ${path}: check its permissions and those of its directory`, path);
   }
   if (code === 'SQLITE_BUSY') {
-    return new StateError(`state file ${path} is busy: another process holds a write on it; try again when it has finished`, path);
+    return new StateError(
+      `state file ${path} is busy: another process holds a write on it; try again when it has finished`,
+      path,
+    );
   }
   return err;
 }
 
 function errnoOf(err: unknown): string | undefined {
-  return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string' ? err.code : undefined;
+  return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string'
+    ? err.code
+    : undefined;
 }

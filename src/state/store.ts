@@ -63,7 +63,9 @@ export class SqliteStateStore implements StateStore {
   /** Prepared on first use: a read-only open of a file from before the journal (schema 1) has no such table. */
   private journalStmts: ReturnType<typeof prepareJournal> | null = null;
 
-  private readonly commitTx: Transaction<(updates: readonly EncodedUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => void>;
+  private readonly commitTx: Transaction<
+    (updates: readonly EncodedUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => void
+  >;
   private readonly mergeTx: Transaction<() => void>;
   private readonly recordChecksTx: Transaction<(ids: readonly number[], nowS: number) => void>;
   private readonly markBucketsTx: Transaction<(buckets: readonly RotatedBucket[]) => number>;
@@ -77,10 +79,12 @@ export class SqliteStateStore implements StateStore {
     this.stmts = prepareAll(db);
     this.lockFile = new StateLock(path);
     this.tailEntries = Math.max(1, Math.floor(tailEntries));
-    this.commitTx = db.transaction((updates: readonly EncodedUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => {
-      this.writeUpdates(updates, nowS);
-      if (journal !== undefined) this.insertJournal(journal, nowS);
-    });
+    this.commitTx = db.transaction(
+      (updates: readonly EncodedUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => {
+        this.writeUpdates(updates, nowS);
+        if (journal !== undefined) this.insertJournal(journal, nowS);
+      },
+    );
     this.mergeTx = db.transaction(() => this.mergeTail());
     this.resetTail();
     const s = this.stmts;
@@ -116,7 +120,10 @@ export class SqliteStateStore implements StateStore {
   setMeta(key: string, value: string): void {
     this.writable(`set ${key}`);
     if (IDENTITY_META_KEYS.has(key)) {
-      throw new StateFormatError(`state file ${this.path}: '${key}' says what the file is and cannot be changed`, this.path);
+      throw new StateFormatError(
+        `state file ${this.path}: '${key}' says what the file is and cannot be changed`,
+        this.path,
+      );
     }
     if (key === META_KEYS.api && value !== 'v2' && value !== 'v3') {
       throw new StateFormatError(`state file ${this.path}: api must be v2 or v3, not '${value}'`, this.path);
@@ -140,7 +147,8 @@ export class SqliteStateStore implements StateStore {
     }
     this.rowsByKeys(lookupKeys, (row) => {
       const hash = row[2] as string;
-      if (wanted.has(`${row[1] as number}:${hash}`)) found.set(`${TYPE_OF_CODE[row[1] as number]}:${hash}`, decodeEntry(row, hash));
+      if (wanted.has(`${row[1] as number}:${hash}`))
+        found.set(`${TYPE_OF_CODE[row[1] as number]}:${hash}`, decodeEntry(row, hash));
     });
     return found;
   }
@@ -205,7 +213,9 @@ export class SqliteStateStore implements StateStore {
 
   /** Adds what other connections appended since this one last looked: one range read, empty in a single run. */
   private catchUpTail(): void {
-    for (const [id, type, hash] of this.stmts.tailSince.iterate(this.tailSeen) as IterableIterator<[number, number, string]>) {
+    for (const [id, type, hash] of this.stmts.tailSince.iterate(this.tailSeen) as IterableIterator<
+      [number, number, string]
+    >) {
       this.tail.add(keyOf(type, hash), id);
       this.tailSeen = id;
     }
@@ -395,7 +405,8 @@ export class SqliteStateStore implements StateStore {
     if (n === 0) return [];
     if (after === null || after.r === null) return (this.stmts.selectDueFirst.all(now, n) as Row[]).map(decodeDue);
     const out: DueEntry[] = [];
-    if (after.r <= now) for (const row of this.stmts.selectDueSameR.all(after.r, after.id, n) as Row[]) out.push(decodeDue(row));
+    if (after.r <= now)
+      for (const row of this.stmts.selectDueSameR.all(after.r, after.id, n) as Row[]) out.push(decodeDue(row));
     if (out.length < n) {
       for (const row of this.stmts.selectDueLaterR.all(after.r, now, n - out.length) as Row[]) out.push(decodeDue(row));
     }
@@ -446,11 +457,13 @@ export class SqliteStateStore implements StateStore {
       for (const row of this.stmts.sweepNeverChecked.all(after?.id ?? 0, n) as Row[]) out.push(decodeCandidate(row));
       laterThan = BEFORE_ANY_CHECK;
     } else {
-      for (const row of this.stmts.sweepSameCheck.all(after.lastOptoutCheckS, after.id, n) as Row[]) out.push(decodeCandidate(row));
+      for (const row of this.stmts.sweepSameCheck.all(after.lastOptoutCheckS, after.id, n) as Row[])
+        out.push(decodeCandidate(row));
       laterThan = after.lastOptoutCheckS;
     }
     if (out.length < n) {
-      for (const row of this.stmts.sweepLaterCheck.all(laterThan, n - out.length) as Row[]) out.push(decodeCandidate(row));
+      for (const row of this.stmts.sweepLaterCheck.all(laterThan, n - out.length) as Row[])
+        out.push(decodeCandidate(row));
     }
     return out;
   }
@@ -471,12 +484,18 @@ export class SqliteStateStore implements StateStore {
     this.recordChecksTx.immediate(ids, Math.floor(nowS));
   }
 
-  tombstoneByRawUid(optedOut: readonly OptedOutRawUid[], nowS: number, within?: readonly number[], journal?: ChangeJournalRows): number {
+  tombstoneByRawUid(
+    optedOut: readonly OptedOutRawUid[],
+    nowS: number,
+    within?: readonly number[],
+    journal?: ChangeJournalRows,
+  ): number {
     this.writable('tombstone opted-out entries');
     if (optedOut.length === 0) return 0;
     const now = Math.floor(nowS);
     const tx = (): number => {
-      const changed = within === undefined ? this.tombstoneByScan(optedOut, now) : this.tombstoneWithin(optedOut, now, within);
+      const changed =
+        within === undefined ? this.tombstoneByScan(optedOut, now) : this.tombstoneWithin(optedOut, now, within);
       if (journal !== undefined) this.insertJournal(journal, now);
       return changed;
     };
@@ -494,7 +513,11 @@ export class SqliteStateStore implements StateStore {
       const params = new Array<number>(size);
       for (let i = start; i < end; i++) params[i - start] = within[i];
       params.fill(within[end - 1], end - start);
-      const rows = this.inListStatement(this.idStmts, size, SQL.rawUidsByIds).all(params) as [number, string | null, string | null][];
+      const rows = this.inListStatement(this.idStmts, size, SQL.rawUidsByIds).all(params) as [
+        number,
+        string | null,
+        string | null,
+      ][];
       for (const [id, u, p] of rows) {
         const sinceMs = (u !== null ? since.get(u) : undefined) ?? (p !== null ? since.get(p) : undefined);
         if (sinceMs !== undefined) changed += this.stmts.tombstoneById.run(sinceMs, nowS, id).changes;
@@ -519,7 +542,12 @@ export class SqliteStateStore implements StateStore {
   counts(nowS?: number): StateCounts {
     const [entries, mapped, optout, invalid] = this.stmts.countsByStatus.raw().get() as (number | null)[];
     // sum() over no rows is NULL
-    const result: StateCounts = { entries: entries ?? 0, mapped: mapped ?? 0, optout: optout ?? 0, invalid: invalid ?? 0 };
+    const result: StateCounts = {
+      entries: entries ?? 0,
+      mapped: mapped ?? 0,
+      optout: optout ?? 0,
+      invalid: invalid ?? 0,
+    };
     if (nowS !== undefined) {
       const now = Math.floor(nowS);
       const both = this.stmts.countDueBoth.pluck().get(now) as number;
@@ -539,7 +567,15 @@ export class SqliteStateStore implements StateStore {
   }
 
   listRuns(limit: number): RunRecord[] {
-    const rows = this.stmts.listRuns.raw().all(pageLimit(limit)) as [number, string, string, number, number | null, string | null, number | null][];
+    const rows = this.stmts.listRuns.raw().all(pageLimit(limit)) as [
+      number,
+      string,
+      string,
+      number,
+      number | null,
+      string | null,
+      number | null,
+    ][];
     return rows.map(([id, command, args, startedAtS, finishedAtS, summary, exitCode]) => ({
       id,
       command,
@@ -597,7 +633,10 @@ export class SqliteStateStore implements StateStore {
   }
 
   dueDays(): DueDay[] {
-    return (this.stmts.dueDays.raw().all() as [number, number][]).map(([day, count]) => ({ day: utcDay(day * DAY_S), count }));
+    return (this.stmts.dueDays.raw().all() as [number, number][]).map(([day, count]) => ({
+      day: utcDay(day * DAY_S),
+      count,
+    }));
   }
 
   *exportEntries(pageSize = 10_000): IterableIterator<ExportedEntry> {
@@ -716,7 +755,10 @@ function runInsert(
   lastMapped: number | null,
   optedOutSince: number | null,
 ): number {
-  return Number(insert.run(u.type, u.hash, status, raw, previous, r, bucketId, firstMapped, lastMapped, optedOutSince).lastInsertRowid);
+  return Number(
+    insert.run(u.type, u.hash, status, raw, previous, r, bucketId, firstMapped, lastMapped, optedOutSince)
+      .lastInsertRowid,
+  );
 }
 
 /** A list cut into IN (...) parameter arrays of the prepared sizes, each padded with its last value. */

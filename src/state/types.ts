@@ -259,7 +259,12 @@ export interface StateStore {
    * sent) it reads only those rows; without it, it scans the table once (there is no index on raw UIDs).
    * With `journal`, its rows are inserted into the pending changes in the same transaction.
    */
-  tombstoneByRawUid(optedOut: readonly OptedOutRawUid[], nowS: number, within?: readonly number[], journal?: ChangeJournalRows): number;
+  tombstoneByRawUid(
+    optedOut: readonly OptedOutRawUid[],
+    nowS: number,
+    within?: readonly number[],
+    journal?: ChangeJournalRows,
+  ): number;
 
   /** Entry counts by status (a scan of the table); `due` too when given a time. */
   counts(nowS?: number): StateCounts;

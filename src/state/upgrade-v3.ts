@@ -8,19 +8,24 @@ const COPY_ROWS = 100_000;
 const NEW_TABLE = 'entries_v3';
 const KEY_FUNCTION = 'uid2_state_key';
 // the same columns in schemas 1, 2 and 3; only the table's key and indexes change
-const COLUMNS = 'id, type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, last_optout_check, opted_out_since, due';
+const COLUMNS =
+  'id, type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, last_optout_check, opted_out_since, due';
 
 /**
  * One piece of the upgrade, inside the caller's transaction; true once the file is at schema 3. The old table
  * stays the one every reader sees until the last piece swaps the new one in, with its indexes and keys.
  */
 export function upgradeToV3Step(db: Database, copyRows = COPY_ROWS): boolean {
-  const meta = (key: string): string | undefined => db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(key) as string | undefined;
+  const meta = (key: string): string | undefined =>
+    db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(key) as string | undefined;
   const setMeta = (key: string, value: string): void => {
-    db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, value);
+    db.prepare(
+      'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+    ).run(key, value);
   };
 
-  const hasNew = db.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?").pluck().get(NEW_TABLE) === 1;
+  const hasNew =
+    db.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?").pluck().get(NEW_TABLE) === 1;
   if (!hasNew) {
     db.exec(ENTRIES_TABLE(NEW_TABLE));
     setMeta(META_KEYS.upgradeCopied, '0');
@@ -28,9 +33,10 @@ export function upgradeToV3Step(db: Database, copyRows = COPY_ROWS): boolean {
   }
 
   const copied = Number(meta(META_KEYS.upgradeCopied) ?? 0);
-  const last = db.prepare('SELECT max(id) FROM (SELECT id FROM entries WHERE id > ? ORDER BY id LIMIT ?)').pluck().get(copied, copyRows) as
-    | number
-    | null;
+  const last = db
+    .prepare('SELECT max(id) FROM (SELECT id FROM entries WHERE id > ? ORDER BY id LIMIT ?)')
+    .pluck()
+    .get(copied, copyRows) as number | null;
   if (last !== null) {
     db.prepare(
       `INSERT INTO ${NEW_TABLE} (${COLUMNS}) SELECT ${COLUMNS} FROM entries WHERE id > ? AND id <= ? ORDER BY id`,

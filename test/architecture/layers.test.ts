@@ -36,7 +36,11 @@ describe('import graph of src/', () => {
   it('has no circle between the folders of cli/ and pipeline/', () => {
     const folders = folderGraph(graph, 2);
     const inside = new Map([...folders].filter(([f]) => f.startsWith('cli/') || f.startsWith('pipeline/')));
-    for (const [folder, targets] of inside) inside.set(folder, targets.filter((t) => inside.has(t)));
+    for (const [folder, targets] of inside)
+      inside.set(
+        folder,
+        targets.filter((t) => inside.has(t)),
+      );
     expect(cycles(inside)).toEqual([]);
   });
 

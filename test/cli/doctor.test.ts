@@ -45,7 +45,12 @@ function byName(checks: Check[]): Record<string, Check> {
 
 const refuse = (err: Error) => () => Promise.reject(err);
 const unauthorized = () => new UnauthorizedError(401, 'unauthorized', undefined);
-const wrongSecret = () => new ClientError(400, 'client_error', 'Invalid body: Check encryption key (ClientSecret). See https://unifiedid.com/docs');
+const wrongSecret = () =>
+  new ClientError(
+    400,
+    'client_error',
+    'Invalid body: Check encryption key (ClientSecret). See https://unifiedid.com/docs',
+  );
 
 describe('doctor', () => {
   it('passes a good setup: every check, exit 0, the connection closed, no secret printed', async () => {
@@ -92,7 +97,14 @@ describe('doctor', () => {
   it('a wrong key: "API key" fails, every role names itself, exit 4', async () => {
     const report = await runDoctor(
       { roles: ['mapper', 'generator', 'optout'] },
-      deps(healthy({ mapV3: refuse(unauthorized()), generate: refuse(unauthorized()), optoutStatus: refuse(unauthorized()), lastServerTime: undefined })),
+      deps(
+        healthy({
+          mapV3: refuse(unauthorized()),
+          generate: refuse(unauthorized()),
+          optoutStatus: refuse(unauthorized()),
+          lastServerTime: undefined,
+        }),
+      ),
     );
     const c = byName(report.checks);
     expect(c['API key']!.status).toBe('fail');
@@ -104,7 +116,10 @@ describe('doctor', () => {
   });
 
   it('a key without one role: only that role fails, exit 4, and the fix says how to get it or skip it', async () => {
-    const report = await runDoctor({ roles: ['mapper', 'generator', 'optout'] }, deps(healthy({ mapV3: refuse(unauthorized()) })));
+    const report = await runDoctor(
+      { roles: ['mapper', 'generator', 'optout'] },
+      deps(healthy({ mapV3: refuse(unauthorized()) })),
+    );
     const c = byName(report.checks);
     expect(c['API key']!.status).toBe('pass');
     expect(c['mapper role']!.status).toBe('fail');
@@ -119,7 +134,14 @@ describe('doctor', () => {
   it('a wrong secret says the client secret does not match the API key, exit 1', async () => {
     const report = await runDoctor(
       { roles: ['mapper', 'generator', 'optout'] },
-      deps(healthy({ mapV3: refuse(wrongSecret()), generate: refuse(wrongSecret()), optoutStatus: refuse(wrongSecret()), lastServerTime: undefined })),
+      deps(
+        healthy({
+          mapV3: refuse(wrongSecret()),
+          generate: refuse(wrongSecret()),
+          optoutStatus: refuse(wrongSecret()),
+          lastServerTime: undefined,
+        }),
+      ),
     );
     const c = byName(report.checks);
     expect(c['client secret']!.status).toBe('fail');
@@ -127,14 +149,24 @@ describe('doctor', () => {
     expect(c['mapper role']!.status).toBe('skip');
     expect(c['API key']!.status).toBe('pass');
     expect(report.exitCode).toBe(1);
-    expect(formatReport(report)).toMatch(/fail {2}client secret .*\n.*fix: use the client secret issued together with this API key/);
+    expect(formatReport(report)).toMatch(
+      /fail {2}client secret .*\n.*fix: use the client secret issued together with this API key/,
+    );
   });
 
   it('names clock skew when the service rejects the request time, and tells to fix NTP', async () => {
-    const skew = () => new ClockSkewError(400, 'client_error', 'Invalid timestamp: Request too old or client time drift.');
+    const skew = () =>
+      new ClockSkewError(400, 'client_error', 'Invalid timestamp: Request too old or client time drift.');
     const report = await runDoctor(
       { roles: ['mapper', 'generator', 'optout'] },
-      deps(healthy({ mapV3: refuse(skew()), generate: refuse(skew()), optoutStatus: refuse(skew()), lastServerTime: undefined })),
+      deps(
+        healthy({
+          mapV3: refuse(skew()),
+          generate: refuse(skew()),
+          optoutStatus: refuse(skew()),
+          lastServerTime: undefined,
+        }),
+      ),
     );
     const c = byName(report.checks)['clock skew']!;
     expect(c.status).toBe('fail');
@@ -149,13 +181,19 @@ describe('doctor', () => {
     [-45_000, 'warn'],
     [75_000, 'fail'],
   ] as const)('measured skew %i ms is %s', async (skewMs, status) => {
-    const report = await runDoctor({ roles: ['mapper'] }, deps(healthy({ lastServerTime: { serverMs: NOW, localMs: NOW + skewMs } })));
+    const report = await runDoctor(
+      { roles: ['mapper'] },
+      deps(healthy({ lastServerTime: { serverMs: NOW, localMs: NOW + skewMs } })),
+    );
     expect(byName(report.checks)['clock skew']!.status).toBe(status);
     expect(report.exitCode).toBe(status === 'fail' ? 1 : 0);
   });
 
   it('an unreachable service fails reachability and skips the rest', async () => {
-    const report = await runDoctor({ roles: ['mapper'] }, deps(healthy(), { healthcheck: async () => ({ ok: false, message: 'connect ECONNREFUSED 127.0.0.1:9' }) }));
+    const report = await runDoctor(
+      { roles: ['mapper'] },
+      deps(healthy(), { healthcheck: async () => ({ ok: false, message: 'connect ECONNREFUSED 127.0.0.1:9' }) }),
+    );
     const c = byName(report.checks);
     expect(c.reachability!.status).toBe('fail');
     expect(c.reachability!.detail).toContain('ECONNREFUSED');
@@ -164,7 +202,10 @@ describe('doctor', () => {
   });
 
   it('a network failure on a call fails that check', async () => {
-    const report = await runDoctor({ roles: ['mapper'] }, deps(healthy({ mapV3: refuse(new NetworkError('http://x/v3/identity/map', 'reset', 'ECONNRESET')) })));
+    const report = await runDoctor(
+      { roles: ['mapper'] },
+      deps(healthy({ mapV3: refuse(new NetworkError('http://x/v3/identity/map', 'reset', 'ECONNRESET')) })),
+    );
     expect(byName(report.checks)['mapper role']!.status).toBe('fail');
   });
 
@@ -182,7 +223,10 @@ describe('doctor', () => {
   });
 
   it('missing credentials are named with where to set them', async () => {
-    const report = await runDoctor({ roles: ['mapper'] }, deps(healthy(), { resolve: () => ({ ...CONFIG, clientSecret: undefined, clientSecretSource: 'none' }) }));
+    const report = await runDoctor(
+      { roles: ['mapper'] },
+      deps(healthy(), { resolve: () => ({ ...CONFIG, clientSecret: undefined, clientSecretSource: 'none' }) }),
+    );
     const c = byName(report.checks).credentials!;
     expect(c.status).toBe('fail');
     expect(c.detail).toContain('client secret: not set');

@@ -24,16 +24,33 @@ function refusal(fn: () => void): { line: string; exitCode: number } {
 
 describe('refuseOverlappingPaths', () => {
   it('refuses an output that is the input, by path, symlink, hard link or another spelling', () => {
-    for (const out of [input, join(dir, 'in-link.csv'), join(dir, 'in-hard.csv'), `${dir}/../${dir.split('/').pop()}/in.csv`]) {
-      const r = refusal(() => refuseOverlappingPaths([{ flag: 'the input', path: input }], [{ flag: '-o', path: out }]));
+    for (const out of [
+      input,
+      join(dir, 'in-link.csv'),
+      join(dir, 'in-hard.csv'),
+      `${dir}/../${dir.split('/').pop()}/in.csv`,
+    ]) {
+      const r = refusal(() =>
+        refuseOverlappingPaths([{ flag: 'the input', path: input }], [{ flag: '-o', path: out }]),
+      );
       expect(r.exitCode).toBe(2);
-      expect(r.line).toMatch(/^-o '.*' is the same file as the input '.*in\.csv': the run would overwrite what it reads/);
+      expect(r.line).toMatch(
+        /^-o '.*' is the same file as the input '.*in\.csv': the run would overwrite what it reads/,
+      );
     }
   });
 
   it('refuses two outputs in one file, even one not there yet', () => {
     const out = join(dir, 'out.csv');
-    const r = refusal(() => refuseOverlappingPaths([{ flag: 'the input', path: input }], [{ flag: '-o', path: out }, { flag: '--rejects', path: out }]));
+    const r = refusal(() =>
+      refuseOverlappingPaths(
+        [{ flag: 'the input', path: input }],
+        [
+          { flag: '-o', path: out },
+          { flag: '--rejects', path: out },
+        ],
+      ),
+    );
     expect(r.exitCode).toBe(2);
     expect(r.line).toContain("--rejects '");
     expect(r.line).toContain('give each output its own file');
@@ -42,7 +59,12 @@ describe('refuseOverlappingPaths', () => {
   it('refuses a --summary-json that is the state file', () => {
     const state = join(dir, 's.db');
     writeFileSync(state, '');
-    const r = refusal(() => refuseOverlappingPaths([{ flag: '--state', path: state }], standardOutputs({ output: join(dir, 'c.csv'), summaryJson: state })));
+    const r = refusal(() =>
+      refuseOverlappingPaths(
+        [{ flag: '--state', path: state }],
+        standardOutputs({ output: join(dir, 'c.csv'), summaryJson: state }),
+      ),
+    );
     expect(r.line).toMatch(/^--summary-json '.*s\.db' is the same file as --state/);
   });
 
@@ -55,8 +77,15 @@ describe('refuseOverlappingPaths', () => {
   it('lets distinct files, stdout and stdin through', () => {
     expect(() =>
       refuseOverlappingPaths(
-        [{ flag: 'the input', path: '-' }, { flag: '--state', path: undefined }],
-        [{ flag: '-o', path: '-' }, { flag: '--rejects', path: join(dir, 'rejects.csv') }, { flag: '--summary-json', path: join(dir, 'summary.json') }],
+        [
+          { flag: 'the input', path: '-' },
+          { flag: '--state', path: undefined },
+        ],
+        [
+          { flag: '-o', path: '-' },
+          { flag: '--rejects', path: join(dir, 'rejects.csv') },
+          { flag: '--summary-json', path: join(dir, 'summary.json') },
+        ],
       ),
     ).not.toThrow();
   });

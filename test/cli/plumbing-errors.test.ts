@@ -20,7 +20,10 @@ function named(name: string, message: string, extra: Record<string, unknown> = {
 
 describe('reportError', () => {
   it('prints one line and exit 2 for user and config errors', () => {
-    for (const err of [new UserError('--concurrency must be a whole number from 1 to 20'), new ConfigError('no API key for prod: set UID2_API_KEY')]) {
+    for (const err of [
+      new UserError('--concurrency must be a whole number from 1 to 20'),
+      new ConfigError('no API key for prod: set UID2_API_KEY'),
+    ]) {
       const out = capture();
       expect(reportError(err, out.stream, {})).toBe(EXIT.usage);
       expect(out.lines).toEqual([`uid2-batch: ${err.message}\n`]);
@@ -31,7 +34,9 @@ describe('reportError', () => {
 
   it('exits 2 on commander usage errors without printing again, 0 on --help/--version', () => {
     const out = capture();
-    expect(reportError(new CommanderError(1, 'commander.unknownOption', "error: unknown option '--x'"), out.stream, {})).toBe(EXIT.usage);
+    expect(
+      reportError(new CommanderError(1, 'commander.unknownOption', "error: unknown option '--x'"), out.stream, {}),
+    ).toBe(EXIT.usage);
     expect(reportError(new CommanderError(0, 'commander.helpDisplayed', '(outputHelp)'), out.stream, {})).toBe(EXIT.ok);
     expect(out.lines).toEqual([]);
   });
@@ -47,7 +52,10 @@ describe('reportError', () => {
 
   it('exits 1 with a clock skew message', () => {
     const out = capture();
-    const err = errorFromResponse(400, '{"status":"client_error","message":"Invalid timestamp: request too old or client time drift"}');
+    const err = errorFromResponse(
+      400,
+      '{"status":"client_error","message":"Invalid timestamp: request too old or client time drift"}',
+    );
     expect(err).toBeInstanceOf(ClockSkewError);
     expect(reportError(err, out.stream, {})).toBe(EXIT.failed);
     expect(out.text()).toMatch(/^uid2-batch: clock skew/);
@@ -59,26 +67,42 @@ describe('reportError', () => {
   it('exits 2 on the state errors the user must fix, using their userMessage', () => {
     for (const name of ['StateEnvMismatchError', 'StateLockedError', 'StateNotFoundError', 'StateFormatError']) {
       const out = capture();
-      expect(reportError(named(name, 'internal', { userMessage: `${name} says what to do` }), out.stream, {})).toBe(EXIT.usage);
+      expect(reportError(named(name, 'internal', { userMessage: `${name} says what to do` }), out.stream, {})).toBe(
+        EXIT.usage,
+      );
       expect(out.text()).toBe(`uid2-batch: ${name} says what to do\n`);
     }
-    expect(describeError(named('StateLockedError', 'state.db is in use by another run')).line).toBe('state.db is in use by another run');
+    expect(describeError(named('StateLockedError', 'state.db is in use by another run')).line).toBe(
+      'state.db is in use by another run',
+    );
   });
 
   it('takes userMessage and a valid exitCode from other named errors', () => {
-    expect(describeError(named('SomethingError', 'x', { userMessage: 'fix this', exitCode: 3 }))).toEqual({ line: 'fix this', exitCode: 3 });
-    expect(describeError(named('SomethingError', 'x', { userMessage: 'fix this', exitCode: 77 }))).toEqual({ line: 'fix this', exitCode: 1 });
+    expect(describeError(named('SomethingError', 'x', { userMessage: 'fix this', exitCode: 3 }))).toEqual({
+      line: 'fix this',
+      exitCode: 3,
+    });
+    expect(describeError(named('SomethingError', 'x', { userMessage: 'fix this', exitCode: 77 }))).toEqual({
+      line: 'fix this',
+      exitCode: 1,
+    });
   });
 
   it('exits 1 on service answers after retries and on input errors', () => {
-    expect(describeError(new ServerError(503, 'server_error', 'down'))).toMatchObject({ exitCode: 1, line: 'server_error (HTTP 503): down' });
+    expect(describeError(new ServerError(503, 'server_error', 'down'))).toMatchObject({
+      exitCode: 1,
+      line: 'server_error (HTTP 503): down',
+    });
     const input = new InputError('in.csv', 12, 'unbalanced quote', 'close the quote');
     expect(describeError(input)).toEqual({ line: input.message, exitCode: 1 });
     expect(input.message).toContain('in.csv');
   });
 
   it('names the file for file-system errors', () => {
-    const err = Object.assign(new Error("ENOENT: no such file or directory, open 'in.csv'"), { code: 'ENOENT', path: 'in.csv' });
+    const err = Object.assign(new Error("ENOENT: no such file or directory, open 'in.csv'"), {
+      code: 'ENOENT',
+      path: 'in.csv',
+    });
     expect(describeError(err)).toEqual({ line: 'cannot use in.csv: no such file or directory', exitCode: EXIT.usage });
   });
 
@@ -180,15 +204,19 @@ describe('options through commander', () => {
     const program = buildProgram();
     program.configureOutput({ writeErr: () => {}, writeOut: () => {} });
     const cmd = program.command('plumbing-probe').option('--concurrency <n>', 'requests in flight', parseConcurrency);
-    addOutputOptions(addConnectionOptions(cmd)).exitOverride().action((opts: Record<string, unknown>) => {
-      seen.push(opts);
-    });
+    addOutputOptions(addConnectionOptions(cmd))
+      .exitOverride()
+      .action((opts: Record<string, unknown>) => {
+        seen.push(opts);
+      });
     return { program, seen };
   }
 
   it('refuses a bad number with the one line the user needs', async () => {
     const { program } = probe();
-    const err = await program.parseAsync(['node', 'uid2-batch', 'plumbing-probe', '--concurrency', '0']).catch((e: unknown) => e);
+    const err = await program
+      .parseAsync(['node', 'uid2-batch', 'plumbing-probe', '--concurrency', '0'])
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UserError);
     expect((err as Error).message).toBe("--concurrency must be a whole number from 1 to 20 (got '0')");
     expect(describeError(err).exitCode).toBe(EXIT.usage);
@@ -200,13 +228,43 @@ describe('options through commander', () => {
     try {
       const { program, seen } = probe();
       await program.parseAsync([
-        'node', 'uid2-batch', 'plumbing-probe', '--env', 'prod', '--base-url', 'https://x.example', '--api-key-file', '/k',
-        '--client-secret-file', '/s', '--timeout-ms', '5000', '--max-attempts', '3', '-o', 'out.csv', '--format', 'jsonl',
-        '--summary-json', 's.json', '--quiet', '--insecure-http', '--no-color',
+        'node',
+        'uid2-batch',
+        'plumbing-probe',
+        '--env',
+        'prod',
+        '--base-url',
+        'https://x.example',
+        '--api-key-file',
+        '/k',
+        '--client-secret-file',
+        '/s',
+        '--timeout-ms',
+        '5000',
+        '--max-attempts',
+        '3',
+        '-o',
+        'out.csv',
+        '--format',
+        'jsonl',
+        '--summary-json',
+        's.json',
+        '--quiet',
+        '--insecure-http',
+        '--no-color',
       ]);
       expect(seen[0]).toMatchObject({
-        env: 'prod', baseUrl: 'https://x.example', apiKeyFile: '/k', clientSecretFile: '/s', timeoutMs: 5000, maxAttempts: 3,
-        output: 'out.csv', format: 'jsonl', summaryJson: 's.json', quiet: true, insecureHttp: true,
+        env: 'prod',
+        baseUrl: 'https://x.example',
+        apiKeyFile: '/k',
+        clientSecretFile: '/s',
+        timeoutMs: 5000,
+        maxAttempts: 3,
+        output: 'out.csv',
+        format: 'jsonl',
+        summaryJson: 's.json',
+        quiet: true,
+        insecureHttp: true,
       });
       expect(process.env.NO_COLOR).toBe('1');
     } finally {
@@ -217,7 +275,9 @@ describe('options through commander', () => {
 
   it('refuses an unknown --format', async () => {
     const { program } = probe();
-    const err = await program.parseAsync(['node', 'uid2-batch', 'plumbing-probe', '--format', 'xml']).catch((e: unknown) => e);
+    const err = await program
+      .parseAsync(['node', 'uid2-batch', 'plumbing-probe', '--format', 'xml'])
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CommanderError);
     expect(describeError(err).exitCode).toBe(EXIT.usage);
   });
@@ -245,16 +305,34 @@ describe('flags given twice', () => {
   });
 
   it('lets repeatable flags repeat, and the same value twice through', async () => {
-    const err = await parseError(['hash', 'no-such-input.csv', '--email-col', 'a', '--email-col', 'b', '--format', 'csv', '--format', 'csv', '-o', 'x.csv', '-o', 'y.csv']);
+    const err = await parseError([
+      'hash',
+      'no-such-input.csv',
+      '--email-col',
+      'a',
+      '--email-col',
+      'b',
+      '--format',
+      'csv',
+      '--format',
+      'csv',
+      '-o',
+      'x.csv',
+      '-o',
+      'y.csv',
+    ]);
     expect((err as Error).message).toMatch(/^--output was given twice \('x\.csv', then 'y\.csv'\)/);
   });
 
   it('keeps every value of a repeatable flag', async () => {
     const program = new Command('t').exitOverride();
     const seen: Record<string, unknown>[] = [];
-    program.option('--col <name>', 'repeatable', collectRepeated).option('--one <v>', 'one value').action((opts: Record<string, unknown>) => {
-      seen.push(opts);
-    });
+    program
+      .option('--col <name>', 'repeatable', collectRepeated)
+      .option('--one <v>', 'one value')
+      .action((opts: Record<string, unknown>) => {
+        seen.push(opts);
+      });
     refuseRepeatedFlags(program);
     await program.parseAsync(['node', 't', '--col', 'a', '--col', 'b', '--one', 'x']);
     expect(seen[0]).toEqual({ col: ['a', 'b'], one: 'x' });
@@ -270,22 +348,37 @@ describe('flags given twice', () => {
 });
 
 describe('usage errors are exit 2 in every command that reads a table', () => {
-  it.each(['map', 'hash', 'optout-check'])("%s --delimiter ';;' is refused while the flags are read", async (command) => {
-    const program = buildProgram();
-    program.configureOutput({ writeErr: () => {}, writeOut: () => {} });
-    const err = await program.parseAsync(['node', 'uid2-batch', command, 'no-such-file.csv', '--delimiter', ';;']).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(describeError(err)).toEqual({
-      line: `--delimiter must be one character other than a quote or a line break (got ';;'): e.g. --delimiter ";" or --delimiter tab`,
-      exitCode: EXIT.usage,
-    });
-  });
+  it.each(['map', 'hash', 'optout-check'])(
+    "%s --delimiter ';;' is refused while the flags are read",
+    async (command) => {
+      const program = buildProgram();
+      program.configureOutput({ writeErr: () => {}, writeOut: () => {} });
+      const err = await program
+        .parseAsync(['node', 'uid2-batch', command, 'no-such-file.csv', '--delimiter', ';;'])
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(describeError(err)).toEqual({
+        line: `--delimiter must be one character other than a quote or a line break (got ';;'): e.g. --delimiter ";" or --delimiter tab`,
+        exitCode: EXIT.usage,
+      });
+    },
+  );
 
   it('lists one code per meaning: no two names share a number', () => {
     const codes = Object.values(EXIT);
     expect(new Set(codes).size).toBe(codes.length);
-    expect(EXIT).toMatchObject({ ok: 0, failed: 1, usage: 2, partial: 3, auth: 4, optout: 5, invalidToken: 6, hangup: 129, interrupted: 130 });
+    expect(EXIT).toMatchObject({
+      ok: 0,
+      failed: 1,
+      usage: 2,
+      partial: 3,
+      auth: 4,
+      optout: 5,
+      invalidToken: 6,
+      hangup: 129,
+      interrupted: 130,
+    });
   });
 });

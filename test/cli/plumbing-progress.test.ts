@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { EventEmitter } from 'node:events';
-import { chooseProgressMode, colorDisabled, createProgress, fitToWidth, formatProgress, terminalFits, type Timers } from '../../src/cli/shared/progress.js';
+import {
+  chooseProgressMode,
+  colorDisabled,
+  createProgress,
+  fitToWidth,
+  formatProgress,
+  terminalFits,
+  type Timers,
+} from '../../src/cli/shared/progress.js';
 
 /** A clock and an interval the test drives by hand. */
 function fakeTime() {
@@ -75,9 +83,9 @@ describe('progress mode', () => {
 
 describe('formatProgress', () => {
   it('shows done/total, rate, ETA, retries and 429s', () => {
-    expect(formatProgress('map', { done: 25_000, total: 100_000, rowsPerS: 5_000, retries: 2, http429: 1 }, ' · ')).toBe(
-      'map: 25,000/100,000 rows (25.0%) · 5,000 rows/s · ETA 15 s · 2 retries · 1 x 429',
-    );
+    expect(
+      formatProgress('map', { done: 25_000, total: 100_000, rowsPerS: 5_000, retries: 2, http429: 1 }, ' · '),
+    ).toBe('map: 25,000/100,000 rows (25.0%) · 5,000 rows/s · ETA 15 s · 2 retries · 1 x 429');
   });
 
   it('marks an estimated total and drops it once passed', () => {
@@ -117,7 +125,14 @@ describe('plain lines when stderr is not a terminal', () => {
   it('passes notes through', () => {
     const clock = fakeTime();
     const { stream, chunks } = fakeStream(false);
-    const p = createProgress({ label: 'map', stream, env: {}, now: clock.now, timers: clock.timers, lineIntervalMs: 1_000 });
+    const p = createProgress({
+      label: 'map',
+      stream,
+      env: {},
+      now: clock.now,
+      timers: clock.timers,
+      lineIntervalMs: 1_000,
+    });
     p.note('using column "email" (detected)');
     expect(chunks).toEqual(['using column "email" (detected)\n']);
     expect(clock.ticks[0].ms).toBe(1_000);
@@ -164,7 +179,9 @@ describe('terminals of any size', () => {
     expect(terminalFits({ columns: 0, rows: 24 })).toBe(false);
     expect(terminalFits({ columns: 80, rows: 0 })).toBe(false);
     expect(terminalFits({ columns: 19, rows: 24 })).toBe(false);
-    expect(chooseProgressMode({ stream: { isTTY: true, columns: 0, rows: 0, write: () => true }, env: {} })).toBe('lines');
+    expect(chooseProgressMode({ stream: { isTTY: true, columns: 0, rows: 0, write: () => true }, env: {} })).toBe(
+      'lines',
+    );
   });
 
   it('cuts the spinner text to one line of the window', () => {
@@ -201,7 +218,14 @@ describe('terminals of any size', () => {
   it('gives way to plain lines when the window loses its size mid-run, and never clears more than its line', () => {
     const clock = fakeTime();
     const term = resizableTerminal(80, 24);
-    const p = createProgress({ label: 'map', stream: term, env: { NO_COLOR: '1' }, now: clock.now, timers: clock.timers, lineIntervalMs: 1_000 });
+    const p = createProgress({
+      label: 'map',
+      stream: term,
+      env: { NO_COLOR: '1' },
+      now: clock.now,
+      timers: clock.timers,
+      lineIntervalMs: 1_000,
+    });
     expect(p.mode).toBe('spinner');
     p.update({ done: 10 });
     clock.advance(250);
@@ -220,7 +244,13 @@ describe('terminals of any size', () => {
   it('stops drawing when the terminal fails (it was closed)', () => {
     const clock = fakeTime();
     const term = resizableTerminal(80, 24);
-    const p = createProgress({ label: 'map', stream: term, env: { NO_COLOR: '1' }, now: clock.now, timers: clock.timers });
+    const p = createProgress({
+      label: 'map',
+      stream: term,
+      env: { NO_COLOR: '1' },
+      now: clock.now,
+      timers: clock.timers,
+    });
     term.emit('error', Object.assign(new Error('write EIO'), { code: 'EIO' }));
     expect(p.mode).toBe('off');
     const written = term.chunks.length;

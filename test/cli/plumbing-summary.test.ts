@@ -2,7 +2,13 @@ import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatDuration, formatSummary, makeSummary, printSummary, writeSummaryJson } from '../../src/cli/shared/summary.js';
+import {
+  formatDuration,
+  formatSummary,
+  makeSummary,
+  printSummary,
+  writeSummaryJson,
+} from '../../src/cli/shared/summary.js';
 
 const example = () =>
   makeSummary({
@@ -29,17 +35,34 @@ describe('run summary', () => {
   it('fills missing counters with zeros and keeps extra fields', () => {
     const s = makeSummary({ command: 'remap-due', rows: 0, startedMs: 5, endedMs: 5, extra: { due: 0 } });
     expect(s).toEqual({
-      command: 'remap-due', rows: 0, status: { mapped: 0, optout: 0, invalid: 0, error: 0 }, unique_identifiers: 0, from_state: 0,
-      requests: 0, retries: 0, http_429: 0, duration_s: 0, rows_per_s: 0, due: 0,
+      command: 'remap-due',
+      rows: 0,
+      status: { mapped: 0, optout: 0, invalid: 0, error: 0 },
+      unique_identifiers: 0,
+      from_state: 0,
+      requests: 0,
+      retries: 0,
+      http_429: 0,
+      duration_s: 0,
+      rows_per_s: 0,
+      due: 0,
     });
   });
 
   it('counts empty identifier cells as missing, and says one request and one retry in the singular', () => {
     const s = makeSummary({
-      command: 'map', rows: 4, status: { mapped: 2, optout: 0, invalid: 1, error: 0, missing: 1 },
-      requests: 1, retries: 1, http_429: 1, startedMs: 0, endedMs: 1_000,
+      command: 'map',
+      rows: 4,
+      status: { mapped: 2, optout: 0, invalid: 1, error: 0, missing: 1 },
+      requests: 1,
+      retries: 1,
+      http_429: 1,
+      startedMs: 0,
+      endedMs: 1_000,
     });
-    expect(formatSummary(s)).toBe('map: 4 rows in 1 s (4 rows/s): 2 mapped, 0 optout, 1 invalid, 0 error, 1 missing; 1 request, 1 retry, 1 x 429; 0 from state');
+    expect(formatSummary(s)).toBe(
+      'map: 4 rows in 1 s (4 rows/s): 2 mapped, 0 optout, 1 invalid, 0 error, 1 missing; 1 request, 1 retry, 1 x 429; 0 from state',
+    );
   });
 
   it('prints one cron-friendly line', () => {
@@ -51,7 +74,16 @@ describe('run summary', () => {
   });
 
   it('formats long runs and large counts', () => {
-    const s = makeSummary({ command: 'map', rows: 100_000_000, status: { mapped: 100_000_000 }, requests: 20_000, retries: 12, http_429: 7, startedMs: 0, endedMs: 1_000_000 });
+    const s = makeSummary({
+      command: 'map',
+      rows: 100_000_000,
+      status: { mapped: 100_000_000 },
+      requests: 20_000,
+      retries: 12,
+      http_429: 7,
+      startedMs: 0,
+      endedMs: 1_000_000,
+    });
     expect(formatSummary(s)).toBe(
       'map: 100,000,000 rows in 16 min 40 s (100,000 rows/s): 100,000,000 mapped, 0 optout, 0 invalid, 0 error; 20,000 requests, 12 retries, 7 x 429; 0 from state',
     );
@@ -75,8 +107,16 @@ describe('writeSummaryJson', () => {
     await writeSummaryJson(path, { ...example(), batches: 2 });
     const data = JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
     expect(data).toMatchObject({
-      rows: 10_000, status: { mapped: 9_500, optout: 200, invalid: 290, error: 10 }, unique_identifiers: 9_800, from_state: 500,
-      requests: 3, retries: 0, http_429: 0, duration_s: 1.2, rows_per_s: 8_333, batches: 2,
+      rows: 10_000,
+      status: { mapped: 9_500, optout: 200, invalid: 290, error: 10 },
+      unique_identifiers: 9_800,
+      from_state: 500,
+      requests: 3,
+      retries: 0,
+      http_429: 0,
+      duration_s: 1.2,
+      rows_per_s: 8_333,
+      batches: 2,
     });
     expect(await readdir(dir)).toEqual(['summary.json']);
   });

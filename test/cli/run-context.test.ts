@@ -3,10 +3,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { chooseConcurrency, connect, resolveFor, sayTo, type CommandDeps } from '../../src/cli/shared/command-context.js';
+import {
+  chooseConcurrency,
+  connect,
+  resolveFor,
+  sayTo,
+  type CommandDeps,
+} from '../../src/cli/shared/command-context.js';
 import { EXIT } from '../../src/cli/shared/exit-codes.js';
 import type { OutputFlags } from '../../src/cli/shared/options.js';
-import { exitCodeOf, remapRunArgs, reportRun, requestCounters, withRunOutput, type BatchRunResult } from '../../src/cli/shared/run-report.js';
+import {
+  exitCodeOf,
+  remapRunArgs,
+  reportRun,
+  requestCounters,
+  withRunOutput,
+  type BatchRunResult,
+} from '../../src/cli/shared/run-report.js';
 import { makeSummary } from '../../src/cli/shared/summary.js';
 import { resolveConfig, type ResolvedConfig } from '../../src/config/index.js';
 import type { TableSink } from '../../src/pipeline/table/table.js';
@@ -44,10 +57,14 @@ function recordingSink(): TableSink & { calls: string[] } {
   };
 }
 
-const localConfig = (): ResolvedConfig => resolveConfig({ env: 'local' }, {}, {}, { require: { apiKey: false, clientSecret: false } });
+const localConfig = (): ResolvedConfig =>
+  resolveConfig({ env: 'local' }, {}, {}, { require: { apiKey: false, clientSecret: false } });
 
 describe('exitCodeOf', () => {
-  const result = (kind: BatchRunResult['outcome']['kind'], error = 0): BatchRunResult => ({ outcome: { kind }, counts: { status: { error } } });
+  const result = (kind: BatchRunResult['outcome']['kind'], error = 0): BatchRunResult => ({
+    outcome: { kind },
+    counts: { status: { error } },
+  });
 
   it('maps each outcome of a batch run to its exit code', () => {
     expect(exitCodeOf(result('completed'))).toBe(EXIT.ok);
@@ -65,7 +82,14 @@ describe('reportRun', () => {
     const err = captured();
     const sink = recordingSink();
     const path = join(dir, 'summary.json');
-    await reportRun(sink, true, 'remap-due: 3 entries', summary, { format: 'csv', summaryJson: path }, depsWith(err.stream));
+    await reportRun(
+      sink,
+      true,
+      'remap-due: 3 entries',
+      summary,
+      { format: 'csv', summaryJson: path },
+      depsWith(err.stream),
+    );
     expect(sink.calls).toEqual(['commit']);
     expect(err.text()).toBe('remap-due: 3 entries\n');
     expect(JSON.parse(readFileSync(path, 'utf8')).rows).toBe(3);
@@ -96,12 +120,19 @@ describe('withRunOutput', () => {
 
   it('gives the work an output with the header, written when it commits', async () => {
     const output: OutputFlags = { format: 'csv', output: join(dir, 'kept.csv'), quiet: true };
-    const rows = await withRunOutput(['kind', 'hash'], 'migrate', false, output, depsWith(new PassThrough()), async (sink, progress) => {
-      await sink.writeRows([['email', 'h1']]);
-      progress.stop();
-      await sink.commit();
-      return 1;
-    });
+    const rows = await withRunOutput(
+      ['kind', 'hash'],
+      'migrate',
+      false,
+      output,
+      depsWith(new PassThrough()),
+      async (sink, progress) => {
+        await sink.writeRows([['email', 'h1']]);
+        progress.stop();
+        await sink.commit();
+        return 1;
+      },
+    );
     expect(rows).toBe(1);
     expect(readFileSync(join(dir, 'kept.csv'), 'utf8')).toBe('kind,hash\nemail,h1\n');
   });
@@ -116,7 +147,9 @@ describe('chooseConcurrency', () => {
   it('lowers more than 20 to 20 against the public service, and says so once', () => {
     const lines: string[] = [];
     expect(chooseConcurrency(50, withEnv(true), (l) => lines.push(l))).toBe(20);
-    expect(lines).toEqual(['--concurrency 50 lowered to 20: the public service allows 20 map requests in flight (a private operator or --base-url allows more)']);
+    expect(lines).toEqual([
+      '--concurrency 50 lowered to 20: the public service allows 20 map requests in flight (a private operator or --base-url allows more)',
+    ]);
   });
 
   it('takes what is asked elsewhere, 20 when nothing is', () => {
@@ -152,8 +185,15 @@ describe('the command context', () => {
   });
 
   it('remapRunArgs keeps the flags a re-run needs and nothing else', () => {
-    expect(remapRunArgs({ limit: 10, output: { format: 'jsonl', output: 'out.jsonl', summaryJson: 's.json' } })).toEqual({ limit: 10, output: 'out.jsonl', format: 'jsonl' });
-    expect(remapRunArgs({ now: '2026-01-01', concurrency: 4, output: { format: 'csv' } })).toEqual({ now: '2026-01-01', concurrency: 4, output: '-', format: 'csv' });
+    expect(
+      remapRunArgs({ limit: 10, output: { format: 'jsonl', output: 'out.jsonl', summaryJson: 's.json' } }),
+    ).toEqual({ limit: 10, output: 'out.jsonl', format: 'jsonl' });
+    expect(remapRunArgs({ now: '2026-01-01', concurrency: 4, output: { format: 'csv' } })).toEqual({
+      now: '2026-01-01',
+      concurrency: 4,
+      output: '-',
+      format: 'csv',
+    });
   });
 
   it('connect starts the embedded service for --env local; the client maps against it and close stops both', async () => {

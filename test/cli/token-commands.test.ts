@@ -8,7 +8,13 @@ import { REFRESH_EXIT, runTokenRefresh } from '../../src/cli/token/token-refresh
 import { runTokenValidate } from '../../src/cli/token/token-validate.js';
 import { RefreshKeyMismatchError } from '../../src/client/index.js';
 import { sha256Base64 } from '../../src/identity/index.js';
-import { ClientError, ClockSkewError, ExpiredTokenError, InvalidTokenError, UnauthorizedError } from '../../src/protocol/index.js';
+import {
+  ClientError,
+  ClockSkewError,
+  ExpiredTokenError,
+  InvalidTokenError,
+  UnauthorizedError,
+} from '../../src/protocol/index.js';
 import { captureIo, connectTo, fakeClient, identity } from './token-fakes.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'uid2-token-cli-'));
@@ -30,9 +36,18 @@ describe('token generate (one identity)', () => {
     const io = captureIo('', now);
     const code = await runTokenGenerate({ email: '  Jane.Doe@GMail.com ' }, { io, connect: connectTo(client) });
     expect(code).toBe(0);
-    expect(client.calls).toEqual([{ method: 'tokenGenerate', args: [{ email_hash: sha256Base64('janedoe@gmail.com') }] }]);
+    expect(client.calls).toEqual([
+      { method: 'tokenGenerate', args: [{ email_hash: sha256Base64('janedoe@gmail.com') }] },
+    ]);
     const printed = JSON.parse(io.out());
-    expect(Object.keys(printed)).toEqual(['advertising_token', 'refresh_token', 'identity_expires', 'refresh_from', 'refresh_expires', 'refresh_response_key']);
+    expect(Object.keys(printed)).toEqual([
+      'advertising_token',
+      'refresh_token',
+      'identity_expires',
+      'refresh_from',
+      'refresh_expires',
+      'refresh_response_key',
+    ]);
   });
 
   it('sends a phone as phone_hash and a hex hash as base64', async () => {
@@ -40,7 +55,10 @@ describe('token generate (one identity)', () => {
     await runTokenGenerate({ phone: '+12345678901' }, { io: captureIo(), connect: connectTo(client) });
     const hex = Buffer.from(sha256Base64('a@b.com'), 'base64').toString('hex');
     await runTokenGenerate({ emailHash: hex }, { io: captureIo(), connect: connectTo(client) });
-    expect(client.calls.map((c) => c.args[0])).toEqual([{ phone_hash: sha256Base64('+12345678901') }, { email_hash: sha256Base64('a@b.com') }]);
+    expect(client.calls.map((c) => c.args[0])).toEqual([
+      { phone_hash: sha256Base64('+12345678901') },
+      { email_hash: sha256Base64('a@b.com') },
+    ]);
   });
 
   it('refuses an invalid identifier with exit 2, without the value and without connecting', async () => {
@@ -52,7 +70,9 @@ describe('token generate (one identity)', () => {
     expect(err.message).toContain('E.164');
     expect(err.message).not.toContain('555');
     expect(connect.requests).toHaveLength(0);
-    const email = await rejection(runTokenGenerate({ email: 'secret-person.example.com' }, { io: captureIo(), connect }));
+    const email = await rejection(
+      runTokenGenerate({ email: 'secret-person.example.com' }, { io: captureIo(), connect }),
+    );
     expect(email.message).not.toContain('secret-person');
   });
 
@@ -64,14 +84,20 @@ describe('token generate (one identity)', () => {
 
   it('refuses two identifiers, and none', async () => {
     const connect = connectTo(fakeClient({}));
-    expect((await rejection(runTokenGenerate({ email: 'a@b.com', phone: '+12345678901' }, { io: captureIo(), connect }))).message).toContain('--email and --phone');
+    expect(
+      (await rejection(runTokenGenerate({ email: 'a@b.com', phone: '+12345678901' }, { io: captureIo(), connect })))
+        .message,
+    ).toContain('--email and --phone');
     expect((await rejection(runTokenGenerate({}, { io: captureIo(), connect }))).exitCode).toBe(2);
   });
 
   it('prints {"status":"optout"} with a note and exits 5, as refresh does', async () => {
     const io = captureIo();
     const out = join(dir, 'never.json');
-    const code = await runTokenGenerate({ email: 'optout@example.com', out }, { io, connect: connectTo(fakeClient({ generate: () => ({ status: 'optout' }) })) });
+    const code = await runTokenGenerate(
+      { email: 'optout@example.com', out },
+      { io, connect: connectTo(fakeClient({ generate: () => ({ status: 'optout' }) })) },
+    );
     expect(code).toBe(5);
     expect(code).toBe(REFRESH_EXIT.optout);
     expect(JSON.parse(io.out())).toEqual({ status: 'optout' });
@@ -84,7 +110,10 @@ describe('token generate (one identity)', () => {
     const id = identity(now);
     const out = join(dir, 'id.json');
     const io = captureIo('', now);
-    await runTokenGenerate({ email: 'a@example.com', out }, { io, connect: connectTo(fakeClient({ generate: () => ({ status: 'success', identity: id }) })) });
+    await runTokenGenerate(
+      { email: 'a@example.com', out },
+      { io, connect: connectTo(fakeClient({ generate: () => ({ status: 'success', identity: id }) })) },
+    );
     expect(statSync(out).mode & 0o777).toBe(0o600);
     expect(JSON.parse(readFileSync(out, 'utf8'))).toEqual(id);
     expect(io.err()).toContain(`token refresh --in ${out} --update`);
@@ -92,18 +121,40 @@ describe('token generate (one identity)', () => {
 
   it('names the missing role on 401 (exit 4), a wrong secret, and clock skew', async () => {
     const refuse = (err: Error) => connectTo(fakeClient({ generate: () => Promise.reject(err) }));
-    const unauthorized = await rejection(runTokenGenerate({ email: 'a@example.com' }, { io: captureIo(), connect: refuse(new UnauthorizedError(401, 'unauthorized', undefined)) }));
+    const unauthorized = await rejection(
+      runTokenGenerate(
+        { email: 'a@example.com' },
+        { io: captureIo(), connect: refuse(new UnauthorizedError(401, 'unauthorized', undefined)) },
+      ),
+    );
     expect(unauthorized.exitCode).toBe(4);
     expect(unauthorized.message).toContain('lacks the GENERATOR role or is wrong');
     const secret = await rejection(
       runTokenGenerate(
         { email: 'a@example.com' },
-        { io: captureIo(), connect: refuse(new ClientError(400, 'client_error', 'Invalid body: Check encryption key (ClientSecret). See https://unifiedid.com/docs')) },
+        {
+          io: captureIo(),
+          connect: refuse(
+            new ClientError(
+              400,
+              'client_error',
+              'Invalid body: Check encryption key (ClientSecret). See https://unifiedid.com/docs',
+            ),
+          ),
+        },
       ),
     );
     expect(secret.message).toContain('client secret does not match the API key');
     const skew = await rejection(
-      runTokenGenerate({ email: 'a@example.com' }, { io: captureIo(), connect: refuse(new ClockSkewError(400, 'client_error', 'Invalid timestamp: Request too old or client time drift.')) }),
+      runTokenGenerate(
+        { email: 'a@example.com' },
+        {
+          io: captureIo(),
+          connect: refuse(
+            new ClockSkewError(400, 'client_error', 'Invalid timestamp: Request too old or client time drift.'),
+          ),
+        },
+      ),
     );
     expect(skew.message).toMatch(/^clock skew: .*NTP/);
   });
@@ -137,7 +188,10 @@ describe('token refresh', () => {
     const now = Date.now();
     const id = identity(now - 1_000_000);
     const client = fakeClient({ refresh: () => ({ status: 'success', identity: identity(now) }) });
-    await runTokenRefresh({}, { io: captureIo(JSON.stringify({ status: 'success', body: id }), now), connect: connectTo(client) });
+    await runTokenRefresh(
+      {},
+      { io: captureIo(JSON.stringify({ status: 'success', body: id }), now), connect: connectTo(client) },
+    );
     expect(client.calls[0]!.args).toEqual([id.refresh_token, id.refresh_response_key]);
   });
 
@@ -145,7 +199,9 @@ describe('token refresh', () => {
     const connect = connectTo(fakeClient({}));
     const tty = await rejection(runTokenRefresh({}, { io: captureIo('', Date.now(), true), connect }));
     expect(tty.message).toContain('--in FILE');
-    const bad = await rejection(runTokenRefresh({}, { io: captureIo('{"refresh_token":"abc","refresh_response_key":"k"}'), connect }));
+    const bad = await rejection(
+      runTokenRefresh({}, { io: captureIo('{"refresh_token":"abc","refresh_response_key":"k"}'), connect }),
+    );
     expect(bad.message).toContain('lacks advertising_token');
     expect(bad.message).not.toContain('abc');
   });
@@ -159,18 +215,29 @@ describe('token refresh', () => {
     writeFileSync(keyFile, `${id.refresh_response_key}\n`);
     const client = fakeClient({ refresh: () => ({ status: 'success', identity: identity(now) }) });
     const io = captureIo('', now);
-    await runTokenRefresh({ refreshTokenFile: tokenFile, refreshResponseKeyFile: keyFile }, { io, connect: connectTo(client) });
+    await runTokenRefresh(
+      { refreshTokenFile: tokenFile, refreshResponseKeyFile: keyFile },
+      { io, connect: connectTo(client) },
+    );
     expect(client.calls[0]!.args).toEqual([id.refresh_token, id.refresh_response_key]);
     expect(io.err()).not.toContain('warning');
     const io2 = captureIo('', now);
-    await runTokenRefresh({ refreshToken: id.refresh_token, refreshResponseKey: id.refresh_response_key }, { io: io2, connect: connectTo(client) });
+    await runTokenRefresh(
+      { refreshToken: id.refresh_token, refreshResponseKey: id.refresh_response_key },
+      { io: io2, connect: connectTo(client) },
+    );
     expect(io2.err()).toMatch(/--refresh-token and --refresh-response-key .*`ps` and shell history/);
     expect(io2.err()).not.toContain(id.refresh_response_key);
   });
 
   it('refuses a malformed refresh_response_key before sending (exit 2)', async () => {
     const client = fakeClient({});
-    const err = await rejection(runTokenRefresh({ refreshToken: 'x'.repeat(388), refreshResponseKey: 'not-a-key' }, { io: captureIo(), connect: connectTo(client) }));
+    const err = await rejection(
+      runTokenRefresh(
+        { refreshToken: 'x'.repeat(388), refreshResponseKey: 'not-a-key' },
+        { io: captureIo(), connect: connectTo(client) },
+      ),
+    );
     expect(err.exitCode).toBe(2);
     expect(err.message).toContain('refresh_response_key');
     expect(err.message).not.toContain('not-a-key');
@@ -254,14 +321,19 @@ describe('token refresh', () => {
         throw new RefreshKeyMismatchError();
       },
     });
-    const err = await rejection(runTokenRefresh({ in: path, update: true }, { io: captureIo('', now), connect: connectTo(client) }));
+    const err = await rejection(
+      runTokenRefresh({ in: path, update: true }, { io: captureIo('', now), connect: connectTo(client) }),
+    );
     expect(err.exitCode).toBe(2);
     expect(err.message).toContain('does not belong to this refresh_token');
     expect(JSON.parse(readFileSync(path, 'utf8'))).toEqual(id);
   });
 
   it('--update needs --in FILE', async () => {
-    expect((await rejection(runTokenRefresh({ update: true }, { io: captureIo(), connect: connectTo(fakeClient({})) }))).message).toContain('--in FILE');
+    expect(
+      (await rejection(runTokenRefresh({ update: true }, { io: captureIo(), connect: connectTo(fakeClient({})) })))
+        .message,
+    ).toContain('--in FILE');
   });
 });
 
@@ -269,14 +341,21 @@ describe('token validate (one token)', () => {
   it('prints true, exit 0, sending the hash', async () => {
     const client = fakeClient({ validate: () => true });
     const io = captureIo();
-    expect(await runTokenValidate({ token: 'A4tok', phone: '+12345678901' }, { io, connect: connectTo(client) })).toBe(0);
+    expect(await runTokenValidate({ token: 'A4tok', phone: '+12345678901' }, { io, connect: connectTo(client) })).toBe(
+      0,
+    );
     expect(io.out()).toBe('true\n');
     expect(client.calls[0]!.args[0]).toEqual({ token: 'A4tok', phone_hash: sha256Base64('+12345678901') });
   });
 
   it('prints false, exit 1, with the formatting hint and the hash sent', async () => {
     const io = captureIo();
-    expect(await runTokenValidate({ token: 'A4tok', email: 'User@Example.com' }, { io, connect: connectTo(fakeClient({ validate: () => false })) })).toBe(1);
+    expect(
+      await runTokenValidate(
+        { token: 'A4tok', email: 'User@Example.com' },
+        { io, connect: connectTo(fakeClient({ validate: () => false })) },
+      ),
+    ).toBe(1);
     expect(io.out()).toBe('false\n');
     expect(io.err()).toContain('input formatting');
     expect(io.err()).toContain('E.164');
@@ -290,7 +369,9 @@ describe('token validate (one token)', () => {
         throw new ClientError(400, 'client_error', 'Invalid token');
       },
     });
-    const err = await rejection(runTokenValidate({ token: 'junk', email: 'a@b.com' }, { io: captureIo(), connect: connectTo(client) }));
+    const err = await rejection(
+      runTokenValidate({ token: 'junk', email: 'a@b.com' }, { io: captureIo(), connect: connectTo(client) }),
+    );
     expect(err.message).toContain('cannot read this advertising token');
     // not `false` (1): a distinct code
     expect(err.exitCode).toBe(6);
@@ -298,8 +379,14 @@ describe('token validate (one token)', () => {
 
   it('needs a token and an identifier; --input excludes both', async () => {
     const connect = connectTo(fakeClient({}));
-    expect((await rejection(runTokenValidate({ email: 'a@b.com' }, { io: captureIo(), connect }))).message).toContain('--token');
-    expect((await rejection(runTokenValidate({ token: 't' }, { io: captureIo(), connect }))).message).toContain('--email');
-    expect((await rejection(runTokenValidate({ token: 't', input: 'x.csv' }, { io: captureIo(), connect }))).message).toContain('--input');
+    expect((await rejection(runTokenValidate({ email: 'a@b.com' }, { io: captureIo(), connect }))).message).toContain(
+      '--token',
+    );
+    expect((await rejection(runTokenValidate({ token: 't' }, { io: captureIo(), connect }))).message).toContain(
+      '--email',
+    );
+    expect(
+      (await rejection(runTokenValidate({ token: 't', input: 'x.csv' }, { io: captureIo(), connect }))).message,
+    ).toContain('--input');
   });
 });

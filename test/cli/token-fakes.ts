@@ -76,7 +76,9 @@ export const CONFIG: ResolvedConfig = {
   envSource: 'flag',
 };
 
-export function connectTo(client: ServiceClient): Connect & { requests: { apiKey: boolean; clientSecret: boolean }[]; closed: number } {
+export function connectTo(
+  client: ServiceClient,
+): Connect & { requests: { apiKey: boolean; clientSecret: boolean }[]; closed: number } {
   const requests: { apiKey: boolean; clientSecret: boolean }[] = [];
   const connect = Object.assign(
     async (require: { apiKey: boolean; clientSecret: boolean }) => {

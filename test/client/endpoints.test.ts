@@ -8,8 +8,21 @@ import {
   type ClientOptions,
   type ServiceClient,
 } from '../../src/client/index.js';
-import { EnvelopeError, ExpiredTokenError, InvalidTokenError, isMappedV3, PATHS, ServiceError } from '../../src/protocol/index.js';
-import { OPTOUT_EMAIL, REFRESH_OPTOUT_EMAIL, startFakeService, VALIDATE_EMAIL, type FakeService } from './fake-service.js';
+import {
+  EnvelopeError,
+  ExpiredTokenError,
+  InvalidTokenError,
+  isMappedV3,
+  PATHS,
+  ServiceError,
+} from '../../src/protocol/index.js';
+import {
+  OPTOUT_EMAIL,
+  REFRESH_OPTOUT_EMAIL,
+  startFakeService,
+  VALIDATE_EMAIL,
+  type FakeService,
+} from './fake-service.js';
 
 let service: FakeService;
 const clients: ServiceClient[] = [];
@@ -131,7 +144,10 @@ describe('envelope checks', () => {
 
   it('rejects a v3 answer whose arrays do not line up with the request', async () => {
     const c = client();
-    service.script({ kind: 'answer', json: { status: 'success', body: { email: [], email_hash: [], phone: [], phone_hash: [] } } });
+    service.script({
+      kind: 'answer',
+      json: { status: 'success', body: { email: [], email_hash: [], phone: [], phone_hash: [] } },
+    });
     await expect(c.mapV3({ email: ['a@example.com'] })).rejects.toThrow(/0 "email" items for 1 sent/);
   });
 
@@ -143,7 +159,9 @@ describe('envelope checks', () => {
       { kind: 'answer', json: { status: 'success', body: { advertising_token: 'x' } } },
     );
     await expect(c.optoutStatus(['a'])).rejects.toBeInstanceOf(UnexpectedResponseError);
-    await expect(c.tokenValidate({ token: 't', email: 'e@example.com' })).rejects.toBeInstanceOf(UnexpectedResponseError);
+    await expect(c.tokenValidate({ token: 't', email: 'e@example.com' })).rejects.toBeInstanceOf(
+      UnexpectedResponseError,
+    );
     await expect(c.tokenGenerate({ email: 'e@example.com' })).rejects.toThrow(/no "refresh_token"/);
   });
 
@@ -209,7 +227,9 @@ describe('tokenRefresh', () => {
     const first = await generate(c, 'r3@example.com');
     const second = await c.tokenRefresh(first.refresh_token, first.refresh_response_key);
     if (second.status !== 'success') throw new Error('expected success');
-    const err = await c.tokenRefresh(second.identity.refresh_token, first.refresh_response_key).catch((e: unknown) => e);
+    const err = await c
+      .tokenRefresh(second.identity.refresh_token, first.refresh_response_key)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RefreshKeyMismatchError);
     const message = (err as Error).message;
     expect(message).toMatch(/refresh_response_key .*does not belong to this refresh_token/);
@@ -229,7 +249,9 @@ describe('tokenRefresh', () => {
     await expect(c.tokenRefresh('unknown-token', key)).rejects.toBeInstanceOf(InvalidTokenError);
     const identity = await generate(c, 'r4@example.com');
     service.expire(identity.refresh_token);
-    await expect(c.tokenRefresh(identity.refresh_token, identity.refresh_response_key)).rejects.toBeInstanceOf(ExpiredTokenError);
+    await expect(c.tokenRefresh(identity.refresh_token, identity.refresh_response_key)).rejects.toBeInstanceOf(
+      ExpiredTokenError,
+    );
     const anonymous = client({ apiKey: undefined });
     const err = await anonymous.tokenRefresh('unknown-token', key).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ServiceError);
@@ -240,7 +262,9 @@ describe('tokenRefresh', () => {
 
   it('rejects a malformed refresh_response_key before sending', async () => {
     const c = client();
-    await expect(c.tokenRefresh('RT-x', 'short')).rejects.toThrow(/refresh_response_key is not a base64 encoding of 32 bytes/);
+    await expect(c.tokenRefresh('RT-x', 'short')).rejects.toThrow(
+      /refresh_response_key is not a base64 encoding of 32 bytes/,
+    );
     expect(c.stats.requests).toBe(0);
   });
 });

@@ -91,29 +91,50 @@ export async function startFakeService(): Promise<FakeService> {
         const body: Record<string, unknown[]> = {};
         for (const kind of ['email', 'email_hash', 'phone', 'phone_hash']) {
           const values = (payload[kind] as string[] | undefined) ?? [];
-          body[kind] = values.map((v) => (v === OPTOUT_EMAIL ? { e: 'optout' } : v === '' ? { e: 'invalid identifier' } : { u: rawUid(v), p: null, r: 1_900_000_000 }));
+          body[kind] = values.map((v) =>
+            v === OPTOUT_EMAIL
+              ? { e: 'optout' }
+              : v === ''
+                ? { e: 'invalid identifier' }
+                : { u: rawUid(v), p: null, r: 1_900_000_000 },
+          );
         }
         return { kind: 'answer', json: { status: 'success', body } };
       }
       case PATHS.mapV2: {
         const [kind, values] = Object.entries(payload)[0] as [string, string[]];
-        const mapped = values.filter((v) => v !== OPTOUT_EMAIL).map((v) => ({ identifier: v, advertising_id: rawUid(v), bucket_id: `b-${kind}` }));
+        const mapped = values
+          .filter((v) => v !== OPTOUT_EMAIL)
+          .map((v) => ({ identifier: v, advertising_id: rawUid(v), bucket_id: `b-${kind}` }));
         const unmapped = values.filter((v) => v === OPTOUT_EMAIL).map((v) => ({ identifier: v, reason: 'optout' }));
-        return { kind: 'answer', json: { status: 'success', body: unmapped.length ? { mapped, unmapped } : { mapped } } };
+        return {
+          kind: 'answer',
+          json: { status: 'success', body: unmapped.length ? { mapped, unmapped } : { mapped } },
+        };
       }
       case PATHS.buckets:
         return {
           kind: 'answer',
-          json: { status: 'success', body: [{ bucket_id: 'a30od4mNRd', last_updated: `${String(payload.since_timestamp).slice(0, 10)}T22:52:03.109` }] },
+          json: {
+            status: 'success',
+            body: [
+              { bucket_id: 'a30od4mNRd', last_updated: `${String(payload.since_timestamp).slice(0, 10)}T22:52:03.109` },
+            ],
+          },
         };
       case PATHS.optoutStatus: {
         const ids = payload.advertising_ids as string[];
-        const opted = ids.filter((id) => id.startsWith('OPT')).map((id) => ({ advertising_id: id, opted_out_since: 1_700_000_000_000 }));
+        const opted = ids
+          .filter((id) => id.startsWith('OPT'))
+          .map((id) => ({ advertising_id: id, opted_out_since: 1_700_000_000_000 }));
         return { kind: 'answer', json: { status: 'success', body: { opted_out: opted } } };
       }
       case PATHS.tokenGenerate: {
         if (payload.email === OPTOUT_EMAIL) return { kind: 'answer', json: { status: 'optout' } };
-        return { kind: 'answer', json: { status: 'success', body: issueIdentity(payload.email === REFRESH_OPTOUT_EMAIL) } };
+        return {
+          kind: 'answer',
+          json: { status: 'success', body: issueIdentity(payload.email === REFRESH_OPTOUT_EMAIL) },
+        };
       }
       case PATHS.tokenValidate:
         return { kind: 'answer', json: { status: 'success', body: payload.email === VALIDATE_EMAIL } };
@@ -152,7 +173,12 @@ export async function startFakeService(): Promise<FakeService> {
         try {
           if (bytes) {
             const opened = decryptRequest(secret, bytes);
-            call.envelope = { timestampMs: opened.timestampMs, nonce: opened.nonce, payload: JSON.parse(opened.json.toString('utf8')), binary };
+            call.envelope = {
+              timestampMs: opened.timestampMs,
+              nonce: opened.nonce,
+              payload: JSON.parse(opened.json.toString('utf8')),
+              binary,
+            };
           }
         } catch {
           // left without an envelope: the reply below says so
@@ -163,16 +189,24 @@ export async function startFakeService(): Promise<FakeService> {
       if (reply?.kind === 'destroy') return void req.socket.destroy();
       if (reply?.kind === 'hang') return;
       if (reply?.kind === 'status') {
-        return void res.writeHead(reply.httpStatus, { 'content-type': 'application/json', ...reply.headers }).end(reply.body ?? '');
+        return void res
+          .writeHead(reply.httpStatus, { 'content-type': 'application/json', ...reply.headers })
+          .end(reply.body ?? '');
       }
       if (!reply && path === PATHS.tokenRefresh) return answerRefresh(call, res);
       if (path !== PATHS.tokenRefresh && req.headers.authorization !== `Bearer ${apiKey}`) {
         return sendJson(res, 401, { status: 'unauthorized' });
       }
-      if (!call.envelope) return sendJson(res, 400, { status: 'client_error', message: 'Invalid body: Check encryption key (ClientSecret).' });
+      if (!call.envelope)
+        return sendJson(res, 400, {
+          status: 'client_error',
+          message: 'Invalid body: Check encryption key (ClientSecret).',
+        });
       const answer = reply ?? defaultReply(call);
       if (answer.kind !== 'answer') return void res.writeHead(500).end();
-      const sealed = encryptResponse(secret, answer.nonce ?? call.envelope.nonce, JSON.stringify(answer.json), { nowMs: answer.serverMs });
+      const sealed = encryptResponse(secret, answer.nonce ?? call.envelope.nonce, JSON.stringify(answer.json), {
+        nowMs: answer.serverMs,
+      });
       if (binary) res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(sealed);
       else res.writeHead(200, { 'content-type': 'text/plain' }).end(sealed.toString('base64'));
     });

@@ -25,9 +25,15 @@ const fromFlag = (url: string, environ: NodeJS.ProcessEnv = {}) => resolveProxy(
 describe('proxy routes', () => {
   it('https targets fall back to HTTP_PROXY; http targets never take HTTPS_PROXY', () => {
     const onlyHttp = fromEnv({ HTTP_PROXY: 'http://p.example:8080' });
-    expect(proxyRouteFor('https://operator-integ.uidapi.com', onlyHttp)).toMatchObject({ kind: 'proxy', proxy: { from: 'HTTP_PROXY' } });
+    expect(proxyRouteFor('https://operator-integ.uidapi.com', onlyHttp)).toMatchObject({
+      kind: 'proxy',
+      proxy: { from: 'HTTP_PROXY' },
+    });
     const onlyHttps = fromEnv({ HTTPS_PROXY: 'http://p.example:8080' });
-    expect(proxyRouteFor('http://svc.example:8080', onlyHttps)).toEqual({ kind: 'direct', why: 'no proxy set for http:// targets' });
+    expect(proxyRouteFor('http://svc.example:8080', onlyHttps)).toEqual({
+      kind: 'direct',
+      why: 'no proxy set for http:// targets',
+    });
   });
 
   it('a proxy from the environment is never used for loopback; --proxy is, unless NO_PROXY names the host', () => {
@@ -38,9 +44,15 @@ describe('proxy routes', () => {
       expect(describeProxyRoute(route)).toMatch(/is this machine \(HTTP_PROXY is not used for loopback/);
     }
     expect(proxyRouteFor('http://127.0.0.1:9', fromFlag('http://p.example:8080')).kind).toBe('proxy');
-    const exempt = proxyRouteFor('http://127.0.0.1:9', fromFlag('http://p.example:8080', { no_proxy: 'localhost,127.0.0.1' }));
+    const exempt = proxyRouteFor(
+      'http://127.0.0.1:9',
+      fromFlag('http://p.example:8080', { no_proxy: 'localhost,127.0.0.1' }),
+    );
     expect(describeProxyRoute(exempt)).toBe('none: no_proxy entry "127.0.0.1" matches 127.0.0.1');
-    expect(proxyRouteFor('https://x.example', fromFlag('none'))).toEqual({ kind: 'direct', why: 'proxy turned off by --proxy none' });
+    expect(proxyRouteFor('https://x.example', fromFlag('none'))).toEqual({
+      kind: 'direct',
+      why: 'proxy turned off by --proxy none',
+    });
   });
 
   it('NO_PROXY entries: exact host, domain suffix with or without a leading dot or *., port, *, IPv6', () => {
@@ -57,7 +69,9 @@ describe('proxy routes', () => {
   });
 
   it('describes the proxy with user and password hidden', () => {
-    const text = describeProxyRoute(proxyRouteFor('https://prod.uidapi.com', fromFlag('http://alice:pa%40ss@proxy.corp:3128')));
+    const text = describeProxyRoute(
+      proxyRouteFor('https://prod.uidapi.com', fromFlag('http://alice:pa%40ss@proxy.corp:3128')),
+    );
     expect(text).toBe('http://***@proxy.corp:3128 (from --proxy)');
     expect(text).not.toContain('alice');
   });
@@ -132,7 +146,10 @@ describe('requests through a real proxy process', () => {
   it('HTTP_PROXY: a host only the proxy can resolve is reached, and the health check takes the same way', async () => {
     const c = client({ baseUrl: serviceOnProxyOnlyHost(), proxy: fromEnv({ HTTP_PROXY: proxy.url }) });
     expect(c.proxyRoute).toMatchObject({ kind: 'proxy', proxy: { from: 'HTTP_PROXY' } });
-    const { result, entries } = await seenBy(proxy, async () => [await c.tokenGenerate({ email: EMAIL }), await c.healthcheck()] as const);
+    const { result, entries } = await seenBy(
+      proxy,
+      async () => [await c.tokenGenerate({ email: EMAIL }), await c.healthcheck()] as const,
+    );
     expect(result[0].status).toBe('success');
     expect(result[1]).toEqual({ statusCode: 200 });
     expect(entries.map((e) => `${e.method} ${e.target}`)).toEqual([
@@ -154,7 +171,12 @@ describe('requests through a real proxy process', () => {
       maxAttempts: 1,
       proxy: fromEnv({ HTTP_PROXY: proxy.url, no_proxy: '.test' }),
     });
-    const failed = await seenBy(proxy, () => bypass.mapV3({ email: [EMAIL] }).then(() => undefined, (err: unknown) => err));
+    const failed = await seenBy(proxy, () =>
+      bypass.mapV3({ email: [EMAIL] }).then(
+        () => undefined,
+        (err: unknown) => err,
+      ),
+    );
     expect(failed.result).toBeInstanceOf(NetworkError);
     expect((failed.result as NetworkError).failure).toBe('dns');
     expect(failed.entries).toEqual([]);
@@ -175,12 +197,19 @@ describe('requests through a real proxy process', () => {
     expect(ok.entries.map((e) => e.auth)).toEqual(['ok']);
 
     const bad = client({ proxy: fromFlag(withAuth('wrong-pw')) });
-    const refused = await seenBy(authProxy, () => bad.mapV3({ email: [EMAIL] }).then(() => undefined, (err: unknown) => err));
+    const refused = await seenBy(authProxy, () =>
+      bad.mapV3({ email: [EMAIL] }).then(
+        () => undefined,
+        (err: unknown) => err,
+      ),
+    );
     const err = refused.result as NetworkError;
     expect(err).toBeInstanceOf(NetworkError);
     expect(err.failure).toBe('proxy-auth');
     expect(err.message).toContain(`through the proxy http://***@127.0.0.1:${authProxy.port} (from --proxy)`);
-    expect(err.message).toMatch(/proxy authentication required.*\(HTTP 407\); put the right user:password in the proxy URL of --proxy/);
+    expect(err.message).toMatch(
+      /proxy authentication required.*\(HTTP 407\); put the right user:password in the proxy URL of --proxy/,
+    );
     expect(err.message).not.toMatch(/wrong-pw|alice/);
     // not worth a retry: the same credentials would be refused again
     expect(refused.entries.map((e) => e.auth)).toEqual(['bad']);
@@ -193,7 +222,10 @@ describe('requests through a real proxy process', () => {
     await gone.stop();
     for (const baseUrl of [service.url, `https://${PROXY_ONLY_HOST}`]) {
       const c = client({ baseUrl, maxAttempts: 1, proxy: fromFlag(gone.url) });
-      const err = await c.mapV3({ email: [EMAIL] }).then(() => undefined, (e: unknown) => e);
+      const err = await c.mapV3({ email: [EMAIL] }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err, baseUrl).toBeInstanceOf(NetworkError);
       expect((err as NetworkError).failure).toBe('refused');
       expect((err as NetworkError).message).toBe(
@@ -203,8 +235,18 @@ describe('requests through a real proxy process', () => {
   });
 
   it('a proxy that never answers the CONNECT: the request timeout holds, and the error names the proxy', async () => {
-    const c = client({ baseUrl: `https://${PROXY_ONLY_HOST}`, maxAttempts: 1, requestTimeoutMs: 300, proxy: fromEnv({ https_proxy: silentProxy.url }) });
-    const { result, entries } = await seenBy(silentProxy, () => c.mapV3({ email: [EMAIL] }).then(() => undefined, (e: unknown) => e));
+    const c = client({
+      baseUrl: `https://${PROXY_ONLY_HOST}`,
+      maxAttempts: 1,
+      requestTimeoutMs: 300,
+      proxy: fromEnv({ https_proxy: silentProxy.url }),
+    });
+    const { result, entries } = await seenBy(silentProxy, () =>
+      c.mapV3({ email: [EMAIL] }).then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+    );
     expect(result).toBeInstanceOf(NetworkError);
     expect((result as NetworkError).failure).toBe('timeout');
     expect((result as NetworkError).message).toContain(`through the proxy ${silentProxy.url} (from https_proxy)`);
@@ -213,8 +255,17 @@ describe('requests through a real proxy process', () => {
 
   it('https targets go through a CONNECT tunnel; a tunnel the proxy cannot open is a NetworkError naming the proxy', async () => {
     // nothing listens on port 9 of 127.0.0.1, so the proxy answers the CONNECT with 502
-    const c = client({ baseUrl: `https://${PROXY_ONLY_HOST}:9`, maxAttempts: 2, proxy: fromEnv({ HTTPS_PROXY: proxy.url }) });
-    const { result, entries } = await seenBy(proxy, () => c.mapV3({ email: [EMAIL] }).then(() => undefined, (err: unknown) => err));
+    const c = client({
+      baseUrl: `https://${PROXY_ONLY_HOST}:9`,
+      maxAttempts: 2,
+      proxy: fromEnv({ HTTPS_PROXY: proxy.url }),
+    });
+    const { result, entries } = await seenBy(proxy, () =>
+      c.mapV3({ email: [EMAIL] }).then(
+        () => undefined,
+        (err: unknown) => err,
+      ),
+    );
     const err = result as NetworkError;
     expect(err).toBeInstanceOf(NetworkError);
     expect(err.failure).toBe('proxy');

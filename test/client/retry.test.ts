@@ -73,7 +73,10 @@ describe('what is retried', () => {
 
   it('retries a 500, then succeeds', async () => {
     const { client, events } = harness();
-    service.script({ kind: 'status', httpStatus: 500, body: '{"status":"unknown","message":"Unknown error"}' }, bucketsAnswer);
+    service.script(
+      { kind: 'status', httpStatus: 500, body: '{"status":"unknown","message":"Unknown error"}' },
+      bucketsAnswer,
+    );
     expect(await client.buckets(SINCE)).toEqual([]);
     expect(events[0]!.error).toBeInstanceOf(ServerError);
     expect(client.stats).toMatchObject({ requests: 2, retries: 1, http5xx: 1 });
@@ -102,7 +105,9 @@ describe('what is retried', () => {
     expect(new Set(attempts.map((c) => c.envelope!.nonce.toString('hex'))).size).toBe(3);
     // a different IV makes the whole body different even for the same JSON
     expect(new Set(attempts.map((c) => c.raw.subarray(1, 13).toString('hex'))).size).toBe(3);
-    expect(attempts.every((c) => JSON.stringify(c.envelope!.payload) === JSON.stringify({ since_timestamp: SINCE }))).toBe(true);
+    expect(
+      attempts.every((c) => JSON.stringify(c.envelope!.payload) === JSON.stringify({ since_timestamp: SINCE })),
+    ).toBe(true);
   });
 
   it('retries the token refresh too, with the same body', async () => {
@@ -111,16 +116,26 @@ describe('what is retried', () => {
     if (generated.status !== 'success') throw new Error('expected success');
     const before = service.calls.length;
     service.script({ kind: 'status', httpStatus: 502 });
-    const refreshed = await client.tokenRefresh(generated.identity.refresh_token, generated.identity.refresh_response_key);
+    const refreshed = await client.tokenRefresh(
+      generated.identity.refresh_token,
+      generated.identity.refresh_response_key,
+    );
     expect(refreshed.status).toBe('success');
     const attempts = service.calls.slice(before);
-    expect(attempts.map((c) => c.raw.toString())).toEqual([generated.identity.refresh_token, generated.identity.refresh_token]);
+    expect(attempts.map((c) => c.raw.toString())).toEqual([
+      generated.identity.refresh_token,
+      generated.identity.refresh_token,
+    ]);
   });
 });
 
 describe('what is not retried', () => {
   it.each([
-    [400, '{"status":"client_error","message":"Invalid timestamp: Request too old or client time drift."}', ClockSkewError],
+    [
+      400,
+      '{"status":"client_error","message":"Invalid timestamp: Request too old or client time drift."}',
+      ClockSkewError,
+    ],
     [400, '{"status":"client_error","message":"Required Parameter Missing: advertising_ids"}', ClientError],
     [401, '{"status":"unauthorized"}', UnauthorizedError],
     [413, 'Request Entity Too Large', PayloadTooLargeError],
@@ -135,7 +150,11 @@ describe('what is not retried', () => {
 
   it('ClockSkewError tells how to fix the clock', async () => {
     const { client } = harness();
-    service.script({ kind: 'status', httpStatus: 400, body: '{"status":"client_error","message":"Invalid timestamp: Request too old or client time drift."}' });
+    service.script({
+      kind: 'status',
+      httpStatus: 400,
+      body: '{"status":"client_error","message":"Invalid timestamp: Request too old or client time drift."}',
+    });
     await expect(client.buckets(SINCE)).rejects.toThrow(/clock/);
   });
 
@@ -201,7 +220,9 @@ describe('giving up', () => {
     expect(err).toBeInstanceOf(NetworkError);
     expect((err as NetworkError).failure).toBe('timeout');
     expect((err as NetworkError).code).toBe('UND_ERR_HEADERS_TIMEOUT');
-    expect(err.message).toMatch(/^timed out talking to the identity service at http:\/\/127\.0\.0\.1:\d+\/v2\/identity\/buckets/);
+    expect(err.message).toMatch(
+      /^timed out talking to the identity service at http:\/\/127\.0\.0\.1:\d+\/v2\/identity\/buckets/,
+    );
   });
 });
 
@@ -229,7 +250,9 @@ describe('backoff', () => {
     const settings = { backoffBaseMs: 500, backoffMaxMs: 30_000 };
     expect([1, 2, 3, 7, 20].map((n) => backoffDelayMs(n, { ...settings, random: () => 0 }))).toEqual([0, 0, 0, 0, 0]);
     const top = 1 - Number.EPSILON;
-    expect([1, 2, 3, 7, 20].map((n) => backoffDelayMs(n, { ...settings, random: () => top }))).toEqual([499, 999, 1999, 29_999, 29_999]);
+    expect([1, 2, 3, 7, 20].map((n) => backoffDelayMs(n, { ...settings, random: () => top }))).toEqual([
+      499, 999, 1999, 29_999, 29_999,
+    ]);
   });
 
   it('honours Retry-After (seconds) as a lower bound', async () => {
@@ -312,7 +335,12 @@ describe('abort', () => {
 describe('stats', () => {
   it('counts every attempt by outcome across calls', async () => {
     const { client } = harness();
-    service.script({ kind: 'status', httpStatus: 429 }, { kind: 'status', httpStatus: 500 }, { kind: 'destroy' }, bucketsAnswer);
+    service.script(
+      { kind: 'status', httpStatus: 429 },
+      { kind: 'status', httpStatus: 500 },
+      { kind: 'destroy' },
+      bucketsAnswer,
+    );
     await client.buckets(SINCE);
     await client.optoutStatus(['a']);
     service.script({ kind: 'status', httpStatus: 401, body: '{"status":"unauthorized"}' });

@@ -3,7 +3,9 @@ import type { ConfigDeps } from '../../src/config/index.js';
 /** An in-memory machine for resolveConfig: files with modes, a home directory, collected warnings. */
 export function fakeMachine(files: Record<string, string | { text: string; mode: number }> = {}, home = '/home/ana') {
   const warnings: string[] = [];
-  const table = new Map(Object.entries(files).map(([p, f]) => [p, typeof f === 'string' ? { text: f, mode: 0o100600 } : f]));
+  const table = new Map(
+    Object.entries(files).map(([p, f]) => [p, typeof f === 'string' ? { text: f, mode: 0o100600 } : f]),
+  );
   const notFound = (path: string) => Object.assign(new Error(`ENOENT: ${path}`), { code: 'ENOENT' });
   const deps: ConfigDeps = {
     readFile(path) {

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, defaultConfigPath, parseConfigFile, rejectSecretFlags, resolveConfig } from '../../src/config/index.js';
+import {
+  ConfigError,
+  defaultConfigPath,
+  parseConfigFile,
+  rejectSecretFlags,
+  resolveConfig,
+} from '../../src/config/index.js';
 import { API_KEY_VALUE, SECRET_VALUE, fakeMachine } from './fake-fs.js';
 
 const DEFAULT_PATH = '/home/ana/.config/uid2-batch/config.json';
@@ -23,9 +29,14 @@ describe('config file location', () => {
 
   it('takes --config over UID2_CONFIG over the default', () => {
     const profile = (env: string) => JSON.stringify({ profiles: { p: { env } } });
-    const m = fakeMachine({ '/flag.json': profile('prod'), '/var.json': profile('prod-au'), [DEFAULT_PATH]: profile('euid-integ') });
+    const m = fakeMachine({
+      '/flag.json': profile('prod'),
+      '/var.json': profile('prod-au'),
+      [DEFAULT_PATH]: profile('euid-integ'),
+    });
     const env = (flags: { config?: string }, environ: NodeJS.ProcessEnv) =>
-      resolveConfig({ profile: 'p', ...flags }, environ, m.deps, { require: { apiKey: false, clientSecret: false } }).env.name;
+      resolveConfig({ profile: 'p', ...flags }, environ, m.deps, { require: { apiKey: false, clientSecret: false } })
+        .env.name;
     expect(env({ config: '/flag.json' }, { UID2_CONFIG: '/var.json' })).toBe('prod');
     expect(env({}, { UID2_CONFIG: '/var.json' })).toBe('prod-au');
     expect(env({}, {})).toBe('euid-integ');
@@ -43,12 +54,20 @@ describe('config file location', () => {
 describe('profiles', () => {
   it('uses UID2_PROFILE and reads relative secret files next to the config file', () => {
     const m = fakeMachine({
-      '/etc/uid2/config.json': JSON.stringify({ profiles: { prod: { env: 'prod', api_key_file: 'prod.key', client_secret_file: '~/prod.secret' } } }),
+      '/etc/uid2/config.json': JSON.stringify({
+        profiles: { prod: { env: 'prod', api_key_file: 'prod.key', client_secret_file: '~/prod.secret' } },
+      }),
       '/etc/uid2/prod.key': `${API_KEY_VALUE}\n`,
       '/home/ana/prod.secret': `${SECRET_VALUE}\n`,
     });
     const cfg = resolveConfig({ config: '/etc/uid2/config.json' }, { UID2_PROFILE: 'prod' }, m.deps);
-    expect(cfg).toMatchObject({ profile: 'prod', env: { name: 'prod' }, apiKey: API_KEY_VALUE, clientSecret: SECRET_VALUE, apiKeySource: 'profile' });
+    expect(cfg).toMatchObject({
+      profile: 'prod',
+      env: { name: 'prod' },
+      apiKey: API_KEY_VALUE,
+      clientSecret: SECRET_VALUE,
+      apiKeySource: 'profile',
+    });
     expect(cfg.apiKeyOrigin).toBe("profile 'prod' in /etc/uid2/config.json (/etc/uid2/prod.key)");
   });
 
@@ -61,7 +80,9 @@ describe('profiles', () => {
 
   it('says where the config file should be when a profile is named and there is none', () => {
     const m = fakeMachine();
-    expect(errorOf(() => resolveConfig({}, { UID2_PROFILE: 'prod' }, m.deps)).message).toContain(`no config file at ${DEFAULT_PATH}`);
+    expect(errorOf(() => resolveConfig({}, { UID2_PROFILE: 'prod' }, m.deps)).message).toContain(
+      `no config file at ${DEFAULT_PATH}`,
+    );
   });
 
   it('reports malformed JSON by position, never quoting the text', () => {
@@ -74,11 +95,17 @@ describe('profiles', () => {
   });
 
   it('refuses unknown keys, wrong types and double definitions', () => {
-    expect(errorOf(() => parseConfigFile('{"profiles": {"p": {"apikey": "x"}}}', '/c')).message).toContain("unknown key 'apikey'");
+    expect(errorOf(() => parseConfigFile('{"profiles": {"p": {"apikey": "x"}}}', '/c')).message).toContain(
+      "unknown key 'apikey'",
+    );
     expect(errorOf(() => parseConfigFile('{"profile": {}}', '/c')).message).toContain("unknown key 'profile'");
-    expect(errorOf(() => parseConfigFile('{"profiles": {"p": {"env": 3}}}', '/c')).message).toContain("'env' must be a non-empty string");
+    expect(errorOf(() => parseConfigFile('{"profiles": {"p": {"env": 3}}}', '/c')).message).toContain(
+      "'env' must be a non-empty string",
+    );
     expect(errorOf(() => parseConfigFile('[]', '/c')).message).toContain('must be a JSON object');
-    expect(errorOf(() => parseConfigFile('{"profiles": {"p": {"api_key": "a", "api_key_file": "b"}}}', '/c')).message).toContain('both api_key and api_key_file');
+    expect(
+      errorOf(() => parseConfigFile('{"profiles": {"p": {"api_key": "a", "api_key_file": "b"}}}', '/c')).message,
+    ).toContain('both api_key and api_key_file');
   });
 
   it('knows whether a file holds secrets inline', () => {
@@ -88,12 +115,16 @@ describe('profiles', () => {
 });
 
 describe('permissions warning', () => {
-  const withSecrets = JSON.stringify({ profiles: { default: { env: 'prod', api_key: API_KEY_VALUE, client_secret: SECRET_VALUE } } });
+  const withSecrets = JSON.stringify({
+    profiles: { default: { env: 'prod', api_key: API_KEY_VALUE, client_secret: SECRET_VALUE } },
+  });
 
   it('warns when a config file with secrets is readable by others', () => {
     const m = fakeMachine({ [DEFAULT_PATH]: { text: withSecrets, mode: 0o100644 } });
     resolveConfig({}, {}, m.deps);
-    expect(m.warnings).toEqual([`the config file ${DEFAULT_PATH} holds secrets and is readable by other users (mode 644): run chmod 600 ${DEFAULT_PATH}`]);
+    expect(m.warnings).toEqual([
+      `the config file ${DEFAULT_PATH} holds secrets and is readable by other users (mode 644): run chmod 600 ${DEFAULT_PATH}`,
+    ]);
     expect(m.warnings.join('\n')).not.toContain(SECRET_VALUE);
   });
 
@@ -101,7 +132,9 @@ describe('permissions warning', () => {
     const privateFile = fakeMachine({ [DEFAULT_PATH]: { text: withSecrets, mode: 0o100600 } });
     resolveConfig({}, {}, privateFile.deps);
     expect(privateFile.warnings).toEqual([]);
-    const noSecrets = fakeMachine({ [DEFAULT_PATH]: { text: '{"profiles": {"default": {"env": "prod"}}}', mode: 0o100644 } });
+    const noSecrets = fakeMachine({
+      [DEFAULT_PATH]: { text: '{"profiles": {"default": {"env": "prod"}}}', mode: 0o100644 },
+    });
     resolveConfig({}, { UID2_API_KEY: API_KEY_VALUE, UID2_CLIENT_SECRET: SECRET_VALUE }, noSecrets.deps);
     expect(noSecrets.warnings).toEqual([]);
   });

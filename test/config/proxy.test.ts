@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseProxyUrl, resolveConfig, resolveProxy, type ConnectionFlags } from '../../src/config/index.js';
+import {
+  ConfigError,
+  parseProxyUrl,
+  resolveConfig,
+  resolveProxy,
+  type ConnectionFlags,
+} from '../../src/config/index.js';
 import { API_KEY_VALUE, SECRET_VALUE, fakeMachine } from './fake-fs.js';
 
 const CREDS = { UID2_API_KEY: API_KEY_VALUE, UID2_CLIENT_SECRET: SECRET_VALUE };
@@ -16,7 +22,12 @@ function configError(fn: () => unknown): ConfigError {
 
 describe('proxy setting: --proxy over the environment', () => {
   it('reads the lowercase variable before the uppercase one, skips blank ones, and takes a bare host:port as http://', () => {
-    const s = resolveProxy(undefined, { HTTPS_PROXY: 'http://upper:1', https_proxy: 'lower.example:3128', NO_PROXY: 'a.example', http_proxy: ' ' });
+    const s = resolveProxy(undefined, {
+      HTTPS_PROXY: 'http://upper:1',
+      https_proxy: 'lower.example:3128',
+      NO_PROXY: 'a.example',
+      http_proxy: ' ',
+    });
     expect(s).toEqual({
       mode: 'env',
       https: { url: 'http://lower.example:3128/', from: 'https_proxy' },
@@ -28,7 +39,12 @@ describe('proxy setting: --proxy over the environment', () => {
   it('--proxy wins over the variables for every service, keeping NO_PROXY; --proxy none turns proxies off', () => {
     const environ = { HTTPS_PROXY: 'http://env-proxy:1', no_proxy: 'localhost' };
     const address = { url: 'http://flag-proxy:8080/', from: '--proxy' };
-    expect(resolveProxy('flag-proxy:8080', environ)).toEqual({ mode: 'flag', http: address, https: address, noProxy: { value: 'localhost', from: 'no_proxy' } });
+    expect(resolveProxy('flag-proxy:8080', environ)).toEqual({
+      mode: 'flag',
+      http: address,
+      https: address,
+      noProxy: { value: 'localhost', from: 'no_proxy' },
+    });
     expect(resolveProxy('NONE', environ)).toEqual({ mode: 'off', offBy: '--proxy none' });
   });
 
@@ -42,10 +58,19 @@ describe('proxy setting: --proxy over the environment', () => {
 
   it('a malformed proxy is a ConfigError naming the setting, never the password', () => {
     const cases: [() => unknown, RegExp][] = [
-      [() => resolveProxy(undefined, { HTTPS_PROXY: 'socks5://u:pw-123@h:1' }), /^HTTPS_PROXY must be an http:\/\/ or https:\/\/ proxy, got socks5:/],
-      [() => resolveProxy('http://u:pw-123@h:1/path', {}), /^--proxy must be only scheme, host and port.*: http:\/\/\*\*\*@h:1 has a path/],
+      [
+        () => resolveProxy(undefined, { HTTPS_PROXY: 'socks5://u:pw-123@h:1' }),
+        /^HTTPS_PROXY must be an http:\/\/ or https:\/\/ proxy, got socks5:/,
+      ],
+      [
+        () => resolveProxy('http://u:pw-123@h:1/path', {}),
+        /^--proxy must be only scheme, host and port.*: http:\/\/\*\*\*@h:1 has a path/,
+      ],
       [() => parseProxyUrl('http://u:pw-123@', 'http_proxy'), /^http_proxy is not a proxy URL: "http:\/\/\*\*\*@"/],
-      [() => resolveConfig({ env: 'integ' }, { ...CREDS, HTTP_PROXY: 'http://u:pw-123@[bad' }, fakeMachine({}).deps), /^HTTP_PROXY is not a proxy URL/],
+      [
+        () => resolveConfig({ env: 'integ' }, { ...CREDS, HTTP_PROXY: 'http://u:pw-123@[bad' }, fakeMachine({}).deps),
+        /^HTTP_PROXY is not a proxy URL/,
+      ],
     ];
     for (const [fn, message] of cases) {
       const err = configError(fn);

@@ -30,7 +30,18 @@ function resolve(flags: ConnectionFlags, environ: NodeJS.ProcessEnv, files: Para
 
 describe('environments', () => {
   it('lists the public environments with their scopes', () => {
-    expect(environmentNames()).toEqual(['local', 'integ', 'prod', 'prod-use', 'prod-usw', 'prod-au', 'prod-jp', 'prod-sg', 'euid-integ', 'euid-prod']);
+    expect(environmentNames()).toEqual([
+      'local',
+      'integ',
+      'prod',
+      'prod-use',
+      'prod-usw',
+      'prod-au',
+      'prod-jp',
+      'prod-sg',
+      'euid-integ',
+      'euid-prod',
+    ]);
     expect(ENVIRONMENTS.integ.baseUrl).toBe('https://operator-integ.uidapi.com');
     expect(ENVIRONMENTS.prod.baseUrl).toBe('https://global.prod.uidapi.com');
     expect(ENVIRONMENTS['prod-use'].baseUrl).toBe('https://prod.uidapi.com');
@@ -38,7 +49,11 @@ describe('environments', () => {
     expect(ENVIRONMENTS['prod-au'].baseUrl).toBe('https://au.prod.uidapi.com');
     expect(ENVIRONMENTS['prod-jp'].baseUrl).toBe('https://jp.prod.uidapi.com');
     expect(ENVIRONMENTS['prod-sg'].baseUrl).toBe('https://sg.prod.uidapi.com');
-    expect(ENVIRONMENTS['euid-integ']).toMatchObject({ baseUrl: 'https://integ.euid.eu', scope: 'EUID', isPublic: true });
+    expect(ENVIRONMENTS['euid-integ']).toMatchObject({
+      baseUrl: 'https://integ.euid.eu',
+      scope: 'EUID',
+      isPublic: true,
+    });
     expect(ENVIRONMENTS['euid-prod']).toMatchObject({ baseUrl: 'https://prod.euid.eu', scope: 'EUID', isPublic: true });
     expect(ENVIRONMENTS.local).toMatchObject({ scope: 'UID2', isPublic: false });
   });
@@ -50,11 +65,19 @@ describe('environments', () => {
   });
 
   it('takes --env over UID2_ENV over the profile', () => {
-    const files = { '/home/ana/.config/uid2-batch/config.json': JSON.stringify({ profiles: { default: { env: 'prod-jp' } } }) };
+    const files = {
+      '/home/ana/.config/uid2-batch/config.json': JSON.stringify({ profiles: { default: { env: 'prod-jp' } } }),
+    };
     expect(resolve({}, CREDS, files).cfg.env.name).toBe('prod-jp');
     expect(resolve({}, CREDS, files).cfg.envSource).toBe('profile');
-    expect(resolve({}, { ...CREDS, UID2_ENV: 'euid-prod' }, files).cfg.env).toMatchObject({ name: 'euid-prod', scope: 'EUID' });
-    expect(resolve({ env: 'prod-au' }, { ...CREDS, UID2_ENV: 'euid-prod' }, files).cfg).toMatchObject({ env: { name: 'prod-au' }, envSource: 'flag' });
+    expect(resolve({}, { ...CREDS, UID2_ENV: 'euid-prod' }, files).cfg.env).toMatchObject({
+      name: 'euid-prod',
+      scope: 'EUID',
+    });
+    expect(resolve({ env: 'prod-au' }, { ...CREDS, UID2_ENV: 'euid-prod' }, files).cfg).toMatchObject({
+      env: { name: 'prod-au' },
+      envSource: 'flag',
+    });
   });
 
   it('names the valid environments when given an unknown one', () => {
@@ -77,7 +100,9 @@ describe('base URL', () => {
   });
 
   it('refuses a --scope that contradicts a named environment', () => {
-    expect(configError(() => resolve({ env: 'prod', scope: 'EUID' }, CREDS)).message).toContain('does not match environment prod');
+    expect(configError(() => resolve({ env: 'prod', scope: 'EUID' }, CREDS)).message).toContain(
+      'does not match environment prod',
+    );
   });
 
   it('recognises the URL of a known environment', () => {
@@ -102,28 +127,43 @@ describe('base URL', () => {
   });
 
   it('refuses URLs with a version path, credentials, a query or another scheme', () => {
-    expect(configError(() => resolve({ baseUrl: 'https://integ.euid.eu/v2' }, CREDS)).message).toContain('use https://integ.euid.eu');
+    expect(configError(() => resolve({ baseUrl: 'https://integ.euid.eu/v2' }, CREDS)).message).toContain(
+      'use https://integ.euid.eu',
+    );
     const withPassword = configError(() => resolve({ baseUrl: 'https://user:hunter2@operator.example.com' }, CREDS));
     expect(withPassword.message).not.toContain('hunter2');
-    expect(configError(() => resolve({ baseUrl: 'https://operator.example.com?x=1' }, CREDS)).message).toContain('query');
+    expect(configError(() => resolve({ baseUrl: 'https://operator.example.com?x=1' }, CREDS)).message).toContain(
+      'query',
+    );
     expect(configError(() => resolve({ baseUrl: 'ftp://operator.example.com' }, CREDS)).message).toContain('https://');
     expect(configError(() => resolve({ baseUrl: 'operator.example.com' }, CREDS)).message).toContain('is not a URL');
   });
 
   it('takes UID2_BASE_URL, and a profile URL only for the profile environment', () => {
     const files = {
-      '/home/ana/.config/uid2-batch/config.json': JSON.stringify({ profiles: { po: { env: 'integ', base_url: 'https://po.example.com' } } }),
+      '/home/ana/.config/uid2-batch/config.json': JSON.stringify({
+        profiles: { po: { env: 'integ', base_url: 'https://po.example.com' } },
+      }),
     };
-    expect(resolve({}, { ...CREDS, UID2_BASE_URL: 'https://env.example.com' }).cfg.env.baseUrl).toBe('https://env.example.com');
+    expect(resolve({}, { ...CREDS, UID2_BASE_URL: 'https://env.example.com' }).cfg.env.baseUrl).toBe(
+      'https://env.example.com',
+    );
     expect(resolve({ profile: 'po' }, CREDS, files).cfg.env.baseUrl).toBe('https://po.example.com');
-    expect(resolve({ profile: 'po', env: 'prod' }, CREDS, files).cfg.env.baseUrl).toBe('https://global.prod.uidapi.com');
+    expect(resolve({ profile: 'po', env: 'prod' }, CREDS, files).cfg.env.baseUrl).toBe(
+      'https://global.prod.uidapi.com',
+    );
   });
 });
 
 describe('credentials', () => {
   it('reads UID2_API_KEY and UID2_CLIENT_SECRET', () => {
     const { cfg } = resolve({}, CREDS);
-    expect(cfg).toMatchObject({ apiKey: API_KEY_VALUE, clientSecret: SECRET_VALUE, apiKeySource: 'env', clientSecretSource: 'env' });
+    expect(cfg).toMatchObject({
+      apiKey: API_KEY_VALUE,
+      clientSecret: SECRET_VALUE,
+      apiKeySource: 'env',
+      clientSecretSource: 'env',
+    });
   });
 
   it('prefers the file flags over variables, variables over _FILE variables... and over profiles', () => {
@@ -131,12 +171,23 @@ describe('credentials', () => {
       '/secrets/key': `${API_KEY_VALUE}-flag\n`,
       '/secrets/secret': `${OTHER_SECRET}\r\n`,
       '/secrets/env-key': 'key-from-env-file\n',
-      '/home/ana/.config/uid2-batch/config.json': JSON.stringify({ profiles: { default: { api_key: 'key-from-profile', client_secret: SECRET_VALUE } } }),
+      '/home/ana/.config/uid2-batch/config.json': JSON.stringify({
+        profiles: { default: { api_key: 'key-from-profile', client_secret: SECRET_VALUE } },
+      }),
     };
     const byFlag = resolve({ apiKeyFile: '/secrets/key', clientSecretFile: '/secrets/secret' }, CREDS, files).cfg;
-    expect(byFlag).toMatchObject({ apiKey: `${API_KEY_VALUE}-flag`, clientSecret: OTHER_SECRET, apiKeySource: 'file', apiKeyOrigin: '--api-key-file /secrets/key' });
+    expect(byFlag).toMatchObject({
+      apiKey: `${API_KEY_VALUE}-flag`,
+      clientSecret: OTHER_SECRET,
+      apiKeySource: 'file',
+      apiKeyOrigin: '--api-key-file /secrets/key',
+    });
     const byEnvFile = resolve({}, { UID2_API_KEY_FILE: '/secrets/env-key' }, files).cfg;
-    expect(byEnvFile).toMatchObject({ apiKey: 'key-from-env-file', apiKeySource: 'file', clientSecretSource: 'profile' });
+    expect(byEnvFile).toMatchObject({
+      apiKey: 'key-from-env-file',
+      apiKeySource: 'file',
+      clientSecretSource: 'profile',
+    });
     const byProfile = resolve({}, {}, files).cfg;
     expect(byProfile).toMatchObject({ apiKey: 'key-from-profile', apiKeySource: 'profile', profile: 'default' });
   });
@@ -148,7 +199,9 @@ describe('credentials', () => {
 
   it('says which variable or file flag to set when a credential is missing', () => {
     const noKey = configError(() => resolve({ env: 'prod' }, { UID2_CLIENT_SECRET: SECRET_VALUE }));
-    expect(noKey.message).toBe('no API key for prod: set UID2_API_KEY, or pass --api-key-file FILE, or name a profile with --profile');
+    expect(noKey.message).toBe(
+      'no API key for prod: set UID2_API_KEY, or pass --api-key-file FILE, or name a profile with --profile',
+    );
     expect(noKey.message).not.toContain(SECRET_VALUE);
     const noSecret = configError(() => resolve({ env: 'euid-prod' }, { UID2_API_KEY: API_KEY_VALUE }));
     expect(noSecret.message).toContain('set UID2_CLIENT_SECRET, or pass --client-secret-file FILE');
@@ -169,9 +222,13 @@ describe('credentials', () => {
     expect(err.message).toContain('base64 of 32 bytes');
     expect(err.message).not.toContain(bad);
     const notBase64 = 'this is not base64 at all, it has spaces!!!!';
-    expect(configError(() => resolve({}, { UID2_API_KEY: API_KEY_VALUE, UID2_CLIENT_SECRET: notBase64 })).message).not.toContain(notBase64);
+    expect(
+      configError(() => resolve({}, { UID2_API_KEY: API_KEY_VALUE, UID2_CLIENT_SECRET: notBase64 })).message,
+    ).not.toContain(notBase64);
     const sixteenBytes = Buffer.alloc(16, 1).toString('base64');
-    expect(configError(() => resolve({}, { UID2_API_KEY: API_KEY_VALUE, UID2_CLIENT_SECRET: sixteenBytes })).message).toContain('malformed');
+    expect(
+      configError(() => resolve({}, { UID2_API_KEY: API_KEY_VALUE, UID2_CLIENT_SECRET: sixteenBytes })).message,
+    ).toContain('malformed');
   });
 
   it('refuses an API key with spaces or line breaks inside, without showing it', () => {
@@ -183,8 +240,13 @@ describe('credentials', () => {
 
   it('trims trailing newlines of secret files and refuses empty or missing ones', () => {
     const files = { '/k': `${API_KEY_VALUE}\n\n`, '/s': `${SECRET_VALUE}\n`, '/empty': '\n' };
-    expect(resolve({ apiKeyFile: '/k', clientSecretFile: '/s' }, {}, files).cfg).toMatchObject({ apiKey: API_KEY_VALUE, clientSecret: SECRET_VALUE });
-    expect(configError(() => resolve({ apiKeyFile: '/empty' }, CREDS, files)).message).toBe('the API key file /empty (from --api-key-file) is empty');
+    expect(resolve({ apiKeyFile: '/k', clientSecretFile: '/s' }, {}, files).cfg).toMatchObject({
+      apiKey: API_KEY_VALUE,
+      clientSecret: SECRET_VALUE,
+    });
+    expect(configError(() => resolve({ apiKeyFile: '/empty' }, CREDS, files)).message).toBe(
+      'the API key file /empty (from --api-key-file) is empty',
+    );
     expect(configError(() => resolve({ clientSecretFile: '/nope' }, CREDS, files)).message).toBe(
       'cannot read the client secret file /nope (from --client-secret-file): no such file',
     );
@@ -198,7 +260,9 @@ describe('credentials', () => {
   });
 
   it('needs credentials for a local environment reached through --base-url', () => {
-    expect(configError(() => resolve({ env: 'local', baseUrl: 'http://127.0.0.1:4000' }, {})).message).toContain('no API key for local');
+    expect(configError(() => resolve({ env: 'local', baseUrl: 'http://127.0.0.1:4000' }, {})).message).toContain(
+      'no API key for local',
+    );
     const { cfg } = resolve({ env: 'local', baseUrl: 'http://127.0.0.1:4000' }, CREDS);
     expect(cfg.isLocal).toBe(false);
   });
@@ -219,7 +283,12 @@ describe('display and fingerprint', () => {
     const files = { '/k': API_KEY_VALUE };
     const { cfg } = resolve({ apiKeyFile: '/k', env: 'prod-usw' }, { UID2_CLIENT_SECRET: SECRET_VALUE }, files);
     const shown = credentialsForDisplay(cfg);
-    expect(shown).toMatchObject({ env: 'prod-usw', baseUrl: 'https://usw.prod.uidapi.com', apiKey: '--api-key-file /k', clientSecret: 'UID2_CLIENT_SECRET' });
+    expect(shown).toMatchObject({
+      env: 'prod-usw',
+      baseUrl: 'https://usw.prod.uidapi.com',
+      apiKey: '--api-key-file /k',
+      clientSecret: 'UID2_CLIENT_SECRET',
+    });
     const text = JSON.stringify(shown);
     expect(text).not.toContain(API_KEY_VALUE);
     expect(text).not.toContain(SECRET_VALUE);
@@ -239,8 +308,17 @@ describe('display and fingerprint', () => {
 
   it('attaches the embedded service to a local config', () => {
     const { cfg } = resolve({ env: 'local' }, {});
-    const attached = attachLocalService(cfg, { url: 'http://127.0.0.1:5555/', apiKey: 'k', clientSecret: SECRET_VALUE });
-    expect(attached).toMatchObject({ isLocal: true, env: { baseUrl: 'http://127.0.0.1:5555' }, apiKey: 'k', clientSecretSource: 'local-service' });
+    const attached = attachLocalService(cfg, {
+      url: 'http://127.0.0.1:5555/',
+      apiKey: 'k',
+      clientSecret: SECRET_VALUE,
+    });
+    expect(attached).toMatchObject({
+      isLocal: true,
+      env: { baseUrl: 'http://127.0.0.1:5555' },
+      apiKey: 'k',
+      clientSecretSource: 'local-service',
+    });
     expect(envFingerprint(attached)).toBe(envFingerprint(cfg));
     expect(credentialsForDisplay(attached).apiKey).toBe('the embedded local service');
   });

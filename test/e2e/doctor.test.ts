@@ -15,7 +15,10 @@ let skewed: ServeProcess;
 
 beforeAll(async () => {
   ensureBuilt();
-  [serve, skewed] = await Promise.all([startServe(), startServe(['--now', new Date(Date.now() + 10 * 60_000).toISOString()])]);
+  [serve, skewed] = await Promise.all([
+    startServe(),
+    startServe(['--now', new Date(Date.now() + 10 * 60_000).toISOString()]),
+  ]);
 }, 120_000);
 
 afterAll(async () => {
@@ -39,7 +42,18 @@ describe.concurrent('doctor against serve', () => {
     const r = await doctor(serve, {}, []);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toMatch(/all checks passed \(0 failed/);
-    for (const name of ['configuration', 'credentials', 'reachability', 'API key', 'client secret', 'clock skew', 'mapper role', 'generator role', 'opt-out status', 'token refresh']) {
+    for (const name of [
+      'configuration',
+      'credentials',
+      'reachability',
+      'API key',
+      'client secret',
+      'clock skew',
+      'mapper role',
+      'generator role',
+      'opt-out status',
+      'token refresh',
+    ]) {
       expect(r.stdout).toMatch(new RegExp(`^ {2}pass {2}${name} `, 'm'));
     }
     expect(r.stdout).toContain('UID2_API_KEY');
@@ -79,7 +93,10 @@ describe.concurrent('doctor against serve', () => {
   it('simulated days are not skew: after POST /_local/clock {"advance_days": 30} every check passes', async () => {
     const moved = await startServe();
     try {
-      const res = await fetch(`${moved.url}/_local/clock`, { method: 'POST', body: JSON.stringify({ advance_days: 30 }) });
+      const res = await fetch(`${moved.url}/_local/clock`, {
+        method: 'POST',
+        body: JSON.stringify({ advance_days: 30 }),
+      });
       expect(res.status).toBe(200);
       const r = await doctor(moved);
       expect(r.code, r.stdout).toBe(0);

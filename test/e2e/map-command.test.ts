@@ -23,7 +23,15 @@ function io(stdinText?: string, stdinIsTTY = false) {
 }
 
 function flags(input: string | undefined, opts: Record<string, unknown>) {
-  return mapFlags(input, { format: 'csv', env: 'local', emailCol: [], phoneCol: [], emailHashCol: [], phoneHashCol: [], ...opts });
+  return mapFlags(input, {
+    format: 'csv',
+    env: 'local',
+    emailCol: [],
+    phoneCol: [],
+    emailHashCol: [],
+    phoneHashCol: [],
+    ...opts,
+  });
 }
 
 describe('runMap', () => {
@@ -59,7 +67,10 @@ describe('runMap', () => {
   it('caps --concurrency at 20 for the public service, and says so', async () => {
     const t = io();
     const input = dir.file('cap.csv', emailRows(10));
-    const code = await runMap(flags(input, { env: 'integ', concurrency: 50, dryRun: true }), { ...t.deps, env: { ...t.deps.env, UID2_API_KEY: 'k', UID2_CLIENT_SECRET: Buffer.alloc(32).toString('base64') } });
+    const code = await runMap(flags(input, { env: 'integ', concurrency: 50, dryRun: true }), {
+      ...t.deps,
+      env: { ...t.deps.env, UID2_API_KEY: 'k', UID2_CLIENT_SECRET: Buffer.alloc(32).toString('base64') },
+    });
     expect(code).toBe(0);
     expect(t.err()).toMatch(/--concurrency 50 lowered to 20/);
   });
@@ -80,7 +91,10 @@ describe('runMap', () => {
     const output = dir.file('stopped.csv');
     const state = dir.file('stopped.db');
     stop.abort();
-    const code = await runMap(flags(dir.file('stop.csv', emailRows(2_000)), { output, state, batchSize: 100 }), { ...t.deps, signal: stop.signal });
+    const code = await runMap(flags(dir.file('stop.csv', emailRows(2_000)), { output, state, batchSize: 100 }), {
+      ...t.deps,
+      signal: stop.signal,
+    });
     expect(code).toBe(130);
     expect(existsSync(output)).toBe(false);
     expect(t.err()).toMatch(/interrupted: .* was not written/);

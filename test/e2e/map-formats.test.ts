@@ -37,14 +37,17 @@ beforeAll(async () => {
 afterAll(() => dir.remove());
 
 describe('map with compressed and Parquet data', () => {
-  it.each([['0'], ['2']])('a .csv.gz to .csv.gz gives the plain run\'s bytes, gzipped (--threads %s)', async (threads) => {
-    const gzIn = dir.file(`in-${threads}.csv.gz`, gzipSync(csv));
-    const gzOut = dir.file(`out-${threads}.csv.gz`);
-    const run = await runCli(['map', gzIn, ...MAP, '-o', gzOut, '--threads', threads]);
-    expect(run.stderr).toBe('');
-    expect(run.code).toBe(0);
-    expect(gunzipSync(readFileSync(gzOut)).toString('utf8')).toBe(readFileSync(plainOut, 'utf8'));
-  });
+  it.each([['0'], ['2']])(
+    "a .csv.gz to .csv.gz gives the plain run's bytes, gzipped (--threads %s)",
+    async (threads) => {
+      const gzIn = dir.file(`in-${threads}.csv.gz`, gzipSync(csv));
+      const gzOut = dir.file(`out-${threads}.csv.gz`);
+      const run = await runCli(['map', gzIn, ...MAP, '-o', gzOut, '--threads', threads]);
+      expect(run.stderr).toBe('');
+      expect(run.code).toBe(0);
+      expect(gunzipSync(readFileSync(gzOut)).toString('utf8')).toBe(readFileSync(plainOut, 'utf8'));
+    },
+  );
 
   it('gzip on stdin is recognised by its bytes', async () => {
     const run = await runCli(['map', '-', ...MAP, '--threads', '0'], { input: gzipSync(csv) });
@@ -56,7 +59,9 @@ describe('map with compressed and Parquet data', () => {
     const parquet = dir.file('in.parquet');
     const db = await DuckDBInstance.create(':memory:');
     const conn = await db.connect();
-    await conn.run(`COPY (SELECT * FROM read_csv('${input}', all_varchar = true, header = true)) TO '${parquet}' (FORMAT parquet, ROW_GROUP_SIZE 1000)`);
+    await conn.run(
+      `COPY (SELECT * FROM read_csv('${input}', all_varchar = true, header = true)) TO '${parquet}' (FORMAT parquet, ROW_GROUP_SIZE 1000)`,
+    );
     conn.closeSync();
     db.closeSync();
     const out = dir.file('from-parquet.csv');
@@ -72,7 +77,9 @@ describe('map with compressed and Parquet data', () => {
     const out = dir.file('cut-out.csv');
     const run = await runCli(['map', bad, ...MAP, '-o', out, '--threads', '0']);
     expect(run.code).toBe(1);
-    expect(run.stderr).toBe(`uid2-batch: ${bad}: the gzip data ends early (a truncated file?); copy or download it again, completely; ${out} was not written\n`);
+    expect(run.stderr).toBe(
+      `uid2-batch: ${bad}: the gzip data ends early (a truncated file?); copy or download it again, completely; ${out} was not written\n`,
+    );
     expect(() => readFileSync(out)).toThrow();
   });
 
@@ -81,6 +88,8 @@ describe('map with compressed and Parquet data', () => {
     const bad = dir.file('cut.parquet', good.subarray(0, good.length - 50));
     const run = await runCli(['map', bad, ...MAP]);
     expect(run.code).toBe(1);
-    expect(run.stderr).toBe(`uid2-batch: ${bad}: not a readable Parquet file (its footer is missing or corrupt: a truncated copy?); copy or export it again\n`);
+    expect(run.stderr).toBe(
+      `uid2-batch: ${bad}: not a readable Parquet file (its footer is missing or corrupt: a truncated copy?); copy or export it again\n`,
+    );
   });
 });

@@ -32,7 +32,20 @@ describe('map --env local', () => {
     ].join('\n');
     const input = dir.file('contacts.csv', csv);
     const output = dir.file('local-out.csv');
-    const local = await runCli(['map', input, '--col', 'contact', '--type', 'auto', '--env', 'local', '-o', output, '--state', dir.file('local.db')]);
+    const local = await runCli([
+      'map',
+      input,
+      '--col',
+      'contact',
+      '--type',
+      'auto',
+      '--env',
+      'local',
+      '-o',
+      output,
+      '--state',
+      dir.file('local.db'),
+    ]);
     expect(local.stderr).not.toMatch(/UID2_API_KEY|credential/);
     expect(local.code).toBe(0);
     const table = parseCsv(readFileSync(output, 'utf8'));
@@ -49,7 +62,9 @@ describe('map --env local', () => {
     const state = dir.file('local-only.db');
     const input = dir.file('few.csv', emailRows(20));
     expect((await runCli(['map', input, '--env', 'local', '--state', state, '--quiet'])).code).toBe(0);
-    const other = await runCli(['map', input, '--env', 'integ', '--state', state, '--dry-run'], { env: { UID2_API_KEY: 'k', UID2_CLIENT_SECRET: Buffer.alloc(32).toString('base64') } });
+    const other = await runCli(['map', input, '--env', 'integ', '--state', state, '--dry-run'], {
+      env: { UID2_API_KEY: 'k', UID2_CLIENT_SECRET: Buffer.alloc(32).toString('base64') },
+    });
     expect(other.code).toBe(2);
     expect(other.stderr).toMatch(/UID2:local/);
   });
@@ -57,15 +72,36 @@ describe('map --env local', () => {
   it('reports a dry run without sending: valid, invalid by reason, unique, from state, batches', async () => {
     const state = dir.file('dry.db');
     const input = dir.file('dry.csv', emailRows(1_000));
-    expect((await runCli(['map', dir.file('dry-half.csv', emailRows(500)), '--env', 'local', '--state', state, '--quiet'])).code).toBe(0);
+    expect(
+      (await runCli(['map', dir.file('dry-half.csv', emailRows(500)), '--env', 'local', '--state', state, '--quiet']))
+        .code,
+    ).toBe(0);
     const summaryPath = dir.file('dry-summary.json');
-    const dry = await runCli(['map', input, '--env', 'local', '--state', state, '--dry-run', '--batch-size', '100', '--summary-json', summaryPath]);
+    const dry = await runCli([
+      'map',
+      input,
+      '--env',
+      'local',
+      '--state',
+      state,
+      '--dry-run',
+      '--batch-size',
+      '100',
+      '--summary-json',
+      summaryPath,
+    ]);
     expect(dry.code).toBe(0);
     expect(dry.stdout).toBe('');
     expect(dry.stderr).toMatch(/nothing was sent/);
     expect(dry.stderr).toMatch(/20 invalid email/);
     const summary = JSON.parse(readFileSync(summaryPath, 'utf8'));
-    expect(summary).toMatchObject({ dry_run: true, rows: 1_000, valid: 980, requests: 0, invalid_by_reason: { 'invalid email': 20 } });
+    expect(summary).toMatchObject({
+      dry_run: true,
+      rows: 1_000,
+      valid: 980,
+      requests: 0,
+      invalid_by_reason: { 'invalid email': 20 },
+    });
     // rows 0..499 were mapped into the state by the first run: their repeats and themselves are answered from it
     expect(summary.from_state).toBeGreaterThanOrEqual(480);
     // rows 0..499 hold 485 distinct valid addresses (10 broken, 5 repeats)

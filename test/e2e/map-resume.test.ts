@@ -57,11 +57,25 @@ describe('map resumes from the state file', () => {
     const c = serveConnection(serve);
     const state = dir.file('killed.db');
     const output = dir.file('killed.csv');
-    const args = ['map', input, '-o', output, '--state', state, '--quiet', '--summary-json', dir.file('killed-summary.json'), ...c.args];
+    const args = [
+      'map',
+      input,
+      '-o',
+      output,
+      '--state',
+      state,
+      '--quiet',
+      '--summary-json',
+      dir.file('killed-summary.json'),
+      ...c.args,
+    ];
     const before = await itemsSent(serve);
     const first = spawnCli(args, { env: c.env });
     try {
-      await waitFor(async () => (await itemsSent(serve)) - before >= 60_000, 'the first 60,000 identifiers to reach the service');
+      await waitFor(
+        async () => (await itemsSent(serve)) - before >= 60_000,
+        'the first 60,000 identifiers to reach the service',
+      );
     } finally {
       process.kill(first.child.pid as number, 'SIGKILL');
     }
@@ -100,7 +114,19 @@ describe('map resumes from the state file', () => {
     const small = dir.file('small.csv', emailRows(30_000));
     const state = dir.file('interrupted.db');
     const output = dir.file('interrupted.csv');
-    const args = ['map', small, '-o', output, '--state', state, '--batch-size', '1000', '--concurrency', '2', ...c.args];
+    const args = [
+      'map',
+      small,
+      '-o',
+      output,
+      '--state',
+      state,
+      '--batch-size',
+      '1000',
+      '--concurrency',
+      '2',
+      ...c.args,
+    ];
     const before = await itemsSent(serve);
     const run = spawnCli(args, { env: c.env });
     try {
@@ -122,7 +148,16 @@ describe('map resumes from the state file', () => {
 describe('map through a 429 storm, 500s and dropped connections', () => {
   let faulty: ServeProcess;
   beforeAll(async () => {
-    faulty = await startServe(['--fault-429', '0.3', '--fault-500', '0.05', '--fault-drop', '0.02', '--latency-ms', '50']);
+    faulty = await startServe([
+      '--fault-429',
+      '0.3',
+      '--fault-500',
+      '0.05',
+      '--fault-drop',
+      '0.02',
+      '--latency-ms',
+      '50',
+    ]);
   });
   afterAll(async () => {
     await faulty?.stop();
@@ -131,12 +166,17 @@ describe('map through a 429 storm, 500s and dropped connections', () => {
   it('gives output identical to a fault-free run', async () => {
     const small = dir.file('faults.csv', emailRows(20_000, 'storm'));
     const clean = serveConnection(serve);
-    const reference = await runCli(['map', small, '--quiet', '--batch-size', '1000', ...clean.args], { env: clean.env });
+    const reference = await runCli(['map', small, '--quiet', '--batch-size', '1000', ...clean.args], {
+      env: clean.env,
+    });
     expect(reference.code).toBe(0);
 
     const f = serveConnection(faulty);
     const summaryPath = dir.file('faults-summary.json');
-    const res = await runCli(['map', small, '--batch-size', '1000', '--max-attempts', '20', '--summary-json', summaryPath, ...f.args], { env: f.env });
+    const res = await runCli(
+      ['map', small, '--batch-size', '1000', '--max-attempts', '20', '--summary-json', summaryPath, ...f.args],
+      { env: f.env },
+    );
     expect(res.code).toBe(0);
     expect(res.stdout).toBe(reference.stdout);
     const summary = JSON.parse(readFileSync(summaryPath, 'utf8'));

@@ -38,7 +38,21 @@ describe('map against uid2-batch serve (separate process)', () => {
     const input = dir.file('mixed.csv', `${MIXED}\n`);
     const output = dir.file('mixed-out.csv');
     const summaryPath = dir.file('mixed-summary.json');
-    const res = await map([input, '--email-col', 'email', '--phone-col', 'phone', '--email-hash-col', 'email_hash', '--phone-hash-col', 'phone_hash', '-o', output, '--summary-json', summaryPath]);
+    const res = await map([
+      input,
+      '--email-col',
+      'email',
+      '--phone-col',
+      'phone',
+      '--email-hash-col',
+      'email_hash',
+      '--phone-hash-col',
+      'phone_hash',
+      '-o',
+      output,
+      '--summary-json',
+      summaryPath,
+    ]);
     expect(res.code).toBe(0);
     const table = parseCsv(readFileSync(output, 'utf8'));
     expect(table.header.slice(0, 5)).toEqual(['id', 'email', 'phone', 'email_hash', 'phone_hash']);
@@ -61,7 +75,13 @@ describe('map against uid2-batch serve (separate process)', () => {
     expect(column(table, 'phone_raw_uid')[0]).not.toBe(emailUid[0]);
     expect(Number(column(table, 'email_refresh_from')[0])).toBeGreaterThan(Date.now() / 1000);
     const summary = JSON.parse(readFileSync(summaryPath, 'utf8'));
-    expect(summary).toMatchObject({ rows: 4, status: { mapped: 8, optout: 3, invalid: 4, error: 0, missing: 1 }, requests: 1, retries: 0, http_429: 0 });
+    expect(summary).toMatchObject({
+      rows: 4,
+      status: { mapped: 8, optout: 3, invalid: 4, error: 0, missing: 1 },
+      requests: 1,
+      retries: 0,
+      http_429: 0,
+    });
     expect(summary.unique_identifiers).toBe(6);
     expect(typeof summary.duration_s).toBe('number');
     expect(typeof summary.rows_per_s).toBe('number');
@@ -108,7 +128,11 @@ describe('map against uid2-batch serve (separate process)', () => {
     expect(parseCsv(one.stdout).rows).toHaveLength(1);
     expect(column(parseCsv(one.stdout), 'status')).toEqual(['mapped']);
 
-    const ragged = await map([dir.file('ragged.csv', 'id,segment,email\n1,a,x@example.com\n2,b\n3\n4,d,y@example.com\n'), '--email-col', 'email']);
+    const ragged = await map([
+      dir.file('ragged.csv', 'id,segment,email\n1,a,x@example.com\n2,b\n3\n4,d,y@example.com\n'),
+      '--email-col',
+      'email',
+    ]);
     expect(ragged.code).toBe(0);
     const table = parseCsv(ragged.stdout);
     expect(table.rows.map((r) => r.length)).toEqual([8, 8, 8, 8]);
@@ -119,11 +143,23 @@ describe('map against uid2-batch serve (separate process)', () => {
 
   it('writes JSONL, and the rejects file with the rows that did not map', async () => {
     const rejects = dir.file('rejects.jsonl');
-    const res = await map([dir.file('rj.csv', 'id,email\n1,a@example.com\n2,nope\n3,optout@example.com\n'), '--format', 'jsonl', '--rejects', rejects]);
+    const res = await map([
+      dir.file('rj.csv', 'id,email\n1,a@example.com\n2,nope\n3,optout@example.com\n'),
+      '--format',
+      'jsonl',
+      '--rejects',
+      rejects,
+    ]);
     expect(res.code).toBe(0);
-    const rows = res.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, string>);
+    const rows = res.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, string>);
     expect(rows.map((r) => r.status)).toEqual(['mapped', 'invalid', 'optout']);
-    const rejected = readFileSync(rejects, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, string>);
+    const rejected = readFileSync(rejects, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, string>);
     expect(rejected.map((r) => [r.id, r.status, r.reason])).toEqual([
       ['2', 'invalid', 'invalid email'],
       ['3', 'optout', 'optout'],
@@ -164,7 +200,9 @@ describe('map with requests that fail after their last attempt', () => {
     const c = serveConnection(failing);
     const input = dir.file('half.csv', emailRows(400));
     const output = dir.file('half-out.csv');
-    const res = await runCli(['map', input, '-o', output, '--batch-size', '10', '--max-attempts', '1', ...c.args], { env: c.env });
+    const res = await runCli(['map', input, '-o', output, '--batch-size', '10', '--max-attempts', '1', ...c.args], {
+      env: c.env,
+    });
     expect(res.code).toBe(3);
     const table = parseCsv(readFileSync(output, 'utf8'));
     const status = column(table, 'status');
@@ -174,7 +212,10 @@ describe('map with requests that fail after their last attempt', () => {
     expect([...reasons].every((r) => /HTTP 500/.test(r))).toBe(true);
     expect(column(table, 'id')).toEqual(Array.from({ length: 400 }, (_, i) => String(i)));
 
-    const ff = await runCli(['map', input, '-o', dir.file('ff.csv'), '--batch-size', '10', '--max-attempts', '1', '--fail-fast', ...c.args], { env: c.env });
+    const ff = await runCli(
+      ['map', input, '-o', dir.file('ff.csv'), '--batch-size', '10', '--max-attempts', '1', '--fail-fast', ...c.args],
+      { env: c.env },
+    );
     expect(ff.code).toBe(1);
     expect(ff.stderr).toMatch(/--fail-fast/);
     expect(existsSync(dir.file('ff.csv'))).toBe(false);

@@ -70,7 +70,8 @@ describe('optout-check (built CLI against serve)', () => {
     expect(Object.keys(rows[0])).toEqual(['customer_id', 'raw_uid', 'opted_out', 'opted_out_since', 'reason']);
     const opted = rows.filter((r) => r.opted_out === 'true');
     expect(opted.map((r) => r.customer_id)).toEqual(OPTED_OUT.map((i) => `c${i}`));
-    for (const r of opted) expect(r.opted_out_since).toBe(new Date(sinceMs(Number(r.customer_id.slice(1)))).toISOString());
+    for (const r of opted)
+      expect(r.opted_out_since).toBe(new Date(sinceMs(Number(r.customer_id.slice(1)))).toISOString());
     expect(rows.filter((r) => r.opted_out === 'false').length).toBe(N - OPTED_OUT.length);
     expect(rows.slice(-2).map((r) => [r.opted_out, r.reason !== ''])).toEqual([
       ['', true],
@@ -81,23 +82,37 @@ describe('optout-check (built CLI against serve)', () => {
     expect(proxy.peakInFlight(STATUS_PATH)).toBe(1);
     expect(proxy.connections(STATUS_PATH)).toBe(1);
     const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) as Record<string, unknown>;
-    expect(summary).toMatchObject({ command: 'optout-check', rows: N + 2, opted_out: 4, not_opted_out: N - 4, requests: 3 });
+    expect(summary).toMatchObject({
+      command: 'optout-check',
+      rows: N + 2,
+      opted_out: 4,
+      not_opted_out: N - 4,
+      requests: 3,
+    });
   });
 
   it('--private-operator --concurrency 3 sends batches in parallel, with the same answers in input order', async () => {
     const parallel = await startCountingProxy(served.url);
     try {
       const out = join(dir, 'parallel.jsonl');
-      const run = await runCli(['optout-check', inputCsv, '-o', out, '--format', 'jsonl', '--private-operator', '--concurrency', '3', '-q'], {
-        served,
-        env: { UID2_BASE_URL: parallel.url },
-      });
+      const run = await runCli(
+        ['optout-check', inputCsv, '-o', out, '--format', 'jsonl', '--private-operator', '--concurrency', '3', '-q'],
+        {
+          served,
+          env: { UID2_BASE_URL: parallel.url },
+        },
+      );
       expect(run.code, run.stderr).toBe(0);
       expect(parallel.peakInFlight(STATUS_PATH)).toBeGreaterThan(1);
       expect(parallel.peakInFlight(STATUS_PATH)).toBeLessThanOrEqual(3);
-      const rows = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, string>);
+      const rows = readFileSync(out, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, string>);
       expect(rows.map((r) => r.customer_id)).toEqual([...rawUids.map((_, i) => `c${i}`), 'bad1', 'bad2']);
-      expect(rows.filter((r) => r.opted_out === 'true').map((r) => r.customer_id)).toEqual(OPTED_OUT.map((i) => `c${i}`));
+      expect(rows.filter((r) => r.opted_out === 'true').map((r) => r.customer_id)).toEqual(
+        OPTED_OUT.map((i) => `c${i}`),
+      );
     } finally {
       await parallel.close();
     }
@@ -105,7 +120,9 @@ describe('optout-check (built CLI against serve)', () => {
 
   it('--only-opted-out writes just those rows', async () => {
     const out = join(dir, 'only.csv');
-    const run = await runCli(['optout-check', inputCsv, '-o', out, '--only-opted-out', '--col', 'raw_uid', '-q'], { served });
+    const run = await runCli(['optout-check', inputCsv, '-o', out, '--only-opted-out', '--col', 'raw_uid', '-q'], {
+      served,
+    });
     expect(run.code, run.stderr).toBe(0);
     expect(readCsv(out).map((r) => r.raw_uid)).toEqual(OPTED_OUT.map((i) => rawUids[i]));
   });
@@ -113,24 +130,41 @@ describe('optout-check (built CLI against serve)', () => {
   it('--col repeats: every column named is checked, each with its own verdict columns', async () => {
     const two = join(dir, 'two-columns.csv');
     // an email column and a phone column of raw UIDs: the opted-out ones sit in either
-    const lines = ['id,email_raw_uid,phone_raw_uid', ...Array.from({ length: 300 }, (_, i) => `r${i},${rawUids[i + 1_000]},${rawUids[i === 7 ? OPTED_OUT[0] : i + 2_000]}`)];
+    const lines = [
+      'id,email_raw_uid,phone_raw_uid',
+      ...Array.from(
+        { length: 300 },
+        (_, i) => `r${i},${rawUids[i + 1_000]},${rawUids[i === 7 ? OPTED_OUT[0] : i + 2_000]}`,
+      ),
+    ];
     lines.push(`r300,${rawUids[OPTED_OUT[1]]},${rawUids[3_000]}`);
     writeFileSync(two, `${lines.join('\n')}\n`);
     const out = join(dir, 'two-checked.csv');
-    const run = await runCli(['optout-check', two, '--col', 'email_raw_uid', '--col', 'phone_raw_uid', '-o', out], { served });
+    const run = await runCli(['optout-check', two, '--col', 'email_raw_uid', '--col', 'phone_raw_uid', '-o', out], {
+      served,
+    });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toMatch(/optout-check: 301 rows/);
     const rows = readCsv(out);
     expect(Object.keys(rows[0])).toEqual([
-      'id', 'email_raw_uid', 'phone_raw_uid',
-      'email_raw_uid_opted_out', 'email_raw_uid_opted_out_since', 'email_raw_uid_reason',
-      'phone_raw_uid_opted_out', 'phone_raw_uid_opted_out_since', 'phone_raw_uid_reason',
+      'id',
+      'email_raw_uid',
+      'phone_raw_uid',
+      'email_raw_uid_opted_out',
+      'email_raw_uid_opted_out_since',
+      'email_raw_uid_reason',
+      'phone_raw_uid_opted_out',
+      'phone_raw_uid_opted_out_since',
+      'phone_raw_uid_reason',
     ]);
     expect(rows.map((r) => r.id)).toEqual(Array.from({ length: 301 }, (_, i) => `r${i}`));
     expect(rows.filter((r) => r.phone_raw_uid_opted_out === 'true').map((r) => r.id)).toEqual(['r7']);
     expect(rows.filter((r) => r.email_raw_uid_opted_out === 'true').map((r) => r.id)).toEqual(['r300']);
     const only = join(dir, 'two-only.csv');
-    const onlyRun = await runCli(['optout-check', two, '--col', 'email_raw_uid', '--col', 'phone_raw_uid', '--only-opted-out', '-o', only, '-q'], { served });
+    const onlyRun = await runCli(
+      ['optout-check', two, '--col', 'email_raw_uid', '--col', 'phone_raw_uid', '--only-opted-out', '-o', only, '-q'],
+      { served },
+    );
     expect(onlyRun.code, onlyRun.stderr).toBe(0);
     expect(readCsv(only).map((r) => r.id)).toEqual(['r7', 'r300']);
   });
@@ -138,20 +172,30 @@ describe('optout-check (built CLI against serve)', () => {
   it('refuses a flag that takes one value given twice, before reading', async () => {
     const run = await runCli(['optout-check', inputCsv, '--format', 'csv', '--format', 'jsonl'], { served });
     expect(run.code, run.stderr).toBe(2);
-    expect(run.stderr).toBe("uid2-batch: --format was given twice ('csv', then 'jsonl'); it takes one value: give it once\n");
+    expect(run.stderr).toBe(
+      "uid2-batch: --format was given twice ('csv', then 'jsonl'); it takes one value: give it once\n",
+    );
   });
 
   it('takes the input format options: a Latin-1 file without a header, the hint of the invalid-UTF-8 message works', async () => {
     const latin1 = join(dir, 'latin1.csv');
     // a Latin-1 byte (0xE9) in a comment column: invalid UTF-8, fine as latin1
-    writeFileSync(latin1, Buffer.concat([Buffer.from(`${rawUids[OPTED_OUT[0]]},caf`), Buffer.of(0xe9), Buffer.from('\n')]));
+    writeFileSync(
+      latin1,
+      Buffer.concat([Buffer.from(`${rawUids[OPTED_OUT[0]]},caf`), Buffer.of(0xe9), Buffer.from('\n')]),
+    );
     const refused = await runCli(['optout-check', latin1, '--no-header', '--col', 'col1', '-q'], { served });
     expect(refused.code, refused.stderr).not.toBe(0);
     expect(refused.stderr).toMatch(/--encoding latin1/);
     const out = join(dir, 'latin1.out.csv');
-    const run = await runCli(['optout-check', latin1, '--no-header', '--col', 'col1', '--encoding', 'latin1', '-o', out, '-q'], { served });
+    const run = await runCli(
+      ['optout-check', latin1, '--no-header', '--col', 'col1', '--encoding', 'latin1', '-o', out, '-q'],
+      { served },
+    );
     expect(run.code, run.stderr).toBe(0);
-    expect(readCsv(out).map((r) => [r.col1, r.col2, r.opted_out])).toEqual([[rawUids[OPTED_OUT[0]], 'caf\u00e9', 'true']]);
+    expect(readCsv(out).map((r) => [r.col1, r.col2, r.opted_out])).toEqual([
+      [rawUids[OPTED_OUT[0]], 'caf\u00e9', 'true'],
+    ]);
   });
 
   it('refuses --concurrency without --private-operator, and says why', async () => {

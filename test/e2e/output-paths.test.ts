@@ -23,11 +23,39 @@ const noOutputs = (): string[] => readdirSync(dir.path).filter((n) => n !== 'in.
 describe('outputs that overlap the input or each other', () => {
   const cases: { name: string; args: () => string[] }[] = [
     { name: 'hash -o INPUT', args: () => ['hash', input, '-o', input] },
-    { name: 'hash -o X --summary-json X', args: () => ['hash', input, '-o', join(dir.path, 'x.csv'), '--summary-json', join(dir.path, 'x.csv')] },
+    {
+      name: 'hash -o X --summary-json X',
+      args: () => ['hash', input, '-o', join(dir.path, 'x.csv'), '--summary-json', join(dir.path, 'x.csv')],
+    },
     { name: 'optout-check INPUT -o INPUT', args: () => ['optout-check', input, '-o', input, '--env', 'local'] },
-    { name: 'token generate --input INPUT -o INPUT', args: () => ['token', 'generate', '--input', input, '-o', input, '--env', 'local'] },
-    { name: 'remap-due --state S -o S', args: () => ['remap-due', '--state', join(dir.path, 'state.db'), '-o', join(dir.path, 'state.db'), '--env', 'local'] },
-    { name: 'migrate --state S --summary-json S', args: () => ['migrate', '--state', join(dir.path, 'state.db'), '--summary-json', join(dir.path, 'state.db'), '--env', 'local'] },
+    {
+      name: 'token generate --input INPUT -o INPUT',
+      args: () => ['token', 'generate', '--input', input, '-o', input, '--env', 'local'],
+    },
+    {
+      name: 'remap-due --state S -o S',
+      args: () => [
+        'remap-due',
+        '--state',
+        join(dir.path, 'state.db'),
+        '-o',
+        join(dir.path, 'state.db'),
+        '--env',
+        'local',
+      ],
+    },
+    {
+      name: 'migrate --state S --summary-json S',
+      args: () => [
+        'migrate',
+        '--state',
+        join(dir.path, 'state.db'),
+        '--summary-json',
+        join(dir.path, 'state.db'),
+        '--env',
+        'local',
+      ],
+    },
   ];
   for (const c of cases) {
     it(`${c.name}: exit 2, one line, nothing written`, async () => {

@@ -18,7 +18,17 @@ let entries = 0;
 beforeAll(async () => {
   ensureBuilt();
   statePath = join(dir.path, 'customers.db');
-  const r = await runCli(['map', join(ROOT, 'samples', 'customers.csv'), '--env', 'local', '--state', statePath, '-o', join(dir.path, 'mapped.csv'), '-q']);
+  const r = await runCli([
+    'map',
+    join(ROOT, 'samples', 'customers.csv'),
+    '--env',
+    'local',
+    '--state',
+    statePath,
+    '-o',
+    join(dir.path, 'mapped.csv'),
+    '-q',
+  ]);
   if (r.code !== 0) throw new Error(r.stderr);
   const db = new Database(statePath, { readonly: true });
   entries = db.prepare('SELECT COUNT(*) FROM entries').pluck().get() as number;
@@ -30,7 +40,17 @@ describe('state info', () => {
   it('counts entries by status and due date, with schema, environment and size', async () => {
     const r = await runCli(['state', 'info', statePath, '--json']);
     expect(r.code, r.stderr).toBe(0);
-    const info = JSON.parse(r.stdout) as Record<string, any>;
+    const info = JSON.parse(r.stdout) as {
+      entries: number;
+      status: Record<'mapped' | 'optout' | 'invalid', number>;
+      environment: string;
+      api: string;
+      schema_version: number;
+      size_bytes: { file: number };
+      due: { now: number; within_365_days: number; later: number };
+      no_refresh_time: number;
+      last_run: unknown;
+    };
     expect(info.entries).toBe(entries);
     expect(info.status.mapped + info.status.optout + info.status.invalid).toBe(entries);
     expect(info.status.optout).toBeGreaterThan(0);
@@ -61,7 +81,9 @@ describe('state export', () => {
     expect(rows).toHaveLength(entries);
     expect(Object.keys(rows[0])).toEqual(['type', 'hash', 'status', 'raw_uid', 'prev_raw_uid', 'refresh_from']);
     expect(text).not.toContain('@');
-    expect(rows.filter((x) => x.status === 'mapped').every((x) => x.raw_uid.length === 44 && Number(x.refresh_from) > 0)).toBe(true);
+    expect(
+      rows.filter((x) => x.status === 'mapped').every((x) => x.raw_uid.length === 44 && Number(x.refresh_from) > 0),
+    ).toBe(true);
     const jsonl = await runCli(['state', 'export', statePath, '--format', 'jsonl']);
     expect(jsonl.stdout.trim().split('\n')).toHaveLength(entries);
   });
@@ -77,7 +99,8 @@ describe('state checkpoint and vacuum', () => {
     // a writer that keeps its connection open and never checkpoints: its commits stay in the -wal file
     const writer = new Database(statePath);
     writer.pragma('wal_autocheckpoint = 0');
-    for (let i = 0; i < 200; i++) writer.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('test_note', ?)").run('x'.repeat(2_000) + i);
+    for (let i = 0; i < 200; i++)
+      writer.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('test_note', ?)").run('x'.repeat(2_000) + i);
     const walBefore = statSync(`${statePath}-wal`).size;
     expect(walBefore).toBeGreaterThan(100_000);
     const r = await runCli(['state', 'checkpoint', statePath]);
@@ -95,7 +118,11 @@ describe('state checkpoint and vacuum', () => {
       const refused = await runCli(['state', 'vacuum', statePath]);
       expect(refused.code).toBe(2);
       expect(refused.stderr).toMatch(/is using .*customers\.db/);
-      const waiting = spawn(process.execPath, [BIN, 'state', 'vacuum', statePath, '--wait', '20'], { cwd: ROOT, env: cleanEnv(), stdio: ['ignore', 'ignore', 'pipe'] });
+      const waiting = spawn(process.execPath, [BIN, 'state', 'vacuum', statePath, '--wait', '20'], {
+        cwd: ROOT,
+        env: cleanEnv(),
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       let stderr = '';
       waiting.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
       await new Promise((resolve) => setTimeout(resolve, 700));

@@ -14,13 +14,23 @@ const SAMPLE = join(ROOT, 'samples', 'customers.csv');
 beforeAll(() => ensureBuilt(), 120_000);
 afterAll(() => dir.remove());
 
-const summaryAt = (path: string): Record<string, unknown> => JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+const summaryAt = (path: string): Record<string, unknown> =>
+  JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
 const stderrLine = (stderr: string): string => stderr.trim().replace(/^uid2-batch: /, '');
 
 describe('--summary-json', () => {
   it('a missing input file: outcome failed, the error and the exit code', async () => {
     const s = join(dir.path, 'missing.json');
-    const r = await runCli(['map', join(dir.path, 'no-such.csv'), '--env', 'local', '-o', join(dir.path, 'o.csv'), '--summary-json', s]);
+    const r = await runCli([
+      'map',
+      join(dir.path, 'no-such.csv'),
+      '--env',
+      'local',
+      '-o',
+      join(dir.path, 'o.csv'),
+      '--summary-json',
+      s,
+    ]);
     expect(r.code).not.toBe(0);
     expect(summaryAt(s)).toEqual({ command: 'map', outcome: 'failed', exit_code: r.code, error: stderrLine(r.stderr) });
   });
@@ -29,7 +39,12 @@ describe('--summary-json', () => {
     const s = join(dir.path, 'usage.json');
     const r = await runCli(['hash', SAMPLE, '--format', 'csv', '--format', 'jsonl', '--summary-json', s]);
     expect(r.code).toBe(2);
-    expect(summaryAt(s)).toMatchObject({ command: 'hash', outcome: 'failed', exit_code: 2, error: stderrLine(r.stderr) });
+    expect(summaryAt(s)).toMatchObject({
+      command: 'hash',
+      outcome: 'failed',
+      exit_code: 2,
+      error: stderrLine(r.stderr),
+    });
   });
 
   it('a run that completed: its own summary, with outcome and exit code added', async () => {
@@ -58,7 +73,7 @@ describe('--summary-json', () => {
     expect(readFileSync(input, 'utf8')).toBe('email\na@example.com\n');
   });
 
-  it('replaces an earlier run\'s summary', async () => {
+  it("replaces an earlier run's summary", async () => {
     const s = join(dir.path, 'earlier.json');
     writeFileSync(s, JSON.stringify({ command: 'hash', outcome: 'completed' }));
     const r = await runCli(['hash', join(dir.path, 'gone.csv'), '--summary-json', s]);

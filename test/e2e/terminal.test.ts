@@ -31,7 +31,13 @@ describe.skipIf(!ptyAvailable())('a terminal of any size', () => {
   ] as const) {
     it(`finishes map on a ${cols} x ${rows} terminal in bounded time and bytes`, async () => {
       const out = join(dir.path, `sized-${cols}x${rows}.csv`);
-      const r = await runInPty({ cols, rows, args: ['map', SAMPLE, '--env', 'local', '-o', out], limitSeconds: 30, limitBytes: 200_000 });
+      const r = await runInPty({
+        cols,
+        rows,
+        args: ['map', SAMPLE, '--env', 'local', '-o', out],
+        limitSeconds: 30,
+        limitBytes: 200_000,
+      });
       expect(r.killed_for).toBeNull();
       expect(r.exit_code).toBe(0);
       expect(r.bytes).toBeLessThan(20_000);
@@ -42,10 +48,19 @@ describe.skipIf(!ptyAvailable())('a terminal of any size', () => {
   }
 
   it('draws the spinner on a sized terminal, and plain text on a dumb one', async () => {
-    const sized = await runInPty({ cols: 100, rows: 30, args: ['map', SAMPLE, '--env', 'local', '-o', join(dir.path, 'sized.csv')] });
+    const sized = await runInPty({
+      cols: 100,
+      rows: 30,
+      args: ['map', SAMPLE, '--env', 'local', '-o', join(dir.path, 'sized.csv')],
+    });
     expect(sized.exit_code).toBe(0);
     expect(sized.tail).toContain('\u001b[?25l');
-    const dumb = await runInPty({ cols: 100, rows: 30, env: { TERM: 'dumb' }, args: ['map', SAMPLE, '--env', 'local', '-o', join(dir.path, 'dumb.csv')] });
+    const dumb = await runInPty({
+      cols: 100,
+      rows: 30,
+      env: { TERM: 'dumb' },
+      args: ['map', SAMPLE, '--env', 'local', '-o', join(dir.path, 'dumb.csv')],
+    });
     expect(dumb.exit_code).toBe(0);
     expect(dumb.tail).not.toContain('\u001b[');
     expect(dumb.tail).toContain('map: 3,000 rows');
@@ -60,7 +75,14 @@ describe.skipIf(!ptyAvailable())('signals end a run as Ctrl-C does', () => {
   for (const c of cases) {
     it(`${c.action}: exit ${c.exit}, output not written, no temp file`, async () => {
       const out = join(dir.path, `${c.action}.csv`);
-      const r = await runInPty({ cols: 0, rows: 0, args: ['map', big, '--env', 'local', '-o', out, '--batch-size', '500', '--concurrency', '1'], action: c.action, afterText: "using column 'email'", afterMs: 300 });
+      const r = await runInPty({
+        cols: 0,
+        rows: 0,
+        args: ['map', big, '--env', 'local', '-o', out, '--batch-size', '500', '--concurrency', '1'],
+        action: c.action,
+        afterText: "using column 'email'",
+        afterMs: 300,
+      });
       expect(r.killed_for).toBeNull();
       expect(r.exit_code).toBe(c.exit);
       expect(r.tail).toContain('interrupted');
@@ -71,7 +93,14 @@ describe.skipIf(!ptyAvailable())('signals end a run as Ctrl-C does', () => {
 
   it('SIGHUP: ends as the signal does (129 in a shell), output not written, no temp file', async () => {
     const out = join(dir.path, 'hup.csv');
-    const r = await runInPty({ cols: 80, rows: 24, args: ['map', big, '--env', 'local', '-o', out, '--batch-size', '500', '--concurrency', '1'], action: 'SIGHUP', afterText: "using column 'email'", afterMs: 300 });
+    const r = await runInPty({
+      cols: 80,
+      rows: 24,
+      args: ['map', big, '--env', 'local', '-o', out, '--batch-size', '500', '--concurrency', '1'],
+      action: 'SIGHUP',
+      afterText: "using column 'email'",
+      afterMs: 300,
+    });
     expect(r.killed_for).toBeNull();
     expect(r.signal).toBe(1);
     expect(r.tail).toContain('interrupted');
@@ -81,7 +110,14 @@ describe.skipIf(!ptyAvailable())('signals end a run as Ctrl-C does', () => {
 
   it('a closed terminal (an ssh session dropped) ends the run: no spinning on, no temp file', async () => {
     const out = join(dir.path, 'closed.csv');
-    const r = await runInPty({ cols: 0, rows: 0, args: ['map', big, '--env', 'local', '-o', out, '--batch-size', '500', '--concurrency', '1'], action: 'close', afterText: "using column 'email'", afterMs: 300 });
+    const r = await runInPty({
+      cols: 0,
+      rows: 0,
+      args: ['map', big, '--env', 'local', '-o', out, '--batch-size', '500', '--concurrency', '1'],
+      action: 'close',
+      afterText: "using column 'email'",
+      afterMs: 300,
+    });
     expect(r.killed_for).toBeNull();
     expect(r.signal).toBe(1);
     expect(existsSync(out)).toBe(false);

@@ -61,7 +61,14 @@ describe.concurrent('token generate', () => {
     const r = await token(['generate', flag, value]);
     expect(r.code, r.stderr).toBe(0);
     const id = JSON.parse(r.stdout) as Identity;
-    expect(Object.keys(id)).toEqual(['advertising_token', 'refresh_token', 'identity_expires', 'refresh_from', 'refresh_expires', 'refresh_response_key']);
+    expect(Object.keys(id)).toEqual([
+      'advertising_token',
+      'refresh_token',
+      'identity_expires',
+      'refresh_from',
+      'refresh_expires',
+      'refresh_response_key',
+    ]);
     expect(id.advertising_token.startsWith(prefix)).toBe(true);
     expect(id.refresh_token).toHaveLength(388);
     expect(id.refresh_from).toBeLessThanOrEqual(id.identity_expires);
@@ -76,7 +83,13 @@ describe.concurrent('token generate', () => {
     const r = await token(['generate', '--email', '-'], { input: 'stdin.user@example.com\n' });
     expect(r.code, r.stderr).toBe(0);
     const id = JSON.parse(r.stdout) as Identity;
-    const v = await token(['validate', '--token', id.advertising_token, '--email-hash', sha256Base64('stdin.user@example.com')]);
+    const v = await token([
+      'validate',
+      '--token',
+      id.advertising_token,
+      '--email-hash',
+      sha256Base64('stdin.user@example.com'),
+    ]);
     expect(v.stdout).toBe('true\n');
   });
 
@@ -92,21 +105,27 @@ describe.concurrent('token generate', () => {
   it.each([
     ['--email', 'optout@example.com'],
     ['--phone-hash', sha256Base64('+00000000000')],
-  ])('the always-optout identity %s %s prints {"status":"optout"} and exits 5, as refresh does', async (flag, value) => {
-    const out = join(dir, `optout-${flag}.json`);
-    const r = await token(['generate', flag, value, '--out', out]);
-    expect(r.code, r.stderr).toBe(5);
-    expect(JSON.parse(r.stdout)).toEqual({ status: 'optout' });
-    expect(r.stderr).toContain('opted out');
-    expect(() => statSync(out)).toThrow();
-  });
+  ])(
+    'the always-optout identity %s %s prints {"status":"optout"} and exits 5, as refresh does',
+    async (flag, value) => {
+      const out = join(dir, `optout-${flag}.json`);
+      const r = await token(['generate', flag, value, '--out', out]);
+      expect(r.code, r.stderr).toBe(5);
+      expect(JSON.parse(r.stdout)).toEqual({ status: 'optout' });
+      expect(r.stderr).toContain('opted out');
+      expect(() => statSync(out)).toThrow();
+    },
+  );
 
   it('writes --out 0600 and a batch file with one identity per row', async () => {
     const out = join(dir, 'single.json');
     await generate(['--email', 'file.user@example.com'], out);
     expect(statSync(out).mode & 0o777).toBe(0o600);
 
-    const input = file('audience.csv', 'identifier,identifier_type\na1@example.com,email\n+12025550123,phone\noptout@example.com,email\nnot-an-email,email\n');
+    const input = file(
+      'audience.csv',
+      'identifier,identifier_type\na1@example.com,email\n+12025550123,phone\noptout@example.com,email\nnot-an-email,email\n',
+    );
     const output = join(dir, 'audience-out.csv');
     const r = await token(['generate', '--input', input, '-o', output, '--concurrency', '2']);
     expect(r.code, r.stderr).toBe(0);
@@ -143,11 +162,19 @@ describe.concurrent('token refresh', () => {
     const newest = chain[3]!;
     const older = chain[1]!;
     const r = await token(
-      ['refresh', '--refresh-token-file', file('rt', newest.refresh_token), '--refresh-response-key-file', file('rk', older.refresh_response_key)],
+      [
+        'refresh',
+        '--refresh-token-file',
+        file('rt', newest.refresh_token),
+        '--refresh-response-key-file',
+        file('rk', older.refresh_response_key),
+      ],
       { key: false },
     );
     expect(r.code, r.stderr).toBe(2);
-    expect(r.stderr).toMatch(/does not decrypt with the refresh_response_key given: that key does not belong to this refresh_token/);
+    expect(r.stderr).toMatch(
+      /does not decrypt with the refresh_response_key given: that key does not belong to this refresh_token/,
+    );
     expect(r.stderr).not.toContain(older.refresh_response_key);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
   });
@@ -159,10 +186,16 @@ describe.concurrent('token refresh', () => {
     const next = JSON.parse(piped.stdout) as Identity;
     const keyFile = join(dir, 'stdin-refresh.key');
     writeFileSync(keyFile, `${next.refresh_response_key}\n`, { mode: 0o600 });
-    const argv = await token(['refresh', '--refresh-token', next.refresh_token, '--refresh-response-key-file', keyFile], { key: false });
+    const argv = await token(
+      ['refresh', '--refresh-token', next.refresh_token, '--refresh-response-key-file', keyFile],
+      { key: false },
+    );
     expect(argv.code, argv.stderr).toBe(0);
     expect(argv.stderr).toContain('`ps` and shell history');
-    const refused = await token(['refresh', '--refresh-token', next.refresh_token, '--refresh-response-key', next.refresh_response_key], { key: false });
+    const refused = await token(
+      ['refresh', '--refresh-token', next.refresh_token, '--refresh-response-key', next.refresh_response_key],
+      { key: false },
+    );
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/--refresh-response-key is refused.*--refresh-response-key-file FILE/);
     expect(refused.stderr).not.toContain(next.refresh_response_key);
@@ -189,7 +222,13 @@ describe.concurrent('token refresh', () => {
     it('an invalid refresh token: invalid_token (exit 6) with a key, error (exit 8) without', async () => {
       // the service takes any length but 388 as a legacy token it never issued
       const truncated = id.refresh_token.slice(0, 200);
-      const args = ['refresh', '--refresh-token-file', file('short', truncated), '--refresh-response-key-file', file('key', id.refresh_response_key)];
+      const args = [
+        'refresh',
+        '--refresh-token-file',
+        file('short', truncated),
+        '--refresh-response-key-file',
+        file('key', id.refresh_response_key),
+      ];
       const withKey = await token(args);
       expect(withKey.code, withKey.stderr).toBe(6);
       expect(withKey.stderr).toMatch(/invalid_token: .*Invalid Token presented.*200 characters/);
@@ -201,7 +240,13 @@ describe.concurrent('token refresh', () => {
     it('a damaged 388-character token cannot be read either way (exit 6)', async () => {
       const t = id.refresh_token;
       const damaged = t.slice(0, 100) + (t[100] === 'A' ? 'B' : 'A') + t.slice(101);
-      const args = ['refresh', '--refresh-token-file', file('damaged', damaged), '--refresh-response-key-file', file('key2', id.refresh_response_key)];
+      const args = [
+        'refresh',
+        '--refresh-token-file',
+        file('damaged', damaged),
+        '--refresh-response-key-file',
+        file('key2', id.refresh_response_key),
+      ];
       for (const key of [true, false]) {
         const r = await token(args, { key });
         expect(r.code, r.stderr).toBe(6);
@@ -220,7 +265,10 @@ describe.concurrent('token refresh', () => {
       path = join(dir, 'expiring.json');
       const r = await token(['generate', '--email', 'expiring.user@example.com', '--out', path], { target: later });
       expect(r.code, r.stderr).toBe(0);
-      const moved = await fetch(`${later.url}/_local/clock`, { method: 'POST', body: JSON.stringify({ advance_days: 2 }) });
+      const moved = await fetch(`${later.url}/_local/clock`, {
+        method: 'POST',
+        body: JSON.stringify({ advance_days: 2 }),
+      });
       expect(moved.status).toBe(200);
     }, 60_000);
     afterAll(async () => {
@@ -237,7 +285,7 @@ describe.concurrent('token refresh', () => {
       expect(readFileSync(path, 'utf8')).toBe(before);
     });
 
-    it('enveloped requests from this machine\'s clock still get in, answered at the moved identity time', async () => {
+    it("enveloped requests from this machine's clock still get in, answered at the moved identity time", async () => {
       const r = await token(['generate', '--email', 'after.the.move@example.com'], { target: later });
       expect(r.code, r.stderr).toBe(0);
       const id = JSON.parse(r.stdout) as Identity;
@@ -246,7 +294,7 @@ describe.concurrent('token refresh', () => {
       expect(id.identity_expires - Date.now()).toBeLessThan(2 * 86_400_000 + 2 * 3_600_000);
     });
 
-    it('past refresh_expires on this machine\'s clock it is refused before sending, unless --force', async () => {
+    it("past refresh_expires on this machine's clock it is refused before sending, unless --force", async () => {
       const id = JSON.parse(readFileSync(path, 'utf8')) as Identity;
       const stale = file('stale.json', JSON.stringify({ ...id, refresh_expires: Date.now() - 60_000 }));
       const refreshes = async () => (await later.stats()).requests['/v2/token/refresh'];
@@ -274,7 +322,13 @@ describe('token validate', () => {
     expect(other.stdout).toBe('false\n');
     expect(other.stderr).toMatch(/input formatting/);
     // the classic mistake: hashing the address as typed
-    const raw = await token(['validate', '--token', id.advertising_token, '--email-hash', sha256Base64('Validate@Example.com')]);
+    const raw = await token([
+      'validate',
+      '--token',
+      id.advertising_token,
+      '--email-hash',
+      sha256Base64('Validate@Example.com'),
+    ]);
     expect(raw.stdout).toBe('false\n');
     expect(raw.stderr).toContain(sha256Base64('Validate@Example.com'));
     const normalized = await token(['validate', '--token', id.advertising_token, '--email', 'Validate@Example.com']);
@@ -319,7 +373,10 @@ describe('token test-identities', () => {
   it('lists the six §6 identities with their hashes and the docs note', async () => {
     const r = await runCli(['token', 'test-identities', '--json']);
     expect(r.code, r.stderr).toBe(0);
-    const { identities, note } = JSON.parse(r.stdout) as { identities: { identifier: string; hash: string; outcome: string }[]; note: string };
+    const { identities, note } = JSON.parse(r.stdout) as {
+      identities: { identifier: string; hash: string; outcome: string }[];
+      note: string;
+    };
     expect(identities.map((i) => [i.identifier, i.outcome])).toEqual([
       ['optout@example.com', 'optout'],
       ['+00000000000', 'optout'],

@@ -9,7 +9,15 @@ import { sha256Base64 } from '../../src/identity/index.js';
 import { isMappedV3 } from '../../src/protocol/index.js';
 import { openState } from '../../src/state/index.js';
 import { ensureBuilt } from '../helpers/map-e2e-build.js';
-import { loopbackFingerprint, optOut, runCli, serviceStats, startServe, testClient, type Served } from '../helpers/remap-e2e.js';
+import {
+  loopbackFingerprint,
+  optOut,
+  runCli,
+  serviceStats,
+  startServe,
+  testClient,
+  type Served,
+} from '../helpers/remap-e2e.js';
 
 const V2_MAP = '/v2/identity/map';
 const V3_MAP = '/v3/identity/map';
@@ -28,17 +36,38 @@ const INPUT = [
 ];
 
 type Expected = { status: 'mapped' | 'optout' | 'invalid' | 'missing'; key?: string };
-const mapped = (type: 'email' | 'phone', normalized: string): Expected => ({ status: 'mapped', key: `${type}:${sha256Base64(normalized)}` });
-const optout = (type: 'email' | 'phone', normalized: string): Expected => ({ status: 'optout', key: `${type}:${sha256Base64(normalized)}` });
+const mapped = (type: 'email' | 'phone', normalized: string): Expected => ({
+  status: 'mapped',
+  key: `${type}:${sha256Base64(normalized)}`,
+});
+const optout = (type: 'email' | 'phone', normalized: string): Expected => ({
+  status: 'optout',
+  key: `${type}:${sha256Base64(normalized)}`,
+});
 const invalid: Expected = { status: 'invalid' };
 const missing: Expected = { status: 'missing' };
 
 /** Per row, per identifier column (email, phone, email_hash, phone_hash). */
 const EXPECTED: Expected[][] = [
-  [mapped('email', 'a@example.com'), mapped('phone', '+14155550101'), mapped('email', 'b@example.com'), mapped('phone', '+14155550102')],
-  [optout('email', 'optout@example.com'), optout('phone', '+00000000000'), optout('email', 'optout@example.com'), optout('phone', '+00000000000')],
+  [
+    mapped('email', 'a@example.com'),
+    mapped('phone', '+14155550101'),
+    mapped('email', 'b@example.com'),
+    mapped('phone', '+14155550102'),
+  ],
+  [
+    optout('email', 'optout@example.com'),
+    optout('phone', '+00000000000'),
+    optout('email', 'optout@example.com'),
+    optout('phone', '+00000000000'),
+  ],
   [invalid, invalid, invalid, invalid],
-  [mapped('email', 'a@example.com'), mapped('phone', '+14155550102'), mapped('email', 'b@example.com'), mapped('phone', '+14155550101')],
+  [
+    mapped('email', 'a@example.com'),
+    mapped('phone', '+14155550102'),
+    mapped('email', 'b@example.com'),
+    mapped('phone', '+14155550101'),
+  ],
   // opted out through the service's registry, not a test identity
   [optout('email', 'gone@example.com'), missing, mapped('email', 'c@example.com'), missing],
   [mapped('email', 'c@example.com'), mapped('phone', '+14155550104'), missing, optout('phone', '+00000000000')],
@@ -56,7 +85,10 @@ beforeAll(async () => {
   served = await startServe();
   client = testClient(served);
   await optOut(served.url, { email: 'gone@example.com' });
-  writeFileSync(join(dir, 'in.csv'), `${INPUT.map((r) => r.map((c) => (/[,\s"]/.test(c) ? `"${c}"` : c)).join(',')).join('\n')}\n`);
+  writeFileSync(
+    join(dir, 'in.csv'),
+    `${INPUT.map((r) => r.map((c) => (/[,\s"]/.test(c) ? `"${c}"` : c)).join(',')).join('\n')}\n`,
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -82,7 +114,24 @@ describe('map --api v2 (built CLI against serve)', () => {
     const out = join(dir, 'out.csv');
     const statePath = join(dir, 'v2.db');
     const run = await runCli(
-      ['map', '--api', 'v2', join(dir, 'in.csv'), '--email-col', 'email', '--phone-col', 'phone', '--email-hash-col', 'email_hash', '--phone-hash-col', 'phone_hash', '--state', statePath, '-o', out],
+      [
+        'map',
+        '--api',
+        'v2',
+        join(dir, 'in.csv'),
+        '--email-col',
+        'email',
+        '--phone-col',
+        'phone',
+        '--email-hash-col',
+        'email_hash',
+        '--phone-hash-col',
+        'phone_hash',
+        '--state',
+        statePath,
+        '-o',
+        out,
+      ],
       { served },
     );
     expect(run.code, run.stderr).toBe(0);
@@ -134,10 +183,19 @@ describe('map --api v2 (built CLI against serve)', () => {
     const state = openState(statePath, { envFingerprint: loopbackFingerprint(served), readonly: true });
     try {
       expect(state.meta().api).toBe('v2');
-      const stored = state.lookupMany(keys.map((k) => ({ type: k.slice(0, 5) as 'email' | 'phone', hash: k.slice(6) })));
+      const stored = state.lookupMany(
+        keys.map((k) => ({ type: k.slice(0, 5) as 'email' | 'phone', hash: k.slice(6) })),
+      );
       expect(stored.size).toBe(keys.length);
       for (const [key, entry] of stored) {
-        expect(entry).toMatchObject({ status: 'mapped', u: v3.get(key), r: null, p: null, bucketId: bucketOf.get(key), due: false });
+        expect(entry).toMatchObject({
+          status: 'mapped',
+          u: v3.get(key),
+          r: null,
+          p: null,
+          bucketId: bucketOf.get(key),
+          due: false,
+        });
         expect(Math.abs((entry.lastMappedS ?? 0) - Date.now() / 1000)).toBeLessThan(120);
       }
     } finally {
@@ -146,7 +204,24 @@ describe('map --api v2 (built CLI against serve)', () => {
 
     // a re-run answers everything from the state: nothing is sent
     const again = await runCli(
-      ['map', '--api', 'v2', join(dir, 'in.csv'), '--email-col', 'email', '--phone-col', 'phone', '--email-hash-col', 'email_hash', '--phone-hash-col', 'phone_hash', '--state', statePath, '-o', join(dir, 'again.csv')],
+      [
+        'map',
+        '--api',
+        'v2',
+        join(dir, 'in.csv'),
+        '--email-col',
+        'email',
+        '--phone-col',
+        'phone',
+        '--email-hash-col',
+        'email_hash',
+        '--phone-hash-col',
+        'phone_hash',
+        '--state',
+        statePath,
+        '-o',
+        join(dir, 'again.csv'),
+      ],
       { served },
     );
     expect(again.code, again.stderr).toBe(0);
@@ -156,13 +231,26 @@ describe('map --api v2 (built CLI against serve)', () => {
 
   it('keeps v2 and v3 state files apart, each with a message that says what to do', async () => {
     const v2File = join(dir, 'v2.db');
-    const v3Run = await runCli(['map', join(dir, 'in.csv'), '--email-col', 'email', '--state', v2File, '-o', join(dir, 'x.csv')], { served });
+    const v3Run = await runCli(
+      ['map', join(dir, 'in.csv'), '--email-col', 'email', '--state', v2File, '-o', join(dir, 'x.csv')],
+      { served },
+    );
     expect(v3Run.code).toBe(2);
     expect(v3Run.stderr).toMatch(/holds v2 \(salt bucket\) mappings.*uid2-batch migrate --state/);
 
     const v3File = join(dir, 'v3.db');
-    expect((await runCli(['map', join(dir, 'in.csv'), '--email-col', 'email', '--state', v3File, '-o', join(dir, 'y.csv')], { served })).code).toBe(0);
-    const v2Run = await runCli(['map', '--api', 'v2', join(dir, 'in.csv'), '--email-col', 'email', '--state', v3File, '-o', join(dir, 'z.csv')], { served });
+    expect(
+      (
+        await runCli(
+          ['map', join(dir, 'in.csv'), '--email-col', 'email', '--state', v3File, '-o', join(dir, 'y.csv')],
+          { served },
+        )
+      ).code,
+    ).toBe(0);
+    const v2Run = await runCli(
+      ['map', '--api', 'v2', join(dir, 'in.csv'), '--email-col', 'email', '--state', v3File, '-o', join(dir, 'z.csv')],
+      { served },
+    );
     expect(v2Run.code).toBe(2);
     expect(v2Run.stderr).toMatch(/holds v3 mappings.*drop --api v2/);
 

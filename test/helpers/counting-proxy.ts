@@ -37,7 +37,13 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
       inFlight.set(path, (inFlight.get(path) ?? 1) - 1);
     };
     const upstream = request(
-      { host: targetUrl.hostname, port: targetUrl.port, method: req.method, path: req.url, headers: { ...req.headers, host: targetUrl.host } },
+      {
+        host: targetUrl.hostname,
+        port: targetUrl.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, host: targetUrl.host },
+      },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);

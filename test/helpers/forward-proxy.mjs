@@ -59,7 +59,13 @@ const server = createServer((req, res) => {
   delete headers['proxy-authorization'];
   delete headers['proxy-connection'];
   const upstream = request(
-    { host: resolveHost(target.hostname), port: target.port || 80, method: req.method, path: target.pathname + target.search, headers },
+    {
+      host: resolveHost(target.hostname),
+      port: target.port || 80,
+      method: req.method,
+      path: target.pathname + target.search,
+      headers,
+    },
     (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(res);
@@ -78,7 +84,9 @@ server.on('connect', (req, socket, head) => {
   socket.on('error', () => socket.destroy());
   if (hangConnect) return;
   if (auth !== undefined && state !== 'ok') {
-    socket.end('HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="test"\r\nContent-Length: 0\r\n\r\n');
+    socket.end(
+      'HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="test"\r\nContent-Length: 0\r\n\r\n',
+    );
     return;
   }
   const at = req.url.lastIndexOf(':');

@@ -42,7 +42,11 @@ export function ensureBuilt(): void {
   try {
     if (isFresh()) return;
     try {
-      execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.json')], { cwd: ROOT, stdio: 'pipe' });
+      execFileSync(
+        process.execPath,
+        [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.json')],
+        { cwd: ROOT, stdio: 'pipe' },
+      );
     } catch {
       // type errors elsewhere in the tree still emit JavaScript; the check below is what matters
     }

@@ -4,7 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /** A temp directory for one test file; remove() in afterAll. */
-export function tempDir(prefix: string): { path: string; file(name: string, content?: string | Uint8Array): string; remove(): void } {
+export function tempDir(prefix: string): {
+  path: string;
+  file(name: string, content?: string | Uint8Array): string;
+  remove(): void;
+} {
   const path = mkdtempSync(join(tmpdir(), `uid2-test-${prefix}-`));
   return {
     path,

@@ -24,7 +24,11 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
 
 /** Starts `uid2-batch serve --port 0 ...` in its own process and reads its ready line. */
 export async function startServe(args: string[] = []): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], { cwd: ROOT, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], {
+    cwd: ROOT,
+    env: cleanEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
   const ready = await new Promise<{ url: string; api_key: string; client_secret: string }>((resolve, reject) => {
@@ -83,7 +87,10 @@ export interface CliRun {
 }
 
 /** Spawns the built CLI. The caller must await `done` (or kill the child by PID) before the test ends. */
-export function spawnCli(args: string[], options: { input?: string | Buffer; env?: Record<string, string>; cwd?: string } = {}): CliRun {
+export function spawnCli(
+  args: string[],
+  options: { input?: string | Buffer; env?: Record<string, string>; cwd?: string } = {},
+): CliRun {
   const child = spawn(process.execPath, [BIN, ...args], {
     cwd: options.cwd ?? ROOT,
     env: cleanEnv(options.env),
@@ -98,13 +105,21 @@ export function spawnCli(args: string[], options: { input?: string | Buffer; env
   else child.stdin?.end();
   const done = new Promise<CliResult>((resolve) => {
     child.once('close', (code, signal) =>
-      resolve({ code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }),
+      resolve({
+        code,
+        signal,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+      }),
     );
   });
   return { child, done };
 }
 
-export function runCli(args: string[], options: { input?: string | Buffer; env?: Record<string, string>; cwd?: string } = {}): Promise<CliResult> {
+export function runCli(
+  args: string[],
+  options: { input?: string | Buffer; env?: Record<string, string>; cwd?: string } = {},
+): Promise<CliResult> {
   return spawnCli(args, options).done;
 }
 

@@ -23,7 +23,10 @@ export interface Served {
 }
 
 export async function startServe(args: string[] = []): Promise<Served> {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
   const line = await new Promise<string>((resolve, reject) => {
@@ -64,7 +67,12 @@ export function stopChild(child: ChildProcess): Promise<void> {
 }
 
 async function admin(url: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
-  const res = await fetch(`${url}${path}`, body === undefined ? {} : { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const res = await fetch(
+    `${url}${path}`,
+    body === undefined
+      ? {}
+      : { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } },
+  );
   const json = (await res.json()) as Record<string, unknown>;
   if (res.status !== 200) throw new Error(`${path}: HTTP ${res.status} ${JSON.stringify(json)}`);
   return json;
@@ -150,7 +158,15 @@ export interface StoredKey {
 /** The fingerprint `remap-due` computes for a service on loopback. */
 export function loopbackFingerprint(served: Served): string {
   return envFingerprint(
-    resolveConfig({ baseUrl: served.url }, { UID2_API_KEY: served.apiKey, UID2_CLIENT_SECRET: served.clientSecret }, { readFile: () => { throw Object.assign(new Error('no config file'), { code: 'ENOENT' }); } }),
+    resolveConfig(
+      { baseUrl: served.url },
+      { UID2_API_KEY: served.apiKey, UID2_CLIENT_SECRET: served.clientSecret },
+      {
+        readFile: () => {
+          throw Object.assign(new Error('no config file'), { code: 'ENOENT' });
+        },
+      },
+    ),
   );
 }
 
@@ -169,7 +185,13 @@ export async function buildState(path: string, served: Served, keys: readonly St
       const body = await client.mapV3({ email_hash: email.map((k) => k.hash), phone_hash: phone.map((k) => k.hash) });
       const updates: EntryUpdate[] = [];
       const take = (k: StoredKey, item: MapV3Item): void => {
-        updates.push({ type: k.type, hash: k.hash, outcome: isMappedV3(item) ? { kind: 'mapped', u: item.u, p: item.p, r: item.r } : { kind: item.e === 'optout' ? 'optout' : 'invalid' } });
+        updates.push({
+          type: k.type,
+          hash: k.hash,
+          outcome: isMappedV3(item)
+            ? { kind: 'mapped', u: item.u, p: item.p, r: item.r }
+            : { kind: item.e === 'optout' ? 'optout' : 'invalid' },
+        });
       };
       for (const [j, k] of email.entries()) take(k, body.email_hash[j]);
       for (const [j, k] of phone.entries()) take(k, body.phone_hash[j]);
@@ -186,7 +208,8 @@ export function readEntries(path: string, served: Served, keys: readonly StoredK
   const state = openState(path, { envFingerprint: loopbackFingerprint(served), readonly: true });
   try {
     const out = new Map<string, StateEntry>();
-    for (let i = 0; i < keys.length; i += 1000) for (const [k, v] of state.lookupMany(keys.slice(i, i + 1000))) out.set(k, v);
+    for (let i = 0; i < keys.length; i += 1000)
+      for (const [k, v] of state.lookupMany(keys.slice(i, i + 1000))) out.set(k, v);
     return out;
   } finally {
     state.close();

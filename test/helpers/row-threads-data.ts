@@ -10,8 +10,9 @@ const quote = (s: string): string => `"${s.replace(/"/g, '""')}"`;
  */
 export function trickyCsv(rows: number, seed: number, delimiter = ','): string {
   const rnd = seeded(seed);
-  const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
-  const hex = (n: number): string => Array.from({ length: n }, () => '0123456789abcdef'[Math.floor(rnd() * 16)]).join('');
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
+  const hex = (n: number): string =>
+    Array.from({ length: n }, () => '0123456789abcdef'[Math.floor(rnd() * 16)]).join('');
   const bytes32 = (): Buffer => Buffer.from(Array.from({ length: 32 }, () => Math.floor(rnd() * 256)));
   const breaks = ['\n', '\r\n', '\r'];
   const email = (i: number): string =>
@@ -26,8 +27,16 @@ export function trickyCsv(rows: number, seed: number, delimiter = ','): string {
       `"x${delimiter}y"@example.com`,
       `user${i % 25}@example.com`,
     ]);
-  const phone = (i: number): string => pick([`+1415555${String(i % 10000).padStart(4, '0')}`, '415-555-0100', '+1', '', `+44207946${String(i % 1000).padStart(4, '0')}`]);
-  const emailHash = (): string => pick([hex(64), hex(64).toUpperCase(), bytes32().toString('base64'), 'zzz', '', hex(63)]);
+  const phone = (i: number): string =>
+    pick([
+      `+1415555${String(i % 10000).padStart(4, '0')}`,
+      '415-555-0100',
+      '+1',
+      '',
+      `+44207946${String(i % 1000).padStart(4, '0')}`,
+    ]);
+  const emailHash = (): string =>
+    pick([hex(64), hex(64).toUpperCase(), bytes32().toString('base64'), 'zzz', '', hex(63)]);
   const note = (i: number): string =>
     pick([
       `plain ${i}`,
@@ -55,7 +64,6 @@ export function trickyCsv(rows: number, seed: number, delimiter = ','): string {
   return text;
 }
 
-
 /**
  * The same table of values written two ways: every field quoted (as warehouse unloads write them), or only the
  * fields that must be. Values hold quotes, the delimiter and line breaks of every kind, next to ordinary
@@ -63,17 +71,26 @@ export function trickyCsv(rows: number, seed: number, delimiter = ','): string {
  */
 export function sameTableTwoWays(rows: number, seed: number, delimiter = ','): { allQuoted: string; minimal: string } {
   const rnd = seeded(seed);
-  const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
-  const hex = (n: number): string => Array.from({ length: n }, () => '0123456789abcdef'[Math.floor(rnd() * 16)]).join('');
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
+  const hex = (n: number): string =>
+    Array.from({ length: n }, () => '0123456789abcdef'[Math.floor(rnd() * 16)]).join('');
   const breaks = ['\n', '\r\n', '\r'];
   const values = (i: number): string[] => [
     `C${i}`,
-    pick([`User.${i}@Example.COM`, ` spaced${i}@example.org `, `no-at-${i}`, '', `"x${delimiter}y"@example.com`, `user${i % 25}@example.com`]),
+    pick([
+      `User.${i}@Example.COM`,
+      ` spaced${i}@example.org `,
+      `no-at-${i}`,
+      '',
+      `"x${delimiter}y"@example.com`,
+      `user${i % 25}@example.com`,
+    ]),
     pick([`+1415555${String(i % 10000).padStart(4, '0')}`, '415-555-0100', '', '007', '02134']),
     pick([hex(64), hex(64).toUpperCase(), '', 'zzz']),
     pick([`plain ${i}`, '', `say "hi"${delimiter} ${i}`, `two${pick(breaks)}lines`, `O"Brien ${i}`, '"', 'é😀ü']),
   ];
-  const minimalField = (v: string): string => (v.includes(delimiter) || v.includes('"') || /[\r\n]/.test(v) ? quote(v) : v);
+  const minimalField = (v: string): string =>
+    v.includes(delimiter) || v.includes('"') || /[\r\n]/.test(v) ? quote(v) : v;
   const header = ['id', 'email', 'phone', 'email_hash', 'note'];
   let allQuoted = `${header.map(quote).join(delimiter)}\n`;
   let minimal = `${header.join(delimiter)}\n`;

@@ -48,7 +48,31 @@ function seeded(seed: number): () => number {
   };
 }
 
-const PIECES = ['a', 'B', 'z', 'Z', '0', '.', '+', '@', ' ', '  ', '\t', '\u00a0', 'É', 'é', '_', '-', 'gmail.com', 'GMAIL.COM', 'Gmail.com ', 'example.org', '@gmail.com', 'x@', '\u{1F600}'];
+const PIECES = [
+  'a',
+  'B',
+  'z',
+  'Z',
+  '0',
+  '.',
+  '+',
+  '@',
+  ' ',
+  '  ',
+  '\t',
+  '\u00a0',
+  'É',
+  'é',
+  '_',
+  '-',
+  'gmail.com',
+  'GMAIL.COM',
+  'Gmail.com ',
+  'example.org',
+  '@gmail.com',
+  'x@',
+  '\u{1F600}',
+];
 
 describe('normalizeEmail fast path', () => {
   it('agrees with the operator model on 20,000 random inputs built from the tricky pieces', () => {

@@ -139,7 +139,11 @@ const REFUSALS: Array<[string, string, PhoneInvalidReason]> = [
   ['US', '+1 (617) 555-0102 ext. 12', 'invalid phone: has an extension; give the number without it'],
   ['US', '617-555-0102 x12', 'invalid phone: has an extension; give the number without it'],
   ['US', '+683 4002', 'invalid phone: valid, but its E.164 form is not the 10 to 15 digits the service accepts'],
-  ['DE', '+49 30 1234567890123', 'invalid phone: valid, but its E.164 form is not the 10 to 15 digits the service accepts'],
+  [
+    'DE',
+    '+49 30 1234567890123',
+    'invalid phone: valid, but its E.164 form is not the 10 to 15 digits the service accepts',
+  ],
 ];
 
 describe('phones with a region: national and formatted numbers to E.164', () => {
@@ -186,7 +190,7 @@ describe('phones in E.164 shape', () => {
     expect(normalizePhone('+11234567890', parsePhoneRegion('US'))).toEqual({ ok: true, e164: '+11234567890' });
   });
 
-  it('without a region nothing else is accepted, with today\'s reason word for word', () => {
+  it("without a region nothing else is accepted, with today's reason word for word", () => {
     expect(INVALID_PHONE).toBe('invalid phone: must be + and 10 to 15 digits (E.164, no spaces or punctuation)');
     for (const cell of ['(617) 555-0102', '+1 617 555 0102', '6175550102', ' +16175550102', '+123456789', 'abc']) {
       expect(normalizePhone(cell)).toEqual({ ok: false, reason: INVALID_PHONE });
@@ -247,12 +251,26 @@ describe('the region through prepare', () => {
   });
 
   it('in auto mode, tries a cell that is no email and no hash as a national phone', () => {
-    expect(prepareAuto('(617) 555-0102', undefined, us)).toEqual({ ok: true, type: 'phone', hash: sha256Base64('+16175550102') });
-    expect(prepareAuto('+1 617 555 0102', undefined, us)).toEqual({ ok: true, type: 'phone', hash: sha256Base64('+16175550102') });
+    expect(prepareAuto('(617) 555-0102', undefined, us)).toEqual({
+      ok: true,
+      type: 'phone',
+      hash: sha256Base64('+16175550102'),
+    });
+    expect(prepareAuto('+1 617 555 0102', undefined, us)).toEqual({
+      ok: true,
+      type: 'phone',
+      hash: sha256Base64('+16175550102'),
+    });
     expect(prepareAuto('555-0102', undefined, us)).toEqual({ ok: false, reason: 'invalid phone: too short' });
-    expect(prepareAuto('hello', undefined, us)).toEqual({ ok: false, reason: 'unrecognized identifier: not an email, an E.164 phone or a hash' });
+    expect(prepareAuto('hello', undefined, us)).toEqual({
+      ok: false,
+      reason: 'unrecognized identifier: not an email, an E.164 phone or a hash',
+    });
     expect(prepareAuto('a@b.com', undefined, us)).toEqual(prepareAuto('a@b.com', undefined));
     // without a region auto mode is as before
-    expect(prepareAuto('(617) 555-0102', undefined)).toEqual({ ok: false, reason: 'unrecognized identifier: not an email, an E.164 phone or a hash' });
+    expect(prepareAuto('(617) 555-0102', undefined)).toEqual({
+      ok: false,
+      reason: 'unrecognized identifier: not an email, an E.164 phone or a hash',
+    });
   });
 });

@@ -12,16 +12,25 @@ afterAll(() => t.cleanup());
 /** Stores `labels` as email entries due now, with raw UID b64(`u-${label}`). */
 function addDue(s: StateStore, labels: string[]): void {
   s.commitBatch(
-    labels.map((l) => ({ type: 'email' as const, hash: b64(l), outcome: { kind: 'mapped' as const, u: b64(`u-${l}`), p: null, r: NOW_S - DAY_S } })),
+    labels.map((l) => ({
+      type: 'email' as const,
+      hash: b64(l),
+      outcome: { kind: 'mapped' as const, u: b64(`u-${l}`), p: null, r: NOW_S - DAY_S },
+    })),
     NOW_S - 2 * DAY_S,
   );
 }
 
 /** Every due hash gets a new raw UID. */
-const rotating = new FakeRemapper({ answer: (_type, hash) => ({ u: b64(`new-${hash}`), p: b64(`old-${hash}`), r: NOW_S + 365 * DAY_S }) });
+const rotating = new FakeRemapper({
+  answer: (_type, hash) => ({ u: b64(`new-${hash}`), p: b64(`old-${hash}`), r: NOW_S + 365 * DAY_S }),
+});
 
 /** One remap run as remap-due does it: earlier pending rows first, then this run's, with the journal. */
-async function remapRun(s: StateStore, runId: number): Promise<{ out: RemapChange[]; replayed: number; upTo: number | null }> {
+async function remapRun(
+  s: StateStore,
+  runId: number,
+): Promise<{ out: RemapChange[]; replayed: number; upTo: number | null }> {
   const out: RemapChange[] = [];
   const replayed = await replayRemapChanges(s, (rows) => void out.push(...rows));
   const result = await new RemapEngine({
@@ -80,7 +89,13 @@ describe('opt-out rows of the state sweep through the journal', () => {
     addDue(s, ['g', 'h', 'i']);
     const service = new FakeOptoutService(new Map([[b64('u-h'), 1_790_000_000_000]]));
     const lost: SweptRawUid[] = [];
-    const first = await sweepStateOptouts({ state: s, nowS: NOW_S, check: service.check, journal: { runId: 1, state: s }, onChecked: (r) => void lost.push(...r) });
+    const first = await sweepStateOptouts({
+      state: s,
+      nowS: NOW_S,
+      check: service.check,
+      journal: { runId: 1, state: s },
+      onChecked: (r) => void lost.push(...r),
+    });
     expect(first.counts.tombstoned).toBe(1);
     expect(first.journalUpTo).not.toBeNull();
     expect(s.pendingChanges('optout').length).toBe(1);
@@ -90,7 +105,12 @@ describe('opt-out rows of the state sweep through the journal', () => {
     expect(replayed).toEqual(lost.filter((r) => r.verdict.kind === 'opted_out'));
     expect(replayed[0]).toMatchObject({ rawUid: b64('u-h'), which: 'u', entry: { hash: b64('h') } });
 
-    const second = await sweepStateOptouts({ state: s, nowS: NOW_S + 1, check: service.check, journal: { runId: 2, state: s } });
+    const second = await sweepStateOptouts({
+      state: s,
+      nowS: NOW_S + 1,
+      check: service.check,
+      journal: { runId: 2, state: s },
+    });
     // nothing new opted out; the pending row is still the earlier one until acknowledged
     expect(second.journalUpTo).toBe(first.journalUpTo);
     s.ackChanges('optout', second.journalUpTo as number);

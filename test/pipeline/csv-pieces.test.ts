@@ -35,7 +35,7 @@ const BREAKS = ['\n', '\r\n', '\r'];
 const TEXT = ['a', 'b', 'z', '0', '7', ' ', 'é', '¨', '😀', '@', '.', '-', ',', ';', '§', '\t'];
 
 function generateCsv(rnd: () => number, delimiter: string, withQuotes: boolean): string {
-  const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
   const text = (max: number): string => {
     let s = '';
     const n = Math.floor(rnd() * (max + 1));
@@ -152,7 +152,10 @@ function checkFile(seed: number, delimiter: string): void {
   const whole = parseAll(input, delimiter);
   const parts = cuts.map((c) => parseAll(c.piece.bytes, delimiter));
   if (!whole.ok) {
-    expect(parts.some((p) => !p.ok), `${where}: the whole input fails (${whole.code}) but no piece does`).toBe(true);
+    expect(
+      parts.some((p) => !p.ok),
+      `${where}: the whole input fails (${whole.code}) but no piece does`,
+    ).toBe(true);
     return;
   }
   const records: string[][] = [];
@@ -245,7 +248,12 @@ describe('CsvPieceCutter.next', () => {
 
   test('a quote opens a quoted value only at the start of a field', () => {
     // O"Brien and ' "' are literal; the quote after the delimiter opens a value holding a line break
-    expect(texts(cutString('O"Brien,x\n "a\nb,"c\nd"\ne\n', undefined, 1))).toEqual(['O"Brien,x\n', ' "a\n', 'b,"c\nd"\n', 'e\n']);
+    expect(texts(cutString('O"Brien,x\n "a\nb,"c\nd"\ne\n', undefined, 1))).toEqual([
+      'O"Brien,x\n',
+      ' "a\n',
+      'b,"c\nd"\n',
+      'e\n',
+    ]);
     // a multi-byte delimiter, and a character sharing its first byte ('¨' is C2 A8, '§' is C2 A7)
     expect(texts(cutString('a§"b\nc"\n¨"d\ne\n', undefined, 1, '§'))).toEqual(['a§"b\nc"\n', '¨"d\n', 'e\n']);
   });
@@ -334,7 +342,7 @@ describe('CsvPieceCutter.nextRecord', () => {
  * `plain`: only whole-field quotes around ordinary text, the common case.
  */
 function allQuotedCsv(rnd: () => number, delimiter: string, plain: boolean): string {
-  const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
   const text = (max: number): string => {
     let s = '';
     const n = Math.floor(rnd() * (max + 1));
@@ -365,12 +373,21 @@ function allQuotedCsv(rnd: () => number, delimiter: string, plain: boolean): str
   return out;
 }
 
-type TableOutcome = { ok: true; rows: InputRow[]; problems: SourceProblemCounts; width: number } | { ok: false; message: string };
+type TableOutcome =
+  | { ok: true; rows: InputRow[]; problems: SourceProblemCounts; width: number }
+  | { ok: false; message: string };
 
 /** What the single-threaded reader (csv-parse over the whole input) makes of `bytes`, every record a row. */
 async function readWhole(bytes: Buffer, delimiter: string, encoding: 'utf8' | 'latin1'): Promise<TableOutcome> {
   try {
-    const table = await openSource({ path: 'in.csv', format: 'csv', header: false, delimiter, encoding, stream: Readable.from([bytes]) });
+    const table = await openSource({
+      path: 'in.csv',
+      format: 'csv',
+      header: false,
+      delimiter,
+      encoding,
+      stream: Readable.from([bytes]),
+    });
     const rows: InputRow[] = [];
     for await (const chunk of table.rows()) rows.push(...chunk);
     return { ok: true, rows, problems: table.problems(), width: table.header.length };
@@ -390,7 +407,13 @@ function parsePieces(pieces: CsvPiece[], delimiter: string, encoding: 'utf8' | '
 }
 
 /** parseCsvPiece on the whole input and on cut pieces, and the text splitter alone, against the whole-input reader. */
-async function checkParse(bytes: Buffer, delimiter: string, encoding: 'utf8' | 'latin1', target: number, where: string): Promise<'split' | 'failed'> {
+async function checkParse(
+  bytes: Buffer,
+  delimiter: string,
+  encoding: 'utf8' | 'latin1',
+  target: number,
+  where: string,
+): Promise<'split' | 'failed'> {
   const whole = await readWhole(bytes, delimiter, encoding);
   if (!whole.ok) {
     expect(parsePieces([{ bytes, startLine: 1, startOffset: 0 }], delimiter, encoding, 1), where).toEqual(whole);
@@ -423,7 +446,9 @@ describe('parseCsvPiece (the quote-aware splitter) against csv-parse over the wh
         const kind = n % 3;
         const text = kind === 0 ? generateCsv(rnd, delimiter, true) : allQuotedCsv(rnd, delimiter, kind === 2);
         const target = 1 + Math.floor(rnd() * 120);
-        outcomes[await checkParse(Buffer.from(text, 'utf8'), delimiter, 'utf8', target, `seed ${seed}, kind ${kind}`)]++;
+        outcomes[
+          await checkParse(Buffer.from(text, 'utf8'), delimiter, 'utf8', target, `seed ${seed}, kind ${kind}`)
+        ]++;
       }
       // both outcomes happen, or the comparison proves little
       expect(outcomes.split).toBeGreaterThan(450);
@@ -435,9 +460,18 @@ describe('parseCsvPiece (the quote-aware splitter) against csv-parse over the wh
     for (let n = 0; n < 200; n++) {
       const rnd = seeded(9000 + n);
       // characters beyond Latin-1 (the emoji) would not survive as themselves
-      // biome-ignore lint/suspicious/noControlCharactersInRegex: the range starts at U+0000 on purpose: all of Latin-1
-      const text = (n % 2 === 0 ? generateCsv(rnd, ';', true) : allQuotedCsv(rnd, ';', false)).replace(/[^\u0000-\u00ff]/gu, 'ÿ');
-      await checkParse(Buffer.from(text, 'latin1'), ';', 'latin1', 1 + Math.floor(rnd() * 80), `latin1 seed ${9000 + n}`);
+      const text = (n % 2 === 0 ? generateCsv(rnd, ';', true) : allQuotedCsv(rnd, ';', false)).replace(
+        // biome-ignore lint/suspicious/noControlCharactersInRegex: the range starts at U+0000 on purpose: all of Latin-1
+        /[^\u0000-\u00ff]/gu,
+        'ÿ',
+      );
+      await checkParse(
+        Buffer.from(text, 'latin1'),
+        ';',
+        'latin1',
+        1 + Math.floor(rnd() * 80),
+        `latin1 seed ${9000 + n}`,
+      );
     }
     // '€' is 0xAC once truncated to Latin-1: csv-parse splits at the byte 0xAC (a '¬' in the text)
     const bytes = Buffer.from('a\xacb,"c\xacd"\n"e\xac"f\xacg\n', 'latin1');
@@ -452,10 +486,18 @@ describe('parseCsvPiece (the quote-aware splitter) against csv-parse over the wh
   test.each<[string, string, (string[] | number)[]]>([
     ['whole-field quotes', '"a","b","c"\r\n"d","e","f"\n', [1, ['a', 'b', 'c'], 2, ['d', 'e', 'f']]],
     ['doubled quotes', '"say ""hi""","""",""""""\n', [1, ['say "hi"', '"', '""']]],
-    ['the delimiter and line breaks inside quotes', '"a,b","c\r\nd\re\nf",g\nh,"i"\n', [1, ['a,b', 'c\r\nd\re\nf', 'g'], 5, ['h', 'i', '']]],
+    [
+      'the delimiter and line breaks inside quotes',
+      '"a,b","c\r\nd\re\nf",g\nh,"i"\n',
+      [1, ['a,b', 'c\r\nd\re\nf', 'g'], 5, ['h', 'i', '']],
+    ],
     ['a quote inside an unquoted value stays', 'O"Brien,a"b"c,"x"\n', [1, ['O"Brien', 'a"b"c', 'x']]],
     ['text after a closing quote keeps the quotes', '"ab"cd,"a""b"x"y,"c"\n', [1, ['"ab"cd', '"a"b"x"y', 'c']]],
-    ['"" alone is a row of one empty cell; empty lines are skipped', '\r\n""\n\r\r\n"",\n', [2, ['', '', ''], 5, ['', '', '']]],
+    [
+      '"" alone is a row of one empty cell; empty lines are skipped',
+      '\r\n""\n\r\r\n"",\n',
+      [2, ['', '', ''], 5, ['', '', '']],
+    ],
     ['no final line break, the last value quoted', 'a,b,"c\nd"', [1, ['a', 'b', 'c\nd']]],
     ['a trailing delimiter', '"a","b","c",\n', [1, ['a', 'b', 'c']]],
   ])('%s', (_name, text, expected) => {
@@ -463,14 +505,28 @@ describe('parseCsvPiece (the quote-aware splitter) against csv-parse over the wh
     const rows = quotedPieceRows(text, 1, ',', 3, problems);
     const flat = rows?.flatMap((r) => [r.line, r.cells]);
     expect(flat).toEqual(expected);
-    expect(parseCsvPiece({ bytes: Buffer.from(text) as Uint8Array, startLine: 1 }, { delimiter: ',', encoding: 'utf8' }, 3, 'x', { shortRows: 0, longRows: 0, extraKeys: 0 })).toEqual(rows);
+    expect(
+      parseCsvPiece(
+        { bytes: Buffer.from(text) as Uint8Array, startLine: 1 },
+        { delimiter: ',', encoding: 'utf8' },
+        3,
+        'x',
+        { shortRows: 0, longRows: 0, extraKeys: 0 },
+      ),
+    ).toEqual(rows);
   });
 
   test('gives up on a quote never closed, so csv-parse reports it', () => {
     expect(quotedPieceRows('a,"b\nc\n', 1, ',', 2, { shortRows: 0, longRows: 0, extraKeys: 0 })).toBeUndefined();
     expect(quotedPieceRows('"a""', 1, ',', 1, { shortRows: 0, longRows: 0, extraKeys: 0 })).toBeUndefined();
-    expect(() => parseCsvPiece({ bytes: Buffer.from('x\n\n"a\nb'), startLine: 7 }, { delimiter: ',', encoding: 'utf8' }, 1, 'in.csv', { shortRows: 0, longRows: 0, extraKeys: 0 })).toThrow(
-      /^in\.csv: line 9: a quoted value opens on this line and is never closed/,
-    );
+    expect(() =>
+      parseCsvPiece(
+        { bytes: Buffer.from('x\n\n"a\nb'), startLine: 7 },
+        { delimiter: ',', encoding: 'utf8' },
+        1,
+        'in.csv',
+        { shortRows: 0, longRows: 0, extraKeys: 0 },
+      ),
+    ).toThrow(/^in\.csv: line 9: a quoted value opens on this line and is never closed/);
   });
 });

@@ -11,7 +11,12 @@ import { runCli, serveConnection, startServe, type ServeProcess } from '../helpe
 
 // Worker threads start from compiled JS, so the threaded paths are exercised through dist/.
 type OpenSink = (opts: OpenSinkOptions) => Promise<TableSink>;
-type PoolClass = new (options: { script: URL; size: number; workerData?: unknown; purpose: string }) => WorkerPoolType<unknown, unknown>;
+type PoolClass = new (options: {
+  script: URL;
+  size: number;
+  workerData?: unknown;
+  purpose: string;
+}) => WorkerPoolType<unknown, unknown>;
 
 /** Cells that need quoting, escaping, or survive only if lengths (not separators) delimit them. */
 const AWKWARD = ['plain', '', 'a,b', 'say "hi"', 'two\nlines', 'cr\rhere', '\u0000nul', 'é😀', ' padded ', '=1+2'];
@@ -48,12 +53,23 @@ describe('output encoding on worker threads (dist)', () => {
 
   beforeAll(async () => {
     ensureBuilt();
-    openSink = ((await import(pathToFileURL(join(ROOT, 'dist', 'pipeline', 'table', 'sink.js')).href)) as { openSink: OpenSink }).openSink;
-    WorkerPool = ((await import(pathToFileURL(join(ROOT, 'dist', 'pipeline', 'workers', 'worker-pool.js')).href)) as { WorkerPool: PoolClass }).WorkerPool;
+    openSink = (
+      (await import(pathToFileURL(join(ROOT, 'dist', 'pipeline', 'table', 'sink.js')).href)) as { openSink: OpenSink }
+    ).openSink;
+    WorkerPool = (
+      (await import(pathToFileURL(join(ROOT, 'dist', 'pipeline', 'workers', 'worker-pool.js')).href)) as {
+        WorkerPool: PoolClass;
+      }
+    ).WorkerPool;
   });
   afterAll(() => dir.remove());
 
-  async function writeWith(threads: number, format: 'csv' | 'jsonl', chunks: string[][][], name: string): Promise<string> {
+  async function writeWith(
+    threads: number,
+    format: 'csv' | 'jsonl',
+    chunks: string[][][],
+    name: string,
+  ): Promise<string> {
     const path = join(dir.path, `${name}-${threads}.${format}`);
     const sink = await openSink({ path, format, header: ['id', 'b', 'c', 'd', 'e', 'f'], threads });
     for (const chunk of chunks) await sink.writeRows(chunk);
@@ -61,16 +77,20 @@ describe('output encoding on worker threads (dist)', () => {
     return readFileSync(path, 'utf8');
   }
 
-  it.each(['csv', 'jsonl'] as const)('%s: 0, 1 and 2 threads write the same bytes, chunks in the order given', async (format) => {
-    const chunks = Array.from({ length: 40 }, (_, k) => rowsFor(50 + (k % 7) * 30, k));
-    const inline = await writeWith(0, format, chunks, 'same');
-    expect(await writeWith(1, format, chunks, 'same')).toBe(inline);
-    expect(await writeWith(2, format, chunks, 'same')).toBe(inline);
-    // the inline bytes are the encoder's: header, then every chunk in order
-    const encode = rowEncoder(format === 'csv' ? { format } : { format, header: ['id', 'b', 'c', 'd', 'e', 'f'] });
-    const expected = (format === 'csv' ? encode([['id', 'b', 'c', 'd', 'e', 'f']]) : '') + chunks.map((c) => encode(c)).join('');
-    expect(inline).toBe(expected);
-  });
+  it.each(['csv', 'jsonl'] as const)(
+    '%s: 0, 1 and 2 threads write the same bytes, chunks in the order given',
+    async (format) => {
+      const chunks = Array.from({ length: 40 }, (_, k) => rowsFor(50 + (k % 7) * 30, k));
+      const inline = await writeWith(0, format, chunks, 'same');
+      expect(await writeWith(1, format, chunks, 'same')).toBe(inline);
+      expect(await writeWith(2, format, chunks, 'same')).toBe(inline);
+      // the inline bytes are the encoder's: header, then every chunk in order
+      const encode = rowEncoder(format === 'csv' ? { format } : { format, header: ['id', 'b', 'c', 'd', 'e', 'f'] });
+      const expected =
+        (format === 'csv' ? encode([['id', 'b', 'c', 'd', 'e', 'f']]) : '') + chunks.map((c) => encode(c)).join('');
+      expect(inline).toBe(expected);
+    },
+  );
 
   it('rows changed after writeRows returns do not change what is written', async () => {
     const path = join(dir.path, 'mutated.csv');
@@ -170,7 +190,10 @@ describe('--threads 0 and 1 give the same output (built CLI)', () => {
     for (const threads of ['0', '1']) {
       const out = join(dir.path, `map-${threads}.csv`);
       const rejects = join(dir.path, `rejects-${threads}.csv`);
-      const result = await runCli(['map', input, '-o', out, '--rejects', rejects, '--quiet', '--threads', threads, ...connection.args], { env: connection.env });
+      const result = await runCli(
+        ['map', input, '-o', out, '--rejects', rejects, '--quiet', '--threads', threads, ...connection.args],
+        { env: connection.env },
+      );
       expect(result.code, result.stderr).toBe(0);
       outs.push(readFileSync(out, 'utf8'), readFileSync(rejects, 'utf8'));
     }

@@ -63,7 +63,12 @@ describe('MapEngine dispatch', () => {
         }
       },
     });
-    const engine = new MapEngine({ columns: [{ name: 'email', index: 1, kind: 'email' }], mapBatch: mapper.mapBatch, limiter, batchSize: 20 });
+    const engine = new MapEngine({
+      columns: [{ name: 'email', index: 1, kind: 'email' }],
+      mapBatch: mapper.mapBatch,
+      limiter,
+      batchSize: 20,
+    });
     const result = await engine.run(chunked(emails(2_000), 50));
     expect(result.outcome.kind).toBe('completed');
     expect(levels).toEqual([3, 1]);
@@ -97,7 +102,8 @@ describe('MapEngine dispatch', () => {
 describe('counting distinct identifiers', () => {
   it('estimates within 2% in fixed memory', () => {
     const estimate = new DistinctEstimate();
-    for (let i = 0; i < 300_000; i++) estimate.add(i % 200_000 % 3 ? 'email' : 'phone', sha256Base64(String(i % 200_000)));
+    for (let i = 0; i < 300_000; i++)
+      estimate.add((i % 200_000) % 3 ? 'email' : 'phone', sha256Base64(String(i % 200_000)));
     expect(Math.abs(estimate.count - 200_000) / 200_000).toBeLessThan(0.02);
   });
 
@@ -108,7 +114,9 @@ describe('counting distinct identifiers', () => {
     expect(exact.counts).toMatchObject({ uniqueIdentifiers: 1_000, uniqueEstimated: false, deduplicated: 2_000 });
 
     const forgetful = new FakeMapper();
-    const small = await new MapEngine({ columns, mapBatch: forgetful.mapBatch, recentCapacity: 200 }).run(chunked(rows, 100));
+    const small = await new MapEngine({ columns, mapBatch: forgetful.mapBatch, recentCapacity: 200 }).run(
+      chunked(rows, 100),
+    );
     expect(small.counts.uniqueEstimated).toBe(true);
     expect(Math.abs(small.counts.uniqueIdentifiers - 1_000)).toBeLessThan(30);
     // the repeats it forgot were sent again

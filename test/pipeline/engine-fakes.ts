@@ -81,7 +81,13 @@ export class FakeState implements EngineState {
     this.lastCommitS = nowS;
     this.commits++;
     for (const { type, hash, outcome } of updates) {
-      this.put(type, hash, outcome.kind === 'mapped' ? { status: 'mapped', u: outcome.u, p: outcome.p, r: outcome.r } : { status: outcome.kind, u: null, p: null, r: null });
+      this.put(
+        type,
+        hash,
+        outcome.kind === 'mapped'
+          ? { status: 'mapped', u: outcome.u, p: outcome.p, r: outcome.r }
+          : { status: outcome.kind, u: null, p: null, r: null },
+      );
     }
   }
 
@@ -104,7 +110,11 @@ export class FakeState implements EngineState {
 }
 
 /** Rows as the table source yields them, in chunks of `chunkRows`. */
-export async function* chunked(rows: string[][], chunkRows = 100, problems?: Map<number, InputRow['problem']>): AsyncGenerator<InputRow[]> {
+export async function* chunked(
+  rows: string[][],
+  chunkRows = 100,
+  problems?: Map<number, InputRow['problem']>,
+): AsyncGenerator<InputRow[]> {
   for (let i = 0; i < rows.length; i += chunkRows) {
     await Promise.resolve();
     yield rows.slice(i, i + chunkRows).map((cells, j) => {

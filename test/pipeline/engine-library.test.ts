@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { mapRows, MapInterruptedError, openStateFor, type MappedRow, type MapRowsSummary, type ServiceClient } from '../../src/index.js';
+import {
+  mapRows,
+  MapInterruptedError,
+  openStateFor,
+  type MappedRow,
+  type MapRowsSummary,
+  type ServiceClient,
+} from '../../src/index.js';
 import { sha256Base64 } from '../../src/identity/index.js';
 import { UnauthorizedError } from '../../src/protocol/index.js';
 import { FakeMapper, rawUidOf, seeded } from './engine-fakes.js';
@@ -35,19 +42,36 @@ describe('mapRows (library API)', () => {
   it('yields one row per input row, in order, with typed results per identifier column', async () => {
     const random = seeded(5);
     const mapper = new FakeMapper({ latency: () => Math.floor(random() * 5) });
-    const input = Array.from({ length: 2_500 }, (_, i) => [String(i), `u${i}@example.com`, i % 10 === 0 ? 'junk' : `+1415555${String(1000 + (i % 9000)).padStart(4, '0')}`]);
+    const input = Array.from({ length: 2_500 }, (_, i) => [
+      String(i),
+      `u${i}@example.com`,
+      i % 10 === 0 ? 'junk' : `+1415555${String(1000 + (i % 9000)).padStart(4, '0')}`,
+    ]);
     let summary: MapRowsSummary | undefined;
     const rows = await collect(
       mapRows(input, {
         client: fakeClient(mapper),
-        columns: [{ index: 1, kind: 'email' }, { index: 2, kind: 'auto', name: 'phone' }],
+        columns: [
+          { index: 1, kind: 'email' },
+          { index: 2, kind: 'auto', name: 'phone' },
+        ],
         batchSize: 300,
         onDone: (s) => (summary = s),
       }),
     );
     expect(rows.map((r) => r.cells[0])).toEqual(input.map((r) => r[0]));
-    expect(rows[1].results[0]).toEqual({ status: 'mapped', rawUid: rawUidOf('email', sha256Base64('u1@example.com')), prevRawUid: null, refreshFrom: expect.any(Number), reason: null });
-    expect(rows[0].results[1]).toMatchObject({ status: 'invalid', rawUid: null, reason: expect.stringMatching(/^unrecognized identifier/) });
+    expect(rows[1].results[0]).toEqual({
+      status: 'mapped',
+      rawUid: rawUidOf('email', sha256Base64('u1@example.com')),
+      prevRawUid: null,
+      refreshFrom: expect.any(Number),
+      reason: null,
+    });
+    expect(rows[0].results[1]).toMatchObject({
+      status: 'invalid',
+      rawUid: null,
+      reason: expect.stringMatching(/^unrecognized identifier/),
+    });
     expect(summary?.counts.rowsDone).toBe(2_500);
     expect(summary?.counts.status.invalid).toBe(250);
   });
@@ -56,7 +80,11 @@ describe('mapRows (library API)', () => {
     const mapper = new FakeMapper({ latency: () => 2 });
     const input = Array.from({ length: 20_000 }, (_, i) => [`u${i}@example.com`]);
     let n = 0;
-    for await (const row of mapRows(input, { client: fakeClient(mapper), columns: [{ index: 0, kind: 'email' }], batchSize: 100 })) {
+    for await (const row of mapRows(input, {
+      client: fakeClient(mapper),
+      columns: [{ index: 0, kind: 'email' }],
+      batchSize: 100,
+    })) {
       expect(row.results[0].status).toBe('mapped');
       if (++n === 150) break;
     }
@@ -68,12 +96,20 @@ describe('mapRows (library API)', () => {
 
   it('throws the 401 and an interruption', async () => {
     const refused = new FakeMapper({ failOn: () => new UnauthorizedError(401, 'unauthorized', 'Unauthorized') });
-    await expect(collect(mapRows([['a@example.com']], { client: fakeClient(refused), columns: [{ index: 0, kind: 'email' }] }))).rejects.toBeInstanceOf(UnauthorizedError);
+    await expect(
+      collect(mapRows([['a@example.com']], { client: fakeClient(refused), columns: [{ index: 0, kind: 'email' }] })),
+    ).rejects.toBeInstanceOf(UnauthorizedError);
 
     const stop = new AbortController();
     stop.abort();
     await expect(
-      collect(mapRows([['a@example.com']], { client: fakeClient(new FakeMapper()), columns: [{ index: 0, kind: 'email' }], signal: stop.signal })),
+      collect(
+        mapRows([['a@example.com']], {
+          client: fakeClient(new FakeMapper()),
+          columns: [{ index: 0, kind: 'email' }],
+          signal: stop.signal,
+        }),
+      ),
     ).rejects.toBeInstanceOf(MapInterruptedError);
   });
 
@@ -92,7 +128,9 @@ describe('mapRows (library API)', () => {
       const second = new FakeMapper();
       store = openStateFor(path, { baseUrl: 'https://operator-integ.uidapi.com/' });
       let summary: MapRowsSummary | undefined;
-      const two = await collect(mapRows(input, { client: fakeClient(second), columns, state: store, onDone: (s) => (summary = s) }));
+      const two = await collect(
+        mapRows(input, { client: fakeClient(second), columns, state: store, onDone: (s) => (summary = s) }),
+      );
       store.close();
       expect(second.itemsSent).toBe(0);
       expect(summary?.counts.fromState).toBe(300);

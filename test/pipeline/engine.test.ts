@@ -13,7 +13,10 @@ function emails(n: number, distinct = n): string[][] {
   return Array.from({ length: n }, (_, i) => [String(i), `user${i % distinct}@example.com`]);
 }
 
-async function run(rows: string[][], options: Partial<MapEngineOptions> & { mapper?: FakeMapper; chunkRows?: number } = {}) {
+async function run(
+  rows: string[][],
+  options: Partial<MapEngineOptions> & { mapper?: FakeMapper; chunkRows?: number } = {},
+) {
   const mapper = options.mapper ?? new FakeMapper();
   const out: string[][] = [];
   const rejects: string[][] = [];
@@ -66,12 +69,17 @@ describe('MapEngine: order, dedupe, batches', () => {
       { name: 'phone', index: 1, kind: 'phone' },
     ];
     const small = await run(rows, { columns, batchSize: 64 });
-    expect(Math.max(...small.mapper.requests.map((r) => (r.email_hash?.length ?? 0) + (r.phone_hash?.length ?? 0)))).toBe(64);
-    expect(small.mapper.requests.some((r) => (r.email_hash?.length ?? 0) > 0 && (r.phone_hash?.length ?? 0) > 0)).toBe(true);
+    expect(
+      Math.max(...small.mapper.requests.map((r) => (r.email_hash?.length ?? 0) + (r.phone_hash?.length ?? 0))),
+    ).toBe(64);
+    expect(small.mapper.requests.some((r) => (r.email_hash?.length ?? 0) > 0 && (r.phone_hash?.length ?? 0) > 0)).toBe(
+      true,
+    );
     expect(small.mapper.itemsSent).toBe(2_000);
 
     const capped = await run(rows, { columns, maxJsonBytes: 1_000 });
-    for (const request of capped.mapper.requests) expect(Buffer.byteLength(JSON.stringify(request))).toBeLessThanOrEqual(1_000);
+    for (const request of capped.mapper.requests)
+      expect(Buffer.byteLength(JSON.stringify(request))).toBeLessThanOrEqual(1_000);
     // 1,000 bytes hold (1000 - 33) / 47 = 20 hashes
     expect(capped.mapper.requests.length).toBe(100);
     expect(capped.out.map((r) => r[5])).toEqual(Array(1_000).fill('mapped'));
@@ -103,17 +111,34 @@ describe('MapEngine: order, dedupe, batches', () => {
     ]);
     expect(mapper.itemsSent).toBe(3);
     expect(result.counts.status).toEqual({ mapped: 1, optout: 1, invalid: 2, error: 0, missing: 1 });
-    expect(result.counts.invalidByReason).toEqual({ 'unrecognized identifier: not an email, an E.164 phone or a hash': 1 });
+    expect(result.counts.invalidByReason).toEqual({
+      'unrecognized identifier: not an email, an E.164 phone or a hash': 1,
+    });
   });
 
   it('marks every identifier of a row whose columns are shifted as invalid, and pads nothing itself', async () => {
     const problems = new Map<number, RowProblem>([[1, { kind: 'long_row', cells: 3, expected: 2 }]]);
     const mapper = new FakeMapper();
     const out: string[][] = [];
-    const engine = new MapEngine({ columns: [EMAIL], mapBatch: mapper.mapBatch, onChunk: (c) => void out.push(...outputRows(c, null)) });
+    const engine = new MapEngine({
+      columns: [EMAIL],
+      mapBatch: mapper.mapBatch,
+      onChunk: (c) => void out.push(...outputRows(c, null)),
+    });
     problems.set(2, { kind: 'short_row', cells: 1, expected: 2 });
     problems.set(3, { kind: 'short_row', cells: 2, expected: 3 });
-    await engine.run(chunked([['1', 'a@example.com'], ['2', 'b@example.com'], ['3', ''], ['4', 'd@example.com']], 10, problems));
+    await engine.run(
+      chunked(
+        [
+          ['1', 'a@example.com'],
+          ['2', 'b@example.com'],
+          ['3', ''],
+          ['4', 'd@example.com'],
+        ],
+        10,
+        problems,
+      ),
+    );
     expect(out.map((r) => r[5])).toEqual(['mapped', 'invalid', 'invalid', 'mapped']);
     expect(out[1][6]).toContain('unquoted delimiter');
     expect(out[2][6]).toBe('row has 1 cells, header has 2');
@@ -129,10 +154,26 @@ describe('MapEngine: order, dedupe, batches', () => {
   });
 
   it('names result columns per identifier column when there are several', () => {
-    expect(outputHeader(['id', 'email'], [EMAIL])).toEqual(['id', 'email', 'raw_uid', 'prev_raw_uid', 'refresh_from', 'status', 'reason']);
+    expect(outputHeader(['id', 'email'], [EMAIL])).toEqual([
+      'id',
+      'email',
+      'raw_uid',
+      'prev_raw_uid',
+      'refresh_from',
+      'status',
+      'reason',
+    ]);
     expect(outputHeader(['e', 'p'], [{ name: 'e' }, { name: 'p' }]).slice(2)).toEqual([
-      'e_raw_uid', 'e_prev_raw_uid', 'e_refresh_from', 'e_status', 'e_reason',
-      'p_raw_uid', 'p_prev_raw_uid', 'p_refresh_from', 'p_status', 'p_reason',
+      'e_raw_uid',
+      'e_prev_raw_uid',
+      'e_refresh_from',
+      'e_status',
+      'e_reason',
+      'p_raw_uid',
+      'p_prev_raw_uid',
+      'p_refresh_from',
+      'p_status',
+      'p_reason',
     ]);
   });
 
@@ -141,14 +182,23 @@ describe('MapEngine: order, dedupe, batches', () => {
     rows.push(['bad', 'nope']);
     const engine = new MapEngine({ columns: [EMAIL], dryRun: true, batchSize: 100 });
     const result = await engine.run(chunked(rows, 64));
-    expect(result.counts).toMatchObject({ rowsRead: 1_051, valid: 1_050, uniqueIdentifiers: 1_000, batches: 10, itemsInBatches: 1_000 });
+    expect(result.counts).toMatchObject({
+      rowsRead: 1_051,
+      valid: 1_050,
+      uniqueIdentifiers: 1_000,
+      batches: 10,
+      itemsInBatches: 1_000,
+    });
     expect(result.counts.invalidByReason).toEqual({ 'invalid email': 1 });
   });
 });
 
 describe('MapEngine: failures', () => {
   it('gives the rows of a batch that failed after its last attempt status error, and goes on', async () => {
-    const mapper = new FakeMapper({ failOn: (call) => (call === 2 ? new RateLimitedError(429, 'rate_limited', undefined, 'rate limited (HTTP 429)') : undefined) });
+    const mapper = new FakeMapper({
+      failOn: (call) =>
+        call === 2 ? new RateLimitedError(429, 'rate_limited', undefined, 'rate limited (HTTP 429)') : undefined,
+    });
     const { result, out, rejects } = await run(emails(500), { mapper, batchSize: 100, concurrency: 1, maxAttempts: 6 });
     expect(result.outcome.kind).toBe('completed');
     expect(result.counts.batchesFailed).toBe(1);
@@ -161,14 +211,20 @@ describe('MapEngine: failures', () => {
   });
 
   it('stops at the first failed batch with --fail-fast', async () => {
-    const mapper = new FakeMapper({ failOn: (call) => (call === 1 ? new Error('connection reset') : undefined), latency: () => 5 });
+    const mapper = new FakeMapper({
+      failOn: (call) => (call === 1 ? new Error('connection reset') : undefined),
+      latency: () => 5,
+    });
     const { result, mapper: m } = await run(emails(5_000), { mapper, batchSize: 100, concurrency: 2, failFast: true });
     expect(result.outcome.kind).toBe('failed');
     expect(m.requests.length).toBeLessThan(10);
   });
 
   it('stops at once on 401', async () => {
-    const mapper = new FakeMapper({ failOn: () => new UnauthorizedError(401, 'unauthorized', 'Unauthorized'), latency: () => 2 });
+    const mapper = new FakeMapper({
+      failOn: () => new UnauthorizedError(401, 'unauthorized', 'Unauthorized'),
+      latency: () => 2,
+    });
     const { result } = await run(emails(5_000), { mapper, batchSize: 100, concurrency: 4 });
     expect(result.outcome.kind).toBe('auth-refused');
     expect(result.counts.rowsDone).toBe(0);

@@ -19,7 +19,10 @@ export function waitOrAbort(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 /** A v3 map response to a request of hashes, answered hash by hash in request order. */
-export function answerHashes(request: MapV3Request, answer: (type: DiiType, hash: string) => MapV3Item): MapV3ResponseBody {
+export function answerHashes(
+  request: MapV3Request,
+  answer: (type: DiiType, hash: string) => MapV3Item,
+): MapV3ResponseBody {
   return {
     email: [],
     phone: [],

@@ -15,11 +15,16 @@ afterAll(() => dir.remove());
 /** A table with the cells that must survive as text, a quoted line break, and enough rows for many reads. */
 function csvText(rows: number): string {
   const lines = ['id,email,phone,zip,note'];
-  for (let i = 0; i < rows; i++) lines.push(`${String(i).padStart(3, '0')},user${i}@example.com,+1617555${String(i % 10000).padStart(4, '0')},02134,"a, ""b""${i % 100 === 0 ? '\nsecond line' : ''}"`);
+  for (let i = 0; i < rows; i++)
+    lines.push(
+      `${String(i).padStart(3, '0')},user${i}@example.com,+1617555${String(i % 10000).padStart(4, '0')},02134,"a, ""b""${i % 100 === 0 ? '\nsecond line' : ''}"`,
+    );
   return `${lines.join('\n')}\n`;
 }
 
-async function readAll(source: TableSource): Promise<{ header: string[]; rows: Array<{ line: number; cells: string[] }> }> {
+async function readAll(
+  source: TableSource,
+): Promise<{ header: string[]; rows: Array<{ line: number; cells: string[] }> }> {
   const rows: Array<{ line: number; cells: string[] }> = [];
   for await (const chunk of source.rows()) for (const r of chunk) rows.push({ line: r.line, cells: r.cells });
   return { header: source.header, rows };
@@ -67,7 +72,10 @@ describe('gzip input', () => {
 
   it('reads concatenated gzip members (parts appended into one file) on', async () => {
     const half = text.indexOf('\n2500,');
-    const gz = dir.file('members.csv.gz', Buffer.concat([gzipSync(text.slice(0, half + 1)), gzipSync(text.slice(half + 1))]));
+    const gz = dir.file(
+      'members.csv.gz',
+      Buffer.concat([gzipSync(text.slice(0, half + 1)), gzipSync(text.slice(half + 1))]),
+    );
     expect(await readAll(await openSource({ path: gz }))).toEqual(await readAll(await openSource({ path: plain })));
   });
 
@@ -77,13 +85,18 @@ describe('gzip input', () => {
     expect(source.header).toEqual(['id', 'email', 'phone', 'zip', 'note']);
     const counts = { shortRows: 0, longRows: 0, extraKeys: 0 };
     const rows: Array<{ line: number; cells: string[] }> = [];
-    for await (const piece of source.pieces()) for (const r of parseCsvPiece(piece, source.settings, source.width, source.name, counts)) rows.push({ line: r.line, cells: r.cells });
+    for await (const piece of source.pieces())
+      for (const r of parseCsvPiece(piece, source.settings, source.width, source.name, counts))
+        rows.push({ line: r.line, cells: r.cells });
     expect(rows).toEqual((await readAll(await openSource({ path: plain }))).rows);
     expect(source.bytesRead()).toBe(readFileSync(gz).length);
   });
 
   it('a .jsonl.gz is JSON Lines', async () => {
-    const gz = dir.file('t.jsonl.gz', gzipSync('{"email":"a@example.com","zip":"02134"}\n{"email":"b@example.com","zip":"007"}\n'));
+    const gz = dir.file(
+      't.jsonl.gz',
+      gzipSync('{"email":"a@example.com","zip":"02134"}\n{"email":"b@example.com","zip":"007"}\n'),
+    );
     const got = await readAll(await openSource({ path: gz }));
     expect(got.header).toEqual(['email', 'zip']);
     expect(got.rows.map((r) => r.cells)).toEqual([
@@ -97,7 +110,9 @@ describe('gzip input', () => {
       const bytes = gzipSync(text);
       const path = dir.file('truncated.csv.gz', bytes.subarray(0, Math.floor(bytes.length / 2)));
       const err = await failure(readThrough(path));
-      expect(err.message).toBe(`${path}: the gzip data ends early (a truncated file?); copy or download it again, completely`);
+      expect(err.message).toBe(
+        `${path}: the gzip data ends early (a truncated file?); copy or download it again, completely`,
+      );
     });
 
     it('a gzip of a binary file', async () => {
@@ -105,7 +120,9 @@ describe('gzip input', () => {
       for (let i = 0; i < binary.length; i++) binary[i] = (i * 7919) & 0xff;
       const path = dir.file('binary.csv.gz', gzipSync(binary));
       const err = await failure(readThrough(path));
-      expect(err.message).toMatch(/NUL byte in the decompressed data \(a gzip of a binary file, not of text\?\)|invalid UTF-8/);
+      expect(err.message).toMatch(
+        /NUL byte in the decompressed data \(a gzip of a binary file, not of text\?\)|invalid UTF-8/,
+      );
       expect(err.file).toBe(path);
     });
 
@@ -114,13 +131,17 @@ describe('gzip input', () => {
       for (let i = 40; i < 80; i++) bytes[i] ^= 0x5a;
       const path = dir.file('corrupt.csv.gz', bytes);
       const err = await failure(readThrough(path));
-      expect(err.message).toMatch(new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: corrupt gzip data \\(Z_DATA_ERROR\\)`));
+      expect(err.message).toMatch(
+        new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: corrupt gzip data \\(Z_DATA_ERROR\\)`),
+      );
     });
 
     it('a file named .gz that is not gzip', async () => {
       const path = dir.file('plain.csv.gz', text);
       const err = await failure(openSource({ path }));
-      expect(err.message).toBe(`${path}: named .gz but not gzip-compressed; rename it without .gz, or check how it was exported`);
+      expect(err.message).toBe(
+        `${path}: named .gz but not gzip-compressed; rename it without .gz, or check how it was exported`,
+      );
     });
 
     it('a gzip of a gzip', async () => {
@@ -139,7 +160,11 @@ describe('gzip input', () => {
 
 describe('gzip output', () => {
   const header = ['id', 'email', 'zip'];
-  const rows = Array.from({ length: 3000 }, (_, i) => [String(i).padStart(4, '0'), `u${i}@example.com`, i % 2 ? '02134' : 'a,"b"']);
+  const rows = Array.from({ length: 3000 }, (_, i) => [
+    String(i).padStart(4, '0'),
+    `u${i}@example.com`,
+    i % 2 ? '02134' : 'a,"b"',
+  ]);
 
   async function written(path: string, format: 'csv' | 'jsonl', compress?: 'gzip' | 'none'): Promise<Buffer> {
     const sink = await openSink({ path, format, header, ...(compress ? { compress } : {}) });

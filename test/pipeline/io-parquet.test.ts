@@ -6,7 +6,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { outputHeader, RESULT_COLUMNS } from '../../src/pipeline/map/result-columns.js';
 import { ColumnError, resolveIdentifierColumns } from '../../src/pipeline/table/identifier-columns.js';
 import { resultColumnTypes } from '../../src/pipeline/table/output-types.js';
-import { openParquetSource, requireTextColumns, type ParquetTableSource } from '../../src/pipeline/table/parquet-source.js';
+import {
+  openParquetSource,
+  requireTextColumns,
+  type ParquetTableSource,
+} from '../../src/pipeline/table/parquet-source.js';
 import { openParquetSink } from '../../src/pipeline/table/parquet-sink.js';
 import { openSink } from '../../src/pipeline/table/sink.js';
 import { openSource } from '../../src/pipeline/table/source.js';
@@ -16,7 +20,9 @@ import { tempDir } from '../helpers/map-e2e-data.js';
 const dir = tempDir('parquet');
 afterAll(() => dir.remove());
 
-async function readAll(source: TableSource): Promise<{ header: string[]; rows: Array<{ line: number; cells: string[] }> }> {
+async function readAll(
+  source: TableSource,
+): Promise<{ header: string[]; rows: Array<{ line: number; cells: string[] }> }> {
   const rows: Array<{ line: number; cells: string[] }> = [];
   for await (const chunk of source.rows()) for (const r of chunk) rows.push({ line: r.line, cells: r.cells });
   return { header: source.header, rows };
@@ -38,7 +44,11 @@ async function duck(sql: string): Promise<{ columns: string[]; types: string[]; 
   const conn = await db.connect();
   try {
     const result = await conn.runAndReadAll(sql);
-    return { columns: result.columnNames(), types: result.columnTypes().map((t) => t.toString()), rows: result.getRows() };
+    return {
+      columns: result.columnNames(),
+      types: result.columnTypes().map((t) => t.toString()),
+      rows: result.getRows(),
+    };
   } finally {
     conn.closeSync();
     db.closeSync();
@@ -47,7 +57,17 @@ async function duck(sql: string): Promise<{ columns: string[]; types: string[]; 
 
 /** The input columns as a CSV run reads them (texts that must stay as they are), then map's result columns. */
 const HEADER = ['id', 'email', 'zip', 'note', 'raw_uid', 'prev_raw_uid', 'refresh_from', 'status', 'reason'];
-const TYPES = ['string', 'string', 'string', 'string', 'string-or-null', 'string-or-null', 'int64', 'string', 'string-or-null'] as const;
+const TYPES = [
+  'string',
+  'string',
+  'string',
+  'string',
+  'string-or-null',
+  'string-or-null',
+  'int64',
+  'string',
+  'string-or-null',
+] as const;
 function outputRows(n: number): string[][] {
   return Array.from({ length: n }, (_, i) => {
     const mapped = i % 10 !== 3;
@@ -95,7 +115,14 @@ describe('Parquet round trip', () => {
         { name: 'zip', type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'OPTIONAL' },
       ],
     });
-    pw.write({ columnData: [{ name: 'email', data: emails }, { name: 'zip', data: zips }], rowGroupSize: n, pageSize: 8192 });
+    pw.write({
+      columnData: [
+        { name: 'email', data: emails },
+        { name: 'zip', data: zips },
+      ],
+      rowGroupSize: n,
+      pageSize: 8192,
+    });
     pw.finish();
     const bytes = new Uint8Array(writer.getBuffer());
     const bigPath = dir.file('one-group.parquet', bytes);
@@ -111,22 +138,35 @@ describe('Parquet round trip', () => {
     const meta = await duck(`SELECT * FROM parquet_metadata('${path}') WHERE column_id = 0`);
     expect(meta.rows.length).toBe(6); // 5003 rows in groups of 1000
     const described = await duck(`DESCRIBE SELECT * FROM read_parquet('${path}')`);
-    expect(described.rows.map((r) => [r[0], r[1]])).toEqual(HEADER.map((h, i) => [h, TYPES[i] === 'int64' ? 'BIGINT' : 'VARCHAR']));
+    expect(described.rows.map((r) => [r[0], r[1]])).toEqual(
+      HEADER.map((h, i) => [h, TYPES[i] === 'int64' ? 'BIGINT' : 'VARCHAR']),
+    );
     const got = await duck(`SELECT * FROM read_parquet('${path}')`);
     expect(got.rows.length).toBe(rows.length);
-    const want = rows.map((r) => r.map((cell, c) => (TYPES[c] === 'string' ? cell : cell === '' ? null : TYPES[c] === 'int64' ? BigInt(cell) : cell)));
+    const want = rows.map((r) =>
+      r.map((cell, c) =>
+        TYPES[c] === 'string' ? cell : cell === '' ? null : TYPES[c] === 'int64' ? BigInt(cell) : cell,
+      ),
+    );
     expect(got.rows).toEqual(want);
   });
 
   it('a timestamp column is a UTC timestamp in DuckDB and ISO text when read here', async () => {
     const tsPath = dir.file('ts.parquet');
-    const sink = await openParquetSink({ path: tsPath, format: 'parquet', header: ['email', 'refresh_from'], columnTypes: ['string', 'timestamp'] });
+    const sink = await openParquetSink({
+      path: tsPath,
+      format: 'parquet',
+      header: ['email', 'refresh_from'],
+      columnTypes: ['string', 'timestamp'],
+    });
     await sink.writeRows([
       ['a@example.com', '1801785600'],
       ['b@example.com', ''],
     ]);
     await sink.commit();
-    const got = await duck(`SELECT email, epoch(refresh_from)::BIGINT AS s, typeof(refresh_from) AS t FROM read_parquet('${tsPath}')`);
+    const got = await duck(
+      `SELECT email, epoch(refresh_from)::BIGINT AS s, typeof(refresh_from) AS t FROM read_parquet('${tsPath}')`,
+    );
     expect(got.rows).toEqual([
       ['a@example.com', 1801785600n, 'TIMESTAMP WITH TIME ZONE'],
       ['b@example.com', null, 'TIMESTAMP WITH TIME ZONE'],
@@ -160,16 +200,24 @@ describe('Parquet bad input: one InputError naming the file, no cell value in it
     await duck(`COPY (SELECT 16175550102::BIGINT AS phone, 'x' AS name) TO '${p}' (FORMAT parquet)`);
     const source = await openParquetSource({ path: p });
     const err = await inputError(async () => requireTextColumns(source, ['phone']));
-    expect(err.message).toBe(`${p}: identifier column 'phone' is of type INT64 INT_64, not a string column; identifiers must be stored as strings: cast the column to VARCHAR/STRING when exporting`);
+    expect(err.message).toBe(
+      `${p}: identifier column 'phone' is of type INT64 INT_64, not a string column; identifiers must be stored as strings: cast the column to VARCHAR/STRING when exporting`,
+    );
   });
 
   it('an identifier column that is nested', async () => {
     const p = dir.file('nested.parquet');
-    await duck(`COPY (SELECT {'address': 'a@example.com'} AS email, ['b@example.com'] AS emails) TO '${p}' (FORMAT parquet)`);
+    await duck(
+      `COPY (SELECT {'address': 'a@example.com'} AS email, ['b@example.com'] AS emails) TO '${p}' (FORMAT parquet)`,
+    );
     const source = await openParquetSource({ path: p });
     expect(source.columns.map((c) => c.kind)).toEqual(['nested', 'nested']);
-    expect((await inputError(async () => requireTextColumns(source, ['email']))).message).toContain("identifier column 'email' is a nested column (group), not a string column");
-    expect((await inputError(async () => requireTextColumns(source, ['emails']))).message).toContain("identifier column 'emails' is a nested column (LIST)");
+    expect((await inputError(async () => requireTextColumns(source, ['email']))).message).toContain(
+      "identifier column 'email' is a nested column (group), not a string column",
+    );
+    expect((await inputError(async () => requireTextColumns(source, ['emails']))).message).toContain(
+      "identifier column 'emails' is a nested column (LIST)",
+    );
     const back = await readAll(source);
     expect(back.rows[0].cells).toEqual(['{"address":"a@example.com"}', '["b@example.com"]']);
   });
@@ -185,7 +233,9 @@ describe('Parquet bad input: one InputError naming the file, no cell value in it
     const good = readFileSync(dir.file('out.parquet'));
     const truncated = dir.file('truncated.parquet', good.subarray(0, good.length - 100));
     const err = await inputError(() => openSource({ path: truncated }));
-    expect(err.message).toBe(`${truncated}: not a readable Parquet file (its footer is missing or corrupt: a truncated copy?); copy or export it again`);
+    expect(err.message).toBe(
+      `${truncated}: not a readable Parquet file (its footer is missing or corrupt: a truncated copy?); copy or export it again`,
+    );
     const garbled = Buffer.from(good);
     garbled.fill(0x41, garbled.length - 60, garbled.length - 8);
     const corrupt = dir.file('corrupt-footer.parquet', garbled);
@@ -197,12 +247,20 @@ describe('Parquet bad input: one InputError naming the file, no cell value in it
     good.fill(0x7f, 200, 4000);
     const p = dir.file('corrupt-data.parquet', good);
     const err = await inputError(async () => readAll(await openSource({ path: p })));
-    expect(err.message).toMatch(/: the row group holding rows 1 to 1000 cannot be decoded \(corrupt data\?\); export it again/);
+    expect(err.message).toMatch(
+      /: the row group holding rows 1 to 1000 cannot be decoded \(corrupt data\?\); export it again/,
+    );
   });
 
   it('an empty row group is skipped, the others read', async () => {
     const writer = new ByteWriter();
-    const pw = new ParquetWriter({ writer, schema: [{ name: 'root', num_children: 1 }, { name: 'email', type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'OPTIONAL' }] });
+    const pw = new ParquetWriter({
+      writer,
+      schema: [
+        { name: 'root', num_children: 1 },
+        { name: 'email', type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'OPTIONAL' },
+      ],
+    });
     pw.write({ columnData: [{ name: 'email', data: ['a@example.com'] }] });
     // a row group that claims no rows, as some writers leave after a flush with nothing in it
     pw.row_groups.push({ ...pw.row_groups[0], num_rows: 0n });
@@ -224,15 +282,21 @@ describe('Parquet bad input: one InputError naming the file, no cell value in it
   });
 
   it('Parquet from stdin, or missing', async () => {
-    expect((await inputError(() => openSource({ path: '-', format: 'parquet' }))).message).toBe('<stdin>: Parquet cannot be read from stdin (its index is at the end of the file); give the file name instead of -');
-    expect((await inputError(() => openSource({ path: dir.file('nope.parquet') }))).message).toMatch(/nope\.parquet: no such file$/);
+    expect((await inputError(() => openSource({ path: '-', format: 'parquet' }))).message).toBe(
+      '<stdin>: Parquet cannot be read from stdin (its index is at the end of the file); give the file name instead of -',
+    );
+    expect((await inputError(() => openSource({ path: dir.file('nope.parquet') }))).message).toMatch(
+      /nope\.parquet: no such file$/,
+    );
   });
 });
 
 describe('Parquet output refusals', () => {
   it('stdout and gzip are refused in one line; nothing is left behind on abort', async () => {
     await expect(openSink({ path: '-', format: 'parquet', header: ['a'] })).rejects.toThrow(OutputError);
-    await expect(openSink({ path: dir.file('x.parquet'), format: 'parquet', header: ['a'], compress: 'gzip' })).rejects.toThrow(/Parquet is not gzipped as a whole/);
+    await expect(
+      openSink({ path: dir.file('x.parquet'), format: 'parquet', header: ['a'], compress: 'gzip' }),
+    ).rejects.toThrow(/Parquet is not gzipped as a whole/);
     const p = dir.file('aborted.parquet');
     const sink = await openSink({ path: p, format: 'parquet', header: ['a'] });
     await sink.writeRows([['x']]);
@@ -255,14 +319,30 @@ describe('map output as Parquet', () => {
     expect(header.filter((_, i) => types[i] === 'int64')).toEqual(['email_refresh_from', 'phone_refresh_from']);
     const rows = [
       ['007', 'a@example.com', '', 'U'.repeat(44), '', '1801785600', 'mapped', '', '', '', '', 'missing', ''],
-      ['008', 'broken', '+16175550102', '', '', '', 'invalid', 'invalid email', 'P'.repeat(44), 'Q'.repeat(44), '1801785601', 'mapped', ''],
+      [
+        '008',
+        'broken',
+        '+16175550102',
+        '',
+        '',
+        '',
+        'invalid',
+        'invalid email',
+        'P'.repeat(44),
+        'Q'.repeat(44),
+        '1801785601',
+        'mapped',
+        '',
+      ],
     ];
     const path = dir.file('map-out.parquet');
     const sink = await openSink({ path, format: 'parquet', header, columnTypes: types });
     await sink.writeRows(rows.map((r) => r.slice()));
     await sink.commit();
     expect((await readAll(await openSource({ path }))).rows.map((r) => r.cells)).toEqual(rows);
-    const got = await duck(`SELECT id, phone, email_refresh_from, email_reason, phone_refresh_from, phone_status FROM read_parquet('${path}')`);
+    const got = await duck(
+      `SELECT id, phone, email_refresh_from, email_reason, phone_refresh_from, phone_status FROM read_parquet('${path}')`,
+    );
     expect(got.rows).toEqual([
       ['007', '', 1801785600n, null, null, 'missing'],
       ['008', '+16175550102', null, 'invalid email', 1801785601n, 'mapped'],

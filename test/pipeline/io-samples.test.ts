@@ -32,7 +32,8 @@ describe('samples and generators', () => {
     const emails = rows.map((r) => r.cells[1]);
     const phones = rows.map((r) => r.cells[2]);
     const hashes = rows.map((r) => r.cells[3]).filter((h) => h !== '');
-    for (const e of ['optout@example.com', 'refresh-optout@example.com', 'validate@example.com']) expect(emails).toContain(e);
+    for (const e of ['optout@example.com', 'refresh-optout@example.com', 'validate@example.com'])
+      expect(emails).toContain(e);
     for (const p of ['+00000000000', '+00000000002', '+12345678901']) expect(phones).toContain(p);
     expect(hashes.some((h) => /^[0-9a-fA-F]{64}$/.test(h))).toBe(true);
     expect(hashes.some((h) => h.length === 44 && h.endsWith('='))).toBe(true);
@@ -41,14 +42,20 @@ describe('samples and generators', () => {
     expect(phones.some((p) => p !== '' && !/^\+\d{10,15}$/.test(p))).toBe(true);
     const normalized = emails.filter((e) => e.includes('@')).map((e) => e.trim().toLowerCase());
     expect(new Set(normalized).size).toBeLessThan(normalized.length);
-    expect(() => resolveIdentifierColumns(header, { emailCol: 'email', phoneCol: 'phone', emailHashCol: 'email_hash' })).not.toThrow();
+    expect(() =>
+      resolveIdentifierColumns(header, { emailCol: 'email', phoneCol: 'phone', emailHashCol: 'email_hash' }),
+    ).not.toThrow();
   });
 
   test('bench/gen-input.mjs: seeded (same seed, same bytes), the kinds it promises', async () => {
     const a = join(dir, 'a.csv');
     const b = join(dir, 'b.csv');
     const gen = (out: string, ...extra: string[]) =>
-      execFileSync(process.execPath, [join(ROOT, 'bench', 'gen-input.mjs'), '--rows', '5000', '--seed', '7', '--out', out, ...extra], { stdio: 'pipe' });
+      execFileSync(
+        process.execPath,
+        [join(ROOT, 'bench', 'gen-input.mjs'), '--rows', '5000', '--seed', '7', '--out', out, ...extra],
+        { stdio: 'pipe' },
+      );
     gen(a);
     gen(b);
     expect(readFileSync(a)).toEqual(readFileSync(b));

@@ -107,7 +107,9 @@ describe('file sink', () => {
   test('a directory that does not exist: one OutputError naming the path and the fix', async () => {
     const path = join(dir, 'missing', 'out.csv');
     await expect(openSink({ path, format: 'csv', header: ['a'] })).rejects.toThrow(OutputError);
-    await expect(openSink({ path, format: 'csv', header: ['a'] })).rejects.toThrow(/missing\/out\.csv: the directory does not exist; create it first/);
+    await expect(openSink({ path, format: 'csv', header: ['a'] })).rejects.toThrow(
+      /missing\/out\.csv: the directory does not exist; create it first/,
+    );
   });
 
   test('CSV out, CSV in: a round trip through the source gives the same cells', async () => {

@@ -28,7 +28,11 @@ async function read(content: string | Buffer, opts: Partial<OpenSourceOptions> =
   return { source, rows };
 }
 
-async function inputError(content: string | Buffer, opts: Partial<OpenSourceOptions> = {}, ext = '.csv'): Promise<InputError> {
+async function inputError(
+  content: string | Buffer,
+  opts: Partial<OpenSourceOptions> = {},
+  ext = '.csv',
+): Promise<InputError> {
   try {
     await read(content, opts, ext);
   } catch (err) {
@@ -63,14 +67,19 @@ function countingCsv(rows: number): { stream: Readable; pulled: () => number } {
 
 describe('CSV source', () => {
   test('every cell stays a string exactly as written: no trimming, no number casting', async () => {
-    const { source, rows } = await read('id,phone,zip,hash\n007,+14155550100, 02134 ,DH5qQFhi5ALrdqcPiib8cy0Hwykx6frpqxWCkR0uijs=\n');
+    const { source, rows } = await read(
+      'id,phone,zip,hash\n007,+14155550100, 02134 ,DH5qQFhi5ALrdqcPiib8cy0Hwykx6frpqxWCkR0uijs=\n',
+    );
     expect(source.header).toEqual(['id', 'phone', 'zip', 'hash']);
-    expect(rows).toEqual([{ line: 2, cells: ['007', '+14155550100', ' 02134 ', 'DH5qQFhi5ALrdqcPiib8cy0Hwykx6frpqxWCkR0uijs='] }]);
+    expect(rows).toEqual([
+      { line: 2, cells: ['007', '+14155550100', ' 02134 ', 'DH5qQFhi5ALrdqcPiib8cy0Hwykx6frpqxWCkR0uijs='] },
+    ]);
   });
 
   test('rows come in input order, in chunks of at most chunkRows, with their physical line numbers', async () => {
     const lines = ['id,email'];
-    for (let i = 0; i < 2500; i++) lines.push(i % 100 === 7 ? `${i},"two\nlines${i}@example.com"` : `${i},u${i}@example.com`);
+    for (let i = 0; i < 2500; i++)
+      lines.push(i % 100 === 7 ? `${i},"two\nlines${i}@example.com"` : `${i},u${i}@example.com`);
     const source = await openSource({ path: file(`${lines.join('\n')}\n`), chunkRows: 1000 });
     const sizes: number[] = [];
     const rows: InputRow[] = [];
@@ -112,7 +121,11 @@ describe('CSV source', () => {
       expect(rows.every((r) => r.problem === undefined)).toBe(true);
       // one byte per read: a CR ending one read and its LF starting the next are still one line end
       const bytes = Buffer.from(text);
-      const stream = Readable.from((function* () { for (const b of bytes) yield Buffer.of(b); })());
+      const stream = Readable.from(
+        (function* () {
+          for (const b of bytes) yield Buffer.of(b);
+        })(),
+      );
       const source = await openSource({ path: '-', stream });
       const split = await readAll(source);
       expect(split.map((r) => [r.line, ...r.cells])).toEqual(want.map((cells, i) => [i + 2, ...cells]));
@@ -124,7 +137,11 @@ describe('CSV source', () => {
       ['1', 'a@example.com'],
       ['2', 'b@example.com'],
     ];
-    for (const text of ['\ufeffid,email\n1,a@example.com\n2,b@example.com\n', 'id,email\r\n1,a@example.com\r\n2,b@example.com\r\n', 'id,email\r1,a@example.com\r2,b@example.com']) {
+    for (const text of [
+      '\ufeffid,email\n1,a@example.com\n2,b@example.com\n',
+      'id,email\r\n1,a@example.com\r\n2,b@example.com\r\n',
+      'id,email\r1,a@example.com\r2,b@example.com',
+    ]) {
       const { source, rows } = await read(text);
       expect(source.header).toEqual(['id', 'email']);
       expect(rows.map((r) => r.cells)).toEqual(want);
@@ -133,8 +150,14 @@ describe('CSV source', () => {
   });
 
   test('--delimiter: one character, tab by name; the wrong one leaves a single column', async () => {
-    expect((await read('id;email\n1;a@example.com\n', { delimiter: ';' })).rows[0].cells).toEqual(['1', 'a@example.com']);
-    expect((await read('id\temail\n1\ta@example.com\n', { delimiter: 'tab' })).rows[0].cells).toEqual(['1', 'a@example.com']);
+    expect((await read('id;email\n1;a@example.com\n', { delimiter: ';' })).rows[0].cells).toEqual([
+      '1',
+      'a@example.com',
+    ]);
+    expect((await read('id\temail\n1\ta@example.com\n', { delimiter: 'tab' })).rows[0].cells).toEqual([
+      '1',
+      'a@example.com',
+    ]);
     expect((await read('id|email\n1|a@example.com\n', { delimiter: '|' })).source.header).toEqual(['id', 'email']);
     expect((await read('id;email\n1;a@example.com\n')).source.header).toEqual(['id;email']);
     expect(parseDelimiter('\\t', 'x')).toBe('\t');
@@ -188,7 +211,11 @@ describe('CSV source', () => {
   });
 
   test('invalid UTF-8 is an error naming its line; --encoding latin1 reads the same bytes', async () => {
-    const bytes = Buffer.concat([Buffer.from('id,name,email\n1,Ann,a@example.com\n2,Ren'), Buffer.from([0xe9]), Buffer.from(',r@example.com\n')]);
+    const bytes = Buffer.concat([
+      Buffer.from('id,name,email\n1,Ann,a@example.com\n2,Ren'),
+      Buffer.from([0xe9]),
+      Buffer.from(',r@example.com\n'),
+    ]);
     const err = await inputError(bytes);
     expect(err.line).toBe(3);
     expect(err.message).toContain('--encoding latin1');
@@ -317,14 +344,20 @@ describe('JSONL source', () => {
   });
 
   test('a key first seen after the first chunk is reported on its row, not silently added', async () => {
-    const { source, rows } = await read('{"email":"a@example.com"}\n{"email":"b@example.com"}\n{"email":"c@example.com","late":"x"}\n', { chunkRows: 2 }, '.jsonl');
+    const { source, rows } = await read(
+      '{"email":"a@example.com"}\n{"email":"b@example.com"}\n{"email":"c@example.com","late":"x"}\n',
+      { chunkRows: 2 },
+      '.jsonl',
+    );
     expect(source.header).toEqual(['email']);
     expect(rows[2]).toEqual({ line: 3, cells: ['c@example.com'], problem: { kind: 'extra_keys', keys: 1 } });
     expect(source.problems().extraKeys).toBe(1);
   });
 
   test('--format jsonl overrides the extension; BOM, CRLF and blank lines are fine', async () => {
-    const { rows } = await read('\ufeff{"email":"a@example.com"}\r\n\r\n{"email":"b@example.com"}', { format: 'jsonl' });
+    const { rows } = await read('\ufeff{"email":"a@example.com"}\r\n\r\n{"email":"b@example.com"}', {
+      format: 'jsonl',
+    });
     expect(rows).toEqual([
       { line: 1, cells: ['a@example.com'] },
       { line: 3, cells: ['b@example.com'] },
@@ -342,7 +375,11 @@ describe('JSONL source', () => {
 
   test('a bad byte far into a JSONL file gets the right line number', async () => {
     const lines = Array.from({ length: 30_000 }, (_, i) => `{"email":"user${i}@example.com"}`).join('\n');
-    const err = await inputError(Buffer.concat([Buffer.from(`${lines}\n{"email":"x`), Buffer.from([0xc0]), Buffer.from('"}\n')]), {}, '.jsonl');
+    const err = await inputError(
+      Buffer.concat([Buffer.from(`${lines}\n{"email":"x`), Buffer.from([0xc0]), Buffer.from('"}\n')]),
+      {},
+      '.jsonl',
+    );
     expect(err.line).toBe(30_001);
     expect(err.message).toContain('invalid UTF-8');
   });

@@ -32,7 +32,12 @@ describe('checkRawUidRows', () => {
     }
     const service = new FakeOptoutService(optedOut);
     const out: CheckedRow[] = [];
-    const result = await checkRawUidRows(chunks(rows), { column: 1, check: service.check, batchSize: 40, onRows: (r) => void out.push(...r) });
+    const result = await checkRawUidRows(chunks(rows), {
+      column: 1,
+      check: service.check,
+      batchSize: 40,
+      onRows: (r) => void out.push(...r),
+    });
 
     expect(result.outcome).toEqual({ kind: 'completed' });
     expect(out.map((r) => r.row.cells[0])).toEqual(rows.map((r) => r[0]));
@@ -53,7 +58,12 @@ describe('checkRawUidRows', () => {
   it('sends one batch at a time by default: the next only after the previous was answered', async () => {
     const rows = Array.from({ length: 1_000 }, (_, i) => [rawUid(i)]);
     const service = new FakeOptoutService(new Map(), { latencyMs: 2 });
-    await checkRawUidRows(chunks(rows, 100), { column: 0, check: service.check, batchSize: 50, onRows: () => undefined });
+    await checkRawUidRows(chunks(rows, 100), {
+      column: 0,
+      check: service.check,
+      batchSize: 50,
+      onRows: () => undefined,
+    });
     expect(service.calls.length).toBe(20);
     expect(service.peakInFlight).toBe(1);
   });
@@ -69,7 +79,13 @@ describe('checkRawUidRows', () => {
       return service.check(ids, signal);
     };
     const out: CheckedRow[] = [];
-    await checkRawUidRows(chunks(rows, 64), { column: 1, check: slow, batchSize: 50, concurrency: 4, onRows: (r) => void out.push(...r) });
+    await checkRawUidRows(chunks(rows, 64), {
+      column: 1,
+      check: slow,
+      batchSize: 50,
+      concurrency: 4,
+      onRows: (r) => void out.push(...r),
+    });
     expect(service.peakInFlight).toBeGreaterThan(1);
     expect(service.peakInFlight).toBeLessThanOrEqual(4);
     expect(out.map((r) => r.row.cells[0])).toEqual(rows.map((r) => r[0]));
@@ -87,9 +103,16 @@ describe('checkRawUidRows', () => {
 
   it('a batch that fails after the retries marks its rows error; the other batches are answered', async () => {
     const rows = Array.from({ length: 100 }, (_, i) => [rawUid(i)]);
-    const service = new FakeOptoutService(new Map(), { failOn: (call) => (call === 2 ? new ServerError(503, 'server_error', undefined) : undefined) });
+    const service = new FakeOptoutService(new Map(), {
+      failOn: (call) => (call === 2 ? new ServerError(503, 'server_error', undefined) : undefined),
+    });
     const out: CheckedRow[] = [];
-    const result = await checkRawUidRows(chunks(rows), { column: 0, check: service.check, batchSize: 30, onRows: (r) => void out.push(...r) });
+    const result = await checkRawUidRows(chunks(rows), {
+      column: 0,
+      check: service.check,
+      batchSize: 30,
+      onRows: (r) => void out.push(...r),
+    });
     expect(result.outcome.kind).toBe('completed');
     expect(out.slice(30, 60).every((r) => r.verdict.kind === 'error')).toBe(true);
     expect(out.filter((r) => r.verdict.kind === 'error').length).toBe(30);
@@ -99,8 +122,15 @@ describe('checkRawUidRows', () => {
 
   it('a 401 stops the run: nothing more is sent', async () => {
     const rows = Array.from({ length: 100 }, (_, i) => [rawUid(i)]);
-    const service = new FakeOptoutService(new Map(), { failOn: () => new UnauthorizedError(401, 'unauthorized', undefined) });
-    const result = await checkRawUidRows(chunks(rows), { column: 0, check: service.check, batchSize: 30, onRows: () => undefined });
+    const service = new FakeOptoutService(new Map(), {
+      failOn: () => new UnauthorizedError(401, 'unauthorized', undefined),
+    });
+    const result = await checkRawUidRows(chunks(rows), {
+      column: 0,
+      check: service.check,
+      batchSize: 30,
+      onRows: () => undefined,
+    });
     expect(result.outcome.kind).toBe('auth-refused');
     expect(service.calls.length).toBe(1);
   });

@@ -45,7 +45,14 @@ export class FakeOptoutService {
 
 /** The sweep's part of the state file, in memory, with a log of what it was asked. */
 export class FakeSweepState implements SweepState {
-  readonly entries: { id: number; u: string | null; p: string | null; lastOptoutCheckS: number | null; status: 'mapped' | 'optout'; optedOutSinceMs: number | null }[] = [];
+  readonly entries: {
+    id: number;
+    u: string | null;
+    p: string | null;
+    lastOptoutCheckS: number | null;
+    status: 'mapped' | 'optout';
+    optedOutSinceMs: number | null;
+  }[] = [];
   readonly recorded: number[][] = [];
   readonly tombstoneCalls: { optedOut: OptedOutRawUid[]; within: readonly number[] | undefined }[] = [];
 
@@ -61,13 +68,23 @@ export class FakeSweepState implements SweepState {
 
   selectForOptoutCheck(limit: number, after: OptoutCursor | null): OptoutCandidate[] {
     // never-checked first (as -1), then oldest check, then id
-    const key = (e: { lastOptoutCheckS: number | null; id: number }): [number, number] => [e.lastOptoutCheckS ?? -1, e.id];
+    const key = (e: { lastOptoutCheckS: number | null; id: number }): [number, number] => [
+      e.lastOptoutCheckS ?? -1,
+      e.id,
+    ];
     const cmp = (a: [number, number], b: [number, number]): number => a[0] - b[0] || a[1] - b[1];
     return this.withRawUid()
       .filter((e) => after === null || cmp(key(e), key(after)) > 0)
       .sort((a, b) => cmp(key(a), key(b)))
       .slice(0, limit)
-      .map((e) => ({ id: e.id, type: 'email' as const, hash: `hash-${e.id}`, u: e.u, p: e.p, lastOptoutCheckS: e.lastOptoutCheckS }));
+      .map((e) => ({
+        id: e.id,
+        type: 'email' as const,
+        hash: `hash-${e.id}`,
+        u: e.u,
+        p: e.p,
+        lastOptoutCheckS: e.lastOptoutCheckS,
+      }));
   }
 
   countWithRawUid(): number {

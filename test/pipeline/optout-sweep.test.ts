@@ -24,7 +24,13 @@ describe('sweepStateOptouts', () => {
     ]);
     const service = new FakeOptoutService(optedOut);
     const rows: SweptRawUid[] = [];
-    const result = await sweepStateOptouts({ state, nowS: NOW_S, check: service.check, batchSize: 70, onChecked: (r) => void rows.push(...r) });
+    const result = await sweepStateOptouts({
+      state,
+      nowS: NOW_S,
+      check: service.check,
+      batchSize: 70,
+      onChecked: (r) => void rows.push(...r),
+    });
 
     expect(result.outcome).toEqual({ kind: 'completed' });
     const expected = 300 + 100;
@@ -83,14 +89,25 @@ describe('sweepStateOptouts', () => {
       failOn: (call) => (call >= 3 ? new ServerError(503, 'server_error', undefined) : undefined),
     });
     const rows: SweptRawUid[] = [];
-    const result = await sweepStateOptouts({ state, nowS: NOW_S, check: service.check, batchSize: 50, onChecked: (r) => void rows.push(...r) });
+    const result = await sweepStateOptouts({
+      state,
+      nowS: NOW_S,
+      check: service.check,
+      batchSize: 50,
+      onChecked: (r) => void rows.push(...r),
+    });
     const answered = new Set(state.recorded.flat());
     expect(answered.size).toBe(result.counts.entries);
     expect(result.counts.batchesFailed).toBeGreaterThan(0);
     expect(result.counts.status.error).toBeGreaterThan(0);
     expect(rows.filter((r) => r.verdict.kind === 'error').every((r) => !answered.has(r.entry.id))).toBe(true);
     expect(state.entries[150].status).toBe('mapped');
-    const next = await sweepStateOptouts({ state, nowS: NOW_S + 1, check: new FakeOptoutService(new Map()).check, fraction: 0.1 });
+    const next = await sweepStateOptouts({
+      state,
+      nowS: NOW_S + 1,
+      check: new FakeOptoutService(new Map()).check,
+      fraction: 0.1,
+    });
     expect(next.counts.entries).toBe(20);
     expect(state.recorded.at(-1)?.every((id) => !answered.has(id))).toBe(true);
   });

@@ -1,9 +1,27 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { fileIdentity, removeStaleTemps, sameFile, writeTextAtomically, writeThroughTarget } from '../../src/pipeline/table/output-file.js';
+import {
+  fileIdentity,
+  removeStaleTemps,
+  sameFile,
+  writeTextAtomically,
+  writeThroughTarget,
+} from '../../src/pipeline/table/output-file.js';
 import { openSink } from '../../src/pipeline/table/sink.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'uid2-output-file-'));

@@ -26,7 +26,13 @@ export class FakeRemapState implements RemapState {
   /** Throw on the n-th commit (1-based). */
   failCommitOn?: number;
 
-  add(type: DiiType, hash: string, r: number, u: string = uidOf(`${type}:${hash}:0`), p: string | null = null): FakeEntry {
+  add(
+    type: DiiType,
+    hash: string,
+    r: number,
+    u: string = uidOf(`${type}:${hash}:0`),
+    p: string | null = null,
+  ): FakeEntry {
     const entry: FakeEntry = { id: this.entries.length + 1, type, hash, status: 'mapped', u, p, r, lastMappedS: null };
     this.entries.push(entry);
     return entry;
@@ -35,7 +41,10 @@ export class FakeRemapState implements RemapState {
   selectDue(nowS: number, after: DueCursor | null, limit: number): DueEntry[] {
     const due = this.entries
       .filter((e) => e.r !== null && e.r <= nowS)
-      .filter((e) => after === null || (e.r as number) > (after.r as number) || ((e.r as number) === after.r && e.id > after.id))
+      .filter(
+        (e) =>
+          after === null || (e.r as number) > (after.r as number) || ((e.r as number) === after.r && e.id > after.id),
+      )
       .sort((a, b) => (a.r as number) - (b.r as number) || a.id - b.id)
       .slice(0, limit)
       .map((e) => ({ id: e.id, type: e.type, hash: e.hash, u: e.u, p: e.p, r: e.r, bucketId: null }));
@@ -44,7 +53,8 @@ export class FakeRemapState implements RemapState {
   }
 
   commitBatch(updates: readonly EntryUpdate[], nowS: number): void {
-    if (this.failCommitOn !== undefined && this.commits.length + 1 === this.failCommitOn) throw new Error('disk I/O error');
+    if (this.failCommitOn !== undefined && this.commits.length + 1 === this.failCommitOn)
+      throw new Error('disk I/O error');
     this.commits.push({ updates: [...updates], nowS });
     for (const update of updates) {
       const entry = this.entries.find((e) => e.type === update.type && e.hash === update.hash);

@@ -44,7 +44,10 @@ describe('answers packed for the thread that holds the rows', () => {
     expect([...packed.status]).toEqual([...chunk.status]);
     expect(packed.reason).toEqual(chunk.reason);
     const rows = () => Array.from({ length: 4 }, (_, i) => ({ line: i + 2, cells: [`row${i}`] }));
-    const direct = outputRows({ rows: rows(), width: 2, status: chunk.status, mapped: chunk.mapped, reason: chunk.reason }, []);
+    const direct = outputRows(
+      { rows: rows(), width: 2, status: chunk.status, mapped: chunk.mapped, reason: chunk.reason },
+      [],
+    );
     const viaPack = outputRows({ rows: rows(), width: 2, status: packed.status, mapped, reason: packed.reason }, []);
     expect(viaPack).toEqual(direct);
     // an empty p is kept apart from a missing one
@@ -68,7 +71,9 @@ describe('answers packed for the thread that holds the rows', () => {
     const mapped = unpackAnswers(packed);
     expect(mapped.map((m) => bucketIdOf(m))).toEqual(['FCgKEc4KCb', null, 'c0iKwW5P2x']);
     const rows = () => Array.from({ length: 3 }, () => ({ line: 1, cells: ['x'] }));
-    expect(outputRowsV2({ rows: rows(), width: 1, status: packed.status, mapped, reason: packed.reason }, null)).toEqual(
+    expect(
+      outputRowsV2({ rows: rows(), width: 1, status: packed.status, mapped, reason: packed.reason }, null),
+    ).toEqual(
       outputRowsV2({ rows: rows(), width: 1, status: chunk.status, mapped: chunk.mapped, reason: chunk.reason }, null),
     );
   });

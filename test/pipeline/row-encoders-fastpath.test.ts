@@ -5,13 +5,32 @@ import { CSV_OPTIONS, encodeCsvRow, rowEncoder } from '../../src/pipeline/table/
 import { seeded } from '../helpers/seeded-random.js';
 
 /** What csv-stringify alone writes with the output's options: every row through it. */
-const reference = (rows: readonly (readonly (string | undefined)[])[]): string => stringify(rows as string[][], CSV_OPTIONS);
-
+const reference = (rows: readonly (readonly (string | undefined)[])[]): string =>
+  stringify(rows as string[][], CSV_OPTIONS);
 
 const SPECIAL = ['"', ',', '\n', '\r', '\r\n', '""', ' ', '\t', ';', "'", '=', '\u0000', '\u2028', '\ufeff'];
 const PLAIN = [
-  'a', 'Zoë', 'Ångström', '€', '日本', '😀', '\ud83d', 'mapped', 'optout', '2022-03-07', 'C0000001',
-  'user@example.com', '+15551234567', '0042', '-1', '1e5', '3.14', 'NaN', ' padded ', '=SUM(A1)', '@x',
+  'a',
+  'Zoë',
+  'Ångström',
+  '€',
+  '日本',
+  '😀',
+  '\ud83d',
+  'mapped',
+  'optout',
+  '2022-03-07',
+  'C0000001',
+  'user@example.com',
+  '+15551234567',
+  '0042',
+  '-1',
+  '1e5',
+  '3.14',
+  'NaN',
+  ' padded ',
+  '=SUM(A1)',
+  '@x',
   'tZ3qhB9Xv/0kJ7T+o2yVbq4u8LrE1mWcN5sD6aFgH0k=',
 ];
 
@@ -97,7 +116,11 @@ describe('CSV fast path against csv-stringify', () => {
 
 describe('CSV output reads back as written', () => {
   it('quotes a lone carriage return, so a reader that takes CR as a line break keeps the row whole', () => {
-    const rows = [['1', 'a\rb', 'c'], ['2', 'line\r\nbreak', 'x,y'], ['3', '"q"', '\r']];
+    const rows = [
+      ['1', 'a\rb', 'c'],
+      ['2', 'line\r\nbreak', 'x,y'],
+      ['3', '"q"', '\r'],
+    ];
     const text = rowEncoder({ format: 'csv' })(rows);
     expect(text).toBe('1,"a\rb",c\n2,"line\r\nbreak","x,y"\n3,"""q""","\r"\n');
     // the options this tool's own reader uses (source.ts)

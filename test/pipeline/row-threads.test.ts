@@ -76,7 +76,9 @@ const CASES: Case[] = [
   },
   {
     name: 'CRLF, LF and lone CR mixed per line',
-    bytes: utf8('id,email,phone\r\n1,a@b.com,+14155550100\n2,c@d.com,+14155550101\r3,E@F.com,bad\r\n4,g@h.com,\r5,,+14155550102\n'),
+    bytes: utf8(
+      'id,email,phone\r\n1,a@b.com,+14155550100\n2,c@d.com,+14155550101\r3,E@F.com,bad\r\n4,g@h.com,\r5,,+14155550102\n',
+    ),
     columns: COLS,
   },
   {
@@ -86,7 +88,9 @@ const CASES: Case[] = [
   },
   {
     name: 'ragged rows: short, long, and trailing delimiters',
-    bytes: utf8('id,email,phone\n1,a@b.com\n2\n3,c@d.com,+14155550100,extra\n4,e@f.com,+14155550101,\n5,g@h.com,+14155550102,,\n6,i@j.com,,,x\n7,"k@l.com"\n'),
+    bytes: utf8(
+      'id,email,phone\n1,a@b.com\n2\n3,c@d.com,+14155550100,extra\n4,e@f.com,+14155550101,\n5,g@h.com,+14155550102,,\n6,i@j.com,,,x\n7,"k@l.com"\n',
+    ),
     columns: COLS,
   },
   {
@@ -109,7 +113,10 @@ const CASES: Case[] = [
   },
   {
     name: 'latin1 with bytes >= 0x80',
-    bytes: Buffer.from('id,email,name\n1,Jos\xe9@example.com,Jos\xe9\n2,ren\xe9e@x.com,"M\xfcller\n\xc6"\n3,a@b.com,\xff\xfe\n', 'latin1'),
+    bytes: Buffer.from(
+      'id,email,name\n1,Jos\xe9@example.com,Jos\xe9\n2,ren\xe9e@x.com,"M\xfcller\n\xc6"\n3,a@b.com,\xff\xfe\n',
+      'latin1',
+    ),
     opts: { encoding: 'latin1' },
     columns: { emailCol: 'email' },
   },
@@ -126,26 +133,58 @@ const CASES: Case[] = [
   },
   { name: 'a header only', bytes: utf8('id,email,phone\n'), columns: COLS },
   { name: 'a header only, no final newline', bytes: utf8('\r\n\nid,email,phone'), columns: COLS },
-  { name: 'a header only, --no-header (one row)', bytes: utf8('id,a@b.com,+14155550100'), opts: { header: false }, columns: { emailCol: 'col2' } },
+  {
+    name: 'a header only, --no-header (one row)',
+    bytes: utf8('id,a@b.com,+14155550100'),
+    opts: { header: false },
+    columns: { emailCol: 'col2' },
+  },
   { name: 'an empty file', bytes: Buffer.alloc(0), columns: COLS },
   { name: 'only empty lines', bytes: utf8('\n\r\n\r\n\n\r'), columns: COLS },
-  { name: 'no final newline, last cell quoted and multi-line', bytes: utf8('id,email,phone\n1,a@b.com,+14155550100\n2,"c\r\nd",x'), columns: COLS },
+  {
+    name: 'no final newline, last cell quoted and multi-line',
+    bytes: utf8('id,email,phone\n1,a@b.com,+14155550100\n2,"c\r\nd",x'),
+    columns: COLS,
+  },
   {
     name: 'emails, phones and hashes of every shape',
     bytes: utf8(
       'email,phone,email_hash\n' +
-        'First.Last+tag@Gmail.com,+14155550100,' + 'ab'.repeat(32) + '\n' +
-        'f.i.r.s.t@googlemail.com,14155550100,' + 'AB'.repeat(32) + '\n' +
-        ' USER@EXAMPLE.COM ,+1 415 555 0100,' + Buffer.alloc(32, 7).toString('base64') + '\n' +
-        'not-an-email,+999999999999999999,' + 'ab'.repeat(31) + '\n' +
+        'First.Last+tag@Gmail.com,+14155550100,' +
+        'ab'.repeat(32) +
+        '\n' +
+        'f.i.r.s.t@googlemail.com,14155550100,' +
+        'AB'.repeat(32) +
+        '\n' +
+        ' USER@EXAMPLE.COM ,+1 415 555 0100,' +
+        Buffer.alloc(32, 7).toString('base64') +
+        '\n' +
+        'not-an-email,+999999999999999999,' +
+        'ab'.repeat(31) +
+        '\n' +
         'a@b,++1,not-a-hash\n' +
-        '@example.com,,' + Buffer.alloc(31, 7).toString('base64') + '\n',
+        '@example.com,,' +
+        Buffer.alloc(31, 7).toString('base64') +
+        '\n',
     ),
     columns: { emailCol: 'email', phoneCol: 'phone', emailHashCol: 'email_hash' },
   },
-  { name: 'random tricky rows, comma', bytes: utf8(trickyCsv(250, 11)), columns: { ...COLS, emailHashCol: 'email_hash' } },
-  { name: 'random tricky rows, ;', bytes: utf8(trickyCsv(150, 12, ';')), opts: { delimiter: ';' }, columns: { ...COLS, emailHashCol: 'email_hash' } },
-  { name: 'every field quoted, values with quotes, delimiters and line breaks', bytes: utf8(sameTableTwoWays(300, 14).allQuoted), columns: { ...COLS, emailHashCol: 'email_hash' } },
+  {
+    name: 'random tricky rows, comma',
+    bytes: utf8(trickyCsv(250, 11)),
+    columns: { ...COLS, emailHashCol: 'email_hash' },
+  },
+  {
+    name: 'random tricky rows, ;',
+    bytes: utf8(trickyCsv(150, 12, ';')),
+    opts: { delimiter: ';' },
+    columns: { ...COLS, emailHashCol: 'email_hash' },
+  },
+  {
+    name: 'every field quoted, values with quotes, delimiters and line breaks',
+    bytes: utf8(sameTableTwoWays(300, 14).allQuoted),
+    columns: { ...COLS, emailHashCol: 'email_hash' },
+  },
   {
     name: 'every field quoted, tab-delimited',
     bytes: utf8(sameTableTwoWays(120, 15, '\t').allQuoted),
@@ -154,11 +193,21 @@ const CASES: Case[] = [
   },
   {
     name: 'every field quoted, plainly (whole-field quotes only), CRLF',
-    bytes: utf8(Array.from({ length: 200 }, (_, i) => `"${i}","user${i}@example.com","+1415555${String(i).padStart(4, '0')}",""\r\n`).join('')),
+    bytes: utf8(
+      Array.from(
+        { length: 200 },
+        (_, i) => `"${i}","user${i}@example.com","+1415555${String(i).padStart(4, '0')}",""\r\n`,
+      ).join(''),
+    ),
     opts: { header: false },
     columns: { emailCol: 'col2', phoneCol: 'col3' },
   },
-  { name: 'random tricky rows, JSONL output', bytes: utf8(trickyCsv(120, 13)), columns: { ...COLS, emailHashCol: 'email_hash' }, format: 'jsonl' },
+  {
+    name: 'random tricky rows, JSONL output',
+    bytes: utf8(trickyCsv(120, 13)),
+    columns: { ...COLS, emailHashCol: 'email_hash' },
+    format: 'jsonl',
+  },
   {
     // csv-parse encodes the delimiter in the input's encoding (one byte 0xA7 in Latin-1)
     name: 'latin1 with a non-ASCII delimiter (§) before a multi-line quoted value',
@@ -201,7 +250,12 @@ function columnsOf(c: Case, header: string[]): IdentifierColumn[] {
 }
 
 function formatOf(c: Case, header: string[], columns: IdentifierColumn[]): RowFormat {
-  return c.format === 'jsonl' ? { format: 'jsonl', header: columns.length > 0 ? columnsModule.resultHeader(header, columns, hashing.HASH_FIELDS) : [] } : { format: 'csv' };
+  return c.format === 'jsonl'
+    ? {
+        format: 'jsonl',
+        header: columns.length > 0 ? columnsModule.resultHeader(header, columns, hashing.HASH_FIELDS) : [],
+      }
+    : { format: 'csv' };
 }
 
 interface Outcome {
@@ -251,7 +305,14 @@ class Pools {
     if (pool === undefined) {
       const columns = columnsOf(c, piecesSource.header);
       pool = new threadsModule.RowThreads(
-        { name: piecesSource.name, csv: piecesSource.settings, width: piecesSource.width, columns, format: formatOf(c, piecesSource.header, columns), v2: false },
+        {
+          name: piecesSource.name,
+          csv: piecesSource.settings,
+          width: piecesSource.width,
+          columns,
+          format: formatOf(c, piecesSource.header, columns),
+          v2: false,
+        },
         threads,
         // a small young generation: the tests run several pools side by side
         8,
@@ -277,7 +338,14 @@ async function threadedHash(c: Case, feed: Feed, seed: number, pieceBytes: numbe
     hashing.addHashCounts(counts, piece.counts);
     bytes += decoder.decode(piece.bytes);
   }
-  return { header: src.header, notes: src.notes, bytes, counts, reasonOrder: Object.keys(counts.reasons), problems: src.problems() };
+  return {
+    header: src.header,
+    notes: src.notes,
+    bytes,
+    counts,
+    reasonOrder: Object.keys(counts.reasons),
+    problems: src.problems(),
+  };
 }
 
 async function threadedPrepare(c: Case, feed: Feed, seed: number, pieceBytes: number, threads: number, pools: Pools) {
@@ -387,7 +455,8 @@ function plainRows(n: number, from = 0): string {
 
 function manyRows(n: number, from = 0): string {
   let s = '';
-  for (let i = from; i < from + n; i++) s += `${i},user${i}@example.com,"note\n${i}"${i % 3 === 0 ? '\r\n' : i % 3 === 1 ? '\n' : '\r'}`;
+  for (let i = from; i < from + n; i++)
+    s += `${i},user${i}@example.com,"note\n${i}"${i % 3 === 0 ? '\r\n' : i % 3 === 1 ? '\n' : '\r'}`;
   return s;
 }
 
@@ -404,17 +473,29 @@ const ERROR_CASES: ErrorCase[] = [
   },
   {
     name: 'an invalid UTF-8 byte',
-    bytes: Buffer.concat([utf8(`id,email,note\n${manyRows(30)}31,a@b.com,caf`), Buffer.from([0xe9]), utf8(`\n${manyRows(10, 32)}`)]),
+    bytes: Buffer.concat([
+      utf8(`id,email,note\n${manyRows(30)}31,a@b.com,caf`),
+      Buffer.from([0xe9]),
+      utf8(`\n${manyRows(10, 32)}`),
+    ]),
     expect: /line \d+: invalid UTF-8/,
   },
   {
     name: 'an invalid UTF-8 byte inside a multi-line quoted value',
-    bytes: Buffer.concat([utf8(`id,email,note\n${manyRows(12)}13,a@b.com,"x\r\ny\r`), Buffer.from([0xc3, 0x28]), utf8(`"\n${manyRows(3, 14)}`)]),
+    bytes: Buffer.concat([
+      utf8(`id,email,note\n${manyRows(12)}13,a@b.com,"x\r\ny\r`),
+      Buffer.from([0xc3, 0x28]),
+      utf8(`"\n${manyRows(3, 14)}`),
+    ]),
     expect: /invalid UTF-8/,
   },
   {
     name: 'a NUL byte',
-    bytes: Buffer.concat([utf8(`id,email,note\n${manyRows(25)}26,a@b.com,x`), Buffer.from([0]), utf8(`y\n${manyRows(10, 27)}`)]),
+    bytes: Buffer.concat([
+      utf8(`id,email,note\n${manyRows(25)}26,a@b.com,x`),
+      Buffer.from([0]),
+      utf8(`y\n${manyRows(10, 27)}`),
+    ]),
     expect: /line \d+: NUL byte/,
   },
   {
@@ -446,7 +527,12 @@ async function caught(run: () => Promise<unknown>): Promise<Error> {
 
 describe('input errors: the same InputError, message and line with and without threads (dist)', () => {
   it.each(ERROR_CASES.map((c) => [c.name, c] as const))('%s', async (_name, e) => {
-    const c: Case = { name: e.name, bytes: e.bytes, ...(e.opts ? { opts: e.opts } : {}), columns: { emailCol: 'email' } };
+    const c: Case = {
+      name: e.name,
+      bytes: e.bytes,
+      ...(e.opts ? { opts: e.opts } : {}),
+      columns: { emailCol: 'email' },
+    };
     const reference = await caught(() => unthreaded(c, 'file', 1));
     expect(reference.name).toBe('InputError');
     expect(reference.message).toMatch(e.expect);
@@ -455,9 +541,15 @@ describe('input errors: the same InputError, message and line with and without t
       for (const v of VARIANTS) {
         const label = `${v.threads} thread(s), pieces of ${v.pieceBytes} B, ${v.feed} reads`;
         const hashErr = await caught(() => threadedHash(c, v.feed, 5, v.pieceBytes, v.threads, pools));
-        expect({ name: hashErr.name, message: hashErr.message }, label).toEqual({ name: 'InputError', message: reference.message });
+        expect({ name: hashErr.name, message: hashErr.message }, label).toEqual({
+          name: 'InputError',
+          message: reference.message,
+        });
         const prepareErr = await caught(() => threadedPrepare(c, v.feed, 6, v.pieceBytes, v.threads, pools));
-        expect({ name: prepareErr.name, message: prepareErr.message }, label).toEqual({ name: 'InputError', message: reference.message });
+        expect({ name: prepareErr.name, message: prepareErr.message }, label).toEqual({
+          name: 'InputError',
+          message: reference.message,
+        });
       }
     } finally {
       await pools.close();
@@ -474,7 +566,8 @@ function stableSummary(path: string): unknown {
     if (Array.isArray(v)) return v.map(strip);
     if (v === null || typeof v !== 'object') return v;
     const out: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(v)) if (!/duration|per_s|_ms$|started|ended|elapsed|seconds/.test(k)) out[k] = strip(x);
+    for (const [k, x] of Object.entries(v))
+      if (!/duration|per_s|_ms$|started|ended|elapsed|seconds/.test(k)) out[k] = strip(x);
     return out;
   };
   return strip(JSON.parse(readFileSync(path, 'utf8')));
@@ -503,16 +596,41 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
 
   const cols = ['--email-col', 'email', '--phone-col', 'phone', '--email-hash-col', 'email_hash'];
 
-  async function map(threads: string, extra: string[], out: string, from = input): Promise<{ code: number | null; out: string; rejects: string; summary: unknown }> {
+  async function map(
+    threads: string,
+    extra: string[],
+    out: string,
+    from = input,
+  ): Promise<{ code: number | null; out: string; rejects: string; summary: unknown }> {
     const connection = serveConnection(serve as ServeProcess);
     const rejects = `${out}.rejects`;
     const summary = `${out}.summary.json`;
     const result = await runCli(
-      ['map', from, '-o', out, '--rejects', rejects, '--summary-json', summary, '--quiet', '--threads', threads, ...cols, ...extra, ...connection.args],
+      [
+        'map',
+        from,
+        '-o',
+        out,
+        '--rejects',
+        rejects,
+        '--summary-json',
+        summary,
+        '--quiet',
+        '--threads',
+        threads,
+        ...cols,
+        ...extra,
+        ...connection.args,
+      ],
       { env: connection.env },
     );
     expect([0, 3], result.stderr).toContain(result.code);
-    return { code: result.code, out: readFileSync(out, 'utf8'), rejects: readFileSync(rejects, 'utf8'), summary: stableSummary(summary) };
+    return {
+      code: result.code,
+      out: readFileSync(out, 'utf8'),
+      rejects: readFileSync(rejects, 'utf8'),
+      summary: stableSummary(summary),
+    };
   }
 
   it.each([
@@ -584,7 +702,10 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
     const outs = await Promise.all(
       ['0', '2'].map(async (threads) => {
         const summary = join(dir.path, `hash-stdin-${threads}.json`);
-        const result = await runCli(['hash', '-', '--quiet', '--threads', threads, '--summary-json', summary, ...cols], { input: text });
+        const result = await runCli(
+          ['hash', '-', '--quiet', '--threads', threads, '--summary-json', summary, ...cols],
+          { input: text },
+        );
         expect(result.code, result.stderr).toBe(0);
         return { stdout: result.stdout, summary: stableSummary(summary) };
       }),

@@ -5,7 +5,12 @@ import { sha256Base64 } from '../../src/identity/index.js';
 import { openSink } from '../../src/pipeline/table/sink.js';
 import { openSource } from '../../src/pipeline/table/source.js';
 import { InputError } from '../../src/pipeline/table/table.js';
-import { BatchStopped, generateTokenBatch, readIdentifierType, validateTokenBatch } from '../../src/pipeline/tokens/token-batch.js';
+import {
+  BatchStopped,
+  generateTokenBatch,
+  readIdentifierType,
+  validateTokenBatch,
+} from '../../src/pipeline/tokens/token-batch.js';
 import { ClientError, UnauthorizedError } from '../../src/protocol/index.js';
 import { fakeClient, identity } from '../cli/token-fakes.js';
 
@@ -75,7 +80,7 @@ describe('validateTokenBatch', () => {
     ]);
   });
 
-  it('a per-row service refusal is that row\'s: an unreadable token is invalid, another refusal an error; the run goes on', async () => {
+  it("a per-row service refusal is that row's: an unreadable token is invalid, another refusal an error; the run goes on", async () => {
     const client = fakeClient({
       validate: (req) => {
         if (req.token === 'bad') throw new ClientError(400, 'client_error', 'Invalid token');
@@ -85,13 +90,22 @@ describe('validateTokenBatch', () => {
     });
     const out = output();
     const counts = await validateTokenBatch({
-      source: await table('identifier,identifier_type,token\na@b.com,email,bad\na@b.com,email,good\na@b.com,email,odd\n'),
+      source: await table(
+        'identifier,identifier_type,token\na@b.com,email,bad\na@b.com,email,good\na@b.com,email,odd\n',
+      ),
       openSink: out.open,
       client,
       concurrency: 2,
     });
     expect(counts).toEqual({ rows: 3, valid: 1, invalid: 0, rejected: 1, error: 1 });
-    expect(out.rows()[1]).toEqual(['a@b.com', 'email', 'bad', 'invalid', sha256Base64('a@b.com'), 'the service cannot read this token (Invalid token)']);
+    expect(out.rows()[1]).toEqual([
+      'a@b.com',
+      'email',
+      'bad',
+      'invalid',
+      sha256Base64('a@b.com'),
+      'the service cannot read this token (Invalid token)',
+    ]);
     expect(out.rows()[3]![3]).toBe('error');
   });
 
@@ -169,11 +183,16 @@ describe('generateTokenBatch', () => {
         peak = Math.max(peak, inFlight);
         await new Promise((r) => setTimeout(r, 5));
         inFlight--;
-        if ('email_hash' in input && input.email_hash === sha256Base64('optout@example.com')) return { status: 'optout' };
+        if ('email_hash' in input && input.email_hash === sha256Base64('optout@example.com'))
+          return { status: 'optout' };
         return { status: 'success', identity: identity(now) };
       },
     });
-    const rows = ['optout@example.com,email', 'bad-phone,phone', ...Array.from({ length: 10 }, (_, i) => `p${i}@example.com,email`)];
+    const rows = [
+      'optout@example.com,email',
+      'bad-phone,phone',
+      ...Array.from({ length: 10 }, (_, i) => `p${i}@example.com,email`),
+    ];
     const out = output();
     const counts = await generateTokenBatch({
       source: await table(`identifier,identifier_type\n${rows.join('\n')}\n`, 4),

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { NetworkError } from '../../src/client/index.js';
-import { TEST_IDENTITIES, classifyFailure, parseIdentity, prepareTokenInput, refreshTiming } from '../../src/pipeline/tokens/tokens.js';
+import {
+  TEST_IDENTITIES,
+  classifyFailure,
+  parseIdentity,
+  prepareTokenInput,
+  refreshTiming,
+} from '../../src/pipeline/tokens/tokens.js';
 import { ClientError, ClockSkewError, ServerError, UnauthorizedError } from '../../src/protocol/index.js';
 
 describe('TEST_IDENTITIES', () => {
@@ -18,8 +24,14 @@ describe('TEST_IDENTITIES', () => {
 
 describe('prepareTokenInput', () => {
   it('sends the docs example as the published hash, and refuses without the value', () => {
-    expect(prepareTokenInput('email', 'USER@example.com')).toMatchObject({ ok: true, input: { email_hash: 'tMmiiTI7IaAcPpQPFQ65uMVCWH8av9jw4cwf/F5HVRQ=' } });
-    expect(prepareTokenInput('phone', '+12345678901 ')).toEqual({ ok: false, reason: expect.stringContaining('E.164') });
+    expect(prepareTokenInput('email', 'USER@example.com')).toMatchObject({
+      ok: true,
+      input: { email_hash: 'tMmiiTI7IaAcPpQPFQ65uMVCWH8av9jw4cwf/F5HVRQ=' },
+    });
+    expect(prepareTokenInput('phone', '+12345678901 ')).toEqual({
+      ok: false,
+      reason: expect.stringContaining('E.164'),
+    });
   });
 });
 
@@ -56,9 +68,16 @@ describe('refreshTiming', () => {
 
 describe('classifyFailure', () => {
   it('tells the wrong secret from other 400s, and 401, skew, 5xx and network apart', () => {
-    expect(classifyFailure(new ClientError(400, 'client_error', 'Invalid body: Check encryption key (ClientSecret). See …')).kind).toBe('wrong_secret');
+    expect(
+      classifyFailure(new ClientError(400, 'client_error', 'Invalid body: Check encryption key (ClientSecret). See …'))
+        .kind,
+    ).toBe('wrong_secret');
     expect(classifyFailure(new ClientError(400, 'client_error', 'Invalid Identifier')).kind).toBe('client_error');
-    expect(classifyFailure(new ClockSkewError(400, 'client_error', 'Invalid timestamp: Request too old or client time drift.')).kind).toBe('clock_skew');
+    expect(
+      classifyFailure(
+        new ClockSkewError(400, 'client_error', 'Invalid timestamp: Request too old or client time drift.'),
+      ).kind,
+    ).toBe('clock_skew');
     expect(classifyFailure(new UnauthorizedError(401, 'unauthorized', undefined)).kind).toBe('unauthorized');
     expect(classifyFailure(new ServerError(503, 'server_error', undefined)).kind).toBe('server');
     expect(classifyFailure(new NetworkError('http://x', 'refused', 'ECONNREFUSED')).kind).toBe('network');

@@ -35,12 +35,29 @@ describe('mapBatchV2: the engines’ batch seam over /v2/identity/map', () => {
   it('sends one request per kind, never two kinds in one request, and joins each answer to its position', async () => {
     const client = new FakeV2Client();
     const signal = new AbortController().signal;
-    const body = await mapBatchV2(client)({ email_hash: ['e1', 'bad1', 'e2', 'out1', 'e1'], phone_hash: ['out2', 'p1', 'bad2', 'p1'] }, signal);
-    expect(client.requests).toEqual([{ email_hash: ['e1', 'bad1', 'e2', 'out1', 'e1'] }, { phone_hash: ['out2', 'p1', 'bad2', 'p1'] }]);
+    const body = await mapBatchV2(client)(
+      { email_hash: ['e1', 'bad1', 'e2', 'out1', 'e1'], phone_hash: ['out2', 'p1', 'bad2', 'p1'] },
+      signal,
+    );
+    expect(client.requests).toEqual([
+      { email_hash: ['e1', 'bad1', 'e2', 'out1', 'e1'] },
+      { phone_hash: ['out2', 'p1', 'bad2', 'p1'] },
+    ]);
     for (const request of client.requests) expect(Object.values(request).filter((v) => v.length > 0)).toHaveLength(1);
     expect(client.signals).toEqual([signal, signal]);
-    expect(body.email_hash.map(describeItem)).toEqual(['U(e1)@B(e1)', 'e:invalid identifier', 'U(e2)@B(e2)', 'e:optout', 'U(e1)@B(e1)']);
-    expect(body.phone_hash.map(describeItem)).toEqual(['e:optout', 'U(p1)@B(p1)', 'e:invalid identifier', 'U(p1)@B(p1)']);
+    expect(body.email_hash.map(describeItem)).toEqual([
+      'U(e1)@B(e1)',
+      'e:invalid identifier',
+      'U(e2)@B(e2)',
+      'e:optout',
+      'U(e1)@B(e1)',
+    ]);
+    expect(body.phone_hash.map(describeItem)).toEqual([
+      'e:optout',
+      'U(p1)@B(p1)',
+      'e:invalid identifier',
+      'U(p1)@B(p1)',
+    ]);
     expect(body.email).toEqual([]);
     expect(body.phone).toEqual([]);
   });
@@ -56,9 +73,12 @@ describe('mapBatchV2: the engines’ batch seam over /v2/identity/map', () => {
     const client = new FakeV2Client();
     let calls = 0;
     const failing = {
-      mapV2: (request: MapV2Request, options?: { signal?: AbortSignal }) => (++calls === 2 ? Promise.reject(new Error('socket hang up')) : client.mapV2(request, options)),
+      mapV2: (request: MapV2Request, options?: { signal?: AbortSignal }) =>
+        ++calls === 2 ? Promise.reject(new Error('socket hang up')) : client.mapV2(request, options),
     };
-    await expect(mapBatchV2(failing)({ email_hash: ['e1'], phone_hash: ['p1'] }, new AbortController().signal)).rejects.toThrow('socket hang up');
+    await expect(
+      mapBatchV2(failing)({ email_hash: ['e1'], phone_hash: ['p1'] }, new AbortController().signal),
+    ).rejects.toThrow('socket hang up');
   });
 });
 
@@ -77,7 +97,9 @@ describe('joinByPosition', () => {
   });
 
   it('reads an absent unmapped list as empty', () => {
-    expect(joinByPosition(['a'], { mapped: [{ identifier: 'a', advertising_id: 'U', bucket_id: 'b' }] }).map(describeItem)).toEqual(['U@b']);
+    expect(
+      joinByPosition(['a'], { mapped: [{ identifier: 'a', advertising_id: 'U', bucket_id: 'b' }] }).map(describeItem),
+    ).toEqual(['U@b']);
   });
 
   it('refuses an answer that does not line up with the request instead of pinning raw IDs on the wrong rows', () => {
@@ -87,9 +109,16 @@ describe('joinByPosition', () => {
     expect(() => joinByPosition(['b'], { mapped })).toThrow(/item 1 of 1 sent is neither/);
     // out of order: the lists keep input order, so 'b' cannot come before 'a'
     expect(() =>
-      joinByPosition(['a', 'b'], { mapped: [{ identifier: 'b', advertising_id: 'U', bucket_id: 'x' }, { identifier: 'a', advertising_id: 'V', bucket_id: 'y' }] }),
+      joinByPosition(['a', 'b'], {
+        mapped: [
+          { identifier: 'b', advertising_id: 'U', bucket_id: 'x' },
+          { identifier: 'a', advertising_id: 'V', bucket_id: 'y' },
+        ],
+      }),
     ).toThrow(/neither/);
-    expect(() => joinByPosition(['a'], { mapped: [{ identifier: 'a', advertising_id: 'U' } as never] })).toThrow(/no advertising_id or bucket_id/);
+    expect(() => joinByPosition(['a'], { mapped: [{ identifier: 'a', advertising_id: 'U' } as never] })).toThrow(
+      /no advertising_id or bucket_id/,
+    );
   });
 });
 
@@ -123,7 +152,10 @@ describe('mapBatchV2 against the local service', () => {
     const emails = Array.from({ length: 40 }, (_, i) => sha256Base64(`v2-adapter-${i}@example.com`));
     const phones = Array.from({ length: 25 }, (_, i) => sha256Base64(`+1415555${String(1000 + i)}`));
     // an invalid hash in the middle of each kind and a repeat at the end
-    const request = { email_hash: [...emails.slice(0, 20), 'not-a-hash', ...emails.slice(20), emails[3]], phone_hash: [...phones, 'x', phones[0]] };
+    const request = {
+      email_hash: [...emails.slice(0, 20), 'not-a-hash', ...emails.slice(20), emails[3]],
+      phone_hash: [...phones, 'x', phones[0]],
+    };
     const before = service.stats();
     const v2 = await mapBatchV2(client)(request, new AbortController().signal);
     const after = service.stats();

@@ -43,7 +43,11 @@ function v2State(): StateStore {
 }
 
 function v2Entry(i: number, bucketId: string): EntryUpdate {
-  return { type: 'email', hash: sha256Base64(`v2-${i}`), outcome: { kind: 'mapped', u: sha256Base64(`u-${i}`), p: null, r: null, bucketId } };
+  return {
+    type: 'email',
+    hash: sha256Base64(`v2-${i}`),
+    outcome: { kind: 'mapped', u: sha256Base64(`u-${i}`), p: null, r: null, bucketId },
+  };
 }
 
 /** Answers a fixed bucket list and records what it was asked. */
@@ -86,7 +90,10 @@ describe('the state’s v2 entries', () => {
     s.commitBatch([v2Entry(1, 'b1'), v2Entry(2, 'b2')], MAPPED_AT_S);
     s.commitBatch([v2Entry(3, 'b1')], MAPPED_AT_S + 50);
     // already moved to v3, and a tombstone: neither is a v2 entry
-    s.commitBatch([{ type: 'phone', hash: sha256Base64('v3'), outcome: { kind: 'mapped', u: 'U', p: null, r: MAPPED_AT_S + 9 } }], MAPPED_AT_S - 100);
+    s.commitBatch(
+      [{ type: 'phone', hash: sha256Base64('v3'), outcome: { kind: 'mapped', u: 'U', p: null, r: MAPPED_AT_S + 9 } }],
+      MAPPED_AT_S - 100,
+    );
     s.commitBatch([{ type: 'phone', hash: sha256Base64('gone'), outcome: { kind: 'optout' } }], MAPPED_AT_S - 200);
     expect(s.bucketEntries()).toEqual({ count: 3, oldestMappedS: MAPPED_AT_S });
     expect(s.markBucketEntriesDue()).toBe(3);
@@ -121,11 +128,21 @@ describe('checkRotatedBuckets', () => {
     const s = v2State();
     s.commitBatch([v2Entry(1, 'b1')], MAPPED_AT_S);
     const later = (MAPPED_AT_S + 10 * 86_400) * 1000;
-    const check = await checkRotatedBuckets({ client: fakeBuckets([]), state: s, sinceMs: later, checkedAtMs: later + DAY_MS });
+    const check = await checkRotatedBuckets({
+      client: fakeBuckets([]),
+      state: s,
+      sinceMs: later,
+      checkedAtMs: later + DAY_MS,
+    });
     expect(check.recorded).toBe(false);
     expect(lastCheckMs(s)).toBeNull();
     // an earlier check is recorded; a later one never moves the record back
-    await checkRotatedBuckets({ client: fakeBuckets([]), state: s, sinceMs: MAPPED_AT_S * 1000, checkedAtMs: later + DAY_MS });
+    await checkRotatedBuckets({
+      client: fakeBuckets([]),
+      state: s,
+      sinceMs: MAPPED_AT_S * 1000,
+      checkedAtMs: later + DAY_MS,
+    });
     expect(lastCheckMs(s)).toBe(later + DAY_MS - CHECK_OVERLAP_MS);
     await checkRotatedBuckets({ client: fakeBuckets([]), state: s, sinceMs: MAPPED_AT_S * 1000, checkedAtMs: later });
     expect(lastCheckMs(s)).toBe(later + DAY_MS - CHECK_OVERLAP_MS);
@@ -156,7 +173,10 @@ describe('fetchRotatedBuckets against the local service', () => {
     const now = service.nowMs();
     // rotations happen at 00:00 UTC: nothing rotates between now and the next midnight
     expect(await fetchRotatedBuckets(client, now)).toEqual([]);
-    const res = await fetch(`${service.url}/_local/clock`, { method: 'POST', body: JSON.stringify({ advance_days: 3 }) });
+    const res = await fetch(`${service.url}/_local/clock`, {
+      method: 'POST',
+      body: JSON.stringify({ advance_days: 3 }),
+    });
     expect(res.status).toBe(200);
     const rotated = await fetchRotatedBuckets(client, now);
     const days = new Set(rotated.map((b) => b.lastUpdatedMs));

@@ -59,7 +59,12 @@ async function run(client: FakeV2, s?: StateStore, nowS = NOW_S) {
     ...(s !== undefined ? { state: s } : {}),
     onChunk: (chunk) => void out.push(...outputRowsV2(chunk, null)),
   });
-  const result = await engine.run(chunked(ROWS.map((r) => [...r]), 2));
+  const result = await engine.run(
+    chunked(
+      ROWS.map((r) => [...r]),
+      2,
+    ),
+  );
   return { out, result };
 }
 
@@ -70,9 +75,17 @@ describe('MapEngine with the v2 adapter', () => {
     const e = (email: string) => sha256Base64(email);
     const p = (phone: string) => sha256Base64(phone);
     expect(outputHeaderV2(['id', 'email', 'phone'], COLUMNS)).toEqual([
-      'id', 'email', 'phone',
-      'email_raw_uid', 'email_bucket_id', 'email_status', 'email_reason',
-      'phone_raw_uid', 'phone_bucket_id', 'phone_status', 'phone_reason',
+      'id',
+      'email',
+      'phone',
+      'email_raw_uid',
+      'email_bucket_id',
+      'email_status',
+      'email_reason',
+      'phone_raw_uid',
+      'phone_bucket_id',
+      'phone_status',
+      'phone_reason',
     ]);
     const uid = (h: string) => [`U(${h.slice(0, 6)})`, `B${h[0]}`, 'mapped', ''];
     expect(out.map((r) => r.slice(3))).toEqual([
@@ -94,7 +107,14 @@ describe('MapEngine with the v2 adapter', () => {
     const first = new FakeV2();
     await run(first, state);
     const a = state.lookupHashes('email', [sha256Base64('a@example.com')]).get(sha256Base64('a@example.com'));
-    expect(a).toMatchObject({ status: 'mapped', r: null, p: null, bucketId: `B${sha256Base64('a@example.com')[0]}`, lastMappedS: NOW_S, due: false });
+    expect(a).toMatchObject({
+      status: 'mapped',
+      r: null,
+      p: null,
+      bucketId: `B${sha256Base64('a@example.com')[0]}`,
+      lastMappedS: NOW_S,
+      due: false,
+    });
     expect(state.lookupHashes('email', [OPTED_OUT]).get(OPTED_OUT)?.status).toBe('optout');
 
     // a re-run a month later: a v2 entry has no r, so nothing is due by time
@@ -105,7 +125,9 @@ describe('MapEngine with the v2 adapter', () => {
     expect(again.out.map((r) => r.slice(3, 5))).toEqual((await run(new FakeV2())).out.map((r) => r.slice(3, 5)));
 
     // once its bucket rotated after it was mapped, the entry is sent again (and only it)
-    expect(state.markBucketsRotated([{ bucketId: a?.bucketId as string, lastUpdatedMs: (NOW_S + 86_400) * 1000 }])).toBeGreaterThan(0);
+    expect(
+      state.markBucketsRotated([{ bucketId: a?.bucketId as string, lastUpdatedMs: (NOW_S + 86_400) * 1000 }]),
+    ).toBeGreaterThan(0);
     const third = new FakeV2();
     await run(third, state, NOW_S + 2 * 86_400);
     const sent = third.requests.flatMap((r) => Object.values(r).flat());

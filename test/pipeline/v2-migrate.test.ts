@@ -3,7 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Base64 } from '../../src/identity/index.js';
-import { MIGRATION_FINISHED, MIGRATION_STARTED, migrateToV3, migrationInProgress } from '../../src/pipeline/v2/migration.js';
+import {
+  MIGRATION_FINISHED,
+  MIGRATION_STARTED,
+  migrateToV3,
+  migrationInProgress,
+} from '../../src/pipeline/v2/migration.js';
 import type { MapV3Request, MapV3ResponseBody } from '../../src/protocol/index.js';
 import { openState, type EntryUpdate, type StateStore } from '../../src/state/index.js';
 
@@ -46,7 +51,12 @@ class FakeV3 {
       this.sent.push(h);
       return { u: v3Uid(h), p: null, r: R };
     };
-    return Promise.resolve({ email: [], phone: [], email_hash: (request.email_hash ?? []).map(answer), phone_hash: (request.phone_hash ?? []).map(answer) });
+    return Promise.resolve({
+      email: [],
+      phone: [],
+      email_hash: (request.email_hash ?? []).map(answer),
+      phone_hash: (request.phone_hash ?? []).map(answer),
+    });
   };
 }
 
@@ -75,7 +85,12 @@ describe('migrateToV3', () => {
     expect(first.counts.unchanged + second.counts.unchanged).toBe(25);
     expect(first.counts.changed + second.counts.changed).toBe(25);
 
-    const all = state.lookupMany(Array.from({ length: 50 }, (_, i) => ({ type: i % 4 === 0 ? ('phone' as const) : ('email' as const), hash: hashOf(i) })));
+    const all = state.lookupMany(
+      Array.from({ length: 50 }, (_, i) => ({
+        type: i % 4 === 0 ? ('phone' as const) : ('email' as const),
+        hash: hashOf(i),
+      })),
+    );
     for (const e of all.values()) expect(e).toMatchObject({ bucketId: null, r: R, due: false, u: v3Uid(e.hash) });
   });
 
@@ -94,7 +109,16 @@ describe('migrateToV3', () => {
   it('takes entries mapped with v2 after the migration started', async () => {
     state = seed(10);
     await migrateToV3({ state, nowS: NOW_S, mapBatch: new FakeV3().mapBatch, limit: 4 });
-    state.commitBatch([{ type: 'email', hash: sha256Base64('late'), outcome: { kind: 'mapped', u: 'L', p: null, r: null, bucketId: 'b1' } }], NOW_S + 10);
+    state.commitBatch(
+      [
+        {
+          type: 'email',
+          hash: sha256Base64('late'),
+          outcome: { kind: 'mapped', u: 'L', p: null, r: null, bucketId: 'b1' },
+        },
+      ],
+      NOW_S + 10,
+    );
     const v3 = new FakeV3();
     const rest = await migrateToV3({ state, nowS: NOW_S + 20, mapBatch: v3.mapBatch });
     expect(rest).toMatchObject({ v2Before: 7, v2Left: 0, finished: true });

@@ -4,7 +4,12 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Base64 } from '../../src/identity/index.js';
 import { mapBatchV2 } from '../../src/pipeline/v2/map-v2.js';
-import { CHANGES_HEADER_V2, changeCellsV2, RemapEngine, type RemapChange } from '../../src/pipeline/remap/remap-engine.js';
+import {
+  CHANGES_HEADER_V2,
+  changeCellsV2,
+  RemapEngine,
+  type RemapChange,
+} from '../../src/pipeline/remap/remap-engine.js';
 import type { MapV2Request, MapV2ResponseBody, MapV3Request, MapV3ResponseBody } from '../../src/protocol/index.js';
 import { openState, type DueEntry, type EntryUpdate, type StateStore } from '../../src/state/index.js';
 
@@ -39,7 +44,13 @@ function seed(): StateStore {
   const updates: EntryUpdate[] = Array.from({ length: 40 }, (_, i) => ({
     type: typeOf(i),
     hash: hashOf(i),
-    outcome: { kind: 'mapped', u: keepsUid(i) ? currentUid(hashOf(i)) : `old-${i}`, p: null, r: null, bucketId: `b${i % 4}` },
+    outcome: {
+      kind: 'mapped',
+      u: keepsUid(i) ? currentUid(hashOf(i)) : `old-${i}`,
+      p: null,
+      r: null,
+      bucketId: `b${i % 4}`,
+    },
   }));
   s.commitBatch(updates, NOW_S - 86_400);
   s.markBucketsRotated([
@@ -56,7 +67,9 @@ class FakeV2 {
   mapV2(request: MapV2Request): Promise<MapV2ResponseBody> {
     this.requests.push(request);
     const values = Object.values(request)[0] as string[];
-    return Promise.resolve({ mapped: values.map((v) => ({ identifier: v, advertising_id: currentUid(v), bucket_id: `n-${v.slice(0, 4)}` })) });
+    return Promise.resolve({
+      mapped: values.map((v) => ({ identifier: v, advertising_id: currentUid(v), bucket_id: `n-${v.slice(0, 4)}` })),
+    });
   }
 }
 
@@ -83,18 +96,44 @@ describe('RemapEngine on a v2 state', () => {
     const sent = client.requests.flatMap((r) => Object.values(r).flat() as string[]);
     expect(sent.sort()).toEqual(rotated.map(hashOf).sort());
     for (const request of client.requests) expect(Object.keys(request)).toHaveLength(1);
-    expect(result.counts).toMatchObject({ selected: rotated.length, changed: rotated.length / 2, unchanged: rotated.length / 2, stillDue: 0 });
+    expect(result.counts).toMatchObject({
+      selected: rotated.length,
+      changed: rotated.length / 2,
+      unchanged: rotated.length / 2,
+      stillDue: 0,
+    });
     expect(state.countDueV2()).toBe(0);
 
     const after = state.lookupMany(Array.from({ length: 40 }, (_, i) => ({ type: typeOf(i), hash: hashOf(i) })));
     for (const i of rotated) {
       const e = after.get(`${typeOf(i)}:${hashOf(i)}`);
-      expect(e).toMatchObject({ u: currentUid(hashOf(i)), r: null, p: null, bucketId: `n-${hashOf(i).slice(0, 4)}`, due: false, lastMappedS: NOW_S });
+      expect(e).toMatchObject({
+        u: currentUid(hashOf(i)),
+        r: null,
+        p: null,
+        bucketId: `n-${hashOf(i).slice(0, 4)}`,
+        due: false,
+        lastMappedS: NOW_S,
+      });
     }
     // the changes file lists the changed raw IDs, with their new bucket
-    expect(changes.map((c) => c.hash).sort()).toEqual(rotated.filter((i) => !keepsUid(i)).map(hashOf).sort());
+    expect(changes.map((c) => c.hash).sort()).toEqual(
+      rotated
+        .filter((i) => !keepsUid(i))
+        .map(hashOf)
+        .sort(),
+    );
     const one = changes[0];
-    expect(changeCellsV2(one)).toEqual([one.kind, one.hash, one.oldRawUid, currentUid(one.hash), '', '', 'mapped', `n-${one.hash.slice(0, 4)}`]);
+    expect(changeCellsV2(one)).toEqual([
+      one.kind,
+      one.hash,
+      one.oldRawUid,
+      currentUid(one.hash),
+      '',
+      '',
+      'mapped',
+      `n-${one.hash.slice(0, 4)}`,
+    ]);
     expect(CHANGES_HEADER_V2.at(-1)).toBe('bucket_id');
   });
 
@@ -104,10 +143,19 @@ describe('RemapEngine on a v2 state', () => {
     const mapV3 = (request: MapV3Request): Promise<MapV3ResponseBody> => {
       requests.push(request);
       const answer = (h: string) => ({ u: currentUid(h), p: null, r: NOW_S + 30 * 86_400 });
-      return Promise.resolve({ email: [], phone: [], email_hash: (request.email_hash ?? []).map(answer), phone_hash: (request.phone_hash ?? []).map(answer) });
+      return Promise.resolve({
+        email: [],
+        phone: [],
+        email_hash: (request.email_hash ?? []).map(answer),
+        phone_hash: (request.phone_hash ?? []).map(answer),
+      });
     };
     const result = await new RemapEngine({ state, nowS: NOW_S, selectPage: selectV2(state), mapBatch: mapV3 }).run();
-    expect(result.counts).toMatchObject({ selected: rotated.length, changed: rotated.length / 2, unchanged: rotated.length / 2 });
+    expect(result.counts).toMatchObject({
+      selected: rotated.length,
+      changed: rotated.length / 2,
+      unchanged: rotated.length / 2,
+    });
     // v3 takes both kinds in one request
     expect(requests).toHaveLength(1);
     expect(state.countDueV2()).toBe(0);
@@ -119,9 +167,17 @@ describe('RemapEngine on a v2 state', () => {
     state = seed();
     let calls = 0;
     const client = {
-      mapV2: (request: MapV2Request) => (++calls === 1 ? Promise.reject(new Error('socket hang up')) : new FakeV2().mapV2(request)),
+      mapV2: (request: MapV2Request) =>
+        ++calls === 1 ? Promise.reject(new Error('socket hang up')) : new FakeV2().mapV2(request),
     };
-    const result = await new RemapEngine({ state, nowS: NOW_S, selectPage: selectV2(state), mapBatch: mapBatchV2(client), batchSize: 5, concurrency: 1 }).run();
+    const result = await new RemapEngine({
+      state,
+      nowS: NOW_S,
+      selectPage: selectV2(state),
+      mapBatch: mapBatchV2(client),
+      batchSize: 5,
+      concurrency: 1,
+    }).run();
     expect(result.counts.batchesFailed).toBe(1);
     expect(state.countDueV2()).toBe(5);
   });

@@ -10,7 +10,10 @@ function inFlight(n: number, honoursAbort: boolean) {
     outstanding--;
     wake?.();
   };
-  if (honoursAbort) abort.signal.addEventListener('abort', () => { while (outstanding > 0) settleOne(); });
+  if (honoursAbort)
+    abort.signal.addEventListener('abort', () => {
+      while (outstanding > 0) settleOne();
+    });
   return {
     abort,
     settleOne,

@@ -63,7 +63,10 @@ describe('response envelope', () => {
     expect(data.length).toBe(999);
     const opened = decryptResponse(key, data, nonce);
     expect(opened.timestampMs).toBe(V.GENERATE_RESPONSE_TIMESTAMP);
-    const json = JSON.parse(opened.json.toString()) as { status: string; body: { refresh_response_key: string; advertising_token: string } };
+    const json = JSON.parse(opened.json.toString()) as {
+      status: string;
+      body: { refresh_response_key: string; advertising_token: string };
+    };
     expect(json.status).toBe('success');
     expect(json.body.refresh_response_key).toBe(V.GENERATE_RESPONSE_REFRESH_KEY);
     expect(json.body.advertising_token.startsWith('AgAAAAN6')).toBe(true);
@@ -84,20 +87,31 @@ describe('response envelope', () => {
 
 describe('refresh response', () => {
   it('decrypts the published opt-out refresh answer (bare JSON, no timestamp or nonce)', () => {
-    const plain = decryptRefreshResponse(decodeKey(V.OPTOUT_REFRESH_KEY), Buffer.from(V.OPTOUT_REFRESH_RESPONSE, 'base64'));
+    const plain = decryptRefreshResponse(
+      decodeKey(V.OPTOUT_REFRESH_KEY),
+      Buffer.from(V.OPTOUT_REFRESH_RESPONSE, 'base64'),
+    );
     expect(plain.toString()).toBe('{"status":"optout"}');
   });
 
   it('decrypts the published refresh success answer with the key issued with the token', () => {
-    const plain = decryptRefreshResponse(decodeKey(V.GENERATE_RESPONSE_REFRESH_KEY), Buffer.from(V.REFRESH_RESPONSE, 'base64'));
-    const json = JSON.parse(plain.toString()) as { status: string; body: { refresh_response_key: string; identity_expires: number } };
+    const plain = decryptRefreshResponse(
+      decodeKey(V.GENERATE_RESPONSE_REFRESH_KEY),
+      Buffer.from(V.REFRESH_RESPONSE, 'base64'),
+    );
+    const json = JSON.parse(plain.toString()) as {
+      status: string;
+      body: { refresh_response_key: string; identity_expires: number };
+    };
     expect(json.status).toBe('success');
     expect(json.body.refresh_response_key).toBe('3df27Us3KXIy4LhebjNt0DDfF0N5zGXEQ1MmJ7jIU8o=');
     expect(json.body.identity_expires).toBe(1668065878329);
   });
 
   it('fails with an older key', () => {
-    expect(() => decryptRefreshResponse(decodeKey(V.OPTOUT_REFRESH_KEY), Buffer.from(V.REFRESH_RESPONSE, 'base64'))).toThrow(EnvelopeError);
+    expect(() =>
+      decryptRefreshResponse(decodeKey(V.OPTOUT_REFRESH_KEY), Buffer.from(V.REFRESH_RESPONSE, 'base64')),
+    ).toThrow(EnvelopeError);
   });
 
   it('round-trips', () => {
@@ -142,7 +156,12 @@ describe('strict base64 on large bodies', () => {
   it.each(['Q===', 'QUJD=', 'QUJDRA=', 'Q', '=QUJD', 'QU=JD'])('rejects malformed padding %j', (s) => {
     expect(decodeStrictBase64(s)).toBeNull();
   });
-  it.each([['QUJDRA==', 'ABCD'], ['QUJDREU=', 'ABCDE'], ['QUJDREU', 'ABCDE'], ['', '']])('accepts %j', (s, out) => {
+  it.each([
+    ['QUJDRA==', 'ABCD'],
+    ['QUJDREU=', 'ABCDE'],
+    ['QUJDREU', 'ABCDE'],
+    ['', ''],
+  ])('accepts %j', (s, out) => {
     expect(decodeStrictBase64(s)?.toString()).toBe(out);
   });
 });

@@ -15,7 +15,12 @@ describe('errorFromResponse', () => {
   it.each([
     [401, '{"status":"unauthorized"}', UnauthorizedError, false],
     [400, '{"status":"client_error","message":"Invalid body: Body is missing."}', ClientError, false],
-    [400, '{"status":"client_error","message":"Invalid timestamp: Request too old or client time drift."}', ClockSkewError, false],
+    [
+      400,
+      '{"status":"client_error","message":"Invalid timestamp: Request too old or client time drift."}',
+      ClockSkewError,
+      false,
+    ],
     [400, '{"status":"invalid_token","message":"Invalid Token presented"}', InvalidTokenError, false],
     [400, '{"status":"expired_token","message":"Expired Token presented"}', ExpiredTokenError, false],
     [429, '', RateLimitedError, true],
@@ -30,7 +35,12 @@ describe('errorFromResponse', () => {
   });
 
   it('names clock skew plainly', () => {
-    expect(errorFromResponse(400, '{"status":"client_error","message":"Invalid timestamp: Request too old or client time drift."}').message).toMatch(/^clock skew/);
+    expect(
+      errorFromResponse(
+        400,
+        '{"status":"client_error","message":"Invalid timestamp: Request too old or client time drift."}',
+      ).message,
+    ).toMatch(/^clock skew/);
   });
 
   it('keeps the service message of a client error', () => {

@@ -5,8 +5,14 @@ export const TIMESTAMP = 1667885597644;
 export const NONCE_HEX = '312fe5aa08b2a049';
 
 export const REQUEST_VECTORS: Array<[string, string]> = [
-  ['{"email":"test@example.com"}', 'Acw8ysqYieqzgA54fifdV1TB6V+da8p/AFc8Ju/IYrD77pL7JYMJj8YqD9EsrG3d2d2j0H7kZjH41YsNLpFVCH+oce28z9L9ug=='],
-  ['{"phone":"+12345678901"}', 'Acw8ysqYieqzgA54fifdV1TB6V+da8p/AFc8Ju/IYqX+4JXyJYMJ0JJrSKV84juIkIH33GCmx+7RM2pSX9P4nAN0pn2g'],
+  [
+    '{"email":"test@example.com"}',
+    'Acw8ysqYieqzgA54fifdV1TB6V+da8p/AFc8Ju/IYrD77pL7JYMJj8YqD9EsrG3d2d2j0H7kZjH41YsNLpFVCH+oce28z9L9ug==',
+  ],
+  [
+    '{"phone":"+12345678901"}',
+    'Acw8ysqYieqzgA54fifdV1TB6V+da8p/AFc8Ju/IYqX+4JXyJYMJ0JJrSKV84juIkIH33GCmx+7RM2pSX9P4nAN0pn2g',
+  ],
   [
     '{"email_hash":"tMmiiTI7IaAcPpQPFQ65uMVCWH8av9jw4cwf/F5HVRQ="}',
     'Acw8ysqYieqzgA54fifdV1TB6V+da8p/AFc8Ju/IYrD77pL7WNFKiMt7QbM9mWHZwOWPyVTqSnDVNzhXRdcmIkV0ODOdll2inDo9iIZQ5oV2NvSUSWG5j6ACiXKH0JxiTPzs716eIH7P1Q==',

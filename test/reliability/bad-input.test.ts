@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -43,14 +43,18 @@ interface Entry {
 }
 
 const manifest = JSON.parse(readFileSync(join(DIR, 'manifest.json'), 'utf8')) as { files: Record<string, Entry> };
-const files = readdirSync(DIR).filter((f) => f !== 'manifest.json').sort();
+const files = readdirSync(DIR)
+  .filter((f) => f !== 'manifest.json')
+  .sort();
 
 const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('base64');
 
 /** Values that must never reach stderr: anything in the file that looks like an email or a phone. */
 function personalValues(path: string): string[] {
   const text = readFileSync(path).toString('latin1');
-  return [...new Set([...text.matchAll(/[^\s,;"{}:]+@[^\s,;"{}:]+|\+\d{6,}/g)].map((m) => m[0]))].filter((v) => v.length > 3);
+  return [...new Set([...text.matchAll(/[^\s,;"{}:]+@[^\s,;"{}:]+|\+\d{6,}/g)].map((m) => m[0]))].filter(
+    (v) => v.length > 3,
+  );
 }
 
 function commandsOf(entry: Entry): Command[] {
@@ -74,12 +78,25 @@ const tally: Tally = { runs: 0, rows: 0, errorsWithLine: 0 };
 const work = tempDir('bad-input');
 let n = 0;
 
-async function run(command: Command, file: string, extra: string[] = []): Promise<{ res: CliResult; out: string; outDir: string }> {
+async function run(
+  command: Command,
+  file: string,
+  extra: string[] = [],
+): Promise<{ res: CliResult; out: string; outDir: string }> {
   const outDir = work.file(`run-${++n}`);
   const { mkdirSync } = await import('node:fs');
   mkdirSync(outDir);
   const out = join(outDir, 'out.csv');
-  const args = [command, file, '-o', out, '--summary-json', join(outDir, 'summary.json'), ...(command === 'hash' ? [] : ['--env', 'local']), ...extra];
+  const args = [
+    command,
+    file,
+    '-o',
+    out,
+    '--summary-json',
+    join(outDir, 'summary.json'),
+    ...(command === 'hash' ? [] : ['--env', 'local']),
+    ...extra,
+  ];
   const res = await runCli(args);
   tally.runs++;
   return { res, out, outDir };
@@ -156,7 +173,8 @@ function checkExpectations(command: Command, rows: Record<string, string>[]): vo
       else expect(row.opted_out, where).toBe(row.expected);
     }
     // `invalid` in an expectation column covers an empty cell too (status `missing`)
-    const same = (got: string | undefined, want: string | undefined): boolean => got === want || (want === 'invalid' && got === 'missing');
+    const same = (got: string | undefined, want: string | undefined): boolean =>
+      got === want || (want === 'invalid' && got === 'missing');
     if ('expected_status' in row && command === 'map') expect(same(row.status, row.expected_status), where).toBe(true);
     for (const key of Object.keys(row)) {
       const m = /^(.+)_expected$/.exec(key);
@@ -178,7 +196,12 @@ function checkErrorLine(stderr: string, path: string, entry: Entry): void {
   if (entry.cli?.message !== undefined) expect(last).toContain(entry.cli.message);
 }
 
-recordWhenPassed('bad_input', () => ({ bad_input_files: files.length + 2, cli_runs: tally.runs, rows_checked: tally.rows, error_lines_checked: tally.errorsWithLine }));
+recordWhenPassed('bad_input', () => ({
+  bad_input_files: files.length + 2,
+  cli_runs: tally.runs,
+  rows_checked: tally.rows,
+  error_lines_checked: tally.errorsWithLine,
+}));
 
 beforeAll(() => {
   requireBuilt();
@@ -212,7 +235,10 @@ describe('bad-input corpus through the built CLI', () => {
           checkErrorLine(res.stderr, path, entry);
           tally.errorsWithLine++;
           // no output that looks complete, and nothing half-written left beside it
-          expect(readdirSync(outDir).filter((f) => f !== 'summary.json'), label).toEqual([]);
+          expect(
+            readdirSync(outDir).filter((f) => f !== 'summary.json'),
+            label,
+          ).toEqual([]);
           continue;
         }
         expect(existsSync(out), label).toBe(true);
@@ -225,7 +251,10 @@ describe('bad-input corpus through the built CLI', () => {
         if (entry.lines !== undefined) expect(rows.length, label).toBe(entry.lines.length);
         if (entry.rows !== undefined) expect(rows.length, label).toBe(entry.rows);
         if (command === 'map') {
-          const summary = JSON.parse(readFileSync(join(outDir, 'summary.json'), 'utf8')) as { rows: number; status: Record<string, number> };
+          const summary = JSON.parse(readFileSync(join(outDir, 'summary.json'), 'utf8')) as {
+            rows: number;
+            status: Record<string, number>;
+          };
           expect(summary.rows).toBe(rows.length);
         }
       }

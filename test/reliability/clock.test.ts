@@ -29,7 +29,17 @@ function iso(offsetMs: number): string {
 }
 
 async function serveAt(offsetMs: number | null): Promise<ServeProcess> {
-  return startServe(['--port', String(port), '--seed', SEED, '--api-key', KEY, '--client-secret', SECRET, ...(offsetMs === null ? [] : ['--now', iso(offsetMs)])]);
+  return startServe([
+    '--port',
+    String(port),
+    '--seed',
+    SEED,
+    '--api-key',
+    KEY,
+    '--client-secret',
+    SECRET,
+    ...(offsetMs === null ? [] : ['--now', iso(offsetMs)]),
+  ]);
 }
 
 recordWhenPassed('clock_skew', () => figures);
@@ -37,14 +47,35 @@ recordWhenPassed('clock_skew', () => figures);
 beforeAll(async () => {
   requireBuilt();
   port = await freePort();
-  input = dir.file('people.csv', `email,phone\n${Array.from({ length: 30 }, (_, i) => `clock${i}@example.com,+1202555${String(1000 + i)}`).join('\n')}\n`);
-  newcomers = dir.file('newcomers.csv', `email\n${Array.from({ length: 5 }, (_, i) => `late${i}@example.com`).join('\n')}\n`);
+  input = dir.file(
+    'people.csv',
+    `email,phone\n${Array.from({ length: 30 }, (_, i) => `clock${i}@example.com,+1202555${String(1000 + i)}`).join('\n')}\n`,
+  );
+  newcomers = dir.file(
+    'newcomers.csv',
+    `email\n${Array.from({ length: 5 }, (_, i) => `late${i}@example.com`).join('\n')}\n`,
+  );
   rawUids = dir.file('ids.csv', 'raw_uid\nG0TaKb5fG/eAAOiB/Zwkcs5Gvwgzo+T+Ya1U5Ql/NvU=\n');
   // a state made on a service with a good clock, on the port the skewed services will use
   state = join(dir.path, 'state.db');
   const good = await serveAt(null);
   try {
-    const res = await runCli(['map', input, '--email-col', 'email', '--phone-col', 'phone', '--state', state, '-o', dir.file('mapped.csv'), '-q'], { env: serveEnv(good) });
+    const res = await runCli(
+      [
+        'map',
+        input,
+        '--email-col',
+        'email',
+        '--phone-col',
+        'phone',
+        '--state',
+        state,
+        '-o',
+        dir.file('mapped.csv'),
+        '-q',
+      ],
+      { env: serveEnv(good) },
+    );
     expect(res.code, res.stderr).toBe(0);
   } finally {
     await good.stop();
@@ -59,7 +90,10 @@ const commands: [string, (out: string) => string[]][] = [
   ['map', (out) => ['map', input, '--email-col', 'email', '--phone-col', 'phone', '-o', out]],
   // identifiers the state does not hold yet: these need the service
   ['map --state', (out) => ['map', newcomers, '--state', state, '-o', out]],
-  ['remap-due', (out) => ['remap-due', '--state', state, '--now', String(Math.floor(Date.now() / 1000) + 400 * 86_400), '-o', out]],
+  [
+    'remap-due',
+    (out) => ['remap-due', '--state', state, '--now', String(Math.floor(Date.now() / 1000) + 400 * 86_400), '-o', out],
+  ],
   ['optout-check FILE', (out) => ['optout-check', rawUids, '-o', out]],
   ['optout-check --state', (out) => ['optout-check', '--state', state, '-o', out]],
   ['token generate', () => ['token', 'generate', '--email', 'clock0@example.com']],
@@ -109,7 +143,10 @@ describe('inside the window', () => {
   it('a service 30 s off still answers: map exits 0', async () => {
     const serve = await serveAt(30_000);
     try {
-      const res = await runCli(['map', input, '--email-col', 'email', '--phone-col', 'phone', '-o', dir.file('ok.csv'), '-q'], { env: serveEnv(serve) });
+      const res = await runCli(
+        ['map', input, '--email-col', 'email', '--phone-col', 'phone', '-o', dir.file('ok.csv'), '-q'],
+        { env: serveEnv(serve) },
+      );
       expect(res.code, res.stderr).toBe(0);
     } finally {
       await serve.stop();

@@ -36,12 +36,22 @@ const dir = tempDir('crash-map');
 let serve: ServeProcess;
 let input: string;
 let baseline: { output: string; entries: Map<string, StoredEntry>; sent: number; requests: number };
-const figures = { crashes: 0, sigkill: 0, sigint: 0, outputs_compared: 0, rows_compared: 0, rows_lost: 0, items_resent: 0, entries_committed_before_crash: 0 };
+const figures = {
+  crashes: 0,
+  sigkill: 0,
+  sigint: 0,
+  outputs_compared: 0,
+  rows_compared: 0,
+  rows_lost: 0,
+  items_resent: 0,
+  entries_committed_before_crash: 0,
+};
 
 function inputCsv(n: number): string {
   const lines = ['id,email,phone'];
   for (let i = 0; i < n; i++) {
-    const email = i % 61 === 60 ? `invalid-${i}` : i % 89 === 88 ? `crash.${i - 80}@example.com` : `crash.${i}@example.com`;
+    const email =
+      i % 61 === 60 ? `invalid-${i}` : i % 89 === 88 ? `crash.${i - 80}@example.com` : `crash.${i}@example.com`;
     const phone = i % 3 === 0 ? `+1650${String(3_000_000 + i).slice(-7)}` : '';
     lines.push(`${i},${email},${phone}`);
   }
@@ -49,7 +59,23 @@ function inputCsv(n: number): string {
 }
 
 function args(out: string, state: string): string[] {
-  return ['map', input, '--email-col', 'email', '--phone-col', 'phone', '--batch-size', String(BATCH), '--concurrency', '4', '--state', state, '-o', out, '-q'];
+  return [
+    'map',
+    input,
+    '--email-col',
+    'email',
+    '--phone-col',
+    'phone',
+    '--batch-size',
+    String(BATCH),
+    '--concurrency',
+    '4',
+    '--state',
+    state,
+    '-o',
+    out,
+    '-q',
+  ];
 }
 
 const sentOn = async (): Promise<{ items: number; requests: number }> => {
@@ -70,7 +96,12 @@ beforeAll(async () => {
   expect(res.code, res.stderr).toBe(0);
   const after = await sentOn();
   const report = inspectState(state);
-  baseline = { output: readFileSync(out, 'utf8'), entries: report.entries, sent: after.items - before.items, requests: after.requests - before.requests };
+  baseline = {
+    output: readFileSync(out, 'utf8'),
+    entries: report.entries,
+    sent: after.items - before.items,
+    requests: after.requests - before.requests,
+  };
   expect(baseline.sent).toBe(report.entries.size);
   expect(baseline.requests).toBeGreaterThan(20);
 }, 120_000);
@@ -82,7 +113,11 @@ afterAll(async () => {
 
 describe(`map --state killed at ${POINTS} seeded points, then run again`, () => {
   // and two SIGKILLs by the clock alone, while the process starts and creates the state file
-  const points = [...killPoints(SEED, POINTS, 24, 30), { signal: 'SIGKILL' as const, afterRequests: 0, delayMs: 120 }, { signal: 'SIGKILL' as const, afterRequests: 0, delayMs: 260 }];
+  const points = [
+    ...killPoints(SEED, POINTS, 24, 30),
+    { signal: 'SIGKILL' as const, afterRequests: 0, delayMs: 120 },
+    { signal: 'SIGKILL' as const, afterRequests: 0, delayMs: 260 },
+  ];
   points.forEach((point, i) => {
     it(`#${i + 1}: ${point.signal} after ${point.afterRequests} request(s) + ${point.delayMs} ms`, async () => {
       const runDir = join(dir.path, `point-${i + 1}`);
@@ -92,7 +127,10 @@ describe(`map --state killed at ${POINTS} seeded points, then run again`, () => 
       const env = serveEnv(serve);
 
       const killed = await runAndKill(args(out, state), env, serve.url, MAP_PATH, point);
-      expect(killed.killed, `the run ended on its own (${describeEnd(killed)}) before the kill point\n${killed.stderr}`).toBe(true);
+      expect(
+        killed.killed,
+        `the run ended on its own (${describeEnd(killed)}) before the kill point\n${killed.stderr}`,
+      ).toBe(true);
       expect(stackLines(killed.stderr)).toEqual([]);
       figures.crashes++;
       if (point.signal === 'SIGKILL') {
@@ -111,10 +149,19 @@ describe(`map --state killed at ${POINTS} seeded points, then run again`, () => 
 
       // the state: intact, and every entry in it is what the service answered (a kill before the file exists
       // leaves none, which is as good)
-      const report = existsSync(state) ? inspectState(state) : { integrity: 'ok', halfWritten: [], entries: new Map<string, StoredEntry>(), runs: [{ command: 'map', finished: false, exitCode: null }] };
+      const report = existsSync(state)
+        ? inspectState(state)
+        : {
+            integrity: 'ok',
+            halfWritten: [],
+            entries: new Map<string, StoredEntry>(),
+            runs: [{ command: 'map', finished: false, exitCode: null }],
+          };
       expect(report.integrity).toBe('ok');
       expect(report.halfWritten).toEqual([]);
-      const unlike = [...report.entries].filter(([key, entry]) => JSON.stringify(entry) !== JSON.stringify(baseline.entries.get(key)));
+      const unlike = [...report.entries].filter(
+        ([key, entry]) => JSON.stringify(entry) !== JSON.stringify(baseline.entries.get(key)),
+      );
       expect(unlike.slice(0, 5)).toEqual([]);
       figures.entries_committed_before_crash += report.entries.size;
       expect(report.runs.length).toBeLessThanOrEqual(1);
@@ -130,7 +177,8 @@ describe(`map --state killed at ${POINTS} seeded points, then run again`, () => 
       const output = readFileSync(out, 'utf8');
       figures.outputs_compared++;
       figures.rows_compared += ROWS;
-      if (output !== baseline.output) figures.rows_lost += output.split('\n').filter((line, k) => line !== baseline.output.split('\n')[k]).length;
+      if (output !== baseline.output)
+        figures.rows_lost += output.split('\n').filter((line, k) => line !== baseline.output.split('\n')[k]).length;
       expect(output).toBe(baseline.output);
       const final = inspectState(state);
       expect(final.integrity).toBe('ok');

@@ -40,7 +40,17 @@ let serve: ServeProcess;
 let template: string;
 let initial: Map<string, StoredEntry>;
 let baseline: { lines: string[]; entries: Map<string, StoredEntry>; verdicts: Map<string, string> };
-const figures = { crashes: 0, sigkill: 0, sigint: 0, outputs_compared: 0, rows_compared: 0, rows_lost: 0, items_resent: 0, entries_committed_before_crash: 0, optout_verdicts_lost_after_sigkill: 0 };
+const figures = {
+  crashes: 0,
+  sigkill: 0,
+  sigint: 0,
+  outputs_compared: 0,
+  rows_compared: 0,
+  rows_lost: 0,
+  items_resent: 0,
+  entries_committed_before_crash: 0,
+  optout_verdicts_lost_after_sigkill: 0,
+};
 
 function copyState(to: string): void {
   for (const suffix of ['', '-wal']) if (existsSync(template + suffix)) copyFileSync(template + suffix, to + suffix);
@@ -52,7 +62,10 @@ function args(state: string, out: string, extra: string[] = []): string[] {
 
 function lines(path: string): string[] {
   if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8').split('\n').filter((l) => l !== '').slice(1);
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .slice(1);
 }
 
 /** `kind,hash,raw_uid,which,...` -> the state's key of the entry. */
@@ -63,7 +76,8 @@ const entryOf = (line: string): string => {
 const rawUidOf = (line: string): string => line.split(',')[2]!;
 
 /** What an entry says, without when it was checked. */
-const facts = (e: StoredEntry | undefined): string => (e === undefined ? 'missing' : `${e.status} ${e.u} ${e.p} ${e.r} ${e.optedOutSince}`);
+const facts = (e: StoredEntry | undefined): string =>
+  e === undefined ? 'missing' : `${e.status} ${e.u} ${e.p} ${e.r} ${e.optedOutSince}`;
 
 const sentOn = async (): Promise<number> => (await statsOf(serve.url)).items[OPTOUT_PATH] ?? 0;
 
@@ -76,11 +90,14 @@ beforeAll(async () => {
   for (let i = 0; i < ENTRIES; i++) rows.push(`${i},sweep.${i}@example.com`);
   const input = dir.file('input.csv', `${rows.join('\n')}\n`);
   template = dir.file('template.db');
-  const mapped = await runCli(['map', input, '--state', template, '-o', dir.file('mapped.csv'), '-q'], { env: serveEnv(serve) });
+  const mapped = await runCli(['map', input, '--state', template, '-o', dir.file('mapped.csv'), '-q'], {
+    env: serveEnv(serve),
+  });
   expect(mapped.code, mapped.stderr).toBe(0);
   initial = inspectState(template).entries;
   // opt-outs that happen after the mapping: only a sweep finds them
-  for (let i = 0; i < ENTRIES; i += OPTED_OUT_EVERY) await optOut(serve.url, { email: `sweep.${i}@example.com`, since_ms: SINCE_MS });
+  for (let i = 0; i < ENTRIES; i += OPTED_OUT_EVERY)
+    await optOut(serve.url, { email: `sweep.${i}@example.com`, since_ms: SINCE_MS });
 
   const state = dir.file('baseline.db');
   copyState(state);
@@ -88,10 +105,16 @@ beforeAll(async () => {
   const res = await runCli(args(state, out), { env: serveEnv(serve) });
   expect(res.code, res.stderr).toBe(0);
   const got = lines(out);
-  baseline = { lines: got.sort(), entries: inspectState(state).entries, verdicts: new Map(got.map((l) => [rawUidOf(l), l])) };
+  baseline = {
+    lines: got.sort(),
+    entries: inspectState(state).entries,
+    verdicts: new Map(got.map((l) => [rawUidOf(l), l])),
+  };
   // an opted-out identity: its raw UID and its previous raw UID are both reported
   expect(new Set(got.filter((l) => l.includes(',true,')).map(entryOf)).size).toBe(Math.ceil(ENTRIES / OPTED_OUT_EVERY));
-  expect([...baseline.entries.values()].filter((e) => e.status === 2).length).toBe(Math.ceil(ENTRIES / OPTED_OUT_EVERY));
+  expect([...baseline.entries.values()].filter((e) => e.status === 2).length).toBe(
+    Math.ceil(ENTRIES / OPTED_OUT_EVERY),
+  );
 }, 180_000);
 
 afterAll(async () => {
@@ -105,7 +128,9 @@ describe(`optout-check --state killed at ${POINTS} seeded points, then run again
   killPoints(SEED, POINTS, Math.max(1, requests - 1), 120).forEach((drawn, i) => {
     const partial = i % 4 >= 2;
     // a half sweep sends half the requests
-    const point = partial ? { ...drawn, afterRequests: Math.min(drawn.afterRequests, Math.max(1, Math.ceil(requests / 2) - 1)) } : drawn;
+    const point = partial
+      ? { ...drawn, afterRequests: Math.min(drawn.afterRequests, Math.max(1, Math.ceil(requests / 2) - 1)) }
+      : drawn;
     const sweep = partial ? ['--sweep-fraction', '0.5'] : [];
     it(`#${i + 1}: ${point.signal} after ${point.afterRequests} request(s) + ${point.delayMs} ms, ${partial ? 'half sweep' : 'full sweep'}`, async () => {
       const runDir = join(dir.path, `point-${i + 1}`);
@@ -117,14 +142,18 @@ describe(`optout-check --state killed at ${POINTS} seeded points, then run again
       const env = serveEnv(serve);
 
       const killed = await runAndKill(args(state, first, sweep), env, serve.url, OPTOUT_PATH, point);
-      expect(killed.killed, `the run ended on its own (${describeEnd(killed)}) before the kill point\n${killed.stderr}`).toBe(true);
+      expect(
+        killed.killed,
+        `the run ended on its own (${describeEnd(killed)}) before the kill point\n${killed.stderr}`,
+      ).toBe(true);
       expect(stackLines(killed.stderr)).toEqual([]);
       figures.crashes++;
       if (point.signal === 'SIGKILL') {
         figures.sigkill++;
         expect(killed.signal).toBe('SIGKILL');
         expect(existsSync(first)).toBe(false);
-        for (const name of leftovers(runDir, ['state.db', 'state.db-wal', 'state.db-shm', 'state.db.lock'])) expect(name).toMatch(/^\.checked-1\.csv\.\d+\.tmp$/);
+        for (const name of leftovers(runDir, ['state.db', 'state.db-wal', 'state.db-shm', 'state.db.lock']))
+          expect(name).toMatch(/^\.checked-1\.csv\.\d+\.tmp$/);
       } else {
         figures.sigint++;
         expect(killed.code, killed.stderr).toBe(130);
@@ -147,7 +176,9 @@ describe(`optout-check --state killed at ${POINTS} seeded points, then run again
       }
       expect(wrong.slice(0, 5)).toEqual([]);
       figures.entries_committed_before_crash += committed.size;
-      const tombstoned = new Set([...report.entries].filter(([key, e]) => e.status === 2 && initial.get(key)?.status !== 2).map(([key]) => key));
+      const tombstoned = new Set(
+        [...report.entries].filter(([key, e]) => e.status === 2 && initial.get(key)?.status !== 2).map(([key]) => key),
+      );
       // an interrupted run lists what it checked, each verdict as the undisturbed sweep's, and the rest as not sent
       const firstVerdicts: string[] = [];
       const misreported: string[] = [];
@@ -187,7 +218,8 @@ describe(`optout-check --state killed at ${POINTS} seeded points, then run again
         figures.outputs_compared++;
         figures.rows_compared += baseline.lines.length;
         figures.rows_lost += baseline.lines.length - union.length;
-        if (point.signal === 'SIGKILL') figures.optout_verdicts_lost_after_sigkill += baseline.lines.length - union.length;
+        if (point.signal === 'SIGKILL')
+          figures.optout_verdicts_lost_after_sigkill += baseline.lines.length - union.length;
         expect(union).toEqual(baseline.lines);
         const final = inspectState(state);
         expect(final.integrity).toBe('ok');

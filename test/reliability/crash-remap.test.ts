@@ -41,7 +41,17 @@ let template: string;
 let nowS: number;
 let initial: Map<string, StoredEntry>;
 let baseline: { changes: string[]; header: string; entries: Map<string, StoredEntry>; sent: number };
-const figures = { crashes: 0, sigkill: 0, sigint: 0, outputs_compared: 0, rows_compared: 0, rows_lost: 0, items_resent: 0, entries_committed_before_crash: 0, remap_changes_lost_after_sigkill: 0 };
+const figures = {
+  crashes: 0,
+  sigkill: 0,
+  sigint: 0,
+  outputs_compared: 0,
+  rows_compared: 0,
+  rows_lost: 0,
+  items_resent: 0,
+  entries_committed_before_crash: 0,
+  remap_changes_lost_after_sigkill: 0,
+};
 
 function copyState(to: string): void {
   for (const suffix of ['', '-wal']) if (existsSync(template + suffix)) copyFileSync(template + suffix, to + suffix);
@@ -53,7 +63,10 @@ function args(state: string, out: string): string[] {
 
 function changeLines(path: string): string[] {
   if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8').split('\n').filter((l) => l !== '').slice(1);
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .slice(1);
 }
 
 const keyOfChange = (line: string): string => {
@@ -69,10 +82,26 @@ beforeAll(async () => {
   requireBuilt();
   serve = await startServe(['--seed', 'reliability-crash-remap', '--latency-ms', '40']);
   const lines = ['id,email,phone'];
-  for (let i = 0; i < ENTRIES; i++) lines.push(i % 4 === 0 ? `${i},,+1212${String(4_000_000 + i).slice(-7)}` : `${i},night.${i}@example.com,`);
+  for (let i = 0; i < ENTRIES; i++)
+    lines.push(i % 4 === 0 ? `${i},,+1212${String(4_000_000 + i).slice(-7)}` : `${i},night.${i}@example.com,`);
   const input = dir.file('input.csv', `${lines.join('\n')}\n`);
   template = dir.file('template.db');
-  const mapped = await runCli(['map', input, '--email-col', 'email', '--phone-col', 'phone', '--state', template, '-o', dir.file('mapped.csv'), '-q'], { env: serveEnv(serve) });
+  const mapped = await runCli(
+    [
+      'map',
+      input,
+      '--email-col',
+      'email',
+      '--phone-col',
+      'phone',
+      '--state',
+      template,
+      '-o',
+      dir.file('mapped.csv'),
+      '-q',
+    ],
+    { env: serveEnv(serve) },
+  );
   expect(mapped.code, mapped.stderr).toBe(0);
   initial = inspectState(template).entries;
   expect(initial.size).toBe(ENTRIES);
@@ -114,14 +143,18 @@ describe(`remap-due killed at ${POINTS} seeded points, then run again`, () => {
       const env = serveEnv(serve);
 
       const killed = await runAndKill(args(state, first), env, serve.url, MAP_PATH, point);
-      expect(killed.killed, `the run ended on its own (${describeEnd(killed)}) before the kill point\n${killed.stderr}`).toBe(true);
+      expect(
+        killed.killed,
+        `the run ended on its own (${describeEnd(killed)}) before the kill point\n${killed.stderr}`,
+      ).toBe(true);
       expect(stackLines(killed.stderr)).toEqual([]);
       figures.crashes++;
       if (point.signal === 'SIGKILL') {
         figures.sigkill++;
         expect(killed.signal).toBe('SIGKILL');
         expect(existsSync(first)).toBe(false);
-        for (const name of leftovers(runDir, ['state.db', 'state.db-wal', 'state.db-shm', 'state.db.lock'])) expect(name).toMatch(/^\.changes-1\.csv\.\d+\.tmp$/);
+        for (const name of leftovers(runDir, ['state.db', 'state.db-wal', 'state.db-shm', 'state.db.lock']))
+          expect(name).toMatch(/^\.changes-1\.csv\.\d+\.tmp$/);
       } else {
         figures.sigint++;
         expect(killed.code, killed.stderr).toBe(130);
@@ -166,7 +199,8 @@ describe(`remap-due killed at ${POINTS} seeded points, then run again`, () => {
       figures.outputs_compared++;
       figures.rows_compared += baseline.changes.length;
       figures.rows_lost += baseline.changes.length - union.length;
-      if (point.signal === 'SIGKILL') figures.remap_changes_lost_after_sigkill += baseline.changes.length - union.length;
+      if (point.signal === 'SIGKILL')
+        figures.remap_changes_lost_after_sigkill += baseline.changes.length - union.length;
       expect(secondChanges).toEqual(baseline.changes);
       expect(stackLines(again.stderr)).toEqual([]);
       const final = inspectState(state);

@@ -2,7 +2,18 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
-import { describeEnd, REFRESH_PATH, requireBuilt, runAndKill, scaled, seeded, serveEnv, stackLines, tempDir, type KillPoint } from './harness.js';
+import {
+  describeEnd,
+  REFRESH_PATH,
+  requireBuilt,
+  runAndKill,
+  scaled,
+  seeded,
+  serveEnv,
+  stackLines,
+  tempDir,
+  type KillPoint,
+} from './harness.js';
 import { recordWhenPassed } from './results.js';
 
 /**
@@ -14,7 +25,14 @@ import { recordWhenPassed } from './results.js';
 const POINTS = scaled(10);
 const SEED = 0x746f6b;
 const EMAIL = 'crash.token@example.com';
-const FIELDS = ['advertising_token', 'refresh_token', 'identity_expires', 'refresh_from', 'refresh_expires', 'refresh_response_key'];
+const FIELDS = [
+  'advertising_token',
+  'refresh_token',
+  'identity_expires',
+  'refresh_from',
+  'refresh_expires',
+  'refresh_response_key',
+];
 
 const dir = tempDir('crash-token');
 let serve: ServeProcess;
@@ -30,7 +48,8 @@ function identityProblem(text: string): string | null {
     return 'not JSON';
   }
   for (const field of FIELDS) if (parsed[field] === undefined || parsed[field] === '') return `no ${field}`;
-  if (typeof parsed.refresh_token !== 'string' || parsed.refresh_token.length !== 388) return 'refresh_token is not 388 characters';
+  if (typeof parsed.refresh_token !== 'string' || parsed.refresh_token.length !== 388)
+    return 'refresh_token is not 388 characters';
   return null;
 }
 
@@ -40,7 +59,10 @@ beforeAll(async () => {
   requireBuilt();
   serve = await startServe(['--seed', 'reliability-crash-token', '--latency-ms', '400']);
   identityFile = dir.file('identity.json');
-  const made = await runCli(['token', 'generate', '--email', '-', '--out', identityFile], { env: serveEnv(serve), input: `${EMAIL}\n` });
+  const made = await runCli(['token', 'generate', '--email', '-', '--out', identityFile], {
+    env: serveEnv(serve),
+    input: `${EMAIL}\n`,
+  });
   expect(made.code, made.stderr).toBe(0);
   expect(identityProblem(readFileSync(identityFile, 'utf8'))).toBeNull();
 }, 60_000);
@@ -63,14 +85,21 @@ describe(`token refresh --in FILE --update killed at ${POINTS} seeded points`, (
     it(`#${i + 1}: ${point.signal} ${point.afterRequests > 0 ? `${point.delayMs} ms after the request reached the service` : `${point.delayMs} ms after the start`}`, async () => {
       const env = serveEnv(serve);
       const before = readFileSync(identityFile, 'utf8');
-      const killed = await runAndKill(['token', 'refresh', '--in', identityFile, '--update'], env, serve.url, REFRESH_PATH, point);
+      const killed = await runAndKill(
+        ['token', 'refresh', '--in', identityFile, '--update'],
+        env,
+        serve.url,
+        REFRESH_PATH,
+        point,
+      );
       expect(stackLines(killed.stderr)).toEqual([]);
       if (killed.killed) {
         figures.crashes++;
         if (point.signal === 'SIGKILL') figures.sigkill++;
         else figures.sigint++;
         // no handler of its own: Ctrl-C ends the process as the shell reports with 130
-        if (point.signal === 'SIGINT') expect(killed.code === 130 || killed.signal === 'SIGINT', describeEnd(killed)).toBe(true);
+        if (point.signal === 'SIGINT')
+          expect(killed.code === 130 || killed.signal === 'SIGINT', describeEnd(killed)).toBe(true);
       } else {
         expect(killed.code, killed.stderr).toBe(0);
       }
@@ -99,8 +128,13 @@ describe(`token refresh --in FILE --update killed at ${POINTS} seeded points`, (
   });
 
   it('the identity left at the end is good: its advertising token validates for the email', async () => {
-    const { advertising_token: token } = JSON.parse(readFileSync(identityFile, 'utf8')) as { advertising_token: string };
-    const checked = await runCli(['token', 'validate', '--token', token, '--email', '-'], { env: serveEnv(serve), input: `${EMAIL}\n` });
+    const { advertising_token: token } = JSON.parse(readFileSync(identityFile, 'utf8')) as {
+      advertising_token: string;
+    };
+    const checked = await runCli(['token', 'validate', '--token', token, '--email', '-'], {
+      env: serveEnv(serve),
+      input: `${EMAIL}\n`,
+    });
     expect(checked.code, checked.stderr).toBe(0);
     expect(checked.stdout.trim()).toBe('true');
   });

@@ -43,7 +43,16 @@ const SINCE_MS = Date.UTC(2026, 0, 15, 12, 0, 0);
 
 const dir = tempDir('faults');
 const serves: ServeProcess[] = [];
-const figures = { faults_injected: 0, delayed_answers: 0, restarts: 0, runs: 0, exit3_runs: 0, outputs_compared: 0, rows_compared: 0, rows_lost: 0 };
+const figures = {
+  faults_injected: 0,
+  delayed_answers: 0,
+  restarts: 0,
+  runs: 0,
+  exit3_runs: 0,
+  outputs_compared: 0,
+  rows_compared: 0,
+  rows_lost: 0,
+};
 
 let optoutFile: string;
 let inputFile: string;
@@ -55,7 +64,16 @@ let baselineTokens: Record<string, string>[];
 let baselineRemap: { changes: string[]; entries: string[] };
 
 function serveArgs(extra: string[] = []): string[] {
-  return ['--seed', SEED, '--api-key', API_KEY, '--client-secret', CLIENT_SECRET, ...(optoutFile ? ['--optout-file', optoutFile] : []), ...extra];
+  return [
+    '--seed',
+    SEED,
+    '--api-key',
+    API_KEY,
+    '--client-secret',
+    CLIENT_SECRET,
+    ...(optoutFile ? ['--optout-file', optoutFile] : []),
+    ...extra,
+  ];
 }
 
 async function serve(extra: string[] = []): Promise<ServeProcess> {
@@ -96,7 +114,20 @@ function inputCsv(n: number): string {
 const table = (text: string): Record<string, string>[] => parse(text, { columns: true }) as Record<string, string>[];
 
 function mapArgs(out: string, extra: string[] = []): string[] {
-  return ['map', inputFile, '--email-col', 'email', '--phone-col', 'phone', '--batch-size', BATCH, '-o', out, '-q', ...extra];
+  return [
+    'map',
+    inputFile,
+    '--email-col',
+    'email',
+    '--phone-col',
+    'phone',
+    '--batch-size',
+    BATCH,
+    '-o',
+    out,
+    '-q',
+    ...extra,
+  ];
 }
 
 function expectNoStack(res: CliResult): void {
@@ -122,7 +153,11 @@ function compareRows(want: string, got: string): number {
 async function untilDone(
   args: string[],
   env: Record<string, string>,
-  options: { maxRuns?: number; errorRows?: () => Record<string, string>[]; cells?: (row: Record<string, string>) => Cell[] } = {},
+  options: {
+    maxRuns?: number;
+    errorRows?: () => Record<string, string>[];
+    cells?: (row: Record<string, string>) => Cell[];
+  } = {},
 ): Promise<CliResult[]> {
   const runs: CliResult[] = [];
   for (let i = 0; i < (options.maxRuns ?? 6); i++) {
@@ -134,12 +169,17 @@ async function untilDone(
     if (res.code === 0) return runs;
     figures.exit3_runs++;
     if (options.errorRows && options.cells) {
-      const failed = options.errorRows().flatMap(options.cells).filter((c) => c.status === 'error');
+      const failed = options
+        .errorRows()
+        .flatMap(options.cells)
+        .filter((c) => c.status === 'error');
       expect(failed.length, res.stderr).toBeGreaterThan(0);
       expect(failed.filter((c) => c.reason === '')).toEqual([]);
     }
   }
-  throw new Error(`still not done after ${runs.length} runs: ${runs.map((r) => r.code).join(', ')}\n${runs.at(-1)?.stderr}`);
+  throw new Error(
+    `still not done after ${runs.length} runs: ${runs.map((r) => r.code).join(', ')}\n${runs.at(-1)?.stderr}`,
+  );
 }
 
 /** A status and its reason: each identifier cell of a map row, or the one verdict of another command's row. */
@@ -154,10 +194,17 @@ const mapCells = (row: Record<string, string>): Cell[] => [
 ];
 
 /** map with --state until done; the final output. */
-async function mapThrough(s: Pick<ServeProcess, 'url' | 'apiKey' | 'clientSecret'>, name: string, extra: string[] = []): Promise<{ out: string; runs: CliResult[]; state: string }> {
+async function mapThrough(
+  s: Pick<ServeProcess, 'url' | 'apiKey' | 'clientSecret'>,
+  name: string,
+  extra: string[] = [],
+): Promise<{ out: string; runs: CliResult[]; state: string }> {
   const out = dir.file(`${name}.csv`);
   const state = dir.file(`${name}.db`);
-  const runs = await untilDone(mapArgs(out, ['--state', state, ...extra]), serveEnv(s), { errorRows: () => table(readFileSync(out, 'utf8')), cells: mapCells });
+  const runs = await untilDone(mapArgs(out, ['--state', state, ...extra]), serveEnv(s), {
+    errorRows: () => table(readFileSync(out, 'utf8')),
+    cells: mapCells,
+  });
   return { out: readFileSync(out, 'utf8'), runs, state };
 }
 
@@ -185,7 +232,10 @@ beforeAll(async () => {
   });
   rawUidFile = dir.file('raw-uids.csv', stringify(ids));
   const tokenRows: string[][] = [['identifier', 'identifier_type']];
-  for (let i = 0; i < scaled(40); i++) tokenRows.push(i % 4 === 3 ? [`+1415${String(2_000_000 + i).slice(-7)}`, 'phone'] : [`token.person${i}@example.com`, 'email']);
+  for (let i = 0; i < scaled(40); i++)
+    tokenRows.push(
+      i % 4 === 3 ? [`+1415${String(2_000_000 + i).slice(-7)}`, 'phone'] : [`token.person${i}@example.com`, 'email'],
+    );
   tokenRows.push(['optout@example.com', 'email'], ['not-an-email', 'email']);
   tokenInput = dir.file('token-input.csv', stringify(tokenRows));
 
@@ -204,10 +254,14 @@ beforeAll(async () => {
   expect(checked.code, checked.stderr).toBe(0);
   baselineOptout = readFileSync(optOut, 'utf8');
   // opted out by raw UID, and by email (the service then reports that identity's raw UID too)
-  expect(table(baselineOptout).filter((r) => r.opted_out === 'true').length).toBe(OPTOUT_RAW_ROWS.length + OPTOUT_EMAILS.length);
+  expect(table(baselineOptout).filter((r) => r.opted_out === 'true').length).toBe(
+    OPTOUT_RAW_ROWS.length + OPTOUT_EMAILS.length,
+  );
 
   const tokensOut = dir.file('baseline-tokens.csv');
-  const generated = await runCli(['token', 'generate', '--input', tokenInput, '-o', tokensOut, '-q'], { env: serveEnv(base) });
+  const generated = await runCli(['token', 'generate', '--input', tokenInput, '-o', tokensOut, '-q'], {
+    env: serveEnv(base),
+  });
   expect(generated.code, generated.stderr).toBe(0);
   baselineTokens = table(readFileSync(tokensOut, 'utf8'));
 
@@ -224,7 +278,11 @@ afterAll(async () => {
  * The nightly job under faults: a state mapped on `s`, the service's clock moved 400 days (everything due), and
  * remap-due run until done. Returns the changes and the stored entries.
  */
-async function remapScenario(s: ServeProcess, name: string, extra: string[]): Promise<{ changes: string[]; entries: string[] }> {
+async function remapScenario(
+  s: ServeProcess,
+  name: string,
+  extra: string[],
+): Promise<{ changes: string[]; entries: string[] }> {
   const { state } = await mapThrough(s, `${name}-map`);
   // identity time moves 400 days (every entry comes due); the envelope clock stays real, so --now says the night
   await advanceClock(s.url, 400);
@@ -239,7 +297,9 @@ async function remapScenario(s: ServeProcess, name: string, extra: string[]): Pr
     expectNoStack(res);
     expect([0, 3], res.stderr).toContain(res.code);
     if (existsSync(out)) {
-      const lines = readFileSync(out, 'utf8').split('\n').filter((l) => l !== '');
+      const lines = readFileSync(out, 'utf8')
+        .split('\n')
+        .filter((l) => l !== '');
       header = lines[0] ?? header;
       changes.push(...lines.slice(1));
     }
@@ -261,7 +321,11 @@ describe('map under faults: every run ends 0 or 3, re-runs complete it, the outp
     ['5xx (--fault-500 0.3)', ['--fault-500', '0.3'], []],
     ['dropped connections (--fault-drop 0.2)', ['--fault-drop', '0.2'], []],
     ['latency of 1.5 s on every answer', ['--latency-ms', '1500'], []],
-    ['everything at once', ['--fault-429', '0.2', '--fault-500', '0.1', '--fault-drop', '0.1', '--latency-ms', '200'], []],
+    [
+      'everything at once',
+      ['--fault-429', '0.2', '--fault-500', '0.1', '--fault-drop', '0.1', '--latency-ms', '200'],
+      [],
+    ],
   ];
   for (const [name, faults, extra] of scenarios) {
     it(name, async () => {
@@ -271,7 +335,8 @@ describe('map under faults: every run ends 0 or 3, re-runs complete it, the outp
       await retire(s);
       expect(compareRows(baselineMap, out)).toBe(0);
       expect(out).toBe(baselineMap);
-      if (faults.includes('--latency-ms')) figures.delayed_answers += Object.values(stats.requests).reduce((a, b) => a + b, 0);
+      if (faults.includes('--latency-ms'))
+        figures.delayed_answers += Object.values(stats.requests).reduce((a, b) => a + b, 0);
       if (faults.length > 2 || !faults.includes('--latency-ms')) expect(faultCount(stats)).toBeGreaterThan(0);
     }, 300_000);
   }
@@ -282,7 +347,10 @@ describe('map under faults: every run ends 0 or 3, re-runs complete it, the outp
     const out = dir.file('budget.csv');
     const state = dir.file('budget.db');
     // not quiet: the advice to re-run is part of what is checked
-    const first = await runCli(mapArgs(out, ['--state', state, '--max-attempts', '1']).filter((a) => a !== '-q'), { env: serveEnv(failing) });
+    const first = await runCli(
+      mapArgs(out, ['--state', state, '--max-attempts', '1']).filter((a) => a !== '-q'),
+      { env: serveEnv(failing) },
+    );
     figures.runs++;
     expectNoStack(first);
     expect(first.code, first.stderr).toBe(3);
@@ -309,7 +377,10 @@ describe('map under faults: every run ends 0 or 3, re-runs complete it, the outp
     const sent = ((await statsOf(healthy.url)).items[MAP_PATH] ?? 0) - before;
     const retried = new Set<string>();
     for (const r of failed) {
-      for (const [kind, value, status] of [['email', r.email, r.email_status], ['phone', r.phone, r.phone_status]] as const) {
+      for (const [kind, value, status] of [
+        ['email', r.email, r.email_status],
+        ['phone', r.phone, r.phone_status],
+      ] as const) {
         if (status !== 'error') continue;
         const prepared = prepareIdentifier(kind, value ?? '');
         if (prepared.ok) retried.add(`${prepared.type}:${prepared.hash}`);
@@ -344,7 +415,10 @@ describe('map under faults: every run ends 0 or 3, re-runs complete it, the outp
     expect([0, 3], first.stderr).toContain(first.code);
     if (first.code === 3) {
       figures.exit3_runs++;
-      await untilDone(mapArgs(out, ['--state', state]), env, { errorRows: () => table(readFileSync(out, 'utf8')), cells: mapCells });
+      await untilDone(mapArgs(out, ['--state', state]), env, {
+        errorRows: () => table(readFileSync(out, 'utf8')),
+        cells: mapCells,
+      });
     }
     await retire(s);
     expect(compareRows(baselineMap, readFileSync(out, 'utf8'))).toBe(0);
@@ -370,7 +444,12 @@ describe('optout-check under faults: the verdicts equal a fault-free run', () =>
     const out = dir.file('optout-faults.csv');
     await untilDone(['optout-check', rawUidFile, '-o', out, '-q'], serveEnv(s), {
       errorRows: () => table(readFileSync(out, 'utf8')),
-      cells: (r) => [{ status: r.opted_out === '' && !/not a raw UID/.test(r.reason ?? '') ? 'error' : 'checked', reason: r.reason ?? '' }],
+      cells: (r) => [
+        {
+          status: r.opted_out === '' && !/not a raw UID/.test(r.reason ?? '') ? 'error' : 'checked',
+          reason: r.reason ?? '',
+        },
+      ],
     });
     const stats = await statsOf(s.url);
     await retire(s);
@@ -394,7 +473,12 @@ describe('token commands under faults', () => {
     expect(compareRows(baselineTokens.map(shape).join('\n'), rows.map(shape).join('\n'))).toBe(0);
     const validateInput = dir.file(
       'validate-input.csv',
-      stringify([['identifier', 'identifier_type', 'token'], ...rows.filter((r) => r.status === 'success').map((r) => [r.identifier!, r.identifier_type!, r.advertising_token!])]),
+      stringify([
+        ['identifier', 'identifier_type', 'token'],
+        ...rows
+          .filter((r) => r.status === 'success')
+          .map((r) => [r.identifier!, r.identifier_type!, r.advertising_token!]),
+      ]),
     );
     const validated = dir.file('validated.csv');
     await untilDone(['token', 'validate', '--input', validateInput, '-o', validated, '-q'], env, {
@@ -424,14 +508,25 @@ describe('token commands under faults', () => {
       figures.runs++;
       expectNoStack(refreshed);
       expect([0, 1], refreshed.stderr).toContain(refreshed.code);
-      if (refreshed.code !== 0) expect(JSON.parse(readFileSync(file, 'utf8')).refresh_token).toBe(identity.refresh_token);
+      if (refreshed.code !== 0)
+        expect(JSON.parse(readFileSync(file, 'utf8')).refresh_token).toBe(identity.refresh_token);
     }
     expect(refreshed?.code).toBe(0);
     const updated = JSON.parse(readFileSync(file, 'utf8')) as { advertising_token: string; refresh_token: string };
     expect(updated.refresh_token).not.toBe(identity.refresh_token);
     let check: CliResult | undefined;
     for (let i = 0; i < 5 && check?.code !== 0; i++) {
-      check = await runCli(['token', 'validate', '--token', updated.advertising_token, `--${identity.identifier_type}`, identity.identifier!], { env });
+      check = await runCli(
+        [
+          'token',
+          'validate',
+          '--token',
+          updated.advertising_token,
+          `--${identity.identifier_type}`,
+          identity.identifier!,
+        ],
+        { env },
+      );
       figures.runs++;
       expectNoStack(check);
     }

@@ -26,7 +26,9 @@ export const scaled = (n: number): number => Math.max(1, Math.round(n * SCALE));
  */
 export function requireBuilt(): void {
   if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) {
-    throw new Error('dist/cli/main.js is missing: run `npm run build` (npm test and npm run test:reliability build first)');
+    throw new Error(
+      'dist/cli/main.js is missing: run `npm run build` (npm test and npm run test:reliability build first)',
+    );
   }
 }
 
@@ -61,7 +63,11 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** Polls `probe` until it returns true; false when `timeoutMs` passes first. */
-export async function waitUntil(probe: () => Promise<boolean> | boolean, timeoutMs: number, everyMs = 15): Promise<boolean> {
+export async function waitUntil(
+  probe: () => Promise<boolean> | boolean,
+  timeoutMs: number,
+  everyMs = 15,
+): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await probe()) return true;
@@ -103,13 +109,21 @@ export async function clockOf(url: string): Promise<number> {
 }
 
 export async function advanceClock(url: string, days: number): Promise<number> {
-  const res = await fetch(`${url}/_local/clock`, { method: 'POST', body: JSON.stringify({ advance_days: days }), headers: { 'content-type': 'application/json' } });
+  const res = await fetch(`${url}/_local/clock`, {
+    method: 'POST',
+    body: JSON.stringify({ advance_days: days }),
+    headers: { 'content-type': 'application/json' },
+  });
   if (res.status !== 200) throw new Error(`POST /_local/clock: HTTP ${res.status}`);
   return ((await res.json()) as { now_ms: number }).now_ms;
 }
 
 export async function optOut(url: string, body: Record<string, string | number>): Promise<void> {
-  const res = await fetch(`${url}/_local/optout`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const res = await fetch(`${url}/_local/optout`, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+  });
   if (res.status !== 200) throw new Error(`POST /_local/optout: HTTP ${res.status} ${await res.text()}`);
 }
 
@@ -123,7 +137,10 @@ export function faultCount(stats: Stats): number {
 }
 
 /** The environment that points the CLI at a serve process (credentials by variable, never in argv). */
-export function serveEnv(serve: Pick<ServeProcess, 'url' | 'apiKey' | 'clientSecret'>, extra: Record<string, string> = {}): Record<string, string> {
+export function serveEnv(
+  serve: Pick<ServeProcess, 'url' | 'apiKey' | 'clientSecret'>,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   return { UID2_BASE_URL: serve.url, UID2_API_KEY: serve.apiKey, UID2_CLIENT_SECRET: serve.clientSecret, ...extra };
 }
 
@@ -149,7 +166,13 @@ export interface KilledRun extends CliResult {
  * Spawns the CLI and sends `point.signal` by PID when the service has counted `point.afterRequests` requests on
  * `path` since the spawn (polled every few ms) and `point.delayMs` more have passed.
  */
-export async function runAndKill(args: string[], env: Record<string, string>, serveUrl: string, path: string, point: KillPoint): Promise<KilledRun> {
+export async function runAndKill(
+  args: string[],
+  env: Record<string, string>,
+  serveUrl: string,
+  path: string,
+  point: KillPoint,
+): Promise<KilledRun> {
   const base = (await statsOf(serveUrl)).requests[path] ?? 0;
   const run: CliRun = spawnCli(args, { env });
   let ended = false;
@@ -160,7 +183,11 @@ export async function runAndKill(args: string[], env: Record<string, string>, se
   let killed = false;
   const trigger = (async () => {
     if (point.afterRequests > 0) {
-      await waitUntil(async () => ended || ((await statsOf(serveUrl)).requests[path] ?? 0) - base >= point.afterRequests, 60_000, 10);
+      await waitUntil(
+        async () => ended || ((await statsOf(serveUrl)).requests[path] ?? 0) - base >= point.afterRequests,
+        60_000,
+        10,
+      );
     }
     if (point.delayMs > 0) await sleep(point.delayMs);
     if (!ended && run.child.pid !== undefined) {
@@ -207,15 +234,30 @@ export function inspectState(path: string): StateReport {
     // a process killed between creating the file and its first transaction leaves a file with no schema: as good
     // as no file (the next run initializes it)
     const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all() as string[];
-    if (!tables.includes('entries')) return { integrity, entries: new Map(), halfWritten: tables.length > 0 ? [`tables without entries: ${tables.join(', ')}`] : [], runs: [] };
+    if (!tables.includes('entries'))
+      return {
+        integrity,
+        entries: new Map(),
+        halfWritten: tables.length > 0 ? [`tables without entries: ${tables.join(', ')}`] : [],
+        runs: [],
+      };
     const rows = db
-      .prepare('SELECT type, hash, status, u, p, r, opted_out_since AS optedOutSince, last_optout_check AS lastOptoutCheck FROM entries')
+      .prepare(
+        'SELECT type, hash, status, u, p, r, opted_out_since AS optedOutSince, last_optout_check AS lastOptoutCheck FROM entries',
+      )
       .all() as ({ type: number; hash: string } & StoredEntry)[];
     const entries = new Map<string, StoredEntry>();
     const halfWritten: string[] = [];
     for (const row of rows) {
       const key = `${row.type}:${row.hash}`;
-      entries.set(key, { status: row.status, u: row.u, p: row.p, r: row.r, optedOutSince: row.optedOutSince, lastOptoutCheck: row.lastOptoutCheck });
+      entries.set(key, {
+        status: row.status,
+        u: row.u,
+        p: row.p,
+        r: row.r,
+        optedOutSince: row.optedOutSince,
+        lastOptoutCheck: row.lastOptoutCheck,
+      });
       const bad =
         !B64_44.test(row.hash) ||
         (row.status === 1 && (row.u === null || !B64_44.test(row.u) || row.r === null)) ||
@@ -224,9 +266,13 @@ export function inspectState(path: string): StateReport {
         ![1, 2, 3].includes(row.status);
       if (bad) halfWritten.push(key);
     }
-    const runs = (db.prepare('SELECT command, finished_at, exit_code FROM runs ORDER BY id').all() as { command: string; finished_at: number | null; exit_code: number | null }[]).map(
-      (r) => ({ command: r.command, finished: r.finished_at !== null, exitCode: r.exit_code }),
-    );
+    const runs = (
+      db.prepare('SELECT command, finished_at, exit_code FROM runs ORDER BY id').all() as {
+        command: string;
+        finished_at: number | null;
+        exit_code: number | null;
+      }[]
+    ).map((r) => ({ command: r.command, finished: r.finished_at !== null, exitCode: r.exit_code }));
     return { integrity, entries, halfWritten, runs };
   } finally {
     db.close();
@@ -236,7 +282,10 @@ export function inspectState(path: string): StateReport {
 /** The entries as comparable text: what a run leaves behind, without the times of day it ran. */
 export function entriesText(entries: Map<string, StoredEntry>, withOptoutChecks = false): string[] {
   return [...entries]
-    .map(([k, e]) => `${k} ${e.status} ${e.u ?? '-'} ${e.p ?? '-'} ${e.r ?? '-'} ${e.optedOutSince ?? '-'}${withOptoutChecks ? ` ${e.lastOptoutCheck === null ? 'unchecked' : 'checked'}` : ''}`)
+    .map(
+      ([k, e]) =>
+        `${k} ${e.status} ${e.u ?? '-'} ${e.p ?? '-'} ${e.r ?? '-'} ${e.optedOutSince ?? '-'}${withOptoutChecks ? ` ${e.lastOptoutCheck === null ? 'unchecked' : 'checked'}` : ''}`,
+    )
     .sort();
 }
 

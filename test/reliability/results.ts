@@ -25,7 +25,14 @@ export interface AreaFigures {
   [detail: string]: number | string | boolean | undefined;
 }
 
-const TOTAL_KEYS = ['faults_injected', 'crashes', 'bad_input_files', 'fuzz_requests', 'rows_lost', 'outputs_compared'] as const;
+const TOTAL_KEYS = [
+  'faults_injected',
+  'crashes',
+  'bad_input_files',
+  'fuzz_requests',
+  'rows_lost',
+  'outputs_compared',
+] as const;
 
 interface ResultsFile {
   about: string;
@@ -55,7 +62,13 @@ function read(): ResultsFile {
   } catch {
     // first run, or a damaged file: start over
   }
-  return { about: '', scale: SCALE, updated_at: '', totals: { faults_injected: 0, crashes: 0, bad_input_files: 0, fuzz_requests: 0, rows_lost: 0, outputs_compared: 0 }, areas: {} };
+  return {
+    about: '',
+    scale: SCALE,
+    updated_at: '',
+    totals: { faults_injected: 0, crashes: 0, bad_input_files: 0, fuzz_requests: 0, rows_lost: 0, outputs_compared: 0 },
+    areas: {},
+  };
 }
 
 /** Records one area's figures (replacing its previous ones) and recomputes the totals. */
@@ -74,7 +87,8 @@ export function recordResults(area: string, figures: AreaFigures): void {
       }
     }
     const out: ResultsFile = {
-      about: 'Written by the reliability suite (npm run test:reliability, also part of npm test) at the end of each test file: what it tried and what held in its last run.',
+      about:
+        'Written by the reliability suite (npm run test:reliability, also part of npm test) at the end of each test file: what it tried and what held in its last run.',
       scale: SCALE,
       updated_at: now,
       totals,

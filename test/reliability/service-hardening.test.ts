@@ -29,7 +29,17 @@ const KEY = decodeKey(CLIENT_SECRET);
 
 let serve: ServeProcess;
 const agent = new Agent({ connections: IN_FLIGHT, keepAliveTimeout: 10_000 });
-const figures = { fuzz_requests: 0, answered: 0, status_200: 0, status_4xx: 0, status_5xx: 0, dropped: 0, rss_before_mb: 0, rss_after_mb: 0, oversized_413: 0 };
+const figures = {
+  fuzz_requests: 0,
+  answered: 0,
+  status_200: 0,
+  status_4xx: 0,
+  status_5xx: 0,
+  dropped: 0,
+  rss_before_mb: 0,
+  rss_after_mb: 0,
+  oversized_413: 0,
+};
 
 function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -51,7 +61,12 @@ interface Answer {
 }
 
 async function send(shot: Shot): Promise<Answer> {
-  const res = await request(`${serve.url}${shot.path}`, { method: shot.method, headers: shot.headers, body: shot.body, dispatcher: agent });
+  const res = await request(`${serve.url}${shot.path}`, {
+    method: shot.method,
+    headers: shot.headers,
+    body: shot.body,
+    dispatcher: agent,
+  });
   const body = Buffer.from(await res.body.arrayBuffer());
   const ct = res.headers['content-type'];
   return { status: res.statusCode, body, contentType: Array.isArray(ct) ? ct[0] : ct };
@@ -65,7 +80,12 @@ function envelope(json: string, options: { nowMs?: number; key?: Buffer } = {}):
 }
 
 function post(path: string, body: Buffer | string, binary: boolean, headers: Record<string, string> = auth()): Shot {
-  return { path, method: 'POST', headers: { ...headers, 'content-type': binary ? 'application/octet-stream' : 'text/plain' }, body: binary ? body : Buffer.isBuffer(body) ? body.toString('base64') : body };
+  return {
+    path,
+    method: 'POST',
+    headers: { ...headers, 'content-type': binary ? 'application/octet-stream' : 'text/plain' },
+    body: binary ? body : Buffer.isBuffer(body) ? body.toString('base64') : body,
+  };
 }
 
 const b64hash = (s: string): string => createHash('sha256').update(s).digest('base64');
@@ -75,21 +95,63 @@ const b64hash = (s: string): string => createHash('sha256').update(s).digest('ba
 
 const random = seeded(SEED);
 const { int, pick, next } = random;
-const ROUTES = ['/v3/identity/map', '/v2/identity/map', '/v2/identity/buckets', '/v2/optout/status', '/v2/token/generate', '/v2/token/validate'];
-const FIELDS = ['email', 'email_hash', 'phone', 'phone_hash', 'advertising_ids', 'since_timestamp', 'token', 'policy', 'optout_check', '__proto__', 'constructor', 'toString', ''];
+const ROUTES = [
+  '/v3/identity/map',
+  '/v2/identity/map',
+  '/v2/identity/buckets',
+  '/v2/optout/status',
+  '/v2/token/generate',
+  '/v2/token/validate',
+];
+const FIELDS = [
+  'email',
+  'email_hash',
+  'phone',
+  'phone_hash',
+  'advertising_ids',
+  'since_timestamp',
+  'token',
+  'policy',
+  'optout_check',
+  '__proto__',
+  'constructor',
+  'toString',
+  '',
+];
 /**
  * A since_timestamp an hour back: the buckets endpoint answers every bucket rotated since, and from a date months
  * back that is the whole table (~1M buckets, ~64 MB, 2 s of the service's time): faithful, but not what fuzzing
  * is for.
  */
 const RECENT = new Date(Date.now() - 3_600_000).toISOString().slice(0, 19);
-const STRINGS = ['', 'a@b.com', 'optout@example.com', 'validate@example.com', '+12345678901', '+00000000000', b64hash('x@example.com'), 'b4c9a289323b21a01c3e940f150eb9b8c542587f1abfd8f0e1cc1ffc5e475514', RECENT, '2026-02-30T25:61', '2026-01-01T00:00:00Z', '\u0000', '\ud800', '😊', '%00', '../../etc/passwd', 'A'.repeat(5000)];
+const STRINGS = [
+  '',
+  'a@b.com',
+  'optout@example.com',
+  'validate@example.com',
+  '+12345678901',
+  '+00000000000',
+  b64hash('x@example.com'),
+  'b4c9a289323b21a01c3e940f150eb9b8c542587f1abfd8f0e1cc1ffc5e475514',
+  RECENT,
+  '2026-02-30T25:61',
+  '2026-01-01T00:00:00Z',
+  '\u0000',
+  '\ud800',
+  '😊',
+  '%00',
+  '../../etc/passwd',
+  'A'.repeat(5000),
+];
 
 /** A request JSON that the route accepts. */
 function validJson(route: string, token: string): string {
   switch (route) {
     case '/v3/identity/map':
-      return JSON.stringify({ email_hash: Array.from({ length: 1 + int(40) }, (_, i) => b64hash(`fuzz${int(1e6)}-${i}@example.com`)), phone: [`+1415555${String(1000 + int(8999))}`] });
+      return JSON.stringify({
+        email_hash: Array.from({ length: 1 + int(40) }, (_, i) => b64hash(`fuzz${int(1e6)}-${i}@example.com`)),
+        phone: [`+1415555${String(1000 + int(8999))}`],
+      });
     case '/v2/identity/map':
       return JSON.stringify({ email: Array.from({ length: 1 + int(10) }, () => `fuzz${int(1e6)}@example.com`) });
     case '/v2/identity/buckets':
@@ -97,7 +159,14 @@ function validJson(route: string, token: string): string {
     case '/v2/optout/status':
       return JSON.stringify({ advertising_ids: Array.from({ length: 1 + int(20) }, () => b64hash(String(int(1e9)))) });
     case '/v2/token/generate':
-      return JSON.stringify(pick([{ email: `gen${int(1e6)}@example.com` }, { phone: '+12345678901' }, { email_hash: b64hash('y@example.com') }, { email: 'optout@example.com' }]));
+      return JSON.stringify(
+        pick([
+          { email: `gen${int(1e6)}@example.com` },
+          { phone: '+12345678901' },
+          { email_hash: b64hash('y@example.com') },
+          { email: 'optout@example.com' },
+        ]),
+      );
     default:
       return JSON.stringify({ token, email: 'validate@example.com' });
   }
@@ -121,7 +190,13 @@ function randomValue(depth: number): unknown {
       return Array.from({ length: 4000 + int(2000) }, () => b64hash(String(int(1e6))));
     default: {
       const o: Record<string, unknown> = {};
-      for (let i = int(4); i >= 0; i--) Object.defineProperty(o, pick(FIELDS), { value: randomValue(depth + 1), enumerable: true, configurable: true, writable: true });
+      for (let i = int(4); i >= 0; i--)
+        Object.defineProperty(o, pick(FIELDS), {
+          value: randomValue(depth + 1),
+          enumerable: true,
+          configurable: true,
+          writable: true,
+        });
       return o;
     }
   }
@@ -186,7 +261,9 @@ function mutateText(text: string): string {
     case 2:
       return text + text;
     default:
-      return text.replace(/[A-Za-z]/g, (c) => (next() < 0.02 ? c.toLowerCase() === c ? c.toUpperCase() : c.toLowerCase() : c));
+      return text.replace(/[A-Za-z]/g, (c) =>
+        next() < 0.02 ? (c.toLowerCase() === c ? c.toUpperCase() : c.toLowerCase()) : c,
+      );
   }
 }
 
@@ -204,18 +281,62 @@ function makeShot(token: string, refreshToken: string): Shot {
   }
   if (kind < 78) {
     const body = pick([randomBytes(int(300)), randomBytes(int(120)).toString('base64'), validJson(route, token), '']);
-    return { path: route, method: 'POST', headers: { ...auth(), 'content-type': pick(['application/json', 'text/plain', 'application/octet-stream', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) }, body };
+    return {
+      path: route,
+      method: 'POST',
+      headers: {
+        ...auth(),
+        'content-type': pick([
+          'application/json',
+          'text/plain',
+          'application/octet-stream',
+          'application/x-www-form-urlencoded',
+          'multipart/form-data; boundary=x',
+        ]),
+      },
+      body,
+    };
   }
   if (kind < 85) {
-    const headers = pick([{}, auth('wrong'), { authorization: 'Bearer' }, { authorization: `Basic ${API_KEY}` }, { authorization: API_KEY }, { authorization: `bearer   ${API_KEY}   ` }, auth(`${API_KEY}x`)]);
+    const headers = pick([
+      {},
+      auth('wrong'),
+      { authorization: 'Bearer' },
+      { authorization: `Basic ${API_KEY}` },
+      { authorization: API_KEY },
+      { authorization: `bearer   ${API_KEY}   ` },
+      auth(`${API_KEY}x`),
+    ]);
     const key = next() < 0.5 ? KEY : randomBytes(32);
     return post(route, envelope(validJson(route, token), { key }).bytes, binary, headers);
   }
   if (kind < 94) {
-    const body = pick([refreshToken, mutateText(refreshToken), randomBytes(291).toString('base64'), 'x'.repeat(388), '', refreshToken.slice(0, 200), `${refreshToken}\n`]);
+    const body = pick([
+      refreshToken,
+      mutateText(refreshToken),
+      randomBytes(291).toString('base64'),
+      'x'.repeat(388),
+      '',
+      refreshToken.slice(0, 200),
+      `${refreshToken}\n`,
+    ]);
     return { path: '/v2/token/refresh', method: 'POST', headers: next() < 0.5 ? auth() : {}, body };
   }
-  if (kind < 97) return { path: pick(['/', '/v2', '/v3/identity/map/../../_local/stats', `/v2/${'a'.repeat(4000)}`, '/v3/identity/map?x=%zz', '/ops/healthcheck', '/_local/clock', '/_local/nothing']), method: pick(['GET', 'POST', 'PUT', 'DELETE']), headers: {} };
+  if (kind < 97)
+    return {
+      path: pick([
+        '/',
+        '/v2',
+        '/v3/identity/map/../../_local/stats',
+        `/v2/${'a'.repeat(4000)}`,
+        '/v3/identity/map?x=%zz',
+        '/ops/healthcheck',
+        '/_local/clock',
+        '/_local/nothing',
+      ]),
+      method: pick(['GET', 'POST', 'PUT', 'DELETE']),
+      headers: {},
+    };
   return { path: route, method: pick(['GET', 'PUT', 'DELETE']), headers: auth() };
 }
 
@@ -234,7 +355,11 @@ beforeAll(async () => {
   const answer = await send(post('/v2/token/generate', bytes, true));
   expect(answer.status).toBe(200);
   const opened = decryptResponse(KEY, decodeBody(answer.body, answer.contentType), nonce);
-  const body = (JSON.parse(opened.json.toString('utf8')) as { body: { advertising_token: string; refresh_token: string; refresh_response_key: string } }).body;
+  const body = (
+    JSON.parse(opened.json.toString('utf8')) as {
+      body: { advertising_token: string; refresh_token: string; refresh_response_key: string };
+    }
+  ).body;
   token = body.advertising_token;
   refreshToken = body.refresh_token;
   expect(refreshToken).toHaveLength(388);
@@ -265,7 +390,9 @@ describe('local service under seeded fuzzing (a separate serve process)', () => 
               if (answer.status === 413) figures.oversized_413++;
               if (answer.status >= 500) {
                 figures.status_5xx++;
-                failures.push(`${shot.method} ${shot.path.slice(0, 80)} -> ${answer.status} ${answer.body.toString('utf8').slice(0, 160)}`);
+                failures.push(
+                  `${shot.method} ${shot.path.slice(0, 80)} -> ${answer.status} ${answer.body.toString('utf8').slice(0, 160)}`,
+                );
               }
             } catch (err) {
               figures.dropped++;
@@ -292,7 +419,9 @@ describe('local service under seeded fuzzing (a separate serve process)', () => 
     const { bytes, nonce } = envelope(JSON.stringify({ email_hash: [b64hash('after@example.com')] }));
     const mapped = await send(post('/v3/identity/map', bytes, true));
     expect(mapped.status).toBe(200);
-    const json = JSON.parse(decryptResponse(KEY, decodeBody(mapped.body, mapped.contentType), nonce).json.toString('utf8')) as { body: { email_hash: { u: string }[] } };
+    const json = JSON.parse(
+      decryptResponse(KEY, decodeBody(mapped.body, mapped.contentType), nonce).json.toString('utf8'),
+    ) as { body: { email_hash: { u: string }[] } };
     expect(json.body.email_hash[0]!.u).toMatch(/^[A-Za-z0-9+/]{43}=$/);
   }, 600_000);
 });
@@ -334,7 +463,9 @@ describe('refused as the operator refuses', () => {
   it('a wrong client secret: 400 "Invalid body: Check encryption key (ClientSecret)."', async () => {
     const answer = await send(post('/v3/identity/map', envelope(map, { key: randomBytes(32) }).bytes, true));
     expect(answer.status).toBe(400);
-    expect((JSON.parse(answer.body.toString('utf8')) as { message: string }).message).toMatch(/^Invalid body: Check encryption key \(ClientSecret\)\./);
+    expect((JSON.parse(answer.body.toString('utf8')) as { message: string }).message).toMatch(
+      /^Invalid body: Check encryption key \(ClientSecret\)\./,
+    );
   });
 
   it('a body over 1,048,576 bytes: 413 in plain text, before the key is even looked at', async () => {

@@ -29,8 +29,12 @@ async function start(options: ServiceOptions = {}): Promise<LocalService> {
 async function mapOnRealClock(s: LocalService, hashes: string[]) {
   const key = decodeKey(s.clientSecret);
   const { envelope, nonce } = encryptRequest(key, JSON.stringify({ email_hash: hashes }), { nowMs: Date.now() });
-  const raw = await post(s, V3, envelope.toString('base64'), { authorization: `Bearer ${s.apiKey}`, 'content-type': 'text/plain' });
-  if (raw.status !== 200) return { status: raw.status, json: JSON.parse(raw.text) as unknown, items: [] as V3Item[], envelopeMs: NaN };
+  const raw = await post(s, V3, envelope.toString('base64'), {
+    authorization: `Bearer ${s.apiKey}`,
+    'content-type': 'text/plain',
+  });
+  if (raw.status !== 200)
+    return { status: raw.status, json: JSON.parse(raw.text) as unknown, items: [] as V3Item[], envelopeMs: NaN };
   const opened = decryptResponse(key, decodeBody(raw.body, raw.contentType), nonce);
   const json = JSON.parse(opened.json.toString('utf8')) as { body: { email_hash: V3Item[] } };
   return { status: 200, json: json as unknown, items: json.body.email_hash, envelopeMs: opened.timestampMs };

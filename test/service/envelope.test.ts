@@ -3,7 +3,8 @@ import { decodeKey, decryptResponse, encryptRequest } from '../../src/protocol/i
 import { startService, type LocalService } from '../../src/service/index.js';
 import { call, get, post } from './helpers.js';
 
-const HINT = ' See https://unifiedid.com/docs/getting-started/gs-encryption-decryption for details on the request envelope format.';
+const HINT =
+  ' See https://unifiedid.com/docs/getting-started/gs-encryption-decryption for details on the request envelope format.';
 const UNENCRYPTED =
   'Invalid body: The request body is unencrypted JSON. It must be an encrypted request envelope. See https://unifiedid.com/docs/getting-started/gs-encryption-decryption#encryption-and-decryption-code-examples for encryption and decryption code examples.';
 const MAP = '/v3/identity/map';
@@ -45,11 +46,15 @@ describe('envelope checks, in the operator order and words', () => {
     expect(await clientError('not base64!')).toBe(`Invalid body: Body is not valid base64.${HINT}`);
     // whitespace is not allowed by the strict decoder
     const { envelope } = sealed('{"email":[]}');
-    expect(await clientError(`${envelope.toString('base64')}\n`)).toBe(`Invalid body: Body is not valid base64.${HINT}`);
+    expect(await clientError(`${envelope.toString('base64')}\n`)).toBe(
+      `Invalid body: Body is not valid base64.${HINT}`,
+    );
   });
 
   it('too short, unless the short bytes are JSON', async () => {
-    expect(await clientError(Buffer.from('test').toString('base64'))).toBe(`Invalid body: Body too short. Check encryption method.${HINT}`);
+    expect(await clientError(Buffer.from('test').toString('base64'))).toBe(
+      `Invalid body: Body too short. Check encryption method.${HINT}`,
+    );
     expect(await clientError(Buffer.from('{"version": 2}').toString('base64'))).toBe(UNENCRYPTED);
   });
 
@@ -63,10 +68,14 @@ describe('envelope checks, in the operator order and words', () => {
 
   it('wrong client secret or altered bytes', async () => {
     const other = encryptRequest(Buffer.alloc(32, 7), '{"email":[]}', { nowMs: service.envelopeNowMs() }).envelope;
-    expect(await clientError(other.toString('base64'))).toBe(`Invalid body: Check encryption key (ClientSecret).${HINT}`);
+    expect(await clientError(other.toString('base64'))).toBe(
+      `Invalid body: Check encryption key (ClientSecret).${HINT}`,
+    );
     const tampered = Buffer.from(sealed('{"email":[]}').envelope);
     tampered[20]! ^= 1;
-    expect(await clientError(tampered.toString('base64'))).toBe(`Invalid body: Check encryption key (ClientSecret).${HINT}`);
+    expect(await clientError(tampered.toString('base64'))).toBe(
+      `Invalid body: Check encryption key (ClientSecret).${HINT}`,
+    );
   });
 
   it('timestamp window: whole minutes of (now - ts), more than 1 either way is refused', async () => {
@@ -91,7 +100,10 @@ describe('envelope checks, in the operator order and words', () => {
   it('payload that is not a JSON object', async () => {
     for (const payload of ['[1,2]', '"text"', '{"email":', '42', 'null']) {
       const answer = await call(service, MAP, payload);
-      expect(answer.json).toEqual({ status: 'client_error', message: 'Invalid payload in body: Data is not valid json string.' });
+      expect(answer.json).toEqual({
+        status: 'client_error',
+        message: 'Invalid payload in body: Data is not valid json string.',
+      });
     }
   });
 
@@ -130,7 +142,10 @@ describe('body modes', () => {
 
   it('binary request -> binary answer', async () => {
     const { envelope, nonce } = sealed('{"email":["a@example.com"]}');
-    const answer = await post(service, MAP, envelope, { ...auth(), 'content-type': 'Application/Octet-Stream; charset=x' });
+    const answer = await post(service, MAP, envelope, {
+      ...auth(),
+      'content-type': 'Application/Octet-Stream; charset=x',
+    });
     expect(answer.status).toBe(200);
     expect(answer.contentType).toBe('application/octet-stream');
     expect(JSON.parse(decryptResponse(key, answer.body, nonce).json.toString()).status).toBe('success');
@@ -138,17 +153,25 @@ describe('body modes', () => {
 
   it('form-encoded content type (the Java client) is text mode', async () => {
     const { envelope, nonce } = sealed('{"email":[]}');
-    const answer = await post(service, MAP, envelope.toString('base64'), { ...auth(), 'content-type': 'application/x-www-form-urlencoded' });
+    const answer = await post(service, MAP, envelope.toString('base64'), {
+      ...auth(),
+      'content-type': 'application/x-www-form-urlencoded',
+    });
     expect(answer.contentType).toBe('text/plain');
     expect(decryptResponse(key, Buffer.from(answer.text, 'base64'), nonce).json.length).toBeGreaterThan(0);
   });
 
   it('binary content type with a base64 body falls back to text and answers in text', async () => {
     const { envelope, nonce } = sealed('{"email":[]}');
-    const answer = await post(service, MAP, envelope.toString('base64'), { ...auth(), 'content-type': 'application/octet-stream' });
+    const answer = await post(service, MAP, envelope.toString('base64'), {
+      ...auth(),
+      'content-type': 'application/octet-stream',
+    });
     expect(answer.status).toBe(200);
     expect(answer.contentType).toBe('text/plain');
-    expect(JSON.parse(decryptResponse(key, Buffer.from(answer.text, 'base64'), nonce).json.toString()).status).toBe('success');
+    expect(JSON.parse(decryptResponse(key, Buffer.from(answer.text, 'base64'), nonce).json.toString()).status).toBe(
+      'success',
+    );
   });
 
   it('in the fallback, the error about the decoded bytes wins; a non-base64 binary body keeps its own error', async () => {
@@ -156,7 +179,9 @@ describe('body modes', () => {
     expect(await clientError(Buffer.alloc(64, 2).toString('base64'), binary)).toBe(
       `Invalid body: Invalid request envelope format version: received 2, must be 1.${HINT}`,
     );
-    expect(await clientError(Buffer.alloc(64, 2), binary)).toBe(`Invalid body: Invalid request envelope format version: received 2, must be 1.${HINT}`);
+    expect(await clientError(Buffer.alloc(64, 2), binary)).toBe(
+      `Invalid body: Invalid request envelope format version: received 2, must be 1.${HINT}`,
+    );
     expect(await clientError(Buffer.from('{"email_hash":"x"}').toString('base64'), binary)).toBe(UNENCRYPTED);
     expect(await clientError('{"email_hash":"x"}', binary)).toBe(UNENCRYPTED);
   });
@@ -191,7 +216,9 @@ describe('size limit and authentication, before the envelope', () => {
 
   it('the header is trimmed and "bearer " matched in any case', async () => {
     const { envelope } = sealed('{"email":[]}');
-    const answer = await post(service, MAP, envelope.toString('base64'), { authorization: `  BEARER ${service.apiKey}  ` });
+    const answer = await post(service, MAP, envelope.toString('base64'), {
+      authorization: `  BEARER ${service.apiKey}  `,
+    });
     expect(answer.status).toBe(200);
   });
 

@@ -31,7 +31,14 @@ async function outcome(s: LocalService, path = V3, json: unknown = { email: [] }
 describe('injected faults', () => {
   it('p429 = 1: bare 429 with no body on every API route, never on /_local/ or the healthcheck', async () => {
     const s = await start({ faults: { p429: 1 } });
-    for (const path of [V3, '/v2/identity/map', '/v2/identity/buckets', '/v2/optout/status', '/v2/token/generate', '/v2/token/refresh']) {
+    for (const path of [
+      V3,
+      '/v2/identity/map',
+      '/v2/identity/buckets',
+      '/v2/optout/status',
+      '/v2/token/generate',
+      '/v2/token/refresh',
+    ]) {
       const answer = await post(s, path, 'anything', { authorization: `Bearer ${s.apiKey}` });
       expect(answer.status).toBe(429);
       expect(answer.body.length).toBe(0);

@@ -39,7 +39,23 @@ const random = mulberry32(0x5eed);
 const int = (n: number) => Math.floor(random() * n);
 const pick = <T>(items: readonly T[]): T => items[int(items.length)]!;
 
-const KEYS = ['email', 'email_hash', 'phone', 'phone_hash', 'advertising_ids', 'since_timestamp', 'token', 'advance_days', 'set', 'since_ms', 'advertising_id', 'policy', '__proto__', 'constructor', ''];
+const KEYS = [
+  'email',
+  'email_hash',
+  'phone',
+  'phone_hash',
+  'advertising_ids',
+  'since_timestamp',
+  'token',
+  'advance_days',
+  'set',
+  'since_ms',
+  'advertising_id',
+  'policy',
+  '__proto__',
+  'constructor',
+  '',
+];
 const STRINGS = [
   '',
   'a@b.com',
@@ -67,7 +83,9 @@ function randomValue(depth: number): unknown {
       return random() < 0.5;
     case 3:
     case 4:
-      return random() < 0.7 ? pick(STRINGS) : Buffer.from(Array.from({ length: int(60) }, () => int(256))).toString('latin1');
+      return random() < 0.7
+        ? pick(STRINGS)
+        : Buffer.from(Array.from({ length: int(60) }, () => int(256))).toString('latin1');
     case 5:
     case 6:
       return Array.from({ length: int(8) }, () => randomValue(depth + 1));
@@ -78,7 +96,13 @@ function randomValue(depth: number): unknown {
 
 function randomObject(depth = 0): Record<string, unknown> {
   const o: Record<string, unknown> = {};
-  for (let i = int(4); i >= 0; i--) Object.defineProperty(o, pick(KEYS), { value: randomValue(depth), enumerable: true, configurable: true, writable: true });
+  for (let i = int(4); i >= 0; i--)
+    Object.defineProperty(o, pick(KEYS), {
+      value: randomValue(depth),
+      enumerable: true,
+      configurable: true,
+      writable: true,
+    });
   return o;
 }
 
@@ -87,7 +111,9 @@ function randomJsonText(): string {
   if (random() < 0.15) {
     // structural damage: cut, or splice a random character in
     const at = int(text.length + 1);
-    return random() < 0.5 ? text.slice(0, at) : `${text.slice(0, at)}${pick(['{', '"', ',', ']', '\\', '\u0000'])}${text.slice(at)}`;
+    return random() < 0.5
+      ? text.slice(0, at)
+      : `${text.slice(0, at)}${pick(['{', '"', ',', ']', '\\', '\u0000'])}${text.slice(at)}`;
   }
   return text;
 }
@@ -102,9 +128,18 @@ interface Attempt {
 function makeAttempt(service: LocalService, key: Buffer): Attempt {
   const route = pick(ROUTES);
   const headers: Record<string, string> = {};
-  if (random() < 0.85) headers.authorization = pick([`Bearer ${service.apiKey}`, `bearer ${service.apiKey}`, 'Bearer wrong', 'Bearer', `${service.apiKey}`]);
+  if (random() < 0.85)
+    headers.authorization = pick([
+      `Bearer ${service.apiKey}`,
+      `bearer ${service.apiKey}`,
+      'Bearer wrong',
+      'Bearer',
+      `${service.apiKey}`,
+    ]);
   const binary = random() < 0.4;
-  headers['content-type'] = binary ? 'application/octet-stream' : pick(['text/plain', 'application/json', 'application/x-www-form-urlencoded']);
+  headers['content-type'] = binary
+    ? 'application/octet-stream'
+    : pick(['text/plain', 'application/json', 'application/x-www-form-urlencoded']);
   const method = route === '/ops/healthcheck' || random() < 0.05 ? pick(['GET', 'POST', 'PUT']) : 'POST';
   let payload: Buffer | string;
   const kind = int(6);
@@ -158,7 +193,8 @@ describe('fuzz', () => {
             });
             const text = await res.body.text();
             statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
-            if (res.statusCode >= 500) failures.push(`${a.method} ${a.route} -> ${res.statusCode} ${text.slice(0, 200)}`);
+            if (res.statusCode >= 500)
+              failures.push(`${a.method} ${a.route} -> ${res.statusCode} ${text.slice(0, 200)}`);
           } catch (err) {
             failures.push(`${a.method} ${a.route} -> no answer: ${(err as Error).message}`);
           }
@@ -173,7 +209,9 @@ describe('fuzz', () => {
     const total = Object.values(service.stats().requests).reduce((a, b) => a + b, 0);
     expect(total).toBe(ROUNDS);
     // and the service still maps afterwards
-    const mapped = await body<{ email: { u?: string }[] }>(service, '/v3/identity/map', { email: ['after-fuzz@example.com'] });
+    const mapped = await body<{ email: { u?: string }[] }>(service, '/v3/identity/map', {
+      email: ['after-fuzz@example.com'],
+    });
     expect(mapped.email[0]!.u).toMatch(/^[A-Za-z0-9+/]{43}=$/);
   });
 });

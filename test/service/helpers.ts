@@ -1,11 +1,5 @@
 import { request } from 'undici';
-import {
-  decodeBody,
-  decodeKey,
-  decryptResponse,
-  encryptRequest,
-  type BodyMode,
-} from '../../src/protocol/index.js';
+import { decodeBody, decodeKey, decryptResponse, encryptRequest, type BodyMode } from '../../src/protocol/index.js';
 import type { LocalService } from '../../src/service/index.js';
 
 /**
@@ -47,10 +41,17 @@ export interface CallOptions {
   secret?: string;
 }
 
-export type Decrypted = { status: 200; json: Record<string, unknown>; raw: RawAnswer } | { status: number; json: unknown; raw: RawAnswer };
+export type Decrypted =
+  | { status: 200; json: Record<string, unknown>; raw: RawAnswer }
+  | { status: number; json: unknown; raw: RawAnswer };
 
 /** Encrypts `json`, posts it with the service's key, decrypts a 200 and parses anything else as JSON. */
-export async function call(service: Pick<LocalService, 'url' | 'apiKey' | 'clientSecret' | 'envelopeNowMs'>, path: string, json: unknown, options: CallOptions = {}): Promise<Decrypted> {
+export async function call(
+  service: Pick<LocalService, 'url' | 'apiKey' | 'clientSecret' | 'envelopeNowMs'>,
+  path: string,
+  json: unknown,
+  options: CallOptions = {},
+): Promise<Decrypted> {
   const key = decodeKey(options.secret ?? service.clientSecret);
   const text = typeof json === 'string' ? json : JSON.stringify(json);
   const { envelope, nonce } = encryptRequest(key, text, { nowMs: options.nowMs ?? service.envelopeNowMs() });
@@ -73,7 +74,12 @@ export async function call(service: Pick<LocalService, 'url' | 'apiKey' | 'clien
 }
 
 /** The decrypted body of a 200 success, or a failed expectation with what came instead. */
-export async function body<T = unknown>(service: Pick<LocalService, 'url' | 'apiKey' | 'clientSecret' | 'envelopeNowMs'>, path: string, json: unknown, options: CallOptions = {}): Promise<T> {
+export async function body<T = unknown>(
+  service: Pick<LocalService, 'url' | 'apiKey' | 'clientSecret' | 'envelopeNowMs'>,
+  path: string,
+  json: unknown,
+  options: CallOptions = {},
+): Promise<T> {
   const answer = await call(service, path, json, options);
   if (answer.status !== 200) throw new Error(`expected 200 from ${path}, got ${answer.status}: ${answer.raw.text}`);
   const envelope = answer.json as { status?: string; body?: T };
@@ -81,8 +87,15 @@ export async function body<T = unknown>(service: Pick<LocalService, 'url' | 'api
   return envelope.body as T;
 }
 
-export async function admin(service: Pick<LocalService, 'url'>, path: string, json?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
-  const raw = json === undefined ? await get(service, path) : await post(service, path, JSON.stringify(json), { 'content-type': 'application/json' });
+export async function admin(
+  service: Pick<LocalService, 'url'>,
+  path: string,
+  json?: unknown,
+): Promise<{ status: number; json: Record<string, unknown> }> {
+  const raw =
+    json === undefined
+      ? await get(service, path)
+      : await post(service, path, JSON.stringify(json), { 'content-type': 'application/json' });
   return { status: raw.status, json: JSON.parse(raw.text) as Record<string, unknown> };
 }
 

@@ -6,8 +6,10 @@ import { body, call } from './helpers.js';
 const V3 = '/v3/identity/map';
 const V2 = '/v2/identity/map';
 const START = Date.UTC(2026, 2, 10, 9, 30, 0);
-const REQUIRED_V3 = 'Required Parameter Missing: one or more of [email, email_hash, phone, phone_hash] must be specified';
-const EXACTLY_ONE_V2 = 'Required Parameter Missing: exactly one of [email, email_hash, phone, phone_hash] must be specified';
+const REQUIRED_V3 =
+  'Required Parameter Missing: one or more of [email, email_hash, phone, phone_hash] must be specified';
+const EXACTLY_ONE_V2 =
+  'Required Parameter Missing: exactly one of [email, email_hash, phone, phone_hash] must be specified';
 
 interface Mapped {
   u: string;
@@ -133,7 +135,10 @@ describe('/v3/identity/map', () => {
   it('more items than the cap (all kinds together) is "Request payload is too large"', async () => {
     const emails = Array.from({ length: 30 }, (_, i) => `p${i}@example.com`);
     const phones = Array.from({ length: 21 }, (_, i) => `+1202555${String(i).padStart(4, '0')}`);
-    expect(await errorOf(V3, { email: emails, phone: phones })).toEqual({ status: 'client_error', message: 'Request payload is too large' });
+    expect(await errorOf(V3, { email: emails, phone: phones })).toEqual({
+      status: 'client_error',
+      message: 'Request payload is too large',
+    });
     const ok = await mapV3({ email: emails, phone: phones.slice(1) });
     expect(ok.email).toHaveLength(30);
   });
@@ -170,7 +175,9 @@ describe('/v3/identity/map', () => {
 describe('/v2/identity/map', () => {
   it('mapped and unmapped in input order, identifier echoed verbatim, bucket_id per salt bucket', async () => {
     const v3 = await mapV3({ email: ['A@Example.com', 'b@example.com'] });
-    const result = await mapV2({ email: ['A@Example.com', 'bad', 'optout@example.com', 'b@example.com', 'A@Example.com'] });
+    const result = await mapV2({
+      email: ['A@Example.com', 'bad', 'optout@example.com', 'b@example.com', 'A@Example.com'],
+    });
     expect(result.mapped.map((m) => m.identifier)).toEqual(['A@Example.com', 'b@example.com', 'A@Example.com']);
     expect(result.mapped[0]!.advertising_id).toBe((v3.email[0] as Mapped).u);
     expect(result.mapped[1]!.advertising_id).toBe((v3.email[1] as Mapped).u);
@@ -203,11 +210,23 @@ describe('/v2/identity/map', () => {
   it('request errors', async () => {
     expect(await errorOf(V2, {})).toEqual({ status: 'client_error', message: EXACTLY_ONE_V2 });
     expect(await errorOf(V2, { optout_check: 1 })).toEqual({ status: 'client_error', message: EXACTLY_ONE_V2 });
-    expect(await errorOf(V2, { email: ['a@example.com'], phone: ['+12025550111'] })).toEqual({ status: 'client_error', message: EXACTLY_ONE_V2 });
-    expect(await errorOf(V2, { email: 'a@example.com' })).toEqual({ status: 'client_error', message: 'email must be an array' });
-    expect(await errorOf(V2, { phone_hash: {} })).toEqual({ status: 'client_error', message: 'phone_hash must be an array' });
+    expect(await errorOf(V2, { email: ['a@example.com'], phone: ['+12025550111'] })).toEqual({
+      status: 'client_error',
+      message: EXACTLY_ONE_V2,
+    });
+    expect(await errorOf(V2, { email: 'a@example.com' })).toEqual({
+      status: 'client_error',
+      message: 'email must be an array',
+    });
+    expect(await errorOf(V2, { phone_hash: {} })).toEqual({
+      status: 'client_error',
+      message: 'phone_hash must be an array',
+    });
     const many = Array.from({ length: 51 }, (_, i) => `v2cap${i}@example.com`);
-    expect(await errorOf(V2, { email: many })).toEqual({ status: 'client_error', message: 'Request payload is too large' });
+    expect(await errorOf(V2, { email: many })).toEqual({
+      status: 'client_error',
+      message: 'Request payload is too large',
+    });
   });
 
   it('a null element is unmapped as "null"', async () => {

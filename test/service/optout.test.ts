@@ -48,7 +48,9 @@ describe('POST /_local/optout and the map endpoints', () => {
     expect((await admin(s, '/_local/optout', { email: 'leaving@example.com' })).json).toEqual({ ok: true });
     expect(await mapOne(s, 'email', 'LEAVING@example.com')).toEqual({ e: 'optout' });
     expect(await mapOne(s, 'email_hash', sha256Base64('leaving@example.com'))).toEqual({ e: 'optout' });
-    const v2 = await body<{ mapped: unknown[]; unmapped: unknown[] }>(s, V2, { email: ['leaving@example.com', 'staying@example.com'] });
+    const v2 = await body<{ mapped: unknown[]; unmapped: unknown[] }>(s, V2, {
+      email: ['leaving@example.com', 'staying@example.com'],
+    });
     expect(v2.unmapped).toEqual([{ identifier: 'leaving@example.com', reason: 'optout' }]);
     expect(v2.mapped).toHaveLength(1);
     // /v2/optout/status knows the raw UID it had
@@ -80,7 +82,9 @@ describe('POST /_local/optout and the map endpoints', () => {
     const mapped = (await body<V3Body>(s, V3, { email: list }, { mode: 'binary' })).email as Mapped[];
     const soonest = mapped.reduce((a, b) => (b.r < a.r ? b : a));
     const id = list[mapped.indexOf(soonest)]!;
-    expect((await admin(s, '/_local/optout', { advertising_id: soonest.u, since_ms: START })).json).toEqual({ ok: true });
+    expect((await admin(s, '/_local/optout', { advertising_id: soonest.u, since_ms: START })).json).toEqual({
+      ok: true,
+    });
     expect(await mapOne(s, 'email', id)).toEqual({ e: 'optout' });
     expect((await status(s, [soonest.u])).opted_out).toEqual([{ advertising_id: soonest.u, opted_out_since: START }]);
     // after its bucket rotates the DII has a new raw UID, but its previous one is still the opted-out one
@@ -141,8 +145,12 @@ describe('/v2/optout/status', () => {
     const err = (message: string) => ({ status: 'client_error', message });
     expect((await call(s, STATUS, '')).json).toEqual(err('Invalid request body'));
     expect((await call(s, STATUS, {})).json).toEqual(err('Required Parameter Missing: advertising_ids'));
-    expect((await call(s, STATUS, { advertising_ids: null })).json).toEqual(err('Required Parameter Missing: advertising_ids'));
-    expect((await call(s, STATUS, { advertising_ids: Array(5001).fill('a') })).json).toEqual(err('Request payload is too large'));
+    expect((await call(s, STATUS, { advertising_ids: null })).json).toEqual(
+      err('Required Parameter Missing: advertising_ids'),
+    );
+    expect((await call(s, STATUS, { advertising_ids: Array(5001).fill('a') })).json).toEqual(
+      err('Request payload is too large'),
+    );
     expect((await call(s, STATUS, { advertising_ids: Array(5000).fill('a') })).status).toBe(200);
     expect((await call(s, STATUS, { advertising_ids: 'abc' })).status).toBe(400);
     expect((await call(s, STATUS, { advertising_ids: [1, 2] })).status).toBe(400);
@@ -201,7 +209,9 @@ describe('--optout-file', () => {
   });
 
   it('a missing file says so', async () => {
-    await expect(startService({ optoutFile: join(dir, 'nope.csv') })).rejects.toThrow(/cannot read the opt-out file .*nope\.csv \(ENOENT\)/);
+    await expect(startService({ optoutFile: join(dir, 'nope.csv') })).rejects.toThrow(
+      /cannot read the opt-out file .*nope\.csv \(ENOENT\)/,
+    );
   });
 });
 

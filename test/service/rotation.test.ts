@@ -43,7 +43,8 @@ describe('salt buckets (engine)', () => {
 
   it('about 1/365 of the buckets rotate on any day, and every bucket once per 365 days', () => {
     const counts = new Map<number, number>();
-    for (let b = 0; b < BUCKET_COUNT; b++) counts.set(engine.buckets.phaseOf(b), (counts.get(engine.buckets.phaseOf(b)) ?? 0) + 1);
+    for (let b = 0; b < BUCKET_COUNT; b++)
+      counts.set(engine.buckets.phaseOf(b), (counts.get(engine.buckets.phaseOf(b)) ?? 0) + 1);
     expect(counts.size).toBe(365);
     const expected = BUCKET_COUNT / 365;
     for (const n of counts.values()) expect(Math.abs(n - expected)).toBeLessThan(expected * 0.1);
@@ -62,7 +63,9 @@ describe('salt buckets (engine)', () => {
     for (let b = 0; b < 20000; b++) ids.add(engine.buckets.bucketId(b));
     expect(ids.size).toBe(20000);
     for (const id of [...ids].slice(0, 100)) expect(id).toMatch(/^[A-Za-z0-9]{10}$/);
-    expect(engine.buckets.bucketId(77)).toBe(new LocalIdentityEngine('rotation-test', 'UID2', new OptoutRegistry()).buckets.bucketId(77));
+    expect(engine.buckets.bucketId(77)).toBe(
+      new LocalIdentityEngine('rotation-test', 'UID2', new OptoutRegistry()).buckets.bucketId(77),
+    );
   });
 });
 
@@ -174,7 +177,12 @@ describe('/v2/identity/buckets', () => {
     expect(today.length).toBeLessThan(3300);
     expect(new Set(today.map((b) => b.bucket_id)).size).toBe(today.length);
     expect(await body<Buckets>(s, BUCKETS, { since_timestamp: isoLocal(rotationMs + 1) })).toEqual([]);
-    const twoDays = await body<Buckets>(s, BUCKETS, { since_timestamp: isoLocal(rotationMs - DAY_MS) }, { mode: 'binary' });
+    const twoDays = await body<Buckets>(
+      s,
+      BUCKETS,
+      { since_timestamp: isoLocal(rotationMs - DAY_MS) },
+      { mode: 'binary' },
+    );
     expect(twoDays.length).toBe(today.length + dayBefore.length);
     expect(previousMs).toBe(rotationMs - 365 * DAY_MS);
   });
@@ -202,7 +210,18 @@ describe('/v2/identity/buckets', () => {
     }
     expect(parseIsoLocalDateTimeMs('2024-02-29T23:59:59')).toBe(Date.UTC(2024, 1, 29, 23, 59, 59));
     const invalid = { status: 'client_error', message: 'invalid date, must conform to ISO 8601' };
-    for (const bad of ['2026-05-01T00:00:00Z', '2026-05-01T00:00:00+00:00', '2026-05-01', '2026-05-01 00:00:00', '2026-02-29T00:00:00', '2026-13-01T00:00', '', 1_700_000_000, true, {}]) {
+    for (const bad of [
+      '2026-05-01T00:00:00Z',
+      '2026-05-01T00:00:00+00:00',
+      '2026-05-01',
+      '2026-05-01 00:00:00',
+      '2026-02-29T00:00:00',
+      '2026-13-01T00:00',
+      '',
+      1_700_000_000,
+      true,
+      {},
+    ]) {
       expect((await call(s, BUCKETS, { since_timestamp: bad })).json).toEqual(invalid);
     }
     const missing = { status: 'client_error', message: 'missing parameter since_timestamp' };

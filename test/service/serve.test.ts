@@ -15,7 +15,10 @@ interface Ready {
 }
 
 /** A handle on a service in another process, enough for the test client; `envelopeNowMs` is the caller's clock. */
-function remote(ready: Ready, envelopeNowMs: () => number = Date.now): Pick<LocalService, 'url' | 'apiKey' | 'clientSecret' | 'envelopeNowMs'> {
+function remote(
+  ready: Ready,
+  envelopeNowMs: () => number = Date.now,
+): Pick<LocalService, 'url' | 'apiKey' | 'clientSecret' | 'envelopeNowMs'> {
   return { url: ready.url, apiKey: ready.api_key, clientSecret: ready.client_secret, envelopeNowMs };
 }
 
@@ -77,7 +80,10 @@ describe('runServe in process', () => {
     const stderr = new PassThrough();
     let stop!: () => void;
     const stopSignal = new Promise<void>((r) => (stop = r));
-    const running = runServe({ port: 0, now: '2026-02-02T00:00:00Z', apiKey: 'UID2-L-L-fixed' }, { stdout, stderr, stopSignal });
+    const running = runServe(
+      { port: 0, now: '2026-02-02T00:00:00Z', apiKey: 'UID2-L-L-fixed' },
+      { stdout, stderr, stopSignal },
+    );
     const [line] = (await once(stdout, 'data')) as [Buffer];
     const text = line.toString();
     expect(text.endsWith('\n')).toBe(true);
@@ -97,10 +103,14 @@ describe('runServe in process', () => {
   it('turns setup problems into user errors', async () => {
     const io = { stdout: new PassThrough(), stderr: new PassThrough(), stopSignal: new Promise(() => undefined) };
     await expect(runServe({ clientSecret: 'short' }, io)).rejects.toThrow(UserError);
-    await expect(runServe({ optoutFile: '/nonexistent/optouts.csv' }, io)).rejects.toThrow(/cannot read the opt-out file/);
+    await expect(runServe({ optoutFile: '/nonexistent/optouts.csv' }, io)).rejects.toThrow(
+      /cannot read the opt-out file/,
+    );
     const taken = await startService();
     try {
-      await expect(runServe({ port: taken.port }, io)).rejects.toThrow(/the port is in use; pick another --port, or 0 for a free one/);
+      await expect(runServe({ port: taken.port }, io)).rejects.toThrow(
+        /the port is in use; pick another --port, or 0 for a free one/,
+      );
     } finally {
       await taken.close();
     }
@@ -111,17 +121,24 @@ describe('uid2-batch serve (process)', () => {
   const children: ChildProcess[] = [];
   beforeAll(() => ensureBuilt());
   afterAll(() => {
-    for (const child of children) if (child.exitCode === null && child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
+    for (const child of children)
+      if (child.exitCode === null && child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
   });
 
   async function spawnServe(args: string[]): Promise<{ child: ChildProcess; ready: Ready; stderr: () => string }> {
-    const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.push(child);
     let err = '';
     child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
     let out = '';
     while (!out.includes('\n')) {
-      const [chunk] = (await Promise.race([once(child.stdout!, 'data'), once(child, 'exit').then(() => [Buffer.from(`exited: ${err}\n`)])])) as [Buffer];
+      const [chunk] = (await Promise.race([
+        once(child.stdout!, 'data'),
+        once(child, 'exit').then(() => [Buffer.from(`exited: ${err}\n`)]),
+      ])) as [Buffer];
       out += chunk.toString();
     }
     return { child, ready: JSON.parse(out.slice(0, out.indexOf('\n'))) as Ready, stderr: () => err };
@@ -129,7 +146,9 @@ describe('uid2-batch serve (process)', () => {
 
   it.each(['SIGTERM', 'SIGINT'] as const)('serves the API and stops cleanly on %s (exit 0)', async (signal) => {
     const { child, ready, stderr } = await spawnServe(['--seed', 'serve-test']);
-    const mapped = await body<{ email: { u: string }[] }>(remote(ready), '/v3/identity/map', { email: ['serve@example.com'] });
+    const mapped = await body<{ email: { u: string }[] }>(remote(ready), '/v3/identity/map', {
+      email: ['serve@example.com'],
+    });
     expect(mapped.email[0]!.u).toMatch(/^[A-Za-z0-9+/]{43}=$/);
     process.kill(child.pid!, signal);
     const [code] = (await once(child, 'exit')) as [number | null];
@@ -159,7 +178,10 @@ describe('uid2-batch serve (process)', () => {
   });
 
   it('exits 2 with one line for a bad flag', async () => {
-    const child = spawn(process.execPath, [BIN, 'serve', '--fault-500', '7'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'serve', '--fault-500', '7'], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.push(child);
     let err = '';
     child.stderr!.on('data', (d: Buffer) => (err += d.toString()));

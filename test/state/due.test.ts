@@ -36,11 +36,20 @@ describe('v3 due entries: selectDue, countDue, dueByDay', () => {
       const r = i % 7 === 0 ? MIDNIGHT + (i % 10) * DAY + 3_600 : MIDNIGHT + (i % 10) * DAY;
       const hash = b64(`due-${i}`);
       expectedR.set(hash, r);
-      updates.push({ type: i % 2 ? 'phone' : 'email', hash, outcome: { kind: 'mapped', u: b64(`u-${i}`), p: null, r } });
+      updates.push({
+        type: i % 2 ? 'phone' : 'email',
+        hash,
+        outcome: { kind: 'mapped', u: b64(`u-${i}`), p: null, r },
+      });
     }
-    for (let i = 0; i < 200; i++) updates.push({ type: 'email', hash: b64(`gone-${i}`), outcome: { kind: i % 2 ? 'optout' : 'invalid' } });
+    for (let i = 0; i < 200; i++)
+      updates.push({ type: 'email', hash: b64(`gone-${i}`), outcome: { kind: i % 2 ? 'optout' : 'invalid' } });
     // v2 entries carry no r
-    updates.push({ type: 'email', hash: b64('v2'), outcome: { kind: 'mapped', u: b64('u-v2'), p: null, r: null, bucketId: 'b' } });
+    updates.push({
+      type: 'email',
+      hash: b64('v2'),
+      outcome: { kind: 'mapped', u: b64('u-v2'), p: null, r: null, bucketId: 'b' },
+    });
     s.commitBatch(updates, MIDNIGHT - 400 * DAY);
   });
 
@@ -74,12 +83,23 @@ describe('v3 due entries: selectDue, countDue, dueByDay', () => {
   it('sees entries leave the due set once remapped with a later r, so a second walk the same day finds nothing', () => {
     const own = t.open(t.file());
     own.commitBatch(
-      Array.from({ length: 50 }, (_, i) => ({ type: 'email' as const, hash: b64(`x${i}`), outcome: { kind: 'mapped' as const, u: b64(`a${i}`), p: null, r: MIDNIGHT } })),
+      Array.from({ length: 50 }, (_, i) => ({
+        type: 'email' as const,
+        hash: b64(`x${i}`),
+        outcome: { kind: 'mapped' as const, u: b64(`a${i}`), p: null, r: MIDNIGHT },
+      })),
       MIDNIGHT - DAY,
     );
     const now = MIDNIGHT + 100;
     const page = own.selectDue(now, null, 20);
-    own.commitBatch(page.map((e) => ({ type: e.type, hash: e.hash, outcome: { kind: 'mapped' as const, u: e.u!, p: null, r: MIDNIGHT + 365 * DAY } })), now);
+    own.commitBatch(
+      page.map((e) => ({
+        type: e.type,
+        hash: e.hash,
+        outcome: { kind: 'mapped' as const, u: e.u!, p: null, r: MIDNIGHT + 365 * DAY },
+      })),
+      now,
+    );
     expect(own.countDue(now)).toBe(30);
     expect(walkDue(own, now, 7).map((e) => e.id)).not.toContain(page[0].id);
   });
@@ -87,7 +107,15 @@ describe('v3 due entries: selectDue, countDue, dueByDay', () => {
   it('counts by UTC day: today is everything r <= now, then one day per 24 h after now', () => {
     const now = MIDNIGHT + 3 * DAY + 600;
     const days = s.dueByDay(now, 7);
-    expect(days.map((d) => d.day)).toEqual(['2025-03-13', '2025-03-14', '2025-03-15', '2025-03-16', '2025-03-17', '2025-03-18', '2025-03-19']);
+    expect(days.map((d) => d.day)).toEqual([
+      '2025-03-13',
+      '2025-03-14',
+      '2025-03-15',
+      '2025-03-16',
+      '2025-03-17',
+      '2025-03-18',
+      '2025-03-19',
+    ]);
     const count = (lo: number, hi: number) => [...expectedR.values()].filter((r) => r > lo && r <= hi).length;
     expect(days[0].count).toBe(count(-Infinity, now));
     for (let i = 1; i < 7; i++) expect(days[i].count, `day ${i}`).toBe(count(now + (i - 1) * DAY, now + i * DAY));
@@ -99,7 +127,9 @@ describe('v3 due entries: selectDue, countDue, dueByDay', () => {
     const raw = new Database(s.path, { readonly: true });
     try {
       const plan = (sql: string, ...params: number[]) =>
-        (raw.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map((r) => r.detail).join(' | ');
+        (raw.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[])
+          .map((r) => r.detail)
+          .join(' | ');
       for (const [sql, params] of [
         [SQL.selectDueFirst, [1, 1]],
         [SQL.selectDueSameR, [1, 1, 1]],
@@ -127,7 +157,10 @@ describe('v2 entries: rotated buckets', () => {
       hash: b64(`v2-${i}`),
       outcome: { kind: 'mapped', u: b64(`v2u-${i}`), p: null, r: null, bucketId: bucket },
     });
-    s.commitBatch(Array.from({ length: 300 }, (_, i) => v2(i, `b${i % 3}`)), mappedAt);
+    s.commitBatch(
+      Array.from({ length: 300 }, (_, i) => v2(i, `b${i % 3}`)),
+      mappedAt,
+    );
     // b1 entries 1..100 mapped again later: after b1's rotation
     s.commitBatch([v2(1, 'b1'), v2(4, 'b1')], mappedAt + 1_000);
     s.commitBatch([{ type: 'email', hash: b64('v2-7'), outcome: { kind: 'optout' } }], mappedAt + 1_000);
@@ -140,7 +173,10 @@ describe('v2 entries: rotated buckets', () => {
       { bucketId: 'unknown', lastUpdatedMs: (mappedAt + 10) * 1000 },
     ]);
     const expectedIds = new Set<number>();
-    const byHash = s.lookupHashes('email', Array.from({ length: 300 }, (_, i) => b64(`v2-${i}`)));
+    const byHash = s.lookupHashes(
+      'email',
+      Array.from({ length: 300 }, (_, i) => b64(`v2-${i}`)),
+    );
     for (let i = 0; i < 300; i++) {
       const e = byHash.get(b64(`v2-${i}`))!;
       const due = (i % 3 === 0 || i % 3 === 1) && i !== 1 && i !== 4 && i !== 7;
@@ -165,7 +201,16 @@ describe('v2 entries: rotated buckets', () => {
 
     // a remap clears the mark
     const first = s.selectDueV2(null, 1)[0];
-    s.commitBatch([{ type: first.type, hash: first.hash, outcome: { kind: 'mapped', u: b64('new'), p: null, r: null, bucketId: 'b0' } }], mappedAt + 2_000);
+    s.commitBatch(
+      [
+        {
+          type: first.type,
+          hash: first.hash,
+          outcome: { kind: 'mapped', u: b64('new'), p: null, r: null, bucketId: 'b0' },
+        },
+      ],
+      mappedAt + 2_000,
+    );
     expect(s.countDueV2()).toBe(expectedIds.size - 1);
   });
 

@@ -97,7 +97,10 @@ describe('commitBatch', () => {
 
   it('marks invalid: raw UIDs and bucket cleared', () => {
     const s = t.open(t.file(), { api: 'v2' });
-    s.commitBatch([{ type: 'email', hash: H, outcome: { kind: 'mapped', u: U1, p: null, r: null, bucketId: 'b1' } }], 1_000);
+    s.commitBatch(
+      [{ type: 'email', hash: H, outcome: { kind: 'mapped', u: U1, p: null, r: null, bucketId: 'b1' } }],
+      1_000,
+    );
     s.commitBatch([{ type: 'email', hash: H, outcome: { kind: 'invalid' } }], 2_000);
     expect(only(s, 'email', H)).toMatchObject({ status: 'invalid', u: null, p: null, r: null, bucketId: null });
   });
@@ -125,10 +128,23 @@ describe('commitBatch', () => {
     t.open(path);
     const raw = new Database(path, { readonly: true });
     try {
-      const columns = (raw.prepare('PRAGMA table_info(entries)').all() as { name: string; type: string }[]).map((c) => `${c.name}:${c.type}`);
+      const columns = (raw.prepare('PRAGMA table_info(entries)').all() as { name: string; type: string }[]).map(
+        (c) => `${c.name}:${c.type}`,
+      );
       expect(columns).toEqual([
-        'id:INTEGER', 'type:INTEGER', 'hash:TEXT', 'status:INTEGER', 'u:TEXT', 'p:TEXT', 'r:INTEGER', 'bucket_id:TEXT',
-        'first_mapped:INTEGER', 'last_mapped:INTEGER', 'last_optout_check:INTEGER', 'opted_out_since:INTEGER', 'due:INTEGER',
+        'id:INTEGER',
+        'type:INTEGER',
+        'hash:TEXT',
+        'status:INTEGER',
+        'u:TEXT',
+        'p:TEXT',
+        'r:INTEGER',
+        'bucket_id:TEXT',
+        'first_mapped:INTEGER',
+        'last_mapped:INTEGER',
+        'last_optout_check:INTEGER',
+        'opted_out_since:INTEGER',
+        'due:INTEGER',
       ]);
     } finally {
       raw.close();
@@ -141,7 +157,11 @@ describe('lookupMany and lookupHashes', () => {
     const s = t.open(t.file());
     const updates: EntryUpdate[] = [];
     for (let i = 0; i < 7_000; i++) {
-      updates.push({ type: i % 2 === 0 ? 'email' : 'phone', hash: b64(`k${i}`), outcome: { kind: 'mapped', u: b64(`u${i}`), p: null, r: 10_000 + i } });
+      updates.push({
+        type: i % 2 === 0 ? 'email' : 'phone',
+        hash: b64(`k${i}`),
+        outcome: { kind: 'mapped', u: b64(`u${i}`), p: null, r: 10_000 + i },
+      });
     }
     s.commitBatch(updates, 1_000);
 

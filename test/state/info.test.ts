@@ -12,7 +12,12 @@ const T0 = 1_767_225_600; // 2026-01-01T00:00:00Z
 function seed(path: string): void {
   const s = t.open(path);
   const updates: EntryUpdate[] = [];
-  for (let i = 0; i < 30; i++) updates.push({ type: i % 2 ? 'phone' : 'email', hash: b64(`i${i}`), outcome: { kind: 'mapped', u: b64(`u${i}`), p: i % 5 ? null : b64(`p${i}`), r: T0 + (i % 3) * DAY } });
+  for (let i = 0; i < 30; i++)
+    updates.push({
+      type: i % 2 ? 'phone' : 'email',
+      hash: b64(`i${i}`),
+      outcome: { kind: 'mapped', u: b64(`u${i}`), p: i % 5 ? null : b64(`p${i}`), r: T0 + (i % 3) * DAY },
+    });
   updates.push({ type: 'email', hash: b64('gone'), outcome: { kind: 'optout', optedOutSinceMs: 1 } });
   updates.push({ type: 'email', hash: b64('bad'), outcome: { kind: 'invalid' } });
   s.commitBatch(updates, T0 - DAY);
@@ -25,7 +30,14 @@ describe('what `state info` and `state export` need', () => {
     seed(path);
     const s = t.open(path);
     const info = s.info();
-    expect(info).toMatchObject({ path, schemaVersion: SCHEMA_VERSION, envFingerprint: ENV, api: 'v3', walBytes: 0, tailEntries: 32 });
+    expect(info).toMatchObject({
+      path,
+      schemaVersion: SCHEMA_VERSION,
+      envFingerprint: ENV,
+      api: 'v3',
+      walBytes: 0,
+      tailEntries: 32,
+    });
     expect(info.fileBytes).toBe(statSync(path).size);
     expect(info.fileBytes).toBe(info.pages * info.pageSize);
     expect(s.counts()).toEqual({ entries: 32, mapped: 30, optout: 1, invalid: 1 });
@@ -44,7 +56,15 @@ describe('what `state info` and `state export` need', () => {
     expect(all.map((e) => e.id)).toEqual(Array.from({ length: 32 }, (_, i) => i + 1));
     expect(Object.keys(all[0]).sort()).toEqual(['hash', 'id', 'p', 'r', 'status', 'type', 'u']);
     const byHash = new Map(all.map((e) => [e.hash, e]));
-    expect(byHash.get(b64('i5'))).toEqual({ id: expect.any(Number), type: 'phone', hash: b64('i5'), status: 'mapped', u: b64('u5'), p: b64('p5'), r: T0 + 2 * DAY });
+    expect(byHash.get(b64('i5'))).toEqual({
+      id: expect.any(Number),
+      type: 'phone',
+      hash: b64('i5'),
+      status: 'mapped',
+      u: b64('u5'),
+      p: b64('p5'),
+      r: T0 + 2 * DAY,
+    });
     expect(byHash.get(b64('gone'))).toMatchObject({ status: 'optout', u: null, p: null, r: null });
     expect([...s.exportEntries()].length).toBe(32);
   });

@@ -7,7 +7,11 @@ import { ENV, b64, tmpStates } from './tmp-state.js';
 const t = tmpStates('uid2-journal-');
 afterAll(() => t.cleanup());
 
-const mapped = (label: string, r = 5_000): EntryUpdate => ({ type: 'email', hash: b64(label), outcome: { kind: 'mapped', u: b64(`u-${label}`), p: null, r } });
+const mapped = (label: string, r = 5_000): EntryUpdate => ({
+  type: 'email',
+  hash: b64(label),
+  outcome: { kind: 'mapped', u: b64(`u-${label}`), p: null, r },
+});
 
 /** A file as uid2-batch schema 1 left it: no pending_changes table, schema_version 1. */
 function v1File(): string {
@@ -42,7 +46,9 @@ describe('schema migration to the pending changes journal', () => {
 
   it('a read-only open (a dry run) of a v1 file asks for a writing run first and leaves the file as it was', () => {
     const path = v1File();
-    expect(() => t.open(path, { readonly: true })).toThrow(/has schema 1 and needs an upgrade to 3; run once without --dry-run/);
+    expect(() => t.open(path, { readonly: true })).toThrow(
+      /has schema 1 and needs an upgrade to 3; run once without --dry-run/,
+    );
     expect(hasJournalTable(path)).toBe(false);
   });
 });
@@ -76,7 +82,11 @@ describe('pending changes', () => {
     const s = t.open(t.file());
     s.commitBatch([mapped('x'), mapped('y')], 1_000);
     const ids = [...s.lookupHashes('email', [b64('x'), b64('y')]).values()].map((e) => e.id);
-    const tombstoned = s.tombstoneByRawUid([{ rawUid: b64('u-x'), optedOutSinceMs: 5 }], 2_000, ids, { runId: 2, kind: 'optout', rows: ['x-out'] });
+    const tombstoned = s.tombstoneByRawUid([{ rawUid: b64('u-x'), optedOutSinceMs: 5 }], 2_000, ids, {
+      runId: 2,
+      kind: 'optout',
+      rows: ['x-out'],
+    });
     expect(tombstoned).toBe(1);
     expect(s.pendingChanges('optout').map((c) => c.row)).toEqual(['x-out']);
     // a row the journal refuses (NOT NULL) rolls the tombstone back with it

@@ -22,11 +22,18 @@ beforeAll(() => {
     tsconfig,
     JSON.stringify({
       extends: join(ROOT, 'tsconfig.json'),
-      compilerOptions: { outDir: join(work, 'build'), rootDir: join(ROOT, 'src'), sourceMap: false, declaration: false },
+      compilerOptions: {
+        outDir: join(work, 'build'),
+        rootDir: join(ROOT, 'src'),
+        sourceMap: false,
+        declaration: false,
+      },
       include: [join(ROOT, 'src/state/**/*.ts')],
     }),
   );
-  const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', tsconfig], { encoding: 'utf8' });
+  const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', tsconfig], {
+    encoding: 'utf8',
+  });
   if (tsc.status !== 0) throw new Error(`compiling src/state failed:\n${tsc.stdout}${tsc.stderr}`);
   // Batch k inserts BATCH new entries and rewrites every entry of batch k-1: a commit that landed in part
   // would leave a batch with missing entries or with old and new values mixed.
@@ -48,14 +55,17 @@ for (let k = Number(from); ; k++) {
 });
 
 afterAll(() => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null && c.pid !== undefined) process.kill(c.pid, 'SIGKILL');
+  for (const c of children)
+    if (c.exitCode === null && c.signalCode === null && c.pid !== undefined) process.kill(c.pid, 'SIGKILL');
   rmSync(work, { recursive: true, force: true });
 });
 
 /** Starts the committer at batch `from`, SIGKILLs it once it has reported `commits` commits; the last reported. */
 function commitThenKill(path: string, from: number, commits: number): Promise<number> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [join(work, 'committer.mjs'), path, String(from)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(work, 'committer.mjs'), path, String(from)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.push(child);
     let out = '';
     let err = '';
@@ -111,13 +121,18 @@ function checkWholeBatches(s: ReturnType<typeof openState>, lastReported: number
     expect(entries, `batch ${k}`).toHaveLength(BATCH);
     const rewritten = k < batches - 1;
     const values = new Set(entries.map((e) => `${e.u}|${e.p}|${e.r}|${e.lastMappedS}`));
-    expect([...values], `batch ${k}`).toEqual([rewritten ? `again${k + 1}|u${k}|${2000 + k + 1}|${k + 1}` : `u${k}|null|${1000 + k}|${k}`]);
+    expect([...values], `batch ${k}`).toEqual([
+      rewritten ? `again${k + 1}|u${k}|${2000 + k + 1}|${k + 1}` : `u${k}|null|${1000 + k}|${k}`,
+    ]);
   }
   return batches;
 }
 
 function batchKeys(k: number): { type: 'email' | 'phone'; hash: string }[] {
-  return Array.from({ length: BATCH }, (_, i) => ({ type: i % 2 ? ('phone' as const) : ('email' as const), hash: `b${k}-${i}` }));
+  return Array.from({ length: BATCH }, (_, i) => ({
+    type: i % 2 ? ('phone' as const) : ('email' as const),
+    hash: `b${k}-${i}`,
+  }));
 }
 
 /** Batches present: the first k whose first entry is missing. */

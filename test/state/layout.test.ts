@@ -27,8 +27,14 @@ describe('the tail of recent entries and its merge into the keys table', () => {
     const path = t.file();
     const s = t.open(path, { tailEntries: 1_000 });
     for (let b = 0; b < 5; b++) {
-      s.commitBatch(Array.from({ length: 450 }, (_, i) => mapped(`e${b}-${i}`, 1_000 + i)), 10 + b);
-      const all = Array.from({ length: (b + 1) * 450 }, (_, i) => ({ type: 'email' as const, hash: b64(`e${Math.floor(i / 450)}-${i % 450}`) }));
+      s.commitBatch(
+        Array.from({ length: 450 }, (_, i) => mapped(`e${b}-${i}`, 1_000 + i)),
+        10 + b,
+      );
+      const all = Array.from({ length: (b + 1) * 450 }, (_, i) => ({
+        type: 'email' as const,
+        hash: b64(`e${Math.floor(i / 450)}-${i % 450}`),
+      }));
       expect(s.lookupMany(all).size, `after batch ${b}`).toBe(all.length);
     }
     // 450, 900, then 1,350 >= 1,000: merged; 450, then 900: still in the tail
@@ -62,10 +68,18 @@ describe('the tail of recent entries and its merge into the keys table', () => {
     a.commitBatch([mapped('x', 5)], 1);
     expect(b.lookupHashes('email', [b64('x')]).get(b64('x'))?.u).toBe(b64('u-x'));
     // b appends and merges what a wrote too; a still finds everything
-    b.commitBatch(Array.from({ length: 150 }, (_, i) => mapped(`y${i}`, 5)), 2);
+    b.commitBatch(
+      Array.from({ length: 150 }, (_, i) => mapped(`y${i}`, 5)),
+      2,
+    );
     expect(keysRows(path)).toBe(151);
     a.commitBatch([mapped('x', 6)], 3);
-    expect(a.lookupMany([{ type: 'email', hash: b64('x') }, { type: 'email', hash: b64('y149') }]).size).toBe(2);
+    expect(
+      a.lookupMany([
+        { type: 'email', hash: b64('x') },
+        { type: 'email', hash: b64('y149') },
+      ]).size,
+    ).toBe(2);
     expect(a.counts().entries).toBe(151);
     expect(b.lookupHashes('email', [b64('x')]).get(b64('x'))?.r).toBe(6);
   });
@@ -74,7 +88,8 @@ describe('the tail of recent entries and its merge into the keys table', () => {
     const s = t.open(t.file(), { tailEntries: 3 });
     const twin = (last: number) => Buffer.concat([Buffer.alloc(6, 7), Buffer.alloc(26, last)]).toString('base64');
     const updates: EntryUpdate[] = [];
-    for (let i = 0; i < 4; i++) updates.push({ type: 'email', hash: twin(i), outcome: { kind: 'mapped', u: b64(`t${i}`), p: null, r: i } });
+    for (let i = 0; i < 4; i++)
+      updates.push({ type: 'email', hash: twin(i), outcome: { kind: 'mapped', u: b64(`t${i}`), p: null, r: i } });
     updates.push({ type: 'phone', hash: twin(0), outcome: { kind: 'invalid' } });
     s.commitBatch(updates, 1);
     // merged (tail of 5 >= 3), then one more in the tail
@@ -91,10 +106,18 @@ describe('the tail of recent entries and its merge into the keys table', () => {
   it('keeps any string as it was given: hashes and raw UIDs that are not base64 come back the same', () => {
     const s = t.open(t.file(), { tailEntries: 2 });
     const odd = ['b0-1', 'abcd', 'ABC=', 'not base64 at all', 'QUJD', '00000000', 'YQ==', 'YR==', '', 'é'];
-    s.commitBatch(odd.map((h, i) => ({ type: 'email', hash: h, outcome: { kind: 'mapped', u: odd[(i + 1) % odd.length], p: odd[i], r: 9 } })), 1);
+    s.commitBatch(
+      odd.map((h, i) => ({
+        type: 'email',
+        hash: h,
+        outcome: { kind: 'mapped', u: odd[(i + 1) % odd.length], p: odd[i], r: 9 },
+      })),
+      1,
+    );
     const found = s.lookupHashes('email', odd);
     expect(found.size).toBe(odd.length);
-    for (const [i, h] of odd.entries()) expect(found.get(h), h).toMatchObject({ hash: h, u: odd[(i + 1) % odd.length], p: odd[i] });
+    for (const [i, h] of odd.entries())
+      expect(found.get(h), h).toMatchObject({ hash: h, u: odd[(i + 1) % odd.length], p: odd[i] });
   });
 
   it('applies a key named twice in one batch in batch order, whatever the r order of the batch', () => {
@@ -108,13 +131,21 @@ describe('the tail of recent entries and its merge into the keys table', () => {
       ],
       7,
     );
-    expect(s.lookupHashes('email', [h]).get(h)).toMatchObject({ status: 'mapped', u: b64('late'), r: 2, optedOutSinceMs: null });
+    expect(s.lookupHashes('email', [h]).get(h)).toMatchObject({
+      status: 'mapped',
+      u: b64('late'),
+      r: 2,
+      optedOutSinceMs: null,
+    });
     expect(s.counts().entries).toBe(2);
   });
 
   it('rolls the tail back with a failed batch: the next batch appends and finds as if it never happened', () => {
     const s = t.open(t.file(), { tailEntries: 1_000 });
-    const bad = [mapped('ok', 1), { type: 'email', hash: b64('bad'), outcome: { kind: 'nonsense' } }] as unknown as EntryUpdate[];
+    const bad = [
+      mapped('ok', 1),
+      { type: 'email', hash: b64('bad'), outcome: { kind: 'nonsense' } },
+    ] as unknown as EntryUpdate[];
     expect(() => s.commitBatch(bad, 1)).toThrow(/unknown outcome/);
     expect(s.info().tailEntries).toBe(0);
     s.commitBatch([mapped('ok', 2)], 2);

@@ -9,7 +9,13 @@ export interface LegacyWriter {
   db: Database.Database;
 }
 
-export function buildLegacyState(path: string, version: 1 | 2, env: string, fill: (w: LegacyWriter) => void, api: 'v2' | 'v3' = 'v3'): void {
+export function buildLegacyState(
+  path: string,
+  version: 1 | 2,
+  env: string,
+  fill: (w: LegacyWriter) => void,
+  api: 'v2' | 'v3' = 'v3',
+): void {
   const db = new Database(path);
   try {
     db.pragma('journal_mode = WAL');

@@ -92,8 +92,24 @@ describe('runs table', () => {
     const second = s.startRun('remap-due', '{}', 2_000);
     expect(second).toBeGreaterThan(first);
     expect(s.listRuns(10)).toEqual([
-      { id: second, command: 'remap-due', args: '{}', startedAtS: 2_000, finishedAtS: null, summary: null, exitCode: null },
-      { id: first, command: 'map', args: '{"input":"in.csv"}', startedAtS: 1_000, finishedAtS: 1_010, summary: '{"rows":3}', exitCode: 0 },
+      {
+        id: second,
+        command: 'remap-due',
+        args: '{}',
+        startedAtS: 2_000,
+        finishedAtS: null,
+        summary: null,
+        exitCode: null,
+      },
+      {
+        id: first,
+        command: 'map',
+        args: '{"input":"in.csv"}',
+        startedAtS: 1_000,
+        finishedAtS: 1_010,
+        summary: '{"rows":3}',
+        exitCode: 0,
+      },
     ]);
     expect(s.listRuns(1)).toHaveLength(1);
   });

@@ -21,7 +21,10 @@ describe('openState: creating and reopening', () => {
     const meta = s.meta();
     expect(meta).toMatchObject({ schemaVersion: SCHEMA_VERSION, envFingerprint: ENV, api: 'v3' });
     expect(Date.parse(meta.createdAt)).not.toBeNaN();
-    s.commitBatch([{ type: 'email', hash: b64('a'), outcome: { kind: 'mapped', u: b64('u'), p: null, r: 2_000 } }], 1_000);
+    s.commitBatch(
+      [{ type: 'email', hash: b64('a'), outcome: { kind: 'mapped', u: b64('u'), p: null, r: 2_000 } }],
+      1_000,
+    );
     s.close();
 
     const again = t.open(path, { create: false });
@@ -124,7 +127,9 @@ describe('openState: refusing what it must not open', () => {
 
   it('says so when the directory of a new file does not exist', () => {
     const path = `${t.dir}/no-such-dir/s.db`;
-    expect(() => openState(path, { envFingerprint: ENV })).toThrow(`cannot create state file ${path}: its directory does not exist`);
+    expect(() => openState(path, { envFingerprint: ENV })).toThrow(
+      `cannot create state file ${path}: its directory does not exist`,
+    );
   });
 
   it('refuses a directory', () => {
@@ -169,7 +174,9 @@ describe('read-only (dry runs)', () => {
     const ro = t.open(path, { readonly: true });
     expect(ro.readonly).toBe(true);
     expect(ro.countDue(100)).toBe(1);
-    expect(() => ro.commitBatch([{ type: 'email', hash: b64('y'), outcome: { kind: 'invalid' } }], 1)).toThrow(StateReadonlyError);
+    expect(() => ro.commitBatch([{ type: 'email', hash: b64('y'), outcome: { kind: 'invalid' } }], 1)).toThrow(
+      StateReadonlyError,
+    );
     expect(() => ro.startRun('remap-due', '{}')).toThrow(/read-only \(dry run\)/);
     expect(ro.counts().entries).toBe(1);
   });

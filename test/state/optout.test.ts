@@ -41,21 +41,32 @@ describe('opt-out sweep', () => {
     // 400 never checked
     for (const pageSize of [1, 37, 1_000, 5_000]) {
       const walked = walk(s, pageSize);
-      expect(walked.map((c) => c.id), `page ${pageSize}`).toEqual([
-        ...ids.slice(600),
-        ...ids.slice(300, 500),
-        ...ids.slice(0, 300),
-        ...ids.slice(500, 600),
-      ]);
+      expect(
+        walked.map((c) => c.id),
+        `page ${pageSize}`,
+      ).toEqual([...ids.slice(600), ...ids.slice(300, 500), ...ids.slice(0, 300), ...ids.slice(500, 600)]);
     }
     const first = s.selectForOptoutCheck(1, null)[0];
-    expect(first).toEqual({ id: ids[600], type: 'email', hash: b64('h600'), u: b64('u600'), p: b64('p600'), lastOptoutCheckS: null });
+    expect(first).toEqual({
+      id: ids[600],
+      type: 'email',
+      hash: b64('h600'),
+      u: b64('u600'),
+      p: b64('p600'),
+      lastOptoutCheckS: null,
+    });
   });
 
   it('sizes a sweep as a fraction of the entries with a raw UID, rounded up', () => {
     const s = t.open(t.file());
     seed(s, 101);
-    s.commitBatch([{ type: 'email', hash: b64('h0'), outcome: { kind: 'optout' } }, { type: 'phone', hash: b64('x'), outcome: { kind: 'invalid' } }], 2_000);
+    s.commitBatch(
+      [
+        { type: 'email', hash: b64('h0'), outcome: { kind: 'optout' } },
+        { type: 'phone', hash: b64('x'), outcome: { kind: 'invalid' } },
+      ],
+      2_000,
+    );
     expect(s.countWithRawUid()).toBe(100);
     expect(s.sweepSize(0.05)).toBe(5);
     expect(s.sweepSize(0.051)).toBe(6);
@@ -70,7 +81,10 @@ describe('opt-out sweep', () => {
     for (let night = 0; night < 5; night++) {
       const page = s.selectForOptoutCheck(s.sweepSize(0.2), null);
       for (const c of page) seen.set(c.id, (seen.get(c.id) ?? 0) + 1);
-      s.recordOptoutChecks(page.map((c) => c.id), 10_000 + night * 86_400);
+      s.recordOptoutChecks(
+        page.map((c) => c.id),
+        10_000 + night * 86_400,
+      );
     }
     expect(seen.size).toBe(100);
     expect([...seen.values()].every((n) => n === 1)).toBe(true);
@@ -93,8 +107,21 @@ describe('opt-out sweep', () => {
     );
     expect(changed).toBe(2);
     const found = s.lookupHashes('email', [b64('h3'), b64('h8'), b64('h9')]);
-    expect(found.get(b64('h3'))).toMatchObject({ status: 'optout', u: null, p: null, r: null, optedOutSinceMs: 1_111_000, lastOptoutCheckS: 7_000 });
-    expect(found.get(b64('h8'))).toMatchObject({ status: 'optout', u: null, p: null, r: null, optedOutSinceMs: 2_222_000 });
+    expect(found.get(b64('h3'))).toMatchObject({
+      status: 'optout',
+      u: null,
+      p: null,
+      r: null,
+      optedOutSinceMs: 1_111_000,
+      lastOptoutCheckS: 7_000,
+    });
+    expect(found.get(b64('h8'))).toMatchObject({
+      status: 'optout',
+      u: null,
+      p: null,
+      r: null,
+      optedOutSinceMs: 2_222_000,
+    });
     expect(found.get(b64('h9'))).toMatchObject({ status: 'mapped', u: b64('u9') });
     expect(s.countWithRawUid()).toBe(38);
     expect(s.countDue(99_999_999)).toBe(38);
@@ -112,7 +139,12 @@ describe('opt-out sweep', () => {
     );
     expect(changed).toBe(2);
     const found = s.lookupHashes('email', [b64('h5'), b64('h12'), b64('h13')]);
-    expect(found.get(b64('h5'))).toMatchObject({ status: 'optout', u: null, optedOutSinceMs: 10_000, lastOptoutCheckS: 8_000 });
+    expect(found.get(b64('h5'))).toMatchObject({
+      status: 'optout',
+      u: null,
+      optedOutSinceMs: 10_000,
+      lastOptoutCheckS: 8_000,
+    });
     expect(found.get(b64('h12'))).toMatchObject({ status: 'optout', p: null, optedOutSinceMs: 20_000 });
     expect(found.get(b64('h13'))?.status).toBe('mapped');
     // a second call with other raw UIDs does not reuse the first call's
@@ -130,7 +162,9 @@ describe('opt-out sweep', () => {
         [SQL.sweepSameCheck, [1, 1, 5]],
         [SQL.sweepLaterCheck, [1, 5]],
       ] as const) {
-        const p = (raw.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map((r) => r.detail).join(' | ');
+        const p = (raw.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[])
+          .map((r) => r.detail)
+          .join(' | ');
         expect(p, sql).toMatch(/^SEARCH entries USING INDEX entries_by_optout_check /);
         expect(p, sql).not.toContain('TEMP B-TREE');
       }

@@ -20,17 +20,43 @@ function fillSchema2(w: LegacyWriter): void {
     // a few hashes that are not base64 (stored as text and kept as text)
     const hash = i % 250 === 7 ? `not base64 ${i}` : b64(`h${i}`);
     if (i % 17 === 0) updates.push({ type, hash, outcome: { kind: 'invalid' } });
-    else if (i % 11 === 0) updates.push({ type, hash, outcome: { kind: 'optout', optedOutSinceMs: i % 2 ? 1_700_000_000_000 + i : null } });
-    else if (i % 13 === 0) updates.push({ type, hash, outcome: { kind: 'mapped', u: b64(`v2u${i}`), p: null, r: null, bucketId: `b${i % 5}` } });
-    else updates.push({ type, hash, outcome: { kind: 'mapped', u: `${b64(`u${i}`).slice(0, 43)}A`, p: i % 4 === 0 ? b64(`p${i}`) : null, r: T0 + (i % 9) * DAY } });
+    else if (i % 11 === 0)
+      updates.push({ type, hash, outcome: { kind: 'optout', optedOutSinceMs: i % 2 ? 1_700_000_000_000 + i : null } });
+    else if (i % 13 === 0)
+      updates.push({
+        type,
+        hash,
+        outcome: { kind: 'mapped', u: b64(`v2u${i}`), p: null, r: null, bucketId: `b${i % 5}` },
+      });
+    else
+      updates.push({
+        type,
+        hash,
+        outcome: {
+          kind: 'mapped',
+          u: `${b64(`u${i}`).slice(0, 43)}A`,
+          p: i % 4 === 0 ? b64(`p${i}`) : null,
+          r: T0 + (i % 9) * DAY,
+        },
+      });
   }
   w.commit(updates.slice(0, 1_000), T0 - 2 * DAY);
   w.commit(updates.slice(1_000), T0 - DAY);
   // the same hash under the other type, and a re-map that keeps first_mapped
-  w.commit([{ type: 'email', hash: b64('h0'), outcome: { kind: 'mapped', u: b64('other-type'), p: null, r: T0 + DAY } }], T0 - DAY);
-  w.commit([{ type: 'email', hash: b64('h1'), outcome: { kind: 'mapped', u: b64('again'), p: b64('u1'), r: T0 + 2 * DAY } }], T0);
-  w.db.prepare('UPDATE entries SET last_optout_check = ? WHERE id % 7 = 0 AND (u IS NOT NULL OR p IS NOT NULL)').run(T0 - 3 * DAY);
-  w.db.prepare('UPDATE entries SET last_optout_check = ? WHERE id % 7 = 1 AND (u IS NOT NULL OR p IS NOT NULL)').run(T0 - 5 * DAY);
+  w.commit(
+    [{ type: 'email', hash: b64('h0'), outcome: { kind: 'mapped', u: b64('other-type'), p: null, r: T0 + DAY } }],
+    T0 - DAY,
+  );
+  w.commit(
+    [{ type: 'email', hash: b64('h1'), outcome: { kind: 'mapped', u: b64('again'), p: b64('u1'), r: T0 + 2 * DAY } }],
+    T0,
+  );
+  w.db
+    .prepare('UPDATE entries SET last_optout_check = ? WHERE id % 7 = 0 AND (u IS NOT NULL OR p IS NOT NULL)')
+    .run(T0 - 3 * DAY);
+  w.db
+    .prepare('UPDATE entries SET last_optout_check = ? WHERE id % 7 = 1 AND (u IS NOT NULL OR p IS NOT NULL)')
+    .run(T0 - 5 * DAY);
   w.db.prepare("UPDATE entries SET due = 1 WHERE bucket_id = 'b1'").run();
   const journal = w.db.prepare('INSERT INTO pending_changes (run_id, kind, row, created_at) VALUES (?, ?, ?, ?)');
   for (let i = 0; i < 20; i++) journal.run(1, i % 2 ? 'remap' : 'optout', `{"row":${i}}`, T0);
@@ -68,7 +94,11 @@ function legacyAnswers(path: string, now: number): Answers {
         due: r.due === 1,
       }),
     );
-    const ids = (sql: string, ...params: number[]) => db.prepare(sql).pluck().all(...params) as number[];
+    const ids = (sql: string, ...params: number[]) =>
+      db
+        .prepare(sql)
+        .pluck()
+        .all(...params) as number[];
     return {
       entries,
       due: ids('SELECT id FROM entries WHERE r <= ? ORDER BY r, id', now),
@@ -135,7 +165,10 @@ describe('upgrade of a schema-2 file to schema 3', () => {
       ],
       now,
     );
-    const m = s.lookupMany([{ type: 'email', hash: b64('h1') }, { type: 'email', hash: b64('brand new') }]);
+    const m = s.lookupMany([
+      { type: 'email', hash: b64('h1') },
+      { type: 'email', hash: b64('brand new') },
+    ]);
     expect(m.get(`email:${b64('h1')}`)).toMatchObject({ status: 'optout', u: null, firstMappedS: T0 - 2 * DAY });
     expect(m.get(`email:${b64('brand new')}`)).toMatchObject({ status: 'mapped', u: b64('nu'), id: N + 2 });
   });

@@ -1,7 +1,14 @@
 import type { Command } from 'commander';
 import type { ServiceClient } from '../../client/index.js';
 import { credentialsForDisplay, type ResolvedConfig } from '../../config/index.js';
-import { classifyFailure, refreshIdentity, refreshInputOf, testIdentity, type Failure, type TokenIdentity } from '../../pipeline/tokens/tokens.js';
+import {
+  classifyFailure,
+  refreshIdentity,
+  refreshInputOf,
+  testIdentity,
+  type Failure,
+  type TokenIdentity,
+} from '../../pipeline/tokens/tokens.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { addConnectionOptions, connectionFlags } from '../shared/options.js';
 import { openConnection, resolveFor } from '../token/token-connect.js';
@@ -49,16 +56,26 @@ export interface DoctorOptions {
   roles: readonly Role[];
 }
 
-const ROLE_NAME: Record<Role, string> = { mapper: 'MAPPER', generator: 'GENERATOR', optout: 'MAPPER, SHARER or ID_READER' };
-const ROLE_CHECK: Record<Role, string> = { mapper: 'mapper role', generator: 'generator role', optout: 'opt-out status' };
+const ROLE_NAME: Record<Role, string> = {
+  mapper: 'MAPPER',
+  generator: 'GENERATOR',
+  optout: 'MAPPER, SHARER or ID_READER',
+};
+const ROLE_CHECK: Record<Role, string> = {
+  mapper: 'mapper role',
+  generator: 'generator role',
+  optout: 'opt-out status',
+};
 const ROLE_USE: Record<Role, string> = {
   mapper: 'needed by map and remap-due',
   generator: 'needed by token generate and validate',
   optout: 'needed by optout-check',
 };
 
-const SECRET_FIX = 'use the client secret issued together with this API key (UID2_CLIENT_SECRET or --client-secret-file); integ and prod have different pairs';
-const NTP_FIX = "set this machine's clock right: turn on NTP time sync (e.g. `timedatectl set-ntp true`, `sntp -sS time.apple.com`, or `w32tm /resync` on Windows)";
+const SECRET_FIX =
+  'use the client secret issued together with this API key (UID2_CLIENT_SECRET or --client-secret-file); integ and prod have different pairs';
+const NTP_FIX =
+  "set this machine's clock right: turn on NTP time sync (e.g. `timedatectl set-ntp true`, `sntp -sS time.apple.com`, or `w32tm /resync` on Windows)";
 
 type CallResult<T> = { ok: true; value: T } | { ok: false; failure: Failure };
 
@@ -72,7 +89,14 @@ async function attempt<T>(call: () => Promise<T>): Promise<CallResult<T>> {
 
 function describeConfig(cfg: ResolvedConfig): string {
   const d = credentialsForDisplay(cfg);
-  const envFrom = d.envSource === 'default' ? 'the default' : d.envSource === 'flag' ? '--env' : d.envSource === 'env' ? 'UID2_ENV' : 'the profile';
+  const envFrom =
+    d.envSource === 'default'
+      ? 'the default'
+      : d.envSource === 'flag'
+        ? '--env'
+        : d.envSource === 'env'
+          ? 'UID2_ENV'
+          : 'the profile';
   const profile = d.profile ? `, profile '${d.profile}'${d.configFile ? ` in ${d.configFile}` : ''}` : '';
   return `env ${d.env} (from ${envFrom}), ${d.baseUrl}, scope ${d.scope}${profile}`;
 }
@@ -80,21 +104,38 @@ function describeConfig(cfg: ResolvedConfig): string {
 export async function runDoctor(options: DoctorOptions, deps: DoctorDeps): Promise<DoctorReport> {
   const checks: Check[] = [];
   const add = (c: Check): void => void checks.push(c);
-  const skipRest = (names: string[], why: string): void => names.forEach((name) => add({ name, status: 'skip', detail: why }));
-  const later = ['reachability', 'API key', 'client secret', 'clock skew', ...options.roles.map((r) => ROLE_CHECK[r]), 'token refresh'];
+  const skipRest = (names: string[], why: string): void => {
+    for (const name of names) add({ name, status: 'skip', detail: why });
+  };
+  const later = [
+    'reachability',
+    'API key',
+    'client secret',
+    'clock skew',
+    ...options.roles.map((r) => ROLE_CHECK[r]),
+    'token refresh',
+  ];
 
   let cfg: ResolvedConfig;
   try {
     cfg = deps.resolve();
   } catch (err) {
-    add({ name: 'configuration', status: 'fail', detail: err instanceof Error ? err.message : String(err), fix: 'fix the setting named above' });
+    add({
+      name: 'configuration',
+      status: 'fail',
+      detail: err instanceof Error ? err.message : String(err),
+      fix: 'fix the setting named above',
+    });
     skipRest(['credentials', ...later], 'no usable configuration');
     return finish(checks);
   }
   add({ name: 'configuration', status: 'pass', detail: describeConfig(cfg) });
 
   const shown = credentialsForDisplay(cfg);
-  const missing = [cfg.apiKey || cfg.isLocal ? undefined : 'API key', cfg.clientSecret || cfg.isLocal ? undefined : 'client secret'].filter(Boolean);
+  const missing = [
+    cfg.apiKey || cfg.isLocal ? undefined : 'API key',
+    cfg.clientSecret || cfg.isLocal ? undefined : 'client secret',
+  ].filter(Boolean);
   if (missing.length > 0) {
     add({
       name: 'credentials',
@@ -103,14 +144,23 @@ export async function runDoctor(options: DoctorOptions, deps: DoctorDeps): Promi
       fix: 'set UID2_API_KEY and UID2_CLIENT_SECRET (or pass --api-key-file and --client-secret-file, or name a --profile)',
     });
   } else {
-    add({ name: 'credentials', status: 'pass', detail: `API key from ${shown.apiKey}; client secret from ${shown.clientSecret} (values not shown)` });
+    add({
+      name: 'credentials',
+      status: 'pass',
+      detail: `API key from ${shown.apiKey}; client secret from ${shown.clientSecret} (values not shown)`,
+    });
   }
 
   let connection: Awaited<ReturnType<DoctorDeps['open']>>;
   try {
     connection = await deps.open(cfg);
   } catch (err) {
-    add({ name: 'reachability', status: 'fail', detail: err instanceof Error ? err.message : String(err), fix: 'see the message above' });
+    add({
+      name: 'reachability',
+      status: 'fail',
+      detail: err instanceof Error ? err.message : String(err),
+      fix: 'see the message above',
+    });
     skipRest(later.slice(1), 'no connection');
     return finish(checks);
   }
@@ -129,7 +179,11 @@ export async function runDoctor(options: DoctorOptions, deps: DoctorDeps): Promi
     add(
       reach.httpStatus === 200
         ? { name: 'reachability', status: 'pass', detail: `GET /ops/healthcheck answered OK in ${reach.ms} ms` }
-        : { name: 'reachability', status: 'warn', detail: `GET /ops/healthcheck answered HTTP ${reach.httpStatus}; the API calls below tell whether the service works` },
+        : {
+            name: 'reachability',
+            status: 'warn',
+            detail: `GET /ops/healthcheck answered HTTP ${reach.httpStatus}; the API calls below tell whether the service works`,
+          },
     );
     if (missing.length > 0) {
       skipRest(later.slice(1), `no ${missing.join(' and no ')}`);
@@ -142,7 +196,11 @@ export async function runDoctor(options: DoctorOptions, deps: DoctorDeps): Promi
   }
 }
 
-async function checkService(client: ServiceClient, options: DoctorOptions, add: (c: Check) => void): Promise<{ authRefused: boolean }> {
+async function checkService(
+  client: ServiceClient,
+  options: DoctorOptions,
+  add: (c: Check) => void,
+): Promise<{ authRefused: boolean }> {
   const emailHash = testIdentity('email', 'validate').hash;
   const results = new Map<Role, CallResult<string>>();
   let identity: TokenIdentity | undefined;
@@ -153,30 +211,57 @@ async function checkService(client: ServiceClient, options: DoctorOptions, add: 
       const r = await attempt(() => client.mapV3({ email_hash: [emailHash] }));
       const item = r.ok ? r.value.email_hash[0] : undefined;
       if (r.ok && item && 'u' in item) rawUid = item.u;
-      results.set(role, r.ok ? (rawUid ? { ok: true, value: 'v3 map of validate@example.com returned a raw UID' } : { ok: true, value: 'v3 map answered, without a raw UID' }) : r);
+      results.set(
+        role,
+        r.ok
+          ? rawUid
+            ? { ok: true, value: 'v3 map of validate@example.com returned a raw UID' }
+            : { ok: true, value: 'v3 map answered, without a raw UID' }
+          : r,
+      );
     } else if (role === 'generator') {
       const r = await attempt(() => client.tokenGenerate({ email_hash: emailHash }));
       if (r.ok && r.value.status === 'success') identity = r.value.identity;
       if (!r.ok) results.set(role, r);
-      else if (!identity) results.set(role, { ok: false, failure: { kind: 'other', message: 'token generate of validate@example.com answered optout, which it never should' } });
+      else if (!identity)
+        results.set(role, {
+          ok: false,
+          failure: {
+            kind: 'other',
+            message: 'token generate of validate@example.com answered optout, which it never should',
+          },
+        });
       else {
         const token = identity.advertising_token;
         const v = await attempt(() => client.tokenValidate({ token, email_hash: emailHash }));
         if (!v.ok) results.set(role, v);
-        else if (!v.value) results.set(role, { ok: false, failure: { kind: 'other', message: 'token validate answered false for a token just generated from the same identifier' } });
+        else if (!v.value)
+          results.set(role, {
+            ok: false,
+            failure: {
+              kind: 'other',
+              message: 'token validate answered false for a token just generated from the same identifier',
+            },
+          });
         else results.set(role, { ok: true, value: 'token generate and validate of validate@example.com work' });
       }
     } else {
       // Any 44-char string is a valid request; an unknown raw UID just comes back not opted out.
       const ids = [rawUid ?? 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA='];
       const r = await attempt(() => client.optoutStatus(ids));
-      results.set(role, r.ok ? { ok: true, value: `opt-out status of one raw UID answered (${r.value.length} opted out)` } : r);
+      results.set(
+        role,
+        r.ok ? { ok: true, value: `opt-out status of one raw UID answered (${r.value.length} opted out)` } : r,
+      );
     }
   }
 
-  const failures = [...results.values()].filter((r): r is { ok: false; failure: Failure } => !r.ok).map((r) => r.failure);
+  const failures = [...results.values()]
+    .filter((r): r is { ok: false; failure: Failure } => !r.ok)
+    .map((r) => r.failure);
   const anySuccess = [...results.values()].some((r) => r.ok);
-  const all401 = results.size > 0 && failures.length === results.size && failures.every((f) => f.kind === 'unauthorized');
+  const all401 =
+    results.size > 0 && failures.length === results.size && failures.every((f) => f.kind === 'unauthorized');
   const secretWrong = failures.some((f) => f.kind === 'wrong_secret');
   const skewRefused = failures.find((f) => f.kind === 'clock_skew');
   const authRefused = failures.some((f) => f.kind === 'unauthorized');
@@ -186,7 +271,8 @@ async function checkService(client: ServiceClient, options: DoctorOptions, add: 
     add({
       name: 'API key',
       status: 'fail',
-      detail: 'the service refused the API key on every call (401): the key is wrong, disabled, or for another environment',
+      detail:
+        'the service refused the API key on every call (401): the key is wrong, disabled, or for another environment',
       fix: 'check UID2_API_KEY / --api-key-file: integ and prod keys differ, and EUID keys do not work on UID2 (or the reverse)',
     });
   } else {
@@ -195,14 +281,28 @@ async function checkService(client: ServiceClient, options: DoctorOptions, add: 
 
   // client secret
   if (secretWrong) {
-    add({ name: 'client secret', status: 'fail', detail: 'the client secret does not match the API key: the service could not decrypt the request (400 Check encryption key (ClientSecret))', fix: SECRET_FIX });
+    add({
+      name: 'client secret',
+      status: 'fail',
+      detail:
+        'the client secret does not match the API key: the service could not decrypt the request (400 Check encryption key (ClientSecret))',
+      fix: SECRET_FIX,
+    });
   } else if (anySuccess) {
     add({ name: 'client secret', status: 'pass', detail: 'requests and answers decrypt' });
   } else if (skewRefused) {
     // the service decrypts the envelope before it reads the time in it
-    add({ name: 'client secret', status: 'pass', detail: 'the service decrypted the requests (it then refused their time)' });
+    add({
+      name: 'client secret',
+      status: 'pass',
+      detail: 'the service decrypted the requests (it then refused their time)',
+    });
   } else {
-    add({ name: 'client secret', status: 'skip', detail: 'not checked: no call got past the checks before decryption' });
+    add({
+      name: 'client secret',
+      status: 'skip',
+      detail: 'not checked: no call got past the checks before decryption',
+    });
   }
 
   // clock skew
@@ -218,11 +318,27 @@ async function checkService(client: ServiceClient, options: DoctorOptions, add: 
     const skewMs = seen.localMs - seen.serverMs;
     const text = `this machine's clock is ${(Math.abs(skewMs) / 1000).toFixed(1)} s ${skewMs >= 0 ? 'ahead of' : 'behind'} the service's`;
     const abs = Math.abs(skewMs);
-    if (abs > SKEW_FAIL_MS) add({ name: 'clock skew', status: 'fail', detail: `${text}; the service accepts requests at most 60 s off (the docs' rule)`, fix: NTP_FIX });
-    else if (abs > SKEW_WARN_MS) add({ name: 'clock skew', status: 'warn', detail: `${text}; close to the 60 s the service allows`, fix: NTP_FIX });
+    if (abs > SKEW_FAIL_MS)
+      add({
+        name: 'clock skew',
+        status: 'fail',
+        detail: `${text}; the service accepts requests at most 60 s off (the docs' rule)`,
+        fix: NTP_FIX,
+      });
+    else if (abs > SKEW_WARN_MS)
+      add({
+        name: 'clock skew',
+        status: 'warn',
+        detail: `${text}; close to the 60 s the service allows`,
+        fix: NTP_FIX,
+      });
     else add({ name: 'clock skew', status: 'pass', detail: text });
   } else {
-    add({ name: 'clock skew', status: 'skip', detail: 'not checked: no encrypted answer to read the service time from' });
+    add({
+      name: 'clock skew',
+      status: 'skip',
+      detail: 'not checked: no encrypted answer to read the service time from',
+    });
   }
 
   // roles
@@ -239,20 +355,43 @@ async function checkService(client: ServiceClient, options: DoctorOptions, add: 
           ? 'fix the API key first (see above)'
           : `ask your UID2 contact to add the ${ROLE_NAME[role]} role to this key, or leave it out with --roles if you do not need it`,
       });
-    } else if (r.failure.kind === 'wrong_secret') add({ name, status: 'skip', detail: 'not checked: the client secret does not match the API key' });
+    } else if (r.failure.kind === 'wrong_secret')
+      add({ name, status: 'skip', detail: 'not checked: the client secret does not match the API key' });
     else if (r.failure.kind === 'clock_skew') add({ name, status: 'skip', detail: 'not checked: the clock is off' });
-    else add({ name, status: 'fail', detail: r.failure.message, fix: r.failure.kind === 'network' ? 'check the connection to the service' : undefined });
+    else
+      add({
+        name,
+        status: 'fail',
+        detail: r.failure.message,
+        fix: r.failure.kind === 'network' ? 'check the connection to the service' : undefined,
+      });
   }
 
   // refresh: no role needed, but it proves the refresh_response_key round trip
   if (!identity) {
-    add({ name: 'token refresh', status: 'skip', detail: options.roles.includes('generator') ? 'not checked: no identity was generated' : 'not checked: needs the generator check' });
+    add({
+      name: 'token refresh',
+      status: 'skip',
+      detail: options.roles.includes('generator')
+        ? 'not checked: no identity was generated'
+        : 'not checked: needs the generator check',
+    });
     return { authRefused };
   }
   try {
     const outcome = await refreshIdentity(client, refreshInputOf(identity));
-    if (outcome.kind === 'success') add({ name: 'token refresh', status: 'pass', detail: 'the new identity decrypted with the refresh_response_key' });
-    else add({ name: 'token refresh', status: 'fail', detail: `refreshing a fresh identity answered ${outcome.kind}${'message' in outcome ? `: ${outcome.message}` : ''}` });
+    if (outcome.kind === 'success')
+      add({
+        name: 'token refresh',
+        status: 'pass',
+        detail: 'the new identity decrypted with the refresh_response_key',
+      });
+    else
+      add({
+        name: 'token refresh',
+        status: 'fail',
+        detail: `refreshing a fresh identity answered ${outcome.kind}${'message' in outcome ? `: ${outcome.message}` : ''}`,
+      });
   } catch (err) {
     add({ name: 'token refresh', status: 'fail', detail: classifyFailure(err).message });
   }
@@ -277,9 +416,13 @@ export function formatReport(report: DoctorReport): string {
 }
 
 export function parseRoles(value: string): Role[] {
-  const roles = value.split(',').map((r) => r.trim().toLowerCase()).filter(Boolean);
+  const roles = value
+    .split(',')
+    .map((r) => r.trim().toLowerCase())
+    .filter(Boolean);
   const unknown = roles.filter((r) => !(ROLES as readonly string[]).includes(r));
-  if (unknown.length > 0 || roles.length === 0) throw new UserError(`--roles takes a comma list of ${ROLES.join(', ')}`);
+  if (unknown.length > 0 || roles.length === 0)
+    throw new UserError(`--roles takes a comma list of ${ROLES.join(', ')}`);
   return [...new Set(roles)] as Role[];
 }
 
@@ -298,7 +441,9 @@ async function probeHealth(baseUrl: string): Promise<Reachability> {
 export function registerDoctorCommand(program: Command): void {
   const cmd = program
     .command('doctor')
-    .description('check configuration, credentials, reachability, clock skew and the API key\'s roles, with a fix for each failure')
+    .description(
+      "check configuration, credentials, reachability, clock skew and the API key's roles, with a fix for each failure",
+    )
     .option('--json', 'print the checks as JSON')
     .option('--roles <list>', `roles to check, comma-separated: ${ROLES.join(', ')}`, parseRoles, [...ROLES])
     .addHelpText(

@@ -1,14 +1,39 @@
 import type { Command } from 'commander';
-import { ColumnError, resolveIdentifierColumns, resultHeader, type ColumnFlags, type ColumnKind, type IdentifierColumn } from '../../pipeline/table/identifier-columns.js';
-import { addHashCounts, emptyHashCounts, HASH_FIELDS, hashRows, type HashCounts } from '../../pipeline/hash/hash-rows.js';
+import {
+  ColumnError,
+  resolveIdentifierColumns,
+  resultHeader,
+  type ColumnFlags,
+  type ColumnKind,
+  type IdentifierColumn,
+} from '../../pipeline/table/identifier-columns.js';
+import {
+  addHashCounts,
+  emptyHashCounts,
+  HASH_FIELDS,
+  hashRows,
+  type HashCounts,
+} from '../../pipeline/hash/hash-rows.js';
 import type { RowFormat } from '../../pipeline/table/row-encoders.js';
 import { RowThreads, YOUNG_GENERATION_MB } from '../../pipeline/threads/row-threads.js';
 import { isPieceSource, openTableInput, type TableInput } from '../../pipeline/threads/table-input.js';
 import { openSink } from '../../pipeline/table/sink.js';
-import { InputError, OutputError, type OpenSourceOptions, type TableInfo, type TableSink } from '../../pipeline/table/table.js';
+import {
+  InputError,
+  OutputError,
+  type OpenSourceOptions,
+  type TableInfo,
+  type TableSink,
+} from '../../pipeline/table/table.js';
 import { EXIT, UserError, onInterrupt } from '../shared/exit-codes.js';
 import { addOutputOptions } from '../shared/options.js';
-import { addTableInputOptions, resolveInputArg, sourceOptionsOf, tableInputFlags, type InputFlags } from '../shared/input-options.js';
+import {
+  addTableInputOptions,
+  resolveInputArg,
+  sourceOptionsOf,
+  tableInputFlags,
+  type InputFlags,
+} from '../shared/input-options.js';
 import { addThreadsOption, defaultHashThreads, threadsFlag } from '../shared/threads-option.js';
 import { createProgress } from '../shared/progress.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
@@ -70,7 +95,11 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     for (const n of source.notes) progress.note(n);
     let columns: IdentifierColumn[] = [];
     if (source.header.length > 0) {
-      const resolved = resolveIdentifierColumns(source.header, flags, source.name === '<stdin>' ? 'stdin' : source.name);
+      const resolved = resolveIdentifierColumns(
+        source.header,
+        flags,
+        source.name === '<stdin>' ? 'stdin' : source.name,
+      );
       columns = resolved.columns;
       if (resolved.note !== undefined) progress.note(resolved.note);
     } else {
@@ -90,11 +119,19 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     const tally = new Tally(columns);
     const counts = tally.counts;
     const checkInterrupt = (): void => {
-      if (interrupted) throw new UserError(`interrupted: ${toFile ? 'no output file was written' : 'the rows on stdout are incomplete'}`, EXIT.interrupted);
+      if (interrupted)
+        throw new UserError(
+          `interrupted: ${toFile ? 'no output file was written' : 'the rows on stdout are incomplete'}`,
+          EXIT.interrupted,
+        );
     };
     if (isPieceSource(source)) {
       const format: RowFormat = flags.format === 'jsonl' ? { format: 'jsonl', header } : { format: 'csv' };
-      threads = new RowThreads({ name: source.name, csv: source.settings, width: source.width, columns, format, v2: false }, flags.threads ?? 1, YOUNG_GENERATION_MB.hash);
+      threads = new RowThreads(
+        { name: source.name, csv: source.settings, width: source.width, columns, format, v2: false },
+        flags.threads ?? 1,
+        YOUNG_GENERATION_MB.hash,
+      );
       for await (const piece of threads.hashed(source)) {
         addHashCounts(counts, piece.counts);
         await sink.writeEncoded(piece.bytes);
@@ -142,7 +179,10 @@ async function openInput(flags: HashFlags, io: HashIo): Promise<TableInput> {
 function estimateTotal(source: TableInfo, rows: number): { total?: number; totalIsEstimate?: boolean } {
   const read = source.bytesRead();
   if (source.totalBytes === undefined || read === 0) return {};
-  return { total: Math.max(rows, Math.round((rows * source.totalBytes) / read)), totalIsEstimate: read < source.totalBytes };
+  return {
+    total: Math.max(rows, Math.round((rows * source.totalBytes) / read)),
+    totalIsEstimate: read < source.totalBytes,
+  };
 }
 
 class Tally {
@@ -152,7 +192,11 @@ class Tally {
     this.counts = emptyHashCounts(columns.length);
   }
 
-  summary(startedMs: number, endedMs: number, problems: { shortRows: number; longRows: number; extraKeys: number }): HashSummary {
+  summary(
+    startedMs: number,
+    endedMs: number,
+    problems: { shortRows: number; longRows: number; extraKeys: number },
+  ): HashSummary {
     const duration = Math.max(0, endedMs - startedMs) / 1000;
     const { ok, invalid, missing, rows, reasons } = this.counts;
     const columns: HashSummary['columns'] = {};
@@ -188,7 +232,8 @@ export function formatHashSummary(s: HashSummary): string {
   }
   const p = s.row_problems;
   if (p.short_rows > 0) line += `; ${rows(p.short_rows)} had fewer cells than the header (padded with empty cells)`;
-  if (p.extra_keys > 0) line += `; ${rows(p.extra_keys)} had keys not in the header (those values are not in the output)`;
+  if (p.extra_keys > 0)
+    line += `; ${rows(p.extra_keys)} had keys not in the header (those values are not in the output)`;
   return line;
 }
 
@@ -208,7 +253,10 @@ async function writeJsonAtomically(path: string, value: unknown): Promise<void> 
   try {
     await writeSummaryJson(path, value as Record<string, unknown>);
   } catch (err) {
-    throw new UserError(`cannot write --summary-json ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, EXIT.failed);
+    throw new UserError(
+      `cannot write --summary-json ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      EXIT.failed,
+    );
   }
 }
 
@@ -225,7 +273,9 @@ export function processHashIo(): HashIo {
 export function registerHash(program: Command, io: () => HashIo = processHashIo): void {
   const cmd = program
     .command('hash')
-    .description('normalize, hash and validate identifiers offline (nothing is sent): writes hash, hash_type, status and reason per identifier column')
+    .description(
+      'normalize, hash and validate identifiers offline (nothing is sent): writes hash, hash_type, status and reason per identifier column',
+    )
     .argument('[input]', "CSV or JSONL file; '-' or nothing reads stdin")
     .option('--bom', 'start a CSV output with a UTF-8 BOM (for Excel)');
   addTableInputOptions(cmd);
@@ -235,7 +285,13 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
     const hashIo = io();
     const output = typeof opts.output === 'string' ? opts.output : undefined;
     const formatGiven = command.getOptionValueSource('format') !== 'default';
-    const format = formatGiven ? (opts.format === 'jsonl' ? 'jsonl' : 'csv') : output !== undefined && /\.(jsonl|ndjson)$/i.test(output) ? 'jsonl' : 'csv';
+    const format = formatGiven
+      ? opts.format === 'jsonl'
+        ? 'jsonl'
+        : 'csv'
+      : output !== undefined && /\.(jsonl|ndjson)$/i.test(output)
+        ? 'jsonl'
+        : 'csv';
     const flags: HashFlags = {
       ...tableInputFlags(resolveInputArg(input, hashIo.stdin), opts),
       format,

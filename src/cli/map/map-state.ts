@@ -26,7 +26,11 @@ export interface MapStateOptions {
  */
 export function openMapState(path: string, options: MapStateOptions): MapStateFile {
   const api = options.api ?? 'v3';
-  const store: StateStore = openState(path, { envFingerprint: options.envFingerprint, api, readonly: options.readonly });
+  const store: StateStore = openState(path, {
+    envFingerprint: options.envFingerprint,
+    api,
+    readonly: options.readonly,
+  });
   let runId: number | undefined;
   try {
     const fileApi = store.meta().api;
@@ -37,10 +41,14 @@ export function openMapState(path: string, options: MapStateOptions): MapStateFi
       );
     }
     if (fileApi !== api) {
-      throw new UserError(`--state ${path} holds v3 mappings (with refresh times): map --api v2 cannot add to it; drop --api v2 (v3 is the current API), or give --api v2 its own state file`);
+      throw new UserError(
+        `--state ${path} holds v3 mappings (with refresh times): map --api v2 cannot add to it; drop --api v2 (v3 is the current API), or give --api v2 its own state file`,
+      );
     }
     if (api === 'v2' && migrationInProgress(store)) {
-      throw new UserError(`--state ${path} is being migrated to v3: finish with uid2-batch migrate --state ${path}, then map without --api v2`);
+      throw new UserError(
+        `--state ${path} is being migrated to v3: finish with uid2-batch migrate --state ${path}, then map without --api v2`,
+      );
     }
     if (!options.readonly) store.lock();
   } catch (err) {

@@ -19,13 +19,37 @@ import { openSource } from '../../pipeline/table/source.js';
 import type { InputRow, TableSink } from '../../pipeline/table/table.js';
 import { resultHeader } from '../../pipeline/table/identifier-columns.js';
 import { openState } from '../../state/index.js';
-import { connect as connectService, resolveFor, runInProcess, sayTo, type InputCommandDeps, type Say } from '../shared/command-context.js';
+import {
+  connect as connectService,
+  resolveFor,
+  runInProcess,
+  sayTo,
+  type InputCommandDeps,
+  type Say,
+} from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
-import { addConnectionOptions, addOutputOptions, connectionFlags, decimalNumber, optionReaders, outputFlags, wholeNumber, type OutputFlags } from '../shared/options.js';
+import {
+  addConnectionOptions,
+  addOutputOptions,
+  connectionFlags,
+  decimalNumber,
+  optionReaders,
+  outputFlags,
+  wholeNumber,
+  type OutputFlags,
+} from '../shared/options.js';
 import { addInputFormatOptions, inputFormatFlags, sourceOptionsOf, type InputFlags } from '../shared/input-options.js';
-import { acknowledgeDelivered, exitCodeOf, replayedLine, reportRun, requestCounters, withRunOutput, type ChangeDelivery } from '../shared/run-report.js';
+import {
+  acknowledgeDelivered,
+  exitCodeOf,
+  replayedLine,
+  reportRun,
+  requestCounters,
+  withRunOutput,
+  type ChangeDelivery,
+} from '../shared/run-report.js';
 import { formatCount, formatDuration, makeSummary, type RunSummary } from '../shared/summary.js';
 
 export interface OptoutCheckFlags {
@@ -62,16 +86,29 @@ export function registerOptoutCheck(program: Command): void {
       ].join('\n\n'),
     )
     .argument('[input]', 'CSV or JSONL file with a column of raw UIDs; - reads stdin')
-    .option('--col <name>', 'a column of raw UIDs (repeatable: every column named is checked; default: the one named like raw_uid, advertising_id, uid, raw_uid2)', collectRepeated)
+    .option(
+      '--col <name>',
+      'a column of raw UIDs (repeatable: every column named is checked; default: the one named like raw_uid, advertising_id, uid, raw_uid2)',
+      collectRepeated,
+    )
     .option('--only-opted-out', 'write only the opted-out rows')
-    .option('--state <file>', 'check the raw UIDs stored in this state file instead of an input file; tombstone the opted-out entries')
-    .option('--sweep-fraction <f>', 'with --state: check only this fraction of the entries, the least recently checked first (e.g. 0.05)', parseFraction)
+    .option(
+      '--state <file>',
+      'check the raw UIDs stored in this state file instead of an input file; tombstone the opted-out entries',
+    )
+    .option(
+      '--sweep-fraction <f>',
+      'with --state: check only this fraction of the entries, the least recently checked first (e.g. 0.05)',
+      parseFraction,
+    )
     .option('--private-operator', 'the service is a private operator: batches may be sent in parallel')
     .option('--concurrency <n>', 'with --private-operator: requests in flight at most (default 4)', parseConcurrency);
   addInputFormatOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
-  cmd.action((input: string | undefined, opts: Record<string, unknown>) => runInProcess((deps) => runOptoutCheck(optoutCheckFlags(input, opts), deps)));
+  cmd.action((input: string | undefined, opts: Record<string, unknown>) =>
+    runInProcess((deps) => runOptoutCheck(optoutCheckFlags(input, opts), deps)),
+  );
 }
 
 export function optoutCheckFlags(input: string | undefined, opts: Record<string, unknown>): OptoutCheckFlags {
@@ -95,12 +132,15 @@ const DEFAULT_PRIVATE_CONCURRENCY = 4;
 /** Checks the flags that only make sense together, before anything is opened. */
 function checkCombinations(flags: OptoutCheckFlags): void {
   if (flags.state !== undefined && flags.input !== undefined) {
-    throw new UserError(`give either an input file or --state FILE, not both (got '${flags.input}' and --state ${flags.state})`);
+    throw new UserError(
+      `give either an input file or --state FILE, not both (got '${flags.input}' and --state ${flags.state})`,
+    );
   }
   if (flags.sweepFraction !== undefined && flags.state === undefined) {
     throw new UserError('--sweep-fraction works on a state file: add --state FILE');
   }
-  if (flags.sweepFraction === 0) throw new UserError('--sweep-fraction must be above 0 (e.g. 0.05 checks 5% of the entries per run)');
+  if (flags.sweepFraction === 0)
+    throw new UserError('--sweep-fraction must be above 0 (e.g. 0.05 checks 5% of the entries per run)');
   if (flags.concurrency !== undefined && flags.concurrency > 1 && !flags.privateOperator) {
     throw new UserError(
       '--concurrency needs --private-operator: the public service takes opt-out checks one request at a time on one connection',
@@ -126,7 +166,13 @@ async function connect(flags: OptoutCheckFlags, resolved: ResolvedConfig): Promi
 /** `uid2-batch optout-check`: returns the exit code (0, 3 some batches failed, 130 interrupted); throws for the rest. */
 export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckDeps): Promise<number> {
   checkCombinations(flags);
-  refuseOverlappingPaths([{ flag: 'the input', path: flags.input }, { flag: '--state', path: flags.state }], standardOutputs(flags.output));
+  refuseOverlappingPaths(
+    [
+      { flag: 'the input', path: flags.input },
+      { flag: '--state', path: flags.state },
+    ],
+    standardOutputs(flags.output),
+  );
   const startedMs = deps.now();
   const say = sayTo(flags.output, deps);
   // configuration first: a missing key should be said before a large file is opened
@@ -142,7 +188,13 @@ export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckD
   const columns = rawUidColumns(source.header, flags.cols, source.name);
 
   const connection = await connect(flags, config);
-  const layout = columns.length === 1 ? verdictLayout(source.header) : verdictLayoutPerColumn(source.header, columns.map((c) => source.header[c]));
+  const layout =
+    columns.length === 1
+      ? verdictLayout(source.header)
+      : verdictLayoutPerColumn(
+          source.header,
+          columns.map((c) => source.header[c]),
+        );
   const perRow = perRowVerdicts(columns);
   try {
     return await withRunOutput(layout.header, 'optout-check', true, flags.output, deps, async (sink, progress) => {
@@ -166,8 +218,18 @@ export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckD
       });
       progress.stop();
       // the counts are of raw UIDs (one per column of each row); rows are the input's
-      const result = { ...checked, counts: { ...checked.counts, rows: Math.floor(checked.counts.rows / columns.length) } };
-      const summary = optoutSummary('optout-check', result, client, startedMs, deps.now(), columns.length > 1 ? { raw_uid_columns: columns.map((c) => source.header[c]) } : {});
+      const result = {
+        ...checked,
+        counts: { ...checked.counts, rows: Math.floor(checked.counts.rows / columns.length) },
+      };
+      const summary = optoutSummary(
+        'optout-check',
+        result,
+        client,
+        startedMs,
+        deps.now(),
+        columns.length > 1 ? { raw_uid_columns: columns.map((c) => source.header[c]) } : {},
+      );
       return await finishOptout(result, summary, sink, flags, deps, say);
     });
   } finally {
@@ -182,7 +244,8 @@ function rawUidColumns(header: readonly string[], cols: readonly string[] | unde
   for (const col of wanted) {
     const column = pickRawUidColumn(header, col);
     if (!column.ok) throw new UserError(`${source}: ${column.message}`);
-    if (indexes.includes(column.index)) throw new UserError(`--col '${header[column.index]}' is named twice: give each column once`);
+    if (indexes.includes(column.index))
+      throw new UserError(`--col '${header[column.index]}' is named twice: give each column once`);
     indexes.push(column.index);
   }
   return indexes;
@@ -235,9 +298,16 @@ function perRowVerdicts(columns: readonly number[]): {
 }
 
 /** Output columns for several raw-UID columns: the input's, then `<column>_opted_out`, ... per column. */
-function verdictLayoutPerColumn(inputHeader: readonly string[], names: readonly string[]): { header: string[]; place(cells: readonly string[], verdicts: readonly string[]): string[] } {
+function verdictLayoutPerColumn(
+  inputHeader: readonly string[],
+  names: readonly string[],
+): { header: string[]; place(cells: readonly string[], verdicts: readonly string[]): string[] } {
   return {
-    header: resultHeader(inputHeader, names.map((name) => ({ name })), VERDICT_COLUMNS),
+    header: resultHeader(
+      inputHeader,
+      names.map((name) => ({ name })),
+      VERDICT_COLUMNS,
+    ),
     place: (cells, verdicts) => [...cells, ...verdicts],
   };
 }
@@ -246,7 +316,10 @@ function verdictLayoutPerColumn(inputHeader: readonly string[], names: readonly 
  * Output columns: the input's, then opted_out, opted_out_since, reason. Checking an earlier output again writes
  * over its verdict columns instead of adding a second set.
  */
-export function verdictLayout(inputHeader: readonly string[]): { header: string[]; place(cells: readonly string[], verdict: readonly string[]): string[] } {
+export function verdictLayout(inputHeader: readonly string[]): {
+  header: string[];
+  place(cells: readonly string[], verdict: readonly string[]): string[];
+} {
   const at = VERDICT_COLUMNS.map((name) => inputHeader.indexOf(name));
   const header = [...inputHeader];
   const slots = at.map((i, k) => (i >= 0 ? i : header.push(VERDICT_COLUMNS[k]) - 1));
@@ -263,12 +336,21 @@ export function verdictLayout(inputHeader: readonly string[]): { header: string[
 function chooseInput(input: string | undefined, stdin: { isTTY?: boolean }): string {
   if (input !== undefined && input !== '') return input;
   if (stdin.isTTY) {
-    throw new UserError('no input: give a CSV or JSONL file of raw UIDs (uid2-batch optout-check FILE), pipe one in (... | uid2-batch optout-check -), or use --state FILE');
+    throw new UserError(
+      'no input: give a CSV or JSONL file of raw UIDs (uid2-batch optout-check FILE), pipe one in (... | uid2-batch optout-check -), or use --state FILE',
+    );
   }
   return '-';
 }
 
-export function optoutSummary(command: string, result: OptoutResult, client: ServiceClient, startedMs: number, endedMs: number, extra: Record<string, unknown> = {}): RunSummary {
+export function optoutSummary(
+  command: string,
+  result: OptoutResult,
+  client: ServiceClient,
+  startedMs: number,
+  endedMs: number,
+  extra: Record<string, unknown> = {},
+): RunSummary {
   const c: OptoutCounts = result.counts;
   return makeSummary({
     command,
@@ -320,10 +402,14 @@ export async function finishOptout(
   switch (outcome.kind) {
     case 'completed':
       if (result.counts.status.error === 0) return EXIT.ok;
-      say(`${formatCount(result.counts.status.error)} raw UID(s) could not be checked (${result.batchErrors.join('; ')}); run again to check them`);
+      say(
+        `${formatCount(result.counts.status.error)} raw UID(s) could not be checked (${result.batchErrors.join('; ')}); run again to check them`,
+      );
       return EXIT.partial;
     case 'interrupted':
-      say(`interrupted: ${keepOutputWhenStopped ? 'the output lists what was checked' : output ? `${output} was not written` : 'the rows on stdout are incomplete'}`);
+      say(
+        `interrupted: ${keepOutputWhenStopped ? 'the output lists what was checked' : output ? `${output} was not written` : 'the rows on stdout are incomplete'}`,
+      );
       return EXIT.interrupted;
     case 'auth-refused':
       throw outcome.error;
@@ -354,7 +440,15 @@ async function runStateSweep(
     state.lock();
     const nowS = Math.floor(startedMs / 1000);
     const connection = await connect(flags, resolved);
-    const runId = state.startRun('optout-check', JSON.stringify({ sweep_fraction: flags.sweepFraction ?? 1, private_operator: flags.privateOperator, output: flags.output.output ?? '-' }), nowS);
+    const runId = state.startRun(
+      'optout-check',
+      JSON.stringify({
+        sweep_fraction: flags.sweepFraction ?? 1,
+        private_operator: flags.privateOperator,
+        output: flags.output.output ?? '-',
+      }),
+      nowS,
+    );
     try {
       return await withRunOutput(SWEEP_HEADER, 'optout-check', true, flags.output, deps, async (sink, progress) => {
         const client = connection.client;
@@ -370,7 +464,9 @@ async function runStateSweep(
           ...(flags.sweepFraction !== undefined ? { fraction: flags.sweepFraction } : {}),
           ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
           onChecked: async (rows) => {
-            const cells = (flags.onlyOptedOut ? rows.filter((r) => r.verdict.kind === 'opted_out') : rows).map(sweptCells);
+            const cells = (flags.onlyOptedOut ? rows.filter((r) => r.verdict.kind === 'opted_out') : rows).map(
+              sweptCells,
+            );
             await sink.writeRows(cells);
             done += rows.length;
             progress.update({ done, retries: client.stats.retries, http429: client.stats.http429 });

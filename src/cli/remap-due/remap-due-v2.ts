@@ -2,7 +2,16 @@ import type { ResolvedConfig } from '../../config/index.js';
 import { checkRotatedBuckets, isoUtc, nextCheckSinceMs, type BucketCheck } from '../../pipeline/v2/rotated-buckets.js';
 import { mapBatchV2 } from '../../pipeline/v2/map-v2.js';
 import { migrationInProgress } from '../../pipeline/v2/migration.js';
-import { CHANGES_HEADER_V2, changeCellsV2, RemapEngine, replayRemapChanges, type RemapBatchFn, type RemapCounts, type RemapOptions, type RemapResult } from '../../pipeline/remap/remap-engine.js';
+import {
+  CHANGES_HEADER_V2,
+  changeCellsV2,
+  RemapEngine,
+  replayRemapChanges,
+  type RemapBatchFn,
+  type RemapCounts,
+  type RemapOptions,
+  type RemapResult,
+} from '../../pipeline/remap/remap-engine.js';
 import { chooseConcurrency, connectForMapping } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { finish, isoOf, remapSummary, writeDryRunSummary, type RemapDueRun } from './remap-report.js';
@@ -21,7 +30,9 @@ export async function runRemapDueV2(run: RemapDueRun, resolved: ResolvedConfig):
   const { state, flags, startedMs, deps } = run;
   const path = flags.state ?? state.path;
   if (migrationInProgress(state)) {
-    throw new UserError(`${path} is being migrated to v3: finish with uid2-batch migrate --state ${path} (remap-due would re-map with v2 what the migration has marked)`);
+    throw new UserError(
+      `${path} is being migrated to v3: finish with uid2-batch migrate --state ${path} (remap-due would re-map with v2 what the migration has marked)`,
+    );
   }
   deps.stderr.write(
     v2DeprecationWarning(
@@ -45,14 +56,24 @@ async function dryRunV2(run: RemapDueRun): Promise<number> {
     const lines = [
       `remap-due --dry-run on a v2 state file at ${isoOf(nowS)}: nothing was sent`,
       `  ${formatCount(marked)} entries marked due (their salt bucket rotated after they were mapped)`,
-      ...(dueByR > 0 ? [`  ${formatCount(dueByR)} entries moved to v3 earlier (--upgrade) are due by refresh time`] : []),
+      ...(dueByR > 0
+        ? [`  ${formatCount(dueByR)} entries moved to v3 earlier (--upgrade) are due by refresh time`]
+        : []),
       since === null
         ? '  no v2 entries to check buckets for'
         : `  a real run first asks for the buckets rotated since ${isoUtc(since)} and may mark more (a dry run does not ask)`,
     ];
     deps.stderr.write(`${lines.join('\n')}\n`);
   }
-  await writeDryRunSummary(run, { dry_run: true, api: 'v2', now_s: nowS, due_now: marked + dueByR, marked_due: marked, due_by_r: dueByR, ...(since !== null ? { buckets_since: isoUtc(since) } : {}) });
+  await writeDryRunSummary(run, {
+    dry_run: true,
+    api: 'v2',
+    now_s: nowS,
+    due_now: marked + dueByR,
+    marked_due: marked,
+    due_by_r: dueByR,
+    ...(since !== null ? { buckets_since: isoUtc(since) } : {}),
+  });
   return EXIT.ok;
 }
 
@@ -71,7 +92,13 @@ async function remapV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<numb
     const since = nextCheckSinceMs(state);
     let check: BucketCheck | null = null;
     if (since !== null) {
-      check = await checkRotatedBuckets({ client, state, sinceMs: since, checkedAtMs: nowS * 1000, ...(deps.signal !== undefined ? { signal: deps.signal } : {}) });
+      check = await checkRotatedBuckets({
+        client,
+        state,
+        sinceMs: since,
+        checkedAtMs: nowS * 1000,
+        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+      });
     }
     const marked = state.countDueV2();
     const dueByR = state.countDue(nowS);
@@ -99,7 +126,11 @@ async function remapV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<numb
       const left = flags.limit === undefined ? Number.POSITIVE_INFINITY : flags.limit - byBucket;
       if (result.outcome.kind === 'completed' && dueByR > 0 && left > 0) {
         doneBefore = byBucket;
-        const byR = await new RemapEngine({ ...common, mapBatch: mapV3, ...(Number.isFinite(left) ? { limit: left } : {}) }).run();
+        const byR = await new RemapEngine({
+          ...common,
+          mapBatch: mapV3,
+          ...(Number.isFinite(left) ? { limit: left } : {}),
+        }).run();
         result = joinResults(result, byR);
       }
       progress.stop();
@@ -114,9 +145,16 @@ async function remapV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<numb
       if (replayed > 0) summary.replayed_changes = replayed;
       state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
       if (check !== null) {
-        say(`buckets: ${formatCount(check.buckets.length)} salt bucket(s) rotated since ${isoUtc(check.sinceMs)}; ${formatCount(check.marked)} entries marked due`);
+        say(
+          `buckets: ${formatCount(check.buckets.length)} salt bucket(s) rotated since ${isoUtc(check.sinceMs)}; ${formatCount(check.marked)} entries marked due`,
+        );
       }
-      return await finish(result, summary, sink, flags, deps, say, { state, kind: 'remap', replayed, upTo: result.journalUpTo });
+      return await finish(result, summary, sink, flags, deps, say, {
+        state,
+        kind: 'remap',
+        replayed,
+        upTo: result.journalUpTo,
+      });
     });
   } finally {
     await connection.close();
@@ -144,5 +182,10 @@ function joinResults(a: RemapResult, b: RemapResult): RemapResult {
     batchesCommitted: x.batchesCommitted + y.batchesCommitted,
   };
   // b ran last: its id covers a's rows too
-  return { outcome: b.outcome, counts, batchErrors: [...new Set([...a.batchErrors, ...b.batchErrors])].slice(0, 5), journalUpTo: b.journalUpTo ?? a.journalUpTo };
+  return {
+    outcome: b.outcome,
+    counts,
+    batchErrors: [...new Set([...a.batchErrors, ...b.batchErrors])].slice(0, 5),
+    journalUpTo: b.journalUpTo ?? a.journalUpTo,
+  };
 }

@@ -7,8 +7,21 @@ import type { StateStore } from '../../state/types.js';
 import type { CommandDeps, Say } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import type { OutputFlags } from '../shared/options.js';
-import { acknowledgeDelivered, KNOWN_FAILURES, reportRun, requestCounters, type ChangeDelivery } from '../shared/run-report.js';
-import { formatCount, formatDuration, formatRate, makeSummary, writeSummaryJson, type RunSummary } from '../shared/summary.js';
+import {
+  acknowledgeDelivered,
+  KNOWN_FAILURES,
+  reportRun,
+  requestCounters,
+  type ChangeDelivery,
+} from '../shared/run-report.js';
+import {
+  formatCount,
+  formatDuration,
+  formatRate,
+  makeSummary,
+  writeSummaryJson,
+  type RunSummary,
+} from '../shared/summary.js';
 
 export interface RemapDueFlags {
   state?: string;
@@ -38,9 +51,15 @@ export interface RemapDueRun {
 }
 
 /** --summary-json of a dry run: nothing was sent; `extra` holds what was counted. */
-export async function writeDryRunSummary({ flags, startedMs, deps }: RemapDueRun, extra: Record<string, unknown>): Promise<void> {
+export async function writeDryRunSummary(
+  { flags, startedMs, deps }: RemapDueRun,
+  extra: Record<string, unknown>,
+): Promise<void> {
   if (flags.output.summaryJson === undefined) return;
-  await writeSummaryJson(flags.output.summaryJson, makeSummary({ command: 'remap-due', rows: 0, startedMs, endedMs: deps.now(), extra }));
+  await writeSummaryJson(
+    flags.output.summaryJson,
+    makeSummary({ command: 'remap-due', rows: 0, startedMs, endedMs: deps.now(), extra }),
+  );
 }
 
 /** How far ahead a run with nothing due looks for the next entries: r is at most about a year away. */
@@ -65,7 +84,8 @@ export function nextDue(state: Pick<StateStore, 'dueByDay'>, nowS: number): Next
  */
 export function nothingDueLine(next: NextDue | null, nowS: number): string {
   const at = `nothing was due at ${isoOf(nowS)}`;
-  if (next === null) return `${at}, and nothing comes due in the next ${NEXT_DUE_HORIZON_DAYS} days (the state file has no entry with a refresh time)`;
+  if (next === null)
+    return `${at}, and nothing comes due in the next ${NEXT_DUE_HORIZON_DAYS} days (the state file has no entry with a refresh time)`;
   return (
     `${at}: the next ${formatCount(next.count)} ${next.count === 1 ? 'entry comes' : 'entries come'} due on ${next.day} (00:00 UTC); ` +
     `run then, or plan against that time with --now ${next.day}T00:30:00Z`
@@ -76,7 +96,14 @@ export function isoOf(seconds: number): string {
   return new Date(seconds * 1000).toISOString().replace('.000Z', 'Z');
 }
 
-export function remapSummary(result: RemapResult, client: ServiceClient, nowS: number, due: number, startedMs: number, endedMs: number): RunSummary {
+export function remapSummary(
+  result: RemapResult,
+  client: ServiceClient,
+  nowS: number,
+  due: number,
+  startedMs: number,
+  endedMs: number,
+): RunSummary {
   const c = result.counts;
   return makeSummary({
     command: 'remap-due',
@@ -134,14 +161,18 @@ export async function finish(
   // an interrupted or failed run keeps its rows pending: the cron line's re-run into the same -o FILE writes them again
   if (outcome.kind === 'completed') acknowledgeDelivered(delivery, say);
   if (counts.stillDue > 0) {
-    say(`${formatCount(counts.stillDue)} entries came back with an r that is not after --now: the service's clock is behind it; they are due again next run`);
+    say(
+      `${formatCount(counts.stillDue)} entries came back with an r that is not after --now: the service's clock is behind it; they are due again next run`,
+    );
   }
   const output = flags.output.output;
   const where = output ?? 'stdout';
   switch (outcome.kind) {
     case 'completed':
       if (counts.status.error === 0) return EXIT.ok;
-      say(`${formatCount(counts.status.error)} entries were not remapped (${result.batchErrors.join('; ')}); they stay due: the next run retries them`);
+      say(
+        `${formatCount(counts.status.error)} entries were not remapped (${result.batchErrors.join('; ')}); they stay due: the next run retries them`,
+      );
       return EXIT.partial;
     case 'interrupted':
       say(
@@ -152,7 +183,10 @@ export async function finish(
     case 'auth-refused':
       throw outcome.error;
     case 'failed': {
-      const saved = counts.batchesCommitted > 0 ? `; ${formatCount(counts.batchesCommitted)} answered batch(es) are saved and their changes written to ${where}` : '';
+      const saved =
+        counts.batchesCommitted > 0
+          ? `; ${formatCount(counts.batchesCommitted)} answered batch(es) are saved and their changes written to ${where}`
+          : '';
       if (!KNOWN_FAILURES.has(outcome.error.name)) throw outcome.error;
       throw new UserError(`${outcome.error.message}${saved}; re-run to remap the rest`, EXIT.failed);
     }

@@ -42,13 +42,16 @@ export function serveOptions(flags: ServeFlags): ServiceOptions {
   if (flags.now !== undefined) {
     const ms = parseInstantMs(flags.now);
     if (ms === null || ms < 0 || ms > Date.UTC(9999, 11, 31)) {
-      throw new UserError(`--now must be an ISO 8601 date-time (e.g. 2026-01-01T00:00:00Z; no zone means UTC) or Unix seconds (got '${flags.now}')`);
+      throw new UserError(
+        `--now must be an ISO 8601 date-time (e.g. 2026-01-01T00:00:00Z; no zone means UTC) or Unix seconds (got '${flags.now}')`,
+      );
     }
     options.nowMs = ms;
   }
   if (flags.scope !== undefined) {
     const scope = flags.scope.toUpperCase();
-    if (scope !== 'UID2' && scope !== 'EUID') throw new UserError(`--scope must be uid2 or euid (got '${flags.scope}')`);
+    if (scope !== 'UID2' && scope !== 'EUID')
+      throw new UserError(`--scope must be uid2 or euid (got '${flags.scope}')`);
     options.scope = scope;
   }
   if (flags.optoutFile !== undefined) options.optoutFile = flags.optoutFile;
@@ -59,7 +62,9 @@ export function serveOptions(flags: ServeFlags): ServiceOptions {
   if (flags.latencyMs !== undefined) faults.latencyMs = flags.latencyMs;
   if (flags.rateLimit !== undefined) faults.rateLimitItemsPerS = flags.rateLimit;
   if ((faults.p429 ?? 0) + (faults.p500 ?? 0) + (faults.pDrop ?? 0) > 1) {
-    throw new UserError('--fault-429, --fault-500 and --fault-drop are probabilities of one draw per request: together they must not exceed 1');
+    throw new UserError(
+      '--fault-429, --fault-500 and --fault-drop are probabilities of one draw per request: together they must not exceed 1',
+    );
   }
   options.faults = faults;
   const lifetimes: NonNullable<ServiceOptions['lifetimes']> = {};
@@ -93,7 +98,9 @@ export async function runServe(flags: ServeFlags, io: ServeIo): Promise<void> {
   } catch (err) {
     throw toUserError(err, options);
   }
-  io.stdout.write(`${JSON.stringify({ url: service.url, api_key: service.apiKey, client_secret: service.clientSecret })}\n`);
+  io.stdout.write(
+    `${JSON.stringify({ url: service.url, api_key: service.apiKey, client_secret: service.clientSecret })}\n`,
+  );
   await io.stopSignal;
   await service.close();
 }
@@ -102,9 +109,12 @@ function toUserError(err: unknown, options: ServiceOptions): Error {
   if (err instanceof ServiceSetupError) return new UserError(err.message);
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   const where = `${options.host ?? '127.0.0.1'}:${options.port ?? 0}`;
-  if (code === 'EADDRINUSE') return new UserError(`cannot listen on ${where}: the port is in use; pick another --port, or 0 for a free one`);
-  if (code === 'EACCES') return new UserError(`cannot listen on ${where}: permission denied; use a port above 1023, or 0 for a free one`);
-  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return new UserError(`cannot listen on ${where}: no such local address; check --host`);
+  if (code === 'EADDRINUSE')
+    return new UserError(`cannot listen on ${where}: the port is in use; pick another --port, or 0 for a free one`);
+  if (code === 'EACCES')
+    return new UserError(`cannot listen on ${where}: permission denied; use a port above 1023, or 0 for a free one`);
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND')
+    return new UserError(`cannot listen on ${where}: no such local address; check --host`);
   return err instanceof Error ? err : new Error(String(err));
 }
 
@@ -134,20 +144,40 @@ export function registerServe(program: Command): void {
         'Envelope time is what request timestamps must be within 2 minutes of, and what answers carry: the real time plus the distance of --now from the real time at start. POST /_local/clock never moves it, and neither does it move the CLI\'s own clock: remap-due picks what is due by its own now. So to run the nightly remap over simulated days, move both: POST /_local/clock {"advance_days": 30} for the service, and remap-due --now <the same simulated time> for the CLI (remap-due with nothing due says when the next entries come due). `serve --now <10 minutes from now>` behaves like an operator whose clock is 10 minutes off (every request refused for clock skew). To start at a given identity date without that skew, start without --now and POST {"set": ...}.',
       ].join('\n\n'),
     )
-    .option('--host <host>', 'interface to listen on (default 127.0.0.1; anything else is reachable from other machines)')
+    .option(
+      '--host <host>',
+      'interface to listen on (default 127.0.0.1; anything else is reachable from other machines)',
+    )
     .option('--port <port>', 'port (default 0 = a free port, see the printed url)', wholeNumber('--port', 0, 65535))
     .option('--api-key <key>', 'API key to accept (default: a fresh random key, printed)')
     .option('--client-secret <secret>', 'client secret, base64 of 32 bytes (default: fresh random, printed)')
-    .option('--seed <text>', 'seed of every salt, bucket and token key: same seed, same raw UIDs (default uid2-batch-local)')
-    .option('--now <time>', 'identity time at start: ISO 8601 (no zone = UTC) or Unix seconds (default: now); also skews the envelope clock by as much, see above')
+    .option(
+      '--seed <text>',
+      'seed of every salt, bucket and token key: same seed, same raw UIDs (default uid2-batch-local)',
+    )
+    .option(
+      '--now <time>',
+      'identity time at start: ISO 8601 (no zone = UTC) or Unix seconds (default: now); also skews the envelope clock by as much, see above',
+    )
     .option('--scope <scope>', 'uid2 (default) or euid')
-    .option('--optout-file <csv>', 'CSV of opt-outs with a header of email, phone, email_hash, phone_hash, advertising_id, since_ms')
+    .option(
+      '--optout-file <csv>',
+      'CSV of opt-outs with a header of email, phone, email_hash, phone_hash, advertising_id, since_ms',
+    )
     .option('--fault-429 <p>', 'probability of a bare 429 per API request', probability('--fault-429'))
     .option('--fault-500 <p>', 'probability of a 500 per API request', probability('--fault-500'))
     .option('--fault-drop <p>', 'probability of closing the connection without an answer', probability('--fault-drop'))
     .option('--latency-ms <ms>', 'delay before every API answer', wholeNumber('--latency-ms', 0, 600_000))
-    .option('--rate-limit <items>', 'identity-map items admitted per second; above it a bare 429', wholeNumber('--rate-limit', 1, 1_000_000_000))
-    .option('--identity-lifetime <s>', 'advertising token lifetime, seconds (default 3600)', seconds('--identity-lifetime'))
+    .option(
+      '--rate-limit <items>',
+      'identity-map items admitted per second; above it a bare 429',
+      wholeNumber('--rate-limit', 1, 1_000_000_000),
+    )
+    .option(
+      '--identity-lifetime <s>',
+      'advertising token lifetime, seconds (default 3600)',
+      seconds('--identity-lifetime'),
+    )
     .option('--refresh-from <s>', 'refresh_from after generation, seconds (default 900)', seconds('--refresh-from'))
     .option('--refresh-lifetime <s>', 'refresh token lifetime, seconds (default 86400)', seconds('--refresh-lifetime'))
     .action(async (flags: ServeFlags) => {

@@ -40,10 +40,15 @@ export type Say = (line: string) => void;
  * Runs a command against this process's streams, env and clock, with Ctrl-C wired to its signal for the time
  * it runs; the command's exit code becomes the process's.
  */
-export async function runInProcess(run: (deps: InputCommandDeps) => Promise<number>, interruptMessage?: string): Promise<void> {
+export async function runInProcess(
+  run: (deps: InputCommandDeps) => Promise<number>,
+  interruptMessage?: string,
+): Promise<void> {
   const stop = new AbortController();
   const removeInterruptHandler =
-    interruptMessage === undefined ? onInterrupt(() => stop.abort()) : onInterrupt(() => stop.abort(), process, interruptMessage);
+    interruptMessage === undefined
+      ? onInterrupt(() => stop.abort())
+      : onInterrupt(() => stop.abort(), process, interruptMessage);
   try {
     process.exitCode = await run({
       stdin: process.stdin,
@@ -60,7 +65,9 @@ export async function runInProcess(run: (deps: InputCommandDeps) => Promise<numb
 
 /** The configuration by the shared rules (flag > env var > profile), or the one a test injects. */
 export function resolveFor(flags: ConnectionFlags, deps: CommandDeps, require: CredentialsNeeded): ResolvedConfig {
-  return deps.resolveConfig !== undefined ? deps.resolveConfig(flags, require) : resolveConfig(flags, deps.env, {}, { require });
+  return deps.resolveConfig !== undefined
+    ? deps.resolveConfig(flags, require)
+    : resolveConfig(flags, deps.env, {}, { require });
 }
 
 export function sayTo(output: OutputFlags, deps: Pick<CommandDeps, 'stderr'>): Say {
@@ -78,7 +85,9 @@ export interface ServiceConnection {
 }
 
 /** What a connection may be tuned with; `client` is a test's own client (not closed here). */
-export type ConnectionTuning = Pick<ClientOptions, 'connections' | 'onRetry' | 'maxAttempts'> & { client?: ServiceClient };
+export type ConnectionTuning = Pick<ClientOptions, 'connections' | 'onRetry' | 'maxAttempts'> & {
+  client?: ServiceClient;
+};
 
 /** Starts the embedded service for --env local, then a client for the config's service (the CLI's one builder). */
 export async function connect(resolved: ResolvedConfig, tuning: ConnectionTuning = {}): Promise<ServiceConnection> {
@@ -88,10 +97,10 @@ export async function connect(resolved: ResolvedConfig, tuning: ConnectionTuning
   const client =
     injected ??
     createServiceClient({
-    baseUrl: config.env.baseUrl,
-    ...(config.apiKey !== undefined ? { apiKey: config.apiKey } : {}),
-    ...(config.clientSecret !== undefined ? { clientSecret: config.clientSecret } : {}),
-    ...(config.timeoutMs !== undefined ? { requestTimeoutMs: config.timeoutMs } : {}),
+      baseUrl: config.env.baseUrl,
+      ...(config.apiKey !== undefined ? { apiKey: config.apiKey } : {}),
+      ...(config.clientSecret !== undefined ? { clientSecret: config.clientSecret } : {}),
+      ...(config.timeoutMs !== undefined ? { requestTimeoutMs: config.timeoutMs } : {}),
       ...(config.maxAttempts !== undefined ? { maxAttempts: config.maxAttempts } : {}),
       ...clientTuning,
     });

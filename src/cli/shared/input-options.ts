@@ -26,14 +26,20 @@ export function addTableInputOptions(cmd: Command): Command {
     .option('--email-hash-col <name>', 'column of email SHA-256 hashes, base64 or hex (repeatable)', collect)
     .option('--phone-hash-col <name>', 'column of phone SHA-256 hashes, base64 or hex (repeatable)', collect)
     .option('--col <name>', 'an identifier column whose kind --type gives (default: detect each cell)')
-    .addOption(new Option('--type <kind>', 'what --col holds').choices(['auto', 'email', 'phone', 'email_hash', 'phone_hash']));
+    .addOption(
+      new Option('--type <kind>', 'what --col holds').choices(['auto', 'email', 'phone', 'email_hash', 'phone_hash']),
+    );
   return addInputFormatOptions(cmd);
 }
 
 /** How a table is read (format, delimiter, encoding, header): every command that reads a file takes these. */
 export function addInputFormatOptions(cmd: Command): Command {
   return cmd
-    .addOption(new Option('--input-format <format>', 'input format (auto: .jsonl/.ndjson are JSON Lines)').choices(['auto', 'csv', 'jsonl']).default('auto'))
+    .addOption(
+      new Option('--input-format <format>', 'input format (auto: .jsonl/.ndjson are JSON Lines)')
+        .choices(['auto', 'csv', 'jsonl'])
+        .default('auto'),
+    )
     .option('--delimiter <char>', 'CSV field delimiter, e.g. ";" or tab (default ",")', delimiterFlag)
     .addOption(new Option('--encoding <encoding>', 'input text encoding').choices(['utf8', 'latin1']).default('utf8'))
     .option('--no-header', 'the first line is data; columns are named col1, col2, ...');
@@ -46,7 +52,9 @@ export function addInputFormatOptions(cmd: Command): Command {
 export function delimiterFlag(value: string): string {
   if (value === '\\t' || value.toLowerCase() === 'tab') return value;
   if ([...value].length === 1 && value !== '"' && value !== '\n' && value !== '\r') return value;
-  throw new UserError(`--delimiter must be one character other than a quote or a line break (got ${quoted(value)}): e.g. --delimiter ";" or --delimiter tab`);
+  throw new UserError(
+    `--delimiter must be one character other than a quote or a line break (got ${quoted(value)}): e.g. --delimiter ";" or --delimiter tab`,
+  );
 }
 
 /** The input format flags out of commander's untyped options. */
@@ -63,7 +71,12 @@ export function inputFormatFlags(opts: Record<string, unknown>): Omit<InputFlags
 }
 
 /** The openSource options these flags ask for. */
-export function sourceOptionsOf(flags: Omit<InputFlags, 'input'>): { format: 'csv' | 'jsonl' | 'auto'; header: boolean; delimiter?: string; encoding?: 'utf8' | 'latin1' } {
+export function sourceOptionsOf(flags: Omit<InputFlags, 'input'>): {
+  format: 'csv' | 'jsonl' | 'auto';
+  header: boolean;
+  delimiter?: string;
+  encoding?: 'utf8' | 'latin1';
+} {
   return {
     format: flags.inputFormat ?? 'auto',
     header: flags.header ?? true,
@@ -74,10 +87,14 @@ export function sourceOptionsOf(flags: Omit<InputFlags, 'input'>): { format: 'cs
 
 /** Column and input flags out of commander's untyped options. */
 export function tableInputFlags(input: string, opts: Record<string, unknown>): InputFlags & ColumnFlags {
-  const list = (k: string) => (Array.isArray(opts[k]) && (opts[k] as unknown[]).length > 0 ? (opts[k] as string[]) : undefined);
+  const list = (k: string) =>
+    Array.isArray(opts[k]) && (opts[k] as unknown[]).length > 0 ? (opts[k] as string[]) : undefined;
   const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
   const flags: InputFlags & ColumnFlags = { input, ...inputFormatFlags(opts) };
-  const put = <K extends keyof (InputFlags & ColumnFlags)>(key: K, value: (InputFlags & ColumnFlags)[K] | undefined) => {
+  const put = <K extends keyof (InputFlags & ColumnFlags)>(
+    key: K,
+    value: (InputFlags & ColumnFlags)[K] | undefined,
+  ) => {
     if (value !== undefined) flags[key] = value;
   };
   put('emailCol', list('emailCol'));
@@ -95,4 +112,3 @@ export function resolveInputArg(input: string | undefined, stdin: { isTTY?: bool
   if (stdin.isTTY) throw new UserError("no input: give a file, or pipe rows in (use '-' to read stdin explicitly)");
   return '-';
 }
-

@@ -40,15 +40,22 @@ export const parseConcurrency = wholeNumber('--concurrency', 1, 20);
 export function addConnectionOptions(cmd: Command): Command {
   return cmd
     .option('--env <name>', `environment: ${environmentNames().join(', ')} (default ${DEFAULT_ENV}; or UID2_ENV)`)
-    .option('--base-url <url>', 'service URL instead of the environment\'s, e.g. a private operator (or UID2_BASE_URL)')
+    .option('--base-url <url>', "service URL instead of the environment's, e.g. a private operator (or UID2_BASE_URL)")
     .option('--scope <scope>', 'identity scope (UID2 or EUID) of a --base-url this tool does not know')
     .option('--profile <name>', 'profile of the config file to use (or UID2_PROFILE)')
     .option('--config <file>', 'config file with profiles (or UID2_CONFIG; default ~/.config/uid2-batch/config.json)')
     .option('--api-key-file <file>', 'file holding the API key (or UID2_API_KEY / UID2_API_KEY_FILE)')
-    .option('--client-secret-file <file>', 'file holding the client secret (or UID2_CLIENT_SECRET / UID2_CLIENT_SECRET_FILE)')
+    .option(
+      '--client-secret-file <file>',
+      'file holding the client secret (or UID2_CLIENT_SECRET / UID2_CLIENT_SECRET_FILE)',
+    )
     .option('--insecure-http', 'allow a plain http:// base URL to another machine (sends the API key unencrypted)')
     .option('--timeout-ms <ms>', 'time limit per request attempt, in milliseconds', parseTimeoutMs)
-    .option('--max-attempts <n>', 'attempts per request, including the first (retries on 429, 5xx, network errors)', parseMaxAttempts);
+    .option(
+      '--max-attempts <n>',
+      'attempts per request, including the first (retries on 429, 5xx, network errors)',
+      parseMaxAttempts,
+    );
 }
 
 export type OutputFormat = 'csv' | 'jsonl';
@@ -64,14 +71,20 @@ export interface OutputFlags {
 /** -o/--output, --format csv|jsonl, --summary-json FILE, --quiet. */
 export function addOutputOptions(cmd: Command, defaultFormat: OutputFormat = 'csv'): Command {
   return cmd
-    .option('-o, --output <file>', 'write rows to this file (written to a temp file, renamed at the end); default stdout')
+    .option(
+      '-o, --output <file>',
+      'write rows to this file (written to a temp file, renamed at the end); default stdout',
+    )
     .addOption(new Option('--format <format>', 'output format').choices(['csv', 'jsonl']).default(defaultFormat))
     .option('--summary-json <file>', 'also write the run summary as JSON to this file')
     .option('-q, --quiet', 'no progress and no summary on stderr (errors still print)');
 }
 
 /** Typed reads of commander's untyped opts(): a string or number option, or undefined when absent. */
-export function optionReaders(opts: Record<string, unknown>): { str(key: string): string | undefined; num(key: string): number | undefined } {
+export function optionReaders(opts: Record<string, unknown>): {
+  str(key: string): string | undefined;
+  num(key: string): number | undefined;
+} {
   return {
     str: (k) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined),
     num: (k) => (typeof opts[k] === 'number' ? (opts[k] as number) : undefined),

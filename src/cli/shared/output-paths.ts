@@ -41,11 +41,17 @@ export function refuseOverlappingPaths(reads: readonly RunFile[], writes: readon
   outputs.forEach((out, i) => {
     const input = inputs.find((r) => sameFile(r.id, out.id));
     if (input !== undefined) {
-      throw new UserError(`${named(out)} is the same file as ${named(input)}: the run would overwrite what it reads; choose another ${out.flag} path`, EXIT.usage);
+      throw new UserError(
+        `${named(out)} is the same file as ${named(input)}: the run would overwrite what it reads; choose another ${out.flag} path`,
+        EXIT.usage,
+      );
     }
     const earlier = outputs.slice(0, i).find((o) => sameFile(o.id, out.id));
     if (earlier !== undefined) {
-      throw new UserError(`${named(out)} is the same file as ${named(earlier)}: give each output its own file`, EXIT.usage);
+      throw new UserError(
+        `${named(out)} is the same file as ${named(earlier)}: give each output its own file`,
+        EXIT.usage,
+      );
     }
     const dir = dirname(writeThroughTarget(out.path));
     let isDir: boolean;
@@ -54,7 +60,11 @@ export function refuseOverlappingPaths(reads: readonly RunFile[], writes: readon
     } catch {
       isDir = false;
     }
-    if (!isDir) throw new UserError(`${named(out)}: the directory ${quoted(dir)} does not exist; create it first or choose another path`, EXIT.usage);
+    if (!isDir)
+      throw new UserError(
+        `${named(out)}: the directory ${quoted(dir)} does not exist; create it first or choose another path`,
+        EXIT.usage,
+      );
   });
 }
 

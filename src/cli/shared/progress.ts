@@ -71,7 +71,9 @@ export interface ProgressOptions {
   timers?: Timers;
 }
 
-export function chooseProgressMode(o: Pick<ProgressOptions, 'stream' | 'quiet' | 'env' | 'dataOnStdout' | 'stdoutIsTTY'>): ProgressMode {
+export function chooseProgressMode(
+  o: Pick<ProgressOptions, 'stream' | 'quiet' | 'env' | 'dataOnStdout' | 'stdoutIsTTY'>,
+): ProgressMode {
   if (o.quiet) return 'off';
   const stream = o.stream ?? process.stderr;
   const env = o.env ?? process.env;
@@ -103,7 +105,8 @@ export function formatProgress(label: string, s: ProgressSnapshot, separator: st
     parts.push(`${formatCount(s.done)} rows`);
   }
   parts.push(`${formatRate(s.rowsPerS)} rows/s`);
-  if (total !== undefined && s.rowsPerS > 0 && total > s.done) parts.push(`ETA ${formatDuration((total - s.done) / s.rowsPerS)}`);
+  if (total !== undefined && s.rowsPerS > 0 && total > s.done)
+    parts.push(`ETA ${formatDuration((total - s.done) / s.rowsPerS)}`);
   parts.push(`${formatCount(s.retries ?? 0)} retries`, `${formatCount(s.http429 ?? 0)} x 429`);
   return `${label}: ${parts.join(separator)}`;
 }

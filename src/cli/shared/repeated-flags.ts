@@ -48,8 +48,13 @@ export function refuseRepeatedFlags(program: Command): void {
         }
         // the same value again drops nothing
         if (text === first) return;
-        const hint = HINTS[option.name()] !== undefined && cmd.options.some((o) => o.long === '--email-col') ? `; ${HINTS[option.name()]}` : '';
-        throw new UserError(`${flagOf(option)} was given twice (${quoted(first ?? '')}, then ${quoted(text)}); it takes one value: give it once${hint}`);
+        const hint =
+          HINTS[option.name()] !== undefined && cmd.options.some((o) => o.long === '--email-col')
+            ? `; ${HINTS[option.name()]}`
+            : '';
+        throw new UserError(
+          `${flagOf(option)} was given twice (${quoted(first ?? '')}, then ${quoted(text)}); it takes one value: give it once${hint}`,
+        );
       });
     }
     for (const sub of cmd.commands) visit(sub);

@@ -5,9 +5,10 @@ export const MAX_QUOTED_CHARS = 80;
 
 /** Control characters (C0, DEL, C1) and the line and paragraph separators: they would break or hide the line. */
 // eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds, to escape them
 const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
 
-function escape(char: string): string {
+function escapeChar(char: string): string {
   switch (char) {
     case '\n':
       return '\\n';
@@ -27,7 +28,7 @@ function escape(char: string): string {
 export function clipUserValue(value: string, max = MAX_QUOTED_CHARS): string {
   const chars = Array.from(value);
   const shown = chars.length > max ? `${chars.slice(0, max).join('')}…` : value;
-  return shown.replace(UNPRINTABLE, escape);
+  return shown.replace(UNPRINTABLE, escapeChar);
 }
 
 /** `'value'`, clipped, and its length when it was cut: the form every error line uses to quote what the user gave. */
@@ -45,8 +46,12 @@ export const MAX_ERROR_LINE_CHARS = 1000;
  * and the whole line is cut if it is still too long.
  */
 export function clipErrorLine(line: string): string {
-  const clipped = line.replace(/'([^'\n]*)'/g, (whole, inner: string) => (Array.from(inner).length > MAX_QUOTED_CHARS ? quoted(inner) : whole));
-  const printable = clipped.replace(UNPRINTABLE, escape);
+  const clipped = line.replace(/'([^'\n]*)'/g, (whole, inner: string) =>
+    Array.from(inner).length > MAX_QUOTED_CHARS ? quoted(inner) : whole,
+  );
+  const printable = clipped.replace(UNPRINTABLE, escapeChar);
   const chars = Array.from(printable);
-  return chars.length > MAX_ERROR_LINE_CHARS ? `${chars.slice(0, MAX_ERROR_LINE_CHARS).join('')}… (line cut)` : printable;
+  return chars.length > MAX_ERROR_LINE_CHARS
+    ? `${chars.slice(0, MAX_ERROR_LINE_CHARS).join('')}… (line cut)`
+    : printable;
 }

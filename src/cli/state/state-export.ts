@@ -12,7 +12,12 @@ const ROWS_PER_WRITE = 5_000;
 export async function exportState(path: string, output: OutputFlags, stdout: NodeJS.WritableStream): Promise<number> {
   const file = openStateForReading(path);
   try {
-    const sink = await openSink({ path: output.output, format: output.format, header: [...EXPORT_HEADER], stream: stdout });
+    const sink = await openSink({
+      path: output.output,
+      format: output.format,
+      header: [...EXPORT_HEADER],
+      stream: stdout,
+    });
     let n = 0;
     try {
       let rows: string[][] = [];

@@ -59,9 +59,13 @@ export function openStateForReading(path: string): StateFileReader {
   try {
     db = new Database(path, { readonly: true, fileMustExist: true, timeout: 5_000 });
   } catch {
-    throw new UserError(`cannot open ${quoted(path)} as a state file: check its permissions and those of its directory`);
+    throw new UserError(
+      `cannot open ${quoted(path)} as a state file: check its permissions and those of its directory`,
+    );
   }
-  const notOurs = new UserError(`${quoted(path)} is not a uid2-batch state file (not SQLite, damaged, or another program's database)`);
+  const notOurs = new UserError(
+    `${quoted(path)} is not a uid2-batch state file (not SQLite, damaged, or another program's database)`,
+  );
   let application: unknown;
   try {
     application = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.application);
@@ -73,7 +77,8 @@ export function openStateForReading(path: string): StateFileReader {
     db.close();
     throw notOurs;
   }
-  const hasTable = (name: string): boolean => db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(name) !== undefined;
+  const hasTable = (name: string): boolean =>
+    db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(name) !== undefined;
   const hasPending = hasTable('pending_changes');
   return {
     path,
@@ -82,31 +87,46 @@ export function openStateForReading(path: string): StateFileReader {
       return typeof v === 'string' ? v : null;
     },
     *entries() {
-      const rows = db.prepare('SELECT type, hash, status, u, p, r FROM entries ORDER BY id').raw().iterate() as IterableIterator<[number, string, number, string | null, string | null, number | null]>;
+      const rows = db
+        .prepare('SELECT type, hash, status, u, p, r FROM entries ORDER BY id')
+        .raw()
+        .iterate() as IterableIterator<[number, string, number, string | null, string | null, number | null]>;
       for (const [type, hash, status, u, p, r] of rows) {
         yield { type: TYPE_OF_CODE[type] ?? 'email', hash, status: statusOfCode(status), u, p, r };
       }
     },
     countByStatus: () => {
       const out: Record<EntryStatus, number> = { mapped: 0, optout: 0, invalid: 0 };
-      for (const [code, n] of db.prepare('SELECT status, COUNT(*) FROM entries GROUP BY status').raw().all() as [number, number][]) out[statusOfCode(code)] += n;
+      for (const [code, n] of db.prepare('SELECT status, COUNT(*) FROM entries GROUP BY status').raw().all() as [
+        number,
+        number,
+      ][])
+        out[statusOfCode(code)] += n;
       return out;
     },
     countDueBetween: (fromS, toS) =>
       fromS === null
         ? (db.prepare('SELECT COUNT(*) FROM entries WHERE r IS NOT NULL AND r <= ?').pluck().get(toS) as number)
-        : (db.prepare('SELECT COUNT(*) FROM entries WHERE r IS NOT NULL AND r > ? AND r <= ?').pluck().get(fromS, toS) as number),
+        : (db
+            .prepare('SELECT COUNT(*) FROM entries WHERE r IS NOT NULL AND r > ? AND r <= ?')
+            .pluck()
+            .get(fromS, toS) as number),
     countWithoutR: () => db.prepare('SELECT COUNT(*) FROM entries WHERE r IS NULL').pluck().get() as number,
     pendingChanges: () => {
       const out: Record<string, number> = {};
       if (!hasPending) return out;
-      for (const [kind, n] of db.prepare('SELECT kind, COUNT(*) FROM pending_changes GROUP BY kind').raw().all() as [string, number][]) out[kind] = n;
+      for (const [kind, n] of db.prepare('SELECT kind, COUNT(*) FROM pending_changes GROUP BY kind').raw().all() as [
+        string,
+        number,
+      ][])
+        out[kind] = n;
       return out;
     },
     lastRun: () => {
-      const row = db.prepare('SELECT command, started_at, finished_at, exit_code FROM runs ORDER BY id DESC LIMIT 1').raw().get() as
-        | [string, number, number | null, number | null]
-        | undefined;
+      const row = db
+        .prepare('SELECT command, started_at, finished_at, exit_code FROM runs ORDER BY id DESC LIMIT 1')
+        .raw()
+        .get() as [string, number, number | null, number | null] | undefined;
       return row === undefined ? null : { command: row[0], startedAtS: row[1], finishedAtS: row[2], exitCode: row[3] };
     },
     close: () => db.close(),

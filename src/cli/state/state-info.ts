@@ -46,13 +46,24 @@ export function readStateInfo(path: string, nowS: number): StateInfo {
       entries: status.mapped + status.optout + status.invalid,
       status,
       now_s: nowS,
-      due: { now, within_7_days: within[0], within_30_days: within[1], within_365_days: within[2], later: withR - now - within[2] },
+      due: {
+        now,
+        within_7_days: within[0],
+        within_30_days: within[1],
+        within_365_days: within[2],
+        later: withR - now - within[2],
+      },
       no_refresh_time: file.countWithoutR(),
       pending_changes: file.pendingChanges(),
       last_run:
         run === null
           ? null
-          : { command: run.command, started_at: iso(run.startedAtS), finished_at: run.finishedAtS === null ? null : iso(run.finishedAtS), exit_code: run.exitCode },
+          : {
+              command: run.command,
+              started_at: iso(run.startedAtS),
+              finished_at: run.finishedAtS === null ? null : iso(run.finishedAtS),
+              exit_code: run.exitCode,
+            },
     };
   } finally {
     file.close();

@@ -10,7 +10,11 @@ import { openStateForReading, stateFileSizes } from './state-file.js';
 const LOCK_RETRY_MS = 250;
 
 /** Takes the state's run lock, trying again until `waitS` seconds have passed while another run holds it. */
-export async function lockWithin(store: Pick<StateStore, 'lock'>, waitS: number, now: () => number = Date.now): Promise<void> {
+export async function lockWithin(
+  store: Pick<StateStore, 'lock'>,
+  waitS: number,
+  now: () => number = Date.now,
+): Promise<void> {
   const deadline = now() + waitS * 1000;
   for (;;) {
     try {
@@ -32,7 +36,11 @@ export interface MaintenanceResult {
  * Runs `work` on a writing connection while this process holds the state's run lock, so that no map or
  * remap-due writes meanwhile. The file is opened as a run opens it (of the environment it records).
  */
-async function underRunLock(path: string, waitS: number, work: (db: Database.Database) => void): Promise<MaintenanceResult> {
+async function underRunLock(
+  path: string,
+  waitS: number,
+  work: (db: Database.Database) => void,
+): Promise<MaintenanceResult> {
   const reader = openStateForReading(path);
   const env = reader.meta(META_KEYS.envFingerprint);
   reader.close();
@@ -59,7 +67,10 @@ export function checkpointState(path: string, waitS: number): Promise<Maintenanc
   return underRunLock(path, waitS, (db) => {
     const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number; log: number; checkpointed: number }[];
     if (result !== undefined && result.busy !== 0) {
-      throw new UserError(`state file ${path} is being read by another process: the checkpoint could not finish; run it again`, EXIT.failed);
+      throw new UserError(
+        `state file ${path} is being read by another process: the checkpoint could not finish; run it again`,
+        EXIT.failed,
+      );
     }
   });
 }

@@ -14,7 +14,8 @@ const parseWait = decimalNumber('--wait', 0, 86_400);
 function parseNow(text: string | undefined): number {
   if (text === undefined) return Math.floor(Date.now() / 1000);
   const ms = parseInstantMs(text);
-  if (ms === null || ms < 0) throw new UserError(`--now must be an ISO 8601 date-time (no zone means UTC) or Unix seconds (got '${text}')`);
+  if (ms === null || ms < 0)
+    throw new UserError(`--now must be an ISO 8601 date-time (no zone means UTC) or Unix seconds (got '${text}')`);
   return Math.floor(ms / 1000);
 }
 
@@ -36,7 +37,10 @@ export function registerStateCommand(program: Command): void {
     .command('info')
     .description('entries by status and by due date, schema, environment, size, pending changes and the last run')
     .argument('<file>', 'the state file')
-    .option('--now <time>', 'count what is due at this time instead of now: ISO 8601 (no zone means UTC) or Unix seconds')
+    .option(
+      '--now <time>',
+      'count what is due at this time instead of now: ISO 8601 (no zone means UTC) or Unix seconds',
+    )
     .option('--json', 'print the same as one JSON object')
     .action((file: string, opts: Record<string, unknown>) => {
       const info = readStateInfo(file, parseNow(typeof opts.now === 'string' ? opts.now : undefined));
@@ -45,31 +49,48 @@ export function registerStateCommand(program: Command): void {
 
   state
     .command('export')
-    .description('every entry as type, hash, status, raw_uid, prev_raw_uid, refresh_from: hashes and raw UIDs, never an email or phone')
+    .description(
+      'every entry as type, hash, status, raw_uid, prev_raw_uid, refresh_from: hashes and raw UIDs, never an email or phone',
+    )
     .argument('<file>', 'the state file')
-    .option('-o, --output <file>', 'write rows to this file (written to a temp file, renamed at the end); default stdout')
+    .option(
+      '-o, --output <file>',
+      'write rows to this file (written to a temp file, renamed at the end); default stdout',
+    )
     .option('--format <format>', 'csv (default) or jsonl')
     .option('--summary-json <file>', 'also write the number of entries exported as JSON to this file')
     .option('-q, --quiet', 'no summary line on stderr')
     .action(async (file: string, opts: Record<string, unknown>) => {
       const format = opts.format ?? 'csv';
-      if (format !== 'csv' && format !== 'jsonl') throw new UserError(`--format must be csv or jsonl (got '${String(format)}')`);
+      if (format !== 'csv' && format !== 'jsonl')
+        throw new UserError(`--format must be csv or jsonl (got '${String(format)}')`);
       const output = { ...outputFlags(opts), format: format as OutputFormat };
       refuseOverlappingPaths([{ flag: 'the state file', path: file }], standardOutputs(output));
       const startedMs = Date.now();
       const n = await exportState(file, output, process.stdout);
-      if (!output.quiet) process.stderr.write(`state export: ${formatCount(n)} entries written to ${output.output ?? 'stdout'}\n`);
+      if (!output.quiet)
+        process.stderr.write(`state export: ${formatCount(n)} entries written to ${output.output ?? 'stdout'}\n`);
       if (output.summaryJson !== undefined) {
-        await writeSummaryJson(output.summaryJson, { command: 'state export', entries: n, duration_s: (Date.now() - startedMs) / 1000 });
+        await writeSummaryJson(output.summaryJson, {
+          command: 'state export',
+          entries: n,
+          duration_s: (Date.now() - startedMs) / 1000,
+        });
       }
       process.exitCode = EXIT.ok;
     });
 
   state
     .command('checkpoint')
-    .description('write the WAL (the -wal file beside it) into the state file and empty it, so that copying the file alone is a complete backup')
+    .description(
+      'write the WAL (the -wal file beside it) into the state file and empty it, so that copying the file alone is a complete backup',
+    )
     .argument('<file>', 'the state file')
-    .option('--wait <seconds>', 'wait up to this long for a run that holds the state file (default 0: fail at once)', parseWait)
+    .option(
+      '--wait <seconds>',
+      'wait up to this long for a run that holds the state file (default 0: fail at once)',
+      parseWait,
+    )
     .action(async (file: string, opts: Record<string, unknown>) => {
       const result = await checkpointState(file, typeof opts.wait === 'number' ? opts.wait : 0);
       process.stderr.write(`${sizes(`state checkpoint ${file}`, result)}\n`);
@@ -77,9 +98,15 @@ export function registerStateCommand(program: Command): void {
 
   state
     .command('vacuum')
-    .description('rebuild the state file without its free space (after many opt-outs or a migration), then checkpoint it')
+    .description(
+      'rebuild the state file without its free space (after many opt-outs or a migration), then checkpoint it',
+    )
     .argument('<file>', 'the state file')
-    .option('--wait <seconds>', 'wait up to this long for a run that holds the state file (default 0: fail at once)', parseWait)
+    .option(
+      '--wait <seconds>',
+      'wait up to this long for a run that holds the state file (default 0: fail at once)',
+      parseWait,
+    )
     .action(async (file: string, opts: Record<string, unknown>) => {
       const result = await vacuumState(file, typeof opts.wait === 'number' ? opts.wait : 0);
       process.stderr.write(`${sizes(`state vacuum ${file}`, result)}\n`);

@@ -2,7 +2,17 @@ import { prepareTokenInput, type TokenIdentity } from '../../pipeline/tokens/tok
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { runTokenBatch, type TokenBatchFlags, type TokenBatchDeps } from './token-batch.js';
 import { identityJson, writePrivateFileAtomic } from './token-files.js';
-import { adviseFailure, flagOf, identifierValue, note, pickIdentifier, withConnection, type Connect, type IdentifierFlags, type TokenIo } from './token-io.js';
+import {
+  adviseFailure,
+  flagOf,
+  identifierValue,
+  note,
+  pickIdentifier,
+  withConnection,
+  type Connect,
+  type IdentifierFlags,
+  type TokenIo,
+} from './token-io.js';
 
 export interface TokenGenerateFlags extends IdentifierFlags, TokenBatchFlags {
   /** Single identity: save it here (0600, atomic) for the next refresh. */
@@ -25,10 +35,14 @@ export async function runTokenGenerate(flags: TokenGenerateFlags, deps: TokenGen
   const picked = pickIdentifier(flags);
   if (flags.input !== undefined) {
     if (picked) throw new UserError(`give either ${flagOf(picked.kind)} or --input FILE, not both`);
-    if (flags.out !== undefined) throw new UserError('--out saves a single identity; with --input, name the output file with -o FILE');
+    if (flags.out !== undefined)
+      throw new UserError('--out saves a single identity; with --input, name the output file with -o FILE');
     return runTokenBatch('generate', flags, deps);
   }
-  if (!picked) throw new UserError('give the identifier with --email, --phone, --email-hash or --phone-hash (or a file of them with --input FILE)');
+  if (!picked)
+    throw new UserError(
+      'give the identifier with --email, --phone, --email-hash or --phone-hash (or a file of them with --input FILE)',
+    );
 
   const value = await identifierValue(picked.kind, picked.value, deps.io);
   const prepared = prepareTokenInput(picked.kind, value);
@@ -44,7 +58,10 @@ export async function runTokenGenerate(flags: TokenGenerateFlags, deps: TokenGen
 
   if (result.status === 'optout') {
     deps.io.stdout.write(`${JSON.stringify({ status: 'optout' })}\n`);
-    note(deps.io, `optout: this user has opted out, so the service issues no token${flags.out !== undefined ? `; ${flags.out} was not written` : ''}`);
+    note(
+      deps.io,
+      `optout: this user has opted out, so the service issues no token${flags.out !== undefined ? `; ${flags.out} was not written` : ''}`,
+    );
     // as token refresh says it: a script tells "opted out" from "here is a token" by the code alone
     return EXIT.optout;
   }

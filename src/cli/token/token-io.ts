@@ -22,7 +22,11 @@ export type Connection = ServiceConnection;
 /** Opens a connection; refresh needs no credentials, every other token call needs both. */
 export type Connect = (require: CredentialsNeeded) => Promise<Connection>;
 
-export async function withConnection<T>(connect: Connect, require: CredentialsNeeded, work: (c: Connection) => Promise<T>): Promise<T> {
+export async function withConnection<T>(
+  connect: Connect,
+  require: CredentialsNeeded,
+  work: (c: Connection) => Promise<T>,
+): Promise<T> {
   const connection = await connect(require);
   try {
     return await work(connection);
@@ -86,10 +90,14 @@ export async function identifierValue(kind: IdentifierKind, value: string, io: T
 export function failureAdvice(failure: Failure, role: string): { message: string; exitCode: ExitCode } {
   switch (failure.kind) {
     case 'unauthorized':
-      return { message: `the service refused the API key (401): the key lacks the ${role} role or is wrong (or disabled)`, exitCode: EXIT.auth };
+      return {
+        message: `the service refused the API key (401): the key lacks the ${role} role or is wrong (or disabled)`,
+        exitCode: EXIT.auth,
+      };
     case 'wrong_secret':
       return {
-        message: 'the client secret does not match the API key: the service could not decrypt the request (400 Check encryption key (ClientSecret)); use the secret issued with this key',
+        message:
+          'the client secret does not match the API key: the service could not decrypt the request (400 Check encryption key (ClientSecret)); use the secret issued with this key',
         exitCode: EXIT.usage,
       };
     case 'clock_skew':

@@ -56,24 +56,44 @@ async function readRefreshInput(flags: TokenRefreshFlags, io: TokenIo): Promise<
     throw new UserError('give the identity either with --in FILE or as a refresh token and key, not both');
   }
   if (flags.update && (flags.in === undefined || flags.in === '-')) {
-    throw new UserError('--update rewrites the identity file: it needs --in FILE (use --out FILE to save a new identity elsewhere)');
+    throw new UserError(
+      '--update rewrites the identity file: it needs --in FILE (use --out FILE to save a new identity elsewhere)',
+    );
   }
-  if (flags.update && flags.out !== undefined) throw new UserError('give --update (rewrite the --in file) or --out FILE, not both');
+  if (flags.update && flags.out !== undefined)
+    throw new UserError('give --update (rewrite the --in file) or --out FILE, not both');
   if (byPieces) {
-    if (flags.refreshTokenFile !== undefined && flags.refreshToken !== undefined) throw new UserError('give --refresh-token-file or --refresh-token, not both');
+    if (flags.refreshTokenFile !== undefined && flags.refreshToken !== undefined)
+      throw new UserError('give --refresh-token-file or --refresh-token, not both');
     if (flags.refreshResponseKeyFile !== undefined && flags.refreshResponseKey !== undefined) {
       throw new UserError('give --refresh-response-key-file or --refresh-response-key, not both');
     }
-    const argv = [flags.refreshToken !== undefined ? '--refresh-token' : '', flags.refreshResponseKey !== undefined ? '--refresh-response-key' : ''].filter(Boolean);
+    const argv = [
+      flags.refreshToken !== undefined ? '--refresh-token' : '',
+      flags.refreshResponseKey !== undefined ? '--refresh-response-key' : '',
+    ].filter(Boolean);
     if (argv.length > 0) {
-      note(io, `warning: ${argv.join(' and ')} on the command line can be read from \`ps\` and shell history; prefer --in FILE, the *-file options or stdin`);
+      note(
+        io,
+        `warning: ${argv.join(' and ')} on the command line can be read from \`ps\` and shell history; prefer --in FILE, the *-file options or stdin`,
+      );
     }
-    const refreshToken = flags.refreshTokenFile !== undefined ? readValueFile(flags.refreshTokenFile, '--refresh-token-file') : flags.refreshToken?.trim();
+    const refreshToken =
+      flags.refreshTokenFile !== undefined
+        ? readValueFile(flags.refreshTokenFile, '--refresh-token-file')
+        : flags.refreshToken?.trim();
     const refreshResponseKey =
-      flags.refreshResponseKeyFile !== undefined ? readValueFile(flags.refreshResponseKeyFile, '--refresh-response-key-file') : flags.refreshResponseKey?.trim();
-    if (!refreshToken) throw new UserError('the refresh token is missing: give --refresh-token-file FILE too (or --in FILE with the whole identity)');
+      flags.refreshResponseKeyFile !== undefined
+        ? readValueFile(flags.refreshResponseKeyFile, '--refresh-response-key-file')
+        : flags.refreshResponseKey?.trim();
+    if (!refreshToken)
+      throw new UserError(
+        'the refresh token is missing: give --refresh-token-file FILE too (or --in FILE with the whole identity)',
+      );
     if (!refreshResponseKey) {
-      throw new UserError('the refresh_response_key is missing: the answer can only be decrypted with it; give --refresh-response-key-file FILE (or --in FILE with the whole identity)');
+      throw new UserError(
+        'the refresh_response_key is missing: the answer can only be decrypted with it; give --refresh-response-key-file FILE (or --in FILE with the whole identity)',
+      );
     }
     return { refreshToken, refreshResponseKey };
   }
@@ -85,7 +105,9 @@ async function readRefreshInput(flags: TokenRefreshFlags, io: TokenIo): Promise<
     where = flags.in;
   } else {
     if (flags.in === undefined && io.stdin.isTTY) {
-      throw new UserError('give the identity to refresh: --in FILE (as saved by token generate --out), pipe its JSON to stdin, or --refresh-token-file F --refresh-response-key-file F');
+      throw new UserError(
+        'give the identity to refresh: --in FILE (as saved by token generate --out), pipe its JSON to stdin, or --refresh-token-file F --refresh-response-key-file F',
+      );
     }
     text = await readAll(io.stdin);
     where = 'the identity on stdin';
@@ -112,34 +134,53 @@ export async function runTokenRefresh(flags: TokenRefreshFlags, deps: TokenRefre
   if (timing.kind === 'expired') {
     const when = new Date(input.refreshExpires!).toISOString();
     if (!flags.force) {
-      note(io, `expired: this refresh token expired ${minutes(timing.agoMs)} ago (refresh_expires ${when}); the service would answer expired_token. Generate a new identity (or pass --force to send it anyway)`);
+      note(
+        io,
+        `expired: this refresh token expired ${minutes(timing.agoMs)} ago (refresh_expires ${when}); the service would answer expired_token. Generate a new identity (or pass --force to send it anyway)`,
+      );
       return REFRESH_EXIT.expiredToken;
     }
     note(io, `warning: refresh_expires (${when}) has passed; sending anyway because of --force`);
   } else if (timing.kind === 'early') {
-    note(io, `warning: refresh_from is ${minutes(timing.inMs)} away (${new Date(input.refreshFrom!).toISOString()}); refreshing this early works but the SDKs wait until then`);
+    note(
+      io,
+      `warning: refresh_from is ${minutes(timing.inMs)} away (${new Date(input.refreshFrom!).toISOString()}); refreshing this early works but the SDKs wait until then`,
+    );
   }
 
-  const outcome = await withConnection(deps.connect, { apiKey: false, clientSecret: false }, ({ client }) => refreshIdentity(client, input));
+  const outcome = await withConnection(deps.connect, { apiKey: false, clientSecret: false }, ({ client }) =>
+    refreshIdentity(client, input),
+  );
   return report(outcome, input, flags, io);
 }
 
 function report(outcome: RefreshOutcome, input: RefreshInput, flags: TokenRefreshFlags, io: TokenIo): number {
   const lengthHint =
-    input.refreshToken.length === REFRESH_TOKEN_LENGTH ? '' : ` (it has ${input.refreshToken.length} characters; current refresh tokens have ${REFRESH_TOKEN_LENGTH})`;
+    input.refreshToken.length === REFRESH_TOKEN_LENGTH
+      ? ''
+      : ` (it has ${input.refreshToken.length} characters; current refresh tokens have ${REFRESH_TOKEN_LENGTH})`;
   switch (outcome.kind) {
     case 'success':
       printIdentity(outcome.identity, flags.update ? flags.in : flags.out, io);
       return EXIT.ok;
     case 'optout':
       io.stdout.write(`${JSON.stringify({ status: 'optout' })}\n`);
-      note(io, `optout: the user has opted out; discard this identity and stop using its tokens (log the user out)${flags.update ? `; ${flags.in} was left unchanged` : ''}`);
+      note(
+        io,
+        `optout: the user has opted out; discard this identity and stop using its tokens (log the user out)${flags.update ? `; ${flags.in} was left unchanged` : ''}`,
+      );
       return REFRESH_EXIT.optout;
     case 'invalid_token':
-      note(io, `invalid_token: the service does not accept this refresh token (${outcome.message})${lengthHint}: it is damaged, or from another environment or scope. Generate a new identity`);
+      note(
+        io,
+        `invalid_token: the service does not accept this refresh token (${outcome.message})${lengthHint}: it is damaged, or from another environment or scope. Generate a new identity`,
+      );
       return REFRESH_EXIT.invalidToken;
     case 'unreadable':
-      note(io, `invalid refresh token: the service cannot read it (${outcome.message})${lengthHint}: it is truncated or altered, or was issued by another service. Generate a new identity`);
+      note(
+        io,
+        `invalid refresh token: the service cannot read it (${outcome.message})${lengthHint}: it is truncated or altered, or was issued by another service. Generate a new identity`,
+      );
       return REFRESH_EXIT.invalidToken;
     case 'expired_token':
       note(io, `expired_token: the refresh token has expired (${outcome.message}). Generate a new identity`);
@@ -154,6 +195,9 @@ function report(outcome: RefreshOutcome, input: RefreshInput, flags: TokenRefres
     case 'key_mismatch':
       throw new UserError(outcome.message);
     case 'unauthorized':
-      throw new UserError(`the service refused the API key sent with the refresh (401: ${outcome.message}); refresh needs no key: unset it or fix it`, EXIT.auth);
+      throw new UserError(
+        `the service refused the API key sent with the refresh (401: ${outcome.message}); refresh needs no key: unset it or fix it`,
+        EXIT.auth,
+      );
   }
 }

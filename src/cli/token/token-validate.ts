@@ -3,7 +3,15 @@ import { EXIT, UserError } from '../shared/exit-codes.js';
 import { invalidIdentifierMessage } from './token-generate.js';
 import { runTokenBatch, type TokenBatchDeps, type TokenBatchFlags } from './token-batch.js';
 import { readAll, stripLineEnding } from './token-files.js';
-import { adviseFailure, flagOf, identifierValue, note, pickIdentifier, withConnection, type IdentifierFlags } from './token-io.js';
+import {
+  adviseFailure,
+  flagOf,
+  identifierValue,
+  note,
+  pickIdentifier,
+  withConnection,
+  type IdentifierFlags,
+} from './token-io.js';
 
 export interface TokenValidateFlags extends IdentifierFlags, TokenBatchFlags {
   /** The advertising token; '-' reads it from stdin. */
@@ -21,12 +29,20 @@ export const FALSE_HINT =
 export async function runTokenValidate(flags: TokenValidateFlags, deps: TokenBatchDeps): Promise<number> {
   const picked = pickIdentifier(flags);
   if (flags.input !== undefined) {
-    if (picked || flags.token !== undefined) throw new UserError('with --input FILE the identifiers and tokens come from the file: drop --token and the identifier flag');
+    if (picked || flags.token !== undefined)
+      throw new UserError(
+        'with --input FILE the identifiers and tokens come from the file: drop --token and the identifier flag',
+      );
     return runTokenBatch('validate', flags, deps);
   }
-  if (flags.token === undefined) throw new UserError('give the advertising token with --token T (or --token - to read it from stdin), or a file with --input FILE');
-  if (!picked) throw new UserError('give the identifier the token was made from: --email, --phone, --email-hash or --phone-hash');
-  if (flags.token === '-' && picked.value === '-') throw new UserError(`only one value can come from stdin: give --token or ${flagOf(picked.kind)} directly`);
+  if (flags.token === undefined)
+    throw new UserError(
+      'give the advertising token with --token T (or --token - to read it from stdin), or a file with --input FILE',
+    );
+  if (!picked)
+    throw new UserError('give the identifier the token was made from: --email, --phone, --email-hash or --phone-hash');
+  if (flags.token === '-' && picked.value === '-')
+    throw new UserError(`only one value can come from stdin: give --token or ${flagOf(picked.kind)} directly`);
 
   const token = flags.token === '-' ? stripLineEnding(await readAll(deps.io.stdin)).trim() : flags.token.trim();
   if (token === '') throw new UserError('--token is empty');
@@ -41,10 +57,16 @@ export async function runTokenValidate(flags: TokenValidateFlags, deps: TokenBat
       const failure = classifyFailure(err);
       if (failure.kind === 'client_error' && /^Invalid token/i.test(failure.message)) {
         // not `false` (exit 1): this token was not made from anything, so no identifier can match it
-        throw new UserError('the service cannot read this advertising token (400 Invalid token): pass the advertising_token exactly as token generate printed it, from the same environment', EXIT.invalidToken);
+        throw new UserError(
+          'the service cannot read this advertising token (400 Invalid token): pass the advertising_token exactly as token generate printed it, from the same environment',
+          EXIT.invalidToken,
+        );
       }
       if (failure.kind === 'client_error' && /Unauthori[sz]ed to validate/i.test(failure.message)) {
-        throw new UserError('the token was generated with another participant\'s credentials (400 Unauthorised to validate token): validate only tokens made with your own API key', EXIT.failed);
+        throw new UserError(
+          "the token was generated with another participant's credentials (400 Unauthorised to validate token): validate only tokens made with your own API key",
+          EXIT.failed,
+        );
       }
       return adviseFailure(err, 'GENERATOR');
     }

@@ -1,6 +1,12 @@
 import type { Command } from 'commander';
 import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../../config/index.js';
-import { checkRotatedBuckets, isoUtc, lastCheckMs, nextCheckSinceMs, sinceTimestamp } from '../../pipeline/v2/rotated-buckets.js';
+import {
+  checkRotatedBuckets,
+  isoUtc,
+  lastCheckMs,
+  nextCheckSinceMs,
+  sinceTimestamp,
+} from '../../pipeline/v2/rotated-buckets.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import type { TableSink } from '../../pipeline/table/table.js';
 import { parseInstantMs } from '../../protocol/index.js';
@@ -9,7 +15,14 @@ import type { StateStore } from '../../state/types.js';
 import { connect, resolveFor, runInProcess, sayTo, type CommandDeps, type Say } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
-import { addConnectionOptions, addOutputOptions, connectionFlags, optionReaders, outputFlags, type OutputFlags } from '../shared/options.js';
+import {
+  addConnectionOptions,
+  addOutputOptions,
+  connectionFlags,
+  optionReaders,
+  outputFlags,
+  type OutputFlags,
+} from '../shared/options.js';
 import { requestCounters } from '../shared/run-report.js';
 import { formatCount, makeSummary, writeSummaryJson } from '../shared/summary.js';
 import { v2DeprecationWarning } from '../shared/v2-notice.js';
@@ -30,7 +43,9 @@ export const BUCKETS_HEADER = ['bucket_id', 'last_updated'] as const;
 export function registerBuckets(program: Command): void {
   const cmd = program
     .command('buckets')
-    .summary('list the salt buckets rotated since a time; with --state, mark the v2 entries they make stale (POST /v2/identity/buckets)')
+    .summary(
+      'list the salt buckets rotated since a time; with --state, mark the v2 entries they make stale (POST /v2/identity/buckets)',
+    )
     .description(
       [
         'v2 only. Lists the salt buckets whose salt rotated at or after --since: bucket_id and last_updated (UTC), one row each. A raw UID mapped with v2 (map --api v2) is stale once its bucket rotated after it was mapped.',
@@ -38,11 +53,16 @@ export function registerBuckets(program: Command): void {
         'v3 needs no bucket check: each v3 mapping carries its refresh time. uid2-batch migrate --state FILE converts a v2 state file.',
       ].join('\n\n'),
     )
-    .option('--since <time>', 'ISO 8601 date-time (e.g. 2026-11-01T00:00:00Z; no zone means UTC) or Unix seconds (required)')
+    .option(
+      '--since <time>',
+      'ISO 8601 date-time (e.g. 2026-11-01T00:00:00Z; no zone means UTC) or Unix seconds (required)',
+    )
     .option('--state <file>', 'v2 state file: mark its entries of rotated buckets due, and record the check');
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
-  cmd.action((opts: Record<string, unknown>) => runInProcess((deps) => runBuckets(bucketsFlags(opts), deps), 'interrupted: nothing more is asked'));
+  cmd.action((opts: Record<string, unknown>) =>
+    runInProcess((deps) => runBuckets(bucketsFlags(opts), deps), 'interrupted: nothing more is asked'),
+  );
 }
 
 export function bucketsFlags(opts: Record<string, unknown>): BucketsFlags {
@@ -59,7 +79,9 @@ export function bucketsFlags(opts: Record<string, unknown>): BucketsFlags {
 export function parseSinceMs(text: string): number {
   const ms = parseInstantMs(text);
   if (ms === null || ms < 0 || ms > Date.UTC(9999, 11, 31)) {
-    throw new UserError(`--since must be an ISO 8601 date-time (e.g. 2026-11-01T00:00:00Z or 2026-11-01T02:00:00+02:00; no zone means UTC) or Unix seconds (got '${text}')`);
+    throw new UserError(
+      `--since must be an ISO 8601 date-time (e.g. 2026-11-01T00:00:00Z or 2026-11-01T02:00:00+02:00; no zone means UTC) or Unix seconds (got '${text}')`,
+    );
   }
   return ms;
 }
@@ -67,7 +89,10 @@ export function parseSinceMs(text: string): number {
 /** `uid2-batch buckets`: returns the exit code; throws for failures. */
 export async function runBuckets(flags: BucketsFlags, deps: BucketsDeps): Promise<number> {
   const startedMs = deps.now();
-  if (flags.since === undefined) throw new UserError('buckets needs --since TIME: list the buckets rotated since then (e.g. --since 2026-11-01T00:00:00Z)');
+  if (flags.since === undefined)
+    throw new UserError(
+      'buckets needs --since TIME: list the buckets rotated since then (e.g. --since 2026-11-01T00:00:00Z)',
+    );
   const sinceMs = parseSinceMs(flags.since);
   refuseOverlappingPaths([{ flag: '--state', path: flags.state }], standardOutputs(flags.output));
   const config = resolveFor(flags.connection, deps, { apiKey: true, clientSecret: true });
@@ -91,7 +116,9 @@ function openV2State(path: string, fingerprint: string): StateStore {
   const state = openState(path, { envFingerprint: fingerprint, create: false });
   try {
     if (state.meta().api !== 'v2') {
-      throw new UserError(`--state ${path} is a v3 state file: its entries are due by refresh time (uid2-batch remap-due), not by salt bucket`);
+      throw new UserError(
+        `--state ${path} is a v3 state file: its entries are due by refresh time (uid2-batch remap-due), not by salt bucket`,
+      );
     }
     // the marks and the check time must not race another run's
     state.lock();
@@ -114,7 +141,11 @@ async function listBuckets(
   const connection = await connect(resolved);
   const client = connection.client;
   let sink: TableSink | undefined;
-  const runId = state?.startRun('buckets', JSON.stringify({ since: flags.since, output: flags.output.output ?? '-', format: flags.output.format }), Math.floor(startedMs / 1000));
+  const runId = state?.startRun(
+    'buckets',
+    JSON.stringify({ since: flags.since, output: flags.output.output ?? '-', format: flags.output.format }),
+    Math.floor(startedMs / 1000),
+  );
   try {
     const lastCheck = state === undefined ? null : lastCheckMs(state);
     const coverFrom = state === undefined ? null : nextCheckSinceMs(state);
@@ -125,7 +156,12 @@ async function listBuckets(
       ...(state !== undefined ? { state } : {}),
       ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
     });
-    sink = await openSink({ path: flags.output.output, format: flags.output.format, header: [...BUCKETS_HEADER], stream: deps.stdout });
+    sink = await openSink({
+      path: flags.output.output,
+      format: flags.output.format,
+      header: [...BUCKETS_HEADER],
+      stream: deps.stdout,
+    });
     const rows = check.buckets.map((b) => [b.bucketId, isoUtc(b.lastUpdatedMs)]);
     for (let i = 0; i < rows.length; i += 10_000) await sink.writeRows(rows.slice(i, i + 10_000));
     await sink.commit();
@@ -133,7 +169,9 @@ async function listBuckets(
     const asked = `${sinceTimestamp(sinceMs)}Z`;
     say(`buckets: ${formatCount(check.buckets.length)} salt bucket(s) rotated since ${asked}`);
     if (state !== undefined && flags.state !== undefined) {
-      say(`${formatCount(check.marked)} entr${check.marked === 1 ? 'y' : 'ies'} of ${flags.state} marked due (uid2-batch remap-due --state ${flags.state} re-maps them); ${formatCount(state.countDueV2())} due in all`);
+      say(
+        `${formatCount(check.marked)} entr${check.marked === 1 ? 'y' : 'ies'} of ${flags.state} marked due (uid2-batch remap-due --state ${flags.state} re-maps them); ${formatCount(state.countDueV2())} due in all`,
+      );
       if (!check.recorded && coverFrom !== null) {
         say(
           `--since is after the ${lastCheck !== null ? 'last check' : 'oldest mapping'} (${isoUtc(coverFrom)}): buckets rotated in between were not asked for, ` +
@@ -150,7 +188,9 @@ async function listBuckets(
       extra: {
         since: asked,
         buckets: check.buckets.length,
-        ...(state !== undefined ? { marked_due: check.marked, due: state.countDueV2(), check_recorded: check.recorded } : {}),
+        ...(state !== undefined
+          ? { marked_due: check.marked, due: state.countDueV2(), check_recorded: check.recorded }
+          : {}),
       },
     });
     if (runId !== undefined) state?.finishRun(runId, JSON.stringify(summary), EXIT.ok, Math.floor(deps.now() / 1000));

@@ -6,10 +6,26 @@ import { CHANGES_HEADER, changeCells, replayRemapChanges } from '../../pipeline/
 import type { TableSink } from '../../pipeline/table/table.js';
 import { openState } from '../../state/index.js';
 import type { StateStore } from '../../state/types.js';
-import { chooseConcurrency, connectForMapping, resolveFor, runInProcess, sayTo, type CommandDeps, type Say } from '../shared/command-context.js';
+import {
+  chooseConcurrency,
+  connectForMapping,
+  resolveFor,
+  runInProcess,
+  sayTo,
+  type CommandDeps,
+  type Say,
+} from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
-import { addConnectionOptions, addOutputOptions, connectionFlags, optionReaders, outputFlags, wholeNumber, type OutputFlags } from '../shared/options.js';
+import {
+  addConnectionOptions,
+  addOutputOptions,
+  connectionFlags,
+  optionReaders,
+  outputFlags,
+  wholeNumber,
+  type OutputFlags,
+} from '../shared/options.js';
 import {
   acknowledgeDelivered,
   exitCodeOf,
@@ -53,7 +69,11 @@ export function registerMigrate(program: Command): void {
     .option('--state <file>', 'the v2 state file made by map --api v2 --state FILE (required)')
     .option('--dry-run', 'count what would be re-mapped; send nothing')
     .option('--limit <n>', 'migrate at most this many entries in this run (run again for the rest)', parseLimit)
-    .option('--concurrency <n>', 'requests in flight at most (default 20; at most 20 against the public service)', parseConcurrency);
+    .option(
+      '--concurrency <n>',
+      'requests in flight at most (default 20; at most 20 against the public service)',
+      parseConcurrency,
+    );
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   cmd.action((opts: Record<string, unknown>) => runInProcess((deps) => runMigrate(migrateFlags(opts), deps)));
@@ -74,11 +94,16 @@ export function migrateFlags(opts: Record<string, unknown>): MigrateFlags {
 /** `uid2-batch migrate`: returns the exit code (0, 3 some batches failed, 130 interrupted); throws for the rest. */
 export async function runMigrate(flags: MigrateFlags, deps: MigrateDeps): Promise<number> {
   const startedMs = deps.now();
-  if (flags.state === undefined) throw new UserError('migrate needs the state file: --state FILE (made by map --api v2 --state FILE)');
+  if (flags.state === undefined)
+    throw new UserError('migrate needs the state file: --state FILE (made by map --api v2 --state FILE)');
   refuseOverlappingPaths([{ flag: '--state', path: flags.state }], standardOutputs(flags.output));
   const config = resolveFor(flags.connection, deps, { apiKey: !flags.dryRun, clientSecret: !flags.dryRun });
   const say = sayTo(flags.output, deps);
-  const state = openState(flags.state, { envFingerprint: envFingerprint(config), create: false, readonly: flags.dryRun });
+  const state = openState(flags.state, {
+    envFingerprint: envFingerprint(config),
+    create: false,
+    readonly: flags.dryRun,
+  });
   try {
     if (state.meta().api === 'v3') {
       const when = state.getMeta(MIGRATION_FINISHED);
@@ -97,7 +122,9 @@ export async function runMigrate(flags: MigrateFlags, deps: MigrateDeps): Promis
 function dryRun(state: StateStore, flags: MigrateFlags, say: Say): number {
   const v2 = state.bucketEntries().count;
   const send = flags.limit === undefined ? v2 : Math.min(v2, flags.limit);
-  say(`migrate --dry-run: nothing was sent; ${formatCount(v2)} v2 entries to re-map with v3${send < v2 ? ` (--limit takes ${formatCount(send)})` : ''}: ${formatCount(Math.ceil(send / 5000))} request(s) of up to 5,000`);
+  say(
+    `migrate --dry-run: nothing was sent; ${formatCount(v2)} v2 entries to re-map with v3${send < v2 ? ` (--limit takes ${formatCount(send)})` : ''}: ${formatCount(Math.ceil(send / 5000))} request(s) of up to 5,000`,
+  );
   return EXIT.ok;
 }
 
@@ -134,7 +161,12 @@ async function migrateForReal(
       const summary = migrateSummary(result, client, startedMs, deps.now());
       if (replayed > 0) summary.replayed_changes = replayed;
       state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
-      return await finish(result, summary, sink, flags, deps, say, { state, kind: 'remap', replayed, upTo: result.journalUpTo });
+      return await finish(result, summary, sink, flags, deps, say, {
+        state,
+        kind: 'remap',
+        replayed,
+        upTo: result.journalUpTo,
+      });
     });
   } finally {
     await connection.close();
@@ -197,12 +229,17 @@ async function finish(
   // an interrupted or failed run keeps its rows pending: a re-run into the same -o FILE writes them again
   if (outcome.kind === 'completed') acknowledgeDelivered(delivery, say);
   const path = flags.state as string;
-  if (result.finished) say(`${path} is a v3 state file now: use uid2-batch map --state ${path} and uid2-batch remap-due --state ${path} (without --api v2)`);
+  if (result.finished)
+    say(
+      `${path} is a v3 state file now: use uid2-batch map --state ${path} and uid2-batch remap-due --state ${path} (without --api v2)`,
+    );
   const again = `run uid2-batch migrate --state ${path} again to continue`;
   switch (outcome.kind) {
     case 'completed':
       if (counts.status.error > 0) {
-        say(`${formatCount(counts.status.error)} entries were not re-mapped (${result.batchErrors.join('; ')}); they stay v2: ${again}`);
+        say(
+          `${formatCount(counts.status.error)} entries were not re-mapped (${result.batchErrors.join('; ')}); they stay v2: ${again}`,
+        );
         return EXIT.partial;
       }
       if (!result.finished) say(`${formatCount(result.v2Left)} v2 entries left (--limit): ${again}`);
@@ -214,7 +251,10 @@ async function finish(
       throw outcome.error;
     case 'failed': {
       if (!KNOWN_FAILURES.has(outcome.error.name)) throw outcome.error;
-      throw new UserError(`${outcome.error.message}; ${formatCount(counts.batchesCommitted)} answered batch(es) are saved: ${again}`, EXIT.failed);
+      throw new UserError(
+        `${outcome.error.message}; ${formatCount(counts.batchesCommitted)} answered batch(es) are saved: ${again}`,
+        EXIT.failed,
+      );
     }
   }
 }

@@ -19,7 +19,13 @@ export interface HashCounts {
 }
 
 export function emptyHashCounts(width: number): HashCounts {
-  return { rows: 0, missing: 0, ok: new Array<number>(width).fill(0), invalid: new Array<number>(width).fill(0), reasons: {} };
+  return {
+    rows: 0,
+    missing: 0,
+    ok: new Array<number>(width).fill(0),
+    invalid: new Array<number>(width).fill(0),
+    reasons: {},
+  };
 }
 
 export function addHashCounts(into: HashCounts, more: HashCounts): void {
@@ -36,7 +42,11 @@ export function addHashCounts(into: HashCounts, more: HashCounts): void {
  * `hash`'s output rows: each row's cells with hash, hash_type, status and reason appended per identifier column
  * (in place: the input row is not used again). The same code runs on the main thread and in worker threads.
  */
-export function hashRows(rows: readonly InputRow[], columns: readonly IdentifierColumn[], counts: HashCounts): string[][] {
+export function hashRows(
+  rows: readonly InputRow[],
+  columns: readonly IdentifierColumn[],
+  counts: HashCounts,
+): string[][] {
   const out: string[][] = new Array(rows.length);
   for (let r = 0; r < rows.length; r++) {
     const row = rows[r];

@@ -1,6 +1,12 @@
 /** The whole map run, composed once: an input, the engine, the service and the output, for the CLI and the library. */
 import type { ServiceClient } from '../../client/index.js';
-import { MapEngine, type EngineColumn, type EngineState, type MapRunCounts, type MapRunResult } from '../map/map-engine.js';
+import {
+  MapEngine,
+  type EngineColumn,
+  type EngineState,
+  type MapRunCounts,
+  type MapRunResult,
+} from '../map/map-engine.js';
 import { outputHeader, outputHeaderV2, outputRows, outputRowsV2 } from '../map/result-columns.js';
 import type { RowChunk } from '../map/row-chunk.js';
 import type { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
@@ -13,7 +19,13 @@ import { mapBatchV2 } from '../v2/map-v2.js';
 /** Where the answered rows go. */
 export type MapOutput =
   /** Output rows (the input's cells, then the result columns) written to a sink; rows with a problem also to `rejects`. */
-  | { kind: 'table'; sink: TableSink; rejects?: TableSink | undefined; format: 'csv' | 'jsonl'; header: readonly string[] }
+  | {
+      kind: 'table';
+      sink: TableSink;
+      rejects?: TableSink | undefined;
+      format: 'csv' | 'jsonl';
+      header: readonly string[];
+    }
   /** Answered chunks in input order, for a caller that reads the results itself (the library's mapRows). */
   | { kind: 'chunks'; onChunk(chunk: RowChunk): Promise<void> };
 
@@ -44,7 +56,11 @@ export interface MapJob {
 }
 
 /** The output header of a map run: the input's columns, then the result columns of each identifier column. */
-export function mapOutputHeader(inputHeader: readonly string[], columns: readonly EngineColumn[], api: 'v3' | 'v2' = 'v3'): string[] {
+export function mapOutputHeader(
+  inputHeader: readonly string[],
+  columns: readonly EngineColumn[],
+  api: 'v3' | 'v2' = 'v3',
+): string[] {
   return api === 'v2' ? outputHeaderV2(inputHeader, columns) : outputHeader(inputHeader, columns);
 }
 
@@ -60,7 +76,14 @@ export async function runMapJob(job: MapJob): Promise<MapRunResult> {
   const threads =
     pieces !== undefined && output.kind === 'table'
       ? new RowThreads(
-          { name: pieces.name, csv: pieces.settings, width: pieces.width, columns: [...job.columns], format: rowFormat(output), v2 },
+          {
+            name: pieces.name,
+            csv: pieces.settings,
+            width: pieces.width,
+            columns: [...job.columns],
+            format: rowFormat(output),
+            v2,
+          },
           job.threads ?? 1,
           YOUNG_GENERATION_MB.map,
         )
@@ -102,13 +125,19 @@ function rowFormat(output: Extract<MapOutput, { kind: 'table' }>): RowFormat {
 }
 
 /** How answered chunks reach the output: encoded by the row threads that hold their rows, or here. */
-function chunkWriter(job: MapJob, threads: RowThreads | undefined): { write(chunk: RowChunk): Promise<void>; flush(): Promise<void> } {
+function chunkWriter(
+  job: MapJob,
+  threads: RowThreads | undefined,
+): { write(chunk: RowChunk): Promise<void>; flush(): Promise<void> } {
   const output = job.output;
   if (output.kind === 'chunks') return { write: (chunk) => output.onChunk(chunk), flush: () => Promise.resolve() };
   const { sink, rejects } = output;
   if (threads !== undefined) {
     const encoded = new EncodedWrites(sink, rejects, threads.threads * 4);
-    return { write: (chunk) => encoded.add(threads.encode(chunk, rejects !== undefined)), flush: () => encoded.flush() };
+    return {
+      write: (chunk) => encoded.add(threads.encode(chunk, rejects !== undefined)),
+      flush: () => encoded.flush(),
+    };
   }
   const toOutputRows = job.api === 'v2' ? outputRowsV2 : outputRows;
   return {

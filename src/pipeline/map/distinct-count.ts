@@ -5,7 +5,9 @@ const P = 14;
 const M = 1 << P;
 
 const B64 = new Int8Array(128).fill(-1);
-'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'.split('').forEach((c, i) => (B64[c.charCodeAt(0)] = i));
+'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'.split('').forEach((c, i) => {
+  B64[c.charCodeAt(0)] = i;
+});
 
 /**
  * Estimates how many distinct (DII type, hash) pairs a run saw, in fixed memory: the engine counts exactly as
@@ -30,7 +32,11 @@ export class DistinctEstimate {
     const index = (sextet(hash, 0) << 8) | (sextet(hash, 1) << 2) | (c2 >> 4);
     const high = c2 & 15;
     const low =
-      (sextet(hash, 3) << 24) | (sextet(hash, 4) << 18) | (sextet(hash, 5) << 12) | (sextet(hash, 6) << 6) | sextet(hash, 7);
+      (sextet(hash, 3) << 24) |
+      (sextet(hash, 4) << 18) |
+      (sextet(hash, 5) << 12) |
+      (sextet(hash, 6) << 6) |
+      sextet(hash, 7);
     let rank: number;
     if (high !== 0) rank = Math.clz32(high) - 28 + 1;
     else if (low !== 0) rank = 4 + (Math.clz32(low) - 2) + 1;
@@ -41,7 +47,7 @@ export class DistinctEstimate {
 
 function sextet(hash: string, i: number): number {
   const v = B64[hash.charCodeAt(i) & 127];
-  return v < 0 ? 0 : v;
+  return Math.max(v, 0);
 }
 
 function estimate(registers: Uint8Array): number {

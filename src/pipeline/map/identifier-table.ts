@@ -57,7 +57,8 @@ export class TrackedIdentifier {
     if (this.chunk !== null) answerSlot(this.chunk, this.slot, item);
     const chunks = this.moreChunks;
     const slots = this.moreSlots;
-    if (chunks !== null && slots !== null) for (let i = 0; i < chunks.length; i++) answerSlot(chunks[i], slots[i], item);
+    if (chunks !== null && slots !== null)
+      for (let i = 0; i < chunks.length; i++) answerSlot(chunks[i], slots[i], item);
     this.release();
   }
 
@@ -66,7 +67,8 @@ export class TrackedIdentifier {
     if (this.chunk !== null) this.chunk.setUnmapped(this.slot, SLOT.error, reason);
     const chunks = this.moreChunks;
     const slots = this.moreSlots;
-    if (chunks !== null && slots !== null) for (let i = 0; i < chunks.length; i++) chunks[i].setUnmapped(slots[i], SLOT.error, reason);
+    if (chunks !== null && slots !== null)
+      for (let i = 0; i < chunks.length; i++) chunks[i].setUnmapped(slots[i], SLOT.error, reason);
     this.release();
   }
 
@@ -78,7 +80,9 @@ export class TrackedIdentifier {
 }
 
 const B64_VALUE = new Int32Array(128);
-'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'.split('').forEach((c, i) => (B64_VALUE[c.charCodeAt(0)] = i));
+'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'.split('').forEach((c, i) => {
+  B64_VALUE[c.charCodeAt(0)] = i;
+});
 
 /**
  * 30 bits of a base64 SHA-256 as a small integer. Hashes are uniformly random, so this is as good a table key as

@@ -32,7 +32,13 @@ export function outputRows(chunk: AnsweredRows, rejects: string[][] | null): str
       const s = status[slot];
       if (s === SLOT.mapped) {
         const m = mapped[slot];
-        cells.push(m === null ? '' : m.u, m === null || m.p === null ? '' : m.p, m === null ? '' : String(m.r), 'mapped', '');
+        cells.push(
+          m === null ? '' : m.u,
+          m === null || m.p === null ? '' : m.p,
+          m === null ? '' : String(m.r),
+          'mapped',
+          '',
+        );
       } else {
         if (s !== SLOT.missing) rejected = true;
         cells.push('', '', '', SLOT_STATUS_NAMES[s], reason[slot] ?? '');
@@ -47,7 +53,10 @@ export function outputRows(chunk: AnsweredRows, rejects: string[][] | null): str
 /** `map --api v2`: v2 has no previous raw ID and no refresh time; it has the salt bucket instead. */
 export const RESULT_COLUMNS_V2 = ['raw_uid', 'bucket_id', 'status', 'reason'] as const;
 
-export function outputHeaderV2(inputHeader: readonly string[], identifierColumns: readonly { name: string }[]): string[] {
+export function outputHeaderV2(
+  inputHeader: readonly string[],
+  identifierColumns: readonly { name: string }[],
+): string[] {
   return resultHeader(inputHeader, identifierColumns, RESULT_COLUMNS_V2);
 }
 

@@ -38,7 +38,8 @@ export class AdaptiveConcurrency {
   halvings = 0;
 
   constructor(options: AdaptiveConcurrencyOptions) {
-    if (!Number.isInteger(options.max) || options.max < 1) throw new RangeError('concurrency must be a whole number of at least 1');
+    if (!Number.isInteger(options.max) || options.max < 1)
+      throw new RangeError('concurrency must be a whole number of at least 1');
     this.max = options.max;
     this.min = Math.max(1, Math.min(options.min ?? 1, this.max));
     this.raiseEvery = Math.max(1, options.raiseEvery ?? 4);

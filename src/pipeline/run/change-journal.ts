@@ -41,7 +41,9 @@ export function parseJournalRow<T>(change: PendingChange, check: (value: unknown
     value = undefined;
   }
   if (!check(value)) {
-    throw new Error(`the state file holds a damaged pending ${what} row (id ${change.id}); it cannot be written to the output`);
+    throw new Error(
+      `the state file holds a damaged pending ${what} row (id ${change.id}); it cannot be written to the output`,
+    );
   }
   return value;
 }

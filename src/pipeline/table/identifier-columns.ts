@@ -1,4 +1,11 @@
-import { prepareAuto, prepareIdentifier, type DiiType, type IdentifierKind, type PhoneRegion, type Prepared } from '../../identity/index.js';
+import {
+  prepareAuto,
+  prepareIdentifier,
+  type DiiType,
+  type IdentifierKind,
+  type PhoneRegion,
+  type Prepared,
+} from '../../identity/index.js';
 
 /** What an identifier column holds; 'auto' detects each cell (email, E.164 phone or hash). */
 export type ColumnKind = IdentifierKind | 'auto';
@@ -66,15 +73,38 @@ const NAME_KINDS = new Map<string, ColumnKind>([
   ...['email', 'e_mail', 'email_address', 'e_mail_address', 'emailaddress', 'mail', 'mail_address'].map(
     (n) => [n, 'email'] as const,
   ),
-  ...['phone', 'phone_number', 'phonenumber', 'phone_no', 'msisdn', 'mobile', 'mobile_number', 'mobile_phone', 'cell_phone', 'cellphone', 'telephone'].map(
-    (n) => [n, 'phone'] as const,
-  ),
-  ...['email_hash', 'hashed_email', 'sha256_email', 'email_sha256', 'emailhash', 'email_hashed', 'hashed_email_address'].map(
-    (n) => [n, 'email_hash'] as const,
-  ),
-  ...['phone_hash', 'hashed_phone', 'sha256_phone', 'phone_sha256', 'phonehash', 'phone_hashed', 'msisdn_hash', 'hashed_msisdn'].map(
-    (n) => [n, 'phone_hash'] as const,
-  ),
+  ...[
+    'phone',
+    'phone_number',
+    'phonenumber',
+    'phone_no',
+    'msisdn',
+    'mobile',
+    'mobile_number',
+    'mobile_phone',
+    'cell_phone',
+    'cellphone',
+    'telephone',
+  ].map((n) => [n, 'phone'] as const),
+  ...[
+    'email_hash',
+    'hashed_email',
+    'sha256_email',
+    'email_sha256',
+    'emailhash',
+    'email_hashed',
+    'hashed_email_address',
+  ].map((n) => [n, 'email_hash'] as const),
+  ...[
+    'phone_hash',
+    'hashed_phone',
+    'sha256_phone',
+    'phone_sha256',
+    'phonehash',
+    'phone_hashed',
+    'msisdn_hash',
+    'hashed_msisdn',
+  ].map((n) => [n, 'phone_hash'] as const),
   ...['hash', 'sha256', 'hashed'].map((n) => [n, 'auto'] as const),
 ]);
 
@@ -104,18 +134,34 @@ function asList(value: string | readonly string[] | undefined): readonly string[
  * Works out which columns hold identifiers. Named flags and `--col`/`--type` may be combined and repeated;
  * with none, the one column whose name says email/phone/hash is picked and `note` says so.
  */
-export function resolveIdentifierColumns(header: readonly string[], flags: ColumnFlags, source = 'the input'): ResolvedColumns {
+export function resolveIdentifierColumns(
+  header: readonly string[],
+  flags: ColumnFlags,
+  source = 'the input',
+): ResolvedColumns {
   if (flags.type !== undefined && flags.col === undefined) {
-    throw new ColumnError(`--type goes with --col NAME (e.g. --col ${header[0] ?? 'value'} --type ${flags.type})`, header);
+    throw new ColumnError(
+      `--type goes with --col NAME (e.g. --col ${header[0] ?? 'value'} --type ${flags.type})`,
+      header,
+    );
   }
   const requested: Array<{ name: string; kind: ColumnKind; flag: string }> = [];
   for (const kind of ['email', 'phone', 'email_hash', 'phone_hash'] as const) {
-    const flagValue = { email: flags.emailCol, phone: flags.phoneCol, email_hash: flags.emailHashCol, phone_hash: flags.phoneHashCol }[kind];
+    const flagValue = {
+      email: flags.emailCol,
+      phone: flags.phoneCol,
+      email_hash: flags.emailHashCol,
+      phone_hash: flags.phoneHashCol,
+    }[kind];
     for (const name of asList(flagValue)) requested.push({ name, kind, flag: FLAG_OF[kind] });
   }
   if (flags.col !== undefined) {
     // `--col hash` alone: the name says hashes but not of what, and a guess would map hashes to the wrong people
-    if (flags.type === undefined && NAME_KINDS.get(nameKey(flags.col)) === 'auto' && hashTypeFromName(flags.col) === undefined) {
+    if (
+      flags.type === undefined &&
+      NAME_KINDS.get(nameKey(flags.col)) === 'auto' &&
+      hashTypeFromName(flags.col) === undefined
+    ) {
       throw new ColumnError(`--col ${quoteArg(flags.col)}: ${unknownHashText(flags.col)}`, header);
     }
     requested.push({ name: flags.col, kind: flags.type ?? 'auto', flag: '--col' });
@@ -128,7 +174,10 @@ export function resolveIdentifierColumns(header: readonly string[], flags: Colum
     const index = findColumn(header, r.name, r.flag, source);
     const taken = columns.find((c) => c.index === index);
     if (taken !== undefined) {
-      throw new ColumnError(`column '${header[index]}' is named twice (as ${KIND_WORDS[taken.kind]} and as ${KIND_WORDS[r.kind]}); give each column once`, header);
+      throw new ColumnError(
+        `column '${header[index]}' is named twice (as ${KIND_WORDS[taken.kind]} and as ${KIND_WORDS[r.kind]}); give each column once`,
+        header,
+      );
     }
     columns.push(describeColumn(header[index], index, r.kind));
   }
@@ -149,9 +198,15 @@ function findColumn(header: readonly string[], wanted: string, flag: string, sou
   const loose = header.flatMap((h, i) => (h.trim().toLowerCase() === folded ? [i] : []));
   if (loose.length === 1) return loose[0];
   if (loose.length > 1) {
-    throw new ColumnError(`${flag} '${wanted}' matches several columns (${loose.map((i) => `'${header[i]}'`).join(', ')}); give the exact name`, header);
+    throw new ColumnError(
+      `${flag} '${wanted}' matches several columns (${loose.map((i) => `'${header[i]}'`).join(', ')}); give the exact name`,
+      header,
+    );
   }
-  throw new ColumnError(`${flag}: ${source} has no column '${wanted}'; ${availableText(header)}${delimiterHint(header)}`, header);
+  throw new ColumnError(
+    `${flag}: ${source} has no column '${wanted}'; ${availableText(header)}${delimiterHint(header)}`,
+    header,
+  );
 }
 
 function pickByName(header: readonly string[], source: string): ResolvedColumns {
@@ -162,13 +217,16 @@ function pickByName(header: readonly string[], source: string): ResolvedColumns 
   if (candidates.length === 1) {
     const [c] = candidates;
     let note: string;
-    if (c.kind !== 'auto') note = `using column '${c.name}' as ${KIND_WORDS[c.kind]} (for another column: ${FLAG_OF[c.kind]} NAME)`;
-    else if (c.hashType !== undefined) note = `using column '${c.name}', detecting each cell; hashes in it are taken as ${c.hashType} hashes`;
+    if (c.kind !== 'auto')
+      note = `using column '${c.name}' as ${KIND_WORDS[c.kind]} (for another column: ${FLAG_OF[c.kind]} NAME)`;
+    else if (c.hashType !== undefined)
+      note = `using column '${c.name}', detecting each cell; hashes in it are taken as ${c.hashType} hashes`;
     else throw new ColumnError(`column '${c.name}' of ${source}: ${unknownHashText(c.name)}`, header);
     return { columns: candidates, note };
   }
   if (candidates.length === 0) {
-    if (header.length === 0) throw new ColumnError(`${source} is empty: there is no header to find an identifier column in`, header);
+    if (header.length === 0)
+      throw new ColumnError(`${source} is empty: there is no header to find an identifier column in`, header);
     throw new ColumnError(
       `no identifier column found in ${source}; ${availableText(header)}${delimiterHint(header)}. Name one with --email-col, --phone-col, --email-hash-col, --phone-hash-col, or --col NAME --type auto`,
       header,
@@ -185,7 +243,10 @@ function pickByName(header: readonly string[], source: string): ResolvedColumns 
   // them all, as a user would with the flags, and say so. A bare "hash" column or two email columns stay a question.
   const kinds = new Set(candidates.map((c) => c.kind));
   if (!kinds.has('auto') && kinds.size === candidates.length) {
-    return { columns: candidates, note: `using columns ${candidates.map((c) => `'${c.name}' as ${KIND_WORDS[c.kind]}`).join(', ')} (to choose: ${flags})` };
+    return {
+      columns: candidates,
+      note: `using columns ${candidates.map((c) => `'${c.name}' as ${KIND_WORDS[c.kind]}`).join(', ')} (to choose: ${flags})`,
+    };
   }
   throw new ColumnError(
     `several columns of ${source} look like identifiers (${candidates.map((c) => `'${c.name}'`).join(', ')}); say which to use, e.g. ${flags} (several flags at once are allowed)`,
@@ -216,7 +277,10 @@ function shownName(name: string): string {
 
 function availableText(header: readonly string[]): string {
   if (header.length === 0) return 'it has no columns';
-  const shown = header.slice(0, 20).map((h) => `'${shownName(h)}'`).join(', ');
+  const shown = header
+    .slice(0, 20)
+    .map((h) => `'${shownName(h)}'`)
+    .join(', ');
   return `its columns are ${shown}${header.length > 20 ? ` and ${header.length - 20} more` : ''}`;
 }
 
@@ -224,7 +288,11 @@ function availableText(header: readonly string[]): string {
 function delimiterHint(header: readonly string[]): string {
   if (header.length !== 1) return '';
   const only = header[0];
-  for (const [ch, arg] of [[';', '";"'], ['\t', 'tab'], ['|', '"|"']] as const) {
+  for (const [ch, arg] of [
+    [';', '";"'],
+    ['\t', 'tab'],
+    ['|', '"|"'],
+  ] as const) {
     if (only.includes(ch)) return ` (the header was not split: add --delimiter ${arg})`;
   }
   return '';
@@ -233,7 +301,9 @@ function delimiterHint(header: readonly string[]): string {
 /** One identifier cell as the service would get it: its DII type and hash, or why it is invalid. */
 export function prepareCell(column: IdentifierColumn, value: string): Prepared {
   // the column is its own options object (its phoneRegion), so no object is made per cell
-  return column.kind === 'auto' ? prepareAuto(value, column.hashType, column) : prepareIdentifier(column.kind, value, column);
+  return column.kind === 'auto'
+    ? prepareAuto(value, column.hashType, column)
+    : prepareIdentifier(column.kind, value, column);
 }
 
 /**
@@ -241,7 +311,11 @@ export function prepareCell(column: IdentifierColumn, value: string): Prepared {
  * when there are several. A result name that an input column already has gets `_2` (`_3`...), so no two
  * output columns share a name (JSONL keys would overwrite each other).
  */
-export function resultHeader(inputHeader: readonly string[], columns: readonly { name: string }[], fields: readonly string[]): string[] {
+export function resultHeader(
+  inputHeader: readonly string[],
+  columns: readonly { name: string }[],
+  fields: readonly string[],
+): string[] {
   const header = inputHeader.slice();
   const taken = new Set(header);
   const prefixed = columns.length > 1;

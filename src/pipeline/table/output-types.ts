@@ -15,7 +15,8 @@ export function resultColumnTypes(
 ): OutputColumnType[] {
   const types: OutputColumnType[] = new Array<OutputColumnType>(inputWidth).fill('string');
   for (let c = 0; c < identifierColumns; c++) {
-    for (const field of fields) types.push(field === 'refresh_from' ? refreshFrom : field === 'status' ? 'string' : 'string-or-null');
+    for (const field of fields)
+      types.push(field === 'refresh_from' ? refreshFrom : field === 'status' ? 'string' : 'string-or-null');
   }
   return types;
 }

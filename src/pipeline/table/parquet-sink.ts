@@ -16,16 +16,33 @@ type Cell = string | bigint | null;
  * column arrays until a row group is full, so memory is bounded by one row group whatever the output's size.
  * Like the CSV sink, the file is written beside the target and renamed into place only by commit().
  */
-export async function openParquetSink(opts: OpenSinkOptions, rowGroupRows = PARQUET_ROW_GROUP_ROWS): Promise<TableSink> {
+export async function openParquetSink(
+  opts: OpenSinkOptions,
+  rowGroupRows = PARQUET_ROW_GROUP_ROWS,
+): Promise<TableSink> {
   if (opts.path === undefined || opts.path === '-') {
-    throw new OutputError('<stdout>', 'Parquet cannot be written to stdout (its index is written at the end of the file)', 'give a file name with -o, e.g. -o out.parquet');
+    throw new OutputError(
+      '<stdout>',
+      'Parquet cannot be written to stdout (its index is written at the end of the file)',
+      'give a file name with -o, e.g. -o out.parquet',
+    );
   }
   if (opts.compress === 'gzip') {
-    throw new OutputError(opts.path, 'Parquet is not gzipped as a whole (it compresses its own pages)', 'drop --compress gzip, or write CSV or JSONL');
+    throw new OutputError(
+      opts.path,
+      'Parquet is not gzipped as a whole (it compresses its own pages)',
+      'drop --compress gzip, or write CSV or JSONL',
+    );
   }
   const types = opts.columnTypes ?? [];
   if (types.length > opts.header.length) throw new Error('columnTypes has more entries than the header');
-  return ParquetSink.create(opts.path, opts.header, opts.header.map((_, i) => types[i] ?? 'string'), opts.mode, rowGroupRows);
+  return ParquetSink.create(
+    opts.path,
+    opts.header,
+    opts.header.map((_, i) => types[i] ?? 'string'),
+    opts.mode,
+    rowGroupRows,
+  );
 }
 
 class ParquetSink implements TableSink {
@@ -46,7 +63,13 @@ class ParquetSink implements TableSink {
     this.columns = header.map(() => []);
   }
 
-  static async create(target: string, header: readonly string[], types: readonly OutputColumnType[], mode = 0o666, rowGroupRows: number): Promise<ParquetSink> {
+  static async create(
+    target: string,
+    header: readonly string[],
+    types: readonly OutputColumnType[],
+    mode = 0o666,
+    rowGroupRows: number,
+  ): Promise<ParquetSink> {
     const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
     let handle: FileHandle;
     try {
@@ -55,7 +78,10 @@ class ParquetSink implements TableSink {
       throw fileFailure(target, err as Error);
     }
     const out = new FileWriter(handle);
-    const schema: SchemaElement[] = [{ name: 'root', num_children: header.length }, ...header.map((name, i) => schemaElement(name, types[i]))];
+    const schema: SchemaElement[] = [
+      { name: 'root', num_children: header.length },
+      ...header.map((name, i) => schemaElement(name, types[i])),
+    ];
     const parquet = new ParquetWriter({ writer: out, schema, codec: 'SNAPPY', createdBy: 'uid2-batch' });
     return new ParquetSink(target, tmp, handle, out, parquet, header, types, Math.max(1, rowGroupRows));
   }
@@ -108,7 +134,11 @@ class ParquetSink implements TableSink {
     if (cell === '') return null;
     if (type === 'string-or-null') return cell;
     if (!/^-?\d{1,19}$/.test(cell)) {
-      throw new OutputError(this.target, `column '${this.header[column]}' holds a value that is not a whole number`, 'this is a bug: please report it');
+      throw new OutputError(
+        this.target,
+        `column '${this.header[column]}' holds a value that is not a whole number`,
+        'this is a bug: please report it',
+      );
     }
     const n = BigInt(cell);
     return type === 'timestamp' ? n * 1000n : n;
@@ -133,9 +163,21 @@ function schemaElement(name: string, type: OutputColumnType): SchemaElement {
     case 'int64':
       return { name, type: 'INT64', repetition_type: 'OPTIONAL' };
     case 'timestamp':
-      return { name, type: 'INT64', repetition_type: 'OPTIONAL', converted_type: 'TIMESTAMP_MILLIS', logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' } };
+      return {
+        name,
+        type: 'INT64',
+        repetition_type: 'OPTIONAL',
+        converted_type: 'TIMESTAMP_MILLIS',
+        logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' },
+      };
     default:
-      return { name, type: 'BYTE_ARRAY', repetition_type: 'OPTIONAL', converted_type: 'UTF8', logical_type: { type: 'STRING' } };
+      return {
+        name,
+        type: 'BYTE_ARRAY',
+        repetition_type: 'OPTIONAL',
+        converted_type: 'UTF8',
+        logical_type: { type: 'STRING' },
+      };
   }
 }
 

@@ -1,8 +1,22 @@
 /** Reads a Parquet file as a table of text cells, one row group at a time. */
 import { stat } from 'node:fs/promises';
-import { asyncBufferFromFile, parquetMetadataAsync, parquetRead, parquetSchema, type AsyncBuffer, type FileMetaData, type SchemaTree } from 'hyparquet';
+import {
+  asyncBufferFromFile,
+  parquetMetadataAsync,
+  parquetRead,
+  parquetSchema,
+  type AsyncBuffer,
+  type FileMetaData,
+  type SchemaTree,
+} from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
-import { InputError, type InputRow, type OpenSourceOptions, type SourceProblemCounts, type TableSource } from './table.js';
+import {
+  InputError,
+  type InputRow,
+  type OpenSourceOptions,
+  type SourceProblemCounts,
+  type TableSource,
+} from './table.js';
 
 const DEFAULT_CHUNK_ROWS = 2000;
 /**
@@ -34,7 +48,12 @@ export interface ParquetTableSource extends TableSource {
  */
 export async function openParquetSource(opts: OpenSourceOptions): Promise<ParquetTableSource> {
   if (opts.path === '-' || opts.stream !== undefined) {
-    throw new InputError('<stdin>', undefined, 'Parquet cannot be read from stdin (its index is at the end of the file)', 'give the file name instead of -');
+    throw new InputError(
+      '<stdin>',
+      undefined,
+      'Parquet cannot be read from stdin (its index is at the end of the file)',
+      'give the file name instead of -',
+    );
   }
   const name = opts.path;
   let file: AsyncBuffer;
@@ -49,7 +68,12 @@ export async function openParquetSource(opts: OpenSourceOptions): Promise<Parque
   try {
     metadata = await parquetMetadataAsync(file);
   } catch {
-    throw new InputError(name, undefined, 'not a readable Parquet file (its footer is missing or corrupt: a truncated copy?)', 'copy or export it again');
+    throw new InputError(
+      name,
+      undefined,
+      'not a readable Parquet file (its footer is missing or corrupt: a truncated copy?)',
+      'copy or export it again',
+    );
   }
   const columns = topLevelColumns(name, metadata);
   return new ParquetTable(name, file, metadata, columns, Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS));
@@ -60,14 +84,22 @@ export async function openParquetSource(opts: OpenSourceOptions): Promise<Parque
  * the service reads them, and turning it into one would be a guess. Any input can be given: only a Parquet
  * source knows its column types, so for CSV and JSONL this checks nothing.
  */
-export function requireTextColumns(source: { name: string; columns?: readonly ParquetColumn[] }, names: readonly string[]): void {
+export function requireTextColumns(
+  source: { name: string; columns?: readonly ParquetColumn[] },
+  names: readonly string[],
+): void {
   const columns = source.columns;
   if (columns === undefined) return;
   for (const name of names) {
     const column = columns.find((c) => c.name === name);
     if (column === undefined || column.kind === 'string') continue;
     const what = column.kind === 'nested' ? `a nested column (${column.declared})` : `of type ${column.declared}`;
-    throw new InputError(source.name, undefined, `identifier column '${name}' is ${what}, not a string column`, 'identifiers must be stored as strings: cast the column to VARCHAR/STRING when exporting');
+    throw new InputError(
+      source.name,
+      undefined,
+      `identifier column '${name}' is ${what}, not a string column`,
+      'identifiers must be stored as strings: cast the column to VARCHAR/STRING when exporting',
+    );
   }
 }
 
@@ -76,15 +108,28 @@ function topLevelColumns(name: string, metadata: FileMetaData): ParquetColumn[] 
   try {
     tree = parquetSchema(metadata);
   } catch {
-    throw new InputError(name, undefined, 'not a readable Parquet file (its schema is corrupt)', 'copy or export it again');
+    throw new InputError(
+      name,
+      undefined,
+      'not a readable Parquet file (its schema is corrupt)',
+      'copy or export it again',
+    );
   }
   return tree.children.map((child) => {
     const e = child.element;
     const logical = e.logical_type?.type;
     const declared = [e.type, logical ?? e.converted_type].filter((x) => x !== undefined).join(' ') || 'group';
-    if (child.children.length > 0 || e.repetition_type === 'REPEATED') return { name: e.name, kind: 'nested', declared: logical ?? e.converted_type ?? 'group' };
-    const text = e.type === 'BYTE_ARRAY' && (logical === undefined || logical === 'STRING' || logical === 'ENUM' || logical === 'JSON' || logical === 'UUID');
-    const textConverted = e.type === 'BYTE_ARRAY' && (e.converted_type === undefined || e.converted_type === 'UTF8' || e.converted_type === 'ENUM' || e.converted_type === 'JSON');
+    if (child.children.length > 0 || e.repetition_type === 'REPEATED')
+      return { name: e.name, kind: 'nested', declared: logical ?? e.converted_type ?? 'group' };
+    const text =
+      e.type === 'BYTE_ARRAY' &&
+      (logical === undefined || logical === 'STRING' || logical === 'ENUM' || logical === 'JSON' || logical === 'UUID');
+    const textConverted =
+      e.type === 'BYTE_ARRAY' &&
+      (e.converted_type === undefined ||
+        e.converted_type === 'UTF8' ||
+        e.converted_type === 'ENUM' ||
+        e.converted_type === 'JSON');
     return { name: e.name, kind: text && textConverted ? 'string' : 'scalar', declared };
   });
 }
@@ -153,8 +198,16 @@ class ParquetTable implements ParquetTableSource {
         },
       });
     } catch (err) {
-      const reason = err instanceof Error && /compression|codec/i.test(err.message) ? 'is compressed with a codec this build cannot read' : 'cannot be decoded (corrupt data?)';
-      throw new InputError(this.name, undefined, `the row group holding rows ${rowStart + 1} to ${rowEnd} ${reason}`, 'export it again, with SNAPPY, ZSTD or GZIP compression');
+      const reason =
+        err instanceof Error && /compression|codec/i.test(err.message)
+          ? 'is compressed with a codec this build cannot read'
+          : 'cannot be decoded (corrupt data?)';
+      throw new InputError(
+        this.name,
+        undefined,
+        `the row group holding rows ${rowStart + 1} to ${rowEnd} ${reason}`,
+        'export it again, with SNAPPY, ZSTD or GZIP compression',
+      );
     }
     const width = this.header.length;
     const out: InputRow[] = new Array(data.length);

@@ -41,7 +41,7 @@ function plainRowPattern(width: number): RegExp {
  */
 export function encodeCsvRow(cells: readonly (string | undefined)[]): string {
   const line = cells.join(',');
-  return plainRowPattern(cells.length).test(line) ? line + '\n' : quotedRow(cells);
+  return plainRowPattern(cells.length).test(line) ? `${line}\n` : quotedRow(cells);
 }
 
 const NEEDS_QUOTING = /[",\n\r]/;
@@ -59,7 +59,7 @@ function quotedRow(cells: readonly (string | undefined)[]): string {
     if (i > 0) line += ',';
     line += NEEDS_QUOTING.test(cell) ? quotedField(cell) : cell;
   }
-  return line + '\n';
+  return `${line}\n`;
 }
 
 const quotedFields = new Map<string, string>();
@@ -70,7 +70,8 @@ function quotedField(cell: string): string {
   let quoted = quotedFields.get(cell);
   if (quoted === undefined) {
     quoted = stringify([[cell]], CSV_OPTIONS).slice(0, -1);
-    if (quotedFields.size < QUOTED_FIELDS_KEPT && cell.length <= QUOTED_FIELD_KEPT_LENGTH) quotedFields.set(cell, quoted);
+    if (quotedFields.size < QUOTED_FIELDS_KEPT && cell.length <= QUOTED_FIELD_KEPT_LENGTH)
+      quotedFields.set(cell, quoted);
   }
   return quoted;
 }

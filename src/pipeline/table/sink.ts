@@ -22,7 +22,8 @@ export async function openSink(opts: OpenSinkOptions): Promise<TableSink> {
   const gzip = compressionOf(opts) === 'gzip';
   const format: RowFormat = opts.format === 'jsonl' ? { format: 'jsonl', header: opts.header } : { format: 'csv' };
   const encode = rowEncoder(format);
-  const preamble = opts.format === 'csv' && opts.header.length > 0 ? `${opts.bom ? '\ufeff' : ''}${encode([opts.header])}` : '';
+  const preamble =
+    opts.format === 'csv' && opts.header.length > 0 ? `${opts.bom ? '\ufeff' : ''}${encode([opts.header])}` : '';
   const threads = encodeWorkerPresent() ? Math.max(0, Math.floor(opts.threads ?? 0)) : 0;
   const encoder: Encoder = threads > 0 ? new ThreadedEncoder(encode, format, threads) : { encode };
   const toStdout = opts.path === undefined || opts.path === '-';
@@ -93,7 +94,10 @@ class ThreadedEncoder implements Encoder {
       purpose: 'output encoding',
     });
     const packed = packRows(rows);
-    const text = this.pool.run(packed, [packed.cellLengths.buffer as ArrayBuffer, packed.rowWidths.buffer as ArrayBuffer]);
+    const text = this.pool.run(packed, [
+      packed.cellLengths.buffer as ArrayBuffer,
+      packed.rowWidths.buffer as ArrayBuffer,
+    ]);
     // awaited in order later; until then a failure must not count as unhandled
     text.catch(() => undefined);
     this.queue.push({ text });
@@ -284,10 +288,11 @@ class StreamSink extends SinkBase {
     // process.stdout must not be ended (Node keeps it open for later writes); waiting for 'drain' flushes it
     if (this.isProcessStdout) {
       const s = (this.downstream ?? this.stream) as NodeJS.WritableStream & { writableNeedDrain?: boolean };
-      if (s.writableNeedDrain) await new Promise<void>((resolve) => {
-        s.once('drain', resolve);
-        s.once('close', resolve);
-      });
+      if (s.writableNeedDrain)
+        await new Promise<void>((resolve) => {
+          s.once('drain', resolve);
+          s.once('close', resolve);
+        });
       return;
     }
     this.stream.end();

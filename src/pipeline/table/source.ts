@@ -54,7 +54,12 @@ export function parseDelimiter(value: string | undefined, file: string): string 
   if (value === undefined || value === '') return ',';
   if (value === '\\t' || value.toLowerCase() === 'tab') return '\t';
   if ([...value].length !== 1 || value === '"' || value === '\n' || value === '\r') {
-    throw new InputError(file, undefined, `--delimiter must be one character other than a quote or a line break`, 'e.g. --delimiter ";" or --delimiter tab');
+    throw new InputError(
+      file,
+      undefined,
+      `--delimiter must be one character other than a quote or a line break`,
+      'e.g. --delimiter ";" or --delimiter tab',
+    );
   }
   return value;
 }
@@ -153,7 +158,7 @@ export class ByteInput {
     } catch (err) {
       throw openFailure(name, err);
     }
-    let handle;
+    let handle: Awaited<ReturnType<typeof open>>;
     try {
       handle = await open(opts.path, 'r');
     } catch (err) {
@@ -181,7 +186,11 @@ export class ByteInput {
           const start = this.offset;
           this.lines.add(this.carry, start);
           this.carry = undefined;
-          throw this.badBytes(start, 'ends in the middle of a UTF-8 character', 'if the file is Latin-1 / Windows-1252, add --encoding latin1');
+          throw this.badBytes(
+            start,
+            'ends in the middle of a UTF-8 character',
+            'if the file is Latin-1 / Windows-1252, add --encoding latin1',
+          );
         }
         return null;
       }
@@ -204,12 +213,18 @@ export class ByteInput {
       if (nul !== -1) {
         throw this.badBytes(
           start + nul,
-          this.gunzipping ? 'NUL byte in the decompressed data (a gzip of a binary file, not of text?)' : 'NUL byte (a binary or UTF-16 file?)',
+          this.gunzipping
+            ? 'NUL byte in the decompressed data (a gzip of a binary file, not of text?)'
+            : 'NUL byte (a binary or UTF-16 file?)',
           'save it as UTF-8 text (in Excel: "CSV UTF-8")',
         );
       }
       if (this.validateUtf8 && !isUtf8(buf)) {
-        throw this.badBytes(start + firstInvalidUtf8(buf), 'invalid UTF-8', 'if the file is Latin-1 / Windows-1252, add --encoding latin1');
+        throw this.badBytes(
+          start + firstInvalidUtf8(buf),
+          'invalid UTF-8',
+          'if the file is Latin-1 / Windows-1252, add --encoding latin1',
+        );
       }
       return { buf, start };
     }
@@ -250,7 +265,12 @@ export class ByteInput {
       }
       buf = await this.atLeast(text, 4);
     } else if (/\.gz$/i.test(this.name) && buf.length > 0) {
-      throw new InputError(this.name, undefined, 'named .gz but not gzip-compressed', 'rename it without .gz, or check how it was exported');
+      throw new InputError(
+        this.name,
+        undefined,
+        'named .gz but not gzip-compressed',
+        'rename it without .gz, or check how it was exported',
+      );
     }
     this.checkSignature(buf);
     return buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf ? buf.subarray(3) : buf;
@@ -311,13 +331,28 @@ export class ByteInput {
     const sig = (bytes: number[]) => bytes.every((b, i) => buf[i] === b);
     const what = this.gunzipping ? 'a gzip of ' : '';
     if (sig([0xff, 0xfe]) || sig([0xfe, 0xff])) {
-      throw new InputError(this.name, 1, `${this.gunzipping ? 'a gzip of a ' : ''}UTF-16 encoded${this.gunzipping ? ' file' : ''}`, 'save it as UTF-8 (in Excel: "CSV UTF-8")');
+      throw new InputError(
+        this.name,
+        1,
+        `${this.gunzipping ? 'a gzip of a ' : ''}UTF-16 encoded${this.gunzipping ? ' file' : ''}`,
+        'save it as UTF-8 (in Excel: "CSV UTF-8")',
+      );
     }
     if (sig([0x50, 0x4b, 0x03, 0x04])) {
-      throw new InputError(this.name, undefined, `${what}a ZIP archive (an Excel .xlsx?), not CSV`, 'export it as "CSV UTF-8"');
+      throw new InputError(
+        this.name,
+        undefined,
+        `${what}a ZIP archive (an Excel .xlsx?), not CSV`,
+        'export it as "CSV UTF-8"',
+      );
     }
     if (sig([0x50, 0x41, 0x52, 0x31])) {
-      throw new InputError(this.name, undefined, `${what}a Parquet file, read as text`, 'name it .parquet or add --input-format parquet');
+      throw new InputError(
+        this.name,
+        undefined,
+        `${what}a Parquet file, read as text`,
+        'name it .parquet or add --input-format parquet',
+      );
     }
     if (this.gunzipping && sig([0x1f, 0x8b])) {
       throw new InputError(this.name, undefined, 'gzip-compressed twice', 'decompress it once first, e.g. gunzip FILE');
@@ -329,9 +364,19 @@ export class ByteInput {
 function gzipFailure(name: string, err: unknown): InputError {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'Z_BUF_ERROR') {
-    return new InputError(name, undefined, 'the gzip data ends early (a truncated file?)', 'copy or download it again, completely');
+    return new InputError(
+      name,
+      undefined,
+      'the gzip data ends early (a truncated file?)',
+      'copy or download it again, completely',
+    );
   }
-  return new InputError(name, undefined, `corrupt gzip data (${code ?? 'unreadable'})`, 'copy or download it again, or check how it was compressed');
+  return new InputError(
+    name,
+    undefined,
+    `corrupt gzip data (${code ?? 'unreadable'})`,
+    'copy or download it again, or check how it was compressed',
+  );
 }
 
 function asBuffer(chunk: Buffer | string): Buffer {
@@ -364,14 +409,21 @@ function firstInvalidUtf8(buf: Buffer): number {
   let i = 0;
   while (i < buf.length) {
     const b = buf[i];
-    const need = b < 0x80 ? 0 : b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2 : b >= 0xf0 && b <= 0xf4 ? 3 : -1;
+    const need =
+      b < 0x80 ? 0 : b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2 : b >= 0xf0 && b <= 0xf4 ? 3 : -1;
     if (need < 0) return i;
     for (let k = 1; k <= need; k++) {
       if (i + k >= buf.length || (buf[i + k] & 0xc0) !== 0x80) return i;
     }
     // overlongs and surrogates are invalid too; checking the second byte's range catches them
     const b1 = buf[i + 1];
-    if ((b === 0xe0 && b1 < 0xa0) || (b === 0xed && b1 > 0x9f) || (b === 0xf0 && b1 < 0x90) || (b === 0xf4 && b1 > 0x8f)) return i;
+    if (
+      (b === 0xe0 && b1 < 0xa0) ||
+      (b === 0xed && b1 > 0x9f) ||
+      (b === 0xf0 && b1 < 0x90) ||
+      (b === 0xf4 && b1 > 0x8f)
+    )
+      return i;
     i += need + 1;
   }
   return 0;
@@ -541,7 +593,10 @@ class CsvRecords {
 
   /** Parses the next bytes (undefined: the end of the input). Throws InputError on a parse error. */
   parse(buf: Buffer | undefined): void {
-    const err = buf === undefined ? this.core.parse(undefined, true, this.push, noop) : this.core.parse(buf, false, this.push, noop);
+    const err =
+      buf === undefined
+        ? this.core.parse(undefined, true, this.push, noop)
+        : this.core.parse(buf, false, this.push, noop);
     if (err !== undefined) throw this.parseFailure(err);
   }
 
@@ -560,14 +615,34 @@ class CsvRecords {
     // csv-parse's own messages quote cell values, which may be emails or phones: never pass them on
     switch (code) {
       case 'CSV_QUOTE_NOT_CLOSED':
-        return new InputError(this.name, start, 'a quoted value opens on this line and is never closed', 'look for a stray " (a quote inside a quoted value is written "")');
+        return new InputError(
+          this.name,
+          start,
+          'a quoted value opens on this line and is never closed',
+          'look for a stray " (a quote inside a quoted value is written "")',
+        );
       case 'CSV_MAX_RECORD_SIZE':
-        return new InputError(this.name, start, `the record starting on this line is longer than ${MAX_RECORD_BYTES / 1024 / 1024} MB`, 'a quote is probably never closed, or the --delimiter is wrong');
+        return new InputError(
+          this.name,
+          start,
+          `the record starting on this line is longer than ${MAX_RECORD_BYTES / 1024 / 1024} MB`,
+          'a quote is probably never closed, or the --delimiter is wrong',
+        );
       case 'CSV_INVALID_CLOSING_QUOTE':
       case 'CSV_NON_TRIMABLE_CHAR_AFTER_CLOSING_QUOTE':
-        return new InputError(this.name, start, 'a quoted value is followed by something other than the delimiter', 'check the --delimiter and the quoting');
+        return new InputError(
+          this.name,
+          start,
+          'a quoted value is followed by something other than the delimiter',
+          'check the --delimiter and the quoting',
+        );
       default:
-        return new InputError(this.name, start, `not readable as CSV (${code ?? 'parse error'})`, 'check the --delimiter, --encoding and quoting');
+        return new InputError(
+          this.name,
+          start,
+          `not readable as CSV (${code ?? 'parse error'})`,
+          'check the --delimiter, --encoding and quoting',
+        );
     }
   }
 }
@@ -590,7 +665,8 @@ export function parseCsvPiece(
   counts: SourceProblemCounts,
 ): InputRow[] {
   const bytes = Buffer.from(piece.bytes.buffer, piece.bytes.byteOffset, piece.bytes.byteLength);
-  if (isPlainPiece(bytes, settings)) return plainPieceRows(bytes.toString(settings.encoding), piece.startLine, settings.delimiter, width, counts);
+  if (isPlainPiece(bytes, settings))
+    return plainPieceRows(bytes.toString(settings.encoding), piece.startLine, settings.delimiter, width, counts);
   if (isSplittablePiece(bytes, settings)) {
     const rows = quotedPieceRows(bytes.toString(settings.encoding), piece.startLine, settings.delimiter, width, counts);
     if (rows !== undefined) return rows;
@@ -598,7 +674,9 @@ export function parseCsvPiece(
   const rows: InputRow[] = [];
   const lines = new LineIndex(piece.startLine);
   lines.add(bytes, 0);
-  const records = new CsvRecords(settings, name, lines, piece.startLine, (line, record) => rows.push(fitRow(line, record, width, counts)));
+  const records = new CsvRecords(settings, name, lines, piece.startLine, (line, record) =>
+    rows.push(fitRow(line, record, width, counts)),
+  );
   records.parse(bytes);
   records.parse(undefined);
   return rows;
@@ -618,7 +696,9 @@ function isSplittablePiece(bytes: Buffer, settings: Pick<CsvSettings, 'delimiter
 }
 
 function delimiterSurvives(settings: Pick<CsvSettings, 'delimiter' | 'encoding'>): boolean {
-  return settings.encoding === 'utf8' || Buffer.from(settings.delimiter, 'latin1').toString('latin1') === settings.delimiter;
+  return (
+    settings.encoding === 'utf8' || Buffer.from(settings.delimiter, 'latin1').toString('latin1') === settings.delimiter
+  );
 }
 
 /** A piece without a quote: every line is one record, and no cell holds a quote, a line break or the delimiter. */
@@ -645,7 +725,13 @@ export function plainPieceLines(piece: Uint8Array, encoding: CsvSettings['encodi
  * means nothing is ever quoted, escaped or continued on the next line, and csv-parse's character-by-character
  * state machine (the largest cost of a row) has nothing to do; a differential test holds the two together.
  */
-function plainPieceRows(text: string, startLine: number, delimiter: string, width: number, counts: SourceProblemCounts): InputRow[] {
+function plainPieceRows(
+  text: string,
+  startLine: number,
+  delimiter: string,
+  width: number,
+  counts: SourceProblemCounts,
+): InputRow[] {
   const lines = text.split(LINE_BREAK);
   const rows: InputRow[] = [];
   for (let i = 0; i < lines.length; i++) {
@@ -679,7 +765,13 @@ function nextOf(text: string, search: string, from: number): number {
  * - a line of only line breaks is skipped, but `""` alone is a record of one empty cell.
  * Line numbers count LF, CRLF and a lone CR, inside quoted values too, as LineIndex does.
  */
-export function quotedPieceRows(text: string, startLine: number, delimiter: string, width: number, counts: SourceProblemCounts): InputRow[] | undefined {
+export function quotedPieceRows(
+  text: string,
+  startLine: number,
+  delimiter: string,
+  width: number,
+  counts: SourceProblemCounts,
+): InputRow[] | undefined {
   const n = text.length;
   const dl = delimiter.length;
   const rows: InputRow[] = [];
@@ -762,7 +854,11 @@ export function quotedPieceRows(text: string, startLine: number, delimiter: stri
 }
 
 /** The records of one piece as they are (the header piece, before the width is known). */
-export function parseCsvRecords(piece: CsvPieceInput, settings: Pick<CsvSettings, 'delimiter' | 'encoding'>, name: string): string[][] {
+export function parseCsvRecords(
+  piece: CsvPieceInput,
+  settings: Pick<CsvSettings, 'delimiter' | 'encoding'>,
+  name: string,
+): string[][] {
   const out: string[][] = [];
   const lines = new LineIndex(piece.startLine);
   const bytes = Buffer.from(piece.bytes.buffer, piece.bytes.byteOffset, piece.bytes.byteLength);
@@ -889,7 +985,12 @@ class JsonlTable extends TableBase {
       this.parts.push(buf.subarray(from));
       this.partBytes += buf.length - from;
       if (this.partBytes > MAX_RECORD_BYTES) {
-        throw new InputError(this.name, this.line + 1, `line longer than ${MAX_RECORD_BYTES / 1024 / 1024} MB`, 'JSON Lines needs one object per line');
+        throw new InputError(
+          this.name,
+          this.line + 1,
+          `line longer than ${MAX_RECORD_BYTES / 1024 / 1024} MB`,
+          'JSON Lines needs one object per line',
+        );
       }
     }
   }
@@ -897,7 +998,12 @@ class JsonlTable extends TableBase {
   private takeLine(bytes: Buffer): void {
     this.line++;
     if (bytes.length > MAX_RECORD_BYTES) {
-      throw new InputError(this.name, this.line, `line longer than ${MAX_RECORD_BYTES / 1024 / 1024} MB`, 'JSON Lines needs one object per line');
+      throw new InputError(
+        this.name,
+        this.line,
+        `line longer than ${MAX_RECORD_BYTES / 1024 / 1024} MB`,
+        'JSON Lines needs one object per line',
+      );
     }
     const text = bytes.toString(this.encoding);
     if (text.trim() === '') return;
@@ -905,10 +1011,20 @@ class JsonlTable extends TableBase {
     try {
       value = JSON.parse(text) as JsonValue;
     } catch {
-      throw new InputError(this.name, this.line, 'not valid JSON', 'each line must be one JSON object (JSON Lines); for a CSV file use --format csv');
+      throw new InputError(
+        this.name,
+        this.line,
+        'not valid JSON',
+        'each line must be one JSON object (JSON Lines); for a CSV file use --format csv',
+      );
     }
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-      throw new InputError(this.name, this.line, 'not a JSON object', 'each line must be one object, e.g. {"email": "..."}');
+      throw new InputError(
+        this.name,
+        this.line,
+        'not a JSON object',
+        'each line must be one object, e.g. {"email": "..."}',
+      );
     }
     const rec = { line: this.line, object: value };
     if (this.headerFixed) this.ready.push(this.toRow(rec));

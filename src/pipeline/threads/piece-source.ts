@@ -1,5 +1,12 @@
 import { CsvPieceCutter, type CsvPiece } from './piece-cutter.js';
-import { ByteInput, MAX_RECORD_BYTES, parseCsvRecords, parseDelimiter, uniqueHeader, type CsvSettings } from '../table/source.js';
+import {
+  ByteInput,
+  MAX_RECORD_BYTES,
+  parseCsvRecords,
+  parseDelimiter,
+  uniqueHeader,
+  type CsvSettings,
+} from '../table/source.js';
 import { InputError, type OpenSourceOptions, type SourceProblemCounts, type TableInfo } from '../table/table.js';
 
 /** Bytes per piece handed to a worker thread: big enough that a task's fixed cost is noise, small enough to spread. */
@@ -22,7 +29,10 @@ export interface CsvPieceSource extends TableInfo {
 
 export async function openCsvPieces(opts: OpenSourceOptions, pieceBytes = PIECE_BYTES): Promise<CsvPieceSource> {
   const input = await ByteInput.open(opts);
-  const settings = { delimiter: parseDelimiter(opts.delimiter, input.name), encoding: opts.encoding ?? 'utf8' } as const;
+  const settings = {
+    delimiter: parseDelimiter(opts.delimiter, input.name),
+    encoding: opts.encoding ?? 'utf8',
+  } as const;
   const cutter = new CsvPieceCutter(settings.delimiter, pieceBytes, settings.encoding);
   let ended = false;
   /** Reads once more into the cutter; false at the end of the input. */
@@ -64,10 +74,19 @@ export async function openCsvPieces(opts: OpenSourceOptions, pieceBytes = PIECE_
  * No record boundary in more than the longest record allowed: a quote that is never closed, usually. Parsing
  * what is held gives the error, with its line, that a single parser would have given.
  */
-function overlongRecord(cutter: CsvPieceCutter, settings: Pick<CsvSettings, 'delimiter' | 'encoding'>, name: string): Error {
+function overlongRecord(
+  cutter: CsvPieceCutter,
+  settings: Pick<CsvSettings, 'delimiter' | 'encoding'>,
+  name: string,
+): Error {
   const held = cutter.finish();
   if (held !== undefined) parseCsvRecords(held, settings, name);
-  return new InputError(name, held?.startLine, `no record ends within ${MAX_RECORD_BYTES / 1024 / 1024} MB`, 'a quote is probably never closed, or the --delimiter is wrong');
+  return new InputError(
+    name,
+    held?.startLine,
+    `no record ends within ${MAX_RECORD_BYTES / 1024 / 1024} MB`,
+    'a quote is probably never closed, or the --delimiter is wrong',
+  );
 }
 
 class PieceReader implements CsvPieceSource {

@@ -30,7 +30,10 @@ function parse(bytes: Uint8Array, startLine: number): { rows: InputRow[]; proble
   return { rows, problems };
 }
 
-function answer(output: RowThreadAnswer, buffers: (Uint8Array | null)[]): { output: RowThreadAnswer; transfer: ArrayBuffer[] } {
+function answer(
+  output: RowThreadAnswer,
+  buffers: (Uint8Array | null)[],
+): { output: RowThreadAnswer; transfer: ArrayBuffer[] } {
   const transfer: ArrayBuffer[] = [];
   for (const b of buffers) if (b !== null) transfer.push(b.buffer as ArrayBuffer);
   return { output, transfer };
@@ -62,10 +65,16 @@ function encodeOnLines(
   let rejected = '';
   for (let r = 0; r < lines.length; r++) {
     const line = lines[r];
-    const input = commasIn(line) === width - 1 ? line : encodeCsvRow(fitRow(0, line.split(','), width, { shortRows: 0, longRows: 0, extraKeys: 0 }).cells).slice(0, -1);
+    const input =
+      commasIn(line) === width - 1
+        ? line
+        : encodeCsvRow(fitRow(0, line.split(','), width, { shortRows: 0, longRows: 0, extraKeys: 0 }).cells).slice(
+            0,
+            -1,
+          );
     const row = `${input},${encodeCsvRow(results[r])}`;
     text += row;
-    if (rejectedRows !== null && rejectedRows.has(results[r])) rejected += row;
+    if (rejectedRows?.has(results[r])) rejected += row;
   }
   return { text, rejected };
 }
@@ -93,7 +102,12 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
       const toOutput = config.v2 ? outputRowsV2 : outputRows;
       const lines = linesAreCsv ? plainPieceLines(piece.bytes, config.csv.encoding) : undefined;
       if (lines !== undefined) {
-        const { text, rejected } = encodeOnLines(lines, toOutput, { width: config.columns.length, status, mapped, reason }, task.rejects);
+        const { text, rejected } = encodeOnLines(
+          lines,
+          toOutput,
+          { width: config.columns.length, status, mapped, reason },
+          task.rejects,
+        );
         const bytes = utf8.encode(text);
         const rejectBytes = rejected !== '' ? utf8.encode(rejected) : null;
         return answer({ task: 'encode', bytes, rejectBytes }, [bytes, rejectBytes]);

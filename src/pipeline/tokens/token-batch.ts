@@ -2,7 +2,14 @@ import pLimit from 'p-limit';
 import { isIdentifierKind, type IdentifierKind } from '../../identity/index.js';
 import type { TokenIdentity } from '../../protocol/index.js';
 import type { ServiceClient } from '../../client/types.js';
-import { InputError, rowProblemInvalidates, rowProblemReason, type InputRow, type TableSink, type TableSource } from '../table/table.js';
+import {
+  InputError,
+  rowProblemInvalidates,
+  rowProblemReason,
+  type InputRow,
+  type TableSink,
+  type TableSource,
+} from '../table/table.js';
 import { classifyFailure, prepareTokenInput, type Failure } from './tokens.js';
 
 /**
@@ -39,7 +46,10 @@ export const IDENTIFIER_TYPES_HINT = 'identifier_type is one of email, phone, em
 
 /** `Email`, ` phone `, `email-hash` and `email hash` all read as the API's field names. */
 export function readIdentifierType(cell: string): IdentifierKind | null {
-  const t = cell.trim().toLowerCase().replace(/[\s-]+/g, '_');
+  const t = cell
+    .trim()
+    .toLowerCase()
+    .replace(/[\s-]+/g, '_');
   return isIdentifierKind(t) ? t : null;
 }
 
@@ -59,7 +69,12 @@ function findColumns(source: TableSource, needToken: boolean): Columns {
   ].filter((m): m is string => m !== undefined);
   if (missing.length > 0) {
     const expected = needToken ? 'identifier, identifier_type, token' : 'identifier, identifier_type';
-    throw new InputError(source.name, 1, `missing column(s) ${missing.join(', ')}`, `the header must name the columns ${expected}; ${IDENTIFIER_TYPES_HINT}`);
+    throw new InputError(
+      source.name,
+      1,
+      `missing column(s) ${missing.join(', ')}`,
+      `the header must name the columns ${expected}; ${IDENTIFIER_TYPES_HINT}`,
+    );
   }
   return cols;
 }
@@ -164,7 +179,12 @@ export async function validateTokenBatch(run: TokenBatchRun): Promise<ValidateBa
   const cols = findColumns(run.source, true);
   const layout = outputLayout(run.source.header, VALIDATE_COLUMNS);
   const counts: ValidateBatchCounts = { rows: 0, valid: 0, invalid: 0, rejected: 0, error: 0 };
-  const finish = (row: InputRow, valid: 'true' | 'false' | 'invalid' | 'error', hash: string, reason: string): string[] => {
+  const finish = (
+    row: InputRow,
+    valid: 'true' | 'false' | 'invalid' | 'error',
+    hash: string,
+    reason: string,
+  ): string[] => {
     counts.rows++;
     if (valid === 'true') counts.valid++;
     else if (valid === 'false') counts.invalid++;
@@ -172,7 +192,9 @@ export async function validateTokenBatch(run: TokenBatchRun): Promise<ValidateBa
     else counts.error++;
     const cells = [...row.cells];
     while (cells.length < layout.header.length) cells.push('');
-    [valid, hash, reason].forEach((v, i) => (cells[layout.positions[i]!] = v));
+    [valid, hash, reason].forEach((v, i) => {
+      cells[layout.positions[i]!] = v;
+    });
     return cells;
   };
   await runRows(run, layout.header, async (row, signal) => {
@@ -184,11 +206,17 @@ export async function validateTokenBatch(run: TokenBatchRun): Promise<ValidateBa
     if (token === '') return finish(row, 'invalid', prepared.hash, 'empty token');
     try {
       const match = await run.client.tokenValidate({ token, ...prepared.input }, { signal });
-      return finish(row, match ? 'true' : 'false', prepared.hash, match ? '' : 'the token was not generated from this identifier');
+      return finish(
+        row,
+        match ? 'true' : 'false',
+        prepared.hash,
+        match ? '' : 'the token was not generated from this identifier',
+      );
     } catch (err) {
       const failure = failOrStop(err, signal);
       // a token the service cannot read stays unreadable however often it is sent
-      if (failure.kind === 'client_error' && /^Invalid token/i.test(failure.message)) return finish(row, 'invalid', prepared.hash, `the service cannot read this token (${failure.message})`);
+      if (failure.kind === 'client_error' && /^Invalid token/i.test(failure.message))
+        return finish(row, 'invalid', prepared.hash, `the service cannot read this token (${failure.message})`);
       return finish(row, 'error', prepared.hash, failure.message);
     }
   });
@@ -229,7 +257,9 @@ export async function generateTokenBatch(run: TokenBatchRun): Promise<GenerateBa
     const cells = [...row.cells];
     while (cells.length < layout.header.length) cells.push('');
     const values = [...IDENTITY_COLUMNS.map((f) => (identity ? String(identity[f]) : '')), status, reason];
-    values.forEach((v, i) => (cells[layout.positions[i]!] = v));
+    values.forEach((v, i) => {
+      cells[layout.positions[i]!] = v;
+    });
     return cells;
   };
   await runRows(run, layout.header, async (row, signal) => {
@@ -239,7 +269,9 @@ export async function generateTokenBatch(run: TokenBatchRun): Promise<GenerateBa
     if (!prepared.ok) return finish(row, 'invalid', prepared.reason);
     try {
       const result = await run.client.tokenGenerate(prepared.input, { signal });
-      return result.status === 'success' ? finish(row, 'success', '', result.identity) : finish(row, 'optout', 'the user opted out');
+      return result.status === 'success'
+        ? finish(row, 'success', '', result.identity)
+        : finish(row, 'optout', 'the user opted out');
     } catch (err) {
       return finish(row, 'error', failOrStop(err, signal).message);
     }

@@ -1,4 +1,10 @@
-import { prepareIdentifier, sha256Base64, type DiiType, type IdentifierKind, type InvalidReason } from '../../identity/index.js';
+import {
+  prepareIdentifier,
+  sha256Base64,
+  type DiiType,
+  type IdentifierKind,
+  type InvalidReason,
+} from '../../identity/index.js';
 import {
   ClientError,
   ClockSkewError,
@@ -117,14 +123,18 @@ export function parseIdentity(text: string): ParsedIdentity {
   } catch {
     return { ok: false, problem: 'is not JSON (expected the identity object that token generate prints)' };
   }
-  if (!isRecord(value)) return { ok: false, problem: 'is not a JSON object (expected the identity object that token generate prints)' };
+  if (!isRecord(value))
+    return { ok: false, problem: 'is not a JSON object (expected the identity object that token generate prints)' };
   if (value.status === 'optout') return { ok: false, problem: 'is an optout answer: there is no identity to refresh' };
   const body = isRecord(value.body) ? value.body : value;
   const missing: string[] = [];
   for (const f of IDENTITY_STRING_FIELDS) if (typeof body[f] !== 'string' || body[f] === '') missing.push(f);
   for (const f of IDENTITY_TIME_FIELDS) if (typeof body[f] !== 'number' || !Number.isFinite(body[f])) missing.push(f);
   if (missing.length > 0) {
-    return { ok: false, problem: `lacks ${missing.join(', ')} (or has the wrong type): expected the identity object that token generate prints` };
+    return {
+      ok: false,
+      problem: `lacks ${missing.join(', ')} (or has the wrong type): expected the identity object that token generate prints`,
+    };
   }
   return { ok: true, identity: pickTokenIdentity(body) };
 }
@@ -161,8 +171,10 @@ export type RefreshTiming =
   | { kind: 'expired'; agoMs: number };
 
 export function refreshTiming(input: RefreshInput, nowMs: number): RefreshTiming {
-  if (input.refreshExpires !== undefined && nowMs >= input.refreshExpires) return { kind: 'expired', agoMs: nowMs - input.refreshExpires };
-  if (input.refreshFrom !== undefined && nowMs < input.refreshFrom) return { kind: 'early', inMs: input.refreshFrom - nowMs };
+  if (input.refreshExpires !== undefined && nowMs >= input.refreshExpires)
+    return { kind: 'expired', agoMs: nowMs - input.refreshExpires };
+  if (input.refreshFrom !== undefined && nowMs < input.refreshFrom)
+    return { kind: 'early', inMs: input.refreshFrom - nowMs };
   if (input.refreshFrom === undefined && input.refreshExpires === undefined) return { kind: 'unknown' };
   return { kind: 'due' };
 }
@@ -189,7 +201,11 @@ export type RefreshOutcome =
  * One refresh, with the service's refusals turned into outcomes. Network failures, 5xx after the client's retries
  * and anything unexpected are thrown: they say nothing about the token.
  */
-export async function refreshIdentity(client: ServiceClient, input: RefreshInput, signal?: AbortSignal): Promise<RefreshOutcome> {
+export async function refreshIdentity(
+  client: ServiceClient,
+  input: RefreshInput,
+  signal?: AbortSignal,
+): Promise<RefreshOutcome> {
   try {
     const result = await client.tokenRefresh(input.refreshToken, input.refreshResponseKey, { signal });
     return result.status === 'success' ? { kind: 'success', identity: result.identity } : { kind: 'optout' };
@@ -198,7 +214,8 @@ export async function refreshIdentity(client: ServiceClient, input: RefreshInput
     if (err instanceof InvalidTokenError) return { kind: 'invalid_token', message: serviceText(err) };
     if (err instanceof ExpiredTokenError) return { kind: 'expired_token', message: serviceText(err) };
     if (err instanceof UnauthorizedError) return { kind: 'unauthorized', message: serviceText(err) };
-    if (err instanceof ServiceError && err.httpStatus === 400 && err.status === 'error') return { kind: 'error', message: serviceText(err) };
+    if (err instanceof ServiceError && err.httpStatus === 400 && err.status === 'error')
+      return { kind: 'error', message: serviceText(err) };
     if (err instanceof ClientError) return { kind: 'unreadable', message: serviceText(err) };
     throw err;
   }
@@ -233,11 +250,14 @@ export interface Failure {
 }
 
 export function classifyFailure(err: unknown): Failure {
-  if (err instanceof UnauthorizedError) return { kind: 'unauthorized', message: serviceText(err), httpStatus: err.httpStatus };
-  if (err instanceof ClockSkewError) return { kind: 'clock_skew', message: serviceText(err), httpStatus: err.httpStatus };
+  if (err instanceof UnauthorizedError)
+    return { kind: 'unauthorized', message: serviceText(err), httpStatus: err.httpStatus };
+  if (err instanceof ClockSkewError)
+    return { kind: 'clock_skew', message: serviceText(err), httpStatus: err.httpStatus };
   if (err instanceof ClientError) {
     const text = serviceText(err);
-    if (/Check encryption key \(ClientSecret\)/i.test(text)) return { kind: 'wrong_secret', message: text, httpStatus: err.httpStatus };
+    if (/Check encryption key \(ClientSecret\)/i.test(text))
+      return { kind: 'wrong_secret', message: text, httpStatus: err.httpStatus };
     return { kind: 'client_error', message: text, httpStatus: err.httpStatus };
   }
   if (err instanceof ServiceError) {

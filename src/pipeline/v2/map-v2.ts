@@ -1,5 +1,12 @@
 import { UnexpectedResponseError, type ServiceClient } from '../../client/index.js';
-import { PATHS, type MapV2Request, type MapV2ResponseBody, type MapV3Item, type MapV3Request, type MapV3ResponseBody } from '../../protocol/index.js';
+import {
+  PATHS,
+  type MapV2Request,
+  type MapV2ResponseBody,
+  type MapV3Item,
+  type MapV3Request,
+  type MapV3ResponseBody,
+} from '../../protocol/index.js';
 import { BucketAnswer } from '../map/bucket-answer.js';
 
 /**

@@ -15,7 +15,15 @@ export const MIGRATION_FINISHED = 'migration_finished';
 
 export type MigrateState = Pick<
   StateStore,
-  'selectDue' | 'selectDueV2' | 'commitBatch' | 'markBucketEntriesDue' | 'bucketEntries' | 'countDueV2' | 'getMeta' | 'setMeta' | 'meta'
+  | 'selectDue'
+  | 'selectDueV2'
+  | 'commitBatch'
+  | 'markBucketEntriesDue'
+  | 'bucketEntries'
+  | 'countDueV2'
+  | 'getMeta'
+  | 'setMeta'
+  | 'meta'
 >;
 
 export interface MigrateOptions extends Omit<RemapOptions, 'state' | 'mapBatch' | 'selectPage'> {
@@ -46,7 +54,8 @@ export function migrationInProgress(state: Pick<StateStore, 'getMeta' | 'meta'>)
 export async function migrateToV3(options: MigrateOptions): Promise<MigrateResult> {
   const { state } = options;
   const v2Before = state.bucketEntries().count;
-  if (state.getMeta(MIGRATION_STARTED) === null) state.setMeta(MIGRATION_STARTED, new Date(options.nowS * 1000).toISOString());
+  if (state.getMeta(MIGRATION_STARTED) === null)
+    state.setMeta(MIGRATION_STARTED, new Date(options.nowS * 1000).toISOString());
   state.markBucketEntriesDue();
   const engine = new RemapEngine({
     ...options,

@@ -46,14 +46,21 @@ export function isoUtc(ms: number): string {
 }
 
 /** POST /v2/identity/buckets: the buckets whose salt rotated at or after `sinceMs`, as the service lists them. */
-export async function fetchRotatedBuckets(client: Pick<ServiceClient, 'buckets'>, sinceMs: number, options: CallOptions = {}): Promise<RotatedBucket[]> {
+export async function fetchRotatedBuckets(
+  client: Pick<ServiceClient, 'buckets'>,
+  sinceMs: number,
+  options: CallOptions = {},
+): Promise<RotatedBucket[]> {
   const answer = await client.buckets(sinceTimestamp(sinceMs), options);
   const out = new Array<RotatedBucket>(answer.length);
   for (let i = 0; i < answer.length; i++) {
     const item = answer[i];
     const lastUpdatedMs = typeof item?.last_updated === 'string' ? parseLastUpdated(item.last_updated) : null;
     if (typeof item?.bucket_id !== 'string' || lastUpdatedMs === null) {
-      throw new UnexpectedResponseError(PATHS.buckets, `bucket ${i + 1} has no bucket_id or no last_updated of the form yyyy-MM-ddTHH:mm:ss.SSS`);
+      throw new UnexpectedResponseError(
+        PATHS.buckets,
+        `bucket ${i + 1} has no bucket_id or no last_updated of the form yyyy-MM-ddTHH:mm:ss.SSS`,
+      );
     }
     out[i] = { bucketId: item.bucket_id, lastUpdatedMs };
   }
@@ -109,7 +116,11 @@ export async function checkRotatedBuckets(opts: {
 }): Promise<BucketCheck> {
   const { state } = opts;
   const coverFrom = state === undefined ? null : nextCheckSinceMs(state);
-  const buckets = await fetchRotatedBuckets(opts.client, opts.sinceMs, opts.signal !== undefined ? { signal: opts.signal } : {});
+  const buckets = await fetchRotatedBuckets(
+    opts.client,
+    opts.sinceMs,
+    opts.signal !== undefined ? { signal: opts.signal } : {},
+  );
   if (state === undefined) return { sinceMs: opts.sinceMs, buckets, marked: 0, recorded: false };
   const marked = state.markBucketsRotated(buckets);
   // sinceTimestamp floors to the second: compare what was really asked for

@@ -76,14 +76,16 @@ export class WorkerPool<In, Out> {
   /** The thread with the fewest tasks waiting. */
   leastBusy(): number {
     let best = 0;
-    for (let i = 1; i < this.slots.length; i++) if (this.slots[i].pending.size < this.slots[best].pending.size) best = i;
+    for (let i = 1; i < this.slots.length; i++)
+      if (this.slots[i].pending.size < this.slots[best].pending.size) best = i;
     return best;
   }
 
   /** Runs a task on one given thread (one that holds state from an earlier task). */
   runOn(thread: number, input: In, transfer: readonly ArrayBuffer[] = []): Promise<Out> {
     if (this.failure !== undefined) return Promise.reject(this.failure);
-    if (this.closed) return Promise.reject(new WorkerTaskError(`${this.options.purpose}: the worker threads were already stopped`));
+    if (this.closed)
+      return Promise.reject(new WorkerTaskError(`${this.options.purpose}: the worker threads were already stopped`));
     const slot = this.slots[thread];
     const id = this.nextId++;
     return new Promise<Out>((resolve, reject) => {
@@ -115,11 +117,18 @@ export class WorkerPool<In, Out> {
       slot.pending.delete(message.id);
       if (slot.pending.size === 0) slot.worker.unref();
       if (message.ok) pending.resolve(message.output);
-      else pending.reject(this.options.revive?.(message.error) ?? new WorkerTaskError(`${this.options.purpose} failed in a worker thread: ${message.error.message}`));
+      else
+        pending.reject(
+          this.options.revive?.(message.error) ??
+            new WorkerTaskError(`${this.options.purpose} failed in a worker thread: ${message.error.message}`),
+        );
     });
-    worker.on('error', (err: Error) => this.fail(new WorkerTaskError(`${this.options.purpose}: a worker thread crashed: ${err.message}`)));
+    worker.on('error', (err: Error) =>
+      this.fail(new WorkerTaskError(`${this.options.purpose}: a worker thread crashed: ${err.message}`)),
+    );
     worker.on('exit', (code) => {
-      if (!this.closed) this.fail(new WorkerTaskError(`${this.options.purpose}: a worker thread exited unexpectedly (code ${code})`));
+      if (!this.closed)
+        this.fail(new WorkerTaskError(`${this.options.purpose}: a worker thread exited unexpectedly (code ${code})`));
     });
     // an idle thread must not keep the process alive (a caller that forgets close() would hang); a busy one must
     worker.unref();
@@ -162,7 +171,8 @@ function thrownAsData(err: unknown): ThrownInWorker {
   if (!(err instanceof Error)) return { name: 'Error', message: String(err), fields: {} };
   const fields: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(err)) {
-    if (value === undefined || value === null || ['string', 'number', 'boolean'].includes(typeof value)) fields[key] = value;
+    if (value === undefined || value === null || ['string', 'number', 'boolean'].includes(typeof value))
+      fields[key] = value;
   }
   return { name: err.name, message: err.message, fields };
 }

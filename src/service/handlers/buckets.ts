@@ -38,7 +38,13 @@ export function handleBuckets(request: Record<string, unknown> | null, ctx: Hand
 export function parseIsoLocalDateTimeMs(text: string): number | null {
   const m = ISO_LOCAL_DATE_TIME.exec(text);
   if (m === null) return null;
-  const [year, month, day, hour, minute] = [m[1], m[2], m[3], m[4], m[5]].map(Number) as [number, number, number, number, number];
+  const [year, month, day, hour, minute] = [m[1], m[2], m[3], m[4], m[5]].map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const second = m[6] === undefined ? 0 : Number(m[6]);
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return null;
   if (hour > 23 || minute > 59 || second > 59) return null;

@@ -6,7 +6,8 @@ import { PAYLOAD_TOO_LARGE, clientError, success, type ApiAnswer, type HandlerCo
  * in input order; `identifier` echoes the value as sent; `unmapped` is left out when empty.
  */
 
-const EXACTLY_ONE = 'Required Parameter Missing: exactly one of [email, email_hash, phone, phone_hash] must be specified';
+const EXACTLY_ONE =
+  'Required Parameter Missing: exactly one of [email, email_hash, phone, phone_hash] must be specified';
 
 export function handleMapV2(request: Record<string, unknown> | null, ctx: HandlerContext): ApiAnswer {
   // The operator fails with a 500 on a request without JSON; here it is the caller's mistake, said as such.
@@ -43,9 +44,14 @@ export function handleMapV2(request: Record<string, unknown> | null, ctx: Handle
     } else if (item.kind === 'optout') {
       unmapped.push(`{"identifier":${echo},"reason":"optout"}`);
     } else {
-      mapped.push(`{"identifier":${echo},"advertising_id":"${item.u}","bucket_id":"${engine.buckets.bucketId(item.bucket)}"}`);
+      mapped.push(
+        `{"identifier":${echo},"advertising_id":"${item.u}","bucket_id":"${engine.buckets.bucketId(item.bucket)}"}`,
+      );
     }
   }
-  const body = unmapped.length === 0 ? `{"mapped":[${mapped.join(',')}]}` : `{"mapped":[${mapped.join(',')}],"unmapped":[${unmapped.join(',')}]}`;
+  const body =
+    unmapped.length === 0
+      ? `{"mapped":[${mapped.join(',')}]}`
+      : `{"mapped":[${mapped.join(',')}],"unmapped":[${unmapped.join(',')}]}`;
   return success(body);
 }

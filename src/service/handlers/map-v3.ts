@@ -57,7 +57,9 @@ const INVALID: Resolution = { kind: 'invalid' };
 function itemJson(item: Resolution): string {
   switch (item.kind) {
     case 'mapped':
-      return item.p === null ? `{"u":"${item.u}","p":null,"r":${item.r}}` : `{"u":"${item.u}","p":"${item.p}","r":${item.r}}`;
+      return item.p === null
+        ? `{"u":"${item.u}","p":null,"r":${item.r}}`
+        : `{"u":"${item.u}","p":"${item.p}","r":${item.r}}`;
     case 'optout':
       return '{"e":"optout"}';
     case 'invalid':

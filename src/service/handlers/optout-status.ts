@@ -12,7 +12,8 @@ export function handleOptoutStatus(request: Record<string, unknown> | null, ctx:
   // The operator answers these two with a 500; they are the caller's mistake, so they are said as a 400 here.
   if (!Array.isArray(ids)) return clientError('advertising_ids must be an array of strings');
   if (ids.length > MAX_ITEMS_PER_REQUEST) return clientError(PAYLOAD_TOO_LARGE);
-  if (ids.some((id) => id !== null && typeof id !== 'string')) return clientError('advertising_ids must be an array of strings');
+  if (ids.some((id) => id !== null && typeof id !== 'string'))
+    return clientError('advertising_ids must be an array of strings');
   const registry = ctx.engine.registry;
   const items: string[] = [];
   for (const id of ids as (string | null)[]) {

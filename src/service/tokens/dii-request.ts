@@ -20,5 +20,7 @@ export function readDii(request: unknown): DiiReading {
   const value = fields[kind];
   if (typeof value !== 'string') return { ok: false, message: MESSAGE_INVALID_IDENTIFIER };
   const prepared = prepareIdentifier(kind, value);
-  return prepared.ok ? { ok: true, type: prepared.type, hash: prepared.hash } : { ok: false, message: MESSAGE_INVALID_IDENTIFIER };
+  return prepared.ok
+    ? { ok: true, type: prepared.type, hash: prepared.hash }
+    : { ok: false, message: MESSAGE_INVALID_IDENTIFIER };
 }

@@ -12,7 +12,12 @@ import {
   wrapRefreshToken,
 } from './refresh-token.js';
 import { testIdentityOfFirstLevel } from './test-identities.js';
-import { PRIVACY_BIT_LEGACY, REFRESH_CUTOFF_MS, type OperatorIdentity, type PublisherIdentity } from './token-fields.js';
+import {
+  PRIVACY_BIT_LEGACY,
+  REFRESH_CUTOFF_MS,
+  type OperatorIdentity,
+  type PublisherIdentity,
+} from './token-fields.js';
 
 /** The one publisher site the local service issues tokens for; validate refuses tokens of any other site. */
 export const LOCAL_PUBLISHER: PublisherIdentity = { siteId: 999, publisherId: 0, clientKeyId: 0 };
@@ -56,7 +61,11 @@ export function createTokenHandlers(deps: TokenHandlerDeps): TokenHandlers {
       refreshedMs: now,
       rawUid: Buffer.from(engine.rawUid(source.type, source.firstLevel, now), 'base64'),
     });
-    const innerRefreshToken = encodeRefreshToken(keys, { ...common, expiresMs: refreshExpires, firstLevel: source.firstLevel });
+    const innerRefreshToken = encodeRefreshToken(keys, {
+      ...common,
+      expiresMs: refreshExpires,
+      firstLevel: source.firstLevel,
+    });
     const responseKey = randomBytes(32);
     return {
       advertising_token: advertisingToken,
@@ -145,7 +154,9 @@ export function createTokenHandlers(deps: TokenHandlerDeps): TokenHandlers {
     // The token holds F, not the DII hash: the engine's opt-out registry is keyed on F (docs/wire-protocol.md §8.4),
     // and the hash is only needed for the always-optout test identities, which `role` already covers.
     const optedOut =
-      role === 'optout' || role === 'refresh-optout' || (role === null && engine.isOptedOut(token.type, '', token.firstLevel, now));
+      role === 'optout' ||
+      role === 'refresh-optout' ||
+      (role === null && engine.isOptedOut(token.type, '', token.firstLevel, now));
     if (optedOut) return optout();
 
     const identity = issueIdentity(

@@ -4,7 +4,12 @@
  */
 export { createTokenHandlers, LOCAL_PUBLISHER, LOCAL_OPERATOR } from './handlers.js';
 export { deriveTokenKeys, type TokenKey, type TokenKeys } from './keys.js';
-export { encodeAdvertisingToken, decodeAdvertisingToken, type AdvertisingTokenContent, type AdvertisingTokenDecoding } from './advertising-token.js';
+export {
+  encodeAdvertisingToken,
+  decodeAdvertisingToken,
+  type AdvertisingTokenContent,
+  type AdvertisingTokenDecoding,
+} from './advertising-token.js';
 export {
   encodeRefreshToken,
   decodeRefreshToken,

@@ -108,7 +108,12 @@ export function decodeRefreshToken(keys: TokenKeys, text: string): RefreshTokenD
 }
 
 /** Builds what clients hold. Throws if the result is not 388 chars, as the operator does: clients dispatch on it. */
-export function wrapRefreshToken(keys: TokenKeys, scope: IdentityScope, innerToken: string, responseKey: Buffer): string {
+export function wrapRefreshToken(
+  keys: TokenKeys,
+  scope: IdentityScope,
+  innerToken: string,
+  responseKey: Buffer,
+): string {
   const json = JSON.stringify({ refresh_response_key: responseKey.toString('base64'), refresh_token: innerToken });
   const header = Buffer.alloc(5);
   header.writeUInt8(scopeBit(scope) << 4, 0);

@@ -8,11 +8,17 @@ import type { IdentityEngine, TestIdentityRole } from '../contracts.js';
  */
 
 const TEST_IDENTITY_HASHES: Record<DiiType, readonly string[]> = {
-  email: ['optout@example.com', 'refresh-optout@example.com', 'validate@example.com', 'optout@unifiedid.com'].map(sha256Base64),
+  email: ['optout@example.com', 'refresh-optout@example.com', 'validate@example.com', 'optout@unifiedid.com'].map(
+    sha256Base64,
+  ),
   phone: ['+00000000000', '+00000000002', '+12345678901', '+00000000001'].map(sha256Base64),
 };
 
-export function testIdentityOfFirstLevel(engine: IdentityEngine, type: DiiType, firstLevel: Buffer): TestIdentityRole | null {
+export function testIdentityOfFirstLevel(
+  engine: IdentityEngine,
+  type: DiiType,
+  firstLevel: Buffer,
+): TestIdentityRole | null {
   for (const hash of TEST_IDENTITY_HASHES[type]) {
     if (engine.firstLevelHash(hash).equals(firstLevel)) return engine.testIdentity(type, hash);
   }

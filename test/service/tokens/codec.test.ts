@@ -34,16 +34,19 @@ describe('token formats', () => {
     ['EUID', { phone: '+15555550100' }, 'F4', 'EA'],
   ];
 
-  it.each(cases)('%s %j: advertising token %s…, 218 chars; refresh token %s…, 388 chars', (scope, request, adPrefix, refreshPrefix) => {
-    const { body } = generateBody(scope, request);
-    expect(body.advertising_token.slice(0, 2)).toBe(adPrefix);
-    expect(body.advertising_token).toHaveLength(218);
-    expect(body.advertising_token).toMatch(/^[A-Za-z0-9_-]+$/);
-    expect(body.refresh_token.slice(0, 2)).toBe(refreshPrefix);
-    expect(body.refresh_token).toHaveLength(REFRESH_WRAPPER_LENGTH);
-    expect(body.refresh_token).toMatch(/^[A-Za-z0-9+/]+$/);
-    expect(decodeKey(body.refresh_response_key, 'refresh_response_key')).toHaveLength(32);
-  });
+  it.each(cases)(
+    '%s %j: advertising token %s…, 218 chars; refresh token %s…, 388 chars',
+    (scope, request, adPrefix, refreshPrefix) => {
+      const { body } = generateBody(scope, request);
+      expect(body.advertising_token.slice(0, 2)).toBe(adPrefix);
+      expect(body.advertising_token).toHaveLength(218);
+      expect(body.advertising_token).toMatch(/^[A-Za-z0-9_-]+$/);
+      expect(body.refresh_token.slice(0, 2)).toBe(refreshPrefix);
+      expect(body.refresh_token).toHaveLength(REFRESH_WRAPPER_LENGTH);
+      expect(body.refresh_token).toMatch(/^[A-Za-z0-9+/]+$/);
+      expect(decodeKey(body.refresh_response_key, 'refresh_response_key')).toHaveLength(32);
+    },
+  );
 
   it('wraps a 168-char inner V3 refresh token and the response key in the 388-char wrapper', () => {
     const { body } = generateBody('UID2', { email: 'user@example.com' });
@@ -101,7 +104,10 @@ describe('token formats', () => {
     expect(decodeAdvertisingToken(keys, token).ok).toBe(true);
     expect(decodeAdvertisingToken(keys, '')).toEqual({ ok: false, reason: 'malformed' });
     expect(decodeAdvertisingToken(keys, token.replace(/.$/, '+'))).toEqual({ ok: false, reason: 'malformed' });
-    expect(decodeAdvertisingToken(deriveTokenKeys('another seed'), token)).toEqual({ ok: false, reason: 'foreign-key' });
+    expect(decodeAdvertisingToken(deriveTokenKeys('another seed'), token)).toEqual({
+      ok: false,
+      reason: 'foreign-key',
+    });
     const bytes = Buffer.from(token, 'base64url');
     bytes[40] ^= 1;
     expect(decodeAdvertisingToken(keys, bytes.toString('base64url'))).toEqual({ ok: false, reason: 'decrypt-failed' });
@@ -130,7 +136,9 @@ describe('token formats', () => {
 
   it('refuses to issue a wrapper that is not 388 characters', () => {
     const keys = deriveTokenKeys(SEED);
-    expect(() => wrapRefreshToken(keys, 'UID2', 'A'.repeat(INNER_REFRESH_TOKEN_LENGTH + 1), Buffer.alloc(32))).toThrow(/388/);
+    expect(() => wrapRefreshToken(keys, 'UID2', 'A'.repeat(INNER_REFRESH_TOKEN_LENGTH + 1), Buffer.alloc(32))).toThrow(
+      /388/,
+    );
     expect(wrapRefreshToken(keys, 'UID2', 'A'.repeat(INNER_REFRESH_TOKEN_LENGTH), Buffer.alloc(32))).toHaveLength(388);
   });
 });

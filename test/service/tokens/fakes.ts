@@ -1,7 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { DiiType } from '../../../src/identity/index.js';
 import { sha256Base64 } from '../../../src/identity/index.js';
-import type { IdentityEngine, IdentityScope, ServiceClock, TestIdentityRole, TokenLifetimes } from '../../../src/service/contracts.js';
+import type {
+  IdentityEngine,
+  IdentityScope,
+  ServiceClock,
+  TestIdentityRole,
+  TokenLifetimes,
+} from '../../../src/service/contracts.js';
 
 /** Test doubles for the HTTP core's engine and clock, so these tests do not depend on the core's code. */
 
@@ -42,11 +48,15 @@ export class FakeEngine implements IdentityEngine {
   ) {}
 
   firstLevelHash(hashB64: string): Buffer {
-    return createHash('sha256').update(hashB64 + this.firstLevelSalt).digest();
+    return createHash('sha256')
+      .update(hashB64 + this.firstLevelSalt)
+      .digest();
   }
 
   rawUid(_type: DiiType, firstLevel: Buffer, _nowMs: number): string {
-    return createHash('sha256').update(`${firstLevel.toString('base64')}salt-${this.saltGeneration}`).digest('base64');
+    return createHash('sha256')
+      .update(`${firstLevel.toString('base64')}salt-${this.saltGeneration}`)
+      .digest('base64');
   }
 
   isOptedOut(type: DiiType, hashB64: string, firstLevel: Buffer, _nowMs: number): boolean {

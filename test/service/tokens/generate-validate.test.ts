@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { normalizeEmail, sha256Base64 } from '../../../src/identity/index.js';
 import type { HandlerResult } from '../../../src/service/contracts.js';
-import { LOCAL_PUBLISHER, createTokenHandlers, decodeAdvertisingToken, deriveTokenKeys, encodeAdvertisingToken } from '../../../src/service/tokens/index.js';
+import {
+  LOCAL_PUBLISHER,
+  createTokenHandlers,
+  decodeAdvertisingToken,
+  deriveTokenKeys,
+  encodeAdvertisingToken,
+} from '../../../src/service/tokens/index.js';
 import { FakeClock, FakeEngine, LIFETIMES, SEED, START_MS } from './fakes.js';
 
 const REQUIRED = 'Required Parameter Missing: exactly one of [email, email_hash, phone, phone_hash] must be specified';
@@ -41,28 +47,31 @@ describe('generate', () => {
     ['phone hash', { phone_hash: PHONE_HASH }, 'phone', PHONE_HASH],
   ];
 
-  it.each(inputs)('%s: issues an identity for the raw UID of its F, times from the clock', (_name, request, type, hash) => {
-    const { engine, handlers } = setup();
-    const body = identityOf(handlers.generate(request));
-    expect(Object.keys(body)).toEqual([
-      'advertising_token',
-      'refresh_token',
-      'identity_expires',
-      'refresh_expires',
-      'refresh_from',
-      'refresh_response_key',
-    ]);
-    expect(body.identity_expires).toBe(START_MS + 3600_000);
-    expect(body.refresh_expires).toBe(START_MS + 86400_000);
-    expect(body.refresh_from).toBe(START_MS + 900_000);
-    const decoded = decodeAdvertisingToken(deriveTokenKeys(SEED), body.advertising_token);
-    if (!decoded.ok) throw new Error(decoded.reason);
-    expect(decoded.token.type).toBe(type);
-    expect(decoded.token.rawUid.toString('base64')).toBe(engine.rawUid(type, engine.firstLevelHash(hash), START_MS));
-    expect(decoded.token.expiresMs).toBe(body.identity_expires);
-    expect(decoded.token.establishedMs).toBe(START_MS);
-    expect(decoded.token.privacyBits & 1).toBe(1);
-  });
+  it.each(inputs)(
+    '%s: issues an identity for the raw UID of its F, times from the clock',
+    (_name, request, type, hash) => {
+      const { engine, handlers } = setup();
+      const body = identityOf(handlers.generate(request));
+      expect(Object.keys(body)).toEqual([
+        'advertising_token',
+        'refresh_token',
+        'identity_expires',
+        'refresh_expires',
+        'refresh_from',
+        'refresh_response_key',
+      ]);
+      expect(body.identity_expires).toBe(START_MS + 3600_000);
+      expect(body.refresh_expires).toBe(START_MS + 86400_000);
+      expect(body.refresh_from).toBe(START_MS + 900_000);
+      const decoded = decodeAdvertisingToken(deriveTokenKeys(SEED), body.advertising_token);
+      if (!decoded.ok) throw new Error(decoded.reason);
+      expect(decoded.token.type).toBe(type);
+      expect(decoded.token.rawUid.toString('base64')).toBe(engine.rawUid(type, engine.firstLevelHash(hash), START_MS));
+      expect(decoded.token.expiresMs).toBe(body.identity_expires);
+      expect(decoded.token.establishedMs).toBe(START_MS);
+      expect(decoded.token.privacyBits & 1).toBe(1);
+    },
+  );
 
   it('answers status success with exactly a body, and a fresh refresh_response_key each time', () => {
     const { handlers } = setup();
@@ -161,7 +170,10 @@ describe('validate', () => {
   it('is true for a phone token and its hash, false for another DII', () => {
     const { handlers, token } = tokenFor({ phone_hash: PHONE_HASH });
     expect(handlers.validate({ token, phone: PHONE })).toEqual({ http: 200, json: { status: 'success', body: true } });
-    expect(handlers.validate({ token, phone: '+15555550124' })).toEqual({ http: 200, json: { status: 'success', body: false } });
+    expect(handlers.validate({ token, phone: '+15555550124' })).toEqual({
+      http: 200,
+      json: { status: 'success', body: false },
+    });
     expect(handlers.validate({ token, email: EMAIL })).toEqual({ http: 200, json: { status: 'success', body: false } });
   });
 
@@ -170,7 +182,10 @@ describe('validate', () => {
     clock.advanceS(LIFETIMES.refreshExpiresS * 10);
     expect(handlers.validate({ token, email: 'validate@example.com' }).json).toEqual({ status: 'success', body: true });
     engine.saltGeneration++;
-    expect(handlers.validate({ token, email: 'validate@example.com' }).json).toEqual({ status: 'success', body: false });
+    expect(handlers.validate({ token, email: 'validate@example.com' }).json).toEqual({
+      status: 'success',
+      body: false,
+    });
   });
 
   it('gives the generate input errors before looking at the token', () => {
@@ -196,13 +211,25 @@ describe('validate', () => {
     const { handlers, token } = tokenFor({ email: EMAIL });
     const bytes = Buffer.from(token, 'base64url');
     bytes[bytes.length - 1] ^= 0x40;
-    expect(handlers.validate({ token: bytes.toString('base64url'), email: EMAIL })).toEqual(clientError('Invalid token'));
+    expect(handlers.validate({ token: bytes.toString('base64url'), email: EMAIL })).toEqual(
+      clientError('Invalid token'),
+    );
 
-    const foreign = createTokenHandlers({ engine: new FakeEngine(), clock: new FakeClock(START_MS), lifetimes: LIFETIMES, seed: 'other' });
+    const foreign = createTokenHandlers({
+      engine: new FakeEngine(),
+      clock: new FakeClock(START_MS),
+      lifetimes: LIFETIMES,
+      seed: 'other',
+    });
     const foreignToken = identityOf(foreign.generate({ email: EMAIL })).advertising_token;
     expect(handlers.validate({ token: foreignToken, email: EMAIL })).toEqual(clientError('Invalid token'));
 
-    const euid = createTokenHandlers({ engine: new FakeEngine('EUID'), clock: new FakeClock(START_MS), lifetimes: LIFETIMES, seed: SEED });
+    const euid = createTokenHandlers({
+      engine: new FakeEngine('EUID'),
+      clock: new FakeClock(START_MS),
+      lifetimes: LIFETIMES,
+      seed: SEED,
+    });
     const euidToken = identityOf(euid.generate({ email: EMAIL })).advertising_token;
     expect(handlers.validate({ token: euidToken, email: EMAIL })).toEqual(clientError('Invalid token'));
   });
@@ -213,7 +240,12 @@ describe('validate', () => {
     const decoded = decodeAdvertisingToken(keys, token);
     if (!decoded.ok) throw new Error(decoded.reason);
     expect(decoded.token.publisher.siteId).toBe(LOCAL_PUBLISHER.siteId);
-    const otherSite = encodeAdvertisingToken(keys, { ...decoded.token, publisher: { ...LOCAL_PUBLISHER, siteId: 1234 } });
-    expect(handlers.validate({ token: otherSite, email: EMAIL })).toEqual(clientError('Unauthorised to validate token'));
+    const otherSite = encodeAdvertisingToken(keys, {
+      ...decoded.token,
+      publisher: { ...LOCAL_PUBLISHER, siteId: 1234 },
+    });
+    expect(handlers.validate({ token: otherSite, email: EMAIL })).toEqual(
+      clientError('Unauthorised to validate token'),
+    );
   });
 });

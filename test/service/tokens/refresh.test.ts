@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { sha256Base64 } from '../../../src/identity/index.js';
-import { EnvelopeError, decodeKey, decryptRefreshResponse, encryptRefreshResponse } from '../../../src/protocol/index.js';
+import {
+  EnvelopeError,
+  decodeKey,
+  decryptRefreshResponse,
+  encryptRefreshResponse,
+} from '../../../src/protocol/index.js';
 import type { IdentityScope, RefreshResult, TokenHandlers } from '../../../src/service/contracts.js';
 import {
   createTokenHandlers,
@@ -29,7 +34,8 @@ function setup(scope: IdentityScope = 'UID2', seed = SEED) {
 
 function generate(handlers: TokenHandlers, request: Record<string, string>): Identity {
   const result = handlers.generate(request);
-  if (result.http !== 200 || result.json.status !== 'success') throw new Error(`generate: ${JSON.stringify(result.json)}`);
+  if (result.http !== 200 || result.json.status !== 'success')
+    throw new Error(`generate: ${JSON.stringify(result.json)}`);
   return result.json.body as Identity;
 }
 
@@ -37,7 +43,9 @@ function generate(handlers: TokenHandlers, request: Record<string, string>): Ide
 function clientReads(result: RefreshResult, heldKey: string): Record<string, unknown> {
   if (result.http !== 200) throw new Error(`refresh answered ${result.http}: ${JSON.stringify(result.json)}`);
   const sent = encryptRefreshResponse(result.responseKey, JSON.stringify(result.json));
-  return JSON.parse(decryptRefreshResponse(decodeKey(heldKey, 'refresh_response_key'), sent).toString('utf8')) as Record<string, unknown>;
+  return JSON.parse(
+    decryptRefreshResponse(decodeKey(heldKey, 'refresh_response_key'), sent).toString('utf8'),
+  ) as Record<string, unknown>;
 }
 
 function refreshOk(handlers: TokenHandlers, current: Identity, authenticated = false): Identity {
@@ -118,7 +126,9 @@ describe('refresh: success', () => {
     expect(b.token.createdMs).toBe(START_MS + 1_000_000);
     expect(b.token.refreshedMs).toBe(START_MS + 1_000_000);
     expect(b.token.rawUid.equals(a.token.rawUid)).toBe(true);
-    expect(b.token.rawUid.toString('base64')).toBe(engine.rawUid('phone', engine.firstLevelHash(sha256Base64('+15555550100')), clock.now));
+    expect(b.token.rawUid.toString('base64')).toBe(
+      engine.rawUid('phone', engine.firstLevelHash(sha256Base64('+15555550100')), clock.now),
+    );
   });
 
   it('gives the current raw UID after a salt rotation (the token holds F)', () => {
@@ -133,7 +143,10 @@ describe('refresh: success', () => {
     const f = engine.firstLevelHash(sha256Base64('rotated@example.com'));
     expect(after.token.rawUid.toString('base64')).toBe(engine.rawUid('email', f, 0));
     expect(after.token.rawUid.equals(before.token.rawUid)).toBe(false);
-    expect(handlers.validate({ token: second.advertising_token, email: 'rotated@example.com' })).toEqual({ http: 200, json: { status: 'success', body: true } });
+    expect(handlers.validate({ token: second.advertising_token, email: 'rotated@example.com' })).toEqual({
+      http: 200,
+      json: { status: 'success', body: true },
+    });
   });
 
   it('refreshes tokens of a previous instance with the same seed (a restarted service), not of another seed', () => {
@@ -174,7 +187,9 @@ describe('refresh: optout', () => {
     const { handlers } = setup();
     const issued = generate(handlers, request);
     for (const authenticated of [true, false]) {
-      expect(clientReads(handlers.refresh(issued.refresh_token, authenticated), issued.refresh_response_key)).toEqual({ status: 'optout' });
+      expect(clientReads(handlers.refresh(issued.refresh_token, authenticated), issued.refresh_response_key)).toEqual({
+        status: 'optout',
+      });
     }
   });
 
@@ -187,7 +202,11 @@ describe('refresh: optout', () => {
     expect(clientReads(result, next.refresh_response_key)).toEqual({ status: 'optout' });
     // The engine is asked with the F stored in the token (no DII hash is available on refresh).
     const last = engine.optOutQueries.at(-1)!;
-    expect(last).toEqual({ type: 'email', hashB64: '', firstLevelHex: engine.firstLevelHash(sha256Base64('leaver@example.com')).toString('hex') });
+    expect(last).toEqual({
+      type: 'email',
+      hashB64: '',
+      firstLevelHex: engine.firstLevelHash(sha256Base64('leaver@example.com')).toString('hex'),
+    });
   });
 
   it('keeps refreshing the validate test identity although the registry lists it', () => {
@@ -201,7 +220,9 @@ describe('refresh: optout', () => {
     const { clock, handlers } = setup();
     clock.now = Date.UTC(2021, 2, 8, 16, 59, 59, 999);
     const old = generate(handlers, { email: 'old@example.com' });
-    expect(clientReads(handlers.refresh(old.refresh_token, true), old.refresh_response_key)).toEqual({ status: 'optout' });
+    expect(clientReads(handlers.refresh(old.refresh_token, true), old.refresh_response_key)).toEqual({
+      status: 'optout',
+    });
     clock.now = Date.UTC(2021, 2, 8, 17);
     const recent = generate(handlers, { email: 'old@example.com' });
     refreshOk(handlers, recent);
@@ -301,7 +322,9 @@ describe('refresh: every failure row of the outcomes table', () => {
     const valid = innerTokenOf(generate(handlers, { email: 'i@example.com' }).refresh_token);
     const expected = { http: 500, json: { status: 'unknown', message: 'Unknown error while refreshing token v2' } };
     expect(handlers.refresh(wrapperAround(patch(valid, (b) => (b[50] = b[50]! ^ 1))), true)).toEqual(expected);
-    expect(handlers.refresh(wrapperAround(patch(valid, (b) => b.writeInt32BE(keys.site.id, 2))), false)).toEqual(expected);
+    expect(handlers.refresh(wrapperAround(patch(valid, (b) => b.writeInt32BE(keys.site.id, 2))), false)).toEqual(
+      expected,
+    );
   });
 
   it.each([true, false])('expired after refresh_expires (authenticated %s)', (authenticated) => {
