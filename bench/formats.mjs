@@ -27,6 +27,7 @@ mkdirSync(WORK, { recursive: true });
 
 // peak RSS (VmHWM) and CPU time, reported by the CLI process itself as it exits
 const REPORT = `data:text/javascript,${encodeURIComponent(
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the child's own source, with its own template literals
   "import { readFileSync, writeSync } from 'node:fs'; process.on('exit', () => { const u = process.resourceUsage(); const m = /VmHWM:\\s+(\\d+)/.exec(readFileSync('/proc/self/status', 'utf8')); writeSync(2, `\\nBENCH_HWM_KB ${m ? m[1] : 'NaN'} CPU_US ${u.userCPUTime + u.systemCPUTime}\\n`); });",
 )}`;
 

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { StateInfo } from '../../src/cli/state/state-info.js';
 import { BIN, ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 import { cleanEnv, runCli } from '../helpers/map-e2e-processes.js';
@@ -30,7 +31,7 @@ describe('state info', () => {
   it('counts entries by status and due date, with schema, environment and size', async () => {
     const r = await runCli(['state', 'info', statePath, '--json']);
     expect(r.code, r.stderr).toBe(0);
-    const info = JSON.parse(r.stdout) as Record<string, any>;
+    const info = JSON.parse(r.stdout) as StateInfo;
     expect(info.entries).toBe(entries);
     expect(info.status.mapped + info.status.optout + info.status.invalid).toBe(entries);
     expect(info.status.optout).toBeGreaterThan(0);
