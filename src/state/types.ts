@@ -184,8 +184,8 @@ export interface OpenStateOptions {
   /** SQLite page cache of this connection, in MiB (default 32). It counts in the process's memory. */
   cacheSizeMiB?: number;
   /**
-   * Memory-map up to this many MiB of the file (default 0: off). Lookups of stored entries measured 1.7x faster
-   * on a 1 GB state, but every page touched then counts in the process's RSS.
+   * Memory-map up to this many MiB of the file (default 0: off). Lookups of stored entries get faster (see npm run
+   * bench:state), but every page touched then counts in the process's RSS.
    */
   mmapMiB?: number;
   /**

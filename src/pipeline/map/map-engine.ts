@@ -166,7 +166,7 @@ async function* preparedHere(
 }
 
 /**
- * The streaming batch engine of `map` (DESIGN.md "The main flow"): chunks of rows in; each identifier cell
+ * The streaming batch engine of `map` (docs/architecture.md §3): chunks of rows in; each identifier cell
  * prepared locally, repeats served once, fresh state entries answered without a request, the rest packed into
  * 5,000-item batches sent with at most N in flight; chunks out in input order once all their cells are answered.
  * Work per chunk and per batch is synchronous; the only awaits are reading, sending and writing.
