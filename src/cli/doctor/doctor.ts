@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { ServiceClient } from '../../client/index.js';
+import { describeProxyRoute, type ServiceClient } from '../../client/index.js';
 import { credentialsForDisplay, type ResolvedConfig } from '../../config/index.js';
 import {
   classifyFailure,
@@ -164,6 +164,9 @@ export async function runDoctor(options: DoctorOptions, deps: DoctorDeps): Promi
     skipRest(later.slice(1), 'no connection');
     return finish(checks);
   }
+  // the proxy in use, when there is one (a direct connection needs no line)
+  const route = connection.client.proxyRoute;
+  if (route?.kind === 'proxy') add({ name: 'proxy', status: 'pass', detail: describeProxyRoute(route) });
   try {
     const reach = await deps.healthcheck(connection.baseUrl);
     if (!reach.ok) {

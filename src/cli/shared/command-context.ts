@@ -101,6 +101,7 @@ export async function connect(resolved: ResolvedConfig, tuning: ConnectionTuning
       ...(config.apiKey !== undefined ? { apiKey: config.apiKey } : {}),
       ...(config.clientSecret !== undefined ? { clientSecret: config.clientSecret } : {}),
       ...(config.timeoutMs !== undefined ? { requestTimeoutMs: config.timeoutMs } : {}),
+      ...(config.proxy !== undefined ? { proxy: config.proxy } : {}),
       ...(config.maxAttempts !== undefined ? { maxAttempts: config.maxAttempts } : {}),
       ...clientTuning,
     });

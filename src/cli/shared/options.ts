@@ -50,6 +50,10 @@ export function addConnectionOptions(cmd: Command): Command {
       'file holding the client secret (or UID2_CLIENT_SECRET / UID2_CLIENT_SECRET_FILE)',
     )
     .option('--insecure-http', 'allow a plain http:// base URL to another machine (sends the API key unencrypted)')
+    .option(
+      '--proxy <url>',
+      'proxy for every request to the service, or "none" (default: HTTPS_PROXY / HTTP_PROXY, with NO_PROXY)',
+    )
     .option('--timeout-ms <ms>', 'time limit per request attempt, in milliseconds', parseTimeoutMs)
     .option(
       '--max-attempts <n>',
@@ -103,6 +107,7 @@ export function connectionFlags(opts: Record<string, unknown>): ConnectionFlags 
     apiKeyFile: str('apiKeyFile'),
     clientSecretFile: str('clientSecretFile'),
     insecureHttp: opts.insecureHttp === true,
+    proxy: str('proxy'),
     timeoutMs: num('timeoutMs'),
     maxAttempts: num('maxAttempts'),
   };
