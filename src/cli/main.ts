@@ -188,16 +188,19 @@ export async function main(argv: string[]): Promise<void> {
   endQuietlyOnBrokenPipe();
   ignoreStderrFailures();
   let error: string | undefined;
+  let overlapping = false;
   try {
     rejectSecretFlags(argv.slice(2));
     await buildProgram().parseAsync(argv);
   } catch (err) {
     process.exitCode = reportError(err);
     error = describeError(err).line;
+    // the summary path may be the very file that overlaps: a refused run writes nothing at all
+    overlapping = err instanceof Error && err.name === 'OverlappingOutputError';
   }
   if (stoppedBy() === 'SIGHUP' && process.exitCode === EXIT.interrupted) process.exitCode = EXIT.hangup;
   const summaryPath = summaryJsonPathIn(argv.slice(2));
-  if (summaryPath !== undefined) {
+  if (summaryPath !== undefined && !overlapping) {
     const exitCode = typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
     const problem = await completeSummaryJson({
       path: summaryPath,

@@ -28,6 +28,14 @@ function named(f: Known): string {
   return f.flag === 'the input' ? `the input ${quoted(f.path)}` : `${f.flag} ${quoted(f.path)}`;
 }
 
+/** Outputs that overlap the input or each other: nothing may be written, not even the summary JSON. */
+export class OverlappingOutputError extends UserError {
+  constructor(message: string) {
+    super(message, EXIT.usage);
+    this.name = 'OverlappingOutputError';
+  }
+}
+
 /**
  * Throws a usage error (exit 2) when an output is one of the files the run reads (the input, the state file) or
  * the same file as another output: `map in.csv -o in.csv` would replace its own input, and two outputs in one
@@ -41,16 +49,14 @@ export function refuseOverlappingPaths(reads: readonly RunFile[], writes: readon
   outputs.forEach((out, i) => {
     const input = inputs.find((r) => sameFile(r.id, out.id));
     if (input !== undefined) {
-      throw new UserError(
+      throw new OverlappingOutputError(
         `${named(out)} is the same file as ${named(input)}: the run would overwrite what it reads; choose another ${out.flag} path`,
-        EXIT.usage,
       );
     }
     const earlier = outputs.slice(0, i).find((o) => sameFile(o.id, out.id));
     if (earlier !== undefined) {
-      throw new UserError(
+      throw new OverlappingOutputError(
         `${named(out)} is the same file as ${named(earlier)}: give each output its own file`,
-        EXIT.usage,
       );
     }
     const dir = dirname(writeThroughTarget(out.path));
