@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
-import { keyOf } from './codec.js';
+import { keyOf } from './lookup-key.js';
 import { StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
 import { IN_LIST_SIZES, SQL } from './queries.js';
@@ -44,6 +44,8 @@ interface EncodedUpdate {
   type: number;
   hash: string;
   key: number;
+  /** The order new entries are appended in: r, or after every r when there is none. */
+  appendOrder: number;
   outcome: EntryUpdate['outcome'];
 }
 
@@ -255,7 +257,8 @@ export class SqliteStateStore implements StateStore {
       if (typeof hash !== 'string' || code === undefined || outcome === null || typeof outcome !== 'object') {
         throw new TypeError(`commitBatch: update ${i} has no valid DII type, hash or outcome`);
       }
-      encoded[i] = { type: code, hash, key: keyOf(code, hash), outcome };
+      const appendOrder = outcome.kind === 'mapped' && typeof outcome.r === 'number' ? outcome.r : Infinity;
+      encoded[i] = { type: code, hash, key: keyOf(code, hash), appendOrder, outcome };
     }
     try {
       this.commitTx.immediate(encoded, Math.floor(nowS), journal);
@@ -308,8 +311,7 @@ export class SqliteStateStore implements StateStore {
 
   /** Appends entries not stored yet, sorted by r; records their ids in `ids` and the tail. */
   private appendEntries(appended: EncodedUpdate[], ids: Map<string, number>, nowS: number): void {
-    const rOf = (u: EncodedUpdate): number => (u.outcome.kind === 'mapped' ? (u.outcome.r ?? Infinity) : Infinity);
-    appended.sort((a, b) => rOf(a) - rOf(b));
+    appended.sort(byAppendOrder);
     const s = this.stmts;
     for (const u of appended) {
       const o = u.outcome;
@@ -741,6 +743,10 @@ function prepareJournal(db: Database) {
     last: db.prepare(SQL.lastPendingChange).pluck(),
     ack: db.prepare(SQL.ackChanges),
   };
+}
+
+function byAppendOrder(a: EncodedUpdate, b: EncodedUpdate): number {
+  return a.appendOrder === b.appendOrder ? 0 : a.appendOrder < b.appendOrder ? -1 : 1;
 }
 
 function runInsert(

@@ -43,10 +43,9 @@ export class TailIndex {
     }
   }
 
-  /** Every (key, id), as two arrays sorted by key then id: the order the keys table is filled in. */
+  /** Every (key, id), as two arrays sorted by key then id: the order the keys tables are filled in. */
   sorted(): { keys: Float64Array; ids: Float64Array } {
     const order = new Float64Array(this.count);
-    const pairs: [number, number][] = [];
     let n = 0;
     for (let slot = 0; slot < this.ids.length; slot++) {
       if (this.ids[slot] !== EMPTY) order[n++] = this.keys[slot];
@@ -58,13 +57,15 @@ export class TailIndex {
     for (let i = 0; i < n; i++) {
       const key = order[i];
       if (i > 0 && order[i - 1] === key) continue;
-      pairs.length = 0;
-      this.forEach(key, (id) => pairs.push([key, id]));
-      pairs.sort((a, b) => a[1] - b[1]);
-      for (const [k, id] of pairs) {
-        keys[out] = k;
-        ids[out++] = id;
+      // every slot holding this key: one almost always, in probe order
+      const first = out;
+      for (let slot = slotOf(key, this.mask); this.ids[slot] !== EMPTY; slot = (slot + 1) & this.mask) {
+        if (this.keys[slot] === key) {
+          keys[out] = key;
+          ids[out++] = this.ids[slot];
+        }
       }
+      if (out - first > 1) ids.subarray(first, out).sort();
     }
     return { keys, ids };
   }

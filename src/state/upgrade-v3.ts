@@ -1,6 +1,6 @@
 /** The upgrade of a schema-2 file to schema 3, in pieces that a killed run's successor carries on from. */
 import type { Database } from 'better-sqlite3';
-import { keyOf } from './codec.js';
+import { keyOf } from './lookup-key.js';
 import { ENTRIES_INDEXES, ENTRIES_TABLE, KEYS_TABLES, META_KEYS } from './schema.js';
 
 /** Entries copied per transaction: small enough that a kill loses little work, big enough to amortize a commit. */

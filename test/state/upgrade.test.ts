@@ -1,4 +1,8 @@
 import Database from 'better-sqlite3';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { DueEntry, EntryUpdate, OptoutCandidate, StateEntry, StateStore } from '../../src/state/index.js';
 import { upgradeToV3Step } from '../../src/state/upgrade-v3.js';
@@ -206,4 +210,96 @@ describe('upgrade of a schema-2 file to schema 3', () => {
     expect(storeAnswers(s, now, before.entries)).toEqual(before);
     expect(s.integrityCheck()).toBe('ok');
   });
+});
+
+describe('an upgrade killed by SIGKILL', () => {
+  it('is finished by the next writing open, with the same answers', async () => {
+    // the child runs the real module compiled on its own inside the project (so `better-sqlite3` resolves)
+    const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+    mkdirSync(join(root, '.tmp'), { recursive: true });
+    const work = mkdtempSync(join(root, '.tmp', 'state-upgrade-kill-'));
+    const child: { pid?: number; done?: boolean } = {};
+    try {
+      writeFileSync(
+        join(work, 'tsconfig.json'),
+        JSON.stringify({
+          extends: join(root, 'tsconfig.json'),
+          compilerOptions: {
+            outDir: join(work, 'build'),
+            rootDir: join(root, 'src'),
+            sourceMap: false,
+            declaration: false,
+          },
+          include: [join(root, 'src/state/**/*.ts')],
+        }),
+      );
+      const tsc = spawnSync(
+        process.execPath,
+        [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(work, 'tsconfig.json')],
+        { encoding: 'utf8' },
+      );
+      expect(tsc.status, `${tsc.stdout}${tsc.stderr}`).toBe(0);
+      writeFileSync(
+        join(work, 'upgrader.mjs'),
+        `import { openState } from './build/state/index.js';\nopenState(process.argv[2], { envFingerprint: '${ENV}' }).close();\n`,
+      );
+
+      const path = join(work, 'big.db');
+      const n = 160_000;
+      buildLegacyState(path, 2, ENV, (w) => {
+        const updates: EntryUpdate[] = [];
+        for (let i = 0; i < n; i++) {
+          updates.push({
+            type: i % 3 ? 'email' : 'phone',
+            hash: b64(`big${i}`),
+            outcome: { kind: 'mapped', u: b64(`bu${i}`), p: null, r: T0 + (i % 7) * DAY },
+          });
+        }
+        w.commit(updates, T0 - DAY);
+      });
+      const now = T0 + 3 * DAY;
+      const before = legacyAnswers(path, now);
+
+      // killed once at least one piece of 100,000 entries is committed and before the swap
+      const proc = spawn(process.execPath, [join(work, 'upgrader.mjs'), path], { stdio: 'ignore' });
+      child.pid = proc.pid;
+      const exited = new Promise<void>((resolveExit) => proc.on('exit', () => resolveExit()));
+      const probe = new Database(path, { readonly: true });
+      let killedMidway = false;
+      try {
+        for (let i = 0; i < 6_000 && proc.exitCode === null; i++) {
+          const copied = probe.prepare("SELECT value FROM meta WHERE key = 'upgrade_copied'").pluck().get() as
+            | string
+            | undefined;
+          if (copied !== undefined && Number(copied) >= 100_000) {
+            proc.kill('SIGKILL');
+            killedMidway = true;
+            break;
+          }
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      } finally {
+        probe.close();
+      }
+      await exited;
+      child.done = true;
+      expect(killedMidway).toBe(true);
+      expect(() => t.open(path, { readonly: true })).toThrow(/has schema 2 and needs an upgrade to 3/);
+
+      const s = t.open(path);
+      expect(s.meta().schemaVersion).toBe(3);
+      expect(storeAnswers(s, now, before.entries)).toEqual(before);
+      expect(s.integrityCheck()).toBe('ok');
+      s.close();
+    } finally {
+      if (child.pid !== undefined && child.done !== true) {
+        try {
+          process.kill(child.pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+      rmSync(work, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
