@@ -1,25 +1,73 @@
-import { Command, CommanderError } from 'commander';
-import { ConfigError, rejectSecretFlags } from '../config/index.js';
-import { registerCommands } from './commands.js';
+import { Command, CommanderError, type OutputConfiguration } from 'commander';
+import { ConfigError } from '../config/errors.js';
+import { rejectSecretFlags } from '../config/secret-flags.js';
+import { COMMANDS, registerCommands } from './commands.js';
 import { EXIT, UserError, stoppedBy } from './shared/exit-codes.js';
 import { refuseRepeatedFlags } from './shared/repeated-flags.js';
 import { clipErrorLine } from './shared/user-values.js';
-import { commandWordsIn, completeSummaryJson, summaryJsonPathIn } from './shared/summary-outcome.js';
 
-export function buildProgram(): Command {
-  const program = new Command('uid2-batch')
+/** The program without its commands: its name, version, root options and error behaviour. */
+function rootProgram(output?: OutputConfiguration): Command {
+  const program = new Command('uid2-batch');
+  // before any command is added: commands take the output settings their parent has when they are created
+  if (output !== undefined) program.configureOutput(output);
+  return program
     .description('Bulk identity mapping, re-mapping, opt-out checks and tokens for the UID2 / EUID identity service')
     .version('0.1.0')
     .option('--no-color', 'no colors and no spinner animation (same as NO_COLOR=1)')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
+}
+
+/**
+ * The program with the named commands (all when `commands` is undefined); loads their modules. `output`
+ * replaces where commander writes (tests).
+ */
+export async function buildProgram(commands?: readonly string[], output?: OutputConfiguration): Promise<Command> {
+  const program = rootProgram(output);
   program.hook('preAction', (thisCommand) => {
     // One switch for everything that draws (ora, any child process): the NO_COLOR convention.
     if (thisCommand.opts().color === false) process.env.NO_COLOR = '1';
   });
-  registerCommands(program);
+  await registerCommands(program, commands);
   refuseRepeatedFlags(program);
   return program;
+}
+
+/** Thrown by a stand-in command when commander picks it: its name is the command to load. */
+class Picked {
+  constructor(readonly command: string) {}
+}
+
+/**
+ * The commands `argv` needs, found by letting commander parse it with a stand-in for every command (a name that
+ * takes any options and arguments, and throws Picked when run or asked for its help) and all output dropped:
+ * the command commander would run or show the help of (`map ...`, `map --help`, `help map`); none for the
+ * version, which is the root's own; every command for anything else (the root help lists them all, and a
+ * usage error is reported by the whole program as before). Commander alone decides, so no rule of its
+ * parsing is copied here, and the program then parses `argv` for real exactly as if it held every command.
+ */
+export async function commandsFor(argv: readonly string[]): Promise<string[] | undefined> {
+  const probe = rootProgram({ writeOut: () => {}, writeErr: () => {}, outputError: () => {} });
+  for (const { name } of COMMANDS) {
+    probe
+      .command(name)
+      .allowUnknownOption()
+      .allowExcessArguments()
+      .addHelpText('before', () => {
+        throw new Picked(name);
+      })
+      .action(() => {
+        throw new Picked(name);
+      });
+  }
+  try {
+    await probe.parseAsync([...argv]);
+  } catch (err) {
+    if (err instanceof Picked) return [err.command];
+    if (err instanceof CommanderError && err.code === 'commander.version') return [];
+  }
+  return undefined;
 }
 
 const UNAUTHORIZED_MESSAGE =
@@ -184,6 +232,28 @@ function endHungUpRun(): void {
   process.kill(process.pid, 'SIGHUP');
 }
 
+/**
+ * With --summary-json, the summary completed with the run's outcome. Its module (which writes files) is loaded
+ * only when an argument starts like the flag, so a run without it, `--version` included, does not pay for it.
+ */
+async function completeSummary(args: readonly string[], error: string | undefined): Promise<void> {
+  if (!args.some((a) => a.startsWith('--summary-json'))) return;
+  const { commandWordsIn, completeSummaryJson, summaryJsonPathIn } = await import('./shared/summary-outcome.js');
+  const summaryPath = summaryJsonPathIn(args);
+  if (summaryPath === undefined) return;
+  const exitCode = typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
+  const problem = await completeSummaryJson({
+    path: summaryPath,
+    command: commandWordsIn(args),
+    exitCode,
+    ...(error !== undefined ? { error } : {}),
+  });
+  if (problem !== undefined) {
+    process.stderr.write(`uid2-batch: ${clipErrorLine(problem)}\n`);
+    if (exitCode === EXIT.ok) process.exitCode = EXIT.failed;
+  }
+}
+
 export async function main(argv: string[]): Promise<void> {
   endQuietlyOnBrokenPipe();
   ignoreStderrFailures();
@@ -191,7 +261,8 @@ export async function main(argv: string[]): Promise<void> {
   let overlapping = false;
   try {
     rejectSecretFlags(argv.slice(2));
-    await buildProgram().parseAsync(argv);
+    const program = await buildProgram(await commandsFor(argv));
+    await program.parseAsync(argv);
   } catch (err) {
     process.exitCode = reportError(err);
     error = describeError(err).line;
@@ -199,19 +270,6 @@ export async function main(argv: string[]): Promise<void> {
     overlapping = err instanceof Error && err.name === 'OverlappingOutputError';
   }
   if (stoppedBy() === 'SIGHUP' && process.exitCode === EXIT.interrupted) process.exitCode = EXIT.hangup;
-  const summaryPath = summaryJsonPathIn(argv.slice(2));
-  if (summaryPath !== undefined && !overlapping) {
-    const exitCode = typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
-    const problem = await completeSummaryJson({
-      path: summaryPath,
-      command: commandWordsIn(argv.slice(2)),
-      exitCode,
-      ...(error !== undefined ? { error } : {}),
-    });
-    if (problem !== undefined) {
-      process.stderr.write(`uid2-batch: ${clipErrorLine(problem)}\n`);
-      if (exitCode === EXIT.ok) process.exitCode = EXIT.failed;
-    }
-  }
+  if (!overlapping) await completeSummary(argv.slice(2), error);
   endHungUpRun();
 }

@@ -199,9 +199,10 @@ describe('onInterrupt', () => {
 });
 
 describe('options through commander', () => {
-  function probe(): { program: Command; seen: Record<string, unknown>[] } {
+  async function probe(): Promise<{ program: Command; seen: Record<string, unknown>[] }> {
     const seen: Record<string, unknown>[] = [];
-    const program = buildProgram();
+    // the root alone: the probe command stands in for the real ones
+    const program = await buildProgram([]);
     program.configureOutput({ writeErr: () => {}, writeOut: () => {} });
     const cmd = program.command('plumbing-probe').option('--concurrency <n>', 'requests in flight', parseConcurrency);
     addOutputOptions(addConnectionOptions(cmd))
@@ -213,7 +214,7 @@ describe('options through commander', () => {
   }
 
   it('refuses a bad number with the one line the user needs', async () => {
-    const { program } = probe();
+    const { program } = await probe();
     const err = await program
       .parseAsync(['node', 'uid2-batch', 'plumbing-probe', '--concurrency', '0'])
       .catch((e: unknown) => e);
@@ -226,7 +227,7 @@ describe('options through commander', () => {
     const saved = process.env.NO_COLOR;
     delete process.env.NO_COLOR;
     try {
-      const { program, seen } = probe();
+      const { program, seen } = await probe();
       await program.parseAsync([
         'node',
         'uid2-batch',
@@ -274,7 +275,7 @@ describe('options through commander', () => {
   });
 
   it('refuses an unknown --format', async () => {
-    const { program } = probe();
+    const { program } = await probe();
     const err = await program
       .parseAsync(['node', 'uid2-batch', 'plumbing-probe', '--format', 'xml'])
       .catch((e: unknown) => e);
@@ -285,7 +286,7 @@ describe('options through commander', () => {
 
 describe('flags given twice', () => {
   async function parseError(args: string[]): Promise<unknown> {
-    const program = buildProgram();
+    const program = await buildProgram();
     program.configureOutput({ writeErr: () => {}, writeOut: () => {} });
     return program.parseAsync(['node', 'uid2-batch', ...args]).then(
       () => undefined,
@@ -351,7 +352,7 @@ describe('usage errors are exit 2 in every command that reads a table', () => {
   it.each(['map', 'hash', 'optout-check'])(
     "%s --delimiter ';;' is refused while the flags are read",
     async (command) => {
-      const program = buildProgram();
+      const program = await buildProgram();
       program.configureOutput({ writeErr: () => {}, writeOut: () => {} });
       const err = await program
         .parseAsync(['node', 'uid2-batch', command, 'no-such-file.csv', '--delimiter', ';;'])

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, test } from 'vitest';
 import { CsvPieceCutter, type CsvPiece } from '../../src/pipeline/threads/piece-cutter.js';
-import { openSource, parseCsvPiece, quotedPieceRows } from '../../src/pipeline/table/source.js';
+import { openSource, parseCsvPiece, plainPieceLines, splitPieceRows } from '../../src/pipeline/table/source.js';
 import type { InputRow, SourceProblemCounts } from '../../src/pipeline/table/table.js';
 import { seeded } from '../helpers/seeded-random.js';
 
@@ -430,28 +430,33 @@ async function checkParse(
   expect(parsePieces(pieces, delimiter, encoding, width), `${where}, pieces of ${target} B`).toEqual(whole);
   // the splitter itself, not csv-parse behind it: it must take every input csv-parse reads without an error
   const problems: SourceProblemCounts = { shortRows: 0, longRows: 0, extraKeys: 0 };
-  const split = quotedPieceRows(bytes.toString(encoding), 1, delimiter, width, problems);
+  const split = splitPieceRows(bytes.toString(encoding), 1, delimiter, width, problems);
   expect(split, `${where}: the splitter gave up`).toBeDefined();
   expect({ ok: true, rows: split, problems, width }, where).toEqual(whole);
   return 'split';
 }
 
-describe('parseCsvPiece (the quote-aware splitter) against csv-parse over the whole input', () => {
+describe('parseCsvPiece (the splitter) against csv-parse over the whole input', () => {
   for (const [d, delimiter] of [',', ';', '\t', '§'].entries()) {
-    test(`delimiter ${JSON.stringify(delimiter)}: random files with quotes anywhere, all quoted, and plainly all quoted`, async () => {
+    test(`delimiter ${JSON.stringify(delimiter)}: random files with quotes anywhere, all quoted, plainly all quoted, no quote`, async () => {
       const outcomes = { split: 0, failed: 0 };
       for (let n = 0; n < 600; n++) {
         const seed = 5000 * (d + 1) + n;
         const rnd = seeded(seed);
-        const kind = n % 3;
-        const text = kind === 0 ? generateCsv(rnd, delimiter, true) : allQuotedCsv(rnd, delimiter, kind === 2);
+        const kind = n % 4;
+        const text =
+          kind === 0
+            ? generateCsv(rnd, delimiter, true)
+            : kind === 3
+              ? generateCsv(rnd, delimiter, false)
+              : allQuotedCsv(rnd, delimiter, kind === 2);
         const target = 1 + Math.floor(rnd() * 120);
         outcomes[
           await checkParse(Buffer.from(text, 'utf8'), delimiter, 'utf8', target, `seed ${seed}, kind ${kind}`)
         ]++;
       }
       // both outcomes happen, or the comparison proves little
-      expect(outcomes.split).toBeGreaterThan(450);
+      expect(outcomes.split).toBeGreaterThan(480);
       expect(outcomes.failed).toBeGreaterThan(10);
     });
   }
@@ -502,7 +507,7 @@ describe('parseCsvPiece (the quote-aware splitter) against csv-parse over the wh
     ['a trailing delimiter', '"a","b","c",\n', [1, ['a', 'b', 'c']]],
   ])('%s', (_name, text, expected) => {
     const problems: SourceProblemCounts = { shortRows: 0, longRows: 0, extraKeys: 0 };
-    const rows = quotedPieceRows(text, 1, ',', 3, problems);
+    const rows = splitPieceRows(text, 1, ',', 3, problems);
     const flat = rows?.flatMap((r) => [r.line, r.cells]);
     expect(flat).toEqual(expected);
     expect(
@@ -517,8 +522,8 @@ describe('parseCsvPiece (the quote-aware splitter) against csv-parse over the wh
   });
 
   test('gives up on a quote never closed, so csv-parse reports it', () => {
-    expect(quotedPieceRows('a,"b\nc\n', 1, ',', 2, { shortRows: 0, longRows: 0, extraKeys: 0 })).toBeUndefined();
-    expect(quotedPieceRows('"a""', 1, ',', 1, { shortRows: 0, longRows: 0, extraKeys: 0 })).toBeUndefined();
+    expect(splitPieceRows('a,"b\nc\n', 1, ',', 2, { shortRows: 0, longRows: 0, extraKeys: 0 })).toBeUndefined();
+    expect(splitPieceRows('"a""', 1, ',', 1, { shortRows: 0, longRows: 0, extraKeys: 0 })).toBeUndefined();
     expect(() =>
       parseCsvPiece(
         { bytes: Buffer.from('x\n\n"a\nb'), startLine: 7 },
@@ -528,5 +533,21 @@ describe('parseCsvPiece (the quote-aware splitter) against csv-parse over the wh
         { shortRows: 0, longRows: 0, extraKeys: 0 },
       ),
     ).toThrow(/^in\.csv: line 9: a quoted value opens on this line and is never closed/);
+  });
+});
+
+describe('plainPieceLines', () => {
+  test('the records of quote-free pieces as lines, empty lines skipped, as the line-break split gives them', () => {
+    let lines = 0;
+    for (let n = 0; n < 400; n++) {
+      const rnd = seeded(12000 + n);
+      const text = generateCsv(rnd, ',', false);
+      const expected = text.split(/\r\n|\n|\r/).filter((l) => l.length > 0);
+      expect(plainPieceLines(Buffer.from(text), 'utf8'), `seed ${12000 + n}`).toEqual(expected);
+      lines += expected.length;
+    }
+    expect(lines).toBeGreaterThan(2000);
+    expect(plainPieceLines(Buffer.from('\r\n\ra\r\r\nb\n\nc'), 'utf8')).toEqual(['a', 'b', 'c']);
+    expect(plainPieceLines(Buffer.from('a,"b"\n'), 'utf8')).toBeUndefined();
   });
 });

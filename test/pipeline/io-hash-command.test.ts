@@ -24,7 +24,7 @@ function write(name: string, content: string): string {
 
 /** Runs `uid2-batch hash ...` in this process, as the CLI would. */
 async function cli(...args: string[]): Promise<void> {
-  await buildProgram().parseAsync(['node', 'uid2-batch', 'hash', ...args]);
+  await (await buildProgram()).parseAsync(['node', 'uid2-batch', 'hash', ...args]);
 }
 
 function readCsv(p: string): Record<string, string>[] {

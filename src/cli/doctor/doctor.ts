@@ -1,4 +1,3 @@
-import type { Command } from 'commander';
 import { describeProxyRoute, type ServiceClient } from '../../client/index.js';
 import { credentialsForDisplay, type ResolvedConfig } from '../../config/index.js';
 import {
@@ -9,9 +8,10 @@ import {
   type Failure,
   type TokenIdentity,
 } from '../../pipeline/tokens/tokens.js';
-import { EXIT, UserError } from '../shared/exit-codes.js';
-import { addConnectionOptions, connectionFlags } from '../shared/options.js';
-import { openConnection, resolveFor } from '../token/token-connect.js';
+import { EXIT } from '../shared/exit-codes.js';
+import type { Role } from './doctor-roles.js';
+
+export { parseRoles, ROLES, type Role } from './doctor-roles.js';
 
 /**
  * `doctor`: can this machine, with this configuration, use the service? Each check says pass / warn / fail / skip
@@ -32,9 +32,6 @@ export interface DoctorReport {
   exitCode: number;
   checks: Check[];
 }
-
-export type Role = 'mapper' | 'generator' | 'optout';
-export const ROLES: readonly Role[] = ['mapper', 'generator', 'optout'];
 
 /** Envelope times further apart than this fail the check: the docs' budget (the operator's cut is ~2 min). */
 export const SKEW_FAIL_MS = 60_000;
@@ -418,18 +415,8 @@ export function formatReport(report: DoctorReport): string {
   return `${lines.join('\n')}\n${report.ok ? 'all checks passed' : 'some checks failed'} (${tally})\n`;
 }
 
-export function parseRoles(value: string): Role[] {
-  const roles = value
-    .split(',')
-    .map((r) => r.trim().toLowerCase())
-    .filter(Boolean);
-  const unknown = roles.filter((r) => !(ROLES as readonly string[]).includes(r));
-  if (unknown.length > 0 || roles.length === 0)
-    throw new UserError(`--roles takes a comma list of ${ROLES.join(', ')}`);
-  return [...new Set(roles)] as Role[];
-}
-
-async function probeHealth(baseUrl: string): Promise<Reachability> {
+/** GET {baseUrl}/ops/healthcheck, for the real command's reachability check. */
+export async function probeHealth(baseUrl: string): Promise<Reachability> {
   const start = Date.now();
   try {
     const res = await fetch(`${baseUrl}/ops/healthcheck`, { signal: AbortSignal.timeout(10_000) });
@@ -439,35 +426,4 @@ async function probeHealth(baseUrl: string): Promise<Reachability> {
     const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : undefined;
     return { ok: false, message: cause ?? (err instanceof Error ? err.message : String(err)) };
   }
-}
-
-export function registerDoctorCommand(program: Command): void {
-  const cmd = program
-    .command('doctor')
-    .description(
-      "check configuration, credentials, reachability, clock skew and the API key's roles, with a fix for each failure",
-    )
-    .option('--json', 'print the checks as JSON')
-    .option('--roles <list>', `roles to check, comma-separated: ${ROLES.join(', ')}`, parseRoles, [...ROLES])
-    .addHelpText(
-      'after',
-      '\nExit codes: 0 every check passed (warnings allowed); 1 some check failed; 4 the service refused the API key (401).\n' +
-        'Checks: configuration, credentials (where each comes from, never the value), reachability (GET /ops/healthcheck),\n' +
-        'API key, client secret, clock skew (fails beyond 60 s, warns beyond 30 s), mapper role (v3 map),\n' +
-        'generator role (token generate + validate), opt-out status, token refresh.',
-    );
-  addConnectionOptions(cmd);
-  cmd.action(async (opts: Record<string, unknown>) => {
-    const flags = connectionFlags(opts);
-    const report = await runDoctor(
-      { roles: (opts.roles as Role[] | undefined) ?? ROLES },
-      {
-        resolve: () => resolveFor(flags, { apiKey: false, clientSecret: false }),
-        open: (config) => openConnection(config),
-        healthcheck: probeHealth,
-      },
-    );
-    process.stdout.write(opts.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
-    process.exitCode = report.exitCode;
-  });
 }

@@ -14,6 +14,7 @@ import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.
 import { requestCounters } from '../shared/run-report.js';
 import { formatCount, formatDuration, makeSummary, writeSummaryJson } from '../shared/summary.js';
 import { failureAdvice, note, withConnection, type Connect, type TokenIo } from './token-io.js';
+import { DEFAULT_TOKEN_CONCURRENCY, MAX_TOKEN_CONCURRENCY } from './token-numbers.js';
 
 /** Flags of `token generate --input` and `token validate --input`. */
 export interface TokenBatchFlags {
@@ -34,9 +35,7 @@ export interface TokenBatchDeps {
   openSink?: typeof defaultOpenSink;
 }
 
-/** Token calls are not batched like map: one request per row, so a few in flight keep a test audience quick. */
-export const DEFAULT_TOKEN_CONCURRENCY = 8;
-export const MAX_TOKEN_CONCURRENCY = 64;
+export { DEFAULT_TOKEN_CONCURRENCY, MAX_TOKEN_CONCURRENCY } from './token-numbers.js';
 
 export async function runTokenBatch(
   which: 'generate' | 'validate',

@@ -1,36 +1,15 @@
-import type { Command } from 'commander';
+/**
+ * The work of `uid2-batch token generate | refresh | validate | test-identities` (docs/wire-protocol.md §4,
+ * §5.1-5.2, §7), from the options commander parsed; registered by token-command.ts. Each returns the exit code.
+ */
 import { TEST_IDENTITIES, TEST_IDENTITIES_DOCS_NOTE } from '../../pipeline/tokens/tokens.js';
-import { addConnectionOptions, addOutputOptions, connectionFlags, wholeNumber } from '../shared/options.js';
-import { DEFAULT_TOKEN_CONCURRENCY, MAX_TOKEN_CONCURRENCY, type TokenBatchFlags } from './token-batch.js';
+import { connectionFlags } from '../shared/options.js';
+import type { TokenBatchFlags } from './token-batch.js';
 import { connector } from './token-connect.js';
 import { runTokenGenerate } from './token-generate.js';
 import { processIo, type IdentifierFlags } from './token-io.js';
-import { REFRESH_EXIT, runTokenRefresh, type TokenRefreshFlags } from './token-refresh.js';
+import { runTokenRefresh, type TokenRefreshFlags } from './token-refresh.js';
 import { runTokenValidate } from './token-validate.js';
-
-/** `uid2-batch token generate | refresh | validate | test-identities` (docs/wire-protocol.md §4, §5.1-5.2, §7). */
-
-const PII_NOTE =
-  'An email or phone given as a flag value stays in shell history and is visible in `ps`: pass "-" instead\n' +
-  '(e.g. --email -) and pipe the value on stdin. The value is normalized and hashed here; only the hash is sent.';
-
-function addIdentifierOptions(cmd: Command): Command {
-  return cmd
-    .option('--email <email>', 'email address ("-" reads it from stdin)')
-    .option('--phone <phone>', 'phone number in E.164 form, e.g. +12345678901 ("-" reads it from stdin)')
-    .option('--email-hash <hash>', 'base64 SHA-256 of the normalized email (64-char hex is accepted)')
-    .option('--phone-hash <hash>', 'base64 SHA-256 of the phone number (64-char hex is accepted)');
-}
-
-function addBatchOptions(cmd: Command, what: string): Command {
-  cmd.option('--input <file>', `${what} ("-" reads stdin; .jsonl/.ndjson are JSONL, anything else CSV)`);
-  addOutputOptions(cmd);
-  return cmd.option(
-    '--concurrency <n>',
-    `requests in flight for --input (default ${DEFAULT_TOKEN_CONCURRENCY}); each is retried on 429, 5xx and network errors`,
-    wholeNumber('--concurrency', 1, MAX_TOKEN_CONCURRENCY),
-  );
-}
 
 function str(opts: Record<string, unknown>, key: string): string | undefined {
   return typeof opts[key] === 'string' ? (opts[key] as string) : undefined;
@@ -56,6 +35,34 @@ function batchFlags(opts: Record<string, unknown>): TokenBatchFlags {
   };
 }
 
+export function generate(opts: Record<string, unknown>): Promise<number> {
+  return runTokenGenerate(
+    { ...identifierFlags(opts), ...batchFlags(opts), out: str(opts, 'out') },
+    { io: processIo(), connect: connector(connectionFlags(opts)) },
+  );
+}
+
+export function refresh(opts: Record<string, unknown>): Promise<number> {
+  const flags: TokenRefreshFlags = {
+    in: str(opts, 'in'),
+    refreshTokenFile: str(opts, 'refreshTokenFile'),
+    refreshResponseKeyFile: str(opts, 'refreshResponseKeyFile'),
+    refreshToken: str(opts, 'refreshToken'),
+    refreshResponseKey: str(opts, 'refreshResponseKey'),
+    update: opts.update === true,
+    force: opts.force === true,
+    out: str(opts, 'out'),
+  };
+  return runTokenRefresh(flags, { io: processIo(), connect: connector(connectionFlags(opts)) });
+}
+
+export function validate(opts: Record<string, unknown>): Promise<number> {
+  return runTokenValidate(
+    { ...identifierFlags(opts), ...batchFlags(opts), token: str(opts, 'token') },
+    { io: processIo(), connect: connector(connectionFlags(opts)) },
+  );
+}
+
 export function formatTestIdentities(json: boolean): string {
   if (json) {
     const identities = TEST_IDENTITIES.map((t) => ({
@@ -78,121 +85,4 @@ export function formatTestIdentities(json: boolean): string {
     `--email-hash does not match. Try: uid2-batch token generate --email optout@example.com\n` +
     `Note: ${TEST_IDENTITIES_DOCS_NOTE}\n`
   );
-}
-
-export function registerTokenCommand(program: Command): void {
-  const token = program
-    .command('token')
-    .description('generate, refresh and validate tokens (for publishers integrating), and list the test identities');
-
-  const generate = token
-    .command('generate')
-    .description(
-      'generate an identity (advertising token + refresh token) for one email, phone or hash, or one per row with --input',
-    );
-  addIdentifierOptions(generate);
-  generate.option(
-    '--out <file>',
-    'also save the identity JSON here (mode 0600, written atomically) for token refresh --in',
-  );
-  addBatchOptions(
-    generate,
-    'CSV/JSONL with the columns identifier, identifier_type (email|phone|email_hash|phone_hash): one identity per row',
-  );
-  addConnectionOptions(generate);
-  generate.addHelpText(
-    'after',
-    `\n${PII_NOTE}\n\nPrints the identity JSON on stdout (advertising_token, refresh_token, identity_expires, refresh_from,\n` +
-      'refresh_expires, refresh_response_key; times in Unix ms). An opted-out user prints {"status":"optout"} and exits 0.\n' +
-      'With --input: every row plus those fields, status (success|optout|invalid|error) and reason; exit 3 if a row ended in error.\n' +
-      'Exit codes: 0 done; 1 failed; 2 usage or invalid identifier; 3 some rows in error; 4 the key was refused (401).',
-  );
-  generate.action(async (opts: Record<string, unknown>) => {
-    process.exitCode = await runTokenGenerate(
-      { ...identifierFlags(opts), ...batchFlags(opts), out: str(opts, 'out') },
-      { io: processIo(), connect: connector(connectionFlags(opts)) },
-    );
-  });
-
-  const refresh = token
-    .command('refresh')
-    .description(
-      'exchange a refresh token for a new identity (no API key needed; sent if configured, so the service says why a token is refused)',
-    )
-    .option(
-      '--in <file>',
-      'identity JSON as printed or saved by token generate ("-" = stdin; stdin is also the default)',
-    )
-    .option('--update', 'with --in FILE: rewrite FILE with the new identity (atomically, mode 0600)')
-    .option('--out <file>', 'save the new identity JSON here (mode 0600, written atomically)')
-    .option('--refresh-token-file <file>', 'file holding the refresh_token (instead of a whole identity)')
-    .option(
-      '--refresh-response-key-file <file>',
-      'file holding the refresh_response_key that came with that refresh_token',
-    )
-    .option('--refresh-token <token>', 'the refresh_token itself (visible in `ps` and shell history: prefer the file)')
-    .option('--force', 'send even though refresh_expires has passed');
-  addConnectionOptions(refresh);
-  refresh.addHelpText(
-    'after',
-    '\nThe answer is decrypted with the refresh_response_key that came with the refresh_token; every generate and refresh\n' +
-      'returns a new pair: keep the newest, as only the key issued with a refresh_token opens its answer. A warning is\n' +
-      'printed before refresh_from.\n\n' +
-      'Exit codes:\n' +
-      '  0  new identity printed (and saved with --update / --out)\n' +
-      `  ${REFRESH_EXIT.optout}  optout: the user opted out; discard the identity ({"status":"optout"} on stdout)\n` +
-      `  ${REFRESH_EXIT.invalidToken}  invalid_token, or a refresh token the service cannot read: generate a new identity\n` +
-      `  ${REFRESH_EXIT.expiredToken}  expired_token, or refused here because refresh_expires has passed (--force sends it anyway)\n` +
-      `  ${REFRESH_EXIT.refreshError}  error: refused without a reason, as the service answers callers without an API key\n` +
-      '     (invalid or expired; set UID2_API_KEY to learn which)\n' +
-      '  1  failed (network, service error); 2 usage error or a refresh_response_key that does not fit the token;\n' +
-      '  4  an API key was sent and refused (401).',
-  );
-  refresh.action(async (opts: Record<string, unknown>) => {
-    const flags: TokenRefreshFlags = {
-      in: str(opts, 'in'),
-      refreshTokenFile: str(opts, 'refreshTokenFile'),
-      refreshResponseKeyFile: str(opts, 'refreshResponseKeyFile'),
-      refreshToken: str(opts, 'refreshToken'),
-      refreshResponseKey: str(opts, 'refreshResponseKey'),
-      update: opts.update === true,
-      force: opts.force === true,
-      out: str(opts, 'out'),
-    };
-    process.exitCode = await runTokenRefresh(flags, { io: processIo(), connect: connector(connectionFlags(opts)) });
-  });
-
-  const validate = token
-    .command('validate')
-    .description(
-      'check that an advertising token was generated from an identifier: prints true (exit 0) or false (exit 1)',
-    )
-    .option('--token <token>', 'advertising token ("-" reads it from stdin)');
-  addIdentifierOptions(validate);
-  addBatchOptions(
-    validate,
-    'CSV/JSONL with the columns identifier, identifier_type (email|phone|email_hash|phone_hash), token',
-  );
-  addConnectionOptions(validate);
-  validate.addHelpText(
-    'after',
-    `\n${PII_NOTE}\n\nfalse nearly always means the identifier was formatted differently when the token was made: emails are\n` +
-      'normalized (trimmed, lowercased, gmail.com dots and +suffix dropped), phones must be E.164, hashes 44-char base64.\n' +
-      'With --input: every row plus valid (true|false|error), hash (the normalized hash sent) and reason.\n' +
-      'Exit codes: 0 true (or a batch without errors); 1 false; 2 usage or invalid identifier; 3 some rows in error; 4 key refused.',
-  );
-  validate.action(async (opts: Record<string, unknown>) => {
-    process.exitCode = await runTokenValidate(
-      { ...identifierFlags(opts), ...batchFlags(opts), token: str(opts, 'token') },
-      { io: processIo(), connect: connector(connectionFlags(opts)) },
-    );
-  });
-
-  token
-    .command('test-identities')
-    .description('list the test identities and what the service does with each (optout, refresh-optout, validate)')
-    .option('--json', 'print them as JSON')
-    .action((opts: Record<string, unknown>) => {
-      process.stdout.write(formatTestIdentities(opts.json === true));
-    });
 }

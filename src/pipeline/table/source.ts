@@ -665,10 +665,8 @@ export function parseCsvPiece(
   counts: SourceProblemCounts,
 ): InputRow[] {
   const bytes = Buffer.from(piece.bytes.buffer, piece.bytes.byteOffset, piece.bytes.byteLength);
-  if (isPlainPiece(bytes, settings))
-    return plainPieceRows(bytes.toString(settings.encoding), piece.startLine, settings.delimiter, width, counts);
   if (isSplittablePiece(bytes, settings)) {
-    const rows = quotedPieceRows(bytes.toString(settings.encoding), piece.startLine, settings.delimiter, width, counts);
+    const rows = splitPieceRows(bytes.toString(settings.encoding), piece.startLine, settings.delimiter, width, counts);
     if (rows !== undefined) return rows;
   }
   const rows: InputRow[] = [];
@@ -683,7 +681,6 @@ export function parseCsvPiece(
 }
 
 const QUOTE = 0x22;
-const LINE_BREAK = /\r\n|\n|\r/;
 
 /**
  * A piece this module can split as text, exactly as csv-parse splits its bytes: no record in it can exceed the
@@ -701,44 +698,25 @@ function delimiterSurvives(settings: Pick<CsvSettings, 'delimiter' | 'encoding'>
   );
 }
 
-/** A piece without a quote: every line is one record, and no cell holds a quote, a line break or the delimiter. */
-function isPlainPiece(bytes: Buffer, settings: Pick<CsvSettings, 'delimiter' | 'encoding'>): boolean {
-  return bytes.indexOf(QUOTE) === -1 && bytes.length <= MAX_RECORD_BYTES && delimiterSurvives(settings);
-}
-
 /**
- * The records of a plain piece as lines of text (empty lines skipped, as parsing skips them), or undefined when
- * the piece has a quote. With ',' as the delimiter such a line is already the CSV text of its cells.
+ * The records of a piece without a quote as lines of text (empty lines skipped, as parsing skips them), or
+ * undefined when the piece has a quote. With ',' as the delimiter such a line is already the CSV text of its cells.
  */
 export function plainPieceLines(piece: Uint8Array, encoding: CsvSettings['encoding']): string[] | undefined {
   const bytes = Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
   if (bytes.indexOf(QUOTE) !== -1 || bytes.length > MAX_RECORD_BYTES) return undefined;
-  const lines = bytes.toString(encoding).split(LINE_BREAK);
+  const text = bytes.toString(encoding);
   const records: string[] = [];
-  for (let i = 0; i < lines.length; i++) if (lines[i].length > 0) records.push(lines[i]);
-  return records;
-}
-
-/**
- * The rows of a piece without a single quote, as csv-parse reads them with CsvRecords' options: every line
- * break ends a record, empty lines are skipped, cells are split at the delimiter and kept as they are. No quote
- * means nothing is ever quoted, escaped or continued on the next line, and csv-parse's character-by-character
- * state machine (the largest cost of a row) has nothing to do; a differential test holds the two together.
- */
-function plainPieceRows(
-  text: string,
-  startLine: number,
-  delimiter: string,
-  width: number,
-  counts: SourceProblemCounts,
-): InputRow[] {
-  const lines = text.split(LINE_BREAK);
-  const rows: InputRow[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    if (line.length > 0) rows.push(fitRow(startLine + i, line.split(delimiter), width, counts));
+  let lf = -1;
+  let cr = -1;
+  for (let pos = 0; pos < text.length; ) {
+    if (lf < pos) lf = nextOf(text, '\n', pos);
+    if (cr < pos) cr = nextOf(text, '\r', pos);
+    const end = Math.min(lf, cr);
+    if (end > pos) records.push(text.slice(pos, end));
+    pos = end + (end === cr && text.charCodeAt(end + 1) === LF ? 2 : 1);
   }
-  return rows;
+  return records;
 }
 
 const LF = 10;
@@ -752,10 +730,11 @@ function nextOf(text: string, search: string, from: number): number {
 }
 
 /**
- * The rows of a piece with quotes, split as csv-parse splits them with CsvRecords' options (relax_quotes, every
- * line break ends a record, empty lines skipped), or undefined when a quoted value is never closed: csv-parse
- * then reads the piece, for its error. csv-parse walks every byte through its state machine; here the text is
- * only searched, with String#indexOf, for the next quote, delimiter and line break, and cells are slices of it.
+ * The rows of a piece, split as csv-parse splits them with CsvRecords' options (relax_quotes, every line break
+ * ends a record, empty lines skipped), or undefined when a quoted value is never closed: csv-parse then reads
+ * the piece, for its error. csv-parse walks every byte through its state machine, the largest cost of a row;
+ * here the text is only searched, with String#indexOf, for the next quote, delimiter and line break, and cells
+ * are slices of it (which is also faster than splitting a quote-free piece into lines and then cells).
  * What csv-parse does, and this follows:
  * - a quote opens a quoted value only as a field's first character; anywhere else it is text (O"Brien);
  * - inside a quoted value, `""` is one quote and line breaks and delimiters are text; a quote followed by the
@@ -765,7 +744,7 @@ function nextOf(text: string, search: string, from: number): number {
  * - a line of only line breaks is skipped, but `""` alone is a record of one empty cell.
  * Line numbers count LF, CRLF and a lone CR, inside quoted values too, as LineIndex does.
  */
-export function quotedPieceRows(
+export function splitPieceRows(
   text: string,
   startLine: number,
   delimiter: string,
