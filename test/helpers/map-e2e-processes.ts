@@ -24,7 +24,7 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
 
 /** Starts `uid2-batch serve --port 0 ...` in its own process and reads its ready line. */
 export async function startServe(args: string[] = []): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], {
+  const child = spawn(process.execPath, [BIN, 'serve', ...(args.includes('--port') ? [] : ['--port', '0']), ...args], {
     cwd: ROOT,
     env: cleanEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],
