@@ -85,6 +85,16 @@ export function renderTable(results) {
       `${n(fuzz.fuzz_requests)} requests; ${n(fuzz.status_5xx)} server errors, ${n(fuzz.dropped)} dropped ` +
         `connections; memory +${n(Number(fuzz.rss_after_mb) - Number(fuzz.rss_before_mb))} MB after warm-up`,
     ],
+    ...(areas.environment === undefined
+      ? []
+      : [
+          [
+            'environment: terminals of 0 x 0 and 80 x 0, a dumb terminal, SIGTERM, SIGHUP and a terminal closed ' +
+              'mid-run, a proxy between the tool and the service',
+            `${n(areas.environment.environment_faults)} runs; each ended in bounded time, the output after a re-run ` +
+              `equal to an undisturbed run's, ${n(areas.environment.temp_files_left)} temp files left`,
+          ],
+        ]),
     [
       'outputs compared with an undisturbed run',
       `${n(sum(all, 'outputs_compared'))} comparisons (${n(sum(all, 'rows_compared'))} rows), all equal; ` +
