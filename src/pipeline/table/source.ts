@@ -524,6 +524,10 @@ abstract class TableBase implements TableSource {
     return this.input.bytesRead();
   }
 
+  close(): void {
+    this.input.close();
+  }
+
   problems(): SourceProblemCounts {
     return { ...this.counts };
   }

@@ -21,6 +21,8 @@ export type RowProblem =
 export interface InputRow {
   /** 1-based physical line where the record starts in the file (after a multi-line quoted cell, lines jump). */
   line: number;
+  /** The part (file) the row was read from, when a run reads several (see table/parts-source.ts). */
+  file?: string;
   /** Exactly `header.length` cells (see RowProblem for how ragged rows are made to fit). */
   cells: string[];
   problem?: RowProblem;
@@ -31,6 +33,8 @@ export interface SourceProblemCounts {
   shortRows: number;
   longRows: number;
   extraKeys: number;
+  /** Records that could not be read and were skipped (with `onBadRecord`); absent when none could be. */
+  badRows?: number;
 }
 
 export interface TableSource {
@@ -51,6 +55,8 @@ export interface TableSource {
   /** The file path, or '<stdin>', for messages. */
   name: string;
   problems(): SourceProblemCounts;
+  /** Lets go of the input without reading its rows (after the header was looked at). */
+  close?(): void;
 }
 
 /** What is known of an input besides its rows: enough for progress and the summary. */
