@@ -12,7 +12,7 @@ import {
 } from '../../pipeline/table/identifier-columns.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../../pipeline/table/table.js';
-import { isPieceSource, openTableInput, type TableInput } from '../../pipeline/threads/table-input.js';
+import { isPieceSource, openTableInputs, type TableInput } from '../../pipeline/threads/table-input.js';
 import {
   chooseConcurrency,
   connectForMapping,
@@ -23,7 +23,14 @@ import {
   type InputCommandDeps,
 } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
-import { addTableInputOptions, sourceOptionsOf, tableInputFlags, type InputFlags } from '../shared/input-options.js';
+import {
+  addTableInputOptions,
+  expandInputArgs,
+  inputArgs,
+  sourceOptionsOf,
+  tableInputFlags,
+  type InputFlags,
+} from '../shared/input-options.js';
 import {
   addConnectionOptions,
   addOutputOptions,
@@ -43,6 +50,8 @@ import { openMapState, type MapStateFile } from './map-state.js';
 export interface MapFlags extends ColumnFlags {
   /** File, '-' for stdin, or undefined (stdin when it is not a terminal). */
   input?: string;
+  /** Several inputs, directories or patterns, read as one run (see pipeline/table/input-parts.ts); `input` is the first. */
+  inputs?: string[];
   inputFormat?: InputFlags['inputFormat'];
   delimiter?: string;
   encoding?: InputFlags['encoding'];
@@ -86,7 +95,10 @@ export function registerMap(program: Command): void {
         'is new, due or unfinished.\n\nExit codes: 0 done; 3 some rows ended in error (run again to complete them); ' +
         '2 usage or configuration; 4 credentials refused; 130 interrupted.',
     )
-    .argument('[input]', 'CSV or JSONL file; - or nothing reads stdin')
+    .argument(
+      '[input...]',
+      "CSV, JSONL or Parquet files (gzip too), directories of parts, or quoted patterns such as 'part-*.csv.gz', read as one run; - or nothing reads stdin",
+    )
     .option('--state <file>', 'SQLite state file: answers fresh mappings without a request, makes re-runs resume')
     .option('--rejects <file>', 'also write the rows with an invalid, opted-out or failed identifier here')
     .option(
@@ -109,7 +121,7 @@ export function registerMap(program: Command): void {
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   addThreadsOption(cmd, defaultMapThreads(), 'cores - 1, at most 3');
-  cmd.action((input: string | undefined, opts: Record<string, unknown>) =>
+  cmd.action((input: string[] | undefined, opts: Record<string, unknown>) =>
     runInProcess((deps) => runMap({ ...mapFlags(input, opts), threads: threadsFlag(opts, defaultMapThreads()) }, deps)),
   );
 }
@@ -121,11 +133,13 @@ function parseApi(value: string): 'v3' | 'v2' {
 }
 
 /** The typed flags out of commander's options. */
-export function mapFlags(input: string | undefined, opts: Record<string, unknown>): MapFlags {
+export function mapFlags(input: string | readonly string[] | undefined, opts: Record<string, unknown>): MapFlags {
+  const inputs = inputArgs(input);
   const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
   const num = (k: string) => (typeof opts[k] === 'number' ? (opts[k] as number) : undefined);
   return {
-    ...tableInputFlags(input ?? '', opts),
+    ...tableInputFlags(inputs[0] ?? '', opts),
+    ...(inputs.length > 1 ? { inputs } : {}),
     ...(str('state') !== undefined ? { state: str('state') } : {}),
     ...(str('rejects') !== undefined ? { rejects: str('rejects') } : {}),
     ...(num('concurrency') !== undefined ? { concurrency: num('concurrency') } : {}),
@@ -141,7 +155,8 @@ export function mapFlags(input: string | undefined, opts: Record<string, unknown
 /** `uid2-batch map`: returns the exit code (0, 3 some rows error, 130 interrupted); throws for the rest. */
 export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
   const startedMs = deps.now();
-  const inputPath = chooseInput(flags.input, deps.stdin);
+  const inputPaths = expandInputArgs(flags.inputs ?? [chooseInput(flags.input, deps.stdin)]);
+  const inputPath = inputPaths[0];
   const dryRun = flags.dryRun === true;
   // configuration first: a missing key should be said before a large file is opened
   const config = resolveFor(flags.connection, deps, { apiKey: !dryRun, clientSecret: !dryRun });
@@ -157,14 +172,13 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
     );
   }
 
-  const sourceOptions: OpenSourceOptions = {
-    path: inputPath,
+  const sourceOptions: Omit<OpenSourceOptions, 'path'> = {
     ...sourceOptionsOf(flags),
     ...(inputPath === '-' ? { stream: deps.stdin } : {}),
   };
   // with --threads, a CSV input is parsed by the row threads: here it is only cut into record-aligned pieces
   // (not in a dry run: nothing is handed on, so the threads would keep every piece)
-  const source = await openTableInput(sourceOptions, dryRun ? 0 : (flags.threads ?? 0));
+  const source = await openTableInputs(inputPaths, sourceOptions, dryRun ? 0 : (flags.threads ?? 0));
   for (const line of source.notes) say(line);
   if (source.header.length === 0) return emptyInput(source, flags, startedMs, deps, say);
   const columns = identifierColumns(source, flags, say);

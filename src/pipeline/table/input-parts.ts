@@ -7,9 +7,14 @@ import { basename, dirname, join, resolve } from 'node:path';
  * twice. Found before anything is read or sent, so it is a usage problem. The message names the argument and a fix.
  */
 export class InputPartsError extends Error {
+  /** The line for the user, and the usage exit code (2): read by the CLI's error reporting, as for state errors. */
+  readonly userMessage: string;
+  readonly exitCode = 2;
+
   constructor(message: string) {
     super(message);
     this.name = 'InputPartsError';
+    this.userMessage = message;
   }
 }
 

@@ -1,0 +1,103 @@
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureBuilt } from '../helpers/map-e2e-build.js';
+import { tempDir } from '../helpers/map-e2e-data.js';
+import { runCli } from '../helpers/map-e2e-processes.js';
+
+// A many-part export through `map --env local`: one run, one output, the rows of the single file.
+const dir = tempDir('map-parts');
+const HEADER = 'id,email,phone,zip';
+let lines: string[];
+let plainOut: string;
+let exportDir: string;
+
+function row(i: number): string {
+  const email = i % 41 === 40 ? `broken-${i}` : `user.${i % 997}@example.com`;
+  const phone = i % 3 === 0 ? '' : `+1617555${String(i % 10_000).padStart(4, '0')}`;
+  return `${String(i).padStart(5, '0')},${email},${phone},0${i % 9}134`;
+}
+
+const MAP = ['--email-col', 'email', '--phone-col', 'phone', '--env', 'local', '--quiet'];
+
+beforeAll(async () => {
+  ensureBuilt();
+  lines = Array.from({ length: 3000 }, (_, i) => row(i));
+  const whole = dir.file('whole.csv', `${HEADER}\n${lines.join('\n')}\n`);
+  exportDir = dir.file('export');
+  mkdirSync(exportDir);
+  for (let p = 0; p < 3; p++) {
+    const part = lines.slice(p * 1000, (p + 1) * 1000);
+    dir.file(join('export', `data_${p}_0_0.csv.gz`), gzipSync(`${HEADER}\n${part.join('\n')}\n`));
+  }
+  dir.file(join('export', '_SUCCESS'), '');
+  plainOut = dir.file('whole-out.csv');
+  const run = await runCli(['map', whole, ...MAP, '-o', plainOut, '--threads', '0']);
+  expect(run.code).toBe(0);
+}, 120_000);
+
+afterAll(() => dir.remove());
+
+describe('map over many inputs', () => {
+  it.each([['0'], ['2']])(
+    "a three-part gzip export by pattern maps as one run: the single file's output (--threads %s)",
+    async (threads) => {
+      const out = dir.file(`glob-${threads}.csv`);
+      const pattern = join(exportDir, 'data_*_0_0.csv.gz');
+      const run = await runCli(['map', pattern, ...MAP, '-o', out, '--threads', threads]);
+      expect(run.stderr).toBe('');
+      expect(run.code).toBe(0);
+      expect(readFileSync(out, 'utf8')).toBe(readFileSync(plainOut, 'utf8'));
+    },
+  );
+
+  it('a directory reads its parts in name order, leaving out _SUCCESS; the summary counts every part', async () => {
+    const out = dir.file('dir.csv');
+    const summary = dir.file('dir-summary.json');
+    const run = await runCli(['map', exportDir, ...MAP, '-o', out, '--summary-json', summary]);
+    expect(run.code).toBe(0);
+    expect(readFileSync(out, 'utf8')).toBe(readFileSync(plainOut, 'utf8'));
+    expect(JSON.parse(readFileSync(summary, 'utf8')).rows).toBe(3000);
+  });
+
+  it('files given one by one are read in the order given', async () => {
+    const parts = [2, 0, 1].map((p) => join(exportDir, `data_${p}_0_0.csv.gz`));
+    const run = await runCli(['map', ...parts, ...MAP]);
+    expect(run.code).toBe(0);
+    const ids = run.stdout
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => Number(l.split(',')[0]));
+    expect(ids.slice(0, 2)).toEqual([2000, 2001]);
+    expect(ids[1000]).toBe(0);
+    expect(ids.length).toBe(3000);
+  });
+
+  it('a pattern that matches nothing: exit 2, one line, no output', async () => {
+    const out = dir.file('none.csv');
+    const run = await runCli(['map', join(exportDir, 'part-*.parquet'), ...MAP, '-o', out]);
+    expect(run.code).toBe(2);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(run.stderr).toContain('matches no file');
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it('a part with other columns: exit 2 naming the part, before anything is sent, no output', async () => {
+    const odd = dir.file('odd.csv', `id,mail,phone,zip\n${row(1)}\n`);
+    const out = dir.file('mixed.csv');
+    const run = await runCli(['map', join(exportDir, 'data_0_0_0.csv.gz'), odd, ...MAP, '-o', out]);
+    expect(run.code).toBe(2);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(run.stderr).toContain(`${odd}: its column 2 is 'mail' where the first part has 'email'`);
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it('a problem in a later part names that part and its line', async () => {
+    const bad = dir.file('bad-part.csv', Buffer.from(`${HEADER}\n${row(5)}\n${row(6)}\xff\n`, 'latin1'));
+    const run = await runCli(['map', join(exportDir, 'data_0_0_0.csv.gz'), bad, ...MAP, '-o', dir.file('x.csv')]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`${bad}: line 3: invalid UTF-8`);
+  });
+});
