@@ -101,3 +101,41 @@ describe('map over many inputs', () => {
     expect(run.stderr).toContain(`${bad}: line 3: invalid UTF-8`);
   });
 });
+
+describe('hash and optout-check over many inputs', () => {
+  it('hash of a pattern gives the single file hashed', async () => {
+    const whole = dir.file('whole.csv');
+    const single = await runCli(['hash', whole, '--email-col', 'email', '--phone-col', 'phone', '--quiet']);
+    const parts = await runCli([
+      'hash',
+      join(exportDir, 'data_*.csv.gz'),
+      '--email-col',
+      'email',
+      '--phone-col',
+      'phone',
+      '--quiet',
+    ]);
+    expect(parts.code).toBe(0);
+    expect(single.code).toBe(0);
+    expect(parts.stdout).toBe(single.stdout);
+  });
+
+  it('optout-check of two parts gives the verdicts of the one file', async () => {
+    const uids = readFileSync(plainOut, 'utf8')
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(',')[4])
+      .filter((u) => u !== '')
+      .slice(0, 200);
+    const one = dir.file('uids.csv', `raw_uid\n${uids.join('\n')}\n`);
+    const a = dir.file('uids-a.csv', `raw_uid\n${uids.slice(0, 120).join('\n')}\n`);
+    const b = dir.file('uids-b.csv', `raw_uid\n${uids.slice(120).join('\n')}\n`);
+    const single = await runCli(['optout-check', one, '--env', 'local', '--quiet']);
+    const parts = await runCli(['optout-check', a, b, '--env', 'local', '--quiet']);
+    expect(single.code).toBe(0);
+    expect(parts.code).toBe(0);
+    expect(parts.stdout).toBe(single.stdout);
+    expect(parts.stdout.trim().split('\n')).toHaveLength(201);
+  });
+});

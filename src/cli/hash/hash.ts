@@ -16,7 +16,7 @@ import {
 } from '../../pipeline/hash/hash-rows.js';
 import type { RowFormat } from '../../pipeline/table/row-encoders.js';
 import { RowThreads, YOUNG_GENERATION_MB } from '../../pipeline/threads/row-threads.js';
-import { isPieceSource, openTableInput, type TableInput } from '../../pipeline/threads/table-input.js';
+import { isPieceSource, openTableInputs, type TableInput } from '../../pipeline/threads/table-input.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import {
   InputError,
@@ -29,6 +29,8 @@ import { EXIT, UserError, onInterrupt } from '../shared/exit-codes.js';
 import { addOutputOptions } from '../shared/options.js';
 import {
   addTableInputOptions,
+  expandInputArgs,
+  inputArgs,
   resolveInputArg,
   sourceOptionsOf,
   tableInputFlags,
@@ -42,6 +44,8 @@ import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../sh
 export { HASH_FIELDS };
 
 export interface HashFlags extends InputFlags, ColumnFlags {
+  /** Several inputs, directories or patterns, read as one run (see pipeline/table/input-parts.ts); `input` is the first. */
+  inputs?: string[];
   /** -o FILE; stdout when absent or '-'. */
   output?: string;
   format: 'csv' | 'jsonl';
@@ -82,8 +86,12 @@ export interface HashSummary {
 export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary> {
   const startedMs = io.now();
   const toFile = flags.output !== undefined && flags.output !== '-';
-  refuseOverlappingPaths([{ flag: 'the input', path: flags.input }], standardOutputs(flags));
-  const source = await openInput(flags, io);
+  const inputPaths = expandInputArgs(flags.inputs ?? [flags.input]);
+  refuseOverlappingPaths(
+    inputPaths.map((path) => ({ flag: 'the input', path })),
+    standardOutputs(flags),
+  );
+  const source = await openInput(inputPaths, flags, io);
   const progress = createProgress({ label: 'hash', quiet: flags.quiet, stream: io.stderr, dataOnStdout: !toFile });
   let sink: TableSink | undefined;
   let threads: RowThreads | undefined;
@@ -162,14 +170,13 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
   }
 }
 
-async function openInput(flags: HashFlags, io: HashIo): Promise<TableInput> {
-  const options: OpenSourceOptions = {
-    path: flags.input,
+async function openInput(paths: readonly string[], flags: HashFlags, io: HashIo): Promise<TableInput> {
+  const options: Omit<OpenSourceOptions, 'path'> = {
     ...sourceOptionsOf(flags),
-    ...(flags.input === '-' ? { stream: io.stdin } : {}),
+    ...(paths[0] === '-' ? { stream: io.stdin } : {}),
   };
   try {
-    return await openTableInput(options, flags.threads ?? 0);
+    return await openTableInputs(paths, options, flags.threads ?? 0);
   } catch (err) {
     throw asUserError(err);
   }
@@ -276,12 +283,15 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
     .description(
       'normalize, hash and validate identifiers offline (nothing is sent): writes hash, hash_type, status and reason per identifier column',
     )
-    .argument('[input]', "CSV or JSONL file; '-' or nothing reads stdin")
+    .argument(
+      '[input...]',
+      "CSV, JSONL or Parquet files (gzip too), directories of parts, or quoted patterns such as 'part-*.csv.gz', read as one run; '-' or nothing reads stdin",
+    )
     .option('--bom', 'start a CSV output with a UTF-8 BOM (for Excel)');
   addTableInputOptions(cmd);
   addOutputOptions(cmd);
   addThreadsOption(cmd, defaultHashThreads(), 'one per core, at most 4');
-  cmd.action(async (input: string | undefined, opts: Record<string, unknown>, command: Command) => {
+  cmd.action(async (input: string[] | undefined, opts: Record<string, unknown>, command: Command) => {
     const hashIo = io();
     const output = typeof opts.output === 'string' ? opts.output : undefined;
     const formatGiven = command.getOptionValueSource('format') !== 'default';
@@ -293,7 +303,8 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
         ? 'jsonl'
         : 'csv';
     const flags: HashFlags = {
-      ...tableInputFlags(resolveInputArg(input, hashIo.stdin), opts),
+      ...tableInputFlags(resolveInputArg(inputArgs(input)[0], hashIo.stdin), opts),
+      ...(inputArgs(input).length > 1 ? { inputs: inputArgs(input) } : {}),
       format,
       ...(output !== undefined ? { output } : {}),
       ...(opts.bom === true ? { bom: true } : {}),

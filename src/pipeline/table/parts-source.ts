@@ -14,8 +14,8 @@ export interface PartsSource extends TableSource {
   readonly parts: readonly string[];
 }
 
-/** How the options of one part are given: everything but the path. */
-export type PartOptions = Omit<OpenSourceOptions, 'path' | 'stream'>;
+/** How the parts are read: everything but the path (a stream is for one input only: stdin). */
+export type PartOptions = Omit<OpenSourceOptions, 'path'>;
 
 interface Part {
   path: string;
@@ -34,6 +34,8 @@ interface Part {
 export async function openParts(paths: readonly string[], options: PartOptions): Promise<TableSource> {
   if (paths.length === 0) throw new InputPartsError('no input given');
   if (paths.length === 1) return openSource({ ...options, path: paths[0] });
+  if (options.stream !== undefined)
+    throw new InputPartsError('a stream is one input: it cannot be read with other parts');
   const plan: Part[] = [];
   let first: TableSource | undefined;
   try {

@@ -31,6 +31,5 @@ export async function openTableInputs(
   threads: number,
 ): Promise<TableInput> {
   if (paths.length === 1) return openTableInput({ ...options, path: paths[0] }, threads);
-  const { stream: _stdin, ...partOptions } = options;
-  return openParts(paths, partOptions);
+  return openParts(paths, options);
 }
