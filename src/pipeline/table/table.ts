@@ -80,6 +80,19 @@ export interface OpenSourceOptions {
   chunkRows?: number;
   /** For tests: read from this stream instead of opening `path` (path is still used as the name). */
   stream?: NodeJS.ReadableStream;
+  /**
+   * CSV and JSONL: a record that cannot be read (invalid UTF-8, a NUL, a quote never closed, a record over the
+   * size limit, a JSONL line that is not an object) is skipped and handed here instead of ending the run with an
+   * InputError. The header record is never skipped. Absent: the first such record is an InputError.
+   */
+  onBadRecord?: (bad: BadRecord) => void;
+}
+
+/** A record skipped because it cannot be read: where it is and why. Never its content (it may be an email). */
+export interface BadRecord {
+  file: string;
+  line: number;
+  reason: string;
 }
 
 export interface TableSink {

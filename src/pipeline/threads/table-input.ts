@@ -14,10 +14,12 @@ export function isPieceSource(input: TableInput): input is CsvPieceSource {
 
 /**
  * Opens the input for `threads` row threads: a CSV input as pieces when there are threads to parse them (and a
- * compiled thread script to start), anything else as parsed rows.
+ * compiled thread script to start), anything else as parsed rows. Records that cannot be read are skipped
+ * (`onBadRecord`) by the parsing on this thread only, so that mode reads as parsed rows too.
  */
 export async function openTableInput(options: OpenSourceOptions, threads: number): Promise<TableInput> {
-  const pieces = threads > 0 && resolveFormat(options) === 'csv' && RowThreads.available();
+  const pieces =
+    threads > 0 && options.onBadRecord === undefined && resolveFormat(options) === 'csv' && RowThreads.available();
   return pieces ? openCsvPieces(options) : openSource(options);
 }
 
