@@ -25,6 +25,7 @@ import {
   type TableInfo,
   type TableSink,
 } from '../../pipeline/table/table.js';
+import { addBadRowOptions, badRowFlags, BadRowsOutput, type BadRowFlags } from '../shared/bad-rows.js';
 import { EXIT, UserError, onInterrupt } from '../shared/exit-codes.js';
 import { addOutputOptions } from '../shared/options.js';
 import {
@@ -43,7 +44,7 @@ import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../sh
 
 export { HASH_FIELDS };
 
-export interface HashFlags extends InputFlags, ColumnFlags {
+export interface HashFlags extends InputFlags, ColumnFlags, Partial<BadRowFlags> {
   /** Several inputs, directories or patterns, read as one run (see pipeline/table/input-parts.ts); `input` is the first. */
   inputs?: string[];
   /** -o FILE; stdout when absent or '-'. */
@@ -74,6 +75,8 @@ export interface HashSummary {
   columns: Record<string, { kind: ColumnKind; ok: number; invalid: number }>;
   invalid_reasons: Record<string, number>;
   row_problems: { short_rows: number; long_rows: number; extra_keys: number };
+  /** Records that could not be read and were skipped (--on-bad-row skip); absent without it. */
+  bad_rows?: number;
   duration_s: number;
   rows_per_s: number;
 }
@@ -89,9 +92,21 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
   const inputPaths = expandInputArgs(flags.inputs ?? [flags.input]);
   refuseOverlappingPaths(
     inputPaths.map((path) => ({ flag: 'the input', path })),
-    standardOutputs(flags),
+    [...standardOutputs(flags), { flag: '--bad-rows', path: flags.badRows }],
   );
-  const source = await openInput(inputPaths, flags, io);
+  const badRows = await BadRowsOutput.open(
+    { onBadRow: flags.onBadRow ?? 'fail', ...(flags.badRows !== undefined ? { badRows: flags.badRows } : {}) },
+    (line) => {
+      if (!flags.quiet) io.stderr.write(`uid2-batch: ${line}\n`);
+    },
+  );
+  let source: TableInput;
+  try {
+    source = await openInput(inputPaths, flags, io, badRows);
+  } catch (err) {
+    await badRows?.abort();
+    throw err;
+  }
   const progress = createProgress({ label: 'hash', quiet: flags.quiet, stream: io.stderr, dataOnStdout: !toFile });
   let sink: TableSink | undefined;
   let threads: RowThreads | undefined;
@@ -154,15 +169,19 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       }
     }
     await sink.commit();
+    await badRows?.commit();
     progress.stop();
     const problems = source.problems();
     const summary = tally.summary(startedMs, io.now(), problems);
+    if (problems.badRows !== undefined) summary.bad_rows = problems.badRows;
     if (!flags.quiet) io.stderr.write(`${formatHashSummary(summary)}\n`);
+    if (!flags.quiet) for (const line of badRows?.closingLines() ?? []) io.stderr.write(`uid2-batch: ${line}\n`);
     if (flags.summaryJson !== undefined) await writeJsonAtomically(flags.summaryJson, summary);
     return summary;
   } catch (err) {
     progress.stop();
     await sink?.abort();
+    await badRows?.abort();
     throw asUserError(err);
   } finally {
     removeInterrupt();
@@ -170,10 +189,16 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
   }
 }
 
-async function openInput(paths: readonly string[], flags: HashFlags, io: HashIo): Promise<TableInput> {
+async function openInput(
+  paths: readonly string[],
+  flags: HashFlags,
+  io: HashIo,
+  badRows: BadRowsOutput | undefined,
+): Promise<TableInput> {
   const options: Omit<OpenSourceOptions, 'path'> = {
     ...sourceOptionsOf(flags),
     ...(paths[0] === '-' ? { stream: io.stdin } : {}),
+    ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
   };
   try {
     return await openTableInputs(paths, options, flags.threads ?? 0);
@@ -289,6 +314,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
     )
     .option('--bom', 'start a CSV output with a UTF-8 BOM (for Excel)');
   addTableInputOptions(cmd);
+  addBadRowOptions(cmd);
   addOutputOptions(cmd);
   addThreadsOption(cmd, defaultHashThreads(), 'one per core, at most 4');
   cmd.action(async (input: string[] | undefined, opts: Record<string, unknown>, command: Command) => {
@@ -311,7 +337,10 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
       ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
       quiet: opts.quiet === true,
       threads: threadsFlag(opts, defaultHashThreads()),
+      ...badRowFlags(opts),
     };
-    await runHash(flags, hashIo);
+    const summary = await runHash(flags, hashIo);
+    // records skipped (--on-bad-row skip): the run completed, and its exit code says that rows are missing
+    if ((summary.bad_rows ?? 0) > 0) process.exitCode = EXIT.skipped;
   });
 }

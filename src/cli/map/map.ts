@@ -22,6 +22,7 @@ import {
   sayTo,
   type InputCommandDeps,
 } from '../shared/command-context.js';
+import { addBadRowOptions, badRowFlags, BadRowsOutput, type BadRowFlags } from '../shared/bad-rows.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import {
   addTableInputOptions,
@@ -39,6 +40,7 @@ import {
   wholeNumber,
   type OutputFlags,
 } from '../shared/options.js';
+import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { createProgress, type ProgressReporter } from '../shared/progress.js';
 import { exitCodeOf, KNOWN_FAILURES as BATCH_KNOWN_FAILURES } from '../shared/run-report.js';
 import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from '../shared/summary.js';
@@ -47,7 +49,7 @@ import { v2DeprecationWarning } from '../shared/v2-notice.js';
 import { openMapState, type MapStateFile } from './map-state.js';
 
 /** Input and identifier columns as every table-reading command takes them, plus what map adds. */
-export interface MapFlags extends ColumnFlags {
+export interface MapFlags extends ColumnFlags, Partial<BadRowFlags> {
   /** File, '-' for stdin, or undefined (stdin when it is not a terminal). */
   input?: string;
   /** Several inputs, directories or patterns, read as one run (see pipeline/table/input-parts.ts); `input` is the first. */
@@ -118,6 +120,7 @@ export function registerMap(program: Command): void {
       parseApi,
     );
   addTableInputOptions(cmd);
+  addBadRowOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   addThreadsOption(cmd, defaultMapThreads(), 'cores - 1, at most 3');
@@ -140,6 +143,7 @@ export function mapFlags(input: string | readonly string[] | undefined, opts: Re
   return {
     ...tableInputFlags(inputs[0] ?? '', opts),
     ...(inputs.length > 1 ? { inputs } : {}),
+    ...badRowFlags(opts),
     ...(str('state') !== undefined ? { state: str('state') } : {}),
     ...(str('rejects') !== undefined ? { rejects: str('rejects') } : {}),
     ...(num('concurrency') !== undefined ? { concurrency: num('concurrency') } : {}),
@@ -152,10 +156,46 @@ export function mapFlags(input: string | readonly string[] | undefined, opts: Re
   };
 }
 
-/** `uid2-batch map`: returns the exit code (0, 3 some rows error, 130 interrupted); throws for the rest. */
+/**
+ * `uid2-batch map`: returns the exit code (0, 3 some rows error, 9 records that could not be read were skipped,
+ * 130 interrupted); throws for the rest.
+ */
 export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
-  const startedMs = deps.now();
   const inputPaths = expandInputArgs(flags.inputs ?? [chooseInput(flags.input, deps.stdin)]);
+  refuseOverlappingPaths(
+    [...inputPaths.map((path) => ({ flag: 'the input', path })), { flag: '--state', path: flags.state }],
+    [
+      ...standardOutputs(flags.output),
+      { flag: '--rejects', path: flags.rejects },
+      { flag: '--bad-rows', path: flags.badRows },
+    ],
+  );
+  const skipping: BadRowFlags = {
+    onBadRow: flags.onBadRow ?? 'fail',
+    ...(flags.badRows !== undefined && flags.dryRun !== true ? { badRows: flags.badRows } : {}),
+  };
+  const badRows = await BadRowsOutput.open(skipping, sayTo(flags.output, deps));
+  if (badRows === undefined) return mapParts(inputPaths, flags, deps, undefined);
+  let code: number;
+  try {
+    code = await mapParts(inputPaths, flags, deps, badRows);
+  } catch (err) {
+    await badRows.abort();
+    throw err;
+  }
+  if (code === EXIT.ok || code === EXIT.partial) await badRows.commit();
+  else await badRows.abort();
+  for (const line of badRows.closingLines()) sayTo(flags.output, deps)(line);
+  return badRows.exitCode(code);
+}
+
+async function mapParts(
+  inputPaths: string[],
+  flags: MapFlags,
+  deps: MapDeps,
+  badRows: BadRowsOutput | undefined,
+): Promise<number> {
+  const startedMs = deps.now();
   const inputPath = inputPaths[0];
   const dryRun = flags.dryRun === true;
   // configuration first: a missing key should be said before a large file is opened
@@ -175,6 +215,7 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
   const sourceOptions: Omit<OpenSourceOptions, 'path'> = {
     ...sourceOptionsOf(flags),
     ...(inputPath === '-' ? { stream: deps.stdin } : {}),
+    ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
   };
   // with --threads, a CSV input is parsed by the row threads: here it is only cut into record-aligned pieces
   // (not in a dry run: nothing is handed on, so the threads would keep every piece)
@@ -461,6 +502,7 @@ function mapSummary(
       invalid_by_reason: c.invalidByReason,
       short_rows: problems.shortRows,
       long_rows: problems.longRows,
+      ...(problems.badRows !== undefined ? { bad_rows: problems.badRows } : {}),
     },
   });
 }
@@ -514,6 +556,7 @@ async function dryRunReport(
         invalid_by_reason: c.invalidByReason,
         batches: c.batches,
         identifiers_to_send: c.itemsInBatches,
+        ...(source.problems().badRows !== undefined ? { bad_rows: source.problems().badRows } : {}),
       },
     });
     await writeSummaryJson(flags.output.summaryJson, summary);
