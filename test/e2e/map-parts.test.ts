@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { gzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
@@ -99,6 +99,38 @@ describe('map over many inputs', () => {
     const run = await runCli(['map', join(exportDir, 'data_0_0_0.csv.gz'), bad, ...MAP, '-o', dir.file('x.csv')]);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain(`${bad}: line 3: invalid UTF-8`);
+  });
+});
+
+describe('map --output-dir', () => {
+  it("writes one output per part, named as the part, holding that part's rows", async () => {
+    const outDir = dir.file('out-dir');
+    mkdirSync(outDir);
+    const run = await runCli(['map', join(exportDir, 'data_*.csv.gz'), ...MAP, '--output-dir', outDir]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const whole = readFileSync(plainOut, 'utf8').trim().split('\n');
+    for (let p = 0; p < 3; p++) {
+      const text = gunzipSync(readFileSync(join(outDir, `data_${p}_0_0.csv.gz`))).toString('utf8');
+      expect(text).toBe(`${[whole[0], ...whole.slice(1 + p * 1000, 1 + (p + 1) * 1000)].join('\n')}\n`);
+    }
+  });
+
+  it('refuses an output directory that would overwrite the inputs, and -o with it', async () => {
+    const intoInputs = await runCli(['map', join(exportDir, 'data_*.csv.gz'), ...MAP, '--output-dir', exportDir]);
+    expect(intoInputs.code).toBe(2);
+    expect(intoInputs.stderr).toContain('the run would overwrite what it reads');
+    const both = await runCli([
+      'map',
+      join(exportDir, 'data_0_0_0.csv.gz'),
+      ...MAP,
+      '--output-dir',
+      dir.path,
+      '-o',
+      dir.file('o.csv'),
+    ]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('either -o FILE or --output-dir DIR');
   });
 });
 

@@ -4,6 +4,7 @@ import type { ServiceClient } from '../../client/index.js';
 import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../../config/index.js';
 import { runMapJob, mapOutputHeader } from '../../pipeline/jobs/map-job.js';
 import { MapEngine, type MapRunCounts, type MapRunResult } from '../../pipeline/map/map-engine.js';
+import { RESULT_COLUMNS, RESULT_COLUMNS_V2 } from '../../pipeline/map/result-columns.js';
 import {
   ColumnError,
   resolveIdentifierColumns,
@@ -40,6 +41,7 @@ import {
   wholeNumber,
   type OutputFlags,
 } from '../shared/options.js';
+import { addOutputDirOption, outputDirOf, partOutputPaths, partSinksFor } from '../shared/output-dir.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { createProgress, type ProgressReporter } from '../shared/progress.js';
 import { exitCodeOf, KNOWN_FAILURES as BATCH_KNOWN_FAILURES } from '../shared/run-report.js';
@@ -54,6 +56,8 @@ export interface MapFlags extends ColumnFlags, Partial<BadRowFlags> {
   input?: string;
   /** Several inputs, directories or patterns, read as one run (see pipeline/table/input-parts.ts); `input` is the first. */
   inputs?: string[];
+  /** One output per input in this directory, named as the input (instead of -o). */
+  outputDir?: string;
   inputFormat?: InputFlags['inputFormat'];
   delimiter?: string;
   encoding?: InputFlags['encoding'];
@@ -123,6 +127,7 @@ export function registerMap(program: Command): void {
   addBadRowOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
+  addOutputDirOption(cmd);
   addThreadsOption(cmd, defaultMapThreads(), 'cores - 1, at most 3');
   cmd.action((input: string[] | undefined, opts: Record<string, unknown>) =>
     runInProcess((deps) => runMap({ ...mapFlags(input, opts), threads: threadsFlag(opts, defaultMapThreads()) }, deps)),
@@ -144,6 +149,7 @@ export function mapFlags(input: string | readonly string[] | undefined, opts: Re
     ...tableInputFlags(inputs[0] ?? '', opts),
     ...(inputs.length > 1 ? { inputs } : {}),
     ...badRowFlags(opts),
+    ...(outputDirOf(opts) !== undefined ? { outputDir: outputDirOf(opts) } : {}),
     ...(str('state') !== undefined ? { state: str('state') } : {}),
     ...(str('rejects') !== undefined ? { rejects: str('rejects') } : {}),
     ...(num('concurrency') !== undefined ? { concurrency: num('concurrency') } : {}),
@@ -162,10 +168,15 @@ export function mapFlags(input: string | readonly string[] | undefined, opts: Re
  */
 export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
   const inputPaths = expandInputArgs(flags.inputs ?? [chooseInput(flags.input, deps.stdin)]);
+  const partOutputs =
+    flags.outputDir !== undefined
+      ? partOutputPaths(flags.outputDir, inputPaths, flags.output.output !== undefined)
+      : [];
   refuseOverlappingPaths(
     [...inputPaths.map((path) => ({ flag: 'the input', path })), { flag: '--state', path: flags.state }],
     [
       ...standardOutputs(flags.output),
+      ...partOutputs.map((path) => ({ flag: '--output-dir', path })),
       { flag: '--rejects', path: flags.rejects },
       { flag: '--bad-rows', path: flags.badRows },
     ],
@@ -219,7 +230,9 @@ async function mapParts(
   };
   // with --threads, a CSV input is parsed by the row threads: here it is only cut into record-aligned pieces
   // (not in a dry run: nothing is handed on, so the threads would keep every piece)
-  const source = await openTableInputs(inputPaths, sourceOptions, dryRun ? 0 : (flags.threads ?? 0));
+  // --output-dir cuts the rows back into their parts as they are written: the rows are read on this thread
+  const pieceThreads = dryRun || flags.outputDir !== undefined ? 0 : (flags.threads ?? 0);
+  const source = await openTableInputs(inputPaths, sourceOptions, pieceThreads);
   for (const line of source.notes) say(line);
   if (source.header.length === 0) return emptyInput(source, flags, startedMs, deps, say);
   const columns = identifierColumns(source, flags, say);
@@ -320,13 +333,22 @@ async function mapForReal(
   try {
     // row threads encode the rows themselves; otherwise --threads gives the sink encoding threads
     const sinkThreads = isPieceSource(source) ? 0 : (flags.threads ?? 0);
-    sink = await openSink({
-      path: flags.output.output,
-      format: flags.output.format,
-      header,
-      stream: deps.stdout,
-      threads: sinkThreads,
-    });
+    sink =
+      flags.outputDir !== undefined
+        ? partSinksFor(
+            flags.outputDir,
+            source,
+            header,
+            columns.length,
+            api === 'v2' ? RESULT_COLUMNS_V2 : RESULT_COLUMNS,
+          )
+        : await openSink({
+            path: flags.output.output,
+            format: flags.output.format,
+            header,
+            stream: deps.stdout,
+            threads: sinkThreads,
+          });
     if (flags.rejects !== undefined)
       rejects = await openSink({ path: flags.rejects, format: flags.output.format, header });
     progress = createProgress({
@@ -419,7 +441,9 @@ async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Pro
   }
   if (!f.flags.output.quiet) printSummary(summary, f.deps.stderr);
   if (f.flags.output.summaryJson !== undefined) await writeSummaryJson(f.flags.output.summaryJson, summary);
-  const output = f.flags.output.output;
+  const output =
+    f.flags.output.output ??
+    (f.flags.outputDir !== undefined ? `the output of the part in progress in ${f.flags.outputDir}` : undefined);
   switch (outcome.kind) {
     case 'completed': {
       const errors = result.counts.status.error;

@@ -12,6 +12,16 @@ import {
 /** A table read from several parts: the parts in reading order; each row says which part it came from. */
 export interface PartsSource extends TableSource {
   readonly parts: readonly string[];
+  /**
+   * For each part read to its end so far (in `parts` order, empty parts too): the number of rows read from the
+   * first part to the end of that part. Rows reach an output in reading order, so an output per part can tell
+   * from these where one part's rows end.
+   */
+  partEnds(): readonly number[];
+}
+
+export function isPartsSource(source: object): source is PartsSource {
+  return 'parts' in source && 'partEnds' in source;
 }
 
 /** How the parts are read: everything but the path (a stream is for one input only: stdin). */
@@ -19,6 +29,8 @@ export type PartOptions = Omit<OpenSourceOptions, 'path'>;
 
 interface Part {
   path: string;
+  /** Where the part is in the list of all parts (empty ones included). */
+  index: number;
   /** JSON Lines: where each of the part's columns goes in the first part's header (absent: the same columns). */
   mapping?: number[];
   totalBytes: number | undefined;
@@ -39,7 +51,7 @@ export async function openParts(paths: readonly string[], options: PartOptions):
   const plan: Part[] = [];
   let first: TableSource | undefined;
   try {
-    for (const path of paths) {
+    for (const [index, path] of paths.entries()) {
       const source = await openSource({ ...options, path });
       if (source.header.length === 0) {
         source.close?.();
@@ -47,12 +59,12 @@ export async function openParts(paths: readonly string[], options: PartOptions):
       }
       if (first === undefined) {
         first = source;
-        plan.push({ path, totalBytes: source.totalBytes });
+        plan.push({ path, index, totalBytes: source.totalBytes });
         continue;
       }
       source.close?.();
       const mapping = columnMapping(first, source, resolveFormat({ ...options, path }) === 'jsonl');
-      plan.push({ path, totalBytes: source.totalBytes, ...(mapping !== undefined ? { mapping } : {}) });
+      plan.push({ path, index, totalBytes: source.totalBytes, ...(mapping !== undefined ? { mapping } : {}) });
     }
   } catch (err) {
     first?.close?.();
@@ -100,6 +112,8 @@ class PartsTable implements PartsSource {
   private current: TableSource | undefined;
   /** Bytes of the parts read to their end. */
   private doneBytes = 0;
+  private readonly ends: number[] = [];
+  private rowsRead = 0;
   private iterated = false;
 
   constructor(
@@ -140,6 +154,15 @@ class PartsTable implements PartsSource {
     if (!this.iterated) this.first.close?.();
   }
 
+  partEnds(): readonly number[] {
+    return this.ends;
+  }
+
+  /** Parts before `index` not yet ended (empty ones, passed over) end where the rows read so far end. */
+  private endPartsBefore(index: number): void {
+    while (this.ends.length < index) this.ends.push(this.rowsRead);
+  }
+
   rows(): AsyncIterable<InputRow[]> {
     if (this.iterated) throw new Error(`${this.name}: rows() can be iterated only once`);
     this.iterated = true;
@@ -151,14 +174,17 @@ class PartsTable implements PartsSource {
       const part = this.plan[i];
       const source = i === 0 ? this.first : await this.reopen(part);
       this.current = source;
+      this.endPartsBefore(part.index);
       const width = this.header.length;
       for await (const chunk of source.rows()) {
         for (const row of chunk) {
           row.file = part.path;
           if (part.mapping !== undefined) row.cells = placed(row.cells, part.mapping, width);
         }
+        this.rowsRead += chunk.length;
         yield chunk;
       }
+      this.endPartsBefore(part.index + 1);
       const p = source.problems();
       this.counts.shortRows += p.shortRows;
       this.counts.longRows += p.longRows;
@@ -167,6 +193,7 @@ class PartsTable implements PartsSource {
       this.doneBytes += part.totalBytes ?? source.bytesRead();
       this.current = undefined;
     }
+    this.endPartsBefore(this.parts.length);
   }
 
   /** A part opened again to read its rows; its header was checked up front, and must not have changed since. */
