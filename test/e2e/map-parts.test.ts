@@ -152,6 +152,27 @@ describe('hash and optout-check over many inputs', () => {
     expect(parts.stdout).toBe(single.stdout);
   });
 
+  it('hash --output-dir writes each part hashed beside its name', async () => {
+    const outDir = dir.file('hash-dir');
+    mkdirSync(outDir);
+    const run = await runCli([
+      'hash',
+      exportDir,
+      '--email-col',
+      'email',
+      '--phone-col',
+      'phone',
+      '--quiet',
+      '--output-dir',
+      outDir,
+    ]);
+    expect(run.code).toBe(0);
+    const whole = await runCli(['hash', exportDir, '--email-col', 'email', '--phone-col', 'phone', '--quiet']);
+    const lines = whole.stdout.trim().split('\n');
+    const part1 = gunzipSync(readFileSync(join(outDir, 'data_1_0_0.csv.gz'))).toString('utf8');
+    expect(part1).toBe(`${[lines[0], ...lines.slice(1001, 2001)].join('\n')}\n`);
+  });
+
   it('optout-check of two parts gives the verdicts of the one file', async () => {
     const uids = readFileSync(plainOut, 'utf8')
       .trim()

@@ -39,6 +39,7 @@ import {
 } from '../shared/input-options.js';
 import { addThreadsOption, defaultHashThreads, threadsFlag } from '../shared/threads-option.js';
 import { createProgress } from '../shared/progress.js';
+import { addOutputDirOption, outputDirOf, partOutputPaths, partSinksFor } from '../shared/output-dir.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../shared/summary.js';
 
@@ -47,6 +48,8 @@ export { HASH_FIELDS };
 export interface HashFlags extends InputFlags, ColumnFlags, Partial<BadRowFlags> {
   /** Several inputs, directories or patterns, read as one run (see pipeline/table/input-parts.ts); `input` is the first. */
   inputs?: string[];
+  /** One output per input in this directory, named as the input (instead of -o). */
+  outputDir?: string;
   /** -o FILE; stdout when absent or '-'. */
   output?: string;
   format: 'csv' | 'jsonl';
@@ -88,11 +91,17 @@ export interface HashSummary {
  */
 export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary> {
   const startedMs = io.now();
-  const toFile = flags.output !== undefined && flags.output !== '-';
+  const toFile = (flags.output !== undefined && flags.output !== '-') || flags.outputDir !== undefined;
   const inputPaths = expandInputArgs(flags.inputs ?? [flags.input]);
+  const partOutputs =
+    flags.outputDir !== undefined ? partOutputPaths(flags.outputDir, inputPaths, flags.output !== undefined) : [];
   refuseOverlappingPaths(
     inputPaths.map((path) => ({ flag: 'the input', path })),
-    [...standardOutputs(flags), { flag: '--bad-rows', path: flags.badRows }],
+    [
+      ...standardOutputs(flags),
+      ...partOutputs.map((path) => ({ flag: '--output-dir', path })),
+      { flag: '--bad-rows', path: flags.badRows },
+    ],
   );
   const badRows = await BadRowsOutput.open(
     { onBadRow: flags.onBadRow ?? 'fail', ...(flags.badRows !== undefined ? { badRows: flags.badRows } : {}) },
@@ -129,15 +138,18 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       progress.note(`${source.name} is empty: writing an empty output`);
     }
     const header = columns.length > 0 ? resultHeader(source.header, columns, HASH_FIELDS) : [];
-    sink = await openSink({
-      path: flags.output,
-      format: flags.format,
-      header,
-      ...(flags.bom ? { bom: true } : {}),
-      ...(toFile ? {} : { stream: io.stdout }),
-      // row threads encode the rows themselves; otherwise --threads gives the sink encoding threads
-      ...(flags.threads !== undefined && !isPieceSource(source) ? { threads: flags.threads } : {}),
-    });
+    sink =
+      flags.outputDir !== undefined
+        ? partSinksFor(flags.outputDir, source, header, columns.length, HASH_FIELDS)
+        : await openSink({
+            path: flags.output,
+            format: flags.format,
+            header,
+            ...(flags.bom ? { bom: true } : {}),
+            ...(toFile ? {} : { stream: io.stdout }),
+            // row threads encode the rows themselves; otherwise --threads gives the sink encoding threads
+            ...(flags.threads !== undefined && !isPieceSource(source) ? { threads: flags.threads } : {}),
+          });
 
     const tally = new Tally(columns);
     const counts = tally.counts;
@@ -201,7 +213,8 @@ async function openInput(
     ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
   };
   try {
-    return await openTableInputs(paths, options, flags.threads ?? 0);
+    // --output-dir cuts the rows back into their parts as they are written: the rows are read on this thread
+    return await openTableInputs(paths, options, flags.outputDir !== undefined ? 0 : (flags.threads ?? 0));
   } catch (err) {
     throw asUserError(err);
   }
@@ -316,6 +329,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
   addTableInputOptions(cmd);
   addBadRowOptions(cmd);
   addOutputOptions(cmd);
+  addOutputDirOption(cmd);
   addThreadsOption(cmd, defaultHashThreads(), 'one per core, at most 4');
   cmd.action(async (input: string[] | undefined, opts: Record<string, unknown>, command: Command) => {
     const hashIo = io();
@@ -338,6 +352,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
       quiet: opts.quiet === true,
       threads: threadsFlag(opts, defaultHashThreads()),
       ...badRowFlags(opts),
+      ...(outputDirOf(opts) !== undefined ? { outputDir: outputDirOf(opts) } : {}),
     };
     const summary = await runHash(flags, hashIo);
     // records skipped (--on-bad-row skip): the run completed, and its exit code says that rows are missing
