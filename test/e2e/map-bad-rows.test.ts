@@ -99,6 +99,27 @@ describe('map --on-bad-row skip', () => {
     expect(run.stderr).toContain(`${input}: line ${badLines[0]}: NUL byte`);
   });
 
+  it("optout-check skips a raw UID file's bad records and says so with exit 9", async () => {
+    const uids = readFileSync(cleanOut, 'utf8')
+      .trim()
+      .split('\n')
+      .slice(1, 101)
+      .map((l) => l.split(',')[4]);
+    const file = dir.file(
+      'uids.csv',
+      Buffer.concat([
+        Buffer.from(`raw_uid\n${uids.slice(0, 50).join('\n')}\n`),
+        Buffer.from('caf\xe9\n', 'latin1'),
+        Buffer.from(`${uids.slice(50).join('\n')}\n`),
+      ]),
+    );
+    const list = dir.file('uids-bad.csv');
+    const run = await runCli(['optout-check', file, '--env', 'local', '--on-bad-row', 'skip', '--bad-rows', list]);
+    expect(run.code).toBe(9);
+    expect(run.stdout.trim().split('\n')).toHaveLength(101);
+    expect(readFileSync(list, 'utf8')).toBe(`file,line,reason\n${file},52,invalid UTF-8\n`);
+  });
+
   it('hash skips the same records and says so with exit 9', async () => {
     const run = await runCli(['hash', input, '--email-col', 'email', '--on-bad-row', 'skip', '--quiet']);
     expect(run.code).toBe(9);

@@ -27,6 +27,7 @@ import {
   type InputCommandDeps,
   type Say,
 } from '../shared/command-context.js';
+import { addBadRowOptions, badRowFlags, BadRowsOutput, type BadRowFlags } from '../shared/bad-rows.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
@@ -59,7 +60,7 @@ import {
 } from '../shared/run-report.js';
 import { formatCount, formatDuration, makeSummary, type RunSummary } from '../shared/summary.js';
 
-export interface OptoutCheckFlags {
+export interface OptoutCheckFlags extends Partial<BadRowFlags> {
   /** File, '-' for stdin, or undefined (stdin when it is not a terminal, unless --state). */
   input?: string;
   /** Several inputs, directories or patterns, read as one run (see pipeline/table/input-parts.ts); `input` is the first. */
@@ -116,6 +117,7 @@ export function registerOptoutCheck(program: Command): void {
     .option('--private-operator', 'the service is a private operator: batches may be sent in parallel')
     .option('--concurrency <n>', 'with --private-operator: requests in flight at most (default 4)', parseConcurrency);
   addInputFormatOptions(cmd);
+  addBadRowOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   cmd.action((input: string[] | undefined, opts: Record<string, unknown>) =>
@@ -134,6 +136,7 @@ export function optoutCheckFlags(
     ...(inputs.length > 1 ? { inputs } : {}),
     ...(Array.isArray(opts.col) && opts.col.length > 0 ? { cols: opts.col as string[] } : {}),
     reading: inputFormatFlags(opts),
+    ...badRowFlags(opts),
     onlyOptedOut: opts.onlyOptedOut === true,
     ...(str('state') !== undefined ? { state: str('state') } : {}),
     ...(num('sweepFraction') !== undefined ? { sweepFraction: num('sweepFraction') } : {}),
@@ -187,16 +190,45 @@ export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckD
     flags.state === undefined ? expandInputArgs(flags.inputs ?? [chooseInput(flags.input, deps.stdin)]) : [];
   refuseOverlappingPaths(
     [...inputPaths.map((path) => ({ flag: 'the input', path })), { flag: '--state', path: flags.state }],
-    standardOutputs(flags.output),
+    [...standardOutputs(flags.output), { flag: '--bad-rows', path: flags.badRows }],
   );
   const startedMs = deps.now();
   const say = sayTo(flags.output, deps);
   // configuration first: a missing key should be said before a large file is opened
   const config = resolveFor(flags.connection, deps, { apiKey: true, clientSecret: true });
   if (flags.state !== undefined) return runStateSweep(flags.state, config, flags, deps, say, startedMs);
+  const badRows = await BadRowsOutput.open(
+    { onBadRow: flags.onBadRow ?? 'fail', ...(flags.badRows !== undefined ? { badRows: flags.badRows } : {}) },
+    say,
+  );
+  let code: number;
+  try {
+    code = await checkFile(inputPaths, flags, deps, config, badRows, startedMs);
+  } catch (err) {
+    await badRows?.abort();
+    throw err;
+  }
+  if (badRows === undefined) return code;
+  if (code === EXIT.ok || code === EXIT.partial) await badRows.commit();
+  else await badRows.abort();
+  for (const line of badRows.closingLines()) say(line);
+  return badRows.exitCode(code);
+}
+
+/** optout-check of input files: the verdict of every raw UID of the given column(s). */
+async function checkFile(
+  inputPaths: string[],
+  flags: OptoutCheckFlags,
+  deps: OptoutCheckDeps,
+  config: ResolvedConfig,
+  badRows: BadRowsOutput | undefined,
+  startedMs: number,
+): Promise<number> {
+  const say = sayTo(flags.output, deps);
   const source = await openParts(inputPaths, {
     ...sourceOptionsOf(flags.reading),
     ...(inputPaths[0] === '-' ? { stream: deps.stdin } : {}),
+    ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
   });
   for (const line of source.notes) say(line);
   const columns = rawUidColumns(source.header, flags.cols, source.name);
@@ -236,14 +268,10 @@ export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckD
         ...checked,
         counts: { ...checked.counts, rows: Math.floor(checked.counts.rows / columns.length) },
       };
-      const summary = optoutSummary(
-        'optout-check',
-        result,
-        client,
-        startedMs,
-        deps.now(),
-        columns.length > 1 ? { raw_uid_columns: columns.map((c) => source.header[c]) } : {},
-      );
+      const summary = optoutSummary('optout-check', result, client, startedMs, deps.now(), {
+        ...(columns.length > 1 ? { raw_uid_columns: columns.map((c) => source.header[c]) } : {}),
+        ...(source.problems().badRows !== undefined ? { bad_rows: source.problems().badRows } : {}),
+      });
       return await finishOptout(result, summary, sink, flags, deps, say);
     });
   } finally {
