@@ -16,7 +16,7 @@ import {
 } from '../../pipeline/hash/hash-rows.js';
 import type { RowFormat } from '../../pipeline/table/row-encoders.js';
 import { RowThreads, YOUNG_GENERATION_MB } from '../../pipeline/threads/row-threads.js';
-import { isPieceSource, openTableInput, type TableInput } from '../../pipeline/threads/table-input.js';
+import { isPieceSource, openTableInputs, type TableInput } from '../../pipeline/threads/table-input.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import {
   InputError,
@@ -25,10 +25,13 @@ import {
   type TableInfo,
   type TableSink,
 } from '../../pipeline/table/table.js';
+import { addBadRowOptions, badRowFlags, BadRowsOutput, type BadRowFlags } from '../shared/bad-rows.js';
 import { EXIT, UserError, onInterrupt } from '../shared/exit-codes.js';
 import { addOutputOptions } from '../shared/options.js';
 import {
   addTableInputOptions,
+  expandInputArgs,
+  inputArgs,
   resolveInputArg,
   sourceOptionsOf,
   tableInputFlags,
@@ -36,12 +39,17 @@ import {
 } from '../shared/input-options.js';
 import { addThreadsOption, defaultHashThreads, threadsFlag } from '../shared/threads-option.js';
 import { createProgress } from '../shared/progress.js';
+import { addOutputDirOption, outputDirOf, partOutputPaths, partSinksFor } from '../shared/output-dir.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../shared/summary.js';
 
 export { HASH_FIELDS };
 
-export interface HashFlags extends InputFlags, ColumnFlags {
+export interface HashFlags extends InputFlags, ColumnFlags, Partial<BadRowFlags> {
+  /** Several inputs, directories or patterns, read as one run (see pipeline/table/input-parts.ts); `input` is the first. */
+  inputs?: string[];
+  /** One output per input in this directory, named as the input (instead of -o). */
+  outputDir?: string;
   /** -o FILE; stdout when absent or '-'. */
   output?: string;
   format: 'csv' | 'jsonl';
@@ -70,6 +78,8 @@ export interface HashSummary {
   columns: Record<string, { kind: ColumnKind; ok: number; invalid: number }>;
   invalid_reasons: Record<string, number>;
   row_problems: { short_rows: number; long_rows: number; extra_keys: number };
+  /** Records that could not be read and were skipped (--on-bad-row skip); absent without it. */
+  bad_rows?: number;
   duration_s: number;
   rows_per_s: number;
 }
@@ -81,9 +91,31 @@ export interface HashSummary {
  */
 export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary> {
   const startedMs = io.now();
-  const toFile = flags.output !== undefined && flags.output !== '-';
-  refuseOverlappingPaths([{ flag: 'the input', path: flags.input }], standardOutputs(flags));
-  const source = await openInput(flags, io);
+  const toFile = (flags.output !== undefined && flags.output !== '-') || flags.outputDir !== undefined;
+  const inputPaths = expandInputArgs(flags.inputs ?? [flags.input]);
+  const partOutputs =
+    flags.outputDir !== undefined ? partOutputPaths(flags.outputDir, inputPaths, flags.output !== undefined) : [];
+  refuseOverlappingPaths(
+    inputPaths.map((path) => ({ flag: 'the input', path })),
+    [
+      ...standardOutputs(flags),
+      ...partOutputs.map((path) => ({ flag: '--output-dir', path })),
+      { flag: '--bad-rows', path: flags.badRows },
+    ],
+  );
+  const badRows = await BadRowsOutput.open(
+    { onBadRow: flags.onBadRow ?? 'fail', ...(flags.badRows !== undefined ? { badRows: flags.badRows } : {}) },
+    (line) => {
+      if (!flags.quiet) io.stderr.write(`uid2-batch: ${line}\n`);
+    },
+  );
+  let source: TableInput;
+  try {
+    source = await openInput(inputPaths, flags, io, badRows);
+  } catch (err) {
+    await badRows?.abort();
+    throw err;
+  }
   const progress = createProgress({ label: 'hash', quiet: flags.quiet, stream: io.stderr, dataOnStdout: !toFile });
   let sink: TableSink | undefined;
   let threads: RowThreads | undefined;
@@ -106,15 +138,18 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       progress.note(`${source.name} is empty: writing an empty output`);
     }
     const header = columns.length > 0 ? resultHeader(source.header, columns, HASH_FIELDS) : [];
-    sink = await openSink({
-      path: flags.output,
-      format: flags.format,
-      header,
-      ...(flags.bom ? { bom: true } : {}),
-      ...(toFile ? {} : { stream: io.stdout }),
-      // row threads encode the rows themselves; otherwise --threads gives the sink encoding threads
-      ...(flags.threads !== undefined && !isPieceSource(source) ? { threads: flags.threads } : {}),
-    });
+    sink =
+      flags.outputDir !== undefined
+        ? partSinksFor(flags.outputDir, source, header, columns.length, HASH_FIELDS)
+        : await openSink({
+            path: flags.output,
+            format: flags.format,
+            header,
+            ...(flags.bom ? { bom: true } : {}),
+            ...(toFile ? {} : { stream: io.stdout }),
+            // row threads encode the rows themselves; otherwise --threads gives the sink encoding threads
+            ...(flags.threads !== undefined && !isPieceSource(source) ? { threads: flags.threads } : {}),
+          });
 
     const tally = new Tally(columns);
     const counts = tally.counts;
@@ -146,15 +181,19 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       }
     }
     await sink.commit();
+    await badRows?.commit();
     progress.stop();
     const problems = source.problems();
     const summary = tally.summary(startedMs, io.now(), problems);
+    if (problems.badRows !== undefined) summary.bad_rows = problems.badRows;
     if (!flags.quiet) io.stderr.write(`${formatHashSummary(summary)}\n`);
+    if (!flags.quiet) for (const line of badRows?.closingLines() ?? []) io.stderr.write(`uid2-batch: ${line}\n`);
     if (flags.summaryJson !== undefined) await writeJsonAtomically(flags.summaryJson, summary);
     return summary;
   } catch (err) {
     progress.stop();
     await sink?.abort();
+    await badRows?.abort();
     throw asUserError(err);
   } finally {
     removeInterrupt();
@@ -162,14 +201,20 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
   }
 }
 
-async function openInput(flags: HashFlags, io: HashIo): Promise<TableInput> {
-  const options: OpenSourceOptions = {
-    path: flags.input,
+async function openInput(
+  paths: readonly string[],
+  flags: HashFlags,
+  io: HashIo,
+  badRows: BadRowsOutput | undefined,
+): Promise<TableInput> {
+  const options: Omit<OpenSourceOptions, 'path'> = {
     ...sourceOptionsOf(flags),
-    ...(flags.input === '-' ? { stream: io.stdin } : {}),
+    ...(paths[0] === '-' ? { stream: io.stdin } : {}),
+    ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
   };
   try {
-    return await openTableInput(options, flags.threads ?? 0);
+    // --output-dir cuts the rows back into their parts as they are written: the rows are read on this thread
+    return await openTableInputs(paths, options, flags.outputDir !== undefined ? 0 : (flags.threads ?? 0));
   } catch (err) {
     throw asUserError(err);
   }
@@ -276,12 +321,17 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
     .description(
       'normalize, hash and validate identifiers offline (nothing is sent): writes hash, hash_type, status and reason per identifier column',
     )
-    .argument('[input]', "CSV or JSONL file; '-' or nothing reads stdin")
+    .argument(
+      '[input...]',
+      "CSV, JSONL or Parquet files (gzip too), directories of parts, or quoted patterns such as 'part-*.csv.gz', read as one run; '-' or nothing reads stdin",
+    )
     .option('--bom', 'start a CSV output with a UTF-8 BOM (for Excel)');
   addTableInputOptions(cmd);
+  addBadRowOptions(cmd);
   addOutputOptions(cmd);
+  addOutputDirOption(cmd);
   addThreadsOption(cmd, defaultHashThreads(), 'one per core, at most 4');
-  cmd.action(async (input: string | undefined, opts: Record<string, unknown>, command: Command) => {
+  cmd.action(async (input: string[] | undefined, opts: Record<string, unknown>, command: Command) => {
     const hashIo = io();
     const output = typeof opts.output === 'string' ? opts.output : undefined;
     const formatGiven = command.getOptionValueSource('format') !== 'default';
@@ -293,14 +343,19 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
         ? 'jsonl'
         : 'csv';
     const flags: HashFlags = {
-      ...tableInputFlags(resolveInputArg(input, hashIo.stdin), opts),
+      ...tableInputFlags(resolveInputArg(inputArgs(input)[0], hashIo.stdin), opts),
+      ...(inputArgs(input).length > 1 ? { inputs: inputArgs(input) } : {}),
       format,
       ...(output !== undefined ? { output } : {}),
       ...(opts.bom === true ? { bom: true } : {}),
       ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
       quiet: opts.quiet === true,
       threads: threadsFlag(opts, defaultHashThreads()),
+      ...badRowFlags(opts),
+      ...(outputDirOf(opts) !== undefined ? { outputDir: outputDirOf(opts) } : {}),
     };
-    await runHash(flags, hashIo);
+    const summary = await runHash(flags, hashIo);
+    // records skipped (--on-bad-row skip): the run completed, and its exit code says that rows are missing
+    if ((summary.bad_rows ?? 0) > 0) process.exitCode = EXIT.skipped;
   });
 }

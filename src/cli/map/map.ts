@@ -4,6 +4,7 @@ import type { ServiceClient } from '../../client/index.js';
 import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../../config/index.js';
 import { runMapJob, mapOutputHeader } from '../../pipeline/jobs/map-job.js';
 import { MapEngine, type MapRunCounts, type MapRunResult } from '../../pipeline/map/map-engine.js';
+import { RESULT_COLUMNS, RESULT_COLUMNS_V2 } from '../../pipeline/map/result-columns.js';
 import {
   ColumnError,
   resolveIdentifierColumns,
@@ -12,7 +13,7 @@ import {
 } from '../../pipeline/table/identifier-columns.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../../pipeline/table/table.js';
-import { isPieceSource, openTableInput, type TableInput } from '../../pipeline/threads/table-input.js';
+import { isPieceSource, openTableInputs, type TableInput } from '../../pipeline/threads/table-input.js';
 import {
   chooseConcurrency,
   connectForMapping,
@@ -22,8 +23,16 @@ import {
   sayTo,
   type InputCommandDeps,
 } from '../shared/command-context.js';
+import { addBadRowOptions, badRowFlags, BadRowsOutput, type BadRowFlags } from '../shared/bad-rows.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
-import { addTableInputOptions, sourceOptionsOf, tableInputFlags, type InputFlags } from '../shared/input-options.js';
+import {
+  addTableInputOptions,
+  expandInputArgs,
+  inputArgs,
+  sourceOptionsOf,
+  tableInputFlags,
+  type InputFlags,
+} from '../shared/input-options.js';
 import {
   addConnectionOptions,
   addOutputOptions,
@@ -32,6 +41,8 @@ import {
   wholeNumber,
   type OutputFlags,
 } from '../shared/options.js';
+import { addOutputDirOption, outputDirOf, partOutputPaths, partSinksFor } from '../shared/output-dir.js';
+import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { createProgress, type ProgressReporter } from '../shared/progress.js';
 import { exitCodeOf, KNOWN_FAILURES as BATCH_KNOWN_FAILURES } from '../shared/run-report.js';
 import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from '../shared/summary.js';
@@ -40,9 +51,13 @@ import { v2DeprecationWarning } from '../shared/v2-notice.js';
 import { openMapState, type MapStateFile } from './map-state.js';
 
 /** Input and identifier columns as every table-reading command takes them, plus what map adds. */
-export interface MapFlags extends ColumnFlags {
+export interface MapFlags extends ColumnFlags, Partial<BadRowFlags> {
   /** File, '-' for stdin, or undefined (stdin when it is not a terminal). */
   input?: string;
+  /** Several inputs, directories or patterns, read as one run (see pipeline/table/input-parts.ts); `input` is the first. */
+  inputs?: string[];
+  /** One output per input in this directory, named as the input (instead of -o). */
+  outputDir?: string;
   inputFormat?: InputFlags['inputFormat'];
   delimiter?: string;
   encoding?: InputFlags['encoding'];
@@ -86,7 +101,10 @@ export function registerMap(program: Command): void {
         'is new, due or unfinished.\n\nExit codes: 0 done; 3 some rows ended in error (run again to complete them); ' +
         '2 usage or configuration; 4 credentials refused; 130 interrupted.',
     )
-    .argument('[input]', 'CSV or JSONL file; - or nothing reads stdin')
+    .argument(
+      '[input...]',
+      "CSV, JSONL or Parquet files (gzip too), directories of parts, or quoted patterns such as 'part-*.csv.gz', read as one run; - or nothing reads stdin",
+    )
     .option('--state <file>', 'SQLite state file: answers fresh mappings without a request, makes re-runs resume')
     .option('--rejects <file>', 'also write the rows with an invalid, opted-out or failed identifier here')
     .option(
@@ -106,10 +124,12 @@ export function registerMap(program: Command): void {
       parseApi,
     );
   addTableInputOptions(cmd);
+  addBadRowOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
+  addOutputDirOption(cmd);
   addThreadsOption(cmd, defaultMapThreads(), 'cores - 1, at most 3');
-  cmd.action((input: string | undefined, opts: Record<string, unknown>) =>
+  cmd.action((input: string[] | undefined, opts: Record<string, unknown>) =>
     runInProcess((deps) => runMap({ ...mapFlags(input, opts), threads: threadsFlag(opts, defaultMapThreads()) }, deps)),
   );
 }
@@ -121,11 +141,15 @@ function parseApi(value: string): 'v3' | 'v2' {
 }
 
 /** The typed flags out of commander's options. */
-export function mapFlags(input: string | undefined, opts: Record<string, unknown>): MapFlags {
+export function mapFlags(input: string | readonly string[] | undefined, opts: Record<string, unknown>): MapFlags {
+  const inputs = inputArgs(input);
   const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
   const num = (k: string) => (typeof opts[k] === 'number' ? (opts[k] as number) : undefined);
   return {
-    ...tableInputFlags(input ?? '', opts),
+    ...tableInputFlags(inputs[0] ?? '', opts),
+    ...(inputs.length > 1 ? { inputs } : {}),
+    ...badRowFlags(opts),
+    ...(outputDirOf(opts) !== undefined ? { outputDir: outputDirOf(opts) } : {}),
     ...(str('state') !== undefined ? { state: str('state') } : {}),
     ...(str('rejects') !== undefined ? { rejects: str('rejects') } : {}),
     ...(num('concurrency') !== undefined ? { concurrency: num('concurrency') } : {}),
@@ -138,10 +162,52 @@ export function mapFlags(input: string | undefined, opts: Record<string, unknown
   };
 }
 
-/** `uid2-batch map`: returns the exit code (0, 3 some rows error, 130 interrupted); throws for the rest. */
+/**
+ * `uid2-batch map`: returns the exit code (0, 3 some rows error, 9 records that could not be read were skipped,
+ * 130 interrupted); throws for the rest.
+ */
 export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
+  const inputPaths = expandInputArgs(flags.inputs ?? [chooseInput(flags.input, deps.stdin)]);
+  const partOutputs =
+    flags.outputDir !== undefined
+      ? partOutputPaths(flags.outputDir, inputPaths, flags.output.output !== undefined)
+      : [];
+  refuseOverlappingPaths(
+    [...inputPaths.map((path) => ({ flag: 'the input', path })), { flag: '--state', path: flags.state }],
+    [
+      ...standardOutputs(flags.output),
+      ...partOutputs.map((path) => ({ flag: '--output-dir', path })),
+      { flag: '--rejects', path: flags.rejects },
+      { flag: '--bad-rows', path: flags.badRows },
+    ],
+  );
+  const skipping: BadRowFlags = {
+    onBadRow: flags.onBadRow ?? 'fail',
+    ...(flags.badRows !== undefined && flags.dryRun !== true ? { badRows: flags.badRows } : {}),
+  };
+  const badRows = await BadRowsOutput.open(skipping, sayTo(flags.output, deps));
+  if (badRows === undefined) return mapParts(inputPaths, flags, deps, undefined);
+  let code: number;
+  try {
+    code = await mapParts(inputPaths, flags, deps, badRows);
+  } catch (err) {
+    await badRows.abort();
+    throw err;
+  }
+  if (code === EXIT.ok || code === EXIT.partial) await badRows.commit();
+  else await badRows.abort();
+  for (const line of badRows.closingLines()) sayTo(flags.output, deps)(line);
+  return badRows.exitCode(code);
+}
+
+async function mapParts(
+  inputPaths: string[],
+  flags: MapFlags,
+  deps: MapDeps,
+  badRows: BadRowsOutput | undefined,
+): Promise<number> {
   const startedMs = deps.now();
-  const inputPath = chooseInput(flags.input, deps.stdin);
+  const inputPath = inputPaths[0];
   const dryRun = flags.dryRun === true;
   // configuration first: a missing key should be said before a large file is opened
   const config = resolveFor(flags.connection, deps, { apiKey: !dryRun, clientSecret: !dryRun });
@@ -157,14 +223,16 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
     );
   }
 
-  const sourceOptions: OpenSourceOptions = {
-    path: inputPath,
+  const sourceOptions: Omit<OpenSourceOptions, 'path'> = {
     ...sourceOptionsOf(flags),
     ...(inputPath === '-' ? { stream: deps.stdin } : {}),
+    ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
   };
   // with --threads, a CSV input is parsed by the row threads: here it is only cut into record-aligned pieces
   // (not in a dry run: nothing is handed on, so the threads would keep every piece)
-  const source = await openTableInput(sourceOptions, dryRun ? 0 : (flags.threads ?? 0));
+  // --output-dir cuts the rows back into their parts as they are written: the rows are read on this thread
+  const pieceThreads = dryRun || flags.outputDir !== undefined ? 0 : (flags.threads ?? 0);
+  const source = await openTableInputs(inputPaths, sourceOptions, pieceThreads);
   for (const line of source.notes) say(line);
   if (source.header.length === 0) return emptyInput(source, flags, startedMs, deps, say);
   const columns = identifierColumns(source, flags, say);
@@ -265,13 +333,22 @@ async function mapForReal(
   try {
     // row threads encode the rows themselves; otherwise --threads gives the sink encoding threads
     const sinkThreads = isPieceSource(source) ? 0 : (flags.threads ?? 0);
-    sink = await openSink({
-      path: flags.output.output,
-      format: flags.output.format,
-      header,
-      stream: deps.stdout,
-      threads: sinkThreads,
-    });
+    sink =
+      flags.outputDir !== undefined
+        ? partSinksFor(
+            flags.outputDir,
+            source,
+            header,
+            columns.length,
+            api === 'v2' ? RESULT_COLUMNS_V2 : RESULT_COLUMNS,
+          )
+        : await openSink({
+            path: flags.output.output,
+            format: flags.output.format,
+            header,
+            stream: deps.stdout,
+            threads: sinkThreads,
+          });
     if (flags.rejects !== undefined)
       rejects = await openSink({ path: flags.rejects, format: flags.output.format, header });
     progress = createProgress({
@@ -364,7 +441,9 @@ async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Pro
   }
   if (!f.flags.output.quiet) printSummary(summary, f.deps.stderr);
   if (f.flags.output.summaryJson !== undefined) await writeSummaryJson(f.flags.output.summaryJson, summary);
-  const output = f.flags.output.output;
+  const output =
+    f.flags.output.output ??
+    (f.flags.outputDir !== undefined ? `the output of the part in progress in ${f.flags.outputDir}` : undefined);
   switch (outcome.kind) {
     case 'completed': {
       const errors = result.counts.status.error;
@@ -447,6 +526,7 @@ function mapSummary(
       invalid_by_reason: c.invalidByReason,
       short_rows: problems.shortRows,
       long_rows: problems.longRows,
+      ...(problems.badRows !== undefined ? { bad_rows: problems.badRows } : {}),
     },
   });
 }
@@ -500,6 +580,7 @@ async function dryRunReport(
         invalid_by_reason: c.invalidByReason,
         batches: c.batches,
         identifiers_to_send: c.itemsInBatches,
+        ...(source.problems().badRows !== undefined ? { bad_rows: source.problems().badRows } : {}),
       },
     });
     await writeSummaryJson(flags.output.summaryJson, summary);

@@ -15,7 +15,7 @@ import {
   sweepStateOptouts,
   type SweptRawUid,
 } from '../../pipeline/optout/optout-sweep.js';
-import { openSource } from '../../pipeline/table/source.js';
+import { openParts } from '../../pipeline/table/parts-source.js';
 import type { InputRow, TableSink } from '../../pipeline/table/table.js';
 import { resultHeader } from '../../pipeline/table/identifier-columns.js';
 import { openState } from '../../state/index.js';
@@ -27,6 +27,7 @@ import {
   type InputCommandDeps,
   type Say,
 } from '../shared/command-context.js';
+import { addBadRowOptions, badRowFlags, BadRowsOutput, type BadRowFlags } from '../shared/bad-rows.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
@@ -40,7 +41,14 @@ import {
   wholeNumber,
   type OutputFlags,
 } from '../shared/options.js';
-import { addInputFormatOptions, inputFormatFlags, sourceOptionsOf, type InputFlags } from '../shared/input-options.js';
+import {
+  addInputFormatOptions,
+  expandInputArgs,
+  inputArgs,
+  inputFormatFlags,
+  sourceOptionsOf,
+  type InputFlags,
+} from '../shared/input-options.js';
 import {
   acknowledgeDelivered,
   exitCodeOf,
@@ -52,9 +60,11 @@ import {
 } from '../shared/run-report.js';
 import { formatCount, formatDuration, makeSummary, type RunSummary } from '../shared/summary.js';
 
-export interface OptoutCheckFlags {
+export interface OptoutCheckFlags extends Partial<BadRowFlags> {
   /** File, '-' for stdin, or undefined (stdin when it is not a terminal, unless --state). */
   input?: string;
+  /** Several inputs, directories or patterns, read as one run (see pipeline/table/input-parts.ts); `input` is the first. */
+  inputs?: string[];
   /** --col, repeatable: every column named is checked. */
   cols?: string[];
   /** How the file is read: format, delimiter, encoding, header (as for map and hash). */
@@ -85,7 +95,10 @@ export function registerOptoutCheck(program: Command): void {
         'Re-mapping alone sees an opt-out only when the entry comes due, up to a year later. A nightly `optout-check --state s.db --sweep-fraction 0.05` checks the least recently checked 5% of the entries, so every entry is checked every 20 days.',
       ].join('\n\n'),
     )
-    .argument('[input]', 'CSV or JSONL file with a column of raw UIDs; - reads stdin')
+    .argument(
+      '[input...]',
+      "CSV, JSONL or Parquet files with a column of raw UIDs, directories of parts, or quoted patterns such as 'part-*.csv.gz', read as one run; - reads stdin",
+    )
     .option(
       '--col <name>',
       'a column of raw UIDs (repeatable: every column named is checked; default: the one named like raw_uid, advertising_id, uid, raw_uid2)',
@@ -104,19 +117,26 @@ export function registerOptoutCheck(program: Command): void {
     .option('--private-operator', 'the service is a private operator: batches may be sent in parallel')
     .option('--concurrency <n>', 'with --private-operator: requests in flight at most (default 4)', parseConcurrency);
   addInputFormatOptions(cmd);
+  addBadRowOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
-  cmd.action((input: string | undefined, opts: Record<string, unknown>) =>
+  cmd.action((input: string[] | undefined, opts: Record<string, unknown>) =>
     runInProcess((deps) => runOptoutCheck(optoutCheckFlags(input, opts), deps)),
   );
 }
 
-export function optoutCheckFlags(input: string | undefined, opts: Record<string, unknown>): OptoutCheckFlags {
+export function optoutCheckFlags(
+  input: string | readonly string[] | undefined,
+  opts: Record<string, unknown>,
+): OptoutCheckFlags {
   const { str, num } = optionReaders(opts);
+  const inputs = inputArgs(input);
   return {
-    ...(input !== undefined ? { input } : {}),
+    ...(inputs.length > 0 ? { input: inputs[0] } : {}),
+    ...(inputs.length > 1 ? { inputs } : {}),
     ...(Array.isArray(opts.col) && opts.col.length > 0 ? { cols: opts.col as string[] } : {}),
     reading: inputFormatFlags(opts),
+    ...badRowFlags(opts),
     onlyOptedOut: opts.onlyOptedOut === true,
     ...(str('state') !== undefined ? { state: str('state') } : {}),
     ...(num('sweepFraction') !== undefined ? { sweepFraction: num('sweepFraction') } : {}),
@@ -166,23 +186,49 @@ async function connect(flags: OptoutCheckFlags, resolved: ResolvedConfig): Promi
 /** `uid2-batch optout-check`: returns the exit code (0, 3 some batches failed, 130 interrupted); throws for the rest. */
 export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckDeps): Promise<number> {
   checkCombinations(flags);
+  const inputPaths =
+    flags.state === undefined ? expandInputArgs(flags.inputs ?? [chooseInput(flags.input, deps.stdin)]) : [];
   refuseOverlappingPaths(
-    [
-      { flag: 'the input', path: flags.input },
-      { flag: '--state', path: flags.state },
-    ],
-    standardOutputs(flags.output),
+    [...inputPaths.map((path) => ({ flag: 'the input', path })), { flag: '--state', path: flags.state }],
+    [...standardOutputs(flags.output), { flag: '--bad-rows', path: flags.badRows }],
   );
   const startedMs = deps.now();
   const say = sayTo(flags.output, deps);
   // configuration first: a missing key should be said before a large file is opened
   const config = resolveFor(flags.connection, deps, { apiKey: true, clientSecret: true });
   if (flags.state !== undefined) return runStateSweep(flags.state, config, flags, deps, say, startedMs);
-  const inputPath = chooseInput(flags.input, deps.stdin);
-  const source = await openSource({
-    path: inputPath,
+  const badRows = await BadRowsOutput.open(
+    { onBadRow: flags.onBadRow ?? 'fail', ...(flags.badRows !== undefined ? { badRows: flags.badRows } : {}) },
+    say,
+  );
+  let code: number;
+  try {
+    code = await checkFile(inputPaths, flags, deps, config, badRows, startedMs);
+  } catch (err) {
+    await badRows?.abort();
+    throw err;
+  }
+  if (badRows === undefined) return code;
+  if (code === EXIT.ok || code === EXIT.partial) await badRows.commit();
+  else await badRows.abort();
+  for (const line of badRows.closingLines()) say(line);
+  return badRows.exitCode(code);
+}
+
+/** optout-check of input files: the verdict of every raw UID of the given column(s). */
+async function checkFile(
+  inputPaths: string[],
+  flags: OptoutCheckFlags,
+  deps: OptoutCheckDeps,
+  config: ResolvedConfig,
+  badRows: BadRowsOutput | undefined,
+  startedMs: number,
+): Promise<number> {
+  const say = sayTo(flags.output, deps);
+  const source = await openParts(inputPaths, {
     ...sourceOptionsOf(flags.reading),
-    ...(inputPath === '-' ? { stream: deps.stdin } : {}),
+    ...(inputPaths[0] === '-' ? { stream: deps.stdin } : {}),
+    ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
   });
   for (const line of source.notes) say(line);
   const columns = rawUidColumns(source.header, flags.cols, source.name);
@@ -222,14 +268,10 @@ export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckD
         ...checked,
         counts: { ...checked.counts, rows: Math.floor(checked.counts.rows / columns.length) },
       };
-      const summary = optoutSummary(
-        'optout-check',
-        result,
-        client,
-        startedMs,
-        deps.now(),
-        columns.length > 1 ? { raw_uid_columns: columns.map((c) => source.header[c]) } : {},
-      );
+      const summary = optoutSummary('optout-check', result, client, startedMs, deps.now(), {
+        ...(columns.length > 1 ? { raw_uid_columns: columns.map((c) => source.header[c]) } : {}),
+        ...(source.problems().badRows !== undefined ? { bad_rows: source.problems().badRows } : {}),
+      });
       return await finishOptout(result, summary, sink, flags, deps, say);
     });
   } finally {

@@ -17,6 +17,8 @@ export const EXIT = {
   optout: 5,
   /** The token given is not one the service accepts or can read (token refresh, token validate). */
   invalidToken: 6,
+  /** Finished, but records that could not be read were skipped (--on-bad-row skip); running again does not change it. */
+  skipped: 9,
   /** The refresh token has expired (token refresh). */
   expiredToken: 7,
   /** The service refused the refresh token without saying why, as it answers callers without an API key. */

@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import type { ColumnFlags, ColumnKind } from '../../pipeline/table/identifier-columns.js';
-import { UserError } from './exit-codes.js';
+import { expandInputs, InputPartsError } from '../../pipeline/table/input-parts.js';
+import { EXIT, UserError } from './exit-codes.js';
 import { collectRepeated } from './repeated-flags.js';
 import { quoted } from './user-values.js';
 
@@ -111,4 +112,23 @@ export function resolveInputArg(input: string | undefined, stdin: { isTTY?: bool
   if (input !== undefined) return input;
   if (stdin.isTTY) throw new UserError("no input: give a file, or pipe rows in (use '-' to read stdin explicitly)");
   return '-';
+}
+
+/**
+ * The parts a run reads, from its INPUT arguments: files in the order given, directories as their files, quoted
+ * patterns (`'part-*.csv.gz'`) as the files they match. A pattern that matches nothing is a usage error (exit 2).
+ */
+export function expandInputArgs(args: readonly string[]): string[] {
+  try {
+    return expandInputs(args);
+  } catch (err) {
+    if (err instanceof InputPartsError) throw new UserError(err.message, EXIT.usage);
+    throw err;
+  }
+}
+
+/** A variadic INPUT argument as commander gives it, as a list (empty: none given). */
+export function inputArgs(input: string | readonly string[] | undefined): string[] {
+  if (input === undefined) return [];
+  return typeof input === 'string' ? (input === '' ? [] : [input]) : [...input];
 }

@@ -29,7 +29,7 @@ function outcomeOf(exitCode: number, written: Record<string, unknown> | undefine
   if (exitCode === EXIT.interrupted || exitCode === EXIT.hangup) return 'interrupted';
   if (failed) return 'failed';
   if (typeof written?.outcome === 'string') return written.outcome;
-  return exitCode === EXIT.ok || exitCode === EXIT.partial ? 'completed' : 'failed';
+  return exitCode === EXIT.ok || exitCode === EXIT.partial || exitCode === EXIT.skipped ? 'completed' : 'failed';
 }
 
 /**

@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { Parser } from 'csv-parse';
+import { BadRecords, badBytesIn, firstInvalidUtf8, invalidUtf8, nextLineStart, type BadByte } from './bad-records.js';
 import { openParquetSource } from './parquet-source.js';
 import {
   InputError,
@@ -25,14 +26,21 @@ export async function openSource(opts: OpenSourceOptions): Promise<TableSource> 
   if (format === 'parquet') return openParquetSource(opts);
   const input = await ByteInput.open(opts);
   const chunkRows = Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS);
+  const bad = opts.onBadRecord !== undefined ? new BadRecords(input.name, opts.onBadRecord) : undefined;
+  input.skipBadBytes = bad !== undefined;
   const table =
     format === 'jsonl'
-      ? new JsonlTable(input, chunkRows, opts.encoding ?? 'utf8')
-      : new CsvTable(input, chunkRows, {
-          delimiter: parseDelimiter(opts.delimiter, input.name),
-          header: opts.header ?? true,
-          encoding: opts.encoding ?? 'utf8',
-        });
+      ? new JsonlTable(input, chunkRows, opts.encoding ?? 'utf8', bad)
+      : new CsvTable(
+          input,
+          chunkRows,
+          {
+            delimiter: parseDelimiter(opts.delimiter, input.name),
+            header: opts.header ?? true,
+            encoding: opts.encoding ?? 'utf8',
+          },
+          bad,
+        );
   try {
     await table.open();
   } catch (err) {
@@ -130,6 +138,8 @@ export class ByteInput {
   private first = true;
   private done = false;
   private gunzipping = false;
+  /** Skip mode: bad bytes are handed on with the read they are in (next().bad), not thrown. */
+  skipBadBytes = false;
 
   private constructor(
     readonly name: string,
@@ -177,15 +187,23 @@ export class ByteInput {
     return this.gunzipping;
   }
 
-  /** The next checked chunk and its offset, or null at the end. Throws InputError on bad bytes. */
-  async next(): Promise<{ buf: Buffer; start: number } | null> {
+  /**
+   * The next checked chunk and its offset, or null at the end. Throws InputError on bad bytes; with skipBadBytes,
+   * hands them on in `bad` instead (the first of each line, by offset).
+   */
+  async next(): Promise<{ buf: Buffer; start: number; bad?: BadByte[] } | null> {
     for (;;) {
       let buf = await this.readRaw();
       if (buf === null) {
         if (this.carry !== undefined) {
           const start = this.offset;
-          this.lines.add(this.carry, start);
+          const buf = this.carry;
+          this.lines.add(buf, start);
           this.carry = undefined;
+          if (this.skipBadBytes) {
+            this.offset += buf.length;
+            return { buf, start, bad: [invalidUtf8(start, 'ends in the middle of a UTF-8 character')] };
+          }
           throw this.badBytes(
             start,
             'ends in the middle of a UTF-8 character',
@@ -209,6 +227,10 @@ export class ByteInput {
       const start = this.offset;
       this.offset += buf.length;
       this.lines.add(buf, start);
+      if (this.skipBadBytes) {
+        const bad = badBytesIn(buf, start, this.validateUtf8, this.gunzipping);
+        return bad.length > 0 ? { buf, start, bad } : { buf, start };
+      }
       const nul = buf.indexOf(0);
       if (nul !== -1) {
         throw this.badBytes(
@@ -404,31 +426,6 @@ function incompleteTailStart(buf: Buffer): number {
   return n;
 }
 
-/** Offset of the first byte that breaks UTF-8; only called once isUtf8 said there is one. */
-function firstInvalidUtf8(buf: Buffer): number {
-  let i = 0;
-  while (i < buf.length) {
-    const b = buf[i];
-    const need =
-      b < 0x80 ? 0 : b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2 : b >= 0xf0 && b <= 0xf4 ? 3 : -1;
-    if (need < 0) return i;
-    for (let k = 1; k <= need; k++) {
-      if (i + k >= buf.length || (buf[i + k] & 0xc0) !== 0x80) return i;
-    }
-    // overlongs and surrogates are invalid too; checking the second byte's range catches them
-    const b1 = buf[i + 1];
-    if (
-      (b === 0xe0 && b1 < 0xa0) ||
-      (b === 0xed && b1 > 0x9f) ||
-      (b === 0xf0 && b1 < 0x90) ||
-      (b === 0xf4 && b1 > 0x8f)
-    )
-      return i;
-    i += need + 1;
-  }
-  return 0;
-}
-
 /** Fits a record to the header width, noting how it did not fit. */
 export function fitRow(line: number, cells: string[], width: number, counts: SourceProblemCounts): InputRow {
   const n = cells.length;
@@ -524,6 +521,10 @@ abstract class TableBase implements TableSource {
     return this.input.bytesRead();
   }
 
+  close(): void {
+    this.input.close();
+  }
+
   problems(): SourceProblemCounts {
     return { ...this.counts };
   }
@@ -569,12 +570,17 @@ class CsvRecords {
   private nextLine: number;
   private emptyLinesSeen = 0;
 
+  /**
+   * `onRecord` gets each record with its line and the offset just past it; `base` is the offset of the first byte
+   * this parser is given (not 0 when parsing starts again after a record that could not be parsed).
+   */
   constructor(
     settings: Pick<CsvSettings, 'delimiter' | 'encoding'>,
     private readonly name: string,
     private readonly lines: LineIndex,
     firstLine: number,
-    private readonly onRecord: (line: number, record: string[]) => void,
+    private readonly onRecord: (line: number, record: string[], end: number) => void,
+    private readonly base = 0,
   ) {
     this.nextLine = firstLine;
     this.core = csvCore({
@@ -604,8 +610,9 @@ class CsvRecords {
     const info = this.core.info;
     const line = this.nextLine + (info.empty_lines - this.emptyLinesSeen);
     this.emptyLinesSeen = info.empty_lines;
-    this.nextLine = this.lines.lineAt(info.bytes);
-    this.onRecord(line, record);
+    const end = this.base + info.bytes;
+    this.nextLine = this.lines.lineAt(end);
+    this.onRecord(line, record, end);
   };
 
   private parseFailure(err: Error): InputError {
@@ -849,14 +856,41 @@ export function parseCsvRecords(
 }
 
 class CsvTable extends TableBase {
-  private readonly records: CsvRecords;
+  private records: CsvRecords;
   private width = -1;
   private headerPending: boolean;
+  /** Rows taken (not skipped), for the bad-record guard. */
+  private good = 0;
+  /** Skip mode: offset just past the last record, where the next one (or the empty lines before it) starts. */
+  private lastEnd = 0;
+  /** Skip mode: the bytes from lastEnd on, to parse again after a record that cannot be parsed. */
+  private held: Buffer[] = [];
+  private heldStart = 0;
+  /** Skip mode: bad bytes not yet inside a record, by offset. */
+  private badBytes: BadByte[] = [];
+  /** Skip mode: the rest of a bad record's line is still to come and to be passed over. */
+  private passOverLine = false;
 
-  constructor(input: ByteInput, chunkRows: number, settings: CsvSettings) {
+  constructor(
+    input: ByteInput,
+    chunkRows: number,
+    private readonly settings: CsvSettings,
+    private readonly bad: BadRecords | undefined,
+  ) {
     super(input, chunkRows);
     this.headerPending = settings.header;
-    this.records = new CsvRecords(settings, input.name, input.lines, 1, (line, record) => this.take(line, record));
+    this.records = this.parserAt(1, 0);
+  }
+
+  private parserAt(line: number, offset: number): CsvRecords {
+    return new CsvRecords(
+      this.settings,
+      this.input.name,
+      this.input.lines,
+      line,
+      (l, record, end) => this.take(l, record, end),
+      offset,
+    );
   }
 
   async open(): Promise<void> {
@@ -867,10 +901,102 @@ class CsvTable extends TableBase {
   protected async pump(): Promise<void> {
     const next = await this.input.next();
     if (next === null) this.ended = true;
-    this.records.parse(next === null ? undefined : next.buf);
+    if (this.bad === undefined) {
+      this.records.parse(next === null ? undefined : next.buf);
+      return;
+    }
+    if (next !== null && next.bad !== undefined) this.badBytes.push(...next.bad);
+    let buf = next === null ? undefined : next.buf;
+    if (next !== null && this.passOverLine) {
+      const at = nextLineStart(next.buf, next.start, next.start, false);
+      if (at === undefined) {
+        this.dropBadBytesBefore(next.start + next.buf.length);
+        return;
+      }
+      this.passOverLine = false;
+      this.restartAt(at);
+      buf = next.buf.subarray(at - next.start);
+    }
+    if (this.passOverLine) return; // the input ended inside the bad record's line
+    if (buf !== undefined) this.held.push(buf);
+    this.parseSkipping(buf, next === null);
+    this.trimHeld();
   }
 
-  private take(line: number, record: string[]): void {
+  /**
+   * Parses in skip mode: a record that cannot be parsed (a quote never closed, a record over the size limit) is
+   * reported by the line it starts on, and parsing starts again on the next line, from the bytes held.
+   */
+  private parseSkipping(buf: Buffer | undefined, end: boolean): void {
+    let give = buf;
+    for (;;) {
+      try {
+        if (give !== undefined) {
+          const b = give;
+          give = undefined;
+          this.records.parse(b);
+        }
+        if (end) this.records.parse(undefined);
+        return;
+      } catch (err) {
+        if (!(err instanceof InputError) || err.line === undefined || this.width < 0 || this.bad === undefined)
+          throw err;
+        this.bad.skip(err.line, err.problem, this.good);
+        const held = Buffer.concat(this.held);
+        const at = nextLineStart(held, this.heldStart, this.lastEnd);
+        if (at === undefined) {
+          // its first line goes on past what was read: pass over the rest of it as it comes
+          this.passOverLine = !end;
+          this.held = [];
+          this.heldStart = this.heldStart + held.length;
+          this.lastEnd = this.heldStart;
+          this.dropBadBytesBefore(this.heldStart);
+          return;
+        }
+        const rest = held.subarray(at - this.heldStart);
+        this.restartAt(at);
+        this.held = rest.length > 0 ? [rest] : [];
+        give = rest.length > 0 ? rest : undefined;
+      }
+    }
+  }
+
+  /** A fresh parser for the bytes from `offset` on (the start of a line). */
+  private restartAt(offset: number): void {
+    this.lastEnd = offset;
+    this.heldStart = offset;
+    this.dropBadBytesBefore(offset);
+    this.records = this.parserAt(this.input.lines.lineAt(offset), offset);
+  }
+
+  private dropBadBytesBefore(offset: number): void {
+    let k = 0;
+    while (k < this.badBytes.length && this.badBytes[k].offset < offset) k++;
+    if (k > 0) this.badBytes.splice(0, k);
+  }
+
+  /** Lets go of the held bytes before the last record's end: they will not be parsed again. */
+  private trimHeld(): void {
+    while (this.held.length > 0 && this.heldStart + this.held[0].length <= this.lastEnd) {
+      this.heldStart += this.held[0].length;
+      this.held.shift();
+    }
+  }
+
+  private take(line: number, record: string[], end: number): void {
+    if (this.bad !== undefined) {
+      this.lastEnd = end;
+      let first: BadByte | undefined;
+      while (this.badBytes.length > 0 && this.badBytes[0].offset < end) {
+        const b = this.badBytes.shift() as BadByte;
+        first ??= b;
+      }
+      if (first !== undefined) {
+        if (this.width < 0) throw new InputError(this.input.name, line, first.problem, first.hint);
+        this.bad.skip(line, first.problem, this.good);
+        return;
+      }
+    }
     if (this.width < 0) {
       this.width = record.length;
       if (this.headerPending) {
@@ -882,7 +1008,12 @@ class CsvTable extends TableBase {
       }
       this.header = record.map((_, i) => `col${i + 1}`);
     }
+    this.good++;
     this.ready.push(fitRow(line, record, this.width, this.counts));
+  }
+
+  override problems(): SourceProblemCounts {
+    return this.bad === undefined ? super.problems() : { ...super.problems(), badRows: this.bad.count };
   }
 }
 
@@ -910,11 +1041,18 @@ class JsonlTable extends TableBase {
   private pendingObjects: JsonRecord[] = [];
   private headerIndex = new Map<string, number>();
   private headerFixed = false;
+  /** Lines read well (skip mode: for the bad-record guard). */
+  private good = 0;
+  /** Skip mode: bad bytes on lines not yet taken, by offset. */
+  private badBytes: BadByte[] = [];
+  /** Skip mode: the rest of a line over the size limit is still to come and to be passed over. */
+  private passOverLine = false;
 
   constructor(
     input: ByteInput,
     chunkRows: number,
     private readonly encoding: 'utf8' | 'latin1',
+    private readonly bad: BadRecords | undefined,
   ) {
     super(input, chunkRows);
   }
@@ -939,50 +1077,79 @@ class JsonlTable extends TableBase {
     const next = await this.input.next();
     if (next === null) {
       this.ended = true;
-      if (this.partBytes > 0) this.takeLine(Buffer.concat(this.parts));
+      if (this.partBytes > 0) this.takeLine(Buffer.concat(this.parts), Number.POSITIVE_INFINITY);
       this.parts = [];
       this.partBytes = 0;
       return;
     }
     const { buf } = next;
+    if (next.bad !== undefined) this.badBytes.push(...next.bad);
     let from = 0;
     for (let nl = buf.indexOf(10); nl !== -1; nl = buf.indexOf(10, from)) {
       const piece = buf.subarray(from, nl);
-      if (this.partBytes > 0) {
+      // the line ends at the LF: a bad byte before it is on this line
+      const end = next.start + nl;
+      if (this.passOverLine) {
+        this.passOverLine = false;
+        this.line++;
+        this.dropBadBytesBefore(end);
+      } else if (this.partBytes > 0) {
         this.parts.push(piece);
-        this.takeLine(Buffer.concat(this.parts));
+        this.takeLine(Buffer.concat(this.parts), end);
         this.parts = [];
         this.partBytes = 0;
       } else {
-        this.takeLine(piece);
+        this.takeLine(piece, end);
       }
       from = nl + 1;
     }
     // lines are counted here, not by the index: moving it on lets it drop the terminators already passed
     this.input.lines.lineAt(next.start + from);
-    if (from < buf.length) {
+    if (from < buf.length && this.passOverLine) this.dropBadBytesBefore(next.start + buf.length);
+    else if (from < buf.length) {
       this.parts.push(buf.subarray(from));
       this.partBytes += buf.length - from;
       if (this.partBytes > MAX_RECORD_BYTES) {
-        throw new InputError(
-          this.name,
+        this.badLine(
           this.line + 1,
           `line longer than ${MAX_RECORD_BYTES / 1024 / 1024} MB`,
           'JSON Lines needs one object per line',
         );
+        // skip mode: the line is passed over up to its end
+        this.parts = [];
+        this.partBytes = 0;
+        this.passOverLine = true;
+        this.dropBadBytesBefore(next.start + buf.length);
       }
     }
   }
 
-  private takeLine(bytes: Buffer): void {
+  private dropBadBytesBefore(offset: number): void {
+    while (this.badBytes.length > 0 && this.badBytes[0].offset < offset) this.badBytes.shift();
+  }
+
+  /** A line that cannot be read: an InputError, or in skip mode a skipped record. */
+  private badLine(line: number, problem: string, hint: string): void {
+    if (this.bad === undefined) throw new InputError(this.name, line, problem, hint);
+    this.bad.skip(line, problem, this.good);
+  }
+
+  /** One line, whose LF (or the end of the input) is at offset `end`. */
+  private takeLine(bytes: Buffer, end: number): void {
     this.line++;
+    if (this.badBytes.length > 0 && this.badBytes[0].offset < end) {
+      const first = this.badBytes[0];
+      this.dropBadBytesBefore(end);
+      this.badLine(this.line, first.problem, first.hint);
+      return;
+    }
     if (bytes.length > MAX_RECORD_BYTES) {
-      throw new InputError(
-        this.name,
+      this.badLine(
         this.line,
         `line longer than ${MAX_RECORD_BYTES / 1024 / 1024} MB`,
         'JSON Lines needs one object per line',
       );
+      return;
     }
     const text = bytes.toString(this.encoding);
     if (text.trim() === '') return;
@@ -990,24 +1157,25 @@ class JsonlTable extends TableBase {
     try {
       value = JSON.parse(text) as JsonValue;
     } catch {
-      throw new InputError(
-        this.name,
+      this.badLine(
         this.line,
         'not valid JSON',
         'each line must be one JSON object (JSON Lines); for a CSV file use --format csv',
       );
+      return;
     }
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-      throw new InputError(
-        this.name,
-        this.line,
-        'not a JSON object',
-        'each line must be one object, e.g. {"email": "..."}',
-      );
+      this.badLine(this.line, 'not a JSON object', 'each line must be one object, e.g. {"email": "..."}');
+      return;
     }
+    this.good++;
     const rec = { line: this.line, object: value };
     if (this.headerFixed) this.ready.push(this.toRow(rec));
     else this.pendingObjects.push(rec);
+  }
+
+  override problems(): SourceProblemCounts {
+    return this.bad === undefined ? super.problems() : { ...super.problems(), badRows: this.bad.count };
   }
 
   private toRow(rec: JsonRecord): InputRow {

@@ -21,6 +21,8 @@ export type RowProblem =
 export interface InputRow {
   /** 1-based physical line where the record starts in the file (after a multi-line quoted cell, lines jump). */
   line: number;
+  /** The part (file) the row was read from, when a run reads several (see table/parts-source.ts). */
+  file?: string;
   /** Exactly `header.length` cells (see RowProblem for how ragged rows are made to fit). */
   cells: string[];
   problem?: RowProblem;
@@ -31,6 +33,8 @@ export interface SourceProblemCounts {
   shortRows: number;
   longRows: number;
   extraKeys: number;
+  /** Records that could not be read and were skipped (with `onBadRecord`); absent when none could be. */
+  badRows?: number;
 }
 
 export interface TableSource {
@@ -51,6 +55,8 @@ export interface TableSource {
   /** The file path, or '<stdin>', for messages. */
   name: string;
   problems(): SourceProblemCounts;
+  /** Lets go of the input without reading its rows (after the header was looked at). */
+  close?(): void;
 }
 
 /** What is known of an input besides its rows: enough for progress and the summary. */
@@ -74,6 +80,19 @@ export interface OpenSourceOptions {
   chunkRows?: number;
   /** For tests: read from this stream instead of opening `path` (path is still used as the name). */
   stream?: NodeJS.ReadableStream;
+  /**
+   * CSV and JSONL: a record that cannot be read (invalid UTF-8, a NUL, a quote never closed, a record over the
+   * size limit, a JSONL line that is not an object) is skipped and handed here instead of ending the run with an
+   * InputError. The header record is never skipped. Absent: the first such record is an InputError.
+   */
+  onBadRecord?: (bad: BadRecord) => void;
+}
+
+/** A record skipped because it cannot be read: where it is and why. Never its content (it may be an email). */
+export interface BadRecord {
+  file: string;
+  line: number;
+  reason: string;
 }
 
 export interface TableSink {

@@ -1,4 +1,5 @@
 /** Opens an input for a run: as pieces of CSV for the row threads, or as parsed rows. */
+import { openParts } from '../table/parts-source.js';
 import { openSource, resolveFormat } from '../table/source.js';
 import type { OpenSourceOptions, TableSource } from '../table/table.js';
 import { openCsvPieces, type CsvPieceSource } from './piece-source.js';
@@ -13,9 +14,24 @@ export function isPieceSource(input: TableInput): input is CsvPieceSource {
 
 /**
  * Opens the input for `threads` row threads: a CSV input as pieces when there are threads to parse them (and a
- * compiled thread script to start), anything else as parsed rows.
+ * compiled thread script to start), anything else as parsed rows. Records that cannot be read are skipped
+ * (`onBadRecord`) by the parsing on this thread only, so that mode reads as parsed rows too.
  */
 export async function openTableInput(options: OpenSourceOptions, threads: number): Promise<TableInput> {
-  const pieces = threads > 0 && resolveFormat(options) === 'csv' && RowThreads.available();
+  const pieces =
+    threads > 0 && options.onBadRecord === undefined && resolveFormat(options) === 'csv' && RowThreads.available();
   return pieces ? openCsvPieces(options) : openSource(options);
+}
+
+/**
+ * Opens the parts of a run (see table/input-parts.ts): one part as openTableInput opens it; several as one table
+ * read part after part on this thread (the row threads cut one file into pieces, so they take a single input).
+ */
+export async function openTableInputs(
+  paths: readonly string[],
+  options: Omit<OpenSourceOptions, 'path'>,
+  threads: number,
+): Promise<TableInput> {
+  if (paths.length === 1) return openTableInput({ ...options, path: paths[0] }, threads);
+  return openParts(paths, options);
 }

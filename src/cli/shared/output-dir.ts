@@ -1,0 +1,85 @@
+/** `--output-dir DIR`: one output per input, named as its input, in DIR. */
+import { statSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import type { Command } from 'commander';
+import { resultColumnTypes } from '../../pipeline/table/output-types.js';
+import { PartSinks } from '../../pipeline/table/part-sinks.js';
+import { isPartsSource } from '../../pipeline/table/parts-source.js';
+import type { TableInfo } from '../../pipeline/table/table.js';
+import { EXIT, UserError } from './exit-codes.js';
+import { quoted } from './user-values.js';
+
+export function addOutputDirOption(cmd: Command): Command {
+  return cmd.option(
+    '--output-dir <dir>',
+    'write one output per input into this directory, named as the input (its format too: CSV, JSON Lines or Parquet, gzip by .gz), instead of -o',
+  );
+}
+
+export function outputDirOf(opts: Record<string, unknown>): string | undefined {
+  return typeof opts.outputDir === 'string' ? opts.outputDir : undefined;
+}
+
+/** The output of each input part: DIR/its base name. Refuses what cannot be told apart or written. */
+export function partOutputPaths(dir: string, parts: readonly string[], outputGiven: boolean): string[] {
+  if (outputGiven) throw new UserError('give either -o FILE or --output-dir DIR, not both', EXIT.usage);
+  if (parts.includes('-')) {
+    throw new UserError(
+      '--output-dir names each output after its input: give input files, not stdin (or use -o FILE)',
+      EXIT.usage,
+    );
+  }
+  let isDir = false;
+  try {
+    isDir = statSync(dir).isDirectory();
+  } catch {
+    isDir = false;
+  }
+  if (!isDir) {
+    throw new UserError(`--output-dir ${quoted(dir)} is not a directory; create it first`, EXIT.usage);
+  }
+  const byName = new Map<string, string>();
+  return parts.map((part) => {
+    const name = basename(part);
+    const other = byName.get(name);
+    if (other !== undefined) {
+      throw new UserError(
+        `${quoted(other)} and ${quoted(part)} would both be written as ${quoted(join(dir, name))}: with --output-dir, give inputs with different names`,
+        EXIT.usage,
+      );
+    }
+    byName.set(name, part);
+    return join(dir, name);
+  });
+}
+
+/** The format of an output named as its input: by the name's extension (under .gz), as inputs are read. */
+export function formatOfName(path: string): 'csv' | 'jsonl' | 'parquet' {
+  if (/\.parquet$/i.test(path)) return 'parquet';
+  return /\.(jsonl|ndjson)(\.gz)?$/i.test(path) ? 'jsonl' : 'csv';
+}
+
+/**
+ * The sink of a map or hash run with --output-dir: each part's rows to its own output, typed as its format needs.
+ * `resultFields`: the result columns added per identifier column (for Parquet's column types).
+ */
+export function partSinksFor(
+  dir: string,
+  source: TableInfo,
+  header: string[],
+  identifierColumns: number,
+  resultFields: readonly string[],
+): PartSinks {
+  const parts = isPartsSource(source) ? source.parts : [source.name];
+  const inputWidth = header.length - identifierColumns * resultFields.length;
+  const outputs = partOutputPaths(dir, parts, false).map((path) => {
+    const format = formatOfName(path);
+    return {
+      path,
+      format,
+      header,
+      ...(format === 'parquet' ? { columnTypes: resultColumnTypes(inputWidth, identifierColumns, resultFields) } : {}),
+    };
+  });
+  return new PartSinks(outputs, isPartsSource(source) ? () => source.partEnds() : () => []);
+}

@@ -1,0 +1,85 @@
+/** One output per input part (`--output-dir`): the rows of a run over many parts, cut back into their parts. */
+import { openSink } from './sink.js';
+import type { OpenSinkOptions, TableSink } from './table.js';
+
+/** How the output of one part is opened: its path, and its format and column types. */
+export type PartSinkOptions = Omit<OpenSinkOptions, 'stream' | 'threads'> & { path: string };
+
+/**
+ * A sink that writes each part's rows to that part's own output. Rows arrive in reading order; `partEnds` (see
+ * PartsSource) says, for the parts read to their end so far, how many rows were read up to the end of each, so
+ * the rows up to that count go to that part. Each part's output is opened when its first row (or, for a part with
+ * no rows, the next part's) arrives, and committed (renamed into place, complete) as soon as its rows are all
+ * written; abort removes only the output in progress. So at most one output is open at a time, however many parts.
+ */
+export class PartSinks implements TableSink {
+  private part = 0;
+  private written = 0;
+  private current: TableSink | undefined;
+  private committed = 0;
+
+  constructor(
+    private readonly outputs: readonly PartSinkOptions[],
+    private readonly partEnds: () => readonly number[],
+  ) {}
+
+  /** How many part outputs are complete and in place. */
+  get completed(): number {
+    return this.committed;
+  }
+
+  async writeRows(rows: string[][]): Promise<void> {
+    let from = 0;
+    while (from < rows.length) {
+      await this.closeFinishedParts();
+      const end = this.partEnds()[this.part] ?? Number.POSITIVE_INFINITY;
+      const take = Math.min(rows.length - from, end - this.written);
+      if (take <= 0) throw new Error('more rows were written than the parts hold');
+      const sink = await this.sinkOfPart();
+      await sink.writeRows(from === 0 && take === rows.length ? rows : rows.slice(from, from + take));
+      from += take;
+      this.written += take;
+    }
+  }
+
+  writeEncoded(): Promise<void> {
+    throw new Error('PartSinks takes rows, not encoded bytes: a run over many parts encodes on this thread');
+  }
+
+  /** Commits every part's output not yet in place (parts with no rows get their header alone). */
+  async commit(): Promise<void> {
+    while (this.part < this.outputs.length) {
+      await this.sinkOfPart();
+      await this.commitPart();
+    }
+  }
+
+  async abort(): Promise<void> {
+    const sink = this.current;
+    this.current = undefined;
+    await sink?.abort();
+  }
+
+  /** Commits the parts whose rows are all written (known once the part after them has been read into). */
+  private async closeFinishedParts(): Promise<void> {
+    for (;;) {
+      const end = this.partEnds()[this.part];
+      if (end === undefined || this.written < end || this.part >= this.outputs.length - 1) return;
+      await this.sinkOfPart();
+      await this.commitPart();
+    }
+  }
+
+  private async sinkOfPart(): Promise<TableSink> {
+    if (this.current === undefined) this.current = await openSink(this.outputs[this.part]);
+    return this.current;
+  }
+
+  private async commitPart(): Promise<void> {
+    const sink = this.current;
+    this.current = undefined;
+    this.part++;
+    await sink?.commit();
+    this.committed++;
+  }
+}
