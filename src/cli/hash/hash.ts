@@ -4,13 +4,13 @@ import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { ColumnError, resolveIdentifierColumns, resultHeader, type ColumnFlags, type ColumnKind, type IdentifierColumn } from '../../pipeline/table/identifier-columns.js';
 import { addHashCounts, emptyHashCounts, HASH_FIELDS, hashRows, type HashCounts } from '../../pipeline/hash/hash-rows.js';
-import type { RowFormat } from '../../pipeline/table/row-encoders.js';
+import { rowFormatOf, type RowFormat } from '../../pipeline/table/row-encoders.js';
 import { RowThreads, YOUNG_GENERATION_MB } from '../../pipeline/threads/row-threads.js';
 import { isPieceSource, openTableInput, type TableInput } from '../../pipeline/threads/table-input.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import { InputError, OutputError, type OpenSourceOptions, type TableInfo, type TableSink } from '../../pipeline/table/table.js';
 import { EXIT, UserError, onInterrupt } from '../shared/exit-codes.js';
-import { addOutputOptions } from '../shared/options.js';
+import { addOutputOptions, outputFlags, type OutputFormat } from '../shared/options.js';
 import { addTableInputOptions, resolveInputArg, sourceOptionsOf, tableInputFlags, type InputFlags } from '../shared/input-options.js';
 import { addThreadsOption, defaultHashThreads, threadsFlag } from '../shared/threads-option.js';
 import { createProgress } from '../shared/progress.js';
@@ -21,7 +21,7 @@ export { HASH_FIELDS };
 export interface HashFlags extends InputFlags, ColumnFlags {
   /** -o FILE; stdout when absent or '-'. */
   output?: string;
-  format: 'csv' | 'jsonl';
+  format: OutputFormat;
   bom?: boolean;
   summaryJson?: string;
   quiet?: boolean;
@@ -94,7 +94,7 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       if (interrupted) throw new UserError(`interrupted: ${toFile ? 'no output file was written' : 'the rows on stdout are incomplete'}`, EXIT.interrupted);
     };
     if (isPieceSource(source)) {
-      const format: RowFormat = flags.format === 'jsonl' ? { format: 'jsonl', header } : { format: 'csv' };
+      const format: RowFormat = rowFormatOf(flags.format, header);
       threads = new RowThreads({ name: source.name, csv: source.settings, width: source.width, columns, format, v2: false }, flags.threads ?? 1, YOUNG_GENERATION_MB.hash);
       for await (const piece of threads.hashed(source)) {
         addHashCounts(counts, piece.counts);
@@ -241,14 +241,12 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
   addTableInputOptions(cmd);
   addOutputOptions(cmd);
   addThreadsOption(cmd, defaultHashThreads(), 'one per core, at most 4');
-  cmd.action(async (input: string | undefined, opts: Record<string, unknown>, command: Command) => {
+  cmd.action(async (input: string | undefined, opts: Record<string, unknown>) => {
     const hashIo = io();
     const output = typeof opts.output === 'string' ? opts.output : undefined;
-    const formatGiven = command.getOptionValueSource('format') !== 'default';
-    const format = formatGiven ? (opts.format === 'jsonl' ? 'jsonl' : 'csv') : output !== undefined && /\.(jsonl|ndjson)$/i.test(output) ? 'jsonl' : 'csv';
     const flags: HashFlags = {
       ...tableInputFlags(resolveInputArg(input, hashIo.stdin), opts),
-      format,
+      format: outputFlags(opts).format,
       ...(output !== undefined ? { output } : {}),
       ...(opts.bom === true ? { bom: true } : {}),
       ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),

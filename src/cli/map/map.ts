@@ -232,7 +232,7 @@ async function mapForReal(
       columns,
       client,
       limiter,
-      output: { kind: 'table', sink, rejects, format: flags.output.format === 'jsonl' ? 'jsonl' : 'csv', header },
+      output: { kind: 'table', sink, rejects, format: flags.output.format, header },
       api,
       threads,
       state: state?.engineState,

@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
 import { DEFAULT_ENV, environmentNames, type ConnectionFlags } from '../../config/index.js';
+import { OUTPUT_FORMAT_CHOICES, outputFormatOf, type OutputFormatName } from '../../pipeline/table/format-names.js';
 import { UserError } from './exit-codes.js';
 
 /**
@@ -51,7 +52,7 @@ export function addConnectionOptions(cmd: Command): Command {
     .option('--max-attempts <n>', 'attempts per request, including the first (retries on 429, 5xx, network errors)', parseMaxAttempts);
 }
 
-export type OutputFormat = 'csv' | 'jsonl';
+export type OutputFormat = OutputFormatName;
 
 export interface OutputFlags {
   /** File to write; undefined or '-' means stdout. */
@@ -61,11 +62,14 @@ export interface OutputFlags {
   quiet?: boolean;
 }
 
-/** -o/--output, --format csv|jsonl, --summary-json FILE, --quiet. */
-export function addOutputOptions(cmd: Command, defaultFormat: OutputFormat = 'csv'): Command {
+/**
+ * -o/--output, --format csv|tsv|jsonl, --summary-json FILE, --quiet. --format has no default here: without it
+ * the extension of -o chooses (outputFlags), as the input's extension chooses how it is read.
+ */
+export function addOutputOptions(cmd: Command): Command {
   return cmd
     .option('-o, --output <file>', 'write rows to this file (written to a temp file, renamed at the end); default stdout')
-    .addOption(new Option('--format <format>', 'output format').choices(['csv', 'jsonl']).default(defaultFormat))
+    .addOption(new Option('--format <format>', 'output format (default: by the extension of -o: .csv, .tsv, .jsonl/.ndjson; else csv)').choices([...OUTPUT_FORMAT_CHOICES]))
     .option('--summary-json <file>', 'also write the run summary as JSON to this file')
     .option('-q, --quiet', 'no progress and no summary on stderr (errors still print)');
 }
@@ -101,7 +105,7 @@ export function connectionFlags(opts: Record<string, unknown>): ConnectionFlags 
 export function outputFlags(opts: Record<string, unknown>): OutputFlags {
   return {
     ...(typeof opts.output === 'string' && opts.output !== '-' ? { output: opts.output } : {}),
-    format: opts.format === 'jsonl' ? 'jsonl' : 'csv',
+    format: outputFormatOf(typeof opts.output === 'string' ? opts.output : undefined, typeof opts.format === 'string' ? opts.format : undefined),
     ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
     quiet: opts.quiet === true,
   };

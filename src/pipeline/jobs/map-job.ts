@@ -4,7 +4,7 @@ import { MapEngine, type EngineColumn, type EngineState, type MapRunCounts, type
 import { outputHeader, outputHeaderV2, outputRows, outputRowsV2 } from '../map/result-columns.js';
 import type { RowChunk } from '../map/row-chunk.js';
 import type { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
-import type { RowFormat } from '../table/row-encoders.js';
+import { rowFormatOf, type RowFormat } from '../table/row-encoders.js';
 import type { InputRow, TableSink, TableSource } from '../table/table.js';
 import { EncodedWrites, RowThreads, YOUNG_GENERATION_MB } from '../threads/row-threads.js';
 import { isPieceSource, type TableInput } from '../threads/table-input.js';
@@ -13,7 +13,7 @@ import { mapBatchV2 } from '../v2/map-v2.js';
 /** Where the answered rows go. */
 export type MapOutput =
   /** Output rows (the input's cells, then the result columns) written to a sink; rows with a problem also to `rejects`. */
-  | { kind: 'table'; sink: TableSink; rejects?: TableSink | undefined; format: 'csv' | 'jsonl'; header: readonly string[] }
+  | { kind: 'table'; sink: TableSink; rejects?: TableSink | undefined; format: 'csv' | 'tsv' | 'jsonl'; header: readonly string[] }
   /** Answered chunks in input order, for a caller that reads the results itself (the library's mapRows). */
   | { kind: 'chunks'; onChunk(chunk: RowChunk): Promise<void> };
 
@@ -98,7 +98,7 @@ function isTableInput(input: MapJob['input']): input is TableInput {
 }
 
 function rowFormat(output: Extract<MapOutput, { kind: 'table' }>): RowFormat {
-  return output.format === 'jsonl' ? { format: 'jsonl', header: output.header } : { format: 'csv' };
+  return rowFormatOf(output.format, output.header);
 }
 
 /** How answered chunks reach the output: encoded by the row threads that hold their rows, or here. */

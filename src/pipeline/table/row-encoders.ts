@@ -1,13 +1,31 @@
 import { stringify } from 'csv-stringify/sync';
+import { encodeTsvRows } from './tsv-encoder.js';
 
 /** Output rows to text: the same function inline and in an encoding worker, so the bytes cannot differ. */
 export type RowEncoder = (rows: readonly (readonly string[])[]) => string;
 
 /** What an encoder needs to know; plain data, so it can be handed to a worker thread. */
-export type RowFormat = { format: 'csv' } | { format: 'jsonl'; header: readonly string[] };
+export type RowFormat = { format: 'csv' } | { format: 'tsv' } | { format: 'jsonl'; header: readonly string[] };
 
 export function rowEncoder(format: RowFormat): RowEncoder {
-  return format.format === 'jsonl' ? jsonlEncoder(format.header) : csvEncoder();
+  switch (format.format) {
+    case 'jsonl':
+      return jsonlEncoder(format.header);
+    case 'tsv':
+      return encodeTsvRows;
+    case 'csv':
+      return csvEncoder();
+  }
+}
+
+/** The encoder settings of an output format; the header is what JSONL names its keys by. */
+export function rowFormatOf(format: 'csv' | 'tsv' | 'jsonl', header: readonly string[]): RowFormat {
+  return format === 'jsonl' ? { format: 'jsonl', header } : { format };
+}
+
+/** Whether the format writes the header as its first line (CSV and TSV do; a JSONL row names its own keys). */
+export function writesHeaderLine(format: RowFormat): boolean {
+  return format.format !== 'jsonl';
 }
 
 /**

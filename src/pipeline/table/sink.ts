@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { packRows, rowEncoder, type PackedRows, type RowEncoder, type RowFormat } from './row-encoders.js';
+import { packRows, rowEncoder, rowFormatOf, writesHeaderLine, type PackedRows, type RowEncoder, type RowFormat } from './row-encoders.js';
 import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
 import { WorkerPool } from '../workers/worker-pool.js';
 
@@ -11,9 +11,9 @@ import { WorkerPool } from '../workers/worker-pool.js';
  * commit(), so an interrupted or failed run never leaves a file that looks complete. stdout is written directly.
  */
 export async function openSink(opts: OpenSinkOptions): Promise<TableSink> {
-  const format: RowFormat = opts.format === 'jsonl' ? { format: 'jsonl', header: opts.header } : { format: 'csv' };
+  const format: RowFormat = rowFormatOf(opts.format, opts.header);
   const encode = rowEncoder(format);
-  const preamble = opts.format === 'csv' && opts.header.length > 0 ? `${opts.bom ? '\ufeff' : ''}${encode([opts.header])}` : '';
+  const preamble = writesHeaderLine(format) && opts.header.length > 0 ? `${opts.bom ? '\ufeff' : ''}${encode([opts.header])}` : '';
   const threads = encodeWorkerPresent() ? Math.max(0, Math.floor(opts.threads ?? 0)) : 0;
   const encoder: Encoder = threads > 0 ? new ThreadedEncoder(encode, format, threads) : { encode };
   const toStdout = opts.path === undefined || opts.path === '-';

@@ -87,10 +87,10 @@ export interface TableSink {
 export interface OpenSinkOptions {
   /** '-' or undefined writes to stdout. */
   path?: string;
-  format: 'csv' | 'jsonl';
-  /** CSV: written as the first row. JSONL: the keys of each object. */
+  format: 'csv' | 'tsv' | 'jsonl';
+  /** CSV and TSV: written as the first row. JSONL: the keys of each object. */
   header: string[];
-  /** CSV only: start with a UTF-8 BOM (helps Excel open UTF-8 files). */
+  /** CSV and TSV only: start with a UTF-8 BOM (helps Excel open UTF-8 files). */
   bom?: boolean;
   /** File only: permissions of the new file (e.g. 0o600 when rows carry secrets); default 0o666 minus umask. */
   mode?: number;
