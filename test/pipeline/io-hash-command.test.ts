@@ -190,10 +190,11 @@ describe('uid2-batch hash', () => {
     const flags: HashFlags = { input: '-', format: 'jsonl' };
     const summary = await runHash(flags, io);
     expect(summary.status).toEqual({ ok: 1, invalid: 1, missing: 0 });
-    const lines = io.out().trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, string>);
-    expect(lines.map((l) => [l.id, l.status, l.hash_type])).toEqual([
-      ['1', 'ok', 'phone'],
-      ['2', 'invalid', ''],
+    const lines = io.out().trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, string | null>);
+    // the tool's own columns are null where they have no value; input cells stay strings
+    expect(lines.map((l) => [l.id, l.status, l.hash_type, l.reason])).toEqual([
+      ['1', 'ok', 'phone', null],
+      ['2', 'invalid', null, expect.stringMatching(/^invalid phone/)],
     ]);
     expect(io.err()).toContain("using column 'phone' as phone");
     expect(io.err()).toMatch(/hash: 2 rows .*: 1 ok, 1 invalid \(1 invalid phone\)/);

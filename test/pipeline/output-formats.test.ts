@@ -10,6 +10,8 @@ import { formatOfExtension, outputFormatOf } from '../../src/pipeline/table/form
 import { rowEncoder } from '../../src/pipeline/table/row-encoders.js';
 import { openSink } from '../../src/pipeline/table/sink.js';
 import { encodeTsvRow } from '../../src/pipeline/table/tsv-encoder.js';
+import { defaultResultPrefixes, sanitizedName } from '../../src/pipeline/table/identifier-columns.js';
+import { timeCell, timeCellOfMs } from '../../src/pipeline/table/typed-cells.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'uid2-output-formats-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -112,5 +114,50 @@ describe('the hash command writes the format -o names', () => {
     const csv = file('hashed.ndjson');
     await hash(input(), '-o', csv, '--format', 'csv');
     expect(readFileSync(csv, 'utf8').split('\n')[0]).toBe('id,email,hash,hash_type,status,reason');
+  });
+});
+
+describe('typed JSONL', () => {
+  const header = ['in', 'text', 'n', 'flag', 'unix', 'iso'];
+  const encode = rowEncoder({ format: 'jsonl', header, types: ['input', 'string', 'integer', 'boolean', 'unix_time', 'iso_time'] });
+  const parsed = (rows: string[][]) => encode(rows).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+
+  test('input cells are strings as read; the tool\'s empty cells are null, numbers and booleans bare', () => {
+    expect(parsed([['007', 'x', '1801785600', 'true', '0', '2027-01-05T00:00:00Z']])).toEqual([
+      { in: '007', text: 'x', n: 1801785600, flag: true, unix: 0, iso: '2027-01-05T00:00:00Z' },
+    ]);
+    expect(parsed([['', '', '', '', '', '']])).toEqual([{ in: '', text: null, n: null, flag: null, unix: null, iso: null }]);
+    expect(parsed([['02134', 'a "b"\n', '-5', 'false', '-1', 'z']])[0]).toMatchObject({ in: '02134', text: 'a "b"\n', n: -5, flag: false, unix: -1 });
+  });
+
+  test('a cell that is not what its type says stays a string: every line is valid JSON', () => {
+    const rows = [['x', 'y', '007', 'yes', '1e3', '']];
+    expect(encode(rows)).toBe('{"in":"x","text":"y","n":"007","flag":"yes","unix":"1e3","iso":null}\n');
+  });
+
+  test('without types every cell is a string, as before', () => {
+    expect(rowEncoder({ format: 'jsonl', header: ['a', 'b'] })([['', '1']])).toBe('{"a":"","b":"1"}\n');
+  });
+});
+
+describe('times and names', () => {
+  test('timeCell: decimal seconds, or ISO 8601 UTC to the second with Z', () => {
+    expect(timeCell(1801785600, 'unix')).toBe('1801785600');
+    expect(timeCell(1801785600, 'iso')).toBe('2027-02-05T00:00:00Z');
+    expect(timeCell(0, 'iso')).toBe('1970-01-01T00:00:00Z');
+    expect(timeCell(1801785600.9, 'unix')).toBe('1801785600');
+    expect(timeCellOfMs(1801785600999, 'iso')).toBe('2027-02-05T00:00:00Z');
+    // a time no Date can hold is written as its number rather than failing the run
+    expect(timeCell(1e15, 'iso')).toBe('1000000000000000');
+  });
+
+  test('sanitizedName: spaces and punctuation as one _, none at the ends, case kept', () => {
+    expect(sanitizedName('Email Address')).toBe('Email_Address');
+    expect(sanitizedName(' E-Mail (work) ')).toBe('E_Mail_work');
+    expect(sanitizedName('Phone #')).toBe('Phone');
+    expect(sanitizedName('courriel_pro')).toBe('courriel_pro');
+    expect(sanitizedName('Téléphone')).toBe('Téléphone');
+    expect(defaultResultPrefixes([{ name: 'Email Address' }])).toEqual(['']);
+    expect(defaultResultPrefixes([{ name: 'Email Address' }, { name: '#' }])).toEqual(['Email_Address_', 'identifier2_']);
   });
 });

@@ -506,6 +506,10 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
     ['v3, CSV', [], 'csv'],
     ['v2, CSV', ['--api', 'v2'], 'csv'],
     ['v3, JSONL output', ['--format', 'jsonl'], 'jsonl'],
+    ['v3, JSONL, --emit-hash --time-format iso', ['--emit-hash', '--time-format', 'iso'], 'jsonl'],
+    ['v3, CSV, --emit-hash --keep id --result-prefix', ['--emit-hash', '--keep', 'id', '--result-prefix', 'email=e', '--result-prefix', 'phone=p'], 'csv'],
+    ['v3, TSV, --drop-input-columns --emit-hash', ['--drop-input-columns', '--emit-hash'], 'tsv'],
+    ['v2, JSONL, --emit-hash --keep email', ['--api', 'v2', '--emit-hash', '--keep', 'email'], 'jsonl'],
   ] as const)('map %s, with --rejects', async (name, extra, ext) => {
     const tag = name.replace(/[^a-z0-9]+/gi, '-');
     // the two runs are independent processes: side by side, they take the time of one
@@ -515,7 +519,9 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
     ]);
     // the run is worth comparing: every row is out, some mapped, some rejected
     expect(single.out.length).toBeGreaterThan(text.length);
-    expect(single.out).toMatch(ext === 'csv' ? /,mapped,/ : /"mapped"/);
+    expect(single.out).toMatch(ext === 'csv' ? /,mapped,/ : ext === 'tsv' ? /\tmapped\t/ : /"mapped"/);
+    // --emit-hash writes the hashes sent: base64 SHA-256s beside the answers
+    if (extra.includes('--emit-hash' as never)) expect(single.out).toMatch(/[A-Za-z0-9+/]{43}=(?:[,\t]|","[A-Za-z_]*hash_type":")email\b/);
     expect(single.rejects.length).toBeGreaterThan(0);
     expect(threaded.out).toBe(single.out);
     expect(threaded.rejects).toBe(single.rejects);
@@ -526,6 +532,7 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
   it.each([
     ['v3', []],
     ['v2', ['--api', 'v2']],
+    ['v3 --emit-hash --time-format iso', ['--emit-hash', '--time-format', 'iso']],
   ] as const)('map %s of a quote-free CSV with ragged rows, with --rejects', async (name, extra) => {
     const plainText = readFileSync(plainInput, 'utf8');
     expect(plainText).not.toContain('"');

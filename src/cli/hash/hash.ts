@@ -8,6 +8,7 @@ import { rowFormatOf, type RowFormat } from '../../pipeline/table/row-encoders.j
 import { RowThreads, YOUNG_GENERATION_MB } from '../../pipeline/threads/row-threads.js';
 import { isPieceSource, openTableInput, type TableInput } from '../../pipeline/threads/table-input.js';
 import { openSink } from '../../pipeline/table/sink.js';
+import type { ColumnType } from '../../pipeline/table/typed-cells.js';
 import { InputError, OutputError, type OpenSourceOptions, type TableInfo, type TableSink } from '../../pipeline/table/table.js';
 import { EXIT, UserError, onInterrupt } from '../shared/exit-codes.js';
 import { addOutputOptions, outputFlags, type OutputFormat } from '../shared/options.js';
@@ -78,10 +79,13 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       progress.note(`${source.name} is empty: writing an empty output`);
     }
     const header = columns.length > 0 ? resultHeader(source.header, columns, HASH_FIELDS) : [];
+    // JSONL: input cells as read, the tool's own cells null when empty
+    const types: ColumnType[] = header.map((_, i) => (i < source.header.length ? 'input' : 'string'));
     sink = await openSink({
       path: flags.output,
       format: flags.format,
       header,
+      types,
       ...(flags.bom ? { bom: true } : {}),
       ...(toFile ? {} : { stream: io.stdout }),
       // row threads encode the rows themselves; otherwise --threads gives the sink encoding threads
@@ -94,7 +98,7 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       if (interrupted) throw new UserError(`interrupted: ${toFile ? 'no output file was written' : 'the rows on stdout are incomplete'}`, EXIT.interrupted);
     };
     if (isPieceSource(source)) {
-      const format: RowFormat = rowFormatOf(flags.format, header);
+      const format: RowFormat = rowFormatOf(flags.format, header, types);
       threads = new RowThreads({ name: source.name, csv: source.settings, width: source.width, columns, format, v2: false }, flags.threads ?? 1, YOUNG_GENERATION_MB.hash);
       for await (const piece of threads.hashed(source)) {
         addHashCounts(counts, piece.counts);

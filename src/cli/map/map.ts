@@ -2,7 +2,9 @@ import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { ServiceClient } from '../../client/index.js';
 import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../../config/index.js';
-import { runMapJob, mapOutputHeader } from '../../pipeline/jobs/map-job.js';
+import { runMapJob, mapOutputColumns } from '../../pipeline/jobs/map-job.js';
+import type { ResultLayout } from '../../pipeline/map/result-columns.js';
+import { resolveResultLayout, type LayoutRequest } from '../../pipeline/map/result-layout.js';
 import { MapEngine, type MapRunCounts, type MapRunResult } from '../../pipeline/map/map-engine.js';
 import { ColumnError, resolveIdentifierColumns, type ColumnFlags, type IdentifierColumn } from '../../pipeline/table/identifier-columns.js';
 import { openSink } from '../../pipeline/table/sink.js';
@@ -19,7 +21,7 @@ import {
 } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { addTableInputOptions, sourceOptionsOf, tableInputFlags, type InputFlags } from '../shared/input-options.js';
-import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from '../shared/options.js';
+import { addConnectionOptions, addOutputOptions, addTimeFormatOption, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from '../shared/options.js';
 import { createProgress, type ProgressReporter } from '../shared/progress.js';
 import { exitCodeOf, KNOWN_FAILURES as BATCH_KNOWN_FAILURES } from '../shared/run-report.js';
 import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from '../shared/summary.js';
@@ -48,6 +50,8 @@ export interface MapFlags extends ColumnFlags {
   api?: 'v3' | 'v2';
   /** Worker threads that parse, prepare and encode CSV rows (absent or 0: the main thread; see cli/shared/threads-option.ts). */
   threads?: number;
+  /** --keep, --drop-input-columns, --result-prefix, --emit-hash (the time format is output.timeFormat). */
+  layout?: Omit<LayoutRequest, 'timeFormat'>;
   connection: ConnectionFlags;
   output: OutputFlags;
 }
@@ -82,14 +86,28 @@ export function registerMap(program: Command): void {
     .option('--batch-size <n>', 'identifiers per request (default and maximum 5000)', parseBatchSize)
     .option('--fail-fast', 'stop at the first request that fails after its retries (exit 1) instead of marking its rows error')
     .option('--dry-run', 'read, validate, hash and count what would be sent; send nothing, write no output')
-    .option('--api <version>', 'v3 (default), or v2: the deprecated POST /v2/identity/map (one kind per request; output raw_uid, bucket_id, status, reason; its own --state file, kept fresh with uid2-batch buckets / remap-due)', parseApi);
+    .option('--api <version>', 'v3 (default), or v2: the deprecated POST /v2/identity/map (one kind per request; output raw_uid, bucket_id, status, reason; its own --state file, kept fresh with uid2-batch buckets / remap-due)', parseApi)
+    .option('--emit-hash', 'also write the hash sent for each identifier (base64, the key of the state and the remap-due changes file) and hash_type')
+    .option('--keep <columns>', 'write only these input columns (comma-separated; repeatable), e.g. --keep customer_id: raw emails and phones are not copied', collect)
+    .option('--drop-input-columns', 'write no input column (but those of --keep): only the result columns')
+    .option(
+      '--result-prefix <prefix>',
+      "names of the result columns start with PREFIX_ (default: none for one identifier column, the column's name with spaces and punctuation as _ for several); with several: COLUMN=PREFIX, repeatable",
+      collect,
+    );
   addTableInputOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
+  addTimeFormatOption(cmd);
   addThreadsOption(cmd, defaultMapThreads(), 'cores - 1, at most 3');
   cmd.action((input: string | undefined, opts: Record<string, unknown>) =>
     runInProcess((deps) => runMap({ ...mapFlags(input, opts), threads: threadsFlag(opts, defaultMapThreads()) }, deps)),
   );
+}
+
+/** Repeatable flags; no default, so the help does not print an empty list. */
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
 }
 
 function parseApi(value: string): 'v3' | 'v2' {
@@ -111,6 +129,12 @@ export function mapFlags(input: string | undefined, opts: Record<string, unknown
     failFast: opts.failFast === true,
     dryRun: opts.dryRun === true,
     ...(opts.api === 'v2' ? { api: 'v2' as const } : {}),
+    layout: {
+      ...(Array.isArray(opts.keep) ? { keep: opts.keep as string[] } : {}),
+      ...(opts.dropInputColumns === true ? { dropInputColumns: true } : {}),
+      ...(Array.isArray(opts.resultPrefix) ? { resultPrefixes: opts.resultPrefix as string[] } : {}),
+      ...(opts.emitHash === true ? { emitHash: true } : {}),
+    },
     connection: connectionFlags(opts),
     output: outputFlags(opts),
   };
@@ -146,6 +170,7 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
   for (const line of source.notes) say(line);
   if (source.header.length === 0) return emptyInput(source, flags, startedMs, deps, say);
   const columns = identifierColumns(source, flags, say);
+  const layout = resultLayout(source, columns, flags);
   const concurrency = chooseConcurrency(flags.concurrency, config, say);
 
   let state: MapStateFile | undefined;
@@ -155,7 +180,7 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
   }
   try {
     if (dryRun && !isPieceSource(source)) return await dryRunReport(source, columns, flags, state, startedMs, deps);
-    return await mapForReal(source, columns, concurrency, config, flags, state, startedMs, deps);
+    return await mapForReal(source, columns, layout, concurrency, config, flags, state, startedMs, deps);
   } finally {
     state?.close();
   }
@@ -193,9 +218,20 @@ function identifierColumns(source: TableInfo, flags: MapFlags, say: (line: strin
   }
 }
 
+/** The output's layout as the flags ask for it; a column they name that the input lacks is a usage error. */
+function resultLayout(source: TableInfo, columns: IdentifierColumn[], flags: MapFlags): ResultLayout {
+  try {
+    return resolveResultLayout(source.header, columns, { ...flags.layout, timeFormat: flags.output.timeFormat }, source.name);
+  } catch (err) {
+    if (err instanceof ColumnError) throw new UserError(err.message);
+    throw err;
+  }
+}
+
 async function mapForReal(
   source: TableInput,
   columns: IdentifierColumn[],
+  layout: ResultLayout,
   concurrency: number,
   resolved: ResolvedConfig,
   flags: MapFlags,
@@ -207,7 +243,7 @@ async function mapForReal(
   const connection = await connectForMapping(resolved, concurrency, { maxAttempts, ...(deps.client !== undefined ? { client: deps.client } : {}) });
   const { config, client, limiter } = connection;
   const api = flags.api ?? 'v3';
-  const header = mapOutputHeader(source.header, columns, api);
+  const { header, types } = mapOutputColumns(source.header, columns, api, layout);
   let sink: TableSink | undefined;
   let rejects: TableSink | undefined;
   let progress: ProgressReporter | undefined;
@@ -215,8 +251,8 @@ async function mapForReal(
   try {
     // row threads encode the rows themselves; otherwise --threads gives the sink encoding threads
     const sinkThreads = isPieceSource(source) ? 0 : (flags.threads ?? 0);
-    sink = await openSink({ path: flags.output.output, format: flags.output.format, header, stream: deps.stdout, threads: sinkThreads });
-    if (flags.rejects !== undefined) rejects = await openSink({ path: flags.rejects, format: flags.output.format, header });
+    sink = await openSink({ path: flags.output.output, format: flags.output.format, header, types, stream: deps.stdout, threads: sinkThreads });
+    if (flags.rejects !== undefined) rejects = await openSink({ path: flags.rejects, format: flags.output.format, header, types });
     progress = createProgress({
       label: 'map',
       stream: deps.stderr,
@@ -232,8 +268,9 @@ async function mapForReal(
       columns,
       client,
       limiter,
-      output: { kind: 'table', sink, rejects, format: flags.output.format, header },
+      output: { kind: 'table', sink, rejects, format: flags.output.format, header, types },
       api,
+      layout,
       threads,
       state: state?.engineState,
       batchSize: flags.batchSize,
@@ -272,6 +309,10 @@ function runArgs(flags: MapFlags, source: TableInfo, columns: IdentifierColumn[]
     batch_size: flags.batchSize ?? 5000,
     fail_fast: flags.failFast === true,
     ...(flags.api === 'v2' ? { api: 'v2' } : {}),
+    ...(flags.output.timeFormat !== undefined ? { time_format: flags.output.timeFormat } : {}),
+    ...(flags.layout?.emitHash === true ? { emit_hash: true } : {}),
+    ...(flags.layout?.keep !== undefined ? { keep: flags.layout.keep } : {}),
+    ...(flags.layout?.dropInputColumns === true ? { drop_input_columns: true } : {}),
   });
 }
 

@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { DEFAULT_ENV, environmentNames, type ConnectionFlags } from '../../config/index.js';
 import { OUTPUT_FORMAT_CHOICES, outputFormatOf, type OutputFormatName } from '../../pipeline/table/format-names.js';
+import { TIME_FORMATS, type TimeFormat } from '../../pipeline/table/typed-cells.js';
 import { UserError } from './exit-codes.js';
 
 /**
@@ -60,6 +61,8 @@ export interface OutputFlags {
   format: OutputFormat;
   summaryJson?: string;
   quiet?: boolean;
+  /** How the tool writes its own times (refresh_from, opted_out_since); absent: unix. */
+  timeFormat?: TimeFormat;
 }
 
 /**
@@ -72,6 +75,15 @@ export function addOutputOptions(cmd: Command): Command {
     .addOption(new Option('--format <format>', 'output format (default: by the extension of -o: .csv, .tsv, .jsonl/.ndjson; else csv)').choices([...OUTPUT_FORMAT_CHOICES]))
     .option('--summary-json <file>', 'also write the run summary as JSON to this file')
     .option('-q, --quiet', 'no progress and no summary on stderr (errors still print)');
+}
+
+/** --time-format unix|iso, for the commands whose output has refresh times or opt-out times. */
+export function addTimeFormatOption(cmd: Command): Command {
+  return cmd.addOption(
+    new Option('--time-format <format>', 'how refresh_from and opt-out times are written: unix (seconds, default) or iso (ISO 8601 UTC, e.g. 2027-01-05T00:00:00Z)').choices([
+      ...TIME_FORMATS,
+    ]),
+  );
 }
 
 /** Typed reads of commander's untyped opts(): a string or number option, or undefined when absent. */
@@ -108,5 +120,6 @@ export function outputFlags(opts: Record<string, unknown>): OutputFlags {
     format: outputFormatOf(typeof opts.output === 'string' ? opts.output : undefined, typeof opts.format === 'string' ? opts.format : undefined),
     ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
     quiet: opts.quiet === true,
+    ...(opts.timeFormat === 'iso' || opts.timeFormat === 'unix' ? { timeFormat: opts.timeFormat } : {}),
   };
 }

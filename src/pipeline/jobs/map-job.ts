@@ -1,11 +1,12 @@
 /** The whole map run, composed once: an input, the engine, the service and the output, for the CLI and the library. */
 import type { ServiceClient } from '../../client/index.js';
 import { MapEngine, type EngineColumn, type EngineState, type MapRunCounts, type MapRunResult } from '../map/map-engine.js';
-import { outputHeader, outputHeaderV2, outputRows, outputRowsV2 } from '../map/result-columns.js';
+import { defaultLayout, outputColumns, outputRows, outputRowsV2, type ResultLayout } from '../map/result-columns.js';
 import type { RowChunk } from '../map/row-chunk.js';
 import type { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
 import { rowFormatOf, type RowFormat } from '../table/row-encoders.js';
 import type { InputRow, TableSink, TableSource } from '../table/table.js';
+import type { ColumnType, TypedHeader } from '../table/typed-cells.js';
 import { EncodedWrites, RowThreads, YOUNG_GENERATION_MB } from '../threads/row-threads.js';
 import { isPieceSource, type TableInput } from '../threads/table-input.js';
 import { mapBatchV2 } from '../v2/map-v2.js';
@@ -13,7 +14,15 @@ import { mapBatchV2 } from '../v2/map-v2.js';
 /** Where the answered rows go. */
 export type MapOutput =
   /** Output rows (the input's cells, then the result columns) written to a sink; rows with a problem also to `rejects`. */
-  | { kind: 'table'; sink: TableSink; rejects?: TableSink | undefined; format: 'csv' | 'tsv' | 'jsonl'; header: readonly string[] }
+  | {
+      kind: 'table';
+      sink: TableSink;
+      rejects?: TableSink | undefined;
+      format: 'csv' | 'tsv' | 'jsonl';
+      header: readonly string[];
+      /** JSONL: how each column is typed (mapOutputColumns); absent: every cell a string. */
+      types?: readonly ColumnType[] | undefined;
+    }
   /** Answered chunks in input order, for a caller that reads the results itself (the library's mapRows). */
   | { kind: 'chunks'; onChunk(chunk: RowChunk): Promise<void> };
 
@@ -27,6 +36,8 @@ export interface MapJob {
   output: MapOutput;
   /** v3 (default), or the deprecated v2 map with salt buckets. */
   api?: 'v3' | 'v2' | undefined;
+  /** Which input columns, result names, hashes and time format the table output has; default: defaultLayout. */
+  layout?: ResultLayout | undefined;
   /** Row threads for a CSV input cut into pieces (at least 1 when the input is pieces). */
   threads?: number | undefined;
   state?: EngineState | undefined;
@@ -43,9 +54,19 @@ export interface MapJob {
   onProgress?: ((counts: MapRunCounts) => void) | undefined;
 }
 
-/** The output header of a map run: the input's columns, then the result columns of each identifier column. */
-export function mapOutputHeader(inputHeader: readonly string[], columns: readonly EngineColumn[], api: 'v3' | 'v2' = 'v3'): string[] {
-  return api === 'v2' ? outputHeaderV2(inputHeader, columns) : outputHeader(inputHeader, columns);
+/** The output columns of a map run: the (kept) input columns, then the result columns of each identifier column. */
+export function mapOutputColumns(
+  inputHeader: readonly string[],
+  columns: readonly EngineColumn[],
+  api: 'v3' | 'v2' = 'v3',
+  layout: ResultLayout = defaultLayout(columns),
+): TypedHeader {
+  return outputColumns(inputHeader, columns, layout, api);
+}
+
+/** The output header of a map run (see mapOutputColumns). */
+export function mapOutputHeader(inputHeader: readonly string[], columns: readonly EngineColumn[], api: 'v3' | 'v2' = 'v3', layout?: ResultLayout): string[] {
+  return mapOutputColumns(inputHeader, columns, api, layout).header;
 }
 
 /**
@@ -60,7 +81,7 @@ export async function runMapJob(job: MapJob): Promise<MapRunResult> {
   const threads =
     pieces !== undefined && output.kind === 'table'
       ? new RowThreads(
-          { name: pieces.name, csv: pieces.settings, width: pieces.width, columns: [...job.columns], format: rowFormat(output), v2 },
+          { name: pieces.name, csv: pieces.settings, width: pieces.width, columns: [...job.columns], format: rowFormat(output), v2, layout: job.layout ?? defaultLayout(job.columns) },
           job.threads ?? 1,
           YOUNG_GENERATION_MB.map,
         )
@@ -74,6 +95,8 @@ export async function runMapJob(job: MapJob): Promise<MapRunResult> {
       ...(job.state !== undefined ? { state: job.state } : {}),
       ...(job.batchSize !== undefined ? { batchSize: job.batchSize } : {}),
       failFast: job.failFast === true,
+      // --emit-hash: each chunk keeps the hashes it sent until it is written (the row threads keep their own)
+      keepSentHashes: job.layout?.emitHash === true && threads === undefined,
       ...(job.maxAttempts !== undefined ? { maxAttempts: job.maxAttempts } : {}),
       ...(job.signal !== undefined ? { signal: job.signal } : {}),
       ...(job.graceMs !== undefined ? { graceMs: job.graceMs } : {}),
@@ -98,7 +121,7 @@ function isTableInput(input: MapJob['input']): input is TableInput {
 }
 
 function rowFormat(output: Extract<MapOutput, { kind: 'table' }>): RowFormat {
-  return rowFormatOf(output.format, output.header);
+  return rowFormatOf(output.format, output.header, output.types);
 }
 
 /** How answered chunks reach the output: encoded by the row threads that hold their rows, or here. */
@@ -111,10 +134,11 @@ function chunkWriter(job: MapJob, threads: RowThreads | undefined): { write(chun
     return { write: (chunk) => encoded.add(threads.encode(chunk, rejects !== undefined)), flush: () => encoded.flush() };
   }
   const toOutputRows = job.api === 'v2' ? outputRowsV2 : outputRows;
+  const layout = job.layout;
   return {
     write: async (chunk) => {
       const rejected: string[][] | null = rejects !== undefined ? [] : null;
-      const rows = toOutputRows(chunk, rejected);
+      const rows = toOutputRows(chunk, rejected, layout);
       await sink.writeRows(rows);
       if (rejects !== undefined && rejected !== null && rejected.length > 0) await rejects.writeRows(rejected);
     },

@@ -130,8 +130,8 @@ function describeColumn(name: string, index: number, kind: ColumnKind): Identifi
   return hashType === undefined ? { name, index, kind } : { name, index, kind, hashType };
 }
 
-/** Exact name first; otherwise a unique match ignoring case and surrounding spaces. */
-function findColumn(header: readonly string[], wanted: string, flag: string, source: string): number {
+/** Exact name first; otherwise a unique match ignoring case and surrounding spaces. Throws a ColumnError naming `flag`. */
+export function findColumn(header: readonly string[], wanted: string, flag: string, source: string): number {
   const exact = header.indexOf(wanted);
   if (exact !== -1) return exact;
   const folded = wanted.trim().toLowerCase();
@@ -204,17 +204,51 @@ export function prepareCell(column: IdentifierColumn, value: string): Prepared {
 }
 
 /**
- * The output header: the input's columns unchanged, then `fields` per identifier column, prefixed `<column>_`
- * when there are several. A result name that an input column already has gets `_2` (`_3`...), so no two
- * output columns share a name (JSONL keys would overwrite each other).
+ * `Email Address` -> `Email_Address`: a name with its spaces and punctuation (any run of characters other than
+ * letters, digits and `_`) turned into one `_`, and none at either end, so that a column named from it needs no
+ * quoting in a warehouse. Case is kept.
  */
-export function resultHeader(inputHeader: readonly string[], columns: readonly { name: string }[], fields: readonly string[]): string[] {
+export function sanitizedName(name: string): string {
+  return name.replace(/[^\p{L}\p{N}_]+/gu, '_').replace(/^_+|_+$/g, '');
+}
+
+/** A prefix made of a name: sanitized, then `_` to join it to the field (`uid2` -> `uid2_`). */
+function prefixFrom(name: string, position: number): string {
+  const clean = sanitizedName(name);
+  // a name of punctuation only still gives each identifier column prefixes of its own
+  return `${clean === '' ? `identifier${position + 1}` : clean}_`;
+}
+
+/** A --result-prefix as used for the identifier column at `position`: sanitized and joined by `_`; '' means none. */
+export function resultPrefix(prefix: string, position: number): string {
+  return prefix === '' ? '' : prefixFrom(prefix, position);
+}
+
+/**
+ * The default prefixes of the result columns: none for a single identifier column (`raw_uid`...), and the
+ * sanitized column name for several (`Email Address` -> `Email_Address_raw_uid`).
+ */
+export function defaultResultPrefixes(columns: readonly { name: string }[]): string[] {
+  return columns.map((column, position) => (columns.length > 1 ? prefixFrom(column.name, position) : ''));
+}
+
+/**
+ * The output header: the input's columns unchanged, then `fields` per identifier column, each named
+ * `<prefix><field>` (defaultResultPrefixes unless given). A result name that an input column (or an earlier
+ * result column) already has gets `_2` (`_3`...), so no two output columns share a name (JSONL keys would
+ * overwrite each other).
+ */
+export function resultHeader(
+  inputHeader: readonly string[],
+  columns: readonly { name: string }[],
+  fields: readonly string[],
+  prefixes: readonly string[] = defaultResultPrefixes(columns),
+): string[] {
   const header = inputHeader.slice();
   const taken = new Set(header);
-  const prefixed = columns.length > 1;
-  for (const column of columns) {
+  for (let c = 0; c < columns.length; c++) {
     for (const field of fields) {
-      const base = prefixed ? `${column.name}_${field}` : field;
+      const base = `${prefixes[c] ?? ''}${field}`;
       let name = base;
       for (let k = 2; taken.has(name); k++) name = `${base}_${k}`;
       taken.add(name);

@@ -11,7 +11,7 @@ import { WorkerPool } from '../workers/worker-pool.js';
  * commit(), so an interrupted or failed run never leaves a file that looks complete. stdout is written directly.
  */
 export async function openSink(opts: OpenSinkOptions): Promise<TableSink> {
-  const format: RowFormat = rowFormatOf(opts.format, opts.header);
+  const format: RowFormat = rowFormatOf(opts.format, opts.header, opts.types);
   const encode = rowEncoder(format);
   const preamble = writesHeaderLine(format) && opts.header.length > 0 ? `${opts.bom ? '\ufeff' : ''}${encode([opts.header])}` : '';
   const threads = encodeWorkerPresent() ? Math.max(0, Math.floor(opts.threads ?? 0)) : 0;

@@ -3,6 +3,8 @@
  * Everything here is a string: cells are never cast, so a phone `+1...` or a hash keeps its exact text.
  */
 
+import type { ColumnType } from './typed-cells.js';
+
 /**
  * Why a row did not fit the header. Padding and dropping keep every output row as wide as the header, so the
  * output stays a rectangle; the problem travels with the row so the engine can report it instead of guessing.
@@ -90,6 +92,8 @@ export interface OpenSinkOptions {
   format: 'csv' | 'tsv' | 'jsonl';
   /** CSV and TSV: written as the first row. JSONL: the keys of each object. */
   header: string[];
+  /** JSONL: how each column's cells are written (typed-cells.ts); absent: every cell as the string it is. */
+  types?: readonly ColumnType[];
   /** CSV and TSV only: start with a UTF-8 BOM (helps Excel open UTF-8 files). */
   bom?: boolean;
   /** File only: permissions of the new file (e.g. 0o600 when rows carry secrets); default 0o666 minus umask. */
