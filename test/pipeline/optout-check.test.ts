@@ -131,7 +131,8 @@ describe('raw UID cells and output columns', () => {
   });
 
   it('writes the opt-out time as ISO 8601 UTC from milliseconds', () => {
-    expect(verdictCells({ kind: 'opted_out', sinceMs: SINCE })).toEqual(['true', '2026-01-15T12:30:00.000Z', '']);
+    expect(verdictCells({ kind: 'opted_out', sinceMs: SINCE })).toEqual(['true', String(Date.UTC(2026, 0, 15, 12, 30) / 1000), '']);
+    expect(verdictCells({ kind: 'opted_out', sinceMs: SINCE }, 'iso')).toEqual(['true', '2026-01-15T12:30:00Z', '']);
     expect(verdictCells({ kind: 'not_opted_out' })).toEqual(['false', '', '']);
     expect(verdictCells({ kind: 'invalid', reason: INVALID_RAW_UID })).toEqual(['', '', INVALID_RAW_UID]);
   });

@@ -252,7 +252,8 @@ describe('settleEntry and changeCells', () => {
   it('rotated raw UID: a row with old, new, previous and the new r', () => {
     const s = settleEntry(entry, { u: uidOf('b'), p: uidOf('a'), r: NOW_S + DAY_S });
     expect(changeCells(s.change as RemapChange)).toEqual(['email', entry.hash, uidOf('a'), uidOf('b'), uidOf('a'), String(NOW_S + DAY_S), 'mapped']);
-    expect(CHANGES_HEADER).toEqual(['kind', 'hash', 'old_raw_uid', 'new_raw_uid', 'prev_raw_uid', 'refresh_from', 'status']);
+    expect(CHANGES_HEADER).toEqual(['hash_type', 'hash', 'old_raw_uid', 'raw_uid', 'prev_raw_uid', 'refresh_from', 'status']);
+    expect(changeCells(s.change as RemapChange, 'iso')[5]).toBe(new Date((NOW_S + DAY_S) * 1000).toISOString().replace('.000Z', 'Z'));
   });
 
   it('an unknown error value counts as invalid', () => {

@@ -6,6 +6,7 @@ import {
   pickRawUidColumn,
   VERDICT_COLUMNS,
   verdictCells,
+  verdictTypes,
   type OptoutCounts,
   type OptoutResult,
   type OptoutStatusFn,
@@ -18,7 +19,8 @@ import type { TableSink } from '../../pipeline/table/table.js';
 import { openState } from '../../state/index.js';
 import { connect as connectService, resolveFor, runInProcess, sayTo, type InputCommandDeps, type Say } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
-import { addConnectionOptions, addOutputOptions, connectionFlags, decimalNumber, optionReaders, outputFlags, wholeNumber, type OutputFlags } from '../shared/options.js';
+import type { TimeFormat, TypedHeader } from '../../pipeline/table/typed-cells.js';
+import { addConnectionOptions, addOutputOptions, addTimeFormatOption, connectionFlags, decimalNumber, optionReaders, outputFlags, wholeNumber, type OutputFlags } from '../shared/options.js';
 import { addInputFormatOptions, inputFormatFlags, sourceOptionsOf, type InputFlags } from '../shared/input-options.js';
 import { acknowledgeDelivered, exitCodeOf, replayedLine, reportRun, requestCounters, withRunOutput, type ChangeDelivery } from '../shared/run-report.js';
 import { formatCount, formatDuration, makeSummary, type RunSummary } from '../shared/summary.js';
@@ -65,6 +67,7 @@ export function registerOptoutCheck(program: Command): void {
   addInputFormatOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
+  addTimeFormatOption(cmd);
   cmd.action((input: string | undefined, opts: Record<string, unknown>) => runInProcess((deps) => runOptoutCheck(optoutCheckFlags(input, opts), deps)));
 }
 
@@ -136,9 +139,10 @@ export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckD
   if (!column.ok) throw new UserError(`${source.name}: ${column.message}`);
 
   const connection = await connect(flags, config);
-  const layout = verdictLayout(source.header);
+  const timeFormat = flags.output.timeFormat ?? 'unix';
+  const layout = verdictLayout(source.header, timeFormat);
   try {
-    return await withRunOutput(layout.header, 'optout-check', true, flags.output, deps, async (sink, progress) => {
+    return await withRunOutput(layout, 'optout-check', true, flags.output, deps, async (sink, progress) => {
       const client = connection.client;
       let done = 0;
       const result = await checkRawUidRows(source.rows(), {
@@ -150,7 +154,7 @@ export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckD
           const cells: string[][] = [];
           for (const { row, verdict } of rows) {
             if (flags.onlyOptedOut && verdict.kind !== 'opted_out') continue;
-            cells.push(layout.place(row.cells, verdictCells(verdict)));
+            cells.push(layout.place(row.cells, verdictCells(verdict, timeFormat)));
           }
           await sink.writeRows(cells);
           done += rows.length;
@@ -167,15 +171,22 @@ export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckD
 }
 
 /**
- * Output columns: the input's, then opted_out, opted_out_since, reason. Checking an earlier output again writes
- * over its verdict columns instead of adding a second set.
+ * Output columns: the input's, then opted_out, opted_out_since, reason (typed as the verdicts are, see
+ * verdictTypes). Checking an earlier output again writes over its verdict columns instead of adding a second set.
  */
-export function verdictLayout(inputHeader: readonly string[]): { header: string[]; place(cells: readonly string[], verdict: readonly string[]): string[] } {
+export function verdictLayout(
+  inputHeader: readonly string[],
+  timeFormat: TimeFormat = 'unix',
+): TypedHeader & { place(cells: readonly string[], verdict: readonly string[]): string[] } {
   const at = VERDICT_COLUMNS.map((name) => inputHeader.indexOf(name));
   const header = [...inputHeader];
   const slots = at.map((i, k) => (i >= 0 ? i : header.push(VERDICT_COLUMNS[k]) - 1));
+  const types: TypedHeader['types'] = header.map(() => 'input');
+  const verdict = verdictTypes(timeFormat);
+  slots.forEach((slot, k) => (types[slot] = verdict[k]));
   return {
     header,
+    types,
     place(cells, verdict) {
       const out = cells.slice();
       for (let k = 0; k < slots.length; k++) out[slots[k]] = verdict[k];
@@ -256,11 +267,18 @@ export async function finishOptout(
   }
 }
 
-/** Columns of `optout-check --state`: one row per raw UID checked. */
-export const SWEEP_HEADER = ['kind', 'hash', 'raw_uid', 'which', ...VERDICT_COLUMNS] as const;
+/**
+ * Columns of `optout-check --state`: one row per raw UID checked, the entry named by hash_type and hash as `map
+ * --emit-hash` and the remap-due changes file name it.
+ */
+export const SWEEP_HEADER = ['hash_type', 'hash', 'raw_uid', 'which', ...VERDICT_COLUMNS] as const;
 
-export function sweptCells(row: SweptRawUid): string[] {
-  return [row.entry.type, row.entry.hash, row.rawUid, row.which, ...verdictCells(row.verdict)];
+export function sweepColumns(timeFormat: TimeFormat = 'unix'): TypedHeader {
+  return { header: [...SWEEP_HEADER], types: ['string', 'string', 'string', 'string', ...verdictTypes(timeFormat)] };
+}
+
+export function sweptCells(row: SweptRawUid, timeFormat: TimeFormat = 'unix'): string[] {
+  return [row.entry.type, row.entry.hash, row.rawUid, row.which, ...verdictCells(row.verdict, timeFormat)];
 }
 
 /** optout-check --state FILE: sweeps the stored raw UIDs, tombstones what opted out, records each check. */
@@ -280,10 +298,12 @@ async function runStateSweep(
     const connection = await connect(flags, resolved);
     const runId = state.startRun('optout-check', JSON.stringify({ sweep_fraction: flags.sweepFraction ?? 1, private_operator: flags.privateOperator, output: flags.output.output ?? '-' }), nowS);
     try {
-      return await withRunOutput(SWEEP_HEADER, 'optout-check', true, flags.output, deps, async (sink, progress) => {
+      const timeFormat = flags.output.timeFormat ?? 'unix';
+      const cellsOf = (row: SweptRawUid): string[] => sweptCells(row, timeFormat);
+      return await withRunOutput(sweepColumns(timeFormat), 'optout-check', true, flags.output, deps, async (sink, progress) => {
         const client = connection.client;
         let done = 0;
-        const replayed = await replaySweepOptouts(state, (rows) => sink.writeRows(rows.map(sweptCells)));
+        const replayed = await replaySweepOptouts(state, (rows) => sink.writeRows(rows.map(cellsOf)));
         if (replayed > 0) say(replayedLine(replayed));
         const result = await sweepStateOptouts({
           state,
@@ -294,7 +314,7 @@ async function runStateSweep(
           ...(flags.sweepFraction !== undefined ? { fraction: flags.sweepFraction } : {}),
           ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
           onChecked: async (rows) => {
-            const cells = (flags.onlyOptedOut ? rows.filter((r) => r.verdict.kind === 'opted_out') : rows).map(sweptCells);
+            const cells = (flags.onlyOptedOut ? rows.filter((r) => r.verdict.kind === 'opted_out') : rows).map(cellsOf);
             await sink.writeRows(cells);
             done += rows.length;
             progress.update({ done, retries: client.stats.retries, http429: client.stats.http429 });

@@ -2,7 +2,7 @@ import type { ResolvedConfig } from '../../config/index.js';
 import { checkRotatedBuckets, isoUtc, nextCheckSinceMs, type BucketCheck } from '../../pipeline/v2/rotated-buckets.js';
 import { mapBatchV2 } from '../../pipeline/v2/map-v2.js';
 import { migrationInProgress } from '../../pipeline/v2/migration.js';
-import { CHANGES_HEADER_V2, changeCellsV2, RemapEngine, replayRemapChanges, type RemapBatchFn, type RemapCounts, type RemapOptions, type RemapResult } from '../../pipeline/remap/remap-engine.js';
+import { changesColumns, type RemapChange, changeCellsV2, RemapEngine, replayRemapChanges, type RemapBatchFn, type RemapCounts, type RemapOptions, type RemapResult } from '../../pipeline/remap/remap-engine.js';
 import { chooseConcurrency, connectForMapping } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { finish, isoOf, remapSummary, writeDryRunSummary, type RemapDueRun } from './remap-report.js';
@@ -76,10 +76,11 @@ async function remapV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<numb
     const marked = state.countDueV2();
     const dueByR = state.countDue(nowS);
     const due = marked + dueByR;
-    return await withRunOutput(CHANGES_HEADER_V2, 'remap-due', true, flags.output, deps, async (sink, progress) => {
+    const cellsOf = (change: RemapChange): string[] => changeCellsV2(change, flags.output.timeFormat);
+    return await withRunOutput(changesColumns(flags.output.timeFormat, true), 'remap-due', true, flags.output, deps, async (sink, progress) => {
       progress.update({ done: 0, total: flags.limit === undefined ? due : Math.min(due, flags.limit) });
       let doneBefore = 0;
-      const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(changeCellsV2)));
+      const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf)));
       if (replayed > 0) say(replayedLine(replayed));
       const common: Omit<RemapOptions, 'mapBatch'> = {
         state,
@@ -87,7 +88,7 @@ async function remapV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<numb
         journal: { runId, state },
         limiter,
         ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-        ...remapReporting(sink, progress, client, changeCellsV2, () => doneBefore),
+        ...remapReporting(sink, progress, client, cellsOf, () => doneBefore),
       };
       let result = await new RemapEngine({
         ...common,

@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
 import { envFingerprint, type ResolvedConfig } from '../../config/index.js';
-import { CHANGES_HEADER, changeCells, RemapEngine, replayRemapChanges } from '../../pipeline/remap/remap-engine.js';
+import { changesColumns, type RemapChange, changeCells, RemapEngine, replayRemapChanges } from '../../pipeline/remap/remap-engine.js';
 import { parseInstantMs } from '../../protocol/index.js';
 import { openState } from '../../state/index.js';
 import { chooseConcurrency, connectForMapping, PUBLIC_MAX_CONCURRENCY, resolveFor, runInProcess, sayTo } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
-import { addConnectionOptions, addOutputOptions, connectionFlags, optionReaders, outputFlags, wholeNumber } from '../shared/options.js';
+import { addConnectionOptions, addOutputOptions, addTimeFormatOption, connectionFlags, optionReaders, outputFlags, wholeNumber } from '../shared/options.js';
 import { exitCodeOf, remapReporting, remapRunArgs, replayedLine, withRunOutput } from '../shared/run-report.js';
 import { formatCount } from '../shared/summary.js';
 import { runRemapDueV2 } from './remap-due-v2.js';
@@ -35,6 +35,7 @@ export function registerRemapDue(program: Command): void {
     .option('--upgrade', 'v2 state file: re-map the entries of rotated buckets with v3 instead of v2 (they become v3 entries with a refresh time)');
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
+  addTimeFormatOption(cmd);
   cmd.action((opts: Record<string, unknown>) => runInProcess((deps) => runRemapDue(remapDueFlags(opts), deps)));
 }
 
@@ -112,9 +113,10 @@ async function remapForReal(run: RemapDueRun, resolved: ResolvedConfig): Promise
   const { client, limiter } = connection;
   const runId = state.startRun('remap-due', JSON.stringify(remapRunArgs(flags)), nowS);
   try {
-    return await withRunOutput(CHANGES_HEADER, 'remap-due', true, flags.output, deps, async (sink, progress) => {
+    const cellsOf = (change: RemapChange): string[] => changeCells(change, flags.output.timeFormat);
+    return await withRunOutput(changesColumns(flags.output.timeFormat, false), 'remap-due', true, flags.output, deps, async (sink, progress) => {
       progress.update({ done: 0, total });
-      const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(changeCells)));
+      const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf)));
       if (replayed > 0) say(replayedLine(replayed));
       const engine = new RemapEngine({
         state,
@@ -124,7 +126,7 @@ async function remapForReal(run: RemapDueRun, resolved: ResolvedConfig): Promise
         limiter,
         ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
         ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-        ...remapReporting(sink, progress, client, changeCells),
+        ...remapReporting(sink, progress, client, cellsOf),
       });
       const result = await engine.run();
       progress.stop();

@@ -2,13 +2,13 @@ import type { Command } from 'commander';
 import type { ServiceClient } from '../../client/index.js';
 import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../../config/index.js';
 import { MIGRATION_FINISHED, migrateToV3, type MigrateResult } from '../../pipeline/v2/migration.js';
-import { CHANGES_HEADER, changeCells, replayRemapChanges } from '../../pipeline/remap/remap-engine.js';
+import { changesColumns, type RemapChange, changeCells, replayRemapChanges } from '../../pipeline/remap/remap-engine.js';
 import type { TableSink } from '../../pipeline/table/table.js';
 import { openState } from '../../state/index.js';
 import type { StateStore } from '../../state/types.js';
 import { chooseConcurrency, connectForMapping, resolveFor, runInProcess, sayTo, type CommandDeps, type Say } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
-import { addConnectionOptions, addOutputOptions, connectionFlags, optionReaders, outputFlags, wholeNumber, type OutputFlags } from '../shared/options.js';
+import { addConnectionOptions, addOutputOptions, addTimeFormatOption, connectionFlags, optionReaders, outputFlags, wholeNumber, type OutputFlags } from '../shared/options.js';
 import {
   acknowledgeDelivered,
   exitCodeOf,
@@ -55,6 +55,7 @@ export function registerMigrate(program: Command): void {
     .option('--concurrency <n>', 'requests in flight at most (default 20; at most 20 against the public service)', parseConcurrency);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
+  addTimeFormatOption(cmd);
   cmd.action((opts: Record<string, unknown>) => runInProcess((deps) => runMigrate(migrateFlags(opts), deps)));
 }
 
@@ -113,10 +114,11 @@ async function migrateForReal(
   const { client, limiter } = connection;
   const runId = state.startRun('migrate', JSON.stringify(remapRunArgs(flags)), nowS);
   try {
-    return await withRunOutput(CHANGES_HEADER, 'migrate', false, flags.output, deps, async (sink, progress) => {
+    const cellsOf = (change: RemapChange): string[] => changeCells(change, flags.output.timeFormat);
+    return await withRunOutput(changesColumns(flags.output.timeFormat, false), 'migrate', false, flags.output, deps, async (sink, progress) => {
       const v2 = state.bucketEntries().count;
       progress.update({ done: 0, total: flags.limit === undefined ? v2 : Math.min(v2, flags.limit) });
-      const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(changeCells)));
+      const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf)));
       if (replayed > 0) say(replayedLine(replayed));
       const result = await migrateToV3({
         state,
@@ -126,7 +128,7 @@ async function migrateForReal(
         limiter,
         ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
         ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-        ...remapReporting(sink, progress, client, changeCells),
+        ...remapReporting(sink, progress, client, cellsOf),
       });
       progress.stop();
       const summary = migrateSummary(result, client, startedMs, deps.now());
