@@ -56,21 +56,29 @@ const KIND_WORDS: Record<ColumnKind, string> = {
   auto: 'auto-detected identifier',
 };
 
-/** Header names (after nameKey) that say what a column holds, for picking a column when no flag names one. */
-const NAME_KINDS = new Map<string, ColumnKind>([
-  ...['email', 'e_mail', 'email_address', 'e_mail_address', 'emailaddress', 'mail', 'mail_address'].map(
-    (n) => [n, 'email'] as const,
+/**
+ * Words of a header name (see nameWords) and what they say a column holds. A name says so when it has words of one
+ * kind, maybe a hash word, and otherwise only QUALIFIERS: `customer_email`, `EMAIL_ADDR`, `Work E-Mail`,
+ * `mobile_number`, `tel`, `hashed_email_address`, `msisdn_sha256`. A word outside these (`email_opt_in`,
+ * `phone_type`, `email_raw_uid`, `email_domain`) means the column holds something about the identifier, not the
+ * identifier, and it is not picked.
+ */
+const WORD_MEANING = new Map<string, 'email' | 'phone' | 'hash' | 'email hash' | 'phone hash'>([
+  ...['email', 'mail', 'emailaddress', 'emailaddr', 'mailaddress', 'courriel'].map((w) => [w, 'email'] as const),
+  ...['phone', 'phonenumber', 'phoneno', 'telephone', 'tel', 'telno', 'telefon', 'cell', 'cellphone', 'cellular', 'mobile', 'mobil', 'mobilephone', 'mobilenumber', 'mobileno', 'msisdn', 'handy'].map(
+    (w) => [w, 'phone'] as const,
   ),
-  ...['phone', 'phone_number', 'phonenumber', 'phone_no', 'msisdn', 'mobile', 'mobile_number', 'mobile_phone', 'cell_phone', 'cellphone', 'telephone'].map(
-    (n) => [n, 'phone'] as const,
-  ),
-  ...['email_hash', 'hashed_email', 'sha256_email', 'email_sha256', 'emailhash', 'email_hashed', 'hashed_email_address'].map(
-    (n) => [n, 'email_hash'] as const,
-  ),
-  ...['phone_hash', 'hashed_phone', 'sha256_phone', 'phone_sha256', 'phonehash', 'phone_hashed', 'msisdn_hash', 'hashed_msisdn'].map(
-    (n) => [n, 'phone_hash'] as const,
-  ),
-  ...['hash', 'sha256', 'hashed'].map((n) => [n, 'auto'] as const),
+  ...['hash', 'hashed', 'sha256', 'sha'].map((w) => [w, 'hash'] as const),
+  ...['emailhash', 'emailsha256', 'hashedemail'].map((w) => [w, 'email hash'] as const),
+  ...['phonehash', 'phonesha256', 'hashedphone', 'msisdnhash'].map((w) => [w, 'phone hash'] as const),
+]);
+/** Names that are only a hash word: a column of hashes of either kind, detected per cell. */
+const BARE_HASH_NAMES = new Set(['hash', 'hashed', 'sha256']);
+/** Words that say whose or which identifier it is, not something else about it. */
+const QUALIFIERS = new Set([
+  'e', 'address', 'addr', 'adr', 'number', 'num', 'no', 'nr', 'customer', 'cust', 'client', 'contact', 'user', 'member',
+  'subscriber', 'person', 'account', 'primary', 'main', 'work', 'personal', 'private', 'home', 'business', 'office',
+  'billing', 'shipping', 'plain', 'raw',
 ]);
 
 /** `E-Mail Address ` -> `e_mail_address`: header spellings vary in case, spaces and punctuation. */
@@ -80,6 +88,41 @@ function nameKey(name: string): string {
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, '_')
     .replace(/^_+|_+$/g, '');
+}
+
+/** `customerEmail`, `E-Mail Address `, `EMAIL_ADDR`, `email2` -> their lower-case words (camelCase and digits split off). */
+function nameWords(name: string): string[] {
+  return name
+    .trim()
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/([A-Za-z])([0-9])/g, '$1_$2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w !== '');
+}
+
+/** What a header name says its column holds, or undefined when it says nothing clear (see WORD_MEANING). */
+export function kindFromName(name: string): ColumnKind | undefined {
+  if (BARE_HASH_NAMES.has(nameKey(name))) return 'auto';
+  const words = nameWords(name);
+  let email = false;
+  let phone = false;
+  let hash = false;
+  for (const w of words) {
+    const meaning = WORD_MEANING.get(w);
+    if (meaning !== undefined) {
+      email ||= meaning.startsWith('email');
+      phone ||= meaning.startsWith('phone');
+      hash ||= meaning.endsWith('hash');
+    } else if (!QUALIFIERS.has(w) && !/^[0-9]+$/.test(w)) {
+      // a word that is neither a kind nor a qualifier (opt_in, type, domain, raw_uid...) nor a column number (email2)
+      return undefined;
+    }
+  }
+  // `mobile phone` is two phone words; only an email and a phone word together is unclear
+  if (email === phone) return undefined;
+  if (email) return hash ? 'email_hash' : 'email';
+  return hash ? 'phone_hash' : 'phone';
 }
 
 /** What a bare hash in an 'auto' column stands for, judged from the column's name. */
@@ -145,7 +188,7 @@ export function findColumn(header: readonly string[], wanted: string, flag: stri
 
 function pickByName(header: readonly string[], source: string): ResolvedColumns {
   const candidates = header.flatMap((name, index) => {
-    const kind = NAME_KINDS.get(nameKey(name));
+    const kind = kindFromName(name);
     return kind === undefined ? [] : [describeColumn(name, index, kind)];
   });
   if (candidates.length === 1) {
