@@ -124,3 +124,35 @@ describe('--emit-hash, --keep, --drop-input-columns, --result-prefix', () => {
     expect((err as Error).message).toMatch(/is for one identifier column, and there are 2: name each, e.g. --result-prefix 'email=email'/);
   });
 });
+
+describe('a one-column file without a header line', () => {
+  it('of emails: the first line is a row, the column col1, and stderr says so', async () => {
+    const input = dir.file('emails.txt', 'First@Example.com\nsecond@example.com\nnot-an-email\n');
+    const r = await map(input, { quiet: false, emitHash: true });
+    const { header, rows } = parseCsv(r.out);
+    expect(header).toEqual(['col1', 'raw_uid', 'prev_raw_uid', 'refresh_from', 'status', 'reason', 'hash', 'hash_type']);
+    expect(rows.map((x) => [x[0], x[4], x[6]])).toEqual([
+      ['First@Example.com', 'mapped', sha('first@example.com')],
+      ['second@example.com', 'mapped', sha('second@example.com')],
+      ['not-an-email', 'invalid', ''],
+    ]);
+    expect(r.err).toMatch(/the first line of .*emails.txt is an email, not a header: .*--no-header --email-col col1/);
+  });
+
+  it('of phones, from stdin; a header that is a name is still a header', async () => {
+    const t = io();
+    const stdin = Object.assign(new PassThrough(), { isTTY: false });
+    stdin.end('+14155550100\n+14155550101\n');
+    t.deps.stdin = stdin;
+    const code = await runMap(mapFlags('-', { env: 'local', quiet: true, emailCol: [], phoneCol: [], emailHashCol: [], phoneHashCol: [] }), t.deps);
+    expect(code).toBe(0);
+    const { header, rows } = parseCsv(t.out());
+    expect(header[0]).toBe('col1');
+    expect(rows.map((x) => [x[0], x[4]])).toEqual([['+14155550100', 'mapped'], ['+14155550101', 'mapped']]);
+    const named = parseCsv((await map(dir.file('named.csv', 'email\na@example.com\n'), {})).out);
+    expect(named.header[0]).toBe('email');
+    expect(named.rows).toHaveLength(1);
+    // a named column says the first line is a header, whatever it holds
+    await expect(map(dir.file('flagged.csv', 'a@example.com\nb@example.com\n'), { emailCol: ['x'] })).rejects.toThrow(/has no column 'x'/);
+  });
+});

@@ -550,6 +550,28 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
     expect(threaded.summary).toEqual(single.summary);
   });
 
+  it('map and hash of a one-column file without a header line, over several pieces', async () => {
+    const lines: string[] = [];
+    for (let i = 0; i < 30000; i++) lines.push(i % 37 === 5 ? `bad-${i}` : `User.${i}@Example.com`);
+    const headerless = join(dir.path, 'emails.txt');
+    writeBytes(headerless, utf8(`${lines.join('\n')}\n`));
+    const connection = serveConnection(serve as ServeProcess);
+    const runs = await Promise.all(
+      ['0', '2'].flatMap((threads) => [
+        runCli(['map', headerless, '--quiet', '--threads', threads, '--emit-hash', ...connection.args], { env: connection.env }),
+        runCli(['hash', headerless, '--quiet', '--threads', threads]),
+      ]),
+    );
+    for (const r of runs) expect(r.code, r.stderr).toBe(0);
+    const [map0, hash0, map2, hash2] = runs.map((r) => r.stdout);
+    expect(map0.split('\n')[0]).toBe('col1,raw_uid,prev_raw_uid,refresh_from,status,reason,hash,hash_type');
+    expect(map0.split('\n')[1]).toMatch(/^User\.0@Example\.com,[^,]{44},,\d+,mapped,,[^,]{44},email$/);
+    expect(map0.trim().split('\n')).toHaveLength(lines.length + 1);
+    expect(hash0.split('\n')[1]).toMatch(/^User\.0@Example\.com,[^,]{44},email,ok,$/);
+    expect(map2).toBe(map0);
+    expect(hash2).toBe(hash0);
+  });
+
   it('hash from stdin', async () => {
     const outs = await Promise.all(
       ['0', '2'].map(async (threads) => {

@@ -8,6 +8,7 @@ import { rowFormatOf, type RowFormat } from '../../pipeline/table/row-encoders.j
 import { RowThreads, YOUNG_GENERATION_MB } from '../../pipeline/threads/row-threads.js';
 import { isPieceSource, openTableInput, type TableInput } from '../../pipeline/threads/table-input.js';
 import { openSink } from '../../pipeline/table/sink.js';
+import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from '../../pipeline/jobs/headerless-input.js';
 import type { ColumnType } from '../../pipeline/table/typed-cells.js';
 import { InputError, OutputError, type OpenSourceOptions, type TableInfo, type TableSink } from '../../pipeline/table/table.js';
 import { EXIT, UserError, onInterrupt } from '../shared/exit-codes.js';
@@ -71,7 +72,10 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
   try {
     for (const n of source.notes) progress.note(n);
     let columns: IdentifierColumn[] = [];
-    if (source.header.length > 0) {
+    const headerless = headerlessColumns(source);
+    if (headerless !== undefined) {
+      columns = headerless;
+    } else if (source.header.length > 0) {
       const resolved = resolveIdentifierColumns(source.header, flags, source.name === '<stdin>' ? 'stdin' : source.name);
       columns = resolved.columns;
       if (resolved.note !== undefined) progress.note(resolved.note);
@@ -137,7 +141,9 @@ async function openInput(flags: HashFlags, io: HashIo): Promise<TableInput> {
     ...(flags.input === '-' ? { stream: io.stdin } : {}),
   };
   try {
-    return await openTableInput(options, flags.threads ?? 0);
+    const opened = await openTableInput(options, flags.threads ?? 0);
+    // a one-column file of emails or phones without a header line is read as such (a note says so)
+    return mayBeHeaderless(flags, options) ? readAsHeaderless(opened) : opened;
   } catch (err) {
     throw asUserError(err);
   }

@@ -5,6 +5,7 @@ import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../..
 import { runMapJob, mapOutputColumns } from '../../pipeline/jobs/map-job.js';
 import type { ResultLayout } from '../../pipeline/map/result-columns.js';
 import { resolveResultLayout, type LayoutRequest } from '../../pipeline/map/result-layout.js';
+import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from '../../pipeline/jobs/headerless-input.js';
 import { MapEngine, type MapRunCounts, type MapRunResult } from '../../pipeline/map/map-engine.js';
 import { ColumnError, resolveIdentifierColumns, type ColumnFlags, type IdentifierColumn } from '../../pipeline/table/identifier-columns.js';
 import { openSink } from '../../pipeline/table/sink.js';
@@ -166,7 +167,9 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
   };
   // with --threads, a CSV input is parsed by the row threads: here it is only cut into record-aligned pieces
   // (not in a dry run: nothing is handed on, so the threads would keep every piece)
-  const source = await openTableInput(sourceOptions, dryRun ? 0 : (flags.threads ?? 0));
+  const opened = await openTableInput(sourceOptions, dryRun ? 0 : (flags.threads ?? 0));
+  // a one-column file of emails or phones without a header line is read as such (and said so)
+  const source = mayBeHeaderless(flags, sourceOptions) ? readAsHeaderless(opened) : opened;
   for (const line of source.notes) say(line);
   if (source.header.length === 0) return emptyInput(source, flags, startedMs, deps, say);
   const columns = identifierColumns(source, flags, say);
@@ -207,7 +210,9 @@ function chooseInput(input: string | undefined, stdin: { isTTY?: boolean }): str
   return '-';
 }
 
-function identifierColumns(source: TableInfo, flags: MapFlags, say: (line: string) => void): IdentifierColumn[] {
+function identifierColumns(source: TableInput, flags: MapFlags, say: (line: string) => void): IdentifierColumn[] {
+  const headerless = headerlessColumns(source);
+  if (headerless !== undefined) return headerless;
   try {
     const resolved = resolveIdentifierColumns(source.header, flags, source.name);
     if (resolved.note !== undefined) say(resolved.note);
