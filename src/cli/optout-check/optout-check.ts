@@ -172,15 +172,26 @@ export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckD
 
 /**
  * Output columns: the input's, then opted_out, opted_out_since, reason (typed as the verdicts are, see
- * verdictTypes). Checking an earlier output again writes over its verdict columns instead of adding a second set.
+ * verdictTypes). Checking an earlier output of optout-check again writes over its verdict columns instead of adding
+ * a second set; any other input column that has a verdict column's name (map's own `reason`) is kept, and the
+ * verdict column is named with `_2` (`reason_2`), so no two columns share a name.
  */
 export function verdictLayout(
   inputHeader: readonly string[],
   timeFormat: TimeFormat = 'unix',
 ): TypedHeader & { place(cells: readonly string[], verdict: readonly string[]): string[] } {
-  const at = VERDICT_COLUMNS.map((name) => inputHeader.indexOf(name));
+  // the verdict columns of an earlier check: opted_out, opted_out_since and its reason (maybe reason_2), in a row
+  const first = inputHeader.indexOf(VERDICT_COLUMNS[0]);
+  const earlierCheck = first >= 0 && inputHeader[first + 1] === VERDICT_COLUMNS[1] && /^reason(_\d+)?$/.test(inputHeader[first + 2] ?? '');
   const header = [...inputHeader];
-  const slots = at.map((i, k) => (i >= 0 ? i : header.push(VERDICT_COLUMNS[k]) - 1));
+  const taken = new Set(header);
+  const slots = VERDICT_COLUMNS.map((name, k) => {
+    if (earlierCheck) return first + k;
+    let unique: string = name;
+    for (let n = 2; taken.has(unique); n++) unique = `${name}_${n}`;
+    taken.add(unique);
+    return header.push(unique) - 1;
+  });
   const types: TypedHeader['types'] = header.map(() => 'input');
   const verdict = verdictTypes(timeFormat);
   slots.forEach((slot, k) => (types[slot] = verdict[k]));

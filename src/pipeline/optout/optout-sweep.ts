@@ -255,6 +255,15 @@ function squash(name: string): string {
   return name.toLowerCase().replace(/[\s_-]+/g, '');
 }
 
+/**
+ * A raw UID column of this tool's own `map` output: `<prefix>raw_uid` (`email_raw_uid`, `uid2_raw_uid`), named by
+ * an identifier column or --result-prefix; `<prefix>prev_raw_uid` is the previous raw UID, not the current one.
+ */
+function isResultRawUid(name: string): boolean {
+  const lower = name.toLowerCase();
+  return lower.endsWith('_raw_uid') && !lower.endsWith('prev_raw_uid');
+}
+
 export type ColumnChoice = { ok: true; index: number } | { ok: false; message: string };
 
 /**
@@ -274,9 +283,9 @@ export function pickRawUidColumn(header: readonly string[], col: string | undefi
   }
   if (header.length === 0) return { ok: false, message: 'the input is empty: there is no header and no raw UID column' };
   if (header.length === 1) return { ok: true, index: 0 };
-  const matches = header.flatMap((h, i) => (RAW_UID_COLUMN_NAMES.has(squash(h)) ? [i] : []));
+  const matches = header.flatMap((h, i) => (RAW_UID_COLUMN_NAMES.has(squash(h)) || isResultRawUid(h) ? [i] : []));
   if (matches.length === 1) return { ok: true, index: matches[0] };
-  if (matches.length === 0) return { ok: false, message: `no column named like a raw UID (raw_uid, advertising_id, uid, raw_uid2) among ${names}: name it with --col` };
+  if (matches.length === 0) return { ok: false, message: `no column named like a raw UID (raw_uid, advertising_id, uid, raw_uid2, or map's <prefix>_raw_uid) among ${names}: name it with --col` };
   return { ok: false, message: `several columns look like raw UIDs (${matches.map((i) => `'${header[i]}'`).join(', ')}): choose one with --col` };
 }
 
