@@ -65,6 +65,16 @@ describe('typed JSONL', () => {
     expect(JSON.parse(jsonl).refresh_from).toBe(iso.rows[0][at]);
   });
 
+  it('--rejects shares the output\'s format, and says so when its name says another', async () => {
+    const rejects = dir.file('rejects.csv');
+    const r = await map(CRM, { output: dir.file('out.jsonl'), rejects, quiet: false });
+    expect(r.err).toContain(`--rejects ${rejects} is written as JSONL, the format of the output`);
+    const lines = readFileSync(rejects, 'utf8').trim().split('\n');
+    expect(lines.map((l) => (JSON.parse(l) as { status: string }).status)).toEqual(['optout', 'invalid']);
+    const same = await map(CRM, { output: dir.file('out2.jsonl'), rejects: dir.file('rejects.ndjson'), quiet: false });
+    expect(same.err).not.toContain('--rejects');
+  });
+
   it('CSV output without the new flags is as before: every input column, then the five result columns', async () => {
     const { header, rows } = parseCsv((await map(CRM, {})).out);
     expect(header).toEqual(['id', 'zip', 'email', 'note', 'raw_uid', 'prev_raw_uid', 'refresh_from', 'status', 'reason']);

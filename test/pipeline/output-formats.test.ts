@@ -106,6 +106,20 @@ describe('the hash command writes the format -o names', () => {
     expect(rows[2][4]).toBe('invalid');
   });
 
+  test('--keep and --drop-input-columns: only the input columns asked for', async () => {
+    const kept = file('kept.csv');
+    await hash(input(), '-o', kept, '--keep', 'id');
+    expect(parse(readFileSync(kept, 'utf8'))).toEqual([
+      ['id', 'hash', 'hash_type', 'status', 'reason'],
+      ['1', expect.stringMatching(/^[A-Za-z0-9+/]{43}=$/), 'email', 'ok', ''],
+      ['2', '', '', 'invalid', 'invalid email'],
+    ]);
+    const none = file('none.csv');
+    await hash(input(), '-o', none, '--drop-input-columns');
+    expect(readFileSync(none, 'utf8').split('\n')[0]).toBe('hash,hash_type,status,reason');
+    await expect(hash(input(), '-o', file('x.csv'), '--keep', 'nope')).rejects.toThrow(/--keep: .* has no column 'nope'/);
+  });
+
   test('-o x.ndjson: JSON Lines; --format csv overrides the extension', async () => {
     const jsonl = file('hashed.ndjson');
     await hash(input(), '-o', jsonl);

@@ -572,6 +572,19 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
     expect(hash2).toBe(hash0);
   });
 
+  it('hash --keep --drop-input-columns, threaded or not', async () => {
+    const outs = await Promise.all(
+      ['0', '2'].map(async (threads) => {
+        const result = await runCli(['hash', input, '--quiet', '--threads', threads, '--keep', 'id', ...cols]);
+        expect(result.code, result.stderr).toBe(0);
+        return result.stdout;
+      }),
+    );
+    expect(outs[0].split('\n')[0]).toBe('id,email_hash,email_hash_type,email_status,email_reason,phone_hash,phone_hash_type,phone_status,phone_reason,email_hash_hash,email_hash_hash_type,email_hash_status,email_hash_reason');
+    expect(outs[0]).not.toMatch(/@/);
+    expect(outs[1]).toBe(outs[0]);
+  });
+
   it('hash from stdin', async () => {
     const outs = await Promise.all(
       ['0', '2'].map(async (threads) => {

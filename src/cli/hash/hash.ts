@@ -8,6 +8,8 @@ import { rowFormatOf, type RowFormat } from '../../pipeline/table/row-encoders.j
 import { RowThreads, YOUNG_GENERATION_MB } from '../../pipeline/threads/row-threads.js';
 import { isPieceSource, openTableInput, type TableInput } from '../../pipeline/threads/table-input.js';
 import { openSink } from '../../pipeline/table/sink.js';
+import { defaultLayout } from '../../pipeline/map/result-columns.js';
+import { keptColumns } from '../../pipeline/map/result-layout.js';
 import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from '../../pipeline/jobs/headerless-input.js';
 import type { ColumnType } from '../../pipeline/table/typed-cells.js';
 import { InputError, OutputError, type OpenSourceOptions, type TableInfo, type TableSink } from '../../pipeline/table/table.js';
@@ -29,6 +31,10 @@ export interface HashFlags extends InputFlags, ColumnFlags {
   quiet?: boolean;
   /** Worker threads that parse, hash and encode CSV rows (absent or 0: the main thread; see cli/shared/threads-option.ts). */
   threads?: number;
+  /** --keep: the input columns to write (comma-separated lists); the others are dropped. */
+  keep?: string[];
+  /** --drop-input-columns: write no input column but those of --keep. */
+  dropInputColumns?: boolean;
 }
 
 export interface HashIo {
@@ -82,9 +88,11 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     } else {
       progress.note(`${source.name} is empty: writing an empty output`);
     }
-    const header = columns.length > 0 ? resultHeader(source.header, columns, HASH_FIELDS) : [];
+    const keep = source.header.length > 0 ? keptColumns(source.header, flags, source.name) : null;
+    const kept = keep === null ? source.header : keep.map((i) => source.header[i]);
+    const header = columns.length > 0 ? resultHeader(kept, columns, HASH_FIELDS) : [];
     // JSONL: input cells as read, the tool's own cells null when empty
-    const types: ColumnType[] = header.map((_, i) => (i < source.header.length ? 'input' : 'string'));
+    const types: ColumnType[] = header.map((_, i) => (i < kept.length ? 'input' : 'string'));
     sink = await openSink({
       path: flags.output,
       format: flags.format,
@@ -103,7 +111,8 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     };
     if (isPieceSource(source)) {
       const format: RowFormat = rowFormatOf(flags.format, header, types);
-      threads = new RowThreads({ name: source.name, csv: source.settings, width: source.width, columns, format, v2: false }, flags.threads ?? 1, YOUNG_GENERATION_MB.hash);
+      const layout = { ...defaultLayout(columns), keep };
+      threads = new RowThreads({ name: source.name, csv: source.settings, width: source.width, columns, format, v2: false, layout }, flags.threads ?? 1, YOUNG_GENERATION_MB.hash);
       for await (const piece of threads.hashed(source)) {
         addHashCounts(counts, piece.counts);
         await sink.writeEncoded(piece.bytes);
@@ -112,7 +121,7 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       }
     } else {
       for await (const chunk of source.rows()) {
-        await sink.writeRows(hashRows(chunk, columns, counts));
+        await sink.writeRows(hashRows(chunk, columns, counts, keep));
         progress.update({ done: counts.rows, ...estimateTotal(source, counts.rows) });
         checkInterrupt();
       }
@@ -247,7 +256,9 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
     .command('hash')
     .description('normalize, hash and validate identifiers offline (nothing is sent): writes hash, hash_type, status and reason per identifier column')
     .argument('[input]', "CSV or JSONL file; '-' or nothing reads stdin")
-    .option('--bom', 'start a CSV output with a UTF-8 BOM (for Excel)');
+    .option('--bom', 'start a CSV output with a UTF-8 BOM (for Excel)')
+    .option('--keep <columns>', 'write only these input columns (comma-separated; repeatable), e.g. --keep customer_id: raw emails and phones are not copied', collect)
+    .option('--drop-input-columns', 'write no input column (but those of --keep): only the result columns');
   addTableInputOptions(cmd);
   addOutputOptions(cmd);
   addThreadsOption(cmd, defaultHashThreads(), 'one per core, at most 4');
@@ -262,7 +273,14 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
       ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
       quiet: opts.quiet === true,
       threads: threadsFlag(opts, defaultHashThreads()),
+      ...(Array.isArray(opts.keep) ? { keep: opts.keep as string[] } : {}),
+      ...(opts.dropInputColumns === true ? { dropInputColumns: true } : {}),
     };
     await runHash(flags, hashIo);
   });
+}
+
+/** Repeatable flags; no default, so the help does not print an empty list. */
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
 }

@@ -8,6 +8,7 @@ import { resolveResultLayout, type LayoutRequest } from '../../pipeline/map/resu
 import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from '../../pipeline/jobs/headerless-input.js';
 import { MapEngine, type MapRunCounts, type MapRunResult } from '../../pipeline/map/map-engine.js';
 import { ColumnError, resolveIdentifierColumns, type ColumnFlags, type IdentifierColumn } from '../../pipeline/table/identifier-columns.js';
+import { formatOfExtension } from '../../pipeline/table/format-names.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../../pipeline/table/table.js';
 import { isPieceSource, openTableInput, type TableInput } from '../../pipeline/threads/table-input.js';
@@ -174,6 +175,11 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
   if (source.header.length === 0) return emptyInput(source, flags, startedMs, deps, say);
   const columns = identifierColumns(source, flags, say);
   const layout = resultLayout(source, columns, flags);
+  const rejectsFormat = flags.rejects === undefined ? undefined : formatOfExtension(flags.rejects);
+  if (rejectsFormat !== undefined && rejectsFormat !== flags.output.format) {
+    // the row threads encode an output row once, for both files: the rejects share the output's format
+    say(`--rejects ${flags.rejects} is written as ${flags.output.format.toUpperCase()}, the format of the output`);
+  }
   const concurrency = chooseConcurrency(flags.concurrency, config, say);
 
   let state: MapStateFile | undefined;

@@ -29,7 +29,8 @@ export function resolveResultLayout(header: readonly string[], columns: readonly
   };
 }
 
-function keptColumns(header: readonly string[], request: LayoutRequest, source: string): number[] | null {
+/** The input columns --keep and --drop-input-columns leave (by index, in --keep's order); null: every one. */
+export function keptColumns(header: readonly string[], request: Pick<LayoutRequest, 'keep' | 'dropInputColumns'>, source = 'the input'): number[] | null {
   const names = (request.keep ?? []).flatMap((list) => list.split(',')).filter((name) => name !== '');
   if (names.length === 0) return request.dropInputColumns === true ? [] : null;
   const kept: number[] = [];

@@ -26,7 +26,7 @@ export interface RowThreadConfig {
   format: RowFormat;
   /** map --api v2: raw_uid, bucket_id, status, reason per identifier column. */
   v2: boolean;
-  /** map: the output's kept input columns, result names, hashes and time format (absent: the default). */
+  /** The output's kept input columns (map and hash), result names, hashes and time format (map); absent: the default. */
   layout?: ResultLayout;
 }
 
