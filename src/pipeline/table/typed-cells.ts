@@ -30,23 +30,26 @@ export function timeType(format: TimeFormat): ColumnType {
 
 const MAX_DATE_SECONDS = 8.64e12;
 
-/** A memo of the last ISO text: neighbouring rows often share a time (the service gives one per batch). */
-let lastSeconds = Number.NaN;
-let lastIso = '';
+/**
+ * ISO texts made so far: refresh times fall on UTC midnights, so a run has a few hundred distinct ones, and
+ * formatting a Date costs more than the rest of a row's result cells. Emptied when it grows past its bound.
+ */
+const isoTexts = new Map<number, string>();
+const ISO_TEXTS_KEPT = 4096;
 
 /** A time (whole Unix seconds; a fraction is dropped) as a cell: decimal seconds, or `2027-01-05T00:00:00Z`. */
 export function timeCell(seconds: number, format: TimeFormat): string {
   const s = Math.floor(seconds);
   if (format === 'unix') return String(s);
+  let iso = isoTexts.get(s);
+  if (iso !== undefined) return iso;
   // beyond what a Date holds (year 275760) no ISO text exists: the number is still the truth
   if (!(Math.abs(s) <= MAX_DATE_SECONDS)) return String(s);
-  if (s !== lastSeconds) {
-    const iso = new Date(s * 1000).toISOString();
-    // whole seconds: the milliseconds are always .000
-    lastIso = `${iso.slice(0, -5)}Z`;
-    lastSeconds = s;
-  }
-  return lastIso;
+  // whole seconds: the milliseconds are always .000
+  iso = `${new Date(s * 1000).toISOString().slice(0, -5)}Z`;
+  if (isoTexts.size >= ISO_TEXTS_KEPT) isoTexts.clear();
+  isoTexts.set(s, iso);
+  return iso;
 }
 
 /** A time in Unix milliseconds (an opt-out time) as a cell, to the second. */
