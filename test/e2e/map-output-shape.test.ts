@@ -18,12 +18,27 @@ function io(): { deps: MapDeps; out: () => string; err: () => string } {
   stdout.on('data', (d: Buffer) => (out += d.toString()));
   stderr.on('data', (d: Buffer) => (err += d.toString()));
   const stdin = Object.assign(new PassThrough(), { isTTY: true });
-  return { deps: { stdin, stdout, stderr, env: { XDG_CONFIG_HOME: dir.path }, now: () => Date.now() }, out: () => out, err: () => err };
+  return {
+    deps: { stdin, stdout, stderr, env: { XDG_CONFIG_HOME: dir.path }, now: () => Date.now() },
+    out: () => out,
+    err: () => err,
+  };
 }
 
 async function map(input: string, opts: Record<string, unknown>): Promise<{ code: number; out: string; err: string }> {
   const t = io();
-  const code = await runMap(mapFlags(input, { env: 'local', quiet: true, emailCol: [], phoneCol: [], emailHashCol: [], phoneHashCol: [], ...opts }), t.deps);
+  const code = await runMap(
+    mapFlags(input, {
+      env: 'local',
+      quiet: true,
+      emailCol: [],
+      phoneCol: [],
+      emailHashCol: [],
+      phoneHashCol: [],
+      ...opts,
+    }),
+    t.deps,
+  );
   return { code, out: t.out(), err: t.err() };
 }
 
@@ -39,8 +54,16 @@ describe('typed JSONL', () => {
   it('input cells stay the strings read; refresh_from is a number, missing result values are null', async () => {
     const r = await map(CRM, { output: dir.file('typed.jsonl') });
     expect(r.code).toBe(0);
-    const rows = readFileSync(dir.file('typed.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(rows.map((x) => [x.id, x.zip, x.note])).toEqual([['007', '02134', ''], ['008', '10001', 'x'], ['009', '', 'y'], ['010', '00501', 'z']]);
+    const rows = readFileSync(dir.file('typed.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(rows.map((x) => [x.id, x.zip, x.note])).toEqual([
+      ['007', '02134', ''],
+      ['008', '10001', 'x'],
+      ['009', '', 'y'],
+      ['010', '00501', 'z'],
+    ]);
     const [mapped, optout, invalid, missing] = rows;
     expect(mapped).toMatchObject({ status: 'mapped', prev_raw_uid: null, reason: null });
     expect(typeof mapped.raw_uid).toBe('string');
@@ -65,7 +88,7 @@ describe('typed JSONL', () => {
     expect(JSON.parse(jsonl).refresh_from).toBe(iso.rows[0][at]);
   });
 
-  it('--rejects shares the output\'s format, and says so when its name says another', async () => {
+  it("--rejects shares the output's format, and says so when its name says another", async () => {
     const rejects = dir.file('rejects.csv');
     const r = await map(CRM, { output: dir.file('out.jsonl'), rejects, quiet: false });
     expect(r.err).toContain(`--rejects ${rejects} is written as JSONL, the format of the output`);
@@ -77,7 +100,17 @@ describe('typed JSONL', () => {
 
   it('CSV output without the new flags is as before: every input column, then the five result columns', async () => {
     const { header, rows } = parseCsv((await map(CRM, {})).out);
-    expect(header).toEqual(['id', 'zip', 'email', 'note', 'raw_uid', 'prev_raw_uid', 'refresh_from', 'status', 'reason']);
+    expect(header).toEqual([
+      'id',
+      'zip',
+      'email',
+      'note',
+      'raw_uid',
+      'prev_raw_uid',
+      'refresh_from',
+      'status',
+      'reason',
+    ]);
     expect(rows[0].slice(0, 4)).toEqual(['007', '02134', 'User.One@Example.com', '']);
     expect(rows[0][6]).toMatch(/^\d+$/);
   });
@@ -93,13 +126,26 @@ describe('--emit-hash, --keep, --drop-input-columns, --result-prefix', () => {
       ['', ''],
       ['', ''],
     ]);
-    const jsonl = (await map(CRM, { emitHash: true, format: 'jsonl' })).out.trim().split('\n').map((l) => JSON.parse(l));
+    const jsonl = (await map(CRM, { emitHash: true, format: 'jsonl' })).out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(jsonl[2]).toMatchObject({ hash: null, hash_type: null });
   });
 
   it('--keep writes only the columns named, in the order named; --drop-input-columns none', async () => {
     const kept = parseCsv((await map(CRM, { keep: ['zip,id'], emitHash: true })).out);
-    expect(kept.header).toEqual(['zip', 'id', 'raw_uid', 'prev_raw_uid', 'refresh_from', 'status', 'reason', 'hash', 'hash_type']);
+    expect(kept.header).toEqual([
+      'zip',
+      'id',
+      'raw_uid',
+      'prev_raw_uid',
+      'refresh_from',
+      'status',
+      'reason',
+      'hash',
+      'hash_type',
+    ]);
     expect(kept.rows[0].slice(0, 2)).toEqual(['02134', '007']);
     expect(kept.rows.flat().join(' ')).not.toMatch(/@/);
     const dropped = parseCsv((await map(CRM, { dropInputColumns: true })).out);
@@ -114,24 +160,46 @@ describe('--emit-hash, --keep, --drop-input-columns, --result-prefix', () => {
     const input = dir.file('two.csv', 'Customer ID,Email Address,Phone #\n1,a@example.com,+14155550100\n');
     const defaults = parseCsv((await map(input, { emailCol: ['Email Address'], phoneCol: ['Phone #'] })).out);
     expect(defaults.header).toEqual([
-      'Customer ID', 'Email Address', 'Phone #',
+      'Customer ID',
+      'Email Address',
+      'Phone #',
       ...['raw_uid', 'prev_raw_uid', 'refresh_from', 'status', 'reason'].map((f) => `Email_Address_${f}`),
       ...['raw_uid', 'prev_raw_uid', 'refresh_from', 'status', 'reason'].map((f) => `Phone_${f}`),
     ]);
-    const named = parseCsv((await map(input, { emailCol: ['Email Address'], phoneCol: ['Phone #'], resultPrefix: ['email address=uid2 e', 'Phone #=p_'] })).out);
+    const named = parseCsv(
+      (
+        await map(input, {
+          emailCol: ['Email Address'],
+          phoneCol: ['Phone #'],
+          resultPrefix: ['email address=uid2 e', 'Phone #=p_'],
+        })
+      ).out,
+    );
     expect(named.header.slice(3, 5)).toEqual(['uid2_e_raw_uid', 'uid2_e_prev_raw_uid']);
     expect(named.header.slice(8, 10)).toEqual(['p_raw_uid', 'p_prev_raw_uid']);
     const single = parseCsv((await map(CRM, { resultPrefix: ['uid2'] })).out);
-    expect(single.header.slice(4)).toEqual(['uid2_raw_uid', 'uid2_prev_raw_uid', 'uid2_refresh_from', 'uid2_status', 'uid2_reason']);
+    expect(single.header.slice(4)).toEqual([
+      'uid2_raw_uid',
+      'uid2_prev_raw_uid',
+      'uid2_refresh_from',
+      'uid2_status',
+      'uid2_reason',
+    ]);
   });
 
   it('refuses a --keep or --result-prefix that names no column, and a bare prefix with several identifier columns', async () => {
-    await expect(map(CRM, { keep: ['id,nope'] })).rejects.toThrow(/--keep: .*has no column 'nope'; its columns are 'id', 'zip', 'email', 'note'/);
-    await expect(map(CRM, { resultPrefix: ['zip=z'] })).rejects.toThrow(/'zip' is not an identifier column of this run/);
+    await expect(map(CRM, { keep: ['id,nope'] })).rejects.toThrow(
+      /--keep: .*has no column 'nope'; its columns are 'id', 'zip', 'email', 'note'/,
+    );
+    await expect(map(CRM, { resultPrefix: ['zip=z'] })).rejects.toThrow(
+      /'zip' is not an identifier column of this run/,
+    );
     const input = dir.file('two-b.csv', 'email,phone\na@example.com,+14155550100\n');
     const err = await map(input, { resultPrefix: ['x'] }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UserError);
-    expect((err as Error).message).toMatch(/is for one identifier column, and there are 2: name each, e.g. --result-prefix 'email=email'/);
+    expect((err as Error).message).toMatch(
+      /is for one identifier column, and there are 2: name each, e.g. --result-prefix 'email=email'/,
+    );
   });
 });
 
@@ -140,7 +208,16 @@ describe('a one-column file without a header line', () => {
     const input = dir.file('emails.txt', 'First@Example.com\nsecond@example.com\nnot-an-email\n');
     const r = await map(input, { quiet: false, emitHash: true });
     const { header, rows } = parseCsv(r.out);
-    expect(header).toEqual(['col1', 'raw_uid', 'prev_raw_uid', 'refresh_from', 'status', 'reason', 'hash', 'hash_type']);
+    expect(header).toEqual([
+      'col1',
+      'raw_uid',
+      'prev_raw_uid',
+      'refresh_from',
+      'status',
+      'reason',
+      'hash',
+      'hash_type',
+    ]);
     expect(rows.map((x) => [x[0], x[4], x[6]])).toEqual([
       ['First@Example.com', 'mapped', sha('first@example.com')],
       ['second@example.com', 'mapped', sha('second@example.com')],
@@ -154,15 +231,23 @@ describe('a one-column file without a header line', () => {
     const stdin = Object.assign(new PassThrough(), { isTTY: false });
     stdin.end('+14155550100\n+14155550101\n');
     t.deps.stdin = stdin;
-    const code = await runMap(mapFlags('-', { env: 'local', quiet: true, emailCol: [], phoneCol: [], emailHashCol: [], phoneHashCol: [] }), t.deps);
+    const code = await runMap(
+      mapFlags('-', { env: 'local', quiet: true, emailCol: [], phoneCol: [], emailHashCol: [], phoneHashCol: [] }),
+      t.deps,
+    );
     expect(code).toBe(0);
     const { header, rows } = parseCsv(t.out());
     expect(header[0]).toBe('col1');
-    expect(rows.map((x) => [x[0], x[4]])).toEqual([['+14155550100', 'mapped'], ['+14155550101', 'mapped']]);
+    expect(rows.map((x) => [x[0], x[4]])).toEqual([
+      ['+14155550100', 'mapped'],
+      ['+14155550101', 'mapped'],
+    ]);
     const named = parseCsv((await map(dir.file('named.csv', 'email\na@example.com\n'), {})).out);
     expect(named.header[0]).toBe('email');
     expect(named.rows).toHaveLength(1);
     // a named column says the first line is a header, whatever it holds
-    await expect(map(dir.file('flagged.csv', 'a@example.com\nb@example.com\n'), { emailCol: ['x'] })).rejects.toThrow(/has no column 'x'/);
+    await expect(map(dir.file('flagged.csv', 'a@example.com\nb@example.com\n'), { emailCol: ['x'] })).rejects.toThrow(
+      /has no column 'x'/,
+    );
   });
 });

@@ -70,7 +70,8 @@ describe('optout-check (built CLI against serve)', () => {
     expect(Object.keys(rows[0])).toEqual(['customer_id', 'raw_uid', 'opted_out', 'opted_out_since', 'reason']);
     const opted = rows.filter((r) => r.opted_out === 'true');
     expect(opted.map((r) => r.customer_id)).toEqual(OPTED_OUT.map((i) => `c${i}`));
-    for (const r of opted) expect(r.opted_out_since).toBe(String(Math.floor(sinceMs(Number(r.customer_id.slice(1))) / 1000)));
+    for (const r of opted)
+      expect(r.opted_out_since).toBe(String(Math.floor(sinceMs(Number(r.customer_id.slice(1))) / 1000)));
     expect(rows.filter((r) => r.opted_out === 'false').length).toBe(N - OPTED_OUT.length);
     expect(rows.slice(-2).map((r) => [r.opted_out, r.reason !== ''])).toEqual([
       ['', true],
@@ -81,25 +82,39 @@ describe('optout-check (built CLI against serve)', () => {
     expect(proxy.peakInFlight(STATUS_PATH)).toBe(1);
     expect(proxy.connections(STATUS_PATH)).toBe(1);
     const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) as Record<string, unknown>;
-    expect(summary).toMatchObject({ command: 'optout-check', rows: N + 2, opted_out: 4, not_opted_out: N - 4, requests: 3 });
+    expect(summary).toMatchObject({
+      command: 'optout-check',
+      rows: N + 2,
+      opted_out: 4,
+      not_opted_out: N - 4,
+      requests: 3,
+    });
   });
 
   it('--private-operator --concurrency 3 sends batches in parallel, with the same answers in input order', async () => {
     const parallel = await startCountingProxy(served.url);
     try {
       const out = join(dir, 'parallel.jsonl');
-      const run = await runCli(['optout-check', inputCsv, '-o', out, '--format', 'jsonl', '--private-operator', '--concurrency', '3', '-q'], {
-        served,
-        env: { UID2_BASE_URL: parallel.url },
-      });
+      const run = await runCli(
+        ['optout-check', inputCsv, '-o', out, '--format', 'jsonl', '--private-operator', '--concurrency', '3', '-q'],
+        {
+          served,
+          env: { UID2_BASE_URL: parallel.url },
+        },
+      );
       expect(run.code, run.stderr).toBe(0);
       expect(parallel.peakInFlight(STATUS_PATH)).toBeGreaterThan(1);
       expect(parallel.peakInFlight(STATUS_PATH)).toBeLessThanOrEqual(3);
-      const rows = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      const rows = readFileSync(out, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(rows.map((r) => r.customer_id)).toEqual([...rawUids.map((_, i) => `c${i}`), 'bad1', 'bad2']);
       // typed as map's output is: a boolean, a number of seconds, null where there is no value
       expect(rows.filter((r) => r.opted_out === true).map((r) => r.customer_id)).toEqual(OPTED_OUT.map((i) => `c${i}`));
-      expect(rows.filter((r) => r.opted_out === true).map((r) => r.opted_out_since)).toEqual(OPTED_OUT.map((i) => Math.floor(sinceMs(i) / 1000)));
+      expect(rows.filter((r) => r.opted_out === true).map((r) => r.opted_out_since)).toEqual(
+        OPTED_OUT.map((i) => Math.floor(sinceMs(i) / 1000)),
+      );
       expect(rows[0]).toMatchObject({ opted_out: false, opted_out_since: null, reason: null });
       expect(rows.at(-1)).toMatchObject({ opted_out: null, opted_out_since: null, reason: expect.any(String) });
     } finally {
@@ -109,7 +124,9 @@ describe('optout-check (built CLI against serve)', () => {
 
   it('--only-opted-out writes just those rows', async () => {
     const out = join(dir, 'only.csv');
-    const run = await runCli(['optout-check', inputCsv, '-o', out, '--only-opted-out', '--col', 'raw_uid', '-q'], { served });
+    const run = await runCli(['optout-check', inputCsv, '-o', out, '--only-opted-out', '--col', 'raw_uid', '-q'], {
+      served,
+    });
     expect(run.code, run.stderr).toBe(0);
     expect(readCsv(out).map((r) => r.raw_uid)).toEqual(OPTED_OUT.map((i) => rawUids[i]));
   });
@@ -117,14 +134,22 @@ describe('optout-check (built CLI against serve)', () => {
   it('takes the input format options: a Latin-1 file without a header, the hint of the invalid-UTF-8 message works', async () => {
     const latin1 = join(dir, 'latin1.csv');
     // a Latin-1 byte (0xE9) in a comment column: invalid UTF-8, fine as latin1
-    writeFileSync(latin1, Buffer.concat([Buffer.from(`${rawUids[OPTED_OUT[0]]},caf`), Buffer.of(0xe9), Buffer.from('\n')]));
+    writeFileSync(
+      latin1,
+      Buffer.concat([Buffer.from(`${rawUids[OPTED_OUT[0]]},caf`), Buffer.of(0xe9), Buffer.from('\n')]),
+    );
     const refused = await runCli(['optout-check', latin1, '--no-header', '--col', 'col1', '-q'], { served });
     expect(refused.code, refused.stderr).not.toBe(0);
     expect(refused.stderr).toMatch(/--encoding latin1/);
     const out = join(dir, 'latin1.out.csv');
-    const run = await runCli(['optout-check', latin1, '--no-header', '--col', 'col1', '--encoding', 'latin1', '-o', out, '-q'], { served });
+    const run = await runCli(
+      ['optout-check', latin1, '--no-header', '--col', 'col1', '--encoding', 'latin1', '-o', out, '-q'],
+      { served },
+    );
     expect(run.code, run.stderr).toBe(0);
-    expect(readCsv(out).map((r) => [r.col1, r.col2, r.opted_out])).toEqual([[rawUids[OPTED_OUT[0]], 'caf\u00e9', 'true']]);
+    expect(readCsv(out).map((r) => [r.col1, r.col2, r.opted_out])).toEqual([
+      [rawUids[OPTED_OUT[0]], 'caf\u00e9', 'true'],
+    ]);
   });
 
   it('refuses --concurrency without --private-operator, and says why', async () => {

@@ -27,8 +27,14 @@ const N_PHONE = 400;
 const DAYS = 30;
 
 const keys: StoredKey[] = [
-  ...Array.from({ length: N_EMAIL }, (_, i) => ({ type: 'email' as const, hash: sha256Base64(`member${i}@example.com`) })),
-  ...Array.from({ length: N_PHONE }, (_, i) => ({ type: 'phone' as const, hash: sha256Base64(`+1415555${String(i).padStart(4, '0')}`) })),
+  ...Array.from({ length: N_EMAIL }, (_, i) => ({
+    type: 'email' as const,
+    hash: sha256Base64(`member${i}@example.com`),
+  })),
+  ...Array.from({ length: N_PHONE }, (_, i) => ({
+    type: 'phone' as const,
+    hash: sha256Base64(`+1415555${String(i).padStart(4, '0')}`),
+  })),
 ];
 const keyOf = (k: StoredKey): string => `${k.type}:${k.hash}`;
 
@@ -71,11 +77,24 @@ describe('remap-due over simulated days (built CLI against serve)', () => {
     due = keys.filter((k) => (before.get(keyOf(k))?.r ?? Infinity) <= nowS);
     // about 1/365 of the entries a day
     expect(due.length).toBeGreaterThan((keys.length * DAYS) / 365 / 2);
-    expect(due.length).toBeLessThan((keys.length * DAYS) / 365 * 2);
+    expect(due.length).toBeLessThan(((keys.length * DAYS) / 365) * 2);
 
     const sentBefore = mapItems(await serviceStats(served.url));
     const changesPath = join(dir, 'changes-1.csv');
-    const run = await runCli(['remap-due', '--state', statePath, '-o', changesPath, '--now', String(nowS), '--summary-json', join(dir, 'sum-1.json')], { served });
+    const run = await runCli(
+      [
+        'remap-due',
+        '--state',
+        statePath,
+        '-o',
+        changesPath,
+        '--now',
+        String(nowS),
+        '--summary-json',
+        join(dir, 'sum-1.json'),
+      ],
+      { served },
+    );
     expect(run.stderr).toMatch(new RegExp(`remap-due: ${due.length.toLocaleString('en-US')} entries in`));
     expect(run.code, run.stderr).toBe(0);
     expect(mapItems(await serviceStats(served.url)) - sentBefore).toBe(due.length);
@@ -84,13 +103,22 @@ describe('remap-due over simulated days (built CLI against serve)', () => {
     expect([...after.values()].every((e) => e.r !== null && e.r > nowS)).toBe(true);
     // the entries that were not due are untouched
     const dueKeys = new Set(due.map(keyOf));
-    for (const k of keys.filter((k) => !dueKeys.has(keyOf(k)))) expect(after.get(keyOf(k))).toEqual(before.get(keyOf(k)));
+    for (const k of keys.filter((k) => !dueKeys.has(keyOf(k))))
+      expect(after.get(keyOf(k))).toEqual(before.get(keyOf(k)));
 
     // the changes file lists exactly the entries whose raw UID changed; p is the old raw UID (rotated within 90 days)
     const changed = due.filter((k) => after.get(keyOf(k))?.u !== before.get(keyOf(k))?.u);
     expect(changed.length).toBeGreaterThan(0);
     const rows = readChanges(changesPath);
-    expect(Object.keys(rows[0])).toEqual(['hash_type', 'hash', 'old_raw_uid', 'raw_uid', 'prev_raw_uid', 'refresh_from', 'status']);
+    expect(Object.keys(rows[0])).toEqual([
+      'hash_type',
+      'hash',
+      'old_raw_uid',
+      'raw_uid',
+      'prev_raw_uid',
+      'refresh_from',
+      'status',
+    ]);
     expect(new Set(rows.map((r) => `${r.hash_type}:${r.hash}`))).toEqual(new Set(changed.map(keyOf)));
     expect(rows.length).toBe(changed.length);
     for (const row of rows) {
@@ -104,7 +132,14 @@ describe('remap-due over simulated days (built CLI against serve)', () => {
       expect(Number(row.refresh_from)).toBe(now?.r);
     }
     const summary = JSON.parse(readFileSync(join(dir, 'sum-1.json'), 'utf8')) as Record<string, unknown>;
-    expect(summary).toMatchObject({ command: 'remap-due', rows: due.length, entries: due.length, changed: changed.length, http_429: 0, requests: 1 });
+    expect(summary).toMatchObject({
+      command: 'remap-due',
+      rows: due.length,
+      entries: due.length,
+      changed: changed.length,
+      http_429: 0,
+      requests: 1,
+    });
     expect(summary.status).toEqual({ mapped: due.length, optout: 0, invalid: 0, error: 0 });
     expect(typeof summary.duration_s).toBe('number');
   });
@@ -113,11 +148,15 @@ describe('remap-due over simulated days (built CLI against serve)', () => {
     const sentBefore = mapItems(await serviceStats(served.url));
     const changesPath = join(dir, 'changes-2.csv');
     const sameDay = Math.floor((await serviceNowMs(served.url)) / 1000);
-    const run = await runCli(['remap-due', '--state', statePath, '-o', changesPath, '--now', String(sameDay)], { served });
+    const run = await runCli(['remap-due', '--state', statePath, '-o', changesPath, '--now', String(sameDay)], {
+      served,
+    });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toMatch(/remap-due: 0 entries in/);
     expect(mapItems(await serviceStats(served.url))).toBe(sentBefore);
-    expect(readFileSync(changesPath, 'utf8')).toBe('hash_type,hash,old_raw_uid,raw_uid,prev_raw_uid,refresh_from,status\n');
+    expect(readFileSync(changesPath, 'utf8')).toBe(
+      'hash_type,hash,old_raw_uid,raw_uid,prev_raw_uid,refresh_from,status\n',
+    );
   });
 
   it('--dry-run counts what is due now and per day for the next 7 days, without sending', async () => {
@@ -125,14 +164,29 @@ describe('remap-due over simulated days (built CLI against serve)', () => {
     const at = nowS + 10 * 86_400;
     const expectNow = entries.filter((e) => e.r !== null && e.r <= at).length;
     const sentBefore = mapItems(await serviceStats(served.url));
-    const run = await runCli(['remap-due', '--state', statePath, '--dry-run', '--now', new Date(at * 1000).toISOString(), '--summary-json', join(dir, 'dry.json')], {
-      served,
-      env: { UID2_API_KEY: '', UID2_CLIENT_SECRET: '' },
-    });
+    const run = await runCli(
+      [
+        'remap-due',
+        '--state',
+        statePath,
+        '--dry-run',
+        '--now',
+        new Date(at * 1000).toISOString(),
+        '--summary-json',
+        join(dir, 'dry.json'),
+      ],
+      {
+        served,
+        env: { UID2_API_KEY: '', UID2_CLIENT_SECRET: '' },
+      },
+    );
     expect(run.code, run.stderr).toBe(0);
     expect(mapItems(await serviceStats(served.url))).toBe(sentBefore);
     expect(run.stderr).toMatch(new RegExp(`${expectNow.toLocaleString('en-US')} entries due now`));
-    const dry = JSON.parse(readFileSync(join(dir, 'dry.json'), 'utf8')) as { due_now: number; due_by_day: { day: string; count: number }[] };
+    const dry = JSON.parse(readFileSync(join(dir, 'dry.json'), 'utf8')) as {
+      due_now: number;
+      due_by_day: { day: string; count: number }[];
+    };
     expect(dry.due_now).toBe(expectNow);
     expect(dry.due_by_day.length).toBe(7);
     for (let d = 1; d <= 7; d++) {
@@ -147,7 +201,9 @@ describe('remap-due over simulated days (built CLI against serve)', () => {
       holder.lock();
       const run = await runCli(['remap-due', '--state', statePath, '--now', String(nowS + 40 * 86_400)], { served });
       expect(run.code, run.stderr).toBe(2);
-      expect(run.stderr).toMatch(/another uid2-batch run \(pid \d+, started at .*\) is using .*state\.db; wait for it or remove .* if that process is gone/);
+      expect(run.stderr).toMatch(
+        /another uid2-batch run \(pid \d+, started at .*\) is using .*state\.db; wait for it or remove .* if that process is gone/,
+      );
       expect(run.stderr).not.toMatch(/\n\s+at /);
     } finally {
       holder.close();
@@ -169,11 +225,32 @@ describe('remap-due over simulated days (built CLI against serve)', () => {
     const expected = soon.flatMap((k, i) => {
       const e = entries.get(keyOf(k));
       return [
-        { hash_type: k.type, hash: k.hash, raw_uid: e?.u, which: 'u', opted_out: 'true', opted_out_since: String(since(i) / 1000), reason: '' },
-        ...(e?.p ? [{ hash_type: k.type, hash: k.hash, raw_uid: e.p, which: 'p', opted_out: 'true', opted_out_since: String(since(i) / 1000), reason: '' }] : []),
+        {
+          hash_type: k.type,
+          hash: k.hash,
+          raw_uid: e?.u,
+          which: 'u',
+          opted_out: 'true',
+          opted_out_since: String(since(i) / 1000),
+          reason: '',
+        },
+        ...(e?.p
+          ? [
+              {
+                hash_type: k.type,
+                hash: k.hash,
+                raw_uid: e.p,
+                which: 'p',
+                opted_out: 'true',
+                opted_out_since: String(since(i) / 1000),
+                reason: '',
+              },
+            ]
+          : []),
       ];
     });
-    const order = (a: Record<string, unknown>, b: Record<string, unknown>): number => String(a.raw_uid).localeCompare(String(b.raw_uid));
+    const order = (a: Record<string, unknown>, b: Record<string, unknown>): number =>
+      String(a.raw_uid).localeCompare(String(b.raw_uid));
     expect(rows.sort(order)).toEqual(expected.sort(order));
     const tomb = readEntries(statePath, served, soon);
     for (const k of soon) expect(tomb.get(keyOf(k))).toMatchObject({ status: 'optout', u: null, p: null, r: null });
@@ -192,14 +269,22 @@ describe('remap-due over simulated days (built CLI against serve)', () => {
     const changes = readChanges(changesPath);
     const optouts = changes.filter((r) => r.status === 'optout');
     expect(optouts.map((r) => `${r.hash_type}:${r.hash}`).sort()).toEqual(quitters.map(keyOf).sort());
-    for (const r of optouts) expect(r).toMatchObject({ raw_uid: '', refresh_from: '', old_raw_uid: entries.get(`${r.hash_type}:${r.hash}`)?.u });
+    for (const r of optouts)
+      expect(r).toMatchObject({
+        raw_uid: '',
+        refresh_from: '',
+        old_raw_uid: entries.get(`${r.hash_type}:${r.hash}`)?.u,
+      });
     const gone = readEntries(statePath, served, quitters);
     for (const k of quitters) expect(gone.get(keyOf(k))).toMatchObject({ status: 'optout', u: null, r: null });
 
     // a tombstone is never sent again, however late it gets
     const sentBefore = mapItems(await serviceStats(served.url));
     const later = Math.floor((await advanceDays(served.url, 400)) / 1000);
-    const all = await runCli(['remap-due', '--state', statePath, '-o', join(dir, 'changes-year.csv'), '--now', String(later), '-q'], { served });
+    const all = await runCli(
+      ['remap-due', '--state', statePath, '-o', join(dir, 'changes-year.csv'), '--now', String(later), '-q'],
+      { served },
+    );
     expect(all.code, all.stderr).toBe(0);
     expect(mapItems(await serviceStats(served.url)) - sentBefore).toBe(keys.length - soon.length - quitters.length);
   });
@@ -208,7 +293,10 @@ describe('remap-due over simulated days (built CLI against serve)', () => {
 describe('remap-due interrupted and resumed', () => {
   let slow: Served;
   let path: string;
-  const many: StoredKey[] = Array.from({ length: 12_000 }, (_, i) => ({ type: 'email' as const, hash: sha256Base64(`resume${i}@example.org`) }));
+  const many: StoredKey[] = Array.from({ length: 12_000 }, (_, i) => ({
+    type: 'email' as const,
+    hash: sha256Base64(`resume${i}@example.org`),
+  }));
 
   beforeAll(async () => {
     slow = await startServe(['--latency-ms', '400']);
@@ -228,21 +316,24 @@ describe('remap-due interrupted and resumed', () => {
     const sent0 = mapItems(stats0);
     const requests0 = stats0.requests[MAP_PATH] ?? 0;
     let stopped = false;
-    const first = await runCli(['remap-due', '--state', path, '-o', join(dir, 'resume-1.csv'), '--concurrency', '1', '--now', String(nowS)], {
-      served: slow,
-      onSpawn: (child) => {
-        const poll = setInterval(() => {
-          void serviceStats(slow.url).then((s) => {
-            if (!stopped && (s.requests[MAP_PATH] ?? 0) > requests0) {
-              stopped = true;
-              clearInterval(poll);
-              if (child.pid !== undefined) process.kill(child.pid, 'SIGINT');
-            }
-          });
-        }, 50);
-        child.once('exit', () => clearInterval(poll));
+    const first = await runCli(
+      ['remap-due', '--state', path, '-o', join(dir, 'resume-1.csv'), '--concurrency', '1', '--now', String(nowS)],
+      {
+        served: slow,
+        onSpawn: (child) => {
+          const poll = setInterval(() => {
+            void serviceStats(slow.url).then((s) => {
+              if (!stopped && (s.requests[MAP_PATH] ?? 0) > requests0) {
+                stopped = true;
+                clearInterval(poll);
+                if (child.pid !== undefined) process.kill(child.pid, 'SIGINT');
+              }
+            });
+          }, 50);
+          child.once('exit', () => clearInterval(poll));
+        },
       },
-    });
+    );
     expect(first.code, first.stderr).toBe(130);
     expect(first.stderr).toMatch(/re-run the same command/);
     const sent1 = mapItems(await serviceStats(slow.url)) - sent0;
@@ -255,7 +346,10 @@ describe('remap-due interrupted and resumed', () => {
     expect(left).toBe(many.length - sent1);
     expect(readChanges(join(dir, 'resume-1.csv')).length).toBeGreaterThan(0);
 
-    const second = await runCli(['remap-due', '--state', path, '-o', join(dir, 'resume-2.csv'), '--now', String(nowS), '-q'], { served: slow });
+    const second = await runCli(
+      ['remap-due', '--state', path, '-o', join(dir, 'resume-2.csv'), '--now', String(nowS), '-q'],
+      { served: slow },
+    );
     expect(second.code, second.stderr).toBe(0);
     expect(mapItems(await serviceStats(slow.url)) - sent0).toBe(many.length);
     const after = openState(path, { envFingerprint: loopbackFingerprint(slow), readonly: true });
@@ -266,29 +360,35 @@ describe('remap-due interrupted and resumed', () => {
   it('SIGKILL mid-run: the stale lock is taken over, the next run sends exactly what is still due, and no change is lost', async () => {
     const killedPath = join(dir, 'killed.db');
     const undisturbedPath = join(dir, 'undisturbed.db');
-    const others: StoredKey[] = Array.from({ length: 12_000 }, (_, i) => ({ type: 'phone' as const, hash: sha256Base64(`+4420${String(i).padStart(8, '0')}`) }));
+    const others: StoredKey[] = Array.from({ length: 12_000 }, (_, i) => ({
+      type: 'phone' as const,
+      hash: sha256Base64(`+4420${String(i).padStart(8, '0')}`),
+    }));
     await buildState(killedPath, slow, others);
     // the same night without the kill, for comparison (buildState closed the file: it is whole, with no WAL)
     copyFileSync(killedPath, undisturbedPath);
     const nowS = Math.floor((await advanceDays(slow.url, 366)) / 1000);
     const stats0 = await serviceStats(slow.url);
     let killed = false;
-    const first = await runCli(['remap-due', '--state', killedPath, '-o', join(dir, 'killed.csv'), '--concurrency', '1', '--now', String(nowS)], {
-      served: slow,
-      onSpawn: (child) => {
-        const poll = setInterval(() => {
-          void serviceStats(slow.url).then((s) => {
-            // the second request is out: the first batch has been answered and committed
-            if (!killed && (s.requests[MAP_PATH] ?? 0) >= (stats0.requests[MAP_PATH] ?? 0) + 2) {
-              killed = true;
-              clearInterval(poll);
-              if (child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
-            }
-          });
-        }, 50);
-        child.once('exit', () => clearInterval(poll));
+    const first = await runCli(
+      ['remap-due', '--state', killedPath, '-o', join(dir, 'killed.csv'), '--concurrency', '1', '--now', String(nowS)],
+      {
+        served: slow,
+        onSpawn: (child) => {
+          const poll = setInterval(() => {
+            void serviceStats(slow.url).then((s) => {
+              // the second request is out: the first batch has been answered and committed
+              if (!killed && (s.requests[MAP_PATH] ?? 0) >= (stats0.requests[MAP_PATH] ?? 0) + 2) {
+                killed = true;
+                clearInterval(poll);
+                if (child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
+              }
+            });
+          }, 50);
+          child.once('exit', () => clearInterval(poll));
+        },
       },
-    });
+    );
     expect(first.code).toBeNull();
     const probe = openState(killedPath, { envFingerprint: loopbackFingerprint(slow), readonly: true });
     const left = probe.countDue(nowS);
@@ -304,9 +404,14 @@ describe('remap-due interrupted and resumed', () => {
     expect(pending).toBe(others.length - left);
 
     const sent0 = mapItems(await serviceStats(slow.url));
-    const second = await runCli(['remap-due', '--state', killedPath, '-o', join(dir, 'killed-2.csv'), '--now', String(nowS)], { served: slow });
+    const second = await runCli(
+      ['remap-due', '--state', killedPath, '-o', join(dir, 'killed-2.csv'), '--now', String(nowS)],
+      { served: slow },
+    );
     expect(second.code, second.stderr).toBe(0);
-    expect(second.stderr).toContain(`${pending.toLocaleString('en-US')} changes of an interrupted earlier run included`);
+    expect(second.stderr).toContain(
+      `${pending.toLocaleString('en-US')} changes of an interrupted earlier run included`,
+    );
     expect(mapItems(await serviceStats(slow.url)) - sent0).toBe(left);
     const after = openState(killedPath, { envFingerprint: loopbackFingerprint(slow), readonly: true });
     expect(after.countDue(nowS)).toBe(0);
@@ -314,13 +419,22 @@ describe('remap-due interrupted and resumed', () => {
     expect(after.pendingChanges('remap')).toEqual([]);
     after.close();
 
-    const third = await runCli(['remap-due', '--state', killedPath, '-o', join(dir, 'killed-3.csv'), '--now', String(nowS), '-q'], { served: slow });
+    const third = await runCli(
+      ['remap-due', '--state', killedPath, '-o', join(dir, 'killed-3.csv'), '--now', String(nowS), '-q'],
+      { served: slow },
+    );
     expect(third.code, third.stderr).toBe(0);
     expect(readChanges(join(dir, 'killed-3.csv'))).toEqual([]);
 
-    const calm = await runCli(['remap-due', '--state', undisturbedPath, '-o', join(dir, 'undisturbed.csv'), '--now', String(nowS), '-q'], { served: slow });
+    const calm = await runCli(
+      ['remap-due', '--state', undisturbedPath, '-o', join(dir, 'undisturbed.csv'), '--now', String(nowS), '-q'],
+      { served: slow },
+    );
     expect(calm.code, calm.stderr).toBe(0);
-    const rowsOf = (file: string): string[] => readChanges(join(dir, file)).map((r) => JSON.stringify(r)).sort();
+    const rowsOf = (file: string): string[] =>
+      readChanges(join(dir, file))
+        .map((r) => JSON.stringify(r))
+        .sort();
     const night = rowsOf('undisturbed.csv');
     // every entry got a new raw UID after a year: the comparison covers all of them
     expect(night.length).toBe(others.length);

@@ -32,7 +32,11 @@ const V3_MAP = '/v3/identity/map';
 const N_ROWS = 3_000;
 const N_PHONES = 600;
 
-const rows = Array.from({ length: N_ROWS }, (_, i) => [String(i), `member-v2-${i}@example.com`, i < N_PHONES ? `+1212555${String(i).padStart(4, '0')}` : '']);
+const rows = Array.from({ length: N_ROWS }, (_, i) => [
+  String(i),
+  `member-v2-${i}@example.com`,
+  i < N_PHONES ? `+1212555${String(i).padStart(4, '0')}` : '',
+]);
 const keys: StoredKey[] = [
   ...rows.map((r) => ({ type: 'email' as const, hash: sha256Base64(r[1]) })),
   ...rows.filter((r) => r[2] !== '').map((r) => ({ type: 'phone' as const, hash: sha256Base64(r[2]) })),
@@ -61,11 +65,18 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-async function delta<T>(path: string, action: () => Promise<T>): Promise<{ result: T; requests: number; items: number }> {
+async function delta<T>(
+  path: string,
+  action: () => Promise<T>,
+): Promise<{ result: T; requests: number; items: number }> {
   const before = await serviceStats(served.url);
   const result = await action();
   const after = await serviceStats(served.url);
-  return { result, requests: (after.requests[path] ?? 0) - (before.requests[path] ?? 0), items: (after.items[path] ?? 0) - (before.items[path] ?? 0) };
+  return {
+    result,
+    requests: (after.requests[path] ?? 0) - (before.requests[path] ?? 0),
+    items: (after.items[path] ?? 0) - (before.items[path] ?? 0),
+  };
 }
 
 function readCsv(path: string): Record<string, string>[] {
@@ -97,13 +108,31 @@ describe('v2 life cycle (built CLI against serve)', () => {
   it('map --api v2 --state stores every entry with its salt bucket', async () => {
     mappedAtMs = await serviceNowMs(served.url);
     const { result: run, items } = await delta(V2_MAP, () =>
-      runCli(['map', '--api', 'v2', input, '--email-col', 'email', '--phone-col', 'phone', '--state', statePath, '-o', join(dir, 'mapped.csv')], { served }),
+      runCli(
+        [
+          'map',
+          '--api',
+          'v2',
+          input,
+          '--email-col',
+          'email',
+          '--phone-col',
+          'phone',
+          '--state',
+          statePath,
+          '-o',
+          join(dir, 'mapped.csv'),
+        ],
+        { served },
+      ),
     );
     expect(run.code, run.stderr).toBe(0);
     expect(items).toBe(keys.length);
     const entries = readEntries(statePath, served, keys);
     expect(entries.size).toBe(keys.length);
-    expect([...entries.values()].every((e) => e.bucketId !== null && e.r === null && e.lastMappedS !== null)).toBe(true);
+    expect([...entries.values()].every((e) => e.bucketId !== null && e.r === null && e.lastMappedS !== null)).toBe(
+      true,
+    );
   });
 
   it('buckets --since lists nothing before a rotation, and the rotated buckets after simulated days, with or without a zone', async () => {
@@ -118,10 +147,14 @@ describe('v2 life cycle (built CLI against serve)', () => {
     const zoneless = since.replace('Z', '');
     // the same instant written in another zone
     const shifted = new Date(sinceMs + 5.5 * 3_600_000).toISOString().replace('Z', '+05:30');
-    const { result: after, requests } = await delta('/v2/identity/buckets', () => runCli(['buckets', '--since', zoneless, '-o', join(dir, 'b1.csv')], { served }));
+    const { result: after, requests } = await delta('/v2/identity/buckets', () =>
+      runCli(['buckets', '--since', zoneless, '-o', join(dir, 'b1.csv')], { served }),
+    );
     expect(after.code, after.stderr).toBe(0);
     expect(requests).toBe(1);
-    const offset = await runCli(['buckets', '--since', shifted, '-o', join(dir, 'b2.csv'), '--format', 'jsonl'], { served });
+    const offset = await runCli(['buckets', '--since', shifted, '-o', join(dir, 'b2.csv'), '--format', 'jsonl'], {
+      served,
+    });
     expect(offset.code, offset.stderr).toBe(0);
 
     const listed = readCsv(join(dir, 'b1.csv'));
@@ -134,7 +167,10 @@ describe('v2 life cycle (built CLI against serve)', () => {
     // about 1/365 of the 2^20 buckets a day
     expect(listed.length).toBeGreaterThan((20 * 2 ** 20) / 365 / 1.2);
     expect(listed.length).toBeLessThan((20 * 2 ** 20 * 1.2) / 365);
-    const jsonl = readFileSync(join(dir, 'b2.csv'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, string>);
+    const jsonl = readFileSync(join(dir, 'b2.csv'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, string>);
     expect(jsonl).toEqual(listed);
     // without --state nothing is marked
     expect(meta(statePath, 'last_buckets_check')).toBeNull();
@@ -151,7 +187,20 @@ describe('v2 life cycle (built CLI against serve)', () => {
     const changes = join(dir, 'changes-1.csv');
     const v3Before = (await serviceStats(served.url)).items[V3_MAP] ?? 0;
     const { result: run, items } = await delta(V2_MAP, () =>
-      runCli(['remap-due', '--state', statePath, '--now', String(firstRemapS), '-o', changes, '--summary-json', join(dir, 'sum-1.json')], { served }),
+      runCli(
+        [
+          'remap-due',
+          '--state',
+          statePath,
+          '--now',
+          String(firstRemapS),
+          '-o',
+          changes,
+          '--summary-json',
+          join(dir, 'sum-1.json'),
+        ],
+        { served },
+      ),
     );
     expect(run.code, run.stderr).toBe(0);
     expect(items).toBe(due.length);
@@ -172,15 +221,34 @@ describe('v2 life cycle (built CLI against serve)', () => {
     }
     const changed = due.filter((k) => after.get(keyOf(k))?.u !== before.get(keyOf(k))?.u);
     const rowsOut = readCsv(changes);
-    expect(Object.keys(rowsOut[0] ?? {})).toEqual(['hash_type', 'hash', 'old_raw_uid', 'raw_uid', 'prev_raw_uid', 'refresh_from', 'status', 'bucket_id']);
+    expect(Object.keys(rowsOut[0] ?? {})).toEqual([
+      'hash_type',
+      'hash',
+      'old_raw_uid',
+      'raw_uid',
+      'prev_raw_uid',
+      'refresh_from',
+      'status',
+      'bucket_id',
+    ]);
     expect(rowsOut.map((r) => `${r.hash_type}:${r.hash}`).sort()).toEqual(changed.map(keyOf).sort());
     for (const row of rowsOut) expect(row.bucket_id).toBe(after.get(`${row.hash_type}:${row.hash}`)?.bucketId);
     const summary = JSON.parse(readFileSync(join(dir, 'sum-1.json'), 'utf8')) as Record<string, unknown>;
-    expect(summary).toMatchObject({ command: 'remap-due', api: 'v2', entries: due.length, marked_due: due.length, changed: changed.length });
+    expect(summary).toMatchObject({
+      command: 'remap-due',
+      api: 'v2',
+      entries: due.length,
+      marked_due: due.length,
+      changed: changed.length,
+    });
 
     // the check is recorded: the same night again asks buckets once and re-maps nothing
     expect(Date.parse(meta(statePath, 'last_buckets_check') as string)).toBe(firstRemapS * 1000 - 3_600_000);
-    const again = await delta(V2_MAP, () => runCli(['remap-due', '--state', statePath, '--now', String(firstRemapS), '-o', join(dir, 'changes-2.csv')], { served }));
+    const again = await delta(V2_MAP, () =>
+      runCli(['remap-due', '--state', statePath, '--now', String(firstRemapS), '-o', join(dir, 'changes-2.csv')], {
+        served,
+      }),
+    );
     expect(again.result.code, again.result.stderr).toBe(0);
     expect(again.items).toBe(0);
   });
@@ -196,7 +264,10 @@ describe('v2 life cycle (built CLI against serve)', () => {
     const nowS = Math.floor((await serviceNowMs(served.url)) / 1000);
     const v2Before = (await serviceStats(served.url)).items[V2_MAP] ?? 0;
     const { result: run, items } = await delta(V3_MAP, () =>
-      runCli(['remap-due', '--state', upgradePath, '--upgrade', '--now', String(nowS), '-o', join(dir, 'changes-up.csv')], { served }),
+      runCli(
+        ['remap-due', '--state', upgradePath, '--upgrade', '--now', String(nowS), '-o', join(dir, 'changes-up.csv')],
+        { served },
+      ),
     );
     expect(run.code, run.stderr).toBe(0);
     expect(items).toBe(due.length);
@@ -218,20 +289,56 @@ describe('v2 life cycle (built CLI against serve)', () => {
     const stale = new Set((await inRotatedBuckets(before, firstRemapS * 1000)).map(keyOf));
     expect(stale.size).toBeGreaterThan(0);
 
-    const first = await delta(V3_MAP, () => runCli(['migrate', '--state', statePath, '--limit', '1000', '-o', join(dir, 'mig-1.csv'), '--summary-json', join(dir, 'mig-1.json')], { served }));
+    const first = await delta(V3_MAP, () =>
+      runCli(
+        [
+          'migrate',
+          '--state',
+          statePath,
+          '--limit',
+          '1000',
+          '-o',
+          join(dir, 'mig-1.csv'),
+          '--summary-json',
+          join(dir, 'mig-1.json'),
+        ],
+        { served },
+      ),
+    );
     expect(first.result.code, first.result.stderr).toBe(0);
     expect(first.items).toBe(1000);
     expect(meta(statePath, 'api')).toBe('v2');
     expect(first.result.stderr).toMatch(/run uid2-batch migrate --state .* again to continue/);
 
     // while migrating, v2 runs are refused with what to do
-    const v2Map = await runCli(['map', '--api', 'v2', input, '--email-col', 'email', '--phone-col', 'phone', '--state', statePath, '-o', join(dir, 'x.csv')], { served });
+    const v2Map = await runCli(
+      [
+        'map',
+        '--api',
+        'v2',
+        input,
+        '--email-col',
+        'email',
+        '--phone-col',
+        'phone',
+        '--state',
+        statePath,
+        '-o',
+        join(dir, 'x.csv'),
+      ],
+      { served },
+    );
     expect(v2Map.code).toBe(2);
     expect(v2Map.stderr).toMatch(/being migrated to v3: finish with uid2-batch migrate --state/);
     const v2Remap = await runCli(['remap-due', '--state', statePath, '-o', join(dir, 'x.csv')], { served });
     expect(v2Remap.code).toBe(2);
 
-    const rest = await delta(V3_MAP, () => runCli(['migrate', '--state', statePath, '-o', join(dir, 'mig-2.csv'), '--summary-json', join(dir, 'mig-2.json')], { served }));
+    const rest = await delta(V3_MAP, () =>
+      runCli(
+        ['migrate', '--state', statePath, '-o', join(dir, 'mig-2.csv'), '--summary-json', join(dir, 'mig-2.json')],
+        { served },
+      ),
+    );
     expect(rest.result.code, rest.result.stderr).toBe(0);
     expect(rest.items).toBe(keys.length - 1000);
     expect(meta(statePath, 'api')).toBe('v3');
@@ -247,7 +354,21 @@ describe('v2 life cycle (built CLI against serve)', () => {
 
     // a fresh v3 map of the same input, on a new state file, gives the same raw IDs
     const freshPath = join(dir, 'fresh-v3.db');
-    const fresh = await runCli(['map', input, '--email-col', 'email', '--phone-col', 'phone', '--state', freshPath, '-o', join(dir, 'fresh.csv')], { served });
+    const fresh = await runCli(
+      [
+        'map',
+        input,
+        '--email-col',
+        'email',
+        '--phone-col',
+        'phone',
+        '--state',
+        freshPath,
+        '-o',
+        join(dir, 'fresh.csv'),
+      ],
+      { served },
+    );
     expect(fresh.code, fresh.stderr).toBe(0);
     const migrated = readEntries(statePath, served, keys);
     const v3 = readEntries(freshPath, served, keys);
@@ -259,7 +380,23 @@ describe('v2 life cycle (built CLI against serve)', () => {
       expect(m.bucketId).toBeNull();
     }
     // and the migrated file now serves v3 map runs from the state: nothing is sent
-    const { result: reuse, items } = await delta(V3_MAP, () => runCli(['map', input, '--email-col', 'email', '--phone-col', 'phone', '--state', statePath, '-o', join(dir, 'again.csv')], { served }));
+    const { result: reuse, items } = await delta(V3_MAP, () =>
+      runCli(
+        [
+          'map',
+          input,
+          '--email-col',
+          'email',
+          '--phone-col',
+          'phone',
+          '--state',
+          statePath,
+          '-o',
+          join(dir, 'again.csv'),
+        ],
+        { served },
+      ),
+    );
     expect(reuse.code, reuse.stderr).toBe(0);
     expect(items).toBe(0);
     expect(readFileSync(join(dir, 'again.csv'), 'utf8')).toBe(readFileSync(join(dir, 'fresh.csv'), 'utf8'));

@@ -90,7 +90,10 @@ describe('uid2-batch hash', () => {
   });
 
   test('output = input columns + hash, hash_type, status, reason; invalid rows are data (exit 0); summary JSON', async () => {
-    const input = write('mixed.csv', 'id,email,city\n1,Foo@Bar.com,Paris\n2,not-an-email,Rome\n3,,Oslo\n1,Foo@Bar.com,Paris\n');
+    const input = write(
+      'mixed.csv',
+      'id,email,city\n1,Foo@Bar.com,Paris\n2,not-an-email,Rome\n3,,Oslo\n1,Foo@Bar.com,Paris\n',
+    );
     const out = path('mixed.out.csv');
     const summaryPath = path('summary.json');
     process.exitCode = undefined;
@@ -98,10 +101,34 @@ describe('uid2-batch hash', () => {
     expect(process.exitCode).toBeUndefined();
     expect(readFileSync(out, 'utf8').split('\n')[0]).toBe('id,email,city,hash,hash_type,status,reason');
     expect(readCsv(out)).toEqual([
-      { id: '1', email: 'Foo@Bar.com', city: 'Paris', hash: sha('foo@bar.com'), hash_type: 'email', status: 'ok', reason: '' },
-      { id: '2', email: 'not-an-email', city: 'Rome', hash: '', hash_type: '', status: 'invalid', reason: 'invalid email' },
+      {
+        id: '1',
+        email: 'Foo@Bar.com',
+        city: 'Paris',
+        hash: sha('foo@bar.com'),
+        hash_type: 'email',
+        status: 'ok',
+        reason: '',
+      },
+      {
+        id: '2',
+        email: 'not-an-email',
+        city: 'Rome',
+        hash: '',
+        hash_type: '',
+        status: 'invalid',
+        reason: 'invalid email',
+      },
       { id: '3', email: '', city: 'Oslo', hash: '', hash_type: '', status: 'missing', reason: 'empty' },
-      { id: '1', email: 'Foo@Bar.com', city: 'Paris', hash: sha('foo@bar.com'), hash_type: 'email', status: 'ok', reason: '' },
+      {
+        id: '1',
+        email: 'Foo@Bar.com',
+        city: 'Paris',
+        hash: sha('foo@bar.com'),
+        hash_type: 'email',
+        status: 'ok',
+        reason: '',
+      },
     ]);
     const summary = JSON.parse(readFileSync(summaryPath, 'utf8')) as Record<string, unknown>;
     expect(summary).toMatchObject({
@@ -114,14 +141,45 @@ describe('uid2-batch hash', () => {
   });
 
   test('several identifier columns: result columns prefixed with the column name; a shifted row is invalid', async () => {
-    const input = write('two.csv', 'id,email,phone\n1,a@example.com,+14155550100\n2,b@example.com,555-0100\n3,c@example.com,+1,4155550100\n');
+    const input = write(
+      'two.csv',
+      'id,email,phone\n1,a@example.com,+14155550100\n2,b@example.com,555-0100\n3,c@example.com,+1,4155550100\n',
+    );
     const out = path('two.out.jsonl');
     await cli(input, '--email-col', 'email', '--phone-col', 'phone', '-o', out, '--quiet');
-    const lines = readFileSync(out, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, string>);
-    expect(Object.keys(lines[0])).toEqual(['id', 'email', 'phone', 'email_hash', 'email_hash_type', 'email_status', 'email_reason', 'phone_hash', 'phone_hash_type', 'phone_status', 'phone_reason']);
-    expect(lines[0]).toMatchObject({ email_hash: sha('a@example.com'), phone_hash: sha('+14155550100'), email_status: 'ok', phone_status: 'ok' });
-    expect(lines[1]).toMatchObject({ email_status: 'ok', phone_status: 'invalid', phone_reason: expect.stringMatching(/^invalid phone/) });
-    expect(lines[2]).toMatchObject({ email_status: 'invalid', phone_status: 'invalid', email_reason: expect.stringMatching(/row has 4 cells, header has 3/) });
+    const lines = readFileSync(out, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, string>);
+    expect(Object.keys(lines[0])).toEqual([
+      'id',
+      'email',
+      'phone',
+      'email_hash',
+      'email_hash_type',
+      'email_status',
+      'email_reason',
+      'phone_hash',
+      'phone_hash_type',
+      'phone_status',
+      'phone_reason',
+    ]);
+    expect(lines[0]).toMatchObject({
+      email_hash: sha('a@example.com'),
+      phone_hash: sha('+14155550100'),
+      email_status: 'ok',
+      phone_status: 'ok',
+    });
+    expect(lines[1]).toMatchObject({
+      email_status: 'ok',
+      phone_status: 'invalid',
+      phone_reason: expect.stringMatching(/^invalid phone/),
+    });
+    expect(lines[2]).toMatchObject({
+      email_status: 'invalid',
+      phone_status: 'invalid',
+      email_reason: expect.stringMatching(/row has 4 cells, header has 3/),
+    });
   });
 
   test('email quirks of §5.1: ok exactly when the fixture gives a normalized form, hashed from it', async () => {
@@ -131,15 +189,22 @@ describe('uid2-batch hash', () => {
     expect(rows).toHaveLength(28);
     for (const r of rows) {
       // an empty cell has nothing to hash: `missing`, as map reports it; every other cell without a normal form is invalid
-      if (r.normalized === '') expect({ id: r.id, status: r.status }).toEqual({ id: r.id, status: r.email === '' ? 'missing' : 'invalid' });
-      else expect({ id: r.id, status: r.status, hash: r.hash }).toEqual({ id: r.id, status: 'ok', hash: sha(r.normalized) });
+      if (r.normalized === '')
+        expect({ id: r.id, status: r.status }).toEqual({ id: r.id, status: r.email === '' ? 'missing' : 'invalid' });
+      else
+        expect({ id: r.id, status: r.status, hash: r.hash }).toEqual({
+          id: r.id,
+          status: 'ok',
+          hash: sha(r.normalized),
+        });
     }
   });
 
   test('phones of §5.2 and hashes of §5.3 (43/45 chars, 63/65 hex) as the fixtures expect', async () => {
     const phones = path('phones.out.csv');
     await cli(join(FIXTURES, 'invalid-phones.csv'), '--phone-col', 'phone', '-o', phones, '--quiet');
-    for (const r of readCsv(phones)) expect([r.id, r.status]).toEqual([r.id, r.valid === '1' ? 'ok' : r.phone === '' ? 'missing' : 'invalid']);
+    for (const r of readCsv(phones))
+      expect([r.id, r.status]).toEqual([r.id, r.valid === '1' ? 'ok' : r.phone === '' ? 'missing' : 'invalid']);
     const hashes = path('hashes.out.csv');
     await cli(join(FIXTURES, 'hash-lengths.csv'), '--email-hash-col', 'email_hash', '-o', hashes, '--quiet');
     for (const r of readCsv(hashes)) {
@@ -190,7 +255,11 @@ describe('uid2-batch hash', () => {
     const flags: HashFlags = { input: '-', format: 'jsonl' };
     const summary = await runHash(flags, io);
     expect(summary.status).toEqual({ ok: 1, invalid: 1, missing: 0 });
-    const lines = io.out().trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, string | null>);
+    const lines = io
+      .out()
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, string | null>);
     // the tool's own columns are null where they have no value; input cells stay strings
     expect(lines.map((l) => [l.id, l.status, l.hash_type, l.reason])).toEqual([
       ['1', 'ok', 'phone', null],
@@ -216,7 +285,10 @@ describe('uid2-batch hash', () => {
       ['2', sha('b@example.com')],
     ]);
     const latin = path('latin.csv');
-    writeFileSync(latin, Buffer.concat([Buffer.from('name,email\nRen'), Buffer.from([0xe9]), Buffer.from(',r@example.com\n')]));
+    writeFileSync(
+      latin,
+      Buffer.concat([Buffer.from('name,email\nRen'), Buffer.from([0xe9]), Buffer.from(',r@example.com\n')]),
+    );
     const latinOut = path('latin.out.csv');
     await cli(latin, '--encoding', 'latin1', '-o', latinOut, '--quiet');
     expect(readCsv(latinOut)[0]).toMatchObject({ name: 'René', status: 'ok' });

@@ -33,7 +33,12 @@ describe('checkRawUidRows', () => {
     }
     const service = new FakeOptoutService(optedOut);
     const out: CheckedRow[] = [];
-    const result = await checkRawUidRows(chunks(rows), { column: 1, check: service.check, batchSize: 40, onRows: (r) => void out.push(...r) });
+    const result = await checkRawUidRows(chunks(rows), {
+      column: 1,
+      check: service.check,
+      batchSize: 40,
+      onRows: (r) => void out.push(...r),
+    });
 
     expect(result.outcome).toEqual({ kind: 'completed' });
     expect(out.map((r) => r.row.cells[0])).toEqual(rows.map((r) => r[0]));
@@ -54,7 +59,12 @@ describe('checkRawUidRows', () => {
   it('sends one batch at a time by default: the next only after the previous was answered', async () => {
     const rows = Array.from({ length: 1_000 }, (_, i) => [rawUid(i)]);
     const service = new FakeOptoutService(new Map(), { latencyMs: 2 });
-    await checkRawUidRows(chunks(rows, 100), { column: 0, check: service.check, batchSize: 50, onRows: () => undefined });
+    await checkRawUidRows(chunks(rows, 100), {
+      column: 0,
+      check: service.check,
+      batchSize: 50,
+      onRows: () => undefined,
+    });
     expect(service.calls.length).toBe(20);
     expect(service.peakInFlight).toBe(1);
   });
@@ -70,7 +80,13 @@ describe('checkRawUidRows', () => {
       return service.check(ids, signal);
     };
     const out: CheckedRow[] = [];
-    await checkRawUidRows(chunks(rows, 64), { column: 1, check: slow, batchSize: 50, concurrency: 4, onRows: (r) => void out.push(...r) });
+    await checkRawUidRows(chunks(rows, 64), {
+      column: 1,
+      check: slow,
+      batchSize: 50,
+      concurrency: 4,
+      onRows: (r) => void out.push(...r),
+    });
     expect(service.peakInFlight).toBeGreaterThan(1);
     expect(service.peakInFlight).toBeLessThanOrEqual(4);
     expect(out.map((r) => r.row.cells[0])).toEqual(rows.map((r) => r[0]));
@@ -88,9 +104,16 @@ describe('checkRawUidRows', () => {
 
   it('a batch that fails after the retries marks its rows error; the other batches are answered', async () => {
     const rows = Array.from({ length: 100 }, (_, i) => [rawUid(i)]);
-    const service = new FakeOptoutService(new Map(), { failOn: (call) => (call === 2 ? new ServerError(503, 'server_error', undefined) : undefined) });
+    const service = new FakeOptoutService(new Map(), {
+      failOn: (call) => (call === 2 ? new ServerError(503, 'server_error', undefined) : undefined),
+    });
     const out: CheckedRow[] = [];
-    const result = await checkRawUidRows(chunks(rows), { column: 0, check: service.check, batchSize: 30, onRows: (r) => void out.push(...r) });
+    const result = await checkRawUidRows(chunks(rows), {
+      column: 0,
+      check: service.check,
+      batchSize: 30,
+      onRows: (r) => void out.push(...r),
+    });
     expect(result.outcome.kind).toBe('completed');
     expect(out.slice(30, 60).every((r) => r.verdict.kind === 'error')).toBe(true);
     expect(out.filter((r) => r.verdict.kind === 'error').length).toBe(30);
@@ -100,8 +123,15 @@ describe('checkRawUidRows', () => {
 
   it('a 401 stops the run: nothing more is sent', async () => {
     const rows = Array.from({ length: 100 }, (_, i) => [rawUid(i)]);
-    const service = new FakeOptoutService(new Map(), { failOn: () => new UnauthorizedError(401, 'unauthorized', undefined) });
-    const result = await checkRawUidRows(chunks(rows), { column: 0, check: service.check, batchSize: 30, onRows: () => undefined });
+    const service = new FakeOptoutService(new Map(), {
+      failOn: () => new UnauthorizedError(401, 'unauthorized', undefined),
+    });
+    const result = await checkRawUidRows(chunks(rows), {
+      column: 0,
+      check: service.check,
+      batchSize: 30,
+      onRows: () => undefined,
+    });
     expect(result.outcome.kind).toBe('auth-refused');
     expect(service.calls.length).toBe(1);
   });
@@ -132,7 +162,11 @@ describe('raw UID cells and output columns', () => {
   });
 
   it('writes the opt-out time as ISO 8601 UTC from milliseconds', () => {
-    expect(verdictCells({ kind: 'opted_out', sinceMs: SINCE })).toEqual(['true', String(Date.UTC(2026, 0, 15, 12, 30) / 1000), '']);
+    expect(verdictCells({ kind: 'opted_out', sinceMs: SINCE })).toEqual([
+      'true',
+      String(Date.UTC(2026, 0, 15, 12, 30) / 1000),
+      '',
+    ]);
     expect(verdictCells({ kind: 'opted_out', sinceMs: SINCE }, 'iso')).toEqual(['true', '2026-01-15T12:30:00Z', '']);
     expect(verdictCells({ kind: 'not_opted_out' })).toEqual(['false', '', '']);
     expect(verdictCells({ kind: 'invalid', reason: INVALID_RAW_UID })).toEqual(['', '', INVALID_RAW_UID]);
@@ -149,7 +183,12 @@ describe('raw UID cells and output columns', () => {
     const many = pickRawUidColumn(['uid', 'raw_uid'], undefined);
     expect(many.ok === false && many.message).toMatch(/several columns.*'uid', 'raw_uid'/);
     // map's own output: <prefix>raw_uid is a raw UID, <prefix>prev_raw_uid the previous one
-    expect(pickRawUidColumn(['email', 'Email_Address_raw_uid', 'Email_Address_prev_raw_uid', 'Email_Address_status'], undefined)).toEqual({ ok: true, index: 1 });
+    expect(
+      pickRawUidColumn(
+        ['email', 'Email_Address_raw_uid', 'Email_Address_prev_raw_uid', 'Email_Address_status'],
+        undefined,
+      ),
+    ).toEqual({ ok: true, index: 1 });
     expect(pickRawUidColumn(['id', 'uid2_raw_uid', 'uid2_prev_raw_uid'], undefined)).toEqual({ ok: true, index: 1 });
     const two = pickRawUidColumn(['email_raw_uid', 'email_prev_raw_uid', 'phone_raw_uid'], undefined);
     expect(two.ok === false && two.message).toMatch(/several columns.*'email_raw_uid', 'phone_raw_uid'.*--col/);
@@ -157,16 +196,51 @@ describe('raw UID cells and output columns', () => {
     expect(missing.ok === false && missing.message).toMatch(/--col 'c' is not a column.*'a', 'b'/);
   });
 
-  it('verdict columns: appended, named apart from map\'s own reason; an earlier check\'s are written over', () => {
+  it("verdict columns: appended, named apart from map's own reason; an earlier check's are written over", () => {
     const mapped = ['id', 'raw_uid', 'prev_raw_uid', 'refresh_from', 'status', 'reason'];
     const layout = verdictLayout(mapped);
     expect(layout.header).toEqual([...mapped, 'opted_out', 'opted_out_since', 'reason_2']);
-    expect(layout.types).toEqual(['input', 'input', 'input', 'input', 'input', 'input', 'boolean', 'unix_time', 'string']);
-    expect(layout.place(['1', 'u', '', '9', 'mapped', ''], ['true', '5', ''])).toEqual(['1', 'u', '', '9', 'mapped', '', 'true', '5', '']);
+    expect(layout.types).toEqual([
+      'input',
+      'input',
+      'input',
+      'input',
+      'input',
+      'input',
+      'boolean',
+      'unix_time',
+      'string',
+    ]);
+    expect(layout.place(['1', 'u', '', '9', 'mapped', ''], ['true', '5', ''])).toEqual([
+      '1',
+      'u',
+      '',
+      '9',
+      'mapped',
+      '',
+      'true',
+      '5',
+      '',
+    ]);
     const again = verdictLayout(layout.header, 'iso');
     expect(again.header).toEqual(layout.header);
     expect(again.types.slice(6)).toEqual(['boolean', 'iso_time', 'string']);
-    expect(again.place(['1', 'u', '', '9', 'mapped', '', 'true', '5', ''], ['false', '', ''])).toEqual(['1', 'u', '', '9', 'mapped', '', 'false', '', '']);
-    expect(verdictLayout(['raw_uid', 'opted_out', 'opted_out_since', 'reason']).header).toEqual(['raw_uid', 'opted_out', 'opted_out_since', 'reason']);
+    expect(again.place(['1', 'u', '', '9', 'mapped', '', 'true', '5', ''], ['false', '', ''])).toEqual([
+      '1',
+      'u',
+      '',
+      '9',
+      'mapped',
+      '',
+      'false',
+      '',
+      '',
+    ]);
+    expect(verdictLayout(['raw_uid', 'opted_out', 'opted_out_since', 'reason']).header).toEqual([
+      'raw_uid',
+      'opted_out',
+      'opted_out_since',
+      'reason',
+    ]);
   });
 });

@@ -93,7 +93,8 @@ describe('the hash command writes the format -o names', () => {
     writeFileSync(p, 'id,email\n1,a@example.com\n2,"x\ty"\n');
     return p;
   };
-  const hash = (...args: string[]) => buildProgram().parseAsync(['node', 'uid2-batch', 'hash', '--quiet', '--threads', '0', ...args]);
+  const hash = (...args: string[]) =>
+    buildProgram().parseAsync(['node', 'uid2-batch', 'hash', '--quiet', '--threads', '0', ...args]);
 
   test('-o x.tsv: tab-separated, header first', async () => {
     const out = file('hashed.tsv');
@@ -117,7 +118,9 @@ describe('the hash command writes the format -o names', () => {
     const none = file('none.csv');
     await hash(input(), '-o', none, '--drop-input-columns');
     expect(readFileSync(none, 'utf8').split('\n')[0]).toBe('hash,hash_type,status,reason');
-    await expect(hash(input(), '-o', file('x.csv'), '--keep', 'nope')).rejects.toThrow(/--keep: .* has no column 'nope'/);
+    await expect(hash(input(), '-o', file('x.csv'), '--keep', 'nope')).rejects.toThrow(
+      /--keep: .* has no column 'nope'/,
+    );
   });
 
   test('-o x.ndjson: JSON Lines; --format csv overrides the extension', async () => {
@@ -133,15 +136,31 @@ describe('the hash command writes the format -o names', () => {
 
 describe('typed JSONL', () => {
   const header = ['in', 'text', 'n', 'flag', 'unix', 'iso'];
-  const encode = rowEncoder({ format: 'jsonl', header, types: ['input', 'string', 'integer', 'boolean', 'unix_time', 'iso_time'] });
-  const parsed = (rows: string[][]) => encode(rows).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const encode = rowEncoder({
+    format: 'jsonl',
+    header,
+    types: ['input', 'string', 'integer', 'boolean', 'unix_time', 'iso_time'],
+  });
+  const parsed = (rows: string[][]) =>
+    encode(rows)
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
 
-  test('input cells are strings as read; the tool\'s empty cells are null, numbers and booleans bare', () => {
+  test("input cells are strings as read; the tool's empty cells are null, numbers and booleans bare", () => {
     expect(parsed([['007', 'x', '1801785600', 'true', '0', '2027-01-05T00:00:00Z']])).toEqual([
       { in: '007', text: 'x', n: 1801785600, flag: true, unix: 0, iso: '2027-01-05T00:00:00Z' },
     ]);
-    expect(parsed([['', '', '', '', '', '']])).toEqual([{ in: '', text: null, n: null, flag: null, unix: null, iso: null }]);
-    expect(parsed([['02134', 'a "b"\n', '-5', 'false', '-1', 'z']])[0]).toMatchObject({ in: '02134', text: 'a "b"\n', n: -5, flag: false, unix: -1 });
+    expect(parsed([['', '', '', '', '', '']])).toEqual([
+      { in: '', text: null, n: null, flag: null, unix: null, iso: null },
+    ]);
+    expect(parsed([['02134', 'a "b"\n', '-5', 'false', '-1', 'z']])[0]).toMatchObject({
+      in: '02134',
+      text: 'a "b"\n',
+      n: -5,
+      flag: false,
+      unix: -1,
+    });
   });
 
   test('a cell that is not what its type says stays a string: every line is valid JSON', () => {
@@ -172,6 +191,9 @@ describe('times and names', () => {
     expect(sanitizedName('courriel_pro')).toBe('courriel_pro');
     expect(sanitizedName('Téléphone')).toBe('Téléphone');
     expect(defaultResultPrefixes([{ name: 'Email Address' }])).toEqual(['']);
-    expect(defaultResultPrefixes([{ name: 'Email Address' }, { name: '#' }])).toEqual(['Email_Address_', 'identifier2_']);
+    expect(defaultResultPrefixes([{ name: 'Email Address' }, { name: '#' }])).toEqual([
+      'Email_Address_',
+      'identifier2_',
+    ]);
   });
 });

@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { ClockSkewError, ServerError, UnauthorizedError, type MapV3Item } from '../../src/protocol/index.js';
-import { CHANGES_HEADER, changeCells, RemapEngine, settleEntry, type RemapChange, type RemapOptions, type RemapResult } from '../../src/pipeline/remap/remap-engine.js';
+import {
+  CHANGES_HEADER,
+  changeCells,
+  RemapEngine,
+  settleEntry,
+  type RemapChange,
+  type RemapOptions,
+  type RemapResult,
+} from '../../src/pipeline/remap/remap-engine.js';
 import type { DiiType } from '../../src/identity/index.js';
 import { DAY_S, FakeRemapper, FakeRemapState, hashOf, NOW_S, uidOf } from './remap-fakes.js';
 
@@ -22,7 +30,9 @@ function rotatingAnswer(type: DiiType, hash: string): MapV3Item {
 }
 
 /** Runs an engine and keeps the rows it hands to the changes file. */
-async function collect(options: RemapOptions): Promise<{ changes: RemapChange[]; result: RemapResult; engine: RemapEngine }> {
+async function collect(
+  options: RemapOptions,
+): Promise<{ changes: RemapChange[]; result: RemapResult; engine: RemapEngine }> {
   const changes: RemapChange[] = [];
   const engine = new RemapEngine({ ...options, onChanges: (c) => void changes.push(...c) });
   const result = await engine.run();
@@ -32,13 +42,19 @@ async function collect(options: RemapOptions): Promise<{ changes: RemapChange[];
 describe('RemapEngine', () => {
   it('sends exactly the due entries, in pages through the r index, and moves every r into the future', async () => {
     const state = stateWith(2_300, (i) => i % 4 === 0);
-    const dueBefore = state.due(NOW_S).map((e) => `${e.type}:${e.hash}`).sort();
+    const dueBefore = state
+      .due(NOW_S)
+      .map((e) => `${e.type}:${e.hash}`)
+      .sort();
     expect(dueBefore.length).toBe(575);
     const mapper = new FakeRemapper({ answer: rotatingAnswer });
     const { result } = await collect({ state, mapBatch: mapper.mapBatch, nowS: NOW_S, batchSize: 100, concurrency: 3 });
 
     expect(result.outcome).toEqual({ kind: 'completed' });
-    const sent = mapper.requests.flatMap((r) => [...(r.email_hash ?? []).map((h) => `email:${h}`), ...(r.phone_hash ?? []).map((h) => `phone:${h}`)]);
+    const sent = mapper.requests.flatMap((r) => [
+      ...(r.email_hash ?? []).map((h) => `email:${h}`),
+      ...(r.phone_hash ?? []).map((h) => `phone:${h}`),
+    ]);
     expect(sent.sort()).toEqual(dueBefore);
     expect(mapper.requests.length).toBe(6);
     expect(mapper.requests.every((r) => (r.email_hash?.length ?? 0) + (r.phone_hash?.length ?? 0) <= 100)).toBe(true);
@@ -69,7 +85,11 @@ describe('RemapEngine', () => {
     const optoutHash = state.entries[10].hash;
     const invalidHash = state.entries[11].hash;
     const answer = (type: DiiType, hash: string): MapV3Item =>
-      hash === optoutHash ? { e: 'optout' } : hash === invalidHash ? { e: 'invalid identifier' } : rotatingAnswer(type, hash);
+      hash === optoutHash
+        ? { e: 'optout' }
+        : hash === invalidHash
+          ? { e: 'invalid identifier' }
+          : rotatingAnswer(type, hash);
     const before = new Map(state.entries.map((e) => [e.hash, { ...e }]));
     const mapper = new FakeRemapper({ answer });
     const { changes, result } = await collect({ state, mapBatch: mapper.mapBatch, nowS: NOW_S, batchSize: 64 });
@@ -89,7 +109,12 @@ describe('RemapEngine', () => {
       expect(c.refreshFrom).toBe(NOW_S + 365 * DAY_S);
     }
     const optout = changes.find((c) => c.hash === optoutHash);
-    expect(optout).toMatchObject({ status: 'optout', newRawUid: null, refreshFrom: null, oldRawUid: before.get(optoutHash)?.u });
+    expect(optout).toMatchObject({
+      status: 'optout',
+      newRawUid: null,
+      refreshFrom: null,
+      oldRawUid: before.get(optoutHash)?.u,
+    });
     expect(changes.find((c) => c.hash === invalidHash)?.status).toBe('invalid');
     // the tombstone keeps its hash and status and loses its raw UIDs and r, so it is never due again
     const tomb = state.entries.find((e) => e.hash === optoutHash);
@@ -137,7 +162,10 @@ describe('RemapEngine', () => {
   it('keeps at most N requests in flight', async () => {
     const state = stateWith(3_000, () => true);
     let seed = 7;
-    const mapper = new FakeRemapper({ answer: rotatingAnswer, latencyMs: () => (seed = (seed * 48271) % 2147483647) % 5 });
+    const mapper = new FakeRemapper({
+      answer: rotatingAnswer,
+      latencyMs: () => (seed = (seed * 48271) % 2147483647) % 5,
+    });
     const { engine } = await collect({ state, mapBatch: mapper.mapBatch, nowS: NOW_S, batchSize: 40, concurrency: 4 });
     expect(mapper.requests.length).toBe(75);
     expect(mapper.peakInFlight).toBeLessThanOrEqual(4);
@@ -147,7 +175,10 @@ describe('RemapEngine', () => {
 
   it('a failed batch is not committed, its entries stay due for the next run, the others go on', async () => {
     const state = stateWith(400, () => true);
-    const mapper = new FakeRemapper({ answer: rotatingAnswer, failOn: (call) => (call === 2 ? new ServerError(503, 'server_error', undefined) : undefined) });
+    const mapper = new FakeRemapper({
+      answer: rotatingAnswer,
+      failOn: (call) => (call === 2 ? new ServerError(503, 'server_error', undefined) : undefined),
+    });
     const { result } = await collect({ state, mapBatch: mapper.mapBatch, nowS: NOW_S, batchSize: 100, concurrency: 1 });
     expect(result.outcome).toEqual({ kind: 'completed' });
     expect(result.counts.batchesFailed).toBe(1);
@@ -161,7 +192,10 @@ describe('RemapEngine', () => {
 
   it('stops at a 401 and reports auth-refused', async () => {
     const state = stateWith(500, () => true);
-    const mapper = new FakeRemapper({ answer: rotatingAnswer, failOn: () => new UnauthorizedError(401, 'unauthorized', undefined) });
+    const mapper = new FakeRemapper({
+      answer: rotatingAnswer,
+      failOn: () => new UnauthorizedError(401, 'unauthorized', undefined),
+    });
     const { result } = await collect({ state, mapBatch: mapper.mapBatch, nowS: NOW_S, batchSize: 100, concurrency: 1 });
     expect(result.outcome.kind).toBe('auth-refused');
     expect(mapper.requests.length).toBe(1);
@@ -171,7 +205,10 @@ describe('RemapEngine', () => {
 
   it('stops at clock skew: every further request would be refused too', async () => {
     const state = stateWith(500, () => true);
-    const mapper = new FakeRemapper({ answer: rotatingAnswer, failOn: () => new ClockSkewError(400, 'client_error', 'Invalid timestamp') });
+    const mapper = new FakeRemapper({
+      answer: rotatingAnswer,
+      failOn: () => new ClockSkewError(400, 'client_error', 'Invalid timestamp'),
+    });
     const { result } = await collect({ state, mapBatch: mapper.mapBatch, nowS: NOW_S, batchSize: 100, concurrency: 1 });
     expect(result.outcome.kind).toBe('failed');
     expect(mapper.requests.length).toBe(1);
@@ -209,7 +246,13 @@ describe('RemapEngine', () => {
     const state = stateWith(300, () => true);
     state.failCommitOn = 2;
     const mapper = new FakeRemapper({ answer: rotatingAnswer });
-    const { result, changes } = await collect({ state, mapBatch: mapper.mapBatch, nowS: NOW_S, batchSize: 100, concurrency: 1 });
+    const { result, changes } = await collect({
+      state,
+      mapBatch: mapper.mapBatch,
+      nowS: NOW_S,
+      batchSize: 100,
+      concurrency: 1,
+    });
     expect(result.outcome.kind).toBe('failed');
     expect(state.commits.length).toBe(1);
     // changes only of what is in the state
@@ -220,7 +263,9 @@ describe('RemapEngine', () => {
   it('never sends an entry twice in one run, even when its new r is still due under --now', async () => {
     const state = stateWith(200, () => true);
     // a service whose clock is behind --now: every new r is still <= now
-    const mapper = new FakeRemapper({ answer: (type, hash) => ({ u: uidOf(`${type}:${hash}:2`), p: null, r: NOW_S - 1 }) });
+    const mapper = new FakeRemapper({
+      answer: (type, hash) => ({ u: uidOf(`${type}:${hash}:2`), p: null, r: NOW_S - 1 }),
+    });
     const { result } = await collect({ state, mapBatch: mapper.mapBatch, nowS: NOW_S, batchSize: 30, concurrency: 2 });
     expect(mapper.hashesSent.length).toBe(200);
     expect(new Set(mapper.hashesSent).size).toBe(200);
@@ -232,7 +277,12 @@ describe('RemapEngine', () => {
     const { result } = await collect({
       state,
       nowS: NOW_S,
-      mapBatch: async (request) => ({ email: [], phone: [], email_hash: (request.email_hash ?? []).slice(1).map(() => ({ u: uidOf('x'), p: null, r: NOW_S + DAY_S })), phone_hash: [] }),
+      mapBatch: async (request) => ({
+        email: [],
+        phone: [],
+        email_hash: (request.email_hash ?? []).slice(1).map(() => ({ u: uidOf('x'), p: null, r: NOW_S + DAY_S })),
+        phone_hash: [],
+      }),
     });
     expect(result.counts.batchesFailed).toBe(1);
     expect(state.commits.length).toBe(0);
@@ -241,19 +291,49 @@ describe('RemapEngine', () => {
 });
 
 describe('settleEntry and changeCells', () => {
-  const entry = { id: 1, type: 'email' as const, hash: hashOf(1), u: uidOf('a'), p: null, r: NOW_S - 1, bucketId: null };
+  const entry = {
+    id: 1,
+    type: 'email' as const,
+    hash: hashOf(1),
+    u: uidOf('a'),
+    p: null,
+    r: NOW_S - 1,
+    bucketId: null,
+  };
 
   it('same raw UID: only r moves, no changes row', () => {
     const s = settleEntry(entry, { u: entry.u as string, p: null, r: NOW_S + DAY_S });
     expect(s.change).toBeNull();
-    expect(s.update).toEqual({ type: 'email', hash: entry.hash, outcome: { kind: 'mapped', u: entry.u, p: null, r: NOW_S + DAY_S } });
+    expect(s.update).toEqual({
+      type: 'email',
+      hash: entry.hash,
+      outcome: { kind: 'mapped', u: entry.u, p: null, r: NOW_S + DAY_S },
+    });
   });
 
   it('rotated raw UID: a row with old, new, previous and the new r', () => {
     const s = settleEntry(entry, { u: uidOf('b'), p: uidOf('a'), r: NOW_S + DAY_S });
-    expect(changeCells(s.change as RemapChange)).toEqual(['email', entry.hash, uidOf('a'), uidOf('b'), uidOf('a'), String(NOW_S + DAY_S), 'mapped']);
-    expect(CHANGES_HEADER).toEqual(['hash_type', 'hash', 'old_raw_uid', 'raw_uid', 'prev_raw_uid', 'refresh_from', 'status']);
-    expect(changeCells(s.change as RemapChange, 'iso')[5]).toBe(new Date((NOW_S + DAY_S) * 1000).toISOString().replace('.000Z', 'Z'));
+    expect(changeCells(s.change as RemapChange)).toEqual([
+      'email',
+      entry.hash,
+      uidOf('a'),
+      uidOf('b'),
+      uidOf('a'),
+      String(NOW_S + DAY_S),
+      'mapped',
+    ]);
+    expect(CHANGES_HEADER).toEqual([
+      'hash_type',
+      'hash',
+      'old_raw_uid',
+      'raw_uid',
+      'prev_raw_uid',
+      'refresh_from',
+      'status',
+    ]);
+    expect(changeCells(s.change as RemapChange, 'iso')[5]).toBe(
+      new Date((NOW_S + DAY_S) * 1000).toISOString().replace('.000Z', 'Z'),
+    );
   });
 
   it('an unknown error value counts as invalid', () => {

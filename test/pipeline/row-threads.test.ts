@@ -76,7 +76,9 @@ const CASES: Case[] = [
   },
   {
     name: 'CRLF, LF and lone CR mixed per line',
-    bytes: utf8('id,email,phone\r\n1,a@b.com,+14155550100\n2,c@d.com,+14155550101\r3,E@F.com,bad\r\n4,g@h.com,\r5,,+14155550102\n'),
+    bytes: utf8(
+      'id,email,phone\r\n1,a@b.com,+14155550100\n2,c@d.com,+14155550101\r3,E@F.com,bad\r\n4,g@h.com,\r5,,+14155550102\n',
+    ),
     columns: COLS,
   },
   {
@@ -86,7 +88,9 @@ const CASES: Case[] = [
   },
   {
     name: 'ragged rows: short, long, and trailing delimiters',
-    bytes: utf8('id,email,phone\n1,a@b.com\n2\n3,c@d.com,+14155550100,extra\n4,e@f.com,+14155550101,\n5,g@h.com,+14155550102,,\n6,i@j.com,,,x\n7,"k@l.com"\n'),
+    bytes: utf8(
+      'id,email,phone\n1,a@b.com\n2\n3,c@d.com,+14155550100,extra\n4,e@f.com,+14155550101,\n5,g@h.com,+14155550102,,\n6,i@j.com,,,x\n7,"k@l.com"\n',
+    ),
     columns: COLS,
   },
   {
@@ -109,7 +113,10 @@ const CASES: Case[] = [
   },
   {
     name: 'latin1 with bytes >= 0x80',
-    bytes: Buffer.from('id,email,name\n1,Jos\xe9@example.com,Jos\xe9\n2,ren\xe9e@x.com,"M\xfcller\n\xc6"\n3,a@b.com,\xff\xfe\n', 'latin1'),
+    bytes: Buffer.from(
+      'id,email,name\n1,Jos\xe9@example.com,Jos\xe9\n2,ren\xe9e@x.com,"M\xfcller\n\xc6"\n3,a@b.com,\xff\xfe\n',
+      'latin1',
+    ),
     opts: { encoding: 'latin1' },
     columns: { emailCol: 'email' },
   },
@@ -126,26 +133,59 @@ const CASES: Case[] = [
   },
   { name: 'a header only', bytes: utf8('id,email,phone\n'), columns: COLS },
   { name: 'a header only, no final newline', bytes: utf8('\r\n\nid,email,phone'), columns: COLS },
-  { name: 'a header only, --no-header (one row)', bytes: utf8('id,a@b.com,+14155550100'), opts: { header: false }, columns: { emailCol: 'col2' } },
+  {
+    name: 'a header only, --no-header (one row)',
+    bytes: utf8('id,a@b.com,+14155550100'),
+    opts: { header: false },
+    columns: { emailCol: 'col2' },
+  },
   { name: 'an empty file', bytes: Buffer.alloc(0), columns: COLS },
   { name: 'only empty lines', bytes: utf8('\n\r\n\r\n\n\r'), columns: COLS },
-  { name: 'no final newline, last cell quoted and multi-line', bytes: utf8('id,email,phone\n1,a@b.com,+14155550100\n2,"c\r\nd",x'), columns: COLS },
+  {
+    name: 'no final newline, last cell quoted and multi-line',
+    bytes: utf8('id,email,phone\n1,a@b.com,+14155550100\n2,"c\r\nd",x'),
+    columns: COLS,
+  },
   {
     name: 'emails, phones and hashes of every shape',
     bytes: utf8(
       'email,phone,email_hash\n' +
-        'First.Last+tag@Gmail.com,+14155550100,' + 'ab'.repeat(32) + '\n' +
-        'f.i.r.s.t@googlemail.com,14155550100,' + 'AB'.repeat(32) + '\n' +
-        ' USER@EXAMPLE.COM ,+1 415 555 0100,' + Buffer.alloc(32, 7).toString('base64') + '\n' +
-        'not-an-email,+999999999999999999,' + 'ab'.repeat(31) + '\n' +
+        'First.Last+tag@Gmail.com,+14155550100,' +
+        'ab'.repeat(32) +
+        '\n' +
+        'f.i.r.s.t@googlemail.com,14155550100,' +
+        'AB'.repeat(32) +
+        '\n' +
+        ' USER@EXAMPLE.COM ,+1 415 555 0100,' +
+        Buffer.alloc(32, 7).toString('base64') +
+        '\n' +
+        'not-an-email,+999999999999999999,' +
+        'ab'.repeat(31) +
+        '\n' +
         'a@b,++1,not-a-hash\n' +
-        '@example.com,,' + Buffer.alloc(31, 7).toString('base64') + '\n',
+        '@example.com,,' +
+        Buffer.alloc(31, 7).toString('base64') +
+        '\n',
     ),
     columns: { emailCol: 'email', phoneCol: 'phone', emailHashCol: 'email_hash' },
   },
-  { name: 'random tricky rows, comma', bytes: utf8(trickyCsv(250, 11)), columns: { ...COLS, emailHashCol: 'email_hash' } },
-  { name: 'random tricky rows, ;', bytes: utf8(trickyCsv(150, 12, ';')), opts: { delimiter: ';' }, columns: { ...COLS, emailHashCol: 'email_hash' } },
-  { name: 'random tricky rows, JSONL output', bytes: utf8(trickyCsv(120, 13)), columns: { ...COLS, emailHashCol: 'email_hash' }, format: 'jsonl' },
+  {
+    name: 'random tricky rows, comma',
+    bytes: utf8(trickyCsv(250, 11)),
+    columns: { ...COLS, emailHashCol: 'email_hash' },
+  },
+  {
+    name: 'random tricky rows, ;',
+    bytes: utf8(trickyCsv(150, 12, ';')),
+    opts: { delimiter: ';' },
+    columns: { ...COLS, emailHashCol: 'email_hash' },
+  },
+  {
+    name: 'random tricky rows, JSONL output',
+    bytes: utf8(trickyCsv(120, 13)),
+    columns: { ...COLS, emailHashCol: 'email_hash' },
+    format: 'jsonl',
+  },
   {
     // csv-parse encodes the delimiter in the input's encoding (one byte 0xA7 in Latin-1)
     name: 'latin1 with a non-ASCII delimiter (§) before a multi-line quoted value',
@@ -188,7 +228,12 @@ function columnsOf(c: Case, header: string[]): IdentifierColumn[] {
 }
 
 function formatOf(c: Case, header: string[], columns: IdentifierColumn[]): RowFormat {
-  return c.format === 'jsonl' ? { format: 'jsonl', header: columns.length > 0 ? columnsModule.resultHeader(header, columns, hashing.HASH_FIELDS) : [] } : { format: 'csv' };
+  return c.format === 'jsonl'
+    ? {
+        format: 'jsonl',
+        header: columns.length > 0 ? columnsModule.resultHeader(header, columns, hashing.HASH_FIELDS) : [],
+      }
+    : { format: 'csv' };
 }
 
 interface Outcome {
@@ -238,7 +283,14 @@ class Pools {
     if (pool === undefined) {
       const columns = columnsOf(c, piecesSource.header);
       pool = new threadsModule.RowThreads(
-        { name: piecesSource.name, csv: piecesSource.settings, width: piecesSource.width, columns, format: formatOf(c, piecesSource.header, columns), v2: false },
+        {
+          name: piecesSource.name,
+          csv: piecesSource.settings,
+          width: piecesSource.width,
+          columns,
+          format: formatOf(c, piecesSource.header, columns),
+          v2: false,
+        },
         threads,
         // a small young generation: the tests run several pools side by side
         8,
@@ -264,7 +316,14 @@ async function threadedHash(c: Case, feed: Feed, seed: number, pieceBytes: numbe
     hashing.addHashCounts(counts, piece.counts);
     bytes += decoder.decode(piece.bytes);
   }
-  return { header: src.header, notes: src.notes, bytes, counts, reasonOrder: Object.keys(counts.reasons), problems: src.problems() };
+  return {
+    header: src.header,
+    notes: src.notes,
+    bytes,
+    counts,
+    reasonOrder: Object.keys(counts.reasons),
+    problems: src.problems(),
+  };
 }
 
 async function threadedPrepare(c: Case, feed: Feed, seed: number, pieceBytes: number, threads: number, pools: Pools) {
@@ -374,7 +433,8 @@ function plainRows(n: number, from = 0): string {
 
 function manyRows(n: number, from = 0): string {
   let s = '';
-  for (let i = from; i < from + n; i++) s += `${i},user${i}@example.com,"note\n${i}"${i % 3 === 0 ? '\r\n' : i % 3 === 1 ? '\n' : '\r'}`;
+  for (let i = from; i < from + n; i++)
+    s += `${i},user${i}@example.com,"note\n${i}"${i % 3 === 0 ? '\r\n' : i % 3 === 1 ? '\n' : '\r'}`;
   return s;
 }
 
@@ -391,17 +451,29 @@ const ERROR_CASES: ErrorCase[] = [
   },
   {
     name: 'an invalid UTF-8 byte',
-    bytes: Buffer.concat([utf8(`id,email,note\n${manyRows(30)}31,a@b.com,caf`), Buffer.from([0xe9]), utf8(`\n${manyRows(10, 32)}`)]),
+    bytes: Buffer.concat([
+      utf8(`id,email,note\n${manyRows(30)}31,a@b.com,caf`),
+      Buffer.from([0xe9]),
+      utf8(`\n${manyRows(10, 32)}`),
+    ]),
     expect: /line \d+: invalid UTF-8/,
   },
   {
     name: 'an invalid UTF-8 byte inside a multi-line quoted value',
-    bytes: Buffer.concat([utf8(`id,email,note\n${manyRows(12)}13,a@b.com,"x\r\ny\r`), Buffer.from([0xc3, 0x28]), utf8(`"\n${manyRows(3, 14)}`)]),
+    bytes: Buffer.concat([
+      utf8(`id,email,note\n${manyRows(12)}13,a@b.com,"x\r\ny\r`),
+      Buffer.from([0xc3, 0x28]),
+      utf8(`"\n${manyRows(3, 14)}`),
+    ]),
     expect: /invalid UTF-8/,
   },
   {
     name: 'a NUL byte',
-    bytes: Buffer.concat([utf8(`id,email,note\n${manyRows(25)}26,a@b.com,x`), Buffer.from([0]), utf8(`y\n${manyRows(10, 27)}`)]),
+    bytes: Buffer.concat([
+      utf8(`id,email,note\n${manyRows(25)}26,a@b.com,x`),
+      Buffer.from([0]),
+      utf8(`y\n${manyRows(10, 27)}`),
+    ]),
     expect: /line \d+: NUL byte/,
   },
   {
@@ -433,7 +505,12 @@ async function caught(run: () => Promise<unknown>): Promise<Error> {
 
 describe('input errors: the same InputError, message and line with and without threads (dist)', () => {
   it.each(ERROR_CASES.map((c) => [c.name, c] as const))('%s', async (_name, e) => {
-    const c: Case = { name: e.name, bytes: e.bytes, ...(e.opts ? { opts: e.opts } : {}), columns: { emailCol: 'email' } };
+    const c: Case = {
+      name: e.name,
+      bytes: e.bytes,
+      ...(e.opts ? { opts: e.opts } : {}),
+      columns: { emailCol: 'email' },
+    };
     const reference = await caught(() => unthreaded(c, 'file', 1));
     expect(reference.name).toBe('InputError');
     expect(reference.message).toMatch(e.expect);
@@ -442,9 +519,15 @@ describe('input errors: the same InputError, message and line with and without t
       for (const v of VARIANTS) {
         const label = `${v.threads} thread(s), pieces of ${v.pieceBytes} B, ${v.feed} reads`;
         const hashErr = await caught(() => threadedHash(c, v.feed, 5, v.pieceBytes, v.threads, pools));
-        expect({ name: hashErr.name, message: hashErr.message }, label).toEqual({ name: 'InputError', message: reference.message });
+        expect({ name: hashErr.name, message: hashErr.message }, label).toEqual({
+          name: 'InputError',
+          message: reference.message,
+        });
         const prepareErr = await caught(() => threadedPrepare(c, v.feed, 6, v.pieceBytes, v.threads, pools));
-        expect({ name: prepareErr.name, message: prepareErr.message }, label).toEqual({ name: 'InputError', message: reference.message });
+        expect({ name: prepareErr.name, message: prepareErr.message }, label).toEqual({
+          name: 'InputError',
+          message: reference.message,
+        });
       }
     } finally {
       await pools.close();
@@ -461,7 +544,8 @@ function stableSummary(path: string): unknown {
     if (Array.isArray(v)) return v.map(strip);
     if (v === null || typeof v !== 'object') return v;
     const out: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(v)) if (!/duration|per_s|_ms$|started|ended|elapsed|seconds/.test(k)) out[k] = strip(x);
+    for (const [k, x] of Object.entries(v))
+      if (!/duration|per_s|_ms$|started|ended|elapsed|seconds/.test(k)) out[k] = strip(x);
     return out;
   };
   return strip(JSON.parse(readFileSync(path, 'utf8')));
@@ -490,16 +574,41 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
 
   const cols = ['--email-col', 'email', '--phone-col', 'phone', '--email-hash-col', 'email_hash'];
 
-  async function map(threads: string, extra: string[], out: string, from = input): Promise<{ code: number | null; out: string; rejects: string; summary: unknown }> {
+  async function map(
+    threads: string,
+    extra: string[],
+    out: string,
+    from = input,
+  ): Promise<{ code: number | null; out: string; rejects: string; summary: unknown }> {
     const connection = serveConnection(serve as ServeProcess);
     const rejects = `${out}.rejects`;
     const summary = `${out}.summary.json`;
     const result = await runCli(
-      ['map', from, '-o', out, '--rejects', rejects, '--summary-json', summary, '--quiet', '--threads', threads, ...cols, ...extra, ...connection.args],
+      [
+        'map',
+        from,
+        '-o',
+        out,
+        '--rejects',
+        rejects,
+        '--summary-json',
+        summary,
+        '--quiet',
+        '--threads',
+        threads,
+        ...cols,
+        ...extra,
+        ...connection.args,
+      ],
       { env: connection.env },
     );
     expect([0, 3], result.stderr).toContain(result.code);
-    return { code: result.code, out: readFileSync(out, 'utf8'), rejects: readFileSync(rejects, 'utf8'), summary: stableSummary(summary) };
+    return {
+      code: result.code,
+      out: readFileSync(out, 'utf8'),
+      rejects: readFileSync(rejects, 'utf8'),
+      summary: stableSummary(summary),
+    };
   }
 
   it.each([
@@ -507,7 +616,11 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
     ['v2, CSV', ['--api', 'v2'], 'csv'],
     ['v3, JSONL output', ['--format', 'jsonl'], 'jsonl'],
     ['v3, JSONL, --emit-hash --time-format iso', ['--emit-hash', '--time-format', 'iso'], 'jsonl'],
-    ['v3, CSV, --emit-hash --keep id --result-prefix', ['--emit-hash', '--keep', 'id', '--result-prefix', 'email=e', '--result-prefix', 'phone=p'], 'csv'],
+    [
+      'v3, CSV, --emit-hash --keep id --result-prefix',
+      ['--emit-hash', '--keep', 'id', '--result-prefix', 'email=e', '--result-prefix', 'phone=p'],
+      'csv',
+    ],
     ['v3, TSV, --drop-input-columns --emit-hash', ['--drop-input-columns', '--emit-hash'], 'tsv'],
     ['v2, JSONL, --emit-hash --keep email', ['--api', 'v2', '--emit-hash', '--keep', 'email'], 'jsonl'],
   ] as const)('map %s, with --rejects', async (name, extra, ext) => {
@@ -521,7 +634,8 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
     expect(single.out.length).toBeGreaterThan(text.length);
     expect(single.out).toMatch(ext === 'csv' ? /,mapped,/ : ext === 'tsv' ? /\tmapped\t/ : /"mapped"/);
     // --emit-hash writes the hashes sent: base64 SHA-256s beside the answers
-    if (extra.includes('--emit-hash' as never)) expect(single.out).toMatch(/[A-Za-z0-9+/]{43}=(?:[,\t]|","[A-Za-z_]*hash_type":")email\b/);
+    if (extra.includes('--emit-hash' as never))
+      expect(single.out).toMatch(/[A-Za-z0-9+/]{43}=(?:[,\t]|","[A-Za-z_]*hash_type":")email\b/);
     expect(single.rejects.length).toBeGreaterThan(0);
     expect(threaded.out).toBe(single.out);
     expect(threaded.rejects).toBe(single.rejects);
@@ -558,7 +672,9 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
     const connection = serveConnection(serve as ServeProcess);
     const runs = await Promise.all(
       ['0', '2'].flatMap((threads) => [
-        runCli(['map', headerless, '--quiet', '--threads', threads, '--emit-hash', ...connection.args], { env: connection.env }),
+        runCli(['map', headerless, '--quiet', '--threads', threads, '--emit-hash', ...connection.args], {
+          env: connection.env,
+        }),
         runCli(['hash', headerless, '--quiet', '--threads', threads]),
       ]),
     );
@@ -580,7 +696,9 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
         return result.stdout;
       }),
     );
-    expect(outs[0].split('\n')[0]).toBe('id,email_hash,email_hash_type,email_status,email_reason,phone_hash,phone_hash_type,phone_status,phone_reason,email_hash_hash,email_hash_hash_type,email_hash_status,email_hash_reason');
+    expect(outs[0].split('\n')[0]).toBe(
+      'id,email_hash,email_hash_type,email_status,email_reason,phone_hash,phone_hash_type,phone_status,phone_reason,email_hash_hash,email_hash_hash_type,email_hash_status,email_hash_reason',
+    );
     expect(outs[0]).not.toMatch(/@/);
     expect(outs[1]).toBe(outs[0]);
   });
@@ -589,7 +707,10 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
     const outs = await Promise.all(
       ['0', '2'].map(async (threads) => {
         const summary = join(dir.path, `hash-stdin-${threads}.json`);
-        const result = await runCli(['hash', '-', '--quiet', '--threads', threads, '--summary-json', summary, ...cols], { input: text });
+        const result = await runCli(
+          ['hash', '-', '--quiet', '--threads', threads, '--summary-json', summary, ...cols],
+          { input: text },
+        );
         expect(result.code, result.stderr).toBe(0);
         return { stdout: result.stdout, summary: stableSummary(summary) };
       }),

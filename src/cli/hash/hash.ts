@@ -2,8 +2,21 @@ import { randomBytes } from 'node:crypto';
 import { open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
-import { ColumnError, resolveIdentifierColumns, resultHeader, type ColumnFlags, type ColumnKind, type IdentifierColumn } from '../../pipeline/table/identifier-columns.js';
-import { addHashCounts, emptyHashCounts, HASH_FIELDS, hashRows, type HashCounts } from '../../pipeline/hash/hash-rows.js';
+import {
+  ColumnError,
+  resolveIdentifierColumns,
+  resultHeader,
+  type ColumnFlags,
+  type ColumnKind,
+  type IdentifierColumn,
+} from '../../pipeline/table/identifier-columns.js';
+import {
+  addHashCounts,
+  emptyHashCounts,
+  HASH_FIELDS,
+  hashRows,
+  type HashCounts,
+} from '../../pipeline/hash/hash-rows.js';
 import { rowFormatOf, type RowFormat } from '../../pipeline/table/row-encoders.js';
 import { RowThreads, YOUNG_GENERATION_MB } from '../../pipeline/threads/row-threads.js';
 import { isPieceSource, openTableInput, type TableInput } from '../../pipeline/threads/table-input.js';
@@ -12,10 +25,22 @@ import { defaultLayout } from '../../pipeline/map/result-columns.js';
 import { keptColumns } from '../../pipeline/map/result-layout.js';
 import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from '../../pipeline/jobs/headerless-input.js';
 import type { ColumnType } from '../../pipeline/table/typed-cells.js';
-import { InputError, OutputError, type OpenSourceOptions, type TableInfo, type TableSink } from '../../pipeline/table/table.js';
+import {
+  InputError,
+  OutputError,
+  type OpenSourceOptions,
+  type TableInfo,
+  type TableSink,
+} from '../../pipeline/table/table.js';
 import { EXIT, UserError, onInterrupt } from '../shared/exit-codes.js';
 import { addOutputOptions, outputFlags, type OutputFormat } from '../shared/options.js';
-import { addTableInputOptions, resolveInputArg, sourceOptionsOf, tableInputFlags, type InputFlags } from '../shared/input-options.js';
+import {
+  addTableInputOptions,
+  resolveInputArg,
+  sourceOptionsOf,
+  tableInputFlags,
+  type InputFlags,
+} from '../shared/input-options.js';
 import { addThreadsOption, defaultHashThreads, threadsFlag } from '../shared/threads-option.js';
 import { createProgress } from '../shared/progress.js';
 import { formatCount, formatDuration, formatRate } from '../shared/summary.js';
@@ -82,7 +107,11 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     if (headerless !== undefined) {
       columns = headerless;
     } else if (source.header.length > 0) {
-      const resolved = resolveIdentifierColumns(source.header, flags, source.name === '<stdin>' ? 'stdin' : source.name);
+      const resolved = resolveIdentifierColumns(
+        source.header,
+        flags,
+        source.name === '<stdin>' ? 'stdin' : source.name,
+      );
       columns = resolved.columns;
       if (resolved.note !== undefined) progress.note(resolved.note);
     } else {
@@ -107,12 +136,20 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     const tally = new Tally(columns);
     const counts = tally.counts;
     const checkInterrupt = (): void => {
-      if (interrupted) throw new UserError(`interrupted: ${toFile ? 'no output file was written' : 'the rows on stdout are incomplete'}`, EXIT.interrupted);
+      if (interrupted)
+        throw new UserError(
+          `interrupted: ${toFile ? 'no output file was written' : 'the rows on stdout are incomplete'}`,
+          EXIT.interrupted,
+        );
     };
     if (isPieceSource(source)) {
       const format: RowFormat = rowFormatOf(flags.format, header, types);
       const layout = { ...defaultLayout(columns), keep };
-      threads = new RowThreads({ name: source.name, csv: source.settings, width: source.width, columns, format, v2: false, layout }, flags.threads ?? 1, YOUNG_GENERATION_MB.hash);
+      threads = new RowThreads(
+        { name: source.name, csv: source.settings, width: source.width, columns, format, v2: false, layout },
+        flags.threads ?? 1,
+        YOUNG_GENERATION_MB.hash,
+      );
       for await (const piece of threads.hashed(source)) {
         addHashCounts(counts, piece.counts);
         await sink.writeEncoded(piece.bytes);
@@ -162,7 +199,10 @@ async function openInput(flags: HashFlags, io: HashIo): Promise<TableInput> {
 function estimateTotal(source: TableInfo, rows: number): { total?: number; totalIsEstimate?: boolean } {
   const read = source.bytesRead();
   if (source.totalBytes === undefined || read === 0) return {};
-  return { total: Math.max(rows, Math.round((rows * source.totalBytes) / read)), totalIsEstimate: read < source.totalBytes };
+  return {
+    total: Math.max(rows, Math.round((rows * source.totalBytes) / read)),
+    totalIsEstimate: read < source.totalBytes,
+  };
 }
 
 class Tally {
@@ -172,7 +212,11 @@ class Tally {
     this.counts = emptyHashCounts(columns.length);
   }
 
-  summary(startedMs: number, endedMs: number, problems: { shortRows: number; longRows: number; extraKeys: number }): HashSummary {
+  summary(
+    startedMs: number,
+    endedMs: number,
+    problems: { shortRows: number; longRows: number; extraKeys: number },
+  ): HashSummary {
     const duration = Math.max(0, endedMs - startedMs) / 1000;
     const { ok, invalid, missing, rows, reasons } = this.counts;
     const columns: HashSummary['columns'] = {};
@@ -208,7 +252,8 @@ export function formatHashSummary(s: HashSummary): string {
   }
   const p = s.row_problems;
   if (p.short_rows > 0) line += `; ${rows(p.short_rows)} had fewer cells than the header (padded with empty cells)`;
-  if (p.extra_keys > 0) line += `; ${rows(p.extra_keys)} had keys not in the header (those values are not in the output)`;
+  if (p.extra_keys > 0)
+    line += `; ${rows(p.extra_keys)} had keys not in the header (those values are not in the output)`;
   return line;
 }
 
@@ -237,7 +282,10 @@ async function writeJsonAtomically(path: string, value: unknown): Promise<void> 
     await rename(temp, path);
   } catch (err) {
     await rm(temp, { force: true });
-    throw new UserError(`cannot write --summary-json ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, EXIT.failed);
+    throw new UserError(
+      `cannot write --summary-json ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      EXIT.failed,
+    );
   }
 }
 
@@ -254,10 +302,16 @@ export function processHashIo(): HashIo {
 export function registerHash(program: Command, io: () => HashIo = processHashIo): void {
   const cmd = program
     .command('hash')
-    .description('normalize, hash and validate identifiers offline (nothing is sent): writes hash, hash_type, status and reason per identifier column')
+    .description(
+      'normalize, hash and validate identifiers offline (nothing is sent): writes hash, hash_type, status and reason per identifier column',
+    )
     .argument('[input]', "CSV or JSONL file; '-' or nothing reads stdin")
     .option('--bom', 'start a CSV output with a UTF-8 BOM (for Excel)')
-    .option('--keep <columns>', 'write only these input columns (comma-separated; repeatable), e.g. --keep customer_id: raw emails and phones are not copied', collect)
+    .option(
+      '--keep <columns>',
+      'write only these input columns (comma-separated; repeatable), e.g. --keep customer_id: raw emails and phones are not copied',
+      collect,
+    )
     .option('--drop-input-columns', 'write no input column (but those of --keep): only the result columns');
   addTableInputOptions(cmd);
   addOutputOptions(cmd);

@@ -7,7 +7,12 @@ import type { ResultLayout } from '../../pipeline/map/result-columns.js';
 import { resolveResultLayout, type LayoutRequest } from '../../pipeline/map/result-layout.js';
 import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from '../../pipeline/jobs/headerless-input.js';
 import { MapEngine, type MapRunCounts, type MapRunResult } from '../../pipeline/map/map-engine.js';
-import { ColumnError, resolveIdentifierColumns, type ColumnFlags, type IdentifierColumn } from '../../pipeline/table/identifier-columns.js';
+import {
+  ColumnError,
+  resolveIdentifierColumns,
+  type ColumnFlags,
+  type IdentifierColumn,
+} from '../../pipeline/table/identifier-columns.js';
 import { formatOfExtension } from '../../pipeline/table/format-names.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../../pipeline/table/table.js';
@@ -23,7 +28,15 @@ import {
 } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { addTableInputOptions, sourceOptionsOf, tableInputFlags, type InputFlags } from '../shared/input-options.js';
-import { addConnectionOptions, addOutputOptions, addTimeFormatOption, connectionFlags, outputFlags, wholeNumber, type OutputFlags } from '../shared/options.js';
+import {
+  addConnectionOptions,
+  addOutputOptions,
+  addTimeFormatOption,
+  connectionFlags,
+  outputFlags,
+  wholeNumber,
+  type OutputFlags,
+} from '../shared/options.js';
 import { createProgress, type ProgressReporter } from '../shared/progress.js';
 import { exitCodeOf, KNOWN_FAILURES as BATCH_KNOWN_FAILURES } from '../shared/run-report.js';
 import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from '../shared/summary.js';
@@ -68,7 +81,6 @@ export interface MapDeps extends InputCommandDeps {
 const parseConcurrency = wholeNumber('--concurrency', 1, 200);
 const parseBatchSize = wholeNumber('--batch-size', 1, 5000);
 
-
 export function registerMap(program: Command): void {
   const cmd = program
     .command('map')
@@ -84,13 +96,31 @@ export function registerMap(program: Command): void {
     .argument('[input]', 'CSV or JSONL file; - or nothing reads stdin')
     .option('--state <file>', 'SQLite state file: answers fresh mappings without a request, makes re-runs resume')
     .option('--rejects <file>', 'also write the rows with an invalid, opted-out or failed identifier here')
-    .option('--concurrency <n>', `requests in flight at most (default 20; at most ${PUBLIC_MAX_CONCURRENCY} against the public service)`, parseConcurrency)
+    .option(
+      '--concurrency <n>',
+      `requests in flight at most (default 20; at most ${PUBLIC_MAX_CONCURRENCY} against the public service)`,
+      parseConcurrency,
+    )
     .option('--batch-size <n>', 'identifiers per request (default and maximum 5000)', parseBatchSize)
-    .option('--fail-fast', 'stop at the first request that fails after its retries (exit 1) instead of marking its rows error')
+    .option(
+      '--fail-fast',
+      'stop at the first request that fails after its retries (exit 1) instead of marking its rows error',
+    )
     .option('--dry-run', 'read, validate, hash and count what would be sent; send nothing, write no output')
-    .option('--api <version>', 'v3 (default), or v2: the deprecated POST /v2/identity/map (one kind per request; output raw_uid, bucket_id, status, reason; its own --state file, kept fresh with uid2-batch buckets / remap-due)', parseApi)
-    .option('--emit-hash', 'also write the hash sent for each identifier (base64, the key of the state and the remap-due changes file) and hash_type')
-    .option('--keep <columns>', 'write only these input columns (comma-separated; repeatable), e.g. --keep customer_id: raw emails and phones are not copied', collect)
+    .option(
+      '--api <version>',
+      'v3 (default), or v2: the deprecated POST /v2/identity/map (one kind per request; output raw_uid, bucket_id, status, reason; its own --state file, kept fresh with uid2-batch buckets / remap-due)',
+      parseApi,
+    )
+    .option(
+      '--emit-hash',
+      'also write the hash sent for each identifier (base64, the key of the state and the remap-due changes file) and hash_type',
+    )
+    .option(
+      '--keep <columns>',
+      'write only these input columns (comma-separated; repeatable), e.g. --keep customer_id: raw emails and phones are not copied',
+      collect,
+    )
     .option('--drop-input-columns', 'write no input column (but those of --keep): only the result columns')
     .option(
       '--result-prefix <prefix>',
@@ -184,8 +214,14 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
 
   let state: MapStateFile | undefined;
   if (flags.state !== undefined) {
-    if (dryRun && !existsSync(flags.state)) say(`--state ${flags.state} does not exist yet: nothing would be answered from it`);
-    else state = openMapState(flags.state, { envFingerprint: envFingerprint(config), readonly: dryRun, api: flags.api ?? 'v3' });
+    if (dryRun && !existsSync(flags.state))
+      say(`--state ${flags.state} does not exist yet: nothing would be answered from it`);
+    else
+      state = openMapState(flags.state, {
+        envFingerprint: envFingerprint(config),
+        readonly: dryRun,
+        api: flags.api ?? 'v3',
+      });
   }
   try {
     if (dryRun && !isPieceSource(source)) return await dryRunReport(source, columns, flags, state, startedMs, deps);
@@ -196,13 +232,30 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
 }
 
 /** A 0-byte input is an empty table, not a mistake: the output is empty too (no columns to name). */
-async function emptyInput(source: TableInfo, flags: MapFlags, startedMs: number, deps: MapDeps, say: (line: string) => void): Promise<number> {
+async function emptyInput(
+  source: TableInfo,
+  flags: MapFlags,
+  startedMs: number,
+  deps: MapDeps,
+  say: (line: string) => void,
+): Promise<number> {
   say(`${source.name} is empty: nothing to map`);
   if (!flags.dryRun) {
-    const sink = await openSink({ path: flags.output.output, format: flags.output.format, header: [], stream: deps.stdout });
+    const sink = await openSink({
+      path: flags.output.output,
+      format: flags.output.format,
+      header: [],
+      stream: deps.stdout,
+    });
     await sink.commit();
   }
-  const summary = makeSummary({ command: 'map', rows: 0, startedMs, endedMs: deps.now(), extra: { outcome: 'completed' } });
+  const summary = makeSummary({
+    command: 'map',
+    rows: 0,
+    startedMs,
+    endedMs: deps.now(),
+    extra: { outcome: 'completed' },
+  });
   if (!flags.output.quiet) printSummary(summary, deps.stderr);
   if (flags.output.summaryJson !== undefined) await writeSummaryJson(flags.output.summaryJson, summary);
   return EXIT.ok;
@@ -211,7 +264,9 @@ async function emptyInput(source: TableInfo, flags: MapFlags, startedMs: number,
 function chooseInput(input: string | undefined, stdin: { isTTY?: boolean }): string {
   if (input !== undefined && input !== '') return input;
   if (stdin.isTTY) {
-    throw new UserError('no input: give a CSV or JSONL file (uid2-batch map FILE), or pipe rows in (... | uid2-batch map -)');
+    throw new UserError(
+      'no input: give a CSV or JSONL file (uid2-batch map FILE), or pipe rows in (... | uid2-batch map -)',
+    );
   }
   return '-';
 }
@@ -232,7 +287,12 @@ function identifierColumns(source: TableInput, flags: MapFlags, say: (line: stri
 /** The output's layout as the flags ask for it; a column they name that the input lacks is a usage error. */
 function resultLayout(source: TableInfo, columns: IdentifierColumn[], flags: MapFlags): ResultLayout {
   try {
-    return resolveResultLayout(source.header, columns, { ...flags.layout, timeFormat: flags.output.timeFormat }, source.name);
+    return resolveResultLayout(
+      source.header,
+      columns,
+      { ...flags.layout, timeFormat: flags.output.timeFormat },
+      source.name,
+    );
   } catch (err) {
     if (err instanceof ColumnError) throw new UserError(err.message);
     throw err;
@@ -251,7 +311,10 @@ async function mapForReal(
   deps: MapDeps,
 ): Promise<number> {
   const maxAttempts = resolved.maxAttempts ?? 6;
-  const connection = await connectForMapping(resolved, concurrency, { maxAttempts, ...(deps.client !== undefined ? { client: deps.client } : {}) });
+  const connection = await connectForMapping(resolved, concurrency, {
+    maxAttempts,
+    ...(deps.client !== undefined ? { client: deps.client } : {}),
+  });
   const { config, client, limiter } = connection;
   const api = flags.api ?? 'v3';
   const { header, types } = mapOutputColumns(source.header, columns, api, layout);
@@ -262,8 +325,16 @@ async function mapForReal(
   try {
     // row threads encode the rows themselves; otherwise --threads gives the sink encoding threads
     const sinkThreads = isPieceSource(source) ? 0 : (flags.threads ?? 0);
-    sink = await openSink({ path: flags.output.output, format: flags.output.format, header, types, stream: deps.stdout, threads: sinkThreads });
-    if (flags.rejects !== undefined) rejects = await openSink({ path: flags.rejects, format: flags.output.format, header, types });
+    sink = await openSink({
+      path: flags.output.output,
+      format: flags.output.format,
+      header,
+      types,
+      stream: deps.stdout,
+      threads: sinkThreads,
+    });
+    if (flags.rejects !== undefined)
+      rejects = await openSink({ path: flags.rejects, format: flags.output.format, header, types });
     progress = createProgress({
       label: 'map',
       stream: deps.stderr,
@@ -290,7 +361,12 @@ async function mapForReal(
       signal: deps.signal,
       nowS: () => Math.floor(deps.now() / 1000),
       onProgress: (counts: MapRunCounts) =>
-        reporter.update({ done: counts.rowsDone, ...estimateTotal(source, counts), retries: client.stats.retries, http429: client.stats.http429 }),
+        reporter.update({
+          done: counts.rowsDone,
+          ...estimateTotal(source, counts),
+          retries: client.stats.retries,
+          http429: client.stats.http429,
+        }),
     });
     progress.stop();
     const summary = mapSummary(result, client, source, startedMs, deps.now(), state);
@@ -308,7 +384,13 @@ async function mapForReal(
 }
 
 /** What the runs table records: how the run was asked for, never a credential. */
-function runArgs(flags: MapFlags, source: TableInfo, columns: IdentifierColumn[], concurrency: number, config: ResolvedConfig): string {
+function runArgs(
+  flags: MapFlags,
+  source: TableInfo,
+  columns: IdentifierColumn[],
+  concurrency: number,
+  config: ResolvedConfig,
+): string {
   return JSON.stringify({
     input: source.name,
     output: flags.output.output ?? '-',
@@ -355,7 +437,9 @@ async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Pro
       if (errors === 0) return EXIT.ok;
       f.say(
         `${formatCount(errors)} identifier(s) ended in error (see the reason column${f.flags.rejects ? ` and ${f.flags.rejects}` : ''}); ` +
-          (f.state ? 're-run the same command to retry only those' : 'add --state FILE to retry only those on a re-run'),
+          (f.state
+            ? 're-run the same command to retry only those'
+            : 'add --state FILE to retry only those on a re-run'),
       );
       return EXIT.partial;
     }
@@ -374,7 +458,10 @@ async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Pro
       const written = output ? `${output} was not written` : 'the rows on stdout are incomplete';
       const saved = f.state ? `; answered batches are saved in ${f.flags.state}, a re-run resumes` : '';
       if (!KNOWN_FAILURES.has(error.name)) throw error;
-      const lead = f.flags.failFast && !LOCAL_FAILURES.has(error.name) ? 'stopped at the first failed request (--fail-fast): ' : '';
+      const lead =
+        f.flags.failFast && !LOCAL_FAILURES.has(error.name)
+          ? 'stopped at the first failed request (--fail-fast): '
+          : '';
       throw new UserError(`${lead}${error.message}; ${written}${saved}`, EXIT.failed);
     }
   }

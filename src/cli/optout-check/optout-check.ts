@@ -17,12 +17,37 @@ import {
 import { openSource } from '../../pipeline/table/source.js';
 import type { TableSink } from '../../pipeline/table/table.js';
 import { openState } from '../../state/index.js';
-import { connect as connectService, resolveFor, runInProcess, sayTo, type InputCommandDeps, type Say } from '../shared/command-context.js';
+import {
+  connect as connectService,
+  resolveFor,
+  runInProcess,
+  sayTo,
+  type InputCommandDeps,
+  type Say,
+} from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import type { TimeFormat, TypedHeader } from '../../pipeline/table/typed-cells.js';
-import { addConnectionOptions, addOutputOptions, addTimeFormatOption, connectionFlags, decimalNumber, optionReaders, outputFlags, wholeNumber, type OutputFlags } from '../shared/options.js';
+import {
+  addConnectionOptions,
+  addOutputOptions,
+  addTimeFormatOption,
+  connectionFlags,
+  decimalNumber,
+  optionReaders,
+  outputFlags,
+  wholeNumber,
+  type OutputFlags,
+} from '../shared/options.js';
 import { addInputFormatOptions, inputFormatFlags, sourceOptionsOf, type InputFlags } from '../shared/input-options.js';
-import { acknowledgeDelivered, exitCodeOf, replayedLine, reportRun, requestCounters, withRunOutput, type ChangeDelivery } from '../shared/run-report.js';
+import {
+  acknowledgeDelivered,
+  exitCodeOf,
+  replayedLine,
+  reportRun,
+  requestCounters,
+  withRunOutput,
+  type ChangeDelivery,
+} from '../shared/run-report.js';
 import { formatCount, formatDuration, makeSummary, type RunSummary } from '../shared/summary.js';
 
 export interface OptoutCheckFlags {
@@ -58,17 +83,29 @@ export function registerOptoutCheck(program: Command): void {
       ].join('\n\n'),
     )
     .argument('[input]', 'CSV or JSONL file with a column of raw UIDs; - reads stdin')
-    .option('--col <name>', 'the column of raw UIDs (default: the one named like raw_uid, advertising_id, uid, raw_uid2)')
+    .option(
+      '--col <name>',
+      'the column of raw UIDs (default: the one named like raw_uid, advertising_id, uid, raw_uid2)',
+    )
     .option('--only-opted-out', 'write only the opted-out rows')
-    .option('--state <file>', 'check the raw UIDs stored in this state file instead of an input file; tombstone the opted-out entries')
-    .option('--sweep-fraction <f>', 'with --state: check only this fraction of the entries, the least recently checked first (e.g. 0.05)', parseFraction)
+    .option(
+      '--state <file>',
+      'check the raw UIDs stored in this state file instead of an input file; tombstone the opted-out entries',
+    )
+    .option(
+      '--sweep-fraction <f>',
+      'with --state: check only this fraction of the entries, the least recently checked first (e.g. 0.05)',
+      parseFraction,
+    )
     .option('--private-operator', 'the service is a private operator: batches may be sent in parallel')
     .option('--concurrency <n>', 'with --private-operator: requests in flight at most (default 4)', parseConcurrency);
   addInputFormatOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   addTimeFormatOption(cmd);
-  cmd.action((input: string | undefined, opts: Record<string, unknown>) => runInProcess((deps) => runOptoutCheck(optoutCheckFlags(input, opts), deps)));
+  cmd.action((input: string | undefined, opts: Record<string, unknown>) =>
+    runInProcess((deps) => runOptoutCheck(optoutCheckFlags(input, opts), deps)),
+  );
 }
 
 export function optoutCheckFlags(input: string | undefined, opts: Record<string, unknown>): OptoutCheckFlags {
@@ -92,12 +129,15 @@ const DEFAULT_PRIVATE_CONCURRENCY = 4;
 /** Checks the flags that only make sense together, before anything is opened. */
 function checkCombinations(flags: OptoutCheckFlags): void {
   if (flags.state !== undefined && flags.input !== undefined) {
-    throw new UserError(`give either an input file or --state FILE, not both (got '${flags.input}' and --state ${flags.state})`);
+    throw new UserError(
+      `give either an input file or --state FILE, not both (got '${flags.input}' and --state ${flags.state})`,
+    );
   }
   if (flags.sweepFraction !== undefined && flags.state === undefined) {
     throw new UserError('--sweep-fraction works on a state file: add --state FILE');
   }
-  if (flags.sweepFraction === 0) throw new UserError('--sweep-fraction must be above 0 (e.g. 0.05 checks 5% of the entries per run)');
+  if (flags.sweepFraction === 0)
+    throw new UserError('--sweep-fraction must be above 0 (e.g. 0.05 checks 5% of the entries per run)');
   if (flags.concurrency !== undefined && flags.concurrency > 1 && !flags.privateOperator) {
     throw new UserError(
       '--concurrency needs --private-operator: the public service takes opt-out checks one request at a time on one connection',
@@ -182,7 +222,8 @@ export function verdictLayout(
 ): TypedHeader & { place(cells: readonly string[], verdict: readonly string[]): string[] } {
   // the verdict columns of an earlier check: opted_out, opted_out_since and its reason (maybe reason_2), in a row
   const first = inputHeader.indexOf(VERDICT_COLUMNS[0]);
-  const earlierCheck = first >= 0 && inputHeader[first + 1] === VERDICT_COLUMNS[1] && /^reason(_\d+)?$/.test(inputHeader[first + 2] ?? '');
+  const earlierCheck =
+    first >= 0 && inputHeader[first + 1] === VERDICT_COLUMNS[1] && /^reason(_\d+)?$/.test(inputHeader[first + 2] ?? '');
   const header = [...inputHeader];
   const taken = new Set(header);
   const slots = VERDICT_COLUMNS.map((name, k) => {
@@ -209,12 +250,21 @@ export function verdictLayout(
 function chooseInput(input: string | undefined, stdin: { isTTY?: boolean }): string {
   if (input !== undefined && input !== '') return input;
   if (stdin.isTTY) {
-    throw new UserError('no input: give a CSV or JSONL file of raw UIDs (uid2-batch optout-check FILE), pipe one in (... | uid2-batch optout-check -), or use --state FILE');
+    throw new UserError(
+      'no input: give a CSV or JSONL file of raw UIDs (uid2-batch optout-check FILE), pipe one in (... | uid2-batch optout-check -), or use --state FILE',
+    );
   }
   return '-';
 }
 
-export function optoutSummary(command: string, result: OptoutResult, client: ServiceClient, startedMs: number, endedMs: number, extra: Record<string, unknown> = {}): RunSummary {
+export function optoutSummary(
+  command: string,
+  result: OptoutResult,
+  client: ServiceClient,
+  startedMs: number,
+  endedMs: number,
+  extra: Record<string, unknown> = {},
+): RunSummary {
   const c: OptoutCounts = result.counts;
   return makeSummary({
     command,
@@ -266,10 +316,14 @@ export async function finishOptout(
   switch (outcome.kind) {
     case 'completed':
       if (result.counts.status.error === 0) return EXIT.ok;
-      say(`${formatCount(result.counts.status.error)} raw UID(s) could not be checked (${result.batchErrors.join('; ')}); run again to check them`);
+      say(
+        `${formatCount(result.counts.status.error)} raw UID(s) could not be checked (${result.batchErrors.join('; ')}); run again to check them`,
+      );
       return EXIT.partial;
     case 'interrupted':
-      say(`interrupted: ${keepOutputWhenStopped ? 'the output lists what was checked' : output ? `${output} was not written` : 'the rows on stdout are incomplete'}`);
+      say(
+        `interrupted: ${keepOutputWhenStopped ? 'the output lists what was checked' : output ? `${output} was not written` : 'the rows on stdout are incomplete'}`,
+      );
       return EXIT.interrupted;
     case 'auth-refused':
       throw outcome.error;
@@ -307,48 +361,65 @@ async function runStateSweep(
     state.lock();
     const nowS = Math.floor(startedMs / 1000);
     const connection = await connect(flags, resolved);
-    const runId = state.startRun('optout-check', JSON.stringify({ sweep_fraction: flags.sweepFraction ?? 1, private_operator: flags.privateOperator, output: flags.output.output ?? '-' }), nowS);
+    const runId = state.startRun(
+      'optout-check',
+      JSON.stringify({
+        sweep_fraction: flags.sweepFraction ?? 1,
+        private_operator: flags.privateOperator,
+        output: flags.output.output ?? '-',
+      }),
+      nowS,
+    );
     try {
       const timeFormat = flags.output.timeFormat ?? 'unix';
       const cellsOf = (row: SweptRawUid): string[] => sweptCells(row, timeFormat);
-      return await withRunOutput(sweepColumns(timeFormat), 'optout-check', true, flags.output, deps, async (sink, progress) => {
-        const client = connection.client;
-        let done = 0;
-        const replayed = await replaySweepOptouts(state, (rows) => sink.writeRows(rows.map(cellsOf)));
-        if (replayed > 0) say(replayedLine(replayed));
-        const result = await sweepStateOptouts({
-          state,
-          nowS,
-          journal: { runId, state },
-          check: connection.check,
-          concurrency: connection.concurrency,
-          ...(flags.sweepFraction !== undefined ? { fraction: flags.sweepFraction } : {}),
-          ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-          onChecked: async (rows) => {
-            const cells = (flags.onlyOptedOut ? rows.filter((r) => r.verdict.kind === 'opted_out') : rows).map(cellsOf);
-            await sink.writeRows(cells);
-            done += rows.length;
-            progress.update({ done, retries: client.stats.retries, http429: client.stats.http429 });
-          },
-        });
-        progress.stop();
-        const c = result.counts;
-        const summary = optoutSummary('optout-check', result, client, startedMs, deps.now(), {
-          state_file: path,
-          entries_planned: c.planned,
-          entries_checked: c.entries,
-          tombstoned: c.tombstoned,
-          ...(replayed > 0 ? { replayed_changes: replayed } : {}),
-        });
-        state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
-        if (c.planned === 0) say(`${path} holds no entry with a raw UID: nothing to check`);
-        return await finishOptout(result, summary, sink, flags, deps, say, c.entries > 0 || replayed > 0, {
-          state,
-          kind: 'optout',
-          replayed,
-          upTo: result.journalUpTo,
-        });
-      });
+      return await withRunOutput(
+        sweepColumns(timeFormat),
+        'optout-check',
+        true,
+        flags.output,
+        deps,
+        async (sink, progress) => {
+          const client = connection.client;
+          let done = 0;
+          const replayed = await replaySweepOptouts(state, (rows) => sink.writeRows(rows.map(cellsOf)));
+          if (replayed > 0) say(replayedLine(replayed));
+          const result = await sweepStateOptouts({
+            state,
+            nowS,
+            journal: { runId, state },
+            check: connection.check,
+            concurrency: connection.concurrency,
+            ...(flags.sweepFraction !== undefined ? { fraction: flags.sweepFraction } : {}),
+            ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+            onChecked: async (rows) => {
+              const cells = (flags.onlyOptedOut ? rows.filter((r) => r.verdict.kind === 'opted_out') : rows).map(
+                cellsOf,
+              );
+              await sink.writeRows(cells);
+              done += rows.length;
+              progress.update({ done, retries: client.stats.retries, http429: client.stats.http429 });
+            },
+          });
+          progress.stop();
+          const c = result.counts;
+          const summary = optoutSummary('optout-check', result, client, startedMs, deps.now(), {
+            state_file: path,
+            entries_planned: c.planned,
+            entries_checked: c.entries,
+            tombstoned: c.tombstoned,
+            ...(replayed > 0 ? { replayed_changes: replayed } : {}),
+          });
+          state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
+          if (c.planned === 0) say(`${path} holds no entry with a raw UID: nothing to check`);
+          return await finishOptout(result, summary, sink, flags, deps, say, c.entries > 0 || replayed > 0, {
+            state,
+            kind: 'optout',
+            replayed,
+            upTo: result.journalUpTo,
+          });
+        },
+      );
     } finally {
       await connection.close();
     }

@@ -2,7 +2,17 @@ import type { ResolvedConfig } from '../../config/index.js';
 import { checkRotatedBuckets, isoUtc, nextCheckSinceMs, type BucketCheck } from '../../pipeline/v2/rotated-buckets.js';
 import { mapBatchV2 } from '../../pipeline/v2/map-v2.js';
 import { migrationInProgress } from '../../pipeline/v2/migration.js';
-import { changesColumns, type RemapChange, changeCellsV2, RemapEngine, replayRemapChanges, type RemapBatchFn, type RemapCounts, type RemapOptions, type RemapResult } from '../../pipeline/remap/remap-engine.js';
+import {
+  changesColumns,
+  type RemapChange,
+  changeCellsV2,
+  RemapEngine,
+  replayRemapChanges,
+  type RemapBatchFn,
+  type RemapCounts,
+  type RemapOptions,
+  type RemapResult,
+} from '../../pipeline/remap/remap-engine.js';
 import { chooseConcurrency, connectForMapping } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { finish, isoOf, remapSummary, writeDryRunSummary, type RemapDueRun } from './remap-report.js';
@@ -21,7 +31,9 @@ export async function runRemapDueV2(run: RemapDueRun, resolved: ResolvedConfig):
   const { state, flags, startedMs, deps } = run;
   const path = flags.state ?? state.path;
   if (migrationInProgress(state)) {
-    throw new UserError(`${path} is being migrated to v3: finish with uid2-batch migrate --state ${path} (remap-due would re-map with v2 what the migration has marked)`);
+    throw new UserError(
+      `${path} is being migrated to v3: finish with uid2-batch migrate --state ${path} (remap-due would re-map with v2 what the migration has marked)`,
+    );
   }
   deps.stderr.write(
     v2DeprecationWarning(
@@ -45,14 +57,24 @@ async function dryRunV2(run: RemapDueRun): Promise<number> {
     const lines = [
       `remap-due --dry-run on a v2 state file at ${isoOf(nowS)}: nothing was sent`,
       `  ${formatCount(marked)} entries marked due (their salt bucket rotated after they were mapped)`,
-      ...(dueByR > 0 ? [`  ${formatCount(dueByR)} entries moved to v3 earlier (--upgrade) are due by refresh time`] : []),
+      ...(dueByR > 0
+        ? [`  ${formatCount(dueByR)} entries moved to v3 earlier (--upgrade) are due by refresh time`]
+        : []),
       since === null
         ? '  no v2 entries to check buckets for'
         : `  a real run first asks for the buckets rotated since ${isoUtc(since)} and may mark more (a dry run does not ask)`,
     ];
     deps.stderr.write(`${lines.join('\n')}\n`);
   }
-  await writeDryRunSummary(run, { dry_run: true, api: 'v2', now_s: nowS, due_now: marked + dueByR, marked_due: marked, due_by_r: dueByR, ...(since !== null ? { buckets_since: isoUtc(since) } : {}) });
+  await writeDryRunSummary(run, {
+    dry_run: true,
+    api: 'v2',
+    now_s: nowS,
+    due_now: marked + dueByR,
+    marked_due: marked,
+    due_by_r: dueByR,
+    ...(since !== null ? { buckets_since: isoUtc(since) } : {}),
+  });
   return EXIT.ok;
 }
 
@@ -71,54 +93,78 @@ async function remapV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<numb
     const since = nextCheckSinceMs(state);
     let check: BucketCheck | null = null;
     if (since !== null) {
-      check = await checkRotatedBuckets({ client, state, sinceMs: since, checkedAtMs: nowS * 1000, ...(deps.signal !== undefined ? { signal: deps.signal } : {}) });
+      check = await checkRotatedBuckets({
+        client,
+        state,
+        sinceMs: since,
+        checkedAtMs: nowS * 1000,
+        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+      });
     }
     const marked = state.countDueV2();
     const dueByR = state.countDue(nowS);
     const due = marked + dueByR;
     const cellsOf = (change: RemapChange): string[] => changeCellsV2(change, flags.output.timeFormat);
-    return await withRunOutput(changesColumns(flags.output.timeFormat, true), 'remap-due', true, flags.output, deps, async (sink, progress) => {
-      progress.update({ done: 0, total: flags.limit === undefined ? due : Math.min(due, flags.limit) });
-      let doneBefore = 0;
-      const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf)));
-      if (replayed > 0) say(replayedLine(replayed));
-      const common: Omit<RemapOptions, 'mapBatch'> = {
-        state,
-        nowS,
-        journal: { runId, state },
-        limiter,
-        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-        ...remapReporting(sink, progress, client, cellsOf, () => doneBefore),
-      };
-      let result = await new RemapEngine({
-        ...common,
-        selectPage: (after, limit) => state.selectDueV2(after?.id ?? null, limit),
-        mapBatch: flags.upgrade === true ? mapV3 : mapBatchV2(client),
-        ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
-      }).run();
-      const byBucket = result.counts.selected;
-      const left = flags.limit === undefined ? Number.POSITIVE_INFINITY : flags.limit - byBucket;
-      if (result.outcome.kind === 'completed' && dueByR > 0 && left > 0) {
-        doneBefore = byBucket;
-        const byR = await new RemapEngine({ ...common, mapBatch: mapV3, ...(Number.isFinite(left) ? { limit: left } : {}) }).run();
-        result = joinResults(result, byR);
-      }
-      progress.stop();
-      const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
-      summary.api = 'v2';
-      if (check !== null) {
-        summary.buckets_since = isoUtc(check.sinceMs);
-        summary.buckets_rotated = check.buckets.length;
-        summary.marked_due = check.marked;
-      }
-      if (flags.upgrade === true) summary.upgraded = byBucket;
-      if (replayed > 0) summary.replayed_changes = replayed;
-      state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
-      if (check !== null) {
-        say(`buckets: ${formatCount(check.buckets.length)} salt bucket(s) rotated since ${isoUtc(check.sinceMs)}; ${formatCount(check.marked)} entries marked due`);
-      }
-      return await finish(result, summary, sink, flags, deps, say, { state, kind: 'remap', replayed, upTo: result.journalUpTo });
-    });
+    return await withRunOutput(
+      changesColumns(flags.output.timeFormat, true),
+      'remap-due',
+      true,
+      flags.output,
+      deps,
+      async (sink, progress) => {
+        progress.update({ done: 0, total: flags.limit === undefined ? due : Math.min(due, flags.limit) });
+        let doneBefore = 0;
+        const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf)));
+        if (replayed > 0) say(replayedLine(replayed));
+        const common: Omit<RemapOptions, 'mapBatch'> = {
+          state,
+          nowS,
+          journal: { runId, state },
+          limiter,
+          ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+          ...remapReporting(sink, progress, client, cellsOf, () => doneBefore),
+        };
+        let result = await new RemapEngine({
+          ...common,
+          selectPage: (after, limit) => state.selectDueV2(after?.id ?? null, limit),
+          mapBatch: flags.upgrade === true ? mapV3 : mapBatchV2(client),
+          ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+        }).run();
+        const byBucket = result.counts.selected;
+        const left = flags.limit === undefined ? Number.POSITIVE_INFINITY : flags.limit - byBucket;
+        if (result.outcome.kind === 'completed' && dueByR > 0 && left > 0) {
+          doneBefore = byBucket;
+          const byR = await new RemapEngine({
+            ...common,
+            mapBatch: mapV3,
+            ...(Number.isFinite(left) ? { limit: left } : {}),
+          }).run();
+          result = joinResults(result, byR);
+        }
+        progress.stop();
+        const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
+        summary.api = 'v2';
+        if (check !== null) {
+          summary.buckets_since = isoUtc(check.sinceMs);
+          summary.buckets_rotated = check.buckets.length;
+          summary.marked_due = check.marked;
+        }
+        if (flags.upgrade === true) summary.upgraded = byBucket;
+        if (replayed > 0) summary.replayed_changes = replayed;
+        state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
+        if (check !== null) {
+          say(
+            `buckets: ${formatCount(check.buckets.length)} salt bucket(s) rotated since ${isoUtc(check.sinceMs)}; ${formatCount(check.marked)} entries marked due`,
+          );
+        }
+        return await finish(result, summary, sink, flags, deps, say, {
+          state,
+          kind: 'remap',
+          replayed,
+          upTo: result.journalUpTo,
+        });
+      },
+    );
   } finally {
     await connection.close();
   }
@@ -145,5 +191,10 @@ function joinResults(a: RemapResult, b: RemapResult): RemapResult {
     batchesCommitted: x.batchesCommitted + y.batchesCommitted,
   };
   // b ran last: its id covers a's rows too
-  return { outcome: b.outcome, counts, batchErrors: [...new Set([...a.batchErrors, ...b.batchErrors])].slice(0, 5), journalUpTo: b.journalUpTo ?? a.journalUpTo };
+  return {
+    outcome: b.outcome,
+    counts,
+    batchErrors: [...new Set([...a.batchErrors, ...b.batchErrors])].slice(0, 5),
+    journalUpTo: b.journalUpTo ?? a.journalUpTo,
+  };
 }

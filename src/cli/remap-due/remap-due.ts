@@ -1,15 +1,44 @@
 import type { Command } from 'commander';
 import { envFingerprint, type ResolvedConfig } from '../../config/index.js';
-import { changesColumns, type RemapChange, changeCells, RemapEngine, replayRemapChanges } from '../../pipeline/remap/remap-engine.js';
+import {
+  changesColumns,
+  type RemapChange,
+  changeCells,
+  RemapEngine,
+  replayRemapChanges,
+} from '../../pipeline/remap/remap-engine.js';
 import { parseInstantMs } from '../../protocol/index.js';
 import { openState } from '../../state/index.js';
-import { chooseConcurrency, connectForMapping, PUBLIC_MAX_CONCURRENCY, resolveFor, runInProcess, sayTo } from '../shared/command-context.js';
+import {
+  chooseConcurrency,
+  connectForMapping,
+  PUBLIC_MAX_CONCURRENCY,
+  resolveFor,
+  runInProcess,
+  sayTo,
+} from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
-import { addConnectionOptions, addOutputOptions, addTimeFormatOption, connectionFlags, optionReaders, outputFlags, wholeNumber } from '../shared/options.js';
+import {
+  addConnectionOptions,
+  addOutputOptions,
+  addTimeFormatOption,
+  connectionFlags,
+  optionReaders,
+  outputFlags,
+  wholeNumber,
+} from '../shared/options.js';
 import { exitCodeOf, remapReporting, remapRunArgs, replayedLine, withRunOutput } from '../shared/run-report.js';
 import { formatCount } from '../shared/summary.js';
 import { runRemapDueV2 } from './remap-due-v2.js';
-import { finish, isoOf, remapSummary, writeDryRunSummary, type RemapDueDeps, type RemapDueFlags, type RemapDueRun } from './remap-report.js';
+import {
+  finish,
+  isoOf,
+  remapSummary,
+  writeDryRunSummary,
+  type RemapDueDeps,
+  type RemapDueFlags,
+  type RemapDueRun,
+} from './remap-report.js';
 
 const DRY_RUN_DAYS = 7;
 const parseConcurrency = wholeNumber('--concurrency', 1, 200);
@@ -31,8 +60,15 @@ export function registerRemapDue(program: Command): void {
     .option('--now <time>', 'plan against this time instead of the clock: ISO 8601 (no zone means UTC) or Unix seconds')
     .option('--dry-run', 'count what is due now and on each of the next 7 days; send nothing')
     .option('--limit <n>', 'remap at most this many entries in this run (the most overdue first)', parseLimit)
-    .option('--concurrency <n>', `requests in flight at most (default 20; at most ${PUBLIC_MAX_CONCURRENCY} against the public service)`, parseConcurrency)
-    .option('--upgrade', 'v2 state file: re-map the entries of rotated buckets with v3 instead of v2 (they become v3 entries with a refresh time)');
+    .option(
+      '--concurrency <n>',
+      `requests in flight at most (default 20; at most ${PUBLIC_MAX_CONCURRENCY} against the public service)`,
+      parseConcurrency,
+    )
+    .option(
+      '--upgrade',
+      'v2 state file: re-map the entries of rotated buckets with v3 instead of v2 (they become v3 entries with a refresh time)',
+    );
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   addTimeFormatOption(cmd);
@@ -57,7 +93,9 @@ export function remapDueFlags(opts: Record<string, unknown>): RemapDueFlags {
 export function parseNowS(text: string): number {
   const ms = parseInstantMs(text);
   if (ms === null || ms < 0 || ms > Date.UTC(9999, 11, 31)) {
-    throw new UserError(`--now must be an ISO 8601 date-time (e.g. 2026-01-01T00:30:00Z; no zone means UTC) or Unix seconds (got '${text}')`);
+    throw new UserError(
+      `--now must be an ISO 8601 date-time (e.g. 2026-01-01T00:30:00Z; no zone means UTC) or Unix seconds (got '${text}')`,
+    );
   }
   return Math.floor(ms / 1000);
 }
@@ -65,16 +103,24 @@ export function parseNowS(text: string): number {
 /** `uid2-batch remap-due`: returns the exit code (0, 3 some batches failed, 130 interrupted); throws for the rest. */
 export async function runRemapDue(flags: RemapDueFlags, deps: RemapDueDeps): Promise<number> {
   const startedMs = deps.now();
-  if (flags.state === undefined) throw new UserError('remap-due needs the state file: --state FILE (made by map --state FILE)');
+  if (flags.state === undefined)
+    throw new UserError('remap-due needs the state file: --state FILE (made by map --state FILE)');
   const nowS = flags.now !== undefined ? parseNowS(flags.now) : Math.floor(startedMs / 1000);
   const config = resolveFor(flags.connection, deps, { apiKey: !flags.dryRun, clientSecret: !flags.dryRun });
   const say = sayTo(flags.output, deps);
-  const state = openState(flags.state, { envFingerprint: envFingerprint(config), create: false, readonly: flags.dryRun });
+  const state = openState(flags.state, {
+    envFingerprint: envFingerprint(config),
+    create: false,
+    readonly: flags.dryRun,
+  });
   const run: RemapDueRun = { state, nowS, flags, startedMs, deps, say };
   try {
     // a v2 file is kept fresh by salt bucket rotation, not by r
     if (state.meta().api === 'v2') return await runRemapDueV2(run, config);
-    if (flags.upgrade === true) throw new UserError(`--upgrade moves the entries of a v2 state file to v3; ${flags.state} is a v3 state file already`);
+    if (flags.upgrade === true)
+      throw new UserError(
+        `--upgrade moves the entries of a v2 state file to v3; ${flags.state} is a v3 state file already`,
+      );
     if (flags.dryRun) return await dryRun(run);
     // a second run at the same time would send the same entries twice and race on the commits
     state.lock();
@@ -100,7 +146,15 @@ async function dryRun(run: RemapDueRun): Promise<number> {
     ];
     deps.stderr.write(`${lines.join('\n')}\n`);
   }
-  await writeDryRunSummary(run, { dry_run: true, now_s: nowS, entries: 0, due_now: dueNow, would_send: willSend, requests_needed: requests, due_by_day: byDay });
+  await writeDryRunSummary(run, {
+    dry_run: true,
+    now_s: nowS,
+    entries: 0,
+    due_now: dueNow,
+    would_send: willSend,
+    requests_needed: requests,
+    due_by_day: byDay,
+  });
   return EXIT.ok;
 }
 
@@ -114,29 +168,40 @@ async function remapForReal(run: RemapDueRun, resolved: ResolvedConfig): Promise
   const runId = state.startRun('remap-due', JSON.stringify(remapRunArgs(flags)), nowS);
   try {
     const cellsOf = (change: RemapChange): string[] => changeCells(change, flags.output.timeFormat);
-    return await withRunOutput(changesColumns(flags.output.timeFormat, false), 'remap-due', true, flags.output, deps, async (sink, progress) => {
-      progress.update({ done: 0, total });
-      const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf)));
-      if (replayed > 0) say(replayedLine(replayed));
-      const engine = new RemapEngine({
-        state,
-        nowS,
-        journal: { runId, state },
-        mapBatch: (request, signal) => client.mapV3(request, { signal }),
-        limiter,
-        ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
-        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-        ...remapReporting(sink, progress, client, cellsOf),
-      });
-      const result = await engine.run();
-      progress.stop();
-      const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
-      if (replayed > 0) summary.replayed_changes = replayed;
-      state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
-      return await finish(result, summary, sink, flags, deps, say, { state, kind: 'remap', replayed, upTo: result.journalUpTo });
-    });
+    return await withRunOutput(
+      changesColumns(flags.output.timeFormat, false),
+      'remap-due',
+      true,
+      flags.output,
+      deps,
+      async (sink, progress) => {
+        progress.update({ done: 0, total });
+        const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf)));
+        if (replayed > 0) say(replayedLine(replayed));
+        const engine = new RemapEngine({
+          state,
+          nowS,
+          journal: { runId, state },
+          mapBatch: (request, signal) => client.mapV3(request, { signal }),
+          limiter,
+          ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+          ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+          ...remapReporting(sink, progress, client, cellsOf),
+        });
+        const result = await engine.run();
+        progress.stop();
+        const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
+        if (replayed > 0) summary.replayed_changes = replayed;
+        state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
+        return await finish(result, summary, sink, flags, deps, say, {
+          state,
+          kind: 'remap',
+          replayed,
+          upTo: result.journalUpTo,
+        });
+      },
+    );
   } finally {
     await connection.close();
   }
 }
-

@@ -42,15 +42,22 @@ export const parseConcurrency = wholeNumber('--concurrency', 1, 20);
 export function addConnectionOptions(cmd: Command): Command {
   return cmd
     .option('--env <name>', `environment: ${environmentNames().join(', ')} (default ${DEFAULT_ENV}; or UID2_ENV)`)
-    .option('--base-url <url>', 'service URL instead of the environment\'s, e.g. a private operator (or UID2_BASE_URL)')
+    .option('--base-url <url>', "service URL instead of the environment's, e.g. a private operator (or UID2_BASE_URL)")
     .option('--scope <scope>', 'identity scope (UID2 or EUID) of a --base-url this tool does not know')
     .option('--profile <name>', 'profile of the config file to use (or UID2_PROFILE)')
     .option('--config <file>', 'config file with profiles (or UID2_CONFIG; default ~/.config/uid2-batch/config.json)')
     .option('--api-key-file <file>', 'file holding the API key (or UID2_API_KEY / UID2_API_KEY_FILE)')
-    .option('--client-secret-file <file>', 'file holding the client secret (or UID2_CLIENT_SECRET / UID2_CLIENT_SECRET_FILE)')
+    .option(
+      '--client-secret-file <file>',
+      'file holding the client secret (or UID2_CLIENT_SECRET / UID2_CLIENT_SECRET_FILE)',
+    )
     .option('--insecure-http', 'allow a plain http:// base URL to another machine (sends the API key unencrypted)')
     .option('--timeout-ms <ms>', 'time limit per request attempt, in milliseconds', parseTimeoutMs)
-    .option('--max-attempts <n>', 'attempts per request, including the first (retries on 429, 5xx, network errors)', parseMaxAttempts);
+    .option(
+      '--max-attempts <n>',
+      'attempts per request, including the first (retries on 429, 5xx, network errors)',
+      parseMaxAttempts,
+    );
 }
 
 export type OutputFormat = OutputFormatName;
@@ -71,8 +78,16 @@ export interface OutputFlags {
  */
 export function addOutputOptions(cmd: Command): Command {
   return cmd
-    .option('-o, --output <file>', 'write rows to this file (written to a temp file, renamed at the end); default stdout')
-    .addOption(new Option('--format <format>', 'output format (default: by the extension of -o: .csv, .tsv, .jsonl/.ndjson; else csv)').choices([...OUTPUT_FORMAT_CHOICES]))
+    .option(
+      '-o, --output <file>',
+      'write rows to this file (written to a temp file, renamed at the end); default stdout',
+    )
+    .addOption(
+      new Option(
+        '--format <format>',
+        'output format (default: by the extension of -o: .csv, .tsv, .jsonl/.ndjson; else csv)',
+      ).choices([...OUTPUT_FORMAT_CHOICES]),
+    )
     .option('--summary-json <file>', 'also write the run summary as JSON to this file')
     .option('-q, --quiet', 'no progress and no summary on stderr (errors still print)');
 }
@@ -80,14 +95,18 @@ export function addOutputOptions(cmd: Command): Command {
 /** --time-format unix|iso, for the commands whose output has refresh times or opt-out times. */
 export function addTimeFormatOption(cmd: Command): Command {
   return cmd.addOption(
-    new Option('--time-format <format>', 'how refresh_from and opt-out times are written: unix (seconds, default) or iso (ISO 8601 UTC, e.g. 2027-01-05T00:00:00Z)').choices([
-      ...TIME_FORMATS,
-    ]),
+    new Option(
+      '--time-format <format>',
+      'how refresh_from and opt-out times are written: unix (seconds, default) or iso (ISO 8601 UTC, e.g. 2027-01-05T00:00:00Z)',
+    ).choices([...TIME_FORMATS]),
   );
 }
 
 /** Typed reads of commander's untyped opts(): a string or number option, or undefined when absent. */
-export function optionReaders(opts: Record<string, unknown>): { str(key: string): string | undefined; num(key: string): number | undefined } {
+export function optionReaders(opts: Record<string, unknown>): {
+  str(key: string): string | undefined;
+  num(key: string): number | undefined;
+} {
   return {
     str: (k) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined),
     num: (k) => (typeof opts[k] === 'number' ? (opts[k] as number) : undefined),
@@ -117,7 +136,10 @@ export function connectionFlags(opts: Record<string, unknown>): ConnectionFlags 
 export function outputFlags(opts: Record<string, unknown>): OutputFlags {
   return {
     ...(typeof opts.output === 'string' && opts.output !== '-' ? { output: opts.output } : {}),
-    format: outputFormatOf(typeof opts.output === 'string' ? opts.output : undefined, typeof opts.format === 'string' ? opts.format : undefined),
+    format: outputFormatOf(
+      typeof opts.output === 'string' ? opts.output : undefined,
+      typeof opts.format === 'string' ? opts.format : undefined,
+    ),
     ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
     quiet: opts.quiet === true,
     ...(opts.timeFormat === 'iso' || opts.timeFormat === 'unix' ? { timeFormat: opts.timeFormat } : {}),

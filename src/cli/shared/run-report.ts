@@ -50,7 +50,9 @@ export const KNOWN_FAILURES: ReadonlySet<string> = new Set([
 ]);
 
 /** The summary's request counters, from the client's. */
-export function requestCounters(stats: ClientStats): Required<Pick<SummaryCounters, 'requests' | 'retries' | 'http_429'>> {
+export function requestCounters(
+  stats: ClientStats,
+): Required<Pick<SummaryCounters, 'requests' | 'retries' | 'http_429'>> {
   return { requests: stats.requests, retries: stats.retries, http_429: stats.http429 };
 }
 
@@ -87,7 +89,13 @@ export async function withRunOutput<T>(
   try {
     const typed = 'types' in columns ? columns : undefined;
     const header = typed !== undefined ? typed.header : (columns as readonly string[]);
-    sink = await openSink({ path: output.output, format: output.format, header: [...header], ...(typed !== undefined ? { types: typed.types } : {}), stream: deps.stdout });
+    sink = await openSink({
+      path: output.output,
+      format: output.format,
+      header: [...header],
+      ...(typed !== undefined ? { types: typed.types } : {}),
+      stream: deps.stdout,
+    });
     progress = runProgress(progressLabel, output, deps, cron);
     return await work(sink, progress);
   } catch (err) {
@@ -98,7 +106,14 @@ export async function withRunOutput<T>(
 }
 
 /** Keeps or drops the output, then says the summary line (unless --quiet) and writes --summary-json. */
-export async function reportRun(sink: TableSink, keepOutput: boolean, summaryLine: string, summary: RunSummary, output: OutputFlags, deps: Pick<CommandDeps, 'stderr'>): Promise<void> {
+export async function reportRun(
+  sink: TableSink,
+  keepOutput: boolean,
+  summaryLine: string,
+  summary: RunSummary,
+  output: OutputFlags,
+  deps: Pick<CommandDeps, 'stderr'>,
+): Promise<void> {
   if (keepOutput) await sink.commit();
   else await sink.abort();
   if (!output.quiet) deps.stderr.write(`${summaryLine}\n`);
@@ -130,12 +145,19 @@ export function acknowledgeDelivered(delivery: ChangeDelivery, say: (line: strin
   try {
     delivery.state.ackChanges(delivery.kind, delivery.upTo);
   } catch (err) {
-    say(`the state file could not record that the changes were written (${err instanceof Error ? err.message : String(err)}); the next run writes them again`);
+    say(
+      `the state file could not record that the changes were written (${err instanceof Error ? err.message : String(err)}); the next run writes them again`,
+    );
   }
 }
 
 /** What the runs table keeps of a re-mapping run's flags: no credentials and no paths beyond the state's own. */
-export function remapRunArgs(flags: { now?: string; limit?: number; concurrency?: number; output: OutputFlags }): Record<string, unknown> {
+export function remapRunArgs(flags: {
+  now?: string;
+  limit?: number;
+  concurrency?: number;
+  output: OutputFlags;
+}): Record<string, unknown> {
   return {
     ...(flags.now !== undefined ? { now: flags.now } : {}),
     ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
@@ -160,7 +182,11 @@ export function remapReporting(
     onChanges: (changes) => sink.writeRows(changes.map(cells)),
     onProgress: (c) => {
       const s = c.status;
-      progress.update({ done: doneBefore() + s.mapped + s.optout + s.invalid + s.error, retries: client.stats.retries, http429: client.stats.http429 });
+      progress.update({
+        done: doneBefore() + s.mapped + s.optout + s.invalid + s.error,
+        retries: client.stats.retries,
+        http429: client.stats.http429,
+      });
     },
   };
 }

@@ -2,7 +2,12 @@ import { chmodSync } from 'node:fs';
 import { openSink as defaultOpenSink } from '../../pipeline/table/sink.js';
 import { openSource as defaultOpenSource } from '../../pipeline/table/source.js';
 import { InputError, type TableSource } from '../../pipeline/table/table.js';
-import { BatchStopped, generateTokenBatch, validateTokenBatch, type TokenBatchRun } from '../../pipeline/tokens/token-batch.js';
+import {
+  BatchStopped,
+  generateTokenBatch,
+  validateTokenBatch,
+  type TokenBatchRun,
+} from '../../pipeline/tokens/token-batch.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { createProgress } from '../shared/progress.js';
 import { requestCounters } from '../shared/run-report.js';
@@ -32,7 +37,11 @@ export interface TokenBatchDeps {
 export const DEFAULT_TOKEN_CONCURRENCY = 8;
 export const MAX_TOKEN_CONCURRENCY = 64;
 
-export async function runTokenBatch(which: 'generate' | 'validate', flags: TokenBatchFlags, deps: TokenBatchDeps): Promise<number> {
+export async function runTokenBatch(
+  which: 'generate' | 'validate',
+  flags: TokenBatchFlags,
+  deps: TokenBatchDeps,
+): Promise<number> {
   const input = flags.input;
   if (input === undefined) throw new UserError('--input FILE is required for a batch');
   const concurrency = flags.concurrency ?? DEFAULT_TOKEN_CONCURRENCY;
@@ -55,15 +64,24 @@ export async function runTokenBatch(which: 'generate' | 'validate', flags: Token
   const command = `token ${which}`;
   return withConnection(deps.connect, { apiKey: true, clientSecret: true }, async ({ client }) => {
     const startedMs = deps.io.now();
-    const progress = createProgress({ label: command, quiet: flags.quiet, stream: deps.io.stderr, dataOnStdout: !toFile });
+    const progress = createProgress({
+      label: command,
+      quiet: flags.quiet,
+      stream: deps.io.stderr,
+      dataOnStdout: !toFile,
+    });
     const run: TokenBatchRun = {
       source,
       client,
       concurrency,
-      openSink: (header) => openSink({ path: flags.output, format, header, ...(toFile ? {} : { stream: deps.io.stdout }) }),
+      openSink: (header) =>
+        openSink({ path: flags.output, format, header, ...(toFile ? {} : { stream: deps.io.stdout }) }),
       onRow: (done) => progress.update({ done, retries: client.stats.retries, http429: client.stats.http429 }),
     };
-    const finish = async (counts: Record<string, number> & { rows: number; error: number }, words: string): Promise<number> => {
+    const finish = async (
+      counts: Record<string, number> & { rows: number; error: number },
+      words: string,
+    ): Promise<number> => {
       progress.stop();
       const summary = makeSummary({
         command,
@@ -86,8 +104,15 @@ export async function runTokenBatch(which: 'generate' | 'validate', flags: Token
     try {
       if (which === 'validate') {
         const c = await validateTokenBatch(run);
-        const code = await finish({ rows: c.rows, true: c.valid, false: c.invalid, error: c.error }, `${formatCount(c.valid)} true, ${formatCount(c.invalid)} false, ${formatCount(c.error)} error`);
-        if (c.invalid > 0 && !flags.quiet) note(deps.io, 'false usually means the identifier was formatted differently when the token was made: compare the hash column');
+        const code = await finish(
+          { rows: c.rows, true: c.valid, false: c.invalid, error: c.error },
+          `${formatCount(c.valid)} true, ${formatCount(c.invalid)} false, ${formatCount(c.error)} error`,
+        );
+        if (c.invalid > 0 && !flags.quiet)
+          note(
+            deps.io,
+            'false usually means the identifier was formatted differently when the token was made: compare the hash column',
+          );
         return code;
       }
       // The rows carry refresh_response_keys: the file is made private from its first byte (the sink creates its
@@ -108,7 +133,10 @@ export async function runTokenBatch(which: 'generate' | 'validate', flags: Token
       progress.stop();
       if (err instanceof BatchStopped) {
         const advice = failureAdvice(err.failure, 'GENERATOR');
-        throw new UserError(`stopped (${toFile ? 'no output file written' : 'the rows on stdout are incomplete'}): ${advice.message}`, advice.exitCode);
+        throw new UserError(
+          `stopped (${toFile ? 'no output file written' : 'the rows on stdout are incomplete'}): ${advice.message}`,
+          advice.exitCode,
+        );
       }
       throw asUserError(err);
     }

@@ -1,6 +1,12 @@
 import type { Command } from 'commander';
 import { TEST_IDENTITIES, TEST_IDENTITIES_DOCS_NOTE } from '../../pipeline/tokens/tokens.js';
-import { addConnectionOptions, addOutputOptions, connectionFlags, outputFlags, wholeNumber } from '../shared/options.js';
+import {
+  addConnectionOptions,
+  addOutputOptions,
+  connectionFlags,
+  outputFlags,
+  wholeNumber,
+} from '../shared/options.js';
 import { DEFAULT_TOKEN_CONCURRENCY, MAX_TOKEN_CONCURRENCY, type TokenBatchFlags } from './token-batch.js';
 import { connector } from './token-connect.js';
 import { runTokenGenerate } from './token-generate.js';
@@ -37,7 +43,12 @@ function str(opts: Record<string, unknown>, key: string): string | undefined {
 }
 
 function identifierFlags(opts: Record<string, unknown>): IdentifierFlags {
-  return { email: str(opts, 'email'), phone: str(opts, 'phone'), emailHash: str(opts, 'emailHash'), phoneHash: str(opts, 'phoneHash') };
+  return {
+    email: str(opts, 'email'),
+    phone: str(opts, 'phone'),
+    emailHash: str(opts, 'emailHash'),
+    phoneHash: str(opts, 'phoneHash'),
+  };
 }
 
 function batchFlags(opts: Record<string, unknown>): TokenBatchFlags {
@@ -53,11 +64,19 @@ function batchFlags(opts: Record<string, unknown>): TokenBatchFlags {
 
 export function formatTestIdentities(json: boolean): string {
   if (json) {
-    const identities = TEST_IDENTITIES.map((t) => ({ identifier: t.value, identifier_type: t.type, hash: t.hash, outcome: t.outcome, expected: t.expected }));
+    const identities = TEST_IDENTITIES.map((t) => ({
+      identifier: t.value,
+      identifier_type: t.type,
+      hash: t.hash,
+      outcome: t.outcome,
+      expected: t.expected,
+    }));
     return `${JSON.stringify({ identities, note: TEST_IDENTITIES_DOCS_NOTE }, null, 2)}\n`;
   }
   const w = Math.max(...TEST_IDENTITIES.map((t) => t.value.length));
-  const lines = TEST_IDENTITIES.map((t) => `${t.value.padEnd(w)}  ${t.type.padEnd(5)}  ${t.hash}  ${t.outcome.padEnd(14)}  ${t.expected}`);
+  const lines = TEST_IDENTITIES.map(
+    (t) => `${t.value.padEnd(w)}  ${t.type.padEnd(5)}  ${t.hash}  ${t.outcome.padEnd(14)}  ${t.expected}`,
+  );
   return (
     `${'identifier'.padEnd(w)}  ${'type'.padEnd(5)}  ${'hash (base64 SHA-256)'.padEnd(44)}  ${'outcome'.padEnd(14)}  expected\n` +
     `${lines.join('\n')}\n\n` +
@@ -68,14 +87,24 @@ export function formatTestIdentities(json: boolean): string {
 }
 
 export function registerTokenCommand(program: Command): void {
-  const token = program.command('token').description('generate, refresh and validate tokens (for publishers integrating), and list the test identities');
+  const token = program
+    .command('token')
+    .description('generate, refresh and validate tokens (for publishers integrating), and list the test identities');
 
   const generate = token
     .command('generate')
-    .description('generate an identity (advertising token + refresh token) for one email, phone or hash, or one per row with --input');
+    .description(
+      'generate an identity (advertising token + refresh token) for one email, phone or hash, or one per row with --input',
+    );
   addIdentifierOptions(generate);
-  generate.option('--out <file>', 'also save the identity JSON here (mode 0600, written atomically) for token refresh --in');
-  addBatchOptions(generate, 'CSV/JSONL with the columns identifier, identifier_type (email|phone|email_hash|phone_hash): one identity per row');
+  generate.option(
+    '--out <file>',
+    'also save the identity JSON here (mode 0600, written atomically) for token refresh --in',
+  );
+  addBatchOptions(
+    generate,
+    'CSV/JSONL with the columns identifier, identifier_type (email|phone|email_hash|phone_hash): one identity per row',
+  );
   addConnectionOptions(generate);
   generate.addHelpText(
     'after',
@@ -93,12 +122,20 @@ export function registerTokenCommand(program: Command): void {
 
   const refresh = token
     .command('refresh')
-    .description('exchange a refresh token for a new identity (no API key needed; sent if configured, so the service says why a token is refused)')
-    .option('--in <file>', 'identity JSON as printed or saved by token generate ("-" = stdin; stdin is also the default)')
+    .description(
+      'exchange a refresh token for a new identity (no API key needed; sent if configured, so the service says why a token is refused)',
+    )
+    .option(
+      '--in <file>',
+      'identity JSON as printed or saved by token generate ("-" = stdin; stdin is also the default)',
+    )
     .option('--update', 'with --in FILE: rewrite FILE with the new identity (atomically, mode 0600)')
     .option('--out <file>', 'save the new identity JSON here (mode 0600, written atomically)')
     .option('--refresh-token-file <file>', 'file holding the refresh_token (instead of a whole identity)')
-    .option('--refresh-response-key-file <file>', 'file holding the refresh_response_key that came with that refresh_token')
+    .option(
+      '--refresh-response-key-file <file>',
+      'file holding the refresh_response_key that came with that refresh_token',
+    )
     .option('--refresh-token <token>', 'the refresh_token itself (visible in `ps` and shell history: prefer the file)')
     .option('--force', 'send even though refresh_expires has passed');
   addConnectionOptions(refresh);
@@ -133,10 +170,15 @@ export function registerTokenCommand(program: Command): void {
 
   const validate = token
     .command('validate')
-    .description('check that an advertising token was generated from an identifier: prints true (exit 0) or false (exit 1)')
+    .description(
+      'check that an advertising token was generated from an identifier: prints true (exit 0) or false (exit 1)',
+    )
     .option('--token <token>', 'advertising token ("-" reads it from stdin)');
   addIdentifierOptions(validate);
-  addBatchOptions(validate, 'CSV/JSONL with the columns identifier, identifier_type (email|phone|email_hash|phone_hash), token');
+  addBatchOptions(
+    validate,
+    'CSV/JSONL with the columns identifier, identifier_type (email|phone|email_hash|phone_hash), token',
+  );
   addConnectionOptions(validate);
   validate.addHelpText(
     'after',

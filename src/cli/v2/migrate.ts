@@ -2,13 +2,35 @@ import type { Command } from 'commander';
 import type { ServiceClient } from '../../client/index.js';
 import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../../config/index.js';
 import { MIGRATION_FINISHED, migrateToV3, type MigrateResult } from '../../pipeline/v2/migration.js';
-import { changesColumns, type RemapChange, changeCells, replayRemapChanges } from '../../pipeline/remap/remap-engine.js';
+import {
+  changesColumns,
+  type RemapChange,
+  changeCells,
+  replayRemapChanges,
+} from '../../pipeline/remap/remap-engine.js';
 import type { TableSink } from '../../pipeline/table/table.js';
 import { openState } from '../../state/index.js';
 import type { StateStore } from '../../state/types.js';
-import { chooseConcurrency, connectForMapping, resolveFor, runInProcess, sayTo, type CommandDeps, type Say } from '../shared/command-context.js';
+import {
+  chooseConcurrency,
+  connectForMapping,
+  resolveFor,
+  runInProcess,
+  sayTo,
+  type CommandDeps,
+  type Say,
+} from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
-import { addConnectionOptions, addOutputOptions, addTimeFormatOption, connectionFlags, optionReaders, outputFlags, wholeNumber, type OutputFlags } from '../shared/options.js';
+import {
+  addConnectionOptions,
+  addOutputOptions,
+  addTimeFormatOption,
+  connectionFlags,
+  optionReaders,
+  outputFlags,
+  wholeNumber,
+  type OutputFlags,
+} from '../shared/options.js';
 import {
   acknowledgeDelivered,
   exitCodeOf,
@@ -52,7 +74,11 @@ export function registerMigrate(program: Command): void {
     .option('--state <file>', 'the v2 state file made by map --api v2 --state FILE (required)')
     .option('--dry-run', 'count what would be re-mapped; send nothing')
     .option('--limit <n>', 'migrate at most this many entries in this run (run again for the rest)', parseLimit)
-    .option('--concurrency <n>', 'requests in flight at most (default 20; at most 20 against the public service)', parseConcurrency);
+    .option(
+      '--concurrency <n>',
+      'requests in flight at most (default 20; at most 20 against the public service)',
+      parseConcurrency,
+    );
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   addTimeFormatOption(cmd);
@@ -74,10 +100,15 @@ export function migrateFlags(opts: Record<string, unknown>): MigrateFlags {
 /** `uid2-batch migrate`: returns the exit code (0, 3 some batches failed, 130 interrupted); throws for the rest. */
 export async function runMigrate(flags: MigrateFlags, deps: MigrateDeps): Promise<number> {
   const startedMs = deps.now();
-  if (flags.state === undefined) throw new UserError('migrate needs the state file: --state FILE (made by map --api v2 --state FILE)');
+  if (flags.state === undefined)
+    throw new UserError('migrate needs the state file: --state FILE (made by map --api v2 --state FILE)');
   const config = resolveFor(flags.connection, deps, { apiKey: !flags.dryRun, clientSecret: !flags.dryRun });
   const say = sayTo(flags.output, deps);
-  const state = openState(flags.state, { envFingerprint: envFingerprint(config), create: false, readonly: flags.dryRun });
+  const state = openState(flags.state, {
+    envFingerprint: envFingerprint(config),
+    create: false,
+    readonly: flags.dryRun,
+  });
   try {
     if (state.meta().api === 'v3') {
       const when = state.getMeta(MIGRATION_FINISHED);
@@ -96,7 +127,9 @@ export async function runMigrate(flags: MigrateFlags, deps: MigrateDeps): Promis
 function dryRun(state: StateStore, flags: MigrateFlags, say: Say): number {
   const v2 = state.bucketEntries().count;
   const send = flags.limit === undefined ? v2 : Math.min(v2, flags.limit);
-  say(`migrate --dry-run: nothing was sent; ${formatCount(v2)} v2 entries to re-map with v3${send < v2 ? ` (--limit takes ${formatCount(send)})` : ''}: ${formatCount(Math.ceil(send / 5000))} request(s) of up to 5,000`);
+  say(
+    `migrate --dry-run: nothing was sent; ${formatCount(v2)} v2 entries to re-map with v3${send < v2 ? ` (--limit takes ${formatCount(send)})` : ''}: ${formatCount(Math.ceil(send / 5000))} request(s) of up to 5,000`,
+  );
   return EXIT.ok;
 }
 
@@ -115,27 +148,39 @@ async function migrateForReal(
   const runId = state.startRun('migrate', JSON.stringify(remapRunArgs(flags)), nowS);
   try {
     const cellsOf = (change: RemapChange): string[] => changeCells(change, flags.output.timeFormat);
-    return await withRunOutput(changesColumns(flags.output.timeFormat, false), 'migrate', false, flags.output, deps, async (sink, progress) => {
-      const v2 = state.bucketEntries().count;
-      progress.update({ done: 0, total: flags.limit === undefined ? v2 : Math.min(v2, flags.limit) });
-      const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf)));
-      if (replayed > 0) say(replayedLine(replayed));
-      const result = await migrateToV3({
-        state,
-        nowS,
-        journal: { runId, state },
-        mapBatch: (request, signal) => client.mapV3(request, { signal }),
-        limiter,
-        ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
-        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-        ...remapReporting(sink, progress, client, cellsOf),
-      });
-      progress.stop();
-      const summary = migrateSummary(result, client, startedMs, deps.now());
-      if (replayed > 0) summary.replayed_changes = replayed;
-      state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
-      return await finish(result, summary, sink, flags, deps, say, { state, kind: 'remap', replayed, upTo: result.journalUpTo });
-    });
+    return await withRunOutput(
+      changesColumns(flags.output.timeFormat, false),
+      'migrate',
+      false,
+      flags.output,
+      deps,
+      async (sink, progress) => {
+        const v2 = state.bucketEntries().count;
+        progress.update({ done: 0, total: flags.limit === undefined ? v2 : Math.min(v2, flags.limit) });
+        const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf)));
+        if (replayed > 0) say(replayedLine(replayed));
+        const result = await migrateToV3({
+          state,
+          nowS,
+          journal: { runId, state },
+          mapBatch: (request, signal) => client.mapV3(request, { signal }),
+          limiter,
+          ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+          ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+          ...remapReporting(sink, progress, client, cellsOf),
+        });
+        progress.stop();
+        const summary = migrateSummary(result, client, startedMs, deps.now());
+        if (replayed > 0) summary.replayed_changes = replayed;
+        state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
+        return await finish(result, summary, sink, flags, deps, say, {
+          state,
+          kind: 'remap',
+          replayed,
+          upTo: result.journalUpTo,
+        });
+      },
+    );
   } finally {
     await connection.close();
   }
@@ -197,12 +242,17 @@ async function finish(
   // an interrupted or failed run keeps its rows pending: a re-run into the same -o FILE writes them again
   if (outcome.kind === 'completed') acknowledgeDelivered(delivery, say);
   const path = flags.state as string;
-  if (result.finished) say(`${path} is a v3 state file now: use uid2-batch map --state ${path} and uid2-batch remap-due --state ${path} (without --api v2)`);
+  if (result.finished)
+    say(
+      `${path} is a v3 state file now: use uid2-batch map --state ${path} and uid2-batch remap-due --state ${path} (without --api v2)`,
+    );
   const again = `run uid2-batch migrate --state ${path} again to continue`;
   switch (outcome.kind) {
     case 'completed':
       if (counts.status.error > 0) {
-        say(`${formatCount(counts.status.error)} entries were not re-mapped (${result.batchErrors.join('; ')}); they stay v2: ${again}`);
+        say(
+          `${formatCount(counts.status.error)} entries were not re-mapped (${result.batchErrors.join('; ')}); they stay v2: ${again}`,
+        );
         return EXIT.partial;
       }
       if (!result.finished) say(`${formatCount(result.v2Left)} v2 entries left (--limit): ${again}`);
@@ -214,7 +264,10 @@ async function finish(
       throw outcome.error;
     case 'failed': {
       if (!KNOWN_FAILURES.has(outcome.error.name)) throw outcome.error;
-      throw new UserError(`${outcome.error.message}; ${formatCount(counts.batchesCommitted)} answered batch(es) are saved: ${again}`, EXIT.failed);
+      throw new UserError(
+        `${outcome.error.message}; ${formatCount(counts.batchesCommitted)} answered batch(es) are saved: ${again}`,
+        EXIT.failed,
+      );
     }
   }
 }

@@ -19,7 +19,13 @@ export interface HashCounts {
 }
 
 export function emptyHashCounts(width: number): HashCounts {
-  return { rows: 0, missing: 0, ok: new Array<number>(width).fill(0), invalid: new Array<number>(width).fill(0), reasons: {} };
+  return {
+    rows: 0,
+    missing: 0,
+    ok: new Array<number>(width).fill(0),
+    invalid: new Array<number>(width).fill(0),
+    reasons: {},
+  };
 }
 
 export function addHashCounts(into: HashCounts, more: HashCounts): void {
@@ -37,7 +43,12 @@ export function addHashCounts(into: HashCounts, more: HashCounts): void {
  * used again) with hash, hash_type, status and reason appended per identifier column. The same code runs on the
  * main thread and in worker threads.
  */
-export function hashRows(rows: readonly InputRow[], columns: readonly IdentifierColumn[], counts: HashCounts, keep: readonly number[] | null = null): string[][] {
+export function hashRows(
+  rows: readonly InputRow[],
+  columns: readonly IdentifierColumn[],
+  counts: HashCounts,
+  keep: readonly number[] | null = null,
+): string[][] {
   const out: string[][] = new Array(rows.length);
   for (let r = 0; r < rows.length; r++) {
     const row = rows[r];

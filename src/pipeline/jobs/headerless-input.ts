@@ -10,9 +10,19 @@ import { isPieceSource, type TableInput } from '../threads/table-input.js';
  * Whether an input opened with these options may be a headerless one-column file: a CSV read with a header line,
  * and no identifier column named by a flag (a named column means the user knows the header).
  */
-export function mayBeHeaderless(flags: ColumnFlags, options: Pick<OpenSourceOptions, 'path' | 'format' | 'header'>): boolean {
-  const named = [flags.emailCol, flags.phoneCol, flags.emailHashCol, flags.phoneHashCol].some((v) => v !== undefined && v.length > 0);
-  return !named && flags.col === undefined && options.header !== false && resolveFormat(options as OpenSourceOptions) === 'csv';
+export function mayBeHeaderless(
+  flags: ColumnFlags,
+  options: Pick<OpenSourceOptions, 'path' | 'format' | 'header'>,
+): boolean {
+  const named = [flags.emailCol, flags.phoneCol, flags.emailHashCol, flags.phoneHashCol].some(
+    (v) => v !== undefined && v.length > 0,
+  );
+  return (
+    !named &&
+    flags.col === undefined &&
+    options.header !== false &&
+    resolveFormat(options as OpenSourceOptions) === 'csv'
+  );
 }
 
 /** The name a headerless file's only column gets, as with --no-header. */

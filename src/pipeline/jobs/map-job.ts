@@ -1,6 +1,12 @@
 /** The whole map run, composed once: an input, the engine, the service and the output, for the CLI and the library. */
 import type { ServiceClient } from '../../client/index.js';
-import { MapEngine, type EngineColumn, type EngineState, type MapRunCounts, type MapRunResult } from '../map/map-engine.js';
+import {
+  MapEngine,
+  type EngineColumn,
+  type EngineState,
+  type MapRunCounts,
+  type MapRunResult,
+} from '../map/map-engine.js';
 import { defaultLayout, outputColumns, outputRows, outputRowsV2, type ResultLayout } from '../map/result-columns.js';
 import type { RowChunk } from '../map/row-chunk.js';
 import type { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
@@ -65,7 +71,12 @@ export function mapOutputColumns(
 }
 
 /** The output header of a map run (see mapOutputColumns). */
-export function mapOutputHeader(inputHeader: readonly string[], columns: readonly EngineColumn[], api: 'v3' | 'v2' = 'v3', layout?: ResultLayout): string[] {
+export function mapOutputHeader(
+  inputHeader: readonly string[],
+  columns: readonly EngineColumn[],
+  api: 'v3' | 'v2' = 'v3',
+  layout?: ResultLayout,
+): string[] {
   return mapOutputColumns(inputHeader, columns, api, layout).header;
 }
 
@@ -81,7 +92,15 @@ export async function runMapJob(job: MapJob): Promise<MapRunResult> {
   const threads =
     pieces !== undefined && output.kind === 'table'
       ? new RowThreads(
-          { name: pieces.name, csv: pieces.settings, width: pieces.width, columns: [...job.columns], format: rowFormat(output), v2, layout: job.layout ?? defaultLayout(job.columns) },
+          {
+            name: pieces.name,
+            csv: pieces.settings,
+            width: pieces.width,
+            columns: [...job.columns],
+            format: rowFormat(output),
+            v2,
+            layout: job.layout ?? defaultLayout(job.columns),
+          },
           job.threads ?? 1,
           YOUNG_GENERATION_MB.map,
         )
@@ -125,13 +144,19 @@ function rowFormat(output: Extract<MapOutput, { kind: 'table' }>): RowFormat {
 }
 
 /** How answered chunks reach the output: encoded by the row threads that hold their rows, or here. */
-function chunkWriter(job: MapJob, threads: RowThreads | undefined): { write(chunk: RowChunk): Promise<void>; flush(): Promise<void> } {
+function chunkWriter(
+  job: MapJob,
+  threads: RowThreads | undefined,
+): { write(chunk: RowChunk): Promise<void>; flush(): Promise<void> } {
   const output = job.output;
   if (output.kind === 'chunks') return { write: (chunk) => output.onChunk(chunk), flush: () => Promise.resolve() };
   const { sink, rejects } = output;
   if (threads !== undefined) {
     const encoded = new EncodedWrites(sink, rejects, threads.threads * 4);
-    return { write: (chunk) => encoded.add(threads.encode(chunk, rejects !== undefined)), flush: () => encoded.flush() };
+    return {
+      write: (chunk) => encoded.add(threads.encode(chunk, rejects !== undefined)),
+      flush: () => encoded.flush(),
+    };
   }
   const toOutputRows = job.api === 'v2' ? outputRowsV2 : outputRows;
   const layout = job.layout;

@@ -142,7 +142,12 @@ const STATE_INVALID: UnmappedV3 = Object.freeze({ e: 'invalid identifier' });
 const DRY_ANSWER: UnmappedV3 = Object.freeze({ e: 'not sent (dry run)' });
 
 function isStateAnswer(item: MapV3Item): boolean {
-  return item instanceof StateAnswer || item === STATE_OPTOUT || item === STATE_INVALID || (item instanceof BucketAnswer && item.fromState);
+  return (
+    item instanceof StateAnswer ||
+    item === STATE_OPTOUT ||
+    item === STATE_INVALID ||
+    (item instanceof BucketAnswer && item.fromState)
+  );
 }
 
 const STOPPED = Symbol('stopped');
@@ -155,7 +160,10 @@ export interface EngineChunk {
 }
 
 /** Chunks of rows prepared on this thread, one at a time as they are read. */
-async function* preparedHere(source: AsyncIterable<InputRow[]>, columns: readonly EngineColumn[]): AsyncGenerator<EngineChunk> {
+async function* preparedHere(
+  source: AsyncIterable<InputRow[]>,
+  columns: readonly EngineColumn[],
+): AsyncGenerator<EngineChunk> {
   for await (const rows of source) yield { prepared: prepareRows(rows, columns), rows };
 }
 
@@ -191,7 +199,9 @@ export class MapEngine {
     this.width = options.columns.length;
     this.limiter = options.limiter ?? new AdaptiveConcurrency({ max: options.concurrency ?? 20 });
     this.table = new IdentifierTable(options.recentCapacity ?? 50_000);
-    this.batcher = new BatchBuilder({ maxItems: options.batchSize, maxJsonBytes: options.maxJsonBytes }, (batch) => this.dispatch(batch));
+    this.batcher = new BatchBuilder({ maxItems: options.batchSize, maxJsonBytes: options.maxJsonBytes }, (batch) =>
+      this.dispatch(batch),
+    );
     const rowsPerBatch = Math.ceil(this.batcher.maxItems / Math.max(1, this.width));
     this.maxPendingRows = options.maxPendingRows ?? Math.ceil(rowsPerBatch * (this.limiter.max + 2));
     this.nowS = options.nowS ?? (() => Math.floor(Date.now() / 1000));
@@ -391,8 +401,10 @@ export class MapEngine {
     if (state !== undefined) {
       const updates: EntryUpdate[] = new Array(emailAnswers.length + phoneAnswers.length);
       let n = 0;
-      for (let i = 0; i < emailAnswers.length; i++) updates[n++] = entryUpdate('email', batch.emailHashes[i], emailAnswers[i]);
-      for (let i = 0; i < phoneAnswers.length; i++) updates[n++] = entryUpdate('phone', batch.phoneHashes[i], phoneAnswers[i]);
+      for (let i = 0; i < emailAnswers.length; i++)
+        updates[n++] = entryUpdate('email', batch.emailHashes[i], emailAnswers[i]);
+      for (let i = 0; i < phoneAnswers.length; i++)
+        updates[n++] = entryUpdate('phone', batch.phoneHashes[i], phoneAnswers[i]);
       state.commitBatch(updates, this.nowS());
       this.counts.batchesCommitted++;
     }
@@ -415,7 +427,9 @@ export class MapEngine {
   private failureReason(error: Error): string {
     const retryable = (error as { retryable?: unknown }).retryable === true;
     const attempts = this.options.maxAttempts ?? 0;
-    return retryable && attempts > 1 && !/attempt/.test(error.message) ? `${error.message} after ${attempts} attempts` : error.message;
+    return retryable && attempts > 1 && !/attempt/.test(error.message)
+      ? `${error.message} after ${attempts} attempts`
+      : error.message;
   }
 
   private failBatch(batch: MapBatch, reason: string): void {
@@ -490,8 +504,11 @@ function answerFromState(entry: StateEntry, nowS: number): MapV3Item | undefined
   switch (entry.status) {
     case 'mapped':
       // a v2 entry (it has a salt bucket) stays fresh until a bucket check marks it due
-      if (entry.bucketId !== null) return entry.u !== null && !entry.due ? new BucketAnswer(entry.u, entry.bucketId, true) : undefined;
-      return entry.u !== null && entry.r !== null && nowS < entry.r ? new StateAnswer(entry.u, entry.p, entry.r) : undefined;
+      if (entry.bucketId !== null)
+        return entry.u !== null && !entry.due ? new BucketAnswer(entry.u, entry.bucketId, true) : undefined;
+      return entry.u !== null && entry.r !== null && nowS < entry.r
+        ? new StateAnswer(entry.u, entry.p, entry.r)
+        : undefined;
     case 'optout':
       return STATE_OPTOUT;
     case 'invalid':

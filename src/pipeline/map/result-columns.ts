@@ -59,7 +59,8 @@ export function outputColumns(
   const fields = resultFields(api, layout.emitHash);
   const header = resultHeader(kept, identifierColumns, fields, layout.prefixes);
   const types: ColumnType[] = kept.map(() => 'input');
-  for (let c = 0; c < identifierColumns.length; c++) for (const field of fields) types.push(fieldType(field, layout.timeFormat));
+  for (let c = 0; c < identifierColumns.length; c++)
+    for (const field of fields) types.push(fieldType(field, layout.timeFormat));
   return { header, types };
 }
 
@@ -68,7 +69,10 @@ export function outputHeader(inputHeader: readonly string[], identifierColumns: 
   return outputColumns(inputHeader, identifierColumns).header;
 }
 
-export function outputHeaderV2(inputHeader: readonly string[], identifierColumns: readonly { name: string }[]): string[] {
+export function outputHeaderV2(
+  inputHeader: readonly string[],
+  identifierColumns: readonly { name: string }[],
+): string[] {
   return outputColumns(inputHeader, identifierColumns, defaultLayout(identifierColumns), 'v2').header;
 }
 
@@ -79,14 +83,28 @@ export type SentHashes = Pick<PreparedRows, 'status' | 'phone' | 'hashes'>;
  * An answered chunk as the output needs it: its rows and the answer of each identifier cell (see RowChunk),
  * and for --emit-hash the hashes that were sent.
  */
-export type AnsweredRows = Pick<RowChunk, 'rows' | 'width' | 'status' | 'mapped' | 'reason'> & { sent?: SentHashes | undefined };
+export type AnsweredRows = Pick<RowChunk, 'rows' | 'width' | 'status' | 'mapped' | 'reason'> & {
+  sent?: SentHashes | undefined;
+};
 
 /** Appends the result cells of one identifier cell (a slot) to an output row. */
-type SlotWriter = (cells: string[], status: number, mapped: MappedV3 | null, reason: string | null, timeFormat: TimeFormat) => void;
+type SlotWriter = (
+  cells: string[],
+  status: number,
+  mapped: MappedV3 | null,
+  reason: string | null,
+  timeFormat: TimeFormat,
+) => void;
 
 const writeV3: SlotWriter = (cells, s, m, reason, timeFormat) => {
   if (s === SLOT.mapped) {
-    cells.push(m === null ? '' : m.u, m === null || m.p === null ? '' : m.p, m === null ? '' : timeCell(m.r, timeFormat), 'mapped', '');
+    cells.push(
+      m === null ? '' : m.u,
+      m === null || m.p === null ? '' : m.p,
+      m === null ? '' : timeCell(m.r, timeFormat),
+      'mapped',
+      '',
+    );
   } else {
     cells.push('', '', '', SLOT_STATUS_NAMES[s], reason ?? '');
   }
@@ -111,7 +129,12 @@ export function outputRowsV2(chunk: AnsweredRows, rejects: string[][] | null, la
   return answeredRows(chunk, rejects, layout, writeV2);
 }
 
-function answeredRows(chunk: AnsweredRows, rejects: string[][] | null, layout: ResultLayout | undefined, write: SlotWriter): string[][] {
+function answeredRows(
+  chunk: AnsweredRows,
+  rejects: string[][] | null,
+  layout: ResultLayout | undefined,
+  write: SlotWriter,
+): string[][] {
   const { rows, width, status, mapped, reason } = chunk;
   const keep = layout?.keep ?? null;
   const timeFormat = layout?.timeFormat ?? 'unix';
@@ -129,7 +152,8 @@ function answeredRows(chunk: AnsweredRows, rejects: string[][] | null, layout: R
       if (s !== SLOT.mapped && s !== SLOT.missing) rejected = true;
       write(cells, s, mapped[slot], reason[slot], timeFormat);
       if (sent !== null) {
-        if (sent.status[slot] === SLOT.pending) cells.push(sent.hashes[h++], sent.phone[slot] === 1 ? 'phone' : 'email');
+        if (sent.status[slot] === SLOT.pending)
+          cells.push(sent.hashes[h++], sent.phone[slot] === 1 ? 'phone' : 'email');
         else cells.push('', '');
       }
     }
@@ -140,6 +164,7 @@ function answeredRows(chunk: AnsweredRows, rejects: string[][] | null, layout: R
 }
 
 function sentHashesOf(chunk: AnsweredRows): SentHashes {
-  if (chunk.sent === undefined) throw new Error('--emit-hash: the chunk was answered without the hashes that were sent');
+  if (chunk.sent === undefined)
+    throw new Error('--emit-hash: the chunk was answered without the hashes that were sent');
   return chunk.sent;
 }

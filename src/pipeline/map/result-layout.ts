@@ -19,7 +19,12 @@ export interface LayoutRequest {
  * column the input does not have, or a bare prefix with several identifier columns, is a ColumnError that says
  * what to write instead.
  */
-export function resolveResultLayout(header: readonly string[], columns: readonly IdentifierColumn[], request: LayoutRequest, source = 'the input'): ResultLayout {
+export function resolveResultLayout(
+  header: readonly string[],
+  columns: readonly IdentifierColumn[],
+  request: LayoutRequest,
+  source = 'the input',
+): ResultLayout {
   const layout = defaultLayout(columns);
   return {
     keep: keptColumns(header, request, source),
@@ -30,7 +35,11 @@ export function resolveResultLayout(header: readonly string[], columns: readonly
 }
 
 /** The input columns --keep and --drop-input-columns leave (by index, in --keep's order); null: every one. */
-export function keptColumns(header: readonly string[], request: Pick<LayoutRequest, 'keep' | 'dropInputColumns'>, source = 'the input'): number[] | null {
+export function keptColumns(
+  header: readonly string[],
+  request: Pick<LayoutRequest, 'keep' | 'dropInputColumns'>,
+  source = 'the input',
+): number[] | null {
   const names = (request.keep ?? []).flatMap((list) => list.split(',')).filter((name) => name !== '');
   if (names.length === 0) return request.dropInputColumns === true ? [] : null;
   const kept: number[] = [];
@@ -53,8 +62,13 @@ function prefixesOf(
     const eq = value.lastIndexOf('=');
     if (eq === -1) {
       if (columns.length !== 1) {
-        const example = columns.map((c) => `--result-prefix '${c.name}=${c.kind === 'auto' ? 'id' : c.kind}'`).join(' ');
-        throw new ColumnError(`--result-prefix '${value}' is for one identifier column, and there are ${columns.length}: name each, e.g. ${example}`, header);
+        const example = columns
+          .map((c) => `--result-prefix '${c.name}=${c.kind === 'auto' ? 'id' : c.kind}'`)
+          .join(' ');
+        throw new ColumnError(
+          `--result-prefix '${value}' is for one identifier column, and there are ${columns.length}: name each, e.g. ${example}`,
+          header,
+        );
       }
       prefixes[0] = resultPrefix(value, 0);
       continue;

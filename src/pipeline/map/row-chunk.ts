@@ -67,7 +67,11 @@ export class RowChunk {
     this.unanswered--;
   }
 
-  setUnmapped(slot: number, status: typeof SLOT.optout | typeof SLOT.invalid | typeof SLOT.error | typeof SLOT.missing, reason: string): void {
+  setUnmapped(
+    slot: number,
+    status: typeof SLOT.optout | typeof SLOT.invalid | typeof SLOT.error | typeof SLOT.missing,
+    reason: string,
+  ): void {
     this.status[slot] = status;
     this.reason[slot] = reason;
     this.unanswered--;

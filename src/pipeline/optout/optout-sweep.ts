@@ -108,14 +108,23 @@ class OrderedChecker<P> {
     this.lifecycle = new RunLifecycle({ maxListeners: this.limiter.max + 10 });
   }
 
-  async run(batches: AsyncIterable<CheckBatch<P>>, settle: (batch: CheckBatch<P>, answer: BatchAnswer) => Promise<void>): Promise<OptoutOutcome> {
+  async run(
+    batches: AsyncIterable<CheckBatch<P>>,
+    settle: (batch: CheckBatch<P>, answer: BatchAnswer) => Promise<void>,
+  ): Promise<OptoutOutcome> {
     const unlisten = this.lifecycle.listenForInterrupt(this.options.signal);
     const queue: { batch: CheckBatch<P>; answer: Promise<BatchAnswer> }[] = [];
     try {
       for await (const batch of batches) {
         if (this.lifecycle.stopped) break;
         if (batch.rawUids.length > 0) this.counts.batches++;
-        queue.push({ batch, answer: batch.rawUids.length === 0 ? Promise.resolve(NOTHING_SENT) : this.limiter.run(() => this.send(batch.rawUids)) });
+        queue.push({
+          batch,
+          answer:
+            batch.rawUids.length === 0
+              ? Promise.resolve(NOTHING_SENT)
+              : this.limiter.run(() => this.send(batch.rawUids)),
+        });
         while (queue.length > this.limiter.max) {
           const head = queue.shift() as (typeof queue)[number];
           await settle(head.batch, await head.answer);
@@ -167,7 +176,13 @@ function countVerdict(counts: OptoutCounts, verdict: RawUidVerdict): void {
 }
 
 function emptyCounts(): OptoutCounts {
-  return { rows: 0, status: { opted_out: 0, not_opted_out: 0, invalid: 0, error: 0 }, sent: 0, batches: 0, batchesFailed: 0 };
+  return {
+    rows: 0,
+    status: { opted_out: 0, not_opted_out: 0, invalid: 0, error: 0 },
+    sent: 0,
+    batches: 0,
+    batchesFailed: 0,
+  };
 }
 
 function batchLimit(options: OptoutRunOptions): number {
@@ -203,7 +218,10 @@ const MAX_ROWS_PER_BATCH = 4 * MAX_ITEMS_PER_REQUEST;
  * optout-check over a table: each row's raw UID checked once per batch (repeats in a batch are sent once),
  * rows whose cell is not a raw UID reported as invalid and never sent, every row handed back in input order.
  */
-export async function checkRawUidRows(source: AsyncIterable<InputRow[]>, options: RowCheckOptions): Promise<OptoutResult> {
+export async function checkRawUidRows(
+  source: AsyncIterable<InputRow[]>,
+  options: RowCheckOptions,
+): Promise<OptoutResult> {
   const counts = emptyCounts();
   const checker = new OrderedChecker<RowBatch>(options, counts);
   const limit = batchLimit(options);
@@ -249,7 +267,17 @@ export async function checkRawUidRows(source: AsyncIterable<InputRow[]>, options
 }
 
 /** Names of a raw-UID column, compared without case, spaces, dashes or underscores. */
-const RAW_UID_COLUMN_NAMES = new Set(['rawuid', 'rawuid2', 'advertisingid', 'uid', 'uid2', 'rawuid2s', 'rawuids', 'euid', 'raweuid']);
+const RAW_UID_COLUMN_NAMES = new Set([
+  'rawuid',
+  'rawuid2',
+  'advertisingid',
+  'uid',
+  'uid2',
+  'rawuid2s',
+  'rawuids',
+  'euid',
+  'raweuid',
+]);
 
 function squash(name: string): string {
   return name.toLowerCase().replace(/[\s_-]+/g, '');
@@ -279,21 +307,34 @@ export function pickRawUidColumn(header: readonly string[], col: string | undefi
       index = lower.indexOf(col.toLowerCase());
       if (index >= 0 && lower.indexOf(col.toLowerCase(), index + 1) >= 0) index = -1;
     }
-    return index >= 0 ? { ok: true, index } : { ok: false, message: `--col '${col}' is not a column of the input (columns: ${names})` };
+    return index >= 0
+      ? { ok: true, index }
+      : { ok: false, message: `--col '${col}' is not a column of the input (columns: ${names})` };
   }
-  if (header.length === 0) return { ok: false, message: 'the input is empty: there is no header and no raw UID column' };
+  if (header.length === 0)
+    return { ok: false, message: 'the input is empty: there is no header and no raw UID column' };
   if (header.length === 1) return { ok: true, index: 0 };
   const matches = header.flatMap((h, i) => (RAW_UID_COLUMN_NAMES.has(squash(h)) || isResultRawUid(h) ? [i] : []));
   if (matches.length === 1) return { ok: true, index: matches[0] };
-  if (matches.length === 0) return { ok: false, message: `no column named like a raw UID (raw_uid, advertising_id, uid, raw_uid2, or map's <prefix>_raw_uid) among ${names}: name it with --col` };
-  return { ok: false, message: `several columns look like raw UIDs (${matches.map((i) => `'${header[i]}'`).join(', ')}): choose one with --col` };
+  if (matches.length === 0)
+    return {
+      ok: false,
+      message: `no column named like a raw UID (raw_uid, advertising_id, uid, raw_uid2, or map's <prefix>_raw_uid) among ${names}: name it with --col`,
+    };
+  return {
+    ok: false,
+    message: `several columns look like raw UIDs (${matches.map((i) => `'${header[i]}'`).join(', ')}): choose one with --col`,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // Raw UIDs of the state file
 
 /** What the sweep needs from the state file. */
-export type SweepState = Pick<StateStore, 'selectForOptoutCheck' | 'sweepSize' | 'countWithRawUid' | 'recordOptoutChecks' | 'tombstoneByRawUid'>;
+export type SweepState = Pick<
+  StateStore,
+  'selectForOptoutCheck' | 'sweepSize' | 'countWithRawUid' | 'recordOptoutChecks' | 'tombstoneByRawUid'
+>;
 
 /** Which raw UID of an entry was checked: the current one (u) or the previous one (p). */
 export type RawUidSlot = 'u' | 'p';
@@ -358,8 +399,13 @@ function isSweptOptout(value: unknown): value is SweptRawUid {
  * Writes the opted-out rows that earlier sweeps saved (tombstoned) but whose output was never committed through
  * `onRows`, before this run's own; returns how many.
  */
-export async function replaySweepOptouts(journal: ChangeJournal, onRows: (rows: SweptRawUid[]) => void | Promise<void>): Promise<number> {
-  return replayPendingChanges(journal, 'optout', (rows: PendingChange[]) => onRows(rows.map((r) => parseJournalRow(r, isSweptOptout, 'opt-out'))));
+export async function replaySweepOptouts(
+  journal: ChangeJournal,
+  onRows: (rows: SweptRawUid[]) => void | Promise<void>,
+): Promise<number> {
+  return replayPendingChanges(journal, 'optout', (rows: PendingChange[]) =>
+    onRows(rows.map((r) => parseJournalRow(r, isSweptOptout, 'opt-out'))),
+  );
 }
 
 /** Entries read from the state per page; a page fills one or two requests. */
@@ -433,7 +479,10 @@ export async function sweepStateOptouts(options: SweepOptions): Promise<SweepRes
     counts.rows += rows.length;
     if (answer.ok) {
       const ids = batch.payload.entries.map((e) => e.id);
-      const journal = options.journal !== undefined && journalRows.length > 0 ? { runId: options.journal.runId, kind: 'optout' as const, rows: journalRows } : undefined;
+      const journal =
+        options.journal !== undefined && journalRows.length > 0
+          ? { runId: options.journal.runId, kind: 'optout' as const, rows: journalRows }
+          : undefined;
       if (optedOut.length > 0) counts.tombstoned += state.tombstoneByRawUid(optedOut, nowS, ids, journal);
       state.recordOptoutChecks(ids, nowS);
       counts.entries += ids.length;

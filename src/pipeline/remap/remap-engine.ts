@@ -44,7 +44,15 @@ export interface RemapChange {
  * so the two join on them): the entry's hash_type and hash, its raw UID before, then raw_uid, prev_raw_uid and
  * refresh_from as the service answered now, and the status.
  */
-export const CHANGES_HEADER = ['hash_type', 'hash', 'old_raw_uid', 'raw_uid', 'prev_raw_uid', 'refresh_from', 'status'] as const;
+export const CHANGES_HEADER = [
+  'hash_type',
+  'hash',
+  'old_raw_uid',
+  'raw_uid',
+  'prev_raw_uid',
+  'refresh_from',
+  'status',
+] as const;
 /** The changes file of a v2 state: the v3 columns (empty where v2 has nothing), then the salt bucket. */
 export const CHANGES_HEADER_V2 = [...CHANGES_HEADER, 'bucket_id'] as const;
 
@@ -106,7 +114,10 @@ function isRemapChange(value: unknown): value is RemapChange {
  * Writes the change rows that earlier runs committed but whose changes file was never committed (killed,
  * interrupted, failed) through `onChanges`, before this run's own; returns how many.
  */
-export async function replayRemapChanges(journal: ChangeJournal, onChanges: (changes: RemapChange[]) => void | Promise<void>): Promise<number> {
+export async function replayRemapChanges(
+  journal: ChangeJournal,
+  onChanges: (changes: RemapChange[]) => void | Promise<void>,
+): Promise<number> {
   return replayPendingChanges(journal, 'remap', (rows: PendingChange[]) =>
     onChanges(rows.map((r) => parseJournalRow(r, isRemapChange, 'remap change'))),
   );
@@ -182,7 +193,6 @@ interface Batch {
   phone: DueEntry[];
 }
 
-
 /**
  * The nightly remap: walks the due entries (r <= now) page by page through the `r` index, so a run costs what
  * is due and not what is stored; sends each page's stored hashes as one v3 request with at most N in flight;
@@ -235,7 +245,10 @@ export class RemapEngine {
         const want = Math.min(this.batchSize, this.remaining());
         if (want <= 0) break;
         const selectPage = this.options.selectPage;
-        const page: DueEntry[] = selectPage !== undefined ? selectPage(lastSelected, want) : this.options.state.selectDue(this.options.nowS, cursor, want);
+        const page: DueEntry[] =
+          selectPage !== undefined
+            ? selectPage(lastSelected, want)
+            : this.options.state.selectDue(this.options.nowS, cursor, want);
         if (page.length < want) exhausted = true;
         if (page.length === 0) break;
         const last = page[page.length - 1];
@@ -262,7 +275,12 @@ export class RemapEngine {
     // with no await between the check and the read, so no row up to it can have missed onChanges
     while (this.pendingChanges.length > 0) await this.flushChanges();
     const journalUpTo = this.options.journal?.state.lastPendingChangeId('remap') ?? null;
-    return { outcome: this.lifecycle.outcome(), counts: this.counts, batchErrors: this.lifecycle.batchErrors, journalUpTo };
+    return {
+      outcome: this.lifecycle.outcome(),
+      counts: this.counts,
+      batchErrors: this.lifecycle.batchErrors,
+      journalUpTo,
+    };
   }
 
   private remaining(): number {
@@ -336,7 +354,11 @@ export class RemapEngine {
     // the commit is the point of no return: counts and changes only for what is in the state
     const journal = this.options.journal;
     if (journal !== undefined && changes.length > 0) {
-      this.options.state.commitBatch(updates, this.options.nowS, { runId: journal.runId, kind: 'remap', rows: changes.map((c) => JSON.stringify(c)) });
+      this.options.state.commitBatch(updates, this.options.nowS, {
+        runId: journal.runId,
+        kind: 'remap',
+        rows: changes.map((c) => JSON.stringify(c)),
+      });
     } else {
       this.options.state.commitBatch(updates, this.options.nowS);
     }
@@ -389,7 +411,14 @@ export function settleEntry(
     const change: RemapChange | null =
       answer.u === entry.u
         ? null
-        : { ...base, newRawUid: answer.u, prevRawUid: outcome.p, refreshFrom: outcome.r, status: 'mapped', bucketId: bucketIdOf(answer) };
+        : {
+            ...base,
+            newRawUid: answer.u,
+            prevRawUid: outcome.p,
+            refreshFrom: outcome.r,
+            status: 'mapped',
+            bucketId: bucketIdOf(answer),
+          };
     return { update, status: 'mapped', change };
   }
   const status: RemapStatus = answer.e === 'optout' ? 'optout' : 'invalid';

@@ -1,4 +1,10 @@
-import { prepareAuto, prepareIdentifier, type DiiType, type IdentifierKind, type Prepared } from '../../identity/index.js';
+import {
+  prepareAuto,
+  prepareIdentifier,
+  type DiiType,
+  type IdentifierKind,
+  type Prepared,
+} from '../../identity/index.js';
 
 /** What an identifier column holds; 'auto' detects each cell (email, E.164 phone or hash). */
 export type ColumnKind = IdentifierKind | 'auto';
@@ -65,9 +71,25 @@ const KIND_WORDS: Record<ColumnKind, string> = {
  */
 const WORD_MEANING = new Map<string, 'email' | 'phone' | 'hash' | 'email hash' | 'phone hash'>([
   ...['email', 'mail', 'emailaddress', 'emailaddr', 'mailaddress', 'courriel'].map((w) => [w, 'email'] as const),
-  ...['phone', 'phonenumber', 'phoneno', 'telephone', 'tel', 'telno', 'telefon', 'cell', 'cellphone', 'cellular', 'mobile', 'mobil', 'mobilephone', 'mobilenumber', 'mobileno', 'msisdn', 'handy'].map(
-    (w) => [w, 'phone'] as const,
-  ),
+  ...[
+    'phone',
+    'phonenumber',
+    'phoneno',
+    'telephone',
+    'tel',
+    'telno',
+    'telefon',
+    'cell',
+    'cellphone',
+    'cellular',
+    'mobile',
+    'mobil',
+    'mobilephone',
+    'mobilenumber',
+    'mobileno',
+    'msisdn',
+    'handy',
+  ].map((w) => [w, 'phone'] as const),
   ...['hash', 'hashed', 'sha256', 'sha'].map((w) => [w, 'hash'] as const),
   ...['emailhash', 'emailsha256', 'hashedemail'].map((w) => [w, 'email hash'] as const),
   ...['phonehash', 'phonesha256', 'hashedphone', 'msisdnhash'].map((w) => [w, 'phone hash'] as const),
@@ -76,9 +98,35 @@ const WORD_MEANING = new Map<string, 'email' | 'phone' | 'hash' | 'email hash' |
 const BARE_HASH_NAMES = new Set(['hash', 'hashed', 'sha256']);
 /** Words that say whose or which identifier it is, not something else about it. */
 const QUALIFIERS = new Set([
-  'e', 'address', 'addr', 'adr', 'number', 'num', 'no', 'nr', 'customer', 'cust', 'client', 'contact', 'user', 'member',
-  'subscriber', 'person', 'account', 'primary', 'main', 'work', 'personal', 'private', 'home', 'business', 'office',
-  'billing', 'shipping', 'plain', 'raw',
+  'e',
+  'address',
+  'addr',
+  'adr',
+  'number',
+  'num',
+  'no',
+  'nr',
+  'customer',
+  'cust',
+  'client',
+  'contact',
+  'user',
+  'member',
+  'subscriber',
+  'person',
+  'account',
+  'primary',
+  'main',
+  'work',
+  'personal',
+  'private',
+  'home',
+  'business',
+  'office',
+  'billing',
+  'shipping',
+  'plain',
+  'raw',
 ]);
 
 /** `E-Mail Address ` -> `e_mail_address`: header spellings vary in case, spaces and punctuation. */
@@ -142,13 +190,25 @@ function asList(value: string | readonly string[] | undefined): readonly string[
  * Works out which columns hold identifiers. Named flags and `--col`/`--type` may be combined and repeated;
  * with none, the one column whose name says email/phone/hash is picked and `note` says so.
  */
-export function resolveIdentifierColumns(header: readonly string[], flags: ColumnFlags, source = 'the input'): ResolvedColumns {
+export function resolveIdentifierColumns(
+  header: readonly string[],
+  flags: ColumnFlags,
+  source = 'the input',
+): ResolvedColumns {
   if (flags.type !== undefined && flags.col === undefined) {
-    throw new ColumnError(`--type goes with --col NAME (e.g. --col ${header[0] ?? 'value'} --type ${flags.type})`, header);
+    throw new ColumnError(
+      `--type goes with --col NAME (e.g. --col ${header[0] ?? 'value'} --type ${flags.type})`,
+      header,
+    );
   }
   const requested: Array<{ name: string; kind: ColumnKind; flag: string }> = [];
   for (const kind of ['email', 'phone', 'email_hash', 'phone_hash'] as const) {
-    const flagValue = { email: flags.emailCol, phone: flags.phoneCol, email_hash: flags.emailHashCol, phone_hash: flags.phoneHashCol }[kind];
+    const flagValue = {
+      email: flags.emailCol,
+      phone: flags.phoneCol,
+      email_hash: flags.emailHashCol,
+      phone_hash: flags.phoneHashCol,
+    }[kind];
     for (const name of asList(flagValue)) requested.push({ name, kind, flag: FLAG_OF[kind] });
   }
   if (flags.col !== undefined) requested.push({ name: flags.col, kind: flags.type ?? 'auto', flag: '--col' });
@@ -160,7 +220,10 @@ export function resolveIdentifierColumns(header: readonly string[], flags: Colum
     const index = findColumn(header, r.name, r.flag, source);
     const taken = columns.find((c) => c.index === index);
     if (taken !== undefined) {
-      throw new ColumnError(`column '${header[index]}' is named twice (as ${KIND_WORDS[taken.kind]} and as ${KIND_WORDS[r.kind]}); give each column once`, header);
+      throw new ColumnError(
+        `column '${header[index]}' is named twice (as ${KIND_WORDS[taken.kind]} and as ${KIND_WORDS[r.kind]}); give each column once`,
+        header,
+      );
     }
     columns.push(describeColumn(header[index], index, r.kind));
   }
@@ -181,9 +244,15 @@ export function findColumn(header: readonly string[], wanted: string, flag: stri
   const loose = header.flatMap((h, i) => (h.trim().toLowerCase() === folded ? [i] : []));
   if (loose.length === 1) return loose[0];
   if (loose.length > 1) {
-    throw new ColumnError(`${flag} '${wanted}' matches several columns (${loose.map((i) => `'${header[i]}'`).join(', ')}); give the exact name`, header);
+    throw new ColumnError(
+      `${flag} '${wanted}' matches several columns (${loose.map((i) => `'${header[i]}'`).join(', ')}); give the exact name`,
+      header,
+    );
   }
-  throw new ColumnError(`${flag}: ${source} has no column '${wanted}'; ${availableText(header)}${delimiterHint(header)}`, header);
+  throw new ColumnError(
+    `${flag}: ${source} has no column '${wanted}'; ${availableText(header)}${delimiterHint(header)}`,
+    header,
+  );
 }
 
 function pickByName(header: readonly string[], source: string): ResolvedColumns {
@@ -194,13 +263,17 @@ function pickByName(header: readonly string[], source: string): ResolvedColumns 
   if (candidates.length === 1) {
     const [c] = candidates;
     let note: string;
-    if (c.kind !== 'auto') note = `using column '${c.name}' as ${KIND_WORDS[c.kind]} (for another column: ${FLAG_OF[c.kind]} NAME)`;
-    else if (c.hashType !== undefined) note = `using column '${c.name}', detecting each cell; hashes in it are taken as ${c.hashType} hashes`;
-    else note = `using column '${c.name}', detecting each cell; hashes in it are ambiguous: add --col ${quoteArg(c.name)} --type email_hash (or phone_hash)`;
+    if (c.kind !== 'auto')
+      note = `using column '${c.name}' as ${KIND_WORDS[c.kind]} (for another column: ${FLAG_OF[c.kind]} NAME)`;
+    else if (c.hashType !== undefined)
+      note = `using column '${c.name}', detecting each cell; hashes in it are taken as ${c.hashType} hashes`;
+    else
+      note = `using column '${c.name}', detecting each cell; hashes in it are ambiguous: add --col ${quoteArg(c.name)} --type email_hash (or phone_hash)`;
     return { columns: candidates, note };
   }
   if (candidates.length === 0) {
-    if (header.length === 0) throw new ColumnError(`${source} is empty: there is no header to find an identifier column in`, header);
+    if (header.length === 0)
+      throw new ColumnError(`${source} is empty: there is no header to find an identifier column in`, header);
     throw new ColumnError(
       `no identifier column found in ${source}; ${availableText(header)}${delimiterHint(header)}. Name one with --email-col, --phone-col, --email-hash-col, --phone-hash-col, or --col NAME --type auto`,
       header,
@@ -213,7 +286,10 @@ function pickByName(header: readonly string[], source: string): ResolvedColumns 
   // them all, as a user would with the flags, and say so. A bare "hash" column or two email columns stay a question.
   const kinds = new Set(candidates.map((c) => c.kind));
   if (!kinds.has('auto') && kinds.size === candidates.length) {
-    return { columns: candidates, note: `using columns ${candidates.map((c) => `'${c.name}' as ${KIND_WORDS[c.kind]}`).join(', ')} (to choose: ${flags})` };
+    return {
+      columns: candidates,
+      note: `using columns ${candidates.map((c) => `'${c.name}' as ${KIND_WORDS[c.kind]}`).join(', ')} (to choose: ${flags})`,
+    };
   }
   throw new ColumnError(
     `several columns of ${source} look like identifiers (${candidates.map((c) => `'${c.name}'`).join(', ')}); say which to use, e.g. ${flags} (several flags at once are allowed)`,
@@ -227,7 +303,10 @@ function quoteArg(name: string): string {
 
 function availableText(header: readonly string[]): string {
   if (header.length === 0) return 'it has no columns';
-  const shown = header.slice(0, 20).map((h) => `'${h}'`).join(', ');
+  const shown = header
+    .slice(0, 20)
+    .map((h) => `'${h}'`)
+    .join(', ');
   return `its columns are ${shown}${header.length > 20 ? ` and ${header.length - 20} more` : ''}`;
 }
 
@@ -235,7 +314,11 @@ function availableText(header: readonly string[]): string {
 function delimiterHint(header: readonly string[]): string {
   if (header.length !== 1) return '';
   const only = header[0];
-  for (const [ch, arg] of [[';', '";"'], ['\t', 'tab'], ['|', '"|"']] as const) {
+  for (const [ch, arg] of [
+    [';', '";"'],
+    ['\t', 'tab'],
+    ['|', '"|"'],
+  ] as const) {
     if (only.includes(ch)) return ` (the header was not split: add --delimiter ${arg})`;
   }
   return '';

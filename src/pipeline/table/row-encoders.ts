@@ -9,7 +9,10 @@ export type RowEncoder = (rows: readonly (readonly string[])[]) => string;
  * What an encoder needs to know; plain data, so it can be handed to a worker thread. JSONL: the keys, and the
  * type of each column (absent: every column is an `input` one, a string as it is).
  */
-export type RowFormat = { format: 'csv' } | { format: 'tsv' } | { format: 'jsonl'; header: readonly string[]; types?: readonly ColumnType[] };
+export type RowFormat =
+  | { format: 'csv' }
+  | { format: 'tsv' }
+  | { format: 'jsonl'; header: readonly string[]; types?: readonly ColumnType[] };
 
 export function rowEncoder(format: RowFormat): RowEncoder {
   switch (format.format) {
@@ -23,9 +26,14 @@ export function rowEncoder(format: RowFormat): RowEncoder {
 }
 
 /** The encoder settings of an output format; the header is what JSONL names its keys by, the types how it writes values. */
-export function rowFormatOf(format: 'csv' | 'tsv' | 'jsonl', header: readonly string[], types?: readonly ColumnType[]): RowFormat {
+export function rowFormatOf(
+  format: 'csv' | 'tsv' | 'jsonl',
+  header: readonly string[],
+  types?: readonly ColumnType[],
+): RowFormat {
   if (format !== 'jsonl') return { format };
-  if (types !== undefined && types.length !== header.length) throw new Error(`${types.length} column types for ${header.length} columns`);
+  if (types !== undefined && types.length !== header.length)
+    throw new Error(`${types.length} column types for ${header.length} columns`);
   return types === undefined ? { format, header } : { format, header, types };
 }
 
@@ -94,7 +102,8 @@ function quotedField(cell: string): string {
   let quoted = quotedFields.get(cell);
   if (quoted === undefined) {
     quoted = stringify([[cell]], CSV_OPTIONS).slice(0, -1);
-    if (quotedFields.size < QUOTED_FIELDS_KEPT && cell.length <= QUOTED_FIELD_KEPT_LENGTH) quotedFields.set(cell, quoted);
+    if (quotedFields.size < QUOTED_FIELDS_KEPT && cell.length <= QUOTED_FIELD_KEPT_LENGTH)
+      quotedFields.set(cell, quoted);
   }
   return quoted;
 }

@@ -2,7 +2,15 @@ import { existsSync } from 'node:fs';
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { packRows, rowEncoder, rowFormatOf, writesHeaderLine, type PackedRows, type RowEncoder, type RowFormat } from './row-encoders.js';
+import {
+  packRows,
+  rowEncoder,
+  rowFormatOf,
+  writesHeaderLine,
+  type PackedRows,
+  type RowEncoder,
+  type RowFormat,
+} from './row-encoders.js';
 import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
 import { WorkerPool } from '../workers/worker-pool.js';
 
@@ -13,7 +21,8 @@ import { WorkerPool } from '../workers/worker-pool.js';
 export async function openSink(opts: OpenSinkOptions): Promise<TableSink> {
   const format: RowFormat = rowFormatOf(opts.format, opts.header, opts.types);
   const encode = rowEncoder(format);
-  const preamble = writesHeaderLine(format) && opts.header.length > 0 ? `${opts.bom ? '\ufeff' : ''}${encode([opts.header])}` : '';
+  const preamble =
+    writesHeaderLine(format) && opts.header.length > 0 ? `${opts.bom ? '\ufeff' : ''}${encode([opts.header])}` : '';
   const threads = encodeWorkerPresent() ? Math.max(0, Math.floor(opts.threads ?? 0)) : 0;
   const encoder: Encoder = threads > 0 ? new ThreadedEncoder(encode, format, threads) : { encode };
   const toStdout = opts.path === undefined || opts.path === '-';
@@ -73,7 +82,10 @@ class ThreadedEncoder implements Encoder {
       purpose: 'output encoding',
     });
     const packed = packRows(rows);
-    const text = this.pool.run(packed, [packed.cellLengths.buffer as ArrayBuffer, packed.rowWidths.buffer as ArrayBuffer]);
+    const text = this.pool.run(packed, [
+      packed.cellLengths.buffer as ArrayBuffer,
+      packed.rowWidths.buffer as ArrayBuffer,
+    ]);
     // awaited in order later; until then a failure must not count as unhandled
     text.catch(() => undefined);
     this.queue.push({ text });

@@ -32,7 +32,10 @@ function parse(bytes: Uint8Array, startLine: number): { rows: InputRow[]; proble
   return { rows, problems };
 }
 
-function answer(output: RowThreadAnswer, buffers: (Uint8Array | null)[]): { output: RowThreadAnswer; transfer: ArrayBuffer[] } {
+function answer(
+  output: RowThreadAnswer,
+  buffers: (Uint8Array | null)[],
+): { output: RowThreadAnswer; transfer: ArrayBuffer[] } {
   const transfer: ArrayBuffer[] = [];
   for (const b of buffers) if (b !== null) transfer.push(b.buffer as ArrayBuffer);
   return { output, transfer };
@@ -42,7 +45,8 @@ function answer(output: RowThreadAnswer, buffers: (Uint8Array | null)[]): { outp
  * CSV in and out, both comma-separated, and every input column written: a plain input line is, as it is, the CSV
  * text of the row's input cells.
  */
-const linesAreCsv = config.format.format === 'csv' && config.csv.delimiter === ',' && (config.layout?.keep ?? null) === null;
+const linesAreCsv =
+  config.format.format === 'csv' && config.csv.delimiter === ',' && (config.layout?.keep ?? null) === null;
 
 /**
  * The output text of a plain piece's rows (and of its --rejects rows) from its lines: each line as it is when it
@@ -67,7 +71,13 @@ function encodeOnLines(
   let rejected = '';
   for (let r = 0; r < lines.length; r++) {
     const line = lines[r];
-    const input = commasIn(line) === width - 1 ? line : encodeCsvRow(fitRow(0, line.split(','), width, { shortRows: 0, longRows: 0, extraKeys: 0 }).cells).slice(0, -1);
+    const input =
+      commasIn(line) === width - 1
+        ? line
+        : encodeCsvRow(fitRow(0, line.split(','), width, { shortRows: 0, longRows: 0, extraKeys: 0 }).cells).slice(
+            0,
+            -1,
+          );
     const row = `${input},${encodeCsvRow(results[r])}`;
     text += row;
     if (rejectedRows !== null && rejectedRows.has(results[r])) rejected += row;
@@ -87,7 +97,9 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
       const { rows, problems } = parse(task.bytes, task.startLine);
       const prepared = prepareRows(rows, config.columns);
       // the status and phone arrays are handed over to the main thread below: what is kept is a copy
-      const sent = keepSent ? { status: prepared.status.slice(), phone: prepared.phone.slice(), hashes: prepared.hashes } : undefined;
+      const sent = keepSent
+        ? { status: prepared.status.slice(), phone: prepared.phone.slice(), hashes: prepared.hashes }
+        : undefined;
       held.set(task.piece, { bytes: task.bytes, startLine: task.startLine, ...(sent !== undefined ? { sent } : {}) });
       return answer({ task: 'prepare', prepared, problems }, [prepared.status, prepared.phone]);
     }
@@ -100,14 +112,23 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
       const toOutput = config.v2 ? outputRowsV2 : outputRows;
       const lines = linesAreCsv ? plainPieceLines(piece.bytes, config.csv.encoding) : undefined;
       if (lines !== undefined) {
-        const { text, rejected } = encodeOnLines(lines, toOutput, { width: config.columns.length, status, mapped, reason, sent: piece.sent }, task.rejects);
+        const { text, rejected } = encodeOnLines(
+          lines,
+          toOutput,
+          { width: config.columns.length, status, mapped, reason, sent: piece.sent },
+          task.rejects,
+        );
         const bytes = utf8.encode(text);
         const rejectBytes = rejected !== '' ? utf8.encode(rejected) : null;
         return answer({ task: 'encode', bytes, rejectBytes }, [bytes, rejectBytes]);
       }
       const { rows } = parse(piece.bytes, piece.startLine);
       const rejects: string[][] | null = task.rejects ? [] : null;
-      const out = toOutput({ rows, width: config.columns.length, status, mapped, reason, sent: piece.sent }, rejects, config.layout);
+      const out = toOutput(
+        { rows, width: config.columns.length, status, mapped, reason, sent: piece.sent },
+        rejects,
+        config.layout,
+      );
       const bytes = utf8.encode(encode(out));
       const rejectBytes = rejects !== null && rejects.length > 0 ? utf8.encode(encode(rejects)) : null;
       return answer({ task: 'encode', bytes, rejectBytes }, [bytes, rejectBytes]);

@@ -165,32 +165,43 @@ export class RowThreads {
       const id = this.nextPiece++;
       const thread = this.pool.leastBusy();
       const bytes = copyOut(piece);
-      return this.pool.runOn(thread, { task: 'prepare', piece: id, bytes, startLine: piece.startLine }, [bytes.buffer as ArrayBuffer]).then((answer) => {
-        const a = expect(answer, 'prepare');
-        source.addProblems(a.problems);
-        return { prepared: a.prepared, ticket: { thread, piece: id } };
-      });
+      return this.pool
+        .runOn(thread, { task: 'prepare', piece: id, bytes, startLine: piece.startLine }, [bytes.buffer as ArrayBuffer])
+        .then((answer) => {
+          const a = expect(answer, 'prepare');
+          source.addProblems(a.problems);
+          return { prepared: a.prepared, ticket: { thread, piece: id } };
+        });
     });
   }
 
   /** Encodes an answered chunk's rows, held by the thread that parsed them, with their result cells. */
   encode(chunk: RowChunk, rejects: boolean): Promise<{ bytes: Uint8Array; rejectBytes: Uint8Array | null }> {
     const ticket = chunk.ticket;
-    if (ticket === undefined) return Promise.reject(new Error('RowThreads.encode: the chunk was not prepared by a row thread'));
+    if (ticket === undefined)
+      return Promise.reject(new Error('RowThreads.encode: the chunk was not prepared by a row thread'));
     const answers = packAnswers(chunk);
-    const transfer = [answers.status.buffer as ArrayBuffer, answers.lengths.buffer as ArrayBuffer, answers.r.buffer as ArrayBuffer];
-    return this.pool.runOn(ticket.thread, { task: 'encode', piece: ticket.piece, answers, rejects }, transfer).then((answer) => expect(answer, 'encode'));
+    const transfer = [
+      answers.status.buffer as ArrayBuffer,
+      answers.lengths.buffer as ArrayBuffer,
+      answers.r.buffer as ArrayBuffer,
+    ];
+    return this.pool
+      .runOn(ticket.thread, { task: 'encode', piece: ticket.piece, answers, rejects }, transfer)
+      .then((answer) => expect(answer, 'encode'));
   }
 
   /** `hash`: the source's pieces hashed and encoded by the threads, in input order; row problems go to the source. */
   hashed(source: CsvPieceSource): AsyncGenerator<{ bytes: Uint8Array; counts: HashCounts }> {
     return inOrder(source.pieces(), this.threads * AHEAD_PER_THREAD, (piece) => {
       const bytes = copyOut(piece);
-      return this.pool.run({ task: 'hash', bytes, startLine: piece.startLine }, [bytes.buffer as ArrayBuffer]).then((answer) => {
-        const a = expect(answer, 'hash');
-        source.addProblems(a.problems);
-        return { bytes: a.bytes, counts: a.counts };
-      });
+      return this.pool
+        .run({ task: 'hash', bytes, startLine: piece.startLine }, [bytes.buffer as ArrayBuffer])
+        .then((answer) => {
+          const a = expect(answer, 'hash');
+          source.addProblems(a.problems);
+          return { bytes: a.bytes, counts: a.counts };
+        });
     });
   }
 
@@ -225,14 +236,21 @@ export class EncodedWrites {
   }
 
   private async writeOldest(): Promise<void> {
-    const { bytes, rejectBytes } = await (this.queue.shift() as Promise<{ bytes: Uint8Array; rejectBytes: Uint8Array | null }>);
+    const { bytes, rejectBytes } = await (this.queue.shift() as Promise<{
+      bytes: Uint8Array;
+      rejectBytes: Uint8Array | null;
+    }>);
     await this.out.writeEncoded(bytes);
     if (rejectBytes !== null && this.rejects !== undefined) await this.rejects.writeEncoded(rejectBytes);
   }
 }
 
 /** Starts `start` on up to `ahead` items at once and yields the answers in the items' order. */
-async function* inOrder<In, Out>(items: AsyncIterable<In>, ahead: number, start: (item: In) => Promise<Out>): AsyncGenerator<Out> {
+async function* inOrder<In, Out>(
+  items: AsyncIterable<In>,
+  ahead: number,
+  start: (item: In) => Promise<Out>,
+): AsyncGenerator<Out> {
   const queue: Promise<Out>[] = [];
   try {
     for await (const item of items) {
@@ -256,7 +274,10 @@ function copyOut(piece: CsvPiece): Uint8Array {
   return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b : new Uint8Array(b);
 }
 
-function expect<K extends RowThreadAnswer['task']>(answer: RowThreadAnswer, task: K): Extract<RowThreadAnswer, { task: K }> {
+function expect<K extends RowThreadAnswer['task']>(
+  answer: RowThreadAnswer,
+  task: K,
+): Extract<RowThreadAnswer, { task: K }> {
   if (answer.task !== task) throw new Error(`row thread answered a '${answer.task}' task with '${task}' expected`);
   return answer as Extract<RowThreadAnswer, { task: K }>;
 }
