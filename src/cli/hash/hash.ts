@@ -14,10 +14,14 @@ import {
   hashRows,
   type HashCounts,
 } from '../../pipeline/hash/hash-rows.js';
-import type { RowFormat } from '../../pipeline/table/row-encoders.js';
+import { rowFormatOf, type RowFormat } from '../../pipeline/table/row-encoders.js';
 import { RowThreads, YOUNG_GENERATION_MB } from '../../pipeline/threads/row-threads.js';
 import { isPieceSource, openTableInput, type TableInput } from '../../pipeline/threads/table-input.js';
 import { openSink } from '../../pipeline/table/sink.js';
+import { defaultLayout } from '../../pipeline/map/result-columns.js';
+import { keptColumns } from '../../pipeline/map/result-layout.js';
+import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from '../../pipeline/jobs/headerless-input.js';
+import type { ColumnType } from '../../pipeline/table/typed-cells.js';
 import {
   InputError,
   OutputError,
@@ -26,7 +30,7 @@ import {
   type TableSink,
 } from '../../pipeline/table/table.js';
 import { EXIT, UserError, onInterrupt } from '../shared/exit-codes.js';
-import { addOutputOptions } from '../shared/options.js';
+import { addOutputOptions, outputFlags, type OutputFormat } from '../shared/options.js';
 import {
   addTableInputOptions,
   resolveInputArg,
@@ -37,6 +41,7 @@ import {
 import { addThreadsOption, defaultHashThreads, threadsFlag } from '../shared/threads-option.js';
 import { createProgress } from '../shared/progress.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
+import { collectRepeated } from '../shared/repeated-flags.js';
 import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../shared/summary.js';
 
 export { HASH_FIELDS };
@@ -44,12 +49,16 @@ export { HASH_FIELDS };
 export interface HashFlags extends InputFlags, ColumnFlags {
   /** -o FILE; stdout when absent or '-'. */
   output?: string;
-  format: 'csv' | 'jsonl';
+  format: OutputFormat;
   bom?: boolean;
   summaryJson?: string;
   quiet?: boolean;
   /** Worker threads that parse, hash and encode CSV rows (absent or 0: the main thread; see cli/shared/threads-option.ts). */
   threads?: number;
+  /** --keep: the input columns to write (comma-separated lists); the others are dropped. */
+  keep?: string[];
+  /** --drop-input-columns: write no input column but those of --keep. */
+  dropInputColumns?: boolean;
 }
 
 export interface HashIo {
@@ -94,7 +103,10 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
   try {
     for (const n of source.notes) progress.note(n);
     let columns: IdentifierColumn[] = [];
-    if (source.header.length > 0) {
+    const headerless = headerlessColumns(source);
+    if (headerless !== undefined) {
+      columns = headerless;
+    } else if (source.header.length > 0) {
       const resolved = resolveIdentifierColumns(
         source.header,
         flags,
@@ -105,11 +117,16 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     } else {
       progress.note(`${source.name} is empty: writing an empty output`);
     }
-    const header = columns.length > 0 ? resultHeader(source.header, columns, HASH_FIELDS) : [];
+    const keep = source.header.length > 0 ? keptColumns(source.header, flags, source.name) : null;
+    const kept = keep === null ? source.header : keep.map((i) => source.header[i]);
+    const header = columns.length > 0 ? resultHeader(kept, columns, HASH_FIELDS) : [];
+    // JSONL: input cells as read, the tool's own cells null when empty
+    const types: ColumnType[] = header.map((_, i) => (i < kept.length ? 'input' : 'string'));
     sink = await openSink({
       path: flags.output,
       format: flags.format,
       header,
+      types,
       ...(flags.bom ? { bom: true } : {}),
       ...(toFile ? {} : { stream: io.stdout }),
       // row threads encode the rows themselves; otherwise --threads gives the sink encoding threads
@@ -126,9 +143,10 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
         );
     };
     if (isPieceSource(source)) {
-      const format: RowFormat = flags.format === 'jsonl' ? { format: 'jsonl', header } : { format: 'csv' };
+      const format: RowFormat = rowFormatOf(flags.format, header, types);
+      const layout = { ...defaultLayout(columns), keep };
       threads = new RowThreads(
-        { name: source.name, csv: source.settings, width: source.width, columns, format, v2: false },
+        { name: source.name, csv: source.settings, width: source.width, columns, format, v2: false, layout },
         flags.threads ?? 1,
         YOUNG_GENERATION_MB.hash,
       );
@@ -140,7 +158,7 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       }
     } else {
       for await (const chunk of source.rows()) {
-        await sink.writeRows(hashRows(chunk, columns, counts));
+        await sink.writeRows(hashRows(chunk, columns, counts, keep));
         progress.update({ done: counts.rows, ...estimateTotal(source, counts.rows) });
         checkInterrupt();
       }
@@ -169,7 +187,9 @@ async function openInput(flags: HashFlags, io: HashIo): Promise<TableInput> {
     ...(flags.input === '-' ? { stream: io.stdin } : {}),
   };
   try {
-    return await openTableInput(options, flags.threads ?? 0);
+    const opened = await openTableInput(options, flags.threads ?? 0);
+    // a one-column file of emails or phones without a header line is read as such (a note says so)
+    return mayBeHeaderless(flags, options) ? readAsHeaderless(opened) : opened;
   } catch (err) {
     throw asUserError(err);
   }
@@ -277,29 +297,29 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
       'normalize, hash and validate identifiers offline (nothing is sent): writes hash, hash_type, status and reason per identifier column',
     )
     .argument('[input]', "CSV or JSONL file; '-' or nothing reads stdin")
-    .option('--bom', 'start a CSV output with a UTF-8 BOM (for Excel)');
+    .option('--bom', 'start a CSV output with a UTF-8 BOM (for Excel)')
+    .option(
+      '--keep <columns>',
+      'write only these input columns (comma-separated; repeatable), e.g. --keep customer_id: raw emails and phones are not copied',
+      collectRepeated,
+    )
+    .option('--drop-input-columns', 'write no input column (but those of --keep): only the result columns');
   addTableInputOptions(cmd);
   addOutputOptions(cmd);
   addThreadsOption(cmd, defaultHashThreads(), 'one per core, at most 4');
-  cmd.action(async (input: string | undefined, opts: Record<string, unknown>, command: Command) => {
+  cmd.action(async (input: string | undefined, opts: Record<string, unknown>) => {
     const hashIo = io();
     const output = typeof opts.output === 'string' ? opts.output : undefined;
-    const formatGiven = command.getOptionValueSource('format') !== 'default';
-    const format = formatGiven
-      ? opts.format === 'jsonl'
-        ? 'jsonl'
-        : 'csv'
-      : output !== undefined && /\.(jsonl|ndjson)$/i.test(output)
-        ? 'jsonl'
-        : 'csv';
     const flags: HashFlags = {
       ...tableInputFlags(resolveInputArg(input, hashIo.stdin), opts),
-      format,
+      format: outputFlags(opts).format,
       ...(output !== undefined ? { output } : {}),
       ...(opts.bom === true ? { bom: true } : {}),
       ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
       quiet: opts.quiet === true,
       threads: threadsFlag(opts, defaultHashThreads()),
+      ...(Array.isArray(opts.keep) ? { keep: opts.keep as string[] } : {}),
+      ...(opts.dropInputColumns === true ? { dropInputColumns: true } : {}),
     };
     await runHash(flags, hashIo);
   });

@@ -1,5 +1,7 @@
 import { Option, type Command } from 'commander';
 import { DEFAULT_ENV, environmentNames, type ConnectionFlags } from '../../config/index.js';
+import { OUTPUT_FORMAT_CHOICES, outputFormatOf, type OutputFormatName } from '../../pipeline/table/format-names.js';
+import { TIME_FORMATS, type TimeFormat } from '../../pipeline/table/typed-cells.js';
 import { UserError } from './exit-codes.js';
 
 /**
@@ -62,7 +64,7 @@ export function addConnectionOptions(cmd: Command): Command {
     );
 }
 
-export type OutputFormat = 'csv' | 'jsonl';
+export type OutputFormat = OutputFormatName;
 
 export interface OutputFlags {
   /** File to write; undefined or '-' means stdout. */
@@ -70,18 +72,38 @@ export interface OutputFlags {
   format: OutputFormat;
   summaryJson?: string;
   quiet?: boolean;
+  /** How the tool writes its own times (refresh_from, opted_out_since); absent: unix. */
+  timeFormat?: TimeFormat;
 }
 
-/** -o/--output, --format csv|jsonl, --summary-json FILE, --quiet. */
-export function addOutputOptions(cmd: Command, defaultFormat: OutputFormat = 'csv'): Command {
+/**
+ * -o/--output, --format csv|tsv|jsonl, --summary-json FILE, --quiet. --format has no default here: without it
+ * the extension of -o chooses (outputFlags), as the input's extension chooses how it is read.
+ */
+export function addOutputOptions(cmd: Command): Command {
   return cmd
     .option(
       '-o, --output <file>',
       'write rows to this file (written to a temp file, renamed at the end); default stdout',
     )
-    .addOption(new Option('--format <format>', 'output format').choices(['csv', 'jsonl']).default(defaultFormat))
+    .addOption(
+      new Option(
+        '--format <format>',
+        'output format (default: by the extension of -o: .csv, .tsv, .jsonl/.ndjson; else csv)',
+      ).choices([...OUTPUT_FORMAT_CHOICES]),
+    )
     .option('--summary-json <file>', 'also write the run summary as JSON to this file')
     .option('-q, --quiet', 'no progress and no summary on stderr (errors still print)');
+}
+
+/** --time-format unix|iso, for the commands whose output has refresh times or opt-out times. */
+export function addTimeFormatOption(cmd: Command): Command {
+  return cmd.addOption(
+    new Option(
+      '--time-format <format>',
+      'how refresh_from and opt-out times are written: unix (seconds, default) or iso (ISO 8601 UTC, e.g. 2027-01-05T00:00:00Z)',
+    ).choices([...TIME_FORMATS]),
+  );
 }
 
 /** Typed reads of commander's untyped opts(): a string or number option, or undefined when absent. */
@@ -119,8 +141,12 @@ export function connectionFlags(opts: Record<string, unknown>): ConnectionFlags 
 export function outputFlags(opts: Record<string, unknown>): OutputFlags {
   return {
     ...(typeof opts.output === 'string' && opts.output !== '-' ? { output: opts.output } : {}),
-    format: opts.format === 'jsonl' ? 'jsonl' : 'csv',
+    format: outputFormatOf(
+      typeof opts.output === 'string' ? opts.output : undefined,
+      typeof opts.format === 'string' ? opts.format : undefined,
+    ),
     ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
     quiet: opts.quiet === true,
+    ...(opts.timeFormat === 'iso' || opts.timeFormat === 'unix' ? { timeFormat: opts.timeFormat } : {}),
   };
 }

@@ -20,7 +20,7 @@ export interface TokenBatchFlags {
   input?: string;
   /** -o FILE; stdout when absent or '-'. */
   output?: string;
-  format?: 'csv' | 'jsonl';
+  format?: 'csv' | 'tsv' | 'jsonl';
   concurrency?: number;
   /** No progress and no summary on stderr. */
   quiet?: boolean;

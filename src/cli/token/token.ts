@@ -1,6 +1,12 @@
 import type { Command } from 'commander';
 import { TEST_IDENTITIES, TEST_IDENTITIES_DOCS_NOTE } from '../../pipeline/tokens/tokens.js';
-import { addConnectionOptions, addOutputOptions, connectionFlags, wholeNumber } from '../shared/options.js';
+import {
+  addConnectionOptions,
+  addOutputOptions,
+  connectionFlags,
+  outputFlags,
+  wholeNumber,
+} from '../shared/options.js';
 import { DEFAULT_TOKEN_CONCURRENCY, MAX_TOKEN_CONCURRENCY, type TokenBatchFlags } from './token-batch.js';
 import { connector } from './token-connect.js';
 import { runTokenGenerate } from './token-generate.js';
@@ -49,7 +55,7 @@ function batchFlags(opts: Record<string, unknown>): TokenBatchFlags {
   return {
     input: str(opts, 'input'),
     output: str(opts, 'output'),
-    format: opts.format === 'jsonl' ? 'jsonl' : 'csv',
+    format: outputFlags(opts).format,
     ...(typeof opts.concurrency === 'number' ? { concurrency: opts.concurrency } : {}),
     quiet: opts.quiet === true,
     ...(str(opts, 'summaryJson') !== undefined ? { summaryJson: str(opts, 'summaryJson') } : {}),

@@ -3,6 +3,8 @@
  * Everything here is a string: cells are never cast, so a phone `+1...` or a hash keeps its exact text.
  */
 
+import type { ColumnType } from './typed-cells.js';
+
 /**
  * Why a row did not fit the header. Padding and dropping keep every output row as wide as the header, so the
  * output stays a rectangle; the problem travels with the row so the engine can report it instead of guessing.
@@ -91,9 +93,9 @@ export interface OpenSinkOptions {
   /** '-' or undefined writes to stdout. */
   path?: string;
   /** Parquet needs a file path (its footer is written last); stdout is refused. */
-  format: 'csv' | 'jsonl' | 'parquet';
+  format: 'csv' | 'tsv' | 'jsonl' | 'parquet';
   /**
-   * CSV and JSONL: gzip the output as it is written. Default: gzip when `path` ends in `.gz`, else none.
+   * CSV, TSV and JSONL: gzip the output as it is written. Default: gzip when `path` ends in `.gz`, else none.
    * Parquet compresses its own pages and refuses 'gzip'.
    */
   compress?: 'gzip' | 'none';
@@ -102,9 +104,11 @@ export interface OpenSinkOptions {
    * An empty cell of a column typed other than 'string' is written as null.
    */
   columnTypes?: readonly OutputColumnType[];
-  /** CSV: written as the first row. JSONL: the keys of each object. */
+  /** CSV and TSV: written as the first row. JSONL: the keys of each object. */
   header: string[];
-  /** CSV only: start with a UTF-8 BOM (helps Excel open UTF-8 files). */
+  /** JSONL: how each column's cells are written (typed-cells.ts); absent: every cell as the string it is. */
+  types?: readonly ColumnType[];
+  /** CSV and TSV only: start with a UTF-8 BOM (helps Excel open UTF-8 files). */
   bom?: boolean;
   /** File only: permissions of the new file (e.g. 0o600 when rows carry secrets); default 0o666 minus umask. */
   mode?: number;
