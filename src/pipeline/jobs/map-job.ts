@@ -10,7 +10,7 @@ import {
 import { defaultLayout, outputColumns, outputRows, outputRowsV2, type ResultLayout } from '../map/result-columns.js';
 import type { RowChunk } from '../map/row-chunk.js';
 import type { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
-import { rowFormatOf, type RowFormat } from '../table/row-encoders.js';
+import { rowFormatOf } from '../table/row-encoders.js';
 import type { InputRow, TableSink, TableSource } from '../table/table.js';
 import type { ColumnType, TypedHeader } from '../table/typed-cells.js';
 import { EncodedWrites, RowThreads, YOUNG_GENERATION_MB } from '../threads/row-threads.js';
@@ -24,9 +24,10 @@ export type MapOutput =
       kind: 'table';
       sink: TableSink;
       rejects?: TableSink | undefined;
-      format: 'csv' | 'tsv' | 'jsonl';
+      /** Parquet: the rows are written by the sink itself, so no row thread encodes them. */
+      format: 'csv' | 'tsv' | 'jsonl' | 'parquet';
       header: readonly string[];
-      /** JSONL: how each column is typed (mapOutputColumns); absent: every cell a string. */
+      /** JSONL and Parquet: how each column is typed (mapOutputColumns); absent: every cell a string. */
       types?: readonly ColumnType[] | undefined;
     }
   /** Answered chunks in input order, for a caller that reads the results itself (the library's mapRows). */
@@ -89,15 +90,22 @@ export async function runMapJob(job: MapJob): Promise<MapRunResult> {
   const v2 = job.api === 'v2';
   const { input, output } = job;
   const pieces = isTableInput(input) && isPieceSource(input) ? input : undefined;
+  // the row threads encode output text; Parquet is written by its sink from rows, so it gets none
+  const encoded =
+    output.kind === 'table' && output.format !== 'parquet'
+      ? rowFormatOf(output.format, output.header, output.types)
+      : undefined;
+  if (pieces !== undefined && output.kind === 'table' && encoded === undefined)
+    throw new Error('Parquet output takes parsed rows: open the input without row threads (openTableInput with 0)');
   const threads =
-    pieces !== undefined && output.kind === 'table'
+    pieces !== undefined && encoded !== undefined
       ? new RowThreads(
           {
             name: pieces.name,
             csv: pieces.settings,
             width: pieces.width,
             columns: [...job.columns],
-            format: rowFormat(output),
+            format: encoded,
             v2,
             layout: job.layout ?? defaultLayout(job.columns),
           },
@@ -137,10 +145,6 @@ export async function runMapJob(job: MapJob): Promise<MapRunResult> {
 
 function isTableInput(input: MapJob['input']): input is TableInput {
   return 'header' in input && 'name' in input;
-}
-
-function rowFormat(output: Extract<MapOutput, { kind: 'table' }>): RowFormat {
-  return rowFormatOf(output.format, output.header, output.types);
 }
 
 /** How answered chunks reach the output: encoded by the row threads that hold their rows, or here. */

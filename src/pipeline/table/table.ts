@@ -99,14 +99,12 @@ export interface OpenSinkOptions {
    * Parquet compresses its own pages and refuses 'gzip'.
    */
   compress?: 'gzip' | 'none';
-  /**
-   * Parquet only: the type of each column, by position in `header` (default: all strings, written as read).
-   * An empty cell of a column typed other than 'string' is written as null.
-   */
-  columnTypes?: readonly OutputColumnType[];
   /** CSV and TSV: written as the first row. JSONL: the keys of each object. */
   header: string[];
-  /** JSONL: how each column's cells are written (typed-cells.ts); absent: every cell as the string it is. */
+  /**
+   * JSONL and Parquet: what each column holds, by position in `header` (typed-cells.ts); absent: every cell an
+   * input cell, the string it is. CSV and TSV write every cell as its text whatever its type.
+   */
   types?: readonly ColumnType[];
   /** CSV and TSV only: start with a UTF-8 BOM (helps Excel open UTF-8 files). */
   bom?: boolean;
@@ -117,13 +115,6 @@ export interface OpenSinkOptions {
   /** Worker threads that encode the rows (0 or absent: on the main thread). The bytes are the same. */
   threads?: number;
 }
-
-/**
- * The type of an output column in a typed format (Parquet). 'string': the cell as it is. 'int64': a whole
- * number of seconds or a count. 'timestamp': Unix seconds in the cell, written as a UTC timestamp (milliseconds).
- * 'string-or-null': a result column where '' means no value (null), unlike an input cell, which stays as read.
- */
-export type OutputColumnType = 'string' | 'string-or-null' | 'int64' | 'timestamp';
 
 /**
  * A problem with the input file as a whole (the run cannot go on): unbalanced quotes, invalid UTF-8, a NUL

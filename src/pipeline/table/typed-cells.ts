@@ -2,13 +2,13 @@
 
 /**
  * The type of an output column. Every cell travels as a string (CSV and TSV write it as it is); a typed format
- * (JSONL, and Parquet once written) reads the string by its column's type:
+ * (JSONL, Parquet) reads the string by its column's type:
  * - `input`: an input cell, a string exactly as it was read; an empty cell stays "" (it was in the input so).
  * - `string`: the tool's own text (raw UIDs, hashes, statuses, reasons); an empty cell is a missing value: null.
  * - `integer`: the tool's own whole number, in decimal; empty: null.
  * - `boolean`: `true` or `false`; empty: null.
  * - `unix_time`: seconds since 1970-01-01T00:00:00Z, in decimal; empty: null.
- * - `iso_time`: an ISO 8601 UTC time ending in Z, to the second; empty: null.
+ * - `iso_time`: an ISO 8601 UTC time ending in Z, to the second (Parquet: a UTC TIMESTAMP); empty: null.
  */
 export type ColumnType = 'input' | 'string' | 'integer' | 'boolean' | 'unix_time' | 'iso_time';
 
