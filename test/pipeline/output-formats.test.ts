@@ -38,6 +38,11 @@ describe('outputFormatOf: --format, else the extension of -o, else csv', () => {
     ['out.jsonl', 'csv', 'csv'],
     ['out.csv', 'tsv', 'tsv'],
     ['out.tsv', 'jsonl', 'jsonl'],
+    ['out.parquet', undefined, 'parquet'],
+    ['OUT.PARQUET', undefined, 'parquet'],
+    ['out.csv', 'parquet', 'parquet'],
+    ['out.parquet', 'csv', 'csv'],
+    ['out.csv.gz', undefined, 'csv'],
   ] as const)('-o %s --format %s -> %s', (path, flag, expected) => {
     expect(outputFormatOf(path, flag)).toBe(expected);
   });
@@ -53,6 +58,16 @@ describe('outputFormatOf: --format, else the extension of -o, else csv', () => {
     expect(outputFlags({ output: 'x.ndjson', format: 'csv' }).format).toBe('csv');
     expect(outputFlags({ output: '-' }).format).toBe('csv');
     expect(outputFlags({}).format).toBe('csv');
+    expect(outputFlags({ output: 'x.parquet' }).format).toBe('parquet');
+    expect(outputFlags({ output: 'x.csv', compress: 'gzip' }).compress).toBe('gzip');
+    expect(outputFlags({ output: 'x.csv.gz' }).compress).toBeUndefined();
+  });
+
+  test('a Parquet output that cannot be written is refused by outputFlags', () => {
+    expect(() => outputFlags({ format: 'parquet' })).toThrow(/Parquet cannot be written to stdout/);
+    expect(() => outputFlags({ output: 'x.parquet.gz' })).toThrow(/not gzipped as a whole/);
+    expect(() => outputFlags({ output: 'x.parquet', compress: 'gzip' })).toThrow(/--compress gzip does not apply/);
+    expect(outputFlags({ output: 'x.parquet', compress: 'none' }).format).toBe('parquet');
   });
 });
 

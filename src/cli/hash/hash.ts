@@ -30,7 +30,13 @@ import {
   type TableSink,
 } from '../../pipeline/table/table.js';
 import { EXIT, UserError, onInterrupt } from '../shared/exit-codes.js';
-import { addOutputOptions, outputFlags, type OutputFormat } from '../shared/options.js';
+import {
+  addOutputOptions,
+  outputFlags,
+  sinkCompression,
+  type OutputCompression,
+  type OutputFormat,
+} from '../shared/options.js';
 import {
   addTableInputOptions,
   resolveInputArg,
@@ -50,6 +56,8 @@ export interface HashFlags extends InputFlags, ColumnFlags {
   /** -o FILE; stdout when absent or '-'. */
   output?: string;
   format: OutputFormat;
+  /** --compress; absent: by the -o name. */
+  compress?: OutputCompression;
   bom?: boolean;
   summaryJson?: string;
   quiet?: boolean;
@@ -125,6 +133,7 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     sink = await openSink({
       path: flags.output,
       format: flags.format,
+      ...sinkCompression(flags),
       header,
       types,
       ...(flags.bom ? { bom: true } : {}),
@@ -143,6 +152,8 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
         );
     };
     if (isPieceSource(source)) {
+      // openInput reads the input as rows for a Parquet output: the row threads write text
+      if (flags.format === 'parquet') throw new Error('Parquet output from row threads');
       const format: RowFormat = rowFormatOf(flags.format, header, types);
       const layout = { ...defaultLayout(columns), keep };
       threads = new RowThreads(
@@ -187,7 +198,8 @@ async function openInput(flags: HashFlags, io: HashIo): Promise<TableInput> {
     ...(flags.input === '-' ? { stream: io.stdin } : {}),
   };
   try {
-    const opened = await openTableInput(options, flags.threads ?? 0);
+    // Parquet is written from rows by its sink: no row threads, which write text
+    const opened = await openTableInput(options, flags.format === 'parquet' ? 0 : (flags.threads ?? 0));
     // a one-column file of emails or phones without a header line is read as such (a note says so)
     return mayBeHeaderless(flags, options) ? readAsHeaderless(opened) : opened;
   } catch (err) {
@@ -313,6 +325,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
     const flags: HashFlags = {
       ...tableInputFlags(resolveInputArg(input, hashIo.stdin), opts),
       format: outputFlags(opts).format,
+      ...sinkCompression(outputFlags(opts)),
       ...(output !== undefined ? { output } : {}),
       ...(opts.bom === true ? { bom: true } : {}),
       ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),

@@ -34,6 +34,7 @@ import {
   addTimeFormatOption,
   connectionFlags,
   outputFlags,
+  sinkCompression,
   wholeNumber,
   type OutputFlags,
 } from '../shared/options.js';
@@ -193,8 +194,10 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
     ...(inputPath === '-' ? { stream: deps.stdin } : {}),
   };
   // with --threads, a CSV input is parsed by the row threads: here it is only cut into record-aligned pieces
-  // (not in a dry run: nothing is handed on, so the threads would keep every piece)
-  const opened = await openTableInput(sourceOptions, dryRun ? 0 : (flags.threads ?? 0));
+  // (not in a dry run: nothing is handed on, so the threads would keep every piece; not for a Parquet output,
+  // which its sink writes from rows, while the row threads write text)
+  const rowThreads = dryRun || flags.output.format === 'parquet' ? 0 : (flags.threads ?? 0);
+  const opened = await openTableInput(sourceOptions, rowThreads);
   // a one-column file of emails or phones without a header line is read as such (and said so)
   const source = mayBeHeaderless(flags, sourceOptions) ? readAsHeaderless(opened) : opened;
   for (const line of source.notes) say(line);
@@ -240,6 +243,7 @@ async function emptyInput(
     const sink = await openSink({
       path: flags.output.output,
       format: flags.output.format,
+      ...sinkCompression(flags.output),
       header: [],
       stream: deps.stdout,
     });
@@ -324,6 +328,7 @@ async function mapForReal(
     sink = await openSink({
       path: flags.output.output,
       format: flags.output.format,
+      ...sinkCompression(flags.output),
       header,
       types,
       stream: deps.stdout,

@@ -74,11 +74,23 @@ export interface OutputFlags {
   quiet?: boolean;
   /** How the tool writes its own times (refresh_from, opted_out_since); absent: unix. */
   timeFormat?: TimeFormat;
+  /** --compress: gzip the output or not; absent: gzip when -o ends in .gz. */
+  compress?: OutputCompression;
+}
+
+export type OutputCompression = 'gzip' | 'none';
+
+/** The sink option --compress sets: nothing when it is absent, so the sink decides by the -o name. */
+export function sinkCompression(output: { compress?: OutputCompression | undefined }): {
+  compress?: OutputCompression;
+} {
+  return output.compress === undefined ? {} : { compress: output.compress };
 }
 
 /**
- * -o/--output, --format csv|tsv|jsonl, --summary-json FILE, --quiet. --format has no default here: without it
- * the extension of -o chooses (outputFlags), as the input's extension chooses how it is read.
+ * -o/--output, --format csv|tsv|jsonl|parquet, --compress gzip|none, --summary-json FILE, --quiet. --format and
+ * --compress have no default here: without them the name of -o chooses (outputFlags), as the input's name
+ * chooses how it is read.
  */
 export function addOutputOptions(cmd: Command): Command {
   return cmd
@@ -89,8 +101,14 @@ export function addOutputOptions(cmd: Command): Command {
     .addOption(
       new Option(
         '--format <format>',
-        'output format (default: by the extension of -o: .csv, .tsv, .jsonl/.ndjson; else csv)',
+        'output format (default: by the extension of -o: .csv, .tsv, .jsonl/.ndjson, .parquet, also under .gz; else csv)',
       ).choices([...OUTPUT_FORMAT_CHOICES]),
+    )
+    .addOption(
+      new Option(
+        '--compress <method>',
+        'gzip the output or not (default: gzip when -o ends in .gz); Parquet compresses its own pages',
+      ).choices(['gzip', 'none']),
     )
     .option('--summary-json <file>', 'also write the run summary as JSON to this file')
     .option('-q, --quiet', 'no progress and no summary on stderr (errors still print)');
@@ -137,8 +155,35 @@ export function connectionFlags(opts: Record<string, unknown>): ConnectionFlags 
   return flags;
 }
 
-/** The output flags out of a command's parsed options, typed. */
+/**
+ * The output flags out of a command's parsed options, typed. A Parquet output they cannot give (to stdout,
+ * gzipped, or named .gz) is a usage error here, before any input is read.
+ */
 export function outputFlags(opts: Record<string, unknown>): OutputFlags {
+  const flags = outputFlagsAsGiven(opts);
+  if (flags.format === 'parquet') refuseParquetOutput(flags);
+  return flags;
+}
+
+function refuseParquetOutput(flags: OutputFlags): void {
+  if (flags.output === undefined) {
+    throw new UserError(
+      'Parquet cannot be written to stdout (its index is written at the end of the file): give a file name with -o, e.g. -o out.parquet',
+    );
+  }
+  if (flags.compress === 'gzip') {
+    throw new UserError(
+      '--compress gzip does not apply to Parquet (it compresses its own pages): drop --compress, or write CSV or JSONL',
+    );
+  }
+  if (flags.compress === undefined && /\.gz$/i.test(flags.output)) {
+    throw new UserError(
+      `-o ${flags.output}: a Parquet file is not gzipped as a whole (it compresses its own pages): name it .parquet, or write CSV or JSONL to a .gz name`,
+    );
+  }
+}
+
+function outputFlagsAsGiven(opts: Record<string, unknown>): OutputFlags {
   return {
     ...(typeof opts.output === 'string' && opts.output !== '-' ? { output: opts.output } : {}),
     format: outputFormatOf(
@@ -148,5 +193,6 @@ export function outputFlags(opts: Record<string, unknown>): OutputFlags {
     ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
     quiet: opts.quiet === true,
     ...(opts.timeFormat === 'iso' || opts.timeFormat === 'unix' ? { timeFormat: opts.timeFormat } : {}),
+    ...(opts.compress === 'gzip' || opts.compress === 'none' ? { compress: opts.compress } : {}),
   };
 }

@@ -6,7 +6,7 @@ import type { TypedHeader } from '../../pipeline/table/typed-cells.js';
 import type { ChangeKind, StateStore } from '../../state/types.js';
 import { EXIT } from './exit-codes.js';
 import type { CommandDeps } from './command-context.js';
-import type { OutputFlags } from './options.js';
+import { sinkCompression, type OutputFlags } from './options.js';
 import { createProgress, type ProgressReporter } from './progress.js';
 import { writeSummaryJson, type RunSummary, type SummaryCounters } from './summary.js';
 
@@ -92,6 +92,7 @@ export async function withRunOutput<T>(
     sink = await openSink({
       path: output.output,
       format: output.format,
+      ...sinkCompression(output),
       header: [...header],
       ...(typed !== undefined ? { types: typed.types } : {}),
       stream: deps.stdout,

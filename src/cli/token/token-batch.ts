@@ -13,6 +13,7 @@ import { createProgress } from '../shared/progress.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { requestCounters } from '../shared/run-report.js';
 import { formatCount, formatDuration, makeSummary, writeSummaryJson } from '../shared/summary.js';
+import { sinkCompression, type OutputCompression, type OutputFormat } from '../shared/options.js';
 import { failureAdvice, note, withConnection, type Connect, type TokenIo } from './token-io.js';
 
 /** Flags of `token generate --input` and `token validate --input`. */
@@ -20,7 +21,9 @@ export interface TokenBatchFlags {
   input?: string;
   /** -o FILE; stdout when absent or '-'. */
   output?: string;
-  format?: 'csv' | 'tsv' | 'jsonl';
+  format?: OutputFormat;
+  /** --compress; absent: by the -o name. */
+  compress?: OutputCompression;
   concurrency?: number;
   /** No progress and no summary on stderr. */
   quiet?: boolean;
@@ -77,7 +80,13 @@ export async function runTokenBatch(
       client,
       concurrency,
       openSink: (header) =>
-        openSink({ path: flags.output, format, header, ...(toFile ? {} : { stream: deps.io.stdout }) }),
+        openSink({
+          path: flags.output,
+          format,
+          ...sinkCompression(flags),
+          header,
+          ...(toFile ? {} : { stream: deps.io.stdout }),
+        }),
       onRow: (done) => progress.update({ done, retries: client.stats.retries, http429: client.stats.http429 }),
     };
     const finish = async (

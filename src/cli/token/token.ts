@@ -5,6 +5,7 @@ import {
   addOutputOptions,
   connectionFlags,
   outputFlags,
+  sinkCompression,
   wholeNumber,
 } from '../shared/options.js';
 import { DEFAULT_TOKEN_CONCURRENCY, MAX_TOKEN_CONCURRENCY, type TokenBatchFlags } from './token-batch.js';
@@ -56,6 +57,7 @@ function batchFlags(opts: Record<string, unknown>): TokenBatchFlags {
     input: str(opts, 'input'),
     output: str(opts, 'output'),
     format: outputFlags(opts).format,
+    ...sinkCompression(outputFlags(opts)),
     ...(typeof opts.concurrency === 'number' ? { concurrency: opts.concurrency } : {}),
     quiet: opts.quiet === true,
     ...(str(opts, 'summaryJson') !== undefined ? { summaryJson: str(opts, 'summaryJson') } : {}),

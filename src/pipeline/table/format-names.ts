@@ -1,15 +1,14 @@
 /** Which output format a run writes: the --format flag, else the extension of the -o path, else CSV. */
 
 /** The formats a table output can be written in. */
-export type OutputFormatName = 'csv' | 'tsv' | 'jsonl';
+export type OutputFormatName = 'csv' | 'tsv' | 'jsonl' | 'parquet';
 
 /** What --format accepts: the format names and their aliases. */
-export const OUTPUT_FORMAT_CHOICES = ['csv', 'tsv', 'jsonl', 'ndjson'] as const;
+export const OUTPUT_FORMAT_CHOICES = ['csv', 'tsv', 'jsonl', 'ndjson', 'parquet'] as const;
 
 /**
- * Output formats by the file extension of -o, in lower case and without the dot. A format added later (Parquet)
- * gets a line here and a case in outputFormatOf's callers' encoders; a compression suffix (`.gz`) is looked
- * through by stripCompressionSuffix below, so `out.jsonl.gz` is JSONL too once compression is written.
+ * Output formats by the file extension of -o, in lower case and without the dot. A compression suffix (`.gz`) is
+ * looked through by stripCompressionSuffix below, so `out.jsonl.gz` is JSONL (gzipped: see the sink's compression).
  */
 const FORMAT_BY_EXTENSION: ReadonlyMap<string, OutputFormatName> = new Map([
   ['csv', 'csv'],
@@ -17,6 +16,7 @@ const FORMAT_BY_EXTENSION: ReadonlyMap<string, OutputFormatName> = new Map([
   ['tab', 'tsv'],
   ['jsonl', 'jsonl'],
   ['ndjson', 'jsonl'],
+  ['parquet', 'parquet'],
 ]);
 
 /** Compression suffixes that do not say the format of what they compress. */
@@ -42,7 +42,7 @@ export function formatOfExtension(path: string): OutputFormatName | undefined {
 export function formatOfFlag(flag: string): OutputFormatName | undefined {
   const name = flag.trim().toLowerCase();
   if (name === 'ndjson') return 'jsonl';
-  return name === 'csv' || name === 'tsv' || name === 'jsonl' ? name : undefined;
+  return name === 'csv' || name === 'tsv' || name === 'jsonl' || name === 'parquet' ? name : undefined;
 }
 
 /**

@@ -36,6 +36,13 @@ export async function openParquetSink(
       'drop --compress gzip, or write CSV or JSONL',
     );
   }
+  if (opts.compress === undefined && /\.gz$/i.test(opts.path)) {
+    throw new OutputError(
+      opts.path,
+      'a Parquet file is not gzipped as a whole (it compresses its own pages), so it should not be named .gz',
+      'name it .parquet, or write CSV or JSONL to a .gz name',
+    );
+  }
   const types = opts.types ?? [];
   if (types.length > opts.header.length) throw new Error('more column types than columns');
   return ParquetSink.create(
