@@ -229,3 +229,36 @@ describe('output format and compression by the name of -o', () => {
     }
   });
 });
+
+describe('Parquet input by --input-format, and its identifier columns checked', () => {
+  it('--input-format parquet reads a Parquet file whatever its name', async () => {
+    const parquet = await parquetOf(input, 'export.dat');
+    const out = dir.file('from-dat.csv');
+    const run = await runCli(['map', parquet, ...MAP, '--input-format', 'parquet', '-o', out]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(readFileSync(out, 'utf8')).toBe(readFileSync(plainOut, 'utf8'));
+  });
+
+  it('an identifier column of numbers ends map, hash and optout-check in one line, exit 1, before anything is sent', async () => {
+    const p = dir.file('int-phone.parquet');
+    await duck(`COPY (SELECT 16175550102::BIGINT AS phone, 'x' AS raw_uid) TO '${p}' (FORMAT parquet)`);
+    const line = `uid2-batch: ${p}: identifier column 'phone' is of type INT64 INT_64, not a string column; identifiers must be stored as strings: cast the column to VARCHAR/STRING when exporting\n`;
+    const out = dir.file('int-phone.csv');
+    const [map, hash] = await Promise.all([
+      runCli(['map', p, '--phone-col', 'phone', '--env', 'local', '--quiet', '-o', out]),
+      runCli(['hash', p, '--phone-col', 'phone', '--quiet']),
+    ]);
+    for (const run of [map, hash]) {
+      expect(run.code).toBe(1);
+      expect(run.stderr).toBe(line);
+    }
+    expect(() => readFileSync(out)).toThrow();
+    const ints = dir.file('int-uids.parquet');
+    await duck(`COPY (SELECT 42::BIGINT AS raw_uid) TO '${ints}' (FORMAT parquet)`);
+    const optout = await runCli(['optout-check', ints, '--env', 'local', '--quiet']);
+    expect(optout.code).toBe(1);
+    expect(optout.stderr).toBe(
+      `uid2-batch: ${ints}: identifier column 'raw_uid' is of type INT64 INT_64, not a string column; identifiers must be stored as strings: cast the column to VARCHAR/STRING when exporting\n`,
+    );
+  });
+});

@@ -22,6 +22,7 @@ import { defaultLayout } from '../../pipeline/map/result-columns.js';
 import { keptColumns } from '../../pipeline/map/result-layout.js';
 import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from '../../pipeline/jobs/headerless-input.js';
 import type { ColumnType } from '../../pipeline/table/typed-cells.js';
+import { requireTextColumns } from '../../pipeline/table/parquet-source.js';
 import {
   InputError,
   OutputError,
@@ -125,6 +126,11 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     } else {
       progress.note(`${source.name} is empty: writing an empty output`);
     }
+    // a Parquet column of numbers or nested values holds no identifier as the service reads one
+    requireTextColumns(
+      source,
+      columns.map((c) => c.name),
+    );
     const keep = source.header.length > 0 ? keptColumns(source.header, flags, source.name) : null;
     const kept = keep === null ? source.header : keep.map((i) => source.header[i]);
     const header = columns.length > 0 ? resultHeader(kept, columns, HASH_FIELDS) : [];

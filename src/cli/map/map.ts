@@ -14,6 +14,7 @@ import {
   type IdentifierColumn,
 } from '../../pipeline/table/identifier-columns.js';
 import { formatOfExtension } from '../../pipeline/table/format-names.js';
+import { requireTextColumns } from '../../pipeline/table/parquet-source.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../../pipeline/table/table.js';
 import { isPieceSource, openTableInput, type TableInput } from '../../pipeline/threads/table-input.js';
@@ -203,6 +204,11 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
   for (const line of source.notes) say(line);
   if (source.header.length === 0) return emptyInput(source, flags, startedMs, deps, say);
   const columns = identifierColumns(source, flags, say);
+  // a Parquet column of numbers or nested values holds no identifier as the service reads one
+  requireTextColumns(
+    source,
+    columns.map((c) => c.name),
+  );
   const layout = resultLayout(source, columns, flags);
   const rejectsFormat = flags.rejects === undefined ? undefined : formatOfExtension(flags.rejects);
   if (rejectsFormat !== undefined && rejectsFormat !== flags.output.format) {

@@ -32,6 +32,7 @@ import { EXIT, UserError } from '../shared/exit-codes.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import type { ColumnType, TimeFormat, TypedHeader } from '../../pipeline/table/typed-cells.js';
+import { requireTextColumns } from '../../pipeline/table/parquet-source.js';
 import {
   addConnectionOptions,
   addOutputOptions,
@@ -190,6 +191,10 @@ export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckD
   });
   for (const line of source.notes) say(line);
   const columns = rawUidColumns(source.header, flags.cols, source.name);
+  requireTextColumns(
+    source,
+    columns.map((c) => source.header[c]),
+  );
 
   const connection = await connect(flags, config);
   const timeFormat = flags.output.timeFormat ?? 'unix';

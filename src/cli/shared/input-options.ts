@@ -8,7 +8,7 @@ import { quoted } from './user-values.js';
 export interface InputFlags {
   /** File path, or '-' for stdin. */
   input: string;
-  inputFormat?: 'csv' | 'jsonl' | 'auto';
+  inputFormat?: 'csv' | 'jsonl' | 'parquet' | 'auto';
   delimiter?: string;
   encoding?: 'utf8' | 'latin1';
   /** false: the first line is data; columns are named col1..colN. */
@@ -36,8 +36,11 @@ export function addTableInputOptions(cmd: Command): Command {
 export function addInputFormatOptions(cmd: Command): Command {
   return cmd
     .addOption(
-      new Option('--input-format <format>', 'input format (auto: .jsonl/.ndjson are JSON Lines)')
-        .choices(['auto', 'csv', 'jsonl'])
+      new Option(
+        '--input-format <format>',
+        'input format (auto: by the name: .jsonl/.ndjson are JSON Lines, .parquet Parquet, else CSV; gzip is recognised by its bytes)',
+      )
+        .choices(['auto', 'csv', 'jsonl', 'parquet'])
         .default('auto'),
     )
     .option('--delimiter <char>', 'CSV field delimiter, e.g. ";" or tab (default ",")', delimiterFlag)
@@ -72,7 +75,7 @@ export function inputFormatFlags(opts: Record<string, unknown>): Omit<InputFlags
 
 /** The openSource options these flags ask for. */
 export function sourceOptionsOf(flags: Omit<InputFlags, 'input'>): {
-  format: 'csv' | 'jsonl' | 'auto';
+  format: 'csv' | 'jsonl' | 'parquet' | 'auto';
   header: boolean;
   delimiter?: string;
   encoding?: 'utf8' | 'latin1';
