@@ -49,6 +49,8 @@ import { addThreadsOption, defaultHashThreads, threadsFlag } from '../shared/thr
 import { createProgress } from '../shared/progress.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
+import { addPhoneRegionOption, phoneRegionFlagOf, withPhoneRegion } from '../shared/phone-region-option.js';
+import type { PhoneRegion } from '../../identity/index.js';
 import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../shared/summary.js';
 
 export { HASH_FIELDS };
@@ -68,6 +70,8 @@ export interface HashFlags extends InputFlags, ColumnFlags {
   keep?: string[];
   /** --drop-input-columns: write no input column but those of --keep. */
   dropInputColumns?: boolean;
+  /** --phone-region: national phone numbers are read as this country's. */
+  phoneRegion?: PhoneRegion;
 }
 
 export interface HashIo {
@@ -126,6 +130,7 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     } else {
       progress.note(`${source.name} is empty: writing an empty output`);
     }
+    columns = withPhoneRegion(columns, flags.phoneRegion);
     // a Parquet column of numbers or nested values holds no identifier as the service reads one
     requireTextColumns(
       source,
@@ -323,6 +328,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
     )
     .option('--drop-input-columns', 'write no input column (but those of --keep): only the result columns');
   addTableInputOptions(cmd);
+  addPhoneRegionOption(cmd, false);
   addOutputOptions(cmd);
   addThreadsOption(cmd, defaultHashThreads(), 'one per core, at most 4');
   cmd.action(async (input: string | undefined, opts: Record<string, unknown>) => {
@@ -339,6 +345,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
       threads: threadsFlag(opts, defaultHashThreads()),
       ...(Array.isArray(opts.keep) ? { keep: opts.keep as string[] } : {}),
       ...(opts.dropInputColumns === true ? { dropInputColumns: true } : {}),
+      ...(phoneRegionFlagOf(opts) !== undefined ? { phoneRegion: phoneRegionFlagOf(opts) } : {}),
     };
     await runHash(flags, hashIo);
   });

@@ -45,6 +45,13 @@ import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSumma
 import { addThreadsOption, defaultMapThreads, threadsFlag } from '../shared/threads-option.js';
 import { v2DeprecationWarning } from '../shared/v2-notice.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
+import {
+  addPhoneRegionOption,
+  chooseRegion,
+  phoneRegionFlagOf,
+  withPhoneRegion,
+} from '../shared/phone-region-option.js';
+import type { PhoneRegion } from '../../identity/index.js';
 import { openMapState, type MapStateFile } from './map-state.js';
 
 /** Input and identifier columns as every table-reading command takes them, plus what map adds. */
@@ -70,6 +77,8 @@ export interface MapFlags extends ColumnFlags {
   threads?: number;
   /** --keep, --drop-input-columns, --result-prefix, --emit-hash (the time format is output.timeFormat). */
   layout?: Omit<LayoutRequest, 'timeFormat'>;
+  /** --phone-region: national phone numbers are read as this country's (default: the profile's phone_region). */
+  phoneRegion?: PhoneRegion;
   connection: ConnectionFlags;
   output: OutputFlags;
 }
@@ -131,6 +140,7 @@ export function registerMap(program: Command): void {
       collectRepeated,
     );
   addTableInputOptions(cmd);
+  addPhoneRegionOption(cmd, true);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   addTimeFormatOption(cmd);
@@ -159,6 +169,7 @@ export function mapFlags(input: string | undefined, opts: Record<string, unknown
     failFast: opts.failFast === true,
     dryRun: opts.dryRun === true,
     ...(opts.api === 'v2' ? { api: 'v2' as const } : {}),
+    ...(phoneRegionFlagOf(opts) !== undefined ? { phoneRegion: phoneRegionFlagOf(opts) } : {}),
     layout: {
       ...(Array.isArray(opts.keep) ? { keep: opts.keep as string[] } : {}),
       ...(opts.dropInputColumns === true ? { dropInputColumns: true } : {}),
@@ -203,7 +214,7 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
   const source = mayBeHeaderless(flags, sourceOptions) ? readAsHeaderless(opened) : opened;
   for (const line of source.notes) say(line);
   if (source.header.length === 0) return emptyInput(source, flags, startedMs, deps, say);
-  const columns = identifierColumns(source, flags, say);
+  const columns = withPhoneRegion(identifierColumns(source, flags, say), chooseRegion(flags.phoneRegion, config));
   // a Parquet column of numbers or nested values holds no identifier as the service reads one
   requireTextColumns(
     source,
@@ -398,6 +409,7 @@ function runArgs(
   concurrency: number,
   config: ResolvedConfig,
 ): string {
+  const region = columns.find((c) => c.phoneRegion !== undefined)?.phoneRegion;
   return JSON.stringify({
     input: source.name,
     output: flags.output.output ?? '-',
@@ -409,6 +421,7 @@ function runArgs(
     batch_size: flags.batchSize ?? 5000,
     fail_fast: flags.failFast === true,
     ...(flags.api === 'v2' ? { api: 'v2' } : {}),
+    ...(region !== undefined ? { phone_region: region } : {}),
     ...(flags.output.timeFormat !== undefined ? { time_format: flags.output.timeFormat } : {}),
     ...(flags.layout?.emitHash === true ? { emit_hash: true } : {}),
     ...(flags.layout?.keep !== undefined ? { keep: flags.layout.keep } : {}),

@@ -22,7 +22,11 @@ const collect = collectRepeated;
 export function addTableInputOptions(cmd: Command): Command {
   cmd
     .option('--email-col <name>', 'column of raw emails (repeatable)', collect)
-    .option('--phone-col <name>', 'column of E.164 phones, e.g. +14155550100 (repeatable)', collect)
+    .option(
+      '--phone-col <name>',
+      'column of phones: E.164 (+14155550100), or national and formatted ones with --phone-region (repeatable)',
+      collect,
+    )
     .option('--email-hash-col <name>', 'column of email SHA-256 hashes, base64 or hex (repeatable)', collect)
     .option('--phone-hash-col <name>', 'column of phone SHA-256 hashes, base64 or hex (repeatable)', collect)
     .option('--col <name>', 'an identifier column whose kind --type gives (default: detect each cell)')

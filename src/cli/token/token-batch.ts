@@ -14,6 +14,7 @@ import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.
 import { requestCounters } from '../shared/run-report.js';
 import { formatCount, formatDuration, makeSummary, writeSummaryJson } from '../shared/summary.js';
 import { sinkCompression, type OutputCompression, type OutputFormat } from '../shared/options.js';
+import type { PhoneRegion } from '../../identity/index.js';
 import { failureAdvice, note, withConnection, type Connect, type TokenIo } from './token-io.js';
 
 /** Flags of `token generate --input` and `token validate --input`. */
@@ -28,6 +29,8 @@ export interface TokenBatchFlags {
   /** No progress and no summary on stderr. */
   quiet?: boolean;
   summaryJson?: string;
+  /** --phone-region (or the profile's): national phone numbers are read as this country's. */
+  phoneRegion?: PhoneRegion;
 }
 
 export interface TokenBatchDeps {
@@ -79,6 +82,7 @@ export async function runTokenBatch(
       source,
       client,
       concurrency,
+      ...(flags.phoneRegion !== undefined ? { phoneRegion: flags.phoneRegion } : {}),
       openSink: (header) =>
         openSink({
           path: flags.output,

@@ -9,7 +9,9 @@ import {
   wholeNumber,
 } from '../shared/options.js';
 import { DEFAULT_TOKEN_CONCURRENCY, MAX_TOKEN_CONCURRENCY, type TokenBatchFlags } from './token-batch.js';
-import { connector } from './token-connect.js';
+import { connector, resolveFor } from './token-connect.js';
+import { addPhoneRegionOption, chooseRegion, phoneRegionFlagOf } from '../shared/phone-region-option.js';
+import type { PhoneRegion } from '../../identity/index.js';
 import { runTokenGenerate } from './token-generate.js';
 import { processIo, type IdentifierFlags } from './token-io.js';
 import { REFRESH_EXIT, runTokenRefresh, type TokenRefreshFlags } from './token-refresh.js';
@@ -22,11 +24,15 @@ const PII_NOTE =
   '(e.g. --email -) and pipe the value on stdin. The value is normalized and hashed here; only the hash is sent.';
 
 function addIdentifierOptions(cmd: Command): Command {
-  return cmd
+  cmd
     .option('--email <email>', 'email address ("-" reads it from stdin)')
-    .option('--phone <phone>', 'phone number in E.164 form, e.g. +12345678901 ("-" reads it from stdin)')
+    .option(
+      '--phone <phone>',
+      'phone number in E.164 form, e.g. +12345678901, or national with --phone-region ("-" reads it from stdin)',
+    )
     .option('--email-hash <hash>', 'base64 SHA-256 of the normalized email (64-char hex is accepted)')
     .option('--phone-hash <hash>', 'base64 SHA-256 of the phone number (64-char hex is accepted)');
+  return addPhoneRegionOption(cmd, true);
 }
 
 function addBatchOptions(cmd: Command, what: string): Command {
@@ -61,7 +67,16 @@ function batchFlags(opts: Record<string, unknown>): TokenBatchFlags {
     ...(typeof opts.concurrency === 'number' ? { concurrency: opts.concurrency } : {}),
     quiet: opts.quiet === true,
     ...(str(opts, 'summaryJson') !== undefined ? { summaryJson: str(opts, 'summaryJson') } : {}),
+    ...phoneRegionOf(opts),
   };
+}
+
+/** --phone-region, else the phone_region of the profile the connection flags choose (read without credentials). */
+function phoneRegionOf(opts: Record<string, unknown>): { phoneRegion?: PhoneRegion } {
+  const flag = phoneRegionFlagOf(opts);
+  const region =
+    flag ?? chooseRegion(undefined, resolveFor(connectionFlags(opts), { apiKey: false, clientSecret: false }));
+  return region === undefined ? {} : { phoneRegion: region };
 }
 
 export function formatTestIdentities(json: boolean): string {
