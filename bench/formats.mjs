@@ -1,13 +1,15 @@
 #!/usr/bin/env node
-// map 1M mixed rows from plain CSV, from .csv.gz to .csv.gz, and from Parquet, against `serve` in its own
+// map 1M mixed rows from plain CSV, from .csv.gz to .csv.gz, from Parquet (to CSV and to Parquet), and with
+// --phone-region US on the same rows with their US phones in national writings, against `serve` in its own
 // process: wall time, rows/s, peak RSS and CPU of the CLI, and the ratio to the plain CSV run measured in the
 // same interleaved rounds. Not a test: the figures depend on the machine. Needs a build (npm run build).
 //
 //   node bench/formats.mjs [--rows 1000000] [--runs 3]
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createReadStream, createWriteStream, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { openSource } from '../dist/pipeline/table/source.js';
@@ -51,15 +53,42 @@ async function inputs() {
     for await (const chunk of source.rows()) await sink.writeRows(chunk.map((r) => r.cells));
     await sink.commit();
   }
-  return { csv, gz, parquet };
+  const national = csv.replace(/\.csv$/, '-national.csv');
+  if (!existsSync(national)) await writeNational(csv, national);
+  return { csv, gz, parquet, national };
 }
 
-async function runMap(input, output, serve) {
+/** The ways people write a US number; each maps to the same E.164 number, so the runs send the same hashes. */
+const WRITINGS = [
+  (a, x, l) => `(${a}) ${x}-${l}`,
+  (a, x, l) => `${a}-${x}-${l}`,
+  (a, x, l) => `${a}.${x}.${l}`,
+  (a, x, l) => `1 ${a} ${x} ${l}`,
+];
+
+/** The CSV with every US phone (`+1` and ten digits, a whole cell) in one of WRITINGS, in turn. */
+async function writeNational(csv, out) {
+  const tmp = `${out}.tmp`;
+  const sink = createWriteStream(tmp);
+  let n = 0;
+  for await (const line of createInterface({ input: createReadStream(csv), crlfDelay: Number.POSITIVE_INFINITY })) {
+    const text = line.replace(
+      /,\+1(\d{3})(\d{3})(\d{4})(?=,|$)/,
+      (_, a, x, l) => `,${WRITINGS[n++ % WRITINGS.length](a, x, l)}`,
+    );
+    if (!sink.write(`${text}\n`)) await once(sink, 'drain');
+  }
+  sink.end();
+  await once(sink, 'finish');
+  renameSync(tmp, out);
+}
+
+async function runMap(input, output, serve, extra = []) {
   const started = process.hrtime.bigint();
   const env = childEnv(WORK, { UID2_API_KEY: serve.api_key, UID2_CLIENT_SECRET: serve.client_secret });
   const child = spawn(
     process.execPath,
-    ['--import', REPORT, BIN, 'map', input, '-o', output, '--base-url', serve.url, '--quiet'],
+    ['--import', REPORT, BIN, 'map', input, '-o', output, '--base-url', serve.url, '--quiet', ...extra],
     { env, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let stderr = '';
@@ -77,13 +106,15 @@ const cases = [
   ['csv -> csv', files.csv, join(WORK, 'formats-out.csv')],
   ['csv.gz -> csv.gz', files.gz, join(WORK, 'formats-out.csv.gz')],
   ['parquet -> csv', files.parquet, join(WORK, 'formats-out-pq.csv')],
+  ['parquet -> parquet', files.parquet, join(WORK, 'formats-out.parquet')],
+  ['national, region US', files.national, join(WORK, 'formats-out-national.csv'), ['--phone-region', 'US']],
 ];
 const serve = await startServe(WORK);
 const results = cases.map(() => []);
 try {
   await runMap(files.csv, cases[0][2], serve); // warm the service up, unmeasured
   for (let r = 0; r < RUNS; r++)
-    for (let k = 0; k < cases.length; k++) results[k].push(await runMap(cases[k][1], cases[k][2], serve));
+    for (let k = 0; k < cases.length; k++) results[k].push(await runMap(cases[k][1], cases[k][2], serve, cases[k][3]));
 } finally {
   await stopServe(serve);
 }

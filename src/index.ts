@@ -19,7 +19,7 @@
  * hashes are sent. Requests carry up to 5,000 identifiers, at most `concurrency` (default 20) in flight.
  */
 import { createServiceClient, type ClientStats, type ServiceClient } from './client/index.js';
-import type { DiiType, IdentifierKind } from './identity/index.js';
+import type { DiiType, IdentifierKind, PhoneRegion } from './identity/index.js';
 import { AdaptiveConcurrency } from './pipeline/run/adaptive-limiter.js';
 import {
   newMapRunCounts,
@@ -104,6 +104,11 @@ export interface MapColumn {
 
 export interface MapRowsOptions {
   columns: readonly MapColumn[];
+  /**
+   * The country national phone numbers are read in, from parsePhoneRegion('US'), for 'phone' and 'auto' columns;
+   * without it a phone must already be E.164 (docs/phones.md).
+   */
+  phoneRegion?: PhoneRegion;
   /** A client you made (and close yourself); or give baseUrl, apiKey and clientSecret. */
   client?: ServiceClient;
   baseUrl?: string;
@@ -174,6 +179,9 @@ export async function* mapRows(
     index: c.index,
     kind: c.kind,
     ...(c.hashType !== undefined ? { hashType: c.hashType } : {}),
+    ...(options.phoneRegion !== undefined && (c.kind === 'phone' || c.kind === 'auto')
+      ? { phoneRegion: options.phoneRegion }
+      : {}),
   }));
   if (columns.length === 0) throw new TypeError('mapRows: give at least one identifier column');
   const limiter = new AdaptiveConcurrency({ max: options.concurrency ?? 20 });

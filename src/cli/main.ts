@@ -158,6 +158,7 @@ function describeErrorUnclipped(err: unknown): { line?: string; exitCode: number
     case 'AbortError':
       return { line: 'interrupted', exitCode: EXIT.interrupted };
     case 'InputError':
+    case 'OutputError':
       return { line: f.message, exitCode: EXIT.failed };
   }
   if (STATE_USER_ERRORS.has(f.name)) return { line: f.userMessage ?? f.message, exitCode: EXIT.usage };

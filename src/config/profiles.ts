@@ -12,6 +12,8 @@ export interface Profile {
   /** Relative paths are relative to the config file; `~/` is the home directory. */
   api_key_file?: string;
   client_secret_file?: string;
+  /** The country national phone numbers are read in (`US`); checked where phones are read, not here. */
+  phone_region?: string;
 }
 
 export interface ConfigFile {
@@ -29,6 +31,7 @@ const PROFILE_KEYS: readonly (keyof Profile)[] = [
   'client_secret',
   'api_key_file',
   'client_secret_file',
+  'phone_region',
 ];
 
 /** The profile used when none is named, like the AWS CLI's. */

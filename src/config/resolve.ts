@@ -170,6 +170,9 @@ export function resolveConfig(
     ...(file ? { configFile: file.path } : {}),
     ...(flags.timeoutMs !== undefined ? { timeoutMs: flags.timeoutMs } : {}),
     ...(flags.maxAttempts !== undefined ? { maxAttempts: flags.maxAttempts } : {}),
+    ...(profile?.data.phone_region !== undefined
+      ? { phoneRegion: { value: profile.data.phone_region, from: `phone_region of profile '${profile.name}'` } }
+      : {}),
   };
   if (isLocal) {
     // The embedded service makes its own key pair; a prod key from the shell must not go near it.

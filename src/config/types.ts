@@ -36,6 +36,8 @@ export interface ResolvedConfig {
   maxAttempts?: number;
   /** Proxy choice: --proxy, else the proxy variables of the environment. Give it to the client as ClientOptions.proxy. */
   proxy?: ProxySettings;
+  /** The profile's phone_region as written, and where it came from; a --phone-region flag goes before it. */
+  phoneRegion?: { value: string; from: string };
 }
 
 /** A proxy address and the setting it came from ("--proxy", "HTTPS_PROXY", "https_proxy"...). */

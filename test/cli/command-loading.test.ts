@@ -129,8 +129,20 @@ function staticClosure(file: string): { files: Set<string>; packages: Set<string
   return { files, packages };
 }
 
-const HEAVY_PACKAGES = ['undici', 'better-sqlite3', 'csv-parse', 'csv-stringify', 'ora', 'p-limit'];
+const HEAVY_PACKAGES = [
+  'undici',
+  'better-sqlite3',
+  'csv-parse',
+  'csv-stringify',
+  'ora',
+  'p-limit',
+  'libphonenumber-js',
+  'hyparquet',
+  'hyparquet-writer',
+];
 const WORK_FOLDERS = /^(service|client|pipeline|state|identity)\//;
+/** Names and types of output formats that flags and help list: definitions, not work (they import nothing). */
+const DEFINITIONS = new Set(['pipeline/table/format-names.ts', 'pipeline/table/typed-cells.ts']);
 
 describe('what starting the CLI loads', () => {
   it('the entry loads commander and a few small modules, no command', () => {
@@ -144,7 +156,7 @@ describe('what starting the CLI loads', () => {
     '%s loads no work of its command',
     (file) => {
       const { files, packages } = staticClosure(file);
-      expect([...files].filter((f) => WORK_FOLDERS.test(f))).toEqual([]);
+      expect([...files].filter((f) => WORK_FOLDERS.test(f) && !DEFINITIONS.has(f))).toEqual([]);
       expect([...packages].filter((p) => HEAVY_PACKAGES.some((h) => p === h || p.startsWith(`${h}/`)))).toEqual([]);
     },
   );

@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openSource } from '../../src/pipeline/table/source.js';
+import type { TableSource } from '../../src/pipeline/table/table.js';
 import { ensureBuilt } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 import { runCli } from '../helpers/map-e2e-processes.js';
@@ -35,6 +37,35 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(() => dir.remove());
+
+/** Runs SQL in a fresh in-memory DuckDB: an independent Parquet reader and writer. */
+async function duck(sql: string): Promise<unknown[][]> {
+  const db = await DuckDBInstance.create(':memory:');
+  const conn = await db.connect();
+  try {
+    return (await conn.runAndReadAll(sql)).getRows();
+  } finally {
+    conn.closeSync();
+    db.closeSync();
+  }
+}
+
+/** A Parquet copy of a CSV file, every column a string, in row groups of 1,000. */
+async function parquetOf(csvPath: string, name: string): Promise<string> {
+  const path = dir.file(name);
+  await duck(
+    `COPY (SELECT * FROM read_csv('${csvPath}', all_varchar = true, header = true)) TO '${path}' (FORMAT parquet, ROW_GROUP_SIZE 1000)`,
+  );
+  return path;
+}
+
+/** A table as this tool reads it (any format): header and cells, nulls read as empty cells. */
+async function table(path: string): Promise<{ header: string[]; rows: string[][] }> {
+  const source: TableSource = await openSource({ path });
+  const rows: string[][] = [];
+  for await (const chunk of source.rows()) for (const r of chunk) rows.push(r.cells);
+  return { header: source.header, rows };
+}
 
 describe('map with compressed and Parquet data', () => {
   it.each([['0'], ['2']])(
@@ -90,6 +121,144 @@ describe('map with compressed and Parquet data', () => {
     expect(run.code).toBe(1);
     expect(run.stderr).toBe(
       `uid2-batch: ${bad}: not a readable Parquet file (its footer is missing or corrupt: a truncated copy?); copy or export it again\n`,
+    );
+  });
+});
+
+describe('output format and compression by the name of -o', () => {
+  it.each([['0'], ['2']])(
+    'a Parquet round trip (Parquet in, Parquet out) gives the rows of the plain CSV run, typed (--threads %s)',
+    async (threads) => {
+      const parquetIn = await parquetOf(input, `round-trip-in-${threads}.parquet`);
+      const out = dir.file(`round-trip-out-${threads}.parquet`);
+      const run = await runCli(['map', parquetIn, ...MAP, '-o', out, '--threads', threads]);
+      expect(run.stderr).toBe('');
+      expect(run.code).toBe(0);
+      expect(await table(out)).toEqual(await table(plainOut));
+      const types = await duck(`SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet('${out}'))`);
+      expect(Object.fromEntries(types.map(([name, type]) => [name, type]))).toMatchObject({
+        id: 'VARCHAR',
+        zip: 'VARCHAR',
+        email_raw_uid: 'VARCHAR',
+        email_refresh_from: 'BIGINT',
+        phone_refresh_from: 'BIGINT',
+        phone_status: 'VARCHAR',
+      });
+      // a result missing where an identifier is: null, not an empty string; an input cell stays as read
+      const [[nullUids, emptyPhones, zip]] = await duck(
+        `SELECT count(*) FILTER (WHERE phone_raw_uid IS NULL), count(*) FILTER (WHERE phone = ''), min(zip) FROM read_parquet('${out}')`,
+      );
+      expect(nullUids).toBe(BigInt(Math.ceil(4000 / 3)));
+      expect(emptyPhones).toBe(BigInt(Math.ceil(4000 / 3)));
+      expect(zip).toBe('00134');
+    },
+  );
+
+  it('a CSV input mapped to Parquet with row threads asked for gives the same rows; --rejects is Parquet too', async () => {
+    const out = dir.file('threads.parquet');
+    const rejects = dir.file('threads-rejects.parquet');
+    const run = await runCli(['map', input, ...MAP, '-o', out, '--rejects', rejects, '--threads', '2']);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const plain = await table(plainOut);
+    expect(await table(out)).toEqual(plain);
+    const rejected = await table(rejects);
+    expect(rejected.rows.length).toBeGreaterThan(0);
+    expect(rejected.rows.every((r) => r.includes('invalid'))).toBe(true);
+  });
+
+  it('--time-format iso writes Parquet times as UTC timestamps', async () => {
+    const out = dir.file('iso.parquet');
+    const run = await runCli(['map', input, ...MAP, '-o', out, '--time-format', 'iso']);
+    expect(run.code, run.stderr).toBe(0);
+    const [[id, type, asSeconds]] = await duck(
+      `SELECT id, typeof(email_refresh_from), epoch(email_refresh_from)::BIGINT FROM read_parquet('${out}') WHERE email_status = 'mapped' ORDER BY id LIMIT 1`,
+    );
+    expect(type).toBe('TIMESTAMP WITH TIME ZONE');
+    const plain = await table(plainOut);
+    const at = (name: string) => plain.header.indexOf(name);
+    const same = plain.rows.find((r) => r[at('id')] === id);
+    expect(String(asSeconds)).toBe(same?.[at('email_refresh_from')]);
+  });
+
+  it('-o x.jsonl.gz writes gzipped JSONL; --compress gzip or none overrides the name', async () => {
+    const jsonlGz = dir.file('out.jsonl.gz');
+    const gzByFlag = dir.file('by-flag.csv');
+    const plainByFlag = dir.file('plain-by-flag.csv.gz');
+    const runs = await Promise.all([
+      runCli(['map', input, ...MAP, '-o', jsonlGz]),
+      runCli(['map', input, ...MAP, '-o', gzByFlag, '--compress', 'gzip']),
+      runCli(['map', input, ...MAP, '-o', plainByFlag, '--compress', 'none']),
+    ]);
+    for (const r of runs) expect(r.code, r.stderr).toBe(0);
+    const lines = gunzipSync(readFileSync(jsonlGz)).toString('utf8').trim().split('\n');
+    expect(lines).toHaveLength(4000);
+    expect(JSON.parse(lines[0])).toMatchObject({ id: '00000', email_refresh_from: expect.any(Number) });
+    expect(gunzipSync(readFileSync(gzByFlag)).toString('utf8')).toBe(readFileSync(plainOut, 'utf8'));
+    expect(readFileSync(plainByFlag, 'utf8')).toBe(readFileSync(plainOut, 'utf8'));
+  });
+
+  it('hash writes Parquet and gzip by the -o name as well', async () => {
+    const cols = ['--email-col', 'email', '--phone-col', 'phone', '--quiet'];
+    const csvOut = dir.file('hash.csv');
+    const parquetOut = dir.file('hash.parquet');
+    const gzOut = dir.file('hash.csv.gz');
+    const runs = await Promise.all([
+      runCli(['hash', input, ...cols, '-o', csvOut]),
+      runCli(['hash', input, ...cols, '-o', parquetOut, '--threads', '2']),
+      runCli(['hash', input, ...cols, '-o', gzOut, '--threads', '2']),
+    ]);
+    for (const r of runs) expect(r.code, r.stderr).toBe(0);
+    expect(await table(parquetOut)).toEqual(await table(csvOut));
+    expect(gunzipSync(readFileSync(gzOut)).toString('utf8')).toBe(readFileSync(csvOut, 'utf8'));
+  });
+
+  it('a Parquet output it cannot write is a usage error in one line, before any input is read', async () => {
+    const missing = dir.file('no-such-input.csv');
+    const cases: Array<[string[], string]> = [
+      [['--format', 'parquet'], 'Parquet cannot be written to stdout'],
+      [['-o', dir.file('x.parquet.gz')], 'a Parquet file is not gzipped as a whole'],
+      [['-o', dir.file('y.parquet'), '--compress', 'gzip'], '--compress gzip does not apply to Parquet'],
+    ];
+    for (const [flags, words] of cases) {
+      const run = await runCli(['map', missing, ...MAP, ...flags]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(
+        new RegExp(`^uid2-batch: [^\n]*${words.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}[^\n]*\n$`),
+      );
+    }
+  });
+});
+
+describe('Parquet input by --input-format, and its identifier columns checked', () => {
+  it('--input-format parquet reads a Parquet file whatever its name', async () => {
+    const parquet = await parquetOf(input, 'export.dat');
+    const out = dir.file('from-dat.csv');
+    const run = await runCli(['map', parquet, ...MAP, '--input-format', 'parquet', '-o', out]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(readFileSync(out, 'utf8')).toBe(readFileSync(plainOut, 'utf8'));
+  });
+
+  it('an identifier column of numbers ends map, hash and optout-check in one line, exit 1, before anything is sent', async () => {
+    const p = dir.file('int-phone.parquet');
+    await duck(`COPY (SELECT 16175550102::BIGINT AS phone, 'x' AS raw_uid) TO '${p}' (FORMAT parquet)`);
+    const line = `uid2-batch: ${p}: identifier column 'phone' is of type INT64 INT_64, not a string column; identifiers must be stored as strings: cast the column to VARCHAR/STRING when exporting\n`;
+    const out = dir.file('int-phone.csv');
+    const [map, hash] = await Promise.all([
+      runCli(['map', p, '--phone-col', 'phone', '--env', 'local', '--quiet', '-o', out]),
+      runCli(['hash', p, '--phone-col', 'phone', '--quiet']),
+    ]);
+    for (const run of [map, hash]) {
+      expect(run.code).toBe(1);
+      expect(run.stderr).toBe(line);
+    }
+    expect(() => readFileSync(out)).toThrow();
+    const ints = dir.file('int-uids.parquet');
+    await duck(`COPY (SELECT 42::BIGINT AS raw_uid) TO '${ints}' (FORMAT parquet)`);
+    const optout = await runCli(['optout-check', ints, '--env', 'local', '--quiet']);
+    expect(optout.code).toBe(1);
+    expect(optout.stderr).toBe(
+      `uid2-batch: ${ints}: identifier column 'raw_uid' is of type INT64 INT_64, not a string column; identifiers must be stored as strings: cast the column to VARCHAR/STRING when exporting\n`,
     );
   });
 });

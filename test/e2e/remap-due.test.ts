@@ -111,22 +111,22 @@ describe('remap-due over simulated days (built CLI against serve)', () => {
     expect(changed.length).toBeGreaterThan(0);
     const rows = readChanges(changesPath);
     expect(Object.keys(rows[0])).toEqual([
-      'kind',
+      'hash_type',
       'hash',
       'old_raw_uid',
-      'new_raw_uid',
+      'raw_uid',
       'prev_raw_uid',
       'refresh_from',
       'status',
     ]);
-    expect(new Set(rows.map((r) => `${r.kind}:${r.hash}`))).toEqual(new Set(changed.map(keyOf)));
+    expect(new Set(rows.map((r) => `${r.hash_type}:${r.hash}`))).toEqual(new Set(changed.map(keyOf)));
     expect(rows.length).toBe(changed.length);
     for (const row of rows) {
-      const old = before.get(`${row.kind}:${row.hash}`);
-      const now = after.get(`${row.kind}:${row.hash}`);
+      const old = before.get(`${row.hash_type}:${row.hash}`);
+      const now = after.get(`${row.hash_type}:${row.hash}`);
       expect(row.status).toBe('mapped');
       expect(row.old_raw_uid).toBe(old?.u);
-      expect(row.new_raw_uid).toBe(now?.u);
+      expect(row.raw_uid).toBe(now?.u);
       expect(row.prev_raw_uid).toBe(old?.u);
       expect(now?.p).toBe(old?.u);
       expect(Number(row.refresh_from)).toBe(now?.r);
@@ -179,7 +179,7 @@ describe('remap-due over simulated days (built CLI against serve)', () => {
     });
     expect(mapItems(await serviceStats(served.url))).toBe(sentBefore);
     expect(readFileSync(changesPath, 'utf8')).toBe(
-      'kind,hash,old_raw_uid,new_raw_uid,prev_raw_uid,refresh_from,status\n',
+      'hash_type,hash,old_raw_uid,raw_uid,prev_raw_uid,refresh_from,status\n',
     );
   });
 
@@ -250,23 +250,23 @@ describe('remap-due over simulated days (built CLI against serve)', () => {
       const e = entries.get(keyOf(k));
       return [
         {
-          kind: k.type,
+          hash_type: k.type,
           hash: k.hash,
           raw_uid: e?.u,
           which: 'u',
           opted_out: 'true',
-          opted_out_since: new Date(since(i)).toISOString(),
+          opted_out_since: String(since(i) / 1000),
           reason: '',
         },
         ...(e?.p
           ? [
               {
-                kind: k.type,
+                hash_type: k.type,
                 hash: k.hash,
                 raw_uid: e.p,
                 which: 'p',
                 opted_out: 'true',
-                opted_out_since: new Date(since(i)).toISOString(),
+                opted_out_since: String(since(i) / 1000),
                 reason: '',
               },
             ]
@@ -292,12 +292,12 @@ describe('remap-due over simulated days (built CLI against serve)', () => {
     expect(run.code, run.stderr).toBe(0);
     const changes = readChanges(changesPath);
     const optouts = changes.filter((r) => r.status === 'optout');
-    expect(optouts.map((r) => `${r.kind}:${r.hash}`).sort()).toEqual(quitters.map(keyOf).sort());
+    expect(optouts.map((r) => `${r.hash_type}:${r.hash}`).sort()).toEqual(quitters.map(keyOf).sort());
     for (const r of optouts)
       expect(r).toMatchObject({
-        new_raw_uid: '',
+        raw_uid: '',
         refresh_from: '',
-        old_raw_uid: entries.get(`${r.kind}:${r.hash}`)?.u,
+        old_raw_uid: entries.get(`${r.hash_type}:${r.hash}`)?.u,
       });
     const gone = readEntries(statePath, served, quitters);
     for (const k of quitters) expect(gone.get(keyOf(k))).toMatchObject({ status: 'optout', u: null, r: null });

@@ -222,17 +222,17 @@ describe('v2 life cycle (built CLI against serve)', () => {
     const changed = due.filter((k) => after.get(keyOf(k))?.u !== before.get(keyOf(k))?.u);
     const rowsOut = readCsv(changes);
     expect(Object.keys(rowsOut[0] ?? {})).toEqual([
-      'kind',
+      'hash_type',
       'hash',
       'old_raw_uid',
-      'new_raw_uid',
+      'raw_uid',
       'prev_raw_uid',
       'refresh_from',
       'status',
       'bucket_id',
     ]);
-    expect(rowsOut.map((r) => `${r.kind}:${r.hash}`).sort()).toEqual(changed.map(keyOf).sort());
-    for (const row of rowsOut) expect(row.bucket_id).toBe(after.get(`${row.kind}:${row.hash}`)?.bucketId);
+    expect(rowsOut.map((r) => `${r.hash_type}:${r.hash}`).sort()).toEqual(changed.map(keyOf).sort());
+    for (const row of rowsOut) expect(row.bucket_id).toBe(after.get(`${row.hash_type}:${row.hash}`)?.bucketId);
     const summary = JSON.parse(readFileSync(join(dir, 'sum-1.json'), 'utf8')) as Record<string, unknown>;
     expect(summary).toMatchObject({
       command: 'remap-due',
@@ -350,7 +350,7 @@ describe('v2 life cycle (built CLI against serve)', () => {
     expect(s1.same + s2.same).toBe(keys.length - stale.size);
     expect(s1.changed + s2.changed).toBe(stale.size);
     const changedRows = [...readCsv(join(dir, 'mig-1.csv')), ...readCsv(join(dir, 'mig-2.csv'))];
-    expect(changedRows.map((r) => `${r.kind}:${r.hash}`).sort()).toEqual([...stale].sort());
+    expect(changedRows.map((r) => `${r.hash_type}:${r.hash}`).sort()).toEqual([...stale].sort());
 
     // a fresh v3 map of the same input, on a new state file, gives the same raw IDs
     const freshPath = join(dir, 'fresh-v3.db');

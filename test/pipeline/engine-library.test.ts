@@ -10,7 +10,7 @@ import {
   type MapRowsSummary,
   type ServiceClient,
 } from '../../src/index.js';
-import { sha256Base64 } from '../../src/identity/index.js';
+import { parsePhoneRegion, sha256Base64 } from '../../src/identity/index.js';
 import { UnauthorizedError } from '../../src/protocol/index.js';
 import { FakeMapper, rawUidOf, seeded } from './engine-fakes.js';
 
@@ -74,6 +74,36 @@ describe('mapRows (library API)', () => {
     });
     expect(summary?.counts.rowsDone).toBe(2_500);
     expect(summary?.counts.status.invalid).toBe(250);
+  });
+
+  it('phoneRegion reads national numbers of phone and auto columns as their E.164 forms', async () => {
+    const us = parsePhoneRegion('US');
+    const input = [
+      ['(415) 555-0100', '415.555.0101', 'u@example.com'],
+      ['+1 415 555 0102', 'junk', '4155550103'],
+    ];
+    const columns = [
+      { index: 0, kind: 'phone' as const },
+      { index: 1, kind: 'auto' as const },
+      { index: 2, kind: 'auto' as const },
+    ];
+    const withRegion = await collect(
+      mapRows(input, { client: fakeClient(new FakeMapper()), columns, phoneRegion: us }),
+    );
+    const rawUid = (e164: string) => rawUidOf('phone', sha256Base64(e164));
+    expect(withRegion.map((r) => r.results.map((x) => x.rawUid))).toEqual([
+      [rawUid('+14155550100'), rawUid('+14155550101'), rawUidOf('email', sha256Base64('u@example.com'))],
+      [rawUid('+14155550102'), null, rawUid('+14155550103')],
+    ]);
+    const without = await collect(mapRows(input, { client: fakeClient(new FakeMapper()), columns }));
+    expect(without.flatMap((r) => r.results.map((x) => x.status))).toEqual([
+      'invalid',
+      'invalid',
+      'mapped',
+      'invalid',
+      'invalid',
+      'invalid',
+    ]);
   });
 
   it('stops the engine when the consumer stops early', async () => {

@@ -3,6 +3,7 @@ import { describe, expect, test } from 'vitest';
 import {
   ColumnError,
   hashTypeFromName,
+  kindFromName,
   prepareCell,
   resolveIdentifierColumns,
   resultHeader,
@@ -87,6 +88,50 @@ describe('resolveIdentifierColumns', () => {
     expect(columnError(() => resolveIdentifierColumns(header, { type: 'email' })).message).toMatch(
       /--type goes with --col/,
     );
+  });
+
+  test('names that say what a column holds, in the spellings exports use; names about an identifier are not it', () => {
+    const cases: [string, string | undefined][] = [
+      ['customer_email', 'email'],
+      ['EMAIL_ADDR', 'email'],
+      ['customerEmail', 'email'],
+      ['Work E-Mail', 'email'],
+      ['EMailAddress', 'email'],
+      ['email2', 'email'],
+      ['Email 1', 'email'],
+      ['contact_email_address', 'email'],
+      ['courriel', 'email'],
+      ['tel', 'phone'],
+      ['Tel.', 'phone'],
+      ['cell', 'phone'],
+      ['mobile_number', 'phone'],
+      ['Mobile Phone', 'phone'],
+      ['MSISDN', 'phone'],
+      ['customer_phone_no', 'phone'],
+      ['PhoneNumber', 'phone'],
+      ['home_telephone', 'phone'],
+      ['hashed_email_address', 'email_hash'],
+      ['email_sha256', 'email_hash'],
+      ['EmailHash', 'email_hash'],
+      ['msisdn_hash', 'phone_hash'],
+      ['hashed_phone', 'phone_hash'],
+      ['hash', 'auto'],
+      ['SHA256', 'auto'],
+      ['hashed', 'auto'],
+      ['email_opt_in', undefined],
+      ['phone_type', undefined],
+      ['email_domain', undefined],
+      ['email_raw_uid', undefined],
+      ['Email_Address_status', undefined],
+      ['email_or_phone', undefined],
+      ['email_phone', undefined],
+      ['hotel', undefined],
+      ['customer_hash', undefined],
+      ['email_verified', undefined],
+      ['phone_country_code', undefined],
+      ['id', undefined],
+    ];
+    expect(cases.map(([name]) => [name, kindFromName(name)])).toEqual(cases);
   });
 
   test('no flags: the one column named like an identifier is used, and the note says which', () => {

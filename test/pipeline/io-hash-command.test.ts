@@ -259,10 +259,11 @@ describe('uid2-batch hash', () => {
       .out()
       .trimEnd()
       .split('\n')
-      .map((l) => JSON.parse(l) as Record<string, string>);
-    expect(lines.map((l) => [l.id, l.status, l.hash_type])).toEqual([
-      ['1', 'ok', 'phone'],
-      ['2', 'invalid', ''],
+      .map((l) => JSON.parse(l) as Record<string, string | null>);
+    // the tool's own columns are null where they have no value; input cells stay strings
+    expect(lines.map((l) => [l.id, l.status, l.hash_type, l.reason])).toEqual([
+      ['1', 'ok', 'phone', null],
+      ['2', 'invalid', null, expect.stringMatching(/^invalid phone/)],
     ]);
     expect(io.err()).toContain("using column 'phone' as phone");
     expect(io.err()).toMatch(/hash: 2 rows .*: 1 ok, 1 invalid \(1 invalid phone\)/);

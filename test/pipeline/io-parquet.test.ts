@@ -3,9 +3,8 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { parquetMetadata } from 'hyparquet';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import { afterAll, describe, expect, it } from 'vitest';
-import { outputHeader, RESULT_COLUMNS } from '../../src/pipeline/map/result-columns.js';
+import { outputColumns } from '../../src/pipeline/map/result-columns.js';
 import { ColumnError, resolveIdentifierColumns } from '../../src/pipeline/table/identifier-columns.js';
-import { resultColumnTypes } from '../../src/pipeline/table/output-types.js';
 import {
   openParquetSource,
   requireTextColumns,
@@ -57,17 +56,7 @@ async function duck(sql: string): Promise<{ columns: string[]; types: string[]; 
 
 /** The input columns as a CSV run reads them (texts that must stay as they are), then map's result columns. */
 const HEADER = ['id', 'email', 'zip', 'note', 'raw_uid', 'prev_raw_uid', 'refresh_from', 'status', 'reason'];
-const TYPES = [
-  'string',
-  'string',
-  'string',
-  'string',
-  'string-or-null',
-  'string-or-null',
-  'int64',
-  'string',
-  'string-or-null',
-] as const;
+const TYPES = ['input', 'input', 'input', 'input', 'string', 'string', 'unix_time', 'string', 'string'] as const;
 function outputRows(n: number): string[][] {
   return Array.from({ length: n }, (_, i) => {
     const mapped = i % 10 !== 3;
@@ -90,7 +79,7 @@ describe('Parquet round trip', () => {
   const path = dir.file('out.parquet');
 
   it('rows written in row groups read back, cell for cell, as the CSV run has them', async () => {
-    const sink = await openParquetSink({ path, format: 'parquet', header: HEADER, columnTypes: TYPES }, 1000);
+    const sink = await openParquetSink({ path, format: 'parquet', header: HEADER, types: TYPES }, 1000);
     for (let i = 0; i < rows.length; i += 700) await sink.writeRows(rows.slice(i, i + 700).map((r) => r.slice()));
     await sink.commit();
     const source = await openSource({ path, chunkRows: 333 });
@@ -139,43 +128,60 @@ describe('Parquet round trip', () => {
     expect(meta.rows.length).toBe(6); // 5003 rows in groups of 1000
     const described = await duck(`DESCRIBE SELECT * FROM read_parquet('${path}')`);
     expect(described.rows.map((r) => [r[0], r[1]])).toEqual(
-      HEADER.map((h, i) => [h, TYPES[i] === 'int64' ? 'BIGINT' : 'VARCHAR']),
+      HEADER.map((h, i) => [h, TYPES[i] === 'unix_time' ? 'BIGINT' : 'VARCHAR']),
     );
     const got = await duck(`SELECT * FROM read_parquet('${path}')`);
     expect(got.rows.length).toBe(rows.length);
     const want = rows.map((r) =>
       r.map((cell, c) =>
-        TYPES[c] === 'string' ? cell : cell === '' ? null : TYPES[c] === 'int64' ? BigInt(cell) : cell,
+        TYPES[c] === 'input' ? cell : cell === '' ? null : TYPES[c] === 'unix_time' ? BigInt(cell) : cell,
       ),
     );
     expect(got.rows).toEqual(want);
   });
 
-  it('a timestamp column is a UTC timestamp in DuckDB and ISO text when read here', async () => {
+  it('an ISO time column is a UTC timestamp in DuckDB and ISO text when read here; booleans and integers typed', async () => {
     const tsPath = dir.file('ts.parquet');
     const sink = await openParquetSink({
       path: tsPath,
       format: 'parquet',
-      header: ['email', 'refresh_from'],
-      columnTypes: ['string', 'timestamp'],
+      header: ['email', 'refresh_from', 'opted_out', 'n'],
+      types: ['input', 'iso_time', 'boolean', 'integer'],
     });
     await sink.writeRows([
-      ['a@example.com', '1801785600'],
-      ['b@example.com', ''],
+      ['a@example.com', '2027-02-05T00:00:00Z', 'true', '7'],
+      ['b@example.com', '', 'false', ''],
+      ['', '2027-02-05T00:00:00Z', '', '-3'],
     ]);
     await sink.commit();
     const got = await duck(
-      `SELECT email, epoch(refresh_from)::BIGINT AS s, typeof(refresh_from) AS t FROM read_parquet('${tsPath}')`,
+      `SELECT email, epoch(refresh_from)::BIGINT AS s, typeof(refresh_from) AS t, opted_out, typeof(opted_out), n, typeof(n) FROM read_parquet('${tsPath}')`,
     );
     expect(got.rows).toEqual([
-      ['a@example.com', 1801785600n, 'TIMESTAMP WITH TIME ZONE'],
-      ['b@example.com', null, 'TIMESTAMP WITH TIME ZONE'],
+      ['a@example.com', 1801785600n, 'TIMESTAMP WITH TIME ZONE', true, 'BOOLEAN', 7n, 'BIGINT'],
+      ['b@example.com', null, 'TIMESTAMP WITH TIME ZONE', false, 'BOOLEAN', null, 'BIGINT'],
+      ['', 1801785600n, 'TIMESTAMP WITH TIME ZONE', null, 'BOOLEAN', -3n, 'BIGINT'],
     ]);
     const back = await readAll(await openSource({ path: tsPath }));
     expect(back.rows.map((r) => r.cells)).toEqual([
-      ['a@example.com', '2027-02-05T00:00:00.000Z'],
-      ['b@example.com', ''],
+      ['a@example.com', '2027-02-05T00:00:00.000Z', 'true', '7'],
+      ['b@example.com', '', 'false', ''],
+      ['', '2027-02-05T00:00:00.000Z', '', '-3'],
     ]);
+  });
+
+  it('a cell that does not fit its column type is refused in one line, not written', async () => {
+    const p = dir.file('bad-type.parquet');
+    const sink = await openParquetSink({ path: p, format: 'parquet', header: ['opted_out'], types: ['boolean'] });
+    await expect(sink.writeRows([['maybe']])).rejects.toThrow(
+      new OutputError(
+        p,
+        "column 'opted_out' holds a value that is not a boolean (true or false)",
+        'this is a bug: please report it',
+      ),
+    );
+    await sink.abort();
+    expect(() => readFileSync(p)).toThrow();
   });
 
   it('reads what DuckDB wrote: strings as stored, other scalars as text, row groups in order', async () => {
@@ -311,12 +317,11 @@ describe('Parquet output refusals', () => {
 });
 
 describe('map output as Parquet', () => {
-  it('the rows of a CSV run, typed by resultColumnTypes, read back the same and load typed in DuckDB', async () => {
+  it("the rows of a CSV run, typed by map's output columns, read back the same and load typed in DuckDB", async () => {
     const columns = [{ name: 'email' }, { name: 'phone' }];
-    const header = outputHeader(['id', 'email', 'phone'], columns);
-    const types = resultColumnTypes(3, columns.length, RESULT_COLUMNS);
+    const { header, types } = outputColumns(['id', 'email', 'phone'], columns);
     expect(header.length).toBe(types.length);
-    expect(header.filter((_, i) => types[i] === 'int64')).toEqual(['email_refresh_from', 'phone_refresh_from']);
+    expect(header.filter((_, i) => types[i] === 'unix_time')).toEqual(['email_refresh_from', 'phone_refresh_from']);
     const rows = [
       ['007', 'a@example.com', '', 'U'.repeat(44), '', '1801785600', 'mapped', '', '', '', '', 'missing', ''],
       [
@@ -336,7 +341,7 @@ describe('map output as Parquet', () => {
       ],
     ];
     const path = dir.file('map-out.parquet');
-    const sink = await openSink({ path, format: 'parquet', header, columnTypes: types });
+    const sink = await openSink({ path, format: 'parquet', header, types });
     await sink.writeRows(rows.map((r) => r.slice()));
     await sink.commit();
     expect((await readAll(await openSource({ path }))).rows.map((r) => r.cells)).toEqual(rows);

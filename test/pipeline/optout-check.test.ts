@@ -10,6 +10,7 @@ import {
   verdictCells,
   type CheckedRow,
 } from '../../src/pipeline/optout/optout-sweep.js';
+import { verdictLayout } from '../../src/cli/optout-check/optout-check.js';
 import type { InputRow } from '../../src/pipeline/table/table.js';
 
 async function* chunks(rows: string[][], size = 7): AsyncGenerator<InputRow[]> {
@@ -161,7 +162,12 @@ describe('raw UID cells and output columns', () => {
   });
 
   it('writes the opt-out time as ISO 8601 UTC from milliseconds', () => {
-    expect(verdictCells({ kind: 'opted_out', sinceMs: SINCE })).toEqual(['true', '2026-01-15T12:30:00.000Z', '']);
+    expect(verdictCells({ kind: 'opted_out', sinceMs: SINCE })).toEqual([
+      'true',
+      String(Date.UTC(2026, 0, 15, 12, 30) / 1000),
+      '',
+    ]);
+    expect(verdictCells({ kind: 'opted_out', sinceMs: SINCE }, 'iso')).toEqual(['true', '2026-01-15T12:30:00Z', '']);
     expect(verdictCells({ kind: 'not_opted_out' })).toEqual(['false', '', '']);
     expect(verdictCells({ kind: 'invalid', reason: INVALID_RAW_UID })).toEqual(['', '', INVALID_RAW_UID]);
   });
@@ -176,7 +182,65 @@ describe('raw UID cells and output columns', () => {
     expect(none.ok === false && none.message).toMatch(/--col/);
     const many = pickRawUidColumn(['uid', 'raw_uid'], undefined);
     expect(many.ok === false && many.message).toMatch(/several columns.*'uid', 'raw_uid'/);
+    // map's own output: <prefix>raw_uid is a raw UID, <prefix>prev_raw_uid the previous one
+    expect(
+      pickRawUidColumn(
+        ['email', 'Email_Address_raw_uid', 'Email_Address_prev_raw_uid', 'Email_Address_status'],
+        undefined,
+      ),
+    ).toEqual({ ok: true, index: 1 });
+    expect(pickRawUidColumn(['id', 'uid2_raw_uid', 'uid2_prev_raw_uid'], undefined)).toEqual({ ok: true, index: 1 });
+    const two = pickRawUidColumn(['email_raw_uid', 'email_prev_raw_uid', 'phone_raw_uid'], undefined);
+    expect(two.ok === false && two.message).toMatch(/several columns.*'email_raw_uid', 'phone_raw_uid'.*--col/);
     const missing = pickRawUidColumn(['a', 'b'], 'c');
     expect(missing.ok === false && missing.message).toMatch(/--col 'c' is not a column.*'a', 'b'/);
+  });
+
+  it("verdict columns: appended, named apart from map's own reason; an earlier check's are written over", () => {
+    const mapped = ['id', 'raw_uid', 'prev_raw_uid', 'refresh_from', 'status', 'reason'];
+    const layout = verdictLayout(mapped);
+    expect(layout.header).toEqual([...mapped, 'opted_out', 'opted_out_since', 'reason_2']);
+    expect(layout.types).toEqual([
+      'input',
+      'input',
+      'input',
+      'input',
+      'input',
+      'input',
+      'boolean',
+      'unix_time',
+      'string',
+    ]);
+    expect(layout.place(['1', 'u', '', '9', 'mapped', ''], ['true', '5', ''])).toEqual([
+      '1',
+      'u',
+      '',
+      '9',
+      'mapped',
+      '',
+      'true',
+      '5',
+      '',
+    ]);
+    const again = verdictLayout(layout.header, 'iso');
+    expect(again.header).toEqual(layout.header);
+    expect(again.types.slice(6)).toEqual(['boolean', 'iso_time', 'string']);
+    expect(again.place(['1', 'u', '', '9', 'mapped', '', 'true', '5', ''], ['false', '', ''])).toEqual([
+      '1',
+      'u',
+      '',
+      '9',
+      'mapped',
+      '',
+      'false',
+      '',
+      '',
+    ]);
+    expect(verdictLayout(['raw_uid', 'opted_out', 'opted_out_since', 'reason']).header).toEqual([
+      'raw_uid',
+      'opted_out',
+      'opted_out_since',
+      'reason',
+    ]);
   });
 });

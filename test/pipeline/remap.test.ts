@@ -323,14 +323,17 @@ describe('settleEntry and changeCells', () => {
       'mapped',
     ]);
     expect(CHANGES_HEADER).toEqual([
-      'kind',
+      'hash_type',
       'hash',
       'old_raw_uid',
-      'new_raw_uid',
+      'raw_uid',
       'prev_raw_uid',
       'refresh_from',
       'status',
     ]);
+    expect(changeCells(s.change as RemapChange, 'iso')[5]).toBe(
+      new Date((NOW_S + DAY_S) * 1000).toISOString().replace('.000Z', 'Z'),
+    );
   });
 
   it('an unknown error value counts as invalid', () => {

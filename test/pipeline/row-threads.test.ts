@@ -637,6 +637,14 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
     ['v3, CSV', [], 'csv'],
     ['v2, CSV', ['--api', 'v2'], 'csv'],
     ['v3, JSONL output', ['--format', 'jsonl'], 'jsonl'],
+    ['v3, JSONL, --emit-hash --time-format iso', ['--emit-hash', '--time-format', 'iso'], 'jsonl'],
+    [
+      'v3, CSV, --emit-hash --keep id --result-prefix',
+      ['--emit-hash', '--keep', 'id', '--result-prefix', 'email=e', '--result-prefix', 'phone=p'],
+      'csv',
+    ],
+    ['v3, TSV, --drop-input-columns --emit-hash', ['--drop-input-columns', '--emit-hash'], 'tsv'],
+    ['v2, JSONL, --emit-hash --keep email', ['--api', 'v2', '--emit-hash', '--keep', 'email'], 'jsonl'],
   ] as const)('map %s, with --rejects', async (name, extra, ext) => {
     const tag = name.replace(/[^a-z0-9]+/gi, '-');
     // the two runs are independent processes: side by side, they take the time of one
@@ -646,7 +654,10 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
     ]);
     // the run is worth comparing: every row is out, some mapped, some rejected
     expect(single.out.length).toBeGreaterThan(text.length);
-    expect(single.out).toMatch(ext === 'csv' ? /,mapped,/ : /"mapped"/);
+    expect(single.out).toMatch(ext === 'csv' ? /,mapped,/ : ext === 'tsv' ? /\tmapped\t/ : /"mapped"/);
+    // --emit-hash writes the hashes sent: base64 SHA-256s beside the answers
+    if (extra.includes('--emit-hash' as never))
+      expect(single.out).toMatch(/[A-Za-z0-9+/]{43}=(?:[,\t]|","[A-Za-z_]*hash_type":")email\b/);
     expect(single.rejects.length).toBeGreaterThan(0);
     expect(threaded.out).toBe(single.out);
     expect(threaded.rejects).toBe(single.rejects);
@@ -657,6 +668,7 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
   it.each([
     ['v3', []],
     ['v2', ['--api', 'v2']],
+    ['v3 --emit-hash --time-format iso', ['--emit-hash', '--time-format', 'iso']],
   ] as const)('map %s of a quote-free CSV with ragged rows, with --rejects', async (name, extra) => {
     const plainText = readFileSync(plainInput, 'utf8');
     expect(plainText).not.toContain('"');
@@ -696,6 +708,45 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
       expect(other.rejects).toBe(reference.rejects);
       expect(other.summary).toEqual(reference.summary);
     }
+  });
+
+  it('map and hash of a one-column file without a header line, over several pieces', async () => {
+    const lines: string[] = [];
+    for (let i = 0; i < 30000; i++) lines.push(i % 37 === 5 ? `bad-${i}` : `User.${i}@Example.com`);
+    const headerless = join(dir.path, 'emails.txt');
+    writeBytes(headerless, utf8(`${lines.join('\n')}\n`));
+    const connection = serveConnection(serve as ServeProcess);
+    const runs = await Promise.all(
+      ['0', '2'].flatMap((threads) => [
+        runCli(['map', headerless, '--quiet', '--threads', threads, '--emit-hash', ...connection.args], {
+          env: connection.env,
+        }),
+        runCli(['hash', headerless, '--quiet', '--threads', threads]),
+      ]),
+    );
+    for (const r of runs) expect(r.code, r.stderr).toBe(0);
+    const [map0, hash0, map2, hash2] = runs.map((r) => r.stdout);
+    expect(map0.split('\n')[0]).toBe('col1,raw_uid,prev_raw_uid,refresh_from,status,reason,hash,hash_type');
+    expect(map0.split('\n')[1]).toMatch(/^User\.0@Example\.com,[^,]{44},,\d+,mapped,,[^,]{44},email$/);
+    expect(map0.trim().split('\n')).toHaveLength(lines.length + 1);
+    expect(hash0.split('\n')[1]).toMatch(/^User\.0@Example\.com,[^,]{44},email,ok,$/);
+    expect(map2).toBe(map0);
+    expect(hash2).toBe(hash0);
+  });
+
+  it('hash --keep --drop-input-columns, threaded or not', async () => {
+    const outs = await Promise.all(
+      ['0', '2'].map(async (threads) => {
+        const result = await runCli(['hash', input, '--quiet', '--threads', threads, '--keep', 'id', ...cols]);
+        expect(result.code, result.stderr).toBe(0);
+        return result.stdout;
+      }),
+    );
+    expect(outs[0].split('\n')[0]).toBe(
+      'id,email_hash,email_hash_type,email_status,email_reason,phone_hash,phone_hash_type,phone_status,phone_reason,email_hash_hash,email_hash_hash_type,email_hash_status,email_hash_reason',
+    );
+    expect(outs[0]).not.toMatch(/@/);
+    expect(outs[1]).toBe(outs[0]);
   });
 
   it('hash from stdin', async () => {

@@ -14,10 +14,15 @@ import {
   hashRows,
   type HashCounts,
 } from '../../pipeline/hash/hash-rows.js';
-import type { RowFormat } from '../../pipeline/table/row-encoders.js';
+import { rowFormatOf, type RowFormat } from '../../pipeline/table/row-encoders.js';
 import { RowThreads, YOUNG_GENERATION_MB } from '../../pipeline/threads/row-threads.js';
 import { isPieceSource, openTableInputs, type TableInput } from '../../pipeline/threads/table-input.js';
 import { openSink } from '../../pipeline/table/sink.js';
+import { defaultLayout } from '../../pipeline/map/result-columns.js';
+import { keptColumns } from '../../pipeline/map/result-layout.js';
+import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from '../../pipeline/jobs/headerless-input.js';
+import type { ColumnType } from '../../pipeline/table/typed-cells.js';
+import { requireTextColumns } from '../../pipeline/table/parquet-source.js';
 import {
   InputError,
   OutputError,
@@ -27,7 +32,13 @@ import {
 } from '../../pipeline/table/table.js';
 import { addBadRowOptions, badRowFlags, BadRowsOutput, type BadRowFlags } from '../shared/bad-rows.js';
 import { EXIT, UserError, onInterrupt } from '../shared/exit-codes.js';
-import { addOutputOptions } from '../shared/options.js';
+import {
+  addOutputOptions,
+  outputFlags,
+  sinkCompression,
+  type OutputCompression,
+  type OutputFormat,
+} from '../shared/options.js';
 import {
   addTableInputOptions,
   expandInputArgs,
@@ -41,6 +52,9 @@ import { addThreadsOption, defaultHashThreads, threadsFlag } from '../shared/thr
 import { createProgress } from '../shared/progress.js';
 import { addOutputDirOption, outputDirOf, partOutputPaths, partSinksFor } from '../shared/output-dir.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
+import { collectRepeated } from '../shared/repeated-flags.js';
+import { addPhoneRegionOption, phoneRegionFlagOf, withPhoneRegion } from '../shared/phone-region-option.js';
+import type { PhoneRegion } from '../../identity/index.js';
 import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../shared/summary.js';
 
 export { HASH_FIELDS };
@@ -52,12 +66,20 @@ export interface HashFlags extends InputFlags, ColumnFlags, Partial<BadRowFlags>
   outputDir?: string;
   /** -o FILE; stdout when absent or '-'. */
   output?: string;
-  format: 'csv' | 'jsonl';
+  format: OutputFormat;
+  /** --compress; absent: by the -o name. */
+  compress?: OutputCompression;
   bom?: boolean;
   summaryJson?: string;
   quiet?: boolean;
   /** Worker threads that parse, hash and encode CSV rows (absent or 0: the main thread; see cli/shared/threads-option.ts). */
   threads?: number;
+  /** --keep: the input columns to write (comma-separated lists); the others are dropped. */
+  keep?: string[];
+  /** --drop-input-columns: write no input column but those of --keep. */
+  dropInputColumns?: boolean;
+  /** --phone-region: national phone numbers are read as this country's. */
+  phoneRegion?: PhoneRegion;
 }
 
 export interface HashIo {
@@ -126,7 +148,10 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
   try {
     for (const n of source.notes) progress.note(n);
     let columns: IdentifierColumn[] = [];
-    if (source.header.length > 0) {
+    const headerless = headerlessColumns(source);
+    if (headerless !== undefined) {
+      columns = headerless;
+    } else if (source.header.length > 0) {
       const resolved = resolveIdentifierColumns(
         source.header,
         flags,
@@ -137,14 +162,26 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     } else {
       progress.note(`${source.name} is empty: writing an empty output`);
     }
-    const header = columns.length > 0 ? resultHeader(source.header, columns, HASH_FIELDS) : [];
+    columns = withPhoneRegion(columns, flags.phoneRegion);
+    // a Parquet column of numbers or nested values holds no identifier as the service reads one
+    requireTextColumns(
+      source,
+      columns.map((c) => c.name),
+    );
+    const keep = source.header.length > 0 ? keptColumns(source.header, flags, source.name) : null;
+    const kept = keep === null ? source.header : keep.map((i) => source.header[i]);
+    const header = columns.length > 0 ? resultHeader(kept, columns, HASH_FIELDS) : [];
+    // JSONL: input cells as read, the tool's own cells null when empty
+    const types: ColumnType[] = header.map((_, i) => (i < kept.length ? 'input' : 'string'));
     sink =
       flags.outputDir !== undefined
-        ? partSinksFor(flags.outputDir, source, header, columns.length, HASH_FIELDS)
+        ? partSinksFor(flags.outputDir, source, header, types)
         : await openSink({
             path: flags.output,
             format: flags.format,
+            ...sinkCompression(flags),
             header,
+            types,
             ...(flags.bom ? { bom: true } : {}),
             ...(toFile ? {} : { stream: io.stdout }),
             // row threads encode the rows themselves; otherwise --threads gives the sink encoding threads
@@ -161,9 +198,12 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
         );
     };
     if (isPieceSource(source)) {
-      const format: RowFormat = flags.format === 'jsonl' ? { format: 'jsonl', header } : { format: 'csv' };
+      // openInput reads the input as rows for a Parquet output: the row threads write text
+      if (flags.format === 'parquet') throw new Error('Parquet output from row threads');
+      const format: RowFormat = rowFormatOf(flags.format, header, types);
+      const layout = { ...defaultLayout(columns), keep };
       threads = new RowThreads(
-        { name: source.name, csv: source.settings, width: source.width, columns, format, v2: false },
+        { name: source.name, csv: source.settings, width: source.width, columns, format, v2: false, layout },
         flags.threads ?? 1,
         YOUNG_GENERATION_MB.hash,
       );
@@ -175,7 +215,7 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       }
     } else {
       for await (const chunk of source.rows()) {
-        await sink.writeRows(hashRows(chunk, columns, counts));
+        await sink.writeRows(hashRows(chunk, columns, counts, keep));
         progress.update({ done: counts.rows, ...estimateTotal(source, counts.rows) });
         checkInterrupt();
       }
@@ -213,8 +253,14 @@ async function openInput(
     ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
   };
   try {
-    // --output-dir cuts the rows back into their parts as they are written: the rows are read on this thread
-    return await openTableInputs(paths, options, flags.outputDir !== undefined ? 0 : (flags.threads ?? 0));
+    // Parquet is written from rows by its sink: no row threads, which write text; --output-dir cuts the rows back
+    // into their parts as they are written: the rows are read on this thread
+    const threads = flags.outputDir !== undefined || flags.format === 'parquet' ? 0 : (flags.threads ?? 0);
+    const opened = await openTableInputs(paths, options, threads);
+    // a one-column file of emails or phones without a header line is read as such (a note says so)
+    return paths.length === 1 && mayBeHeaderless(flags, { ...options, path: paths[0] })
+      ? readAsHeaderless(opened)
+      : opened;
   } catch (err) {
     throw asUserError(err);
   }
@@ -325,27 +371,27 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
       '[input...]',
       "CSV, JSONL or Parquet files (gzip too), directories of parts, or quoted patterns such as 'part-*.csv.gz', read as one run; '-' or nothing reads stdin",
     )
-    .option('--bom', 'start a CSV output with a UTF-8 BOM (for Excel)');
+    .option('--bom', 'start a CSV output with a UTF-8 BOM (for Excel)')
+    .option(
+      '--keep <columns>',
+      'write only these input columns (comma-separated; repeatable), e.g. --keep customer_id: raw emails and phones are not copied',
+      collectRepeated,
+    )
+    .option('--drop-input-columns', 'write no input column (but those of --keep): only the result columns');
   addTableInputOptions(cmd);
+  addPhoneRegionOption(cmd, false);
   addBadRowOptions(cmd);
   addOutputOptions(cmd);
   addOutputDirOption(cmd);
   addThreadsOption(cmd, defaultHashThreads(), 'one per core, at most 4');
-  cmd.action(async (input: string[] | undefined, opts: Record<string, unknown>, command: Command) => {
+  cmd.action(async (input: string[] | undefined, opts: Record<string, unknown>) => {
     const hashIo = io();
     const output = typeof opts.output === 'string' ? opts.output : undefined;
-    const formatGiven = command.getOptionValueSource('format') !== 'default';
-    const format = formatGiven
-      ? opts.format === 'jsonl'
-        ? 'jsonl'
-        : 'csv'
-      : output !== undefined && /\.(jsonl|ndjson)$/i.test(output)
-        ? 'jsonl'
-        : 'csv';
     const flags: HashFlags = {
       ...tableInputFlags(resolveInputArg(inputArgs(input)[0], hashIo.stdin), opts),
       ...(inputArgs(input).length > 1 ? { inputs: inputArgs(input) } : {}),
-      format,
+      format: outputFlags(opts).format,
+      ...sinkCompression(outputFlags(opts)),
       ...(output !== undefined ? { output } : {}),
       ...(opts.bom === true ? { bom: true } : {}),
       ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
@@ -353,6 +399,9 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
       threads: threadsFlag(opts, defaultHashThreads()),
       ...badRowFlags(opts),
       ...(outputDirOf(opts) !== undefined ? { outputDir: outputDirOf(opts) } : {}),
+      ...(Array.isArray(opts.keep) ? { keep: opts.keep as string[] } : {}),
+      ...(opts.dropInputColumns === true ? { dropInputColumns: true } : {}),
+      ...(phoneRegionFlagOf(opts) !== undefined ? { phoneRegion: phoneRegionFlagOf(opts) } : {}),
     };
     const summary = await runHash(flags, hashIo);
     // records skipped (--on-bad-row skip): the run completed, and its exit code says that rows are missing

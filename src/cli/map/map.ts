@@ -2,15 +2,19 @@ import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { ServiceClient } from '../../client/index.js';
 import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../../config/index.js';
-import { runMapJob, mapOutputHeader } from '../../pipeline/jobs/map-job.js';
+import { runMapJob, mapOutputColumns } from '../../pipeline/jobs/map-job.js';
+import type { ResultLayout } from '../../pipeline/map/result-columns.js';
+import { resolveResultLayout, type LayoutRequest } from '../../pipeline/map/result-layout.js';
+import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from '../../pipeline/jobs/headerless-input.js';
 import { MapEngine, type MapRunCounts, type MapRunResult } from '../../pipeline/map/map-engine.js';
-import { RESULT_COLUMNS, RESULT_COLUMNS_V2 } from '../../pipeline/map/result-columns.js';
 import {
   ColumnError,
   resolveIdentifierColumns,
   type ColumnFlags,
   type IdentifierColumn,
 } from '../../pipeline/table/identifier-columns.js';
+import { formatOfExtension } from '../../pipeline/table/format-names.js';
+import { requireTextColumns } from '../../pipeline/table/parquet-source.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../../pipeline/table/table.js';
 import { isPieceSource, openTableInputs, type TableInput } from '../../pipeline/threads/table-input.js';
@@ -36,8 +40,10 @@ import {
 import {
   addConnectionOptions,
   addOutputOptions,
+  addTimeFormatOption,
   connectionFlags,
   outputFlags,
+  sinkCompression,
   wholeNumber,
   type OutputFlags,
 } from '../shared/options.js';
@@ -48,6 +54,14 @@ import { exitCodeOf, KNOWN_FAILURES as BATCH_KNOWN_FAILURES } from '../shared/ru
 import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from '../shared/summary.js';
 import { addThreadsOption, defaultMapThreads, threadsFlag } from '../shared/threads-option.js';
 import { v2DeprecationWarning } from '../shared/v2-notice.js';
+import { collectRepeated } from '../shared/repeated-flags.js';
+import {
+  addPhoneRegionOption,
+  chooseRegion,
+  phoneRegionFlagOf,
+  withPhoneRegion,
+} from '../shared/phone-region-option.js';
+import type { PhoneRegion } from '../../identity/index.js';
 import { openMapState, type MapStateFile } from './map-state.js';
 
 /** Input and identifier columns as every table-reading command takes them, plus what map adds. */
@@ -75,6 +89,10 @@ export interface MapFlags extends ColumnFlags, Partial<BadRowFlags> {
   api?: 'v3' | 'v2';
   /** Worker threads that parse, prepare and encode CSV rows (absent or 0: the main thread; see cli/shared/threads-option.ts). */
   threads?: number;
+  /** --keep, --drop-input-columns, --result-prefix, --emit-hash (the time format is output.timeFormat). */
+  layout?: Omit<LayoutRequest, 'timeFormat'>;
+  /** --phone-region: national phone numbers are read as this country's (default: the profile's phone_region). */
+  phoneRegion?: PhoneRegion;
   connection: ConnectionFlags;
   output: OutputFlags;
 }
@@ -122,11 +140,28 @@ export function registerMap(program: Command): void {
       '--api <version>',
       'v3 (default), or v2: the deprecated POST /v2/identity/map (one kind per request; output raw_uid, bucket_id, status, reason; its own --state file, kept fresh with uid2-batch buckets / remap-due)',
       parseApi,
+    )
+    .option(
+      '--emit-hash',
+      'also write the hash sent for each identifier (base64, the key of the state and the remap-due changes file) and hash_type',
+    )
+    .option(
+      '--keep <columns>',
+      'write only these input columns (comma-separated; repeatable), e.g. --keep customer_id: raw emails and phones are not copied',
+      collectRepeated,
+    )
+    .option('--drop-input-columns', 'write no input column (but those of --keep): only the result columns')
+    .option(
+      '--result-prefix <prefix>',
+      "names of the result columns start with PREFIX_ (default: none for one identifier column, the column's name with spaces and punctuation as _ for several); with several: COLUMN=PREFIX, repeatable",
+      collectRepeated,
     );
   addTableInputOptions(cmd);
+  addPhoneRegionOption(cmd, true);
   addBadRowOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
+  addTimeFormatOption(cmd);
   addOutputDirOption(cmd);
   addThreadsOption(cmd, defaultMapThreads(), 'cores - 1, at most 3');
   cmd.action((input: string[] | undefined, opts: Record<string, unknown>) =>
@@ -157,6 +192,13 @@ export function mapFlags(input: string | readonly string[] | undefined, opts: Re
     failFast: opts.failFast === true,
     dryRun: opts.dryRun === true,
     ...(opts.api === 'v2' ? { api: 'v2' as const } : {}),
+    ...(phoneRegionFlagOf(opts) !== undefined ? { phoneRegion: phoneRegionFlagOf(opts) } : {}),
+    layout: {
+      ...(Array.isArray(opts.keep) ? { keep: opts.keep as string[] } : {}),
+      ...(opts.dropInputColumns === true ? { dropInputColumns: true } : {}),
+      ...(Array.isArray(opts.resultPrefix) ? { resultPrefixes: opts.resultPrefix as string[] } : {}),
+      ...(opts.emitHash === true ? { emitHash: true } : {}),
+    },
     connection: connectionFlags(opts),
     output: outputFlags(opts),
   };
@@ -229,13 +271,31 @@ async function mapParts(
     ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
   };
   // with --threads, a CSV input is parsed by the row threads: here it is only cut into record-aligned pieces
-  // (not in a dry run: nothing is handed on, so the threads would keep every piece)
-  // --output-dir cuts the rows back into their parts as they are written: the rows are read on this thread
-  const pieceThreads = dryRun || flags.outputDir !== undefined ? 0 : (flags.threads ?? 0);
-  const source = await openTableInputs(inputPaths, sourceOptions, pieceThreads);
+  // (not in a dry run: nothing is handed on, so the threads would keep every piece; not for a Parquet output,
+  // which its sink writes from rows, while the row threads write text; not with --output-dir, which cuts the rows
+  // back into their parts as they are written: the rows are read on this thread)
+  const rowThreads =
+    dryRun || flags.outputDir !== undefined || flags.output.format === 'parquet' ? 0 : (flags.threads ?? 0);
+  const opened = await openTableInputs(inputPaths, sourceOptions, rowThreads);
+  // a one-column file of emails or phones without a header line is read as such (and said so)
+  const source =
+    inputPaths.length === 1 && mayBeHeaderless(flags, { ...sourceOptions, path: inputPaths[0] })
+      ? readAsHeaderless(opened)
+      : opened;
   for (const line of source.notes) say(line);
   if (source.header.length === 0) return emptyInput(source, flags, startedMs, deps, say);
-  const columns = identifierColumns(source, flags, say);
+  const columns = withPhoneRegion(identifierColumns(source, flags, say), chooseRegion(flags.phoneRegion, config));
+  // a Parquet column of numbers or nested values holds no identifier as the service reads one
+  requireTextColumns(
+    source,
+    columns.map((c) => c.name),
+  );
+  const layout = resultLayout(source, columns, flags);
+  const rejectsFormat = flags.rejects === undefined ? undefined : formatOfExtension(flags.rejects);
+  if (rejectsFormat !== undefined && rejectsFormat !== flags.output.format) {
+    // the row threads encode an output row once, for both files: the rejects share the output's format
+    say(`--rejects ${flags.rejects} is written as ${flags.output.format.toUpperCase()}, the format of the output`);
+  }
   const concurrency = chooseConcurrency(flags.concurrency, config, say);
 
   let state: MapStateFile | undefined;
@@ -251,7 +311,7 @@ async function mapParts(
   }
   try {
     if (dryRun && !isPieceSource(source)) return await dryRunReport(source, columns, flags, state, startedMs, deps);
-    return await mapForReal(source, columns, concurrency, config, flags, state, startedMs, deps);
+    return await mapForReal(source, columns, layout, concurrency, config, flags, state, startedMs, deps);
   } finally {
     state?.close();
   }
@@ -270,6 +330,7 @@ async function emptyInput(
     const sink = await openSink({
       path: flags.output.output,
       format: flags.output.format,
+      ...sinkCompression(flags.output),
       header: [],
       stream: deps.stdout,
     });
@@ -297,7 +358,9 @@ function chooseInput(input: string | undefined, stdin: { isTTY?: boolean }): str
   return '-';
 }
 
-function identifierColumns(source: TableInfo, flags: MapFlags, say: (line: string) => void): IdentifierColumn[] {
+function identifierColumns(source: TableInput, flags: MapFlags, say: (line: string) => void): IdentifierColumn[] {
+  const headerless = headerlessColumns(source);
+  if (headerless !== undefined) return headerless;
   try {
     const resolved = resolveIdentifierColumns(source.header, flags, source.name);
     if (resolved.note !== undefined) say(resolved.note);
@@ -308,9 +371,25 @@ function identifierColumns(source: TableInfo, flags: MapFlags, say: (line: strin
   }
 }
 
+/** The output's layout as the flags ask for it; a column they name that the input lacks is a usage error. */
+function resultLayout(source: TableInfo, columns: IdentifierColumn[], flags: MapFlags): ResultLayout {
+  try {
+    return resolveResultLayout(
+      source.header,
+      columns,
+      { ...flags.layout, timeFormat: flags.output.timeFormat },
+      source.name,
+    );
+  } catch (err) {
+    if (err instanceof ColumnError) throw new UserError(err.message);
+    throw err;
+  }
+}
+
 async function mapForReal(
   source: TableInput,
   columns: IdentifierColumn[],
+  layout: ResultLayout,
   concurrency: number,
   resolved: ResolvedConfig,
   flags: MapFlags,
@@ -325,7 +404,7 @@ async function mapForReal(
   });
   const { config, client, limiter } = connection;
   const api = flags.api ?? 'v3';
-  const header = mapOutputHeader(source.header, columns, api);
+  const { header, types } = mapOutputColumns(source.header, columns, api, layout);
   let sink: TableSink | undefined;
   let rejects: TableSink | undefined;
   let progress: ProgressReporter | undefined;
@@ -335,22 +414,18 @@ async function mapForReal(
     const sinkThreads = isPieceSource(source) ? 0 : (flags.threads ?? 0);
     sink =
       flags.outputDir !== undefined
-        ? partSinksFor(
-            flags.outputDir,
-            source,
-            header,
-            columns.length,
-            api === 'v2' ? RESULT_COLUMNS_V2 : RESULT_COLUMNS,
-          )
+        ? partSinksFor(flags.outputDir, source, header, types)
         : await openSink({
             path: flags.output.output,
             format: flags.output.format,
+            ...sinkCompression(flags.output),
             header,
+            types,
             stream: deps.stdout,
             threads: sinkThreads,
           });
     if (flags.rejects !== undefined)
-      rejects = await openSink({ path: flags.rejects, format: flags.output.format, header });
+      rejects = await openSink({ path: flags.rejects, format: flags.output.format, header, types });
     progress = createProgress({
       label: 'map',
       stream: deps.stderr,
@@ -366,8 +441,9 @@ async function mapForReal(
       columns,
       client,
       limiter,
-      output: { kind: 'table', sink, rejects, format: flags.output.format === 'jsonl' ? 'jsonl' : 'csv', header },
+      output: { kind: 'table', sink, rejects, format: flags.output.format, header, types },
       api,
+      layout,
       threads,
       state: state?.engineState,
       batchSize: flags.batchSize,
@@ -406,6 +482,7 @@ function runArgs(
   concurrency: number,
   config: ResolvedConfig,
 ): string {
+  const region = columns.find((c) => c.phoneRegion !== undefined)?.phoneRegion;
   return JSON.stringify({
     input: source.name,
     output: flags.output.output ?? '-',
@@ -417,6 +494,11 @@ function runArgs(
     batch_size: flags.batchSize ?? 5000,
     fail_fast: flags.failFast === true,
     ...(flags.api === 'v2' ? { api: 'v2' } : {}),
+    ...(region !== undefined ? { phone_region: region } : {}),
+    ...(flags.output.timeFormat !== undefined ? { time_format: flags.output.timeFormat } : {}),
+    ...(flags.layout?.emitHash === true ? { emit_hash: true } : {}),
+    ...(flags.layout?.keep !== undefined ? { keep: flags.layout.keep } : {}),
+    ...(flags.layout?.dropInputColumns === true ? { drop_input_columns: true } : {}),
   });
 }
 

@@ -8,6 +8,7 @@ import {
   type RawUidVerdict,
   VERDICT_COLUMNS,
   verdictCells,
+  verdictTypes,
   type OptoutCounts,
   type OptoutResult,
   type OptoutStatusFn,
@@ -31,9 +32,12 @@ import { addBadRowOptions, badRowFlags, BadRowsOutput, type BadRowFlags } from '
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
+import type { ColumnType, TimeFormat, TypedHeader } from '../../pipeline/table/typed-cells.js';
+import { requireTextColumns } from '../../pipeline/table/parquet-source.js';
 import {
   addConnectionOptions,
   addOutputOptions,
+  addTimeFormatOption,
   connectionFlags,
   decimalNumber,
   optionReaders,
@@ -120,6 +124,7 @@ export function registerOptoutCheck(program: Command): void {
   addBadRowOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
+  addTimeFormatOption(cmd);
   cmd.action((input: string[] | undefined, opts: Record<string, unknown>) =>
     runInProcess((deps) => runOptoutCheck(optoutCheckFlags(input, opts), deps)),
   );
@@ -232,18 +237,24 @@ async function checkFile(
   });
   for (const line of source.notes) say(line);
   const columns = rawUidColumns(source.header, flags.cols, source.name);
+  requireTextColumns(
+    source,
+    columns.map((c) => source.header[c]),
+  );
 
   const connection = await connect(flags, config);
+  const timeFormat = flags.output.timeFormat ?? 'unix';
   const layout =
     columns.length === 1
-      ? verdictLayout(source.header)
+      ? verdictLayout(source.header, timeFormat)
       : verdictLayoutPerColumn(
           source.header,
           columns.map((c) => source.header[c]),
+          timeFormat,
         );
   const perRow = perRowVerdicts(columns);
   try {
-    return await withRunOutput(layout.header, 'optout-check', true, flags.output, deps, async (sink, progress) => {
+    return await withRunOutput(layout, 'optout-check', true, flags.output, deps, async (sink, progress) => {
       const client = connection.client;
       let done = 0;
       const checked = await checkRawUidRows(perRow.cellsOf(source.rows()), {
@@ -255,7 +266,12 @@ async function checkFile(
           const cells: string[][] = [];
           for (const { row, verdicts } of perRow.rowsOf(rows)) {
             if (flags.onlyOptedOut && !verdicts.some((v) => v.kind === 'opted_out')) continue;
-            cells.push(layout.place(row.cells, verdicts.flatMap(verdictCells)));
+            cells.push(
+              layout.place(
+                row.cells,
+                verdicts.flatMap((v) => verdictCells(v, timeFormat)),
+              ),
+            );
           }
           await sink.writeRows(cells);
           done += rows.length / columns.length;
@@ -343,30 +359,49 @@ function perRowVerdicts(columns: readonly number[]): {
 function verdictLayoutPerColumn(
   inputHeader: readonly string[],
   names: readonly string[],
-): { header: string[]; place(cells: readonly string[], verdicts: readonly string[]): string[] } {
+  timeFormat: TimeFormat,
+): TypedHeader & { place(cells: readonly string[], verdicts: readonly string[]): string[] } {
+  const verdict = verdictTypes(timeFormat);
   return {
     header: resultHeader(
       inputHeader,
       names.map((name) => ({ name })),
       VERDICT_COLUMNS,
     ),
+    types: [...inputHeader.map((): ColumnType => 'input'), ...names.flatMap(() => verdict)],
     place: (cells, verdicts) => [...cells, ...verdicts],
   };
 }
 
 /**
- * Output columns: the input's, then opted_out, opted_out_since, reason. Checking an earlier output again writes
- * over its verdict columns instead of adding a second set.
+ * Output columns: the input's, then opted_out, opted_out_since, reason (typed as the verdicts are, see
+ * verdictTypes). Checking an earlier output of optout-check again writes over its verdict columns instead of adding
+ * a second set; any other input column that has a verdict column's name (map's own `reason`) is kept, and the
+ * verdict column is named with `_2` (`reason_2`), so no two columns share a name.
  */
-export function verdictLayout(inputHeader: readonly string[]): {
-  header: string[];
-  place(cells: readonly string[], verdict: readonly string[]): string[];
-} {
-  const at = VERDICT_COLUMNS.map((name) => inputHeader.indexOf(name));
+export function verdictLayout(
+  inputHeader: readonly string[],
+  timeFormat: TimeFormat = 'unix',
+): TypedHeader & { place(cells: readonly string[], verdict: readonly string[]): string[] } {
+  // the verdict columns of an earlier check: opted_out, opted_out_since and its reason (maybe reason_2), in a row
+  const first = inputHeader.indexOf(VERDICT_COLUMNS[0]);
+  const earlierCheck =
+    first >= 0 && inputHeader[first + 1] === VERDICT_COLUMNS[1] && /^reason(_\d+)?$/.test(inputHeader[first + 2] ?? '');
   const header = [...inputHeader];
-  const slots = at.map((i, k) => (i >= 0 ? i : header.push(VERDICT_COLUMNS[k]) - 1));
+  const taken = new Set(header);
+  const slots = VERDICT_COLUMNS.map((name, k) => {
+    if (earlierCheck) return first + k;
+    let unique: string = name;
+    for (let n = 2; taken.has(unique); n++) unique = `${name}_${n}`;
+    taken.add(unique);
+    return header.push(unique) - 1;
+  });
+  const types: TypedHeader['types'] = header.map(() => 'input');
+  const verdict = verdictTypes(timeFormat);
+  for (let k = 0; k < slots.length; k++) types[slots[k]] = verdict[k];
   return {
     header,
+    types,
     place(cells, verdict) {
       const out = cells.slice();
       for (let k = 0; k < slots.length; k++) out[slots[k]] = verdict[k];
@@ -460,11 +495,18 @@ export async function finishOptout(
   }
 }
 
-/** Columns of `optout-check --state`: one row per raw UID checked. */
-export const SWEEP_HEADER = ['kind', 'hash', 'raw_uid', 'which', ...VERDICT_COLUMNS] as const;
+/**
+ * Columns of `optout-check --state`: one row per raw UID checked, the entry named by hash_type and hash as `map
+ * --emit-hash` and the remap-due changes file name it.
+ */
+export const SWEEP_HEADER = ['hash_type', 'hash', 'raw_uid', 'which', ...VERDICT_COLUMNS] as const;
 
-export function sweptCells(row: SweptRawUid): string[] {
-  return [row.entry.type, row.entry.hash, row.rawUid, row.which, ...verdictCells(row.verdict)];
+export function sweepColumns(timeFormat: TimeFormat = 'unix'): TypedHeader {
+  return { header: [...SWEEP_HEADER], types: ['string', 'string', 'string', 'string', ...verdictTypes(timeFormat)] };
+}
+
+export function sweptCells(row: SweptRawUid, timeFormat: TimeFormat = 'unix'): string[] {
+  return [row.entry.type, row.entry.hash, row.rawUid, row.which, ...verdictCells(row.verdict, timeFormat)];
 }
 
 /** optout-check --state FILE: sweeps the stored raw UIDs, tombstones what opted out, records each check. */
@@ -492,46 +534,55 @@ async function runStateSweep(
       nowS,
     );
     try {
-      return await withRunOutput(SWEEP_HEADER, 'optout-check', true, flags.output, deps, async (sink, progress) => {
-        const client = connection.client;
-        let done = 0;
-        const replayed = await replaySweepOptouts(state, (rows) => sink.writeRows(rows.map(sweptCells)));
-        if (replayed > 0) say(replayedLine(replayed));
-        const result = await sweepStateOptouts({
-          state,
-          nowS,
-          journal: { runId, state },
-          check: connection.check,
-          concurrency: connection.concurrency,
-          ...(flags.sweepFraction !== undefined ? { fraction: flags.sweepFraction } : {}),
-          ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-          onChecked: async (rows) => {
-            const cells = (flags.onlyOptedOut ? rows.filter((r) => r.verdict.kind === 'opted_out') : rows).map(
-              sweptCells,
-            );
-            await sink.writeRows(cells);
-            done += rows.length;
-            progress.update({ done, retries: client.stats.retries, http429: client.stats.http429 });
-          },
-        });
-        progress.stop();
-        const c = result.counts;
-        const summary = optoutSummary('optout-check', result, client, startedMs, deps.now(), {
-          state_file: path,
-          entries_planned: c.planned,
-          entries_checked: c.entries,
-          tombstoned: c.tombstoned,
-          ...(replayed > 0 ? { replayed_changes: replayed } : {}),
-        });
-        state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
-        if (c.planned === 0) say(`${path} holds no entry with a raw UID: nothing to check`);
-        return await finishOptout(result, summary, sink, flags, deps, say, c.entries > 0 || replayed > 0, {
-          state,
-          kind: 'optout',
-          replayed,
-          upTo: result.journalUpTo,
-        });
-      });
+      const timeFormat = flags.output.timeFormat ?? 'unix';
+      const cellsOf = (row: SweptRawUid): string[] => sweptCells(row, timeFormat);
+      return await withRunOutput(
+        sweepColumns(timeFormat),
+        'optout-check',
+        true,
+        flags.output,
+        deps,
+        async (sink, progress) => {
+          const client = connection.client;
+          let done = 0;
+          const replayed = await replaySweepOptouts(state, (rows) => sink.writeRows(rows.map(cellsOf)));
+          if (replayed > 0) say(replayedLine(replayed));
+          const result = await sweepStateOptouts({
+            state,
+            nowS,
+            journal: { runId, state },
+            check: connection.check,
+            concurrency: connection.concurrency,
+            ...(flags.sweepFraction !== undefined ? { fraction: flags.sweepFraction } : {}),
+            ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+            onChecked: async (rows) => {
+              const cells = (flags.onlyOptedOut ? rows.filter((r) => r.verdict.kind === 'opted_out') : rows).map(
+                cellsOf,
+              );
+              await sink.writeRows(cells);
+              done += rows.length;
+              progress.update({ done, retries: client.stats.retries, http429: client.stats.http429 });
+            },
+          });
+          progress.stop();
+          const c = result.counts;
+          const summary = optoutSummary('optout-check', result, client, startedMs, deps.now(), {
+            state_file: path,
+            entries_planned: c.planned,
+            entries_checked: c.entries,
+            tombstoned: c.tombstoned,
+            ...(replayed > 0 ? { replayed_changes: replayed } : {}),
+          });
+          state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
+          if (c.planned === 0) say(`${path} holds no entry with a raw UID: nothing to check`);
+          return await finishOptout(result, summary, sink, flags, deps, say, c.entries > 0 || replayed > 0, {
+            state,
+            kind: 'optout',
+            replayed,
+            upTo: result.journalUpTo,
+          });
+        },
+      );
     } finally {
       await connection.close();
     }

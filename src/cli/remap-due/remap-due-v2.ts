@@ -3,7 +3,8 @@ import { checkRotatedBuckets, isoUtc, nextCheckSinceMs, type BucketCheck } from 
 import { mapBatchV2 } from '../../pipeline/v2/map-v2.js';
 import { migrationInProgress } from '../../pipeline/v2/migration.js';
 import {
-  CHANGES_HEADER_V2,
+  changesColumns,
+  type RemapChange,
   changeCellsV2,
   RemapEngine,
   replayRemapChanges,
@@ -103,59 +104,67 @@ async function remapV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<numb
     const marked = state.countDueV2();
     const dueByR = state.countDue(nowS);
     const due = marked + dueByR;
-    return await withRunOutput(CHANGES_HEADER_V2, 'remap-due', true, flags.output, deps, async (sink, progress) => {
-      progress.update({ done: 0, total: flags.limit === undefined ? due : Math.min(due, flags.limit) });
-      let doneBefore = 0;
-      const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(changeCellsV2)));
-      if (replayed > 0) say(replayedLine(replayed));
-      const common: Omit<RemapOptions, 'mapBatch'> = {
-        state,
-        nowS,
-        journal: { runId, state },
-        limiter,
-        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-        ...remapReporting(sink, progress, client, changeCellsV2, () => doneBefore),
-      };
-      let result = await new RemapEngine({
-        ...common,
-        selectPage: (after, limit) => state.selectDueV2(after?.id ?? null, limit),
-        mapBatch: flags.upgrade === true ? mapV3 : mapBatchV2(client),
-        ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
-      }).run();
-      const byBucket = result.counts.selected;
-      const left = flags.limit === undefined ? Number.POSITIVE_INFINITY : flags.limit - byBucket;
-      if (result.outcome.kind === 'completed' && dueByR > 0 && left > 0) {
-        doneBefore = byBucket;
-        const byR = await new RemapEngine({
+    const cellsOf = (change: RemapChange): string[] => changeCellsV2(change, flags.output.timeFormat);
+    return await withRunOutput(
+      changesColumns(flags.output.timeFormat, true),
+      'remap-due',
+      true,
+      flags.output,
+      deps,
+      async (sink, progress) => {
+        progress.update({ done: 0, total: flags.limit === undefined ? due : Math.min(due, flags.limit) });
+        let doneBefore = 0;
+        const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf)));
+        if (replayed > 0) say(replayedLine(replayed));
+        const common: Omit<RemapOptions, 'mapBatch'> = {
+          state,
+          nowS,
+          journal: { runId, state },
+          limiter,
+          ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+          ...remapReporting(sink, progress, client, cellsOf, () => doneBefore),
+        };
+        let result = await new RemapEngine({
           ...common,
-          mapBatch: mapV3,
-          ...(Number.isFinite(left) ? { limit: left } : {}),
+          selectPage: (after, limit) => state.selectDueV2(after?.id ?? null, limit),
+          mapBatch: flags.upgrade === true ? mapV3 : mapBatchV2(client),
+          ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
         }).run();
-        result = joinResults(result, byR);
-      }
-      progress.stop();
-      const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
-      summary.api = 'v2';
-      if (check !== null) {
-        summary.buckets_since = isoUtc(check.sinceMs);
-        summary.buckets_rotated = check.buckets.length;
-        summary.marked_due = check.marked;
-      }
-      if (flags.upgrade === true) summary.upgraded = byBucket;
-      if (replayed > 0) summary.replayed_changes = replayed;
-      state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
-      if (check !== null) {
-        say(
-          `buckets: ${formatCount(check.buckets.length)} salt bucket(s) rotated since ${isoUtc(check.sinceMs)}; ${formatCount(check.marked)} entries marked due`,
-        );
-      }
-      return await finish(result, summary, sink, flags, deps, say, {
-        state,
-        kind: 'remap',
-        replayed,
-        upTo: result.journalUpTo,
-      });
-    });
+        const byBucket = result.counts.selected;
+        const left = flags.limit === undefined ? Number.POSITIVE_INFINITY : flags.limit - byBucket;
+        if (result.outcome.kind === 'completed' && dueByR > 0 && left > 0) {
+          doneBefore = byBucket;
+          const byR = await new RemapEngine({
+            ...common,
+            mapBatch: mapV3,
+            ...(Number.isFinite(left) ? { limit: left } : {}),
+          }).run();
+          result = joinResults(result, byR);
+        }
+        progress.stop();
+        const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
+        summary.api = 'v2';
+        if (check !== null) {
+          summary.buckets_since = isoUtc(check.sinceMs);
+          summary.buckets_rotated = check.buckets.length;
+          summary.marked_due = check.marked;
+        }
+        if (flags.upgrade === true) summary.upgraded = byBucket;
+        if (replayed > 0) summary.replayed_changes = replayed;
+        state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
+        if (check !== null) {
+          say(
+            `buckets: ${formatCount(check.buckets.length)} salt bucket(s) rotated since ${isoUtc(check.sinceMs)}; ${formatCount(check.marked)} entries marked due`,
+          );
+        }
+        return await finish(result, summary, sink, flags, deps, say, {
+          state,
+          kind: 'remap',
+          replayed,
+          upTo: result.journalUpTo,
+        });
+      },
+    );
   } finally {
     await connection.close();
   }

@@ -1,6 +1,12 @@
 import type { Command } from 'commander';
 import { envFingerprint, type ResolvedConfig } from '../../config/index.js';
-import { CHANGES_HEADER, changeCells, RemapEngine, replayRemapChanges } from '../../pipeline/remap/remap-engine.js';
+import {
+  changesColumns,
+  type RemapChange,
+  changeCells,
+  RemapEngine,
+  replayRemapChanges,
+} from '../../pipeline/remap/remap-engine.js';
 import { parseInstantMs } from '../../protocol/index.js';
 import { openState } from '../../state/index.js';
 import {
@@ -16,6 +22,7 @@ import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.
 import {
   addConnectionOptions,
   addOutputOptions,
+  addTimeFormatOption,
   connectionFlags,
   optionReaders,
   outputFlags,
@@ -67,6 +74,7 @@ export function registerRemapDue(program: Command): void {
     );
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
+  addTimeFormatOption(cmd);
   cmd.action((opts: Record<string, unknown>) => runInProcess((deps) => runRemapDue(remapDueFlags(opts), deps)));
 }
 
@@ -163,37 +171,45 @@ async function remapForReal(run: RemapDueRun, resolved: ResolvedConfig): Promise
   const { client, limiter } = connection;
   const runId = state.startRun('remap-due', JSON.stringify(remapRunArgs(flags)), nowS);
   try {
-    return await withRunOutput(CHANGES_HEADER, 'remap-due', true, flags.output, deps, async (sink, progress) => {
-      progress.update({ done: 0, total });
-      const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(changeCells)));
-      if (replayed > 0) say(replayedLine(replayed));
-      const engine = new RemapEngine({
-        state,
-        nowS,
-        journal: { runId, state },
-        mapBatch: (request, signal) => client.mapV3(request, { signal }),
-        limiter,
-        ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
-        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-        ...remapReporting(sink, progress, client, changeCells),
-      });
-      const result = await engine.run();
-      progress.stop();
-      const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
-      if (replayed > 0) summary.replayed_changes = replayed;
-      // nothing was due: say when something will be, rather than a bare "0 entries"
-      const next = due === 0 ? nextDue(state, nowS) : undefined;
-      if (next !== undefined) summary.next_due = next;
-      state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
-      const code = await finish(result, summary, sink, flags, deps, say, {
-        state,
-        kind: 'remap',
-        replayed,
-        upTo: result.journalUpTo,
-      });
-      if (next !== undefined) say(nothingDueLine(next, nowS));
-      return code;
-    });
+    const cellsOf = (change: RemapChange): string[] => changeCells(change, flags.output.timeFormat);
+    return await withRunOutput(
+      changesColumns(flags.output.timeFormat, false),
+      'remap-due',
+      true,
+      flags.output,
+      deps,
+      async (sink, progress) => {
+        progress.update({ done: 0, total });
+        const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf)));
+        if (replayed > 0) say(replayedLine(replayed));
+        const engine = new RemapEngine({
+          state,
+          nowS,
+          journal: { runId, state },
+          mapBatch: (request, signal) => client.mapV3(request, { signal }),
+          limiter,
+          ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+          ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+          ...remapReporting(sink, progress, client, cellsOf),
+        });
+        const result = await engine.run();
+        progress.stop();
+        const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
+        if (replayed > 0) summary.replayed_changes = replayed;
+        // nothing was due: say when something will be, rather than a bare "0 entries"
+        const next = due === 0 ? nextDue(state, nowS) : undefined;
+        if (next !== undefined) summary.next_due = next;
+        state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
+        const code = await finish(result, summary, sink, flags, deps, say, {
+          state,
+          kind: 'remap',
+          replayed,
+          upTo: result.journalUpTo,
+        });
+        if (next !== undefined) say(nothingDueLine(next, nowS));
+        return code;
+      },
+    );
   } finally {
     await connection.close();
   }

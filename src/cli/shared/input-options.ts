@@ -9,7 +9,7 @@ import { quoted } from './user-values.js';
 export interface InputFlags {
   /** File path, or '-' for stdin. */
   input: string;
-  inputFormat?: 'csv' | 'jsonl' | 'auto';
+  inputFormat?: 'csv' | 'jsonl' | 'parquet' | 'auto';
   delimiter?: string;
   encoding?: 'utf8' | 'latin1';
   /** false: the first line is data; columns are named col1..colN. */
@@ -23,7 +23,11 @@ const collect = collectRepeated;
 export function addTableInputOptions(cmd: Command): Command {
   cmd
     .option('--email-col <name>', 'column of raw emails (repeatable)', collect)
-    .option('--phone-col <name>', 'column of E.164 phones, e.g. +14155550100 (repeatable)', collect)
+    .option(
+      '--phone-col <name>',
+      'column of phones: E.164 (+14155550100), or national and formatted ones with --phone-region (repeatable)',
+      collect,
+    )
     .option('--email-hash-col <name>', 'column of email SHA-256 hashes, base64 or hex (repeatable)', collect)
     .option('--phone-hash-col <name>', 'column of phone SHA-256 hashes, base64 or hex (repeatable)', collect)
     .option('--col <name>', 'an identifier column whose kind --type gives (default: detect each cell)')
@@ -37,8 +41,11 @@ export function addTableInputOptions(cmd: Command): Command {
 export function addInputFormatOptions(cmd: Command): Command {
   return cmd
     .addOption(
-      new Option('--input-format <format>', 'input format (auto: .jsonl/.ndjson are JSON Lines)')
-        .choices(['auto', 'csv', 'jsonl'])
+      new Option(
+        '--input-format <format>',
+        'input format (auto: by the name: .jsonl/.ndjson are JSON Lines, .parquet Parquet, else CSV; gzip is recognised by its bytes)',
+      )
+        .choices(['auto', 'csv', 'jsonl', 'parquet'])
         .default('auto'),
     )
     .option('--delimiter <char>', 'CSV field delimiter, e.g. ";" or tab (default ",")', delimiterFlag)
@@ -73,7 +80,7 @@ export function inputFormatFlags(opts: Record<string, unknown>): Omit<InputFlags
 
 /** The openSource options these flags ask for. */
 export function sourceOptionsOf(flags: Omit<InputFlags, 'input'>): {
-  format: 'csv' | 'jsonl' | 'auto';
+  format: 'csv' | 'jsonl' | 'parquet' | 'auto';
   header: boolean;
   delimiter?: string;
   encoding?: 'utf8' | 'latin1';

@@ -1,5 +1,7 @@
 import { Option, type Command } from 'commander';
 import { DEFAULT_ENV, environmentNames, type ConnectionFlags } from '../../config/index.js';
+import { OUTPUT_FORMAT_CHOICES, outputFormatOf, type OutputFormatName } from '../../pipeline/table/format-names.js';
+import { TIME_FORMATS, type TimeFormat } from '../../pipeline/table/typed-cells.js';
 import { UserError } from './exit-codes.js';
 
 /**
@@ -62,7 +64,7 @@ export function addConnectionOptions(cmd: Command): Command {
     );
 }
 
-export type OutputFormat = 'csv' | 'jsonl';
+export type OutputFormat = OutputFormatName;
 
 export interface OutputFlags {
   /** File to write; undefined or '-' means stdout. */
@@ -70,18 +72,56 @@ export interface OutputFlags {
   format: OutputFormat;
   summaryJson?: string;
   quiet?: boolean;
+  /** How the tool writes its own times (refresh_from, opted_out_since); absent: unix. */
+  timeFormat?: TimeFormat;
+  /** --compress: gzip the output or not; absent: gzip when -o ends in .gz. */
+  compress?: OutputCompression;
 }
 
-/** -o/--output, --format csv|jsonl, --summary-json FILE, --quiet. */
-export function addOutputOptions(cmd: Command, defaultFormat: OutputFormat = 'csv'): Command {
+export type OutputCompression = 'gzip' | 'none';
+
+/** The sink option --compress sets: nothing when it is absent, so the sink decides by the -o name. */
+export function sinkCompression(output: { compress?: OutputCompression | undefined }): {
+  compress?: OutputCompression;
+} {
+  return output.compress === undefined ? {} : { compress: output.compress };
+}
+
+/**
+ * -o/--output, --format csv|tsv|jsonl|parquet, --compress gzip|none, --summary-json FILE, --quiet. --format and
+ * --compress have no default here: without them the name of -o chooses (outputFlags), as the input's name
+ * chooses how it is read.
+ */
+export function addOutputOptions(cmd: Command): Command {
   return cmd
     .option(
       '-o, --output <file>',
       'write rows to this file (written to a temp file, renamed at the end); default stdout',
     )
-    .addOption(new Option('--format <format>', 'output format').choices(['csv', 'jsonl']).default(defaultFormat))
+    .addOption(
+      new Option(
+        '--format <format>',
+        'output format (default: by the extension of -o: .csv, .tsv, .jsonl/.ndjson, .parquet, also under .gz; else csv)',
+      ).choices([...OUTPUT_FORMAT_CHOICES]),
+    )
+    .addOption(
+      new Option(
+        '--compress <method>',
+        'gzip the output or not (default: gzip when -o ends in .gz); Parquet compresses its own pages',
+      ).choices(['gzip', 'none']),
+    )
     .option('--summary-json <file>', 'also write the run summary as JSON to this file')
     .option('-q, --quiet', 'no progress and no summary on stderr (errors still print)');
+}
+
+/** --time-format unix|iso, for the commands whose output has refresh times or opt-out times. */
+export function addTimeFormatOption(cmd: Command): Command {
+  return cmd.addOption(
+    new Option(
+      '--time-format <format>',
+      'how refresh_from and opt-out times are written: unix (seconds, default) or iso (ISO 8601 UTC, e.g. 2027-01-05T00:00:00Z)',
+    ).choices([...TIME_FORMATS]),
+  );
 }
 
 /** Typed reads of commander's untyped opts(): a string or number option, or undefined when absent. */
@@ -115,12 +155,44 @@ export function connectionFlags(opts: Record<string, unknown>): ConnectionFlags 
   return flags;
 }
 
-/** The output flags out of a command's parsed options, typed. */
+/**
+ * The output flags out of a command's parsed options, typed. A Parquet output they cannot give (to stdout,
+ * gzipped, or named .gz) is a usage error here, before any input is read.
+ */
 export function outputFlags(opts: Record<string, unknown>): OutputFlags {
+  const flags = outputFlagsAsGiven(opts);
+  if (flags.format === 'parquet') refuseParquetOutput(flags);
+  return flags;
+}
+
+function refuseParquetOutput(flags: OutputFlags): void {
+  if (flags.output === undefined) {
+    throw new UserError(
+      'Parquet cannot be written to stdout (its index is written at the end of the file): give a file name with -o, e.g. -o out.parquet',
+    );
+  }
+  if (flags.compress === 'gzip') {
+    throw new UserError(
+      '--compress gzip does not apply to Parquet (it compresses its own pages): drop --compress, or write CSV or JSONL',
+    );
+  }
+  if (flags.compress === undefined && /\.gz$/i.test(flags.output)) {
+    throw new UserError(
+      `-o ${flags.output}: a Parquet file is not gzipped as a whole (it compresses its own pages): name it .parquet, or write CSV or JSONL to a .gz name`,
+    );
+  }
+}
+
+function outputFlagsAsGiven(opts: Record<string, unknown>): OutputFlags {
   return {
     ...(typeof opts.output === 'string' && opts.output !== '-' ? { output: opts.output } : {}),
-    format: opts.format === 'jsonl' ? 'jsonl' : 'csv',
+    format: outputFormatOf(
+      typeof opts.output === 'string' ? opts.output : undefined,
+      typeof opts.format === 'string' ? opts.format : undefined,
+    ),
     ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
     quiet: opts.quiet === true,
+    ...(opts.timeFormat === 'iso' || opts.timeFormat === 'unix' ? { timeFormat: opts.timeFormat } : {}),
+    ...(opts.compress === 'gzip' || opts.compress === 'none' ? { compress: opts.compress } : {}),
   };
 }

@@ -2,7 +2,7 @@
 import { statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Command } from 'commander';
-import { resultColumnTypes } from '../../pipeline/table/output-types.js';
+import type { ColumnType } from '../../pipeline/table/typed-cells.js';
 import { PartSinks } from '../../pipeline/table/part-sinks.js';
 import { isPartsSource } from '../../pipeline/table/parts-source.js';
 import type { TableInfo } from '../../pipeline/table/table.js';
@@ -67,19 +67,14 @@ export function partSinksFor(
   dir: string,
   source: TableInfo,
   header: string[],
-  identifierColumns: number,
-  resultFields: readonly string[],
+  types: readonly ColumnType[],
 ): PartSinks {
   const parts = isPartsSource(source) ? source.parts : [source.name];
-  const inputWidth = header.length - identifierColumns * resultFields.length;
-  const outputs = partOutputPaths(dir, parts, false).map((path) => {
-    const format = formatOfName(path);
-    return {
-      path,
-      format,
-      header,
-      ...(format === 'parquet' ? { columnTypes: resultColumnTypes(inputWidth, identifierColumns, resultFields) } : {}),
-    };
-  });
+  const outputs = partOutputPaths(dir, parts, false).map((path) => ({
+    path,
+    format: formatOfName(path),
+    header,
+    types,
+  }));
   return new PartSinks(outputs, isPartsSource(source) ? () => source.partEnds() : () => []);
 }

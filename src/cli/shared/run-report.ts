@@ -2,10 +2,11 @@ import type { ClientStats, ServiceClient } from '../../client/index.js';
 import type { RemapChange, RemapOptions } from '../../pipeline/remap/remap-engine.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import type { TableSink } from '../../pipeline/table/table.js';
+import type { TypedHeader } from '../../pipeline/table/typed-cells.js';
 import type { ChangeKind, StateStore } from '../../state/types.js';
 import { EXIT } from './exit-codes.js';
 import type { CommandDeps } from './command-context.js';
-import type { OutputFlags } from './options.js';
+import { sinkCompression, type OutputFlags } from './options.js';
 import { createProgress, type ProgressReporter } from './progress.js';
 import { writeSummaryJson, type RunSummary, type SummaryCounters } from './summary.js';
 
@@ -71,11 +72,12 @@ function runProgress(label: string, output: OutputFlags, deps: CommandDeps, cron
 }
 
 /**
- * Opens the run's output (-o FILE or stdout, with `header`) and its progress, then does the work. When the work
- * throws, the progress stops and the output is dropped, so a failed run never leaves a file that looks complete.
+ * Opens the run's output (-o FILE or stdout, with `columns`: names, or names with types for JSONL) and its
+ * progress, then does the work. When the work throws, the progress stops and the output is dropped, so a failed
+ * run never leaves a file that looks complete.
  */
 export async function withRunOutput<T>(
-  header: readonly string[],
+  columns: readonly string[] | TypedHeader,
   progressLabel: string,
   cron: boolean,
   output: OutputFlags,
@@ -85,7 +87,16 @@ export async function withRunOutput<T>(
   let sink: TableSink | undefined;
   let progress: ProgressReporter | undefined;
   try {
-    sink = await openSink({ path: output.output, format: output.format, header: [...header], stream: deps.stdout });
+    const typed = 'types' in columns ? columns : undefined;
+    const header = typed !== undefined ? typed.header : (columns as readonly string[]);
+    sink = await openSink({
+      path: output.output,
+      format: output.format,
+      ...sinkCompression(output),
+      header: [...header],
+      ...(typed !== undefined ? { types: typed.types } : {}),
+      stream: deps.stdout,
+    });
     progress = runProgress(progressLabel, output, deps, cron);
     return await work(sink, progress);
   } catch (err) {

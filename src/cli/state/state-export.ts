@@ -1,6 +1,6 @@
 // `uid2-batch state export FILE`: the entries of a state file as CSV or JSONL: hashes, raw UIDs, r and status.
 import { openSink } from '../../pipeline/table/sink.js';
-import type { OutputFlags } from '../shared/options.js';
+import { sinkCompression, type OutputFlags } from '../shared/options.js';
 import { openStateForReading } from './state-file.js';
 
 export const EXPORT_HEADER = ['type', 'hash', 'status', 'raw_uid', 'prev_raw_uid', 'refresh_from'] as const;
@@ -15,6 +15,7 @@ export async function exportState(path: string, output: OutputFlags, stdout: Nod
     const sink = await openSink({
       path: output.output,
       format: output.format,
+      ...sinkCompression(output),
       header: [...EXPORT_HEADER],
       stream: stdout,
     });

@@ -13,6 +13,8 @@ import { createProgress } from '../shared/progress.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { requestCounters } from '../shared/run-report.js';
 import { formatCount, formatDuration, makeSummary, writeSummaryJson } from '../shared/summary.js';
+import { sinkCompression, type OutputCompression, type OutputFormat } from '../shared/options.js';
+import type { PhoneRegion } from '../../identity/index.js';
 import { failureAdvice, note, withConnection, type Connect, type TokenIo } from './token-io.js';
 import { DEFAULT_TOKEN_CONCURRENCY, MAX_TOKEN_CONCURRENCY } from './token-numbers.js';
 
@@ -21,11 +23,15 @@ export interface TokenBatchFlags {
   input?: string;
   /** -o FILE; stdout when absent or '-'. */
   output?: string;
-  format?: 'csv' | 'jsonl';
+  format?: OutputFormat;
+  /** --compress; absent: by the -o name. */
+  compress?: OutputCompression;
   concurrency?: number;
   /** No progress and no summary on stderr. */
   quiet?: boolean;
   summaryJson?: string;
+  /** --phone-region (or the profile's): national phone numbers are read as this country's. */
+  phoneRegion?: PhoneRegion;
 }
 
 export interface TokenBatchDeps {
@@ -75,8 +81,15 @@ export async function runTokenBatch(
       source,
       client,
       concurrency,
+      ...(flags.phoneRegion !== undefined ? { phoneRegion: flags.phoneRegion } : {}),
       openSink: (header) =>
-        openSink({ path: flags.output, format, header, ...(toFile ? {} : { stream: deps.io.stdout }) }),
+        openSink({
+          path: flags.output,
+          format,
+          ...sinkCompression(flags),
+          header,
+          ...(toFile ? {} : { stream: deps.io.stdout }),
+        }),
       onRow: (done) => progress.update({ done, retries: client.stats.retries, http429: client.stats.http429 }),
     };
     const finish = async (

@@ -1,6 +1,7 @@
 /** Registers `uid2-batch token generate | refresh | validate | test-identities`; each loads its work when it runs. */
 import type { Command } from 'commander';
 import { addConnectionOptions, addOutputOptions, wholeNumber } from '../shared/options.js';
+import { addPhoneRegionText } from '../shared/phone-region-flag.js';
 import { DEFAULT_TOKEN_CONCURRENCY, MAX_TOKEN_CONCURRENCY, REFRESH_EXIT } from './token-numbers.js';
 
 const PII_NOTE =
@@ -8,11 +9,15 @@ const PII_NOTE =
   '(e.g. --email -) and pipe the value on stdin. The value is normalized and hashed here; only the hash is sent.';
 
 function addIdentifierOptions(cmd: Command): Command {
-  return cmd
+  cmd
     .option('--email <email>', 'email address ("-" reads it from stdin)')
-    .option('--phone <phone>', 'phone number in E.164 form, e.g. +12345678901 ("-" reads it from stdin)')
+    .option(
+      '--phone <phone>',
+      'phone number in E.164 form, e.g. +12345678901, or national with --phone-region ("-" reads it from stdin)',
+    )
     .option('--email-hash <hash>', 'base64 SHA-256 of the normalized email (64-char hex is accepted)')
     .option('--phone-hash <hash>', 'base64 SHA-256 of the phone number (64-char hex is accepted)');
+  return addPhoneRegionText(cmd, true);
 }
 
 function addBatchOptions(cmd: Command, what: string): Command {

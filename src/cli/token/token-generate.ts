@@ -45,7 +45,7 @@ export async function runTokenGenerate(flags: TokenGenerateFlags, deps: TokenGen
     );
 
   const value = await identifierValue(picked.kind, picked.value, deps.io);
-  const prepared = prepareTokenInput(picked.kind, value);
+  const prepared = prepareTokenInput(picked.kind, value, flags);
   if (!prepared.ok) throw new UserError(invalidIdentifierMessage(flagOf(picked.kind), prepared.reason));
 
   const result = await withConnection(deps.connect, { apiKey: true, clientSecret: true }, async ({ client }) => {

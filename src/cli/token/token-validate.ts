@@ -47,7 +47,7 @@ export async function runTokenValidate(flags: TokenValidateFlags, deps: TokenBat
   const token = flags.token === '-' ? stripLineEnding(await readAll(deps.io.stdin)).trim() : flags.token.trim();
   if (token === '') throw new UserError('--token is empty');
   const value = await identifierValue(picked.kind, picked.value, deps.io);
-  const prepared = prepareTokenInput(picked.kind, value);
+  const prepared = prepareTokenInput(picked.kind, value, flags);
   if (!prepared.ok) throw new UserError(invalidIdentifierMessage(flagOf(picked.kind), prepared.reason));
 
   const match = await withConnection(deps.connect, { apiKey: true, clientSecret: true }, async ({ client }) => {

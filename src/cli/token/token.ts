@@ -3,9 +3,11 @@
  * §5.1-5.2, §7), from the options commander parsed; registered by token-command.ts. Each returns the exit code.
  */
 import { TEST_IDENTITIES, TEST_IDENTITIES_DOCS_NOTE } from '../../pipeline/tokens/tokens.js';
-import { connectionFlags } from '../shared/options.js';
+import type { PhoneRegion } from '../../identity/index.js';
+import { connectionFlags, outputFlags, sinkCompression } from '../shared/options.js';
+import { chooseRegion, phoneRegionFlag } from '../shared/phone-region-option.js';
 import type { TokenBatchFlags } from './token-batch.js';
-import { connector } from './token-connect.js';
+import { connector, resolveFor } from './token-connect.js';
 import { runTokenGenerate } from './token-generate.js';
 import { processIo, type IdentifierFlags } from './token-io.js';
 import { runTokenRefresh, type TokenRefreshFlags } from './token-refresh.js';
@@ -28,11 +30,22 @@ function batchFlags(opts: Record<string, unknown>): TokenBatchFlags {
   return {
     input: str(opts, 'input'),
     output: str(opts, 'output'),
-    format: opts.format === 'jsonl' ? 'jsonl' : 'csv',
+    format: outputFlags(opts).format,
+    ...sinkCompression(outputFlags(opts)),
     ...(typeof opts.concurrency === 'number' ? { concurrency: opts.concurrency } : {}),
     quiet: opts.quiet === true,
     ...(str(opts, 'summaryJson') !== undefined ? { summaryJson: str(opts, 'summaryJson') } : {}),
+    ...phoneRegionOf(opts),
   };
+}
+
+/** --phone-region, else the phone_region of the profile the connection flags choose (read without credentials). */
+function phoneRegionOf(opts: Record<string, unknown>): { phoneRegion?: PhoneRegion } {
+  // registered as text by token-command.ts (help loads no phone rules): checked here
+  const flag = typeof opts.phoneRegion === 'string' ? phoneRegionFlag(opts.phoneRegion) : undefined;
+  const region =
+    flag ?? chooseRegion(undefined, resolveFor(connectionFlags(opts), { apiKey: false, clientSecret: false }));
+  return region === undefined ? {} : { phoneRegion: region };
 }
 
 export function generate(opts: Record<string, unknown>): Promise<number> {

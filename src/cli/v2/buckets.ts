@@ -21,6 +21,7 @@ import {
   connectionFlags,
   optionReaders,
   outputFlags,
+  sinkCompression,
   type OutputFlags,
 } from '../shared/options.js';
 import { requestCounters } from '../shared/run-report.js';
@@ -159,6 +160,7 @@ async function listBuckets(
     sink = await openSink({
       path: flags.output.output,
       format: flags.output.format,
+      ...sinkCompression(flags.output),
       header: [...BUCKETS_HEADER],
       stream: deps.stdout,
     });

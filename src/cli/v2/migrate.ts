@@ -2,7 +2,12 @@ import type { Command } from 'commander';
 import type { ServiceClient } from '../../client/index.js';
 import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../../config/index.js';
 import { MIGRATION_FINISHED, migrateToV3, type MigrateResult } from '../../pipeline/v2/migration.js';
-import { CHANGES_HEADER, changeCells, replayRemapChanges } from '../../pipeline/remap/remap-engine.js';
+import {
+  changesColumns,
+  type RemapChange,
+  changeCells,
+  replayRemapChanges,
+} from '../../pipeline/remap/remap-engine.js';
 import type { TableSink } from '../../pipeline/table/table.js';
 import { openState } from '../../state/index.js';
 import type { StateStore } from '../../state/types.js';
@@ -20,6 +25,7 @@ import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.
 import {
   addConnectionOptions,
   addOutputOptions,
+  addTimeFormatOption,
   connectionFlags,
   optionReaders,
   outputFlags,
@@ -76,6 +82,7 @@ export function registerMigrate(program: Command): void {
     );
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
+  addTimeFormatOption(cmd);
   cmd.action((opts: Record<string, unknown>) => runInProcess((deps) => runMigrate(migrateFlags(opts), deps)));
 }
 
@@ -142,32 +149,40 @@ async function migrateForReal(
   const { client, limiter } = connection;
   const runId = state.startRun('migrate', JSON.stringify(remapRunArgs(flags)), nowS);
   try {
-    return await withRunOutput(CHANGES_HEADER, 'migrate', false, flags.output, deps, async (sink, progress) => {
-      const v2 = state.bucketEntries().count;
-      progress.update({ done: 0, total: flags.limit === undefined ? v2 : Math.min(v2, flags.limit) });
-      const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(changeCells)));
-      if (replayed > 0) say(replayedLine(replayed));
-      const result = await migrateToV3({
-        state,
-        nowS,
-        journal: { runId, state },
-        mapBatch: (request, signal) => client.mapV3(request, { signal }),
-        limiter,
-        ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
-        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-        ...remapReporting(sink, progress, client, changeCells),
-      });
-      progress.stop();
-      const summary = migrateSummary(result, client, startedMs, deps.now());
-      if (replayed > 0) summary.replayed_changes = replayed;
-      state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
-      return await finish(result, summary, sink, flags, deps, say, {
-        state,
-        kind: 'remap',
-        replayed,
-        upTo: result.journalUpTo,
-      });
-    });
+    const cellsOf = (change: RemapChange): string[] => changeCells(change, flags.output.timeFormat);
+    return await withRunOutput(
+      changesColumns(flags.output.timeFormat, false),
+      'migrate',
+      false,
+      flags.output,
+      deps,
+      async (sink, progress) => {
+        const v2 = state.bucketEntries().count;
+        progress.update({ done: 0, total: flags.limit === undefined ? v2 : Math.min(v2, flags.limit) });
+        const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf)));
+        if (replayed > 0) say(replayedLine(replayed));
+        const result = await migrateToV3({
+          state,
+          nowS,
+          journal: { runId, state },
+          mapBatch: (request, signal) => client.mapV3(request, { signal }),
+          limiter,
+          ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+          ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+          ...remapReporting(sink, progress, client, cellsOf),
+        });
+        progress.stop();
+        const summary = migrateSummary(result, client, startedMs, deps.now());
+        if (replayed > 0) summary.replayed_changes = replayed;
+        state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
+        return await finish(result, summary, sink, flags, deps, say, {
+          state,
+          kind: 'remap',
+          replayed,
+          upTo: result.journalUpTo,
+        });
+      },
+    );
   } finally {
     await connection.close();
   }

@@ -39,18 +39,21 @@ export function addHashCounts(into: HashCounts, more: HashCounts): void {
 }
 
 /**
- * `hash`'s output rows: each row's cells with hash, hash_type, status and reason appended per identifier column
- * (in place: the input row is not used again). The same code runs on the main thread and in worker threads.
+ * `hash`'s output rows: each row's cells (those of `keep`, by index; null: all, in place, as the input row is not
+ * used again) with hash, hash_type, status and reason appended per identifier column. The same code runs on the
+ * main thread and in worker threads.
  */
 export function hashRows(
   rows: readonly InputRow[],
   columns: readonly IdentifierColumn[],
   counts: HashCounts,
+  keep: readonly number[] | null = null,
 ): string[][] {
   const out: string[][] = new Array(rows.length);
   for (let r = 0; r < rows.length; r++) {
     const row = rows[r];
-    const cells = row.cells;
+    const input = row.cells;
+    const cells = keep === null ? input : keep.map((i) => input[i] ?? '');
     out[r] = cells;
     if (row.problem !== undefined && rowProblemInvalidates(row.problem)) {
       const reason = rowProblemReason(row.problem);
@@ -61,7 +64,7 @@ export function hashRows(
       continue;
     }
     for (let c = 0; c < columns.length; c++) {
-      const cell = cells[columns[c].index];
+      const cell = input[columns[c].index];
       if (cell === '') {
         cells.push('', '', 'missing', 'empty');
         counts.missing++;

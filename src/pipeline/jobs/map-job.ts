@@ -7,11 +7,12 @@ import {
   type MapRunCounts,
   type MapRunResult,
 } from '../map/map-engine.js';
-import { outputHeader, outputHeaderV2, outputRows, outputRowsV2 } from '../map/result-columns.js';
+import { defaultLayout, outputColumns, outputRows, outputRowsV2, type ResultLayout } from '../map/result-columns.js';
 import type { RowChunk } from '../map/row-chunk.js';
 import type { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
-import type { RowFormat } from '../table/row-encoders.js';
+import { rowFormatOf } from '../table/row-encoders.js';
 import type { InputRow, TableSink, TableSource } from '../table/table.js';
+import type { ColumnType, TypedHeader } from '../table/typed-cells.js';
 import { EncodedWrites, RowThreads, YOUNG_GENERATION_MB } from '../threads/row-threads.js';
 import { isPieceSource, type TableInput } from '../threads/table-input.js';
 import { mapBatchV2 } from '../v2/map-v2.js';
@@ -23,8 +24,11 @@ export type MapOutput =
       kind: 'table';
       sink: TableSink;
       rejects?: TableSink | undefined;
-      format: 'csv' | 'jsonl';
+      /** Parquet: the rows are written by the sink itself, so no row thread encodes them. */
+      format: 'csv' | 'tsv' | 'jsonl' | 'parquet';
       header: readonly string[];
+      /** JSONL and Parquet: how each column is typed (mapOutputColumns); absent: every cell a string. */
+      types?: readonly ColumnType[] | undefined;
     }
   /** Answered chunks in input order, for a caller that reads the results itself (the library's mapRows). */
   | { kind: 'chunks'; onChunk(chunk: RowChunk): Promise<void> };
@@ -39,6 +43,8 @@ export interface MapJob {
   output: MapOutput;
   /** v3 (default), or the deprecated v2 map with salt buckets. */
   api?: 'v3' | 'v2' | undefined;
+  /** Which input columns, result names, hashes and time format the table output has; default: defaultLayout. */
+  layout?: ResultLayout | undefined;
   /** Row threads for a CSV input cut into pieces (at least 1 when the input is pieces). */
   threads?: number | undefined;
   state?: EngineState | undefined;
@@ -55,13 +61,24 @@ export interface MapJob {
   onProgress?: ((counts: MapRunCounts) => void) | undefined;
 }
 
-/** The output header of a map run: the input's columns, then the result columns of each identifier column. */
+/** The output columns of a map run: the (kept) input columns, then the result columns of each identifier column. */
+export function mapOutputColumns(
+  inputHeader: readonly string[],
+  columns: readonly EngineColumn[],
+  api: 'v3' | 'v2' = 'v3',
+  layout: ResultLayout = defaultLayout(columns),
+): TypedHeader {
+  return outputColumns(inputHeader, columns, layout, api);
+}
+
+/** The output header of a map run (see mapOutputColumns). */
 export function mapOutputHeader(
   inputHeader: readonly string[],
   columns: readonly EngineColumn[],
   api: 'v3' | 'v2' = 'v3',
+  layout?: ResultLayout,
 ): string[] {
-  return api === 'v2' ? outputHeaderV2(inputHeader, columns) : outputHeader(inputHeader, columns);
+  return mapOutputColumns(inputHeader, columns, api, layout).header;
 }
 
 /**
@@ -73,16 +90,24 @@ export async function runMapJob(job: MapJob): Promise<MapRunResult> {
   const v2 = job.api === 'v2';
   const { input, output } = job;
   const pieces = isTableInput(input) && isPieceSource(input) ? input : undefined;
+  // the row threads encode output text; Parquet is written by its sink from rows, so it gets none
+  const encoded =
+    output.kind === 'table' && output.format !== 'parquet'
+      ? rowFormatOf(output.format, output.header, output.types)
+      : undefined;
+  if (pieces !== undefined && output.kind === 'table' && encoded === undefined)
+    throw new Error('Parquet output takes parsed rows: open the input without row threads (openTableInput with 0)');
   const threads =
-    pieces !== undefined && output.kind === 'table'
+    pieces !== undefined && encoded !== undefined
       ? new RowThreads(
           {
             name: pieces.name,
             csv: pieces.settings,
             width: pieces.width,
             columns: [...job.columns],
-            format: rowFormat(output),
+            format: encoded,
             v2,
+            layout: job.layout ?? defaultLayout(job.columns),
           },
           job.threads ?? 1,
           YOUNG_GENERATION_MB.map,
@@ -97,6 +122,8 @@ export async function runMapJob(job: MapJob): Promise<MapRunResult> {
       ...(job.state !== undefined ? { state: job.state } : {}),
       ...(job.batchSize !== undefined ? { batchSize: job.batchSize } : {}),
       failFast: job.failFast === true,
+      // --emit-hash: each chunk keeps the hashes it sent until it is written (the row threads keep their own)
+      keepSentHashes: job.layout?.emitHash === true && threads === undefined,
       ...(job.maxAttempts !== undefined ? { maxAttempts: job.maxAttempts } : {}),
       ...(job.signal !== undefined ? { signal: job.signal } : {}),
       ...(job.graceMs !== undefined ? { graceMs: job.graceMs } : {}),
@@ -120,10 +147,6 @@ function isTableInput(input: MapJob['input']): input is TableInput {
   return 'header' in input && 'name' in input;
 }
 
-function rowFormat(output: Extract<MapOutput, { kind: 'table' }>): RowFormat {
-  return output.format === 'jsonl' ? { format: 'jsonl', header: output.header } : { format: 'csv' };
-}
-
 /** How answered chunks reach the output: encoded by the row threads that hold their rows, or here. */
 function chunkWriter(
   job: MapJob,
@@ -140,10 +163,11 @@ function chunkWriter(
     };
   }
   const toOutputRows = job.api === 'v2' ? outputRowsV2 : outputRows;
+  const layout = job.layout;
   return {
     write: async (chunk) => {
       const rejected: string[][] | null = rejects !== undefined ? [] : null;
-      const rows = toOutputRows(chunk, rejected);
+      const rows = toOutputRows(chunk, rejected, layout);
       await sink.writeRows(rows);
       if (rejects !== undefined && rejected !== null && rejected.length > 0) await rejects.writeRows(rejected);
     },

@@ -65,6 +65,8 @@ export interface MapEngineOptions {
   nowS?: () => number;
   /** Chunks whose identifiers are all answered, in input order. */
   onChunk?: (chunk: RowChunk) => void | Promise<void>;
+  /** Each chunk keeps its prepared cells (RowChunk.sent), for an output that shows the hashes sent. */
+  keepSentHashes?: boolean;
 }
 
 /** How a map run ended (the outcomes every engine shares). */
@@ -269,6 +271,7 @@ export class MapEngine {
     const { prepared } = input;
     const { status, phone, hashes, reasons } = prepared;
     const chunk = new RowChunk(input.rows ?? [], this.width, input.ticket, prepared.rowCount);
+    if (this.options.keepSentHashes === true) chunk.sent = prepared;
     this.counts.rowsRead += prepared.rowCount;
     this.counts.identifiers += status.length;
     if (!this.options.dryRun) this.window.push(chunk);

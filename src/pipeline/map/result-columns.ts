@@ -1,85 +1,170 @@
+/** The output of `map`: which columns it has, of which types, and the cells of an answered chunk's rows. */
 import { bucketIdOf } from './bucket-answer.js';
-import { resultHeader } from '../table/identifier-columns.js';
+import type { PreparedRows } from './prepare-rows.js';
+import { defaultResultPrefixes, resultHeader } from '../table/identifier-columns.js';
 import { SLOT, SLOT_STATUS_NAMES, type RowChunk } from './row-chunk.js';
+import { timeCell, timeType, type ColumnType, type TimeFormat, type TypedHeader } from '../table/typed-cells.js';
+import type { MappedV3 } from '../../protocol/index.js';
 
 /** The columns added per identifier column, after the input's own. */
 export const RESULT_COLUMNS = ['raw_uid', 'prev_raw_uid', 'refresh_from', 'status', 'reason'] as const;
 
-/**
- * The output header: the input columns unchanged, then the result columns of each identifier column, prefixed
- * `<column>_` when there are several (so `email_raw_uid`, `phone_raw_uid`...). A name the input already has
- * gets a `_2` suffix, so JSONL keys never collide.
- */
-export function outputHeader(inputHeader: readonly string[], identifierColumns: readonly { name: string }[]): string[] {
-  return resultHeader(inputHeader, identifierColumns, RESULT_COLUMNS);
-}
-
-/** An answered chunk as the output needs it: its rows and the answer of each identifier cell (see RowChunk). */
-export type AnsweredRows = Pick<RowChunk, 'rows' | 'width' | 'status' | 'mapped' | 'reason'>;
-
-/**
- * The output rows of an answered chunk: each row's cells with its result cells appended (in place: the input
- * row is not used again), and the rows that have any identifier not mapped, for --rejects.
- */
-export function outputRows(chunk: AnsweredRows, rejects: string[][] | null): string[][] {
-  const { rows, width, status, mapped, reason } = chunk;
-  const out: string[][] = new Array(rows.length);
-  for (let r = 0; r < rows.length; r++) {
-    const cells = rows[r].cells;
-    let rejected = false;
-    for (let c = 0; c < width; c++) {
-      const slot = r * width + c;
-      const s = status[slot];
-      if (s === SLOT.mapped) {
-        const m = mapped[slot];
-        cells.push(
-          m === null ? '' : m.u,
-          m === null || m.p === null ? '' : m.p,
-          m === null ? '' : String(m.r),
-          'mapped',
-          '',
-        );
-      } else {
-        if (s !== SLOT.missing) rejected = true;
-        cells.push('', '', '', SLOT_STATUS_NAMES[s], reason[slot] ?? '');
-      }
-    }
-    out[r] = cells;
-    if (rejected && rejects !== null) rejects.push(cells);
-  }
-  return out;
-}
-
 /** `map --api v2`: v2 has no previous raw ID and no refresh time; it has the salt bucket instead. */
 export const RESULT_COLUMNS_V2 = ['raw_uid', 'bucket_id', 'status', 'reason'] as const;
+
+/** --emit-hash: the hash sent for the identifier (base64, as the state file and the changes file hold it) and its type. */
+export const HASH_COLUMNS = ['hash', 'hash_type'] as const;
+
+/**
+ * How the output is laid out beyond the answers themselves. Plain data: the row threads are given it too, so
+ * the rows they encode are the same bytes.
+ */
+export interface ResultLayout {
+  /** The input columns written before the result columns, by their index in the input; null: all, as read. */
+  keep: readonly number[] | null;
+  /** Per identifier column, what the names of its result columns start with ('' for none). */
+  prefixes: readonly string[];
+  /** Also write `hash` and `hash_type` per identifier column, after `reason`. */
+  emitHash: boolean;
+  /** How refresh_from is written. */
+  timeFormat: TimeFormat;
+}
+
+/** Today's layout: every input column, `raw_uid`... unprefixed for one identifier column, `<name>_raw_uid`... for several. */
+export function defaultLayout(identifierColumns: readonly { name: string }[]): ResultLayout {
+  return { keep: null, prefixes: defaultResultPrefixes(identifierColumns), emitHash: false, timeFormat: 'unix' };
+}
+
+function resultFields(api: 'v3' | 'v2', emitHash: boolean): string[] {
+  const fields: string[] = api === 'v2' ? [...RESULT_COLUMNS_V2] : [...RESULT_COLUMNS];
+  if (emitHash) fields.push(...HASH_COLUMNS);
+  return fields;
+}
+
+function fieldType(field: string, timeFormat: TimeFormat): ColumnType {
+  return field === 'refresh_from' ? timeType(timeFormat) : 'string';
+}
+
+/**
+ * The output's columns: the kept input columns (strings as read), then the result columns of each identifier
+ * column under its prefix. A result name that an input column already has gets `_2`, so JSONL keys never collide.
+ */
+export function outputColumns(
+  inputHeader: readonly string[],
+  identifierColumns: readonly { name: string }[],
+  layout: ResultLayout = defaultLayout(identifierColumns),
+  api: 'v3' | 'v2' = 'v3',
+): TypedHeader {
+  const kept = layout.keep === null ? inputHeader : layout.keep.map((i) => inputHeader[i]);
+  const fields = resultFields(api, layout.emitHash);
+  const header = resultHeader(kept, identifierColumns, fields, layout.prefixes);
+  const types: ColumnType[] = kept.map(() => 'input');
+  for (let c = 0; c < identifierColumns.length; c++)
+    for (const field of fields) types.push(fieldType(field, layout.timeFormat));
+  return { header, types };
+}
+
+/** The output header with the default layout (see outputColumns). */
+export function outputHeader(inputHeader: readonly string[], identifierColumns: readonly { name: string }[]): string[] {
+  return outputColumns(inputHeader, identifierColumns).header;
+}
 
 export function outputHeaderV2(
   inputHeader: readonly string[],
   identifierColumns: readonly { name: string }[],
 ): string[] {
-  return resultHeader(inputHeader, identifierColumns, RESULT_COLUMNS_V2);
+  return outputColumns(inputHeader, identifierColumns, defaultLayout(identifierColumns), 'v2').header;
+}
+
+/** What --emit-hash writes: the hashes that were sent, as prepareRows made them (see PreparedRows). */
+export type SentHashes = Pick<PreparedRows, 'status' | 'phone' | 'hashes'>;
+
+/**
+ * An answered chunk as the output needs it: its rows and the answer of each identifier cell (see RowChunk),
+ * and for --emit-hash the hashes that were sent.
+ */
+export type AnsweredRows = Pick<RowChunk, 'rows' | 'width' | 'status' | 'mapped' | 'reason'> & {
+  sent?: SentHashes | undefined;
+};
+
+/** Appends the result cells of one identifier cell (a slot) to an output row. */
+type SlotWriter = (
+  cells: string[],
+  status: number,
+  mapped: MappedV3 | null,
+  reason: string | null,
+  timeFormat: TimeFormat,
+) => void;
+
+const writeV3: SlotWriter = (cells, s, m, reason, timeFormat) => {
+  if (s === SLOT.mapped) {
+    cells.push(
+      m === null ? '' : m.u,
+      m === null || m.p === null ? '' : m.p,
+      m === null ? '' : timeCell(m.r, timeFormat),
+      'mapped',
+      '',
+    );
+  } else {
+    cells.push('', '', '', SLOT_STATUS_NAMES[s], reason ?? '');
+  }
+};
+
+const writeV2: SlotWriter = (cells, s, m, reason) => {
+  if (s === SLOT.mapped) cells.push(m === null ? '' : m.u, bucketIdOf(m) ?? '', 'mapped', '');
+  else cells.push('', '', SLOT_STATUS_NAMES[s], reason ?? '');
+};
+
+/**
+ * The output rows of an answered chunk: each row's kept input cells with the result cells appended (with every
+ * input column kept, in place: the input row is not used again), and the rows that have any identifier not
+ * mapped, for --rejects.
+ */
+export function outputRows(chunk: AnsweredRows, rejects: string[][] | null, layout?: ResultLayout): string[][] {
+  return answeredRows(chunk, rejects, layout, writeV3);
 }
 
 /** outputRows for `map --api v2`: raw_uid, bucket_id, status, reason per identifier column. */
-export function outputRowsV2(chunk: AnsweredRows, rejects: string[][] | null): string[][] {
+export function outputRowsV2(chunk: AnsweredRows, rejects: string[][] | null, layout?: ResultLayout): string[][] {
+  return answeredRows(chunk, rejects, layout, writeV2);
+}
+
+function answeredRows(
+  chunk: AnsweredRows,
+  rejects: string[][] | null,
+  layout: ResultLayout | undefined,
+  write: SlotWriter,
+): string[][] {
   const { rows, width, status, mapped, reason } = chunk;
+  const keep = layout?.keep ?? null;
+  const timeFormat = layout?.timeFormat ?? 'unix';
+  const sent = layout?.emitHash === true ? sentHashesOf(chunk) : null;
   const out: string[][] = new Array(rows.length);
+  // the sent hashes are in slot order, one per slot that was valid when prepared
+  let h = 0;
   for (let r = 0; r < rows.length; r++) {
-    const cells = rows[r].cells;
+    const input = rows[r].cells;
+    const cells = keep === null ? input : keep.map((i) => input[i] ?? '');
     let rejected = false;
     for (let c = 0; c < width; c++) {
       const slot = r * width + c;
       const s = status[slot];
-      if (s === SLOT.mapped) {
-        const m = mapped[slot];
-        cells.push(m === null ? '' : m.u, bucketIdOf(m) ?? '', 'mapped', '');
-      } else {
-        if (s !== SLOT.missing) rejected = true;
-        cells.push('', '', SLOT_STATUS_NAMES[s], reason[slot] ?? '');
+      if (s !== SLOT.mapped && s !== SLOT.missing) rejected = true;
+      write(cells, s, mapped[slot], reason[slot], timeFormat);
+      if (sent !== null) {
+        if (sent.status[slot] === SLOT.pending)
+          cells.push(sent.hashes[h++], sent.phone[slot] === 1 ? 'phone' : 'email');
+        else cells.push('', '');
       }
     }
     out[r] = cells;
     if (rejected && rejects !== null) rejects.push(cells);
   }
   return out;
+}
+
+function sentHashesOf(chunk: AnsweredRows): SentHashes {
+  if (chunk.sent === undefined)
+    throw new Error('--emit-hash: the chunk was answered without the hashes that were sent');
+  return chunk.sent;
 }

@@ -33,6 +33,11 @@ export class RowChunk {
   readonly mapped: (MappedV3 | null)[];
   /** Why a slot is not mapped: invalid, optout or error. */
   readonly reason: (string | null)[];
+  /**
+   * --emit-hash: the chunk's prepared cells (PreparedRows' status, phone and hashes), whose hashes the output
+   * shows; set by the engine when asked.
+   */
+  sent?: { status: Uint8Array; phone: Uint8Array; hashes: string[] };
   /** Slots still waiting for an answer; the chunk can leave once this is 0. */
   unanswered: number;
 

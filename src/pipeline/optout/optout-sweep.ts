@@ -5,6 +5,7 @@ import { asError, RunLifecycle, type RunOutcome } from '../run/run-lifecycle.js'
 import type { OptedOutRawUid, OptoutCandidate, OptoutCursor, PendingChange, StateStore } from '../../state/types.js';
 import { parseJournalRow, replayPendingChanges, type ChangeJournal } from '../run/change-journal.js';
 import { rowProblemInvalidates, rowProblemReason, type InputRow } from '../table/table.js';
+import { timeCellOfMs, timeType, type ColumnType, type TimeFormat } from '../table/typed-cells.js';
 
 /** Asks POST /v2/optout/status about up to 5,000 raw UIDs (with the client's retries); only opted-out ones come back. */
 export type OptoutStatusFn = (rawUids: string[], signal: AbortSignal) => Promise<OptedOutItem[]>;
@@ -31,11 +32,16 @@ export function rawUidOfCell(cell: string): { ok: true; rawUid: string } | { ok:
 /** Output columns added to each input row. */
 export const VERDICT_COLUMNS = ['opted_out', 'opted_out_since', 'reason'] as const;
 
-/** opted_out, opted_out_since (ISO 8601 UTC), reason: empty cells where a value does not apply. */
-export function verdictCells(verdict: RawUidVerdict): [string, string, string] {
+/** The types of VERDICT_COLUMNS: a boolean, a time (to the second, as `map` writes refresh_from), a text. */
+export function verdictTypes(timeFormat: TimeFormat = 'unix'): ColumnType[] {
+  return ['boolean', timeType(timeFormat), 'string'];
+}
+
+/** opted_out, opted_out_since (by the time format, to the second), reason: empty cells where a value does not apply. */
+export function verdictCells(verdict: RawUidVerdict, timeFormat: TimeFormat = 'unix'): [string, string, string] {
   switch (verdict.kind) {
     case 'opted_out':
-      return ['true', new Date(verdict.sinceMs).toISOString(), ''];
+      return ['true', timeCellOfMs(verdict.sinceMs, timeFormat), ''];
     case 'not_opted_out':
       return ['false', '', ''];
     case 'invalid':
@@ -277,6 +283,15 @@ function squash(name: string): string {
   return name.toLowerCase().replace(/[\s_-]+/g, '');
 }
 
+/**
+ * A raw UID column of this tool's own `map` output: `<prefix>raw_uid` (`email_raw_uid`, `uid2_raw_uid`), named by
+ * an identifier column or --result-prefix; `<prefix>prev_raw_uid` is the previous raw UID, not the current one.
+ */
+function isResultRawUid(name: string): boolean {
+  const lower = name.toLowerCase();
+  return lower.endsWith('_raw_uid') && !lower.endsWith('prev_raw_uid');
+}
+
 export type ColumnChoice = { ok: true; index: number } | { ok: false; message: string };
 
 /**
@@ -299,12 +314,12 @@ export function pickRawUidColumn(header: readonly string[], col: string | undefi
   if (header.length === 0)
     return { ok: false, message: 'the input is empty: there is no header and no raw UID column' };
   if (header.length === 1) return { ok: true, index: 0 };
-  const matches = header.flatMap((h, i) => (RAW_UID_COLUMN_NAMES.has(squash(h)) ? [i] : []));
+  const matches = header.flatMap((h, i) => (RAW_UID_COLUMN_NAMES.has(squash(h)) || isResultRawUid(h) ? [i] : []));
   if (matches.length === 1) return { ok: true, index: matches[0] };
   if (matches.length === 0)
     return {
       ok: false,
-      message: `no column named like a raw UID (raw_uid, advertising_id, uid, raw_uid2) among ${names}: name it with --col`,
+      message: `no column named like a raw UID (raw_uid, advertising_id, uid, raw_uid2, or map's <prefix>_raw_uid) among ${names}: name it with --col`,
     };
   return {
     ok: false,

@@ -11,6 +11,7 @@ import { bucketIdOf, mappedOutcome } from '../map/bucket-answer.js';
 import { parseJournalRow, replayPendingChanges, type ChangeJournal } from '../run/change-journal.js';
 import { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
 import { asError, RunLifecycle, type RunOutcome } from '../run/run-lifecycle.js';
+import { timeCell, timeType, type TimeFormat, type TypedHeader } from '../table/typed-cells.js';
 
 /** What remap needs from the state file: pages of due entries through the `r` index, one transaction per batch. */
 export type RemapState = Pick<StateStore, 'selectDue' | 'commitBatch'>;
@@ -38,11 +39,16 @@ export interface RemapChange {
   bucketId?: string | null;
 }
 
+/**
+ * The changes file's columns, named as `map` names the same things (`map --emit-hash` writes hash and hash_type,
+ * so the two join on them): the entry's hash_type and hash, its raw UID before, then raw_uid, prev_raw_uid and
+ * refresh_from as the service answered now, and the status.
+ */
 export const CHANGES_HEADER = [
-  'kind',
+  'hash_type',
   'hash',
   'old_raw_uid',
-  'new_raw_uid',
+  'raw_uid',
   'prev_raw_uid',
   'refresh_from',
   'status',
@@ -50,22 +56,28 @@ export const CHANGES_HEADER = [
 /** The changes file of a v2 state: the v3 columns (empty where v2 has nothing), then the salt bucket. */
 export const CHANGES_HEADER_V2 = [...CHANGES_HEADER, 'bucket_id'] as const;
 
+/** The changes file's columns and their types (refresh_from by the time format), v2's with the salt bucket. */
+export function changesColumns(timeFormat: TimeFormat = 'unix', v2 = false): TypedHeader {
+  const header: string[] = v2 ? [...CHANGES_HEADER_V2] : [...CHANGES_HEADER];
+  return { header, types: header.map((name) => (name === 'refresh_from' ? timeType(timeFormat) : 'string')) };
+}
+
 /** A change as cells under CHANGES_HEADER; a missing value is an empty cell. */
-export function changeCells(change: RemapChange): string[] {
+export function changeCells(change: RemapChange, timeFormat: TimeFormat = 'unix'): string[] {
   return [
     change.kind,
     change.hash,
     change.oldRawUid ?? '',
     change.newRawUid ?? '',
     change.prevRawUid ?? '',
-    change.refreshFrom === null ? '' : String(change.refreshFrom),
+    change.refreshFrom === null ? '' : timeCell(change.refreshFrom, timeFormat),
     change.status,
   ];
 }
 
 /** A change as cells under CHANGES_HEADER_V2. */
-export function changeCellsV2(change: RemapChange): string[] {
-  const cells = changeCells(change);
+export function changeCellsV2(change: RemapChange, timeFormat: TimeFormat = 'unix'): string[] {
+  const cells = changeCells(change, timeFormat);
   cells.push(change.bucketId ?? '');
   return cells;
 }

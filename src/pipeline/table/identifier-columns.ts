@@ -68,44 +68,71 @@ const KIND_WORDS: Record<ColumnKind, string> = {
   auto: 'auto-detected identifier',
 };
 
-/** Header names (after nameKey) that say what a column holds, for picking a column when no flag names one. */
-const NAME_KINDS = new Map<string, ColumnKind>([
-  ...['email', 'e_mail', 'email_address', 'e_mail_address', 'emailaddress', 'mail', 'mail_address'].map(
-    (n) => [n, 'email'] as const,
-  ),
+/**
+ * Words of a header name (see nameWords) and what they say a column holds. A name says so when it has words of one
+ * kind, maybe a hash word, and otherwise only QUALIFIERS: `customer_email`, `EMAIL_ADDR`, `Work E-Mail`,
+ * `mobile_number`, `tel`, `hashed_email_address`, `msisdn_sha256`. A word outside these (`email_opt_in`,
+ * `phone_type`, `email_raw_uid`, `email_domain`) means the column holds something about the identifier, not the
+ * identifier, and it is not picked.
+ */
+const WORD_MEANING = new Map<string, 'email' | 'phone' | 'hash' | 'email hash' | 'phone hash'>([
+  ...['email', 'mail', 'emailaddress', 'emailaddr', 'mailaddress', 'courriel'].map((w) => [w, 'email'] as const),
   ...[
     'phone',
-    'phone_number',
     'phonenumber',
-    'phone_no',
-    'msisdn',
-    'mobile',
-    'mobile_number',
-    'mobile_phone',
-    'cell_phone',
-    'cellphone',
+    'phoneno',
     'telephone',
-  ].map((n) => [n, 'phone'] as const),
-  ...[
-    'email_hash',
-    'hashed_email',
-    'sha256_email',
-    'email_sha256',
-    'emailhash',
-    'email_hashed',
-    'hashed_email_address',
-  ].map((n) => [n, 'email_hash'] as const),
-  ...[
-    'phone_hash',
-    'hashed_phone',
-    'sha256_phone',
-    'phone_sha256',
-    'phonehash',
-    'phone_hashed',
-    'msisdn_hash',
-    'hashed_msisdn',
-  ].map((n) => [n, 'phone_hash'] as const),
-  ...['hash', 'sha256', 'hashed'].map((n) => [n, 'auto'] as const),
+    'tel',
+    'telno',
+    'telefon',
+    'cell',
+    'cellphone',
+    'cellular',
+    'mobile',
+    'mobil',
+    'mobilephone',
+    'mobilenumber',
+    'mobileno',
+    'msisdn',
+    'handy',
+  ].map((w) => [w, 'phone'] as const),
+  ...['hash', 'hashed', 'sha256', 'sha'].map((w) => [w, 'hash'] as const),
+  ...['emailhash', 'emailsha256', 'hashedemail'].map((w) => [w, 'email hash'] as const),
+  ...['phonehash', 'phonesha256', 'hashedphone', 'msisdnhash'].map((w) => [w, 'phone hash'] as const),
+]);
+/** Names that are only a hash word: a column of hashes of either kind, detected per cell. */
+const BARE_HASH_NAMES = new Set(['hash', 'hashed', 'sha256']);
+/** Words that say whose or which identifier it is, not something else about it. */
+const QUALIFIERS = new Set([
+  'e',
+  'address',
+  'addr',
+  'adr',
+  'number',
+  'num',
+  'no',
+  'nr',
+  'customer',
+  'cust',
+  'client',
+  'contact',
+  'user',
+  'member',
+  'subscriber',
+  'person',
+  'account',
+  'primary',
+  'main',
+  'work',
+  'personal',
+  'private',
+  'home',
+  'business',
+  'office',
+  'billing',
+  'shipping',
+  'plain',
+  'raw',
 ]);
 
 /** `E-Mail Address ` -> `e_mail_address`: header spellings vary in case, spaces and punctuation. */
@@ -115,6 +142,41 @@ function nameKey(name: string): string {
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, '_')
     .replace(/^_+|_+$/g, '');
+}
+
+/** `customerEmail`, `E-Mail Address `, `EMAIL_ADDR`, `email2` -> their lower-case words (camelCase and digits split off). */
+function nameWords(name: string): string[] {
+  return name
+    .trim()
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/([A-Za-z])([0-9])/g, '$1_$2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w !== '');
+}
+
+/** What a header name says its column holds, or undefined when it says nothing clear (see WORD_MEANING). */
+export function kindFromName(name: string): ColumnKind | undefined {
+  if (BARE_HASH_NAMES.has(nameKey(name))) return 'auto';
+  const words = nameWords(name);
+  let email = false;
+  let phone = false;
+  let hash = false;
+  for (const w of words) {
+    const meaning = WORD_MEANING.get(w);
+    if (meaning !== undefined) {
+      email ||= meaning.startsWith('email');
+      phone ||= meaning.startsWith('phone');
+      hash ||= meaning.endsWith('hash');
+    } else if (!QUALIFIERS.has(w) && !/^[0-9]+$/.test(w)) {
+      // a word that is neither a kind nor a qualifier (opt_in, type, domain, raw_uid...) nor a column number (email2)
+      return undefined;
+    }
+  }
+  // `mobile phone` is two phone words; only an email and a phone word together is unclear
+  if (email === phone) return undefined;
+  if (email) return hash ? 'email_hash' : 'email';
+  return hash ? 'phone_hash' : 'phone';
 }
 
 /** What a bare hash in an 'auto' column stands for, judged from the column's name. */
@@ -157,11 +219,7 @@ export function resolveIdentifierColumns(
   }
   if (flags.col !== undefined) {
     // `--col hash` alone: the name says hashes but not of what, and a guess would map hashes to the wrong people
-    if (
-      flags.type === undefined &&
-      NAME_KINDS.get(nameKey(flags.col)) === 'auto' &&
-      hashTypeFromName(flags.col) === undefined
-    ) {
+    if (flags.type === undefined && kindFromName(flags.col) === 'auto' && hashTypeFromName(flags.col) === undefined) {
       throw new ColumnError(`--col ${quoteArg(flags.col)}: ${unknownHashText(flags.col)}`, header);
     }
     requested.push({ name: flags.col, kind: flags.type ?? 'auto', flag: '--col' });
@@ -190,8 +248,8 @@ function describeColumn(name: string, index: number, kind: ColumnKind): Identifi
   return hashType === undefined ? { name, index, kind } : { name, index, kind, hashType };
 }
 
-/** Exact name first; otherwise a unique match ignoring case and surrounding spaces. */
-function findColumn(header: readonly string[], wanted: string, flag: string, source: string): number {
+/** Exact name first; otherwise a unique match ignoring case and surrounding spaces. Throws a ColumnError naming `flag`. */
+export function findColumn(header: readonly string[], wanted: string, flag: string, source: string): number {
   const exact = header.indexOf(wanted);
   if (exact !== -1) return exact;
   const folded = wanted.trim().toLowerCase();
@@ -211,7 +269,7 @@ function findColumn(header: readonly string[], wanted: string, flag: string, sou
 
 function pickByName(header: readonly string[], source: string): ResolvedColumns {
   const candidates = header.flatMap((name, index) => {
-    const kind = NAME_KINDS.get(nameKey(name));
+    const kind = kindFromName(name);
     return kind === undefined ? [] : [describeColumn(name, index, kind)];
   });
   if (candidates.length === 1) {
@@ -307,21 +365,51 @@ export function prepareCell(column: IdentifierColumn, value: string): Prepared {
 }
 
 /**
- * The output header: the input's columns unchanged, then `fields` per identifier column, prefixed `<column>_`
- * when there are several. A result name that an input column already has gets `_2` (`_3`...), so no two
- * output columns share a name (JSONL keys would overwrite each other).
+ * `Email Address` -> `Email_Address`: a name with its spaces and punctuation (any run of characters other than
+ * letters, digits and `_`) turned into one `_`, and none at either end, so that a column named from it needs no
+ * quoting in a warehouse. Case is kept.
+ */
+export function sanitizedName(name: string): string {
+  return name.replace(/[^\p{L}\p{N}_]+/gu, '_').replace(/^_+|_+$/g, '');
+}
+
+/** A prefix made of a name: sanitized, then `_` to join it to the field (`uid2` -> `uid2_`). */
+function prefixFrom(name: string, position: number): string {
+  const clean = sanitizedName(name);
+  // a name of punctuation only still gives each identifier column prefixes of its own
+  return `${clean === '' ? `identifier${position + 1}` : clean}_`;
+}
+
+/** A --result-prefix as used for the identifier column at `position`: sanitized and joined by `_`; '' means none. */
+export function resultPrefix(prefix: string, position: number): string {
+  return prefix === '' ? '' : prefixFrom(prefix, position);
+}
+
+/**
+ * The default prefixes of the result columns: none for a single identifier column (`raw_uid`...), and the
+ * sanitized column name for several (`Email Address` -> `Email_Address_raw_uid`).
+ */
+export function defaultResultPrefixes(columns: readonly { name: string }[]): string[] {
+  return columns.map((column, position) => (columns.length > 1 ? prefixFrom(column.name, position) : ''));
+}
+
+/**
+ * The output header: the input's columns unchanged, then `fields` per identifier column, each named
+ * `<prefix><field>` (defaultResultPrefixes unless given). A result name that an input column (or an earlier
+ * result column) already has gets `_2` (`_3`...), so no two output columns share a name (JSONL keys would
+ * overwrite each other).
  */
 export function resultHeader(
   inputHeader: readonly string[],
   columns: readonly { name: string }[],
   fields: readonly string[],
+  prefixes: readonly string[] = defaultResultPrefixes(columns),
 ): string[] {
   const header = inputHeader.slice();
   const taken = new Set(header);
-  const prefixed = columns.length > 1;
-  for (const column of columns) {
+  for (let c = 0; c < columns.length; c++) {
     for (const field of fields) {
-      const base = prefixed ? `${column.name}_${field}` : field;
+      const base = `${prefixes[c] ?? ''}${field}`;
       let name = base;
       for (let k = 2; taken.has(name); k++) name = `${base}_${k}`;
       taken.add(name);

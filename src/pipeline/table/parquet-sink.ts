@@ -2,17 +2,19 @@
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
-import { OutputError, type OpenSinkOptions, type OutputColumnType, type TableSink } from './table.js';
+import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
+import type { ColumnType } from './typed-cells.js';
 
 /** Rows held before they are written as one row group: big enough for good compression, small for memory. */
 export const PARQUET_ROW_GROUP_ROWS = 50_000;
 
 type SchemaElement = ConstructorParameters<typeof ParquetWriter>[0]['schema'][number];
-type Cell = string | bigint | null;
+type Cell = string | bigint | boolean | null;
 
 /**
- * Parquet output. Strings are written as UTF-8 strings exactly as given; 'int64' and 'timestamp' columns as
- * 64-bit integers (a timestamp in UTC milliseconds); an empty cell of a typed column as null. Rows wait in
+ * Parquet output, typed by the column types (typed-cells.ts): input cells as UTF-8 strings exactly as read ('' too);
+ * the tool's own columns as what they hold: strings, INT64 ('integer', and 'unix_time' in seconds), BOOLEAN, and
+ * 'iso_time' as a UTC TIMESTAMP in milliseconds; an empty cell of the tool's own columns as null. Rows wait in
  * column arrays until a row group is full, so memory is bounded by one row group whatever the output's size.
  * Like the CSV sink, the file is written beside the target and renamed into place only by commit().
  */
@@ -34,12 +36,19 @@ export async function openParquetSink(
       'drop --compress gzip, or write CSV or JSONL',
     );
   }
-  const types = opts.columnTypes ?? [];
-  if (types.length > opts.header.length) throw new Error('columnTypes has more entries than the header');
+  if (opts.compress === undefined && /\.gz$/i.test(opts.path)) {
+    throw new OutputError(
+      opts.path,
+      'a Parquet file is not gzipped as a whole (it compresses its own pages), so it should not be named .gz',
+      'name it .parquet, or write CSV or JSONL to a .gz name',
+    );
+  }
+  const types = opts.types ?? [];
+  if (types.length > opts.header.length) throw new Error('more column types than columns');
   return ParquetSink.create(
     opts.path,
     opts.header,
-    opts.header.map((_, i) => types[i] ?? 'string'),
+    opts.header.map((_, i): ColumnType => types[i] ?? 'input'),
     opts.mode,
     rowGroupRows,
   );
@@ -49,6 +58,8 @@ class ParquetSink implements TableSink {
   private columns: Cell[][];
   private buffered = 0;
   private finished = false;
+  private lastIso = '';
+  private lastIsoMs = 0n;
 
   private constructor(
     private readonly target: string,
@@ -57,7 +68,7 @@ class ParquetSink implements TableSink {
     private readonly out: FileWriter,
     private readonly parquet: ParquetWriter,
     private readonly header: readonly string[],
-    private readonly types: readonly OutputColumnType[],
+    private readonly types: readonly ColumnType[],
     private readonly rowGroupRows: number,
   ) {
     this.columns = header.map(() => []);
@@ -66,7 +77,7 @@ class ParquetSink implements TableSink {
   static async create(
     target: string,
     header: readonly string[],
-    types: readonly OutputColumnType[],
+    types: readonly ColumnType[],
     mode = 0o666,
     rowGroupRows: number,
   ): Promise<ParquetSink> {
@@ -130,18 +141,45 @@ class ParquetSink implements TableSink {
 
   private cellValue(column: number, cell: string): Cell {
     const type = this.types[column];
-    if (type === 'string') return cell;
+    if (type === 'input') return cell;
     if (cell === '') return null;
-    if (type === 'string-or-null') return cell;
-    if (!/^-?\d{1,19}$/.test(cell)) {
-      throw new OutputError(
-        this.target,
-        `column '${this.header[column]}' holds a value that is not a whole number`,
-        'this is a bug: please report it',
-      );
+    switch (type) {
+      case 'string':
+        return cell;
+      case 'boolean':
+        if (cell === 'true') return true;
+        if (cell === 'false') return false;
+        throw this.notA(column, 'boolean (true or false)');
+      case 'integer':
+      case 'unix_time':
+        return this.wholeNumber(column, cell);
+      case 'iso_time':
+        return this.timestampMs(column, cell);
     }
-    const n = BigInt(cell);
-    return type === 'timestamp' ? n * 1000n : n;
+  }
+
+  private wholeNumber(column: number, cell: string): bigint {
+    if (!/^-?\d{1,19}$/.test(cell)) throw this.notA(column, 'whole number');
+    return BigInt(cell);
+  }
+
+  /** An ISO time cell as UTC milliseconds; the tool writes Unix seconds where no ISO text exists (beyond year 275760). */
+  private timestampMs(column: number, cell: string): bigint {
+    if (cell === this.lastIso) return this.lastIsoMs;
+    const ms = /^-?\d+$/.test(cell) ? this.wholeNumber(column, cell) * 1000n : Date.parse(cell);
+    if (typeof ms === 'number' && !Number.isFinite(ms)) throw this.notA(column, 'time');
+    // times repeat from row to row (refresh times fall on UTC midnights): the last one is kept
+    this.lastIso = cell;
+    this.lastIsoMs = BigInt(ms);
+    return this.lastIsoMs;
+  }
+
+  private notA(column: number, what: string): OutputError {
+    return new OutputError(
+      this.target,
+      `column '${this.header[column]}' holds a value that is not a ${what}`,
+      'this is a bug: please report it',
+    );
   }
 
   private async writeGroup(): Promise<void> {
@@ -158,11 +196,14 @@ class ParquetSink implements TableSink {
   }
 }
 
-function schemaElement(name: string, type: OutputColumnType): SchemaElement {
+function schemaElement(name: string, type: ColumnType): SchemaElement {
   switch (type) {
-    case 'int64':
+    case 'integer':
+    case 'unix_time':
       return { name, type: 'INT64', repetition_type: 'OPTIONAL' };
-    case 'timestamp':
+    case 'boolean':
+      return { name, type: 'BOOLEAN', repetition_type: 'OPTIONAL' };
+    case 'iso_time':
       return {
         name,
         type: 'INT64',

@@ -1,13 +1,45 @@
 import { stringify } from 'csv-stringify/sync';
+import { encodeTsvRows } from './tsv-encoder.js';
+import type { ColumnType } from './typed-cells.js';
 
 /** Output rows to text: the same function inline and in an encoding worker, so the bytes cannot differ. */
 export type RowEncoder = (rows: readonly (readonly string[])[]) => string;
 
-/** What an encoder needs to know; plain data, so it can be handed to a worker thread. */
-export type RowFormat = { format: 'csv' } | { format: 'jsonl'; header: readonly string[] };
+/**
+ * What an encoder needs to know; plain data, so it can be handed to a worker thread. JSONL: the keys, and the
+ * type of each column (absent: every column is an `input` one, a string as it is).
+ */
+export type RowFormat =
+  | { format: 'csv' }
+  | { format: 'tsv' }
+  | { format: 'jsonl'; header: readonly string[]; types?: readonly ColumnType[] };
 
 export function rowEncoder(format: RowFormat): RowEncoder {
-  return format.format === 'jsonl' ? jsonlEncoder(format.header) : csvEncoder();
+  switch (format.format) {
+    case 'jsonl':
+      return jsonlEncoder(format.header, format.types);
+    case 'tsv':
+      return encodeTsvRows;
+    case 'csv':
+      return csvEncoder();
+  }
+}
+
+/** The encoder settings of an output format; the header is what JSONL names its keys by, the types how it writes values. */
+export function rowFormatOf(
+  format: 'csv' | 'tsv' | 'jsonl',
+  header: readonly string[],
+  types?: readonly ColumnType[],
+): RowFormat {
+  if (format !== 'jsonl') return { format };
+  if (types !== undefined && types.length !== header.length)
+    throw new Error(`${types.length} column types for ${header.length} columns`);
+  return types === undefined ? { format, header } : { format, header, types };
+}
+
+/** Whether the format writes the header as its first line (CSV and TSV do; a JSONL row names its own keys). */
+export function writesHeaderLine(format: RowFormat): boolean {
+  return format.format !== 'jsonl';
 }
 
 /**
@@ -88,9 +120,42 @@ function csvEncoder(): RowEncoder {
   };
 }
 
-/** Each row as one JSON object keyed by the header; the keys are encoded once, not per row. */
-function jsonlEncoder(header: readonly string[]): RowEncoder {
+/** How the JSONL encoder writes a cell of each column type (see ColumnType). */
+const AS_INPUT = 0;
+const AS_STRING = 1;
+const AS_NUMBER = 2;
+const AS_BOOLEAN = 3;
+
+const JSONL_CODE: Record<ColumnType, number> = {
+  input: AS_INPUT,
+  string: AS_STRING,
+  iso_time: AS_STRING,
+  integer: AS_NUMBER,
+  unix_time: AS_NUMBER,
+  boolean: AS_BOOLEAN,
+};
+
+/** A decimal integer as JSON writes one: no leading zeros, no plus sign. */
+const JSON_INTEGER = /^-?(?:0|[1-9][0-9]*)$/;
+
+/**
+ * A cell of one of the tool's own columns as a JSON value: an empty cell is null; a number or a boolean is
+ * written bare when the cell is one, and as a string otherwise, so the line stays valid JSON whatever it holds.
+ */
+function typedValue(code: number, cell: string): string {
+  if (cell === '') return 'null';
+  if (code === AS_NUMBER && JSON_INTEGER.test(cell)) return cell;
+  if (code === AS_BOOLEAN && (cell === 'true' || cell === 'false')) return cell;
+  return JSON.stringify(cell);
+}
+
+/**
+ * Each row as one JSON object keyed by the header; the keys are encoded once, not per row. Input cells are
+ * strings exactly as read ("" included); the tool's own columns are typed by `types` (see ColumnType).
+ */
+function jsonlEncoder(header: readonly string[], types: readonly ColumnType[] | undefined): RowEncoder {
   const keys = header.map((name, i) => `${i === 0 ? '{' : ','}${JSON.stringify(name)}:`);
+  const codes = Uint8Array.from(header, (_, i) => JSONL_CODE[types?.[i] ?? 'input']);
   return (rows) => {
     let out = '';
     for (const row of rows) {
@@ -98,7 +163,10 @@ function jsonlEncoder(header: readonly string[]): RowEncoder {
         out += '{}\n';
         continue;
       }
-      for (let i = 0; i < keys.length; i++) out += keys[i] + JSON.stringify(row[i] ?? '');
+      for (let i = 0; i < keys.length; i++) {
+        const code = codes[i];
+        out += keys[i] + (code === AS_INPUT ? JSON.stringify(row[i] ?? '') : typedValue(code, row[i] ?? ''));
+      }
       out += '}\n';
     }
     return out;

@@ -4,7 +4,15 @@ import { dirname } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { createGzip, type Gzip } from 'node:zlib';
-import { packRows, rowEncoder, type PackedRows, type RowEncoder, type RowFormat } from './row-encoders.js';
+import {
+  packRows,
+  rowEncoder,
+  rowFormatOf,
+  writesHeaderLine,
+  type PackedRows,
+  type RowEncoder,
+  type RowFormat,
+} from './row-encoders.js';
 import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
 import { WorkerPool } from '../workers/worker-pool.js';
 import { openParquetSink } from './parquet-sink.js';
@@ -20,10 +28,10 @@ import { finalModeFor, removeStaleTemps, tempPathFor, TEMP_FILE_MODE, writeThrou
 export async function openSink(opts: OpenSinkOptions): Promise<TableSink> {
   if (opts.format === 'parquet') return openParquetSink(opts);
   const gzip = compressionOf(opts) === 'gzip';
-  const format: RowFormat = opts.format === 'jsonl' ? { format: 'jsonl', header: opts.header } : { format: 'csv' };
+  const format: RowFormat = rowFormatOf(opts.format, opts.header, opts.types);
   const encode = rowEncoder(format);
   const preamble =
-    opts.format === 'csv' && opts.header.length > 0 ? `${opts.bom ? '\ufeff' : ''}${encode([opts.header])}` : '';
+    writesHeaderLine(format) && opts.header.length > 0 ? `${opts.bom ? '\ufeff' : ''}${encode([opts.header])}` : '';
   const threads = encodeWorkerPresent() ? Math.max(0, Math.floor(opts.threads ?? 0)) : 0;
   const encoder: Encoder = threads > 0 ? new ThreadedEncoder(encode, format, threads) : { encode };
   const toStdout = opts.path === undefined || opts.path === '-';

@@ -3,6 +3,8 @@
  * Everything here is a string: cells are never cast, so a phone `+1...` or a hash keeps its exact text.
  */
 
+import type { ColumnType } from './typed-cells.js';
+
 /**
  * Why a row did not fit the header. Padding and dropping keep every output row as wide as the header, so the
  * output stays a rectangle; the problem travels with the row so the engine can report it instead of guessing.
@@ -110,20 +112,20 @@ export interface OpenSinkOptions {
   /** '-' or undefined writes to stdout. */
   path?: string;
   /** Parquet needs a file path (its footer is written last); stdout is refused. */
-  format: 'csv' | 'jsonl' | 'parquet';
+  format: 'csv' | 'tsv' | 'jsonl' | 'parquet';
   /**
-   * CSV and JSONL: gzip the output as it is written. Default: gzip when `path` ends in `.gz`, else none.
+   * CSV, TSV and JSONL: gzip the output as it is written. Default: gzip when `path` ends in `.gz`, else none.
    * Parquet compresses its own pages and refuses 'gzip'.
    */
   compress?: 'gzip' | 'none';
-  /**
-   * Parquet only: the type of each column, by position in `header` (default: all strings, written as read).
-   * An empty cell of a column typed other than 'string' is written as null.
-   */
-  columnTypes?: readonly OutputColumnType[];
-  /** CSV: written as the first row. JSONL: the keys of each object. */
+  /** CSV and TSV: written as the first row. JSONL: the keys of each object. */
   header: string[];
-  /** CSV only: start with a UTF-8 BOM (helps Excel open UTF-8 files). */
+  /**
+   * JSONL and Parquet: what each column holds, by position in `header` (typed-cells.ts); absent: every cell an
+   * input cell, the string it is. CSV and TSV write every cell as its text whatever its type.
+   */
+  types?: readonly ColumnType[];
+  /** CSV and TSV only: start with a UTF-8 BOM (helps Excel open UTF-8 files). */
   bom?: boolean;
   /** File only: permissions of the new file (e.g. 0o600 when rows carry secrets); default 0o666 minus umask. */
   mode?: number;
@@ -132,13 +134,6 @@ export interface OpenSinkOptions {
   /** Worker threads that encode the rows (0 or absent: on the main thread). The bytes are the same. */
   threads?: number;
 }
-
-/**
- * The type of an output column in a typed format (Parquet). 'string': the cell as it is. 'int64': a whole
- * number of seconds or a count. 'timestamp': Unix seconds in the cell, written as a UTC timestamp (milliseconds).
- * 'string-or-null': a result column where '' means no value (null), unlike an input cell, which stays as read.
- */
-export type OutputColumnType = 'string' | 'string-or-null' | 'int64' | 'timestamp';
 
 /**
  * A problem with the input file as a whole (the run cannot go on): unbalanced quotes, invalid UTF-8, a NUL

@@ -6,7 +6,7 @@
 import { workerData } from 'node:worker_threads';
 import { emptyHashCounts, hashRows } from '../hash/hash-rows.js';
 import { prepareRows } from '../map/prepare-rows.js';
-import { outputRows, outputRowsV2, type AnsweredRows } from '../map/result-columns.js';
+import { outputRows, outputRowsV2, type AnsweredRows, type SentHashes } from '../map/result-columns.js';
 import { encodeCsvRow, rowEncoder } from '../table/row-encoders.js';
 import { unpackAnswers, type RowThreadAnswer, type RowThreadConfig, type RowThreadTask } from './row-threads.js';
 import { fitRow, parseCsvPiece, plainPieceLines } from '../table/source.js';
@@ -22,7 +22,9 @@ const utf8 = new TextEncoder();
  * copied into the old one, whose garbage then grows the heap by tens of MB; bytes live outside the heap, and
  * parsing a piece again costs less than that GC (bench: faster, and flat memory).
  */
-const held = new Map<number, { bytes: Uint8Array; startLine: number }>();
+const held = new Map<number, { bytes: Uint8Array; startLine: number; sent?: SentHashes }>();
+/** --emit-hash: a piece's prepared hashes are kept with it, to be written as they were sent. */
+const keepSent = config.layout?.emitHash === true;
 
 function parse(bytes: Uint8Array, startLine: number): { rows: InputRow[]; problems: SourceProblemCounts } {
   const problems: SourceProblemCounts = { shortRows: 0, longRows: 0, extraKeys: 0 };
@@ -39,8 +41,12 @@ function answer(
   return { output, transfer };
 }
 
-/** CSV in and out, both comma-separated: a plain input line is, as it is, the CSV text of the row's input cells. */
-const linesAreCsv = config.format.format === 'csv' && config.csv.delimiter === ',';
+/**
+ * CSV in and out, both comma-separated, and every input column written: a plain input line is, as it is, the CSV
+ * text of the row's input cells.
+ */
+const linesAreCsv =
+  config.format.format === 'csv' && config.csv.delimiter === ',' && (config.layout?.keep ?? null) === null;
 
 /**
  * The output text of a plain piece's rows (and of its --rejects rows) from its lines: each line as it is when it
@@ -58,7 +64,7 @@ function encodeOnLines(
   const bare: InputRow[] = new Array(lines.length);
   for (let r = 0; r < lines.length; r++) bare[r] = { line: 0, cells: [] };
   const rejects: string[][] | null = withRejects ? [] : null;
-  const results = toOutput({ ...answers, rows: bare }, rejects);
+  const results = toOutput({ ...answers, rows: bare }, rejects, config.layout);
   const rejectedRows = rejects === null ? null : new Set(rejects);
   const width = config.width;
   let text = '';
@@ -89,8 +95,12 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
   switch (task.task) {
     case 'prepare': {
       const { rows, problems } = parse(task.bytes, task.startLine);
-      held.set(task.piece, { bytes: task.bytes, startLine: task.startLine });
       const prepared = prepareRows(rows, config.columns);
+      // the status and phone arrays are handed over to the main thread below: what is kept is a copy
+      const sent = keepSent
+        ? { status: prepared.status.slice(), phone: prepared.phone.slice(), hashes: prepared.hashes }
+        : undefined;
+      held.set(task.piece, { bytes: task.bytes, startLine: task.startLine, ...(sent !== undefined ? { sent } : {}) });
       return answer({ task: 'prepare', prepared, problems }, [prepared.status, prepared.phone]);
     }
     case 'encode': {
@@ -105,7 +115,7 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
         const { text, rejected } = encodeOnLines(
           lines,
           toOutput,
-          { width: config.columns.length, status, mapped, reason },
+          { width: config.columns.length, status, mapped, reason, sent: piece.sent },
           task.rejects,
         );
         const bytes = utf8.encode(text);
@@ -114,7 +124,11 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
       }
       const { rows } = parse(piece.bytes, piece.startLine);
       const rejects: string[][] | null = task.rejects ? [] : null;
-      const out = toOutput({ rows, width: config.columns.length, status, mapped, reason }, rejects);
+      const out = toOutput(
+        { rows, width: config.columns.length, status, mapped, reason, sent: piece.sent },
+        rejects,
+        config.layout,
+      );
       const bytes = utf8.encode(encode(out));
       const rejectBytes = rejects !== null && rejects.length > 0 ? utf8.encode(encode(rejects)) : null;
       return answer({ task: 'encode', bytes, rejectBytes }, [bytes, rejectBytes]);
@@ -122,7 +136,7 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
     case 'hash': {
       const { rows, problems } = parse(task.bytes, task.startLine);
       const counts = emptyHashCounts(config.columns.length);
-      const bytes = utf8.encode(encode(hashRows(rows, config.columns, counts)));
+      const bytes = utf8.encode(encode(hashRows(rows, config.columns, counts, config.layout?.keep ?? null)));
       return answer({ task: 'hash', bytes, counts, problems }, [bytes]);
     }
   }

@@ -10,6 +10,7 @@ import { BucketAnswer, bucketIdOf } from '../map/bucket-answer.js';
 import { SLOT, type RowChunk } from '../map/row-chunk.js';
 import type { MappedV3 } from '../../protocol/index.js';
 import type { RowFormat } from '../table/row-encoders.js';
+import type { ResultLayout } from '../map/result-columns.js';
 import { InputError, type SourceProblemCounts, type TableSink } from '../table/table.js';
 import { WorkerPool, type ThrownInWorker } from '../workers/worker-pool.js';
 
@@ -25,6 +26,8 @@ export interface RowThreadConfig {
   format: RowFormat;
   /** map --api v2: raw_uid, bucket_id, status, reason per identifier column. */
   v2: boolean;
+  /** The output's kept input columns (map and hash), result names, hashes and time format (map); absent: the default. */
+  layout?: ResultLayout;
 }
 
 export type RowThreadTask =

@@ -1,5 +1,5 @@
 import pLimit from 'p-limit';
-import { isIdentifierKind, type IdentifierKind } from '../../identity/index.js';
+import { isIdentifierKind, type IdentifierKind, type PhoneRegion } from '../../identity/index.js';
 import type { TokenIdentity } from '../../protocol/index.js';
 import type { ServiceClient } from '../../client/types.js';
 import {
@@ -24,6 +24,8 @@ export interface TokenBatchRun {
   openSink(header: string[]): Promise<TableSink>;
   client: ServiceClient;
   concurrency: number;
+  /** Phones in national form are read as this country's (prepareIdentifier's phoneRegion). */
+  phoneRegion?: PhoneRegion;
   signal?: AbortSignal;
   /** Called as each row is finished, with the running count. */
   onRow?(done: number): void;
@@ -200,7 +202,7 @@ export async function validateTokenBatch(run: TokenBatchRun): Promise<ValidateBa
   await runRows(run, layout.header, async (row, signal) => {
     const prep = prepRow(row, cols);
     if (!prep.ok) return finish(row, 'invalid', '', prep.reason);
-    const prepared = prepareTokenInput(prep.kind, prep.value);
+    const prepared = prepareTokenInput(prep.kind, prep.value, run);
     if (!prepared.ok) return finish(row, 'invalid', '', prepared.reason);
     const token = (row.cells[cols.token] ?? '').trim();
     if (token === '') return finish(row, 'invalid', prepared.hash, 'empty token');
@@ -265,7 +267,7 @@ export async function generateTokenBatch(run: TokenBatchRun): Promise<GenerateBa
   await runRows(run, layout.header, async (row, signal) => {
     const prep = prepRow(row, cols);
     if (!prep.ok) return finish(row, 'invalid', prep.reason);
-    const prepared = prepareTokenInput(prep.kind, prep.value);
+    const prepared = prepareTokenInput(prep.kind, prep.value, run);
     if (!prepared.ok) return finish(row, 'invalid', prepared.reason);
     try {
       const result = await run.client.tokenGenerate(prepared.input, { signal });

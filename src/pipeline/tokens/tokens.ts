@@ -4,6 +4,7 @@ import {
   type DiiType,
   type IdentifierKind,
   type InvalidReason,
+  type PrepareOptions,
 } from '../../identity/index.js';
 import {
   ClientError,
@@ -43,8 +44,8 @@ export type PreparedTokenInput =
  * Normalizes and hashes locally, so only the hash is sent (as `email_hash` / `phone_hash`): a raw email or phone
  * never leaves the machine, and the hash is the exact one the service would compute from the raw value.
  */
-export function prepareTokenInput(kind: IdentifierKind, value: string): PreparedTokenInput {
-  const prepared = prepareIdentifier(kind, value);
+export function prepareTokenInput(kind: IdentifierKind, value: string, options?: PrepareOptions): PreparedTokenInput {
+  const prepared = prepareIdentifier(kind, value, options);
   if (!prepared.ok) return prepared;
   const input: DiiInput = prepared.type === 'email' ? { email_hash: prepared.hash } : { phone_hash: prepared.hash };
   return { ok: true, type: prepared.type, hash: prepared.hash, input };
