@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import Database from '../helpers/sqlite-driver.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { DueEntry, EntryUpdate, OptoutCandidate, StateEntry, StateStore } from '../../src/state/index.js';
 import { upgradeToV3Step } from '../../src/state/upgrade-v3.js';
