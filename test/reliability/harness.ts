@@ -223,8 +223,8 @@ export interface StateReport {
 const B64_44 = /^[A-Za-z0-9+/]{43}=$/;
 
 /**
- * Opens the state file read-only with better-sqlite3 (not through src/state, so the check does not share the
- * code it checks), runs PRAGMA integrity_check and reads every entry.
+ * Opens the state file read-only with the bare SQLite driver (not through openState, so the check does not share
+ * the code it checks), runs PRAGMA integrity_check and reads every entry.
  */
 export function inspectState(path: string): StateReport {
   const db = new Database(path, { readonly: true, fileMustExist: true });
