@@ -1,4 +1,7 @@
+import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { describeError } from '../../src/cli/main.js';
 import {
@@ -11,6 +14,7 @@ import {
 } from '../../src/state/sqlite-driver.js';
 
 const realRequire = createRequire(import.meta.url);
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** A require that records what it was asked for and answers from `modules` (a missing name throws as Node does). */
 function fakeRequire(modules: Record<string, unknown>) {
@@ -124,5 +128,28 @@ describe('sqliteDriver on this Node', () => {
     } finally {
       db.close();
     }
+  });
+});
+
+describe('the driver for this Node under load', () => {
+  it('survives many prepared statements being collected (better-sqlite3 12 aborts so on Node 24)', () => {
+    // in a child: the failure this guards against is an abort of the whole process, not an exception
+    const script = `
+      const Driver = require(process.argv[1]);
+      const db = new Driver(':memory:');
+      let sum = 0;
+      for (let i = 0; i < 200000; i++) sum += db.prepare('SELECT ' + (i % 100) + ' AS n').get().n;
+      db.close();
+      process.stdout.write(String(sum));`;
+    const child = spawnSync(process.execPath, ['-e', script, driverPackageFor(process.versions.node)], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
+    expect({ status: child.status, signal: child.signal, stderr: child.stderr.slice(0, 500) }).toEqual({
+      status: 0,
+      signal: null,
+      stderr: '',
+    });
+    expect(child.stdout).toBe(String(2000 * 4950));
   });
 });
