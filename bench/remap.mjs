@@ -27,7 +27,8 @@ if (!existsSync(join(ROOT, 'dist', 'state', 'index.js')) || !existsSync(join(ROO
   process.exit(2);
 }
 const { openState } = await import(join(ROOT, 'dist', 'state', 'index.js'));
-const Database = (await import('better-sqlite3')).default;
+// the SQLite driver that src/state uses on this Node (better-sqlite3 13 on 22+, the 12.x alias on 20)
+const Database = (await import(join(ROOT, 'dist', 'state', 'sqlite-driver.js'))).sqliteDriver();
 
 mkdirSync(WORK, { recursive: true });
 const statePath = join(WORK, `state-${ENTRIES}.db`);

@@ -7,10 +7,12 @@
 #   scripts/ci-node.sh 22.23.3 -- test/state test/e2e/map.test.ts
 #
 # For each version: installs that Node into a temporary prefix (binary and headers come in one registry package, so
-# nothing is fetched from nodejs.org), puts it first on PATH, rebuilds better-sqlite3 against its headers, compiles
-# and runs the tests. At the end, whatever happened, better-sqlite3 is rebuilt for the Node that started the script.
-# Prints the seconds each step took, for budgeting CI time. Exit status: 0 when every version passed, else 1
-# (2 for a usage error).
+# nothing is fetched from nodejs.org), puts it first on PATH, checks that the SQLite driver for it loads, compiles
+# and runs the tests. Node 22 and later use better-sqlite3 13, whose prebuilt N-API binary serves every version:
+# nothing is rebuilt. Only a Node below 22 (e.g. another 20.x) uses better-sqlite3-node20, built from source: it is
+# rebuilt against that Node's headers, and at the end, whatever happened, rebuilt again for the Node that started
+# the script. Prints the seconds each step took, for budgeting CI time. Exit status: 0 when every version passed,
+# else 1 (2 for a usage error).
 set -uo pipefail
 
 usage() {
@@ -48,21 +50,39 @@ default_node="$(node --version)"
 
 seconds_since() { echo $(( $(date +%s) - $1 )); }
 
-# better-sqlite3 first tries to download a prebuilt binary; building from source needs only the headers at hand.
-rebuild_sqlite() { # NODEDIR
-  npm_config_build_from_source=true npm_config_nodedir="$1" npm rebuild better-sqlite3 >"$prefix/rebuild.log" 2>&1 \
-    || { echo "ci-node: rebuilding better-sqlite3 failed; its log:" >&2; tail -n 30 "$prefix/rebuild.log" >&2; return 1; }
+NODE20_DRIVER=better-sqlite3-node20
+major_of() { node -p 'process.versions.node.split(".")[0]'; }
+# set once the Node 20 driver has been rebuilt for another Node than the default one
+node20_driver_moved=
+
+# The 12.x line first tries to download a prebuilt binary; building from source needs only the headers at hand.
+rebuild_node20_driver() { # NODEDIR
+  node20_driver_moved=1
+  npm_config_build_from_source=true npm_config_nodedir="$1" npm rebuild "$NODE20_DRIVER" >"$prefix/rebuild.log" 2>&1 \
+    || { echo "ci-node: rebuilding $NODE20_DRIVER failed; its log:" >&2; tail -n 30 "$prefix/rebuild.log" >&2; return 1; }
+}
+
+# Loads the driver the way the program does (dist/state/sqlite-driver.js) and names it.
+check_driver() {
+  node --input-type=module -e "
+    const m = await import('./dist/state/sqlite-driver.js');
+    const db = new (m.sqliteDriver())(':memory:');
+    const v = db.prepare('select sqlite_version() AS v').get().v;
+    db.close();
+    console.log('ci-node: SQLite driver ' + m.driverPackageFor(process.versions.node) + ' loads (SQLite ' + v + ')');"
 }
 
 restore() {
   export PATH="$default_path"
-  local t0; t0=$(date +%s)
-  # an empty nodedir lets npm's own setting (the default Node's headers) apply again
-  if npm_config_build_from_source=true npm rebuild better-sqlite3 >"$prefix/rebuild.log" 2>&1; then
-    echo "ci-node: better-sqlite3 rebuilt for the default node $default_node in $(seconds_since "$t0") s"
-  else
-    echo "ci-node: could not rebuild better-sqlite3 for $default_node; run 'npm rebuild better-sqlite3'" >&2
-    tail -n 30 "$prefix/rebuild.log" >&2
+  if [ -n "$node20_driver_moved" ]; then
+    local t0; t0=$(date +%s)
+    # an empty nodedir lets npm's own setting (the default Node's headers) apply again
+    if npm_config_build_from_source=true npm rebuild "$NODE20_DRIVER" >"$prefix/rebuild.log" 2>&1; then
+      echo "ci-node: $NODE20_DRIVER rebuilt for the default node $default_node in $(seconds_since "$t0") s"
+    else
+      echo "ci-node: could not rebuild $NODE20_DRIVER for $default_node; run 'npm rebuild $NODE20_DRIVER'" >&2
+      tail -n 30 "$prefix/rebuild.log" >&2
+    fi
   fi
   rm -rf "$prefix"
 }
@@ -84,16 +104,22 @@ for version in "${versions[@]}"; do
   export PATH="$home/bin:$default_path"
   echo "ci-node: installed $(node --version) in $(seconds_since "$t0") s"
 
-  t0=$(date +%s)
-  if ! rebuild_sqlite "$home"; then failed+=("$version"); continue; fi
-  echo "ci-node: better-sqlite3 rebuilt for $(node --version) in $(seconds_since "$t0") s"
-  if ! node -e "new (require('better-sqlite3'))(':memory:').prepare('select 1').get()"; then
-    echo "ci-node: better-sqlite3 does not load on $(node --version)" >&2
-    failed+=("$version"); continue
+  if [ "$(major_of)" -lt 22 ]; then
+    t0=$(date +%s)
+    if ! rebuild_node20_driver "$home"; then failed+=("$version"); export PATH="$default_path"; continue; fi
+    echo "ci-node: $NODE20_DRIVER rebuilt for $(node --version) in $(seconds_since "$t0") s"
   fi
 
   t0=$(date +%s)
-  if npx tsc -p tsconfig.json && npx vitest run "${tests[@]}"; then
+  if ! npx tsc -p tsconfig.json; then
+    echo "ci-node: compiling failed on $(node --version)" >&2
+    failed+=("$version"); export PATH="$default_path"; continue
+  fi
+  if ! check_driver; then
+    echo "ci-node: the SQLite driver does not load on $(node --version)" >&2
+    failed+=("$version"); export PATH="$default_path"; continue
+  fi
+  if npx vitest run "${tests[@]}"; then
     echo "ci-node: tests passed on $(node --version) in $(seconds_since "$t0") s"
   else
     echo "ci-node: tests FAILED on $(node --version) after $(seconds_since "$t0") s" >&2

@@ -1,7 +1,8 @@
 import { chmodSync, closeSync, fchmodSync, openSync, statSync, type Stats } from 'node:fs';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { StateEnvMismatchError, StateError, StateFormatError, StateNotFoundError } from './errors.js';
 import { MIGRATIONS } from './migrations.js';
+import { sqliteDriver } from './sqlite-driver.js';
 import { APPLICATION_ID, META_KEYS, SCHEMA_V3, SCHEMA_VERSION } from './schema.js';
 import { SqliteStateStore } from './store.js';
 import type { OpenStateOptions, StateStore } from './types.js';
@@ -18,6 +19,8 @@ const OWNER_ONLY = 0o600;
  * uid2-batch state, or a newer schema), StateEnvMismatchError (another environment's file).
  */
 export function openState(path: string, options: OpenStateOptions): StateStore {
+  // first: a missing driver is an installation problem, to be reported before any file is created
+  const Driver = sqliteDriver();
   const readonly = options.readonly ?? false;
   const create = (options.create ?? true) && !readonly;
   const existing = statOrNull(path);
@@ -30,7 +33,7 @@ export function openState(path: string, options: OpenStateOptions): StateStore {
 
   let db: Connection;
   try {
-    db = new Database(path, { readonly, fileMustExist: true, timeout: options.busyTimeoutMs ?? 5_000 });
+    db = new Driver(path, { readonly, fileMustExist: true, timeout: options.busyTimeoutMs ?? 5_000 });
   } catch (err) {
     throw asStateError(err, path);
   }

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import Database from '../helpers/sqlite-driver.js';
 import { ROOT } from '../helpers/map-e2e-build.js';
 import { spawnCli, type CliResult, type CliRun, type ServeProcess } from '../helpers/map-e2e-processes.js';
 
@@ -223,8 +223,8 @@ export interface StateReport {
 const B64_44 = /^[A-Za-z0-9+/]{43}=$/;
 
 /**
- * Opens the state file read-only with better-sqlite3 (not through src/state, so the check does not share the
- * code it checks), runs PRAGMA integrity_check and reads every entry.
+ * Opens the state file read-only with the bare SQLite driver (not through openState, so the check does not share
+ * the code it checks), runs PRAGMA integrity_check and reads every entry.
  */
 export function inspectState(path: string): StateReport {
   const db = new Database(path, { readonly: true, fileMustExist: true });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import Database from 'better-sqlite3';
+import Database from '../helpers/sqlite-driver.js';
 import type { DueCursor, DueEntry, EntryUpdate, StateStore } from '../../src/state/index.js';
 import { SQL } from '../../src/state/queries.js';
 import { b64, tmpStates } from './tmp-state.js';

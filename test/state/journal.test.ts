@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import Database from '../helpers/sqlite-driver.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION, type EntryUpdate } from '../../src/state/index.js';
 import { buildLegacyState } from './legacy-state.js';

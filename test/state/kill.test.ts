@@ -5,8 +5,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openState } from '../../src/state/index.js';
 
-// The child runs the real module, compiled on its own into a directory inside the project (so that its
-// `import 'better-sqlite3'` resolves): no tsx, and no dependence on the rest of src/ building.
+// The child runs the real module, compiled on its own into a directory inside the project (so that the SQLite
+// driver, which src/state/sqlite-driver.ts requires from there, resolves to the project's node_modules): no tsx,
+// and no dependence on the rest of src/ building.
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const ENV = 'kill-test';
 const BATCH = 500;

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import Database from '../helpers/sqlite-driver.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { DiiType } from '../../src/identity/index.js';
 import type { EntryUpdate } from '../../src/state/index.js';

@@ -1,12 +1,13 @@
 // Builds state files the way uid2-batch wrote schemas 1 and 2 (text keys, upserts), to test their upgrade.
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
+import Database from '../helpers/sqlite-driver.js';
 import { LEGACY_UPSERT, SCHEMA_V1, SCHEMA_V2_JOURNAL } from '../../src/state/legacy-schema.js';
 import type { EntryUpdate } from '../../src/state/index.js';
 
 export interface LegacyWriter {
   commit(updates: readonly EntryUpdate[], nowS: number): void;
   /** A raw connection, for what old runs also wrote (checks, journal rows, runs). */
-  db: Database.Database;
+  db: BetterSqlite3.Database;
 }
 
 export function buildLegacyState(

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { existsSync, statSync, writeFileSync } from 'node:fs';
-import Database from 'better-sqlite3';
+import Database from '../helpers/sqlite-driver.js';
 import {
   SCHEMA_VERSION,
   StateEnvMismatchError,

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import Database from 'better-sqlite3';
+import Database from '../helpers/sqlite-driver.js';
 import type { OptoutCandidate, OptoutCursor, StateStore } from '../../src/state/index.js';
 import { SQL } from '../../src/state/queries.js';
 import { b64, tmpStates } from './tmp-state.js';

@@ -1,8 +1,8 @@
-import Database from 'better-sqlite3';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Database from '../helpers/sqlite-driver.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { DueEntry, EntryUpdate, OptoutCandidate, StateEntry, StateStore } from '../../src/state/index.js';
 import { upgradeToV3Step } from '../../src/state/upgrade-v3.js';

@@ -1,6 +1,7 @@
 // A state file opened for reading by the `state` commands: a read-only SQLite connection, checked to be ours.
 import { statSync } from 'node:fs';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { sqliteDriver } from '../../state/sqlite-driver.js';
 import { APPLICATION_ID, META_KEYS, TYPE_OF_CODE, statusOfCode } from '../../state/schema.js';
 import type { DiiType } from '../../identity/index.js';
 import type { EntryStatus } from '../../state/types.js';
@@ -55,9 +56,11 @@ export function openStateForReading(path: string): StateFileReader {
     throw new UserError(`state file ${quoted(path)} does not exist`);
   }
   if (!isFile) throw new UserError(`state file ${quoted(path)} is not a regular file`);
+  // outside the try: a missing driver is an installation problem, not one of the file's permissions
+  const Driver = sqliteDriver();
   let db: Database.Database;
   try {
-    db = new Database(path, { readonly: true, fileMustExist: true, timeout: 5_000 });
+    db = new Driver(path, { readonly: true, fileMustExist: true, timeout: 5_000 });
   } catch {
     throw new UserError(
       `cannot open ${quoted(path)} as a state file: check its permissions and those of its directory`,

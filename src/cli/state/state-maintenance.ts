@@ -1,5 +1,6 @@
 // `uid2-batch state checkpoint|vacuum FILE`: fold the WAL into the file, or compact the file, under the run lock.
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { sqliteDriver } from '../../state/sqlite-driver.js';
 import { openState } from '../../state/index.js';
 import { META_KEYS } from '../../state/schema.js';
 import type { StateStore } from '../../state/types.js';
@@ -49,7 +50,7 @@ async function underRunLock(
   try {
     await lockWithin(store, waitS);
     const before = stateFileSizes(path);
-    const db = new Database(path, { fileMustExist: true, timeout: 5_000 });
+    const db = new (sqliteDriver())(path, { fileMustExist: true, timeout: 5_000 });
     try {
       work(db);
     } finally {
