@@ -157,18 +157,20 @@ export class SqliteStateStore implements StateStore {
     const found = new Map<string, StateEntry>();
     if (keys.length === 0) return found;
     this.catchUpTail();
-    const wanted = new Set<string>();
+    // per hash, a bit per DII type asked for: a row is checked without making a string
+    const wanted = new Map<string, number>();
     const lookupKeys = new Array<number>(keys.length);
     for (let i = 0; i < keys.length; i++) {
       const { type, hash } = keys[i];
       const code = TYPE_CODE[type];
-      wanted.add(`${code}:${hash}`);
+      wanted.set(hash, (wanted.get(hash) ?? 0) | (1 << code));
       lookupKeys[i] = keyOf(code, hash);
     }
     this.rowsByKeys(lookupKeys, (row) => {
       const hash = row[2] as string;
-      if (wanted.has(`${row[1] as number}:${hash}`))
-        found.set(`${TYPE_OF_CODE[row[1] as number]}:${hash}`, decodeEntry(row, hash));
+      const code = row[1] as number;
+      if (((wanted.get(hash) ?? 0) & (1 << code)) !== 0)
+        found.set(`${TYPE_OF_CODE[code]}:${hash}`, decodeEntry(row, hash));
     });
     return found;
   }
