@@ -9,8 +9,6 @@ import type { OpenStateOptions, StateStore } from './types.js';
 type Connection = Database.Database;
 
 const OWNER_ONLY = 0o600;
-// SQLite maps at most 0x7fff0000 bytes whatever is asked; reads of mapped pages skip a system call and a copy
-const DEFAULT_MMAP_MIB = 2048;
 
 /**
  * Opens (or creates) a state file: WAL, synchronous=NORMAL, owner-only permissions, schema migrated to the
@@ -38,7 +36,7 @@ export function openState(path: string, options: OpenStateOptions): StateStore {
   }
   try {
     db.pragma(`cache_size = ${-Math.round((options.cacheSizeMiB ?? 32) * 1024)}`);
-    db.pragma(`mmap_size = ${Math.max(0, Math.round((options.mmapMiB ?? DEFAULT_MMAP_MIB) * 1024 * 1024))}`);
+    db.pragma(`mmap_size = ${Math.max(0, Math.round((options.mmapMiB ?? 0) * 1024 * 1024))}`);
     // IN (...) lists and GROUP BY sort in temporary b-trees: keep them off the disk
     db.pragma('temp_store = MEMORY');
     const tables = tableNames(db);

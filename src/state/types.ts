@@ -184,9 +184,9 @@ export interface OpenStateOptions {
   /** SQLite page cache of this connection, in MiB (default 32). It counts in the process's memory. */
   cacheSizeMiB?: number;
   /**
-   * Memory-map up to this many MiB of the file (default 2,048, about SQLite's limit; 0: off). Lookups of stored
-   * entries and the sweep read pages without copying them (see npm run bench:state); the pages touched count in the
-   * process's RSS, as file pages the system can drop whenever it needs the memory.
+   * Memory-map up to this many MiB of the file (default 0: off; SQLite maps at most about 2 GiB). Lookups of stored
+   * entries read pages without copying them (see npm run bench:state), but every page touched then counts in the
+   * process's RSS: up to the whole mapped size on a big state.
    */
   mmapMiB?: number;
   /**
