@@ -9,7 +9,7 @@
 //   node bench/state.mjs 1000000 --commit-rows 50000   # another size, bigger transactions
 //   node bench/state.mjs 5000000 --keep                # keep the file (its path is printed)
 //   node bench/state.mjs --reuse /tmp/.../state.db     # measure a kept file again, without building
-//   node bench/state.mjs --reuse FILE --mmap 2048       # the same with openState's mmapMiB
+//   node bench/state.mjs --reuse FILE --mmap 0          # the same with openState's mmapMiB (0: no mmap)
 //   npm run bench:state -- 20000000 --tail 2000000     # openState's tailEntries (entries merged at a time)
 // Figures also go to bench/results-state.json (not committed).
 import { hash } from 'node:crypto';
@@ -34,7 +34,7 @@ const option = (name) => {
 const REUSE = option('--reuse');
 const COMMIT_ROWS = Number(option('--commit-rows') ?? 5_000);
 const KEEP = args.includes('--keep') || REUSE !== undefined;
-const MMAP_MIB = Number(option('--mmap') ?? 0);
+const MMAP_MIB = option('--mmap') === undefined ? undefined : Number(option('--mmap'));
 const TAIL = option('--tail') === undefined ? undefined : Number(option('--tail'));
 const results = {
   date: new Date().toISOString(),
@@ -42,7 +42,7 @@ const results = {
   cpus: cpus().length,
   commitRows: COMMIT_ROWS,
   tailEntries: TAIL ?? null,
-  mmapMiB: MMAP_MIB,
+  mmapMiB: MMAP_MIB ?? 'default',
   perMillion: [],
 };
 const DAY = 86_400;
@@ -78,7 +78,7 @@ const ms = (c) => `${(c.wall * 1000).toFixed(1)} ms wall, ${(c.cpu * 1000).toFix
 const openedAt = process.hrtime.bigint();
 const store = openState(path, {
   envFingerprint: ENV,
-  mmapMiB: MMAP_MIB,
+  ...(MMAP_MIB === undefined ? {} : { mmapMiB: MMAP_MIB }),
   ...(TAIL === undefined ? {} : { tailEntries: TAIL }),
 });
 results.openMs = Number(process.hrtime.bigint() - openedAt) / 1e6;
@@ -86,7 +86,7 @@ try {
   let entries = store.counts().entries;
   console.log(
     `state bench: node ${process.version}, ${cpus().length} CPUs, load average ${loadavg()[0].toFixed(1)}, ` +
-      `mmap ${MMAP_MIB} MiB, ${REUSE ? `reusing ${fmt(entries)} entries` : `${fmt(Number(args.find((a) => /^\d+$/.test(a)) ?? 5_000_000))} entries, ${fmt(COMMIT_ROWS)} per commit`}, file ${path}`,
+      `mmap ${MMAP_MIB ?? 'default'} MiB, ${REUSE ? `reusing ${fmt(entries)} entries` : `${fmt(Number(args.find((a) => /^\d+$/.test(a)) ?? 5_000_000))} entries, ${fmt(COMMIT_ROWS)} per commit`}, file ${path}`,
   );
 
   // ---- build: what `map --state` writes, one commit per answered batch
@@ -183,6 +183,7 @@ try {
   const ROUNDS = 100;
   for (const [label, hitEvery] of [
     ['lookupMany 5,000 keys: all stored (random)', 1],
+    ['lookupMany 5,000 keys: all stored, in arrival order', -1],
     ['lookupMany 5,000 keys: none stored', 0],
     ['lookupMany 5,000 keys: half stored', 2],
   ]) {
@@ -193,8 +194,13 @@ try {
     for (let round = 0; round < ROUNDS; round++) {
       // keys are made outside the timed part, one set at a time
       const keys = new Array(5_000);
+      // in arrival order: the 5,000 identifiers of one committed batch, as a file mapped again asks for them
+      const batchStart = Math.floor(rnd() * Math.max(1, entries / 5_000 - 1)) * 5_000;
       for (let k = 0; k < 5_000; k++) {
-        if (hitEvery !== 0 && k % hitEvery === 0) {
+        if (hitEvery === -1) {
+          const i = batchStart + k;
+          keys[k] = { type: typeOf(i), hash: b64(`identifier-${i}`) };
+        } else if (hitEvery !== 0 && k % hitEvery === 0) {
           const i = Math.floor(rnd() * entries);
           keys[k] = { type: typeOf(i), hash: b64(`identifier-${i}`) };
         } else {
@@ -204,7 +210,8 @@ try {
       found += timed(c, () => store.lookupMany(keys).size);
     }
     line(label, `${rates(ROUNDS * 5_000, c, 'lookups')} (${fmt(found)} found)`);
-    results[`lookups_${hitEvery === 1 ? 'all' : hitEvery === 0 ? 'none' : 'half'}`] = Math.round(
+    const name = { 1: 'all', [-1]: 'all_in_order', 0: 'none', 2: 'half' }[hitEvery];
+    results[`lookups_${name}`] = Math.round(
       (ROUNDS * 5_000) / c.wall,
     );
   }

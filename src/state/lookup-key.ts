@@ -3,7 +3,11 @@ import { createHash } from 'node:crypto';
 import type { DiiType } from '../identity/index.js';
 import { TYPE_CODE } from './schema.js';
 
-const BASE64_PREFIX = /^[A-Za-z0-9+/]{8}/;
+// the value of each base64 character (the standard alphabet only), -1 for any other character
+const SEXTET = new Int8Array(128).fill(-1);
+for (const [i, c] of [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'].entries()) {
+  SEXTET[c.charCodeAt(0)] = i;
+}
 
 /**
  * 46 bits of the hash and one bit of type: a non-negative integer that SQLite stores in 6 bytes and a JS number
@@ -12,9 +16,22 @@ const BASE64_PREFIX = /^[A-Za-z0-9+/]{8}/;
  */
 export function keyOf(type: DiiType | number, hash: string): number {
   const code = typeof type === 'number' ? type : TYPE_CODE[type];
-  const b = BASE64_PREFIX.test(hash)
-    ? Buffer.from(hash.slice(0, 8), 'base64')
-    : createHash('sha256').update(hash).digest();
-  const prefix = b[0] * 2 ** 38 + b[1] * 2 ** 30 + b[2] * 2 ** 22 + b[3] * 2 ** 14 + b[4] * 2 ** 6 + (b[5] >>> 2);
-  return prefix * 2 + code;
+  return prefixOf(hash) * 2 + code;
+}
+
+/** The first 46 bits of the bytes a hash stands for, read from its first 8 base64 characters (48 bits) directly. */
+function prefixOf(hash: string): number {
+  if (hash.length >= 8) {
+    let bits = 0;
+    let i = 0;
+    for (; i < 8; i++) {
+      const c = hash.charCodeAt(i);
+      const s = c < 128 ? SEXTET[c] : -1;
+      if (s < 0) break;
+      bits = bits * 64 + s;
+    }
+    if (i === 8) return Math.floor(bits / 4);
+  }
+  const b = createHash('sha256').update(hash).digest();
+  return b[0] * 2 ** 38 + b[1] * 2 ** 30 + b[2] * 2 ** 22 + b[3] * 2 ** 14 + b[4] * 2 ** 6 + (b[5] >>> 2);
 }

@@ -16,6 +16,14 @@ export const META_KEYS = {
   keysUpto: 'keys_upto',
   /** Entries with an id up to this one are in `keys`; those after it and up to keys_upto are in `keys_recent`. */
   keysMainUpto: 'keys_main_upto',
+  /**
+   * The keys filter (table key_filter) holds every key of the entries up to this id; it is used only while this
+   * equals keys_upto, so a file merged by a version that does not keep the filter is never read through a stale one.
+   */
+  filterUpto: 'filter_upto',
+  /** The filter's size in 64-byte blocks, and the keys added to it. */
+  filterBlocks: 'filter_blocks',
+  filterCount: 'filter_count',
   /** While a schema-2 file is being upgraded: the last entry id copied into the new table. */
   upgradeCopied: 'upgrade_copied',
 } as const;
@@ -29,6 +37,9 @@ export const IDENTITY_META_KEYS: ReadonlySet<string> = new Set([
   // the store's own bookkeeping: a wrong value would hide entries from lookups
   META_KEYS.keysUpto,
   META_KEYS.keysMainUpto,
+  META_KEYS.filterUpto,
+  META_KEYS.filterBlocks,
+  META_KEYS.filterCount,
   META_KEYS.upgradeCopied,
 ]);
 
@@ -77,6 +88,18 @@ CREATE TABLE keys_recent (
 ) WITHOUT ROWID;
 `;
 
+/**
+ * A Bloom filter over the keys of `keys` and `keys_recent`, in pieces of up to a MiB: a lookup skips the keys
+ * tables for most keys that are not stored (every key of a first run). Rewritten by each merge of the tail. Made
+ * with IF NOT EXISTS: a schema-3 file from before it gets the table at its first merge.
+ */
+export const KEY_FILTER_TABLE = `
+CREATE TABLE IF NOT EXISTS key_filter (
+  piece INTEGER PRIMARY KEY,
+  bits  BLOB NOT NULL
+);
+`;
+
 /** Each index serves one query and is partial where only some rows need it. There is no index on raw UIDs. */
 export const ENTRIES_INDEXES = `
 -- remap-due: (r, rowid) order over mapped v3 entries only
@@ -106,6 +129,7 @@ CREATE TABLE meta (
 );
 ${ENTRIES_TABLE('entries')}
 ${KEYS_TABLES}
+${KEY_FILTER_TABLE}
 ${ENTRIES_INDEXES}
 CREATE TABLE runs (
   id          INTEGER PRIMARY KEY,

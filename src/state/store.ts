@@ -1,11 +1,19 @@
 import { statSync } from 'node:fs';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
+import { KeyFilter } from './key-filter.js';
 import { keyOf } from './lookup-key.js';
 import { StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
 import { IN_LIST_SIZES, SQL } from './queries.js';
-import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
+import {
+  IDENTITY_META_KEYS,
+  KEY_FILTER_TABLE,
+  META_KEYS,
+  TYPE_CODE,
+  TYPE_OF_CODE,
+  statusOfCode,
+} from './schema.js';
 import { TailIndex } from './tail-index.js';
 import type {
   BucketEntries,
@@ -38,6 +46,9 @@ const BEFORE_ANY_CHECK = Number.MIN_SAFE_INTEGER;
 const DEFAULT_TAIL_ENTRIES = 1_000_000;
 // keys_recent is folded into keys once it holds a quarter as many entries
 const RECENT_SHARE = 4;
+// the keys filter is made for twice the keys it gets (so that it is remade at each doubling), and at least this many
+const FILTER_MIN_CAPACITY = 1_000_000;
+const FILTER_PIECE_BYTES = 1 << 20;
 
 /** One answer of a batch, with its type code and lookup key. */
 interface EncodedUpdate {
@@ -58,6 +69,13 @@ export class SqliteStateStore implements StateStore {
   /** Entries after the keys table's last merge, by key; `tailSeen` is the last id it holds. */
   private readonly tail = new TailIndex();
   private tailSeen = 0;
+  /** The id the tail starts after: the keys tables held every entry up to it when the tail was last read whole. */
+  private tailFrom = 0;
+  /**
+   * The keys filter, valid for the entries up to `tailFrom` (the rest are in the tail); undefined until first
+   * needed, null when the file has none that fits.
+   */
+  private filter: KeyFilter | null | undefined = undefined;
   private readonly tailEntries: number;
   private readonly lockFile: StateLock;
   private closed = false;
@@ -139,18 +157,20 @@ export class SqliteStateStore implements StateStore {
     const found = new Map<string, StateEntry>();
     if (keys.length === 0) return found;
     this.catchUpTail();
-    const wanted = new Set<string>();
+    // per hash, a bit per DII type asked for: a row is checked without making a string
+    const wanted = new Map<string, number>();
     const lookupKeys = new Array<number>(keys.length);
     for (let i = 0; i < keys.length; i++) {
       const { type, hash } = keys[i];
       const code = TYPE_CODE[type];
-      wanted.add(`${code}:${hash}`);
+      wanted.set(hash, (wanted.get(hash) ?? 0) | (1 << code));
       lookupKeys[i] = keyOf(code, hash);
     }
     this.rowsByKeys(lookupKeys, (row) => {
       const hash = row[2] as string;
-      if (wanted.has(`${row[1] as number}:${hash}`))
-        found.set(`${TYPE_OF_CODE[row[1] as number]}:${hash}`, decodeEntry(row, hash));
+      const code = row[1] as number;
+      if (((wanted.get(hash) ?? 0) & (1 << code)) !== 0)
+        found.set(`${TYPE_OF_CODE[code]}:${hash}`, decodeEntry(row, hash));
     });
     return found;
   }
@@ -183,7 +203,9 @@ export class SqliteStateStore implements StateStore {
       seen.add(id);
       onRow(row);
     };
-    for (const [, size, params] of inListPages(lookupKeys)) {
+    const filter = this.keyFilter();
+    const probed = filter === null ? lookupKeys : lookupKeys.filter((key) => filter.mayHave(key));
+    for (const [, size, params] of inListPages(probed)) {
       const both = this.inListStatement(this.lookupStmts, size, SQL.lookupByKeys);
       for (const row of both.all(params, params) as Row[]) emit(row);
     }
@@ -210,7 +232,50 @@ export class SqliteStateStore implements StateStore {
   private resetTail(): void {
     this.tail.clear();
     this.tailSeen = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
+    this.tailFrom = this.tailSeen;
+    this.filter = undefined;
     this.catchUpTail();
+  }
+
+  /** The keys filter, read from the file on first use; null when the file holds none for the tail's start. */
+  private keyFilter(): KeyFilter | null {
+    if (this.filter === undefined) this.filter = this.readFilter();
+    return this.filter;
+  }
+
+  private readFilter(): KeyFilter | null {
+    if (Number(this.getMeta(META_KEYS.filterUpto) ?? -1) !== this.tailFrom) return null;
+    const blocks = Number(this.getMeta(META_KEYS.filterBlocks) ?? 0);
+    const count = Number(this.getMeta(META_KEYS.filterCount) ?? 0);
+    const pieces = this.db.prepare(SQL.filterPieces).pluck().all() as Buffer[];
+    return KeyFilter.fromPieces(blocks, count, pieces);
+  }
+
+  /**
+   * Inside the merge's transaction, after the tail's keys went in: adds them to the filter, or fills a new one from
+   * the keys tables when there is none that fits or it is full; writes it with the new high-water mark. A failed
+   * transaction reads it back from the file (resetTail).
+   */
+  private saveFilter(upto: number, newUpto: number, keys: Float64Array, ids: Float64Array): void {
+    let filter = this.keyFilter();
+    if (filter !== null && this.tailFrom === upto) {
+      for (let i = 0; i < keys.length; i++) if (ids[i] > upto) filter.add(keys[i]);
+    } else {
+      filter = null;
+    }
+    if (filter === null || filter.count > filter.capacity) {
+      filter = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * newUpto));
+      for (const key of this.db.prepare(SQL.allKeys).pluck().iterate() as IterableIterator<number>) filter.add(key);
+    }
+    this.db.exec(KEY_FILTER_TABLE);
+    this.db.prepare(SQL.clearFilter).run();
+    const insert = this.db.prepare(SQL.insertFilterPiece);
+    let piece = 0;
+    for (const bits of filter.pieces(FILTER_PIECE_BYTES)) insert.run(piece++, bits);
+    this.stmts.metaSet.run(META_KEYS.filterBlocks, String(filter.blocks));
+    this.stmts.metaSet.run(META_KEYS.filterCount, String(filter.count));
+    this.stmts.metaSet.run(META_KEYS.filterUpto, String(newUpto));
+    this.filter = filter;
   }
 
   /** Adds what other connections appended since this one last looked: one range read, empty in a single run. */
@@ -235,6 +300,7 @@ export class SqliteStateStore implements StateStore {
     for (let i = 0; i < keys.length; i++) if (ids[i] > upto) insert.run(keys[i], ids[i]);
     const newUpto = Math.max(upto, this.tailSeen);
     this.stmts.metaSet.run(META_KEYS.keysUpto, String(newUpto));
+    this.saveFilter(upto, newUpto, keys, ids);
     // ids are dense: entries up to keys_main_upto are in keys, the rest up to keys_upto in keys_recent
     const mainUpto = Number(this.getMeta(META_KEYS.keysMainUpto) ?? 0);
     if ((newUpto - mainUpto) * RECENT_SHARE >= mainUpto) {
@@ -275,6 +341,7 @@ export class SqliteStateStore implements StateStore {
     try {
       this.mergeTx.immediate();
       this.tail.clear();
+      this.tailFrom = this.tailSeen;
     } catch (err) {
       this.resetTail();
       throw err;

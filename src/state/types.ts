@@ -184,8 +184,9 @@ export interface OpenStateOptions {
   /** SQLite page cache of this connection, in MiB (default 32). It counts in the process's memory. */
   cacheSizeMiB?: number;
   /**
-   * Memory-map up to this many MiB of the file (default 0: off). Lookups of stored entries get faster (see npm run
-   * bench:state), but every page touched then counts in the process's RSS.
+   * Memory-map up to this many MiB of the file (default 0: off; SQLite maps at most about 2 GiB). Lookups of stored
+   * entries read pages without copying them (see npm run bench:state), but every page touched then counts in the
+   * process's RSS: up to the whole mapped size on a big state.
    */
   mmapMiB?: number;
   /**

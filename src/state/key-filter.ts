@@ -1,0 +1,123 @@
+/** A blocked Bloom filter over lookup keys: says "surely not stored" for most keys that are not in the keys tables. */
+
+/** Bits of one block: a block is one 64-byte cache line, so a test or an add touches one line of memory. */
+const BLOCK_WORDS = 16;
+const BLOCK_BYTES = BLOCK_WORDS * 4;
+/** Bits set per key; with the sizing below (at least BITS_PER_KEY bits per key) about 1% of absent keys pass. */
+const PROBES = 6;
+// the stored bytes are little-endian words whatever machine wrote them
+const BIG_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 0;
+/** Filter bits per key it is sized for. */
+export const BITS_PER_KEY = 12;
+
+/**
+ * A filter that never forgets: every key added answers true, an absent key answers false except for a small share
+ * (false positives, which only cost the caller a probe it would have made anyway). It has a fixed number of
+ * blocks, chosen for a capacity; the store makes a bigger one when the keys outgrow it.
+ */
+export class KeyFilter {
+  readonly words: Uint32Array;
+  readonly blocks: number;
+  private added: number;
+
+  constructor(blocks: number, words?: Uint32Array, count = 0) {
+    this.blocks = Math.max(1, Math.floor(blocks));
+    this.words = words ?? new Uint32Array(this.blocks * BLOCK_WORDS);
+    if (this.words.length !== this.blocks * BLOCK_WORDS) throw new RangeError('key filter: wrong number of words');
+    this.added = count;
+  }
+
+  /** A filter with room for `capacity` keys. */
+  static forCapacity(capacity: number): KeyFilter {
+    return new KeyFilter(Math.ceil((Math.max(1, capacity) * BITS_PER_KEY) / (BLOCK_WORDS * 32)));
+  }
+
+  /** Keys added so far (repeats counted): what the sizing compares with the capacity. */
+  get count(): number {
+    return this.added;
+  }
+
+  /** The number of keys this filter holds at its designed rate of false positives. */
+  get capacity(): number {
+    return Math.floor((this.blocks * BLOCK_WORDS * 32) / BITS_PER_KEY);
+  }
+
+  get byteLength(): number {
+    return this.blocks * BLOCK_BYTES;
+  }
+
+  add(key: number): void {
+    const lo = key % 4294967296 >>> 0;
+    const hi = Math.floor(key / 4294967296);
+    const h1 = mix(lo ^ Math.imul(hi, 0x9e3779b1));
+    const h2 = mix(h1 ^ hi ^ 0x85ebca6b);
+    const h3 = mix(h2 ^ lo);
+    const base = blockOf(h1, this.blocks) * BLOCK_WORDS;
+    const w = this.words;
+    // six 9-bit positions inside the block's 512 bits: three from each of two words
+    for (let i = 0; i < 3; i++) {
+      const a = (h2 >>> (i * 9)) & 511;
+      const b = (h3 >>> (i * 9)) & 511;
+      w[base + (a >>> 5)] |= 1 << (a & 31);
+      w[base + (b >>> 5)] |= 1 << (b & 31);
+    }
+    this.added++;
+  }
+
+  mayHave(key: number): boolean {
+    const lo = key % 4294967296 >>> 0;
+    const hi = Math.floor(key / 4294967296);
+    const h1 = mix(lo ^ Math.imul(hi, 0x9e3779b1));
+    const h2 = mix(h1 ^ hi ^ 0x85ebca6b);
+    const h3 = mix(h2 ^ lo);
+    const base = blockOf(h1, this.blocks) * BLOCK_WORDS;
+    const w = this.words;
+    for (let i = 0; i < 3; i++) {
+      const a = (h2 >>> (i * 9)) & 511;
+      const b = (h3 >>> (i * 9)) & 511;
+      if ((w[base + (a >>> 5)] & (1 << (a & 31))) === 0) return false;
+      if ((w[base + (b >>> 5)] & (1 << (b & 31))) === 0) return false;
+    }
+    return true;
+  }
+
+  /** The filter's bytes in pieces of at most `pieceBytes` (the rows it is stored in), little-endian words. */
+  *pieces(pieceBytes: number): Generator<Buffer> {
+    let all = Buffer.from(this.words.buffer, this.words.byteOffset, this.words.byteLength);
+    if (BIG_ENDIAN) all = Buffer.from(all).swap32();
+    for (let start = 0; start < all.length; start += pieceBytes) {
+      yield all.subarray(start, Math.min(all.length, start + pieceBytes));
+    }
+  }
+
+  /** Reassembles a filter from its stored pieces; null when they do not add up to `blocks` blocks. */
+  static fromPieces(blocks: number, count: number, pieces: readonly Uint8Array[]): KeyFilter | null {
+    const bytes = pieces.reduce((n, p) => n + p.byteLength, 0);
+    if (!(blocks >= 1) || bytes !== blocks * BLOCK_BYTES) return null;
+    const words = new Uint32Array(blocks * BLOCK_WORDS);
+    const view = new Uint8Array(words.buffer);
+    let at = 0;
+    for (const p of pieces) {
+      view.set(p, at);
+      at += p.byteLength;
+    }
+    if (BIG_ENDIAN) Buffer.from(words.buffer).swap32();
+    return new KeyFilter(blocks, words, count);
+  }
+}
+
+/** A 32-bit finalizer (murmur3's): spreads every input bit over the output. */
+function mix(x: number): number {
+  let h = x >>> 0;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+/** A block in [0, blocks) from a 32-bit hash, by multiplication instead of a modulo. */
+function blockOf(h: number, blocks: number): number {
+  return Math.floor((h / 4294967296) * blocks);
+}
