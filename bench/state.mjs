@@ -211,9 +211,7 @@ try {
     }
     line(label, `${rates(ROUNDS * 5_000, c, 'lookups')} (${fmt(found)} found)`);
     const name = { 1: 'all', [-1]: 'all_in_order', 0: 'none', 2: 'half' }[hitEvery];
-    results[`lookups_${name}`] = Math.round(
-      (ROUNDS * 5_000) / c.wall,
-    );
+    results[`lookups_${name}`] = Math.round((ROUNDS * 5_000) / c.wall);
   }
 
   // ---- opt-out sweep and counts

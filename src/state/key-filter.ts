@@ -47,15 +47,15 @@ export class KeyFilter {
   }
 
   add(key: number): void {
-    const lo = key % 4294967296 >>> 0;
+    const lo = (key % 4294967296) >>> 0;
     const hi = Math.floor(key / 4294967296);
     const h1 = mix(lo ^ Math.imul(hi, 0x9e3779b1));
     const h2 = mix(h1 ^ hi ^ 0x85ebca6b);
     const h3 = mix(h2 ^ lo);
     const base = blockOf(h1, this.blocks) * BLOCK_WORDS;
     const w = this.words;
-    // six 9-bit positions inside the block's 512 bits: three from each of two words
-    for (let i = 0; i < 3; i++) {
+    // PROBES 9-bit positions inside the block's 512 bits: half from each of two words
+    for (let i = 0; i < PROBES / 2; i++) {
       const a = (h2 >>> (i * 9)) & 511;
       const b = (h3 >>> (i * 9)) & 511;
       w[base + (a >>> 5)] |= 1 << (a & 31);
@@ -65,14 +65,14 @@ export class KeyFilter {
   }
 
   mayHave(key: number): boolean {
-    const lo = key % 4294967296 >>> 0;
+    const lo = (key % 4294967296) >>> 0;
     const hi = Math.floor(key / 4294967296);
     const h1 = mix(lo ^ Math.imul(hi, 0x9e3779b1));
     const h2 = mix(h1 ^ hi ^ 0x85ebca6b);
     const h3 = mix(h2 ^ lo);
     const base = blockOf(h1, this.blocks) * BLOCK_WORDS;
     const w = this.words;
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < PROBES / 2; i++) {
       const a = (h2 >>> (i * 9)) & 511;
       const b = (h3 >>> (i * 9)) & 511;
       if ((w[base + (a >>> 5)] & (1 << (a & 31))) === 0) return false;

@@ -6,14 +6,7 @@ import { keyOf } from './lookup-key.js';
 import { StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
 import { IN_LIST_SIZES, SQL } from './queries.js';
-import {
-  IDENTITY_META_KEYS,
-  KEY_FILTER_TABLE,
-  META_KEYS,
-  TYPE_CODE,
-  TYPE_OF_CODE,
-  statusOfCode,
-} from './schema.js';
+import { IDENTITY_META_KEYS, KEY_FILTER_TABLE, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
 import { TailIndex } from './tail-index.js';
 import type {
   BucketEntries,

@@ -1,4 +1,5 @@
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
+import Database from '../helpers/sqlite-driver.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { EntryUpdate } from '../../src/state/index.js';
 import { KeyFilter } from '../../src/state/key-filter.js';
@@ -26,7 +27,7 @@ function meta(path: string, key: string): string | undefined {
 }
 
 /** Writes to the file with plain SQL, as another program (or an older uid2-batch) would. */
-function withFile(path: string, fn: (db: Database.Database) => void): void {
+function withFile(path: string, fn: (db: BetterSqlite3.Database) => void): void {
   const db = new Database(path);
   try {
     fn(db);
