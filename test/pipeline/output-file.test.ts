@@ -84,6 +84,19 @@ describe('temp files', () => {
     expect(statSync(out).mode & 0o777).toBe(0o666 & ~process.umask());
   });
 
+  it('are private for a Parquet output too, and a symlinked Parquet path is written through', async () => {
+    const d = fresh();
+    symlinkSync('real.parquet', join(d, 'out.parquet'));
+    const sink = await openSink({ path: join(d, 'out.parquet'), format: 'parquet', header: ['email'] });
+    await sink.writeRows([['someone@example.com']]);
+    const temps = readdirSync(d).filter((f) => f.endsWith('.tmp'));
+    expect(temps).toEqual([`.real.parquet.${process.pid}.tmp`]);
+    expect(statSync(join(d, temps[0])).mode & 0o777).toBe(0o600);
+    await sink.commit();
+    expect(lstatSync(join(d, 'out.parquet')).isSymbolicLink()).toBe(true);
+    expect(statSync(join(d, 'real.parquet')).mode & 0o777).toBe(0o666 & ~process.umask());
+  });
+
   it('keep the mode an existing output was given', async () => {
     const d = fresh();
     const out = join(d, 'out.csv');

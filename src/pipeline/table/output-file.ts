@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { lstatSync, readdirSync, readlinkSync, realpathSync, statSync, unlinkSync } from 'node:fs';
 import { open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { OutputError } from './table.js';
 
 /** Symlinks followed at most, as the kernel's own limit; a longer chain is a loop. */
 const MAX_SYMLINK_HOPS = 40;
@@ -148,5 +149,23 @@ export async function writeTextAtomically(path: string, text: string, mode = 0o6
   } catch (err) {
     await rm(temp, { force: true });
     throw err;
+  }
+}
+
+/** Why an output file cannot be written, as one line naming the path and a fix. */
+export function fileFailure(target: string, err: Error): OutputError {
+  const code = (err as NodeJS.ErrnoException).code;
+  switch (code) {
+    case 'ENOENT':
+      return new OutputError(target, 'the directory does not exist', 'create it first or choose another -o path');
+    case 'EACCES':
+    case 'EPERM':
+      return new OutputError(target, 'permission denied', 'choose a directory you can write to');
+    case 'ENOSPC':
+      return new OutputError(target, 'the disk is full', 'free some space and run the same command again');
+    case 'EISDIR':
+      return new OutputError(target, 'is a directory', 'give a file name with -o');
+    default:
+      return new OutputError(target, `cannot be written (${code ?? err.message})`);
   }
 }

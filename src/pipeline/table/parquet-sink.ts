@@ -1,7 +1,14 @@
 /** Writes the output table as a Parquet file, one row group at a time, with typed result columns. */
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
+import {
+  fileFailure,
+  finalModeFor,
+  removeStaleTemps,
+  tempPathFor,
+  TEMP_FILE_MODE,
+  writeThroughTarget,
+} from './output-file.js';
 import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
 import type { ColumnType } from './typed-cells.js';
 
@@ -70,6 +77,7 @@ class ParquetSink implements TableSink {
     private readonly header: readonly string[],
     private readonly types: readonly ColumnType[],
     private readonly rowGroupRows: number,
+    private readonly mode: number,
   ) {
     this.columns = header.map(() => []);
   }
@@ -81,12 +89,17 @@ class ParquetSink implements TableSink {
     mode = 0o666,
     rowGroupRows: number,
   ): Promise<ParquetSink> {
-    const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
+    // as the CSV sink: through a symlink to its target, a private temp file beside it, stale ones removed
+    const shown = target;
+    const final = writeThroughTarget(target);
+    removeStaleTemps(final);
+    const tmp = tempPathFor(final);
     let handle: FileHandle;
     try {
-      handle = await open(tmp, 'w', mode);
+      await unlink(tmp).catch(() => undefined);
+      handle = await open(tmp, 'wx', TEMP_FILE_MODE);
     } catch (err) {
-      throw fileFailure(target, err as Error);
+      throw fileFailure(shown, err as Error);
     }
     const out = new FileWriter(handle);
     const schema: SchemaElement[] = [
@@ -94,7 +107,7 @@ class ParquetSink implements TableSink {
       ...header.map((name, i) => schemaElement(name, types[i])),
     ];
     const parquet = new ParquetWriter({ writer: out, schema, codec: 'SNAPPY', createdBy: 'uid2-batch' });
-    return new ParquetSink(target, tmp, handle, out, parquet, header, types, Math.max(1, rowGroupRows));
+    return new ParquetSink(final, tmp, handle, out, parquet, header, types, Math.max(1, rowGroupRows), mode);
   }
 
   async writeRows(rows: string[][]): Promise<void> {
@@ -119,6 +132,7 @@ class ParquetSink implements TableSink {
       await this.parquet.finish();
       await this.out.drain();
       await this.handle.sync();
+      await this.handle.chmod(finalModeFor(this.target, this.mode));
       await this.handle.close();
       await rename(this.tmp, this.target);
     } catch (err) {
@@ -256,22 +270,5 @@ async function writeAll(handle: FileHandle, bytes: Uint8Array): Promise<void> {
   while (done < bytes.length) {
     const { bytesWritten } = await handle.write(bytes, done, bytes.length - done);
     done += bytesWritten;
-  }
-}
-
-function fileFailure(target: string, err: Error): OutputError {
-  const code = (err as NodeJS.ErrnoException).code;
-  switch (code) {
-    case 'ENOENT':
-      return new OutputError(target, 'the directory does not exist', 'create it first or choose another -o path');
-    case 'EACCES':
-    case 'EPERM':
-      return new OutputError(target, 'permission denied', 'choose a directory you can write to');
-    case 'ENOSPC':
-      return new OutputError(target, 'the disk is full', 'free some space and run the same command again');
-    case 'EISDIR':
-      return new OutputError(target, 'is a directory', 'give a file name with -o');
-    default:
-      return new OutputError(target, `cannot be written (${code ?? err.message})`);
   }
 }

@@ -16,7 +16,14 @@ import {
 import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
 import { WorkerPool } from '../workers/worker-pool.js';
 import { openParquetSink } from './parquet-sink.js';
-import { finalModeFor, removeStaleTemps, tempPathFor, TEMP_FILE_MODE, writeThroughTarget } from './output-file.js';
+import {
+  fileFailure,
+  finalModeFor,
+  removeStaleTemps,
+  tempPathFor,
+  TEMP_FILE_MODE,
+  writeThroughTarget,
+} from './output-file.js';
 
 /**
  * Opens the output. A file is written to `.<name>.<pid>.tmp` beside the target (mode 0600: it holds input rows)
@@ -422,22 +429,5 @@ async function syncDirectory(dir: string): Promise<void> {
     // the data is already synced; only the directory entry's durability is at stake
   } finally {
     await handle?.close().catch(() => undefined);
-  }
-}
-
-function fileFailure(target: string, err: Error): OutputError {
-  const code = (err as NodeJS.ErrnoException).code;
-  switch (code) {
-    case 'ENOENT':
-      return new OutputError(target, 'the directory does not exist', 'create it first or choose another -o path');
-    case 'EACCES':
-    case 'EPERM':
-      return new OutputError(target, 'permission denied', 'choose a directory you can write to');
-    case 'ENOSPC':
-      return new OutputError(target, 'the disk is full', 'free some space and run the same command again');
-    case 'EISDIR':
-      return new OutputError(target, 'is a directory', 'give a file name with -o');
-    default:
-      return new OutputError(target, `cannot be written (${code ?? err.message})`);
   }
 }
