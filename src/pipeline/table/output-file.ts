@@ -1,7 +1,7 @@
 // Where an output file is really written: its symlink's target, a private temp file beside it, stale temps removed.
 import { randomBytes } from 'node:crypto';
 import { lstatSync, readdirSync, readlinkSync, realpathSync, statSync, unlinkSync } from 'node:fs';
-import { open, rename, rm } from 'node:fs/promises';
+import { type FileHandle, open, rename, rm, unlink } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { OutputError } from './table.js';
 
@@ -167,5 +167,29 @@ export function fileFailure(target: string, err: Error): OutputError {
       return new OutputError(target, 'is a directory', 'give a file name with -o');
     default:
       return new OutputError(target, `cannot be written (${code ?? err.message})`);
+  }
+}
+
+/** An output being written: where the rename goes (a symlink's target) and the private temp file beside it. */
+export interface OutputTemp {
+  target: string;
+  tmp: string;
+  handle: FileHandle;
+}
+
+/**
+ * Opens the temp file of an output at `path`: written through a symlink to its target, 0600 (it holds input rows),
+ * after removing stale temps of dead processes. Every file sink starts here, so the rules cannot drift apart.
+ */
+export async function openOutputTemp(path: string): Promise<OutputTemp> {
+  const target = writeThroughTarget(path);
+  removeStaleTemps(target);
+  const tmp = tempPathFor(target);
+  try {
+    // a leftover of this very pid (a reused pid) is replaced, never reopened with its old mode
+    await unlink(tmp).catch(() => undefined);
+    return { target, tmp, handle: await open(tmp, 'wx', TEMP_FILE_MODE) };
+  } catch (err) {
+    throw fileFailure(path, err as Error);
   }
 }

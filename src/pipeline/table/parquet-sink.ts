@@ -1,14 +1,7 @@
 /** Writes the output table as a Parquet file, one row group at a time, with typed result columns. */
-import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { rename, unlink, type FileHandle } from 'node:fs/promises';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
-import {
-  fileFailure,
-  finalModeFor,
-  removeStaleTemps,
-  tempPathFor,
-  TEMP_FILE_MODE,
-  writeThroughTarget,
-} from './output-file.js';
+import { fileFailure, finalModeFor, openOutputTemp } from './output-file.js';
 import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
 import type { ColumnType } from './typed-cells.js';
 
@@ -89,18 +82,7 @@ class ParquetSink implements TableSink {
     mode = 0o666,
     rowGroupRows: number,
   ): Promise<ParquetSink> {
-    // as the CSV sink: through a symlink to its target, a private temp file beside it, stale ones removed
-    const shown = target;
-    const final = writeThroughTarget(target);
-    removeStaleTemps(final);
-    const tmp = tempPathFor(final);
-    let handle: FileHandle;
-    try {
-      await unlink(tmp).catch(() => undefined);
-      handle = await open(tmp, 'wx', TEMP_FILE_MODE);
-    } catch (err) {
-      throw fileFailure(shown, err as Error);
-    }
+    const { target: final, tmp, handle } = await openOutputTemp(target);
     const out = new FileWriter(handle);
     const schema: SchemaElement[] = [
       { name: 'root', num_children: header.length },

@@ -16,14 +16,7 @@ import {
 import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
 import { WorkerPool } from '../workers/worker-pool.js';
 import { openParquetSink } from './parquet-sink.js';
-import {
-  fileFailure,
-  finalModeFor,
-  removeStaleTemps,
-  tempPathFor,
-  TEMP_FILE_MODE,
-  writeThroughTarget,
-} from './output-file.js';
+import { fileFailure, finalModeFor, openOutputTemp } from './output-file.js';
 
 /**
  * Opens the output. A file is written to `.<name>.<pid>.tmp` beside the target (mode 0600: it holds input rows)
@@ -338,17 +331,7 @@ class FileSink extends SinkBase {
   }
 
   static async create(path: string, encoder: Encoder, mode = 0o666, gzip = false): Promise<FileSink> {
-    const target = writeThroughTarget(path);
-    removeStaleTemps(target);
-    const tmp = tempPathFor(target);
-    let handle: FileHandle;
-    try {
-      // a leftover of this very pid (a reused pid) is replaced, never reopened with its old mode
-      await unlink(tmp).catch(() => undefined);
-      handle = await open(tmp, 'wx', TEMP_FILE_MODE);
-    } catch (err) {
-      throw fileFailure(path, err as Error);
-    }
+    const { target, tmp, handle } = await openOutputTemp(path);
     const file = handle.createWriteStream({ autoClose: false, highWaterMark: 1024 * 1024 });
     const gz = gzip ? gzipStream() : undefined;
     gz?.pipe(file);
