@@ -197,7 +197,9 @@ export async function runAndKill(
   })();
   const result = await done;
   await trigger;
-  return { ...result, killed };
+  // a signal sent while the process was already on its way out finds the work done: it ended 0 by itself
+  const finishedFirst = result.code === 0 && result.signal === null;
+  return { ...result, killed: killed && !finishedFirst };
 }
 
 // ----------------------------------------------------------------------------------------------------------------

@@ -232,6 +232,8 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     return summary;
   } catch (err) {
     progress.stop();
+    // a run that ends early lets go of the input's file now: left to the collector, Node warns after the error
+    source.close?.();
     await sink?.abort();
     await badRows?.abort();
     throw asUserError(err);

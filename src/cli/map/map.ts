@@ -17,6 +17,7 @@ import { formatOfExtension } from '../../pipeline/table/format-names.js';
 import { requireTextColumns } from '../../pipeline/table/parquet-source.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../../pipeline/table/table.js';
+import { closeOnFailure } from '../../pipeline/table/close-on-failure.js';
 import { isPieceSource, openTableInputs, type TableInput } from '../../pipeline/threads/table-input.js';
 import {
   chooseConcurrency,
@@ -277,11 +278,24 @@ async function mapParts(
   const rowThreads =
     dryRun || flags.outputDir !== undefined || flags.output.format === 'parquet' ? 0 : (flags.threads ?? 0);
   const opened = await openTableInputs(inputPaths, sourceOptions, rowThreads);
+  return closeOnFailure(opened, () =>
+    mapOpened(opened, { ...sourceOptions, path: inputPaths[0] }, inputPaths, flags, config, startedMs, deps, say),
+  );
+}
+
+async function mapOpened(
+  opened: TableInput,
+  firstInput: OpenSourceOptions,
+  inputPaths: string[],
+  flags: MapFlags,
+  config: ResolvedConfig,
+  startedMs: number,
+  deps: MapDeps,
+  say: (line: string) => void,
+): Promise<number> {
+  const dryRun = flags.dryRun === true;
   // a one-column file of emails or phones without a header line is read as such (and said so)
-  const source =
-    inputPaths.length === 1 && mayBeHeaderless(flags, { ...sourceOptions, path: inputPaths[0] })
-      ? readAsHeaderless(opened)
-      : opened;
+  const source = inputPaths.length === 1 && mayBeHeaderless(flags, firstInput) ? readAsHeaderless(opened) : opened;
   for (const line of source.notes) say(line);
   if (source.header.length === 0) return emptyInput(source, flags, startedMs, deps, say);
   const columns = withPhoneRegion(identifierColumns(source, flags, say), chooseRegion(flags.phoneRegion, config));

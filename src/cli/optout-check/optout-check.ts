@@ -17,7 +17,8 @@ import {
   type SweptRawUid,
 } from '../../pipeline/optout/optout-sweep.js';
 import { openParts } from '../../pipeline/table/parts-source.js';
-import type { InputRow, TableSink } from '../../pipeline/table/table.js';
+import type { InputRow, TableSink, TableSource } from '../../pipeline/table/table.js';
+import { closeOnFailure } from '../../pipeline/table/close-on-failure.js';
 import { resultHeader } from '../../pipeline/table/identifier-columns.js';
 import { openState } from '../../state/index.js';
 import {
@@ -229,12 +230,22 @@ async function checkFile(
   badRows: BadRowsOutput | undefined,
   startedMs: number,
 ): Promise<number> {
-  const say = sayTo(flags.output, deps);
   const source = await openParts(inputPaths, {
     ...sourceOptionsOf(flags.reading),
     ...(inputPaths[0] === '-' ? { stream: deps.stdin } : {}),
     ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
   });
+  return closeOnFailure(source, () => checkSource(source, flags, deps, config, startedMs));
+}
+
+async function checkSource(
+  source: TableSource,
+  flags: OptoutCheckFlags,
+  deps: OptoutCheckDeps,
+  config: ResolvedConfig,
+  startedMs: number,
+): Promise<number> {
+  const say = sayTo(flags.output, deps);
   for (const line of source.notes) say(line);
   const columns = rawUidColumns(source.header, flags.cols, source.name);
   requireTextColumns(

@@ -1,4 +1,5 @@
 import { chmodSync } from 'node:fs';
+import { closeOnFailure } from '../../pipeline/table/close-on-failure.js';
 import { openSink as defaultOpenSink } from '../../pipeline/table/sink.js';
 import { openSource as defaultOpenSource } from '../../pipeline/table/source.js';
 import { InputError, type TableSource } from '../../pipeline/table/table.js';
@@ -55,8 +56,6 @@ export async function runTokenBatch(
     throw new UserError(`--concurrency must be a whole number from 1 to ${MAX_TOKEN_CONCURRENCY}`);
   }
   const openSource = deps.openSource ?? defaultOpenSource;
-  const openSink = deps.openSink ?? defaultOpenSink;
-  const format = flags.format ?? 'csv';
   const toFile = flags.output !== undefined && flags.output !== '-';
   refuseOverlappingPaths([{ flag: '--input', path: input }], standardOutputs(flags));
 
@@ -67,8 +66,20 @@ export async function runTokenBatch(
     throw asUserError(err);
   }
   for (const n of source.notes) note(deps.io, n);
+  return closeOnFailure(source, () => tokenRows(source, which, flags, concurrency, toFile, deps));
+}
 
+async function tokenRows(
+  source: TableSource,
+  which: 'generate' | 'validate',
+  flags: TokenBatchFlags,
+  concurrency: number,
+  toFile: boolean,
+  deps: TokenBatchDeps,
+): Promise<number> {
   const command = `token ${which}`;
+  const openSink = deps.openSink ?? defaultOpenSink;
+  const format = flags.format ?? 'csv';
   return withConnection(deps.connect, { apiKey: true, clientSecret: true }, async ({ client }) => {
     const startedMs = deps.io.now();
     const progress = createProgress({

@@ -133,6 +133,11 @@ class PieceReader implements CsvPieceSource {
     this.counts.extraKeys += more.extraKeys;
   }
 
+  /** Lets go of the input without reading its pieces (after the header was looked at). */
+  close(): void {
+    this.input.close();
+  }
+
   pieces(): AsyncIterable<CsvPiece> {
     if (this.iterated) throw new Error(`${this.name}: pieces() can be iterated only once`);
     this.iterated = true;
