@@ -3,7 +3,6 @@ import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
-import { createGzip, type Gzip } from 'node:zlib';
 import {
   packRows,
   rowEncoder,
@@ -17,6 +16,7 @@ import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
 import { WorkerPool } from '../workers/worker-pool.js';
 import { openParquetSink } from './parquet-sink.js';
 import { fileFailure, finalModeFor, openOutputTemp } from './output-file.js';
+import { GzipMembers } from './gzip-members.js';
 
 /**
  * Opens the output. A file is written to `.<name>.<pid>.tmp` beside the target (mode 0600: it holds input rows)
@@ -46,11 +46,6 @@ export async function openSink(opts: OpenSinkOptions): Promise<TableSink> {
 export function compressionOf(opts: Pick<OpenSinkOptions, 'path' | 'compress'>): 'gzip' | 'none' {
   if (opts.compress !== undefined) return opts.compress;
   return opts.path !== undefined && /\.gz$/i.test(opts.path) ? 'gzip' : 'none';
-}
-
-/** A gzip stream for output; the default level, whose speed keeps up with the rows a run maps. */
-function gzipStream(): Gzip {
-  return createGzip({ chunkSize: 64 * 1024 });
 }
 
 /** Compiled beside this module in dist/. */
@@ -241,7 +236,7 @@ abstract class SinkBase implements TableSink {
 class StreamSink extends SinkBase {
   private readerGone = false;
 
-  private readonly gzip: Gzip | undefined;
+  private readonly gzip: GzipMembers | undefined;
 
   constructor(
     target: NodeJS.WritableStream,
@@ -249,7 +244,7 @@ class StreamSink extends SinkBase {
     private readonly isProcessStdout: boolean,
     gzip = false,
   ) {
-    const gz = gzip ? gzipStream() : undefined;
+    const gz = gzip ? new GzipMembers() : undefined;
     // process.stdout must never be ended, so the gzip does not end it either
     if (gz !== undefined) gz.pipe(target, { end: !isProcessStdout });
     super(gz ?? target, encoder, gz === undefined ? undefined : target);
@@ -325,7 +320,7 @@ class FileSink extends SinkBase {
     private readonly file: NodeJS.WritableStream,
     encoder: Encoder,
     private readonly mode: number,
-    gzip: Gzip | undefined,
+    gzip: GzipMembers | undefined,
   ) {
     super(gzip ?? file, encoder, gzip === undefined ? undefined : file);
   }
@@ -333,7 +328,7 @@ class FileSink extends SinkBase {
   static async create(path: string, encoder: Encoder, mode = 0o666, gzip = false): Promise<FileSink> {
     const { target, tmp, handle } = await openOutputTemp(path);
     const file = handle.createWriteStream({ autoClose: false, highWaterMark: 1024 * 1024 });
-    const gz = gzip ? gzipStream() : undefined;
+    const gz = gzip ? new GzipMembers() : undefined;
     gz?.pipe(file);
     return new FileSink(path, target, tmp, handle, file, encoder, mode, gz);
   }
