@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Cost of phone normalization per number: E.164 cells as the service takes them (no region) against
-// national-format cells read with --phone-region US. Runs the built library (npm run build first).
+// national-format cells read with --phone-region US, all valid and with a tenth invalid (the refusal path). Runs the
+// built library (npm run build first).
 // Not a test: the figures depend on the machine; compare the rates of one run, side by side.
 //
 //   node bench/phones.mjs [--count 1000000] [--runs 3]
@@ -51,14 +52,26 @@ function makeCells() {
   const random = seededRandom(20261123);
   const national = new Array(COUNT);
   const e164 = new Array(COUNT);
+  const mixed = new Array(COUNT);
   for (let i = 0; i < COUNT; i++) {
     const area = AREAS[Math.floor(random() * AREAS.length)];
     const exchange = String(200 + Math.floor(random() * 800));
     const line = String(Math.floor(random() * 10_000)).padStart(4, '0');
     national[i] = WRITINGS[i % WRITINGS.length](area, exchange, line);
     e164[i] = `+1${area}${exchange}${line}`;
+    // one cell in ten refused, as in a real export: a length the plan has but digits it does not (an area code
+    // or exchange that starts with 0 or 1), or a digit too few
+    const bad = i % 30;
+    mixed[i] =
+      bad === 0
+        ? `(${area}) 1${exchange.slice(1)}-${line}`
+        : bad === 10
+          ? `(0${area.slice(1)}) ${exchange}-${line}`
+          : bad === 20
+            ? `${area}-${exchange}-${line.slice(1)}`
+            : national[i];
   }
-  return { national, e164 };
+  return { national, e164, mixed };
 }
 
 function run(cells, options) {
@@ -69,12 +82,13 @@ function run(cells, options) {
   return { rate: cells.length / seconds, accepted };
 }
 
-const { national, e164 } = makeCells();
+const { national, e164, mixed } = makeCells();
 const us = { phoneRegion: parsePhoneRegion('US') };
 const cases = [
   ['E.164 cells, no region (today)', e164, undefined],
   ['E.164 cells, --phone-region US', e164, us],
   ['national cells, --phone-region US', national, us],
+  ['national, a tenth invalid, region US', mixed, us],
 ];
 const rates = cases.map(() => []);
 const accepted = cases.map(() => 0);

@@ -107,7 +107,9 @@ export function normalizePhone(cell: string, region?: PhoneRegion): NormalizedPh
   if (parsed.ext !== undefined)
     return { ok: false, reason: 'invalid phone: has an extension; give the number without it' };
   if (!parsed.isValid()) {
-    const length = validatePhoneNumberLength(cell, { defaultCountry: region });
+    // isPossible() is the length check of validatePhoneNumberLength, made on the number already parsed: the cell
+    // is parsed a second time only when its length is wrong, to learn which way
+    const length = parsed.isPossible() ? undefined : validatePhoneNumberLength(cell, { defaultCountry: region });
     if (length !== undefined)
       return { ok: false, reason: PARSE_REASONS[length] ?? 'invalid phone: not a phone number' };
     // the length is possible, so the digits are wrong: for the region's plan, or for the one the cell named
