@@ -4,10 +4,10 @@
 // process: wall time, rows/s, peak RSS and CPU of the CLI, and the ratio to the plain CSV run measured in the
 // same interleaved rounds. Not a test: the figures depend on the machine. Needs a build (npm run build).
 //
-//   node bench/formats.mjs [--rows 1000000] [--runs 3]
+//   node bench/formats.mjs [--rows 1000000] [--runs 3]   (figures also to bench/results-formats.json)
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
@@ -133,3 +133,21 @@ cases.forEach(([name], k) => {
       )} rows/s  ${(base / s).toFixed(2)}x  peak ${peak.toFixed(0)} MB  cpu ${cpu.toFixed(1)} s  runs ${results[k].map((x) => x.seconds.toFixed(1)).join('/')}`,
   );
 });
+
+// for npm run bench, which shows these cases in its own table
+const figures = cases.map(([name], k) => {
+  const s = median(results[k].map((x) => x.seconds));
+  return {
+    name,
+    seconds: Number(s.toFixed(2)),
+    rows_per_s: Math.round(ROWS / s),
+    vs_plain_csv: Number((base / s).toFixed(2)),
+    peak_rss_mb: Math.round(Math.max(...results[k].map((x) => x.peakMb))),
+    cli_cpu_s: Number(median(results[k].map((x) => x.cpuS)).toFixed(1)),
+    runs_s: results[k].map((x) => Number(x.seconds.toFixed(1))),
+  };
+});
+writeFileSync(
+  join(ROOT, 'bench', 'results-formats.json'),
+  `${JSON.stringify({ rows: ROWS, runs: RUNS, figures }, null, 2)}\n`,
+);

@@ -5,7 +5,9 @@
 //
 //   npm run bench                          # everything (the 5M-entry remap state takes a few minutes)
 //   npm run bench -- --skip-5m-state       # remap-due on a 1M-entry state instead
-//   npm run bench -- --only map1m,hash     # some cases: map1m mapQuoted map5m mapEmail hash remap optout service
+//   npm run bench -- --only map1m,hash     # some cases: map1m mapQuoted map5m mapEmail mapState formats hash remap
+//                                          # optout service (formats: bench/formats.mjs, csv.gz, Parquet and
+//                                          # national phones against plain CSV, in its own service)
 //                                          # (mapQuoted: the 1M mixed rows unquoted and all-quoted, runs
 //                                          # alternating, both medians and their ratio)
 //   npm run bench -- --threads 0,1         # map and hash once per --threads value (default: default,0 = the
@@ -31,7 +33,18 @@ const option = (name) => {
   const i = argv.indexOf(name);
   return i >= 0 ? argv[i + 1] : undefined;
 };
-const ALL_CASES = ['map1m', 'mapQuoted', 'map5m', 'mapEmail', 'mapState', 'hash', 'remap', 'optout', 'service'];
+const ALL_CASES = [
+  'map1m',
+  'mapQuoted',
+  'map5m',
+  'mapEmail',
+  'mapState',
+  'formats',
+  'hash',
+  'remap',
+  'optout',
+  'service',
+];
 const ONLY = option('--only')?.split(',') ?? ALL_CASES;
 const RUNS = Number(option('--runs') ?? 3);
 // undefined: the CLI's own default (map: cores - 1, hash: one per core); 0: everything on the main thread
@@ -413,6 +426,19 @@ try {
 } finally {
   await stopServe(serve);
 }
+if (ONLY.includes('formats')) {
+  // its own script and service: the cases alternate run by run, so their ratios to plain CSV are side by side
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, 'bench', 'formats.mjs'), '--rows', '1000000', '--runs', String(RUNS)],
+    { stdio: ['ignore', 'inherit', 'inherit'] },
+  );
+  const [code] = await once(child, 'close');
+  if (code !== 0) throw new Error(`bench/formats.mjs exited with ${code}`);
+  const { figures } = JSON.parse(readFileSync(join(ROOT, 'bench', 'results-formats.json'), 'utf8'));
+  for (const { name, ...row } of figures)
+    record(`map 1M mixed ${name}`, { ...row, note: `${row.vs_plain_csv}x plain` });
+}
 if (ONLY.includes('remap')) {
   const entries = SKIP_5M_STATE ? 1_000_000 : 5_000_000;
   record(`remap-due ${entries / 1e6}M-entry state, 1/365 due`, await remapCase(entries));
@@ -455,6 +481,7 @@ for (const r of table) {
   if (r.select_due_ms !== undefined)
     notes = `${fmt(r.due)} due: select ${r.select_due_ms} ms, count ${r.count_due_ms} ms (full scan ${r.full_scan_ms} ms); build ${r.build_s} s`;
   if (r.items_per_serve_cpu_s !== undefined) notes = `${fmt(r.items_per_serve_cpu_s)} items per serve CPU s`;
+  if (r.vs_plain_csv !== undefined) notes = `${r.vs_plain_csv}x the plain CSV rate of the same rounds; ${notes}`;
   console.log(
     `${r.name.padEnd(40)} ${(rate(r) !== undefined ? fmt(rate(r)) : '').padStart(10)} ${String(r.seconds ?? r.remap_total_s ?? '').padStart(8)} ${(rss !== undefined ? `${rss} MB` : '').padStart(9)} ${String(r.cli_cpu_s ?? '').padStart(6)} ${String(r.main_thread_cpu_s ?? '').padStart(8)} ${String(r.serve_cpu_s ?? '').padStart(9)}  ${notes}`,
   );
