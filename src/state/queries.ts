@@ -6,10 +6,6 @@
 /** Column order of every entry read; rows are read raw (arrays) and decoded by position. */
 export const ENTRY_COLUMNS =
   'id, type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, last_optout_check, opted_out_since, due';
-const QUALIFIED_ENTRY_COLUMNS = ENTRY_COLUMNS.split(', ')
-  .map((c) => `entries.${c}`)
-  .join(', ');
-
 /** Column order of a due entry. */
 export const DUE_COLUMNS = 'id, type, hash, u, p, r, bucket_id';
 
@@ -25,12 +21,10 @@ export const SQL = {
   pendingChanges: 'SELECT id, row FROM pending_changes WHERE kind = ? AND id > ? ORDER BY id LIMIT ?',
   lastPendingChange: 'SELECT max(id) FROM pending_changes WHERE kind = ?',
   ackChanges: 'DELETE FROM pending_changes WHERE kind = ? AND id <= ?',
-  // both key tables' pages are walked in key order (SQLite sorts an IN list); each hit reads its row by id. The
-  // list is bound twice: once for keys, once for keys_recent.
-  lookupByKeys: (n: number) =>
-    `SELECT ${QUALIFIED_ENTRY_COLUMNS} FROM keys JOIN entries ON entries.id = keys.id WHERE keys.k IN (${placeholders(n)}) ` +
-    `UNION ALL SELECT ${QUALIFIED_ENTRY_COLUMNS} FROM keys_recent JOIN entries ON entries.id = keys_recent.id ` +
-    `WHERE keys_recent.k IN (${placeholders(n)})`,
+  // the ids of the entries whose lookup key is in the list, from one keys table: its pages are walked in key
+  // order (SQLite sorts an IN list) and no entry row is read yet
+  idsByKeys: (table: 'keys' | 'keys_recent', n: number) => `SELECT id FROM ${table} WHERE k IN (${placeholders(n)})`,
+  // given sorted ids, the rows are read in table order
   entriesByIds: (n: number) => `SELECT ${ENTRY_COLUMNS} FROM entries WHERE id IN (${placeholders(n)})`,
   rawUidsByIds: (n: number) => `SELECT id, u, p FROM entries WHERE id IN (${placeholders(n)})`,
   // the tail: entries appended after the last merge into keys

@@ -43,6 +43,9 @@ const RECENT_SHARE = 4;
 const FILTER_MIN_CAPACITY = 1_000_000;
 const FILTER_PIECE_BYTES = 1 << 20;
 
+type KeyTable = 'keys' | 'keys_recent';
+const KEY_TABLES: readonly KeyTable[] = ['keys', 'keys_recent'];
+
 /** One answer of a batch, with its type code and lookup key. */
 interface EncodedUpdate {
   type: number;
@@ -56,7 +59,8 @@ interface EncodedUpdate {
 /** The StateStore over one better-sqlite3 connection; made by openState, which has checked the file. */
 export class SqliteStateStore implements StateStore {
   private readonly stmts: ReturnType<typeof prepareAll>;
-  private readonly lookupStmts = new Map<number, Statement>();
+  private readonly mainIdStmts = new Map<number, Statement>();
+  private readonly recentIdStmts = new Map<number, Statement>();
   private readonly entryIdStmts = new Map<number, Statement>();
   private readonly idStmts = new Map<number, Statement>();
   /** Entries after the keys table's last merge, by key; `tailSeen` is the last id it holds. */
@@ -185,29 +189,36 @@ export class SqliteStateStore implements StateStore {
 
   /**
    * The rows of every entry whose lookup key is one of these (a key may match other hashes too: the caller
-   * compares). Merged entries through the keys table, in IN (...) lists of a few fixed sizes (padding repeats a
-   * key; an IN list is a set); the tail's through its in-memory index, then by id. Each row is given once.
+   * compares). First the ids: merged entries' from the keys tables, in IN (...) lists of a few fixed sizes
+   * (padding repeats a key; an IN list is a set), the tail's from its in-memory index. Then the rows, by id in
+   * ascending order, so that they are read in table order; each row is given once.
    */
   private rowsByKeys(lookupKeys: readonly number[], onRow: (row: Row) => void): void {
-    const seen = new Set<number>();
-    const emit = (row: Row): void => {
-      const id = row[0] as number;
-      if (seen.has(id)) return;
-      seen.add(id);
-      onRow(row);
-    };
     const filter = this.keyFilter();
     const probed = filter === null ? lookupKeys : lookupKeys.filter((key) => filter.mayHave(key));
-    for (const [, size, params] of inListPages(probed)) {
-      const both = this.inListStatement(this.lookupStmts, size, SQL.lookupByKeys);
-      for (const row of both.all(params, params) as Row[]) emit(row);
+    const ids: number[] = [];
+    for (const table of KEY_TABLES) {
+      for (const [, size, params] of inListPages(probed)) {
+        for (const id of this.idsStatement(table, size).all(params) as number[]) ids.push(id);
+      }
     }
-    if (this.tail.size === 0) return;
-    const tailIds: number[] = [];
-    for (const key of lookupKeys) this.tail.forEach(key, (id) => tailIds.push(id));
-    for (const [, size, params] of inListPages(tailIds)) {
-      for (const row of this.inListStatement(this.entryIdStmts, size, SQL.entriesByIds).all(params) as Row[]) emit(row);
+    if (this.tail.size > 0) for (const key of lookupKeys) this.tail.forEach(key, (id) => ids.push(id));
+    if (ids.length === 0) return;
+    const sorted = uniqueSorted(ids);
+    for (const [, size, params] of inListPages(sorted)) {
+      for (const row of this.inListStatement(this.entryIdStmts, size, SQL.entriesByIds).all(params) as Row[])
+        onRow(row);
     }
+  }
+
+  private idsStatement(table: KeyTable, size: number): Statement {
+    const cache = table === 'keys' ? this.mainIdStmts : this.recentIdStmts;
+    let stmt = cache.get(size);
+    if (stmt === undefined) {
+      stmt = this.db.prepare(SQL.idsByKeys(table, size)).pluck();
+      cache.set(size, stmt);
+    }
+    return stmt;
   }
 
   private inListStatement(cache: Map<number, Statement>, size: number, sql: (n: number) => string): Statement {
@@ -837,6 +848,14 @@ function* inListPages<T>(values: readonly T[]): Generator<[number, number, T[]]>
     params.fill(values[end - 1], end - start);
     yield [start, size, params];
   }
+}
+
+/** The ids in ascending order, each once (a Float64Array sorts numbers without a comparator). */
+function uniqueSorted(ids: readonly number[]): number[] {
+  const sorted = Float64Array.from(ids).sort();
+  const out: number[] = [];
+  for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) out.push(sorted[i]);
+  return out;
 }
 
 function inListSize(n: number): number {
