@@ -33,11 +33,11 @@ export const SQL = {
   // keys_recent is read in its key order: the inserts into keys walk it once
   foldRecentKeys: 'INSERT OR IGNORE INTO keys (k, id) SELECT k, id FROM keys_recent ORDER BY k, id',
   clearRecentKeys: 'DELETE FROM keys_recent',
-  // the keys filter: every key, to fill a new one; its pieces in order
+  // the keys filters: every key (the main filter, before a fold), keys_recent's (the recent one), and those of
+  // keys_recent's entries after an id (what a fold adds to the main filter)
   allKeys: 'SELECT k FROM keys UNION ALL SELECT k FROM keys_recent',
-  filterPieces: 'SELECT bits FROM key_filter ORDER BY piece',
-  clearFilter: 'DELETE FROM key_filter',
-  insertFilterPiece: 'INSERT INTO key_filter (piece, bits) VALUES (?, ?)',
+  recentKeys: 'SELECT k FROM keys_recent',
+  recentKeysAfter: 'SELECT k FROM keys_recent WHERE id > ?',
 
   // an answer for a key not stored yet is appended; one for a stored entry updates its row by id
   insertEntry:

@@ -2,11 +2,12 @@ import { statSync } from 'node:fs';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
 import { KeyFilter } from './key-filter.js';
+import { type LevelFilters, emptyFilter, readLevelFilters, readLevels, writeLevelFilter } from './level-filters.js';
 import { keyOf } from './lookup-key.js';
 import { StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
 import { IN_LIST_SIZES, SQL } from './queries.js';
-import { IDENTITY_META_KEYS, KEY_FILTER_TABLE, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
+import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
 import { TailIndex } from './tail-index.js';
 import type {
   BucketEntries,
@@ -39,12 +40,11 @@ const BEFORE_ANY_CHECK = Number.MIN_SAFE_INTEGER;
 const DEFAULT_TAIL_ENTRIES = 1_000_000;
 // keys_recent is folded into keys once it holds a quarter as many entries
 const RECENT_SHARE = 4;
-// the keys filter is made for twice the keys it gets (so that it is remade at each doubling), and at least this many
+// the main keys filter is made for twice the keys it gets (so that it is remade at each doubling); the recent one
+// for the most keys_recent holds before a fold; both for at least this many
 const FILTER_MIN_CAPACITY = 1_000_000;
-const FILTER_PIECE_BYTES = 1 << 20;
 
 type KeyTable = 'keys' | 'keys_recent';
-const KEY_TABLES: readonly KeyTable[] = ['keys', 'keys_recent'];
 
 /** One answer of a batch, with its type code and lookup key. */
 interface EncodedUpdate {
@@ -66,13 +66,11 @@ export class SqliteStateStore implements StateStore {
   /** Entries after the keys table's last merge, by key; `tailSeen` is the last id it holds. */
   private readonly tail = new TailIndex();
   private tailSeen = 0;
-  /** The id the tail starts after: the keys tables held every entry up to it when the tail was last read whole. */
-  private tailFrom = 0;
   /**
-   * The keys filter, valid for the entries up to `tailFrom` (the rest are in the tail); undefined until first
-   * needed, null when the file has none that fits.
+   * The keys filters, read on first use; together they hold the key of every entry in a keys table that is not in
+   * the tail, whatever merges other connections made since (see readRowsByKeys).
    */
-  private filter: KeyFilter | null | undefined = undefined;
+  private filters: LevelFilters | undefined = undefined;
   private readonly tailEntries: number;
   private readonly lockFile: StateLock;
   private closed = false;
@@ -84,6 +82,7 @@ export class SqliteStateStore implements StateStore {
     (updates: readonly EncodedUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => void
   >;
   private readonly mergeTx: Transaction<() => void>;
+  private readonly readTx: Transaction<(lookupKeys: readonly number[], onRow: (row: Row) => void) => void>;
   private readonly recordChecksTx: Transaction<(ids: readonly number[], nowS: number) => void>;
   private readonly markBucketsTx: Transaction<(buckets: readonly RotatedBucket[]) => number>;
 
@@ -103,6 +102,9 @@ export class SqliteStateStore implements StateStore {
       },
     );
     this.mergeTx = db.transaction(() => this.mergeTail());
+    this.readTx = db.transaction((lookupKeys: readonly number[], onRow: (row: Row) => void) =>
+      this.readRowsByKeys(lookupKeys, onRow),
+    );
     this.resetTail();
     const s = this.stmts;
     this.recordChecksTx = db.transaction((ids: readonly number[], nowS: number) => {
@@ -189,23 +191,45 @@ export class SqliteStateStore implements StateStore {
 
   /**
    * The rows of every entry whose lookup key is one of these (a key may match other hashes too: the caller
-   * compares). First the ids: merged entries' from the keys tables, in IN (...) lists of a few fixed sizes
-   * (padding repeats a key; an IN list is a set), the tail's from its in-memory index. Then the rows, by id in
-   * ascending order, so that they are read in table order; each row is given once.
+   * compares), each once. In one read transaction (or the caller's), so that the key tables are seen together
+   * even while another connection merges.
    */
   private rowsByKeys(lookupKeys: readonly number[], onRow: (row: Row) => void): void {
-    const filter = this.keyFilter();
-    const probed = filter === null ? lookupKeys : lookupKeys.filter((key) => filter.mayHave(key));
+    if (this.db.inTransaction) this.readRowsByKeys(lookupKeys, onRow);
+    else this.readTx(lookupKeys, onRow);
+  }
+
+  /**
+   * First the ids: merged entries' from each keys table, for the keys its filter lets through, in IN (...) lists of
+   * a few fixed sizes (sorted and unique: SQLite fills the list's index in order; padding repeats a key); the
+   * tail's from its in-memory index. Then the rows, by id in ascending order, so that they are read in table order.
+   *
+   * A key is looked for in `keys` when either filter may hold it: another connection may have folded entries
+   * of keys_recent into keys since the filters were read, and those are in the recent filter. Entries it merged
+   * into keys_recent since are this connection's tail, found there.
+   */
+  private readRowsByKeys(lookupKeys: readonly number[], onRow: (row: Row) => void): void {
+    const { main, recent } = this.levelFilters();
+    const inMain: number[] = [];
+    const inRecent: number[] = [];
+    for (const key of lookupKeys) {
+      const mayBeRecent = recent === null || recent.mayHave(key);
+      if (mayBeRecent) inRecent.push(key);
+      if (mayBeRecent || main === null || main.mayHave(key)) inMain.push(key);
+    }
     const ids: number[] = [];
-    for (const table of KEY_TABLES) {
-      for (const [, size, params] of inListPages(probed)) {
+    for (const [table, keys] of [
+      ['keys', inMain],
+      ['keys_recent', inRecent],
+    ] as const) {
+      if (keys.length === 0) continue;
+      for (const [, size, params] of inListPages(uniqueSorted(keys))) {
         for (const id of this.idsStatement(table, size).all(params) as number[]) ids.push(id);
       }
     }
     if (this.tail.size > 0) for (const key of lookupKeys) this.tail.forEach(key, (id) => ids.push(id));
     if (ids.length === 0) return;
-    const sorted = uniqueSorted(ids);
-    for (const [, size, params] of inListPages(sorted)) {
+    for (const [, size, params] of inListPages(uniqueSorted(ids))) {
       for (const row of this.inListStatement(this.entryIdStmts, size, SQL.entriesByIds).all(params) as Row[])
         onRow(row);
     }
@@ -236,50 +260,63 @@ export class SqliteStateStore implements StateStore {
   private resetTail(): void {
     this.tail.clear();
     this.tailSeen = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
-    this.tailFrom = this.tailSeen;
-    this.filter = undefined;
+    this.filters = undefined;
     this.catchUpTail();
   }
 
-  /** The keys filter, read from the file on first use; null when the file holds none for the tail's start. */
-  private keyFilter(): KeyFilter | null {
-    if (this.filter === undefined) this.filter = this.readFilter();
-    return this.filter;
-  }
-
-  private readFilter(): KeyFilter | null {
-    if (Number(this.getMeta(META_KEYS.filterUpto) ?? -1) !== this.tailFrom) return null;
-    const blocks = Number(this.getMeta(META_KEYS.filterBlocks) ?? 0);
-    const count = Number(this.getMeta(META_KEYS.filterCount) ?? 0);
-    const pieces = this.db.prepare(SQL.filterPieces).pluck().all() as Buffer[];
-    return KeyFilter.fromPieces(blocks, count, pieces);
+  /** The keys filters, read from the file on first use (inside the caller's transaction). */
+  private levelFilters(): LevelFilters {
+    this.filters ??= readLevelFilters(this.db);
+    return this.filters;
   }
 
   /**
-   * Inside the merge's transaction, after the tail's keys went in: adds them to the filter, or fills a new one from
-   * the keys tables when there is none that fits or it is full; writes it with the new high-water mark. A failed
-   * transaction reads it back from the file (resetTail).
+   * Inside the merge's transaction, after the tail's keys went into keys_recent and before a fold: keeps each
+   * level's filter covering its table and writes what changed. Without a fold only the recent filter is written
+   * (it grows by the tail's keys); a fold adds keys_recent's keys to the main filter, writes it, and starts an empty
+   * recent one. A filter that does not fit any more (or that the file does not hold) is filled again from its
+   * table. A failed transaction reads them back from the file (resetTail).
    */
-  private saveFilter(upto: number, newUpto: number, keys: Float64Array, ids: Float64Array): void {
-    let filter = this.keyFilter();
-    if (filter !== null && this.tailFrom === upto) {
-      for (let i = 0; i < keys.length; i++) if (ids[i] > upto) filter.add(keys[i]);
-    } else {
-      filter = null;
+  private saveFilters(upto: number, newUpto: number, fold: boolean, keys: Float64Array, ids: Float64Array): void {
+    const levels = readLevels(this.db);
+    // another connection merged since this one read its filters: they no longer describe the file's levels
+    if (this.filters === undefined || this.filters.levels.main !== levels.main || this.filters.levels.upto !== upto) {
+      this.filters = readLevelFilters(this.db);
     }
-    if (filter === null || filter.count > filter.capacity) {
-      filter = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * newUpto));
-      for (const key of this.db.prepare(SQL.allKeys).pluck().iterate() as IterableIterator<number>) filter.add(key);
+    const { main, recent, mainUpto } = this.filters;
+    const pluck = (sql: string, ...params: number[]): IterableIterator<number> =>
+      this.db
+        .prepare(sql)
+        .pluck()
+        .iterate(...params) as IterableIterator<number>;
+    if (!fold) {
+      // a filter shared with the main level is as big as that one: the recent level gets its own
+      let next = recent !== null && recent !== main && recent.count + keys.length <= recent.capacity ? recent : null;
+      if (next !== null) for (let i = 0; i < keys.length; i++) if (ids[i] > upto) next.add(keys[i]);
+      if (next === null) {
+        next = KeyFilter.forCapacity(this.recentCapacity(levels.main));
+        for (const key of pluck(SQL.recentKeys)) next.add(key);
+      }
+      writeLevelFilter(this.db, 'recent', next, levels.main, newUpto);
+      this.filters = { main, recent: next, mainUpto, levels: { main: levels.main, upto: newUpto } };
+      return;
     }
-    this.db.exec(KEY_FILTER_TABLE);
-    this.db.prepare(SQL.clearFilter).run();
-    const insert = this.db.prepare(SQL.insertFilterPiece);
-    let piece = 0;
-    for (const bits of filter.pieces(FILTER_PIECE_BYTES)) insert.run(piece++, bits);
-    this.stmts.metaSet.run(META_KEYS.filterBlocks, String(filter.blocks));
-    this.stmts.metaSet.run(META_KEYS.filterCount, String(filter.count));
-    this.stmts.metaSet.run(META_KEYS.filterUpto, String(newUpto));
-    this.filter = filter;
+    // keys_recent now holds every entry after the main level: those the main filter does not hold yet join it
+    let next = main !== null && main.count + (newUpto - mainUpto) <= main.capacity ? main : null;
+    if (next !== null) for (const key of pluck(SQL.recentKeysAfter, mainUpto)) next.add(key);
+    else {
+      next = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * newUpto));
+      for (const key of pluck(SQL.allKeys)) next.add(key);
+    }
+    writeLevelFilter(this.db, 'main', next, 0, newUpto);
+    const nextRecent = emptyFilter();
+    writeLevelFilter(this.db, 'recent', nextRecent, newUpto, newUpto);
+    this.filters = { main: next, recent: nextRecent, mainUpto: newUpto, levels: { main: newUpto, upto: newUpto } };
+  }
+
+  /** The keys keys_recent holds at most before it is folded: a quarter of the main level, and one tail more. */
+  private recentCapacity(main: number): number {
+    return Math.max(FILTER_MIN_CAPACITY, Math.ceil(main / RECENT_SHARE) + this.tailEntries);
   }
 
   /** Adds what other connections appended since this one last looked: one range read, empty in a single run. */
@@ -304,10 +341,11 @@ export class SqliteStateStore implements StateStore {
     for (let i = 0; i < keys.length; i++) if (ids[i] > upto) insert.run(keys[i], ids[i]);
     const newUpto = Math.max(upto, this.tailSeen);
     this.stmts.metaSet.run(META_KEYS.keysUpto, String(newUpto));
-    this.saveFilter(upto, newUpto, keys, ids);
     // ids are dense: entries up to keys_main_upto are in keys, the rest up to keys_upto in keys_recent
     const mainUpto = Number(this.getMeta(META_KEYS.keysMainUpto) ?? 0);
-    if ((newUpto - mainUpto) * RECENT_SHARE >= mainUpto) {
+    const fold = (newUpto - mainUpto) * RECENT_SHARE >= mainUpto;
+    this.saveFilters(upto, newUpto, fold, keys, ids);
+    if (fold) {
       this.stmts.foldRecentKeys.run();
       this.stmts.clearRecentKeys.run();
       this.stmts.metaSet.run(META_KEYS.keysMainUpto, String(newUpto));
@@ -345,7 +383,6 @@ export class SqliteStateStore implements StateStore {
     try {
       this.mergeTx.immediate();
       this.tail.clear();
-      this.tailFrom = this.tailSeen;
     } catch (err) {
       this.resetTail();
       throw err;
@@ -850,9 +887,9 @@ function* inListPages<T>(values: readonly T[]): Generator<[number, number, T[]]>
   }
 }
 
-/** The ids in ascending order, each once (a Float64Array sorts numbers without a comparator). */
-function uniqueSorted(ids: readonly number[]): number[] {
-  const sorted = Float64Array.from(ids).sort();
+/** The numbers in ascending order, each once (a Float64Array sorts numbers without a comparator). */
+function uniqueSorted(values: readonly number[]): number[] {
+  const sorted = Float64Array.from(values).sort();
   const out: number[] = [];
   for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) out.push(sorted[i]);
   return out;
