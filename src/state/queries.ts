@@ -29,7 +29,8 @@ export const SQL = {
   rawUidsByIds: (n: number) => `SELECT id, u, p FROM entries WHERE id IN (${placeholders(n)})`,
   // the tail: entries appended after the last merge into keys
   tailSince: 'SELECT id, type, hash FROM entries WHERE id > ? ORDER BY id',
-  insertRecentKey: 'INSERT OR IGNORE INTO keys_recent (k, id) VALUES (?, ?)',
+  insertRecentKeys: (n: number) =>
+    `INSERT OR IGNORE INTO keys_recent (k, id) VALUES ${new Array<string>(n).fill('(?, ?)').join(', ')}`,
   // keys_recent is read in its key order: the inserts into keys walk it once
   foldRecentKeys: 'INSERT OR IGNORE INTO keys (k, id) SELECT k, id FROM keys_recent ORDER BY k, id',
   clearRecentKeys: 'DELETE FROM keys_recent',
@@ -39,10 +40,11 @@ export const SQL = {
   recentKeys: 'SELECT k FROM keys_recent',
   recentKeysAfter: 'SELECT k FROM keys_recent WHERE id > ?',
 
-  // an answer for a key not stored yet is appended; one for a stored entry updates its row by id
-  insertEntry:
+  // an answer for a key not stored yet is appended (n rows per statement: one call into SQLite per n rows); one
+  // for a stored entry updates its row by id
+  insertEntries: (n: number) =>
     'INSERT INTO entries (type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, opted_out_since, due) ' +
-    'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)',
+    `VALUES ${new Array<string>(n).fill('(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)').join(', ')}`,
   updateMapped:
     'UPDATE entries SET status = 1, u = ?, p = ?, r = ?, bucket_id = ?, first_mapped = coalesce(first_mapped, ?), ' +
     'last_mapped = ?, opted_out_since = NULL, due = 0 WHERE id = ?',

@@ -38,6 +38,9 @@ const MAX_IN_LIST = IN_LIST_SIZES[IN_LIST_SIZES.length - 1];
 // the checked range of the sweep starts below any real check time
 const BEFORE_ANY_CHECK = Number.MIN_SAFE_INTEGER;
 const DEFAULT_TAIL_ENTRIES = 1_000_000;
+// rows per multi-row INSERT of new entries and of keys: one call into SQLite for that many rows
+const INSERT_ROWS = 64;
+const KEY_INSERT_ROWS = 256;
 // keys_recent is folded into keys once it holds a quarter as many entries
 const RECENT_SHARE = 4;
 // the main keys filter is made for twice the keys it gets (so that it is remade at each doubling); the recent one
@@ -62,6 +65,8 @@ export class SqliteStateStore implements StateStore {
   private readonly mainIdStmts = new Map<number, Statement>();
   private readonly recentIdStmts = new Map<number, Statement>();
   private readonly entryIdStmts = new Map<number, Statement>();
+  private readonly insertEntryStmts = new Map<number, Statement>();
+  private readonly insertKeyStmts = new Map<number, Statement>();
   private readonly idStmts = new Map<number, Statement>();
   /** Entries after the keys table's last merge, by key; `tailSeen` is the last id it holds. */
   private readonly tail = new TailIndex();
@@ -337,8 +342,18 @@ export class SqliteStateStore implements StateStore {
     this.catchUpTail();
     const upto = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
     const { keys, ids } = this.tail.sorted();
-    const insert = this.stmts.insertRecentKey;
-    for (let i = 0; i < keys.length; i++) if (ids[i] > upto) insert.run(keys[i], ids[i]);
+    const params: number[] = [];
+    const flush = (): void => {
+      if (params.length === 0) return;
+      this.multiRowStatement(this.insertKeyStmts, params.length / 2, SQL.insertRecentKeys).run(params);
+      params.length = 0;
+    };
+    for (let i = 0; i < keys.length; i++) {
+      if (ids[i] <= upto) continue;
+      params.push(keys[i], ids[i]);
+      if (params.length === 2 * KEY_INSERT_ROWS) flush();
+    }
+    flush();
     const newUpto = Math.max(upto, this.tailSeen);
     this.stmts.metaSet.run(META_KEYS.keysUpto, String(newUpto));
     // ids are dense: entries up to keys_main_upto are in keys, the rest up to keys_upto in keys_recent
@@ -417,30 +432,40 @@ export class SqliteStateStore implements StateStore {
     for (const u of again) this.updateEntry(ids.get(`${u.type}:${u.hash}`) as number, u.outcome, nowS);
   }
 
-  /** Appends entries not stored yet, sorted by r; records their ids in `ids` and the tail. */
+  /**
+   * Appends entries not stored yet, sorted by r, INSERT_ROWS to a statement; records their ids in `ids` and the
+   * tail. A rowid table gives each row of one INSERT the next id in turn (the largest plus one): a statement of n
+   * rows that ends at id `last` gave them last - n + 1 to last, which is checked against the ids before it.
+   */
   private appendEntries(appended: EncodedUpdate[], ids: Map<string, number>, nowS: number): void {
     appended.sort(byAppendOrder);
-    const s = this.stmts;
-    for (const u of appended) {
-      const o = u.outcome;
-      let newId: number;
-      switch (o.kind) {
-        case 'mapped':
-          newId = runInsert(s.insertEntry, u, 1, o.u, o.p ?? null, o.r, o.bucketId ?? null, nowS, nowS, null);
-          break;
-        case 'optout':
-          newId = runInsert(s.insertEntry, u, 2, null, null, null, null, null, null, o.optedOutSinceMs ?? null);
-          break;
-        case 'invalid':
-          newId = runInsert(s.insertEntry, u, 3, null, null, null, null, null, null, null);
-          break;
-        default:
-          throw new TypeError(`commitBatch: unknown outcome '${(o as { kind: unknown }).kind}'`);
+    const params: unknown[] = [];
+    for (let start = 0; start < appended.length; start += INSERT_ROWS) {
+      const end = Math.min(appended.length, start + INSERT_ROWS);
+      params.length = 0;
+      for (let i = start; i < end; i++) pushEntryValues(params, appended[i], nowS);
+      const insert = this.multiRowStatement(this.insertEntryStmts, end - start, SQL.insertEntries);
+      const last = Number(insert.run(params).lastInsertRowid);
+      if (last !== this.tailSeen + (end - start)) {
+        throw new Error(`state file ${this.path}: appended entries did not get consecutive ids after ${this.tailSeen}`);
       }
-      ids.set(`${u.type}:${u.hash}`, newId);
-      this.tail.add(u.key, newId);
-      this.tailSeen = newId;
+      for (let i = start; i < end; i++) {
+        const u = appended[i];
+        const newId = last - (end - 1 - i);
+        ids.set(`${u.type}:${u.hash}`, newId);
+        this.tail.add(u.key, newId);
+      }
+      this.tailSeen = last;
     }
+  }
+
+  private multiRowStatement(cache: Map<number, Statement>, rows: number, sql: (n: number) => string): Statement {
+    let stmt = cache.get(rows);
+    if (stmt === undefined) {
+      stmt = this.db.prepare(sql(rows));
+      cache.set(rows, stmt);
+    }
+    return stmt;
   }
 
   private updateEntry(id: number, o: EntryUpdate['outcome'], nowS: number): void {
@@ -806,12 +831,10 @@ function prepareAll(db: Database) {
   const raw = (sql: string): Statement => db.prepare(sql).raw();
   const plain = (sql: string): Statement => db.prepare(sql);
   return {
-    insertEntry: plain(SQL.insertEntry),
     updateMapped: plain(SQL.updateMapped),
     updateOptout: plain(SQL.updateOptout),
     updateInvalid: plain(SQL.updateInvalid),
     tailSince: raw(SQL.tailSince),
-    insertRecentKey: plain(SQL.insertRecentKey),
     foldRecentKeys: plain(SQL.foldRecentKeys),
     clearRecentKeys: plain(SQL.clearRecentKeys),
     dueDays: plain(SQL.dueDays),
@@ -857,22 +880,22 @@ function byAppendOrder(a: EncodedUpdate, b: EncodedUpdate): number {
   return a.appendOrder === b.appendOrder ? 0 : a.appendOrder < b.appendOrder ? -1 : 1;
 }
 
-function runInsert(
-  insert: Statement,
-  u: EncodedUpdate,
-  status: number,
-  raw: string | null,
-  previous: string | null,
-  r: number | null,
-  bucketId: string | null,
-  firstMapped: number | null,
-  lastMapped: number | null,
-  optedOutSince: number | null,
-): number {
-  return Number(
-    insert.run(u.type, u.hash, status, raw, previous, r, bucketId, firstMapped, lastMapped, optedOutSince)
-      .lastInsertRowid,
-  );
+/** The values of one appended entry, in the column order of SQL.insertEntries. */
+function pushEntryValues(params: unknown[], u: EncodedUpdate, nowS: number): void {
+  const o = u.outcome;
+  switch (o.kind) {
+    case 'mapped':
+      params.push(u.type, u.hash, 1, o.u, o.p ?? null, o.r, o.bucketId ?? null, nowS, nowS, null);
+      return;
+    case 'optout':
+      params.push(u.type, u.hash, 2, null, null, null, null, null, null, o.optedOutSinceMs ?? null);
+      return;
+    case 'invalid':
+      params.push(u.type, u.hash, 3, null, null, null, null, null, null, null);
+      return;
+    default:
+      throw new TypeError(`commitBatch: unknown outcome '${(o as { kind: unknown }).kind}'`);
+  }
 }
 
 /** A list cut into IN (...) parameter arrays of the prepared sizes, each padded with its last value. */
