@@ -34,11 +34,11 @@ export const SQL = {
   // keys_recent is read in its key order: the inserts into keys walk it once
   foldRecentKeys: 'INSERT OR IGNORE INTO keys (k, id) SELECT k, id FROM keys_recent ORDER BY k, id',
   clearRecentKeys: 'DELETE FROM keys_recent',
-  // the keys filters: every key (the main filter, before a fold), keys_recent's (the recent one), and those of
-  // keys_recent's entries after an id (what a fold adds to the main filter)
-  allKeys: 'SELECT k FROM keys UNION ALL SELECT k FROM keys_recent',
-  recentKeys: 'SELECT k FROM keys_recent',
-  recentKeysAfter: 'SELECT k FROM keys_recent WHERE id > ?',
+  // the keys filters are filled from pages of a table's distinct keys (a filter needs each key once): every key
+  // of keys (the main filter), of keys_recent (the recent one, and the main one at a fold), or of keys_recent's
+  // entries after an id (what a fold adds to a main filter that holds the rest)
+  keysPage: (table: 'keys' | 'keys_recent') => `SELECT k FROM ${table} WHERE k > ? ORDER BY k LIMIT ?`,
+  recentKeysAfterPage: 'SELECT k FROM keys_recent WHERE k > ? AND id > ? ORDER BY k LIMIT ?',
 
   // an answer for a key not stored yet is appended (n rows per statement: one call into SQLite per n rows); one
   // for a stored entry updates its row by id

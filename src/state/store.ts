@@ -41,6 +41,8 @@ const DEFAULT_TAIL_ENTRIES = 1_000_000;
 // rows per multi-row INSERT of new entries and of keys: one call into SQLite for that many rows
 const INSERT_ROWS = 64;
 const KEY_INSERT_ROWS = 256;
+// keys read per page when a keys filter is filled
+const KEY_PAGE = 20_000;
 // keys_recent is folded into keys once it holds a quarter as many entries
 const RECENT_SHARE = 4;
 // the main keys filter is made for twice the keys it gets (so that it is remade at each doubling); the recent one
@@ -289,18 +291,14 @@ export class SqliteStateStore implements StateStore {
       this.filters = readLevelFilters(this.db);
     }
     const { main, recent, mainUpto } = this.filters;
-    const pluck = (sql: string, ...params: number[]): IterableIterator<number> =>
-      this.db
-        .prepare(sql)
-        .pluck()
-        .iterate(...params) as IterableIterator<number>;
     if (!fold) {
       // a filter shared with the main level is as big as that one: the recent level gets its own
       let next = recent !== null && recent !== main && recent.count + keys.length <= recent.capacity ? recent : null;
       if (next !== null) for (let i = 0; i < keys.length; i++) if (ids[i] > upto) next.add(keys[i]);
       if (next === null) {
-        next = KeyFilter.forCapacity(this.recentCapacity(levels.main));
-        for (const key of pluck(SQL.recentKeys)) next.add(key);
+        const filter = KeyFilter.forCapacity(this.recentCapacity(levels.main));
+        this.forEachKey(SQL.keysPage('keys_recent'), [], (key) => filter.add(key));
+        next = filter;
       }
       writeLevelFilter(this.db, 'recent', next, levels.main, newUpto);
       this.filters = { main, recent: next, mainUpto, levels: { main: levels.main, upto: newUpto } };
@@ -308,15 +306,34 @@ export class SqliteStateStore implements StateStore {
     }
     // keys_recent now holds every entry after the main level: those the main filter does not hold yet join it
     let next = main !== null && main.count + (newUpto - mainUpto) <= main.capacity ? main : null;
-    if (next !== null) for (const key of pluck(SQL.recentKeysAfter, mainUpto)) next.add(key);
-    else {
-      next = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * newUpto));
-      for (const key of pluck(SQL.allKeys)) next.add(key);
+    if (next !== null) {
+      const filter = next;
+      this.forEachKey(SQL.recentKeysAfterPage, [mainUpto], (key) => filter.add(key));
+    } else {
+      const filter = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * newUpto));
+      this.forEachKey(SQL.keysPage('keys'), [], (key) => filter.add(key));
+      this.forEachKey(SQL.keysPage('keys_recent'), [], (key) => filter.add(key));
+      next = filter;
     }
     writeLevelFilter(this.db, 'main', next, 0, newUpto);
     const nextRecent = emptyFilter();
     writeLevelFilter(this.db, 'recent', nextRecent, newUpto, newUpto);
     this.filters = { main: next, recent: nextRecent, mainUpto: newUpto, levels: { main: newUpto, upto: newUpto } };
+  }
+
+  /**
+   * Every distinct key a page query gives (its parameters: the key to start after, then `params`, then the page
+   * size), in pages: a page read whole costs less per key than a row-by-row walk.
+   */
+  private forEachKey(sql: string, params: readonly number[], onKey: (key: number) => void): void {
+    const page = this.db.prepare(sql).pluck();
+    let after = -1;
+    for (;;) {
+      const keys = page.all(after, ...params, KEY_PAGE) as number[];
+      for (const key of keys) onKey(key);
+      if (keys.length < KEY_PAGE) return;
+      after = keys[keys.length - 1];
+    }
   }
 
   /** The keys keys_recent holds at most before it is folded: a quarter of the main level, and one tail more. */

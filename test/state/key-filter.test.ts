@@ -130,4 +130,16 @@ describe('the keys filter', () => {
     // the reader's main filter never held the 'r' keys, now in keys: its recent filter still sends them there
     expect(reader.lookupMany(wanted([...labels('m', 150), ...labels('r', 20), ...labels('n', 60)])).size).toBe(230);
   });
+
+  it('is filled from the tables in pages, with every key of every page', () => {
+    const path = t.file();
+    const s = t.open(path, { tailEntries: 10_000 });
+    // the first merge fills the main filter from keys_recent (three pages of keys); the second the recent one
+    s.commitBatch(labels('p', 45_000).map(mapped), 1);
+    s.commitBatch(labels('q', 10_000).map(mapped), 1);
+    expect([meta(path, 'filter_upto'), meta(path, 'recent_filter_upto')]).toEqual(['45000', '55000']);
+    s.close();
+    const again = t.open(path, { readonly: true });
+    expect(again.lookupMany(wanted([...labels('p', 45_000), ...labels('q', 10_000)])).size).toBe(55_000);
+  });
 });
