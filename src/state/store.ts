@@ -163,21 +163,13 @@ export class SqliteStateStore implements StateStore {
     const found = new Map<string, StateEntry>();
     if (keys.length === 0) return found;
     this.catchUpTail();
-    // per hash, a bit per DII type asked for: a row is checked without making a string
-    const wanted = new Map<string, number>();
     const lookupKeys = new Array<number>(keys.length);
-    for (let i = 0; i < keys.length; i++) {
-      const { type, hash } = keys[i];
-      const code = TYPE_CODE[type];
-      wanted.set(hash, (wanted.get(hash) ?? 0) | (1 << code));
-      lookupKeys[i] = keyOf(code, hash);
-    }
-    this.rowsByKeys(lookupKeys, (row) => {
-      const hash = row[2] as string;
-      const code = row[1] as number;
-      if (((wanted.get(hash) ?? 0) & (1 << code)) !== 0)
-        found.set(`${TYPE_OF_CODE[code]}:${hash}`, decodeEntry(row, hash));
-    });
+    for (let i = 0; i < keys.length; i++) lookupKeys[i] = keyOf(TYPE_CODE[keys[i].type], keys[i].hash);
+    this.matchRows(
+      lookupKeys,
+      (i) => keys[i].hash,
+      (i, row) => found.set(`${keys[i].type}:${keys[i].hash}`, decodeEntry(row, keys[i].hash)),
+    );
     return found;
   }
 
@@ -186,14 +178,42 @@ export class SqliteStateStore implements StateStore {
     if (hashes.length === 0) return found;
     this.catchUpTail();
     const code = TYPE_CODE[type];
-    const wanted = new Set(hashes);
-    const lookupKeys = hashes.map((hash) => keyOf(code, hash));
-    this.rowsByKeys(lookupKeys, (row) => {
-      if (row[1] !== code) return;
-      const hash = row[2] as string;
-      if (wanted.has(hash)) found.set(hash, decodeEntry(row, hash));
-    });
+    const lookupKeys = new Array<number>(hashes.length);
+    for (let i = 0; i < hashes.length; i++) lookupKeys[i] = keyOf(code, hashes[i]);
+    this.matchRows(
+      lookupKeys,
+      (i) => hashes[i],
+      (i, row) => found.set(hashes[i], decodeEntry(row, hashes[i])),
+    );
     return found;
+  }
+
+  /**
+   * Gives each row of the asked keys to the first request it answers: the one with the row's lookup key (the key
+   * holds the DII type) and its hash. Requests are found by key, a number, so that no row's hash is hashed into a
+   * map; the answer keeps the caller's strings.
+   */
+  private matchRows(
+    lookupKeys: readonly number[],
+    hashOf: (request: number) => string,
+    onMatch: (request: number, row: Row) => void,
+  ): void {
+    // per key, the last request with it; per request, the one before it with the same key (-1: none)
+    const lastWith = new Map<number, number>();
+    const before = new Int32Array(lookupKeys.length);
+    for (let i = 0; i < lookupKeys.length; i++) {
+      before[i] = lastWith.get(lookupKeys[i]) ?? -1;
+      lastWith.set(lookupKeys[i], i);
+    }
+    this.rowsByKeys(lookupKeys, (row) => {
+      const hash = row[2] as string;
+      for (let i = lastWith.get(keyOf(row[1] as number, hash)) ?? -1; i >= 0; i = before[i]) {
+        if (hashOf(i) === hash) {
+          onMatch(i, row);
+          return;
+        }
+      }
+    });
   }
 
   /**
