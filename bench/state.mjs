@@ -11,6 +11,7 @@
 //   node bench/state.mjs --reuse /tmp/.../state.db     # measure a kept file again, without building
 //   node bench/state.mjs --reuse FILE --mmap 0          # the same with openState's mmapMiB (0: no mmap)
 //   npm run bench:state -- 20000000 --tail 2000000     # openState's tailEntries (entries merged at a time)
+//   node bench/state.mjs --reuse FILE --cache 4         # openState's cacheSizeMiB (the page cache)
 // Figures also go to bench/results-state.json (not committed).
 import { hash } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -36,6 +37,7 @@ const COMMIT_ROWS = Number(option('--commit-rows') ?? 5_000);
 const KEEP = args.includes('--keep') || REUSE !== undefined;
 const MMAP_MIB = option('--mmap') === undefined ? undefined : Number(option('--mmap'));
 const TAIL = option('--tail') === undefined ? undefined : Number(option('--tail'));
+const CACHE_MIB = option('--cache') === undefined ? undefined : Number(option('--cache'));
 const results = {
   date: new Date().toISOString(),
   node: process.version,
@@ -43,6 +45,7 @@ const results = {
   commitRows: COMMIT_ROWS,
   tailEntries: TAIL ?? null,
   mmapMiB: MMAP_MIB ?? 'default',
+  cacheMiB: CACHE_MIB ?? 'default',
   perMillion: [],
 };
 const DAY = 86_400;
@@ -95,13 +98,14 @@ const store = openState(path, {
   envFingerprint: ENV,
   ...(MMAP_MIB === undefined ? {} : { mmapMiB: MMAP_MIB }),
   ...(TAIL === undefined ? {} : { tailEntries: TAIL }),
+  ...(CACHE_MIB === undefined ? {} : { cacheSizeMiB: CACHE_MIB }),
 });
 results.openMs = Number(process.hrtime.bigint() - openedAt) / 1e6;
 try {
   let entries = store.counts().entries;
   console.log(
     `state bench: node ${process.version}, ${cpus().length} CPUs, load average ${loadavg()[0].toFixed(1)}, ` +
-      `mmap ${MMAP_MIB ?? 'default'} MiB, ${REUSE ? `reusing ${fmt(entries)} entries` : `${fmt(Number(args.find((a) => /^\d+$/.test(a)) ?? 5_000_000))} entries, ${fmt(COMMIT_ROWS)} per commit`}, file ${path}`,
+      `mmap ${MMAP_MIB ?? 'default'} MiB, cache ${CACHE_MIB ?? 'default'} MiB, ${REUSE ? `reusing ${fmt(entries)} entries` : `${fmt(Number(args.find((a) => /^\d+$/.test(a)) ?? 5_000_000))} entries, ${fmt(COMMIT_ROWS)} per commit`}, file ${path}`,
   );
 
   // ---- build: what `map --state` writes, one commit per answered batch
