@@ -299,9 +299,9 @@ export class SqliteStateStore implements StateStore {
 
   /**
    * Inside the merge's transaction, after the tail's keys went into keys_recent and before a fold: keeps each
-   * level's filter covering its table and writes what changed. Without a fold only the recent filter is written
-   * (it grows by the tail's keys); a fold adds keys_recent's keys to the main filter, writes it, and starts an empty
-   * recent one. A filter that does not fit any more (or that the file does not hold) is filled again from its
+   * level's filter covering its table and writes what changed. Without a fold the recent filter is written (it
+   * grows by the tail's keys), and the main one only if the file has none; a fold adds keys_recent's keys to the
+   * main filter, writes it, and starts an empty recent one. A filter that does not fit any more (or that the file does not hold) is filled again from its
    * table. A failed transaction reads them back from the file (resetTail).
    */
   private saveFilters(upto: number, newUpto: number, fold: boolean, keys: Float64Array, ids: Float64Array): void {
@@ -312,6 +312,17 @@ export class SqliteStateStore implements StateStore {
     }
     const { main, recent, mainUpto } = this.filters;
     if (!fold) {
+      // a file without a main filter (one just upgraded to schema 3, or merged by a version that kept none) gets one
+      // now rather than at the next fold: until then every key would be looked for in keys
+      let mainNow = main;
+      let mainNowUpto = mainUpto;
+      if (mainNow === null) {
+        const filter = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * levels.main));
+        this.forEachKey(SQL.keysPage('keys'), [], (key) => filter.add(key));
+        writeLevelFilter(this.db, 'main', filter, 0, levels.main);
+        mainNow = filter;
+        mainNowUpto = levels.main;
+      }
       // a filter shared with the main level is as big as that one: the recent level gets its own
       let next = recent !== null && recent !== main && recent.count + keys.length <= recent.capacity ? recent : null;
       if (next !== null) for (let i = 0; i < keys.length; i++) if (ids[i] > upto) next.add(keys[i]);
@@ -321,7 +332,12 @@ export class SqliteStateStore implements StateStore {
         next = filter;
       }
       writeLevelFilter(this.db, 'recent', next, levels.main, newUpto);
-      this.filters = { main, recent: next, mainUpto, levels: { main: levels.main, upto: newUpto } };
+      this.filters = {
+        main: mainNow,
+        recent: next,
+        mainUpto: mainNowUpto,
+        levels: { main: levels.main, upto: newUpto },
+      };
       return;
     }
     // keys_recent now holds every entry after the main level: those the main filter does not hold yet join it

@@ -142,4 +142,27 @@ describe('the keys filter', () => {
     const again = t.open(path, { readonly: true });
     expect(again.lookupMany(wanted([...labels('p', 45_000), ...labels('q', 10_000)])).size).toBe(55_000);
   });
+
+  it('gives a file without a main filter one at the next merge, fold or not', () => {
+    const path = t.file();
+    const s = t.open(path, { tailEntries: 10 });
+    s.commitBatch(labels('m', 150).map(mapped), 1);
+    s.close();
+    // as a file just upgraded to schema 3 is: every entry in keys, and no filter at all
+    withFile(path, (db) => {
+      db.prepare("DELETE FROM meta WHERE key LIKE '%filter%'").run();
+      db.prepare('DELETE FROM key_filter').run();
+      db.prepare('DROP TABLE key_filter_recent').run();
+    });
+    const again = t.open(path, { tailEntries: 10 });
+    again.commitBatch(labels('r', 20).map(mapped), 1);
+    expect([meta(path, 'keys_main_upto'), meta(path, 'filter_upto'), meta(path, 'recent_filter_upto')]).toEqual([
+      '150',
+      '150',
+      '170',
+    ]);
+    again.close();
+    const reread = t.open(path, { readonly: true });
+    expect(reread.lookupMany(wanted([...labels('m', 150), ...labels('r', 20)])).size).toBe(170);
+  });
 });
