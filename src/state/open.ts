@@ -10,6 +10,8 @@ import type { OpenStateOptions, StateStore } from './types.js';
 type Connection = Database.Database;
 
 const OWNER_ONLY = 0o600;
+// the page cache: small, because lookups read pages at random (types.ts, cacheSizeMiB)
+const DEFAULT_CACHE_MIB = 8;
 
 /**
  * Opens (or creates) a state file: WAL, synchronous=NORMAL, owner-only permissions, schema migrated to the
@@ -38,7 +40,7 @@ export function openState(path: string, options: OpenStateOptions): StateStore {
     throw asStateError(err, path);
   }
   try {
-    db.pragma(`cache_size = ${-Math.round((options.cacheSizeMiB ?? 32) * 1024)}`);
+    db.pragma(`cache_size = ${-Math.round((options.cacheSizeMiB ?? DEFAULT_CACHE_MIB) * 1024)}`);
     db.pragma(`mmap_size = ${Math.max(0, Math.round((options.mmapMiB ?? 0) * 1024 * 1024))}`);
     // IN (...) lists and GROUP BY sort in temporary b-trees: keep them off the disk
     db.pragma('temp_store = MEMORY');

@@ -6,10 +6,6 @@
 /** Column order of every entry read; rows are read raw (arrays) and decoded by position. */
 export const ENTRY_COLUMNS =
   'id, type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, last_optout_check, opted_out_since, due';
-const QUALIFIED_ENTRY_COLUMNS = ENTRY_COLUMNS.split(', ')
-  .map((c) => `entries.${c}`)
-  .join(', ');
-
 /** Column order of a due entry. */
 export const DUE_COLUMNS = 'id, type, hash, u, p, r, bucket_id';
 
@@ -25,30 +21,30 @@ export const SQL = {
   pendingChanges: 'SELECT id, row FROM pending_changes WHERE kind = ? AND id > ? ORDER BY id LIMIT ?',
   lastPendingChange: 'SELECT max(id) FROM pending_changes WHERE kind = ?',
   ackChanges: 'DELETE FROM pending_changes WHERE kind = ? AND id <= ?',
-  // both key tables' pages are walked in key order (SQLite sorts an IN list); each hit reads its row by id. The
-  // list is bound twice: once for keys, once for keys_recent.
-  lookupByKeys: (n: number) =>
-    `SELECT ${QUALIFIED_ENTRY_COLUMNS} FROM keys JOIN entries ON entries.id = keys.id WHERE keys.k IN (${placeholders(n)}) ` +
-    `UNION ALL SELECT ${QUALIFIED_ENTRY_COLUMNS} FROM keys_recent JOIN entries ON entries.id = keys_recent.id ` +
-    `WHERE keys_recent.k IN (${placeholders(n)})`,
+  // the ids of the entries whose lookup key is in the list, from one keys table: its pages are walked in key
+  // order (SQLite sorts an IN list) and no entry row is read yet
+  idsByKeys: (table: 'keys' | 'keys_recent', n: number) => `SELECT id FROM ${table} WHERE k IN (${placeholders(n)})`,
+  // given sorted ids, the rows are read in table order
   entriesByIds: (n: number) => `SELECT ${ENTRY_COLUMNS} FROM entries WHERE id IN (${placeholders(n)})`,
   rawUidsByIds: (n: number) => `SELECT id, u, p FROM entries WHERE id IN (${placeholders(n)})`,
   // the tail: entries appended after the last merge into keys
   tailSince: 'SELECT id, type, hash FROM entries WHERE id > ? ORDER BY id',
-  insertRecentKey: 'INSERT OR IGNORE INTO keys_recent (k, id) VALUES (?, ?)',
+  insertRecentKeys: (n: number) =>
+    `INSERT OR IGNORE INTO keys_recent (k, id) VALUES ${new Array<string>(n).fill('(?, ?)').join(', ')}`,
   // keys_recent is read in its key order: the inserts into keys walk it once
   foldRecentKeys: 'INSERT OR IGNORE INTO keys (k, id) SELECT k, id FROM keys_recent ORDER BY k, id',
   clearRecentKeys: 'DELETE FROM keys_recent',
-  // the keys filter: every key, to fill a new one; its pieces in order
-  allKeys: 'SELECT k FROM keys UNION ALL SELECT k FROM keys_recent',
-  filterPieces: 'SELECT bits FROM key_filter ORDER BY piece',
-  clearFilter: 'DELETE FROM key_filter',
-  insertFilterPiece: 'INSERT INTO key_filter (piece, bits) VALUES (?, ?)',
+  // the keys filters are filled from pages of a table's distinct keys (a filter needs each key once): every key
+  // of keys (the main filter), of keys_recent (the recent one, and the main one at a fold), or of keys_recent's
+  // entries after an id (what a fold adds to a main filter that holds the rest)
+  keysPage: (table: 'keys' | 'keys_recent') => `SELECT k FROM ${table} WHERE k > ? ORDER BY k LIMIT ?`,
+  recentKeysAfterPage: 'SELECT k FROM keys_recent WHERE k > ? AND id > ? ORDER BY k LIMIT ?',
 
-  // an answer for a key not stored yet is appended; one for a stored entry updates its row by id
-  insertEntry:
+  // an answer for a key not stored yet is appended (n rows per statement: one call into SQLite per n rows); one
+  // for a stored entry updates its row by id
+  insertEntries: (n: number) =>
     'INSERT INTO entries (type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, opted_out_since, due) ' +
-    'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)',
+    `VALUES ${new Array<string>(n).fill('(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)').join(', ')}`,
   updateMapped:
     'UPDATE entries SET status = 1, u = ?, p = ?, r = ?, bucket_id = ?, first_mapped = coalesce(first_mapped, ?), ' +
     'last_mapped = ?, opted_out_since = NULL, due = 0 WHERE id = ?',

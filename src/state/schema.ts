@@ -17,13 +17,24 @@ export const META_KEYS = {
   /** Entries with an id up to this one are in `keys`; those after it and up to keys_upto are in `keys_recent`. */
   keysMainUpto: 'keys_main_upto',
   /**
-   * The keys filter (table key_filter) holds every key of the entries up to this id; it is used only while this
-   * equals keys_upto, so a file merged by a version that does not keep the filter is never read through a stale one.
+   * The main keys filter (table key_filter) holds every key of the entries up to this id; it is used for `keys`
+   * only while this reaches keys_main_upto, so a file merged by a version that does not keep the filter is never
+   * read through a stale one. This version writes it when it folds keys_recent into keys (it then equals both
+   * marks); a version with one filter for both tables uses it only while it equals keys_upto.
    */
   filterUpto: 'filter_upto',
   /** The filter's size in 64-byte blocks, and the keys added to it. */
   filterBlocks: 'filter_blocks',
   filterCount: 'filter_count',
+  /**
+   * The filter of keys_recent alone (table key_filter_recent) holds every key of the entries after
+   * recent_filter_from up to recent_filter_upto; it is used only while that range spans keys_recent's. The main
+   * filter is then written only when keys_recent is folded into keys.
+   */
+  recentFilterFrom: 'recent_filter_from',
+  recentFilterUpto: 'recent_filter_upto',
+  recentFilterBlocks: 'recent_filter_blocks',
+  recentFilterCount: 'recent_filter_count',
   /** While a schema-2 file is being upgraded: the last entry id copied into the new table. */
   upgradeCopied: 'upgrade_copied',
 } as const;
@@ -40,6 +51,10 @@ export const IDENTITY_META_KEYS: ReadonlySet<string> = new Set([
   META_KEYS.filterUpto,
   META_KEYS.filterBlocks,
   META_KEYS.filterCount,
+  META_KEYS.recentFilterFrom,
+  META_KEYS.recentFilterUpto,
+  META_KEYS.recentFilterBlocks,
+  META_KEYS.recentFilterCount,
   META_KEYS.upgradeCopied,
 ]);
 
@@ -89,9 +104,10 @@ CREATE TABLE keys_recent (
 `;
 
 /**
- * A Bloom filter over the keys of `keys` and `keys_recent`, in pieces of up to a MiB: a lookup skips the keys
- * tables for most keys that are not stored (every key of a first run). Rewritten by each merge of the tail. Made
- * with IF NOT EXISTS: a schema-3 file from before it gets the table at its first merge.
+ * A Bloom filter over the keys of `keys`, in pieces of up to a MiB: a lookup skips the table for most keys that
+ * are not in it (every key of a first run, and the recent ones). Rewritten when keys_recent is folded into keys;
+ * keys_recent has its own, key_filter_recent (the same columns), rewritten by each merge of the tail and made
+ * by the first one. Made with IF NOT EXISTS: a schema-3 file from before it gets the table at its first merge.
  */
 export const KEY_FILTER_TABLE = `
 CREATE TABLE IF NOT EXISTS key_filter (

@@ -2,11 +2,12 @@ import { statSync } from 'node:fs';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
 import { KeyFilter } from './key-filter.js';
+import { type LevelFilters, emptyFilter, readLevelFilters, readLevels, writeLevelFilter } from './level-filters.js';
 import { keyOf } from './lookup-key.js';
 import { StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
 import { IN_LIST_SIZES, SQL } from './queries.js';
-import { IDENTITY_META_KEYS, KEY_FILTER_TABLE, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
+import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
 import { TailIndex } from './tail-index.js';
 import type {
   BucketEntries,
@@ -37,11 +38,18 @@ const MAX_IN_LIST = IN_LIST_SIZES[IN_LIST_SIZES.length - 1];
 // the checked range of the sweep starts below any real check time
 const BEFORE_ANY_CHECK = Number.MIN_SAFE_INTEGER;
 const DEFAULT_TAIL_ENTRIES = 1_000_000;
+// rows per multi-row INSERT of new entries and of keys: one call into SQLite for that many rows
+const INSERT_ROWS = 64;
+const KEY_INSERT_ROWS = 256;
+// keys read per page when a keys filter is filled
+const KEY_PAGE = 20_000;
 // keys_recent is folded into keys once it holds a quarter as many entries
 const RECENT_SHARE = 4;
-// the keys filter is made for twice the keys it gets (so that it is remade at each doubling), and at least this many
+// the main keys filter is made for twice the keys it gets (so that it is remade at each doubling); the recent one
+// for the most keys_recent holds before a fold; both for at least this many
 const FILTER_MIN_CAPACITY = 1_000_000;
-const FILTER_PIECE_BYTES = 1 << 20;
+
+type KeyTable = 'keys' | 'keys_recent';
 
 /** One answer of a batch, with its type code and lookup key. */
 interface EncodedUpdate {
@@ -56,19 +64,20 @@ interface EncodedUpdate {
 /** The StateStore over one better-sqlite3 connection; made by openState, which has checked the file. */
 export class SqliteStateStore implements StateStore {
   private readonly stmts: ReturnType<typeof prepareAll>;
-  private readonly lookupStmts = new Map<number, Statement>();
+  private readonly mainIdStmts = new Map<number, Statement>();
+  private readonly recentIdStmts = new Map<number, Statement>();
   private readonly entryIdStmts = new Map<number, Statement>();
+  private readonly insertEntryStmts = new Map<number, Statement>();
+  private readonly insertKeyStmts = new Map<number, Statement>();
   private readonly idStmts = new Map<number, Statement>();
   /** Entries after the keys table's last merge, by key; `tailSeen` is the last id it holds. */
   private readonly tail = new TailIndex();
   private tailSeen = 0;
-  /** The id the tail starts after: the keys tables held every entry up to it when the tail was last read whole. */
-  private tailFrom = 0;
   /**
-   * The keys filter, valid for the entries up to `tailFrom` (the rest are in the tail); undefined until first
-   * needed, null when the file has none that fits.
+   * The keys filters, read on first use; together they hold the key of every entry in a keys table that is not in
+   * the tail, whatever merges other connections made since (see readRowsByKeys).
    */
-  private filter: KeyFilter | null | undefined = undefined;
+  private filters: LevelFilters | undefined = undefined;
   private readonly tailEntries: number;
   private readonly lockFile: StateLock;
   private closed = false;
@@ -80,6 +89,7 @@ export class SqliteStateStore implements StateStore {
     (updates: readonly EncodedUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => void
   >;
   private readonly mergeTx: Transaction<() => void>;
+  private readonly readTx: Transaction<(lookupKeys: readonly number[], onRow: (row: Row) => void) => void>;
   private readonly recordChecksTx: Transaction<(ids: readonly number[], nowS: number) => void>;
   private readonly markBucketsTx: Transaction<(buckets: readonly RotatedBucket[]) => number>;
 
@@ -99,6 +109,9 @@ export class SqliteStateStore implements StateStore {
       },
     );
     this.mergeTx = db.transaction(() => this.mergeTail());
+    this.readTx = db.transaction((lookupKeys: readonly number[], onRow: (row: Row) => void) =>
+      this.readRowsByKeys(lookupKeys, onRow),
+    );
     this.resetTail();
     const s = this.stmts;
     this.recordChecksTx = db.transaction((ids: readonly number[], nowS: number) => {
@@ -150,21 +163,13 @@ export class SqliteStateStore implements StateStore {
     const found = new Map<string, StateEntry>();
     if (keys.length === 0) return found;
     this.catchUpTail();
-    // per hash, a bit per DII type asked for: a row is checked without making a string
-    const wanted = new Map<string, number>();
     const lookupKeys = new Array<number>(keys.length);
-    for (let i = 0; i < keys.length; i++) {
-      const { type, hash } = keys[i];
-      const code = TYPE_CODE[type];
-      wanted.set(hash, (wanted.get(hash) ?? 0) | (1 << code));
-      lookupKeys[i] = keyOf(code, hash);
-    }
-    this.rowsByKeys(lookupKeys, (row) => {
-      const hash = row[2] as string;
-      const code = row[1] as number;
-      if (((wanted.get(hash) ?? 0) & (1 << code)) !== 0)
-        found.set(`${TYPE_OF_CODE[code]}:${hash}`, decodeEntry(row, hash));
-    });
+    for (let i = 0; i < keys.length; i++) lookupKeys[i] = keyOf(TYPE_CODE[keys[i].type], keys[i].hash);
+    this.matchRows(
+      lookupKeys,
+      (i) => keys[i].hash,
+      (i, row) => found.set(`${keys[i].type}:${keys[i].hash}`, decodeEntry(row, keys[i].hash)),
+    );
     return found;
   }
 
@@ -173,41 +178,98 @@ export class SqliteStateStore implements StateStore {
     if (hashes.length === 0) return found;
     this.catchUpTail();
     const code = TYPE_CODE[type];
-    const wanted = new Set(hashes);
-    const lookupKeys = hashes.map((hash) => keyOf(code, hash));
-    this.rowsByKeys(lookupKeys, (row) => {
-      if (row[1] !== code) return;
-      const hash = row[2] as string;
-      if (wanted.has(hash)) found.set(hash, decodeEntry(row, hash));
-    });
+    const lookupKeys = new Array<number>(hashes.length);
+    for (let i = 0; i < hashes.length; i++) lookupKeys[i] = keyOf(code, hashes[i]);
+    this.matchRows(
+      lookupKeys,
+      (i) => hashes[i],
+      (i, row) => found.set(hashes[i], decodeEntry(row, hashes[i])),
+    );
     return found;
   }
 
   /**
+   * Gives each row of the asked keys to the first request it answers: the one with the row's lookup key (the key
+   * holds the DII type) and its hash. Requests are found by key, a number, so that no row's hash is hashed into a
+   * map; the answer keeps the caller's strings.
+   */
+  private matchRows(
+    lookupKeys: readonly number[],
+    hashOf: (request: number) => string,
+    onMatch: (request: number, row: Row) => void,
+  ): void {
+    // per key, the last request with it; per request, the one before it with the same key (-1: none)
+    const lastWith = new Map<number, number>();
+    const before = new Int32Array(lookupKeys.length);
+    for (let i = 0; i < lookupKeys.length; i++) {
+      before[i] = lastWith.get(lookupKeys[i]) ?? -1;
+      lastWith.set(lookupKeys[i], i);
+    }
+    this.rowsByKeys(lookupKeys, (row) => {
+      const hash = row[2] as string;
+      for (let i = lastWith.get(keyOf(row[1] as number, hash)) ?? -1; i >= 0; i = before[i]) {
+        if (hashOf(i) === hash) {
+          onMatch(i, row);
+          return;
+        }
+      }
+    });
+  }
+
+  /**
    * The rows of every entry whose lookup key is one of these (a key may match other hashes too: the caller
-   * compares). Merged entries through the keys table, in IN (...) lists of a few fixed sizes (padding repeats a
-   * key; an IN list is a set); the tail's through its in-memory index, then by id. Each row is given once.
+   * compares), each once. In one read transaction (or the caller's), so that the key tables are seen together
+   * even while another connection merges.
    */
   private rowsByKeys(lookupKeys: readonly number[], onRow: (row: Row) => void): void {
-    const seen = new Set<number>();
-    const emit = (row: Row): void => {
-      const id = row[0] as number;
-      if (seen.has(id)) return;
-      seen.add(id);
-      onRow(row);
-    };
-    const filter = this.keyFilter();
-    const probed = filter === null ? lookupKeys : lookupKeys.filter((key) => filter.mayHave(key));
-    for (const [, size, params] of inListPages(probed)) {
-      const both = this.inListStatement(this.lookupStmts, size, SQL.lookupByKeys);
-      for (const row of both.all(params, params) as Row[]) emit(row);
+    if (this.db.inTransaction) this.readRowsByKeys(lookupKeys, onRow);
+    else this.readTx(lookupKeys, onRow);
+  }
+
+  /**
+   * First the ids: merged entries' from each keys table, for the keys its filter lets through, in IN (...) lists of
+   * a few fixed sizes (sorted and unique: SQLite fills the list's index in order; padding repeats a key); the
+   * tail's from its in-memory index. Then the rows, by id in ascending order, so that they are read in table order.
+   *
+   * A key is looked for in `keys` when either filter may hold it: another connection may have folded entries
+   * of keys_recent into keys since the filters were read, and those are in the recent filter. Entries it merged
+   * into keys_recent since are this connection's tail, found there.
+   */
+  private readRowsByKeys(lookupKeys: readonly number[], onRow: (row: Row) => void): void {
+    const { main, recent } = this.levelFilters();
+    const inMain: number[] = [];
+    const inRecent: number[] = [];
+    for (const key of lookupKeys) {
+      const mayBeRecent = recent === null || recent.mayHave(key);
+      if (mayBeRecent) inRecent.push(key);
+      if (mayBeRecent || main === null || main.mayHave(key)) inMain.push(key);
     }
-    if (this.tail.size === 0) return;
-    const tailIds: number[] = [];
-    for (const key of lookupKeys) this.tail.forEach(key, (id) => tailIds.push(id));
-    for (const [, size, params] of inListPages(tailIds)) {
-      for (const row of this.inListStatement(this.entryIdStmts, size, SQL.entriesByIds).all(params) as Row[]) emit(row);
+    const ids: number[] = [];
+    for (const [table, keys] of [
+      ['keys', inMain],
+      ['keys_recent', inRecent],
+    ] as const) {
+      if (keys.length === 0) continue;
+      for (const [, size, params] of inListPages(uniqueSorted(keys))) {
+        for (const id of this.idsStatement(table, size).all(params) as number[]) ids.push(id);
+      }
     }
+    if (this.tail.size > 0) for (const key of lookupKeys) this.tail.forEach(key, (id) => ids.push(id));
+    if (ids.length === 0) return;
+    for (const [, size, params] of inListPages(uniqueSorted(ids))) {
+      for (const row of this.inListStatement(this.entryIdStmts, size, SQL.entriesByIds).all(params) as Row[])
+        onRow(row);
+    }
+  }
+
+  private idsStatement(table: KeyTable, size: number): Statement {
+    const cache = table === 'keys' ? this.mainIdStmts : this.recentIdStmts;
+    let stmt = cache.get(size);
+    if (stmt === undefined) {
+      stmt = this.db.prepare(SQL.idsByKeys(table, size)).pluck();
+      cache.set(size, stmt);
+    }
+    return stmt;
   }
 
   private inListStatement(cache: Map<number, Statement>, size: number, sql: (n: number) => string): Statement {
@@ -225,50 +287,94 @@ export class SqliteStateStore implements StateStore {
   private resetTail(): void {
     this.tail.clear();
     this.tailSeen = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
-    this.tailFrom = this.tailSeen;
-    this.filter = undefined;
+    this.filters = undefined;
     this.catchUpTail();
   }
 
-  /** The keys filter, read from the file on first use; null when the file holds none for the tail's start. */
-  private keyFilter(): KeyFilter | null {
-    if (this.filter === undefined) this.filter = this.readFilter();
-    return this.filter;
-  }
-
-  private readFilter(): KeyFilter | null {
-    if (Number(this.getMeta(META_KEYS.filterUpto) ?? -1) !== this.tailFrom) return null;
-    const blocks = Number(this.getMeta(META_KEYS.filterBlocks) ?? 0);
-    const count = Number(this.getMeta(META_KEYS.filterCount) ?? 0);
-    const pieces = this.db.prepare(SQL.filterPieces).pluck().all() as Buffer[];
-    return KeyFilter.fromPieces(blocks, count, pieces);
+  /** The keys filters, read from the file on first use (inside the caller's transaction). */
+  private levelFilters(): LevelFilters {
+    this.filters ??= readLevelFilters(this.db);
+    return this.filters;
   }
 
   /**
-   * Inside the merge's transaction, after the tail's keys went in: adds them to the filter, or fills a new one from
-   * the keys tables when there is none that fits or it is full; writes it with the new high-water mark. A failed
-   * transaction reads it back from the file (resetTail).
+   * Inside the merge's transaction, after the tail's keys went into keys_recent and before a fold: keeps each
+   * level's filter covering its table and writes what changed. Without a fold the recent filter is written (it
+   * grows by the tail's keys), and the main one only if the file has none; a fold adds keys_recent's keys to the
+   * main filter, writes it, and starts an empty recent one. A filter that does not fit any more (or that the file does not hold) is filled again from its
+   * table. A failed transaction reads them back from the file (resetTail).
    */
-  private saveFilter(upto: number, newUpto: number, keys: Float64Array, ids: Float64Array): void {
-    let filter = this.keyFilter();
-    if (filter !== null && this.tailFrom === upto) {
-      for (let i = 0; i < keys.length; i++) if (ids[i] > upto) filter.add(keys[i]);
+  private saveFilters(upto: number, newUpto: number, fold: boolean, keys: Float64Array, ids: Float64Array): void {
+    const levels = readLevels(this.db);
+    // another connection merged since this one read its filters: they no longer describe the file's levels
+    if (this.filters === undefined || this.filters.levels.main !== levels.main || this.filters.levels.upto !== upto) {
+      this.filters = readLevelFilters(this.db);
+    }
+    const { main, recent, mainUpto } = this.filters;
+    if (!fold) {
+      // a file without a main filter (one just upgraded to schema 3, or merged by a version that kept none) gets one
+      // now rather than at the next fold: until then every key would be looked for in keys
+      let mainNow = main;
+      let mainNowUpto = mainUpto;
+      if (mainNow === null) {
+        const filter = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * levels.main));
+        this.forEachKey(SQL.keysPage('keys'), [], (key) => filter.add(key));
+        writeLevelFilter(this.db, 'main', filter, 0, levels.main);
+        mainNow = filter;
+        mainNowUpto = levels.main;
+      }
+      // a filter shared with the main level is as big as that one: the recent level gets its own
+      let next = recent !== null && recent !== main && recent.count + keys.length <= recent.capacity ? recent : null;
+      if (next !== null) for (let i = 0; i < keys.length; i++) if (ids[i] > upto) next.add(keys[i]);
+      if (next === null) {
+        const filter = KeyFilter.forCapacity(this.recentCapacity(levels.main));
+        this.forEachKey(SQL.keysPage('keys_recent'), [], (key) => filter.add(key));
+        next = filter;
+      }
+      writeLevelFilter(this.db, 'recent', next, levels.main, newUpto);
+      this.filters = {
+        main: mainNow,
+        recent: next,
+        mainUpto: mainNowUpto,
+        levels: { main: levels.main, upto: newUpto },
+      };
+      return;
+    }
+    // keys_recent now holds every entry after the main level: those the main filter does not hold yet join it
+    let next = main !== null && main.count + (newUpto - mainUpto) <= main.capacity ? main : null;
+    if (next !== null) {
+      const filter = next;
+      this.forEachKey(SQL.recentKeysAfterPage, [mainUpto], (key) => filter.add(key));
     } else {
-      filter = null;
+      const filter = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * newUpto));
+      this.forEachKey(SQL.keysPage('keys'), [], (key) => filter.add(key));
+      this.forEachKey(SQL.keysPage('keys_recent'), [], (key) => filter.add(key));
+      next = filter;
     }
-    if (filter === null || filter.count > filter.capacity) {
-      filter = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * newUpto));
-      for (const key of this.db.prepare(SQL.allKeys).pluck().iterate() as IterableIterator<number>) filter.add(key);
+    writeLevelFilter(this.db, 'main', next, 0, newUpto);
+    const nextRecent = emptyFilter();
+    writeLevelFilter(this.db, 'recent', nextRecent, newUpto, newUpto);
+    this.filters = { main: next, recent: nextRecent, mainUpto: newUpto, levels: { main: newUpto, upto: newUpto } };
+  }
+
+  /**
+   * Every distinct key a page query gives (its parameters: the key to start after, then `params`, then the page
+   * size), in pages: a page read whole costs less per key than a row-by-row walk.
+   */
+  private forEachKey(sql: string, params: readonly number[], onKey: (key: number) => void): void {
+    const page = this.db.prepare(sql).pluck();
+    let after = -1;
+    for (;;) {
+      const keys = page.all(after, ...params, KEY_PAGE) as number[];
+      for (const key of keys) onKey(key);
+      if (keys.length < KEY_PAGE) return;
+      after = keys[keys.length - 1];
     }
-    this.db.exec(KEY_FILTER_TABLE);
-    this.db.prepare(SQL.clearFilter).run();
-    const insert = this.db.prepare(SQL.insertFilterPiece);
-    let piece = 0;
-    for (const bits of filter.pieces(FILTER_PIECE_BYTES)) insert.run(piece++, bits);
-    this.stmts.metaSet.run(META_KEYS.filterBlocks, String(filter.blocks));
-    this.stmts.metaSet.run(META_KEYS.filterCount, String(filter.count));
-    this.stmts.metaSet.run(META_KEYS.filterUpto, String(newUpto));
-    this.filter = filter;
+  }
+
+  /** The keys keys_recent holds at most before it is folded: a quarter of the main level, and one tail more. */
+  private recentCapacity(main: number): number {
+    return Math.max(FILTER_MIN_CAPACITY, Math.ceil(main / RECENT_SHARE) + this.tailEntries);
   }
 
   /** Adds what other connections appended since this one last looked: one range read, empty in a single run. */
@@ -289,14 +395,25 @@ export class SqliteStateStore implements StateStore {
     this.catchUpTail();
     const upto = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
     const { keys, ids } = this.tail.sorted();
-    const insert = this.stmts.insertRecentKey;
-    for (let i = 0; i < keys.length; i++) if (ids[i] > upto) insert.run(keys[i], ids[i]);
+    const params: number[] = [];
+    const flush = (): void => {
+      if (params.length === 0) return;
+      this.multiRowStatement(this.insertKeyStmts, params.length / 2, SQL.insertRecentKeys).run(params);
+      params.length = 0;
+    };
+    for (let i = 0; i < keys.length; i++) {
+      if (ids[i] <= upto) continue;
+      params.push(keys[i], ids[i]);
+      if (params.length === 2 * KEY_INSERT_ROWS) flush();
+    }
+    flush();
     const newUpto = Math.max(upto, this.tailSeen);
     this.stmts.metaSet.run(META_KEYS.keysUpto, String(newUpto));
-    this.saveFilter(upto, newUpto, keys, ids);
     // ids are dense: entries up to keys_main_upto are in keys, the rest up to keys_upto in keys_recent
     const mainUpto = Number(this.getMeta(META_KEYS.keysMainUpto) ?? 0);
-    if ((newUpto - mainUpto) * RECENT_SHARE >= mainUpto) {
+    const fold = (newUpto - mainUpto) * RECENT_SHARE >= mainUpto;
+    this.saveFilters(upto, newUpto, fold, keys, ids);
+    if (fold) {
       this.stmts.foldRecentKeys.run();
       this.stmts.clearRecentKeys.run();
       this.stmts.metaSet.run(META_KEYS.keysMainUpto, String(newUpto));
@@ -334,7 +451,6 @@ export class SqliteStateStore implements StateStore {
     try {
       this.mergeTx.immediate();
       this.tail.clear();
-      this.tailFrom = this.tailSeen;
     } catch (err) {
       this.resetTail();
       throw err;
@@ -369,30 +485,40 @@ export class SqliteStateStore implements StateStore {
     for (const u of again) this.updateEntry(ids.get(`${u.type}:${u.hash}`) as number, u.outcome, nowS);
   }
 
-  /** Appends entries not stored yet, sorted by r; records their ids in `ids` and the tail. */
+  /**
+   * Appends entries not stored yet, sorted by r, INSERT_ROWS to a statement; records their ids in `ids` and the
+   * tail. A rowid table gives each row of one INSERT the next id in turn (the largest plus one): a statement of n
+   * rows that ends at id `last` gave them last - n + 1 to last, which is checked against the ids before it.
+   */
   private appendEntries(appended: EncodedUpdate[], ids: Map<string, number>, nowS: number): void {
     appended.sort(byAppendOrder);
-    const s = this.stmts;
-    for (const u of appended) {
-      const o = u.outcome;
-      let newId: number;
-      switch (o.kind) {
-        case 'mapped':
-          newId = runInsert(s.insertEntry, u, 1, o.u, o.p ?? null, o.r, o.bucketId ?? null, nowS, nowS, null);
-          break;
-        case 'optout':
-          newId = runInsert(s.insertEntry, u, 2, null, null, null, null, null, null, o.optedOutSinceMs ?? null);
-          break;
-        case 'invalid':
-          newId = runInsert(s.insertEntry, u, 3, null, null, null, null, null, null, null);
-          break;
-        default:
-          throw new TypeError(`commitBatch: unknown outcome '${(o as { kind: unknown }).kind}'`);
+    const params: unknown[] = [];
+    for (let start = 0; start < appended.length; start += INSERT_ROWS) {
+      const end = Math.min(appended.length, start + INSERT_ROWS);
+      params.length = 0;
+      for (let i = start; i < end; i++) pushEntryValues(params, appended[i], nowS);
+      const insert = this.multiRowStatement(this.insertEntryStmts, end - start, SQL.insertEntries);
+      const last = Number(insert.run(params).lastInsertRowid);
+      if (last !== this.tailSeen + (end - start)) {
+        throw new Error(`state file ${this.path}: appended entries did not get consecutive ids after ${this.tailSeen}`);
       }
-      ids.set(`${u.type}:${u.hash}`, newId);
-      this.tail.add(u.key, newId);
-      this.tailSeen = newId;
+      for (let i = start; i < end; i++) {
+        const u = appended[i];
+        const newId = last - (end - 1 - i);
+        ids.set(`${u.type}:${u.hash}`, newId);
+        this.tail.add(u.key, newId);
+      }
+      this.tailSeen = last;
     }
+  }
+
+  private multiRowStatement(cache: Map<number, Statement>, rows: number, sql: (n: number) => string): Statement {
+    let stmt = cache.get(rows);
+    if (stmt === undefined) {
+      stmt = this.db.prepare(sql(rows));
+      cache.set(rows, stmt);
+    }
+    return stmt;
   }
 
   private updateEntry(id: number, o: EntryUpdate['outcome'], nowS: number): void {
@@ -758,12 +884,10 @@ function prepareAll(db: Database) {
   const raw = (sql: string): Statement => db.prepare(sql).raw();
   const plain = (sql: string): Statement => db.prepare(sql);
   return {
-    insertEntry: plain(SQL.insertEntry),
     updateMapped: plain(SQL.updateMapped),
     updateOptout: plain(SQL.updateOptout),
     updateInvalid: plain(SQL.updateInvalid),
     tailSince: raw(SQL.tailSince),
-    insertRecentKey: plain(SQL.insertRecentKey),
     foldRecentKeys: plain(SQL.foldRecentKeys),
     clearRecentKeys: plain(SQL.clearRecentKeys),
     dueDays: plain(SQL.dueDays),
@@ -809,22 +933,22 @@ function byAppendOrder(a: EncodedUpdate, b: EncodedUpdate): number {
   return a.appendOrder === b.appendOrder ? 0 : a.appendOrder < b.appendOrder ? -1 : 1;
 }
 
-function runInsert(
-  insert: Statement,
-  u: EncodedUpdate,
-  status: number,
-  raw: string | null,
-  previous: string | null,
-  r: number | null,
-  bucketId: string | null,
-  firstMapped: number | null,
-  lastMapped: number | null,
-  optedOutSince: number | null,
-): number {
-  return Number(
-    insert.run(u.type, u.hash, status, raw, previous, r, bucketId, firstMapped, lastMapped, optedOutSince)
-      .lastInsertRowid,
-  );
+/** The values of one appended entry, in the column order of SQL.insertEntries. */
+function pushEntryValues(params: unknown[], u: EncodedUpdate, nowS: number): void {
+  const o = u.outcome;
+  switch (o.kind) {
+    case 'mapped':
+      params.push(u.type, u.hash, 1, o.u, o.p ?? null, o.r, o.bucketId ?? null, nowS, nowS, null);
+      return;
+    case 'optout':
+      params.push(u.type, u.hash, 2, null, null, null, null, null, null, o.optedOutSinceMs ?? null);
+      return;
+    case 'invalid':
+      params.push(u.type, u.hash, 3, null, null, null, null, null, null, null);
+      return;
+    default:
+      throw new TypeError(`commitBatch: unknown outcome '${(o as { kind: unknown }).kind}'`);
+  }
 }
 
 /** A list cut into IN (...) parameter arrays of the prepared sizes, each padded with its last value. */
@@ -837,6 +961,14 @@ function* inListPages<T>(values: readonly T[]): Generator<[number, number, T[]]>
     params.fill(values[end - 1], end - start);
     yield [start, size, params];
   }
+}
+
+/** The numbers in ascending order, each once (a Float64Array sorts numbers without a comparator). */
+function uniqueSorted(values: readonly number[]): number[] {
+  const sorted = Float64Array.from(values).sort();
+  const out: number[] = [];
+  for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) out.push(sorted[i]);
+  return out;
 }
 
 function inListSize(n: number): number {

@@ -181,7 +181,11 @@ export interface OpenStateOptions {
   readonly?: boolean;
   /** How long to wait for another connection's write to finish before failing (default 5,000 ms). */
   busyTimeoutMs?: number;
-  /** SQLite page cache of this connection, in MiB (default 32). It counts in the process's memory. */
+  /**
+   * SQLite page cache of this connection, in MiB (default 8). It counts in the process's memory. Lookups of stored
+   * keys read pages at random across the file, so a bigger cache seldom holds the next one and only adds to the
+   * cost of each page read (measured with npm run bench:state and --cache).
+   */
   cacheSizeMiB?: number;
   /**
    * Memory-map up to this many MiB of the file (default 0: off; SQLite maps at most about 2 GiB). Lookups of stored
