@@ -1,0 +1,310 @@
+/** Turns rows of text cells into the bytes of a Parquet file, typed by column, one row group at a time. */
+import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
+import { writeColumn } from 'hyparquet-writer/src/column.js';
+import { packRows, type PackedRows } from './row-encoders.js';
+import type { ColumnType } from './typed-cells.js';
+
+type SchemaElement = ConstructorParameters<typeof ParquetWriter>[0]['schema'][number];
+type ColumnEncoder = Parameters<typeof writeColumn>[0]['column'];
+type Value = Uint8Array | bigint | boolean | null;
+
+/** Values of a data page before it is split; the writer's own default. */
+const PAGE_BYTES = 1024 * 1024;
+
+/** What an encoder needs to know; plain data, so it can be handed to a worker thread. */
+export interface ParquetLayout {
+  header: readonly string[];
+  types: readonly ColumnType[];
+  /** Rows per row group (the last group holds the rest). */
+  rowGroupRows: number;
+}
+
+/**
+ * A cell of one of the tool's own columns that is not what its type says: a bug of the tool, not of the input.
+ * Plain fields, so it survives the trip back from a worker thread.
+ */
+export class ParquetCellError extends Error {
+  constructor(
+    readonly column: string,
+    readonly expected: string,
+  ) {
+    super(`column '${column}' holds a value that is not a ${expected}`);
+    this.name = 'ParquetCellError';
+  }
+}
+
+/** Rows as the UTF-8 bytes of their cells, one buffer for all, and where each cell is in it. */
+interface Utf8Rows {
+  bytes: Buffer;
+  /** Byte offset of cell c of row r at r * width + c; a row's missing cells are empty. */
+  starts: Uint32Array;
+  lengths: Uint32Array;
+  rows: number;
+}
+
+/** Some rows of a Utf8Rows. */
+interface RowSpan {
+  rows: Utf8Rows;
+  first: number;
+  count: number;
+}
+
+/**
+ * Input cells become UTF-8 strings exactly as read ('' too); the tool's own columns become what they hold:
+ * strings, INT64 ('integer', and 'unix_time' in seconds), BOOLEAN, and 'iso_time' as a UTC TIMESTAMP in
+ * milliseconds; an empty cell of the tool's own columns becomes null. Rows wait as UTF-8 bytes (outside the
+ * heap, not a string per cell) until a row group is full; then the group is encoded column after column and its
+ * bytes handed out, so memory is bounded by one row group. The bytes come out in file order: the first bytes
+ * start with the file's magic number, finish() returns the rest of the file (the last group, the page indexes,
+ * the footer).
+ */
+export class ParquetEncoder {
+  private readonly out = new ByteWriter(1024 * 1024);
+  private readonly parquet: ParquetWriter;
+  private readonly encoders: ColumnEncoder[];
+  private readonly rowGroupRows: number;
+  private readonly width: number;
+  private spans: RowSpan[] = [];
+  /** The values of the typed (not text) columns of the rows waiting, read as the rows come. */
+  private typed: Value[][];
+  private buffered = 0;
+  private lastIso = '';
+  private lastIsoMs = 0n;
+
+  constructor(private readonly layout: ParquetLayout) {
+    const { header, types } = layout;
+    if (types.length !== header.length) throw new Error(`${types.length} column types for ${header.length} columns`);
+    const schema: SchemaElement[] = [
+      { name: 'root', num_children: header.length },
+      ...header.map((name, i) => schemaElement(name, types[i])),
+    ];
+    this.parquet = new ParquetWriter({ writer: this.out, schema, codec: 'SNAPPY', createdBy: 'uid2-batch' });
+    this.encoders = header.map((name, i) => ({
+      columnName: name,
+      element: schema[i + 1],
+      schemaPath: [schema[0], schema[i + 1]],
+      codec: 'SNAPPY',
+      compressors: this.parquet.compressors,
+      stats: true,
+      pageSize: PAGE_BYTES,
+      columnIndex: false,
+      offsetIndex: true,
+    }));
+    this.rowGroupRows = Math.max(1, Math.floor(layout.rowGroupRows));
+    this.width = header.length;
+    this.typed = header.map(() => []);
+  }
+
+  /** Takes rows; returns the bytes of the row groups they completed (empty when none was). */
+  addRows(rows: readonly (readonly string[])[]): Uint8Array {
+    return this.addPacked(packRows(rows));
+  }
+
+  /** addRows() for rows packed by packRows(). */
+  addPacked(packed: PackedRows): Uint8Array {
+    const rows = utf8Rows(packed, this.width);
+    let first = 0;
+    while (first < rows.rows) {
+      const count = Math.min(rows.rows - first, this.rowGroupRows - this.buffered);
+      const span = { rows, first, count };
+      this.readTyped(span);
+      this.spans.push(span);
+      this.buffered += count;
+      first += count;
+      if (this.buffered >= this.rowGroupRows) this.encodeGroup();
+    }
+    return this.take();
+  }
+
+  /** The rest of the file. */
+  finish(): Uint8Array {
+    if (this.buffered > 0) this.encodeGroup();
+    this.parquet.finish();
+    return this.take();
+  }
+
+  /** The bytes made since the last call: a copy, as the writer reuses its buffer for the next group. */
+  private take(): Uint8Array {
+    const bytes = this.out.getBytes().slice();
+    this.out.index = 0;
+    return bytes;
+  }
+
+  /**
+   * One row group, column after column (what the writer's own write() does for a flat schema), so that only one
+   * column's values exist at a time; text goes in as views of the rows' UTF-8 bytes, not a buffer per cell.
+   */
+  private encodeGroup(): void {
+    const rows = this.buffered;
+    const spans = this.spans;
+    const typed = this.typed;
+    this.spans = [];
+    this.typed = this.layout.header.map(() => []);
+    this.buffered = 0;
+    const start = this.out.offset;
+    const chunks = [];
+    let uncompressed = 0n;
+    for (let c = 0; c < this.width; c++) {
+      const values = isText(this.layout.types[c]) ? this.textValues(c, spans, rows) : typed[c];
+      const definitionLevels = new Array<number>(rows);
+      for (let r = 0; r < rows; r++) definitionLevels[r] = values[r] === null ? 0 : 1;
+      const written = writeColumn({
+        writer: this.out,
+        column: this.encoders[c],
+        pageData: { values, definitionLevels, repetitionLevels: [], maxDefinitionLevel: 1 },
+      });
+      ownStatistics(written.chunk.meta_data?.statistics);
+      chunks.push(written.chunk);
+      this.parquet.pendingIndexes.push(written);
+      uncompressed += written.chunk.meta_data?.total_uncompressed_size ?? 0n;
+    }
+    this.parquet.row_groups.push({
+      columns: chunks,
+      total_byte_size: uncompressed,
+      num_rows: BigInt(rows),
+      total_compressed_size: BigInt(this.out.offset - start),
+    });
+    this.parquet.num_rows += BigInt(rows);
+  }
+
+  /** A text column's cells as views of their UTF-8 bytes; an empty cell of the tool's own is null. */
+  private textValues(column: number, spans: readonly RowSpan[], count: number): Value[] {
+    const emptyIsNull = this.layout.types[column] !== 'input';
+    const width = this.width;
+    const values = new Array<Value>(count);
+    let n = 0;
+    for (const { rows, first, count: spanRows } of spans) {
+      const { bytes, starts, lengths } = rows;
+      for (let r = first; r < first + spanRows; r++) {
+        const k = r * width + column;
+        const length = lengths[k];
+        values[n++] =
+          length === 0 && emptyIsNull ? null : new Uint8Array(bytes.buffer, bytes.byteOffset + starts[k], length);
+      }
+    }
+    return values;
+  }
+
+  /** Reads the typed cells of new rows at once, so a cell that is not what its column says is refused on arrival. */
+  private readTyped({ rows, first, count }: RowSpan): void {
+    const { bytes, starts, lengths } = rows;
+    for (let c = 0; c < this.width; c++) {
+      if (isText(this.layout.types[c])) continue;
+      const values = this.typed[c];
+      for (let r = first; r < first + count; r++) {
+        const k = r * this.width + c;
+        values.push(
+          lengths[k] === 0 ? null : this.typedValue(c, bytes.toString('utf8', starts[k], starts[k] + lengths[k])),
+        );
+      }
+    }
+  }
+
+  private typedValue(column: number, cell: string): bigint | boolean {
+    switch (this.layout.types[column]) {
+      case 'boolean':
+        if (cell === 'true') return true;
+        if (cell === 'false') return false;
+        throw this.notA(column, 'boolean (true or false)');
+      case 'iso_time':
+        return this.timestampMs(column, cell);
+      default:
+        return this.wholeNumber(column, cell);
+    }
+  }
+
+  private wholeNumber(column: number, cell: string): bigint {
+    if (!/^-?\d{1,19}$/.test(cell)) throw this.notA(column, 'whole number');
+    return BigInt(cell);
+  }
+
+  /** An ISO time cell as UTC milliseconds; the tool writes Unix seconds where no ISO text exists (beyond year 275760). */
+  private timestampMs(column: number, cell: string): bigint {
+    if (cell === this.lastIso) return this.lastIsoMs;
+    const ms = /^-?\d+$/.test(cell) ? this.wholeNumber(column, cell) * 1000n : Date.parse(cell);
+    if (typeof ms === 'number' && !Number.isFinite(ms)) throw this.notA(column, 'time');
+    // times repeat from row to row (refresh times fall on UTC midnights): the last one is kept
+    this.lastIso = cell;
+    this.lastIsoMs = BigInt(ms);
+    return this.lastIsoMs;
+  }
+
+  private notA(column: number, what: string): ParquetCellError {
+    return new ParquetCellError(this.layout.header[column], what);
+  }
+}
+
+/** Whether a column is written as UTF-8 text. */
+function isText(type: ColumnType): boolean {
+  return type === 'input' || type === 'string';
+}
+
+/**
+ * Packed rows as UTF-8 bytes with the place of each cell. Text that is all ASCII (nearly always) is encoded in
+ * one go and its characters are its bytes; other text is encoded cell by cell.
+ */
+function utf8Rows(packed: PackedRows, width: number): Utf8Rows {
+  const { text, cellLengths, rowWidths } = packed;
+  const rows = rowWidths.length;
+  const starts = new Uint32Array(rows * width);
+  const lengths = new Uint32Array(rows * width);
+  let bytes = Buffer.from(text, 'utf8');
+  const ascii = bytes.length === text.length;
+  if (!ascii) bytes = Buffer.allocUnsafeSlow(text.length * 3);
+  let chars = 0;
+  let at = 0;
+  let n = 0;
+  for (let r = 0; r < rows; r++) {
+    const given = rowWidths[r];
+    for (let c = 0; c < given; c++) {
+      const charLength = cellLengths[n++];
+      // cells past the header's width are not written
+      if (c >= width) {
+        chars += charLength;
+        continue;
+      }
+      const length = ascii ? charLength : bytes.write(text.slice(chars, chars + charLength), at, 'utf8');
+      starts[r * width + c] = ascii ? chars : at;
+      lengths[r * width + c] = length;
+      chars += charLength;
+      at += length;
+    }
+  }
+  return { bytes, starts, lengths, rows };
+}
+
+/**
+ * The writer keeps each chunk's min and max until the footer is written; as views they would keep all their rows'
+ * bytes alive with them, so they become copies of their own.
+ */
+function ownStatistics(statistics: { min_value?: unknown; max_value?: unknown } | undefined): void {
+  if (statistics === undefined) return;
+  if (statistics.min_value instanceof Uint8Array) statistics.min_value = statistics.min_value.slice();
+  if (statistics.max_value instanceof Uint8Array) statistics.max_value = statistics.max_value.slice();
+}
+
+function schemaElement(name: string, type: ColumnType): SchemaElement {
+  switch (type) {
+    case 'integer':
+    case 'unix_time':
+      return { name, type: 'INT64', repetition_type: 'OPTIONAL' };
+    case 'boolean':
+      return { name, type: 'BOOLEAN', repetition_type: 'OPTIONAL' };
+    case 'iso_time':
+      return {
+        name,
+        type: 'INT64',
+        repetition_type: 'OPTIONAL',
+        converted_type: 'TIMESTAMP_MILLIS',
+        logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' },
+      };
+    default:
+      return {
+        name,
+        type: 'BYTE_ARRAY',
+        repetition_type: 'OPTIONAL',
+        converted_type: 'UTF8',
+        logical_type: { type: 'STRING' },
+      };
+  }
+}
