@@ -85,7 +85,8 @@ export class ParquetEncoder {
       schemaPath: [schema[0], schema[i + 1]],
       codec: 'SNAPPY',
       compressors: this.parquet.compressors,
-      stats: true,
+      // min and max of text columns prune nothing in an export that is not sorted by them, and cost encoding time
+      stats: !isText(types[i]),
       pageSize: PAGE_BYTES,
       columnIndex: false,
       offsetIndex: true,
@@ -167,22 +168,28 @@ export class ParquetEncoder {
     this.parquet.num_rows += BigInt(rows);
   }
 
-  /** A text column's cells as views of their UTF-8 bytes; an empty cell of the tool's own is null. */
+  /**
+   * A text column's cells; an empty cell of the tool's own is null. A column whose values repeat (statuses,
+   * dates) goes in as strings: the writer builds its dictionary from them by value, which costs far less than by
+   * the bytes of each cell. Other columns go in as views of the rows' UTF-8 bytes, written as they are.
+   */
   private textValues(column: number, spans: readonly RowSpan[], count: number): Value[] {
     const emptyIsNull = this.layout.types[column] !== 'input';
+    const asStrings = repeats(column, this.width, spans, count);
     const width = this.width;
-    const values = new Array<Value>(count);
+    const values = new Array<Value | string>(count);
     let n = 0;
     for (const { rows, first, count: spanRows } of spans) {
       const { bytes, starts, lengths } = rows;
       for (let r = first; r < first + spanRows; r++) {
         const k = r * width + column;
         const length = lengths[k];
-        values[n++] =
-          length === 0 && emptyIsNull ? null : new Uint8Array(bytes.buffer, bytes.byteOffset + starts[k], length);
+        if (length === 0) values[n++] = emptyIsNull ? null : asStrings ? '' : EMPTY;
+        else if (asStrings) values[n++] = bytes.toString('utf8', starts[k], starts[k] + length);
+        else values[n++] = new Uint8Array(bytes.buffer, bytes.byteOffset + starts[k], length);
       }
     }
-    return values;
+    return values as Value[];
   }
 
   /** Reads the typed cells of new rows at once, so a cell that is not what its column says is refused on arrival. */
@@ -232,6 +239,41 @@ export class ParquetEncoder {
   private notA(column: number, what: string): ParquetCellError {
     return new ParquetCellError(this.layout.header[column], what);
   }
+}
+
+const EMPTY = new Uint8Array(0);
+
+/** Cells looked at to tell whether a column's values repeat. */
+const SAMPLE_CELLS = 1000;
+
+/**
+ * Whether the values of a text column repeat enough for a dictionary to pay: the distinct values of an even
+ * sample of its cells take at most 40% of the sample's bytes (the writer keeps a dictionary that halves the
+ * column). Looser, more columns would go in as strings only to have their dictionary refused, and then each
+ * string is encoded to UTF-8 on its own; see the encoder's CPU time in bench/formats.mjs runs.
+ */
+function repeats(column: number, width: number, spans: readonly RowSpan[], count: number): boolean {
+  const sample = Math.min(count, SAMPLE_CELLS);
+  const seen = new Set<string>();
+  let total = 0;
+  let distinct = 0;
+  let span = 0;
+  let spanStart = 0;
+  for (let i = 0; i < sample; i++) {
+    const at = sample === 1 ? 0 : Math.floor((i * (count - 1)) / (sample - 1));
+    while (at >= spanStart + spans[span].count) spanStart += spans[span++].count;
+    const { rows, first } = spans[span];
+    const k = (first + at - spanStart) * width + column;
+    const length = rows.lengths[k];
+    const size = length + 4;
+    total += size;
+    const text = rows.bytes.toString('latin1', rows.starts[k], rows.starts[k] + length);
+    if (!seen.has(text)) {
+      seen.add(text);
+      distinct += size;
+    }
+  }
+  return total > 0 && distinct <= 0.4 * total;
 }
 
 /** Whether a column is written as UTF-8 text. */
