@@ -270,6 +270,8 @@ async function mapParts(
     ...sourceOptionsOf(flags),
     ...(inputPath === '-' ? { stream: deps.stdin } : {}),
     ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
+    // a Parquet input is decoded on a thread of its own while this one maps
+    ...((flags.threads ?? 0) > 0 ? { readThread: true } : {}),
   };
   // with --threads, a CSV input is parsed by the row threads: here it is only cut into record-aligned pieces
   // (not in a dry run: nothing is handed on, so the threads would keep every piece; not for a Parquet output,

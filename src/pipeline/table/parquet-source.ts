@@ -11,6 +11,7 @@ import {
 } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
 import { pageLocationsOf, type PageLocation } from './parquet-pages.js';
+import { parquetReadThreadAvailable, rowsOnThread } from './parquet-read-thread.js';
 import {
   InputError,
   type InputRow,
@@ -77,7 +78,8 @@ export async function openParquetSource(opts: OpenSourceOptions): Promise<Parque
     );
   }
   const columns = topLevelColumns(name, metadata);
-  return new ParquetTable(name, file, metadata, columns, Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS));
+  const onThread = opts.readThread === true && parquetReadThreadAvailable();
+  return new ParquetTable(name, file, metadata, columns, Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS), onThread);
 }
 
 /**
@@ -150,6 +152,8 @@ class ParquetTable implements ParquetTableSource {
     private readonly metadata: FileMetaData,
     readonly columns: readonly ParquetColumn[],
     private readonly chunkRows: number,
+    /** Rows decoded on a worker thread (parquet-read-thread.ts), which opens the file again. */
+    private readonly onThread: boolean,
   ) {
     this.header = columns.map((c) => c.name);
     this.totalBytes = file.byteLength;
@@ -167,7 +171,10 @@ class ParquetTable implements ParquetTableSource {
   rows(): AsyncIterable<InputRow[]> {
     if (this.iterated) throw new Error(`${this.name}: rows() can be iterated only once`);
     this.iterated = true;
-    return this.chunks();
+    if (!this.onThread) return this.chunks();
+    return rowsOnThread({ path: this.name, chunkRows: this.chunkRows }, (bytesRead) => {
+      this.consumed = bytesRead;
+    });
   }
 
   private async *chunks(): AsyncGenerator<InputRow[]> {

@@ -1,0 +1,33 @@
+/**
+ * Worker thread entry of the Parquet reading thread (parquet-read-thread.ts): decodes the file's rows and hands
+ * them over packed, a chunk per task, in file order. Loaded by file URL from dist/; it must not import anything
+ * that starts work on load.
+ */
+import { workerData } from 'node:worker_threads';
+import { openParquetSource } from './parquet-source.js';
+import type { ParquetReadAnswer, ParquetReadConfig } from './parquet-read-thread.js';
+import { packRows } from './row-encoders.js';
+import type { InputRow, TableSource } from './table.js';
+import { serveTasks, type TaskResult } from '../workers/worker-pool.js';
+
+const config = workerData as ParquetReadConfig;
+let opened: Promise<{ source: TableSource; chunks: AsyncIterator<InputRow[]> }> | undefined;
+
+async function nextChunk(): Promise<TaskResult<ParquetReadAnswer>> {
+  opened ??= openParquetSource({ path: config.path, chunkRows: config.chunkRows }).then((source) => ({
+    source,
+    chunks: source.rows()[Symbol.asyncIterator](),
+  }));
+  const { source, chunks } = await opened;
+  const next = await chunks.next();
+  if (next.done === true) return { output: { done: true, bytesRead: source.bytesRead() } };
+  const rows = next.value;
+  const packed = packRows(rows.map((r) => r.cells));
+  return {
+    output: { done: false, firstLine: rows[0]?.line ?? 0, rows: packed, bytesRead: source.bytesRead() },
+    transfer: [packed.cellLengths.buffer as ArrayBuffer, packed.rowWidths.buffer as ArrayBuffer],
+  };
+}
+
+// tasks are answered in the order they were given: the async generator takes its next() calls in turn
+serveTasks<null, ParquetReadAnswer>(() => nextChunk());

@@ -1,0 +1,82 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parquetMetadata } from 'hyparquet';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openParquetSink } from '../../src/pipeline/table/parquet-sink.js';
+import type { OpenSourceOptions, TableSource } from '../../src/pipeline/table/table.js';
+import { ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';
+import { tempDir } from '../helpers/map-e2e-data.js';
+
+// The reading thread starts from compiled JS, so it is exercised through dist/.
+type OpenSource = (opts: OpenSourceOptions) => Promise<TableSource>;
+
+const HEADER = ['id', 'email', 'zip'];
+const rows = Array.from({ length: 25_003 }, (_, i) => [
+  String(i),
+  i % 11 === 0 ? '' : `user${i}@example.com`,
+  String(i % 1000).padStart(5, '0'),
+]);
+
+async function readAll(source: TableSource): Promise<{ cells: string[][]; lines: number[] }> {
+  const cells: string[][] = [];
+  const lines: number[] = [];
+  for await (const chunk of source.rows())
+    for (const r of chunk) {
+      cells.push(r.cells);
+      lines.push(r.line);
+    }
+  return { cells, lines };
+}
+
+describe('Parquet rows decoded on a reading thread (dist)', () => {
+  let openSource: OpenSource;
+  const dir = tempDir('uid2-parquet-read-thread-');
+  let path = '';
+
+  beforeAll(async () => {
+    ensureBuilt();
+    const url = pathToFileURL(join(ROOT, 'dist', 'pipeline', 'table', 'source.js')).href;
+    openSource = ((await import(url)) as { openSource: OpenSource }).openSource;
+    path = join(dir.path, 'in.parquet');
+    const sink = await openParquetSink({ path, format: 'parquet', header: HEADER }, 10_000);
+    for (let i = 0; i < rows.length; i += 3000) await sink.writeRows(rows.slice(i, i + 3000));
+    await sink.commit();
+  });
+  afterAll(() => dir.remove());
+
+  it('gives the rows, lines and bytes read that reading on this thread gives', async () => {
+    const here = await openSource({ path, chunkRows: 700 });
+    const there = await openSource({ path, chunkRows: 700, readThread: true });
+    const a = await readAll(here);
+    const b = await readAll(there);
+    expect(b.cells).toEqual(rows);
+    expect(b.lines).toEqual(rows.map((_, i) => i + 1));
+    expect(b).toEqual(a);
+    expect(there.bytesRead()).toBe(here.bytesRead());
+    expect(there.bytesRead()).toBeGreaterThan(0);
+  });
+
+  it('a row group that cannot be decoded is the same one-line input error as without the thread', async () => {
+    const bytes = new Uint8Array(readFileSync(path));
+    const meta = parquetMetadata(bytes.buffer);
+    // the second group's email column: its pages overwritten with bytes that decode as nothing sensible
+    const chunk = meta.row_groups[1].columns[1].meta_data;
+    const start = Number(chunk?.dictionary_page_offset ?? chunk?.data_page_offset);
+    bytes.fill(0xff, start, start + Number(chunk?.total_compressed_size));
+    const broken = join(dir.path, 'broken.parquet');
+    writeFileSync(broken, bytes);
+    const failure = async (readThread: boolean) => {
+      try {
+        await readAll(await openSource({ path: broken, readThread }));
+      } catch (err) {
+        return { name: (err as Error).name, message: (err as Error).message };
+      }
+      return undefined;
+    };
+    const here = await failure(false);
+    expect(here?.name).toBe('InputError');
+    expect(here?.message).toContain('the row group holding rows 10001 to 20000');
+    expect(await failure(true)).toEqual(here);
+  });
+});
