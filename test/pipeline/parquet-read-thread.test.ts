@@ -3,18 +3,23 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parquetMetadata } from 'hyparquet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EngineChunk } from '../../src/pipeline/map/map-engine.js';
+import { prepareRows } from '../../src/pipeline/map/prepare-rows.js';
+import { resolveIdentifierColumns } from '../../src/pipeline/table/identifier-columns.js';
 import { openParquetSink } from '../../src/pipeline/table/parquet-sink.js';
+import { openSource as openHere } from '../../src/pipeline/table/source.js';
 import type { OpenSourceOptions, TableSource } from '../../src/pipeline/table/table.js';
 import { ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
 // The reading thread starts from compiled JS, so it is exercised through dist/.
-type OpenSource = (opts: OpenSourceOptions) => Promise<TableSource>;
+type OpenTableInput = (opts: OpenSourceOptions, threads: number) => Promise<TableSource>;
+type Preparing = TableSource & { preparedChunks(columns: unknown[]): AsyncIterable<EngineChunk> };
 
 const HEADER = ['id', 'email', 'zip'];
 const rows = Array.from({ length: 25_003 }, (_, i) => [
   String(i),
-  i % 11 === 0 ? '' : `user${i}@example.com`,
+  i % 11 === 0 ? '' : i % 13 === 0 ? 'not an email' : `User${i}@Example.com`,
   String(i % 1000).padStart(5, '0'),
 ]);
 
@@ -30,14 +35,15 @@ async function readAll(source: TableSource): Promise<{ cells: string[][]; lines:
 }
 
 describe('Parquet rows decoded on a reading thread (dist)', () => {
-  let openSource: OpenSource;
+  let openTableInput: OpenTableInput;
+  const openSource = (opts: OpenSourceOptions) => openTableInput(opts, 1);
   const dir = tempDir('uid2-parquet-read-thread-');
   let path = '';
 
   beforeAll(async () => {
     ensureBuilt();
-    const url = pathToFileURL(join(ROOT, 'dist', 'pipeline', 'table', 'source.js')).href;
-    openSource = ((await import(url)) as { openSource: OpenSource }).openSource;
+    const url = pathToFileURL(join(ROOT, 'dist', 'pipeline', 'threads', 'table-input.js')).href;
+    openTableInput = ((await import(url)) as { openTableInput: OpenTableInput }).openTableInput;
     path = join(dir.path, 'in.parquet');
     const sink = await openParquetSink({ path, format: 'parquet', header: HEADER }, 10_000);
     for (let i = 0; i < rows.length; i += 3000) await sink.writeRows(rows.slice(i, i + 3000));
@@ -46,7 +52,7 @@ describe('Parquet rows decoded on a reading thread (dist)', () => {
   afterAll(() => dir.remove());
 
   it('gives the rows, lines and bytes read that reading on this thread gives', async () => {
-    const here = await openSource({ path, chunkRows: 700 });
+    const here = await openHere({ path, chunkRows: 700 });
     const there = await openSource({ path, chunkRows: 700, readThread: true });
     const a = await readAll(here);
     const b = await readAll(there);
@@ -55,6 +61,19 @@ describe('Parquet rows decoded on a reading thread (dist)', () => {
     expect(b).toEqual(a);
     expect(there.bytesRead()).toBe(here.bytesRead());
     expect(there.bytesRead()).toBeGreaterThan(0);
+  });
+
+  it('prepares the identifier cells there as this thread would', async () => {
+    const { columns } = resolveIdentifierColumns(HEADER, { emailCol: 'email' });
+    const there = (await openSource({ path, chunkRows: 1000, readThread: true })) as Preparing;
+    expect(typeof there.preparedChunks).toBe('function');
+    let n = 0;
+    for await (const chunk of there.preparedChunks(columns)) {
+      expect(chunk.rows?.map((r) => r.cells)).toEqual(rows.slice(n, n + 1000));
+      expect(chunk.prepared).toEqual(prepareRows(chunk.rows ?? [], columns));
+      n += chunk.rows?.length ?? 0;
+    }
+    expect(n).toBe(rows.length);
   });
 
   it('a row group that cannot be decoded is the same one-line input error as without the thread', async () => {
@@ -68,7 +87,7 @@ describe('Parquet rows decoded on a reading thread (dist)', () => {
     writeFileSync(broken, bytes);
     const failure = async (readThread: boolean) => {
       try {
-        await readAll(await openSource({ path: broken, readThread }));
+        await readAll(await (readThread ? openSource : openHere)({ path: broken, readThread }));
       } catch (err) {
         return { name: (err as Error).name, message: (err as Error).message };
       }

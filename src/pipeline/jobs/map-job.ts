@@ -14,6 +14,7 @@ import { rowFormatOf } from '../table/row-encoders.js';
 import type { InputRow, TableSink, TableSource } from '../table/table.js';
 import type { ColumnType, TypedHeader } from '../table/typed-cells.js';
 import { EncodedWrites, RowThreads, YOUNG_GENERATION_MB } from '../threads/row-threads.js';
+import { isPreparingSource } from '../threads/parquet-read-thread.js';
 import { isPieceSource, type TableInput } from '../threads/table-input.js';
 import { mapBatchV2 } from '../v2/map-v2.js';
 
@@ -135,7 +136,9 @@ export async function runMapJob(job: MapJob): Promise<MapRunResult> {
     });
     const result = await (threads !== undefined && pieces !== undefined
       ? engine.runPrepared(threads.prepared(pieces))
-      : engine.run(isTableInput(input) ? (input as TableSource).rows() : input));
+      : isTableInput(input) && isPreparingSource(input)
+        ? engine.runPrepared(input.preparedChunks(job.columns))
+        : engine.run(isTableInput(input) ? (input as TableSource).rows() : input));
     if (result.outcome.kind === 'completed') await onChunk.flush();
     return result;
   } finally {

@@ -11,7 +11,6 @@ import {
 } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
 import { pageLocationsOf, type PageLocation } from './parquet-pages.js';
-import { parquetReadThreadAvailable, rowsOnThread } from './parquet-read-thread.js';
 import {
   InputError,
   type InputRow,
@@ -78,8 +77,7 @@ export async function openParquetSource(opts: OpenSourceOptions): Promise<Parque
     );
   }
   const columns = topLevelColumns(name, metadata);
-  const onThread = opts.readThread === true && parquetReadThreadAvailable();
-  return new ParquetTable(name, file, metadata, columns, Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS), onThread);
+  return new ParquetTable(name, file, metadata, columns, Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS));
 }
 
 /**
@@ -152,8 +150,6 @@ class ParquetTable implements ParquetTableSource {
     private readonly metadata: FileMetaData,
     readonly columns: readonly ParquetColumn[],
     private readonly chunkRows: number,
-    /** Rows decoded on a worker thread (parquet-read-thread.ts), which opens the file again. */
-    private readonly onThread: boolean,
   ) {
     this.header = columns.map((c) => c.name);
     this.totalBytes = file.byteLength;
@@ -171,10 +167,7 @@ class ParquetTable implements ParquetTableSource {
   rows(): AsyncIterable<InputRow[]> {
     if (this.iterated) throw new Error(`${this.name}: rows() can be iterated only once`);
     this.iterated = true;
-    if (!this.onThread) return this.chunks();
-    return rowsOnThread({ path: this.name, chunkRows: this.chunkRows }, (bytesRead) => {
-      this.consumed = bytesRead;
-    });
+    return this.chunks();
   }
 
   private async *chunks(): AsyncGenerator<InputRow[]> {
