@@ -5,6 +5,9 @@ import { parquetMetadata } from 'hyparquet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EngineChunk } from '../../src/pipeline/map/map-engine.js';
 import { prepareRows } from '../../src/pipeline/map/prepare-rows.js';
+import { defaultLayout, outputRows } from '../../src/pipeline/map/result-columns.js';
+import { SLOT } from '../../src/pipeline/map/row-chunk.js';
+import { rowEncoder } from '../../src/pipeline/table/row-encoders.js';
 import { resolveIdentifierColumns } from '../../src/pipeline/table/identifier-columns.js';
 import { openParquetSink } from '../../src/pipeline/table/parquet-sink.js';
 import { openSource as openHere } from '../../src/pipeline/table/source.js';
@@ -14,7 +17,32 @@ import { tempDir } from '../helpers/map-e2e-data.js';
 
 // The reading thread starts from compiled JS, so it is exercised through dist/.
 type OpenTableInput = (opts: OpenSourceOptions, threads: number) => Promise<TableSource>;
-type Preparing = TableSource & { preparedChunks(columns: unknown[]): AsyncIterable<EngineChunk> };
+interface AnsweredChunk {
+  ticket?: { thread: number; piece: number };
+  status: Uint8Array;
+  mapped: ({ u: string; p: string | null; r: number } | null)[];
+  reason: (string | null)[];
+}
+type Preparing = TableSource & {
+  preparedChunks(columns: unknown[], output?: unknown): AsyncIterable<EngineChunk>;
+  encode(chunk: AnsweredChunk, rejects: boolean): Promise<{ bytes: Uint8Array; rejectBytes: Uint8Array | null }>;
+  closeThread(): Promise<void>;
+};
+
+/** Answers for a prepared chunk: every valid cell mapped to a raw UID made from its slot, the rest as prepared. */
+function answer(prepared: EngineChunk['prepared'], ticket: AnsweredChunk['ticket']): AnsweredChunk {
+  const status = prepared.status.slice();
+  const mapped: AnsweredChunk['mapped'] = new Array(status.length).fill(null);
+  const reason: (string | null)[] = new Array(status.length).fill(null);
+  let invalid = 0;
+  for (let slot = 0; slot < status.length; slot++) {
+    if (status[slot] === SLOT.pending) {
+      status[slot] = SLOT.mapped;
+      mapped[slot] = { u: `UID${slot}`, p: slot % 3 === 0 ? `PREV${slot}` : null, r: 1_801_785_600 };
+    } else if (status[slot] === SLOT.invalid) reason[slot] = prepared.reasons[invalid++];
+  }
+  return { ticket, status, mapped, reason };
+}
 
 const HEADER = ['id', 'email', 'zip'];
 const rows = Array.from({ length: 25_003 }, (_, i) => [
@@ -72,6 +100,32 @@ describe('Parquet rows decoded on a reading thread (dist)', () => {
       expect(chunk.rows?.map((r) => r.cells)).toEqual(rows.slice(n, n + 1000));
       expect(chunk.prepared).toEqual(prepareRows(chunk.rows ?? [], columns));
       n += chunk.rows?.length ?? 0;
+    }
+    expect(n).toBe(rows.length);
+  });
+
+  it('keeps the rows for a text output and encodes them with their answers as this thread would', async () => {
+    const { columns } = resolveIdentifierColumns(HEADER, { emailCol: 'email' });
+    const layout = defaultLayout(columns);
+    const there = (await openSource({ path, chunkRows: 1000, readThread: true })) as Preparing;
+    const encode = rowEncoder({ format: 'csv' });
+    let n = 0;
+    try {
+      for await (const chunk of there.preparedChunks(columns, { format: { format: 'csv' }, v2: false, layout })) {
+        expect(chunk.rows).toBeUndefined();
+        const mine = rows.slice(n, n + 1000).map((cells, i) => ({ line: n + i + 1, cells }));
+        const answered = answer(chunk.prepared, chunk.ticket);
+        const rejected: string[][] = [];
+        const expected = encode(outputRows({ ...answered, rows: mine, width: columns.length }, rejected, layout));
+        const { bytes, rejectBytes } = await there.encode(answered, true);
+        expect(new TextDecoder().decode(bytes)).toBe(expected);
+        expect(rejectBytes === null ? '' : new TextDecoder().decode(rejectBytes)).toBe(
+          rejected.length > 0 ? encode(rejected) : '',
+        );
+        n += mine.length;
+      }
+    } finally {
+      await there.closeThread();
     }
     expect(n).toBe(rows.length);
   });

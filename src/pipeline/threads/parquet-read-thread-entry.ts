@@ -1,17 +1,26 @@
 /**
  * Worker thread entry of the Parquet reading thread (parquet-read-thread.ts): decodes the file's rows, prepares
- * their identifier cells when given the columns, and hands them over packed, a chunk per task, in file order.
- * Loaded by file URL from dist/; it must not import anything that starts work on load.
+ * their identifier cells when given the columns, and hands them over packed, a chunk per task, in file order; given
+ * an output, it keeps each chunk's rows instead and encodes them with their answers. Loaded by file URL from
+ * dist/; it must not import anything that starts work on load.
  */
 import { workerData } from 'node:worker_threads';
 import { prepareRows } from '../map/prepare-rows.js';
+import { outputRows, outputRowsV2, type SentHashes } from '../map/result-columns.js';
 import { openParquetSource } from '../table/parquet-source.js';
-import { packRows } from '../table/row-encoders.js';
+import { packRows, rowEncoder } from '../table/row-encoders.js';
 import type { InputRow, TableSource } from '../table/table.js';
 import { serveTasks, type TaskResult } from '../workers/worker-pool.js';
-import type { ParquetReadAnswer, ParquetReadConfig } from './parquet-read-thread.js';
+import type { ParquetReadAnswer, ParquetReadConfig, ParquetReadTask } from './parquet-read-thread.js';
+import { unpackAnswers } from './row-threads.js';
 
 const config = workerData as ParquetReadConfig;
+const output = config.columns !== undefined ? config.output : undefined;
+const encode = output !== undefined ? rowEncoder(output.format) : undefined;
+const utf8 = new TextEncoder();
+/** The chunks kept for their answers (with an output), and the hashes they sent (--emit-hash). */
+const held = new Map<number, { rows: InputRow[]; sent?: SentHashes }>();
+let nextPiece = 0;
 let opened: Promise<{ source: TableSource; chunks: AsyncIterator<InputRow[]> }> | undefined;
 
 async function nextChunk(): Promise<TaskResult<ParquetReadAnswer>> {
@@ -21,19 +30,55 @@ async function nextChunk(): Promise<TaskResult<ParquetReadAnswer>> {
   }));
   const { source, chunks } = await opened;
   const next = await chunks.next();
-  if (next.done === true) return { output: { done: true, bytesRead: source.bytesRead() } };
+  if (next.done === true) return { output: { task: 'next', done: true, bytesRead: source.bytesRead() } };
   const rows = next.value;
-  const packed = packRows(rows.map((r) => r.cells));
-  const transfer = [packed.cellLengths.buffer as ArrayBuffer, packed.rowWidths.buffer as ArrayBuffer];
-  const prepared = config.columns === undefined ? undefined : prepareRows(rows, config.columns);
-  if (prepared !== undefined)
-    transfer.push(prepared.status.buffer as ArrayBuffer, prepared.phone.buffer as ArrayBuffer);
+  const bytesRead = source.bytesRead();
   const firstLine = rows[0]?.line ?? 0;
-  return {
-    output: { done: false, firstLine, rows: packed, bytesRead: source.bytesRead(), ...(prepared ? { prepared } : {}) },
-    transfer,
-  };
+  const prepared = config.columns === undefined ? undefined : prepareRows(rows, config.columns);
+  // the status and phone arrays are handed over below: what is kept is a copy
+  const transfer: ArrayBuffer[] =
+    prepared === undefined ? [] : [prepared.status.buffer as ArrayBuffer, prepared.phone.buffer as ArrayBuffer];
+  const base = { task: 'next', done: false, firstLine, rowCount: rows.length, bytesRead } as const;
+  if (output !== undefined && prepared !== undefined) {
+    const piece = nextPiece++;
+    const sent =
+      output.layout.emitHash === true
+        ? { status: prepared.status.slice(), phone: prepared.phone.slice(), hashes: prepared.hashes }
+        : undefined;
+    held.set(piece, sent === undefined ? { rows } : { rows, sent });
+    return { output: { ...base, piece, prepared }, transfer };
+  }
+  const packed = packRows(rows.map((r) => r.cells));
+  transfer.push(packed.cellLengths.buffer as ArrayBuffer, packed.rowWidths.buffer as ArrayBuffer);
+  return { output: { ...base, rows: packed, ...(prepared !== undefined ? { prepared } : {}) }, transfer };
 }
 
-// tasks are answered in the order they were given: the async generator takes its next() calls in turn
-serveTasks<null, ParquetReadAnswer>(() => nextChunk());
+function encodePiece(task: Extract<ParquetReadTask, { task: 'encode' }>): TaskResult<ParquetReadAnswer> {
+  const piece = held.get(task.piece);
+  if (piece === undefined || output === undefined || encode === undefined || config.columns === undefined)
+    throw new Error(`piece ${task.piece} is not kept by the reading thread`);
+  held.delete(task.piece);
+  const { status, reason } = task.answers;
+  const toOutput = output.v2 ? outputRowsV2 : outputRows;
+  const rejects: string[][] | null = task.rejects ? [] : null;
+  const out = toOutput(
+    {
+      rows: piece.rows,
+      width: config.columns.length,
+      status,
+      mapped: unpackAnswers(task.answers),
+      reason,
+      sent: piece.sent,
+    },
+    rejects,
+    output.layout,
+  );
+  const bytes = utf8.encode(encode(out));
+  const rejectBytes = rejects !== null && rejects.length > 0 ? utf8.encode(encode(rejects)) : null;
+  const transfer = [bytes.buffer as ArrayBuffer];
+  if (rejectBytes !== null) transfer.push(rejectBytes.buffer as ArrayBuffer);
+  return { output: { task: 'encode', encoded: { bytes, rejectBytes } }, transfer };
+}
+
+// reads are answered in the order they were asked: the async generator takes its next() calls in turn
+serveTasks<ParquetReadTask, ParquetReadAnswer>((task) => (task.task === 'next' ? nextChunk() : encodePiece(task)));
