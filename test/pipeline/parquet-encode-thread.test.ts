@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { utf8RowBlock } from '../../src/pipeline/table/parquet-encoder.js';
 import type { OpenSinkOptions, TableSink } from '../../src/pipeline/table/table.js';
 import { openSource } from '../../src/pipeline/table/source.js';
 import { ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';
@@ -60,6 +61,20 @@ describe('Parquet output encoded on a worker thread (dist)', () => {
     const back: string[][] = [];
     for await (const c of source.rows()) for (const r of c) back.push(r.cells);
     expect(back).toEqual(rows);
+  });
+
+  it('rows handed over as UTF-8 blocks (by a thread that kept them) write the same bytes, inline and threaded', async () => {
+    const rows = rowsFor(3001);
+    // a short row is fitted as addRows fits it: missing cells are empty
+    rows[5] = rows[5].slice(0, 3);
+    const inline = readFileSync(await write(0, rows, 250, 'rows'));
+    for (const threads of [0, 1]) {
+      const path = join(dir.path, `blocks-${threads}.parquet`);
+      const sink = await openParquetSink({ path, format: 'parquet', header: HEADER, types: [...TYPES], threads }, 1000);
+      for (let i = 0; i < rows.length; i += 700) await sink.writeEncoded(utf8RowBlock(rows.slice(i, i + 700), 7));
+      await sink.commit();
+      expect(Buffer.compare(readFileSync(path), inline), `threads ${threads}`).toBe(0);
+    }
   });
 
   it('what it writes reads back in DuckDB with the column types and nulls of the tool', async () => {

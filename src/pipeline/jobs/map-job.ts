@@ -117,8 +117,12 @@ export async function runMapJob(job: MapJob): Promise<MapRunResult> {
   // a Parquet input read on its own thread: it prepares the rows there and, for a text output, keeps and encodes them
   const preparing = isTableInput(input) && isPreparingSource(input) ? input : undefined;
   const keptThere =
-    preparing !== undefined && encoded !== undefined
-      ? { format: encoded, v2, layout: job.layout ?? defaultLayout(job.columns) }
+    preparing !== undefined && output.kind === 'table'
+      ? {
+          format: encoded ?? { format: 'parquet' as const, width: output.header.length },
+          v2,
+          layout: job.layout ?? defaultLayout(job.columns),
+        }
       : undefined;
   const encoding: ChunkEncoding | undefined =
     threads ??

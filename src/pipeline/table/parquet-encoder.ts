@@ -103,7 +103,15 @@ export class ParquetEncoder {
 
   /** addRows() for rows packed by packRows(). */
   addPacked(packed: PackedRows): Uint8Array {
-    const rows = utf8Rows(packed, this.width);
+    return this.addUtf8(utf8Rows(packed, this.width));
+  }
+
+  /** addRows() for rows made into a block by utf8RowBlock() (of this encoder's width). */
+  addBlock(block: Uint8Array): Uint8Array {
+    return this.addUtf8(rowsOfBlock(block, this.width));
+  }
+
+  private addUtf8(rows: Utf8Rows): Uint8Array {
     let first = 0;
     while (first < rows.rows) {
       const count = Math.min(rows.rows - first, this.rowGroupRows - this.buffered);
@@ -349,4 +357,55 @@ function schemaElement(name: string, type: ColumnType): SchemaElement {
         logical_type: { type: 'STRING' },
       };
   }
+}
+
+/** Words before a row block's cell lengths: its rows, its width. */
+const BLOCK_HEAD = 2;
+
+/**
+ * Rows as one block of bytes, for a thread that made them to hand to the encoder without a string per cell
+ * crossing: the row count and width, each cell's UTF-8 length (32 bits, little-endian), then the cells' UTF-8
+ * bytes one after the other. Rows are fitted to `width` as addRows() fits them.
+ */
+export function utf8RowBlock(rows: readonly (readonly string[])[], width: number): Uint8Array {
+  const cells = rows.length * width;
+  const parts = new Array<string>(cells);
+  let n = 0;
+  for (const row of rows) for (let c = 0; c < width; c++) parts[n++] = row[c] ?? '';
+  const text = parts.join('');
+  const byteLength = Buffer.byteLength(text, 'utf8');
+  const head = (BLOCK_HEAD + cells) * 4;
+  // a buffer of its own (offset 0), so it can be handed over whole
+  const block = Buffer.allocUnsafeSlow(head + byteLength);
+  const words = new Uint32Array(block.buffer, block.byteOffset, BLOCK_HEAD + cells);
+  words[0] = rows.length;
+  words[1] = width;
+  // all ASCII (nearly always): a cell's characters are its bytes
+  const ascii = byteLength === text.length;
+  for (let k = 0; k < cells; k++) words[BLOCK_HEAD + k] = ascii ? parts[k].length : Buffer.byteLength(parts[k], 'utf8');
+  block.write(text, head, 'utf8');
+  return new Uint8Array(block.buffer, block.byteOffset, block.byteLength);
+}
+
+/** The rows of a block made by utf8RowBlock(). */
+export function blockRowCount(block: Uint8Array): number {
+  return new Uint32Array(block.buffer, block.byteOffset, BLOCK_HEAD)[0];
+}
+
+function rowsOfBlock(block: Uint8Array, width: number): Utf8Rows {
+  if (block.byteOffset % 4 !== 0) block = block.slice();
+  const [rows, blockWidth] = new Uint32Array(block.buffer, block.byteOffset, BLOCK_HEAD);
+  if (blockWidth !== width) throw new Error(`a block of ${blockWidth} columns for ${width}`);
+  const cells = rows * width;
+  const lengths = new Uint32Array(block.buffer, block.byteOffset + BLOCK_HEAD * 4, cells).slice();
+  const starts = new Uint32Array(cells);
+  const offset = (BLOCK_HEAD + cells) * 4;
+  let at = 0;
+  for (let k = 0; k < cells; k++) {
+    starts[k] = at;
+    at += lengths[k];
+  }
+  if (offset + at !== block.byteLength) throw new Error('a row block whose lengths do not cover its bytes');
+  const bytes = Buffer.from(block.buffer, block.byteOffset + offset, at);
+  return { bytes, starts, lengths, rows };
 }

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { rename, unlink, type FileHandle } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { ParquetEncodeTask } from './parquet-encode-thread-entry.js';
-import { ParquetCellError, ParquetEncoder, type ParquetLayout } from './parquet-encoder.js';
+import { blockRowCount, ParquetCellError, ParquetEncoder, type ParquetLayout } from './parquet-encoder.js';
 import { fileFailure, finalModeFor, openOutputTemp } from './output-file.js';
 import { packRows } from './row-encoders.js';
 import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
@@ -81,6 +81,8 @@ function encodeWorkerPresent(): boolean {
 interface Encoding {
   /** Takes rows; the caller may change the arrays once this returns. */
   add(rows: readonly (readonly string[])[]): void;
+  /** Takes a block of rows made by utf8RowBlock(); the block is the encoding's from here on. */
+  addBlock(block: Uint8Array): void;
   /** Whether more rows are waiting to be encoded than writeRows should let pile up. */
   readonly full: boolean;
   /** The oldest bytes not yet taken (waits for them), or undefined when nothing is waiting. */
@@ -103,6 +105,11 @@ class InlineEncoding implements Encoding {
 
   add(rows: readonly (readonly string[])[]): void {
     const bytes = this.encoder.addRows(rows);
+    if (bytes.length > 0) this.encoded.push(bytes);
+  }
+
+  addBlock(block: Uint8Array): void {
+    const bytes = this.encoder.addBlock(block);
     if (bytes.length > 0) this.encoded.push(bytes);
   }
 
@@ -146,18 +153,26 @@ class ThreadedEncoding implements Encoding {
 
   add(rows: readonly (readonly string[])[]): void {
     const packed = packRows(rows);
-    const bytes = this.pool.runOn(0, { rows: packed }, [
-      packed.cellLengths.buffer as ArrayBuffer,
-      packed.rowWidths.buffer as ArrayBuffer,
-    ]);
-    const entry = { rows: rows.length, bytes, settled: false };
+    const transfer = [packed.cellLengths.buffer as ArrayBuffer, packed.rowWidths.buffer as ArrayBuffer];
+    this.submit(this.pool.runOn(0, { rows: packed }, transfer), rows.length);
+  }
+
+  addBlock(block: Uint8Array): void {
+    // a block that is a view of a bigger buffer is copied: handing the buffer over would empty it for its owner
+    const own = block.byteOffset === 0 && block.byteLength === block.buffer.byteLength ? block : block.slice();
+    const rows = blockRowCount(own);
+    this.submit(this.pool.runOn(0, { block: own }, [own.buffer as ArrayBuffer]), rows);
+  }
+
+  private submit(bytes: Promise<Uint8Array>, rows: number): void {
+    const entry = { rows, bytes, settled: false };
     // awaited in order later; until then a failure must not count as unhandled
     bytes.then(
       () => (entry.settled = true),
       () => (entry.settled = true),
     );
     this.queue.push(entry);
-    this.waitingRows += rows.length;
+    this.waitingRows += rows;
   }
 
   get ready(): boolean {
@@ -213,8 +228,15 @@ class ParquetSink implements TableSink {
     }
   }
 
-  async writeEncoded(): Promise<void> {
-    throw new Error('Parquet output takes rows, not encoded text: open the run without output encoding threads');
+  /** Rows already made into a block by utf8RowBlock() (on a thread that kept them), after the rows before. */
+  async writeEncoded(block: Uint8Array): Promise<void> {
+    if (this.finished) throw new Error('write after the output was committed or aborted');
+    try {
+      this.encoding.addBlock(block);
+      while (this.encoding.full || this.encoding.ready) await this.writeNext();
+    } catch (err) {
+      throw this.translate(err);
+    }
   }
 
   async commit(): Promise<void> {

@@ -7,6 +7,7 @@
 import { workerData } from 'node:worker_threads';
 import { prepareRows } from '../map/prepare-rows.js';
 import { outputRows, outputRowsV2, type SentHashes } from '../map/result-columns.js';
+import { utf8RowBlock } from '../table/parquet-encoder.js';
 import { openParquetSource } from '../table/parquet-source.js';
 import { packRows, rowEncoder } from '../table/row-encoders.js';
 import type { InputRow, TableSource } from '../table/table.js';
@@ -16,8 +17,15 @@ import { unpackAnswers } from './row-threads.js';
 
 const config = workerData as ParquetReadConfig;
 const output = config.columns !== undefined ? config.output : undefined;
-const encode = output !== undefined ? rowEncoder(output.format) : undefined;
 const utf8 = new TextEncoder();
+/** Output rows to the bytes the output's sink takes (writeEncoded): text, or a block of rows for Parquet. */
+const encode = ((): ((rows: string[][]) => Uint8Array) | undefined => {
+  const format = output?.format;
+  if (format === undefined) return undefined;
+  if (format.format === 'parquet') return (rows) => utf8RowBlock(rows, format.width);
+  const text = rowEncoder(format);
+  return (rows) => utf8.encode(text(rows));
+})();
 /** The chunks kept for their answers (with an output), and the hashes they sent (--emit-hash). */
 const held = new Map<number, { rows: InputRow[]; sent?: SentHashes }>();
 let nextPiece = 0;
@@ -73,8 +81,8 @@ function encodePiece(task: Extract<ParquetReadTask, { task: 'encode' }>): TaskRe
     rejects,
     output.layout,
   );
-  const bytes = utf8.encode(encode(out));
-  const rejectBytes = rejects !== null && rejects.length > 0 ? utf8.encode(encode(rejects)) : null;
+  const bytes = encode(out);
+  const rejectBytes = rejects !== null && rejects.length > 0 ? encode(rejects) : null;
   const transfer = [bytes.buffer as ArrayBuffer];
   if (rejectBytes !== null) transfer.push(rejectBytes.buffer as ArrayBuffer);
   return { output: { task: 'encode', encoded: { bytes, rejectBytes } }, transfer };

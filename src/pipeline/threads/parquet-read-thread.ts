@@ -15,9 +15,12 @@ import { InputError, type InputRow, type SourceProblemCounts } from '../table/ta
 import { WorkerPool, type ThrownInWorker } from '../workers/worker-pool.js';
 import { packAnswers, type SlotAnswers } from './row-threads.js';
 
-/** How the thread writes a map run's output rows when it keeps them: plain data. */
+/**
+ * How the thread writes a map run's output rows when it keeps them: plain data. A Parquet output gets them as
+ * blocks of UTF-8 rows (parquet-encoder.ts utf8RowBlock), which its sink hands on to its own encoding thread.
+ */
 export interface ParquetOutputConfig {
-  format: RowFormat;
+  format: RowFormat | { format: 'parquet'; width: number };
   /** map --api v2 result columns. */
   v2: boolean;
   layout: ResultLayout;
