@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { utf8RowBlock } from '../../src/pipeline/table/parquet-encoder.js';
+import { blockRowCount, cellsOfBlock, utf8RowBlock } from '../../src/pipeline/table/parquet-encoder.js';
 import type { OpenSinkOptions, TableSink } from '../../src/pipeline/table/table.js';
 import { openSource } from '../../src/pipeline/table/source.js';
 import { ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';
@@ -30,6 +30,21 @@ function rowsFor(n: number): string[][] {
     ];
   });
 }
+
+describe('UTF-8 row blocks', () => {
+  it('give back the cells they were made of, fitted to the width, ASCII or not', () => {
+    const rows = [['a', '', 'c'], ['é 😀', 'x,"y"', '\u0000'], ['short']];
+    const block = utf8RowBlock(rows, 3);
+    expect(blockRowCount(block)).toBe(3);
+    expect(cellsOfBlock(block)).toEqual([
+      ['a', '', 'c'],
+      ['é 😀', 'x,"y"', '\u0000'],
+      ['short', '', ''],
+    ]);
+    expect(cellsOfBlock(utf8RowBlock([['ab', 'cd']], 2))).toEqual([['ab', 'cd']]);
+    expect(cellsOfBlock(utf8RowBlock([], 4))).toEqual([]);
+  });
+});
 
 describe('Parquet output encoded on a worker thread (dist)', () => {
   let openParquetSink: OpenParquetSink;

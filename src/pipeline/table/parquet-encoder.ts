@@ -387,9 +387,35 @@ export function utf8RowBlock(rows: readonly (readonly string[])[], width: number
   return new Uint8Array(block.buffer, block.byteOffset, block.byteLength);
 }
 
+/** The cells of a block made by utf8RowBlock(), as strings again. */
+export function cellsOfBlock(block: Uint8Array): string[][] {
+  const width = blockHead(block).width;
+  const { bytes, starts, lengths, rows } = rowsOfBlock(block, width);
+  const text = bytes.toString('utf8');
+  // all ASCII: characters are bytes, and the cells are slices of one string
+  const ascii = text.length === bytes.length;
+  const out: string[][] = new Array(rows);
+  for (let r = 0; r < rows; r++) {
+    const cells = new Array<string>(width);
+    for (let c = 0; c < width; c++) {
+      const k = r * width + c;
+      cells[c] = ascii
+        ? text.slice(starts[k], starts[k] + lengths[k])
+        : bytes.toString('utf8', starts[k], starts[k] + lengths[k]);
+    }
+    out[r] = cells;
+  }
+  return out;
+}
+
 /** The rows of a block made by utf8RowBlock(). */
 export function blockRowCount(block: Uint8Array): number {
-  return new Uint32Array(block.buffer, block.byteOffset, BLOCK_HEAD)[0];
+  return blockHead(block).rows;
+}
+
+function blockHead(block: Uint8Array): { rows: number; width: number } {
+  const view = new DataView(block.buffer, block.byteOffset, BLOCK_HEAD * 4);
+  return { rows: view.getUint32(0, true), width: view.getUint32(4, true) };
 }
 
 function rowsOfBlock(block: Uint8Array, width: number): Utf8Rows {

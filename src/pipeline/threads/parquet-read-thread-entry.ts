@@ -7,7 +7,7 @@
 import { workerData } from 'node:worker_threads';
 import { prepareRows } from '../map/prepare-rows.js';
 import { outputRows, outputRowsV2, type SentHashes } from '../map/result-columns.js';
-import { utf8RowBlock } from '../table/parquet-encoder.js';
+import { cellsOfBlock, utf8RowBlock } from '../table/parquet-encoder.js';
 import { openParquetSource } from '../table/parquet-source.js';
 import { packRows, rowEncoder } from '../table/row-encoders.js';
 import type { InputRow, TableSource } from '../table/table.js';
@@ -26,9 +26,16 @@ const encode = ((): ((rows: string[][]) => Uint8Array) | undefined => {
   const text = rowEncoder(format);
   return (rows) => utf8.encode(text(rows));
 })();
-/** The chunks kept for their answers (with an output), and the hashes they sent (--emit-hash). */
-const held = new Map<number, { rows: InputRow[]; sent?: SentHashes }>();
+/**
+ * The chunks kept for their answers (with an output), and the hashes they sent (--emit-hash). A chunk is kept as
+ * a block of its cells' UTF-8 bytes, not as rows: rows kept across the wait for the service outlive the young
+ * generation and become old garbage that grows the heap; bytes live outside it (as the CSV row threads keep
+ * their pieces' bytes).
+ */
+const held = new Map<number, { block: Uint8Array; firstLine: number; sent?: SentHashes }>();
 let nextPiece = 0;
+/** Cells per input row: the file's top-level columns. */
+let width = 0;
 let opened: Promise<{ source: TableSource; chunks: AsyncIterator<InputRow[]> }> | undefined;
 
 async function nextChunk(): Promise<TaskResult<ParquetReadAnswer>> {
@@ -37,6 +44,7 @@ async function nextChunk(): Promise<TaskResult<ParquetReadAnswer>> {
     chunks: source.rows()[Symbol.asyncIterator](),
   }));
   const { source, chunks } = await opened;
+  width = source.header.length;
   const next = await chunks.next();
   if (next.done === true) return { output: { task: 'next', done: true, bytesRead: source.bytesRead() } };
   const rows = next.value;
@@ -53,7 +61,11 @@ async function nextChunk(): Promise<TaskResult<ParquetReadAnswer>> {
       output.layout.emitHash === true
         ? { status: prepared.status.slice(), phone: prepared.phone.slice(), hashes: prepared.hashes }
         : undefined;
-    held.set(piece, sent === undefined ? { rows } : { rows, sent });
+    const block = utf8RowBlock(
+      rows.map((r) => r.cells),
+      width,
+    );
+    held.set(piece, sent === undefined ? { block, firstLine } : { block, firstLine, sent });
     return { output: { ...base, piece, prepared }, transfer };
   }
   const packed = packRows(rows.map((r) => r.cells));
@@ -69,9 +81,12 @@ function encodePiece(task: Extract<ParquetReadTask, { task: 'encode' }>): TaskRe
   const { status, reason } = task.answers;
   const toOutput = output.v2 ? outputRowsV2 : outputRows;
   const rejects: string[][] | null = task.rejects ? [] : null;
+  const cells = cellsOfBlock(piece.block);
+  const rows: InputRow[] = new Array(cells.length);
+  for (let r = 0; r < cells.length; r++) rows[r] = { line: piece.firstLine + r, cells: cells[r] };
   const out = toOutput(
     {
-      rows: piece.rows,
+      rows,
       width: config.columns.length,
       status,
       mapped: unpackAnswers(task.answers),
