@@ -270,6 +270,9 @@ async function mapParts(
     ...sourceOptionsOf(flags),
     ...(inputPath === '-' ? { stream: deps.stdin } : {}),
     ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
+    // a Parquet input is read on a thread of its own, which keeps and encodes its rows (not with --output-dir,
+    // which cuts the rows back into their parts as they are written: the rows are needed on this thread)
+    ...((flags.threads ?? 0) > 0 && flags.outputDir === undefined ? { readThread: true } : {}),
   };
   // with --threads, a CSV input is parsed by the row threads: here it is only cut into record-aligned pieces
   // (not in a dry run: nothing is handed on, so the threads would keep every piece; not for a Parquet output,

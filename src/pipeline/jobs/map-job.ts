@@ -14,6 +14,7 @@ import { rowFormatOf } from '../table/row-encoders.js';
 import type { InputRow, TableSink, TableSource } from '../table/table.js';
 import type { ColumnType, TypedHeader } from '../table/typed-cells.js';
 import { EncodedWrites, RowThreads, YOUNG_GENERATION_MB } from '../threads/row-threads.js';
+import { isPreparingSource } from '../threads/parquet-read-thread.js';
 import { isPieceSource, type TableInput } from '../threads/table-input.js';
 import { mapBatchV2 } from '../v2/map-v2.js';
 
@@ -113,8 +114,23 @@ export async function runMapJob(job: MapJob): Promise<MapRunResult> {
           YOUNG_GENERATION_MB.map,
         )
       : undefined;
+  // a Parquet input read on its own thread: it prepares the rows there and, for a text output, keeps and encodes them
+  const preparing = isTableInput(input) && isPreparingSource(input) ? input : undefined;
+  const keptThere =
+    preparing !== undefined && output.kind === 'table'
+      ? {
+          format: encoded ?? { format: 'parquet' as const, width: output.header.length },
+          v2,
+          layout: job.layout ?? defaultLayout(job.columns),
+        }
+      : undefined;
+  const encoding: ChunkEncoding | undefined =
+    threads ??
+    (keptThere !== undefined && preparing !== undefined
+      ? { threads: 1, encode: (chunk, rejects) => preparing.encode(chunk, rejects) }
+      : undefined);
   try {
-    const onChunk = chunkWriter(job, threads);
+    const onChunk = chunkWriter(job, encoding);
     const engine: MapEngine = new MapEngine({
       columns: job.columns,
       mapBatch: v2 ? mapBatchV2(job.client) : (request, signal) => job.client.mapV3(request, { signal }),
@@ -123,7 +139,7 @@ export async function runMapJob(job: MapJob): Promise<MapRunResult> {
       ...(job.batchSize !== undefined ? { batchSize: job.batchSize } : {}),
       failFast: job.failFast === true,
       // --emit-hash: each chunk keeps the hashes it sent until it is written (the row threads keep their own)
-      keepSentHashes: job.layout?.emitHash === true && threads === undefined,
+      keepSentHashes: job.layout?.emitHash === true && encoding === undefined,
       ...(job.maxAttempts !== undefined ? { maxAttempts: job.maxAttempts } : {}),
       ...(job.signal !== undefined ? { signal: job.signal } : {}),
       ...(job.graceMs !== undefined ? { graceMs: job.graceMs } : {}),
@@ -135,12 +151,21 @@ export async function runMapJob(job: MapJob): Promise<MapRunResult> {
     });
     const result = await (threads !== undefined && pieces !== undefined
       ? engine.runPrepared(threads.prepared(pieces))
-      : engine.run(isTableInput(input) ? (input as TableSource).rows() : input));
+      : preparing !== undefined
+        ? engine.runPrepared(preparing.preparedChunks(job.columns, keptThere))
+        : engine.run(isTableInput(input) ? (input as TableSource).rows() : input));
     if (result.outcome.kind === 'completed') await onChunk.flush();
     return result;
   } finally {
     await threads?.close();
+    await preparing?.closeThread();
   }
+}
+
+/** Who encodes answered chunks whose rows a worker thread keeps: the CSV row threads, or a Parquet reading thread. */
+interface ChunkEncoding {
+  readonly threads: number;
+  encode(chunk: RowChunk, rejects: boolean): Promise<{ bytes: Uint8Array; rejectBytes: Uint8Array | null }>;
 }
 
 function isTableInput(input: MapJob['input']): input is TableInput {
@@ -150,7 +175,7 @@ function isTableInput(input: MapJob['input']): input is TableInput {
 /** How answered chunks reach the output: encoded by the row threads that hold their rows, or here. */
 function chunkWriter(
   job: MapJob,
-  threads: RowThreads | undefined,
+  threads: ChunkEncoding | undefined,
 ): { write(chunk: RowChunk): Promise<void>; flush(): Promise<void> } {
   const output = job.output;
   if (output.kind === 'chunks') return { write: (chunk) => output.onChunk(chunk), flush: () => Promise.resolve() };

@@ -1,22 +1,26 @@
 /** Writes the output table as a Parquet file, one row group at a time, with typed result columns. */
+import { existsSync } from 'node:fs';
 import { rename, unlink, type FileHandle } from 'node:fs/promises';
-import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
+import { fileURLToPath } from 'node:url';
+import type { ParquetEncodeTask } from './parquet-encode-thread-entry.js';
+import { blockRowCount, ParquetCellError, ParquetEncoder, type ParquetLayout } from './parquet-encoder.js';
 import { fileFailure, finalModeFor, openOutputTemp } from './output-file.js';
+import { packRows } from './row-encoders.js';
 import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
 import type { ColumnType } from './typed-cells.js';
-
-/** Rows held before they are written as one row group: big enough for good compression, small for memory. */
-export const PARQUET_ROW_GROUP_ROWS = 50_000;
-
-type SchemaElement = ConstructorParameters<typeof ParquetWriter>[0]['schema'][number];
-type Cell = string | bigint | boolean | null;
+import { WorkerPool, type ThrownInWorker } from '../workers/worker-pool.js';
 
 /**
- * Parquet output, typed by the column types (typed-cells.ts): input cells as UTF-8 strings exactly as read ('' too);
- * the tool's own columns as what they hold: strings, INT64 ('integer', and 'unix_time' in seconds), BOOLEAN, and
- * 'iso_time' as a UTC TIMESTAMP in milliseconds; an empty cell of the tool's own columns as null. Rows wait in
- * column arrays until a row group is full, so memory is bounded by one row group whatever the output's size.
- * Like the CSV sink, the file is written beside the target and renamed into place only by commit().
+ * Rows held before they are written as one row group. A group's columns are held in full until it is encoded,
+ * so this bounds the writer's memory; bigger groups compress a little better (one dictionary per column per
+ * group) and cost readers less per row, smaller ones bound memory tighter. See bench/formats.mjs.
+ */
+export const PARQUET_ROW_GROUP_ROWS = 50_000;
+
+/**
+ * Parquet output, typed by the column types (see parquet-encoder.ts). With `threads` > 0 the row groups are
+ * encoded on a worker thread while this thread goes on mapping; the file is the same byte for byte. Like the CSV
+ * sink, the file is written beside the target and renamed into place only by commit().
  */
 export async function openParquetSink(
   opts: OpenSinkOptions,
@@ -45,82 +49,210 @@ export async function openParquetSink(
   }
   const types = opts.types ?? [];
   if (types.length > opts.header.length) throw new Error('more column types than columns');
-  return ParquetSink.create(
-    opts.path,
-    opts.header,
-    opts.header.map((_, i): ColumnType => types[i] ?? 'input'),
-    opts.mode,
-    rowGroupRows,
-  );
+  const layout: ParquetLayout = {
+    header: opts.header,
+    types: opts.header.map((_, i): ColumnType => types[i] ?? 'input'),
+    rowGroupRows: Math.max(1, rowGroupRows),
+  };
+  const threaded = (opts.threads ?? 0) > 0 && encodeWorkerPresent();
+  const encoding: Encoding = threaded ? new ThreadedEncoding(layout) : new InlineEncoding(layout);
+  const { target, tmp, handle } = await openOutputTemp(opts.path);
+  return new ParquetSink(target, tmp, handle, encoding, opts.mode ?? 0o666);
+}
+
+/**
+ * V8 heap limits of the encoding thread. Its rows wait as bytes outside the heap, so what the heap holds is one
+ * column's values at a time; a smaller young generation costs more scavenging, a larger one more memory (see
+ * bench/formats.mjs).
+ */
+const ENCODE_THREAD_LIMITS = { maxYoungGenerationSizeMb: 32, maxOldGenerationSizeMb: 256 };
+
+/** Compiled beside this module in dist/. */
+const ENCODE_WORKER = new URL('./parquet-encode-thread-entry.js', import.meta.url);
+let encodeWorkerFound: boolean | undefined;
+
+/** Run from the TypeScript sources (vitest) there is no compiled worker to start: encoding stays on this thread. */
+function encodeWorkerPresent(): boolean {
+  encodeWorkerFound ??= existsSync(fileURLToPath(ENCODE_WORKER));
+  return encodeWorkerFound;
+}
+
+/** Rows to bytes, in order: on this thread, or on a worker thread. */
+interface Encoding {
+  /** Takes rows; the caller may change the arrays once this returns. */
+  add(rows: readonly (readonly string[])[]): void;
+  /** Takes a block of rows made by utf8RowBlock(); the block is the encoding's from here on. */
+  addBlock(block: Uint8Array): void;
+  /** Whether more rows are waiting to be encoded than writeRows should let pile up. */
+  readonly full: boolean;
+  /** The oldest bytes not yet taken (waits for them), or undefined when nothing is waiting. */
+  next(): Promise<Uint8Array | undefined>;
+  /** Whether next() would answer without waiting. */
+  readonly ready: boolean;
+  /** Ends the file: its remaining bytes (after every earlier next()). */
+  finish(): Promise<Uint8Array>;
+  close(): Promise<void>;
+}
+
+class InlineEncoding implements Encoding {
+  private readonly encoder: ParquetEncoder;
+  private encoded: Uint8Array[] = [];
+  readonly full = false;
+
+  constructor(layout: ParquetLayout) {
+    this.encoder = new ParquetEncoder(layout);
+  }
+
+  add(rows: readonly (readonly string[])[]): void {
+    const bytes = this.encoder.addRows(rows);
+    if (bytes.length > 0) this.encoded.push(bytes);
+  }
+
+  addBlock(block: Uint8Array): void {
+    const bytes = this.encoder.addBlock(block);
+    if (bytes.length > 0) this.encoded.push(bytes);
+  }
+
+  get ready(): boolean {
+    return this.encoded.length > 0;
+  }
+
+  async next(): Promise<Uint8Array | undefined> {
+    return this.encoded.shift();
+  }
+
+  async finish(): Promise<Uint8Array> {
+    return this.encoder.finish();
+  }
+
+  async close(): Promise<void> {
+    this.encoded = [];
+  }
+}
+
+/**
+ * The row groups encoded on one worker thread, which holds the file's encoder: rows are packed and sent as they
+ * come; while the thread encodes a full group, up to another group's worth of rows may wait for it (about one
+ * group's memory more, so that mapping does not stop while a group is encoded).
+ */
+class ThreadedEncoding implements Encoding {
+  private readonly pool: WorkerPool<ParquetEncodeTask, Uint8Array>;
+  private readonly queue: { rows: number; bytes: Promise<Uint8Array>; settled: boolean }[] = [];
+  private waitingRows = 0;
+
+  constructor(private readonly layout: ParquetLayout) {
+    this.pool = new WorkerPool<ParquetEncodeTask, Uint8Array>({
+      script: ENCODE_WORKER,
+      size: 1,
+      workerData: layout,
+      purpose: 'Parquet encoding',
+      revive: reviveCellError,
+      resourceLimits: ENCODE_THREAD_LIMITS,
+    });
+  }
+
+  add(rows: readonly (readonly string[])[]): void {
+    const packed = packRows(rows);
+    const transfer = [packed.cellLengths.buffer as ArrayBuffer, packed.rowWidths.buffer as ArrayBuffer];
+    this.submit(this.pool.runOn(0, { rows: packed }, transfer), rows.length);
+  }
+
+  addBlock(block: Uint8Array): void {
+    // a block that is a view of a bigger buffer is copied: handing the buffer over would empty it for its owner
+    const own = block.byteOffset === 0 && block.byteLength === block.buffer.byteLength ? block : block.slice();
+    const rows = blockRowCount(own);
+    this.submit(this.pool.runOn(0, { block: own }, [own.buffer as ArrayBuffer]), rows);
+  }
+
+  private submit(bytes: Promise<Uint8Array>, rows: number): void {
+    const entry = { rows, bytes, settled: false };
+    // awaited in order later; until then a failure must not count as unhandled
+    bytes.then(
+      () => (entry.settled = true),
+      () => (entry.settled = true),
+    );
+    this.queue.push(entry);
+    this.waitingRows += rows;
+  }
+
+  get ready(): boolean {
+    return this.queue[0]?.settled === true;
+  }
+
+  get full(): boolean {
+    return this.waitingRows > this.layout.rowGroupRows;
+  }
+
+  async next(): Promise<Uint8Array | undefined> {
+    const head = this.queue.shift();
+    if (head === undefined) return undefined;
+    this.waitingRows -= head.rows;
+    return head.bytes;
+  }
+
+  finish(): Promise<Uint8Array> {
+    return this.pool.runOn(0, {});
+  }
+
+  async close(): Promise<void> {
+    this.queue.length = 0;
+    await this.pool.close();
+  }
+}
+
+function reviveCellError(thrown: ThrownInWorker): Error | undefined {
+  if (thrown.name !== 'ParquetCellError') return undefined;
+  return new ParquetCellError(String(thrown.fields.column), String(thrown.fields.expected));
 }
 
 class ParquetSink implements TableSink {
-  private columns: Cell[][];
-  private buffered = 0;
   private finished = false;
-  private lastIso = '';
-  private lastIsoMs = 0n;
 
-  private constructor(
+  constructor(
     private readonly target: string,
     private readonly tmp: string,
     private readonly handle: FileHandle,
-    private readonly out: FileWriter,
-    private readonly parquet: ParquetWriter,
-    private readonly header: readonly string[],
-    private readonly types: readonly ColumnType[],
-    private readonly rowGroupRows: number,
+    private readonly encoding: Encoding,
     private readonly mode: number,
-  ) {
-    this.columns = header.map(() => []);
-  }
-
-  static async create(
-    target: string,
-    header: readonly string[],
-    types: readonly ColumnType[],
-    mode = 0o666,
-    rowGroupRows: number,
-  ): Promise<ParquetSink> {
-    const { target: final, tmp, handle } = await openOutputTemp(target);
-    const out = new FileWriter(handle);
-    const schema: SchemaElement[] = [
-      { name: 'root', num_children: header.length },
-      ...header.map((name, i) => schemaElement(name, types[i])),
-    ];
-    const parquet = new ParquetWriter({ writer: out, schema, codec: 'SNAPPY', createdBy: 'uid2-batch' });
-    return new ParquetSink(final, tmp, handle, out, parquet, header, types, Math.max(1, rowGroupRows), mode);
-  }
+  ) {}
 
   async writeRows(rows: string[][]): Promise<void> {
     if (this.finished) throw new Error('write after the output was committed or aborted');
-    const width = this.header.length;
-    for (const row of rows) {
-      for (let c = 0; c < width; c++) this.columns[c].push(this.cellValue(c, row[c] ?? ''));
-      this.buffered++;
-      if (this.buffered >= this.rowGroupRows) await this.writeGroup();
+    if (rows.length === 0) return;
+    try {
+      this.encoding.add(rows);
+      // bytes already encoded are written as this thread comes by; it waits only when too many rows are waiting
+      while (this.encoding.full || this.encoding.ready) await this.writeNext();
+    } catch (err) {
+      throw this.translate(err);
     }
   }
 
-  async writeEncoded(): Promise<void> {
-    throw new Error('Parquet output takes rows, not encoded text: open the run without output encoding threads');
+  /** Rows already made into a block by utf8RowBlock() (on a thread that kept them), after the rows before. */
+  async writeEncoded(block: Uint8Array): Promise<void> {
+    if (this.finished) throw new Error('write after the output was committed or aborted');
+    try {
+      this.encoding.addBlock(block);
+      while (this.encoding.full || this.encoding.ready) await this.writeNext();
+    } catch (err) {
+      throw this.translate(err);
+    }
   }
 
   async commit(): Promise<void> {
     if (this.finished) throw new Error('commit after the output was committed or aborted');
+    this.finished = true;
     try {
-      if (this.buffered > 0) await this.writeGroup();
-      this.finished = true;
-      await this.parquet.finish();
-      await this.out.drain();
+      while (await this.writeNext()) {}
+      await writeAll(this.handle, await this.encoding.finish());
+      await this.encoding.close();
       await this.handle.sync();
       await this.handle.chmod(finalModeFor(this.target, this.mode));
       await this.handle.close();
       await rename(this.tmp, this.target);
     } catch (err) {
-      this.finished = true;
       await this.discard();
-      throw err instanceof OutputError ? err : fileFailure(this.target, err as Error);
+      throw this.translate(err);
     }
   }
 
@@ -130,120 +262,25 @@ class ParquetSink implements TableSink {
     await this.discard();
   }
 
+  /** Writes the oldest encoded bytes; false when there were none. */
+  private async writeNext(): Promise<boolean> {
+    const bytes = await this.encoding.next();
+    if (bytes === undefined) return false;
+    if (bytes.length > 0) await writeAll(this.handle, bytes);
+    return true;
+  }
+
+  private translate(err: unknown): Error {
+    if (err instanceof OutputError) return err;
+    if (err instanceof ParquetCellError)
+      return new OutputError(this.target, err.message, 'this is a bug: please report it');
+    return fileFailure(this.target, err as Error);
+  }
+
   private async discard(): Promise<void> {
+    await this.encoding.close().catch(() => undefined);
     await this.handle.close().catch(() => undefined);
     await unlink(this.tmp).catch(() => undefined);
-  }
-
-  private cellValue(column: number, cell: string): Cell {
-    const type = this.types[column];
-    if (type === 'input') return cell;
-    if (cell === '') return null;
-    switch (type) {
-      case 'string':
-        return cell;
-      case 'boolean':
-        if (cell === 'true') return true;
-        if (cell === 'false') return false;
-        throw this.notA(column, 'boolean (true or false)');
-      case 'integer':
-      case 'unix_time':
-        return this.wholeNumber(column, cell);
-      case 'iso_time':
-        return this.timestampMs(column, cell);
-    }
-  }
-
-  private wholeNumber(column: number, cell: string): bigint {
-    if (!/^-?\d{1,19}$/.test(cell)) throw this.notA(column, 'whole number');
-    return BigInt(cell);
-  }
-
-  /** An ISO time cell as UTC milliseconds; the tool writes Unix seconds where no ISO text exists (beyond year 275760). */
-  private timestampMs(column: number, cell: string): bigint {
-    if (cell === this.lastIso) return this.lastIsoMs;
-    const ms = /^-?\d+$/.test(cell) ? this.wholeNumber(column, cell) * 1000n : Date.parse(cell);
-    if (typeof ms === 'number' && !Number.isFinite(ms)) throw this.notA(column, 'time');
-    // times repeat from row to row (refresh times fall on UTC midnights): the last one is kept
-    this.lastIso = cell;
-    this.lastIsoMs = BigInt(ms);
-    return this.lastIsoMs;
-  }
-
-  private notA(column: number, what: string): OutputError {
-    return new OutputError(
-      this.target,
-      `column '${this.header[column]}' holds a value that is not a ${what}`,
-      'this is a bug: please report it',
-    );
-  }
-
-  private async writeGroup(): Promise<void> {
-    const columnData = this.header.map((name, c) => ({ name, data: this.columns[c] }));
-    this.columns = this.header.map(() => []);
-    const rows = this.buffered;
-    this.buffered = 0;
-    try {
-      await this.parquet.write({ columnData, rowGroupSize: rows });
-      await this.out.drain();
-    } catch (err) {
-      throw err instanceof OutputError ? err : fileFailure(this.target, err as Error);
-    }
-  }
-}
-
-function schemaElement(name: string, type: ColumnType): SchemaElement {
-  switch (type) {
-    case 'integer':
-    case 'unix_time':
-      return { name, type: 'INT64', repetition_type: 'OPTIONAL' };
-    case 'boolean':
-      return { name, type: 'BOOLEAN', repetition_type: 'OPTIONAL' };
-    case 'iso_time':
-      return {
-        name,
-        type: 'INT64',
-        repetition_type: 'OPTIONAL',
-        converted_type: 'TIMESTAMP_MILLIS',
-        logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' },
-      };
-    default:
-      return {
-        name,
-        type: 'BYTE_ARRAY',
-        repetition_type: 'OPTIONAL',
-        converted_type: 'UTF8',
-        logical_type: { type: 'STRING' },
-      };
-  }
-}
-
-/**
- * The Parquet writer's byte buffer, written to the file whenever the writer flushes (after each row group) and
- * at the end, so the buffer holds at most one row group.
- */
-class FileWriter extends ByteWriter {
-  private writing: Promise<void> = Promise.resolve();
-
-  constructor(private readonly handle: FileHandle) {
-    super(1024 * 1024);
-  }
-
-  flush(): Promise<void> {
-    if (this.index === 0) return this.writing;
-    // copied: the writer reuses its buffer for the next row group while this one is still being written
-    const bytes = new Uint8Array(this.buffer, 0, this.index).slice();
-    this.index = 0;
-    this.writing = this.writing.then(() => writeAll(this.handle, bytes));
-    return this.writing;
-  }
-
-  override finish(): Promise<void> {
-    return this.flush();
-  }
-
-  drain(): Promise<void> {
-    return this.flush();
   }
 }
 

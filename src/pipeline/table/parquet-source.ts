@@ -10,6 +10,7 @@ import {
   type SchemaTree,
 } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
+import { pageLocationsOf, type PageLocation } from './parquet-pages.js';
 import {
   InputError,
   type InputRow,
@@ -20,8 +21,8 @@ import {
 
 const DEFAULT_CHUNK_ROWS = 2000;
 /**
- * Rows decoded at once when the file has page offsets (an offset index): only the pages of those rows are
- * read, so a big row group does not have to be decoded, and held, all at once.
+ * Rows decoded at once: only the pages of those rows are read (found by the file's offset index, or, without
+ * one, by reading the pages' headers), so a big row group is never decoded, and held, all at once.
  */
 const SLICE_ROWS = 10_000;
 
@@ -140,6 +141,8 @@ class ParquetTable implements ParquetTableSource {
   readonly totalBytes: number;
   private consumed = 0;
   private iterated = false;
+  /** Columns that are not nested: their pages count rows. */
+  private readonly flatColumns: ReadonlySet<string>;
 
   constructor(
     readonly name: string,
@@ -150,6 +153,7 @@ class ParquetTable implements ParquetTableSource {
   ) {
     this.header = columns.map((c) => c.name);
     this.totalBytes = file.byteLength;
+    this.flatColumns = new Set(columns.filter((c) => c.kind !== 'nested').map((c) => c.name));
   }
 
   bytesRead(): number {
@@ -168,46 +172,71 @@ class ParquetTable implements ParquetTableSource {
 
   private async *chunks(): AsyncGenerator<InputRow[]> {
     let rowStart = 0;
-    for (const group of this.metadata.row_groups) {
-      const count = Number(group.num_rows);
+    const groups = this.metadata.row_groups;
+    for (let g = 0; g < groups.length; g++) {
+      const count = Number(groups[g].num_rows);
       const rowEnd = rowStart + count;
-      // without page offsets every slice would read the whole column chunks again: then the group is one slice
-      const slice = group.columns.every((c) => c.offset_index_offset !== undefined) ? SLICE_ROWS : count;
+      const pages = count > SLICE_ROWS ? await this.pagesOf(g, rowStart, rowEnd) : undefined;
+      const slice = pages === undefined ? count : pages.sliceRows;
       for (let from = rowStart; from < rowEnd; from += slice) {
-        const rows = await this.readGroup(from, Math.min(rowEnd, from + slice), slice < count);
+        const rows = await this.readRows(from, Math.min(rowEnd, from + slice), pages);
         for (let i = 0; i < rows.length; i += this.chunkRows) yield rows.slice(i, i + this.chunkRows);
       }
-      this.consumed += Number(group.total_compressed_size ?? 0n);
+      this.consumed += Number(groups[g].total_compressed_size ?? 0n);
       rowStart = rowEnd;
     }
   }
 
-  /** Rows of one row group; the row's number in the file (from 1) stands where a text file has its line. */
-  private async readGroup(rowStart: number, rowEnd: number, useOffsetIndex: boolean): Promise<InputRow[]> {
-    let data: unknown[][] = [];
+  /**
+   * How the pages of group `g` are found: by the offset index when every column chunk has one, else by their
+   * headers. Undefined when the group is better read whole: its pages cannot be told (columns nested in lists
+   * or maps), or a page holds about the whole group (a page is decoded whole, for every slice it is part of).
+   */
+  private async pagesOf(g: number, rowStart: number, rowEnd: number): Promise<GroupPages | undefined> {
+    if (this.metadata.row_groups[g].columns.every((c) => c.offset_index_offset !== undefined))
+      return { sliceRows: SLICE_ROWS };
+    let located: Record<string, PageLocation[]> | undefined;
     try {
-      await parquetRead({
-        file: this.file,
-        metadata: this.metadata,
-        rowStart,
-        rowEnd,
-        useOffsetIndex,
-        compressors,
-        onComplete: (rows: unknown[][]) => {
-          data = rows;
-        },
-      });
+      located = await pageLocationsOf(this.file, this.metadata, g, this.flatColumns);
     } catch (err) {
-      const reason =
-        err instanceof Error && /compression|codec/i.test(err.message)
-          ? 'is compressed with a codec this build cannot read'
-          : 'cannot be decoded (corrupt data?)';
-      throw new InputError(
-        this.name,
-        undefined,
-        `the row group holding rows ${rowStart + 1} to ${rowEnd} ${reason}`,
-        'export it again, with SNAPPY, ZSTD or GZIP compression',
-      );
+      throw this.unreadable(rowStart, rowEnd, err);
+    }
+    if (located === undefined) return undefined;
+    // slices at least as long as the longest page: each page is then decoded at most twice
+    let longest = 0;
+    for (const pages of Object.values(located)) {
+      for (let i = 0; i < pages.length; i++) {
+        const end = i + 1 < pages.length ? Number(pages[i + 1].first_row_index) : rowEnd - rowStart;
+        longest = Math.max(longest, end - Number(pages[i].first_row_index));
+      }
+    }
+    const sliceRows = Math.max(SLICE_ROWS, longest);
+    if (sliceRows * 2 > rowEnd - rowStart) return undefined;
+    const byGroup: Record<string, PageLocation[]>[] = [];
+    byGroup[g] = located;
+    return { sliceRows, byGroup };
+  }
+
+  /** Rows rowStart to rowEnd of one row group; the row's number in the file (from 1) stands where a text file has its line. */
+  private async readRows(rowStart: number, rowEnd: number, pages: GroupPages | undefined): Promise<InputRow[]> {
+    let data: unknown[][] = [];
+    // hyparquet reads only the pages of the rows asked for when it is given their locations (pageLocationsByGroup)
+    const options: Parameters<typeof parquetRead>[0] & { pageLocationsByGroup?: Record<string, PageLocation[]>[] } = {
+      file: this.file,
+      metadata: this.metadata,
+      rowStart,
+      rowEnd,
+      useOffsetIndex: pages !== undefined && pages.byGroup === undefined,
+      compressors,
+      onComplete: (rows: unknown[][]) => {
+        data = rows;
+      },
+      ...(pages?.byGroup !== undefined ? { pageLocationsByGroup: pages.byGroup } : {}),
+    };
+    try {
+      await parquetRead(options);
+    } catch (err) {
+      throw this.unreadable(rowStart, rowEnd, err);
     }
     const width = this.header.length;
     const out: InputRow[] = new Array(data.length);
@@ -219,6 +248,25 @@ class ParquetTable implements ParquetTableSource {
     }
     return out;
   }
+
+  private unreadable(rowStart: number, rowEnd: number, err: unknown): InputError {
+    const reason =
+      err instanceof Error && /compression|codec/i.test(err.message)
+        ? 'is compressed with a codec this build cannot read'
+        : 'cannot be decoded (corrupt data?)';
+    return new InputError(
+      this.name,
+      undefined,
+      `the row group holding rows ${rowStart + 1} to ${rowEnd} ${reason}`,
+      'export it again, with SNAPPY, ZSTD or GZIP compression',
+    );
+  }
+}
+
+/** How a row group is read in slices: rows per slice, and its pages' locations when the file has no offset index. */
+interface GroupPages {
+  sliceRows: number;
+  byGroup?: Record<string, PageLocation[]>[];
 }
 
 /** A Parquet value as a cell: strings as stored, scalars as their plain text, nested values as JSON, null as ''. */

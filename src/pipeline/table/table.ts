@@ -88,6 +88,11 @@ export interface OpenSourceOptions {
    * InputError. The header record is never skipped. Absent: the first such record is an InputError.
    */
   onBadRecord?: (bad: BadRecord) => void;
+  /**
+   * Parquet only: decode the rows on a worker thread when a compiled one exists (see
+   * threads/parquet-read-thread.ts; opened by threads/table-input.ts), not on this thread.
+   */
+  readThread?: boolean;
 }
 
 /** A record skipped because it cannot be read: where it is and why. Never its content (it may be an email). */

@@ -1,7 +1,9 @@
 /** Opens an input for a run: as pieces of CSV for the row threads, or as parsed rows. */
 import { openParts } from '../table/parts-source.js';
+import type { ParquetTableSource } from '../table/parquet-source.js';
 import { openSource, resolveFormat } from '../table/source.js';
 import type { OpenSourceOptions, TableSource } from '../table/table.js';
+import { parquetReadThreadAvailable, ParquetThreadSource } from './parquet-read-thread.js';
 import { openCsvPieces, type CsvPieceSource } from './piece-source.js';
 import { RowThreads } from './row-threads.js';
 
@@ -14,10 +16,13 @@ export function isPieceSource(input: TableInput): input is CsvPieceSource {
 
 /**
  * Opens the input for `threads` row threads: a CSV input as pieces when there are threads to parse them (and a
- * compiled thread script to start), anything else as parsed rows. Records that cannot be read are skipped
+ * compiled thread script to start), a Parquet input asked to (readThread) as rows decoded on a thread of its
+ * own, anything else as parsed rows. Records that cannot be read are skipped
  * (`onBadRecord`) by the parsing on this thread only, so that mode reads as parsed rows too.
  */
 export async function openTableInput(options: OpenSourceOptions, threads: number): Promise<TableInput> {
+  if (options.readThread === true && resolveFormat(options) === 'parquet' && parquetReadThreadAvailable())
+    return new ParquetThreadSource((await openSource(options)) as ParquetTableSource, options.chunkRows);
   const pieces =
     threads > 0 && options.onBadRecord === undefined && resolveFormat(options) === 'csv' && RowThreads.available();
   return pieces ? openCsvPieces(options) : openSource(options);

@@ -149,22 +149,37 @@ export class WorkerPool<In, Out> {
   }
 }
 
-/** The worker side: answers each task with handler's result, or with the message of what it threw. */
-export function serveTasks<In, Out>(handler: (input: In) => { output: Out; transfer?: ArrayBuffer[] }): void {
+/**
+ * The worker side: answers each task with handler's result, or with the message of what it threw. A handler may
+ * answer later (a promise): tasks then run interleaved, and each is answered when it settles.
+ */
+export function serveTasks<In, Out>(handler: (input: In) => TaskResult<Out> | Promise<TaskResult<Out>>): void {
   const port = parentPort;
   if (port === null) throw new Error('serveTasks: not running in a worker thread');
+  const fail = (id: number, err: unknown) => port.postMessage({ id, ok: false, error: thrownAsData(err) });
+  const answer = (id: number, result: TaskResult<Out>) => {
+    const message: AnswerMessage<Out> = { id, ok: true, output: result.output };
+    port.postMessage(message, result.transfer ?? []);
+  };
   port.on('message', (message: TaskMessage<In>) => {
-    let answer: AnswerMessage<Out>;
-    let transfer: ArrayBuffer[] = [];
     try {
       const result = handler(message.input);
-      answer = { id: message.id, ok: true, output: result.output };
-      transfer = result.transfer ?? [];
+      if (result instanceof Promise)
+        result.then(
+          (r) => answer(message.id, r),
+          (err: unknown) => fail(message.id, err),
+        );
+      else answer(message.id, result);
     } catch (err) {
-      answer = { id: message.id, ok: false, error: thrownAsData(err) };
+      fail(message.id, err);
     }
-    port.postMessage(answer, transfer);
   });
+}
+
+/** A task's answer, and the buffers to hand over (transfer) with it. */
+export interface TaskResult<Out> {
+  output: Out;
+  transfer?: ArrayBuffer[];
 }
 
 function thrownAsData(err: unknown): ThrownInWorker {

@@ -1,0 +1,227 @@
+/**
+ * Reads a Parquet input's rows on a worker thread, prepares their identifier cells there for a map run, and, for
+ * a text output, keeps the rows there until their answers come back and encodes them there.
+ */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { EngineChunk } from '../map/map-engine.js';
+import type { PreparedRows } from '../map/prepare-rows.js';
+import type { ResultLayout } from '../map/result-columns.js';
+import type { RowChunk } from '../map/row-chunk.js';
+import type { IdentifierColumn } from '../table/identifier-columns.js';
+import type { ParquetColumn, ParquetTableSource } from '../table/parquet-source.js';
+import { unpackRows, type PackedRows, type RowFormat } from '../table/row-encoders.js';
+import { InputError, type InputRow, type SourceProblemCounts } from '../table/table.js';
+import { WorkerPool, type ThrownInWorker } from '../workers/worker-pool.js';
+import { packAnswers, type SlotAnswers } from './row-threads.js';
+
+/**
+ * How the thread writes a map run's output rows when it keeps them: plain data. A Parquet output gets them as
+ * blocks of UTF-8 rows (parquet-encoder.ts utf8RowBlock), which its sink hands on to its own encoding thread.
+ */
+export interface ParquetOutputConfig {
+  format: RowFormat | { format: 'parquet'; width: number };
+  /** map --api v2 result columns. */
+  v2: boolean;
+  layout: ResultLayout;
+}
+
+/** What the thread is told at its start. Plain data. */
+export interface ParquetReadConfig {
+  path: string;
+  chunkRows?: number;
+  /** The identifier columns to prepare (map); absent: rows only. */
+  columns?: IdentifierColumn[];
+  /** With columns: the rows stay in the thread, which encodes them with their answers. */
+  output?: ParquetOutputConfig;
+}
+
+export type ParquetReadTask =
+  | { task: 'next' }
+  /** Append the answers' cells to the kept rows of `piece`, encode them (and the --rejects rows), let them go. */
+  | { task: 'encode'; piece: number; answers: SlotAnswers; rejects: boolean };
+
+/** Encoded output text of a piece, and of its --rejects rows. */
+export interface EncodedPiece {
+  bytes: Uint8Array;
+  rejectBytes: Uint8Array | null;
+}
+
+export type ParquetReadAnswer =
+  /** One chunk: its rows (lines following each other from firstLine), or the piece the thread keeps them as. */
+  | {
+      task: 'next';
+      done: false;
+      firstLine: number;
+      rows?: PackedRows;
+      piece?: number;
+      rowCount: number;
+      prepared?: PreparedRows;
+      bytesRead: number;
+    }
+  | { task: 'next'; done: true; bytesRead: number }
+  | { task: 'encode'; encoded: EncodedPiece };
+
+/** Chunks asked for ahead of the one being used: the thread decodes while this thread maps. */
+const CHUNKS_AHEAD = 4;
+
+/**
+ * V8 heap limits of the reading thread: what it decodes dies young (it is packed and handed over), so a young
+ * generation that holds a few slices' worth keeps it from being copied into the old one; the old one holds little.
+ */
+const READ_THREAD_LIMITS = { maxYoungGenerationSizeMb: 32, maxOldGenerationSizeMb: 256 };
+
+/** Compiled beside this module in dist/. */
+const READ_WORKER = new URL('./parquet-read-thread-entry.js', import.meta.url);
+let readWorkerFound: boolean | undefined;
+
+/** Run from the TypeScript sources (vitest) there is no compiled thread script: the rows are read here. */
+export function parquetReadThreadAvailable(): boolean {
+  readWorkerFound ??= existsSync(fileURLToPath(READ_WORKER));
+  return readWorkerFound;
+}
+
+/**
+ * A source whose rows come with their identifier cells already prepared, for MapEngine.runPrepared(). Given an
+ * output, the rows stay where they were read (chunks carry a ticket, not rows) and encode() writes them;
+ * closeThread() lets the thread go once the last chunk is encoded.
+ */
+export interface PreparingSource {
+  preparedChunks(columns: readonly IdentifierColumn[], output?: ParquetOutputConfig): AsyncIterable<EngineChunk>;
+  encode(chunk: RowChunk, rejects: boolean): Promise<EncodedPiece>;
+  closeThread(): Promise<void>;
+}
+
+export function isPreparingSource(input: object): input is PreparingSource {
+  return 'preparedChunks' in input;
+}
+
+/**
+ * A Parquet input whose rows are decoded on a worker thread (which opens the file again) and handed over packed:
+ * one string and two arrays of lengths per chunk, which cost far less to pass than a string per cell. For a map
+ * run the thread also prepares (normalizes and hashes) the identifier cells, and for a text output it keeps the
+ * rows and encodes them once answered, as the CSV row threads do. The footer was read here, by the source this
+ * wraps, so a file that is not Parquet fails before any thread starts.
+ */
+export class ParquetThreadSource implements ParquetTableSource, PreparingSource {
+  readonly header: string[];
+  readonly notes: string[];
+  readonly name: string;
+  readonly totalBytes: number | undefined;
+  readonly columns: readonly ParquetColumn[];
+  private consumed = 0;
+  private iterated = false;
+  private pool: WorkerPool<ParquetReadTask, ParquetReadAnswer> | undefined;
+
+  constructor(
+    private readonly inner: ParquetTableSource,
+    private readonly chunkRows: number | undefined,
+  ) {
+    this.header = inner.header;
+    this.notes = inner.notes;
+    this.name = inner.name;
+    this.totalBytes = inner.totalBytes;
+    this.columns = inner.columns;
+  }
+
+  bytesRead(): number {
+    return this.consumed;
+  }
+
+  problems(): SourceProblemCounts {
+    return this.inner.problems();
+  }
+
+  async *rows(): AsyncGenerator<InputRow[]> {
+    try {
+      for await (const chunk of this.chunks({ path: this.name })) yield chunk.rows ?? [];
+    } finally {
+      await this.closeThread();
+    }
+  }
+
+  preparedChunks(columns: readonly IdentifierColumn[], output?: ParquetOutputConfig): AsyncIterable<EngineChunk> {
+    const config: ParquetReadConfig = {
+      path: this.name,
+      columns: [...columns],
+      ...(output !== undefined ? { output } : {}),
+    };
+    return this.chunks(config);
+  }
+
+  encode(chunk: RowChunk, rejects: boolean): Promise<EncodedPiece> {
+    const ticket = chunk.ticket;
+    if (ticket === undefined || this.pool === undefined)
+      return Promise.reject(new Error(`${this.name}: the chunk's rows are not kept by the reading thread`));
+    const answers = packAnswers(chunk);
+    const transfer = [
+      answers.status.buffer as ArrayBuffer,
+      answers.lengths.buffer as ArrayBuffer,
+      answers.r.buffer as ArrayBuffer,
+    ];
+    return this.pool.runOn(0, { task: 'encode', piece: ticket.piece, answers, rejects }, transfer).then((answer) => {
+      if (answer.task !== 'encode') throw new Error(`the reading thread answered an encode task with '${answer.task}'`);
+      return answer.encoded;
+    });
+  }
+
+  async closeThread(): Promise<void> {
+    await this.pool?.close();
+  }
+
+  private async *chunks(config: ParquetReadConfig): AsyncGenerator<EngineChunk> {
+    if (this.iterated) throw new Error(`${this.name}: rows() can be iterated only once`);
+    this.iterated = true;
+    const pool = new WorkerPool<ParquetReadTask, ParquetReadAnswer>({
+      script: READ_WORKER,
+      size: 1,
+      workerData: { ...config, ...(this.chunkRows !== undefined ? { chunkRows: this.chunkRows } : {}) },
+      purpose: 'reading Parquet',
+      revive: reviveInputError,
+      resourceLimits: READ_THREAD_LIMITS,
+    });
+    this.pool = pool;
+    const queue: Promise<ParquetReadAnswer>[] = [];
+    const ask = () => {
+      const answer = pool.runOn(0, { task: 'next' });
+      // awaited in order below; until then a failure must not count as unhandled
+      answer.catch(() => undefined);
+      queue.push(answer);
+    };
+    try {
+      for (let i = 0; i < CHUNKS_AHEAD; i++) ask();
+      for (;;) {
+        const answer = await (queue.shift() as Promise<ParquetReadAnswer>);
+        if (answer.task !== 'next') throw new Error(`the reading thread answered a read with '${answer.task}'`);
+        this.consumed = answer.bytesRead;
+        if (answer.done) return;
+        ask();
+        const prepared = answer.prepared as PreparedRows;
+        if (answer.piece !== undefined) {
+          yield { prepared, ticket: { thread: 0, piece: answer.piece } };
+          continue;
+        }
+        const cells = unpackRows(answer.rows as PackedRows);
+        const rows: InputRow[] = new Array(cells.length);
+        for (let r = 0; r < cells.length; r++) rows[r] = { line: answer.firstLine + r, cells: cells[r] };
+        yield { rows, prepared };
+      }
+    } finally {
+      queue.length = 0;
+      // the kept rows are still to be encoded once answered: the caller lets the thread go (closeThread)
+      if (config.output === undefined) await pool.close();
+    }
+  }
+}
+
+/** A file the thread cannot read is the user's input problem, reported as it would be without the thread. */
+function reviveInputError(thrown: ThrownInWorker): Error | undefined {
+  if (thrown.name !== 'InputError') return undefined;
+  const f = thrown.fields;
+  return new InputError(
+    String(f.file),
+    typeof f.line === 'number' ? f.line : undefined,
+    String(f.problem),
+    typeof f.hint === 'string' ? f.hint : undefined,
+  );
+}
