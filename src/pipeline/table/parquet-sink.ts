@@ -1,7 +1,5 @@
 /** Writes the output table as a Parquet file, one row group at a time, with typed result columns. */
-import { existsSync } from 'node:fs';
 import { rename, unlink, type FileHandle } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import type { ParquetEncodeTask } from './parquet-encode-thread-entry.js';
 import { blockRowCount, ParquetCellError, ParquetEncoder, type ParquetLayout } from './parquet-encoder.js';
 import { fileFailure, finalModeFor, openOutputTemp } from './output-file.js';
@@ -9,6 +7,7 @@ import { packRows } from './row-encoders.js';
 import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
 import type { ColumnType } from './typed-cells.js';
 import { WorkerPool, type ThrownInWorker } from '../workers/worker-pool.js';
+import { compiledScriptPresent } from '../workers/compiled-script.js';
 
 /**
  * Rows held before they are written as one row group. A group's columns are held in full until it is encoded,
@@ -54,7 +53,7 @@ export async function openParquetSink(
     types: opts.header.map((_, i): ColumnType => types[i] ?? 'input'),
     rowGroupRows: Math.max(1, rowGroupRows),
   };
-  const threaded = (opts.threads ?? 0) > 0 && encodeWorkerPresent();
+  const threaded = (opts.threads ?? 0) > 0 && compiledScriptPresent(ENCODE_WORKER);
   const encoding: Encoding = threaded ? new ThreadedEncoding(layout) : new InlineEncoding(layout);
   const { target, tmp, handle } = await openOutputTemp(opts.path);
   return new ParquetSink(target, tmp, handle, encoding, opts.mode ?? 0o666);
@@ -69,13 +68,6 @@ const ENCODE_THREAD_LIMITS = { maxYoungGenerationSizeMb: 32, maxOldGenerationSiz
 
 /** Compiled beside this module in dist/. */
 const ENCODE_WORKER = new URL('./parquet-encode-thread-entry.js', import.meta.url);
-let encodeWorkerFound: boolean | undefined;
-
-/** Run from the TypeScript sources (vitest) there is no compiled worker to start: encoding stays on this thread. */
-function encodeWorkerPresent(): boolean {
-  encodeWorkerFound ??= existsSync(fileURLToPath(ENCODE_WORKER));
-  return encodeWorkerFound;
-}
 
 /** Rows to bytes, in order: on this thread, or on a worker thread. */
 interface Encoding {

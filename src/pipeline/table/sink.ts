@@ -1,8 +1,6 @@
-import { existsSync } from 'node:fs';
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { finished } from 'node:stream/promises';
-import { fileURLToPath } from 'node:url';
 import {
   packRows,
   rowEncoder,
@@ -14,6 +12,7 @@ import {
 } from './row-encoders.js';
 import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
 import { WorkerPool } from '../workers/worker-pool.js';
+import { compiledScriptPresent } from '../workers/compiled-script.js';
 import { openParquetSink } from './parquet-sink.js';
 import { fileFailure, finalModeFor, openOutputTemp } from './output-file.js';
 import { GzipMembers } from './gzip-members.js';
@@ -32,7 +31,7 @@ export async function openSink(opts: OpenSinkOptions): Promise<TableSink> {
   const encode = rowEncoder(format);
   const preamble =
     writesHeaderLine(format) && opts.header.length > 0 ? `${opts.bom ? '\ufeff' : ''}${encode([opts.header])}` : '';
-  const threads = encodeWorkerPresent() ? Math.max(0, Math.floor(opts.threads ?? 0)) : 0;
+  const threads = compiledScriptPresent(ENCODE_WORKER) ? Math.max(0, Math.floor(opts.threads ?? 0)) : 0;
   const encoder: Encoder = threads > 0 ? new ThreadedEncoder(encode, format, threads) : { encode };
   const toStdout = opts.path === undefined || opts.path === '-';
   const sink = toStdout
@@ -50,16 +49,6 @@ export function compressionOf(opts: Pick<OpenSinkOptions, 'path' | 'compress'>):
 
 /** Compiled beside this module in dist/. */
 const ENCODE_WORKER = new URL('./encode-thread-entry.js', import.meta.url);
-let encodeWorkerFound: boolean | undefined;
-
-/**
- * Run from the TypeScript sources (vitest) there is no compiled worker to start: encoding stays on the main
- * thread, which writes the same bytes.
- */
-function encodeWorkerPresent(): boolean {
-  encodeWorkerFound ??= existsSync(fileURLToPath(ENCODE_WORKER));
-  return encodeWorkerFound;
-}
 
 interface Encoder {
   encode: RowEncoder;

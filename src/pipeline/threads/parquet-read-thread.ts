@@ -2,8 +2,6 @@
  * Reads a Parquet input's rows on a worker thread, prepares their identifier cells there for a map run, and, for
  * a text output, keeps the rows there until their answers come back and encodes them there.
  */
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import type { EngineChunk } from '../map/map-engine.js';
 import type { PreparedRows } from '../map/prepare-rows.js';
 import type { ResultLayout } from '../map/result-columns.js';
@@ -11,8 +9,10 @@ import type { RowChunk } from '../map/row-chunk.js';
 import type { IdentifierColumn } from '../table/identifier-columns.js';
 import type { ParquetColumn, ParquetTableSource } from '../table/parquet-source.js';
 import { unpackRows, type PackedRows, type RowFormat } from '../table/row-encoders.js';
-import { InputError, type InputRow, type SourceProblemCounts } from '../table/table.js';
-import { WorkerPool, type ThrownInWorker } from '../workers/worker-pool.js';
+import type { InputRow, SourceProblemCounts } from '../table/table.js';
+import { WorkerPool } from '../workers/worker-pool.js';
+import { compiledScriptPresent } from '../workers/compiled-script.js';
+import { reviveInputError } from './thread-errors.js';
 import { packAnswers, type SlotAnswers } from './row-threads.js';
 
 /**
@@ -73,12 +73,10 @@ const READ_THREAD_LIMITS = { maxYoungGenerationSizeMb: 32, maxOldGenerationSizeM
 
 /** Compiled beside this module in dist/. */
 const READ_WORKER = new URL('./parquet-read-thread-entry.js', import.meta.url);
-let readWorkerFound: boolean | undefined;
 
 /** Run from the TypeScript sources (vitest) there is no compiled thread script: the rows are read here. */
 export function parquetReadThreadAvailable(): boolean {
-  readWorkerFound ??= existsSync(fileURLToPath(READ_WORKER));
-  return readWorkerFound;
+  return compiledScriptPresent(READ_WORKER);
 }
 
 /**
@@ -212,16 +210,4 @@ export class ParquetThreadSource implements ParquetTableSource, PreparingSource 
       if (config.output === undefined) await pool.close();
     }
   }
-}
-
-/** A file the thread cannot read is the user's input problem, reported as it would be without the thread. */
-function reviveInputError(thrown: ThrownInWorker): Error | undefined {
-  if (thrown.name !== 'InputError') return undefined;
-  const f = thrown.fields;
-  return new InputError(
-    String(f.file),
-    typeof f.line === 'number' ? f.line : undefined,
-    String(f.problem),
-    typeof f.hint === 'string' ? f.hint : undefined,
-  );
 }

@@ -1,5 +1,3 @@
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import type { IdentifierColumn } from '../table/identifier-columns.js';
 import type { CsvPiece } from './piece-cutter.js';
 import type { CsvPieceSource } from './piece-source.js';
@@ -11,8 +9,10 @@ import { SLOT, type RowChunk } from '../map/row-chunk.js';
 import type { MappedV3 } from '../../protocol/index.js';
 import type { RowFormat } from '../table/row-encoders.js';
 import type { ResultLayout } from '../map/result-columns.js';
-import { InputError, type SourceProblemCounts, type TableSink } from '../table/table.js';
-import { WorkerPool, type ThrownInWorker } from '../workers/worker-pool.js';
+import type { SourceProblemCounts, TableSink } from '../table/table.js';
+import { WorkerPool } from '../workers/worker-pool.js';
+import { compiledScriptPresent } from '../workers/compiled-script.js';
+import { reviveInputError } from './thread-errors.js';
 
 /** What every row thread is told once, at its start. Plain data. */
 export interface RowThreadConfig {
@@ -143,7 +143,7 @@ export class RowThreads {
 
   /** Run from the TypeScript sources (vitest) there is no compiled thread script: the caller stays single-threaded. */
   static available(): boolean {
-    return existsSync(fileURLToPath(ROW_THREAD));
+    return compiledScriptPresent(ROW_THREAD);
   }
 
   constructor(
@@ -282,16 +282,4 @@ function expect<K extends RowThreadAnswer['task']>(
 ): Extract<RowThreadAnswer, { task: K }> {
   if (answer.task !== task) throw new Error(`row thread answered a '${answer.task}' task with '${task}' expected`);
   return answer as Extract<RowThreadAnswer, { task: K }>;
-}
-
-/** A parse error in a thread is the user's input problem, reported as it would be without threads. */
-function reviveInputError(thrown: ThrownInWorker): Error | undefined {
-  if (thrown.name !== 'InputError') return undefined;
-  const f = thrown.fields;
-  return new InputError(
-    String(f.file),
-    typeof f.line === 'number' ? f.line : undefined,
-    String(f.problem),
-    typeof f.hint === 'string' ? f.hint : undefined,
-  );
 }
