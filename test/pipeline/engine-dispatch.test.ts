@@ -148,4 +148,31 @@ describe('IdentifierTable', () => {
     expect(table.dropped).toBe(true);
     expect(table.size).toBeLessThanOrEqual(8);
   });
+
+  it('finds every identifier of the young generation across many rotations, by type', () => {
+    const table = new IdentifierTable(1_000);
+    const added: TrackedIdentifier[] = [];
+    for (let i = 0; i < 5_250; i++) {
+      const hash = sha256Base64(`id${i}`);
+      const item = new TrackedIdentifier(i % 2 === 0 ? 'email' : 'phone', hash, chunk, 0);
+      table.add(item);
+      added.push(item);
+      // the same hash of the other type is another identifier
+      expect(table.get(item.type === 'email' ? 'phone' : 'email', hash)).toBeUndefined();
+    }
+    // a second entry for the same identifier (its request failed) takes the place of the first
+    const last = added[added.length - 1];
+    const again = new TrackedIdentifier(last.type, last.hash, chunk, 0);
+    const before = table.size;
+    table.add(again);
+    expect(table.get(last.type, last.hash)).toBe(again);
+    expect(table.size).toBe(before);
+    added[added.length - 1] = again;
+    // generations of 500: the last 250 are young, the 500 before them old; newest first, so that moving the old
+    // ones up does not drop the rest before they are looked up
+    for (const item of added.slice(-500).reverse()) expect(table.get(item.type, item.hash)).toBe(item);
+    expect(table.get('email', added[0].hash)).toBeUndefined();
+    expect(table.dropped).toBe(true);
+    expect(table.size).toBeLessThanOrEqual(1_000);
+  });
 });

@@ -22,7 +22,7 @@ import { defaultLayout } from '../../pipeline/map/result-columns.js';
 import { keptColumns } from '../../pipeline/map/result-layout.js';
 import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from '../../pipeline/jobs/headerless-input.js';
 import type { ColumnType } from '../../pipeline/table/typed-cells.js';
-import { requireTextColumns } from '../../pipeline/table/parquet-source.js';
+import { requireTextColumns } from '../../pipeline/table/parquet-columns.js';
 import {
   InputError,
   OutputError,

@@ -14,7 +14,7 @@ import {
   type IdentifierColumn,
 } from '../../pipeline/table/identifier-columns.js';
 import { formatOfExtension } from '../../pipeline/table/format-names.js';
-import { requireTextColumns } from '../../pipeline/table/parquet-source.js';
+import { requireTextColumns } from '../../pipeline/table/parquet-columns.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../../pipeline/table/table.js';
 import { closeOnFailure } from '../../pipeline/table/close-on-failure.js';

@@ -34,7 +34,7 @@ import { EXIT, UserError } from '../shared/exit-codes.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import type { ColumnType, TimeFormat, TypedHeader } from '../../pipeline/table/typed-cells.js';
-import { requireTextColumns } from '../../pipeline/table/parquet-source.js';
+import { requireTextColumns } from '../../pipeline/table/parquet-columns.js';
 import {
   addConnectionOptions,
   addOutputOptions,

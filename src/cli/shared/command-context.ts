@@ -3,6 +3,7 @@ import { resolveConfig, type ConnectionFlags, type ResolvedConfig } from '../../
 import { AdaptiveConcurrency } from '../../pipeline/run/adaptive-limiter.js';
 import { onInterrupt } from './exit-codes.js';
 import { startEmbeddedServiceIfLocal } from './embedded-service.js';
+import { boundHeapGrowth } from './heap-growth.js';
 import type { OutputFlags } from './options.js';
 
 /**
@@ -38,12 +39,13 @@ export type Say = (line: string) => void;
 
 /**
  * Runs a command against this process's streams, env and clock, with Ctrl-C wired to its signal for the time
- * it runs; the command's exit code becomes the process's.
+ * it runs; the command's exit code becomes the process's. A batch run: the heap's growth is bounded first.
  */
 export async function runInProcess(
   run: (deps: InputCommandDeps) => Promise<number>,
   interruptMessage?: string,
 ): Promise<void> {
+  boundHeapGrowth();
   const stop = new AbortController();
   const removeInterruptHandler =
     interruptMessage === undefined

@@ -84,12 +84,16 @@ const B64_VALUE = new Int32Array(128);
   B64_VALUE[c.charCodeAt(0)] = i;
 });
 
+/** Set in a key for a phone hash, so both DII types share one generation. */
+const PHONE_BIT = 1 << 30;
+
 /**
- * 30 bits of a base64 SHA-256 as a small integer. Hashes are uniformly random, so this is as good a table key as
- * the whole string, and a Map finds an integer key for about half the cost of a 44-character string.
+ * 30 bits of a base64 SHA-256 as a small integer, with the DII type above them. Hashes are uniformly random, so
+ * these bits are as good a table key as the whole string; the string is compared only where the keys match.
  */
-function keyOf(hash: string): number {
+function keyOf(type: DiiType, hash: string): number {
   return (
+    (type === 'email' ? 0 : PHONE_BIT) |
     (B64_VALUE[hash.charCodeAt(0) & 127] << 24) |
     (B64_VALUE[hash.charCodeAt(1) & 127] << 18) |
     (B64_VALUE[hash.charCodeAt(2) & 127] << 12) |
@@ -98,25 +102,57 @@ function keyOf(hash: string): number {
   );
 }
 
-/** One generation of the table: by 30-bit key, and by full hash for the rare second hash with the same key. */
+/**
+ * One generation of the table: an open-addressed hash table of fixed size (linear probing, never more than half
+ * full), allocated once and cleared for reuse. A Map per generation would grow (and copy) its storage again for
+ * every generation, and that storage lives long enough to be promoted: garbage the main thread's old generation
+ * then has to make room for.
+ */
 class Generation {
-  readonly byKey = new Map<number, TrackedIdentifier>();
-  readonly collided = new Map<string, TrackedIdentifier>();
+  private readonly keys: Int32Array;
+  private readonly entries: (TrackedIdentifier | undefined)[];
+  private readonly mask: number;
+  size = 0;
 
-  get size(): number {
-    return this.byKey.size + this.collided.size;
+  constructor(maxEntries: number) {
+    let capacity = 16;
+    while (capacity < maxEntries * 2) capacity *= 2;
+    this.keys = new Int32Array(capacity);
+    this.entries = new Array<TrackedIdentifier | undefined>(capacity).fill(undefined);
+    this.mask = capacity - 1;
   }
 
   get(key: number, hash: string): TrackedIdentifier | undefined {
-    const entry = this.byKey.get(key);
-    if (entry === undefined || entry.hash === hash) return entry;
-    return this.collided.size === 0 ? undefined : this.collided.get(hash);
+    const { keys, entries, mask } = this;
+    for (let i = key & mask; ; i = (i + 1) & mask) {
+      const entry = entries[i];
+      if (entry === undefined || (keys[i] === key && entry.hash === hash)) return entry;
+    }
   }
 
+  /** Adds the entry, or replaces the one with the same type and hash. */
   set(key: number, entry: TrackedIdentifier): void {
-    const held = this.byKey.get(key);
-    if (held === undefined || held.hash === entry.hash) this.byKey.set(key, entry);
-    else this.collided.set(entry.hash, entry);
+    const { keys, entries, mask } = this;
+    for (let i = key & mask; ; i = (i + 1) & mask) {
+      const held = entries[i];
+      if (held === undefined) {
+        keys[i] = key;
+        entries[i] = entry;
+        this.size++;
+        return;
+      }
+      if (keys[i] === key && held.hash === entry.hash) {
+        entries[i] = entry;
+        return;
+      }
+    }
+  }
+
+  /** Forgets every entry; the storage stays for the next use. */
+  clear(): void {
+    if (this.size === 0) return;
+    this.entries.fill(undefined);
+    this.size = 0;
   }
 }
 
@@ -124,45 +160,49 @@ class Generation {
  * The identifiers of the run, waiting or recently answered, by DII type and hash: the one lookup a cell costs.
  * Bounded, so memory stays flat however long the input is: older repeats are sent again (or answered by the
  * state file). Two generations instead of a strict LRU list: when the young one is full it becomes the old one
- * and the previous old one is dropped whole, and a hit in the old one moves up. An identifier still in flight
- * when dropped is still answered by its batch; only later repeats of it are sent again.
+ * and the previous old one is dropped whole (its storage becomes the new young one), and a hit in the old one
+ * moves up. An identifier still in flight when dropped is still answered by its batch; only later repeats of it
+ * are sent again.
  */
 export class IdentifierTable {
-  private young: [Generation, Generation] = [new Generation(), new Generation()];
-  private old: [Generation, Generation] = [new Generation(), new Generation()];
+  private young: Generation;
+  private old: Generation;
   private readonly generation: number;
   /** True once a generation with entries was dropped: from then on a repeat may be counted as new. */
   dropped = false;
 
   constructor(capacity: number) {
     this.generation = Math.max(1, Math.floor(capacity / 2));
+    this.young = new Generation(this.generation);
+    this.old = new Generation(this.generation);
   }
 
   get(type: DiiType, hash: string): TrackedIdentifier | undefined {
-    const t = type === 'email' ? 0 : 1;
-    const key = keyOf(hash);
-    const entry = this.young[t].get(key, hash);
+    const key = keyOf(type, hash);
+    const entry = this.young.get(key, hash);
     if (entry !== undefined) return entry;
-    const aging = this.old[t].get(key, hash);
-    if (aging !== undefined) this.put(t, key, aging);
+    const aging = this.old.get(key, hash);
+    if (aging !== undefined) this.put(key, aging);
     return aging;
   }
 
   add(entry: TrackedIdentifier): void {
-    this.put(entry.type === 'email' ? 0 : 1, keyOf(entry.hash), entry);
+    this.put(keyOf(entry.type, entry.hash), entry);
   }
 
-  private put(t: 0 | 1, key: number, entry: TrackedIdentifier): void {
-    this.young[t].set(key, entry);
-    if (this.young[0].size + this.young[1].size >= this.generation) {
-      if (this.old[0].size + this.old[1].size > 0) this.dropped = true;
+  private put(key: number, entry: TrackedIdentifier): void {
+    this.young.set(key, entry);
+    if (this.young.size >= this.generation) {
+      if (this.old.size > 0) this.dropped = true;
+      const dropped = this.old;
+      dropped.clear();
       this.old = this.young;
-      this.young = [new Generation(), new Generation()];
+      this.young = dropped;
     }
   }
 
   /** Entries held (one promoted from the old generation counts twice until that generation is dropped). */
   get size(): number {
-    return this.young[0].size + this.young[1].size + this.old[0].size + this.old[1].size;
+    return this.young.size + this.old.size;
   }
 }

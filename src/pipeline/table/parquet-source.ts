@@ -18,6 +18,7 @@ import {
   type SourceProblemCounts,
   type TableSource,
 } from './table.js';
+import type { ParquetColumn } from './parquet-columns.js';
 
 const DEFAULT_CHUNK_ROWS = 2000;
 /**
@@ -26,15 +27,8 @@ const DEFAULT_CHUNK_ROWS = 2000;
  */
 const SLICE_ROWS = 10_000;
 
-/** What a top-level column of a Parquet file holds: text, another scalar type, or a nested structure. */
-export type ParquetColumnKind = 'string' | 'scalar' | 'nested';
-
-export interface ParquetColumn {
-  name: string;
-  kind: ParquetColumnKind;
-  /** For messages: the physical and logical type as the file declares it (e.g. `INT64`, `struct`). */
-  declared: string;
-}
+export type { ParquetColumn, ParquetColumnKind } from './parquet-columns.js';
+export { requireTextColumns } from './parquet-columns.js';
 
 /** A Parquet input: a table source that also says what type each column has. */
 export interface ParquetTableSource extends TableSource {
@@ -78,30 +72,6 @@ export async function openParquetSource(opts: OpenSourceOptions): Promise<Parque
   }
   const columns = topLevelColumns(name, metadata);
   return new ParquetTable(name, file, metadata, columns, Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS));
-}
-
-/**
- * The identifier columns must hold text: a number or a nested value is not an email, a phone or a hash as
- * the service reads them, and turning it into one would be a guess. Any input can be given: only a Parquet
- * source knows its column types, so for CSV and JSONL this checks nothing.
- */
-export function requireTextColumns(
-  source: { name: string; columns?: readonly ParquetColumn[] },
-  names: readonly string[],
-): void {
-  const columns = source.columns;
-  if (columns === undefined) return;
-  for (const name of names) {
-    const column = columns.find((c) => c.name === name);
-    if (column === undefined || column.kind === 'string') continue;
-    const what = column.kind === 'nested' ? `a nested column (${column.declared})` : `of type ${column.declared}`;
-    throw new InputError(
-      source.name,
-      undefined,
-      `identifier column '${name}' is ${what}, not a string column`,
-      'identifiers must be stored as strings: cast the column to VARCHAR/STRING when exporting',
-    );
-  }
 }
 
 function topLevelColumns(name: string, metadata: FileMetaData): ParquetColumn[] {

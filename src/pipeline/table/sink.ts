@@ -13,7 +13,6 @@ import {
 import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
 import { WorkerPool } from '../workers/worker-pool.js';
 import { compiledScriptPresent } from '../workers/compiled-script.js';
-import { openParquetSink } from './parquet-sink.js';
 import { fileFailure, finalModeFor, openOutputTemp } from './output-file.js';
 import { GzipMembers } from './gzip-members.js';
 
@@ -25,7 +24,8 @@ import { GzipMembers } from './gzip-members.js';
  * Parquet has its own sink.
  */
 export async function openSink(opts: OpenSinkOptions): Promise<TableSink> {
-  if (opts.format === 'parquet') return openParquetSink(opts);
+  // the Parquet writer is loaded only for a Parquet output
+  if (opts.format === 'parquet') return (await import('./parquet-sink.js')).openParquetSink(opts);
   const gzip = compressionOf(opts) === 'gzip';
   const format: RowFormat = rowFormatOf(opts.format, opts.header, opts.types);
   const encode = rowEncoder(format);

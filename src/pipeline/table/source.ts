@@ -5,7 +5,6 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { Parser } from 'csv-parse';
 import { BadRecords, badBytesIn, firstInvalidUtf8, invalidUtf8, nextLineStart, type BadByte } from './bad-records.js';
-import { openParquetSource } from './parquet-source.js';
 import {
   InputError,
   type InputRow,
@@ -23,7 +22,8 @@ const READ_CHUNK_BYTES = 64 * 1024;
 /** Opens a CSV, JSONL (either may be gzipped) or Parquet table. Resolves once the header is known. */
 export async function openSource(opts: OpenSourceOptions): Promise<TableSource> {
   const format = resolveFormat(opts);
-  if (format === 'parquet') return openParquetSource(opts);
+  // the Parquet reader is loaded only for a Parquet input: a CSV run (and every row thread) goes without it
+  if (format === 'parquet') return (await import('./parquet-source.js')).openParquetSource(opts);
   const input = await ByteInput.open(opts);
   const chunkRows = Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS);
   const bad = opts.onBadRecord !== undefined ? new BadRecords(input.name, opts.onBadRecord) : undefined;
