@@ -1,4 +1,4 @@
-import { ConfigError } from './errors.js';
+import { ConfigError, unreadableBecause } from './errors.js';
 import { profilePath, warnIfShared, type ConfigFile, type Profile } from './profiles.js';
 import type { ConfigDeps, CredentialSource } from './types.js';
 
@@ -43,16 +43,7 @@ export function readSecretFile(path: string, origin: string, what: string, deps:
   try {
     text = deps.readFile(path);
   } catch (err) {
-    const code = err && typeof err === 'object' && 'code' in err ? String((err as { code: unknown }).code) : undefined;
-    const why =
-      code === 'ENOENT'
-        ? 'no such file'
-        : code === 'EACCES'
-          ? 'permission denied'
-          : code === 'EISDIR'
-            ? 'it is a directory'
-            : (code ?? 'unreadable');
-    throw new ConfigError(`cannot read the ${what} file ${path} (from ${origin}): ${why}`);
+    throw new ConfigError(`cannot read the ${what} file ${path} (from ${origin}): ${unreadableBecause(err)}`);
   }
   const value = text.replace(/^\uFEFF/, '').replace(/[\r\n]+$/, '');
   if (value.trim() === '') throw new ConfigError(`the ${what} file ${path} (from ${origin}) is empty`);

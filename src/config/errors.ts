@@ -10,3 +10,12 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
+
+/** Why a file could not be read, in words: for the one-line error about a config or secret file. */
+export function unreadableBecause(err: unknown): string {
+  const code = err && typeof err === 'object' && 'code' in err ? String((err as { code: unknown }).code) : undefined;
+  if (code === 'ENOENT') return 'no such file';
+  if (code === 'EACCES') return 'permission denied';
+  if (code === 'EISDIR') return 'it is a directory';
+  return code ?? 'unreadable';
+}

@@ -1,5 +1,5 @@
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { ConfigError } from './errors.js';
+import { ConfigError, unreadableBecause } from './errors.js';
 import type { ConfigDeps } from './types.js';
 
 /** One named profile of the config file; snake_case keys, as written in the JSON. */
@@ -132,17 +132,10 @@ export function loadConfigFile(path: string, from: string | undefined, deps: Con
   try {
     text = deps.readFile(path);
   } catch (err) {
-    const code = errorCode(err);
-    if (code === 'ENOENT' && from === undefined) return undefined;
-    const why =
-      code === 'ENOENT'
-        ? 'no such file'
-        : code === 'EACCES'
-          ? 'permission denied'
-          : code === 'EISDIR'
-            ? 'it is a directory'
-            : (code ?? 'unreadable');
-    throw new ConfigError(`cannot read the config file ${path}${from ? ` (from ${from})` : ''}: ${why}`);
+    if (errorCode(err) === 'ENOENT' && from === undefined) return undefined;
+    throw new ConfigError(
+      `cannot read the config file ${path}${from ? ` (from ${from})` : ''}: ${unreadableBecause(err)}`,
+    );
   }
   const file = parseConfigFile(text, path);
   if (file.holdsSecrets) warnIfShared(path, 'config file', deps);

@@ -80,35 +80,34 @@ export function registerStateCommand(program: Command): void {
       process.exitCode = EXIT.ok;
     });
 
-  state
-    .command('checkpoint')
-    .description(
-      'write the WAL (the -wal file beside it) into the state file and empty it, so that copying the file alone is a complete backup',
-    )
-    .argument('<file>', 'the state file')
-    .option(
-      '--wait <seconds>',
-      'wait up to this long for a run that holds the state file (default 0: fail at once)',
-      parseWait,
-    )
-    .action(async (file: string, opts: Record<string, unknown>) => {
-      const result = await checkpointState(file, typeof opts.wait === 'number' ? opts.wait : 0);
-      process.stderr.write(`${sizes(`state checkpoint ${file}`, result)}\n`);
-    });
-
-  state
-    .command('vacuum')
-    .description(
-      'rebuild the state file without its free space (after many opt-outs or a migration), then checkpoint it',
-    )
-    .argument('<file>', 'the state file')
-    .option(
-      '--wait <seconds>',
-      'wait up to this long for a run that holds the state file (default 0: fail at once)',
-      parseWait,
-    )
-    .action(async (file: string, opts: Record<string, unknown>) => {
-      const result = await vacuumState(file, typeof opts.wait === 'number' ? opts.wait : 0);
-      process.stderr.write(`${sizes(`state vacuum ${file}`, result)}\n`);
-    });
+  // two upkeep commands of one shape: a file, how long to wait for a run that holds it, the sizes after
+  const upkeep = [
+    {
+      name: 'checkpoint',
+      description:
+        'write the WAL (the -wal file beside it) into the state file and empty it, so that copying the file alone is a complete backup',
+      run: checkpointState,
+    },
+    {
+      name: 'vacuum',
+      description:
+        'rebuild the state file without its free space (after many opt-outs or a migration), then checkpoint it',
+      run: vacuumState,
+    },
+  ];
+  for (const { name, description, run } of upkeep) {
+    state
+      .command(name)
+      .description(description)
+      .argument('<file>', 'the state file')
+      .option(
+        '--wait <seconds>',
+        'wait up to this long for a run that holds the state file (default 0: fail at once)',
+        parseWait,
+      )
+      .action(async (file: string, opts: Record<string, unknown>) => {
+        const result = await run(file, typeof opts.wait === 'number' ? opts.wait : 0);
+        process.stderr.write(`${sizes(`state ${name} ${file}`, result)}\n`);
+      });
+  }
 }

@@ -12,6 +12,7 @@ import {
 import { compressors } from 'hyparquet-compressors';
 import { pageLocationsOf, type PageLocation } from './parquet-pages.js';
 import {
+  openFailure,
   InputError,
   type InputRow,
   type OpenSourceOptions,
@@ -247,13 +248,4 @@ function cellText(value: unknown): string {
   if (value instanceof Date) return value.toISOString();
   if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
   return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
-}
-
-function openFailure(name: string, err: unknown): InputError {
-  if (err instanceof InputError) return err;
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  if (code === 'ENOENT') return new InputError(name, undefined, 'no such file');
-  if (code === 'EACCES' || code === 'EPERM') return new InputError(name, undefined, 'permission denied');
-  if (code === 'EISDIR') return new InputError(name, undefined, 'a directory, not a file');
-  return new InputError(name, undefined, `cannot be read (${code ?? 'unknown error'})`);
 }

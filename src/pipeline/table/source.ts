@@ -6,6 +6,7 @@ import { createGunzip } from 'node:zlib';
 import { Parser } from 'csv-parse';
 import { BadRecords, badBytesIn, firstInvalidUtf8, invalidUtf8, nextLineStart, type BadByte } from './bad-records.js';
 import {
+  openFailure,
   InputError,
   type InputRow,
   type OpenSourceOptions,
@@ -403,15 +404,6 @@ function gzipFailure(name: string, err: unknown): InputError {
 
 function asBuffer(chunk: Buffer | string): Buffer {
   return typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
-}
-
-function openFailure(name: string, err: unknown): InputError {
-  if (err instanceof InputError) return err;
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  if (code === 'ENOENT') return new InputError(name, undefined, 'no such file');
-  if (code === 'EACCES' || code === 'EPERM') return new InputError(name, undefined, 'permission denied');
-  if (code === 'EISDIR') return new InputError(name, undefined, 'a directory, not a file');
-  return new InputError(name, undefined, `cannot be read (${code ?? 'unknown error'})`);
 }
 
 /** Where a trailing, not yet complete UTF-8 sequence starts (buf.length if none). */

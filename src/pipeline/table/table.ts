@@ -157,6 +157,16 @@ export class InputError extends Error {
   }
 }
 
+/** A file that could not be opened or read, as the InputError that names it and why. */
+export function openFailure(name: string, err: unknown): InputError {
+  if (err instanceof InputError) return err;
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'ENOENT') return new InputError(name, undefined, 'no such file');
+  if (code === 'EACCES' || code === 'EPERM') return new InputError(name, undefined, 'permission denied');
+  if (code === 'EISDIR') return new InputError(name, undefined, 'a directory, not a file');
+  return new InputError(name, undefined, `cannot be read (${code ?? 'unknown error'})`);
+}
+
 /** The output cannot be written (missing directory, permission, disk full). Names the path and a fix. */
 export class OutputError extends Error {
   constructor(
