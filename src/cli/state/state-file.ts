@@ -3,8 +3,7 @@ import { statSync } from 'node:fs';
 import type Database from 'better-sqlite3';
 import { sqliteDriver } from '../../state/sqlite-driver.js';
 import { APPLICATION_ID, META_KEYS, TYPE_OF_CODE, statusOfCode } from '../../state/schema.js';
-import type { DiiType } from '../../identity/index.js';
-import type { EntryStatus } from '../../state/types.js';
+import type { EntryStatus, ExportedEntry as StoredExport } from '../../state/types.js';
 import { UserError } from '../shared/exit-codes.js';
 import { quoted } from '../shared/user-values.js';
 
@@ -27,14 +26,8 @@ export interface StateFileReader {
   close(): void;
 }
 
-export interface ExportedEntry {
-  type: DiiType;
-  hash: string;
-  status: EntryStatus;
-  u: string | null;
-  p: string | null;
-  r: number | null;
-}
+/** An entry as `state export` writes it: the stored entry's export, without its row id. */
+export type ExportedEntry = Omit<StoredExport, 'id'>;
 
 /** The file and its -wal and -shm siblings, in bytes (0 for one that is not there). */
 export function stateFileSizes(path: string): { file: number; wal: number; shm: number } {
