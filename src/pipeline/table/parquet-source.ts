@@ -7,11 +7,12 @@ import {
   parquetSchema,
   type AsyncBuffer,
   type FileMetaData,
+  type ParquetParsers,
   type SchemaTree,
 } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
 import { pageLocationsOf, type PageLocation } from './parquet-pages.js';
-import { utf8Column, type Utf8Column } from './utf8-columns.js';
+import { cellString, type TextCell, utf8Column, type Utf8Column } from './utf8-columns.js';
 import {
   openFailure,
   InputError,
@@ -23,6 +24,8 @@ import {
 import type { ParquetColumn } from './parquet-columns.js';
 
 const DEFAULT_CHUNK_ROWS = 2000;
+/** A string column's values as hyparquet finds them: UTF-8 bytes (a view of the page), not decoded. */
+const STORED_TEXT = { stringFromBytes: (bytes: Uint8Array | undefined) => bytes } as unknown as Partial<ParquetParsers>;
 /**
  * Rows decoded at once: only the pages of those rows are read (found by the file's offset index, or, without
  * one, by reading the pages' headers), so a big row group is never decoded, and held, all at once.
@@ -161,7 +164,7 @@ class ParquetTable implements ParquetFileSource {
   private async *chunks(): AsyncGenerator<InputRow[]> {
     const width = this.header.length;
     for await (const slice of this.slices()) {
-      const columns: string[][] = new Array(width);
+      const columns: TextCell[][] = new Array(width);
       await this.readColumns(slice, (c, cells) => {
         columns[c] = cells;
       });
@@ -170,7 +173,7 @@ class ParquetTable implements ParquetFileSource {
         const rows: InputRow[] = new Array(end - i);
         for (let r = i; r < end; r++) {
           const cells = new Array<string>(width);
-          for (let c = 0; c < width; c++) cells[c] = columns[c][r];
+          for (let c = 0; c < width; c++) cells[c] = cellString(columns[c][r]);
           rows[r - i] = { line: slice.rowStart + r + 1, cells };
         }
         yield rows;
@@ -241,13 +244,13 @@ class ParquetTable implements ParquetFileSource {
   }
 
   /**
-   * The cells of one slice, one column at a time, each handed to `take` as text (the row's number in the file,
-   * from 1, stands where a text file has its line). Only that column's pages are read and decoded.
+   * The cells of one slice, one column at a time, each column handed to `take` (a cell of a string column as its
+   * UTF-8 bytes, as stored, see TextCell; any other cell as text). Only that column's pages are read and decoded.
    */
-  private async readColumns(slice: Slice, take: (column: number, cells: string[]) => void): Promise<void> {
+  private async readColumns(slice: Slice, take: (column: number, cells: TextCell[]) => void): Promise<void> {
     const { rowStart, rowEnd, pages } = slice;
     for (let c = 0; c < this.columns.length; c++) {
-      const cells = new Array<string>(rowEnd - rowStart);
+      const cells = new Array<TextCell>(rowEnd - rowStart);
       let filled = 0;
       // hyparquet reads only the pages of the rows asked for when it is given their locations (pageLocationsByGroup)
       const options: Parameters<typeof parquetRead>[0] & { pageLocationsByGroup?: Record<string, PageLocation[]>[] } = {
@@ -267,11 +270,17 @@ class ParquetTable implements ParquetFileSource {
           filled = Math.min(rows.length, cells.length);
         };
       } else {
+        // text as the stored bytes: most cells are then copied, never made into strings
+        const text = this.columns[c].kind === 'string';
+        if (text) options.parsers = STORED_TEXT;
         // a flat column comes as its pages' values, which may start before the slice and end after it
         options.onChunk = ({ columnData, rowStart: first }) => {
           const from = Math.max(rowStart, first);
           const to = Math.min(rowEnd, first + columnData.length);
-          for (let row = from; row < to; row++) cells[row - rowStart] = cellText(columnData[row - first]);
+          for (let row = from; row < to; row++) {
+            const value = columnData[row - first];
+            cells[row - rowStart] = text && value instanceof Uint8Array ? value : cellText(value);
+          }
           if (to > from) filled += to - from;
         };
       }
