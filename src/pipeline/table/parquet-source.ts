@@ -164,16 +164,19 @@ class ParquetTable implements ParquetFileSource {
   private async *chunks(): AsyncGenerator<InputRow[]> {
     const width = this.header.length;
     for await (const slice of this.slices()) {
-      const columns: TextCell[][] = new Array(width);
+      const columns: string[][] = new Array(width);
+      // decoded as each column comes: a string is smaller than a view of the stored bytes
       await this.readColumns(slice, (c, cells) => {
-        columns[c] = cells;
+        const strings = new Array<string>(cells.length);
+        for (let r = 0; r < cells.length; r++) strings[r] = cellString(cells[r]);
+        columns[c] = strings;
       });
       for (let i = 0; i < slice.rowEnd - slice.rowStart; i += this.chunkRows) {
         const end = Math.min(slice.rowEnd - slice.rowStart, i + this.chunkRows);
         const rows: InputRow[] = new Array(end - i);
         for (let r = i; r < end; r++) {
           const cells = new Array<string>(width);
-          for (let c = 0; c < width; c++) cells[c] = cellString(columns[c][r]);
+          for (let c = 0; c < width; c++) cells[c] = columns[c][r];
           rows[r - i] = { line: slice.rowStart + r + 1, cells };
         }
         yield rows;
