@@ -52,6 +52,7 @@ async function nextChunk(): Promise<TaskResult<ParquetReadAnswer>> {
   if (output !== undefined && config.columns !== undefined) {
     const chunk = next.value as Utf8Chunk;
     const width = source.header.length;
+    // rows with their identifier cells only: prepareRows reads no other
     const rows: InputRow[] = new Array(chunk.rows);
     for (let r = 0; r < chunk.rows; r++) rows[r] = { line: chunk.firstLine + r, cells: new Array<string>(width) };
     for (const c of identifierIndexes) {
