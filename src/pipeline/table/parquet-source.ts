@@ -7,10 +7,12 @@ import {
   parquetSchema,
   type AsyncBuffer,
   type FileMetaData,
+  type ParquetParsers,
   type SchemaTree,
 } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
 import { pageLocationsOf, type PageLocation } from './parquet-pages.js';
+import { cellString, type TextCell, utf8Column, type Utf8Column } from './utf8-columns.js';
 import {
   openFailure,
   InputError,
@@ -22,6 +24,8 @@ import {
 import type { ParquetColumn } from './parquet-columns.js';
 
 const DEFAULT_CHUNK_ROWS = 2000;
+/** A string column's values as hyparquet finds them: UTF-8 bytes (a view of the page), not decoded. */
+const STORED_TEXT = { stringFromBytes: (bytes: Uint8Array | undefined) => bytes } as unknown as Partial<ParquetParsers>;
 /**
  * Rows decoded at once: only the pages of those rows are read (found by the file's offset index, or, without
  * one, by reading the pages' headers), so a big row group is never decoded, and held, all at once.
@@ -36,13 +40,18 @@ export interface ParquetTableSource extends TableSource {
   columns: readonly ParquetColumn[];
 }
 
+/** A Parquet file read here: its rows can also be had as chunks of UTF-8 columns, instead of rows(). */
+export interface ParquetFileSource extends ParquetTableSource {
+  utf8Chunks(): AsyncIterable<Utf8Chunk>;
+}
+
 /**
  * Opens a Parquet file. Only the footer is read here; rows come one row group at a time, so memory is bounded
  * by the largest row group, not by the file. Every cell becomes text: strings exactly as stored, other
  * scalars in their plain text form, null as ''. A Parquet file cannot be read from a pipe (its index is at
  * the end of the file).
  */
-export async function openParquetSource(opts: OpenSourceOptions): Promise<ParquetTableSource> {
+export async function openParquetSource(opts: OpenSourceOptions): Promise<ParquetFileSource> {
   if (opts.path === '-' || opts.stream !== undefined) {
     throw new InputError(
       '<stdin>',
@@ -106,7 +115,7 @@ function topLevelColumns(name: string, metadata: FileMetaData): ParquetColumn[] 
   });
 }
 
-class ParquetTable implements ParquetTableSource {
+class ParquetTable implements ParquetFileSource {
   readonly header: string[];
   readonly notes: string[] = [];
   readonly totalBytes: number;
@@ -141,7 +150,58 @@ class ParquetTable implements ParquetTableSource {
     return this.chunks();
   }
 
+  /**
+   * The rows as chunks of their cells' UTF-8 bytes, column after column: each slice of the file is decoded one
+   * column at a time, and a column's text goes into its chunks' bytes before the next column is decoded, so the
+   * strings of only one column of one slice exist at a time, and what waits to be used lives outside the heap.
+   */
+  utf8Chunks(): AsyncIterable<Utf8Chunk> {
+    if (this.iterated) throw new Error(`${this.name}: rows() can be iterated only once`);
+    this.iterated = true;
+    return this.utf8Slices();
+  }
+
   private async *chunks(): AsyncGenerator<InputRow[]> {
+    const width = this.header.length;
+    for await (const slice of this.slices()) {
+      const columns: string[][] = new Array(width);
+      // decoded as each column comes: a string is smaller than a view of the stored bytes
+      await this.readColumns(slice, (c, cells) => {
+        const strings = new Array<string>(cells.length);
+        for (let r = 0; r < cells.length; r++) strings[r] = cellString(cells[r]);
+        columns[c] = strings;
+      });
+      for (let i = 0; i < slice.rowEnd - slice.rowStart; i += this.chunkRows) {
+        const end = Math.min(slice.rowEnd - slice.rowStart, i + this.chunkRows);
+        const rows: InputRow[] = new Array(end - i);
+        for (let r = i; r < end; r++) {
+          const cells = new Array<string>(width);
+          for (let c = 0; c < width; c++) cells[c] = columns[c][r];
+          rows[r - i] = { line: slice.rowStart + r + 1, cells };
+        }
+        yield rows;
+      }
+    }
+  }
+
+  private async *utf8Slices(): AsyncGenerator<Utf8Chunk> {
+    for await (const slice of this.slices()) {
+      const count = slice.rowEnd - slice.rowStart;
+      const chunks: Utf8Chunk[] = [];
+      for (let i = 0; i < count; i += this.chunkRows)
+        chunks.push({ firstLine: slice.rowStart + i + 1, rows: Math.min(this.chunkRows, count - i), columns: [] });
+      await this.readColumns(slice, (c, cells) => {
+        for (let k = 0; k < chunks.length; k++) {
+          const from = k * this.chunkRows;
+          chunks[k].columns[c] = utf8Column(cells, from, from + chunks[k].rows);
+        }
+      });
+      yield* chunks;
+    }
+  }
+
+  /** The slices the file is read in: a row group, or part of a big one whose pages can be found. */
+  private async *slices(): AsyncGenerator<Slice> {
     let rowStart = 0;
     const groups = this.metadata.row_groups;
     for (let g = 0; g < groups.length; g++) {
@@ -149,10 +209,8 @@ class ParquetTable implements ParquetTableSource {
       const rowEnd = rowStart + count;
       const pages = count > SLICE_ROWS ? await this.pagesOf(g, rowStart, rowEnd) : undefined;
       const slice = pages === undefined ? count : pages.sliceRows;
-      for (let from = rowStart; from < rowEnd; from += slice) {
-        const rows = await this.readRows(from, Math.min(rowEnd, from + slice), pages);
-        for (let i = 0; i < rows.length; i += this.chunkRows) yield rows.slice(i, i + this.chunkRows);
-      }
+      for (let from = rowStart; from < rowEnd; from += slice)
+        yield { rowStart: from, rowEnd: Math.min(rowEnd, from + slice), pages };
       this.consumed += Number(groups[g].total_compressed_size ?? 0n);
       rowStart = rowEnd;
     }
@@ -188,39 +246,58 @@ class ParquetTable implements ParquetTableSource {
     return { sliceRows, byGroup };
   }
 
-  /** Rows rowStart to rowEnd of one row group; the row's number in the file (from 1) stands where a text file has its line. */
-  private async readRows(rowStart: number, rowEnd: number, pages: GroupPages | undefined): Promise<InputRow[]> {
-    let data: unknown[][] = [];
-    // hyparquet reads only the pages of the rows asked for when it is given their locations (pageLocationsByGroup)
-    const options: Parameters<typeof parquetRead>[0] & { pageLocationsByGroup?: Record<string, PageLocation[]>[] } = {
-      file: this.file,
-      metadata: this.metadata,
-      rowStart,
-      rowEnd,
-      useOffsetIndex: pages !== undefined && pages.byGroup === undefined,
-      compressors,
-      onComplete: (rows: unknown[][]) => {
-        data = rows;
-      },
-      ...(pages?.byGroup !== undefined ? { pageLocationsByGroup: pages.byGroup } : {}),
-    };
-    try {
-      await parquetRead(options);
-    } catch (err) {
-      throw this.unreadable(rowStart, rowEnd, err);
+  /**
+   * The cells of one slice, one column at a time, each column handed to `take` (a cell of a string column as its
+   * UTF-8 bytes, as stored, see TextCell; any other cell as text). Only that column's pages are read and decoded.
+   */
+  private async readColumns(slice: Slice, take: (column: number, cells: TextCell[]) => void): Promise<void> {
+    const { rowStart, rowEnd, pages } = slice;
+    for (let c = 0; c < this.columns.length; c++) {
+      const cells = new Array<TextCell>(rowEnd - rowStart);
+      let filled = 0;
+      // hyparquet reads only the pages of the rows asked for when it is given their locations (pageLocationsByGroup)
+      const options: Parameters<typeof parquetRead>[0] & { pageLocationsByGroup?: Record<string, PageLocation[]>[] } = {
+        file: this.file,
+        metadata: this.metadata,
+        rowStart,
+        rowEnd,
+        columns: [this.header[c]],
+        useOffsetIndex: pages !== undefined && pages.byGroup === undefined,
+        compressors,
+        ...(pages?.byGroup !== undefined ? { pageLocationsByGroup: pages.byGroup } : {}),
+      };
+      if (this.columns[c].kind === 'nested') {
+        // a nested value is assembled from several leaf columns: hyparquet puts it together as rows
+        options.onComplete = (rows: unknown[][]) => {
+          for (let r = 0; r < rows.length && r < cells.length; r++) cells[r] = cellText(rows[r][0]);
+          filled = Math.min(rows.length, cells.length);
+        };
+      } else {
+        // text as the stored bytes: most cells are then copied, never made into strings
+        const text = this.columns[c].kind === 'string';
+        if (text) options.parsers = STORED_TEXT;
+        // a flat column comes as its pages' values, which may start before the slice and end after it
+        options.onChunk = ({ columnData, rowStart: first }) => {
+          const from = Math.max(rowStart, first);
+          const to = Math.min(rowEnd, first + columnData.length);
+          for (let row = from; row < to; row++) {
+            const value = columnData[row - first];
+            cells[row - rowStart] = text && value instanceof Uint8Array ? value : cellText(value);
+          }
+          if (to > from) filled += to - from;
+        };
+      }
+      try {
+        await parquetRead(options);
+      } catch (err) {
+        throw this.unreadable(rowStart, rowEnd, err);
+      }
+      if (filled !== cells.length) throw this.unreadable(rowStart, rowEnd);
+      take(c, cells);
     }
-    const width = this.header.length;
-    const out: InputRow[] = new Array(data.length);
-    for (let r = 0; r < data.length; r++) {
-      const values = data[r];
-      const cells = new Array<string>(width);
-      for (let c = 0; c < width; c++) cells[c] = cellText(values[c]);
-      out[r] = { line: rowStart + r + 1, cells };
-    }
-    return out;
   }
 
-  private unreadable(rowStart: number, rowEnd: number, err: unknown): InputError {
+  private unreadable(rowStart: number, rowEnd: number, err?: unknown): InputError {
     const reason =
       err instanceof Error && /compression|codec/i.test(err.message)
         ? 'is compressed with a codec this build cannot read'
@@ -232,6 +309,21 @@ class ParquetTable implements ParquetTableSource {
       'export it again, with SNAPPY, ZSTD or GZIP compression',
     );
   }
+}
+
+/** Rows rowStart to rowEnd of one row group, read together, and how their pages are found when only part of it. */
+interface Slice {
+  rowStart: number;
+  rowEnd: number;
+  pages: GroupPages | undefined;
+}
+
+/** A chunk of rows as each column's UTF-8 bytes (see utf8-columns.ts); firstLine is the first row's number, from 1. */
+export interface Utf8Chunk {
+  firstLine: number;
+  rows: number;
+  /** Per column of the header, in order. */
+  columns: Utf8Column[];
 }
 
 /** How a row group is read in slices: rows per slice, and its pages' locations when the file has no offset index. */

@@ -7,10 +7,11 @@
 import { workerData } from 'node:worker_threads';
 import { prepareRows } from '../map/prepare-rows.js';
 import { outputRows, outputRowsV2, type SentHashes } from '../map/result-columns.js';
-import { cellsOfBlock, utf8RowBlock } from '../table/parquet-encoder.js';
-import { openParquetSource } from '../table/parquet-source.js';
+import { utf8RowBlock } from '../table/parquet-encoder.js';
+import { openParquetSource, type ParquetFileSource, type Utf8Chunk } from '../table/parquet-source.js';
 import { packRows, rowEncoder } from '../table/row-encoders.js';
-import type { InputRow, TableSource } from '../table/table.js';
+import type { InputRow } from '../table/table.js';
+import { columnCells, type Utf8Column } from '../table/utf8-columns.js';
 import { serveTasks, type TaskResult } from '../workers/worker-pool.js';
 import type { ParquetReadAnswer, ParquetReadConfig, ParquetReadTask } from './parquet-read-thread.js';
 import { unpackAnswers } from './row-threads.js';
@@ -28,49 +29,71 @@ const encode = ((): ((rows: string[][]) => Uint8Array) | undefined => {
 })();
 /**
  * The chunks kept for their answers (with an output), and the hashes they sent (--emit-hash). A chunk is kept as
- * a block of its cells' UTF-8 bytes, not as rows: rows kept across the wait for the service outlive the young
- * generation and become old garbage that grows the heap; bytes live outside it (as the CSV row threads keep
+ * its columns' UTF-8 bytes, as it was read, not as rows: rows kept across the wait for the service outlive the
+ * young generation and become old garbage that grows the heap; bytes live outside it (as the CSV row threads keep
  * their pieces' bytes).
  */
-const held = new Map<number, { block: Uint8Array; firstLine: number; sent?: SentHashes }>();
+const held = new Map<number, { columns: Utf8Column[]; firstLine: number; sent?: SentHashes }>();
 let nextPiece = 0;
-/** Cells per input row: the file's top-level columns. */
-let width = 0;
-let opened: Promise<{ source: TableSource; chunks: AsyncIterator<InputRow[]> }> | undefined;
+/** The input's columns that identifier cells are read from: only these are made into strings to be prepared. */
+const identifierIndexes = [...new Set((config.columns ?? []).map((c) => c.index))];
+let opened: Promise<{ source: ParquetFileSource; chunks: AsyncIterator<InputRow[] | Utf8Chunk> }> | undefined;
 
 async function nextChunk(): Promise<TaskResult<ParquetReadAnswer>> {
   opened ??= openParquetSource({ path: config.path, chunkRows: config.chunkRows }).then((source) => ({
     source,
-    chunks: source.rows()[Symbol.asyncIterator](),
+    // kept for an output: read as columns of bytes, which is how they are kept
+    chunks: (output !== undefined ? source.utf8Chunks() : source.rows())[Symbol.asyncIterator](),
   }));
   const { source, chunks } = await opened;
-  width = source.header.length;
   const next = await chunks.next();
   if (next.done === true) return { output: { task: 'next', done: true, bytesRead: source.bytesRead() } };
-  const rows = next.value;
   const bytesRead = source.bytesRead();
-  const firstLine = rows[0]?.line ?? 0;
-  const prepared = config.columns === undefined ? undefined : prepareRows(rows, config.columns);
-  // the status and phone arrays are handed over below: what is kept is a copy
-  const transfer: ArrayBuffer[] =
-    prepared === undefined ? [] : [prepared.status.buffer as ArrayBuffer, prepared.phone.buffer as ArrayBuffer];
-  const base = { task: 'next', done: false, firstLine, rowCount: rows.length, bytesRead } as const;
-  if (output !== undefined && prepared !== undefined) {
+  if (output !== undefined && config.columns !== undefined) {
+    const chunk = next.value as Utf8Chunk;
+    const width = source.header.length;
+    // rows with their identifier cells only: prepareRows reads no other
+    const rows: InputRow[] = new Array(chunk.rows);
+    for (let r = 0; r < chunk.rows; r++) rows[r] = { line: chunk.firstLine + r, cells: new Array<string>(width) };
+    for (const c of identifierIndexes) {
+      const cells = columnCells(chunk.columns[c]);
+      for (let r = 0; r < chunk.rows; r++) rows[r].cells[c] = cells[r];
+    }
+    const prepared = prepareRows(rows, config.columns);
+    // the status and phone arrays are handed over below: what is kept is a copy
+    const transfer = [prepared.status.buffer as ArrayBuffer, prepared.phone.buffer as ArrayBuffer];
     const piece = nextPiece++;
     const sent =
       output.layout.emitHash === true
         ? { status: prepared.status.slice(), phone: prepared.phone.slice(), hashes: prepared.hashes }
         : undefined;
-    const block = utf8RowBlock(
-      rows.map((r) => r.cells),
-      width,
-    );
-    held.set(piece, sent === undefined ? { block, firstLine } : { block, firstLine, sent });
-    return { output: { ...base, piece, prepared }, transfer };
+    const kept = { columns: chunk.columns, firstLine: chunk.firstLine };
+    held.set(piece, sent === undefined ? kept : { ...kept, sent });
+    const answer = { task: 'next', done: false, firstLine: chunk.firstLine, rowCount: chunk.rows, bytesRead } as const;
+    return { output: { ...answer, piece, prepared }, transfer };
   }
+  const rows = next.value as InputRow[];
+  const firstLine = rows[0]?.line ?? 0;
+  const prepared = config.columns === undefined ? undefined : prepareRows(rows, config.columns);
+  const transfer: ArrayBuffer[] =
+    prepared === undefined ? [] : [prepared.status.buffer as ArrayBuffer, prepared.phone.buffer as ArrayBuffer];
   const packed = packRows(rows.map((r) => r.cells));
   transfer.push(packed.cellLengths.buffer as ArrayBuffer, packed.rowWidths.buffer as ArrayBuffer);
-  return { output: { ...base, rows: packed, ...(prepared !== undefined ? { prepared } : {}) }, transfer };
+  const answer = { task: 'next', done: false, firstLine, rowCount: rows.length, bytesRead } as const;
+  return { output: { ...answer, rows: packed, ...(prepared !== undefined ? { prepared } : {}) }, transfer };
+}
+
+/** The rows of a kept chunk, as strings again. */
+function rowsOf(columns: readonly Utf8Column[], firstLine: number): InputRow[] {
+  const cells = columns.map(columnCells);
+  const count = columns[0]?.lengths.length ?? 0;
+  const rows: InputRow[] = new Array(count);
+  for (let r = 0; r < count; r++) {
+    const row = new Array<string>(columns.length);
+    for (let c = 0; c < columns.length; c++) row[c] = cells[c][r];
+    rows[r] = { line: firstLine + r, cells: row };
+  }
+  return rows;
 }
 
 function encodePiece(task: Extract<ParquetReadTask, { task: 'encode' }>): TaskResult<ParquetReadAnswer> {
@@ -81,9 +104,7 @@ function encodePiece(task: Extract<ParquetReadTask, { task: 'encode' }>): TaskRe
   const { status, reason } = task.answers;
   const toOutput = output.v2 ? outputRowsV2 : outputRows;
   const rejects: string[][] | null = task.rejects ? [] : null;
-  const cells = cellsOfBlock(piece.block);
-  const rows: InputRow[] = new Array(cells.length);
-  for (let r = 0; r < cells.length; r++) rows[r] = { line: piece.firstLine + r, cells: cells[r] };
+  const rows = rowsOf(piece.columns, piece.firstLine);
   const out = toOutput(
     {
       rows,

@@ -66,10 +66,12 @@ export type ParquetReadAnswer =
 const CHUNKS_AHEAD = 4;
 
 /**
- * V8 heap limits of the reading thread: what it decodes dies young (it is packed and handed over), so a young
- * generation that holds a few slices' worth keeps it from being copied into the old one; the old one holds little.
+ * V8 heap limits of the reading thread. What it decodes is one column of one slice at a time, made into bytes
+ * outside the heap before the next (parquet-source.ts utf8Chunks), so little outlives a young collection and
+ * the young generation can be as small as the CSV row threads' (row-threads.ts YOUNG_GENERATION_MB.map): a
+ * bigger one costs its size in peak memory and saves little work. The old one holds little.
  */
-const READ_THREAD_LIMITS = { maxYoungGenerationSizeMb: 32, maxOldGenerationSizeMb: 256 };
+const READ_THREAD_LIMITS = { maxYoungGenerationSizeMb: 16, maxOldGenerationSizeMb: 256 };
 
 /** Compiled beside this module in dist/. */
 const READ_WORKER = new URL('./parquet-read-thread-entry.js', import.meta.url);
