@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { blockRowCount, cellsOfBlock, utf8RowBlock } from '../../src/pipeline/table/parquet-encoder.js';
+import { blockRowCount, cellsOfBlock, utf8RowBlock } from '../../src/pipeline/table/row-blocks.js';
 import type { OpenSinkOptions, TableSink } from '../../src/pipeline/table/table.js';
 import { openSource } from '../../src/pipeline/table/source.js';
 import { ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';

@@ -7,7 +7,7 @@
 import { workerData } from 'node:worker_threads';
 import { prepareRows } from '../map/prepare-rows.js';
 import { outputRows, outputRowsV2, type SentHashes } from '../map/result-columns.js';
-import { cellsOfBlock, utf8RowBlock } from '../table/parquet-encoder.js';
+import { cellsOfBlock, utf8RowBlock } from '../table/row-blocks.js';
 import { openParquetSource } from '../table/parquet-source.js';
 import { packRows, rowEncoder } from '../table/row-encoders.js';
 import type { InputRow, TableSource } from '../table/table.js';
