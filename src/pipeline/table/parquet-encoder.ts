@@ -65,6 +65,13 @@ interface Span {
   count: number;
 }
 
+/**
+ * Rows per record batch handed to the writer, which adds batches up into row groups. Smaller than a group, so
+ * what waits here, and each batch's copies on its way into WebAssembly memory, stay small; a multiple of the
+ * writer's own write batch (1024 values).
+ */
+const BATCH_ROWS = 8192;
+
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 const TWO_32 = 4294967296;
 const INT64_MAX = 2n ** 63n - 1n;
@@ -74,9 +81,9 @@ const INT64_MIN = -(2n ** 63n);
  * Input cells become UTF-8 strings exactly as read ('' too); the tool's own columns become what they hold:
  * strings, INT64 ('integer', and 'unix_time' in seconds), BOOLEAN, and 'iso_time' as a UTC TIMESTAMP in
  * milliseconds; an empty cell of the tool's own columns becomes null. Rows wait as blocks of UTF-8 bytes (outside
- * the heap, not a string per cell) until a row group is full; then the group goes to the writer as one Arrow
- * record batch, the writer (compiled Rust, in WebAssembly) encodes and compresses it, and its bytes are handed
- * out. Groups are cut at the same rows whatever the blocks the rows came in, so the file is the same byte for byte.
+ * the heap, not a string per cell) until a batch is full; then the batch goes to the writer as an Arrow record
+ * batch, and the writer (compiled Rust, in WebAssembly) encodes and compresses it into the row group under way;
+ * the bytes of each row group it completes are handed out.
  * The bytes come out in file order: the first start with the file's magic number, finish() returns the rest of
  * the file (the last group, the page indexes, the footer). Calls may overlap: they are carried out in order.
  */
@@ -86,7 +93,8 @@ export class ParquetEncoder {
   private readonly rowGroupRows: number;
   private readonly width: number;
   private waiting: Span[] = [];
-  private buffered = 0;
+  /** Rows of the current row group taken so far, written or waiting. */
+  private inGroup = 0;
   private written = 0;
   private started = false;
   private turn: Promise<unknown> = Promise.resolve();
@@ -120,14 +128,14 @@ export class ParquetEncoder {
    * at once, so a cell that is not what its column says is refused on arrival.
    */
   addBlock(block: Uint8Array): Promise<Uint8Array> {
-    let groups: Span[][];
+    let batches: Span[][];
     try {
-      groups = this.take(this.waitingBlock(block));
+      batches = this.take(this.waitingBlock(block));
     } catch (err) {
       return Promise.reject(err);
     }
     return this.inTurn(async () => {
-      for (const group of groups) await this.writeGroup(group);
+      for (const batch of batches) await this.writeBatch(batch);
       return this.writer.take();
     });
   }
@@ -136,10 +144,10 @@ export class ParquetEncoder {
   finish(): Promise<Uint8Array> {
     const last = this.waiting;
     this.waiting = [];
-    this.buffered = 0;
+    this.inGroup = 0;
     return this.inTurn(async () => {
       // a file with no rows still has its columns: the writer takes them from a batch of none
-      if (last.length > 0 || !this.started) await this.writeGroup(last);
+      if (last.length > 0 || !this.started) await this.writeBatch(last);
       await this.writer.close();
       const bytes = this.writer.take();
       this.checkRowCount(bytes);
@@ -153,26 +161,31 @@ export class ParquetEncoder {
     return run;
   }
 
-  /** Adds a block's rows to those waiting; returns the row groups they completed. */
+  /**
+   * Adds a block's rows to those waiting; returns the batches they completed. A row group is cut into batches of
+   * BATCH_ROWS from its first row (the last batch of a group holds the rest), so the batches, and with them the
+   * file's bytes, are the same whatever blocks the rows came in.
+   */
   private take(block: WaitingBlock): Span[][] {
-    const groups: Span[][] = [];
+    const batches: Span[][] = [];
     const rows = block.view.rows;
     let first = 0;
     while (first < rows) {
-      const count = Math.min(rows - first, this.rowGroupRows - this.buffered);
+      const cut = Math.min(this.rowGroupRows, (Math.floor(this.inGroup / BATCH_ROWS) + 1) * BATCH_ROWS);
+      const count = Math.min(rows - first, cut - this.inGroup);
       this.waiting.push({ block, first, count });
-      this.buffered += count;
+      this.inGroup += count;
       first += count;
-      if (this.buffered >= this.rowGroupRows) {
-        groups.push(this.waiting);
+      if (this.inGroup === cut) {
+        batches.push(this.waiting);
         this.waiting = [];
-        this.buffered = 0;
+        if (this.inGroup === this.rowGroupRows) this.inGroup = 0;
       }
     }
-    return groups;
+    return batches;
   }
 
-  private async writeGroup(spans: readonly Span[]): Promise<void> {
+  private async writeBatch(spans: readonly Span[]): Promise<void> {
     this.started = true;
     let rows = 0;
     for (const span of spans) rows += span.count;
