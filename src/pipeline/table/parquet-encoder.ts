@@ -67,10 +67,18 @@ interface Span {
 
 /**
  * Rows per record batch handed to the writer, which adds batches up into row groups. Smaller than a group, so
- * what waits here, and each batch's copies on its way into WebAssembly memory, stay small; a multiple of the
- * writer's own write batch (1024 values).
+ * what waits here, and each batch's copies on its way into WebAssembly memory, stay small. Also the writer's own
+ * write batch: it ends a data page only between write batches, once a page holds 20,000 rows (its limit), so
+ * pages start at multiples of 10,000 rows, where the slices that parquet-source.ts reads start too, and no page
+ * is decoded for more than two slices.
  */
-const BATCH_ROWS = 8192;
+const BATCH_ROWS = 10_000;
+
+/**
+ * Bytes at which the writer ends a data page before its 20,000 rows: above its own 1 MB, so that pages of cells
+ * up to about 200 bytes still end on the rows above.
+ */
+const PAGE_BYTES = 4 * 1024 * 1024;
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 const TWO_32 = 4294967296;
@@ -88,7 +96,8 @@ const INT64_MIN = -(2n ** 63n);
  * the file (the last group, the page indexes, the footer). Calls may overlap: they are carried out in order.
  */
 export class ParquetEncoder {
-  private readonly writer: ParquetStreamWriter;
+  /** Started with the first batch, which tells the columns whose values repeat. */
+  private writer: ParquetStreamWriter | undefined;
   private readonly schema: Schema;
   private readonly rowGroupRows: number;
   private readonly width: number;
@@ -96,7 +105,6 @@ export class ParquetEncoder {
   /** Rows of the current row group taken so far, written or waiting. */
   private inGroup = 0;
   private written = 0;
-  private started = false;
   private turn: Promise<unknown> = Promise.resolve();
   private lastIso = '';
   private lastIsoMs = 0;
@@ -107,15 +115,28 @@ export class ParquetEncoder {
     this.width = header.length;
     this.rowGroupRows = Math.max(1, Math.floor(layout.rowGroupRows));
     this.schema = new Schema(header.map((name, i) => new Field(name, arrowType(types[i]), true)));
+  }
+
+  /**
+   * The writer, told which text columns get a dictionary by the first batch's cells (the same batch however the
+   * rows arrive): a dictionary of values that do not repeat grows to its limit in every row group before the writer
+   * gives it up, costing the writer, and every reader that reads a slice of a group, a dictionary page for nothing.
+   */
+  private writerFor(first: readonly Span[], rows: number): ParquetStreamWriter {
+    const { header, types } = this.layout;
     let properties = new WriterPropertiesBuilder()
       .setCompression(Compression.SNAPPY)
       .setMaxRowGroupSize(this.rowGroupRows)
+      .setWriteBatchSize(BATCH_ROWS)
+      .setDataPageSizeLimit(PAGE_BYTES)
       .setCreatedBy('uid2-batch');
-    // min and max of text columns prune nothing in an export that is not sorted by them, and cost encoding time
-    header.forEach((name, i) => {
-      if (isText(types[i])) properties = properties.setColumnStatisticsEnabled(name, EnabledStatistics.None);
+    header.forEach((name, c) => {
+      if (!isText(types[c])) return;
+      // min and max of text columns prune nothing in an export that is not sorted by them, and cost encoding time
+      properties = properties.setColumnStatisticsEnabled(name, EnabledStatistics.None);
+      if (!repeats(first, c, rows)) properties = properties.setColumnDictionaryEnabled(name, false);
     });
-    this.writer = new ParquetStreamWriter(properties.build());
+    return new ParquetStreamWriter(properties.build());
   }
 
   /** Takes rows; resolves with the bytes of the row groups they completed (empty when none was). */
@@ -136,7 +157,7 @@ export class ParquetEncoder {
     }
     return this.inTurn(async () => {
       for (const batch of batches) await this.writeBatch(batch);
-      return this.writer.take();
+      return this.writer?.take() ?? new Uint8Array(0);
     });
   }
 
@@ -147,9 +168,10 @@ export class ParquetEncoder {
     this.inGroup = 0;
     return this.inTurn(async () => {
       // a file with no rows still has its columns: the writer takes them from a batch of none
-      if (last.length > 0 || !this.started) await this.writeBatch(last);
-      await this.writer.close();
-      const bytes = this.writer.take();
+      if (last.length > 0 || this.writer === undefined) await this.writeBatch(last);
+      const writer = this.writer as ParquetStreamWriter;
+      await writer.close();
+      const bytes = writer.take();
       this.checkRowCount(bytes);
       return bytes;
     });
@@ -186,9 +208,9 @@ export class ParquetEncoder {
   }
 
   private async writeBatch(spans: readonly Span[]): Promise<void> {
-    this.started = true;
     let rows = 0;
     for (const span of spans) rows += span.count;
+    this.writer ??= this.writerFor(spans, rows);
     const children = this.layout.types.map((type, c) =>
       isText(type) ? textColumn(spans, c, rows, type !== 'input') : typedColumn(spans, c, rows, type),
     );
@@ -307,6 +329,43 @@ function arrowType(type: ColumnType): DataType {
     default:
       return new Utf8();
   }
+}
+
+/** Cells looked at to tell whether a column's values repeat. */
+const SAMPLE_CELLS = 1000;
+
+/**
+ * Whether the values of a text column repeat enough for a dictionary to pay: the distinct values of an even
+ * sample of its cells take at most 40% of the sample's bytes (with their 4-byte lengths).
+ */
+function repeats(spans: readonly Span[], column: number, rows: number): boolean {
+  const sample = Math.min(rows, SAMPLE_CELLS);
+  const seen = new Set<string>();
+  let total = 0;
+  let distinct = 0;
+  let taken = 0;
+  let row = 0;
+  for (const { block, first, count } of spans) {
+    const { rows: blockRows, lengths, bytes } = block.view;
+    const base = column * blockRows;
+    let start = block.columnStarts[column];
+    for (let k = base; k < base + first; k++) start += lengths[k];
+    for (let k = base + first; k < base + first + count; k++, row++) {
+      const length = lengths[k];
+      const at = sample === 1 ? 0 : Math.floor((taken * (rows - 1)) / (sample - 1));
+      if (taken < sample && row === at) {
+        taken++;
+        total += length + 4;
+        const text = latin1(bytes, start, length);
+        if (!seen.has(text)) {
+          seen.add(text);
+          distinct += length + 4;
+        }
+      }
+      start += length;
+    }
+  }
+  return total > 0 && distinct <= 0.4 * total;
 }
 
 /** Whether a column is written as UTF-8 text. */
