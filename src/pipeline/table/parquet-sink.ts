@@ -123,9 +123,9 @@ class InlineEncoding implements Encoding {
 }
 
 /**
- * The row groups encoded on one worker thread, which holds the file's encoder: rows are packed and sent as they
- * come; while the thread encodes a full group, up to another group's worth of rows may wait for it (about one
- * group's memory more, so that mapping does not stop while a group is encoded).
+ * The row groups encoded on one worker thread, which holds the file's encoder: rows are made into blocks and sent
+ * as they come; while the thread encodes a full group, up to another group's worth of rows may wait for it (about
+ * one group's memory more, so that mapping does not stop while a group is encoded).
  */
 class ThreadedEncoding implements Encoding {
   private readonly pool: WorkerPool<ParquetEncodeTask, Uint8Array>;
