@@ -139,6 +139,8 @@ const HEAVY_PACKAGES = [
   'libphonenumber-js',
   'hyparquet',
   'hyparquet-writer',
+  'apache-arrow',
+  'parquet-wasm',
 ];
 const WORK_FOLDERS = /^(service|client|pipeline|state|identity)\//;
 /** Names and types of output formats that flags and help list: definitions, not work (they import nothing). */

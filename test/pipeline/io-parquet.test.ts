@@ -242,8 +242,10 @@ describe('Parquet bad input: one InputError naming the file, no cell value in it
     expect(err.message).toBe(
       `${truncated}: not a readable Parquet file (its footer is missing or corrupt: a truncated copy?); copy or export it again`,
     );
+    // the footer's first bytes (its schema), whatever the writer put at its end (free text such as created_by)
     const garbled = Buffer.from(good);
-    garbled.fill(0x41, garbled.length - 60, garbled.length - 8);
+    const footerStart = garbled.length - 8 - garbled.readUInt32LE(garbled.length - 8);
+    garbled.fill(0x41, footerStart, footerStart + 52);
     const corrupt = dir.file('corrupt-footer.parquet', garbled);
     expect((await inputError(() => openSource({ path: corrupt }))).message).toContain('not a readable Parquet file');
   });

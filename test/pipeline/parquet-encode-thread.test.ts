@@ -2,8 +2,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { parquetMetadata } from 'hyparquet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { blockRowCount, cellsOfBlock, utf8RowBlock } from '../../src/pipeline/table/parquet-encoder.js';
+import { blockRowCount, cellsOfBlock, utf8RowBlock } from '../../src/pipeline/table/row-blocks.js';
 import type { OpenSinkOptions, TableSink } from '../../src/pipeline/table/table.js';
 import { openSource } from '../../src/pipeline/table/source.js';
 import { ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';
@@ -57,9 +58,18 @@ describe('Parquet output encoded on a worker thread (dist)', () => {
   });
   afterAll(() => dir.remove());
 
-  async function write(threads: number, rows: string[][], chunk: number, name: string): Promise<string> {
+  async function write(
+    threads: number,
+    rows: string[][],
+    chunk: number,
+    name: string,
+    rowGroupRows = 1000,
+  ): Promise<string> {
     const path = join(dir.path, `${name}-${threads}.parquet`);
-    const sink = await openParquetSink({ path, format: 'parquet', header: HEADER, types: [...TYPES], threads }, 1000);
+    const sink = await openParquetSink(
+      { path, format: 'parquet', header: HEADER, types: [...TYPES], threads },
+      rowGroupRows,
+    );
     for (let i = 0; i < rows.length; i += chunk) await sink.writeRows(rows.slice(i, i + chunk));
     await sink.commit();
     return path;
@@ -75,6 +85,19 @@ describe('Parquet output encoded on a worker thread (dist)', () => {
     const source = await openSource({ path: join(dir.path, 'same-333-1.parquet') });
     const back: string[][] = [];
     for await (const c of source.rows()) for (const r of c) back.push(r.cells);
+    expect(back).toEqual(rows);
+  });
+
+  it('row groups larger than the batches the writer is given: the same bytes whatever the chunks', async () => {
+    const rows = rowsFor(21_000);
+    const inline = readFileSync(await write(0, rows, 5000, 'big-groups', 18_000));
+    const threaded = readFileSync(await write(1, rows, 777, 'big-groups', 18_000));
+    expect(Buffer.compare(threaded, inline)).toBe(0);
+    const metadata = parquetMetadata(inline.buffer.slice(inline.byteOffset, inline.byteOffset + inline.length));
+    expect(metadata.row_groups.map((g) => Number(g.num_rows))).toEqual([18_000, 3000]);
+    const back: string[][] = [];
+    for await (const c of (await openSource({ path: join(dir.path, 'big-groups-1.parquet') })).rows())
+      for (const r of c) back.push(r.cells);
     expect(back).toEqual(rows);
   });
 

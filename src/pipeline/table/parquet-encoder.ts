@@ -1,15 +1,24 @@
 /** Turns rows of text cells into the bytes of a Parquet file, typed by column, one row group at a time. */
-import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
-import { writeColumn } from 'hyparquet-writer/src/column.js';
-import { packRows, type PackedRows } from './row-encoders.js';
+import {
+  Bool,
+  type Data,
+  type DataType,
+  Field,
+  Int64,
+  makeData,
+  RecordBatch,
+  Schema,
+  Struct,
+  Table,
+  TimestampMillisecond,
+  tableToIPC,
+  Utf8,
+} from 'apache-arrow';
+import { parquetMetadata } from 'hyparquet';
+import { Compression, EnabledStatistics, Table as WasmTable, WriterPropertiesBuilder } from 'parquet-wasm';
+import { ParquetStreamWriter } from './parquet-stream-writer.js';
+import { type RowBlockView, utf8RowBlock, viewOfBlock } from './row-blocks.js';
 import type { ColumnType } from './typed-cells.js';
-
-type SchemaElement = ConstructorParameters<typeof ParquetWriter>[0]['schema'][number];
-type ColumnEncoder = Parameters<typeof writeColumn>[0]['column'];
-type Value = Uint8Array | bigint | boolean | null;
-
-/** Values of a data page before it is split; the writer's own default. */
-const PAGE_BYTES = 1024 * 1024;
 
 /** What an encoder needs to know; plain data, so it can be handed to a worker thread. */
 export interface ParquetLayout {
@@ -33,215 +42,274 @@ export class ParquetCellError extends Error {
   }
 }
 
-/** Rows as the UTF-8 bytes of their cells, one buffer for all, and where each cell is in it. */
-interface Utf8Rows {
-  bytes: Buffer;
-  /** Byte offset of cell c of row r at r * width + c; a row's missing cells are empty. */
-  starts: Uint32Array;
-  lengths: Uint32Array;
-  rows: number;
+/** The values of one typed (not text) column of a block, read as the block came. */
+interface TypedCells {
+  /** INT64 and TIMESTAMP values; for BOOLEAN, 1 or 0 in `flags`. */
+  values: BigInt64Array | undefined;
+  flags: Uint8Array | undefined;
+  /** 1 where the cell held a value, 0 where it was empty (null). */
+  present: Uint8Array;
 }
 
-/** Some rows of a Utf8Rows. */
-interface RowSpan {
-  rows: Utf8Rows;
+/** A block waiting for its row group: its cells in place, where each column's bytes start, its typed values. */
+interface WaitingBlock {
+  view: RowBlockView;
+  columnStarts: Float64Array;
+  typed: (TypedCells | undefined)[];
+}
+
+/** Some rows of a waiting block. */
+interface Span {
+  block: WaitingBlock;
   first: number;
   count: number;
 }
 
 /**
+ * Rows per record batch handed to the writer, which adds batches up into row groups. Smaller than a group, so
+ * what waits here, and each batch's copies on its way into WebAssembly memory, stay small. Also the writer's own
+ * write batch: it ends a data page only between write batches, once a page holds 20,000 rows (its limit), so
+ * pages start at multiples of 10,000 rows, where the slices that parquet-source.ts reads start too, and no page
+ * is decoded for more than two slices.
+ */
+const BATCH_ROWS = 10_000;
+
+/**
+ * Bytes at which the writer ends a data page before its 20,000 rows: above its own 1 MB, so that pages of cells
+ * up to about 200 bytes still end on the rows above.
+ */
+const PAGE_BYTES = 4 * 1024 * 1024;
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+const TWO_32 = 4294967296;
+const INT64_MAX = 2n ** 63n - 1n;
+const INT64_MIN = -(2n ** 63n);
+
+/**
  * Input cells become UTF-8 strings exactly as read ('' too); the tool's own columns become what they hold:
  * strings, INT64 ('integer', and 'unix_time' in seconds), BOOLEAN, and 'iso_time' as a UTC TIMESTAMP in
- * milliseconds; an empty cell of the tool's own columns becomes null. Rows wait as UTF-8 bytes (outside the
- * heap, not a string per cell) until a row group is full; then the group is encoded column after column and its
- * bytes handed out, so memory is bounded by one row group. The bytes come out in file order: the first bytes
- * start with the file's magic number, finish() returns the rest of the file (the last group, the page indexes,
- * the footer).
+ * milliseconds; an empty cell of the tool's own columns becomes null. Rows wait as blocks of UTF-8 bytes (outside
+ * the heap, not a string per cell) until a batch is full; then the batch goes to the writer as an Arrow record
+ * batch, and the writer (compiled Rust, in WebAssembly) encodes and compresses it into the row group under way;
+ * the bytes of each row group it completes are handed out.
+ * The bytes come out in file order: the first start with the file's magic number, finish() returns the rest of
+ * the file (the last group, the page indexes, the footer). Calls may overlap: they are carried out in order.
  */
 export class ParquetEncoder {
-  private readonly out = new ByteWriter(1024 * 1024);
-  private readonly parquet: ParquetWriter;
-  private readonly encoders: ColumnEncoder[];
+  /** Started with the first batch, which tells the columns whose values repeat. */
+  private writer: ParquetStreamWriter | undefined;
+  private readonly schema: Schema;
   private readonly rowGroupRows: number;
   private readonly width: number;
-  private spans: RowSpan[] = [];
-  /** The values of the typed (not text) columns of the rows waiting, read as the rows come. */
-  private typed: Value[][];
-  private buffered = 0;
+  private waiting: Span[] = [];
+  /** Rows of the current row group taken so far, written or waiting. */
+  private inGroup = 0;
+  private written = 0;
+  private turn: Promise<unknown> = Promise.resolve();
   private lastIso = '';
-  private lastIsoMs = 0n;
+  private lastIsoMs = 0;
 
   constructor(private readonly layout: ParquetLayout) {
     const { header, types } = layout;
     if (types.length !== header.length) throw new Error(`${types.length} column types for ${header.length} columns`);
-    const schema: SchemaElement[] = [
-      { name: 'root', num_children: header.length },
-      ...header.map((name, i) => schemaElement(name, types[i])),
-    ];
-    this.parquet = new ParquetWriter({ writer: this.out, schema, codec: 'SNAPPY', createdBy: 'uid2-batch' });
-    this.encoders = header.map((name, i) => ({
-      columnName: name,
-      element: schema[i + 1],
-      schemaPath: [schema[0], schema[i + 1]],
-      codec: 'SNAPPY',
-      compressors: this.parquet.compressors,
-      // min and max of text columns prune nothing in an export that is not sorted by them, and cost encoding time
-      stats: !isText(types[i]),
-      pageSize: PAGE_BYTES,
-      columnIndex: false,
-      offsetIndex: true,
-    }));
-    this.rowGroupRows = Math.max(1, Math.floor(layout.rowGroupRows));
     this.width = header.length;
-    this.typed = header.map(() => []);
+    this.rowGroupRows = Math.max(1, Math.floor(layout.rowGroupRows));
+    this.schema = new Schema(header.map((name, i) => new Field(name, arrowType(types[i]), true)));
   }
 
-  /** Takes rows; returns the bytes of the row groups they completed (empty when none was). */
-  addRows(rows: readonly (readonly string[])[]): Uint8Array {
-    return this.addPacked(packRows(rows));
+  /**
+   * The writer, told which text columns get a dictionary by the first batch's cells (the same batch however the
+   * rows arrive): a dictionary of values that do not repeat grows to its limit in every row group before the writer
+   * gives it up, costing the writer, and every reader that reads a slice of a group, a dictionary page for nothing.
+   */
+  private writerFor(first: readonly Span[], rows: number): ParquetStreamWriter {
+    const { header, types } = this.layout;
+    let properties = new WriterPropertiesBuilder()
+      .setCompression(Compression.SNAPPY)
+      .setMaxRowGroupSize(this.rowGroupRows)
+      .setWriteBatchSize(BATCH_ROWS)
+      .setDataPageSizeLimit(PAGE_BYTES)
+      .setCreatedBy('uid2-batch');
+    header.forEach((name, c) => {
+      if (!isText(types[c])) return;
+      // min and max of text columns prune nothing in an export that is not sorted by them, and cost encoding time
+      properties = properties.setColumnStatisticsEnabled(name, EnabledStatistics.None);
+      if (!repeats(first, c, rows)) properties = properties.setColumnDictionaryEnabled(name, false);
+    });
+    return new ParquetStreamWriter(properties.build());
   }
 
-  /** addRows() for rows packed by packRows(). */
-  addPacked(packed: PackedRows): Uint8Array {
-    return this.addUtf8(utf8Rows(packed, this.width));
+  /** Takes rows; resolves with the bytes of the row groups they completed (empty when none was). */
+  addRows(rows: readonly (readonly string[])[]): Promise<Uint8Array> {
+    return this.addBlock(utf8RowBlock(rows, this.width));
   }
 
-  /** addRows() for rows made into a block by utf8RowBlock() (of this encoder's width). */
-  addBlock(block: Uint8Array): Uint8Array {
-    return this.addUtf8(rowsOfBlock(block, this.width));
-  }
-
-  private addUtf8(rows: Utf8Rows): Uint8Array {
-    let first = 0;
-    while (first < rows.rows) {
-      const count = Math.min(rows.rows - first, this.rowGroupRows - this.buffered);
-      const span = { rows, first, count };
-      this.readTyped(span);
-      this.spans.push(span);
-      this.buffered += count;
-      first += count;
-      if (this.buffered >= this.rowGroupRows) this.encodeGroup();
+  /**
+   * addRows() for rows made into a block by utf8RowBlock() (of this encoder's width). The typed cells are read
+   * at once, so a cell that is not what its column says is refused on arrival.
+   */
+  addBlock(block: Uint8Array): Promise<Uint8Array> {
+    let batches: Span[][];
+    try {
+      batches = this.take(this.waitingBlock(block));
+    } catch (err) {
+      return Promise.reject(err);
     }
-    return this.take();
+    return this.inTurn(async () => {
+      for (const batch of batches) await this.writeBatch(batch);
+      return this.writer?.take() ?? new Uint8Array(0);
+    });
   }
 
   /** The rest of the file. */
-  finish(): Uint8Array {
-    if (this.buffered > 0) this.encodeGroup();
-    this.parquet.finish();
-    return this.take();
-  }
-
-  /** The bytes made since the last call: a copy, as the writer reuses its buffer for the next group. */
-  private take(): Uint8Array {
-    const bytes = this.out.getBytes().slice();
-    this.out.index = 0;
-    return bytes;
-  }
-
-  /**
-   * One row group, column after column (what the writer's own write() does for a flat schema), so that only one
-   * column's values exist at a time; text goes in as views of the rows' UTF-8 bytes, not a buffer per cell.
-   */
-  private encodeGroup(): void {
-    const rows = this.buffered;
-    const spans = this.spans;
-    const typed = this.typed;
-    this.spans = [];
-    this.typed = this.layout.header.map(() => []);
-    this.buffered = 0;
-    const start = this.out.offset;
-    const chunks = [];
-    let uncompressed = 0n;
-    for (let c = 0; c < this.width; c++) {
-      const values = isText(this.layout.types[c]) ? this.textValues(c, spans, rows) : typed[c];
-      const definitionLevels = new Array<number>(rows);
-      for (let r = 0; r < rows; r++) definitionLevels[r] = values[r] === null ? 0 : 1;
-      const written = writeColumn({
-        writer: this.out,
-        column: this.encoders[c],
-        pageData: { values, definitionLevels, repetitionLevels: [], maxDefinitionLevel: 1 },
-      });
-      ownStatistics(written.chunk.meta_data?.statistics);
-      chunks.push(written.chunk);
-      this.parquet.pendingIndexes.push(written);
-      uncompressed += written.chunk.meta_data?.total_uncompressed_size ?? 0n;
-    }
-    this.parquet.row_groups.push({
-      columns: chunks,
-      total_byte_size: uncompressed,
-      num_rows: BigInt(rows),
-      total_compressed_size: BigInt(this.out.offset - start),
+  finish(): Promise<Uint8Array> {
+    const last = this.waiting;
+    this.waiting = [];
+    this.inGroup = 0;
+    return this.inTurn(async () => {
+      // a file with no rows still has its columns: the writer takes them from a batch of none
+      if (last.length > 0 || this.writer === undefined) await this.writeBatch(last);
+      const writer = this.writer as ParquetStreamWriter;
+      await writer.close();
+      const bytes = writer.take();
+      this.checkRowCount(bytes);
+      return bytes;
     });
-    this.parquet.num_rows += BigInt(rows);
+  }
+
+  private inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.turn.then(work);
+    this.turn = run.catch(() => undefined);
+    return run;
   }
 
   /**
-   * A text column's cells; an empty cell of the tool's own is null. A column whose values repeat (statuses,
-   * dates) goes in as strings: the writer builds its dictionary from them by value, which costs far less than by
-   * the bytes of each cell. Other columns go in as views of the rows' UTF-8 bytes, written as they are.
+   * Adds a block's rows to those waiting; returns the batches they completed. A row group is cut into batches of
+   * BATCH_ROWS from its first row (the last batch of a group holds the rest), so the batches, and with them the
+   * file's bytes, are the same whatever blocks the rows came in.
    */
-  private textValues(column: number, spans: readonly RowSpan[], count: number): Value[] {
-    const emptyIsNull = this.layout.types[column] !== 'input';
-    const asStrings = repeats(column, this.width, spans, count);
-    const width = this.width;
-    const values = new Array<Value | string>(count);
-    let n = 0;
-    for (const { rows, first, count: spanRows } of spans) {
-      const { bytes, starts, lengths } = rows;
-      for (let r = first; r < first + spanRows; r++) {
-        const k = r * width + column;
-        const length = lengths[k];
-        if (length === 0) values[n++] = emptyIsNull ? null : asStrings ? '' : EMPTY;
-        else if (asStrings) values[n++] = bytes.toString('utf8', starts[k], starts[k] + length);
-        else values[n++] = new Uint8Array(bytes.buffer, bytes.byteOffset + starts[k], length);
+  private take(block: WaitingBlock): Span[][] {
+    const batches: Span[][] = [];
+    const rows = block.view.rows;
+    let first = 0;
+    while (first < rows) {
+      const cut = Math.min(this.rowGroupRows, (Math.floor(this.inGroup / BATCH_ROWS) + 1) * BATCH_ROWS);
+      const count = Math.min(rows - first, cut - this.inGroup);
+      this.waiting.push({ block, first, count });
+      this.inGroup += count;
+      first += count;
+      if (this.inGroup === cut) {
+        batches.push(this.waiting);
+        this.waiting = [];
+        if (this.inGroup === this.rowGroupRows) this.inGroup = 0;
       }
     }
-    return values as Value[];
+    return batches;
   }
 
-  /** Reads the typed cells of new rows at once, so a cell that is not what its column says is refused on arrival. */
-  private readTyped({ rows, first, count }: RowSpan): void {
-    const { bytes, starts, lengths } = rows;
+  private async writeBatch(spans: readonly Span[]): Promise<void> {
+    let rows = 0;
+    for (const span of spans) rows += span.count;
+    this.writer ??= this.writerFor(spans, rows);
+    const children = this.layout.types.map((type, c) =>
+      isText(type) ? textColumn(spans, c, rows, type !== 'input') : typedColumn(spans, c, rows, type),
+    );
+    const data = makeData({ type: new Struct(this.schema.fields), length: rows, nullCount: 0, children });
+    const ipc = tableToIPC(new Table(new RecordBatch(this.schema, data)), 'stream');
+    const table = WasmTable.fromIPCStream(ipc);
+    const batch = table.recordBatch(0);
+    table.free();
+    if (batch === undefined) throw new Error('an Arrow batch that did not survive the trip to the Parquet writer');
+    await this.writer.write(batch);
+    this.written += rows;
+  }
+
+  /** The writer drops a batch it cannot write without a word: a file that misses rows must not pass for whole. */
+  private checkRowCount(tail: Uint8Array): void {
+    const own = tail.buffer.slice(tail.byteOffset, tail.byteOffset + tail.byteLength) as ArrayBuffer;
+    const rows = Number(parquetMetadata(own).num_rows);
+    if (rows !== this.written) throw new Error(`the Parquet writer wrote ${rows} rows of ${this.written}`);
+  }
+
+  private waitingBlock(bytes: Uint8Array): WaitingBlock {
+    const view = viewOfBlock(bytes);
+    if (view.width !== this.width) throw new Error(`a block of ${view.width} columns for ${this.width}`);
+    const { rows, lengths } = view;
+    const columnStarts = new Float64Array(this.width + 1);
     for (let c = 0; c < this.width; c++) {
-      if (isText(this.layout.types[c])) continue;
-      const values = this.typed[c];
-      for (let r = first; r < first + count; r++) {
-        const k = r * this.width + c;
-        values.push(
-          lengths[k] === 0 ? null : this.typedValue(c, bytes.toString('utf8', starts[k], starts[k] + lengths[k])),
-        );
-      }
+      let size = 0;
+      for (let k = c * rows; k < (c + 1) * rows; k++) size += lengths[k];
+      columnStarts[c + 1] = columnStarts[c] + size;
     }
+    const block: WaitingBlock = { view, columnStarts, typed: [] };
+    for (let c = 0; c < this.width; c++) {
+      const type = this.layout.types[c];
+      block.typed.push(isText(type) ? undefined : this.readTyped(block, c, type));
+    }
+    return block;
   }
 
-  private typedValue(column: number, cell: string): bigint | boolean {
-    switch (this.layout.types[column]) {
-      case 'boolean':
-        if (cell === 'true') return true;
-        if (cell === 'false') return false;
-        throw this.notA(column, 'boolean (true or false)');
-      case 'iso_time':
-        return this.timestampMs(column, cell);
-      default:
-        return this.wholeNumber(column, cell);
+  private readTyped(block: WaitingBlock, column: number, type: ColumnType): TypedCells {
+    const { rows, lengths, bytes } = block.view;
+    const present = new Uint8Array(rows);
+    const boolean = type === 'boolean';
+    const values = boolean ? undefined : new BigInt64Array(rows);
+    const flags = boolean ? new Uint8Array(rows) : undefined;
+    const words = values === undefined ? undefined : new Int32Array(values.buffer);
+    let at = block.columnStarts[column];
+    for (let r = 0; r < rows; r++) {
+      const length = lengths[column * rows + r];
+      const start = at;
+      at += length;
+      if (length === 0) continue;
+      present[r] = 1;
+      if (flags !== undefined) flags[r] = this.booleanAt(column, bytes, start, length);
+      else if (type === 'iso_time') setInt64(values!, words!, r, this.timestampMs(column, bytes, start, length));
+      else setInt64(values!, words!, r, this.wholeNumber(column, bytes, start, length));
     }
+    return { values, flags, present };
   }
 
-  private wholeNumber(column: number, cell: string): bigint {
-    if (!/^-?\d{1,19}$/.test(cell)) throw this.notA(column, 'whole number');
-    return BigInt(cell);
+  private booleanAt(column: number, bytes: Uint8Array, start: number, length: number): number {
+    const text = latin1(bytes, start, length);
+    if (text === 'true') return 1;
+    if (text === 'false') return 0;
+    throw this.notA(column, 'boolean (true or false)');
+  }
+
+  /** A whole number in decimal: as a number while it is exact (15 digits), else as a bigint. */
+  private wholeNumber(column: number, bytes: Uint8Array, start: number, length: number): number | bigint {
+    const negative = bytes[start] === 0x2d;
+    const digits = negative ? length - 1 : length;
+    if (digits < 1 || digits > 19) throw this.notA(column, 'whole number');
+    let value = 0;
+    for (let k = start + (negative ? 1 : 0); k < start + length; k++) {
+      const digit = bytes[k] - 0x30;
+      if (digit < 0 || digit > 9) throw this.notA(column, 'whole number');
+      value = value * 10 + digit;
+    }
+    if (digits <= 15) return negative ? -value : value;
+    const big = BigInt(latin1(bytes, start, length));
+    if (big > INT64_MAX || big < INT64_MIN) throw this.notA(column, 'whole number');
+    return big;
   }
 
   /** An ISO time cell as UTC milliseconds; the tool writes Unix seconds where no ISO text exists (beyond year 275760). */
-  private timestampMs(column: number, cell: string): bigint {
+  private timestampMs(column: number, bytes: Uint8Array, start: number, length: number): number | bigint {
+    const cell = latin1(bytes, start, length);
     if (cell === this.lastIso) return this.lastIsoMs;
-    const ms = /^-?\d+$/.test(cell) ? this.wholeNumber(column, cell) * 1000n : Date.parse(cell);
-    if (typeof ms === 'number' && !Number.isFinite(ms)) throw this.notA(column, 'time');
+    if (/^-?\d+$/.test(cell)) {
+      const seconds = this.wholeNumber(column, bytes, start, length);
+      const ms = BigInt(seconds) * 1000n;
+      if (ms > INT64_MAX || ms < INT64_MIN) throw this.notA(column, 'time');
+      return ms;
+    }
+    const ms = Date.parse(cell);
+    if (!Number.isFinite(ms)) throw this.notA(column, 'time');
     // times repeat from row to row (refresh times fall on UTC midnights): the last one is kept
     this.lastIso = cell;
-    this.lastIsoMs = BigInt(ms);
-    return this.lastIsoMs;
+    this.lastIsoMs = ms;
+    return ms;
   }
 
   private notA(column: number, what: string): ParquetCellError {
@@ -249,36 +317,52 @@ export class ParquetEncoder {
   }
 }
 
-const EMPTY = new Uint8Array(0);
+function arrowType(type: ColumnType): DataType {
+  switch (type) {
+    case 'integer':
+    case 'unix_time':
+      return new Int64();
+    case 'boolean':
+      return new Bool();
+    case 'iso_time':
+      return new TimestampMillisecond('UTC');
+    default:
+      return new Utf8();
+  }
+}
 
 /** Cells looked at to tell whether a column's values repeat. */
 const SAMPLE_CELLS = 1000;
 
 /**
  * Whether the values of a text column repeat enough for a dictionary to pay: the distinct values of an even
- * sample of its cells take at most 40% of the sample's bytes (the writer keeps a dictionary that halves the
- * column). Looser, more columns would go in as strings only to have their dictionary refused, and then each
- * string is encoded to UTF-8 on its own; see the encoder's CPU time in bench/formats.mjs runs.
+ * sample of its cells take at most 40% of the sample's bytes (with their 4-byte lengths).
  */
-function repeats(column: number, width: number, spans: readonly RowSpan[], count: number): boolean {
-  const sample = Math.min(count, SAMPLE_CELLS);
+function repeats(spans: readonly Span[], column: number, rows: number): boolean {
+  const sample = Math.min(rows, SAMPLE_CELLS);
   const seen = new Set<string>();
   let total = 0;
   let distinct = 0;
-  let span = 0;
-  let spanStart = 0;
-  for (let i = 0; i < sample; i++) {
-    const at = sample === 1 ? 0 : Math.floor((i * (count - 1)) / (sample - 1));
-    while (at >= spanStart + spans[span].count) spanStart += spans[span++].count;
-    const { rows, first } = spans[span];
-    const k = (first + at - spanStart) * width + column;
-    const length = rows.lengths[k];
-    const size = length + 4;
-    total += size;
-    const text = rows.bytes.toString('latin1', rows.starts[k], rows.starts[k] + length);
-    if (!seen.has(text)) {
-      seen.add(text);
-      distinct += size;
+  let taken = 0;
+  let row = 0;
+  for (const { block, first, count } of spans) {
+    const { rows: blockRows, lengths, bytes } = block.view;
+    const base = column * blockRows;
+    let start = block.columnStarts[column];
+    for (let k = base; k < base + first; k++) start += lengths[k];
+    for (let k = base + first; k < base + first + count; k++, row++) {
+      const length = lengths[k];
+      const at = sample === 1 ? 0 : Math.floor((taken * (rows - 1)) / (sample - 1));
+      if (taken < sample && row === at) {
+        taken++;
+        total += length + 4;
+        const text = latin1(bytes, start, length);
+        if (!seen.has(text)) {
+          seen.add(text);
+          distinct += length + 4;
+        }
+      }
+      start += length;
     }
   }
   return total > 0 && distinct <= 0.4 * total;
@@ -289,149 +373,91 @@ function isText(type: ColumnType): boolean {
   return type === 'input' || type === 'string';
 }
 
-/**
- * Packed rows as UTF-8 bytes with the place of each cell. Text that is all ASCII (nearly always) is encoded in
- * one go and its characters are its bytes; other text is encoded cell by cell.
- */
-function utf8Rows(packed: PackedRows, width: number): Utf8Rows {
-  const { text, cellLengths, rowWidths } = packed;
-  const rows = rowWidths.length;
-  const starts = new Uint32Array(rows * width);
-  const lengths = new Uint32Array(rows * width);
-  let bytes = Buffer.from(text, 'utf8');
-  const ascii = bytes.length === text.length;
-  if (!ascii) bytes = Buffer.allocUnsafeSlow(text.length * 3);
-  let chars = 0;
-  let at = 0;
+function latin1(bytes: Uint8Array, start: number, length: number): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset + start, length).toString('latin1');
+}
+
+/** Stores a 64-bit integer; one that a number holds exactly is written as two 32-bit words, without a bigint. */
+function setInt64(values: BigInt64Array, words: Int32Array, at: number, value: number | bigint): void {
+  if (typeof value === 'bigint' || !LITTLE_ENDIAN) {
+    values[at] = BigInt(value);
+    return;
+  }
+  words[2 * at] = (value % TWO_32) | 0;
+  words[2 * at + 1] = Math.floor(value / TWO_32);
+}
+
+/** A text column of a row group: one run of bytes and the offsets of its cells; empty is null when `emptyIsNull`. */
+function textColumn(spans: readonly Span[], column: number, rows: number, emptyIsNull: boolean): Data {
+  const offsets = new Int32Array(rows + 1);
+  const validity = emptyIsNull ? new Uint8Array((rows + 7) >> 3) : undefined;
+  let nulls = 0;
   let n = 0;
-  for (let r = 0; r < rows; r++) {
-    const given = rowWidths[r];
-    for (let c = 0; c < given; c++) {
-      const charLength = cellLengths[n++];
-      // cells past the header's width are not written
-      if (c >= width) {
-        chars += charLength;
+  let size = 0;
+  const runs: { start: number; end: number; bytes: Uint8Array }[] = [];
+  for (const { block, first, count } of spans) {
+    const { rows: blockRows, lengths, bytes } = block.view;
+    const base = column * blockRows;
+    let start = block.columnStarts[column];
+    for (let k = base; k < base + first; k++) start += lengths[k];
+    const runStart = size;
+    for (let k = base + first; k < base + first + count; k++) {
+      const length = lengths[k];
+      size += length;
+      offsets[++n] = size;
+      if (validity !== undefined) {
+        if (length === 0) nulls++;
+        else validity[(n - 1) >> 3] |= 1 << ((n - 1) & 7);
+      }
+    }
+    runs.push({ start, end: start + size - runStart, bytes });
+  }
+  const data = new Uint8Array(size);
+  let at = 0;
+  for (const { start, end, bytes } of runs) {
+    data.set(bytes.subarray(start, end), at);
+    at += end - start;
+  }
+  return makeData({
+    type: new Utf8(),
+    length: rows,
+    nullCount: nulls,
+    nullBitmap: nulls > 0 ? validity : undefined,
+    valueOffsets: offsets,
+    data,
+  });
+}
+
+/** A typed column of a row group, from the values read as its blocks came. */
+function typedColumn(spans: readonly Span[], column: number, rows: number, type: ColumnType): Data {
+  const validity = new Uint8Array((rows + 7) >> 3);
+  const boolean = type === 'boolean';
+  const values = boolean ? undefined : new BigInt64Array(rows);
+  const flags = boolean ? new Uint8Array((rows + 7) >> 3) : undefined;
+  let nulls = 0;
+  let n = 0;
+  for (const { block, first, count } of spans) {
+    const cells = block.typed[column] as TypedCells;
+    if (values !== undefined) values.set((cells.values as BigInt64Array).subarray(first, first + count), n);
+    for (let r = first; r < first + count; r++, n++) {
+      if (cells.present[r] === 0) {
+        nulls++;
         continue;
       }
-      const length = ascii ? charLength : bytes.write(text.slice(chars, chars + charLength), at, 'utf8');
-      starts[r * width + c] = ascii ? chars : at;
-      lengths[r * width + c] = length;
-      chars += charLength;
-      at += length;
+      validity[n >> 3] |= 1 << (n & 7);
+      if (flags !== undefined && (cells.flags as Uint8Array)[r] === 1) flags[n >> 3] |= 1 << (n & 7);
     }
   }
-  return { bytes, starts, lengths, rows };
-}
-
-/**
- * The writer keeps each chunk's min and max until the footer is written; as views they would keep all their rows'
- * bytes alive with them, so they become copies of their own.
- */
-function ownStatistics(statistics: { min_value?: unknown; max_value?: unknown } | undefined): void {
-  if (statistics === undefined) return;
-  if (statistics.min_value instanceof Uint8Array) statistics.min_value = statistics.min_value.slice();
-  if (statistics.max_value instanceof Uint8Array) statistics.max_value = statistics.max_value.slice();
-}
-
-function schemaElement(name: string, type: ColumnType): SchemaElement {
-  switch (type) {
-    case 'integer':
-    case 'unix_time':
-      return { name, type: 'INT64', repetition_type: 'OPTIONAL' };
-    case 'boolean':
-      return { name, type: 'BOOLEAN', repetition_type: 'OPTIONAL' };
-    case 'iso_time':
-      return {
-        name,
-        type: 'INT64',
-        repetition_type: 'OPTIONAL',
-        converted_type: 'TIMESTAMP_MILLIS',
-        logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' },
-      };
-    default:
-      return {
-        name,
-        type: 'BYTE_ARRAY',
-        repetition_type: 'OPTIONAL',
-        converted_type: 'UTF8',
-        logical_type: { type: 'STRING' },
-      };
-  }
-}
-
-/** Words before a row block's cell lengths: its rows, its width. */
-const BLOCK_HEAD = 2;
-
-/**
- * Rows as one block of bytes, for a thread that made them to hand to the encoder without a string per cell
- * crossing: the row count and width, each cell's UTF-8 length (32 bits, little-endian), then the cells' UTF-8
- * bytes one after the other. Rows are fitted to `width` as addRows() fits them.
- */
-export function utf8RowBlock(rows: readonly (readonly string[])[], width: number): Uint8Array {
-  const cells = rows.length * width;
-  const parts = new Array<string>(cells);
-  let n = 0;
-  for (const row of rows) for (let c = 0; c < width; c++) parts[n++] = row[c] ?? '';
-  const text = parts.join('');
-  const byteLength = Buffer.byteLength(text, 'utf8');
-  const head = (BLOCK_HEAD + cells) * 4;
-  // a buffer of its own (offset 0), so it can be handed over whole
-  const block = Buffer.allocUnsafeSlow(head + byteLength);
-  const words = new Uint32Array(block.buffer, block.byteOffset, BLOCK_HEAD + cells);
-  words[0] = rows.length;
-  words[1] = width;
-  // all ASCII (nearly always): a cell's characters are its bytes
-  const ascii = byteLength === text.length;
-  for (let k = 0; k < cells; k++) words[BLOCK_HEAD + k] = ascii ? parts[k].length : Buffer.byteLength(parts[k], 'utf8');
-  block.write(text, head, 'utf8');
-  return new Uint8Array(block.buffer, block.byteOffset, block.byteLength);
-}
-
-/** The cells of a block made by utf8RowBlock(), as strings again. */
-export function cellsOfBlock(block: Uint8Array): string[][] {
-  const width = blockHead(block).width;
-  const { bytes, starts, lengths, rows } = rowsOfBlock(block, width);
-  const text = bytes.toString('utf8');
-  // all ASCII: characters are bytes, and the cells are slices of one string
-  const ascii = text.length === bytes.length;
-  const out: string[][] = new Array(rows);
-  for (let r = 0; r < rows; r++) {
-    const cells = new Array<string>(width);
-    for (let c = 0; c < width; c++) {
-      const k = r * width + c;
-      cells[c] = ascii
-        ? text.slice(starts[k], starts[k] + lengths[k])
-        : bytes.toString('utf8', starts[k], starts[k] + lengths[k]);
-    }
-    out[r] = cells;
-  }
-  return out;
-}
-
-/** The rows of a block made by utf8RowBlock(). */
-export function blockRowCount(block: Uint8Array): number {
-  return blockHead(block).rows;
-}
-
-function blockHead(block: Uint8Array): { rows: number; width: number } {
-  const view = new DataView(block.buffer, block.byteOffset, BLOCK_HEAD * 4);
-  return { rows: view.getUint32(0, true), width: view.getUint32(4, true) };
-}
-
-function rowsOfBlock(block: Uint8Array, width: number): Utf8Rows {
-  if (block.byteOffset % 4 !== 0) block = block.slice();
-  const [rows, blockWidth] = new Uint32Array(block.buffer, block.byteOffset, BLOCK_HEAD);
-  if (blockWidth !== width) throw new Error(`a block of ${blockWidth} columns for ${width}`);
-  const cells = rows * width;
-  const lengths = new Uint32Array(block.buffer, block.byteOffset + BLOCK_HEAD * 4, cells).slice();
-  const starts = new Uint32Array(cells);
-  const offset = (BLOCK_HEAD + cells) * 4;
-  let at = 0;
-  for (let k = 0; k < cells; k++) {
-    starts[k] = at;
-    at += lengths[k];
-  }
-  if (offset + at !== block.byteLength) throw new Error('a row block whose lengths do not cover its bytes');
-  const bytes = Buffer.from(block.buffer, block.byteOffset + offset, at);
-  return { bytes, starts, lengths, rows };
+  const nullBitmap = nulls > 0 ? validity : undefined;
+  if (flags !== undefined)
+    return makeData({ type: new Bool(), length: rows, nullCount: nulls, nullBitmap, data: flags });
+  if (type === 'iso_time')
+    return makeData({
+      type: new TimestampMillisecond('UTC'),
+      length: rows,
+      nullCount: nulls,
+      nullBitmap,
+      data: values,
+    });
+  return makeData({ type: new Int64(), length: rows, nullCount: nulls, nullBitmap, data: values });
 }

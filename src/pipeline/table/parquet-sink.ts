@@ -1,9 +1,9 @@
 /** Writes the output table as a Parquet file, one row group at a time, with typed result columns. */
 import { rename, unlink, type FileHandle } from 'node:fs/promises';
 import type { ParquetEncodeTask } from './parquet-encode-thread-entry.js';
-import { blockRowCount, ParquetCellError, ParquetEncoder, type ParquetLayout } from './parquet-encoder.js';
+import { ParquetCellError, ParquetEncoder, type ParquetLayout } from './parquet-encoder.js';
 import { fileFailure, finalModeFor, openOutputTemp } from './output-file.js';
-import { packRows } from './row-encoders.js';
+import { blockRowCount, utf8RowBlock } from './row-blocks.js';
 import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
 import type { ColumnType } from './typed-cells.js';
 import { WorkerPool, type ThrownInWorker } from '../workers/worker-pool.js';
@@ -71,10 +71,10 @@ const ENCODE_WORKER = new URL('./parquet-encode-thread-entry.js', import.meta.ur
 
 /** Rows to bytes, in order: on this thread, or on a worker thread. */
 interface Encoding {
-  /** Takes rows; the caller may change the arrays once this returns. */
-  add(rows: readonly (readonly string[])[]): void;
+  /** Takes rows; the caller may change the arrays once this is called. */
+  add(rows: readonly (readonly string[])[]): Promise<void>;
   /** Takes a block of rows made by utf8RowBlock(); the block is the encoding's from here on. */
-  addBlock(block: Uint8Array): void;
+  addBlock(block: Uint8Array): Promise<void>;
   /** Whether more rows are waiting to be encoded than writeRows should let pile up. */
   readonly full: boolean;
   /** The oldest bytes not yet taken (waits for them), or undefined when nothing is waiting. */
@@ -95,13 +95,13 @@ class InlineEncoding implements Encoding {
     this.encoder = new ParquetEncoder(layout);
   }
 
-  add(rows: readonly (readonly string[])[]): void {
-    const bytes = this.encoder.addRows(rows);
+  async add(rows: readonly (readonly string[])[]): Promise<void> {
+    const bytes = await this.encoder.addRows(rows);
     if (bytes.length > 0) this.encoded.push(bytes);
   }
 
-  addBlock(block: Uint8Array): void {
-    const bytes = this.encoder.addBlock(block);
+  async addBlock(block: Uint8Array): Promise<void> {
+    const bytes = await this.encoder.addBlock(block);
     if (bytes.length > 0) this.encoded.push(bytes);
   }
 
@@ -123,9 +123,9 @@ class InlineEncoding implements Encoding {
 }
 
 /**
- * The row groups encoded on one worker thread, which holds the file's encoder: rows are packed and sent as they
- * come; while the thread encodes a full group, up to another group's worth of rows may wait for it (about one
- * group's memory more, so that mapping does not stop while a group is encoded).
+ * The row groups encoded on one worker thread, which holds the file's encoder: rows are made into blocks and sent
+ * as they come; while the thread encodes a full group, up to another group's worth of rows may wait for it (about
+ * one group's memory more, so that mapping does not stop while a group is encoded).
  */
 class ThreadedEncoding implements Encoding {
   private readonly pool: WorkerPool<ParquetEncodeTask, Uint8Array>;
@@ -143,13 +143,12 @@ class ThreadedEncoding implements Encoding {
     });
   }
 
-  add(rows: readonly (readonly string[])[]): void {
-    const packed = packRows(rows);
-    const transfer = [packed.cellLengths.buffer as ArrayBuffer, packed.rowWidths.buffer as ArrayBuffer];
-    this.submit(this.pool.runOn(0, { rows: packed }, transfer), rows.length);
+  async add(rows: readonly (readonly string[])[]): Promise<void> {
+    const block = utf8RowBlock(rows, this.layout.header.length);
+    this.submit(this.pool.runOn(0, { block }, [block.buffer as ArrayBuffer]), rows.length);
   }
 
-  addBlock(block: Uint8Array): void {
+  async addBlock(block: Uint8Array): Promise<void> {
     // a block that is a view of a bigger buffer is copied: handing the buffer over would empty it for its owner
     const own = block.byteOffset === 0 && block.byteLength === block.buffer.byteLength ? block : block.slice();
     const rows = blockRowCount(own);
@@ -183,7 +182,7 @@ class ThreadedEncoding implements Encoding {
   }
 
   finish(): Promise<Uint8Array> {
-    return this.pool.runOn(0, {});
+    return this.pool.runOn(0, { end: true });
   }
 
   async close(): Promise<void> {
@@ -212,7 +211,7 @@ class ParquetSink implements TableSink {
     if (this.finished) throw new Error('write after the output was committed or aborted');
     if (rows.length === 0) return;
     try {
-      this.encoding.add(rows);
+      await this.encoding.add(rows);
       // bytes already encoded are written as this thread comes by; it waits only when too many rows are waiting
       while (this.encoding.full || this.encoding.ready) await this.writeNext();
     } catch (err) {
@@ -224,7 +223,7 @@ class ParquetSink implements TableSink {
   async writeEncoded(block: Uint8Array): Promise<void> {
     if (this.finished) throw new Error('write after the output was committed or aborted');
     try {
-      this.encoding.addBlock(block);
+      await this.encoding.addBlock(block);
       while (this.encoding.full || this.encoding.ready) await this.writeNext();
     } catch (err) {
       throw this.translate(err);

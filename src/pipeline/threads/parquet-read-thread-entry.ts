@@ -7,8 +7,8 @@
 import { workerData } from 'node:worker_threads';
 import { prepareRows } from '../map/prepare-rows.js';
 import { outputRows, outputRowsV2, type SentHashes } from '../map/result-columns.js';
-import { utf8RowBlock } from '../table/parquet-encoder.js';
 import { openParquetSource, type ParquetFileSource, type Utf8Chunk } from '../table/parquet-source.js';
+import { utf8RowBlock } from '../table/row-blocks.js';
 import { packRows, rowEncoder } from '../table/row-encoders.js';
 import type { InputRow } from '../table/table.js';
 import { columnCells, type Utf8Column } from '../table/utf8-columns.js';

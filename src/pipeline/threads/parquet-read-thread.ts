@@ -17,7 +17,7 @@ import { packAnswers, type SlotAnswers } from './row-threads.js';
 
 /**
  * How the thread writes a map run's output rows when it keeps them: plain data. A Parquet output gets them as
- * blocks of UTF-8 rows (parquet-encoder.ts utf8RowBlock), which its sink hands on to its own encoding thread.
+ * blocks of UTF-8 rows (row-blocks.ts utf8RowBlock), which its sink hands on to its own encoding thread.
  */
 export interface ParquetOutputConfig {
   format: RowFormat | { format: 'parquet'; width: number };

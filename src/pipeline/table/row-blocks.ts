@@ -1,0 +1,87 @@
+/** Rows as one block of UTF-8 bytes, column after column, to hand between threads without a string per cell. */
+
+/** Words before a block's cell lengths: its rows, its width. */
+const BLOCK_HEAD = 2;
+
+/** A block read in place: no copy of its bytes. */
+export interface RowBlockView {
+  rows: number;
+  width: number;
+  /** The UTF-8 length of cell r of column c at c * rows + r. */
+  lengths: Uint32Array;
+  /** The cells' bytes, column after column, the cells of a column in row order. */
+  bytes: Uint8Array;
+}
+
+/**
+ * Rows as one block of bytes: the row count and width, each cell's UTF-8 length (32 bits, little-endian), then the
+ * cells' bytes. Both go column after column, so a column's cells are one run of bytes that a columnar writer takes
+ * as it is. Rows are fitted to `width`: missing cells are empty, cells past it are left out.
+ */
+export function utf8RowBlock(rows: readonly (readonly string[])[], width: number): Uint8Array {
+  const count = rows.length;
+  const cells = count * width;
+  const parts = new Array<string>(cells);
+  const lengths = new Uint32Array(cells);
+  // rows are read in order (cheaper than column by column), their cells put in their column's place
+  for (let r = 0; r < count; r++) {
+    const row = rows[r];
+    for (let c = 0; c < width; c++) {
+      const cell = row[c] ?? '';
+      parts[c * count + r] = cell;
+      lengths[c * count + r] = cell.length;
+    }
+  }
+  const text = parts.join('');
+  const byteLength = Buffer.byteLength(text, 'utf8');
+  // not all ASCII (rare): a cell's characters are not its bytes
+  if (byteLength !== text.length) for (let k = 0; k < cells; k++) lengths[k] = Buffer.byteLength(parts[k], 'utf8');
+  const head = (BLOCK_HEAD + cells) * 4;
+  // a buffer of its own (offset 0), so it can be handed over whole
+  const block = Buffer.allocUnsafeSlow(head + byteLength);
+  const words = new Uint32Array(block.buffer, block.byteOffset, BLOCK_HEAD + cells);
+  words[0] = count;
+  words[1] = width;
+  words.set(lengths, BLOCK_HEAD);
+  block.write(text, head, 'utf8');
+  return new Uint8Array(block.buffer, block.byteOffset, block.byteLength);
+}
+
+/** The rows of a block made by utf8RowBlock(). */
+export function blockRowCount(block: Uint8Array): number {
+  return new DataView(block.buffer, block.byteOffset, BLOCK_HEAD * 4).getUint32(0, true);
+}
+
+/** A block made by utf8RowBlock(), read in place (a block not aligned to 4 bytes is copied first). */
+export function viewOfBlock(block: Uint8Array): RowBlockView {
+  if (block.byteOffset % 4 !== 0) block = block.slice();
+  const [rows, width] = new Uint32Array(block.buffer, block.byteOffset, BLOCK_HEAD);
+  const cells = rows * width;
+  const lengths = new Uint32Array(block.buffer, block.byteOffset + BLOCK_HEAD * 4, cells);
+  const offset = (BLOCK_HEAD + cells) * 4;
+  let total = 0;
+  for (let k = 0; k < cells; k++) total += lengths[k];
+  if (offset + total !== block.byteLength) throw new Error('a row block whose lengths do not cover its bytes');
+  const bytes = new Uint8Array(block.buffer, block.byteOffset + offset, total);
+  return { rows, width, lengths, bytes };
+}
+
+/** The cells of a block made by utf8RowBlock(), as rows of strings again. */
+export function cellsOfBlock(block: Uint8Array): string[][] {
+  const { rows, width, lengths, bytes } = viewOfBlock(block);
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const text = buffer.toString('utf8');
+  // all ASCII: characters are bytes, and the cells are slices of one string
+  const ascii = text.length === buffer.length;
+  const out: string[][] = new Array(rows);
+  for (let r = 0; r < rows; r++) out[r] = new Array<string>(width);
+  let at = 0;
+  for (let c = 0; c < width; c++) {
+    for (let r = 0; r < rows; r++) {
+      const length = lengths[c * rows + r];
+      out[r][c] = ascii ? text.slice(at, at + length) : buffer.toString('utf8', at, at + length);
+      at += length;
+    }
+  }
+  return out;
+}
