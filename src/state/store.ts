@@ -283,12 +283,14 @@ export class SqliteStateStore implements StateStore {
 
   // ---- the tail: entries appended since the last merge into the keys table
 
-  /** Forgets the in-memory tail and reads it again from the file (on open, and after a failed transaction). */
+  /**
+   * Forgets the in-memory tail (on open, and after a failed transaction); the first lookup or commit reads it
+   * again from the file. Not before: a connection that only records runs or reads meta never needs it.
+   */
   private resetTail(): void {
     this.tail.clear();
     this.tailSeen = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
     this.filters = undefined;
-    this.catchUpTail();
   }
 
   /** The keys filters, read from the file on first use (inside the caller's transaction). */
@@ -375,6 +377,12 @@ export class SqliteStateStore implements StateStore {
   /** The keys keys_recent holds at most before it is folded: a quarter of the main level, and one tail more. */
   private recentCapacity(main: number): number {
     return Math.max(FILTER_MIN_CAPACITY, Math.ceil(main / RECENT_SHARE) + this.tailEntries);
+  }
+
+  /** Entries appended after the last merge into the keys tables (read from the file if not yet). */
+  private tailSize(): number {
+    this.catchUpTail();
+    return this.tail.size;
   }
 
   /** Adds what other connections appended since this one last looked: one range read, empty in a single run. */
@@ -816,7 +824,7 @@ export class SqliteStateStore implements StateStore {
       pageSize: this.db.pragma('page_size', { simple: true }) as number,
       pages: this.db.pragma('page_count', { simple: true }) as number,
       freePages: this.db.pragma('freelist_count', { simple: true }) as number,
-      tailEntries: this.tail.size,
+      tailEntries: this.tailSize(),
     };
   }
 
