@@ -40,6 +40,24 @@ export interface EntryUpdate {
   outcome: MapOutcome;
 }
 
+/**
+ * What a map run reads of the stored entries of some hashes, column by column (typed arrays and plain strings:
+ * cheap to build, and to hand to another thread). Entry i is the one of the hash at position `at[i]` of the
+ * request.
+ */
+export interface StoredEntries {
+  at: Int32Array;
+  /** The file's status codes (schema.ts STATUS_CODE): 1 mapped, 2 opted out, 3 invalid. */
+  status: Uint8Array;
+  /** 1: marked due (a v2 entry of a rotated salt bucket). */
+  due: Uint8Array;
+  /** The refresh time; NaN when the entry has none. */
+  r: Float64Array;
+  u: (string | null)[];
+  p: (string | null)[];
+  bucketId: (string | null)[];
+}
+
 export interface DueEntry {
   id: number;
   type: DiiType;
@@ -217,6 +235,8 @@ export interface StateStore {
   lookupMany(keys: readonly { type: DiiType; hash: string }[]): Map<string, StateEntry>;
   /** Stored entries for these hashes of one DII type, keyed by hash; hashes not stored are absent. */
   lookupHashes(type: DiiType, hashes: readonly string[]): Map<string, StateEntry>;
+  /** lookupHashes as columns of only what a map run reads; a hash asked twice is answered at one position. */
+  lookupStored(type: DiiType, hashes: readonly string[]): StoredEntries;
 
   /**
    * Writes one answered batch (any size) in one transaction; with `journal`, its change rows are inserted into

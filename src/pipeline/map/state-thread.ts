@@ -1,8 +1,10 @@
 /** The state file of a writing map run served by a thread of its own: lookups and commits off the main thread. */
 import type { DiiType } from '../../identity/index.js';
-import type { EntryUpdate } from '../../state/types.js';
+import type { EntryUpdate, StoredEntries } from '../../state/types.js';
 import { compiledScriptPresent } from '../workers/compiled-script.js';
 import { WorkerPool } from '../workers/worker-pool.js';
+
+export type { StoredEntries };
 
 const STATE_THREAD = new URL('./state-thread-entry.js', import.meta.url);
 
@@ -11,23 +13,6 @@ export interface StateThreadConfig {
   path: string;
   envFingerprint: string;
   api: 'v3' | 'v2';
-}
-
-/**
- * The stored entries one lookup found, column by column (typed arrays and plain strings cross between threads
- * far cheaper than one object per entry). Entry i answers the hash at position `at[i]` of the request.
- */
-export interface StoredEntries {
-  at: Int32Array;
-  /** The state's status codes: 1 mapped, 2 opted out, 3 invalid. */
-  status: Uint8Array;
-  /** 1: marked due (a v2 entry of a rotated salt bucket). */
-  due: Uint8Array;
-  /** The refresh time; NaN when the entry has none. */
-  r: Float64Array;
-  u: (string | null)[];
-  p: (string | null)[];
-  bucketId: (string | null)[];
 }
 
 /** The answers of one batch, column by column, as the thread turns them back into EntryUpdates. */
