@@ -59,6 +59,8 @@ interface EncodedUpdate {
   type: number;
   hash: string;
   key: number;
+  /** Its position in the batch. */
+  index: number;
   /** The order new entries are appended in: r, or after every r when there is none. */
   appendOrder: number;
   outcome: EntryUpdate['outcome'];
@@ -519,7 +521,7 @@ export class SqliteStateStore implements StateStore {
         throw new TypeError(`commitBatch: update ${i} has no valid DII type, hash or outcome`);
       }
       const appendOrder = outcome.kind === 'mapped' && typeof outcome.r === 'number' ? outcome.r : Infinity;
-      encoded[i] = { type: code, hash, key: keyOf(code, hash), appendOrder, outcome };
+      encoded[i] = { type: code, hash, key: keyOf(code, hash), index: i, appendOrder, outcome };
     }
     try {
       this.commitTx.immediate(encoded, Math.floor(nowS), journal);
@@ -545,37 +547,61 @@ export class SqliteStateStore implements StateStore {
   /** Inside the commit's transaction: an update per stored entry, an append per new one. */
   private writeUpdates(updates: readonly EncodedUpdate[], nowS: number): void {
     this.catchUpTail();
-    // stored ids by `${type}:${hash}`, then the ones this batch appends (a batch may name one key twice)
-    const ids = new Map<string, number>();
-    const keys = new Array<number>(updates.length);
-    for (let i = 0; i < updates.length; i++) keys[i] = updates[i].key;
-    this.rowsByKeys(keys, (row) => ids.set(`${row[1] as number}:${row[2] as string}`, row[0] as number));
+    const n = updates.length;
+    // per update, the first update of the batch with its type and hash (itself when there is none before it),
+    // found by lookup key: numbers, not strings, are hashed into the map (a key shared by two hashes is chained)
+    const firstOf = new Int32Array(n);
+    const sameKeyBefore = new Int32Array(n).fill(-1);
+    const lastWithKey = new Map<number, number>();
+    const uniqueKeys: number[] = [];
+    const uniqueAt: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const { key, hash } = updates[i];
+      const head = lastWithKey.get(key);
+      let first = head ?? -1;
+      while (first >= 0 && updates[first].hash !== hash) first = sameKeyBefore[first];
+      if (first >= 0) {
+        firstOf[i] = first;
+        continue;
+      }
+      firstOf[i] = i;
+      sameKeyBefore[i] = head ?? -1;
+      lastWithKey.set(key, i);
+      uniqueKeys.push(key);
+      uniqueAt.push(i);
+    }
+    // per first update, the id of its entry: stored (found now), or appended below; 0 until known
+    const idOf = new Float64Array(n);
+    this.matchRows(
+      uniqueKeys,
+      (j) => updates[uniqueAt[j]].hash,
+      (j, row) => {
+        idOf[uniqueAt[j]] = row[0] as number;
+      },
+      // only the id is needed (ANSWER_COLUMNS start with id, type and hash)
+      true,
+    );
     // new entries are appended in r order: within a batch they then reach each leaf of the r index together.
     // A key the batch names again is appended once; its later answers update it afterwards, in batch order.
     const appended: EncodedUpdate[] = [];
-    const again: EncodedUpdate[] = [];
-    for (const u of updates) {
-      const name = `${u.type}:${u.hash}`;
-      const id = ids.get(name);
-      if (id === undefined) {
-        ids.set(name, 0);
-        appended.push(u);
-      } else if (id === 0) {
-        again.push(u);
-      } else {
-        this.updateEntry(id, u.outcome, nowS);
-      }
+    const again: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const first = firstOf[i];
+      if (idOf[first] > 0) this.updateEntry(idOf[first], updates[i].outcome, nowS);
+      else if (first === i) appended.push(updates[i]);
+      else again.push(i);
     }
-    if (appended.length > 0) this.appendEntries(appended, ids, nowS);
-    for (const u of again) this.updateEntry(ids.get(`${u.type}:${u.hash}`) as number, u.outcome, nowS);
+    if (appended.length > 0) this.appendEntries(appended, idOf, nowS);
+    for (const i of again) this.updateEntry(idOf[firstOf[i]], updates[i].outcome, nowS);
   }
 
   /**
-   * Appends entries not stored yet, sorted by r, INSERT_ROWS to a statement; records their ids in `ids` and the
-   * tail. A rowid table gives each row of one INSERT the next id in turn (the largest plus one): a statement of n
-   * rows that ends at id `last` gave them last - n + 1 to last, which is checked against the ids before it.
+   * Appends entries not stored yet, sorted by r, INSERT_ROWS to a statement; records their ids in `idOf` (by
+   * their position in the batch) and the tail. A rowid table gives each row of one INSERT the next id in turn
+   * (the largest plus one): a statement of n rows that ends at id `last` gave them last - n + 1 to last, which is
+   * checked against the ids before it.
    */
-  private appendEntries(appended: EncodedUpdate[], ids: Map<string, number>, nowS: number): void {
+  private appendEntries(appended: EncodedUpdate[], idOf: Float64Array, nowS: number): void {
     appended.sort(byAppendOrder);
     const params: unknown[] = [];
     for (let start = 0; start < appended.length; start += INSERT_ROWS) {
@@ -590,7 +616,7 @@ export class SqliteStateStore implements StateStore {
       for (let i = start; i < end; i++) {
         const u = appended[i];
         const newId = last - (end - 1 - i);
-        ids.set(`${u.type}:${u.hash}`, newId);
+        idOf[u.index] = newId;
         this.tail.add(u.key, newId);
       }
       this.tailSeen = last;
