@@ -533,6 +533,29 @@ export class SqliteStateStore implements StateStore {
     if (this.tail.size >= this.tailEntries) this.mergeTailNow();
   }
 
+  beginGroup(): void {
+    this.writable('commit batches');
+    if (this.db.inTransaction) throw new Error(`state file ${this.path}: a group of commits is already open`);
+    this.db.exec('BEGIN IMMEDIATE');
+  }
+
+  endGroup(): void {
+    if (!this.db.inTransaction) return;
+    try {
+      this.db.exec('COMMIT');
+    } catch (err) {
+      this.abortGroup();
+      throw err;
+    }
+  }
+
+  abortGroup(): void {
+    // SQLite may have rolled back already (a full disk does): then there is nothing left to roll back
+    if (this.db.inTransaction) this.db.exec('ROLLBACK');
+    // the rows the group appended are gone: so must their tail entries be
+    this.resetTail();
+  }
+
   /** Merges the tail now (a writing store does it by itself once the tail is `tailEntries` long). */
   private mergeTailNow(): void {
     try {

@@ -243,6 +243,14 @@ export interface StateStore {
    * the pending changes in the same transaction, so they exist exactly when the batch is committed.
    */
   commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): void;
+  /**
+   * Opens a transaction that the following commitBatch calls join (each still whole or nothing inside it) until
+   * endGroup commits them together or abortGroup rolls them all back. Nothing of a group is in the file before
+   * endGroup returns: a caller reports its batches committed only then. Lookups inside a group see its batches.
+   */
+  beginGroup(): void;
+  endGroup(): void;
+  abortGroup(): void;
 
   /** Pending change rows of one kind in id order after `afterId` (default 0), at most `limit` (default 5,000). */
   pendingChanges(kind: ChangeKind, afterId?: number, limit?: number): PendingChange[];
