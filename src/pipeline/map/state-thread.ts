@@ -135,6 +135,8 @@ export class StateThread {
       size: 1,
       workerData: config,
       purpose: 'the state file',
+      // what the state file said (a full disk, a damaged file) reads as it would on this thread
+      revive: (thrown) => Object.assign(new Error(thrown.message), { name: thrown.name }),
     });
   }
 
