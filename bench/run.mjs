@@ -13,6 +13,8 @@
 //   npm run bench -- --threads 0,1         # map and hash once per --threads value (default: default,0 = the
 //                                          # CLI's default, then all on the main thread)
 //   npm run bench -- --runs 1              # one run per case instead of the median of 3
+//                                          # (mapState: the 1M mixed rows without a state, into a new
+//                                          # state, and again from it, runs alternating, medians and ratios)
 //   npm run bench -- --only mapState --state-into /tmp/uid2-batch-bench-remap/state-5000000.db
 //                                          # map --state into a copy of a big kept state (bench/remap.mjs --keep)
 import { spawn } from 'node:child_process';
@@ -277,6 +279,65 @@ async function mapQuotedCase(serve, rows, runs, threads) {
   };
 }
 
+/**
+ * map --state side by side with the same map without a state, runs alternating so all three see the same machine
+ * load: without a state, into a new state file, and the same command again (everything answered from the state).
+ * Each side's median, its speed as a share of the run without a state, and whether all outputs are the same bytes.
+ */
+async function mapStateCase(serve, rows, runs, threads) {
+  const path = await input(rows, 'mixed');
+  const statePath = join(WORK, 'map-state-case.db');
+  const removeState = () => {
+    for (const suffix of ['', '-wal', '-shm', '.lock']) rmSync(statePath + suffix, { force: true });
+  };
+  const sides = ['none', 'new', 'again'];
+  const runsOf = { none: [], new: [], again: [] };
+  const digests = new Set();
+  try {
+    for (let i = 0; i < runs; i++) {
+      removeState();
+      for (const side of sides) {
+        const out = join(WORK, `mapped-state-${side}-${rows}.csv`);
+        const summary = join(WORK, `map-summary-state-${side}-${rows}.json`);
+        const args = ['map', path, '-o', out, '--base-url', serve.url, '--quiet', '--summary-json', summary];
+        if (side !== 'none') args.push('--state', statePath);
+        runsOf[side].push(await runCli([...args, ...threadArgs(threads)], { serve, env: credentials(serve) }));
+        const s = JSON.parse(readFileSync(summary, 'utf8'));
+        if (s.rows !== rows) throw new Error(`map: expected ${rows} rows in the summary, got ${s.rows}`);
+        if (side === 'again' && s.requests !== 0) throw new Error(`map --state again sent ${s.requests} requests`);
+        digests.add(sha256('sha256', readFileSync(out), 'hex'));
+        rmSync(out, { force: true });
+      }
+    }
+  } finally {
+    removeState();
+  }
+  const side = (name) => {
+    const m = median(runsOf[name].map((r) => r.seconds));
+    const r = runsOf[name].find((x) => x.seconds === m);
+    return { seconds: m, runs: runsOf[name].map((x) => Number(x.seconds.toFixed(2))), r };
+  };
+  const none = side('none');
+  const row = {
+    rows,
+    no_state_rows_per_s: Math.round(rows / none.seconds),
+    no_state_runs_s: none.runs,
+    no_state_cli_cpu_s: Number(none.r.cpuS.toFixed(2)),
+    same_output: digests.size === 1,
+  };
+  for (const name of ['new', 'again']) {
+    const x = side(name);
+    row[`${name}_rows_per_s`] = Math.round(rows / x.seconds);
+    row[`${name}_runs_s`] = x.runs;
+    row[`${name}_cli_cpu_s`] = Number(x.r.cpuS.toFixed(2));
+    row[`${name}_main_thread_cpu_s`] = Number(x.r.mainThreadCpuS.toFixed(2));
+    row[`${name}_peak_rss_mb`] = Math.round(x.r.peakRssMb);
+    // above 1: faster than the same run without a state
+    row[`${name}_vs_no_state`] = Number((none.seconds / x.seconds).toFixed(3));
+  }
+  return row;
+}
+
 async function hashCase(rows, runs, threads) {
   const path = await input(rows, 'mixed');
   const out = join(WORK, `hashed-${rows}.csv`);
@@ -409,8 +470,8 @@ try {
       record(`map 1M email-only${threadLabel(t)}`, await mapCase(serve, 1_000_000, 'email', RUNS, t));
     if (ONLY.includes('mapState'))
       record(
-        `map 1M mixed --state (new file)${threadLabel(t)}`,
-        await mapCase(serve, 1_000_000, 'mixed', 1, t, 'empty'),
+        `map 1M mixed --state (new file, then again)${threadLabel(t)}`,
+        await mapStateCase(serve, 1_000_000, RUNS, t),
       );
     if (ONLY.includes('mapState') && STATE_INTO !== undefined) {
       record(
@@ -481,6 +542,13 @@ for (const r of table) {
   if (r.select_due_ms !== undefined)
     notes = `${fmt(r.due)} due: select ${r.select_due_ms} ms, count ${r.count_due_ms} ms (full scan ${r.full_scan_ms} ms); build ${r.build_s} s`;
   if (r.items_per_serve_cpu_s !== undefined) notes = `${fmt(r.items_per_serve_cpu_s)} items per serve CPU s`;
+  if (r.again_vs_no_state !== undefined) {
+    notes =
+      `no state ${fmt(r.no_state_rows_per_s)}/s (runs ${r.no_state_runs_s.join('/')}); ` +
+      `new state ${fmt(r.new_rows_per_s)}/s (${r.new_vs_no_state}x, runs ${r.new_runs_s.join('/')}); ` +
+      `again ${fmt(r.again_rows_per_s)}/s (${r.again_vs_no_state}x, runs ${r.again_runs_s.join('/')}); ` +
+      `output ${r.same_output ? 'the same bytes' : 'DIFFERS'}`;
+  }
   if (r.vs_plain_csv !== undefined) notes = `${r.vs_plain_csv}x the plain CSV rate of the same rounds; ${notes}`;
   console.log(
     `${r.name.padEnd(40)} ${(rate(r) !== undefined ? fmt(rate(r)) : '').padStart(10)} ${String(r.seconds ?? r.remap_total_s ?? '').padStart(8)} ${(rss !== undefined ? `${rss} MB` : '').padStart(9)} ${String(r.cli_cpu_s ?? '').padStart(6)} ${String(r.main_thread_cpu_s ?? '').padStart(8)} ${String(r.serve_cpu_s ?? '').padStart(9)}  ${notes}`,

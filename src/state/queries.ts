@@ -6,6 +6,8 @@
 /** Column order of every entry read; rows are read raw (arrays) and decoded by position. */
 export const ENTRY_COLUMNS =
   'id, type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, last_optout_check, opted_out_since, due';
+/** Column order of an entry as a map run reads it: the first three as in ENTRY_COLUMNS. */
+export const ANSWER_COLUMNS = 'id, type, hash, status, u, p, r, bucket_id, due';
 /** Column order of a due entry. */
 export const DUE_COLUMNS = 'id, type, hash, u, p, r, bucket_id';
 
@@ -26,9 +28,16 @@ export const SQL = {
   idsByKeys: (table: 'keys' | 'keys_recent', n: number) => `SELECT id FROM ${table} WHERE k IN (${placeholders(n)})`,
   // given sorted ids, the rows are read in table order
   entriesByIds: (n: number) => `SELECT ${ENTRY_COLUMNS} FROM entries WHERE id IN (${placeholders(n)})`,
+  // what a map run reads of an entry (ANSWER_COLUMNS), by id
+  answersByIds: (n: number) => `SELECT ${ANSWER_COLUMNS} FROM entries WHERE id IN (${placeholders(n)})`,
   rawUidsByIds: (n: number) => `SELECT id, u, p FROM entries WHERE id IN (${placeholders(n)})`,
   // the tail: entries appended after the last merge into keys
-  tailSince: 'SELECT id, type, hash FROM entries WHERE id > ? ORDER BY id',
+  tailSince: 'SELECT id, type, hash FROM entries WHERE id > ? AND id <= ? ORDER BY id',
+  // a page of the tail as one string: per entry, its type code and the first 8 characters of its hash (all a
+  // lookup key needs of a base64 hash), in id order; one row instead of one per entry
+  tailPrefixes:
+    "SELECT count(*), min(id), max(id), group_concat(type || substr(hash, 1, 8), '' ORDER BY id) " +
+    'FROM (SELECT id, type, hash FROM entries WHERE id > ? ORDER BY id LIMIT ?)',
   insertRecentKeys: (n: number) =>
     `INSERT OR IGNORE INTO keys_recent (k, id) VALUES ${new Array<string>(n).fill('(?, ?)').join(', ')}`,
   // keys_recent is read in its key order: the inserts into keys walk it once

@@ -3,7 +3,7 @@ import type { Database, Statement, Transaction } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
 import { KeyFilter } from './key-filter.js';
 import { type LevelFilters, emptyFilter, readLevelFilters, readLevels, writeLevelFilter } from './level-filters.js';
-import { keyOf } from './lookup-key.js';
+import { keyOf, keyOfPrefix } from './lookup-key.js';
 import { StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
 import { IN_LIST_SIZES, SQL } from './queries.js';
@@ -29,6 +29,7 @@ import type {
   StateInfo,
   StateMeta,
   StateStore,
+  StoredEntries,
 } from './types.js';
 
 type Row = unknown[];
@@ -43,6 +44,8 @@ const INSERT_ROWS = 64;
 const KEY_INSERT_ROWS = 256;
 // keys read per page when a keys filter is filled
 const KEY_PAGE = 20_000;
+// tail entries read per page when the tail is read from the file
+const TAIL_PAGE = 50_000;
 // keys_recent is folded into keys once it holds a quarter as many entries
 const RECENT_SHARE = 4;
 // the main keys filter is made for twice the keys it gets (so that it is remade at each doubling); the recent one
@@ -56,6 +59,8 @@ interface EncodedUpdate {
   type: number;
   hash: string;
   key: number;
+  /** Its position in the batch. */
+  index: number;
   /** The order new entries are appended in: r, or after every r when there is none. */
   appendOrder: number;
   outcome: EntryUpdate['outcome'];
@@ -67,6 +72,7 @@ export class SqliteStateStore implements StateStore {
   private readonly mainIdStmts = new Map<number, Statement>();
   private readonly recentIdStmts = new Map<number, Statement>();
   private readonly entryIdStmts = new Map<number, Statement>();
+  private readonly answerIdStmts = new Map<number, Statement>();
   private readonly insertEntryStmts = new Map<number, Statement>();
   private readonly insertKeyStmts = new Map<number, Statement>();
   private readonly idStmts = new Map<number, Statement>();
@@ -89,7 +95,9 @@ export class SqliteStateStore implements StateStore {
     (updates: readonly EncodedUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => void
   >;
   private readonly mergeTx: Transaction<() => void>;
-  private readonly readTx: Transaction<(lookupKeys: readonly number[], onRow: (row: Row) => void) => void>;
+  private readonly readTx: Transaction<
+    (lookupKeys: readonly number[], onRow: (row: Row) => void, answersOnly: boolean) => void
+  >;
   private readonly recordChecksTx: Transaction<(ids: readonly number[], nowS: number) => void>;
   private readonly markBucketsTx: Transaction<(buckets: readonly RotatedBucket[]) => number>;
 
@@ -109,8 +117,8 @@ export class SqliteStateStore implements StateStore {
       },
     );
     this.mergeTx = db.transaction(() => this.mergeTail());
-    this.readTx = db.transaction((lookupKeys: readonly number[], onRow: (row: Row) => void) =>
-      this.readRowsByKeys(lookupKeys, onRow),
+    this.readTx = db.transaction((lookupKeys: readonly number[], onRow: (row: Row) => void, answersOnly: boolean) =>
+      this.readRowsByKeys(lookupKeys, onRow, answersOnly),
     );
     this.resetTail();
     const s = this.stmts;
@@ -188,6 +196,47 @@ export class SqliteStateStore implements StateStore {
     return found;
   }
 
+  lookupStored(type: DiiType, hashes: readonly string[]): StoredEntries {
+    const at: number[] = [];
+    const rows: Row[] = [];
+    if (hashes.length > 0) {
+      this.catchUpTail();
+      const code = TYPE_CODE[type];
+      const lookupKeys = new Array<number>(hashes.length);
+      for (let i = 0; i < hashes.length; i++) lookupKeys[i] = keyOf(code, hashes[i]);
+      this.matchRows(
+        lookupKeys,
+        (i) => hashes[i],
+        (i, row) => {
+          at.push(i);
+          rows.push(row);
+        },
+        true,
+      );
+    }
+    const n = rows.length;
+    const stored: StoredEntries = {
+      at: Int32Array.from(at),
+      status: new Uint8Array(n),
+      due: new Uint8Array(n),
+      r: new Float64Array(n),
+      u: new Array<string | null>(n),
+      p: new Array<string | null>(n),
+      bucketId: new Array<string | null>(n),
+    };
+    // in ANSWER_COLUMNS order
+    for (let k = 0; k < n; k++) {
+      const row = rows[k];
+      stored.status[k] = row[3] as number;
+      stored.u[k] = row[4] as string | null;
+      stored.p[k] = row[5] as string | null;
+      stored.r[k] = (row[6] as number | null) ?? Number.NaN;
+      stored.bucketId[k] = row[7] as string | null;
+      stored.due[k] = row[8] === 1 ? 1 : 0;
+    }
+    return stored;
+  }
+
   /**
    * Gives each row of the asked keys to the first request it answers: the one with the row's lookup key (the key
    * holds the DII type) and its hash. Requests are found by key, a number, so that no row's hash is hashed into a
@@ -197,6 +246,7 @@ export class SqliteStateStore implements StateStore {
     lookupKeys: readonly number[],
     hashOf: (request: number) => string,
     onMatch: (request: number, row: Row) => void,
+    answersOnly = false,
   ): void {
     // per key, the last request with it; per request, the one before it with the same key (-1: none)
     const lastWith = new Map<number, number>();
@@ -205,15 +255,19 @@ export class SqliteStateStore implements StateStore {
       before[i] = lastWith.get(lookupKeys[i]) ?? -1;
       lastWith.set(lookupKeys[i], i);
     }
-    this.rowsByKeys(lookupKeys, (row) => {
-      const hash = row[2] as string;
-      for (let i = lastWith.get(keyOf(row[1] as number, hash)) ?? -1; i >= 0; i = before[i]) {
-        if (hashOf(i) === hash) {
-          onMatch(i, row);
-          return;
+    this.rowsByKeys(
+      lookupKeys,
+      (row) => {
+        const hash = row[2] as string;
+        for (let i = lastWith.get(keyOf(row[1] as number, hash)) ?? -1; i >= 0; i = before[i]) {
+          if (hashOf(i) === hash) {
+            onMatch(i, row);
+            return;
+          }
         }
-      }
-    });
+      },
+      answersOnly,
+    );
   }
 
   /**
@@ -221,9 +275,9 @@ export class SqliteStateStore implements StateStore {
    * compares), each once. In one read transaction (or the caller's), so that the key tables are seen together
    * even while another connection merges.
    */
-  private rowsByKeys(lookupKeys: readonly number[], onRow: (row: Row) => void): void {
-    if (this.db.inTransaction) this.readRowsByKeys(lookupKeys, onRow);
-    else this.readTx(lookupKeys, onRow);
+  private rowsByKeys(lookupKeys: readonly number[], onRow: (row: Row) => void, answersOnly = false): void {
+    if (this.db.inTransaction) this.readRowsByKeys(lookupKeys, onRow, answersOnly);
+    else this.readTx(lookupKeys, onRow, answersOnly);
   }
 
   /**
@@ -234,8 +288,10 @@ export class SqliteStateStore implements StateStore {
    * A key is looked for in `keys` when either filter may hold it: another connection may have folded entries
    * of keys_recent into keys since the filters were read, and those are in the recent filter. Entries it merged
    * into keys_recent since are this connection's tail, found there.
+   *
+   * `answersOnly`: rows of ANSWER_COLUMNS instead of ENTRY_COLUMNS.
    */
-  private readRowsByKeys(lookupKeys: readonly number[], onRow: (row: Row) => void): void {
+  private readRowsByKeys(lookupKeys: readonly number[], onRow: (row: Row) => void, answersOnly: boolean): void {
     const { main, recent } = this.levelFilters();
     const inMain: number[] = [];
     const inRecent: number[] = [];
@@ -254,11 +310,14 @@ export class SqliteStateStore implements StateStore {
         for (const id of this.idsStatement(table, size).all(params) as number[]) ids.push(id);
       }
     }
-    if (this.tail.size > 0) for (const key of lookupKeys) this.tail.forEach(key, (id) => ids.push(id));
+    if (this.tail.size > 0) {
+      const onId = (id: number): void => void ids.push(id);
+      for (const key of lookupKeys) this.tail.forEach(key, onId);
+    }
     if (ids.length === 0) return;
+    const [stmts, sql] = answersOnly ? [this.answerIdStmts, SQL.answersByIds] : [this.entryIdStmts, SQL.entriesByIds];
     for (const [, size, params] of inListPages(uniqueSorted(ids))) {
-      for (const row of this.inListStatement(this.entryIdStmts, size, SQL.entriesByIds).all(params) as Row[])
-        onRow(row);
+      for (const row of this.inListStatement(stmts, size, sql).all(params) as Row[]) onRow(row);
     }
   }
 
@@ -283,12 +342,14 @@ export class SqliteStateStore implements StateStore {
 
   // ---- the tail: entries appended since the last merge into the keys table
 
-  /** Forgets the in-memory tail and reads it again from the file (on open, and after a failed transaction). */
+  /**
+   * Forgets the in-memory tail (on open, and after a failed transaction); the first lookup or commit reads it
+   * again from the file. Not before: a connection that only records runs or reads meta never needs it.
+   */
   private resetTail(): void {
     this.tail.clear();
     this.tailSeen = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
     this.filters = undefined;
-    this.catchUpTail();
   }
 
   /** The keys filters, read from the file on first use (inside the caller's transaction). */
@@ -377,13 +438,39 @@ export class SqliteStateStore implements StateStore {
     return Math.max(FILTER_MIN_CAPACITY, Math.ceil(main / RECENT_SHARE) + this.tailEntries);
   }
 
-  /** Adds what other connections appended since this one last looked: one range read, empty in a single run. */
+  /** Entries appended after the last merge into the keys tables (read from the file if not yet). */
+  private tailSize(): number {
+    this.catchUpTail();
+    return this.tail.size;
+  }
+
+  /**
+   * Adds what other connections appended since this one last looked (empty in a single run, a whole run's entries
+   * when a file is opened again): pages of type codes and hash prefixes, each read as one string. A page whose
+   * ids are not consecutive, or that holds a hash not of base64 characters, is read row by row.
+   */
   private catchUpTail(): void {
-    for (const [id, type, hash] of this.stmts.tailSince.iterate(this.tailSeen) as IterableIterator<
-      [number, number, string]
-    >) {
-      this.tail.add(keyOf(type, hash), id);
-      this.tailSeen = id;
+    for (;;) {
+      const [count, first, last, prefixes] = this.stmts.tailPrefixes.get(this.tailSeen, TAIL_PAGE) as [
+        number,
+        number | null,
+        number | null,
+        string | null,
+      ];
+      if (count === 0 || first === null || last === null) return;
+      const keys = prefixes !== null && last - first + 1 === count ? tailKeys(prefixes, count) : null;
+      if (keys !== null) {
+        for (let i = 0; i < count; i++) this.tail.add(keys[i], first + i);
+        this.tailSeen = last;
+      } else {
+        for (const [id, type, hash] of this.stmts.tailSince.iterate(this.tailSeen, last) as IterableIterator<
+          [number, number, string]
+        >) {
+          this.tail.add(keyOf(type, hash), id);
+          this.tailSeen = id;
+        }
+      }
+      if (count < TAIL_PAGE) return;
     }
   }
 
@@ -434,7 +521,7 @@ export class SqliteStateStore implements StateStore {
         throw new TypeError(`commitBatch: update ${i} has no valid DII type, hash or outcome`);
       }
       const appendOrder = outcome.kind === 'mapped' && typeof outcome.r === 'number' ? outcome.r : Infinity;
-      encoded[i] = { type: code, hash, key: keyOf(code, hash), appendOrder, outcome };
+      encoded[i] = { type: code, hash, key: keyOf(code, hash), index: i, appendOrder, outcome };
     }
     try {
       this.commitTx.immediate(encoded, Math.floor(nowS), journal);
@@ -444,6 +531,29 @@ export class SqliteStateStore implements StateStore {
       throw err;
     }
     if (this.tail.size >= this.tailEntries) this.mergeTailNow();
+  }
+
+  beginGroup(): void {
+    this.writable('commit batches');
+    if (this.db.inTransaction) throw new Error(`state file ${this.path}: a group of commits is already open`);
+    this.db.exec('BEGIN IMMEDIATE');
+  }
+
+  endGroup(): void {
+    if (!this.db.inTransaction) return;
+    try {
+      this.db.exec('COMMIT');
+    } catch (err) {
+      this.abortGroup();
+      throw err;
+    }
+  }
+
+  abortGroup(): void {
+    // SQLite may have rolled back already (a full disk does): then there is nothing left to roll back
+    if (this.db.inTransaction) this.db.exec('ROLLBACK');
+    // the rows the group appended are gone: so must their tail entries be
+    this.resetTail();
   }
 
   /** Merges the tail now (a writing store does it by itself once the tail is `tailEntries` long). */
@@ -460,37 +570,61 @@ export class SqliteStateStore implements StateStore {
   /** Inside the commit's transaction: an update per stored entry, an append per new one. */
   private writeUpdates(updates: readonly EncodedUpdate[], nowS: number): void {
     this.catchUpTail();
-    // stored ids by `${type}:${hash}`, then the ones this batch appends (a batch may name one key twice)
-    const ids = new Map<string, number>();
-    const keys = new Array<number>(updates.length);
-    for (let i = 0; i < updates.length; i++) keys[i] = updates[i].key;
-    this.rowsByKeys(keys, (row) => ids.set(`${row[1] as number}:${row[2] as string}`, row[0] as number));
+    const n = updates.length;
+    // per update, the first update of the batch with its type and hash (itself when there is none before it),
+    // found by lookup key: numbers, not strings, are hashed into the map (a key shared by two hashes is chained)
+    const firstOf = new Int32Array(n);
+    const sameKeyBefore = new Int32Array(n).fill(-1);
+    const lastWithKey = new Map<number, number>();
+    const uniqueKeys: number[] = [];
+    const uniqueAt: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const { key, hash } = updates[i];
+      const head = lastWithKey.get(key);
+      let first = head ?? -1;
+      while (first >= 0 && updates[first].hash !== hash) first = sameKeyBefore[first];
+      if (first >= 0) {
+        firstOf[i] = first;
+        continue;
+      }
+      firstOf[i] = i;
+      sameKeyBefore[i] = head ?? -1;
+      lastWithKey.set(key, i);
+      uniqueKeys.push(key);
+      uniqueAt.push(i);
+    }
+    // per first update, the id of its entry: stored (found now), or appended below; 0 until known
+    const idOf = new Float64Array(n);
+    this.matchRows(
+      uniqueKeys,
+      (j) => updates[uniqueAt[j]].hash,
+      (j, row) => {
+        idOf[uniqueAt[j]] = row[0] as number;
+      },
+      // only the id is needed (ANSWER_COLUMNS start with id, type and hash)
+      true,
+    );
     // new entries are appended in r order: within a batch they then reach each leaf of the r index together.
     // A key the batch names again is appended once; its later answers update it afterwards, in batch order.
     const appended: EncodedUpdate[] = [];
-    const again: EncodedUpdate[] = [];
-    for (const u of updates) {
-      const name = `${u.type}:${u.hash}`;
-      const id = ids.get(name);
-      if (id === undefined) {
-        ids.set(name, 0);
-        appended.push(u);
-      } else if (id === 0) {
-        again.push(u);
-      } else {
-        this.updateEntry(id, u.outcome, nowS);
-      }
+    const again: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const first = firstOf[i];
+      if (idOf[first] > 0) this.updateEntry(idOf[first], updates[i].outcome, nowS);
+      else if (first === i) appended.push(updates[i]);
+      else again.push(i);
     }
-    if (appended.length > 0) this.appendEntries(appended, ids, nowS);
-    for (const u of again) this.updateEntry(ids.get(`${u.type}:${u.hash}`) as number, u.outcome, nowS);
+    if (appended.length > 0) this.appendEntries(appended, idOf, nowS);
+    for (const i of again) this.updateEntry(idOf[firstOf[i]], updates[i].outcome, nowS);
   }
 
   /**
-   * Appends entries not stored yet, sorted by r, INSERT_ROWS to a statement; records their ids in `ids` and the
-   * tail. A rowid table gives each row of one INSERT the next id in turn (the largest plus one): a statement of n
-   * rows that ends at id `last` gave them last - n + 1 to last, which is checked against the ids before it.
+   * Appends entries not stored yet, sorted by r, INSERT_ROWS to a statement; records their ids in `idOf` (by
+   * their position in the batch) and the tail. A rowid table gives each row of one INSERT the next id in turn
+   * (the largest plus one): a statement of n rows that ends at id `last` gave them last - n + 1 to last, which is
+   * checked against the ids before it.
    */
-  private appendEntries(appended: EncodedUpdate[], ids: Map<string, number>, nowS: number): void {
+  private appendEntries(appended: EncodedUpdate[], idOf: Float64Array, nowS: number): void {
     appended.sort(byAppendOrder);
     const params: unknown[] = [];
     for (let start = 0; start < appended.length; start += INSERT_ROWS) {
@@ -505,7 +639,7 @@ export class SqliteStateStore implements StateStore {
       for (let i = start; i < end; i++) {
         const u = appended[i];
         const newId = last - (end - 1 - i);
-        ids.set(`${u.type}:${u.hash}`, newId);
+        idOf[u.index] = newId;
         this.tail.add(u.key, newId);
       }
       this.tailSeen = last;
@@ -816,7 +950,7 @@ export class SqliteStateStore implements StateStore {
       pageSize: this.db.pragma('page_size', { simple: true }) as number,
       pages: this.db.pragma('page_count', { simple: true }) as number,
       freePages: this.db.pragma('freelist_count', { simple: true }) as number,
-      tailEntries: this.tail.size,
+      tailEntries: this.tailSize(),
     };
   }
 
@@ -888,6 +1022,7 @@ function prepareAll(db: Database) {
     updateOptout: plain(SQL.updateOptout),
     updateInvalid: plain(SQL.updateInvalid),
     tailSince: raw(SQL.tailSince),
+    tailPrefixes: raw(SQL.tailPrefixes),
     foldRecentKeys: plain(SQL.foldRecentKeys),
     clearRecentKeys: plain(SQL.clearRecentKeys),
     dueDays: plain(SQL.dueDays),
@@ -927,6 +1062,19 @@ function prepareJournal(db: Database) {
     last: db.prepare(SQL.lastPendingChange).pluck(),
     ack: db.prepare(SQL.ackChanges),
   };
+}
+
+/** The lookup keys of a page of SQL.tailPrefixes (9 characters an entry), or null if one needs its whole hash. */
+function tailKeys(prefixes: string, count: number): Float64Array | null {
+  if (prefixes.length !== count * 9) return null;
+  const keys = new Float64Array(count);
+  for (let i = 0; i < count; i++) {
+    const code = prefixes.charCodeAt(9 * i) - 48;
+    const key = code === 0 || code === 1 ? keyOfPrefix(code, prefixes, 9 * i + 1) : -1;
+    if (key < 0) return null;
+    keys[i] = key;
+  }
+  return keys;
 }
 
 function byAppendOrder(a: EncodedUpdate, b: EncodedUpdate): number {

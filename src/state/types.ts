@@ -40,6 +40,24 @@ export interface EntryUpdate {
   outcome: MapOutcome;
 }
 
+/**
+ * What a map run reads of the stored entries of some hashes, column by column (typed arrays and plain strings:
+ * cheap to build, and to hand to another thread). Entry i is the one of the hash at position `at[i]` of the
+ * request.
+ */
+export interface StoredEntries {
+  at: Int32Array;
+  /** The file's status codes (schema.ts STATUS_CODE): 1 mapped, 2 opted out, 3 invalid. */
+  status: Uint8Array;
+  /** 1: marked due (a v2 entry of a rotated salt bucket). */
+  due: Uint8Array;
+  /** The refresh time; NaN when the entry has none. */
+  r: Float64Array;
+  u: (string | null)[];
+  p: (string | null)[];
+  bucketId: (string | null)[];
+}
+
 export interface DueEntry {
   id: number;
   type: DiiType;
@@ -217,12 +235,22 @@ export interface StateStore {
   lookupMany(keys: readonly { type: DiiType; hash: string }[]): Map<string, StateEntry>;
   /** Stored entries for these hashes of one DII type, keyed by hash; hashes not stored are absent. */
   lookupHashes(type: DiiType, hashes: readonly string[]): Map<string, StateEntry>;
+  /** lookupHashes as columns of only what a map run reads; a hash asked twice is answered at one position. */
+  lookupStored(type: DiiType, hashes: readonly string[]): StoredEntries;
 
   /**
    * Writes one answered batch (any size) in one transaction; with `journal`, its change rows are inserted into
    * the pending changes in the same transaction, so they exist exactly when the batch is committed.
    */
   commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): void;
+  /**
+   * Opens a transaction that the following commitBatch calls join (each still whole or nothing inside it) until
+   * endGroup commits them together or abortGroup rolls them all back. Nothing of a group is in the file before
+   * endGroup returns: a caller reports its batches committed only then. Lookups inside a group see its batches.
+   */
+  beginGroup(): void;
+  endGroup(): void;
+  abortGroup(): void;
 
   /** Pending change rows of one kind in id order after `afterId` (default 0), at most `limit` (default 5,000). */
   pendingChanges(kind: ChangeKind, afterId?: number, limit?: number): PendingChange[];

@@ -1,15 +1,18 @@
-import type { EngineState } from '../../pipeline/map/map-engine.js';
+import type { EngineState, ThreadedEngineState } from '../../pipeline/map/map-engine.js';
+import { StateThread } from '../../pipeline/map/state-thread.js';
 import { migrationInProgress } from '../../pipeline/v2/migration.js';
 import { openState, type StateStore } from '../../state/index.js';
 import { UserError } from '../shared/exit-codes.js';
 
 /** The state file as `map` uses it: the engine's lookups and commits, and one row in the runs table. */
 export interface MapStateFile {
-  engineState: EngineState;
+  /** A writing run's lookups and commits go to a thread of their own (when its compiled script is there). */
+  engineState: EngineState | ThreadedEngineState;
   /** Records the run (not in a dry run, which opens the file read-only). */
   beginRun(argsJson: string, nowS: number): void;
   endRun(summaryJson: string, exitCode: number, nowS: number): void;
-  close(): void;
+  /** After every commit given to the state's thread. */
+  close(): Promise<void>;
 }
 
 export interface MapStateOptions {
@@ -55,16 +58,25 @@ export function openMapState(path: string, options: MapStateOptions): MapStateFi
     store.close();
     throw err;
   }
+  // SQLite's work (a few microseconds per entry looked up or written) then runs beside the main thread's
+  const thread =
+    !options.readonly && StateThread.available()
+      ? new StateThread({ path, envFingerprint: options.envFingerprint, api })
+      : undefined;
   return {
-    engineState: store,
+    engineState: thread ?? store,
     beginRun(argsJson, nowS) {
       if (!options.readonly) runId = store.startRun('map', argsJson, nowS);
     },
     endRun(summaryJson, exitCode, nowS) {
       if (runId !== undefined) store.finishRun(runId, summaryJson, exitCode, nowS);
     },
-    close() {
-      store.close();
+    async close() {
+      try {
+        await thread?.close();
+      } finally {
+        store.close();
+      }
     },
   };
 }

@@ -330,7 +330,7 @@ async function mapOpened(
     if (dryRun && !isPieceSource(source)) return await dryRunReport(source, columns, flags, state, startedMs, deps);
     return await mapForReal(source, columns, layout, concurrency, config, flags, state, startedMs, deps);
   } finally {
-    state?.close();
+    await state?.close();
   }
 }
 

@@ -5,6 +5,7 @@ import {
   type EngineColumn,
   type EngineState,
   type MapRunCounts,
+  type ThreadedEngineState,
   type MapRunResult,
 } from '../map/map-engine.js';
 import { defaultLayout, outputColumns, outputRows, outputRowsV2, type ResultLayout } from '../map/result-columns.js';
@@ -48,7 +49,7 @@ export interface MapJob {
   layout?: ResultLayout | undefined;
   /** Row threads for a CSV input cut into pieces (at least 1 when the input is pieces). */
   threads?: number | undefined;
-  state?: EngineState | undefined;
+  state?: EngineState | ThreadedEngineState | undefined;
   batchSize?: number | undefined;
   failFast?: boolean | undefined;
   /** The client's attempts per request, for the reason text of a failed batch. */

@@ -7,6 +7,7 @@ import {
   type MapV3ResponseBody,
   type UnmappedV3,
 } from '../../protocol/index.js';
+import { STATUS_CODE } from '../../state/schema.js';
 import type { EntryUpdate, StateEntry } from '../../state/types.js';
 import type { IdentifierColumn } from '../table/identifier-columns.js';
 import { prepareRows, type PreparedRows } from './prepare-rows.js';
@@ -17,6 +18,7 @@ import { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
 import { DistinctEstimate } from './distinct-count.js';
 import { Reassembler } from './reassembler.js';
 import { RowChunk, SLOT, type RowTicket } from './row-chunk.js';
+import type { StoredEntries } from './state-thread.js';
 import type { InputRow } from '../table/table.js';
 import { asError, RunLifecycle, type RunOutcome } from '../run/run-lifecycle.js';
 
@@ -31,6 +33,18 @@ export interface EngineState {
   commitBatch(updates: readonly EntryUpdate[], nowS: number): void;
 }
 
+/**
+ * A state file served by another thread (state-thread.ts): lookups and commits are answered later, in the order
+ * they were asked, while this thread reads, sends and writes.
+ */
+export interface ThreadedEngineState {
+  readonly threaded: true;
+  /** The stored entries of these hashes of one DII type, by position. */
+  lookupStored(type: DiiType, hashes: readonly string[]): Promise<StoredEntries>;
+  /** One transaction; resolves once it is committed. */
+  commitBatch(updates: readonly EntryUpdate[], nowS: number): Promise<void>;
+}
+
 /** Sends one v3 map request (with the client's retries) and returns the decrypted body. */
 export type MapBatchFn = (request: MapV3Request, signal: AbortSignal) => Promise<MapV3ResponseBody>;
 
@@ -40,7 +54,7 @@ export interface MapEngineOptions {
   mapBatch?: MapBatchFn;
   /** Count what would be sent instead of sending it; chunks are not handed on. */
   dryRun?: boolean;
-  state?: EngineState;
+  state?: EngineState | ThreadedEngineState;
   /** Items per request (default and maximum 5,000). */
   batchSize?: number;
   /** Request JSON bytes (default: what stays under 1 MB in either body mode). */
@@ -192,6 +206,8 @@ export class MapEngine {
   private stopReading: (() => void) | null = null;
   /** New identifiers of the chunk being admitted, before the state has been asked about them. */
   private fresh: TrackedIdentifier[] = [];
+  /** The last lookup given to a threaded state: they settle in order, so the others have settled before it. */
+  private lastLookup: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: MapEngineOptions) {
     if (!options.dryRun && !options.mapBatch) throw new Error('MapEngine: mapBatch is required unless dryRun is set');
@@ -242,6 +258,8 @@ export class MapEngine {
           await this.handOn();
         }
       }
+      // identifiers still being looked up go to the batcher when their lookup settles: it is sealed after
+      await this.lastLookup;
       if (!this.lifecycle.stopped) {
         this.batcher.seal();
         while (this.lifecycle.outstanding > 0 && !this.lifecycle.stopped) {
@@ -331,6 +349,10 @@ export class MapEngine {
       for (let i = 0; i < fresh.length; i++) this.batcher.add(fresh[i]);
       return;
     }
+    if (isThreaded(state)) {
+      this.lookUpLater(state, fresh);
+      return;
+    }
     const emailHashes: string[] = [];
     const phoneHashes: string[] = [];
     for (let i = 0; i < fresh.length; i++) (fresh[i].type === 'email' ? emailHashes : phoneHashes).push(fresh[i].hash);
@@ -349,6 +371,57 @@ export class MapEngine {
       }
       this.counts.fromState += item.waiters;
       item.resolve(answer);
+    }
+  }
+
+  /**
+   * Asks a threaded state about the chunk's new identifiers and goes on with the next chunk: they stay in the
+   * table meanwhile (repeats wait on them), and are answered or batched when the lookup settles. Lookups count
+   * as outstanding work, so a wait for room in the window also waits for them.
+   */
+  private lookUpLater(state: ThreadedEngineState, fresh: TrackedIdentifier[]): void {
+    const email: TrackedIdentifier[] = [];
+    const phone: TrackedIdentifier[] = [];
+    for (let i = 0; i < fresh.length; i++) (fresh[i].type === 'email' ? email : phone).push(fresh[i]);
+    const ask = (items: TrackedIdentifier[]): Promise<StoredEntries> | undefined => {
+      if (items.length === 0) return undefined;
+      const hashes = new Array<string>(items.length);
+      for (let i = 0; i < items.length; i++) hashes[i] = items[i].hash;
+      return state.lookupStored(items[0].type, hashes);
+    };
+    const asked = Promise.all([ask(email), ask(phone)]);
+    this.lastLookup = this.lifecycle.inFlight(async () => {
+      let found: [StoredEntries | undefined, StoredEntries | undefined];
+      try {
+        found = await asked;
+      } catch (err) {
+        this.lifecycle.halt({ kind: 'failed', error: asError(err) });
+        for (let i = 0; i < fresh.length; i++) fresh[i].fail('not looked up: the state file could not be read');
+        return;
+      }
+      this.resolveStored(email, found[0]);
+      this.resolveStored(phone, found[1]);
+    });
+  }
+
+  /** Answers the items a lookup found fresh entries for; batches the others (or fails them after a stop). */
+  private resolveStored(items: TrackedIdentifier[], stored: StoredEntries | undefined): void {
+    const answers = new Array<MapV3Item | undefined>(items.length);
+    if (stored !== undefined && stored.at.length > 0) {
+      const now = this.nowS();
+      for (let k = 0; k < stored.at.length; k++) answers[stored.at[k]] = storedAnswer(stored, k, now);
+    }
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i];
+      const answer = answers[i];
+      if (answer !== undefined) {
+        this.counts.fromState += item.waiters;
+        item.resolve(answer);
+      } else if (this.lifecycle.stopped) {
+        item.fail('not sent: the run stopped first');
+      } else {
+        this.batcher.add(item);
+      }
     }
   }
 
@@ -376,7 +449,7 @@ export class MapEngine {
         this.onBatchError(batch, err);
         return;
       }
-      this.onBatchAnswered(batch, body);
+      await this.onBatchAnswered(batch, body);
     } catch (err) {
       // a state commit that throws (disk full, file locked) would fail every later batch the same way
       this.lifecycle.halt({ kind: 'failed', error: asError(err) });
@@ -384,7 +457,7 @@ export class MapEngine {
     }
   }
 
-  private onBatchAnswered(batch: MapBatch, body: MapV3ResponseBody): void {
+  private async onBatchAnswered(batch: MapBatch, body: MapV3ResponseBody): Promise<void> {
     const emailAnswers = body.email_hash ?? [];
     const phoneAnswers = body.phone_hash ?? [];
     if (emailAnswers.length !== batch.emailItems.length || phoneAnswers.length !== batch.phoneItems.length) {
@@ -405,7 +478,9 @@ export class MapEngine {
         updates[n++] = entryUpdate('email', batch.emailHashes[i], emailAnswers[i]);
       for (let i = 0; i < phoneAnswers.length; i++)
         updates[n++] = entryUpdate('phone', batch.phoneHashes[i], phoneAnswers[i]);
-      state.commitBatch(updates, this.nowS());
+      // answers are handed on only once committed: an output row never holds what a crash could lose
+      const committed = state.commitBatch(updates, this.nowS());
+      if (committed !== undefined) await committed;
       this.counts.batchesCommitted++;
     }
     for (let i = 0; i < emailAnswers.length; i++) batch.emailItems[i].resolve(emailAnswers[i]);
@@ -513,6 +588,29 @@ function answerFromState(entry: StateEntry, nowS: number): MapV3Item | undefined
       return STATE_OPTOUT;
     case 'invalid':
       return STATE_INVALID;
+  }
+}
+
+function isThreaded(state: EngineState | ThreadedEngineState): state is ThreadedEngineState {
+  return (state as Partial<ThreadedEngineState>).threaded === true;
+}
+
+/** answerFromState for entry k of a threaded lookup's columns. */
+function storedAnswer(stored: StoredEntries, k: number, nowS: number): MapV3Item | undefined {
+  switch (stored.status[k]) {
+    case STATUS_CODE.mapped: {
+      const u = stored.u[k];
+      const bucketId = stored.bucketId[k];
+      if (bucketId !== null) return u !== null && stored.due[k] !== 1 ? new BucketAnswer(u, bucketId, true) : undefined;
+      const r = stored.r[k];
+      return u !== null && !Number.isNaN(r) && nowS < r ? new StateAnswer(u, stored.p[k], r) : undefined;
+    }
+    case STATUS_CODE.optout:
+      return STATE_OPTOUT;
+    case STATUS_CODE.invalid:
+      return STATE_INVALID;
+    default:
+      return undefined;
   }
 }
 

@@ -1,0 +1,51 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import type { EntryUpdate } from '../../src/state/index.js';
+import { keyOf, keyOfPrefix } from '../../src/state/lookup-key.js';
+import { b64, tmpStates } from './tmp-state.js';
+
+const t = tmpStates();
+afterAll(() => t.cleanup());
+
+const mapped = (type: 'email' | 'phone', hash: string, i: number): EntryUpdate => ({
+  type,
+  hash,
+  outcome: { kind: 'mapped', u: b64(`u${i}`), p: null, r: 10_000 + i },
+});
+
+describe('keyOfPrefix', () => {
+  it('is keyOf of a base64 hash, read from its first 8 characters anywhere in a string', () => {
+    for (let i = 0; i < 50; i++) {
+      const hash = b64(`k${i}`);
+      expect(keyOfPrefix(i % 2, `xx${hash}`, 2)).toBe(keyOf(i % 2, hash));
+    }
+  });
+
+  it('is -1 when one of the 8 characters is not base64', () => {
+    expect(keyOfPrefix(0, 'abc-defgh', 0)).toBe(-1);
+    expect(keyOfPrefix(0, 'abcdéfgh', 0)).toBe(-1);
+    expect(keyOfPrefix(1, 'abc', 0)).toBe(-1);
+  });
+});
+
+describe('the tail read again on open', () => {
+  it('finds every entry a run appended, whatever its hash, after the file is opened again', () => {
+    const path = t.file();
+    const first = t.open(path);
+    const odd = ['abc', 'not base64 at all', 'naïve-hash-01234', '😀😀😀😀😀😀😀😀😀'];
+    const all: EntryUpdate[] = [];
+    for (let i = 0; i < 2_000; i++) all.push(mapped(i % 2 ? 'phone' : 'email', b64(`t${i}`), i));
+    for (const [i, hash] of odd.entries()) all.splice(300 * (i + 1), 0, mapped('email', hash, 5_000 + i));
+    for (let i = 0; i < all.length; i += 500) first.commitBatch(all.slice(i, i + 500), 1_000);
+    first.close();
+
+    const again = t.open(path);
+    for (const type of ['email', 'phone'] as const) {
+      const hashes = all.filter((u) => u.type === type).map((u) => u.hash);
+      const found = again.lookupHashes(type, hashes);
+      expect(found.size).toBe(hashes.length);
+      for (const u of all.filter((x) => x.type === type))
+        expect(found.get(u.hash)?.u).toBe((u.outcome as { u: string }).u);
+    }
+    expect(again.info().tailEntries).toBe(all.length);
+  });
+});
