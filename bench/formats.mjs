@@ -7,7 +7,7 @@
 //   node bench/formats.mjs [--rows 1000000] [--runs 3]   (figures also to bench/results-formats.json)
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createReadStream, createWriteStream, existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
@@ -15,17 +15,10 @@ import { createGzip } from 'node:zlib';
 import { openSource } from '../dist/pipeline/table/source.js';
 import { openParquetSink } from '../dist/pipeline/table/parquet-sink.js';
 import { BIN, ROOT, childEnv, startServe, stopServe } from './processes.mjs';
+import { DATA, numberOption, WORK } from './args.mjs';
 
-const argv = process.argv.slice(2);
-const option = (name, fallback) => {
-  const i = argv.indexOf(name);
-  return i >= 0 ? Number(argv[i + 1]) : fallback;
-};
-const ROWS = option('--rows', 1_000_000);
-const RUNS = option('--runs', 3);
-const DATA = join(ROOT, 'bench', 'data');
-const WORK = join(DATA, 'work');
-mkdirSync(WORK, { recursive: true });
+const ROWS = numberOption('--rows', 1_000_000);
+const RUNS = numberOption('--runs', 3);
 
 // peak RSS (VmHWM) and CPU time, reported by the CLI process itself as it exits
 const REPORT = `data:text/javascript,${encodeURIComponent(

@@ -7,24 +7,17 @@
 //   node bench/parquet-encoder.mjs [--rows 1000000] [--runs 3]
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, renameSync } from 'node:fs';
+import { existsSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { ParquetEncoder } from '../dist/pipeline/table/parquet-encoder.js';
 import { PARQUET_ROW_GROUP_ROWS } from '../dist/pipeline/table/parquet-sink.js';
 import { utf8RowBlock } from '../dist/pipeline/table/row-blocks.js';
 import { openSource } from '../dist/pipeline/table/source.js';
 import { BIN, ROOT, childEnv, startServe, stopServe } from './processes.mjs';
+import { DATA, numberOption, WORK } from './args.mjs';
 
-const argv = process.argv.slice(2);
-const option = (name, fallback) => {
-  const i = argv.indexOf(name);
-  return i >= 0 ? Number(argv[i + 1]) : fallback;
-};
-const ROWS = option('--rows', 1_000_000);
-const RUNS = option('--runs', 3);
-const DATA = join(ROOT, 'bench', 'data');
-const WORK = join(DATA, 'work');
-mkdirSync(WORK, { recursive: true });
+const ROWS = numberOption('--rows', 1_000_000);
+const RUNS = numberOption('--runs', 3);
 
 /** map's output of the bench's mixed input, made once. */
 async function mapOutput() {

@@ -7,14 +7,10 @@
 //   node bench/phones.mjs [--count 1000000] [--runs 3]
 import { parsePhoneRegion, prepareIdentifier } from '../dist/identity/index.js';
 import { seededRandom } from './gen-input.mjs';
+import { numberOption } from './args.mjs';
 
-const argv = process.argv.slice(2);
-const option = (name, fallback) => {
-  const i = argv.indexOf(name);
-  return i >= 0 ? Number(argv[i + 1]) : fallback;
-};
-const COUNT = option('--count', 1_000_000);
-const RUNS = option('--runs', 3);
+const COUNT = numberOption('--count', 1_000_000);
+const RUNS = numberOption('--runs', 3);
 
 // Area codes in service, so the national cells are valid numbers and the run measures the accepting path.
 const AREAS = [
