@@ -184,15 +184,7 @@ export class SqliteStateStore implements StateStore {
   lookupHashes(type: DiiType, hashes: readonly string[]): Map<string, StateEntry> {
     const found = new Map<string, StateEntry>();
     if (hashes.length === 0) return found;
-    this.catchUpTail();
-    const code = TYPE_CODE[type];
-    const lookupKeys = new Array<number>(hashes.length);
-    for (let i = 0; i < hashes.length; i++) lookupKeys[i] = keyOf(code, hashes[i]);
-    this.matchRows(
-      lookupKeys,
-      (i) => hashes[i],
-      (i, row) => found.set(hashes[i], decodeEntry(row, hashes[i])),
-    );
+    this.matchHashes(type, hashes, (i, row) => found.set(hashes[i], decodeEntry(row, hashes[i])));
     return found;
   }
 
@@ -200,13 +192,9 @@ export class SqliteStateStore implements StateStore {
     const at: number[] = [];
     const rows: Row[] = [];
     if (hashes.length > 0) {
-      this.catchUpTail();
-      const code = TYPE_CODE[type];
-      const lookupKeys = new Array<number>(hashes.length);
-      for (let i = 0; i < hashes.length; i++) lookupKeys[i] = keyOf(code, hashes[i]);
-      this.matchRows(
-        lookupKeys,
-        (i) => hashes[i],
+      this.matchHashes(
+        type,
+        hashes,
         (i, row) => {
           at.push(i);
           rows.push(row);
@@ -242,6 +230,20 @@ export class SqliteStateStore implements StateStore {
    * holds the DII type) and its hash. Requests are found by key, a number, so that no row's hash is hashed into a
    * map; the answer keeps the caller's strings.
    */
+  /** matchRows() for hashes of one type, after the tail is caught up. */
+  private matchHashes(
+    type: DiiType,
+    hashes: readonly string[],
+    onMatch: (request: number, row: Row) => void,
+    answersOnly = false,
+  ): void {
+    this.catchUpTail();
+    const code = TYPE_CODE[type];
+    const lookupKeys = new Array<number>(hashes.length);
+    for (let i = 0; i < hashes.length; i++) lookupKeys[i] = keyOf(code, hashes[i]);
+    this.matchRows(lookupKeys, (i) => hashes[i], onMatch, answersOnly);
+  }
+
   private matchRows(
     lookupKeys: readonly number[],
     hashOf: (request: number) => string,
