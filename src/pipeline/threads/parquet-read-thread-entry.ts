@@ -8,7 +8,7 @@ import { workerData } from 'node:worker_threads';
 import { prepareRows } from '../map/prepare-rows.js';
 import { outputRows, outputRowsV2, type SentHashes } from '../map/result-columns.js';
 import { openParquetSource, type ParquetFileSource, type Utf8Chunk } from '../table/parquet-source.js';
-import { utf8RowBlock } from '../table/row-blocks.js';
+import { utf8ColumnsRowBlock, utf8RowBlock } from '../table/row-blocks.js';
 import { packRows, rowEncoder } from '../table/row-encoders.js';
 import type { InputRow } from '../table/table.js';
 import { columnCells, type Utf8Column } from '../table/utf8-columns.js';
@@ -103,6 +103,23 @@ function encodePiece(task: Extract<ParquetReadTask, { task: 'encode' }>): TaskRe
   held.delete(task.piece);
   const { status, reason } = task.answers;
   const toOutput = output.v2 ? outputRowsV2 : outputRows;
+  const format = output.format;
+  if (format.format === 'parquet' && !task.rejects) {
+    // the kept input columns go into the block as the bytes they are kept as; only the result cells are strings
+    const count = piece.columns[0]?.lengths.length ?? 0;
+    const keep = output.layout.keep;
+    const kept = keep === null ? piece.columns : keep.map((i) => piece.columns[i] ?? null);
+    const noCells: string[] = [];
+    const rows: InputRow[] = new Array(count);
+    for (let r = 0; r < count; r++) rows[r] = { line: piece.firstLine + r, cells: noCells };
+    const answered = { rows, width: config.columns.length, status, mapped: unpackAnswers(task.answers), reason };
+    const results = toOutput({ ...answered, sent: piece.sent }, null, { ...output.layout, keep: [] });
+    const bytes = utf8ColumnsRowBlock(count, kept, results, format.width - kept.length);
+    return {
+      output: { task: 'encode', encoded: { bytes, rejectBytes: null } },
+      transfer: [bytes.buffer as ArrayBuffer],
+    };
+  }
   const rejects: string[][] | null = task.rejects ? [] : null;
   const rows = rowsOf(piece.columns, piece.firstLine);
   const out = toOutput(
