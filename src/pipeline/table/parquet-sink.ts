@@ -1,7 +1,8 @@
 /** Writes the output table as a Parquet file, one row group at a time, with typed result columns. */
 import { rename, unlink, type FileHandle } from 'node:fs/promises';
 import type { ParquetEncodeTask } from './parquet-encode-thread-entry.js';
-import { ParquetCellError, ParquetEncoder, type ParquetLayout } from './parquet-encoder.js';
+import { ParquetCellError } from './parquet-cell-error.js';
+import type { ParquetEncoder, ParquetLayout } from './parquet-encoder.js';
 import { fileFailure, finalModeFor, openOutputTemp } from './output-file.js';
 import { blockRowCount, utf8RowBlock } from './row-blocks.js';
 import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
@@ -54,7 +55,10 @@ export async function openParquetSink(
     rowGroupRows: Math.max(1, rowGroupRows),
   };
   const threaded = (opts.threads ?? 0) > 0 && compiledScriptPresent(ENCODE_WORKER);
-  const encoding: Encoding = threaded ? new ThreadedEncoding(layout) : new InlineEncoding(layout);
+  // the Parquet writer (WebAssembly) is loaded on this thread only to encode here: a thread may encode instead
+  const encoding: Encoding = threaded
+    ? new ThreadedEncoding(layout)
+    : new InlineEncoding(new (await import('./parquet-encoder.js')).ParquetEncoder(layout));
   const { target, tmp, handle } = await openOutputTemp(opts.path);
   return new ParquetSink(target, tmp, handle, encoding, opts.mode ?? 0o666, layout);
 }
@@ -64,10 +68,7 @@ export async function openParquetSink(
  * column's values at a time; a smaller young generation costs more scavenging, a larger one more memory (see
  * bench/formats.mjs).
  */
-const ENCODE_THREAD_LIMITS = {
-  maxYoungGenerationSizeMb: 32,
-  maxOldGenerationSizeMb: 256,
-};
+const ENCODE_THREAD_LIMITS = { maxYoungGenerationSizeMb: 32, maxOldGenerationSizeMb: 256 };
 
 /** Compiled beside this module in dist/. */
 const ENCODE_WORKER = new URL('./parquet-encode-thread-entry.js', import.meta.url);
@@ -90,13 +91,10 @@ interface Encoding {
 }
 
 class InlineEncoding implements Encoding {
-  private readonly encoder: ParquetEncoder;
   private encoded: Uint8Array[] = [];
   readonly full = false;
 
-  constructor(layout: ParquetLayout) {
-    this.encoder = new ParquetEncoder(layout);
-  }
+  constructor(private readonly encoder: ParquetEncoder) {}
 
   async add(rows: readonly (readonly string[])[]): Promise<void> {
     const bytes = await this.encoder.addRows(rows);
