@@ -11,11 +11,12 @@ import { WorkerPool, type ThrownInWorker } from '../workers/worker-pool.js';
 import { compiledScriptPresent } from '../workers/compiled-script.js';
 
 /**
- * Rows held before they are written as one row group. A group's columns are held in full until it is encoded,
- * so this bounds the writer's memory; bigger groups compress a little better (one dictionary per column per
- * group) and cost readers less per row, smaller ones bound memory tighter. See bench/formats.mjs.
+ * Rows held before they are written as one row group. The writer holds a group's encoded pages in its
+ * WebAssembly memory until the group ends, and that memory never shrinks, so this bounds the writer's memory;
+ * bigger groups compress a little better (one dictionary per column per group) and cost readers less per row,
+ * smaller ones bound memory tighter. See bench/formats.mjs.
  */
-export const PARQUET_ROW_GROUP_ROWS = 50_000;
+export const PARQUET_ROW_GROUP_ROWS = 20_000;
 
 /**
  * Parquet output, typed by the column types (see parquet-encoder.ts). With `threads` > 0 the row groups are

@@ -77,9 +77,12 @@ const CHUNKS_AHEAD = 4;
  * V8 heap limits of the reading thread. What it decodes is one column of one slice at a time, made into bytes
  * outside the heap before the next (parquet-source.ts utf8Chunks), so little outlives a young collection and
  * the young generation can be as small as the CSV row threads' (row-threads.ts YOUNG_GENERATION_MB.map): a
- * bigger one costs its size in peak memory and saves little work. The old one holds little.
+ * bigger one costs its size in peak memory and saves little work. The old one holds little. When the thread
+ * encodes a Parquet output too, the encoder's buffers of each batch live outside the heap and are freed only
+ * when the objects that hold them are collected: a young generation smaller than the row threads' collects them
+ * sooner.
  */
-const READ_THREAD_LIMITS = { maxYoungGenerationSizeMb: 16, maxOldGenerationSizeMb: 256 };
+const READ_THREAD_LIMITS = { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 256 };
 
 /** Compiled beside this module in dist/. */
 const READ_WORKER = new URL('./parquet-read-thread-entry.js', import.meta.url);
