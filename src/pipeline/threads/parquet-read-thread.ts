@@ -77,12 +77,16 @@ const CHUNKS_AHEAD = 4;
  * V8 heap limits of the reading thread. What it decodes is one column of one slice at a time, made into bytes
  * outside the heap before the next (parquet-source.ts utf8Chunks), so little outlives a young collection and
  * the young generation can be as small as the CSV row threads' (row-threads.ts YOUNG_GENERATION_MB.map): a
- * bigger one costs its size in peak memory and saves little work. The old one holds little. When the thread
- * encodes a Parquet output too, the encoder's buffers of each batch live outside the heap and are freed only
- * when the objects that hold them are collected: a young generation smaller than the row threads' collects them
- * sooner.
+ * bigger one costs its size in peak memory and saves little work. The old one holds little.
  */
-const READ_THREAD_LIMITS = { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 256 };
+const READ_THREAD_LIMITS = { maxYoungGenerationSizeMb: 16, maxOldGenerationSizeMb: 256 };
+
+/**
+ * The limits when the thread encodes a Parquet output too: the encoder's buffers of each batch live outside the
+ * heap and are freed only when the objects that hold them are collected, so a smaller young generation, collected
+ * more often, frees them sooner (for more scavenging work; see bench/formats.mjs).
+ */
+const READ_AND_ENCODE_THREAD_LIMITS = { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 256 };
 
 /** Compiled beside this module in dist/. */
 const READ_WORKER = new URL('./parquet-read-thread-entry.js', import.meta.url);
@@ -199,7 +203,7 @@ export class ParquetThreadSource implements ParquetTableSource, PreparingSource 
       workerData: { ...config, ...(this.chunkRows !== undefined ? { chunkRows: this.chunkRows } : {}) },
       purpose: 'reading Parquet',
       revive: reviveInputError,
-      resourceLimits: READ_THREAD_LIMITS,
+      resourceLimits: encodesFile(config) ? READ_AND_ENCODE_THREAD_LIMITS : READ_THREAD_LIMITS,
     });
     this.pool = pool;
     const queue: Promise<ParquetReadAnswer>[] = [];
@@ -233,4 +237,10 @@ export class ParquetThreadSource implements ParquetTableSource, PreparingSource 
       if (config.output === undefined) await pool.close();
     }
   }
+}
+
+/** Whether the thread is to encode a Parquet output file itself. */
+function encodesFile(config: ParquetReadConfig): boolean {
+  const format = config.output?.format;
+  return format !== undefined && format.format === 'parquet' && format.file !== undefined;
 }
