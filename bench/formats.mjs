@@ -5,6 +5,8 @@
 // same interleaved rounds. Not a test: the figures depend on the machine. Needs a build (npm run build).
 //
 //   node bench/formats.mjs [--rows 1000000] [--runs 3]   (figures also to bench/results-formats.json)
+//   node bench/formats.mjs --before DIR   also runs the Parquet cases with the CLI of another build (DIR holds
+//   its bin/ and dist/, e.g. a copy of them made before a change), interleaved with these, for a before/after
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,6 +24,7 @@ const option = (name, fallback) => {
   return i >= 0 ? Number(argv[i + 1]) : fallback;
 };
 const ROWS = option('--rows', 1_000_000);
+const BEFORE = argv.includes('--before') ? join(argv[argv.indexOf('--before') + 1], 'bin', 'uid2-batch.js') : undefined;
 const RUNS = option('--runs', 3);
 const DATA = join(ROOT, 'bench', 'data');
 const WORK = join(DATA, 'work');
@@ -83,12 +86,12 @@ async function writeNational(csv, out) {
   renameSync(tmp, out);
 }
 
-async function runMap(input, output, serve, extra = []) {
+async function runMap(input, output, serve, extra = [], bin = BIN) {
   const started = process.hrtime.bigint();
   const env = childEnv(WORK, { UID2_API_KEY: serve.api_key, UID2_CLIENT_SECRET: serve.client_secret });
   const child = spawn(
     process.execPath,
-    ['--import', REPORT, BIN, 'map', input, '-o', output, '--base-url', serve.url, '--quiet', ...extra],
+    ['--import', REPORT, bin, 'map', input, '-o', output, '--base-url', serve.url, '--quiet', ...extra],
     { env, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let stderr = '';
@@ -109,12 +112,18 @@ const cases = [
   ['parquet -> parquet', files.parquet, join(WORK, 'formats-out.parquet')],
   ['national, region US', files.national, join(WORK, 'formats-out-national.csv'), ['--phone-region', 'US']],
 ];
+if (BEFORE !== undefined)
+  cases.push(
+    ['parquet -> csv (before)', files.parquet, join(WORK, 'formats-out-pq-before.csv'), [], BEFORE],
+    ['parquet -> parquet (before)', files.parquet, join(WORK, 'formats-out-before.parquet'), [], BEFORE],
+  );
 const serve = await startServe(WORK);
 const results = cases.map(() => []);
 try {
   await runMap(files.csv, cases[0][2], serve); // warm the service up, unmeasured
   for (let r = 0; r < RUNS; r++)
-    for (let k = 0; k < cases.length; k++) results[k].push(await runMap(cases[k][1], cases[k][2], serve, cases[k][3]));
+    for (let k = 0; k < cases.length; k++)
+      results[k].push(await runMap(cases[k][1], cases[k][2], serve, cases[k][3], cases[k][4]));
 } finally {
   await stopServe(serve);
 }
@@ -126,7 +135,7 @@ cases.forEach(([name], k) => {
   const peak = Math.max(...results[k].map((x) => x.peakMb));
   const cpu = median(results[k].map((x) => x.cpuS));
   console.log(
-    `  ${name.padEnd(18)} ${s.toFixed(2).padStart(7)} s  ${Math.round(ROWS / s)
+    `  ${name.padEnd(27)} ${s.toFixed(2).padStart(7)} s  ${Math.round(ROWS / s)
       .toLocaleString('en-US')
       .padStart(
         9,
