@@ -5,6 +5,8 @@
 // same interleaved rounds. Not a test: the figures depend on the machine. Needs a build (npm run build).
 //
 //   node bench/formats.mjs [--rows 1000000] [--runs 3]   (figures also to bench/results-formats.json)
+//   node bench/formats.mjs --before DIR   also runs the Parquet cases with the CLI of another build (DIR holds
+//   its bin/ and dist/, e.g. a copy of them made before a change), interleaved with these, for a before/after
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createReadStream, createWriteStream, existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,6 +21,8 @@ import { DATA, numberOption, WORK } from './args.mjs';
 
 const ROWS = numberOption('--rows', 1_000_000);
 const RUNS = numberOption('--runs', 3);
+const argv = process.argv.slice(2);
+const BEFORE = argv.includes('--before') ? join(argv[argv.indexOf('--before') + 1], 'bin', 'uid2-batch.js') : undefined;
 
 // peak RSS (VmHWM) and CPU time, reported by the CLI process itself as it exits
 const REPORT = `data:text/javascript,${encodeURIComponent(
@@ -76,12 +80,12 @@ async function writeNational(csv, out) {
   renameSync(tmp, out);
 }
 
-async function runMap(input, output, serve, extra = []) {
+async function runMap(input, output, serve, extra = [], bin = BIN) {
   const started = process.hrtime.bigint();
   const env = childEnv(WORK, { UID2_API_KEY: serve.api_key, UID2_CLIENT_SECRET: serve.client_secret });
   const child = spawn(
     process.execPath,
-    ['--import', REPORT, BIN, 'map', input, '-o', output, '--base-url', serve.url, '--quiet', ...extra],
+    ['--import', REPORT, bin, 'map', input, '-o', output, '--base-url', serve.url, '--quiet', ...extra],
     { env, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let stderr = '';
@@ -102,12 +106,18 @@ const cases = [
   ['parquet -> parquet', files.parquet, join(WORK, 'formats-out.parquet')],
   ['national, region US', files.national, join(WORK, 'formats-out-national.csv'), ['--phone-region', 'US']],
 ];
+if (BEFORE !== undefined)
+  cases.push(
+    ['parquet -> csv (before)', files.parquet, join(WORK, 'formats-out-pq-before.csv'), [], BEFORE],
+    ['parquet -> parquet (before)', files.parquet, join(WORK, 'formats-out-before.parquet'), [], BEFORE],
+  );
 const serve = await startServe(WORK);
 const results = cases.map(() => []);
 try {
   await runMap(files.csv, cases[0][2], serve); // warm the service up, unmeasured
   for (let r = 0; r < RUNS; r++)
-    for (let k = 0; k < cases.length; k++) results[k].push(await runMap(cases[k][1], cases[k][2], serve, cases[k][3]));
+    for (let k = 0; k < cases.length; k++)
+      results[k].push(await runMap(cases[k][1], cases[k][2], serve, cases[k][3], cases[k][4]));
 } finally {
   await stopServe(serve);
 }
@@ -119,7 +129,7 @@ cases.forEach(([name], k) => {
   const peak = Math.max(...results[k].map((x) => x.peakMb));
   const cpu = median(results[k].map((x) => x.cpuS));
   console.log(
-    `  ${name.padEnd(18)} ${s.toFixed(2).padStart(7)} s  ${Math.round(ROWS / s)
+    `  ${name.padEnd(27)} ${s.toFixed(2).padStart(7)} s  ${Math.round(ROWS / s)
       .toLocaleString('en-US')
       .padStart(
         9,

@@ -154,6 +154,25 @@ describe('output format and compression by the name of -o', () => {
     },
   );
 
+  it('Parquet in and out: the file encoded on the reading thread is the one encoded here, --rejects or not', async () => {
+    const parquetIn = await parquetOf(input, 'same-bytes-in.parquet');
+    const here = dir.file('same-bytes-0.parquet');
+    const there = dir.file('same-bytes-2.parquet');
+    const withRejects = dir.file('same-bytes-rejects-out.parquet');
+    const rejects = dir.file('same-bytes-rejects.parquet');
+    const runs = [
+      await runCli(['map', parquetIn, ...MAP, '-o', here, '--threads', '0']),
+      await runCli(['map', parquetIn, ...MAP, '-o', there, '--threads', '2']),
+      await runCli(['map', parquetIn, ...MAP, '-o', withRejects, '--rejects', rejects, '--threads', '2']),
+    ];
+    for (const r of runs) expect(r.code, r.stderr).toBe(0);
+    expect(readFileSync(there).equals(readFileSync(here))).toBe(true);
+    expect(readFileSync(withRejects).equals(readFileSync(here))).toBe(true);
+    const rejected = await table(rejects);
+    expect(rejected.rows.length).toBeGreaterThan(0);
+    expect(rejected.rows.every((r) => r.includes('invalid'))).toBe(true);
+  });
+
   it('a CSV input mapped to Parquet with row threads asked for gives the same rows; --rejects is Parquet too', async () => {
     const out = dir.file('threads.parquet');
     const rejects = dir.file('threads-rejects.parquet');

@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { parquetMetadata } from 'hyparquet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { blockRowCount, cellsOfBlock, utf8RowBlock } from '../../src/pipeline/table/row-blocks.js';
+import { blockRowCount, cellsOfBlock, utf8ColumnsRowBlock, utf8RowBlock } from '../../src/pipeline/table/row-blocks.js';
 import type { OpenSinkOptions, TableSink } from '../../src/pipeline/table/table.js';
 import { openSource } from '../../src/pipeline/table/source.js';
 import { ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';
@@ -44,6 +44,26 @@ describe('UTF-8 row blocks', () => {
     ]);
     expect(cellsOfBlock(utf8RowBlock([['ab', 'cd']], 2))).toEqual([['ab', 'cd']]);
     expect(cellsOfBlock(utf8RowBlock([], 4))).toEqual([]);
+  });
+});
+
+describe('UTF-8 row blocks from columns already in bytes', () => {
+  it('are the blocks that the same rows make, ASCII or not, with a column of empty cells', () => {
+    const rows = [
+      ['a', 'é 😀', 'x', 'r1'],
+      ['', 'plain', 'y', ''],
+      ['ccc', '\u0000', 'z', 'ü'],
+    ];
+    const asColumn = (c: number) => {
+      const cells = rows.map((r) => Buffer.from(r[c], 'utf8'));
+      return { bytes: Buffer.concat(cells), lengths: Uint32Array.from(cells, (b) => b.length) };
+    };
+    const tail = rows.map((r) => r.slice(2));
+    const block = utf8ColumnsRowBlock(3, [asColumn(0), asColumn(1)], tail, 2);
+    expect(Buffer.from(block).equals(Buffer.from(utf8RowBlock(rows, 4)))).toBe(true);
+    const withEmpty = utf8ColumnsRowBlock(3, [null, asColumn(1)], tail, 3);
+    expect(cellsOfBlock(withEmpty)).toEqual(rows.map((r) => ['', r[1], r[2], r[3], '']));
+    expect(() => utf8ColumnsRowBlock(2, [asColumn(0)], tail.slice(0, 2), 2)).toThrow(/row count/);
   });
 });
 

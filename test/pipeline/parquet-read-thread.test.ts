@@ -5,11 +5,12 @@ import { parquetMetadata } from 'hyparquet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EngineChunk } from '../../src/pipeline/map/map-engine.js';
 import { prepareRows } from '../../src/pipeline/map/prepare-rows.js';
-import { defaultLayout, outputRows } from '../../src/pipeline/map/result-columns.js';
+import { defaultLayout, outputColumns, outputRows } from '../../src/pipeline/map/result-columns.js';
 import { SLOT } from '../../src/pipeline/map/row-chunk.js';
 import { rowEncoder } from '../../src/pipeline/table/row-encoders.js';
 import { resolveIdentifierColumns } from '../../src/pipeline/table/identifier-columns.js';
 import { openParquetSink } from '../../src/pipeline/table/parquet-sink.js';
+import { utf8RowBlock } from '../../src/pipeline/table/row-blocks.js';
 import { openSource as openHere } from '../../src/pipeline/table/source.js';
 import type { OpenSourceOptions, TableSource } from '../../src/pipeline/table/table.js';
 import { ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';
@@ -128,6 +129,31 @@ describe('Parquet rows decoded on a reading thread (dist)', () => {
       await there.closeThread();
     }
     expect(n).toBe(rows.length);
+  });
+
+  it('makes a Parquet output block of the kept columns and answers that rows would make, whatever is kept', async () => {
+    const { columns } = resolveIdentifierColumns(HEADER, { emailCol: 'email' });
+    for (const keep of [null, [2, 0], []]) {
+      const layout = { ...defaultLayout(columns), keep };
+      const width = outputColumns(HEADER, columns, layout).header.length;
+      const there = (await openSource({ path, chunkRows: 1000, readThread: true })) as Preparing;
+      let n = 0;
+      try {
+        const output = { format: { format: 'parquet', width }, v2: false, layout };
+        for await (const chunk of there.preparedChunks(columns, output)) {
+          const mine = rows.slice(n, n + 1000).map((cells, i) => ({ line: n + i + 1, cells }));
+          const answered = answer(chunk.prepared, chunk.ticket);
+          const out = outputRows({ ...answered, rows: mine, width: columns.length }, null, layout);
+          const { bytes, rejectBytes } = await there.encode(answered, false);
+          expect(Buffer.from(bytes).equals(Buffer.from(utf8RowBlock(out, width)))).toBe(true);
+          expect(rejectBytes).toBeNull();
+          n += mine.length;
+        }
+      } finally {
+        await there.closeThread();
+      }
+      expect(n).toBe(rows.length);
+    }
   });
 
   it('a row group that cannot be decoded is the same one-line input error as without the thread', async () => {

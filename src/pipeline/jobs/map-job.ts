@@ -117,10 +117,19 @@ export async function runMapJob(job: MapJob): Promise<MapRunResult> {
       : undefined;
   // a Parquet input read on its own thread: it prepares the rows there and, for a text output, keeps and encodes them
   const preparing = isTableInput(input) && isPreparingSource(input) ? input : undefined;
+  // a Parquet output of rows the reading thread keeps is encoded there too: one thread (and its memory) fewer
+  const fileLayout =
+    preparing !== undefined && output.kind === 'table' && encoded === undefined
+      ? output.sink.encodeElsewhere?.()
+      : undefined;
   const keptThere =
     preparing !== undefined && output.kind === 'table'
       ? {
-          format: encoded ?? { format: 'parquet' as const, width: output.header.length },
+          format: encoded ?? {
+            format: 'parquet' as const,
+            width: output.header.length,
+            ...(fileLayout !== undefined ? { file: fileLayout } : {}),
+          },
           v2,
           layout: job.layout ?? defaultLayout(job.columns),
         }
@@ -155,7 +164,11 @@ export async function runMapJob(job: MapJob): Promise<MapRunResult> {
       : preparing !== undefined
         ? engine.runPrepared(preparing.preparedChunks(job.columns, keptThere))
         : engine.run(isTableInput(input) ? (input as TableSource).rows() : input));
-    if (result.outcome.kind === 'completed') await onChunk.flush();
+    if (result.outcome.kind === 'completed') {
+      await onChunk.flush();
+      if (fileLayout !== undefined && preparing !== undefined && output.kind === 'table')
+        output.sink.endFile?.(await preparing.finishFile());
+    }
     return result;
   } finally {
     await threads?.close();

@@ -1,4 +1,7 @@
 /** Turns rows of text cells into the bytes of a Parquet file, typed by column, one row group at a time. */
+import { ParquetCellError } from './parquet-cell-error.js';
+
+export { ParquetCellError };
 import {
   Bool,
   type Data,
@@ -26,20 +29,6 @@ export interface ParquetLayout {
   types: readonly ColumnType[];
   /** Rows per row group (the last group holds the rest). */
   rowGroupRows: number;
-}
-
-/**
- * A cell of one of the tool's own columns that is not what its type says: a bug of the tool, not of the input.
- * Plain fields, so it survives the trip back from a worker thread.
- */
-export class ParquetCellError extends Error {
-  constructor(
-    readonly column: string,
-    readonly expected: string,
-  ) {
-    super(`column '${column}' holds a value that is not a ${expected}`);
-    this.name = 'ParquetCellError';
-  }
 }
 
 /** The values of one typed (not text) column of a block, read as the block came. */

@@ -1,7 +1,8 @@
 /** Writes the output table as a Parquet file, one row group at a time, with typed result columns. */
 import { rename, unlink, type FileHandle } from 'node:fs/promises';
 import type { ParquetEncodeTask } from './parquet-encode-thread-entry.js';
-import { ParquetCellError, ParquetEncoder, type ParquetLayout } from './parquet-encoder.js';
+import { ParquetCellError } from './parquet-cell-error.js';
+import type { ParquetEncoder, ParquetLayout } from './parquet-encoder.js';
 import { fileFailure, finalModeFor, openOutputTemp } from './output-file.js';
 import { blockRowCount, utf8RowBlock } from './row-blocks.js';
 import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
@@ -10,11 +11,12 @@ import { WorkerPool, type ThrownInWorker } from '../workers/worker-pool.js';
 import { compiledScriptPresent } from '../workers/compiled-script.js';
 
 /**
- * Rows held before they are written as one row group. A group's columns are held in full until it is encoded,
- * so this bounds the writer's memory; bigger groups compress a little better (one dictionary per column per
- * group) and cost readers less per row, smaller ones bound memory tighter. See bench/formats.mjs.
+ * Rows held before they are written as one row group. The writer holds a group's encoded pages in its
+ * WebAssembly memory until the group ends, and that memory never shrinks, so this bounds the writer's memory;
+ * bigger groups compress a little better (one dictionary per column per group) and cost readers less per row,
+ * smaller ones bound memory tighter. See bench/formats.mjs.
  */
-export const PARQUET_ROW_GROUP_ROWS = 50_000;
+export const PARQUET_ROW_GROUP_ROWS = 20_000;
 
 /**
  * Parquet output, typed by the column types (see parquet-encoder.ts). With `threads` > 0 the row groups are
@@ -54,9 +56,12 @@ export async function openParquetSink(
     rowGroupRows: Math.max(1, rowGroupRows),
   };
   const threaded = (opts.threads ?? 0) > 0 && compiledScriptPresent(ENCODE_WORKER);
-  const encoding: Encoding = threaded ? new ThreadedEncoding(layout) : new InlineEncoding(layout);
+  // the Parquet writer (WebAssembly) is loaded on this thread only to encode here: a thread may encode instead
+  const encoding: Encoding = threaded
+    ? new ThreadedEncoding(layout)
+    : new InlineEncoding(new (await import('./parquet-encoder.js')).ParquetEncoder(layout));
   const { target, tmp, handle } = await openOutputTemp(opts.path);
-  return new ParquetSink(target, tmp, handle, encoding, opts.mode ?? 0o666);
+  return new ParquetSink(target, tmp, handle, encoding, opts.mode ?? 0o666, layout);
 }
 
 /**
@@ -87,13 +92,10 @@ interface Encoding {
 }
 
 class InlineEncoding implements Encoding {
-  private readonly encoder: ParquetEncoder;
   private encoded: Uint8Array[] = [];
   readonly full = false;
 
-  constructor(layout: ParquetLayout) {
-    this.encoder = new ParquetEncoder(layout);
-  }
+  constructor(private readonly encoder: ParquetEncoder) {}
 
   async add(rows: readonly (readonly string[])[]): Promise<void> {
     const bytes = await this.encoder.addRows(rows);
@@ -128,19 +130,23 @@ class InlineEncoding implements Encoding {
  * one group's memory more, so that mapping does not stop while a group is encoded).
  */
 class ThreadedEncoding implements Encoding {
-  private readonly pool: WorkerPool<ParquetEncodeTask, Uint8Array>;
+  private started: WorkerPool<ParquetEncodeTask, Uint8Array> | undefined;
   private readonly queue: { rows: number; bytes: Promise<Uint8Array>; settled: boolean }[] = [];
   private waitingRows = 0;
 
-  constructor(private readonly layout: ParquetLayout) {
-    this.pool = new WorkerPool<ParquetEncodeTask, Uint8Array>({
+  constructor(private readonly layout: ParquetLayout) {}
+
+  /** The thread starts with the first rows: a file that another thread encodes (encodeElsewhere) needs none. */
+  private get pool(): WorkerPool<ParquetEncodeTask, Uint8Array> {
+    this.started ??= new WorkerPool<ParquetEncodeTask, Uint8Array>({
       script: ENCODE_WORKER,
       size: 1,
-      workerData: layout,
+      workerData: this.layout,
       purpose: 'Parquet encoding',
       revive: reviveCellError,
       resourceLimits: ENCODE_THREAD_LIMITS,
     });
+    return this.started;
   }
 
   async add(rows: readonly (readonly string[])[]): Promise<void> {
@@ -187,7 +193,47 @@ class ThreadedEncoding implements Encoding {
 
   async close(): Promise<void> {
     this.queue.length = 0;
-    await this.pool.close();
+    await this.started?.close();
+  }
+}
+
+/**
+ * The file's bytes made by another thread (the one that holds the rows): written as they come; the last ones
+ * are given by endFile().
+ */
+class EncodedElsewhere implements Encoding {
+  private encoded: Uint8Array[] = [];
+  private tail: Uint8Array | undefined;
+  readonly full = false;
+
+  async add(): Promise<void> {
+    throw new Error('rows given to a Parquet output that another thread encodes');
+  }
+
+  async addBlock(bytes: Uint8Array): Promise<void> {
+    if (this.tail !== undefined) throw new Error('Parquet bytes given after the end of the file');
+    this.encoded.push(bytes);
+  }
+
+  end(tail: Uint8Array): void {
+    this.tail = tail;
+  }
+
+  get ready(): boolean {
+    return this.encoded.length > 0;
+  }
+
+  async next(): Promise<Uint8Array | undefined> {
+    return this.encoded.shift();
+  }
+
+  async finish(): Promise<Uint8Array> {
+    if (this.tail === undefined) throw new Error('a Parquet output committed without the end of its file');
+    return this.tail;
+  }
+
+  async close(): Promise<void> {
+    this.encoded = [];
   }
 }
 
@@ -198,18 +244,34 @@ function reviveCellError(thrown: ThrownInWorker): Error | undefined {
 
 class ParquetSink implements TableSink {
   private finished = false;
+  private given = false;
 
   constructor(
     private readonly target: string,
     private readonly tmp: string,
     private readonly handle: FileHandle,
-    private readonly encoding: Encoding,
+    private encoding: Encoding,
     private readonly mode: number,
+    private readonly layout: ParquetLayout,
   ) {}
+
+  encodeElsewhere(): ParquetLayout | undefined {
+    if (this.given || this.finished) return undefined;
+    const before = this.encoding;
+    this.encoding = new EncodedElsewhere();
+    void before.close();
+    return this.layout;
+  }
+
+  endFile(tail: Uint8Array): void {
+    if (!(this.encoding instanceof EncodedElsewhere)) throw new Error('endFile() without encodeElsewhere()');
+    this.encoding.end(tail);
+  }
 
   async writeRows(rows: string[][]): Promise<void> {
     if (this.finished) throw new Error('write after the output was committed or aborted');
     if (rows.length === 0) return;
+    this.given = true;
     try {
       await this.encoding.add(rows);
       // bytes already encoded are written as this thread comes by; it waits only when too many rows are waiting
@@ -222,6 +284,7 @@ class ParquetSink implements TableSink {
   /** Rows already made into a block by utf8RowBlock() (on a thread that kept them), after the rows before. */
   async writeEncoded(block: Uint8Array): Promise<void> {
     if (this.finished) throw new Error('write after the output was committed or aborted');
+    this.given = true;
     try {
       await this.encoding.addBlock(block);
       while (this.encoding.full || this.encoding.ready) await this.writeNext();

@@ -19,31 +19,72 @@ export interface RowBlockView {
  * as it is. Rows are fitted to `width`: missing cells are empty, cells past it are left out.
  */
 export function utf8RowBlock(rows: readonly (readonly string[])[], width: number): Uint8Array {
-  const count = rows.length;
-  const cells = count * width;
-  const parts = new Array<string>(cells);
-  const lengths = new Uint32Array(cells);
+  return utf8ColumnsRowBlock(rows.length, [], rows, width);
+}
+
+/** One column's cells as UTF-8 bytes one after another, and each cell's length in bytes (utf8-columns.ts). */
+export interface ByteColumn {
+  bytes: Uint8Array;
+  lengths: Uint32Array;
+}
+
+/**
+ * A block as utf8RowBlock() makes it, of `count` rows whose first cells are columns already in bytes (null: a
+ * column of empty cells), copied as they are, and whose other `tailWidth` cells are `tail`'s rows (fitted to
+ * that width). Columns already in bytes are not made into strings and back: the same block, for less work.
+ */
+export function utf8ColumnsRowBlock(
+  count: number,
+  columns: readonly (ByteColumn | null)[],
+  tail: readonly (readonly string[])[],
+  tailWidth: number,
+): Uint8Array {
+  if (tail.length !== count && tailWidth > 0) throw new Error('a row block whose parts differ in row count');
+  const tailCells = count * tailWidth;
+  const parts = new Array<string>(tailCells);
+  const tailLengths = new Uint32Array(tailCells);
   // rows are read in order (cheaper than column by column), their cells put in their column's place
-  for (let r = 0; r < count; r++) {
-    const row = rows[r];
-    for (let c = 0; c < width; c++) {
+  for (let r = 0; r < count && tailWidth > 0; r++) {
+    const row = tail[r];
+    for (let c = 0; c < tailWidth; c++) {
       const cell = row[c] ?? '';
       parts[c * count + r] = cell;
-      lengths[c * count + r] = cell.length;
+      tailLengths[c * count + r] = cell.length;
     }
   }
   const text = parts.join('');
-  const byteLength = Buffer.byteLength(text, 'utf8');
+  const textBytes = Buffer.byteLength(text, 'utf8');
   // not all ASCII (rare): a cell's characters are not its bytes
-  if (byteLength !== text.length) for (let k = 0; k < cells; k++) lengths[k] = Buffer.byteLength(parts[k], 'utf8');
-  const head = (BLOCK_HEAD + cells) * 4;
+  if (textBytes !== text.length)
+    for (let k = 0; k < tailCells; k++) tailLengths[k] = Buffer.byteLength(parts[k], 'utf8');
+  const columnBytes = columns.map((column) => {
+    if (column === null) return 0;
+    if (column.lengths.length !== count) throw new Error('a row block whose parts differ in row count');
+    let total = 0;
+    for (let k = 0; k < count; k++) total += column.lengths[k];
+    return total;
+  });
+  const width = columns.length + tailWidth;
+  const head = (BLOCK_HEAD + count * width) * 4;
+  const byteLength = columnBytes.reduce((a, b) => a + b, 0) + textBytes;
   // a buffer of its own (offset 0), so it can be handed over whole
   const block = Buffer.allocUnsafeSlow(head + byteLength);
-  const words = new Uint32Array(block.buffer, block.byteOffset, BLOCK_HEAD + cells);
+  const words = new Uint32Array(block.buffer, block.byteOffset, BLOCK_HEAD + count * width);
   words[0] = count;
   words[1] = width;
-  words.set(lengths, BLOCK_HEAD);
-  block.write(text, head, 'utf8');
+  let at = head;
+  for (let c = 0; c < columns.length; c++) {
+    const column = columns[c];
+    if (column === null) {
+      words.fill(0, BLOCK_HEAD + c * count, BLOCK_HEAD + (c + 1) * count);
+      continue;
+    }
+    words.set(column.lengths, BLOCK_HEAD + c * count);
+    block.set(column.bytes.subarray(0, columnBytes[c]), at);
+    at += columnBytes[c];
+  }
+  words.set(tailLengths, BLOCK_HEAD + columns.length * count);
+  block.write(text, at, 'utf8');
   return new Uint8Array(block.buffer, block.byteOffset, block.byteLength);
 }
 

@@ -3,6 +3,7 @@
  * Everything here is a string: cells are never cast, so a phone `+1...` or a hash keeps its exact text.
  */
 
+import type { ParquetLayout } from './parquet-encoder.js';
 import type { ColumnType } from './typed-cells.js';
 
 /**
@@ -107,6 +108,14 @@ export interface TableSink {
   writeRows(rows: string[][]): Promise<void>;
   /** Rows already encoded in this sink's format (by a worker thread), after everything given before. */
   writeEncoded(bytes: Uint8Array): Promise<void>;
+  /**
+   * Parquet only: lets the worker thread that holds the rows encode this file itself (one thread fewer). Returns
+   * the layout to encode by; from then on writeEncoded() takes the file's own bytes in order, and the file's last
+   * bytes (the footer) come through endFile() before commit(). Undefined when rows were already given here.
+   */
+  encodeElsewhere?(): ParquetLayout | undefined;
+  /** After encodeElsewhere(): the file's last bytes, written by commit(). */
+  endFile?(tail: Uint8Array): void;
   /** File: flush, fsync, rename the temp file into place. stdout: end. */
   commit(): Promise<void>;
   /** File: close and remove the temp file; the target is left untouched. Safe to call after a failure. */

@@ -8,7 +8,7 @@ import { workerData } from 'node:worker_threads';
 import { prepareRows } from '../map/prepare-rows.js';
 import { outputRows, outputRowsV2, type SentHashes } from '../map/result-columns.js';
 import { openParquetSource, type ParquetFileSource, type Utf8Chunk } from '../table/parquet-source.js';
-import { utf8RowBlock } from '../table/row-blocks.js';
+import { utf8ColumnsRowBlock, utf8RowBlock } from '../table/row-blocks.js';
 import { packRows, rowEncoder } from '../table/row-encoders.js';
 import type { InputRow } from '../table/table.js';
 import { columnCells, type Utf8Column } from '../table/utf8-columns.js';
@@ -27,6 +27,24 @@ const encode = ((): ((rows: string[][]) => Uint8Array) | undefined => {
   const text = rowEncoder(format);
   return (rows) => utf8.encode(text(rows));
 })();
+/**
+ * The encoder of a Parquet output that the thread encodes itself (format.file), loaded only then: its
+ * WebAssembly costs memory that other runs need not pay. Its calls are made in the order the tasks came (then()
+ * on one promise), so the file's bytes come out in order.
+ */
+const fileEncoder = (() => {
+  const format = output?.format;
+  if (format === undefined || format.format !== 'parquet' || format.file === undefined) return undefined;
+  const layout = format.file;
+  return import('../table/parquet-encoder.js').then(({ ParquetEncoder }) => new ParquetEncoder(layout));
+})();
+fileEncoder?.catch(() => undefined);
+
+/** A piece's block of rows as the file's bytes, when the thread encodes the file; else the block as it is. */
+function fileBytes(block: Uint8Array): Promise<Uint8Array> | Uint8Array {
+  return fileEncoder === undefined ? block : fileEncoder.then((encoder) => encoder.addBlock(block));
+}
+
 /**
  * The chunks kept for their answers (with an output), and the hashes they sent (--emit-hash). A chunk is kept as
  * its columns' UTF-8 bytes, as it was read, not as rows: rows kept across the wait for the service outlive the
@@ -96,13 +114,28 @@ function rowsOf(columns: readonly Utf8Column[], firstLine: number): InputRow[] {
   return rows;
 }
 
-function encodePiece(task: Extract<ParquetReadTask, { task: 'encode' }>): TaskResult<ParquetReadAnswer> {
+function encodePiece(
+  task: Extract<ParquetReadTask, { task: 'encode' }>,
+): TaskResult<ParquetReadAnswer> | Promise<TaskResult<ParquetReadAnswer>> {
   const piece = held.get(task.piece);
   if (piece === undefined || output === undefined || encode === undefined || config.columns === undefined)
     throw new Error(`piece ${task.piece} is not kept by the reading thread`);
   held.delete(task.piece);
   const { status, reason } = task.answers;
   const toOutput = output.v2 ? outputRowsV2 : outputRows;
+  const format = output.format;
+  if (format.format === 'parquet' && !task.rejects) {
+    // the kept input columns go into the block as the bytes they are kept as; only the result cells are strings
+    const count = piece.columns[0]?.lengths.length ?? 0;
+    const keep = output.layout.keep;
+    const kept = keep === null ? piece.columns : keep.map((i) => piece.columns[i] ?? null);
+    const noCells: string[] = [];
+    const rows: InputRow[] = new Array(count);
+    for (let r = 0; r < count; r++) rows[r] = { line: piece.firstLine + r, cells: noCells };
+    const answered = { rows, width: config.columns.length, status, mapped: unpackAnswers(task.answers), reason };
+    const results = toOutput({ ...answered, sent: piece.sent }, null, { ...output.layout, keep: [] });
+    return answerEncode(fileBytes(utf8ColumnsRowBlock(count, kept, results, format.width - kept.length)), null);
+  }
   const rejects: string[][] | null = task.rejects ? [] : null;
   const rows = rowsOf(piece.columns, piece.firstLine);
   const out = toOutput(
@@ -117,12 +150,31 @@ function encodePiece(task: Extract<ParquetReadTask, { task: 'encode' }>): TaskRe
     rejects,
     output.layout,
   );
-  const bytes = encode(out);
+  // the --rejects rows go to their own output as a block (or text), whoever encodes this one
   const rejectBytes = rejects !== null && rejects.length > 0 ? encode(rejects) : null;
-  const transfer = [bytes.buffer as ArrayBuffer];
-  if (rejectBytes !== null) transfer.push(rejectBytes.buffer as ArrayBuffer);
-  return { output: { task: 'encode', encoded: { bytes, rejectBytes } }, transfer };
+  return answerEncode(fileBytes(encode(out)), rejectBytes);
+}
+
+function answerEncode(
+  bytes: Promise<Uint8Array> | Uint8Array,
+  rejectBytes: Uint8Array | null,
+): TaskResult<ParquetReadAnswer> | Promise<TaskResult<ParquetReadAnswer>> {
+  const answer = (bytes: Uint8Array): TaskResult<ParquetReadAnswer> => {
+    const transfer = [bytes.buffer as ArrayBuffer];
+    if (rejectBytes !== null) transfer.push(rejectBytes.buffer as ArrayBuffer);
+    return { output: { task: 'encode', encoded: { bytes, rejectBytes } }, transfer };
+  };
+  return bytes instanceof Uint8Array ? answer(bytes) : bytes.then(answer);
+}
+
+/** The last bytes of the file the thread encodes. */
+async function finishFile(): Promise<TaskResult<ParquetReadAnswer>> {
+  if (fileEncoder === undefined) throw new Error('the reading thread encodes no Parquet file');
+  const bytes = await fileEncoder.then((encoder) => encoder.finish());
+  return { output: { task: 'finish', bytes }, transfer: [bytes.buffer as ArrayBuffer] };
 }
 
 // reads are answered in the order they were asked: the async generator takes its next() calls in turn
-serveTasks<ParquetReadTask, ParquetReadAnswer>((task) => (task.task === 'next' ? nextChunk() : encodePiece(task)));
+serveTasks<ParquetReadTask, ParquetReadAnswer>((task) =>
+  task.task === 'next' ? nextChunk() : task.task === 'finish' ? finishFile() : encodePiece(task),
+);

@@ -7,6 +7,7 @@ import type { PreparedRows } from '../map/prepare-rows.js';
 import type { ResultLayout } from '../map/result-columns.js';
 import type { RowChunk } from '../map/row-chunk.js';
 import type { IdentifierColumn } from '../table/identifier-columns.js';
+import type { ParquetLayout } from '../table/parquet-encoder.js';
 import type { ParquetColumn, ParquetTableSource } from '../table/parquet-source.js';
 import { unpackRows, type PackedRows, type RowFormat } from '../table/row-encoders.js';
 import type { InputRow, SourceProblemCounts } from '../table/table.js';
@@ -20,7 +21,11 @@ import { packAnswers, type SlotAnswers } from './row-threads.js';
  * blocks of UTF-8 rows (row-blocks.ts utf8RowBlock), which its sink hands on to its own encoding thread.
  */
 export interface ParquetOutputConfig {
-  format: RowFormat | { format: 'parquet'; width: number };
+  /**
+   * A Parquet output given `file` (the sink's encodeElsewhere) is encoded on the thread itself: its encode tasks
+   * answer with the file's bytes, and finishFile() with its last bytes.
+   */
+  format: RowFormat | { format: 'parquet'; width: number; file?: ParquetLayout };
   /** map --api v2 result columns. */
   v2: boolean;
   layout: ResultLayout;
@@ -39,7 +44,9 @@ export interface ParquetReadConfig {
 export type ParquetReadTask =
   | { task: 'next' }
   /** Append the answers' cells to the kept rows of `piece`, encode them (and the --rejects rows), let them go. */
-  | { task: 'encode'; piece: number; answers: SlotAnswers; rejects: boolean };
+  | { task: 'encode'; piece: number; answers: SlotAnswers; rejects: boolean }
+  /** The last bytes of the Parquet file the thread encodes (after every piece was encoded). */
+  | { task: 'finish' };
 
 /** Encoded output text of a piece, and of its --rejects rows. */
 export interface EncodedPiece {
@@ -60,7 +67,8 @@ export type ParquetReadAnswer =
       bytesRead: number;
     }
   | { task: 'next'; done: true; bytesRead: number }
-  | { task: 'encode'; encoded: EncodedPiece };
+  | { task: 'encode'; encoded: EncodedPiece }
+  | { task: 'finish'; bytes: Uint8Array };
 
 /** Chunks asked for ahead of the one being used: the thread decodes while this thread maps. */
 const CHUNKS_AHEAD = 4;
@@ -72,6 +80,13 @@ const CHUNKS_AHEAD = 4;
  * bigger one costs its size in peak memory and saves little work. The old one holds little.
  */
 const READ_THREAD_LIMITS = { maxYoungGenerationSizeMb: 16, maxOldGenerationSizeMb: 256 };
+
+/**
+ * The limits when the thread encodes a Parquet output too: the encoder's buffers of each batch live outside the
+ * heap and are freed only when the objects that hold them are collected, so a smaller young generation, collected
+ * more often, frees them sooner (for more scavenging work; see bench/formats.mjs).
+ */
+const READ_AND_ENCODE_THREAD_LIMITS = { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 256 };
 
 /** Compiled beside this module in dist/. */
 const READ_WORKER = new URL('./parquet-read-thread-entry.js', import.meta.url);
@@ -89,6 +104,8 @@ export function parquetReadThreadAvailable(): boolean {
 export interface PreparingSource {
   preparedChunks(columns: readonly IdentifierColumn[], output?: ParquetOutputConfig): AsyncIterable<EngineChunk>;
   encode(chunk: RowChunk, rejects: boolean): Promise<EncodedPiece>;
+  /** With a Parquet output the thread encodes (ParquetOutputConfig file): the file's last bytes. */
+  finishFile(): Promise<Uint8Array>;
   closeThread(): Promise<void>;
 }
 
@@ -165,6 +182,14 @@ export class ParquetThreadSource implements ParquetTableSource, PreparingSource 
     });
   }
 
+  finishFile(): Promise<Uint8Array> {
+    if (this.pool === undefined) return Promise.reject(new Error(`${this.name}: no reading thread to finish`));
+    return this.pool.runOn(0, { task: 'finish' }).then((answer) => {
+      if (answer.task !== 'finish') throw new Error(`the reading thread answered a finish task with '${answer.task}'`);
+      return answer.bytes;
+    });
+  }
+
   async closeThread(): Promise<void> {
     await this.pool?.close();
   }
@@ -178,7 +203,7 @@ export class ParquetThreadSource implements ParquetTableSource, PreparingSource 
       workerData: { ...config, ...(this.chunkRows !== undefined ? { chunkRows: this.chunkRows } : {}) },
       purpose: 'reading Parquet',
       revive: reviveInputError,
-      resourceLimits: READ_THREAD_LIMITS,
+      resourceLimits: encodesFile(config) ? READ_AND_ENCODE_THREAD_LIMITS : READ_THREAD_LIMITS,
     });
     this.pool = pool;
     const queue: Promise<ParquetReadAnswer>[] = [];
@@ -212,4 +237,10 @@ export class ParquetThreadSource implements ParquetTableSource, PreparingSource 
       if (config.output === undefined) await pool.close();
     }
   }
+}
+
+/** Whether the thread is to encode a Parquet output file itself. */
+function encodesFile(config: ParquetReadConfig): boolean {
+  const format = config.output?.format;
+  return format !== undefined && format.format === 'parquet' && format.file !== undefined;
 }
