@@ -31,6 +31,11 @@ const STORED_TEXT = { stringFromBytes: (bytes: Uint8Array | undefined) => bytes 
  * one, by reading the pages' headers), so a big row group is never decoded, and held, all at once.
  */
 const SLICE_ROWS = 10_000;
+/**
+ * A row group up to this size uncompressed is read whole: reading in slices costs hyparquet more per row, and
+ * the slices are needed to bound memory only where the group is big.
+ */
+const WHOLE_GROUP_BYTES = 16 * 1024 * 1024;
 
 export type { ParquetColumn, ParquetColumnKind } from './parquet-columns.js';
 export { requireTextColumns } from './parquet-columns.js';
@@ -51,7 +56,16 @@ export interface ParquetFileSource extends ParquetTableSource {
  * scalars in their plain text form, null as ''. A Parquet file cannot be read from a pipe (its index is at
  * the end of the file).
  */
-export async function openParquetSource(opts: OpenSourceOptions): Promise<ParquetFileSource> {
+/** How a Parquet file is read beyond the options of every source. */
+export interface ParquetReading {
+  /** A row group up to this size uncompressed is read whole (default WHOLE_GROUP_BYTES; 0: always in slices). */
+  wholeGroupBytes?: number;
+}
+
+export async function openParquetSource(
+  opts: OpenSourceOptions,
+  reading: ParquetReading = {},
+): Promise<ParquetFileSource> {
   if (opts.path === '-' || opts.stream !== undefined) {
     throw new InputError(
       '<stdin>',
@@ -81,7 +95,14 @@ export async function openParquetSource(opts: OpenSourceOptions): Promise<Parque
     );
   }
   const columns = topLevelColumns(name, metadata);
-  return new ParquetTable(name, file, metadata, columns, Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS));
+  return new ParquetTable(
+    name,
+    file,
+    metadata,
+    columns,
+    Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS),
+    reading.wholeGroupBytes ?? WHOLE_GROUP_BYTES,
+  );
 }
 
 function topLevelColumns(name: string, metadata: FileMetaData): ParquetColumn[] {
@@ -130,6 +151,7 @@ class ParquetTable implements ParquetFileSource {
     private readonly metadata: FileMetaData,
     readonly columns: readonly ParquetColumn[],
     private readonly chunkRows: number,
+    private readonly wholeGroupBytes: number,
   ) {
     this.header = columns.map((c) => c.name);
     this.totalBytes = file.byteLength;
@@ -207,7 +229,8 @@ class ParquetTable implements ParquetFileSource {
     for (let g = 0; g < groups.length; g++) {
       const count = Number(groups[g].num_rows);
       const rowEnd = rowStart + count;
-      const pages = count > SLICE_ROWS ? await this.pagesOf(g, rowStart, rowEnd) : undefined;
+      const small = Number(groups[g].total_byte_size) <= this.wholeGroupBytes;
+      const pages = count > SLICE_ROWS && !small ? await this.pagesOf(g, rowStart, rowEnd) : undefined;
       const slice = pages === undefined ? count : pages.sliceRows;
       for (let from = rowStart; from < rowEnd; from += slice)
         yield { rowStart: from, rowEnd: Math.min(rowEnd, from + slice), pages };

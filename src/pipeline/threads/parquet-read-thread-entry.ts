@@ -13,7 +13,12 @@ import { packRows, rowEncoder } from '../table/row-encoders.js';
 import type { InputRow } from '../table/table.js';
 import { columnCells, type Utf8Column } from '../table/utf8-columns.js';
 import { serveTasks, type TaskResult } from '../workers/worker-pool.js';
-import type { ParquetReadAnswer, ParquetReadConfig, ParquetReadTask } from './parquet-read-thread.js';
+import {
+  encodesFile,
+  type ParquetReadAnswer,
+  type ParquetReadConfig,
+  type ParquetReadTask,
+} from './parquet-read-thread.js';
 import { unpackAnswers } from './row-threads.js';
 
 const config = workerData as ParquetReadConfig;
@@ -58,7 +63,9 @@ const identifierIndexes = [...new Set((config.columns ?? []).map((c) => c.index)
 let opened: Promise<{ source: ParquetFileSource; chunks: AsyncIterator<InputRow[] | Utf8Chunk> }> | undefined;
 
 async function nextChunk(): Promise<TaskResult<ParquetReadAnswer>> {
-  opened ??= openParquetSource({ path: config.path, chunkRows: config.chunkRows }).then((source) => ({
+  // a thread that encodes the output file holds its row group as well: it reads the input in slices only
+  const reading = encodesFile(config) ? { wholeGroupBytes: 0 } : {};
+  opened ??= openParquetSource({ path: config.path, chunkRows: config.chunkRows }, reading).then((source) => ({
     source,
     // kept for an output: read as columns of bytes, which is how they are kept
     chunks: (output !== undefined ? source.utf8Chunks() : source.rows())[Symbol.asyncIterator](),

@@ -240,7 +240,8 @@ export class ParquetThreadSource implements ParquetTableSource, PreparingSource 
 }
 
 /** Whether the thread is to encode a Parquet output file itself. */
-function encodesFile(config: ParquetReadConfig): boolean {
+/** The thread encodes the Parquet output file as well as reading the input. */
+export function encodesFile(config: ParquetReadConfig): boolean {
   const format = config.output?.format;
   return format !== undefined && format.format === 'parquet' && format.file !== undefined;
 }
