@@ -3,7 +3,8 @@ import { sha256Base64 } from '../../src/identity/index.js';
 import type { MapV3Item, MapV3Request, MapV3ResponseBody } from '../../src/protocol/index.js';
 import type { EngineState } from '../../src/pipeline/map/map-engine.js';
 import type { InputRow } from '../../src/pipeline/table/table.js';
-import type { EntryUpdate, StateEntry } from '../../src/state/types.js';
+import { STATUS_CODE } from '../../src/state/schema.js';
+import type { EntryUpdate, StateEntry, StoredEntries } from '../../src/state/types.js';
 import type { DiiType } from '../../src/identity/index.js';
 import { answerHashes, waitOrAbort } from './fake-endpoint.js';
 
@@ -75,6 +76,35 @@ export class FakeState implements EngineState {
       if (e) found.set(h, e);
     }
     return found;
+  }
+
+  /** lookupHashes as the store's columns, by position (what the engine asks for). */
+  lookupStored(type: DiiType, hashes: readonly string[]): StoredEntries {
+    const found = this.lookupHashes(type, hashes);
+    const at: number[] = [];
+    const stored: StoredEntries = {
+      at: new Int32Array(0),
+      status: new Uint8Array(found.size),
+      due: new Uint8Array(found.size),
+      r: new Float64Array(found.size),
+      u: [],
+      p: [],
+      bucketId: [],
+    };
+    hashes.forEach((hash, i) => {
+      const entry = found.get(hash);
+      if (entry === undefined) return;
+      const k = at.length;
+      at.push(i);
+      stored.status[k] = STATUS_CODE[entry.status];
+      stored.due[k] = entry.due ? 1 : 0;
+      stored.r[k] = entry.r ?? Number.NaN;
+      stored.u.push(entry.u);
+      stored.p.push(entry.p);
+      stored.bucketId.push(entry.bucketId);
+    });
+    stored.at = Int32Array.from(at);
+    return stored;
   }
 
   commitBatch(updates: readonly EntryUpdate[], nowS: number): void {

@@ -3,7 +3,6 @@ import { sha256Base64, type DiiType } from '../../src/identity/index.js';
 import { MapEngine, type MapEngineOptions, type ThreadedEngineState } from '../../src/pipeline/map/map-engine.js';
 import { outputRows } from '../../src/pipeline/map/result-columns.js';
 import { packUpdates, unpackUpdates, type StoredEntries } from '../../src/pipeline/map/state-thread.js';
-import { STATUS_CODE } from '../../src/state/schema.js';
 import type { EntryUpdate } from '../../src/state/types.js';
 import { chunked, FakeMapper, FakeState, NOW_S, seeded } from './engine-fakes.js';
 
@@ -36,33 +35,7 @@ class ThreadedFake implements ThreadedEngineState {
   }
 
   lookupStored(type: DiiType, hashes: readonly string[]): Promise<StoredEntries> {
-    return this.inOrder(() => {
-      const found = this.inner.lookupHashes(type, hashes);
-      const at: number[] = [];
-      const stored: StoredEntries = {
-        at: new Int32Array(0),
-        status: new Uint8Array(found.size),
-        due: new Uint8Array(found.size),
-        r: new Float64Array(found.size),
-        u: [],
-        p: [],
-        bucketId: [],
-      };
-      hashes.forEach((hash, i) => {
-        const entry = found.get(hash);
-        if (entry === undefined) return;
-        const k = at.length;
-        at.push(i);
-        stored.status[k] = STATUS_CODE[entry.status];
-        stored.due[k] = entry.due ? 1 : 0;
-        stored.r[k] = entry.r ?? Number.NaN;
-        stored.u.push(entry.u);
-        stored.p.push(entry.p);
-        stored.bucketId.push(entry.bucketId);
-      });
-      stored.at = Int32Array.from(at);
-      return stored;
-    });
+    return this.inOrder(() => this.inner.lookupStored(type, hashes));
   }
 
   commitBatch(updates: readonly EntryUpdate[], nowS: number): Promise<void> {

@@ -8,7 +8,7 @@ import {
   type UnmappedV3,
 } from '../../protocol/index.js';
 import { STATUS_CODE } from '../../state/schema.js';
-import type { EntryUpdate, StateEntry } from '../../state/types.js';
+import type { EntryUpdate } from '../../state/types.js';
 import type { IdentifierColumn } from '../table/identifier-columns.js';
 import { prepareRows, type PreparedRows } from './prepare-rows.js';
 import { BatchBuilder, batchRequest, batchItemCount, type MapBatch } from './batcher.js';
@@ -27,8 +27,8 @@ export type EngineColumn = IdentifierColumn;
 
 /** What the engine needs from the state file: a lookup per chunk and one transaction per answered batch. */
 export interface EngineState {
-  /** Stored entries for these hashes of one DII type, by hash; hashes not stored are absent. */
-  lookupHashes(type: DiiType, hashes: readonly string[]): ReadonlyMap<string, StateEntry>;
+  /** The stored entries of these hashes of one DII type, by position. */
+  lookupStored(type: DiiType, hashes: readonly string[]): StoredEntries;
   /** One transaction; `nowS` is recorded as the time of the mapping. */
   commitBatch(updates: readonly EntryUpdate[], nowS: number): void;
 }
@@ -349,29 +349,15 @@ export class MapEngine {
       for (let i = 0; i < fresh.length; i++) this.batcher.add(fresh[i]);
       return;
     }
+    const email: TrackedIdentifier[] = [];
+    const phone: TrackedIdentifier[] = [];
+    for (let i = 0; i < fresh.length; i++) (fresh[i].type === 'email' ? email : phone).push(fresh[i]);
     if (isThreaded(state)) {
-      this.lookUpLater(state, fresh);
+      this.lookUpLater(state, fresh, email, phone);
       return;
     }
-    const emailHashes: string[] = [];
-    const phoneHashes: string[] = [];
-    for (let i = 0; i < fresh.length; i++) (fresh[i].type === 'email' ? emailHashes : phoneHashes).push(fresh[i].hash);
-    const stored = {
-      email: emailHashes.length > 0 ? state.lookupHashes('email', emailHashes) : undefined,
-      phone: phoneHashes.length > 0 ? state.lookupHashes('phone', phoneHashes) : undefined,
-    };
-    const now = this.nowS();
-    for (let i = 0; i < fresh.length; i++) {
-      const item = fresh[i];
-      const entry = stored[item.type]?.get(item.hash);
-      const answer = entry === undefined ? undefined : answerFromState(entry, now);
-      if (answer === undefined) {
-        this.batcher.add(item);
-        continue;
-      }
-      this.counts.fromState += item.waiters;
-      item.resolve(answer);
-    }
+    if (email.length > 0) this.resolveStored(email, state.lookupStored('email', hashesOf(email)));
+    if (phone.length > 0) this.resolveStored(phone, state.lookupStored('phone', hashesOf(phone)));
   }
 
   /**
@@ -379,16 +365,14 @@ export class MapEngine {
    * table meanwhile (repeats wait on them), and are answered or batched when the lookup settles. Lookups count
    * as outstanding work, so a wait for room in the window also waits for them.
    */
-  private lookUpLater(state: ThreadedEngineState, fresh: TrackedIdentifier[]): void {
-    const email: TrackedIdentifier[] = [];
-    const phone: TrackedIdentifier[] = [];
-    for (let i = 0; i < fresh.length; i++) (fresh[i].type === 'email' ? email : phone).push(fresh[i]);
-    const ask = (items: TrackedIdentifier[]): Promise<StoredEntries> | undefined => {
-      if (items.length === 0) return undefined;
-      const hashes = new Array<string>(items.length);
-      for (let i = 0; i < items.length; i++) hashes[i] = items[i].hash;
-      return state.lookupStored(items[0].type, hashes);
-    };
+  private lookUpLater(
+    state: ThreadedEngineState,
+    fresh: TrackedIdentifier[],
+    email: TrackedIdentifier[],
+    phone: TrackedIdentifier[],
+  ): void {
+    const ask = (items: TrackedIdentifier[]): Promise<StoredEntries> | undefined =>
+      items.length === 0 ? undefined : state.lookupStored(items[0].type, hashesOf(items));
     const asked = Promise.all([ask(email), ask(phone)]);
     this.lastLookup = this.lifecycle.inFlight(async () => {
       let found: [StoredEntries | undefined, StoredEntries | undefined];
@@ -574,33 +558,23 @@ export class MapEngine {
   }
 }
 
-/** What a stored entry answers now, if anything: a fresh mapping (now < r) or a tombstone. */
-function answerFromState(entry: StateEntry, nowS: number): MapV3Item | undefined {
-  switch (entry.status) {
-    case 'mapped':
-      // a v2 entry (it has a salt bucket) stays fresh until a bucket check marks it due
-      if (entry.bucketId !== null)
-        return entry.u !== null && !entry.due ? new BucketAnswer(entry.u, entry.bucketId, true) : undefined;
-      return entry.u !== null && entry.r !== null && nowS < entry.r
-        ? new StateAnswer(entry.u, entry.p, entry.r)
-        : undefined;
-    case 'optout':
-      return STATE_OPTOUT;
-    case 'invalid':
-      return STATE_INVALID;
-  }
-}
-
 function isThreaded(state: EngineState | ThreadedEngineState): state is ThreadedEngineState {
   return (state as Partial<ThreadedEngineState>).threaded === true;
 }
 
-/** answerFromState for entry k of a threaded lookup's columns. */
+function hashesOf(items: readonly TrackedIdentifier[]): string[] {
+  const hashes = new Array<string>(items.length);
+  for (let i = 0; i < items.length; i++) hashes[i] = items[i].hash;
+  return hashes;
+}
+
+/** What stored entry k answers now, if anything: a fresh mapping (now < r) or a tombstone. */
 function storedAnswer(stored: StoredEntries, k: number, nowS: number): MapV3Item | undefined {
   switch (stored.status[k]) {
     case STATUS_CODE.mapped: {
       const u = stored.u[k];
       const bucketId = stored.bucketId[k];
+      // a v2 entry (it has a salt bucket) stays fresh until a bucket check marks it due
       if (bucketId !== null) return u !== null && stored.due[k] !== 1 ? new BucketAnswer(u, bucketId, true) : undefined;
       const r = stored.r[k];
       return u !== null && !Number.isNaN(r) && nowS < r ? new StateAnswer(u, stored.p[k], r) : undefined;

@@ -1,5 +1,6 @@
 /** The state file of a writing map run served by a thread of its own: lookups and commits off the main thread. */
 import type { DiiType } from '../../identity/index.js';
+import { STATUS_CODE, TYPE_CODE, TYPE_OF_CODE } from '../../state/schema.js';
 import type { EntryUpdate, StoredEntries } from '../../state/types.js';
 import { compiledScriptPresent } from '../workers/compiled-script.js';
 import { WorkerPool } from '../workers/worker-pool.js';
@@ -17,9 +18,9 @@ export interface StateThreadConfig {
 
 /** The answers of one batch, column by column, as the thread turns them back into EntryUpdates. */
 export interface PackedUpdates {
-  /** 0 email, 1 phone. */
+  /** The state file's TYPE_CODE. */
   type: Uint8Array;
-  /** 1 mapped, 2 opted out, 3 invalid. */
+  /** The outcome's kind as the state file's STATUS_CODE. */
   kind: Uint8Array;
   hash: string[];
   u: (string | null)[];
@@ -38,8 +39,6 @@ export type StateThreadTask =
 
 export type StateThreadAnswer = StoredEntries | null;
 
-const KIND_CODE = { mapped: 1, optout: 2, invalid: 3 } as const;
-
 /** The updates of a batch as columns; the inverse of unpackUpdates. */
 export function packUpdates(updates: readonly EntryUpdate[]): PackedUpdates {
   const n = updates.length;
@@ -55,9 +54,9 @@ export function packUpdates(updates: readonly EntryUpdate[]): PackedUpdates {
   };
   for (let i = 0; i < n; i++) {
     const { type, hash, outcome } = updates[i];
-    packed.type[i] = type === 'phone' ? 1 : 0;
+    packed.type[i] = TYPE_CODE[type];
     packed.hash[i] = hash;
-    packed.kind[i] = KIND_CODE[outcome.kind];
+    packed.kind[i] = STATUS_CODE[outcome.kind];
     let u: string | null = null;
     let p: string | null = null;
     let bucketId: string | null = null;
@@ -81,10 +80,10 @@ export function unpackUpdates(packed: PackedUpdates): EntryUpdate[] {
   const n = packed.hash.length;
   const updates = new Array<EntryUpdate>(n);
   for (let i = 0; i < n; i++) {
-    const type: DiiType = packed.type[i] === 1 ? 'phone' : 'email';
+    const type: DiiType = TYPE_OF_CODE[packed.type[i]];
     const hash = packed.hash[i];
     switch (packed.kind[i]) {
-      case KIND_CODE.mapped: {
+      case STATUS_CODE.mapped: {
         const r = packed.r[i];
         const bucketId = packed.bucketId[i];
         updates[i] = {
@@ -100,7 +99,7 @@ export function unpackUpdates(packed: PackedUpdates): EntryUpdate[] {
         };
         break;
       }
-      case KIND_CODE.optout: {
+      case STATUS_CODE.optout: {
         const since = packed.optedOutSinceMs[i];
         updates[i] = {
           type,

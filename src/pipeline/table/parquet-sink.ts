@@ -269,24 +269,22 @@ class ParquetSink implements TableSink {
   }
 
   async writeRows(rows: string[][]): Promise<void> {
-    if (this.finished) throw new Error('write after the output was committed or aborted');
-    if (rows.length === 0) return;
-    this.given = true;
-    try {
-      await this.encoding.add(rows);
-      // bytes already encoded are written as this thread comes by; it waits only when too many rows are waiting
-      while (this.encoding.full || this.encoding.ready) await this.writeNext();
-    } catch (err) {
-      throw this.translate(err);
-    }
+    if (rows.length === 0 && !this.finished) return;
+    await this.give(() => this.encoding.add(rows));
   }
 
   /** Rows already made into a block by utf8RowBlock() (on a thread that kept them), after the rows before. */
   async writeEncoded(block: Uint8Array): Promise<void> {
+    await this.give(() => this.encoding.addBlock(block));
+  }
+
+  /** Hands rows to the encoding, then writes the bytes already encoded. */
+  private async give(add: () => Promise<void>): Promise<void> {
     if (this.finished) throw new Error('write after the output was committed or aborted');
     this.given = true;
     try {
-      await this.encoding.addBlock(block);
+      await add();
+      // bytes already encoded are written as this thread comes by; it waits only when too many rows are waiting
       while (this.encoding.full || this.encoding.ready) await this.writeNext();
     } catch (err) {
       throw this.translate(err);
