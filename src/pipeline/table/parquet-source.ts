@@ -11,8 +11,9 @@ import {
   type SchemaTree,
 } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
+import { ArrowGroups } from './parquet-arrow-groups.js';
 import { pageLocationsOf, type PageLocation } from './parquet-pages.js';
-import { cellString, type TextCell, utf8Column, type Utf8Column } from './utf8-columns.js';
+import { cellString, columnCells, type TextCell, type Utf8Chunk, utf8Column } from './utf8-columns.js';
 import {
   openFailure,
   InputError,
@@ -36,9 +37,16 @@ const SLICE_ROWS = 10_000;
  * the slices are needed to bound memory only where the group is big.
  */
 const WHOLE_GROUP_BYTES = 16 * 1024 * 1024;
+/**
+ * A row group up to this size uncompressed, in a file whose columns are all text, is decoded by the compiled
+ * decoder (parquet-arrow-groups.ts), which costs far less than hyparquet per row; a bigger one is read in slices
+ * by hyparquet, as the compiled decoder holds a whole group in memory it never gives back.
+ */
+export const ARROW_GROUP_BYTES = 16 * 1024 * 1024;
 
 export type { ParquetColumn, ParquetColumnKind } from './parquet-columns.js';
 export { requireTextColumns } from './parquet-columns.js';
+export type { Utf8Chunk } from './utf8-columns.js';
 
 /** A Parquet input: a table source that also says what type each column has. */
 export interface ParquetTableSource extends TableSource {
@@ -60,6 +68,12 @@ export interface ParquetFileSource extends ParquetTableSource {
 export interface ParquetReading {
   /** A row group up to this size uncompressed is read whole (default WHOLE_GROUP_BYTES; 0: always in slices). */
   wholeGroupBytes?: number;
+  /**
+   * A row group up to this size uncompressed is decoded by parquet-wasm when every column is text (say
+   * ARROW_GROUP_BYTES). Default 0, never: a panic of that decoder is caught by a process-wide listener
+   * (parquet-arrow-groups.ts), which only the reading thread, whose process is its own, sets up.
+   */
+  arrowGroupBytes?: number;
 }
 
 export async function openParquetSource(
@@ -102,6 +116,7 @@ export async function openParquetSource(
     columns,
     Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS),
     reading.wholeGroupBytes ?? WHOLE_GROUP_BYTES,
+    reading.arrowGroupBytes ?? 0,
   );
 }
 
@@ -144,6 +159,8 @@ class ParquetTable implements ParquetFileSource {
   private iterated = false;
   /** Columns that are not nested: their pages count rows. */
   private readonly flatColumns: ReadonlySet<string>;
+  /** The compiled decoder of this file, once opened; undefined when it is not used (or stopped being used). */
+  private arrow: Promise<ArrowGroups | undefined> | undefined;
 
   constructor(
     readonly name: string,
@@ -152,6 +169,7 @@ class ParquetTable implements ParquetFileSource {
     readonly columns: readonly ParquetColumn[],
     private readonly chunkRows: number,
     private readonly wholeGroupBytes: number,
+    private readonly arrowGroupBytes: number,
   ) {
     this.header = columns.map((c) => c.name);
     this.totalBytes = file.byteLength;
@@ -185,7 +203,21 @@ class ParquetTable implements ParquetFileSource {
 
   private async *chunks(): AsyncGenerator<InputRow[]> {
     const width = this.header.length;
-    for await (const slice of this.slices()) {
+    for await (const part of this.parts()) {
+      if (!('rowStart' in part)) {
+        for await (const chunk of part) {
+          const cells = chunk.columns.map(columnCells);
+          const rows: InputRow[] = new Array(chunk.rows);
+          for (let r = 0; r < chunk.rows; r++) {
+            const row = new Array<string>(width);
+            for (let c = 0; c < width; c++) row[c] = cells[c][r];
+            rows[r] = { line: chunk.firstLine + r, cells: row };
+          }
+          yield rows;
+        }
+        continue;
+      }
+      const slice = part;
       const columns: string[][] = new Array(width);
       // decoded as each column comes: a string is smaller than a view of the stored bytes
       await this.readColumns(slice, (c, cells) => {
@@ -207,36 +239,92 @@ class ParquetTable implements ParquetFileSource {
   }
 
   private async *utf8Slices(): AsyncGenerator<Utf8Chunk> {
-    for await (const slice of this.slices()) {
-      const count = slice.rowEnd - slice.rowStart;
-      const chunks: Utf8Chunk[] = [];
-      for (let i = 0; i < count; i += this.chunkRows)
-        chunks.push({ firstLine: slice.rowStart + i + 1, rows: Math.min(this.chunkRows, count - i), columns: [] });
-      await this.readColumns(slice, (c, cells) => {
-        for (let k = 0; k < chunks.length; k++) {
-          const from = k * this.chunkRows;
-          chunks[k].columns[c] = utf8Column(cells, from, from + chunks[k].rows);
-        }
-      });
-      yield* chunks;
+    for await (const part of this.parts()) {
+      if ('rowStart' in part) yield* this.utf8Slice(part);
+      else yield* part;
     }
   }
 
-  /** The slices the file is read in: a row group, or part of a big one whose pages can be found. */
-  private async *slices(): AsyncGenerator<Slice> {
+  /** A slice read by hyparquet as chunks of UTF-8 columns. */
+  private async *utf8Slice(slice: Slice): AsyncGenerator<Utf8Chunk> {
+    const count = slice.rowEnd - slice.rowStart;
+    const chunks: Utf8Chunk[] = [];
+    for (let i = 0; i < count; i += this.chunkRows)
+      chunks.push({ firstLine: slice.rowStart + i + 1, rows: Math.min(this.chunkRows, count - i), columns: [] });
+    await this.readColumns(slice, (c, cells) => {
+      for (let k = 0; k < chunks.length; k++) {
+        const from = k * this.chunkRows;
+        chunks[k].columns[c] = utf8Column(cells, from, from + chunks[k].rows);
+      }
+    });
+    yield* chunks;
+  }
+
+  /**
+   * The parts the file is read in, in order: a row group that the compiled decoder reads, as its chunks; or the
+   * slices hyparquet reads, each a row group or part of a big one whose pages can be found.
+   */
+  private async *parts(): AsyncGenerator<Slice | AsyncIterable<Utf8Chunk>> {
     let rowStart = 0;
     const groups = this.metadata.row_groups;
-    for (let g = 0; g < groups.length; g++) {
-      const count = Number(groups[g].num_rows);
-      const rowEnd = rowStart + count;
-      const small = Number(groups[g].total_byte_size) <= this.wholeGroupBytes;
-      const pages = count > SLICE_ROWS && !small ? await this.pagesOf(g, rowStart, rowEnd) : undefined;
-      const slice = pages === undefined ? count : pages.sliceRows;
-      for (let from = rowStart; from < rowEnd; from += slice)
-        yield { rowStart: from, rowEnd: Math.min(rowEnd, from + slice), pages };
-      this.consumed += Number(groups[g].total_compressed_size ?? 0n);
-      rowStart = rowEnd;
+    try {
+      for (let g = 0; g < groups.length; g++) {
+        const count = Number(groups[g].num_rows);
+        const rowEnd = rowStart + count;
+        const size = Number(groups[g].total_byte_size);
+        // a group that claims no rows is skipped (its column chunks may be another group's)
+        const arrow = count > 0 && size <= this.arrowGroupBytes ? await this.arrowGroups() : undefined;
+        if (arrow !== undefined) yield this.arrowGroup(arrow, g, rowStart, rowEnd);
+        else yield* this.slicesOf(g, rowStart, rowEnd);
+        this.consumed += Number(groups[g].total_compressed_size ?? 0n);
+        rowStart = rowEnd;
+      }
+    } finally {
+      const arrow = await this.arrow;
+      this.arrow = Promise.resolve(undefined);
+      arrow?.close();
     }
+  }
+
+  /** The slices hyparquet reads group `g` in. */
+  private async *slicesOf(g: number, rowStart: number, rowEnd: number): AsyncGenerator<Slice> {
+    const count = rowEnd - rowStart;
+    const small = Number(this.metadata.row_groups[g].total_byte_size) <= this.wholeGroupBytes;
+    const pages = count > SLICE_ROWS && !small ? await this.pagesOf(g, rowStart, rowEnd) : undefined;
+    const slice = pages === undefined ? count : pages.sliceRows;
+    for (let from = rowStart; from < rowEnd; from += slice)
+      yield { rowStart: from, rowEnd: Math.min(rowEnd, from + slice), pages };
+  }
+
+  /** The compiled decoder of this file, opened at the first group it is to read; undefined if it cannot be used. */
+  private arrowGroups(): Promise<ArrowGroups | undefined> {
+    this.arrow ??= ArrowGroups.open(this.name, this.header).catch(() => undefined);
+    return this.arrow;
+  }
+
+  /**
+   * Group `g` decoded by the compiled decoder. If that fails before any row came, the group, and the rest of the
+   * file, is read by hyparquet instead, which tells what is wrong with the group if anything is.
+   */
+  private async *arrowGroup(
+    arrow: ArrowGroups,
+    g: number,
+    rowStart: number,
+    rowEnd: number,
+  ): AsyncGenerator<Utf8Chunk> {
+    let given = false;
+    try {
+      for await (const chunk of arrow.group(g, rowStart + 1, rowEnd - rowStart, this.chunkRows)) {
+        given = true;
+        yield chunk;
+      }
+      return;
+    } catch (err) {
+      if (given) throw this.unreadable(rowStart, rowEnd, err);
+    }
+    this.arrow = Promise.resolve(undefined);
+    arrow.close();
+    for await (const slice of this.slicesOf(g, rowStart, rowEnd)) yield* this.utf8Slice(slice);
   }
 
   /**
@@ -339,14 +427,6 @@ interface Slice {
   rowStart: number;
   rowEnd: number;
   pages: GroupPages | undefined;
-}
-
-/** A chunk of rows as each column's UTF-8 bytes (see utf8-columns.ts); firstLine is the first row's number, from 1. */
-export interface Utf8Chunk {
-  firstLine: number;
-  rows: number;
-  /** Per column of the header, in order. */
-  columns: Utf8Column[];
 }
 
 /** How a row group is read in slices: rows per slice, and its pages' locations when the file has no offset index. */

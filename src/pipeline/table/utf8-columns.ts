@@ -16,6 +16,14 @@ export interface Utf8Column {
   ascii: boolean;
 }
 
+/** A chunk of rows as each column's UTF-8 bytes; firstLine is the first row's number, from 1. */
+export interface Utf8Chunk {
+  firstLine: number;
+  rows: number;
+  /** Per column of the header, in order. */
+  columns: Utf8Column[];
+}
+
 const decoder = new TextDecoder();
 
 /** A cell as a string. */
@@ -47,6 +55,58 @@ export function utf8Column(cells: readonly TextCell[], from: number, to: number)
   }
   // ASCII bytes decode to the same characters whatever the decoder; anything else is decoded as the type says
   return isAscii(bytes) ? { bytes, lengths, ascii: true } : textColumn(cells, from, to);
+}
+
+/**
+ * Cells `from` to `to` of a column stored as one run of bytes (`values`) and where each cell starts in it
+ * (`offsets`, one more than the cells), as one column's bytes; a cell that `valid` says is null is empty. The
+ * same column as utf8Column() makes of the same cells.
+ */
+export function utf8ColumnOfRuns(
+  values: Uint8Array,
+  offsets: Int32Array | BigInt64Array,
+  valid: ((cell: number) => boolean) | undefined,
+  from: number,
+  to: number,
+): Utf8Column {
+  const count = to - from;
+  const lengths = new Uint32Array(count);
+  let bytes: Buffer;
+  if (valid === undefined) {
+    // no null cell: the cells' bytes already follow each other
+    const start = Number(offsets[from]);
+    let at = start;
+    for (let k = 0; k < count; k++) {
+      const end = Number(offsets[from + k + 1]);
+      lengths[k] = end - at;
+      at = end;
+    }
+    bytes = Buffer.from(values.subarray(start, at));
+  } else {
+    let byteLength = 0;
+    for (let k = 0; k < count; k++) {
+      const cell = from + k;
+      if (valid(cell)) lengths[k] = Number(offsets[cell + 1]) - Number(offsets[cell]);
+      byteLength += lengths[k];
+    }
+    bytes = Buffer.allocUnsafe(byteLength);
+    let at = 0;
+    for (let k = 0; k < count; k++) {
+      if (lengths[k] === 0) continue;
+      const start = Number(offsets[from + k]);
+      bytes.set(values.subarray(start, start + lengths[k]), at);
+      at += lengths[k];
+    }
+  }
+  if (isAscii(bytes)) return { bytes, lengths, ascii: true };
+  // some byte is not ASCII: each cell is decoded as utf8Column() decodes stored bytes
+  const cells = new Array<TextCell>(count);
+  let at = 0;
+  for (let k = 0; k < count; k++) {
+    cells[k] = bytes.subarray(at, at + lengths[k]);
+    at += lengths[k];
+  }
+  return textColumn(cells, 0, count);
 }
 
 /** Cells `from` to `to` as strings, then as one column's bytes. */

@@ -7,7 +7,12 @@
 import { workerData } from 'node:worker_threads';
 import { prepareRows } from '../map/prepare-rows.js';
 import { outputRows, outputRowsV2, type SentHashes } from '../map/result-columns.js';
-import { openParquetSource, type ParquetFileSource, type Utf8Chunk } from '../table/parquet-source.js';
+import {
+  ARROW_GROUP_BYTES,
+  openParquetSource,
+  type ParquetFileSource,
+  type Utf8Chunk,
+} from '../table/parquet-source.js';
 import { utf8ColumnsRowBlock, utf8RowBlock } from '../table/row-blocks.js';
 import { packRows, rowEncoder } from '../table/row-encoders.js';
 import type { InputRow } from '../table/table.js';
@@ -64,7 +69,7 @@ let opened: Promise<{ source: ParquetFileSource; chunks: AsyncIterator<InputRow[
 
 async function nextChunk(): Promise<TaskResult<ParquetReadAnswer>> {
   // a thread that encodes the output file holds its row group as well: it reads the input in slices only
-  const reading = encodesFile(config) ? { wholeGroupBytes: 0 } : {};
+  const reading = { arrowGroupBytes: ARROW_GROUP_BYTES, ...(encodesFile(config) ? { wholeGroupBytes: 0 } : {}) };
   opened ??= openParquetSource({ path: config.path, chunkRows: config.chunkRows }, reading).then((source) => ({
     source,
     // kept for an output: read as columns of bytes, which is how they are kept
