@@ -303,8 +303,10 @@ class ParquetTable implements ParquetFileSource {
   }
 
   /**
-   * Group `g` decoded by the compiled decoder. If that fails before any row came, the group, and the rest of the
-   * file, is read by hyparquet instead, which tells what is wrong with the group if anything is.
+   * Group `g` decoded by the compiled decoder. The group's chunks are all decoded before the first is given (the
+   * group is small), so that if the decoder fails on it (corrupt data, a string that is not UTF-8, which it
+   * refuses), the group, and the rest of the file, is read by hyparquet instead, as if the decoder had not been
+   * tried: the same cells, or the same error.
    */
   private async *arrowGroup(
     arrow: ArrowGroups,
@@ -312,19 +314,16 @@ class ParquetTable implements ParquetFileSource {
     rowStart: number,
     rowEnd: number,
   ): AsyncGenerator<Utf8Chunk> {
-    let given = false;
+    const chunks: Utf8Chunk[] = [];
     try {
-      for await (const chunk of arrow.group(g, rowStart + 1, rowEnd - rowStart, this.chunkRows)) {
-        given = true;
-        yield chunk;
-      }
+      for await (const chunk of arrow.group(g, rowStart + 1, rowEnd - rowStart, this.chunkRows)) chunks.push(chunk);
+    } catch {
+      this.arrow = Promise.resolve(undefined);
+      arrow.close();
+      for await (const slice of this.slicesOf(g, rowStart, rowEnd)) yield* this.utf8Slice(slice);
       return;
-    } catch (err) {
-      if (given) throw this.unreadable(rowStart, rowEnd, err);
     }
-    this.arrow = Promise.resolve(undefined);
-    arrow.close();
-    for await (const slice of this.slicesOf(g, rowStart, rowEnd)) yield* this.utf8Slice(slice);
+    yield* chunks;
   }
 
   /**
