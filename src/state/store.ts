@@ -9,6 +9,7 @@ import { StateLock } from './lock.js';
 import { IN_LIST_SIZES, SQL } from './queries.js';
 import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
 import { TailIndex } from './tail-index.js';
+import { clearTailKeys, readTailKeys, writeTailKeys } from './tail-keys.js';
 import type {
   BucketEntries,
   ChangeJournalRows,
@@ -50,6 +51,8 @@ const TAIL_PAGE = 50_000;
 const MIN_ID_RUN = 8;
 // numbers per entry in SQL.packedAnswers*: type, status, due, r, then the lengths of hash, u, p and bucket_id
 const PACKED_FIELDS = 8;
+// a writing connection that closes with a tail this long (or a quarter of tailEntries) saves its keys (tail-keys.ts)
+const SAVED_TAIL_MIN = 100_000;
 // keys_recent is folded into keys once it holds a quarter as many entries
 const RECENT_SHARE = 4;
 // the main keys filter is made for twice the keys it gets (so that it is remade at each doubling); the recent one
@@ -86,6 +89,8 @@ export class SqliteStateStore implements StateStore {
   /** Entries after the keys table's last merge, by key; `tailSeen` is the last id it holds. */
   private readonly tail = new TailIndex();
   private tailSeen = 0;
+  /** The tail keys saved in the file were looked at since the tail was last read from it. */
+  private savedTailChecked = false;
   /**
    * The keys filters, read on first use; together they hold the key of every entry in a keys table that is not in
    * the tail, whatever merges other connections made since (see readRowsByKeys).
@@ -497,6 +502,7 @@ export class SqliteStateStore implements StateStore {
   private resetTail(): void {
     this.tail.clear();
     this.tailSeen = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
+    this.savedTailChecked = false;
     this.filters = undefined;
   }
 
@@ -598,6 +604,10 @@ export class SqliteStateStore implements StateStore {
    * ids are not consecutive, or that holds a hash not of base64 characters, is read row by row.
    */
   private catchUpTail(): void {
+    if (!this.savedTailChecked) {
+      this.savedTailChecked = true;
+      this.readSavedTail();
+    }
     for (;;) {
       const [count, first, last, prefixes] = this.stmts.tailPrefixes.get(this.tailSeen, TAIL_PAGE) as [
         number,
@@ -623,6 +633,45 @@ export class SqliteStateStore implements StateStore {
   }
 
   /**
+   * The first catch-up of a tail: the keys a writing connection saved as it closed (tail-keys.ts) serve the
+   * entries they cover, read as one array instead of every entry's hash; entries after them are read as usual.
+   */
+  private readSavedTail(): void {
+    const last = (this.db.prepare('SELECT max(id) FROM entries').pluck().get() as number | null) ?? 0;
+    if (last <= this.tailSeen) return;
+    this.tail.reserve(last - this.tailSeen);
+    const saved = readTailKeys(this.db);
+    // saved for entries this connection has not read, and all of them still in the file
+    if (saved === undefined || saved.from > this.tailSeen || saved.upto <= this.tailSeen || saved.upto > last) return;
+    const { from, upto, keys } = saved;
+    for (let id = this.tailSeen + 1; id <= upto; id++) {
+      const key = keys[id - from - 1];
+      if (key >= 0) this.tail.add(key, id);
+    }
+    this.tailSeen = upto;
+  }
+
+  /**
+   * As a writing connection closes: saves the keys of a long tail for the next connection (readSavedTail), unless
+   * the file holds them already. A tail this connection read whole holds every entry after keys_upto.
+   */
+  private saveTail(): void {
+    // a quarter of the way to a merge, or SAVED_TAIL_MIN entries: a shorter tail is read from the entries quickly
+    const least = Math.min(SAVED_TAIL_MIN, Math.ceil(this.tailEntries / 4));
+    if (this.tail.size < least || this.db.inTransaction) return;
+    const from = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
+    const upto = this.tailSeen;
+    if (upto - from < least) return;
+    if (Number(this.getMeta(META_KEYS.tailKeysFrom)) === from && Number(this.getMeta(META_KEYS.tailKeysUpto)) === upto)
+      return;
+    const keys = new Float64Array(upto - from).fill(-1);
+    this.tail.forEachEntry((key, id) => {
+      if (id > from && id <= upto) keys[id - from - 1] = key;
+    });
+    this.db.transaction(() => writeTailKeys(this.db, { from, upto, keys })).immediate();
+  }
+
+  /**
    * Moves the tail into the keys table in key order, so that each of its pages is written once per merge
    * instead of once per entry; with the new high-water mark, in the caller's transaction.
    */
@@ -644,6 +693,8 @@ export class SqliteStateStore implements StateStore {
     flush();
     const newUpto = Math.max(upto, this.tailSeen);
     this.stmts.metaSet.run(META_KEYS.keysUpto, String(newUpto));
+    // the keys tables hold those entries now
+    clearTailKeys(this.db);
     // ids are dense: entries up to keys_main_upto are in keys, the rest up to keys_upto in keys_recent
     const mainUpto = Number(this.getMeta(META_KEYS.keysMainUpto) ?? 0);
     const fold = (newUpto - mainUpto) * RECENT_SHARE >= mainUpto;
@@ -1144,6 +1195,11 @@ export class SqliteStateStore implements StateStore {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    try {
+      if (!this.readonly) this.saveTail();
+    } catch {
+      // the keys are only a shortcut: the next connection reads the tail from the entries instead
+    }
     try {
       // the file alone then holds everything: a copy of it is a backup, and no big -wal stays beside it
       if (!this.readonly) this.db.pragma('wal_checkpoint(TRUNCATE)');
