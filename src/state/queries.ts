@@ -8,6 +8,16 @@ export const ENTRY_COLUMNS =
   'id, type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, last_optout_check, opted_out_since, due';
 /** Column order of an entry as a map run reads it: the first three as in ENTRY_COLUMNS. */
 export const ANSWER_COLUMNS = 'id, type, hash, status, u, p, r, bucket_id, due';
+/**
+ * A map run's answers packed by the statement (store.ts readPackedAnswers): per entry its numbers (type, status,
+ * due, r, and the lengths of hash, u, p and bucket_id, -1 for NULL) in one list, and its strings one after the
+ * other in one text. Both aggregates read the same rows in the same order, so the list says where each entry's
+ * strings are in the text.
+ */
+const PACKED_ANSWERS =
+  "count(*), group_concat(type || ',' || status || ',' || due || ',' || ifnull(r, '') || ',' || length(hash) || ',' || " +
+  "ifnull(length(u), -1) || ',' || ifnull(length(p), -1) || ',' || ifnull(length(bucket_id), -1), ','), " +
+  "group_concat(hash || ifnull(u, '') || ifnull(p, '') || ifnull(bucket_id, ''), '')";
 /** Column order of a due entry. */
 export const DUE_COLUMNS = 'id, type, hash, u, p, r, bucket_id';
 
@@ -30,6 +40,9 @@ export const SQL = {
   entriesByIds: (n: number) => `SELECT ${ENTRY_COLUMNS} FROM entries WHERE id IN (${placeholders(n)})`,
   // what a map run reads of an entry (ANSWER_COLUMNS), by id
   answersByIds: (n: number) => `SELECT ${ANSWER_COLUMNS} FROM entries WHERE id IN (${placeholders(n)})`,
+  // packed answers of the entries of an id range (consecutive ids: read in table order, no IN list)
+  packedAnswersInRange: `SELECT ${PACKED_ANSWERS} FROM entries WHERE id >= ? AND id <= ?`,
+  packedAnswersByIds: (n: number) => `SELECT ${PACKED_ANSWERS} FROM entries WHERE id IN (${placeholders(n)})`,
   rawUidsByIds: (n: number) => `SELECT id, u, p FROM entries WHERE id IN (${placeholders(n)})`,
   // the tail: entries appended after the last merge into keys
   tailSince: 'SELECT id, type, hash FROM entries WHERE id > ? AND id <= ? ORDER BY id',

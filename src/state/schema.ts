@@ -35,6 +35,13 @@ export const META_KEYS = {
   recentFilterUpto: 'recent_filter_upto',
   recentFilterBlocks: 'recent_filter_blocks',
   recentFilterCount: 'recent_filter_count',
+  /**
+   * The lookup keys of the entries after tail_keys_from up to tail_keys_upto, saved by id in table tail_keys when
+   * a writing connection closes with a long tail: the next one reads them instead of every tail entry's hash.
+   * Used only while tail_keys_from is at or below keys_upto; a merge past them removes them.
+   */
+  tailKeysFrom: 'tail_keys_from',
+  tailKeysUpto: 'tail_keys_upto',
   /** While a schema-2 file is being upgraded: the last entry id copied into the new table. */
   upgradeCopied: 'upgrade_copied',
 } as const;
@@ -56,6 +63,8 @@ export const IDENTITY_META_KEYS: ReadonlySet<string> = new Set([
   META_KEYS.recentFilterBlocks,
   META_KEYS.recentFilterCount,
   META_KEYS.upgradeCopied,
+  META_KEYS.tailKeysFrom,
+  META_KEYS.tailKeysUpto,
 ]);
 
 // Small integers keep rows and indexes compact; the codes are part of the file format.

@@ -9,6 +9,7 @@ import { StateLock } from './lock.js';
 import { IN_LIST_SIZES, SQL } from './queries.js';
 import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
 import { TailIndex } from './tail-index.js';
+import { clearTailKeys, readTailKeys, writeTailKeys } from './tail-keys.js';
 import type {
   BucketEntries,
   ChangeJournalRows,
@@ -46,6 +47,12 @@ const KEY_INSERT_ROWS = 256;
 const KEY_PAGE = 20_000;
 // tail entries read per page when the tail is read from the file
 const TAIL_PAGE = 50_000;
+// consecutive ids read as one range rather than in an IN (...) list, from this many on
+const MIN_ID_RUN = 8;
+// numbers per entry in SQL.packedAnswers*: type, status, due, r, then the lengths of hash, u, p and bucket_id
+const PACKED_FIELDS = 8;
+// a writing connection that closes with a tail this long (or a quarter of tailEntries) saves its keys (tail-keys.ts)
+const SAVED_TAIL_MIN = 100_000;
 // keys_recent is folded into keys once it holds a quarter as many entries
 const RECENT_SHARE = 4;
 // the main keys filter is made for twice the keys it gets (so that it is remade at each doubling); the recent one
@@ -73,12 +80,17 @@ export class SqliteStateStore implements StateStore {
   private readonly recentIdStmts = new Map<number, Statement>();
   private readonly entryIdStmts = new Map<number, Statement>();
   private readonly answerIdStmts = new Map<number, Statement>();
+  private readonly packedAnswerStmts = new Map<number, Statement>();
+  /** Reused for every entry the packed reader gives out. */
+  private readonly packedEntry = new PackedEntry();
   private readonly insertEntryStmts = new Map<number, Statement>();
   private readonly insertKeyStmts = new Map<number, Statement>();
   private readonly idStmts = new Map<number, Statement>();
   /** Entries after the keys table's last merge, by key; `tailSeen` is the last id it holds. */
   private readonly tail = new TailIndex();
   private tailSeen = 0;
+  /** The tail keys saved in the file were looked at since the tail was last read from it. */
+  private savedTailChecked = false;
   /**
    * The keys filters, read on first use; together they hold the key of every entry in a keys table that is not in
    * the tail, whatever merges other connections made since (see readRowsByKeys).
@@ -97,6 +109,9 @@ export class SqliteStateStore implements StateStore {
   private readonly mergeTx: Transaction<() => void>;
   private readonly readTx: Transaction<
     (lookupKeys: readonly number[], onRow: (row: Row) => void, answersOnly: boolean) => void
+  >;
+  private readonly answersTx: Transaction<
+    (lookupKeys: readonly number[], onAnswer: (entry: PackedEntry) => void) => void
   >;
   private readonly recordChecksTx: Transaction<(ids: readonly number[], nowS: number) => void>;
   private readonly markBucketsTx: Transaction<(buckets: readonly RotatedBucket[]) => number>;
@@ -119,6 +134,9 @@ export class SqliteStateStore implements StateStore {
     this.mergeTx = db.transaction(() => this.mergeTail());
     this.readTx = db.transaction((lookupKeys: readonly number[], onRow: (row: Row) => void, answersOnly: boolean) =>
       this.readRowsByKeys(lookupKeys, onRow, answersOnly),
+    );
+    this.answersTx = db.transaction((lookupKeys: readonly number[], onAnswer: (entry: PackedEntry) => void) =>
+      this.readAnswersByKeys(lookupKeys, onAnswer),
     );
     this.resetTail();
     const s = this.stmts;
@@ -190,39 +208,53 @@ export class SqliteStateStore implements StateStore {
 
   lookupStored(type: DiiType, hashes: readonly string[]): StoredEntries {
     const at: number[] = [];
-    const rows: Row[] = [];
+    const status: number[] = [];
+    const due: number[] = [];
+    const r: number[] = [];
+    const u: (string | null)[] = [];
+    const p: (string | null)[] = [];
+    const bucketId: (string | null)[] = [];
     if (hashes.length > 0) {
-      this.matchHashes(
-        type,
-        hashes,
-        (i, row) => {
+      this.catchUpTail();
+      const code = TYPE_CODE[type];
+      const lookupKeys = new Array<number>(hashes.length);
+      for (let i = 0; i < hashes.length; i++) lookupKeys[i] = keyOf(code, hashes[i]);
+      // per key, the last request with it; per request, the one before it with the same key (-1: none)
+      const lastWith = new Map<number, number>();
+      const before = new Int32Array(hashes.length);
+      for (let i = 0; i < hashes.length; i++) {
+        before[i] = lastWith.get(lookupKeys[i]) ?? -1;
+        lastWith.set(lookupKeys[i], i);
+      }
+      const onAnswer = (e: PackedEntry): void => {
+        const text = e.text;
+        let key = e.hashLength >= 8 ? keyOfPrefix(e.type, text, e.hashStart) : -1;
+        if (key < 0) key = keyOf(e.type, text.slice(e.hashStart, e.hashStart + e.hashLength));
+        for (let i = lastWith.get(key) ?? -1; i >= 0; i = before[i]) {
+          const hash = hashes[i];
+          if (hash.length !== e.hashLength || !text.startsWith(hash, e.hashStart)) continue;
           at.push(i);
-          rows.push(row);
-        },
-        true,
-      );
+          status.push(e.status);
+          due.push(e.due === 1 ? 1 : 0);
+          r.push(e.r);
+          u.push(e.uLength < 0 ? null : text.slice(e.uStart, e.uStart + e.uLength));
+          p.push(e.pLength < 0 ? null : text.slice(e.pStart, e.pStart + e.pLength));
+          bucketId.push(e.bucketLength < 0 ? null : text.slice(e.bucketStart, e.bucketStart + e.bucketLength));
+          return;
+        }
+      };
+      if (this.db.inTransaction) this.readAnswersByKeys(lookupKeys, onAnswer);
+      else this.answersTx(lookupKeys, onAnswer);
     }
-    const n = rows.length;
-    const stored: StoredEntries = {
+    return {
       at: Int32Array.from(at),
-      status: new Uint8Array(n),
-      due: new Uint8Array(n),
-      r: new Float64Array(n),
-      u: new Array<string | null>(n),
-      p: new Array<string | null>(n),
-      bucketId: new Array<string | null>(n),
+      status: Uint8Array.from(status),
+      due: Uint8Array.from(due),
+      r: Float64Array.from(r),
+      u,
+      p,
+      bucketId,
     };
-    // in ANSWER_COLUMNS order
-    for (let k = 0; k < n; k++) {
-      const row = rows[k];
-      stored.status[k] = row[3] as number;
-      stored.u[k] = row[4] as string | null;
-      stored.p[k] = row[5] as string | null;
-      stored.r[k] = (row[6] as number | null) ?? Number.NaN;
-      stored.bucketId[k] = row[7] as string | null;
-      stored.due[k] = row[8] === 1 ? 1 : 0;
-    }
-    return stored;
   }
 
   /**
@@ -294,6 +326,16 @@ export class SqliteStateStore implements StateStore {
    * `answersOnly`: rows of ANSWER_COLUMNS instead of ENTRY_COLUMNS.
    */
   private readRowsByKeys(lookupKeys: readonly number[], onRow: (row: Row) => void, answersOnly: boolean): void {
+    const ids = this.idsOfKeys(lookupKeys);
+    if (ids.length === 0) return;
+    const [stmts, sql] = answersOnly ? [this.answerIdStmts, SQL.answersByIds] : [this.entryIdStmts, SQL.entriesByIds];
+    for (const [, size, params] of inListPages(uniqueSorted(ids))) {
+      for (const row of this.inListStatement(stmts, size, sql).all(params) as Row[]) onRow(row);
+    }
+  }
+
+  /** The ids of the entries whose lookup key is one of these, from the keys tables and the tail (see readRowsByKeys). */
+  private idsOfKeys(lookupKeys: readonly number[]): number[] {
     const { main, recent } = this.levelFilters();
     const inMain: number[] = [];
     const inRecent: number[] = [];
@@ -316,10 +358,119 @@ export class SqliteStateStore implements StateStore {
       const onId = (id: number): void => void ids.push(id);
       for (const key of lookupKeys) this.tail.forEach(key, onId);
     }
+    return ids;
+  }
+
+  /**
+   * readRowsByKeys for a map run's answers, read packed: each statement gives one row, the numbers of its
+   * entries in one list and their strings in one text, instead of a row of values per entry (which is most of
+   * what a lookup costs). Runs of consecutive ids (entries looked up in the order they were stored) are read as
+   * id ranges, the other ids in IN (...) lists.
+   */
+  private readAnswersByKeys(lookupKeys: readonly number[], onAnswer: (entry: PackedEntry) => void): void {
+    const ids = this.idsOfKeys(lookupKeys);
     if (ids.length === 0) return;
-    const [stmts, sql] = answersOnly ? [this.answerIdStmts, SQL.answersByIds] : [this.entryIdStmts, SQL.entriesByIds];
-    for (const [, size, params] of inListPages(uniqueSorted(ids))) {
-      for (const row of this.inListStatement(stmts, size, sql).all(params) as Row[]) onRow(row);
+    const sorted = uniqueSorted(ids);
+    const scattered: number[] = [];
+    for (let i = 0; i < sorted.length; ) {
+      let end = i + 1;
+      while (end < sorted.length && end - i < MAX_IN_LIST && sorted[end] === sorted[end - 1] + 1) end++;
+      if (end - i >= MIN_ID_RUN) {
+        this.readPackedAnswers(
+          this.stmts.packedAnswersInRange,
+          [sorted[i], sorted[end - 1]],
+          sorted.slice(i, end),
+          onAnswer,
+        );
+      } else for (let j = i; j < end; j++) scattered.push(sorted[j]);
+      i = end;
+    }
+    for (const [start, size, params] of inListPages(scattered)) {
+      const stmt = this.inListStatement(this.packedAnswerStmts, size, SQL.packedAnswersByIds);
+      this.readPackedAnswers(stmt, params, scattered.slice(start, start + MAX_IN_LIST), onAnswer);
+    }
+  }
+
+  /**
+   * One packed statement's entries, each given to `onAnswer` in turn. A text whose length is not the sum of the
+   * lengths SQLite counted (a character outside the BMP, which JavaScript counts twice, or a NUL) is read again
+   * row by row: `ids` are the ids the statement covers.
+   */
+  private readPackedAnswers(
+    stmt: Statement,
+    params: readonly number[],
+    ids: readonly number[],
+    onAnswer: (entry: PackedEntry) => void,
+  ): void {
+    const [count, numbers, text] = stmt.get(params) as [number, string | null, string | null];
+    if (count === 0 || numbers === null || text === null) return;
+    const list = new NumberList(numbers);
+    const values = new Float64Array(count * PACKED_FIELDS);
+    for (let k = 0; k < values.length; k++) values[k] = list.next();
+    // the lengths must add up to the text, or an entry would be read from the wrong characters
+    let total = 0;
+    for (let v = 0; v < values.length; v += PACKED_FIELDS) {
+      for (let f = 4; f < PACKED_FIELDS; f++) total += Math.max(0, values[v + f]);
+    }
+    if (!list.done || total !== text.length) {
+      this.readAnswersRowByRow(ids, onAnswer);
+      return;
+    }
+    const entry = this.packedEntry;
+    entry.text = text;
+    let pos = 0;
+    for (let v = 0; v < values.length; v += PACKED_FIELDS) {
+      entry.type = values[v];
+      entry.status = values[v + 1];
+      entry.due = values[v + 2];
+      entry.r = values[v + 3];
+      entry.hashStart = pos;
+      entry.hashLength = values[v + 4];
+      pos += entry.hashLength;
+      entry.uStart = pos;
+      entry.uLength = values[v + 5];
+      pos += Math.max(0, entry.uLength);
+      entry.pStart = pos;
+      entry.pLength = values[v + 6];
+      pos += Math.max(0, entry.pLength);
+      entry.bucketStart = pos;
+      entry.bucketLength = values[v + 7];
+      pos += Math.max(0, entry.bucketLength);
+      onAnswer(entry);
+    }
+  }
+
+  /** The packed reader's fallback: entries read as rows of ANSWER_COLUMNS, each given as a PackedEntry of its own. */
+  private readAnswersRowByRow(ids: readonly number[], onAnswer: (entry: PackedEntry) => void): void {
+    for (const [, size, params] of inListPages(ids)) {
+      for (const row of this.inListStatement(this.answerIdStmts, size, SQL.answersByIds).all(params) as Row[]) {
+        const [, type, hash, status, u, p, r, bucketId, due] = row as [
+          number,
+          number,
+          string,
+          number,
+          string | null,
+          string | null,
+          number | null,
+          string | null,
+          number,
+        ];
+        const entry = new PackedEntry();
+        entry.text = hash + (u ?? '') + (p ?? '') + (bucketId ?? '');
+        entry.type = type;
+        entry.status = status;
+        entry.due = due;
+        entry.r = r ?? Number.NaN;
+        entry.hashStart = 0;
+        entry.hashLength = hash.length;
+        entry.uStart = hash.length;
+        entry.uLength = u === null ? -1 : u.length;
+        entry.pStart = entry.uStart + (u?.length ?? 0);
+        entry.pLength = p === null ? -1 : p.length;
+        entry.bucketStart = entry.pStart + (p?.length ?? 0);
+        entry.bucketLength = bucketId === null ? -1 : bucketId.length;
+        onAnswer(entry);
+      }
     }
   }
 
@@ -351,6 +502,7 @@ export class SqliteStateStore implements StateStore {
   private resetTail(): void {
     this.tail.clear();
     this.tailSeen = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
+    this.savedTailChecked = false;
     this.filters = undefined;
   }
 
@@ -452,6 +604,10 @@ export class SqliteStateStore implements StateStore {
    * ids are not consecutive, or that holds a hash not of base64 characters, is read row by row.
    */
   private catchUpTail(): void {
+    if (!this.savedTailChecked) {
+      this.savedTailChecked = true;
+      this.readSavedTail();
+    }
     for (;;) {
       const [count, first, last, prefixes] = this.stmts.tailPrefixes.get(this.tailSeen, TAIL_PAGE) as [
         number,
@@ -477,6 +633,45 @@ export class SqliteStateStore implements StateStore {
   }
 
   /**
+   * The first catch-up of a tail: the keys a writing connection saved as it closed (tail-keys.ts) serve the
+   * entries they cover, read as one array instead of every entry's hash; entries after them are read as usual.
+   */
+  private readSavedTail(): void {
+    const last = (this.db.prepare('SELECT max(id) FROM entries').pluck().get() as number | null) ?? 0;
+    if (last <= this.tailSeen) return;
+    this.tail.reserve(last - this.tailSeen);
+    const saved = readTailKeys(this.db);
+    // saved for entries this connection has not read, and all of them still in the file
+    if (saved === undefined || saved.from > this.tailSeen || saved.upto <= this.tailSeen || saved.upto > last) return;
+    const { from, upto, keys } = saved;
+    for (let id = this.tailSeen + 1; id <= upto; id++) {
+      const key = keys[id - from - 1];
+      if (key >= 0) this.tail.add(key, id);
+    }
+    this.tailSeen = upto;
+  }
+
+  /**
+   * As a writing connection closes: saves the keys of a long tail for the next connection (readSavedTail), unless
+   * the file holds them already. A tail this connection read whole holds every entry after keys_upto.
+   */
+  private saveTail(): void {
+    // a quarter of the way to a merge, or SAVED_TAIL_MIN entries: a shorter tail is read from the entries quickly
+    const least = Math.min(SAVED_TAIL_MIN, Math.ceil(this.tailEntries / 4));
+    if (this.tail.size < least || this.db.inTransaction) return;
+    const from = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
+    const upto = this.tailSeen;
+    if (upto - from < least) return;
+    if (Number(this.getMeta(META_KEYS.tailKeysFrom)) === from && Number(this.getMeta(META_KEYS.tailKeysUpto)) === upto)
+      return;
+    const keys = new Float64Array(upto - from).fill(-1);
+    this.tail.forEachEntry((key, id) => {
+      if (id > from && id <= upto) keys[id - from - 1] = key;
+    });
+    this.db.transaction(() => writeTailKeys(this.db, { from, upto, keys })).immediate();
+  }
+
+  /**
    * Moves the tail into the keys table in key order, so that each of its pages is written once per merge
    * instead of once per entry; with the new high-water mark, in the caller's transaction.
    */
@@ -498,6 +693,8 @@ export class SqliteStateStore implements StateStore {
     flush();
     const newUpto = Math.max(upto, this.tailSeen);
     this.stmts.metaSet.run(META_KEYS.keysUpto, String(newUpto));
+    // the keys tables hold those entries now
+    clearTailKeys(this.db);
     // ids are dense: entries up to keys_main_upto are in keys, the rest up to keys_upto in keys_recent
     const mainUpto = Number(this.getMeta(META_KEYS.keysMainUpto) ?? 0);
     const fold = (newUpto - mainUpto) * RECENT_SHARE >= mainUpto;
@@ -999,6 +1196,11 @@ export class SqliteStateStore implements StateStore {
     if (this.closed) return;
     this.closed = true;
     try {
+      if (!this.readonly) this.saveTail();
+    } catch {
+      // the keys are only a shortcut: the next connection reads the tail from the entries instead
+    }
+    try {
       // the file alone then holds everything: a copy of it is a backup, and no big -wal stays beside it
       if (!this.readonly) this.db.pragma('wal_checkpoint(TRUNCATE)');
     } catch {
@@ -1025,6 +1227,7 @@ function prepareAll(db: Database) {
     updateInvalid: plain(SQL.updateInvalid),
     tailSince: raw(SQL.tailSince),
     tailPrefixes: raw(SQL.tailPrefixes),
+    packedAnswersInRange: raw(SQL.packedAnswersInRange),
     foldRecentKeys: plain(SQL.foldRecentKeys),
     clearRecentKeys: plain(SQL.clearRecentKeys),
     dueDays: plain(SQL.dueDays),
@@ -1173,4 +1376,63 @@ function decodeCandidate(row: Row): OptoutCandidate {
     type: TYPE_OF_CODE[row[4] as number],
     hash: row[5] as string,
   };
+}
+
+/**
+ * One entry of a packed read (readPackedAnswers): its numbers, and where its strings are in `text`. A length of
+ * -1 is a NULL; r is NaN when the entry has none.
+ */
+class PackedEntry {
+  text = '';
+  type = 0;
+  status = 0;
+  due = 0;
+  r = Number.NaN;
+  hashStart = 0;
+  hashLength = 0;
+  uStart = 0;
+  uLength = -1;
+  pStart = 0;
+  pLength = -1;
+  bucketStart = 0;
+  bucketLength = -1;
+}
+
+/** The numbers of a comma-separated list, in turn, without a string per number; an empty field is NaN. */
+class NumberList {
+  private pos = 0;
+
+  constructor(private readonly text: string) {}
+
+  /** Every field was read, and no more than there are. */
+  get done(): boolean {
+    return this.pos === this.text.length + 1;
+  }
+
+  next(): number {
+    const text = this.text;
+    const start = this.pos;
+    if (start > text.length) {
+      this.pos = text.length + 2;
+      return Number.NaN;
+    }
+    let end = text.indexOf(',', start);
+    if (end < 0) end = text.length;
+    this.pos = end + 1;
+    if (end === start) return Number.NaN;
+    let negative = false;
+    let i = start;
+    if (text.charCodeAt(i) === 45) {
+      negative = true;
+      i++;
+    }
+    let n = 0;
+    for (; i < end; i++) {
+      const digit = text.charCodeAt(i) - 48;
+      // a REAL (1.5, 1.0e+20): read as JavaScript reads it
+      if (digit < 0 || digit > 9) return Number(text.slice(start, end));
+      n = n * 10 + digit;
+    }
+    return negative ? -n : n;
+  }
 }

@@ -55,6 +55,58 @@ describe('lookupStored', () => {
     }
   });
 
+  it('reads odd strings and numbers as they were stored, in id runs and scattered ids alike', () => {
+    const s = t.open(t.file(), { tailEntries: 50 });
+    const odd: EntryUpdate[] = [
+      // not base64, shorter than a key's 8 characters, outside the BMP, with a NUL, a comma in a bucket
+      { type: 'email', hash: 'h1', outcome: { kind: 'mapped', u: 'u,1', p: 'p\u00e9', r: 1_000.5 } },
+      { type: 'email', hash: 'h\u00e9llo-w\u00f6rld', outcome: { kind: 'mapped', u: 'x\u{1F600}y', p: null, r: -5 } },
+      { type: 'phone', hash: b64('nul'), outcome: { kind: 'mapped', u: 'a\u0000b', p: '', r: 0 } },
+      {
+        type: 'email',
+        hash: b64('bucket'),
+        outcome: { kind: 'mapped', u: b64('ub'), p: null, r: null, bucketId: 'b,1' },
+      },
+      { type: 'email', hash: b64('big-r'), outcome: { kind: 'mapped', u: b64('ur'), p: null, r: 1e20 } },
+    ];
+    const plain = Array.from({ length: 60 }, (_, i): EntryUpdate => {
+      const hash = b64(`run${i}`);
+      return { type: 'email', hash, outcome: { kind: 'mapped', u: b64(`u${i}`), p: null, r: 2_000 + i } };
+    });
+    s.commitBatch(plain.slice(0, 30), 500);
+    s.commitBatch(odd, 500);
+    s.commitBatch(plain.slice(30), 500);
+    for (const type of ['email', 'phone'] as const) {
+      // a long run of consecutive ids, single ids among them, repeats and unknown hashes
+      const asked = [...plain.map((u) => u.hash), ...odd.map((u) => u.hash), plain[3].hash, 'h2', b64('none')];
+      for (const subset of [asked, asked.filter((_, i) => i % 3 === 0)]) {
+        const byHash = s.lookupHashes(type, subset);
+        const stored = s.lookupStored(type, subset);
+        const found = new Set<string>();
+        for (let k = 0; k < stored.at.length; k++) {
+          const hash = subset[stored.at[k]];
+          found.add(hash);
+          const entry = byHash.get(hash);
+          expect(entry, hash).toBeDefined();
+          expect({
+            u: stored.u[k],
+            p: stored.p[k],
+            r: Number.isNaN(stored.r[k]) ? null : stored.r[k],
+            bucketId: stored.bucketId[k],
+          }).toEqual({ u: entry?.u, p: entry?.p, r: entry?.r, bucketId: entry?.bucketId });
+        }
+        expect([...found].sort()).toEqual([...byHash.keys()].sort());
+      }
+    }
+    // the odd ones come back exactly
+    const back = s.lookupStored('email', ['h\u00e9llo-w\u00f6rld', 'h1']);
+    expect(back.u[back.at.indexOf(0)]).toBe('x\u{1F600}y');
+    expect(back.p[back.at.indexOf(1)]).toBe('p\u00e9');
+    expect(back.r[back.at.indexOf(1)]).toBe(1_000.5);
+    const nul = s.lookupStored('phone', [b64('nul')]);
+    expect([nul.u[0], nul.p[0]]).toEqual(['a\u0000b', '']);
+  });
+
   it('finds nothing in an empty file or for no hashes', () => {
     const s = t.open(t.file());
     expect(s.lookupStored('email', [b64('x')]).at.length).toBe(0);
