@@ -29,7 +29,8 @@ export class ArrowGroups {
   /** Rejects the step being awaited, if any, when the decoder panics. */
   private failStep: ((err: Error) => void) | undefined;
   private readonly onUncaught = (err: Error): void => {
-    if (err instanceof Error && err.name === 'RuntimeError') {
+    // only while a step of the decoder is awaited: a trap at any other time is not the decoder's to explain
+    if (err instanceof Error && err.name === 'RuntimeError' && this.failStep !== undefined) {
       this.panic = err;
       this.failStep?.(err);
       return;
