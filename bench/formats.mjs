@@ -7,6 +7,11 @@
 //   node bench/formats.mjs [--rows 1000000] [--runs 3]   (figures also to bench/results-formats.json)
 //   node bench/formats.mjs --before DIR   also runs the Parquet cases with the CLI of another build (DIR holds
 //   its bin/ and dist/, e.g. a copy of them made before a change), interleaved with these, for a before/after
+//   node bench/formats.mjs --args "--threads 2"   also runs the plain CSV and the national-phones cases with
+//   these extra arguments (may be given more than once), interleaved with the others; with --before, also with
+//   the other build
+//   node bench/formats.mjs --only plain,national   only these cases (plain, gz, parquet-csv, parquet, national);
+//   the plain CSV case always runs, as the base of the ratios
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createReadStream, createWriteStream, existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,6 +28,10 @@ const ROWS = numberOption('--rows', 1_000_000);
 const RUNS = numberOption('--runs', 3);
 const argv = process.argv.slice(2);
 const BEFORE = argv.includes('--before') ? join(argv[argv.indexOf('--before') + 1], 'bin', 'uid2-batch.js') : undefined;
+/** Every value of a flag that may be given more than once. */
+const valuesOf = (flag) => argv.flatMap((a, i) => (a === flag && i + 1 < argv.length ? [argv[i + 1]] : []));
+const EXTRA_ARGS = valuesOf('--args').map((text) => text.split(/\s+/).filter((a) => a.length > 0));
+const ONLY = argv.includes('--only') ? new Set(argv[argv.indexOf('--only') + 1].split(',')) : undefined;
 
 // peak RSS (VmHWM) and CPU time, reported by the CLI process itself as it exits
 const REPORT = `data:text/javascript,${encodeURIComponent(
@@ -99,14 +108,35 @@ async function runMap(input, output, serve, extra = [], bin = BIN) {
 }
 
 const files = await inputs();
-const cases = [
-  ['csv -> csv', files.csv, join(WORK, 'formats-out.csv')],
-  ['csv.gz -> csv.gz', files.gz, join(WORK, 'formats-out.csv.gz')],
-  ['parquet -> csv', files.parquet, join(WORK, 'formats-out-pq.csv')],
-  ['parquet -> parquet', files.parquet, join(WORK, 'formats-out.parquet')],
-  ['national, region US', files.national, join(WORK, 'formats-out-national.csv'), ['--phone-region', 'US']],
+const keyed = [
+  ['plain', 'csv -> csv', files.csv, join(WORK, 'formats-out.csv')],
+  ['gz', 'csv.gz -> csv.gz', files.gz, join(WORK, 'formats-out.csv.gz')],
+  ['parquet-csv', 'parquet -> csv', files.parquet, join(WORK, 'formats-out-pq.csv')],
+  ['parquet', 'parquet -> parquet', files.parquet, join(WORK, 'formats-out.parquet')],
+  ['national', 'national, region US', files.national, join(WORK, 'formats-out-national.csv'), ['--phone-region', 'US']],
 ];
-if (BEFORE !== undefined)
+const cases = keyed.filter(([key]) => key === 'plain' || ONLY === undefined || ONLY.has(key)).map(([, ...c]) => c);
+for (const [bin, label] of BEFORE === undefined
+  ? [[BIN, '']]
+  : [
+      [BIN, ''],
+      [BEFORE, ' (before)'],
+    ])
+  for (const [k, extra] of EXTRA_ARGS.entries()) {
+    const tag = `${extra.join(' ')}${label}`;
+    const out = `args${k}${label === '' ? '' : '-before'}`;
+    cases.push(
+      [`csv -> csv ${tag}`, files.csv, join(WORK, `formats-out-${out}.csv`), extra, bin],
+      [
+        `national ${tag}`,
+        files.national,
+        join(WORK, `formats-out-national-${out}.csv`),
+        ['--phone-region', 'US', ...extra],
+        bin,
+      ],
+    );
+  }
+if (BEFORE !== undefined && (ONLY === undefined || ONLY.has('parquet-csv') || ONLY.has('parquet')))
   cases.push(
     ['parquet -> csv (before)', files.parquet, join(WORK, 'formats-out-pq-before.csv'), [], BEFORE],
     ['parquet -> parquet (before)', files.parquet, join(WORK, 'formats-out-before.parquet'), [], BEFORE],
@@ -129,7 +159,7 @@ cases.forEach(([name], k) => {
   const peak = Math.max(...results[k].map((x) => x.peakMb));
   const cpu = median(results[k].map((x) => x.cpuS));
   console.log(
-    `  ${name.padEnd(27)} ${s.toFixed(2).padStart(7)} s  ${Math.round(ROWS / s)
+    `  ${name.padEnd(34)} ${s.toFixed(2).padStart(7)} s  ${Math.round(ROWS / s)
       .toLocaleString('en-US')
       .padStart(
         9,
