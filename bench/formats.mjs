@@ -153,6 +153,8 @@ try {
 }
 const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const base = median(results[0].map((x) => x.seconds));
+/** The median of the ratios to the plain run of the same round: steadier than a ratio of medians when the load of the machine drifts between rounds. */
+const paired = (k) => median(results[k].map((x, r) => results[0][r].seconds / x.seconds));
 console.log(`map ${ROWS.toLocaleString('en-US')} mixed rows, median of ${RUNS} interleaved runs (default --threads)`);
 cases.forEach(([name], k) => {
   const s = median(results[k].map((x) => x.seconds));
@@ -163,7 +165,7 @@ cases.forEach(([name], k) => {
       .toLocaleString('en-US')
       .padStart(
         9,
-      )} rows/s  ${(base / s).toFixed(2)}x  peak ${peak.toFixed(0)} MB  cpu ${cpu.toFixed(1)} s  runs ${results[k].map((x) => x.seconds.toFixed(1)).join('/')}`,
+      )} rows/s  ${(base / s).toFixed(2)}x (paired ${paired(k).toFixed(2)}x)  peak ${peak.toFixed(0)} MB  cpu ${cpu.toFixed(1)} s  runs ${results[k].map((x) => x.seconds.toFixed(1)).join('/')}`,
   );
 });
 
@@ -175,6 +177,7 @@ const figures = cases.map(([name], k) => {
     seconds: Number(s.toFixed(2)),
     rows_per_s: Math.round(ROWS / s),
     vs_plain_csv: Number((base / s).toFixed(2)),
+    vs_plain_csv_paired: Number(paired(k).toFixed(2)),
     peak_rss_mb: Math.round(Math.max(...results[k].map((x) => x.peakMb))),
     cli_cpu_s: Number(median(results[k].map((x) => x.cpuS)).toFixed(1)),
     runs_s: results[k].map((x) => Number(x.seconds.toFixed(1))),
