@@ -68,8 +68,10 @@ const identifierIndexes = [...new Set((config.columns ?? []).map((c) => c.index)
 let opened: Promise<{ source: ParquetFileSource; chunks: AsyncIterator<InputRow[] | Utf8Chunk> }> | undefined;
 
 async function nextChunk(): Promise<TaskResult<ParquetReadAnswer>> {
-  // a thread that encodes the output file holds its row group as well: it reads the input in slices only
-  const reading = { arrowGroupBytes: ARROW_GROUP_BYTES, ...(encodesFile(config) ? { wholeGroupBytes: 0 } : {}) };
+  // a thread that encodes the output file holds its row group as well: it reads the input in slices only, or
+  // decodes it with the WebAssembly module it encodes with; a thread that does not encode keeps to hyparquet,
+  // as that module's memory and code would raise the peak of a run that otherwise never loads it
+  const reading = encodesFile(config) ? { wholeGroupBytes: 0, arrowGroupBytes: ARROW_GROUP_BYTES } : {};
   opened ??= openParquetSource({ path: config.path, chunkRows: config.chunkRows }, reading).then((source) => ({
     source,
     // kept for an output: read as columns of bytes, which is how they are kept
