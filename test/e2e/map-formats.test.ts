@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { parquetMetadata } from 'hyparquet';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -122,6 +123,30 @@ describe('map with compressed and Parquet data', () => {
     expect(run.stderr).toBe(
       `uid2-batch: ${bad}: not a readable Parquet file (its footer is missing or corrupt: a truncated copy?); copy or export it again\n`,
     );
+  });
+});
+
+describe('a Parquet file with a corrupt row group', () => {
+  // the reading thread decodes a Parquet-to-Parquet run's groups with another decoder than a run to CSV: a
+  // group that decoder cannot read must end either run in the same words, with no output left behind
+  it.each([['out.csv'], ['out.parquet']])('ends in one line and exit 1, naming its rows (-o %s)', async (name) => {
+    const bytes = new Uint8Array(readFileSync(await parquetOf(input, `groups-${name}.parquet`)));
+    const meta = parquetMetadata(bytes.buffer);
+    const email = meta.row_groups[1].columns[1].meta_data;
+    const start = Number(email?.dictionary_page_offset ?? email?.data_page_offset);
+    bytes.fill(0xff, start, start + Number(email?.total_compressed_size));
+    const bad = dir.file(`corrupt-group-${name}.parquet`);
+    writeFileSync(bad, bytes);
+    const out = dir.file(`corrupt-group-${name}`);
+    const run = await runCli(['map', bad, ...MAP, '-o', out]);
+    expect(run.code).toBe(1);
+    expect(run.stderr.split('\n').filter((line) => line !== '')).toHaveLength(1);
+    const first = Number(meta.row_groups[0].num_rows) + 1;
+    const last = first + Number(meta.row_groups[1].num_rows) - 1;
+    expect(run.stderr).toBe(
+      `uid2-batch: ${bad}: the row group holding rows ${first} to ${last} cannot be decoded (corrupt data?); export it again, with SNAPPY, ZSTD or GZIP compression; ${out} was not written\n`,
+    );
+    expect(() => readFileSync(out)).toThrow();
   });
 });
 
