@@ -11,7 +11,7 @@ import {
   type SchemaTree,
 } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
-import { ArrowGroups } from './parquet-arrow-groups.js';
+import type { ArrowGroups } from './parquet-arrow-groups.js';
 import { pageLocationsOf, type PageLocation } from './parquet-pages.js';
 import { cellString, columnCells, type TextCell, type Utf8Chunk, utf8Column } from './utf8-columns.js';
 import {
@@ -298,7 +298,11 @@ class ParquetTable implements ParquetFileSource {
 
   /** The compiled decoder of this file, opened at the first group it is to read; undefined if it cannot be used. */
   private arrowGroups(): Promise<ArrowGroups | undefined> {
-    this.arrow ??= ArrowGroups.open(this.name, this.header).catch(() => undefined);
+    // loaded here, not with this module: it brings apache-arrow, whose code and heap a run that never decodes
+    // this way should not carry
+    this.arrow ??= import('./parquet-arrow-groups.js')
+      .then(({ ArrowGroups }) => ArrowGroups.open(this.name, this.header))
+      .catch(() => undefined);
     return this.arrow;
   }
 
