@@ -74,6 +74,28 @@ interface EncodedUpdate {
 }
 
 /** The StateStore over one better-sqlite3 connection; made by openState, which has checked the file. */
+/** The lookup key of each hash of one DII type. */
+function lookupKeysOf(type: DiiType, hashes: readonly string[]): number[] {
+  const code = TYPE_CODE[type];
+  const lookupKeys = new Array<number>(hashes.length);
+  for (let i = 0; i < hashes.length; i++) lookupKeys[i] = keyOf(code, hashes[i]);
+  return lookupKeys;
+}
+
+/**
+ * The requests of each lookup key, as chains: per key, the last request with it; per request, the one before it
+ * with the same key (-1: none). A row found by key is matched by walking its key's chain.
+ */
+function requestsByKey(lookupKeys: readonly number[]): { lastWith: Map<number, number>; before: Int32Array } {
+  const lastWith = new Map<number, number>();
+  const before = new Int32Array(lookupKeys.length);
+  for (let i = 0; i < lookupKeys.length; i++) {
+    before[i] = lastWith.get(lookupKeys[i]) ?? -1;
+    lastWith.set(lookupKeys[i], i);
+  }
+  return { lastWith, before };
+}
+
 export class SqliteStateStore implements StateStore {
   private readonly stmts: ReturnType<typeof prepareAll>;
   private readonly mainIdStmts = new Map<number, Statement>();
@@ -216,16 +238,8 @@ export class SqliteStateStore implements StateStore {
     const bucketId: (string | null)[] = [];
     if (hashes.length > 0) {
       this.catchUpTail();
-      const code = TYPE_CODE[type];
-      const lookupKeys = new Array<number>(hashes.length);
-      for (let i = 0; i < hashes.length; i++) lookupKeys[i] = keyOf(code, hashes[i]);
-      // per key, the last request with it; per request, the one before it with the same key (-1: none)
-      const lastWith = new Map<number, number>();
-      const before = new Int32Array(hashes.length);
-      for (let i = 0; i < hashes.length; i++) {
-        before[i] = lastWith.get(lookupKeys[i]) ?? -1;
-        lastWith.set(lookupKeys[i], i);
-      }
+      const lookupKeys = lookupKeysOf(type, hashes);
+      const { lastWith, before } = requestsByKey(lookupKeys);
       const onAnswer = (e: PackedEntry): void => {
         const text = e.text;
         let key = e.hashLength >= 8 ? keyOfPrefix(e.type, text, e.hashStart) : -1;
@@ -257,11 +271,6 @@ export class SqliteStateStore implements StateStore {
     };
   }
 
-  /**
-   * Gives each row of the asked keys to the first request it answers: the one with the row's lookup key (the key
-   * holds the DII type) and its hash. Requests are found by key, a number, so that no row's hash is hashed into a
-   * map; the answer keeps the caller's strings.
-   */
   /** matchRows() for hashes of one type, after the tail is caught up. */
   private matchHashes(
     type: DiiType,
@@ -270,25 +279,21 @@ export class SqliteStateStore implements StateStore {
     answersOnly = false,
   ): void {
     this.catchUpTail();
-    const code = TYPE_CODE[type];
-    const lookupKeys = new Array<number>(hashes.length);
-    for (let i = 0; i < hashes.length; i++) lookupKeys[i] = keyOf(code, hashes[i]);
-    this.matchRows(lookupKeys, (i) => hashes[i], onMatch, answersOnly);
+    this.matchRows(lookupKeysOf(type, hashes), (i) => hashes[i], onMatch, answersOnly);
   }
 
+  /**
+   * Gives each row of the asked keys to the first request it answers: the one with the row's lookup key (the key
+   * holds the DII type) and its hash. Requests are found by key, a number, so that no row's hash is hashed into a
+   * map; the answer keeps the caller's strings.
+   */
   private matchRows(
     lookupKeys: readonly number[],
     hashOf: (request: number) => string,
     onMatch: (request: number, row: Row) => void,
     answersOnly = false,
   ): void {
-    // per key, the last request with it; per request, the one before it with the same key (-1: none)
-    const lastWith = new Map<number, number>();
-    const before = new Int32Array(lookupKeys.length);
-    for (let i = 0; i < lookupKeys.length; i++) {
-      before[i] = lastWith.get(lookupKeys[i]) ?? -1;
-      lastWith.set(lookupKeys[i], i);
-    }
+    const { lastWith, before } = requestsByKey(lookupKeys);
     this.rowsByKeys(
       lookupKeys,
       (row) => {
