@@ -18,12 +18,7 @@ import { packRows, rowEncoder } from '../table/row-encoders.js';
 import type { InputRow } from '../table/table.js';
 import { columnCells, type Utf8Column } from '../table/utf8-columns.js';
 import { serveTasks, type TaskResult } from '../workers/worker-pool.js';
-import {
-  encodesFile,
-  type ParquetReadAnswer,
-  type ParquetReadConfig,
-  type ParquetReadTask,
-} from './parquet-read-thread.js';
+import type { ParquetReadAnswer, ParquetReadConfig, ParquetReadTask } from './parquet-read-thread.js';
 import { unpackAnswers } from './row-threads.js';
 
 const config = workerData as ParquetReadConfig;
@@ -50,6 +45,13 @@ const fileEncoder = (() => {
 })();
 fileEncoder?.catch(() => undefined);
 
+/**
+ * A thread that encodes the output file holds its row group as well: it reads the input in slices only, or decodes
+ * it with the WebAssembly module it encodes with; a thread that does not encode keeps to hyparquet, as that
+ * module's memory and code would raise the peak of a run that otherwise never loads it.
+ */
+const READING = fileEncoder !== undefined ? { wholeGroupBytes: 0, arrowGroupBytes: ARROW_GROUP_BYTES } : {};
+
 /** A piece's block of rows as the file's bytes, when the thread encodes the file; else the block as it is. */
 function fileBytes(block: Uint8Array): Promise<Uint8Array> | Uint8Array {
   return fileEncoder === undefined ? block : fileEncoder.then((encoder) => encoder.addBlock(block));
@@ -68,11 +70,7 @@ const identifierIndexes = [...new Set((config.columns ?? []).map((c) => c.index)
 let opened: Promise<{ source: ParquetFileSource; chunks: AsyncIterator<InputRow[] | Utf8Chunk> }> | undefined;
 
 async function nextChunk(): Promise<TaskResult<ParquetReadAnswer>> {
-  // a thread that encodes the output file holds its row group as well: it reads the input in slices only, or
-  // decodes it with the WebAssembly module it encodes with; a thread that does not encode keeps to hyparquet,
-  // as that module's memory and code would raise the peak of a run that otherwise never loads it
-  const reading = encodesFile(config) ? { wholeGroupBytes: 0, arrowGroupBytes: ARROW_GROUP_BYTES } : {};
-  opened ??= openParquetSource({ path: config.path, chunkRows: config.chunkRows }, reading).then((source) => ({
+  opened ??= openParquetSource({ path: config.path, chunkRows: config.chunkRows }, READING).then((source) => ({
     source,
     // kept for an output: read as columns of bytes, which is how they are kept
     chunks: (output !== undefined ? source.utf8Chunks() : source.rows())[Symbol.asyncIterator](),
