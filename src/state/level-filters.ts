@@ -1,6 +1,7 @@
 /** The keys filters of the two key tables: read from the file, checked against its levels, and written back. */
 import type { Database } from 'better-sqlite3';
 import { KeyFilter } from './key-filter.js';
+import { metaNumber, setMetaValue } from './meta-values.js';
 import { META_KEYS } from './schema.js';
 
 /** Where the merged entries are: `keys` holds the ids up to `main`, `keys_recent` those after it up to `upto`. */
@@ -45,13 +46,6 @@ const PIECE_BYTES = 1 << 20;
 /** A filter that holds no key: what covers an empty table. */
 export function emptyFilter(): KeyFilter {
   return new KeyFilter(1);
-}
-
-function metaNumber(db: Database, key: string): number | undefined {
-  const value = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(key) as string | undefined;
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  return Number.isFinite(n) ? n : undefined;
 }
 
 /** The file's levels now (inside the caller's transaction, so that the tables agree with them). */
@@ -101,11 +95,8 @@ export function writeLevelFilter(db: Database, level: Level, filter: KeyFilter, 
   const insert = db.prepare(`INSERT INTO ${s.table} (piece, bits) VALUES (?, ?)`);
   let piece = 0;
   for (const bits of filter.pieces(PIECE_BYTES)) insert.run(piece++, bits);
-  const set = db.prepare(
-    'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
-  );
-  set.run(s.blocks, String(filter.blocks));
-  set.run(s.count, String(filter.count));
-  if (s.from !== undefined) set.run(s.from, String(from));
-  set.run(s.upto, String(upto));
+  setMetaValue(db, s.blocks, filter.blocks);
+  setMetaValue(db, s.count, filter.count);
+  if (s.from !== undefined) setMetaValue(db, s.from, from);
+  setMetaValue(db, s.upto, upto);
 }

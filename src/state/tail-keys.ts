@@ -1,5 +1,6 @@
 /** The tail's lookup keys saved in the file: a later connection reads them instead of every tail entry's hash. */
 import type { Database } from 'better-sqlite3';
+import { metaNumber, setMetaValue } from './meta-values.js';
 import { META_KEYS } from './schema.js';
 
 /** Keys per stored piece (1 MiB of Float64). */
@@ -12,18 +13,13 @@ export interface SavedTailKeys {
   keys: Float64Array;
 }
 
-function metaNumber(db: Database, key: string): number | undefined {
-  const value = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(key) as string | undefined;
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  return Number.isSafeInteger(n) ? n : undefined;
-}
-
 /** The saved keys, or undefined when the file holds none. */
 export function readTailKeys(db: Database): SavedTailKeys | undefined {
   const from = metaNumber(db, META_KEYS.tailKeysFrom);
   const upto = metaNumber(db, META_KEYS.tailKeysUpto);
-  if (from === undefined || upto === undefined || upto <= from) return undefined;
+  if (from === undefined || upto === undefined || !Number.isSafeInteger(from) || !Number.isSafeInteger(upto))
+    return undefined;
+  if (upto <= from) return undefined;
   const keys = new Float64Array(upto - from);
   const bytes = new Uint8Array(keys.buffer);
   let filled = 0;
@@ -46,8 +42,8 @@ export function writeTailKeys(db: Database, saved: SavedTailKeys): void {
   for (let piece = 0, at = 0; at < bytes.length; piece++, at += pieceBytes) {
     insert.run(piece, Buffer.from(bytes.buffer, bytes.byteOffset + at, Math.min(pieceBytes, bytes.length - at)));
   }
-  setMeta(db, META_KEYS.tailKeysFrom, saved.from);
-  setMeta(db, META_KEYS.tailKeysUpto, saved.upto);
+  setMetaValue(db, META_KEYS.tailKeysFrom, saved.from);
+  setMetaValue(db, META_KEYS.tailKeysUpto, saved.upto);
 }
 
 /** Forgets the saved keys (a merge moved their entries into the keys tables), inside the caller's transaction. */
@@ -55,11 +51,4 @@ export function clearTailKeys(db: Database): void {
   if (metaNumber(db, META_KEYS.tailKeysUpto) === undefined) return;
   db.prepare('DELETE FROM meta WHERE key IN (?, ?)').run(META_KEYS.tailKeysFrom, META_KEYS.tailKeysUpto);
   db.prepare('DELETE FROM tail_keys').run();
-}
-
-function setMeta(db: Database, key: string, value: number): void {
-  db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(
-    key,
-    String(value),
-  );
 }

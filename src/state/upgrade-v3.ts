@@ -1,6 +1,7 @@
 /** The upgrade of a schema-2 file to schema 3, in pieces that a killed run's successor carries on from. */
 import type { Database } from 'better-sqlite3';
 import { keyOf } from './lookup-key.js';
+import { metaValue, setMetaValue } from './meta-values.js';
 import { ENTRIES_INDEXES, ENTRIES_TABLE, KEYS_TABLES, META_KEYS } from './schema.js';
 
 /** Entries copied per transaction: small enough that a kill loses little work, big enough to amortize a commit. */
@@ -16,23 +17,15 @@ const COLUMNS =
  * stays the one every reader sees until the last piece swaps the new one in, with its indexes and keys.
  */
 export function upgradeToV3Step(db: Database, copyRows = COPY_ROWS): boolean {
-  const meta = (key: string): string | undefined =>
-    db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(key) as string | undefined;
-  const setMeta = (key: string, value: string): void => {
-    db.prepare(
-      'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
-    ).run(key, value);
-  };
-
   const hasNew =
     db.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?").pluck().get(NEW_TABLE) === 1;
   if (!hasNew) {
     db.exec(ENTRIES_TABLE(NEW_TABLE));
-    setMeta(META_KEYS.upgradeCopied, '0');
+    setMetaValue(db, META_KEYS.upgradeCopied, '0');
     return false;
   }
 
-  const copied = Number(meta(META_KEYS.upgradeCopied) ?? 0);
+  const copied = Number(metaValue(db, META_KEYS.upgradeCopied) ?? 0);
   const last = db
     .prepare('SELECT max(id) FROM (SELECT id FROM entries WHERE id > ? ORDER BY id LIMIT ?)')
     .pluck()
@@ -41,7 +34,7 @@ export function upgradeToV3Step(db: Database, copyRows = COPY_ROWS): boolean {
     db.prepare(
       `INSERT INTO ${NEW_TABLE} (${COLUMNS}) SELECT ${COLUMNS} FROM entries WHERE id > ? AND id <= ? ORDER BY id`,
     ).run(copied, last);
-    setMeta(META_KEYS.upgradeCopied, String(last));
+    setMetaValue(db, META_KEYS.upgradeCopied, String(last));
     return false;
   }
 
@@ -52,8 +45,8 @@ export function upgradeToV3Step(db: Database, copyRows = COPY_ROWS): boolean {
   db.function(KEY_FUNCTION, { deterministic: true }, (type, hash) => keyOf(Number(type), String(hash)));
   db.exec(`INSERT INTO keys (k, id) SELECT ${KEY_FUNCTION}(type, hash), id FROM entries ORDER BY 1, 2`);
   const maxId = db.prepare('SELECT max(id) FROM entries').pluck().get() as number | null;
-  setMeta(META_KEYS.keysUpto, String(maxId ?? 0));
-  setMeta(META_KEYS.keysMainUpto, String(maxId ?? 0));
+  setMetaValue(db, META_KEYS.keysUpto, String(maxId ?? 0));
+  setMetaValue(db, META_KEYS.keysMainUpto, String(maxId ?? 0));
   db.prepare('DELETE FROM meta WHERE key = ?').run(META_KEYS.upgradeCopied);
   return true;
 }
