@@ -80,7 +80,9 @@ recordWhenPassed('crash_remap_due', () => figures);
 
 beforeAll(async () => {
   requireBuilt();
-  serve = await startServe(['--seed', 'reliability-crash-remap', '--latency-ms', '40']);
+  // the latest kill point comes after all but two requests, plus up to 120 ms: at concurrency 2 the two left must
+  // take longer than that, or a fast run ends before its kill point
+  serve = await startServe(['--seed', 'reliability-crash-remap', '--latency-ms', '80']);
   const lines = ['id,email,phone'];
   for (let i = 0; i < ENTRIES; i++)
     lines.push(i % 4 === 0 ? `${i},,+1212${String(4_000_000 + i).slice(-7)}` : `${i},night.${i}@example.com,`);
