@@ -19,15 +19,6 @@ export function keyOf(type: DiiType | number, hash: string): number {
   return prefixOf(hash) * 2 + code;
 }
 
-/**
- * keyOf for a hash whose first 8 characters are text[start, start + 8) (the hash may be longer), without the rest
- * of it; -1 when those are not all base64 (its key then comes from the whole hash: ask keyOf).
- */
-export function keyOfPrefix(code: number, text: string, start: number): number {
-  const bits = base64Bits(text, start);
-  return bits < 0 ? -1 : Math.floor(bits / 4) * 2 + code;
-}
-
 /** The 48 bits of 8 base64 characters from `start`, or -1 if one of them is not base64. */
 function base64Bits(text: string, start: number): number {
   let bits = 0;
@@ -46,6 +37,17 @@ function prefixOf(hash: string): number {
     const bits = base64Bits(hash, 0);
     if (bits >= 0) return Math.floor(bits / 4);
   }
-  const b = createHash('sha256').update(hash).digest();
-  return b[0] * 2 ** 38 + b[1] * 2 ** 30 + b[2] * 2 ** 22 + b[3] * 2 ** 14 + b[4] * 2 ** 6 + (b[5] >>> 2);
+  return prefixOfBytes(createHash('sha256').update(hash).digest(), 0);
+}
+
+/** keyOf for a hash kept as its bytes (stored-bytes.ts), from the 6 bytes at `start` of `bytes`. */
+export function keyOfBytes(code: number, bytes: Uint8Array, start: number): number {
+  return prefixOfBytes(bytes, start) * 2 + code;
+}
+
+/** The first 46 bits of the 6 bytes at `s`. */
+function prefixOfBytes(b: Uint8Array, s: number): number {
+  return (
+    b[s] * 2 ** 38 + b[s + 1] * 2 ** 30 + b[s + 2] * 2 ** 22 + b[s + 3] * 2 ** 14 + b[s + 4] * 2 ** 6 + (b[s + 5] >>> 2)
+  );
 }

@@ -5,19 +5,22 @@
 
 /** Column order of every entry read; rows are read raw (arrays) and decoded by position. */
 export const ENTRY_COLUMNS =
-  'id, type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, last_optout_check, opted_out_since, due';
+  'id, type, hash, status, u, p, r, bucket_id, last_mapped, last_optout_check, opted_out_since, due';
 /** Column order of an entry as a map run reads it: the first three as in ENTRY_COLUMNS. */
 export const ANSWER_COLUMNS = 'id, type, hash, status, u, p, r, bucket_id, due';
 /**
  * A map run's answers packed by the statement (store.ts readPackedAnswers): per entry its numbers (type, status,
- * due, r, and the lengths of hash, u, p and bucket_id, -1 for NULL) in one list, and its strings one after the
- * other in one text. Both aggregates read the same rows in the same order, so the list says where each entry's
- * strings are in the text.
+ * due, r, and the sizes of hash, u, p and bucket_id) in one list, and their bytes one after the other in one blob.
+ * Both aggregates read the same rows in the same order, so the list says where each entry's values are in the
+ * blob. A size is 2n for a BLOB of n bytes, 2n + 1 for a TEXT of n bytes (UTF-8), -1 for NULL: `||` joins a blob's
+ * bytes as they are, and the CAST gives the joined bytes back as a blob, never decoded as text.
  */
+const packedSize = (column: string): string =>
+  `ifnull(length(CAST(${column} AS BLOB)) * 2 + (typeof(${column}) = 'text'), -1)`;
 const PACKED_ANSWERS =
-  "count(*), group_concat(type || ',' || status || ',' || due || ',' || ifnull(r, '') || ',' || length(hash) || ',' || " +
-  "ifnull(length(u), -1) || ',' || ifnull(length(p), -1) || ',' || ifnull(length(bucket_id), -1), ','), " +
-  "group_concat(hash || ifnull(u, '') || ifnull(p, '') || ifnull(bucket_id, ''), '')";
+  "count(*), group_concat(type || ',' || status || ',' || due || ',' || ifnull(r, '') || ',' || " +
+  `${packedSize('hash')} || ',' || ${packedSize('u')} || ',' || ${packedSize('p')} || ',' || ${packedSize('bucket_id')}, ','), ` +
+  "CAST(group_concat(hash || ifnull(u, '') || ifnull(p, '') || ifnull(bucket_id, ''), '') AS BLOB)";
 /** Column order of a due entry. */
 export const DUE_COLUMNS = 'id, type, hash, u, p, r, bucket_id';
 
@@ -46,10 +49,12 @@ export const SQL = {
   rawUidsByIds: (n: number) => `SELECT id, u, p FROM entries WHERE id IN (${placeholders(n)})`,
   // the tail: entries appended after the last merge into keys
   tailSince: 'SELECT id, type, hash FROM entries WHERE id > ? AND id <= ? ORDER BY id',
-  // a page of the tail as one string: per entry, its type code and the first 8 characters of its hash (all a
-  // lookup key needs of a base64 hash), in id order; one row instead of one per entry
+  // a page of the tail as one string: per entry, its type code and the hex of the first 6 bytes of its hash (all a
+  // lookup key needs of a hash kept as bytes), in id order; one row instead of one per entry. A hash kept as text
+  // gives NULL, which group_concat leaves out: the page is then read row by row.
   tailPrefixes:
-    "SELECT count(*), min(id), max(id), group_concat(type || substr(hash, 1, 8), '' ORDER BY id) " +
+    "SELECT count(*), min(id), max(id), group_concat(CASE WHEN typeof(hash) = 'blob' AND length(hash) >= 6 " +
+    "THEN type || hex(substr(hash, 1, 6)) END, '' ORDER BY id) " +
     'FROM (SELECT id, type, hash FROM entries WHERE id > ? ORDER BY id LIMIT ?)',
   insertRecentKeys: (n: number) =>
     `INSERT OR IGNORE INTO keys_recent (k, id) VALUES ${new Array<string>(n).fill('(?, ?)').join(', ')}`,
@@ -65,12 +70,12 @@ export const SQL = {
   // an answer for a key not stored yet is appended (n rows per statement: one call into SQLite per n rows); one
   // for a stored entry updates its row by id
   insertEntries: (n: number) =>
-    'INSERT INTO entries (type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, opted_out_since, due) ' +
-    `VALUES ${new Array<string>(n).fill('(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)').join(', ')}`,
+    'INSERT INTO entries (type, hash, status, u, p, r, bucket_id, last_mapped, opted_out_since, due) ' +
+    `VALUES ${new Array<string>(n).fill('(?, ?, ?, ?, ?, ?, ?, ?, ?, 0)').join(', ')}`,
   updateMapped:
-    'UPDATE entries SET status = 1, u = ?, p = ?, r = ?, bucket_id = ?, first_mapped = coalesce(first_mapped, ?), ' +
-    'last_mapped = ?, opted_out_since = NULL, due = 0 WHERE id = ?',
-  // a tombstone keeps its hash, first/last mapped time and last check; it loses every raw UID
+    'UPDATE entries SET status = 1, u = ?, p = ?, r = ?, bucket_id = ?, last_mapped = ?, opted_out_since = NULL, ' +
+    'due = 0 WHERE id = ?',
+  // a tombstone keeps its hash, last mapped time and last check; it loses every raw UID
   updateOptout:
     'UPDATE entries SET status = 2, u = NULL, p = NULL, r = NULL, bucket_id = NULL, due = 0, ' +
     'opted_out_since = coalesce(?, opted_out_since) WHERE id = ?',
@@ -113,7 +118,7 @@ export const SQL = {
   tombstoneById:
     'UPDATE entries SET status = 2, u = NULL, p = NULL, r = NULL, bucket_id = NULL, due = 0, ' +
     'opted_out_since = ?, last_optout_check = ? WHERE id = ?',
-  createOptoutProbe: 'CREATE TEMP TABLE IF NOT EXISTS optout_probe (raw TEXT PRIMARY KEY, since INTEGER NOT NULL)',
+  createOptoutProbe: 'CREATE TEMP TABLE IF NOT EXISTS optout_probe (raw BLOB PRIMARY KEY, since INTEGER NOT NULL)',
   clearOptoutProbe: 'DELETE FROM temp.optout_probe',
   fillOptoutProbe: 'INSERT OR REPLACE INTO temp.optout_probe (raw, since) VALUES (?, ?)',
   // SET expressions read the row as it was, so the probe still matches the old u and p

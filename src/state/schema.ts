@@ -80,18 +80,17 @@ export function statusOfCode(code: number): EntryStatus {
   return status;
 }
 
-/** The entries table of schema 3 under a given name (the upgrade builds it beside the old one). */
+/** The entries table of schema 4 under a given name (an upgrade builds it beside the old one). */
 export function ENTRIES_TABLE(name: string): string {
   return `CREATE TABLE ${name} (
   id                INTEGER PRIMARY KEY,
   type              INTEGER NOT NULL,
-  hash              TEXT    NOT NULL,
+  hash              BLOB    NOT NULL,
   status            INTEGER NOT NULL,
-  u                 TEXT,
-  p                 TEXT,
+  u                 BLOB,
+  p                 BLOB,
   r                 INTEGER,
   bucket_id         TEXT,
-  first_mapped      INTEGER,
   last_mapped       INTEGER,
   last_optout_check INTEGER,
   opted_out_since   INTEGER,

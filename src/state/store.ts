@@ -3,11 +3,12 @@ import type { Database, Statement, Transaction } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
 import { KeyFilter } from './key-filter.js';
 import { type LevelFilters, emptyFilter, readLevelFilters, readLevels, writeLevelFilter } from './level-filters.js';
-import { keyOf, keyOfPrefix } from './lookup-key.js';
+import { keyOf, keyOfBytes } from './lookup-key.js';
 import { StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
 import { IN_LIST_SIZES, SQL } from './queries.js';
 import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
+import { storedOf, textOfStored } from './stored-bytes.js';
 import { TailIndex } from './tail-index.js';
 import { clearTailKeys, readTailKeys, writeTailKeys } from './tail-keys.js';
 import type {
@@ -49,7 +50,7 @@ const KEY_PAGE = 20_000;
 const TAIL_PAGE = 50_000;
 // consecutive ids read as one range rather than in an IN (...) list, from this many on
 const MIN_ID_RUN = 8;
-// numbers per entry in SQL.packedAnswers*: type, status, due, r, then the lengths of hash, u, p and bucket_id
+// numbers per entry in SQL.packedAnswers*: type, status, due, r, then the sizes of hash, u, p and bucket_id
 const PACKED_FIELDS = 8;
 // a writing connection that closes with a tail this long (or a quarter of tailEntries) saves its keys (tail-keys.ts)
 const SAVED_TAIL_MIN = 100_000;
@@ -65,6 +66,8 @@ type KeyTable = 'keys' | 'keys_recent';
 interface EncodedUpdate {
   type: number;
   hash: string;
+  /** The hash as the file keeps it (stored-bytes.ts). */
+  stored: Buffer | string;
   key: number;
   /** Its position in the batch. */
   index: number;
@@ -241,19 +244,22 @@ export class SqliteStateStore implements StateStore {
       const lookupKeys = lookupKeysOf(type, hashes);
       const { lastWith, before } = requestsByKey(lookupKeys);
       const onAnswer = (e: PackedEntry): void => {
-        const text = e.text;
-        let key = e.hashLength >= 8 ? keyOfPrefix(e.type, text, e.hashStart) : -1;
-        if (key < 0) key = keyOf(e.type, text.slice(e.hashStart, e.hashStart + e.hashLength));
+        // a hash kept as bytes gives its key from them; one kept as text, from the text
+        const key =
+          e.hashSize >= 12 && e.hashSize % 2 === 0
+            ? keyOfBytes(e.type, e.bytes, e.hashStart)
+            : keyOf(e.type, e.value(e.hashStart, e.hashSize) ?? '');
+        let hash: string | null = null;
         for (let i = lastWith.get(key) ?? -1; i >= 0; i = before[i]) {
-          const hash = hashes[i];
-          if (hash.length !== e.hashLength || !text.startsWith(hash, e.hashStart)) continue;
+          hash ??= e.value(e.hashStart, e.hashSize);
+          if (hashes[i] !== hash) continue;
           at.push(i);
           status.push(e.status);
           due.push(e.due === 1 ? 1 : 0);
           r.push(e.r);
-          u.push(e.uLength < 0 ? null : text.slice(e.uStart, e.uStart + e.uLength));
-          p.push(e.pLength < 0 ? null : text.slice(e.pStart, e.pStart + e.pLength));
-          bucketId.push(e.bucketLength < 0 ? null : text.slice(e.bucketStart, e.bucketStart + e.bucketLength));
+          u.push(e.value(e.uStart, e.uSize));
+          p.push(e.value(e.pStart, e.pSize));
+          bucketId.push(e.value(e.bucketStart, e.bucketSize));
           return;
         }
       };
@@ -297,7 +303,7 @@ export class SqliteStateStore implements StateStore {
     this.rowsByKeys(
       lookupKeys,
       (row) => {
-        const hash = row[2] as string;
+        const hash = textOfStored(row[2]) ?? '';
         for (let i = lastWith.get(keyOf(row[1] as number, hash)) ?? -1; i >= 0; i = before[i]) {
           if (hashOf(i) === hash) {
             onMatch(i, row);
@@ -397,9 +403,8 @@ export class SqliteStateStore implements StateStore {
   }
 
   /**
-   * One packed statement's entries, each given to `onAnswer` in turn. A text whose length is not the sum of the
-   * lengths SQLite counted (a character outside the BMP, which JavaScript counts twice, or a NUL) is read again
-   * row by row: `ids` are the ids the statement covers.
+   * One packed statement's entries, each given to `onAnswer` in turn. A list that does not read as numbers, or
+   * whose sizes do not add up to the bytes, is read again row by row: `ids` are the ids the statement covers.
    */
   private readPackedAnswers(
     stmt: Statement,
@@ -407,22 +412,22 @@ export class SqliteStateStore implements StateStore {
     ids: readonly number[],
     onAnswer: (entry: PackedEntry) => void,
   ): void {
-    const [count, numbers, text] = stmt.get(params) as [number, string | null, string | null];
-    if (count === 0 || numbers === null || text === null) return;
+    const [count, numbers, bytes] = stmt.get(params) as [number, string | null, Buffer | null];
+    if (count === 0 || numbers === null || bytes === null) return;
     const list = new NumberList(numbers);
     const values = new Float64Array(count * PACKED_FIELDS);
     for (let k = 0; k < values.length; k++) values[k] = list.next();
-    // the lengths must add up to the text, or an entry would be read from the wrong characters
+    // the sizes must add up to the bytes, or an entry would be read from the wrong ones
     let total = 0;
     for (let v = 0; v < values.length; v += PACKED_FIELDS) {
-      for (let f = 4; f < PACKED_FIELDS; f++) total += Math.max(0, values[v + f]);
+      for (let f = 4; f < PACKED_FIELDS; f++) total += byteLength(values[v + f]);
     }
-    if (!list.done || total !== text.length) {
+    if (!list.done || total !== bytes.length) {
       this.readAnswersRowByRow(ids, onAnswer);
       return;
     }
     const entry = this.packedEntry;
-    entry.text = text;
+    entry.bytes = bytes;
     let pos = 0;
     for (let v = 0; v < values.length; v += PACKED_FIELDS) {
       entry.type = values[v];
@@ -430,17 +435,17 @@ export class SqliteStateStore implements StateStore {
       entry.due = values[v + 2];
       entry.r = values[v + 3];
       entry.hashStart = pos;
-      entry.hashLength = values[v + 4];
-      pos += entry.hashLength;
+      entry.hashSize = values[v + 4];
+      pos += byteLength(entry.hashSize);
       entry.uStart = pos;
-      entry.uLength = values[v + 5];
-      pos += Math.max(0, entry.uLength);
+      entry.uSize = values[v + 5];
+      pos += byteLength(entry.uSize);
       entry.pStart = pos;
-      entry.pLength = values[v + 6];
-      pos += Math.max(0, entry.pLength);
+      entry.pSize = values[v + 6];
+      pos += byteLength(entry.pSize);
       entry.bucketStart = pos;
-      entry.bucketLength = values[v + 7];
-      pos += Math.max(0, entry.bucketLength);
+      entry.bucketSize = values[v + 7];
+      pos += byteLength(entry.bucketSize);
       onAnswer(entry);
     }
   }
@@ -452,28 +457,35 @@ export class SqliteStateStore implements StateStore {
         const [, type, hash, status, u, p, r, bucketId, due] = row as [
           number,
           number,
-          string,
+          unknown,
           number,
-          string | null,
-          string | null,
+          unknown,
+          unknown,
           number | null,
-          string | null,
+          unknown,
           number,
         ];
         const entry = new PackedEntry();
-        entry.text = hash + (u ?? '') + (p ?? '') + (bucketId ?? '');
+        const parts: Buffer[] = [];
+        let pos = 0;
+        const add = (value: unknown): [number, number] => {
+          const start = pos;
+          if (value === null || value === undefined) return [start, -1];
+          const isText = typeof value === 'string';
+          const part = isText ? Buffer.from(value, 'utf8') : (value as Buffer);
+          parts.push(part);
+          pos += part.length;
+          return [start, part.length * 2 + (isText ? 1 : 0)];
+        };
+        [entry.hashStart, entry.hashSize] = add(hash);
+        [entry.uStart, entry.uSize] = add(u);
+        [entry.pStart, entry.pSize] = add(p);
+        [entry.bucketStart, entry.bucketSize] = add(bucketId);
+        entry.bytes = Buffer.concat(parts);
         entry.type = type;
         entry.status = status;
         entry.due = due;
         entry.r = r ?? Number.NaN;
-        entry.hashStart = 0;
-        entry.hashLength = hash.length;
-        entry.uStart = hash.length;
-        entry.uLength = u === null ? -1 : u.length;
-        entry.pStart = entry.uStart + (u?.length ?? 0);
-        entry.pLength = p === null ? -1 : p.length;
-        entry.bucketStart = entry.pStart + (p?.length ?? 0);
-        entry.bucketLength = bucketId === null ? -1 : bucketId.length;
         onAnswer(entry);
       }
     }
@@ -627,9 +639,9 @@ export class SqliteStateStore implements StateStore {
         this.tailSeen = last;
       } else {
         for (const [id, type, hash] of this.stmts.tailSince.iterate(this.tailSeen, last) as IterableIterator<
-          [number, number, string]
+          [number, number, unknown]
         >) {
-          this.tail.add(keyOf(type, hash), id);
+          this.tail.add(keyOf(type, textOfStored(hash) ?? ''), id);
           this.tailSeen = id;
         }
       }
@@ -725,7 +737,7 @@ export class SqliteStateStore implements StateStore {
         throw new TypeError(`commitBatch: update ${i} has no valid DII type, hash or outcome`);
       }
       const appendOrder = outcome.kind === 'mapped' && typeof outcome.r === 'number' ? outcome.r : Infinity;
-      encoded[i] = { type: code, hash, key: keyOf(code, hash), index: i, appendOrder, outcome };
+      encoded[i] = { type: code, hash, stored: storedOf(hash), key: keyOf(code, hash), index: i, appendOrder, outcome };
     }
     try {
       this.commitTx.immediate(encoded, Math.floor(nowS), journal);
@@ -863,7 +875,7 @@ export class SqliteStateStore implements StateStore {
     const s = this.stmts;
     switch (o.kind) {
       case 'mapped':
-        s.updateMapped.run(o.u, o.p ?? null, o.r, o.bucketId ?? null, nowS, nowS, id);
+        s.updateMapped.run(storedOrNull(o.u), storedOrNull(o.p), o.r, o.bucketId ?? null, nowS, id);
         break;
       case 'optout':
         s.updateOptout.run(o.optedOutSinceMs ?? null, id);
@@ -1041,10 +1053,12 @@ export class SqliteStateStore implements StateStore {
       params.fill(within[end - 1], end - start);
       const rows = this.inListStatement(this.idStmts, size, SQL.rawUidsByIds).all(params) as [
         number,
-        string | null,
-        string | null,
+        unknown,
+        unknown,
       ][];
-      for (const [id, u, p] of rows) {
+      for (const [id, storedU, storedP] of rows) {
+        const u = textOfStored(storedU);
+        const p = textOfStored(storedP);
         const sinceMs = (u !== null ? since.get(u) : undefined) ?? (p !== null ? since.get(p) : undefined);
         if (sinceMs !== undefined) changed += this.stmts.tombstoneById.run(sinceMs, nowS, id).changes;
       }
@@ -1057,7 +1071,8 @@ export class SqliteStateStore implements StateStore {
     this.db.prepare(SQL.createOptoutProbe).run();
     this.db.prepare(SQL.clearOptoutProbe).run();
     const fill = this.db.prepare(SQL.fillOptoutProbe);
-    for (const o of optedOut) fill.run(o.rawUid, o.optedOutSinceMs);
+    // kept as the entries keep raw UIDs, so that equal ones compare equal
+    for (const o of optedOut) fill.run(storedOf(o.rawUid), o.optedOutSinceMs);
     const changed = this.db.prepare(SQL.tombstoneByProbe).run(nowS).changes;
     this.db.prepare(SQL.clearOptoutProbe).run();
     return changed;
@@ -1174,10 +1189,10 @@ export class SqliteStateStore implements StateStore {
         yield {
           id: row[0] as number,
           type: TYPE_OF_CODE[row[1] as number],
-          hash: row[2] as string,
+          hash: textOfStored(row[2]) ?? '',
           status: statusOfCode(row[3] as number),
-          u: row[4] as string | null,
-          p: row[5] as string | null,
+          u: textOfStored(row[4]),
+          p: textOfStored(row[5]),
           r: row[6] as number | null,
         };
       }
@@ -1274,15 +1289,18 @@ function prepareJournal(db: Database) {
   };
 }
 
-/** The lookup keys of a page of SQL.tailPrefixes (9 characters an entry), or null if one needs its whole hash. */
+/**
+ * The lookup keys of a page of SQL.tailPrefixes (13 characters an entry: a type code and 12 hex digits), or null
+ * if one needs its whole hash.
+ */
 function tailKeys(prefixes: string, count: number): Float64Array | null {
-  if (prefixes.length !== count * 9) return null;
+  if (prefixes.length !== count * 13) return null;
   const keys = new Float64Array(count);
   for (let i = 0; i < count; i++) {
-    const code = prefixes.charCodeAt(9 * i) - 48;
-    const key = code === 0 || code === 1 ? keyOfPrefix(code, prefixes, 9 * i + 1) : -1;
-    if (key < 0) return null;
-    keys[i] = key;
+    const code = prefixes.charCodeAt(13 * i) - 48;
+    const bits = Number.parseInt(prefixes.slice(13 * i + 1, 13 * i + 13), 16);
+    if ((code !== 0 && code !== 1) || !Number.isSafeInteger(bits)) return null;
+    keys[i] = Math.floor(bits / 4) * 2 + code;
   }
   return keys;
 }
@@ -1296,13 +1314,13 @@ function pushEntryValues(params: unknown[], u: EncodedUpdate, nowS: number): voi
   const o = u.outcome;
   switch (o.kind) {
     case 'mapped':
-      params.push(u.type, u.hash, 1, o.u, o.p ?? null, o.r, o.bucketId ?? null, nowS, nowS, null);
+      params.push(u.type, u.stored, 1, storedOrNull(o.u), storedOrNull(o.p), o.r, o.bucketId ?? null, nowS, null);
       return;
     case 'optout':
-      params.push(u.type, u.hash, 2, null, null, null, null, null, null, o.optedOutSinceMs ?? null);
+      params.push(u.type, u.stored, 2, null, null, null, null, null, o.optedOutSinceMs ?? null);
       return;
     case 'invalid':
-      params.push(u.type, u.hash, 3, null, null, null, null, null, null, null);
+      params.push(u.type, u.stored, 3, null, null, null, null, null, null);
       return;
     default:
       throw new TypeError(`commitBatch: unknown outcome '${(o as { kind: unknown }).kind}'`);
@@ -1342,21 +1360,30 @@ function utcDay(seconds: number): string {
   return new Date(seconds * 1000).toISOString().slice(0, 10);
 }
 
+/** A raw UID as the file keeps it (stored-bytes.ts), NULL for none. */
+function storedOrNull(text: string | null | undefined): Buffer | string | null {
+  return text === null || text === undefined ? null : storedOf(text);
+}
+
+/** The bytes a packed size (SQL.packedAnswers*) stands for: 2n or 2n + 1 for n bytes, -1 for NULL. */
+function byteLength(size: number): number {
+  return size < 0 ? 0 : Math.floor(size / 2);
+}
+
 function decodeEntry(row: Row, hash: string): StateEntry {
   return {
     id: row[0] as number,
     type: TYPE_OF_CODE[row[1] as number],
     hash,
     status: statusOfCode(row[3] as number),
-    u: row[4] as string | null,
-    p: row[5] as string | null,
+    u: textOfStored(row[4]),
+    p: textOfStored(row[5]),
     r: row[6] as number | null,
     bucketId: row[7] as string | null,
-    firstMappedS: row[8] as number | null,
-    lastMappedS: row[9] as number | null,
-    lastOptoutCheckS: row[10] as number | null,
-    optedOutSinceMs: row[11] as number | null,
-    due: row[12] === 1,
+    lastMappedS: row[8] as number | null,
+    lastOptoutCheckS: row[9] as number | null,
+    optedOutSinceMs: row[10] as number | null,
+    due: row[11] === 1,
   };
 }
 
@@ -1364,9 +1391,9 @@ function decodeDue(row: Row): DueEntry {
   return {
     id: row[0] as number,
     type: TYPE_OF_CODE[row[1] as number],
-    hash: row[2] as string,
-    u: row[3] as string | null,
-    p: row[4] as string | null,
+    hash: textOfStored(row[2]) ?? '',
+    u: textOfStored(row[3]),
+    p: textOfStored(row[4]),
     r: row[5] as number | null,
     bucketId: row[6] as string | null,
   };
@@ -1375,32 +1402,40 @@ function decodeDue(row: Row): DueEntry {
 function decodeCandidate(row: Row): OptoutCandidate {
   return {
     id: row[0] as number,
-    u: row[1] as string | null,
-    p: row[2] as string | null,
+    u: textOfStored(row[1]),
+    p: textOfStored(row[2]),
     lastOptoutCheckS: row[3] as number | null,
     type: TYPE_OF_CODE[row[4] as number],
-    hash: row[5] as string,
+    hash: textOfStored(row[5]) ?? '',
   };
 }
 
 /**
- * One entry of a packed read (readPackedAnswers): its numbers, and where its strings are in `text`. A length of
- * -1 is a NULL; r is NaN when the entry has none.
+ * One entry of a packed read (readPackedAnswers): its numbers, and where its values are in `bytes`, with their
+ * packed sizes (2n for n bytes of a BLOB, 2n + 1 for n bytes of UTF-8 TEXT, -1 for NULL). r is NaN when the entry
+ * has none.
  */
 class PackedEntry {
-  text = '';
+  bytes: Buffer = Buffer.alloc(0);
   type = 0;
   status = 0;
   due = 0;
   r = Number.NaN;
   hashStart = 0;
-  hashLength = 0;
+  hashSize = 0;
   uStart = 0;
-  uLength = -1;
+  uSize = -1;
   pStart = 0;
-  pLength = -1;
+  pSize = -1;
   bucketStart = 0;
-  bucketLength = -1;
+  bucketSize = -1;
+
+  /** The text of the value at `start` with packed size `size`: a BLOB as base64 (stored-bytes.ts), TEXT as it is. */
+  value(start: number, size: number): string | null {
+    if (size < 0) return null;
+    const end = start + byteLength(size);
+    return this.bytes.toString(size % 2 === 1 ? 'utf8' : 'base64', start, end);
+  }
 }
 
 /** The numbers of a comma-separated list, in turn, without a string per number; an empty field is NaN. */

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { textOfStored } from '../../src/state/stored-bytes.js';
 import Database from '../helpers/sqlite-driver.js';
 import { ROOT } from '../helpers/map-e2e-build.js';
 import { spawnCli, type CliResult, type CliRun, type ServeProcess } from '../helpers/map-e2e-processes.js';
@@ -247,10 +248,17 @@ export function inspectState(path: string): StateReport {
       .prepare(
         'SELECT type, hash, status, u, p, r, opted_out_since AS optedOutSince, last_optout_check AS lastOptoutCheck FROM entries',
       )
-      .all() as ({ type: number; hash: string } & StoredEntry)[];
+      .all() as ({ type: number; hash: unknown; u: unknown; p: unknown } & Omit<StoredEntry, 'u' | 'p'>)[];
     const entries = new Map<string, StoredEntry>();
     const halfWritten: string[] = [];
-    for (const row of rows) {
+    // hashes and raw UIDs are kept as the bytes of their base64 text: compared here as that text
+    for (const stored of rows) {
+      const row = {
+        ...stored,
+        hash: textOfStored(stored.hash) ?? '',
+        u: textOfStored(stored.u),
+        p: textOfStored(stored.p),
+      };
       const key = `${row.type}:${row.hash}`;
       entries.set(key, {
         status: row.status,

@@ -120,6 +120,38 @@ describe('the tail of recent entries and its merge into the keys table', () => {
       expect(found.get(h), h).toMatchObject({ hash: h, u: odd[(i + 1) % odd.length], p: odd[i] });
   });
 
+  it('keeps base64 hashes and raw UIDs as their bytes, any other text as text', () => {
+    const path = t.file();
+    const s = t.open(path);
+    const rawUid = Buffer.alloc(33, 0xff).toString('base64');
+    s.commitBatch(
+      [
+        { type: 'email', hash: b64('bytes'), outcome: { kind: 'mapped', u: rawUid, p: b64('prev'), r: 9 } },
+        { type: 'email', hash: 'not base64', outcome: { kind: 'mapped', u: 'odd uid', p: null, r: 9 } },
+      ],
+      1,
+    );
+    s.close();
+    const db = new Database(path, { readonly: true });
+    try {
+      const rows = db
+        .prepare(
+          'SELECT typeof(hash), length(hash), typeof(u), length(u), typeof(p), length(p) FROM entries ORDER BY id',
+        )
+        .raw()
+        .all();
+      expect(rows).toEqual([
+        ['blob', 32, 'blob', 33, 'blob', 32],
+        ['text', 10, 'text', 7, 'null', null],
+      ]);
+    } finally {
+      db.close();
+    }
+    const again = t.open(path);
+    expect(again.lookupHashes('email', [b64('bytes')]).get(b64('bytes'))).toMatchObject({ u: rawUid, p: b64('prev') });
+    expect(again.lookupStored('email', ['not base64']).u).toEqual(['odd uid']);
+  });
+
   it('applies a key named twice in one batch in batch order, whatever the r order of the batch', () => {
     const s = t.open(t.file());
     const h = b64('twice');

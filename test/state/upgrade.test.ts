@@ -91,7 +91,6 @@ function legacyAnswers(path: string, now: number): Answers {
         p: r.p as string | null,
         r: r.r as number | null,
         bucketId: r.bucket_id as string | null,
-        firstMappedS: r.first_mapped as number | null,
         lastMappedS: r.last_mapped as number | null,
         lastOptoutCheckS: r.last_optout_check as number | null,
         optedOutSinceMs: r.opted_out_since as number | null,
@@ -173,7 +172,7 @@ describe('upgrade of a schema-2 file to schema 3', () => {
       { type: 'email', hash: b64('h1') },
       { type: 'email', hash: b64('brand new') },
     ]);
-    expect(m.get(`email:${b64('h1')}`)).toMatchObject({ status: 'optout', u: null, firstMappedS: T0 - 2 * DAY });
+    expect(m.get(`email:${b64('h1')}`)).toMatchObject({ status: 'optout', u: null, lastMappedS: T0 });
     expect(m.get(`email:${b64('brand new')}`)).toMatchObject({ status: 'mapped', u: b64('nu'), id: N + 2 });
   });
 

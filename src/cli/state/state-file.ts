@@ -3,6 +3,7 @@ import { statSync } from 'node:fs';
 import type Database from 'better-sqlite3';
 import { sqliteDriver } from '../../state/sqlite-driver.js';
 import { APPLICATION_ID, META_KEYS, TYPE_OF_CODE, statusOfCode } from '../../state/schema.js';
+import { textOfStored } from '../../state/stored-bytes.js';
 import type { EntryStatus, ExportedEntry as StoredExport } from '../../state/types.js';
 import { UserError } from '../shared/exit-codes.js';
 import { quoted } from '../shared/user-values.js';
@@ -86,9 +87,11 @@ export function openStateForReading(path: string): StateFileReader {
       const rows = db
         .prepare('SELECT type, hash, status, u, p, r FROM entries ORDER BY id')
         .raw()
-        .iterate() as IterableIterator<[number, string, number, string | null, string | null, number | null]>;
+        .iterate() as IterableIterator<[number, unknown, number, unknown, unknown, number | null]>;
+      // hashes and raw UIDs are kept as their bytes from schema 4 on, as text before
       for (const [type, hash, status, u, p, r] of rows) {
-        yield { type: TYPE_OF_CODE[type] ?? 'email', hash, status: statusOfCode(status), u, p, r };
+        const [h, uid, prev] = [textOfStored(hash) ?? '', textOfStored(u), textOfStored(p)];
+        yield { type: TYPE_OF_CODE[type] ?? 'email', hash: h, status: statusOfCode(status), u: uid, p: prev, r };
       }
     },
     countByStatus: () => {
