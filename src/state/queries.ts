@@ -41,6 +41,8 @@ export const SQL = {
   idsByKeys: (table: 'keys' | 'keys_recent', n: number) => `SELECT id FROM ${table} WHERE k IN (${placeholders(n)})`,
   // given sorted ids, the rows are read in table order
   entriesByIds: (n: number) => `SELECT ${ENTRY_COLUMNS} FROM entries WHERE id IN (${placeholders(n)})`,
+  // what a commit reads of its stored entries, by id: enough to match them to its hashes
+  keyRowsByIds: (n: number) => `SELECT id, type, hash FROM entries WHERE id IN (${placeholders(n)})`,
   // what a map run reads of an entry (ANSWER_COLUMNS), by id
   answersByIds: (n: number) => `SELECT ${ANSWER_COLUMNS} FROM entries WHERE id IN (${placeholders(n)})`,
   // packed answers of the entries of an id range (consecutive ids: read in table order, no IN list)

@@ -105,6 +105,7 @@ export class SqliteStateStore implements StateStore {
   private readonly recentIdStmts = new Map<number, Statement>();
   private readonly entryIdStmts = new Map<number, Statement>();
   private readonly answerIdStmts = new Map<number, Statement>();
+  private readonly keyRowStmts = new Map<number, Statement>();
   private readonly packedAnswerStmts = new Map<number, Statement>();
   /** Reused for every entry the packed reader gives out. */
   private readonly packedEntry = new PackedEntry();
@@ -133,7 +134,7 @@ export class SqliteStateStore implements StateStore {
   >;
   private readonly mergeTx: Transaction<() => void>;
   private readonly readTx: Transaction<
-    (lookupKeys: readonly number[], onRow: (row: Row) => void, answersOnly: boolean) => void
+    (lookupKeys: readonly number[], onRow: (row: Row) => void, idsOnly: boolean) => void
   >;
   private readonly answersTx: Transaction<
     (lookupKeys: readonly number[], onAnswer: (entry: PackedEntry) => void) => void
@@ -157,8 +158,8 @@ export class SqliteStateStore implements StateStore {
       },
     );
     this.mergeTx = db.transaction(() => this.mergeTail());
-    this.readTx = db.transaction((lookupKeys: readonly number[], onRow: (row: Row) => void, answersOnly: boolean) =>
-      this.readRowsByKeys(lookupKeys, onRow, answersOnly),
+    this.readTx = db.transaction((lookupKeys: readonly number[], onRow: (row: Row) => void, idsOnly: boolean) =>
+      this.readRowsByKeys(lookupKeys, onRow, idsOnly),
     );
     this.answersTx = db.transaction((lookupKeys: readonly number[], onAnswer: (entry: PackedEntry) => void) =>
       this.readAnswersByKeys(lookupKeys, onAnswer),
@@ -282,10 +283,9 @@ export class SqliteStateStore implements StateStore {
     type: DiiType,
     hashes: readonly string[],
     onMatch: (request: number, row: Row) => void,
-    answersOnly = false,
   ): void {
     this.catchUpTail();
-    this.matchRows(lookupKeysOf(type, hashes), (i) => hashes[i], onMatch, answersOnly);
+    this.matchRows(lookupKeysOf(type, hashes), (i) => hashes[i], onMatch);
   }
 
   /**
@@ -297,7 +297,7 @@ export class SqliteStateStore implements StateStore {
     lookupKeys: readonly number[],
     hashOf: (request: number) => string,
     onMatch: (request: number, row: Row) => void,
-    answersOnly = false,
+    idsOnly = false,
   ): void {
     const { lastWith, before } = requestsByKey(lookupKeys);
     this.rowsByKeys(
@@ -311,7 +311,7 @@ export class SqliteStateStore implements StateStore {
           }
         }
       },
-      answersOnly,
+      idsOnly,
     );
   }
 
@@ -320,9 +320,9 @@ export class SqliteStateStore implements StateStore {
    * compares), each once. In one read transaction (or the caller's), so that the key tables are seen together
    * even while another connection merges.
    */
-  private rowsByKeys(lookupKeys: readonly number[], onRow: (row: Row) => void, answersOnly = false): void {
-    if (this.db.inTransaction) this.readRowsByKeys(lookupKeys, onRow, answersOnly);
-    else this.readTx(lookupKeys, onRow, answersOnly);
+  private rowsByKeys(lookupKeys: readonly number[], onRow: (row: Row) => void, idsOnly = false): void {
+    if (this.db.inTransaction) this.readRowsByKeys(lookupKeys, onRow, idsOnly);
+    else this.readTx(lookupKeys, onRow, idsOnly);
   }
 
   /**
@@ -334,12 +334,12 @@ export class SqliteStateStore implements StateStore {
    * of keys_recent into keys since the filters were read, and those are in the recent filter. Entries it merged
    * into keys_recent since are this connection's tail, found there.
    *
-   * `answersOnly`: rows of ANSWER_COLUMNS instead of ENTRY_COLUMNS.
+   * `idsOnly`: rows of id, type and hash only (what a commit needs to find its entries) instead of ENTRY_COLUMNS.
    */
-  private readRowsByKeys(lookupKeys: readonly number[], onRow: (row: Row) => void, answersOnly: boolean): void {
+  private readRowsByKeys(lookupKeys: readonly number[], onRow: (row: Row) => void, idsOnly: boolean): void {
     const ids = this.idsOfKeys(lookupKeys);
     if (ids.length === 0) return;
-    const [stmts, sql] = answersOnly ? [this.answerIdStmts, SQL.answersByIds] : [this.entryIdStmts, SQL.entriesByIds];
+    const [stmts, sql] = idsOnly ? [this.keyRowStmts, SQL.keyRowsByIds] : [this.entryIdStmts, SQL.entriesByIds];
     for (const [, size, params] of inListPages(uniqueSorted(ids))) {
       for (const row of this.inListStatement(stmts, size, sql).all(params) as Row[]) onRow(row);
     }
@@ -817,7 +817,7 @@ export class SqliteStateStore implements StateStore {
       (j, row) => {
         idOf[uniqueAt[j]] = row[0] as number;
       },
-      // only the id is needed (ANSWER_COLUMNS start with id, type and hash)
+      // only the id is needed
       true,
     );
     // new entries are appended in r order: within a batch they then reach each leaf of the r index together.
