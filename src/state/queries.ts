@@ -3,11 +3,19 @@
  * many rows are written so that one index serves both the filter and the order (no table scan, no sort).
  */
 
+/**
+ * The SQL function (the store registers it on its connection) that gives the text of a stored hash or raw UID
+ * (stored-bytes.ts textOfStored): every read of hash, u or p goes through it.
+ */
+export const TEXT_OF_STORED = 'uid2_text_of_stored';
+const HASH = `${TEXT_OF_STORED}(hash)`;
+const U = `${TEXT_OF_STORED}(u)`;
+const P = `${TEXT_OF_STORED}(p)`;
+
 /** Column order of every entry read; rows are read raw (arrays) and decoded by position. */
-export const ENTRY_COLUMNS =
-  'id, type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, last_optout_check, opted_out_since, due';
+export const ENTRY_COLUMNS = `id, type, ${HASH}, status, ${U}, ${P}, r, bucket_id, last_mapped, last_optout_check, opted_out_since, due`;
 /** Column order of an entry as a map run reads it: the first three as in ENTRY_COLUMNS. */
-export const ANSWER_COLUMNS = 'id, type, hash, status, u, p, r, bucket_id, due';
+export const ANSWER_COLUMNS = `id, type, ${HASH}, status, ${U}, ${P}, r, bucket_id, due`;
 /**
  * A map run's answers packed by the statement (store.ts readPackedAnswers): per entry its numbers (type, status,
  * due, r, and the lengths of hash, u, p and bucket_id, -1 for NULL) in one list, and its strings one after the
@@ -18,8 +26,12 @@ const PACKED_ANSWERS =
   "count(*), group_concat(type || ',' || status || ',' || due || ',' || ifnull(r, '') || ',' || length(hash) || ',' || " +
   "ifnull(length(u), -1) || ',' || ifnull(length(p), -1) || ',' || ifnull(length(bucket_id), -1), ','), " +
   "group_concat(hash || ifnull(u, '') || ifnull(p, '') || ifnull(bucket_id, ''), '')";
+/** The rows PACKED_ANSWERS reads, with the text of hash, u and p, from the entries a condition selects. */
+const packedFrom = (where: string): string =>
+  `SELECT ${PACKED_ANSWERS} FROM (SELECT type, status, due, r, ${HASH} AS hash, ${U} AS u, ${P} AS p, bucket_id ` +
+  `FROM entries WHERE ${where})`;
 /** Column order of a due entry. */
-export const DUE_COLUMNS = 'id, type, hash, u, p, r, bucket_id';
+export const DUE_COLUMNS = `id, type, ${HASH}, ${U}, ${P}, r, bucket_id`;
 
 /** Sizes of the IN (...) lists that are prepared once: a list is padded up to the next size. */
 export const IN_LIST_SIZES = [16, 128, 1024, 5000] as const;
@@ -41,15 +53,15 @@ export const SQL = {
   // what a map run reads of an entry (ANSWER_COLUMNS), by id
   answersByIds: (n: number) => `SELECT ${ANSWER_COLUMNS} FROM entries WHERE id IN (${placeholders(n)})`,
   // packed answers of the entries of an id range (consecutive ids: read in table order, no IN list)
-  packedAnswersInRange: `SELECT ${PACKED_ANSWERS} FROM entries WHERE id >= ? AND id <= ?`,
-  packedAnswersByIds: (n: number) => `SELECT ${PACKED_ANSWERS} FROM entries WHERE id IN (${placeholders(n)})`,
-  rawUidsByIds: (n: number) => `SELECT id, u, p FROM entries WHERE id IN (${placeholders(n)})`,
+  packedAnswersInRange: packedFrom('id >= ? AND id <= ?'),
+  packedAnswersByIds: (n: number) => packedFrom(`id IN (${placeholders(n)})`),
+  rawUidsByIds: (n: number) => `SELECT id, ${U}, ${P} FROM entries WHERE id IN (${placeholders(n)})`,
   // the tail: entries appended after the last merge into keys
-  tailSince: 'SELECT id, type, hash FROM entries WHERE id > ? AND id <= ? ORDER BY id',
+  tailSince: `SELECT id, type, ${HASH} FROM entries WHERE id > ? AND id <= ? ORDER BY id`,
   // a page of the tail as one string: per entry, its type code and the first 8 characters of its hash (all a
   // lookup key needs of a base64 hash), in id order; one row instead of one per entry
   tailPrefixes:
-    "SELECT count(*), min(id), max(id), group_concat(type || substr(hash, 1, 8), '' ORDER BY id) " +
+    `SELECT count(*), min(id), max(id), group_concat(type || substr(${HASH}, 1, 8), '' ORDER BY id) ` +
     'FROM (SELECT id, type, hash FROM entries WHERE id > ? ORDER BY id LIMIT ?)',
   insertRecentKeys: (n: number) =>
     `INSERT OR IGNORE INTO keys_recent (k, id) VALUES ${new Array<string>(n).fill('(?, ?)').join(', ')}`,
@@ -65,12 +77,12 @@ export const SQL = {
   // an answer for a key not stored yet is appended (n rows per statement: one call into SQLite per n rows); one
   // for a stored entry updates its row by id
   insertEntries: (n: number) =>
-    'INSERT INTO entries (type, hash, status, u, p, r, bucket_id, first_mapped, last_mapped, opted_out_since, due) ' +
-    `VALUES ${new Array<string>(n).fill('(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)').join(', ')}`,
+    'INSERT INTO entries (type, hash, status, u, p, r, bucket_id, last_mapped, opted_out_since, due) ' +
+    `VALUES ${new Array<string>(n).fill('(?, ?, ?, ?, ?, ?, ?, ?, ?, 0)').join(', ')}`,
   updateMapped:
-    'UPDATE entries SET status = 1, u = ?, p = ?, r = ?, bucket_id = ?, first_mapped = coalesce(first_mapped, ?), ' +
-    'last_mapped = ?, opted_out_since = NULL, due = 0 WHERE id = ?',
-  // a tombstone keeps its hash, first/last mapped time and last check; it loses every raw UID
+    'UPDATE entries SET status = 1, u = ?, p = ?, r = ?, bucket_id = ?, last_mapped = ?, opted_out_since = NULL, ' +
+    'due = 0 WHERE id = ?',
+  // a tombstone keeps its hash, last mapped time and last check; it loses every raw UID
   updateOptout:
     'UPDATE entries SET status = 2, u = NULL, p = NULL, r = NULL, bucket_id = NULL, due = 0, ' +
     'opted_out_since = coalesce(?, opted_out_since) WHERE id = ?',
@@ -100,13 +112,13 @@ export const SQL = {
   // the sweep walks (last_optout_check, id): never checked (NULL sorts first), then the rest of the cursor's
   // check time, then later ones; every statement repeats the partial index's condition so that it applies
   sweepNeverChecked:
-    'SELECT id, u, p, last_optout_check, type, hash FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL) ' +
+    `SELECT id, ${U}, ${P}, last_optout_check, type, ${HASH} FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL) ` +
     'AND last_optout_check IS NULL AND id > ? ORDER BY last_optout_check, id LIMIT ?',
   sweepSameCheck:
-    'SELECT id, u, p, last_optout_check, type, hash FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL) ' +
+    `SELECT id, ${U}, ${P}, last_optout_check, type, ${HASH} FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL) ` +
     'AND last_optout_check = ? AND id > ? ORDER BY last_optout_check, id LIMIT ?',
   sweepLaterCheck:
-    'SELECT id, u, p, last_optout_check, type, hash FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL) ' +
+    `SELECT id, ${U}, ${P}, last_optout_check, type, ${HASH} FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL) ` +
     'AND last_optout_check > ? ORDER BY last_optout_check, id LIMIT ?',
   countWithRawUid: 'SELECT count(*) FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL)',
   recordOptoutCheck: 'UPDATE entries SET last_optout_check = ? WHERE id = ?',
@@ -127,7 +139,7 @@ export const SQL = {
   countsByStatus: 'SELECT count(*), sum(status = 1), sum(status = 2), sum(status = 3) FROM entries',
   // walks the r index in order: one group at a time, no sort
   dueDays: 'SELECT r / 86400 AS day, count(*) FROM entries WHERE r IS NOT NULL GROUP BY day ORDER BY day',
-  exportPage: 'SELECT id, type, hash, status, u, p, r FROM entries WHERE id > ? ORDER BY id LIMIT ?',
+  exportPage: `SELECT id, type, ${HASH}, status, ${U}, ${P}, r FROM entries WHERE id > ? ORDER BY id LIMIT ?`,
 
   metaAll: 'SELECT key, value FROM meta',
   metaGet: 'SELECT value FROM meta WHERE key = ?',

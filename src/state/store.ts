@@ -6,8 +6,9 @@ import { type LevelFilters, emptyFilter, readLevelFilters, readLevels, writeLeve
 import { keyOf, keyOfPrefix } from './lookup-key.js';
 import { StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
-import { IN_LIST_SIZES, SQL } from './queries.js';
+import { IN_LIST_SIZES, SQL, TEXT_OF_STORED } from './queries.js';
 import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
+import { storedOf, textOfStored } from './stored-bytes.js';
 import { TailIndex } from './tail-index.js';
 import { clearTailKeys, readTailKeys, writeTailKeys } from './tail-keys.js';
 import type {
@@ -144,6 +145,7 @@ export class SqliteStateStore implements StateStore {
     readonly readonly: boolean,
     tailEntries = DEFAULT_TAIL_ENTRIES,
   ) {
+    db.function(TEXT_OF_STORED, { deterministic: true }, textOfStored);
     this.stmts = prepareAll(db);
     this.lockFile = new StateLock(path);
     this.tailEntries = Math.max(1, Math.floor(tailEntries));
@@ -863,7 +865,7 @@ export class SqliteStateStore implements StateStore {
     const s = this.stmts;
     switch (o.kind) {
       case 'mapped':
-        s.updateMapped.run(o.u, o.p ?? null, o.r, o.bucketId ?? null, nowS, nowS, id);
+        s.updateMapped.run(o.u, o.p ?? null, o.r, o.bucketId ?? null, nowS, id);
         break;
       case 'optout':
         s.updateOptout.run(o.optedOutSinceMs ?? null, id);
@@ -1057,7 +1059,12 @@ export class SqliteStateStore implements StateStore {
     this.db.prepare(SQL.createOptoutProbe).run();
     this.db.prepare(SQL.clearOptoutProbe).run();
     const fill = this.db.prepare(SQL.fillOptoutProbe);
-    for (const o of optedOut) fill.run(o.rawUid, o.optedOutSinceMs);
+    for (const o of optedOut) {
+      fill.run(o.rawUid, o.optedOutSinceMs);
+      // an entry holds either form: the bytes (written by an upgrade) or the text
+      const stored = storedOf(o.rawUid);
+      if (typeof stored !== 'string') fill.run(stored, o.optedOutSinceMs);
+    }
     const changed = this.db.prepare(SQL.tombstoneByProbe).run(nowS).changes;
     this.db.prepare(SQL.clearOptoutProbe).run();
     return changed;
@@ -1296,13 +1303,13 @@ function pushEntryValues(params: unknown[], u: EncodedUpdate, nowS: number): voi
   const o = u.outcome;
   switch (o.kind) {
     case 'mapped':
-      params.push(u.type, u.hash, 1, o.u, o.p ?? null, o.r, o.bucketId ?? null, nowS, nowS, null);
+      params.push(u.type, u.hash, 1, o.u, o.p ?? null, o.r, o.bucketId ?? null, nowS, null);
       return;
     case 'optout':
-      params.push(u.type, u.hash, 2, null, null, null, null, null, null, o.optedOutSinceMs ?? null);
+      params.push(u.type, u.hash, 2, null, null, null, null, null, o.optedOutSinceMs ?? null);
       return;
     case 'invalid':
-      params.push(u.type, u.hash, 3, null, null, null, null, null, null, null);
+      params.push(u.type, u.hash, 3, null, null, null, null, null, null);
       return;
     default:
       throw new TypeError(`commitBatch: unknown outcome '${(o as { kind: unknown }).kind}'`);
@@ -1352,11 +1359,10 @@ function decodeEntry(row: Row, hash: string): StateEntry {
     p: row[5] as string | null,
     r: row[6] as number | null,
     bucketId: row[7] as string | null,
-    firstMappedS: row[8] as number | null,
-    lastMappedS: row[9] as number | null,
-    lastOptoutCheckS: row[10] as number | null,
-    optedOutSinceMs: row[11] as number | null,
-    due: row[12] === 1,
+    lastMappedS: row[8] as number | null,
+    lastOptoutCheckS: row[9] as number | null,
+    optedOutSinceMs: row[10] as number | null,
+    due: row[11] === 1,
   };
 }
 

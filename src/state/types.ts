@@ -17,8 +17,6 @@ export interface StateEntry {
   r: number | null;
   /** v2 salt bucket id; null for v3 entries. */
   bucketId: string | null;
-  /** Unix seconds. */
-  firstMappedS: number | null;
   /** When the current raw UID was received (Unix seconds); a tombstone or invalid keeps the last one's time. */
   lastMappedS: number | null;
   lastOptoutCheckS: number | null;

@@ -130,7 +130,6 @@ export class FakeState implements EngineState {
       hash,
       ...v,
       bucketId: null,
-      firstMappedS: null,
       lastMappedS: null,
       lastOptoutCheckS: null,
       optedOutSinceMs: null,

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Database from '../helpers/sqlite-driver.js';
 import type { DueCursor, DueEntry, EntryUpdate, StateStore } from '../../src/state/index.js';
-import { SQL } from '../../src/state/queries.js';
+import { SQL, TEXT_OF_STORED } from '../../src/state/queries.js';
+import { textOfStored } from '../../src/state/stored-bytes.js';
 import { b64, tmpStates } from './tmp-state.js';
 
 const t = tmpStates();
@@ -125,6 +126,7 @@ describe('v3 due entries: selectDue, countDue, dueByDay', () => {
 
   it('uses the r index for every due query: no scan of the table, no sort', () => {
     const raw = new Database(s.path, { readonly: true });
+    raw.function(TEXT_OF_STORED, { deterministic: true }, textOfStored);
     try {
       const plan = (sql: string, ...params: number[]) =>
         (raw.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[])

@@ -28,7 +28,6 @@ describe('commitBatch', () => {
       p: null,
       r: 5_000,
       bucketId: null,
-      firstMappedS: 1_000,
       lastMappedS: 1_000,
       lastOptoutCheckS: null,
       optedOutSinceMs: null,
@@ -36,13 +35,13 @@ describe('commitBatch', () => {
     });
   });
 
-  it('updates in place on a remap: same id, first mapped kept, last mapped and r moved', () => {
+  it('updates in place on a remap: same id, last mapped and r moved', () => {
     const s = t.open(t.file());
     s.commitBatch([{ type: 'email', hash: H, outcome: { kind: 'mapped', u: U1, p: null, r: 5_000 } }], 1_000);
     const before = only(s, 'email', H)!;
     s.commitBatch([{ type: 'email', hash: H, outcome: { kind: 'mapped', u: U2, p: U1, r: 9_000 } }], 6_000);
     const after = only(s, 'email', H)!;
-    expect(after).toMatchObject({ id: before.id, u: U2, p: U1, r: 9_000, firstMappedS: 1_000, lastMappedS: 6_000 });
+    expect(after).toMatchObject({ id: before.id, u: U2, p: U1, r: 9_000, lastMappedS: 6_000 });
     expect(s.counts().entries).toBe(1);
   });
 
@@ -72,7 +71,6 @@ describe('commitBatch', () => {
       p: null,
       r: null,
       bucketId: null,
-      firstMappedS: 1_000,
       lastMappedS: 1_000,
       lastOptoutCheckS: 1_500,
       optedOutSinceMs: null,
@@ -92,7 +90,7 @@ describe('commitBatch', () => {
     s.commitBatch([{ type: 'email', hash: H, outcome: { kind: 'optout', optedOutSinceMs: 456_000 } }], 3_000);
     expect(only(s, 'email', H)?.optedOutSinceMs).toBe(456_000);
     // a first answer that is an opt-out was never mapped
-    expect(only(s, 'email', H)?.firstMappedS).toBeNull();
+    expect(only(s, 'email', H)?.lastMappedS).toBeNull();
   });
 
   it('marks invalid: raw UIDs and bucket cleared', () => {
@@ -109,7 +107,7 @@ describe('commitBatch', () => {
     const s = t.open(t.file());
     s.commitBatch([{ type: 'email', hash: H, outcome: { kind: 'optout', optedOutSinceMs: 5 } }], 1_000);
     s.commitBatch([{ type: 'email', hash: H, outcome: { kind: 'mapped', u: U1, p: null, r: 9_000 } }], 2_000);
-    expect(only(s, 'email', H)).toMatchObject({ status: 'mapped', u: U1, optedOutSinceMs: null, firstMappedS: 2_000 });
+    expect(only(s, 'email', H)).toMatchObject({ status: 'mapped', u: U1, optedOutSinceMs: null, lastMappedS: 2_000 });
   });
 
   it('writes a batch all or nothing', () => {
@@ -134,13 +132,12 @@ describe('commitBatch', () => {
       expect(columns).toEqual([
         'id:INTEGER',
         'type:INTEGER',
-        'hash:TEXT',
+        'hash:BLOB',
         'status:INTEGER',
-        'u:TEXT',
-        'p:TEXT',
+        'u:BLOB',
+        'p:BLOB',
         'r:INTEGER',
         'bucket_id:TEXT',
-        'first_mapped:INTEGER',
         'last_mapped:INTEGER',
         'last_optout_check:INTEGER',
         'opted_out_since:INTEGER',

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import Database from '../helpers/sqlite-driver.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { DueEntry, EntryUpdate, OptoutCandidate, StateEntry, StateStore } from '../../src/state/index.js';
+import { storedOf } from '../../src/state/stored-bytes.js';
 import { upgradeToV3Step } from '../../src/state/upgrade-v3.js';
 import { buildLegacyState, type LegacyWriter } from './legacy-state.js';
 import { ENV, b64, tmpStates } from './tmp-state.js';
@@ -91,7 +92,6 @@ function legacyAnswers(path: string, now: number): Answers {
         p: r.p as string | null,
         r: r.r as number | null,
         bucketId: r.bucket_id as string | null,
-        firstMappedS: r.first_mapped as number | null,
         lastMappedS: r.last_mapped as number | null,
         lastOptoutCheckS: r.last_optout_check as number | null,
         optedOutSinceMs: r.opted_out_since as number | null,
@@ -139,7 +139,7 @@ function storeAnswers(s: StateStore, now: number, keysOf: StateEntry[]): Answers
   };
 }
 
-describe('upgrade of a schema-2 file to schema 3', () => {
+describe('upgrade of a schema-2 file to schema 4, through schema 3', () => {
   it('gives the same answers: lookups, due selection, opt-out sweep order, v2 due, journal', () => {
     const path = t.file();
     buildLegacyState(path, 2, ENV, fillSchema2);
@@ -149,7 +149,7 @@ describe('upgrade of a schema-2 file to schema 3', () => {
     expect(before.due.length).toBeGreaterThan(100);
 
     const s = t.open(path);
-    expect(s.meta().schemaVersion).toBe(3);
+    expect(s.meta().schemaVersion).toBe(4);
     const after = storeAnswers(s, now, before.entries);
     expect(after.entries).toEqual(before.entries);
     expect(after.due).toEqual(before.due);
@@ -173,11 +173,11 @@ describe('upgrade of a schema-2 file to schema 3', () => {
       { type: 'email', hash: b64('h1') },
       { type: 'email', hash: b64('brand new') },
     ]);
-    expect(m.get(`email:${b64('h1')}`)).toMatchObject({ status: 'optout', u: null, firstMappedS: T0 - 2 * DAY });
+    expect(m.get(`email:${b64('h1')}`)).toMatchObject({ status: 'optout', u: null, lastMappedS: T0 });
     expect(m.get(`email:${b64('brand new')}`)).toMatchObject({ status: 'mapped', u: b64('nu'), id: N + 2 });
   });
 
-  it('leaves one entries table with the same text values, and every entry in keys', () => {
+  it('leaves one entries table with the stored form of the same values, and every entry in keys', () => {
     const path = t.file();
     buildLegacyState(path, 2, ENV, fillSchema2);
     const before = legacyAnswers(path, T0);
@@ -185,8 +185,9 @@ describe('upgrade of a schema-2 file to schema 3', () => {
     const db = new Database(path, { readonly: true });
     try {
       const rows = db.prepare('SELECT id, hash, u, p FROM entries ORDER BY id').raw().all();
-      expect(rows).toEqual(before.entries.map((e) => [e.id, e.hash, e.u, e.p]));
-      expect(db.prepare("SELECT count(*) FROM sqlite_schema WHERE name = 'entries_v3'").pluck().get()).toBe(0);
+      const stored = (text: string | null) => (text === null ? null : storedOf(text));
+      expect(rows).toEqual(before.entries.map((e) => [e.id, storedOf(e.hash), stored(e.u), stored(e.p)]));
+      expect(db.prepare("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'entries_v_'").pluck().get()).toBe(0);
       expect(db.prepare("SELECT count(*) FROM meta WHERE key = 'upgrade_copied'").pluck().get()).toBe(0);
       expect(db.prepare('SELECT count(*) FROM keys').pluck().get()).toBe(N + 1);
     } finally {
@@ -203,10 +204,10 @@ describe('upgrade of a schema-2 file to schema 3', () => {
     const db = new Database(path);
     for (let i = 0; i < 3; i++) expect(db.transaction(() => upgradeToV3Step(db, 1_000)).immediate()).toBe(false);
     db.close();
-    expect(() => t.open(path, { readonly: true })).toThrow(/has schema 2 and needs an upgrade to 3/);
+    expect(() => t.open(path, { readonly: true })).toThrow(/has schema 2 and needs an upgrade to 4/);
 
     const s = t.open(path);
-    expect(s.meta().schemaVersion).toBe(3);
+    expect(s.meta().schemaVersion).toBe(4);
     expect(storeAnswers(s, now, before.entries)).toEqual(before);
     expect(s.integrityCheck()).toBe('ok');
   });
@@ -284,10 +285,10 @@ describe('an upgrade killed by SIGKILL', () => {
       await exited;
       child.done = true;
       expect(killedMidway).toBe(true);
-      expect(() => t.open(path, { readonly: true })).toThrow(/has schema 2 and needs an upgrade to 3/);
+      expect(() => t.open(path, { readonly: true })).toThrow(/has schema 2 and needs an upgrade to 4/);
 
       const s = t.open(path);
-      expect(s.meta().schemaVersion).toBe(3);
+      expect(s.meta().schemaVersion).toBe(4);
       expect(storeAnswers(s, now, before.entries)).toEqual(before);
       expect(s.integrityCheck()).toBe('ok');
       s.close();

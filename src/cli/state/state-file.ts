@@ -3,6 +3,7 @@ import { statSync } from 'node:fs';
 import type Database from 'better-sqlite3';
 import { sqliteDriver } from '../../state/sqlite-driver.js';
 import { APPLICATION_ID, META_KEYS, TYPE_OF_CODE, statusOfCode } from '../../state/schema.js';
+import { textOfStored } from '../../state/stored-bytes.js';
 import type { EntryStatus, ExportedEntry as StoredExport } from '../../state/types.js';
 import { UserError } from '../shared/exit-codes.js';
 import { quoted } from '../shared/user-values.js';
@@ -86,9 +87,16 @@ export function openStateForReading(path: string): StateFileReader {
       const rows = db
         .prepare('SELECT type, hash, status, u, p, r FROM entries ORDER BY id')
         .raw()
-        .iterate() as IterableIterator<[number, string, number, string | null, string | null, number | null]>;
+        .iterate() as IterableIterator<[number, unknown, number, unknown, unknown, number | null]>;
       for (const [type, hash, status, u, p, r] of rows) {
-        yield { type: TYPE_OF_CODE[type] ?? 'email', hash, status: statusOfCode(status), u, p, r };
+        yield {
+          type: TYPE_OF_CODE[type] ?? 'email',
+          hash: textOfStored(hash) ?? '',
+          status: statusOfCode(status),
+          u: textOfStored(u),
+          p: textOfStored(p),
+          r,
+        };
       }
     },
     countByStatus: () => {
