@@ -261,31 +261,39 @@ describe('an upgrade killed by SIGKILL', () => {
       const now = T0 + 3 * DAY;
       const before = legacyAnswers(path, now);
 
-      // killed once at least one piece of 100,000 entries is committed and before the swap
-      const proc = spawn(process.execPath, [join(work, 'upgrader.mjs'), path], { stdio: 'ignore' });
-      child.pid = proc.pid;
-      const exited = new Promise<void>((resolveExit) => proc.on('exit', () => resolveExit()));
-      const probe = new Database(path, { readonly: true });
-      let killedMidway = false;
-      try {
-        for (let i = 0; i < 6_000 && proc.exitCode === null; i++) {
-          const copied = probe.prepare("SELECT value FROM meta WHERE key = 'upgrade_copied'").pluck().get() as
-            | string
-            | undefined;
-          if (copied !== undefined && Number(copied) >= 100_000) {
-            proc.kill('SIGKILL');
-            killedMidway = true;
-            break;
+      // killed once at least one piece of 100,000 entries is committed and before the swap: first in the step to
+      // schema 3, then (a second run) in the step to schema 4
+      const killMidway = async (step: 'entries_v3' | 'entries_v4'): Promise<void> => {
+        const proc = spawn(process.execPath, [join(work, 'upgrader.mjs'), path], { stdio: 'ignore' });
+        child.pid = proc.pid;
+        child.done = false;
+        const exited = new Promise<void>((resolveExit) => proc.on('exit', () => resolveExit()));
+        const probe = new Database(path, { readonly: true });
+        let killedMidway = false;
+        try {
+          for (let i = 0; i < 6_000 && proc.exitCode === null; i++) {
+            const copied = probe.prepare("SELECT value FROM meta WHERE key = 'upgrade_copied'").pluck().get() as
+              | string
+              | undefined;
+            const inStep = probe.prepare('SELECT count(*) FROM sqlite_schema WHERE name = ?').pluck().get(step) === 1;
+            if (inStep && copied !== undefined && Number(copied) >= 100_000) {
+              proc.kill('SIGKILL');
+              killedMidway = true;
+              break;
+            }
+            await new Promise((r) => setTimeout(r, 5));
           }
-          await new Promise((r) => setTimeout(r, 5));
+        } finally {
+          probe.close();
         }
-      } finally {
-        probe.close();
-      }
-      await exited;
-      child.done = true;
-      expect(killedMidway).toBe(true);
+        await exited;
+        child.done = true;
+        expect(killedMidway, step).toBe(true);
+      };
+      await killMidway('entries_v3');
       expect(() => t.open(path, { readonly: true })).toThrow(/has schema 2 and needs an upgrade to 4/);
+      await killMidway('entries_v4');
+      expect(() => t.open(path, { readonly: true })).toThrow(/has schema 3 and needs an upgrade to 4/);
 
       const s = t.open(path);
       expect(s.meta().schemaVersion).toBe(4);
