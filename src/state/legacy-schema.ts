@@ -1,4 +1,4 @@
-/** The SQL of schemas 1 and 2: how older files were made, kept to upgrade them and to build them in tests. */
+/** The SQL of schemas 1 to 3: how older files were made, kept to upgrade them and to build them in tests. */
 
 /**
  * Version 1. Rowid tables: inserts append, which the measurements show is several times cheaper than a
@@ -80,3 +80,33 @@ export const LEGACY_UPSERT = {
     'INSERT INTO entries (type, hash, status, due) VALUES (?, ?, 3, 0) ' +
     'ON CONFLICT (hash, type) DO UPDATE SET status = 3, u = NULL, p = NULL, r = NULL, bucket_id = NULL, due = 0',
 } as const;
+
+/**
+ * The entries table of schema 3 under a given name: hashes and raw UIDs as base64 text, and first_mapped. The
+ * upgrade from schema 2 builds it beside the old one; the upgrade to schema 4 replaces it.
+ */
+export function ENTRIES_TABLE_V3(name: string): string {
+  return `CREATE TABLE ${name} (
+  id                INTEGER PRIMARY KEY,
+  type              INTEGER NOT NULL,
+  hash              TEXT    NOT NULL,
+  status            INTEGER NOT NULL,
+  u                 TEXT,
+  p                 TEXT,
+  r                 INTEGER,
+  bucket_id         TEXT,
+  first_mapped      INTEGER,
+  last_mapped       INTEGER,
+  last_optout_check INTEGER,
+  opted_out_since   INTEGER,
+  due               INTEGER NOT NULL DEFAULT 0
+);`;
+}
+
+/** The indexes of schema 3's entries table; the opt-out sweep walked (last_optout_check, id). */
+export const ENTRIES_INDEXES_V3 = `
+CREATE INDEX entries_by_r ON entries (r) WHERE r IS NOT NULL;
+CREATE INDEX entries_by_optout_check ON entries (last_optout_check) WHERE u IS NOT NULL OR p IS NOT NULL;
+CREATE INDEX entries_by_bucket ON entries (bucket_id) WHERE bucket_id IS NOT NULL;
+CREATE INDEX entries_due_v2 ON entries (due) WHERE due = 1;
+`;

@@ -2,6 +2,7 @@
 import type { Database } from 'better-sqlite3';
 import { SCHEMA_V2_JOURNAL } from './legacy-schema.js';
 import { upgradeToV3Step } from './upgrade-v3.js';
+import { upgradeToV4Step } from './upgrade-v4.js';
 
 export interface Migration {
   /** The schema version the file has after this step. */
@@ -24,4 +25,5 @@ export interface Migration {
 export const MIGRATIONS: readonly Migration[] = [
   { version: 2, up: (db) => db.exec(SCHEMA_V2_JOURNAL), readsWithout: true },
   { version: 3, piece: (db) => upgradeToV3Step(db) },
+  { version: 4, piece: (db) => upgradeToV4Step(db) },
 ];

@@ -42,8 +42,10 @@ export const META_KEYS = {
    */
   tailKeysFrom: 'tail_keys_from',
   tailKeysUpto: 'tail_keys_upto',
-  /** While a schema-2 file is being upgraded: the last entry id copied into the new table. */
+  /** While a file is being upgraded (to schema 3 or 4): the last entry id copied into the new table. */
   upgradeCopied: 'upgrade_copied',
+  /** The id of the last entry the opt-out sweep checked (absent: 0); the next sweep goes on after it. */
+  sweepAfter: 'sweep_after',
 } as const;
 
 /** Keys that define what the file is; setMeta refuses them so that a file never changes environment. */
@@ -65,6 +67,7 @@ export const IDENTITY_META_KEYS: ReadonlySet<string> = new Set([
   META_KEYS.upgradeCopied,
   META_KEYS.tailKeysFrom,
   META_KEYS.tailKeysUpto,
+  META_KEYS.sweepAfter,
 ]);
 
 // Small integers keep rows and indexes compact; the codes are part of the file format.
@@ -80,7 +83,11 @@ export function statusOfCode(code: number): EntryStatus {
   return status;
 }
 
-/** The entries table of schema 4 under a given name (an upgrade builds it beside the old one). */
+/**
+ * The entries table of schema 4 under a given name (the upgrade builds it beside the old one). `hash`, `u` and `p`
+ * hold what stored-bytes.ts storedOf gives: the bytes of a canonical base64 text, any other text as it is. BLOB
+ * affinity keeps either as it was given.
+ */
 export function ENTRIES_TABLE(name: string): string {
   return `CREATE TABLE ${name} (
   id                INTEGER PRIMARY KEY,
@@ -124,13 +131,13 @@ CREATE TABLE IF NOT EXISTS key_filter (
 );
 `;
 
-/** Each index serves one query and is partial where only some rows need it. There is no index on raw UIDs. */
+/**
+ * Each index serves one query and is partial where only some rows need it. There is no index on raw UIDs, and
+ * none for the opt-out sweep: it walks entries by id from a cursor kept in meta (sweep_after).
+ */
 export const ENTRIES_INDEXES = `
 -- remap-due: (r, rowid) order over mapped v3 entries only
 CREATE INDEX entries_by_r ON entries (r) WHERE r IS NOT NULL;
--- opt-out sweep: least recently checked first, over entries that still hold a raw UID; the rowid (id) ends
--- every index entry anyway, so naming it would store it twice
-CREATE INDEX entries_by_optout_check ON entries (last_optout_check) WHERE u IS NOT NULL OR p IS NOT NULL;
 -- v2: entries of a rotated salt bucket
 CREATE INDEX entries_by_bucket ON entries (bucket_id) WHERE bucket_id IS NOT NULL;
 -- v2: entries marked due, in id order
@@ -138,15 +145,15 @@ CREATE INDEX entries_due_v2 ON entries (due) WHERE due = 1;
 `;
 
 /**
- * Version 3, what a new file gets. Entries are appended (the id is their order of arrival), so a commit of new
+ * Version 4, what a new file gets. Entries are appended (the id is their order of arrival), so a commit of new
  * entries writes a few pages at the end of the table and of each index instead of one page per entry. Lookups go
  * through `keys` and `keys_recent`: per entry, an integer made of the first bits of the hash and the DII type,
  * with the id. New entries reach `keys_recent` in sorted runs (the store merges its tail of recent entries,
  * indexed in memory until then), which touches each page once per merge; `keys_recent` is folded into `keys` once
  * it holds a quarter as many, so that a merge rewrites a small table and the big one is rewritten rarely (two
- * levels of a log-structured merge). Hashes and raw UIDs are the base64 text the service uses.
+ * levels of a log-structured merge). Hashes and raw UIDs are kept as the bytes their base64 text stands for.
  */
-export const SCHEMA_V3 = `
+export const SCHEMA_V4 = `
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
   value TEXT NOT NULL
@@ -169,4 +176,4 @@ ${SCHEMA_V2_JOURNAL}
 `;
 
 /** The schema a new file is made at (the last step of migrations.ts). */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;

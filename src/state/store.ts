@@ -279,11 +279,7 @@ export class SqliteStateStore implements StateStore {
   }
 
   /** matchRows() for hashes of one type, after the tail is caught up. */
-  private matchHashes(
-    type: DiiType,
-    hashes: readonly string[],
-    onMatch: (request: number, row: Row) => void,
-  ): void {
+  private matchHashes(type: DiiType, hashes: readonly string[], onMatch: (request: number, row: Row) => void): void {
     this.catchUpTail();
     this.matchRows(lookupKeysOf(type, hashes), (i) => hashes[i], onMatch);
   }

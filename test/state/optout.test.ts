@@ -1,7 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import Database from '../helpers/sqlite-driver.js';
 import type { OptoutCandidate, OptoutCursor, StateStore } from '../../src/state/index.js';
-import { SQL } from '../../src/state/queries.js';
 import { b64, tmpStates } from './tmp-state.js';
 
 const t = tmpStates();
@@ -150,26 +148,5 @@ describe('opt-out sweep', () => {
     // a second call with other raw UIDs does not reuse the first call's
     expect(s.tombstoneByRawUid([{ rawUid: b64('u20'), optedOutSinceMs: 1 }], 9_000)).toBe(1);
     expect(s.counts()).toEqual({ entries: 40, mapped: 37, optout: 3, invalid: 0 });
-  });
-
-  it('walks the sweep index: never a scan of the table', () => {
-    const path = t.file();
-    seed(t.open(path), 10);
-    const raw = new Database(path, { readonly: true });
-    try {
-      for (const [sql, params] of [
-        [SQL.sweepNeverChecked, [0, 5]],
-        [SQL.sweepSameCheck, [1, 1, 5]],
-        [SQL.sweepLaterCheck, [1, 5]],
-      ] as const) {
-        const p = (raw.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[])
-          .map((r) => r.detail)
-          .join(' | ');
-        expect(p, sql).toMatch(/^SEARCH entries USING INDEX entries_by_optout_check /);
-        expect(p, sql).not.toContain('TEMP B-TREE');
-      }
-    } finally {
-      raw.close();
-    }
   });
 });

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import Database from '../helpers/sqlite-driver.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { DueEntry, EntryUpdate, OptoutCandidate, StateEntry, StateStore } from '../../src/state/index.js';
+import { storedOf } from '../../src/state/stored-bytes.js';
 import { upgradeToV3Step } from '../../src/state/upgrade-v3.js';
 import { buildLegacyState, type LegacyWriter } from './legacy-state.js';
 import { ENV, b64, tmpStates } from './tmp-state.js';
@@ -105,7 +106,7 @@ function legacyAnswers(path: string, now: number): Answers {
     return {
       entries,
       due: ids('SELECT id FROM entries WHERE r <= ? ORDER BY r, id', now),
-      sweep: ids('SELECT id FROM entries WHERE u IS NOT NULL OR p IS NOT NULL ORDER BY last_optout_check, id'),
+      sweep: ids('SELECT id FROM entries WHERE u IS NOT NULL OR p IS NOT NULL ORDER BY id'),
       dueV2: ids('SELECT id FROM entries WHERE due = 1 ORDER BY id'),
       remap: db.prepare("SELECT row FROM pending_changes WHERE kind = 'remap' ORDER BY id").pluck().all() as string[],
       optout: db.prepare("SELECT row FROM pending_changes WHERE kind = 'optout' ORDER BY id").pluck().all() as string[],
@@ -131,15 +132,16 @@ function storeAnswers(s: StateStore, now: number, keysOf: StateEntry[]): Answers
   return {
     entries: keysOf.map((e) => found.get(`${e.type}:${e.hash}`)).filter((e): e is StateEntry => e !== undefined),
     due: walk<DueEntry>((after) => s.selectDue(now, after === null ? null : { r: after.r, id: after.id }, 97)),
-    sweep: walk<OptoutCandidate>((after) => s.selectForOptoutCheck(101, after)),
+    // the sweep's candidates, whatever order the sweep takes them in
+    sweep: walk<OptoutCandidate>((after) => s.selectForOptoutCheck(101, after)).sort((a, b) => a - b),
     dueV2: walk<DueEntry>((after) => s.selectDueV2(after?.id ?? null, 89)),
     remap: s.pendingChanges('remap').map((c) => c.row),
     optout: s.pendingChanges('optout').map((c) => c.row),
   };
 }
 
-describe('upgrade of a schema-2 file to schema 3', () => {
-  it('gives the same answers: lookups, due selection, opt-out sweep order, v2 due, journal', () => {
+describe('upgrade of a schema-2 file to schema 4, through schema 3', () => {
+  it('gives the same answers: lookups, due selection, opt-out sweep candidates, v2 due, journal', () => {
     const path = t.file();
     buildLegacyState(path, 2, ENV, fillSchema2);
     const now = T0 + 4 * DAY;
@@ -148,7 +150,7 @@ describe('upgrade of a schema-2 file to schema 3', () => {
     expect(before.due.length).toBeGreaterThan(100);
 
     const s = t.open(path);
-    expect(s.meta().schemaVersion).toBe(3);
+    expect(s.meta().schemaVersion).toBe(4);
     const after = storeAnswers(s, now, before.entries);
     expect(after.entries).toEqual(before.entries);
     expect(after.due).toEqual(before.due);
@@ -176,7 +178,7 @@ describe('upgrade of a schema-2 file to schema 3', () => {
     expect(m.get(`email:${b64('brand new')}`)).toMatchObject({ status: 'mapped', u: b64('nu'), id: N + 2 });
   });
 
-  it('leaves one entries table with the same text values, and every entry in keys', () => {
+  it('leaves one entries table with the stored form of the same values, and every entry in keys', () => {
     const path = t.file();
     buildLegacyState(path, 2, ENV, fillSchema2);
     const before = legacyAnswers(path, T0);
@@ -184,8 +186,9 @@ describe('upgrade of a schema-2 file to schema 3', () => {
     const db = new Database(path, { readonly: true });
     try {
       const rows = db.prepare('SELECT id, hash, u, p FROM entries ORDER BY id').raw().all();
-      expect(rows).toEqual(before.entries.map((e) => [e.id, e.hash, e.u, e.p]));
-      expect(db.prepare("SELECT count(*) FROM sqlite_schema WHERE name = 'entries_v3'").pluck().get()).toBe(0);
+      const stored = (text: string | null) => (text === null ? null : storedOf(text));
+      expect(rows).toEqual(before.entries.map((e) => [e.id, storedOf(e.hash), stored(e.u), stored(e.p)]));
+      expect(db.prepare("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'entries_v_'").pluck().get()).toBe(0);
       expect(db.prepare("SELECT count(*) FROM meta WHERE key = 'upgrade_copied'").pluck().get()).toBe(0);
       expect(db.prepare('SELECT count(*) FROM keys').pluck().get()).toBe(N + 1);
     } finally {
@@ -202,10 +205,10 @@ describe('upgrade of a schema-2 file to schema 3', () => {
     const db = new Database(path);
     for (let i = 0; i < 3; i++) expect(db.transaction(() => upgradeToV3Step(db, 1_000)).immediate()).toBe(false);
     db.close();
-    expect(() => t.open(path, { readonly: true })).toThrow(/has schema 2 and needs an upgrade to 3/);
+    expect(() => t.open(path, { readonly: true })).toThrow(/has schema 2 and needs an upgrade to 4/);
 
     const s = t.open(path);
-    expect(s.meta().schemaVersion).toBe(3);
+    expect(s.meta().schemaVersion).toBe(4);
     expect(storeAnswers(s, now, before.entries)).toEqual(before);
     expect(s.integrityCheck()).toBe('ok');
   });
@@ -259,34 +262,42 @@ describe('an upgrade killed by SIGKILL', () => {
       const now = T0 + 3 * DAY;
       const before = legacyAnswers(path, now);
 
-      // killed once at least one piece of 100,000 entries is committed and before the swap
-      const proc = spawn(process.execPath, [join(work, 'upgrader.mjs'), path], { stdio: 'ignore' });
-      child.pid = proc.pid;
-      const exited = new Promise<void>((resolveExit) => proc.on('exit', () => resolveExit()));
-      const probe = new Database(path, { readonly: true });
-      let killedMidway = false;
-      try {
-        for (let i = 0; i < 6_000 && proc.exitCode === null; i++) {
-          const copied = probe.prepare("SELECT value FROM meta WHERE key = 'upgrade_copied'").pluck().get() as
-            | string
-            | undefined;
-          if (copied !== undefined && Number(copied) >= 100_000) {
-            proc.kill('SIGKILL');
-            killedMidway = true;
-            break;
+      // killed once at least one piece of 100,000 entries is committed and before the swap: first in the step to
+      // schema 3, then (a second run) in the step to schema 4
+      const killMidway = async (step: 'entries_v3' | 'entries_v4'): Promise<void> => {
+        const proc = spawn(process.execPath, [join(work, 'upgrader.mjs'), path], { stdio: 'ignore' });
+        child.pid = proc.pid;
+        child.done = false;
+        const exited = new Promise<void>((resolveExit) => proc.on('exit', () => resolveExit()));
+        const probe = new Database(path, { readonly: true });
+        let killedMidway = false;
+        try {
+          for (let i = 0; i < 6_000 && proc.exitCode === null; i++) {
+            const copied = probe.prepare("SELECT value FROM meta WHERE key = 'upgrade_copied'").pluck().get() as
+              | string
+              | undefined;
+            const inStep = probe.prepare('SELECT count(*) FROM sqlite_schema WHERE name = ?').pluck().get(step) === 1;
+            if (inStep && copied !== undefined && Number(copied) >= 100_000) {
+              proc.kill('SIGKILL');
+              killedMidway = true;
+              break;
+            }
+            await new Promise((r) => setTimeout(r, 5));
           }
-          await new Promise((r) => setTimeout(r, 5));
+        } finally {
+          probe.close();
         }
-      } finally {
-        probe.close();
-      }
-      await exited;
-      child.done = true;
-      expect(killedMidway).toBe(true);
-      expect(() => t.open(path, { readonly: true })).toThrow(/has schema 2 and needs an upgrade to 3/);
+        await exited;
+        child.done = true;
+        expect(killedMidway, step).toBe(true);
+      };
+      await killMidway('entries_v3');
+      expect(() => t.open(path, { readonly: true })).toThrow(/has schema 2 and needs an upgrade to 4/);
+      await killMidway('entries_v4');
+      expect(() => t.open(path, { readonly: true })).toThrow(/has schema 3 and needs an upgrade to 4/);
 
       const s = t.open(path);
-      expect(s.meta().schemaVersion).toBe(3);
+      expect(s.meta().schemaVersion).toBe(4);
       expect(storeAnswers(s, now, before.entries)).toEqual(before);
       expect(s.integrityCheck()).toBe('ok');
       s.close();

@@ -1,0 +1,55 @@
+/** The upgrade of a schema-3 file to schema 4, in pieces that a killed run's successor carries on from. */
+import type { Database } from 'better-sqlite3';
+import { metaValue, setMetaValue } from './meta-values.js';
+import { ENTRIES_INDEXES, ENTRIES_TABLE, META_KEYS } from './schema.js';
+import { storedOf } from './stored-bytes.js';
+
+/** Entries copied per transaction: small enough that a kill loses little work, big enough to amortize a commit. */
+const COPY_ROWS = 100_000;
+const NEW_TABLE = 'entries_v4';
+const STORED_FUNCTION = 'uid2_stored_of';
+// schema 4's columns, and what each is copied from: hashes and raw UIDs turned into their bytes, first_mapped dropped
+const COLUMNS = 'id, type, hash, status, u, p, r, bucket_id, last_mapped, last_optout_check, opted_out_since, due';
+const SOURCES =
+  `id, type, ${STORED_FUNCTION}(hash), status, ${STORED_FUNCTION}(u), ${STORED_FUNCTION}(p), r, bucket_id, ` +
+  'last_mapped, last_optout_check, opted_out_since, due';
+
+/** storedOf for SQL: a text becomes what schema 4 keeps; NULL, and a value that is not text, stay as they are. */
+function storedValue(value: unknown): unknown {
+  return typeof value === 'string' ? storedOf(value) : value;
+}
+
+/**
+ * One piece of the upgrade, inside the caller's transaction; true once the file is at schema 4. The old table
+ * stays the one every reader sees until the last piece swaps the new one in with its indexes. Entry ids are
+ * kept, so the keys tables, their filters and the saved tail keys stay valid as they are.
+ */
+export function upgradeToV4Step(db: Database, copyRows = COPY_ROWS): boolean {
+  const hasNew =
+    db.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?").pluck().get(NEW_TABLE) === 1;
+  if (!hasNew) {
+    db.exec(ENTRIES_TABLE(NEW_TABLE));
+    setMetaValue(db, META_KEYS.upgradeCopied, '0');
+    return false;
+  }
+
+  const copied = Number(metaValue(db, META_KEYS.upgradeCopied) ?? 0);
+  const last = db
+    .prepare('SELECT max(id) FROM (SELECT id FROM entries WHERE id > ? ORDER BY id LIMIT ?)')
+    .pluck()
+    .get(copied, Math.max(1, Math.floor(copyRows))) as number | null;
+  if (last !== null) {
+    db.function(STORED_FUNCTION, { deterministic: true }, storedValue);
+    db.prepare(
+      `INSERT INTO ${NEW_TABLE} (${COLUMNS}) SELECT ${SOURCES} FROM entries WHERE id > ? AND id <= ? ORDER BY id`,
+    ).run(copied, last);
+    setMetaValue(db, META_KEYS.upgradeCopied, String(last));
+    return false;
+  }
+
+  // the last piece: swap the tables, then index the new one
+  db.exec(`DROP TABLE entries; ALTER TABLE ${NEW_TABLE} RENAME TO entries;`);
+  db.exec(ENTRIES_INDEXES);
+  db.prepare('DELETE FROM meta WHERE key = ?').run(META_KEYS.upgradeCopied);
+  return true;
+}
