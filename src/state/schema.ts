@@ -44,6 +44,11 @@ export const META_KEYS = {
   tailKeysUpto: 'tail_keys_upto',
   /** While a schema-2 file is being upgraded: the last entry id copied into the new table. */
   upgradeCopied: 'upgrade_copied',
+  /**
+   * The opt-out sweep's cursor: the id of the last entry whose check a sweep committed. The next sweep starts
+   * after it, in id order, and wraps to the first entry at the end of the table. Absent: 0.
+   */
+  sweepAfter: 'sweep_after',
 } as const;
 
 /** Keys that define what the file is; setMeta refuses them so that a file never changes environment. */
@@ -65,6 +70,7 @@ export const IDENTITY_META_KEYS: ReadonlySet<string> = new Set([
   META_KEYS.upgradeCopied,
   META_KEYS.tailKeysFrom,
   META_KEYS.tailKeysUpto,
+  META_KEYS.sweepAfter,
 ]);
 
 // Small integers keep rows and indexes compact; the codes are part of the file format.
@@ -129,9 +135,6 @@ CREATE TABLE IF NOT EXISTS key_filter (
 export const ENTRIES_INDEXES = `
 -- remap-due: (r, rowid) order over mapped v3 entries only
 CREATE INDEX entries_by_r ON entries (r) WHERE r IS NOT NULL;
--- opt-out sweep: least recently checked first, over entries that still hold a raw UID; the rowid (id) ends
--- every index entry anyway, so naming it would store it twice
-CREATE INDEX entries_by_optout_check ON entries (last_optout_check) WHERE u IS NOT NULL OR p IS NOT NULL;
 -- v2: entries of a rotated salt bucket
 CREATE INDEX entries_by_bucket ON entries (bucket_id) WHERE bucket_id IS NOT NULL;
 -- v2: entries marked due, in id order

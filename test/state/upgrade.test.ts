@@ -106,7 +106,7 @@ function legacyAnswers(path: string, now: number): Answers {
     return {
       entries,
       due: ids('SELECT id FROM entries WHERE r <= ? ORDER BY r, id', now),
-      sweep: ids('SELECT id FROM entries WHERE u IS NOT NULL OR p IS NOT NULL ORDER BY last_optout_check, id'),
+      sweep: ids('SELECT id FROM entries WHERE u IS NOT NULL OR p IS NOT NULL ORDER BY id'),
       dueV2: ids('SELECT id FROM entries WHERE due = 1 ORDER BY id'),
       remap: db.prepare("SELECT row FROM pending_changes WHERE kind = 'remap' ORDER BY id").pluck().all() as string[],
       optout: db.prepare("SELECT row FROM pending_changes WHERE kind = 'optout' ORDER BY id").pluck().all() as string[],
