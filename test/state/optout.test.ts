@@ -111,6 +111,23 @@ describe('opt-out sweep', () => {
     expect(again.sweepCursor()).toEqual({ id: ids[4] });
   });
 
+  it('moves the cursor in the transaction of the checks: a failed write moves neither', () => {
+    const path = t.file();
+    const s = t.open(path);
+    seed(s, 10);
+    s.recordOptoutChecks([1, 2], 1_000, { id: 2 });
+    s.close();
+    const raw = new Database(path);
+    raw.exec(
+      "CREATE TRIGGER fail_check BEFORE UPDATE OF last_optout_check ON entries WHEN NEW.id = 5 BEGIN SELECT RAISE(ABORT, 'write failed'); END",
+    );
+    raw.close();
+    const again = t.open(path);
+    expect(() => again.recordOptoutChecks([3, 4, 5], 2_000, { id: 5 })).toThrow(/write failed/);
+    expect(again.sweepCursor()).toEqual({ id: 2 });
+    expect(walk(again, 10).map((c) => c.lastOptoutCheckS)).toEqual([1_000, 1_000, ...Array(8).fill(null)]);
+  });
+
   it('a read-only open sees the cursor and refuses to record', () => {
     const path = t.file();
     const s = t.open(path);
