@@ -102,6 +102,8 @@ export const SQL = {
   sweepIdRange:
     'SELECT id, u, p, last_optout_check, type, hash FROM entries NOT INDEXED ' +
     'WHERE id > ? AND id <= ? AND (u IS NOT NULL OR p IS NOT NULL) ORDER BY id LIMIT ?',
+  // SQLite counts through the old sweep index where a file still holds it (its condition is this one); without
+  // it, one read of the table: kept over a count in meta that every write would have to keep true
   countWithRawUid: 'SELECT count(*) FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL)',
   recordOptoutCheck: 'UPDATE entries SET last_optout_check = ? WHERE id = ?',
   tombstoneById:
