@@ -104,17 +104,11 @@ export const SQL = {
   // entries_by_bucket holds exactly these rows (tombstones and invalids have no bucket)
   bucketEntries: 'SELECT count(*), min(last_mapped) FROM entries WHERE bucket_id IS NOT NULL',
 
-  // the sweep walks (last_optout_check, id): never checked (NULL sorts first), then the rest of the cursor's
-  // check time, then later ones; every statement repeats the partial index's condition so that it applies
-  sweepNeverChecked:
-    'SELECT id, u, p, last_optout_check, type, hash FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL) ' +
-    'AND last_optout_check IS NULL AND id > ? ORDER BY last_optout_check, id LIMIT ?',
-  sweepSameCheck:
-    'SELECT id, u, p, last_optout_check, type, hash FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL) ' +
-    'AND last_optout_check = ? AND id > ? ORDER BY last_optout_check, id LIMIT ?',
-  sweepLaterCheck:
-    'SELECT id, u, p, last_optout_check, type, hash FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL) ' +
-    'AND last_optout_check > ? ORDER BY last_optout_check, id LIMIT ?',
+  // the sweep walks entries in id order between two ids: a range of the table's own B-tree, never an index
+  sweepIdRange:
+    'SELECT id, u, p, last_optout_check, type, hash FROM entries NOT INDEXED ' +
+    'WHERE id > ? AND id <= ? AND (u IS NOT NULL OR p IS NOT NULL) ORDER BY id LIMIT ?',
+  // one read of the table: kept over a count in meta that every write would have to keep true
   countWithRawUid: 'SELECT count(*) FROM entries WHERE (u IS NOT NULL OR p IS NOT NULL)',
   recordOptoutCheck: 'UPDATE entries SET last_optout_check = ? WHERE id = ?',
   tombstoneById:

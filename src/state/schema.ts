@@ -44,7 +44,10 @@ export const META_KEYS = {
   tailKeysUpto: 'tail_keys_upto',
   /** While a file is being upgraded (to schema 3 or 4): the last entry id copied into the new table. */
   upgradeCopied: 'upgrade_copied',
-  /** The id of the last entry the opt-out sweep checked (absent: 0); the next sweep goes on after it. */
+  /**
+   * The opt-out sweep's cursor: the id of the last entry whose check a sweep committed. The next sweep starts
+   * after it, in id order, and wraps to the first entry at the end of the table. Absent: 0.
+   */
   sweepAfter: 'sweep_after',
 } as const;
 

@@ -38,8 +38,8 @@ type Row = unknown[];
 
 const DAY_S = 86_400;
 const MAX_IN_LIST = IN_LIST_SIZES[IN_LIST_SIZES.length - 1];
-// the checked range of the sweep starts below any real check time
-const BEFORE_ANY_CHECK = Number.MIN_SAFE_INTEGER;
+// the sweep's default upper bound: past any id the table can hold
+const LAST_ID = Number.MAX_SAFE_INTEGER;
 const DEFAULT_TAIL_ENTRIES = 1_000_000;
 // rows per multi-row INSERT of new entries and of keys: one call into SQLite for that many rows
 const INSERT_ROWS = 64;
@@ -139,7 +139,9 @@ export class SqliteStateStore implements StateStore {
   private readonly answersTx: Transaction<
     (lookupKeys: readonly number[], onAnswer: (entry: PackedEntry) => void) => void
   >;
-  private readonly recordChecksTx: Transaction<(ids: readonly number[], nowS: number) => void>;
+  private readonly recordChecksTx: Transaction<
+    (ids: readonly number[], nowS: number, cursor: OptoutCursor | undefined) => void
+  >;
   private readonly markBucketsTx: Transaction<(buckets: readonly RotatedBucket[]) => number>;
 
   constructor(
@@ -166,8 +168,9 @@ export class SqliteStateStore implements StateStore {
     );
     this.resetTail();
     const s = this.stmts;
-    this.recordChecksTx = db.transaction((ids: readonly number[], nowS: number) => {
+    this.recordChecksTx = db.transaction((ids: readonly number[], nowS: number, cursor: OptoutCursor | undefined) => {
       for (const id of ids) s.recordOptoutCheck.run(nowS, id);
+      if (cursor !== undefined) s.metaSet.run(META_KEYS.sweepAfter, String(cursor.id));
     });
     this.markBucketsTx = db.transaction((buckets: readonly RotatedBucket[]) => {
       let marked = 0;
@@ -982,24 +985,16 @@ export class SqliteStateStore implements StateStore {
 
   // ---- opt-out sweep
 
-  selectForOptoutCheck(limit: number, after: OptoutCursor | null): OptoutCandidate[] {
+  selectForOptoutCheck(limit: number, after: OptoutCursor | null, upTo: number = LAST_ID): OptoutCandidate[] {
     const n = pageLimit(limit);
     if (n === 0) return [];
-    const out: OptoutCandidate[] = [];
-    let laterThan: number;
-    if (after === null || after.lastOptoutCheckS === null) {
-      for (const row of this.stmts.sweepNeverChecked.all(after?.id ?? 0, n) as Row[]) out.push(decodeCandidate(row));
-      laterThan = BEFORE_ANY_CHECK;
-    } else {
-      for (const row of this.stmts.sweepSameCheck.all(after.lastOptoutCheckS, after.id, n) as Row[])
-        out.push(decodeCandidate(row));
-      laterThan = after.lastOptoutCheckS;
-    }
-    if (out.length < n) {
-      for (const row of this.stmts.sweepLaterCheck.all(laterThan, n - out.length) as Row[])
-        out.push(decodeCandidate(row));
-    }
-    return out;
+    const rows = this.stmts.sweepIdRange.all(after?.id ?? 0, upTo, n) as Row[];
+    return rows.map(decodeCandidate);
+  }
+
+  sweepCursor(): OptoutCursor {
+    const id = Number(this.getMeta(META_KEYS.sweepAfter) ?? 0);
+    return { id: Number.isSafeInteger(id) && id > 0 ? id : 0 };
   }
 
   countWithRawUid(): number {
@@ -1012,10 +1007,10 @@ export class SqliteStateStore implements StateStore {
     return Math.min(total, Math.ceil(Math.min(fraction, 1) * total));
   }
 
-  recordOptoutChecks(ids: readonly number[], nowS: number): void {
+  recordOptoutChecks(ids: readonly number[], nowS: number, cursor?: OptoutCursor): void {
     this.writable('record opt-out checks');
-    if (ids.length === 0) return;
-    this.recordChecksTx.immediate(ids, Math.floor(nowS));
+    if (ids.length === 0 && cursor === undefined) return;
+    this.recordChecksTx.immediate(ids, Math.floor(nowS), cursor);
   }
 
   tombstoneByRawUid(
@@ -1260,9 +1255,7 @@ function prepareAll(db: Database) {
     markAllMappedDue: plain(SQL.markAllMappedDue),
     markBucketEntriesDue: plain(SQL.markBucketEntriesDue),
     bucketEntries: plain(SQL.bucketEntries),
-    sweepNeverChecked: raw(SQL.sweepNeverChecked),
-    sweepSameCheck: raw(SQL.sweepSameCheck),
-    sweepLaterCheck: raw(SQL.sweepLaterCheck),
+    sweepIdRange: raw(SQL.sweepIdRange),
     countWithRawUid: plain(SQL.countWithRawUid),
     recordOptoutCheck: plain(SQL.recordOptoutCheck),
     tombstoneById: plain(SQL.tombstoneById),

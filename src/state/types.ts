@@ -87,14 +87,13 @@ export interface OptoutCandidate {
   hash: string;
   u: string | null;
   p: string | null;
-  /** Null when never checked: those come first. */
+  /** When the entry was last checked (Unix seconds); null when never. */
   lastOptoutCheckS: number | null;
 }
 
-/** Where the opt-out sweep stands in (last check, id) order; an OptoutCandidate is one. */
+/** Where the opt-out sweep stands in id order: the id of the last entry read. An OptoutCandidate is one. */
 export interface OptoutCursor {
   id: number;
-  lastOptoutCheckS: number | null;
 }
 
 /** A salt bucket the service reports as rotated (v2). */
@@ -279,12 +278,18 @@ export interface StateStore {
   /** Mapped v2 entries (with a salt bucket): how many, and when the oldest of them was mapped (Unix seconds). */
   bucketEntries(): BucketEntries;
 
-  /** Entries with a raw UID (u or p), least recently checked first (never-checked first), after `after`. */
-  selectForOptoutCheck(limit: number, after: OptoutCursor | null): OptoutCandidate[];
+  /**
+   * Entries with a raw UID (u or p) in id order: after `after` (null: from the first entry) and up to `upTo`
+   * (default: the end of the table). A sweep starts after sweepCursor() and wraps to the first entry itself.
+   */
+  selectForOptoutCheck(limit: number, after: OptoutCursor | null, upTo?: number): OptoutCandidate[];
+  /** Where the next sweep starts: after the last entry whose check a sweep committed (id 0 when none). */
+  sweepCursor(): OptoutCursor;
   countWithRawUid(): number;
   /** ceil(fraction * countWithRawUid()). */
   sweepSize(fraction: number): number;
-  recordOptoutChecks(ids: readonly number[], nowS: number): void;
+  /** Records the check time of these entries; with `cursor`, moves sweepCursor() there in the same transaction. */
+  recordOptoutChecks(ids: readonly number[], nowS: number, cursor?: OptoutCursor): void;
   /**
    * Tombstones the entries whose u or p is one of these raw UIDs. With `within` (the ids whose raw UIDs were
    * sent) it reads only those rows; without it, it scans the table once (there is no index on raw UIDs).

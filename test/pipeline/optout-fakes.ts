@@ -55,6 +55,9 @@ export class FakeSweepState implements SweepState {
   }[] = [];
   readonly recorded: number[][] = [];
   readonly tombstoneCalls: { optedOut: OptedOutRawUid[]; within: readonly number[] | undefined }[] = [];
+  readonly selections: { after: number; upTo: number; limit: number }[] = [];
+  /** The sweep's saved cursor (meta sweep_after of a real state). */
+  cursor = 0;
 
   add(u: string | null, p: string | null, lastOptoutCheckS: number | null = null): number {
     const id = this.entries.length + 1;
@@ -66,16 +69,11 @@ export class FakeSweepState implements SweepState {
     return this.entries.filter((e) => e.u !== null || e.p !== null);
   }
 
-  selectForOptoutCheck(limit: number, after: OptoutCursor | null): OptoutCandidate[] {
-    // never-checked first (as -1), then oldest check, then id
-    const key = (e: { lastOptoutCheckS: number | null; id: number }): [number, number] => [
-      e.lastOptoutCheckS ?? -1,
-      e.id,
-    ];
-    const cmp = (a: [number, number], b: [number, number]): number => a[0] - b[0] || a[1] - b[1];
+  selectForOptoutCheck(limit: number, after: OptoutCursor | null, upTo = Number.MAX_SAFE_INTEGER): OptoutCandidate[] {
+    this.selections.push({ after: after?.id ?? 0, upTo, limit });
+    // entries are kept in id order
     return this.withRawUid()
-      .filter((e) => after === null || cmp(key(e), key(after)) > 0)
-      .sort((a, b) => cmp(key(a), key(b)))
+      .filter((e) => e.id > (after?.id ?? 0) && e.id <= upTo)
       .slice(0, limit)
       .map((e) => ({
         id: e.id,
@@ -87,6 +85,10 @@ export class FakeSweepState implements SweepState {
       }));
   }
 
+  sweepCursor(): OptoutCursor {
+    return { id: this.cursor };
+  }
+
   countWithRawUid(): number {
     return this.withRawUid().length;
   }
@@ -95,9 +97,10 @@ export class FakeSweepState implements SweepState {
     return Math.ceil(fraction * this.countWithRawUid());
   }
 
-  recordOptoutChecks(ids: readonly number[], nowS: number): void {
+  recordOptoutChecks(ids: readonly number[], nowS: number, cursor?: OptoutCursor): void {
     this.recorded.push([...ids]);
     for (const id of ids) this.entries[id - 1].lastOptoutCheckS = nowS;
+    if (cursor !== undefined) this.cursor = cursor.id;
   }
 
   tombstoneByRawUid(optedOut: readonly OptedOutRawUid[], _nowS: number, within?: readonly number[]): number {

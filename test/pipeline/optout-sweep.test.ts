@@ -13,6 +13,10 @@ function stateOf(n: number, lastCheck: (i: number) => number | null = () => null
   return state;
 }
 
+function ids(from: number, to: number): number[] {
+  return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+}
+
 describe('sweepStateOptouts', () => {
   it('checks u and p of every entry, tombstones entries whose u or p opted out, records every check', async () => {
     const state = stateOf(300);
@@ -52,25 +56,71 @@ describe('sweepStateOptouts', () => {
     expect(result.counts.status).toEqual({ opted_out: 2, not_opted_out: expected - 2, invalid: 0, error: 0 });
   });
 
-  it('--sweep-fraction checks the least recently checked ceil(F * entries) per run; 20 runs of 0.05 cover everything', async () => {
+  it('--sweep-fraction checks ceil(F * entries) per run in id order from the saved cursor, wrapping at the end', async () => {
     const state = stateOf(1_001, (i) => (i < 500 ? 1_000 + i : null));
     const service = new FakeOptoutService(new Map());
     const first = await sweepStateOptouts({ state, nowS: NOW_S, check: service.check, fraction: 0.05 });
     expect(first.counts.planned).toBe(51);
     expect(first.counts.entries).toBe(51);
-    // never-checked entries go first
-    expect(state.recorded.flat().every((id) => id > 500)).toBe(true);
+    // from the first entry on, whenever the entries were checked
+    expect(state.recorded.flat()).toEqual(ids(1, 51));
+    expect(state.cursor).toBe(51);
 
-    const checkedIn = new Map<number, number>();
-    for (let run = 0; run < 20; run++) {
-      const before = state.recorded.flat().length;
+    for (let run = 0; run < 40; run++)
       await sweepStateOptouts({ state, nowS: NOW_S + (run + 1) * 86_400, check: service.check, fraction: 0.05 });
-      for (const id of state.recorded.flat().slice(before)) checkedIn.set(id, (checkedIn.get(id) ?? 0) + 1);
-    }
-    expect(checkedIn.size).toBe(1_001);
-    expect(state.entries.every((e) => e.lastOptoutCheckS !== null && e.lastOptoutCheckS >= NOW_S)).toBe(true);
+    // 41 runs of 51: every entry once per cycle of 1,001, in id order, the second cycle after the first
+    const order = state.recorded.flat();
+    expect(order.length).toBe(41 * 51);
+    expect(order.slice(0, 1_001)).toEqual(ids(1, 1_001));
+    expect(order.slice(1_001, 2_002)).toEqual(ids(1, 1_001));
+    expect(order.slice(2_002)).toEqual(ids(1, 41 * 51 - 2_002));
+    expect(state.cursor).toBe(41 * 51 - 2_002);
+    // a run reads after the cursor to the end of the table, then from the first entry up to where it started
+    const wrapping = state.selections.filter((s) => s.upTo !== Number.MAX_SAFE_INTEGER);
+    expect(wrapping.length).toBeGreaterThan(0);
+    expect(wrapping.every((s) => s.after === 0 && s.upTo > 0)).toBe(true);
   });
 
+  it('never checks an entry twice in one run, and skips entries without a raw UID', async () => {
+    const state = stateOf(10);
+    state.add(null, null);
+    state.add(rawUid(11), null);
+    state.cursor = 7;
+    const service = new FakeOptoutService(new Map());
+    const all = await sweepStateOptouts({ state, nowS: NOW_S, check: service.check });
+    // 8, 9, 10, 12, then 1..7; entry 11 has no raw UID
+    expect(state.recorded.flat()).toEqual([8, 9, 10, 12, 1, 2, 3, 4, 5, 6, 7]);
+    expect(all.counts).toMatchObject({ planned: 11, entries: 11 });
+    expect(state.cursor).toBe(7);
+    // a fraction above what is left after the cursor wraps once, and stops before the cursor's own entries
+    state.cursor = 10;
+    const most = await sweepStateOptouts({ state, nowS: NOW_S + 1, check: service.check, fraction: 0.99 });
+    expect(most.counts.planned).toBe(11);
+    expect(state.recorded.slice(-1).flat()).toEqual([12, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(new Set(service.sent).size).toBe(service.sent.length / 2);
+  });
+
+  it('keeps the cursor where it was when the run fails after selecting its entries', async () => {
+    const state = stateOf(100);
+    state.cursor = 40;
+    const down = new FakeOptoutService(new Map(), {
+      failOn: () => new ServerError(503, 'server_error', undefined),
+    });
+    const failed = await sweepStateOptouts({ state, nowS: NOW_S, check: down.check, fraction: 0.3 });
+    expect(down.calls.length).toBeGreaterThan(0);
+    expect(failed.counts.entries).toBe(0);
+    expect(state.recorded).toEqual([]);
+    expect(state.cursor).toBe(40);
+    const next = await sweepStateOptouts({
+      state,
+      nowS: NOW_S + 1,
+      check: new FakeOptoutService(new Map()).check,
+      fraction: 0.3,
+    });
+    expect(next.counts.entries).toBe(30);
+    expect(state.recorded.flat()).toEqual(ids(41, 70));
+    expect(state.cursor).toBe(70);
+  });
   it('one request at a time unless told otherwise', async () => {
     const state = stateOf(600);
     const service = new FakeOptoutService(new Map(), { latencyMs: 2 });
@@ -102,6 +152,8 @@ describe('sweepStateOptouts', () => {
     expect(result.counts.status.error).toBeGreaterThan(0);
     expect(rows.filter((r) => r.verdict.kind === 'error').every((r) => !answered.has(r.entry.id))).toBe(true);
     expect(state.entries[150].status).toBe('mapped');
+    // the cursor stopped at the last entry answered before the first failure
+    expect(state.cursor).toBe(Math.max(...answered));
     const next = await sweepStateOptouts({
       state,
       nowS: NOW_S + 1,
@@ -110,5 +162,27 @@ describe('sweepStateOptouts', () => {
     });
     expect(next.counts.entries).toBe(20);
     expect(state.recorded.at(-1)?.every((id) => !answered.has(id))).toBe(true);
+    expect(state.recorded.at(-1)?.[0]).toBe(Math.max(...answered) + 1);
+  });
+
+  it('a failed batch holds the cursor before it, even when later batches are answered', async () => {
+    const state = stateOf(200);
+    const service = new FakeOptoutService(new Map(), {
+      failOn: (call) => (call === 2 ? new ServerError(503, 'server_error', undefined) : undefined),
+    });
+    const result = await sweepStateOptouts({ state, nowS: NOW_S, check: service.check, batchSize: 50 });
+    expect(result.counts.batchesFailed).toBe(1);
+    expect(state.recorded.length).toBeGreaterThan(1);
+    // the first batch moved it; the second failed; the ones after were recorded, without moving it
+    expect(state.cursor).toBe(state.recorded[0]?.at(-1));
+    const next = await sweepStateOptouts({
+      state,
+      nowS: NOW_S + 1,
+      check: new FakeOptoutService(new Map()).check,
+      batchSize: 50,
+      fraction: 0.05,
+    });
+    expect(next.counts.entries).toBe(10);
+    expect(state.recorded.at(-1)?.[0]).toBe((state.recorded[0]?.at(-1) ?? 0) + 1);
   });
 });

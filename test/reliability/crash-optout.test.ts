@@ -205,7 +205,7 @@ describe(`optout-check --state killed at ${POINTS} seeded points, then run again
       expect(replayed.sort()).toEqual(baseline.lines.filter((l) => tombstoned.has(entryOf(l))));
       expect(sent).toBe(new Set(fresh.map(rawUidOf)).size);
       if (partial) {
-        // the nightly form: the least recently checked first, so nothing the killed run committed is sent again
+        // the nightly form: on from the last committed batch, so nothing the killed run committed is sent again
         const resent = fresh.filter((l) => committed.has(entryOf(l)));
         figures.items_resent += resent.length;
         expect(resent).toEqual([]);

@@ -1,5 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import Database from '../helpers/sqlite-driver.js';
 import type { OptoutCandidate, OptoutCursor, StateStore } from '../../src/state/index.js';
+import { SQL } from '../../src/state/queries.js';
 import { b64, tmpStates } from './tmp-state.js';
 
 const t = tmpStates();
@@ -16,6 +18,13 @@ function seed(s: StateStore, n: number): void {
   );
 }
 
+function seed2(s: StateStore): void {
+  s.commitBatch(
+    [{ type: 'email', hash: b64('later'), outcome: { kind: 'mapped', u: b64('ulater'), p: null, r: 9_999_999 } }],
+    3_000,
+  );
+}
+
 function walk(s: StateStore, pageSize: number): OptoutCandidate[] {
   const all: OptoutCandidate[] = [];
   let cursor: OptoutCursor | null = null;
@@ -27,25 +36,35 @@ function walk(s: StateStore, pageSize: number): OptoutCandidate[] {
   }
 }
 
+/** One night of a fraction: after the saved cursor to the end, then from the first entry, then the cursor moves. */
+function night(s: StateStore, n: number, nowS: number): OptoutCandidate[] {
+  const start = s.sweepCursor().id;
+  const page = s.selectForOptoutCheck(n, { id: start });
+  page.push(...s.selectForOptoutCheck(n - page.length, null, start));
+  s.recordOptoutChecks(
+    page.map((c) => c.id),
+    nowS,
+    page.at(-1),
+  );
+  return page;
+}
+
 describe('opt-out sweep', () => {
-  it('goes never-checked first (by id), then least recently checked, ties by id, each entry once', () => {
+  it('walks the entries with a raw UID in id order, after a cursor and up to a bound, each once', () => {
     const s = t.open(t.file());
     seed(s, 1_000);
     const ids = walk(s, 1_000).map((c) => c.id);
-    // checks at three times, with many ties
+    expect(ids.length).toBe(1_000);
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    // check times do not change the order
     s.recordOptoutChecks(ids.slice(0, 300), 5_000);
-    s.recordOptoutChecks(ids.slice(300, 500), 4_000);
-    s.recordOptoutChecks(ids.slice(500, 600), 5_000);
-    // 400 never checked
-    for (const pageSize of [1, 37, 1_000, 5_000]) {
-      const walked = walk(s, pageSize);
-      expect(
-        walked.map((c) => c.id),
-        `page ${pageSize}`,
-      ).toEqual([...ids.slice(600), ...ids.slice(300, 500), ...ids.slice(0, 300), ...ids.slice(500, 600)]);
-    }
-    const first = s.selectForOptoutCheck(1, null)[0];
-    expect(first).toEqual({
+    s.recordOptoutChecks(ids.slice(500, 600), 4_000);
+    for (const pageSize of [1, 37, 1_000, 5_000]) expect(walk(s, pageSize).map((c) => c.id)).toEqual(ids);
+    expect(s.selectForOptoutCheck(3, { id: ids[599] }).map((c) => c.id)).toEqual(ids.slice(600, 603));
+    expect(s.selectForOptoutCheck(10, { id: ids[10] }, ids[13]).map((c) => c.id)).toEqual(ids.slice(11, 14));
+    expect(s.selectForOptoutCheck(10, { id: ids[999] })).toEqual([]);
+    expect(s.selectForOptoutCheck(0, null)).toEqual([]);
+    expect(s.selectForOptoutCheck(1, { id: ids[599] })[0]).toEqual({
       id: ids[600],
       type: 'email',
       hash: b64('h600'),
@@ -53,6 +72,72 @@ describe('opt-out sweep', () => {
       p: b64('p600'),
       lastOptoutCheckS: null,
     });
+    expect(s.selectForOptoutCheck(1, { id: ids[499] })[0]?.lastOptoutCheckS).toBe(4_000);
+  });
+
+  it('skips entries without a raw UID: tombstones and invalids', () => {
+    const s = t.open(t.file());
+    seed(s, 10);
+    s.commitBatch(
+      [
+        { type: 'email', hash: b64('h3'), outcome: { kind: 'optout' } },
+        { type: 'phone', hash: b64('x'), outcome: { kind: 'invalid' } },
+      ],
+      2_000,
+    );
+    seed2(s);
+    const walked = walk(s, 4);
+    expect(walked.map((c) => c.hash)).toEqual([...[0, 1, 2, 4, 5, 6, 7, 8, 9].map((i) => b64(`h${i}`)), b64('later')]);
+    expect(walked.every((c) => c.u !== null)).toBe(true);
+  });
+
+  it('keeps its cursor in the file, moved only with the checks it is recorded with', () => {
+    const path = t.file();
+    const s = t.open(path);
+    seed(s, 20);
+    expect(s.sweepCursor()).toEqual({ id: 0 });
+    const ids = walk(s, 20).map((c) => c.id);
+    s.recordOptoutChecks(ids.slice(0, 5), 1_000, { id: ids[4] });
+    expect(s.sweepCursor()).toEqual({ id: ids[4] });
+    // checks recorded without a cursor leave it where it was
+    s.recordOptoutChecks(ids.slice(5, 8), 1_100);
+    expect(s.sweepCursor()).toEqual({ id: ids[4] });
+    s.close();
+    const again = t.open(path);
+    expect(again.sweepCursor()).toEqual({ id: ids[4] });
+    expect(again.getMeta('sweep_after')).toBe(String(ids[4]));
+    // the store's own bookkeeping: not for setMeta
+    expect(() => again.setMeta('sweep_after', '1')).toThrow(/cannot be changed/);
+    expect(again.sweepCursor()).toEqual({ id: ids[4] });
+  });
+
+  it('moves the cursor in the transaction of the checks: a failed write moves neither', () => {
+    const path = t.file();
+    const s = t.open(path);
+    seed(s, 10);
+    s.recordOptoutChecks([1, 2], 1_000, { id: 2 });
+    s.close();
+    const raw = new Database(path);
+    raw.exec(
+      "CREATE TRIGGER fail_check BEFORE UPDATE OF last_optout_check ON entries WHEN NEW.id = 5 BEGIN SELECT RAISE(ABORT, 'write failed'); END",
+    );
+    raw.close();
+    const again = t.open(path);
+    expect(() => again.recordOptoutChecks([3, 4, 5], 2_000, { id: 5 })).toThrow(/write failed/);
+    expect(again.sweepCursor()).toEqual({ id: 2 });
+    expect(walk(again, 10).map((c) => c.lastOptoutCheckS)).toEqual([1_000, 1_000, ...Array(8).fill(null)]);
+  });
+
+  it('a read-only open sees the cursor and refuses to record', () => {
+    const path = t.file();
+    const s = t.open(path);
+    seed(s, 3);
+    s.recordOptoutChecks([1], 1_000, { id: 1 });
+    s.close();
+    const ro = t.open(path, { readonly: true });
+    expect(ro.sweepCursor()).toEqual({ id: 1 });
+    expect(() => ro.recordOptoutChecks([2], 2_000, { id: 2 })).toThrow();
+    expect(ro.sweepCursor()).toEqual({ id: 1 });
   });
 
   it('sizes a sweep as a fraction of the entries with a raw UID, rounded up', () => {
@@ -72,22 +157,46 @@ describe('opt-out sweep', () => {
     expect(s.sweepSize(0)).toBe(0);
   });
 
-  it('a nightly sweep of a fraction covers everything, then starts again with the oldest checks', () => {
+  it('a nightly sweep of a fraction covers everything once per cycle, the oldest check first', () => {
     const s = t.open(t.file());
     seed(s, 100);
-    const seen = new Map<number, number>();
-    for (let night = 0; night < 5; night++) {
-      const page = s.selectForOptoutCheck(s.sweepSize(0.2), null);
-      for (const c of page) seen.set(c.id, (seen.get(c.id) ?? 0) + 1);
-      s.recordOptoutChecks(
-        page.map((c) => c.id),
-        10_000 + night * 86_400,
+    const ids = walk(s, 100).map((c) => c.id);
+    const order: number[] = [];
+    // 0.3 does not divide the entries: nights cross the end of the table and wrap
+    for (let n = 0; n < 10; n++) order.push(...night(s, s.sweepSize(0.3), 10_000 + n * 86_400).map((c) => c.id));
+    expect(order.length).toBe(300);
+    // three cycles, each every entry once in id order
+    for (let cycle = 0; cycle < 3; cycle++) expect(order.slice(cycle * 100, cycle * 100 + 100)).toEqual(ids);
+    // the next entry is the one checked longest ago
+    const next = [...s.selectForOptoutCheck(1, s.sweepCursor()), ...s.selectForOptoutCheck(1, null)][0];
+    const oldest = Math.min(...walk(s, 100).map((c) => c.lastOptoutCheckS ?? 0));
+    expect(next?.lastOptoutCheckS).toBe(oldest);
+  });
+
+  it('reads the table by its primary key, with or without the old sweep index', () => {
+    const path = t.file();
+    seed(t.open(path), 10);
+    const plan = (db: InstanceType<typeof Database>): string =>
+      (db.prepare(`EXPLAIN QUERY PLAN ${SQL.sweepIdRange}`).all(1, 5, 5) as { detail: string }[])
+        .map((r) => r.detail)
+        .join(' | ');
+    const raw = new Database(path);
+    try {
+      const hasIndex = raw
+        .prepare("SELECT count(*) FROM sqlite_master WHERE name = 'entries_by_optout_check'")
+        .pluck()
+        .get();
+      expect(hasIndex).toBe(0);
+      expect(plan(raw)).toMatch(/^SEARCH entries USING INTEGER PRIMARY KEY \(rowid>\? AND rowid<\?\)$/);
+      // a schema-3 file made by an older version still holds the index: the sweep does not go through it
+      raw.exec(
+        'CREATE INDEX entries_by_optout_check ON entries (last_optout_check) WHERE u IS NOT NULL OR p IS NOT NULL',
       );
+      expect(plan(raw)).toMatch(/^SEARCH entries USING INTEGER PRIMARY KEY \(rowid>\? AND rowid<\?\)$/);
+      expect(plan(raw)).not.toContain('TEMP B-TREE');
+    } finally {
+      raw.close();
     }
-    expect(seen.size).toBe(100);
-    expect([...seen.values()].every((n) => n === 1)).toBe(true);
-    const sixth = s.selectForOptoutCheck(20, null);
-    expect(sixth.every((c) => c.lastOptoutCheckS === 10_000)).toBe(true);
   });
 
   it('tombstones by current and by previous raw UID, reading only the rows sent', () => {

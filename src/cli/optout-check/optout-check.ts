@@ -97,7 +97,7 @@ export function registerOptoutCheck(program: Command): void {
       [
         'Asks the service which raw UIDs have opted out. Input: a CSV or JSONL column of raw UIDs (--col, or the one column named like raw_uid, advertising_id, uid or raw_uid2), or --state FILE to check the raw UIDs and previous raw UIDs stored there; opted-out entries are then tombstoned and each check time is recorded.',
         "Requests go one at a time on one connection, the service's rule for this endpoint, unless --private-operator.",
-        'Re-mapping alone sees an opt-out only when the entry comes due, up to a year later. A nightly `optout-check --state s.db --sweep-fraction 0.05` checks the least recently checked 5% of the entries, so every entry is checked every 20 days.',
+        'Re-mapping alone sees an opt-out only when the entry comes due, up to a year later. A nightly `optout-check --state s.db --sweep-fraction 0.05` checks 5% of the entries, going on from where the last night stopped, so every entry is checked every 20 days.',
       ].join('\n\n'),
     )
     .argument(
@@ -116,7 +116,7 @@ export function registerOptoutCheck(program: Command): void {
     )
     .option(
       '--sweep-fraction <f>',
-      'with --state: check only this fraction of the entries, the least recently checked first (e.g. 0.05)',
+      'with --state: check only this fraction of the entries, from where the last sweep stopped (e.g. 0.05)',
       parseFraction,
     )
     .option('--private-operator', 'the service is a private operator: batches may be sent in parallel')

@@ -333,7 +333,7 @@ export function pickRawUidColumn(header: readonly string[], col: string | undefi
 /** What the sweep needs from the state file. */
 export type SweepState = Pick<
   StateStore,
-  'selectForOptoutCheck' | 'sweepSize' | 'countWithRawUid' | 'recordOptoutChecks' | 'tombstoneByRawUid'
+  'selectForOptoutCheck' | 'sweepCursor' | 'sweepSize' | 'countWithRawUid' | 'recordOptoutChecks' | 'tombstoneByRawUid'
 >;
 
 /** Which raw UID of an entry was checked: the current one (u) or the previous one (p). */
@@ -359,7 +359,10 @@ export interface SweepOptions extends OptoutRunOptions {
   state: SweepState;
   /** The run's now, Unix seconds: recorded as each entry's last check. */
   nowS: number;
-  /** Check the least recently checked ceil(fraction * entries with a raw UID); default: all of them. */
+  /**
+   * Check ceil(fraction * entries with a raw UID), in id order from where the last sweep stopped (wrapping to the
+   * first entry once at most); default: all of them.
+   */
   fraction?: number;
   /** Every raw UID checked, batch by batch, once the batch is saved; awaited. */
   onChecked?: (rows: SweptRawUid[]) => void | Promise<void>;
@@ -416,9 +419,11 @@ interface SweepBatch {
 }
 
 /**
- * optout-check --state: sends the stored raw UIDs and previous raw UIDs of the least recently checked entries
- * (never-checked first), tombstones the entries whose u or p opted out, and records the check time of every
- * entry that was answered. A failed batch records nothing, so its entries stay first in line for the next run.
+ * optout-check --state: sends the stored raw UIDs and previous raw UIDs of the entries after the sweep's saved
+ * cursor in id order, wrapping to the first entry at the end of the table, so that successive runs check every
+ * entry once per cycle, the one checked longest ago first. It tombstones the entries whose u or p opted out, and
+ * records the check time of every entry that was answered, moving the cursor with it. A failed batch records
+ * nothing and holds the cursor where it was for the rest of the run, so its entries come first in the next run.
  */
 export async function sweepStateOptouts(options: SweepOptions): Promise<SweepResult> {
   const { state, nowS } = options;
@@ -426,12 +431,10 @@ export async function sweepStateOptouts(options: SweepOptions): Promise<SweepRes
   const counts: SweepCounts = { ...emptyCounts(), planned, entries: 0, tombstoned: 0 };
   const checker = new OrderedChecker<SweepBatch>(options, counts);
   const limit = batchLimit(options);
+  const start = state.sweepCursor().id;
 
   async function* batches(): AsyncGenerator<CheckBatch<SweepBatch>> {
-    let cursor: OptoutCursor | null = null;
     let taken = 0;
-    // a checked entry moves to the end of the order; it must not come round again in the same run
-    const seen = new Set<number>();
     let entries: OptoutCandidate[] = [];
     let rawUids = new Set<string>();
     const seal = (): CheckBatch<SweepBatch> => {
@@ -440,24 +443,32 @@ export async function sweepStateOptouts(options: SweepOptions): Promise<SweepRes
       rawUids = new Set();
       return batch;
     };
-    while (taken < planned) {
-      const page = state.selectForOptoutCheck(Math.min(SWEEP_PAGE, planned - taken), cursor);
-      if (page.length === 0) break;
-      const last = page[page.length - 1];
-      cursor = { id: last.id, lastOptoutCheckS: last.lastOptoutCheckS };
-      for (const entry of page) {
-        if (seen.has(entry.id) || taken >= planned) continue;
-        seen.add(entry.id);
-        taken++;
-        const ids = [entry.u, entry.p].filter((id): id is string => id !== null && !rawUids.has(id));
-        if (rawUids.size + ids.length > limit) yield seal();
-        entries.push(entry);
-        for (const id of [entry.u, entry.p]) if (id !== null) rawUids.add(id);
+    // after the cursor to the end of the table, then from the first entry up to the cursor: two disjoint ranges
+    // of ids, so no entry comes round twice in one run
+    for (const [after, upTo] of [
+      [start, undefined],
+      [0, start],
+    ] as const) {
+      let cursor: OptoutCursor = { id: after };
+      while (taken < planned) {
+        const want = Math.min(SWEEP_PAGE, planned - taken);
+        const page = state.selectForOptoutCheck(want, cursor, upTo);
+        for (const entry of page) {
+          taken++;
+          const ids = [entry.u, entry.p].filter((id): id is string => id !== null && !rawUids.has(id));
+          if (rawUids.size + ids.length > limit) yield seal();
+          entries.push(entry);
+          for (const id of [entry.u, entry.p]) if (id !== null) rawUids.add(id);
+        }
+        if (page.length < want) break;
+        cursor = page[page.length - 1];
       }
     }
     if (entries.length > 0) yield seal();
   }
 
+  // the cursor follows committed checks only while every batch before them was answered
+  let cursorHeld = false;
   const outcome = await checker.run(batches(), async (batch, answer) => {
     const rows: SweptRawUid[] = [];
     const optedOut: OptedOutRawUid[] = [];
@@ -484,8 +495,11 @@ export async function sweepStateOptouts(options: SweepOptions): Promise<SweepRes
           ? { runId: options.journal.runId, kind: 'optout' as const, rows: journalRows }
           : undefined;
       if (optedOut.length > 0) counts.tombstoned += state.tombstoneByRawUid(optedOut, nowS, ids, journal);
-      state.recordOptoutChecks(ids, nowS);
+      const last = ids.at(-1);
+      state.recordOptoutChecks(ids, nowS, cursorHeld || last === undefined ? undefined : { id: last });
       counts.entries += ids.length;
+    } else {
+      cursorHeld = true;
     }
     if (options.onChecked) await options.onChecked(rows);
   });
