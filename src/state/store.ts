@@ -8,7 +8,7 @@ import { StateLockedError, StateReadonlyError, StateFormatError } from './errors
 import { StateLock } from './lock.js';
 import { IN_LIST_SIZES, SQL } from './queries.js';
 import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
-import { storedOf, textOfStored } from './stored-bytes.js';
+import { isBase64Of, storedOf, textOfStored } from './stored-bytes.js';
 import { TailIndex } from './tail-index.js';
 import { clearTailKeys, readTailKeys, writeTailKeys } from './tail-keys.js';
 import type {
@@ -253,10 +253,8 @@ export class SqliteStateStore implements StateStore {
           e.hashSize >= 12 && e.hashSize % 2 === 0
             ? keyOfBytes(e.type, e.bytes, e.hashStart)
             : keyOf(e.type, e.value(e.hashStart, e.hashSize) ?? '');
-        let hash: string | null = null;
         for (let i = lastWith.get(key) ?? -1; i >= 0; i = before[i]) {
-          hash ??= e.value(e.hashStart, e.hashSize);
-          if (hashes[i] !== hash) continue;
+          if (!e.holdsHash(hashes[i])) continue;
           at.push(i);
           status.push(e.status);
           due.push(e.due === 1 ? 1 : 0);
@@ -302,9 +300,14 @@ export class SqliteStateStore implements StateStore {
     this.rowsByKeys(
       lookupKeys,
       (row) => {
-        const hash = textOfStored(row[2]) ?? '';
-        for (let i = lastWith.get(keyOf(row[1] as number, hash)) ?? -1; i >= 0; i = before[i]) {
-          if (hashOf(i) === hash) {
+        const stored = row[2];
+        const bytes = Buffer.isBuffer(stored) ? stored : null;
+        const key =
+          bytes !== null && bytes.length >= 6
+            ? keyOfBytes(row[1] as number, bytes, 0)
+            : keyOf(row[1] as number, textOfStored(stored) ?? '');
+        for (let i = lastWith.get(key) ?? -1; i >= 0; i = before[i]) {
+          if (bytes !== null ? isBase64Of(hashOf(i), bytes, 0, bytes.length) : hashOf(i) === stored) {
             onMatch(i, row);
             return;
           }
@@ -1418,6 +1421,14 @@ class PackedEntry {
   pSize = -1;
   bucketStart = 0;
   bucketSize = -1;
+
+  /** Whether the entry's hash is this one, compared without making a string of a hash kept as bytes. */
+  holdsHash(hash: string): boolean {
+    const length = byteLength(this.hashSize);
+    return this.hashSize % 2 === 0
+      ? isBase64Of(hash, this.bytes, this.hashStart, length)
+      : this.value(this.hashStart, this.hashSize) === hash;
+  }
 
   /** The text of the value at `start` with packed size `size`: a BLOB as base64 (stored-bytes.ts), TEXT as it is. */
   value(start: number, size: number): string | null {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { storedOf, textOfStored } from '../../src/state/stored-bytes.js';
+import { isBase64Of, storedOf, textOfStored } from '../../src/state/stored-bytes.js';
 
 describe('stored bytes of a hash or raw UID', () => {
   const hash = createHash('sha256').update('a@example.com').digest('base64');
@@ -26,5 +26,24 @@ describe('stored bytes of a hash or raw UID', () => {
 
   it('reads null as null', () => {
     expect(textOfStored(null)).toBeNull();
+  });
+});
+
+describe('isBase64Of', () => {
+  it('is true exactly for the base64 of the bytes, at any offset and length', () => {
+    const bytes = Buffer.from(Array.from({ length: 40 }, (_, i) => (i * 73 + 11) & 255));
+    for (let start = 0; start < 4; start++) {
+      for (let length = 0; length <= 35; length++) {
+        const text = bytes.toString('base64', start, start + length);
+        expect(isBase64Of(text, bytes, start, length), `${start}+${length}`).toBe(true);
+        if (length > 0) {
+          // one digit changed, one byte more or fewer
+          const changed = `${text[0] === 'A' ? 'B' : 'A'}${text.slice(1)}`;
+          expect(isBase64Of(changed, bytes, start, length)).toBe(false);
+          expect(isBase64Of(text, bytes, start, length - 1)).toBe(false);
+          expect(isBase64Of(text, bytes, start + 1, length)).toBe(false);
+        }
+      }
+    }
   });
 });
