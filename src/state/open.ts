@@ -197,7 +197,7 @@ function migrate(db: Connection, path: string, readonly: boolean): void {
   if (readonly && MIGRATIONS.every((m) => m.version <= version || m.readsWithout === true)) return;
   if (readonly) {
     throw new StateFormatError(
-      `state file ${path} has schema ${version} and needs an upgrade to ${SCHEMA_VERSION}; run once without --dry-run (or run \`uid2-batch migrate --state ${path}\`)`,
+      `state file ${path} has schema ${version} and needs an upgrade to ${SCHEMA_VERSION}; run once without --dry-run, or upgrade it alone with \`uid2-batch state vacuum ${path}\` (which also gives the space it frees back to the disk)`,
       path,
     );
   }
