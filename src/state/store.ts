@@ -8,7 +8,7 @@ import { StateLockedError, StateReadonlyError, StateFormatError } from './errors
 import { StateLock } from './lock.js';
 import { IN_LIST_SIZES, SQL } from './queries.js';
 import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
-import { isBase64Of, storedOf, textOfStored } from './stored-bytes.js';
+import { StoredBytes, isBase64Of, storedOf, textOfStored } from './stored-bytes.js';
 import { TailIndex } from './tail-index.js';
 import { clearTailKeys, readTailKeys, writeTailKeys } from './tail-keys.js';
 import type {
@@ -66,8 +66,10 @@ type KeyTable = 'keys' | 'keys_recent';
 interface EncodedUpdate {
   type: number;
   hash: string;
-  /** The hash as the file keeps it (stored-bytes.ts). */
+  /** The hash, and a mapped outcome's raw UIDs, as the file keeps them (stored-bytes.ts); null for none. */
   stored: Buffer | string;
+  storedU: Buffer | string | null;
+  storedP: Buffer | string | null;
   key: number;
   /** Its position in the batch. */
   index: number;
@@ -732,6 +734,8 @@ export class SqliteStateStore implements StateStore {
     if (updates.length === 0) return;
     // checked before the transaction: a malformed update fails the batch before anything is written
     const encoded = new Array<EncodedUpdate>(updates.length);
+    // a hash and two raw UIDs per update, decoded into one buffer
+    const bytes = new StoredBytes(updates.length * 100);
     for (let i = 0; i < updates.length; i++) {
       const { type, hash, outcome } = updates[i];
       const code = TYPE_CODE[type];
@@ -739,7 +743,18 @@ export class SqliteStateStore implements StateStore {
         throw new TypeError(`commitBatch: update ${i} has no valid DII type, hash or outcome`);
       }
       const appendOrder = outcome.kind === 'mapped' && typeof outcome.r === 'number' ? outcome.r : Infinity;
-      encoded[i] = { type: code, hash, stored: storedOf(hash), key: keyOf(code, hash), index: i, appendOrder, outcome };
+      const mapped = outcome.kind === 'mapped';
+      encoded[i] = {
+        type: code,
+        hash,
+        stored: bytes.of(hash),
+        storedU: mapped && typeof outcome.u === 'string' ? bytes.of(outcome.u) : null,
+        storedP: mapped && typeof outcome.p === 'string' ? bytes.of(outcome.p) : null,
+        key: keyOf(code, hash),
+        index: i,
+        appendOrder,
+        outcome,
+      };
     }
     try {
       this.commitTx.immediate(encoded, Math.floor(nowS), journal);
@@ -828,12 +843,12 @@ export class SqliteStateStore implements StateStore {
     const again: number[] = [];
     for (let i = 0; i < n; i++) {
       const first = firstOf[i];
-      if (idOf[first] > 0) this.updateEntry(idOf[first], updates[i].outcome, nowS);
+      if (idOf[first] > 0) this.updateEntry(idOf[first], updates[i], nowS);
       else if (first === i) appended.push(updates[i]);
       else again.push(i);
     }
     if (appended.length > 0) this.appendEntries(appended, idOf, nowS);
-    for (const i of again) this.updateEntry(idOf[firstOf[i]], updates[i].outcome, nowS);
+    for (const i of again) this.updateEntry(idOf[firstOf[i]], updates[i], nowS);
   }
 
   /**
@@ -873,11 +888,12 @@ export class SqliteStateStore implements StateStore {
     return stmt;
   }
 
-  private updateEntry(id: number, o: EntryUpdate['outcome'], nowS: number): void {
+  private updateEntry(id: number, u: EncodedUpdate, nowS: number): void {
     const s = this.stmts;
+    const o = u.outcome;
     switch (o.kind) {
       case 'mapped':
-        s.updateMapped.run(storedOrNull(o.u), storedOrNull(o.p), o.r, o.bucketId ?? null, nowS, id);
+        s.updateMapped.run(u.storedU, u.storedP, o.r, o.bucketId ?? null, nowS, id);
         break;
       case 'optout':
         s.updateOptout.run(o.optedOutSinceMs ?? null, id);
@@ -1306,7 +1322,7 @@ function pushEntryValues(params: unknown[], u: EncodedUpdate, nowS: number): voi
   const o = u.outcome;
   switch (o.kind) {
     case 'mapped':
-      params.push(u.type, u.stored, 1, storedOrNull(o.u), storedOrNull(o.p), o.r, o.bucketId ?? null, nowS, null);
+      params.push(u.type, u.stored, 1, u.storedU, u.storedP, o.r, o.bucketId ?? null, nowS, null);
       return;
     case 'optout':
       params.push(u.type, u.stored, 2, null, null, null, null, null, o.optedOutSinceMs ?? null);
@@ -1350,11 +1366,6 @@ function pageLimit(limit: number): number {
 
 function utcDay(seconds: number): string {
   return new Date(seconds * 1000).toISOString().slice(0, 10);
-}
-
-/** A raw UID as the file keeps it (stored-bytes.ts), NULL for none. */
-function storedOrNull(text: string | null | undefined): Buffer | string | null {
-  return text === null || text === undefined ? null : storedOf(text);
 }
 
 /** The bytes a packed size (SQL.packedAnswers*) stands for: 2n or 2n + 1 for n bytes, -1 for NULL. */

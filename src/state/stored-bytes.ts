@@ -13,17 +13,60 @@ const PAD = 61; // '='
  * is. Reading gives the same text back either way (textOfStored), so nothing is lost.
  */
 export function storedOf(text: string): Buffer | string {
-  const n = text.length;
-  if (n === 0 || n % 4 !== 0) return text;
-  let pad = 0;
-  if (text.charCodeAt(n - 1) === PAD) pad = text.charCodeAt(n - 2) === PAD ? 2 : 1;
-  for (let i = 0; i < n - pad; i++) {
-    const c = text.charCodeAt(i);
-    if (c > 127 || DIGIT_OF_CODE[c] < 0) return text;
+  return new StoredBytes(Math.ceil(text.length / 4) * 3).of(text);
+}
+
+/**
+ * storedOf for many values: their bytes are decoded into one buffer, each value a view of its part, instead of a
+ * buffer of its own each. A part is never written twice (a full buffer is replaced, and views of it keep it), so
+ * every value stays valid for as long as it is held.
+ */
+export class StoredBytes {
+  private buffer: Buffer;
+  private used = 0;
+
+  constructor(capacity: number) {
+    this.buffer = Buffer.allocUnsafe(Math.max(64, capacity));
   }
-  // canonical: the bits of the last digit that no byte fills are zero (otherwise two texts would share bytes)
-  if (pad > 0 && (DIGIT_OF_CODE[text.charCodeAt(n - pad - 1)] & (pad === 1 ? 0b11 : 0b1111)) !== 0) return text;
-  return Buffer.from(text, 'base64');
+
+  of(text: string): Buffer | string {
+    const n = text.length;
+    if (n === 0 || n % 4 !== 0) return text;
+    let pad = 0;
+    if (text.charCodeAt(n - 1) === PAD) pad = text.charCodeAt(n - 2) === PAD ? 2 : 1;
+    const size = (n / 4) * 3 - pad;
+    if (this.used + size > this.buffer.length) {
+      this.buffer = Buffer.allocUnsafe(Math.max(2 * this.buffer.length, size));
+      this.used = 0;
+    }
+    const out = this.buffer;
+    let o = this.used;
+    let bits = 0;
+    for (let i = 0; i < n - pad; i++) {
+      const c = text.charCodeAt(i);
+      const d = c > 127 ? -1 : DIGIT_OF_CODE[c];
+      if (d < 0) return text;
+      bits = (bits << 6) | d;
+      if ((i & 3) === 3) {
+        out[o++] = bits >>> 16;
+        out[o++] = (bits >>> 8) & 255;
+        out[o++] = bits & 255;
+        bits = 0;
+      }
+    }
+    // canonical: the bits of the last digit that no byte fills are zero (otherwise two texts would share bytes)
+    if (pad === 1) {
+      if ((bits & 0b11) !== 0) return text;
+      out[o++] = bits >>> 10;
+      out[o++] = (bits >>> 2) & 255;
+    } else if (pad === 2) {
+      if ((bits & 0b1111) !== 0) return text;
+      out[o++] = bits >>> 4;
+    }
+    const value = out.subarray(this.used, o);
+    this.used = o;
+    return value;
+  }
 }
 
 /** The text of a stored hash or raw UID (storedOf's inverse); null stays null. */

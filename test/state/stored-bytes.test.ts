@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { isBase64Of, storedOf, textOfStored } from '../../src/state/stored-bytes.js';
+import { StoredBytes, isBase64Of, storedOf, textOfStored } from '../../src/state/stored-bytes.js';
 
 describe('stored bytes of a hash or raw UID', () => {
   const hash = createHash('sha256').update('a@example.com').digest('base64');
@@ -45,5 +45,18 @@ describe('isBase64Of', () => {
         }
       }
     }
+  });
+});
+
+describe('StoredBytes', () => {
+  it('gives the bytes of every length of base64, each value kept intact as the buffer fills and is replaced', () => {
+    const arena = new StoredBytes(10);
+    const values: [Buffer, Buffer | string][] = [];
+    for (let length = 1; length <= 40; length++) {
+      const bytes = Buffer.from(Array.from({ length }, (_, i) => (i * 97 + length) & 255));
+      values.push([bytes, arena.of(bytes.toString('base64'))]);
+    }
+    for (const [bytes, stored] of values) expect(stored).toEqual(bytes);
+    expect(storedOf(Buffer.from([1, 2, 3, 4]).toString('base64'))).toEqual(Buffer.from([1, 2, 3, 4]));
   });
 });
