@@ -89,10 +89,19 @@ export const SQL = {
   dueListLastPiece: 'SELECT max(piece) FROM due_lists WHERE day = ?',
   insertDueListPiece: 'INSERT INTO due_lists (day, piece, ids) VALUES (?, ?, ?)',
   deleteDueListPieces: 'DELETE FROM due_lists WHERE day = ? AND piece <= ?',
-  // the r of listed entries, by id (a stale id is one whose r is no longer on the list's day)
-  rByIds: (n: number) => `SELECT id, r FROM entries WHERE id IN (${placeholders(n)})`,
-  // due entries of a list, by id: SQLite walks an IN list over the rowid in ascending order
-  dueByIds: (n: number) => `SELECT ${DUE_COLUMNS} FROM entries WHERE id IN (${placeholders(n)})`,
+  // listed entries by id: the ids come as one JSON array (ascending), which SQLite walks in its order and joins to
+  // the table by rowid (one parameter instead of an IN list of many). An entry is live on a list while its r is
+  // in the list's day, [?, ?).
+  countListed:
+    'SELECT count(*), ifnull(sum(e.r <= ?), 0) FROM json_each(?) AS j CROSS JOIN entries AS e ON e.id = j.value ' +
+    'WHERE e.r >= ? AND e.r < ?',
+  rOfListed: 'SELECT e.r FROM json_each(?) AS j CROSS JOIN entries AS e ON e.id = j.value WHERE e.r >= ? AND e.r < ?',
+  liveListed: 'SELECT e.id FROM json_each(?) AS j CROSS JOIN entries AS e ON e.id = j.value WHERE e.r >= ? AND e.r < ?',
+  dueListed:
+    `SELECT ${DUE_COLUMNS.split(', ')
+      .map((c) => `e.${c}`)
+      .join(', ')} FROM json_each(?) AS j CROSS JOIN entries AS e ON e.id = j.value ` +
+    'WHERE e.r >= ? AND e.r < ? AND e.r <= ?',
 
   selectDueV2: `SELECT ${DUE_COLUMNS} FROM entries WHERE due = 1 AND id > ? ORDER BY id LIMIT ?`,
   countDueV2: 'SELECT count(*) FROM entries WHERE due = 1',

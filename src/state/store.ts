@@ -119,8 +119,6 @@ export class SqliteStateStore implements StateStore {
   private readonly insertEntryStmts = new Map<number, Statement>();
   private readonly insertKeyStmts = new Map<number, Statement>();
   private readonly idStmts = new Map<number, Statement>();
-  private readonly dueIdStmts = new Map<number, Statement>();
-  private readonly rIdStmts = new Map<number, Statement>();
   /**
    * The ids of the due list selectDue walks, ascending: every id of the day's pieces up to `lastPiece`, read while
    * the file's data_version was `dataVersion` (another connection's commit changes it, and the list is read
@@ -963,8 +961,10 @@ export class SqliteStateStore implements StateStore {
   countDue(nowS: number): number {
     const now = Math.floor(nowS);
     let count = 0;
-    this.forEachListed(dayOf(now), (r) => {
-      if (r <= now) count++;
+    this.forEachListed(dayOf(now), (ids, from, to) => {
+      const [live, due] = this.stmts.countListed.get(now, ids, from, to) as [number, number];
+      count += due;
+      return live;
     });
     return count;
   }
@@ -975,9 +975,13 @@ export class SqliteStateStore implements StateStore {
     if (n === 0) return [];
     // today: everything r <= now; day i after it: r in (now + (i - 1) days, now + i days]
     const counts = new Array<number>(n).fill(0);
-    this.forEachListed(dayOf(now + (n - 1) * DAY_S), (r) => {
-      const i = r <= now ? 0 : Math.ceil((r - now) / DAY_S);
-      if (i < n) counts[i]++;
+    this.forEachListed(dayOf(now + (n - 1) * DAY_S), (ids, from, to) => {
+      const rs = this.stmts.rOfListed.all(ids, from, to) as number[];
+      for (const r of rs) {
+        const i = r <= now ? 0 : Math.ceil((r - now) / DAY_S);
+        if (i < n) counts[i]++;
+      }
+      return rs.length;
     });
     return counts.map((count, i) => ({ day: utcDay(now + i * DAY_S), count }));
   }
@@ -1005,9 +1009,8 @@ export class SqliteStateStore implements StateStore {
         while (i < ids.length && out.length < n) {
           // ids for what the page still needs (more are read if some are stale)
           const end = Math.min(ids.length, i + Math.min(MAX_IN_LIST, Math.max(IN_LIST_SIZES[0], n - out.length)));
-          for (const row of this.rowsOfIds(this.dueIdStmts, SQL.dueByIds, ids.subarray(i, end))) {
-            const r = row[5];
-            if (typeof r !== 'number' || r > now || dayOf(r) !== day) continue;
+          const rows = this.stmts.dueListed.all(idList(ids.subarray(i, end)), day * DAY_S, (day + 1) * DAY_S, now);
+          for (const row of rows as Row[]) {
             out.push(decodeDue(row));
             if (out.length === n) break;
           }
@@ -1057,40 +1060,24 @@ export class SqliteStateStore implements StateStore {
     return { ids: rows.length === 1 ? Float64Array.from(ids) : sortedUnique(ids), lastPiece, pieces: rows.length };
   }
 
-  /** The rows a statement of SQL.dueByIds or SQL.rByIds gives for ascending ids, in IN (...) lists. */
-  private rowsOfIds(cache: Map<number, Statement>, sql: (n: number) => string, ids: Float64Array): Row[] {
-    const rows: Row[] = [];
-    for (let start = 0; start < ids.length; start += MAX_IN_LIST) {
-      const end = Math.min(ids.length, start + MAX_IN_LIST);
-      const size = inListSize(end - start);
-      const params = new Array<number>(size);
-      for (let i = start; i < end; i++) params[i - start] = ids[i];
-      params.fill(ids[end - 1], end - start);
-      for (const row of this.inListStatement(cache, size, sql).all(params) as Row[]) rows.push(row);
-    }
-    return rows;
-  }
-
   /**
-   * Gives the r of every entry listed on a day up to `lastDay` whose r is still on that day, each once; the due
-   * lists are read whole, a day at a time. A writing connection rewrites, in the same transaction, the list of a
-   * day that is mostly stale ids or in many pieces: only the ids found live are written back, and pieces that
-   * came after the ones read stay as they are.
+   * Gives `onDay` the due list of every day up to `lastDay`, read whole (its ids as a JSON array, SQL.countListed),
+   * with the day's bounds [from, to); it reads the entries that are live on the list (their r in those bounds) and
+   * says how many there were. A writing connection rewrites, in the same transaction, the list of a day that is
+   * mostly stale ids or in many pieces: only the ids found live are written back, and pieces that came after the
+   * ones read stay as they are.
    */
-  private forEachListed(lastDay: number, onLive: (r: number) => void): void {
+  private forEachListed(lastDay: number, onDay: (ids: string, from: number, to: number) => number): void {
     const walk = (rewrite: boolean): void => {
       let day = this.nextListedDay(NO_DAY, lastDay);
       while (day !== undefined) {
         const list = this.readDueList(day, 0);
-        const live: number[] = [];
-        for (const [id, r] of this.rowsOfIds(this.rIdStmts, SQL.rByIds, list.ids) as [number, number | null][]) {
-          if (typeof r !== 'number' || dayOf(r) !== day) continue;
-          live.push(id);
-          onLive(r);
-        }
-        const stale = list.ids.length - live.length;
+        const ids = idList(list.ids);
+        const [from, to] = [day * DAY_S, (day + 1) * DAY_S];
+        const live = onDay(ids, from, to);
+        const stale = list.ids.length - live;
         if (rewrite && (stale * 2 >= list.ids.length || list.pieces > DUE_LIST_MAX_PIECES)) {
-          this.rewriteDueList(day, list.lastPiece, live);
+          this.rewriteDueList(day, list.lastPiece, this.stmts.liveListed.all(ids, from, to) as number[]);
         }
         day = this.nextListedDay(day, lastDay);
       }
@@ -1417,6 +1404,10 @@ function prepareAll(db: Database) {
     dueListLastPiece: plain(SQL.dueListLastPiece),
     insertDueListPiece: plain(SQL.insertDueListPiece),
     deleteDueListPieces: plain(SQL.deleteDueListPieces),
+    countListed: raw(SQL.countListed),
+    rOfListed: db.prepare(SQL.rOfListed).pluck(),
+    liveListed: db.prepare(SQL.liveListed).pluck(),
+    dueListed: raw(SQL.dueListed),
     selectDueV2: raw(SQL.selectDueV2),
     countDueV2: plain(SQL.countDueV2),
     countDueBoth: plain(SQL.countDueBoth),
@@ -1503,6 +1494,11 @@ function uniqueSorted(values: readonly number[]): number[] {
   const out: number[] = [];
   for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) out.push(sorted[i]);
   return out;
+}
+
+/** Ids as the JSON array SQL.countListed and its kin read. */
+function idList(ids: Float64Array): string {
+  return `[${ids.join(',')}]`;
 }
 
 /** The index of the first value above `id` in ascending values. */
