@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Benchmark of the state file alone (src/state through dist/): builds a state of 5,000,000 entries with
 // commitBatch in map-sized batches, 1/365 of them due per day, then times what the commands ask of it:
-// selecting one day's due entries through the index on r, lookups of 5,000 keys, the opt-out sweep's
+// selecting one day's due entries through the due lists, lookups of 5,000 keys, the opt-out sweep's
 // pages from its saved cursor, the counts. Not a test: the figures depend on the machine. Each figure is given
 // per wall second and per CPU second of this process (the second is what a machine shared with other work
 // still shows).

@@ -83,15 +83,25 @@ export const SQL = {
     'opted_out_since = coalesce(?, opted_out_since) WHERE id = ?',
   updateInvalid: 'UPDATE entries SET status = 3, u = NULL, p = NULL, r = NULL, bucket_id = NULL, due = 0 WHERE id = ?',
 
-  countDue: 'SELECT count(*) FROM entries WHERE r <= ?',
-  // better-sqlite3 binds every JS number as REAL: the cast keeps the division an integer one
-  dueByDay:
-    'SELECT (r - CAST(? AS INTEGER) + 86399) / 86400 AS day, count(*) AS n FROM entries WHERE r > ? AND r <= ? GROUP BY day ORDER BY day',
-  // keyset pages as two index ranges: the rest of the cursor's r (by rowid), then later r. A row-value
-  // (r, id) > (?, ?) would seek on r alone and rescan every tie before the cursor (all entries of a day share r).
-  selectDueFirst: `SELECT ${DUE_COLUMNS} FROM entries WHERE r <= ? ORDER BY r, id LIMIT ?`,
-  selectDueSameR: `SELECT ${DUE_COLUMNS} FROM entries WHERE r = ? AND id > ? ORDER BY r, id LIMIT ?`,
-  selectDueLaterR: `SELECT ${DUE_COLUMNS} FROM entries WHERE r > ? AND r <= ? ORDER BY r, id LIMIT ?`,
+  // the due lists (schema.ts DUE_LISTS_TABLE): the first day with a list in a range, and a day's pieces in order
+  dueListNextDay: 'SELECT day FROM due_lists WHERE day > ? AND day <= ? ORDER BY day LIMIT 1',
+  dueListPieces: 'SELECT piece, ids FROM due_lists WHERE day = ? AND piece > ? ORDER BY piece',
+  dueListLastPiece: 'SELECT max(piece) FROM due_lists WHERE day = ?',
+  insertDueListPiece: 'INSERT INTO due_lists (day, piece, ids) VALUES (?, ?, ?)',
+  deleteDueListPieces: 'DELETE FROM due_lists WHERE day = ? AND piece <= ?',
+  // listed entries by id: the ids come as one JSON array (ascending), which SQLite walks in its order and joins to
+  // the table by rowid (one parameter instead of an IN list of many). An entry is live on a list while its r is
+  // in the list's day, [?, ?).
+  countListed:
+    'SELECT count(*), ifnull(sum(e.r <= ?), 0) FROM json_each(?) AS j CROSS JOIN entries AS e ON e.id = j.value ' +
+    'WHERE e.r >= ? AND e.r < ?',
+  rOfListed: 'SELECT e.r FROM json_each(?) AS j CROSS JOIN entries AS e ON e.id = j.value WHERE e.r >= ? AND e.r < ?',
+  liveListed: 'SELECT e.id FROM json_each(?) AS j CROSS JOIN entries AS e ON e.id = j.value WHERE e.r >= ? AND e.r < ?',
+  dueListed:
+    `SELECT ${DUE_COLUMNS.split(', ')
+      .map((c) => `e.${c}`)
+      .join(', ')} FROM json_each(?) AS j CROSS JOIN entries AS e ON e.id = j.value ` +
+    'WHERE e.r >= ? AND e.r < ? AND e.r <= ?',
 
   selectDueV2: `SELECT ${DUE_COLUMNS} FROM entries WHERE due = 1 AND id > ? ORDER BY id LIMIT ?`,
   countDueV2: 'SELECT count(*) FROM entries WHERE due = 1',
@@ -126,7 +136,7 @@ export const SQL = {
 
   // one pass with sums: a GROUP BY here would sort every row in memory first (240 MB at 5M entries)
   countsByStatus: 'SELECT count(*), sum(status = 1), sum(status = 2), sum(status = 3) FROM entries',
-  // walks the r index in order: one group at a time, no sort
+  // one pass over the table (for `state info`): there is no index on r
   dueDays: 'SELECT r / 86400 AS day, count(*) FROM entries WHERE r IS NOT NULL GROUP BY day ORDER BY day',
   exportPage: 'SELECT id, type, hash, status, u, p, r FROM entries WHERE id > ? ORDER BY id LIMIT ?',
 

@@ -135,12 +135,27 @@ CREATE TABLE IF NOT EXISTS key_filter (
 `;
 
 /**
- * Each index serves one query and is partial where only some rows need it. There is no index on raw UIDs, and
- * none for the opt-out sweep: it walks entries by id from a cursor kept in meta (sweep_after).
+ * What remap-due reads instead of an index on r: per UTC day of r (floor(r / 86400)), the ids of the entries that
+ * were given an r on that day, in pieces (id-lists.ts: ascending ids as varint gaps). Each commit appends one
+ * piece per day its mapped entries fall on. An entry mapped again keeps its id in its old day's list: a reader
+ * checks each id against the entry's current r and skips the stale ones, and a day whose list is mostly stale is
+ * rewritten without them. Entries without r (v2) are in no list.
+ */
+export const DUE_LISTS_TABLE = `
+CREATE TABLE due_lists (
+  day   INTEGER NOT NULL,
+  piece INTEGER NOT NULL,
+  ids   BLOB    NOT NULL,
+  PRIMARY KEY (day, piece)
+) WITHOUT ROWID;
+`;
+
+/**
+ * Each index serves one query and is partial where only some rows need it. There is no index on raw UIDs, none
+ * on r (due_lists serves remap-due), and none for the opt-out sweep: it walks entries by id from a cursor kept
+ * in meta (sweep_after).
  */
 export const ENTRIES_INDEXES = `
--- remap-due: (r, rowid) order over mapped v3 entries only
-CREATE INDEX entries_by_r ON entries (r) WHERE r IS NOT NULL;
 -- v2: entries of a rotated salt bucket
 CREATE INDEX entries_by_bucket ON entries (bucket_id) WHERE bucket_id IS NOT NULL;
 -- v2: entries marked due, in id order
@@ -164,6 +179,7 @@ CREATE TABLE meta (
 ${ENTRIES_TABLE('entries')}
 ${KEYS_TABLES}
 ${KEY_FILTER_TABLE}
+${DUE_LISTS_TABLE}
 ${ENTRIES_INDEXES}
 CREATE TABLE runs (
   id          INTEGER PRIMARY KEY,

@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
+import { dayOf, decodeIds, encodeIds, sortedUnique } from './id-lists.js';
 import { KeyFilter } from './key-filter.js';
 import { type LevelFilters, emptyFilter, readLevelFilters, readLevels, writeLevelFilter } from './level-filters.js';
 import { keyOf, keyOfBytes } from './lookup-key.js';
@@ -59,6 +60,12 @@ const RECENT_SHARE = 4;
 // the main keys filter is made for twice the keys it gets (so that it is remade at each doubling); the recent one
 // for the most keys_recent holds before a fold; both for at least this many
 const FILTER_MIN_CAPACITY = 1_000_000;
+// ids per piece when a day's due list is rewritten: a piece is read whole, so not one blob for a whole big day
+const DUE_PIECE_IDS = 65_536;
+// a day's due list is rewritten when at least half its ids are stale, or when it has this many pieces
+const DUE_LIST_MAX_PIECES = 64;
+// the first day a walk of the due lists looks at: before any r
+const NO_DAY = Number.MIN_SAFE_INTEGER;
 
 type KeyTable = 'keys' | 'keys_recent';
 
@@ -114,6 +121,13 @@ export class SqliteStateStore implements StateStore {
   private readonly insertEntryStmts = new Map<number, Statement>();
   private readonly insertKeyStmts = new Map<number, Statement>();
   private readonly idStmts = new Map<number, Statement>();
+  /**
+   * The ids of the due list selectDue walks, ascending: every id of the day's pieces up to `lastPiece`, read while
+   * the file's data_version was `dataVersion` (another connection's commit changes it, and the list is read
+   * again). This connection's commits only add pieces after `lastPiece`, read on the next call; its rewrite of a
+   * day drops the list.
+   */
+  private dueList: { day: number; ids: Float64Array; lastPiece: number; dataVersion: number } | null = null;
   /** Entries after the keys table's last merge, by key; `tailSeen` is the last id it holds. */
   private readonly tail = new TailIndex();
   private tailSeen = 0;
@@ -525,6 +539,7 @@ export class SqliteStateStore implements StateStore {
     this.tailSeen = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
     this.savedTailChecked = false;
     this.filters = undefined;
+    this.dueList = null;
   }
 
   /** The keys filters, read from the file on first use (inside the caller's transaction). */
@@ -837,7 +852,7 @@ export class SqliteStateStore implements StateStore {
       // only the id is needed
       true,
     );
-    // new entries are appended in r order: within a batch they then reach each leaf of the r index together.
+    // new entries are appended in r order: a day's due list piece is then mostly consecutive ids.
     // A key the batch names again is appended once; its later answers update it afterwards, in batch order.
     const appended: EncodedUpdate[] = [];
     const again: number[] = [];
@@ -849,6 +864,31 @@ export class SqliteStateStore implements StateStore {
     }
     if (appended.length > 0) this.appendEntries(appended, idOf, nowS);
     for (const i of again) this.updateEntry(idOf[firstOf[i]], updates[i], nowS);
+    this.appendDueLists(updates, firstOf, idOf);
+  }
+
+  /**
+   * Inside the commit's transaction: per UTC day of r among the batch's mapped answers, one piece of the ids of
+   * those entries, after the day's last piece. An entry answered twice in the batch may be listed on two days:
+   * readers keep it only on the day of its r.
+   */
+  private appendDueLists(updates: readonly EncodedUpdate[], firstOf: Int32Array, idOf: Float64Array): void {
+    const byDay = new Map<number, number[]>();
+    for (let i = 0; i < updates.length; i++) {
+      const o = updates[i].outcome;
+      if (o.kind !== 'mapped' || typeof o.r !== 'number' || !Number.isFinite(o.r)) continue;
+      const day = dayOf(o.r);
+      let ids = byDay.get(day);
+      if (ids === undefined) {
+        ids = [];
+        byDay.set(day, ids);
+      }
+      ids.push(idOf[firstOf[i]]);
+    }
+    for (const [day, ids] of byDay) {
+      const last = this.stmts.dueListLastPiece.pluck().get(day) as number | null;
+      this.stmts.insertDueListPiece.run(day, (last ?? 0) + 1, encodeIds(sortedUnique(ids)));
+    }
   }
 
   /**
@@ -938,35 +978,151 @@ export class SqliteStateStore implements StateStore {
   // ---- v3: due by refresh time
 
   countDue(nowS: number): number {
-    return this.stmts.countDue.pluck().get(Math.floor(nowS)) as number;
+    const now = Math.floor(nowS);
+    let count = 0;
+    this.forEachListed(dayOf(now), (ids, from, to) => {
+      const [live, due] = this.stmts.countListed.get(now, ids, from, to) as [number, number];
+      count += due;
+      return live;
+    });
+    return count;
   }
 
   dueByDay(nowS: number, days: number): DueDay[] {
     const now = Math.floor(nowS);
     const n = Math.max(0, Math.floor(days));
     if (n === 0) return [];
+    // today: everything r <= now; day i after it: r in (now + (i - 1) days, now + i days]
     const counts = new Array<number>(n).fill(0);
-    counts[0] = this.countDue(now);
-    if (n > 1) {
-      for (const [day, count] of this.stmts.dueByDay.raw().all(now, now, now + (n - 1) * DAY_S) as [number, number][]) {
-        counts[day] += count;
+    this.forEachListed(dayOf(now + (n - 1) * DAY_S), (ids, from, to) => {
+      const rs = this.stmts.rOfListed.all(ids, from, to) as number[];
+      for (const r of rs) {
+        const i = r <= now ? 0 : Math.ceil((r - now) / DAY_S);
+        if (i < n) counts[i]++;
       }
-    }
+      return rs.length;
+    });
     return counts.map((count, i) => ({ day: utcDay(now + i * DAY_S), count }));
   }
 
+  /**
+   * Pages in (UTC day of r, id) order: the cursor's day from its id on, then later days up to today's. Each listed
+   * id is read with its entry and kept only while the entry's r is still on that day and due, so a stale id (an
+   * entry mapped again since) is skipped and no entry is given twice. The engine's own commits during a walk
+   * only append pieces, to the days of their new r, and never move the cursor: its day and id come from the
+   * entry it was given.
+   */
   selectDue(nowS: number, after: DueCursor | null, limit: number): DueEntry[] {
     const now = Math.floor(nowS);
     const n = pageLimit(limit);
     if (n === 0) return [];
-    if (after === null || after.r === null) return (this.stmts.selectDueFirst.all(now, n) as Row[]).map(decodeDue);
     const out: DueEntry[] = [];
-    if (after.r <= now)
-      for (const row of this.stmts.selectDueSameR.all(after.r, after.id, n) as Row[]) out.push(decodeDue(row));
-    if (out.length < n) {
-      for (const row of this.stmts.selectDueLaterR.all(after.r, now, n - out.length) as Row[]) out.push(decodeDue(row));
-    }
+    const read = (): void => {
+      const lastDay = dayOf(now);
+      const resume = after !== null && after.r !== null && Number.isFinite(after.r);
+      let day: number | undefined = resume ? dayOf(after.r as number) : this.nextListedDay(NO_DAY, lastDay);
+      let afterId = resume ? after.id : 0;
+      while (day !== undefined && day <= lastDay && out.length < n) {
+        const ids = this.dueListOf(day);
+        let i = firstAbove(ids, afterId);
+        while (i < ids.length && out.length < n) {
+          // ids for what the page still needs (more are read if some are stale)
+          const end = Math.min(ids.length, i + Math.min(MAX_IN_LIST, Math.max(IN_LIST_SIZES[0], n - out.length)));
+          const rows = this.stmts.dueListed.all(idList(ids.subarray(i, end)), day * DAY_S, (day + 1) * DAY_S, now);
+          for (const row of rows as Row[]) {
+            out.push(decodeDue(row));
+            if (out.length === n) break;
+          }
+          i = end;
+        }
+        day = this.nextListedDay(day, lastDay);
+        afterId = 0;
+      }
+    };
+    if (this.db.inTransaction) read();
+    else this.db.transaction(read)();
     return out;
+  }
+
+  /** The first day after `day` and up to `lastDay` that has a due list. */
+  private nextListedDay(day: number, lastDay: number): number | undefined {
+    return this.stmts.dueListNextDay.pluck().get(day, lastDay) as number | undefined;
+  }
+
+  /** The ids of a day's due list for selectDue, kept between pages (see dueList). */
+  private dueListOf(day: number): Float64Array {
+    const dataVersion = this.db.pragma('data_version', { simple: true }) as number;
+    const kept = this.dueList;
+    if (kept !== null && kept.day === day && kept.dataVersion === dataVersion) {
+      const more = this.readDueList(day, kept.lastPiece);
+      if (more.ids.length > 0) {
+        const both = new Float64Array(kept.ids.length + more.ids.length);
+        both.set(kept.ids);
+        both.set(more.ids, kept.ids.length);
+        kept.ids = sortedUnique(both);
+        kept.lastPiece = more.lastPiece;
+      }
+      return kept.ids;
+    }
+    const list = this.readDueList(day, 0);
+    this.dueList = { day, ids: list.ids, lastPiece: list.lastPiece, dataVersion };
+    return list.ids;
+  }
+
+  /** The ids of a day's pieces after `afterPiece`, ascending and each once, with the last piece read. */
+  private readDueList(day: number, afterPiece: number): { ids: Float64Array; lastPiece: number; pieces: number } {
+    const rows = this.stmts.dueListPieces.raw().all(day, afterPiece) as [number, Buffer][];
+    const ids: number[] = [];
+    const onId = (id: number): void => void ids.push(id);
+    for (const [, bytes] of rows) decodeIds(bytes, onId);
+    const lastPiece = rows.length > 0 ? rows[rows.length - 1][0] : afterPiece;
+    return { ids: rows.length === 1 ? Float64Array.from(ids) : sortedUnique(ids), lastPiece, pieces: rows.length };
+  }
+
+  /**
+   * Gives `onDay` the due list of every day up to `lastDay`, read whole (its ids as a JSON array, SQL.countListed),
+   * with the day's bounds [from, to); it reads the entries that are live on the list (their r in those bounds) and
+   * says how many there were. A writing connection rewrites, in the same transaction, the list of a day that is
+   * mostly stale ids or in many pieces: only the ids found live are written back, and pieces that came after the
+   * ones read stay as they are.
+   */
+  private forEachListed(lastDay: number, onDay: (ids: string, from: number, to: number) => number): void {
+    const walk = (rewrite: boolean): void => {
+      let day = this.nextListedDay(NO_DAY, lastDay);
+      while (day !== undefined) {
+        const list = this.readDueList(day, 0);
+        const ids = idList(list.ids);
+        const [from, to] = [day * DAY_S, (day + 1) * DAY_S];
+        const live = onDay(ids, from, to);
+        const stale = list.ids.length - live;
+        if (rewrite && (stale * 2 >= list.ids.length || list.pieces > DUE_LIST_MAX_PIECES)) {
+          this.rewriteDueList(day, list.lastPiece, this.stmts.liveListed.all(ids, from, to) as number[]);
+        }
+        day = this.nextListedDay(day, lastDay);
+      }
+    };
+    if (this.readonly || this.db.inTransaction) {
+      walk(!this.readonly);
+      return;
+    }
+    try {
+      this.db.transaction(walk).immediate(true);
+    } catch (err) {
+      // another connection is writing: count without rewriting (a later count does it)
+      if ((err as { code?: unknown }).code !== 'SQLITE_BUSY') throw err;
+      this.db.transaction(walk)(false);
+    }
+  }
+
+  /** Replaces a day's pieces up to `lastPiece` by pieces of the given live ids (ascending), numbered after it. */
+  private rewriteDueList(day: number, lastPiece: number, live: readonly number[]): void {
+    this.stmts.deleteDueListPieces.run(day, lastPiece);
+    let piece = lastPiece;
+    for (let start = 0; start < live.length; start += DUE_PIECE_IDS) {
+      const ids = live.slice(start, start + DUE_PIECE_IDS);
+      this.stmts.insertDueListPiece.run(day, ++piece, encodeIds(ids));
+    }
+    if (this.dueList?.day === day) this.dueList = null;
   }
 
   // ---- v2: due by salt bucket rotation
@@ -1262,11 +1418,15 @@ function prepareAll(db: Database) {
     clearRecentKeys: plain(SQL.clearRecentKeys),
     dueDays: plain(SQL.dueDays),
     exportPage: raw(SQL.exportPage),
-    countDue: plain(SQL.countDue),
-    dueByDay: plain(SQL.dueByDay),
-    selectDueFirst: raw(SQL.selectDueFirst),
-    selectDueSameR: raw(SQL.selectDueSameR),
-    selectDueLaterR: raw(SQL.selectDueLaterR),
+    dueListNextDay: plain(SQL.dueListNextDay),
+    dueListPieces: plain(SQL.dueListPieces),
+    dueListLastPiece: plain(SQL.dueListLastPiece),
+    insertDueListPiece: plain(SQL.insertDueListPiece),
+    deleteDueListPieces: plain(SQL.deleteDueListPieces),
+    countListed: raw(SQL.countListed),
+    rOfListed: db.prepare(SQL.rOfListed).pluck(),
+    liveListed: db.prepare(SQL.liveListed).pluck(),
+    dueListed: raw(SQL.dueListed),
     selectDueV2: raw(SQL.selectDueV2),
     countDueV2: plain(SQL.countDueV2),
     countDueBoth: plain(SQL.countDueBoth),
@@ -1353,6 +1513,23 @@ function uniqueSorted(values: readonly number[]): number[] {
   const out: number[] = [];
   for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) out.push(sorted[i]);
   return out;
+}
+
+/** Ids as the JSON array SQL.countListed and its kin read. */
+function idList(ids: Float64Array): string {
+  return `[${ids.join(',')}]`;
+}
+
+/** The index of the first value above `id` in ascending values. */
+function firstAbove(values: Float64Array, id: number): number {
+  let lo = 0;
+  let hi = values.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (values[mid] <= id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 function inListSize(n: number): number {

@@ -1,7 +1,8 @@
 /** The upgrade of a schema-3 file to schema 4, in pieces that a killed run's successor carries on from. */
 import type { Database } from 'better-sqlite3';
+import { dayOf, encodeIds } from './id-lists.js';
 import { metaValue, setMetaValue } from './meta-values.js';
-import { ENTRIES_INDEXES, ENTRIES_TABLE, META_KEYS } from './schema.js';
+import { DUE_LISTS_TABLE, ENTRIES_INDEXES, ENTRIES_TABLE, META_KEYS } from './schema.js';
 import { storedOf } from './stored-bytes.js';
 
 /** Entries copied per transaction: small enough that a kill loses little work, big enough to amortize a commit. */
@@ -29,6 +30,7 @@ export function upgradeToV4Step(db: Database, copyRows = COPY_ROWS): boolean {
     db.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?").pluck().get(NEW_TABLE) === 1;
   if (!hasNew) {
     db.exec(ENTRIES_TABLE(NEW_TABLE));
+    db.exec(DUE_LISTS_TABLE);
     setMetaValue(db, META_KEYS.upgradeCopied, '0');
     return false;
   }
@@ -43,6 +45,7 @@ export function upgradeToV4Step(db: Database, copyRows = COPY_ROWS): boolean {
     db.prepare(
       `INSERT INTO ${NEW_TABLE} (${COLUMNS}) SELECT ${SOURCES} FROM entries WHERE id > ? AND id <= ? ORDER BY id`,
     ).run(copied, last);
+    listByDay(db, copied, last);
     setMetaValue(db, META_KEYS.upgradeCopied, String(last));
     return false;
   }
@@ -52,4 +55,28 @@ export function upgradeToV4Step(db: Database, copyRows = COPY_ROWS): boolean {
   db.exec(ENTRIES_INDEXES);
   db.prepare('DELETE FROM meta WHERE key = ?').run(META_KEYS.upgradeCopied);
   return true;
+}
+
+/**
+ * With each piece copied: the copied entries that have an r, one due list piece per day of r (schema.ts
+ * DUE_LISTS_TABLE), after the day's last piece. Store reads merge a day's many pieces later.
+ */
+function listByDay(db: Database, after: number, upto: number): void {
+  const rows = db
+    .prepare('SELECT id, r FROM entries WHERE id > ? AND id <= ? AND r IS NOT NULL ORDER BY id')
+    .raw()
+    .all(after, upto) as [number, number][];
+  const byDay = new Map<number, number[]>();
+  for (const [id, r] of rows) {
+    const day = dayOf(r);
+    let ids = byDay.get(day);
+    if (ids === undefined) {
+      ids = [];
+      byDay.set(day, ids);
+    }
+    ids.push(id);
+  }
+  const lastPiece = db.prepare('SELECT max(piece) FROM due_lists WHERE day = ?').pluck();
+  const insert = db.prepare('INSERT INTO due_lists (day, piece, ids) VALUES (?, ?, ?)');
+  for (const [day, ids] of byDay) insert.run(day, ((lastPiece.get(day) as number | null) ?? 0) + 1, encodeIds(ids));
 }

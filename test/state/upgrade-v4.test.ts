@@ -20,6 +20,7 @@ import type {
   StateMeta,
   StateStore,
 } from '../../src/state/index.js';
+import { decodeIds } from '../../src/state/id-lists.js';
 import { storedOf } from '../../src/state/stored-bytes.js';
 import { upgradeToV4Step } from '../../src/state/upgrade-v4.js';
 import { b64, tmpStates } from './tmp-state.js';
@@ -214,7 +215,14 @@ describe('upgrade of a schema-3 file to schema 4', () => {
         .prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'entries' ORDER BY name")
         .pluck()
         .all();
-      expect(indexes).toEqual(['entries_by_bucket', 'entries_by_r', 'entries_due_v2']);
+      expect(indexes).toEqual(['entries_by_bucket', 'entries_due_v2']);
+      // every entry with an r is on the list of its r's UTC day
+      const listed = new Map<number, number>();
+      for (const [day, ids] of db.prepare('SELECT day, ids FROM due_lists').raw().all() as [number, Buffer][])
+        decodeIds(ids, (id) => listed.set(id, day));
+      const withR = answers.entries.filter((e) => e[6] !== null);
+      expect(listed.size).toBe(withR.length);
+      for (const e of withR) expect(listed.get(e[0] as number)).toBe(Math.floor((e[6] as number) / 86_400));
       expect(db.prepare("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'entries_v_'").pluck().get()).toBe(0);
       expect(db.prepare("SELECT count(*) FROM meta WHERE key = 'upgrade_copied'").pluck().get()).toBe(0);
     });

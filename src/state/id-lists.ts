@@ -1,0 +1,56 @@
+/** The pieces of the per-day due lists: ascending entry ids kept as varint gaps, and the UTC day of an r. */
+
+const DAY_S = 86_400;
+
+/** The UTC day number of a time in Unix seconds: the day whose list an entry with that r is in. */
+export function dayOf(r: number): number {
+  return Math.floor(r / DAY_S);
+}
+
+/**
+ * Ascending, distinct ids as bytes: each id's gap from the one before (the first from 0) in 7-bit groups, low
+ * group first, the top bit set on every byte but a number's last. Ids appended together differ by one, so most
+ * gaps fit one byte.
+ */
+export function encodeIds(ids: ArrayLike<number>): Buffer {
+  const out = Buffer.allocUnsafe(ids.length * 8 + 8);
+  let pos = 0;
+  let before = 0;
+  for (let i = 0; i < ids.length; i++) {
+    let gap = ids[i] - before;
+    if (!(gap > 0) || !Number.isSafeInteger(ids[i])) throw new RangeError('encodeIds: ids must ascend');
+    before = ids[i];
+    while (gap >= 0x80) {
+      out[pos++] = (gap % 0x80) | 0x80;
+      gap = Math.floor(gap / 0x80);
+    }
+    out[pos++] = gap;
+  }
+  return out.subarray(0, pos);
+}
+
+/** The ids encodeIds wrote, in turn; a piece that ends inside a number is damaged. */
+export function decodeIds(bytes: Uint8Array, onId: (id: number) => void): void {
+  let id = 0;
+  let gap = 0;
+  let scale = 1;
+  for (let pos = 0; pos < bytes.length; pos++) {
+    const b = bytes[pos];
+    gap += (b & 0x7f) * scale;
+    if (b < 0x80) {
+      id += gap;
+      onId(id);
+      gap = 0;
+      scale = 1;
+    } else scale *= 0x80;
+  }
+  if (scale !== 1) throw new RangeError('a due list piece ends inside a number: the state file is damaged');
+}
+
+/** The numbers in ascending order, each once. */
+export function sortedUnique(values: ArrayLike<number>): Float64Array {
+  const sorted = Float64Array.from(values).sort();
+  let n = 0;
+  for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[n - 1]) sorted[n++] = sorted[i];
+  return sorted.subarray(0, n);
+}
