@@ -5,6 +5,7 @@ import { COMMANDS, registerCommands } from './commands.js';
 import { EXIT, UserError, stoppedBy } from './shared/exit-codes.js';
 import { refuseRepeatedFlags } from './shared/repeated-flags.js';
 import { clipErrorLine } from './shared/user-values.js';
+import { releaseYoungGeneration } from './shared/young-generation.js';
 
 /** The program without its commands: its name, version, root options and error behaviour. */
 function rootProgram(output?: OutputConfiguration): Command {
@@ -25,9 +26,11 @@ function rootProgram(output?: OutputConfiguration): Command {
  */
 export async function buildProgram(commands?: readonly string[], output?: OutputConfiguration): Promise<Command> {
   const program = rootProgram(output);
-  program.hook('preAction', (thisCommand) => {
+  program.hook('preAction', (thisCommand, actionCommand) => {
     // One switch for everything that draws (ora, any child process): the NO_COLOR convention.
     if (thisCommand.opts().color === false) process.env.NO_COLOR = '1';
+    // only `map` may keep the young generation bounded (it decides once its input is open)
+    if (actionCommand.name() !== 'map' || actionCommand.parent !== thisCommand) releaseYoungGeneration();
   });
   await registerCommands(program, commands);
   refuseRepeatedFlags(program);

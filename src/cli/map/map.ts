@@ -19,6 +19,7 @@ import { openSink } from '../../pipeline/table/sink.js';
 import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../../pipeline/table/table.js';
 import { closeOnFailure } from '../../pipeline/table/close-on-failure.js';
 import { isPieceSource, openTableInputs, type TableInput } from '../../pipeline/threads/table-input.js';
+import { isPreparingSource } from '../../pipeline/threads/parquet-read-thread.js';
 import {
   chooseConcurrency,
   connectForMapping,
@@ -55,6 +56,7 @@ import { exitCodeOf, KNOWN_FAILURES as BATCH_KNOWN_FAILURES } from '../shared/ru
 import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from '../shared/summary.js';
 import { addThreadsOption, defaultMapThreads, threadsFlag } from '../shared/threads-option.js';
 import { v2DeprecationWarning } from '../shared/v2-notice.js';
+import { releaseYoungGeneration } from '../shared/young-generation.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
 import {
   addPhoneRegionOption,
@@ -281,6 +283,9 @@ async function mapParts(
   const rowThreads =
     dryRun || flags.outputDir !== undefined || flags.output.format === 'parquet' ? 0 : (flags.threads ?? 0);
   const opened = await openTableInputs(inputPaths, sourceOptions, rowThreads);
+  // a bounded young generation pays only where this thread has the least to do: a Parquet input read, and its
+  // output encoded, on a thread of their own; every other run needs this thread's speed more
+  if (!(isPreparingSource(opened) && flags.output.format === 'parquet')) releaseYoungGeneration();
   return closeOnFailure(opened, () =>
     mapOpened(opened, { ...sourceOptions, path: inputPaths[0] }, inputPaths, flags, config, startedMs, deps, say),
   );
