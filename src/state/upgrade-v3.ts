@@ -1,7 +1,8 @@
 /** The upgrade of a schema-2 file to schema 3, in pieces that a killed run's successor carries on from. */
 import type { Database } from 'better-sqlite3';
 import { keyOf } from './lookup-key.js';
-import { metaValue, setMetaValue } from './meta-values.js';
+import { copyEntriesPiece } from './entries-copy.js';
+import { setMetaValue } from './meta-values.js';
 import { ENTRIES_INDEXES_V3, ENTRIES_TABLE_V3 } from './legacy-schema.js';
 import { KEYS_TABLES, META_KEYS } from './schema.js';
 
@@ -18,26 +19,18 @@ const COLUMNS =
  * stays the one every reader sees until the last piece swaps the new one in, with its indexes and keys.
  */
 export function upgradeToV3Step(db: Database, copyRows = COPY_ROWS): boolean {
-  const hasNew =
-    db.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?").pluck().get(NEW_TABLE) === 1;
-  if (!hasNew) {
-    db.exec(ENTRIES_TABLE_V3(NEW_TABLE));
-    setMetaValue(db, META_KEYS.upgradeCopied, '0');
-    return false;
-  }
-
-  const copied = Number(metaValue(db, META_KEYS.upgradeCopied) ?? 0);
-  const last = db
-    .prepare('SELECT max(id) FROM (SELECT id FROM entries WHERE id > ? ORDER BY id LIMIT ?)')
-    .pluck()
-    .get(copied, copyRows) as number | null;
-  if (last !== null) {
-    db.prepare(
-      `INSERT INTO ${NEW_TABLE} (${COLUMNS}) SELECT ${COLUMNS} FROM entries WHERE id > ? AND id <= ? ORDER BY id`,
-    ).run(copied, last);
-    setMetaValue(db, META_KEYS.upgradeCopied, String(last));
-    return false;
-  }
+  const copiedAll = copyEntriesPiece(db, {
+    table: NEW_TABLE,
+    create: () => db.exec(ENTRIES_TABLE_V3(NEW_TABLE)),
+    copy: (_, after, upto) =>
+      db
+        .prepare(
+          `INSERT INTO ${NEW_TABLE} (${COLUMNS}) SELECT ${COLUMNS} FROM entries WHERE id > ? AND id <= ? ORDER BY id`,
+        )
+        .run(after, upto),
+    rows: copyRows,
+  });
+  if (!copiedAll) return false;
 
   // the last piece: swap the tables, index the new one, fill keys in key order (one sort, pages written once)
   db.exec(`DROP TABLE entries; ALTER TABLE ${NEW_TABLE} RENAME TO entries;`);
@@ -48,6 +41,5 @@ export function upgradeToV3Step(db: Database, copyRows = COPY_ROWS): boolean {
   const maxId = db.prepare('SELECT max(id) FROM entries').pluck().get() as number | null;
   setMetaValue(db, META_KEYS.keysUpto, String(maxId ?? 0));
   setMetaValue(db, META_KEYS.keysMainUpto, String(maxId ?? 0));
-  db.prepare('DELETE FROM meta WHERE key = ?').run(META_KEYS.upgradeCopied);
   return true;
 }

@@ -1,8 +1,8 @@
 /** The upgrade of a schema-3 file to schema 4, in pieces that a killed run's successor carries on from. */
 import type { Database } from 'better-sqlite3';
 import { dayOf, encodeIds } from './id-lists.js';
-import { metaValue, setMetaValue } from './meta-values.js';
-import { DUE_LISTS_TABLE, ENTRIES_INDEXES, ENTRIES_TABLE, META_KEYS } from './schema.js';
+import { copyEntriesPiece } from './entries-copy.js';
+import { DUE_LISTS_TABLE, ENTRIES_INDEXES, ENTRIES_TABLE } from './schema.js';
 import { storedOf } from './stored-bytes.js';
 
 /** Entries copied per transaction: small enough that a kill loses little work, big enough to amortize a commit. */
@@ -26,34 +26,25 @@ function storedValue(value: unknown): unknown {
  * kept, so the keys tables, their filters and the saved tail keys stay valid as they are.
  */
 export function upgradeToV4Step(db: Database, copyRows = COPY_ROWS): boolean {
-  const hasNew =
-    db.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?").pluck().get(NEW_TABLE) === 1;
-  if (!hasNew) {
-    db.exec(ENTRIES_TABLE(NEW_TABLE));
-    db.exec(DUE_LISTS_TABLE);
-    setMetaValue(db, META_KEYS.upgradeCopied, '0');
-    return false;
-  }
-
-  const copied = Number(metaValue(db, META_KEYS.upgradeCopied) ?? 0);
-  const last = db
-    .prepare('SELECT max(id) FROM (SELECT id FROM entries WHERE id > ? ORDER BY id LIMIT ?)')
-    .pluck()
-    .get(copied, Math.max(1, Math.floor(copyRows))) as number | null;
-  if (last !== null) {
-    db.function(STORED_FUNCTION, { deterministic: true }, storedValue);
-    db.prepare(
-      `INSERT INTO ${NEW_TABLE} (${COLUMNS}) SELECT ${SOURCES} FROM entries WHERE id > ? AND id <= ? ORDER BY id`,
-    ).run(copied, last);
-    listByDay(db, copied, last);
-    setMetaValue(db, META_KEYS.upgradeCopied, String(last));
-    return false;
-  }
-
+  const copiedAll = copyEntriesPiece(db, {
+    table: NEW_TABLE,
+    create: () => {
+      db.exec(ENTRIES_TABLE(NEW_TABLE));
+      db.exec(DUE_LISTS_TABLE);
+    },
+    copy: (_, after, upto) => {
+      db.function(STORED_FUNCTION, { deterministic: true }, storedValue);
+      db.prepare(
+        `INSERT INTO ${NEW_TABLE} (${COLUMNS}) SELECT ${SOURCES} FROM entries WHERE id > ? AND id <= ? ORDER BY id`,
+      ).run(after, upto);
+      listByDay(db, after, upto);
+    },
+    rows: copyRows,
+  });
+  if (!copiedAll) return false;
   // the last piece: swap the tables, then index the new one
   db.exec(`DROP TABLE entries; ALTER TABLE ${NEW_TABLE} RENAME TO entries;`);
   db.exec(ENTRIES_INDEXES);
-  db.prepare('DELETE FROM meta WHERE key = ?').run(META_KEYS.upgradeCopied);
   return true;
 }
 
