@@ -358,7 +358,7 @@ export class SqliteStateStore implements StateStore {
     const ids = this.idsOfKeys(lookupKeys);
     if (ids.length === 0) return;
     const [stmts, sql] = idsOnly ? [this.keyRowStmts, SQL.keyRowsByIds] : [this.entryIdStmts, SQL.entriesByIds];
-    for (const [, size, params] of inListPages(uniqueSorted(ids))) {
+    for (const [, size, params] of inListPages(sortedUnique(ids))) {
       for (const row of this.inListStatement(stmts, size, sql).all(params) as Row[]) onRow(row);
     }
   }
@@ -379,7 +379,7 @@ export class SqliteStateStore implements StateStore {
       ['keys_recent', inRecent],
     ] as const) {
       if (keys.length === 0) continue;
-      for (const [, size, params] of inListPages(uniqueSorted(keys))) {
+      for (const [, size, params] of inListPages(sortedUnique(keys))) {
         for (const id of this.idsStatement(table, size).all(params) as number[]) ids.push(id);
       }
     }
@@ -399,7 +399,7 @@ export class SqliteStateStore implements StateStore {
   private readAnswersByKeys(lookupKeys: readonly number[], onAnswer: (entry: PackedEntry) => void): void {
     const ids = this.idsOfKeys(lookupKeys);
     if (ids.length === 0) return;
-    const sorted = uniqueSorted(ids);
+    const sorted = sortedUnique(ids);
     const scattered: number[] = [];
     for (let i = 0; i < sorted.length; ) {
       let end = i + 1;
@@ -427,7 +427,7 @@ export class SqliteStateStore implements StateStore {
   private readPackedAnswers(
     stmt: Statement,
     params: readonly number[],
-    ids: readonly number[],
+    ids: ArrayLike<number>,
     onAnswer: (entry: PackedEntry) => void,
   ): void {
     const [count, numbers, bytes] = stmt.get(params) as [number, string | null, Buffer | null];
@@ -469,7 +469,7 @@ export class SqliteStateStore implements StateStore {
   }
 
   /** The packed reader's fallback: entries read as rows of ANSWER_COLUMNS, each given as a PackedEntry of its own. */
-  private readAnswersRowByRow(ids: readonly number[], onAnswer: (entry: PackedEntry) => void): void {
+  private readAnswersRowByRow(ids: ArrayLike<number>, onAnswer: (entry: PackedEntry) => void): void {
     for (const [, size, params] of inListPages(ids)) {
       for (const row of this.inListStatement(this.answerIdStmts, size, SQL.answersByIds).all(params) as Row[]) {
         const [, type, hash, status, u, p, r, bucketId, due] = row as [
@@ -1496,7 +1496,7 @@ function pushEntryValues(params: unknown[], u: EncodedUpdate, nowS: number): voi
 }
 
 /** A list cut into IN (...) parameter arrays of the prepared sizes, each padded with its last value. */
-function* inListPages<T>(values: readonly T[]): Generator<[number, number, T[]]> {
+function* inListPages<T>(values: ArrayLike<T>): Generator<[number, number, T[]]> {
   for (let start = 0; start < values.length; start += MAX_IN_LIST) {
     const end = Math.min(values.length, start + MAX_IN_LIST);
     const size = inListSize(end - start);
@@ -1505,14 +1505,6 @@ function* inListPages<T>(values: readonly T[]): Generator<[number, number, T[]]>
     params.fill(values[end - 1], end - start);
     yield [start, size, params];
   }
-}
-
-/** The numbers in ascending order, each once (a Float64Array sorts numbers without a comparator). */
-function uniqueSorted(values: readonly number[]): number[] {
-  const sorted = Float64Array.from(values).sort();
-  const out: number[] = [];
-  for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) out.push(sorted[i]);
-  return out;
 }
 
 /** Ids as the JSON array SQL.countListed and its kin read. */
