@@ -9,17 +9,29 @@ export const ENTRY_COLUMNS =
 /** Column order of an entry as a map run reads it: the first three as in ENTRY_COLUMNS. */
 export const ANSWER_COLUMNS = 'id, type, hash, status, u, p, r, bucket_id, due';
 /**
- * A map run's answers packed by the statement (store.ts readPackedAnswers): per entry its numbers (type, status,
- * due, r, and the sizes of hash, u, p and bucket_id) in one list, and their bytes one after the other in one blob.
- * Both aggregates read the same rows in the same order, so the list says where each entry's values are in the
- * blob. A size is 2n for a BLOB of n bytes, 2n + 1 for a TEXT of n bytes (UTF-8), -1 for NULL: `||` joins a blob's
- * bytes as they are, and the CAST gives the joined bytes back as a blob, never decoded as text.
+ * A map run's answers packed by the statement (store.ts readPackedAnswers): per entry two numbers, a code and r,
+ * in one list, and the bytes of its values one after the other in one blob. Both aggregates read the same rows in
+ * the same order, so the list says where each entry's values are in the blob. The code folds type, status and due
+ * (checked to be integers in range, or the code is empty) and one size per value, as digits of mixed radix: 0 for NULL,
+ * 2n + 1 for a BLOB of n bytes, 2n + 2 for a TEXT of n characters (bytes for bucket_id). A value's kind is read
+ * by comparison (every BLOB sorts after every TEXT), and length() counts a BLOB's bytes without reading it. A text
+ * whose bytes outnumber its characters, or a size too big for its digit, makes the sizes come short of the blob,
+ * and the reader then reads the rows one by one. `||` joins a blob's bytes as they are, and the CAST gives the
+ * joined bytes back as a blob, never decoded as text.
  */
-const packedSize = (column: string): string =>
-  `ifnull(length(CAST(${column} AS BLOB)) * 2 + (typeof(${column}) = 'text'), -1)`;
+const valueSize = (column: string): string =>
+  `CASE WHEN ${column} IS NULL THEN 0 WHEN ${column} >= x'' THEN length(${column}) * 2 + 1 ` +
+  `ELSE length(${column}) * 2 + 2 END`;
+const BUCKET_SIZE =
+  "CASE WHEN bucket_id IS NULL THEN 0 ELSE length(CAST(bucket_id AS BLOB)) * 2 + (bucket_id < x'') + 1 END";
+/** The radix of each value's size in a packed code, and what type, status and due take below them. */
+export const PACKED_SIZE_RADIX = 4096;
+export const PACKED_FLAGS = 16;
 const PACKED_ANSWERS =
-  "count(*), group_concat(type || ',' || status || ',' || due || ',' || ifnull(r, '') || ',' || " +
-  `${packedSize('hash')} || ',' || ${packedSize('u')} || ',' || ${packedSize('p')} || ',' || ${packedSize('bucket_id')}, ','), ` +
+  'count(*), group_concat(iif(type IN (0, 1) AND status IN (0, 1, 2, 3) AND due IN (0, 1), ' +
+  `type + 2 * status + 8 * due + ${PACKED_FLAGS} * (${valueSize('hash')} + ${PACKED_SIZE_RADIX} * ` +
+  `(${valueSize('u')} + ${PACKED_SIZE_RADIX} * (${valueSize('p')} + ${PACKED_SIZE_RADIX} * ${BUCKET_SIZE}))), '') ` +
+  "|| ',' || ifnull(r, ''), ','), " +
   "CAST(group_concat(hash || ifnull(u, '') || ifnull(p, '') || ifnull(bucket_id, ''), '') AS BLOB)";
 /** Column order of a due entry. */
 export const DUE_COLUMNS = 'id, type, hash, u, p, r, bucket_id';

@@ -7,7 +7,7 @@ import { type LevelFilters, emptyFilter, readLevelFilters, readLevels, writeLeve
 import { keyOf, keyOfBytes } from './lookup-key.js';
 import { StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
-import { IN_LIST_SIZES, SQL } from './queries.js';
+import { IN_LIST_SIZES, PACKED_FLAGS, PACKED_SIZE_RADIX, SQL } from './queries.js';
 import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
 import { StoredBytes, isBase64Of, storedOf, textOfStored } from './stored-bytes.js';
 import { TailIndex } from './tail-index.js';
@@ -51,8 +51,8 @@ const KEY_PAGE = 20_000;
 const TAIL_PAGE = 50_000;
 // consecutive ids read as one range rather than in an IN (...) list, from this many on
 const MIN_ID_RUN = 8;
-// numbers per entry in SQL.packedAnswers*: type, status, due, r, then the sizes of hash, u, p and bucket_id
-const PACKED_FIELDS = 8;
+// what readPackedAnswers makes of an entry's numbers: type, status, due, r, then the sizes of hash, u, p, bucket_id
+const ENTRY_FIELDS = 8;
 // a writing connection that closes with a tail this long (or a quarter of tailEntries) saves its keys (tail-keys.ts)
 const SAVED_TAIL_MIN = 100_000;
 // keys_recent is folded into keys once it holds a quarter as many entries
@@ -433,12 +433,31 @@ export class SqliteStateStore implements StateStore {
     const [count, numbers, bytes] = stmt.get(params) as [number, string | null, Buffer | null];
     if (count === 0 || numbers === null || bytes === null) return;
     const list = new NumberList(numbers);
-    const values = new Float64Array(count * PACKED_FIELDS);
-    for (let k = 0; k < values.length; k++) values[k] = list.next();
+    // per entry: type, status, due, r, then the packed sizes of hash, u, p and bucket_id (PackedEntry)
+    const values = new Float64Array(count * ENTRY_FIELDS);
     // the sizes must add up to the bytes, or an entry would be read from the wrong ones
     let total = 0;
-    for (let v = 0; v < values.length; v += PACKED_FIELDS) {
-      for (let f = 4; f < PACKED_FIELDS; f++) total += byteLength(values[v + f]);
+    for (let v = 0; v < values.length; v += ENTRY_FIELDS) {
+      const code = list.next();
+      values[v + 3] = list.next();
+      // NaN (a code left empty: a number out of range) and codes past 2^53 fail here
+      if (!Number.isSafeInteger(code) || code < 0) {
+        total = -1;
+        break;
+      }
+      const flags = code % PACKED_FLAGS;
+      values[v] = flags & 1;
+      values[v + 1] = (flags >>> 1) & 3;
+      values[v + 2] = flags >>> 3;
+      let sizes = (code - flags) / PACKED_FLAGS;
+      for (let f = 4; f < ENTRY_FIELDS; f++) {
+        // the last value's size is what is left
+        const digit = f === ENTRY_FIELDS - 1 ? sizes : sizes % PACKED_SIZE_RADIX;
+        sizes = (sizes - digit) / PACKED_SIZE_RADIX;
+        // 0 for NULL, 2n + 1 for n bytes of a BLOB, 2n + 2 for n of a TEXT: one less is PackedEntry's size
+        values[v + f] = digit - 1;
+        total += byteLength(digit - 1);
+      }
     }
     if (!list.done || total !== bytes.length) {
       this.readAnswersRowByRow(ids, onAnswer);
@@ -447,7 +466,7 @@ export class SqliteStateStore implements StateStore {
     const entry = this.packedEntry;
     entry.bytes = bytes;
     let pos = 0;
-    for (let v = 0; v < values.length; v += PACKED_FIELDS) {
+    for (let v = 0; v < values.length; v += ENTRY_FIELDS) {
       entry.type = values[v];
       entry.status = values[v + 1];
       entry.due = values[v + 2];

@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { EntryUpdate } from '../../src/state/index.js';
 import { STATUS_CODE } from '../../src/state/schema.js';
 import { b64, tmpStates } from './tmp-state.js';
@@ -105,6 +105,32 @@ describe('lookupStored', () => {
     expect(back.r[back.at.indexOf(1)]).toBe(1_000.5);
     const nul = s.lookupStored('phone', [b64('nul')]);
     expect([nul.u[0], nul.p[0]]).toEqual(['a\u0000b', '']);
+  });
+
+  it('reads entries packed, and row by row only a statement whose sizes do not add up', () => {
+    const s = t.open(t.file(), { tailEntries: 50 });
+    // ASCII text values and a v2 bucket read packed like bytes; a text with a character of two bytes does not
+    const packed: EntryUpdate[] = [
+      ...updates(40),
+      { type: 'email', hash: 'plain-text', outcome: { kind: 'mapped', u: 'u,1', p: '', r: 7.5, bucketId: 'b,1' } },
+    ];
+    const odd: EntryUpdate = {
+      type: 'email',
+      hash: b64('odd'),
+      outcome: { kind: 'mapped', u: 'caf\u00e9', p: null, r: 1 },
+    };
+    s.commitBatch(packed, 500);
+    s.commitBatch([odd], 500);
+    const rowByRow = vi.spyOn(s as unknown as { readAnswersRowByRow: () => void }, 'readAnswersRowByRow');
+    const hashes = packed.filter((u) => u.type === 'email').map((u) => u.hash);
+    const stored = s.lookupStored('email', hashes);
+    expect(stored.at.length).toBe(hashes.length);
+    expect(rowByRow).not.toHaveBeenCalled();
+    const last = stored.at.indexOf(hashes.length - 1);
+    expect([stored.u[last], stored.p[last], stored.r[last], stored.bucketId[last]]).toEqual(['u,1', '', 7.5, 'b,1']);
+    const again = s.lookupStored('email', [odd.hash]);
+    expect(rowByRow).toHaveBeenCalledTimes(1);
+    expect(again.u[0]).toBe('caf\u00e9');
   });
 
   it('finds nothing in an empty file or for no hashes', () => {
