@@ -51,6 +51,14 @@ const KEY_PAGE = 20_000;
 const TAIL_PAGE = 50_000;
 // consecutive ids read as one range rather than in an IN (...) list, from this many on
 const MIN_ID_RUN = 8;
+// a lookup of at least this many keys first finds the ids of a sample of them (readAnswersByKeys), this many
+const NEIGHBOUR_MIN_KEYS = 256;
+const NEIGHBOUR_SAMPLE = 16;
+// the sample's ids that lie close together are read as a range when it holds at most this many entries per
+// request the sample says it answers (a descent into a keys table costs several entries of a range)
+const NEIGHBOUR_READS_PER_KEY = 4;
+// and when at least this many of the sample lie in it
+const NEIGHBOUR_MIN_HITS = 4;
 // what readPackedAnswers makes of an entry's numbers: type, status, due, r, then the sizes of hash, u, p, bucket_id
 const ENTRY_FIELDS = 8;
 // a writing connection that closes with a tail this long (or a quarter of tailEntries) saves its keys (tail-keys.ts)
@@ -84,6 +92,9 @@ interface EncodedUpdate {
   appendOrder: number;
   outcome: EntryUpdate['outcome'];
 }
+
+/** Given each entry a packed read finds; gives back the request the entry answers, or -1. */
+type OnAnswer = (entry: PackedEntry) => number;
 
 /** The StateStore over one better-sqlite3 connection; made by openState, which has checked the file. */
 /** The lookup key of each hash of one DII type. */
@@ -152,9 +163,7 @@ export class SqliteStateStore implements StateStore {
   private readonly readTx: Transaction<
     (lookupKeys: readonly number[], onRow: (row: Row) => void, idsOnly: boolean) => void
   >;
-  private readonly answersTx: Transaction<
-    (lookupKeys: readonly number[], onAnswer: (entry: PackedEntry) => void) => void
-  >;
+  private readonly answersTx: Transaction<(lookupKeys: readonly number[], onAnswer: OnAnswer) => void>;
   private readonly recordChecksTx: Transaction<
     (ids: readonly number[], nowS: number, cursor: OptoutCursor | undefined) => void
   >;
@@ -179,7 +188,7 @@ export class SqliteStateStore implements StateStore {
     this.readTx = db.transaction((lookupKeys: readonly number[], onRow: (row: Row) => void, idsOnly: boolean) =>
       this.readRowsByKeys(lookupKeys, onRow, idsOnly),
     );
-    this.answersTx = db.transaction((lookupKeys: readonly number[], onAnswer: (entry: PackedEntry) => void) =>
+    this.answersTx = db.transaction((lookupKeys: readonly number[], onAnswer: OnAnswer) =>
       this.readAnswersByKeys(lookupKeys, onAnswer),
     );
     this.resetTail();
@@ -263,7 +272,7 @@ export class SqliteStateStore implements StateStore {
       this.catchUpTail();
       const lookupKeys = lookupKeysOf(type, hashes);
       const { lastWith, before } = requestsByKey(lookupKeys);
-      const onAnswer = (e: PackedEntry): void => {
+      const onAnswer = (e: PackedEntry): number => {
         // a hash kept as bytes gives its key from them; one kept as text, from the text
         const key =
           e.hashSize >= 12 && e.hashSize % 2 === 0
@@ -278,8 +287,9 @@ export class SqliteStateStore implements StateStore {
           u.push(e.value(e.uStart, e.uSize));
           p.push(e.value(e.pStart, e.pSize));
           bucketId.push(e.value(e.bucketStart, e.bucketSize));
-          return;
+          return i;
         }
+        return -1;
       };
       if (this.db.inTransaction) this.readAnswersByKeys(lookupKeys, onAnswer);
       else this.answersTx(lookupKeys, onAnswer);
@@ -395,9 +405,54 @@ export class SqliteStateStore implements StateStore {
    * entries in one list and their strings in one text, instead of a row of values per entry (which is most of
    * what a lookup costs). Runs of consecutive ids (entries looked up in the order they were stored) are read as
    * id ranges, the other ids in IN (...) lists.
+   *
+   * A file mapped again asks for the entries of one committed batch at a time, whose ids are close together,
+   * while their keys are spread over the whole keys table: a descent into it per key costs several times what
+   * reading an entry of a range does. So the ids of a sample of the keys come first; where many of them lie
+   * close together, the entries of that id range (widened by the gap the sample leaves at each end) are read
+   * whole and matched to the requests by key and hash, and only the requests left unanswered go through the keys
+   * tables. Ids in the range read are not given again.
    */
-  private readAnswersByKeys(lookupKeys: readonly number[], onAnswer: (entry: PackedEntry) => void): void {
-    const ids = this.idsOfKeys(lookupKeys);
+  private readAnswersByKeys(lookupKeys: readonly number[], onAnswer: OnAnswer): void {
+    let asked = lookupKeys;
+    let ids: number[] = [];
+    let read: IdSpan | null = null;
+    const n = lookupKeys.length;
+    if (n >= NEIGHBOUR_MIN_KEYS) {
+      const sampled = new Uint8Array(n);
+      const sampleKeys: number[] = [];
+      for (let k = 0; k < NEIGHBOUR_SAMPLE; k++) {
+        const i = Math.floor(((k + 0.5) * n) / NEIGHBOUR_SAMPLE);
+        sampled[i] = 1;
+        sampleKeys.push(lookupKeys[i]);
+      }
+      const sampleIds = this.idsOfKeys(sampleKeys);
+      read = denseSpan(sortedUnique(sampleIds), n);
+      const left: number[] = [];
+      if (read !== null) {
+        const answered = new Uint8Array(n);
+        const onRead = (e: PackedEntry): number => {
+          const i = onAnswer(e);
+          if (i >= 0) answered[i] = 1;
+          return i;
+        };
+        for (let from = read.from; from <= read.to; from += MAX_IN_LIST) {
+          const to = Math.min(read.to, from + MAX_IN_LIST - 1);
+          this.readPackedAnswers(this.stmts.packedAnswersInRange, [from, to], idRange(from, to), onRead);
+        }
+        for (let i = 0; i < n; i++) if (answered[i] === 0) left.push(lookupKeys[i]);
+      } else {
+        // the sample's ids are found already: they join the others
+        ids = sampleIds;
+        for (let i = 0; i < n; i++) if (sampled[i] === 0) left.push(lookupKeys[i]);
+      }
+      asked = left;
+    }
+    for (const id of this.idsOfKeys(asked)) ids.push(id);
+    if (read !== null) {
+      const { from, to } = read;
+      ids = ids.filter((id) => id < from || id > to);
+    }
     if (ids.length === 0) return;
     const sorted = sortedUnique(ids);
     const scattered: number[] = [];
@@ -428,7 +483,7 @@ export class SqliteStateStore implements StateStore {
     stmt: Statement,
     params: readonly number[],
     ids: ArrayLike<number>,
-    onAnswer: (entry: PackedEntry) => void,
+    onAnswer: OnAnswer,
   ): void {
     const [count, numbers, bytes] = stmt.get(params) as [number, string | null, Buffer | null];
     if (count === 0 || numbers === null || bytes === null) return;
@@ -488,7 +543,7 @@ export class SqliteStateStore implements StateStore {
   }
 
   /** The packed reader's fallback: entries read as rows of ANSWER_COLUMNS, each given as a PackedEntry of its own. */
-  private readAnswersRowByRow(ids: ArrayLike<number>, onAnswer: (entry: PackedEntry) => void): void {
+  private readAnswersRowByRow(ids: ArrayLike<number>, onAnswer: OnAnswer): void {
     for (const [, size, params] of inListPages(ids)) {
       for (const row of this.inListStatement(this.answerIdStmts, size, SQL.answersByIds).all(params) as Row[]) {
         const [, type, hash, status, u, p, r, bucketId, due] = row as [
@@ -1541,6 +1596,44 @@ function firstAbove(values: Float64Array, id: number): number {
     else hi = mid;
   }
   return lo;
+}
+
+/** An id range, both ends included. */
+interface IdSpan {
+  from: number;
+  to: number;
+}
+
+/**
+ * The id range worth reading whole for a lookup of `asked` keys, from the sorted ids of its sample of
+ * NEIGHBOUR_SAMPLE keys: the window of sample ids that holds the most of them while its entries, widened at each
+ * end by the mean gap between them, stay within NEIGHBOUR_READS_PER_KEY per request they stand for; null if no
+ * window of NEIGHBOUR_MIN_HITS ids does.
+ */
+function denseSpan(sampleIds: Float64Array, asked: number): IdSpan | null {
+  let best: IdSpan | null = null;
+  let bestHits = 0;
+  for (let i = 0; i < sampleIds.length; i++) {
+    for (let j = i + NEIGHBOUR_MIN_HITS - 1; j < sampleIds.length; j++) {
+      const hits = j - i + 1;
+      const width = sampleIds[j] - sampleIds[i] + 1;
+      const margin = Math.ceil(width / hits);
+      const entries = width + 2 * margin;
+      if (entries * NEIGHBOUR_SAMPLE > NEIGHBOUR_READS_PER_KEY * asked * hits) continue;
+      if (hits > bestHits) {
+        bestHits = hits;
+        best = { from: Math.max(1, sampleIds[i] - margin), to: sampleIds[j] + margin };
+      }
+    }
+  }
+  return best;
+}
+
+/** The ids from `from` to `to`, both included. */
+function idRange(from: number, to: number): number[] {
+  const ids = new Array<number>(to - from + 1);
+  for (let i = 0; i < ids.length; i++) ids[i] = from + i;
+  return ids;
 }
 
 function inListSize(n: number): number {

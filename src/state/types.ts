@@ -232,7 +232,10 @@ export interface StateStore {
   lookupMany(keys: readonly { type: DiiType; hash: string }[]): Map<string, StateEntry>;
   /** Stored entries for these hashes of one DII type, keyed by hash; hashes not stored are absent. */
   lookupHashes(type: DiiType, hashes: readonly string[]): Map<string, StateEntry>;
-  /** lookupHashes as columns of only what a map run reads; a hash asked twice is answered at one position. */
+  /**
+   * lookupHashes as columns of only what a map run reads, in no particular order (`at` gives each answer's
+   * position among the hashes); a hash asked twice is answered at one position.
+   */
   lookupStored(type: DiiType, hashes: readonly string[]): StoredEntries;
 
   /**

@@ -133,6 +133,32 @@ describe('lookupStored', () => {
     expect(again.u[0]).toBe('caf\u00e9');
   });
 
+  it('reads the entries of a batch asked again as their id range, each request answered once', () => {
+    const s = t.open(t.file(), { tailEntries: 300 });
+    const all = updates(1_200);
+    for (let i = 0; i < all.length; i += 100) s.commitBatch(all.slice(i, i + 100), 500);
+    const idsOfKeys = vi.spyOn(s as unknown as { idsOfKeys: (keys: number[]) => number[] }, 'idsOfKeys');
+    for (const type of ['email', 'phone'] as const) {
+      // two batches' worth in their order (merged ones and the tail's), a few far ones, unknown ones, a repeat
+      const near = all.slice(150, 1_050).filter((u) => u.type === type);
+      const asked = [...near.map((u) => u.hash).reverse(), all[3].hash, all[1_150].hash, b64('nope'), near[5].hash];
+      idsOfKeys.mockClear();
+      const stored = s.lookupStored(type, asked);
+      // the sample, then the requests the range left: far fewer than were asked
+      const looked = idsOfKeys.mock.calls.reduce((sum, [keys]) => sum + keys.length, 0);
+      expect(looked).toBeLessThan(asked.length / 2);
+      const byHash = s.lookupHashes(type, asked);
+      const answered = [...stored.at].map((i) => asked[i]);
+      expect(new Set(answered).size).toBe(answered.length);
+      expect(answered.sort()).toEqual([...byHash.keys()].sort());
+      for (let k = 0; k < stored.at.length; k++) {
+        const entry = byHash.get(asked[stored.at[k]]);
+        expect([stored.u[k], stored.p[k], stored.bucketId[k]]).toEqual([entry?.u, entry?.p, entry?.bucketId]);
+        expect(Number.isNaN(stored.r[k]) ? null : stored.r[k]).toBe(entry?.r);
+      }
+    }
+  });
+
   it('finds nothing in an empty file or for no hashes', () => {
     const s = t.open(t.file());
     expect(s.lookupStored('email', [b64('x')]).at.length).toBe(0);

@@ -119,9 +119,13 @@ function expectSameAnswers(s: StateStore): void {
   for (const type of ['email', 'phone'] as const) {
     const hashes = keys.filter((k) => k.type === type).map((k) => k.hash);
     const got = s.lookupStored(type, hashes);
-    const ids = [...got.at].map((i) => found.get(`${type}:${hashes[i]}`)?.id ?? -1);
-    expect(ids).toEqual(answers.stored[type]);
-    const rows = ids.map((_, j) => ({
+    // answers come in no promised order: compared in id order
+    const order = [...got.at.keys()];
+    const idAt = (j: number): number => found.get(`${type}:${hashes[got.at[j]]}`)?.id ?? -1;
+    order.sort((a, b) => idAt(a) - idAt(b));
+    const ids = order.map(idAt);
+    expect(ids).toEqual([...answers.stored[type]].sort((a, b) => a - b));
+    const rows = order.map((j) => ({
       status: ['', 'mapped', 'optout', 'invalid'][got.status[j]],
       due: got.due[j] === 1,
       r: Number.isNaN(got.r[j]) ? null : got.r[j],
