@@ -13,6 +13,7 @@
 //   node bench/state.mjs --reuse FILE --mmap 0          # the same with openState's mmapMiB (0: no mmap)
 //   npm run bench:state -- 20000000 --tail 2000000     # openState's tailEntries (entries merged at a time)
 //   node bench/state.mjs --reuse FILE --cache 4         # openState's cacheSizeMiB (the page cache)
+//   node bench/state.mjs --reuse FILE --lookups-only    # only the lookups (no remap-due, sweep or counts)
 // Figures also go to bench/results-state.json (not committed).
 import { hash } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -36,6 +37,7 @@ const option = (name) => {
 const REUSE = option('--reuse');
 const COMMIT_ROWS = Number(option('--commit-rows') ?? 5_000);
 const KEEP = args.includes('--keep') || REUSE !== undefined;
+const LOOKUPS_ONLY = args.includes('--lookups-only');
 const MMAP_MIB = option('--mmap') === undefined ? undefined : Number(option('--mmap'));
 const TAIL = option('--tail') === undefined ? undefined : Number(option('--tail'));
 const CACHE_MIB = option('--cache') === undefined ? undefined : Number(option('--cache'));
@@ -178,26 +180,28 @@ try {
   // ---- remap-due: tomorrow, one day's entries are due
   const now = TODAY + DAY;
   let c = clock();
-  const due = timed(c, () => store.countDue(now));
-  line('countDue (one day)', `${fmt(due)} entries in ${ms(c)}`);
-  c = clock();
-  let walked = 0;
-  let cursor = null;
-  for (;;) {
-    const page = timed(c, () => store.selectDue(now, cursor, 5_000));
-    walked += page.length;
-    if (page.length < 5_000) break;
-    cursor = page[page.length - 1];
+  if (!LOOKUPS_ONLY) {
+    const due = timed(c, () => store.countDue(now));
+    line('countDue (one day)', `${fmt(due)} entries in ${ms(c)}`);
+    c = clock();
+    let walked = 0;
+    let cursor = null;
+    for (;;) {
+      const page = timed(c, () => store.selectDue(now, cursor, 5_000));
+      walked += page.length;
+      if (page.length < 5_000) break;
+      cursor = page[page.length - 1];
+    }
+    if (walked !== due) throw new Error(`selectDue walked ${walked} but countDue says ${due}`);
+    line(
+      "selectDue: one day's due, pages of 5,000",
+      `${fmt(walked)} entries in ${ms(c)} (${rates(walked, c, 'entries')})`,
+    );
+    results.dueOneDay = { entries: walked, ms: c.wall * 1000 };
+    c = clock();
+    const byDay = timed(c, () => store.dueByDay(now, 7));
+    line('dueByDay(7)', `${byDay.map((d) => d.count).join(' / ')} in ${ms(c)}`);
   }
-  if (walked !== due) throw new Error(`selectDue walked ${walked} but countDue says ${due}`);
-  line(
-    "selectDue: one day's due, pages of 5,000",
-    `${fmt(walked)} entries in ${ms(c)} (${rates(walked, c, 'entries')})`,
-  );
-  results.dueOneDay = { entries: walked, ms: c.wall * 1000 };
-  c = clock();
-  const byDay = timed(c, () => store.dueByDay(now, 7));
-  line('dueByDay(7)', `${byDay.map((d) => d.count).join(' / ')} in ${ms(c)}`);
 
   // ---- lookups: lookupStored is what `map --state` asks per 5,000 identifiers (one call per DII type, answers
   // as columns); lookupMany gives whole entries (the library's general lookup)
@@ -248,41 +252,43 @@ try {
     results[`lookups_${name}`] = Math.round((ROUNDS * 5_000) / c.wall);
   }
 
-  // ---- opt-out sweep and counts
-  c = clock();
-  const sweep = timed(c, () => store.sweepSize(0.05));
-  line('sweepSize(0.05): counts entries with a raw UID', `${fmt(sweep)} in ${ms(c)}`);
-  results.sweepSizeMs = Number((c.wall * 1000).toFixed(1));
-  c = clock();
-  let swept = 0;
-  const start = store.sweepCursor().id;
-  // what optout-check --state reads: after the saved cursor to the end of the table, then from the first entry
-  for (const [from, upTo] of [
-    [start, undefined],
-    [0, start],
-  ]) {
-    let after = { id: from };
-    while (swept < sweep) {
-      const want = Math.min(5_000, sweep - swept);
-      const page = timed(c, () => store.selectForOptoutCheck(want, after, upTo));
-      if (page.length > 0)
-        timed(c, () =>
-          store.recordOptoutChecks(
-            page.map((e) => e.id),
-            now,
-            page.at(-1),
-          ),
-        );
-      swept += page.length;
-      if (page.length < want) break;
-      after = page.at(-1);
+  if (!LOOKUPS_ONLY) {
+    // ---- opt-out sweep and counts
+    c = clock();
+    const sweep = timed(c, () => store.sweepSize(0.05));
+    line('sweepSize(0.05): counts entries with a raw UID', `${fmt(sweep)} in ${ms(c)}`);
+    results.sweepSizeMs = Number((c.wall * 1000).toFixed(1));
+    c = clock();
+    let swept = 0;
+    const start = store.sweepCursor().id;
+    // what optout-check --state reads: after the saved cursor to the end of the table, then from the first entry
+    for (const [from, upTo] of [
+      [start, undefined],
+      [0, start],
+    ]) {
+      let after = { id: from };
+      while (swept < sweep) {
+        const want = Math.min(5_000, sweep - swept);
+        const page = timed(c, () => store.selectForOptoutCheck(want, after, upTo));
+        if (page.length > 0)
+          timed(c, () =>
+            store.recordOptoutChecks(
+              page.map((e) => e.id),
+              now,
+              page.at(-1),
+            ),
+          );
+        swept += page.length;
+        if (page.length < want) break;
+        after = page.at(-1);
+      }
     }
+    line('sweep: pages + recordOptoutChecks', `${fmt(swept)} entries, ${rates(swept, c, 'entries')}`);
+    results.sweepPerS = Math.round(swept / c.wall);
+    c = clock();
+    const counts = timed(c, () => store.counts(now));
+    line('counts(now): a scan of the table', `${JSON.stringify(counts)} in ${ms(c)}`);
   }
-  line('sweep: pages + recordOptoutChecks', `${fmt(swept)} entries, ${rates(swept, c, 'entries')}`);
-  results.sweepPerS = Math.round(swept / c.wall);
-  c = clock();
-  const counts = timed(c, () => store.counts(now));
-  line('counts(now): a scan of the table', `${JSON.stringify(counts)} in ${ms(c)}`);
   line('peak RSS of this process', mb(process.resourceUsage().maxRSS * 1024));
   results.peakRssMB = Math.round((process.resourceUsage().maxRSS * 1024) / 1e6);
   line('open of the file (incl. reading the tail)', `${results.openMs.toFixed(0)} ms`);
