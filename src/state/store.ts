@@ -51,7 +51,7 @@ const KEY_PAGE = 20_000;
 const TAIL_PAGE = 50_000;
 // consecutive ids read as one range rather than in an IN (...) list, from this many on
 const MIN_ID_RUN = 8;
-// a lookup of at least this many keys first finds the ids of a sample of them (readAnswersByKeys), this many
+// a lookup of at least NEIGHBOUR_MIN_KEYS keys first finds the ids of NEIGHBOUR_SAMPLE of them (readAnswersByKeys)
 const NEIGHBOUR_MIN_KEYS = 256;
 const NEIGHBOUR_SAMPLE = 16;
 // the sample's ids that lie close together are read as a range when it holds at most this many entries per
