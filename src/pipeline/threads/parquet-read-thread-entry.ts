@@ -6,6 +6,7 @@
  */
 import { workerData } from 'node:worker_threads';
 import { prepareRows } from '../map/prepare-rows.js';
+import { resultByteColumns } from '../map/result-bytes.js';
 import { outputRows, outputRowsV2, type SentHashes } from '../map/result-columns.js';
 import {
   ARROW_GROUP_BYTES,
@@ -141,12 +142,23 @@ function encodePiece(
     const count = piece.columns[0]?.lengths.length ?? 0;
     const keep = output.layout.keep;
     const kept = keep === null ? piece.columns : keep.map((i) => piece.columns[i] ?? null);
+    const width = config.columns.length;
+    // the result cells too, straight from the answers as bytes: no string per cell, no array per row
+    const results = resultByteColumns(task.answers, {
+      rowCount: count,
+      width,
+      v2: output.v2,
+      layout: output.layout,
+      sent: piece.sent,
+    });
+    if (results !== undefined)
+      return answerEncode(fileBytes(utf8ColumnsRowBlock(count, [...kept, ...results], [], 0)), null);
     const noCells: string[] = [];
     const rows: InputRow[] = new Array(count);
     for (let r = 0; r < count; r++) rows[r] = { line: piece.firstLine + r, cells: noCells };
-    const answered = { rows, width: config.columns.length, status, mapped: unpackAnswers(task.answers), reason };
-    const results = toOutput({ ...answered, sent: piece.sent }, null, { ...output.layout, keep: [] });
-    return answerEncode(fileBytes(utf8ColumnsRowBlock(count, kept, results, format.width - kept.length)), null);
+    const answered = { rows, width, status, mapped: unpackAnswers(task.answers), reason };
+    const strings = toOutput({ ...answered, sent: piece.sent }, null, { ...output.layout, keep: [] });
+    return answerEncode(fileBytes(utf8ColumnsRowBlock(count, kept, strings, format.width - kept.length)), null);
   }
   const rejects: string[][] | null = task.rejects ? [] : null;
   const rows = rowsOf(piece.columns, piece.firstLine);

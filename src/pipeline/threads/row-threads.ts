@@ -6,6 +6,7 @@ import type { HashCounts } from '../hash/hash-rows.js';
 import type { PreparedRows } from '../map/prepare-rows.js';
 import { BucketAnswer, bucketIdOf } from '../map/bucket-answer.js';
 import { SLOT, type RowChunk } from '../map/row-chunk.js';
+import { NO_P } from '../map/result-bytes.js';
 import type { MappedV3 } from '../../protocol/index.js';
 import type { RowFormat } from '../table/row-encoders.js';
 import type { ResultLayout } from '../map/result-columns.js';
@@ -62,8 +63,6 @@ export interface SlotAnswers {
   /** map --api v2: per mapped slot, the salt bucket (v2 answers carry no p and no r). */
   buckets: string[] | null;
 }
-
-const NO_P = 0xffffffff;
 
 export function packAnswers(chunk: Pick<RowChunk, 'status' | 'mapped' | 'reason'>): SlotAnswers {
   const { status, mapped, reason } = chunk;
