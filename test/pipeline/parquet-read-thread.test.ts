@@ -20,6 +20,7 @@ import { tempDir } from '../helpers/map-e2e-data.js';
 type OpenTableInput = (opts: OpenSourceOptions, threads: number) => Promise<TableSource>;
 interface AnsweredChunk {
   ticket?: { thread: number; piece: number };
+  width: number;
   status: Uint8Array;
   mapped: ({ u: string; p: string | null; r: number } | null)[];
   reason: (string | null)[];
@@ -42,7 +43,7 @@ function answer(prepared: EngineChunk['prepared'], ticket: AnsweredChunk['ticket
       mapped[slot] = { u: `UID${slot}`, p: slot % 3 === 0 ? `PREV${slot}` : null, r: 1_801_785_600 };
     } else if (status[slot] === SLOT.invalid) reason[slot] = prepared.reasons[invalid++];
   }
-  return { ticket, status, mapped, reason };
+  return { ticket, width: prepared.width, status, mapped, reason };
 }
 
 const HEADER = ['id', 'email', 'zip'];

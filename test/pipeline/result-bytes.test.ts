@@ -9,7 +9,23 @@ import type { TimeFormat } from '../../src/pipeline/table/typed-cells.js';
 
 const WIDTH = 3;
 const ROWS = 40;
-const TIMES = [1_800_000_000, 0, -1, 1_700_000_123.75, 2e15, -4e20, 1e21, Number.NaN, Number.POSITIVE_INFINITY];
+const TIMES = [
+  1_800_000_000,
+  1_800_000_000,
+  1_800_000_000,
+  0,
+  -0,
+  -1,
+  3_000_000_000,
+  -2_147_483_648,
+  2_147_483_647,
+  1_700_000_123.75,
+  2e15,
+  -4e20,
+  1e21,
+  Number.NaN,
+  Number.POSITIVE_INFINITY,
+];
 const REASONS = ['invalid email', 'the service answered 500 — übel', 'not sent: the run stopped first', ''];
 
 /** A chunk of every kind of slot: mapped with and without p, at odd times, and each status with its reasons. */

@@ -6,13 +6,15 @@ import { SLOT, SLOT_STATUS_NAMES } from './row-chunk.js';
 
 /**
  * A chunk's answers as the thread that keeps its rows gets them (threads/row-threads.ts SlotAnswers): per slot
- * a status and a reason; per mapped slot its u and p in one text, their lengths, and r.
+ * a status and a reason; per identifier column the u and the p of its mapped slots, each in one text; per
+ * mapped slot the lengths of its u and p, and r.
  */
 export interface PackedAnswers {
   status: Uint8Array;
   reason: readonly (string | null)[];
-  text: string;
-  /** Per mapped slot: the length of u, and of p (NO_P when p is null). */
+  u: readonly string[];
+  p: readonly string[];
+  /** Per mapped slot, in slot order: the length of u, and of p (NO_P when p is null). */
   lengths: Uint32Array;
   r: Float64Array;
   /** map --api v2: per mapped slot, the salt bucket. */
@@ -37,8 +39,10 @@ export interface ResultBytesInput {
 const STATUS_BYTES = SLOT_STATUS_NAMES.map((name) => Buffer.from(name, 'latin1'));
 const PHONE = Buffer.from('phone', 'latin1');
 const EMAIL = Buffer.from('email', 'latin1');
-/** Whole seconds below this are written digit by digit; String() of a number this big is still its digits. */
-const PLAIN_DIGITS = 1e15;
+/** Whole numbers up to this size are written digit by digit, in 32-bit arithmetic; others by String(). */
+const INT32_MAX = 0x7fffffff;
+/** Distinct texts a column remembers the bytes of. */
+const TEXTS_SEEN = 8;
 
 /**
  * One result column being written: its cells' UTF-8 bytes one after another in a buffer outside the heap that
@@ -48,6 +52,10 @@ class ColumnWriter {
   private bytes: Buffer;
   private at = 0;
   private row = 0;
+  /** Texts written lately, and where their bytes are. */
+  private readonly seen: { cell: string; at: number; length: number }[] = [];
+  /** The last number written in decimal, and where its bytes are. */
+  private readonly lastNumber = { value: Number.NaN, at: 0, length: 0 };
   readonly lengths: Uint32Array;
 
   constructor(rows: number, bytesPerCell: number) {
@@ -80,32 +88,50 @@ class ColumnWriter {
   }
 
   text(cell: string): void {
+    // texts repeat from cell to cell (reasons, bucket ids): one written lately has its bytes copied
+    const seen = this.seen;
+    for (let i = 0; i < seen.length; i++) {
+      const entry = seen[i];
+      if (entry.cell === cell) {
+        this.copy(this.bytes, entry.at, entry.at + entry.length);
+        return;
+      }
+    }
     // a UTF-16 unit becomes at most 3 bytes of UTF-8
     this.room(cell.length * 3);
     const n = cell.length === 0 ? 0 : this.bytes.write(cell, this.at, 'utf8');
+    if (seen.length < TEXTS_SEEN) seen.push({ cell, at: this.at, length: n });
+    else seen[this.row % TEXTS_SEEN] = { cell, at: this.at, length: n };
     this.at += n;
     this.lengths[this.row++] = n;
   }
 
   /** A whole number in decimal, as String() writes it. */
   decimal(value: number): void {
-    if (!(Math.abs(value) < PLAIN_DIGITS) || !Number.isInteger(value)) {
+    const last = this.lastNumber;
+    if (value === last.value && !Object.is(value, -0)) {
+      // times repeat from cell to cell: the last one's bytes are copied
+      this.copy(this.bytes, last.at, last.at + last.length);
+      return;
+    }
+    if (!(Math.abs(value) <= INT32_MAX) || !Number.isInteger(value)) {
       this.text(String(value));
       return;
     }
-    this.room(17);
+    this.room(11);
     const bytes = this.bytes;
     const start = this.at;
     let at = start;
-    let rest = value;
+    let rest = value | 0;
     if (rest < 0) {
       bytes[at++] = 0x2d;
       rest = -rest;
     }
     const first = at;
     do {
-      bytes[at++] = 0x30 + (rest % 10);
-      rest = Math.floor(rest / 10);
+      const tenth = (rest / 10) | 0;
+      bytes[at++] = 0x30 + rest - tenth * 10;
+      rest = tenth;
     } while (rest > 0);
     // the digits were written lowest first
     for (let i = first, j = at - 1; i < j; i++, j--) {
@@ -113,6 +139,9 @@ class ColumnWriter {
       bytes[i] = bytes[j];
       bytes[j] = d;
     }
+    last.value = value;
+    last.at = start;
+    last.length = at - start;
     this.at = at;
     this.lengths[this.row++] = at - start;
   }
@@ -129,31 +158,20 @@ class ColumnWriter {
  * would never send one): the caller then makes the rows as strings.
  */
 export function resultByteColumns(answers: PackedAnswers, input: ResultBytesInput): ByteColumn[] | undefined {
-  const { status, reason, text, lengths, r, buckets } = answers;
+  const { status, reason, lengths, r, buckets } = answers;
   const { rowCount, width, v2, layout, sent } = input;
-  if (status.length !== rowCount * width) throw new Error('answers that do not cover the rows of their chunk');
-  // ASCII: a character of the text is one byte, so its lengths are the bytes' lengths
-  if (Buffer.byteLength(text, 'utf8') !== text.length) return undefined;
-  const textBytes = Buffer.from(text, 'latin1');
+  if (status.length !== rowCount * width || answers.u.length !== width || answers.p.length !== width)
+    throw new Error('answers that do not cover the rows of their chunk');
+  // ASCII: a character of a text is one byte, so its lengths are the bytes' lengths, and the text is the column
+  const uBytes = answers.u.map(asciiBytes);
+  const pBytes = answers.p.map(asciiBytes);
+  if (uBytes.includes(undefined) || pBytes.includes(undefined)) return undefined;
   if (layout.emitHash && sent === undefined)
     throw new Error('--emit-hash: the chunk was answered without the hashes that were sent');
   const timeFormat: TimeFormat = layout.timeFormat;
-  const out: ByteColumn[] = [];
-  // where each mapped slot's u starts in the text, and its number among the mapped slots, in slot order
-  const textAt = new Float64Array(status.length);
+  // each mapped slot's number among the mapped slots, in slot order
   const mappedIndex = new Int32Array(status.length);
-  {
-    let pos = 0;
-    let k = 0;
-    for (let slot = 0; slot < status.length; slot++) {
-      if (status[slot] !== SLOT.mapped) continue;
-      textAt[slot] = pos;
-      mappedIndex[slot] = k;
-      const pLength = lengths[2 * k + 1];
-      pos += lengths[2 * k] + (pLength === NO_P ? 0 : pLength);
-      k++;
-    }
-  }
+  for (let slot = 0, k = 0; slot < status.length; slot++) if (status[slot] === SLOT.mapped) mappedIndex[slot] = k++;
   // the hashes sent are in slot order, one per slot that was valid when prepared: which one is each slot's
   let hashOf: Int32Array | undefined;
   if (layout.emitHash) {
@@ -162,45 +180,43 @@ export function resultByteColumns(answers: PackedAnswers, input: ResultBytesInpu
     let h = 0;
     for (let slot = 0; slot < status.length; slot++) if (hashes.status[slot] === SLOT.pending) hashOf[slot] = h++;
   }
+  const out: ByteColumn[] = [];
   for (let c = 0; c < width; c++) {
-    const uid = new ColumnWriter(rowCount, 44);
-    const second = new ColumnWriter(rowCount, v2 ? 8 : 44);
+    const uid = new Uint32Array(rowCount);
+    const prev = v2 ? undefined : new Uint32Array(rowCount);
+    const bucket = v2 ? new ColumnWriter(rowCount, 8) : undefined;
     const time = v2 ? undefined : new ColumnWriter(rowCount, 10);
     const state = new ColumnWriter(rowCount, 6);
     const why = new ColumnWriter(rowCount, 0);
     for (let row = 0; row < rowCount; row++) {
       const slot = row * width + c;
       const s = status[slot];
-      if (s === SLOT.mapped) {
-        const k = mappedIndex[slot];
-        const from = textAt[slot];
-        const uEnd = from + lengths[2 * k];
-        uid.copy(textBytes, from, uEnd);
-        const pLength = lengths[2 * k + 1];
-        if (v2) {
-          const bucket = buckets === null ? undefined : buckets[k];
-          if (bucket === undefined) second.empty();
-          else second.text(bucket);
-        } else {
-          if (pLength === NO_P) second.empty();
-          else second.copy(textBytes, uEnd, uEnd + pLength);
-          const seconds = Math.floor(r[k]);
-          if (timeFormat === 'unix') (time as ColumnWriter).decimal(seconds);
-          else (time as ColumnWriter).text(timeCell(seconds, timeFormat));
-        }
-        state.copy(STATUS_BYTES[SLOT.mapped], 0, STATUS_BYTES[SLOT.mapped].length);
-        why.empty();
-      } else {
-        uid.empty();
-        second.empty();
+      const name = STATUS_BYTES[s];
+      state.copy(name, 0, name.length);
+      if (s !== SLOT.mapped) {
+        bucket?.empty();
         time?.empty();
-        const name = STATUS_BYTES[s];
-        state.copy(name, 0, name.length);
         why.text(reason[slot] ?? '');
+        continue;
       }
+      why.empty();
+      const k = mappedIndex[slot];
+      uid[row] = lengths[2 * k];
+      if (bucket !== undefined) {
+        const id = buckets === null ? undefined : buckets[k];
+        if (id === undefined) bucket.empty();
+        else bucket.text(id);
+        continue;
+      }
+      const pLength = lengths[2 * k + 1];
+      if (pLength !== NO_P) (prev as Uint32Array)[row] = pLength;
+      const seconds = Math.floor(r[k]);
+      if (timeFormat === 'unix') (time as ColumnWriter).decimal(seconds);
+      else (time as ColumnWriter).text(timeCell(seconds, timeFormat));
     }
-    out.push(uid.done(), second.done());
-    if (time !== undefined) out.push(time.done());
+    out.push({ bytes: uBytes[c] as Buffer, lengths: uid });
+    if (bucket !== undefined) out.push(bucket.done());
+    else out.push({ bytes: pBytes[c] as Buffer, lengths: prev as Uint32Array }, (time as ColumnWriter).done());
     out.push(state.done(), why.done());
     if (hashOf !== undefined) {
       const hashes = sent as SentHashes;
@@ -221,4 +237,9 @@ export function resultByteColumns(answers: PackedAnswers, input: ResultBytesInpu
     }
   }
   return out;
+}
+
+/** A text's bytes if it is all ASCII (its characters are its bytes); else undefined. */
+function asciiBytes(text: string): Buffer | undefined {
+  return Buffer.byteLength(text, 'utf8') === text.length ? Buffer.from(text, 'latin1') : undefined;
 }

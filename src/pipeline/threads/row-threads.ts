@@ -46,17 +46,20 @@ export type RowThreadAnswer =
 
 /**
  * A chunk's answers, per identifier cell, packed for the thread that holds its rows: statuses and reasons as
- * they are, and the mapped answers' strings in one text with their lengths. Structured cloning an object per
- * answer costs the main thread, the bound of a threaded map, many times more than one string and a few typed
- * arrays (the main thread's CPU per run is the `main thr` column of `npm run bench`).
+ * they are, and the mapped answers' strings in a text per identifier column and field, with their lengths.
+ * Structured cloning an object per answer costs the main thread, the bound of a threaded map, many times more
+ * than a few strings and typed arrays (the main thread's CPU per run is the `main thr` column of `npm run
+ * bench`); and a result column of a Parquet output is then its text as it is (map/result-bytes.ts).
  */
 export interface SlotAnswers {
   status: Uint8Array;
   /** Per slot: why it is not mapped (null for mapped and pending slots). */
   reason: (string | null)[];
-  /** u, then p (absent when null), of each mapped slot in slot order. */
-  text: string;
-  /** Per mapped slot: the length of u, and of p (NO_P when p is null). */
+  /** Per identifier column (as many as the chunk's width): the u of each of its mapped slots, in row order. */
+  u: string[];
+  /** Per identifier column: the p of each of its mapped slots whose p is not null, in row order. */
+  p: string[];
+  /** Per mapped slot, in slot order: the length of u, and of p (NO_P when p is null). */
   lengths: Uint32Array;
   /** Per mapped slot: r (refresh_from). */
   r: Float64Array;
@@ -64,23 +67,24 @@ export interface SlotAnswers {
   buckets: string[] | null;
 }
 
-export function packAnswers(chunk: Pick<RowChunk, 'status' | 'mapped' | 'reason'>): SlotAnswers {
-  const { status, mapped, reason } = chunk;
+export function packAnswers(chunk: Pick<RowChunk, 'status' | 'mapped' | 'reason' | 'width'>): SlotAnswers {
+  const { status, mapped, reason, width } = chunk;
   let count = 0;
   for (let slot = 0; slot < status.length; slot++) if (status[slot] === SLOT.mapped) count++;
   const lengths = new Uint32Array(count * 2);
   const r = new Float64Array(count);
   let buckets: string[] | null = null;
-  let text = '';
+  const us = new Array<string>(width).fill('');
+  const ps = new Array<string>(width).fill('');
   let k = 0;
-  for (let slot = 0; slot < status.length; slot++) {
+  for (let slot = 0, c = 0; slot < status.length; slot++, c = c + 1 === width ? 0 : c + 1) {
     if (status[slot] !== SLOT.mapped) continue;
     const m = mapped[slot] as MappedV3;
-    text += m.u;
+    us[c] += m.u;
     lengths[2 * k] = m.u.length;
     if (m.p === null) lengths[2 * k + 1] = NO_P;
     else {
-      text += m.p;
+      ps[c] += m.p;
       lengths[2 * k + 1] = m.p.length;
     }
     r[k] = m.r;
@@ -88,20 +92,22 @@ export function packAnswers(chunk: Pick<RowChunk, 'status' | 'mapped' | 'reason'
     if (bucket !== null) (buckets ??= new Array<string>(count))[k] = bucket;
     k++;
   }
-  return { status: status.slice(), reason, text, lengths, r, buckets };
+  return { status: status.slice(), reason, u: us, p: ps, lengths, r, buckets };
 }
 
 /** The answers as RowChunk holds them (v2 ones as BucketAnswers, which the v2 output reads the bucket from). */
 export function unpackAnswers(answers: SlotAnswers): (MappedV3 | null)[] {
-  const { status, text, lengths, r, buckets } = answers;
+  const { status, u: us, p: ps, lengths, r, buckets } = answers;
+  const width = us.length;
   const mapped = new Array<MappedV3 | null>(status.length).fill(null);
-  let pos = 0;
+  const uAt = new Array<number>(width).fill(0);
+  const pAt = new Array<number>(width).fill(0);
   let k = 0;
-  for (let slot = 0; slot < status.length; slot++) {
+  for (let slot = 0, c = 0; slot < status.length; slot++, c = c + 1 === width ? 0 : c + 1) {
     if (status[slot] !== SLOT.mapped) continue;
-    const u = text.slice(pos, (pos += lengths[2 * k]));
+    const u = us[c].slice(uAt[c], (uAt[c] += lengths[2 * k]));
     const pLength = lengths[2 * k + 1];
-    const p = pLength === NO_P ? null : text.slice(pos, (pos += pLength));
+    const p = pLength === NO_P ? null : ps[c].slice(pAt[c], (pAt[c] += pLength));
     mapped[slot] = buckets !== null && buckets[k] !== undefined ? new BucketAnswer(u, buckets[k]) : { u, p, r: r[k] };
     k++;
   }
