@@ -27,10 +27,8 @@ export interface PreparedRows {
  */
 export function prepareRows(rows: readonly InputRow[], columns: readonly IdentifierColumn[]): PreparedRows {
   const width = columns.length;
-  const status = new Uint8Array(rows.length * width);
-  const phone = new Uint8Array(rows.length * width);
-  const hashes: string[] = [];
-  const reasons: string[] = [];
+  const out = emptyPrepared(rows.length, width);
+  const { status, reasons } = out;
   for (let r = 0; r < rows.length; r++) {
     const row = rows[r];
     const base = r * width;
@@ -51,22 +49,53 @@ export function prepareRows(rows: readonly InputRow[], columns: readonly Identif
         reasons.push(rowProblemReason(row.problem as RowProblem));
         continue;
       }
-      const cell = row.cells[column.index] ?? '';
-      // an empty cell (a row with an email but no phone, say) has nothing to map: it is not invalid data
-      if (cell.length === 0) {
-        status[base + c] = SLOT.missing;
-        continue;
-      }
-      const prepared = prepareCell(column, cell);
-      if (!prepared.ok) {
-        status[base + c] = SLOT.invalid;
-        reasons.push(prepared.reason);
-        continue;
-      }
-      // status stays SLOT.pending
-      if (prepared.type === 'phone') phone[base + c] = 1;
-      hashes.push(prepared.hash);
+      prepareSlot(out, base + c, column, row.cells[column.index] ?? '');
     }
   }
-  return { rowCount: rows.length, width, status, phone, hashes, reasons };
+  return out;
+}
+
+/**
+ * prepareRows() for rows given as columns: `cells[i]` holds the cells of input column i, in row order, for every
+ * column an identifier column reads (the others may be absent). Rows read this way have no row problems.
+ */
+export function prepareColumns(
+  rowCount: number,
+  cells: readonly (readonly string[] | undefined)[],
+  columns: readonly IdentifierColumn[],
+): PreparedRows {
+  const width = columns.length;
+  const out = emptyPrepared(rowCount, width);
+  const texts = columns.map((column) => {
+    const text = cells[column.index];
+    if (text === undefined) throw new Error(`the cells of input column ${column.index} were not given`);
+    return text;
+  });
+  // row after row, as prepareRows: the hashes and reasons go in slot order
+  for (let r = 0; r < rowCount; r++)
+    for (let c = 0; c < width; c++) prepareSlot(out, r * width + c, columns[c], texts[c][r] ?? '');
+  return out;
+}
+
+function emptyPrepared(rowCount: number, width: number): PreparedRows {
+  const cells = rowCount * width;
+  return { rowCount, width, status: new Uint8Array(cells), phone: new Uint8Array(cells), hashes: [], reasons: [] };
+}
+
+/** What one identifier cell is: the one decision, per cell, of what is sent. */
+function prepareSlot(out: PreparedRows, slot: number, column: IdentifierColumn, cell: string): void {
+  // an empty cell (a row with an email but no phone, say) has nothing to map: it is not invalid data
+  if (cell.length === 0) {
+    out.status[slot] = SLOT.missing;
+    return;
+  }
+  const prepared = prepareCell(column, cell);
+  if (!prepared.ok) {
+    out.status[slot] = SLOT.invalid;
+    out.reasons.push(prepared.reason);
+    return;
+  }
+  // status stays SLOT.pending
+  if (prepared.type === 'phone') out.phone[slot] = 1;
+  out.hashes.push(prepared.hash);
 }

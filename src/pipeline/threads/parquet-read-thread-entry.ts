@@ -5,7 +5,7 @@
  * dist/; it must not import anything that starts work on load.
  */
 import { workerData } from 'node:worker_threads';
-import { prepareRows } from '../map/prepare-rows.js';
+import { prepareColumns, prepareRows } from '../map/prepare-rows.js';
 import { resultByteColumns } from '../map/result-bytes.js';
 import { outputRows, outputRowsV2, type SentHashes } from '../map/result-columns.js';
 import {
@@ -82,15 +82,10 @@ async function nextChunk(): Promise<TaskResult<ParquetReadAnswer>> {
   const bytesRead = source.bytesRead();
   if (output !== undefined && config.columns !== undefined) {
     const chunk = next.value as Utf8Chunk;
-    const width = source.header.length;
-    // rows with their identifier cells only: prepareRows reads no other
-    const rows: InputRow[] = new Array(chunk.rows);
-    for (let r = 0; r < chunk.rows; r++) rows[r] = { line: chunk.firstLine + r, cells: new Array<string>(width) };
-    for (const c of identifierIndexes) {
-      const cells = columnCells(chunk.columns[c]);
-      for (let r = 0; r < chunk.rows; r++) rows[r].cells[c] = cells[r];
-    }
-    const prepared = prepareRows(rows, config.columns);
+    // only the identifier columns' cells are made into strings, and no row is made of them
+    const cells: (string[] | undefined)[] = [];
+    for (const c of identifierIndexes) cells[c] = columnCells(chunk.columns[c]);
+    const prepared = prepareColumns(chunk.rows, cells, config.columns);
     // the status and phone arrays are handed over below: what is kept is a copy
     const transfer = [prepared.status.buffer as ArrayBuffer, prepared.phone.buffer as ArrayBuffer];
     const piece = nextPiece++;
