@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { BucketAnswer, bucketIdOf } from '../../src/pipeline/map/bucket-answer.js';
 import { outputRows, outputRowsV2 } from '../../src/pipeline/map/result-columns.js';
 import { RowChunk, SLOT } from '../../src/pipeline/map/row-chunk.js';
-import { packAnswers, unpackAnswers } from '../../src/pipeline/threads/row-threads.js';
+import { packAnswers, unpackAnswers, unpackReasons } from '../../src/pipeline/threads/row-threads.js';
 import { openSink } from '../../src/pipeline/table/sink.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
@@ -42,13 +42,18 @@ describe('answers packed for the thread that holds the rows', () => {
       chunk.mapped.map((m) => (m === null ? null : { u: m.u, p: m.p, r: m.r })),
     );
     expect([...packed.status]).toEqual([...chunk.status]);
-    expect(packed.reason).toEqual(chunk.reason);
+    expect(unpackReasons(packed)).toEqual(chunk.reason);
+    // each distinct reason crosses once
+    expect(packed.reasonTexts).toEqual([...new Set(chunk.reason.filter((r) => r !== null))]);
     const rows = () => Array.from({ length: 4 }, (_, i) => ({ line: i + 2, cells: [`row${i}`] }));
     const direct = outputRows(
       { rows: rows(), width: 2, status: chunk.status, mapped: chunk.mapped, reason: chunk.reason },
       [],
     );
-    const viaPack = outputRows({ rows: rows(), width: 2, status: packed.status, mapped, reason: packed.reason }, []);
+    const viaPack = outputRows(
+      { rows: rows(), width: 2, status: packed.status, mapped, reason: unpackReasons(packed) },
+      [],
+    );
     expect(viaPack).toEqual(direct);
     // an empty p is kept apart from a missing one
     expect(mapped[5]?.p).toBe('');
@@ -72,7 +77,7 @@ describe('answers packed for the thread that holds the rows', () => {
     expect(mapped.map((m) => bucketIdOf(m))).toEqual(['FCgKEc4KCb', null, 'c0iKwW5P2x']);
     const rows = () => Array.from({ length: 3 }, () => ({ line: 1, cells: ['x'] }));
     expect(
-      outputRowsV2({ rows: rows(), width: 1, status: packed.status, mapped, reason: packed.reason }, null),
+      outputRowsV2({ rows: rows(), width: 1, status: packed.status, mapped, reason: unpackReasons(packed) }, null),
     ).toEqual(
       outputRowsV2({ rows: rows(), width: 1, status: chunk.status, mapped: chunk.mapped, reason: chunk.reason }, null),
     );

@@ -11,7 +11,10 @@ import { SLOT, SLOT_STATUS_NAMES } from './row-chunk.js';
  */
 export interface PackedAnswers {
   status: Uint8Array;
-  reason: readonly (string | null)[];
+  /** The distinct reasons of the slots that are not mapped. */
+  reasonTexts: readonly string[];
+  /** Per slot: 0 for no reason, else 1 + the index of its reason in reasonTexts. */
+  reasonOf: Uint32Array;
   u: readonly string[];
   p: readonly string[];
   /** Per mapped slot, in slot order: the length of u, and of p (NO_P when p is null). */
@@ -158,7 +161,9 @@ class ColumnWriter {
  * would never send one): the caller then makes the rows as strings.
  */
 export function resultByteColumns(answers: PackedAnswers, input: ResultBytesInput): ByteColumn[] | undefined {
-  const { status, reason, lengths, r, buckets } = answers;
+  const { status, reasonOf, lengths, r, buckets } = answers;
+  // each reason's bytes once; index 0 (no reason) is the empty cell
+  const reasonBytes = [Buffer.alloc(0), ...answers.reasonTexts.map((text) => Buffer.from(text, 'utf8'))];
   const { rowCount, width, v2, layout, sent } = input;
   if (status.length !== rowCount * width || answers.u.length !== width || answers.p.length !== width)
     throw new Error('answers that do not cover the rows of their chunk');
@@ -196,7 +201,8 @@ export function resultByteColumns(answers: PackedAnswers, input: ResultBytesInpu
       if (s !== SLOT.mapped) {
         bucket?.empty();
         time?.empty();
-        why.text(reason[slot] ?? '');
+        const because = reasonBytes[reasonOf[slot]];
+        why.copy(because, 0, because.length);
         continue;
       }
       why.empty();

@@ -20,7 +20,7 @@ import type { InputRow } from '../table/table.js';
 import { columnCells, type Utf8Column } from '../table/utf8-columns.js';
 import { serveTasks, type TaskResult } from '../workers/worker-pool.js';
 import type { ParquetReadAnswer, ParquetReadConfig, ParquetReadTask } from './parquet-read-thread.js';
-import { unpackAnswers } from './row-threads.js';
+import { unpackAnswers, unpackReasons } from './row-threads.js';
 
 const config = workerData as ParquetReadConfig;
 const output = config.columns !== undefined ? config.output : undefined;
@@ -129,7 +129,7 @@ function encodePiece(
   if (piece === undefined || output === undefined || encode === undefined || config.columns === undefined)
     throw new Error(`piece ${task.piece} is not kept by the reading thread`);
   held.delete(task.piece);
-  const { status, reason } = task.answers;
+  const { status } = task.answers;
   const toOutput = output.v2 ? outputRowsV2 : outputRows;
   const format = output.format;
   if (format.format === 'parquet' && !task.rejects) {
@@ -151,6 +151,7 @@ function encodePiece(
     const noCells: string[] = [];
     const rows: InputRow[] = new Array(count);
     for (let r = 0; r < count; r++) rows[r] = { line: piece.firstLine + r, cells: noCells };
+    const reason = unpackReasons(task.answers);
     const answered = { rows, width, status, mapped: unpackAnswers(task.answers), reason };
     const strings = toOutput({ ...answered, sent: piece.sent }, null, { ...output.layout, keep: [] });
     return answerEncode(fileBytes(utf8ColumnsRowBlock(count, kept, strings, format.width - kept.length)), null);
@@ -163,7 +164,7 @@ function encodePiece(
       width: config.columns.length,
       status,
       mapped: unpackAnswers(task.answers),
-      reason,
+      reason: unpackReasons(task.answers),
       sent: piece.sent,
     },
     rejects,

@@ -14,7 +14,7 @@ import type { InputRow, SourceProblemCounts } from '../table/table.js';
 import { WorkerPool } from '../workers/worker-pool.js';
 import { compiledScriptPresent } from '../workers/compiled-script.js';
 import { reviveInputError } from './thread-errors.js';
-import { packAnswers, type SlotAnswers } from './row-threads.js';
+import { answerBuffers, packAnswers, type SlotAnswers } from './row-threads.js';
 
 /**
  * How the thread writes a map run's output rows when it keeps them: plain data. A Parquet output gets them as
@@ -171,11 +171,7 @@ export class ParquetThreadSource implements ParquetTableSource, PreparingSource 
     if (ticket === undefined || this.pool === undefined)
       return Promise.reject(new Error(`${this.name}: the chunk's rows are not kept by the reading thread`));
     const answers = packAnswers(chunk);
-    const transfer = [
-      answers.status.buffer as ArrayBuffer,
-      answers.lengths.buffer as ArrayBuffer,
-      answers.r.buffer as ArrayBuffer,
-    ];
+    const transfer = answerBuffers(answers);
     return this.pool.runOn(0, { task: 'encode', piece: ticket.piece, answers, rejects }, transfer).then((answer) => {
       if (answer.task !== 'encode') throw new Error(`the reading thread answered an encode task with '${answer.task}'`);
       return answer.encoded;

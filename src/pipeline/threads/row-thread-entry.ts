@@ -8,7 +8,13 @@ import { emptyHashCounts, hashRows } from '../hash/hash-rows.js';
 import { prepareRows } from '../map/prepare-rows.js';
 import { outputRows, outputRowsV2, type AnsweredRows, type SentHashes } from '../map/result-columns.js';
 import { encodeCsvRow, rowEncoder } from '../table/row-encoders.js';
-import { unpackAnswers, type RowThreadAnswer, type RowThreadConfig, type RowThreadTask } from './row-threads.js';
+import {
+  unpackAnswers,
+  unpackReasons,
+  type RowThreadAnswer,
+  type RowThreadConfig,
+  type RowThreadTask,
+} from './row-threads.js';
 import { fitRow, parseCsvPiece, plainPieceLines } from '../table/source.js';
 import type { InputRow, SourceProblemCounts } from '../table/table.js';
 import { serveTasks } from '../workers/worker-pool.js';
@@ -107,7 +113,8 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
       const piece = held.get(task.piece);
       if (piece === undefined) throw new Error(`piece ${task.piece} is not held by this thread`);
       held.delete(task.piece);
-      const { status, reason } = task.answers;
+      const { status } = task.answers;
+      const reason = unpackReasons(task.answers);
       const mapped = unpackAnswers(task.answers);
       const toOutput = config.v2 ? outputRowsV2 : outputRows;
       const lines = linesAreCsv ? plainPieceLines(piece.bytes, config.csv.encoding) : undefined;

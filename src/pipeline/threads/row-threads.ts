@@ -53,8 +53,10 @@ export type RowThreadAnswer =
  */
 export interface SlotAnswers {
   status: Uint8Array;
-  /** Per slot: why it is not mapped (null for mapped and pending slots). */
-  reason: (string | null)[];
+  /** The distinct reasons of the chunk's slots that are not mapped, each once. */
+  reasonTexts: string[];
+  /** Per slot: 0 when it has no reason (mapped and pending slots), else 1 + the index of its reason in reasonTexts. */
+  reasonOf: Uint32Array;
   /** Per identifier column (as many as the chunk's width): the u of each of its mapped slots, in row order. */
   u: string[];
   /** Per identifier column: the p of each of its mapped slots whose p is not null, in row order. */
@@ -68,7 +70,8 @@ export interface SlotAnswers {
 }
 
 export function packAnswers(chunk: Pick<RowChunk, 'status' | 'mapped' | 'reason' | 'width'>): SlotAnswers {
-  const { status, mapped, reason, width } = chunk;
+  const { status, mapped, width } = chunk;
+  const { reasonTexts, reasonOf } = packReasons(chunk.reason);
   let count = 0;
   for (let slot = 0; slot < status.length; slot++) if (status[slot] === SLOT.mapped) count++;
   const lengths = new Uint32Array(count * 2);
@@ -92,7 +95,47 @@ export function packAnswers(chunk: Pick<RowChunk, 'status' | 'mapped' | 'reason'
     if (bucket !== null) (buckets ??= new Array<string>(count))[k] = bucket;
     k++;
   }
-  return { status: status.slice(), reason, u: us, p: ps, lengths, r, buckets };
+  return { status: status.slice(), reasonTexts, reasonOf, u: us, p: ps, lengths, r, buckets };
+}
+
+/** Reasons as each distinct text once and a number per slot: a few strings to clone instead of one per slot. */
+function packReasons(reason: readonly (string | null)[]): Pick<SlotAnswers, 'reasonTexts' | 'reasonOf'> {
+  const reasonOf = new Uint32Array(reason.length);
+  const reasonTexts: string[] = [];
+  const known = new Map<string, number>();
+  // most slots in a row have the reason of the one before (empty cells, a failed batch)
+  let last: string | null = null;
+  let lastOf = 0;
+  for (let slot = 0; slot < reason.length; slot++) {
+    const text = reason[slot];
+    if (text === null || text === undefined) continue;
+    if (text !== last) {
+      let of = known.get(text);
+      if (of === undefined) {
+        reasonTexts.push(text);
+        of = reasonTexts.length;
+        known.set(text, of);
+      }
+      last = text;
+      lastOf = of;
+    }
+    reasonOf[slot] = lastOf;
+  }
+  return { reasonTexts, reasonOf };
+}
+
+/** The reason of each slot again, as RowChunk holds them (null for mapped and pending slots). */
+export function unpackReasons(answers: Pick<SlotAnswers, 'reasonTexts' | 'reasonOf'>): (string | null)[] {
+  const { reasonTexts, reasonOf } = answers;
+  const reason = new Array<string | null>(reasonOf.length);
+  for (let slot = 0; slot < reasonOf.length; slot++)
+    reason[slot] = reasonOf[slot] === 0 ? null : reasonTexts[reasonOf[slot] - 1];
+  return reason;
+}
+
+/** The buffers of packed answers, handed over with them rather than copied. */
+export function answerBuffers(answers: SlotAnswers): ArrayBuffer[] {
+  return [answers.status, answers.reasonOf, answers.lengths, answers.r].map((a) => a.buffer as ArrayBuffer);
 }
 
 /** The answers as RowChunk holds them (v2 ones as BucketAnswers, which the v2 output reads the bucket from). */
@@ -188,11 +231,7 @@ export class RowThreads {
     if (ticket === undefined)
       return Promise.reject(new Error('RowThreads.encode: the chunk was not prepared by a row thread'));
     const answers = packAnswers(chunk);
-    const transfer = [
-      answers.status.buffer as ArrayBuffer,
-      answers.lengths.buffer as ArrayBuffer,
-      answers.r.buffer as ArrayBuffer,
-    ];
+    const transfer = answerBuffers(answers);
     return this.pool
       .runOn(ticket.thread, { task: 'encode', piece: ticket.piece, answers, rejects }, transfer)
       .then((answer) => expect(answer, 'encode'));
