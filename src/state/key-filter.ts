@@ -1,4 +1,4 @@
-/** A blocked Bloom filter over lookup keys: says "surely not stored" for most keys that are not in the keys tables. */
+/** A blocked Bloom filter over lookup keys: says "surely not stored" for most keys that are not in the key levels. */
 
 /** Bits of one block: a block is one 64-byte cache line, so a test or an add touches one line of memory. */
 const BLOCK_WORDS = 16;

@@ -1,4 +1,4 @@
-/** The SQL of schemas 1 to 3: how older files were made, kept to upgrade them and to build them in tests. */
+/** The SQL of schemas 1 to 4: how older files were made, kept to upgrade them and to build them in tests. */
 
 /**
  * Version 1. Rowid tables: inserts append, which the measurements show is several times cheaper than a
@@ -109,4 +109,21 @@ CREATE INDEX entries_by_r ON entries (r) WHERE r IS NOT NULL;
 CREATE INDEX entries_by_optout_check ON entries (last_optout_check) WHERE u IS NOT NULL OR p IS NOT NULL;
 CREATE INDEX entries_by_bucket ON entries (bucket_id) WHERE bucket_id IS NOT NULL;
 CREATE INDEX entries_due_v2 ON entries (due) WHERE due = 1;
+`;
+
+/**
+ * The lookup index of schemas 3 and 4: a row per entry in one of two tables (`keys` up to keys_main_upto,
+ * `keys_recent` after it), which schema 5 packs into key blocks.
+ */
+export const KEYS_TABLES_V3 = `
+CREATE TABLE keys (
+  k  INTEGER NOT NULL,
+  id INTEGER NOT NULL,
+  PRIMARY KEY (k, id)
+) WITHOUT ROWID;
+CREATE TABLE keys_recent (
+  k  INTEGER NOT NULL,
+  id INTEGER NOT NULL,
+  PRIMARY KEY (k, id)
+) WITHOUT ROWID;
 `;

@@ -4,7 +4,7 @@ import { KeyFilter } from './key-filter.js';
 import { metaNumber, setMetaValue } from './meta-values.js';
 import { META_KEYS } from './schema.js';
 
-/** Where the merged entries are: `keys` holds the ids up to `main`, `keys_recent` those after it up to `upto`. */
+/** Where the merged entries are: the main level holds the ids up to `main`, the recent one those after it up to `upto`. */
 export interface Levels {
   main: number;
   upto: number;
@@ -67,7 +67,7 @@ function readStored(db: Database, level: Level): KeyFilter | null {
 /**
  * The filters that cover the file's levels, inside the caller's transaction. A filter covers a table when it holds
  * the key of every entry of the table's id range: the main one (every id up to filter_upto) when filter_upto
- * reaches keys_main_upto; the recent one when its range spans keys_recent's, or else the main one when it reaches
+ * reaches keys_main_upto; the recent one when its range spans the recent level's, or else the main one when it reaches
  * keys_upto (a file written by a version with one filter for both tables). An empty table needs none.
  */
 export function readLevelFilters(db: Database): LevelFilters {

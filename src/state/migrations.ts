@@ -3,6 +3,7 @@ import type { Database } from 'better-sqlite3';
 import { SCHEMA_V2_JOURNAL } from './legacy-schema.js';
 import { upgradeToV3Step } from './upgrade-v3.js';
 import { upgradeToV4Step } from './upgrade-v4.js';
+import { upgradeToV5Step } from './upgrade-v5.js';
 
 export interface Migration {
   /** The schema version the file has after this step. */
@@ -26,4 +27,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 2, up: (db) => db.exec(SCHEMA_V2_JOURNAL), readsWithout: true },
   { version: 3, piece: (db) => upgradeToV3Step(db) },
   { version: 4, piece: (db) => upgradeToV4Step(db) },
+  { version: 5, piece: (db) => upgradeToV5Step(db) },
 ];

@@ -48,9 +48,6 @@ export const SQL = {
   pendingChanges: 'SELECT id, row FROM pending_changes WHERE kind = ? AND id > ? ORDER BY id LIMIT ?',
   lastPendingChange: 'SELECT max(id) FROM pending_changes WHERE kind = ?',
   ackChanges: 'DELETE FROM pending_changes WHERE kind = ? AND id <= ?',
-  // the ids of the entries whose lookup key is in the list, from one keys table: its pages are walked in key
-  // order (SQLite sorts an IN list) and no entry row is read yet
-  idsByKeys: (table: 'keys' | 'keys_recent', n: number) => `SELECT id FROM ${table} WHERE k IN (${placeholders(n)})`,
   // given sorted ids, the rows are read in table order
   entriesByIds: (n: number) => `SELECT ${ENTRY_COLUMNS} FROM entries WHERE id IN (${placeholders(n)})`,
   // what a commit reads of its stored entries, by id: enough to match them to its hashes
@@ -61,7 +58,7 @@ export const SQL = {
   packedAnswersInRange: `SELECT ${PACKED_ANSWERS} FROM entries WHERE id >= ? AND id <= ?`,
   packedAnswersByIds: (n: number) => `SELECT ${PACKED_ANSWERS} FROM entries WHERE id IN (${placeholders(n)})`,
   rawUidsByIds: (n: number) => `SELECT id, u, p FROM entries WHERE id IN (${placeholders(n)})`,
-  // the tail: entries appended after the last merge into keys
+  // the tail: entries appended after the last merge into the key levels
   tailSince: 'SELECT id, type, hash FROM entries WHERE id > ? AND id <= ? ORDER BY id',
   // a page of the tail as one string: per entry, its type code and the hex of the first 6 bytes of its hash (all a
   // lookup key needs of a hash kept as bytes), in id order; one row instead of one per entry. A hash kept as text
@@ -70,17 +67,6 @@ export const SQL = {
     "SELECT count(*), min(id), max(id), group_concat(CASE WHEN typeof(hash) = 'blob' AND length(hash) >= 6 " +
     "THEN type || hex(substr(hash, 1, 6)) END, '' ORDER BY id) " +
     'FROM (SELECT id, type, hash FROM entries WHERE id > ? ORDER BY id LIMIT ?)',
-  insertRecentKeys: (n: number) =>
-    `INSERT OR IGNORE INTO keys_recent (k, id) VALUES ${new Array<string>(n).fill('(?, ?)').join(', ')}`,
-  // keys_recent is read in its key order: the inserts into keys walk it once
-  foldRecentKeys: 'INSERT OR IGNORE INTO keys (k, id) SELECT k, id FROM keys_recent ORDER BY k, id',
-  clearRecentKeys: 'DELETE FROM keys_recent',
-  // the keys filters are filled from pages of a table's distinct keys (a filter needs each key once): every key
-  // of keys (the main filter), of keys_recent (the recent one, and the main one at a fold), or of keys_recent's
-  // entries after an id (what a fold adds to a main filter that holds the rest)
-  keysPage: (table: 'keys' | 'keys_recent') => `SELECT k FROM ${table} WHERE k > ? ORDER BY k LIMIT ?`,
-  recentKeysAfterPage: 'SELECT k FROM keys_recent WHERE k > ? AND id > ? ORDER BY k LIMIT ?',
-
   // an answer for a key not stored yet is appended (n rows per statement: one call into SQLite per n rows); one
   // for a stored entry updates its row by id
   insertEntries: (n: number) =>

@@ -12,14 +12,14 @@ export const META_KEYS = {
   api: 'api',
   createdAt: 'created_at',
   lastBucketsCheck: 'last_buckets_check',
-  /** Entries with an id up to this one are in the keys table; later ones are the tail, indexed in memory. */
+  /** Entries with an id up to this one are in the key levels; later ones are the tail, indexed in memory. */
   keysUpto: 'keys_upto',
-  /** Entries with an id up to this one are in `keys`; those after it and up to keys_upto are in `keys_recent`. */
+  /** Entries with an id up to this one are in the main level; those after it up to keys_upto in the recent one. */
   keysMainUpto: 'keys_main_upto',
   /**
    * The main keys filter (table key_filter) holds every key of the entries up to this id; it is used for `keys`
    * only while this reaches keys_main_upto, so a file merged by a version that does not keep the filter is never
-   * read through a stale one. This version writes it when it folds keys_recent into keys (it then equals both
+   * read through a stale one. This version writes it when it folds the recent level into the main one (it then equals both
    * marks); a version with one filter for both tables uses it only while it equals keys_upto.
    */
   filterUpto: 'filter_upto',
@@ -27,9 +27,9 @@ export const META_KEYS = {
   filterBlocks: 'filter_blocks',
   filterCount: 'filter_count',
   /**
-   * The filter of keys_recent alone (table key_filter_recent) holds every key of the entries after
-   * recent_filter_from up to recent_filter_upto; it is used only while that range spans keys_recent's. The main
-   * filter is then written only when keys_recent is folded into keys.
+   * The filter of the recent level alone (table key_filter_recent) holds every key of the entries after
+   * recent_filter_from up to recent_filter_upto; it is used only while that range spans the recent level's. The main
+   * filter is then written only when the recent level is folded into the main one.
    */
   recentFilterFrom: 'recent_filter_from',
   recentFilterUpto: 'recent_filter_upto',
@@ -44,6 +44,11 @@ export const META_KEYS = {
   tailKeysUpto: 'tail_keys_upto',
   /** While a file is being upgraded (to schema 3 or 4): the last entry id copied into the new table. */
   upgradeCopied: 'upgrade_copied',
+  /**
+   * While a file is being upgraded to schema 5: keys_main_upto and keys_upto when the copy began, the old keys
+   * table being copied (0 keys, 1 keys_recent, 2 both done) and the last pair (key, id) copied from it.
+   */
+  upgradeKeysCopied: 'upgrade_keys_copied',
   /**
    * The opt-out sweep's cursor: the id of the last entry whose check a sweep committed. The next sweep starts
    * after it, in id order, and wraps to the first entry at the end of the table. Absent: 0.
@@ -68,6 +73,7 @@ export const IDENTITY_META_KEYS: ReadonlySet<string> = new Set([
   META_KEYS.recentFilterBlocks,
   META_KEYS.recentFilterCount,
   META_KEYS.upgradeCopied,
+  META_KEYS.upgradeKeysCopied,
   META_KEYS.tailKeysFrom,
   META_KEYS.tailKeysUpto,
   META_KEYS.sweepAfter,
@@ -87,7 +93,7 @@ export function statusOfCode(code: number): EntryStatus {
 }
 
 /**
- * The entries table of schema 4 under a given name (the upgrade builds it beside the old one). `hash`, `u` and `p`
+ * The entries table of schemas 4 and 5 under a given name (the upgrade builds it beside the old one). `hash`, `u` and `p`
  * hold what stored-bytes.ts storedOf gives: the bytes of a canonical base64 text, any other text as it is. BLOB
  * affinity keeps either as it was given.
  */
@@ -108,24 +114,28 @@ export function ENTRIES_TABLE(name: string): string {
 );`;
 }
 
-export const KEYS_TABLES = `
-CREATE TABLE keys (
-  k  INTEGER NOT NULL,
-  id INTEGER NOT NULL,
-  PRIMARY KEY (k, id)
-) WITHOUT ROWID;
-CREATE TABLE keys_recent (
-  k  INTEGER NOT NULL,
-  id INTEGER NOT NULL,
-  PRIMARY KEY (k, id)
-) WITHOUT ROWID;
+/**
+ * The lookup index, one table per level (key-levels.ts): `key_blocks` for the entries up to keys_main_upto,
+ * `key_blocks_recent` for those after it up to keys_upto. Each row is a block of sorted (lookup key, id) pairs
+ * (key-blocks.ts says how they are packed) keyed by its first key, so a lookup reads the one block whose range
+ * holds its key: about 8 bytes a pair instead of a row and an index cell each.
+ */
+export const KEY_BLOCK_TABLES = `
+CREATE TABLE key_blocks (
+  first_k INTEGER PRIMARY KEY,
+  keys    BLOB NOT NULL
+);
+CREATE TABLE key_blocks_recent (
+  first_k INTEGER PRIMARY KEY,
+  keys    BLOB NOT NULL
+);
 `;
 
 /**
- * A Bloom filter over the keys of `keys`, in pieces of up to a MiB: a lookup skips the table for most keys that
- * are not in it (every key of a first run, and the recent ones). Rewritten when keys_recent is folded into keys;
- * keys_recent has its own, key_filter_recent (the same columns), rewritten by each merge of the tail and made
- * by the first one. Made with IF NOT EXISTS: a schema-3 file from before it gets the table at its first merge.
+ * A Bloom filter over the keys of the main level, in pieces of up to a MiB: a lookup skips the level for most keys
+ * that are not in it (every key of a first run, and the recent ones). Rewritten when the recent level is folded
+ * into the main one; the recent level has its own, key_filter_recent (the same columns), rewritten by each merge
+ * of the tail and made by the first one. Made with IF NOT EXISTS: a schema-3 file from before it gets the table at its first merge.
  */
 export const KEY_FILTER_TABLE = `
 CREATE TABLE IF NOT EXISTS key_filter (
@@ -163,21 +173,22 @@ CREATE INDEX entries_due_v2 ON entries (due) WHERE due = 1;
 `;
 
 /**
- * Version 4, what a new file gets. Entries are appended (the id is their order of arrival), so a commit of new
+ * Version 5, what a new file gets. Entries are appended (the id is their order of arrival), so a commit of new
  * entries writes a few pages at the end of the table and of each index instead of one page per entry. Lookups go
- * through `keys` and `keys_recent`: per entry, an integer made of the first bits of the hash and the DII type,
- * with the id. New entries reach `keys_recent` in sorted runs (the store merges its tail of recent entries,
- * indexed in memory until then), which touches each page once per merge; `keys_recent` is folded into `keys` once
- * it holds a quarter as many, so that a merge rewrites a small table and the big one is rewritten rarely (two
- * levels of a log-structured merge). Hashes and raw UIDs are kept as the bytes their base64 text stands for.
+ * through two levels of key blocks: per entry, an integer made of the first bits of the hash and the DII type,
+ * with the id. New entries reach the recent level in sorted runs (the store merges its tail of recent entries,
+ * indexed in memory until then), which rewrites each block once per merge; the recent level is folded into the
+ * main one once it holds a quarter as many, so that a merge rewrites a small level and the big one is rewritten
+ * rarely (two levels of a log-structured merge). Hashes and raw UIDs are kept as the bytes their base64 text
+ * stands for.
  */
-export const SCHEMA_V4 = `
+export const SCHEMA_V5 = `
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
   value TEXT NOT NULL
 );
 ${ENTRIES_TABLE('entries')}
-${KEYS_TABLES}
+${KEY_BLOCK_TABLES}
 ${KEY_FILTER_TABLE}
 ${DUE_LISTS_TABLE}
 ${ENTRIES_INDEXES}
@@ -195,4 +206,4 @@ ${SCHEMA_V2_JOURNAL}
 `;
 
 /** The schema a new file is made at (the last step of migrations.ts). */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;

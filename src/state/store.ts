@@ -2,7 +2,9 @@ import { statSync } from 'node:fs';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
 import { dayOf, decodeIds, encodeIds, sortedUnique } from './id-lists.js';
+import { inListPages, inListSize } from './in-lists.js';
 import { KeyFilter } from './key-filter.js';
+import { LevelReader, arrayPairs, clearLevel, forEachLevelKey, levelPairs, mergeIntoLevel } from './key-levels.js';
 import { type LevelFilters, emptyFilter, readLevelFilters, readLevels, writeLevelFilter } from './level-filters.js';
 import { keyOf, keyOfBytes } from './lookup-key.js';
 import { StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
@@ -44,9 +46,6 @@ const LAST_ID = Number.MAX_SAFE_INTEGER;
 const DEFAULT_TAIL_ENTRIES = 1_000_000;
 // rows per multi-row INSERT of new entries and of keys: one call into SQLite for that many rows
 const INSERT_ROWS = 64;
-const KEY_INSERT_ROWS = 256;
-// keys read per page when a keys filter is filled
-const KEY_PAGE = 20_000;
 // tail entries read per page when the tail is read from the file
 const TAIL_PAGE = 50_000;
 // consecutive ids read as one range rather than in an IN (...) list, from this many on
@@ -55,7 +54,7 @@ const MIN_ID_RUN = 8;
 const NEIGHBOUR_MIN_KEYS = 256;
 const NEIGHBOUR_SAMPLE = 16;
 // the sample's ids that lie close together are read as a range when it holds at most this many entries per
-// request the sample says it answers (a descent into a keys table costs several entries of a range)
+// request the sample says it answers (a lookup in a key level costs several entries of a range)
 const NEIGHBOUR_READS_PER_KEY = 4;
 // and when at least this many of the sample lie in it
 const NEIGHBOUR_MIN_HITS = 4;
@@ -63,10 +62,10 @@ const NEIGHBOUR_MIN_HITS = 4;
 const ENTRY_FIELDS = 8;
 // a writing connection that closes with a tail this long (or a quarter of tailEntries) saves its keys (tail-keys.ts)
 const SAVED_TAIL_MIN = 100_000;
-// keys_recent is folded into keys once it holds a quarter as many entries
+// the recent level is folded into the main one once it holds a quarter as many entries
 const RECENT_SHARE = 4;
 // the main keys filter is made for twice the keys it gets (so that it is remade at each doubling); the recent one
-// for the most keys_recent holds before a fold; both for at least this many
+// for the most the recent level holds before a fold; both for at least this many
 const FILTER_MIN_CAPACITY = 1_000_000;
 // ids per piece when a day's due list is rewritten: a piece is read whole, so not one blob for a whole big day
 const DUE_PIECE_IDS = 65_536;
@@ -74,8 +73,6 @@ const DUE_PIECE_IDS = 65_536;
 const DUE_LIST_MAX_PIECES = 64;
 // the first day a walk of the due lists looks at: before any r
 const NO_DAY = Number.MIN_SAFE_INTEGER;
-
-type KeyTable = 'keys' | 'keys_recent';
 
 /** One answer of a batch, with its type code and lookup key. */
 interface EncodedUpdate {
@@ -121,8 +118,6 @@ function requestsByKey(lookupKeys: readonly number[]): { lastWith: Map<number, n
 
 export class SqliteStateStore implements StateStore {
   private readonly stmts: ReturnType<typeof prepareAll>;
-  private readonly mainIdStmts = new Map<number, Statement>();
-  private readonly recentIdStmts = new Map<number, Statement>();
   private readonly entryIdStmts = new Map<number, Statement>();
   private readonly answerIdStmts = new Map<number, Statement>();
   private readonly keyRowStmts = new Map<number, Statement>();
@@ -130,7 +125,6 @@ export class SqliteStateStore implements StateStore {
   /** Reused for every entry the packed reader gives out. */
   private readonly packedEntry = new PackedEntry();
   private readonly insertEntryStmts = new Map<number, Statement>();
-  private readonly insertKeyStmts = new Map<number, Statement>();
   private readonly idStmts = new Map<number, Statement>();
   /**
    * The ids of the due list selectDue walks, ascending: every id of the day's pieces up to `lastPiece`, read while
@@ -139,16 +133,18 @@ export class SqliteStateStore implements StateStore {
    * day drops the list.
    */
   private dueList: { day: number; ids: Float64Array; lastPiece: number; dataVersion: number } | null = null;
-  /** Entries after the keys table's last merge, by key; `tailSeen` is the last id it holds. */
+  /** Entries after the key levels' last merge, by key; `tailSeen` is the last id it holds. */
   private readonly tail = new TailIndex();
   private tailSeen = 0;
   /** The tail keys saved in the file were looked at since the tail was last read from it. */
   private savedTailChecked = false;
   /**
-   * The keys filters, read on first use; together they hold the key of every entry in a keys table that is not in
+   * The keys filters, read on first use; together they hold the key of every entry in a key level that is not in
    * the tail, whatever merges other connections made since (see readRowsByKeys).
    */
   private filters: LevelFilters | undefined = undefined;
+  /** Readers of the two levels' key blocks, made on first use. */
+  private levelReaders: { main: LevelReader; recent: LevelReader } | undefined = undefined;
   private readonly tailEntries: number;
   private readonly lockFile: StateLock;
   private closed = false;
@@ -354,13 +350,12 @@ export class SqliteStateStore implements StateStore {
   }
 
   /**
-   * First the ids: merged entries' from each keys table, for the keys its filter lets through, in IN (...) lists of
-   * a few fixed sizes (sorted and unique: SQLite fills the list's index in order; padding repeats a key); the
-   * tail's from its in-memory index. Then the rows, by id in ascending order, so that they are read in table order.
+   * First the ids: merged entries' from each key level, for the keys its filter lets through (key-levels.ts
+   * LevelReader reads the blocks that may hold them); the tail's from its in-memory index. Then the rows, by id in ascending order, so that they are read in table order.
    *
-   * A key is looked for in `keys` when either filter may hold it: another connection may have folded entries
-   * of keys_recent into keys since the filters were read, and those are in the recent filter. Entries it merged
-   * into keys_recent since are this connection's tail, found there.
+   * A key is looked for in the main level when either filter may hold it: another connection may have folded
+   * entries of the recent level into the main one since the filters were read, and those are in the recent
+   * filter. Entries it merged into the recent level since are this connection's tail, found there.
    *
    * `idsOnly`: rows of id, type and hash only (what a commit needs to find its entries) instead of ENTRY_COLUMNS.
    */
@@ -373,7 +368,7 @@ export class SqliteStateStore implements StateStore {
     }
   }
 
-  /** The ids of the entries whose lookup key is one of these, from the keys tables and the tail (see readRowsByKeys). */
+  /** The ids of the entries whose lookup key is one of these, from the key levels and the tail (see readRowsByKeys). */
   private idsOfKeys(lookupKeys: readonly number[]): number[] {
     const { main, recent } = this.levelFilters();
     const inMain: number[] = [];
@@ -384,17 +379,16 @@ export class SqliteStateStore implements StateStore {
       if (mayBeRecent || main === null || main.mayHave(key)) inMain.push(key);
     }
     const ids: number[] = [];
-    for (const [table, keys] of [
-      ['keys', inMain],
-      ['keys_recent', inRecent],
-    ] as const) {
-      if (keys.length === 0) continue;
-      for (const [, size, params] of inListPages(sortedUnique(keys))) {
-        for (const id of this.idsStatement(table, size).all(params) as number[]) ids.push(id);
-      }
-    }
+    const onId = (id: number): void => void ids.push(id);
+    this.levelReaders ??= {
+      main: new LevelReader(this.db, 'key_blocks'),
+      recent: new LevelReader(this.db, 'key_blocks_recent'),
+    };
+    // the levels' marks: a merge or fold since the last lookup (by any connection) moved them
+    const { main: mainMark, upto } = readLevels(this.db);
+    if (inMain.length > 0) this.levelReaders.main.idsOf(sortedUnique(inMain), `${mainMark}`, onId);
+    if (inRecent.length > 0) this.levelReaders.recent.idsOf(sortedUnique(inRecent), `${mainMark} ${upto}`, onId);
     if (this.tail.size > 0) {
-      const onId = (id: number): void => void ids.push(id);
       for (const key of lookupKeys) this.tail.forEach(key, onId);
     }
     return ids;
@@ -407,7 +401,7 @@ export class SqliteStateStore implements StateStore {
    * id ranges, the other ids in IN (...) lists.
    *
    * A file mapped again asks for the entries of one committed batch at a time, whose ids are close together,
-   * while their keys are spread over the whole keys table: a descent into it per key costs several times what
+   * while their keys are spread over the whole main level: a lookup in it per key costs several times what
    * reading an entry of a range does. So the ids of a sample of the keys come first; where many of them lie
    * close together, the entries of that id range (widened by the gap the sample leaves at each end) are read
    * whole and matched to the requests by key and hash, and only the requests left unanswered go through the keys
@@ -583,16 +577,6 @@ export class SqliteStateStore implements StateStore {
     }
   }
 
-  private idsStatement(table: KeyTable, size: number): Statement {
-    const cache = table === 'keys' ? this.mainIdStmts : this.recentIdStmts;
-    let stmt = cache.get(size);
-    if (stmt === undefined) {
-      stmt = this.db.prepare(SQL.idsByKeys(table, size)).pluck();
-      cache.set(size, stmt);
-    }
-    return stmt;
-  }
-
   private inListStatement(cache: Map<number, Statement>, size: number, sql: (n: number) => string): Statement {
     let stmt = cache.get(size);
     if (stmt === undefined) {
@@ -602,7 +586,7 @@ export class SqliteStateStore implements StateStore {
     return stmt;
   }
 
-  // ---- the tail: entries appended since the last merge into the keys table
+  // ---- the tail: entries appended since the last merge into the key levels
 
   /**
    * Forgets the in-memory tail (on open, and after a failed transaction); the first lookup or commit reads it
@@ -623,9 +607,9 @@ export class SqliteStateStore implements StateStore {
   }
 
   /**
-   * Inside the merge's transaction, after the tail's keys went into keys_recent and before a fold: keeps each
+   * Inside the merge's transaction, after the tail's keys went into the recent level and before a fold: keeps each
    * level's filter covering its table and writes what changed. Without a fold the recent filter is written (it
-   * grows by the tail's keys), and the main one only if the file has none; a fold adds keys_recent's keys to the
+   * grows by the tail's keys), and the main one only if the file has none; a fold adds the recent level's keys to the
    * main filter, writes it, and starts an empty recent one. A filter that does not fit any more (or that the file does not hold) is filled again from its
    * table. A failed transaction reads them back from the file (resetTail).
    */
@@ -643,7 +627,7 @@ export class SqliteStateStore implements StateStore {
       let mainNowUpto = mainUpto;
       if (mainNow === null) {
         const filter = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * levels.main));
-        this.forEachKey(SQL.keysPage('keys'), [], (key) => filter.add(key));
+        forEachLevelKey(this.db, 'key_blocks', (key) => filter.add(key));
         writeLevelFilter(this.db, 'main', filter, 0, levels.main);
         mainNow = filter;
         mainNowUpto = levels.main;
@@ -653,7 +637,7 @@ export class SqliteStateStore implements StateStore {
       if (next !== null) for (let i = 0; i < keys.length; i++) if (ids[i] > upto) next.add(keys[i]);
       if (next === null) {
         const filter = KeyFilter.forCapacity(this.recentCapacity(levels.main));
-        this.forEachKey(SQL.keysPage('keys_recent'), [], (key) => filter.add(key));
+        forEachLevelKey(this.db, 'key_blocks_recent', (key) => filter.add(key));
         next = filter;
       }
       writeLevelFilter(this.db, 'recent', next, levels.main, newUpto);
@@ -665,15 +649,15 @@ export class SqliteStateStore implements StateStore {
       };
       return;
     }
-    // keys_recent now holds every entry after the main level: those the main filter does not hold yet join it
+    // the recent level now holds every entry after the main one: those the main filter does not hold yet join it
     let next = main !== null && main.count + (newUpto - mainUpto) <= main.capacity ? main : null;
     if (next !== null) {
       const filter = next;
-      this.forEachKey(SQL.recentKeysAfterPage, [mainUpto], (key) => filter.add(key));
+      forEachLevelKey(this.db, 'key_blocks_recent', (key) => filter.add(key), mainUpto);
     } else {
       const filter = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * newUpto));
-      this.forEachKey(SQL.keysPage('keys'), [], (key) => filter.add(key));
-      this.forEachKey(SQL.keysPage('keys_recent'), [], (key) => filter.add(key));
+      forEachLevelKey(this.db, 'key_blocks', (key) => filter.add(key));
+      forEachLevelKey(this.db, 'key_blocks_recent', (key) => filter.add(key));
       next = filter;
     }
     writeLevelFilter(this.db, 'main', next, 0, newUpto);
@@ -682,27 +666,12 @@ export class SqliteStateStore implements StateStore {
     this.filters = { main: next, recent: nextRecent, mainUpto: newUpto, levels: { main: newUpto, upto: newUpto } };
   }
 
-  /**
-   * Every distinct key a page query gives (its parameters: the key to start after, then `params`, then the page
-   * size), in pages: a page read whole costs less per key than a row-by-row walk.
-   */
-  private forEachKey(sql: string, params: readonly number[], onKey: (key: number) => void): void {
-    const page = this.db.prepare(sql).pluck();
-    let after = -1;
-    for (;;) {
-      const keys = page.all(after, ...params, KEY_PAGE) as number[];
-      for (const key of keys) onKey(key);
-      if (keys.length < KEY_PAGE) return;
-      after = keys[keys.length - 1];
-    }
-  }
-
-  /** The keys keys_recent holds at most before it is folded: a quarter of the main level, and one tail more. */
+  /** The keys the recent level holds at most before it is folded: a quarter of the main level, and one tail more. */
   private recentCapacity(main: number): number {
     return Math.max(FILTER_MIN_CAPACITY, Math.ceil(main / RECENT_SHARE) + this.tailEntries);
   }
 
-  /** Entries appended after the last merge into the keys tables (read from the file if not yet). */
+  /** Entries appended after the last merge into the key levels (read from the file if not yet). */
   private tailSize(): number {
     this.catchUpTail();
     return this.tail.size;
@@ -782,36 +751,25 @@ export class SqliteStateStore implements StateStore {
   }
 
   /**
-   * Moves the tail into the keys table in key order, so that each of its pages is written once per merge
+   * Moves the tail into the recent level in key order, so that each of its blocks is written once per merge
    * instead of once per entry; with the new high-water mark, in the caller's transaction.
    */
   private mergeTail(): void {
     this.catchUpTail();
     const upto = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
     const { keys, ids } = this.tail.sorted();
-    const params: number[] = [];
-    const flush = (): void => {
-      if (params.length === 0) return;
-      this.multiRowStatement(this.insertKeyStmts, params.length / 2, SQL.insertRecentKeys).run(params);
-      params.length = 0;
-    };
-    for (let i = 0; i < keys.length; i++) {
-      if (ids[i] <= upto) continue;
-      params.push(keys[i], ids[i]);
-      if (params.length === 2 * KEY_INSERT_ROWS) flush();
-    }
-    flush();
+    mergeIntoLevel(this.db, 'key_blocks_recent', arrayPairs(keys, ids, upto));
     const newUpto = Math.max(upto, this.tailSeen);
     this.stmts.metaSet.run(META_KEYS.keysUpto, String(newUpto));
-    // the keys tables hold those entries now
+    // the key levels hold those entries now
     clearTailKeys(this.db);
-    // ids are dense: entries up to keys_main_upto are in keys, the rest up to keys_upto in keys_recent
+    // ids are dense: entries up to keys_main_upto are in the main level, the rest up to keys_upto in the recent one
     const mainUpto = Number(this.getMeta(META_KEYS.keysMainUpto) ?? 0);
     const fold = (newUpto - mainUpto) * RECENT_SHARE >= mainUpto;
     this.saveFilters(upto, newUpto, fold, keys, ids);
     if (fold) {
-      this.stmts.foldRecentKeys.run();
-      this.stmts.clearRecentKeys.run();
+      mergeIntoLevel(this.db, 'key_blocks', levelPairs(this.db, 'key_blocks_recent'));
+      clearLevel(this.db, 'key_blocks_recent');
       this.stmts.metaSet.run(META_KEYS.keysMainUpto, String(newUpto));
     }
   }
@@ -1488,8 +1446,6 @@ function prepareAll(db: Database) {
     tailSince: raw(SQL.tailSince),
     tailPrefixes: raw(SQL.tailPrefixes),
     packedAnswersInRange: raw(SQL.packedAnswersInRange),
-    foldRecentKeys: plain(SQL.foldRecentKeys),
-    clearRecentKeys: plain(SQL.clearRecentKeys),
     dueDays: plain(SQL.dueDays),
     exportPage: raw(SQL.exportPage),
     dueListNextDay: plain(SQL.dueListNextDay),
@@ -1569,18 +1525,6 @@ function pushEntryValues(params: unknown[], u: EncodedUpdate, nowS: number): voi
   }
 }
 
-/** A list cut into IN (...) parameter arrays of the prepared sizes, each padded with its last value. */
-function* inListPages<T>(values: ArrayLike<T>): Generator<[number, number, T[]]> {
-  for (let start = 0; start < values.length; start += MAX_IN_LIST) {
-    const end = Math.min(values.length, start + MAX_IN_LIST);
-    const size = inListSize(end - start);
-    const params = new Array<T>(size);
-    for (let i = start; i < end; i++) params[i - start] = values[i];
-    params.fill(values[end - 1], end - start);
-    yield [start, size, params];
-  }
-}
-
 /** Ids as the JSON array SQL.countListed and its kin read. */
 function idList(ids: Float64Array): string {
   return `[${ids.join(',')}]`;
@@ -1634,11 +1578,6 @@ function idRange(from: number, to: number): number[] {
   const ids = new Array<number>(to - from + 1);
   for (let i = 0; i < ids.length; i++) ids[i] = from + i;
   return ids;
-}
-
-function inListSize(n: number): number {
-  for (const size of IN_LIST_SIZES) if (n <= size) return size;
-  return MAX_IN_LIST;
 }
 
 function pageLimit(limit: number): number {

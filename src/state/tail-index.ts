@@ -1,4 +1,4 @@
-/** An in-memory multimap from lookup key to entry id, for the entries not yet merged into the keys table. */
+/** An in-memory multimap from lookup key to entry id, for the entries not yet merged into the key levels. */
 
 const EMPTY = 0;
 
@@ -55,7 +55,7 @@ export class TailIndex {
     }
   }
 
-  /** Every (key, id), as two arrays sorted by key then id: the order the keys tables are filled in. */
+  /** Every (key, id), as two arrays sorted by key then id: the order the key levels are filled in. */
   sorted(): { keys: Float64Array; ids: Float64Array } {
     const order = new Float64Array(this.count);
     let n = 0;

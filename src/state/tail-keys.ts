@@ -46,7 +46,7 @@ export function writeTailKeys(db: Database, saved: SavedTailKeys): void {
   setMetaValue(db, META_KEYS.tailKeysUpto, saved.upto);
 }
 
-/** Forgets the saved keys (a merge moved their entries into the keys tables), inside the caller's transaction. */
+/** Forgets the saved keys (a merge moved their entries into the key levels), inside the caller's transaction. */
 export function clearTailKeys(db: Database): void {
   if (metaNumber(db, META_KEYS.tailKeysUpto) === undefined) return;
   db.prepare('DELETE FROM meta WHERE key IN (?, ?)').run(META_KEYS.tailKeysFrom, META_KEYS.tailKeysUpto);

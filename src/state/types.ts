@@ -170,7 +170,7 @@ export interface StateInfo extends StateMeta {
   pages: number;
   /** Pages the file holds but no longer uses (a vacuum would give them back). */
   freePages: number;
-  /** Entries appended since the last merge into the keys table (indexed in memory meanwhile). */
+  /** Entries appended since the last merge into the key levels (indexed in memory meanwhile). */
   tailEntries: number;
 }
 
@@ -210,7 +210,7 @@ export interface OpenStateOptions {
   mmapMiB?: number;
   /**
    * How many recently appended entries are indexed in memory before they are merged, sorted, into the file's
-   * keys table (default 1,000,000). Bigger merges cost fewer page writes per entry and more memory.
+   * key levels (default 1,000,000). Bigger merges cost fewer page writes per entry and more memory.
    */
   tailEntries?: number;
 }

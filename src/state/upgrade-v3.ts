@@ -3,8 +3,8 @@ import type { Database } from 'better-sqlite3';
 import { keyOf } from './lookup-key.js';
 import { copyEntriesPiece } from './entries-copy.js';
 import { setMetaValue } from './meta-values.js';
-import { ENTRIES_INDEXES_V3, ENTRIES_TABLE_V3 } from './legacy-schema.js';
-import { KEYS_TABLES, META_KEYS } from './schema.js';
+import { ENTRIES_INDEXES_V3, ENTRIES_TABLE_V3, KEYS_TABLES_V3 } from './legacy-schema.js';
+import { META_KEYS } from './schema.js';
 
 /** Entries copied per transaction: small enough that a kill loses little work, big enough to amortize a commit. */
 const COPY_ROWS = 100_000;
@@ -35,7 +35,7 @@ export function upgradeToV3Step(db: Database, copyRows = COPY_ROWS): boolean {
   // the last piece: swap the tables, index the new one, fill keys in key order (one sort, pages written once)
   db.exec(`DROP TABLE entries; ALTER TABLE ${NEW_TABLE} RENAME TO entries;`);
   db.exec(ENTRIES_INDEXES_V3);
-  db.exec(KEYS_TABLES);
+  db.exec(KEYS_TABLES_V3);
   db.function(KEY_FUNCTION, { deterministic: true }, (type, hash) => keyOf(Number(type), String(hash)));
   db.exec(`INSERT INTO keys (k, id) SELECT ${KEY_FUNCTION}(type, hash), id FROM entries ORDER BY 1, 2`);
   const maxId = db.prepare('SELECT max(id) FROM entries').pluck().get() as number | null;

@@ -3,6 +3,7 @@ import Database from '../helpers/sqlite-driver.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { EntryUpdate } from '../../src/state/index.js';
 import { KeyFilter } from '../../src/state/key-filter.js';
+import { arrayPairs, mergeIntoLevel } from '../../src/state/key-levels.js';
 import { keyOf } from '../../src/state/lookup-key.js';
 import { b64, tmpStates } from './tmp-state.js';
 
@@ -69,14 +70,15 @@ describe('the keys filter', () => {
     const s = t.open(path, { tailEntries: 100 });
     s.commitBatch(labels('b', 120).map(mapped), 1);
     s.close();
-    // an older version appends an entry and merges it into keys_recent, leaving the filter as it was
+    // another writer appends an entry and merges it into the recent level, leaving the filter as it was
     withFile(path, (db) => {
       const id = Number(
         db
           .prepare('INSERT INTO entries (type, hash, status, u, r, due) VALUES (0, ?, 1, ?, 100, 0)')
           .run(b64('old'), b64('u-old')).lastInsertRowid,
       );
-      db.prepare('INSERT INTO keys_recent (k, id) VALUES (?, ?)').run(keyOf('email', b64('old')), id);
+      const pair = arrayPairs(Float64Array.of(keyOf('email', b64('old'))), Float64Array.of(id), -1);
+      mergeIntoLevel(db, 'key_blocks_recent', pair);
       db.prepare("UPDATE meta SET value = ? WHERE key = 'keys_upto'").run(String(id));
     });
     const after = t.open(path, { tailEntries: 100 });
@@ -91,7 +93,7 @@ describe('the keys filter', () => {
   it('keeps one filter per key table: a merge without a fold writes only the recent one', () => {
     const path = t.file();
     const s = t.open(path, { tailEntries: 10 });
-    // the first merge folds (keys is empty); the second adds 20 to keys_recent, under a quarter of 150: no fold
+    // the first merge folds (the main level is empty); the second adds 20 to the recent one, under a quarter of 150: no fold
     s.commitBatch(labels('m', 150).map(mapped), 1);
     s.commitBatch(labels('r', 20).map(mapped), 1);
     expect([meta(path, 'keys_main_upto'), meta(path, 'keys_upto')]).toEqual(['150', '170']);
@@ -110,13 +112,13 @@ describe('the keys filter', () => {
     expect(noRecent.lookupMany(wanted(labels('m', 150))).size).toBe(150);
     expect(noRecent.lookupMany(wanted(labels('r', 20))).size).toBe(0);
     noRecent.close();
-    // a recent filter whose range no longer spans keys_recent is not used: every key is probed there
+    // a recent filter whose range no longer spans the recent level's is not used: every key is probed there
     withFile(path, (db) => db.prepare("UPDATE meta SET value = '160' WHERE key = 'recent_filter_upto'").run());
     const stale = t.open(path, { readonly: true });
     expect(stale.lookupMany(wanted([...labels('m', 150), ...labels('r', 20)])).size).toBe(170);
   });
 
-  it('finds entries another connection folded into keys after this one read its filters', () => {
+  it('finds entries another connection folded into the main level after this one read its filters', () => {
     const path = t.file();
     const writer = t.open(path, { tailEntries: 10 });
     writer.commitBatch(labels('m', 150).map(mapped), 1);
@@ -124,17 +126,17 @@ describe('the keys filter', () => {
     const reader = t.open(path, { readonly: true });
     // the reader reads the filters: 'm' keys in the main one, 'r' keys in the recent one
     expect(reader.lookupMany(wanted(labels('r', 20))).size).toBe(20);
-    // the writer's next merge folds keys_recent into keys and rewrites both filters
+    // the writer's next merge folds the recent level into the main one and rewrites both filters
     writer.commitBatch(labels('n', 60).map(mapped), 1);
     expect(meta(path, 'keys_main_upto')).toBe('230');
-    // the reader's main filter never held the 'r' keys, now in keys: its recent filter still sends them there
+    // the reader's main filter never held the 'r' keys, now in the main level: its recent filter still sends them there
     expect(reader.lookupMany(wanted([...labels('m', 150), ...labels('r', 20), ...labels('n', 60)])).size).toBe(230);
   });
 
-  it('is filled from the tables in pages, with every key of every page', () => {
+  it('is filled from the blocks of the levels, with every key of every block', () => {
     const path = t.file();
     const s = t.open(path, { tailEntries: 10_000 });
-    // the first merge fills the main filter from keys_recent (three pages of keys); the second the recent one
+    // the first merge fills the main filter from the recent level; the second the recent one
     s.commitBatch(labels('p', 45_000).map(mapped), 1);
     s.commitBatch(labels('q', 10_000).map(mapped), 1);
     expect([meta(path, 'filter_upto'), meta(path, 'recent_filter_upto')]).toEqual(['45000', '55000']);
@@ -148,7 +150,7 @@ describe('the keys filter', () => {
     const s = t.open(path, { tailEntries: 10 });
     s.commitBatch(labels('m', 150).map(mapped), 1);
     s.close();
-    // as a file just upgraded to schema 3 is: every entry in keys, and no filter at all
+    // as a file just upgraded to schema 3 is: every entry in the main level, and no filter at all
     withFile(path, (db) => {
       db.prepare("DELETE FROM meta WHERE key LIKE '%filter%'").run();
       db.prepare('DELETE FROM key_filter').run();

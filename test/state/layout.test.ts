@@ -2,7 +2,8 @@ import Database from '../helpers/sqlite-driver.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { DiiType } from '../../src/identity/index.js';
 import type { EntryUpdate } from '../../src/state/index.js';
-import { b64, tmpStates } from './tmp-state.js';
+import type { KeyLevel } from '../../src/state/key-levels.js';
+import { b64, levelPairsOf, tmpStates } from './tmp-state.js';
 
 const t = tmpStates('uid2-layout-');
 afterAll(() => t.cleanup());
@@ -13,16 +14,11 @@ const mapped = (label: string, r: number, type: 'email' | 'phone' = 'email'): En
   outcome: { kind: 'mapped', u: b64(`u-${label}`), p: null, r },
 });
 
-function keysRows(path: string, table = 'keys'): number {
-  const db = new Database(path, { readonly: true });
-  try {
-    return db.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number;
-  } finally {
-    db.close();
-  }
+function keysRows(path: string, level: KeyLevel = 'key_blocks'): number {
+  return levelPairsOf(path, level).length;
 }
 
-describe('the tail of recent entries and its merge into the keys table', () => {
+describe('the tail of recent entries and its merge into the key levels', () => {
   it('finds entries before and after each merge, and merges once the tail reaches tailEntries', () => {
     const path = t.file();
     const s = t.open(path, { tailEntries: 1_000 });
@@ -42,21 +38,21 @@ describe('the tail of recent entries and its merge into the keys table', () => {
     expect(s.info().tailEntries).toBe(900);
   });
 
-  it('merges into keys_recent, and folds it into keys once it holds a quarter as many', () => {
+  it('merges into the recent level, and folds it into the main one once it holds a quarter as many', () => {
     const path = t.file();
     const s = t.open(path, { tailEntries: 50 });
     const batch = (from: number, n: number) => Array.from({ length: n }, (_, i) => mapped(`f${from + i}`, 9));
     const all = (n: number) => Array.from({ length: n }, (_, i) => ({ type: 'email' as const, hash: b64(`f${i}`) }));
     s.commitBatch(batch(0, 400), 1);
-    expect([keysRows(path), keysRows(path, 'keys_recent')]).toEqual([400, 0]);
+    expect([keysRows(path), keysRows(path, 'key_blocks_recent')]).toEqual([400, 0]);
     s.commitBatch(batch(400, 60), 1);
-    expect([keysRows(path), keysRows(path, 'keys_recent')]).toEqual([400, 60]);
+    expect([keysRows(path), keysRows(path, 'key_blocks_recent')]).toEqual([400, 60]);
     s.commitBatch(batch(460, 20), 1);
     // tail of 20 < 50: in memory only; the three places answer together
     expect(s.info().tailEntries).toBe(20);
     expect(s.lookupMany(all(480)).size).toBe(480);
     s.commitBatch(batch(480, 40), 1);
-    expect([keysRows(path), keysRows(path, 'keys_recent')]).toEqual([520, 0]);
+    expect([keysRows(path), keysRows(path, 'key_blocks_recent')]).toEqual([520, 0]);
     expect(s.lookupMany(all(520)).size).toBe(520);
     expect(s.lookupMany([{ type: 'email', hash: b64('f999') }]).size).toBe(0);
   });

@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { openState, type OpenStateOptions, type StateStore } from '../../src/state/index.js';
+import { type KeyLevel, levelBlocks } from '../../src/state/key-levels.js';
+import Database from '../helpers/sqlite-driver.js';
 
 export const ENV = 'uid2:integ';
 
@@ -31,4 +33,18 @@ export function tmpStates(prefix = 'uid2-state-') {
 /** A deterministic base64 SHA-256, the shape of every stored hash and raw UID. */
 export function b64(label: string): string {
   return createHash('sha256').update(label).digest('base64');
+}
+
+/** The (key, id) pairs a level of the lookup index holds in a state file (schema 5), in key order. */
+export function levelPairsOf(path: string, level: KeyLevel = 'key_blocks'): [number, number][] {
+  const db = new Database(path, { readonly: true });
+  try {
+    const pairs: [number, number][] = [];
+    for (const block of levelBlocks(db, level)) {
+      for (let i = 0; i < block.count; i++) pairs.push([block.key(i), block.id(i)]);
+    }
+    return pairs;
+  } finally {
+    db.close();
+  }
 }

@@ -155,7 +155,7 @@ function expectSameAnswers(s: StateStore): void {
   expect(s.pendingChanges('remap', 0, 100_000)).toEqual(answers.remap);
   expect(s.pendingChanges('optout', 0, 100_000)).toEqual(answers.optout);
   expect(s.listRuns(100)).toEqual(answers.runs);
-  expect(s.meta()).toEqual({ ...answers.meta, schemaVersion: 4 });
+  expect(s.meta()).toEqual({ ...answers.meta, schemaVersion: 5 });
   expect(s.info().tailEntries).toBe(answers.tailEntries);
 }
 
@@ -203,7 +203,7 @@ describe('upgrade of a schema-3 file to schema 4', () => {
     expect(s.integrityCheck()).toBe('ok');
     s.close();
     const metaAfter = metaRows(path);
-    expect(metaAfter).toEqual(metaBefore.map(([k, v]) => [k, k === 'schema_version' ? '4' : v]));
+    expect(metaAfter).toEqual(metaBefore.map(([k, v]) => [k, k === 'schema_version' ? '5' : v]));
   });
 
   it('leaves schema 4: stored bytes, no first_mapped, its indexes, no table or mark of the upgrade', () => {
@@ -276,7 +276,7 @@ describe('upgrade of a schema-3 file to schema 4', () => {
         db.close();
       }
       // a read-only open waits for a writing run; a plain reader still reads text from the old table
-      expect(() => t.open(path, { readonly: true })).toThrow(/has schema 3 and needs an upgrade to 4/);
+      expect(() => t.open(path, { readonly: true })).toThrow(/has schema 3 and needs an upgrade to 5/);
       rawRead(path, (db) => {
         expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe('3');
         expect(db.prepare("SELECT count(*) FROM entries WHERE typeof(hash) = 'text'").pluck().get()).toBe(lastId);

@@ -8,7 +8,7 @@ import type { DueEntry, EntryUpdate, OptoutCandidate, StateEntry, StateStore } f
 import { storedOf } from '../../src/state/stored-bytes.js';
 import { upgradeToV3Step } from '../../src/state/upgrade-v3.js';
 import { buildLegacyState, type LegacyWriter } from './legacy-state.js';
-import { ENV, b64, tmpStates } from './tmp-state.js';
+import { ENV, b64, levelPairsOf, tmpStates } from './tmp-state.js';
 
 const t = tmpStates('uid2-upgrade-');
 afterAll(() => t.cleanup());
@@ -140,7 +140,7 @@ function storeAnswers(s: StateStore, now: number, keysOf: StateEntry[]): Answers
   };
 }
 
-describe('upgrade of a schema-2 file to schema 4, through schema 3', () => {
+describe('upgrade of a schema-2 file to schema 5, through schemas 3 and 4', () => {
   it('gives the same answers: lookups, due selection, opt-out sweep candidates, v2 due, journal', () => {
     const path = t.file();
     buildLegacyState(path, 2, ENV, fillSchema2);
@@ -150,7 +150,7 @@ describe('upgrade of a schema-2 file to schema 4, through schema 3', () => {
     expect(before.due.length).toBeGreaterThan(100);
 
     const s = t.open(path);
-    expect(s.meta().schemaVersion).toBe(4);
+    expect(s.meta().schemaVersion).toBe(5);
     const after = storeAnswers(s, now, before.entries);
     expect(after.entries).toEqual(before.entries);
     expect(after.due).toEqual(before.due);
@@ -178,7 +178,7 @@ describe('upgrade of a schema-2 file to schema 4, through schema 3', () => {
     expect(m.get(`email:${b64('brand new')}`)).toMatchObject({ status: 'mapped', u: b64('nu'), id: N + 2 });
   });
 
-  it('leaves one entries table with the stored form of the same values, and every entry in keys', () => {
+  it('leaves one entries table with the stored form of the same values, and every entry in the main key level', () => {
     const path = t.file();
     buildLegacyState(path, 2, ENV, fillSchema2);
     const before = legacyAnswers(path, T0);
@@ -190,10 +190,14 @@ describe('upgrade of a schema-2 file to schema 4, through schema 3', () => {
       expect(rows).toEqual(before.entries.map((e) => [e.id, storedOf(e.hash), stored(e.u), stored(e.p)]));
       expect(db.prepare("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'entries_v_'").pluck().get()).toBe(0);
       expect(db.prepare("SELECT count(*) FROM meta WHERE key = 'upgrade_copied'").pluck().get()).toBe(0);
-      expect(db.prepare('SELECT count(*) FROM keys').pluck().get()).toBe(N + 1);
+      expect(db.prepare("SELECT count(*) FROM meta WHERE key = 'upgrade_keys_copied'").pluck().get()).toBe(0);
+      expect(db.prepare("SELECT count(*) FROM sqlite_schema WHERE name IN ('keys', 'keys_recent')").pluck().get()).toBe(
+        0,
+      );
     } finally {
       db.close();
     }
+    expect(levelPairsOf(path).length).toBe(N + 1);
   });
 
   it('resumes an upgrade a killed run left half done, and a read-only open refuses the file meanwhile', () => {
@@ -205,10 +209,10 @@ describe('upgrade of a schema-2 file to schema 4, through schema 3', () => {
     const db = new Database(path);
     for (let i = 0; i < 3; i++) expect(db.transaction(() => upgradeToV3Step(db, 1_000)).immediate()).toBe(false);
     db.close();
-    expect(() => t.open(path, { readonly: true })).toThrow(/has schema 2 and needs an upgrade to 4/);
+    expect(() => t.open(path, { readonly: true })).toThrow(/has schema 2 and needs an upgrade to 5/);
 
     const s = t.open(path);
-    expect(s.meta().schemaVersion).toBe(4);
+    expect(s.meta().schemaVersion).toBe(5);
     expect(storeAnswers(s, now, before.entries)).toEqual(before);
     expect(s.integrityCheck()).toBe('ok');
   });
@@ -292,12 +296,12 @@ describe('an upgrade killed by SIGKILL', () => {
         expect(killedMidway, step).toBe(true);
       };
       await killMidway('entries_v3');
-      expect(() => t.open(path, { readonly: true })).toThrow(/has schema 2 and needs an upgrade to 4/);
+      expect(() => t.open(path, { readonly: true })).toThrow(/has schema 2 and needs an upgrade to 5/);
       await killMidway('entries_v4');
-      expect(() => t.open(path, { readonly: true })).toThrow(/has schema 3 and needs an upgrade to 4/);
+      expect(() => t.open(path, { readonly: true })).toThrow(/has schema 3 and needs an upgrade to 5/);
 
       const s = t.open(path);
-      expect(s.meta().schemaVersion).toBe(4);
+      expect(s.meta().schemaVersion).toBe(5);
       expect(storeAnswers(s, now, before.entries)).toEqual(before);
       expect(s.integrityCheck()).toBe('ok');
       s.close();

@@ -1,0 +1,234 @@
+/** The two levels of the lookup index as tables of key blocks: lookups by key, walks in key order, merges. */
+import type { Database, Statement } from 'better-sqlite3';
+import { inListPages } from './in-lists.js';
+import { BlockWriter, KeyBlock, blockLength } from './key-blocks.js';
+import { IN_LIST_SIZES } from './queries.js';
+
+/** The main level (entries up to keys_main_upto) and the recent one (after it, up to keys_upto). */
+export type KeyLevel = 'key_blocks' | 'key_blocks_recent';
+
+// blocks read per statement when a level is walked in order
+const BLOCK_PAGE = 256;
+// blocks read per statement by a lookup
+const MAX_PAGE = IN_LIST_SIZES[IN_LIST_SIZES.length - 1];
+
+/** A sorted stream of (key, id) pairs: `next` moves to the next pair, false (and key Infinity) at the end. */
+export interface PairStream {
+  key: number;
+  id: number;
+  next(): boolean;
+}
+
+/** The pairs of two sorted arrays, those with an id above `after` only. */
+export function arrayPairs(keys: Float64Array, ids: Float64Array, after: number): PairStream {
+  let i = -1;
+  const stream: PairStream = {
+    key: Number.POSITIVE_INFINITY,
+    id: 0,
+    next(): boolean {
+      do i++;
+      while (i < keys.length && ids[i] <= after);
+      if (i >= keys.length) {
+        stream.key = Number.POSITIVE_INFINITY;
+        return false;
+      }
+      stream.key = keys[i];
+      stream.id = ids[i];
+      return true;
+    },
+  };
+  stream.next();
+  return stream;
+}
+
+/** Every block of a level in key order, read a page of blocks per statement. */
+export function* levelBlocks(db: Database, level: KeyLevel): Generator<KeyBlock> {
+  const page = db.prepare(`SELECT first_k, keys FROM ${level} WHERE first_k > ? ORDER BY first_k LIMIT ?`).raw();
+  let after = -1;
+  for (;;) {
+    const rows = page.all(after, BLOCK_PAGE) as [number, Buffer][];
+    for (const [first, blob] of rows) yield new KeyBlock(first, blob);
+    if (rows.length < BLOCK_PAGE) return;
+    after = rows[rows.length - 1][0];
+  }
+}
+
+/** The pairs of a level in key order, as a stream (for a fold, which merges one level into the other). */
+export function levelPairs(db: Database, level: KeyLevel): PairStream {
+  const blocks = levelBlocks(db, level);
+  let block: KeyBlock | null = null;
+  let i = 0;
+  const stream: PairStream = {
+    key: Number.POSITIVE_INFINITY,
+    id: 0,
+    next(): boolean {
+      while (block === null || i >= block.count) {
+        const step = blocks.next();
+        if (step.done === true) {
+          stream.key = Number.POSITIVE_INFINITY;
+          return false;
+        }
+        block = step.value;
+        i = 0;
+      }
+      stream.key = block.key(i);
+      stream.id = block.id(i);
+      i++;
+      return true;
+    },
+  };
+  stream.next();
+  return stream;
+}
+
+/** Gives every distinct key of a level, in order, with only ids above `after` when given. */
+export function forEachLevelKey(db: Database, level: KeyLevel, onKey: (key: number) => void, after = -1): void {
+  let last = -1;
+  for (const block of levelBlocks(db, level)) {
+    for (let i = 0; i < block.count; i++) {
+      const key = block.key(i);
+      if (key !== last && block.id(i) > after) {
+        onKey(key);
+        last = key;
+      }
+    }
+  }
+}
+
+/**
+ * Looks keys up in a level. The reader keeps the level's first keys (one number per block) in memory, finds the
+ * block of each key there, and reads the blocks it needs in IN (...) lists by first key: one statement per list
+ * instead of a descent per key. The first keys are read again when the level may have changed (`version`: the
+ * levels' marks in meta, which every merge moves).
+ */
+export class LevelReader {
+  private firsts = new Float64Array(0);
+  private version = '';
+  private readonly statements = new Map<number, Statement>();
+
+  constructor(
+    private readonly db: Database,
+    private readonly level: KeyLevel,
+  ) {}
+
+  /** Gives the id of every pair whose key is one of `sortedKeys` (ascending, each once). */
+  idsOf(sortedKeys: ArrayLike<number>, version: string, onId: (id: number) => void): void {
+    if (version !== this.version) {
+      const firsts = this.db.prepare(`SELECT first_k FROM ${this.level} ORDER BY first_k`).pluck().all() as number[];
+      this.firsts = Float64Array.from(firsts);
+      this.version = version;
+    }
+    // per key, the first key of its block (keys below every block have none)
+    const blockOf = new Float64Array(sortedKeys.length).fill(-1);
+    const wanted: number[] = [];
+    for (let i = 0; i < sortedKeys.length; i++) {
+      const b = lastAtOrBelow(this.firsts, sortedKeys[i]);
+      if (b < 0) continue;
+      blockOf[i] = this.firsts[b];
+      if (wanted.length === 0 || wanted[wanted.length - 1] !== blockOf[i]) wanted.push(blockOf[i]);
+    }
+    let k = 0;
+    for (const [start, size, params] of inListPages(wanted)) {
+      const count = Math.min(MAX_PAGE, wanted.length - start);
+      // one row: the blocks' blobs one after the other, in first-key order (each says its own length)
+      const [found, blobs] = this.blockStatement(size).get(params) as [number, Buffer | null];
+      if (found !== count || blobs === null) {
+        throw new Error(`the ${this.level} level of the state file changed during a lookup; run again`);
+      }
+      let at = 0;
+      for (let b = start; b < start + count; b++) {
+        const first = wanted[b];
+        const end = at + blockLength(blobs, at);
+        const block = new KeyBlock(first, blobs.subarray(at, end));
+        at = end;
+        while (k < sortedKeys.length && blockOf[k] < first) k++;
+        for (; k < sortedKeys.length && blockOf[k] === first; k++) block.forEachId(sortedKeys[k], onId);
+      }
+    }
+  }
+
+  private blockStatement(size: number): Statement {
+    let stmt = this.statements.get(size);
+    if (stmt === undefined) {
+      stmt = this.db
+        .prepare(
+          `SELECT count(*), CAST(group_concat(keys, '') AS BLOB) FROM ${this.level} ` +
+            `WHERE first_k IN (${new Array(size).fill('?').join(',')})`,
+        )
+        .raw();
+      this.statements.set(size, stmt);
+    }
+    return stmt;
+  }
+}
+
+/** The index of the last value at or below `key` in ascending `values`, or -1. */
+function lastAtOrBelow(values: Float64Array, key: number): number {
+  let lo = 0;
+  let hi = values.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (values[mid] <= key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - 1;
+}
+
+/**
+ * Merges a sorted stream of pairs into a level, in the caller's transaction. The level is walked in key order;
+ * a block whose key range receives pairs is deleted and its pairs, with the new ones, are cut into full blocks
+ * again, what does not fill a block being carried into the next block's range when that one receives pairs too
+ * (so that a merge of many pairs leaves full blocks) and written as a short block when not. Blocks that receive
+ * nothing are not touched. A pair the level holds already is kept once.
+ */
+export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStream): void {
+  const insert = db.prepare(`INSERT INTO ${level} (first_k, keys) VALUES (?, ?)`);
+  const remove = db.prepare(`DELETE FROM ${level} WHERE first_k = ?`);
+  const writer = new BlockWriter((first, blob) => void insert.run(first, blob));
+  let lastKey = -1;
+  let lastId = -1;
+  const push = (key: number, id: number): void => {
+    if (key === lastKey && id === lastId) return;
+    writer.push(key, id);
+    lastKey = key;
+    lastId = id;
+  };
+  const blocks = levelBlocks(db, level);
+  // one block ahead: a block's range ends where the next one starts. New blocks of a range start below that next
+  // block, and the walk reads pages after the last block it has read, so it never reads the blocks it writes.
+  let step = blocks.next();
+  while (step.done !== true) {
+    const block = step.value;
+    step = blocks.next();
+    const end = step.done === true ? Number.POSITIVE_INFINITY : step.value.first;
+    // pairs below this block's first key went into the range before (the first block's reaches down to any key)
+    if (incoming.key >= end) {
+      if (writer.pending > 0) writer.flush();
+      continue;
+    }
+    remove.run(block.first);
+    for (let i = 0; i < block.count; i++) {
+      const key = block.key(i);
+      while (incoming.key < key || (incoming.key === key && incoming.id < block.id(i))) {
+        push(incoming.key, incoming.id);
+        incoming.next();
+      }
+      push(key, block.id(i));
+    }
+    while (incoming.key < end) {
+      push(incoming.key, incoming.id);
+      incoming.next();
+    }
+  }
+  // after the last block (or into an empty level)
+  while (incoming.key < Number.POSITIVE_INFINITY) {
+    push(incoming.key, incoming.id);
+    incoming.next();
+  }
+  writer.flush();
+}
+
+/** Empties a level (after a fold has moved its pairs into the main one). */
+export function clearLevel(db: Database, level: KeyLevel): void {
+  db.prepare(`DELETE FROM ${level}`).run();
+}
