@@ -1,175 +1,24 @@
 // The upgrade of a schema-3 file to schema 4: the same answers as the schema-3 store gave, resumed after a kill.
 //
 // The fixture (test/fixtures/state-v3) was written by the store of the last version that writes schema 3, with
-// the answers that store gave; make-fixture.mjs beside it says how. The store of this version would write schema
-// 4, so the fixture is committed rather than built here.
-import { readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { gunzipSync } from 'node:zlib';
+// the answers that store gave; test/fixtures/make-state-fixture.mjs says how. The store of this version would
+// write schema 4, so the fixture is committed rather than built here.
 import { afterAll, describe, expect, it } from 'vitest';
 import Database from '../helpers/sqlite-driver.js';
-import type {
-  DueDay,
-  DueEntry,
-  OptoutCandidate,
-  PendingChange,
-  RunRecord,
-  StateCounts,
-  StateEntry,
-  StateMeta,
-  StateStore,
-} from '../../src/state/index.js';
+import { SCHEMA_VERSION, type StateStore } from '../../src/state/index.js';
 import { decodeIds } from '../../src/state/id-lists.js';
 import { storedOf } from '../../src/state/stored-bytes.js';
 import { upgradeToV4Step } from '../../src/state/upgrade-v4.js';
+import { loadStateFixture, metaRows, rawRead } from './fixture-answers.js';
 import { b64, tmpStates } from './tmp-state.js';
 
 const t = tmpStates('uid2-upgrade-v4-');
 afterAll(() => t.cleanup());
 
-const FIXTURE = resolve(dirname(fileURLToPath(import.meta.url)), '../fixtures/state-v3');
-// the order of an entry's fields in the answers' `entries`
-const ENTRY_FIELDS = [
-  'id',
-  'type',
-  'hash',
-  'status',
-  'u',
-  'p',
-  'r',
-  'bucketId',
-  'lastMappedS',
-  'lastOptoutCheckS',
-  'optedOutSinceMs',
-  'due',
-] as const;
-const DUE_FIELDS = ['id', 'type', 'hash', 'u', 'p', 'r', 'bucketId'] as const;
-const SWEEP_FIELDS = ['id', 'type', 'hash', 'u', 'p', 'lastOptoutCheckS'] as const;
-const EXPORT_FIELDS = ['id', 'type', 'hash', 'status', 'u', 'p', 'r'] as const;
-
-/** What the schema-3 store answered (make-fixture.mjs): entries whole, other lists as ids. */
-interface Answers {
-  now: number;
-  keys: ['email' | 'phone', string][];
-  lookups: (number | null)[];
-  entries: unknown[][];
-  stored: Record<'email' | 'phone', number[]>;
-  due: number[];
-  countDue: number;
-  dueByDay: DueDay[];
-  dueDays: DueDay[];
-  dueV2: number[];
-  countDueV2: number;
-  bucketEntries: { count: number; oldestMappedS: number | null };
-  sweep: number[];
-  countWithRawUid: number;
-  counts: StateCounts;
-  export: number[];
-  remap: PendingChange[];
-  optout: PendingChange[];
-  runs: RunRecord[];
-  meta: StateMeta;
-  tailEntries: number;
-}
-
-const answers = JSON.parse(gunzipSync(readFileSync(join(FIXTURE, 'answers.json.gz'))).toString('utf8')) as Answers;
-const entryById = new Map<number, StateEntry>(
-  answers.entries.map((values) => {
-    const e = Object.fromEntries(ENTRY_FIELDS.map((f, i) => [f, values[i]])) as unknown as StateEntry;
-    return [e.id, e];
-  }),
-);
-
-function fixtureCopy(): string {
-  const path = t.file();
-  writeFileSync(path, gunzipSync(readFileSync(join(FIXTURE, 'state-v3.db.gz'))), { mode: 0o600 });
-  return path;
-}
-
-function pick<K extends string>(value: object, fields: readonly K[]): Record<K, unknown> {
-  const v = value as Record<string, unknown>;
-  return Object.fromEntries(fields.map((f) => [f, v[f]])) as Record<K, unknown>;
-}
-
-/** The fixture's entries of these ids, with the fields an answer has. */
-function expectedOf<K extends string>(ids: readonly number[], fields: readonly K[]): Record<K, unknown>[] {
-  return ids.map((id) => pick(entryById.get(id) ?? { id }, fields));
-}
-
-function walk<T>(page: (after: T | null) => T[]): T[] {
-  const out: T[] = [];
-  for (let after: T | null = null; ; ) {
-    const p = page(after);
-    if (p.length === 0) return out;
-    out.push(...p);
-    after = p[p.length - 1];
-  }
-}
-
-/** Every answer the fixture recorded, asked of `s` and compared with what the schema-3 store gave. */
-function expectSameAnswers(s: StateStore): void {
-  const now = answers.now;
-  const keys = answers.keys.map(([type, hash]) => ({ type, hash }));
-  const found = s.lookupMany(keys);
-  expect(keys.map((k) => found.get(`${k.type}:${k.hash}`)?.id ?? null)).toEqual(answers.lookups);
-  const entries = [...found.values()].sort((a, b) => a.id - b.id);
-  expect(entries).toEqual([...entryById.values()]);
-
-  for (const type of ['email', 'phone'] as const) {
-    const hashes = keys.filter((k) => k.type === type).map((k) => k.hash);
-    const got = s.lookupStored(type, hashes);
-    // answers come in no promised order: compared in id order
-    const order = [...got.at.keys()];
-    const idAt = (j: number): number => found.get(`${type}:${hashes[got.at[j]]}`)?.id ?? -1;
-    order.sort((a, b) => idAt(a) - idAt(b));
-    const ids = order.map(idAt);
-    expect(ids).toEqual([...answers.stored[type]].sort((a, b) => a - b));
-    const rows = order.map((j) => ({
-      status: ['', 'mapped', 'optout', 'invalid'][got.status[j]],
-      due: got.due[j] === 1,
-      r: Number.isNaN(got.r[j]) ? null : got.r[j],
-      u: got.u[j],
-      p: got.p[j],
-      bucketId: got.bucketId[j],
-    }));
-    expect(rows).toEqual(expectedOf(ids, ['status', 'due', 'r', 'u', 'p', 'bucketId'] as const));
-  }
-
-  const due = walk<DueEntry>((after) => s.selectDue(now, after === null ? null : { r: after.r, id: after.id }, 97));
-  expect(due).toEqual(expectedOf(answers.due, DUE_FIELDS));
-  expect(s.countDue(now)).toBe(answers.countDue);
-  expect(s.dueByDay(now, 10)).toEqual(answers.dueByDay);
-  expect(s.dueDays()).toEqual(answers.dueDays);
-  expect(walk<DueEntry>((after) => s.selectDueV2(after?.id ?? null, 89))).toEqual(
-    expectedOf(answers.dueV2, DUE_FIELDS),
-  );
-  expect(s.countDueV2()).toBe(answers.countDueV2);
-  expect(s.bucketEntries()).toEqual(answers.bucketEntries);
-  // the sweep's candidates, whatever order the sweep takes them in
-  const sweep = walk<OptoutCandidate>((after) => s.selectForOptoutCheck(101, after)).sort((a, b) => a.id - b.id);
-  expect(sweep.map((c) => pick(c, SWEEP_FIELDS))).toEqual(expectedOf(answers.sweep, SWEEP_FIELDS));
-  expect(s.countWithRawUid()).toBe(answers.countWithRawUid);
-  expect(s.counts(now)).toEqual(answers.counts);
-  expect([...s.exportEntries(333)]).toEqual(expectedOf(answers.export, EXPORT_FIELDS));
-  expect(s.pendingChanges('remap', 0, 100_000)).toEqual(answers.remap);
-  expect(s.pendingChanges('optout', 0, 100_000)).toEqual(answers.optout);
-  expect(s.listRuns(100)).toEqual(answers.runs);
-  expect(s.meta()).toEqual({ ...answers.meta, schemaVersion: 5 });
-  expect(s.info().tailEntries).toBe(answers.tailEntries);
-}
-
-function rawRead<T>(path: string, read: (db: InstanceType<typeof Database>) => T): T {
-  const db = new Database(path, { readonly: true });
-  try {
-    return read(db);
-  } finally {
-    db.close();
-  }
-}
-
-const metaRows = (path: string) =>
-  rawRead(path, (db) => db.prepare('SELECT key, value FROM meta ORDER BY key').raw().all() as [string, string][]);
+const fixture = loadStateFixture('state-v3');
+const { answers, entryById } = fixture;
+const fixtureCopy = (): string => fixture.copyTo(t.file());
+const expectSameAnswers = (s: StateStore): void => fixture.expectSameAnswers(s, SCHEMA_VERSION);
 
 describe('the schema-3 fixture', () => {
   it('holds what the upgrade must carry: both keys tables, a saved tail, checks, journal, odd values', () => {
@@ -203,7 +52,7 @@ describe('upgrade of a schema-3 file to schema 4', () => {
     expect(s.integrityCheck()).toBe('ok');
     s.close();
     const metaAfter = metaRows(path);
-    expect(metaAfter).toEqual(metaBefore.map(([k, v]) => [k, k === 'schema_version' ? '5' : v]));
+    expect(metaAfter).toEqual(metaBefore.map(([k, v]) => [k, k === 'schema_version' ? String(SCHEMA_VERSION) : v]));
   });
 
   it('leaves schema 4: stored bytes, no first_mapped, its indexes, no table or mark of the upgrade', () => {

@@ -1,0 +1,183 @@
+// A committed state fixture (test/fixtures/state-v<N>) and the answers its store gave, asked again of an upgraded file.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gunzipSync } from 'node:zlib';
+import { expect } from 'vitest';
+import Database from '../helpers/sqlite-driver.js';
+import type {
+  DueDay,
+  DueEntry,
+  OptoutCandidate,
+  PendingChange,
+  RunRecord,
+  StateCounts,
+  StateEntry,
+  StateMeta,
+  StateStore,
+} from '../../src/state/index.js';
+
+const FIXTURES = resolve(dirname(fileURLToPath(import.meta.url)), '../fixtures');
+// the order of an entry's fields in the answers' `entries`
+const ENTRY_FIELDS = [
+  'id',
+  'type',
+  'hash',
+  'status',
+  'u',
+  'p',
+  'r',
+  'bucketId',
+  'lastMappedS',
+  'lastOptoutCheckS',
+  'optedOutSinceMs',
+  'due',
+] as const;
+const DUE_FIELDS = ['id', 'type', 'hash', 'u', 'p', 'r', 'bucketId'] as const;
+const SWEEP_FIELDS = ['id', 'type', 'hash', 'u', 'p', 'lastOptoutCheckS'] as const;
+const EXPORT_FIELDS = ['id', 'type', 'hash', 'status', 'u', 'p', 'r'] as const;
+
+/** What the fixture's store answered (make-state-fixture.mjs): entries whole, other lists as ids. */
+export interface Answers {
+  now: number;
+  keys: ['email' | 'phone', string][];
+  lookups: (number | null)[];
+  entries: unknown[][];
+  stored: Record<'email' | 'phone', number[]>;
+  due: number[];
+  countDue: number;
+  dueByDay: DueDay[];
+  dueDays: DueDay[];
+  dueV2: number[];
+  countDueV2: number;
+  bucketEntries: { count: number; oldestMappedS: number | null };
+  sweep: number[];
+  countWithRawUid: number;
+  counts: StateCounts;
+  export: number[];
+  remap: PendingChange[];
+  optout: PendingChange[];
+  runs: RunRecord[];
+  meta: StateMeta;
+  tailEntries: number;
+}
+
+export interface StateFixture {
+  answers: Answers;
+  /** The recorded entries by id, as a lookup gives them. */
+  entryById: Map<number, StateEntry>;
+  /** Writes the fixture's state file (at the schema it was made with) to `path`; returns `path`. */
+  copyTo(path: string): string;
+  /** Every answer the fixture recorded, asked of `s` (a file now at `schemaVersion`) and compared. */
+  expectSameAnswers(s: StateStore, schemaVersion: number): void;
+}
+
+/** The fixture in test/fixtures/`name`: its answers, and its state file named after the schema it records. */
+export function loadStateFixture(name: string): StateFixture {
+  const dir = join(FIXTURES, name);
+  const answers = JSON.parse(gunzipSync(readFileSync(join(dir, 'answers.json.gz'))).toString('utf8')) as Answers;
+  const entryById = new Map<number, StateEntry>(
+    answers.entries.map((values) => {
+      const e = Object.fromEntries(ENTRY_FIELDS.map((f, i) => [f, values[i]])) as unknown as StateEntry;
+      return [e.id, e];
+    }),
+  );
+  const file = join(dir, `state-v${answers.meta.schemaVersion}.db.gz`);
+  return {
+    answers,
+    entryById,
+    copyTo(path) {
+      writeFileSync(path, gunzipSync(readFileSync(file)), { mode: 0o600 });
+      return path;
+    },
+    expectSameAnswers: (s, schemaVersion) => expectSameAnswers(s, answers, entryById, schemaVersion),
+  };
+}
+
+function pick<K extends string>(value: object, fields: readonly K[]): Record<K, unknown> {
+  const v = value as Record<string, unknown>;
+  return Object.fromEntries(fields.map((f) => [f, v[f]])) as Record<K, unknown>;
+}
+
+function walk<T>(page: (after: T | null) => T[]): T[] {
+  const out: T[] = [];
+  for (let after: T | null = null; ; ) {
+    const p = page(after);
+    if (p.length === 0) return out;
+    out.push(...p);
+    after = p[p.length - 1];
+  }
+}
+
+function expectSameAnswers(
+  s: StateStore,
+  answers: Answers,
+  entryById: Map<number, StateEntry>,
+  schemaVersion: number,
+): void {
+  /** The fixture's entries of these ids, with the fields an answer has. */
+  const expectedOf = <K extends string>(ids: readonly number[], fields: readonly K[]): Record<K, unknown>[] =>
+    ids.map((id) => pick(entryById.get(id) ?? { id }, fields));
+  const now = answers.now;
+  const keys = answers.keys.map(([type, hash]) => ({ type, hash }));
+  const found = s.lookupMany(keys);
+  expect(keys.map((k) => found.get(`${k.type}:${k.hash}`)?.id ?? null)).toEqual(answers.lookups);
+  const entries = [...found.values()].sort((a, b) => a.id - b.id);
+  expect(entries).toEqual([...entryById.values()]);
+
+  for (const type of ['email', 'phone'] as const) {
+    const hashes = keys.filter((k) => k.type === type).map((k) => k.hash);
+    const got = s.lookupStored(type, hashes);
+    // answers come in no promised order: compared in id order
+    const order = [...got.at.keys()];
+    const idAt = (j: number): number => found.get(`${type}:${hashes[got.at[j]]}`)?.id ?? -1;
+    order.sort((a, b) => idAt(a) - idAt(b));
+    const ids = order.map(idAt);
+    expect(ids).toEqual([...answers.stored[type]].sort((a, b) => a - b));
+    const rows = order.map((j) => ({
+      status: ['', 'mapped', 'optout', 'invalid'][got.status[j]],
+      due: got.due[j] === 1,
+      r: Number.isNaN(got.r[j]) ? null : got.r[j],
+      u: got.u[j],
+      p: got.p[j],
+      bucketId: got.bucketId[j],
+    }));
+    expect(rows).toEqual(expectedOf(ids, ['status', 'due', 'r', 'u', 'p', 'bucketId'] as const));
+  }
+
+  const due = walk<DueEntry>((after) => s.selectDue(now, after === null ? null : { r: after.r, id: after.id }, 97));
+  expect(due).toEqual(expectedOf(answers.due, DUE_FIELDS));
+  expect(s.countDue(now)).toBe(answers.countDue);
+  expect(s.dueByDay(now, 10)).toEqual(answers.dueByDay);
+  expect(s.dueDays()).toEqual(answers.dueDays);
+  expect(walk<DueEntry>((after) => s.selectDueV2(after?.id ?? null, 89))).toEqual(
+    expectedOf(answers.dueV2, DUE_FIELDS),
+  );
+  expect(s.countDueV2()).toBe(answers.countDueV2);
+  expect(s.bucketEntries()).toEqual(answers.bucketEntries);
+  // the sweep's candidates, whatever order the sweep takes them in
+  const sweep = walk<OptoutCandidate>((after) => s.selectForOptoutCheck(101, after)).sort((a, b) => a.id - b.id);
+  expect(sweep.map((c) => pick(c, SWEEP_FIELDS))).toEqual(expectedOf(answers.sweep, SWEEP_FIELDS));
+  expect(s.countWithRawUid()).toBe(answers.countWithRawUid);
+  expect(s.counts(now)).toEqual(answers.counts);
+  expect([...s.exportEntries(333)]).toEqual(expectedOf(answers.export, EXPORT_FIELDS));
+  expect(s.pendingChanges('remap', 0, 100_000)).toEqual(answers.remap);
+  expect(s.pendingChanges('optout', 0, 100_000)).toEqual(answers.optout);
+  expect(s.listRuns(100)).toEqual(answers.runs);
+  expect(s.meta()).toEqual({ ...answers.meta, schemaVersion });
+  expect(s.info().tailEntries).toBe(answers.tailEntries);
+}
+
+/** Reads a state file through a read-only connection of its own, closed after `read`. */
+export function rawRead<T>(path: string, read: (db: InstanceType<typeof Database>) => T): T {
+  const db = new Database(path, { readonly: true });
+  try {
+    return read(db);
+  } finally {
+    db.close();
+  }
+}
+
+/** A file's meta marks, in key order. */
+export const metaRows = (path: string) =>
+  rawRead(path, (db) => db.prepare('SELECT key, value FROM meta ORDER BY key').raw().all() as [string, string][]);
