@@ -19,8 +19,8 @@ export interface StateFileReader {
   entries(): IterableIterator<ExportedEntry>;
   countByStatus(): Record<EntryStatus, number>;
   /**
-   * Entries with a refresh time in (from, to], or at most `to` when from is null: a pass over the table (schema 4
-   * has no index on r; remap-due reads its per-day due lists instead), which is what `state info` can afford.
+   * Entries with a refresh time in (from, to], or at most `to` when from is null: a pass over the table (from schema 4
+   * on there is no index on r; remap-due reads its per-day due lists instead), which is what `state info` can afford.
    */
   countDueBetween(fromS: number | null, toS: number): number;
   /** Entries with no refresh time: tombstones, invalids, v2 entries. */
