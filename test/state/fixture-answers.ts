@@ -70,6 +70,11 @@ export interface StateFixture {
   copyTo(path: string): string;
   /** Every answer the fixture recorded, asked of `s` (a file now at `schemaVersion`) and compared. */
   expectSameAnswers(s: StateStore, schemaVersion: number): void;
+  /**
+   * Opens the copy at `path` with `open` (a writing open upgrades it), checks every answer and the file's
+   * integrity, and that every meta row but schema_version is as it was before.
+   */
+  expectUpgradeKeeps(path: string, open: (path: string) => StateStore, schemaVersion: number): void;
 }
 
 /** The fixture in test/fixtures/`name`: its answers, and its state file named after the schema it records. */
@@ -91,6 +96,15 @@ export function loadStateFixture(name: string): StateFixture {
       return path;
     },
     expectSameAnswers: (s, schemaVersion) => expectSameAnswers(s, answers, entryById, schemaVersion),
+    expectUpgradeKeeps(path, open, schemaVersion) {
+      const metaBefore = metaRows(path);
+      const s = open(path);
+      expectSameAnswers(s, answers, entryById, schemaVersion);
+      expect(s.integrityCheck()).toBe('ok');
+      s.close();
+      const version = String(schemaVersion);
+      expect(metaRows(path)).toEqual(metaBefore.map(([k, v]) => [k, k === 'schema_version' ? version : v]));
+    },
   };
 }
 

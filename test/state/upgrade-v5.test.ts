@@ -6,9 +6,9 @@
 import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import Database from '../helpers/sqlite-driver.js';
-import type { StateStore } from '../../src/state/index.js';
+import { SCHEMA_VERSION, type StateStore } from '../../src/state/index.js';
 import { upgradeToV5Step } from '../../src/state/upgrade-v5.js';
-import { loadStateFixture, metaRows, rawRead } from './fixture-answers.js';
+import { loadStateFixture, rawRead } from './fixture-answers.js';
 import { b64, tmpStates } from './tmp-state.js';
 
 type Connection = InstanceType<typeof Database>;
@@ -19,7 +19,7 @@ afterAll(() => t.cleanup());
 const fixture = loadStateFixture('state-v4');
 const { answers, entryById } = fixture;
 const fixtureCopy = (): string => fixture.copyTo(t.file());
-const expectSameAnswers = (s: StateStore): void => fixture.expectSameAnswers(s, 5);
+const expectSameAnswers = (s: StateStore): void => fixture.expectSameAnswers(s, SCHEMA_VERSION);
 // keys per piece in the tests that upgrade in pieces: the fixture's keys take many of them
 const PIECE_KEYS = 500;
 
@@ -158,13 +158,7 @@ describe('the schema-4 fixture', () => {
 
 describe('upgrade of a schema-4 file to schema 5', () => {
   it('gives every answer the schema-4 store gave, and keeps every meta mark', () => {
-    const path = fixtureCopy();
-    const metaBefore = metaRows(path);
-    const s = t.open(path);
-    expectSameAnswers(s);
-    expect(s.integrityCheck()).toBe('ok');
-    s.close();
-    expect(metaRows(path)).toEqual(metaBefore.map(([k, v]) => [k, k === 'schema_version' ? '5' : v]));
+    fixture.expectUpgradeKeeps(fixtureCopy(), (path) => t.open(path), SCHEMA_VERSION);
   });
 
   it('leaves schema 5: key_blocks and key_blocks_recent for keys and keys_recent, the rest as it was', () => {
