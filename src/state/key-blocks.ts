@@ -46,10 +46,36 @@ export function encodeBlock(keys: ArrayLike<number>, ids: ArrayLike<number>, fro
   blob.writeUInt16LE(n, 2);
   const idsAt = BLOCK_HEADER + n * kw;
   for (let i = 0; i < n; i++) {
-    blob.writeUIntLE(keys[from + i] - first, BLOCK_HEADER + i * kw, kw);
-    blob.writeUIntLE(ids[from + i], idsAt + i * iw, iw);
+    writeUnsigned(blob, BLOCK_HEADER + i * kw, kw, keys[from + i] - first);
+    writeUnsigned(blob, idsAt + i * iw, iw, ids[from + i]);
   }
   return blob;
+}
+
+// Byte by byte rather than Buffer's readUIntLE and writeUIntLE, and in 32-bit integer steps rather than
+// floating-point division: a merge reads and writes every pair of a level. Values are below 2^48.
+function readUnsigned(bytes: Uint8Array, at: number, width: number): number {
+  let low = 0;
+  const lowBytes = Math.min(width, 4);
+  for (let j = lowBytes - 1; j >= 0; j--) low = ((low << 8) | bytes[at + j]) >>> 0;
+  if (width <= 4) return low;
+  let high = 0;
+  for (let j = width - 1; j >= 4; j--) high = (high << 8) | bytes[at + j];
+  return high * 4_294_967_296 + low;
+}
+
+function writeUnsigned(bytes: Uint8Array, at: number, width: number, value: number): void {
+  let low = value >>> 0;
+  let high = (value - low) / 4_294_967_296;
+  const lowBytes = Math.min(width, 4);
+  for (let j = 0; j < lowBytes; j++) {
+    bytes[at + j] = low & 255;
+    low >>>= 8;
+  }
+  for (let j = 4; j < width; j++) {
+    bytes[at + j] = high & 255;
+    high >>>= 8;
+  }
 }
 
 /** The length of the blob of the block that starts at `at` of `bytes` (blocks read one after the other). */
@@ -85,11 +111,18 @@ export class KeyBlock {
   }
 
   key(i: number): number {
-    return this.first + this.blob.readUIntLE(BLOCK_HEADER + i * this.kw, this.kw);
+    return this.first + readUnsigned(this.blob, BLOCK_HEADER + i * this.kw, this.kw);
   }
 
   id(i: number): number {
-    return this.blob.readUIntLE(this.idsAt + i * this.iw, this.iw);
+    return readUnsigned(this.blob, this.idsAt + i * this.iw, this.iw);
+  }
+
+  /** Every pair at once, into keys[0..count) and ids[0..count) (what a walk of a whole level reads). */
+  decodeInto(keys: Float64Array, ids: Float64Array): void {
+    const { blob, kw, iw, first } = this;
+    for (let i = 0, at = BLOCK_HEADER; i < this.count; i++, at += kw) keys[i] = first + readUnsigned(blob, at, kw);
+    for (let i = 0, at = this.idsAt; i < this.count; i++, at += iw) ids[i] = readUnsigned(blob, at, iw);
   }
 
   /** The block's last key. */
@@ -104,7 +137,7 @@ export class KeyBlock {
     let hi = this.count;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (this.blob.readUIntLE(BLOCK_HEADER + mid * this.kw, this.kw) < delta) lo = mid + 1;
+      if (readUnsigned(this.blob, BLOCK_HEADER + mid * this.kw, this.kw) < delta) lo = mid + 1;
       else hi = mid;
     }
     for (let i = lo; i < this.count && this.key(i) === key; i++) onId(this.id(i));
@@ -117,58 +150,97 @@ export class KeyBlock {
  * reads one block). What is left at the end is given by flush.
  */
 export class BlockWriter {
-  private keys: number[] = [];
-  private ids: number[] = [];
-  // where the pending pairs start in keys and ids (given-out pairs before it are dropped now and then)
-  private start = 0;
-  private maxId = 0;
+  // the pending pairs, from index 0 (room for a block and more: they grow for a key shared by many pairs)
+  private keys = new Float64Array(BLOCK_BYTES);
+  private ids = new Float64Array(BLOCK_BYTES);
+  private n = 0;
+  // the widths the pending pairs need, and the values from which each grows
+  private kw = 1;
+  private iw = 1;
+  private keyLimit = 256;
+  private idLimit = 256;
 
   constructor(private readonly onBlock: (first: number, blob: Buffer) => void) {}
 
   get pending(): number {
-    return this.keys.length - this.start;
+    return this.n;
   }
 
   push(key: number, id: number): void {
-    const n = this.keys.length - this.start;
-    if (n > 0) {
-      const kw = widthOf(key - this.keys[this.start]);
-      const iw = widthOf(Math.max(this.maxId, id));
-      if (BLOCK_HEADER + (n + 1) * (kw + iw) > BLOCK_BYTES) this.cut(key);
+    if (this.n === 0) {
+      this.setWidths(1, widthOf(id));
+      this.append(key, id);
+      return;
     }
-    this.keys.push(key);
-    this.ids.push(id);
-    if (id > this.maxId) this.maxId = id;
+    const delta = key - this.keys[0];
+    // widths only grow within a block: a value below the current limit needs no more
+    const kw = delta < this.keyLimit ? this.kw : widthOf(delta);
+    const iw = id < this.idLimit ? this.iw : widthOf(id);
+    if (BLOCK_HEADER + (this.n + 1) * (kw + iw) > BLOCK_BYTES && this.cut(key)) {
+      // the pairs kept for the next block have their widths now: measure the pair against them
+      this.push(key, id);
+      return;
+    }
+    this.setWidths(kw, iw);
+    this.append(key, id);
   }
 
   /** Gives out the pending pairs as a last, possibly short, block. */
   flush(): void {
-    if (this.keys.length > this.start) this.give(this.keys.length);
-    this.keys = [];
-    this.ids = [];
-    this.start = 0;
-    this.maxId = 0;
+    if (this.n > 0) this.give(this.n);
   }
 
-  /** Before `next` is pushed into a full block: gives out the pending pairs up to the last run of one key. */
-  private cut(next: number): void {
-    let end = this.keys.length;
-    // the full block ends with next's key: its pairs go to the next block with it
-    while (end > this.start && this.keys[end - 1] === next) end--;
-    // a block of one key only (two hashes share it) grows past the size instead
-    if (end === this.start) return;
-    this.give(end);
-    if (this.start > 65_536) {
-      this.keys = this.keys.slice(this.start);
-      this.ids = this.ids.slice(this.start);
-      this.start = 0;
+  private append(key: number, id: number): void {
+    if (this.n === this.keys.length) {
+      const keys = new Float64Array(2 * this.n);
+      const ids = new Float64Array(2 * this.n);
+      keys.set(this.keys);
+      ids.set(this.ids);
+      this.keys = keys;
+      this.ids = ids;
     }
-    this.maxId = 0;
-    for (let i = this.start; i < this.ids.length; i++) if (this.ids[i] > this.maxId) this.maxId = this.ids[i];
+    this.keys[this.n] = key;
+    this.ids[this.n] = id;
+    this.n++;
   }
 
+  private setWidths(kw: number, iw: number): void {
+    if (kw !== this.kw) {
+      this.kw = kw;
+      this.keyLimit = 256 ** kw;
+    }
+    if (iw !== this.iw) {
+      this.iw = iw;
+      this.idLimit = 256 ** iw;
+    }
+  }
+
+  /**
+   * Before `next` is pushed into a full block: gives out the pending pairs up to the last run of one key, and
+   * keeps the rest (with the widths they need) for the next block. False when the pending pairs are all of
+   * next's key: a block of one key only (two hashes share it) grows past the size instead.
+   */
+  private cut(next: number): boolean {
+    let end = this.n;
+    // the full block ends with next's key: its pairs go to the next block with it
+    while (end > 0 && this.keys[end - 1] === next) end--;
+    if (end === 0) return false;
+    this.give(end);
+    return true;
+  }
+
+  /** Gives out pairs [0, end) as a block and moves the rest to the front. */
   private give(end: number): void {
-    this.onBlock(this.keys[this.start], encodeBlock(this.keys, this.ids, this.start, end));
-    this.start = end;
+    this.onBlock(this.keys[0], encodeBlock(this.keys, this.ids, 0, end));
+    this.keys.copyWithin(0, end, this.n);
+    this.ids.copyWithin(0, end, this.n);
+    this.n -= end;
+    let maxId = 0;
+    for (let i = 0; i < this.n; i++) if (this.ids[i] > maxId) maxId = this.ids[i];
+    this.kw = 1;
+    this.iw = 1;
+    this.keyLimit = 256;
+    this.idLimit = 256;
+    if (this.n > 0) this.setWidths(widthOf(this.keys[this.n - 1] - this.keys[0]), widthOf(maxId));
   }
 }

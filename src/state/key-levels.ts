@@ -1,7 +1,7 @@
 /** The two levels of the lookup index as tables of key blocks: lookups by key, walks in key order, merges. */
 import type { Database, Statement } from 'better-sqlite3';
 import { inListPages } from './in-lists.js';
-import { BlockWriter, KeyBlock, blockLength } from './key-blocks.js';
+import { BLOCK_BYTES, BlockWriter, KeyBlock, blockLength } from './key-blocks.js';
 import { IN_LIST_SIZES } from './queries.js';
 
 /** The main level (entries up to keys_main_upto) and the recent one (after it, up to keys_upto). */
@@ -9,6 +9,8 @@ export type KeyLevel = 'key_blocks' | 'key_blocks_recent';
 
 // blocks read per statement when a level is walked in order
 const BLOCK_PAGE = 256;
+// the most pairs a block holds, but for a key shared by more (every pair takes at least 2 bytes)
+const MAX_BLOCK_PAIRS = Math.ceil(BLOCK_BYTES / 2);
 // blocks read per statement by a lookup
 const MAX_PAGE = IN_LIST_SIZES[IN_LIST_SIZES.length - 1];
 
@@ -56,23 +58,23 @@ export function* levelBlocks(db: Database, level: KeyLevel): Generator<KeyBlock>
 /** The pairs of a level in key order, as a stream (for a fold, which merges one level into the other). */
 export function levelPairs(db: Database, level: KeyLevel): PairStream {
   const blocks = levelBlocks(db, level);
-  let block: KeyBlock | null = null;
+  const pairs = new BlockPairs();
   let i = 0;
   const stream: PairStream = {
     key: Number.POSITIVE_INFINITY,
     id: 0,
     next(): boolean {
-      while (block === null || i >= block.count) {
+      while (i >= pairs.count) {
         const step = blocks.next();
         if (step.done === true) {
           stream.key = Number.POSITIVE_INFINITY;
           return false;
         }
-        block = step.value;
+        pairs.load(step.value);
         i = 0;
       }
-      stream.key = block.key(i);
-      stream.id = block.id(i);
+      stream.key = pairs.keys[i];
+      stream.id = pairs.ids[i];
       i++;
       return true;
     },
@@ -83,15 +85,34 @@ export function levelPairs(db: Database, level: KeyLevel): PairStream {
 
 /** Gives every distinct key of a level, in order, with only ids above `after` when given. */
 export function forEachLevelKey(db: Database, level: KeyLevel, onKey: (key: number) => void, after = -1): void {
+  const pairs = new BlockPairs();
   let last = -1;
   for (const block of levelBlocks(db, level)) {
-    for (let i = 0; i < block.count; i++) {
-      const key = block.key(i);
-      if (key !== last && block.id(i) > after) {
-        onKey(key);
-        last = key;
+    pairs.load(block);
+    const { keys, ids } = pairs;
+    for (let i = 0; i < pairs.count; i++) {
+      if (keys[i] !== last && ids[i] > after) {
+        onKey(keys[i]);
+        last = keys[i];
       }
     }
+  }
+}
+
+/** The pairs of one block at a time, decoded whole, in arrays reused from block to block. */
+class BlockPairs {
+  keys = new Float64Array(MAX_BLOCK_PAIRS);
+  ids = new Float64Array(MAX_BLOCK_PAIRS);
+  count = 0;
+
+  load(block: KeyBlock): void {
+    // a key shared by more pairs than a block holds makes a bigger block
+    if (block.count > this.keys.length) {
+      this.keys = new Float64Array(block.count);
+      this.ids = new Float64Array(block.count);
+    }
+    block.decodeInto(this.keys, this.ids);
+    this.count = block.count;
   }
 }
 
@@ -194,6 +215,7 @@ export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStre
     lastId = id;
   };
   const blocks = levelBlocks(db, level);
+  const pairs = new BlockPairs();
   // one block ahead: a block's range ends where the next one starts. New blocks of a range start below that next
   // block, and the walk reads pages after the last block it has read, so it never reads the blocks it writes.
   let step = blocks.next();
@@ -207,13 +229,15 @@ export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStre
       continue;
     }
     remove.run(block.first);
-    for (let i = 0; i < block.count; i++) {
-      const key = block.key(i);
-      while (incoming.key < key || (incoming.key === key && incoming.id < block.id(i))) {
+    pairs.load(block);
+    const { keys, ids } = pairs;
+    for (let i = 0; i < pairs.count; i++) {
+      const key = keys[i];
+      while (incoming.key < key || (incoming.key === key && incoming.id < ids[i])) {
         push(incoming.key, incoming.id);
         incoming.next();
       }
-      push(key, block.id(i));
+      push(key, ids[i]);
     }
     while (incoming.key < end) {
       push(incoming.key, incoming.id);
