@@ -7,6 +7,8 @@ const BLOCK_BYTES = BLOCK_WORDS * 4;
 const PROBES = 6;
 // the stored bytes are little-endian words whatever machine wrote them
 const BIG_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 0;
+/** The parts addAll groups keys into: a part of a filter of hundreds of MB is tens of KB, which stays in cache. */
+const ADD_GROUPS = 8_192;
 /** Filter bits per key it is sized for. */
 export const BITS_PER_KEY = 12;
 
@@ -44,6 +46,30 @@ export class KeyFilter {
 
   get byteLength(): number {
     return this.blocks * BLOCK_BYTES;
+  }
+
+  /**
+   * Adds many keys: the same as add for each, in an order that keeps the writes within a small part of the filter
+   * at a time. Keys added one by one each touch a random line of a filter that may be hundreds of MB, a miss in
+   * every cache; grouped by the part of the filter they go to, each group's lines stay in cache.
+   */
+  addAll(keys: ArrayLike<number>, n = keys.length): void {
+    const groups = Math.min(ADD_GROUPS, this.blocks);
+    if (n < groups) {
+      for (let i = 0; i < n; i++) this.add(keys[i]);
+      return;
+    }
+    const groupOf = new Uint16Array(n);
+    const starts = new Int32Array(groups + 1);
+    for (let i = 0; i < n; i++) {
+      const g = Math.floor((blockOf(firstHash(keys[i]), this.blocks) * groups) / this.blocks);
+      groupOf[i] = g;
+      starts[g + 1]++;
+    }
+    for (let g = 0; g < groups; g++) starts[g + 1] += starts[g];
+    const grouped = new Float64Array(n);
+    for (let i = 0; i < n; i++) grouped[starts[groupOf[i]]++] = keys[i];
+    for (let i = 0; i < n; i++) this.add(grouped[i]);
   }
 
   add(key: number): void {
@@ -104,6 +130,13 @@ export class KeyFilter {
     if (BIG_ENDIAN) Buffer.from(words.buffer).swap32();
     return new KeyFilter(blocks, words, count);
   }
+}
+
+/** The hash that picks a key's block (the first of add's three). */
+function firstHash(key: number): number {
+  const lo = (key % 4294967296) >>> 0;
+  const hi = Math.floor(key / 4294967296);
+  return mix(lo ^ Math.imul(hi, 0x9e3779b1));
 }
 
 /** A 32-bit finalizer (murmur3's): spreads every input bit over the output. */

@@ -11,6 +11,8 @@ export type KeyLevel = 'key_blocks' | 'key_blocks_recent';
 const BLOCK_PAGE = 256;
 // the most pairs a block holds, but for a key shared by more (every pair takes at least 2 bytes)
 const MAX_BLOCK_PAIRS = Math.ceil(BLOCK_BYTES / 2);
+// keys given per batch by forEachLevelKeys
+const KEY_BATCH = 1 << 20;
 // blocks read per statement by a lookup
 const MAX_PAGE = IN_LIST_SIZES[IN_LIST_SIZES.length - 1];
 
@@ -83,8 +85,18 @@ export function levelPairs(db: Database, level: KeyLevel): PairStream {
   return stream;
 }
 
-/** Gives every distinct key of a level, in order, with only ids above `after` when given. */
-export function forEachLevelKey(db: Database, level: KeyLevel, onKey: (key: number) => void, after = -1): void {
+/**
+ * Gives every distinct key of a level in order, a batch at a time (keys[0..n), the array reused), with only the
+ * pairs whose id is above `after` when given: what the keys filters are filled from.
+ */
+export function forEachLevelKeys(
+  db: Database,
+  level: KeyLevel,
+  onKeys: (keys: Float64Array, n: number) => void,
+  after = -1,
+): void {
+  const batch = new Float64Array(KEY_BATCH);
+  let n = 0;
   const pairs = new BlockPairs();
   let last = -1;
   for (const block of levelBlocks(db, level)) {
@@ -92,11 +104,16 @@ export function forEachLevelKey(db: Database, level: KeyLevel, onKey: (key: numb
     const { keys, ids } = pairs;
     for (let i = 0; i < pairs.count; i++) {
       if (keys[i] !== last && ids[i] > after) {
-        onKey(keys[i]);
+        batch[n++] = keys[i];
         last = keys[i];
+        if (n === KEY_BATCH) {
+          onKeys(batch, n);
+          n = 0;
+        }
       }
     }
   }
+  if (n > 0) onKeys(batch, n);
 }
 
 /** The pairs of one block at a time, decoded whole, in arrays reused from block to block. */

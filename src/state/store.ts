@@ -4,7 +4,7 @@ import type { DiiType } from '../identity/index.js';
 import { dayOf, decodeIds, encodeIds, sortedUnique } from './id-lists.js';
 import { inListPages, inListSize } from './in-lists.js';
 import { KeyFilter } from './key-filter.js';
-import { LevelReader, arrayPairs, clearLevel, forEachLevelKey, levelPairs, mergeIntoLevel } from './key-levels.js';
+import { LevelReader, arrayPairs, clearLevel, forEachLevelKeys, levelPairs, mergeIntoLevel } from './key-levels.js';
 import { type LevelFilters, emptyFilter, readLevelFilters, readLevels, writeLevelFilter } from './level-filters.js';
 import { keyOf, keyOfBytes } from './lookup-key.js';
 import { StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
@@ -627,17 +627,17 @@ export class SqliteStateStore implements StateStore {
       let mainNowUpto = mainUpto;
       if (mainNow === null) {
         const filter = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * levels.main));
-        forEachLevelKey(this.db, 'key_blocks', (key) => filter.add(key));
+        forEachLevelKeys(this.db, 'key_blocks', (keys, n) => filter.addAll(keys, n));
         writeLevelFilter(this.db, 'main', filter, 0, levels.main);
         mainNow = filter;
         mainNowUpto = levels.main;
       }
       // a filter shared with the main level is as big as that one: the recent level gets its own
       let next = recent !== null && recent !== main && recent.count + keys.length <= recent.capacity ? recent : null;
-      if (next !== null) for (let i = 0; i < keys.length; i++) if (ids[i] > upto) next.add(keys[i]);
+      if (next !== null) next.addAll(keys.filter((_, i) => ids[i] > upto));
       if (next === null) {
         const filter = KeyFilter.forCapacity(this.recentCapacity(levels.main));
-        forEachLevelKey(this.db, 'key_blocks_recent', (key) => filter.add(key));
+        forEachLevelKeys(this.db, 'key_blocks_recent', (keys, n) => filter.addAll(keys, n));
         next = filter;
       }
       writeLevelFilter(this.db, 'recent', next, levels.main, newUpto);
@@ -653,11 +653,11 @@ export class SqliteStateStore implements StateStore {
     let next = main !== null && main.count + (newUpto - mainUpto) <= main.capacity ? main : null;
     if (next !== null) {
       const filter = next;
-      forEachLevelKey(this.db, 'key_blocks_recent', (key) => filter.add(key), mainUpto);
+      forEachLevelKeys(this.db, 'key_blocks_recent', (keys, n) => filter.addAll(keys, n), mainUpto);
     } else {
       const filter = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * newUpto));
-      forEachLevelKey(this.db, 'key_blocks', (key) => filter.add(key));
-      forEachLevelKey(this.db, 'key_blocks_recent', (key) => filter.add(key));
+      forEachLevelKeys(this.db, 'key_blocks', (keys, n) => filter.addAll(keys, n));
+      forEachLevelKeys(this.db, 'key_blocks_recent', (keys, n) => filter.addAll(keys, n));
       next = filter;
     }
     writeLevelFilter(this.db, 'main', next, 0, newUpto);
