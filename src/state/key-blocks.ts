@@ -35,6 +35,8 @@ export function widthOf(value: number): number {
 /** The pairs keys[from..to) and ids[from..to) (sorted by key, then id) as a block's blob. */
 export function encodeBlock(keys: ArrayLike<number>, ids: ArrayLike<number>, from: number, to: number): Buffer {
   const n = to - from;
+  // only a key shared by that many hashes could make such a block
+  if (n > 0xffff) throw new Error(`a key block cannot hold ${n} pairs`);
   const first = keys[from];
   let maxId = 0;
   for (let i = from; i < to; i++) if (ids[i] > maxId) maxId = ids[i];
