@@ -1,4 +1,4 @@
-/** The pieces of the per-day due lists: ascending entry ids kept as varint gaps, and the UTC day of an r. */
+/** Sorted entry ids: the pieces of the per-day due lists (varint gaps), the UTC day of an r, and searches. */
 
 const DAY_S = 86_400;
 
@@ -53,4 +53,16 @@ export function sortedUnique(values: ArrayLike<number>): Float64Array {
   let n = 0;
   for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[n - 1]) sorted[n++] = sorted[i];
   return sorted.subarray(0, n);
+}
+
+/** The index of the first value above `value` in ascending `values` (their length when there is none). */
+export function firstAbove(values: ArrayLike<number>, value: number): number {
+  let lo = 0;
+  let hi = values.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (values[mid] <= value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

@@ -4,7 +4,7 @@ import { IN_LIST_SIZES } from './queries.js';
 const MAX_IN_LIST = IN_LIST_SIZES[IN_LIST_SIZES.length - 1];
 
 /** The prepared size a list of n values is padded up to. */
-export function inListSize(n: number): number {
+function inListSize(n: number): number {
   for (const size of IN_LIST_SIZES) if (n <= size) return size;
   return MAX_IN_LIST;
 }

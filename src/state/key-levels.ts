@@ -1,5 +1,6 @@
 /** The two levels of the lookup index as tables of key blocks: lookups by key, walks in key order, merges. */
 import type { Database, Statement } from 'better-sqlite3';
+import { firstAbove } from './id-lists.js';
 import { inListPages } from './in-lists.js';
 import { BLOCK_BYTES, BlockWriter, KeyBlock, blockLength } from './key-blocks.js';
 import { IN_LIST_SIZES } from './queries.js';
@@ -160,7 +161,8 @@ export class LevelReader {
     const blockOf = new Float64Array(sortedKeys.length).fill(-1);
     const wanted: number[] = [];
     for (let i = 0; i < sortedKeys.length; i++) {
-      const b = lastAtOrBelow(this.firsts, sortedKeys[i]);
+      // the last block whose first key is at or below the key
+      const b = firstAbove(this.firsts, sortedKeys[i]) - 1;
       if (b < 0) continue;
       blockOf[i] = this.firsts[b];
       if (wanted.length === 0 || wanted[wanted.length - 1] !== blockOf[i]) wanted.push(blockOf[i]);
@@ -198,18 +200,6 @@ export class LevelReader {
     }
     return stmt;
   }
-}
-
-/** The index of the last value at or below `key` in ascending `values`, or -1. */
-function lastAtOrBelow(values: Float64Array, key: number): number {
-  let lo = 0;
-  let hi = values.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (values[mid] <= key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo - 1;
 }
 
 /**

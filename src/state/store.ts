@@ -1,8 +1,8 @@
 import { statSync } from 'node:fs';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
-import { dayOf, decodeIds, encodeIds, sortedUnique } from './id-lists.js';
-import { inListPages, inListSize } from './in-lists.js';
+import { dayOf, decodeIds, encodeIds, firstAbove, sortedUnique } from './id-lists.js';
+import { inListPages } from './in-lists.js';
 import { KeyFilter } from './key-filter.js';
 import { LevelReader, arrayPairs, clearLevel, forEachLevelKeys, levelPairs, mergeIntoLevel } from './key-levels.js';
 import { type LevelFilters, emptyFilter, readLevelFilters, readLevels, writeLevelFilter } from './level-filters.js';
@@ -1243,12 +1243,7 @@ export class SqliteStateStore implements StateStore {
     const since = new Map<string, number>();
     for (const o of optedOut) since.set(o.rawUid, o.optedOutSinceMs);
     let changed = 0;
-    for (let start = 0; start < within.length; start += MAX_IN_LIST) {
-      const end = Math.min(within.length, start + MAX_IN_LIST);
-      const size = inListSize(end - start);
-      const params = new Array<number>(size);
-      for (let i = start; i < end; i++) params[i - start] = within[i];
-      params.fill(within[end - 1], end - start);
+    for (const [, size, params] of inListPages(within)) {
       const rows = this.inListStatement(this.idStmts, size, SQL.rawUidsByIds).all(params) as [
         number,
         unknown,
@@ -1528,18 +1523,6 @@ function pushEntryValues(params: unknown[], u: EncodedUpdate, nowS: number): voi
 /** Ids as the JSON array SQL.countListed and its kin read. */
 function idList(ids: Float64Array): string {
   return `[${ids.join(',')}]`;
-}
-
-/** The index of the first value above `id` in ascending values. */
-function firstAbove(values: Float64Array, id: number): number {
-  let lo = 0;
-  let hi = values.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (values[mid] <= id) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /** An id range, both ends included. */
