@@ -98,20 +98,14 @@ export function forEachLevelKeys(
 ): void {
   const batch = new Float64Array(KEY_BATCH);
   let n = 0;
-  const pairs = new BlockPairs();
   let last = -1;
-  for (const block of levelBlocks(db, level)) {
-    pairs.load(block);
-    const { keys, ids } = pairs;
-    for (let i = 0; i < pairs.count; i++) {
-      if (keys[i] !== last && ids[i] > after) {
-        batch[n++] = keys[i];
-        last = keys[i];
-        if (n === KEY_BATCH) {
-          onKeys(batch, n);
-          n = 0;
-        }
-      }
+  for (const pairs = levelPairs(db, level); pairs.key < Number.POSITIVE_INFINITY; pairs.next()) {
+    if (pairs.key === last || pairs.id <= after) continue;
+    batch[n++] = pairs.key;
+    last = pairs.key;
+    if (n === KEY_BATCH) {
+      onKeys(batch, n);
+      n = 0;
     }
   }
   if (n > 0) onKeys(batch, n);

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { openState, type OpenStateOptions, type StateStore } from '../../src/state/index.js';
-import { type KeyLevel, levelBlocks } from '../../src/state/key-levels.js';
+import { type KeyLevel, levelPairs } from '../../src/state/key-levels.js';
 import Database from '../helpers/sqlite-driver.js';
 
 export const ENV = 'uid2:integ';
@@ -40,8 +40,8 @@ export function levelPairsOf(path: string, level: KeyLevel = 'key_blocks'): [num
   const db = new Database(path, { readonly: true });
   try {
     const pairs: [number, number][] = [];
-    for (const block of levelBlocks(db, level)) {
-      for (let i = 0; i < block.count; i++) pairs.push([block.key(i), block.id(i)]);
+    for (const stream = levelPairs(db, level); stream.key < Number.POSITIVE_INFINITY; stream.next()) {
+      pairs.push([stream.key, stream.id]);
     }
     return pairs;
   } finally {
