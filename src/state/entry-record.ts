@@ -1,0 +1,401 @@
+/** The record of an entry: every value of it packed in one blob, the entries table's one column besides the id. */
+import { keyOf, keyOfBytes } from './lookup-key.js';
+import { isBase64Of } from './stored-bytes.js';
+
+/**
+ * A record is
+ *   byte 0        flags: bit 0 the DII type code; bits 1-2 the status code (1 to 3), or 0 when a second flags byte
+ *                 follows (which then holds the status); which values follow: bit 3 u, bit 4 p, bit 5 r,
+ *                 bit 6 last_mapped; bit 7 the raw UIDs are of 32 bytes rather than 33 (the service gives either)
+ *   byte 1        (only when byte 0's status bits are 0) bits 0-1 the status code; bit 2 due; which values follow:
+ *                 bit 3 bucket_id, bit 4 last_optout_check, bit 5 opted_out_since; bit 6 the hash, u and p are
+ *                 sized (not of their usual size); bit 7 the times are 8-byte floats instead of 4-byte integers
+ *   the hash      32 bytes, or sized: a varint of (2 x length + 1 for UTF-8 text, + 0 for bytes), then those bytes
+ *   u, p          when flagged: 33 (or 32) bytes, or sized as the hash
+ *   r, last_mapped, last_optout_check
+ *                 when flagged, in this order: seconds as 4-byte unsigned integers, or 8-byte floats
+ *   opted_out_since
+ *                 when flagged: milliseconds as an 8-byte float
+ *   bucket_id     when flagged: a varint of its UTF-8 length, then the text
+ * all little-endian; a varint is 7 bits a byte, low bits first. A mapped v3 entry (type, status, u, r and
+ * last_mapped) takes one flags byte. A record says its own length, so the records of many entries joined into one
+ * blob are read one after the other.
+ */
+const F_TYPE = 0x01;
+const F_STATUS_SHIFT = 1;
+const F_U = 0x08;
+const F_P = 0x10;
+const F_R = 0x20;
+const F_LAST_MAPPED = 0x40;
+const F_UID_32 = 0x80;
+const M_STATUS = 0x03;
+const M_DUE = 0x04;
+const M_BUCKET = 0x08;
+const M_CHECK = 0x10;
+const M_SINCE = 0x20;
+const M_SIZED = 0x40;
+const M_WIDE = 0x80;
+
+/** The usual sizes: a SHA-256 hash, and a raw UID (33 bytes, or 32 in the service's older format). */
+export const HASH_BYTES = 32;
+export const UID_BYTES = 33;
+const UID_32_BYTES = 32;
+const TWO_32 = 4_294_967_296;
+
+/** An entry's values as the file keeps them: hashes and raw UIDs as stored-bytes.ts storedOf gives them. */
+export interface EntryValues {
+  type: number;
+  status: number;
+  due: boolean;
+  hash: Uint8Array | string;
+  u: Uint8Array | string | null;
+  p: Uint8Array | string | null;
+  r: number | null;
+  bucketId: string | null;
+  lastMappedS: number | null;
+  lastOptoutCheckS: number | null;
+  optedOutSinceMs: number | null;
+}
+
+/** Whether a time fits a 4-byte unsigned integer exactly. */
+function fitsU32(t: number | null): boolean {
+  return t === null || (Number.isInteger(t) && t >= 0 && t < TWO_32);
+}
+
+function varintLength(n: number): number {
+  let length = 1;
+  while (n >= 128) {
+    n = Math.floor(n / 128);
+    length++;
+  }
+  return length;
+}
+
+/** The bytes a sized value takes, and its size varint. */
+function sizedLength(value: Uint8Array | string): [number, number] {
+  const n = typeof value === 'string' ? Buffer.byteLength(value, 'utf8') : value.length;
+  const tag = 2 * n + (typeof value === 'string' ? 1 : 0);
+  return [varintLength(tag) + n, tag];
+}
+
+/**
+ * The size of the raw UIDs when both (or the one there is) are bytes of one usual size: 33 or 32; 33 when there is
+ * none; -1 when they must be sized.
+ */
+function usualUidSize(u: Uint8Array | string | null, p: Uint8Array | string | null): number {
+  if (u === null && p === null) return UID_BYTES;
+  if (typeof u === 'string' || typeof p === 'string') return -1;
+  const size = (u ?? p)?.length ?? -1;
+  if (size !== UID_BYTES && size !== UID_32_BYTES) return -1;
+  return (u === null || u.length === size) && (p === null || p.length === size) ? size : -1;
+}
+
+/**
+ * Packs records into shared buffers: each record is a view of its part of one buffer, so that a batch of many
+ * entries makes a few allocations instead of one each. A part is never written twice (a full buffer is replaced,
+ * and the views of it keep it), so every record stays valid for as long as it is held.
+ */
+export class RecordWriter {
+  private buffer: Buffer;
+  private used = 0;
+
+  constructor(capacity = 64 * 1024) {
+    this.buffer = Buffer.allocUnsafe(Math.max(256, capacity));
+  }
+
+  /** The record of these values. Throws a TypeError for a value the format cannot hold. */
+  write(v: EntryValues): Buffer {
+    const { hash, u, p } = v;
+    if (!(v.type === 0 || v.type === 1) || !Number.isInteger(v.status) || v.status < 0 || v.status > 3) {
+      throw new TypeError(`an entry record cannot hold type ${v.type} or status ${v.status}`);
+    }
+    const wide = !fitsU32(v.r) || !fitsU32(v.lastMappedS) || !fitsU32(v.lastOptoutCheckS);
+    const timeBytes = wide ? 8 : 4;
+    const uidSize = usualUidSize(u, p);
+    const sized = uidSize < 0 || typeof hash === 'string' || hash.length !== HASH_BYTES;
+    let more = v.status;
+    if (v.due) more |= M_DUE;
+    if (sized) more |= M_SIZED;
+    if (wide) more |= M_WIDE;
+    let flags = v.type | (uidSize === UID_32_BYTES ? F_UID_32 : 0);
+    let size = 1;
+    const value = (x: Uint8Array | string): number => (sized ? sizedLength(x)[0] : x.length);
+    size += value(hash);
+    if (u !== null) {
+      flags |= F_U;
+      size += value(u);
+    }
+    if (p !== null) {
+      flags |= F_P;
+      size += value(p);
+    }
+    if (v.r !== null) {
+      flags |= F_R;
+      size += timeBytes;
+    }
+    if (v.lastMappedS !== null) {
+      flags |= F_LAST_MAPPED;
+      size += timeBytes;
+    }
+    if (v.lastOptoutCheckS !== null) {
+      more |= M_CHECK;
+      size += timeBytes;
+    }
+    if (v.optedOutSinceMs !== null) {
+      more |= M_SINCE;
+      size += 8;
+    }
+    let bucketBytes = 0;
+    if (v.bucketId !== null) {
+      more |= M_BUCKET;
+      bucketBytes = Buffer.byteLength(v.bucketId, 'utf8');
+      size += varintLength(bucketBytes) + bucketBytes;
+    }
+    // the status in byte 0 when nothing else needs byte 1
+    const second = more !== v.status || v.status === 0;
+    if (second) size++;
+    else flags |= v.status << F_STATUS_SHIFT;
+    if (this.used + size > this.buffer.length) {
+      this.buffer = Buffer.allocUnsafe(Math.max(2 * this.buffer.length, size));
+      this.used = 0;
+    }
+    const out = this.buffer;
+    const start = this.used;
+    let o = start;
+    out[o++] = flags;
+    if (second) out[o++] = more;
+    const put = (x: Uint8Array | string): void => {
+      if (sized) o = putSized(out, o, x);
+      else o = putBytes(out, o, x as Uint8Array);
+    };
+    put(hash);
+    if (u !== null) put(u);
+    if (p !== null) put(p);
+    for (const t of [v.r, v.lastMappedS, v.lastOptoutCheckS]) {
+      if (t === null) continue;
+      if (wide) out.writeDoubleLE(t, o);
+      else out.writeUInt32LE(t, o);
+      o += timeBytes;
+    }
+    if (v.optedOutSinceMs !== null) {
+      out.writeDoubleLE(v.optedOutSinceMs, o);
+      o += 8;
+    }
+    if (v.bucketId !== null) {
+      o = putVarint(out, o, bucketBytes);
+      o += out.write(v.bucketId, o, 'utf8');
+    }
+    if (o - start !== size) throw new Error(`entry record: wrote ${o - start} bytes of ${size}`);
+    this.used = o;
+    return out.subarray(start, o);
+  }
+}
+
+function putVarint(out: Buffer, at: number, n: number): number {
+  let o = at;
+  while (n >= 128) {
+    out[o++] = (n % 128) | 128;
+    n = Math.floor(n / 128);
+  }
+  out[o++] = n;
+  return o;
+}
+
+function putBytes(out: Buffer, at: number, bytes: Uint8Array): number {
+  out.set(bytes, at);
+  return at + bytes.length;
+}
+
+function putSized(out: Buffer, at: number, value: Uint8Array | string): number {
+  const o = putVarint(out, at, sizedLength(value)[1]);
+  return typeof value === 'string' ? o + out.write(value, o, 'utf8') : putBytes(out, o, value);
+}
+
+/** A record that does not read as one: flags that promise more bytes than it has. */
+export class RecordFormatError extends Error {}
+
+/**
+ * One record read in place (read() moves it to another): its numbers, and where its values are in `bytes`, each
+ * with a size that says its kind: 2n for n bytes, 2n + 1 for n bytes of UTF-8 text, -1 for none. Times are NaN
+ * when the entry has none. Reused from record to record: nothing of it is kept by the reader.
+ */
+export class EntryView {
+  bytes: Buffer = Buffer.alloc(0);
+  start = 0;
+  end = 0;
+  type = 0;
+  status = 0;
+  due = 0;
+  r = Number.NaN;
+  lastMappedS = Number.NaN;
+  lastOptoutCheckS = Number.NaN;
+  optedOutSinceMs = Number.NaN;
+  hashStart = 0;
+  hashSize = 0;
+  uStart = 0;
+  uSize = -1;
+  pStart = 0;
+  pSize = -1;
+  bucketStart = 0;
+  bucketSize = -1;
+
+  /** Reads the record at `at` of `bytes`; gives the position after it. Throws RecordFormatError if it is cut short. */
+  read(bytes: Buffer, at: number): number {
+    this.bytes = bytes;
+    this.start = at;
+    const limit = bytes.length;
+    if (at >= limit) throw new RecordFormatError('entry record: no bytes');
+    const flags = bytes[at];
+    let o = at + 1;
+    let more = 0;
+    this.status = (flags >>> F_STATUS_SHIFT) & 3;
+    if (this.status === 0) {
+      if (o >= limit) throw new RecordFormatError('entry record: cut short in its flags');
+      more = bytes[o++];
+      this.status = more & M_STATUS;
+    }
+    this.type = flags & F_TYPE;
+    this.due = (more & M_DUE) !== 0 ? 1 : 0;
+    const sized = (more & M_SIZED) !== 0;
+    const uidSize = (flags & F_UID_32) !== 0 ? UID_32_BYTES : UID_BYTES;
+    o = this.readValue(bytes, o, sized ? -1 : HASH_BYTES, 'hash');
+    if ((flags & F_U) !== 0) o = this.readValue(bytes, o, sized ? -1 : uidSize, 'u');
+    else this.uSize = -1;
+    if ((flags & F_P) !== 0) o = this.readValue(bytes, o, sized ? -1 : uidSize, 'p');
+    else this.pSize = -1;
+    // the times, without a closure per record: a walk of the table reads every record
+    const timeBytes = (more & M_WIDE) !== 0 ? 8 : 4;
+    const times =
+      ((flags & F_R) !== 0 ? 1 : 0) + ((flags & F_LAST_MAPPED) !== 0 ? 1 : 0) + ((more & M_CHECK) !== 0 ? 1 : 0);
+    if (o + times * timeBytes > limit) throw new RecordFormatError('entry record: cut short in its times');
+    if ((flags & F_R) !== 0) {
+      this.r = timeBytes === 4 ? bytes.readUInt32LE(o) : bytes.readDoubleLE(o);
+      o += timeBytes;
+    } else this.r = Number.NaN;
+    if ((flags & F_LAST_MAPPED) !== 0) {
+      this.lastMappedS = timeBytes === 4 ? bytes.readUInt32LE(o) : bytes.readDoubleLE(o);
+      o += timeBytes;
+    } else this.lastMappedS = Number.NaN;
+    if ((more & M_CHECK) !== 0) {
+      this.lastOptoutCheckS = timeBytes === 4 ? bytes.readUInt32LE(o) : bytes.readDoubleLE(o);
+      o += timeBytes;
+    } else this.lastOptoutCheckS = Number.NaN;
+    if ((more & M_SINCE) !== 0) {
+      if (o + 8 > limit) throw new RecordFormatError('entry record: cut short in opted_out_since');
+      this.optedOutSinceMs = bytes.readDoubleLE(o);
+      o += 8;
+    } else this.optedOutSinceMs = Number.NaN;
+    if ((more & M_BUCKET) !== 0) {
+      const [n, after] = readVarint(bytes, o);
+      if (after + n > limit) throw new RecordFormatError('entry record: cut short in bucket_id');
+      this.bucketStart = after;
+      this.bucketSize = 2 * n + 1;
+      o = after + n;
+    } else this.bucketSize = -1;
+    this.end = o;
+    return o;
+  }
+
+  private readValue(bytes: Buffer, at: number, usualSize: number, which: 'hash' | 'u' | 'p'): number {
+    let start = at;
+    let size: number;
+    let length: number;
+    if (usualSize >= 0) {
+      size = 2 * usualSize;
+      length = usualSize;
+    } else {
+      const [tag, after] = readVarint(bytes, at);
+      start = after;
+      size = tag;
+      length = Math.floor(tag / 2);
+    }
+    if (start + length > bytes.length) throw new RecordFormatError(`entry record: cut short in ${which}`);
+    if (which === 'hash') {
+      this.hashStart = start;
+      this.hashSize = size;
+    } else if (which === 'u') {
+      this.uStart = start;
+      this.uSize = size;
+    } else {
+      this.pStart = start;
+      this.pSize = size;
+    }
+    return start + length;
+  }
+
+  /** The value at `start` with size `size` as the file keeps it: a Buffer (a view of `bytes`) or text; null for none. */
+  stored(start: number, size: number): Buffer | string | null {
+    if (size < 0) return null;
+    const end = start + Math.floor(size / 2);
+    return size % 2 === 1 ? this.bytes.toString('utf8', start, end) : this.bytes.subarray(start, end);
+  }
+
+  /** The record as it is in `bytes` (a view). */
+  record(): Buffer {
+    return this.bytes.subarray(this.start, this.end);
+  }
+
+  /** The text of the value at `start` with size `size`: bytes as base64 (stored-bytes.ts), text as it is. */
+  text(start: number, size: number): string | null {
+    if (size < 0) return null;
+    return this.bytes.toString(size % 2 === 1 ? 'utf8' : 'base64', start, start + Math.floor(size / 2));
+  }
+
+  /** Whether the entry's hash is this one, compared without making a string of a hash kept as bytes. */
+  holdsHash(hash: string): boolean {
+    const length = Math.floor(this.hashSize / 2);
+    return this.hashSize % 2 === 0
+      ? isBase64Of(hash, this.bytes, this.hashStart, length)
+      : this.text(this.hashStart, this.hashSize) === hash;
+  }
+
+  /** The entry's lookup key: from the bytes of a hash kept as bytes, from the text of one kept as text. */
+  key(): number {
+    return this.hashSize % 2 === 0 && this.hashSize >= 12
+      ? keyOfBytes(this.type, this.bytes, this.hashStart)
+      : keyOf(this.type, this.text(this.hashStart, this.hashSize) ?? '');
+  }
+
+  /** The record's values (hashes and raw UIDs as views of `bytes`, which must then stay unchanged). */
+  values(): EntryValues {
+    const time = (t: number): number | null => (Number.isNaN(t) ? null : t);
+    return {
+      type: this.type,
+      status: this.status,
+      due: this.due === 1,
+      hash: this.stored(this.hashStart, this.hashSize) ?? '',
+      u: this.stored(this.uStart, this.uSize),
+      p: this.stored(this.pStart, this.pSize),
+      r: time(this.r),
+      bucketId: this.stored(this.bucketStart, this.bucketSize) as string | null,
+      lastMappedS: time(this.lastMappedS),
+      lastOptoutCheckS: time(this.lastOptoutCheckS),
+      optedOutSinceMs: time(this.optedOutSinceMs),
+    };
+  }
+}
+
+function readVarint(bytes: Buffer, at: number): [number, number] {
+  let n = 0;
+  let scale = 1;
+  let o = at;
+  for (;;) {
+    if (o >= bytes.length || scale > 2 ** 49) throw new RecordFormatError('entry record: a size runs past its end');
+    const b = bytes[o++];
+    n += (b & 127) * scale;
+    if (b < 128) return [n, o];
+    scale *= 128;
+  }
+}
+
+/** Every record of a blob of records joined one after the other, each given in turn (the view is reused). */
+export function forEachRecord(bytes: Buffer, onRecord: (view: EntryView, index: number) => void): number {
+  const view = new EntryView();
+  let at = 0;
+  let i = 0;
+  while (at < bytes.length) {
+    at = view.read(bytes, at);
+    onRecord(view, i++);
+  }
+  return i;
+}
