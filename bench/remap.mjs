@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Benchmark of the nightly `remap-due`: a state file of 5,000,000 entries of which 1/365 are due, built directly
-// through the state module of dist/; then the selection of one day's due entries through the index on r, and
+// through the state module of dist/; then the selection of one day's due entries through its due lists, and
 // the built CLI re-mapping them against `uid2-batch serve` in another process. Not a test: numbers depend on
 // the machine.
 //
@@ -28,7 +28,6 @@ if (!existsSync(join(ROOT, 'dist', 'state', 'index.js')) || !existsSync(join(ROO
 }
 const { openState } = await import(join(ROOT, 'dist', 'state', 'index.js'));
 // the SQLite driver that src/state uses on this Node (better-sqlite3 13 on 22+, the 12.x alias on 20)
-const Database = (await import(join(ROOT, 'dist', 'state', 'sqlite-driver.js'))).sqliteDriver();
 
 mkdirSync(WORK, { recursive: true });
 const statePath = join(WORK, `state-${ENTRIES}.db`);
@@ -75,22 +74,14 @@ try {
     `built ${fmt(ENTRIES)} entries (${fmt(due)} due) in ${sec(ms(t0))}; state file ${results.state_mib.toFixed(0)} MiB`,
   );
 
-  // --- the query plan: the due selection walks the r index, it does not scan the table --------------------------
-  const db = new Database(statePath, { readonly: true });
-  const plan = db
-    .prepare(
-      'EXPLAIN QUERY PLAN SELECT id, type, hash, u, p, r, bucket_id FROM entries WHERE r <= ? AND (r, id) > (?, ?) ORDER BY r, id LIMIT ?',
-    )
-    .all(nowS, 0, 0, 5000)
-    .map((row) => row.detail);
-  results.due_query_plan = plan;
-  console.log(`due selection plan: ${plan.join(' | ')}`);
+  // --- for scale: one walk of the whole table (what the opt-out sweep's sizing reads) ------------------------------
+  const walker = openState(statePath, { envFingerprint: fingerprint, readonly: true });
   t0 = process.hrtime.bigint();
-  const scanned = db.prepare('SELECT count(*) AS n FROM entries WHERE u IS NOT NULL').get().n;
+  const scanned = walker.countWithRawUid();
   results.full_scan_ms = ms(t0);
-  db.close();
+  walker.close();
   console.log(
-    `for scale, one full scan of the table (count of entries with a raw UID, ${fmt(scanned)}): ${results.full_scan_ms.toFixed(0)} ms`,
+    `for scale, one walk of the table (count of entries with a raw UID, ${fmt(scanned)}): ${results.full_scan_ms.toFixed(0)} ms`,
   );
 
   // --- selection of one day's due entries, cold file, through the StateStore in 5,000-entry pages ---------------

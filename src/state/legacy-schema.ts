@@ -1,4 +1,4 @@
-/** The SQL of schemas 1 to 4: how older files were made, kept to upgrade them and to build them in tests. */
+/** The SQL of schemas 1 to 5: how older files were made, kept to upgrade them and to build them in tests. */
 
 /**
  * Version 1. Rowid tables: inserts append, which the measurements show is several times cheaper than a
@@ -126,4 +126,34 @@ CREATE TABLE keys_recent (
   id INTEGER NOT NULL,
   PRIMARY KEY (k, id)
 ) WITHOUT ROWID;
+`;
+
+/**
+ * The entries table of schemas 4 and 5 under a given name (the upgrade to 4 builds it beside the old one): a
+ * column per value. `hash`, `u` and `p` hold what stored-bytes.ts storedOf gives: the bytes of a canonical base64
+ * text, any other text as it is. BLOB affinity keeps either as it was given.
+ */
+export function ENTRIES_TABLE_V4(name: string): string {
+  return `CREATE TABLE ${name} (
+  id                INTEGER PRIMARY KEY,
+  type              INTEGER NOT NULL,
+  hash              BLOB    NOT NULL,
+  status            INTEGER NOT NULL,
+  u                 BLOB,
+  p                 BLOB,
+  r                 INTEGER,
+  bucket_id         TEXT,
+  last_mapped       INTEGER,
+  last_optout_check INTEGER,
+  opted_out_since   INTEGER,
+  due               INTEGER NOT NULL DEFAULT 0
+);`;
+}
+
+/** Schemas 4 and 5's indexes on entries: each serves one query and is partial where only some rows need it. */
+export const ENTRIES_INDEXES_V4 = `
+-- v2: entries of a rotated salt bucket
+CREATE INDEX entries_by_bucket ON entries (bucket_id) WHERE bucket_id IS NOT NULL;
+-- v2: entries marked due, in id order
+CREATE INDEX entries_due_v2 ON entries (due) WHERE due = 1;
 `;

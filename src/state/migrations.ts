@@ -4,6 +4,7 @@ import { SCHEMA_V2_JOURNAL } from './legacy-schema.js';
 import { upgradeToV3Step } from './upgrade-v3.js';
 import { upgradeToV4Step } from './upgrade-v4.js';
 import { upgradeToV5Step } from './upgrade-v5.js';
+import { upgradeToV6Step } from './upgrade-v6.js';
 
 export interface Migration {
   /** The schema version the file has after this step. */
@@ -28,4 +29,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 3, piece: (db) => upgradeToV3Step(db) },
   { version: 4, piece: (db) => upgradeToV4Step(db) },
   { version: 5, piece: (db) => upgradeToV5Step(db) },
+  { version: 6, piece: (db) => upgradeToV6Step(db) },
 ];

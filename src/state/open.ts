@@ -3,7 +3,7 @@ import type Database from 'better-sqlite3';
 import { StateEnvMismatchError, StateError, StateFormatError, StateNotFoundError } from './errors.js';
 import { MIGRATIONS } from './migrations.js';
 import { sqliteDriver } from './sqlite-driver.js';
-import { APPLICATION_ID, META_KEYS, SCHEMA_V5, SCHEMA_VERSION } from './schema.js';
+import { APPLICATION_ID, META_KEYS, SCHEMA_V6, SCHEMA_VERSION } from './schema.js';
 import { SqliteStateStore } from './store.js';
 import type { OpenStateOptions, StateStore } from './types.js';
 
@@ -160,7 +160,7 @@ function initialize(db: Connection, path: string, options: OpenStateOptions): vo
       checkOurs(db, tableNames(db), path);
       return;
     }
-    db.exec(SCHEMA_V5);
+    db.exec(SCHEMA_V6);
     const put = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
     put.run(META_KEYS.keysUpto, '0');
     put.run(META_KEYS.keysMainUpto, '0');

@@ -93,24 +93,15 @@ export function statusOfCode(code: number): EntryStatus {
 }
 
 /**
- * The entries table of schemas 4 and 5 under a given name (the upgrade builds it beside the old one). `hash`, `u` and `p`
- * hold what stored-bytes.ts storedOf gives: the bytes of a canonical base64 text, any other text as it is. BLOB
- * affinity keeps either as it was given.
+ * The entries table of schema 6 under a given name (the upgrade builds it beside the old one): per entry its id
+ * (the order of arrival, which the key levels and due lists hold) and its record, every value of it packed in one
+ * blob (entry-record.ts says how). A column per value cost a byte of row header each, and SQL never filters on
+ * them: every read goes by id.
  */
 export function ENTRIES_TABLE(name: string): string {
   return `CREATE TABLE ${name} (
-  id                INTEGER PRIMARY KEY,
-  type              INTEGER NOT NULL,
-  hash              BLOB    NOT NULL,
-  status            INTEGER NOT NULL,
-  u                 BLOB,
-  p                 BLOB,
-  r                 INTEGER,
-  bucket_id         TEXT,
-  last_mapped       INTEGER,
-  last_optout_check INTEGER,
-  opted_out_since   INTEGER,
-  due               INTEGER NOT NULL DEFAULT 0
+  id     INTEGER PRIMARY KEY,
+  record BLOB NOT NULL
 );`;
 }
 
@@ -161,28 +152,16 @@ CREATE TABLE due_lists (
 `;
 
 /**
- * Each index serves one query and is partial where only some rows need it. There is no index on raw UIDs, none
- * on r (due_lists serves remap-due), and none for the opt-out sweep: it walks entries by id from a cursor kept
- * in meta (sweep_after).
+ * Version 6, what a new file gets. Entries are appended (the id is their order of arrival), so a commit of new
+ * entries writes a few pages at the end of the table instead of one page per entry; each is one record of its
+ * values. Lookups go through two levels of key blocks: per entry, an integer made of the first bits of the hash
+ * and the DII type, with the id. New entries reach the recent level in sorted runs (the store merges its tail of
+ * recent entries, indexed in memory until then), which rewrites each block once per merge; the recent level is
+ * folded into the main one once it holds a quarter as many, so that a merge rewrites a small level and the big
+ * one is rewritten rarely (two levels of a log-structured merge). remap-due reads the due lists, and the other
+ * walks (the opt-out sweep, counts, v2 salt buckets) read the table in id order: there is no index on entries.
  */
-export const ENTRIES_INDEXES = `
--- v2: entries of a rotated salt bucket
-CREATE INDEX entries_by_bucket ON entries (bucket_id) WHERE bucket_id IS NOT NULL;
--- v2: entries marked due, in id order
-CREATE INDEX entries_due_v2 ON entries (due) WHERE due = 1;
-`;
-
-/**
- * Version 5, what a new file gets. Entries are appended (the id is their order of arrival), so a commit of new
- * entries writes a few pages at the end of the table and of each index instead of one page per entry. Lookups go
- * through two levels of key blocks: per entry, an integer made of the first bits of the hash and the DII type,
- * with the id. New entries reach the recent level in sorted runs (the store merges its tail of recent entries,
- * indexed in memory until then), which rewrites each block once per merge; the recent level is folded into the
- * main one once it holds a quarter as many, so that a merge rewrites a small level and the big one is rewritten
- * rarely (two levels of a log-structured merge). Hashes and raw UIDs are kept as the bytes their base64 text
- * stands for.
- */
-export const SCHEMA_V5 = `
+export const SCHEMA_V6 = `
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
   value TEXT NOT NULL
@@ -191,7 +170,6 @@ ${ENTRIES_TABLE('entries')}
 ${KEY_BLOCK_TABLES}
 ${KEY_FILTER_TABLE}
 ${DUE_LISTS_TABLE}
-${ENTRIES_INDEXES}
 CREATE TABLE runs (
   id          INTEGER PRIMARY KEY,
   command     TEXT    NOT NULL,
@@ -206,4 +184,4 @@ ${SCHEMA_V2_JOURNAL}
 `;
 
 /** The schema a new file is made at (the last step of migrations.ts). */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;

@@ -6,12 +6,13 @@ import { inListPages } from './in-lists.js';
 import { KeyFilter } from './key-filter.js';
 import { LevelReader, arrayPairs, clearLevel, forEachLevelKeys, levelPairs, mergeIntoLevel } from './key-levels.js';
 import { type LevelFilters, emptyFilter, readLevelFilters, readLevels, writeLevelFilter } from './level-filters.js';
-import { keyOf, keyOfBytes } from './lookup-key.js';
+import { keyOf } from './lookup-key.js';
 import { StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
-import { IN_LIST_SIZES, PACKED_FLAGS, PACKED_SIZE_RADIX, SQL } from './queries.js';
+import { EntryView, type EntryValues, RecordFormatError, RecordWriter } from './entry-record.js';
+import { IN_LIST_SIZES, SQL } from './queries.js';
 import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
-import { StoredBytes, isBase64Of, storedOf, textOfStored } from './stored-bytes.js';
+import { StoredBytes } from './stored-bytes.js';
 import { TailIndex } from './tail-index.js';
 import { clearTailKeys, readTailKeys, writeTailKeys } from './tail-keys.js';
 import type {
@@ -37,8 +38,6 @@ import type {
   StoredEntries,
 } from './types.js';
 
-type Row = unknown[];
-
 const DAY_S = 86_400;
 const MAX_IN_LIST = IN_LIST_SIZES[IN_LIST_SIZES.length - 1];
 // the sweep's default upper bound: past any id the table can hold
@@ -58,8 +57,8 @@ const NEIGHBOUR_SAMPLE = 16;
 const NEIGHBOUR_READS_PER_KEY = 4;
 // and when at least this many of the sample lie in it
 const NEIGHBOUR_MIN_HITS = 4;
-// what readPackedAnswers makes of an entry's numbers: type, status, due, r, then the sizes of hash, u, p, bucket_id
-const ENTRY_FIELDS = 8;
+// entries read per page by a walk of the table
+const WALK_PAGE = 10_000;
 // a writing connection that closes with a tail this long (or a quarter of tailEntries) saves its keys (tail-keys.ts)
 const SAVED_TAIL_MIN = 100_000;
 // the recent level is folded into the main one once it holds a quarter as many entries
@@ -90,8 +89,11 @@ interface EncodedUpdate {
   outcome: EntryUpdate['outcome'];
 }
 
-/** Given each entry a packed read finds; gives back the request the entry answers, or -1. */
-type OnAnswer = (entry: PackedEntry) => number;
+/** Given each entry a joined read finds; gives back the request the entry answers, or -1. */
+type OnAnswer = (entry: EntryView) => number;
+
+/** Given each entry a read by id finds, with its id (the view is reused: nothing of it may be kept). */
+type OnRecord = (id: number, entry: EntryView) => void;
 
 /** The StateStore over one better-sqlite3 connection; made by openState, which has checked the file. */
 /** The lookup key of each hash of one DII type. */
@@ -118,14 +120,11 @@ function requestsByKey(lookupKeys: readonly number[]): { lastWith: Map<number, n
 
 export class SqliteStateStore implements StateStore {
   private readonly stmts: ReturnType<typeof prepareAll>;
-  private readonly entryIdStmts = new Map<number, Statement>();
-  private readonly answerIdStmts = new Map<number, Statement>();
-  private readonly keyRowStmts = new Map<number, Statement>();
-  private readonly packedAnswerStmts = new Map<number, Statement>();
+  private readonly recordStmts = new Map<number, Statement>();
+  private readonly joinedRecordStmts = new Map<number, Statement>();
   /** Reused for every entry the packed reader gives out. */
-  private readonly packedEntry = new PackedEntry();
+  private readonly joinedEntry = new EntryView();
   private readonly insertEntryStmts = new Map<number, Statement>();
-  private readonly idStmts = new Map<number, Statement>();
   /**
    * The ids of the due list selectDue walks, ascending: every id of the day's pieces up to `lastPiece`, read while
    * the file's data_version was `dataVersion` (another connection's commit changes it, and the list is read
@@ -156,9 +155,7 @@ export class SqliteStateStore implements StateStore {
     (updates: readonly EncodedUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => void
   >;
   private readonly mergeTx: Transaction<() => void>;
-  private readonly readTx: Transaction<
-    (lookupKeys: readonly number[], onRow: (row: Row) => void, idsOnly: boolean) => void
-  >;
+  private readonly readTx: Transaction<(lookupKeys: readonly number[], onRecord: OnRecord) => void>;
   private readonly answersTx: Transaction<(lookupKeys: readonly number[], onAnswer: OnAnswer) => void>;
   private readonly recordChecksTx: Transaction<
     (ids: readonly number[], nowS: number, cursor: OptoutCursor | undefined) => void
@@ -181,8 +178,8 @@ export class SqliteStateStore implements StateStore {
       },
     );
     this.mergeTx = db.transaction(() => this.mergeTail());
-    this.readTx = db.transaction((lookupKeys: readonly number[], onRow: (row: Row) => void, idsOnly: boolean) =>
-      this.readRowsByKeys(lookupKeys, onRow, idsOnly),
+    this.readTx = db.transaction((lookupKeys: readonly number[], onRecord: OnRecord) =>
+      this.readRowsByKeys(lookupKeys, onRecord),
     );
     this.answersTx = db.transaction((lookupKeys: readonly number[], onAnswer: OnAnswer) =>
       this.readAnswersByKeys(lookupKeys, onAnswer),
@@ -190,13 +187,20 @@ export class SqliteStateStore implements StateStore {
     this.resetTail();
     const s = this.stmts;
     this.recordChecksTx = db.transaction((ids: readonly number[], nowS: number, cursor: OptoutCursor | undefined) => {
-      for (const id of ids) s.recordOptoutCheck.run(nowS, id);
+      const writer = new RecordWriter();
+      this.readRecords(sortedUnique(ids), (id, e) => this.rewrite(writer, id, e, { lastOptoutCheckS: nowS }));
       if (cursor !== undefined) s.metaSet.run(META_KEYS.sweepAfter, String(cursor.id));
     });
     this.markBucketsTx = db.transaction((buckets: readonly RotatedBucket[]) => {
-      let marked = 0;
-      for (const b of buckets) marked += s.markBucketRotated.run(b.bucketId, b.lastUpdatedMs).changes;
-      return marked;
+      // per bucket, its latest rotation: an entry mapped before it is due
+      const rotated = new Map<string, number>();
+      for (const b of buckets) rotated.set(b.bucketId, Math.max(rotated.get(b.bucketId) ?? -Infinity, b.lastUpdatedMs));
+      // last_mapped is in seconds and last_updated in ms: an entry mapped in the rotation's second counts as before it
+      return this.markDue((e) => {
+        if (e.bucketSize < 0) return false;
+        const since = rotated.get(e.text(e.bucketStart, e.bucketSize) ?? '');
+        return since !== undefined && (Number.isNaN(e.lastMappedS) || e.lastMappedS * 1000 < since);
+      });
     });
   }
 
@@ -244,7 +248,7 @@ export class SqliteStateStore implements StateStore {
     this.matchRows(
       lookupKeys,
       (i) => keys[i].hash,
-      (i, row) => found.set(`${keys[i].type}:${keys[i].hash}`, decodeEntry(row, keys[i].hash)),
+      (i, id, e) => found.set(`${keys[i].type}:${keys[i].hash}`, decodeEntry(id, e, keys[i].hash)),
     );
     return found;
   }
@@ -252,7 +256,7 @@ export class SqliteStateStore implements StateStore {
   lookupHashes(type: DiiType, hashes: readonly string[]): Map<string, StateEntry> {
     const found = new Map<string, StateEntry>();
     if (hashes.length === 0) return found;
-    this.matchHashes(type, hashes, (i, row) => found.set(hashes[i], decodeEntry(row, hashes[i])));
+    this.matchHashes(type, hashes, (i, id, e) => found.set(hashes[i], decodeEntry(id, e, hashes[i])));
     return found;
   }
 
@@ -268,21 +272,17 @@ export class SqliteStateStore implements StateStore {
       this.catchUpTail();
       const lookupKeys = lookupKeysOf(type, hashes);
       const { lastWith, before } = requestsByKey(lookupKeys);
-      const onAnswer = (e: PackedEntry): number => {
-        // a hash kept as bytes gives its key from them; one kept as text, from the text
-        const key =
-          e.hashSize >= 12 && e.hashSize % 2 === 0
-            ? keyOfBytes(e.type, e.bytes, e.hashStart)
-            : keyOf(e.type, e.value(e.hashStart, e.hashSize) ?? '');
+      const onAnswer = (e: EntryView): number => {
+        const key = e.key();
         for (let i = lastWith.get(key) ?? -1; i >= 0; i = before[i]) {
           if (!e.holdsHash(hashes[i])) continue;
           at.push(i);
           status.push(e.status);
           due.push(e.due === 1 ? 1 : 0);
           r.push(e.r);
-          u.push(e.value(e.uStart, e.uSize));
-          p.push(e.value(e.pStart, e.pSize));
-          bucketId.push(e.value(e.bucketStart, e.bucketSize));
+          u.push(e.text(e.uStart, e.uSize));
+          p.push(e.text(e.pStart, e.pSize));
+          bucketId.push(e.text(e.bucketStart, e.bucketSize));
           return i;
         }
         return -1;
@@ -302,41 +302,34 @@ export class SqliteStateStore implements StateStore {
   }
 
   /** matchRows() for hashes of one type, after the tail is caught up. */
-  private matchHashes(type: DiiType, hashes: readonly string[], onMatch: (request: number, row: Row) => void): void {
+  private matchHashes(
+    type: DiiType,
+    hashes: readonly string[],
+    onMatch: (request: number, id: number, e: EntryView) => void,
+  ): void {
     this.catchUpTail();
     this.matchRows(lookupKeysOf(type, hashes), (i) => hashes[i], onMatch);
   }
 
   /**
-   * Gives each row of the asked keys to the first request it answers: the one with the row's lookup key (the key
-   * holds the DII type) and its hash. Requests are found by key, a number, so that no row's hash is hashed into a
-   * map; the answer keeps the caller's strings.
+   * Gives each entry of the asked keys to the first request it answers: the one with the entry's lookup key (the
+   * key holds the DII type) and its hash. Requests are found by key, a number, so that no entry's hash is hashed
+   * into a map; the answer keeps the caller's strings.
    */
   private matchRows(
     lookupKeys: readonly number[],
     hashOf: (request: number) => string,
-    onMatch: (request: number, row: Row) => void,
-    idsOnly = false,
+    onMatch: (request: number, id: number, e: EntryView) => void,
   ): void {
     const { lastWith, before } = requestsByKey(lookupKeys);
-    this.rowsByKeys(
-      lookupKeys,
-      (row) => {
-        const stored = row[2];
-        const bytes = Buffer.isBuffer(stored) ? stored : null;
-        const key =
-          bytes !== null && bytes.length >= 6
-            ? keyOfBytes(row[1] as number, bytes, 0)
-            : keyOf(row[1] as number, textOfStored(stored) ?? '');
-        for (let i = lastWith.get(key) ?? -1; i >= 0; i = before[i]) {
-          if (bytes !== null ? isBase64Of(hashOf(i), bytes, 0, bytes.length) : hashOf(i) === stored) {
-            onMatch(i, row);
-            return;
-          }
+    this.rowsByKeys(lookupKeys, (id, e) => {
+      for (let i = lastWith.get(e.key()) ?? -1; i >= 0; i = before[i]) {
+        if (e.holdsHash(hashOf(i))) {
+          onMatch(i, id, e);
+          return;
         }
-      },
-      idsOnly,
-    );
+      }
+    });
   }
 
   /**
@@ -344,27 +337,34 @@ export class SqliteStateStore implements StateStore {
    * compares), each once. In one read transaction (or the caller's), so that the key tables are seen together
    * even while another connection merges.
    */
-  private rowsByKeys(lookupKeys: readonly number[], onRow: (row: Row) => void, idsOnly = false): void {
-    if (this.db.inTransaction) this.readRowsByKeys(lookupKeys, onRow, idsOnly);
-    else this.readTx(lookupKeys, onRow, idsOnly);
+  private rowsByKeys(lookupKeys: readonly number[], onRecord: OnRecord): void {
+    if (this.db.inTransaction) this.readRowsByKeys(lookupKeys, onRecord);
+    else this.readTx(lookupKeys, onRecord);
   }
 
   /**
    * First the ids: merged entries' from each key level, for the keys its filter lets through (key-levels.ts
-   * LevelReader reads the blocks that may hold them); the tail's from its in-memory index. Then the rows, by id in ascending order, so that they are read in table order.
+   * LevelReader reads the blocks that may hold them); the tail's from its in-memory index. Then the
+   * entries, by id in ascending order, so that they are read in table order.
    *
    * A key is looked for in the main level when either filter may hold it: another connection may have folded
    * entries of the recent level into the main one since the filters were read, and those are in the recent
    * filter. Entries it merged into the recent level since are this connection's tail, found there.
-   *
-   * `idsOnly`: rows of id, type and hash only (what a commit needs to find its entries) instead of ENTRY_COLUMNS.
    */
-  private readRowsByKeys(lookupKeys: readonly number[], onRow: (row: Row) => void, idsOnly: boolean): void {
+  private readRowsByKeys(lookupKeys: readonly number[], onRecord: OnRecord): void {
     const ids = this.idsOfKeys(lookupKeys);
-    if (ids.length === 0) return;
-    const [stmts, sql] = idsOnly ? [this.keyRowStmts, SQL.keyRowsByIds] : [this.entryIdStmts, SQL.entriesByIds];
-    for (const [, size, params] of inListPages(sortedUnique(ids))) {
-      for (const row of this.inListStatement(stmts, size, sql).all(params) as Row[]) onRow(row);
+    if (ids.length > 0) this.readRecords(sortedUnique(ids), onRecord);
+  }
+
+  /** The entries of these ids (ascending), each given with its id, in IN (...) lists. */
+  private readRecords(ids: ArrayLike<number>, onRecord: OnRecord): void {
+    const view = new EntryView();
+    for (const [, size, params] of inListPages(ids)) {
+      const rows = this.inListStatement(this.recordStmts, size, SQL.recordsByIds).all(params) as [number, Buffer][];
+      for (const [id, record] of rows) {
+        view.read(record, 0);
+        onRecord(id, view);
+      }
     }
   }
 
@@ -395,9 +395,8 @@ export class SqliteStateStore implements StateStore {
   }
 
   /**
-   * readRowsByKeys for a map run's answers, read packed: each statement gives one row, the numbers of its
-   * entries in one list and their strings in one text, instead of a row of values per entry (which is most of
-   * what a lookup costs). Runs of consecutive ids (entries looked up in the order they were stored) are read as
+   * readRowsByKeys for a map run's answers, read joined: each statement gives one row, the records of its
+   * entries in one blob, instead of a row per entry (which is most of what a lookup costs). Runs of consecutive ids (entries looked up in the order they were stored) are read as
    * id ranges, the other ids in IN (...) lists.
    *
    * A file mapped again asks for the entries of one committed batch at a time, whose ids are close together,
@@ -425,14 +424,14 @@ export class SqliteStateStore implements StateStore {
       const left: number[] = [];
       if (read !== null) {
         const answered = new Uint8Array(n);
-        const onRead = (e: PackedEntry): number => {
+        const onRead = (e: EntryView): number => {
           const i = onAnswer(e);
           if (i >= 0) answered[i] = 1;
           return i;
         };
         for (let from = read.from; from <= read.to; from += MAX_IN_LIST) {
           const to = Math.min(read.to, from + MAX_IN_LIST - 1);
-          this.readPackedAnswers(this.stmts.packedAnswersInRange, [from, to], idRange(from, to), onRead);
+          this.readJoinedAnswers(this.stmts.joinedRecordsInRange, [from, to], idRange(from, to), onRead);
         }
         for (let i = 0; i < n; i++) if (answered[i] === 0) left.push(lookupKeys[i]);
       } else {
@@ -454,8 +453,8 @@ export class SqliteStateStore implements StateStore {
       let end = i + 1;
       while (end < sorted.length && end - i < MAX_IN_LIST && sorted[end] === sorted[end - 1] + 1) end++;
       if (end - i >= MIN_ID_RUN) {
-        this.readPackedAnswers(
-          this.stmts.packedAnswersInRange,
+        this.readJoinedAnswers(
+          this.stmts.joinedRecordsInRange,
           [sorted[i], sorted[end - 1]],
           sorted.slice(i, end),
           onAnswer,
@@ -464,116 +463,31 @@ export class SqliteStateStore implements StateStore {
       i = end;
     }
     for (const [start, size, params] of inListPages(scattered)) {
-      const stmt = this.inListStatement(this.packedAnswerStmts, size, SQL.packedAnswersByIds);
-      this.readPackedAnswers(stmt, params, scattered.slice(start, start + MAX_IN_LIST), onAnswer);
+      const stmt = this.inListStatement(this.joinedRecordStmts, size, SQL.joinedRecordsByIds);
+      this.readJoinedAnswers(stmt, params, scattered.slice(start, start + MAX_IN_LIST), onAnswer);
     }
   }
 
   /**
-   * One packed statement's entries, each given to `onAnswer` in turn. A list that does not read as numbers, or
-   * whose sizes do not add up to the bytes, is read again row by row: `ids` are the ids the statement covers.
+   * One joined statement's entries, each given to `onAnswer` in turn. Records that do not add up to the blob (a
+   * record cut short, or bytes left over) are read again row by row: `ids` are the ids the statement covers.
    */
-  private readPackedAnswers(
+  private readJoinedAnswers(
     stmt: Statement,
     params: readonly number[],
     ids: ArrayLike<number>,
     onAnswer: OnAnswer,
   ): void {
-    const [count, numbers, bytes] = stmt.get(params) as [number, string | null, Buffer | null];
-    if (count === 0 || numbers === null || bytes === null) return;
-    const list = new NumberList(numbers);
-    // per entry: type, status, due, r, then the packed sizes of hash, u, p and bucket_id (PackedEntry)
-    const values = new Float64Array(count * ENTRY_FIELDS);
-    // the sizes must add up to the bytes, or an entry would be read from the wrong ones
-    let total = 0;
-    for (let v = 0; v < values.length; v += ENTRY_FIELDS) {
-      const code = list.next();
-      values[v + 3] = list.next();
-      // NaN (a code left empty: a number out of range) and codes past 2^53 fail here
-      if (!Number.isSafeInteger(code) || code < 0) {
-        total = -1;
-        break;
-      }
-      const flags = code % PACKED_FLAGS;
-      values[v] = flags & 1;
-      values[v + 1] = (flags >>> 1) & 3;
-      values[v + 2] = flags >>> 3;
-      let sizes = (code - flags) / PACKED_FLAGS;
-      for (let f = 4; f < ENTRY_FIELDS; f++) {
-        // the last value's size is what is left
-        const digit = f === ENTRY_FIELDS - 1 ? sizes : sizes % PACKED_SIZE_RADIX;
-        sizes = (sizes - digit) / PACKED_SIZE_RADIX;
-        // 0 for NULL, 2n + 1 for n bytes of a BLOB, 2n + 2 for n of a TEXT: one less is PackedEntry's size
-        values[v + f] = digit - 1;
-        total += byteLength(digit - 1);
-      }
-    }
-    if (!list.done || total !== bytes.length) {
-      this.readAnswersRowByRow(ids, onAnswer);
+    const [count, bytes] = stmt.get(params) as [number, Buffer | null];
+    if (count === 0 || bytes === null) return;
+    if (!wholeRecords(bytes, count)) {
+      this.readRecords(ids, (_, e) => void onAnswer(e));
       return;
     }
-    const entry = this.packedEntry;
-    entry.bytes = bytes;
-    let pos = 0;
-    for (let v = 0; v < values.length; v += ENTRY_FIELDS) {
-      entry.type = values[v];
-      entry.status = values[v + 1];
-      entry.due = values[v + 2];
-      entry.r = values[v + 3];
-      entry.hashStart = pos;
-      entry.hashSize = values[v + 4];
-      pos += byteLength(entry.hashSize);
-      entry.uStart = pos;
-      entry.uSize = values[v + 5];
-      pos += byteLength(entry.uSize);
-      entry.pStart = pos;
-      entry.pSize = values[v + 6];
-      pos += byteLength(entry.pSize);
-      entry.bucketStart = pos;
-      entry.bucketSize = values[v + 7];
-      pos += byteLength(entry.bucketSize);
+    const entry = this.joinedEntry;
+    for (let at = 0, i = 0; i < count; i++) {
+      at = entry.read(bytes, at);
       onAnswer(entry);
-    }
-  }
-
-  /** The packed reader's fallback: entries read as rows of ANSWER_COLUMNS, each given as a PackedEntry of its own. */
-  private readAnswersRowByRow(ids: ArrayLike<number>, onAnswer: OnAnswer): void {
-    for (const [, size, params] of inListPages(ids)) {
-      for (const row of this.inListStatement(this.answerIdStmts, size, SQL.answersByIds).all(params) as Row[]) {
-        const [, type, hash, status, u, p, r, bucketId, due] = row as [
-          number,
-          number,
-          unknown,
-          number,
-          unknown,
-          unknown,
-          number | null,
-          unknown,
-          number,
-        ];
-        const entry = new PackedEntry();
-        const parts: Buffer[] = [];
-        let pos = 0;
-        const add = (value: unknown): [number, number] => {
-          const start = pos;
-          if (value === null || value === undefined) return [start, -1];
-          const isText = typeof value === 'string';
-          const part = isText ? Buffer.from(value, 'utf8') : (value as Buffer);
-          parts.push(part);
-          pos += part.length;
-          return [start, part.length * 2 + (isText ? 1 : 0)];
-        };
-        [entry.hashStart, entry.hashSize] = add(hash);
-        [entry.uStart, entry.uSize] = add(u);
-        [entry.pStart, entry.pSize] = add(p);
-        [entry.bucketStart, entry.bucketSize] = add(bucketId);
-        entry.bytes = Buffer.concat(parts);
-        entry.type = type;
-        entry.status = status;
-        entry.due = due;
-        entry.r = r ?? Number.NaN;
-        onAnswer(entry);
-      }
     }
   }
 
@@ -687,27 +601,52 @@ export class SqliteStateStore implements StateStore {
       this.savedTailChecked = true;
       this.readSavedTail();
     }
-    for (;;) {
-      const [count, first, last, prefixes] = this.stmts.tailPrefixes.get(this.tailSeen, TAIL_PAGE) as [
+    this.walkRecords(
+      this.tailSeen,
+      LAST_ID,
+      (id, e) => {
+        this.tail.add(e.key(), id);
+        this.tailSeen = id;
+      },
+      TAIL_PAGE,
+    );
+  }
+
+  /**
+   * Gives every entry with an id after `after` up to `upto` to `onRecord` with its id, in id order, reading ranges
+   * of `page` ids at a time (SQL.recordRange), until `onRecord` returns false. A range is read whole before its
+   * entries are given, so `onRecord` may write the entry it is given.
+   */
+  private walkRecords(
+    after: number,
+    upto: number,
+    onRecord: (id: number, e: EntryView) => unknown,
+    page = WALK_PAGE,
+  ): void {
+    const end = Math.min(upto, (this.stmts.lastId.pluck().get() as number | null) ?? 0);
+    const view = new EntryView();
+    for (let from = after; from < end; ) {
+      const to = Math.min(end, from + page);
+      const [count, first, last, bytes] = this.stmts.recordRange.get(from, to) as [
         number,
         number | null,
         number | null,
-        string | null,
+        Buffer | null,
       ];
-      if (count === 0 || first === null || last === null) return;
-      const keys = prefixes !== null && last - first + 1 === count ? tailKeys(prefixes, count) : null;
-      if (keys !== null) {
-        for (let i = 0; i < count; i++) this.tail.add(keys[i], first + i);
-        this.tailSeen = last;
-      } else {
-        for (const [id, type, hash] of this.stmts.tailSince.iterate(this.tailSeen, last) as IterableIterator<
-          [number, number, unknown]
-        >) {
-          this.tail.add(keyOf(type, textOfStored(hash) ?? ''), id);
-          this.tailSeen = id;
+      if (count > 0 && first !== null && last !== null && bytes !== null) {
+        if (last - first + 1 === count && wholeRecords(bytes, count)) {
+          for (let at = 0, i = 0; i < count; i++) {
+            at = view.read(bytes, at);
+            if (onRecord(first + i, view) === false) return;
+          }
+        } else {
+          for (const [id, record] of this.stmts.recordRangeRows.all(from, to) as [number, Buffer][]) {
+            view.read(record, 0);
+            if (onRecord(id, view) === false) return;
+          }
         }
       }
-      if (count < TAIL_PAGE) return;
+      from = to;
     }
   }
 
@@ -716,7 +655,7 @@ export class SqliteStateStore implements StateStore {
    * entries they cover, read as one array instead of every entry's hash; entries after them are read as usual.
    */
   private readSavedTail(): void {
-    const last = (this.db.prepare('SELECT max(id) FROM entries').pluck().get() as number | null) ?? 0;
+    const last = (this.stmts.lastId.pluck().get() as number | null) ?? 0;
     if (last <= this.tailSeen) return;
     this.tail.reserve(last - this.tailSeen);
     const saved = readTailKeys(this.db);
@@ -875,27 +814,29 @@ export class SqliteStateStore implements StateStore {
     }
     // per first update, the id of its entry: stored (found now), or appended below; 0 until known
     const idOf = new Float64Array(n);
+    // the record of each stored entry, which an update keeps some values of; then the record it wrote
+    const recordOf = new Map<number, Buffer>();
     this.matchRows(
       uniqueKeys,
       (j) => updates[uniqueAt[j]].hash,
-      (j, row) => {
-        idOf[uniqueAt[j]] = row[0] as number;
+      (j, id, e) => {
+        idOf[uniqueAt[j]] = id;
+        recordOf.set(id, e.record());
       },
-      // only the id is needed
-      true,
     );
+    const writer = new RecordWriter(n * 80);
     // new entries are appended in r order: a day's due list piece is then mostly consecutive ids.
     // A key the batch names again is appended once; its later answers update it afterwards, in batch order.
     const appended: EncodedUpdate[] = [];
     const again: number[] = [];
     for (let i = 0; i < n; i++) {
       const first = firstOf[i];
-      if (idOf[first] > 0) this.updateEntry(idOf[first], updates[i], nowS);
+      if (idOf[first] > 0) this.updateEntry(idOf[first], updates[i], nowS, recordOf, writer);
       else if (first === i) appended.push(updates[i]);
       else again.push(i);
     }
-    if (appended.length > 0) this.appendEntries(appended, idOf, nowS);
-    for (const i of again) this.updateEntry(idOf[firstOf[i]], updates[i], nowS);
+    if (appended.length > 0) this.appendEntries(appended, idOf, nowS, recordOf, writer);
+    for (const i of again) this.updateEntry(idOf[firstOf[i]], updates[i], nowS, recordOf, writer);
     this.appendDueLists(updates, firstOf, idOf);
   }
 
@@ -925,17 +866,23 @@ export class SqliteStateStore implements StateStore {
 
   /**
    * Appends entries not stored yet, sorted by r, INSERT_ROWS to a statement; records their ids in `idOf` (by
-   * their position in the batch) and the tail. A rowid table gives each row of one INSERT the next id in turn
+   * their position in the batch), their records in `recordOf`, and the tail. A rowid table gives each row of one INSERT the next id in turn
    * (the largest plus one): a statement of n rows that ends at id `last` gave them last - n + 1 to last, which is
    * checked against the ids before it.
    */
-  private appendEntries(appended: EncodedUpdate[], idOf: Float64Array, nowS: number): void {
+  private appendEntries(
+    appended: EncodedUpdate[],
+    idOf: Float64Array,
+    nowS: number,
+    recordOf: Map<number, Buffer>,
+    writer: RecordWriter,
+  ): void {
     appended.sort(byAppendOrder);
-    const params: unknown[] = [];
+    const params: Buffer[] = [];
     for (let start = 0; start < appended.length; start += INSERT_ROWS) {
       const end = Math.min(appended.length, start + INSERT_ROWS);
       params.length = 0;
-      for (let i = start; i < end; i++) pushEntryValues(params, appended[i], nowS);
+      for (let i = start; i < end; i++) params.push(writer.write(newEntryValues(appended[i], nowS)));
       const insert = this.multiRowStatement(this.insertEntryStmts, end - start, SQL.insertEntries);
       const last = Number(insert.run(params).lastInsertRowid);
       if (last !== this.tailSeen + (end - start)) {
@@ -945,6 +892,7 @@ export class SqliteStateStore implements StateStore {
         const u = appended[i];
         const newId = last - (end - 1 - i);
         idOf[u.index] = newId;
+        recordOf.set(newId, params[i - start]);
         this.tail.add(u.key, newId);
       }
       this.tailSeen = last;
@@ -960,22 +908,21 @@ export class SqliteStateStore implements StateStore {
     return stmt;
   }
 
-  private updateEntry(id: number, u: EncodedUpdate, nowS: number): void {
-    const s = this.stmts;
-    const o = u.outcome;
-    switch (o.kind) {
-      case 'mapped':
-        s.updateMapped.run(u.storedU, u.storedP, o.r, o.bucketId ?? null, nowS, id);
-        break;
-      case 'optout':
-        s.updateOptout.run(o.optedOutSinceMs ?? null, id);
-        break;
-      case 'invalid':
-        s.updateInvalid.run(id);
-        break;
-      default:
-        throw new TypeError(`commitBatch: unknown outcome '${(o as { kind: unknown }).kind}'`);
-    }
+  /** An answer for a stored entry: its record rewritten from the one it has (`recordOf`, which gets the new one). */
+  private updateEntry(
+    id: number,
+    u: EncodedUpdate,
+    nowS: number,
+    recordOf: Map<number, Buffer>,
+    writer: RecordWriter,
+  ): void {
+    const old = recordOf.get(id);
+    if (old === undefined) throw new Error(`state file ${this.path}: entry ${id} was not read before its update`);
+    const view = new EntryView();
+    view.read(old, 0);
+    const record = writer.write(updatedValues(view.values(), u.outcome, u, nowS));
+    this.stmts.updateRecord.run(record, id);
+    recordOf.set(id, record);
   }
 
   // ---- pending changes: rows of committed batches that no committed output holds yet
@@ -1013,8 +960,13 @@ export class SqliteStateStore implements StateStore {
     const now = Math.floor(nowS);
     let count = 0;
     this.forEachListed(dayOf(now), (ids, from, to) => {
-      const [live, due] = this.stmts.countListed.get(now, ids, from, to) as [number, number];
-      count += due;
+      let live = 0;
+      this.readListed(ids, (_, e) => {
+        if (e.r >= from && e.r < to) {
+          live++;
+          if (e.r <= now) count++;
+        }
+      });
       return live;
     });
     return count;
@@ -1027,12 +979,15 @@ export class SqliteStateStore implements StateStore {
     // today: everything r <= now; day i after it: r in (now + (i - 1) days, now + i days]
     const counts = new Array<number>(n).fill(0);
     this.forEachListed(dayOf(now + (n - 1) * DAY_S), (ids, from, to) => {
-      const rs = this.stmts.rOfListed.all(ids, from, to) as number[];
-      for (const r of rs) {
+      let live = 0;
+      this.readListed(ids, (_, e) => {
+        const r = e.r;
+        if (!(r >= from && r < to)) return;
+        live++;
         const i = r <= now ? 0 : Math.ceil((r - now) / DAY_S);
         if (i < n) counts[i]++;
-      }
-      return rs.length;
+      });
+      return live;
     });
     return counts.map((count, i) => ({ day: utcDay(now + i * DAY_S), count }));
   }
@@ -1060,11 +1015,10 @@ export class SqliteStateStore implements StateStore {
         while (i < ids.length && out.length < n) {
           // ids for what the page still needs (more are read if some are stale)
           const end = Math.min(ids.length, i + Math.min(MAX_IN_LIST, Math.max(IN_LIST_SIZES[0], n - out.length)));
-          const rows = this.stmts.dueListed.all(idList(ids.subarray(i, end)), day * DAY_S, (day + 1) * DAY_S, now);
-          for (const row of rows as Row[]) {
-            out.push(decodeDue(row));
-            if (out.length === n) break;
-          }
+          const [from, to] = [day * DAY_S, (day + 1) * DAY_S];
+          this.readListed(ids.subarray(i, end), (id, e) => {
+            if (out.length < n && e.r >= from && e.r < to && e.r <= now) out.push(decodeDue(id, e));
+          });
           i = end;
         }
         day = this.nextListedDay(day, lastDay);
@@ -1112,23 +1066,27 @@ export class SqliteStateStore implements StateStore {
   }
 
   /**
-   * Gives `onDay` the due list of every day up to `lastDay`, read whole (its ids as a JSON array, SQL.countListed),
+   * Gives `onDay` the due list of every day up to `lastDay`, read whole (its ids, ascending: readListed reads them),
    * with the day's bounds [from, to); it reads the entries that are live on the list (their r in those bounds) and
    * says how many there were. A writing connection rewrites, in the same transaction, the list of a day that is
    * mostly stale ids or in many pieces: only the ids found live are written back, and pieces that came after the
    * ones read stay as they are.
    */
-  private forEachListed(lastDay: number, onDay: (ids: string, from: number, to: number) => number): void {
+  private forEachListed(lastDay: number, onDay: (ids: Float64Array, from: number, to: number) => number): void {
     const walk = (rewrite: boolean): void => {
       let day = this.nextListedDay(NO_DAY, lastDay);
       while (day !== undefined) {
         const list = this.readDueList(day, 0);
-        const ids = idList(list.ids);
+        const ids = list.ids;
         const [from, to] = [day * DAY_S, (day + 1) * DAY_S];
         const live = onDay(ids, from, to);
         const stale = list.ids.length - live;
         if (rewrite && (stale * 2 >= list.ids.length || list.pieces > DUE_LIST_MAX_PIECES)) {
-          this.rewriteDueList(day, list.lastPiece, this.stmts.liveListed.all(ids, from, to) as number[]);
+          const live: number[] = [];
+          this.readListed(ids, (id, e) => {
+            if (e.r >= from && e.r < to) live.push(id);
+          });
+          this.rewriteDueList(day, list.lastPiece, live);
         }
         day = this.nextListedDay(day, lastDay);
       }
@@ -1143,6 +1101,29 @@ export class SqliteStateStore implements StateStore {
       // another connection is writing: count without rewriting (a later count does it)
       if ((err as { code?: unknown }).code !== 'SQLITE_BUSY') throw err;
       this.db.transaction(walk)(false);
+    }
+  }
+
+  /**
+   * The entries of a list of ids (ascending), each given with its id in the list's order: their records joined in
+   * one row (SQL.listedRecords), or row by row if they do not add up. An entry is live on a day's list while its r
+   * is in the day: the caller checks (NaN, no r, never is).
+   */
+  private readListed(ids: Float64Array, onRecord: OnRecord): void {
+    if (ids.length === 0) return;
+    const list = idList(ids);
+    const [count, bytes] = this.stmts.listedRecords.get(list) as [number, Buffer | null];
+    const view = new EntryView();
+    if (count === ids.length && bytes !== null && wholeRecords(bytes, count)) {
+      for (let at = 0, i = 0; i < count; i++) {
+        at = view.read(bytes, at);
+        onRecord(ids[i], view);
+      }
+      return;
+    }
+    for (const [id, record] of this.stmts.listedRecordRows.all(list) as [number, Buffer][]) {
+      view.read(record, 0);
+      onRecord(id, view);
     }
   }
 
@@ -1162,11 +1143,24 @@ export class SqliteStateStore implements StateStore {
   selectDueV2(after: number | null, limit: number): DueEntry[] {
     const n = pageLimit(limit);
     if (n === 0) return [];
-    return (this.stmts.selectDueV2.all(after ?? 0, n) as Row[]).map(decodeDue);
+    const out: DueEntry[] = [];
+    this.reading(() =>
+      this.walkRecords(after ?? 0, LAST_ID, (id, e) => {
+        if (e.due === 1) out.push(decodeDue(id, e));
+        return out.length < n;
+      }),
+    );
+    return out;
   }
 
   countDueV2(): number {
-    return this.stmts.countDueV2.pluck().get() as number;
+    let count = 0;
+    this.reading(() =>
+      this.walkRecords(0, LAST_ID, (_, e) => {
+        count += e.due;
+      }),
+    );
+    return count;
   }
 
   markBucketsRotated(buckets: readonly RotatedBucket[]): number {
@@ -1177,17 +1171,48 @@ export class SqliteStateStore implements StateStore {
 
   markAllMappedDue(): number {
     this.writable('mark entries due');
-    return this.stmts.markAllMappedDue.run().changes;
+    return this.db.transaction(() => this.markDue(() => true)).immediate();
   }
 
   markBucketEntriesDue(): number {
     this.writable('mark entries due');
-    return this.stmts.markBucketEntriesDue.run().changes;
+    return this.db.transaction(() => this.markDue((e) => e.bucketSize >= 0)).immediate();
+  }
+
+  /** Marks due every mapped entry not due yet that `which` picks, in one walk of the table; gives how many. */
+  private markDue(which: (e: EntryView) => boolean): number {
+    const writer = new RecordWriter();
+    let marked = 0;
+    this.walkRecords(0, LAST_ID, (id, e) => {
+      if (e.status !== 1 || e.due === 1 || !which(e)) return;
+      this.rewrite(writer, id, e, { due: true });
+      marked++;
+    });
+    return marked;
   }
 
   bucketEntries(): BucketEntries {
-    const [count, oldest] = this.stmts.bucketEntries.raw().get() as [number, number | null];
-    return { count, oldestMappedS: oldest };
+    let count = 0;
+    let oldest = Number.POSITIVE_INFINITY;
+    this.reading(() =>
+      this.walkRecords(0, LAST_ID, (_, e) => {
+        if (e.bucketSize < 0) return;
+        count++;
+        if (e.lastMappedS < oldest) oldest = e.lastMappedS;
+      }),
+    );
+    return { count, oldestMappedS: Number.isFinite(oldest) ? oldest : null };
+  }
+
+  /** An entry's record written again with some values changed (inside the caller's transaction). */
+  private rewrite(writer: RecordWriter, id: number, e: EntryView, change: Partial<EntryValues>): void {
+    this.stmts.updateRecord.run(writer.write({ ...e.values(), ...change }), id);
+  }
+
+  /** Runs `read` in a read transaction (or the caller's), so that a walk of many pages sees one state of the file. */
+  private reading(read: () => void): void {
+    if (this.db.inTransaction) read();
+    else this.db.transaction(read)();
   }
 
   // ---- opt-out sweep
@@ -1195,8 +1220,20 @@ export class SqliteStateStore implements StateStore {
   selectForOptoutCheck(limit: number, after: OptoutCursor | null, upTo: number = LAST_ID): OptoutCandidate[] {
     const n = pageLimit(limit);
     if (n === 0) return [];
-    const rows = this.stmts.sweepIdRange.all(after?.id ?? 0, upTo, n) as Row[];
-    return rows.map(decodeCandidate);
+    const out: OptoutCandidate[] = [];
+    // the entries that hold a raw UID, in id order; a page of the table may hold fewer
+    this.reading(() =>
+      this.walkRecords(
+        after?.id ?? 0,
+        upTo,
+        (id, e) => {
+          if (e.uSize >= 0 || e.pSize >= 0) out.push(decodeCandidate(id, e));
+          return out.length < n;
+        },
+        Math.min(WALK_PAGE, Math.max(IN_LIST_SIZES[0], n)),
+      ),
+    );
+    return out;
   }
 
   sweepCursor(): OptoutCursor {
@@ -1205,7 +1242,13 @@ export class SqliteStateStore implements StateStore {
   }
 
   countWithRawUid(): number {
-    return this.stmts.countWithRawUid.pluck().get() as number;
+    let count = 0;
+    this.reading(() =>
+      this.walkRecords(0, LAST_ID, (_, e) => {
+        if (e.uSize >= 0 || e.pSize >= 0) count++;
+      }),
+    );
+    return count;
   }
 
   sweepSize(fraction: number): number {
@@ -1238,55 +1281,78 @@ export class SqliteStateStore implements StateStore {
     return this.db.transaction(tx).immediate();
   }
 
-  /** Reads u and p of the given rows by id, then tombstones those holding an opted-out raw UID. */
+  /** Reads the given entries by id, then tombstones those holding an opted-out raw UID. */
   private tombstoneWithin(optedOut: readonly OptedOutRawUid[], nowS: number, within: readonly number[]): number {
-    const since = new Map<string, number>();
-    for (const o of optedOut) since.set(o.rawUid, o.optedOutSinceMs);
+    const since = sinceByRawUid(optedOut);
+    const writer = new RecordWriter();
     let changed = 0;
-    for (const [, size, params] of inListPages(within)) {
-      const rows = this.inListStatement(this.idStmts, size, SQL.rawUidsByIds).all(params) as [
-        number,
-        unknown,
-        unknown,
-      ][];
-      for (const [id, storedU, storedP] of rows) {
-        const u = textOfStored(storedU);
-        const p = textOfStored(storedP);
-        const sinceMs = (u !== null ? since.get(u) : undefined) ?? (p !== null ? since.get(p) : undefined);
-        if (sinceMs !== undefined) changed += this.stmts.tombstoneById.run(sinceMs, nowS, id).changes;
-      }
-    }
+    this.readRecords(sortedUnique(within), (id, e) => {
+      if (this.tombstoneIfOptedOut(writer, id, e, since, nowS)) changed++;
+    });
     return changed;
   }
 
-  /** Without ids to read, one pass over the table against a temporary table of the raw UIDs. */
+  /** Without ids to read, one walk of the table. */
   private tombstoneByScan(optedOut: readonly OptedOutRawUid[], nowS: number): number {
-    this.db.prepare(SQL.createOptoutProbe).run();
-    this.db.prepare(SQL.clearOptoutProbe).run();
-    const fill = this.db.prepare(SQL.fillOptoutProbe);
-    // kept as the entries keep raw UIDs, so that equal ones compare equal
-    for (const o of optedOut) fill.run(storedOf(o.rawUid), o.optedOutSinceMs);
-    const changed = this.db.prepare(SQL.tombstoneByProbe).run(nowS).changes;
-    this.db.prepare(SQL.clearOptoutProbe).run();
+    const since = sinceByRawUid(optedOut);
+    const writer = new RecordWriter();
+    let changed = 0;
+    this.walkRecords(0, LAST_ID, (id, e) => {
+      if (this.tombstoneIfOptedOut(writer, id, e, since, nowS)) changed++;
+    });
     return changed;
+  }
+
+  /**
+   * Tombstones an entry whose u or p is an opted-out raw UID: it keeps its hash, last mapped time and opted-out
+   * time from the list, with the check's time; it loses every raw UID.
+   */
+  private tombstoneIfOptedOut(
+    writer: RecordWriter,
+    id: number,
+    e: EntryView,
+    since: ReadonlyMap<string, number>,
+    nowS: number,
+  ): boolean {
+    if (e.uSize < 0 && e.pSize < 0) return false;
+    const u = e.text(e.uStart, e.uSize);
+    const p = e.text(e.pStart, e.pSize);
+    const sinceMs = (u !== null ? since.get(u) : undefined) ?? (p !== null ? since.get(p) : undefined);
+    if (sinceMs === undefined) return false;
+    this.rewrite(writer, id, e, {
+      status: 2,
+      u: null,
+      p: null,
+      r: null,
+      bucketId: null,
+      due: false,
+      optedOutSinceMs: timeOrNull(sinceMs),
+      lastOptoutCheckS: nowS,
+    });
+    return true;
   }
 
   // ---- counts and runs
 
   counts(nowS?: number): StateCounts {
-    const [entries, mapped, optout, invalid] = this.stmts.countsByStatus.raw().get() as (number | null)[];
-    // sum() over no rows is NULL
-    const result: StateCounts = {
-      entries: entries ?? 0,
-      mapped: mapped ?? 0,
-      optout: optout ?? 0,
-      invalid: invalid ?? 0,
-    };
-    if (nowS !== undefined) {
-      const now = Math.floor(nowS);
-      const both = this.stmts.countDueBoth.pluck().get(now) as number;
-      result.due = this.countDue(now) + this.countDueV2() - both;
-    }
+    const now = nowS === undefined ? Number.NaN : Math.floor(nowS);
+    const result: StateCounts = { entries: 0, mapped: 0, optout: 0, invalid: 0 };
+    // entries marked due (v2), and those of them also due by r (counted once)
+    let dueV2 = 0;
+    let dueBoth = 0;
+    this.reading(() =>
+      this.walkRecords(0, LAST_ID, (_, e) => {
+        result.entries++;
+        if (e.status === 1) result.mapped++;
+        else if (e.status === 2) result.optout++;
+        else if (e.status === 3) result.invalid++;
+        if (e.due === 1) {
+          dueV2++;
+          if (e.r <= now) dueBoth++;
+        }
+      }),
+    );
+    if (nowS !== undefined) result.due = this.countDue(now) + dueV2 - dueBoth;
     return result;
   }
 
@@ -1367,30 +1433,42 @@ export class SqliteStateStore implements StateStore {
   }
 
   dueDays(): DueDay[] {
-    return (this.stmts.dueDays.raw().all() as [number, number][]).map(([day, count]) => ({
-      day: utcDay(day * DAY_S),
-      count,
-    }));
+    const byDay = new Map<number, number>();
+    this.reading(() =>
+      this.walkRecords(0, LAST_ID, (_, e) => {
+        if (Number.isNaN(e.r)) return;
+        const day = Math.trunc(e.r / DAY_S);
+        byDay.set(day, (byDay.get(day) ?? 0) + 1);
+      }),
+    );
+    return [...byDay].sort((a, b) => a[0] - b[0]).map(([day, count]) => ({ day: utcDay(day * DAY_S), count }));
   }
 
   *exportEntries(pageSize = 10_000): IterableIterator<ExportedEntry> {
     const n = Math.max(1, pageLimit(pageSize));
     let after = 0;
     for (;;) {
-      const rows = this.stmts.exportPage.all(after, n) as Row[];
-      for (const row of rows) {
-        yield {
-          id: row[0] as number,
-          type: TYPE_OF_CODE[row[1] as number],
-          hash: textOfStored(row[2]) ?? '',
-          status: statusOfCode(row[3] as number),
-          u: textOfStored(row[4]),
-          p: textOfStored(row[5]),
-          r: row[6] as number | null,
-        };
-      }
-      if (rows.length < n) return;
-      after = rows[rows.length - 1][0] as number;
+      const page: ExportedEntry[] = [];
+      this.walkRecords(
+        after,
+        LAST_ID,
+        (id, e) => {
+          page.push({
+            id,
+            type: TYPE_OF_CODE[e.type],
+            hash: e.text(e.hashStart, e.hashSize) ?? '',
+            status: statusOfCode(e.status),
+            u: e.text(e.uStart, e.uSize),
+            p: e.text(e.pStart, e.pSize),
+            r: Number.isNaN(e.r) ? null : e.r,
+          });
+          return page.length < n;
+        },
+        n,
+      );
+      yield* page;
+      if (page.length < n) return;
+      after = page[page.length - 1].id;
     }
   }
 
@@ -1435,35 +1513,18 @@ function prepareAll(db: Database) {
   const raw = (sql: string): Statement => db.prepare(sql).raw();
   const plain = (sql: string): Statement => db.prepare(sql);
   return {
-    updateMapped: plain(SQL.updateMapped),
-    updateOptout: plain(SQL.updateOptout),
-    updateInvalid: plain(SQL.updateInvalid),
-    tailSince: raw(SQL.tailSince),
-    tailPrefixes: raw(SQL.tailPrefixes),
-    packedAnswersInRange: raw(SQL.packedAnswersInRange),
-    dueDays: plain(SQL.dueDays),
-    exportPage: raw(SQL.exportPage),
+    updateRecord: plain(SQL.updateRecord),
+    recordRange: raw(SQL.recordRange),
+    recordRangeRows: raw(SQL.recordRangeRows),
+    joinedRecordsInRange: raw(SQL.joinedRecordsInRange),
+    lastId: plain(SQL.lastId),
+    listedRecords: raw(SQL.listedRecords),
+    listedRecordRows: raw(SQL.listedRecordRows),
     dueListNextDay: plain(SQL.dueListNextDay),
     dueListPieces: plain(SQL.dueListPieces),
     dueListLastPiece: plain(SQL.dueListLastPiece),
     insertDueListPiece: plain(SQL.insertDueListPiece),
     deleteDueListPieces: plain(SQL.deleteDueListPieces),
-    countListed: raw(SQL.countListed),
-    rOfListed: db.prepare(SQL.rOfListed).pluck(),
-    liveListed: db.prepare(SQL.liveListed).pluck(),
-    dueListed: raw(SQL.dueListed),
-    selectDueV2: raw(SQL.selectDueV2),
-    countDueV2: plain(SQL.countDueV2),
-    countDueBoth: plain(SQL.countDueBoth),
-    markBucketRotated: plain(SQL.markBucketRotated),
-    markAllMappedDue: plain(SQL.markAllMappedDue),
-    markBucketEntriesDue: plain(SQL.markBucketEntriesDue),
-    bucketEntries: plain(SQL.bucketEntries),
-    sweepIdRange: raw(SQL.sweepIdRange),
-    countWithRawUid: plain(SQL.countWithRawUid),
-    recordOptoutCheck: plain(SQL.recordOptoutCheck),
-    tombstoneById: plain(SQL.tombstoneById),
-    countsByStatus: plain(SQL.countsByStatus),
     metaAll: plain(SQL.metaAll),
     metaGet: plain(SQL.metaGet),
     metaSet: plain(SQL.metaSet),
@@ -1482,45 +1543,75 @@ function prepareJournal(db: Database) {
   };
 }
 
-/**
- * The lookup keys of a page of SQL.tailPrefixes (13 characters an entry: a type code and 12 hex digits), or null
- * if one needs its whole hash.
- */
-function tailKeys(prefixes: string, count: number): Float64Array | null {
-  if (prefixes.length !== count * 13) return null;
-  const keys = new Float64Array(count);
-  for (let i = 0; i < count; i++) {
-    const code = prefixes.charCodeAt(13 * i) - 48;
-    const bits = Number.parseInt(prefixes.slice(13 * i + 1, 13 * i + 13), 16);
-    if ((code !== 0 && code !== 1) || !Number.isSafeInteger(bits)) return null;
-    keys[i] = Math.floor(bits / 4) * 2 + code;
-  }
-  return keys;
-}
-
 function byAppendOrder(a: EncodedUpdate, b: EncodedUpdate): number {
   return a.appendOrder === b.appendOrder ? 0 : a.appendOrder < b.appendOrder ? -1 : 1;
 }
 
-/** The values of one appended entry, in the column order of SQL.insertEntries. */
-function pushEntryValues(params: unknown[], u: EncodedUpdate, nowS: number): void {
-  const o = u.outcome;
+/** A time given to the file: a finite number, or none. */
+function timeOrNull(t: unknown): number | null {
+  return typeof t === 'number' && Number.isFinite(t) ? t : null;
+}
+
+/** The values of an entry appended for an answer. */
+function newEntryValues(u: EncodedUpdate, nowS: number): EntryValues {
+  return updatedValues(
+    {
+      type: u.type,
+      status: 0,
+      due: false,
+      hash: u.stored,
+      u: null,
+      p: null,
+      r: null,
+      bucketId: null,
+      lastMappedS: null,
+      lastOptoutCheckS: null,
+      optedOutSinceMs: null,
+    },
+    u.outcome,
+    u,
+    nowS,
+  );
+}
+
+/**
+ * An entry's values after an answer. Mapped: its raw UIDs, r and bucket, mapped now, no longer opted out or due.
+ * Opted out: a tombstone, which keeps its hash, last mapped time and last check and loses every raw UID (and
+ * keeps its opted_out_since when the answer does not say). Invalid: the same, keeping opted_out_since.
+ */
+function updatedValues(old: EntryValues, o: EntryUpdate['outcome'], u: EncodedUpdate, nowS: number): EntryValues {
   switch (o.kind) {
     case 'mapped':
-      params.push(u.type, u.stored, 1, u.storedU, u.storedP, o.r, o.bucketId ?? null, nowS, null);
-      return;
+      return {
+        ...old,
+        status: 1,
+        u: u.storedU,
+        p: u.storedP,
+        r: timeOrNull(o.r),
+        bucketId: typeof o.bucketId === 'string' ? o.bucketId : null,
+        lastMappedS: nowS,
+        optedOutSinceMs: null,
+        due: false,
+      };
     case 'optout':
-      params.push(u.type, u.stored, 2, null, null, null, null, null, o.optedOutSinceMs ?? null);
-      return;
+      return {
+        ...old,
+        status: 2,
+        u: null,
+        p: null,
+        r: null,
+        bucketId: null,
+        due: false,
+        optedOutSinceMs: timeOrNull(o.optedOutSinceMs) ?? old.optedOutSinceMs,
+      };
     case 'invalid':
-      params.push(u.type, u.stored, 3, null, null, null, null, null, null);
-      return;
+      return { ...old, status: 3, u: null, p: null, r: null, bucketId: null, due: false };
     default:
       throw new TypeError(`commitBatch: unknown outcome '${(o as { kind: unknown }).kind}'`);
   }
 }
 
-/** Ids as the JSON array SQL.countListed and its kin read. */
+/** Ids as the JSON array SQL.listedRecords reads. */
 function idList(ids: Float64Array): string {
   return `[${ids.join(',')}]`;
 }
@@ -1571,122 +1662,66 @@ function utcDay(seconds: number): string {
   return new Date(seconds * 1000).toISOString().slice(0, 10);
 }
 
-/** The bytes a packed size (SQL.packedAnswers*) stands for: 2n or 2n + 1 for n bytes, -1 for NULL. */
-function byteLength(size: number): number {
-  return size < 0 ? 0 : Math.floor(size / 2);
+/** Whether a blob holds exactly `count` records one after the other (the joined reads of queries.ts). */
+function wholeRecords(bytes: Buffer, count: number): boolean {
+  const view = new EntryView();
+  let at = 0;
+  try {
+    for (let i = 0; i < count; i++) at = view.read(bytes, at);
+  } catch (err) {
+    if (err instanceof RecordFormatError) return false;
+    throw err;
+  }
+  return at === bytes.length;
 }
 
-function decodeEntry(row: Row, hash: string): StateEntry {
+/** Per opted-out raw UID, when it opted out (the last one given for a raw UID listed twice). */
+function sinceByRawUid(optedOut: readonly OptedOutRawUid[]): Map<string, number> {
+  const since = new Map<string, number>();
+  for (const o of optedOut) since.set(o.rawUid, o.optedOutSinceMs);
+  return since;
+}
+
+function orNull(t: number): number | null {
+  return Number.isNaN(t) ? null : t;
+}
+
+function decodeEntry(id: number, e: EntryView, hash: string): StateEntry {
   return {
-    id: row[0] as number,
-    type: TYPE_OF_CODE[row[1] as number],
+    id,
+    type: TYPE_OF_CODE[e.type],
     hash,
-    status: statusOfCode(row[3] as number),
-    u: textOfStored(row[4]),
-    p: textOfStored(row[5]),
-    r: row[6] as number | null,
-    bucketId: row[7] as string | null,
-    lastMappedS: row[8] as number | null,
-    lastOptoutCheckS: row[9] as number | null,
-    optedOutSinceMs: row[10] as number | null,
-    due: row[11] === 1,
+    status: statusOfCode(e.status),
+    u: e.text(e.uStart, e.uSize),
+    p: e.text(e.pStart, e.pSize),
+    r: orNull(e.r),
+    bucketId: e.text(e.bucketStart, e.bucketSize),
+    lastMappedS: orNull(e.lastMappedS),
+    lastOptoutCheckS: orNull(e.lastOptoutCheckS),
+    optedOutSinceMs: orNull(e.optedOutSinceMs),
+    due: e.due === 1,
   };
 }
 
-function decodeDue(row: Row): DueEntry {
+function decodeDue(id: number, e: EntryView): DueEntry {
   return {
-    id: row[0] as number,
-    type: TYPE_OF_CODE[row[1] as number],
-    hash: textOfStored(row[2]) ?? '',
-    u: textOfStored(row[3]),
-    p: textOfStored(row[4]),
-    r: row[5] as number | null,
-    bucketId: row[6] as string | null,
+    id,
+    type: TYPE_OF_CODE[e.type],
+    hash: e.text(e.hashStart, e.hashSize) ?? '',
+    u: e.text(e.uStart, e.uSize),
+    p: e.text(e.pStart, e.pSize),
+    r: orNull(e.r),
+    bucketId: e.text(e.bucketStart, e.bucketSize),
   };
 }
 
-function decodeCandidate(row: Row): OptoutCandidate {
+function decodeCandidate(id: number, e: EntryView): OptoutCandidate {
   return {
-    id: row[0] as number,
-    u: textOfStored(row[1]),
-    p: textOfStored(row[2]),
-    lastOptoutCheckS: row[3] as number | null,
-    type: TYPE_OF_CODE[row[4] as number],
-    hash: textOfStored(row[5]) ?? '',
+    id,
+    u: e.text(e.uStart, e.uSize),
+    p: e.text(e.pStart, e.pSize),
+    lastOptoutCheckS: orNull(e.lastOptoutCheckS),
+    type: TYPE_OF_CODE[e.type],
+    hash: e.text(e.hashStart, e.hashSize) ?? '',
   };
-}
-
-/**
- * One entry of a packed read (readPackedAnswers): its numbers, and where its values are in `bytes`, with their
- * packed sizes (2n for n bytes of a BLOB, 2n + 1 for n bytes of UTF-8 TEXT, -1 for NULL). r is NaN when the entry
- * has none.
- */
-class PackedEntry {
-  bytes: Buffer = Buffer.alloc(0);
-  type = 0;
-  status = 0;
-  due = 0;
-  r = Number.NaN;
-  hashStart = 0;
-  hashSize = 0;
-  uStart = 0;
-  uSize = -1;
-  pStart = 0;
-  pSize = -1;
-  bucketStart = 0;
-  bucketSize = -1;
-
-  /** Whether the entry's hash is this one, compared without making a string of a hash kept as bytes. */
-  holdsHash(hash: string): boolean {
-    const length = byteLength(this.hashSize);
-    return this.hashSize % 2 === 0
-      ? isBase64Of(hash, this.bytes, this.hashStart, length)
-      : this.value(this.hashStart, this.hashSize) === hash;
-  }
-
-  /** The text of the value at `start` with packed size `size`: a BLOB as base64 (stored-bytes.ts), TEXT as it is. */
-  value(start: number, size: number): string | null {
-    if (size < 0) return null;
-    const end = start + byteLength(size);
-    return this.bytes.toString(size % 2 === 1 ? 'utf8' : 'base64', start, end);
-  }
-}
-
-/** The numbers of a comma-separated list, in turn, without a string per number; an empty field is NaN. */
-class NumberList {
-  private pos = 0;
-
-  constructor(private readonly text: string) {}
-
-  /** Every field was read, and no more than there are. */
-  get done(): boolean {
-    return this.pos === this.text.length + 1;
-  }
-
-  next(): number {
-    const text = this.text;
-    const start = this.pos;
-    if (start > text.length) {
-      this.pos = text.length + 2;
-      return Number.NaN;
-    }
-    let end = text.indexOf(',', start);
-    if (end < 0) end = text.length;
-    this.pos = end + 1;
-    if (end === start) return Number.NaN;
-    let negative = false;
-    let i = start;
-    if (text.charCodeAt(i) === 45) {
-      negative = true;
-      i++;
-    }
-    let n = 0;
-    for (; i < end; i++) {
-      const digit = text.charCodeAt(i) - 48;
-      // a REAL (1.5, 1.0e+20): read as JavaScript reads it
-      if (digit < 0 || digit > 9) return Number(text.slice(start, end));
-      n = n * 10 + digit;
-    }
-    return negative ? -n : n;
-  }
 }

@@ -2,7 +2,8 @@
 import type { Database } from 'better-sqlite3';
 import { dayOf, encodeIds } from './id-lists.js';
 import { copyEntriesPiece } from './entries-copy.js';
-import { DUE_LISTS_TABLE, ENTRIES_INDEXES, ENTRIES_TABLE } from './schema.js';
+import { ENTRIES_INDEXES_V4, ENTRIES_TABLE_V4 } from './legacy-schema.js';
+import { DUE_LISTS_TABLE } from './schema.js';
 import { storedOf } from './stored-bytes.js';
 
 /** Entries copied per transaction: small enough that a kill loses little work, big enough to amortize a commit. */
@@ -29,7 +30,7 @@ export function upgradeToV4Step(db: Database, copyRows = COPY_ROWS): boolean {
   const copiedAll = copyEntriesPiece(db, {
     table: NEW_TABLE,
     create: () => {
-      db.exec(ENTRIES_TABLE(NEW_TABLE));
+      db.exec(ENTRIES_TABLE_V4(NEW_TABLE));
       db.exec(DUE_LISTS_TABLE);
     },
     copy: (_, after, upto) => {
@@ -44,7 +45,7 @@ export function upgradeToV4Step(db: Database, copyRows = COPY_ROWS): boolean {
   if (!copiedAll) return false;
   // the last piece: swap the tables, then index the new one
   db.exec(`DROP TABLE entries; ALTER TABLE ${NEW_TABLE} RENAME TO entries;`);
-  db.exec(ENTRIES_INDEXES);
+  db.exec(ENTRIES_INDEXES_V4);
   return true;
 }
 

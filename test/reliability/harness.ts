@@ -1,6 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { EntryView } from '../../src/state/entry-record.js';
 import { textOfStored } from '../../src/state/stored-bytes.js';
 import Database from '../helpers/sqlite-driver.js';
 import { ROOT } from '../helpers/map-e2e-build.js';
@@ -244,11 +245,22 @@ export function inspectState(path: string): StateReport {
         halfWritten: tables.length > 0 ? [`tables without entries: ${tables.join(', ')}`] : [],
         runs: [],
       };
-    const rows = db
-      .prepare(
-        'SELECT type, hash, status, u, p, r, opted_out_since AS optedOutSince, last_optout_check AS lastOptoutCheck FROM entries',
-      )
-      .all() as ({ type: number; hash: unknown; u: unknown; p: unknown } & Omit<StoredEntry, 'u' | 'p'>)[];
+    // each entry's values are packed in its record (src/state/entry-record.ts)
+    const view = new EntryView();
+    const rows = (db.prepare('SELECT record FROM entries').pluck().all() as Buffer[]).map((record) => {
+      view.read(record, 0);
+      const v = view.values();
+      return {
+        type: v.type,
+        hash: v.hash,
+        status: v.status,
+        u: v.u,
+        p: v.p,
+        r: v.r,
+        optedOutSince: v.optedOutSinceMs,
+        lastOptoutCheck: v.lastOptoutCheckS,
+      };
+    });
     const entries = new Map<string, StoredEntry>();
     const halfWritten: string[] = [];
     // hashes and raw UIDs are kept as the bytes of their base64 text: compared here as that text

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import Database from '../helpers/sqlite-driver.js';
 import type { EntryUpdate } from '../../src/state/index.js';
+import { entryRowsAt } from './records.js';
 import { b64, tmpStates } from './tmp-state.js';
 
 const t = tmpStates();
@@ -121,31 +122,39 @@ describe('commitBatch', () => {
     expect(s.counts().entries).toBe(0);
   });
 
-  it('has no column that could hold a raw email or phone: hashes, raw UIDs, times and codes only', () => {
+  it('has no value that could hold a raw email or phone: hashes, raw UIDs, times and codes only', () => {
     const path = t.file();
-    t.open(path);
+    const s = t.open(path);
+    s.commitBatch(
+      [
+        { type: 'email', hash: H, outcome: { kind: 'mapped', u: U1, p: U2, r: 5_000, bucketId: 'b1' } },
+        { type: 'phone', hash: b64('hash-2'), outcome: { kind: 'optout', optedOutSinceMs: 7_000 } },
+        { type: 'email', hash: b64('hash-3'), outcome: { kind: 'invalid' } },
+      ],
+      1_000,
+    );
     const raw = new Database(path, { readonly: true });
     try {
       const columns = (raw.prepare('PRAGMA table_info(entries)').all() as { name: string; type: string }[]).map(
         (c) => `${c.name}:${c.type}`,
       );
-      expect(columns).toEqual([
-        'id:INTEGER',
-        'type:INTEGER',
-        'hash:BLOB',
-        'status:INTEGER',
-        'u:BLOB',
-        'p:BLOB',
-        'r:INTEGER',
-        'bucket_id:TEXT',
-        'last_mapped:INTEGER',
-        'last_optout_check:INTEGER',
-        'opted_out_since:INTEGER',
-        'due:INTEGER',
-      ]);
+      expect(columns).toEqual(['id:INTEGER', 'record:BLOB']);
     } finally {
       raw.close();
     }
+    // every hash and raw UID is the bytes of a base64 text (here 32 each); the only text is the service's bucket id
+    const entries = entryRowsAt(path);
+    expect(entries).toHaveLength(3);
+    for (const e of entries) {
+      expect(Buffer.isBuffer(e.hash) && e.hash.length === 32).toBe(true);
+      for (const uid of [e.u, e.p]) expect(uid === null || (Buffer.isBuffer(uid) && uid.length === 32)).toBe(true);
+    }
+    expect(entries.map((e) => e.bucketId)).toEqual(['b1', null, null]);
+    expect(entries.map((e) => [e.status, e.r, e.lastMappedS, e.optedOutSinceMs])).toEqual([
+      [1, 5_000, 1_000, null],
+      [2, null, null, 7_000],
+      [3, null, null, null],
+    ]);
   });
 });
 

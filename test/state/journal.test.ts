@@ -31,11 +31,11 @@ function hasJournalTable(path: string): boolean {
 
 describe('schema migration to the pending changes journal', () => {
   it('a v1 file gets the table on a writing open, keeps its entries, and records the new version', () => {
-    expect(SCHEMA_VERSION).toBe(5);
+    expect(SCHEMA_VERSION).toBe(6);
     const path = v1File();
     expect(hasJournalTable(path)).toBe(false);
     const s = t.open(path);
-    expect(s.meta().schemaVersion).toBe(5);
+    expect(s.meta().schemaVersion).toBe(6);
     expect(s.lookupHashes('email', [b64('old')]).get(b64('old'))?.u).toBe(b64('u-old'));
     expect(s.pendingChanges('remap')).toEqual([]);
     s.commitBatch([mapped('new')], 2_000, { runId: 1, kind: 'remap', rows: ['{"n":1}'] });
@@ -47,7 +47,7 @@ describe('schema migration to the pending changes journal', () => {
   it('a read-only open (a dry run) of a v1 file asks for a writing run first and leaves the file as it was', () => {
     const path = v1File();
     expect(() => t.open(path, { readonly: true })).toThrow(
-      /has schema 1 and needs an upgrade to 5; run once without --dry-run/,
+      /has schema 1 and needs an upgrade to 6; run once without --dry-run/,
     );
     expect(hasJournalTable(path)).toBe(false);
   });

@@ -5,6 +5,7 @@ import type { EntryUpdate } from '../../src/state/index.js';
 import { KeyFilter } from '../../src/state/key-filter.js';
 import { arrayPairs, mergeIntoLevel } from '../../src/state/key-levels.js';
 import { keyOf } from '../../src/state/lookup-key.js';
+import { recordOf } from './records.js';
 import { b64, tmpStates } from './tmp-state.js';
 
 const t = tmpStates('uid2-filter-');
@@ -89,8 +90,8 @@ describe('the keys filter', () => {
     withFile(path, (db) => {
       const id = Number(
         db
-          .prepare('INSERT INTO entries (type, hash, status, u, r, due) VALUES (0, ?, 1, ?, 100, 0)')
-          .run(b64('old'), b64('u-old')).lastInsertRowid,
+          .prepare('INSERT INTO entries (record) VALUES (?)')
+          .run(recordOf({ hash: b64('old'), u: b64('u-old'), r: 100 })).lastInsertRowid,
       );
       const pair = arrayPairs(Float64Array.of(keyOf('email', b64('old'))), Float64Array.of(id), -1);
       mergeIntoLevel(db, 'key_blocks_recent', pair);

@@ -1,8 +1,8 @@
-import Database from '../helpers/sqlite-driver.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { DiiType } from '../../src/identity/index.js';
 import type { EntryUpdate } from '../../src/state/index.js';
 import type { KeyLevel } from '../../src/state/key-levels.js';
+import { entryRowsAt } from './records.js';
 import { b64, levelPairsOf, tmpStates } from './tmp-state.js';
 
 const t = tmpStates('uid2-layout-');
@@ -128,21 +128,16 @@ describe('the tail of recent entries and its merge into the key levels', () => {
       1,
     );
     s.close();
-    const db = new Database(path, { readonly: true });
-    try {
-      const rows = db
-        .prepare(
-          'SELECT typeof(hash), length(hash), typeof(u), length(u), typeof(p), length(p) FROM entries ORDER BY id',
-        )
-        .raw()
-        .all();
-      expect(rows).toEqual([
-        ['blob', 32, 'blob', 33, 'blob', 32],
-        ['text', 10, 'text', 7, 'null', null],
-      ]);
-    } finally {
-      db.close();
-    }
+    const form = (v: Uint8Array | string | null) =>
+      v === null ? null : typeof v === 'string' ? ['text', v.length] : ['bytes', v.length];
+    expect(entryRowsAt(path).map((e) => [form(e.hash), form(e.u), form(e.p)])).toEqual([
+      [
+        ['bytes', 32],
+        ['bytes', 33],
+        ['bytes', 32],
+      ],
+      [['text', 10], ['text', 7], null],
+    ]);
     const again = t.open(path);
     expect(again.lookupHashes('email', [b64('bytes')]).get(b64('bytes'))).toMatchObject({ u: rawUid, p: b64('prev') });
     expect(again.lookupStored('email', ['not base64']).u).toEqual(['odd uid']);

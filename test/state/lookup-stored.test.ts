@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { EntryUpdate } from '../../src/state/index.js';
 import { STATUS_CODE } from '../../src/state/schema.js';
+import { SQL } from '../../src/state/queries.js';
 import { b64, tmpStates } from './tmp-state.js';
 
 const t = tmpStates();
@@ -107,30 +108,46 @@ describe('lookupStored', () => {
     expect([nul.u[0], nul.p[0]]).toEqual(['a\u0000b', '']);
   });
 
-  it('reads entries packed, and row by row only a statement whose sizes do not add up', () => {
+  it('reads entries joined, and row by row only a blob whose records do not add up', () => {
     const s = t.open(t.file(), { tailEntries: 50 });
-    // ASCII text values and a v2 bucket read packed like bytes; a text with a character of two bytes does not
-    const packed: EntryUpdate[] = [
+    // text values (one with a character of two bytes), an empty one, a REAL r and a v2 bucket, among the usual
+    const all: EntryUpdate[] = [
       ...updates(40),
       { type: 'email', hash: 'plain-text', outcome: { kind: 'mapped', u: 'u,1', p: '', r: 7.5, bucketId: 'b,1' } },
+      { type: 'email', hash: b64('odd'), outcome: { kind: 'mapped', u: 'caf\u00e9', p: null, r: 1 } },
     ];
-    const odd: EntryUpdate = {
-      type: 'email',
-      hash: b64('odd'),
-      outcome: { kind: 'mapped', u: 'caf\u00e9', p: null, r: 1 },
-    };
-    s.commitBatch(packed, 500);
-    s.commitBatch([odd], 500);
-    const rowByRow = vi.spyOn(s as unknown as { readAnswersRowByRow: () => void }, 'readAnswersRowByRow');
-    const hashes = packed.filter((u) => u.type === 'email').map((u) => u.hash);
+    s.commitBatch(all, 500);
+    const rowByRow = vi.spyOn(s as unknown as { readRecords: () => void }, 'readRecords');
+    const hashes = all.filter((u) => u.type === 'email').map((u) => u.hash);
     const stored = s.lookupStored('email', hashes);
     expect(stored.at.length).toBe(hashes.length);
     expect(rowByRow).not.toHaveBeenCalled();
-    const last = stored.at.indexOf(hashes.length - 1);
-    expect([stored.u[last], stored.p[last], stored.r[last], stored.bucketId[last]]).toEqual(['u,1', '', 7.5, 'b,1']);
-    const again = s.lookupStored('email', [odd.hash]);
-    expect(rowByRow).toHaveBeenCalledTimes(1);
-    expect(again.u[0]).toBe('caf\u00e9');
+    const answer = (hash: string) => {
+      const i = stored.at.indexOf(hashes.indexOf(hash));
+      return [stored.u[i], stored.p[i], stored.r[i], stored.bucketId[i]];
+    };
+    expect(answer('plain-text')).toEqual(['u,1', '', 7.5, 'b,1']);
+    expect(answer(b64('odd'))).toEqual(['caf\u00e9', null, 1, null]);
+    // a joined blob with a byte too many is read again row by row, with the same answers
+    type Get = { get: (params: unknown) => unknown };
+    const internals = s as unknown as {
+      stmts: { joinedRecordsInRange: Get };
+      inListStatement: (cache: unknown, size: number, sql: unknown) => Get;
+    };
+    const spoiled = (stmt: Get): Get => ({
+      get: (params) => {
+        const [count, bytes] = stmt.get(params) as [number, Buffer];
+        return [count, Buffer.concat([bytes, Buffer.of(0)])];
+      },
+    });
+    const inList = internals.inListStatement.bind(s);
+    vi.spyOn(internals, 'inListStatement').mockImplementation((cache, size, sql) =>
+      sql === SQL.joinedRecordsByIds ? spoiled(inList(cache, size, sql)) : inList(cache, size, sql),
+    );
+    internals.stmts.joinedRecordsInRange = spoiled(internals.stmts.joinedRecordsInRange);
+    const again = s.lookupStored('email', hashes);
+    expect(rowByRow).toHaveBeenCalled();
+    expect(again).toEqual(stored);
   });
 
   it('reads the entries of a batch asked again as their id range, each request answered once', () => {

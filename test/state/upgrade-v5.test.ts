@@ -1,4 +1,5 @@
 // The upgrade of a schema-4 file to schema 5: the same answers as the schema-4 store gave, resumed after a kill.
+// A writing open goes on to schema 6 (upgrade-v6.test.ts), so what the file holds after it is read as schema 6.
 //
 // The fixture (test/fixtures/state-v4) was written by the store of a version that writes schema 4, with the
 // answers that store gave; test/fixtures/make-state-fixture.mjs says how. The store of this version would write
@@ -9,6 +10,7 @@ import Database from '../helpers/sqlite-driver.js';
 import { SCHEMA_VERSION, type StateStore } from '../../src/state/index.js';
 import { upgradeToV5Step } from '../../src/state/upgrade-v5.js';
 import { loadStateFixture, rawRead } from './fixture-answers.js';
+import { columnRowsOf, entryRowsOf } from './records.js';
 import { b64, tmpStates } from './tmp-state.js';
 
 type Connection = InstanceType<typeof Database>;
@@ -26,8 +28,11 @@ const PIECE_KEYS = 500;
 /** The tables a schema-4 file keeps its lookup keys in, and those schema 5 keeps them in. */
 const V4_KEYS_TABLES = ['keys', 'keys_recent'] as const;
 const V5_KEYS_TABLES = ['key_blocks', 'key_blocks_recent'] as const;
-// the tables the upgrade leaves as they are: entries, due lists, filters, saved tail keys, runs, journal
-const KEPT_TABLES = ['entries', 'due_lists', 'key_filter', 'key_filter_recent', 'tail_keys', 'runs', 'pending_changes'];
+// the tables the upgrade leaves as they are: due lists, filters, saved tail keys, runs, journal (and entries,
+// whose rows the upgrade to schema 6 then packs in records)
+const KEPT_TABLES = ['due_lists', 'key_filter', 'key_filter_recent', 'tail_keys', 'runs', 'pending_changes'];
+// schema 4's indexes on entries, which the upgrade to schema 6 drops with the old table
+const ENTRIES_INDEXES = ['entries_by_bucket', 'entries_due_v2'];
 
 const names = (db: Connection, type: 'table' | 'index'): string[] =>
   db.prepare('SELECT name FROM sqlite_schema WHERE type = ? ORDER BY name').pluck().all(type) as string[];
@@ -50,6 +55,7 @@ const before = rawRead(fixtureCopy(), (db) => ({
   indexes: names(db, 'index'),
   kept: digestsOf(db, KEPT_TABLES),
   entries: count(db, 'SELECT count(*) FROM entries'),
+  rows: columnRowsOf(db),
   keys: V4_KEYS_TABLES.map((table) => db.prepare(`SELECT k FROM ${table}`).pluck().all() as number[]),
 }));
 
@@ -63,14 +69,15 @@ interface ColumnInfo {
 const metaOf = (path: string, key: string): unknown =>
   rawRead(path, (db) => db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(key));
 
-/** Checks that the file at `path` is at schema 5 as the upgrade leaves it. */
+/** Checks that the file at `path` has the key blocks the upgrade to schema 5 leaves, and the entries as they were. */
 function expectSchema5(path: string): void {
   rawRead(path, (db) => {
     const keysTables = new Set<string>([...V4_KEYS_TABLES, ...V5_KEYS_TABLES]);
     // the keys tables replaced, every other table and index as it was, nothing left of the upgrade
     expect(names(db, 'table')).toEqual([...before.tables.filter((n) => !keysTables.has(n)), ...V5_KEYS_TABLES].sort());
-    expect(names(db, 'index')).toEqual(before.indexes);
+    expect(names(db, 'index')).toEqual(before.indexes.filter((n) => !ENTRIES_INDEXES.includes(n)));
     expect(digestsOf(db, KEPT_TABLES)).toEqual(before.kept);
+    expect(entryRowsOf(db)).toEqual(before.rows);
     V5_KEYS_TABLES.forEach((table, level) => {
       // first_k INTEGER PRIMARY KEY, keys BLOB NOT NULL
       const columns = db.prepare(`PRAGMA table_info(${table})`).all() as ColumnInfo[];
@@ -126,7 +133,7 @@ const everyRow = (db: Connection): Record<string, string> => digestsOf(db, ['sql
 
 /** While the upgrade is under way: still schema 4, and a read-only open waits for a writing run to finish it. */
 function expectUnderWay(path: string): void {
-  expect(() => t.open(path, { readonly: true })).toThrow(/has schema 4 and needs an upgrade to 5/);
+  expect(() => t.open(path, { readonly: true })).toThrow(`has schema 4 and needs an upgrade to ${SCHEMA_VERSION}`);
   expect(metaOf(path, 'schema_version')).toBe('4');
 }
 
@@ -161,7 +168,7 @@ describe('upgrade of a schema-4 file to schema 5', () => {
     fixture.expectUpgradeKeeps(fixtureCopy(), (path) => t.open(path), SCHEMA_VERSION);
   });
 
-  it('leaves schema 5: key_blocks and key_blocks_recent for keys and keys_recent, the rest as it was', () => {
+  it('leaves key_blocks and key_blocks_recent for keys and keys_recent, the rest as it was', () => {
     const path = fixtureCopy();
     t.open(path).close();
     expectSchema5(path);

@@ -4,10 +4,18 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from '../helpers/sqlite-driver.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { DueEntry, EntryUpdate, OptoutCandidate, StateEntry, StateStore } from '../../src/state/index.js';
+import {
+  type DueEntry,
+  type EntryUpdate,
+  type OptoutCandidate,
+  SCHEMA_VERSION,
+  type StateEntry,
+  type StateStore,
+} from '../../src/state/index.js';
 import { storedOf } from '../../src/state/stored-bytes.js';
 import { upgradeToV3Step } from '../../src/state/upgrade-v3.js';
 import { buildLegacyState, type LegacyWriter } from './legacy-state.js';
+import { entryRowsOf } from './records.js';
 import { ENV, b64, levelPairsOf, tmpStates } from './tmp-state.js';
 
 const t = tmpStates('uid2-upgrade-');
@@ -140,7 +148,7 @@ function storeAnswers(s: StateStore, now: number, keysOf: StateEntry[]): Answers
   };
 }
 
-describe('upgrade of a schema-2 file to schema 5, through schemas 3 and 4', () => {
+describe('upgrade of a schema-2 file to the current schema, through each one between', () => {
   it('gives the same answers: lookups, due selection, opt-out sweep candidates, v2 due, journal', () => {
     const path = t.file();
     buildLegacyState(path, 2, ENV, fillSchema2);
@@ -150,7 +158,7 @@ describe('upgrade of a schema-2 file to schema 5, through schemas 3 and 4', () =
     expect(before.due.length).toBeGreaterThan(100);
 
     const s = t.open(path);
-    expect(s.meta().schemaVersion).toBe(5);
+    expect(s.meta().schemaVersion).toBe(SCHEMA_VERSION);
     const after = storeAnswers(s, now, before.entries);
     expect(after.entries).toEqual(before.entries);
     expect(after.due).toEqual(before.due);
@@ -185,7 +193,8 @@ describe('upgrade of a schema-2 file to schema 5, through schemas 3 and 4', () =
     t.open(path).close();
     const db = new Database(path, { readonly: true });
     try {
-      const rows = db.prepare('SELECT id, hash, u, p FROM entries ORDER BY id').raw().all();
+      // schema 6: each entry's values in its record
+      const rows = entryRowsOf(db).map((e) => [e.id, e.hash, e.u, e.p]);
       const stored = (text: string | null) => (text === null ? null : storedOf(text));
       expect(rows).toEqual(before.entries.map((e) => [e.id, storedOf(e.hash), stored(e.u), stored(e.p)]));
       expect(db.prepare("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'entries_v_'").pluck().get()).toBe(0);
@@ -209,10 +218,10 @@ describe('upgrade of a schema-2 file to schema 5, through schemas 3 and 4', () =
     const db = new Database(path);
     for (let i = 0; i < 3; i++) expect(db.transaction(() => upgradeToV3Step(db, 1_000)).immediate()).toBe(false);
     db.close();
-    expect(() => t.open(path, { readonly: true })).toThrow(/has schema 2 and needs an upgrade to 5/);
+    expect(() => t.open(path, { readonly: true })).toThrow(`has schema 2 and needs an upgrade to ${SCHEMA_VERSION}`);
 
     const s = t.open(path);
-    expect(s.meta().schemaVersion).toBe(5);
+    expect(s.meta().schemaVersion).toBe(SCHEMA_VERSION);
     expect(storeAnswers(s, now, before.entries)).toEqual(before);
     expect(s.integrityCheck()).toBe('ok');
   });
@@ -296,12 +305,12 @@ describe('an upgrade killed by SIGKILL', () => {
         expect(killedMidway, step).toBe(true);
       };
       await killMidway('entries_v3');
-      expect(() => t.open(path, { readonly: true })).toThrow(/has schema 2 and needs an upgrade to 5/);
+      expect(() => t.open(path, { readonly: true })).toThrow(`has schema 2 and needs an upgrade to ${SCHEMA_VERSION}`);
       await killMidway('entries_v4');
-      expect(() => t.open(path, { readonly: true })).toThrow(/has schema 3 and needs an upgrade to 5/);
+      expect(() => t.open(path, { readonly: true })).toThrow(`has schema 3 and needs an upgrade to ${SCHEMA_VERSION}`);
 
       const s = t.open(path);
-      expect(s.meta().schemaVersion).toBe(5);
+      expect(s.meta().schemaVersion).toBe(SCHEMA_VERSION);
       expect(storeAnswers(s, now, before.entries)).toEqual(before);
       expect(s.integrityCheck()).toBe('ok');
       s.close();
