@@ -2,14 +2,27 @@
 
 /**
  * A block's row is (first_k, keys): first_k is its first key (the row id, so a lookup is one descent), and the
- * blob holds
- *   byte 0      the bytes per key, kw (1 to 6): each key is stored as its difference from first_k
- *   byte 1      the bytes per id, iw (1 to 6)
- *   bytes 2-3   the number of pairs n, little-endian
- *   n x kw      the keys' differences, ascending, little-endian
- *   n x iw      the ids, in the same order (ascending within a key), little-endian
- * Fixed widths let a lookup search the block without decoding it; per-block widths keep a block of close keys
- * small (a key of a big file differs from its block's first by far fewer bits than it has).
+ * blob holds a 4-byte header, then n keys, then n ids. Each key is stored as its difference from first_k, all
+ * keys in one width and all ids in another, so that a lookup searches the block without decoding it; per-block
+ * widths keep a block of close keys small (a key of a big file differs from its block's first by far fewer bits
+ * than it has). Two formats, told apart by byte 0:
+ *
+ *   format 2 (written now; byte 0 is 0x41 to 0x70)
+ *     byte 0      0x40 + the bits per key difference, kb (1 to 48)
+ *     byte 1      the bits per id, ib (1 to 48)
+ *     bytes 2-3   the number of pairs n, little-endian
+ *     then        n x kb bits of key differences (ascending), then n x ib bits of ids (in the same order,
+ *                 ascending within a key), packed with no gap: value i of a run of width w takes bits
+ *                 [i*w, (i+1)*w) of the run, bit j of the data being bit (j mod 8) of byte 4 + floor(j / 8),
+ *                 each value's lowest bit first; the ids' run starts at bit n*kb. The last byte is padded with
+ *                 zero bits, so the blob takes 4 + ceil(n * (kb + ib) / 8) bytes.
+ *   format 1 (written by schema 5, and by the upgrade to it: see encodeBlock)
+ *     byte 0      the bytes per key difference, kw (1 to 6)
+ *     byte 1      the bytes per id, iw (1 to 6)
+ *     bytes 2-3   the number of pairs n, little-endian
+ *     then        n x kw bytes of key differences, then n x iw bytes of ids, each little-endian
+ *
+ * Format 1 is format 2's layout with widths in whole bytes (kb = 8 kw, ib = 8 iw): one reader reads both.
  */
 export const BLOCK_HEADER = 4;
 /**
@@ -18,113 +31,201 @@ export const BLOCK_HEADER = 4;
  * ones no faster, and each block costs its row's overhead).
  */
 export const BLOCK_BYTES = 1_000;
-// widths up to 6 bytes: keys are 47 bits, ids below 2^48
-const MAX_WIDTH = 6;
+/** The most pairs a block of the size holds (every pair takes at least 2 bits), but for a key shared by more. */
+export const MAX_BLOCK_PAIRS = Math.floor(((BLOCK_BYTES - BLOCK_HEADER) * 8) / 2);
+// byte 0 of a format 2 header is this plus the key bits (format 1's is a byte count, 1 to 6)
+const FORMAT_2 = 0x40;
+// widths up to 48 bits: keys are 47 bits, ids below 2^48
+const MAX_BITS = 48;
+// the bits of a block's pairs within BLOCK_BYTES
+const DATA_BITS = (BLOCK_BYTES - BLOCK_HEADER) * 8;
+// values are read and written in pieces of at most 25 bits, each within one 32-bit word (a piece starts at one of
+// the 8 bits of a byte): values of up to 25 bits in one, wider ones as their low 24 bits and the rest
+const WHOLE = 25;
+const PIECE = 24;
+const TWO_24 = 16_777_216;
+const INVERSE_24 = 1 / TWO_24;
+const TWO_32 = 4_294_967_296;
 
-/** The bytes an unsigned integer needs (at least 1). */
-export function widthOf(value: number): number {
-  let width = 1;
-  let limit = 256;
-  while (value >= limit && width < MAX_WIDTH) {
-    width++;
-    limit *= 256;
-  }
-  return width;
+/** Format 2, written now, or format 1, written while a file is upgraded to schema 5 (see encodeBlock). */
+export type BlockFormat = 1 | 2;
+
+/** The bits a value of `bits` bits takes in a block of the format: format 1's widths are whole bytes. */
+function widthIn(format: BlockFormat, bits: number): number {
+  return format === 2 ? bits : 8 * Math.ceil(bits / 8);
 }
 
-/** The pairs keys[from..to) and ids[from..to) (sorted by key, then id) as a block's blob. */
-export function encodeBlock(keys: ArrayLike<number>, ids: ArrayLike<number>, from: number, to: number): Buffer {
+/** The bits an unsigned integer below 2^48 needs (at least 1). */
+export function bitsOf(value: number): number {
+  if (value < TWO_32) return value === 0 ? 1 : 32 - Math.clz32(value);
+  return Math.min(MAX_BITS, 64 - Math.clz32(Math.floor(value / TWO_32)));
+}
+
+/**
+ * The pairs keys[from..to) and ids[from..to) (sorted by key, then id) as a block's blob: format 2, or format 1
+ * (widths in whole bytes) for a file that still says schema 5, which a version that reads format 1 only may open.
+ */
+export function encodeBlock(
+  keys: ArrayLike<number>,
+  ids: ArrayLike<number>,
+  from: number,
+  to: number,
+  format: BlockFormat = 2,
+): Buffer {
   const n = to - from;
   // only a key shared by that many hashes could make such a block
   if (n > 0xffff) throw new Error(`a key block cannot hold ${n} pairs`);
   const first = keys[from];
   let maxId = 0;
   for (let i = from; i < to; i++) if (ids[i] > maxId) maxId = ids[i];
-  const kw = widthOf(keys[to - 1] - first);
-  const iw = widthOf(maxId);
-  const blob = Buffer.allocUnsafe(BLOCK_HEADER + n * (kw + iw));
-  blob[0] = kw;
-  blob[1] = iw;
+  const kb = widthIn(format, bitsOf(keys[to - 1] - first));
+  const ib = widthIn(format, bitsOf(maxId));
+  const blob = Buffer.allocUnsafe(lengthOf(n, kb, ib));
+  blob[0] = format === 2 ? FORMAT_2 + kb : kb / 8;
+  blob[1] = format === 2 ? ib : ib / 8;
   blob.writeUInt16LE(n, 2);
-  const idsAt = BLOCK_HEADER + n * kw;
-  for (let i = 0; i < n; i++) {
-    writeUnsigned(blob, BLOCK_HEADER + i * kw, kw, keys[from + i] - first);
-    writeUnsigned(blob, idsAt + i * iw, iw, ids[from + i]);
-  }
+  const packer = new BitPacker(blob, BLOCK_HEADER);
+  packer.run(keys, from, to, first, kb);
+  packer.run(ids, from, to, 0, ib);
+  packer.end();
   return blob;
 }
 
-// Byte by byte rather than Buffer's readUIntLE and writeUIntLE, and in 32-bit integer steps rather than
-// floating-point division: a merge reads and writes every pair of a level. Values are below 2^48.
-function readUnsigned(bytes: Uint8Array, at: number, width: number): number {
-  let low = 0;
-  const lowBytes = Math.min(width, 4);
-  for (let j = lowBytes - 1; j >= 0; j--) low = ((low << 8) | bytes[at + j]) >>> 0;
-  if (width <= 4) return low;
-  let high = 0;
-  for (let j = width - 1; j >= 4; j--) high = (high << 8) | bytes[at + j];
-  return high * 4_294_967_296 + low;
+/**
+ * Writes runs of values into a blob's bits one after the other, lowest bit first, as readBits reads them. Each
+ * piece of at most 25 bits joins the fewer than 8 bits held in a 32-bit word, and whole bytes are stored as they
+ * fill: integer steps only (a merge writes every pair of a level).
+ */
+class BitPacker {
+  private word = 0;
+  private held = 0;
+
+  constructor(
+    private readonly bytes: Uint8Array,
+    private at: number,
+  ) {}
+
+  /** Appends values[from..to) less `base`, each below 2^width (width up to 48), in `width` bits each. */
+  run(values: ArrayLike<number>, from: number, to: number, base: number, width: number): void {
+    const { bytes } = this;
+    let { word, held, at } = this;
+    const wide = width > WHOLE;
+    const rest = wide ? width - PIECE : width;
+    for (let i = from; i < to; i++) {
+      let value = values[i] - base;
+      if (wide) {
+        // the low 24 bits, then the rest: value - low is a multiple of 2^24, and the product by 2^-24 is exact
+        const low = (value >>> 0) & (TWO_24 - 1);
+        word |= low << held;
+        held += PIECE;
+        while (held >= 8) {
+          bytes[at++] = word & 255;
+          word >>>= 8;
+          held -= 8;
+        }
+        value = (value - low) * INVERSE_24;
+      }
+      // held < 8 and rest <= 25: the word holds at most 32 bits
+      word |= value << held;
+      held += rest;
+      while (held >= 8) {
+        bytes[at++] = word & 255;
+        word >>>= 8;
+        held -= 8;
+      }
+    }
+    this.word = word;
+    this.held = held;
+    this.at = at;
+  }
+
+  /** Stores the last, partly filled byte. */
+  end(): void {
+    if (this.held > 0) this.bytes[this.at] = this.word & 255;
+  }
 }
 
-function writeUnsigned(bytes: Uint8Array, at: number, width: number, value: number): void {
-  let low = value >>> 0;
-  let high = (value - low) / 4_294_967_296;
-  const lowBytes = Math.min(width, 4);
-  for (let j = 0; j < lowBytes; j++) {
-    bytes[at + j] = low & 255;
-    low >>>= 8;
-  }
-  for (let j = 4; j < width; j++) {
-    bytes[at + j] = high & 255;
-    high >>>= 8;
-  }
+/**
+ * The value of `width` bits (up to 48) at bit `bit` of `bytes`, lowest bit first, bit j being bit (j mod 8) of
+ * byte floor(j / 8). Each piece (see WHOLE) is read from the 32-bit word that ends with the piece's last
+ * byte: the word never reaches past the value, and it starts at most 3 bytes before the piece, which the block
+ * header is there for (values start at byte 4). Integer steps only: a merge reads every pair of a level.
+ */
+function readBits(bytes: Uint8Array, bit: number, width: number): number {
+  if (width <= WHOLE) return readPiece(bytes, bit, width);
+  return readPiece(bytes, bit + PIECE, width - PIECE) * TWO_24 + readPiece(bytes, bit, PIECE);
+}
+
+function readPiece(bytes: Uint8Array, bit: number, width: number): number {
+  const last = (bit + width - 1) >>> 3;
+  const word = bytes[last - 3] | (bytes[last - 2] << 8) | (bytes[last - 1] << 16) | (bytes[last] << 24);
+  // the piece starts (bit - 8 (last - 3)) bits into the word: 0 to 31 - width, as the piece ends in its last byte
+  return (word >>> (bit - 8 * last + 24)) & ((1 << width) - 1);
+}
+
+/**
+ * The bits per key difference that a header's first two bytes (b0, b1) say, in either format: 0 when they are of
+ * neither (a damaged block).
+ */
+function keyBitsOf(b0: number, b1: number): number {
+  if (b0 > FORMAT_2) return b0 <= FORMAT_2 + MAX_BITS && b1 >= 1 && b1 <= MAX_BITS ? b0 - FORMAT_2 : 0;
+  return b0 >= 1 && b0 <= MAX_BITS / 8 && b1 >= 1 && b1 <= MAX_BITS / 8 ? 8 * b0 : 0;
+}
+
+/** The bits per id that a header's first two bytes say, when keyBitsOf finds them right. */
+function idBitsOf(b0: number, b1: number): number {
+  return b0 > FORMAT_2 ? b1 : 8 * b1;
+}
+
+/** The bytes of a block of `count` pairs of these widths in bits. */
+function lengthOf(count: number, kb: number, ib: number): number {
+  return BLOCK_HEADER + Math.ceil((count * (kb + ib)) / 8);
 }
 
 /** The length of the blob of the block that starts at `at` of `bytes` (blocks read one after the other). */
 export function blockLength(bytes: Buffer, at: number): number {
   if (at + BLOCK_HEADER > bytes.length) throw new Error('a key block of the state file is cut short');
-  return BLOCK_HEADER + bytes.readUInt16LE(at + 2) * (bytes[at] + bytes[at + 1]);
+  const kb = keyBitsOf(bytes[at], bytes[at + 1]);
+  if (kb === 0) throw new Error('a key block of the state file is damaged');
+  return lengthOf(bytes.readUInt16LE(at + 2), kb, idBitsOf(bytes[at], bytes[at + 1]));
 }
 
-/** Reads one block's pairs in place. */
+/** Reads one block's pairs in place (either format). */
 export class KeyBlock {
   readonly count: number;
-  private readonly kw: number;
-  private readonly iw: number;
+  // the widths in bits, and the bit at which the ids start
+  private readonly kb: number;
+  private readonly ib: number;
   private readonly idsAt: number;
 
   constructor(
     readonly first: number,
     private readonly blob: Buffer,
   ) {
-    this.kw = blob[0];
-    this.iw = blob[1];
-    this.count = blob.readUInt16LE(2);
-    this.idsAt = BLOCK_HEADER + this.count * this.kw;
-    if (
-      this.kw < 1 ||
-      this.kw > MAX_WIDTH ||
-      this.iw < 1 ||
-      this.iw > MAX_WIDTH ||
-      blob.length !== this.idsAt + this.count * this.iw
-    ) {
+    const kb = keyBitsOf(blob[0], blob[1]);
+    const ib = idBitsOf(blob[0], blob[1]);
+    this.kb = kb;
+    this.ib = ib;
+    this.count = blob.length >= BLOCK_HEADER ? blob.readUInt16LE(2) : 0;
+    this.idsAt = 8 * BLOCK_HEADER + this.count * kb;
+    if (kb === 0 || blob.length !== lengthOf(this.count, kb, ib)) {
       throw new Error(`a key block of the state file is damaged (first key ${first})`);
     }
   }
 
   key(i: number): number {
-    return this.first + readUnsigned(this.blob, BLOCK_HEADER + i * this.kw, this.kw);
+    return this.first + readBits(this.blob, 8 * BLOCK_HEADER + i * this.kb, this.kb);
   }
 
   id(i: number): number {
-    return readUnsigned(this.blob, this.idsAt + i * this.iw, this.iw);
+    return readBits(this.blob, this.idsAt + i * this.ib, this.ib);
   }
 
   /** Every pair at once, into keys[0..count) and ids[0..count) (what a walk of a whole level reads). */
   decodeInto(keys: Float64Array, ids: Float64Array): void {
-    const { blob, kw, iw, first } = this;
-    for (let i = 0, at = BLOCK_HEADER; i < this.count; i++, at += kw) keys[i] = first + readUnsigned(blob, at, kw);
-    for (let i = 0, at = this.idsAt; i < this.count; i++, at += iw) ids[i] = readUnsigned(blob, at, iw);
+    const { blob, kb, ib, first, count } = this;
+    for (let i = 0, at = 8 * BLOCK_HEADER; i < count; i++, at += kb) keys[i] = first + readBits(blob, at, kb);
+    for (let i = 0, at = this.idsAt; i < count; i++, at += ib) ids[i] = readBits(blob, at, ib);
   }
 
   /** The block's last key. */
@@ -139,7 +240,7 @@ export class KeyBlock {
     let hi = this.count;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (readUnsigned(this.blob, BLOCK_HEADER + mid * this.kw, this.kw) < delta) lo = mid + 1;
+      if (readBits(this.blob, 8 * BLOCK_HEADER + mid * this.kb, this.kb) < delta) lo = mid + 1;
       else hi = mid;
     }
     for (let i = lo; i < this.count && this.key(i) === key; i++) onId(this.id(i));
@@ -147,22 +248,25 @@ export class KeyBlock {
 }
 
 /**
- * Cuts a sorted stream of pairs into full blocks: pairs are pushed in order, and each block is given out as soon
- * as the next pair would not fit, never between two pairs of one key (two hashes may share a key, and a lookup
- * reads one block). What is left at the end is given by flush.
+ * Cuts a sorted stream of pairs into full blocks (format 2, or 1 when asked): pairs are pushed in order, and each block is given
+ * out as soon as the next pair would not fit, never between two pairs of one key (two hashes may share a key, and
+ * a lookup reads one block). What is left at the end is given by flush.
  */
 export class BlockWriter {
   // the pending pairs, from index 0 (room for a block and more: they grow for a key shared by many pairs)
-  private keys = new Float64Array(BLOCK_BYTES);
-  private ids = new Float64Array(BLOCK_BYTES);
+  private keys = new Float64Array(MAX_BLOCK_PAIRS);
+  private ids = new Float64Array(MAX_BLOCK_PAIRS);
   private n = 0;
-  // the widths the pending pairs need, and the values from which each grows
-  private kw = 1;
-  private iw = 1;
-  private keyLimit = 256;
-  private idLimit = 256;
+  // the widths in bits the pending pairs need, and the values from which each grows
+  private kb = 1;
+  private ib = 1;
+  private keyLimit = 2;
+  private idLimit = 2;
 
-  constructor(private readonly onBlock: (first: number, blob: Buffer) => void) {}
+  constructor(
+    private readonly onBlock: (first: number, blob: Buffer) => void,
+    private readonly format: BlockFormat = 2,
+  ) {}
 
   get pending(): number {
     return this.n;
@@ -170,20 +274,21 @@ export class BlockWriter {
 
   push(key: number, id: number): void {
     if (this.n === 0) {
-      this.setWidths(1, widthOf(id));
+      this.setWidths(1, bitsOf(id));
       this.append(key, id);
       return;
     }
     const delta = key - this.keys[0];
     // widths only grow within a block: a value below the current limit needs no more
-    const kw = delta < this.keyLimit ? this.kw : widthOf(delta);
-    const iw = id < this.idLimit ? this.iw : widthOf(id);
-    if (BLOCK_HEADER + (this.n + 1) * (kw + iw) > BLOCK_BYTES && this.cut(key)) {
+    const kb = delta < this.keyLimit ? this.kb : bitsOf(delta);
+    const ib = id < this.idLimit ? this.ib : bitsOf(id);
+    const f = this.format;
+    if ((this.n + 1) * (widthIn(f, kb) + widthIn(f, ib)) > DATA_BITS && this.cut(key)) {
       // the pairs kept for the next block have their widths now: measure the pair against them
       this.push(key, id);
       return;
     }
-    this.setWidths(kw, iw);
+    this.setWidths(kb, ib);
     this.append(key, id);
   }
 
@@ -206,14 +311,14 @@ export class BlockWriter {
     this.n++;
   }
 
-  private setWidths(kw: number, iw: number): void {
-    if (kw !== this.kw) {
-      this.kw = kw;
-      this.keyLimit = 256 ** kw;
+  private setWidths(kb: number, ib: number): void {
+    if (kb !== this.kb) {
+      this.kb = kb;
+      this.keyLimit = 2 ** kb;
     }
-    if (iw !== this.iw) {
-      this.iw = iw;
-      this.idLimit = 256 ** iw;
+    if (ib !== this.ib) {
+      this.ib = ib;
+      this.idLimit = 2 ** ib;
     }
   }
 
@@ -233,16 +338,13 @@ export class BlockWriter {
 
   /** Gives out pairs [0, end) as a block and moves the rest to the front. */
   private give(end: number): void {
-    this.onBlock(this.keys[0], encodeBlock(this.keys, this.ids, 0, end));
+    this.onBlock(this.keys[0], encodeBlock(this.keys, this.ids, 0, end, this.format));
     this.keys.copyWithin(0, end, this.n);
     this.ids.copyWithin(0, end, this.n);
     this.n -= end;
     let maxId = 0;
     for (let i = 0; i < this.n; i++) if (this.ids[i] > maxId) maxId = this.ids[i];
-    this.kw = 1;
-    this.iw = 1;
-    this.keyLimit = 256;
-    this.idLimit = 256;
-    if (this.n > 0) this.setWidths(widthOf(this.keys[this.n - 1] - this.keys[0]), widthOf(maxId));
+    this.setWidths(1, 1);
+    if (this.n > 0) this.setWidths(bitsOf(this.keys[this.n - 1] - this.keys[0]), bitsOf(maxId));
   }
 }

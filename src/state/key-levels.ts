@@ -2,7 +2,7 @@
 import type { Database, Statement } from 'better-sqlite3';
 import { firstAbove } from './id-lists.js';
 import { inListPages } from './in-lists.js';
-import { BLOCK_BYTES, BlockWriter, KeyBlock, blockLength } from './key-blocks.js';
+import { BlockWriter, KeyBlock, MAX_BLOCK_PAIRS, blockLength } from './key-blocks.js';
 import { IN_LIST_SIZES } from './queries.js';
 
 /** The main level (entries up to keys_main_upto) and the recent one (after it, up to keys_upto). */
@@ -10,8 +10,6 @@ export type KeyLevel = 'key_blocks' | 'key_blocks_recent';
 
 // blocks read per statement when a level is walked in order
 const BLOCK_PAGE = 256;
-// the most pairs a block holds, but for a key shared by more (every pair takes at least 2 bytes)
-const MAX_BLOCK_PAIRS = Math.ceil(BLOCK_BYTES / 2);
 // keys given per batch by forEachLevelKeys
 const KEY_BATCH = 1 << 20;
 // blocks read per statement by a lookup

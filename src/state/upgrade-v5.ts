@@ -48,7 +48,9 @@ export function upgradeToV5Step(db: Database, copyKeys = COPY_KEYS): boolean {
   }
   const [from, to] = COPIES[copied.table];
   const insert = db.prepare(`INSERT INTO ${to} (first_k, keys) VALUES (?, ?)`);
-  const writer = new BlockWriter((first, blob) => void insert.run(first, blob));
+  // format 1: the file says schema 5 once this step ends, and a version that writes schema 5 reads format 1 only
+  // (a run killed before the upgrade to 6 leaves it there); merges after that upgrade write format 2
+  const writer = new BlockWriter((first, blob) => void insert.run(first, blob), 1);
   const rows = db
     .prepare(`SELECT k, id FROM ${from} WHERE (k, id) > (?, ?) ORDER BY k, id LIMIT ?`)
     .raw()

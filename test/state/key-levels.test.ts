@@ -1,14 +1,6 @@
-// Key blocks and the levels made of them: what a merge leaves, what a lookup finds, against a plain sorted model.
+// Levels of key blocks: what a merge leaves, what a lookup finds, against a plain sorted model, old blocks too.
 import { describe, expect, it } from 'vitest';
-import {
-  BLOCK_BYTES,
-  BLOCK_HEADER,
-  BlockWriter,
-  KeyBlock,
-  blockLength,
-  encodeBlock,
-  widthOf,
-} from '../../src/state/key-blocks.js';
+import { BLOCK_BYTES, type KeyBlock } from '../../src/state/key-blocks.js';
 import {
   type KeyLevel,
   LevelReader,
@@ -20,6 +12,7 @@ import {
 } from '../../src/state/key-levels.js';
 import { KEY_BLOCK_TABLES } from '../../src/state/schema.js';
 import Database from '../helpers/sqlite-driver.js';
+import { encodeV1Block } from './key-blocks-v1.js';
 
 type Pair = [number, number];
 
@@ -76,59 +69,6 @@ function expectWellFormed(blocks: KeyBlock[]): void {
   }
 }
 
-describe('a key block', () => {
-  it('keeps each pair, in widths just wide enough for its keys and ids', () => {
-    expect([widthOf(0), widthOf(255), widthOf(256), widthOf(2 ** 40), widthOf(2 ** 47)]).toEqual([1, 1, 2, 6, 6]);
-    const keys = [1_000, 1_000, 1_255, 70_000];
-    const ids = [3, 9, 2, 300];
-    const blob = encodeBlock(keys, ids, 0, 4);
-    // differences up to 69,000 take 3 bytes, ids up to 300 take 2
-    expect([blob[0], blob[1], blob.readUInt16LE(2), blob.length]).toEqual([3, 2, 4, BLOCK_HEADER + 4 * 5]);
-    expect(blockLength(blob, 0)).toBe(blob.length);
-    const block = new KeyBlock(1_000, blob);
-    const at = (key: number) => {
-      const found: number[] = [];
-      block.forEachId(key, (id) => found.push(id));
-      return found;
-    };
-    expect([at(1_000), at(1_255), at(70_000), at(999), at(1_001), at(70_001)]).toEqual([
-      [3, 9],
-      [2],
-      [300],
-      [],
-      [],
-      [],
-    ]);
-    expect(block.last).toBe(70_000);
-  });
-
-  it('is refused when its blob does not match its header', () => {
-    const blob = encodeBlock([5, 6], [1, 2], 0, 2);
-    expect(() => new KeyBlock(5, blob.subarray(0, blob.length - 1))).toThrow(/damaged/);
-  });
-
-  it('is cut full, never between two pairs of one key, and a key with more pairs than fit grows one block', () => {
-    const given: [number, Buffer][] = [];
-    const writer = new BlockWriter((first, blob) => given.push([first, blob]));
-    const sorted = pairs(20_000, 1, random(7));
-    // a key shared by more pairs than a block holds
-    const big = sorted[10_000][0];
-    const crowd: Pair[] = Array.from({ length: 400 }, (_, i): Pair => [big, 1_000_000 + i]);
-    const all = [...sorted, ...crowd].sort(byKeyThenId);
-    for (const [k, id] of all) writer.push(k, id);
-    writer.flush();
-    const blocks = given.map(([first, blob]) => new KeyBlock(first, blob));
-    expectWellFormed(blocks);
-    expect(pairsOf(blocks)).toEqual(all);
-    const oversize = given.filter(([, blob]) => blob.length > BLOCK_BYTES);
-    expect(oversize.map(([first]) => first)).toEqual([big]);
-    // blocks are cut when the next pair would not fit (or would widen the block's keys past the size): nearly full
-    const normal = given.filter(([, blob]) => blob.length <= BLOCK_BYTES);
-    const bytes = normal.reduce((sum, [, blob]) => sum + blob.length, 0);
-    expect(bytes / normal.length).toBeGreaterThan(0.9 * BLOCK_BYTES);
-  });
-});
-
 describe('a level of key blocks', () => {
   it('holds every pair merged into it, once, in full blocks, through merges big and small', () => {
     const db = open();
@@ -147,10 +87,11 @@ describe('a level of key blocks', () => {
     // merged again, pairs it holds are kept once
     merge(db, 'key_blocks_recent', model.slice(100, 3_000));
     expect(pairsOf(blocksOf(db, 'key_blocks_recent'))).toEqual(model);
-    // merges of many pairs leave the blocks nearly full: few short ones, and pairs of about 8 bytes or less
+    // merges of many pairs leave the blocks nearly full: few short ones, and pairs in their bits (about
+    // 38 for a key's difference and 17 for an id here: 8 bytes in whole bytes)
     const blocks = blocksOf(db, 'key_blocks_recent');
     const bytes = db.prepare('SELECT sum(length(keys)) FROM key_blocks_recent').pluck().get() as number;
-    expect(bytes / model.length).toBeLessThan(9);
+    expect(bytes / model.length).toBeLessThan(7.25);
     expect(bytes / blocks.length).toBeGreaterThan(0.85 * BLOCK_BYTES);
   });
 
@@ -212,5 +153,108 @@ describe('a level of key blocks', () => {
       (id) => laterFound.push(id),
     );
     expect(laterFound.sort((a, b) => a - b)).toEqual(later.map((p) => p[1]).sort((a, b) => a - b));
+  });
+});
+
+describe('a level of format 1 blocks (an old file)', () => {
+  /** Writes sorted pairs into a level as format 1 blocks of about `size` pairs, a key's pairs in one block. */
+  function writeV1(db: InstanceType<typeof Database>, level: KeyLevel, sorted: Pair[], size: number): void {
+    const insert = db.prepare(`INSERT INTO ${level} (first_k, keys) VALUES (?, ?)`);
+    for (let from = 0; from < sorted.length; ) {
+      let to = Math.min(sorted.length, from + size);
+      while (to < sorted.length && sorted[to][0] === sorted[to - 1][0]) to++;
+      const run = sorted.slice(from, to);
+      insert.run(
+        run[0][0],
+        encodeV1Block(
+          run.map((p) => p[0]),
+          run.map((p) => p[1]),
+        ),
+      );
+      from = to;
+    }
+  }
+
+  /** The number of blocks of each format in a level: [format 1, format 2]. */
+  function formats(db: InstanceType<typeof Database>, level: KeyLevel): [number, number] {
+    const bytes = db.prepare(`SELECT hex(substr(keys, 1, 1)) FROM ${level}`).pluck().all() as string[];
+    const v1 = bytes.filter((h) => Number.parseInt(h, 16) <= 6).length;
+    return [v1, bytes.length - v1];
+  }
+
+  function lookUp(db: InstanceType<typeof Database>, level: KeyLevel, keys: number[], version: string): number[] {
+    const found: number[] = [];
+    new LevelReader(db, level).idsOf(
+      [...new Set(keys)].sort((a, b) => a - b),
+      version,
+      (id) => found.push(id),
+    );
+    return found.sort((a, b) => a - b);
+  }
+
+  it('is read as it is, and what a merge rewrites is written in format 2, every pair kept', () => {
+    const db = open();
+    const next = random(29);
+    const old = pairs(20_000, 1, next);
+    writeV1(db, 'key_blocks', old, 120);
+    expect(formats(db, 'key_blocks')).toEqual([Math.ceil(20_000 / 120), 0]);
+    expectWellFormed(blocksOf(db, 'key_blocks'));
+    expect(pairsOf(blocksOf(db, 'key_blocks'))).toEqual(old);
+    // lookups in old blocks: every held key's ids, none for keys not held
+    const held = new Set(old.map((p) => p[0]));
+    const absent = Array.from({ length: 2_000 }, () => Math.floor(next() * 2 ** 47)).filter((k) => !held.has(k));
+    expect(
+      lookUp(
+        db,
+        'key_blocks',
+        old.map((p) => p[0]),
+        'a',
+      ),
+    ).toEqual(old.map((p) => p[1]).sort((a, b) => a - b));
+    expect(lookUp(db, 'key_blocks', absent, 'a')).toEqual([]);
+    // a small merge rewrites the blocks it reaches: the level holds both formats then
+    const few = pairs(30, 30_001, next);
+    merge(db, 'key_blocks', few);
+    const [v1, v2] = formats(db, 'key_blocks');
+    expect(v1).toBeGreaterThan(100);
+    expect(v2).toBeGreaterThan(0);
+    const model = [...old, ...few].sort(byKeyThenId);
+    expectWellFormed(blocksOf(db, 'key_blocks'));
+    expect(pairsOf(blocksOf(db, 'key_blocks'))).toEqual(model);
+    expect(
+      lookUp(
+        db,
+        'key_blocks',
+        model.map((p) => p[0]),
+        'b',
+      ),
+    ).toEqual(model.map((p) => p[1]).sort((a, b) => a - b));
+    expect(lookUp(db, 'key_blocks', absent, 'b')).toEqual([]);
+  });
+
+  it('is folded into a level of format 2 blocks whole, in fewer bytes', () => {
+    const db = open();
+    const next = random(31);
+    const main = pairs(20_000, 1, next);
+    const recent = pairs(5_000, 20_001, next);
+    merge(db, 'key_blocks', main);
+    writeV1(db, 'key_blocks_recent', recent, 100);
+    const oldBytes = db.prepare('SELECT sum(length(keys)) FROM key_blocks_recent').pluck().get() as number;
+    db.transaction(() => {
+      mergeIntoLevel(db, 'key_blocks', levelPairs(db, 'key_blocks_recent'));
+      clearLevel(db, 'key_blocks_recent');
+    })();
+    expect(formats(db, 'key_blocks')).toEqual([0, blocksOf(db, 'key_blocks').length]);
+    const all = [...main, ...recent].sort(byKeyThenId);
+    expectWellFormed(blocksOf(db, 'key_blocks'));
+    expect(pairsOf(blocksOf(db, 'key_blocks'))).toEqual(all);
+    // and an old main level, folded into itself by a merge of every pair it holds, shrinks
+    const db2 = open();
+    writeV1(db2, 'key_blocks', recent, 100);
+    merge(db2, 'key_blocks', recent);
+    expect(formats(db2, 'key_blocks')).toEqual([0, blocksOf(db2, 'key_blocks').length]);
+    expect(pairsOf(blocksOf(db2, 'key_blocks'))).toEqual(recent);
+    const newBytes = db2.prepare('SELECT sum(length(keys)) FROM key_blocks').pluck().get() as number;
+    expect(newBytes).toBeLessThan(oldBytes * 0.95);
   });
 });

@@ -252,6 +252,20 @@ describe('upgrade of a schema-4 file to schema 5', () => {
     // no piece copies more keys than it is given
     const keys = before.keys[0].length + before.keys[1].length;
     expect(pieces + 1).toBeGreaterThanOrEqual(Math.ceil(keys / PIECE_KEYS));
+    // the file says schema 5 now: its blocks are of format 1, which a version that writes schema 5 reads
+    const raw = new Database(path, { readonly: true });
+    try {
+      const formats = raw
+        .prepare(
+          'SELECT DISTINCT unicode(CAST(substr(keys, 1, 1) AS TEXT)) FROM (SELECT keys FROM key_blocks UNION ALL SELECT keys FROM key_blocks_recent)',
+        )
+        .pluck()
+        .all() as number[];
+      expect(formats.length).toBeGreaterThan(0);
+      for (const byte0 of formats) expect(byte0 >= 1 && byte0 <= 6).toBe(true);
+    } finally {
+      raw.close();
+    }
     const s = t.open(path);
     expectSameAnswers(s);
     expect(s.integrityCheck()).toBe('ok');

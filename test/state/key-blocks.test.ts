@@ -1,0 +1,219 @@
+// Key blocks alone: format 2 keeps every pair at every width, format 1 blocks (old files) read the same.
+import { describe, expect, it } from 'vitest';
+import {
+  BLOCK_BYTES,
+  BLOCK_HEADER,
+  BlockWriter,
+  KeyBlock,
+  bitsOf,
+  blockLength,
+  encodeBlock,
+} from '../../src/state/key-blocks.js';
+import { encodeV1Block } from './key-blocks-v1.js';
+
+type Pair = [number, number];
+
+/** A repeatable stream of numbers in [0, 1). */
+function random(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (Math.imul(s, 1_664_525) + 1_013_904_223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+const byKeyThenId = (a: Pair, b: Pair): number => a[0] - b[0] || a[1] - b[1];
+
+// values where a 24-bit piece or a 32-bit word ends, and the widest lookup key
+const EDGES = [0, 1, 2 ** 24 - 1, 2 ** 24, 2 ** 25, 2 ** 32 - 1, 2 ** 32, 2 ** 47 - 1];
+
+/** Distinct values below 2^bits, with 0 and 2^bits - 1 (so that exactly `bits` are needed) and the edges below. */
+function valuesOf(bits: number, n: number, next: () => number): number[] {
+  const top = 2 ** bits - 1;
+  const set = new Set([0, top, Math.floor(top / 2), ...EDGES.filter((v) => v <= top)]);
+  for (let i = 0; i < n; i++) set.add(Math.floor(next() * (top + 1)));
+  return [...set].sort((a, b) => a - b);
+}
+
+function idsAt(block: KeyBlock, key: number): number[] {
+  const found: number[] = [];
+  block.forEachId(key, (id) => found.push(id));
+  return found;
+}
+
+/** Checks that a block holds exactly these pairs (keys distinct) by every way of reading it. */
+function expectHolds(block: KeyBlock, pairs: Pair[]): void {
+  expect(block.count).toBe(pairs.length);
+  expect(Array.from({ length: block.count }, (_, i): Pair => [block.key(i), block.id(i)])).toEqual(pairs);
+  const keys = new Float64Array(block.count);
+  const ids = new Float64Array(block.count);
+  block.decodeInto(keys, ids);
+  expect([...keys]).toEqual(pairs.map((p) => p[0]));
+  expect([...ids]).toEqual(pairs.map((p) => p[1]));
+  expect(block.last).toBe(pairs[pairs.length - 1][0]);
+  const held = new Set(pairs.map((p) => p[0]));
+  for (const [key, id] of pairs) {
+    expect(idsAt(block, key)).toEqual([id]);
+    // the keys next to a held one, when not held themselves
+    for (const near of [key - 1, key + 1]) if (!held.has(near)) expect(idsAt(block, near)).toEqual([]);
+  }
+}
+
+describe('bitsOf', () => {
+  it('counts the bits a value needs, at least one', () => {
+    const values = [0, 1, 2, 255, 256, 2 ** 24 - 1, 2 ** 24, 2 ** 32 - 1, 2 ** 32, 2 ** 47 - 1, 2 ** 48 - 1];
+    expect(values.map(bitsOf)).toEqual([1, 1, 2, 8, 9, 24, 25, 32, 33, 47, 48]);
+  });
+});
+
+describe('a key block (format 2)', () => {
+  it('keeps every pair at every width of keys and ids from 1 to 48 bits, edge values included', () => {
+    const next = random(17);
+    const first = 1_000_003;
+    for (let kb = 1; kb <= 48; kb++) {
+      const deltas = valuesOf(kb, 6, next);
+      for (let ib = 1; ib <= 48; ib++) {
+        const ids = valuesOf(ib, 6, next);
+        // as many ids as keys, the widest id among them
+        const chosen = deltas.map((_, i) => ids[Math.min(ids.length - 1, (i * 7) % ids.length)]);
+        chosen[chosen.length - 1] = 2 ** ib - 1;
+        const pairs = deltas.map((d, i): Pair => [first + d, chosen[i]]);
+        const blob = encodeBlock(
+          pairs.map((p) => p[0]),
+          pairs.map((p) => p[1]),
+          0,
+          pairs.length,
+        );
+        expect([blob[0], blob[1], blob.readUInt16LE(2)]).toEqual([0x40 + kb, ib, pairs.length]);
+        expect(blob.length).toBe(BLOCK_HEADER + Math.ceil((pairs.length * (kb + ib)) / 8));
+        expect(blockLength(blob, 0)).toBe(blob.length);
+        expectHolds(new KeyBlock(first, blob), pairs);
+      }
+    }
+  });
+
+  it('is read in place among other blocks, and its length found from its header', () => {
+    const a = encodeBlock([10, 11, 500], [7, 8, 2 ** 40], 0, 3);
+    const b = encodeBlock([2 ** 46, 2 ** 47 - 1], [1, 2], 0, 2);
+    const joined = Buffer.concat([a, b, Buffer.from([0xff, 0xff, 0xff])]);
+    expect(blockLength(joined, 0)).toBe(a.length);
+    expect(blockLength(joined, a.length)).toBe(b.length);
+    // no stray bits: the bytes around a block do not leak into its values
+    const block = new KeyBlock(2 ** 46, joined.subarray(a.length, a.length + b.length));
+    expectHolds(block, [
+      [2 ** 46, 1],
+      [2 ** 47 - 1, 2],
+    ]);
+  });
+
+  it('gives every id of a key shared by several pairs', () => {
+    const keys = [100, 100, 100, 101, 2_000, 2_000];
+    const ids = [3, 9, 40, 1, 2, 70_000];
+    const block = new KeyBlock(100, encodeBlock(keys, ids, 0, keys.length));
+    expect([idsAt(block, 100), idsAt(block, 101), idsAt(block, 2_000), idsAt(block, 99), idsAt(block, 102)]).toEqual([
+      [3, 9, 40],
+      [1],
+      [2, 70_000],
+      [],
+      [],
+    ]);
+  });
+
+  it('is refused when its blob does not match its header, or its header is of no format', () => {
+    const blob = encodeBlock([5, 6], [1, 2], 0, 2);
+    expect(() => new KeyBlock(5, blob.subarray(0, blob.length - 1))).toThrow(/damaged/);
+    expect(() => new KeyBlock(5, Buffer.concat([blob, Buffer.from([0])]))).toThrow(/damaged/);
+    expect(() => new KeyBlock(5, blob.subarray(0, 2))).toThrow(/damaged/);
+    for (const [b0, b1] of [
+      [0, 1],
+      [7, 1],
+      [0x40, 1],
+      [0x71, 1],
+      [0x41, 0],
+      [0x41, 49],
+      [1, 7],
+    ]) {
+      const bad = Buffer.from(blob);
+      bad[0] = b0;
+      bad[1] = b1;
+      expect(() => new KeyBlock(5, bad)).toThrow(/damaged/);
+      expect(() => blockLength(bad, 0)).toThrow(/damaged/);
+    }
+  });
+});
+
+describe('a key block of format 1 (old files)', () => {
+  it('reads the bytes schema 5 wrote', () => {
+    // keys 1,000, 1,000, 1,255, 70,000 (3-byte differences) and ids 3, 9, 2, 300 (2 bytes), as schema 5 wrote them
+    const blob = Buffer.from(
+      '03020400' + '000000' + '000000' + 'ff0000' + '880d01' + '0300' + '0900' + '0200' + '2c01',
+      'hex',
+    );
+    expect(blockLength(blob, 0)).toBe(blob.length);
+    const block = new KeyBlock(1_000, blob);
+    expect(Array.from({ length: block.count }, (_, i) => [block.key(i), block.id(i)])).toEqual([
+      [1_000, 3],
+      [1_000, 9],
+      [1_255, 2],
+      [70_000, 300],
+    ]);
+    expect([idsAt(block, 1_000), idsAt(block, 1_255), idsAt(block, 70_000), idsAt(block, 1_001)]).toEqual([
+      [3, 9],
+      [2],
+      [300],
+      [],
+    ]);
+  });
+
+  it('keeps every pair at every byte width from 1 to 6, edge values included', () => {
+    const next = random(23);
+    const first = 2 ** 40 + 5;
+    for (let kw = 1; kw <= 6; kw++) {
+      for (let iw = 1; iw <= 6; iw++) {
+        const deltas = valuesOf(8 * kw, 20, next);
+        const ids = deltas.map((_, i) => (i === 0 ? 2 ** (8 * iw) - 1 : Math.floor(next() * 2 ** (8 * iw))));
+        const pairs = deltas.map((d, i): Pair => [first + d, ids[i]]);
+        const blob = encodeV1Block(
+          pairs.map((p) => p[0]),
+          ids,
+        );
+        expect([blob[0], blob[1]]).toEqual([kw, iw]);
+        expect(blockLength(Buffer.concat([blob, blob]), blob.length)).toBe(blob.length);
+        expectHolds(new KeyBlock(first, blob), pairs);
+      }
+    }
+  });
+});
+
+describe('a block writer', () => {
+  it('cuts full format 2 blocks, never between two pairs of one key, and grows one block for a crowded key', () => {
+    const given: [number, Buffer][] = [];
+    const writer = new BlockWriter((first, blob) => given.push([first, blob]));
+    const next = random(7);
+    const sorted: Pair[] = [];
+    for (let i = 1; i <= 20_000; i++) sorted.push([Math.floor(next() * 2 ** 47), i]);
+    // some keys shared by two ids, and one by more pairs than a block holds
+    for (let i = 0; i < 20_000; i += 97) sorted.push([sorted[i][0], 30_000 + i]);
+    const big = sorted[10_000][0];
+    for (let i = 0; i < 2_000; i++) sorted.push([big, 1_000_000 + i]);
+    sorted.sort(byKeyThenId);
+    for (const [k, id] of sorted) writer.push(k, id);
+    writer.flush();
+    const blocks = given.map(([first, blob]) => new KeyBlock(first, blob));
+    expect(given.every(([, blob]) => blob[0] > 0x40)).toBe(true);
+    const all = blocks.flatMap((b) => Array.from({ length: b.count }, (_, i): Pair => [b.key(i), b.id(i)]));
+    expect(all).toEqual(sorted);
+    for (let i = 0; i < blocks.length; i++) {
+      expect(blocks[i].first).toBe(given[i][0]);
+      if (i > 0) expect(blocks[i - 1].last).toBeLessThan(blocks[i].first);
+    }
+    const oversize = given.filter(([, blob]) => blob.length > BLOCK_BYTES);
+    expect(oversize.map(([first]) => first)).toEqual([big]);
+    // blocks are cut when the next pair would not fit (or would widen the block past the size): nearly full
+    const normal = given.filter(([, blob]) => blob.length <= BLOCK_BYTES);
+    const bytes = normal.reduce((sum, [, blob]) => sum + blob.length, 0);
+    expect(bytes / normal.length).toBeGreaterThan(0.95 * BLOCK_BYTES);
+    // a pair takes its bits, not whole bytes: 20-bit ids and differences of about 36 bits
+    expect(bytes / all.length).toBeLessThan(7.25);
+  });
+});
