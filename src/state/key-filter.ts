@@ -3,14 +3,21 @@
 /** Bits of one block: a block is one 64-byte cache line, so a test or an add touches one line of memory. */
 const BLOCK_WORDS = 16;
 const BLOCK_BYTES = BLOCK_WORDS * 4;
-/** Bits set per key; with the sizing below (at least BITS_PER_KEY bits per key) about 1% of absent keys pass. */
+/**
+ * Bits set per key; with the sizing below (at least BITS_PER_KEY bits per key) at most about 2% of absent keys pass
+ * (a filter at its capacity; fewer while it fills). Part of the stored format: a filter is read back with it.
+ */
 const PROBES = 6;
 // the stored bytes are little-endian words whatever machine wrote them
 const BIG_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 0;
 /** The parts addAll groups keys into: a part of a filter of hundreds of MB is tens of KB, which stays in cache. */
 const ADD_GROUPS = 8_192;
-/** Filter bits per key it is sized for. */
-export const BITS_PER_KEY = 12;
+/**
+ * Filter bits per key it is sized for: not part of the format (a filter's size is stored with it), so a filter made
+ * by a version with another sizing is read as it is. A false positive only costs the block read a lookup would make
+ * without a filter, which is far less than the file's bytes each bit per key costs.
+ */
+export const BITS_PER_KEY = 8;
 
 /**
  * A filter that never forgets: every key added answers true, an absent key answers false except for a small share
