@@ -1319,16 +1319,7 @@ export class SqliteStateStore implements StateStore {
     const p = e.text(e.pStart, e.pSize);
     const sinceMs = (u !== null ? since.get(u) : undefined) ?? (p !== null ? since.get(p) : undefined);
     if (sinceMs === undefined) return false;
-    this.rewrite(writer, id, e, {
-      status: 2,
-      u: null,
-      p: null,
-      r: null,
-      bucketId: null,
-      due: false,
-      optedOutSinceMs: timeOrNull(sinceMs),
-      lastOptoutCheckS: nowS,
-    });
+    this.rewrite(writer, id, e, { ...TOMBSTONE, optedOutSinceMs: timeOrNull(sinceMs), lastOptoutCheckS: nowS });
     return true;
   }
 
@@ -1547,6 +1538,9 @@ function byAppendOrder(a: EncodedUpdate, b: EncodedUpdate): number {
   return a.appendOrder === b.appendOrder ? 0 : a.appendOrder < b.appendOrder ? -1 : 1;
 }
 
+/** What an opted-out entry becomes (status 2): it keeps its hash and times, and loses every raw UID. */
+const TOMBSTONE = { status: 2, u: null, p: null, r: null, bucketId: null, due: false } as const;
+
 /** A time given to the file: a finite number, or none. */
 function timeOrNull(t: unknown): number | null {
   return typeof t === 'number' && Number.isFinite(t) ? t : null;
@@ -1594,16 +1588,7 @@ function updatedValues(old: EntryValues, o: EntryUpdate['outcome'], u: EncodedUp
         due: false,
       };
     case 'optout':
-      return {
-        ...old,
-        status: 2,
-        u: null,
-        p: null,
-        r: null,
-        bucketId: null,
-        due: false,
-        optedOutSinceMs: timeOrNull(o.optedOutSinceMs) ?? old.optedOutSinceMs,
-      };
+      return { ...old, ...TOMBSTONE, optedOutSinceMs: timeOrNull(o.optedOutSinceMs) ?? old.optedOutSinceMs };
     case 'invalid':
       return { ...old, status: 3, u: null, p: null, r: null, bucketId: null, due: false };
     default:

@@ -1,10 +1,12 @@
 // A committed state fixture (test/fixtures/state-v<N>) and the answers its store gave, asked again of an upgraded file.
+import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import { expect } from 'vitest';
 import Database from '../helpers/sqlite-driver.js';
+import { b64 } from './tmp-state.js';
 import type {
   DueDay,
   DueEntry,
@@ -75,6 +77,12 @@ export interface StateFixture {
    * integrity, and that every meta row but schema_version is as it was before.
    */
   expectUpgradeKeeps(path: string, open: (path: string) => StateStore, schemaVersion: number): void;
+  /**
+   * Writes to an upgraded file through its store: an upgraded entry mapped again, a new entry, and another
+   * upgraded entry tombstoned by its raw UID (a walk of the table); checks what lookups then give. Gives the id of
+   * the tombstoned entry.
+   */
+  expectWritesAfterUpgrade(s: StateStore): number;
 }
 
 /** The fixture in test/fixtures/`name`: its answers, and its state file named after the schema it records. */
@@ -105,7 +113,35 @@ export function loadStateFixture(name: string): StateFixture {
       const version = String(schemaVersion);
       expect(metaRows(path)).toEqual(metaBefore.map(([k, v]) => [k, k === 'schema_version' ? version : v]));
     },
+    expectWritesAfterUpgrade: (s) => expectWritesAfterUpgrade(s, answers, entryById),
   };
+}
+
+function expectWritesAfterUpgrade(s: StateStore, answers: Answers, entryById: Map<number, StateEntry>): number {
+  const all = [...entryById.values()];
+  const mapped = all.find((e) => e.status === 'mapped' && e.u !== null && e.bucketId === null);
+  const other = all.find((e) => e.status === 'mapped' && e.id > (mapped?.id ?? 0) + 10);
+  if (mapped === undefined || other === undefined || other.u === null) throw new Error('no mapped entry');
+  const now = answers.now;
+  s.commitBatch(
+    [
+      { type: mapped.type, hash: mapped.hash, outcome: { kind: 'mapped', u: b64('new u'), p: mapped.u, r: now } },
+      { type: 'email', hash: b64('brand new'), outcome: { kind: 'mapped', u: b64('nu'), p: null, r: now + 9 } },
+    ],
+    now,
+  );
+  // a walk of the table for the raw UID: the upgraded entry holds its bytes
+  expect(s.tombstoneByRawUid([{ rawUid: other.u, optedOutSinceMs: 42 }], now)).toBe(1);
+  const m = s.lookupMany([
+    { type: mapped.type, hash: mapped.hash },
+    { type: 'email', hash: b64('brand new') },
+    { type: other.type, hash: other.hash },
+  ]);
+  expect(m.get(`${mapped.type}:${mapped.hash}`)).toMatchObject({ id: mapped.id, u: b64('new u'), p: mapped.u });
+  expect(m.get(`email:${b64('brand new')}`)).toMatchObject({ id: answers.entries.length + 1, u: b64('nu') });
+  expect(m.get(`${other.type}:${other.hash}`)).toMatchObject({ status: 'optout', u: null, optedOutSinceMs: 42 });
+  expect(s.integrityCheck()).toBe('ok');
+  return other.id;
 }
 
 function pick<K extends string>(value: object, fields: readonly K[]): Record<K, unknown> {
@@ -195,3 +231,30 @@ export function rawRead<T>(path: string, read: (db: InstanceType<typeof Database
 /** A file's meta marks, in key order. */
 export const metaRows = (path: string) =>
   rawRead(path, (db) => db.prepare('SELECT key, value FROM meta ORDER BY key').raw().all() as [string, string][]);
+
+type Connection = InstanceType<typeof Database>;
+
+/** The names of a file's tables or indexes, in order. */
+export const names = (db: Connection, type: 'table' | 'index'): string[] =>
+  db.prepare('SELECT name FROM sqlite_schema WHERE type = ? ORDER BY name').pluck().all(type) as string[];
+
+/** The one number a counting statement gives. */
+export const count = (db: Connection, sql: string): number => db.prepare(sql).pluck().get() as number;
+
+/** A digest of a table's rows in order: compared rather than the rows, which hold megabytes of filters. */
+function digestOf(db: Connection, table: string): string {
+  const hash = createHash('sha256');
+  for (const row of db.prepare(`SELECT * FROM ${table} ORDER BY 1, 2`).raw().iterate() as Iterable<unknown[]>) {
+    // a blob as its hex, set apart from a text of the same characters
+    hash.update(JSON.stringify(row.map((v) => (Buffer.isBuffer(v) ? { blob: v.toString('hex') } : v))));
+  }
+  return hash.digest('hex');
+}
+
+/** digestOf each of these tables. */
+export const digestsOf = (db: Connection, tables: readonly string[]): Record<string, string> =>
+  Object.fromEntries(tables.map((table) => [table, digestOf(db, table)]));
+
+/** Every table's rows, and the schema: what a piece rolled back must leave as it found it. */
+export const everyRow = (db: Connection): Record<string, string> =>
+  digestsOf(db, ['sqlite_schema', ...names(db, 'table')]);

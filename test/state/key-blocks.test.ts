@@ -10,19 +10,7 @@ import {
   encodeBlock,
 } from '../../src/state/key-blocks.js';
 import { encodeV1Block } from './key-blocks-v1.js';
-
-type Pair = [number, number];
-
-/** A repeatable stream of numbers in [0, 1). */
-function random(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s, 1_664_525) + 1_013_904_223) >>> 0;
-    return s / 2 ** 32;
-  };
-}
-
-const byKeyThenId = (a: Pair, b: Pair): number => a[0] - b[0] || a[1] - b[1];
+import { type Pair, byKeyThenId, random } from './pairs.js';
 
 // values where a 24-bit piece or a 32-bit word ends, and the widest lookup key
 const EDGES = [0, 1, 2 ** 24 - 1, 2 ** 24, 2 ** 25, 2 ** 32 - 1, 2 ** 32, 2 ** 47 - 1];

@@ -13,19 +13,7 @@ import {
 import { KEY_BLOCK_TABLES } from '../../src/state/schema.js';
 import Database from '../helpers/sqlite-driver.js';
 import { encodeV1Block } from './key-blocks-v1.js';
-
-type Pair = [number, number];
-
-/** A repeatable stream of numbers in [0, 1). */
-function random(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s, 1_664_525) + 1_013_904_223) >>> 0;
-    return s / 2 ** 32;
-  };
-}
-
-const byKeyThenId = (a: Pair, b: Pair): number => a[0] - b[0] || a[1] - b[1];
+import { type Pair, byKeyThenId, random } from './pairs.js';
 
 /** n pairs with keys spread over 47 bits, some keys shared by two ids, ids from `firstId` on. */
 function pairs(n: number, firstId: number, next: () => number): Pair[] {

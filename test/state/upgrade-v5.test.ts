@@ -4,16 +4,13 @@
 // The fixture (test/fixtures/state-v4) was written by the store of a version that writes schema 4, with the
 // answers that store gave; test/fixtures/make-state-fixture.mjs says how. The store of this version would write
 // schema 5, so the fixture is committed rather than built here.
-import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import Database from '../helpers/sqlite-driver.js';
 import { SCHEMA_VERSION, type StateStore } from '../../src/state/index.js';
 import { upgradeToV5Step } from '../../src/state/upgrade-v5.js';
-import { loadStateFixture, rawRead } from './fixture-answers.js';
+import { count, digestsOf, everyRow, loadStateFixture, names, rawRead } from './fixture-answers.js';
 import { columnRowsOf, entryRowsOf } from './records.js';
 import { b64, tmpStates } from './tmp-state.js';
-
-type Connection = InstanceType<typeof Database>;
 
 const t = tmpStates('uid2-upgrade-v5-');
 afterAll(() => t.cleanup());
@@ -33,21 +30,6 @@ const V5_KEYS_TABLES = ['key_blocks', 'key_blocks_recent'] as const;
 const KEPT_TABLES = ['due_lists', 'key_filter', 'key_filter_recent', 'tail_keys', 'runs', 'pending_changes'];
 // schema 4's indexes on entries, which the upgrade to schema 6 drops with the old table
 const ENTRIES_INDEXES = ['entries_by_bucket', 'entries_due_v2'];
-
-const names = (db: Connection, type: 'table' | 'index'): string[] =>
-  db.prepare('SELECT name FROM sqlite_schema WHERE type = ? ORDER BY name').pluck().all(type) as string[];
-const count = (db: Connection, sql: string): number => db.prepare(sql).pluck().get() as number;
-/** A digest of a table's rows in order: compared rather than the rows, which hold megabytes of filters. */
-function digestOf(db: Connection, table: string): string {
-  const hash = createHash('sha256');
-  for (const row of db.prepare(`SELECT * FROM ${table} ORDER BY 1, 2`).raw().iterate() as Iterable<unknown[]>) {
-    // a blob as its hex, set apart from a text of the same characters
-    hash.update(JSON.stringify(row.map((v) => (Buffer.isBuffer(v) ? { blob: v.toString('hex') } : v))));
-  }
-  return hash.digest('hex');
-}
-const digestsOf = (db: Connection, tables: readonly string[]): Record<string, string> =>
-  Object.fromEntries(tables.map((table) => [table, digestOf(db, table)]));
 
 /** What schema 4 held that schema 5 must keep or carry over, read from a copy of the fixture. */
 const before = rawRead(fixtureCopy(), (db) => ({
@@ -127,9 +109,6 @@ function upgradePieces(path: string, most: number): { pieces: number; lastLeft: 
 }
 
 class LastPiece extends Error {}
-
-/** Every table's rows, and the schema: what a piece rolled back must leave as it found it. */
-const everyRow = (db: Connection): Record<string, string> => digestsOf(db, ['sqlite_schema', ...names(db, 'table')]);
 
 /** While the upgrade is under way: still schema 4, and a read-only open waits for a writing run to finish it. */
 function expectUnderWay(path: string): void {

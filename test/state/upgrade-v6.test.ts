@@ -4,14 +4,13 @@
 // the answers that store gave; test/fixtures/make-state-fixture.mjs says how. The store of this version would
 // write schema 6, so the fixture is committed rather than built here. The upgrade's pieces are also run on their
 // own (upgradeToV6Step in a connection of the test's), and what they leave read with SQL and the record codec.
-import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import Database from '../helpers/sqlite-driver.js';
 import { SCHEMA_VERSION, StateFormatError, type StateStore } from '../../src/state/index.js';
 import { upgradeToV6Step } from '../../src/state/upgrade-v6.js';
-import { loadStateFixture, metaRows, rawRead } from './fixture-answers.js';
+import { count, digestsOf, everyRow, loadStateFixture, metaRows, names, rawRead } from './fixture-answers.js';
 import { columnRowsOf, type EntryRow, entryRowsAt, entryRowsOf } from './records.js';
-import { b64, tmpStates } from './tmp-state.js';
+import { tmpStates } from './tmp-state.js';
 
 type Connection = InstanceType<typeof Database>;
 
@@ -19,7 +18,7 @@ const t = tmpStates('uid2-upgrade-v6-');
 afterAll(() => t.cleanup());
 
 const fixture = loadStateFixture('state-v5');
-const { answers, entryById } = fixture;
+const { answers } = fixture;
 const fixtureCopy = (): string => fixture.copyTo(t.file());
 const expectSameAnswers = (s: StateStore): void => fixture.expectSameAnswers(s, SCHEMA_VERSION);
 // entries per piece in the tests that upgrade in pieces: the fixture's entries take many of them
@@ -38,23 +37,6 @@ const KEPT_TABLES = [
 ];
 // schema 5's indexes on entries, dropped with the old table
 const OLD_INDEXES = ['entries_by_bucket', 'entries_due_v2'];
-
-const names = (db: Connection, type: 'table' | 'index'): string[] =>
-  db.prepare('SELECT name FROM sqlite_schema WHERE type = ? ORDER BY name').pluck().all(type) as string[];
-const count = (db: Connection, sql: string): number => db.prepare(sql).pluck().get() as number;
-/** A digest of a table's rows in order: compared rather than the rows, which hold megabytes of filters. */
-function digestOf(db: Connection, table: string): string {
-  const hash = createHash('sha256');
-  for (const row of db.prepare(`SELECT * FROM ${table} ORDER BY 1, 2`).raw().iterate() as Iterable<unknown[]>) {
-    // a blob as its hex, set apart from a text of the same characters
-    hash.update(JSON.stringify(row.map((v) => (Buffer.isBuffer(v) ? { blob: v.toString('hex') } : v))));
-  }
-  return hash.digest('hex');
-}
-const digestsOf = (db: Connection, tables: readonly string[]): Record<string, string> =>
-  Object.fromEntries(tables.map((table) => [table, digestOf(db, table)]));
-/** Every table's rows, and the schema: what a piece rolled back must leave as it found it. */
-const everyRow = (db: Connection): Record<string, string> => digestsOf(db, ['sqlite_schema', ...names(db, 'table')]);
 
 /** What schema 5 held that schema 6 must keep or carry over, read from a copy of the fixture. */
 const before = rawRead(fixtureCopy(), (db) => ({
@@ -339,31 +321,11 @@ describe('upgrade of a schema-5 file to schema 6 by a writing open', () => {
   it('goes on working: updates of upgraded entries, new entries, a tombstone by raw UID', () => {
     const path = fixtureCopy();
     const s = t.open(path);
-    const mapped = [...entryById.values()].find((e) => e.status === 'mapped' && e.u !== null && e.bucketId === null);
-    const other = [...entryById.values()].find((e) => e.status === 'mapped' && e.id > (mapped?.id ?? 0) + 10);
-    if (mapped === undefined || other === undefined || other.u === null) throw new Error('no mapped entry');
-    const now = answers.now;
-    s.commitBatch(
-      [
-        { type: mapped.type, hash: mapped.hash, outcome: { kind: 'mapped', u: b64('new u'), p: mapped.u, r: now } },
-        { type: 'email', hash: b64('brand new'), outcome: { kind: 'mapped', u: b64('nu'), p: null, r: now + 9 } },
-      ],
-      now,
-    );
-    expect(s.tombstoneByRawUid([{ rawUid: other.u, optedOutSinceMs: 42 }], now)).toBe(1);
-    const m = s.lookupMany([
-      { type: mapped.type, hash: mapped.hash },
-      { type: 'email', hash: b64('brand new') },
-      { type: other.type, hash: other.hash },
-    ]);
-    expect(m.get(`${mapped.type}:${mapped.hash}`)).toMatchObject({ id: mapped.id, u: b64('new u'), p: mapped.u });
-    expect(m.get(`email:${b64('brand new')}`)).toMatchObject({ id: answers.entries.length + 1, u: b64('nu') });
-    expect(m.get(`${other.type}:${other.hash}`)).toMatchObject({ status: 'optout', u: null, optedOutSinceMs: 42 });
-    expect(s.integrityCheck()).toBe('ok');
+    const other = fixture.expectWritesAfterUpgrade(s);
     s.close();
     // the writes are records too: the new entry and the tombstone read back from the file
     const rows = entryRowsAt(path);
     expect(rows).toHaveLength(answers.entries.length + 1);
-    expect(rows.find((e) => e.id === other.id)).toMatchObject({ status: 2, u: null, optedOutSinceMs: 42 });
+    expect(rows.find((e) => e.id === other)).toMatchObject({ status: 2, u: null, optedOutSinceMs: 42 });
   });
 });
