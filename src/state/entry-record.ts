@@ -323,7 +323,7 @@ export class EntryView {
     return start + length;
   }
 
-  /** The value at `start` with size `size` as the file keeps it: a Buffer (a view of `bytes`) or text; null for none. */
+  /** The value at `start` with size `size` as the file keeps it: a Buffer (a view of `bytes`), text, or null. */
   stored(start: number, size: number): Buffer | string | null {
     if (size < 0) return null;
     const end = start + Math.floor(size / 2);

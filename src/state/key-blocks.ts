@@ -248,9 +248,9 @@ export class KeyBlock {
 }
 
 /**
- * Cuts a sorted stream of pairs into full blocks (format 2, or 1 when asked): pairs are pushed in order, and each block is given
- * out as soon as the next pair would not fit, never between two pairs of one key (two hashes may share a key, and
- * a lookup reads one block). What is left at the end is given by flush.
+ * Cuts a sorted stream of pairs into full blocks (format 2, or 1 when asked): pairs are pushed in order, and each
+ * block is given out as soon as the next pair would not fit, never between two pairs of one key (two hashes may
+ * share a key, and a lookup reads one block). What is left at the end is given by flush.
  */
 export class BlockWriter {
   // the pending pairs, from index 0 (room for a block and more: they grow for a key shared by many pairs)

@@ -122,7 +122,7 @@ export class SqliteStateStore implements StateStore {
   private readonly stmts: ReturnType<typeof prepareAll>;
   private readonly recordStmts = new Map<number, Statement>();
   private readonly joinedRecordStmts = new Map<number, Statement>();
-  /** Reused for every entry the packed reader gives out. */
+  /** Reused for every entry the joined reader gives out. */
   private readonly joinedEntry = new EntryView();
   private readonly insertEntryStmts = new Map<number, Statement>();
   /**
@@ -396,8 +396,8 @@ export class SqliteStateStore implements StateStore {
 
   /**
    * readRowsByKeys for a map run's answers, read joined: each statement gives one row, the records of its
-   * entries in one blob, instead of a row per entry (which is most of what a lookup costs). Runs of consecutive ids (entries looked up in the order they were stored) are read as
-   * id ranges, the other ids in IN (...) lists.
+   * entries in one blob, instead of a row per entry (which is most of what a lookup costs). Runs of consecutive
+   * ids (entries looked up in the order they were stored) are read as id ranges, the other ids in IN (...) lists.
    *
    * A file mapped again asks for the entries of one committed batch at a time, whose ids are close together,
    * while their keys are spread over the whole main level: a lookup in it per key costs several times what
@@ -866,9 +866,9 @@ export class SqliteStateStore implements StateStore {
 
   /**
    * Appends entries not stored yet, sorted by r, INSERT_ROWS to a statement; records their ids in `idOf` (by
-   * their position in the batch), their records in `recordOf`, and the tail. A rowid table gives each row of one INSERT the next id in turn
-   * (the largest plus one): a statement of n rows that ends at id `last` gave them last - n + 1 to last, which is
-   * checked against the ids before it.
+   * their position in the batch), their records in `recordOf`, and the tail. A rowid table gives each row of one
+   * INSERT the next id in turn (the largest plus one): a statement of n rows that ends at id `last` gave them
+   * last - n + 1 to last, which is checked against the ids before it.
    */
   private appendEntries(
     appended: EncodedUpdate[],
