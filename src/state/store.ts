@@ -9,8 +9,9 @@ import { type LevelFilters, emptyFilter, readLevelFilters, readLevels, writeLeve
 import { keyOf } from './lookup-key.js';
 import { StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
-import { EntryView, type EntryValues, RecordFormatError, RecordWriter } from './entry-record.js';
+import { EntryView, type EntryValues, RecordWriter } from './entry-record.js';
 import { IN_LIST_SIZES, SQL } from './queries.js';
+import { RecordWalker, WALK_PAGE, wholeRecords } from './record-walk.js';
 import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
 import { StoredBytes } from './stored-bytes.js';
 import { TailIndex } from './tail-index.js';
@@ -57,8 +58,6 @@ const NEIGHBOUR_SAMPLE = 16;
 const NEIGHBOUR_READS_PER_KEY = 4;
 // and when at least this many of the sample lie in it
 const NEIGHBOUR_MIN_HITS = 4;
-// entries read per page by a walk of the table
-const WALK_PAGE = 10_000;
 // a writing connection that closes with a tail this long (or a quarter of tailEntries) saves its keys (tail-keys.ts)
 const SAVED_TAIL_MIN = 100_000;
 // the recent level is folded into the main one once it holds a quarter as many entries
@@ -120,6 +119,7 @@ function requestsByKey(lookupKeys: readonly number[]): { lastWith: Map<number, n
 
 export class SqliteStateStore implements StateStore {
   private readonly stmts: ReturnType<typeof prepareAll>;
+  private readonly walker: RecordWalker;
   private readonly recordStmts = new Map<number, Statement>();
   private readonly joinedRecordStmts = new Map<number, Statement>();
   /** Reused for every entry the joined reader gives out. */
@@ -169,6 +169,7 @@ export class SqliteStateStore implements StateStore {
     tailEntries = DEFAULT_TAIL_ENTRIES,
   ) {
     this.stmts = prepareAll(db);
+    this.walker = new RecordWalker(db);
     this.lockFile = new StateLock(path);
     this.tailEntries = Math.max(1, Math.floor(tailEntries));
     this.commitTx = db.transaction(
@@ -612,42 +613,14 @@ export class SqliteStateStore implements StateStore {
     );
   }
 
-  /**
-   * Gives every entry with an id after `after` up to `upto` to `onRecord` with its id, in id order, reading ranges
-   * of `page` ids at a time (SQL.recordRange), until `onRecord` returns false. A range is read whole before its
-   * entries are given, so `onRecord` may write the entry it is given.
-   */
+  /** The entries after `after` up to `upto` in id order (record-walk.ts), until `onRecord` returns false. */
   private walkRecords(
     after: number,
     upto: number,
     onRecord: (id: number, e: EntryView) => unknown,
     page = WALK_PAGE,
   ): void {
-    const end = Math.min(upto, (this.stmts.lastId.pluck().get() as number | null) ?? 0);
-    const view = new EntryView();
-    for (let from = after; from < end; ) {
-      const to = Math.min(end, from + page);
-      const [count, first, last, bytes] = this.stmts.recordRange.get(from, to) as [
-        number,
-        number | null,
-        number | null,
-        Buffer | null,
-      ];
-      if (count > 0 && first !== null && last !== null && bytes !== null) {
-        if (last - first + 1 === count && wholeRecords(bytes, count)) {
-          for (let at = 0, i = 0; i < count; i++) {
-            at = view.read(bytes, at);
-            if (onRecord(first + i, view) === false) return;
-          }
-        } else {
-          for (const [id, record] of this.stmts.recordRangeRows.all(from, to) as [number, Buffer][]) {
-            view.read(record, 0);
-            if (onRecord(id, view) === false) return;
-          }
-        }
-      }
-      from = to;
-    }
+    this.walker.walk(after, upto, onRecord, page);
   }
 
   /**
@@ -1505,8 +1478,6 @@ function prepareAll(db: Database) {
   const plain = (sql: string): Statement => db.prepare(sql);
   return {
     updateRecord: plain(SQL.updateRecord),
-    recordRange: raw(SQL.recordRange),
-    recordRangeRows: raw(SQL.recordRangeRows),
     joinedRecordsInRange: raw(SQL.joinedRecordsInRange),
     lastId: plain(SQL.lastId),
     listedRecords: raw(SQL.listedRecords),
@@ -1645,19 +1616,6 @@ function pageLimit(limit: number): number {
 
 function utcDay(seconds: number): string {
   return new Date(seconds * 1000).toISOString().slice(0, 10);
-}
-
-/** Whether a blob holds exactly `count` records one after the other (the joined reads of queries.ts). */
-function wholeRecords(bytes: Buffer, count: number): boolean {
-  const view = new EntryView();
-  let at = 0;
-  try {
-    for (let i = 0; i < count; i++) at = view.read(bytes, at);
-  } catch (err) {
-    if (err instanceof RecordFormatError) return false;
-    throw err;
-  }
-  return at === bytes.length;
 }
 
 /** Per opted-out raw UID, when it opted out (the last one given for a raw UID listed twice). */

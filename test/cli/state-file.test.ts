@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openStateForReading, type StateFileReader } from '../../src/cli/state/state-file.js';
+import { type EntryTally, openStateForReading, type StateFileReader } from '../../src/cli/state/state-file.js';
 import type { StateEntry } from '../../src/state/index.js';
 import { upgradeToV6Step } from '../../src/state/upgrade-v6.js';
 import Database from '../helpers/sqlite-driver.js';
@@ -58,15 +58,17 @@ const expected = {
   withoutR: entries.filter((e) => e.r === null).length,
 };
 
+/** The fixture's figures from one tally: r at most now, and in (now, now + 2 days]. */
+function tallied({ byStatus, withoutR, atMost: [now, soon] }: EntryTally) {
+  return { byStatus, dueNow: now, dueSoon: soon - now, withoutR };
+}
+
 function answersOf(path: string, recordsPage?: number) {
   return readWith(
     path,
     (file) => ({
       entries: [...file.entries()],
-      byStatus: file.countByStatus(),
-      dueNow: file.countDueBetween(null, answers.now),
-      dueSoon: file.countDueBetween(answers.now, answers.now + 2 * DAY),
-      withoutR: file.countWithoutR(),
+      ...tallied(file.tally([answers.now, answers.now + 2 * DAY])),
     }),
     recordsPage,
   );

@@ -1,7 +1,7 @@
 // A state file opened for reading by the `state` commands: a read-only SQLite connection, checked to be ours.
 import { statSync } from 'node:fs';
 import type Database from 'better-sqlite3';
-import { EntryView } from '../../state/entry-record.js';
+import { RecordWalker, WALK_PAGE } from '../../state/record-walk.js';
 import { sqliteDriver } from '../../state/sqlite-driver.js';
 import { APPLICATION_ID, META_KEYS, TYPE_OF_CODE, statusOfCode } from '../../state/schema.js';
 import { textOfStored } from '../../state/stored-bytes.js';
@@ -19,60 +19,81 @@ export interface StateFileReader {
   meta(key: string): string | null;
   /** Rows of the entries table as exported: hashes and raw UIDs, never an email or phone. */
   entries(): IterableIterator<ExportedEntry>;
-  countByStatus(): Record<EntryStatus, number>;
   /**
-   * Entries with a refresh time in (from, to], or at most `to` when from is null: a pass over the table (from schema 4
-   * on there is no index on r; remap-due reads its per-day due lists instead), which is what `state info` can afford.
+   * The entries by status, those without a refresh time (tombstones, invalids, v2 entries), and for each bound the
+   * entries whose refresh time is at most it: one pass over the table for a schema-6 file (there is no index on r;
+   * remap-due reads its per-day due lists instead), a count in SQL per figure for an older one.
    */
-  countDueBetween(fromS: number | null, toS: number): number;
-  /** Entries with no refresh time: tombstones, invalids, v2 entries. */
-  countWithoutR(): number;
+  tally(bounds: readonly number[]): EntryTally;
   pendingChanges(): Record<string, number>;
   lastRun(): { command: string; startedAtS: number; finishedAtS: number | null; exitCode: number | null } | null;
   close(): void;
 }
 
+export interface EntryTally {
+  byStatus: Record<EntryStatus, number>;
+  withoutR: number;
+  /** Per bound, in the order given: the entries with an r at most the bound. */
+  atMost: number[];
+}
+
 /** An entry as `state export` writes it: the stored entry's export, without its row id. */
 export type ExportedEntry = Omit<StoredExport, 'id'>;
 
-/** Records read per query while walking a schema-6 table: a page is decoded before the next is asked for. */
-const RECORDS_PAGE = 10_000;
-
-/** Every record of a schema-6 entries table, in id order, given in turn (the view is reused). */
-function* records(db: Database.Database, pageRows: number): Generator<EntryView> {
-  const page = db.prepare('SELECT id, record FROM entries WHERE id > ? ORDER BY id LIMIT ?').raw();
-  const view = new EntryView();
-  for (let after = -1; ; ) {
-    // a page at a time rather than one statement for the walk: the caller may query between two entries
-    const rows = page.all(after, pageRows) as [number, Buffer][];
-    for (const [, record] of rows) {
-      view.read(record, 0);
-      yield view;
-    }
-    if (rows.length < pageRows) return;
-    after = rows[rows.length - 1][0];
+/** The entries of a schema-6 file in id order, read a range of `page` ids at a time: type, status, text values, r. */
+function* recordEntries(db: Database.Database, page: number): Generator<ExportedEntry> {
+  const walker = new RecordWalker(db);
+  const last = (db.prepare('SELECT max(id) FROM entries').pluck().get() as number | null) ?? 0;
+  const range: ExportedEntry[] = [];
+  // a range at a time: the caller may stop or query between two entries
+  for (let after = 0; after < last; after += page) {
+    range.length = 0;
+    walker.walk(after, after + page, (_, v) => {
+      range.push({
+        type: TYPE_OF_CODE[v.type] ?? 'email',
+        hash: v.text(v.hashStart, v.hashSize) ?? '',
+        status: statusOfCode(v.status),
+        u: v.text(v.uStart, v.uSize),
+        p: v.text(v.pStart, v.pSize),
+        r: Number.isNaN(v.r) ? null : v.r,
+      });
+    });
+    yield* range;
   }
 }
 
-/** How many records of the table `count` says yes to. */
-function countRecords(db: Database.Database, pageRows: number, count: (view: EntryView) => boolean): number {
-  let n = 0;
-  for (const view of records(db, pageRows)) if (count(view)) n++;
-  return n;
+/** tally() of a schema-6 file: one walk of its records. */
+function tallyRecords(db: Database.Database, bounds: readonly number[], page: number): EntryTally {
+  const byStatus: Record<EntryStatus, number> = { mapped: 0, optout: 0, invalid: 0 };
+  const atMost = bounds.map(() => 0);
+  let withoutR = 0;
+  new RecordWalker(db).walk(
+    0,
+    Number.MAX_SAFE_INTEGER,
+    (_, v) => {
+      byStatus[statusOfCode(v.status)]++;
+      if (Number.isNaN(v.r)) withoutR++;
+      else for (let i = 0; i < bounds.length; i++) if (v.r <= bounds[i]) atMost[i]++;
+    },
+    page,
+  );
+  return { byStatus, withoutR, atMost };
 }
 
-/** The entries of a schema-6 file: the record's type, status, hashes and raw UIDs as text, and r. */
-function* recordEntries(db: Database.Database, pageRows: number): Generator<ExportedEntry> {
-  for (const v of records(db, pageRows)) {
-    yield {
-      type: TYPE_OF_CODE[v.type] ?? 'email',
-      hash: textOfStored(v.stored(v.hashStart, v.hashSize)) ?? '',
-      status: statusOfCode(v.status),
-      u: textOfStored(v.stored(v.uStart, v.uSize)),
-      p: textOfStored(v.stored(v.pStart, v.pSize)),
-      r: Number.isNaN(v.r) ? null : v.r,
-    };
-  }
+/** tally() of an older file: its columns counted in SQL. */
+function tallyColumns(db: Database.Database, bounds: readonly number[]): EntryTally {
+  const byStatus: Record<EntryStatus, number> = { mapped: 0, optout: 0, invalid: 0 };
+  for (const [code, n] of db.prepare('SELECT status, COUNT(*) FROM entries GROUP BY status').raw().all() as [
+    number,
+    number,
+  ][])
+    byStatus[statusOfCode(code)] += n;
+  const atMost = db.prepare('SELECT COUNT(*) FROM entries WHERE r IS NOT NULL AND r <= ?').pluck();
+  return {
+    byStatus,
+    withoutR: db.prepare('SELECT COUNT(*) FROM entries WHERE r IS NULL').pluck().get() as number,
+    atMost: bounds.map((bound) => atMost.get(bound) as number),
+  };
 }
 
 /** The file and its -wal and -shm siblings, in bytes (0 for one that is not there). */
@@ -87,8 +108,8 @@ export function stateFileSizes(path: string): { file: number; wal: number; shm: 
   return { file: size(path), wal: size(`${path}-wal`), shm: size(`${path}-shm`) };
 }
 
-/** `recordsPage`: records read per query in a walk of a schema-6 file (tests give small ones). */
-export function openStateForReading(path: string, recordsPage = RECORDS_PAGE): StateFileReader {
+/** `recordsPage`: ids read per range in a walk of a schema-6 file (tests give small ones). */
+export function openStateForReading(path: string, recordsPage = WALK_PAGE): StateFileReader {
   let isFile: boolean;
   try {
     isFile = statSync(path).isFile();
@@ -148,32 +169,7 @@ export function openStateForReading(path: string, recordsPage = RECORDS_PAGE): S
         yield { type: TYPE_OF_CODE[type] ?? 'email', hash: h, status: statusOfCode(status), u: uid, p: prev, r };
       }
     },
-    countByStatus: () => {
-      const out: Record<EntryStatus, number> = { mapped: 0, optout: 0, invalid: 0 };
-      if (hasRecords) {
-        for (const view of records(db, recordsPage)) out[statusOfCode(view.status)]++;
-        return out;
-      }
-      for (const [code, n] of db.prepare('SELECT status, COUNT(*) FROM entries GROUP BY status').raw().all() as [
-        number,
-        number,
-      ][])
-        out[statusOfCode(code)] += n;
-      return out;
-    },
-    countDueBetween: (fromS, toS) =>
-      hasRecords
-        ? countRecords(db, recordsPage, (v) => v.r <= toS && (fromS === null || v.r > fromS))
-        : fromS === null
-          ? (db.prepare('SELECT COUNT(*) FROM entries WHERE r IS NOT NULL AND r <= ?').pluck().get(toS) as number)
-          : (db
-              .prepare('SELECT COUNT(*) FROM entries WHERE r IS NOT NULL AND r > ? AND r <= ?')
-              .pluck()
-              .get(fromS, toS) as number),
-    countWithoutR: () =>
-      hasRecords
-        ? countRecords(db, recordsPage, (v) => Number.isNaN(v.r))
-        : (db.prepare('SELECT COUNT(*) FROM entries WHERE r IS NULL').pluck().get() as number),
+    tally: (bounds) => (hasRecords ? tallyRecords(db, bounds, recordsPage) : tallyColumns(db, bounds)),
     pendingChanges: () => {
       const out: Record<string, number> = {};
       if (!hasPending) return out;

@@ -30,10 +30,15 @@ const iso = (s: number): string => new Date(s * 1000).toISOString().replace('.00
 export function readStateInfo(path: string, nowS: number): StateInfo {
   const file = openStateForReading(path);
   try {
-    const status = file.countByStatus();
-    const now = file.countDueBetween(null, nowS);
-    const within = DUE_WINDOWS.map((days) => file.countDueBetween(nowS, nowS + days * DAY_S));
-    const withR = file.countDueBetween(null, Number.MAX_SAFE_INTEGER);
+    // r at most now, at most each window's end, and at all: one pass over the entries
+    const {
+      byStatus: status,
+      withoutR,
+      atMost,
+    } = file.tally([nowS, ...DUE_WINDOWS.map((days) => nowS + days * DAY_S), Number.MAX_SAFE_INTEGER]);
+    const now = atMost[0];
+    const within = DUE_WINDOWS.map((_, i) => atMost[i + 1] - now);
+    const withR = atMost[atMost.length - 1];
     const run = file.lastRun();
     const version = Number(file.meta(META_KEYS.schemaVersion));
     return {
@@ -53,7 +58,7 @@ export function readStateInfo(path: string, nowS: number): StateInfo {
         within_365_days: within[2],
         later: withR - now - within[2],
       },
-      no_refresh_time: file.countWithoutR(),
+      no_refresh_time: withoutR,
       pending_changes: file.pendingChanges(),
       last_run:
         run === null

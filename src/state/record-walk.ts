@@ -1,0 +1,70 @@
+/** Walks of the entries table in id order: ranges of ids, each read as one row of its records joined. */
+import type { Database, Statement } from 'better-sqlite3';
+import { EntryView, RecordFormatError } from './entry-record.js';
+import { SQL } from './queries.js';
+
+/** Ids per range: one range is one row of about this many records. */
+export const WALK_PAGE = 10_000;
+
+/**
+ * Reads the entries of an id range in key order (SQL.recordRange: their count, first and last id, and records
+ * joined in one blob), which costs a fraction of a row per entry. A range whose ids are not all there, or whose
+ * records do not add up to the blob, is read again row by row (SQL.recordRangeRows).
+ */
+export class RecordWalker {
+  private readonly range: Statement;
+  private readonly rows: Statement;
+  private readonly lastId: Statement;
+
+  constructor(db: Database) {
+    this.range = db.prepare(SQL.recordRange).raw();
+    this.rows = db.prepare(SQL.recordRangeRows).raw();
+    this.lastId = db.prepare(SQL.lastId).pluck();
+  }
+
+  /**
+   * Gives every entry with an id after `after` up to `upto` to `onRecord` with its id, in id order, `page` ids at a
+   * time, until `onRecord` returns false. A range is read whole before its entries are given, so `onRecord` may
+   * write the entry it is given. The view is reused: nothing of it may be kept but its record's bytes.
+   */
+  walk(after: number, upto: number, onRecord: (id: number, e: EntryView) => unknown, page = WALK_PAGE): void {
+    const end = Math.min(upto, (this.lastId.get() as number | null) ?? 0);
+    const view = new EntryView();
+    for (let from = after; from < end; ) {
+      const to = Math.min(end, from + page);
+      const [count, first, last, bytes] = this.range.get(from, to) as [
+        number,
+        number | null,
+        number | null,
+        Buffer | null,
+      ];
+      if (count > 0 && first !== null && last !== null && bytes !== null) {
+        if (last - first + 1 === count && wholeRecords(bytes, count)) {
+          for (let at = 0, i = 0; i < count; i++) {
+            at = view.read(bytes, at);
+            if (onRecord(first + i, view) === false) return;
+          }
+        } else {
+          for (const [id, record] of this.rows.all(from, to) as [number, Buffer][]) {
+            view.read(record, 0);
+            if (onRecord(id, view) === false) return;
+          }
+        }
+      }
+      from = to;
+    }
+  }
+}
+
+/** Whether a blob holds exactly `count` records one after the other (the joined reads of queries.ts). */
+export function wholeRecords(bytes: Buffer, count: number): boolean {
+  const view = new EntryView();
+  let at = 0;
+  try {
+    for (let i = 0; i < count; i++) at = view.read(bytes, at);
+  } catch (err) {
+    if (err instanceof RecordFormatError) return false;
+    throw err;
+  }
+  return at === bytes.length;
+}
