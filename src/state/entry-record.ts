@@ -221,8 +221,6 @@ export class RecordFormatError extends Error {}
  */
 export class EntryView {
   bytes: Buffer = Buffer.alloc(0);
-  start = 0;
-  end = 0;
   type = 0;
   status = 0;
   due = 0;
@@ -242,7 +240,6 @@ export class EntryView {
   /** Reads the record at `at` of `bytes`; gives the position after it. Throws RecordFormatError if it is cut short. */
   read(bytes: Buffer, at: number): number {
     this.bytes = bytes;
-    this.start = at;
     const limit = bytes.length;
     if (at >= limit) throw new RecordFormatError('entry record: no bytes');
     const flags = bytes[at];
@@ -292,7 +289,6 @@ export class EntryView {
       this.bucketSize = 2 * n + 1;
       o = after + n;
     } else this.bucketSize = -1;
-    this.end = o;
     return o;
   }
 
@@ -328,11 +324,6 @@ export class EntryView {
     if (size < 0) return null;
     const end = start + Math.floor(size / 2);
     return size % 2 === 1 ? this.bytes.toString('utf8', start, end) : this.bytes.subarray(start, end);
-  }
-
-  /** The record as it is in `bytes` (a view). */
-  record(): Buffer {
-    return this.bytes.subarray(this.start, this.end);
   }
 
   /** The text of the value at `start` with size `size`: bytes as base64 (stored-bytes.ts), text as it is. */

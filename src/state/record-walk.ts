@@ -38,27 +38,48 @@ export class RecordWalker {
         number | null,
         Buffer | null,
       ];
-      if (count > 0 && first !== null && last !== null && bytes !== null) {
-        if (last - first + 1 === count && wholeRecords(bytes, count)) {
-          for (let at = 0, i = 0; i < count; i++) {
-            at = view.read(bytes, at);
-            if (onRecord(first + i, view) === false) return;
-          }
-        } else {
-          for (const [id, record] of this.rows.all(from, to) as [number, Buffer][]) {
-            view.read(record, 0);
-            if (onRecord(id, view) === false) return;
-          }
+      if (count === 0 || first === null || last === null) {
+        from = to;
+        continue;
+      }
+      let stopped = false;
+      const give = (id: number, e: EntryView): boolean => {
+        stopped = onRecord(id, e) === false;
+        return !stopped;
+      };
+      if (!(last - first + 1 === count && forEachJoined(bytes, count, view, (i, e) => give(first + i, e)))) {
+        for (const [id, record] of this.rows.all(from, to) as [number, Buffer][]) {
+          view.read(record, 0);
+          if (!give(id, view)) break;
         }
       }
+      if (stopped) return;
       from = to;
     }
   }
 }
 
-/** Whether a blob holds exactly `count` records one after the other (the joined reads of queries.ts). */
-export function wholeRecords(bytes: Buffer, count: number): boolean {
-  const view = new EntryView();
+/**
+ * Gives each of the `count` records joined in `bytes` (the joined reads of queries.ts) to `onRecord` with its
+ * position, through `view`, until `onRecord` returns false; true then. False, having given none, when the records
+ * do not add up to the blob exactly: the caller reads them again row by row.
+ */
+export function forEachJoined(
+  bytes: Buffer | null,
+  count: number,
+  view: EntryView,
+  onRecord: (i: number, e: EntryView) => boolean,
+): boolean {
+  if (bytes === null || !wholeRecords(bytes, count, view)) return false;
+  for (let at = 0, i = 0; i < count; i++) {
+    at = view.read(bytes, at);
+    if (!onRecord(i, view)) break;
+  }
+  return true;
+}
+
+/** Whether a blob holds exactly `count` records one after the other. */
+function wholeRecords(bytes: Buffer, count: number, view: EntryView): boolean {
   let at = 0;
   try {
     for (let i = 0; i < count; i++) at = view.read(bytes, at);

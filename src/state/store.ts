@@ -11,7 +11,7 @@ import { StateLockedError, StateReadonlyError, StateFormatError } from './errors
 import { StateLock } from './lock.js';
 import { EntryView, type EntryValues, RecordWriter } from './entry-record.js';
 import { IN_LIST_SIZES, SQL } from './queries.js';
-import { RecordWalker, WALK_PAGE, wholeRecords } from './record-walk.js';
+import { RecordWalker, WALK_PAGE, forEachJoined } from './record-walk.js';
 import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
 import { StoredBytes } from './stored-bytes.js';
 import { TailIndex } from './tail-index.js';
@@ -480,16 +480,12 @@ export class SqliteStateStore implements StateStore {
     onAnswer: OnAnswer,
   ): void {
     const [count, bytes] = stmt.get(params) as [number, Buffer | null];
-    if (count === 0 || bytes === null) return;
-    if (!wholeRecords(bytes, count)) {
-      this.readRecords(ids, (_, e) => void onAnswer(e));
-      return;
-    }
-    const entry = this.joinedEntry;
-    for (let at = 0, i = 0; i < count; i++) {
-      at = entry.read(bytes, at);
-      onAnswer(entry);
-    }
+    if (count === 0) return;
+    const answer = (_: number, e: EntryView): boolean => {
+      onAnswer(e);
+      return true;
+    };
+    if (!forEachJoined(bytes, count, this.joinedEntry, answer)) this.readRecords(ids, answer);
   }
 
   private inListStatement(cache: Map<number, Statement>, size: number, sql: (n: number) => string): Statement {
@@ -524,9 +520,10 @@ export class SqliteStateStore implements StateStore {
   /**
    * Inside the merge's transaction, after the tail's keys went into the recent level and before a fold: keeps each
    * level's filter covering its table and writes what changed. Without a fold the recent filter is written (it
-   * grows by the tail's keys), and the main one only if the file has none; a fold adds the recent level's keys to the
-   * main filter, writes it, and starts an empty recent one. A filter that does not fit any more (or that the file does not hold) is filled again from its
-   * table. A failed transaction reads them back from the file (resetTail).
+   * grows by the tail's keys), and the main one only if the file has none; a fold adds the recent level's keys to
+   * the main filter, writes it, and starts an empty recent one. A filter that does not fit any more (or that the
+   * file does not hold) is filled again from its table. A failed transaction reads them back from the file
+   * (resetTail).
    */
   private saveFilters(upto: number, newUpto: number, fold: boolean, keys: Float64Array, ids: Float64Array): void {
     const levels = readLevels(this.db);
@@ -602,7 +599,7 @@ export class SqliteStateStore implements StateStore {
       this.savedTailChecked = true;
       this.readSavedTail();
     }
-    this.walkRecords(
+    this.walker.walk(
       this.tailSeen,
       LAST_ID,
       (id, e) => {
@@ -611,16 +608,6 @@ export class SqliteStateStore implements StateStore {
       },
       TAIL_PAGE,
     );
-  }
-
-  /** The entries after `after` up to `upto` in id order (record-walk.ts), until `onRecord` returns false. */
-  private walkRecords(
-    after: number,
-    upto: number,
-    onRecord: (id: number, e: EntryView) => unknown,
-    page = WALK_PAGE,
-  ): void {
-    this.walker.walk(after, upto, onRecord, page);
   }
 
   /**
@@ -787,14 +774,15 @@ export class SqliteStateStore implements StateStore {
     }
     // per first update, the id of its entry: stored (found now), or appended below; 0 until known
     const idOf = new Float64Array(n);
-    // the record of each stored entry, which an update keeps some values of; then the record it wrote
-    const recordOf = new Map<number, Buffer>();
+    // the values of each stored entry, which an update keeps some of; then the values it wrote
+    const valuesOf = new Map<number, EntryValues>();
     this.matchRows(
       uniqueKeys,
       (j) => updates[uniqueAt[j]].hash,
       (j, id, e) => {
         idOf[uniqueAt[j]] = id;
-        recordOf.set(id, e.record());
+        // views of the row's own buffer, which stays as it is
+        valuesOf.set(id, e.values());
       },
     );
     const writer = new RecordWriter(n * 80);
@@ -804,12 +792,12 @@ export class SqliteStateStore implements StateStore {
     const again: number[] = [];
     for (let i = 0; i < n; i++) {
       const first = firstOf[i];
-      if (idOf[first] > 0) this.updateEntry(idOf[first], updates[i], nowS, recordOf, writer);
+      if (idOf[first] > 0) this.updateEntry(idOf[first], updates[i], nowS, valuesOf, writer);
       else if (first === i) appended.push(updates[i]);
       else again.push(i);
     }
-    if (appended.length > 0) this.appendEntries(appended, idOf, nowS, recordOf, writer);
-    for (const i of again) this.updateEntry(idOf[firstOf[i]], updates[i], nowS, recordOf, writer);
+    if (appended.length > 0) this.appendEntries(appended, idOf, nowS, valuesOf, writer);
+    for (const i of again) this.updateEntry(idOf[firstOf[i]], updates[i], nowS, valuesOf, writer);
     this.appendDueLists(updates, firstOf, idOf);
   }
 
@@ -839,7 +827,7 @@ export class SqliteStateStore implements StateStore {
 
   /**
    * Appends entries not stored yet, sorted by r, INSERT_ROWS to a statement; records their ids in `idOf` (by
-   * their position in the batch), their records in `recordOf`, and the tail. A rowid table gives each row of one
+   * their position in the batch), their values in `valuesOf`, and the tail. A rowid table gives each row of one
    * INSERT the next id in turn (the largest plus one): a statement of n rows that ends at id `last` gave them
    * last - n + 1 to last, which is checked against the ids before it.
    */
@@ -847,15 +835,20 @@ export class SqliteStateStore implements StateStore {
     appended: EncodedUpdate[],
     idOf: Float64Array,
     nowS: number,
-    recordOf: Map<number, Buffer>,
+    valuesOf: Map<number, EntryValues>,
     writer: RecordWriter,
   ): void {
     appended.sort(byAppendOrder);
     const params: Buffer[] = [];
+    const values: EntryValues[] = [];
     for (let start = 0; start < appended.length; start += INSERT_ROWS) {
       const end = Math.min(appended.length, start + INSERT_ROWS);
       params.length = 0;
-      for (let i = start; i < end; i++) params.push(writer.write(newEntryValues(appended[i], nowS)));
+      values.length = 0;
+      for (let i = start; i < end; i++) {
+        values.push(newEntryValues(appended[i], nowS));
+        params.push(writer.write(values[values.length - 1]));
+      }
       const insert = this.multiRowStatement(this.insertEntryStmts, end - start, SQL.insertEntries);
       const last = Number(insert.run(params).lastInsertRowid);
       if (last !== this.tailSeen + (end - start)) {
@@ -865,7 +858,7 @@ export class SqliteStateStore implements StateStore {
         const u = appended[i];
         const newId = last - (end - 1 - i);
         idOf[u.index] = newId;
-        recordOf.set(newId, params[i - start]);
+        valuesOf.set(newId, values[i - start]);
         this.tail.add(u.key, newId);
       }
       this.tailSeen = last;
@@ -881,21 +874,19 @@ export class SqliteStateStore implements StateStore {
     return stmt;
   }
 
-  /** An answer for a stored entry: its record rewritten from the one it has (`recordOf`, which gets the new one). */
+  /** An answer for a stored entry: its record written from the values it had (`valuesOf`, which gets the new ones). */
   private updateEntry(
     id: number,
     u: EncodedUpdate,
     nowS: number,
-    recordOf: Map<number, Buffer>,
+    valuesOf: Map<number, EntryValues>,
     writer: RecordWriter,
   ): void {
-    const old = recordOf.get(id);
+    const old = valuesOf.get(id);
     if (old === undefined) throw new Error(`state file ${this.path}: entry ${id} was not read before its update`);
-    const view = new EntryView();
-    view.read(old, 0);
-    const record = writer.write(updatedValues(view.values(), u.outcome, u, nowS));
-    this.stmts.updateRecord.run(record, id);
-    recordOf.set(id, record);
+    const values = updatedValues(old, u.outcome, u, nowS);
+    this.stmts.updateRecord.run(writer.write(values), id);
+    valuesOf.set(id, values);
   }
 
   // ---- pending changes: rows of committed batches that no committed output holds yet
@@ -1087,13 +1078,13 @@ export class SqliteStateStore implements StateStore {
     const list = idList(ids);
     const [count, bytes] = this.stmts.listedRecords.get(list) as [number, Buffer | null];
     const view = new EntryView();
-    if (count === ids.length && bytes !== null && wholeRecords(bytes, count)) {
-      for (let at = 0, i = 0; i < count; i++) {
-        at = view.read(bytes, at);
-        onRecord(ids[i], view);
-      }
-      return;
-    }
+    const given =
+      count === ids.length &&
+      forEachJoined(bytes, count, view, (i, e) => {
+        onRecord(ids[i], e);
+        return true;
+      });
+    if (given) return;
     for (const [id, record] of this.stmts.listedRecordRows.all(list) as [number, Buffer][]) {
       view.read(record, 0);
       onRecord(id, view);
@@ -1118,7 +1109,7 @@ export class SqliteStateStore implements StateStore {
     if (n === 0) return [];
     const out: DueEntry[] = [];
     this.reading(() =>
-      this.walkRecords(after ?? 0, LAST_ID, (id, e) => {
+      this.walker.walk(after ?? 0, LAST_ID, (id, e) => {
         if (e.due === 1) out.push(decodeDue(id, e));
         return out.length < n;
       }),
@@ -1129,7 +1120,7 @@ export class SqliteStateStore implements StateStore {
   countDueV2(): number {
     let count = 0;
     this.reading(() =>
-      this.walkRecords(0, LAST_ID, (_, e) => {
+      this.walker.walk(0, LAST_ID, (_, e) => {
         count += e.due;
       }),
     );
@@ -1156,7 +1147,7 @@ export class SqliteStateStore implements StateStore {
   private markDue(which: (e: EntryView) => boolean): number {
     const writer = new RecordWriter();
     let marked = 0;
-    this.walkRecords(0, LAST_ID, (id, e) => {
+    this.walker.walk(0, LAST_ID, (id, e) => {
       if (e.status !== 1 || e.due === 1 || !which(e)) return;
       this.rewrite(writer, id, e, { due: true });
       marked++;
@@ -1168,7 +1159,7 @@ export class SqliteStateStore implements StateStore {
     let count = 0;
     let oldest = Number.POSITIVE_INFINITY;
     this.reading(() =>
-      this.walkRecords(0, LAST_ID, (_, e) => {
+      this.walker.walk(0, LAST_ID, (_, e) => {
         if (e.bucketSize < 0) return;
         count++;
         if (e.lastMappedS < oldest) oldest = e.lastMappedS;
@@ -1196,7 +1187,7 @@ export class SqliteStateStore implements StateStore {
     const out: OptoutCandidate[] = [];
     // the entries that hold a raw UID, in id order; a page of the table may hold fewer
     this.reading(() =>
-      this.walkRecords(
+      this.walker.walk(
         after?.id ?? 0,
         upTo,
         (id, e) => {
@@ -1217,7 +1208,7 @@ export class SqliteStateStore implements StateStore {
   countWithRawUid(): number {
     let count = 0;
     this.reading(() =>
-      this.walkRecords(0, LAST_ID, (_, e) => {
+      this.walker.walk(0, LAST_ID, (_, e) => {
         if (e.uSize >= 0 || e.pSize >= 0) count++;
       }),
     );
@@ -1270,7 +1261,7 @@ export class SqliteStateStore implements StateStore {
     const since = sinceByRawUid(optedOut);
     const writer = new RecordWriter();
     let changed = 0;
-    this.walkRecords(0, LAST_ID, (id, e) => {
+    this.walker.walk(0, LAST_ID, (id, e) => {
       if (this.tombstoneIfOptedOut(writer, id, e, since, nowS)) changed++;
     });
     return changed;
@@ -1305,7 +1296,7 @@ export class SqliteStateStore implements StateStore {
     let dueV2 = 0;
     let dueBoth = 0;
     this.reading(() =>
-      this.walkRecords(0, LAST_ID, (_, e) => {
+      this.walker.walk(0, LAST_ID, (_, e) => {
         result.entries++;
         if (e.status === 1) result.mapped++;
         else if (e.status === 2) result.optout++;
@@ -1399,7 +1390,7 @@ export class SqliteStateStore implements StateStore {
   dueDays(): DueDay[] {
     const byDay = new Map<number, number>();
     this.reading(() =>
-      this.walkRecords(0, LAST_ID, (_, e) => {
+      this.walker.walk(0, LAST_ID, (_, e) => {
         if (Number.isNaN(e.r)) return;
         const day = Math.trunc(e.r / DAY_S);
         byDay.set(day, (byDay.get(day) ?? 0) + 1);
@@ -1413,7 +1404,7 @@ export class SqliteStateStore implements StateStore {
     let after = 0;
     for (;;) {
       const page: ExportedEntry[] = [];
-      this.walkRecords(
+      this.walker.walk(
         after,
         LAST_ID,
         (id, e) => {
