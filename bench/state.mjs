@@ -13,6 +13,7 @@
 //   node bench/state.mjs --reuse FILE --mmap 0          # the same with openState's mmapMiB (0: no mmap)
 //   npm run bench:state -- 20000000 --tail 2000000     # openState's tailEntries (entries merged at a time)
 //   node bench/state.mjs --reuse FILE --cache 4         # openState's cacheSizeMiB (the page cache)
+//   node bench/state.mjs --reuse FILE --key-cache 0     # openState's keyCacheMiB (key blocks kept)
 //   node bench/state.mjs --reuse FILE --lookups-only    # only the lookups (no remap-due, sweep or counts)
 // Figures also go to bench/results-state.json (not committed).
 import { hash } from 'node:crypto';
@@ -41,6 +42,7 @@ const LOOKUPS_ONLY = args.includes('--lookups-only');
 const MMAP_MIB = option('--mmap') === undefined ? undefined : Number(option('--mmap'));
 const TAIL = option('--tail') === undefined ? undefined : Number(option('--tail'));
 const CACHE_MIB = option('--cache') === undefined ? undefined : Number(option('--cache'));
+const KEY_CACHE_MIB = option('--key-cache') === undefined ? undefined : Number(option('--key-cache'));
 const results = {
   date: new Date().toISOString(),
   node: process.version,
@@ -49,6 +51,7 @@ const results = {
   tailEntries: TAIL ?? null,
   mmapMiB: MMAP_MIB ?? 'default',
   cacheMiB: CACHE_MIB ?? 'default',
+  keyCacheMiB: KEY_CACHE_MIB ?? 'default',
   perMillion: [],
 };
 const DAY = 86_400;
@@ -102,13 +105,14 @@ const store = openState(path, {
   ...(MMAP_MIB === undefined ? {} : { mmapMiB: MMAP_MIB }),
   ...(TAIL === undefined ? {} : { tailEntries: TAIL }),
   ...(CACHE_MIB === undefined ? {} : { cacheSizeMiB: CACHE_MIB }),
+  ...(KEY_CACHE_MIB === undefined ? {} : { keyCacheMiB: KEY_CACHE_MIB }),
 });
 results.openMs = Number(process.hrtime.bigint() - openedAt) / 1e6;
 try {
   let entries = store.counts().entries;
   console.log(
     `state bench: node ${process.version}, ${cpus().length} CPUs, load average ${loadavg()[0].toFixed(1)}, ` +
-      `mmap ${MMAP_MIB ?? 'default'} MiB, cache ${CACHE_MIB ?? 'default'} MiB, ${REUSE ? `reusing ${fmt(entries)} entries` : `${fmt(Number(args.find((a) => /^\d+$/.test(a)) ?? 5_000_000))} entries, ${fmt(COMMIT_ROWS)} per commit`}, file ${path}`,
+      `mmap ${MMAP_MIB ?? 'default'} MiB, cache ${CACHE_MIB ?? 'default'} MiB, key cache ${KEY_CACHE_MIB ?? 'default'} MiB, ${REUSE ? `reusing ${fmt(entries)} entries` : `${fmt(Number(args.find((a) => /^\d+$/.test(a)) ?? 5_000_000))} entries, ${fmt(COMMIT_ROWS)} per commit`}, file ${path}`,
   );
 
   // ---- build: what `map --state` writes, one commit per answered batch
@@ -222,12 +226,14 @@ try {
   const lookupMany = (keys) => store.lookupMany(keys).size;
   for (const [label, hitEvery, lookup, name] of [
     ['lookupStored 5,000 keys: all stored (random)', 1, lookupStored, 'all'],
+    // other keys at random again: the key blocks the first rounds read are kept in memory (keyCacheMiB)
+    ['lookupStored 5,000 keys: all stored (random), blocks read before kept', 1, lookupStored, 'all_again'],
     ['lookupStored 5,000 keys: all stored, in arrival order', -1, lookupStored, 'all_in_order'],
     ['lookupStored 5,000 keys: none stored', 0, lookupStored, 'none'],
     ['lookupStored 5,000 keys: half stored', 2, lookupStored, 'half'],
     ['lookupMany 5,000 keys: all stored (random)', 1, lookupMany, 'many_all'],
   ]) {
-    const rnd = picker(12345);
+    const rnd = picker(name === 'all_again' ? 54_321 : 12_345);
     let found = 0;
     c = clock();
     for (let round = 0; round < ROUNDS; round++) {

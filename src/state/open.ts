@@ -63,7 +63,7 @@ export function openState(path: string, options: OpenStateOptions): StateStore {
     migrate(db, path, readonly);
     checkEnvironment(db, path, options.envFingerprint);
     tightenSiblings(path);
-    return new SqliteStateStore(db, path, readonly, options.tailEntries);
+    return new SqliteStateStore(db, path, readonly, options.tailEntries, options.keyCacheMiB);
   } catch (err) {
     db.close();
     throw asStateError(err, path);

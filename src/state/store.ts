@@ -4,7 +4,15 @@ import type { DiiType } from '../identity/index.js';
 import { dayOf, decodeIds, encodeIds, firstAbove, sortedUnique } from './id-lists.js';
 import { inListPages } from './in-lists.js';
 import { KeyFilter } from './key-filter.js';
-import { LevelReader, arrayPairs, clearLevel, forEachLevelKeys, levelPairs, mergeIntoLevel } from './key-levels.js';
+import {
+  BlockBudget,
+  LevelReader,
+  arrayPairs,
+  clearLevel,
+  forEachLevelKeys,
+  levelPairs,
+  mergeIntoLevel,
+} from './key-levels.js';
 import { type LevelFilters, emptyFilter, readLevelFilters, readLevels, writeLevelFilter } from './level-filters.js';
 import { keyOf } from './lookup-key.js';
 import { StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
@@ -44,6 +52,9 @@ const MAX_IN_LIST = IN_LIST_SIZES[IN_LIST_SIZES.length - 1];
 // the sweep's default upper bound: past any id the table can hold
 const LAST_ID = Number.MAX_SAFE_INTEGER;
 const DEFAULT_TAIL_ENTRIES = 1_000_000;
+// the key blocks the level readers keep in memory (types.ts, keyCacheMiB)
+const DEFAULT_KEY_CACHE_MIB = 256;
+const MIB = 1_048_576;
 // rows per multi-row INSERT of new entries and of keys: one call into SQLite for that many rows
 const INSERT_ROWS = 64;
 // tail entries read per page when the tail is read from the file
@@ -142,8 +153,8 @@ export class SqliteStateStore implements StateStore {
    * the tail, whatever merges other connections made since (see readRowsByKeys).
    */
   private filters: LevelFilters | undefined = undefined;
-  /** Readers of the two levels' key blocks, made on first use. */
-  private levelReaders: { main: LevelReader; recent: LevelReader } | undefined = undefined;
+  /** Readers of the two levels' key blocks, with the blocks they keep in memory. */
+  private readonly levelReaders: { main: LevelReader; recent: LevelReader };
   private readonly tailEntries: number;
   private readonly lockFile: StateLock;
   private closed = false;
@@ -167,11 +178,17 @@ export class SqliteStateStore implements StateStore {
     readonly path: string,
     readonly readonly: boolean,
     tailEntries = DEFAULT_TAIL_ENTRIES,
+    keyCacheMiB = DEFAULT_KEY_CACHE_MIB,
   ) {
     this.stmts = prepareAll(db);
     this.walker = new RecordWalker(db);
     this.lockFile = new StateLock(path);
     this.tailEntries = Math.max(1, Math.floor(tailEntries));
+    const budget = new BlockBudget(Math.max(0, keyCacheMiB * MIB));
+    this.levelReaders = {
+      main: new LevelReader(db, 'key_blocks', budget),
+      recent: new LevelReader(db, 'key_blocks_recent', budget),
+    };
     this.commitTx = db.transaction(
       (updates: readonly EncodedUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => {
         this.writeUpdates(updates, nowS);
@@ -381,10 +398,6 @@ export class SqliteStateStore implements StateStore {
     }
     const ids: number[] = [];
     const onId = (id: number): void => void ids.push(id);
-    this.levelReaders ??= {
-      main: new LevelReader(this.db, 'key_blocks'),
-      recent: new LevelReader(this.db, 'key_blocks_recent'),
-    };
     // the levels' marks: a merge or fold since the last lookup (by any connection) moved them
     const { main: mainMark, upto } = readLevels(this.db);
     if (inMain.length > 0) this.levelReaders.main.idsOf(sortedUnique(inMain), `${mainMark}`, onId);
@@ -509,6 +522,9 @@ export class SqliteStateStore implements StateStore {
     this.savedTailChecked = false;
     this.filters = undefined;
     this.dueList = null;
+    // what they read may have been written by the transaction that failed
+    this.levelReaders.main.forget();
+    this.levelReaders.recent.forget();
   }
 
   /** The keys filters, read from the file on first use (inside the caller's transaction). */

@@ -209,6 +209,13 @@ export interface OpenStateOptions {
    */
   mmapMiB?: number;
   /**
+   * Key blocks (the lookup index's) that lookups keep in memory once read, in MiB (default 256; 0 keeps none). Keys
+   * are hashes, so lookups of stored keys at random read every block of a big state sooner or later: kept, a
+   * block costs no read from the file when asked again. A state's blocks take about 7 bytes per entry, so the
+   * default holds all of them up to about 35 million entries.
+   */
+  keyCacheMiB?: number;
+  /**
    * How many recently appended entries are indexed in memory before they are merged, sorted, into the file's
    * key levels (default 1,000,000). Bigger merges cost fewer page writes per entry and more memory.
    */

@@ -107,6 +107,41 @@ describe('a key block (format 2)', () => {
     ]);
   });
 
+  it('finds each key of a full block however its keys are spread between the first and the last', () => {
+    const next = random(29);
+    const spreads: Record<string, (i: number) => number> = {
+      even: () => Math.floor(next() * 2 ** 40),
+      // all but a few keys crowded at the low end, then far ones: a guess from the spread lands far off
+      crowdedLow: (i) => (i % 50 === 49 ? 2 ** 40 + Math.floor(next() * 2 ** 40) : Math.floor(next() * 1_000)),
+      crowdedHigh: (i) => (i % 50 === 49 ? Math.floor(next() * 2 ** 20) : 2 ** 40 + Math.floor(next() * 1_000)),
+      // runs of one key shared by several pairs
+      runs: (i) => Math.floor(i / 7) * 1_000 + (i % 7 === 6 ? 1 : 0),
+    };
+    for (const [name, keyOf] of Object.entries(spreads)) {
+      const pairs: Pair[] = [];
+      for (let i = 0; i < 120; i++) pairs.push([5_000 + keyOf(i), i + 1]);
+      pairs.sort(byKeyThenId);
+      const keys = pairs.map((p) => p[0]);
+      const block = new KeyBlock(
+        keys[0],
+        encodeBlock(
+          keys,
+          pairs.map((p) => p[1]),
+          0,
+          pairs.length,
+        ),
+      );
+      const asked = new Set<number>();
+      for (const k of keys) for (const near of [k - 1, k, k + 1]) asked.add(near);
+      asked.add(keys[0] - 1_000);
+      asked.add(keys[keys.length - 1] + 1_000);
+      for (const key of asked) {
+        const expected = pairs.filter((p) => p[0] === key).map((p) => p[1]);
+        expect({ name, key, ids: idsAt(block, key) }).toEqual({ name, key, ids: expected });
+      }
+    }
+  });
+
   it('is refused when its blob does not match its header, or its header is of no format', () => {
     const blob = encodeBlock([5, 6], [1, 2], 0, 2);
     expect(() => new KeyBlock(5, blob.subarray(0, blob.length - 1))).toThrow(/damaged/);

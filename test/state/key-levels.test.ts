@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { BLOCK_BYTES, type KeyBlock } from '../../src/state/key-blocks.js';
 import {
+  BlockBudget,
   type KeyLevel,
   LevelReader,
   arrayPairs,
@@ -141,6 +142,59 @@ describe('a level of key blocks', () => {
       (id) => laterFound.push(id),
     );
     expect(laterFound.sort((a, b) => a - b)).toEqual(later.map((p) => p[1]).sort((a, b) => a - b));
+  });
+});
+
+describe('a level reader keeping blocks', () => {
+  it('keeps the blocks it reads while the budget has room, until the level changes or it forgets them', () => {
+    const db = open();
+    const held = pairs(12_000, 1, random(5));
+    merge(db, 'key_blocks', held);
+    const rows = db.prepare('SELECT first_k, length(keys) FROM key_blocks ORDER BY first_k').raw().all() as [
+      number,
+      number,
+    ][];
+    const room = 10 * BLOCK_BYTES;
+    // blocks are read in key order, each kept when it fits in what is left
+    const kept = new Set<number>();
+    let left = room;
+    for (const [first, bytes] of rows) {
+      if (bytes > left) continue;
+      kept.add(first);
+      left -= bytes;
+    }
+    expect(kept.size).toBeGreaterThanOrEqual(10);
+    expect(kept.size).toBeLessThan(rows.length);
+    const budget = new BlockBudget(room);
+    const reader = new LevelReader(db, 'key_blocks', budget);
+    const firsts = rows.map(([first]) => first);
+    const idsOf = (keys: number[], version: string): number[] => {
+      const found: number[] = [];
+      reader.idsOf(keys, version, (id) => found.push(id));
+      return found.sort((a, b) => a - b);
+    };
+    const idsHeld = (keys: number[]): number[] =>
+      held
+        .filter(([k]) => keys.includes(k))
+        .map(([, id]) => id)
+        .sort((a, b) => a - b);
+    expect(idsOf(firsts, 'v1')).toEqual(idsHeld(firsts));
+    expect(budget.left).toBe(left);
+    // with the level gone from the file, the blocks kept still answer at the same version, the others cannot
+    db.exec('DELETE FROM key_blocks');
+    const keptFirsts = firsts.filter((f) => kept.has(f));
+    expect(idsOf(keptFirsts, 'v1')).toEqual(idsHeld(keptFirsts));
+    const other = firsts.find((f) => !kept.has(f)) ?? 0;
+    expect(() => idsOf([other], 'v1')).toThrow(/changed during a lookup/);
+    // a new version reads the level again: empty now
+    expect(idsOf(keptFirsts, 'v2')).toEqual([]);
+    expect(budget.left).toBe(room);
+    // forget gives back what the reader kept
+    merge(db, 'key_blocks', held);
+    expect(idsOf(firsts, 'v3')).toEqual(idsHeld(firsts));
+    expect(budget.left).toBe(left);
+    reader.forget();
+    expect(budget.left).toBe(room);
   });
 });
 

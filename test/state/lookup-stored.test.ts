@@ -176,6 +176,31 @@ describe('lookupStored', () => {
     }
   });
 
+  it('answers from key blocks kept in memory as from the file, through merges and folds by any connection', () => {
+    const file = t.file();
+    const writer = t.open(file, { tailEntries: 40 });
+    // a reader that keeps every block it reads, and one that keeps none
+    const keeping = t.open(file, { readonly: true, keyCacheMiB: 64 });
+    const all = updates(1_500);
+    const answersOf = (s: ReturnType<typeof t.open>, type: 'email' | 'phone', asked: string[]): string[] => {
+      const stored = s.lookupStored(type, asked);
+      return [...stored.at].map((i, k) => `${asked[i]} ${stored.u[k]} ${stored.status[k]}`).sort();
+    };
+    for (let i = 0; i < all.length; i += 100) {
+      writer.commitBatch(all.slice(i, i + 100), 500);
+      const asked = all.slice(0, i + 100).map((u) => u.hash);
+      for (const type of ['email', 'phone'] as const) {
+        const fresh = t.open(file, { readonly: true, keyCacheMiB: 0 });
+        const expected = answersOf(fresh, type, asked);
+        fresh.close();
+        expect(expected.length).toBe(all.slice(0, i + 100).filter((u) => u.type === type).length);
+        // the writer merged and folded since the keeping reader last looked: its blocks are read again
+        expect(answersOf(keeping, type, asked)).toEqual(expected);
+        expect(answersOf(writer, type, asked)).toEqual(expected);
+      }
+    }
+  });
+
   it('finds nothing in an empty file or for no hashes', () => {
     const s = t.open(t.file());
     expect(s.lookupStored('email', [b64('x')]).at.length).toBe(0);
