@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Benchmark of a level of key blocks alone (dist/state/key-levels.js on an in-memory SQLite database): merges
-// into it, a walk of all its pairs, lookups of keys it holds and does not hold, and the bytes its blocks take.
+// into it, a walk of all its pairs, lookups of keys it holds and does not hold (reading blocks from the database,
+// then with every block kept in memory, as a long run of lookups has them), and the bytes its blocks take.
 // Not a test: the figures depend on the machine. Each rate is given per wall second and per CPU second of this
 // process (the second is what a machine shared with other work still shows).
 //
@@ -25,6 +26,7 @@ if (!existsSync(join(STATE, 'key-levels.js'))) {
   process.exit(2);
 }
 const levels = await import(join(STATE, 'key-levels.js'));
+const { BlockBudget, LevelReader } = await import(join(STATE, 'level-reader.js'));
 const { KEY_BLOCK_TABLES } = await import(join(STATE, 'schema.js'));
 const Database = (await import(join(STATE, 'sqlite-driver.js'))).sqliteDriver();
 
@@ -88,7 +90,7 @@ console.log(
   `${'blobs: bytes per pair, per block'.padEnd(48)} ${(bytes[0] / total).toFixed(3)}, ${(bytes[0] / bytes[1]).toFixed(1)} (${fmt(bytes[1])} blocks)`,
 );
 
-const reader = new levels.LevelReader(db, 'key_blocks');
+const reader = new LevelReader(db, 'key_blocks');
 const pick = random(2);
 const held = [...new Set(Array.from({ length: LOOKUPS }, () => base.keys[Math.floor(pick() * PAIRS)]))].sort(
   (a, b) => a - b,
@@ -103,3 +105,20 @@ if (found < held.length) throw new Error(`found ${found} ids for ${held.length} 
 timed(`lookups of ${fmt(absent.length)} keys not held`, absent.length, 'lookups', () =>
   reader.idsOf(absent, 'warm', () => found++),
 );
+
+// every block kept (the whole level asked once), then held keys at random in sorted lists of 5,000, as a store asks
+const keeping = new LevelReader(db, 'key_blocks', new BlockBudget(Number.MAX_SAFE_INTEGER));
+const firsts = db.prepare('SELECT first_k FROM key_blocks ORDER BY first_k').pluck().all();
+keeping.idsOf(firsts, 'warm', () => {});
+const lists = [];
+for (let from = 0; from < held.length; from += 5_000) {
+  const picked = new Set();
+  while (picked.size < Math.min(5_000, held.length - from)) picked.add(base.keys[Math.floor(pick() * PAIRS)]);
+  lists.push([...picked].sort((a, b) => a - b));
+}
+const listed = lists.reduce((n, list) => n + list.length, 0);
+let foundKept = 0;
+timed(`lookups of ${fmt(listed)} held keys, blocks kept`, listed, 'lookups', () => {
+  for (const list of lists) keeping.idsOf(list, 'warm', () => foundKept++);
+});
+if (foundKept < listed) throw new Error(`found ${foundKept} ids for ${listed} held keys with blocks kept`);

@@ -182,14 +182,6 @@ function lengthOf(count: number, kb: number, ib: number): number {
   return BLOCK_HEADER + Math.ceil((count * (kb + ib)) / 8);
 }
 
-/** The length of the blob of the block that starts at `at` of `bytes` (blocks read one after the other). */
-export function blockLength(bytes: Buffer, at: number): number {
-  if (at + BLOCK_HEADER > bytes.length) throw new Error('a key block of the state file is cut short');
-  const kb = keyBitsOf(bytes[at], bytes[at + 1]);
-  if (kb === 0) throw new Error('a key block of the state file is damaged');
-  return lengthOf(bytes.readUInt16LE(at + 2), kb, idBitsOf(bytes[at], bytes[at + 1]));
-}
-
 /** Reads one block's pairs in place (either format). */
 export class KeyBlock {
   readonly count: number;
@@ -233,17 +225,112 @@ export class KeyBlock {
     return this.key(this.count - 1);
   }
 
-  /** Gives the id of every pair with this key. */
-  forEachId(key: number, onId: (id: number) => void): void {
+  /** Gives the id of every pair with this key, searched from its place in the block's range up to `end`. */
+  forEachId(key: number, onId: (id: number) => void, end = this.first + 2 ** this.kb): void {
+    const { blob, kb, ib, count } = this;
     const delta = key - this.first;
-    let lo = 0;
-    let hi = this.count;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (readBits(this.blob, 8 * BLOCK_HEADER + mid * this.kb, this.kb) < delta) lo = mid + 1;
-      else hi = mid;
+    forEachIdFrom(blob, 8 * BLOCK_HEADER, kb, ib, count, delta, guessOf(delta, end - this.first, count), onId);
+  }
+}
+
+/** A block's widths and pair count, as read from its header by `readHeader`. */
+export interface BlockHeader {
+  /** Bits per key difference and per id. */
+  kb: number;
+  ib: number;
+  count: number;
+}
+
+/**
+ * Reads the header of the block whose blob starts at byte `at` of `bytes` (blobs read one after the other) into
+ * `into`, and gives back the blob's length (either format). Throws when the header is of neither format, or when
+ * the blob would run past the bytes.
+ */
+export function readHeader(bytes: Uint8Array, at: number, into: BlockHeader): number {
+  if (at + BLOCK_HEADER > bytes.length) throw new Error('a key block of the state file is cut short');
+  const kb = keyBitsOf(bytes[at], bytes[at + 1]);
+  if (kb === 0) throw new Error('a key block of the state file is damaged');
+  const ib = idBitsOf(bytes[at], bytes[at + 1]);
+  const count = bytes[at + 2] | (bytes[at + 3] << 8);
+  const length = lengthOf(count, kb, ib);
+  if (at + length > bytes.length) throw new Error('a key block of the state file is cut short');
+  into.kb = kb;
+  into.ib = ib;
+  into.count = count;
+  return length;
+}
+
+/**
+ * Where a key `delta` above a block's first key most likely is among its `count` pairs, when the block's keys lie
+ * in [0, span) above the first: lookup keys are hash bits, spread evenly, so a guess by proportion lands within a
+ * few pairs, and the search from it (forEachIdFrom) reads one or two cache lines of the block instead of the
+ * several a binary search over the whole block touches.
+ */
+export function guessOf(delta: number, span: number, count: number): number {
+  const guess = Math.floor((delta / span) * count);
+  return guess <= 0 ? 0 : guess >= count ? count - 1 : guess;
+}
+
+/**
+ * Reads the bytes that pair `i`'s key and id start in (a block laid out as forEachIdFrom says) and gives back their
+ * sum, which is of no use but keeps the reads: done for many keys before any is searched, the cache misses of their
+ * blocks overlap instead of coming one after the other.
+ */
+export function touchPair(
+  bytes: Uint8Array,
+  keysBit: number,
+  kb: number,
+  ib: number,
+  count: number,
+  i: number,
+): number {
+  return bytes[(keysBit + i * kb) >>> 3] + bytes[(keysBit + count * kb + i * ib) >>> 3];
+}
+
+/**
+ * Gives the id of every pair whose key difference is `delta`, in a block whose `count` keys of kb bits start at
+ * bit `keysBit` of `bytes` (its ids, of ib bits, after them), searching from pair `guess`: steps doubling away
+ * from it until they pass the key, then halving. A good guess costs a few reads next to each other, a bad one
+ * (keys crowded in part of the range) no more than twice a binary search.
+ */
+export function forEachIdFrom(
+  bytes: Uint8Array,
+  keysBit: number,
+  kb: number,
+  ib: number,
+  count: number,
+  delta: number,
+  guess: number,
+  onId: (id: number) => void,
+): void {
+  // the first pair whose key is at or above delta lies in [lo, hi]
+  let lo: number;
+  let hi: number;
+  if (readBits(bytes, keysBit + guess * kb, kb) < delta) {
+    lo = guess + 1;
+    let step = 1;
+    while (lo + step - 1 < count && readBits(bytes, keysBit + (lo + step - 1) * kb, kb) < delta) {
+      lo += step;
+      step *= 2;
     }
-    for (let i = lo; i < this.count && this.key(i) === key; i++) onId(this.id(i));
+    hi = Math.min(count, lo + step - 1);
+  } else {
+    hi = guess;
+    let step = 1;
+    while (hi - step >= 0 && readBits(bytes, keysBit + (hi - step) * kb, kb) >= delta) {
+      hi -= step;
+      step *= 2;
+    }
+    lo = Math.max(0, hi - step + 1);
+  }
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (readBits(bytes, keysBit + mid * kb, kb) < delta) lo = mid + 1;
+    else hi = mid;
+  }
+  const idsBit = keysBit + count * kb;
+  for (let i = lo; i < count && readBits(bytes, keysBit + i * kb, kb) === delta; i++) {
+    onId(readBits(bytes, idsBit + i * ib, ib));
   }
 }
 

@@ -1,9 +1,6 @@
-/** The two levels of the lookup index as tables of key blocks: lookups by key, walks in key order, merges. */
-import type { Database, Statement } from 'better-sqlite3';
-import { firstAbove } from './id-lists.js';
-import { inListPages } from './in-lists.js';
-import { BlockWriter, KeyBlock, MAX_BLOCK_PAIRS, blockLength } from './key-blocks.js';
-import { IN_LIST_SIZES } from './queries.js';
+/** The two levels of the lookup index as tables of key blocks: walks in key order, merges (lookups: level-reader.ts). */
+import type { Database } from 'better-sqlite3';
+import { BlockWriter, KeyBlock, MAX_BLOCK_PAIRS } from './key-blocks.js';
 
 /** The main level (entries up to keys_main_upto) and the recent one (after it, up to keys_upto). */
 export type KeyLevel = 'key_blocks' | 'key_blocks_recent';
@@ -12,8 +9,6 @@ export type KeyLevel = 'key_blocks' | 'key_blocks_recent';
 const BLOCK_PAGE = 256;
 // keys given per batch by forEachLevelKeys
 const KEY_BATCH = 1 << 20;
-// blocks read per statement by a lookup
-const MAX_PAGE = IN_LIST_SIZES[IN_LIST_SIZES.length - 1];
 
 /** A sorted stream of (key, id) pairs: `next` moves to the next pair, false (and key Infinity) at the end. */
 export interface PairStream {
@@ -123,126 +118,6 @@ class BlockPairs {
     }
     block.decodeInto(this.keys, this.ids);
     this.count = block.count;
-  }
-}
-
-/**
- * What the level readers of one store may keep of their levels' blocks in memory, in bytes: shared by both levels,
- * taken as blocks are kept and given back when a level changes.
- */
-export class BlockBudget {
-  constructor(public left: number) {}
-}
-
-/**
- * Looks keys up in a level. The reader keeps the level's first keys (one number per block) in memory, finds the
- * block of each key there, and reads the blocks it needs in IN (...) lists by first key: one statement per list
- * instead of a descent per key. The blocks it reads it keeps while the budget has room: keys are hashes, so random
- * lookups of stored keys ask for every block of a big level, and a block kept saves one of the two reads from the
- * file each such lookup costs (the other is its entry's). Both are dropped when the level may have changed
- * (`version`: the levels' marks in meta, which every merge moves), or when the store forgets what it read (`forget`,
- * after a failed transaction).
- */
-export class LevelReader {
-  private firsts = new Float64Array(0);
-  private version = '';
-  private readonly statements = new Map<number, Statement>();
-  // the blocks kept, by index in firsts, and the bytes they take from the budget
-  private kept: (KeyBlock | undefined)[] = [];
-  private keptBytes = 0;
-
-  constructor(
-    private readonly db: Database,
-    private readonly level: KeyLevel,
-    private readonly budget = new BlockBudget(0),
-  ) {}
-
-  /** Drops the first keys and the blocks kept, giving their bytes back to the budget. */
-  forget(): void {
-    this.version = '';
-    this.firsts = new Float64Array(0);
-    this.kept = [];
-    this.budget.left += this.keptBytes;
-    this.keptBytes = 0;
-  }
-
-  /** Gives the id of every pair whose key is one of `sortedKeys` (ascending, each once). */
-  idsOf(sortedKeys: ArrayLike<number>, version: string, onId: (id: number) => void): void {
-    if (version !== this.version) {
-      this.forget();
-      const firsts = this.db.prepare(`SELECT first_k FROM ${this.level} ORDER BY first_k`).pluck().all() as number[];
-      this.firsts = Float64Array.from(firsts);
-      // one slot per block from the start: an array filled at random indexes would turn into a slow dictionary
-      this.kept = new Array<KeyBlock | undefined>(firsts.length).fill(undefined);
-      this.version = version;
-    }
-    // per key, the index of its block (keys below every block have none)
-    const blockOf = new Int32Array(sortedKeys.length);
-    const missing: number[] = [];
-    for (let i = 0; i < sortedKeys.length; i++) {
-      // the last block whose first key is at or below the key
-      const b = firstAbove(this.firsts, sortedKeys[i]) - 1;
-      blockOf[i] = b;
-      if (b >= 0 && this.kept[b] === undefined && missing[missing.length - 1] !== b) missing.push(b);
-    }
-    const read = missing.length > 0 ? this.readBlocks(missing) : [];
-    let m = 0;
-    let last = -1;
-    let block: KeyBlock | undefined;
-    for (let i = 0; i < sortedKeys.length; i++) {
-      const b = blockOf[i];
-      if (b < 0) continue;
-      if (b !== last) {
-        // blocks come in ascending order, and so do the ones read
-        if (m < missing.length && missing[m] === b) block = read[m++];
-        else block = this.kept[b];
-        last = b;
-      }
-      (block as KeyBlock).forEachId(sortedKeys[i], onId);
-    }
-  }
-
-  /** Reads the blocks of these indexes (ascending) from the file, in order, keeping those the budget has room for. */
-  private readBlocks(indexes: readonly number[]): KeyBlock[] {
-    const read: KeyBlock[] = [];
-    const firsts = indexes.map((b) => this.firsts[b]);
-    for (const [start, size, params] of inListPages(firsts)) {
-      const count = Math.min(MAX_PAGE, firsts.length - start);
-      // one row: the blocks' blobs one after the other, in first-key order (each says its own length)
-      const [found, blobs] = this.blockStatement(size).get(params) as [number, Buffer | null];
-      if (found !== count || blobs === null) {
-        throw new Error(`the ${this.level} level of the state file changed during a lookup; run again`);
-      }
-      let at = 0;
-      for (let w = start; w < start + count; w++) {
-        const end = at + blockLength(blobs, at);
-        const bytes = end - at;
-        if (bytes <= this.budget.left) {
-          // a copy: a block kept must not hold the whole statement's blob in memory
-          const block = new KeyBlock(firsts[w], Buffer.from(blobs.subarray(at, end)));
-          this.kept[indexes[w]] = block;
-          this.keptBytes += bytes;
-          this.budget.left -= bytes;
-          read.push(block);
-        } else read.push(new KeyBlock(firsts[w], blobs.subarray(at, end)));
-        at = end;
-      }
-    }
-    return read;
-  }
-
-  private blockStatement(size: number): Statement {
-    let stmt = this.statements.get(size);
-    if (stmt === undefined) {
-      stmt = this.db
-        .prepare(
-          `SELECT count(*), CAST(group_concat(keys, '') AS BLOB) FROM ${this.level} ` +
-            `WHERE first_k IN (${new Array(size).fill('?').join(',')})`,
-        )
-        .raw();
-      this.statements.set(size, stmt);
-    }
-    return stmt;
   }
 }
 

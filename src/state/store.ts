@@ -4,16 +4,9 @@ import type { DiiType } from '../identity/index.js';
 import { dayOf, decodeIds, encodeIds, firstAbove, sortedUnique } from './id-lists.js';
 import { inListPages } from './in-lists.js';
 import { KeyFilter } from './key-filter.js';
-import {
-  BlockBudget,
-  LevelReader,
-  arrayPairs,
-  clearLevel,
-  forEachLevelKeys,
-  levelPairs,
-  mergeIntoLevel,
-} from './key-levels.js';
+import { arrayPairs, clearLevel, forEachLevelKeys, levelPairs, mergeIntoLevel } from './key-levels.js';
 import { type LevelFilters, emptyFilter, readLevelFilters, readLevels, writeLevelFilter } from './level-filters.js';
+import { BlockBudget, LevelReader } from './level-reader.js';
 import { keyOf } from './lookup-key.js';
 import { StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
@@ -361,8 +354,8 @@ export class SqliteStateStore implements StateStore {
   }
 
   /**
-   * First the ids: merged entries' from each key level, for the keys its filter lets through (key-levels.ts
-   * LevelReader reads the blocks that may hold them); the tail's from its in-memory index. Then the
+   * First the ids: merged entries' from each key level, for the keys its filter lets through (its
+   * LevelReader, level-reader.ts, reads the blocks that may hold them); the tail's from its in-memory index. Then the
    * entries, by id in ascending order, so that they are read in table order.
    *
    * A key is looked for in the main level when either filter may hold it: another connection may have folded

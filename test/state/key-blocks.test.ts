@@ -4,10 +4,12 @@ import {
   BLOCK_BYTES,
   BLOCK_HEADER,
   BlockWriter,
+  type BlockHeader,
   KeyBlock,
   bitsOf,
-  blockLength,
   encodeBlock,
+  forEachIdFrom,
+  readHeader,
 } from '../../src/state/key-blocks.js';
 import { encodeV1Block } from './key-blocks-v1.js';
 import { type Pair, byKeyThenId, random } from './pairs.js';
@@ -21,6 +23,11 @@ function valuesOf(bits: number, n: number, next: () => number): number[] {
   const set = new Set([0, top, Math.floor(top / 2), ...EDGES.filter((v) => v <= top)]);
   for (let i = 0; i < n; i++) set.add(Math.floor(next() * (top + 1)));
   return [...set].sort((a, b) => a - b);
+}
+
+/** The length of the block at `at` of `bytes`, from its header (readHeader). */
+function lengthAt(bytes: Uint8Array, at: number): number {
+  return readHeader(bytes, at, { kb: 0, ib: 0, count: 0 });
 }
 
 function idsAt(block: KeyBlock, key: number): number[] {
@@ -74,7 +81,9 @@ describe('a key block (format 2)', () => {
         );
         expect([blob[0], blob[1], blob.readUInt16LE(2)]).toEqual([0x40 + kb, ib, pairs.length]);
         expect(blob.length).toBe(BLOCK_HEADER + Math.ceil((pairs.length * (kb + ib)) / 8));
-        expect(blockLength(blob, 0)).toBe(blob.length);
+        const header: BlockHeader = { kb: 0, ib: 0, count: 0 };
+        expect(readHeader(blob, 0, header)).toBe(blob.length);
+        expect(header).toEqual({ kb, ib, count: pairs.length });
         expectHolds(new KeyBlock(first, blob), pairs);
       }
     }
@@ -84,8 +93,11 @@ describe('a key block (format 2)', () => {
     const a = encodeBlock([10, 11, 500], [7, 8, 2 ** 40], 0, 3);
     const b = encodeBlock([2 ** 46, 2 ** 47 - 1], [1, 2], 0, 2);
     const joined = Buffer.concat([a, b, Buffer.from([0xff, 0xff, 0xff])]);
-    expect(blockLength(joined, 0)).toBe(a.length);
-    expect(blockLength(joined, a.length)).toBe(b.length);
+    expect(lengthAt(joined, 0)).toBe(a.length);
+    expect(lengthAt(joined, a.length)).toBe(b.length);
+    // a block whose header says more bytes than are left is cut short
+    expect(() => lengthAt(joined.subarray(0, a.length + b.length - 1), a.length)).toThrow(/cut short/);
+    expect(() => lengthAt(joined, a.length + b.length + 1)).toThrow(/cut short/);
     // no stray bits: the bytes around a block do not leak into its values
     const block = new KeyBlock(2 ** 46, joined.subarray(a.length, a.length + b.length));
     expectHolds(block, [
@@ -142,6 +154,36 @@ describe('a key block (format 2)', () => {
     }
   });
 
+  it('gives the same ids searched from any pair of the block', () => {
+    const next = random(37);
+    const pairs: Pair[] = [];
+    for (let i = 0; i < 150; i++) pairs.push([7_000 + Math.floor(next() * 2 ** 30), i + 1]);
+    // a key shared by three pairs, at the start, in the middle and at the end of the block
+    for (const at of [0, 75, 149]) pairs.push([pairs[at][0], 1_000 + at], [pairs[at][0], 2_000 + at]);
+    pairs.sort(byKeyThenId);
+    const keys = pairs.map((p) => p[0]);
+    const blob = encodeBlock(
+      keys,
+      pairs.map((p) => p[1]),
+      0,
+      pairs.length,
+    );
+    const header: BlockHeader = { kb: 0, ib: 0, count: 0 };
+    readHeader(blob, 0, header);
+    const asked = new Set([keys[0] - 1, keys[keys.length - 1] + 1]);
+    for (const k of keys) for (const near of [k - 1, k, k + 1]) asked.add(near);
+    for (const key of asked) {
+      const expected = pairs.filter((p) => p[0] === key).map((p) => p[1]);
+      for (let guess = 0; guess < header.count; guess++) {
+        const found: number[] = [];
+        forEachIdFrom(blob, 8 * BLOCK_HEADER, header.kb, header.ib, header.count, key - keys[0], guess, (id) =>
+          found.push(id),
+        );
+        if (found.join() !== expected.join()) expect({ key, guess, found }).toEqual({ key, guess, found: expected });
+      }
+    }
+  });
+
   it('is refused when its blob does not match its header, or its header is of no format', () => {
     const blob = encodeBlock([5, 6], [1, 2], 0, 2);
     expect(() => new KeyBlock(5, blob.subarray(0, blob.length - 1))).toThrow(/damaged/);
@@ -160,7 +202,7 @@ describe('a key block (format 2)', () => {
       bad[0] = b0;
       bad[1] = b1;
       expect(() => new KeyBlock(5, bad)).toThrow(/damaged/);
-      expect(() => blockLength(bad, 0)).toThrow(/damaged/);
+      expect(() => lengthAt(bad, 0)).toThrow(/damaged/);
     }
   });
 });
@@ -172,7 +214,7 @@ describe('a key block of format 1 (old files)', () => {
       '03020400' + '000000' + '000000' + 'ff0000' + '880d01' + '0300' + '0900' + '0200' + '2c01',
       'hex',
     );
-    expect(blockLength(blob, 0)).toBe(blob.length);
+    expect(lengthAt(blob, 0)).toBe(blob.length);
     const block = new KeyBlock(1_000, blob);
     expect(Array.from({ length: block.count }, (_, i) => [block.key(i), block.id(i)])).toEqual([
       [1_000, 3],
@@ -201,7 +243,7 @@ describe('a key block of format 1 (old files)', () => {
           ids,
         );
         expect([blob[0], blob[1]]).toEqual([kw, iw]);
-        expect(blockLength(Buffer.concat([blob, blob]), blob.length)).toBe(blob.length);
+        expect(lengthAt(Buffer.concat([blob, blob]), blob.length)).toBe(blob.length);
         expectHolds(new KeyBlock(first, blob), pairs);
       }
     }

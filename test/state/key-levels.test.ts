@@ -2,15 +2,14 @@
 import { describe, expect, it } from 'vitest';
 import { BLOCK_BYTES, type KeyBlock } from '../../src/state/key-blocks.js';
 import {
-  BlockBudget,
   type KeyLevel,
-  LevelReader,
   arrayPairs,
   clearLevel,
   levelBlocks,
   levelPairs,
   mergeIntoLevel,
 } from '../../src/state/key-levels.js';
+import { BlockBudget, LevelReader } from '../../src/state/level-reader.js';
 import { KEY_BLOCK_TABLES } from '../../src/state/schema.js';
 import Database from '../helpers/sqlite-driver.js';
 import { encodeV1Block } from './key-blocks-v1.js';
@@ -195,6 +194,58 @@ describe('a level reader keeping blocks', () => {
     expect(budget.left).toBe(left);
     reader.forget();
     expect(budget.left).toBe(room);
+  });
+});
+
+describe('a level reader keeping a big level', () => {
+  it('answers from what it kept as from the file, over many chunks of kept blocks and a block bigger than one', () => {
+    const db = open();
+    const next = random(43);
+    const held = pairs(170_000, 1, next);
+    // a key shared by so many pairs that its block is bigger than the first chunks blocks are kept in
+    const crowded = held[85_000][0];
+    for (let i = 0; i < 30_000; i++) held.push([crowded, 200_000 + i]);
+    held.sort(byKeyThenId);
+    merge(db, 'key_blocks', held);
+    const blockBytes = db.prepare('SELECT sum(length(keys)), max(length(keys)) FROM key_blocks').raw().get() as [
+      number,
+      number,
+    ];
+    expect(blockBytes[0]).toBeGreaterThan(2 ** 20);
+    expect(blockBytes[1]).toBeGreaterThan(2 ** 16);
+    const model = new Map<number, number[]>();
+    for (const [k, id] of held) {
+      const list = model.get(k);
+      if (list === undefined) model.set(k, [id]);
+      else list.push(id);
+    }
+    const absent = Array.from({ length: 5_000 }, () => Math.floor(next() * 2 ** 47)).filter((k) => !model.has(k));
+    const asked = [...model.keys(), ...absent].sort((a, b) => a - b);
+    const budget = new BlockBudget(2 ** 30);
+    const reader = new LevelReader(db, 'key_blocks', budget);
+    const idsByKey = (keys: number[]): Map<number, number[]> => {
+      const found = new Map<number, number[]>();
+      // asked in pieces of 5,000 keys, as lookups ask
+      for (let from = 0; from < keys.length; from += 5_000) {
+        const piece = keys.slice(from, from + 5_000);
+        const ids: number[] = [];
+        reader.idsOf(piece, 'v1', (id) => ids.push(id));
+        for (const id of ids) {
+          const key = keyOfId.get(id) as number;
+          const list = found.get(key);
+          if (list === undefined) found.set(key, [id]);
+          else list.push(id);
+        }
+      }
+      for (const list of found.values()) list.sort((a, b) => a - b);
+      return found;
+    };
+    const keyOfId = new Map(held.map(([k, id]) => [id, k]));
+    expect(idsByKey(asked)).toEqual(model);
+    expect(budget.left).toBe(2 ** 30 - blockBytes[0]);
+    // every block kept: with the level gone from the file, the same answers at the same version
+    db.exec('DELETE FROM key_blocks');
+    expect(idsByKey(asked)).toEqual(model);
   });
 });
 

@@ -1,0 +1,218 @@
+/** Lookups of keys in one level of the lookup index, with the blocks read kept in memory while a budget has room. */
+import type { Database, Statement } from 'better-sqlite3';
+import { FirstKeys } from './first-keys.js';
+import { inListPages } from './in-lists.js';
+import { BLOCK_HEADER, type BlockHeader, forEachIdFrom, guessOf, readHeader, touchPair } from './key-blocks.js';
+import type { KeyLevel } from './key-levels.js';
+import { KeptBlocks } from './kept-blocks.js';
+import { IN_LIST_SIZES } from './queries.js';
+
+// blocks read per statement by a lookup
+const MAX_PAGE = IN_LIST_SIZES[IN_LIST_SIZES.length - 1];
+// lookup keys are below 2^47: the end of the last block's range
+const KEY_SPACE = 2 ** 47;
+
+/**
+ * What the level readers of one store may keep of their levels' blocks in memory, in bytes: shared by both levels,
+ * taken as blocks are kept and given back when a level changes.
+ */
+export class BlockBudget {
+  constructor(public left: number) {}
+}
+
+/** Per key of one idsOf call: its block, and where and how to search it. Reused from call to call. */
+class Searches {
+  block = new Int32Array(0);
+  bytes: Uint8Array[] = [];
+  keysBit = new Float64Array(0);
+  kb = new Uint8Array(0);
+  ib = new Uint8Array(0);
+  count = new Int32Array(0);
+  delta = new Float64Array(0);
+  guess = new Int32Array(0);
+
+  /** Room for n keys. */
+  fit(n: number): void {
+    if (this.block.length >= n) return;
+    this.block = new Int32Array(n);
+    this.keysBit = new Float64Array(n);
+    this.kb = new Uint8Array(n);
+    this.ib = new Uint8Array(n);
+    this.count = new Int32Array(n);
+    this.delta = new Float64Array(n);
+    this.guess = new Int32Array(n);
+  }
+}
+
+/** The blocks one readBlocks call read, by their place in its list: where each one's pairs are, and its header. */
+class ReadBlocks {
+  readonly bytes: Uint8Array[];
+  readonly keysBit: Float64Array;
+  readonly kb: Uint8Array;
+  readonly ib: Uint8Array;
+  readonly count: Int32Array;
+
+  constructor(n: number) {
+    this.bytes = new Array<Uint8Array>(n);
+    this.keysBit = new Float64Array(n);
+    this.kb = new Uint8Array(n);
+    this.ib = new Uint8Array(n);
+    this.count = new Int32Array(n);
+  }
+
+  set(w: number, bytes: Uint8Array, keysBit: number, header: BlockHeader): void {
+    this.bytes[w] = bytes;
+    this.keysBit[w] = keysBit;
+    this.kb[w] = header.kb;
+    this.ib[w] = header.ib;
+    this.count[w] = header.count;
+  }
+}
+
+/**
+ * Looks keys up in a level. The reader keeps the level's first keys (one number per block) in memory, finds the
+ * block of each key there, and reads the blocks it needs in IN (...) lists by first key: one statement per list
+ * instead of a descent per key. The blocks it reads it keeps while the budget has room: keys are hashes, so random
+ * lookups of stored keys ask for every block of a big level, and a block kept saves one of the two reads from the
+ * file each such lookup costs (the other is its entry's). Both are dropped when the level may have changed
+ * (`version`: the levels' marks in meta, which every merge moves), or when the store forgets what it read (`forget`,
+ * after a failed transaction).
+ *
+ * A lookup of many keys goes in three passes over them: each key's block; each key's likely place in its block
+ * (guessOf), reading the bytes there; then the search from that place. The reads of the second pass do not wait
+ * on one another, so the cache misses of thousands of blocks overlap; searched one key after the other, each
+ * block's misses came in turn.
+ */
+export class LevelReader {
+  private firstKeys = new FirstKeys(new Float64Array(0));
+  private kept = new KeptBlocks(0);
+  private version = '';
+  private readonly statements = new Map<number, Statement>();
+  private readonly searches = new Searches();
+  private readonly header: BlockHeader = { kb: 0, ib: 0, count: 0 };
+  // the sum of the bytes the second pass reads, kept so that the reads are not left out as unused
+  touched = 0;
+
+  constructor(
+    private readonly db: Database,
+    private readonly level: KeyLevel,
+    private readonly budget = new BlockBudget(0),
+  ) {}
+
+  /** Drops the first keys and the blocks kept, giving their bytes back to the budget. */
+  forget(): void {
+    this.version = '';
+    this.budget.left += this.kept.bytes;
+    this.firstKeys = new FirstKeys(new Float64Array(0));
+    this.kept = new KeptBlocks(0);
+  }
+
+  /** Gives the id of every pair whose key is one of `sortedKeys` (ascending, each once). */
+  idsOf(sortedKeys: ArrayLike<number>, version: string, onId: (id: number) => void): void {
+    if (version !== this.version) {
+      this.forget();
+      const firsts = this.db.prepare(`SELECT first_k FROM ${this.level} ORDER BY first_k`).pluck().all() as number[];
+      this.firstKeys = new FirstKeys(Float64Array.from(firsts));
+      this.kept = new KeptBlocks(firsts.length);
+      this.version = version;
+    }
+    const n = sortedKeys.length;
+    const s = this.searches;
+    s.fit(n);
+    const { firstKeys, kept } = this;
+    const { firsts } = firstKeys;
+    const missing: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const b = firstKeys.blockOf(sortedKeys[i]);
+      s.block[i] = b;
+      if (b >= 0 && !kept.has(b) && missing[missing.length - 1] !== b) missing.push(b);
+    }
+    const read = missing.length > 0 ? this.readBlocks(missing) : null;
+    let m = 0;
+    let touched = 0;
+    for (let i = 0; i < n; i++) {
+      const b = s.block[i];
+      if (b < 0) continue;
+      const first = firsts[b];
+      let kb: number;
+      let count: number;
+      if (kept.has(b)) {
+        s.bytes[i] = kept.chunks[kept.chunkOf[b]];
+        s.keysBit[i] = kept.keysBit[b];
+        kb = kept.kb[b];
+        s.ib[i] = kept.ib[b];
+        count = kept.count[b];
+      } else {
+        // blocks come in ascending order, and so do the ones read
+        while (missing[m] !== b) m++;
+        const r = read as ReadBlocks;
+        s.bytes[i] = r.bytes[m];
+        s.keysBit[i] = r.keysBit[m];
+        kb = r.kb[m];
+        s.ib[i] = r.ib[m];
+        count = r.count[m];
+      }
+      s.kb[i] = kb;
+      s.count[i] = count;
+      const delta = sortedKeys[i] - first;
+      s.delta[i] = delta;
+      const span = (b + 1 < firsts.length ? firsts[b + 1] : KEY_SPACE) - first;
+      const guess = guessOf(delta, span, count);
+      s.guess[i] = guess;
+      touched += touchPair(s.bytes[i], s.keysBit[i], kb, s.ib[i], count, guess);
+    }
+    this.touched = touched;
+    for (let i = 0; i < n; i++) {
+      if (s.block[i] < 0) continue;
+      forEachIdFrom(s.bytes[i], s.keysBit[i], s.kb[i], s.ib[i], s.count[i], s.delta[i], s.guess[i], onId);
+    }
+    // the references to blocks not kept go with the call
+    s.bytes.length = 0;
+  }
+
+  /**
+   * Reads the blocks of these indexes (ascending) from the file, in order, keeping those the budget has room for;
+   * gives where each one's pairs are, kept or not.
+   */
+  private readBlocks(indexes: readonly number[]): ReadBlocks {
+    const read = new ReadBlocks(indexes.length);
+    const { firsts } = this.firstKeys;
+    const header = this.header;
+    const wanted = indexes.map((b) => firsts[b]);
+    for (const [start, size, params] of inListPages(wanted)) {
+      const count = Math.min(MAX_PAGE, wanted.length - start);
+      // one row: the blocks' blobs one after the other, in first-key order (each says its own length)
+      const [found, blobs] = this.blockStatement(size).get(params) as [number, Buffer | null];
+      if (found !== count || blobs === null) {
+        throw new Error(`the ${this.level} level of the state file changed during a lookup; run again`);
+      }
+      let at = 0;
+      for (let w = start; w < start + count; w++) {
+        const length = readHeader(blobs, at, header);
+        const b = indexes[w];
+        if (length <= this.budget.left) {
+          this.kept.keep(b, blobs, at, length, header);
+          this.budget.left -= length;
+          read.set(w, this.kept.chunks[this.kept.chunkOf[b]], this.kept.keysBit[b], header);
+        } else read.set(w, blobs, 8 * (at + BLOCK_HEADER), header);
+        at += length;
+      }
+      if (at !== blobs.length) throw new Error('a key block of the state file is damaged');
+    }
+    return read;
+  }
+
+  private blockStatement(size: number): Statement {
+    let stmt = this.statements.get(size);
+    if (stmt === undefined) {
+      stmt = this.db
+        .prepare(
+          `SELECT count(*), CAST(group_concat(keys, '') AS BLOB) FROM ${this.level} ` +
+            `WHERE first_k IN (${new Array(size).fill('?').join(',')})`,
+        )
+        .raw();
+      this.statements.set(size, stmt);
+    }
+    return stmt;
+  }
+}
