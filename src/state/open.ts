@@ -250,6 +250,14 @@ function asStateError(err: unknown, path: string): unknown {
   if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY' || code === 'SQLITE_PERM') {
     return new StateError(`cannot open state file ${path}: check its permissions and those of its directory`, path);
   }
+  if (code === 'SQLITE_READONLY_ROLLBACK') {
+    // a hot journal: only a connection that may write can roll it back, as the next writing open does
+    return new StateError(
+      `state file ${path} has a rollback journal (${path}-journal) left by a run that was killed while it wrote; ` +
+        `a command that writes the file rolls it back (uid2-batch state checkpoint ${path}), then read it again`,
+      path,
+    );
+  }
   if (code === 'SQLITE_BUSY') {
     return new StateError(
       `state file ${path} is busy: another process holds a write on it; try again when it has finished`,

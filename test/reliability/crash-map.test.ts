@@ -145,7 +145,8 @@ describe(`map --state killed at ${POINTS} seeded points, then run again`, () => 
       expect(existsSync(out)).toBe(false);
       const left = leftovers(runDir, ['state.db', 'state.db-wal', 'state.db-shm', 'state.db.lock']);
       if (point.signal === 'SIGINT') expect(left).toEqual([]);
-      else for (const name of left) expect(name).toMatch(/^\.mapped\.csv\.\d+\.tmp$/);
+      // and SQLite's rollback journal of a kill while a new file is switched to WAL (the next open rolls it back)
+      else for (const name of left) expect(name).toMatch(/^(\.mapped\.csv\.\d+\.tmp|state\.db-journal)$/);
 
       // the state: intact, and every entry in it is what the service answered (a kill before the file exists
       // leaves none, which is as good)

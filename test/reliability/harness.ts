@@ -231,7 +231,9 @@ const B64_44 = /^[A-Za-z0-9+/]{43}=$/;
  * the code it checks), runs PRAGMA integrity_check and reads every entry.
  */
 export function inspectState(path: string): StateReport {
-  const db = new Database(path, { readonly: true, fileMustExist: true });
+  // a kill while a new file was switched to WAL leaves SQLite's rollback journal, which only a connection that may
+  // write rolls back (as the next run's open does)
+  const db = new Database(path, { readonly: !existsSync(`${path}-journal`), fileMustExist: true });
   try {
     const findings = db.pragma('integrity_check') as { integrity_check: string }[];
     const integrity = findings.map((f) => f.integrity_check).join('\n');

@@ -1,9 +1,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, statSync, writeFileSync } from 'node:fs';
 import Database from '../helpers/sqlite-driver.js';
 import {
   SCHEMA_VERSION,
   StateEnvMismatchError,
+  StateError,
   StateFormatError,
   StateNotFoundError,
   StateReadonlyError,
@@ -73,6 +74,54 @@ describe('openState: creating and reopening', () => {
     } finally {
       raw.close();
     }
+  });
+});
+
+describe('openState: a rollback journal left by a killed run', () => {
+  /**
+   * A file as a process killed while it wrote leaves it: pages written into it and a hot journal beside it. Made by
+   * copying both while a transaction that has spilled pages to the file is still open.
+   */
+  function withHotJournal(): string {
+    const source = t.file();
+    writeFileSync(source, '');
+    const db = new Database(source);
+    try {
+      db.pragma('cache_size = 2');
+      db.exec('BEGIN; CREATE TABLE t (a)');
+      const insert = db.prepare('INSERT INTO t VALUES (?)');
+      for (let i = 0; i < 200; i++) insert.run(Buffer.alloc(2_000, i));
+      const copy = t.file();
+      copyFileSync(source, copy);
+      copyFileSync(`${source}-journal`, `${copy}-journal`);
+      db.exec('ROLLBACK');
+      return copy;
+    } finally {
+      db.close();
+    }
+  }
+
+  it('is named, with what to do, by a read-only open; a writing open rolls it back and goes on', () => {
+    const path = withHotJournal();
+    expect(statSync(path).size).toBeGreaterThan(0);
+    let caught: unknown;
+    try {
+      openState(path, { envFingerprint: ENV, readonly: true });
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(StateError);
+    expect((caught as Error).message).toBe(
+      `state file ${path} has a rollback journal (${path}-journal) left by a run that was killed while it wrote; ` +
+        `a command that writes the file rolls it back (uid2-batch state checkpoint ${path}), then read it again`,
+    );
+    // the file was empty before the killed write: rolled back, it is made a state
+    const s = t.open(path);
+    expect(existsSync(`${path}-journal`)).toBe(false);
+    expect(s.counts()).toEqual({ entries: 0, mapped: 0, optout: 0, invalid: 0 });
+    s.close();
+    const again = t.open(path, { readonly: true });
+    expect(again.meta().envFingerprint).toBe(ENV);
   });
 });
 
