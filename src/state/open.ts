@@ -12,6 +12,10 @@ type Connection = Database.Database;
 const OWNER_ONLY = 0o600;
 // the page cache: small, because lookups read pages at random (types.ts, cacheSizeMiB)
 const DEFAULT_CACHE_MIB = 8;
+// the file mapped into memory up to this many MiB: about SQLite's most in the driver's build (types.ts, mmapMiB)
+const DEFAULT_MMAP_MIB = 2047;
+// sets the default of mmapMiB for every state file the process opens (0: read with system calls only)
+export const MMAP_ENV = 'UID2_BATCH_STATE_MMAP_MIB';
 
 /**
  * Opens (or creates) a state file: WAL, synchronous=NORMAL, owner-only permissions, schema migrated to the
@@ -23,6 +27,7 @@ const DEFAULT_CACHE_MIB = 8;
 export function openState(path: string, options: OpenStateOptions): StateStore {
   // first: a missing driver is an installation problem, to be reported before any file is created
   const Driver = sqliteDriver();
+  const mmapMiB = options.mmapMiB ?? mmapFromEnvironment(path);
   const readonly = options.readonly ?? false;
   const create = (options.create ?? true) && !readonly;
   const existing = statOrNull(path);
@@ -41,7 +46,7 @@ export function openState(path: string, options: OpenStateOptions): StateStore {
   }
   try {
     db.pragma(`cache_size = ${-Math.round((options.cacheSizeMiB ?? DEFAULT_CACHE_MIB) * 1024)}`);
-    db.pragma(`mmap_size = ${Math.max(0, Math.round((options.mmapMiB ?? 0) * 1024 * 1024))}`);
+    db.pragma(`mmap_size = ${Math.max(0, Math.round(mmapMiB * 1024 * 1024))}`);
     // IN (...) lists and GROUP BY sort in temporary b-trees: keep them off the disk
     db.pragma('temp_store = MEMORY');
     const tables = tableNames(db);
@@ -68,6 +73,19 @@ export function openState(path: string, options: OpenStateOptions): StateStore {
     db.close();
     throw asStateError(err, path);
   }
+}
+
+/** The mmapMiB that UID2_BATCH_STATE_MMAP_MIB sets, or the default; a value that is not a whole number is refused. */
+function mmapFromEnvironment(path: string): number {
+  const text = (process.env[MMAP_ENV] ?? '').trim();
+  if (text === '') return DEFAULT_MMAP_MIB;
+  if (!/^\d{1,7}$/.test(text)) {
+    throw new StateError(
+      `${MMAP_ENV} must be a whole number of MiB of the state file to map into memory (0 maps none), not "${text}"`,
+      path,
+    );
+  }
+  return Number(text);
 }
 
 function statOrNull(path: string): Stats | null {

@@ -203,9 +203,14 @@ export interface OpenStateOptions {
    */
   cacheSizeMiB?: number;
   /**
-   * Memory-map up to this many MiB of the file (default 0: off; SQLite maps at most about 2 GiB). Lookups of stored
-   * entries read pages without copying them (see npm run bench:state), but every page touched then counts in the
-   * process's RSS: up to the whole mapped size on a big state.
+   * Memory-map up to this many MiB of the file (0: off). By default 2047, about the most SQLite maps (a state of
+   * some 20 million entries), or what the environment variable UID2_BATCH_STATE_MMAP_MIB says. Lookups of stored
+   * entries then read their pages in place instead of copying each one out of the system's cache (see npm run
+   * bench:state and --mmap), commits are no slower. The pages touched count in the process's RSS, up to the
+   * mapped size, though they are the system's file cache, which it takes back when memory runs short, as it would
+   * the same pages read without the map. An I/O error on a mapped page ends the process (SIGBUS) instead of
+   * failing the call, so a state on storage that may fail under the process (a network mount) is better read with
+   * 0; SQLite's WAL needs a local file anyway.
    */
   mmapMiB?: number;
   /**

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { copyFileSync, existsSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import Database from '../helpers/sqlite-driver.js';
 import {
   SCHEMA_VERSION,
@@ -10,6 +10,7 @@ import {
   StateReadonlyError,
   openState,
 } from '../../src/state/index.js';
+import { MMAP_ENV } from '../../src/state/open.js';
 import { ENV, b64, tmpStates } from './tmp-state.js';
 
 const t = tmpStates();
@@ -64,6 +65,50 @@ describe('openState: creating and reopening', () => {
     const mapped = t.open(path, { mmapMiB: 64, readonly: true });
     expect(mapped.lookupHashes('email', [b64('m')]).get(b64('m'))?.u).toBe(b64('mu'));
   });
+
+  it.runIf(existsSync('/proc/self/maps'))(
+    'maps the file into memory by default, not with mmapMiB 0 or UID2_BATCH_STATE_MMAP_MIB=0',
+    () => {
+      const path = t.file();
+      const w = t.open(path);
+      w.commitBatch([{ type: 'email', hash: b64('m'), outcome: { kind: 'mapped', u: b64('mu'), p: null, r: 9 } }], 1);
+      w.close();
+      // the process's mappings name the file while a store reads it through a map (Linux; its -shm is always mapped)
+      const mapped = (): boolean =>
+        readFileSync('/proc/self/maps', 'utf8')
+          .split('\n')
+          .some((line) => line.endsWith(` ${path}`));
+      const readWith = (options: { mmapMiB?: number }, env: string | undefined): boolean => {
+        const old = process.env[MMAP_ENV];
+        if (env === undefined) delete process.env[MMAP_ENV];
+        else process.env[MMAP_ENV] = env;
+        try {
+          const s = openState(path, { envFingerprint: ENV, readonly: true, ...options });
+          try {
+            expect(s.lookupHashes('email', [b64('m')]).get(b64('m'))?.u).toBe(b64('mu'));
+            return mapped();
+          } finally {
+            s.close();
+          }
+        } finally {
+          if (old === undefined) delete process.env[MMAP_ENV];
+          else process.env[MMAP_ENV] = old;
+        }
+      };
+      expect(mapped()).toBe(false);
+      expect(readWith({}, undefined)).toBe(true);
+      expect(mapped()).toBe(false);
+      expect(readWith({ mmapMiB: 0 }, undefined)).toBe(false);
+      expect(readWith({}, '0')).toBe(false);
+      expect(readWith({}, ' 64 ')).toBe(true);
+      // the option wins over the variable
+      expect(readWith({ mmapMiB: 64 }, '0')).toBe(true);
+      for (const bad of ['-1', '1.5', 'lots', '2GiB']) {
+        expect(() => readWith({}, bad)).toThrow(StateError);
+        expect(() => readWith({}, bad)).toThrow(`${MMAP_ENV} must be a whole number of MiB`);
+      }
+    },
+  );
 
   it('keeps the file in WAL mode', () => {
     const path = t.file();
