@@ -82,6 +82,8 @@ const STATE_USER_ERRORS = new Set([
   'StateLockedError',
   'StateNotFoundError',
   'StateFormatError',
+  'StateJournalError',
+  'StateSettingError',
 ]);
 
 /** Answers of the service other than 401 and clock skew, after the client's retries: the run failed. */

@@ -27,6 +27,23 @@ export class StateEnvMismatchError extends StateError {
   }
 }
 
+/**
+ * A rollback journal beside the file, left by a run killed while it wrote (SQLite writes a new file's switch to WAL
+ * through one): the next writing open rolls it back, a read-only one cannot.
+ */
+export class StateJournalError extends StateError {
+  constructor(path: string) {
+    super(
+      `state file ${path} has a rollback journal (${path}-journal) left by a run that was killed while it wrote; ` +
+        `a command that writes the file rolls it back (uid2-batch state checkpoint ${path}), then read it again`,
+      path,
+    );
+  }
+}
+
+/** A setting of how state files are opened (an environment variable) that cannot be used. */
+export class StateSettingError extends StateError {}
+
 /** Not SQLite, not a uid2-batch state, or a schema this version cannot read. */
 export class StateFormatError extends StateError {}
 

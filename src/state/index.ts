@@ -7,9 +7,11 @@ export {
   StateError,
   StateEnvMismatchError,
   StateFormatError,
+  StateJournalError,
   StateLockedError,
   StateNotFoundError,
   StateReadonlyError,
+  StateSettingError,
 } from './errors.js';
 export { SCHEMA_VERSION } from './schema.js';
 export type * from './types.js';

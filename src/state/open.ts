@@ -1,6 +1,13 @@
 import { chmodSync, closeSync, fchmodSync, openSync, statSync, type Stats } from 'node:fs';
 import type Database from 'better-sqlite3';
-import { StateEnvMismatchError, StateError, StateFormatError, StateNotFoundError } from './errors.js';
+import {
+  StateEnvMismatchError,
+  StateError,
+  StateFormatError,
+  StateJournalError,
+  StateNotFoundError,
+  StateSettingError,
+} from './errors.js';
 import { MIGRATIONS } from './migrations.js';
 import { sqliteDriver } from './sqlite-driver.js';
 import { APPLICATION_ID, META_KEYS, SCHEMA_V6, SCHEMA_VERSION } from './schema.js';
@@ -80,7 +87,7 @@ function mmapFromEnvironment(path: string): number {
   const text = (process.env[MMAP_ENV] ?? '').trim();
   if (text === '') return DEFAULT_MMAP_MIB;
   if (!/^\d{1,7}$/.test(text)) {
-    throw new StateError(
+    throw new StateSettingError(
       `${MMAP_ENV} must be a whole number of MiB of the state file to map into memory (0 maps none), not "${text}"`,
       path,
     );
@@ -268,14 +275,8 @@ function asStateError(err: unknown, path: string): unknown {
   if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY' || code === 'SQLITE_PERM') {
     return new StateError(`cannot open state file ${path}: check its permissions and those of its directory`, path);
   }
-  if (code === 'SQLITE_READONLY_ROLLBACK') {
-    // a hot journal: only a connection that may write can roll it back, as the next writing open does
-    return new StateError(
-      `state file ${path} has a rollback journal (${path}-journal) left by a run that was killed while it wrote; ` +
-        `a command that writes the file rolls it back (uid2-batch state checkpoint ${path}), then read it again`,
-      path,
-    );
-  }
+  // a hot journal: only a connection that may write can roll it back, as the next writing open does
+  if (code === 'SQLITE_READONLY_ROLLBACK') return new StateJournalError(path);
   if (code === 'SQLITE_BUSY') {
     return new StateError(
       `state file ${path} is busy: another process holds a write on it; try again when it has finished`,

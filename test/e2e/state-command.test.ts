@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from '../helpers/sqlite-driver.js';
 import { parse } from 'csv-parse/sync';
@@ -64,10 +64,61 @@ describe('state info', () => {
     expect(human.stdout).toMatch(/entries: .* mapped, .* optout, .* invalid/);
   });
 
+  it('a file with a rollback journal a killed run left: exit 2, naming it and what to do', async () => {
+    // a file and its journal copied while a transaction that has written pages into the file is open
+    const source = join(dir.path, 'journal-source.db');
+    writeFileSync(source, '');
+    const db = new Database(source);
+    const copy = join(dir.path, 'journal.db');
+    try {
+      db.pragma('cache_size = 2');
+      db.exec('BEGIN; CREATE TABLE t (a)');
+      const insert = db.prepare('INSERT INTO t VALUES (?)');
+      for (let i = 0; i < 200; i++) insert.run(Buffer.alloc(2_000, i));
+      copyFileSync(source, copy);
+      copyFileSync(`${source}-journal`, `${copy}-journal`);
+      db.exec('ROLLBACK');
+    } finally {
+      db.close();
+    }
+    const r = await runCli(['state', 'info', copy]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      `uid2-batch: state file ${copy} has a rollback journal (${copy}-journal) left by a run that was killed ` +
+        `while it wrote; a command that writes the file rolls it back (uid2-batch state checkpoint ${copy}), ` +
+        'then read it again\n',
+    );
+  });
+
   it('a file that is not a state file: exit 2, one line', async () => {
     const r = await runCli(['state', 'info', join(ROOT, 'samples', 'customers.csv')]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^uid2-batch: '.*customers\.csv' is not a uid2-batch state file/);
+  });
+});
+
+describe('the state file memory map setting', () => {
+  it('a map run with UID2_BATCH_STATE_MMAP_MIB that is not a whole number: exit 2, one line, nothing written', async () => {
+    const fresh = join(dir.path, 'mmap-refused.db');
+    const out = join(dir.path, 'mmap-refused.csv');
+    const r = await runCli(
+      ['map', join(ROOT, 'samples', 'customers.csv'), '--env', 'local', '--state', fresh, '-o', out, '-q'],
+      { env: { UID2_BATCH_STATE_MMAP_MIB: '2GiB' } },
+    );
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      'uid2-batch: UID2_BATCH_STATE_MMAP_MIB must be a whole number of MiB of the state file to map into memory ' +
+        '(0 maps none), not "2GiB"\n',
+    );
+    expect(existsSync(out)).toBe(false);
+    expect(existsSync(fresh)).toBe(false);
+    // 0 reads the file without the map, to the same answers
+    const plain = await runCli(
+      ['map', join(ROOT, 'samples', 'customers.csv'), '--env', 'local', '--state', statePath, '-o', out, '-q'],
+      { env: { UID2_BATCH_STATE_MMAP_MIB: '0' } },
+    );
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(readFileSync(out, 'utf8')).toBe(readFileSync(join(dir.path, 'mapped.csv'), 'utf8'));
   });
 });
 

@@ -4,10 +4,11 @@ import Database from '../helpers/sqlite-driver.js';
 import {
   SCHEMA_VERSION,
   StateEnvMismatchError,
-  StateError,
+  StateJournalError,
   StateFormatError,
   StateNotFoundError,
   StateReadonlyError,
+  StateSettingError,
   openState,
 } from '../../src/state/index.js';
 import { MMAP_ENV } from '../../src/state/open.js';
@@ -104,7 +105,7 @@ describe('openState: creating and reopening', () => {
       // the option wins over the variable
       expect(readWith({ mmapMiB: 64 }, '0')).toBe(true);
       for (const bad of ['-1', '1.5', 'lots', '2GiB']) {
-        expect(() => readWith({}, bad)).toThrow(StateError);
+        expect(() => readWith({}, bad)).toThrow(StateSettingError);
         expect(() => readWith({}, bad)).toThrow(`${MMAP_ENV} must be a whole number of MiB`);
       }
     },
@@ -155,7 +156,7 @@ describe('openState: a rollback journal left by a killed run', () => {
     } catch (err) {
       caught = err;
     }
-    expect(caught).toBeInstanceOf(StateError);
+    expect(caught).toBeInstanceOf(StateJournalError);
     expect((caught as Error).message).toBe(
       `state file ${path} has a rollback journal (${path}-journal) left by a run that was killed while it wrote; ` +
         `a command that writes the file rolls it back (uid2-batch state checkpoint ${path}), then read it again`,

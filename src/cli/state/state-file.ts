@@ -1,6 +1,7 @@
 // A state file opened for reading by the `state` commands: a read-only SQLite connection, checked to be ours.
 import { statSync } from 'node:fs';
 import type Database from 'better-sqlite3';
+import { StateJournalError } from '../../state/errors.js';
 import { RecordWalker, WALK_PAGE } from '../../state/record-walk.js';
 import { sqliteDriver } from '../../state/sqlite-driver.js';
 import { APPLICATION_ID, META_KEYS, TYPE_OF_CODE, statusOfCode } from '../../state/schema.js';
@@ -133,8 +134,10 @@ export function openStateForReading(path: string, recordsPage = WALK_PAGE): Stat
   let application: unknown;
   try {
     application = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.application);
-  } catch {
+  } catch (err) {
     db.close();
+    // a run killed while it wrote left a journal that this read-only connection cannot roll back
+    if ((err as { code?: unknown }).code === 'SQLITE_READONLY_ROLLBACK') throw new StateJournalError(path);
     throw notOurs;
   }
   if (application !== APPLICATION_ID) {
