@@ -32,7 +32,7 @@ class Searches {
   guess = new Int32Array(0);
 
   /** Room for n keys. */
-  fit(n: number): void {
+  reserve(n: number): void {
     if (this.block.length >= n) return;
     this.block = new Int32Array(n);
     this.keysBit = new Float64Array(n);
@@ -118,7 +118,7 @@ export class LevelReader {
     }
     const n = sortedKeys.length;
     const s = this.searches;
-    s.fit(n);
+    s.reserve(n);
     const { firstKeys, kept } = this;
     const { firsts } = firstKeys;
     const missing: number[] = [];

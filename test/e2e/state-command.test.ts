@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { copyFileSync, existsSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeWithHotJournal } from '../helpers/hot-journal.js';
 import Database from '../helpers/sqlite-driver.js';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -65,22 +66,8 @@ describe('state info', () => {
   });
 
   it('a file with a rollback journal a killed run left: exit 2, naming it and what to do', async () => {
-    // a file and its journal copied while a transaction that has written pages into the file is open
-    const source = join(dir.path, 'journal-source.db');
-    writeFileSync(source, '');
-    const db = new Database(source);
     const copy = join(dir.path, 'journal.db');
-    try {
-      db.pragma('cache_size = 2');
-      db.exec('BEGIN; CREATE TABLE t (a)');
-      const insert = db.prepare('INSERT INTO t VALUES (?)');
-      for (let i = 0; i < 200; i++) insert.run(Buffer.alloc(2_000, i));
-      copyFileSync(source, copy);
-      copyFileSync(`${source}-journal`, `${copy}-journal`);
-      db.exec('ROLLBACK');
-    } finally {
-      db.close();
-    }
+    writeWithHotJournal(join(dir.path, 'journal-source.db'), copy);
     const r = await runCli(['state', 'info', copy]);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { copyFileSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { writeWithHotJournal } from '../helpers/hot-journal.js';
 import Database from '../helpers/sqlite-driver.js';
 import {
   SCHEMA_VERSION,
@@ -124,27 +125,10 @@ describe('openState: creating and reopening', () => {
 });
 
 describe('openState: a rollback journal left by a killed run', () => {
-  /**
-   * A file as a process killed while it wrote leaves it: pages written into it and a hot journal beside it. Made by
-   * copying both while a transaction that has spilled pages to the file is still open.
-   */
   function withHotJournal(): string {
-    const source = t.file();
-    writeFileSync(source, '');
-    const db = new Database(source);
-    try {
-      db.pragma('cache_size = 2');
-      db.exec('BEGIN; CREATE TABLE t (a)');
-      const insert = db.prepare('INSERT INTO t VALUES (?)');
-      for (let i = 0; i < 200; i++) insert.run(Buffer.alloc(2_000, i));
-      const copy = t.file();
-      copyFileSync(source, copy);
-      copyFileSync(`${source}-journal`, `${copy}-journal`);
-      db.exec('ROLLBACK');
-      return copy;
-    } finally {
-      db.close();
-    }
+    const path = t.file();
+    writeWithHotJournal(t.file(), path);
+    return path;
   }
 
   it('is named, with what to do, by a read-only open; a writing open rolls it back and goes on', () => {
