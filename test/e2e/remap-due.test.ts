@@ -368,13 +368,30 @@ describe('remap-due interrupted and resumed', () => {
     const left = state.countDue(nowS);
     state.close();
     expect(left).toBe(many.length - sent1);
+    const written = readFileSync(join(dir, 'resume-1.csv'), 'utf8');
     expect(readChanges(join(dir, 'resume-1.csv')).length).toBeGreaterThan(0);
+
+    // the interrupted run's file is delivered: a re-run into the same file would lose it, and is refused
+    const over = await runCli(
+      ['remap-due', '--state', path, '-o', join(dir, 'resume-1.csv'), '--now', String(nowS), '-q'],
+      { served: slow },
+    );
+    expect(over.code, over.stderr).toBe(2);
+    expect(over.stderr).toMatch(/resume-1\.csv holds the [\d,]+ changes an interrupted run wrote.*another -o/);
+    expect(readFileSync(join(dir, 'resume-1.csv'), 'utf8')).toBe(written);
+    expect(mapItems(await serviceStats(slow.url)) - sent0).toBe(sent1);
 
     const second = await runCli(
       ['remap-due', '--state', path, '-o', join(dir, 'resume-2.csv'), '--now', String(nowS), '-q'],
       { served: slow },
     );
     expect(second.code, second.stderr).toBe(0);
+    // the two files hold each change of the night exactly once: every entry got a new raw UID after a year
+    const keys = [...readChanges(join(dir, 'resume-1.csv')), ...readChanges(join(dir, 'resume-2.csv'))].map(
+      (r) => `${r.hash_type}:${r.hash}`,
+    );
+    expect(keys.length).toBe(many.length);
+    expect(new Set(keys).size).toBe(many.length);
     expect(mapItems(await serviceStats(slow.url)) - sent0).toBe(many.length);
     const after = openState(path, { envFingerprint: loopbackFingerprint(slow), readonly: true });
     expect(after.countDue(nowS)).toBe(0);

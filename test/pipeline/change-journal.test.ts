@@ -1,6 +1,16 @@
+import { readFileSync, renameSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { replaySweepOptouts, sweepStateOptouts, type SweptRawUid } from '../../src/pipeline/optout/optout-sweep.js';
-import { RemapEngine, replayRemapChanges, type RemapChange } from '../../src/pipeline/remap/remap-engine.js';
+import {
+  changeCells,
+  CHANGES_HEADER,
+  RemapEngine,
+  replayRemapChanges,
+  type RemapChange,
+} from '../../src/pipeline/remap/remap-engine.js';
+import { commitDelivering, deliveryKey, unfinishedDeliveryAt } from '../../src/pipeline/run/change-journal.js';
+import { openSink } from '../../src/pipeline/table/sink.js';
+import type { SealedOutput, TableSink } from '../../src/pipeline/table/table.js';
 import type { StateStore } from '../../src/state/index.js';
 import { b64, tmpStates } from '../state/tmp-state.js';
 import { FakeOptoutService } from './optout-fakes.js';
@@ -115,5 +125,116 @@ describe('opt-out rows of the state sweep through the journal', () => {
     expect(second.journalUpTo).toBe(first.journalUpTo);
     s.ackChanges('optout', second.journalUpTo as number);
     expect(await replaySweepOptouts(s, () => undefined)).toBe(0);
+  });
+});
+
+/** Writes `changes` to a changes file at `path`, not yet committed. */
+async function changesFile(path: string, changes: RemapChange[]): Promise<TableSink> {
+  const sink = await openSink({ path, format: 'csv', header: [...CHANGES_HEADER] });
+  await sink.writeRows(changes.map((c) => changeCells(c)));
+  return sink;
+}
+
+/** A file sink whose process is killed at the rename: it calls `sealed`, then never renames. */
+function killedAtRename(sink: TableSink): TableSink {
+  return {
+    ...sink,
+    writeRows: (rows) => sink.writeRows(rows),
+    writeEncoded: (bytes) => sink.writeEncoded(bytes),
+    abort: () => sink.abort(),
+    commit: async (sealed?: (file: SealedOutput) => void | Promise<void>) => {
+      await sink.commit(async (file) => {
+        await sealed?.(file);
+        throw new Error('killed');
+      });
+    },
+  };
+}
+
+describe('a changes file is delivered exactly once, whatever the kill point around its rename', () => {
+  it('an interrupted run whose file is in place: the next run writes none of its rows again', async () => {
+    const s = t.open(t.file());
+    addDue(s, ['a', 'b', 'c']);
+    const first = await remapRun(s, 1);
+    const sink = await changesFile(t.file('interrupted.csv'), first.out);
+    await commitDelivering(sink, s, { kind: 'remap', upTo: first.upTo, unfinished: true }, () => undefined);
+    expect(readFileSync(t.file('interrupted.csv'), 'utf8').split('\n').length).toBe(5);
+    const second = await remapRun(s, 2);
+    expect(second).toEqual({ out: [], replayed: 0, upTo: null });
+  });
+
+  it('killed between the rename and the acknowledgement: the next run finds the file in place', async () => {
+    const s = t.open(t.file());
+    addDue(s, ['a', 'b', 'c']);
+    const first = await remapRun(s, 1);
+    const sink = await changesFile(t.file('renamed.csv'), first.out);
+    // the acknowledgement never comes: the process died right after the rename
+    const dying = {
+      setMeta: s.setMeta.bind(s),
+      ackChanges: () => {
+        throw new Error('killed');
+      },
+    };
+    const said: string[] = [];
+    await commitDelivering(
+      sink,
+      dying,
+      { kind: 'remap', upTo: first.upTo, unfinished: false },
+      (l) => void said.push(l),
+    );
+    expect(said).toEqual([]);
+    expect(s.pendingChanges('remap').length).toBe(3);
+    const second = await remapRun(s, 2);
+    expect(second.replayed).toBe(0);
+    expect(s.pendingChanges('remap')).toEqual([]);
+    expect(s.getMeta(deliveryKey('remap'))).toBe('');
+  });
+
+  it('killed after the record and before the rename: the next run writes the rows', async () => {
+    const s = t.open(t.file());
+    addDue(s, ['a', 'b', 'c']);
+    const first = await remapRun(s, 1);
+    const sink = killedAtRename(await changesFile(t.file('never.csv'), first.out));
+    await expect(
+      commitDelivering(sink, s, { kind: 'remap', upTo: first.upTo, unfinished: false }, () => undefined),
+    ).rejects.toThrow();
+    expect(s.getMeta(deliveryKey('remap'))).toContain('sealed');
+    const second = await remapRun(s, 2);
+    expect(second.replayed).toBe(3);
+    expect(second.out).toEqual(first.out);
+  });
+
+  it('the file of an unfinished run is not written over while it is in place', async () => {
+    const s = t.open(t.file());
+    addDue(s, ['a', 'b']);
+    const first = await remapRun(s, 1);
+    const path = t.file('kept.csv');
+    await commitDelivering(
+      await changesFile(path, first.out),
+      s,
+      { kind: 'remap', upTo: first.upTo, unfinished: true },
+      () => undefined,
+    );
+    expect(await unfinishedDeliveryAt(s, 'remap', path)).toEqual({ rows: 2 });
+    expect(await unfinishedDeliveryAt(s, 'remap', t.file('other.csv'))).toBeNull();
+    expect(await unfinishedDeliveryAt(s, 'optout', path)).toBeNull();
+    // moved away (uploaded): the path is free again
+    renameSync(path, t.file('uploaded.csv'));
+    expect(await unfinishedDeliveryAt(s, 'remap', path)).toBeNull();
+  });
+
+  it('a finished run leaves nothing that stops the next one', async () => {
+    const s = t.open(t.file());
+    addDue(s, ['a']);
+    const first = await remapRun(s, 1);
+    const path = t.file('done.csv');
+    await commitDelivering(
+      await changesFile(path, first.out),
+      s,
+      { kind: 'remap', upTo: first.upTo, unfinished: false },
+      () => undefined,
+    );
+    expect(await unfinishedDeliveryAt(s, 'remap', path)).toBeNull();
+    expect(s.pendingChanges('remap')).toEqual([]);
   });
 });

@@ -149,7 +149,7 @@ export function serveEnv(
 // ----------------------------------------------------------------------------------------------------------------
 // Killing the CLI at a chosen point
 
-export type KillSignal = 'SIGKILL' | 'SIGINT';
+export type KillSignal = 'SIGKILL' | 'SIGINT' | 'SIGTERM';
 
 export interface KillPoint {
   signal: KillSignal;
@@ -314,19 +314,25 @@ export function entriesText(entries: Map<string, StoredEntry>, withOptoutChecks 
 }
 
 /**
- * `n` seeded kill points, SIGKILL and SIGINT alternating: each after a random number of requests in
- * [1, maxRequests] plus a random delay of up to `maxDelayMs`.
+ * `n` seeded kill points, the `signals` in turn (SIGKILL and SIGINT unless given): each after a random number of
+ * requests in [1, maxRequests] plus a random delay of up to `maxDelayMs`.
  */
-export function killPoints(seed: number, n: number, maxRequests: number, maxDelayMs: number): KillPoint[] {
+export function killPoints(
+  seed: number,
+  n: number,
+  maxRequests: number,
+  maxDelayMs: number,
+  signals: readonly KillSignal[] = ['SIGKILL', 'SIGINT'],
+): KillPoint[] {
   const random = seeded(seed);
   return Array.from({ length: n }, (_, i) => ({
-    signal: i % 2 === 0 ? 'SIGKILL' : 'SIGINT',
+    signal: signals[i % signals.length] as KillSignal,
     afterRequests: 1 + random.int(Math.max(1, maxRequests)),
     delayMs: random.int(maxDelayMs + 1),
   }));
 }
 
-/** How a killed run ended: SIGKILL leaves no exit code; SIGINT is handled and ends with 130. */
+/** How a killed run ended: SIGKILL leaves no exit code; SIGINT and SIGTERM are handled and end with 130. */
 export function describeEnd(run: { code: number | null; signal: NodeJS.Signals | null }): string {
   return run.signal !== null ? run.signal : `exit ${run.code}`;
 }

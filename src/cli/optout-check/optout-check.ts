@@ -55,7 +55,6 @@ import {
   type InputFlags,
 } from '../shared/input-options.js';
 import {
-  acknowledgeDelivered,
   exitCodeOf,
   replayedLine,
   reportRun,
@@ -483,9 +482,17 @@ export async function finishOptout(
 ): Promise<number> {
   const { outcome } = result;
   const keep = outcome.kind === 'completed' || keepOutputWhenStopped;
-  await reportRun(sink, keep, formatOptoutSummary(summary), summary, flags.output, deps);
-  // an interrupted or failed run keeps its rows pending: a re-run into the same -o FILE writes them again
-  if (outcome.kind === 'completed' && delivery !== undefined) acknowledgeDelivered(delivery, say);
+  // the opt-outs an output holds are delivered with a completed run's file; an interrupted run's list (what it
+  // checked, the rest marked not sent) leaves them pending, and a re-run writes them again
+  await reportRun(
+    sink,
+    keep,
+    formatOptoutSummary(summary),
+    summary,
+    flags.output,
+    deps,
+    outcome.kind === 'completed' && delivery !== undefined ? { ...delivery, say, unfinished: false } : undefined,
+  );
   const output = flags.output.output;
   switch (outcome.kind) {
     case 'completed':

@@ -7,13 +7,7 @@ import type { StateStore } from '../../state/types.js';
 import type { CommandDeps, Say } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import type { OutputFlags } from '../shared/options.js';
-import {
-  acknowledgeDelivered,
-  KNOWN_FAILURES,
-  reportRun,
-  requestCounters,
-  type ChangeDelivery,
-} from '../shared/run-report.js';
+import { KNOWN_FAILURES, reportRun, requestCounters, type ChangeDelivery } from '../shared/run-report.js';
 import {
   formatCount,
   formatDuration,
@@ -143,8 +137,8 @@ export function formatRemapSummary(s: RunSummary): string {
 /**
  * The changes file is written whenever a batch was committed, even when the run stopped: those entries are no
  * longer due, so no later run would report their changes again. Only a run that committed nothing and had no
- * earlier run's changes to write leaves an existing file alone. Once it is committed, the pending changes it
- * holds are acknowledged; until then they stay in the state file for the next run.
+ * earlier run's changes to write leaves an existing file alone. The pending changes a file holds are delivered
+ * with its rename, whatever the outcome; until then they stay in the state file for the next run.
  */
 export async function finish(
   result: RemapResult,
@@ -157,9 +151,12 @@ export async function finish(
 ): Promise<number> {
   const { outcome, counts } = result;
   const keep = outcome.kind === 'completed' || counts.batchesCommitted > 0 || delivery.replayed > 0;
-  await reportRun(sink, keep, formatRemapSummary(summary), summary, flags.output, deps);
-  // an interrupted or failed run keeps its rows pending: the cron line's re-run into the same -o FILE writes them again
-  if (outcome.kind === 'completed') acknowledgeDelivered(delivery, say);
+  // the pending changes the file holds are delivered with it, whatever the outcome: a re-run writes only the rest
+  await reportRun(sink, keep, formatRemapSummary(summary), summary, flags.output, deps, {
+    ...delivery,
+    say,
+    unfinished: outcome.kind !== 'completed',
+  });
   if (counts.stillDue > 0) {
     say(
       `${formatCount(counts.stillDue)} entries came back with an r that is not after --now: the service's clock is behind it; they are due again next run`,
@@ -176,8 +173,8 @@ export async function finish(
       return EXIT.partial;
     case 'interrupted':
       say(
-        `interrupted: ${formatCount(counts.batchesCommitted)} answered batch(es) are saved${keep ? ` and their changes written to ${where}` : ''}; ` +
-          're-run the same command to remap the rest',
+        `interrupted: ${formatCount(counts.batchesCommitted)} answered batch(es) are saved${keep ? ` and their changes written to ${where} (no later run writes them again)` : ''}; ` +
+          `re-run the same command${keep && output !== undefined ? ' with another -o' : ''} to remap the rest`,
       );
       return EXIT.interrupted;
     case 'auth-refused':
@@ -185,10 +182,13 @@ export async function finish(
     case 'failed': {
       const saved =
         counts.batchesCommitted > 0
-          ? `; ${formatCount(counts.batchesCommitted)} answered batch(es) are saved and their changes written to ${where}`
+          ? `; ${formatCount(counts.batchesCommitted)} answered batch(es) are saved and their changes written to ${where} (no later run writes them again)`
           : '';
       if (!KNOWN_FAILURES.has(outcome.error.name)) throw outcome.error;
-      throw new UserError(`${outcome.error.message}${saved}; re-run to remap the rest`, EXIT.failed);
+      throw new UserError(
+        `${outcome.error.message}${saved}; re-run${keep && output !== undefined ? ' with another -o' : ''} to remap the rest`,
+        EXIT.failed,
+      );
     }
   }
 }

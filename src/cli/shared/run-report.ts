@@ -1,10 +1,11 @@
 import type { ClientStats, ServiceClient } from '../../client/index.js';
 import type { RemapChange, RemapOptions } from '../../pipeline/remap/remap-engine.js';
+import { commitDelivering, unfinishedDeliveryAt } from '../../pipeline/run/change-journal.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import type { TableSink } from '../../pipeline/table/table.js';
 import type { TypedHeader } from '../../pipeline/table/typed-cells.js';
 import type { ChangeKind, StateStore } from '../../state/types.js';
-import { EXIT } from './exit-codes.js';
+import { EXIT, UserError } from './exit-codes.js';
 import type { CommandDeps } from './command-context.js';
 import { sinkCompression, type OutputFlags } from './options.js';
 import { createProgress, type ProgressReporter } from './progress.js';
@@ -106,7 +107,11 @@ export async function withRunOutput<T>(
   }
 }
 
-/** Keeps or drops the output, then says the summary line (unless --quiet) and writes --summary-json. */
+/**
+ * Keeps or drops the output, then says the summary line (unless --quiet) and writes --summary-json. With
+ * `delivery`, an output kept holds the pending changes up to `delivery.upTo`: they are delivered with it, so no
+ * later run writes them again (see pipeline/run/change-journal.ts); an output dropped leaves them pending.
+ */
 export async function reportRun(
   sink: TableSink,
   keepOutput: boolean,
@@ -114,16 +119,18 @@ export async function reportRun(
   summary: RunSummary,
   output: OutputFlags,
   deps: Pick<CommandDeps, 'stderr'>,
+  delivery?: ChangeDelivery & { say: (line: string) => void; unfinished: boolean },
 ): Promise<void> {
-  if (keepOutput) await sink.commit();
-  else await sink.abort();
+  if (!keepOutput) await sink.abort();
+  else if (delivery === undefined) await sink.commit();
+  else await commitDelivering(sink, delivery.state, delivery, delivery.say);
   if (!output.quiet) deps.stderr.write(`${summaryLine}\n`);
   if (output.summaryJson !== undefined) await writeSummaryJson(output.summaryJson, summary);
 }
 
 /** The pending changes a run wrote, and how it says so. */
 export interface ChangeDelivery {
-  state: Pick<StateStore, 'ackChanges'>;
+  state: Pick<StateStore, 'ackChanges' | 'setMeta'>;
   kind: ChangeKind;
   /** Rows of earlier runs written first into this run's output. */
   replayed: number;
@@ -131,25 +138,26 @@ export interface ChangeDelivery {
   upTo: number | null;
 }
 
+/**
+ * Refuses an -o that would write over the changes file of an unfinished earlier run while it is still in place:
+ * its rows were delivered and no run writes them again.
+ */
+export async function refuseOverwritingDelivered(
+  state: Pick<StateStore, 'getMeta'>,
+  kind: ChangeKind,
+  output: string | undefined,
+): Promise<void> {
+  const found = await unfinishedDeliveryAt(state, kind, output);
+  if (found === null) return;
+  throw new UserError(
+    `${output} holds the ${found.rows.toLocaleString('en-US')} changes an interrupted run wrote, and no run writes them again: ` +
+      'upload or move that file first, or give this run another -o',
+  );
+}
+
 /** The line that tells the user an earlier run's changes are in this output. */
 export function replayedLine(replayed: number): string {
   return `${replayed.toLocaleString('en-US')} changes of an interrupted earlier run included`;
-}
-
-/**
- * After the output of a completed run was committed: the pending changes it holds are delivered and leave the state
- * file (an interrupted run keeps them, so a re-run into the same file writes them again). A failure
- * here only means they are written again by the next run (at least once), so it is said and not thrown.
- */
-export function acknowledgeDelivered(delivery: ChangeDelivery, say: (line: string) => void): void {
-  if (delivery.upTo === null) return;
-  try {
-    delivery.state.ackChanges(delivery.kind, delivery.upTo);
-  } catch (err) {
-    say(
-      `the state file could not record that the changes were written (${err instanceof Error ? err.message : String(err)}); the next run writes them again`,
-    );
-  }
 }
 
 /** What the runs table keeps of a re-mapping run's flags: no credentials and no paths beyond the state's own. */

@@ -33,7 +33,6 @@ import {
   type OutputFlags,
 } from '../shared/options.js';
 import {
-  acknowledgeDelivered,
   exitCodeOf,
   KNOWN_FAILURES,
   remapReporting,
@@ -43,6 +42,7 @@ import {
   requestCounters,
   withRunOutput,
   type ChangeDelivery,
+  refuseOverwritingDelivered,
 } from '../shared/run-report.js';
 import { formatCount, formatDuration, makeSummary, type RunSummary } from '../shared/summary.js';
 
@@ -120,6 +120,7 @@ export async function runMigrate(flags: MigrateFlags, deps: MigrateDeps): Promis
     if (flags.dryRun) return dryRun(state, flags, say);
     // a second run at the same time would send the same entries twice and race on the commits
     state.lock();
+    await refuseOverwritingDelivered(state, 'remap', flags.output.output);
     return await migrateForReal(state, config, flags, startedMs, deps, say);
   } finally {
     state.close();
@@ -227,7 +228,7 @@ function formatMigrateSummary(result: MigrateResult, summary: RunSummary): strin
 
 /**
  * The changes file is kept whenever a batch was committed (those entries are v3 now and will not be reported
- * again) or it holds an earlier run's changes; once it is, the pending changes it holds are acknowledged.
+ * again) or it holds an earlier run's changes; the pending changes it holds are delivered with its rename.
  */
 async function finish(
   result: MigrateResult,
@@ -240,9 +241,12 @@ async function finish(
 ): Promise<number> {
   const { outcome, counts } = result;
   const keep = outcome.kind === 'completed' || counts.batchesCommitted > 0 || delivery.replayed > 0;
-  await reportRun(sink, keep, formatMigrateSummary(result, summary), summary, flags.output, deps);
-  // an interrupted or failed run keeps its rows pending: a re-run into the same -o FILE writes them again
-  if (outcome.kind === 'completed') acknowledgeDelivered(delivery, say);
+  // the pending changes the file holds are delivered with it, whatever the outcome: a re-run writes only the rest
+  await reportRun(sink, keep, formatMigrateSummary(result, summary), summary, flags.output, deps, {
+    ...delivery,
+    say,
+    unfinished: outcome.kind !== 'completed',
+  });
   const path = flags.state as string;
   if (result.finished)
     say(

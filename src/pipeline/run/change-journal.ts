@@ -1,25 +1,168 @@
+import { stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import type { ChangeKind, PendingChange, StateStore } from '../../state/types.js';
+import { writeThroughTarget } from '../table/output-file.js';
+import type { SealedOutput, TableSink } from '../table/table.js';
 
 /**
  * The pending changes of the state file as a run's output sees them. Change rows are journaled with the commit
- * of their batch and acknowledged only once an output holding them is committed; a run that was killed or whose
- * output was dropped leaves them pending, and the next run writes them first. Delivery is at least once: a row
- * may appear in two outputs (killed after the rename, before the acknowledgement), never in none.
+ * of their batch and stay pending until an output holding them is in place. Delivery is exactly once for a file
+ * output: a file that was renamed into place is never written again by a later run, and rows that no file in
+ * place holds are written by the next run. Before the rename, the state records which file is about to hold them
+ * (its device, inode, size and modification time); after it, the rows leave the journal. A run killed between
+ * the two leaves that record, and the next run looks at the target: the same file there means the rename
+ * happened (the rows leave), anything else that it did not (the rows are written again). On stdout there is no
+ * rename to look at: a run killed after its last row and before the acknowledgement writes them again.
  */
-export type ChangeJournal = Pick<StateStore, 'pendingChanges'>;
+export type ChangeJournal = Pick<StateStore, 'pendingChanges' | 'getMeta' | 'setMeta' | 'ackChanges'>;
 
 /** Rows read per page: a large backlog never sits in memory whole. */
 const REPLAY_PAGE = 5_000;
 
 /**
+ * The meta key of the last file that held pending rows of `kind`: `sealed` while its rename is in doubt (written
+ * just before it, cleared just after the rows leave the journal), `unfinished` once in place when the run that
+ * wrote it did not finish (a re-run must not write over it), empty otherwise.
+ */
+export function deliveryKey(kind: ChangeKind): string {
+  return `delivery_${kind}`;
+}
+
+/** What the state records of a file that holds (or is about to hold) the pending rows up to `upTo`. */
+interface DeliveryRecord extends SealedOutput {
+  stage: 'sealed' | 'unfinished';
+  upTo: number;
+  /** Change rows in the file. */
+  rows: number;
+}
+
+function deliveryRecord(journal: Pick<ChangeJournal, 'getMeta'>, kind: ChangeKind): DeliveryRecord | null {
+  const text = journal.getMeta(deliveryKey(kind));
+  if (text === null || text === '') return null;
+  let v: Record<string, unknown>;
+  try {
+    v = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return null;
+  }
+  if (typeof v !== 'object' || v === null) return null;
+  const numbers = ['upTo', 'rows', 'dev', 'ino', 'size', 'mtimeMs'].every(
+    (k) => typeof v[k] === 'number' && Number.isFinite(v[k]),
+  );
+  if (!numbers || typeof v.target !== 'string' || (v.stage !== 'sealed' && v.stage !== 'unfinished')) return null;
+  return v as unknown as DeliveryRecord;
+}
+
+/** Whether the file at the record's target is the very file recorded (the rename keeps it whole). */
+async function inPlace(record: SealedOutput): Promise<boolean> {
+  const found = await stat(record.target).catch(() => null);
+  return (
+    found !== null &&
+    found.dev === record.dev &&
+    found.ino === record.ino &&
+    found.size === record.size &&
+    found.mtimeMs === record.mtimeMs
+  );
+}
+
+/**
+ * Settles a delivery that a killed run left in doubt: when its file is in place (the same file at the target),
+ * its rows leave the journal; otherwise they stay, for this run to write. Returns what it found.
+ */
+export async function settleDeliveryInDoubt(
+  journal: ChangeJournal,
+  kind: ChangeKind,
+): Promise<'delivered' | 'not delivered' | null> {
+  const text = journal.getMeta(deliveryKey(kind));
+  if (text === null || text === '') return null;
+  const record = deliveryRecord(journal, kind);
+  if (record !== null && record.stage !== 'sealed') return null;
+  // a damaged record says nothing: the rows stay pending (written again rather than never)
+  const delivered = record !== null && (await inPlace(record));
+  if (delivered) journal.ackChanges(kind, record.upTo);
+  journal.setMeta(deliveryKey(kind), '');
+  return delivered ? 'delivered' : 'not delivered';
+}
+
+/**
+ * The file an unfinished run delivered change rows of `kind` in, when `output` (an -o path) would write over it
+ * while it is still in place: those rows are in no journal any more, so replacing the file would lose them.
+ */
+export async function unfinishedDeliveryAt(
+  journal: Pick<ChangeJournal, 'getMeta'>,
+  kind: ChangeKind,
+  output: string | undefined,
+): Promise<{ rows: number } | null> {
+  if (output === undefined || output === '-') return null;
+  const record = deliveryRecord(journal, kind);
+  if (record === null || record.stage !== 'unfinished') return null;
+  if (resolve(writeThroughTarget(output)) !== record.target || !(await inPlace(record))) return null;
+  return { rows: record.rows };
+}
+
+/** What a run's output holds of the journal. */
+export interface DeliveredRows {
+  kind: ChangeKind;
+  /** The last pending id it holds; null when none. */
+  upTo: number | null;
+  /** Its run did not finish: while the file holds delivered rows and is in place, no later run may write over it. */
+  unfinished: boolean;
+}
+
+/**
+ * Commits `sink`, the output that holds the pending rows up to `rows.upTo`, so that they are delivered exactly
+ * when it is in place. A failure to record the delivery is said through `say` and not thrown: the output holds
+ * the rows either way, and at worst the next run writes them again.
+ */
+export async function commitDelivering(
+  sink: TableSink,
+  journal: Pick<ChangeJournal, 'setMeta' | 'ackChanges'>,
+  rows: DeliveredRows,
+  say: (line: string) => void,
+): Promise<void> {
+  const { kind, upTo } = rows;
+  if (upTo === null) {
+    await sink.commit();
+    return;
+  }
+  const unrecorded = (err: unknown): void =>
+    say(
+      `the state file could not record that the changes were written (${err instanceof Error ? err.message : String(err)}); the next run writes them again`,
+    );
+  const seal: { file: SealedOutput | null } = { file: null };
+  await sink.commit((file) => {
+    try {
+      const record: DeliveryRecord = { ...file, stage: 'sealed', upTo, rows: 0 };
+      journal.setMeta(deliveryKey(kind), JSON.stringify(record));
+      seal.file = file;
+    } catch (err) {
+      unrecorded(err);
+    }
+  });
+  try {
+    const delivered = journal.ackChanges(kind, upTo);
+    const file = seal.file;
+    const after: DeliveryRecord | null =
+      file !== null && rows.unfinished && delivered > 0
+        ? { ...file, stage: 'unfinished', upTo, rows: delivered }
+        : null;
+    if (file !== null) journal.setMeta(deliveryKey(kind), after === null ? '' : JSON.stringify(after));
+  } catch (err) {
+    // a record in doubt stays: the next run finds the file in place and acknowledges the rows then
+    if (seal.file === null) unrecorded(err);
+  }
+}
+
+/**
  * Hands every pending row of `kind` to `deliver`, page by page in id order (awaited: a sink's backpressure);
- * returns how many there were.
+ * returns how many there were. A delivery an earlier run left in doubt is settled first.
  */
 export async function replayPendingChanges(
   journal: ChangeJournal,
   kind: ChangeKind,
   deliver: (rows: PendingChange[]) => void | Promise<void>,
 ): Promise<number> {
+  await settleDeliveryInDoubt(journal, kind);
   let after = 0;
   let total = 0;
   for (;;) {

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { lstatSync, readdirSync, readlinkSync, realpathSync, statSync, unlinkSync } from 'node:fs';
 import { type FileHandle, open, rename, rm, unlink } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
-import { OutputError } from './table.js';
+import { OutputError, type SealedOutput } from './table.js';
 
 /** Symlinks followed at most, as the kernel's own limit; a longer chain is a loop. */
 const MAX_SYMLINK_HOPS = 40;
@@ -168,6 +168,12 @@ export function fileFailure(target: string, err: Error): OutputError {
     default:
       return new OutputError(target, `cannot be written (${code ?? err.message})`);
   }
+}
+
+/** The finished temp file of an output as it will be at `target` once renamed (see SealedOutput). */
+export async function sealedOutput(target: string, handle: FileHandle): Promise<SealedOutput> {
+  const s = await handle.stat();
+  return { target: resolve(target), dev: s.dev, ino: s.ino, size: s.size, mtimeMs: s.mtimeMs };
 }
 
 /** An output being written: where the rename goes (a symlink's target) and the private temp file beside it. */

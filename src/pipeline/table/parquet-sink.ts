@@ -3,9 +3,9 @@ import { rename, unlink, type FileHandle } from 'node:fs/promises';
 import type { ParquetEncodeTask } from './parquet-encode-thread-entry.js';
 import { ParquetCellError } from './parquet-cell-error.js';
 import type { ParquetEncoder, ParquetLayout } from './parquet-encoder.js';
-import { fileFailure, finalModeFor, openOutputTemp } from './output-file.js';
+import { fileFailure, finalModeFor, openOutputTemp, sealedOutput } from './output-file.js';
 import { blockRowCount, utf8RowBlock } from './row-blocks.js';
-import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
+import { OutputError, type OpenSinkOptions, type SealedOutput, type TableSink } from './table.js';
 import type { ColumnType } from './typed-cells.js';
 import { WorkerPool, type ThrownInWorker } from '../workers/worker-pool.js';
 import { compiledScriptPresent } from '../workers/compiled-script.js';
@@ -291,7 +291,7 @@ class ParquetSink implements TableSink {
     }
   }
 
-  async commit(): Promise<void> {
+  async commit(sealed?: (file: SealedOutput) => void | Promise<void>): Promise<void> {
     if (this.finished) throw new Error('commit after the output was committed or aborted');
     this.finished = true;
     try {
@@ -300,6 +300,7 @@ class ParquetSink implements TableSink {
       await this.encoding.close();
       await this.handle.sync();
       await this.handle.chmod(finalModeFor(this.target, this.mode));
+      if (sealed !== undefined) await sealed(await sealedOutput(this.target, this.handle));
       await this.handle.close();
       await rename(this.tmp, this.target);
     } catch (err) {

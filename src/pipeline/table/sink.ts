@@ -10,10 +10,10 @@ import {
   type RowEncoder,
   type RowFormat,
 } from './row-encoders.js';
-import { OutputError, type OpenSinkOptions, type TableSink } from './table.js';
+import { OutputError, type OpenSinkOptions, type SealedOutput, type TableSink } from './table.js';
 import { WorkerPool } from '../workers/worker-pool.js';
 import { compiledScriptPresent } from '../workers/compiled-script.js';
-import { fileFailure, finalModeFor, openOutputTemp } from './output-file.js';
+import { fileFailure, finalModeFor, openOutputTemp, sealedOutput } from './output-file.js';
 import { GzipMembers } from './gzip-members.js';
 
 /**
@@ -217,7 +217,7 @@ abstract class SinkBase implements TableSink {
   }
 
   protected abstract translate(err: Error): Error;
-  abstract commit(): Promise<void>;
+  abstract commit(sealed?: (file: SealedOutput) => void | Promise<void>): Promise<void>;
   abstract abort(): Promise<void>;
 }
 
@@ -326,7 +326,7 @@ class FileSink extends SinkBase {
     return err instanceof OutputError ? err : fileFailure(this.shown, err);
   }
 
-  async commit(): Promise<void> {
+  async commit(sealed?: (file: SealedOutput) => void | Promise<void>): Promise<void> {
     if (this.finished) throw new Error('commit after the output was committed or aborted');
     try {
       await this.flushEncoded();
@@ -346,6 +346,7 @@ class FileSink extends SinkBase {
       // fsync before rename: after a crash the target is either the old file or the complete new one
       await this.handle.sync();
       await this.handle.chmod(finalModeFor(this.target, this.mode));
+      if (sealed !== undefined) await sealed(await sealedOutput(this.target, this.handle));
       // a stream made from a FileHandle holds a reference to it: close() would wait for ever without this
       (this.file as NodeJS.WritableStream & { destroy(): void }).destroy();
       await this.handle.close();

@@ -116,10 +116,27 @@ export interface TableSink {
   encodeElsewhere?(): ParquetLayout | undefined;
   /** After encodeElsewhere(): the file's last bytes, written by commit(). */
   endFile?(tail: Uint8Array): void;
-  /** File: flush, fsync, rename the temp file into place. stdout: end. */
-  commit(): Promise<void>;
+  /**
+   * File: flush, fsync, rename the temp file into place; `sealed`, when given, is called with the finished file
+   * just before the rename (a caller that must know later whether the rename happened records it there).
+   * stdout: end, without calling `sealed`.
+   */
+  commit(sealed?: (file: SealedOutput) => void | Promise<void>): Promise<void>;
   /** File: close and remove the temp file; the target is left untouched. Safe to call after a failure. */
   abort(): Promise<void>;
+}
+
+/**
+ * A file output complete on disk, before its rename: where it goes and what it is. The rename keeps the file, so
+ * the target holds this very file (device, inode, size and modification time) exactly when the rename happened.
+ */
+export interface SealedOutput {
+  /** The path the rename goes to (a symlink's target), absolute. */
+  target: string;
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeMs: number;
 }
 
 export interface OpenSinkOptions {
