@@ -114,13 +114,19 @@ describe('counting distinct identifiers', () => {
     expect(exact.counts).toMatchObject({ uniqueIdentifiers: 1_000, uniqueEstimated: false, deduplicated: 2_000 });
 
     const forgetful = new FakeMapper();
-    const small = await new MapEngine({ columns, mapBatch: forgetful.mapBatch, recentCapacity: 200 }).run(
-      chunked(rows, 100),
-    );
+    // small batches, answered while the file is read: answered identifiers are forgotten
+    const small = await new MapEngine({
+      columns,
+      mapBatch: forgetful.mapBatch,
+      recentCapacity: 200,
+      batchSize: 50,
+    }).run(chunked(rows, 100));
     expect(small.counts.uniqueEstimated).toBe(true);
     expect(Math.abs(small.counts.uniqueIdentifiers - 1_000)).toBeLessThan(30);
-    // the repeats it forgot were sent again
+    // the repeats it forgot were sent again, and counted
     expect(forgetful.itemsSent).toBeGreaterThan(1_000);
+    expect(small.counts.repeatsEstimated).toBe(true);
+    expect(Math.abs(small.counts.repeatsSent - (forgetful.itemsSent - 1_000))).toBeLessThan(30);
   });
 });
 
@@ -137,7 +143,10 @@ describe('IdentifierTable', () => {
     expect(table.get('email', b.hash)).toBe(b);
     expect(table.get('phone', a.hash)).toBeUndefined();
     expect(table.get('email', `AAAAA${'c'.repeat(38)}=`)).toBeUndefined();
-    // fill two more generations of 4: a and b are forgotten unless used
+    // fill two more generations of 4: a and b, answered, are forgotten unless used
+    const answer = { u: sha256Base64('u'), p: null, r: 1_800_000_000 };
+    a.resolve(answer);
+    b.resolve(answer);
     const keep = new TrackedIdentifier('phone', sha256Base64('keep'), chunk, 0);
     table.add(keep);
     for (let i = 0; i < 10; i++) {
@@ -149,6 +158,26 @@ describe('IdentifierTable', () => {
     expect(table.size).toBeLessThanOrEqual(8);
   });
 
+  it('never forgets an identifier still waiting for its answer, and lets it go once answered or failed', () => {
+    const table = new IdentifierTable(8);
+    const waiting = Array.from(
+      { length: 12 },
+      (_, i) => new TrackedIdentifier('email', sha256Base64(`waiting${i}`), chunk, 0),
+    );
+    for (const item of waiting) table.add(item);
+    for (let i = 0; i < 40; i++) table.add(new TrackedIdentifier('phone', sha256Base64(String(i)), chunk, 0));
+    for (let i = 0; i < 40; i++) table.get('phone', sha256Base64(String(i)))?.fail('x');
+    expect(table.dropped).toBe(true);
+    // more waiting identifiers than a generation holds, all still found
+    for (const item of waiting) expect(table.get('email', item.hash)).toBe(item);
+    waiting[0].resolve({ u: sha256Base64('u'), p: null, r: 1_800_000_000 });
+    waiting[1].fail('not sent');
+    for (let i = 40; i < 80; i++) table.add(new TrackedIdentifier('phone', sha256Base64(String(i)), chunk, 0));
+    expect(table.get('email', waiting[0].hash)).toBeUndefined();
+    expect(table.get('email', waiting[1].hash)).toBeUndefined();
+    for (const item of waiting.slice(2)) expect(table.get('email', item.hash)).toBe(item);
+  });
+
   it('finds every identifier of the young generation across many rotations, by type', () => {
     const table = new IdentifierTable(1_000);
     const added: TrackedIdentifier[] = [];
@@ -156,6 +185,8 @@ describe('IdentifierTable', () => {
       const hash = sha256Base64(`id${i}`);
       const item = new TrackedIdentifier(i % 2 === 0 ? 'email' : 'phone', hash, chunk, 0);
       table.add(item);
+      // answered at once: only answered identifiers are ever forgotten
+      item.resolve({ u: hash, p: null, r: 1_800_000_000 });
       added.push(item);
       // the same hash of the other type is another identifier
       expect(table.get(item.type === 'email' ? 'phone' : 'email', hash)).toBeUndefined();

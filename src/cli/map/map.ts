@@ -6,7 +6,12 @@ import { runMapJob, mapOutputColumns } from '../../pipeline/jobs/map-job.js';
 import type { ResultLayout } from '../../pipeline/map/result-columns.js';
 import { resolveResultLayout, type LayoutRequest } from '../../pipeline/map/result-layout.js';
 import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from '../../pipeline/jobs/headerless-input.js';
-import { MapEngine, type MapRunCounts, type MapRunResult } from '../../pipeline/map/map-engine.js';
+import {
+  MapEngine,
+  REMEMBERED_IDENTIFIERS,
+  type MapRunCounts,
+  type MapRunResult,
+} from '../../pipeline/map/map-engine.js';
 import {
   ColumnError,
   resolveIdentifierColumns,
@@ -545,6 +550,14 @@ async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Pro
   }
   if (!f.flags.output.quiet) printSummary(summary, f.deps.stderr);
   if (f.flags.output.summaryJson !== undefined) await writeSummaryJson(f.flags.output.summaryJson, summary);
+  const repeats = result.counts.repeatsSent;
+  if (repeats > 0) {
+    f.say(
+      `about ${formatCount(repeats)} repeated identifier(s) were sent again: they came more than ` +
+        `${formatCount(REMEMBERED_IDENTIFIERS)} distinct identifiers after their first one, more than a run without ` +
+        'a state file remembers; with --state FILE each is sent once',
+    );
+  }
   const output =
     f.flags.output.output ??
     (f.flags.outputDir !== undefined ? `the output of the part in progress in ${f.flags.outputDir}` : undefined);
@@ -624,6 +637,8 @@ function mapSummary(
       identifiers: c.identifiers,
       ...(c.uniqueEstimated ? { unique_identifiers_estimated: true } : {}),
       deduplicated: c.deduplicated,
+      repeats_sent: c.repeatsSent,
+      ...(c.repeatsEstimated ? { repeats_sent_estimated: true } : {}),
       batches: c.batches,
       batches_failed: c.batchesFailed,
       ...(state !== undefined ? { batches_committed: c.batchesCommitted } : {}),

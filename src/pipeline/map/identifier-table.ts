@@ -148,6 +148,16 @@ class Generation {
     }
   }
 
+  /** Hands each entry still waiting for its answer (not answered, not failed) to `keep`. */
+  forEachWaiting(keep: (key: number, entry: TrackedIdentifier) => void): void {
+    if (this.size === 0) return;
+    const { keys, entries } = this;
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i];
+      if (entry !== undefined && entry.answer === null && !entry.failed) keep(keys[i], entry);
+    }
+  }
+
   /** Forgets every entry; the storage stays for the next use. */
   clear(): void {
     if (this.size === 0) return;
@@ -158,16 +168,20 @@ class Generation {
 
 /**
  * The identifiers of the run, waiting or recently answered, by DII type and hash: the one lookup a cell costs.
- * Bounded, so memory stays flat however long the input is: older repeats are sent again (or answered by the
- * state file). Two generations instead of a strict LRU list: when the young one is full it becomes the old one
- * and the previous old one is dropped whole (its storage becomes the new young one), and a hit in the old one
- * moves up. An identifier still in flight when dropped is still answered by its batch; only later repeats of it
- * are sent again.
+ * Bounded, so memory stays flat however long the input is: a repeat of an answered identifier that was forgotten
+ * is sent again, or answered by the state file, which holds every answer committed. Two generations instead of
+ * a strict LRU list: when the young one is full it becomes the old one and the previous old one is dropped whole
+ * (its storage becomes the new young one), and a hit in the old one moves up. An identifier still waiting for its
+ * answer (being looked up or in flight) is never forgotten: the state file does not hold it yet, so a repeat
+ * must wait for it rather than be sent again. Those are kept apart until answered; the reassembly window bounds
+ * how many there are.
  */
 export class IdentifierTable {
   private young: Generation;
   private old: Generation;
   private readonly generation: number;
+  /** Identifiers of dropped generations still waiting for their answer, by key (a few share one). */
+  private waiting = new Map<number, TrackedIdentifier[]>();
   /** True once a generation with entries was dropped: from then on a repeat may be counted as new. */
   dropped = false;
 
@@ -182,8 +196,15 @@ export class IdentifierTable {
     const entry = this.young.get(key, hash);
     if (entry !== undefined) return entry;
     const aging = this.old.get(key, hash);
-    if (aging !== undefined) this.put(key, aging);
-    return aging;
+    if (aging !== undefined) {
+      this.put(key, aging);
+      return aging;
+    }
+    if (this.waiting.size === 0) return undefined;
+    const held = this.waiting.get(key);
+    if (held === undefined) return undefined;
+    for (let i = 0; i < held.length; i++) if (held[i].hash === hash && held[i].type === type) return held[i];
+    return undefined;
   }
 
   add(entry: TrackedIdentifier): void {
@@ -195,10 +216,28 @@ export class IdentifierTable {
     if (this.young.size >= this.generation) {
       if (this.old.size > 0) this.dropped = true;
       const dropped = this.old;
+      this.keepWaiting(dropped);
       dropped.clear();
       this.old = this.young;
       this.young = dropped;
     }
+  }
+
+  /**
+   * Keeps apart the entries of a generation about to be dropped that still wait for their answer; lets go of
+   * those kept earlier that have been answered (or failed) since.
+   */
+  private keepWaiting(dropped: Generation): void {
+    const waiting = new Map<number, TrackedIdentifier[]>();
+    const keep = (key: number, entry: TrackedIdentifier): void => {
+      const held = waiting.get(key);
+      if (held === undefined) waiting.set(key, [entry]);
+      else if (!held.includes(entry)) held.push(entry);
+    };
+    for (const [key, held] of this.waiting)
+      for (const entry of held) if (entry.answer === null && !entry.failed) keep(key, entry);
+    dropped.forEachWaiting(keep);
+    this.waiting = waiting;
   }
 
   /** Entries held (one promoted from the old generation counts twice until that generation is dropped). */

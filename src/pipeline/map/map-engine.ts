@@ -107,6 +107,14 @@ export interface MapRunCounts {
   fromState: number;
   /** Cells answered by a pending or recent answer for the same identifier. */
   deduplicated: number;
+  /**
+   * Items sent for an identifier this run had already sent: repeats further apart than the identifiers a run
+   * remembers, without a state file to answer them (with one, and while none was forgotten, none). A repeat of an
+   * identifier whose request failed is sent again and not counted here.
+   */
+  repeatsSent: number;
+  /** True when repeatsSent is an estimate (from the estimated count of distinct identifiers). */
+  repeatsEstimated: boolean;
   /** Batches sealed (sent, or in a dry run: that would be sent). */
   batches: number;
   /** Items in those batches. */
@@ -135,6 +143,8 @@ export function newMapRunCounts(): MapRunCounts {
     uniqueEstimated: false,
     fromState: 0,
     deduplicated: 0,
+    repeatsSent: 0,
+    repeatsEstimated: false,
     batches: 0,
     itemsInBatches: 0,
     batchesFailed: 0,
@@ -181,6 +191,9 @@ async function* preparedHere(
   for await (const rows of source) yield { prepared: prepareRows(rows, columns), rows };
 }
 
+/** Distinct identifiers a run remembers (with their answers) by default, for repeats further down the input. */
+export const REMEMBERED_IDENTIFIERS = 50_000;
+
 /**
  * The streaming batch engine of `map` (docs/architecture.md §3): chunks of rows in; each identifier cell
  * prepared locally, repeats served once, fresh state entries answered without a request, the rest packed into
@@ -197,6 +210,8 @@ export class MapEngine {
   private readonly distinct = new DistinctEstimate();
   /** Distinct identifiers, exact while the table has forgotten none. */
   private distinctExact = 0;
+  /** Identifiers batched again because their request failed. */
+  private sentAfterFailure = 0;
   private readonly window = new Reassembler();
   private readonly batcher: BatchBuilder;
   private readonly maxPendingRows: number;
@@ -214,7 +229,7 @@ export class MapEngine {
     this.columns = options.columns;
     this.width = options.columns.length;
     this.limiter = options.limiter ?? new AdaptiveConcurrency({ max: options.concurrency ?? 20 });
-    this.table = new IdentifierTable(options.recentCapacity ?? 50_000);
+    this.table = new IdentifierTable(options.recentCapacity ?? REMEMBERED_IDENTIFIERS);
     this.batcher = new BatchBuilder({ maxItems: options.batchSize, maxJsonBytes: options.maxJsonBytes }, (batch) =>
       this.dispatch(batch),
     );
@@ -281,6 +296,13 @@ export class MapEngine {
     else await this.handOn();
     this.counts.uniqueEstimated = this.table.dropped;
     this.counts.uniqueIdentifiers = this.table.dropped ? this.distinct.count : this.distinctExact;
+    // without a state file, every distinct identifier is sent once and each forgotten repeat once more; with one,
+    // a forgotten identifier is answered by it (its answer was committed before the table let it go)
+    if (this.table.dropped && this.options.state === undefined) {
+      const sentFirst = this.counts.itemsInBatches - this.sentAfterFailure;
+      this.counts.repeatsSent = Math.max(0, sentFirst - this.counts.uniqueIdentifiers);
+      this.counts.repeatsEstimated = true;
+    }
     return { outcome: this.lifecycle.outcome(), counts: this.counts };
   }
 
@@ -334,6 +356,8 @@ export class MapEngine {
     if (known === undefined) {
       this.distinctExact++;
       this.distinct.add(type, hash);
+    } else {
+      this.sentAfterFailure++;
     }
     const item = new TrackedIdentifier(type, hash, chunk, slot);
     this.table.add(item);
