@@ -21,6 +21,7 @@ import { openSink } from '../../pipeline/table/sink.js';
 import { defaultLayout } from '../../pipeline/map/result-columns.js';
 import { keptColumns } from '../../pipeline/map/result-layout.js';
 import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from '../../pipeline/jobs/headerless-input.js';
+import type { HashEncoding } from '../../pipeline/table/hash-cells.js';
 import type { ColumnType } from '../../pipeline/table/typed-cells.js';
 import { requireTextColumns } from '../../pipeline/table/parquet-columns.js';
 import {
@@ -33,6 +34,7 @@ import {
 import { addBadRowOptions, badRowFlags, BadRowsOutput, type BadRowFlags } from '../shared/bad-rows.js';
 import { EXIT, UserError, onInterrupt } from '../shared/exit-codes.js';
 import {
+  addHashEncodingOption,
   addOutputOptions,
   outputFlags,
   sinkCompression,
@@ -80,6 +82,8 @@ export interface HashFlags extends InputFlags, ColumnFlags, Partial<BadRowFlags>
   dropInputColumns?: boolean;
   /** --phone-region: national phone numbers are read as this country's. */
   phoneRegion?: PhoneRegion;
+  /** --hash-encoding: how the hash column is written (default base64). */
+  hashEncoding?: HashEncoding;
 }
 
 export interface HashIo {
@@ -201,7 +205,11 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       // openInput reads the input as rows for a Parquet output: the row threads write text
       if (flags.format === 'parquet') throw new Error('Parquet output from row threads');
       const format: RowFormat = rowFormatOf(flags.format, header, types);
-      const layout = { ...defaultLayout(columns), keep };
+      const layout = {
+        ...defaultLayout(columns),
+        keep,
+        ...(flags.hashEncoding !== undefined ? { hashEncoding: flags.hashEncoding } : {}),
+      };
       threads = new RowThreads(
         { name: source.name, csv: source.settings, width: source.width, columns, format, v2: false, layout },
         flags.threads ?? 1,
@@ -215,7 +223,7 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       }
     } else {
       for await (const chunk of source.rows()) {
-        await sink.writeRows(hashRows(chunk, columns, counts, keep));
+        await sink.writeRows(hashRows(chunk, columns, counts, keep, flags.hashEncoding));
         progress.update({ done: counts.rows, ...estimateTotal(source, counts.rows) });
         checkInterrupt();
       }
@@ -385,6 +393,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
   addBadRowOptions(cmd);
   addOutputOptions(cmd);
   addOutputDirOption(cmd);
+  addHashEncodingOption(cmd, 'the hash column');
   addThreadsOption(cmd, defaultHashThreads(), 'one per core, at most 4');
   cmd.action(async (input: string[] | undefined, opts: Record<string, unknown>) => {
     const hashIo = io();
@@ -404,6 +413,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
       ...(Array.isArray(opts.keep) ? { keep: opts.keep as string[] } : {}),
       ...(opts.dropInputColumns === true ? { dropInputColumns: true } : {}),
       ...(phoneRegionFlagOf(opts) !== undefined ? { phoneRegion: phoneRegionFlagOf(opts) } : {}),
+      ...(outputFlags(opts).hashEncoding !== undefined ? { hashEncoding: outputFlags(opts).hashEncoding } : {}),
     };
     const summary = await runHash(flags, hashIo);
     // records skipped (--on-bad-row skip): the run completed, and its exit code says that rows are missing

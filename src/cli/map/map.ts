@@ -42,6 +42,7 @@ import {
 import {
   addConnectionOptions,
   addOutputOptions,
+  addHashEncodingOption,
   addTimeFormatOption,
   connectionFlags,
   outputFlags,
@@ -146,7 +147,7 @@ export function registerMap(program: Command): void {
     )
     .option(
       '--emit-hash',
-      'also write the hash sent for each identifier (base64, the key of the state and the remap-due changes file) and hash_type',
+      'also write the hash sent for each identifier (base64, the key of the state and the remap-due changes file; hex with --hash-encoding hex) and hash_type',
     )
     .option(
       '--keep <columns>',
@@ -165,6 +166,7 @@ export function registerMap(program: Command): void {
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   addTimeFormatOption(cmd);
+  addHashEncodingOption(cmd, 'the hashes of --emit-hash');
   addOutputDirOption(cmd);
   addThreadsOption(cmd, defaultMapThreads(), 'cores - 1, at most 3');
   cmd.action((input: string[] | undefined, opts: Record<string, unknown>) =>
@@ -212,6 +214,10 @@ export function mapFlags(input: string | readonly string[] | undefined, opts: Re
  * 130 interrupted); throws for the rest.
  */
 export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
+  if (flags.output.hashEncoding !== undefined && flags.layout?.emitHash !== true)
+    throw new UserError(
+      `--hash-encoding ${flags.output.hashEncoding} applies to the hashes --emit-hash writes: add --emit-hash, or drop --hash-encoding`,
+    );
   const inputPaths = expandInputArgs(flags.inputs ?? [chooseInput(flags.input, deps.stdin)]);
   const partOutputs =
     flags.outputDir !== undefined
@@ -399,7 +405,7 @@ function resultLayout(source: TableInfo, columns: IdentifierColumn[], flags: Map
     return resolveResultLayout(
       source.header,
       columns,
-      { ...flags.layout, timeFormat: flags.output.timeFormat },
+      { ...flags.layout, timeFormat: flags.output.timeFormat, hashEncoding: flags.output.hashEncoding },
       source.name,
     );
   } catch (err) {
@@ -519,6 +525,7 @@ function runArgs(
     ...(region !== undefined ? { phone_region: region } : {}),
     ...(flags.output.timeFormat !== undefined ? { time_format: flags.output.timeFormat } : {}),
     ...(flags.layout?.emitHash === true ? { emit_hash: true } : {}),
+    ...(flags.output.hashEncoding !== undefined ? { hash_encoding: flags.output.hashEncoding } : {}),
     ...(flags.layout?.keep !== undefined ? { keep: flags.layout.keep } : {}),
     ...(flags.layout?.dropInputColumns === true ? { drop_input_columns: true } : {}),
   });

@@ -34,10 +34,12 @@ import { EXIT, UserError } from '../shared/exit-codes.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import type { ColumnType, TimeFormat, TypedHeader } from '../../pipeline/table/typed-cells.js';
+import { hashCell, type HashEncoding } from '../../pipeline/table/hash-cells.js';
 import { requireTextColumns } from '../../pipeline/table/parquet-columns.js';
 import {
   addConnectionOptions,
   addOutputOptions,
+  addHashEncodingOption,
   addTimeFormatOption,
   connectionFlags,
   decimalNumber,
@@ -126,6 +128,7 @@ export function registerOptoutCheck(program: Command): void {
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   addTimeFormatOption(cmd);
+  addHashEncodingOption(cmd, 'the hashes of --state rows');
   cmd.action((input: string[] | undefined, opts: Record<string, unknown>) =>
     runInProcess((deps) => runOptoutCheck(optoutCheckFlags(input, opts), deps)),
   );
@@ -164,6 +167,11 @@ function checkCombinations(flags: OptoutCheckFlags): void {
   }
   if (flags.sweepFraction !== undefined && flags.state === undefined) {
     throw new UserError('--sweep-fraction works on a state file: add --state FILE');
+  }
+  if (flags.output.hashEncoding !== undefined && flags.state === undefined) {
+    throw new UserError(
+      `--hash-encoding ${flags.output.hashEncoding} applies to the hashes of --state rows (a file of raw UIDs has none): add --state FILE, or drop it`,
+    );
   }
   if (flags.sweepFraction === 0)
     throw new UserError('--sweep-fraction must be above 0 (e.g. 0.05 checks 5% of the entries per run)');
@@ -516,8 +524,18 @@ export function sweepColumns(timeFormat: TimeFormat = 'unix'): TypedHeader {
   return { header: [...SWEEP_HEADER], types: ['string', 'string', 'string', 'string', ...verdictTypes(timeFormat)] };
 }
 
-export function sweptCells(row: SweptRawUid, timeFormat: TimeFormat = 'unix'): string[] {
-  return [row.entry.type, row.entry.hash, row.rawUid, row.which, ...verdictCells(row.verdict, timeFormat)];
+export function sweptCells(
+  row: SweptRawUid,
+  timeFormat: TimeFormat = 'unix',
+  hashEncoding: HashEncoding = 'base64',
+): string[] {
+  return [
+    row.entry.type,
+    hashCell(row.entry.hash, hashEncoding),
+    row.rawUid,
+    row.which,
+    ...verdictCells(row.verdict, timeFormat),
+  ];
 }
 
 /** optout-check --state FILE: sweeps the stored raw UIDs, tombstones what opted out, records each check. */
@@ -546,7 +564,7 @@ async function runStateSweep(
     );
     try {
       const timeFormat = flags.output.timeFormat ?? 'unix';
-      const cellsOf = (row: SweptRawUid): string[] => sweptCells(row, timeFormat);
+      const cellsOf = (row: SweptRawUid): string[] => sweptCells(row, timeFormat, flags.output.hashEncoding);
       return await withRunOutput(
         sweepColumns(timeFormat),
         'optout-check',

@@ -104,7 +104,8 @@ async function remapV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<numb
     const marked = state.countDueV2();
     const dueByR = state.countDue(nowS);
     const due = marked + dueByR;
-    const cellsOf = (change: RemapChange): string[] => changeCellsV2(change, flags.output.timeFormat);
+    const cellsOf = (change: RemapChange): string[] =>
+      changeCellsV2(change, flags.output.timeFormat, flags.output.hashEncoding);
     return await withRunOutput(
       changesColumns(flags.output.timeFormat, true),
       'remap-due',

@@ -22,6 +22,7 @@ import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.
 import {
   addConnectionOptions,
   addOutputOptions,
+  addHashEncodingOption,
   addTimeFormatOption,
   connectionFlags,
   optionReaders,
@@ -75,6 +76,7 @@ export function registerRemapDue(program: Command): void {
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   addTimeFormatOption(cmd);
+  addHashEncodingOption(cmd, 'the hashes of the changes file');
   cmd.action((opts: Record<string, unknown>) => runInProcess((deps) => runRemapDue(remapDueFlags(opts), deps)));
 }
 
@@ -171,7 +173,8 @@ async function remapForReal(run: RemapDueRun, resolved: ResolvedConfig): Promise
   const { client, limiter } = connection;
   const runId = state.startRun('remap-due', JSON.stringify(remapRunArgs(flags)), nowS);
   try {
-    const cellsOf = (change: RemapChange): string[] => changeCells(change, flags.output.timeFormat);
+    const cellsOf = (change: RemapChange): string[] =>
+      changeCells(change, flags.output.timeFormat, flags.output.hashEncoding);
     return await withRunOutput(
       changesColumns(flags.output.timeFormat, false),
       'remap-due',

@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { DEFAULT_ENV, environmentNames, type ConnectionFlags } from '../../config/index.js';
 import { OUTPUT_FORMAT_CHOICES, outputFormatOf, type OutputFormatName } from '../../pipeline/table/format-names.js';
+import { HASH_ENCODINGS, type HashEncoding } from '../../pipeline/table/hash-cells.js';
 import { TIME_FORMATS, type TimeFormat } from '../../pipeline/table/typed-cells.js';
 import { UserError } from './exit-codes.js';
 
@@ -74,6 +75,8 @@ export interface OutputFlags {
   quiet?: boolean;
   /** How the tool writes its own times (refresh_from, opted_out_since); absent: unix. */
   timeFormat?: TimeFormat;
+  /** How the tool writes the hashes it outputs (map --emit-hash, hash, changes files, state export); absent: base64. */
+  hashEncoding?: HashEncoding;
   /** --compress: gzip the output or not; absent: gzip when -o ends in .gz. */
   compress?: OutputCompression;
 }
@@ -121,6 +124,16 @@ export function addTimeFormatOption(cmd: Command): Command {
       '--time-format <format>',
       'how refresh_from and opt-out times are written: unix (seconds, default) or iso (ISO 8601 UTC, e.g. 2027-01-05T00:00:00Z)',
     ).choices([...TIME_FORMATS]),
+  );
+}
+
+/** --hash-encoding base64|hex, for the commands whose output has hashes. */
+export function addHashEncodingOption(cmd: Command, which = 'the hashes written'): Command {
+  return cmd.addOption(
+    new Option(
+      '--hash-encoding <encoding>',
+      `how ${which} are written: base64 (44 characters, as sent and stored; default) or hex (64 lowercase characters, as a warehouse's sha2() gives)`,
+    ).choices([...HASH_ENCODINGS]),
   );
 }
 
@@ -193,6 +206,7 @@ function outputFlagsAsGiven(opts: Record<string, unknown>): OutputFlags {
     ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
     quiet: opts.quiet === true,
     ...(opts.timeFormat === 'iso' || opts.timeFormat === 'unix' ? { timeFormat: opts.timeFormat } : {}),
+    ...(opts.hashEncoding === 'base64' || opts.hashEncoding === 'hex' ? { hashEncoding: opts.hashEncoding } : {}),
     ...(opts.compress === 'gzip' || opts.compress === 'none' ? { compress: opts.compress } : {}),
   };
 }

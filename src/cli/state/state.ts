@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { parseInstantMs } from '../../protocol/index.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
-import { decimalNumber, outputFlags, type OutputFormat } from '../shared/options.js';
+import { addHashEncodingOption, decimalNumber, outputFlags, type OutputFormat } from '../shared/options.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { formatCount, writeSummaryJson } from '../shared/summary.js';
 import { exportState } from './state-export.js';
@@ -47,10 +47,10 @@ export function registerStateCommand(program: Command): void {
       process.stdout.write(opts.json === true ? `${JSON.stringify(info, null, 2)}\n` : formatStateInfo(info));
     });
 
-  state
+  const exportCommand = state
     .command('export')
     .description(
-      'every entry as type, hash, status, raw_uid, prev_raw_uid, refresh_from: hashes and raw UIDs, never an email or phone',
+      'every entry as hash_type, hash, status, raw_uid, prev_raw_uid, refresh_from: hashes and raw UIDs, never an email or phone',
     )
     .argument('<file>', 'the state file')
     .option(
@@ -59,26 +59,26 @@ export function registerStateCommand(program: Command): void {
     )
     .option('--format <format>', 'csv (default) or jsonl')
     .option('--summary-json <file>', 'also write the number of entries exported as JSON to this file')
-    .option('-q, --quiet', 'no summary line on stderr')
-    .action(async (file: string, opts: Record<string, unknown>) => {
-      const format = opts.format ?? 'csv';
-      if (format !== 'csv' && format !== 'jsonl')
-        throw new UserError(`--format must be csv or jsonl (got '${String(format)}')`);
-      const output = { ...outputFlags(opts), format: format as OutputFormat };
-      refuseOverlappingPaths([{ flag: 'the state file', path: file }], standardOutputs(output));
-      const startedMs = Date.now();
-      const n = await exportState(file, output, process.stdout);
-      if (!output.quiet)
-        process.stderr.write(`state export: ${formatCount(n)} entries written to ${output.output ?? 'stdout'}\n`);
-      if (output.summaryJson !== undefined) {
-        await writeSummaryJson(output.summaryJson, {
-          command: 'state export',
-          entries: n,
-          duration_s: (Date.now() - startedMs) / 1000,
-        });
-      }
-      process.exitCode = EXIT.ok;
-    });
+    .option('-q, --quiet', 'no summary line on stderr');
+  addHashEncodingOption(exportCommand, 'hashes').action(async (file: string, opts: Record<string, unknown>) => {
+    const format = opts.format ?? 'csv';
+    if (format !== 'csv' && format !== 'jsonl')
+      throw new UserError(`--format must be csv or jsonl (got '${String(format)}')`);
+    const output = { ...outputFlags(opts), format: format as OutputFormat };
+    refuseOverlappingPaths([{ flag: 'the state file', path: file }], standardOutputs(output));
+    const startedMs = Date.now();
+    const n = await exportState(file, output, process.stdout);
+    if (!output.quiet)
+      process.stderr.write(`state export: ${formatCount(n)} entries written to ${output.output ?? 'stdout'}\n`);
+    if (output.summaryJson !== undefined) {
+      await writeSummaryJson(output.summaryJson, {
+        command: 'state export',
+        entries: n,
+        duration_s: (Date.now() - startedMs) / 1000,
+      });
+    }
+    process.exitCode = EXIT.ok;
+  });
 
   // two upkeep commands of one shape: a file, how long to wait for a run that holds it, the sizes after
   const upkeep = [

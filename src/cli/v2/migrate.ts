@@ -25,6 +25,7 @@ import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.
 import {
   addConnectionOptions,
   addOutputOptions,
+  addHashEncodingOption,
   addTimeFormatOption,
   connectionFlags,
   optionReaders,
@@ -83,6 +84,7 @@ export function registerMigrate(program: Command): void {
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   addTimeFormatOption(cmd);
+  addHashEncodingOption(cmd, 'the hashes of the changes file');
   cmd.action((opts: Record<string, unknown>) => runInProcess((deps) => runMigrate(migrateFlags(opts), deps)));
 }
 
@@ -149,7 +151,8 @@ async function migrateForReal(
   const { client, limiter } = connection;
   const runId = state.startRun('migrate', JSON.stringify(remapRunArgs(flags)), nowS);
   try {
-    const cellsOf = (change: RemapChange): string[] => changeCells(change, flags.output.timeFormat);
+    const cellsOf = (change: RemapChange): string[] =>
+      changeCells(change, flags.output.timeFormat, flags.output.hashEncoding);
     return await withRunOutput(
       changesColumns(flags.output.timeFormat, false),
       'migrate',

@@ -1,3 +1,4 @@
+import { hashCell, type HashEncoding } from '../table/hash-cells.js';
 import { prepareCell, type IdentifierColumn } from '../table/identifier-columns.js';
 import { rowProblemInvalidates, rowProblemReason, type InputRow } from '../table/table.js';
 
@@ -40,7 +41,8 @@ export function addHashCounts(into: HashCounts, more: HashCounts): void {
 
 /**
  * `hash`'s output rows: each row's cells (those of `keep`, by index; null: all, in place, as the input row is not
- * used again) with hash, hash_type, status and reason appended per identifier column. The same code runs on the
+ * used again) with hash (in `hashEncoding`, default base64), hash_type, status and reason appended per identifier
+ * column. The same code runs on the
  * main thread and in worker threads.
  */
 export function hashRows(
@@ -48,6 +50,7 @@ export function hashRows(
   columns: readonly IdentifierColumn[],
   counts: HashCounts,
   keep: readonly number[] | null = null,
+  hashEncoding?: HashEncoding,
 ): string[][] {
   const out: string[][] = new Array(rows.length);
   for (let r = 0; r < rows.length; r++) {
@@ -72,7 +75,7 @@ export function hashRows(
       }
       const prepared = prepareCell(columns[c], cell);
       if (prepared.ok) {
-        cells.push(prepared.hash, prepared.type, 'ok', '');
+        cells.push(hashCell(prepared.hash, hashEncoding), prepared.type, 'ok', '');
         counts.ok[c]++;
       } else {
         cells.push('', '', 'invalid', prepared.reason);

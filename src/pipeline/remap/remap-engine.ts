@@ -11,6 +11,7 @@ import { bucketIdOf, mappedOutcome } from '../map/bucket-answer.js';
 import { parseJournalRow, replayPendingChanges, type ChangeJournal } from '../run/change-journal.js';
 import { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
 import { asError, RunLifecycle, type RunOutcome } from '../run/run-lifecycle.js';
+import { hashCell, type HashEncoding } from '../table/hash-cells.js';
 import { timeCell, timeType, type TimeFormat, type TypedHeader } from '../table/typed-cells.js';
 
 /** What remap needs from the state file: pages of due entries through the `r` index, one transaction per batch. */
@@ -62,11 +63,15 @@ export function changesColumns(timeFormat: TimeFormat = 'unix', v2 = false): Typ
   return { header, types: header.map((name) => (name === 'refresh_from' ? timeType(timeFormat) : 'string')) };
 }
 
-/** A change as cells under CHANGES_HEADER; a missing value is an empty cell. */
-export function changeCells(change: RemapChange, timeFormat: TimeFormat = 'unix'): string[] {
+/** A change as cells under CHANGES_HEADER, the hash in `hashEncoding` (default base64); a missing value is an empty cell. */
+export function changeCells(
+  change: RemapChange,
+  timeFormat: TimeFormat = 'unix',
+  hashEncoding: HashEncoding = 'base64',
+): string[] {
   return [
     change.kind,
-    change.hash,
+    hashCell(change.hash, hashEncoding),
     change.oldRawUid ?? '',
     change.newRawUid ?? '',
     change.prevRawUid ?? '',
@@ -76,8 +81,12 @@ export function changeCells(change: RemapChange, timeFormat: TimeFormat = 'unix'
 }
 
 /** A change as cells under CHANGES_HEADER_V2. */
-export function changeCellsV2(change: RemapChange, timeFormat: TimeFormat = 'unix'): string[] {
-  const cells = changeCells(change, timeFormat);
+export function changeCellsV2(
+  change: RemapChange,
+  timeFormat: TimeFormat = 'unix',
+  hashEncoding: HashEncoding = 'base64',
+): string[] {
+  const cells = changeCells(change, timeFormat, hashEncoding);
   cells.push(change.bucketId ?? '');
   return cells;
 }
