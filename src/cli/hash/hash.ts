@@ -375,7 +375,13 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
   const cmd = program
     .command('hash')
     .description(
-      'normalize, hash and validate identifiers offline (nothing is sent): writes hash, hash_type, status and reason per identifier column',
+      'normalize, hash and validate the identifiers of CSV, JSONL or Parquet files offline (nothing is sent): writes hash, hash_type, status and reason per identifier column',
+    )
+    .addHelpText(
+      'after',
+      '\nOutput: CSV, TSV, JSONL or Parquet, by the name of -o or --format.\n' +
+        'Exit codes: 0 done (invalid identifiers are data); 1 failed (a bad input file); 2 usage; 9 records that could\n' +
+        'not be read were skipped (--on-bad-row skip; see --bad-rows); 130 interrupted.',
     )
     .argument(
       '[input...]',

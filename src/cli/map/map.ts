@@ -114,14 +114,15 @@ const parseBatchSize = wholeNumber('--batch-size', 1, 5000);
 export function registerMap(program: Command): void {
   const cmd = program
     .command('map')
-    .summary('map emails, phones and hashes of a CSV or JSONL file to raw UIDs (POST /v3/identity/map)')
+    .summary('map emails, phones and hashes of CSV, JSONL or Parquet files to raw UIDs (POST /v3/identity/map)')
     .description(
-      'Maps every row of a CSV (or JSONL) file to raw UIDs. Emails and phones are normalized and hashed here: only ' +
+      'Maps every row of CSV, JSONL or Parquet files (gzip too) to raw UIDs, written as CSV, TSV, JSONL or Parquet. Emails and phones are normalized and hashed here: only ' +
         'hashes are sent. Output: the input columns, then raw_uid, prev_raw_uid, refresh_from, status (mapped, optout, ' +
         'invalid, error, or missing for an empty cell) and reason per identifier column, in input order. Without column ' +
         'flags, the columns named like email, phone or email_hash are used. With --state FILE, a re-run sends only what ' +
-        'is new, due or unfinished.\n\nExit codes: 0 done; 3 some rows ended in error (run again to complete them); ' +
-        '2 usage or configuration; 4 credentials refused; 130 interrupted.',
+        'is new, due or unfinished.\n\nExit codes: 0 done; 1 failed (the service, the network, a bad input file); ' +
+        '2 usage or configuration; 3 some rows ended in error (run again to complete them); 4 credentials refused; ' +
+        '9 records that could not be read were skipped (--on-bad-row skip; see --bad-rows); 130 interrupted.',
     )
     .argument(
       '[input...]',
@@ -380,7 +381,7 @@ function chooseInput(input: string | undefined, stdin: { isTTY?: boolean }): str
   if (input !== undefined && input !== '') return input;
   if (stdin.isTTY) {
     throw new UserError(
-      'no input: give a CSV or JSONL file (uid2-batch map FILE), or pipe rows in (... | uid2-batch map -)',
+      'no input: give a CSV, JSONL or Parquet file (uid2-batch map FILE), or pipe rows in (... | uid2-batch map -)',
     );
   }
   return '-';

@@ -97,9 +97,11 @@ export function registerOptoutCheck(program: Command): void {
     .summary('which raw UIDs have opted out (POST /v2/optout/status), from a file or the state file')
     .description(
       [
-        'Asks the service which raw UIDs have opted out. Input: a CSV or JSONL column of raw UIDs (--col, or the one column named like raw_uid, advertising_id, uid or raw_uid2), or --state FILE to check the raw UIDs and previous raw UIDs stored there; opted-out entries are then tombstoned and each check time is recorded.',
+        'Asks the service which raw UIDs have opted out. Input: a CSV, JSONL or Parquet column of raw UIDs (--col, or the one column named like raw_uid, advertising_id, uid or raw_uid2), or --state FILE to check the raw UIDs and previous raw UIDs stored there; opted-out entries are then tombstoned and each check time is recorded.',
         "Requests go one at a time on one connection, the service's rule for this endpoint, unless --private-operator.",
         'Re-mapping alone sees an opt-out only when the entry comes due, up to a year later. A nightly `optout-check --state s.db --sweep-fraction 0.05` checks 5% of the entries, going on from where the last night stopped, so every entry is checked every 20 days.',
+        'Output: CSV, TSV, JSONL or Parquet, by the name of -o or --format.',
+        'Exit codes: 0 done (opted-out raw UIDs are data); 1 failed (the service, the network, a bad input file); 2 usage, or another run is using the state file; 3 some raw UIDs could not be checked (run again); 4 credentials refused; 9 records that could not be read were skipped (--on-bad-row skip; see --bad-rows); 130 interrupted.',
       ].join('\n\n'),
     )
     .argument(
@@ -433,7 +435,7 @@ function chooseInput(input: string | undefined, stdin: { isTTY?: boolean }): str
   if (input !== undefined && input !== '') return input;
   if (stdin.isTTY) {
     throw new UserError(
-      'no input: give a CSV or JSONL file of raw UIDs (uid2-batch optout-check FILE), pipe one in (... | uid2-batch optout-check -), or use --state FILE',
+      'no input: give a CSV, JSONL or Parquet file of raw UIDs (uid2-batch optout-check FILE), pipe one in (... | uid2-batch optout-check -), or use --state FILE',
     );
   }
   return '-';

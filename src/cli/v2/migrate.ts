@@ -70,7 +70,7 @@ export function registerMigrate(program: Command): void {
       [
         'Re-maps every v2 entry of the state file with v3, which gives it a refresh time r (and a previous raw UID p when its salt rotated lately) instead of a salt bucket. Each answered batch is saved at once: an interrupted run, or one cut short by --limit, continues where it stopped when run again. When no v2 entry is left, the file is marked v3: from then on use map and remap-due without --api v2.',
         'Reports how many raw UIDs stayed the same and how many changed; -o FILE writes the changed ones (kind, hash, old and new raw UID...), to update the systems that hold the old ones.',
-        'Exit codes: 0 done; 3 some batches failed (run again to retry them); 2 usage, or another run is using the state file; 4 credentials refused; 130 interrupted.',
+        'Exit codes: 0 done; 1 failed (the service, the network, the state file could not be written); 2 usage, or another run is using the state file; 3 some batches failed (run again to retry them); 4 credentials refused; 130 interrupted.',
       ].join('\n\n'),
     )
     .option('--state <file>', 'the v2 state file made by map --api v2 --state FILE (required)')
