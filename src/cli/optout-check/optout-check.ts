@@ -453,7 +453,12 @@ export function optoutSummary(
   return makeSummary({
     command,
     rows: c.rows,
-    status: { optout: c.status.opted_out, invalid: c.status.invalid, error: c.status.error },
+    status: {
+      optout: c.status.opted_out,
+      invalid: c.status.invalid,
+      error: c.status.error,
+      ...(c.status.missing > 0 ? { missing: c.status.missing } : {}),
+    },
     ...requestCounters(client.stats),
     startedMs,
     endedMs,
@@ -469,12 +474,12 @@ export function optoutSummary(
   });
 }
 
-/** `optout-check: 10,000 rows in 1.2 s: 12 opted out, 9,980 not, 8 invalid, 0 error; 2 requests, 0 retries` */
+/** `optout-check: 10,000 rows in 1.2 s: 12 opted out, 9,980 not, 8 invalid, 0 error; 2 requests, 0 retries` (`, 3 missing` after invalid when any cell was empty) */
 export function formatOptoutSummary(s: RunSummary): string {
   const num = (k: string): number => (typeof s[k] === 'number' ? (s[k] as number) : 0);
   return (
     `${s.command}: ${formatCount(s.rows)} ${s.state_file !== undefined ? 'raw UIDs' : 'rows'} in ${formatDuration(s.duration_s)}: ` +
-    `${formatCount(num('opted_out'))} opted out, ${formatCount(num('not_opted_out'))} not, ${formatCount(s.status.invalid)} invalid, ${formatCount(s.status.error)} error; ` +
+    `${formatCount(num('opted_out'))} opted out, ${formatCount(num('not_opted_out'))} not, ${formatCount(s.status.invalid)} invalid, ${s.status.missing ? `${formatCount(s.status.missing)} missing, ` : ''}${formatCount(s.status.error)} error; ` +
     `${formatCount(s.requests)} requests, ${formatCount(s.retries)} retries` +
     (typeof s.tombstoned === 'number' ? `; ${formatCount(s.tombstoned)} entries tombstoned` : '')
   );
