@@ -62,8 +62,9 @@ export async function writeDryRunSummary(
   );
 }
 
-/** How far ahead a run with nothing due looks for the next entries: r is at most about a year away. */
+/** How far ahead a run with nothing due counts day by day: r is at most about a year after a mapping. */
 const NEXT_DUE_HORIZON_DAYS = 400;
+const DAY_S = 86_400;
 
 /** When the next entries come due, for a run that found none due: the first UTC day with any, and how many. */
 export interface NextDue {
@@ -72,10 +73,24 @@ export interface NextDue {
   count: number;
 }
 
-export function nextDue(state: Pick<StateStore, 'dueByDay'>, nowS: number): NextDue | null {
+/** The latest time --now takes: every r is before it. */
+const END_OF_TIME_S = Date.UTC(9999, 11, 31) / 1000;
+
+/**
+ * For a run with nothing due (no r <= nowS): the first day with entries, and how many come due on it. Usually
+ * within the next year (r is at most about a year after the mapping); an entry further away (a --now before the
+ * time the entries were mapped, a service whose clock was ahead) is found through the due lists, which are in
+ * day order: the first entry of a walk from now is on the earliest day. Null only when no entry has an r.
+ */
+export function nextDue(state: Pick<StateStore, 'dueByDay' | 'selectDue' | 'countDue'>, nowS: number): NextDue | null {
   const days = state.dueByDay(nowS, NEXT_DUE_HORIZON_DAYS + 1).slice(1);
   const first = days.find((d) => d.count > 0);
-  return first === undefined ? null : { day: first.day, count: first.count };
+  if (first !== undefined) return { day: first.day, count: first.count };
+  const [earliest] = state.selectDue(END_OF_TIME_S, { r: nowS, id: 0 }, 1);
+  if (earliest === undefined || earliest.r === null) return null;
+  const dayStart = Math.floor(earliest.r / DAY_S) * DAY_S;
+  // nothing is due at nowS, so what is due by the end of that day is that day's
+  return { day: isoOf(dayStart).slice(0, 10), count: state.countDue(dayStart + DAY_S - 1) };
 }
 
 /**
@@ -84,8 +99,7 @@ export function nextDue(state: Pick<StateStore, 'dueByDay'>, nowS: number): Next
  */
 export function nothingDueLine(next: NextDue | null, nowS: number): string {
   const at = `nothing was due at ${isoOf(nowS)}`;
-  if (next === null)
-    return `${at}, and nothing comes due in the next ${NEXT_DUE_HORIZON_DAYS} days (the state file has no entry with a refresh time)`;
+  if (next === null) return `${at}, and nothing ever comes due: the state file has no entry with a refresh time`;
   return (
     `${at}: the next ${formatCount(next.count)} ${next.count === 1 ? 'entry comes' : 'entries come'} due on ${next.day} (00:00 UTC); ` +
     `run then, or plan against that time with --now ${next.day}T00:30:00Z`
