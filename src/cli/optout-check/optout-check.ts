@@ -40,6 +40,7 @@ import {
   addConnectionOptions,
   addOutputOptions,
   addHashEncodingOption,
+  addLockWaitOption,
   addTimeFormatOption,
   connectionFlags,
   decimalNumber,
@@ -81,6 +82,8 @@ export interface OptoutCheckFlags extends Partial<BadRowFlags> {
   sweepFraction?: number;
   privateOperator: boolean;
   concurrency?: number;
+  /** --wait with --state: seconds to wait for another run's lock on the state file (absent: fail at once). */
+  wait?: number;
   connection: ConnectionFlags;
   output: OutputFlags;
 }
@@ -125,6 +128,7 @@ export function registerOptoutCheck(program: Command): void {
     )
     .option('--private-operator', 'the service is a private operator: batches may be sent in parallel')
     .option('--concurrency <n>', 'with --private-operator: requests in flight at most (default 4)', parseConcurrency);
+  addLockWaitOption(cmd, 'the --state file (a remap-due, a map --state)');
   addInputFormatOptions(cmd);
   addBadRowOptions(cmd);
   addConnectionOptions(cmd);
@@ -153,6 +157,7 @@ export function optoutCheckFlags(
     ...(num('sweepFraction') !== undefined ? { sweepFraction: num('sweepFraction') } : {}),
     privateOperator: opts.privateOperator === true,
     ...(num('concurrency') !== undefined ? { concurrency: num('concurrency') } : {}),
+    ...(num('wait') !== undefined ? { wait: num('wait') } : {}),
     connection: connectionFlags(opts),
     output: outputFlags(opts),
   };
@@ -175,6 +180,8 @@ function checkCombinations(flags: OptoutCheckFlags): void {
       `--hash-encoding ${flags.output.hashEncoding} applies to the hashes of --state rows (a file of raw UIDs has none): add --state FILE, or drop it`,
     );
   }
+  if (flags.wait !== undefined && flags.state === undefined)
+    throw new UserError('--wait is for the lock of a state file: add --state FILE, or drop --wait');
   if (flags.sweepFraction === 0)
     throw new UserError('--sweep-fraction must be above 0 (e.g. 0.05 checks 5% of the entries per run)');
   if (flags.concurrency !== undefined && flags.concurrency > 1 && !flags.privateOperator) {
@@ -557,7 +564,7 @@ async function runStateSweep(
   const state = openState(path, { envFingerprint: envFingerprint(resolved), create: false });
   try {
     // tombstones and check times are written: a remap-due at the same time must wait
-    state.lock();
+    await state.waitForLock((flags.wait ?? 0) * 1000);
     const nowS = Math.floor(startedMs / 1000);
     const connection = await connect(flags, resolved);
     const runId = state.startRun(

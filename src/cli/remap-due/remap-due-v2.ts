@@ -44,7 +44,7 @@ export async function runRemapDueV2(run: RemapDueRun, resolved: ResolvedConfig):
   );
   if (flags.dryRun) return dryRunV2(run);
   // a second run at the same time would send the same entries twice and race on the commits
-  state.lock();
+  await state.waitForLock((flags.wait ?? 0) * 1000);
   return remapV2(run, resolved);
 }
 

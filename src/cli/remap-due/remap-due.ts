@@ -21,6 +21,7 @@ import { EXIT, UserError } from '../shared/exit-codes.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import {
   addConnectionOptions,
+  addLockWaitOption,
   addOutputOptions,
   addHashEncodingOption,
   addTimeFormatOption,
@@ -73,6 +74,7 @@ export function registerRemapDue(program: Command): void {
       '--upgrade',
       'v2 state file: re-map the entries of rotated buckets with v3 instead of v2 (they become v3 entries with a refresh time)',
     );
+  addLockWaitOption(cmd, 'the state file (another remap-due, a map --state)');
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   addTimeFormatOption(cmd);
@@ -89,6 +91,7 @@ export function remapDueFlags(opts: Record<string, unknown>): RemapDueFlags {
     ...(num('limit') !== undefined ? { limit: num('limit') } : {}),
     ...(num('concurrency') !== undefined ? { concurrency: num('concurrency') } : {}),
     ...(opts.upgrade === true ? { upgrade: true } : {}),
+    ...(num('wait') !== undefined ? { wait: num('wait') } : {}),
     connection: connectionFlags(opts),
     output: outputFlags(opts),
   };
@@ -129,7 +132,7 @@ export async function runRemapDue(flags: RemapDueFlags, deps: RemapDueDeps): Pro
       );
     if (flags.dryRun) return await dryRun(run);
     // a second run at the same time would send the same entries twice and race on the commits
-    state.lock();
+    await state.waitForLock((flags.wait ?? 0) * 1000);
     return await remapForReal(run, config);
   } finally {
     state.close();

@@ -32,6 +32,8 @@ export interface RemapDueFlags {
   concurrency?: number;
   /** v2 state: re-map the entries of rotated buckets with v3, which turns them into v3 entries. */
   upgrade?: boolean;
+  /** --wait: seconds to wait for another run's lock on the state file (absent: fail at once). */
+  wait?: number;
   connection: ConnectionFlags;
   output: OutputFlags;
 }

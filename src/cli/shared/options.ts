@@ -137,6 +137,17 @@ export function addHashEncodingOption(cmd: Command, which = 'the hashes written'
   );
 }
 
+const parseLockWait = decimalNumber('--wait', 0, 86_400);
+
+/** --wait SECONDS, for the commands that take the state file's lock: how long to wait for a run that holds it. */
+export function addLockWaitOption(cmd: Command, what = 'the state file'): Command {
+  return cmd.option(
+    '--wait <seconds>',
+    `wait up to this long for a run that holds ${what} (default 0: fail at once, exit 2)`,
+    parseLockWait,
+  );
+}
+
 /** Typed reads of commander's untyped opts(): a string or number option, or undefined when absent. */
 export function optionReaders(opts: Record<string, unknown>): {
   str(key: string): string | undefined;

@@ -2,14 +2,12 @@
 import type { Command } from 'commander';
 import { parseInstantMs } from '../../protocol/index.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
-import { addHashEncodingOption, decimalNumber, outputFlags, type OutputFormat } from '../shared/options.js';
+import { addHashEncodingOption, addLockWaitOption, outputFlags, type OutputFormat } from '../shared/options.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { formatCount, writeSummaryJson } from '../shared/summary.js';
 import { exportState } from './state-export.js';
 import { formatBytes, formatStateInfo, readStateInfo } from './state-info.js';
 import { checkpointState, vacuumState, type MaintenanceResult } from './state-maintenance.js';
-
-const parseWait = decimalNumber('--wait', 0, 86_400);
 
 function parseNow(text: string | undefined): number {
   if (text === undefined) return Math.floor(Date.now() / 1000);
@@ -96,18 +94,10 @@ export function registerStateCommand(program: Command): void {
     },
   ];
   for (const { name, description, run } of upkeep) {
-    state
-      .command(name)
-      .description(description)
-      .argument('<file>', 'the state file')
-      .option(
-        '--wait <seconds>',
-        'wait up to this long for a run that holds the state file (default 0: fail at once)',
-        parseWait,
-      )
-      .action(async (file: string, opts: Record<string, unknown>) => {
-        const result = await run(file, typeof opts.wait === 'number' ? opts.wait : 0);
-        process.stderr.write(`${sizes(`state ${name} ${file}`, result)}\n`);
-      });
+    const cmd = state.command(name).description(description).argument('<file>', 'the state file');
+    addLockWaitOption(cmd).action(async (file: string, opts: Record<string, unknown>) => {
+      const result = await run(file, typeof opts.wait === 'number' ? opts.wait : 0);
+      process.stderr.write(`${sizes(`state ${name} ${file}`, result)}\n`);
+    });
   }
 }
