@@ -133,7 +133,7 @@ describe('RemapEngine', () => {
       const mapBatch: RemapOptions['mapBatch'] = async (request, signal) => {
         await new Promise<void>((resolve) => {
           held.push(resolve);
-          if (held.length === 10) (answerOrder === 'reverse' ? [...held].reverse() : held).forEach((go) => go());
+          if (held.length === 10) for (const go of answerOrder === 'reverse' ? [...held].reverse() : held) go();
         });
         return mapper.mapBatch(request, signal);
       };
