@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSource } from '../../src/pipeline/table/source.js';
@@ -140,6 +140,22 @@ describe('map --emit-hash --hash-encoding', () => {
     const run = await runCli([...MAP, input, '--hash-encoding', 'base32']);
     expect(run.code).toBe(2);
     expect(run.stderr.split('\n')[0]).toMatch(/--hash-encoding.*'base32'.*base64, hex/);
+  });
+});
+
+describe('--hash-encoding where no hash is written', () => {
+  it('map without --emit-hash, optout-check without --state: refused in one line (exit 2), nothing written', async () => {
+    const out = dir.file('never.csv');
+    const runs = [
+      await runCli(['map', input, ...COLUMNS, '--env', 'local', '-o', out, '--hash-encoding', 'hex']),
+      await runCli(['optout-check', input, '--col', 'id', '--env', 'local', '-o', out, '--hash-encoding', 'hex']),
+    ];
+    for (const r of runs) {
+      expect(r.code).toBe(2);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(/--hash-encoding hex applies to the hashes/);
+    }
+    expect(existsSync(out)).toBe(false);
   });
 });
 
