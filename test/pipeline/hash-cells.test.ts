@@ -24,3 +24,12 @@ describe('hashCell', () => {
     expect(hashCell('', 'hex')).toBe('');
   });
 });
+
+describe('hashCell on texts of other lengths', () => {
+  it('writes the hex of whatever bytes the base64 stands for, short or long', () => {
+    for (const bytes of [1, 31, 33, 66, 200]) {
+      const value = Buffer.alloc(bytes, 0xab);
+      expect(hashCell(value.toString('base64'), 'hex')).toBe(value.toString('hex'));
+    }
+  });
+});

@@ -16,5 +16,12 @@ export const HASH_ENCODINGS: readonly HashEncoding[] = ['base64', 'hex'];
  */
 export function hashCell(base64: string, encoding: HashEncoding | undefined): string {
   if (encoding !== 'hex' || base64 === '') return base64;
-  return Buffer.from(base64, 'base64').toString('hex');
+  // a hash is 44 characters; decoded into one buffer kept for it, so a cell costs no allocation but its text
+  if (base64.length > MAX_SCRATCH_TEXT) return Buffer.from(base64, 'base64').toString('hex');
+  const length = scratch.write(base64, 'base64');
+  return scratch.toString('hex', 0, length);
 }
+
+/** Base64 text of up to this many characters decodes into `scratch`. */
+const MAX_SCRATCH_TEXT = 88;
+const scratch = Buffer.allocUnsafe((MAX_SCRATCH_TEXT / 4) * 3);
