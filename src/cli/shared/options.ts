@@ -128,24 +128,29 @@ export function addTimeFormatOption(cmd: Command): Command {
 }
 
 /** --hash-encoding base64|hex, for the commands whose output has hashes. */
-export function addHashEncodingOption(cmd: Command, which = 'the hashes written'): Command {
-  return cmd.addOption(
-    new Option(
-      '--hash-encoding <encoding>',
-      `how ${which} are written: base64 (44 characters, as sent and stored; default) or hex (64 lowercase characters, as a warehouse's sha2() gives)`,
-    ).choices([...HASH_ENCODINGS]),
-  );
+export function hashEncodingOption(which = 'the hashes written'): Option {
+  return new Option(
+    '--hash-encoding <encoding>',
+    `how ${which} are written: base64 (44 characters, as sent and stored; default) or hex (64 lowercase characters, as a warehouse's sha2() gives)`,
+  ).choices([...HASH_ENCODINGS]);
+}
+
+export function addHashEncodingOption(cmd: Command, which?: string): Command {
+  return cmd.addOption(hashEncodingOption(which));
 }
 
 const parseLockWait = decimalNumber('--wait', 0, 86_400);
 
 /** --wait SECONDS, for the commands that take the state file's lock: how long to wait for a run that holds it. */
-export function addLockWaitOption(cmd: Command, what = 'the state file'): Command {
-  return cmd.option(
+export function lockWaitOption(what = 'the state file'): Option {
+  return new Option(
     '--wait <seconds>',
     `wait up to this long for a run that holds ${what} (default 0: fail at once, exit 2)`,
-    parseLockWait,
-  );
+  ).argParser(parseLockWait);
+}
+
+export function addLockWaitOption(cmd: Command, what?: string): Command {
+  return cmd.addOption(lockWaitOption(what));
 }
 
 /** Typed reads of commander's untyped opts(): a string or number option, or undefined when absent. */

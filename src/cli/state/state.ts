@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { parseInstantMs } from '../../protocol/index.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
-import { addHashEncodingOption, addLockWaitOption, outputFlags, type OutputFormat } from '../shared/options.js';
+import { hashEncodingOption, lockWaitOption, outputFlags, type OutputFormat } from '../shared/options.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { formatCount, writeSummaryJson } from '../shared/summary.js';
 import { exportState } from './state-export.js';
@@ -45,7 +45,7 @@ export function registerStateCommand(program: Command): void {
       process.stdout.write(opts.json === true ? `${JSON.stringify(info, null, 2)}\n` : formatStateInfo(info));
     });
 
-  const exportCommand = state
+  state
     .command('export')
     .description(
       'every entry as hash_type, hash, status, raw_uid, prev_raw_uid, refresh_from: hashes and raw UIDs, never an email or phone',
@@ -56,27 +56,28 @@ export function registerStateCommand(program: Command): void {
       'write rows to this file (written to a temp file, renamed at the end); default stdout',
     )
     .option('--format <format>', 'csv (default) or jsonl')
+    .addOption(hashEncodingOption('hashes'))
     .option('--summary-json <file>', 'also write the number of entries exported as JSON to this file')
-    .option('-q, --quiet', 'no summary line on stderr');
-  addHashEncodingOption(exportCommand, 'hashes').action(async (file: string, opts: Record<string, unknown>) => {
-    const format = opts.format ?? 'csv';
-    if (format !== 'csv' && format !== 'jsonl')
-      throw new UserError(`--format must be csv or jsonl (got '${String(format)}')`);
-    const output = { ...outputFlags(opts), format: format as OutputFormat };
-    refuseOverlappingPaths([{ flag: 'the state file', path: file }], standardOutputs(output));
-    const startedMs = Date.now();
-    const n = await exportState(file, output, process.stdout);
-    if (!output.quiet)
-      process.stderr.write(`state export: ${formatCount(n)} entries written to ${output.output ?? 'stdout'}\n`);
-    if (output.summaryJson !== undefined) {
-      await writeSummaryJson(output.summaryJson, {
-        command: 'state export',
-        entries: n,
-        duration_s: (Date.now() - startedMs) / 1000,
-      });
-    }
-    process.exitCode = EXIT.ok;
-  });
+    .option('-q, --quiet', 'no summary line on stderr')
+    .action(async (file: string, opts: Record<string, unknown>) => {
+      const format = opts.format ?? 'csv';
+      if (format !== 'csv' && format !== 'jsonl')
+        throw new UserError(`--format must be csv or jsonl (got '${String(format)}')`);
+      const output = { ...outputFlags(opts), format: format as OutputFormat };
+      refuseOverlappingPaths([{ flag: 'the state file', path: file }], standardOutputs(output));
+      const startedMs = Date.now();
+      const n = await exportState(file, output, process.stdout);
+      if (!output.quiet)
+        process.stderr.write(`state export: ${formatCount(n)} entries written to ${output.output ?? 'stdout'}\n`);
+      if (output.summaryJson !== undefined) {
+        await writeSummaryJson(output.summaryJson, {
+          command: 'state export',
+          entries: n,
+          duration_s: (Date.now() - startedMs) / 1000,
+        });
+      }
+      process.exitCode = EXIT.ok;
+    });
 
   // two upkeep commands of one shape: a file, how long to wait for a run that holds it, the sizes after
   const upkeep = [
@@ -94,10 +95,14 @@ export function registerStateCommand(program: Command): void {
     },
   ];
   for (const { name, description, run } of upkeep) {
-    const cmd = state.command(name).description(description).argument('<file>', 'the state file');
-    addLockWaitOption(cmd).action(async (file: string, opts: Record<string, unknown>) => {
-      const result = await run(file, typeof opts.wait === 'number' ? opts.wait : 0);
-      process.stderr.write(`${sizes(`state ${name} ${file}`, result)}\n`);
-    });
+    state
+      .command(name)
+      .description(description)
+      .argument('<file>', 'the state file')
+      .addOption(lockWaitOption())
+      .action(async (file: string, opts: Record<string, unknown>) => {
+        const result = await run(file, typeof opts.wait === 'number' ? opts.wait : 0);
+        process.stderr.write(`${sizes(`state ${name} ${file}`, result)}\n`);
+      });
   }
 }
