@@ -208,7 +208,7 @@ describe('hash --hash-encoding', () => {
 });
 
 describe('the state file: state export and the remap-due changes file', () => {
-  it('state export --hash-encoding hex writes hash_type and the hash in hex; remap-due writes its changes so', async () => {
+  it('state export, optout-check --state and the remap-due changes file write hash_type and the hash in hex', async () => {
     const served = await startServe();
     try {
       await setServiceTime(served.url, '2026-01-01T00:00:00Z');
@@ -232,6 +232,17 @@ describe('the state file: state export and the remap-due changes file', () => {
         .map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(lines.map((l) => l.hash).sort()).toEqual([hex('alice@example.com'), hex('bob@example.com')].sort());
       expect(lines.every((l) => l.hash_type === 'email')).toBe(true);
+
+      // the opt-out sweep names each entry by its hash as well
+      const swept = dir.file('swept.csv');
+      const sweep = await runServed(['optout-check', '--state', state, '-q', '-o', swept, '--hash-encoding', 'hex'], {
+        served,
+      });
+      expect(sweep.code, sweep.stderr).toBe(0);
+      const w = await table(swept);
+      expect([...new Set(w.rows.map((r) => r[w.header.indexOf('hash')]))].sort()).toEqual(
+        [hex('alice@example.com'), hex('bob@example.com')].sort(),
+      );
 
       // 400 days on both entries are due and their salt buckets have rotated: each is a change
       const later = Math.floor((await advanceDays(served.url, 400)) / 1000);
