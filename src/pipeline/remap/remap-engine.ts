@@ -415,8 +415,8 @@ export class RemapEngine {
   }
 
   /**
-   * Hands the rows of settled batches to onChanges in seq order, up to the first batch not settled yet; `past`
-   * gaps too (the end of a run: a batch that never settles must not hold back rows already committed).
+   * Hands the rows of settled batches to onChanges in seq order, up to the first batch not settled yet; with
+   * `pastGaps`, past it too (the end of a run: a batch that never settles must not hold back committed rows).
    */
   private async flushChanges(pastGaps = false): Promise<void> {
     for (;;) {
