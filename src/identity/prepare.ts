@@ -1,7 +1,7 @@
 import { normalizeEmail } from './email.js';
 import { normalizeHash, sha256Base64 } from './hash.js';
 import { diiTypeOf, type DiiType, type IdentifierKind } from './kinds.js';
-import { normalizePhone, type PhoneInvalidReason, type PhoneRegion } from './phone.js';
+import { normalizePhone, type PhoneInvalidReason, type PhoneRegion, type UnknownPhoneRegion } from './phone.js';
 
 /** Why a cell was not sent. Never contains the cell's value: these texts reach logs and output files. */
 export type InvalidReason =
@@ -22,9 +22,10 @@ export interface PrepareOptions {
   /**
    * The country whose national numbers the phone cells are written in (from parsePhoneRegion). Without it a
    * phone must already be E.164, exactly as the service demands; with it, national and formatted numbers are
-   * normalized to E.164 first.
+   * normalized to E.164 first. An UnknownPhoneRegion (a row whose country cell names none, phoneRegionOfRow)
+   * makes such a phone invalid with that row's reason.
    */
-  phoneRegion?: PhoneRegion | undefined;
+  phoneRegion?: PhoneRegion | UnknownPhoneRegion | undefined;
 }
 
 /**

@@ -53,7 +53,13 @@ import { createProgress } from '../shared/progress.js';
 import { addOutputDirOption, outputDirOf, partOutputPaths, partSinksFor } from '../shared/output-dir.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
-import { addPhoneRegionOption, phoneRegionFlagOf, withPhoneRegion } from '../shared/phone-region-option.js';
+import {
+  addPhoneRegionOption,
+  phoneRegionColumnFlagOf,
+  phoneRegionColumnIndex,
+  phoneRegionFlagOf,
+  withPhoneRegion,
+} from '../shared/phone-region-option.js';
 import type { PhoneRegion } from '../../identity/index.js';
 import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../shared/summary.js';
 
@@ -80,6 +86,8 @@ export interface HashFlags extends InputFlags, ColumnFlags, Partial<BadRowFlags>
   dropInputColumns?: boolean;
   /** --phone-region: national phone numbers are read as this country's. */
   phoneRegion?: PhoneRegion;
+  /** --phone-region-col: each row's phones are read in the country this column names. */
+  phoneRegionColumn?: string;
 }
 
 export interface HashIo {
@@ -162,7 +170,11 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     } else {
       progress.note(`${source.name} is empty: writing an empty output`);
     }
-    columns = withPhoneRegion(columns, flags.phoneRegion);
+    const regionIndex =
+      flags.phoneRegionColumn === undefined || columns.length === 0
+        ? undefined
+        : phoneRegionColumnIndex(source.header, flags.phoneRegionColumn, columns, source.name);
+    columns = withPhoneRegion(columns, flags.phoneRegion, regionIndex);
     // a Parquet column of numbers or nested values holds no identifier as the service reads one
     requireTextColumns(
       source,
@@ -404,6 +416,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
       ...(Array.isArray(opts.keep) ? { keep: opts.keep as string[] } : {}),
       ...(opts.dropInputColumns === true ? { dropInputColumns: true } : {}),
       ...(phoneRegionFlagOf(opts) !== undefined ? { phoneRegion: phoneRegionFlagOf(opts) } : {}),
+      ...(phoneRegionColumnFlagOf(opts) !== undefined ? { phoneRegionColumn: phoneRegionColumnFlagOf(opts) } : {}),
     };
     const summary = await runHash(flags, hashIo);
     // records skipped (--on-bad-row skip): the run completed, and its exit code says that rows are missing

@@ -61,6 +61,8 @@ import { collectRepeated } from '../shared/repeated-flags.js';
 import {
   addPhoneRegionOption,
   chooseRegion,
+  phoneRegionColumnFlagOf,
+  phoneRegionColumnIndex,
   phoneRegionFlagOf,
   withPhoneRegion,
 } from '../shared/phone-region-option.js';
@@ -96,6 +98,8 @@ export interface MapFlags extends ColumnFlags, Partial<BadRowFlags> {
   layout?: Omit<LayoutRequest, 'timeFormat'>;
   /** --phone-region: national phone numbers are read as this country's (default: the profile's phone_region). */
   phoneRegion?: PhoneRegion;
+  /** --phone-region-col: each row's phones are read in the country this column names. */
+  phoneRegionColumn?: string;
   connection: ConnectionFlags;
   output: OutputFlags;
 }
@@ -196,6 +200,7 @@ export function mapFlags(input: string | readonly string[] | undefined, opts: Re
     dryRun: opts.dryRun === true,
     ...(opts.api === 'v2' ? { api: 'v2' as const } : {}),
     ...(phoneRegionFlagOf(opts) !== undefined ? { phoneRegion: phoneRegionFlagOf(opts) } : {}),
+    ...(phoneRegionColumnFlagOf(opts) !== undefined ? { phoneRegionColumn: phoneRegionColumnFlagOf(opts) } : {}),
     layout: {
       ...(Array.isArray(opts.keep) ? { keep: opts.keep as string[] } : {}),
       ...(opts.dropInputColumns === true ? { dropInputColumns: true } : {}),
@@ -306,7 +311,12 @@ async function mapOpened(
   const source = inputPaths.length === 1 && mayBeHeaderless(flags, firstInput) ? readAsHeaderless(opened) : opened;
   for (const line of source.notes) say(line);
   if (source.header.length === 0) return emptyInput(source, flags, startedMs, deps, say);
-  const columns = withPhoneRegion(identifierColumns(source, flags, say), chooseRegion(flags.phoneRegion, config));
+  const identifiers = identifierColumns(source, flags, say);
+  const regionIndex =
+    flags.phoneRegionColumn === undefined
+      ? undefined
+      : phoneRegionColumnIndex(source.header, flags.phoneRegionColumn, identifiers, source.name);
+  const columns = withPhoneRegion(identifiers, chooseRegion(flags.phoneRegion, config), regionIndex);
   // a Parquet column of numbers or nested values holds no identifier as the service reads one
   requireTextColumns(
     source,
@@ -517,6 +527,7 @@ function runArgs(
     fail_fast: flags.failFast === true,
     ...(flags.api === 'v2' ? { api: 'v2' } : {}),
     ...(region !== undefined ? { phone_region: region } : {}),
+    ...(flags.phoneRegionColumn !== undefined ? { phone_region_col: flags.phoneRegionColumn } : {}),
     ...(flags.output.timeFormat !== undefined ? { time_format: flags.output.timeFormat } : {}),
     ...(flags.layout?.emitHash === true ? { emit_hash: true } : {}),
     ...(flags.layout?.keep !== undefined ? { keep: flags.layout.keep } : {}),

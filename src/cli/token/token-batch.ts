@@ -33,6 +33,8 @@ export interface TokenBatchFlags {
   summaryJson?: string;
   /** --phone-region (or the profile's): national phone numbers are read as this country's. */
   phoneRegion?: PhoneRegion;
+  /** --phone-region-col: each row's phones are read in the country this column names. */
+  phoneRegionColumn?: string;
 }
 
 export interface TokenBatchDeps {
@@ -93,6 +95,7 @@ async function tokenRows(
       client,
       concurrency,
       ...(flags.phoneRegion !== undefined ? { phoneRegion: flags.phoneRegion } : {}),
+      ...(flags.phoneRegionColumn !== undefined ? { phoneRegionColumn: flags.phoneRegionColumn } : {}),
       openSink: (header) =>
         openSink({
           path: flags.output,

@@ -36,6 +36,7 @@ function batchFlags(opts: Record<string, unknown>): TokenBatchFlags {
     quiet: opts.quiet === true,
     ...(str(opts, 'summaryJson') !== undefined ? { summaryJson: str(opts, 'summaryJson') } : {}),
     ...phoneRegionOf(opts),
+    ...(str(opts, 'phoneRegionCol') !== undefined ? { phoneRegionColumn: str(opts, 'phoneRegionCol') } : {}),
   };
 }
 

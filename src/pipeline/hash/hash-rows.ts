@@ -1,4 +1,4 @@
-import { prepareCell, type IdentifierColumn } from '../table/identifier-columns.js';
+import { countryCellOf, prepareCell, type IdentifierColumn } from '../table/identifier-columns.js';
 import { rowProblemInvalidates, rowProblemReason, type InputRow } from '../table/table.js';
 
 /** The columns `hash` adds per identifier column (prefixed `<column>_` when there are several). */
@@ -64,13 +64,14 @@ export function hashRows(
       continue;
     }
     for (let c = 0; c < columns.length; c++) {
-      const cell = input[columns[c].index];
+      const column = columns[c];
+      const cell = input[column.index];
       if (cell === '') {
         cells.push('', '', 'missing', 'empty');
         counts.missing++;
         continue;
       }
-      const prepared = prepareCell(columns[c], cell);
+      const prepared = prepareCell(column, cell, countryCellOf(column, input));
       if (prepared.ok) {
         cells.push(prepared.hash, prepared.type, 'ok', '');
         counts.ok[c]++;

@@ -1,4 +1,4 @@
-import { prepareCell, type IdentifierColumn } from '../table/identifier-columns.js';
+import { countryCellOf, prepareCell, type IdentifierColumn } from '../table/identifier-columns.js';
 import { SLOT } from './row-chunk.js';
 import { rowProblemInvalidates, rowProblemReason, type InputRow, type RowProblem } from '../table/table.js';
 
@@ -49,7 +49,7 @@ export function prepareRows(rows: readonly InputRow[], columns: readonly Identif
         reasons.push(rowProblemReason(row.problem as RowProblem));
         continue;
       }
-      prepareSlot(out, base + c, column, row.cells[column.index] ?? '');
+      prepareSlot(out, base + c, column, row.cells[column.index] ?? '', countryCellOf(column, row.cells));
     }
   }
   return out;
@@ -57,7 +57,8 @@ export function prepareRows(rows: readonly InputRow[], columns: readonly Identif
 
 /**
  * prepareRows() for rows given as columns: `cells[i]` holds the cells of input column i, in row order, for every
- * column an identifier column reads (the others may be absent). Rows read this way have no row problems.
+ * column an identifier column reads, its country column included (the others may be absent). Rows read this way
+ * have no row problems.
  */
 export function prepareColumns(
   rowCount: number,
@@ -66,14 +67,19 @@ export function prepareColumns(
 ): PreparedRows {
   const width = columns.length;
   const out = emptyPrepared(rowCount, width);
-  const texts = columns.map((column) => {
-    const text = cells[column.index];
-    if (text === undefined) throw new Error(`the cells of input column ${column.index} were not given`);
+  const given = (index: number): readonly string[] => {
+    const text = cells[index];
+    if (text === undefined) throw new Error(`the cells of input column ${index} were not given`);
     return text;
-  });
+  };
+  const texts = columns.map((column) => given(column.index));
+  const countries = columns.map((column) =>
+    column.phoneRegionIndex === undefined ? undefined : given(column.phoneRegionIndex),
+  );
   // row after row, as prepareRows: the hashes and reasons go in slot order
   for (let r = 0; r < rowCount; r++)
-    for (let c = 0; c < width; c++) prepareSlot(out, r * width + c, columns[c], texts[c][r] ?? '');
+    for (let c = 0; c < width; c++)
+      prepareSlot(out, r * width + c, columns[c], texts[c][r] ?? '', countries[c]?.[r] ?? '');
   return out;
 }
 
@@ -83,13 +89,19 @@ function emptyPrepared(rowCount: number, width: number): PreparedRows {
 }
 
 /** What one identifier cell is: the one decision, per cell, of what is sent. */
-function prepareSlot(out: PreparedRows, slot: number, column: IdentifierColumn, cell: string): void {
+function prepareSlot(
+  out: PreparedRows,
+  slot: number,
+  column: IdentifierColumn,
+  cell: string,
+  countryCell: string,
+): void {
   // an empty cell (a row with an email but no phone, say) has nothing to map: it is not invalid data
   if (cell.length === 0) {
     out.status[slot] = SLOT.missing;
     return;
   }
-  const prepared = prepareCell(column, cell);
+  const prepared = prepareCell(column, cell, countryCell);
   if (!prepared.ok) {
     out.status[slot] = SLOT.invalid;
     out.reasons.push(prepared.reason);
