@@ -115,6 +115,8 @@ export interface MapRowsOptions {
    * for rows whose cell is empty, and a country not known makes the row's phone invalid (docs/phones.md).
    */
   phoneRegionColumn?: number;
+  /** Identifier cells that stand for no value, besides the empty cell and `\N`: reported `missing`. */
+  nullValues?: readonly string[];
   /** A client you made (and close yourself); or give baseUrl, apiKey and clientSecret. */
   client?: ServiceClient;
   baseUrl?: string;
@@ -191,6 +193,7 @@ export async function* mapRows(
     ...(options.phoneRegionColumn !== undefined && (c.kind === 'phone' || c.kind === 'auto')
       ? { phoneRegionIndex: options.phoneRegionColumn }
       : {}),
+    ...(options.nullValues !== undefined ? { nullMarkers: [...options.nullValues] } : {}),
   }));
   if (columns.length === 0) throw new TypeError('mapRows: give at least one identifier column');
   const limiter = new AdaptiveConcurrency({ max: options.concurrency ?? 20 });

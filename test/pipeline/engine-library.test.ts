@@ -136,6 +136,18 @@ describe('mapRows (library API)', () => {
     expect(out.map((r) => r.cells)).toEqual(input);
   });
 
+  it('\\N, and the nullValues given, are missing, not invalid; the cells stay as given', async () => {
+    const input = [['\\N'], ['NULL'], ['a@example.com']];
+    const columns = [{ index: 0, kind: 'email' as const }];
+    const plain = await collect(mapRows(input, { client: fakeClient(new FakeMapper()), columns }));
+    expect(plain.map((r) => r.results[0].status)).toEqual(['missing', 'invalid', 'mapped']);
+    const marked = await collect(
+      mapRows(input, { client: fakeClient(new FakeMapper()), columns, nullValues: ['NULL'] }),
+    );
+    expect(marked.map((r) => r.results[0].status)).toEqual(['missing', 'missing', 'mapped']);
+    expect(marked.map((r) => r.cells)).toEqual(input);
+  });
+
   it('stops the engine when the consumer stops early', async () => {
     const mapper = new FakeMapper({ latency: () => 2 });
     const input = Array.from({ length: 20_000 }, (_, i) => [`u${i}@example.com`]);

@@ -60,6 +60,7 @@ import {
   phoneRegionFlagOf,
   withPhoneRegion,
 } from '../shared/phone-region-option.js';
+import { addNullValueOption, nullValuesOf, withNullMarkers } from '../shared/null-value-option.js';
 import type { PhoneRegion } from '../../identity/index.js';
 import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../shared/summary.js';
 
@@ -88,6 +89,8 @@ export interface HashFlags extends InputFlags, ColumnFlags, Partial<BadRowFlags>
   phoneRegion?: PhoneRegion;
   /** --phone-region-col: each row's phones are read in the country this column names. */
   phoneRegionColumn?: string;
+  /** --null-value: identifier cells so written are missing (besides empty cells and \N). */
+  nullValues?: string[];
 }
 
 export interface HashIo {
@@ -174,7 +177,7 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       flags.phoneRegionColumn === undefined || columns.length === 0
         ? undefined
         : phoneRegionColumnIndex(source.header, flags.phoneRegionColumn, columns, source.name);
-    columns = withPhoneRegion(columns, flags.phoneRegion, regionIndex);
+    columns = withNullMarkers(withPhoneRegion(columns, flags.phoneRegion, regionIndex), flags.nullValues);
     // a Parquet column of numbers or nested values holds no identifier as the service reads one
     requireTextColumns(
       source,
@@ -394,6 +397,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
     .option('--drop-input-columns', 'write no input column (but those of --keep): only the result columns');
   addTableInputOptions(cmd);
   addPhoneRegionOption(cmd, false);
+  addNullValueOption(cmd);
   addBadRowOptions(cmd);
   addOutputOptions(cmd);
   addOutputDirOption(cmd);
@@ -417,6 +421,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
       ...(opts.dropInputColumns === true ? { dropInputColumns: true } : {}),
       ...(phoneRegionFlagOf(opts) !== undefined ? { phoneRegion: phoneRegionFlagOf(opts) } : {}),
       ...(phoneRegionColumnFlagOf(opts) !== undefined ? { phoneRegionColumn: phoneRegionColumnFlagOf(opts) } : {}),
+      ...(nullValuesOf(opts) !== undefined ? { nullValues: nullValuesOf(opts) } : {}),
     };
     const summary = await runHash(flags, hashIo);
     // records skipped (--on-bad-row skip): the run completed, and its exit code says that rows are missing

@@ -66,6 +66,7 @@ import {
   phoneRegionFlagOf,
   withPhoneRegion,
 } from '../shared/phone-region-option.js';
+import { addNullValueOption, nullValuesOf, withNullMarkers } from '../shared/null-value-option.js';
 import type { PhoneRegion } from '../../identity/index.js';
 import { openMapState, type MapStateFile } from './map-state.js';
 
@@ -100,6 +101,8 @@ export interface MapFlags extends ColumnFlags, Partial<BadRowFlags> {
   phoneRegion?: PhoneRegion;
   /** --phone-region-col: each row's phones are read in the country this column names. */
   phoneRegionColumn?: string;
+  /** --null-value: identifier cells so written are missing (besides empty cells and \N). */
+  nullValues?: string[];
   connection: ConnectionFlags;
   output: OutputFlags;
 }
@@ -165,6 +168,7 @@ export function registerMap(program: Command): void {
     );
   addTableInputOptions(cmd);
   addPhoneRegionOption(cmd, true);
+  addNullValueOption(cmd);
   addBadRowOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
@@ -201,6 +205,7 @@ export function mapFlags(input: string | readonly string[] | undefined, opts: Re
     ...(opts.api === 'v2' ? { api: 'v2' as const } : {}),
     ...(phoneRegionFlagOf(opts) !== undefined ? { phoneRegion: phoneRegionFlagOf(opts) } : {}),
     ...(phoneRegionColumnFlagOf(opts) !== undefined ? { phoneRegionColumn: phoneRegionColumnFlagOf(opts) } : {}),
+    ...(nullValuesOf(opts) !== undefined ? { nullValues: nullValuesOf(opts) } : {}),
     layout: {
       ...(Array.isArray(opts.keep) ? { keep: opts.keep as string[] } : {}),
       ...(opts.dropInputColumns === true ? { dropInputColumns: true } : {}),
@@ -316,7 +321,10 @@ async function mapOpened(
     flags.phoneRegionColumn === undefined
       ? undefined
       : phoneRegionColumnIndex(source.header, flags.phoneRegionColumn, identifiers, source.name);
-  const columns = withPhoneRegion(identifiers, chooseRegion(flags.phoneRegion, config), regionIndex);
+  const columns = withNullMarkers(
+    withPhoneRegion(identifiers, chooseRegion(flags.phoneRegion, config), regionIndex),
+    flags.nullValues,
+  );
   // a Parquet column of numbers or nested values holds no identifier as the service reads one
   requireTextColumns(
     source,
@@ -528,6 +536,7 @@ function runArgs(
     ...(flags.api === 'v2' ? { api: 'v2' } : {}),
     ...(region !== undefined ? { phone_region: region } : {}),
     ...(flags.phoneRegionColumn !== undefined ? { phone_region_col: flags.phoneRegionColumn } : {}),
+    ...(flags.nullValues !== undefined ? { null_values: flags.nullValues } : {}),
     ...(flags.output.timeFormat !== undefined ? { time_format: flags.output.timeFormat } : {}),
     ...(flags.layout?.emitHash === true ? { emit_hash: true } : {}),
     ...(flags.layout?.keep !== undefined ? { keep: flags.layout.keep } : {}),

@@ -35,6 +35,8 @@ export interface TokenBatchFlags {
   phoneRegion?: PhoneRegion;
   /** --phone-region-col: each row's phones are read in the country this column names. */
   phoneRegionColumn?: string;
+  /** --null-value: identifier cells so written are empty (besides \N). */
+  nullValues?: string[];
 }
 
 export interface TokenBatchDeps {
@@ -96,6 +98,7 @@ async function tokenRows(
       concurrency,
       ...(flags.phoneRegion !== undefined ? { phoneRegion: flags.phoneRegion } : {}),
       ...(flags.phoneRegionColumn !== undefined ? { phoneRegionColumn: flags.phoneRegionColumn } : {}),
+      ...(flags.nullValues !== undefined ? { nullValues: flags.nullValues } : {}),
       openSink: (header) =>
         openSink({
           path: flags.output,

@@ -1,4 +1,4 @@
-import { countryCellOf, prepareCell, type IdentifierColumn } from '../table/identifier-columns.js';
+import { countryCellOf, isMissingCell, prepareCell, type IdentifierColumn } from '../table/identifier-columns.js';
 import { rowProblemInvalidates, rowProblemReason, type InputRow } from '../table/table.js';
 
 /** The columns `hash` adds per identifier column (prefixed `<column>_` when there are several). */
@@ -66,7 +66,7 @@ export function hashRows(
     for (let c = 0; c < columns.length; c++) {
       const column = columns[c];
       const cell = input[column.index];
-      if (cell === '') {
+      if (isMissingCell(column, cell)) {
         cells.push('', '', 'missing', 'empty');
         counts.missing++;
         continue;

@@ -1,4 +1,4 @@
-import { countryCellOf, prepareCell, type IdentifierColumn } from '../table/identifier-columns.js';
+import { countryCellOf, isMissingCell, prepareCell, type IdentifierColumn } from '../table/identifier-columns.js';
 import { SLOT } from './row-chunk.js';
 import { rowProblemInvalidates, rowProblemReason, type InputRow, type RowProblem } from '../table/table.js';
 
@@ -96,8 +96,9 @@ function prepareSlot(
   cell: string,
   countryCell: string,
 ): void {
-  // an empty cell (a row with an email but no phone, say) has nothing to map: it is not invalid data
-  if (cell.length === 0) {
+  // an empty cell (a row with an email but no phone, say) or a NULL written as `\N` has nothing to map: it is
+  // not invalid data
+  if (isMissingCell(column, cell)) {
     out.status[slot] = SLOT.missing;
     return;
   }

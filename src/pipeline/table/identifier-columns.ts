@@ -30,6 +30,17 @@ export interface IdentifierColumn {
    * phones are read in that country's plan (phoneRegionOfRow).
    */
   phoneRegionIndex?: number;
+  /** Cells that stand for no value, besides the empty cell and NULL_MARKER (--null-value). */
+  nullMarkers?: readonly string[];
+}
+
+/** How SQL unloads (Snowflake, PostgreSQL COPY, MySQL) write NULL: an identifier cell so written is missing. */
+export const NULL_MARKER = '\\N';
+
+/** An identifier cell that holds nothing to map: empty, `\N`, or a marker the user named. */
+export function isMissingCell(column: IdentifierColumn, cell: string): boolean {
+  if (cell.length === 0 || cell === NULL_MARKER) return true;
+  return column.nullMarkers?.includes(cell) === true;
 }
 
 /** The column flags of `map`, `hash` and friends. Each named flag may be given several times. */
@@ -373,8 +384,8 @@ export function prepareCell(column: IdentifierColumn, value: string, countryCell
     column.phoneRegionIndex === undefined
       ? column
       : {
-          // an empty country cell leaves the row to the column's phoneRegion (the fallback)
-          phoneRegion: phoneRegionOfRow(countryCell, column.phoneRegion),
+          // a country cell that holds nothing leaves the row to the column's phoneRegion (the fallback)
+          phoneRegion: phoneRegionOfRow(isMissingCell(column, countryCell) ? '' : countryCell, column.phoneRegion),
         };
   return column.kind === 'auto'
     ? prepareAuto(value, column.hashType, options)

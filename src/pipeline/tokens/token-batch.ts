@@ -16,6 +16,7 @@ import {
   type TableSink,
   type TableSource,
 } from '../table/table.js';
+import { NULL_MARKER } from '../table/identifier-columns.js';
 import { classifyFailure, prepareTokenInput, type Failure } from './tokens.js';
 
 /**
@@ -37,6 +38,8 @@ export interface TokenBatchRun {
   phoneRegion?: PhoneRegion;
   /** The column holding each row's country (--phone-region-col), whose phones are read in that country's plan. */
   phoneRegionColumn?: string;
+  /** Identifier cells that stand for no value, besides NULL_MARKER (`\N`): read as an empty identifier. */
+  nullValues?: readonly string[];
   signal?: AbortSignal;
   /** Called as each row is finished, with the running count. */
   onRow?(done: number): void;
@@ -125,12 +128,14 @@ function prepRow(row: InputRow, cols: Columns, run: TokenBatchRun): RowPrep {
   const kind = readIdentifierType(row.cells[cols.identifierType] ?? '');
   if (kind === null) return { ok: false, reason: `unknown identifier_type: ${IDENTIFIER_TYPES_HINT}` };
   const value = row.cells[cols.identifier] ?? '';
+  const isNull = (cell: string): boolean => cell === NULL_MARKER || (run.nullValues?.includes(cell) ?? false);
   let options: PrepareOptions = run;
   if (cols.country >= 0) {
     const country = row.cells[cols.country] ?? '';
-    options = { phoneRegion: phoneRegionOfRow(country, run.phoneRegion) };
+    options = { phoneRegion: phoneRegionOfRow(isNull(country) ? '' : country, run.phoneRegion) };
   }
-  return { ok: true, kind, value, options };
+  // a NULL is no identifier: the row reads as one whose identifier is empty
+  return { ok: true, kind, value: isNull(value) ? '' : value, options };
 }
 
 /** Runs `work` over every row with bounded concurrency, writing each chunk in input order. */
