@@ -51,6 +51,9 @@ export interface UnknownPhoneRegion {
   readonly unknownCountry: UnknownCountryReason;
 }
 
+/** Digits with the separators people write phone numbers with, and nothing else. */
+export const PHONE_WRITING = /^[0-9 ()./+-]*[0-9][0-9 ()./+-]*$/;
+
 /** Today's check, word for word: the only reason there is when no region is given. */
 export const INVALID_PHONE =
   'invalid phone: must be + and 10 to 15 digits (E.164, no spaces or punctuation)' satisfies PhoneInvalidReason;

@@ -1,7 +1,14 @@
 import { normalizeEmail } from './email.js';
 import { normalizeHash, sha256Base64 } from './hash.js';
 import { diiTypeOf, type DiiType, type IdentifierKind } from './kinds.js';
-import { normalizePhone, type PhoneInvalidReason, type PhoneRegion, type UnknownPhoneRegion } from './phone.js';
+import {
+  INVALID_PHONE,
+  normalizePhone,
+  PHONE_WRITING,
+  type PhoneInvalidReason,
+  type PhoneRegion,
+  type UnknownPhoneRegion,
+} from './phone.js';
 
 /** Why a cell was not sent. Never contains the cell's value: these texts reach logs and output files. */
 export type InvalidReason =
@@ -55,6 +62,28 @@ export function prepareIdentifier(kind: IdentifierKind, value: string, options?:
   }
 }
 
+export const UNRECOGNIZED: InvalidReason = 'unrecognized identifier: not an email, an E.164 phone or a hash';
+
+/**
+ * A cell refused only for want of a phone region: invalid as E.164 (or unrecognized in an auto column), yet
+ * written as a phone number is, which --phone-region would read. For the hint that says so, never for a result.
+ */
+export function needsPhoneRegion(cell: string, refused: Prepared): boolean {
+  if (refused.ok || (refused.reason !== INVALID_PHONE && refused.reason !== UNRECOGNIZED)) return false;
+  return looksLikePhoneNumber(cell);
+}
+
+/** Digits with the separators people write phone numbers with, and at least six digits: a number, not junk. */
+function looksLikePhoneNumber(cell: string): boolean {
+  if (!PHONE_WRITING.test(cell)) return false;
+  let digits = 0;
+  for (let i = 0; i < cell.length && digits < 6; i++) {
+    const c = cell.charCodeAt(i);
+    if (c >= 48 && c <= 57) digits++;
+  }
+  return digits >= 6;
+}
+
 /** What a single cell looks like, for `--type auto`. A hash cannot say whether it is of an email or a phone. */
 export type DetectedKind = 'email' | 'phone' | 'hash' | null;
 
@@ -94,6 +123,3 @@ export function prepareAuto(value: string, hashType: DiiType | undefined, option
     }
   }
 }
-
-/** Digits with the separators people write phone numbers with, and nothing else. */
-const PHONE_WRITING = /^[0-9 ()./+-]*[0-9][0-9 ()./+-]*$/;

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { getCountries } from 'libphonenumber-js/max';
 import { COUNTRY_NAMES, nameKey, phoneRegionOfRow, regionOfCountry } from '../../src/identity/country-names.js';
-import { normalizePhone, parsePhoneRegion } from '../../src/identity/index.js';
+import {
+  needsPhoneRegion,
+  normalizePhone,
+  parsePhoneRegion,
+  prepareAuto,
+  prepareIdentifier,
+} from '../../src/identity/index.js';
 
 describe('a row country cell to a phone region', () => {
   it('takes every ISO 3166 alpha-2 code the phone metadata knows, in any case', () => {
@@ -81,5 +87,23 @@ describe('a row country cell to a phone region', () => {
         ok: false,
         reason: "invalid phone: the row's country is not an ISO 3166 code or a country name this tool knows",
       });
+  });
+});
+
+describe('needsPhoneRegion', () => {
+  it('is a phone cell refused without a region, written as a phone number is', () => {
+    const refusedAs = (kind: 'phone' | 'auto', cell: string) =>
+      kind === 'phone' ? prepareIdentifier('phone', cell) : prepareAuto(cell, undefined);
+    expect(needsPhoneRegion('(617) 555-0102', refusedAs('phone', '(617) 555-0102'))).toBe(true);
+    expect(needsPhoneRegion('+1 617 555 0102', refusedAs('phone', '+1 617 555 0102'))).toBe(true);
+    expect(needsPhoneRegion('020 7946 0958', refusedAs('auto', '020 7946 0958'))).toBe(true);
+    // junk, too few digits, an email: no region would read them
+    for (const cell of ['unknown', '555-01', 'n/a 12345678', 'a@b'])
+      expect(needsPhoneRegion(cell, refusedAs('phone', cell)), cell).toBe(false);
+    // refused with a region: the region was there
+    const us = parsePhoneRegion('US');
+    expect(needsPhoneRegion('123-456-7890', prepareIdentifier('phone', '123-456-7890', { phoneRegion: us }))).toBe(
+      false,
+    );
   });
 });

@@ -60,6 +60,7 @@ import {
   phoneRegionFlagOf,
   withPhoneRegion,
 } from '../shared/phone-region-option.js';
+import { phoneRegionHint, readsRegion } from '../shared/phone-region-hint.js';
 import { addNullValueOption, nullValuesOf, withNullMarkers } from '../shared/null-value-option.js';
 import type { PhoneRegion } from '../../identity/index.js';
 import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../shared/summary.js';
@@ -242,6 +243,8 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     const summary = tally.summary(startedMs, io.now(), problems);
     if (problems.badRows !== undefined) summary.bad_rows = problems.badRows;
     if (!flags.quiet) io.stderr.write(`${formatHashSummary(summary)}\n`);
+    const hint = phoneRegionHint(readsRegion(columns), counts);
+    if (hint !== undefined && !flags.quiet) io.stderr.write(`uid2-batch: ${hint}\n`);
     if (!flags.quiet) for (const line of badRows?.closingLines() ?? []) io.stderr.write(`uid2-batch: ${line}\n`);
     if (flags.summaryJson !== undefined) await writeJsonAtomically(flags.summaryJson, summary);
     return summary;

@@ -66,6 +66,7 @@ import {
   phoneRegionFlagOf,
   withPhoneRegion,
 } from '../shared/phone-region-option.js';
+import { phoneRegionHint, readsRegion } from '../shared/phone-region-hint.js';
 import { addNullValueOption, nullValuesOf, withNullMarkers } from '../shared/null-value-option.js';
 import type { PhoneRegion } from '../../identity/index.js';
 import { openMapState, type MapStateFile } from './map-state.js';
@@ -500,6 +501,8 @@ async function mapForReal(
         }),
     });
     progress.stop();
+    const hint = phoneRegionHint(readsRegion(columns), result.counts);
+    if (hint !== undefined) sayTo(flags.output, deps)(hint);
     const summary = mapSummary(result, client, source, startedMs, deps.now(), state);
     if (api === 'v2') summary.api = 'v2';
     state?.endRun(JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
@@ -689,6 +692,8 @@ async function dryRunReport(
     `  ${formatCount(c.batches)} request(s) would be sent (${formatCount(c.itemsInBatches)} identifiers, up to ${formatCount(flags.batchSize ?? 5000)} per request)`,
   ];
   if (!flags.output.quiet) deps.stderr.write(`${lines.join('\n')}\n`);
+  const hint = phoneRegionHint(readsRegion(columns), c);
+  if (hint !== undefined) sayTo(flags.output, deps)(hint);
   if (flags.output.summaryJson !== undefined) {
     const summary = makeSummary({
       command: 'map',

@@ -1,3 +1,4 @@
+import { needsPhoneRegion } from '../../identity/index.js';
 import { countryCellOf, isMissingCell, prepareCell, type IdentifierColumn } from '../table/identifier-columns.js';
 import { rowProblemInvalidates, rowProblemReason, type InputRow } from '../table/table.js';
 
@@ -16,6 +17,10 @@ export interface HashCounts {
   invalid: number[];
   /** Invalid cells by reason. */
   reasons: Record<string, number>;
+  /** Phones hashed. */
+  validPhones: number;
+  /** Invalid cells written as phone numbers are, refused only for want of a phone region (needsPhoneRegion). */
+  phonesNeedingRegion: number;
 }
 
 export function emptyHashCounts(width: number): HashCounts {
@@ -25,12 +30,16 @@ export function emptyHashCounts(width: number): HashCounts {
     ok: new Array<number>(width).fill(0),
     invalid: new Array<number>(width).fill(0),
     reasons: {},
+    validPhones: 0,
+    phonesNeedingRegion: 0,
   };
 }
 
 export function addHashCounts(into: HashCounts, more: HashCounts): void {
   into.rows += more.rows;
   into.missing += more.missing;
+  into.validPhones += more.validPhones;
+  into.phonesNeedingRegion += more.phonesNeedingRegion;
   for (let c = 0; c < into.ok.length; c++) {
     into.ok[c] += more.ok[c];
     into.invalid[c] += more.invalid[c];
@@ -75,9 +84,11 @@ export function hashRows(
       if (prepared.ok) {
         cells.push(prepared.hash, prepared.type, 'ok', '');
         counts.ok[c]++;
+        if (prepared.type === 'phone') counts.validPhones++;
       } else {
         cells.push('', '', 'invalid', prepared.reason);
         invalid(counts, c, prepared.reason);
+        if (needsPhoneRegion(cell, prepared)) counts.phonesNeedingRegion++;
       }
     }
   }

@@ -1,3 +1,4 @@
+import { needsPhoneRegion } from '../../identity/index.js';
 import { countryCellOf, isMissingCell, prepareCell, type IdentifierColumn } from '../table/identifier-columns.js';
 import { SLOT } from './row-chunk.js';
 import { rowProblemInvalidates, rowProblemReason, type InputRow, type RowProblem } from '../table/table.js';
@@ -19,6 +20,8 @@ export interface PreparedRows {
   hashes: string[];
   /** Reasons of the invalid slots, in slot order. */
   reasons: string[];
+  /** Invalid slots written as phone numbers are, refused only for want of a phone region (needsPhoneRegion). */
+  needingRegion: number;
 }
 
 /**
@@ -85,7 +88,15 @@ export function prepareColumns(
 
 function emptyPrepared(rowCount: number, width: number): PreparedRows {
   const cells = rowCount * width;
-  return { rowCount, width, status: new Uint8Array(cells), phone: new Uint8Array(cells), hashes: [], reasons: [] };
+  return {
+    rowCount,
+    width,
+    status: new Uint8Array(cells),
+    phone: new Uint8Array(cells),
+    hashes: [],
+    reasons: [],
+    needingRegion: 0,
+  };
 }
 
 /** What one identifier cell is: the one decision, per cell, of what is sent. */
@@ -106,6 +117,7 @@ function prepareSlot(
   if (!prepared.ok) {
     out.status[slot] = SLOT.invalid;
     out.reasons.push(prepared.reason);
+    if (needsPhoneRegion(cell, prepared)) out.needingRegion++;
     return;
   }
   // status stays SLOT.pending

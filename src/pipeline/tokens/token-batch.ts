@@ -1,6 +1,7 @@
 import pLimit from 'p-limit';
 import {
   isIdentifierKind,
+  needsPhoneRegion,
   phoneRegionOfRow,
   type IdentifierKind,
   type PhoneRegion,
@@ -17,7 +18,7 @@ import {
   type TableSource,
 } from '../table/table.js';
 import { NULL_MARKER } from '../table/identifier-columns.js';
-import { classifyFailure, prepareTokenInput, type Failure } from './tokens.js';
+import { classifyFailure, prepareTokenInput, type Failure, type PreparedTokenInput } from './tokens.js';
 
 /**
  * Token work over a table, for a test audience (`token generate --input`) or the Token Validator's CSV
@@ -41,6 +42,8 @@ export interface TokenBatchRun {
   /** Identifier cells that stand for no value, besides NULL_MARKER (`\N`): read as an empty identifier. */
   nullValues?: readonly string[];
   signal?: AbortSignal;
+  /** Filled as rows are prepared: phones sent, and phones refused only for want of a region (needsPhoneRegion). */
+  phones?: { validPhones: number; phonesNeedingRegion: number };
   /** Called as each row is finished, with the running count. */
   onRow?(done: number): void;
 }
@@ -136,6 +139,13 @@ function prepRow(row: InputRow, cols: Columns, run: TokenBatchRun): RowPrep {
   }
   // a NULL is no identifier: the row reads as one whose identifier is empty
   return { ok: true, kind, value: isNull(value) ? '' : value, options };
+}
+
+function tallyPhone(run: TokenBatchRun, value: string, prepared: PreparedTokenInput): void {
+  if (run.phones === undefined) return;
+  if (prepared.ok) {
+    if (prepared.type === 'phone') run.phones.validPhones++;
+  } else if (needsPhoneRegion(value, prepared)) run.phones.phonesNeedingRegion++;
 }
 
 /** Runs `work` over every row with bounded concurrency, writing each chunk in input order. */
@@ -236,6 +246,7 @@ export async function validateTokenBatch(run: TokenBatchRun): Promise<ValidateBa
     const prep = prepRow(row, cols, run);
     if (!prep.ok) return finish(row, 'invalid', '', prep.reason);
     const prepared = prepareTokenInput(prep.kind, prep.value, prep.options);
+    tallyPhone(run, prep.value, prepared);
     if (!prepared.ok) return finish(row, 'invalid', '', prepared.reason);
     const token = (row.cells[cols.token] ?? '').trim();
     if (token === '') return finish(row, 'invalid', prepared.hash, 'empty token');
@@ -301,6 +312,7 @@ export async function generateTokenBatch(run: TokenBatchRun): Promise<GenerateBa
     const prep = prepRow(row, cols, run);
     if (!prep.ok) return finish(row, 'invalid', prep.reason);
     const prepared = prepareTokenInput(prep.kind, prep.value, prep.options);
+    tallyPhone(run, prep.value, prepared);
     if (!prepared.ok) return finish(row, 'invalid', prepared.reason);
     try {
       const result = await run.client.tokenGenerate(prepared.input, { signal });
