@@ -24,7 +24,10 @@ export function isNormalizedPhone(input: string): boolean {
   return true;
 }
 
-/** Why a phone cell was not sent. Fixed texts: they reach logs and output files, so they never hold the number. */
+/**
+ * Why a phone cell was not sent. They reach logs and output files, so they never hold the number: fixed texts, but
+ * for UnknownCountryReason, which may name the row's country cell.
+ */
 export type PhoneInvalidReason =
   | 'invalid phone: must be + and 10 to 15 digits (E.164, no spaces or punctuation)'
   | 'invalid phone: not a phone number'

@@ -10,7 +10,10 @@ import {
   type UnknownPhoneRegion,
 } from './phone.js';
 
-/** Why a cell was not sent. Never contains the cell's value: these texts reach logs and output files. */
+/**
+ * Why a cell was not sent. Never contains the cell's value (one may name the row's country cell, see phone.ts):
+ * these texts reach logs and output files.
+ */
 export type InvalidReason =
   | 'empty'
   | 'invalid email'
@@ -119,7 +122,7 @@ export function prepareAuto(value: string, hashType: DiiType | undefined, option
         const phone = prepareIdentifier('phone', value, options);
         if (phone.ok || PHONE_WRITING.test(value)) return phone;
       }
-      return { ok: false, reason: 'unrecognized identifier: not an email, an E.164 phone or a hash' };
+      return { ok: false, reason: UNRECOGNIZED };
     }
   }
 }

@@ -1,4 +1,5 @@
-// --phone-region CC (or a profile's phone_region): the country national phone numbers are read in.
+// --phone-region CC (or a profile's phone_region): the country national phone numbers are read in; --phone-region-col
+// COL: the column naming each row's country.
 import type { Command } from 'commander';
 import type { ResolvedConfig } from '../../config/index.js';
 import { parsePhoneRegion, PhoneRegionError, type PhoneRegion } from '../../identity/index.js';
