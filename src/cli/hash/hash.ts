@@ -55,7 +55,15 @@ import { createProgress } from '../shared/progress.js';
 import { addOutputDirOption, outputDirOf, partOutputPaths, partSinksFor } from '../shared/output-dir.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
-import { addPhoneRegionOption, phoneRegionFlagOf, withPhoneRegion } from '../shared/phone-region-option.js';
+import {
+  addPhoneRegionOption,
+  phoneRegionColumnFlagOf,
+  phoneRegionColumnIndex,
+  phoneRegionFlagOf,
+  withPhoneRegion,
+} from '../shared/phone-region-option.js';
+import { phoneRegionHint, readsRegion } from '../shared/phone-region-hint.js';
+import { addNullValueOption, nullValuesOf, withNullMarkers } from '../shared/null-value-option.js';
 import type { PhoneRegion } from '../../identity/index.js';
 import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../shared/summary.js';
 
@@ -84,6 +92,10 @@ export interface HashFlags extends InputFlags, ColumnFlags, Partial<BadRowFlags>
   phoneRegion?: PhoneRegion;
   /** --hash-encoding: how the hash column is written (default base64). */
   hashEncoding?: HashEncoding;
+  /** --phone-region-col: each row's phones are read in the country this column names. */
+  phoneRegionColumn?: string;
+  /** --null-value: identifier cells so written are missing (besides empty cells and \N). */
+  nullValues?: string[];
 }
 
 export interface HashIo {
@@ -166,7 +178,11 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     } else {
       progress.note(`${source.name} is empty: writing an empty output`);
     }
-    columns = withPhoneRegion(columns, flags.phoneRegion);
+    const regionIndex =
+      flags.phoneRegionColumn === undefined || columns.length === 0
+        ? undefined
+        : phoneRegionColumnIndex(source.header, flags.phoneRegionColumn, columns, source.name);
+    columns = withNullMarkers(withPhoneRegion(columns, flags.phoneRegion, regionIndex), flags.nullValues);
     // a Parquet column of numbers or nested values holds no identifier as the service reads one
     requireTextColumns(
       source,
@@ -235,6 +251,8 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     const summary = tally.summary(startedMs, io.now(), problems);
     if (problems.badRows !== undefined) summary.bad_rows = problems.badRows;
     if (!flags.quiet) io.stderr.write(`${formatHashSummary(summary)}\n`);
+    const hint = phoneRegionHint(readsRegion(columns), counts);
+    if (hint !== undefined && !flags.quiet) io.stderr.write(`uid2-batch: ${hint}\n`);
     if (!flags.quiet) for (const line of badRows?.closingLines() ?? []) io.stderr.write(`uid2-batch: ${line}\n`);
     if (flags.summaryJson !== undefined) await writeJsonAtomically(flags.summaryJson, summary);
     return summary;
@@ -396,6 +414,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
     .option('--drop-input-columns', 'write no input column (but those of --keep): only the result columns');
   addTableInputOptions(cmd);
   addPhoneRegionOption(cmd, false);
+  addNullValueOption(cmd);
   addBadRowOptions(cmd);
   addOutputOptions(cmd);
   addOutputDirOption(cmd);
@@ -420,6 +439,8 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
       ...(opts.dropInputColumns === true ? { dropInputColumns: true } : {}),
       ...(phoneRegionFlagOf(opts) !== undefined ? { phoneRegion: phoneRegionFlagOf(opts) } : {}),
       ...(outputFlags(opts).hashEncoding !== undefined ? { hashEncoding: outputFlags(opts).hashEncoding } : {}),
+      ...(phoneRegionColumnFlagOf(opts) !== undefined ? { phoneRegionColumn: phoneRegionColumnFlagOf(opts) } : {}),
+      ...(nullValuesOf(opts) !== undefined ? { nullValues: nullValuesOf(opts) } : {}),
     };
     const summary = await runHash(flags, hashIo);
     // records skipped (--on-bad-row skip): the run completed, and its exit code says that rows are missing

@@ -62,9 +62,13 @@ import { collectRepeated } from '../shared/repeated-flags.js';
 import {
   addPhoneRegionOption,
   chooseRegion,
+  phoneRegionColumnFlagOf,
+  phoneRegionColumnIndex,
   phoneRegionFlagOf,
   withPhoneRegion,
 } from '../shared/phone-region-option.js';
+import { phoneRegionHint, readsRegion } from '../shared/phone-region-hint.js';
+import { addNullValueOption, nullValuesOf, withNullMarkers } from '../shared/null-value-option.js';
 import type { PhoneRegion } from '../../identity/index.js';
 import { openMapState, type MapStateFile } from './map-state.js';
 
@@ -97,6 +101,10 @@ export interface MapFlags extends ColumnFlags, Partial<BadRowFlags> {
   layout?: Omit<LayoutRequest, 'timeFormat'>;
   /** --phone-region: national phone numbers are read as this country's (default: the profile's phone_region). */
   phoneRegion?: PhoneRegion;
+  /** --phone-region-col: each row's phones are read in the country this column names. */
+  phoneRegionColumn?: string;
+  /** --null-value: identifier cells so written are missing (besides empty cells and \N). */
+  nullValues?: string[];
   connection: ConnectionFlags;
   output: OutputFlags;
 }
@@ -163,6 +171,7 @@ export function registerMap(program: Command): void {
     );
   addTableInputOptions(cmd);
   addPhoneRegionOption(cmd, true);
+  addNullValueOption(cmd);
   addBadRowOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
@@ -199,6 +208,8 @@ export function mapFlags(input: string | readonly string[] | undefined, opts: Re
     dryRun: opts.dryRun === true,
     ...(opts.api === 'v2' ? { api: 'v2' as const } : {}),
     ...(phoneRegionFlagOf(opts) !== undefined ? { phoneRegion: phoneRegionFlagOf(opts) } : {}),
+    ...(phoneRegionColumnFlagOf(opts) !== undefined ? { phoneRegionColumn: phoneRegionColumnFlagOf(opts) } : {}),
+    ...(nullValuesOf(opts) !== undefined ? { nullValues: nullValuesOf(opts) } : {}),
     layout: {
       ...(Array.isArray(opts.keep) ? { keep: opts.keep as string[] } : {}),
       ...(opts.dropInputColumns === true ? { dropInputColumns: true } : {}),
@@ -313,7 +324,15 @@ async function mapOpened(
   const source = inputPaths.length === 1 && mayBeHeaderless(flags, firstInput) ? readAsHeaderless(opened) : opened;
   for (const line of source.notes) say(line);
   if (source.header.length === 0) return emptyInput(source, flags, startedMs, deps, say);
-  const columns = withPhoneRegion(identifierColumns(source, flags, say), chooseRegion(flags.phoneRegion, config));
+  const identifiers = identifierColumns(source, flags, say);
+  const regionIndex =
+    flags.phoneRegionColumn === undefined
+      ? undefined
+      : phoneRegionColumnIndex(source.header, flags.phoneRegionColumn, identifiers, source.name);
+  const columns = withNullMarkers(
+    withPhoneRegion(identifiers, chooseRegion(flags.phoneRegion, config), regionIndex),
+    flags.nullValues,
+  );
   // a Parquet column of numbers or nested values holds no identifier as the service reads one
   requireTextColumns(
     source,
@@ -489,6 +508,8 @@ async function mapForReal(
         }),
     });
     progress.stop();
+    const hint = phoneRegionHint(readsRegion(columns), result.counts);
+    if (hint !== undefined) sayTo(flags.output, deps)(hint);
     const summary = mapSummary(result, client, source, startedMs, deps.now(), state);
     if (api === 'v2') summary.api = 'v2';
     state?.endRun(JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
@@ -524,6 +545,8 @@ function runArgs(
     fail_fast: flags.failFast === true,
     ...(flags.api === 'v2' ? { api: 'v2' } : {}),
     ...(region !== undefined ? { phone_region: region } : {}),
+    ...(flags.phoneRegionColumn !== undefined ? { phone_region_col: flags.phoneRegionColumn } : {}),
+    ...(flags.nullValues !== undefined ? { null_values: flags.nullValues } : {}),
     ...(flags.output.timeFormat !== undefined ? { time_format: flags.output.timeFormat } : {}),
     ...(flags.layout?.emitHash === true ? { emit_hash: true } : {}),
     ...(flags.output.hashEncoding !== undefined ? { hash_encoding: flags.output.hashEncoding } : {}),
@@ -677,6 +700,8 @@ async function dryRunReport(
     `  ${formatCount(c.batches)} request(s) would be sent (${formatCount(c.itemsInBatches)} identifiers, up to ${formatCount(flags.batchSize ?? 5000)} per request)`,
   ];
   if (!flags.output.quiet) deps.stderr.write(`${lines.join('\n')}\n`);
+  const hint = phoneRegionHint(readsRegion(columns), c);
+  if (hint !== undefined) sayTo(flags.output, deps)(hint);
   if (flags.output.summaryJson !== undefined) {
     const summary = makeSummary({
       command: 'map',

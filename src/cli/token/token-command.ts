@@ -1,6 +1,7 @@
 /** Registers `uid2-batch token generate | refresh | validate | test-identities`; each loads its work when it runs. */
 import type { Command } from 'commander';
 import { addConnectionOptions, addOutputOptions, wholeNumber } from '../shared/options.js';
+import { addNullValueOption } from '../shared/null-value-option.js';
 import { addPhoneRegionText } from '../shared/phone-region-flag.js';
 import { DEFAULT_TOKEN_CONCURRENCY, MAX_TOKEN_CONCURRENCY, REFRESH_EXIT } from './token-numbers.js';
 
@@ -22,6 +23,7 @@ function addIdentifierOptions(cmd: Command): Command {
 
 function addBatchOptions(cmd: Command, what: string): Command {
   cmd.option('--input <file>', `${what} ("-" reads stdin; .jsonl/.ndjson are JSONL, anything else CSV)`);
+  addNullValueOption(cmd);
   addOutputOptions(cmd);
   return cmd.option(
     '--concurrency <n>',
