@@ -31,6 +31,7 @@ export {
 } from './errors.js';
 export { backoffDelayMs, parseRetryAfter, isRetryable, RETRY_AFTER_CAP_MS } from './retry.js';
 export { CLIENT_VERSION } from './client-version.js';
+export { ATTEMPT_TIMEOUT_CODE } from './transport.js';
 export {
   describeProxyRoute,
   noProxyMatch,
