@@ -90,6 +90,20 @@ export function optedOutProblem(item: unknown, sent: ReadonlySet<string>, maxMs:
   return undefined;
 }
 
+/** yyyy-MM-ddTHH:mm:ss.SSS, UTC with no zone: the one form the service writes a bucket's last_updated in. */
+const LAST_UPDATED = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}$/;
+
+/** A salt bucket: bucket_id a non-empty string, last_updated a real instant in the service's one form. */
+export function bucketProblem(item: unknown): string | undefined {
+  if (!isRecord(item)) return 'is not an object';
+  if (typeof item.bucket_id !== 'string' || item.bucket_id === '') return 'has no "bucket_id"';
+  const at = item.last_updated;
+  if (typeof at !== 'string' || !LAST_UPDATED.test(at) || !Number.isFinite(Date.parse(`${at}Z`))) {
+    return 'has no "last_updated" of the form yyyy-MM-ddTHH:mm:ss.SSS';
+  }
+  return undefined;
+}
+
 /** A token identity time (identity_expires, refresh_from, refresh_expires): whole Unix milliseconds, not negative. */
 export function identityTimeProblem(value: unknown): string | undefined {
   if (typeof value !== 'number') return 'is not a number';

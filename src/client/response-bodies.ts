@@ -12,6 +12,7 @@ import {
   type TokenResult,
 } from '../protocol/index.js';
 import {
+  bucketProblem,
   identityTimeProblem,
   OPTED_OUT_SINCE_MAX_AHEAD_MS,
   optedOutProblem,
@@ -127,6 +128,10 @@ function sentValues(request: MapV2Request): readonly string[] {
 
 export function readBucketsBody(target: string, body: unknown): SaltBucket[] {
   if (!Array.isArray(body)) throw new MalformedAnswerError(target, 'the buckets body is not an array');
+  for (let i = 0; i < body.length; i++) {
+    const problem = bucketProblem(body[i]);
+    if (problem !== undefined) throw new MalformedAnswerError(target, `bucket ${i + 1} ${problem}`);
+  }
   return body as SaltBucket[];
 }
 

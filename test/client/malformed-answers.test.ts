@@ -209,3 +209,24 @@ describe('token identities', () => {
     expect(c.stats).toMatchObject({ requests: 2, retries: 1 });
   });
 });
+
+const MALFORMED_BUCKETS: [string, unknown][] = [
+  ['a null bucket', [null]],
+  ['an empty bucket_id', [{ bucket_id: '', last_updated: '2026-01-02T22:52:03.109' }]],
+  ['a numeric bucket_id', [{ bucket_id: 7, last_updated: '2026-01-02T22:52:03.109' }]],
+  ['no last_updated', [{ bucket_id: 'a30od4mNRd' }]],
+  ['a last_updated with a zone', [{ bucket_id: 'a30od4mNRd', last_updated: '2026-01-02T22:52:03.109Z' }]],
+  ['a last_updated that is no date', [{ bucket_id: 'a30od4mNRd', last_updated: 'yesterday' }]],
+  ['a last_updated in milliseconds', [{ bucket_id: 'a30od4mNRd', last_updated: 1_767_394_323_109 }]],
+];
+
+describe('salt buckets', () => {
+  it.each(MALFORMED_BUCKETS)('%s is retried, then refused', async (_name, body) => {
+    const c = client();
+    service.script(answer(body), answer(body));
+    const err = await c.buckets('2026-01-01T00:00:00').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(MalformedAnswerError);
+    expect((err as Error).message).toMatch(/^malformed answer from .*\/v2\/identity\/buckets: bucket 1 /);
+    expect(c.stats).toMatchObject({ requests: 2, retries: 1 });
+  });
+});

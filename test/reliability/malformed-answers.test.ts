@@ -288,7 +288,7 @@ describe('remap-due against answers with one malformed item', () => {
 
 const OPTOUT_SHAPES: Shape[] = [
   ['null', () => null],
-  ['an advertising_id not sent', (it) => ({ ...it, advertising_id: 'A'.repeat(43) + '=' })],
+  ['an advertising_id not sent', (it) => ({ ...it, advertising_id: `${'A'.repeat(43)}=` })],
   ['a numeric advertising_id', (it) => ({ ...it, advertising_id: 7 })],
   ['opted_out_since missing', ({ opted_out_since: _s, ...rest }) => rest],
   ['opted_out_since a string', (it) => ({ ...it, opted_out_since: String(it.opted_out_since) })],
