@@ -347,3 +347,72 @@ describe('optout-check against answers with one malformed item', () => {
     },
   );
 });
+
+describe('optout-check --state against answers with one malformed item', () => {
+  let service: ServeProcess;
+  let proxy: MalformedAnswerProxy;
+  let mapped: string;
+  let mappedEntries: string[];
+  let baseline: string;
+  let baselineEntries: string[];
+  const sweepArgs = (state: string, out: string) => [
+    'optout-check',
+    '--state',
+    state,
+    '-o',
+    out,
+    '-q',
+    '--max-attempts',
+    '2',
+  ];
+  const SHAPES = OPTOUT_SHAPES.filter(([name]) =>
+    ['an advertising_id not sent', 'opted_out_since missing', 'opted_out_since absurd'].includes(name),
+  );
+
+  beforeAll(async () => {
+    service = await serve();
+    proxy = await proxyFor(service);
+    mapped = join(dir.path, 'sweep-mapped.db');
+    const mappedOut = join(dir.path, 'sweep-map.csv');
+    const run = await runCli(mapArgs(mappedOut, mapped), { env: serveEnv(service) });
+    expect(run.code, run.stderr).toBe(0);
+    mappedEntries = entriesText(inspectState(mapped).entries, true);
+    const rawUids = rowsOf(readFileSync(mappedOut, 'utf8'))
+      .map((r) => r.raw_uid as string)
+      .filter((u) => u !== '');
+    for (const u of rawUids.slice(0, 3))
+      await optOut(service.url, { advertising_id: u, since_ms: Date.UTC(2026, 0, 15) });
+    const state = join(dir.path, 'sweep-baseline.db');
+    copyFileSync(mapped, state);
+    const out = join(dir.path, 'sweep-baseline.csv');
+    const sweep = await runCli(sweepArgs(state, out), { env: serveEnv(service) });
+    expect(sweep.code, sweep.stderr).toBe(0);
+    baseline = readFileSync(out, 'utf8');
+    baselineEntries = entriesText(inspectState(state).entries, true);
+    expect(baselineEntries).not.toEqual(mappedEntries);
+  });
+
+  it.each(SHAPES)(
+    '%s: exit 3, no tombstone and no check recorded; an honest re-run gives the undisturbed sweep',
+    async (name, alter) => {
+      const slug = name.replace(/\W+/g, '-');
+      const state = join(dir.path, `sweep-${slug}.db`);
+      const out = join(dir.path, `sweep-${slug}.csv`);
+      copyFileSync(mapped, state);
+      proxy.alter(OPTOUT_PATH, (answer) => {
+        const body = answer.body as { opted_out: Item[] };
+        return { ...answer, body: { opted_out: [alter(body.opted_out[0] as Item), ...body.opted_out.slice(1)] } };
+      });
+      const poisoned = await runCli(sweepArgs(state, out), { env: serveEnv({ ...service, url: proxy.url }) });
+      proxy.alter(OPTOUT_PATH, undefined);
+      expect(poisoned.code, poisoned.stderr).toBe(3);
+      expectNoStack(poisoned);
+      expect(entriesText(inspectState(state).entries, true)).toEqual(mappedEntries);
+
+      const honest = await runCli(sweepArgs(state, out), { env: serveEnv(service) });
+      expect(honest.code, honest.stderr).toBe(0);
+      expect(readFileSync(out, 'utf8')).toBe(baseline);
+      expect(entriesText(inspectState(state).entries, true)).toEqual(baselineEntries);
+    },
+  );
+});
