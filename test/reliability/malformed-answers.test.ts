@@ -170,6 +170,49 @@ describe('map (v3) against answers with one malformed item', () => {
   );
 });
 
+describe('map (v3) with one batch of several malformed', () => {
+  it('only that batch is error and unstored; the others are as undisturbed, and a re-run completes it', async () => {
+    const service = await serve();
+    const proxy = await proxyFor(service);
+    const batches = ['--batch-size', '4'];
+    const baselineOut = join(dir.path, 'batches-baseline.csv');
+    const baselineState = join(dir.path, 'batches-baseline.db');
+    const first = await runCli(mapArgs(baselineOut, baselineState, batches), { env: serveEnv(service) });
+    expect(first.code, first.stderr).toBe(0);
+    const baseline = rowsOf(readFileSync(baselineOut, 'utf8'));
+    const baselineEntries = entriesText(inspectState(baselineState).entries);
+
+    // the batch that leads with the first hash seen is malformed on every attempt; every other batch is honest
+    let poisonedLead: unknown;
+    proxy.alter(MAP_PATH, (answer, request) => {
+      const lead = (request.email_hash as unknown[] | undefined)?.[0];
+      poisonedLead ??= lead;
+      return lead === poisonedLead ? v3Alteration(() => ({ e: 'unknown' }))(answer) : undefined;
+    });
+    const out = join(dir.path, 'batches.csv');
+    const state = join(dir.path, 'batches.db');
+    const poisoned = await runCli(mapArgs(out, state, batches), { env: serveEnv({ ...service, url: proxy.url }) });
+    proxy.alter(MAP_PATH, undefined);
+    expect(poisoned.code, poisoned.stderr).toBe(3);
+    const rows = rowsOf(readFileSync(out, 'utf8'));
+    const failed = rows.filter((r) => r.status === 'error');
+    expect(failed.length).toBeGreaterThan(0);
+    expect(failed.length).toBeLessThanOrEqual(4);
+    rows.forEach((row, i) => {
+      if (row.status !== 'error') expect(row).toEqual(baseline[i]);
+      else expect(row.reason).toMatch(/malformed answer from .*: email_hash item \d+ has an "e" other than/);
+    });
+    const stored = entriesText(inspectState(state).entries);
+    expect(stored).toHaveLength(baselineEntries.length - failed.length);
+    for (const entry of stored) expect(baselineEntries).toContain(entry);
+
+    const honest = await runCli(mapArgs(out, state, batches), { env: serveEnv(service) });
+    expect(honest.code, honest.stderr).toBe(0);
+    expect(readFileSync(out, 'utf8')).toBe(readFileSync(baselineOut, 'utf8'));
+    expect(entriesText(inspectState(state).entries)).toEqual(baselineEntries);
+  });
+});
+
 const V2_SHAPES: [string, (body: { mapped: Item[]; unmapped?: Item[] }) => unknown][] = [
   ['a null mapped item', (b) => ({ ...b, mapped: [null, ...b.mapped.slice(1)] })],
   [
