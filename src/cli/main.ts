@@ -97,6 +97,7 @@ const SERVICE_ERRORS = new Set([
   'ExpiredTokenError',
   'NetworkError',
   'UnexpectedResponseError',
+  'MalformedAnswerError',
   'RefreshKeyMismatchError',
   'EnvelopeError',
 ]);

@@ -84,7 +84,7 @@ export class AbortError extends Error {
 /** A 200 answer that decrypted but is not what the endpoint promises (bad JSON, wrong shape, unknown status). */
 export class UnexpectedResponseError extends Error {
   override name = 'UnexpectedResponseError';
-  readonly retryable = false;
+  readonly retryable: boolean = false;
   constructor(
     readonly target: string,
     detail: string,
@@ -92,6 +92,21 @@ export class UnexpectedResponseError extends Error {
     readonly status?: string,
   ) {
     super(`unexpected answer from ${target}: ${detail}`);
+  }
+}
+
+/**
+ * A 200 answer that breaks the wire contract (docs/wire-protocol.md §5.8): not JSON, a body of the wrong shape, or
+ * one item that is not what the endpoint answers (an empty or numeric raw UID, an `r` that is no time, an unknown
+ * `e`...). Nothing of such an answer can be trusted, so none of it is used. It is retried like a 5xx: a fault on the
+ * way or in one server is the likely cause. The detail names the item and the rule, never a value.
+ */
+export class MalformedAnswerError extends UnexpectedResponseError {
+  override name = 'MalformedAnswerError';
+  override readonly retryable: boolean = true;
+  constructor(target: string, detail: string) {
+    super(target, detail);
+    this.message = `malformed answer from ${target}: ${detail}`;
   }
 }
 

@@ -100,6 +100,7 @@ export class Transport {
     request: { headers: Record<string, string>; body?: Buffer | string },
     signal?: AbortSignal,
   ): Promise<RawResponse> {
+    const attempt = new AttemptDeadline(this.requestTimeoutMs, signal);
     try {
       const res = await this.dispatcher.request({
         origin: this.origin,
@@ -107,7 +108,7 @@ export class Transport {
         path: this.basePath + path,
         headers: request.headers,
         body: request.body ?? null,
-        signal,
+        signal: attempt.signal,
         headersTimeout: this.requestTimeoutMs,
         bodyTimeout: this.requestTimeoutMs,
       });
@@ -116,7 +117,12 @@ export class Transport {
       return { statusCode: res.statusCode, headers: res.headers, body };
     } catch (err) {
       if (err instanceof NetworkError) throw err;
+      if (attempt.expired) {
+        throw new NetworkError(this.target + path, 'timeout', ATTEMPT_TIMEOUT_CODE, { cause: err, ...this.via() });
+      }
       throw this.asNetworkError(path, err);
+    } finally {
+      attempt.clear();
     }
   }
 
@@ -141,6 +147,46 @@ export class Transport {
 
   private via(): { via?: string; viaFrom?: string } {
     return this.proxy === undefined ? {} : { via: redactProxyUrl(this.proxy.url), viaFrom: this.proxy.from };
+  }
+}
+
+/** The code of a NetworkError for an attempt that outlived requestTimeoutMs as a whole (connect, headers and body). */
+export const ATTEMPT_TIMEOUT_CODE = 'ATTEMPT_TIMEOUT';
+
+/**
+ * One attempt's deadline, joined with the caller's signal. undici's headersTimeout and bodyTimeout only bound the
+ * gaps between chunks, so an answer that trickles a few bytes at a time would hold a run forever; this bounds the
+ * whole attempt. A plain timer, cleared when the attempt ends, rather than AbortSignal.timeout + AbortSignal.any:
+ * thousands of attempts a minute must not leave thousands of pending timers or listeners behind.
+ */
+class AttemptDeadline {
+  private readonly controller = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  private readonly onCallerAbort: (() => void) | undefined;
+  expired = false;
+
+  constructor(
+    timeoutMs: number,
+    private readonly caller: AbortSignal | undefined,
+  ) {
+    this.timer = setTimeout(() => {
+      this.expired = true;
+      this.controller.abort();
+    }, timeoutMs);
+    if (caller !== undefined) {
+      if (caller.aborted) this.controller.abort(caller.reason);
+      this.onCallerAbort = () => this.controller.abort(caller.reason);
+      caller.addEventListener('abort', this.onCallerAbort, { once: true });
+    }
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+    if (this.onCallerAbort !== undefined) this.caller?.removeEventListener('abort', this.onCallerAbort);
   }
 }
 

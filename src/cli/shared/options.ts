@@ -57,7 +57,11 @@ export function addConnectionOptions(cmd: Command): Command {
       '--proxy <url>',
       'proxy for every request to the service, or "none" (default: HTTPS_PROXY / HTTP_PROXY, with NO_PROXY)',
     )
-    .option('--timeout-ms <ms>', 'time limit per request attempt, in milliseconds', parseTimeoutMs)
+    .option(
+      '--timeout-ms <ms>',
+      'time limit on each request attempt as a whole (connect to last byte of the answer), in milliseconds',
+      parseTimeoutMs,
+    )
     .option(
       '--max-attempts <n>',
       'attempts per request, including the first (retries on 429, 5xx, network errors)',

@@ -46,6 +46,7 @@ export const KNOWN_FAILURES: ReadonlySet<string> = new Set([
   'PayloadTooLargeError',
   'NetworkError',
   'UnexpectedResponseError',
+  'MalformedAnswerError',
   'EnvelopeError',
 ]);
 
