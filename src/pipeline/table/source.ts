@@ -1,7 +1,10 @@
 import { isUtf8 } from 'node:buffer';
+import { constants as fsConstants, open as openFd } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
+import { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { promisify } from 'node:util';
 import { createGunzip } from 'node:zlib';
 import { Parser } from 'csv-parse';
 import { BadRecords, badBytesIn, firstInvalidUtf8, invalidUtf8, nextLineStart, type BadByte } from './bad-records.js';
@@ -149,7 +152,18 @@ export class ByteInput {
     private iterator: AsyncIterator<Buffer | string>,
     private readonly validateUtf8: boolean,
     private readonly ownsStream: boolean,
-  ) {}
+    private readonly signal?: AbortSignal,
+  ) {
+    // a read that waits for data (a pipe nobody writes to yet) is given up when the run is interrupted
+    if (signal !== undefined && ownsStream) {
+      const onAbort = (): void => {
+        (stream as NodeJS.ReadableStream & { destroy?: (err?: Error) => void }).destroy?.(interrupted());
+      };
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+      stream.once('close', () => signal.removeEventListener('abort', onAbort));
+    }
+  }
 
   static async open(opts: OpenSourceOptions): Promise<ByteInput> {
     const isStdin = opts.path === '-';
@@ -162,13 +176,16 @@ export class ByteInput {
       return new ByteInput(name, undefined, process.stdin, process.stdin[Symbol.asyncIterator](), validate, false);
     }
     let size: number;
+    let fifo: boolean;
     try {
       const st = await stat(opts.path);
       if (st.isDirectory()) throw new InputError(name, undefined, 'a directory, not a file');
       size = st.size;
+      fifo = st.isFIFO();
     } catch (err) {
       throw openFailure(name, err);
     }
+    if (fifo) return ByteInput.openFifo(opts.path, name, validate, opts.signal);
     let handle: Awaited<ReturnType<typeof open>>;
     try {
       handle = await open(opts.path, 'r');
@@ -176,7 +193,30 @@ export class ByteInput {
       throw openFailure(name, err);
     }
     const stream = handle.createReadStream({ highWaterMark: READ_CHUNK_BYTES });
-    return new ByteInput(name, size, stream, stream[Symbol.asyncIterator](), validate, true);
+    return new ByteInput(name, size, stream, stream[Symbol.asyncIterator](), validate, true, opts.signal);
+  }
+
+  /**
+   * A named pipe is opened without waiting for a writer and read through the event loop, as stdin is. A plain
+   * open() or read() of a pipe nobody writes to blocks a thread of libuv's pool, and a process whose pool thread
+   * is blocked cannot exit: no signal would end the run. The stream waits for a writer and ends when the last
+   * one closes, as a blocking read would.
+   */
+  private static async openFifo(
+    path: string,
+    name: string,
+    validate: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<ByteInput> {
+    let fd: number;
+    try {
+      // a plain descriptor, not a FileHandle: the socket owns and closes it (a FileHandle would close it when collected)
+      fd = await promisify(openFd)(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+    } catch (err) {
+      throw openFailure(name, err);
+    }
+    const stream = new Socket({ fd, readable: true, writable: false });
+    return new ByteInput(name, undefined, stream, stream[Symbol.asyncIterator](), validate, true, signal);
   }
 
   bytesRead(): number {
@@ -259,6 +299,7 @@ export class ByteInput {
     try {
       r = await this.iterator.next();
     } catch (err) {
+      if (this.signal?.aborted === true) throw interrupted();
       if (this.gunzipping) throw gzipFailure(this.name, err);
       throw err;
     }
@@ -381,6 +422,13 @@ export class ByteInput {
       throw new InputError(this.name, undefined, 'gzip-compressed twice', 'decompress it once first, e.g. gunzip FILE');
     }
   }
+}
+
+/** The failure of a read given up because the run was interrupted: main reports it as the interrupt it is. */
+function interrupted(): Error {
+  const err = new Error('interrupted while reading the input');
+  err.name = 'AbortError';
+  return err;
 }
 
 /** What a failing gunzip means for the user: the file was cut short, or is not (or no longer) gzip. */

@@ -94,6 +94,11 @@ export interface OpenSourceOptions {
    * threads/parquet-read-thread.ts; opened by threads/table-input.ts), not on this thread.
    */
   readThread?: boolean;
+  /**
+   * The run's interrupt: aborting it gives up a read that waits for data (a named pipe nobody writes to), which
+   * then fails with an AbortError. Without it such a read waits as long as the pipe does.
+   */
+  signal?: AbortSignal | undefined;
 }
 
 /** A record skipped because it cannot be read: where it is and why. Never its content (it may be an email). */
