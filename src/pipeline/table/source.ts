@@ -11,6 +11,7 @@ import { BadRecords, badBytesIn, firstInvalidUtf8, invalidUtf8, nextLineStart, t
 import {
   openFailure,
   InputError,
+  readInterrupted,
   type InputRow,
   type OpenSourceOptions,
   type RowProblem,
@@ -157,7 +158,7 @@ export class ByteInput {
     // a read that waits for data (a pipe nobody writes to yet) is given up when the run is interrupted
     if (signal !== undefined && ownsStream) {
       const onAbort = (): void => {
-        (stream as NodeJS.ReadableStream & { destroy?: (err?: Error) => void }).destroy?.(interrupted());
+        (stream as NodeJS.ReadableStream & { destroy?: (err?: Error) => void }).destroy?.(readInterrupted());
       };
       if (signal.aborted) onAbort();
       else signal.addEventListener('abort', onAbort, { once: true });
@@ -299,7 +300,7 @@ export class ByteInput {
     try {
       r = await this.iterator.next();
     } catch (err) {
-      if (this.signal?.aborted === true) throw interrupted();
+      if (this.signal?.aborted === true) throw readInterrupted();
       if (this.gunzipping) throw gzipFailure(this.name, err);
       throw err;
     }
@@ -422,13 +423,6 @@ export class ByteInput {
       throw new InputError(this.name, undefined, 'gzip-compressed twice', 'decompress it once first, e.g. gunzip FILE');
     }
   }
-}
-
-/** The failure of a read given up because the run was interrupted: main reports it as the interrupt it is. */
-function interrupted(): Error {
-  const err = new Error('interrupted while reading the input');
-  err.name = 'AbortError';
-  return err;
 }
 
 /** What a failing gunzip means for the user: the file was cut short, or is not (or no longer) gzip. */

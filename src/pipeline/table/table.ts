@@ -171,6 +171,13 @@ export class InputError extends Error {
   }
 }
 
+/** A read given up because the run was interrupted (OpenSourceOptions.signal): reported as the interrupt it is. */
+export function readInterrupted(): Error {
+  const err = new Error('interrupted while reading the input');
+  err.name = 'AbortError';
+  return err;
+}
+
 /** A file that could not be opened or read, as the InputError that names it and why. */
 export function openFailure(name: string, err: unknown): InputError {
   if (err instanceof InputError) return err;
