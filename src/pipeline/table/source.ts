@@ -513,6 +513,8 @@ export function uniqueHeader(names: string[]): { header: string[]; notes: string
 interface CsvCore {
   parse(buf: Buffer | undefined, end: boolean, push: (record: string[]) => void, close: () => void): Error | undefined;
   readonly info: { readonly bytes: number; readonly empty_lines: number };
+  /** Whether the parser is inside a quoted value. */
+  readonly state: { readonly quoting: boolean };
 }
 
 /**
@@ -663,12 +665,15 @@ class CsvRecords {
           'look for a stray " (a quote inside a quoted value is written "")',
         );
       case 'CSV_MAX_RECORD_SIZE':
-        return new InputError(
-          this.name,
-          start,
-          `the record starting on this line is longer than ${MAX_RECORD_BYTES / 1024 / 1024} MB`,
-          'a quote is probably never closed, or the --delimiter is wrong',
-        );
+        // inside a quoted value, line breaks are text: a quote never closed swallows the rest of the file
+        return this.core.state.quoting
+          ? new InputError(
+              this.name,
+              start,
+              `the record starting on this line is longer than ${MAX_RECORD_BYTES / 1024 / 1024} MB`,
+              'a quote is probably never closed, or the --delimiter is wrong',
+            )
+          : overlongLine(this.name, start);
       case 'CSV_INVALID_CLOSING_QUOTE':
       case 'CSV_NON_TRIMABLE_CHAR_AFTER_CLOSING_QUOTE':
         return new InputError(
@@ -686,6 +691,20 @@ class CsvRecords {
         );
     }
   }
+}
+
+/**
+ * A record longer than the limit that is not inside a quote: its line itself is that long. No flag raises the limit:
+ * a line of that size is not a row of identifiers, but another format, or lines ended by something else.
+ */
+export function overlongLine(name: string, line: number | undefined): InputError {
+  const mb = MAX_RECORD_BYTES / 1024 / 1024;
+  return new InputError(
+    name,
+    line,
+    `the record starting on this line is longer than ${mb} MB (the limit; no quote is open: the line itself does not end)`,
+    'is it CSV, with lines ending in LF, CRLF or CR? (--input-format names another format; --on-bad-row skip leaves the record out)',
+  );
 }
 
 /** A record-aligned piece of a CSV input (threads/piece-cutter.ts): its bytes and the line its first byte is on. */
