@@ -401,6 +401,19 @@ describe('JSONL source', () => {
     expect(notObject.message).toContain('not a JSON object');
   });
 
+  test('a value nested 100,000 deep is an InputError naming its line, not a stack overflow', async () => {
+    const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+    const content = `{"email":"a@example.com"}\n{"email":"b@example.com","x":${deep}}\n{"email":"c@example.com"}\n`;
+    const err = await inputError(content, {}, '.jsonl');
+    expect(err.line).toBe(2);
+    expect(err.message).toMatch(/nested deeper than 1,000 levels/);
+    // the first line, read before the header is known, is checked too; a value as deep as allowed is read
+    expect((await inputError(`{"email":"b@example.com","x":${deep}}\n`, {}, '.jsonl')).line).toBe(1);
+    const allowed = `${'['.repeat(999)}1${']'.repeat(999)}`;
+    const { rows } = await read(`{"email":"a@example.com","x":${allowed}}\n`, {}, '.jsonl');
+    expect(rows[0].cells[1]).toBe(allowed);
+  });
+
   test('a bad byte far into a JSONL file gets the right line number', async () => {
     const lines = Array.from({ length: 30_000 }, (_, i) => `{"email":"user${i}@example.com"}`).join('\n');
     const err = await inputError(

@@ -1082,6 +1082,34 @@ function cellText(value: JsonValue | undefined): string {
   return JSON.stringify(value);
 }
 
+/** The deepest a JSON Lines value may nest (the line's object is level 1). */
+export const MAX_JSON_DEPTH = 1000;
+
+/**
+ * Whether JSON text nests arrays and objects deeper than `max`. Most lines have few brackets: their count bounds the
+ * depth, and is found with native searches; only a line with more than `max` of them is walked.
+ */
+function nestedDeeperThan(text: string, max: number): boolean {
+  let opening = 0;
+  for (let i = text.indexOf('['); i !== -1 && opening <= max; i = text.indexOf('[', i + 1)) opening++;
+  for (let i = text.indexOf('{'); i !== -1 && opening <= max; i = text.indexOf('{', i + 1)) opening++;
+  if (opening <= max) return false;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // a backslash escapes the next character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
 interface JsonRecord {
   line: number;
   object: Record<string, JsonValue>;
@@ -1219,6 +1247,15 @@ class JsonlTable extends TableBase {
     }
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
       this.badLine(this.line, 'not a JSON object', 'each line must be one object, e.g. {"email": "..."}');
+      return;
+    }
+    // a nested value becomes its JSON text in the cell, written by recursion: one nested too deep would overflow
+    if (nestedDeeperThan(text, MAX_JSON_DEPTH)) {
+      this.badLine(
+        this.line,
+        `a value nested deeper than ${MAX_JSON_DEPTH.toLocaleString('en-US')} levels`,
+        'flatten it, or leave such lines out with --on-bad-row skip',
+      );
       return;
     }
     this.good++;
