@@ -134,6 +134,17 @@ function topLevelColumns(name: string, metadata: FileMetaData): ParquetColumn[] 
       'copy or export it again',
     );
   }
+  for (const child of tree.children) {
+    const unsupported = undecodableType(child);
+    if (unsupported !== undefined) {
+      throw new InputError(
+        name,
+        undefined,
+        `unsupported type ${unsupported} in column '${child.element.name}'`,
+        'this reader cannot decode it: export the file without that column, or with it cast to text (in SQL: CAST(column AS VARCHAR))',
+      );
+    }
+  }
   return tree.children.map((child) => {
     const e = child.element;
     const logical = e.logical_type?.type;
@@ -151,6 +162,24 @@ function topLevelColumns(name: string, metadata: FileMetaData): ParquetColumn[] 
         e.converted_type === 'JSON');
     return { name: e.name, kind: text && textConverted ? 'string' : 'scalar', declared };
   });
+}
+
+/** Types hyparquet refuses to decode, though a file holding them is valid. */
+const UNDECODABLE_TYPES: ReadonlySet<string> = new Set(['INTERVAL', 'BSON']);
+
+/**
+ * The type in a column (itself, or a field nested in it) that cannot be decoded, if any: found when the footer is
+ * read, so that the file is refused for what it is, before any row, rather than as a corrupt row group.
+ */
+function undecodableType(column: SchemaTree): string | undefined {
+  const pending: SchemaTree[] = [column];
+  for (let node = pending.pop(); node !== undefined; node = pending.pop()) {
+    const e = node.element;
+    for (const type of [e.converted_type, e.logical_type?.type])
+      if (type !== undefined && UNDECODABLE_TYPES.has(type)) return type;
+    for (const child of node.children) pending.push(child);
+  }
+  return undefined;
 }
 
 class ParquetTable implements ParquetFileSource {
