@@ -124,6 +124,19 @@ describe.skipIf(process.platform !== 'linux')('map of a named pipe', () => {
     }
   }, 40_000);
 
+  it('hash of a pipe nobody writes to: SIGTERM ends it with 130, no output written', async () => {
+    const fifo = makeFifo();
+    const out = join(dir.path, 'hash.csv');
+    const run = spawnCli(['hash', fifo, '-o', out]);
+    await untilOpened(run, fifo);
+    run.child.kill('SIGTERM');
+    const r = await endWithin(run, 10_000);
+    expect(r, 'the run outlived SIGTERM by 10 s').not.toBeNull();
+    expect(r?.code).toBe(130);
+    expect(r?.stderr).toMatch(/interrupted/);
+    expect(existsSync(out)).toBe(false);
+  }, 40_000);
+
   it('a writer that writes the file: the same output as the file itself', async () => {
     const fifo = makeFifo();
     const fromFile = await runCli(['map', SAMPLE, '--env', 'local', '-o', '-', '--quiet', '--threads', '0']);
