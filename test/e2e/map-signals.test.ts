@@ -137,6 +137,14 @@ describe.skipIf(process.platform !== 'linux')('map of a named pipe', () => {
     expect(existsSync(out)).toBe(false);
   }, 40_000);
 
+  it('a pipe named .parquet: refused as a pipe at once, not as a truncated file', async () => {
+    const fifo = join(dir.path, 'in.parquet');
+    execFileSync('mkfifo', [fifo]);
+    const r = await runCli(['map', fifo, '--env', 'local', '-o', join(dir.path, 'pq.csv')]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/Parquet cannot be read from a pipe/);
+  }, 40_000);
+
   it('a writer that writes the file: the same output as the file itself', async () => {
     const fifo = makeFifo();
     const fromFile = await runCli(['map', SAMPLE, '--env', 'local', '-o', '-', '--quiet', '--threads', '0']);

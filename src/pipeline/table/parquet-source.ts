@@ -94,6 +94,14 @@ export async function openParquetSource(
   try {
     const st = await stat(name);
     if (st.isDirectory()) throw new InputError(name, undefined, 'a directory, not a file');
+    if (!st.isFile()) {
+      throw new InputError(
+        name,
+        undefined,
+        'a pipe or device, not a file: Parquet cannot be read from a pipe (its index is at the end of the file)',
+        'write it to a file first',
+      );
+    }
     file = await asyncBufferFromFile(name);
   } catch (err) {
     throw openFailure(name, err);
