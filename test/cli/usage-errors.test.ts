@@ -19,6 +19,10 @@ describe("commander's error lines", () => {
     ]);
     expect(apart).not.toContain(SECRET);
     expect(apart).toContain("'<hidden>'");
+    // the same text typed earlier as an operand stays hidden too
+    expect(usageErrorLine(`error: unknown command '${SECRET}'`, [SECRET, `--client_key=${SECRET}`])).toBe(
+      "error: unknown command '<hidden>'",
+    );
     for (const name of ['--my-password', '--auth_token', '--SECRET', '--private-key']) {
       const line = usageErrorLine(`error: unknown option '${name}=${SECRET}'`, [`${name}=${SECRET}`]);
       expect(line).not.toContain(SECRET);

@@ -19,7 +19,8 @@ function shownForms(args: readonly string[]): Map<string, string> {
       const value = arg.slice(eq + 1);
       const secret = looksLikeSecretFlag(name);
       shown.set(arg, secret ? `${name}=${HIDDEN_VALUE}` : arg);
-      if (value !== '' && !shown.has(value)) shown.set(value, secret ? HIDDEN_VALUE : value);
+      // a secret stays hidden wherever else the same text was typed
+      if (value !== '' && (secret || !shown.has(value))) shown.set(value, secret ? HIDDEN_VALUE : value);
     } else if (!shown.has(arg)) {
       shown.set(arg, arg);
     }
