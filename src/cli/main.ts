@@ -4,6 +4,7 @@ import { rejectSecretFlags } from '../config/secret-flags.js';
 import { COMMANDS, registerCommands } from './commands.js';
 import { EXIT, UserError, stoppedBy } from './shared/exit-codes.js';
 import { refuseRepeatedFlags } from './shared/repeated-flags.js';
+import { usageErrorLine } from './shared/usage-errors.js';
 import { clipErrorLine } from './shared/user-values.js';
 import { releaseYoungGeneration } from './shared/young-generation.js';
 
@@ -261,22 +262,32 @@ async function completeSummary(args: readonly string[], error: string | undefine
   }
 }
 
+/** For --summary-json: commander's error line as it was printed, without its `error: `; none for --help or --version. */
+function usageErrorOf(err: unknown, args: readonly string[]): string | undefined {
+  if (!(err instanceof CommanderError) || err.exitCode === 0) return undefined;
+  return usageErrorLine(err.message, args).replace(/^error: /, '');
+}
+
 export async function main(argv: string[]): Promise<void> {
   endQuietlyOnBrokenPipe();
   ignoreStderrFailures();
   let error: string | undefined;
   let overlapping = false;
+  const args = argv.slice(2);
   try {
-    rejectSecretFlags(argv.slice(2));
-    const program = await buildProgram(await commandsFor(argv));
+    rejectSecretFlags(args);
+    // commander's own error lines quote what was typed: they are quoted here as every other error line is
+    const program = await buildProgram(await commandsFor(argv), {
+      outputError: (line, write) => write(`${usageErrorLine(line, args)}\n`),
+    });
     await program.parseAsync(argv);
   } catch (err) {
     process.exitCode = reportError(err);
-    error = describeError(err).line;
+    error = usageErrorOf(err, args) ?? describeError(err).line;
     // the summary path may be the very file that overlaps: a refused run writes nothing at all
     overlapping = err instanceof Error && err.name === 'OverlappingOutputError';
   }
   if (stoppedBy() === 'SIGHUP' && process.exitCode === EXIT.interrupted) process.exitCode = EXIT.hangup;
-  if (!overlapping) await completeSummary(argv.slice(2), error);
+  if (!overlapping) await completeSummary(args, error);
   endHungUpRun();
 }

@@ -147,20 +147,29 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       if (!flags.quiet) io.stderr.write(`uid2-batch: ${line}\n`);
     },
   );
+  let interrupted = false;
+  // listened to from the opening on: a read that waits (a pipe nobody writes to) is given up on an interrupt
+  const stopReading = new AbortController();
+  const removeInterrupt = io.onInterrupt(() => {
+    interrupted = true;
+    stopReading.abort();
+  });
+  const interruptedError = (): UserError =>
+    new UserError(
+      `interrupted: ${toFile ? 'no output file was written' : 'the rows on stdout are incomplete'}`,
+      EXIT.interrupted,
+    );
   let source: TableInput;
   try {
-    source = await openInput(inputPaths, flags, io, badRows);
+    source = await openInput(inputPaths, flags, io, badRows, stopReading.signal);
   } catch (err) {
+    removeInterrupt();
     await badRows?.abort();
-    throw err;
+    throw interrupted ? interruptedError() : err;
   }
   const progress = createProgress({ label: 'hash', quiet: flags.quiet, stream: io.stderr, dataOnStdout: !toFile });
   let sink: TableSink | undefined;
   let threads: RowThreads | undefined;
-  let interrupted = false;
-  const removeInterrupt = io.onInterrupt(() => {
-    interrupted = true;
-  });
   try {
     for (const n of source.notes) progress.note(n);
     let columns: IdentifierColumn[] = [];
@@ -211,11 +220,7 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     const tally = new Tally(columns);
     const counts = tally.counts;
     const checkInterrupt = (): void => {
-      if (interrupted)
-        throw new UserError(
-          `interrupted: ${toFile ? 'no output file was written' : 'the rows on stdout are incomplete'}`,
-          EXIT.interrupted,
-        );
+      if (interrupted) throw interruptedError();
     };
     if (isPieceSource(source)) {
       // openInput reads the input as rows for a Parquet output: the row threads write text
@@ -262,7 +267,7 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     source.close?.();
     await sink?.abort();
     await badRows?.abort();
-    throw asUserError(err);
+    throw interrupted ? interruptedError() : asUserError(err);
   } finally {
     removeInterrupt();
     await threads?.close();
@@ -274,11 +279,13 @@ async function openInput(
   flags: HashFlags,
   io: HashIo,
   badRows: BadRowsOutput | undefined,
+  signal: AbortSignal,
 ): Promise<TableInput> {
   const options: Omit<OpenSourceOptions, 'path'> = {
     ...sourceOptionsOf(flags),
     ...(paths[0] === '-' ? { stream: io.stdin } : {}),
     ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
+    signal,
   };
   try {
     // Parquet is written from rows by its sink: no row threads, which write text; --output-dir cuts the rows back

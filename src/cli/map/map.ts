@@ -290,6 +290,7 @@ async function mapParts(
     ...sourceOptionsOf(flags),
     ...(inputPath === '-' ? { stream: deps.stdin } : {}),
     ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
+    ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
     // a Parquet input is read on a thread of its own, which keeps and encodes its rows (not with --output-dir,
     // which cuts the rows back into their parts as they are written: the rows are needed on this thread)
     ...((flags.threads ?? 0) > 0 && flags.outputDir === undefined ? { readThread: true } : {}),

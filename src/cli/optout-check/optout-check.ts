@@ -251,6 +251,7 @@ async function checkFile(
     ...sourceOptionsOf(flags.reading),
     ...(inputPaths[0] === '-' ? { stream: deps.stdin } : {}),
     ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
+    ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
   });
   return closeOnFailure(source, () => checkSource(source, flags, deps, config, startedMs));
 }

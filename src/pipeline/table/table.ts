@@ -94,6 +94,11 @@ export interface OpenSourceOptions {
    * threads/parquet-read-thread.ts; opened by threads/table-input.ts), not on this thread.
    */
   readThread?: boolean;
+  /**
+   * The run's interrupt: aborting it gives up a read that waits for data (a named pipe nobody writes to), which
+   * then fails with an AbortError. Without it such a read waits as long as the pipe does.
+   */
+  signal?: AbortSignal | undefined;
 }
 
 /** A record skipped because it cannot be read: where it is and why. Never its content (it may be an email). */
@@ -164,6 +169,13 @@ export class InputError extends Error {
     super(`${file}${line === undefined ? '' : `: line ${line}`}: ${problem}${hint ? `; ${hint}` : ''}`);
     this.name = 'InputError';
   }
+}
+
+/** A read given up because the run was interrupted (OpenSourceOptions.signal): reported as the interrupt it is. */
+export function readInterrupted(): Error {
+  const err = new Error('interrupted while reading the input');
+  err.name = 'AbortError';
+  return err;
 }
 
 /** A file that could not be opened or read, as the InputError that names it and why. */
