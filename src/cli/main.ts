@@ -99,6 +99,7 @@ const SERVICE_ERRORS = new Set([
   'UnexpectedResponseError',
   'RefreshKeyMismatchError',
   'EnvelopeError',
+  'ServiceUnreachableError',
 ]);
 
 const FILE_PROBLEMS: Readonly<Record<string, string>> = {
@@ -158,6 +159,8 @@ function describeErrorUnclipped(err: unknown): { line?: string; exitCode: number
   switch (f.name) {
     case 'UnauthorizedError':
       return { line: UNAUTHORIZED_MESSAGE, exitCode: EXIT.auth };
+    case 'CredentialsRefusedError':
+      return { line: f.message, exitCode: EXIT.auth };
     case 'ClockSkewError':
       return { line: /^clock skew/i.test(f.message) ? f.message : `clock skew: ${f.message}`, exitCode: EXIT.failed };
     case 'AbortError':

@@ -47,6 +47,8 @@ export const KNOWN_FAILURES: ReadonlySet<string> = new Set([
   'NetworkError',
   'UnexpectedResponseError',
   'EnvelopeError',
+  'ServiceUnreachableError',
+  'CredentialsRefusedError',
 ]);
 
 /** The summary's request counters, from the client's. */
