@@ -235,7 +235,7 @@ async function checkFile(
     ...(inputPaths[0] === '-' ? { stream: deps.stdin } : {}),
     ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
   });
-  return closeOnFailure(source, () => checkSource(source, flags, deps, config, startedMs));
+  return closeOnFailure(source, () => checkSource(source, flags, deps, config, startedMs, badRows));
 }
 
 async function checkSource(
@@ -244,6 +244,7 @@ async function checkSource(
   deps: OptoutCheckDeps,
   config: ResolvedConfig,
   startedMs: number,
+  badRows: BadRowsOutput | undefined,
 ): Promise<number> {
   const say = sayTo(flags.output, deps);
   for (const line of source.notes) say(line);
@@ -299,7 +300,7 @@ async function checkSource(
         ...(columns.length > 1 ? { raw_uid_columns: columns.map((c) => source.header[c]) } : {}),
         ...(source.problems().badRows !== undefined ? { bad_rows: source.problems().badRows } : {}),
       });
-      return await finishOptout(result, summary, sink, flags, deps, say);
+      return await finishOptout(result, summary, sink, flags, deps, say, false, undefined, badRows);
     });
   } finally {
     await connection.close();
@@ -480,10 +481,13 @@ export async function finishOptout(
   say: Say,
   keepOutputWhenStopped = false,
   delivery?: ChangeDelivery,
+  badRows?: BadRowsOutput,
 ): Promise<number> {
   const { outcome } = result;
   const keep = outcome.kind === 'completed' || keepOutputWhenStopped;
-  await reportRun(sink, keep, formatOptoutSummary(summary), summary, flags.output, deps);
+  // the --bad-rows list is kept only with a completed run, and then renamed together with the output
+  if (outcome.kind !== 'completed') await badRows?.abort();
+  await reportRun(sink, keep, formatOptoutSummary(summary), summary, flags.output, deps, [badRows]);
   // an interrupted or failed run keeps its rows pending: a re-run into the same -o FILE writes them again
   if (outcome.kind === 'completed' && delivery !== undefined) acknowledgeDelivered(delivery, say);
   const output = flags.output.output;

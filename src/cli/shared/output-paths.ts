@@ -82,7 +82,18 @@ export function refuseOverlappingPaths(reads: readonly RunFile[], writes: readon
         `${named(out)}: the directory ${quoted(dir)} does not exist; create it first or choose another path`,
         EXIT.usage,
       );
+    // found now, not by the rename at the end of a run that has read and sent everything
+    if (isDirectory(writeThroughTarget(out.path)))
+      throw new UserError(`${named(out)} is a directory: give a file name for ${out.flag}`, EXIT.usage);
   });
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /** The files every batch command may write: -o and --summary-json. */

@@ -1,5 +1,6 @@
 import type { ClientStats, ServiceClient } from '../../client/index.js';
 import type { RemapChange, RemapOptions } from '../../pipeline/remap/remap-engine.js';
+import { commitTogether, type RunOutput } from '../../pipeline/table/commit-together.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import type { TableSink } from '../../pipeline/table/table.js';
 import type { TypedHeader } from '../../pipeline/table/typed-cells.js';
@@ -108,7 +109,10 @@ export async function withRunOutput<T>(
   }
 }
 
-/** Keeps or drops the output, then says the summary line (unless --quiet) and writes --summary-json. */
+/**
+ * Keeps or drops the output (with `together`, the run's other outputs, renamed into place with it), then says the
+ * summary line (unless --quiet) and writes --summary-json.
+ */
 export async function reportRun(
   sink: TableSink,
   keepOutput: boolean,
@@ -116,9 +120,13 @@ export async function reportRun(
   summary: RunSummary,
   output: OutputFlags,
   deps: Pick<CommandDeps, 'stderr'>,
+  together: readonly (RunOutput | undefined)[] = [],
 ): Promise<void> {
-  if (keepOutput) await sink.commit();
-  else await sink.abort();
+  if (keepOutput) await commitTogether([sink, ...together]);
+  else {
+    await sink.abort();
+    for (const other of together) await other?.abort();
+  }
   if (!output.quiet) deps.stderr.write(`${summaryLine}\n`);
   if (output.summaryJson !== undefined) await writeSummaryJson(output.summaryJson, summary);
 }

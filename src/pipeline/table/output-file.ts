@@ -1,9 +1,9 @@
 // Where an output file is really written: its symlink's target, a private temp file beside it, stale temps removed.
 import { randomBytes } from 'node:crypto';
 import { lstatSync, readdirSync, readlinkSync, realpathSync, statSync, unlinkSync } from 'node:fs';
-import { type FileHandle, open, rename, rm, unlink } from 'node:fs/promises';
+import { type FileHandle, open, rename, rm, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
-import { OutputError } from './table.js';
+import { OutputError, type PreparedOutput } from './table.js';
 
 /** Symlinks followed at most, as the kernel's own limit; a longer chain is a loop. */
 const MAX_SYMLINK_HOPS = 40;
@@ -213,4 +213,43 @@ export async function openOutputTemp(path: string): Promise<OutputTemp> {
   } catch (err) {
     throw fileFailure(path, err as Error);
   }
+}
+
+/** Makes a rename itself durable; not possible on every platform (Windows), so best effort. */
+export async function syncDirectory(dir: string): Promise<void> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(dir, 'r');
+    await handle.sync();
+  } catch {
+    // the data is already synced; only the directory entry's durability is at stake
+  } finally {
+    await handle?.close().catch(() => undefined);
+  }
+}
+
+/**
+ * A complete, closed temp file and the rename that puts it in place. A target that is a directory is found here,
+ * before any output of the run is renamed, rather than by a rename that fails after another output was replaced.
+ */
+export async function preparedFile(shown: string, tmp: string, target: string): Promise<PreparedOutput> {
+  const existing = await stat(target).catch(() => undefined);
+  if (existing?.isDirectory()) {
+    await unlink(tmp).catch(() => undefined);
+    throw fileFailure(shown, Object.assign(new Error('is a directory'), { code: 'EISDIR' }));
+  }
+  return {
+    async publish() {
+      try {
+        await rename(tmp, target);
+      } catch (err) {
+        await unlink(tmp).catch(() => undefined);
+        throw fileFailure(shown, err as Error);
+      }
+      await syncDirectory(dirname(target));
+    },
+    async discard() {
+      await unlink(tmp).catch(() => undefined);
+    },
+  };
 }
