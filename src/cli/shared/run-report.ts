@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import type { ClientStats, ServiceClient } from '../../client/index.js';
 import type { RemapChange, RemapOptions } from '../../pipeline/remap/remap-engine.js';
 import { commitTogether, type RunOutput } from '../../pipeline/table/commit-together.js';
@@ -129,6 +130,14 @@ export async function reportRun(
   }
   if (!output.quiet) deps.stderr.write(`${summaryLine}\n`);
   if (output.summaryJson !== undefined) await writeSummaryJson(output.summaryJson, summary);
+}
+
+/**
+ * Whether -o names a file that exists now. A run that stopped early keeps its changes file only where it replaces
+ * nothing: the changes it holds stay pending in the state file, and the next completed run writes them anyway.
+ */
+export function outputExists(output: OutputFlags): boolean {
+  return output.output !== undefined && output.output !== '-' && existsSync(output.output);
 }
 
 /** The pending changes a run wrote, and how it says so. */
