@@ -57,6 +57,7 @@ import {
 import {
   acknowledgeDelivered,
   exitCodeOf,
+  outputExists,
   replayedLine,
   reportRun,
   requestCounters,
@@ -590,7 +591,9 @@ async function runStateSweep(
           });
           state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
           if (c.planned === 0) say(`${path} holds no entry with a raw UID: nothing to check`);
-          return await finishOptout(result, summary, sink, flags, deps, say, c.entries > 0 || replayed > 0, {
+          // a stopped sweep's list never replaces an existing file: its opt-outs stay pending in the state file
+          const keepStopped = (c.entries > 0 || replayed > 0) && !outputExists(flags.output);
+          return await finishOptout(result, summary, sink, flags, deps, say, keepStopped, {
             state,
             kind: 'optout',
             replayed,
