@@ -58,7 +58,7 @@ export class PartSinks implements TableSink {
     try {
       while (this.part < this.outputs.length) {
         await this.sinkOfPart();
-        await this.commitPart();
+        await this.finishPart();
       }
     } catch (err) {
       await this.abort();
@@ -95,7 +95,7 @@ export class PartSinks implements TableSink {
       const end = this.partEnds()[this.part];
       if (end === undefined || this.written < end || this.part >= this.outputs.length - 1) return;
       await this.sinkOfPart();
-      await this.commitPart();
+      await this.finishPart();
     }
   }
 
@@ -104,7 +104,7 @@ export class PartSinks implements TableSink {
     return this.current;
   }
 
-  private async commitPart(): Promise<void> {
+  private async finishPart(): Promise<void> {
     const sink = this.current;
     this.current = undefined;
     this.part++;
