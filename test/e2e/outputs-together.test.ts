@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -54,4 +55,17 @@ describe('outputs of one run are replaced together or not at all', () => {
     expect(readFileSync(join(outDir, 'a.csv'), 'utf8')).toBe(EARLIER);
     expect(readdirSync(outDir).sort()).toEqual(['a.csv']);
   }, 60_000);
+
+  it("a killed run's temp file under yesterday's name is removed by today's run into the same directory", async () => {
+    const d = join(dir.path, 'nightly');
+    mkdirSync(d);
+    const input = join(d, 'in.csv');
+    writeFileSync(input, emailRows(20));
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid as number;
+    const leftover = `.hashed-2026-11-26.csv.${dead}.tmp`;
+    writeFileSync(join(d, leftover), 'id,email\n1,raw@example.com\n');
+    const r = await runCli(['hash', input, '-o', join(d, 'hashed-2026-11-27.csv')]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(readdirSync(d).sort()).toEqual(['hashed-2026-11-27.csv', 'in.csv']);
+  });
 });
