@@ -52,6 +52,7 @@ export {
 } from './identity/index.js';
 export { normalizePhone, parsePhoneRegion, PhoneRegionError, regionOfCountry } from './identity/index.js';
 export { createServiceClient } from './client/index.js';
+export { CredentialsRefusedError, ServiceUnreachableError } from './pipeline/run/unreachable-service.js';
 export type { ClientOptions, ClientStats, ServiceClient, RetryEvent } from './client/index.js';
 export {
   MapEngine,

@@ -101,6 +101,7 @@ const SERVICE_ERRORS = new Set([
   'MalformedAnswerError',
   'RefreshKeyMismatchError',
   'EnvelopeError',
+  'ServiceUnreachableError',
 ]);
 
 const FILE_PROBLEMS: Readonly<Record<string, string>> = {
@@ -160,6 +161,8 @@ function describeErrorUnclipped(err: unknown): { line?: string; exitCode: number
   switch (f.name) {
     case 'UnauthorizedError':
       return { line: UNAUTHORIZED_MESSAGE, exitCode: EXIT.auth };
+    case 'CredentialsRefusedError':
+      return { line: f.message, exitCode: EXIT.auth };
     case 'ClockSkewError':
       return { line: /^clock skew/i.test(f.message) ? f.message : `clock skew: ${f.message}`, exitCode: EXIT.failed };
     case 'AbortError':

@@ -6,7 +6,10 @@ import { EnvelopeError } from '../protocol/index.js';
  * Messages name the service by its base URL only: never a key, a secret or an identifier.
  */
 
-/** `proxy`: the proxy would not open the way to the service; `proxy-auth`: it wants other credentials (407). */
+/**
+ * `proxy`: the proxy would not open the way to the service; `proxy-auth`: it wants other credentials (407); `tls`: the
+ * TLS handshake failed (a certificate not trusted, or no TLS on that port).
+ */
 export type NetworkFailure =
   | 'refused'
   | 'reset'
@@ -15,11 +18,12 @@ export type NetworkFailure =
   | 'unreachable'
   | 'closed'
   | 'proxy'
-  | 'proxy-auth';
+  | 'proxy-auth'
+  | 'tls';
 
 /**
- * The connection failed, dropped or timed out: worth another attempt with a fresh envelope. The one exception is a
- * proxy asking for credentials, which no retry can give.
+ * The connection failed, dropped or timed out: worth another attempt with a fresh envelope. The exceptions are a
+ * proxy asking for credentials, which no retry can give, and a TLS handshake refused, which fails the same way again.
  */
 export class NetworkError extends Error {
   override name = 'NetworkError';
@@ -46,7 +50,7 @@ export class NetworkError extends Error {
       `${describeFailure(failure)} talking to the identity service at ${target}${through} (${code})${fix}`,
       options,
     );
-    this.retryable = failure !== 'proxy-auth';
+    this.retryable = failure !== 'proxy-auth' && failure !== 'tls';
     this.via = options?.via;
   }
 }
@@ -69,6 +73,8 @@ function describeFailure(failure: NetworkFailure): string {
       return 'the proxy refused to forward the request';
     case 'proxy-auth':
       return 'the proxy refused the credentials (proxy authentication required)';
+    case 'tls':
+      return 'TLS handshake failed';
   }
 }
 

@@ -136,7 +136,7 @@ export class Transport {
     if (refusal !== undefined)
       return this.proxyFailure(path, refusal === 407 ? 'proxy-auth' : 'proxy', `HTTP ${refusal}`, err);
     const code = errorCode(err);
-    const failure = code === undefined ? undefined : FAILURES[code];
+    const failure = code === undefined ? undefined : (FAILURES[code] ?? tlsFailure(code));
     if (failure === undefined || code === undefined) return err;
     return new NetworkError(this.target + path, failure, code, { cause: err, ...this.via() });
   }
@@ -200,12 +200,32 @@ const FAILURES: Record<string, NetworkFailure> = {
   UND_ERR_CONNECT_TIMEOUT: 'timeout',
   UND_ERR_HEADERS_TIMEOUT: 'timeout',
   UND_ERR_BODY_TIMEOUT: 'timeout',
+  ERR_TLS_HANDSHAKE_TIMEOUT: 'timeout',
   ENOTFOUND: 'dns',
   EAI_AGAIN: 'dns',
   EHOSTUNREACH: 'unreachable',
   ENETUNREACH: 'unreachable',
   ENETDOWN: 'unreachable',
 };
+
+/** Certificate checks that fail the same way on every attempt (OpenSSL's names, as Node reports them). */
+const CERTIFICATE_CODES = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_REVOKED',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+]);
+
+/** A TLS handshake that failed: an untrusted certificate, a host name it does not cover, or no TLS on that port. */
+function tlsFailure(code: string): NetworkFailure | undefined {
+  return code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') || CERTIFICATE_CODES.has(code) ? 'tls' : undefined;
+}
 
 /**
  * The status a proxy refused the request with, if that is what failed: undici reports a CONNECT answered with other

@@ -14,6 +14,7 @@ import {
   hashRows,
   type HashCounts,
 } from '../../pipeline/hash/hash-rows.js';
+import { commitTogether } from '../../pipeline/table/commit-together.js';
 import { rowFormatOf, type RowFormat } from '../../pipeline/table/row-encoders.js';
 import { RowThreads, YOUNG_GENERATION_MB } from '../../pipeline/threads/row-threads.js';
 import { isPieceSource, openTableInputs, type TableInput } from '../../pipeline/threads/table-input.js';
@@ -249,8 +250,7 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
         checkInterrupt();
       }
     }
-    await sink.commit();
-    await badRows?.commit();
+    await commitTogether([sink, badRows]);
     progress.stop();
     const problems = source.problems();
     const summary = tally.summary(startedMs, io.now(), problems);

@@ -15,6 +15,7 @@ import {
 } from '../../pipeline/table/identifier-columns.js';
 import { formatOfExtension } from '../../pipeline/table/format-names.js';
 import { requireTextColumns } from '../../pipeline/table/parquet-columns.js';
+import { commitTogether } from '../../pipeline/table/commit-together.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../../pipeline/table/table.js';
 import { closeOnFailure } from '../../pipeline/table/close-on-failure.js';
@@ -306,7 +307,17 @@ async function mapParts(
   // output encoded, on a thread of their own; every other run needs this thread's speed more
   if (!(isPreparingSource(opened) && flags.output.format === 'parquet')) releaseYoungGeneration();
   return closeOnFailure(opened, () =>
-    mapOpened(opened, { ...sourceOptions, path: inputPaths[0] }, inputPaths, flags, config, startedMs, deps, say),
+    mapOpened(
+      opened,
+      { ...sourceOptions, path: inputPaths[0] },
+      inputPaths,
+      flags,
+      config,
+      startedMs,
+      deps,
+      say,
+      badRows,
+    ),
   );
 }
 
@@ -319,6 +330,7 @@ async function mapOpened(
   startedMs: number,
   deps: MapDeps,
   say: (line: string) => void,
+  badRows: BadRowsOutput | undefined,
 ): Promise<number> {
   const dryRun = flags.dryRun === true;
   // a one-column file of emails or phones without a header line is read as such (and said so)
@@ -360,7 +372,7 @@ async function mapOpened(
   }
   try {
     if (dryRun && !isPieceSource(source)) return await dryRunReport(source, columns, flags, state, startedMs, deps);
-    return await mapForReal(source, columns, layout, concurrency, config, flags, state, startedMs, deps);
+    return await mapForReal(source, columns, layout, concurrency, config, flags, state, startedMs, deps, badRows);
   } finally {
     await state?.close();
   }
@@ -445,6 +457,7 @@ async function mapForReal(
   state: MapStateFile | undefined,
   startedMs: number,
   deps: MapDeps,
+  badRows: BadRowsOutput | undefined,
 ): Promise<number> {
   const maxAttempts = resolved.maxAttempts ?? 6;
   const connection = await connectForMapping(resolved, concurrency, {
@@ -514,7 +527,15 @@ async function mapForReal(
     const summary = mapSummary(result, client, source, startedMs, deps.now(), state);
     if (api === 'v2') summary.api = 'v2';
     state?.endRun(JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
-    return await finish(result, summary, { sink, rejects, flags, state, say: sayTo(flags.output, deps), deps });
+    return await finish(result, summary, {
+      sink,
+      rejects,
+      badRows,
+      flags,
+      state,
+      say: sayTo(flags.output, deps),
+      deps,
+    });
   } catch (err) {
     progress?.stop();
     await rejects?.abort();
@@ -559,6 +580,7 @@ function runArgs(
 interface Finish {
   sink: TableSink;
   rejects: TableSink | undefined;
+  badRows: BadRowsOutput | undefined;
   flags: MapFlags;
   state: MapStateFile | undefined;
   say: (line: string) => void;
@@ -568,18 +590,21 @@ interface Finish {
 /** Commits or abandons the output by outcome, reports, and picks the exit code. */
 async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Promise<number> {
   const { outcome } = result;
-  if (outcome.kind === 'completed') {
-    await f.sink.commit();
-    await f.rejects?.commit();
-  } else {
+  // the run's files replace their targets together, and only when it completed
+  if (outcome.kind === 'completed') await commitTogether([f.sink, f.rejects, f.badRows]);
+  else {
     await f.rejects?.abort();
     await f.sink.abort();
+    await f.badRows?.abort();
   }
   if (!f.flags.output.quiet) printSummary(summary, f.deps.stderr);
   if (f.flags.output.summaryJson !== undefined) await writeSummaryJson(f.flags.output.summaryJson, summary);
-  const output =
-    f.flags.output.output ??
-    (f.flags.outputDir !== undefined ? `the output of the part in progress in ${f.flags.outputDir}` : undefined);
+  const notWritten =
+    f.flags.output.output !== undefined
+      ? `${f.flags.output.output} was not written`
+      : f.flags.outputDir !== undefined
+        ? `no output in ${f.flags.outputDir} was written`
+        : 'the rows on stdout are incomplete';
   switch (outcome.kind) {
     case 'completed': {
       const errors = result.counts.status.error;
@@ -594,7 +619,7 @@ async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Pro
     }
     case 'interrupted':
       f.say(
-        `interrupted: ${output ? `${output} was not written` : 'the rows on stdout are incomplete'}; ` +
+        `interrupted: ${notWritten}; ` +
           (f.state
             ? `${formatCount(result.counts.batchesCommitted)} answered batch(es) are saved in ${f.flags.state}: re-run the same command to resume`
             : 'nothing was saved (use --state FILE to make a re-run resume)'),
@@ -604,14 +629,13 @@ async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Pro
       throw outcome.error;
     case 'failed': {
       const error = outcome.error;
-      const written = output ? `${output} was not written` : 'the rows on stdout are incomplete';
       const saved = f.state ? `; answered batches are saved in ${f.flags.state}, a re-run resumes` : '';
       if (!KNOWN_FAILURES.has(error.name)) throw error;
       const lead =
         f.flags.failFast && !LOCAL_FAILURES.has(error.name)
           ? 'stopped at the first failed request (--fail-fast): '
           : '';
-      throw new UserError(`${lead}${error.message}; ${written}${saved}`, EXIT.failed);
+      throw new UserError(`${lead}${error.message}; ${notWritten}${saved}`, EXIT.failed);
     }
   }
 }

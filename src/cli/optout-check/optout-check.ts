@@ -60,6 +60,7 @@ import {
 import {
   acknowledgeDelivered,
   exitCodeOf,
+  outputExists,
   replayedLine,
   reportRun,
   requestCounters,
@@ -253,7 +254,7 @@ async function checkFile(
     ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
     ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
   });
-  return closeOnFailure(source, () => checkSource(source, flags, deps, config, startedMs));
+  return closeOnFailure(source, () => checkSource(source, flags, deps, config, startedMs, badRows));
 }
 
 async function checkSource(
@@ -262,6 +263,7 @@ async function checkSource(
   deps: OptoutCheckDeps,
   config: ResolvedConfig,
   startedMs: number,
+  badRows: BadRowsOutput | undefined,
 ): Promise<number> {
   const say = sayTo(flags.output, deps);
   for (const line of source.notes) say(line);
@@ -317,7 +319,7 @@ async function checkSource(
         ...(columns.length > 1 ? { raw_uid_columns: columns.map((c) => source.header[c]) } : {}),
         ...(source.problems().badRows !== undefined ? { bad_rows: source.problems().badRows } : {}),
       });
-      return await finishOptout(result, summary, sink, flags, deps, say);
+      return await finishOptout(result, summary, sink, flags, deps, say, false, undefined, badRows);
     });
   } finally {
     await connection.close();
@@ -503,10 +505,13 @@ export async function finishOptout(
   say: Say,
   keepOutputWhenStopped = false,
   delivery?: ChangeDelivery,
+  badRows?: BadRowsOutput,
 ): Promise<number> {
   const { outcome } = result;
   const keep = outcome.kind === 'completed' || keepOutputWhenStopped;
-  await reportRun(sink, keep, formatOptoutSummary(summary), summary, flags.output, deps);
+  // the --bad-rows list is kept only with a completed run, and then renamed together with the output
+  if (outcome.kind !== 'completed') await badRows?.abort();
+  await reportRun(sink, keep, formatOptoutSummary(summary), summary, flags.output, deps, [badRows]);
   // an interrupted or failed run keeps its rows pending: a re-run into the same -o FILE writes them again
   if (outcome.kind === 'completed' && delivery !== undefined) acknowledgeDelivered(delivery, say);
   const output = flags.output.output;
@@ -619,7 +624,9 @@ async function runStateSweep(
           });
           state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
           if (c.planned === 0) say(`${path} holds no entry with a raw UID: nothing to check`);
-          return await finishOptout(result, summary, sink, flags, deps, say, c.entries > 0 || replayed > 0, {
+          // a stopped sweep's list never replaces an existing file: its opt-outs stay pending in the state file
+          const keepStopped = (c.entries > 0 || replayed > 0) && !outputExists(flags.output);
+          return await finishOptout(result, summary, sink, flags, deps, say, keepStopped, {
             state,
             kind: 'optout',
             replayed,

@@ -10,6 +10,7 @@ import type { OutputFlags } from '../shared/options.js';
 import {
   acknowledgeDelivered,
   KNOWN_FAILURES,
+  outputExists,
   reportRun,
   requestCounters,
   type ChangeDelivery,
@@ -157,10 +158,10 @@ export function formatRemapSummary(s: RunSummary): string {
 }
 
 /**
- * The changes file is written whenever a batch was committed, even when the run stopped: those entries are no
- * longer due, so no later run would report their changes again. Only a run that committed nothing and had no
- * earlier run's changes to write leaves an existing file alone. Once it is committed, the pending changes it
- * holds are acknowledged; until then they stay in the state file for the next run.
+ * The changes file of a completed run is always written. A run that stopped after committing batches (or with an
+ * earlier run's changes to write) writes it too, but only where no file exists: it never replaces one with a part
+ * of a night. Once a completed run's file is committed, the pending changes it holds are acknowledged; until then
+ * they stay in the state file for the next run.
  */
 export async function finish(
   result: RemapResult,
@@ -172,7 +173,9 @@ export async function finish(
   delivery: ChangeDelivery,
 ): Promise<number> {
   const { outcome, counts } = result;
-  const keep = outcome.kind === 'completed' || counts.batchesCommitted > 0 || delivery.replayed > 0;
+  const keep =
+    outcome.kind === 'completed' ||
+    ((counts.batchesCommitted > 0 || delivery.replayed > 0) && !outputExists(flags.output));
   await reportRun(sink, keep, formatRemapSummary(summary), summary, flags.output, deps);
   // an interrupted or failed run keeps its rows pending: the cron line's re-run into the same -o FILE writes them again
   if (outcome.kind === 'completed') acknowledgeDelivered(delivery, say);
@@ -201,7 +204,7 @@ export async function finish(
     case 'failed': {
       const saved =
         counts.batchesCommitted > 0
-          ? `; ${formatCount(counts.batchesCommitted)} answered batch(es) are saved and their changes written to ${where}`
+          ? `; ${formatCount(counts.batchesCommitted)} answered batch(es) are saved${keep ? ` and their changes written to ${where}` : ''}`
           : '';
       if (!KNOWN_FAILURES.has(outcome.error.name)) throw outcome.error;
       throw new UserError(`${outcome.error.message}${saved}; re-run to remap the rest`, EXIT.failed);

@@ -1,5 +1,7 @@
+import { existsSync } from 'node:fs';
 import type { ClientStats, ServiceClient } from '../../client/index.js';
 import type { RemapChange, RemapOptions } from '../../pipeline/remap/remap-engine.js';
+import { commitTogether, type RunOutput } from '../../pipeline/table/commit-together.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import type { TableSink } from '../../pipeline/table/table.js';
 import type { TypedHeader } from '../../pipeline/table/typed-cells.js';
@@ -48,6 +50,8 @@ export const KNOWN_FAILURES: ReadonlySet<string> = new Set([
   'UnexpectedResponseError',
   'MalformedAnswerError',
   'EnvelopeError',
+  'ServiceUnreachableError',
+  'CredentialsRefusedError',
 ]);
 
 /** The summary's request counters, from the client's. */
@@ -107,7 +111,10 @@ export async function withRunOutput<T>(
   }
 }
 
-/** Keeps or drops the output, then says the summary line (unless --quiet) and writes --summary-json. */
+/**
+ * Keeps or drops the output (with `together`, the run's other outputs, renamed into place with it), then says the
+ * summary line (unless --quiet) and writes --summary-json.
+ */
 export async function reportRun(
   sink: TableSink,
   keepOutput: boolean,
@@ -115,11 +122,23 @@ export async function reportRun(
   summary: RunSummary,
   output: OutputFlags,
   deps: Pick<CommandDeps, 'stderr'>,
+  together: readonly (RunOutput | undefined)[] = [],
 ): Promise<void> {
-  if (keepOutput) await sink.commit();
-  else await sink.abort();
+  if (keepOutput) await commitTogether([sink, ...together]);
+  else {
+    await sink.abort();
+    for (const other of together) await other?.abort();
+  }
   if (!output.quiet) deps.stderr.write(`${summaryLine}\n`);
   if (output.summaryJson !== undefined) await writeSummaryJson(output.summaryJson, summary);
+}
+
+/**
+ * Whether -o names a file that exists now. A run that stopped early keeps its changes file only where it replaces
+ * nothing: the changes it holds stay pending in the state file, and the next completed run writes them anyway.
+ */
+export function outputExists(output: OutputFlags): boolean {
+  return output.output !== undefined && output.output !== '-' && existsSync(output.output);
 }
 
 /** The pending changes a run wrote, and how it says so. */

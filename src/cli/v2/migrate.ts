@@ -37,6 +37,7 @@ import {
   acknowledgeDelivered,
   exitCodeOf,
   KNOWN_FAILURES,
+  outputExists,
   remapReporting,
   remapRunArgs,
   replayedLine,
@@ -229,8 +230,9 @@ function formatMigrateSummary(result: MigrateResult, summary: RunSummary): strin
 }
 
 /**
- * The changes file is kept whenever a batch was committed (those entries are v3 now and will not be reported
- * again) or it holds an earlier run's changes; once it is, the pending changes it holds are acknowledged.
+ * The changes file of a completed run is always kept; a stopped run's is kept when a batch was committed or it holds
+ * an earlier run's changes, and only where no file exists (the changes stay pending for the next run). Once a
+ * completed run's file is kept, the pending changes it holds are acknowledged.
  */
 async function finish(
   result: MigrateResult,
@@ -242,7 +244,9 @@ async function finish(
   delivery: ChangeDelivery,
 ): Promise<number> {
   const { outcome, counts } = result;
-  const keep = outcome.kind === 'completed' || counts.batchesCommitted > 0 || delivery.replayed > 0;
+  const keep =
+    outcome.kind === 'completed' ||
+    ((counts.batchesCommitted > 0 || delivery.replayed > 0) && !outputExists(flags.output));
   await reportRun(sink, keep, formatMigrateSummary(result, summary), summary, flags.output, deps);
   // an interrupted or failed run keeps its rows pending: a re-run into the same -o FILE writes them again
   if (outcome.kind === 'completed') acknowledgeDelivered(delivery, say);

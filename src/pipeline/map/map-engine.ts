@@ -441,6 +441,7 @@ export class MapEngine {
         this.onBatchError(batch, err);
         return;
       }
+      this.lifecycle.noteBatchAnswered();
       await this.onBatchAnswered(batch, body);
     } catch (err) {
       // a state commit that throws (disk full, file locked) would fail every later batch the same way

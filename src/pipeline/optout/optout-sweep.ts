@@ -152,6 +152,7 @@ class OrderedChecker<P> {
     this.counts.sent += rawUids.length;
     try {
       const items = await this.options.check(rawUids, this.lifecycle.abort.signal);
+      this.lifecycle.noteBatchAnswered();
       const optedOut = new Map<string, number>();
       for (const item of items) optedOut.set(item.advertising_id, item.opted_out_since);
       this.limiter.succeeded();

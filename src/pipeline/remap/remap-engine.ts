@@ -332,6 +332,7 @@ export class RemapEngine {
         this.onBatchError(batch, asError(err));
         return;
       }
+      this.lifecycle.noteBatchAnswered();
       this.onBatchAnswered(batch, body);
     } catch (err) {
       // a commit that throws (disk full, file locked) would fail every later batch the same way

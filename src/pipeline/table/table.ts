@@ -108,6 +108,14 @@ export interface BadRecord {
   reason: string;
 }
 
+/** An output written whole and closed beside its target, waiting to be renamed into place. */
+export interface PreparedOutput {
+  /** Renames the temp file into place (through a symlink to its target). */
+  publish(): Promise<void>;
+  /** Removes the temp file; the target is left as it was. */
+  discard(): Promise<void>;
+}
+
 export interface TableSink {
   /** Resolves once the data is handed to the stream and it has room again (backpressure). */
   writeRows(rows: string[][]): Promise<void>;
@@ -123,6 +131,11 @@ export interface TableSink {
   endFile?(tail: Uint8Array): void;
   /** File: flush, fsync, rename the temp file into place. stdout: end. */
   commit(): Promise<void>;
+  /**
+   * File: everything commit() does but the rename (flush, fsync, close), so that several outputs of one run can be
+   * renamed into place together once all are complete (commit-together.ts). After a failure nothing is left behind.
+   */
+  prepareCommit?(): Promise<PreparedOutput>;
   /** File: close and remove the temp file; the target is left untouched. Safe to call after a failure. */
   abort(): Promise<void>;
 }
