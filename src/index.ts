@@ -50,8 +50,9 @@ export {
   prepareIdentifier,
   prepareAuto,
 } from './identity/index.js';
-export { normalizePhone, parsePhoneRegion, PhoneRegionError } from './identity/index.js';
+export { normalizePhone, parsePhoneRegion, PhoneRegionError, regionOfCountry } from './identity/index.js';
 export { createServiceClient } from './client/index.js';
+export { CredentialsRefusedError, ServiceUnreachableError } from './pipeline/run/unreachable-service.js';
 export type { ClientOptions, ClientStats, ServiceClient, RetryEvent } from './client/index.js';
 export {
   MapEngine,
@@ -109,6 +110,14 @@ export interface MapRowsOptions {
    * without it a phone must already be E.164 (docs/phones.md).
    */
   phoneRegion?: PhoneRegion;
+  /**
+   * Position in each row of the row's country (ISO 3166 alpha-2 in any case, or an English name: `br`, `Brazil`,
+   * `United Kingdom`): the phones of 'phone' and 'auto' columns are read in that country's plan, phoneRegion is
+   * for rows whose cell is empty, and a country not known makes the row's phone invalid (docs/phones.md).
+   */
+  phoneRegionColumn?: number;
+  /** Identifier cells that stand for no value, besides the empty cell and `\N`: reported `missing`. */
+  nullValues?: readonly string[];
   /** A client you made (and close yourself); or give baseUrl, apiKey and clientSecret. */
   client?: ServiceClient;
   baseUrl?: string;
@@ -182,6 +191,10 @@ export async function* mapRows(
     ...(options.phoneRegion !== undefined && (c.kind === 'phone' || c.kind === 'auto')
       ? { phoneRegion: options.phoneRegion }
       : {}),
+    ...(options.phoneRegionColumn !== undefined && (c.kind === 'phone' || c.kind === 'auto')
+      ? { phoneRegionIndex: options.phoneRegionColumn }
+      : {}),
+    ...(options.nullValues !== undefined ? { nullMarkers: [...options.nullValues] } : {}),
   }));
   if (columns.length === 0) throw new TypeError('mapRows: give at least one identifier column');
   const limiter = new AdaptiveConcurrency({ max: options.concurrency ?? 20 });

@@ -4,6 +4,7 @@ import { rejectSecretFlags } from '../config/secret-flags.js';
 import { COMMANDS, registerCommands } from './commands.js';
 import { EXIT, UserError, stoppedBy } from './shared/exit-codes.js';
 import { refuseRepeatedFlags } from './shared/repeated-flags.js';
+import { usageErrorLine } from './shared/usage-errors.js';
 import { clipErrorLine } from './shared/user-values.js';
 import { releaseYoungGeneration } from './shared/young-generation.js';
 
@@ -97,8 +98,10 @@ const SERVICE_ERRORS = new Set([
   'ExpiredTokenError',
   'NetworkError',
   'UnexpectedResponseError',
+  'MalformedAnswerError',
   'RefreshKeyMismatchError',
   'EnvelopeError',
+  'ServiceUnreachableError',
 ]);
 
 const FILE_PROBLEMS: Readonly<Record<string, string>> = {
@@ -158,6 +161,8 @@ function describeErrorUnclipped(err: unknown): { line?: string; exitCode: number
   switch (f.name) {
     case 'UnauthorizedError':
       return { line: UNAUTHORIZED_MESSAGE, exitCode: EXIT.auth };
+    case 'CredentialsRefusedError':
+      return { line: f.message, exitCode: EXIT.auth };
     case 'ClockSkewError':
       return { line: /^clock skew/i.test(f.message) ? f.message : `clock skew: ${f.message}`, exitCode: EXIT.failed };
     case 'AbortError':
@@ -260,22 +265,32 @@ async function completeSummary(args: readonly string[], error: string | undefine
   }
 }
 
+/** For --summary-json: commander's error line as it was printed, without its `error: `; none for --help or --version. */
+function usageErrorOf(err: unknown, args: readonly string[]): string | undefined {
+  if (!(err instanceof CommanderError) || err.exitCode === 0) return undefined;
+  return usageErrorLine(err.message, args).replace(/^error: /, '');
+}
+
 export async function main(argv: string[]): Promise<void> {
   endQuietlyOnBrokenPipe();
   ignoreStderrFailures();
   let error: string | undefined;
   let overlapping = false;
+  const args = argv.slice(2);
   try {
-    rejectSecretFlags(argv.slice(2));
-    const program = await buildProgram(await commandsFor(argv));
+    rejectSecretFlags(args);
+    // commander's own error lines quote what was typed: they are quoted here as every other error line is
+    const program = await buildProgram(await commandsFor(argv), {
+      outputError: (line, write) => write(`${usageErrorLine(line, args)}\n`),
+    });
     await program.parseAsync(argv);
   } catch (err) {
     process.exitCode = reportError(err);
-    error = describeError(err).line;
+    error = usageErrorOf(err, args) ?? describeError(err).line;
     // the summary path may be the very file that overlaps: a refused run writes nothing at all
     overlapping = err instanceof Error && err.name === 'OverlappingOutputError';
   }
   if (stoppedBy() === 'SIGHUP' && process.exitCode === EXIT.interrupted) process.exitCode = EXIT.hangup;
-  if (!overlapping) await completeSummary(argv.slice(2), error);
+  if (!overlapping) await completeSummary(args, error);
   endHungUpRun();
 }

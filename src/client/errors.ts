@@ -6,7 +6,10 @@ import { EnvelopeError } from '../protocol/index.js';
  * Messages name the service by its base URL only: never a key, a secret or an identifier.
  */
 
-/** `proxy`: the proxy would not open the way to the service; `proxy-auth`: it wants other credentials (407). */
+/**
+ * `proxy`: the proxy would not open the way to the service; `proxy-auth`: it wants other credentials (407); `tls`: the
+ * TLS handshake failed (a certificate not trusted, or no TLS on that port).
+ */
 export type NetworkFailure =
   | 'refused'
   | 'reset'
@@ -15,11 +18,12 @@ export type NetworkFailure =
   | 'unreachable'
   | 'closed'
   | 'proxy'
-  | 'proxy-auth';
+  | 'proxy-auth'
+  | 'tls';
 
 /**
- * The connection failed, dropped or timed out: worth another attempt with a fresh envelope. The one exception is a
- * proxy asking for credentials, which no retry can give.
+ * The connection failed, dropped or timed out: worth another attempt with a fresh envelope. The exceptions are a
+ * proxy asking for credentials, which no retry can give, and a TLS handshake refused, which fails the same way again.
  */
 export class NetworkError extends Error {
   override name = 'NetworkError';
@@ -46,7 +50,7 @@ export class NetworkError extends Error {
       `${describeFailure(failure)} talking to the identity service at ${target}${through} (${code})${fix}`,
       options,
     );
-    this.retryable = failure !== 'proxy-auth';
+    this.retryable = failure !== 'proxy-auth' && failure !== 'tls';
     this.via = options?.via;
   }
 }
@@ -69,6 +73,8 @@ function describeFailure(failure: NetworkFailure): string {
       return 'the proxy refused to forward the request';
     case 'proxy-auth':
       return 'the proxy refused the credentials (proxy authentication required)';
+    case 'tls':
+      return 'TLS handshake failed';
   }
 }
 
@@ -84,7 +90,7 @@ export class AbortError extends Error {
 /** A 200 answer that decrypted but is not what the endpoint promises (bad JSON, wrong shape, unknown status). */
 export class UnexpectedResponseError extends Error {
   override name = 'UnexpectedResponseError';
-  readonly retryable = false;
+  readonly retryable: boolean = false;
   constructor(
     readonly target: string,
     detail: string,
@@ -92,6 +98,21 @@ export class UnexpectedResponseError extends Error {
     readonly status?: string,
   ) {
     super(`unexpected answer from ${target}: ${detail}`);
+  }
+}
+
+/**
+ * A 200 answer that breaks the wire contract (docs/wire-protocol.md §5.8): not JSON, a body of the wrong shape, or
+ * one item that is not what the endpoint answers (an empty or numeric raw UID, an `r` that is no time, an unknown
+ * `e`...). Nothing of such an answer can be trusted, so none of it is used. It is retried like a 5xx: a fault on the
+ * way or in one server is the likely cause. The detail names the item and the rule, never a value.
+ */
+export class MalformedAnswerError extends UnexpectedResponseError {
+  override name = 'MalformedAnswerError';
+  override readonly retryable: boolean = true;
+  constructor(target: string, detail: string) {
+    super(target, detail);
+    this.message = `malformed answer from ${target}: ${detail}`;
   }
 }
 

@@ -18,12 +18,14 @@
  * Failures: a non-200 answer throws the typed error of src/protocol/errors.ts (ClientError, ClockSkewError,
  * UnauthorizedError, RateLimitedError, ServerError, InvalidTokenError, ExpiredTokenError...); a connection failure
  * or timeout throws NetworkError; CallOptions.signal throws AbortError; a 200 that is not what the endpoint promises
- * throws UnexpectedResponseError (or an EnvelopeError when it does not decrypt or echoes the wrong nonce); a refresh
+ * throws UnexpectedResponseError (MalformedAnswerError, retried first, when it or one of its items breaks the wire
+ * contract; or an EnvelopeError when it does not decrypt or echoes the wrong nonce); a refresh
  * answer that does not open with the given key throws RefreshKeyMismatchError. `client.stats` counts every attempt.
  */
 export { createServiceClient, CLIENT_DEFAULTS } from './service-client.js';
 export {
   AbortError,
+  MalformedAnswerError,
   NetworkError,
   RefreshKeyMismatchError,
   UnexpectedResponseError,
@@ -31,6 +33,7 @@ export {
 } from './errors.js';
 export { backoffDelayMs, parseRetryAfter, isRetryable, RETRY_AFTER_CAP_MS } from './retry.js';
 export { CLIENT_VERSION } from './client-version.js';
+export { ATTEMPT_TIMEOUT_CODE } from './transport.js';
 export {
   describeProxyRoute,
   noProxyMatch,

@@ -2,6 +2,7 @@ import {
   IDENTITY_STRING_FIELDS,
   IDENTITY_TIME_FIELDS,
   pickTokenIdentity,
+  type MapV2Request,
   type MapV2ResponseBody,
   type MapV3Request,
   type MapV3ResponseBody,
@@ -10,12 +11,23 @@ import {
   type SaltBucket,
   type TokenResult,
 } from '../protocol/index.js';
-import { UnexpectedResponseError } from './errors.js';
+import {
+  bucketProblem,
+  identityTimeProblem,
+  OPTED_OUT_SINCE_MAX_AHEAD_MS,
+  optedOutProblem,
+  refreshWindow,
+  v2MappedProblem,
+  v2UnmappedProblem,
+  v3ItemProblem,
+} from './answer-items.js';
+import { MalformedAnswerError, UnexpectedResponseError } from './errors.js';
 
 /**
- * Checks the decrypted JSON of each endpoint before it is handed out typed. Only the shape is checked (arrays where
- * arrays are promised, one answer per request item), not every element: the pipeline reads the elements anyway,
- * and a 5,000-item walk here would be paid twice.
+ * Checks the decrypted JSON of each endpoint before it is handed out typed: the shape (arrays where arrays are
+ * promised, one answer per request item) and every item against the wire contract (answer-items.ts), in one pass.
+ * What leaves here is what the pipeline stores and writes, unchecked again; a break is a MalformedAnswerError, which
+ * the retry policy retries like a 5xx.
  */
 
 const V3_KINDS = ['email', 'email_hash', 'phone', 'phone_hash'] as const;
@@ -30,10 +42,10 @@ export function readResponseJson(target: string, json: Buffer, accepted: readonl
   try {
     parsed = JSON.parse(json.toString('utf8'));
   } catch {
-    throw new UnexpectedResponseError(target, 'the decrypted answer is not JSON');
+    throw new MalformedAnswerError(target, 'the decrypted answer is not JSON');
   }
   if (!isObject(parsed) || typeof parsed.status !== 'string') {
-    throw new UnexpectedResponseError(target, 'the decrypted answer has no "status"');
+    throw new MalformedAnswerError(target, 'the decrypted answer has no "status"');
   }
   const message = typeof parsed.message === 'string' ? parsed.message : undefined;
   if (!accepted.includes(parsed.status)) {
@@ -43,49 +55,110 @@ export function readResponseJson(target: string, json: Buffer, accepted: readonl
   return { status: parsed.status, body: parsed.body, message };
 }
 
-export function readMapV3Body(target: string, body: unknown, request: MapV3Request): MapV3ResponseBody {
-  if (!isObject(body)) throw new UnexpectedResponseError(target, 'the v3 map body is not an object');
+export function readMapV3Body(target: string, body: unknown, request: MapV3Request, nowMs: number): MapV3ResponseBody {
+  if (!isObject(body)) throw new MalformedAnswerError(target, 'the v3 map body is not an object');
+  const window = refreshWindow(nowMs);
   for (const kind of V3_KINDS) {
     const answers = body[kind];
-    if (!Array.isArray(answers)) throw new UnexpectedResponseError(target, `the v3 map body has no "${kind}" array`);
+    if (!Array.isArray(answers)) throw new MalformedAnswerError(target, `the v3 map body has no "${kind}" array`);
     const sent = request[kind]?.length ?? 0;
     if (answers.length !== sent) {
       // answers are matched to inputs by index, so a length mismatch would pin raw IDs on the wrong rows
-      throw new UnexpectedResponseError(
-        target,
-        `the v3 map answered ${answers.length} "${kind}" items for ${sent} sent`,
-      );
+      throw new MalformedAnswerError(target, `the v3 map answered ${answers.length} "${kind}" items for ${sent} sent`);
+    }
+    for (let i = 0; i < answers.length; i++) {
+      const problem = v3ItemProblem(answers[i], window);
+      if (problem !== undefined) throw new MalformedAnswerError(target, `${kind} item ${i + 1} ${problem}`);
     }
   }
   return body as unknown as MapV3ResponseBody;
 }
 
-export function readMapV2Body(target: string, body: unknown): MapV2ResponseBody {
+/**
+ * The v2 body, its items checked and lined up with the values sent: v2 lists `mapped` and `unmapped` apart, each
+ * in input order and echoing each value as sent, so every value sent must be the head of one of the two lists.
+ */
+export function readMapV2Body(target: string, body: unknown, request: MapV2Request): MapV2ResponseBody {
   if (!isObject(body) || !Array.isArray(body.mapped)) {
-    throw new UnexpectedResponseError(target, 'the v2 map body has no "mapped" array');
+    throw new MalformedAnswerError(target, 'the v2 map body has no "mapped" array');
   }
-  if (body.unmapped === undefined) return { mapped: body.mapped as MapV2ResponseBody['mapped'] };
-  if (!Array.isArray(body.unmapped)) throw new UnexpectedResponseError(target, 'the v2 map "unmapped" is not an array');
-  return {
-    mapped: body.mapped as MapV2ResponseBody['mapped'],
-    unmapped: body.unmapped as MapV2ResponseBody['unmapped'],
-  };
+  const mapped: unknown[] = body.mapped;
+  const unmapped: unknown[] = body.unmapped === undefined ? [] : (body.unmapped as unknown[]);
+  if (!Array.isArray(unmapped)) throw new MalformedAnswerError(target, 'the v2 map "unmapped" is not an array');
+  for (let i = 0; i < mapped.length; i++) {
+    const problem = v2MappedProblem(mapped[i]);
+    if (problem !== undefined) throw new MalformedAnswerError(target, `mapped item ${i + 1} ${problem}`);
+  }
+  for (let i = 0; i < unmapped.length; i++) {
+    const problem = v2UnmappedProblem(unmapped[i]);
+    if (problem !== undefined) throw new MalformedAnswerError(target, `unmapped item ${i + 1} ${problem}`);
+  }
+  const sent = sentValues(request);
+  if (mapped.length + unmapped.length !== sent.length) {
+    throw new MalformedAnswerError(
+      target,
+      `the v2 map answered ${mapped.length} mapped and ${unmapped.length} unmapped items for ${sent.length} sent`,
+    );
+  }
+  let m = 0;
+  let n = 0;
+  for (let i = 0; i < sent.length; i++) {
+    if (m < mapped.length && (mapped[m] as { identifier: string }).identifier === sent[i]) m++;
+    else if (n < unmapped.length && (unmapped[n] as { identifier: string }).identifier === sent[i]) n++;
+    else {
+      throw new MalformedAnswerError(
+        target,
+        `item ${i + 1} of ${sent.length} sent is neither the next mapped nor the next unmapped identifier`,
+      );
+    }
+  }
+  const checked = mapped as MapV2ResponseBody['mapped'];
+  return body.unmapped === undefined
+    ? { mapped: checked }
+    : { mapped: checked, unmapped: unmapped as NonNullable<MapV2ResponseBody['unmapped']> };
+}
+
+function sentValues(request: MapV2Request): readonly string[] {
+  for (const kind of V3_KINDS) {
+    const values = (request as Partial<Record<(typeof V3_KINDS)[number], string[]>>)[kind];
+    if (values !== undefined && values.length > 0) return values;
+  }
+  return [];
 }
 
 export function readBucketsBody(target: string, body: unknown): SaltBucket[] {
-  if (!Array.isArray(body)) throw new UnexpectedResponseError(target, 'the buckets body is not an array');
+  if (!Array.isArray(body)) throw new MalformedAnswerError(target, 'the buckets body is not an array');
+  for (let i = 0; i < body.length; i++) {
+    const problem = bucketProblem(body[i]);
+    if (problem !== undefined) throw new MalformedAnswerError(target, `bucket ${i + 1} ${problem}`);
+  }
   return body as SaltBucket[];
 }
 
-export function readOptoutStatusBody(target: string, body: unknown): OptedOutItem[] {
+/** Opted-out items, each naming one of the raw UIDs sent (`sent`) with a sane opted_out_since. */
+export function readOptoutStatusBody(
+  target: string,
+  body: unknown,
+  sent: readonly string[],
+  nowMs: number,
+): OptedOutItem[] {
   if (!isObject(body) || !Array.isArray(body.opted_out)) {
-    throw new UnexpectedResponseError(target, 'the opt-out status body has no "opted_out" array');
+    throw new MalformedAnswerError(target, 'the opt-out status body has no "opted_out" array');
   }
-  return body.opted_out as OptedOutItem[];
+  const items: unknown[] = body.opted_out;
+  if (items.length > 0) {
+    const asked = new Set(sent);
+    const maxMs = nowMs + OPTED_OUT_SINCE_MAX_AHEAD_MS;
+    for (let i = 0; i < items.length; i++) {
+      const problem = optedOutProblem(items[i], asked, maxMs);
+      if (problem !== undefined) throw new MalformedAnswerError(target, `opted_out item ${i + 1} ${problem}`);
+    }
+  }
+  return items as OptedOutItem[];
 }
 
 export function readValidateBody(target: string, body: unknown): boolean {
-  if (typeof body !== 'boolean') throw new UnexpectedResponseError(target, 'the validate body is not true or false');
+  if (typeof body !== 'boolean') throw new MalformedAnswerError(target, 'the validate body is not true or false');
   return body;
 }
 
@@ -93,15 +166,16 @@ export function readValidateBody(target: string, body: unknown): boolean {
 export function readTokenResult(target: string, answer: ResponseJson): TokenResult {
   if (answer.status === 'optout') return { status: 'optout' };
   const body = answer.body;
-  if (!isObject(body)) throw new UnexpectedResponseError(target, 'a token "success" answer without an identity');
+  if (!isObject(body)) throw new MalformedAnswerError(target, 'a token "success" answer without an identity');
   for (const field of IDENTITY_STRING_FIELDS) {
     if (typeof body[field] !== 'string' || body[field] === '') {
-      throw new UnexpectedResponseError(target, `the identity has no "${field}"`);
+      throw new MalformedAnswerError(target, `the identity has no "${field}"`);
     }
   }
   for (const field of IDENTITY_TIME_FIELDS) {
-    if (typeof body[field] !== 'number')
-      throw new UnexpectedResponseError(target, `the identity has no numeric "${field}"`);
+    const problem = identityTimeProblem(body[field]);
+    if (problem === 'is not a number') throw new MalformedAnswerError(target, `the identity has no numeric "${field}"`);
+    if (problem !== undefined) throw new MalformedAnswerError(target, `the identity's "${field}" ${problem}`);
   }
   return { status: 'success', identity: pickTokenIdentity(body) };
 }

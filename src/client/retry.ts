@@ -1,14 +1,16 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { errorFromResponse, ServiceError } from '../protocol/index.js';
-import { AbortError, NetworkError } from './errors.js';
+import { AbortError, MalformedAnswerError, NetworkError } from './errors.js';
 import type { OutgoingRequest, RawResponse, Transport } from './transport.js';
 import type { CallOptions, ClientStats, RetryEvent } from './types.js';
 
 /**
  * The one retry policy of the client, wrapped around the transport the way undici's RetryHandler wraps a dispatch:
- * endpoint methods hand it a builder for one attempt and get back the first 200 answer, or the last typed error.
+ * endpoint methods hand it a builder for one attempt and a reader of its 200 answer, and get back the first answer
+ * that reads, or the last typed error.
  *
- * - retried: 429, 5xx, NetworkError (refused, reset, dropped, timed out);
+ * - retried: 429, 5xx, NetworkError (refused, reset, dropped, timed out), and a 200 whose reader finds it malformed
+ *   (MalformedAnswerError): nothing of such an answer is handed on;
  * - never retried: every other answer (400, 401, 413...), which are the caller's to fix;
  * - wait before attempt n+1: full jitter, random(0, min(backoffMaxMs, backoffBaseMs * 2^(n-1))), raised to the
  *   server's Retry-After when it sends one.
@@ -35,10 +37,8 @@ export interface Attempt<C> {
   context: C;
 }
 
-export interface Delivered<C> {
-  response: RawResponse;
-  context: C;
-}
+/** Turns one attempt's 200 answer into what the endpoint returns; throws MalformedAnswerError to have it retried. */
+export type ReadAnswer<C, T> = (response: RawResponse, context: C) => T;
 
 export function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
   return delay(ms, undefined, { signal });
@@ -71,7 +71,7 @@ export function parseRetryAfter(value: string | string[] | undefined, nowMs: num
 }
 
 export function isRetryable(error: unknown): boolean {
-  if (error instanceof NetworkError) return error.retryable;
+  if (error instanceof NetworkError || error instanceof MalformedAnswerError) return error.retryable;
   return error instanceof ServiceError && error.retryable;
 }
 
@@ -81,6 +81,15 @@ interface Failure {
   retryAfterMs?: number;
 }
 
+function readOrFailure<C, T>(response: RawResponse, context: C, read: ReadAnswer<C, T>): { answer: T } | Failure {
+  try {
+    return { answer: read(response, context) };
+  } catch (err) {
+    if (err instanceof MalformedAnswerError) return { error: err };
+    throw err;
+  }
+}
+
 export class RetryPolicy {
   constructor(
     private readonly transport: Transport,
@@ -88,15 +97,21 @@ export class RetryPolicy {
     private readonly stats: ClientStats,
   ) {}
 
-  async dispatch<C>(path: string, build: () => Attempt<C>, call: CallOptions = {}): Promise<Delivered<C>> {
+  async dispatch<C, T>(
+    path: string,
+    build: () => Attempt<C>,
+    read: ReadAnswer<C, T>,
+    call: CallOptions = {},
+  ): Promise<T> {
     const { signal } = call;
     const target = this.transport.target + path;
     const maxAttempts = Math.max(1, call.maxAttempts ?? this.settings.maxAttempts);
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw new AbortError(target, { cause: signal.reason });
       const { request, context } = build();
-      const failure = await this.attemptOnce(path, target, request, signal);
-      if ('response' in failure) return { response: failure.response, context };
+      const outcome = await this.attemptOnce(path, target, request, signal);
+      const failure = 'response' in outcome ? readOrFailure(outcome.response, context, read) : outcome;
+      if ('answer' in failure) return failure.answer;
       if (attempt >= maxAttempts || !isRetryable(failure.error)) throw failure.error;
       const delayMs = backoffDelayMs(attempt, this.settings, failure.retryAfterMs);
       this.stats.retries++;

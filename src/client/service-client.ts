@@ -21,7 +21,7 @@ import {
   type TokenValidateRequest,
 } from '../protocol/index.js';
 import { CLIENT_VERSION } from './client-version.js';
-import { RefreshKeyMismatchError, UnexpectedResponseError } from './errors.js';
+import { MalformedAnswerError, RefreshKeyMismatchError } from './errors.js';
 import {
   readBucketsBody,
   readMapV2Body,
@@ -120,38 +120,45 @@ class UndiciServiceClient implements ServiceClient {
   }
 
   async mapV3(request: MapV3Request, options?: CallOptions): Promise<MapV3ResponseBody> {
-    const answer = await this.callEncrypted(PATHS.mapV3, request, ['success'], options);
-    return readMapV3Body(this.target(PATHS.mapV3), answer.body, request);
+    const target = this.target(PATHS.mapV3);
+    return this.callEncrypted(PATHS.mapV3, request, ['success'], options, (answer) =>
+      readMapV3Body(target, answer.body, request, this.now()),
+    );
   }
 
   async mapV2(request: MapV2Request, options?: CallOptions): Promise<MapV2ResponseBody> {
-    const answer = await this.callEncrypted(PATHS.mapV2, request, ['success'], options);
-    return readMapV2Body(this.target(PATHS.mapV2), answer.body);
+    const target = this.target(PATHS.mapV2);
+    return this.callEncrypted(PATHS.mapV2, request, ['success'], options, (answer) =>
+      readMapV2Body(target, answer.body, request),
+    );
   }
 
   async buckets(sinceTimestamp: string, options?: CallOptions): Promise<SaltBucket[]> {
-    const answer = await this.callEncrypted(PATHS.buckets, { since_timestamp: sinceTimestamp }, ['success'], options);
-    return readBucketsBody(this.target(PATHS.buckets), answer.body);
+    const target = this.target(PATHS.buckets);
+    return this.callEncrypted(PATHS.buckets, { since_timestamp: sinceTimestamp }, ['success'], options, (answer) =>
+      readBucketsBody(target, answer.body),
+    );
   }
 
   async optoutStatus(advertisingIds: string[], options?: CallOptions): Promise<OptedOutItem[]> {
-    const answer = await this.callEncrypted(
-      PATHS.optoutStatus,
-      { advertising_ids: advertisingIds },
-      ['success'],
-      options,
+    const target = this.target(PATHS.optoutStatus);
+    return this.callEncrypted(PATHS.optoutStatus, { advertising_ids: advertisingIds }, ['success'], options, (answer) =>
+      readOptoutStatusBody(target, answer.body, advertisingIds, this.now()),
     );
-    return readOptoutStatusBody(this.target(PATHS.optoutStatus), answer.body);
   }
 
   async tokenGenerate(input: DiiInput, options?: CallOptions): Promise<TokenResult> {
-    const answer = await this.callEncrypted(PATHS.tokenGenerate, input, ['success', 'optout'], options);
-    return readTokenResult(this.target(PATHS.tokenGenerate), answer);
+    const target = this.target(PATHS.tokenGenerate);
+    return this.callEncrypted(PATHS.tokenGenerate, input, ['success', 'optout'], options, (answer) =>
+      readTokenResult(target, answer),
+    );
   }
 
   async tokenValidate(request: TokenValidateRequest, options?: CallOptions): Promise<boolean> {
-    const answer = await this.callEncrypted(PATHS.tokenValidate, request, ['success'], options);
-    return readValidateBody(this.target(PATHS.tokenValidate), answer.body);
+    const target = this.target(PATHS.tokenValidate);
+    return this.callEncrypted(PATHS.tokenValidate, request, ['success'], options, (answer) =>
+      readValidateBody(target, answer.body),
+    );
   }
 
   /**
@@ -167,20 +174,23 @@ class UndiciServiceClient implements ServiceClient {
     // refresh works without a key; with one, the service tells invalid from expired tokens
     // (docs/wire-protocol.md §4.4)
     if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
-    const { response } = await this.policy.dispatch(
+    const target = this.target(path);
+    return this.policy.dispatch(
       path,
       () => ({ request: { body: token, headers }, context: undefined }),
+      (response) => {
+        const data = this.readBody(path, response);
+        let plain: Buffer;
+        try {
+          plain = decryptRefreshResponse(key, data);
+        } catch (err) {
+          if (err instanceof EnvelopeError) throw new RefreshKeyMismatchError();
+          throw err;
+        }
+        return readTokenResult(target, readResponseJson(target, plain, ['success', 'optout']));
+      },
       options,
     );
-    const data = this.readBody(path, response);
-    let plain: Buffer;
-    try {
-      plain = decryptRefreshResponse(key, data);
-    } catch (err) {
-      if (err instanceof EnvelopeError) throw new RefreshKeyMismatchError();
-      throw err;
-    }
-    return readTokenResult(this.target(path), readResponseJson(this.target(path), plain, ['success', 'optout']));
   }
 
   async healthcheck(options?: CallOptions): Promise<{ statusCode: number }> {
@@ -192,13 +202,17 @@ class UndiciServiceClient implements ServiceClient {
     await this.transport.close();
   }
 
-  /** JSON -> a fresh envelope per attempt -> first 200 -> decrypted, nonce-checked `{status, body}`. */
-  private async callEncrypted(
+  /**
+   * JSON -> a fresh envelope per attempt -> first 200 -> decrypted, nonce-checked `{status, body}` -> `read`, inside
+   * the attempt, so that a malformed answer is retried like a 5xx.
+   */
+  private async callEncrypted<T>(
     path: string,
     payload: object,
     accepted: readonly string[],
-    options?: CallOptions,
-  ): Promise<ResponseJson> {
+    options: CallOptions | undefined,
+    read: (answer: ResponseJson) => T,
+  ): Promise<T> {
     const { apiKey, secret } = this.credentials(path);
     const json = Buffer.from(JSON.stringify(payload), 'utf8');
     const headers: Record<string, string> = {
@@ -206,25 +220,27 @@ class UndiciServiceClient implements ServiceClient {
       authorization: `Bearer ${apiKey}`,
       'content-type': contentTypeFor(this.bodyMode),
     };
-    const { response, context: nonce } = await this.policy.dispatch(
+    return this.policy.dispatch(
       path,
       () => {
         const sealed = encryptRequest(secret, json, { nowMs: this.now() });
         return { request: { body: encodeBody(sealed.envelope, this.bodyMode), headers }, context: sealed.nonce };
       },
+      (response, nonce) => {
+        const data = this.readBody(path, response);
+        let opened: ReturnType<typeof decryptResponse>;
+        try {
+          opened = decryptResponse(secret, data, nonce);
+        } catch (err) {
+          if (err instanceof EnvelopeError)
+            throw new EnvelopeError(err.code, `the answer from ${this.target(path)} was rejected: ${err.message}`);
+          throw err;
+        }
+        this.serverTime = { serverMs: opened.timestampMs, localMs: this.now() };
+        return read(readResponseJson(this.target(path), opened.json, accepted));
+      },
       options,
     );
-    const data = this.readBody(path, response);
-    let opened: ReturnType<typeof decryptResponse>;
-    try {
-      opened = decryptResponse(secret, data, nonce);
-    } catch (err) {
-      if (err instanceof EnvelopeError)
-        throw new EnvelopeError(err.code, `the answer from ${this.target(path)} was rejected: ${err.message}`);
-      throw err;
-    }
-    this.serverTime = { serverMs: opened.timestampMs, localMs: this.now() };
-    return readResponseJson(this.target(path), opened.json, accepted);
   }
 
   /** A 200 body in the mode the answer declares (the service may answer text to a binary request). */
@@ -233,7 +249,7 @@ class UndiciServiceClient implements ServiceClient {
     try {
       return decodeBody(response.body, Array.isArray(contentType) ? contentType[0] : contentType);
     } catch {
-      throw new UnexpectedResponseError(this.target(path), 'the 200 body is neither binary nor base64');
+      throw new MalformedAnswerError(this.target(path), 'the 200 body is neither binary nor base64');
     }
   }
 

@@ -100,6 +100,7 @@ export class Transport {
     request: { headers: Record<string, string>; body?: Buffer | string },
     signal?: AbortSignal,
   ): Promise<RawResponse> {
+    const attempt = new AttemptDeadline(this.requestTimeoutMs, signal);
     try {
       const res = await this.dispatcher.request({
         origin: this.origin,
@@ -107,7 +108,7 @@ export class Transport {
         path: this.basePath + path,
         headers: request.headers,
         body: request.body ?? null,
-        signal,
+        signal: attempt.signal,
         headersTimeout: this.requestTimeoutMs,
         bodyTimeout: this.requestTimeoutMs,
       });
@@ -116,7 +117,12 @@ export class Transport {
       return { statusCode: res.statusCode, headers: res.headers, body };
     } catch (err) {
       if (err instanceof NetworkError) throw err;
+      if (attempt.expired) {
+        throw new NetworkError(this.target + path, 'timeout', ATTEMPT_TIMEOUT_CODE, { cause: err, ...this.via() });
+      }
       throw this.asNetworkError(path, err);
+    } finally {
+      attempt.clear();
     }
   }
 
@@ -130,7 +136,7 @@ export class Transport {
     if (refusal !== undefined)
       return this.proxyFailure(path, refusal === 407 ? 'proxy-auth' : 'proxy', `HTTP ${refusal}`, err);
     const code = errorCode(err);
-    const failure = code === undefined ? undefined : FAILURES[code];
+    const failure = code === undefined ? undefined : (FAILURES[code] ?? tlsFailure(code));
     if (failure === undefined || code === undefined) return err;
     return new NetworkError(this.target + path, failure, code, { cause: err, ...this.via() });
   }
@@ -144,6 +150,46 @@ export class Transport {
   }
 }
 
+/** The code of a NetworkError for an attempt that outlived requestTimeoutMs as a whole (connect, headers and body). */
+export const ATTEMPT_TIMEOUT_CODE = 'ATTEMPT_TIMEOUT';
+
+/**
+ * One attempt's deadline, joined with the caller's signal. undici's headersTimeout and bodyTimeout only bound the
+ * gaps between chunks, so an answer that trickles a few bytes at a time would hold a run forever; this bounds the
+ * whole attempt. A plain timer, cleared when the attempt ends, rather than AbortSignal.timeout + AbortSignal.any:
+ * thousands of attempts a minute must not leave thousands of pending timers or listeners behind.
+ */
+class AttemptDeadline {
+  private readonly controller = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  private readonly onCallerAbort: (() => void) | undefined;
+  expired = false;
+
+  constructor(
+    timeoutMs: number,
+    private readonly caller: AbortSignal | undefined,
+  ) {
+    this.timer = setTimeout(() => {
+      this.expired = true;
+      this.controller.abort();
+    }, timeoutMs);
+    if (caller !== undefined) {
+      if (caller.aborted) this.controller.abort(caller.reason);
+      this.onCallerAbort = () => this.controller.abort(caller.reason);
+      caller.addEventListener('abort', this.onCallerAbort, { once: true });
+    }
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+    if (this.onCallerAbort !== undefined) this.caller?.removeEventListener('abort', this.onCallerAbort);
+  }
+}
+
 const FAILURES: Record<string, NetworkFailure> = {
   ECONNREFUSED: 'refused',
   ECONNRESET: 'reset',
@@ -154,12 +200,32 @@ const FAILURES: Record<string, NetworkFailure> = {
   UND_ERR_CONNECT_TIMEOUT: 'timeout',
   UND_ERR_HEADERS_TIMEOUT: 'timeout',
   UND_ERR_BODY_TIMEOUT: 'timeout',
+  ERR_TLS_HANDSHAKE_TIMEOUT: 'timeout',
   ENOTFOUND: 'dns',
   EAI_AGAIN: 'dns',
   EHOSTUNREACH: 'unreachable',
   ENETUNREACH: 'unreachable',
   ENETDOWN: 'unreachable',
 };
+
+/** Certificate checks that fail the same way on every attempt (OpenSSL's names, as Node reports them). */
+const CERTIFICATE_CODES = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_REVOKED',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+]);
+
+/** A TLS handshake that failed: an untrusted certificate, a host name it does not cover, or no TLS on that port. */
+function tlsFailure(code: string): NetworkFailure | undefined {
+  return code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') || CERTIFICATE_CODES.has(code) ? 'tls' : undefined;
+}
 
 /**
  * The status a proxy refused the request with, if that is what failed: undici reports a CONNECT answered with other

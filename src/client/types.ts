@@ -38,7 +38,7 @@ export interface ClientOptions {
   /** Sockets in the undici Pool (default 20). */
   connections?: number;
   connectTimeoutMs?: number;
-  /** Per attempt: headers and body (default 60 s). */
+  /** Per attempt, whole: connect, headers and the last byte of the body (default 60 s). */
   requestTimeoutMs?: number;
   /** Attempts per call, including the first (default 6). */
   maxAttempts?: number;

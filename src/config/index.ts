@@ -19,4 +19,4 @@ export {
   type ConfigDisplay,
 } from './resolve.js';
 export { resolveProxy, parseProxyUrl, PROXY_OFF } from './proxy.js';
-export { rejectSecretFlags, SECRET_FLAGS } from './secret-flags.js';
+export { looksLikeSecretFlag, rejectSecretFlags, SECRET_FLAGS } from './secret-flags.js';

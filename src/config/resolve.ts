@@ -90,7 +90,7 @@ function applyBaseUrl(
   flags: ConnectionFlags,
   environ: NodeJS.ProcessEnv,
   profile: SelectedProfile | undefined,
-): { env: EnvironmentInfo; overridden: boolean } {
+): { env: EnvironmentInfo; overridden: boolean; from: string | undefined } {
   const insecure = flags.insecureHttp === true;
   let raw: string | undefined;
   let from = '';
@@ -128,7 +128,7 @@ function applyBaseUrl(
     }
     env = { ...env, scope };
   }
-  return { env, overridden };
+  return { env, overridden, from: raw === undefined ? undefined : from };
 }
 
 function missingCredential(spec: CredentialSpec, env: EnvironmentInfo, envSource: EnvSource): ConfigError {
@@ -155,7 +155,7 @@ export function resolveConfig(
   const d: ConfigDeps = { ...defaultConfigDeps(), ...deps };
   const { file, profile } = selectProfile(flags, environ, d);
   const chosen = chooseEnvironment(flags, environ, profile);
-  const { env, overridden } = applyBaseUrl(chosen.env, flags, environ, profile);
+  const { env, overridden, from: baseUrlFrom } = applyBaseUrl(chosen.env, flags, environ, profile);
   const isLocal = env.name === 'local' && !overridden;
   const proxy = resolveProxy(flags.proxy, environ);
 
@@ -165,6 +165,7 @@ export function resolveConfig(
     apiKeySource: 'none',
     clientSecretSource: 'none',
     envSource: chosen.source,
+    ...(baseUrlFrom !== undefined ? { baseUrlFrom } : {}),
     proxy,
     ...(profile ? { profile: profile.name } : {}),
     ...(file ? { configFile: file.path } : {}),
@@ -220,6 +221,8 @@ export interface ConfigDisplay {
   env: string;
   envSource: EnvSource;
   baseUrl: string;
+  /** Where the base URL came from: `from --base-url`, `from UID2_BASE_URL`, `from base_url of profile 'x'`, or the environment's default. */
+  baseUrlFrom: string;
   scope: string;
   profile?: string;
   configFile?: string;
@@ -239,6 +242,8 @@ export function credentialsForDisplay(cfg: ResolvedConfig): ConfigDisplay {
     env: cfg.env.name,
     envSource: cfg.envSource,
     baseUrl: cfg.isLocal ? 'embedded (127.0.0.1, free port)' : cfg.env.baseUrl,
+    baseUrlFrom:
+      cfg.baseUrlFrom !== undefined ? `from ${cfg.baseUrlFrom}` : `the default of environment ${cfg.env.name}`,
     scope: cfg.env.scope,
     ...(cfg.profile ? { profile: cfg.profile } : {}),
     ...(cfg.configFile ? { configFile: cfg.configFile } : {}),

@@ -26,6 +26,8 @@ export interface ResolvedConfig {
   profile?: string;
   /** How the environment was chosen. */
   envSource: EnvSource;
+  /** The setting the base URL was taken from (`--base-url`, `UID2_BASE_URL`, `base_url of profile 'x'`); absent: the environment's own. */
+  baseUrlFrom?: string;
   /** Exactly where each credential came from ("UID2_API_KEY", "--api-key-file /path", "profile 'prod' in /path"). */
   apiKeyOrigin?: string;
   clientSecretOrigin?: string;

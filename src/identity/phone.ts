@@ -24,7 +24,10 @@ export function isNormalizedPhone(input: string): boolean {
   return true;
 }
 
-/** Why a phone cell was not sent. Fixed texts: they reach logs and output files, so they never hold the number. */
+/**
+ * Why a phone cell was not sent. They reach logs and output files, so they never hold the number: fixed texts, but
+ * for UnknownCountryReason, which may name the row's country cell.
+ */
 export type PhoneInvalidReason =
   | 'invalid phone: must be + and 10 to 15 digits (E.164, no spaces or punctuation)'
   | 'invalid phone: not a phone number'
@@ -35,7 +38,24 @@ export type PhoneInvalidReason =
   | 'invalid phone: not a valid number for its country calling code'
   | 'invalid phone: unknown country calling code'
   | 'invalid phone: has an extension; give the number without it'
-  | 'invalid phone: valid, but its E.164 form is not the 10 to 15 digits the service accepts';
+  | 'invalid phone: valid, but its E.164 form is not the 10 to 15 digits the service accepts'
+  | UnknownCountryReason;
+
+/**
+ * A row whose country cell names no country (see country-names.ts): the one reason that repeats a cell, the
+ * country's, and only when it is written as a country's name is (letters, no digits).
+ */
+export type UnknownCountryReason =
+  | `invalid phone: the row's country '${string}' is not an ISO 3166 code or a country name this tool knows`
+  | "invalid phone: the row's country is not an ISO 3166 code or a country name this tool knows";
+
+/** The region of a row whose country cell names none: its phones that need a region are invalid, not guessed. */
+export interface UnknownPhoneRegion {
+  readonly unknownCountry: UnknownCountryReason;
+}
+
+/** Digits with the separators people write phone numbers with, and nothing else. */
+export const PHONE_WRITING = /^[0-9 ()./+-]*[0-9][0-9 ()./+-]*$/;
 
 /** Today's check, word for word: the only reason there is when no region is given. */
 export const INVALID_PHONE =
@@ -92,10 +112,13 @@ const PARSE_REASONS: Record<string, PhoneInvalidReason> = {
  * - With a region, national and formatted numbers (`(617) 555-0102`, `0044 20 7946 0958`, `+49 (0)30 123456`)
  *   are read with the full libphonenumber metadata; the whole cell must be the number (no surrounding text),
  *   and it must be a valid number, not merely one of a possible length.
+ * - With an UnknownPhoneRegion (a row's country cell that names none), a cell not already E.164 is invalid with
+ *   that row's reason: reading it in some other country's plan could give a stranger's number.
  */
-export function normalizePhone(cell: string, region?: PhoneRegion): NormalizedPhone {
+export function normalizePhone(cell: string, region?: PhoneRegion | UnknownPhoneRegion): NormalizedPhone {
   if (isNormalizedPhone(cell)) return { ok: true, e164: cell };
   if (region === undefined) return { ok: false, reason: INVALID_PHONE };
+  if (typeof region !== 'string') return { ok: false, reason: region.unknownCountry };
   let parsed: ReturnType<typeof parsePhoneNumberWithError>;
   try {
     parsed = parsePhoneNumberWithError(cell, { defaultCountry: region, extract: false });

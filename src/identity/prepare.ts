@@ -1,9 +1,19 @@
 import { normalizeEmail } from './email.js';
 import { normalizeHash, sha256Base64 } from './hash.js';
 import { diiTypeOf, type DiiType, type IdentifierKind } from './kinds.js';
-import { normalizePhone, type PhoneInvalidReason, type PhoneRegion } from './phone.js';
+import {
+  INVALID_PHONE,
+  normalizePhone,
+  PHONE_WRITING,
+  type PhoneInvalidReason,
+  type PhoneRegion,
+  type UnknownPhoneRegion,
+} from './phone.js';
 
-/** Why a cell was not sent. Never contains the cell's value: these texts reach logs and output files. */
+/**
+ * Why a cell was not sent. Never contains the cell's value (one may name the row's country cell, see phone.ts):
+ * these texts reach logs and output files.
+ */
 export type InvalidReason =
   | 'empty'
   | 'invalid email'
@@ -22,9 +32,10 @@ export interface PrepareOptions {
   /**
    * The country whose national numbers the phone cells are written in (from parsePhoneRegion). Without it a
    * phone must already be E.164, exactly as the service demands; with it, national and formatted numbers are
-   * normalized to E.164 first.
+   * normalized to E.164 first. An UnknownPhoneRegion (a row whose country cell names none, phoneRegionOfRow)
+   * makes such a phone invalid with that row's reason.
    */
-  phoneRegion?: PhoneRegion | undefined;
+  phoneRegion?: PhoneRegion | UnknownPhoneRegion | undefined;
 }
 
 /**
@@ -52,6 +63,28 @@ export function prepareIdentifier(kind: IdentifierKind, value: string, options?:
       return h === null ? { ok: false, reason: INVALID_HASH } : { ok: true, type: diiTypeOf(kind), hash: h };
     }
   }
+}
+
+export const UNRECOGNIZED: InvalidReason = 'unrecognized identifier: not an email, an E.164 phone or a hash';
+
+/**
+ * A cell refused only for want of a phone region: invalid as E.164 (or unrecognized in an auto column), yet
+ * written as a phone number is, which --phone-region would read. For the hint that says so, never for a result.
+ */
+export function needsPhoneRegion(cell: string, refused: Prepared): boolean {
+  if (refused.ok || (refused.reason !== INVALID_PHONE && refused.reason !== UNRECOGNIZED)) return false;
+  return looksLikePhoneNumber(cell);
+}
+
+/** Digits with the separators people write phone numbers with, and at least six digits: a number, not junk. */
+function looksLikePhoneNumber(cell: string): boolean {
+  if (!PHONE_WRITING.test(cell)) return false;
+  let digits = 0;
+  for (let i = 0; i < cell.length && digits < 6; i++) {
+    const c = cell.charCodeAt(i);
+    if (c >= 48 && c <= 57) digits++;
+  }
+  return digits >= 6;
 }
 
 /** What a single cell looks like, for `--type auto`. A hash cannot say whether it is of an email or a phone. */
@@ -89,10 +122,7 @@ export function prepareAuto(value: string, hashType: DiiType | undefined, option
         const phone = prepareIdentifier('phone', value, options);
         if (phone.ok || PHONE_WRITING.test(value)) return phone;
       }
-      return { ok: false, reason: 'unrecognized identifier: not an email, an E.164 phone or a hash' };
+      return { ok: false, reason: UNRECOGNIZED };
     }
   }
 }
-
-/** Digits with the separators people write phone numbers with, and nothing else. */
-const PHONE_WRITING = /^[0-9 ()./+-]*[0-9][0-9 ()./+-]*$/;

@@ -3,3 +3,4 @@ export * from './body.js';
 export * from './wire.js';
 export * from './errors.js';
 export * from './instant.js';
+export * from './raw-uid.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { formatReport, parseRoles, runDoctor, type Check, type DoctorDeps } from '../../src/cli/doctor/doctor.js';
 import { UserError } from '../../src/cli/shared/exit-codes.js';
-import { ConfigError } from '../../src/config/index.js';
+import { ConfigError, resolveConfig, type ConnectionFlags } from '../../src/config/index.js';
 import { NetworkError } from '../../src/client/index.js';
 import { sha256Base64 } from '../../src/identity/index.js';
 import { ClientError, ClockSkewError, UnauthorizedError } from '../../src/protocol/index.js';
@@ -236,5 +236,45 @@ describe('doctor', () => {
   it('parseRoles takes a comma list and refuses unknown roles', () => {
     expect(parseRoles('generator, mapper')).toEqual(['generator', 'mapper']);
     expect(() => parseRoles('admin')).toThrow(UserError);
+  });
+});
+
+describe('doctor: where the base URL came from', () => {
+  const noFile = {
+    readFile: () => {
+      throw Object.assign(new Error('no config file'), { code: 'ENOENT' });
+    },
+  };
+  const KEYS = { UID2_API_KEY: 'key', UID2_CLIENT_SECRET: 'c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0MTI=' };
+
+  async function configurationLine(flags: ConnectionFlags, environ: NodeJS.ProcessEnv): Promise<string> {
+    const d = deps(healthy(), { resolve: () => resolveConfig(flags, { ...KEYS, ...environ }, noFile) });
+    const report = await runDoctor({ roles: [] }, d);
+    const check = byName(report.checks).configuration;
+    expect(check?.status).toBe('pass');
+    return check?.detail ?? '';
+  }
+
+  it.each([
+    [{ baseUrl: 'https://operator.example.com' }, {}, 'https://operator.example.com (from --base-url)'],
+    [{}, { UID2_BASE_URL: 'https://operator.example.com' }, 'https://operator.example.com (from UID2_BASE_URL)'],
+    [{ env: 'prod' }, {}, 'https://global.prod.uidapi.com (the default of environment prod)'],
+    [{}, {}, 'https://operator-integ.uidapi.com (the default of environment integ)'],
+  ] as [ConnectionFlags, NodeJS.ProcessEnv, string][])('%j %j: %s', async (flags, environ, expected) => {
+    expect(await configurationLine(flags, environ)).toContain(expected);
+  });
+
+  it("a profile's base_url is named as the profile's", async () => {
+    const file = JSON.stringify({ profiles: { po: { base_url: 'https://po.example.com' } } });
+    const d = deps(healthy(), {
+      resolve: () =>
+        resolveConfig({ profile: 'po', config: '/cfg.json' }, KEYS, {
+          readFile: () => file,
+        }),
+    });
+    const report = await runDoctor({ roles: [] }, d);
+    expect(byName(report.checks).configuration?.detail).toContain(
+      "https://po.example.com (from base_url of profile 'po')",
+    );
   });
 });

@@ -74,6 +74,34 @@ describe('refuseOverlappingPaths', () => {
     expect(r.line).toContain('does not exist; create it first');
   });
 
+  it('refuses a --summary-json that exists and is not a summary: a CSV, an unrelated JSON, a JSON array', () => {
+    const files = {
+      'other.csv': 'email\nb@example.com\n',
+      'package.json': '{"name":"x","version":"1.0.0"}',
+      'list.json': '[{"command":"map"}]',
+    };
+    for (const [name, content] of Object.entries(files)) {
+      const path = join(dir, name);
+      writeFileSync(path, content);
+      const r = refusal(() =>
+        refuseOverlappingPaths([{ flag: 'the input', path: input }], standardOutputs({ summaryJson: path })),
+      );
+      expect(r.exitCode).toBe(2);
+      expect(r.line).toMatch(
+        /^--summary-json '.*' exists and is not a run summary: .*choose another --summary-json path/,
+      );
+    }
+  });
+
+  it('lets --summary-json replace an earlier summary, or an empty file (mktemp)', () => {
+    const earlier = join(dir, 'earlier.json');
+    writeFileSync(earlier, JSON.stringify({ command: 'remap-due', outcome: 'completed', exit_code: 0 }));
+    const empty = join(dir, 'empty.json');
+    writeFileSync(empty, '');
+    for (const path of [earlier, empty])
+      expect(() => refuseOverlappingPaths([], standardOutputs({ summaryJson: path }))).not.toThrow();
+  });
+
   it('lets distinct files, stdout and stdin through', () => {
     expect(() =>
       refuseOverlappingPaths(

@@ -159,6 +159,22 @@ describe('secrets as flag values', () => {
     expect(e2.message).not.toContain(SECRET_VALUE);
   });
 
+  it('refuses near misses of those flags (underscores, case, no hyphen) the same way, without the value', () => {
+    for (const arg of [
+      `--client_secret=${SECRET_VALUE}`,
+      `--CLIENT-SECRET=${SECRET_VALUE}`,
+      `--clientsecret=${SECRET_VALUE}`,
+      `--api_key=${SECRET_VALUE}`,
+      `--refresh_response_key=${SECRET_VALUE}`,
+    ]) {
+      const e = errorOf(() => rejectSecretFlags(['map', 'in.csv', arg]));
+      expect(e.message).toContain(`${arg.split('=')[0]} is refused`);
+      expect(e.message).toMatch(/UID2_CLIENT_SECRET|UID2_API_KEY|--refresh-response-key-file/);
+      expect(e.message).not.toContain(SECRET_VALUE);
+    }
+    expect(() => rejectSecretFlags(['map', '--api_key_file', '/k'])).not.toThrow();
+  });
+
   it('lets serve take its made-up key pair, and lets file flags and operands through', () => {
     expect(() => rejectSecretFlags(['serve', '--api-key', 'k', '--client-secret', SECRET_VALUE])).not.toThrow();
     expect(() => rejectSecretFlags(['--no-color', 'serve', '--api-key=k'])).not.toThrow();

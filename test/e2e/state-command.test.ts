@@ -117,7 +117,7 @@ describe('state export', () => {
     const text = readFileSync(out, 'utf8');
     const rows = parse(text, { columns: true }) as Record<string, string>[];
     expect(rows).toHaveLength(entries);
-    expect(Object.keys(rows[0])).toEqual(['type', 'hash', 'status', 'raw_uid', 'prev_raw_uid', 'refresh_from']);
+    expect(Object.keys(rows[0])).toEqual(['hash_type', 'hash', 'status', 'raw_uid', 'prev_raw_uid', 'refresh_from']);
     expect(text).not.toContain('@');
     expect(
       rows.filter((x) => x.status === 'mapped').every((x) => x.raw_uid.length === 44 && Number(x.refresh_from) > 0),

@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';
@@ -71,6 +71,21 @@ describe('--summary-json', () => {
     const r = await runCli(['hash', input, '--summary-json', input]);
     expect(r.code).toBe(2);
     expect(readFileSync(input, 'utf8')).toBe('email\na@example.com\n');
+  });
+
+  it('refuses, before anything is sent, a --summary-json that is an existing CSV or an unrelated JSON', async () => {
+    for (const [name, content] of [
+      ['other-input.csv', 'email\nb@example.com\n'],
+      ['settings.json', '{"name":"settings","retries":3}\n'],
+    ]) {
+      const foreign = dir.file(name, content);
+      const out = join(dir.path, `not-written-${name}.csv`);
+      const r = await runCli(['map', SAMPLE, '--env', 'local', '-o', out, '--summary-json', foreign]);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(/^uid2-batch: --summary-json '.*' exists and is not a run summary: .*\n$/);
+      expect(readFileSync(foreign, 'utf8')).toBe(content);
+      expect(existsSync(out)).toBe(false);
+    }
   });
 
   it("replaces an earlier run's summary", async () => {

@@ -101,6 +101,19 @@ describe('skipping bad CSV records', () => {
     expect((await failure(readSkipping({ path }))).line).toBe(1);
   });
 
+  it('a JSON Lines value nested 100,000 deep is skipped like any bad line', async () => {
+    const deep = `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`;
+    const path = dir.file(
+      'deep.jsonl',
+      `{"email":"a@example.com"}\n{"email":"b@example.com","x":${deep}}\n{"email":"c@example.com","x":[1]}\n`,
+    );
+    const got = await readSkipping({ path });
+    expect(got.rows).toEqual(['1:a@example.com|', '3:c@example.com|[1]']);
+    expect(got.bad).toEqual([
+      { file: path, line: 2, reason: expect.stringContaining('nested deeper than 1,000 levels') },
+    ]);
+  });
+
   it('a record over the size limit is skipped up to the end of its first line', async () => {
     const big = `3,"${'x'.repeat(MAX_RECORD_BYTES + 10)}`;
     const path = dir.file('big.csv', `id,email,note\n${good(1)}\n${big}\n${good(4)}\n${good(5)}\n`);

@@ -1,4 +1,4 @@
-import { readFileSync, renameSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { replaySweepOptouts, sweepStateOptouts, type SweptRawUid } from '../../src/pipeline/optout/optout-sweep.js';
 import {
@@ -8,7 +8,13 @@ import {
   replayRemapChanges,
   type RemapChange,
 } from '../../src/pipeline/remap/remap-engine.js';
-import { commitDelivering, deliveryKey, unfinishedDeliveryAt } from '../../src/pipeline/run/change-journal.js';
+import {
+  commitDelivering,
+  deliveringOutput,
+  deliveryKey,
+  unfinishedDeliveryAt,
+} from '../../src/pipeline/run/change-journal.js';
+import { commitTogether } from '../../src/pipeline/table/commit-together.js';
 import { openSink } from '../../src/pipeline/table/sink.js';
 import type { SealedOutput, TableSink } from '../../src/pipeline/table/table.js';
 import type { StateStore } from '../../src/state/index.js';
@@ -236,5 +242,57 @@ describe('a changes file is delivered exactly once, whatever the kill point arou
     );
     expect(await unfinishedDeliveryAt(s, 'remap', path)).toBeNull();
     expect(s.pendingChanges('remap')).toEqual([]);
+  });
+});
+
+describe("a changes file committed together with the run's other outputs", () => {
+  it('is recorded just before its own rename, once every output is complete', async () => {
+    const s = t.open(t.file());
+    addDue(s, ['a', 'b']);
+    const first = await remapRun(s, 1);
+    const path = t.file('together.csv');
+    const other = await openSink({ path: t.file('together-bad-rows.csv'), format: 'csv', header: ['line'] });
+    await other.writeRows([['1']]);
+    const seen: { inPlace: boolean; ino: number }[] = [];
+    const journal = {
+      setMeta: (key: string, value: string) => {
+        if (value.includes('sealed')) seen.push({ inPlace: existsSync(path), ino: JSON.parse(value).ino });
+        s.setMeta(key, value);
+      },
+      ackChanges: s.ackChanges.bind(s),
+    };
+    const changes = deliveringOutput(
+      await changesFile(path, first.out),
+      journal,
+      { kind: 'remap', upTo: first.upTo, unfinished: false },
+      () => undefined,
+    );
+    await commitTogether([changes, other]);
+    expect(seen).toEqual([{ inPlace: false, ino: statSync(path).ino }]);
+    expect(s.pendingChanges('remap')).toEqual([]);
+    expect(s.getMeta(deliveryKey('remap'))).toBe('');
+  });
+
+  it('another output that cannot be finished: nothing is renamed or recorded, the rows stay pending', async () => {
+    const s = t.open(t.file());
+    addDue(s, ['a', 'b', 'c']);
+    const first = await remapRun(s, 1);
+    const path = t.file('not-together.csv');
+    const other = await openSink({ path: t.file('not-together-bad-rows.csv'), format: 'csv', header: ['line'] });
+    await other.writeRows([['1']]);
+    // its path became a directory while the run was going
+    mkdirSync(t.file('not-together-bad-rows.csv'));
+    const changes = deliveringOutput(
+      await changesFile(path, first.out),
+      s,
+      { kind: 'remap', upTo: first.upTo, unfinished: true },
+      () => undefined,
+    );
+    await expect(commitTogether([changes, other])).rejects.toThrow(/is a directory/);
+    expect(existsSync(path)).toBe(false);
+    expect(s.getMeta(deliveryKey('remap')) ?? '').toBe('');
+    const second = await remapRun(s, 2);
+    expect(second.replayed).toBe(3);
+    expect(second.out).toEqual(first.out);
   });
 });

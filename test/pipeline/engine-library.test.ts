@@ -106,6 +106,48 @@ describe('mapRows (library API)', () => {
     ]);
   });
 
+  it('phoneRegionColumn reads each row in its own country; phoneRegion is for empty cells', async () => {
+    const input = [
+      ['(21) 2690-3311', 'Brazil'],
+      ['90685 36153', 'in'],
+      ['(617) 555-0102', ''],
+      ['0055 21 2690 3311', 'Deutschland'],
+      ['(21) 2690-3311', 'Narnia'],
+    ];
+    const out = await collect(
+      mapRows(input, {
+        client: fakeClient(new FakeMapper()),
+        columns: [{ index: 0, kind: 'phone' }],
+        phoneRegion: parsePhoneRegion('US'),
+        phoneRegionColumn: 1,
+      }),
+    );
+    const rawUid = (e164: string) => rawUidOf('phone', sha256Base64(e164));
+    expect(out.map((r) => r.results[0].rawUid)).toEqual([
+      rawUid('+552126903311'),
+      rawUid('+919068536153'),
+      rawUid('+16175550102'),
+      rawUid('+552126903311'),
+      null,
+    ]);
+    expect(out[4].results[0].reason).toBe(
+      "invalid phone: the row's country 'Narnia' is not an ISO 3166 code or a country name this tool knows",
+    );
+    expect(out.map((r) => r.cells)).toEqual(input);
+  });
+
+  it('\\N, and the nullValues given, are missing, not invalid; the cells stay as given', async () => {
+    const input = [['\\N'], ['NULL'], ['a@example.com']];
+    const columns = [{ index: 0, kind: 'email' as const }];
+    const plain = await collect(mapRows(input, { client: fakeClient(new FakeMapper()), columns }));
+    expect(plain.map((r) => r.results[0].status)).toEqual(['missing', 'invalid', 'mapped']);
+    const marked = await collect(
+      mapRows(input, { client: fakeClient(new FakeMapper()), columns, nullValues: ['NULL'] }),
+    );
+    expect(marked.map((r) => r.results[0].status)).toEqual(['missing', 'missing', 'mapped']);
+    expect(marked.map((r) => r.cells)).toEqual(input);
+  });
+
   it('stops the engine when the consumer stops early', async () => {
     const mapper = new FakeMapper({ latency: () => 2 });
     const input = Array.from({ length: 20_000 }, (_, i) => [`u${i}@example.com`]);

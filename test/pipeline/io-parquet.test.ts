@@ -214,6 +214,24 @@ describe('Parquet bad input: one InputError naming the file, no cell value in it
     );
   });
 
+  it('a valid INTERVAL column, alone or inside a struct: an unsupported type, not a corrupt file', async () => {
+    const p = dir.file('interval.parquet');
+    await duck(
+      `COPY (SELECT 'a@example.com' AS email, INTERVAL 3 MONTH AS wait, {'since': INTERVAL 1 DAY} AS s) TO '${p}' (FORMAT parquet)`,
+    );
+    const err = await inputError(() => openParquetSource({ path: p }));
+    expect(err.message).toMatch(/unsupported type INTERVAL in column 'wait'/);
+    expect(err.message).toMatch(/CAST/);
+    expect(err.message).not.toMatch(/corrupt/);
+    const nested = dir.file('interval-nested.parquet');
+    await duck(
+      `COPY (SELECT 'a@example.com' AS email, {'since': INTERVAL 1 DAY} AS s) TO '${nested}' (FORMAT parquet)`,
+    );
+    expect((await inputError(() => openSource({ path: nested }))).message).toMatch(
+      /unsupported type INTERVAL in column 's'/,
+    );
+  });
+
   it('an identifier column that is nested', async () => {
     const p = dir.file('nested.parquet');
     await duck(

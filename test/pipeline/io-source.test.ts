@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, describe, expect, test } from 'vitest';
-import { MAX_RECORD_BYTES, openSource, parseDelimiter, uniqueHeader } from '../../src/pipeline/table/source.js';
+import {
+  MAX_RECORD_BYTES,
+  openSource,
+  parseCsvRecords,
+  parseDelimiter,
+  uniqueHeader,
+} from '../../src/pipeline/table/source.js';
+import { openCsvPieces } from '../../src/pipeline/threads/piece-source.js';
 import { InputError, type InputRow, type OpenSourceOptions, type TableSource } from '../../src/pipeline/table/table.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'uid2-io-source-'));
@@ -281,11 +288,32 @@ describe('CSV source', () => {
     expect(err.message.length).toBeLessThan(300);
   });
 
+  test('a line over the limit with no quote in it is too long, not blamed on a quote (both parsers)', async () => {
+    const content = `id,email\n1,a@example.com\n2,${'y'.repeat(MAX_RECORD_BYTES + 1024)}\n3,b@example.com\n`;
+    const err = await inputError(content);
+    expect(err.line).toBe(3);
+    expect(err.message).toMatch(/: line 3: .*longer than 16 MB/);
+    expect(err.message).not.toMatch(/never closed/);
+    // the row threads: pieces cut on this thread, each parsed as a row thread parses it
+    const pieces = await openCsvPieces({ path: file(content) });
+    const threadErr = await (async () => {
+      try {
+        for await (const piece of pieces.pieces()) parseCsvRecords(piece, pieces.settings, pieces.name);
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    })();
+    expect(threadErr).toBeInstanceOf(InputError);
+    expect([(threadErr as InputError).line, (threadErr as InputError).problem]).toEqual([err.line, err.problem]);
+  });
+
   test('an unclosed quote in a big file stops at the record limit with the line where it opened', async () => {
     const rest = Array.from({ length: 700_000 }, (_, i) => `${i},user${i}@example.com`).join('\n');
     const err = await inputError(`id,email\n1,"oops\n${rest}\n`);
     expect(err.line).toBe(2);
     expect(err.message).toMatch(/longer than 16 MB/);
+    expect(err.message).toMatch(/quote is probably never closed/);
   });
 
   test('reads ahead at most a little beyond the chunk being built (backpressure)', async () => {
@@ -371,6 +399,19 @@ describe('JSONL source', () => {
     const notObject = await inputError('{"email":"a@example.com"}\n\n"b@example.com"\n', {}, '.jsonl');
     expect(notObject.line).toBe(3);
     expect(notObject.message).toContain('not a JSON object');
+  });
+
+  test('a value nested 100,000 deep is an InputError naming its line, not a stack overflow', async () => {
+    const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+    const content = `{"email":"a@example.com"}\n{"email":"b@example.com","x":${deep}}\n{"email":"c@example.com"}\n`;
+    const err = await inputError(content, {}, '.jsonl');
+    expect(err.line).toBe(2);
+    expect(err.message).toMatch(/nested deeper than 1,000 levels/);
+    // the first line, read before the header is known, is checked too; a value as deep as allowed is read
+    expect((await inputError(`{"email":"b@example.com","x":${deep}}\n`, {}, '.jsonl')).line).toBe(1);
+    const allowed = `${'['.repeat(999)}1${']'.repeat(999)}`;
+    const { rows } = await read(`{"email":"a@example.com","x":${allowed}}\n`, {}, '.jsonl');
+    expect(rows[0].cells[1]).toBe(allowed);
   });
 
   test('a bad byte far into a JSONL file gets the right line number', async () => {

@@ -10,7 +10,8 @@ import {
   verdictCells,
   type CheckedRow,
 } from '../../src/pipeline/optout/optout-sweep.js';
-import { verdictLayout } from '../../src/cli/optout-check/optout-check.js';
+import { formatOptoutSummary, optoutSummary, verdictLayout } from '../../src/cli/optout-check/optout-check.js';
+import type { ServiceClient } from '../../src/client/index.js';
 import type { InputRow } from '../../src/pipeline/table/table.js';
 
 async function* chunks(rows: string[][], size = 7): AsyncGenerator<InputRow[]> {
@@ -22,7 +23,7 @@ async function* chunks(rows: string[][], size = 7): AsyncGenerator<InputRow[]> {
 const SINCE = Date.UTC(2026, 0, 15, 12, 30, 0);
 
 describe('checkRawUidRows', () => {
-  it('answers every row in input order: opted out with its time, not opted out, invalid (never sent)', async () => {
+  it('answers every row in input order: opted out with its time, not opted out, invalid or missing (never sent)', async () => {
     const rows: string[][] = [];
     const optedOut = new Map<string, number>();
     for (let i = 0; i < 250; i++) {
@@ -45,14 +46,19 @@ describe('checkRawUidRows', () => {
     for (let i = 0; i < 250; i++) {
       const verdict = out[i].verdict;
       if (i % 25 === 3) expect(verdict).toEqual({ kind: 'invalid', reason: INVALID_RAW_UID });
-      else if (i % 25 === 4) expect(verdict).toEqual({ kind: 'invalid', reason: EMPTY_RAW_UID });
+      else if (i % 25 === 4) expect(verdict).toEqual({ kind: 'missing', reason: EMPTY_RAW_UID });
       else if (i % 10 === 1) expect(verdict).toEqual({ kind: 'opted_out', sinceMs: SINCE + i * 1000 });
       else expect(verdict).toEqual({ kind: 'not_opted_out' });
     }
     expect(service.sent.every((id) => id.length === 44)).toBe(true);
     expect(service.sent.length).toBe(230);
     expect(service.calls.every((c) => c.length <= 40)).toBe(true);
-    expect(result.counts.status).toEqual({ opted_out: 25, not_opted_out: 205, invalid: 20, error: 0 });
+    expect(result.counts.status).toEqual({ opted_out: 25, not_opted_out: 205, invalid: 10, missing: 10, error: 0 });
+    // the summary says missing, as map's does for an empty cell
+    const stats = { requests: 7, retries: 0, http429: 0 } as ServiceClient['stats'];
+    const summary = optoutSummary('optout-check', result, { stats } as ServiceClient, 0, 1000);
+    expect(summary.status).toMatchObject({ invalid: 10, missing: 10 });
+    expect(formatOptoutSummary(summary)).toMatch(/ 10 invalid, 10 missing, 0 error;/);
     expect(result.counts.rows).toBe(250);
   });
 

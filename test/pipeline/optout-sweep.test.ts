@@ -53,7 +53,13 @@ describe('sweepStateOptouts', () => {
     for (const call of state.tombstoneCalls) expect(call.within?.length).toBeGreaterThan(0);
     expect(state.entries.slice(0, 300).every((e) => e.lastOptoutCheckS === NOW_S)).toBe(true);
     expect(result.counts).toMatchObject({ planned: 300, entries: 300, tombstoned: 2, rows: expected, sent: expected });
-    expect(result.counts.status).toEqual({ opted_out: 2, not_opted_out: expected - 2, invalid: 0, error: 0 });
+    expect(result.counts.status).toEqual({
+      opted_out: 2,
+      not_opted_out: expected - 2,
+      invalid: 0,
+      missing: 0,
+      error: 0,
+    });
   });
 
   it('--sweep-fraction checks ceil(F * entries) per run in id order from the saved cursor, wrapping at the end', async () => {

@@ -107,24 +107,42 @@ describe('temp files', () => {
     expect(statSync(out).mode & 0o777).toBe(0o640);
   });
 
-  it('of dead processes are removed by the next run writing the same output; others are left alone', async () => {
+  it('of dead processes are removed by the next run writing any output in that directory; others are left alone', async () => {
     const d = fresh();
     const dead = deadPid();
-    const stale = [`.out.csv.${dead}.tmp`, `.out.csv.${dead}.1a2b3c4d.tmp`];
-    const alive = `.out.csv.${process.ppid}.tmp`;
-    const otherName = `.other.csv.${dead}.tmp`;
-    for (const name of [...stale, alive, otherName]) writeFileSync(join(d, name), 'raw@example.com\n');
+    const live = process.ppid;
+    // a killed run of yesterday's dated name leaves its rows beside today's output
+    const stale = [
+      `.out.csv.${dead}.tmp`,
+      `.out.csv.${dead}.1a2b3c4d.tmp`,
+      `.changes-2026-11-26.csv.${dead}.tmp`,
+      `.remap.json.${dead}.5e6f7a8b.tmp`,
+    ];
+    const kept = [
+      `.out.csv.${live}.tmp`,
+      `.other.csv.${live}.tmp`,
+      // a live writer's summary temp whose random part happens to be all digits
+      `.report.2026.${live}.12345678.tmp`,
+      // not this tool's pattern
+      `.other.csv.tmp`,
+      `other.csv.${dead}.tmp`,
+      `.other.csv.${dead}.partial`,
+      `.other.csv.x${dead}.tmp`,
+    ];
+    for (const name of [...stale, ...kept]) writeFileSync(join(d, name), 'raw@example.com\n');
+    mkdirSync(join(d, `.a-directory.${dead}.tmp`));
     const sink = await openSink({ path: join(d, 'out.csv'), format: 'csv', header: ['a'] });
     await sink.commit();
     const left = readdirSync(d).sort();
-    expect(left).toEqual([alive, otherName, 'out.csv'].sort());
+    expect(left).toEqual([...kept, `.a-directory.${dead}.tmp`, 'out.csv'].sort());
   });
 
   it('removeStaleTemps says what it removed', () => {
     const d = fresh();
     const dead = deadPid();
     writeFileSync(join(d, `.s.json.${dead}.tmp`), '');
-    expect(removeStaleTemps(join(d, 's.json'))).toEqual([`.s.json.${dead}.tmp`]);
+    writeFileSync(join(d, `.t.csv.${dead}.tmp`), '');
+    expect(removeStaleTemps(join(d, 's.json')).sort()).toEqual([`.s.json.${dead}.tmp`, `.t.csv.${dead}.tmp`]);
   });
 });
 

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PartSinks } from '../../src/pipeline/table/part-sinks.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
@@ -29,7 +29,8 @@ describe('PartSinks', () => {
     ends.push(8, 8);
     await sinks.writeRows(rowsOf(5, 9));
     expect(sinks.completed).toBe(3);
-    expect(existsSync(outs[3].path)).toBe(false);
+    // complete parts wait beside their targets: all are renamed into place together by commit()
+    for (const out of outs) expect(existsSync(out.path)).toBe(false);
     ends.push(10);
     await sinks.writeRows(rowsOf(9, 10));
     await sinks.commit();
@@ -40,13 +41,16 @@ describe('PartSinks', () => {
     expect(read(3)).toBe('id\n8\n9\n');
   });
 
-  it('abort removes the output in progress and keeps the parts already complete', async () => {
+  it('abort replaces no output, not even of the parts already complete, and leaves no temp file', async () => {
     const ends = [2];
     const outs = outputs('abort', 2);
+    writeFileSync(outs[0].path, 'an earlier run\n');
     const sinks = new PartSinks(outs, () => ends);
     await sinks.writeRows(rowsOf(0, 3));
+    expect(sinks.completed).toBe(1);
     await sinks.abort();
-    expect(readFileSync(outs[0].path, 'utf8')).toBe('id\n0\n1\n');
+    expect(readFileSync(outs[0].path, 'utf8')).toBe('an earlier run\n');
     expect(existsSync(outs[1].path)).toBe(false);
+    expect(readdirSync(dir.path).filter((n) => n.endsWith('.tmp'))).toEqual([]);
   });
 });

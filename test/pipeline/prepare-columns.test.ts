@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { prepareColumns, prepareRows } from '../../src/pipeline/map/prepare-rows.js';
 import { resolveIdentifierColumns } from '../../src/pipeline/table/identifier-columns.js';
+import { SLOT } from '../../src/pipeline/map/row-chunk.js';
+import { sha256Base64, type PhoneRegion } from '../../src/identity/index.js';
 
 const HEADER = ['id', 'email', 'notes', 'phone', 'email_hash'];
 const HASH = 'ZfV+zHA0cxUGoPK1oxz3Nwm0M1ytJZqHbIjJ4Fns8U4=';
@@ -28,6 +30,44 @@ describe('identifier cells prepared from columns', () => {
     expect(byColumns).toEqual(byRows);
     expect(byRows.hashes.length).toBeGreaterThan(0);
     expect(byRows.reasons.length).toBeGreaterThan(0);
+  });
+
+  it('read the country column and NULL markers as prepareRows does (Parquet input, read by columns)', () => {
+    const header = ['phone', 'Country', 'email'];
+    const data = [
+      ['(21) 2690-3311', 'Brazil', '\\N'],
+      ['90685 36153', 'IN', 'a@example.com'],
+      ['\\N', 'US', 'NULL'],
+      ['(617) 555-0102', '', 'b@example.com'],
+      ['(21) 2690-3311', 'Narnia', ''],
+    ];
+    const { columns } = resolveIdentifierColumns(header, { phoneCol: 'phone', emailCol: 'email' });
+    const withCountry = columns.map((c) =>
+      c.kind === 'phone'
+        ? { ...c, phoneRegionIndex: 1, phoneRegion: 'US' as PhoneRegion }
+        : { ...c, nullMarkers: ['NULL'] },
+    );
+    const byRows = prepareRows(
+      data.map((cells, r) => ({ line: r + 1, cells })),
+      withCountry,
+    );
+    const byColumns = prepareColumns(
+      data.length,
+      [0, 1, 2].map((c) => data.map((row) => row[c])),
+      withCountry,
+    );
+    expect(byColumns).toEqual(byRows);
+    // email, phone per row (the order resolveIdentifierColumns gives)
+    expect([...byRows.status]).toEqual([
+      ...[SLOT.missing, SLOT.pending],
+      ...[SLOT.pending, SLOT.pending],
+      ...[SLOT.missing, SLOT.missing],
+      ...[SLOT.pending, SLOT.pending],
+      ...[SLOT.missing, SLOT.invalid],
+    ]);
+    expect(byRows.hashes.filter((_, i) => i !== 1 && i !== 3)).toEqual(
+      ['+552126903311', '+919068536153', '+16175550102'].map(sha256Base64),
+    );
   });
 
   it('refuses to prepare a column whose cells were not given', () => {

@@ -124,6 +124,34 @@ describe('RemapEngine', () => {
     expect(result.counts.status).toEqual({ mapped: 598, optout: 1, invalid: 1, error: 0 });
   });
 
+  it('writes the changes in the order the entries were selected (r, then id), whatever order the answers come in', async () => {
+    const changedHashes = async (answerOrder: 'reverse' | 'as sent'): Promise<string[]> => {
+      const state = stateWith(640, () => true);
+      const mapper = new FakeRemapper({ answer: rotatingAnswer });
+      // every batch is held until all ten are in flight, then answered last first (or first first)
+      const held: (() => void)[] = [];
+      const mapBatch: RemapOptions['mapBatch'] = async (request, signal) => {
+        await new Promise<void>((resolve) => {
+          held.push(resolve);
+          if (held.length === 10) for (const go of answerOrder === 'reverse' ? [...held].reverse() : held) go();
+        });
+        return mapper.mapBatch(request, signal);
+      };
+      const { changes, result } = await collect({ state, mapBatch, nowS: NOW_S, batchSize: 64, concurrency: 20 });
+      expect(result.counts.batches).toBe(10);
+      return changes.map((c) => c.hash);
+    };
+    const reverse = await changedHashes('reverse');
+    const inOrder = await changedHashes('as sent');
+    expect(reverse.length).toBeGreaterThan(100);
+    expect(reverse).toEqual(inOrder);
+    // selection order: by r, then by id (the order of stateWith's entries)
+    const state = stateWith(640, () => true);
+    const selected = [...state.entries].sort((a, b) => (a.r as number) - (b.r as number) || a.id - b.id);
+    const changed = new Set(reverse);
+    expect(reverse).toEqual(selected.filter((e) => changed.has(e.hash)).map((e) => e.hash));
+  });
+
   it('a second run at the same now sends nothing', async () => {
     const state = stateWith(300, (i) => i % 3 !== 0);
     const mapper = new FakeRemapper({ answer: rotatingAnswer });

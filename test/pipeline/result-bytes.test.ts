@@ -66,12 +66,14 @@ function answeredChunk(v2: boolean): { chunk: RowChunk; sent: SentHashes } {
 
 describe('result columns written as bytes from the packed answers', () => {
   for (const v2 of [false, true])
-    for (const emitHash of [false, true])
+    for (const hashes of ['none', 'base64', 'hex'] as const)
       for (const timeFormat of ['unix', 'iso'] as TimeFormat[])
-        it(`make the block that the rows of outputRows make (${v2 ? 'v2' : 'v3'}, emit-hash ${emitHash}, ${timeFormat})`, () => {
+        it(`make the block that the rows of outputRows make (${v2 ? 'v2' : 'v3'}, emitted hashes ${hashes}, ${timeFormat})`, () => {
           const { chunk, sent } = answeredChunk(v2);
           const answers = packAnswers(chunk);
-          const layout = { keep: [], prefixes: ['', '', ''], emitHash, timeFormat };
+          const emitHash = hashes !== 'none';
+          const hashEncoding = hashes === 'hex' ? ('hex' as const) : undefined;
+          const layout = { keep: [], prefixes: ['', '', ''], emitHash, hashEncoding, timeFormat };
           const rows = Array.from({ length: ROWS }, (_, line) => ({ line, cells: [] as string[] }));
           const answered = {
             rows,
@@ -82,6 +84,7 @@ describe('result columns written as bytes from the packed answers', () => {
             sent,
           };
           const strings = (v2 ? outputRowsV2 : outputRows)(answered, null, layout);
+          if (hashes === 'hex') expect(strings.flat().some((cell) => /^[0-9a-f]{64,66}$/.test(cell))).toBe(true);
           const columns = resultByteColumns(answers, { rowCount: ROWS, width: WIDTH, v2, layout, sent });
           expect(columns).toBeDefined();
           const width = strings[0].length;

@@ -377,6 +377,7 @@ function concatPrepared(parts: PreparedRows[], width: number): PreparedRows {
     phone: cat('phone'),
     hashes: parts.flatMap((p) => p.hashes),
     reasons: parts.flatMap((p) => p.reasons),
+    needingRegion: parts.reduce((n, p) => n + p.needingRegion, 0),
   };
 }
 

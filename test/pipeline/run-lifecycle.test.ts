@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ClockSkewError, ServiceError, UnauthorizedError } from '../../src/protocol/index.js';
+import { NetworkError } from '../../src/client/errors.js';
+import { ClientError, ClockSkewError, ServiceError, UnauthorizedError } from '../../src/protocol/index.js';
 import { asError, RunLifecycle } from '../../src/pipeline/run/run-lifecycle.js';
 
 const lifecycle = (graceMs?: number) => new RunLifecycle({ maxListeners: 0, graceMs });
@@ -121,5 +122,82 @@ describe('RunLifecycle', () => {
     const error = new Error('e');
     expect(asError(error)).toBe(error);
     expect(asError('text').message).toBe('text');
+  });
+  describe('before any batch was answered, a failure no retry can clear stops the run', () => {
+    const target = 'http://127.0.0.1:9/v3/identity/map';
+    const wrongSecret = () =>
+      new ClientError(
+        400,
+        'client_error',
+        'Invalid body: Check encryption key (ClientSecret). See https://unifiedid.com',
+      );
+    const causes: { name: string; error: () => Error; kind: 'failed' | 'auth-refused'; says: RegExp }[] = [
+      {
+        name: 'connection refused',
+        error: () => new NetworkError(target, 'refused', 'ECONNREFUSED'),
+        kind: 'failed',
+        says: /connection refused.*check/,
+      },
+      {
+        name: 'host name not found',
+        error: () => new NetworkError(target, 'dns', 'ENOTFOUND'),
+        kind: 'failed',
+        says: /host name not found.*check/,
+      },
+      {
+        name: 'TLS',
+        error: () => new NetworkError(target, 'tls', 'ERR_SSL_WRONG_VERSION_NUMBER'),
+        kind: 'failed',
+        says: /TLS.*check/,
+      },
+      {
+        name: "a proxy's 407",
+        error: () => new NetworkError(target, 'proxy-auth', 'HTTP 407'),
+        kind: 'failed',
+        says: /proxy.*user:password/,
+      },
+      {
+        name: 'a wrong client secret',
+        error: wrongSecret,
+        kind: 'auth-refused',
+        says: /client secret does not match the API key/,
+      },
+      { name: '403', error: () => new ServiceError(403, 'forbidden', undefined), kind: 'failed', says: /403/ },
+    ];
+    for (const c of causes) {
+      it(`${c.name}: stops (${c.kind}) with the cause and a fix`, () => {
+        const run = lifecycle();
+        run.haltOnBatchError(c.error());
+        const outcome = run.outcome();
+        expect(outcome.kind).toBe(c.kind);
+        expect(run.abort.signal.aborted).toBe(true);
+        expect(outcome.kind === 'completed' || outcome.kind === 'interrupted' ? '' : outcome.error.message).toMatch(
+          c.says,
+        );
+      });
+    }
+
+    it('once a batch was answered, the same failures leave the run going (their rows end in error)', () => {
+      for (const c of causes) {
+        const run = lifecycle();
+        run.noteBatchAnswered();
+        run.haltOnBatchError(c.error());
+        expect(run.stopped).toBe(false);
+      }
+    });
+
+    it('failures that may clear by themselves leave the run going', () => {
+      for (const error of [
+        new NetworkError(target, 'reset', 'ECONNRESET'),
+        new NetworkError(target, 'timeout', 'UND_ERR_HEADERS_TIMEOUT'),
+        new NetworkError(target, 'dns', 'EAI_AGAIN'),
+        new ServiceError(503, 'server_error', undefined),
+        new ClientError(400, 'client_error', 'Invalid identifier'),
+      ]) {
+        const run = lifecycle();
+        run.haltOnBatchError(error);
+        expect(run.stopped).toBe(false);
+      }
+    });
   });
 });

@@ -1,7 +1,7 @@
 import { PassThrough, Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
-import { sha256Base64 } from '../../src/identity/index.js';
+import { sha256Base64, type PhoneRegion } from '../../src/identity/index.js';
 import { openSink } from '../../src/pipeline/table/sink.js';
 import { openSource } from '../../src/pipeline/table/source.js';
 import { InputError } from '../../src/pipeline/table/table.js';
@@ -35,6 +35,43 @@ describe('readIdentifierType', () => {
     expect(readIdentifierType('email-hash')).toBe('email_hash');
     expect(readIdentifierType('Phone Hash')).toBe('phone_hash');
     expect(readIdentifierType('mail')).toBeNull();
+  });
+});
+
+describe('a country column and NULL markers in token batches', () => {
+  it("reads each row's phone in its country, and \\N (or a --null-value) as an empty identifier", async () => {
+    const csv =
+      'identifier,identifier_type,Country,token\n' +
+      '(21) 2690-3311,phone,Brazil,t1\n' +
+      '90685 36153,phone,,t2\n' +
+      '\\N,email,,t3\n' +
+      'NULL,email,,t4\n' +
+      '(21) 2690-3311,phone,Narnia,t5\n';
+    const client = fakeClient({ validate: async () => true });
+    const out = output();
+    await validateTokenBatch({
+      source: await table(csv),
+      openSink: out.open,
+      client,
+      concurrency: 1,
+      phoneRegion: 'IN' as PhoneRegion,
+      phoneRegionColumn: 'country',
+      nullValues: ['NULL'],
+    });
+    const rows = out.rows().slice(1);
+    expect(rows.map((r) => [r[4], r[5], r[6]])).toEqual([
+      ['true', sha256Base64('+552126903311'), ''],
+      ['true', sha256Base64('+919068536153'), ''],
+      ['invalid', '', 'empty'],
+      ['invalid', '', 'empty'],
+      [
+        'invalid',
+        '',
+        "invalid phone: the row's country 'Narnia' is not an ISO 3166 code or a country name this tool knows",
+      ],
+    ]);
+    // the cells are written as read
+    expect(rows.map((r) => r[0])).toEqual(['(21) 2690-3311', '90685 36153', '\\N', 'NULL', '(21) 2690-3311']);
   });
 });
 

@@ -95,7 +95,9 @@ function describeConfig(cfg: ResolvedConfig): string {
           ? 'UID2_ENV'
           : 'the profile';
   const profile = d.profile ? `, profile '${d.profile}'${d.configFile ? ` in ${d.configFile}` : ''}` : '';
-  return `env ${d.env} (from ${envFrom}), ${d.baseUrl}, scope ${d.scope}${profile}`;
+  // the embedded service's address is its own; any other says which setting gave it
+  const url = cfg.isLocal ? d.baseUrl : `${d.baseUrl} (${d.baseUrlFrom})`;
+  return `env ${d.env} (from ${envFrom}), ${url}, scope ${d.scope}${profile}`;
 }
 
 export async function runDoctor(options: DoctorOptions, deps: DoctorDeps): Promise<DoctorReport> {

@@ -14,6 +14,7 @@ import {
   hashRows,
   type HashCounts,
 } from '../../pipeline/hash/hash-rows.js';
+import { commitTogether } from '../../pipeline/table/commit-together.js';
 import { rowFormatOf, type RowFormat } from '../../pipeline/table/row-encoders.js';
 import { RowThreads, YOUNG_GENERATION_MB } from '../../pipeline/threads/row-threads.js';
 import { isPieceSource, openTableInputs, type TableInput } from '../../pipeline/threads/table-input.js';
@@ -21,6 +22,7 @@ import { openSink } from '../../pipeline/table/sink.js';
 import { defaultLayout } from '../../pipeline/map/result-columns.js';
 import { keptColumns } from '../../pipeline/map/result-layout.js';
 import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from '../../pipeline/jobs/headerless-input.js';
+import type { HashEncoding } from '../../pipeline/table/hash-cells.js';
 import type { ColumnType } from '../../pipeline/table/typed-cells.js';
 import { requireTextColumns } from '../../pipeline/table/parquet-columns.js';
 import {
@@ -33,6 +35,7 @@ import {
 import { addBadRowOptions, badRowFlags, BadRowsOutput, type BadRowFlags } from '../shared/bad-rows.js';
 import { EXIT, UserError, onInterrupt } from '../shared/exit-codes.js';
 import {
+  addHashEncodingOption,
   addOutputOptions,
   outputFlags,
   sinkCompression,
@@ -53,7 +56,15 @@ import { createProgress } from '../shared/progress.js';
 import { addOutputDirOption, outputDirOf, partOutputPaths, partSinksFor } from '../shared/output-dir.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
-import { addPhoneRegionOption, phoneRegionFlagOf, withPhoneRegion } from '../shared/phone-region-option.js';
+import {
+  addPhoneRegionOption,
+  phoneRegionColumnFlagOf,
+  phoneRegionColumnIndex,
+  phoneRegionFlagOf,
+  withPhoneRegion,
+} from '../shared/phone-region-option.js';
+import { phoneRegionHint, readsRegion } from '../shared/phone-region-hint.js';
+import { addNullValueOption, nullValuesOf, withNullMarkers } from '../shared/null-value-option.js';
 import type { PhoneRegion } from '../../identity/index.js';
 import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../shared/summary.js';
 
@@ -80,6 +91,12 @@ export interface HashFlags extends InputFlags, ColumnFlags, Partial<BadRowFlags>
   dropInputColumns?: boolean;
   /** --phone-region: national phone numbers are read as this country's. */
   phoneRegion?: PhoneRegion;
+  /** --hash-encoding: how the hash column is written (default base64). */
+  hashEncoding?: HashEncoding;
+  /** --phone-region-col: each row's phones are read in the country this column names. */
+  phoneRegionColumn?: string;
+  /** --null-value: identifier cells so written are missing (besides empty cells and \N). */
+  nullValues?: string[];
 }
 
 export interface HashIo {
@@ -131,20 +148,29 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       if (!flags.quiet) io.stderr.write(`uid2-batch: ${line}\n`);
     },
   );
+  let interrupted = false;
+  // listened to from the opening on: a read that waits (a pipe nobody writes to) is given up on an interrupt
+  const stopReading = new AbortController();
+  const removeInterrupt = io.onInterrupt(() => {
+    interrupted = true;
+    stopReading.abort();
+  });
+  const interruptedError = (): UserError =>
+    new UserError(
+      `interrupted: ${toFile ? 'no output file was written' : 'the rows on stdout are incomplete'}`,
+      EXIT.interrupted,
+    );
   let source: TableInput;
   try {
-    source = await openInput(inputPaths, flags, io, badRows);
+    source = await openInput(inputPaths, flags, io, badRows, stopReading.signal);
   } catch (err) {
+    removeInterrupt();
     await badRows?.abort();
-    throw err;
+    throw interrupted ? interruptedError() : err;
   }
   const progress = createProgress({ label: 'hash', quiet: flags.quiet, stream: io.stderr, dataOnStdout: !toFile });
   let sink: TableSink | undefined;
   let threads: RowThreads | undefined;
-  let interrupted = false;
-  const removeInterrupt = io.onInterrupt(() => {
-    interrupted = true;
-  });
   try {
     for (const n of source.notes) progress.note(n);
     let columns: IdentifierColumn[] = [];
@@ -162,7 +188,11 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     } else {
       progress.note(`${source.name} is empty: writing an empty output`);
     }
-    columns = withPhoneRegion(columns, flags.phoneRegion);
+    const regionIndex =
+      flags.phoneRegionColumn === undefined || columns.length === 0
+        ? undefined
+        : phoneRegionColumnIndex(source.header, flags.phoneRegionColumn, columns, source.name);
+    columns = withNullMarkers(withPhoneRegion(columns, flags.phoneRegion, regionIndex), flags.nullValues);
     // a Parquet column of numbers or nested values holds no identifier as the service reads one
     requireTextColumns(
       source,
@@ -191,17 +221,17 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     const tally = new Tally(columns);
     const counts = tally.counts;
     const checkInterrupt = (): void => {
-      if (interrupted)
-        throw new UserError(
-          `interrupted: ${toFile ? 'no output file was written' : 'the rows on stdout are incomplete'}`,
-          EXIT.interrupted,
-        );
+      if (interrupted) throw interruptedError();
     };
     if (isPieceSource(source)) {
       // openInput reads the input as rows for a Parquet output: the row threads write text
       if (flags.format === 'parquet') throw new Error('Parquet output from row threads');
       const format: RowFormat = rowFormatOf(flags.format, header, types);
-      const layout = { ...defaultLayout(columns), keep };
+      const layout = {
+        ...defaultLayout(columns),
+        keep,
+        ...(flags.hashEncoding !== undefined ? { hashEncoding: flags.hashEncoding } : {}),
+      };
       threads = new RowThreads(
         { name: source.name, csv: source.settings, width: source.width, columns, format, v2: false, layout },
         flags.threads ?? 1,
@@ -215,18 +245,19 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       }
     } else {
       for await (const chunk of source.rows()) {
-        await sink.writeRows(hashRows(chunk, columns, counts, keep));
+        await sink.writeRows(hashRows(chunk, columns, counts, keep, flags.hashEncoding));
         progress.update({ done: counts.rows, ...estimateTotal(source, counts.rows) });
         checkInterrupt();
       }
     }
-    await sink.commit();
-    await badRows?.commit();
+    await commitTogether([sink, badRows]);
     progress.stop();
     const problems = source.problems();
     const summary = tally.summary(startedMs, io.now(), problems);
     if (problems.badRows !== undefined) summary.bad_rows = problems.badRows;
     if (!flags.quiet) io.stderr.write(`${formatHashSummary(summary)}\n`);
+    const hint = phoneRegionHint(readsRegion(columns), counts);
+    if (hint !== undefined && !flags.quiet) io.stderr.write(`uid2-batch: ${hint}\n`);
     if (!flags.quiet) for (const line of badRows?.closingLines() ?? []) io.stderr.write(`uid2-batch: ${line}\n`);
     if (flags.summaryJson !== undefined) await writeJsonAtomically(flags.summaryJson, summary);
     return summary;
@@ -236,7 +267,7 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     source.close?.();
     await sink?.abort();
     await badRows?.abort();
-    throw asUserError(err);
+    throw interrupted ? interruptedError() : asUserError(err);
   } finally {
     removeInterrupt();
     await threads?.close();
@@ -248,11 +279,13 @@ async function openInput(
   flags: HashFlags,
   io: HashIo,
   badRows: BadRowsOutput | undefined,
+  signal: AbortSignal,
 ): Promise<TableInput> {
   const options: Omit<OpenSourceOptions, 'path'> = {
     ...sourceOptionsOf(flags),
     ...(paths[0] === '-' ? { stream: io.stdin } : {}),
     ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
+    signal,
   };
   try {
     // Parquet is written from rows by its sink: no row threads, which write text; --output-dir cuts the rows back
@@ -367,7 +400,13 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
   const cmd = program
     .command('hash')
     .description(
-      'normalize, hash and validate identifiers offline (nothing is sent): writes hash, hash_type, status and reason per identifier column',
+      'normalize, hash and validate the identifiers of CSV, JSONL or Parquet files offline (nothing is sent): writes hash, hash_type, status and reason per identifier column',
+    )
+    .addHelpText(
+      'after',
+      '\nOutput: CSV, TSV, JSONL or Parquet, by the name of -o or --format.\n' +
+        'Exit codes: 0 done (invalid identifiers are data); 1 failed (a bad input file); 2 usage; 9 records that could\n' +
+        'not be read were skipped (--on-bad-row skip; see --bad-rows); 130 interrupted.',
     )
     .argument(
       '[input...]',
@@ -382,9 +421,11 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
     .option('--drop-input-columns', 'write no input column (but those of --keep): only the result columns');
   addTableInputOptions(cmd);
   addPhoneRegionOption(cmd, false);
+  addNullValueOption(cmd);
   addBadRowOptions(cmd);
   addOutputOptions(cmd);
   addOutputDirOption(cmd);
+  addHashEncodingOption(cmd, 'the hash column');
   addThreadsOption(cmd, defaultHashThreads(), 'one per core, at most 4');
   cmd.action(async (input: string[] | undefined, opts: Record<string, unknown>) => {
     const hashIo = io();
@@ -404,6 +445,9 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
       ...(Array.isArray(opts.keep) ? { keep: opts.keep as string[] } : {}),
       ...(opts.dropInputColumns === true ? { dropInputColumns: true } : {}),
       ...(phoneRegionFlagOf(opts) !== undefined ? { phoneRegion: phoneRegionFlagOf(opts) } : {}),
+      ...(outputFlags(opts).hashEncoding !== undefined ? { hashEncoding: outputFlags(opts).hashEncoding } : {}),
+      ...(phoneRegionColumnFlagOf(opts) !== undefined ? { phoneRegionColumn: phoneRegionColumnFlagOf(opts) } : {}),
+      ...(nullValuesOf(opts) !== undefined ? { nullValues: nullValuesOf(opts) } : {}),
     };
     const summary = await runHash(flags, hashIo);
     // records skipped (--on-bad-row skip): the run completed, and its exit code says that rows are missing

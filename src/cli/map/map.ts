@@ -20,6 +20,7 @@ import {
 } from '../../pipeline/table/identifier-columns.js';
 import { formatOfExtension } from '../../pipeline/table/format-names.js';
 import { requireTextColumns } from '../../pipeline/table/parquet-columns.js';
+import { commitTogether } from '../../pipeline/table/commit-together.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../../pipeline/table/table.js';
 import { closeOnFailure } from '../../pipeline/table/close-on-failure.js';
@@ -47,6 +48,7 @@ import {
 import {
   addConnectionOptions,
   addOutputOptions,
+  addHashEncodingOption,
   addTimeFormatOption,
   connectionFlags,
   outputFlags,
@@ -66,9 +68,13 @@ import { collectRepeated } from '../shared/repeated-flags.js';
 import {
   addPhoneRegionOption,
   chooseRegion,
+  phoneRegionColumnFlagOf,
+  phoneRegionColumnIndex,
   phoneRegionFlagOf,
   withPhoneRegion,
 } from '../shared/phone-region-option.js';
+import { phoneRegionHint, readsRegion } from '../shared/phone-region-hint.js';
+import { addNullValueOption, nullValuesOf, withNullMarkers } from '../shared/null-value-option.js';
 import type { PhoneRegion } from '../../identity/index.js';
 import { openMapState, type MapStateFile } from './map-state.js';
 
@@ -101,6 +107,10 @@ export interface MapFlags extends ColumnFlags, Partial<BadRowFlags> {
   layout?: Omit<LayoutRequest, 'timeFormat'>;
   /** --phone-region: national phone numbers are read as this country's (default: the profile's phone_region). */
   phoneRegion?: PhoneRegion;
+  /** --phone-region-col: each row's phones are read in the country this column names. */
+  phoneRegionColumn?: string;
+  /** --null-value: identifier cells so written are missing (besides empty cells and \N). */
+  nullValues?: string[];
   connection: ConnectionFlags;
   output: OutputFlags;
 }
@@ -118,14 +128,15 @@ const parseBatchSize = wholeNumber('--batch-size', 1, 5000);
 export function registerMap(program: Command): void {
   const cmd = program
     .command('map')
-    .summary('map emails, phones and hashes of a CSV or JSONL file to raw UIDs (POST /v3/identity/map)')
+    .summary('map emails, phones and hashes of CSV, JSONL or Parquet files to raw UIDs (POST /v3/identity/map)')
     .description(
-      'Maps every row of a CSV (or JSONL) file to raw UIDs. Emails and phones are normalized and hashed here: only ' +
+      'Maps every row of CSV, JSONL or Parquet files (gzip too) to raw UIDs, written as CSV, TSV, JSONL or Parquet. Emails and phones are normalized and hashed here: only ' +
         'hashes are sent. Output: the input columns, then raw_uid, prev_raw_uid, refresh_from, status (mapped, optout, ' +
         'invalid, error, or missing for an empty cell) and reason per identifier column, in input order. Without column ' +
         'flags, the columns named like email, phone or email_hash are used. With --state FILE, a re-run sends only what ' +
-        'is new, due or unfinished.\n\nExit codes: 0 done; 3 some rows ended in error (run again to complete them); ' +
-        '2 usage or configuration; 4 credentials refused; 130 interrupted.',
+        'is new, due or unfinished.\n\nExit codes: 0 done; 1 failed (the service, the network, a bad input file); ' +
+        '2 usage or configuration; 3 some rows ended in error (run again to complete them); 4 credentials refused; ' +
+        '9 records that could not be read were skipped (--on-bad-row skip; see --bad-rows); 130 interrupted.',
     )
     .argument(
       '[input...]',
@@ -151,7 +162,7 @@ export function registerMap(program: Command): void {
     )
     .option(
       '--emit-hash',
-      'also write the hash sent for each identifier (base64, the key of the state and the remap-due changes file) and hash_type',
+      'also write the hash sent for each identifier (base64, the key of the state and the remap-due changes file; hex with --hash-encoding hex) and hash_type',
     )
     .option(
       '--keep <columns>',
@@ -166,10 +177,12 @@ export function registerMap(program: Command): void {
     );
   addTableInputOptions(cmd);
   addPhoneRegionOption(cmd, true);
+  addNullValueOption(cmd);
   addBadRowOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   addTimeFormatOption(cmd);
+  addHashEncodingOption(cmd, 'the hashes of --emit-hash');
   addOutputDirOption(cmd);
   addThreadsOption(cmd, defaultMapThreads(), 'cores - 1, at most 3');
   cmd.action((input: string[] | undefined, opts: Record<string, unknown>) =>
@@ -201,6 +214,8 @@ export function mapFlags(input: string | readonly string[] | undefined, opts: Re
     dryRun: opts.dryRun === true,
     ...(opts.api === 'v2' ? { api: 'v2' as const } : {}),
     ...(phoneRegionFlagOf(opts) !== undefined ? { phoneRegion: phoneRegionFlagOf(opts) } : {}),
+    ...(phoneRegionColumnFlagOf(opts) !== undefined ? { phoneRegionColumn: phoneRegionColumnFlagOf(opts) } : {}),
+    ...(nullValuesOf(opts) !== undefined ? { nullValues: nullValuesOf(opts) } : {}),
     layout: {
       ...(Array.isArray(opts.keep) ? { keep: opts.keep as string[] } : {}),
       ...(opts.dropInputColumns === true ? { dropInputColumns: true } : {}),
@@ -217,6 +232,10 @@ export function mapFlags(input: string | readonly string[] | undefined, opts: Re
  * 130 interrupted); throws for the rest.
  */
 export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
+  if (flags.output.hashEncoding !== undefined && flags.layout?.emitHash !== true)
+    throw new UserError(
+      `--hash-encoding ${flags.output.hashEncoding} applies to the hashes --emit-hash writes: add --emit-hash, or drop --hash-encoding`,
+    );
   const inputPaths = expandInputArgs(flags.inputs ?? [chooseInput(flags.input, deps.stdin)]);
   const partOutputs =
     flags.outputDir !== undefined
@@ -277,6 +296,7 @@ async function mapParts(
     ...sourceOptionsOf(flags),
     ...(inputPath === '-' ? { stream: deps.stdin } : {}),
     ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
+    ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
     // a Parquet input is read on a thread of its own, which keeps and encodes its rows (not with --output-dir,
     // which cuts the rows back into their parts as they are written: the rows are needed on this thread)
     ...((flags.threads ?? 0) > 0 && flags.outputDir === undefined ? { readThread: true } : {}),
@@ -292,7 +312,17 @@ async function mapParts(
   // output encoded, on a thread of their own; every other run needs this thread's speed more
   if (!(isPreparingSource(opened) && flags.output.format === 'parquet')) releaseYoungGeneration();
   return closeOnFailure(opened, () =>
-    mapOpened(opened, { ...sourceOptions, path: inputPaths[0] }, inputPaths, flags, config, startedMs, deps, say),
+    mapOpened(
+      opened,
+      { ...sourceOptions, path: inputPaths[0] },
+      inputPaths,
+      flags,
+      config,
+      startedMs,
+      deps,
+      say,
+      badRows,
+    ),
   );
 }
 
@@ -305,13 +335,22 @@ async function mapOpened(
   startedMs: number,
   deps: MapDeps,
   say: (line: string) => void,
+  badRows: BadRowsOutput | undefined,
 ): Promise<number> {
   const dryRun = flags.dryRun === true;
   // a one-column file of emails or phones without a header line is read as such (and said so)
   const source = inputPaths.length === 1 && mayBeHeaderless(flags, firstInput) ? readAsHeaderless(opened) : opened;
   for (const line of source.notes) say(line);
   if (source.header.length === 0) return emptyInput(source, flags, startedMs, deps, say);
-  const columns = withPhoneRegion(identifierColumns(source, flags, say), chooseRegion(flags.phoneRegion, config));
+  const identifiers = identifierColumns(source, flags, say);
+  const regionIndex =
+    flags.phoneRegionColumn === undefined
+      ? undefined
+      : phoneRegionColumnIndex(source.header, flags.phoneRegionColumn, identifiers, source.name);
+  const columns = withNullMarkers(
+    withPhoneRegion(identifiers, chooseRegion(flags.phoneRegion, config), regionIndex),
+    flags.nullValues,
+  );
   // a Parquet column of numbers or nested values holds no identifier as the service reads one
   requireTextColumns(
     source,
@@ -338,7 +377,7 @@ async function mapOpened(
   }
   try {
     if (dryRun && !isPieceSource(source)) return await dryRunReport(source, columns, flags, state, startedMs, deps);
-    return await mapForReal(source, columns, layout, concurrency, config, flags, state, startedMs, deps);
+    return await mapForReal(source, columns, layout, concurrency, config, flags, state, startedMs, deps, badRows);
   } finally {
     await state?.close();
   }
@@ -379,7 +418,7 @@ function chooseInput(input: string | undefined, stdin: { isTTY?: boolean }): str
   if (input !== undefined && input !== '') return input;
   if (stdin.isTTY) {
     throw new UserError(
-      'no input: give a CSV or JSONL file (uid2-batch map FILE), or pipe rows in (... | uid2-batch map -)',
+      'no input: give a CSV, JSONL or Parquet file (uid2-batch map FILE), or pipe rows in (... | uid2-batch map -)',
     );
   }
   return '-';
@@ -404,7 +443,7 @@ function resultLayout(source: TableInfo, columns: IdentifierColumn[], flags: Map
     return resolveResultLayout(
       source.header,
       columns,
-      { ...flags.layout, timeFormat: flags.output.timeFormat },
+      { ...flags.layout, timeFormat: flags.output.timeFormat, hashEncoding: flags.output.hashEncoding },
       source.name,
     );
   } catch (err) {
@@ -423,6 +462,7 @@ async function mapForReal(
   state: MapStateFile | undefined,
   startedMs: number,
   deps: MapDeps,
+  badRows: BadRowsOutput | undefined,
 ): Promise<number> {
   const maxAttempts = resolved.maxAttempts ?? 6;
   const connection = await connectForMapping(resolved, concurrency, {
@@ -487,10 +527,20 @@ async function mapForReal(
         }),
     });
     progress.stop();
+    const hint = phoneRegionHint(readsRegion(columns), result.counts);
+    if (hint !== undefined) sayTo(flags.output, deps)(hint);
     const summary = mapSummary(result, client, source, startedMs, deps.now(), state);
     if (api === 'v2') summary.api = 'v2';
     state?.endRun(JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
-    return await finish(result, summary, { sink, rejects, flags, state, say: sayTo(flags.output, deps), deps });
+    return await finish(result, summary, {
+      sink,
+      rejects,
+      badRows,
+      flags,
+      state,
+      say: sayTo(flags.output, deps),
+      deps,
+    });
   } catch (err) {
     progress?.stop();
     await rejects?.abort();
@@ -522,8 +572,11 @@ function runArgs(
     fail_fast: flags.failFast === true,
     ...(flags.api === 'v2' ? { api: 'v2' } : {}),
     ...(region !== undefined ? { phone_region: region } : {}),
+    ...(flags.phoneRegionColumn !== undefined ? { phone_region_col: flags.phoneRegionColumn } : {}),
+    ...(flags.nullValues !== undefined ? { null_values: flags.nullValues } : {}),
     ...(flags.output.timeFormat !== undefined ? { time_format: flags.output.timeFormat } : {}),
     ...(flags.layout?.emitHash === true ? { emit_hash: true } : {}),
+    ...(flags.output.hashEncoding !== undefined ? { hash_encoding: flags.output.hashEncoding } : {}),
     ...(flags.layout?.keep !== undefined ? { keep: flags.layout.keep } : {}),
     ...(flags.layout?.dropInputColumns === true ? { drop_input_columns: true } : {}),
   });
@@ -532,6 +585,7 @@ function runArgs(
 interface Finish {
   sink: TableSink;
   rejects: TableSink | undefined;
+  badRows: BadRowsOutput | undefined;
   flags: MapFlags;
   state: MapStateFile | undefined;
   say: (line: string) => void;
@@ -541,12 +595,12 @@ interface Finish {
 /** Commits or abandons the output by outcome, reports, and picks the exit code. */
 async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Promise<number> {
   const { outcome } = result;
-  if (outcome.kind === 'completed') {
-    await f.sink.commit();
-    await f.rejects?.commit();
-  } else {
+  // the run's files replace their targets together, and only when it completed
+  if (outcome.kind === 'completed') await commitTogether([f.sink, f.rejects, f.badRows]);
+  else {
     await f.rejects?.abort();
     await f.sink.abort();
+    await f.badRows?.abort();
   }
   if (!f.flags.output.quiet) printSummary(summary, f.deps.stderr);
   if (f.flags.output.summaryJson !== undefined) await writeSummaryJson(f.flags.output.summaryJson, summary);
@@ -558,9 +612,12 @@ async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Pro
         'a state file remembers; with --state FILE each is sent once',
     );
   }
-  const output =
-    f.flags.output.output ??
-    (f.flags.outputDir !== undefined ? `the output of the part in progress in ${f.flags.outputDir}` : undefined);
+  const notWritten =
+    f.flags.output.output !== undefined
+      ? `${f.flags.output.output} was not written`
+      : f.flags.outputDir !== undefined
+        ? `no output in ${f.flags.outputDir} was written`
+        : 'the rows on stdout are incomplete';
   switch (outcome.kind) {
     case 'completed': {
       const errors = result.counts.status.error;
@@ -575,7 +632,7 @@ async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Pro
     }
     case 'interrupted':
       f.say(
-        `interrupted: ${output ? `${output} was not written` : 'the rows on stdout are incomplete'}; ` +
+        `interrupted: ${notWritten}; ` +
           (f.state
             ? `${formatCount(result.counts.batchesCommitted)} answered batch(es) are saved in ${f.flags.state}: re-run the same command to resume`
             : 'nothing was saved (use --state FILE to make a re-run resume)'),
@@ -585,14 +642,13 @@ async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Pro
       throw outcome.error;
     case 'failed': {
       const error = outcome.error;
-      const written = output ? `${output} was not written` : 'the rows on stdout are incomplete';
       const saved = f.state ? `; answered batches are saved in ${f.flags.state}, a re-run resumes` : '';
       if (!KNOWN_FAILURES.has(error.name)) throw error;
       const lead =
         f.flags.failFast && !LOCAL_FAILURES.has(error.name)
           ? 'stopped at the first failed request (--fail-fast): '
           : '';
-      throw new UserError(`${lead}${error.message}; ${written}${saved}`, EXIT.failed);
+      throw new UserError(`${lead}${error.message}; ${notWritten}${saved}`, EXIT.failed);
     }
   }
 }
@@ -684,6 +740,8 @@ async function dryRunReport(
     `  ${formatCount(c.batches)} request(s) would be sent (${formatCount(c.itemsInBatches)} identifiers, up to ${formatCount(flags.batchSize ?? 5000)} per request)`,
   ];
   if (!flags.output.quiet) deps.stderr.write(`${lines.join('\n')}\n`);
+  const hint = phoneRegionHint(readsRegion(columns), c);
+  if (hint !== undefined) sayTo(flags.output, deps)(hint);
   if (flags.output.summaryJson !== undefined) {
     const summary = makeSummary({
       command: 'map',

@@ -34,10 +34,13 @@ import { EXIT, UserError } from '../shared/exit-codes.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import type { ColumnType, TimeFormat, TypedHeader } from '../../pipeline/table/typed-cells.js';
+import { hashCell, type HashEncoding } from '../../pipeline/table/hash-cells.js';
 import { requireTextColumns } from '../../pipeline/table/parquet-columns.js';
 import {
   addConnectionOptions,
   addOutputOptions,
+  addHashEncodingOption,
+  addLockWaitOption,
   addTimeFormatOption,
   connectionFlags,
   decimalNumber,
@@ -56,6 +59,7 @@ import {
 } from '../shared/input-options.js';
 import {
   exitCodeOf,
+  outputExists,
   replayedLine,
   reportRun,
   requestCounters,
@@ -78,6 +82,8 @@ export interface OptoutCheckFlags extends Partial<BadRowFlags> {
   sweepFraction?: number;
   privateOperator: boolean;
   concurrency?: number;
+  /** --wait with --state: seconds to wait for another run's lock on the state file (absent: fail at once). */
+  wait?: number;
   connection: ConnectionFlags;
   output: OutputFlags;
 }
@@ -94,9 +100,11 @@ export function registerOptoutCheck(program: Command): void {
     .summary('which raw UIDs have opted out (POST /v2/optout/status), from a file or the state file')
     .description(
       [
-        'Asks the service which raw UIDs have opted out. Input: a CSV or JSONL column of raw UIDs (--col, or the one column named like raw_uid, advertising_id, uid or raw_uid2), or --state FILE to check the raw UIDs and previous raw UIDs stored there; opted-out entries are then tombstoned and each check time is recorded.',
+        'Asks the service which raw UIDs have opted out. Input: a CSV, JSONL or Parquet column of raw UIDs (--col, or the one column named like raw_uid, advertising_id, uid or raw_uid2), or --state FILE to check the raw UIDs and previous raw UIDs stored there; opted-out entries are then tombstoned and each check time is recorded.',
         "Requests go one at a time on one connection, the service's rule for this endpoint, unless --private-operator.",
         'Re-mapping alone sees an opt-out only when the entry comes due, up to a year later. A nightly `optout-check --state s.db --sweep-fraction 0.05` checks 5% of the entries, going on from where the last night stopped, so every entry is checked every 20 days.',
+        'Output: CSV, TSV, JSONL or Parquet, by the name of -o or --format.',
+        'Exit codes: 0 done (opted-out raw UIDs are data); 1 failed (the service, the network, a bad input file); 2 usage, or another run is using the state file; 3 some raw UIDs could not be checked (run again); 4 credentials refused; 9 records that could not be read were skipped (--on-bad-row skip; see --bad-rows); 130 interrupted.',
       ].join('\n\n'),
     )
     .argument(
@@ -120,11 +128,13 @@ export function registerOptoutCheck(program: Command): void {
     )
     .option('--private-operator', 'the service is a private operator: batches may be sent in parallel')
     .option('--concurrency <n>', 'with --private-operator: requests in flight at most (default 4)', parseConcurrency);
+  addLockWaitOption(cmd, 'the --state file (a remap-due, a map --state)');
   addInputFormatOptions(cmd);
   addBadRowOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   addTimeFormatOption(cmd);
+  addHashEncodingOption(cmd, 'the hashes of --state rows');
   cmd.action((input: string[] | undefined, opts: Record<string, unknown>) =>
     runInProcess((deps) => runOptoutCheck(optoutCheckFlags(input, opts), deps)),
   );
@@ -147,6 +157,7 @@ export function optoutCheckFlags(
     ...(num('sweepFraction') !== undefined ? { sweepFraction: num('sweepFraction') } : {}),
     privateOperator: opts.privateOperator === true,
     ...(num('concurrency') !== undefined ? { concurrency: num('concurrency') } : {}),
+    ...(num('wait') !== undefined ? { wait: num('wait') } : {}),
     connection: connectionFlags(opts),
     output: outputFlags(opts),
   };
@@ -164,6 +175,13 @@ function checkCombinations(flags: OptoutCheckFlags): void {
   if (flags.sweepFraction !== undefined && flags.state === undefined) {
     throw new UserError('--sweep-fraction works on a state file: add --state FILE');
   }
+  if (flags.output.hashEncoding !== undefined && flags.state === undefined) {
+    throw new UserError(
+      `--hash-encoding ${flags.output.hashEncoding} applies to the hashes of --state rows (a file of raw UIDs has none): add --state FILE, or drop it`,
+    );
+  }
+  if (flags.wait !== undefined && flags.state === undefined)
+    throw new UserError('--wait is for the lock of a state file: add --state FILE, or drop --wait');
   if (flags.sweepFraction === 0)
     throw new UserError('--sweep-fraction must be above 0 (e.g. 0.05 checks 5% of the entries per run)');
   if (flags.concurrency !== undefined && flags.concurrency > 1 && !flags.privateOperator) {
@@ -233,8 +251,9 @@ async function checkFile(
     ...sourceOptionsOf(flags.reading),
     ...(inputPaths[0] === '-' ? { stream: deps.stdin } : {}),
     ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
+    ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
   });
-  return closeOnFailure(source, () => checkSource(source, flags, deps, config, startedMs));
+  return closeOnFailure(source, () => checkSource(source, flags, deps, config, startedMs, badRows));
 }
 
 async function checkSource(
@@ -243,6 +262,7 @@ async function checkSource(
   deps: OptoutCheckDeps,
   config: ResolvedConfig,
   startedMs: number,
+  badRows: BadRowsOutput | undefined,
 ): Promise<number> {
   const say = sayTo(flags.output, deps);
   for (const line of source.notes) say(line);
@@ -298,7 +318,7 @@ async function checkSource(
         ...(columns.length > 1 ? { raw_uid_columns: columns.map((c) => source.header[c]) } : {}),
         ...(source.problems().badRows !== undefined ? { bad_rows: source.problems().badRows } : {}),
       });
-      return await finishOptout(result, summary, sink, flags, deps, say);
+      return await finishOptout(result, summary, sink, flags, deps, say, false, undefined, badRows);
     });
   } finally {
     await connection.close();
@@ -424,7 +444,7 @@ function chooseInput(input: string | undefined, stdin: { isTTY?: boolean }): str
   if (input !== undefined && input !== '') return input;
   if (stdin.isTTY) {
     throw new UserError(
-      'no input: give a CSV or JSONL file of raw UIDs (uid2-batch optout-check FILE), pipe one in (... | uid2-batch optout-check -), or use --state FILE',
+      'no input: give a CSV, JSONL or Parquet file of raw UIDs (uid2-batch optout-check FILE), pipe one in (... | uid2-batch optout-check -), or use --state FILE',
     );
   }
   return '-';
@@ -442,7 +462,12 @@ export function optoutSummary(
   return makeSummary({
     command,
     rows: c.rows,
-    status: { optout: c.status.opted_out, invalid: c.status.invalid, error: c.status.error },
+    status: {
+      optout: c.status.opted_out,
+      invalid: c.status.invalid,
+      error: c.status.error,
+      ...(c.status.missing > 0 ? { missing: c.status.missing } : {}),
+    },
     ...requestCounters(client.stats),
     startedMs,
     endedMs,
@@ -458,12 +483,12 @@ export function optoutSummary(
   });
 }
 
-/** `optout-check: 10,000 rows in 1.2 s: 12 opted out, 9,980 not, 8 invalid, 0 error; 2 requests, 0 retries` */
+/** `optout-check: 10,000 rows in 1.2 s: 12 opted out, 9,980 not, 8 invalid, 0 error; 2 requests, 0 retries` (`, 3 missing` after invalid when any cell was empty) */
 export function formatOptoutSummary(s: RunSummary): string {
   const num = (k: string): number => (typeof s[k] === 'number' ? (s[k] as number) : 0);
   return (
     `${s.command}: ${formatCount(s.rows)} ${s.state_file !== undefined ? 'raw UIDs' : 'rows'} in ${formatDuration(s.duration_s)}: ` +
-    `${formatCount(num('opted_out'))} opted out, ${formatCount(num('not_opted_out'))} not, ${formatCount(s.status.invalid)} invalid, ${formatCount(s.status.error)} error; ` +
+    `${formatCount(num('opted_out'))} opted out, ${formatCount(num('not_opted_out'))} not, ${formatCount(s.status.invalid)} invalid, ${s.status.missing ? `${formatCount(s.status.missing)} missing, ` : ''}${formatCount(s.status.error)} error; ` +
     `${formatCount(s.requests)} requests, ${formatCount(s.retries)} retries` +
     (typeof s.tombstoned === 'number' ? `; ${formatCount(s.tombstoned)} entries tombstoned` : '')
   );
@@ -479,11 +504,14 @@ export async function finishOptout(
   say: Say,
   keepOutputWhenStopped = false,
   delivery?: ChangeDelivery,
+  badRows?: BadRowsOutput,
 ): Promise<number> {
   const { outcome } = result;
   const keep = outcome.kind === 'completed' || keepOutputWhenStopped;
-  // the opt-outs an output holds are delivered with a completed run's file; an interrupted run's list (what it
-  // checked, the rest marked not sent) leaves them pending, and a re-run writes them again
+  // the --bad-rows list is kept only with a completed run, and then renamed together with the output
+  if (outcome.kind !== 'completed') await badRows?.abort();
+  // the opt-outs an output holds are delivered with a completed run's file; a stopped run's list (what it checked,
+  // the rest marked not sent) leaves them pending, and a re-run writes them again
   await reportRun(
     sink,
     keep,
@@ -491,6 +519,7 @@ export async function finishOptout(
     summary,
     flags.output,
     deps,
+    [badRows],
     outcome.kind === 'completed' && delivery !== undefined ? { ...delivery, say, unfinished: false } : undefined,
   );
   const output = flags.output.output;
@@ -523,8 +552,18 @@ export function sweepColumns(timeFormat: TimeFormat = 'unix'): TypedHeader {
   return { header: [...SWEEP_HEADER], types: ['string', 'string', 'string', 'string', ...verdictTypes(timeFormat)] };
 }
 
-export function sweptCells(row: SweptRawUid, timeFormat: TimeFormat = 'unix'): string[] {
-  return [row.entry.type, row.entry.hash, row.rawUid, row.which, ...verdictCells(row.verdict, timeFormat)];
+export function sweptCells(
+  row: SweptRawUid,
+  timeFormat: TimeFormat = 'unix',
+  hashEncoding: HashEncoding = 'base64',
+): string[] {
+  return [
+    row.entry.type,
+    hashCell(row.entry.hash, hashEncoding),
+    row.rawUid,
+    row.which,
+    ...verdictCells(row.verdict, timeFormat),
+  ];
 }
 
 /** optout-check --state FILE: sweeps the stored raw UIDs, tombstones what opted out, records each check. */
@@ -539,7 +578,7 @@ async function runStateSweep(
   const state = openState(path, { envFingerprint: envFingerprint(resolved), create: false });
   try {
     // tombstones and check times are written: a remap-due at the same time must wait
-    state.lock();
+    await state.waitForLock((flags.wait ?? 0) * 1000);
     const nowS = Math.floor(startedMs / 1000);
     const connection = await connect(flags, resolved);
     const runId = state.startRun(
@@ -553,7 +592,7 @@ async function runStateSweep(
     );
     try {
       const timeFormat = flags.output.timeFormat ?? 'unix';
-      const cellsOf = (row: SweptRawUid): string[] => sweptCells(row, timeFormat);
+      const cellsOf = (row: SweptRawUid): string[] => sweptCells(row, timeFormat, flags.output.hashEncoding);
       return await withRunOutput(
         sweepColumns(timeFormat),
         'optout-check',
@@ -593,7 +632,9 @@ async function runStateSweep(
           });
           state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
           if (c.planned === 0) say(`${path} holds no entry with a raw UID: nothing to check`);
-          return await finishOptout(result, summary, sink, flags, deps, say, c.entries > 0 || replayed > 0, {
+          // a stopped sweep's list never replaces an existing file: its opt-outs stay pending in the state file
+          const keepStopped = (c.entries > 0 || replayed > 0) && !outputExists(flags.output);
+          return await finishOptout(result, summary, sink, flags, deps, say, keepStopped, {
             state,
             kind: 'optout',
             replayed,

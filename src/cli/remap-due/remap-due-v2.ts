@@ -51,7 +51,7 @@ export async function runRemapDueV2(run: RemapDueRun, resolved: ResolvedConfig):
   );
   if (flags.dryRun) return dryRunV2(run);
   // a second run at the same time would send the same entries twice and race on the commits
-  state.lock();
+  await state.waitForLock((flags.wait ?? 0) * 1000);
   await refuseOverwritingDelivered(state, 'remap', flags.output.output);
   return remapV2(run, resolved);
 }
@@ -112,7 +112,8 @@ async function remapV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<numb
     const marked = state.countDueV2();
     const dueByR = state.countDue(nowS);
     const due = marked + dueByR;
-    const cellsOf = (change: RemapChange): string[] => changeCellsV2(change, flags.output.timeFormat);
+    const cellsOf = (change: RemapChange): string[] =>
+      changeCellsV2(change, flags.output.timeFormat, flags.output.hashEncoding);
     return await withRunOutput(
       changesColumns(flags.output.timeFormat, true),
       'remap-due',

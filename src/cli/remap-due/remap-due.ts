@@ -21,7 +21,9 @@ import { EXIT, UserError } from '../shared/exit-codes.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import {
   addConnectionOptions,
+  addLockWaitOption,
   addOutputOptions,
+  addHashEncodingOption,
   addTimeFormatOption,
   connectionFlags,
   optionReaders,
@@ -63,7 +65,7 @@ export function registerRemapDue(program: Command): void {
         'Re-maps only the entries of the state file whose refresh time r has passed (r <= now), through the index on r: a run costs what is due (about 1/365 of the entries a day), not what is stored. Each answered batch is saved at once, so an interrupted run resumes by running it again.',
         'Writes a changes file: one row per entry whose raw UID changed, or that opted out (it is then tombstoned: hash kept, raw UIDs dropped, never sent again) or became invalid.',
         'r falls on a UTC midnight: schedule the job after 00:00 UTC, e.g. in a crontab: 30 0 * * * uid2-batch remap-due --state /data/s.db -o /data/changes-$(date -u +\\%F).csv',
-        'Exit codes: 0 done; 3 some batches failed (their entries stay due for the next run); 2 usage, or another run is using the state file; 4 credentials refused; 130 interrupted.',
+        'Exit codes: 0 done; 1 failed (the service, the network, the state file could not be written); 2 usage, or another run is using the state file; 3 some batches failed (their entries stay due for the next run); 4 credentials refused; 130 interrupted.',
       ].join('\n\n'),
     )
     .option('--state <file>', 'the state file made by map --state (required)')
@@ -79,9 +81,11 @@ export function registerRemapDue(program: Command): void {
       '--upgrade',
       'v2 state file: re-map the entries of rotated buckets with v3 instead of v2 (they become v3 entries with a refresh time)',
     );
+  addLockWaitOption(cmd, 'the state file (another remap-due, a map --state)');
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   addTimeFormatOption(cmd);
+  addHashEncodingOption(cmd, 'the hashes of the changes file');
   cmd.action((opts: Record<string, unknown>) => runInProcess((deps) => runRemapDue(remapDueFlags(opts), deps)));
 }
 
@@ -94,6 +98,7 @@ export function remapDueFlags(opts: Record<string, unknown>): RemapDueFlags {
     ...(num('limit') !== undefined ? { limit: num('limit') } : {}),
     ...(num('concurrency') !== undefined ? { concurrency: num('concurrency') } : {}),
     ...(opts.upgrade === true ? { upgrade: true } : {}),
+    ...(num('wait') !== undefined ? { wait: num('wait') } : {}),
     connection: connectionFlags(opts),
     output: outputFlags(opts),
   };
@@ -134,7 +139,7 @@ export async function runRemapDue(flags: RemapDueFlags, deps: RemapDueDeps): Pro
       );
     if (flags.dryRun) return await dryRun(run);
     // a second run at the same time would send the same entries twice and race on the commits
-    state.lock();
+    await state.waitForLock((flags.wait ?? 0) * 1000);
     await refuseOverwritingDelivered(state, 'remap', flags.output.output);
     return await remapForReal(run, config);
   } finally {
@@ -179,7 +184,8 @@ async function remapForReal(run: RemapDueRun, resolved: ResolvedConfig): Promise
   const { client, limiter } = connection;
   const runId = state.startRun('remap-due', JSON.stringify(remapRunArgs(flags)), nowS);
   try {
-    const cellsOf = (change: RemapChange): string[] => changeCells(change, flags.output.timeFormat);
+    const cellsOf = (change: RemapChange): string[] =>
+      changeCells(change, flags.output.timeFormat, flags.output.hashEncoding);
     return await withRunOutput(
       changesColumns(flags.output.timeFormat, false),
       'remap-due',

@@ -7,7 +7,7 @@ import type { StateStore } from '../../state/types.js';
 import type { CommandDeps, Say } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import type { OutputFlags } from '../shared/options.js';
-import { KNOWN_FAILURES, reportRun, requestCounters, type ChangeDelivery } from '../shared/run-report.js';
+import { KNOWN_FAILURES, outputExists, reportRun, requestCounters, type ChangeDelivery } from '../shared/run-report.js';
 import {
   formatCount,
   formatDuration,
@@ -26,6 +26,8 @@ export interface RemapDueFlags {
   concurrency?: number;
   /** v2 state: re-map the entries of rotated buckets with v3, which turns them into v3 entries. */
   upgrade?: boolean;
+  /** --wait: seconds to wait for another run's lock on the state file (absent: fail at once). */
+  wait?: number;
   connection: ConnectionFlags;
   output: OutputFlags;
 }
@@ -56,8 +58,9 @@ export async function writeDryRunSummary(
   );
 }
 
-/** How far ahead a run with nothing due looks for the next entries: r is at most about a year away. */
+/** How far ahead a run with nothing due counts day by day: r is at most about a year after a mapping. */
 const NEXT_DUE_HORIZON_DAYS = 400;
+const DAY_S = 86_400;
 
 /** When the next entries come due, for a run that found none due: the first UTC day with any, and how many. */
 export interface NextDue {
@@ -66,10 +69,24 @@ export interface NextDue {
   count: number;
 }
 
-export function nextDue(state: Pick<StateStore, 'dueByDay'>, nowS: number): NextDue | null {
+/** The latest time --now takes: every r is before it. */
+const END_OF_TIME_S = Date.UTC(9999, 11, 31) / 1000;
+
+/**
+ * For a run with nothing due (no r <= nowS): the first day with entries, and how many come due on it. Usually
+ * within the next year (r is at most about a year after the mapping); an entry further away (a --now before the
+ * time the entries were mapped, a service whose clock was ahead) is found through the due lists, which are in
+ * day order: the first entry of a walk from now is on the earliest day. Null only when no entry has an r.
+ */
+export function nextDue(state: Pick<StateStore, 'dueByDay' | 'selectDue' | 'countDue'>, nowS: number): NextDue | null {
   const days = state.dueByDay(nowS, NEXT_DUE_HORIZON_DAYS + 1).slice(1);
   const first = days.find((d) => d.count > 0);
-  return first === undefined ? null : { day: first.day, count: first.count };
+  if (first !== undefined) return { day: first.day, count: first.count };
+  const [earliest] = state.selectDue(END_OF_TIME_S, { r: nowS, id: 0 }, 1);
+  if (earliest === undefined || earliest.r === null) return null;
+  const dayStart = Math.floor(earliest.r / DAY_S) * DAY_S;
+  // nothing is due at nowS, so what is due by the end of that day is that day's
+  return { day: isoOf(dayStart).slice(0, 10), count: state.countDue(dayStart + DAY_S - 1) };
 }
 
 /**
@@ -78,8 +95,7 @@ export function nextDue(state: Pick<StateStore, 'dueByDay'>, nowS: number): Next
  */
 export function nothingDueLine(next: NextDue | null, nowS: number): string {
   const at = `nothing was due at ${isoOf(nowS)}`;
-  if (next === null)
-    return `${at}, and nothing comes due in the next ${NEXT_DUE_HORIZON_DAYS} days (the state file has no entry with a refresh time)`;
+  if (next === null) return `${at}, and nothing ever comes due: the state file has no entry with a refresh time`;
   return (
     `${at}: the next ${formatCount(next.count)} ${next.count === 1 ? 'entry comes' : 'entries come'} due on ${next.day} (00:00 UTC); ` +
     `run then, or plan against that time with --now ${next.day}T00:30:00Z`
@@ -135,10 +151,10 @@ export function formatRemapSummary(s: RunSummary): string {
 }
 
 /**
- * The changes file is written whenever a batch was committed, even when the run stopped: those entries are no
- * longer due, so no later run would report their changes again. Only a run that committed nothing and had no
- * earlier run's changes to write leaves an existing file alone. The pending changes a file holds are delivered
- * with its rename, whatever the outcome; until then they stay in the state file for the next run.
+ * The changes file of a completed run is always written. A run that stopped after committing batches (or with an
+ * earlier run's changes to write) writes it too, but only where no file exists: it never replaces one with a part
+ * of a night. The pending changes a written file holds are delivered with its rename, whatever the outcome, so no
+ * later run writes them again; a file not written leaves them in the state file for the next run.
  */
 export async function finish(
   result: RemapResult,
@@ -150,9 +166,10 @@ export async function finish(
   delivery: ChangeDelivery,
 ): Promise<number> {
   const { outcome, counts } = result;
-  const keep = outcome.kind === 'completed' || counts.batchesCommitted > 0 || delivery.replayed > 0;
-  // the pending changes the file holds are delivered with it, whatever the outcome: a re-run writes only the rest
-  await reportRun(sink, keep, formatRemapSummary(summary), summary, flags.output, deps, {
+  const written = counts.batchesCommitted > 0 || delivery.replayed > 0;
+  const keep = outcome.kind === 'completed' || (written && !outputExists(flags.output));
+  // the pending changes the file holds are delivered with its rename, whatever the outcome: a re-run writes the rest
+  await reportRun(sink, keep, formatRemapSummary(summary), summary, flags.output, deps, [], {
     ...delivery,
     say,
     unfinished: outcome.kind !== 'completed',
@@ -164,6 +181,11 @@ export async function finish(
   }
   const output = flags.output.output;
   const where = output ?? 'stdout';
+  const fate = keep
+    ? ` and their changes written to ${where} (no later run writes them again)`
+    : written
+      ? ` (their changes wait in the state file for the next completed run: ${output} is never replaced by a stopped run)`
+      : '';
   switch (outcome.kind) {
     case 'completed':
       if (counts.status.error === 0) return EXIT.ok;
@@ -173,7 +195,7 @@ export async function finish(
       return EXIT.partial;
     case 'interrupted':
       say(
-        `interrupted: ${formatCount(counts.batchesCommitted)} answered batch(es) are saved${keep ? ` and their changes written to ${where} (no later run writes them again)` : ''}; ` +
+        `interrupted: ${formatCount(counts.batchesCommitted)} answered batch(es) are saved${fate}; ` +
           `re-run the same command${keep && output !== undefined ? ' with another -o' : ''} to remap the rest`,
       );
       return EXIT.interrupted;
@@ -182,7 +204,7 @@ export async function finish(
     case 'failed': {
       const saved =
         counts.batchesCommitted > 0
-          ? `; ${formatCount(counts.batchesCommitted)} answered batch(es) are saved and their changes written to ${where} (no later run writes them again)`
+          ? `; ${formatCount(counts.batchesCommitted)} answered batch(es) are saved${fate}`
           : '';
       if (!KNOWN_FAILURES.has(outcome.error.name)) throw outcome.error;
       throw new UserError(

@@ -1,7 +1,7 @@
 /** `--on-bad-row fail|skip` and `--bad-rows FILE`: records that cannot be read, skipped, listed and counted. */
 import { Option, type Command } from 'commander';
 import { openSink } from '../../pipeline/table/sink.js';
-import type { BadRecord, TableSink } from '../../pipeline/table/table.js';
+import type { BadRecord, PreparedOutput, TableSink } from '../../pipeline/table/table.js';
 import { EXIT } from './exit-codes.js';
 import { formatCount } from './summary.js';
 
@@ -14,6 +14,9 @@ export interface BadRowFlags {
 
 /** The columns of the --bad-rows file. */
 export const BAD_ROW_COLUMNS = ['file', 'line', 'reason'] as const;
+
+/** Without a --bad-rows file there is nothing to rename. */
+const NOTHING_TO_PUBLISH: PreparedOutput = { publish: async () => undefined, discard: async () => undefined };
 
 /** Skipped records said on stderr one by one, before the rest are only counted. */
 const SAID_AT_MOST = 5;
@@ -52,6 +55,8 @@ export class BadRowsOutput {
   private pending: string[][] = [];
   private writing: Promise<void> = Promise.resolve();
   private failure: unknown;
+  /** Committed or aborted. */
+  private settled = false;
 
   private constructor(
     private readonly sink: TableSink | undefined,
@@ -103,13 +108,30 @@ export class BadRowsOutput {
     return code === EXIT.ok && this.count > 0 ? EXIT.skipped : code;
   }
 
+  /** Renames the list into place; a second commit or abort (the run's end already settled it) does nothing. */
   async commit(): Promise<void> {
+    if (this.settled) return;
+    await (await this.prepareCommit()).publish();
+  }
+
+  /** The list complete beside its target, to be renamed together with the run's other outputs (commitTogether). */
+  async prepareCommit(): Promise<PreparedOutput> {
+    if (this.settled) return NOTHING_TO_PUBLISH;
+    this.settled = true;
     await this.writing;
-    if (this.failure !== undefined) throw this.failure;
-    await this.sink?.commit();
+    if (this.failure !== undefined) {
+      await this.sink?.abort();
+      throw this.failure;
+    }
+    if (this.sink === undefined) return NOTHING_TO_PUBLISH;
+    if (this.sink.prepareCommit !== undefined) return this.sink.prepareCommit();
+    await this.sink.commit();
+    return NOTHING_TO_PUBLISH;
   }
 
   async abort(): Promise<void> {
+    if (this.settled) return;
+    this.settled = true;
     await this.writing;
     await this.sink?.abort();
   }

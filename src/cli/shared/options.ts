@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { DEFAULT_ENV, environmentNames, type ConnectionFlags } from '../../config/index.js';
 import { OUTPUT_FORMAT_CHOICES, outputFormatOf, type OutputFormatName } from '../../pipeline/table/format-names.js';
+import { HASH_ENCODINGS, type HashEncoding } from '../../pipeline/table/hash-cells.js';
 import { TIME_FORMATS, type TimeFormat } from '../../pipeline/table/typed-cells.js';
 import { UserError } from './exit-codes.js';
 
@@ -56,7 +57,11 @@ export function addConnectionOptions(cmd: Command): Command {
       '--proxy <url>',
       'proxy for every request to the service, or "none" (default: HTTPS_PROXY / HTTP_PROXY, with NO_PROXY)',
     )
-    .option('--timeout-ms <ms>', 'time limit per request attempt, in milliseconds', parseTimeoutMs)
+    .option(
+      '--timeout-ms <ms>',
+      'time limit on each request attempt as a whole (connect to last byte of the answer), in milliseconds',
+      parseTimeoutMs,
+    )
     .option(
       '--max-attempts <n>',
       'attempts per request, including the first (retries on 429, 5xx, network errors)',
@@ -74,6 +79,8 @@ export interface OutputFlags {
   quiet?: boolean;
   /** How the tool writes its own times (refresh_from, opted_out_since); absent: unix. */
   timeFormat?: TimeFormat;
+  /** How the tool writes the hashes it outputs (map --emit-hash, hash, changes files, state export); absent: base64. */
+  hashEncoding?: HashEncoding;
   /** --compress: gzip the output or not; absent: gzip when -o ends in .gz. */
   compress?: OutputCompression;
 }
@@ -122,6 +129,32 @@ export function addTimeFormatOption(cmd: Command): Command {
       'how refresh_from and opt-out times are written: unix (seconds, default) or iso (ISO 8601 UTC, e.g. 2027-01-05T00:00:00Z)',
     ).choices([...TIME_FORMATS]),
   );
+}
+
+/** --hash-encoding base64|hex, for the commands whose output has hashes. */
+export function hashEncodingOption(which = 'the hashes written'): Option {
+  return new Option(
+    '--hash-encoding <encoding>',
+    `how ${which} are written: base64 (44 characters, as sent and stored; default) or hex (64 lowercase characters, as a warehouse's sha2() gives)`,
+  ).choices([...HASH_ENCODINGS]);
+}
+
+export function addHashEncodingOption(cmd: Command, which?: string): Command {
+  return cmd.addOption(hashEncodingOption(which));
+}
+
+const parseLockWait = decimalNumber('--wait', 0, 86_400);
+
+/** --wait SECONDS, for the commands that take the state file's lock: how long to wait for a run that holds it. */
+export function lockWaitOption(what = 'the state file'): Option {
+  return new Option(
+    '--wait <seconds>',
+    `wait up to this long for a run that holds ${what} (default 0: fail at once, exit 2)`,
+  ).argParser(parseLockWait);
+}
+
+export function addLockWaitOption(cmd: Command, what?: string): Command {
+  return cmd.addOption(lockWaitOption(what));
 }
 
 /** Typed reads of commander's untyped opts(): a string or number option, or undefined when absent. */
@@ -193,6 +226,7 @@ function outputFlagsAsGiven(opts: Record<string, unknown>): OutputFlags {
     ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
     quiet: opts.quiet === true,
     ...(opts.timeFormat === 'iso' || opts.timeFormat === 'unix' ? { timeFormat: opts.timeFormat } : {}),
+    ...(opts.hashEncoding === 'base64' || opts.hashEncoding === 'hex' ? { hashEncoding: opts.hashEncoding } : {}),
     ...(opts.compress === 'gzip' || opts.compress === 'none' ? { compress: opts.compress } : {}),
   };
 }

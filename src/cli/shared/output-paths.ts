@@ -3,6 +3,7 @@ import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileIdentity, sameFile, writeThroughTarget, type FileIdentity } from '../../pipeline/table/output-file.js';
 import { EXIT, UserError } from './exit-codes.js';
+import { mayHoldSummary } from './summary-file.js';
 import { quoted } from './user-values.js';
 
 /** A file a run reads or writes, and how the user named it: `-o`, `--rejects`, `--state`, `the input`. */
@@ -11,6 +12,8 @@ export interface RunFile {
   flag: string;
   /** undefined or '-' (stdin/stdout) is no file and is skipped. */
   path: string | undefined;
+  /** --summary-json: an existing file is replaced only when it is a run summary (summary-file.ts). */
+  summary?: boolean;
 }
 
 interface Known extends RunFile {
@@ -28,7 +31,10 @@ function named(f: Known): string {
   return f.flag === 'the input' ? `the input ${quoted(f.path)}` : `${f.flag} ${quoted(f.path)}`;
 }
 
-/** Outputs that overlap the input or each other: nothing may be written, not even the summary JSON. */
+/**
+ * Outputs that overlap the input or each other, or a --summary-json that would replace a file that is not a
+ * summary: nothing may be written, not even the summary JSON.
+ */
 export class OverlappingOutputError extends UserError {
   constructor(message: string) {
     super(message, EXIT.usage);
@@ -41,7 +47,7 @@ export class OverlappingOutputError extends UserError {
  * the same file as another output: `map in.csv -o in.csv` would replace its own input, and two outputs in one
  * file would leave one of them. Paths are compared by real path (symlinks and `..` resolved) and, for files that
  * exist, by device and inode (hard links). Also refuses an output whose directory does not exist, so that the
- * run does not find out after reading everything.
+ * run does not find out after reading everything, and a --summary-json that exists and is not a summary.
  */
 export function refuseOverlappingPaths(reads: readonly RunFile[], writes: readonly RunFile[]): void {
   const inputs = known(reads);
@@ -59,6 +65,11 @@ export function refuseOverlappingPaths(reads: readonly RunFile[], writes: readon
         `${named(out)} is the same file as ${named(earlier)}: give each output its own file`,
       );
     }
+    if (out.summary === true && !mayHoldSummary(out.path)) {
+      throw new OverlappingOutputError(
+        `${named(out)} exists and is not a run summary: it would be replaced; choose another ${out.flag} path (or remove the file)`,
+      );
+    }
     const dir = dirname(writeThroughTarget(out.path));
     let isDir: boolean;
     try {
@@ -71,13 +82,24 @@ export function refuseOverlappingPaths(reads: readonly RunFile[], writes: readon
         `${named(out)}: the directory ${quoted(dir)} does not exist; create it first or choose another path`,
         EXIT.usage,
       );
+    // found now, not by the rename at the end of a run that has read and sent everything
+    if (isDirectory(writeThroughTarget(out.path)))
+      throw new UserError(`${named(out)} is a directory: give a file name for ${out.flag}`, EXIT.usage);
   });
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /** The files every batch command may write: -o and --summary-json. */
 export function standardOutputs(output: { output?: string | undefined; summaryJson?: string | undefined }): RunFile[] {
   return [
     { flag: '-o', path: output.output },
-    { flag: '--summary-json', path: output.summaryJson },
+    { flag: '--summary-json', path: output.summaryJson, summary: true },
   ];
 }

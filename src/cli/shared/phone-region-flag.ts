@@ -9,7 +9,14 @@ export function phoneRegionHelp(profile: boolean): string {
   );
 }
 
-/** The flag with no parser: the command's work checks the code when it runs (a usage error before any file). */
+export const PHONE_REGION_COL_HELP =
+  "read each row's phones in the country of this column (ISO 3166 alpha-2 in any case, or an English country name: " +
+  'DE, br, Brazil, United Kingdom, USA...); --phone-region is the country of rows whose cell is empty; a name not ' +
+  "known makes that row's phone invalid. A number with its own country code (+55..., 0055...) keeps it";
+
+/** The flags with no parser: the command's work checks the code when it runs (a usage error before any file). */
 export function addPhoneRegionText(cmd: Command, profile: boolean): Command {
-  return cmd.option('--phone-region <CC>', phoneRegionHelp(profile));
+  return cmd
+    .option('--phone-region <CC>', phoneRegionHelp(profile))
+    .option('--phone-region-col <COL>', PHONE_REGION_COL_HELP);
 }

@@ -1,6 +1,8 @@
+import { existsSync } from 'node:fs';
 import type { ClientStats, ServiceClient } from '../../client/index.js';
 import type { RemapChange, RemapOptions } from '../../pipeline/remap/remap-engine.js';
-import { commitDelivering, unfinishedDeliveryAt } from '../../pipeline/run/change-journal.js';
+import { deliveringOutput, unfinishedDeliveryAt } from '../../pipeline/run/change-journal.js';
+import { commitTogether, type RunOutput } from '../../pipeline/table/commit-together.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import type { TableSink } from '../../pipeline/table/table.js';
 import type { TypedHeader } from '../../pipeline/table/typed-cells.js';
@@ -47,7 +49,10 @@ export const KNOWN_FAILURES: ReadonlySet<string> = new Set([
   'PayloadTooLargeError',
   'NetworkError',
   'UnexpectedResponseError',
+  'MalformedAnswerError',
   'EnvelopeError',
+  'ServiceUnreachableError',
+  'CredentialsRefusedError',
 ]);
 
 /** The summary's request counters, from the client's. */
@@ -108,9 +113,10 @@ export async function withRunOutput<T>(
 }
 
 /**
- * Keeps or drops the output, then says the summary line (unless --quiet) and writes --summary-json. With
- * `delivery`, an output kept holds the pending changes up to `delivery.upTo`: they are delivered with it, so no
- * later run writes them again (see pipeline/run/change-journal.ts); an output dropped leaves them pending.
+ * Keeps or drops the output (with `together`, the run's other outputs, renamed into place with it), then says the
+ * summary line (unless --quiet) and writes --summary-json. With `delivery`, an output kept holds the pending
+ * changes up to `delivery.upTo`: they are delivered with its rename, so no later run writes them again (see
+ * pipeline/run/change-journal.ts); an output dropped leaves them pending.
  */
 export async function reportRun(
   sink: TableSink,
@@ -119,13 +125,27 @@ export async function reportRun(
   summary: RunSummary,
   output: OutputFlags,
   deps: Pick<CommandDeps, 'stderr'>,
+  together: readonly (RunOutput | undefined)[] = [],
   delivery?: ChangeDelivery & { say: (line: string) => void; unfinished: boolean },
 ): Promise<void> {
-  if (!keepOutput) await sink.abort();
-  else if (delivery === undefined) await sink.commit();
-  else await commitDelivering(sink, delivery.state, delivery, delivery.say);
+  if (keepOutput) {
+    const main = delivery === undefined ? sink : deliveringOutput(sink, delivery.state, delivery, delivery.say);
+    await commitTogether([main, ...together]);
+  } else {
+    await sink.abort();
+    for (const other of together) await other?.abort();
+  }
   if (!output.quiet) deps.stderr.write(`${summaryLine}\n`);
   if (output.summaryJson !== undefined) await writeSummaryJson(output.summaryJson, summary);
+}
+
+/**
+ * Whether -o names a file that exists now. A run that stopped early keeps its changes file only where it replaces
+ * nothing: where it does not keep it, the changes stay pending in the state file and the next completed run writes
+ * them.
+ */
+export function outputExists(output: OutputFlags): boolean {
+  return output.output !== undefined && output.output !== '-' && existsSync(output.output);
 }
 
 /** The pending changes a run wrote, and how it says so. */

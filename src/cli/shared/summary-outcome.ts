@@ -1,6 +1,6 @@
 // The end of every run with --summary-json: the file says the outcome, the exit code and the error, whatever failed.
-import { readFileSync } from 'node:fs';
 import { EXIT } from './exit-codes.js';
+import { mayHoldSummary } from './summary-file.js';
 import { summaryWrittenTo, writeSummaryJson } from './summary.js';
 
 /**
@@ -32,25 +32,6 @@ function outcomeOf(exitCode: number, written: Record<string, unknown> | undefine
   return exitCode === EXIT.ok || exitCode === EXIT.partial || exitCode === EXIT.skipped ? 'completed' : 'failed';
 }
 
-/**
- * A file that may be replaced by a failure summary: none yet, or a summary of an earlier run. Anything else (the
- * input given as --summary-json by mistake) is left alone: the refusal already said so.
- */
-function mayReplace(path: string): boolean {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ENOENT';
-  }
-  try {
-    const body = JSON.parse(text) as unknown;
-    return typeof body === 'object' && body !== null && typeof (body as Record<string, unknown>).command === 'string';
-  } catch {
-    return false;
-  }
-}
-
 export interface RunEnd {
   /** From --summary-json. */
   path: string;
@@ -68,7 +49,8 @@ export interface RunEnd {
  */
 export async function completeSummaryJson(end: RunEnd): Promise<string | undefined> {
   const written = summaryWrittenTo(end.path);
-  if (written === undefined && !mayReplace(end.path)) return undefined;
+  // anything else (the input given as --summary-json by mistake) is left alone: the refusal already said so
+  if (written === undefined && !mayHoldSummary(end.path)) return undefined;
   const body: Record<string, unknown> = {
     ...(written ?? { command: end.command }),
     outcome: outcomeOf(end.exitCode, written, end.error !== undefined),

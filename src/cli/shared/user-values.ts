@@ -49,7 +49,12 @@ export function clipErrorLine(line: string): string {
   const clipped = line.replace(/'([^'\n]*)'/g, (whole, inner: string) =>
     Array.from(inner).length > MAX_QUOTED_CHARS ? quoted(inner) : whole,
   );
-  const printable = clipped.replace(UNPRINTABLE, escapeChar);
+  return printableErrorLine(clipped);
+}
+
+/** A line whose user values are already quoted: control characters escaped, and cut if it is still too long. */
+export function printableErrorLine(line: string): string {
+  const printable = line.replace(UNPRINTABLE, escapeChar);
   const chars = Array.from(printable);
   return chars.length > MAX_ERROR_LINE_CHARS
     ? `${chars.slice(0, MAX_ERROR_LINE_CHARS).join('')}… (line cut)`

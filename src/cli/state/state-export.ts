@@ -1,9 +1,11 @@
 // `uid2-batch state export FILE`: the entries of a state file as CSV or JSONL: hashes, raw UIDs, r and status.
+import { hashCell } from '../../pipeline/table/hash-cells.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import { sinkCompression, type OutputFlags } from '../shared/options.js';
 import { openStateForReading } from './state-file.js';
 
-export const EXPORT_HEADER = ['type', 'hash', 'status', 'raw_uid', 'prev_raw_uid', 'refresh_from'] as const;
+/** hash_type and hash as map --emit-hash and the remap-due changes file name them, so the three join. */
+export const EXPORT_HEADER = ['hash_type', 'hash', 'status', 'raw_uid', 'prev_raw_uid', 'refresh_from'] as const;
 
 /** Rows written per sink call: big enough to keep the sink busy, small enough to keep memory flat. */
 const ROWS_PER_WRITE = 5_000;
@@ -23,7 +25,14 @@ export async function exportState(path: string, output: OutputFlags, stdout: Nod
     try {
       let rows: string[][] = [];
       for (const e of file.entries()) {
-        rows.push([e.type, e.hash, e.status, e.u ?? '', e.p ?? '', e.r === null ? '' : String(e.r)]);
+        rows.push([
+          e.type,
+          hashCell(e.hash, output.hashEncoding),
+          e.status,
+          e.u ?? '',
+          e.p ?? '',
+          e.r === null ? '' : String(e.r),
+        ]);
         if (rows.length === ROWS_PER_WRITE) {
           await sink.writeRows(rows);
           n += rows.length;

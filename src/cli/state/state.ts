@@ -2,14 +2,12 @@
 import type { Command } from 'commander';
 import { parseInstantMs } from '../../protocol/index.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
-import { decimalNumber, outputFlags, type OutputFormat } from '../shared/options.js';
+import { hashEncodingOption, lockWaitOption, outputFlags, type OutputFormat } from '../shared/options.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { formatCount, writeSummaryJson } from '../shared/summary.js';
 import { exportState } from './state-export.js';
 import { formatBytes, formatStateInfo, readStateInfo } from './state-info.js';
 import { checkpointState, vacuumState, type MaintenanceResult } from './state-maintenance.js';
-
-const parseWait = decimalNumber('--wait', 0, 86_400);
 
 function parseNow(text: string | undefined): number {
   if (text === undefined) return Math.floor(Date.now() / 1000);
@@ -50,7 +48,7 @@ export function registerStateCommand(program: Command): void {
   state
     .command('export')
     .description(
-      'every entry as type, hash, status, raw_uid, prev_raw_uid, refresh_from: hashes and raw UIDs, never an email or phone',
+      'every entry as hash_type, hash, status, raw_uid, prev_raw_uid, refresh_from: hashes and raw UIDs, never an email or phone',
     )
     .argument('<file>', 'the state file')
     .option(
@@ -58,6 +56,7 @@ export function registerStateCommand(program: Command): void {
       'write rows to this file (written to a temp file, renamed at the end); default stdout',
     )
     .option('--format <format>', 'csv (default) or jsonl')
+    .addOption(hashEncodingOption('hashes'))
     .option('--summary-json <file>', 'also write the number of entries exported as JSON to this file')
     .option('-q, --quiet', 'no summary line on stderr')
     .action(async (file: string, opts: Record<string, unknown>) => {
@@ -100,11 +99,7 @@ export function registerStateCommand(program: Command): void {
       .command(name)
       .description(description)
       .argument('<file>', 'the state file')
-      .option(
-        '--wait <seconds>',
-        'wait up to this long for a run that holds the state file (default 0: fail at once)',
-        parseWait,
-      )
+      .addOption(lockWaitOption())
       .action(async (file: string, opts: Record<string, unknown>) => {
         const result = await run(file, typeof opts.wait === 'number' ? opts.wait : 0);
         process.stderr.write(`${sizes(`state ${name} ${file}`, result)}\n`);

@@ -10,6 +10,7 @@ import {
   type TokenBatchRun,
 } from '../../pipeline/tokens/token-batch.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
+import { phoneRegionHint } from '../shared/phone-region-hint.js';
 import { createProgress } from '../shared/progress.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { requestCounters } from '../shared/run-report.js';
@@ -33,6 +34,10 @@ export interface TokenBatchFlags {
   summaryJson?: string;
   /** --phone-region (or the profile's): national phone numbers are read as this country's. */
   phoneRegion?: PhoneRegion;
+  /** --phone-region-col: each row's phones are read in the country this column names. */
+  phoneRegionColumn?: string;
+  /** --null-value: identifier cells so written are empty (besides \N). */
+  nullValues?: string[];
 }
 
 export interface TokenBatchDeps {
@@ -88,11 +93,15 @@ async function tokenRows(
       stream: deps.io.stderr,
       dataOnStdout: !toFile,
     });
+    const phones = { validPhones: 0, phonesNeedingRegion: 0 };
     const run: TokenBatchRun = {
       source,
       client,
       concurrency,
+      phones,
       ...(flags.phoneRegion !== undefined ? { phoneRegion: flags.phoneRegion } : {}),
+      ...(flags.phoneRegionColumn !== undefined ? { phoneRegionColumn: flags.phoneRegionColumn } : {}),
+      ...(flags.nullValues !== undefined ? { nullValues: flags.nullValues } : {}),
       openSink: (header) =>
         openSink({
           path: flags.output,
@@ -123,6 +132,8 @@ async function tokenRows(
             `${formatCount(summary.requests)} requests, ${formatCount(summary.retries)} retries, ${formatCount(summary.http_429)} x 429\n`,
         );
       }
+      const hint = phoneRegionHint(flags.phoneRegion !== undefined || flags.phoneRegionColumn !== undefined, phones);
+      if (hint !== undefined && !flags.quiet) note(deps.io, hint);
       if (flags.summaryJson !== undefined) await writeSummaryJson(flags.summaryJson, summary);
       return counts.error > 0 ? EXIT.partial : EXIT.ok;
     };

@@ -1,6 +1,7 @@
 /** Registers `uid2-batch token generate | refresh | validate | test-identities`; each loads its work when it runs. */
 import type { Command } from 'commander';
 import { addConnectionOptions, addOutputOptions, wholeNumber } from '../shared/options.js';
+import { addNullValueOption } from '../shared/null-value-option.js';
 import { addPhoneRegionText } from '../shared/phone-region-flag.js';
 import { DEFAULT_TOKEN_CONCURRENCY, MAX_TOKEN_CONCURRENCY, REFRESH_EXIT } from './token-numbers.js';
 
@@ -22,6 +23,7 @@ function addIdentifierOptions(cmd: Command): Command {
 
 function addBatchOptions(cmd: Command, what: string): Command {
   cmd.option('--input <file>', `${what} ("-" reads stdin; .jsonl/.ndjson are JSONL, anything else CSV)`);
+  addNullValueOption(cmd);
   addOutputOptions(cmd);
   return cmd.option(
     '--concurrency <n>',
@@ -53,9 +55,11 @@ export function registerTokenCommand(program: Command): void {
   generate.addHelpText(
     'after',
     `\n${PII_NOTE}\n\nPrints the identity JSON on stdout (advertising_token, refresh_token, identity_expires, refresh_from,\n` +
-      'refresh_expires, refresh_response_key; times in Unix ms). An opted-out user prints {"status":"optout"} and exits 0.\n' +
-      'With --input: every row plus those fields, status (success|optout|invalid|error) and reason; exit 3 if a row ended in error.\n' +
-      'Exit codes: 0 done; 1 failed; 2 usage or invalid identifier; 3 some rows in error; 4 the key was refused (401).',
+      'refresh_expires, refresh_response_key; times in Unix ms). An opted-out user prints {"status":"optout"} and exits 5.\n' +
+      'With --input: every row plus those fields, status (success|optout|invalid|error) and reason; an opted-out row is\n' +
+      'data (exit 0), and exit 3 if a row ended in error.\n' +
+      'Exit codes: 0 done; 1 failed; 2 usage or invalid identifier; 3 some rows in error; 4 the key was refused (401);\n' +
+      '5 the one identity given opted out (not with --input).',
   );
   generate.action(async (opts: Record<string, unknown>) => {
     process.exitCode = await (await import('./token.js')).generate(opts);

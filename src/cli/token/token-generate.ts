@@ -39,6 +39,8 @@ export async function runTokenGenerate(flags: TokenGenerateFlags, deps: TokenGen
       throw new UserError('--out saves a single identity; with --input, name the output file with -o FILE');
     return runTokenBatch('generate', flags, deps);
   }
+  if (flags.phoneRegionColumn !== undefined)
+    throw new UserError('--phone-region-col names a column of --input FILE; for one identifier give --phone-region CC');
   if (!picked)
     throw new UserError(
       'give the identifier with --email, --phone, --email-hash or --phone-hash (or a file of them with --input FILE)',

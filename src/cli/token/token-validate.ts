@@ -35,6 +35,8 @@ export async function runTokenValidate(flags: TokenValidateFlags, deps: TokenBat
       );
     return runTokenBatch('validate', flags, deps);
   }
+  if (flags.phoneRegionColumn !== undefined)
+    throw new UserError('--phone-region-col names a column of --input FILE; for one identifier give --phone-region CC');
   if (flags.token === undefined)
     throw new UserError(
       'give the advertising token with --token T (or --token - to read it from stdin), or a file with --input FILE',

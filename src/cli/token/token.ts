@@ -6,6 +6,7 @@ import { TEST_IDENTITIES, TEST_IDENTITIES_DOCS_NOTE } from '../../pipeline/token
 import type { PhoneRegion } from '../../identity/index.js';
 import { connectionFlags, outputFlags, sinkCompression } from '../shared/options.js';
 import { chooseRegion, phoneRegionFlag } from '../shared/phone-region-option.js';
+import { nullValuesOf } from '../shared/null-value-option.js';
 import type { TokenBatchFlags } from './token-batch.js';
 import { connector, resolveFor } from './token-connect.js';
 import { runTokenGenerate } from './token-generate.js';
@@ -36,6 +37,8 @@ function batchFlags(opts: Record<string, unknown>): TokenBatchFlags {
     quiet: opts.quiet === true,
     ...(str(opts, 'summaryJson') !== undefined ? { summaryJson: str(opts, 'summaryJson') } : {}),
     ...phoneRegionOf(opts),
+    ...(str(opts, 'phoneRegionCol') !== undefined ? { phoneRegionColumn: str(opts, 'phoneRegionCol') } : {}),
+    ...(nullValuesOf(opts) !== undefined ? { nullValues: nullValuesOf(opts) } : {}),
   };
 }
 

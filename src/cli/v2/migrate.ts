@@ -25,6 +25,7 @@ import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.
 import {
   addConnectionOptions,
   addOutputOptions,
+  addHashEncodingOption,
   addTimeFormatOption,
   connectionFlags,
   optionReaders,
@@ -35,6 +36,7 @@ import {
 import {
   exitCodeOf,
   KNOWN_FAILURES,
+  outputExists,
   remapReporting,
   remapRunArgs,
   replayedLine,
@@ -69,7 +71,7 @@ export function registerMigrate(program: Command): void {
       [
         'Re-maps every v2 entry of the state file with v3, which gives it a refresh time r (and a previous raw UID p when its salt rotated lately) instead of a salt bucket. Each answered batch is saved at once: an interrupted run, or one cut short by --limit, continues where it stopped when run again. When no v2 entry is left, the file is marked v3: from then on use map and remap-due without --api v2.',
         'Reports how many raw UIDs stayed the same and how many changed; -o FILE writes the changed ones (kind, hash, old and new raw UID...), to update the systems that hold the old ones.',
-        'Exit codes: 0 done; 3 some batches failed (run again to retry them); 2 usage, or another run is using the state file; 4 credentials refused; 130 interrupted.',
+        'Exit codes: 0 done; 1 failed (the service, the network, the state file could not be written); 2 usage, or another run is using the state file; 3 some batches failed (run again to retry them); 4 credentials refused; 130 interrupted.',
       ].join('\n\n'),
     )
     .option('--state <file>', 'the v2 state file made by map --api v2 --state FILE (required)')
@@ -83,6 +85,7 @@ export function registerMigrate(program: Command): void {
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   addTimeFormatOption(cmd);
+  addHashEncodingOption(cmd, 'the hashes of the changes file');
   cmd.action((opts: Record<string, unknown>) => runInProcess((deps) => runMigrate(migrateFlags(opts), deps)));
 }
 
@@ -150,7 +153,8 @@ async function migrateForReal(
   const { client, limiter } = connection;
   const runId = state.startRun('migrate', JSON.stringify(remapRunArgs(flags)), nowS);
   try {
-    const cellsOf = (change: RemapChange): string[] => changeCells(change, flags.output.timeFormat);
+    const cellsOf = (change: RemapChange): string[] =>
+      changeCells(change, flags.output.timeFormat, flags.output.hashEncoding);
     return await withRunOutput(
       changesColumns(flags.output.timeFormat, false),
       'migrate',
@@ -227,8 +231,9 @@ function formatMigrateSummary(result: MigrateResult, summary: RunSummary): strin
 }
 
 /**
- * The changes file is kept whenever a batch was committed (those entries are v3 now and will not be reported
- * again) or it holds an earlier run's changes; the pending changes it holds are delivered with its rename.
+ * The changes file of a completed run is always kept; a stopped run's is kept when a batch was committed or it holds
+ * an earlier run's changes, and only where no file exists. The pending changes a kept file holds are delivered with
+ * its rename, whatever the outcome; a file not kept leaves them pending for the next run.
  */
 async function finish(
   result: MigrateResult,
@@ -240,9 +245,11 @@ async function finish(
   delivery: ChangeDelivery,
 ): Promise<number> {
   const { outcome, counts } = result;
-  const keep = outcome.kind === 'completed' || counts.batchesCommitted > 0 || delivery.replayed > 0;
-  // the pending changes the file holds are delivered with it, whatever the outcome: a re-run writes only the rest
-  await reportRun(sink, keep, formatMigrateSummary(result, summary), summary, flags.output, deps, {
+  const keep =
+    outcome.kind === 'completed' ||
+    ((counts.batchesCommitted > 0 || delivery.replayed > 0) && !outputExists(flags.output));
+  // the pending changes the file holds are delivered with its rename, whatever the outcome: a re-run writes the rest
+  await reportRun(sink, keep, formatMigrateSummary(result, summary), summary, flags.output, deps, [], {
     ...delivery,
     say,
     unfinished: outcome.kind !== 'completed',

@@ -1,4 +1,6 @@
-import { prepareCell, type IdentifierColumn } from '../table/identifier-columns.js';
+import { hashCell, type HashEncoding } from '../table/hash-cells.js';
+import { needsPhoneRegion } from '../../identity/index.js';
+import { countryCellOf, isMissingCell, prepareCell, type IdentifierColumn } from '../table/identifier-columns.js';
 import { rowProblemInvalidates, rowProblemReason, type InputRow } from '../table/table.js';
 
 /** The columns `hash` adds per identifier column (prefixed `<column>_` when there are several). */
@@ -16,6 +18,10 @@ export interface HashCounts {
   invalid: number[];
   /** Invalid cells by reason. */
   reasons: Record<string, number>;
+  /** Phones hashed. */
+  validPhones: number;
+  /** Invalid cells written as phone numbers are, refused only for want of a phone region (needsPhoneRegion). */
+  phonesNeedingRegion: number;
 }
 
 export function emptyHashCounts(width: number): HashCounts {
@@ -25,12 +31,16 @@ export function emptyHashCounts(width: number): HashCounts {
     ok: new Array<number>(width).fill(0),
     invalid: new Array<number>(width).fill(0),
     reasons: {},
+    validPhones: 0,
+    phonesNeedingRegion: 0,
   };
 }
 
 export function addHashCounts(into: HashCounts, more: HashCounts): void {
   into.rows += more.rows;
   into.missing += more.missing;
+  into.validPhones += more.validPhones;
+  into.phonesNeedingRegion += more.phonesNeedingRegion;
   for (let c = 0; c < into.ok.length; c++) {
     into.ok[c] += more.ok[c];
     into.invalid[c] += more.invalid[c];
@@ -40,7 +50,8 @@ export function addHashCounts(into: HashCounts, more: HashCounts): void {
 
 /**
  * `hash`'s output rows: each row's cells (those of `keep`, by index; null: all, in place, as the input row is not
- * used again) with hash, hash_type, status and reason appended per identifier column. The same code runs on the
+ * used again) with hash (in `hashEncoding`, default base64), hash_type, status and reason appended per identifier
+ * column. The same code runs on the
  * main thread and in worker threads.
  */
 export function hashRows(
@@ -48,6 +59,7 @@ export function hashRows(
   columns: readonly IdentifierColumn[],
   counts: HashCounts,
   keep: readonly number[] | null = null,
+  hashEncoding?: HashEncoding,
 ): string[][] {
   const out: string[][] = new Array(rows.length);
   for (let r = 0; r < rows.length; r++) {
@@ -64,19 +76,22 @@ export function hashRows(
       continue;
     }
     for (let c = 0; c < columns.length; c++) {
-      const cell = input[columns[c].index];
-      if (cell === '') {
+      const column = columns[c];
+      const cell = input[column.index];
+      if (isMissingCell(column, cell)) {
         cells.push('', '', 'missing', 'empty');
         counts.missing++;
         continue;
       }
-      const prepared = prepareCell(columns[c], cell);
+      const prepared = prepareCell(column, cell, countryCellOf(column, input));
       if (prepared.ok) {
-        cells.push(prepared.hash, prepared.type, 'ok', '');
+        cells.push(hashCell(prepared.hash, hashEncoding), prepared.type, 'ok', '');
         counts.ok[c]++;
+        if (prepared.type === 'phone') counts.validPhones++;
       } else {
         cells.push('', '', 'invalid', prepared.reason);
         invalid(counts, c, prepared.reason);
+        if (needsPhoneRegion(cell, prepared)) counts.phonesNeedingRegion++;
       }
     }
   }

@@ -99,6 +99,10 @@ export interface MapRunCounts {
   invalidByReason: Record<string, number>;
   /** Cells that were valid locally. */
   valid: number;
+  /** Of those, phones. */
+  validPhones: number;
+  /** Invalid cells written as phone numbers are, refused only for want of a phone region (needsPhoneRegion). */
+  phonesNeedingRegion: number;
   /** Distinct (type, hash) pairs among the valid cells. */
   uniqueIdentifiers: number;
   /** True when uniqueIdentifiers is an estimate (large inputs). */
@@ -139,6 +143,8 @@ export function newMapRunCounts(): MapRunCounts {
     status: { mapped: 0, optout: 0, invalid: 0, error: 0, missing: 0 },
     invalidByReason: {},
     valid: 0,
+    validPhones: 0,
+    phonesNeedingRegion: 0,
     uniqueIdentifiers: 0,
     uniqueEstimated: false,
     fromState: 0,
@@ -314,12 +320,14 @@ export class MapEngine {
     if (this.options.keepSentHashes === true) chunk.sent = prepared;
     this.counts.rowsRead += prepared.rowCount;
     this.counts.identifiers += status.length;
+    this.counts.phonesNeedingRegion += prepared.needingRegion;
     if (!this.options.dryRun) this.window.push(chunk);
     let h = 0;
     let e = 0;
     for (let slot = 0; slot < status.length; slot++) {
       switch (status[slot]) {
         case SLOT.pending:
+          if (phone[slot] === 1) this.counts.validPhones++;
           this.route(chunk, slot, phone[slot] === 1 ? 'phone' : 'email', hashes[h++]);
           break;
         case SLOT.missing:
@@ -457,6 +465,7 @@ export class MapEngine {
         this.onBatchError(batch, err);
         return;
       }
+      this.lifecycle.noteBatchAnswered();
       await this.onBatchAnswered(batch, body);
     } catch (err) {
       // a state commit that throws (disk full, file locked) would fail every later batch the same way

@@ -1,4 +1,5 @@
-import { prepareCell, type IdentifierColumn } from '../table/identifier-columns.js';
+import { needsPhoneRegion } from '../../identity/index.js';
+import { countryCellOf, isMissingCell, prepareCell, type IdentifierColumn } from '../table/identifier-columns.js';
 import { SLOT } from './row-chunk.js';
 import { rowProblemInvalidates, rowProblemReason, type InputRow, type RowProblem } from '../table/table.js';
 
@@ -19,6 +20,8 @@ export interface PreparedRows {
   hashes: string[];
   /** Reasons of the invalid slots, in slot order. */
   reasons: string[];
+  /** Invalid slots written as phone numbers are, refused only for want of a phone region (needsPhoneRegion). */
+  needingRegion: number;
 }
 
 /**
@@ -49,7 +52,7 @@ export function prepareRows(rows: readonly InputRow[], columns: readonly Identif
         reasons.push(rowProblemReason(row.problem as RowProblem));
         continue;
       }
-      prepareSlot(out, base + c, column, row.cells[column.index] ?? '');
+      prepareSlot(out, base + c, column, row.cells[column.index] ?? '', countryCellOf(column, row.cells));
     }
   }
   return out;
@@ -57,7 +60,8 @@ export function prepareRows(rows: readonly InputRow[], columns: readonly Identif
 
 /**
  * prepareRows() for rows given as columns: `cells[i]` holds the cells of input column i, in row order, for every
- * column an identifier column reads (the others may be absent). Rows read this way have no row problems.
+ * column an identifier column reads, its country column included (the others may be absent). Rows read this way
+ * have no row problems.
  */
 export function prepareColumns(
   rowCount: number,
@@ -66,33 +70,54 @@ export function prepareColumns(
 ): PreparedRows {
   const width = columns.length;
   const out = emptyPrepared(rowCount, width);
-  const texts = columns.map((column) => {
-    const text = cells[column.index];
-    if (text === undefined) throw new Error(`the cells of input column ${column.index} were not given`);
+  const given = (index: number): readonly string[] => {
+    const text = cells[index];
+    if (text === undefined) throw new Error(`the cells of input column ${index} were not given`);
     return text;
-  });
+  };
+  const texts = columns.map((column) => given(column.index));
+  const countries = columns.map((column) =>
+    column.phoneRegionIndex === undefined ? undefined : given(column.phoneRegionIndex),
+  );
   // row after row, as prepareRows: the hashes and reasons go in slot order
   for (let r = 0; r < rowCount; r++)
-    for (let c = 0; c < width; c++) prepareSlot(out, r * width + c, columns[c], texts[c][r] ?? '');
+    for (let c = 0; c < width; c++)
+      prepareSlot(out, r * width + c, columns[c], texts[c][r] ?? '', countries[c]?.[r] ?? '');
   return out;
 }
 
 function emptyPrepared(rowCount: number, width: number): PreparedRows {
   const cells = rowCount * width;
-  return { rowCount, width, status: new Uint8Array(cells), phone: new Uint8Array(cells), hashes: [], reasons: [] };
+  return {
+    rowCount,
+    width,
+    status: new Uint8Array(cells),
+    phone: new Uint8Array(cells),
+    hashes: [],
+    reasons: [],
+    needingRegion: 0,
+  };
 }
 
 /** What one identifier cell is: the one decision, per cell, of what is sent. */
-function prepareSlot(out: PreparedRows, slot: number, column: IdentifierColumn, cell: string): void {
-  // an empty cell (a row with an email but no phone, say) has nothing to map: it is not invalid data
-  if (cell.length === 0) {
+function prepareSlot(
+  out: PreparedRows,
+  slot: number,
+  column: IdentifierColumn,
+  cell: string,
+  countryCell: string,
+): void {
+  // an empty cell (a row with an email but no phone, say) or a NULL written as `\N` has nothing to map: it is
+  // not invalid data
+  if (isMissingCell(column, cell)) {
     out.status[slot] = SLOT.missing;
     return;
   }
-  const prepared = prepareCell(column, cell);
+  const prepared = prepareCell(column, cell, countryCell);
   if (!prepared.ok) {
     out.status[slot] = SLOT.invalid;
     out.reasons.push(prepared.reason);
+    if (needsPhoneRegion(cell, prepared)) out.needingRegion++;
     return;
   }
   // status stays SLOT.pending

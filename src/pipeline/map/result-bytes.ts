@@ -1,5 +1,6 @@
 /** The result columns of an answered chunk as columns of UTF-8 bytes, written straight from its packed answers. */
 import type { ByteColumn } from '../table/row-blocks.js';
+import { hashCell } from '../table/hash-cells.js';
 import { timeCell, type TimeFormat } from '../table/typed-cells.js';
 import type { ResultLayout, SentHashes } from './result-columns.js';
 import { SLOT, SLOT_STATUS_NAMES } from './row-chunk.js';
@@ -34,7 +35,7 @@ export interface ResultBytesInput {
   width: number;
   /** map --api v2 result columns. */
   v2: boolean;
-  layout: Pick<ResultLayout, 'emitHash' | 'timeFormat'>;
+  layout: Pick<ResultLayout, 'emitHash' | 'hashEncoding' | 'timeFormat'>;
   /** For --emit-hash: the hashes sent, as prepareRows made them. */
   sent?: SentHashes | undefined;
 }
@@ -226,12 +227,12 @@ export function resultByteColumns(answers: PackedAnswers, input: ResultBytesInpu
     out.push(state.done(), why.done());
     if (hashOf !== undefined) {
       const hashes = sent as SentHashes;
-      const hash = new ColumnWriter(rowCount, 44);
+      const hash = new ColumnWriter(rowCount, layout.hashEncoding === 'hex' ? 64 : 44);
       const type = new ColumnWriter(rowCount, 5);
       for (let row = 0; row < rowCount; row++) {
         const slot = row * width + c;
         if (hashes.status[slot] === SLOT.pending) {
-          hash.text(hashes.hashes[hashOf[slot]]);
+          hash.text(hashCell(hashes.hashes[hashOf[slot]], layout.hashEncoding));
           const word = hashes.phone[slot] === 1 ? PHONE : EMAIL;
           type.copy(word, 0, word.length);
         } else {

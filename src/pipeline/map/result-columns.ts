@@ -3,6 +3,7 @@ import { bucketIdOf } from './bucket-answer.js';
 import type { PreparedRows } from './prepare-rows.js';
 import { defaultResultPrefixes, resultHeader } from '../table/identifier-columns.js';
 import { SLOT, SLOT_STATUS_NAMES, type RowChunk } from './row-chunk.js';
+import { hashCell, type HashEncoding } from '../table/hash-cells.js';
 import { timeCell, timeType, type ColumnType, type TimeFormat, type TypedHeader } from '../table/typed-cells.js';
 import type { MappedV3 } from '../../protocol/index.js';
 
@@ -12,7 +13,7 @@ export const RESULT_COLUMNS = ['raw_uid', 'prev_raw_uid', 'refresh_from', 'statu
 /** `map --api v2`: v2 has no previous raw ID and no refresh time; it has the salt bucket instead. */
 export const RESULT_COLUMNS_V2 = ['raw_uid', 'bucket_id', 'status', 'reason'] as const;
 
-/** --emit-hash: the hash sent for the identifier (base64, as the state file and the changes file hold it) and its type. */
+/** --emit-hash: the hash sent for the identifier (base64 as the state file holds it, or hex: --hash-encoding) and its type. */
 export const HASH_COLUMNS = ['hash', 'hash_type'] as const;
 
 /**
@@ -26,6 +27,8 @@ export interface ResultLayout {
   prefixes: readonly string[];
   /** Also write `hash` and `hash_type` per identifier column, after `reason`. */
   emitHash: boolean;
+  /** How the hashes of emitHash are written; absent: base64. */
+  hashEncoding?: HashEncoding | undefined;
   /** How refresh_from is written. */
   timeFormat: TimeFormat;
 }
@@ -139,6 +142,7 @@ function answeredRows(
   const keep = layout?.keep ?? null;
   const timeFormat = layout?.timeFormat ?? 'unix';
   const sent = layout?.emitHash === true ? sentHashesOf(chunk) : null;
+  const hashEncoding = layout?.hashEncoding;
   const out: string[][] = new Array(rows.length);
   // the sent hashes are in slot order, one per slot that was valid when prepared
   let h = 0;
@@ -153,7 +157,7 @@ function answeredRows(
       write(cells, s, mapped[slot], reason[slot], timeFormat);
       if (sent !== null) {
         if (sent.status[slot] === SLOT.pending)
-          cells.push(sent.hashes[h++], sent.phone[slot] === 1 ? 'phone' : 'email');
+          cells.push(hashCell(sent.hashes[h++], hashEncoding), sent.phone[slot] === 1 ? 'phone' : 'email');
         else cells.push('', '');
       }
     }

@@ -1,5 +1,6 @@
-/** The output layout a user asked for (--keep, --drop-input-columns, --result-prefix, --emit-hash, --time-format), checked against the input. */
+/** The output layout a user asked for (--keep, --drop-input-columns, --result-prefix, --emit-hash, --hash-encoding, --time-format), checked against the input. */
 import { ColumnError, findColumn, resultPrefix, type IdentifierColumn } from '../table/identifier-columns.js';
+import type { HashEncoding } from '../table/hash-cells.js';
 import type { TimeFormat } from '../table/typed-cells.js';
 import { defaultLayout, type ResultLayout } from './result-columns.js';
 
@@ -11,6 +12,8 @@ export interface LayoutRequest {
   /** --result-prefix values: `P` (one identifier column) or `COLUMN=P` (any of several). */
   resultPrefixes?: readonly string[] | undefined;
   emitHash?: boolean | undefined;
+  /** --hash-encoding: how the hashes of emitHash are written (default base64). */
+  hashEncoding?: HashEncoding | undefined;
   timeFormat?: TimeFormat | undefined;
 }
 
@@ -30,6 +33,7 @@ export function resolveResultLayout(
     keep: keptColumns(header, request, source),
     prefixes: prefixesOf(header, columns, request.resultPrefixes ?? [], layout.prefixes, source),
     emitHash: request.emitHash === true,
+    ...(request.hashEncoding !== undefined ? { hashEncoding: request.hashEncoding } : {}),
     timeFormat: request.timeFormat ?? layout.timeFormat,
   };
 }

@@ -16,6 +16,8 @@ export type RawUidVerdict =
   | { kind: 'not_opted_out' }
   /** Not the shape of a raw UID: reported, never sent. */
   | { kind: 'invalid'; reason: string }
+  /** An empty cell: nothing to check (`map` calls an empty identifier cell missing too). Never sent. */
+  | { kind: 'missing'; reason: string }
   /** Its batch failed after the client's last attempt. */
   | { kind: 'error'; reason: string };
 
@@ -45,6 +47,7 @@ export function verdictCells(verdict: RawUidVerdict, timeFormat: TimeFormat = 'u
     case 'not_opted_out':
       return ['false', '', ''];
     case 'invalid':
+    case 'missing':
     case 'error':
       return ['', '', verdict.reason];
   }
@@ -53,7 +56,7 @@ export function verdictCells(verdict: RawUidVerdict, timeFormat: TimeFormat = 'u
 export interface OptoutCounts {
   /** Input rows, or raw UIDs of the state checked. */
   rows: number;
-  status: { opted_out: number; not_opted_out: number; invalid: number; error: number };
+  status: { opted_out: number; not_opted_out: number; invalid: number; missing: number; error: number };
   /** Raw UIDs sent (each distinct raw UID of a batch once). */
   sent: number;
   batches: number;
@@ -149,6 +152,7 @@ class OrderedChecker<P> {
     this.counts.sent += rawUids.length;
     try {
       const items = await this.options.check(rawUids, this.lifecycle.abort.signal);
+      this.lifecycle.noteBatchAnswered();
       const optedOut = new Map<string, number>();
       for (const item of items) optedOut.set(item.advertising_id, item.opted_out_since);
       this.limiter.succeeded();
@@ -178,7 +182,7 @@ function countVerdict(counts: OptoutCounts, verdict: RawUidVerdict): void {
 function emptyCounts(): OptoutCounts {
   return {
     rows: 0,
-    status: { opted_out: 0, not_opted_out: 0, invalid: 0, error: 0 },
+    status: { opted_out: 0, not_opted_out: 0, invalid: 0, missing: 0, error: 0 },
     sent: 0,
     batches: 0,
     batchesFailed: 0,
@@ -216,7 +220,8 @@ const MAX_ROWS_PER_BATCH = 4 * MAX_ITEMS_PER_REQUEST;
 
 /**
  * optout-check over a table: each row's raw UID checked once per batch (repeats in a batch are sent once),
- * rows whose cell is not a raw UID reported as invalid and never sent, every row handed back in input order.
+ * rows whose cell is not a raw UID reported as invalid (an empty one as missing) and never sent, every row handed
+ * back in input order.
  */
 export async function checkRawUidRows(
   source: AsyncIterable<InputRow[]>,
@@ -256,7 +261,9 @@ export async function checkRawUidRows(
     const out: CheckedRow[] = new Array(rows.length);
     for (let i = 0; i < rows.length; i++) {
       const id = ids[i];
-      const verdict: RawUidVerdict = id.ok ? verdictOf(id.rawUid, answer) : { kind: 'invalid', reason: id.reason };
+      const verdict: RawUidVerdict = id.ok
+        ? verdictOf(id.rawUid, answer)
+        : { kind: id.reason === EMPTY_RAW_UID ? 'missing' : 'invalid', reason: id.reason };
       countVerdict(counts, verdict);
       out[i] = { row: rows[i], verdict };
     }

@@ -11,6 +11,7 @@ import { bucketIdOf, mappedOutcome } from '../map/bucket-answer.js';
 import { parseJournalRow, replayPendingChanges, type ChangeJournal } from '../run/change-journal.js';
 import { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
 import { asError, RunLifecycle, type RunOutcome } from '../run/run-lifecycle.js';
+import { hashCell, type HashEncoding } from '../table/hash-cells.js';
 import { timeCell, timeType, type TimeFormat, type TypedHeader } from '../table/typed-cells.js';
 
 /** What remap needs from the state file: pages of due entries through the `r` index, one transaction per batch. */
@@ -62,11 +63,15 @@ export function changesColumns(timeFormat: TimeFormat = 'unix', v2 = false): Typ
   return { header, types: header.map((name) => (name === 'refresh_from' ? timeType(timeFormat) : 'string')) };
 }
 
-/** A change as cells under CHANGES_HEADER; a missing value is an empty cell. */
-export function changeCells(change: RemapChange, timeFormat: TimeFormat = 'unix'): string[] {
+/** A change as cells under CHANGES_HEADER, the hash in `hashEncoding` (default base64); a missing value is an empty cell. */
+export function changeCells(
+  change: RemapChange,
+  timeFormat: TimeFormat = 'unix',
+  hashEncoding: HashEncoding = 'base64',
+): string[] {
   return [
     change.kind,
-    change.hash,
+    hashCell(change.hash, hashEncoding),
     change.oldRawUid ?? '',
     change.newRawUid ?? '',
     change.prevRawUid ?? '',
@@ -76,8 +81,12 @@ export function changeCells(change: RemapChange, timeFormat: TimeFormat = 'unix'
 }
 
 /** A change as cells under CHANGES_HEADER_V2. */
-export function changeCellsV2(change: RemapChange, timeFormat: TimeFormat = 'unix'): string[] {
-  const cells = changeCells(change, timeFormat);
+export function changeCellsV2(
+  change: RemapChange,
+  timeFormat: TimeFormat = 'unix',
+  hashEncoding: HashEncoding = 'base64',
+): string[] {
+  const cells = changeCells(change, timeFormat, hashEncoding);
   cells.push(change.bucketId ?? '');
   return cells;
 }
@@ -187,6 +196,8 @@ export interface RemapOptions {
 }
 
 interface Batch {
+  /** Its place in the run's selection order: the changes file gets batches' rows in this order. */
+  seq: number;
   entries: DueEntry[];
   request: MapV3Request;
   email: DueEntry[];
@@ -220,7 +231,14 @@ export class RemapEngine {
    * into the due range (its new `r` is still <= now); it must not be sent twice in one run.
    */
   private readonly sent = new Set<number>();
-  private pendingChanges: RemapChange[] = [];
+  /**
+   * The change rows of settled batches by their seq (none for a failed one), until every batch before them has
+   * settled: the changes file lists rows in selection order (r, then id), not in the order answers arrive.
+   */
+  private readonly settledChanges = new Map<number, RemapChange[]>();
+  private nextSeq = 0;
+  /** The seq of the next batch to deliver. */
+  private deliverSeq = 0;
 
   constructor(private readonly options: RemapOptions) {
     this.limiter = options.limiter ?? new AdaptiveConcurrency({ max: options.concurrency ?? 20 });
@@ -270,10 +288,11 @@ export class RemapEngine {
       unlisten();
     }
     if (this.lifecycle.stopped) await this.lifecycle.windDown();
-    await this.flushChanges();
+    // a batch that never settled leaves a gap: what settled after it is delivered anyway, still in seq order
+    await this.flushChanges(true);
     // a batch still in flight may commit during that await; the id is read with nothing left unhanded, and
     // with no await between the check and the read, so no row up to it can have missed onChanges
-    while (this.pendingChanges.length > 0) await this.flushChanges();
+    while (this.settledChanges.size > 0) await this.flushChanges(true);
     const journalUpTo = this.options.journal?.state.lastPendingChangeId('remap') ?? null;
     return {
       outcome: this.lifecycle.outcome(),
@@ -296,7 +315,8 @@ export class RemapEngine {
     if (phone.length > 0) request.phone_hash = phone.map((e) => e.hash);
     this.counts.selected += entries.length;
     this.counts.batches++;
-    void this.lifecycle.inFlight(() => this.limiter.run(() => this.send({ entries, request, email, phone })));
+    const seq = this.nextSeq++;
+    void this.lifecycle.inFlight(() => this.limiter.run(() => this.send({ seq, entries, request, email, phone })));
   }
 
   private async send(batch: Batch): Promise<void> {
@@ -312,12 +332,15 @@ export class RemapEngine {
         this.onBatchError(batch, asError(err));
         return;
       }
+      this.lifecycle.noteBatchAnswered();
       this.onBatchAnswered(batch, body);
     } catch (err) {
       // a commit that throws (disk full, file locked) would fail every later batch the same way
       this.lifecycle.halt({ kind: 'failed', error: asError(err) });
       this.failBatch(batch, 'not committed: the state file could not be written', false);
     } finally {
+      // a batch that failed has no rows, but its turn in the order is over
+      if (!this.settledChanges.has(batch.seq)) this.settledChanges.set(batch.seq, []);
       this.options.onProgress?.(this.counts);
     }
   }
@@ -335,6 +358,9 @@ export class RemapEngine {
       );
       return;
     }
+    const answerOf = new Map<DueEntry, MapV3Item>();
+    for (let i = 0; i < emailAnswers.length; i++) answerOf.set(batch.email[i], emailAnswers[i]);
+    for (let i = 0; i < phoneAnswers.length; i++) answerOf.set(batch.phone[i], phoneAnswers[i]);
     const updates: EntryUpdate[] = [];
     const changes: RemapChange[] = [];
     const tally = { mapped: 0, optout: 0, invalid: 0, changed: 0, unchanged: 0, stillDue: 0 };
@@ -349,8 +375,8 @@ export class RemapEngine {
         if (isMappedV3(answer) && answer.r <= this.options.nowS) tally.stillDue++;
       }
     };
-    for (let i = 0; i < emailAnswers.length; i++) take(batch.email[i], emailAnswers[i]);
-    for (let i = 0; i < phoneAnswers.length; i++) take(batch.phone[i], phoneAnswers[i]);
+    // in the batch's selection order, emails and phones as they came, so its change rows are in that order too
+    for (const entry of batch.entries) take(entry, answerOf.get(entry) as MapV3Item);
     // the commit is the point of no return: counts and changes only for what is in the state
     const journal = this.options.journal;
     if (journal !== undefined && changes.length > 0) {
@@ -370,7 +396,7 @@ export class RemapEngine {
     c.changed += tally.changed;
     c.unchanged += tally.unchanged;
     c.stillDue += tally.stillDue;
-    for (const change of changes) this.pendingChanges.push(change);
+    this.settledChanges.set(batch.seq, changes);
     this.limiter.succeeded();
   }
 
@@ -389,10 +415,22 @@ export class RemapEngine {
     this.lifecycle.noteBatchError(reason);
   }
 
-  private async flushChanges(): Promise<void> {
-    while (this.pendingChanges.length > 0) {
-      const rows = this.pendingChanges;
-      this.pendingChanges = [];
+  /**
+   * Hands the rows of settled batches to onChanges in seq order, up to the first batch not settled yet; with
+   * `pastGaps`, past it too (the end of a run: a batch that never settles must not hold back committed rows).
+   */
+  private async flushChanges(pastGaps = false): Promise<void> {
+    for (;;) {
+      const rows: RemapChange[] = [];
+      while (this.settledChanges.has(this.deliverSeq)) {
+        rows.push(...(this.settledChanges.get(this.deliverSeq) as RemapChange[]));
+        this.settledChanges.delete(this.deliverSeq++);
+      }
+      if (pastGaps && rows.length === 0 && this.settledChanges.size > 0) {
+        this.deliverSeq = Math.min(...this.settledChanges.keys());
+        continue;
+      }
+      if (rows.length === 0) return;
       this.counts.changeRows += rows.length;
       if (this.options.onChanges) await this.options.onChanges(rows);
     }

@@ -2,7 +2,8 @@ import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { ChangeKind, PendingChange, StateStore } from '../../state/types.js';
 import { writeThroughTarget } from '../table/output-file.js';
-import type { SealedOutput, TableSink } from '../table/table.js';
+import type { RunOutput } from '../table/commit-together.js';
+import type { PreparedOutput, SealedOutput, TableSink } from '../table/table.js';
 
 /**
  * The pending changes of the state file as a run's output sees them. Change rows are journaled with the commit
@@ -110,19 +111,58 @@ export interface DeliveredRows {
 }
 
 /**
- * Commits `sink`, the output that holds the pending rows up to `rows.upTo`, so that they are delivered exactly
- * when it is in place. A failure to record the delivery is said through `say` and not thrown: the output holds
- * the rows either way, and at worst the next run writes them again.
+ * `sink`, the output that holds the pending rows up to `rows.upTo`, as one of a run's outputs (commit-together.ts):
+ * committed alone or with the others, its rows are delivered exactly when it is in place. The record is written
+ * just before its own rename, after every output of the run is complete, so a run whose other output could not be
+ * finished leaves the rows pending. A failure to record the delivery is said through `say` and not thrown: the
+ * output holds the rows either way, and at worst the next run writes them again.
  */
+export function deliveringOutput(
+  sink: TableSink,
+  journal: Pick<ChangeJournal, 'setMeta' | 'ackChanges'>,
+  rows: DeliveredRows,
+  say: (line: string) => void,
+): RunOutput {
+  const output: RunOutput = {
+    commit: () => deliverWith((sealed) => sink.commit(sealed), journal, rows, say),
+    abort: () => sink.abort(),
+  };
+  const prepare = sink.prepareCommit?.bind(sink);
+  // stdout has nothing to prepare: it is committed (ended) in commitTogether's first step, and acknowledged then
+  if (prepare !== undefined)
+    output.prepareCommit = async (): Promise<PreparedOutput> => {
+      const prepared = await prepare();
+      return {
+        publish: () => deliverWith((sealed) => prepared.publish(sealed), journal, rows, say),
+        discard: () => prepared.discard(),
+      };
+    };
+  return output;
+}
+
+/** Commits `sink` alone, delivering the rows it holds (see deliveringOutput). */
 export async function commitDelivering(
   sink: TableSink,
   journal: Pick<ChangeJournal, 'setMeta' | 'ackChanges'>,
   rows: DeliveredRows,
   say: (line: string) => void,
 ): Promise<void> {
+  await deliveringOutput(sink, journal, rows, say).commit();
+}
+
+/**
+ * Renames an output into place through `rename` (which calls its argument just before the rename), recording the
+ * file first and acknowledging the rows it holds after.
+ */
+async function deliverWith(
+  rename: (sealed?: (file: SealedOutput) => void) => Promise<void>,
+  journal: Pick<ChangeJournal, 'setMeta' | 'ackChanges'>,
+  rows: DeliveredRows,
+  say: (line: string) => void,
+): Promise<void> {
   const { kind, upTo } = rows;
   if (upTo === null) {
-    await sink.commit();
+    await rename();
     return;
   }
   const unrecorded = (err: unknown): void =>
@@ -130,7 +170,7 @@ export async function commitDelivering(
       `the state file could not record that the changes were written (${err instanceof Error ? err.message : String(err)}); the next run writes them again`,
     );
   const seal: { file: SealedOutput | null } = { file: null };
-  await sink.commit((file) => {
+  await rename((file) => {
     try {
       const record: DeliveryRecord = { ...file, stage: 'sealed', upTo, rows: 0 };
       journal.setMeta(deliveryKey(kind), JSON.stringify(record));

@@ -1,15 +1,19 @@
 /** How a run that sends batches stops and ends: the one lifecycle the map, remap and opt-out engines share. */
 import { setMaxListeners } from 'node:events';
 import { ClockSkewError, UnauthorizedError } from '../../protocol/index.js';
+import { CredentialsRefusedError, unreachableService } from './unreachable-service.js';
 import { windDownInFlight } from './wind-down.js';
 
 /** How a run ended. A failure is one that every further batch would hit too, or --fail-fast's first. */
 export type RunOutcome =
   | { kind: 'completed' }
   | { kind: 'interrupted' }
-  /** 401: the credentials were refused; nothing more was sent. */
+  /** 401, or a client secret the service cannot decrypt with: the credentials were refused; nothing more was sent. */
   | { kind: 'auth-refused'; error: Error }
-  /** --fail-fast and a batch failed, or a failure that every further batch would hit too (clock skew, state). */
+  /**
+   * --fail-fast and a batch failed, or a failure that every further batch would hit too (clock skew, state, and
+   * before any batch was answered: the service unreachable, see unreachable-service.ts).
+   */
   | { kind: 'failed'; error: Error };
 
 /** What was thrown, as an Error (a library may throw anything). */
@@ -38,6 +42,8 @@ export class RunLifecycle {
   /** The first few distinct reasons batches failed for. */
   readonly batchErrors: string[] = [];
   private stop: RunOutcome | null = null;
+  /** Whether any batch of the run got an answer: from then on the service is known to be reachable. */
+  private answered = false;
   private inFlightCount = 0;
   private wake: (() => void) | null = null;
   private readonly onHaltHooks: (() => void)[] = [];
@@ -89,10 +95,22 @@ export class RunLifecycle {
     return this.stop !== null && this.abort.signal.aborted;
   }
 
-  /** Stops the run when a batch's failure would end every further batch too (or at any failure with failFast). */
+  /** A batch got the service's answer: failures from now on end in error rows, not in stopping the run. */
+  noteBatchAnswered(): void {
+    this.answered = true;
+  }
+
+  /**
+   * Stops the run when a batch's failure would end every further batch too (or at any failure with failFast).
+   * Before any batch was answered, that includes a service that cannot be reached at all: the run then ends with
+   * the cause instead of an output of rows that all say `error`.
+   */
   haltOnBatchError(error: Error, failFast = false): void {
+    const unreachable = this.answered ? undefined : unreachableService(error);
     if (error instanceof UnauthorizedError) this.halt({ kind: 'auth-refused', error });
     else if (error instanceof ClockSkewError) this.halt({ kind: 'failed', error });
+    else if (unreachable instanceof CredentialsRefusedError) this.halt({ kind: 'auth-refused', error: unreachable });
+    else if (unreachable !== undefined) this.halt({ kind: 'failed', error: unreachable });
     else if (failFast) this.halt({ kind: 'failed', error });
   }
 

@@ -1,4 +1,5 @@
 import {
+  phoneRegionOfRow,
   prepareAuto,
   prepareIdentifier,
   type DiiType,
@@ -20,9 +21,26 @@ export interface IdentifierColumn {
   hashType?: DiiType;
   /**
    * For 'phone' and 'auto': the country national numbers are read in (parsePhoneRegion); without it a phone
-   * must already be E.164. Plain data, so it travels with the column to the row threads.
+   * must already be E.164. Plain data, so it travels with the column to the row threads. With phoneRegionIndex,
+   * the region of the rows whose country cell is empty.
    */
   phoneRegion?: PhoneRegion;
+  /**
+   * For 'phone' and 'auto': the position in InputRow.cells of the row's country (--phone-region-col), whose
+   * phones are read in that country's plan (phoneRegionOfRow).
+   */
+  phoneRegionIndex?: number;
+  /** Cells that stand for no value, besides the empty cell and NULL_MARKER (--null-value). */
+  nullMarkers?: readonly string[];
+}
+
+/** How SQL unloads (Snowflake, PostgreSQL COPY, MySQL) write NULL: an identifier cell so written is missing. */
+export const NULL_MARKER = '\\N';
+
+/** An identifier cell that holds nothing to map: empty, `\N`, or a marker the user named. */
+export function isMissingCell(column: IdentifierColumn, cell: string): boolean {
+  if (cell.length === 0 || cell === NULL_MARKER) return true;
+  return column.nullMarkers?.includes(cell) === true;
 }
 
 /** The column flags of `map`, `hash` and friends. Each named flag may be given several times. */
@@ -356,12 +374,27 @@ function delimiterHint(header: readonly string[]): string {
   return '';
 }
 
-/** One identifier cell as the service would get it: its DII type and hash, or why it is invalid. */
-export function prepareCell(column: IdentifierColumn, value: string): Prepared {
-  // the column is its own options object (its phoneRegion), so no object is made per cell
+/**
+ * One identifier cell as the service would get it: its DII type and hash, or why it is invalid. `countryCell` is
+ * the row's cell in the column's phoneRegionIndex (see countryCellOf), read only when the column has one.
+ */
+export function prepareCell(column: IdentifierColumn, value: string, countryCell = ''): Prepared {
+  // the column is its own options object (its phoneRegion), so no object is made per cell without a region column
+  const options =
+    column.phoneRegionIndex === undefined
+      ? column
+      : {
+          // a country cell that holds nothing leaves the row to the column's phoneRegion (the fallback)
+          phoneRegion: phoneRegionOfRow(isMissingCell(column, countryCell) ? '' : countryCell, column.phoneRegion),
+        };
   return column.kind === 'auto'
-    ? prepareAuto(value, column.hashType, column)
-    : prepareIdentifier(column.kind, value, column);
+    ? prepareAuto(value, column.hashType, options)
+    : prepareIdentifier(column.kind, value, options);
+}
+
+/** The row's country cell for prepareCell: '' when the column has no phoneRegionIndex (or the row is short). */
+export function countryCellOf(column: IdentifierColumn, cells: readonly string[]): string {
+  return column.phoneRegionIndex === undefined ? '' : (cells[column.phoneRegionIndex] ?? '');
 }
 
 /**

@@ -1,9 +1,9 @@
 // Where an output file is really written: its symlink's target, a private temp file beside it, stale temps removed.
 import { randomBytes } from 'node:crypto';
 import { lstatSync, readdirSync, readlinkSync, realpathSync, statSync, unlinkSync } from 'node:fs';
-import { type FileHandle, open, rename, rm, unlink } from 'node:fs/promises';
+import { type FileHandle, open, rename, rm, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
-import { OutputError, type SealedOutput } from './table.js';
+import { OutputError, type PreparedOutput, type SealedOutput } from './table.js';
 
 /** Symlinks followed at most, as the kernel's own limit; a longer chain is a loop. */
 const MAX_SYMLINK_HOPS = 40;
@@ -64,19 +64,38 @@ function processAlive(pid: number): boolean {
   }
 }
 
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** `.<name>.<pid>.tmp` or `.<name>.<pid>.<8 hex>.tmp`: the temp files tempPathFor names, and nothing else. */
+const TEMP_NAME = /^\.(.+)\.tmp$/;
+const PID = /^\d+$/;
+const RANDOM_PART = /^[0-9a-f]{8}$/;
+
+/**
+ * The process ids a temp file's name may carry. A name whose last part is digits can be read two ways
+ * (`.report.2026.4242.12345678.tmp`: pid 4242 with a random part, or pid 12345678 of `report.2026.4242`), so
+ * both are returned and the file counts as its writer's while either process lives. Empty: not a temp file of ours.
+ */
+function writerPids(fileName: string): number[] {
+  const m = TEMP_NAME.exec(fileName);
+  if (m === null) return [];
+  const parts = m[1].split('.');
+  const pids: number[] = [];
+  // .<name>.<pid>.tmp
+  if (parts.length >= 2 && PID.test(parts[parts.length - 1])) pids.push(Number(parts[parts.length - 1]));
+  // .<name>.<pid>.<random>.tmp
+  if (parts.length >= 3 && RANDOM_PART.test(parts[parts.length - 1]) && PID.test(parts[parts.length - 2]))
+    pids.push(Number(parts[parts.length - 2]));
+  return pids;
 }
 
 /**
- * Removes the temp files that earlier runs writing `target` left behind when they were killed (kill -9, a power
- * cut): `.<name>.<pid>.tmp` and `.<name>.<pid>.<hex>.tmp` whose process is gone. They hold input rows, so they
- * must not stay. A temp file of a live process (a run writing the same file right now) is left alone.
- * Returns the names removed.
+ * Removes the temp files that earlier runs writing into `target`'s directory left behind when they were killed
+ * (kill -9, a power cut): `.<name>.<pid>.tmp` and `.<name>.<pid>.<hex>.tmp` whose process is gone, whatever the
+ * name (a nightly run writes a new dated name every day, so the same name may never come again). They hold input
+ * rows, so they must not stay. A temp file of a live process (a run writing there right now) is left alone, and so
+ * is anything that is not a regular file of this pattern. Returns the names removed.
  */
 export function removeStaleTemps(target: string): string[] {
   const dir = dirname(target);
-  const pattern = new RegExp(`^\\.${escapeRegExp(basename(target))}\\.(\\d+)(\\.[0-9a-f]+)?\\.tmp$`);
   let names: string[];
   try {
     names = readdirSync(dir);
@@ -85,10 +104,12 @@ export function removeStaleTemps(target: string): string[] {
   }
   const removed: string[] = [];
   for (const name of names) {
-    const m = pattern.exec(name);
-    if (m === null || processAlive(Number(m[1]))) continue;
+    const pids = writerPids(name);
+    if (pids.length === 0 || pids.some(processAlive)) continue;
+    const path = join(dir, name);
     try {
-      unlinkSync(join(dir, name));
+      if (!lstatSync(path).isFile()) continue;
+      unlinkSync(path);
       removed.push(name);
     } catch {
       // gone already, or not ours to remove: the next run tries again
@@ -170,9 +191,9 @@ export function fileFailure(target: string, err: Error): OutputError {
   }
 }
 
-/** The finished temp file of an output as it will be at `target` once renamed (see SealedOutput). */
-export async function sealedOutput(target: string, handle: FileHandle): Promise<SealedOutput> {
-  const s = await handle.stat();
+/** The finished temp file `tmp` of an output as it will be at `target` once renamed (see SealedOutput). */
+async function sealedOutput(target: string, tmp: string): Promise<SealedOutput> {
+  const s = await stat(tmp);
   return { target: resolve(target), dev: s.dev, ino: s.ino, size: s.size, mtimeMs: s.mtimeMs };
 }
 
@@ -198,4 +219,51 @@ export async function openOutputTemp(path: string): Promise<OutputTemp> {
   } catch (err) {
     throw fileFailure(path, err as Error);
   }
+}
+
+/** Makes a rename itself durable; not possible on every platform (Windows), so best effort. */
+export async function syncDirectory(dir: string): Promise<void> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(dir, 'r');
+    await handle.sync();
+  } catch {
+    // the data is already synced; only the directory entry's durability is at stake
+  } finally {
+    await handle?.close().catch(() => undefined);
+  }
+}
+
+/**
+ * A complete, closed temp file and the rename that puts it in place. A target that is a directory is found here,
+ * before any output of the run is renamed, rather than by a rename that fails after another output was replaced.
+ */
+export async function preparedFile(shown: string, tmp: string, target: string): Promise<PreparedOutput> {
+  const existing = await stat(target).catch(() => undefined);
+  if (existing?.isDirectory()) {
+    await unlink(tmp).catch(() => undefined);
+    throw fileFailure(shown, Object.assign(new Error('is a directory'), { code: 'EISDIR' }));
+  }
+  return {
+    async publish(sealed) {
+      if (sealed !== undefined) {
+        try {
+          await sealed(await sealedOutput(target, tmp));
+        } catch (err) {
+          await unlink(tmp).catch(() => undefined);
+          throw err;
+        }
+      }
+      try {
+        await rename(tmp, target);
+      } catch (err) {
+        await unlink(tmp).catch(() => undefined);
+        throw fileFailure(shown, err as Error);
+      }
+      await syncDirectory(dirname(target));
+    },
+    async discard() {
+      await unlink(tmp).catch(() => undefined);
+    },
+  };
 }

@@ -1,11 +1,11 @@
 /** Writes the output table as a Parquet file, one row group at a time, with typed result columns. */
-import { rename, unlink, type FileHandle } from 'node:fs/promises';
+import { unlink, type FileHandle } from 'node:fs/promises';
 import type { ParquetEncodeTask } from './parquet-encode-thread-entry.js';
 import { ParquetCellError } from './parquet-cell-error.js';
 import type { ParquetEncoder, ParquetLayout } from './parquet-encoder.js';
-import { fileFailure, finalModeFor, openOutputTemp, sealedOutput } from './output-file.js';
+import { fileFailure, finalModeFor, openOutputTemp, preparedFile } from './output-file.js';
 import { blockRowCount, utf8RowBlock } from './row-blocks.js';
-import { OutputError, type OpenSinkOptions, type SealedOutput, type TableSink } from './table.js';
+import { OutputError, type OpenSinkOptions, type PreparedOutput, type SealedOutput, type TableSink } from './table.js';
 import type { ColumnType } from './typed-cells.js';
 import { WorkerPool, type ThrownInWorker } from '../workers/worker-pool.js';
 import { compiledScriptPresent } from '../workers/compiled-script.js';
@@ -292,6 +292,10 @@ class ParquetSink implements TableSink {
   }
 
   async commit(sealed?: (file: SealedOutput) => void | Promise<void>): Promise<void> {
+    await (await this.prepareCommit()).publish(sealed);
+  }
+
+  async prepareCommit(): Promise<PreparedOutput> {
     if (this.finished) throw new Error('commit after the output was committed or aborted');
     this.finished = true;
     try {
@@ -300,13 +304,12 @@ class ParquetSink implements TableSink {
       await this.encoding.close();
       await this.handle.sync();
       await this.handle.chmod(finalModeFor(this.target, this.mode));
-      if (sealed !== undefined) await sealed(await sealedOutput(this.target, this.handle));
       await this.handle.close();
-      await rename(this.tmp, this.target);
     } catch (err) {
       await this.discard();
       throw this.translate(err);
     }
+    return preparedFile(this.target, this.tmp, this.target);
   }
 
   async abort(): Promise<void> {

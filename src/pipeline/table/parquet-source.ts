@@ -17,6 +17,7 @@ import { cellString, columnCells, type TextCell, type Utf8Chunk, utf8Column } fr
 import {
   openFailure,
   InputError,
+  readInterrupted,
   type InputRow,
   type OpenSourceOptions,
   type SourceProblemCounts,
@@ -93,6 +94,14 @@ export async function openParquetSource(
   try {
     const st = await stat(name);
     if (st.isDirectory()) throw new InputError(name, undefined, 'a directory, not a file');
+    if (!st.isFile()) {
+      throw new InputError(
+        name,
+        undefined,
+        'a pipe or device, not a file: Parquet cannot be read from a pipe (its index is at the end of the file)',
+        'write it to a file first',
+      );
+    }
     file = await asyncBufferFromFile(name);
   } catch (err) {
     throw openFailure(name, err);
@@ -117,6 +126,7 @@ export async function openParquetSource(
     Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS),
     reading.wholeGroupBytes ?? WHOLE_GROUP_BYTES,
     reading.arrowGroupBytes ?? 0,
+    opts.signal,
   );
 }
 
@@ -131,6 +141,17 @@ function topLevelColumns(name: string, metadata: FileMetaData): ParquetColumn[] 
       'not a readable Parquet file (its schema is corrupt)',
       'copy or export it again',
     );
+  }
+  for (const child of tree.children) {
+    const unsupported = undecodableType(child);
+    if (unsupported !== undefined) {
+      throw new InputError(
+        name,
+        undefined,
+        `unsupported type ${unsupported} in column '${child.element.name}'`,
+        'this reader cannot decode it: export the file without that column, or with it cast to text (in SQL: CAST(column AS VARCHAR))',
+      );
+    }
   }
   return tree.children.map((child) => {
     const e = child.element;
@@ -151,6 +172,24 @@ function topLevelColumns(name: string, metadata: FileMetaData): ParquetColumn[] 
   });
 }
 
+/** Types hyparquet refuses to decode, though a file holding them is valid. */
+const UNDECODABLE_TYPES: ReadonlySet<string> = new Set(['INTERVAL', 'BSON']);
+
+/**
+ * The type in a column (itself, or a field nested in it) that cannot be decoded, if any: found when the footer is
+ * read, so that the file is refused for what it is, before any row, rather than as a corrupt row group.
+ */
+function undecodableType(column: SchemaTree): string | undefined {
+  const pending: SchemaTree[] = [column];
+  for (let node = pending.pop(); node !== undefined; node = pending.pop()) {
+    const e = node.element;
+    for (const type of [e.converted_type, e.logical_type?.type])
+      if (type !== undefined && UNDECODABLE_TYPES.has(type)) return type;
+    for (const child of node.children) pending.push(child);
+  }
+  return undefined;
+}
+
 class ParquetTable implements ParquetFileSource {
   readonly header: string[];
   readonly notes: string[] = [];
@@ -161,6 +200,8 @@ class ParquetTable implements ParquetFileSource {
   private readonly flatColumns: ReadonlySet<string>;
   /** The compiled decoder of this file, once opened; undefined when it is not used (or stopped being used). */
   private arrow: Promise<ArrowGroups | undefined> | undefined;
+  /** The metadata as hyparquet is given it for one column of one row group. */
+  private readonly views: ColumnViews;
 
   constructor(
     readonly name: string,
@@ -170,10 +211,13 @@ class ParquetTable implements ParquetFileSource {
     private readonly chunkRows: number,
     private readonly wholeGroupBytes: number,
     private readonly arrowGroupBytes: number,
+    /** The run's interrupt: a slice of a wide file is many reads, and they stop at the next column. */
+    private readonly signal: AbortSignal | undefined,
   ) {
     this.header = columns.map((c) => c.name);
     this.totalBytes = file.byteLength;
     this.flatColumns = new Set(columns.filter((c) => c.kind !== 'nested').map((c) => c.name));
+    this.views = new ColumnViews(metadata);
   }
 
   bytesRead(): number {
@@ -293,7 +337,7 @@ class ParquetTable implements ParquetFileSource {
     const pages = count > SLICE_ROWS && !small ? await this.pagesOf(g, rowStart, rowEnd) : undefined;
     const slice = pages === undefined ? count : pages.sliceRows;
     for (let from = rowStart; from < rowEnd; from += slice)
-      yield { rowStart: from, rowEnd: Math.min(rowEnd, from + slice), pages };
+      yield { group: g, groupStart: rowStart, rowStart: from, rowEnd: Math.min(rowEnd, from + slice), pages };
   }
 
   /** The compiled decoder of this file, opened at the first group it is to read; undefined if it cannot be used. */
@@ -365,20 +409,24 @@ class ParquetTable implements ParquetFileSource {
    * UTF-8 bytes, as stored, see TextCell; any other cell as text). Only that column's pages are read and decoded.
    */
   private async readColumns(slice: Slice, take: (column: number, cells: TextCell[]) => void): Promise<void> {
-    const { rowStart, rowEnd, pages } = slice;
+    const { rowStart, rowEnd, pages, group, groupStart } = slice;
+    const located = pages?.byGroup?.[group];
     for (let c = 0; c < this.columns.length; c++) {
+      if (this.signal?.aborted === true) throw readInterrupted();
       const cells = new Array<TextCell>(rowEnd - rowStart);
       let filled = 0;
-      // hyparquet reads only the pages of the rows asked for when it is given their locations (pageLocationsByGroup)
+      // hyparquet is given the file as this column of this row group alone (rows counted from the group's first):
+      // it works over every column and group of the metadata it is given, once per call
       const options: Parameters<typeof parquetRead>[0] & { pageLocationsByGroup?: Record<string, PageLocation[]>[] } = {
         file: this.file,
-        metadata: this.metadata,
-        rowStart,
-        rowEnd,
+        metadata: this.views.of(c, group),
+        rowStart: rowStart - groupStart,
+        rowEnd: rowEnd - groupStart,
         columns: [this.header[c]],
         useOffsetIndex: pages !== undefined && pages.byGroup === undefined,
         compressors,
-        ...(pages?.byGroup !== undefined ? { pageLocationsByGroup: pages.byGroup } : {}),
+        // hyparquet reads only the pages of the rows asked for when it is given their locations
+        ...(located !== undefined ? { pageLocationsByGroup: [located] } : {}),
       };
       if (this.columns[c].kind === 'nested') {
         // a nested value is assembled from several leaf columns: hyparquet puts it together as rows
@@ -391,7 +439,8 @@ class ParquetTable implements ParquetFileSource {
         const text = this.columns[c].kind === 'string';
         if (text) options.parsers = STORED_TEXT;
         // a flat column comes as its pages' values, which may start before the slice and end after it
-        options.onChunk = ({ columnData, rowStart: first }) => {
+        options.onChunk = ({ columnData, rowStart: firstInGroup }) => {
+          const first = groupStart + firstInGroup;
           const from = Math.max(rowStart, first);
           const to = Math.min(rowEnd, first + columnData.length);
           for (let row = from; row < to; row++) {
@@ -427,6 +476,9 @@ class ParquetTable implements ParquetFileSource {
 
 /** Rows rowStart to rowEnd of one row group, read together, and how their pages are found when only part of it. */
 interface Slice {
+  /** The row group, and the row its first row is. */
+  group: number;
+  groupStart: number;
   rowStart: number;
   rowEnd: number;
   pages: GroupPages | undefined;
@@ -436,6 +488,62 @@ interface Slice {
 interface GroupPages {
   sliceRows: number;
   byGroup?: Record<string, PageLocation[]>[];
+}
+
+/**
+ * The file's metadata cut down to one top-level column (its schema subtree) and one row group (that column's
+ * chunks). hyparquet walks the whole schema and every column chunk of every group it is given on each read;
+ * reading a file column by column with the whole metadata each time costs the square of the column count
+ * (a 20,000-column file did not finish in minutes). A view costs the column's own size, so a slice is read in
+ * time linear in its columns.
+ */
+class ColumnViews {
+  /** Each top-level column's schema: the root (with one child) and the column's subtree. */
+  private readonly schemas: FileMetaData['schema'][];
+  /** The row group whose chunks `chunks` holds, by top-level column name. */
+  private group = -1;
+  private chunks = new Map<string, FileMetaData['row_groups'][number]['columns']>();
+
+  constructor(private readonly metadata: FileMetaData) {
+    const schema = metadata.schema;
+    const root = { ...schema[0], num_children: 1 };
+    this.schemas = [];
+    let at = 1;
+    for (let c = 0; c < (schema[0]?.num_children ?? 0); c++) {
+      const start = at;
+      // a subtree is its element and, depth first, its children's subtrees
+      let open = 1;
+      while (open > 0 && at < schema.length) {
+        open += (schema[at].num_children ?? 0) - 1;
+        at++;
+      }
+      this.schemas.push([root, ...schema.slice(start, at)]);
+    }
+  }
+
+  /** The metadata of column `c` (in header order) in row group `g` alone. */
+  of(c: number, g: number): FileMetaData {
+    const schema = this.schemas[c];
+    const name = schema[1].name;
+    if (this.group !== g) {
+      this.chunks = new Map();
+      for (const chunk of this.metadata.row_groups[g].columns) {
+        const top = chunk.meta_data?.path_in_schema[0];
+        if (top === undefined) continue;
+        const list = this.chunks.get(top);
+        if (list === undefined) this.chunks.set(top, [chunk]);
+        else list.push(chunk);
+      }
+      this.group = g;
+    }
+    const group = this.metadata.row_groups[g];
+    return {
+      ...this.metadata,
+      schema,
+      num_rows: group.num_rows,
+      row_groups: [{ ...group, columns: this.chunks.get(name) ?? [] }],
+    };
+  }
 }
 
 /** A Parquet value as a cell: strings as stored, scalars as their plain text, nested values as JSON, null as ''. */

@@ -1,5 +1,4 @@
-import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { unlink, type FileHandle } from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
 import {
   packRows,
@@ -10,10 +9,10 @@ import {
   type RowEncoder,
   type RowFormat,
 } from './row-encoders.js';
-import { OutputError, type OpenSinkOptions, type SealedOutput, type TableSink } from './table.js';
+import { OutputError, type OpenSinkOptions, type PreparedOutput, type SealedOutput, type TableSink } from './table.js';
 import { WorkerPool } from '../workers/worker-pool.js';
 import { compiledScriptPresent } from '../workers/compiled-script.js';
-import { fileFailure, finalModeFor, openOutputTemp, sealedOutput } from './output-file.js';
+import { fileFailure, finalModeFor, openOutputTemp, preparedFile } from './output-file.js';
 import { GzipMembers } from './gzip-members.js';
 
 /**
@@ -327,6 +326,10 @@ class FileSink extends SinkBase {
   }
 
   async commit(sealed?: (file: SealedOutput) => void | Promise<void>): Promise<void> {
+    await (await this.prepareCommit()).publish(sealed);
+  }
+
+  async prepareCommit(): Promise<PreparedOutput> {
     if (this.finished) throw new Error('commit after the output was committed or aborted');
     try {
       await this.flushEncoded();
@@ -346,16 +349,14 @@ class FileSink extends SinkBase {
       // fsync before rename: after a crash the target is either the old file or the complete new one
       await this.handle.sync();
       await this.handle.chmod(finalModeFor(this.target, this.mode));
-      if (sealed !== undefined) await sealed(await sealedOutput(this.target, this.handle));
       // a stream made from a FileHandle holds a reference to it: close() would wait for ever without this
       (this.file as NodeJS.WritableStream & { destroy(): void }).destroy();
       await this.handle.close();
-      await rename(this.tmp, this.target);
-      await syncDirectory(dirname(this.target));
     } catch (err) {
       await this.discard();
       throw this.translate(err as Error);
     }
+    return preparedFile(this.shown, this.tmp, this.target);
   }
 
   async abort(): Promise<void> {
@@ -385,17 +386,4 @@ function releaseWhenWritten(bytes: Uint8Array): (err?: Error | null) => void {
     if (err || !(buffer instanceof ArrayBuffer) || buffer.byteLength === 0) return;
     structuredClone(buffer, { transfer: [buffer] });
   };
-}
-
-/** Makes the rename itself durable; not possible on every platform (Windows), so best effort. */
-async function syncDirectory(dir: string): Promise<void> {
-  let handle: FileHandle | undefined;
-  try {
-    handle = await open(dir, 'r');
-    await handle.sync();
-  } catch {
-    // the data is already synced; only the directory entry's durability is at stake
-  } finally {
-    await handle?.close().catch(() => undefined);
-  }
 }

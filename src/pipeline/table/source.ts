@@ -1,13 +1,17 @@
 import { isUtf8 } from 'node:buffer';
+import { constants as fsConstants, open as openFd } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
+import { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { promisify } from 'node:util';
 import { createGunzip } from 'node:zlib';
 import { Parser } from 'csv-parse';
 import { BadRecords, badBytesIn, firstInvalidUtf8, invalidUtf8, nextLineStart, type BadByte } from './bad-records.js';
 import {
   openFailure,
   InputError,
+  readInterrupted,
   type InputRow,
   type OpenSourceOptions,
   type RowProblem,
@@ -149,7 +153,18 @@ export class ByteInput {
     private iterator: AsyncIterator<Buffer | string>,
     private readonly validateUtf8: boolean,
     private readonly ownsStream: boolean,
-  ) {}
+    private readonly signal?: AbortSignal,
+  ) {
+    // a read that waits for data (a pipe nobody writes to yet) is given up when the run is interrupted
+    if (signal !== undefined && ownsStream) {
+      const onAbort = (): void => {
+        (stream as NodeJS.ReadableStream & { destroy?: (err?: Error) => void }).destroy?.(readInterrupted());
+      };
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+      stream.once('close', () => signal.removeEventListener('abort', onAbort));
+    }
+  }
 
   static async open(opts: OpenSourceOptions): Promise<ByteInput> {
     const isStdin = opts.path === '-';
@@ -162,13 +177,16 @@ export class ByteInput {
       return new ByteInput(name, undefined, process.stdin, process.stdin[Symbol.asyncIterator](), validate, false);
     }
     let size: number;
+    let fifo: boolean;
     try {
       const st = await stat(opts.path);
       if (st.isDirectory()) throw new InputError(name, undefined, 'a directory, not a file');
       size = st.size;
+      fifo = st.isFIFO();
     } catch (err) {
       throw openFailure(name, err);
     }
+    if (fifo) return ByteInput.openFifo(opts.path, name, validate, opts.signal);
     let handle: Awaited<ReturnType<typeof open>>;
     try {
       handle = await open(opts.path, 'r');
@@ -176,7 +194,30 @@ export class ByteInput {
       throw openFailure(name, err);
     }
     const stream = handle.createReadStream({ highWaterMark: READ_CHUNK_BYTES });
-    return new ByteInput(name, size, stream, stream[Symbol.asyncIterator](), validate, true);
+    return new ByteInput(name, size, stream, stream[Symbol.asyncIterator](), validate, true, opts.signal);
+  }
+
+  /**
+   * A named pipe is opened without waiting for a writer and read through the event loop, as stdin is. A plain
+   * open() or read() of a pipe nobody writes to blocks a thread of libuv's pool, and a process whose pool thread
+   * is blocked cannot exit: no signal would end the run. The stream waits for a writer and ends when the last
+   * one closes, as a blocking read would.
+   */
+  private static async openFifo(
+    path: string,
+    name: string,
+    validate: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<ByteInput> {
+    let fd: number;
+    try {
+      // a plain descriptor, not a FileHandle: the socket owns and closes it (a FileHandle would close it when collected)
+      fd = await promisify(openFd)(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+    } catch (err) {
+      throw openFailure(name, err);
+    }
+    const stream = new Socket({ fd, readable: true, writable: false });
+    return new ByteInput(name, undefined, stream, stream[Symbol.asyncIterator](), validate, true, signal);
   }
 
   bytesRead(): number {
@@ -259,6 +300,7 @@ export class ByteInput {
     try {
       r = await this.iterator.next();
     } catch (err) {
+      if (this.signal?.aborted === true) throw readInterrupted();
       if (this.gunzipping) throw gzipFailure(this.name, err);
       throw err;
     }
@@ -471,6 +513,8 @@ export function uniqueHeader(names: string[]): { header: string[]; notes: string
 interface CsvCore {
   parse(buf: Buffer | undefined, end: boolean, push: (record: string[]) => void, close: () => void): Error | undefined;
   readonly info: { readonly bytes: number; readonly empty_lines: number };
+  /** Whether the parser is inside a quoted value. */
+  readonly state: { readonly quoting: boolean };
 }
 
 /**
@@ -621,12 +665,15 @@ class CsvRecords {
           'look for a stray " (a quote inside a quoted value is written "")',
         );
       case 'CSV_MAX_RECORD_SIZE':
-        return new InputError(
-          this.name,
-          start,
-          `the record starting on this line is longer than ${MAX_RECORD_BYTES / 1024 / 1024} MB`,
-          'a quote is probably never closed, or the --delimiter is wrong',
-        );
+        // inside a quoted value, line breaks are text: a quote never closed swallows the rest of the file
+        return this.core.state.quoting
+          ? new InputError(
+              this.name,
+              start,
+              `the record starting on this line is longer than ${MAX_RECORD_BYTES / 1024 / 1024} MB`,
+              'a quote is probably never closed, or the --delimiter is wrong',
+            )
+          : overlongLine(this.name, start);
       case 'CSV_INVALID_CLOSING_QUOTE':
       case 'CSV_NON_TRIMABLE_CHAR_AFTER_CLOSING_QUOTE':
         return new InputError(
@@ -644,6 +691,20 @@ class CsvRecords {
         );
     }
   }
+}
+
+/**
+ * A record longer than the limit that is not inside a quote: its line itself is that long. No flag raises the limit:
+ * a line of that size is not a row of identifiers, but another format, or lines ended by something else.
+ */
+export function overlongLine(name: string, line: number | undefined): InputError {
+  const mb = MAX_RECORD_BYTES / 1024 / 1024;
+  return new InputError(
+    name,
+    line,
+    `the record starting on this line is longer than ${mb} MB (the limit; no quote is open: the line itself does not end)`,
+    'is it CSV, with lines ending in LF, CRLF or CR? (--input-format names another format; --on-bad-row skip leaves the record out)',
+  );
 }
 
 /** A record-aligned piece of a CSV input (threads/piece-cutter.ts): its bytes and the line its first byte is on. */
@@ -1021,6 +1082,34 @@ function cellText(value: JsonValue | undefined): string {
   return JSON.stringify(value);
 }
 
+/** The deepest a JSON Lines value may nest (the line's object is level 1). */
+export const MAX_JSON_DEPTH = 1000;
+
+/**
+ * Whether JSON text nests arrays and objects deeper than `max`. Most lines have few brackets: their count bounds the
+ * depth, and is found with native searches; only a line with more than `max` of them is walked.
+ */
+function nestedDeeperThan(text: string, max: number): boolean {
+  let opening = 0;
+  for (let i = text.indexOf('['); i !== -1 && opening <= max; i = text.indexOf('[', i + 1)) opening++;
+  for (let i = text.indexOf('{'); i !== -1 && opening <= max; i = text.indexOf('{', i + 1)) opening++;
+  if (opening <= max) return false;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // a backslash escapes the next character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
 interface JsonRecord {
   line: number;
   object: Record<string, JsonValue>;
@@ -1158,6 +1247,15 @@ class JsonlTable extends TableBase {
     }
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
       this.badLine(this.line, 'not a JSON object', 'each line must be one object, e.g. {"email": "..."}');
+      return;
+    }
+    // a nested value becomes its JSON text in the cell, written by recursion: one nested too deep would overflow
+    if (nestedDeeperThan(text, MAX_JSON_DEPTH)) {
+      this.badLine(
+        this.line,
+        `a value nested deeper than ${MAX_JSON_DEPTH.toLocaleString('en-US')} levels`,
+        'flatten it, or leave such lines out with --on-bad-row skip',
+      );
       return;
     }
     this.good++;

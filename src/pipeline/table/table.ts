@@ -94,6 +94,11 @@ export interface OpenSourceOptions {
    * threads/parquet-read-thread.ts; opened by threads/table-input.ts), not on this thread.
    */
   readThread?: boolean;
+  /**
+   * The run's interrupt: aborting it gives up a read that waits for data (a named pipe nobody writes to), which
+   * then fails with an AbortError. Without it such a read waits as long as the pipe does.
+   */
+  signal?: AbortSignal | undefined;
 }
 
 /** A record skipped because it cannot be read: where it is and why. Never its content (it may be an email). */
@@ -101,6 +106,18 @@ export interface BadRecord {
   file: string;
   line: number;
   reason: string;
+}
+
+/** An output written whole and closed beside its target, waiting to be renamed into place. */
+export interface PreparedOutput {
+  /**
+   * Renames the temp file into place (through a symlink to its target). `sealed`, when given, is called with the
+   * finished file just before the rename: a caller that must know later whether the rename happened records it
+   * there. When it throws, nothing is renamed.
+   */
+  publish(sealed?: (file: SealedOutput) => void | Promise<void>): Promise<void>;
+  /** Removes the temp file; the target is left as it was. */
+  discard(): Promise<void>;
 }
 
 export interface TableSink {
@@ -117,11 +134,15 @@ export interface TableSink {
   /** After encodeElsewhere(): the file's last bytes, written by commit(). */
   endFile?(tail: Uint8Array): void;
   /**
-   * File: flush, fsync, rename the temp file into place; `sealed`, when given, is called with the finished file
-   * just before the rename (a caller that must know later whether the rename happened records it there).
-   * stdout: end, without calling `sealed`.
+   * File: flush, fsync, rename the temp file into place (prepareCommit, then publish); `sealed`, when given, is
+   * called with the finished file just before the rename. stdout: end, without calling `sealed`.
    */
   commit(sealed?: (file: SealedOutput) => void | Promise<void>): Promise<void>;
+  /**
+   * File: everything commit() does but the rename (flush, fsync, close), so that several outputs of one run can be
+   * renamed into place together once all are complete (commit-together.ts). After a failure nothing is left behind.
+   */
+  prepareCommit?(): Promise<PreparedOutput>;
   /** File: close and remove the temp file; the target is left untouched. Safe to call after a failure. */
   abort(): Promise<void>;
 }
@@ -181,6 +202,13 @@ export class InputError extends Error {
     super(`${file}${line === undefined ? '' : `: line ${line}`}: ${problem}${hint ? `; ${hint}` : ''}`);
     this.name = 'InputError';
   }
+}
+
+/** A read given up because the run was interrupted (OpenSourceOptions.signal): reported as the interrupt it is. */
+export function readInterrupted(): Error {
+  const err = new Error('interrupted while reading the input');
+  err.name = 'AbortError';
+  return err;
 }
 
 /** A file that could not be opened or read, as the InputError that names it and why. */

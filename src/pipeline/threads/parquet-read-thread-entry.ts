@@ -66,8 +66,17 @@ function fileBytes(block: Uint8Array): Promise<Uint8Array> | Uint8Array {
  */
 const held = new Map<number, { columns: Utf8Column[]; firstLine: number; sent?: SentHashes }>();
 let nextPiece = 0;
-/** The input's columns that identifier cells are read from: only these are made into strings to be prepared. */
-const identifierIndexes = [...new Set((config.columns ?? []).map((c) => c.index))];
+/**
+ * The input's columns that identifier cells (and their rows' countries, --phone-region-col) are read from: only
+ * these are made into strings to be prepared.
+ */
+const identifierIndexes = [
+  ...new Set(
+    (config.columns ?? []).flatMap((c) =>
+      c.phoneRegionIndex === undefined ? [c.index] : [c.index, c.phoneRegionIndex],
+    ),
+  ),
+];
 let opened: Promise<{ source: ParquetFileSource; chunks: AsyncIterator<InputRow[] | Utf8Chunk> }> | undefined;
 
 async function nextChunk(): Promise<TaskResult<ParquetReadAnswer>> {

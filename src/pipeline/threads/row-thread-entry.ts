@@ -143,7 +143,9 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
     case 'hash': {
       const { rows, problems } = parse(task.bytes, task.startLine);
       const counts = emptyHashCounts(config.columns.length);
-      const bytes = utf8.encode(encode(hashRows(rows, config.columns, counts, config.layout?.keep ?? null)));
+      const bytes = utf8.encode(
+        encode(hashRows(rows, config.columns, counts, config.layout?.keep ?? null, config.layout?.hashEncoding)),
+      );
       return answer({ task: 'hash', bytes, counts, problems }, [bytes]);
     }
   }

@@ -1,5 +1,12 @@
 import pLimit from 'p-limit';
-import { isIdentifierKind, type IdentifierKind, type PhoneRegion } from '../../identity/index.js';
+import {
+  isIdentifierKind,
+  needsPhoneRegion,
+  phoneRegionOfRow,
+  type IdentifierKind,
+  type PhoneRegion,
+  type PrepareOptions,
+} from '../../identity/index.js';
 import type { TokenIdentity } from '../../protocol/index.js';
 import type { ServiceClient } from '../../client/types.js';
 import {
@@ -10,7 +17,8 @@ import {
   type TableSink,
   type TableSource,
 } from '../table/table.js';
-import { classifyFailure, prepareTokenInput, type Failure } from './tokens.js';
+import { NULL_MARKER } from '../table/identifier-columns.js';
+import { classifyFailure, prepareTokenInput, type Failure, type PreparedTokenInput } from './tokens.js';
 
 /**
  * Token work over a table, for a test audience (`token generate --input`) or the Token Validator's CSV
@@ -24,9 +32,18 @@ export interface TokenBatchRun {
   openSink(header: string[]): Promise<TableSink>;
   client: ServiceClient;
   concurrency: number;
-  /** Phones in national form are read as this country's (prepareIdentifier's phoneRegion). */
+  /**
+   * Phones in national form are read as this country's (prepareIdentifier's phoneRegion); with
+   * phoneRegionColumn, the country of the rows that leave that column empty.
+   */
   phoneRegion?: PhoneRegion;
+  /** The column holding each row's country (--phone-region-col), whose phones are read in that country's plan. */
+  phoneRegionColumn?: string;
+  /** Identifier cells that stand for no value, besides NULL_MARKER (`\N`): read as an empty identifier. */
+  nullValues?: readonly string[];
   signal?: AbortSignal;
+  /** Filled as rows are prepared: phones sent, and phones refused only for want of a region (needsPhoneRegion). */
+  phones?: { validPhones: number; phonesNeedingRegion: number };
   /** Called as each row is finished, with the running count. */
   onRow?(done: number): void;
 }
@@ -59,15 +76,24 @@ interface Columns {
   identifier: number;
   identifierType: number;
   token: number;
+  /** The row's country (phoneRegionColumn), or -1. */
+  country: number;
 }
 
-function findColumns(source: TableSource, needToken: boolean): Columns {
-  const index = (name: string): number => source.header.findIndex((h) => h.trim().toLowerCase() === name);
-  const cols = { identifier: index('identifier'), identifierType: index('identifier_type'), token: index('token') };
+function findColumns(source: TableSource, needToken: boolean, countryColumn: string | undefined): Columns {
+  const index = (name: string): number =>
+    source.header.findIndex((h) => h.trim().toLowerCase() === name.trim().toLowerCase());
+  const cols = {
+    identifier: index('identifier'),
+    identifierType: index('identifier_type'),
+    token: index('token'),
+    country: countryColumn === undefined ? -1 : index(countryColumn),
+  };
   const missing = [
     cols.identifier < 0 ? 'identifier' : undefined,
     cols.identifierType < 0 ? 'identifier_type' : undefined,
     needToken && cols.token < 0 ? 'token' : undefined,
+    countryColumn !== undefined && cols.country < 0 ? `${countryColumn} (--phone-region-col)` : undefined,
   ].filter((m): m is string => m !== undefined);
   if (missing.length > 0) {
     const expected = needToken ? 'identifier, identifier_type, token' : 'identifier, identifier_type';
@@ -96,13 +122,30 @@ function outputLayout(header: string[], added: readonly string[]): { header: str
   return { header: out, positions };
 }
 
-type RowPrep = { ok: true; kind: IdentifierKind; value: string } | { ok: false; reason: string };
+type RowPrep =
+  | { ok: true; kind: IdentifierKind; value: string; options: PrepareOptions }
+  | { ok: false; reason: string };
 
-function prepRow(row: InputRow, cols: Columns): RowPrep {
+function prepRow(row: InputRow, cols: Columns, run: TokenBatchRun): RowPrep {
   if (row.problem && rowProblemInvalidates(row.problem)) return { ok: false, reason: rowProblemReason(row.problem) };
   const kind = readIdentifierType(row.cells[cols.identifierType] ?? '');
   if (kind === null) return { ok: false, reason: `unknown identifier_type: ${IDENTIFIER_TYPES_HINT}` };
-  return { ok: true, kind, value: row.cells[cols.identifier] ?? '' };
+  const value = row.cells[cols.identifier] ?? '';
+  const isNull = (cell: string): boolean => cell === NULL_MARKER || (run.nullValues?.includes(cell) ?? false);
+  let options: PrepareOptions = run;
+  if (cols.country >= 0) {
+    const country = row.cells[cols.country] ?? '';
+    options = { phoneRegion: phoneRegionOfRow(isNull(country) ? '' : country, run.phoneRegion) };
+  }
+  // a NULL is no identifier: the row reads as one whose identifier is empty
+  return { ok: true, kind, value: isNull(value) ? '' : value, options };
+}
+
+function tallyPhone(run: TokenBatchRun, value: string, prepared: PreparedTokenInput): void {
+  if (run.phones === undefined) return;
+  if (prepared.ok) {
+    if (prepared.type === 'phone') run.phones.validPhones++;
+  } else if (needsPhoneRegion(value, prepared)) run.phones.phonesNeedingRegion++;
 }
 
 /** Runs `work` over every row with bounded concurrency, writing each chunk in input order. */
@@ -178,7 +221,7 @@ export const VALIDATE_COLUMNS = ['valid', 'hash', 'reason'] as const;
  * or token); `error` is a check that failed and may succeed when run again.
  */
 export async function validateTokenBatch(run: TokenBatchRun): Promise<ValidateBatchCounts> {
-  const cols = findColumns(run.source, true);
+  const cols = findColumns(run.source, true, run.phoneRegionColumn);
   const layout = outputLayout(run.source.header, VALIDATE_COLUMNS);
   const counts: ValidateBatchCounts = { rows: 0, valid: 0, invalid: 0, rejected: 0, error: 0 };
   const finish = (
@@ -200,9 +243,10 @@ export async function validateTokenBatch(run: TokenBatchRun): Promise<ValidateBa
     return cells;
   };
   await runRows(run, layout.header, async (row, signal) => {
-    const prep = prepRow(row, cols);
+    const prep = prepRow(row, cols, run);
     if (!prep.ok) return finish(row, 'invalid', '', prep.reason);
-    const prepared = prepareTokenInput(prep.kind, prep.value, run);
+    const prepared = prepareTokenInput(prep.kind, prep.value, prep.options);
+    tallyPhone(run, prep.value, prepared);
     if (!prepared.ok) return finish(row, 'invalid', '', prepared.reason);
     const token = (row.cells[cols.token] ?? '').trim();
     if (token === '') return finish(row, 'invalid', prepared.hash, 'empty token');
@@ -250,7 +294,7 @@ export type GenerateRowStatus = 'success' | 'optout' | 'invalid' | 'error';
 
 /** One identity per row: the row, the §2.2 fields (empty unless `success`), `status` and `reason`. */
 export async function generateTokenBatch(run: TokenBatchRun): Promise<GenerateBatchCounts> {
-  const cols = findColumns(run.source, false);
+  const cols = findColumns(run.source, false, run.phoneRegionColumn);
   const layout = outputLayout(run.source.header, GENERATE_COLUMNS);
   const counts: GenerateBatchCounts = { rows: 0, success: 0, optout: 0, invalid: 0, error: 0 };
   const finish = (row: InputRow, status: GenerateRowStatus, reason: string, identity?: TokenIdentity): string[] => {
@@ -265,9 +309,10 @@ export async function generateTokenBatch(run: TokenBatchRun): Promise<GenerateBa
     return cells;
   };
   await runRows(run, layout.header, async (row, signal) => {
-    const prep = prepRow(row, cols);
+    const prep = prepRow(row, cols, run);
     if (!prep.ok) return finish(row, 'invalid', prep.reason);
-    const prepared = prepareTokenInput(prep.kind, prep.value, run);
+    const prepared = prepareTokenInput(prep.kind, prep.value, prep.options);
+    tallyPhone(run, prep.value, prepared);
     if (!prepared.ok) return finish(row, 'invalid', prepared.reason);
     try {
       const result = await run.client.tokenGenerate(prepared.input, { signal });

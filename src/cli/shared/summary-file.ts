@@ -1,0 +1,38 @@
+// Which existing file --summary-json may replace: none, an empty one, or a run summary this tool wrote.
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+
+/** A summary is a few hundred bytes; anything much larger is some other file, and is not read whole to find out. */
+const MAX_SUMMARY_BYTES = 1024 * 1024;
+
+/**
+ * True when `path` may be replaced by a run summary: it does not exist, it is empty (a `mktemp` name a wrapper
+ * made for it), or it is a JSON object with a string `command`, the field every summary of this tool starts from
+ * (`{"command": "map", ...}`). A CSV, an unrelated JSON or anything unreadable is not, and must never be replaced.
+ */
+export function mayHoldSummary(path: string): boolean {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT';
+  }
+  try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) return false;
+    if (stat.size === 0) return true;
+    if (stat.size > MAX_SUMMARY_BYTES) return false;
+    const bytes = Buffer.alloc(stat.size);
+    const read = readSync(fd, bytes, 0, stat.size, 0);
+    const body = JSON.parse(bytes.subarray(0, read).toString('utf8')) as unknown;
+    return (
+      typeof body === 'object' &&
+      body !== null &&
+      !Array.isArray(body) &&
+      typeof (body as Record<string, unknown>).command === 'string'
+    );
+  } catch {
+    return false;
+  } finally {
+    closeSync(fd);
+  }
+}

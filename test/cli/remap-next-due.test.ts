@@ -1,0 +1,47 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { nextDue, nothingDueLine } from '../../src/cli/remap-due/remap-report.js';
+import type { EntryUpdate } from '../../src/state/index.js';
+import { b64, tmpStates } from '../state/tmp-state.js';
+
+// A run with nothing due says when the next entries come due: however far that is (a --now in the past of the
+// service that mapped them, a service whose clock was moved ahead), never that there is no refresh time.
+const t = tmpStates('uid2-next-due-');
+afterAll(() => t.cleanup());
+
+const DAY = 86_400;
+const MIDNIGHT = Date.UTC(2026, 10, 28) / 1000;
+
+function mapped(label: string, r: number): EntryUpdate {
+  return { type: 'email', hash: b64(label), outcome: { kind: 'mapped', u: b64(`u-${label}`), p: null, r } };
+}
+
+describe('nextDue and the line of a run with nothing due', () => {
+  it('finds entries that come due years after now, and counts that day', () => {
+    const s = t.open(t.file());
+    s.commitBatch(
+      [mapped('a', MIDNIGHT + 900 * DAY), mapped('b', MIDNIGHT + 900 * DAY), mapped('c', MIDNIGHT + 901 * DAY)],
+      MIDNIGHT,
+    );
+    const next = nextDue(s, MIDNIGHT - DAY);
+    expect(next).toEqual({ day: new Date((MIDNIGHT + 900 * DAY) * 1000).toISOString().slice(0, 10), count: 2 });
+    const line = nothingDueLine(next, MIDNIGHT - DAY);
+    expect(line).not.toMatch(/no entry with a refresh time/);
+    expect(line).toContain(`the next 2 entries come due on ${next?.day}`);
+  });
+
+  it('within the next days, as before', () => {
+    const s = t.open(t.file());
+    s.commitBatch([mapped('d', MIDNIGHT + 3 * DAY), mapped('e', MIDNIGHT + 5 * DAY)], MIDNIGHT);
+    expect(nextDue(s, MIDNIGHT + 3600)).toEqual({
+      day: new Date((MIDNIGHT + 3 * DAY) * 1000).toISOString().slice(0, 10),
+      count: 1,
+    });
+  });
+
+  it('a state with no entry that has a refresh time (only tombstones) says so', () => {
+    const s = t.open(t.file());
+    s.commitBatch([{ type: 'email', hash: b64('gone'), outcome: { kind: 'optout' } }], MIDNIGHT);
+    expect(nextDue(s, MIDNIGHT)).toBeNull();
+    expect(nothingDueLine(null, MIDNIGHT)).toMatch(/no entry with a refresh time/);
+  });
+});
