@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
@@ -480,5 +480,57 @@ describe('remap-due interrupted and resumed', () => {
     // every entry got a new raw UID after a year: the comparison covers all of them
     expect(night.length).toBe(others.length);
     expect(rowsOf('killed-2.csv')).toEqual(night);
+  });
+
+  it('SIGINT with -o naming an existing file leaves it as it was; the next run into it writes each change once', async () => {
+    const keptPath = join(dir, 'kept.db');
+    const theirs: StoredKey[] = Array.from({ length: 12_000 }, (_, i) => ({
+      type: 'email' as const,
+      hash: sha256Base64(`kept${i}@example.org`),
+    }));
+    await buildState(keptPath, slow, theirs);
+    const nowS = Math.floor((await advanceDays(slow.url, 366)) / 1000);
+    const nightly = join(dir, 'nightly.csv');
+    writeFileSync(nightly, 'an earlier night\n');
+    const requests0 = (await serviceStats(slow.url)).requests[MAP_PATH] ?? 0;
+    let stopped = false;
+    const first = await runCli(
+      ['remap-due', '--state', keptPath, '-o', nightly, '--concurrency', '1', '--now', String(nowS)],
+      {
+        served: slow,
+        onSpawn: (child) => {
+          const poll = setInterval(() => {
+            void serviceStats(slow.url).then((s) => {
+              if (!stopped && (s.requests[MAP_PATH] ?? 0) > requests0) {
+                stopped = true;
+                clearInterval(poll);
+                if (child.pid !== undefined) process.kill(child.pid, 'SIGINT');
+              }
+            });
+          }, 50);
+          child.once('exit', () => clearInterval(poll));
+        },
+      },
+    );
+    expect(first.code, first.stderr).toBe(130);
+    expect(first.stderr).toMatch(/their changes wait in the state file/);
+    // a stopped run never replaces an existing file: the changes of its committed batches stay pending
+    expect(readFileSync(nightly, 'utf8')).toBe('an earlier night\n');
+    const probe = openState(keptPath, { envFingerprint: loopbackFingerprint(slow), readonly: true });
+    const pending = probe.pendingChanges('remap').length;
+    probe.close();
+    expect(pending).toBeGreaterThan(0);
+
+    // nothing of theirs was delivered, so the same -o is not refused; the completed run writes them first
+    const second = await runCli(['remap-due', '--state', keptPath, '-o', nightly, '--now', String(nowS), '-q'], {
+      served: slow,
+    });
+    expect(second.code, second.stderr).toBe(0);
+    const keys = readChanges(nightly).map((r) => `${r.hash_type}:${r.hash}`);
+    expect(keys.length).toBe(theirs.length);
+    expect(new Set(keys).size).toBe(theirs.length);
+    const after = openState(keptPath, { envFingerprint: loopbackFingerprint(slow), readonly: true });
+    expect(after.pendingChanges('remap')).toEqual([]);
+    after.close();
   });
 });
