@@ -150,6 +150,7 @@ export class SqliteStateStore implements StateStore {
   private readonly levelReaders: { main: LevelReader; recent: LevelReader };
   private readonly tailEntries: number;
   private readonly lockFile: StateLock;
+  private lockRefused = false;
   private closed = false;
 
   /** Prepared on first use: a read-only open of a file from before the journal (schema 1) has no such table. */
@@ -1354,7 +1355,12 @@ export class SqliteStateStore implements StateStore {
   // ---- lock and life cycle
 
   lock(): void {
-    this.lockFile.acquire();
+    try {
+      this.lockFile.acquire();
+    } catch (err) {
+      this.refusedLock(err);
+      throw err;
+    }
   }
 
   async waitForLock(waitMs: number): Promise<void> {
@@ -1365,7 +1371,10 @@ export class SqliteStateStore implements StateStore {
         this.lockFile.acquire();
         return;
       } catch (err) {
-        if (!(err instanceof StateLockedError) || Date.now() >= deadline) throw err;
+        if (!(err instanceof StateLockedError) || Date.now() >= deadline) {
+          this.refusedLock(err);
+          throw err;
+        }
       }
       await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(1, deadline - Date.now()))));
       pause = Math.min(pause * 2, 1_000);
@@ -1374,6 +1383,14 @@ export class SqliteStateStore implements StateStore {
 
   get locked(): boolean {
     return this.lockFile.held;
+  }
+
+  /**
+   * A connection refused the lock writes nothing more, not even at close: it may have reached the file through
+   * another name (a hard link), and SQLite keeps a WAL per name, so its writes could undo the holder's.
+   */
+  private refusedLock(err: unknown): void {
+    if (err instanceof StateLockedError) this.lockRefused = true;
   }
 
   info(): StateInfo {
@@ -1451,13 +1468,13 @@ export class SqliteStateStore implements StateStore {
     if (this.closed) return;
     this.closed = true;
     try {
-      if (!this.readonly) this.saveTail();
+      if (!this.readonly && !this.lockRefused) this.saveTail();
     } catch {
       // the keys are only a shortcut: the next connection reads the tail from the entries instead
     }
     try {
       // the file alone then holds everything: a copy of it is a backup, and no big -wal stays beside it
-      if (!this.readonly) this.db.pragma('wal_checkpoint(TRUNCATE)');
+      if (!this.readonly && !this.lockRefused) this.db.pragma('wal_checkpoint(TRUNCATE)');
     } catch {
       // another connection is reading: the WAL stays, and SQLite folds it in on a later open; nothing is lost
     }

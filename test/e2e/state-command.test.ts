@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { existsSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeWithHotJournal } from '../helpers/hot-journal.js';
+import { lockPathOf } from '../../src/state/lock.js';
 import Database from '../helpers/sqlite-driver.js';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -148,7 +149,7 @@ describe('state checkpoint and vacuum', () => {
   });
 
   it('waits for the lock with --wait, and fails at once without it', async () => {
-    const lockPath = `${statePath}.lock`;
+    const lockPath = lockPathOf(statePath);
     // a live process holds the lock: a child started and stopped by this test
     const holder = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
     try {
