@@ -164,6 +164,8 @@ function describeErrorUnclipped(err: unknown): { line?: string; exitCode: number
       return { line: 'interrupted', exitCode: EXIT.interrupted };
     case 'InputError':
     case 'OutputError':
+    // a state file that fails its checksums; named so that one revived from the state thread reads the same
+    case 'StateDamagedError':
       return { line: f.message, exitCode: EXIT.failed };
   }
   if (STATE_USER_ERRORS.has(f.name)) return { line: f.userMessage ?? f.message, exitCode: EXIT.usage };

@@ -5,6 +5,7 @@
 export { openState } from './open.js';
 export {
   StateError,
+  StateDamagedError,
   StateEnvMismatchError,
   StateFormatError,
   StateJournalError,

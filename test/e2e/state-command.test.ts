@@ -139,7 +139,9 @@ describe('state checkpoint and vacuum', () => {
     const writer = new Database(statePath);
     writer.pragma('wal_autocheckpoint = 0');
     for (let i = 0; i < 200; i++)
-      writer.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('test_note', ?)").run('x'.repeat(2_000) + i);
+      writer
+        .prepare("INSERT OR REPLACE INTO meta (key, value, sum) VALUES ('test_note', ?, 0)")
+        .run('x'.repeat(2_000) + i);
     const walBefore = statSync(`${statePath}-wal`).size;
     expect(walBefore).toBeGreaterThan(100_000);
     const r = await runCli(['state', 'checkpoint', statePath]);

@@ -61,13 +61,18 @@ describe('entry records', () => {
 
   it('keep a mapped entry to its values and one flags byte', () => {
     const record = new RecordWriter().write(mapped);
-    expect(record.length).toBe(1 + 32 + 33 + 4 + 4);
-    expect(new RecordWriter().write({ ...mapped, p: bytes(33, 3) }).length).toBe(1 + 32 + 33 + 33 + 4 + 4);
+    // and the 2-byte check at the end
+    expect(record.length).toBe(1 + 32 + 33 + 4 + 4 + 2);
+    expect(new RecordWriter().write({ ...mapped, p: bytes(33, 3) }).length).toBe(1 + 32 + 33 + 33 + 4 + 4 + 2);
     // the service's older raw UIDs are 32 bytes: as short
-    expect(new RecordWriter().write({ ...mapped, u: bytes(32, 2), p: bytes(32, 3) }).length).toBe(1 + 32 + 32 + 32 + 8);
+    expect(new RecordWriter().write({ ...mapped, u: bytes(32, 2), p: bytes(32, 3) }).length).toBe(
+      1 + 32 + 32 + 32 + 8 + 2,
+    );
     // a second flags byte only for what a mapped v3 entry does not have
-    expect(new RecordWriter().write({ ...mapped, lastOptoutCheckS: 5 }).length).toBe(2 + 32 + 33 + 4 + 4 + 4);
-    expect(new RecordWriter().write({ ...mapped, u: bytes(32, 2), p: bytes(33, 3) }).length).toBe(2 + 33 + 33 + 34 + 8);
+    expect(new RecordWriter().write({ ...mapped, lastOptoutCheckS: 5 }).length).toBe(2 + 32 + 33 + 4 + 4 + 4 + 2);
+    expect(new RecordWriter().write({ ...mapped, u: bytes(32, 2), p: bytes(33, 3) }).length).toBe(
+      2 + 33 + 33 + 34 + 8 + 2,
+    );
   });
 
   it('are read one after the other from a blob of many', () => {
@@ -98,5 +103,14 @@ describe('entry records', () => {
     }
     expect(() => new RecordWriter().write({ ...mapped, type: 2 })).toThrow(TypeError);
     expect(() => new RecordWriter().write({ ...mapped, status: 4 })).toThrow(TypeError);
+  });
+
+  it('refuses a record any of whose bytes was flipped: a checksum failure, never other values', () => {
+    const record = new RecordWriter().write(mapped);
+    for (let i = 0; i < record.length; i++) {
+      const flipped = Buffer.from(record);
+      flipped[i] ^= 0x01;
+      expect(() => new EntryView().read(flipped, 0)).toThrow(/checksum|cut short|runs past/);
+    }
   });
 });

@@ -1,4 +1,5 @@
 import type BetterSqlite3 from 'better-sqlite3';
+import { setMetaValue } from '../../src/state/meta-values.js';
 import Database from '../helpers/sqlite-driver.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { EntryUpdate } from '../../src/state/index.js';
@@ -95,7 +96,7 @@ describe('the keys filter', () => {
       );
       const pair = arrayPairs(Float64Array.of(keyOf('email', b64('old'))), Float64Array.of(id), -1);
       mergeIntoLevel(db, 'key_blocks_recent', pair);
-      db.prepare("UPDATE meta SET value = ? WHERE key = 'keys_upto'").run(String(id));
+      setMetaValue(db, 'keys_upto', String(id));
     });
     const after = t.open(path, { tailEntries: 100 });
     expect(after.lookupHashes('email', [b64('old')]).get(b64('old'))?.u).toBe(b64('u-old'));
@@ -129,7 +130,7 @@ describe('the keys filter', () => {
     expect(noRecent.lookupMany(wanted(labels('r', 20))).size).toBe(0);
     noRecent.close();
     // a recent filter whose range no longer spans the recent level's is not used: every key is probed there
-    withFile(path, (db) => db.prepare("UPDATE meta SET value = '160' WHERE key = 'recent_filter_upto'").run());
+    withFile(path, (db) => setMetaValue(db, 'recent_filter_upto', '160'));
     const stale = t.open(path, { readonly: true });
     expect(stale.lookupMany(wanted([...labels('m', 150), ...labels('r', 20)])).size).toBe(170);
   });

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { setMetaValue } from '../../src/state/meta-values.js';
 import Database from '../helpers/sqlite-driver.js';
 import type { EntryUpdate } from '../../src/state/index.js';
 import { b64, tmpStates } from './tmp-state.js';
@@ -90,7 +91,7 @@ describe('the tail keys saved as a writing connection closes', () => {
     const first = mapped(3_000, 300);
     write(path, [first]);
     const db = new Database(path);
-    db.prepare("UPDATE meta SET value = '999' WHERE key = 'tail_keys_upto'").run();
+    setMetaValue(db, 'tail_keys_upto', '999');
     db.close();
     expect(
       found(

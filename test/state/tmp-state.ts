@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { openState, type OpenStateOptions, type StateStore } from '../../src/state/index.js';
 import { type KeyLevel, levelPairs } from '../../src/state/key-levels.js';
+import { setMetaValue } from '../../src/state/meta-values.js';
 import Database from '../helpers/sqlite-driver.js';
 
 export const ENV = 'uid2:integ';
@@ -44,6 +45,16 @@ export function levelPairsOf(path: string, level: KeyLevel = 'key_blocks'): [num
       pairs.push([stream.key, stream.id]);
     }
     return pairs;
+  } finally {
+    db.close();
+  }
+}
+
+/** Sets a meta value of a state file with its checksum, as the store writes it (tests that stage a file's marks). */
+export function setMetaAt(path: string, key: string, value: string | number): void {
+  const db = new Database(path);
+  try {
+    setMetaValue(db, key, value);
   } finally {
     db.close();
   }
