@@ -78,6 +78,7 @@ const UNAUTHORIZED_MESSAGE =
 
 /** Errors of src/state that mean "the user must change something": exit 2. Matched by name to keep cli loosely tied. */
 const STATE_USER_ERRORS = new Set([
+  'StateAccessError',
   'StateEnvMismatchError',
   'StateLockedError',
   'StateNotFoundError',

@@ -9,6 +9,7 @@ import {
   StateNotFoundError,
   StateSettingError,
 } from './errors.js';
+import { stateAccessError } from './access.js';
 import { ChecksumError } from './checksum.js';
 import { RecordFormatError } from './entry-record.js';
 import { checkedMetaValue, metaSumOf } from './meta-values.js';
@@ -53,7 +54,7 @@ export function openState(path: string, options: OpenStateOptions): StateStore {
   try {
     db = new Driver(path, { readonly, fileMustExist: true, timeout: options.busyTimeoutMs ?? 5_000 });
   } catch (err) {
-    throw asStateError(err, path);
+    throw asStateError(err, path, readonly);
   }
   try {
     db.pragma(`cache_size = ${-Math.round((options.cacheSizeMiB ?? DEFAULT_CACHE_MIB) * 1024)}`);
@@ -82,7 +83,7 @@ export function openState(path: string, options: OpenStateOptions): StateStore {
     return damageReported(new SqliteStateStore(db, path, readonly, options.tailEntries, options.keyCacheMiB), path);
   } catch (err) {
     db.close();
-    throw asStateError(err, path);
+    throw asStateError(err, path, readonly);
   }
 }
 
@@ -278,7 +279,7 @@ function checkEnvironment(db: Connection, path: string, requested: string): void
 }
 
 /** SQLite's own words for a file that is not a database become the state's: what is wrong and what to do. */
-function asStateError(err: unknown, path: string): unknown {
+function asStateError(err: unknown, path: string, readonly = false): unknown {
   if (err instanceof StateError) return err;
   if (err instanceof ChecksumError || err instanceof RecordFormatError) return asDamage(err, path);
   const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
@@ -288,8 +289,16 @@ function asStateError(err: unknown, path: string): unknown {
       path,
     );
   }
-  if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY' || code === 'SQLITE_PERM') {
-    return new StateError(`cannot open state file ${path}: check its permissions and those of its directory`, path);
+  if (
+    typeof code === 'string' &&
+    /^SQLITE_(CANTOPEN|READONLY|PERM)/.test(code) &&
+    code !== 'SQLITE_READONLY_ROLLBACK'
+  ) {
+    // a read-only mount or a permission, said as such (SQLite's "unable to open" read as "not a state file" before)
+    return (
+      stateAccessError(path, undefined, { writesFile: !readonly }) ??
+      new StateError(`cannot open state file ${path}: check its permissions and those of its directory`, path)
+    );
   }
   // a hot journal: only a connection that may write can roll it back, as the next writing open does
   if (code === 'SQLITE_READONLY_ROLLBACK') return new StateJournalError(path);

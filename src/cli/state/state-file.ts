@@ -1,6 +1,7 @@
 // A state file opened for reading by the `state` commands: a read-only SQLite connection, checked to be ours.
 import { statSync } from 'node:fs';
 import type Database from 'better-sqlite3';
+import { stateAccessError } from '../../state/access.js';
 import { ChecksumError } from '../../state/checksum.js';
 import { EntryView, RecordFormatError } from '../../state/entry-record.js';
 import { StateDamagedError, StateJournalError } from '../../state/errors.js';
@@ -146,11 +147,17 @@ export function openStateForReading(path: string, recordsPage = WALK_PAGE): Stat
   // outside the try: a missing driver is an installation problem, not one of the file's permissions
   const Driver = sqliteDriver();
   let db: Database.Database;
+  // a read-only mount or a directory the user cannot write: SQLite cannot make the -shm beside the file
+  const access = (): UserError | null => {
+    const problem = stateAccessError(path, undefined, { writesFile: false });
+    return problem === null ? null : new UserError(problem.message);
+  };
   try {
     db = new Driver(path, { readonly: true, fileMustExist: true, timeout: 5_000 });
   } catch {
-    throw new UserError(
-      `cannot open ${quoted(path)} as a state file: check its permissions and those of its directory`,
+    throw (
+      access() ??
+      new UserError(`cannot open ${quoted(path)} as a state file: check its permissions and those of its directory`)
     );
   }
   const notOurs = new UserError(
@@ -162,7 +169,9 @@ export function openStateForReading(path: string, recordsPage = WALK_PAGE): Stat
   } catch (err) {
     db.close();
     // a run killed while it wrote left a journal that this read-only connection cannot roll back
-    if ((err as { code?: unknown }).code === 'SQLITE_READONLY_ROLLBACK') throw new StateJournalError(path);
+    const code = (err as { code?: unknown }).code;
+    if (code === 'SQLITE_READONLY_ROLLBACK') throw new StateJournalError(path);
+    if (typeof code === 'string' && /^SQLITE_(CANTOPEN|READONLY|PERM)/.test(code)) throw access() ?? notOurs;
     throw notOurs;
   }
   if (application !== APPLICATION_ID) {
