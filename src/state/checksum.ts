@@ -35,3 +35,18 @@ export class ChecksumError extends Error {
     this.name = 'ChecksumError';
   }
 }
+
+/** `bytes` with the 4-byte CRC-32 of them appended (the pieces of the keys filters and saved tail keys). */
+export function withChecksum(bytes: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(bytes.byteLength + 4);
+  out.set(bytes, 0);
+  out.writeUInt32LE(checksumOf(bytes), bytes.byteLength);
+  return out;
+}
+
+/** What withChecksum was given, or null when the checksum does not match (or there is none). */
+export function withoutChecksum(piece: Buffer): Buffer | null {
+  if (piece.length < 4) return null;
+  const bytes = piece.subarray(0, piece.length - 4);
+  return checksumOf(bytes) === piece.readUInt32LE(piece.length - 4) ? bytes : null;
+}
