@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EntryTally, openStateForReading, type StateFileReader } from '../../src/cli/state/state-file.js';
+import { formatStateInfo, readStateInfo } from '../../src/cli/state/state-info.js';
 import { type EntryUpdate, openState, type StateEntry } from '../../src/state/index.js';
 import Database from '../helpers/sqlite-driver.js';
 import { b64 } from '../state/tmp-state.js';
@@ -128,5 +129,19 @@ describe('openStateForReading', () => {
       expect(() => reader.meta('api')).toThrow(/is damaged \(meta value 'api' fails its checksum\)/);
       expect(() => reader.tally([NOW])).toThrow(/is damaged \(an entry record fails its checksum\)/);
     });
+  });
+});
+
+describe('state info of the last run', () => {
+  it('shows both its wall-clock start and the --now it was told', () => {
+    const file = join(dir, `runs-${++n}.db`);
+    const store = openState(file, { envFingerprint: 'uid2:integ' });
+    const id = store.startRun('remap-due', '{}', NOW);
+    store.finishRun(id, '{}', 0);
+    store.close();
+    const info = readStateInfo(file, NOW);
+    expect(info.last_run?.now).toBe('2027-01-15T08:00:00Z');
+    expect(Math.abs(Date.parse(info.last_run?.started_at ?? '') - Date.now())).toBeLessThan(60_000);
+    expect(formatStateInfo(info)).toMatch(/last run: remap-due at \S+ \(now 2027-01-15T08:00:00Z\), exit 0/);
   });
 });
