@@ -3,10 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Base64 } from '../../src/identity/index.js';
+import { openState } from '../../src/state/index.js';
 import { ensureBuilt } from '../helpers/map-e2e-build.js';
 import {
   advanceDays,
   buildState,
+  loopbackFingerprint,
   readEntries,
   runCli,
   serviceStats,
@@ -29,6 +31,10 @@ beforeAll(async () => {
   served = await startServe();
   statePath = join(dir, 'state.db');
   await buildState(statePath, served, keys);
+  // one more commit through a store with a short tail merges the entries into key blocks, as a big file has them
+  const store = openState(statePath, { envFingerprint: loopbackFingerprint(served), tailEntries: 100 });
+  store.commitBatch([{ type: 'email', hash: sha256Base64('extra@example.com'), outcome: { kind: 'invalid' } }], 1);
+  store.close();
 }, 120_000);
 
 afterAll(async () => {
@@ -52,6 +58,18 @@ function damagedCopy(name: string, blobs: readonly Buffer[]): string {
   return path;
 }
 
+function keyBlocks(): Buffer[] {
+  const db = new Database(statePath, { readonly: true });
+  try {
+    return db
+      .prepare('SELECT keys FROM key_blocks UNION ALL SELECT keys FROM key_blocks_recent')
+      .pluck()
+      .all() as Buffer[];
+  } finally {
+    db.close();
+  }
+}
+
 function recordsOf(ids: readonly number[]): Buffer[] {
   const db = new Database(statePath, { readonly: true });
   try {
@@ -63,7 +81,7 @@ function recordsOf(ids: readonly number[]): Buffer[] {
 }
 
 const DAMAGED_LINE =
-  /^uid2-batch: state file .*\.db is damaged \(an entry record fails its checksum\); restore it from a backup, or save what is still readable with `uid2-batch state export .*` and map again with a new --state file$/m;
+  /^uid2-batch: state file .*\.db is damaged \((an entry record|a key block) fails its checksum\); restore it from a backup, or save what is still readable with `uid2-batch state export .*` and map again with a new --state file$/m;
 
 describe('a damaged state file (built CLI against serve)', () => {
   it('remap-due stops with exit 1 and one line, sends nothing and writes no changes file', async () => {
@@ -82,17 +100,23 @@ describe('a damaged state file (built CLI against serve)', () => {
     expect((await serviceStats(served.url)).items).toEqual(before.items);
   });
 
-  // a file this small is all tail (no key blocks yet): test/state/damaged.test.ts flips key blocks
-  it('map --state stops with exit 1 on a damaged record it reads, and writes no output', async () => {
+  it('map --state stops with exit 1 on a damaged record or key block it reads, and writes no output', async () => {
     const input = join(dir, 'in.csv');
     writeFileSync(input, `email\n${emails.join('\n')}\n`);
     const entries = readEntries(statePath, served, keys);
     const ids = [...entries.values()].slice(0, 5).map((e) => e.id);
-    const path = damagedCopy('map.db', recordsOf(ids));
-    const out = join(dir, 'mapped.csv');
-    const run = await runCli(['map', input, '--state', path, '-o', out], { served });
-    expect(run.code, run.stderr).toBe(1);
-    expect(run.stderr).toMatch(DAMAGED_LINE);
-    expect(existsSync(out)).toBe(false);
+    const blocks = keyBlocks();
+    expect(blocks.length).toBeGreaterThan(0);
+    for (const [name, blobs] of [
+      ['map-record.db', recordsOf(ids)],
+      ['map-block.db', blocks.slice(0, 1)],
+    ] as const) {
+      const path = damagedCopy(name, blobs);
+      const out = join(dir, `${name}.csv`);
+      const run = await runCli(['map', input, '--state', path, '-o', out], { served });
+      expect(run.code, run.stderr).toBe(1);
+      expect(run.stderr).toMatch(DAMAGED_LINE);
+      expect(existsSync(out)).toBe(false);
+    }
   });
 });
