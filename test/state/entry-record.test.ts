@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { crc32 } from 'node:zlib';
+import { recordCheckOf } from '../../src/state/checksum.js';
 import {
   EntryView,
   type EntryValues,
@@ -112,5 +114,14 @@ describe('entry records', () => {
       flipped[i] ^= 0x01;
       expect(() => new EntryView().read(flipped, 0)).toThrow(/checksum|cut short|runs past/);
     }
+  });
+});
+
+describe("a record's check", () => {
+  it('is the low 16 bits of the CRC-32 zlib gives, at every length and offset', () => {
+    const bytes = Buffer.from(Array.from({ length: 300 }, (_, i) => (i * 7919 + (i >> 3)) & 255));
+    for (const start of [0, 1, 2, 3, 17])
+      for (const length of [0, 1, 3, 4, 5, 74, 76, 77, 200])
+        expect(recordCheckOf(bytes, start, start + length)).toBe(crc32(bytes.subarray(start, start + length)) & 0xffff);
   });
 });
