@@ -24,7 +24,7 @@ export const BLOCK_HEADER = 4;
 /** The checksum at the end of a block's blob. */
 const BLOCK_CHECK = 4;
 /**
- * The most a block's blob takes: four blocks fit a 4 KiB page of SQLite's, so that a lookup reads one page, and a
+ * The most a block's blob takes: eight blocks fit an 8 KiB page of SQLite's, so that a lookup reads one page, and a
  * lookup copies out about a thousand bytes per key it asks (bigger blocks made random lookups slower, smaller
  * ones no faster, and each block costs its row's overhead).
  */

