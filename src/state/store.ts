@@ -549,7 +549,7 @@ export class SqliteStateStore implements StateStore {
     }
     const { main, recent, mainUpto } = this.filters;
     if (!fold) {
-      // a file without a main filter (one just upgraded to schema 3, or merged by a version that kept none) gets one
+      // a file without a usable main filter (none yet, or one whose checksum fails) gets one
       // now rather than at the next fold: until then every key would be looked for in keys
       let mainNow = main;
       let mainNowUpto = mainUpto;
