@@ -79,6 +79,7 @@ const UNAUTHORIZED_MESSAGE =
 
 /** Errors of src/state that mean "the user must change something": exit 2. Matched by name to keep cli loosely tied. */
 const STATE_USER_ERRORS = new Set([
+  'StateAccessError',
   'StateEnvMismatchError',
   'StateLockedError',
   'StateNotFoundError',
@@ -169,6 +170,8 @@ function describeErrorUnclipped(err: unknown): { line?: string; exitCode: number
       return { line: 'interrupted', exitCode: EXIT.interrupted };
     case 'InputError':
     case 'OutputError':
+    // a state file that fails its checksums; named so that one revived from the state thread reads the same
+    case 'StateDamagedError':
       return { line: f.message, exitCode: EXIT.failed };
   }
   if (STATE_USER_ERRORS.has(f.name)) return { line: f.userMessage ?? f.message, exitCode: EXIT.usage };

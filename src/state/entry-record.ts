@@ -1,4 +1,5 @@
 /** The record of an entry: every value of it packed in one blob, the entries table's one column besides the id. */
+import { ChecksumError, recordCheckOf } from './checksum.js';
 import { keyOf, keyOfBytes } from './lookup-key.js';
 import { isBase64Of } from './stored-bytes.js';
 
@@ -17,6 +18,8 @@ import { isBase64Of } from './stored-bytes.js';
  *   opted_out_since
  *                 when flagged: milliseconds as an 8-byte float
  *   bucket_id     when flagged: a varint of its UTF-8 length, then the text
+ *   check         2 bytes: the low 16 bits of the CRC-32 of every byte of the record before it (checksum.ts),
+ *                 checked as the record is read
  * all little-endian; a varint is 7 bits a byte, low bits first. A mapped v3 entry (type, status, u, r and
  * last_mapped) takes one flags byte. A record says its own length, so the records of many entries joined into one
  * blob are read one after the other.
@@ -36,6 +39,8 @@ const M_SINCE = 0x20;
 const M_SIZED = 0x40;
 const M_WIDE = 0x80;
 
+/** The bytes of a record's check, at its end. */
+const CHECK_BYTES = 2;
 /** The usual sizes: a SHA-256 hash, and a raw UID (33 bytes, or 32 in the service's older format). */
 export const HASH_BYTES = 32;
 export const UID_BYTES = 33;
@@ -153,6 +158,7 @@ export class RecordWriter {
     }
     // the status in byte 0 when nothing else needs byte 1
     const second = more !== v.status || v.status === 0;
+    size += CHECK_BYTES;
     if (second) size++;
     else flags |= v.status << F_STATUS_SHIFT;
     if (this.used + size > this.buffer.length) {
@@ -185,6 +191,8 @@ export class RecordWriter {
       o = putVarint(out, o, bucketBytes);
       o += out.write(v.bucketId, o, 'utf8');
     }
+    out.writeUInt16LE(recordCheckOf(out, start, o), o);
+    o += CHECK_BYTES;
     if (o - start !== size) throw new Error(`entry record: wrote ${o - start} bytes of ${size}`);
     this.used = o;
     return out.subarray(start, o);
@@ -237,8 +245,11 @@ export class EntryView {
   bucketStart = 0;
   bucketSize = -1;
 
-  /** Reads the record at `at` of `bytes`; gives the position after it. Throws RecordFormatError if it is cut short. */
-  read(bytes: Buffer, at: number): number {
+  /**
+   * Reads the record at `at` of `bytes`; gives the position after it. Throws RecordFormatError if it is cut short,
+   * ChecksumError if its check does not match (unless `check` is false: a record read again that was checked).
+   */
+  read(bytes: Buffer, at: number, check = true): number {
     this.bytes = bytes;
     const limit = bytes.length;
     if (at >= limit) throw new RecordFormatError('entry record: no bytes');
@@ -289,7 +300,9 @@ export class EntryView {
       this.bucketSize = 2 * n + 1;
       o = after + n;
     } else this.bucketSize = -1;
-    return o;
+    if (o + CHECK_BYTES > limit) throw new RecordFormatError('entry record: cut short in its check');
+    if (check && bytes.readUInt16LE(o) !== recordCheckOf(bytes, at, o)) throw new ChecksumError('an entry record');
+    return o + CHECK_BYTES;
   }
 
   private readValue(bytes: Buffer, at: number, usualSize: number, which: 'hash' | 'u' | 'p'): number {

@@ -79,3 +79,21 @@ export class StateReadonlyError extends StateError {
     super(`state file ${path} is open read-only (dry run); cannot ${what}`, path);
   }
 }
+
+/**
+ * A stored record failed its checksum: the file is damaged, and reading on would give wrong answers (raw UIDs the
+ * service never gave, changes that are not). The run stops (exit 1) before it writes or sends anything from it. A
+ * re-run would meet the same damage, so the message says how to recover instead.
+ */
+export class StateDamagedError extends StateError {
+  readonly exitCode = 1;
+  readonly userMessage: string;
+  constructor(path: string, what: string) {
+    super(
+      `state file ${path} is damaged (${what} fails its checksum); restore it from a backup, ` +
+        `or save what is still readable with \`uid2-batch state export ${path}\` and map again with a new --state file`,
+      path,
+    );
+    this.userMessage = this.message;
+  }
+}

@@ -1,6 +1,9 @@
 /** Sorted entry ids: the pieces of the per-day due lists (varint gaps), the UTC day of an r, and searches. */
+import { ChecksumError, recordCheckOf } from './checksum.js';
 
 const DAY_S = 86_400;
+/** The check at the end of a piece: the low 16 bits of the CRC-32 of the ids' bytes (as an entry record's). */
+const LIST_CHECK = 2;
 
 /** The UTC day number of a time in Unix seconds: the day whose list an entry with that r is in. */
 export function dayOf(r: number): number {
@@ -9,11 +12,11 @@ export function dayOf(r: number): number {
 
 /**
  * Ascending, distinct ids as bytes: each id's gap from the one before (the first from 0) in 7-bit groups, low
- * group first, the top bit set on every byte but a number's last. Ids appended together differ by one, so most
- * gaps fit one byte.
+ * group first, the top bit set on every byte but a number's last, then a 2-byte check. Ids appended together
+ * differ by one, so most gaps fit one byte.
  */
 export function encodeIds(ids: ArrayLike<number>): Buffer {
-  const out = Buffer.allocUnsafe(ids.length * 8 + 8);
+  const out = Buffer.allocUnsafe(ids.length * 8 + 8 + LIST_CHECK);
   let pos = 0;
   let before = 0;
   for (let i = 0; i < ids.length; i++) {
@@ -26,15 +29,23 @@ export function encodeIds(ids: ArrayLike<number>): Buffer {
     }
     out[pos++] = gap;
   }
-  return out.subarray(0, pos);
+  out.writeUInt16LE(recordCheckOf(out, 0, pos), pos);
+  return out.subarray(0, pos + LIST_CHECK);
 }
 
-/** The ids encodeIds wrote, in turn; a piece that ends inside a number is damaged. */
+/**
+ * The ids encodeIds wrote, in turn. Throws ChecksumError, before giving any, for a piece whose check does not match
+ * (an id lost from its day's list would never come due again), or that ends inside a number.
+ */
 export function decodeIds(bytes: Uint8Array, onId: (id: number) => void): void {
+  const end = bytes.length - LIST_CHECK;
+  if (end < 0 || (bytes[end] | (bytes[end + 1] << 8)) !== recordCheckOf(bytes, 0, end)) {
+    throw new ChecksumError('a due list piece');
+  }
   let id = 0;
   let gap = 0;
   let scale = 1;
-  for (let pos = 0; pos < bytes.length; pos++) {
+  for (let pos = 0; pos < end; pos++) {
     const b = bytes[pos];
     gap += (b & 0x7f) * scale;
     if (b < 0x80) {
@@ -44,7 +55,7 @@ export function decodeIds(bytes: Uint8Array, onId: (id: number) => void): void {
       scale = 1;
     } else scale *= 0x80;
   }
-  if (scale !== 1) throw new RangeError('a due list piece ends inside a number: the state file is damaged');
+  if (scale !== 1) throw new ChecksumError('a due list piece');
 }
 
 /** The numbers in ascending order, each once. */

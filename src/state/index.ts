@@ -3,8 +3,10 @@
  * re-run sends only what is missing and a nightly remap sends only what is due. Never a raw email or phone.
  */
 export { openState } from './open.js';
+export { StateAccessError } from './access.js';
 export {
   StateError,
+  StateDamagedError,
   StateEnvMismatchError,
   StateFormatError,
   StateJournalError,

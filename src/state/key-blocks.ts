@@ -1,13 +1,13 @@
 /** The format of a key block: sorted (lookup key, entry id) pairs packed in fixed widths, and how blocks are cut. */
+import { ChecksumError, checksumOf } from './checksum.js';
 
 /**
  * A block's row is (first_k, keys): first_k is its first key (the row id, so a lookup is one descent), and the
  * blob holds a 4-byte header, then n keys, then n ids. Each key is stored as its difference from first_k, all
  * keys in one width and all ids in another, so that a lookup searches the block without decoding it; per-block
  * widths keep a block of close keys small (a key of a big file differs from its block's first by far fewer bits
- * than it has). Two formats, told apart by byte 0:
+ * than it has. The blob:
  *
- *   format 2 (written now; byte 0 is 0x41 to 0x70)
  *     byte 0      0x40 + the bits per key difference, kb (1 to 48)
  *     byte 1      the bits per id, ib (1 to 48)
  *     bytes 2-3   the number of pairs n, little-endian
@@ -15,30 +15,28 @@
  *                 ascending within a key), packed with no gap: value i of a run of width w takes bits
  *                 [i*w, (i+1)*w) of the run, bit j of the data being bit (j mod 8) of byte 4 + floor(j / 8),
  *                 each value's lowest bit first; the ids' run starts at bit n*kb. The last byte is padded with
- *                 zero bits, so the blob takes 4 + ceil(n * (kb + ib) / 8) bytes.
- *   format 1 (written by schema 5, and by the upgrade to it: see encodeBlock)
- *     byte 0      the bytes per key difference, kw (1 to 6)
- *     byte 1      the bytes per id, iw (1 to 6)
- *     bytes 2-3   the number of pairs n, little-endian
- *     then        n x kw bytes of key differences, then n x iw bytes of ids, each little-endian
+ *                 zero bits.
+ *     last 4      the CRC-32 of every byte before it, little-endian (checksum.ts): checked as a block is read
  *
- * Format 1 is format 2's layout with widths in whole bytes (kb = 8 kw, ib = 8 iw): one reader reads both.
+ * so the blob takes 4 + ceil(n * (kb + ib) / 8) + 4 bytes.
  */
 export const BLOCK_HEADER = 4;
+/** The checksum at the end of a block's blob. */
+const BLOCK_CHECK = 4;
 /**
- * The most a block's blob takes: four blocks fit a 4 KiB page of SQLite's, so that a lookup reads one page, and a
+ * The most a block's blob takes: eight blocks fit an 8 KiB page of SQLite's, so that a lookup reads one page, and a
  * lookup copies out about a thousand bytes per key it asks (bigger blocks made random lookups slower, smaller
  * ones no faster, and each block costs its row's overhead).
  */
 export const BLOCK_BYTES = 1_000;
 /** The most pairs a block of the size holds (every pair takes at least 2 bits), but for a key shared by more. */
 export const MAX_BLOCK_PAIRS = Math.floor(((BLOCK_BYTES - BLOCK_HEADER) * 8) / 2);
-// byte 0 of a format 2 header is this plus the key bits (format 1's is a byte count, 1 to 6)
+// byte 0 of a header is this plus the key bits
 const FORMAT_2 = 0x40;
 // widths up to 48 bits: keys are 47 bits, ids below 2^48
 const MAX_BITS = 48;
 // the bits of a block's pairs within BLOCK_BYTES
-const DATA_BITS = (BLOCK_BYTES - BLOCK_HEADER) * 8;
+const DATA_BITS = (BLOCK_BYTES - BLOCK_HEADER - BLOCK_CHECK) * 8;
 // values are read and written in pieces of at most 25 bits, each within one 32-bit word (a piece starts at one of
 // the 8 bits of a byte): values of up to 25 bits in one, wider ones as their low 24 bits and the rest
 const WHOLE = 25;
@@ -47,47 +45,32 @@ const TWO_24 = 16_777_216;
 const INVERSE_24 = 1 / TWO_24;
 const TWO_32 = 4_294_967_296;
 
-/** Format 2, written now, or format 1, written while a file is upgraded to schema 5 (see encodeBlock). */
-export type BlockFormat = 1 | 2;
-
-/** The bits a value of `bits` bits takes in a block of the format: format 1's widths are whole bytes. */
-function widthIn(format: BlockFormat, bits: number): number {
-  return format === 2 ? bits : 8 * Math.ceil(bits / 8);
-}
-
 /** The bits an unsigned integer below 2^48 needs (at least 1). */
 export function bitsOf(value: number): number {
   if (value < TWO_32) return value === 0 ? 1 : 32 - Math.clz32(value);
   return Math.min(MAX_BITS, 64 - Math.clz32(Math.floor(value / TWO_32)));
 }
 
-/**
- * The pairs keys[from..to) and ids[from..to) (sorted by key, then id) as a block's blob: format 2, or format 1
- * (widths in whole bytes) for a file that still says schema 5, which a version that reads format 1 only may open.
- */
-export function encodeBlock(
-  keys: ArrayLike<number>,
-  ids: ArrayLike<number>,
-  from: number,
-  to: number,
-  format: BlockFormat = 2,
-): Buffer {
+/** The pairs keys[from..to) and ids[from..to) (sorted by key, then id) as a block's blob, its checksum at the end. */
+export function encodeBlock(keys: ArrayLike<number>, ids: ArrayLike<number>, from: number, to: number): Buffer {
   const n = to - from;
   // only a key shared by that many hashes could make such a block
   if (n > 0xffff) throw new Error(`a key block cannot hold ${n} pairs`);
   const first = keys[from];
   let maxId = 0;
   for (let i = from; i < to; i++) if (ids[i] > maxId) maxId = ids[i];
-  const kb = widthIn(format, bitsOf(keys[to - 1] - first));
-  const ib = widthIn(format, bitsOf(maxId));
-  const blob = Buffer.allocUnsafe(lengthOf(n, kb, ib));
-  blob[0] = format === 2 ? FORMAT_2 + kb : kb / 8;
-  blob[1] = format === 2 ? ib : ib / 8;
+  const kb = bitsOf(keys[to - 1] - first);
+  const ib = bitsOf(maxId);
+  const length = lengthOf(n, kb, ib);
+  const blob = Buffer.allocUnsafe(length);
+  blob[0] = FORMAT_2 + kb;
+  blob[1] = ib;
   blob.writeUInt16LE(n, 2);
   const packer = new BitPacker(blob, BLOCK_HEADER);
   packer.run(keys, from, to, first, kb);
   packer.run(ids, from, to, 0, ib);
   packer.end();
+  blob.writeUInt32LE(checksumOf(blob.subarray(0, length - BLOCK_CHECK)), length - BLOCK_CHECK);
   return blob;
 }
 
@@ -163,26 +146,23 @@ function readPiece(bytes: Uint8Array, bit: number, width: number): number {
   return (word >>> (bit - 8 * last + 24)) & ((1 << width) - 1);
 }
 
-/**
- * The bits per key difference that a header's first two bytes (b0, b1) say, in either format: 0 when they are of
- * neither (a damaged block).
- */
+/** The bits per key difference that a header's first two bytes (b0, b1) say: 0 when they are wrong (damage). */
 function keyBitsOf(b0: number, b1: number): number {
-  if (b0 > FORMAT_2) return b0 <= FORMAT_2 + MAX_BITS && b1 >= 1 && b1 <= MAX_BITS ? b0 - FORMAT_2 : 0;
-  return b0 >= 1 && b0 <= MAX_BITS / 8 && b1 >= 1 && b1 <= MAX_BITS / 8 ? 8 * b0 : 0;
-}
-
-/** The bits per id that a header's first two bytes say, when keyBitsOf finds them right. */
-function idBitsOf(b0: number, b1: number): number {
-  return b0 > FORMAT_2 ? b1 : 8 * b1;
+  return b0 > FORMAT_2 && b0 <= FORMAT_2 + MAX_BITS && b1 >= 1 && b1 <= MAX_BITS ? b0 - FORMAT_2 : 0;
 }
 
 /** The bytes of a block of `count` pairs of these widths in bits. */
 function lengthOf(count: number, kb: number, ib: number): number {
-  return BLOCK_HEADER + Math.ceil((count * (kb + ib)) / 8);
+  return BLOCK_HEADER + Math.ceil((count * (kb + ib)) / 8) + BLOCK_CHECK;
 }
 
-/** Reads one block's pairs in place (either format). */
+/** Throws ChecksumError unless the blob of `length` bytes at `at` of `bytes` ends with the checksum of the rest. */
+function checkBlock(bytes: Buffer, at: number, length: number): void {
+  const end = at + length - BLOCK_CHECK;
+  if (checksumOf(bytes.subarray(at, end)) !== bytes.readUInt32LE(end)) throw new ChecksumError('a key block');
+}
+
+/** Reads one block's pairs in place; its checksum is checked as it is made. */
 export class KeyBlock {
   readonly count: number;
   // the widths in bits, and the bit at which the ids start
@@ -195,14 +175,13 @@ export class KeyBlock {
     private readonly blob: Buffer,
   ) {
     const kb = keyBitsOf(blob[0], blob[1]);
-    const ib = idBitsOf(blob[0], blob[1]);
+    const ib = blob[1];
     this.kb = kb;
     this.ib = ib;
     this.count = blob.length >= BLOCK_HEADER ? blob.readUInt16LE(2) : 0;
     this.idsAt = 8 * BLOCK_HEADER + this.count * kb;
-    if (kb === 0 || blob.length !== lengthOf(this.count, kb, ib)) {
-      throw new Error(`a key block of the state file is damaged (first key ${first})`);
-    }
+    if (kb === 0 || blob.length !== lengthOf(this.count, kb, ib)) throw new ChecksumError('a key block');
+    checkBlock(blob, 0, blob.length);
   }
 
   key(i: number): number {
@@ -243,17 +222,18 @@ export interface BlockHeader {
 
 /**
  * Reads the header of the block whose blob starts at byte `at` of `bytes` (blobs read one after the other) into
- * `into`, and gives back the blob's length (either format). Throws when the header is of neither format, or when
- * the blob would run past the bytes.
+ * `into`, and gives back the blob's length. Throws ChecksumError when the header is wrong, the blob would run past
+ * the bytes, or its checksum does not match.
  */
-export function readHeader(bytes: Uint8Array, at: number, into: BlockHeader): number {
-  if (at + BLOCK_HEADER > bytes.length) throw new Error('a key block of the state file is cut short');
+export function readHeader(bytes: Buffer, at: number, into: BlockHeader): number {
+  if (at + BLOCK_HEADER > bytes.length) throw new ChecksumError('a key block');
   const kb = keyBitsOf(bytes[at], bytes[at + 1]);
-  if (kb === 0) throw new Error('a key block of the state file is damaged');
-  const ib = idBitsOf(bytes[at], bytes[at + 1]);
+  if (kb === 0) throw new ChecksumError('a key block');
+  const ib = bytes[at + 1];
   const count = bytes[at + 2] | (bytes[at + 3] << 8);
   const length = lengthOf(count, kb, ib);
-  if (at + length > bytes.length) throw new Error('a key block of the state file is cut short');
+  if (at + length > bytes.length) throw new ChecksumError('a key block');
+  checkBlock(bytes, at, length);
   into.kb = kb;
   into.ib = ib;
   into.count = count;
@@ -335,7 +315,7 @@ export function forEachIdFrom(
 }
 
 /**
- * Cuts a sorted stream of pairs into full blocks (format 2, or 1 when asked): pairs are pushed in order, and each
+ * Cuts a sorted stream of pairs into full blocks: pairs are pushed in order, and each
  * block is given out as soon as the next pair would not fit, never between two pairs of one key (two hashes may
  * share a key, and a lookup reads one block). What is left at the end is given by flush.
  */
@@ -350,10 +330,7 @@ export class BlockWriter {
   private keyLimit = 2;
   private idLimit = 2;
 
-  constructor(
-    private readonly onBlock: (first: number, blob: Buffer) => void,
-    private readonly format: BlockFormat = 2,
-  ) {}
+  constructor(private readonly onBlock: (first: number, blob: Buffer) => void) {}
 
   get pending(): number {
     return this.n;
@@ -369,8 +346,7 @@ export class BlockWriter {
     // widths only grow within a block: a value below the current limit needs no more
     const kb = delta < this.keyLimit ? this.kb : bitsOf(delta);
     const ib = id < this.idLimit ? this.ib : bitsOf(id);
-    const f = this.format;
-    if ((this.n + 1) * (widthIn(f, kb) + widthIn(f, ib)) > DATA_BITS && this.cut(key)) {
+    if ((this.n + 1) * (kb + ib) > DATA_BITS && this.cut(key)) {
       // the pairs kept for the next block have their widths now: measure the pair against them
       this.push(key, id);
       return;
@@ -425,7 +401,7 @@ export class BlockWriter {
 
   /** Gives out pairs [0, end) as a block and moves the rest to the front. */
   private give(end: number): void {
-    this.onBlock(this.keys[0], encodeBlock(this.keys, this.ids, 0, end, this.format));
+    this.onBlock(this.keys[0], encodeBlock(this.keys, this.ids, 0, end));
     this.keys.copyWithin(0, end, this.n);
     this.ids.copyWithin(0, end, this.n);
     this.n -= end;

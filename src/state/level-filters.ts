@@ -1,6 +1,7 @@
 /** The keys filters of the two key tables: read from the file, checked against its levels, and written back. */
 import type { Database } from 'better-sqlite3';
 import { KeyFilter } from './key-filter.js';
+import { withChecksum, withoutChecksum } from './checksum.js';
 import { metaNumber, setMetaValue } from './meta-values.js';
 import { META_KEYS } from './schema.js';
 
@@ -60,7 +61,13 @@ function hasTable(db: Database, table: string): boolean {
 function readStored(db: Database, level: Level): KeyFilter | null {
   const s = STORED[level];
   if (!hasTable(db, s.table)) return null;
-  const pieces = db.prepare(`SELECT bits FROM ${s.table} ORDER BY piece`).pluck().all() as Buffer[];
+  const pieces: Buffer[] = [];
+  for (const stored of db.prepare(`SELECT bits FROM ${s.table} ORDER BY piece`).pluck().all() as Buffer[]) {
+    // a damaged piece makes the filter unusable: every key is then probed in the level, as without one
+    const bits = withoutChecksum(stored);
+    if (bits === null) return null;
+    pieces.push(bits);
+  }
   return KeyFilter.fromPieces(metaNumber(db, s.blocks) ?? 0, metaNumber(db, s.count) ?? 0, pieces);
 }
 
@@ -94,7 +101,7 @@ export function writeLevelFilter(db: Database, level: Level, filter: KeyFilter, 
   db.prepare(`DELETE FROM ${s.table}`).run();
   const insert = db.prepare(`INSERT INTO ${s.table} (piece, bits) VALUES (?, ?)`);
   let piece = 0;
-  for (const bits of filter.pieces(PIECE_BYTES)) insert.run(piece++, bits);
+  for (const bits of filter.pieces(PIECE_BYTES)) insert.run(piece++, withChecksum(bits));
   setMetaValue(db, s.blocks, filter.blocks);
   setMetaValue(db, s.count, filter.count);
   if (s.from !== undefined) setMetaValue(db, s.from, from);

@@ -1,5 +1,16 @@
-import { closeSync, linkSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  linkSync,
+  openSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { dirname, join } from 'node:path';
 import { StateLockedError } from './errors.js';
 
 interface LockHolder {
@@ -8,17 +19,36 @@ interface LockHolder {
 }
 
 /**
- * An exclusive lock on a state file for one writing run: `FILE.lock` holding the pid and start time of its
- * holder. SQLite's own locks only guard single transactions; this one keeps two runs from sending the same due
- * entries twice. A lock whose process is gone (killed, crashed) is stale and is taken over.
+ * Where the lock of a state file lives: named by the file's identity (device and inode) in the directory that
+ * really holds it, so that every name of one file (a symlink, a hard link beside it) meets the same lock. A lock
+ * named after the path let two runs through two names both commit, and one lost the other's entries.
+ */
+export function lockPathOf(statePath: string): string {
+  try {
+    const { dev, ino } = statSync(statePath, { bigint: true });
+    return join(dirname(realpathSync(statePath)), `uid2-batch-state-${dev}-${ino}.lock`);
+  } catch {
+    // no file (yet) to name it by: the path is all there is
+    return `${statePath}.lock`;
+  }
+}
+
+/**
+ * An exclusive lock on a state file for one writing run: a lock file (lockPathOf) holding the pid and start time
+ * of its holder. SQLite's own locks only guard single transactions; this one keeps two runs from sending the same
+ * due entries twice. A lock whose process is gone (killed, crashed) is stale and is taken over.
  */
 export class StateLock {
-  readonly lockPath: string;
+  private path: string | null = null;
   private content: string | null = null;
   private readonly onExit = (): void => this.release();
 
-  constructor(private readonly statePath: string) {
-    this.lockPath = `${statePath}.lock`;
+  constructor(private readonly statePath: string) {}
+
+  /** The lock file; named on first use, once the state file exists. */
+  get lockPath(): string {
+    this.path ??= lockPathOf(this.statePath);
+    return this.path;
   }
 
   get held(): boolean {

@@ -1,9 +1,23 @@
-/** The meta table's values read and written on a connection, for the modules that keep their marks there. */
+/** The meta table's values read and written on a connection, each with its checksum (checksum.ts). */
 import type { Database } from 'better-sqlite3';
+import { ChecksumError, checksumOf } from './checksum.js';
 import { SQL } from './queries.js';
 
+/** A value's checksum covers its key too: a value that lands under another key does not read as that key's. */
+export function metaSumOf(key: string, value: string): number {
+  return checksumOf(`${key}\u0000${value}`);
+}
+
+/** The value of a (value, sum) row read for `key`; undefined for no row. Throws ChecksumError when they disagree. */
+export function checkedMetaValue(key: string, row: unknown): string | undefined {
+  if (row === undefined) return undefined;
+  const [value, sum] = row as [unknown, unknown];
+  if (typeof value !== 'string' || sum !== metaSumOf(key, value)) throw new ChecksumError(`meta value '${key}'`);
+  return value;
+}
+
 export function metaValue(db: Database, key: string): string | undefined {
-  return db.prepare(SQL.metaGet).pluck().get(key) as string | undefined;
+  return checkedMetaValue(key, db.prepare(SQL.metaGet).raw().get(key));
 }
 
 /** A value as a number, or undefined when it is missing or not a finite number. */
@@ -15,5 +29,6 @@ export function metaNumber(db: Database, key: string): number | undefined {
 }
 
 export function setMetaValue(db: Database, key: string, value: string | number): void {
-  db.prepare(SQL.metaSet).run(key, String(value));
+  const text = String(value);
+  db.prepare(SQL.metaSet).run(key, text, metaSumOf(key, text));
 }

@@ -1,6 +1,7 @@
 import { chmodSync, closeSync, fchmodSync, openSync, statSync, type Stats } from 'node:fs';
 import type Database from 'better-sqlite3';
 import {
+  StateDamagedError,
   StateEnvMismatchError,
   StateError,
   StateFormatError,
@@ -8,9 +9,12 @@ import {
   StateNotFoundError,
   StateSettingError,
 } from './errors.js';
-import { MIGRATIONS } from './migrations.js';
+import { stateAccessError } from './access.js';
+import { ChecksumError } from './checksum.js';
+import { RecordFormatError } from './entry-record.js';
+import { checkedMetaValue, metaSumOf } from './meta-values.js';
 import { sqliteDriver } from './sqlite-driver.js';
-import { APPLICATION_ID, META_KEYS, SCHEMA_V6, SCHEMA_VERSION } from './schema.js';
+import { APPLICATION_ID, META_KEYS, SCHEMA, SCHEMA_VERSION } from './schema.js';
 import { SqliteStateStore } from './store.js';
 import type { OpenStateOptions, StateStore } from './types.js';
 
@@ -21,15 +25,22 @@ const OWNER_ONLY = 0o600;
 const DEFAULT_CACHE_MIB = 8;
 // the file mapped into memory up to this many MiB: about SQLite's most in the driver's build (types.ts, mmapMiB)
 const DEFAULT_MMAP_MIB = 2047;
+/**
+ * The page size of a new file. Entries are appended, so each page of the table fills with whole records and leaves
+ * what is too small for one more: about 46 bytes of 4 KiB, a byte per entry; 8 KiB pages halve that (measured 0.9
+ * bytes per entry less at 1M entries, with lookups and commits the same).
+ */
+const PAGE_BYTES = 8192;
 // sets the default of mmapMiB for every state file the process opens (0: read with system calls only)
 export const MMAP_ENV = 'UID2_BATCH_STATE_MMAP_MIB';
 
 /**
- * Opens (or creates) a state file: WAL, synchronous=NORMAL, owner-only permissions, schema migrated to the
- * current version, and refused if it was made for another environment.
+ * Opens (or creates) a state file: WAL, synchronous=NORMAL, owner-only permissions, of this version's one schema,
+ * and refused if it was made for another environment.
  *
  * Throws StateNotFoundError (missing and `create: false` or read-only), StateFormatError (not SQLite, not a
- * uid2-batch state, or a newer schema), StateEnvMismatchError (another environment's file).
+ * uid2-batch state, an earlier build's file or a newer schema), StateEnvMismatchError (another environment's
+ * file), StateDamagedError (a value fails its checksum, here or in any call of the store given back).
  */
 export function openState(path: string, options: OpenStateOptions): StateStore {
   // first: a missing driver is an installation problem, to be reported before any file is created
@@ -49,7 +60,7 @@ export function openState(path: string, options: OpenStateOptions): StateStore {
   try {
     db = new Driver(path, { readonly, fileMustExist: true, timeout: options.busyTimeoutMs ?? 5_000 });
   } catch (err) {
-    throw asStateError(err, path);
+    throw asStateError(err, path, readonly);
   }
   try {
     db.pragma(`cache_size = ${-Math.round((options.cacheSizeMiB ?? DEFAULT_CACHE_MIB) * 1024)}`);
@@ -66,19 +77,21 @@ export function openState(path: string, options: OpenStateOptions): StateStore {
       }
       // an empty file (ours from a moment ago, or left by a run killed right after creating it) has nothing to lose
       tightenMode(path);
+      // before the switch to WAL, after which a file's page size is fixed
+      db.pragma(`page_size = ${PAGE_BYTES}`);
       enableWal(db);
       initialize(db, path, options);
     } else {
       checkOurs(db, tables, path);
+      checkSchema(db, path);
       if (!readonly) enableWal(db);
     }
-    migrate(db, path, readonly);
     checkEnvironment(db, path, options.envFingerprint);
     tightenSiblings(path);
-    return new SqliteStateStore(db, path, readonly, options.tailEntries, options.keyCacheMiB);
+    return damageReported(new SqliteStateStore(db, path, readonly, options.tailEntries, options.keyCacheMiB), path);
   } catch (err) {
     db.close();
-    throw asStateError(err, path);
+    throw asStateError(err, path, readonly);
   }
 }
 
@@ -177,6 +190,70 @@ function checkOurs(db: Connection, tables: Set<string>, path: string): void {
   if (app !== APPLICATION_ID) throw notOurs;
 }
 
+/**
+ * This version reads one schema. A file of an earlier build (schemas 1 to 6 before the first release; their meta
+ * table has no checksums) is refused with how to rebuild it: nothing of it is read, nothing written.
+ */
+function checkSchema(db: Connection, path: string): void {
+  const columns = (db.prepare('PRAGMA table_info(meta)').all() as { name: string }[]).map((c) => c.name);
+  if (!columns.includes('sum')) {
+    const version = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.schemaVersion);
+    throw new StateFormatError(
+      `state file ${path} was written by an earlier build of uid2-batch (schema ${String(version ?? 'unknown')}), ` +
+        `whose format this version does not read; rebuild it: map your input again with --state and a new file ` +
+        `(to keep what it holds, run \`uid2-batch state export ${path}\` with the build that wrote it first)`,
+      path,
+    );
+  }
+  const version = Number(checkedMetaValue(META_KEYS.schemaVersion, metaRow(db, META_KEYS.schemaVersion)));
+  if (!Number.isInteger(version) || version < 1) {
+    throw new StateFormatError(
+      `state file ${path} has no valid schema version; it is damaged or not a uid2-batch state`,
+      path,
+    );
+  }
+  if (version > SCHEMA_VERSION) {
+    throw new StateFormatError(
+      `state file ${path} was written by a newer uid2-batch (schema ${version}; this version reads schema ${SCHEMA_VERSION}); upgrade uid2-batch`,
+      path,
+    );
+  }
+}
+
+function metaRow(db: Connection, key: string): unknown {
+  return db.prepare('SELECT value, sum FROM meta WHERE key = ?').raw().get(key);
+}
+
+/**
+ * The store with every call's checksum failure reported as the file's damage (StateDamagedError, with the path):
+ * the readers of records and blocks do not know which file they read.
+ */
+function damageReported(store: SqliteStateStore, path: string): StateStore {
+  return new Proxy(store, {
+    get(target, name, receiver) {
+      const value: unknown = Reflect.get(target, name, receiver);
+      if (typeof value !== 'function') return value;
+      return function (this: unknown, ...args: unknown[]): unknown {
+        try {
+          const result: unknown = Reflect.apply(value, target, args);
+          return result instanceof Promise
+            ? result.catch((err: unknown) => Promise.reject(asDamage(err, path)))
+            : result;
+        } catch (err) {
+          throw asDamage(err, path);
+        }
+      };
+    },
+  });
+}
+
+/** A checksum or a record that does not read is the file's damage; anything else stays what it was. */
+export function asDamage(err: unknown, path: string): unknown {
+  if (err instanceof ChecksumError) return new StateDamagedError(path, err.what);
+  if (err instanceof RecordFormatError) return new StateDamagedError(path, 'an entry record');
+  return err;
+}
+
 /** Schema and identity in one transaction: a file is either a complete empty state or untouched. */
 function initialize(db: Connection, path: string, options: OpenStateOptions): void {
   db.transaction(() => {
@@ -185,74 +262,21 @@ function initialize(db: Connection, path: string, options: OpenStateOptions): vo
       checkOurs(db, tableNames(db), path);
       return;
     }
-    db.exec(SCHEMA_V6);
-    const put = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
-    put.run(META_KEYS.keysUpto, '0');
-    put.run(META_KEYS.keysMainUpto, '0');
-    put.run(META_KEYS.application, APPLICATION_ID);
-    put.run(META_KEYS.schemaVersion, String(SCHEMA_VERSION));
-    put.run(META_KEYS.envFingerprint, options.envFingerprint);
-    put.run(META_KEYS.api, options.api ?? 'v3');
-    put.run(META_KEYS.createdAt, new Date().toISOString());
+    db.exec(SCHEMA);
+    const insert = db.prepare('INSERT INTO meta (key, value, sum) VALUES (?, ?, ?)');
+    const put = (key: string, value: string): unknown => insert.run(key, value, metaSumOf(key, value));
+    put(META_KEYS.keysUpto, '0');
+    put(META_KEYS.keysMainUpto, '0');
+    put(META_KEYS.application, APPLICATION_ID);
+    put(META_KEYS.schemaVersion, String(SCHEMA_VERSION));
+    put(META_KEYS.envFingerprint, options.envFingerprint);
+    put(META_KEYS.api, options.api ?? 'v3');
+    put(META_KEYS.createdAt, new Date().toISOString());
   }).immediate();
 }
 
-function schemaVersionOf(db: Connection, path: string): number {
-  const raw = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.schemaVersion);
-  const version = Number(raw);
-  if (!Number.isInteger(version) || version < 1) {
-    throw new StateFormatError(
-      `state file ${path} has no valid schema version; it is damaged or not a uid2-batch state`,
-      path,
-    );
-  }
-  return version;
-}
-
-/** Each step in its own transaction, re-reading the version inside it so two processes never apply one twice. */
-function migrate(db: Connection, path: string, readonly: boolean): void {
-  const version = schemaVersionOf(db, path);
-  if (version > SCHEMA_VERSION) {
-    throw new StateFormatError(
-      `state file ${path} was written by a newer uid2-batch (schema ${version}; this version reads up to ${SCHEMA_VERSION}); upgrade uid2-batch`,
-      path,
-    );
-  }
-  if (version === SCHEMA_VERSION) return;
-  if (readonly && MIGRATIONS.every((m) => m.version <= version || m.readsWithout === true)) return;
-  if (readonly) {
-    throw new StateFormatError(
-      `state file ${path} has schema ${version} and needs an upgrade to ${SCHEMA_VERSION}; run once without --dry-run, or upgrade it alone with \`uid2-batch state vacuum ${path}\` (which also gives the space it frees back to the disk)`,
-      path,
-    );
-  }
-  // the upgrade's sort of every key may be far bigger than memory should hold: let SQLite spill it to disk
-  db.pragma('temp_store = FILE');
-  try {
-    for (const m of MIGRATIONS) {
-      if (m.version <= version) continue;
-      let done = false;
-      while (!done) {
-        done = db
-          .transaction((): boolean => {
-            if (schemaVersionOf(db, path) >= m.version) return true;
-            let finished = true;
-            if (m.piece !== undefined) finished = m.piece(db);
-            else m.up?.(db);
-            if (finished)
-              db.prepare('UPDATE meta SET value = ? WHERE key = ?').run(String(m.version), META_KEYS.schemaVersion);
-            return finished;
-          })
-          .immediate();
-      }
-    }
-  } finally {
-    db.pragma('temp_store = MEMORY');
-  }
-}
-
 function checkEnvironment(db: Connection, path: string, requested: string): void {
-  const stored = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.envFingerprint);
+  const stored = checkedMetaValue(META_KEYS.envFingerprint, metaRow(db, META_KEYS.envFingerprint));
   if (typeof stored !== 'string') {
     throw new StateFormatError(
       `state file ${path} records no environment; it is damaged or not a uid2-batch state`,
@@ -263,8 +287,9 @@ function checkEnvironment(db: Connection, path: string, requested: string): void
 }
 
 /** SQLite's own words for a file that is not a database become the state's: what is wrong and what to do. */
-function asStateError(err: unknown, path: string): unknown {
+function asStateError(err: unknown, path: string, readonly = false): unknown {
   if (err instanceof StateError) return err;
+  if (err instanceof ChecksumError || err instanceof RecordFormatError) return asDamage(err, path);
   const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
   if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
     return new StateFormatError(
@@ -272,8 +297,16 @@ function asStateError(err: unknown, path: string): unknown {
       path,
     );
   }
-  if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY' || code === 'SQLITE_PERM') {
-    return new StateError(`cannot open state file ${path}: check its permissions and those of its directory`, path);
+  if (
+    typeof code === 'string' &&
+    /^SQLITE_(CANTOPEN|READONLY|PERM)/.test(code) &&
+    code !== 'SQLITE_READONLY_ROLLBACK'
+  ) {
+    // a read-only mount or a permission, said as such (SQLite's "unable to open" read as "not a state file" before)
+    return (
+      stateAccessError(path, undefined, { writesFile: !readonly }) ??
+      new StateError(`cannot open state file ${path}: check its permissions and those of its directory`, path)
+    );
   }
   // a hot journal: only a connection that may write can roll it back, as the next writing open does
   if (code === 'SQLITE_READONLY_ROLLBACK') return new StateJournalError(path);

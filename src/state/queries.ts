@@ -19,8 +19,9 @@ function placeholders(n: number): string {
 const JOINED_RECORDS = "count(*), CAST(group_concat(record, '') AS BLOB)";
 
 export const SQL = {
-  insertPendingChange: 'INSERT INTO pending_changes (run_id, kind, row, created_at) VALUES (?, ?, ?, ?)',
-  pendingChanges: 'SELECT id, row FROM pending_changes WHERE kind = ? AND id > ? ORDER BY id LIMIT ?',
+  // a change row carries the checksum of its JSON (checksum.ts)
+  insertPendingChange: 'INSERT INTO pending_changes (run_id, kind, row, sum, created_at) VALUES (?, ?, ?, ?, ?)',
+  pendingChanges: 'SELECT id, row, sum FROM pending_changes WHERE kind = ? AND id > ? ORDER BY id LIMIT ?',
   lastPendingChange: 'SELECT max(id) FROM pending_changes WHERE kind = ?',
   ackChanges: 'DELETE FROM pending_changes WHERE kind = ? AND id <= ?',
   // given sorted ids, the rows are read in table order
@@ -53,11 +54,15 @@ export const SQL = {
   listedRecords: `SELECT ${JOINED_RECORDS} FROM json_each(?) AS j CROSS JOIN entries AS e ON e.id = j.value`,
   listedRecordRows: 'SELECT e.id, e.record FROM json_each(?) AS j CROSS JOIN entries AS e ON e.id = j.value',
 
-  metaAll: 'SELECT key, value FROM meta',
-  metaGet: 'SELECT value FROM meta WHERE key = ?',
-  metaSet: 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+  // meta rows carry the checksum of their key and value (meta-values.ts)
+  metaAll: 'SELECT key, value, sum FROM meta',
+  metaGet: 'SELECT value, sum FROM meta WHERE key = ?',
+  metaSet:
+    'INSERT INTO meta (key, value, sum) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, sum = excluded.sum',
 
-  startRun: 'INSERT INTO runs (command, args, pid, started_at) VALUES (?, ?, ?, ?)',
+  // a run's wall-clock start and the time it was told to use (--now; the same when it was not given)
+  startRun: 'INSERT INTO runs (command, args, pid, started_at, now) VALUES (?, ?, ?, ?, ?)',
   finishRun: 'UPDATE runs SET finished_at = ?, summary = ?, exit_code = ? WHERE id = ?',
-  listRuns: 'SELECT id, command, args, started_at, finished_at, summary, exit_code FROM runs ORDER BY id DESC LIMIT ?',
+  listRuns:
+    'SELECT id, command, args, started_at, now, finished_at, summary, exit_code FROM runs ORDER BY id DESC LIMIT ?',
 } as const;

@@ -71,8 +71,9 @@ export function forEachJoined(
   onRecord: (i: number, e: EntryView) => boolean,
 ): boolean {
   if (bytes === null || !wholeRecords(bytes, count, view)) return false;
+  // wholeRecords checked every record: read each once more without checking it again
   for (let at = 0, i = 0; i < count; i++) {
-    at = view.read(bytes, at);
+    at = view.read(bytes, at, false);
     if (!onRecord(i, view)) break;
   }
   return true;

@@ -1,4 +1,3 @@
-import { SCHEMA_V2_JOURNAL } from './legacy-schema.js';
 import type { DiiType } from '../identity/index.js';
 import type { EntryStatus } from './types.js';
 
@@ -42,13 +41,6 @@ export const META_KEYS = {
    */
   tailKeysFrom: 'tail_keys_from',
   tailKeysUpto: 'tail_keys_upto',
-  /** While a file is being upgraded (to schema 3 or 4): the last entry id copied into the new table. */
-  upgradeCopied: 'upgrade_copied',
-  /**
-   * While a file is being upgraded to schema 5: keys_main_upto and keys_upto when the copy began, the old keys
-   * table being copied (0 keys, 1 keys_recent, 2 both done) and the last pair (key, id) copied from it.
-   */
-  upgradeKeysCopied: 'upgrade_keys_copied',
   /**
    * The opt-out sweep's cursor: the id of the last entry whose check a sweep committed. The next sweep starts
    * after it, in id order, and wraps to the first entry at the end of the table. Absent: 0.
@@ -72,8 +64,6 @@ export const IDENTITY_META_KEYS: ReadonlySet<string> = new Set([
   META_KEYS.recentFilterUpto,
   META_KEYS.recentFilterBlocks,
   META_KEYS.recentFilterCount,
-  META_KEYS.upgradeCopied,
-  META_KEYS.upgradeKeysCopied,
   META_KEYS.tailKeysFrom,
   META_KEYS.tailKeysUpto,
   META_KEYS.sweepAfter,
@@ -93,10 +83,9 @@ export function statusOfCode(code: number): EntryStatus {
 }
 
 /**
- * The entries table of schema 6 under a given name (the upgrade builds it beside the old one): per entry its id
- * (the order of arrival, which the key levels and due lists hold) and its record, every value of it packed in one
- * blob (entry-record.ts says how). A column per value cost a byte of row header each, and SQL never filters on
- * them: every read goes by id.
+ * The entries table: per entry its id (the order of arrival, which the key levels and due lists hold) and its
+ * record, every value of it packed in one blob (entry-record.ts says how). A column per value cost a byte of row
+ * header each, and SQL never filters on them: every read goes by id.
  */
 export function ENTRIES_TABLE(name: string): string {
   return `CREATE TABLE ${name} (
@@ -126,10 +115,10 @@ CREATE TABLE key_blocks_recent (
  * A Bloom filter over the keys of the main level, in pieces of up to a MiB: a lookup skips the level for most keys
  * that are not in it (every key of a first run, and the recent ones). Rewritten when the recent level is folded
  * into the main one; the recent level has its own, key_filter_recent (the same columns), rewritten by each merge
- * of the tail and made by the first one. Made with IF NOT EXISTS: a schema-3 file from before it gets the table at its first merge.
+ * of the tail and made by the first one.
  */
 export const KEY_FILTER_TABLE = `
-CREATE TABLE IF NOT EXISTS key_filter (
+CREATE TABLE key_filter (
   piece INTEGER PRIMARY KEY,
   bits  BLOB NOT NULL
 );
@@ -152,7 +141,25 @@ CREATE TABLE due_lists (
 `;
 
 /**
- * Version 6, what a new file gets. Entries are appended (the id is their order of arrival), so a commit of new
+ * The change rows of committed batches that no output has delivered yet. A batch's rows are inserted in the
+ * transaction that commits its entries and deleted once the run's output is committed, so a run killed in between
+ * leaves them for the next run's output: every change reaches some changes file at least once. `row` is the JSON
+ * of a changes-file or verdict row (hashes and raw UIDs, never an email or phone); `sum` its checksum (checksum.ts).
+ */
+export const JOURNAL_TABLE = `
+CREATE TABLE pending_changes (
+  id         INTEGER PRIMARY KEY,
+  run_id     INTEGER NOT NULL,
+  kind       TEXT    NOT NULL,
+  row        TEXT    NOT NULL,
+  sum        INTEGER NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX pending_changes_by_kind ON pending_changes (kind, id);
+`;
+
+/**
+ * The one format of a state file. Entries are appended (the id is their order of arrival), so a commit of new
  * entries writes a few pages at the end of the table instead of one page per entry; each is one record of its
  * values. Lookups go through two levels of key blocks: per entry, an integer made of the first bits of the hash
  * and the DII type, with the id. New entries reach the recent level in sorted runs (the store merges its tail of
@@ -160,11 +167,14 @@ CREATE TABLE due_lists (
  * folded into the main one once it holds a quarter as many, so that a merge rewrites a small level and the big
  * one is rewritten rarely (two levels of a log-structured merge). remap-due reads the due lists, and the other
  * walks (the opt-out sweep, counts, v2 salt buckets) read the table in id order: there is no index on entries.
+ * Every stored record carries a checksum checked on read (checksum.ts): a meta value, an entry record, a key
+ * block, a change row. A run records its wall-clock start and the time it was told to use (`--now`).
  */
-export const SCHEMA_V6 = `
+export const SCHEMA = `
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
-  value TEXT NOT NULL
+  value TEXT NOT NULL,
+  sum   INTEGER NOT NULL
 );
 ${ENTRIES_TABLE('entries')}
 ${KEY_BLOCK_TABLES}
@@ -176,12 +186,16 @@ CREATE TABLE runs (
   args        TEXT    NOT NULL,
   pid         INTEGER NOT NULL,
   started_at  INTEGER NOT NULL,
+  now         INTEGER NOT NULL,
   finished_at INTEGER,
   summary     TEXT,
   exit_code   INTEGER
 );
-${SCHEMA_V2_JOURNAL}
+${JOURNAL_TABLE}
 `;
 
-/** The schema a new file is made at (the last step of migrations.ts). */
-export const SCHEMA_VERSION = 6;
+/**
+ * The schema a new file is made at, and the only one this version reads: the first of the released line. Files of
+ * the builds before it (schemas 1 to 6, whose meta table has no checksums) are refused with how to rebuild them.
+ */
+export const SCHEMA_VERSION = 1;

@@ -10,6 +10,8 @@ import { BlockBudget, LevelReader } from './level-reader.js';
 import { keyOf } from './lookup-key.js';
 import { StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
+import { ChecksumError, checksumOf } from './checksum.js';
+import { checkedMetaValue, metaSumOf } from './meta-values.js';
 import { EntryView, type EntryValues, RecordWriter } from './entry-record.js';
 import { IN_LIST_SIZES, SQL } from './queries.js';
 import { RecordWalker, WALK_PAGE, forEachJoined } from './record-walk.js';
@@ -150,6 +152,7 @@ export class SqliteStateStore implements StateStore {
   private readonly levelReaders: { main: LevelReader; recent: LevelReader };
   private readonly tailEntries: number;
   private readonly lockFile: StateLock;
+  private lockRefused = false;
   private closed = false;
 
   /** Prepared on first use: a read-only open of a file from before the journal (schema 1) has no such table. */
@@ -196,11 +199,10 @@ export class SqliteStateStore implements StateStore {
       this.readAnswersByKeys(lookupKeys, onAnswer),
     );
     this.resetTail();
-    const s = this.stmts;
     this.recordChecksTx = db.transaction((ids: readonly number[], nowS: number, cursor: OptoutCursor | undefined) => {
       const writer = new RecordWriter();
       this.readRecords(sortedUnique(ids), (id, e) => this.rewrite(writer, id, e, { lastOptoutCheckS: nowS }));
-      if (cursor !== undefined) s.metaSet.run(META_KEYS.sweepAfter, String(cursor.id));
+      if (cursor !== undefined) this.putMeta(META_KEYS.sweepAfter, String(cursor.id));
     });
     this.markBucketsTx = db.transaction((buckets: readonly RotatedBucket[]) => {
       // per bucket, its latest rotation: an entry mapped before it is due
@@ -219,7 +221,8 @@ export class SqliteStateStore implements StateStore {
 
   meta(): StateMeta {
     const values = new Map<string, string>();
-    for (const [key, value] of this.stmts.metaAll.raw().all() as [string, string][]) values.set(key, value);
+    for (const [key, value, sum] of this.stmts.metaAll.raw().all() as [string, string, number][])
+      values.set(key, checkedMetaValue(key, [value, sum]) ?? '');
     const api = values.get(META_KEYS.api);
     return {
       schemaVersion: Number(values.get(META_KEYS.schemaVersion)),
@@ -230,8 +233,7 @@ export class SqliteStateStore implements StateStore {
   }
 
   getMeta(key: string): string | null {
-    const value = this.stmts.metaGet.pluck().get(key) as string | undefined;
-    return value ?? null;
+    return checkedMetaValue(key, this.stmts.metaGet.raw().get(key)) ?? null;
   }
 
   setMeta(key: string, value: string): void {
@@ -245,7 +247,12 @@ export class SqliteStateStore implements StateStore {
     if (key === META_KEYS.api && value !== 'v2' && value !== 'v3') {
       throw new StateFormatError(`state file ${this.path}: api must be v2 or v3, not '${value}'`, this.path);
     }
-    this.stmts.metaSet.run(key, value);
+    this.putMeta(key, value);
+  }
+
+  /** A meta value with its checksum, inside the caller's transaction if any. */
+  private putMeta(key: string, value: string): void {
+    this.stmts.metaSet.run(key, value, metaSumOf(key, value));
   }
 
   // ---- lookups
@@ -542,7 +549,7 @@ export class SqliteStateStore implements StateStore {
     }
     const { main, recent, mainUpto } = this.filters;
     if (!fold) {
-      // a file without a main filter (one just upgraded to schema 3, or merged by a version that kept none) gets one
+      // a file without a usable main filter (none yet, or one whose checksum fails) gets one
       // now rather than at the next fold: until then every key would be looked for in keys
       let mainNow = main;
       let mainNowUpto = mainUpto;
@@ -668,7 +675,7 @@ export class SqliteStateStore implements StateStore {
     const { keys, ids } = this.tail.sorted();
     mergeIntoLevel(this.db, 'key_blocks_recent', arrayPairs(keys, ids, upto));
     const newUpto = Math.max(upto, this.tailSeen);
-    this.stmts.metaSet.run(META_KEYS.keysUpto, String(newUpto));
+    this.putMeta(META_KEYS.keysUpto, String(newUpto));
     // the key levels hold those entries now
     clearTailKeys(this.db);
     // ids are dense: entries up to keys_main_upto are in the main level, the rest up to keys_upto in the recent one
@@ -678,7 +685,7 @@ export class SqliteStateStore implements StateStore {
     if (fold) {
       mergeIntoLevel(this.db, 'key_blocks', levelPairs(this.db, 'key_blocks_recent'));
       clearLevel(this.db, 'key_blocks_recent');
-      this.stmts.metaSet.run(META_KEYS.keysMainUpto, String(newUpto));
+      this.putMeta(META_KEYS.keysMainUpto, String(newUpto));
     }
   }
 
@@ -903,8 +910,11 @@ export class SqliteStateStore implements StateStore {
   pendingChanges(kind: ChangeKind, afterId = 0, limit = 5_000): PendingChange[] {
     const n = pageLimit(limit);
     if (n === 0) return [];
-    const rows = this.journal().select.all(kind, afterId, n) as [number, string][];
-    return rows.map(([id, row]) => ({ id, row }));
+    const rows = this.journal().select.all(kind, afterId, n) as [number, string, number][];
+    return rows.map(([id, row, sum]) => {
+      if (sum !== checksumOf(row)) throw new ChecksumError('a pending change row');
+      return { id, row };
+    });
   }
 
   lastPendingChangeId(kind: ChangeKind): number | null {
@@ -924,7 +934,7 @@ export class SqliteStateStore implements StateStore {
   /** Inside the caller's transaction. */
   private insertJournal(journal: ChangeJournalRows, nowS: number): void {
     const insert = this.journal().insert;
-    for (const row of journal.rows) insert.run(journal.runId, journal.kind, row, nowS);
+    for (const row of journal.rows) insert.run(journal.runId, journal.kind, row, checksumOf(row), nowS);
   }
 
   // ---- v3: due by refresh time
@@ -1322,7 +1332,10 @@ export class SqliteStateStore implements StateStore {
 
   startRun(command: string, argsJson: string, nowS: number = Date.now() / 1000): number {
     this.writable('record a run');
-    return Number(this.stmts.startRun.run(command, argsJson, process.pid, Math.floor(nowS)).lastInsertRowid);
+    const startedAtS = Math.floor(Date.now() / 1000);
+    return Number(
+      this.stmts.startRun.run(command, argsJson, process.pid, startedAtS, Math.floor(nowS)).lastInsertRowid,
+    );
   }
 
   finishRun(id: number, summaryJson: string, exitCode: number, nowS: number = Date.now() / 1000): void {
@@ -1336,15 +1349,17 @@ export class SqliteStateStore implements StateStore {
       string,
       string,
       number,
+      number,
       number | null,
       string | null,
       number | null,
     ][];
-    return rows.map(([id, command, args, startedAtS, finishedAtS, summary, exitCode]) => ({
+    return rows.map(([id, command, args, startedAtS, nowS, finishedAtS, summary, exitCode]) => ({
       id,
       command,
       args,
       startedAtS,
+      nowS,
       finishedAtS,
       summary,
       exitCode,
@@ -1354,7 +1369,12 @@ export class SqliteStateStore implements StateStore {
   // ---- lock and life cycle
 
   lock(): void {
-    this.lockFile.acquire();
+    try {
+      this.lockFile.acquire();
+    } catch (err) {
+      this.refusedLock(err);
+      throw err;
+    }
   }
 
   async waitForLock(waitMs: number): Promise<void> {
@@ -1365,7 +1385,10 @@ export class SqliteStateStore implements StateStore {
         this.lockFile.acquire();
         return;
       } catch (err) {
-        if (!(err instanceof StateLockedError) || Date.now() >= deadline) throw err;
+        if (!(err instanceof StateLockedError) || Date.now() >= deadline) {
+          this.refusedLock(err);
+          throw err;
+        }
       }
       await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(1, deadline - Date.now()))));
       pause = Math.min(pause * 2, 1_000);
@@ -1374,6 +1397,14 @@ export class SqliteStateStore implements StateStore {
 
   get locked(): boolean {
     return this.lockFile.held;
+  }
+
+  /**
+   * A connection refused the lock writes nothing more, not even at close: it may have reached the file through
+   * another name (a hard link), and SQLite keeps a WAL per name, so its writes could undo the holder's.
+   */
+  private refusedLock(err: unknown): void {
+    if (err instanceof StateLockedError) this.lockRefused = true;
   }
 
   info(): StateInfo {
@@ -1451,13 +1482,13 @@ export class SqliteStateStore implements StateStore {
     if (this.closed) return;
     this.closed = true;
     try {
-      if (!this.readonly) this.saveTail();
+      if (!this.readonly && !this.lockRefused) this.saveTail();
     } catch {
       // the keys are only a shortcut: the next connection reads the tail from the entries instead
     }
     try {
       // the file alone then holds everything: a copy of it is a backup, and no big -wal stays beside it
-      if (!this.readonly) this.db.pragma('wal_checkpoint(TRUNCATE)');
+      if (!this.readonly && !this.lockRefused) this.db.pragma('wal_checkpoint(TRUNCATE)');
     } catch {
       // another connection is reading: the WAL stays, and SQLite folds it in on a later open; nothing is lost
     }

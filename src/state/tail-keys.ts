@@ -1,5 +1,6 @@
 /** The tail's lookup keys saved in the file: a later connection reads them instead of every tail entry's hash. */
 import type { Database } from 'better-sqlite3';
+import { withChecksum, withoutChecksum } from './checksum.js';
 import { metaNumber, setMetaValue } from './meta-values.js';
 import { META_KEYS } from './schema.js';
 
@@ -23,8 +24,10 @@ export function readTailKeys(db: Database): SavedTailKeys | undefined {
   const keys = new Float64Array(upto - from);
   const bytes = new Uint8Array(keys.buffer);
   let filled = 0;
-  for (const piece of db.prepare('SELECT keys FROM tail_keys ORDER BY piece').pluck().all() as Buffer[]) {
-    if (filled + piece.length > bytes.length) return undefined;
+  for (const stored of db.prepare('SELECT keys FROM tail_keys ORDER BY piece').pluck().all() as Buffer[]) {
+    // a damaged piece: the tail is read from the entries instead, which carry checksums of their own
+    const piece = withoutChecksum(stored);
+    if (piece === null || filled + piece.length > bytes.length) return undefined;
     bytes.set(piece, filled);
     filled += piece.length;
   }
@@ -40,7 +43,8 @@ export function writeTailKeys(db: Database, saved: SavedTailKeys): void {
   const bytes = new Uint8Array(saved.keys.buffer, saved.keys.byteOffset, saved.keys.byteLength);
   const pieceBytes = PIECE_KEYS * 8;
   for (let piece = 0, at = 0; at < bytes.length; piece++, at += pieceBytes) {
-    insert.run(piece, Buffer.from(bytes.buffer, bytes.byteOffset + at, Math.min(pieceBytes, bytes.length - at)));
+    const keys = Buffer.from(bytes.buffer, bytes.byteOffset + at, Math.min(pieceBytes, bytes.length - at));
+    insert.run(piece, withChecksum(keys));
   }
   setMetaValue(db, META_KEYS.tailKeysFrom, saved.from);
   setMetaValue(db, META_KEYS.tailKeysUpto, saved.upto);

@@ -130,7 +130,10 @@ export interface RunRecord {
   id: number;
   command: string;
   args: string;
+  /** The wall-clock time the run started. */
   startedAtS: number;
+  /** The time the run was told to use (`--now`): what its refresh times were compared with. */
+  nowS: number;
   finishedAtS: number | null;
   summary: string | null;
   exitCode: number | null;

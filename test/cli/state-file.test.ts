@@ -1,111 +1,147 @@
-// The `state` commands' reader of any state file: a schema-5 file read by its columns, a schema-6 one by its records.
+// The `state` commands' reader of a state file: its records in id order, an earlier build's file refused, damage found.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EntryTally, openStateForReading, type StateFileReader } from '../../src/cli/state/state-file.js';
-import type { StateEntry } from '../../src/state/index.js';
-import { upgradeToV6Step } from '../../src/state/upgrade-v6.js';
+import { formatStateInfo, readStateInfo } from '../../src/cli/state/state-info.js';
+import { type EntryUpdate, openState, type StateEntry } from '../../src/state/index.js';
 import Database from '../helpers/sqlite-driver.js';
-import { loadStateFixture, rawRead } from '../state/fixture-answers.js';
+import { b64 } from '../state/tmp-state.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'uid2-state-file-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const fixture = loadStateFixture('state-v5');
-const { answers, entryById } = fixture;
-const entries = [...entryById.values()];
 const DAY = 86_400;
+const NOW = 1_800_000_000;
 let n = 0;
 
-/** The schema-5 fixture as it is. */
-const v5File = (): string => fixture.copyTo(join(dir, `v5-${++n}.db`));
-
-/**
- * The fixture with its entries table turned into records by the upgrade's pieces alone: meta still says schema 5,
- * so the reader must go by the table.
- */
-function v6File(): string {
-  const path = v5File();
-  const db = new Database(path);
-  try {
-    while (!db.transaction(() => upgradeToV6Step(db, 2_000)).immediate());
-  } finally {
-    db.close();
+/** Entries of every kind: mapped with and without a previous raw UID and due at spread days, opted out, invalid. */
+function updates(): EntryUpdate[] {
+  const out: EntryUpdate[] = [];
+  for (let i = 0; i < 3_000; i++) {
+    const type = i % 5 === 0 ? 'phone' : 'email';
+    const hash = b64(`reader-${i}`);
+    if (i % 11 === 0) out.push({ type, hash, outcome: { kind: 'invalid' } });
+    else if (i % 13 === 0) out.push({ type, hash, outcome: { kind: 'optout' } });
+    else {
+      const p = i % 3 === 0 ? b64(`prev-${i}`) : null;
+      out.push({ type, hash, outcome: { kind: 'mapped', u: b64(`uid-${i}`), p, r: NOW - 5 * DAY + (i % 10) * DAY } });
+    }
   }
-  return path;
+  return out;
 }
 
-function readWith<T>(path: string, read: (file: StateFileReader) => T, recordsPage?: number): T {
-  const file = openStateForReading(path, recordsPage);
+let path: string;
+let entries: StateEntry[];
+
+beforeAll(() => {
+  path = join(dir, 'state.db');
+  const store = openState(path, { envFingerprint: 'uid2:integ', tailEntries: 1_000 });
+  const all = updates();
+  for (let from = 0; from < all.length; from += 700) store.commitBatch(all.slice(from, from + 700), NOW - 10 * DAY);
+  entries = [...store.lookupMany(all.map((u) => ({ type: u.type, hash: u.hash }))).values()].sort(
+    (a, b) => a.id - b.id,
+  );
+  store.close();
+});
+
+function readWith<T>(file: string, read: (reader: StateFileReader) => T, recordsPage?: number): T {
+  const reader = openStateForReading(file, recordsPage);
   try {
-    return read(file);
+    return read(reader);
   } finally {
-    file.close();
+    reader.close();
   }
 }
 
-/** What the reader should say of the fixture, from the entries its store gave. */
-const expected = {
-  entries: entries.map((e: StateEntry) => ({ type: e.type, hash: e.hash, status: e.status, u: e.u, p: e.p, r: e.r })),
+function tallied({ byStatus, withoutR, atMost: [now, soon] }: EntryTally) {
+  return { byStatus, dueNow: now, dueSoon: soon - now, withoutR };
+}
+
+function answersOf(file: string, recordsPage?: number) {
+  return readWith(
+    file,
+    (reader) => ({ entries: [...reader.entries()], ...tallied(reader.tally([NOW, NOW + 2 * DAY])) }),
+    recordsPage,
+  );
+}
+
+const expected = () => ({
+  entries: entries.map((e) => ({ type: e.type, hash: e.hash, status: e.status, u: e.u, p: e.p, r: e.r })),
   byStatus: {
     mapped: entries.filter((e) => e.status === 'mapped').length,
     optout: entries.filter((e) => e.status === 'optout').length,
     invalid: entries.filter((e) => e.status === 'invalid').length,
   },
-  dueNow: entries.filter((e) => e.r !== null && e.r <= answers.now).length,
-  dueSoon: entries.filter((e) => e.r !== null && e.r > answers.now && e.r <= answers.now + 2 * DAY).length,
+  dueNow: entries.filter((e) => e.r !== null && e.r <= NOW).length,
+  dueSoon: entries.filter((e) => e.r !== null && e.r > NOW && e.r <= NOW + 2 * DAY).length,
   withoutR: entries.filter((e) => e.r === null).length,
-};
-
-/** The fixture's figures from one tally: r at most now, and in (now, now + 2 days]. */
-function tallied({ byStatus, withoutR, atMost: [now, soon] }: EntryTally) {
-  return { byStatus, dueNow: now, dueSoon: soon - now, withoutR };
-}
-
-function answersOf(path: string, recordsPage?: number) {
-  return readWith(
-    path,
-    (file) => ({
-      entries: [...file.entries()],
-      ...tallied(file.tally([answers.now, answers.now + 2 * DAY])),
-    }),
-    recordsPage,
-  );
-}
+});
 
 describe('openStateForReading', () => {
-  it('reads a schema-5 file by its columns', () => {
-    expect(answersOf(v5File())).toEqual(expected);
-  });
-
-  it('reads a file whose entries are records (schema 6) by decoding them, paged in id order', () => {
-    const path = v6File();
-    rawRead(path, (db) => {
-      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe('5');
-    });
-    const got = answersOf(path);
-    expect(got).toEqual(expected);
-    // the fixture has entries of every kind to count
-    for (const c of [expected.dueNow, expected.dueSoon, expected.withoutR, ...Object.values(expected.byStatus)])
+  it('reads every entry in id order and tallies them, whatever the page', () => {
+    const want = expected();
+    for (const c of [want.dueNow, want.dueSoon, want.withoutR, ...Object.values(want.byStatus)])
       expect(c).toBeGreaterThan(0);
-    // pages that end inside the table and one that ends at its end: the same answers
-    for (const page of [1, 999, expected.entries.length]) {
-      expect(answersOf(path, page)).toEqual(expected);
-    }
+    for (const page of [undefined, 1, 999, entries.length]) expect(answersOf(path, page)).toEqual(want);
   });
 
   it('a walk of records lets the caller query between two entries', () => {
     readWith(
-      v6File(),
-      (file) => {
+      path,
+      (reader) => {
         let seen = 0;
-        for (const _ of file.entries()) {
-          if (seen++ % 250 === 0) expect(file.meta('api')).toBe(answers.meta.api);
-        }
-        expect(seen).toBe(expected.entries.length);
+        for (const _ of reader.entries()) if (seen++ % 250 === 0) expect(reader.meta('api')).toBe('v3');
+        expect(seen).toBe(entries.length);
       },
       100,
     );
+  });
+
+  it("refuses an earlier build's file with one line that says how to rebuild it", () => {
+    const old = join(dir, `old-${++n}.db`);
+    const db = new Database(old);
+    db.exec('CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
+    db.prepare("INSERT INTO meta VALUES ('application', 'uid2-batch'), ('schema_version', '6')").run();
+    db.close();
+    expect(() => openStateForReading(old)).toThrow(
+      /was written by an earlier build of uid2-batch, whose state format this version does not read; run `uid2-batch state export` with the build that wrote it, or map your input again with --state and a new file/,
+    );
+  });
+
+  it('skips and counts an entry whose record fails its checksum, and says a damaged meta value', () => {
+    const copy = join(dir, `damaged-${++n}.db`);
+    const db = new Database(path);
+    db.prepare('VACUUM INTO ?').run(copy);
+    db.close();
+    const raw = new Database(copy);
+    const victim = entries[17].id;
+    const record = raw.prepare('SELECT record FROM entries WHERE id = ?').pluck().get(victim) as Buffer;
+    record[40] ^= 1;
+    raw.prepare('UPDATE entries SET record = ? WHERE id = ?').run(record, victim);
+    raw.prepare("UPDATE meta SET value = 'v2' WHERE key = 'api'").run();
+    raw.close();
+    readWith(copy, (reader) => {
+      const read = [...reader.entries()];
+      expect(read).toEqual(expected().entries.filter((_, i) => i !== 17));
+      expect(reader.damaged()).toBe(1);
+      expect(() => reader.meta('api')).toThrow(/is damaged \(meta value 'api' fails its checksum\)/);
+      expect(() => reader.tally([NOW])).toThrow(/is damaged \(an entry record fails its checksum\)/);
+    });
+  });
+});
+
+describe('state info of the last run', () => {
+  it('shows both its wall-clock start and the --now it was told', () => {
+    const file = join(dir, `runs-${++n}.db`);
+    const store = openState(file, { envFingerprint: 'uid2:integ' });
+    const id = store.startRun('remap-due', '{}', NOW);
+    store.finishRun(id, '{}', 0);
+    store.close();
+    const info = readStateInfo(file, NOW);
+    expect(info.last_run?.now).toBe('2027-01-15T08:00:00Z');
+    expect(Math.abs(Date.parse(info.last_run?.started_at ?? '') - Date.now())).toBeLessThan(60_000);
+    expect(formatStateInfo(info)).toMatch(/last run: remap-due at \S+ \(now 2027-01-15T08:00:00Z\), exit 0/);
   });
 });

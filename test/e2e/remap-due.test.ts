@@ -1,4 +1,13 @@
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  linkSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
@@ -231,6 +240,28 @@ describe('remap-due over simulated days (built CLI against serve)', () => {
       expect(run.stderr).not.toMatch(/\n\s+at /);
     } finally {
       holder.close();
+    }
+  });
+
+  it('a second run through another name of the same file (hard link, symlink) is refused the same way', async () => {
+    const hard = join(dir, 'state-hard-link.db');
+    const soft = join(dir, 'state-sym-link.db');
+    linkSync(statePath, hard);
+    symlinkSync(statePath, soft);
+    const holder = openState(statePath, { envFingerprint: loopbackFingerprint(served) });
+    try {
+      holder.lock();
+      for (const other of [hard, soft]) {
+        const run = await runCli(['remap-due', '--state', other, '--now', String(nowS + 40 * 86_400)], { served });
+        expect(run.code, run.stderr).toBe(2);
+        expect(run.stderr).toMatch(
+          /another uid2-batch run \(pid \d+, started at .*\) is using .*state-(hard|sym)-link\.db; wait for it/,
+        );
+      }
+    } finally {
+      holder.close();
+      rmSync(hard);
+      rmSync(soft);
     }
   });
 

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { existsSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeWithHotJournal } from '../helpers/hot-journal.js';
+import { lockPathOf } from '../../src/state/lock.js';
 import Database from '../helpers/sqlite-driver.js';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -138,7 +139,9 @@ describe('state checkpoint and vacuum', () => {
     const writer = new Database(statePath);
     writer.pragma('wal_autocheckpoint = 0');
     for (let i = 0; i < 200; i++)
-      writer.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('test_note', ?)").run('x'.repeat(2_000) + i);
+      writer
+        .prepare("INSERT OR REPLACE INTO meta (key, value, sum) VALUES ('test_note', ?, 0)")
+        .run('x'.repeat(2_000) + i);
     const walBefore = statSync(`${statePath}-wal`).size;
     expect(walBefore).toBeGreaterThan(100_000);
     const r = await runCli(['state', 'checkpoint', statePath]);
@@ -148,7 +151,7 @@ describe('state checkpoint and vacuum', () => {
   });
 
   it('waits for the lock with --wait, and fails at once without it', async () => {
-    const lockPath = `${statePath}.lock`;
+    const lockPath = lockPathOf(statePath);
     // a live process holds the lock: a child started and stopped by this test
     const holder = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
     try {

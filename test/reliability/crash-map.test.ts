@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { lockPathOf } from '../../src/state/lock.js';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
 import {
@@ -143,7 +144,12 @@ describe(`map --state killed at ${POINTS} seeded points, then run again`, () => 
       }
       // no output that looks complete: no target file; at most the temp file of a killed process
       expect(existsSync(out)).toBe(false);
-      const left = leftovers(runDir, ['state.db', 'state.db-wal', 'state.db-shm', 'state.db.lock']);
+      const left = leftovers(runDir, [
+        'state.db',
+        'state.db-wal',
+        'state.db-shm',
+        basename(lockPathOf(join(runDir, 'state.db'))),
+      ]);
       if (point.signal === 'SIGINT') expect(left).toEqual([]);
       // and SQLite's rollback journal of a kill while a new file is switched to WAL (the next open rolls it back)
       else for (const name of left) expect(name).toMatch(/^(\.mapped\.csv\.\d+\.tmp|state\.db-journal)$/);

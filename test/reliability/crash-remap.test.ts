@@ -1,5 +1,6 @@
 import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { lockPathOf } from '../../src/state/lock.js';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
 import {
@@ -159,7 +160,12 @@ describe(`remap-due killed at ${POINTS} seeded points, then run again`, () => {
         figures.sigkill++;
         expect(killed.signal).toBe('SIGKILL');
         expect(existsSync(first)).toBe(false);
-        for (const name of leftovers(runDir, ['state.db', 'state.db-wal', 'state.db-shm', 'state.db.lock']))
+        for (const name of leftovers(runDir, [
+          'state.db',
+          'state.db-wal',
+          'state.db-shm',
+          basename(lockPathOf(join(runDir, 'state.db'))),
+        ]))
           expect(name).toMatch(/^\.changes-1\.csv\.\d+\.tmp$/);
       } else {
         if (point.signal === 'SIGINT') figures.sigint++;

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { lockPathOf } from '../../src/state/lock.js';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
@@ -59,7 +60,8 @@ function collect(path: string, where: string): void {
 }
 
 function collectState(path: string): void {
-  for (const suffix of ['', '-wal', '-shm', '.lock']) collect(path + suffix, `state file ${path}${suffix}`);
+  for (const suffix of ['', '-wal', '-shm']) collect(path + suffix, `state file ${path}${suffix}`);
+  collect(lockPathOf(path), `lock of state file ${path}`);
 }
 
 recordWhenPassed('secrets_pii', () => ({ ...figures, texts_searched: seen.length, needles: needles.size }));

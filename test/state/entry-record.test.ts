@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { crc32 } from 'node:zlib';
+import { recordCheckOf } from '../../src/state/checksum.js';
 import {
   EntryView,
   type EntryValues,
@@ -61,13 +63,18 @@ describe('entry records', () => {
 
   it('keep a mapped entry to its values and one flags byte', () => {
     const record = new RecordWriter().write(mapped);
-    expect(record.length).toBe(1 + 32 + 33 + 4 + 4);
-    expect(new RecordWriter().write({ ...mapped, p: bytes(33, 3) }).length).toBe(1 + 32 + 33 + 33 + 4 + 4);
+    // and the 2-byte check at the end
+    expect(record.length).toBe(1 + 32 + 33 + 4 + 4 + 2);
+    expect(new RecordWriter().write({ ...mapped, p: bytes(33, 3) }).length).toBe(1 + 32 + 33 + 33 + 4 + 4 + 2);
     // the service's older raw UIDs are 32 bytes: as short
-    expect(new RecordWriter().write({ ...mapped, u: bytes(32, 2), p: bytes(32, 3) }).length).toBe(1 + 32 + 32 + 32 + 8);
+    expect(new RecordWriter().write({ ...mapped, u: bytes(32, 2), p: bytes(32, 3) }).length).toBe(
+      1 + 32 + 32 + 32 + 8 + 2,
+    );
     // a second flags byte only for what a mapped v3 entry does not have
-    expect(new RecordWriter().write({ ...mapped, lastOptoutCheckS: 5 }).length).toBe(2 + 32 + 33 + 4 + 4 + 4);
-    expect(new RecordWriter().write({ ...mapped, u: bytes(32, 2), p: bytes(33, 3) }).length).toBe(2 + 33 + 33 + 34 + 8);
+    expect(new RecordWriter().write({ ...mapped, lastOptoutCheckS: 5 }).length).toBe(2 + 32 + 33 + 4 + 4 + 4 + 2);
+    expect(new RecordWriter().write({ ...mapped, u: bytes(32, 2), p: bytes(33, 3) }).length).toBe(
+      2 + 33 + 33 + 34 + 8 + 2,
+    );
   });
 
   it('are read one after the other from a blob of many', () => {
@@ -98,5 +105,23 @@ describe('entry records', () => {
     }
     expect(() => new RecordWriter().write({ ...mapped, type: 2 })).toThrow(TypeError);
     expect(() => new RecordWriter().write({ ...mapped, status: 4 })).toThrow(TypeError);
+  });
+
+  it('refuses a record any of whose bytes was flipped: a checksum failure, never other values', () => {
+    const record = new RecordWriter().write(mapped);
+    for (let i = 0; i < record.length; i++) {
+      const flipped = Buffer.from(record);
+      flipped[i] ^= 0x01;
+      expect(() => new EntryView().read(flipped, 0)).toThrow(/checksum|cut short|runs past/);
+    }
+  });
+});
+
+describe("a record's check", () => {
+  it('is the low 16 bits of the CRC-32 zlib gives, at every length and offset', () => {
+    const bytes = Buffer.from(Array.from({ length: 300 }, (_, i) => (i * 7919 + (i >> 3)) & 255));
+    for (const start of [0, 1, 2, 3, 17])
+      for (const length of [0, 1, 3, 4, 5, 74, 76, 77, 200])
+        expect(recordCheckOf(bytes, start, start + length)).toBe(crc32(bytes.subarray(start, start + length)) & 0xffff);
   });
 });

@@ -1,8 +1,7 @@
 import Database from '../helpers/sqlite-driver.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SCHEMA_VERSION, type EntryUpdate } from '../../src/state/index.js';
-import { buildLegacyState } from './legacy-state.js';
-import { ENV, b64, tmpStates } from './tmp-state.js';
+import { StateDamagedError, type EntryUpdate } from '../../src/state/index.js';
+import { b64, tmpStates } from './tmp-state.js';
 
 const t = tmpStates('uid2-journal-');
 afterAll(() => t.cleanup());
@@ -11,46 +10,6 @@ const mapped = (label: string, r = 5_000): EntryUpdate => ({
   type: 'email',
   hash: b64(label),
   outcome: { kind: 'mapped', u: b64(`u-${label}`), p: null, r },
-});
-
-/** A file as uid2-batch schema 1 left it: no pending_changes table, schema_version 1. */
-function v1File(): string {
-  const path = t.file();
-  buildLegacyState(path, 1, ENV, (w) => w.commit([mapped('old')], 1_000));
-  return path;
-}
-
-function hasJournalTable(path: string): boolean {
-  const raw = new Database(path, { readonly: true });
-  try {
-    return raw.prepare("SELECT count(*) FROM sqlite_schema WHERE name = 'pending_changes'").pluck().get() === 1;
-  } finally {
-    raw.close();
-  }
-}
-
-describe('schema migration to the pending changes journal', () => {
-  it('a v1 file gets the table on a writing open, keeps its entries, and records the new version', () => {
-    expect(SCHEMA_VERSION).toBe(6);
-    const path = v1File();
-    expect(hasJournalTable(path)).toBe(false);
-    const s = t.open(path);
-    expect(s.meta().schemaVersion).toBe(6);
-    expect(s.lookupHashes('email', [b64('old')]).get(b64('old'))?.u).toBe(b64('u-old'));
-    expect(s.pendingChanges('remap')).toEqual([]);
-    s.commitBatch([mapped('new')], 2_000, { runId: 1, kind: 'remap', rows: ['{"n":1}'] });
-    expect(s.pendingChanges('remap').map((c) => c.row)).toEqual(['{"n":1}']);
-    s.close();
-    expect(hasJournalTable(path)).toBe(true);
-  });
-
-  it('a read-only open (a dry run) of a v1 file asks for a writing run first and leaves the file as it was', () => {
-    const path = v1File();
-    expect(() => t.open(path, { readonly: true })).toThrow(
-      /has schema 1 and needs an upgrade to 6; run once without --dry-run/,
-    );
-    expect(hasJournalTable(path)).toBe(false);
-  });
 });
 
 describe('pending changes', () => {
@@ -94,5 +53,20 @@ describe('pending changes', () => {
     expect(() => s.tombstoneByRawUid([{ rawUid: b64('u-y'), optedOutSinceMs: 6 }], 2_000, ids, refused)).toThrow();
     expect(s.lookupHashes('email', [b64('y')]).get(b64('y'))?.status).toBe('mapped');
     expect(s.pendingChanges('optout').map((c) => c.row)).toEqual(['x-out']);
+  });
+});
+
+describe('a damaged change row', () => {
+  it('stops the read of the journal with the damage, never hands on a changed row', () => {
+    const path = t.file();
+    const s = t.open(path);
+    s.commitBatch([mapped('a')], 1_000, { runId: 7, kind: 'remap', rows: ['{"raw_uid":"AAAA"}'] });
+    s.close();
+    const raw = new Database(path);
+    raw.prepare('UPDATE pending_changes SET row = ?').run('{"raw_uid":"AAAB"}');
+    raw.close();
+    const again = t.open(path);
+    expect(() => again.pendingChanges('remap')).toThrow(StateDamagedError);
+    expect(() => again.pendingChanges('remap')).toThrow(/is damaged \(a pending change row fails its checksum\)/);
   });
 });

@@ -1,4 +1,4 @@
-// Key blocks alone: format 2 keeps every pair at every width, format 1 blocks (old files) read the same.
+// Key blocks alone: every pair kept at every width, and a block that fails its checksum refused.
 import { describe, expect, it } from 'vitest';
 import {
   BLOCK_BYTES,
@@ -11,7 +11,6 @@ import {
   forEachIdFrom,
   readHeader,
 } from '../../src/state/key-blocks.js';
-import { encodeV1Block } from './key-blocks-v1.js';
 import { type Pair, byKeyThenId, random } from './pairs.js';
 
 // values where a 24-bit piece or a 32-bit word ends, and the widest lookup key
@@ -26,7 +25,7 @@ function valuesOf(bits: number, n: number, next: () => number): number[] {
 }
 
 /** The length of the block at `at` of `bytes`, from its header (readHeader). */
-function lengthAt(bytes: Uint8Array, at: number): number {
+function lengthAt(bytes: Buffer, at: number): number {
   return readHeader(bytes, at, { kb: 0, ib: 0, count: 0 });
 }
 
@@ -80,7 +79,8 @@ describe('a key block (format 2)', () => {
           pairs.length,
         );
         expect([blob[0], blob[1], blob.readUInt16LE(2)]).toEqual([0x40 + kb, ib, pairs.length]);
-        expect(blob.length).toBe(BLOCK_HEADER + Math.ceil((pairs.length * (kb + ib)) / 8));
+        // the header, the pairs, and the 4-byte checksum
+        expect(blob.length).toBe(BLOCK_HEADER + Math.ceil((pairs.length * (kb + ib)) / 8) + 4);
         const header: BlockHeader = { kb: 0, ib: 0, count: 0 };
         expect(readHeader(blob, 0, header)).toBe(blob.length);
         expect(header).toEqual({ kb, ib, count: pairs.length });
@@ -95,9 +95,9 @@ describe('a key block (format 2)', () => {
     const joined = Buffer.concat([a, b, Buffer.from([0xff, 0xff, 0xff])]);
     expect(lengthAt(joined, 0)).toBe(a.length);
     expect(lengthAt(joined, a.length)).toBe(b.length);
-    // a block whose header says more bytes than are left is cut short
-    expect(() => lengthAt(joined.subarray(0, a.length + b.length - 1), a.length)).toThrow(/cut short/);
-    expect(() => lengthAt(joined, a.length + b.length + 1)).toThrow(/cut short/);
+    // a block whose header says more bytes than are left is refused as damaged
+    expect(() => lengthAt(joined.subarray(0, a.length + b.length - 1), a.length)).toThrow(/checksum/);
+    expect(() => lengthAt(joined, a.length + b.length + 1)).toThrow(/checksum/);
     // no stray bits: the bytes around a block do not leak into its values
     const block = new KeyBlock(2 ** 46, joined.subarray(a.length, a.length + b.length));
     expectHolds(block, [
@@ -184,11 +184,17 @@ describe('a key block (format 2)', () => {
     }
   });
 
-  it('is refused when its blob does not match its header, or its header is of no format', () => {
+  it('is refused when its blob does not match its header, its header is wrong, or a byte fails the checksum', () => {
     const blob = encodeBlock([5, 6], [1, 2], 0, 2);
-    expect(() => new KeyBlock(5, blob.subarray(0, blob.length - 1))).toThrow(/damaged/);
-    expect(() => new KeyBlock(5, Buffer.concat([blob, Buffer.from([0])]))).toThrow(/damaged/);
-    expect(() => new KeyBlock(5, blob.subarray(0, 2))).toThrow(/damaged/);
+    expect(() => new KeyBlock(5, blob.subarray(0, blob.length - 1))).toThrow(/checksum/);
+    expect(() => new KeyBlock(5, Buffer.concat([blob, Buffer.from([0])]))).toThrow(/checksum/);
+    expect(() => new KeyBlock(5, blob.subarray(0, 2))).toThrow(/checksum/);
+    for (let i = 0; i < blob.length; i++) {
+      const flipped = Buffer.from(blob);
+      flipped[i] ^= 0x10;
+      expect(() => new KeyBlock(5, flipped)).toThrow(/checksum/);
+      expect(() => lengthAt(flipped, 0)).toThrow(/checksum/);
+    }
     for (const [b0, b1] of [
       [0, 1],
       [7, 1],
@@ -201,51 +207,8 @@ describe('a key block (format 2)', () => {
       const bad = Buffer.from(blob);
       bad[0] = b0;
       bad[1] = b1;
-      expect(() => new KeyBlock(5, bad)).toThrow(/damaged/);
-      expect(() => lengthAt(bad, 0)).toThrow(/damaged/);
-    }
-  });
-});
-
-describe('a key block of format 1 (old files)', () => {
-  it('reads the bytes schema 5 wrote', () => {
-    // keys 1,000, 1,000, 1,255, 70,000 (3-byte differences) and ids 3, 9, 2, 300 (2 bytes), as schema 5 wrote them
-    const blob = Buffer.from(
-      '03020400' + '000000' + '000000' + 'ff0000' + '880d01' + '0300' + '0900' + '0200' + '2c01',
-      'hex',
-    );
-    expect(lengthAt(blob, 0)).toBe(blob.length);
-    const block = new KeyBlock(1_000, blob);
-    expect(Array.from({ length: block.count }, (_, i) => [block.key(i), block.id(i)])).toEqual([
-      [1_000, 3],
-      [1_000, 9],
-      [1_255, 2],
-      [70_000, 300],
-    ]);
-    expect([idsAt(block, 1_000), idsAt(block, 1_255), idsAt(block, 70_000), idsAt(block, 1_001)]).toEqual([
-      [3, 9],
-      [2],
-      [300],
-      [],
-    ]);
-  });
-
-  it('keeps every pair at every byte width from 1 to 6, edge values included', () => {
-    const next = random(23);
-    const first = 2 ** 40 + 5;
-    for (let kw = 1; kw <= 6; kw++) {
-      for (let iw = 1; iw <= 6; iw++) {
-        const deltas = valuesOf(8 * kw, 20, next);
-        const ids = deltas.map((_, i) => (i === 0 ? 2 ** (8 * iw) - 1 : Math.floor(next() * 2 ** (8 * iw))));
-        const pairs = deltas.map((d, i): Pair => [first + d, ids[i]]);
-        const blob = encodeV1Block(
-          pairs.map((p) => p[0]),
-          ids,
-        );
-        expect([blob[0], blob[1]]).toEqual([kw, iw]);
-        expect(lengthAt(Buffer.concat([blob, blob]), blob.length)).toBe(blob.length);
-        expectHolds(new KeyBlock(first, blob), pairs);
-      }
+      expect(() => new KeyBlock(5, bad)).toThrow(/checksum/);
+      expect(() => lengthAt(bad, 0)).toThrow(/checksum/);
     }
   });
 });

@@ -1,4 +1,5 @@
 import type BetterSqlite3 from 'better-sqlite3';
+import { setMetaValue } from '../../src/state/meta-values.js';
 import Database from '../helpers/sqlite-driver.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { EntryUpdate } from '../../src/state/index.js';
@@ -6,7 +7,7 @@ import { KeyFilter } from '../../src/state/key-filter.js';
 import { arrayPairs, mergeIntoLevel } from '../../src/state/key-levels.js';
 import { keyOf } from '../../src/state/lookup-key.js';
 import { recordOf } from './records.js';
-import { b64, tmpStates } from './tmp-state.js';
+import { b64, tmpStates, zeroPieces } from './tmp-state.js';
 
 const t = tmpStates('uid2-filter-');
 afterAll(() => t.cleanup());
@@ -75,8 +76,13 @@ describe('the keys filter', () => {
     const again = t.open(path, { tailEntries: 100 });
     expect(again.lookupMany(wanted(labels('a', 150))).size).toBe(150);
     again.close();
+    // a damaged filter (its checksum fails) is not used: every key is probed, every entry found
+    withFile(path, (db) => zeroPieces(db, 'key_filter', 'bits', false));
+    const damaged = t.open(path, { tailEntries: 100 });
+    expect(damaged.lookupMany(wanted(labels('a', 150))).size).toBe(150);
+    damaged.close();
     // an emptied filter rules every key out: the open store no longer finds merged entries, so it does consult it
-    withFile(path, (db) => db.prepare('UPDATE key_filter SET bits = zeroblob(length(bits))').run());
+    withFile(path, (db) => zeroPieces(db, 'key_filter', 'bits', true));
     const emptied = t.open(path, { tailEntries: 100 });
     expect(emptied.lookupMany(wanted(labels('a', 150))).size).toBe(0);
   });
@@ -95,7 +101,7 @@ describe('the keys filter', () => {
       );
       const pair = arrayPairs(Float64Array.of(keyOf('email', b64('old'))), Float64Array.of(id), -1);
       mergeIntoLevel(db, 'key_blocks_recent', pair);
-      db.prepare("UPDATE meta SET value = ? WHERE key = 'keys_upto'").run(String(id));
+      setMetaValue(db, 'keys_upto', String(id));
     });
     const after = t.open(path, { tailEntries: 100 });
     expect(after.lookupHashes('email', [b64('old')]).get(b64('old'))?.u).toBe(b64('u-old'));
@@ -123,13 +129,13 @@ describe('the keys filter', () => {
     expect(again.lookupMany(wanted([...labels('m', 150), ...labels('r', 20)])).size).toBe(170);
     again.close();
     // an emptied recent filter hides the recent entries only: each table is probed through its own filter
-    withFile(path, (db) => db.prepare('UPDATE key_filter_recent SET bits = zeroblob(length(bits))').run());
+    withFile(path, (db) => zeroPieces(db, 'key_filter_recent', 'bits', true));
     const noRecent = t.open(path, { readonly: true });
     expect(noRecent.lookupMany(wanted(labels('m', 150))).size).toBe(150);
     expect(noRecent.lookupMany(wanted(labels('r', 20))).size).toBe(0);
     noRecent.close();
     // a recent filter whose range no longer spans the recent level's is not used: every key is probed there
-    withFile(path, (db) => db.prepare("UPDATE meta SET value = '160' WHERE key = 'recent_filter_upto'").run());
+    withFile(path, (db) => setMetaValue(db, 'recent_filter_upto', '160'));
     const stale = t.open(path, { readonly: true });
     expect(stale.lookupMany(wanted([...labels('m', 150), ...labels('r', 20)])).size).toBe(170);
   });

@@ -12,7 +12,6 @@ import {
 import { BlockBudget, LevelReader } from '../../src/state/level-reader.js';
 import { KEY_BLOCK_TABLES } from '../../src/state/schema.js';
 import Database from '../helpers/sqlite-driver.js';
-import { encodeV1Block } from './key-blocks-v1.js';
 import { type Pair, byKeyThenId, random } from './pairs.js';
 
 /** n pairs with keys spread over 47 bits, some keys shared by two ids, ids from `firstId` on. */
@@ -246,108 +245,5 @@ describe('a level reader keeping a big level', () => {
     // every block kept: with the level gone from the file, the same answers at the same version
     db.exec('DELETE FROM key_blocks');
     expect(idsByKey(asked)).toEqual(model);
-  });
-});
-
-describe('a level of format 1 blocks (an old file)', () => {
-  /** Writes sorted pairs into a level as format 1 blocks of about `size` pairs, a key's pairs in one block. */
-  function writeV1(db: InstanceType<typeof Database>, level: KeyLevel, sorted: Pair[], size: number): void {
-    const insert = db.prepare(`INSERT INTO ${level} (first_k, keys) VALUES (?, ?)`);
-    for (let from = 0; from < sorted.length; ) {
-      let to = Math.min(sorted.length, from + size);
-      while (to < sorted.length && sorted[to][0] === sorted[to - 1][0]) to++;
-      const run = sorted.slice(from, to);
-      insert.run(
-        run[0][0],
-        encodeV1Block(
-          run.map((p) => p[0]),
-          run.map((p) => p[1]),
-        ),
-      );
-      from = to;
-    }
-  }
-
-  /** The number of blocks of each format in a level: [format 1, format 2]. */
-  function formats(db: InstanceType<typeof Database>, level: KeyLevel): [number, number] {
-    const bytes = db.prepare(`SELECT hex(substr(keys, 1, 1)) FROM ${level}`).pluck().all() as string[];
-    const v1 = bytes.filter((h) => Number.parseInt(h, 16) <= 6).length;
-    return [v1, bytes.length - v1];
-  }
-
-  function lookUp(db: InstanceType<typeof Database>, level: KeyLevel, keys: number[], version: string): number[] {
-    const found: number[] = [];
-    new LevelReader(db, level).idsOf(
-      [...new Set(keys)].sort((a, b) => a - b),
-      version,
-      (id) => found.push(id),
-    );
-    return found.sort((a, b) => a - b);
-  }
-
-  it('is read as it is, and what a merge rewrites is written in format 2, every pair kept', () => {
-    const db = open();
-    const next = random(29);
-    const old = pairs(20_000, 1, next);
-    writeV1(db, 'key_blocks', old, 120);
-    expect(formats(db, 'key_blocks')).toEqual([Math.ceil(20_000 / 120), 0]);
-    expectWellFormed(blocksOf(db, 'key_blocks'));
-    expect(pairsOf(blocksOf(db, 'key_blocks'))).toEqual(old);
-    // lookups in old blocks: every held key's ids, none for keys not held
-    const held = new Set(old.map((p) => p[0]));
-    const absent = Array.from({ length: 2_000 }, () => Math.floor(next() * 2 ** 47)).filter((k) => !held.has(k));
-    expect(
-      lookUp(
-        db,
-        'key_blocks',
-        old.map((p) => p[0]),
-        'a',
-      ),
-    ).toEqual(old.map((p) => p[1]).sort((a, b) => a - b));
-    expect(lookUp(db, 'key_blocks', absent, 'a')).toEqual([]);
-    // a small merge rewrites the blocks it reaches: the level holds both formats then
-    const few = pairs(30, 30_001, next);
-    merge(db, 'key_blocks', few);
-    const [v1, v2] = formats(db, 'key_blocks');
-    expect(v1).toBeGreaterThan(100);
-    expect(v2).toBeGreaterThan(0);
-    const model = [...old, ...few].sort(byKeyThenId);
-    expectWellFormed(blocksOf(db, 'key_blocks'));
-    expect(pairsOf(blocksOf(db, 'key_blocks'))).toEqual(model);
-    expect(
-      lookUp(
-        db,
-        'key_blocks',
-        model.map((p) => p[0]),
-        'b',
-      ),
-    ).toEqual(model.map((p) => p[1]).sort((a, b) => a - b));
-    expect(lookUp(db, 'key_blocks', absent, 'b')).toEqual([]);
-  });
-
-  it('is folded into a level of format 2 blocks whole, in fewer bytes', () => {
-    const db = open();
-    const next = random(31);
-    const main = pairs(20_000, 1, next);
-    const recent = pairs(5_000, 20_001, next);
-    merge(db, 'key_blocks', main);
-    writeV1(db, 'key_blocks_recent', recent, 100);
-    const oldBytes = db.prepare('SELECT sum(length(keys)) FROM key_blocks_recent').pluck().get() as number;
-    db.transaction(() => {
-      mergeIntoLevel(db, 'key_blocks', levelPairs(db, 'key_blocks_recent'));
-      clearLevel(db, 'key_blocks_recent');
-    })();
-    expect(formats(db, 'key_blocks')).toEqual([0, blocksOf(db, 'key_blocks').length]);
-    const all = [...main, ...recent].sort(byKeyThenId);
-    expectWellFormed(blocksOf(db, 'key_blocks'));
-    expect(pairsOf(blocksOf(db, 'key_blocks'))).toEqual(all);
-    // and an old main level, folded into itself by a merge of every pair it holds, shrinks
-    const db2 = open();
-    writeV1(db2, 'key_blocks', recent, 100);
-    merge(db2, 'key_blocks', recent);
-    expect(formats(db2, 'key_blocks')).toEqual([0, blocksOf(db2, 'key_blocks').length]);
-    expect(pairsOf(blocksOf(db2, 'key_blocks'))).toEqual(recent);
-    const newBytes = db2.prepare('SELECT sum(length(keys)) FROM key_blocks').pluck().get() as number;
-    expect(newBytes).toBeLessThan(oldBytes * 0.95);
   });
 });

@@ -13,7 +13,7 @@ import {
   openState,
 } from '../../src/state/index.js';
 import { MMAP_ENV } from '../../src/state/open.js';
-import { ENV, b64, tmpStates } from './tmp-state.js';
+import { ENV, b64, setMetaAt, tmpStates } from './tmp-state.js';
 
 const t = tmpStates();
 afterAll(() => t.cleanup());
@@ -215,12 +215,38 @@ describe('openState: refusing what it must not open', () => {
     expect(() => openState(t.dir, { envFingerprint: ENV })).toThrow(/not a regular file/);
   });
 
+  it('makes a new file of 8 KiB pages (whole records leave less of a page unused than in 4 KiB ones)', () => {
+    const path = t.file();
+    t.open(path).close();
+    const raw = new Database(path, { readonly: true });
+    expect(raw.pragma('page_size', { simple: true })).toBe(8192);
+    raw.close();
+  });
+
+  it("refuses an earlier build's file (schemas 1 to 6, no checksums) with one line that says how to rebuild it", () => {
+    for (const version of [3, 6]) {
+      const path = t.file();
+      const raw = new Database(path);
+      raw.exec('CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
+      raw.exec('CREATE TABLE entries (id INTEGER PRIMARY KEY, record BLOB NOT NULL)');
+      raw
+        .prepare('INSERT INTO meta VALUES (?, ?), (?, ?), (?, ?)')
+        .run('application', 'uid2-batch', 'schema_version', String(version), 'env_fingerprint', ENV);
+      raw.close();
+      expect(() => openState(path, { envFingerprint: ENV })).toThrow(StateFormatError);
+      expect(() => openState(path, { envFingerprint: ENV, readonly: true })).toThrow(
+        new RegExp(
+          `^state file .* was written by an earlier build of uid2-batch \\(schema ${version}\\), whose format this version does not read; ` +
+            'rebuild it: map your input again with --state and a new file \\(to keep what it holds, run `uid2-batch state export .*` with the build that wrote it first\\)$',
+        ),
+      );
+    }
+  });
+
   it('refuses a state written by a newer schema', () => {
     const path = t.file();
     t.open(path).close();
-    const raw = new Database(path);
-    raw.prepare("UPDATE meta SET value = ? WHERE key = 'schema_version'").run(String(SCHEMA_VERSION + 1));
-    raw.close();
+    setMetaAt(path, 'schema_version', String(SCHEMA_VERSION + 1));
     expect(() => openState(path, { envFingerprint: ENV })).toThrow(/newer uid2-batch.*upgrade uid2-batch/);
   });
 

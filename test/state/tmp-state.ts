@@ -4,7 +4,11 @@ import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { openState, type OpenStateOptions, type StateStore } from '../../src/state/index.js';
 import { type KeyLevel, levelPairs } from '../../src/state/key-levels.js';
+import { withChecksum } from '../../src/state/checksum.js';
+import { setMetaValue } from '../../src/state/meta-values.js';
 import Database from '../helpers/sqlite-driver.js';
+
+type BetterDatabase = InstanceType<typeof Database>;
 
 export const ENV = 'uid2:integ';
 
@@ -46,5 +50,28 @@ export function levelPairsOf(path: string, level: KeyLevel = 'key_blocks'): [num
     return pairs;
   } finally {
     db.close();
+  }
+}
+
+/** Sets a meta value of a state file with its checksum, as the store writes it (tests that stage a file's marks). */
+export function setMetaAt(path: string, key: string, value: string | number): void {
+  const db = new Database(path);
+  try {
+    setMetaValue(db, key, value);
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Replaces every piece of `column` in `table` (the keys filters, the saved tail keys) by zeros with their checksum
+ * (a piece consistent but wrong, to see that readers trust it), or without one (damage, which readers must not use).
+ */
+export function zeroPieces(db: BetterDatabase, table: string, column: string, checksummed: boolean): void {
+  const rows = db.prepare(`SELECT rowid, length(${column}) FROM ${table}`).raw().all() as [number, number][];
+  const update = db.prepare(`UPDATE ${table} SET ${column} = ? WHERE rowid = ?`);
+  for (const [rowid, length] of rows) {
+    const zeros = Buffer.alloc(length - 4);
+    update.run(checksummed ? withChecksum(zeros) : Buffer.alloc(length), rowid);
   }
 }

@@ -10,8 +10,15 @@ export const EXPORT_HEADER = ['hash_type', 'hash', 'status', 'raw_uid', 'prev_ra
 /** Rows written per sink call: big enough to keep the sink busy, small enough to keep memory flat. */
 const ROWS_PER_WRITE = 5_000;
 
-/** Writes every entry; returns how many. Never an email or phone: the state file holds none. */
-export async function exportState(path: string, output: OutputFlags, stdout: NodeJS.WritableStream): Promise<number> {
+/**
+ * Writes every entry; returns how many, and how many were skipped because their record fails its checksum (a
+ * damaged file: the caller then ends with exit 1). Never an email or phone: the state file holds none.
+ */
+export async function exportState(
+  path: string,
+  output: OutputFlags,
+  stdout: NodeJS.WritableStream,
+): Promise<{ exported: number; damaged: number }> {
   const file = openStateForReading(path);
   try {
     const sink = await openSink({
@@ -46,7 +53,7 @@ export async function exportState(path: string, output: OutputFlags, stdout: Nod
       await sink.abort();
       throw err;
     }
-    return n;
+    return { exported: n, damaged: file.damaged() };
   } finally {
     file.close();
   }

@@ -1,33 +1,46 @@
 // A state file opened for reading by the `state` commands: a read-only SQLite connection, checked to be ours.
 import { statSync } from 'node:fs';
 import type Database from 'better-sqlite3';
-import { StateJournalError } from '../../state/errors.js';
+import { stateAccessError } from '../../state/access.js';
+import { ChecksumError } from '../../state/checksum.js';
+import { EntryView, RecordFormatError } from '../../state/entry-record.js';
+import { StateDamagedError, StateJournalError } from '../../state/errors.js';
+import { checkedMetaValue } from '../../state/meta-values.js';
+import { asDamage } from '../../state/open.js';
 import { RecordWalker, WALK_PAGE } from '../../state/record-walk.js';
 import { sqliteDriver } from '../../state/sqlite-driver.js';
 import { APPLICATION_ID, META_KEYS, TYPE_OF_CODE, statusOfCode } from '../../state/schema.js';
-import { textOfStored } from '../../state/stored-bytes.js';
 import type { EntryStatus, ExportedEntry as StoredExport } from '../../state/types.js';
-import { UserError } from '../shared/exit-codes.js';
+import { EXIT, UserError } from '../shared/exit-codes.js';
 import { quoted } from '../shared/user-values.js';
 
 /**
  * The `state` commands read any state file, of any environment, without opening it as a run would (that refuses
- * another environment and writes): plain SQL on a read-only connection. A file whose entries table is (id, record)
- * (schema 6) is read record by record in id order; an older one by its columns.
+ * another environment and writes): plain SQL on a read-only connection, the records read in id order. Every value
+ * read is checked against its checksum: a damaged meta value or record stops the command with exit 1, except in
+ * `entries()`, which skips a damaged entry (counted by `damaged()`) so that an export saves what is readable.
  */
 export interface StateFileReader {
   readonly path: string;
   meta(key: string): string | null;
   /** Rows of the entries table as exported: hashes and raw UIDs, never an email or phone. */
   entries(): IterableIterator<ExportedEntry>;
+  /** The entries `entries()` skipped because their record fails its checksum. */
+  damaged(): number;
   /**
    * The entries by status, those without a refresh time (tombstones, invalids, v2 entries), and for each bound the
-   * entries whose refresh time is at most it: one pass over the table for a schema-6 file (there is no index on r;
-   * remap-due reads its per-day due lists instead), a count in SQL per figure for an older one.
+   * entries whose refresh time is at most it: one pass over the table (there is no index on r; remap-due reads its
+   * per-day due lists instead).
    */
   tally(bounds: readonly number[]): EntryTally;
   pendingChanges(): Record<string, number>;
-  lastRun(): { command: string; startedAtS: number; finishedAtS: number | null; exitCode: number | null } | null;
+  lastRun(): {
+    command: string;
+    startedAtS: number;
+    nowS: number;
+    finishedAtS: number | null;
+    exitCode: number | null;
+  } | null;
   close(): void;
 }
 
@@ -41,29 +54,52 @@ export interface EntryTally {
 /** An entry as `state export` writes it: the stored entry's export, without its row id. */
 export type ExportedEntry = Omit<StoredExport, 'id'>;
 
-/** The entries of a schema-6 file in id order, read a range of `page` ids at a time: type, status, text values, r. */
-function* recordEntries(db: Database.Database, page: number): Generator<ExportedEntry> {
+function exported(v: EntryView): ExportedEntry {
+  return {
+    type: TYPE_OF_CODE[v.type] ?? 'email',
+    hash: v.text(v.hashStart, v.hashSize) ?? '',
+    status: statusOfCode(v.status),
+    u: v.text(v.uStart, v.uSize),
+    p: v.text(v.pStart, v.pSize),
+    r: Number.isNaN(v.r) ? null : v.r,
+  };
+}
+
+/**
+ * The entries in id order, read a range of `page` ids at a time. A range that holds a damaged record is read again
+ * row by row, and each damaged record is skipped and counted.
+ */
+function* recordEntries(db: Database.Database, page: number, onDamaged: () => void): Generator<ExportedEntry> {
   const walker = new RecordWalker(db);
+  const rows = db.prepare('SELECT record FROM entries WHERE id > ? AND id <= ? ORDER BY id').pluck();
   const last = (db.prepare('SELECT max(id) FROM entries').pluck().get() as number | null) ?? 0;
   const range: ExportedEntry[] = [];
+  const view = new EntryView();
   // a range at a time: the caller may stop or query between two entries
   for (let after = 0; after < last; after += page) {
     range.length = 0;
-    walker.walk(after, after + page, (_, v) => {
-      range.push({
-        type: TYPE_OF_CODE[v.type] ?? 'email',
-        hash: v.text(v.hashStart, v.hashSize) ?? '',
-        status: statusOfCode(v.status),
-        u: v.text(v.uStart, v.uSize),
-        p: v.text(v.pStart, v.pSize),
-        r: Number.isNaN(v.r) ? null : v.r,
+    try {
+      walker.walk(after, after + page, (_, v) => {
+        range.push(exported(v));
       });
-    });
+    } catch (err) {
+      if (!(err instanceof ChecksumError || err instanceof RecordFormatError)) throw err;
+      range.length = 0;
+      for (const record of rows.all(after, after + page) as Buffer[]) {
+        try {
+          view.read(record, 0);
+          range.push(exported(view));
+        } catch (damage) {
+          if (!(damage instanceof ChecksumError || damage instanceof RecordFormatError)) throw damage;
+          onDamaged();
+        }
+      }
+    }
     yield* range;
   }
 }
 
-/** tally() of a schema-6 file: one walk of its records. */
+/** tally(): one walk of the records. */
 function tallyRecords(db: Database.Database, bounds: readonly number[], page: number): EntryTally {
   const byStatus: Record<EntryStatus, number> = { mapped: 0, optout: 0, invalid: 0 };
   const atMost = bounds.map(() => 0);
@@ -81,20 +117,10 @@ function tallyRecords(db: Database.Database, bounds: readonly number[], page: nu
   return { byStatus, withoutR, atMost };
 }
 
-/** tally() of an older file: its columns counted in SQL. */
-function tallyColumns(db: Database.Database, bounds: readonly number[]): EntryTally {
-  const byStatus: Record<EntryStatus, number> = { mapped: 0, optout: 0, invalid: 0 };
-  for (const [code, n] of db.prepare('SELECT status, COUNT(*) FROM entries GROUP BY status').raw().all() as [
-    number,
-    number,
-  ][])
-    byStatus[statusOfCode(code)] += n;
-  const atMost = db.prepare('SELECT COUNT(*) FROM entries WHERE r IS NOT NULL AND r <= ?').pluck();
-  return {
-    byStatus,
-    withoutR: db.prepare('SELECT COUNT(*) FROM entries WHERE r IS NULL').pluck().get() as number,
-    atMost: bounds.map((bound) => atMost.get(bound) as number),
-  };
+/** The one line of a damaged file, exit 1: what failed and how to recover (a re-run meets the same damage). */
+function damagedError(path: string, err: unknown): unknown {
+  const damage = asDamage(err, path);
+  return damage instanceof StateDamagedError ? new UserError(damage.message, EXIT.failed) : err;
 }
 
 /** The file and its -wal and -shm siblings, in bytes (0 for one that is not there). */
@@ -109,7 +135,7 @@ export function stateFileSizes(path: string): { file: number; wal: number; shm: 
   return { file: size(path), wal: size(`${path}-wal`), shm: size(`${path}-shm`) };
 }
 
-/** `recordsPage`: ids read per range in a walk of a schema-6 file (tests give small ones). */
+/** `recordsPage`: ids read per range in a walk of the table (tests give small ones). */
 export function openStateForReading(path: string, recordsPage = WALK_PAGE): StateFileReader {
   let isFile: boolean;
   try {
@@ -121,11 +147,17 @@ export function openStateForReading(path: string, recordsPage = WALK_PAGE): Stat
   // outside the try: a missing driver is an installation problem, not one of the file's permissions
   const Driver = sqliteDriver();
   let db: Database.Database;
+  // a read-only mount or a directory the user cannot write: SQLite cannot make the -shm beside the file
+  const access = (): UserError | null => {
+    const problem = stateAccessError(path, undefined, { writesFile: false });
+    return problem === null ? null : new UserError(problem.message);
+  };
   try {
     db = new Driver(path, { readonly: true, fileMustExist: true, timeout: 5_000 });
   } catch {
-    throw new UserError(
-      `cannot open ${quoted(path)} as a state file: check its permissions and those of its directory`,
+    throw (
+      access() ??
+      new UserError(`cannot open ${quoted(path)} as a state file: check its permissions and those of its directory`)
     );
   }
   const notOurs = new UserError(
@@ -137,45 +169,43 @@ export function openStateForReading(path: string, recordsPage = WALK_PAGE): Stat
   } catch (err) {
     db.close();
     // a run killed while it wrote left a journal that this read-only connection cannot roll back
-    if ((err as { code?: unknown }).code === 'SQLITE_READONLY_ROLLBACK') throw new StateJournalError(path);
+    const code = (err as { code?: unknown }).code;
+    if (code === 'SQLITE_READONLY_ROLLBACK') throw new StateJournalError(path);
+    if (typeof code === 'string' && /^SQLITE_(CANTOPEN|READONLY|PERM)/.test(code)) throw access() ?? notOurs;
     throw notOurs;
   }
   if (application !== APPLICATION_ID) {
     db.close();
     throw notOurs;
   }
-  const hasTable = (name: string): boolean =>
-    db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(name) !== undefined;
-  const hasPending = hasTable('pending_changes');
-  // schema 6 by the table itself, not by meta: whatever the file says of itself, its columns are what can be read
-  const hasRecords = (db.prepare('PRAGMA table_info(entries)').all() as { name: string }[]).some(
-    (c) => c.name === 'record',
-  );
+  // an earlier build's file (its meta has no checksums): refused, as a run refuses it (state/open.ts)
+  const metaColumns = (db.prepare('PRAGMA table_info(meta)').all() as { name: string }[]).map((c) => c.name);
+  if (!metaColumns.includes('sum')) {
+    db.close();
+    throw new UserError(
+      `${quoted(path)} was written by an earlier build of uid2-batch, whose state format this version does not read; ` +
+        `run \`uid2-batch state export\` with the build that wrote it, or map your input again with --state and a new file`,
+    );
+  }
+  let damaged = 0;
+  const metaRow = db.prepare('SELECT value, sum FROM meta WHERE key = ?').raw();
+  const checked = <T>(read: () => T): T => {
+    try {
+      return read();
+    } catch (err) {
+      throw damagedError(path, err);
+    }
+  };
   return {
     path,
-    meta: (key) => {
-      const v = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(key);
-      return typeof v === 'string' ? v : null;
-    },
+    meta: (key) => checked(() => checkedMetaValue(key, metaRow.get(key)) ?? null),
     *entries() {
-      if (hasRecords) {
-        yield* recordEntries(db, recordsPage);
-        return;
-      }
-      const rows = db
-        .prepare('SELECT type, hash, status, u, p, r FROM entries ORDER BY id')
-        .raw()
-        .iterate() as IterableIterator<[number, unknown, number, unknown, unknown, number | null]>;
-      // hashes and raw UIDs are kept as their bytes from schema 4 on, as text before
-      for (const [type, hash, status, u, p, r] of rows) {
-        const [h, uid, prev] = [textOfStored(hash) ?? '', textOfStored(u), textOfStored(p)];
-        yield { type: TYPE_OF_CODE[type] ?? 'email', hash: h, status: statusOfCode(status), u: uid, p: prev, r };
-      }
+      yield* recordEntries(db, recordsPage, () => damaged++);
     },
-    tally: (bounds) => (hasRecords ? tallyRecords(db, bounds, recordsPage) : tallyColumns(db, bounds)),
+    damaged: () => damaged,
+    tally: (bounds) => checked(() => tallyRecords(db, bounds, recordsPage)),
     pendingChanges: () => {
       const out: Record<string, number> = {};
-      if (!hasPending) return out;
       for (const [kind, n] of db.prepare('SELECT kind, COUNT(*) FROM pending_changes GROUP BY kind').raw().all() as [
         string,
         number,
@@ -185,10 +215,12 @@ export function openStateForReading(path: string, recordsPage = WALK_PAGE): Stat
     },
     lastRun: () => {
       const row = db
-        .prepare('SELECT command, started_at, finished_at, exit_code FROM runs ORDER BY id DESC LIMIT 1')
+        .prepare('SELECT command, started_at, now, finished_at, exit_code FROM runs ORDER BY id DESC LIMIT 1')
         .raw()
-        .get() as [string, number, number | null, number | null] | undefined;
-      return row === undefined ? null : { command: row[0], startedAtS: row[1], finishedAtS: row[2], exitCode: row[3] };
+        .get() as [string, number, number, number | null, number | null] | undefined;
+      return row === undefined
+        ? null
+        : { command: row[0], startedAtS: row[1], nowS: row[2], finishedAtS: row[3], exitCode: row[4] };
     },
     close: () => db.close(),
   };

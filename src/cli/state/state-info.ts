@@ -22,7 +22,14 @@ export interface StateInfo {
   /** Entries without a refresh time (tombstones, invalids, v2 entries). */
   no_refresh_time: number;
   pending_changes: Record<string, number>;
-  last_run: { command: string; started_at: string; finished_at: string | null; exit_code: number | null } | null;
+  /** The last run: its wall-clock start, and the time it was told to use (`--now`; its start when not given). */
+  last_run: {
+    command: string;
+    started_at: string;
+    now: string;
+    finished_at: string | null;
+    exit_code: number | null;
+  } | null;
 }
 
 const iso = (s: number): string => new Date(s * 1000).toISOString().replace('.000Z', 'Z');
@@ -66,6 +73,7 @@ export function readStateInfo(path: string, nowS: number): StateInfo {
           : {
               command: run.command,
               started_at: iso(run.startedAtS),
+              now: iso(run.nowS),
               finished_at: run.finishedAtS === null ? null : iso(run.finishedAtS),
               exit_code: run.exitCode,
             },
@@ -97,7 +105,7 @@ export function formatStateInfo(i: StateInfo): string {
     `  due at ${iso(i.now_s)}: ${formatCount(i.due.now)} now; ${formatCount(i.due.within_7_days)} within 7 days, ${formatCount(i.due.within_30_days)} within 30, ` +
       `${formatCount(i.due.within_365_days)} within 365, ${formatCount(i.due.later)} later; ${formatCount(i.no_refresh_time)} without a refresh time`,
     `  pending changes: ${pending.length === 0 ? 'none' : pending.map(([kind, n]) => `${formatCount(n)} ${kind}`).join(', ')}`,
-    `  last run: ${i.last_run === null ? 'none' : `${i.last_run.command} at ${i.last_run.started_at}, ${i.last_run.finished_at === null ? 'not finished' : `exit ${i.last_run.exit_code ?? '?'}`}`}`,
+    `  last run: ${i.last_run === null ? 'none' : `${i.last_run.command} at ${i.last_run.started_at} (now ${i.last_run.now}), ${i.last_run.finished_at === null ? 'not finished' : `exit ${i.last_run.exit_code ?? '?'}`}`}`,
   ];
   return `${lines.join('\n')}\n`;
 }

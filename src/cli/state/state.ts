@@ -5,6 +5,7 @@ import { EXIT, UserError } from '../shared/exit-codes.js';
 import { hashEncodingOption, lockWaitOption, outputFlags, type OutputFormat } from '../shared/options.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { formatCount, writeSummaryJson } from '../shared/summary.js';
+import { quoted } from '../shared/user-values.js';
 import { exportState } from './state-export.js';
 import { formatBytes, formatStateInfo, readStateInfo } from './state-info.js';
 import { checkpointState, vacuumState, type MaintenanceResult } from './state-maintenance.js';
@@ -66,15 +67,23 @@ export function registerStateCommand(program: Command): void {
       const output = { ...outputFlags(opts), format: format as OutputFormat };
       refuseOverlappingPaths([{ flag: 'the state file', path: file }], standardOutputs(output));
       const startedMs = Date.now();
-      const n = await exportState(file, output, process.stdout);
+      const { exported: n, damaged } = await exportState(file, output, process.stdout);
       if (!output.quiet)
         process.stderr.write(`state export: ${formatCount(n)} entries written to ${output.output ?? 'stdout'}\n`);
       if (output.summaryJson !== undefined) {
         await writeSummaryJson(output.summaryJson, {
           command: 'state export',
           entries: n,
+          ...(damaged > 0 ? { damaged_entries: damaged } : {}),
           duration_s: (Date.now() - startedMs) / 1000,
         });
+      }
+      // what was readable is written; the entries that were not are said, and the run is not a success
+      if (damaged > 0) {
+        throw new UserError(
+          `state file ${quoted(file)} is damaged: ${formatCount(damaged)} entries fail their checksum and were left out of the export; restore the file from a backup to get them back`,
+          EXIT.failed,
+        );
       }
       process.exitCode = EXIT.ok;
     });

@@ -1,0 +1,51 @@
+/** Why a state file cannot be written, in the user's words: a read-only file system, or a permission. */
+import { accessSync, constants } from 'node:fs';
+import { dirname } from 'node:path';
+import { StateError } from './errors.js';
+
+/** The file or its directory cannot be written: a read-only mount, or a permission. */
+export class StateAccessError extends StateError {}
+
+/**
+ * SQLite needs to write beside a state file (FILE-wal and FILE-shm) even to read it in WAL mode, and says only
+ * "unable to open" or "readonly" when it cannot. This says what is in the way, checked with `access` (the file,
+ * unless the caller only reads, then its directory), or null when they can be written (the failure is then
+ * something else).
+ */
+export function stateAccessError(
+  path: string,
+  access: (path: string) => void = (p) => accessSync(p, constants.W_OK),
+  { writesFile = true }: { writesFile?: boolean } = {},
+): StateAccessError | null {
+  const dir = dirname(path);
+  const beside = `${path}-wal and ${path}-shm`;
+  const targets: [string, string][] = [[`its directory ${dir}`, dir]];
+  // a reader needs only the directory (for -shm): a file it may not write is no obstacle to it
+  if (writesFile) targets.unshift(['the file', path]);
+  for (const [what, target] of targets) {
+    let code: unknown;
+    try {
+      access(target);
+      continue;
+    } catch (err) {
+      code = (err as { code?: unknown }).code;
+    }
+    if (code === 'EROFS') {
+      return new StateAccessError(
+        `cannot write state file ${path}: it is on a read-only file system, and SQLite writes ${beside} beside it ` +
+          'even to read it; copy the file to a writable directory, or mount it read-write',
+        path,
+      );
+    }
+    if (code === 'EACCES' || code === 'EPERM') {
+      return new StateAccessError(
+        target === path
+          ? `cannot write state file ${path}: permission denied on the file; run as a user who may write it, or give it write permission`
+          : `cannot write state file ${path}: permission denied on ${what}, where SQLite writes ${beside} beside it; ` +
+              'run as a user who may write there, or copy the file to a writable directory',
+        path,
+      );
+    }
+  }
+  return null;
+}
