@@ -194,7 +194,9 @@ export class ByteInput {
       throw openFailure(name, err);
     }
     const stream = handle.createReadStream({ highWaterMark: READ_CHUNK_BYTES });
-    return new ByteInput(name, size, stream, stream[Symbol.asyncIterator](), validate, true, opts.signal);
+    // no signal: a regular file never waits for a writer, and a run stopped by one ends at the engine's pace (the
+    // batches in flight are kept), not by a read torn down under it
+    return new ByteInput(name, size, stream, stream[Symbol.asyncIterator](), validate, true);
   }
 
   /**
