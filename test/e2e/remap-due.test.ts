@@ -3,6 +3,7 @@ import {
   existsSync,
   linkSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   symlinkSync,
@@ -365,67 +366,56 @@ describe('remap-due interrupted and resumed', () => {
     await slow?.stop();
   });
 
-  it('SIGINT lets the batch in flight commit and exits 130; running again sends exactly the rest', async () => {
+  it('SIGINT lets the batch in flight commit and exits 130, writing no file; the same command again writes the whole night', async () => {
     const nowS = Math.floor((await serviceNowMs(slow.url)) / 1000);
     const stats0 = await serviceStats(slow.url);
     const sent0 = mapItems(stats0);
     const requests0 = stats0.requests[MAP_PATH] ?? 0;
+    const out = join(dir, 'resume.csv');
     let stopped = false;
-    const first = await runCli(
-      ['remap-due', '--state', path, '-o', join(dir, 'resume-1.csv'), '--concurrency', '1', '--now', String(nowS)],
-      {
-        served: slow,
-        onSpawn: (child) => {
-          const poll = setInterval(() => {
-            void serviceStats(slow.url).then((s) => {
-              if (!stopped && (s.requests[MAP_PATH] ?? 0) > requests0) {
-                stopped = true;
-                clearInterval(poll);
-                if (child.pid !== undefined) process.kill(child.pid, 'SIGINT');
-              }
-            });
-          }, 50);
-          child.once('exit', () => clearInterval(poll));
-        },
+    const first = await runCli(['remap-due', '--state', path, '-o', out, '--concurrency', '1', '--now', String(nowS)], {
+      served: slow,
+      onSpawn: (child) => {
+        const poll = setInterval(() => {
+          void serviceStats(slow.url).then((s) => {
+            if (!stopped && (s.requests[MAP_PATH] ?? 0) > requests0) {
+              stopped = true;
+              clearInterval(poll);
+              if (child.pid !== undefined) process.kill(child.pid, 'SIGINT');
+            }
+          });
+        }, 50);
+        child.once('exit', () => clearInterval(poll));
       },
-    );
+    });
     expect(first.code, first.stderr).toBe(130);
-    expect(first.stderr).toMatch(/re-run the same command/);
+    expect(first.stderr).toMatch(/their changes wait in the state file.*re-run the same command/);
     const sent1 = mapItems(await serviceStats(slow.url)) - sent0;
     expect(sent1).toBeGreaterThan(0);
     expect(sent1).toBeLessThan(many.length);
-    // whatever was sent was committed, and its changes were written
+    // whatever was sent was committed; its changes wait in the state file, and no file was written
     const state = openState(path, { envFingerprint: loopbackFingerprint(slow), readonly: true });
     const left = state.countDue(nowS);
+    const pending = state.pendingChanges('remap').length;
     state.close();
     expect(left).toBe(many.length - sent1);
-    const written = readFileSync(join(dir, 'resume-1.csv'), 'utf8');
-    expect(readChanges(join(dir, 'resume-1.csv')).length).toBeGreaterThan(0);
+    expect(pending).toBe(sent1);
+    expect(existsSync(out)).toBe(false);
+    expect(readdirSync(dir).filter((name) => name.includes('resume.csv'))).toEqual([]);
 
-    // the interrupted run's file is delivered: a re-run into the same file would lose it, and is refused
-    const over = await runCli(
-      ['remap-due', '--state', path, '-o', join(dir, 'resume-1.csv'), '--now', String(nowS), '-q'],
-      { served: slow },
-    );
-    expect(over.code, over.stderr).toBe(2);
-    expect(over.stderr).toMatch(/resume-1\.csv holds the [\d,]+ changes an interrupted run wrote.*another -o/);
-    expect(readFileSync(join(dir, 'resume-1.csv'), 'utf8')).toBe(written);
-    expect(mapItems(await serviceStats(slow.url)) - sent0).toBe(sent1);
-
-    const second = await runCli(
-      ['remap-due', '--state', path, '-o', join(dir, 'resume-2.csv'), '--now', String(nowS), '-q'],
-      { served: slow },
-    );
+    // the cron line: the same command again, into the same -o
+    const second = await runCli(['remap-due', '--state', path, '-o', out, '--now', String(nowS), '-q'], {
+      served: slow,
+    });
     expect(second.code, second.stderr).toBe(0);
-    // the two files hold each change of the night exactly once: every entry got a new raw UID after a year
-    const keys = [...readChanges(join(dir, 'resume-1.csv')), ...readChanges(join(dir, 'resume-2.csv'))].map(
-      (r) => `${r.hash_type}:${r.hash}`,
-    );
+    // the file holds each change of the night exactly once: every entry got a new raw UID after a year
+    const keys = readChanges(out).map((r) => `${r.hash_type}:${r.hash}`);
     expect(keys.length).toBe(many.length);
     expect(new Set(keys).size).toBe(many.length);
     expect(mapItems(await serviceStats(slow.url)) - sent0).toBe(many.length);
     const after = openState(path, { envFingerprint: loopbackFingerprint(slow), readonly: true });
     expect(after.countDue(nowS)).toBe(0);
+    expect(after.pendingChanges('remap')).toEqual([]);
     after.close();
   });
 
@@ -552,7 +542,7 @@ describe('remap-due interrupted and resumed', () => {
     probe.close();
     expect(pending).toBeGreaterThan(0);
 
-    // nothing of theirs was delivered, so the same -o is not refused; the completed run writes them first
+    // nothing of theirs was delivered: the completed run into the same -o writes them first
     const second = await runCli(['remap-due', '--state', keptPath, '-o', nightly, '--now', String(nowS), '-q'], {
       served: slow,
     });

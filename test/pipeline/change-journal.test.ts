@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { replaySweepOptouts, sweepStateOptouts, type SweptRawUid } from '../../src/pipeline/optout/optout-sweep.js';
 import {
@@ -8,12 +8,7 @@ import {
   replayRemapChanges,
   type RemapChange,
 } from '../../src/pipeline/remap/remap-engine.js';
-import {
-  commitDelivering,
-  deliveringOutput,
-  deliveryKey,
-  unfinishedDeliveryAt,
-} from '../../src/pipeline/run/change-journal.js';
+import { commitDelivering, deliveringOutput, deliveryKey } from '../../src/pipeline/run/change-journal.js';
 import { commitTogether } from '../../src/pipeline/table/commit-together.js';
 import { openSink } from '../../src/pipeline/table/sink.js';
 import type { SealedOutput, TableSink } from '../../src/pipeline/table/table.js';
@@ -158,13 +153,13 @@ function killedAtRename(sink: TableSink): TableSink {
 }
 
 describe('a changes file is delivered exactly once, whatever the kill point around its rename', () => {
-  it('an interrupted run whose file is in place: the next run writes none of its rows again', async () => {
+  it('a file in place: the next run writes none of its rows again', async () => {
     const s = t.open(t.file());
     addDue(s, ['a', 'b', 'c']);
     const first = await remapRun(s, 1);
-    const sink = await changesFile(t.file('interrupted.csv'), first.out);
-    await commitDelivering(sink, s, { kind: 'remap', upTo: first.upTo, unfinished: true }, () => undefined);
-    expect(readFileSync(t.file('interrupted.csv'), 'utf8').split('\n').length).toBe(5);
+    const sink = await changesFile(t.file('delivered.csv'), first.out);
+    await commitDelivering(sink, s, { kind: 'remap', upTo: first.upTo }, () => undefined);
+    expect(readFileSync(t.file('delivered.csv'), 'utf8').split('\n').length).toBe(5);
     const second = await remapRun(s, 2);
     expect(second).toEqual({ out: [], replayed: 0, upTo: null });
   });
@@ -182,12 +177,7 @@ describe('a changes file is delivered exactly once, whatever the kill point arou
       },
     };
     const said: string[] = [];
-    await commitDelivering(
-      sink,
-      dying,
-      { kind: 'remap', upTo: first.upTo, unfinished: false },
-      (l) => void said.push(l),
-    );
+    await commitDelivering(sink, dying, { kind: 'remap', upTo: first.upTo }, (l) => void said.push(l));
     expect(said).toEqual([]);
     expect(s.pendingChanges('remap').length).toBe(3);
     const second = await remapRun(s, 2);
@@ -201,46 +191,20 @@ describe('a changes file is delivered exactly once, whatever the kill point arou
     addDue(s, ['a', 'b', 'c']);
     const first = await remapRun(s, 1);
     const sink = killedAtRename(await changesFile(t.file('never.csv'), first.out));
-    await expect(
-      commitDelivering(sink, s, { kind: 'remap', upTo: first.upTo, unfinished: false }, () => undefined),
-    ).rejects.toThrow();
+    await expect(commitDelivering(sink, s, { kind: 'remap', upTo: first.upTo }, () => undefined)).rejects.toThrow();
     expect(s.getMeta(deliveryKey('remap'))).toContain('sealed');
     const second = await remapRun(s, 2);
     expect(second.replayed).toBe(3);
     expect(second.out).toEqual(first.out);
   });
 
-  it('the file of an unfinished run is not written over while it is in place', async () => {
-    const s = t.open(t.file());
-    addDue(s, ['a', 'b']);
-    const first = await remapRun(s, 1);
-    const path = t.file('kept.csv');
-    await commitDelivering(
-      await changesFile(path, first.out),
-      s,
-      { kind: 'remap', upTo: first.upTo, unfinished: true },
-      () => undefined,
-    );
-    expect(await unfinishedDeliveryAt(s, 'remap', path)).toEqual({ rows: 2 });
-    expect(await unfinishedDeliveryAt(s, 'remap', t.file('other.csv'))).toBeNull();
-    expect(await unfinishedDeliveryAt(s, 'optout', path)).toBeNull();
-    // moved away (uploaded): the path is free again
-    renameSync(path, t.file('uploaded.csv'));
-    expect(await unfinishedDeliveryAt(s, 'remap', path)).toBeNull();
-  });
-
-  it('a finished run leaves nothing that stops the next one', async () => {
+  it('a delivered file leaves no record and nothing pending', async () => {
     const s = t.open(t.file());
     addDue(s, ['a']);
     const first = await remapRun(s, 1);
     const path = t.file('done.csv');
-    await commitDelivering(
-      await changesFile(path, first.out),
-      s,
-      { kind: 'remap', upTo: first.upTo, unfinished: false },
-      () => undefined,
-    );
-    expect(await unfinishedDeliveryAt(s, 'remap', path)).toBeNull();
+    await commitDelivering(await changesFile(path, first.out), s, { kind: 'remap', upTo: first.upTo }, () => undefined);
+    expect(s.getMeta(deliveryKey('remap'))).toBe('');
     expect(s.pendingChanges('remap')).toEqual([]);
   });
 });
@@ -264,7 +228,7 @@ describe("a changes file committed together with the run's other outputs", () =>
     const changes = deliveringOutput(
       await changesFile(path, first.out),
       journal,
-      { kind: 'remap', upTo: first.upTo, unfinished: false },
+      { kind: 'remap', upTo: first.upTo },
       () => undefined,
     );
     await commitTogether([changes, other]);
@@ -285,7 +249,7 @@ describe("a changes file committed together with the run's other outputs", () =>
     const changes = deliveringOutput(
       await changesFile(path, first.out),
       s,
-      { kind: 'remap', upTo: first.upTo, unfinished: true },
+      { kind: 'remap', upTo: first.upTo },
       () => undefined,
     );
     await expect(commitTogether([changes, other])).rejects.toThrow(/is a directory/);

@@ -59,7 +59,6 @@ import {
 } from '../shared/input-options.js';
 import {
   exitCodeOf,
-  outputExists,
   replayedLine,
   reportRun,
   requestCounters,
@@ -318,7 +317,7 @@ async function checkSource(
         ...(columns.length > 1 ? { raw_uid_columns: columns.map((c) => source.header[c]) } : {}),
         ...(source.problems().badRows !== undefined ? { bad_rows: source.problems().badRows } : {}),
       });
-      return await finishOptout(result, summary, sink, flags, deps, say, false, undefined, badRows);
+      return await finishOptout(result, summary, sink, flags, deps, say, undefined, badRows);
     });
   } finally {
     await connection.close();
@@ -494,7 +493,11 @@ export function formatOptoutSummary(s: RunSummary): string {
   );
 }
 
-/** Commits or abandons the output by outcome, reports, and picks the exit code. */
+/**
+ * Commits or abandons the output by outcome, reports, and picks the exit code. Only a completed run writes its
+ * output; with `delivery` (--state), the opt-outs it holds are delivered with its rename, and a stopped run's wait in
+ * the state file for the next completed run.
+ */
 export async function finishOptout(
   result: OptoutResult,
   summary: RunSummary,
@@ -502,16 +505,13 @@ export async function finishOptout(
   flags: OptoutCheckFlags,
   deps: OptoutCheckDeps,
   say: Say,
-  keepOutputWhenStopped = false,
   delivery?: ChangeDelivery,
   badRows?: BadRowsOutput,
 ): Promise<number> {
   const { outcome } = result;
-  const keep = outcome.kind === 'completed' || keepOutputWhenStopped;
+  const keep = outcome.kind === 'completed';
   // the --bad-rows list is kept only with a completed run, and then renamed together with the output
-  if (outcome.kind !== 'completed') await badRows?.abort();
-  // the opt-outs an output holds are delivered with a completed run's file; a stopped run's list (what it checked,
-  // the rest marked not sent) leaves them pending, and a re-run writes them again
+  if (!keep) await badRows?.abort();
   await reportRun(
     sink,
     keep,
@@ -520,7 +520,7 @@ export async function finishOptout(
     flags.output,
     deps,
     [badRows],
-    outcome.kind === 'completed' && delivery !== undefined ? { ...delivery, say, unfinished: false } : undefined,
+    delivery !== undefined ? { ...delivery, say } : undefined,
   );
   const output = flags.output.output;
   switch (outcome.kind) {
@@ -532,7 +532,8 @@ export async function finishOptout(
       return EXIT.partial;
     case 'interrupted':
       say(
-        `interrupted: ${keepOutputWhenStopped ? 'the output lists what was checked' : output ? `${output} was not written` : 'the rows on stdout are incomplete'}`,
+        `interrupted: ${output !== undefined && output !== '-' ? `${output} was not written` : 'the rows on stdout are incomplete'}` +
+          (delivery !== undefined ? '; the opt-outs found wait in the state file for the next completed run' : ''),
       );
       return EXIT.interrupted;
     case 'auth-refused':
@@ -632,9 +633,7 @@ async function runStateSweep(
           });
           state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
           if (c.planned === 0) say(`${path} holds no entry with a raw UID: nothing to check`);
-          // a stopped sweep's list never replaces an existing file: its opt-outs stay pending in the state file
-          const keepStopped = (c.entries > 0 || replayed > 0) && !outputExists(flags.output);
-          return await finishOptout(result, summary, sink, flags, deps, say, keepStopped, {
+          return await finishOptout(result, summary, sink, flags, deps, say, {
             state,
             kind: 'optout',
             replayed,

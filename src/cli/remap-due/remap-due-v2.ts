@@ -16,14 +16,7 @@ import {
 import { chooseConcurrency, connectForMapping } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { finish, isoOf, remapSummary, writeDryRunSummary, type RemapDueRun } from './remap-report.js';
-import {
-  exitCodeOf,
-  remapReporting,
-  remapRunArgs,
-  replayedLine,
-  withRunOutput,
-  refuseOverwritingDelivered,
-} from '../shared/run-report.js';
+import { exitCodeOf, remapReporting, remapRunArgs, replayedLine, withRunOutput } from '../shared/run-report.js';
 import { formatCount } from '../shared/summary.js';
 import { v2DeprecationWarning } from '../shared/v2-notice.js';
 
@@ -52,7 +45,6 @@ export async function runRemapDueV2(run: RemapDueRun, resolved: ResolvedConfig):
   if (flags.dryRun) return dryRunV2(run);
   // a second run at the same time would send the same entries twice and race on the commits
   await state.waitForLock((flags.wait ?? 0) * 1000);
-  await refuseOverwritingDelivered(state, 'remap', flags.output.output);
   return remapV2(run, resolved);
 }
 

@@ -30,14 +30,7 @@ import {
   outputFlags,
   wholeNumber,
 } from '../shared/options.js';
-import {
-  exitCodeOf,
-  remapReporting,
-  remapRunArgs,
-  replayedLine,
-  withRunOutput,
-  refuseOverwritingDelivered,
-} from '../shared/run-report.js';
+import { exitCodeOf, remapReporting, remapRunArgs, replayedLine, withRunOutput } from '../shared/run-report.js';
 import { formatCount } from '../shared/summary.js';
 import { runRemapDueV2 } from './remap-due-v2.js';
 import {
@@ -140,7 +133,6 @@ export async function runRemapDue(flags: RemapDueFlags, deps: RemapDueDeps): Pro
     if (flags.dryRun) return await dryRun(run);
     // a second run at the same time would send the same entries twice and race on the commits
     await state.waitForLock((flags.wait ?? 0) * 1000);
-    await refuseOverwritingDelivered(state, 'remap', flags.output.output);
     return await remapForReal(run, config);
   } finally {
     state.close();

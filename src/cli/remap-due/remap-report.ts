@@ -7,7 +7,7 @@ import type { StateStore } from '../../state/types.js';
 import type { CommandDeps, Say } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import type { OutputFlags } from '../shared/options.js';
-import { KNOWN_FAILURES, outputExists, reportRun, requestCounters, type ChangeDelivery } from '../shared/run-report.js';
+import { KNOWN_FAILURES, reportRun, requestCounters, type ChangeDelivery } from '../shared/run-report.js';
 import {
   formatCount,
   formatDuration,
@@ -151,10 +151,9 @@ export function formatRemapSummary(s: RunSummary): string {
 }
 
 /**
- * The changes file of a completed run is always written. A run that stopped after committing batches (or with an
- * earlier run's changes to write) writes it too, but only where no file exists: it never replaces one with a part
- * of a night. The pending changes a written file holds are delivered with its rename, whatever the outcome, so no
- * later run writes them again; a file not written leaves them in the state file for the next run.
+ * Only a completed run writes its changes file, and the pending changes it holds are delivered with its rename, so
+ * no later run writes them again. A run that stopped (interrupted or failed) writes none: the changes of its
+ * committed batches, and any an earlier run left, wait in the state file and come first in the next completed run's.
  */
 export async function finish(
   result: RemapResult,
@@ -166,26 +165,18 @@ export async function finish(
   delivery: ChangeDelivery,
 ): Promise<number> {
   const { outcome, counts } = result;
-  const written = counts.batchesCommitted > 0 || delivery.replayed > 0;
-  const keep = outcome.kind === 'completed' || (written && !outputExists(flags.output));
-  // the pending changes the file holds are delivered with its rename, whatever the outcome: a re-run writes the rest
-  await reportRun(sink, keep, formatRemapSummary(summary), summary, flags.output, deps, [], {
-    ...delivery,
-    say,
-    unfinished: outcome.kind !== 'completed',
-  });
+  const keep = outcome.kind === 'completed';
+  await reportRun(sink, keep, formatRemapSummary(summary), summary, flags.output, deps, [], { ...delivery, say });
   if (counts.stillDue > 0) {
     say(
       `${formatCount(counts.stillDue)} entries came back with an r that is not after --now: the service's clock is behind it; they are due again next run`,
     );
   }
+  const pending = counts.batchesCommitted > 0 || delivery.replayed > 0;
   const output = flags.output.output;
-  const where = output ?? 'stdout';
-  const fate = keep
-    ? ` and their changes written to ${where} (no later run writes them again)`
-    : written
-      ? ` (their changes wait in the state file for the next completed run: ${output} is never replaced by a stopped run)`
-      : '';
+  const fate = pending
+    ? ` (their changes wait in the state file for the next completed run${output !== undefined && output !== '-' ? `: ${output} was not written` : ''})`
+    : '';
   switch (outcome.kind) {
     case 'completed':
       if (counts.status.error === 0) return EXIT.ok;
@@ -196,7 +187,7 @@ export async function finish(
     case 'interrupted':
       say(
         `interrupted: ${formatCount(counts.batchesCommitted)} answered batch(es) are saved${fate}; ` +
-          `re-run the same command${keep && output !== undefined ? ' with another -o' : ''} to remap the rest`,
+          're-run the same command to remap the rest',
       );
       return EXIT.interrupted;
     case 'auth-refused':
@@ -207,10 +198,7 @@ export async function finish(
           ? `; ${formatCount(counts.batchesCommitted)} answered batch(es) are saved${fate}`
           : '';
       if (!KNOWN_FAILURES.has(outcome.error.name)) throw outcome.error;
-      throw new UserError(
-        `${outcome.error.message}${saved}; re-run${keep && output !== undefined ? ' with another -o' : ''} to remap the rest`,
-        EXIT.failed,
-      );
+      throw new UserError(`${outcome.error.message}${saved}; re-run to remap the rest`, EXIT.failed);
     }
   }
 }

@@ -1,13 +1,12 @@
-import { existsSync } from 'node:fs';
 import type { ClientStats, ServiceClient } from '../../client/index.js';
 import type { RemapChange, RemapOptions } from '../../pipeline/remap/remap-engine.js';
-import { deliveringOutput, unfinishedDeliveryAt } from '../../pipeline/run/change-journal.js';
+import { deliveringOutput } from '../../pipeline/run/change-journal.js';
 import { commitTogether, type RunOutput } from '../../pipeline/table/commit-together.js';
 import { openSink } from '../../pipeline/table/sink.js';
 import type { TableSink } from '../../pipeline/table/table.js';
 import type { TypedHeader } from '../../pipeline/table/typed-cells.js';
 import type { ChangeKind, StateStore } from '../../state/types.js';
-import { EXIT, UserError } from './exit-codes.js';
+import { EXIT } from './exit-codes.js';
 import type { CommandDeps } from './command-context.js';
 import { sinkCompression, type OutputFlags } from './options.js';
 import { createProgress, type ProgressReporter } from './progress.js';
@@ -114,9 +113,9 @@ export async function withRunOutput<T>(
 
 /**
  * Keeps or drops the output (with `together`, the run's other outputs, renamed into place with it), then says the
- * summary line (unless --quiet) and writes --summary-json. With `delivery`, an output kept holds the pending
- * changes up to `delivery.upTo`: they are delivered with its rename, so no later run writes them again (see
- * pipeline/run/change-journal.ts); an output dropped leaves them pending.
+ * summary line (unless --quiet) and writes --summary-json. With `delivery`, an output kept (a completed run's) holds
+ * the pending changes up to `delivery.upTo`: they are delivered with its rename, so no later run writes them again
+ * (see pipeline/run/change-journal.ts); an output dropped leaves them pending for the next completed run.
  */
 export async function reportRun(
   sink: TableSink,
@@ -126,7 +125,7 @@ export async function reportRun(
   output: OutputFlags,
   deps: Pick<CommandDeps, 'stderr'>,
   together: readonly (RunOutput | undefined)[] = [],
-  delivery?: ChangeDelivery & { say: (line: string) => void; unfinished: boolean },
+  delivery?: ChangeDelivery & { say: (line: string) => void },
 ): Promise<void> {
   if (keepOutput) {
     const main = delivery === undefined ? sink : deliveringOutput(sink, delivery.state, delivery, delivery.say);
@@ -139,15 +138,6 @@ export async function reportRun(
   if (output.summaryJson !== undefined) await writeSummaryJson(output.summaryJson, summary);
 }
 
-/**
- * Whether -o names a file that exists now. A run that stopped early keeps its changes file only where it replaces
- * nothing: where it does not keep it, the changes stay pending in the state file and the next completed run writes
- * them.
- */
-export function outputExists(output: OutputFlags): boolean {
-  return output.output !== undefined && output.output !== '-' && existsSync(output.output);
-}
-
 /** The pending changes a run wrote, and how it says so. */
 export interface ChangeDelivery {
   state: Pick<StateStore, 'ackChanges' | 'setMeta'>;
@@ -156,23 +146,6 @@ export interface ChangeDelivery {
   replayed: number;
   /** The last pending id this run's output holds (RemapResult.journalUpTo); null when none. */
   upTo: number | null;
-}
-
-/**
- * Refuses an -o that would write over the changes file of an unfinished earlier run while it is still in place:
- * its rows were delivered and no run writes them again.
- */
-export async function refuseOverwritingDelivered(
-  state: Pick<StateStore, 'getMeta'>,
-  kind: ChangeKind,
-  output: string | undefined,
-): Promise<void> {
-  const found = await unfinishedDeliveryAt(state, kind, output);
-  if (found === null) return;
-  throw new UserError(
-    `${output} holds the ${found.rows.toLocaleString('en-US')} changes an interrupted run wrote, and no run writes them again: ` +
-      'upload or move that file first, or give this run another -o',
-  );
 }
 
 /** The line that tells the user an earlier run's changes are in this output. */

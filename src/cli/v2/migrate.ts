@@ -36,7 +36,6 @@ import {
 import {
   exitCodeOf,
   KNOWN_FAILURES,
-  outputExists,
   remapReporting,
   remapRunArgs,
   replayedLine,
@@ -44,7 +43,6 @@ import {
   requestCounters,
   withRunOutput,
   type ChangeDelivery,
-  refuseOverwritingDelivered,
 } from '../shared/run-report.js';
 import { formatCount, formatDuration, makeSummary, type RunSummary } from '../shared/summary.js';
 
@@ -123,7 +121,6 @@ export async function runMigrate(flags: MigrateFlags, deps: MigrateDeps): Promis
     if (flags.dryRun) return dryRun(state, flags, say);
     // a second run at the same time would send the same entries twice and race on the commits
     state.lock();
-    await refuseOverwritingDelivered(state, 'remap', flags.output.output);
     return await migrateForReal(state, config, flags, startedMs, deps, say);
   } finally {
     state.close();
@@ -231,9 +228,8 @@ function formatMigrateSummary(result: MigrateResult, summary: RunSummary): strin
 }
 
 /**
- * The changes file of a completed run is always kept; a stopped run's is kept when a batch was committed or it holds
- * an earlier run's changes, and only where no file exists. The pending changes a kept file holds are delivered with
- * its rename, whatever the outcome; a file not kept leaves them pending for the next run.
+ * Only a completed run writes its changes file, and the pending changes it holds are delivered with its rename. A
+ * stopped run (interrupted or failed) writes none: its changes wait in the state file for the next completed run.
  */
 async function finish(
   result: MigrateResult,
@@ -245,14 +241,10 @@ async function finish(
   delivery: ChangeDelivery,
 ): Promise<number> {
   const { outcome, counts } = result;
-  const keep =
-    outcome.kind === 'completed' ||
-    ((counts.batchesCommitted > 0 || delivery.replayed > 0) && !outputExists(flags.output));
-  // the pending changes the file holds are delivered with its rename, whatever the outcome: a re-run writes the rest
+  const keep = outcome.kind === 'completed';
   await reportRun(sink, keep, formatMigrateSummary(result, summary), summary, flags.output, deps, [], {
     ...delivery,
     say,
-    unfinished: outcome.kind !== 'completed',
   });
   const path = flags.state as string;
   if (result.finished)
@@ -260,6 +252,10 @@ async function finish(
       `${path} is a v3 state file now: use uid2-batch map --state ${path} and uid2-batch remap-due --state ${path} (without --api v2)`,
     );
   const again = `run uid2-batch migrate --state ${path} again to continue`;
+  const waiting =
+    counts.batchesCommitted > 0 || delivery.replayed > 0
+      ? ' (their changes wait in the state file for the next completed run)'
+      : '';
   switch (outcome.kind) {
     case 'completed':
       if (counts.status.error > 0) {
@@ -271,14 +267,14 @@ async function finish(
       if (!result.finished) say(`${formatCount(result.v2Left)} v2 entries left (--limit): ${again}`);
       return EXIT.ok;
     case 'interrupted':
-      say(`interrupted: ${formatCount(counts.batchesCommitted)} answered batch(es) are saved; ${again}`);
+      say(`interrupted: ${formatCount(counts.batchesCommitted)} answered batch(es) are saved${waiting}; ${again}`);
       return EXIT.interrupted;
     case 'auth-refused':
       throw outcome.error;
     case 'failed': {
       if (!KNOWN_FAILURES.has(outcome.error.name)) throw outcome.error;
       throw new UserError(
-        `${outcome.error.message}; ${formatCount(counts.batchesCommitted)} answered batch(es) are saved: ${again}`,
+        `${outcome.error.message}; ${formatCount(counts.batchesCommitted)} answered batch(es) are saved${waiting}: ${again}`,
         EXIT.failed,
       );
     }

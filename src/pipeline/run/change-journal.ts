@@ -1,15 +1,14 @@
 import { stat } from 'node:fs/promises';
-import { resolve } from 'node:path';
 import type { ChangeKind, PendingChange, StateStore } from '../../state/types.js';
-import { writeThroughTarget } from '../table/output-file.js';
 import type { RunOutput } from '../table/commit-together.js';
 import type { PreparedOutput, SealedOutput, TableSink } from '../table/table.js';
 
 /**
  * The pending changes of the state file as a run's output sees them. Change rows are journaled with the commit
- * of their batch and stay pending until an output holding them is in place. Delivery is exactly once for a file
- * output: a file that was renamed into place is never written again by a later run, and rows that no file in
- * place holds are written by the next run. Before the rename, the state records which file is about to hold them
+ * of their batch and stay pending until an output holding them is in place. Only a completed run writes its
+ * output: a run that does not complete writes none, and its rows stay pending for the next completed run, which
+ * writes them first. Delivery is exactly once for a file output: a file that was renamed into place is never
+ * written again by a later run, and rows that no file in place holds are written by the next run. Before the rename, the state records which file is about to hold them
  * (its device, inode, size and modification time); after it, the rows leave the journal. A run killed between
  * the two leaves that record, and the next run looks at the target: the same file there means the rename
  * happened (the rows leave), anything else that it did not (the rows are written again). On stdout there is no
@@ -21,20 +20,17 @@ export type ChangeJournal = Pick<StateStore, 'pendingChanges' | 'getMeta' | 'set
 const REPLAY_PAGE = 5_000;
 
 /**
- * The meta key of the last file that held pending rows of `kind`: `sealed` while its rename is in doubt (written
- * just before it, cleared just after the rows leave the journal), `unfinished` once in place when the run that
- * wrote it did not finish (a re-run must not write over it), empty otherwise.
+ * The meta key of the file about to hold the pending rows of `kind` while its rename is in doubt: written just
+ * before it, cleared just after the rows leave the journal; empty otherwise.
  */
 export function deliveryKey(kind: ChangeKind): string {
   return `delivery_${kind}`;
 }
 
-/** What the state records of a file that holds (or is about to hold) the pending rows up to `upTo`. */
+/** What the state records of a file about to hold the pending rows up to `upTo`. */
 interface DeliveryRecord extends SealedOutput {
-  stage: 'sealed' | 'unfinished';
+  stage: 'sealed';
   upTo: number;
-  /** Change rows in the file. */
-  rows: number;
 }
 
 function deliveryRecord(journal: Pick<ChangeJournal, 'getMeta'>, kind: ChangeKind): DeliveryRecord | null {
@@ -47,10 +43,10 @@ function deliveryRecord(journal: Pick<ChangeJournal, 'getMeta'>, kind: ChangeKin
     return null;
   }
   if (typeof v !== 'object' || v === null) return null;
-  const numbers = ['upTo', 'rows', 'dev', 'ino', 'size', 'mtimeMs'].every(
+  const numbers = ['upTo', 'dev', 'ino', 'size', 'mtimeMs'].every(
     (k) => typeof v[k] === 'number' && Number.isFinite(v[k]),
   );
-  if (!numbers || typeof v.target !== 'string' || (v.stage !== 'sealed' && v.stage !== 'unfinished')) return null;
+  if (!numbers || typeof v.target !== 'string' || v.stage !== 'sealed') return null;
   return v as unknown as DeliveryRecord;
 }
 
@@ -77,7 +73,6 @@ export async function settleDeliveryInDoubt(
   const text = journal.getMeta(deliveryKey(kind));
   if (text === null || text === '') return null;
   const record = deliveryRecord(journal, kind);
-  if (record !== null && record.stage !== 'sealed') return null;
   // a damaged record says nothing: the rows stay pending (written again rather than never)
   const delivered = record !== null && (await inPlace(record));
   if (delivered) journal.ackChanges(kind, record.upTo);
@@ -85,34 +80,16 @@ export async function settleDeliveryInDoubt(
   return delivered ? 'delivered' : 'not delivered';
 }
 
-/**
- * The file an unfinished run delivered change rows of `kind` in, when `output` (an -o path) would write over it
- * while it is still in place: those rows are in no journal any more, so replacing the file would lose them.
- */
-export async function unfinishedDeliveryAt(
-  journal: Pick<ChangeJournal, 'getMeta'>,
-  kind: ChangeKind,
-  output: string | undefined,
-): Promise<{ rows: number } | null> {
-  if (output === undefined || output === '-') return null;
-  const record = deliveryRecord(journal, kind);
-  if (record === null || record.stage !== 'unfinished') return null;
-  if (resolve(writeThroughTarget(output)) !== record.target || !(await inPlace(record))) return null;
-  return { rows: record.rows };
-}
-
 /** What a run's output holds of the journal. */
 export interface DeliveredRows {
   kind: ChangeKind;
   /** The last pending id it holds; null when none. */
   upTo: number | null;
-  /** Its run did not finish: while the file holds delivered rows and is in place, no later run may write over it. */
-  unfinished: boolean;
 }
 
 /**
- * `sink`, the output that holds the pending rows up to `rows.upTo`, as one of a run's outputs (commit-together.ts):
- * committed alone or with the others, its rows are delivered exactly when it is in place. The record is written
+ * `sink`, the output of a completed run that holds the pending rows up to `rows.upTo`, as one of the run's outputs
+ * (commit-together.ts): committed alone or with the others, its rows are delivered exactly when it is in place. The record is written
  * just before its own rename, after every output of the run is complete, so a run whose other output could not be
  * finished leaves the rows pending. A failure to record the delivery is said through `say` and not thrown: the
  * output holds the rows either way, and at worst the next run writes them again.
@@ -172,7 +149,7 @@ async function deliverWith(
   const seal: { file: SealedOutput | null } = { file: null };
   await rename((file) => {
     try {
-      const record: DeliveryRecord = { ...file, stage: 'sealed', upTo, rows: 0 };
+      const record: DeliveryRecord = { ...file, stage: 'sealed', upTo };
       journal.setMeta(deliveryKey(kind), JSON.stringify(record));
       seal.file = file;
     } catch (err) {
@@ -180,13 +157,8 @@ async function deliverWith(
     }
   });
   try {
-    const delivered = journal.ackChanges(kind, upTo);
-    const file = seal.file;
-    const after: DeliveryRecord | null =
-      file !== null && rows.unfinished && delivered > 0
-        ? { ...file, stage: 'unfinished', upTo, rows: delivered }
-        : null;
-    if (file !== null) journal.setMeta(deliveryKey(kind), after === null ? '' : JSON.stringify(after));
+    journal.ackChanges(kind, upTo);
+    if (seal.file !== null) journal.setMeta(deliveryKey(kind), '');
   } catch (err) {
     // a record in doubt stays: the next run finds the file in place and acknowledges the rows then
     if (seal.file === null) unrecorded(err);
