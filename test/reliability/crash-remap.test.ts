@@ -35,7 +35,6 @@ import { recordWhenPassed } from './results.js';
 const ENTRIES = scaled(30_000);
 const POINTS = scaled(10);
 const SEED = 0x72656d;
-const TYPE_CODE: Record<string, string> = { email: '0', phone: '1' };
 
 const dir = tempDir('crash-remap');
 let serve: ServeProcess;
@@ -72,11 +71,6 @@ function changeLines(path: string): string[] {
     .filter((l) => l !== '')
     .slice(1);
 }
-
-const keyOfChange = (line: string): string => {
-  const [kind, hash] = line.split(',');
-  return `${TYPE_CODE[kind!]}:${hash}`;
-};
 
 const sentOn = async (): Promise<number> => (await statsOf(serve.url)).items[MAP_PATH] ?? 0;
 
