@@ -67,7 +67,7 @@ export function renderTable(results) {
         'completed it',
     ],
     [
-      `crashes: SIGKILL / SIGINT at seeded points (map --state ${n(crashMap.crashes)}, remap-due ` +
+      `crashes: SIGKILL / SIGINT / SIGTERM at seeded points (map --state ${n(crashMap.crashes)}, remap-due ` +
         `${n(crashRemap.crashes)}, optout-check --state ${n(crashOptout.crashes)}, token refresh --update ` +
         `${n(crashToken.crashes)})`,
       `${n(sum(crashAreas, 'crashes'))} kills; SQLite integrity ok every time, no half-written entry, ` +
@@ -93,6 +93,16 @@ export function renderTable(results) {
               'mid-run, a proxy between the tool and the service',
             `${n(areas.environment.environment_faults)} runs; each ended in bounded time, the output after a re-run ` +
               `equal to an undisturbed run's, ${n(areas.environment.temp_files_left)} temp files left`,
+          ],
+        ]),
+    ...(areas.malformed_answers === undefined
+      ? []
+      : [
+          [
+            'malformed answers: a proxy that opens real answers, breaks one item (every shape of the wire contract) ' +
+              'and seals them again, for map v3 and v2, remap-due and optout-check',
+            `${n(areas.malformed_answers.malformed_runs)} runs; each exit 3 with \`error\` rows and nothing of the ` +
+              "poisoned batches stored; an honest re-run's output equal to an undisturbed run's",
           ],
         ]),
     [
