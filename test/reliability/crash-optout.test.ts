@@ -1,6 +1,5 @@
 import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { lockPathOf } from '../../src/state/lock.js';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
 import {
@@ -8,7 +7,7 @@ import {
   entriesText,
   inspectState,
   killPoints,
-  leftovers,
+  leftoversBesideState,
   OPTOUT_PATH,
   optOut,
   requireBuilt,
@@ -155,27 +154,14 @@ describe(`optout-check --state killed at ${POINTS} seeded points, then run again
         figures.sigkill++;
         expect(killed.signal).toBe('SIGKILL');
         expect(existsSync(first)).toBe(false);
-        for (const name of leftovers(runDir, [
-          'state.db',
-          'state.db-wal',
-          'state.db-shm',
-          basename(lockPathOf(join(runDir, 'state.db'))),
-        ]))
-          expect(name).toMatch(/^\.checked-1\.csv\.\d+\.tmp$/);
+        for (const name of leftoversBesideState(runDir)) expect(name).toMatch(/^\.checked-1\.csv\.\d+\.tmp$/);
       } else {
         figures.sigint++;
         expect(killed.code, killed.stderr).toBe(130);
         expect(killed.stderr).toMatch(/interrupted/);
         // a run that does not complete writes no list, and removes its temp file
         expect(existsSync(first)).toBe(false);
-        expect(
-          leftovers(runDir, [
-            'state.db',
-            'state.db-wal',
-            'state.db-shm',
-            basename(lockPathOf(join(runDir, 'state.db'))),
-          ]),
-        ).toEqual([]);
+        expect(leftoversBesideState(runDir)).toEqual([]);
       }
 
       const report = inspectState(state);

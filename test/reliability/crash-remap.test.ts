@@ -1,6 +1,5 @@
 import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { lockPathOf } from '../../src/state/lock.js';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
 import {
@@ -9,7 +8,7 @@ import {
   entriesText,
   inspectState,
   killPoints,
-  leftovers,
+  leftoversBesideState,
   MAP_PATH,
   requireBuilt,
   runAndKill,
@@ -153,13 +152,7 @@ describe(`remap-due killed at ${POINTS} seeded points, then run again`, () => {
         figures.sigkill++;
         expect(killed.signal).toBe('SIGKILL');
         expect(existsSync(first)).toBe(false);
-        for (const name of leftovers(runDir, [
-          'state.db',
-          'state.db-wal',
-          'state.db-shm',
-          basename(lockPathOf(join(runDir, 'state.db'))),
-        ]))
-          expect(name).toMatch(/^\.changes-1\.csv\.\d+\.tmp$/);
+        for (const name of leftoversBesideState(runDir)) expect(name).toMatch(/^\.changes-1\.csv\.\d+\.tmp$/);
       } else {
         if (point.signal === 'SIGINT') figures.sigint++;
         else figures.sigterm++;
@@ -167,14 +160,7 @@ describe(`remap-due killed at ${POINTS} seeded points, then run again`, () => {
         expect(killed.stderr).toMatch(/interrupted/);
         // a run that does not complete writes no changes file, and removes its temp file
         expect(existsSync(first)).toBe(false);
-        expect(
-          leftovers(runDir, [
-            'state.db',
-            'state.db-wal',
-            'state.db-shm',
-            basename(lockPathOf(join(runDir, 'state.db'))),
-          ]),
-        ).toEqual([]);
+        expect(leftoversBesideState(runDir)).toEqual([]);
       }
 
       // intact, and every entry either untouched or exactly as the undisturbed night left it

@@ -1,7 +1,8 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { EntryView } from '../../src/state/entry-record.js';
+import { lockPathOf } from '../../src/state/lock.js';
 import { textOfStored } from '../../src/state/stored-bytes.js';
 import Database from '../helpers/sqlite-driver.js';
 import { ROOT } from '../helpers/map-e2e-build.js';
@@ -88,6 +89,11 @@ export { tempDir } from '../helpers/map-e2e-data.js';
 /** Files in `dir` other than `except`: what an interrupted run left behind. */
 export function leftovers(dir: string, except: readonly string[]): string[] {
   return readdirSync(dir).filter((name) => !except.includes(name));
+}
+
+/** What a run left in its folder besides `state.db` and what belongs to it (its WAL, shared memory and lock). */
+export function leftoversBesideState(dir: string): string[] {
+  return leftovers(dir, ['state.db', 'state.db-wal', 'state.db-shm', basename(lockPathOf(join(dir, 'state.db')))]);
 }
 
 // ----------------------------------------------------------------------------------------------------------------
