@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   CLIENT_VERSION,
-  createServiceClient,
   RefreshKeyMismatchError,
   UnexpectedResponseError,
   type ClientOptions,
@@ -16,41 +15,14 @@ import {
   PATHS,
   ServiceError,
 } from '../../src/protocol/index.js';
-import {
-  OPTOUT_EMAIL,
-  REFRESH_OPTOUT_EMAIL,
-  startFakeService,
-  VALIDATE_EMAIL,
-  type FakeService,
-} from './fake-service.js';
+import { useFakeService } from './fake-service-clients.js';
+import { OPTOUT_EMAIL, REFRESH_OPTOUT_EMAIL, VALIDATE_EMAIL } from './fake-service.js';
 
-let service: FakeService;
-const clients: ServiceClient[] = [];
-
-beforeAll(async () => {
-  service = await startFakeService();
-});
-afterAll(async () => {
-  await service.close();
-});
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-});
-
-function client(options: Partial<ClientOptions> = {}): ServiceClient {
-  const c = createServiceClient({
-    baseUrl: service.url,
-    apiKey: service.apiKey,
-    clientSecret: service.clientSecret,
-    sleep: async () => {},
-    ...options,
-  });
-  clients.push(c);
-  return c;
-}
+const fake = useFakeService();
+const client = (options: Partial<ClientOptions> = {}): ServiceClient => fake.client(options);
 
 function lastCall() {
-  return service.calls[service.calls.length - 1]!;
+  return fake.service.calls[fake.service.calls.length - 1]!;
 }
 
 describe.each(['binary', 'text'] as const)('encrypted endpoints in %s mode', (bodyMode) => {
@@ -61,7 +33,7 @@ describe.each(['binary', 'text'] as const)('encrypted endpoints in %s mode', (bo
     const body = await c.mapV3({ email: ['a@example.com', OPTOUT_EMAIL], phone_hash: ['', 'h1'] });
     const call = lastCall();
     expect(call.path).toBe(PATHS.mapV3);
-    expect(call.headers.authorization).toBe(`Bearer ${service.apiKey}`);
+    expect(call.headers.authorization).toBe(`Bearer ${fake.service.apiKey}`);
     expect(call.headers['x-uid2-client-version']).toBe(CLIENT_VERSION);
     expect(call.headers['content-type']).toBe(contentType);
     expect(call.envelope?.binary).toBe(bodyMode === 'binary');
@@ -119,7 +91,7 @@ describe('envelope checks', () => {
   it('records the service time of the last answer with the local time it arrived', async () => {
     const c = client({ now: () => 5_000_000 });
     expect(c.lastServerTime).toBeUndefined();
-    service.script({ kind: 'answer', json: { status: 'success', body: [] }, serverMs: 1_234_567 });
+    fake.service.script({ kind: 'answer', json: { status: 'success', body: [] }, serverMs: 1_234_567 });
     await c.buckets('2026-01-01T00:00:00');
     expect(c.lastServerTime).toEqual({ serverMs: 1_234_567, localMs: 5_000_000 });
     expect(lastCall().envelope?.timestampMs).toBe(5_000_000);
@@ -127,7 +99,7 @@ describe('envelope checks', () => {
 
   it('rejects an answer that echoes another nonce, without retrying it', async () => {
     const c = client();
-    service.script({ kind: 'answer', json: { status: 'success', body: [] }, nonce: randomBytes(8) });
+    fake.service.script({ kind: 'answer', json: { status: 'success', body: [] }, nonce: randomBytes(8) });
     const err = await c.buckets('2026-01-01T00:00:00').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EnvelopeError);
     expect((err as EnvelopeError).code).toBe('nonce-mismatch');
@@ -136,7 +108,7 @@ describe('envelope checks', () => {
 
   it('rejects a 200 whose status the endpoint does not answer with, naming the status', async () => {
     const c = client();
-    service.script({ kind: 'answer', json: { status: 'insufficient_user_consent' } });
+    fake.service.script({ kind: 'answer', json: { status: 'insufficient_user_consent' } });
     const err = await c.tokenGenerate({ email: 'eu@example.com' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UnexpectedResponseError);
     expect((err as UnexpectedResponseError).status).toBe('insufficient_user_consent');
@@ -145,7 +117,7 @@ describe('envelope checks', () => {
   it('rejects a v3 answer whose arrays do not line up with the request', async () => {
     // one attempt: a malformed answer is otherwise retried, and the next scripted answer would be taken
     const c = client({ maxAttempts: 1 });
-    service.script({
+    fake.service.script({
       kind: 'answer',
       json: { status: 'success', body: { email: [], email_hash: [], phone: [], phone_hash: [] } },
     });
@@ -155,7 +127,7 @@ describe('envelope checks', () => {
   it('rejects bodies of the wrong shape', async () => {
     // one attempt: a malformed answer is otherwise retried, and the next scripted answer would be taken
     const c = client({ maxAttempts: 1 });
-    service.script(
+    fake.service.script(
       { kind: 'answer', json: { status: 'success', body: { opted_out: 'no' } } },
       { kind: 'answer', json: { status: 'success', body: 'yes' } },
       { kind: 'answer', json: { status: 'success', body: { advertising_token: 'x' } } },
@@ -186,8 +158,8 @@ describe('envelope checks', () => {
   });
 
   it('prefixes paths with the base URL path', async () => {
-    service.script({ kind: 'status', httpStatus: 404, body: 'Not Found' });
-    const c = client({ baseUrl: `${service.url}/prefix/` });
+    fake.service.script({ kind: 'status', httpStatus: 404, body: 'Not Found' });
+    const c = client({ baseUrl: `${fake.service.url}/prefix/` });
     await expect(c.buckets('2026-01-01T00:00:00')).rejects.toBeInstanceOf(ServiceError);
     expect(lastCall().path).toBe(`/prefix${PATHS.buckets}`);
   });
@@ -207,7 +179,7 @@ describe('tokenRefresh', () => {
     const call = lastCall();
     expect(call.path).toBe(PATHS.tokenRefresh);
     expect(call.raw.toString('utf8')).toBe(first.refresh_token);
-    expect(call.headers.authorization).toBe(`Bearer ${service.apiKey}`);
+    expect(call.headers.authorization).toBe(`Bearer ${fake.service.apiKey}`);
     if (refreshed.status !== 'success') throw new Error('expected success');
     expect(refreshed.identity.refresh_token).not.toBe(first.refresh_token);
     // and the new pair works for the next refresh
@@ -250,7 +222,7 @@ describe('tokenRefresh', () => {
     const key = randomBytes(32).toString('base64');
     await expect(c.tokenRefresh('unknown-token', key)).rejects.toBeInstanceOf(InvalidTokenError);
     const identity = await generate(c, 'r4@example.com');
-    service.expire(identity.refresh_token);
+    fake.service.expire(identity.refresh_token);
     await expect(c.tokenRefresh(identity.refresh_token, identity.refresh_response_key)).rejects.toBeInstanceOf(
       ExpiredTokenError,
     );

@@ -1,39 +1,11 @@
 // Every item of a 200 answer is held to the wire contract: a malformed one is retried like a 5xx, then refused.
 import { createHash } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createServiceClient,
-  MalformedAnswerError,
-  type ClientOptions,
-  type ServiceClient,
-} from '../../src/client/index.js';
-import { startFakeService, type FakeService } from './fake-service.js';
+import { describe, expect, it } from 'vitest';
+import { MalformedAnswerError, type ClientOptions, type ServiceClient } from '../../src/client/index.js';
+import { useFakeService } from './fake-service-clients.js';
 
-let service: FakeService;
-const clients: ServiceClient[] = [];
-
-beforeAll(async () => {
-  service = await startFakeService();
-});
-afterAll(async () => {
-  await service.close();
-});
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-});
-
-function client(options: Partial<ClientOptions> = {}): ServiceClient {
-  const c = createServiceClient({
-    baseUrl: service.url,
-    apiKey: service.apiKey,
-    clientSecret: service.clientSecret,
-    sleep: async () => {},
-    maxAttempts: 2,
-    ...options,
-  });
-  clients.push(c);
-  return c;
-}
+const fake = useFakeService({ maxAttempts: 2 });
+const client = (options: Partial<ClientOptions> = {}): ServiceClient => fake.client(options);
 
 const RAW_UID = createHash('sha256').update('a raw UID').digest('base64');
 const PREV_UID = createHash('sha256').update('a previous raw UID').digest('base64');
@@ -74,7 +46,7 @@ const MALFORMED_V3: [string, unknown][] = [
 describe('v3 map items', () => {
   it.each(MALFORMED_V3)('%s is retried, and the honest answer that follows is taken', async (_name, item) => {
     const c = client();
-    service.script(v3Body(item));
+    fake.service.script(v3Body(item));
     const body = await c.mapV3({ email_hash: [SENT_HASH] });
     expect(body.email_hash).toHaveLength(1);
     expect(body.email_hash[0]).toMatchObject({ p: null, r: 1_900_000_000 });
@@ -83,7 +55,7 @@ describe('v3 map items', () => {
 
   it.each(MALFORMED_V3)('%s on every attempt is a MalformedAnswerError that names no value', async (_name, item) => {
     const c = client();
-    service.script(v3Body(item), v3Body(item));
+    fake.service.script(v3Body(item), v3Body(item));
     const err = await c.mapV3({ email_hash: [SENT_HASH] }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MalformedAnswerError);
     const error = err as MalformedAnswerError;
@@ -105,7 +77,7 @@ describe('v3 map items', () => {
       { e: 'optout' },
       { e: 'invalid identifier' },
     ];
-    service.script(answer({ email: [], email_hash: items, phone: [], phone_hash: [] }));
+    fake.service.script(answer({ email: [], email_hash: items, phone: [], phone_hash: [] }));
     const body = await c.mapV3({ email_hash: [SENT_HASH, SENT_HASH, SENT_HASH, SENT_HASH] });
     expect(body.email_hash).toEqual(items);
     expect(c.stats).toMatchObject({ requests: 1, retries: 0 });
@@ -113,7 +85,7 @@ describe('v3 map items', () => {
 
   it('a body of the wrong shape is retried too', async () => {
     const c = client();
-    service.script(answer({ email: [], email_hash: [], phone: [], phone_hash: [] }), answer('nothing'));
+    fake.service.script(answer({ email: [], email_hash: [], phone: [], phone_hash: [] }), answer('nothing'));
     const err = await c.mapV3({ email_hash: [SENT_HASH] }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MalformedAnswerError);
     expect(c.stats).toMatchObject({ requests: 2, retries: 1 });
@@ -144,7 +116,7 @@ const MALFORMED_V2: [string, unknown][] = [
 describe('v2 map items', () => {
   it.each(MALFORMED_V2)('%s is retried, then refused', async (_name, body) => {
     const c = client();
-    service.script(answer(body), answer(body));
+    fake.service.script(answer(body), answer(body));
     const err = await c.mapV2({ email_hash: ['x'] }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MalformedAnswerError);
     expect((err as Error).message).toMatch(/^malformed answer from .*\/v2\/identity\/map: /);
@@ -160,7 +132,7 @@ describe('v2 map items', () => {
         { identifier: 'z', reason: 'invalid identifier' },
       ],
     };
-    service.script(answer(body));
+    fake.service.script(answer(body));
     expect(await c.mapV2({ email_hash: ['y', 'x', 'z'] })).toEqual(body);
   });
 });
@@ -180,7 +152,7 @@ const MALFORMED_OPTOUT: [string, unknown][] = [
 describe('opt-out status items', () => {
   it.each(MALFORMED_OPTOUT)('%s is retried, then refused', async (_name, items) => {
     const c = client();
-    service.script(answer({ opted_out: items }), answer({ opted_out: items }));
+    fake.service.script(answer({ opted_out: items }), answer({ opted_out: items }));
     const err = await c.optoutStatus(['OPTa', 'b']).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MalformedAnswerError);
     expect((err as Error).message).not.toContain('OPTother');
@@ -203,7 +175,7 @@ describe('token identities', () => {
       refresh_from: NOW_MS + 900_000,
       refresh_response_key: Buffer.alloc(32, 1).toString('base64'),
     };
-    service.script(answer(identity), answer(identity));
+    fake.service.script(answer(identity), answer(identity));
     const err = await c.tokenGenerate({ email: 'someone@example.com' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MalformedAnswerError);
     expect(c.stats).toMatchObject({ requests: 2, retries: 1 });
@@ -223,7 +195,7 @@ const MALFORMED_BUCKETS: [string, unknown][] = [
 describe('salt buckets', () => {
   it.each(MALFORMED_BUCKETS)('%s is retried, then refused', async (_name, body) => {
     const c = client();
-    service.script(answer(body), answer(body));
+    fake.service.script(answer(body), answer(body));
     const err = await c.buckets('2026-01-01T00:00:00').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MalformedAnswerError);
     expect((err as Error).message).toMatch(/^malformed answer from .*\/v2\/identity\/buckets: bucket 1 /);

@@ -1,11 +1,10 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   AbortError,
   ATTEMPT_TIMEOUT_CODE,
   backoffDelayMs,
-  createServiceClient,
   NetworkError,
   parseRetryAfter,
   RETRY_AFTER_CAP_MS,
@@ -22,20 +21,9 @@ import {
   UnauthorizedError,
 } from '../../src/protocol/index.js';
 import { seeded } from '../helpers/seeded-random.js';
-import { startFakeService, type FakeService } from './fake-service.js';
+import { useFakeService } from './fake-service-clients.js';
 
-let service: FakeService;
-const clients: ServiceClient[] = [];
-
-beforeAll(async () => {
-  service = await startFakeService();
-});
-afterAll(async () => {
-  await service.close();
-});
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-});
+const fake = useFakeService();
 
 interface Harness {
   client: ServiceClient;
@@ -46,15 +34,11 @@ interface Harness {
 function harness(options: Partial<ClientOptions> = {}): Harness {
   const sleeps: number[] = [];
   const events: RetryEvent[] = [];
-  const client = createServiceClient({
-    baseUrl: service.url,
-    apiKey: service.apiKey,
-    clientSecret: service.clientSecret,
+  const client = fake.client({
     sleep: async (ms) => void sleeps.push(ms),
     onRetry: (e) => void events.push(e),
     ...options,
   });
-  clients.push(client);
   return { client, sleeps, events };
 }
 
@@ -64,7 +48,7 @@ const bucketsAnswer = { kind: 'answer', json: { status: 'success', body: [] } } 
 describe('what is retried', () => {
   it('retries a 429, then succeeds', async () => {
     const { client, events } = harness();
-    service.script({ kind: 'status', httpStatus: 429 }, bucketsAnswer);
+    fake.service.script({ kind: 'status', httpStatus: 429 }, bucketsAnswer);
     expect(await client.buckets(SINCE)).toEqual([]);
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ path: '/v2/identity/buckets', attempt: 1, httpStatus: 429 });
@@ -74,7 +58,7 @@ describe('what is retried', () => {
 
   it('retries a 500, then succeeds', async () => {
     const { client, events } = harness();
-    service.script(
+    fake.service.script(
       { kind: 'status', httpStatus: 500, body: '{"status":"unknown","message":"Unknown error"}' },
       bucketsAnswer,
     );
@@ -85,7 +69,7 @@ describe('what is retried', () => {
 
   it('retries a dropped connection, then succeeds', async () => {
     const { client, events } = harness();
-    service.script({ kind: 'destroy' }, bucketsAnswer);
+    fake.service.script({ kind: 'destroy' }, bucketsAnswer);
     expect(await client.buckets(SINCE)).toEqual([]);
     expect(events[0]!.error).toBeInstanceOf(NetworkError);
     expect(events[0]!.httpStatus).toBeUndefined();
@@ -95,10 +79,10 @@ describe('what is retried', () => {
   it('builds a fresh envelope (timestamp, nonce, IV) for every attempt', async () => {
     let clock = 1_000_000;
     const { client } = harness({ now: () => (clock += 1000) });
-    const before = service.calls.length;
-    service.script({ kind: 'status', httpStatus: 429 }, { kind: 'status', httpStatus: 503 }, bucketsAnswer);
+    const before = fake.service.calls.length;
+    fake.service.script({ kind: 'status', httpStatus: 429 }, { kind: 'status', httpStatus: 503 }, bucketsAnswer);
     await client.buckets(SINCE);
-    const attempts = service.calls.slice(before);
+    const attempts = fake.service.calls.slice(before);
     expect(attempts).toHaveLength(3);
     const stamps = attempts.map((c) => c.envelope!.timestampMs);
     expect(stamps[1]! - stamps[0]!).toBeGreaterThan(0);
@@ -115,14 +99,14 @@ describe('what is retried', () => {
     const { client } = harness();
     const generated = await client.tokenGenerate({ email: 'retry@example.com' });
     if (generated.status !== 'success') throw new Error('expected success');
-    const before = service.calls.length;
-    service.script({ kind: 'status', httpStatus: 502 });
+    const before = fake.service.calls.length;
+    fake.service.script({ kind: 'status', httpStatus: 502 });
     const refreshed = await client.tokenRefresh(
       generated.identity.refresh_token,
       generated.identity.refresh_response_key,
     );
     expect(refreshed.status).toBe('success');
-    const attempts = service.calls.slice(before);
+    const attempts = fake.service.calls.slice(before);
     expect(attempts.map((c) => c.raw.toString())).toEqual([
       generated.identity.refresh_token,
       generated.identity.refresh_token,
@@ -142,7 +126,7 @@ describe('what is not retried', () => {
     [413, 'Request Entity Too Large', PayloadTooLargeError],
   ])('HTTP %i is thrown at once, typed', async (httpStatus, body, type) => {
     const { client, sleeps } = harness();
-    service.script({ kind: 'status', httpStatus, body });
+    fake.service.script({ kind: 'status', httpStatus, body });
     const err = await client.optoutStatus(['a']).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(type);
     expect(sleeps).toEqual([]);
@@ -151,7 +135,7 @@ describe('what is not retried', () => {
 
   it('ClockSkewError tells how to fix the clock', async () => {
     const { client } = harness();
-    service.script({
+    fake.service.script({
       kind: 'status',
       httpStatus: 400,
       body: '{"status":"client_error","message":"Invalid timestamp: Request too old or client time drift."}',
@@ -169,7 +153,7 @@ describe('what is not retried', () => {
 describe('giving up', () => {
   it('throws the last typed error once maxAttempts is used up', async () => {
     const { client, sleeps } = harness({ maxAttempts: 3 });
-    service.script(
+    fake.service.script(
       { kind: 'status', httpStatus: 429 },
       { kind: 'status', httpStatus: 500 },
       { kind: 'status', httpStatus: 503, body: '{"status":"unknown","message":"last one"}' },
@@ -187,7 +171,7 @@ describe('giving up', () => {
 
   it('CallOptions.maxAttempts overrides the client default', async () => {
     const { client } = harness({ maxAttempts: 6 });
-    service.script({ kind: 'status', httpStatus: 429 }, { kind: 'status', httpStatus: 429 });
+    fake.service.script({ kind: 'status', httpStatus: 429 }, { kind: 'status', httpStatus: 429 });
     await expect(client.buckets(SINCE, { maxAttempts: 2 })).rejects.toBeInstanceOf(RateLimitedError);
     expect(client.stats.requests).toBe(2);
   });
@@ -205,15 +189,15 @@ describe('giving up', () => {
     expect(networkError.failure).toBe('refused');
     expect(networkError.message).toContain(`http://127.0.0.1:${port}/v3/identity/map`);
     expect(networkError.message).toMatch(/connection refused/);
-    expect(networkError.message).not.toContain(service.apiKey);
-    expect(networkError.message).not.toContain(service.clientSecret);
+    expect(networkError.message).not.toContain(fake.service.apiKey);
+    expect(networkError.message).not.toContain(fake.service.clientSecret);
     expect(sleeps).toHaveLength(2);
     expect(client.stats).toMatchObject({ requests: 3, retries: 2, networkErrors: 3 });
   });
 
   it('an answer slower than requestTimeoutMs is a NetworkError (timeout), retried like one', async () => {
     const { client, events } = harness({ requestTimeoutMs: 100, maxAttempts: 2 });
-    service.script({ kind: 'hang' }, bucketsAnswer);
+    fake.service.script({ kind: 'hang' }, bucketsAnswer);
     expect(await client.buckets(SINCE)).toEqual([]);
     expect(client.stats).toMatchObject({ requests: 2, retries: 1, networkErrors: 1 });
     const err = events[0]!.error;
@@ -231,7 +215,10 @@ describe('backoff', () => {
     const backoffBaseMs = 500;
     const backoffMaxMs = 30_000;
     const { client, sleeps, events } = harness({ maxAttempts: 9, backoffBaseMs, backoffMaxMs, random: seeded(42) });
-    service.script(...Array.from({ length: 8 }, () => ({ kind: 'status', httpStatus: 503 }) as const), bucketsAnswer);
+    fake.service.script(
+      ...Array.from({ length: 8 }, () => ({ kind: 'status', httpStatus: 503 }) as const),
+      bucketsAnswer,
+    );
     await client.buckets(SINCE);
     const caps = [500, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000];
     const sameDraws = seeded(42);
@@ -257,7 +244,7 @@ describe('backoff', () => {
 
   it('honours Retry-After (seconds) as a lower bound', async () => {
     const { client, sleeps } = harness({ random: () => 0.5 });
-    service.script(
+    fake.service.script(
       { kind: 'status', httpStatus: 429, headers: { 'retry-after': '7' } },
       { kind: 'status', httpStatus: 503, headers: { 'retry-after': '0' } },
       bucketsAnswer,
@@ -297,7 +284,7 @@ describe('abort', () => {
         return new Promise<void>(() => {});
       },
     });
-    service.script({ kind: 'status', httpStatus: 429 }, bucketsAnswer);
+    fake.service.script({ kind: 'status', httpStatus: 429 }, bucketsAnswer);
     const call = client.buckets(SINCE, { signal: controller.signal });
     await asleep;
     controller.abort();
@@ -310,7 +297,7 @@ describe('abort', () => {
   it('the default sleep stops on abort too', async () => {
     const controller = new AbortController();
     const { client } = harness({ sleep: undefined, backoffBaseMs: 60_000, backoffMaxMs: 60_000, random: () => 0.99 });
-    service.script({ kind: 'status', httpStatus: 503 }, bucketsAnswer);
+    fake.service.script({ kind: 'status', httpStatus: 503 }, bucketsAnswer);
     const call = client.buckets(SINCE, { signal: controller.signal, maxAttempts: 2 });
     setTimeout(() => controller.abort(), 50);
     await expect(call).rejects.toBeInstanceOf(AbortError);
@@ -320,14 +307,14 @@ describe('abort', () => {
   it('rejects promptly while a request is in flight', async () => {
     const controller = new AbortController();
     const { client } = harness();
-    const before = service.calls.length;
-    service.script({ kind: 'hang' });
+    const before = fake.service.calls.length;
+    fake.service.script({ kind: 'hang' });
     const call = client.buckets(SINCE, { signal: controller.signal });
-    while (service.calls.length === before) await new Promise((r) => setTimeout(r, 5));
+    while (fake.service.calls.length === before) await new Promise((r) => setTimeout(r, 5));
     controller.abort();
     const err = await call.catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AbortError);
-    expect((err as AbortError).message).toContain(`${service.url}/v2/identity/buckets`);
+    expect((err as AbortError).message).toContain(`${fake.service.url}/v2/identity/buckets`);
     expect(client.stats).toMatchObject({ requests: 1, retries: 0, networkErrors: 0 });
   });
 });
@@ -335,7 +322,7 @@ describe('abort', () => {
 describe('stats', () => {
   it('counts every attempt by outcome across calls', async () => {
     const { client } = harness();
-    service.script(
+    fake.service.script(
       { kind: 'status', httpStatus: 429 },
       { kind: 'status', httpStatus: 500 },
       { kind: 'destroy' },
@@ -343,7 +330,7 @@ describe('stats', () => {
     );
     await client.buckets(SINCE);
     await client.optoutStatus(['a']);
-    service.script({ kind: 'status', httpStatus: 401, body: '{"status":"unauthorized"}' });
+    fake.service.script({ kind: 'status', httpStatus: 401, body: '{"status":"unauthorized"}' });
     await expect(client.optoutStatus(['a'])).rejects.toBeInstanceOf(UnauthorizedError);
     expect(client.stats).toEqual({ requests: 6, retries: 3, http429: 1, http5xx: 1, networkErrors: 1 });
   });
