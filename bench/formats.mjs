@@ -19,8 +19,8 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
-import { openSource } from '../dist/pipeline/table/source.js';
-import { openParquetSink } from '../dist/pipeline/table/parquet-sink.js';
+import { openSource } from '../dist/pipeline/io/source.js';
+import { openParquetSink } from '../dist/pipeline/io/parquet/parquet-sink.js';
 import { BIN, ROOT, childEnv, startServe, stopServe } from './processes.mjs';
 import { DATA, numberOption, WORK } from './args.mjs';
 

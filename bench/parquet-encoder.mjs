@@ -9,10 +9,10 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
-import { ParquetEncoder } from '../dist/pipeline/table/parquet-encoder.js';
-import { PARQUET_ROW_GROUP_ROWS } from '../dist/pipeline/table/parquet-sink.js';
-import { utf8RowBlock } from '../dist/pipeline/table/row-blocks.js';
-import { openSource } from '../dist/pipeline/table/source.js';
+import { ParquetEncoder } from '../dist/pipeline/io/parquet/parquet-encoder.js';
+import { PARQUET_ROW_GROUP_ROWS } from '../dist/pipeline/io/parquet/parquet-sink.js';
+import { utf8RowBlock } from '../dist/pipeline/io/row-blocks.js';
+import { openSource } from '../dist/pipeline/io/source.js';
 import { BIN, ROOT, childEnv, startServe, stopServe } from './processes.mjs';
 import { DATA, numberOption, WORK } from './args.mjs';
 

@@ -30,7 +30,7 @@ import {
 } from './pipeline/map/map-engine.js';
 import { runMapJob } from './pipeline/jobs/map-job.js';
 import { SLOT, SLOT_STATUS_NAMES, type RowChunk } from './pipeline/map/row-chunk.js';
-import type { InputRow } from './pipeline/table/table.js';
+import type { InputRow } from './pipeline/io/table.js';
 import { envFingerprint } from './config/index.js';
 import { openState, type StateStore } from './state/index.js';
 
@@ -66,7 +66,7 @@ export {
 export { AdaptiveConcurrency, type AdaptiveConcurrencyOptions } from './pipeline/run/adaptive-limiter.js';
 export { outputHeader, outputRows, RESULT_COLUMNS } from './pipeline/map/result-columns.js';
 export type { RowChunk } from './pipeline/map/row-chunk.js';
-export type { InputRow } from './pipeline/table/table.js';
+export type { InputRow } from './pipeline/io/table.js';
 export { openState } from './state/index.js';
 export type { StateStore, StateEntry, OpenStateOptions } from './state/index.js';
 

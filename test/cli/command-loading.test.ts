@@ -145,9 +145,9 @@ const HEAVY_PACKAGES = [
 const WORK_FOLDERS = /^(service|client|pipeline|state|identity)\//;
 /** Names and types of output formats that flags and help list: definitions, not work (they import nothing). */
 const DEFINITIONS = new Set([
-  'pipeline/table/format-names.ts',
-  'pipeline/table/typed-cells.ts',
-  'pipeline/table/hash-cells.ts',
+  'pipeline/io/format-names.ts',
+  'pipeline/io/typed-cells.ts',
+  'pipeline/io/output/hash-cells.ts',
 ]);
 
 describe('what starting the CLI loads', () => {

@@ -7,7 +7,7 @@ import { buildProgram, describeError, endQuietlyOnBrokenPipe, reportError } from
 import { addConnectionOptions, addOutputOptions, parseConcurrency } from '../../src/cli/shared/options.js';
 import { collectRepeated, refuseRepeatedFlags } from '../../src/cli/shared/repeated-flags.js';
 import { ClockSkewError, ServerError, UnauthorizedError, errorFromResponse } from '../../src/protocol/index.js';
-import { InputError } from '../../src/pipeline/table/table.js';
+import { InputError } from '../../src/pipeline/io/table.js';
 
 function capture() {
   const lines: string[] = [];

@@ -22,7 +22,7 @@ import {
 } from '../../src/cli/shared/run-report.js';
 import { makeSummary } from '../../src/cli/shared/summary.js';
 import { resolveConfig, type ResolvedConfig } from '../../src/config/index.js';
-import type { TableSink } from '../../src/pipeline/table/table.js';
+import type { TableSink } from '../../src/pipeline/io/table.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'uid2-run-context-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

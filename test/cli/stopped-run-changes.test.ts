@@ -5,7 +5,7 @@ import { finish, type RemapDueFlags } from '../../src/cli/remap-due/remap-report
 import type { CommandDeps } from '../../src/cli/shared/command-context.js';
 import { makeSummary } from '../../src/cli/shared/summary.js';
 import type { RemapResult } from '../../src/pipeline/remap/remap-engine.js';
-import { openSink } from '../../src/pipeline/table/sink.js';
+import { openSink } from '../../src/pipeline/io/output/sink.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
 // remap-due's changes file of a run that stopped (interrupted, or failed) after some batches were committed: the

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Base64 } from '../../src/identity/index.js';
-import { openSource } from '../../src/pipeline/table/source.js';
+import { openSource } from '../../src/pipeline/io/source.js';
 import { ensureBuilt } from '../helpers/map-e2e-build.js';
 import { column, parseCsv, tempDir } from '../helpers/map-e2e-data.js';
 import { runCli } from '../helpers/map-e2e-processes.js';

@@ -9,9 +9,9 @@ import {
   type RemapChange,
 } from '../../src/pipeline/remap/remap-engine.js';
 import { commitDelivering, deliveringOutput, deliveryKey } from '../../src/pipeline/run/change-journal.js';
-import { commitTogether } from '../../src/pipeline/table/commit-together.js';
-import { openSink } from '../../src/pipeline/table/sink.js';
-import type { SealedOutput, TableSink } from '../../src/pipeline/table/table.js';
+import { commitTogether } from '../../src/pipeline/io/output/commit-together.js';
+import { openSink } from '../../src/pipeline/io/output/sink.js';
+import type { SealedOutput, TableSink } from '../../src/pipeline/io/table.js';
 import type { StateStore } from '../../src/state/index.js';
 import { b64, tmpStates } from '../state/tmp-state.js';
 import { FakeOptoutService } from './optout-fakes.js';

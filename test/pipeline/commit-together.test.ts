@@ -1,8 +1,8 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { commitTogether } from '../../src/pipeline/table/commit-together.js';
-import { openSink } from '../../src/pipeline/table/sink.js';
+import { commitTogether } from '../../src/pipeline/io/output/commit-together.js';
+import { openSink } from '../../src/pipeline/io/output/sink.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
 const dir = tempDir('commit-together');

@@ -1,9 +1,9 @@
 import { Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, test } from 'vitest';
-import { CsvPieceCutter, type CsvPiece } from '../../src/pipeline/threads/piece-cutter.js';
-import { openSource, parseCsvPiece, plainPieceLines, splitPieceRows } from '../../src/pipeline/table/source.js';
-import type { InputRow, SourceProblemCounts } from '../../src/pipeline/table/table.js';
+import { CsvPieceCutter, type CsvPiece } from '../../src/pipeline/io/csv/piece-cutter.js';
+import { openSource, parseCsvPiece, plainPieceLines, splitPieceRows } from '../../src/pipeline/io/source.js';
+import type { InputRow, SourceProblemCounts } from '../../src/pipeline/io/table.js';
 import { seeded } from '../helpers/seeded-random.js';
 
 // the options CsvTable gives csv-parse; the pieces are parsed with exactly these

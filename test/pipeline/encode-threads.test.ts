@@ -2,8 +2,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packRows, rowEncoder, unpackRows } from '../../src/pipeline/table/row-encoders.js';
-import type { OpenSinkOptions, TableSink } from '../../src/pipeline/table/table.js';
+import { packRows, rowEncoder, unpackRows } from '../../src/pipeline/io/output/row-encoders.js';
+import type { OpenSinkOptions, TableSink } from '../../src/pipeline/io/table.js';
 import type { WorkerPool as WorkerPoolType } from '../../src/pipeline/workers/worker-pool.js';
 import { ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
@@ -54,7 +54,9 @@ describe('output encoding on worker threads (dist)', () => {
   beforeAll(async () => {
     ensureBuilt();
     openSink = (
-      (await import(pathToFileURL(join(ROOT, 'dist', 'pipeline', 'table', 'sink.js')).href)) as { openSink: OpenSink }
+      (await import(pathToFileURL(join(ROOT, 'dist', 'pipeline', 'io', 'output', 'sink.js')).href)) as {
+        openSink: OpenSink;
+      }
     ).openSink;
     WorkerPool = (
       (await import(pathToFileURL(join(ROOT, 'dist', 'pipeline', 'workers', 'worker-pool.js')).href)) as {

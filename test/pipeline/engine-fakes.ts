@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { sha256Base64 } from '../../src/identity/index.js';
 import type { MapV3Item, MapV3Request, MapV3ResponseBody } from '../../src/protocol/index.js';
 import type { EngineState } from '../../src/pipeline/map/map-engine.js';
-import type { InputRow } from '../../src/pipeline/table/table.js';
+import type { InputRow } from '../../src/pipeline/io/table.js';
 import { STATUS_CODE } from '../../src/state/schema.js';
 import type { EntryUpdate, StateEntry, StoredEntries } from '../../src/state/types.js';
 import type { DiiType } from '../../src/identity/index.js';

@@ -4,7 +4,7 @@ import { MapEngine, type EngineColumn, type MapEngineOptions } from '../../src/p
 import { outputHeader, outputRows } from '../../src/pipeline/map/result-columns.js';
 import { MAX_REQUEST_JSON_BYTES } from '../../src/pipeline/map/batcher.js';
 import { RateLimitedError, UnauthorizedError } from '../../src/protocol/index.js';
-import type { RowProblem } from '../../src/pipeline/table/table.js';
+import type { RowProblem } from '../../src/pipeline/io/table.js';
 import { chunked, FakeMapper, NOW_S, rawUidOf, seeded } from './engine-fakes.js';
 
 const EMAIL: EngineColumn = { name: 'email', index: 1, kind: 'email' };

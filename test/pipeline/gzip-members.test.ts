@@ -5,7 +5,7 @@ import { PassThrough } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
-import { GzipMembers } from '../../src/pipeline/table/gzip-members.js';
+import { GzipMembers } from '../../src/pipeline/io/output/gzip-members.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
 const dir = tempDir('gzip-members');

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { normalizeHash } from '../../src/identity/index.js';
-import { hashCell } from '../../src/pipeline/table/hash-cells.js';
+import { hashCell } from '../../src/pipeline/io/output/hash-cells.js';
 
 const digest = (s: string, encoding: 'hex' | 'base64'): string =>
   createHash('sha256').update(s, 'utf8').digest(encoding);

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { expandInputs, globMatcher, InputPartsError } from '../../src/pipeline/table/input-parts.js';
+import { expandInputs, globMatcher, InputPartsError } from '../../src/pipeline/io/input-parts.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
 const dir = tempDir('parts');

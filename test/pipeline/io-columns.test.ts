@@ -7,7 +7,7 @@ import {
   prepareCell,
   resolveIdentifierColumns,
   resultHeader,
-} from '../../src/pipeline/table/identifier-columns.js';
+} from '../../src/pipeline/map/identifier-columns.js';
 
 function columnError(fn: () => unknown): ColumnError {
   try {

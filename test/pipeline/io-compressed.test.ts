@@ -2,11 +2,11 @@ import { readFileSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openSink } from '../../src/pipeline/table/sink.js';
-import { openSource } from '../../src/pipeline/table/source.js';
-import { openCsvPieces } from '../../src/pipeline/threads/piece-source.js';
-import { parseCsvPiece } from '../../src/pipeline/table/source.js';
-import { InputError, type TableSource } from '../../src/pipeline/table/table.js';
+import { openSink } from '../../src/pipeline/io/output/sink.js';
+import { openSource } from '../../src/pipeline/io/source.js';
+import { openCsvPieces } from '../../src/pipeline/io/csv/piece-source.js';
+import { parseCsvPiece } from '../../src/pipeline/io/source.js';
+import { InputError, type TableSource } from '../../src/pipeline/io/table.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
 const dir = tempDir('gzip');

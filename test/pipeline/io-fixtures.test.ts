@@ -1,9 +1,9 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { ColumnError, resolveIdentifierColumns } from '../../src/pipeline/table/identifier-columns.js';
-import { openSource } from '../../src/pipeline/table/source.js';
-import { InputError, type InputRow, type TableSource } from '../../src/pipeline/table/table.js';
+import { ColumnError, resolveIdentifierColumns } from '../../src/pipeline/map/identifier-columns.js';
+import { openSource } from '../../src/pipeline/io/source.js';
+import { InputError, type InputRow, type TableSource } from '../../src/pipeline/io/table.js';
 
 /** Every file of the bad-input corpus, read as the manifest says it should be. */
 const DIR = join(import.meta.dirname, '..', 'fixtures', 'bad-input');

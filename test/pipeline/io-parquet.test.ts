@@ -4,16 +4,16 @@ import { parquetMetadata } from 'hyparquet';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import { afterAll, describe, expect, it } from 'vitest';
 import { outputColumns } from '../../src/pipeline/map/result-columns.js';
-import { ColumnError, resolveIdentifierColumns } from '../../src/pipeline/table/identifier-columns.js';
+import { ColumnError, resolveIdentifierColumns } from '../../src/pipeline/map/identifier-columns.js';
 import {
   openParquetSource,
   requireTextColumns,
   type ParquetTableSource,
-} from '../../src/pipeline/table/parquet-source.js';
-import { openParquetSink } from '../../src/pipeline/table/parquet-sink.js';
-import { openSink } from '../../src/pipeline/table/sink.js';
-import { openSource } from '../../src/pipeline/table/source.js';
-import { InputError, OutputError, type TableSource } from '../../src/pipeline/table/table.js';
+} from '../../src/pipeline/io/parquet/parquet-source.js';
+import { openParquetSink } from '../../src/pipeline/io/parquet/parquet-sink.js';
+import { openSink } from '../../src/pipeline/io/output/sink.js';
+import { openSource } from '../../src/pipeline/io/source.js';
+import { InputError, OutputError, type TableSource } from '../../src/pipeline/io/table.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
 const dir = tempDir('parquet');

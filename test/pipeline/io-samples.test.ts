@@ -3,9 +3,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { resolveIdentifierColumns } from '../../src/pipeline/table/identifier-columns.js';
-import { openSource } from '../../src/pipeline/table/source.js';
-import type { InputRow } from '../../src/pipeline/table/table.js';
+import { resolveIdentifierColumns } from '../../src/pipeline/map/identifier-columns.js';
+import { openSource } from '../../src/pipeline/io/source.js';
+import type { InputRow } from '../../src/pipeline/io/table.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const dir = mkdtempSync(join(tmpdir(), 'uid2-io-samples-'));

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { afterAll, describe, expect, test } from 'vitest';
-import { openSink } from '../../src/pipeline/table/sink.js';
-import { openSource } from '../../src/pipeline/table/source.js';
-import { OutputError, type InputRow } from '../../src/pipeline/table/table.js';
+import { openSink } from '../../src/pipeline/io/output/sink.js';
+import { openSource } from '../../src/pipeline/io/source.js';
+import { OutputError, type InputRow } from '../../src/pipeline/io/table.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'uid2-io-sink-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

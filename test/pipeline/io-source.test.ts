@@ -9,9 +9,9 @@ import {
   parseCsvRecords,
   parseDelimiter,
   uniqueHeader,
-} from '../../src/pipeline/table/source.js';
-import { openCsvPieces } from '../../src/pipeline/threads/piece-source.js';
-import { InputError, type InputRow, type OpenSourceOptions, type TableSource } from '../../src/pipeline/table/table.js';
+} from '../../src/pipeline/io/source.js';
+import { openCsvPieces } from '../../src/pipeline/io/csv/piece-source.js';
+import { InputError, type InputRow, type OpenSourceOptions, type TableSource } from '../../src/pipeline/io/table.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'uid2-io-source-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -12,7 +12,7 @@ import {
 } from '../../src/pipeline/optout/optout-sweep.js';
 import { formatOptoutSummary, optoutSummary, verdictLayout } from '../../src/cli/optout-check/optout-check.js';
 import type { ServiceClient } from '../../src/client/index.js';
-import type { InputRow } from '../../src/pipeline/table/table.js';
+import type { InputRow } from '../../src/pipeline/io/table.js';
 
 async function* chunks(rows: string[][], size = 7): AsyncGenerator<InputRow[]> {
   for (let i = 0; i < rows.length; i += size) {

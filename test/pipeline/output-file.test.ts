@@ -21,8 +21,8 @@ import {
   sameFile,
   writeTextAtomically,
   writeThroughTarget,
-} from '../../src/pipeline/table/output-file.js';
-import { openSink } from '../../src/pipeline/table/sink.js';
+} from '../../src/pipeline/io/output/output-file.js';
+import { openSink } from '../../src/pipeline/io/output/sink.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'uid2-output-file-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -6,12 +6,12 @@ import { stringify } from 'csv-stringify/sync';
 import { afterAll, describe, expect, test } from 'vitest';
 import { buildProgram } from '../../src/cli/main.js';
 import { outputFlags } from '../../src/cli/shared/options.js';
-import { formatOfExtension, outputFormatOf } from '../../src/pipeline/table/format-names.js';
-import { rowEncoder } from '../../src/pipeline/table/row-encoders.js';
-import { openSink } from '../../src/pipeline/table/sink.js';
-import { encodeTsvRow } from '../../src/pipeline/table/tsv-encoder.js';
-import { defaultResultPrefixes, sanitizedName } from '../../src/pipeline/table/identifier-columns.js';
-import { timeCell, timeCellOfMs } from '../../src/pipeline/table/typed-cells.js';
+import { formatOfExtension, outputFormatOf } from '../../src/pipeline/io/format-names.js';
+import { rowEncoder } from '../../src/pipeline/io/output/row-encoders.js';
+import { openSink } from '../../src/pipeline/io/output/sink.js';
+import { encodeTsvRow } from '../../src/pipeline/io/output/tsv-encoder.js';
+import { defaultResultPrefixes, sanitizedName } from '../../src/pipeline/map/identifier-columns.js';
+import { timeCell, timeCellOfMs } from '../../src/pipeline/io/typed-cells.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'uid2-output-formats-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

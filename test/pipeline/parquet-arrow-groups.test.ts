@@ -1,9 +1,9 @@
 import { DuckDBInstance } from '@duckdb/node-api';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { ArrowGroups } from '../../src/pipeline/table/parquet-arrow-groups.js';
-import { ARROW_GROUP_BYTES, openParquetSource } from '../../src/pipeline/table/parquet-source.js';
-import { columnCells } from '../../src/pipeline/table/utf8-columns.js';
+import { ArrowGroups } from '../../src/pipeline/io/parquet/parquet-arrow-groups.js';
+import { ARROW_GROUP_BYTES, openParquetSource } from '../../src/pipeline/io/parquet/parquet-source.js';
+import { columnCells } from '../../src/pipeline/io/utf8-columns.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
 const dir = tempDir('parquet-arrow');

@@ -4,9 +4,9 @@ import { pathToFileURL } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { parquetMetadata } from 'hyparquet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { blockRowCount, cellsOfBlock, utf8ColumnsRowBlock, utf8RowBlock } from '../../src/pipeline/table/row-blocks.js';
-import type { OpenSinkOptions, TableSink } from '../../src/pipeline/table/table.js';
-import { openSource } from '../../src/pipeline/table/source.js';
+import { blockRowCount, cellsOfBlock, utf8ColumnsRowBlock, utf8RowBlock } from '../../src/pipeline/io/row-blocks.js';
+import type { OpenSinkOptions, TableSink } from '../../src/pipeline/io/table.js';
+import { openSource } from '../../src/pipeline/io/source.js';
 import { ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
@@ -73,7 +73,7 @@ describe('Parquet output encoded on a worker thread (dist)', () => {
 
   beforeAll(async () => {
     ensureBuilt();
-    const url = pathToFileURL(join(ROOT, 'dist', 'pipeline', 'table', 'parquet-sink.js')).href;
+    const url = pathToFileURL(join(ROOT, 'dist', 'pipeline', 'io', 'parquet', 'parquet-sink.js')).href;
     openParquetSink = ((await import(url)) as { openParquetSink: OpenParquetSink }).openParquetSink;
   });
   afterAll(() => dir.remove());

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { asyncBufferFromFile, parquetMetadata, readOffsetIndex } from 'hyparquet';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
-import { pageLocationsOf } from '../../src/pipeline/table/parquet-pages.js';
-import { openSource } from '../../src/pipeline/table/source.js';
+import { pageLocationsOf } from '../../src/pipeline/io/parquet/parquet-pages.js';
+import { openSource } from '../../src/pipeline/io/source.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
 const dir = tempDir('parquet-pages');

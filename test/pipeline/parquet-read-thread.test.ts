@@ -7,12 +7,12 @@ import type { EngineChunk } from '../../src/pipeline/map/map-engine.js';
 import { prepareRows } from '../../src/pipeline/map/prepare-rows.js';
 import { defaultLayout, outputColumns, outputRows } from '../../src/pipeline/map/result-columns.js';
 import { SLOT } from '../../src/pipeline/map/row-chunk.js';
-import { rowEncoder } from '../../src/pipeline/table/row-encoders.js';
-import { resolveIdentifierColumns } from '../../src/pipeline/table/identifier-columns.js';
-import { openParquetSink } from '../../src/pipeline/table/parquet-sink.js';
-import { utf8RowBlock } from '../../src/pipeline/table/row-blocks.js';
-import { openSource as openHere } from '../../src/pipeline/table/source.js';
-import type { OpenSourceOptions, TableSource } from '../../src/pipeline/table/table.js';
+import { rowEncoder } from '../../src/pipeline/io/output/row-encoders.js';
+import { resolveIdentifierColumns } from '../../src/pipeline/map/identifier-columns.js';
+import { openParquetSink } from '../../src/pipeline/io/parquet/parquet-sink.js';
+import { utf8RowBlock } from '../../src/pipeline/io/row-blocks.js';
+import { openSource as openHere } from '../../src/pipeline/io/source.js';
+import type { OpenSourceOptions, TableSource } from '../../src/pipeline/io/table.js';
 import { ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PartSinks } from '../../src/pipeline/table/part-sinks.js';
+import { PartSinks } from '../../src/pipeline/io/output/part-sinks.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
 const dir = tempDir('part-sinks');

@@ -1,9 +1,9 @@
 import { gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
-import { InputPartsError } from '../../src/pipeline/table/input-parts.js';
-import { openParts } from '../../src/pipeline/table/parts-source.js';
-import { openSource } from '../../src/pipeline/table/source.js';
-import type { TableSource } from '../../src/pipeline/table/table.js';
+import { InputPartsError } from '../../src/pipeline/io/input-parts.js';
+import { openParts } from '../../src/pipeline/io/parts-source.js';
+import { openSource } from '../../src/pipeline/io/source.js';
+import type { TableSource } from '../../src/pipeline/io/table.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
 const dir = tempDir('parts-source');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parsePhoneRegion, sha256Base64 } from '../../src/identity/index.js';
-import { prepareCell, type IdentifierColumn } from '../../src/pipeline/table/identifier-columns.js';
+import { prepareCell, type IdentifierColumn } from '../../src/pipeline/map/identifier-columns.js';
 
 describe('a phone region on an identifier column', () => {
   const phone: IdentifierColumn = { name: 'phone', index: 1, kind: 'phone' };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { prepareColumns, prepareRows } from '../../src/pipeline/map/prepare-rows.js';
-import { resolveIdentifierColumns } from '../../src/pipeline/table/identifier-columns.js';
+import { resolveIdentifierColumns } from '../../src/pipeline/map/identifier-columns.js';
 import { SLOT } from '../../src/pipeline/map/row-chunk.js';
 import { sha256Base64, type PhoneRegion } from '../../src/identity/index.js';
 

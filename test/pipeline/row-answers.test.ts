@@ -5,7 +5,7 @@ import { BucketAnswer, bucketIdOf } from '../../src/pipeline/map/bucket-answer.j
 import { outputRows, outputRowsV2 } from '../../src/pipeline/map/result-columns.js';
 import { RowChunk, SLOT } from '../../src/pipeline/map/row-chunk.js';
 import { packAnswers, unpackAnswers, unpackReasons } from '../../src/pipeline/threads/row-threads.js';
-import { openSink } from '../../src/pipeline/table/sink.js';
+import { openSink } from '../../src/pipeline/io/output/sink.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
 const U = (n: number) => `u${String(n).padStart(42, '0')}=`;

@@ -1,7 +1,7 @@
 import { stringify } from 'csv-stringify/sync';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'csv-parse/sync';
-import { CSV_OPTIONS, encodeCsvRow, rowEncoder } from '../../src/pipeline/table/row-encoders.js';
+import { CSV_OPTIONS, encodeCsvRow, rowEncoder } from '../../src/pipeline/io/output/row-encoders.js';
 import { seeded } from '../helpers/seeded-random.js';
 
 /** What csv-stringify alone writes with the output's options: every row through it. */

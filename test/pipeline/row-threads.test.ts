@@ -4,12 +4,12 @@ import { Readable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ColumnFlags, IdentifierColumn } from '../../src/pipeline/table/identifier-columns.js';
+import type { ColumnFlags, IdentifierColumn } from '../../src/pipeline/map/identifier-columns.js';
 import type { HashCounts } from '../../src/pipeline/hash/hash-rows.js';
 import type { PreparedRows } from '../../src/pipeline/map/prepare-rows.js';
-import type { RowFormat } from '../../src/pipeline/table/row-encoders.js';
+import type { RowFormat } from '../../src/pipeline/io/output/row-encoders.js';
 import type { RowThreads as RowThreadsType } from '../../src/pipeline/threads/row-threads.js';
-import type { InputRow, OpenSourceOptions, SourceProblemCounts } from '../../src/pipeline/table/table.js';
+import type { InputRow, OpenSourceOptions, SourceProblemCounts } from '../../src/pipeline/io/table.js';
 import { ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 import { runCli, serveConnection, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
@@ -18,13 +18,13 @@ import { seeded } from '../helpers/seeded-random.js';
 
 // Worker threads start from compiled JS: the threaded path and the single-threaded path it must match are both
 // taken from dist/, so the two sides are always the same build.
-type SourceModule = typeof import('../../src/pipeline/table/source.js');
-type PiecesModule = typeof import('../../src/pipeline/threads/piece-source.js');
+type SourceModule = typeof import('../../src/pipeline/io/source.js');
+type PiecesModule = typeof import('../../src/pipeline/io/csv/piece-source.js');
 type ThreadsModule = typeof import('../../src/pipeline/threads/row-threads.js');
 type HashModule = typeof import('../../src/pipeline/hash/hash-rows.js');
 type PrepareModule = typeof import('../../src/pipeline/map/prepare-rows.js');
-type EncodersModule = typeof import('../../src/pipeline/table/row-encoders.js');
-type ColumnsModule = typeof import('../../src/pipeline/table/identifier-columns.js');
+type EncodersModule = typeof import('../../src/pipeline/io/output/row-encoders.js');
+type ColumnsModule = typeof import('../../src/pipeline/map/identifier-columns.js');
 
 let source: SourceModule;
 let pieces: PiecesModule;
@@ -42,13 +42,13 @@ const dir = tempDir('uid2-row-threads-');
 
 beforeAll(async () => {
   ensureBuilt();
-  source = await fromDist<SourceModule>('table/source.js');
-  pieces = await fromDist<PiecesModule>('threads/piece-source.js');
+  source = await fromDist<SourceModule>('io/source.js');
+  pieces = await fromDist<PiecesModule>('io/csv/piece-source.js');
   threadsModule = await fromDist<ThreadsModule>('threads/row-threads.js');
   hashing = await fromDist<HashModule>('hash/hash-rows.js');
   preparing = await fromDist<PrepareModule>('map/prepare-rows.js');
-  encoders = await fromDist<EncodersModule>('table/row-encoders.js');
-  columnsModule = await fromDist<ColumnsModule>('table/identifier-columns.js');
+  encoders = await fromDist<EncodersModule>('io/output/row-encoders.js');
+  columnsModule = await fromDist<ColumnsModule>('map/identifier-columns.js');
 });
 afterAll(() => dir.remove());
 

@@ -2,9 +2,9 @@ import { PassThrough, Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { sha256Base64, type PhoneRegion } from '../../src/identity/index.js';
-import { openSink } from '../../src/pipeline/table/sink.js';
-import { openSource } from '../../src/pipeline/table/source.js';
-import { InputError } from '../../src/pipeline/table/table.js';
+import { openSink } from '../../src/pipeline/io/output/sink.js';
+import { openSource } from '../../src/pipeline/io/source.js';
+import { InputError } from '../../src/pipeline/io/table.js';
 import {
   BatchStopped,
   generateTokenBatch,

@@ -2,8 +2,8 @@ import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openParquetSource } from '../../src/pipeline/table/parquet-source.js';
-import { columnCells, utf8Column, type TextCell } from '../../src/pipeline/table/utf8-columns.js';
+import { openParquetSource } from '../../src/pipeline/io/parquet/parquet-source.js';
+import { columnCells, utf8Column, type TextCell } from '../../src/pipeline/io/utf8-columns.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
 const dir = tempDir('utf8-columns');

@@ -6,7 +6,7 @@ import {
   type ColumnFlags,
   type ColumnKind,
   type IdentifierColumn,
-} from '../../pipeline/table/identifier-columns.js';
+} from '../../pipeline/map/identifier-columns.js';
 import {
   addHashCounts,
   emptyHashCounts,
@@ -14,24 +14,24 @@ import {
   hashRows,
   type HashCounts,
 } from '../../pipeline/hash/hash-rows.js';
-import { commitTogether } from '../../pipeline/table/commit-together.js';
-import { rowFormatOf, type RowFormat } from '../../pipeline/table/row-encoders.js';
+import { commitTogether } from '../../pipeline/io/output/commit-together.js';
+import { rowFormatOf, type RowFormat } from '../../pipeline/io/output/row-encoders.js';
 import { RowThreads, YOUNG_GENERATION_MB } from '../../pipeline/threads/row-threads.js';
 import { isPieceSource, openTableInputs, type TableInput } from '../../pipeline/threads/table-input.js';
-import { openSink } from '../../pipeline/table/sink.js';
+import { openSink } from '../../pipeline/io/output/sink.js';
 import { defaultLayout } from '../../pipeline/map/result-columns.js';
 import { keptColumns } from '../../pipeline/map/result-layout.js';
 import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from '../../pipeline/jobs/headerless-input.js';
-import type { HashEncoding } from '../../pipeline/table/hash-cells.js';
-import type { ColumnType } from '../../pipeline/table/typed-cells.js';
-import { requireTextColumns } from '../../pipeline/table/parquet-columns.js';
+import type { HashEncoding } from '../../pipeline/io/output/hash-cells.js';
+import type { ColumnType } from '../../pipeline/io/typed-cells.js';
+import { requireTextColumns } from '../../pipeline/io/parquet/parquet-columns.js';
 import {
   InputError,
   OutputError,
   type OpenSourceOptions,
   type TableInfo,
   type TableSink,
-} from '../../pipeline/table/table.js';
+} from '../../pipeline/io/table.js';
 import { addBadRowOptions, badRowFlags, BadRowsOutput, type BadRowFlags } from '../shared/bad-rows.js';
 import { EXIT, UserError, onInterrupt } from '../shared/exit-codes.js';
 import {
@@ -71,7 +71,7 @@ import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../sh
 export { HASH_FIELDS };
 
 export interface HashFlags extends InputFlags, ColumnFlags, Partial<BadRowFlags> {
-  /** Several inputs, directories or patterns, read as one run (see pipeline/table/input-parts.ts); `input` is the first. */
+  /** Several inputs, directories or patterns, read as one run (see pipeline/io/input-parts.ts); `input` is the first. */
   inputs?: string[];
   /** One output per input in this directory, named as the input (instead of -o). */
   outputDir?: string;

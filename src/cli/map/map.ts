@@ -17,13 +17,13 @@ import {
   resolveIdentifierColumns,
   type ColumnFlags,
   type IdentifierColumn,
-} from '../../pipeline/table/identifier-columns.js';
-import { formatOfExtension } from '../../pipeline/table/format-names.js';
-import { requireTextColumns } from '../../pipeline/table/parquet-columns.js';
-import { commitTogether } from '../../pipeline/table/commit-together.js';
-import { openSink } from '../../pipeline/table/sink.js';
-import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../../pipeline/table/table.js';
-import { closeOnFailure } from '../../pipeline/table/close-on-failure.js';
+} from '../../pipeline/map/identifier-columns.js';
+import { formatOfExtension } from '../../pipeline/io/format-names.js';
+import { requireTextColumns } from '../../pipeline/io/parquet/parquet-columns.js';
+import { commitTogether } from '../../pipeline/io/output/commit-together.js';
+import { openSink } from '../../pipeline/io/output/sink.js';
+import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../../pipeline/io/table.js';
+import { closeOnFailure } from '../../pipeline/io/close-on-failure.js';
 import { isPieceSource, openTableInputs, type TableInput } from '../../pipeline/threads/table-input.js';
 import { isPreparingSource } from '../../pipeline/threads/parquet-read-thread.js';
 import {
@@ -82,7 +82,7 @@ import { openMapState, type MapStateFile } from './map-state.js';
 export interface MapFlags extends ColumnFlags, Partial<BadRowFlags> {
   /** File, '-' for stdin, or undefined (stdin when it is not a terminal). */
   input?: string;
-  /** Several inputs, directories or patterns, read as one run (see pipeline/table/input-parts.ts); `input` is the first. */
+  /** Several inputs, directories or patterns, read as one run (see pipeline/io/input-parts.ts); `input` is the first. */
   inputs?: string[];
   /** One output per input in this directory, named as the input (instead of -o). */
   outputDir?: string;

@@ -16,10 +16,10 @@ import {
   sweepStateOptouts,
   type SweptRawUid,
 } from '../../pipeline/optout/optout-sweep.js';
-import { openParts } from '../../pipeline/table/parts-source.js';
-import type { InputRow, TableSink, TableSource } from '../../pipeline/table/table.js';
-import { closeOnFailure } from '../../pipeline/table/close-on-failure.js';
-import { resultHeader } from '../../pipeline/table/identifier-columns.js';
+import { openParts } from '../../pipeline/io/parts-source.js';
+import type { InputRow, TableSink, TableSource } from '../../pipeline/io/table.js';
+import { closeOnFailure } from '../../pipeline/io/close-on-failure.js';
+import { resultHeader } from '../../pipeline/map/identifier-columns.js';
 import { openState } from '../../state/index.js';
 import {
   connect as connectService,
@@ -33,9 +33,9 @@ import { addBadRowOptions, badRowFlags, BadRowsOutput, type BadRowFlags } from '
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
-import type { ColumnType, TimeFormat, TypedHeader } from '../../pipeline/table/typed-cells.js';
-import { hashCell, type HashEncoding } from '../../pipeline/table/hash-cells.js';
-import { requireTextColumns } from '../../pipeline/table/parquet-columns.js';
+import type { ColumnType, TimeFormat, TypedHeader } from '../../pipeline/io/typed-cells.js';
+import { hashCell, type HashEncoding } from '../../pipeline/io/output/hash-cells.js';
+import { requireTextColumns } from '../../pipeline/io/parquet/parquet-columns.js';
 import {
   addConnectionOptions,
   addOutputOptions,
@@ -70,7 +70,7 @@ import { formatCount, formatDuration, makeSummary, type RunSummary } from '../sh
 export interface OptoutCheckFlags extends Partial<BadRowFlags> {
   /** File, '-' for stdin, or undefined (stdin when it is not a terminal, unless --state). */
   input?: string;
-  /** Several inputs, directories or patterns, read as one run (see pipeline/table/input-parts.ts); `input` is the first. */
+  /** Several inputs, directories or patterns, read as one run (see pipeline/io/input-parts.ts); `input` is the first. */
   inputs?: string[];
   /** --col, repeatable: every column named is checked. */
   cols?: string[];

@@ -2,7 +2,7 @@
 import type { ServiceClient } from '../../client/index.js';
 import type { ConnectionFlags } from '../../config/index.js';
 import type { RemapResult } from '../../pipeline/remap/remap-engine.js';
-import type { TableSink } from '../../pipeline/table/table.js';
+import type { TableSink } from '../../pipeline/io/table.js';
 import type { StateStore } from '../../state/types.js';
 import type { CommandDeps, Say } from '../shared/command-context.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';

@@ -1,7 +1,7 @@
 /** `--on-bad-row fail|skip` and `--bad-rows FILE`: records that cannot be read, skipped, listed and counted. */
 import { Option, type Command } from 'commander';
-import { openSink } from '../../pipeline/table/sink.js';
-import type { BadRecord, PreparedOutput, TableSink } from '../../pipeline/table/table.js';
+import { openSink } from '../../pipeline/io/output/sink.js';
+import type { BadRecord, PreparedOutput, TableSink } from '../../pipeline/io/table.js';
 import { EXIT } from './exit-codes.js';
 import { formatCount } from './summary.js';
 

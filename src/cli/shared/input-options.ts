@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
-import type { ColumnFlags, ColumnKind } from '../../pipeline/table/identifier-columns.js';
-import { expandInputs, InputPartsError } from '../../pipeline/table/input-parts.js';
+import type { ColumnFlags, ColumnKind } from '../../pipeline/map/identifier-columns.js';
+import { expandInputs, InputPartsError } from '../../pipeline/io/input-parts.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { collectRepeated } from './repeated-flags.js';
 import { quoted } from './user-values.js';

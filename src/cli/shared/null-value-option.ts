@@ -1,6 +1,6 @@
 // --null-value S: cells, besides the empty one and \N, that stand for no identifier (NULL as a database unload wrote it).
 import type { Command } from 'commander';
-import type { IdentifierColumn } from '../../pipeline/table/identifier-columns.js';
+import type { IdentifierColumn } from '../../pipeline/map/identifier-columns.js';
 import { collectRepeated } from './repeated-flags.js';
 
 export function addNullValueOption(cmd: Command): Command {

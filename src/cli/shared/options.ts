@@ -1,8 +1,8 @@
 import { Option, type Command } from 'commander';
 import { DEFAULT_ENV, environmentNames, type ConnectionFlags } from '../../config/index.js';
-import { OUTPUT_FORMAT_CHOICES, outputFormatOf, type OutputFormatName } from '../../pipeline/table/format-names.js';
-import { HASH_ENCODINGS, type HashEncoding } from '../../pipeline/table/hash-cells.js';
-import { TIME_FORMATS, type TimeFormat } from '../../pipeline/table/typed-cells.js';
+import { OUTPUT_FORMAT_CHOICES, outputFormatOf, type OutputFormatName } from '../../pipeline/io/format-names.js';
+import { HASH_ENCODINGS, type HashEncoding } from '../../pipeline/io/output/hash-cells.js';
+import { TIME_FORMATS, type TimeFormat } from '../../pipeline/io/typed-cells.js';
 import { UserError } from './exit-codes.js';
 
 /**

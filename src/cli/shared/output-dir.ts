@@ -2,10 +2,10 @@
 import { statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Command } from 'commander';
-import type { ColumnType } from '../../pipeline/table/typed-cells.js';
-import { PartSinks } from '../../pipeline/table/part-sinks.js';
-import { isPartsSource } from '../../pipeline/table/parts-source.js';
-import type { TableInfo } from '../../pipeline/table/table.js';
+import type { ColumnType } from '../../pipeline/io/typed-cells.js';
+import { PartSinks } from '../../pipeline/io/output/part-sinks.js';
+import { isPartsSource } from '../../pipeline/io/parts-source.js';
+import type { TableInfo } from '../../pipeline/io/table.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { quoted } from './user-values.js';
 

@@ -1,7 +1,7 @@
 // Refuses, before anything is read, an output path that is an input or another output of the same run.
 import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { fileIdentity, sameFile, writeThroughTarget, type FileIdentity } from '../../pipeline/table/output-file.js';
+import { fileIdentity, sameFile, writeThroughTarget, type FileIdentity } from '../../pipeline/io/output/output-file.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { mayHoldSummary } from './summary-file.js';
 import { quoted } from './user-values.js';

@@ -3,7 +3,7 @@
 import type { Command } from 'commander';
 import type { ResolvedConfig } from '../../config/index.js';
 import { parsePhoneRegion, PhoneRegionError, type PhoneRegion } from '../../identity/index.js';
-import { ColumnError, findColumn, type IdentifierColumn } from '../../pipeline/table/identifier-columns.js';
+import { ColumnError, findColumn, type IdentifierColumn } from '../../pipeline/map/identifier-columns.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { PHONE_REGION_COL_HELP, phoneRegionHelp } from './phone-region-flag.js';
 

@@ -1,10 +1,10 @@
 import type { ClientStats, ServiceClient } from '../../client/index.js';
 import type { RemapChange, RemapOptions } from '../../pipeline/remap/remap-engine.js';
 import { deliveringOutput } from '../../pipeline/run/change-journal.js';
-import { commitTogether, type RunOutput } from '../../pipeline/table/commit-together.js';
-import { openSink } from '../../pipeline/table/sink.js';
-import type { TableSink } from '../../pipeline/table/table.js';
-import type { TypedHeader } from '../../pipeline/table/typed-cells.js';
+import { commitTogether, type RunOutput } from '../../pipeline/io/output/commit-together.js';
+import { openSink } from '../../pipeline/io/output/sink.js';
+import type { TableSink } from '../../pipeline/io/table.js';
+import type { TypedHeader } from '../../pipeline/io/typed-cells.js';
 import type { ChangeKind, StateStore } from '../../state/types.js';
 import { EXIT } from './exit-codes.js';
 import type { CommandDeps } from './command-context.js';

@@ -1,4 +1,4 @@
-import { writeTextAtomically } from '../../pipeline/table/output-file.js';
+import { writeTextAtomically } from '../../pipeline/io/output/output-file.js';
 
 export interface StatusCounts {
   mapped: number;

@@ -1,6 +1,6 @@
 // `uid2-batch state export FILE`: the entries of a state file as CSV or JSONL: hashes, raw UIDs, r and status.
-import { hashCell } from '../../pipeline/table/hash-cells.js';
-import { openSink } from '../../pipeline/table/sink.js';
+import { hashCell } from '../../pipeline/io/output/hash-cells.js';
+import { openSink } from '../../pipeline/io/output/sink.js';
 import { sinkCompression, type OutputFlags } from '../shared/options.js';
 import { openStateForReading } from './state-file.js';
 

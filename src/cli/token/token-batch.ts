@@ -1,8 +1,8 @@
 import { chmodSync } from 'node:fs';
-import { closeOnFailure } from '../../pipeline/table/close-on-failure.js';
-import { openSink as defaultOpenSink } from '../../pipeline/table/sink.js';
-import { openSource as defaultOpenSource } from '../../pipeline/table/source.js';
-import { InputError, type TableSource } from '../../pipeline/table/table.js';
+import { closeOnFailure } from '../../pipeline/io/close-on-failure.js';
+import { openSink as defaultOpenSink } from '../../pipeline/io/output/sink.js';
+import { openSource as defaultOpenSource } from '../../pipeline/io/source.js';
+import { InputError, type TableSource } from '../../pipeline/io/table.js';
 import {
   BatchStopped,
   generateTokenBatch,

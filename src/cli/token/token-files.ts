@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { removeStaleTemps, tempPathFor, writeThroughTarget } from '../../pipeline/table/output-file.js';
+import { removeStaleTemps, tempPathFor, writeThroughTarget } from '../../pipeline/io/output/output-file.js';
 import type { TokenIdentity } from '../../pipeline/tokens/tokens.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 

@@ -7,8 +7,8 @@ import {
   nextCheckSinceMs,
   sinceTimestamp,
 } from '../../pipeline/v2/rotated-buckets.js';
-import { openSink } from '../../pipeline/table/sink.js';
-import type { TableSink } from '../../pipeline/table/table.js';
+import { openSink } from '../../pipeline/io/output/sink.js';
+import type { TableSink } from '../../pipeline/io/table.js';
 import { parseInstantMs } from '../../protocol/index.js';
 import { openState } from '../../state/index.js';
 import type { StateStore } from '../../state/types.js';

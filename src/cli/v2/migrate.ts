@@ -8,7 +8,7 @@ import {
   changeCells,
   replayRemapChanges,
 } from '../../pipeline/remap/remap-engine.js';
-import type { TableSink } from '../../pipeline/table/table.js';
+import type { TableSink } from '../../pipeline/io/table.js';
 import { openState } from '../../state/index.js';
 import type { StateStore } from '../../state/types.js';
 import {

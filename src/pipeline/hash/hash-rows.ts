@@ -1,7 +1,7 @@
-import { hashCell, type HashEncoding } from '../table/hash-cells.js';
+import { hashCell, type HashEncoding } from '../io/output/hash-cells.js';
 import { needsPhoneRegion } from '../../identity/index.js';
-import { countryCellOf, isMissingCell, prepareCell, type IdentifierColumn } from '../table/identifier-columns.js';
-import { rowProblemInvalidates, rowProblemReason, type InputRow } from '../table/table.js';
+import { countryCellOf, isMissingCell, prepareCell, type IdentifierColumn } from '../map/identifier-columns.js';
+import { rowProblemInvalidates, rowProblemReason, type InputRow } from '../io/table.js';
 
 /** The columns `hash` adds per identifier column (prefixed `<column>_` when there are several). */
 export const HASH_FIELDS = ['hash', 'hash_type', 'status', 'reason'] as const;

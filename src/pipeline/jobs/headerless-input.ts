@@ -1,9 +1,9 @@
 /** A one-column CSV whose first line is an email or a phone, not a header: read as headerless, that line a row. */
 import { prepareIdentifier } from '../../identity/index.js';
-import type { ColumnFlags, IdentifierColumn } from '../table/identifier-columns.js';
-import { resolveFormat } from '../table/source.js';
-import type { InputRow, OpenSourceOptions, TableSource } from '../table/table.js';
-import type { CsvPieceSource } from '../threads/piece-source.js';
+import type { ColumnFlags, IdentifierColumn } from '../map/identifier-columns.js';
+import { resolveFormat } from '../io/source.js';
+import type { InputRow, OpenSourceOptions, TableSource } from '../io/table.js';
+import type { CsvPieceSource } from '../io/csv/piece-source.js';
 import { isPieceSource, type TableInput } from '../threads/table-input.js';
 
 /**

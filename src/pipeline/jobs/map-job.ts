@@ -11,9 +11,9 @@ import {
 import { defaultLayout, outputColumns, outputRows, outputRowsV2, type ResultLayout } from '../map/result-columns.js';
 import type { RowChunk } from '../map/row-chunk.js';
 import type { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
-import { rowFormatOf } from '../table/row-encoders.js';
-import type { InputRow, TableSink, TableSource } from '../table/table.js';
-import type { ColumnType, TypedHeader } from '../table/typed-cells.js';
+import { rowFormatOf } from '../io/output/row-encoders.js';
+import type { InputRow, TableSink, TableSource } from '../io/table.js';
+import type { ColumnType, TypedHeader } from '../io/typed-cells.js';
 import { EncodedWrites, RowThreads, YOUNG_GENERATION_MB } from '../threads/row-threads.js';
 import { isPreparingSource } from '../threads/parquet-read-thread.js';
 import { isPieceSource, type TableInput } from '../threads/table-input.js';

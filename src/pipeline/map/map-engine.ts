@@ -9,7 +9,7 @@ import {
 } from '../../protocol/index.js';
 import { STATUS_CODE } from '../../state/schema.js';
 import type { EntryUpdate } from '../../state/types.js';
-import type { IdentifierColumn } from '../table/identifier-columns.js';
+import type { IdentifierColumn } from './identifier-columns.js';
 import { prepareRows, type PreparedRows } from './prepare-rows.js';
 import { BatchBuilder, batchRequest, batchItemCount, type MapBatch } from './batcher.js';
 import { BucketAnswer, mappedOutcome } from './bucket-answer.js';
@@ -19,7 +19,7 @@ import { DistinctEstimate } from './distinct-count.js';
 import { Reassembler } from './reassembler.js';
 import { RowChunk, SLOT, type RowTicket } from './row-chunk.js';
 import type { StoredEntries } from './state-thread.js';
-import type { InputRow } from '../table/table.js';
+import type { InputRow } from '../io/table.js';
 import { asError, RunLifecycle, type RunOutcome } from '../run/run-lifecycle.js';
 
 /** An identifier column of the input, as the engine reads it (resolved from flags by table/identifier-columns.ts). */

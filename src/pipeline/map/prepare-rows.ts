@@ -1,7 +1,7 @@
 import { needsPhoneRegion } from '../../identity/index.js';
-import { countryCellOf, isMissingCell, prepareCell, type IdentifierColumn } from '../table/identifier-columns.js';
+import { countryCellOf, isMissingCell, prepareCell, type IdentifierColumn } from './identifier-columns.js';
 import { SLOT } from './row-chunk.js';
-import { rowProblemInvalidates, rowProblemReason, type InputRow, type RowProblem } from '../table/table.js';
+import { rowProblemInvalidates, rowProblemReason, type InputRow, type RowProblem } from '../io/table.js';
 
 /**
  * What each identifier cell of a block of rows is before anything is sent: valid (with its DII type and hash),

@@ -1,7 +1,7 @@
 /** The result columns of an answered chunk as columns of UTF-8 bytes, written straight from its packed answers. */
-import type { ByteColumn } from '../table/row-blocks.js';
-import { hashCell } from '../table/hash-cells.js';
-import { timeCell, type TimeFormat } from '../table/typed-cells.js';
+import type { ByteColumn } from '../io/row-blocks.js';
+import { hashCell } from '../io/output/hash-cells.js';
+import { timeCell, type TimeFormat } from '../io/typed-cells.js';
 import type { ResultLayout, SentHashes } from './result-columns.js';
 import { SLOT, SLOT_STATUS_NAMES } from './row-chunk.js';
 

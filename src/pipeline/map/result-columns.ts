@@ -1,10 +1,10 @@
 /** The output of `map`: which columns it has, of which types, and the cells of an answered chunk's rows. */
 import { bucketIdOf } from './bucket-answer.js';
 import type { PreparedRows } from './prepare-rows.js';
-import { defaultResultPrefixes, resultHeader } from '../table/identifier-columns.js';
+import { defaultResultPrefixes, resultHeader } from './identifier-columns.js';
 import { SLOT, SLOT_STATUS_NAMES, type RowChunk } from './row-chunk.js';
-import { hashCell, type HashEncoding } from '../table/hash-cells.js';
-import { timeCell, timeType, type ColumnType, type TimeFormat, type TypedHeader } from '../table/typed-cells.js';
+import { hashCell, type HashEncoding } from '../io/output/hash-cells.js';
+import { timeCell, timeType, type ColumnType, type TimeFormat, type TypedHeader } from '../io/typed-cells.js';
 import type { MappedV3 } from '../../protocol/index.js';
 
 /** The columns added per identifier column, after the input's own. */

@@ -1,7 +1,7 @@
 /** The output layout a user asked for (--keep, --drop-input-columns, --result-prefix, --emit-hash, --hash-encoding, --time-format), checked against the input. */
-import { ColumnError, findColumn, resultPrefix, type IdentifierColumn } from '../table/identifier-columns.js';
-import type { HashEncoding } from '../table/hash-cells.js';
-import type { TimeFormat } from '../table/typed-cells.js';
+import { ColumnError, findColumn, resultPrefix, type IdentifierColumn } from './identifier-columns.js';
+import type { HashEncoding } from '../io/output/hash-cells.js';
+import type { TimeFormat } from '../io/typed-cells.js';
 import { defaultLayout, type ResultLayout } from './result-columns.js';
 
 export interface LayoutRequest {

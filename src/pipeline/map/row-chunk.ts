@@ -1,5 +1,5 @@
 import type { MappedV3 } from '../../protocol/index.js';
-import type { InputRow } from '../table/table.js';
+import type { InputRow } from '../io/table.js';
 
 /** What became of one identifier cell. Numbers, so a chunk keeps them in one typed array. */
 export const SLOT = {

@@ -4,8 +4,8 @@ import { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
 import { asError, RunLifecycle, type RunOutcome } from '../run/run-lifecycle.js';
 import type { OptedOutRawUid, OptoutCandidate, OptoutCursor, PendingChange, StateStore } from '../../state/types.js';
 import { parseJournalRow, replayPendingChanges, type ChangeJournal } from '../run/change-journal.js';
-import { rowProblemInvalidates, rowProblemReason, type InputRow } from '../table/table.js';
-import { timeCellOfMs, timeType, type ColumnType, type TimeFormat } from '../table/typed-cells.js';
+import { rowProblemInvalidates, rowProblemReason, type InputRow } from '../io/table.js';
+import { timeCellOfMs, timeType, type ColumnType, type TimeFormat } from '../io/typed-cells.js';
 
 /** Asks POST /v2/optout/status about up to 5,000 raw UIDs (with the client's retries); only opted-out ones come back. */
 export type OptoutStatusFn = (rawUids: string[], signal: AbortSignal) => Promise<OptedOutItem[]>;

@@ -11,8 +11,8 @@ import { bucketIdOf, mappedOutcome } from '../map/bucket-answer.js';
 import { parseJournalRow, replayPendingChanges, type ChangeJournal } from '../run/change-journal.js';
 import { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
 import { asError, RunLifecycle, type RunOutcome } from '../run/run-lifecycle.js';
-import { hashCell, type HashEncoding } from '../table/hash-cells.js';
-import { timeCell, timeType, type TimeFormat, type TypedHeader } from '../table/typed-cells.js';
+import { hashCell, type HashEncoding } from '../io/output/hash-cells.js';
+import { timeCell, timeType, type TimeFormat, type TypedHeader } from '../io/typed-cells.js';
 
 /** What remap needs from the state file: pages of due entries through the `r` index, one transaction per batch. */
 export type RemapState = Pick<StateStore, 'selectDue' | 'commitBatch'>;

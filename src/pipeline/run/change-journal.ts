@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import type { ChangeKind, PendingChange, StateStore } from '../../state/types.js';
-import type { RunOutput } from '../table/commit-together.js';
-import type { PreparedOutput, SealedOutput, TableSink } from '../table/table.js';
+import type { RunOutput } from '../io/output/commit-together.js';
+import type { PreparedOutput, SealedOutput, TableSink } from '../io/table.js';
 
 /**
  * The pending changes of the state file as a run's output sees them. Change rows are journaled with the commit

@@ -13,11 +13,11 @@ import {
   openParquetSource,
   type ParquetFileSource,
   type Utf8Chunk,
-} from '../table/parquet-source.js';
-import { utf8ColumnsRowBlock, utf8RowBlock } from '../table/row-blocks.js';
-import { packRows, rowEncoder } from '../table/row-encoders.js';
-import type { InputRow } from '../table/table.js';
-import { columnCells, type Utf8Column } from '../table/utf8-columns.js';
+} from '../io/parquet/parquet-source.js';
+import { utf8ColumnsRowBlock, utf8RowBlock } from '../io/row-blocks.js';
+import { packRows, rowEncoder } from '../io/output/row-encoders.js';
+import type { InputRow } from '../io/table.js';
+import { columnCells, type Utf8Column } from '../io/utf8-columns.js';
 import { serveTasks, type TaskResult } from '../workers/worker-pool.js';
 import type { ParquetReadAnswer, ParquetReadConfig, ParquetReadTask } from './parquet-read-thread.js';
 import { unpackAnswers, unpackReasons } from './row-threads.js';
@@ -42,7 +42,7 @@ const fileEncoder = (() => {
   const format = output?.format;
   if (format === undefined || format.format !== 'parquet' || format.file === undefined) return undefined;
   const layout = format.file;
-  return import('../table/parquet-encoder.js').then(({ ParquetEncoder }) => new ParquetEncoder(layout));
+  return import('../io/parquet/parquet-encoder.js').then(({ ParquetEncoder }) => new ParquetEncoder(layout));
 })();
 fileEncoder?.catch(() => undefined);
 

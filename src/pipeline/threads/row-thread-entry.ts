@@ -7,7 +7,7 @@ import { workerData } from 'node:worker_threads';
 import { emptyHashCounts, hashRows } from '../hash/hash-rows.js';
 import { prepareRows } from '../map/prepare-rows.js';
 import { outputRows, outputRowsV2, type AnsweredRows, type SentHashes } from '../map/result-columns.js';
-import { encodeCsvRow, rowEncoder } from '../table/row-encoders.js';
+import { encodeCsvRow, rowEncoder } from '../io/output/row-encoders.js';
 import {
   unpackAnswers,
   unpackReasons,
@@ -15,8 +15,8 @@ import {
   type RowThreadConfig,
   type RowThreadTask,
 } from './row-threads.js';
-import { fitRow, parseCsvPiece, plainPieceLines } from '../table/source.js';
-import type { InputRow, SourceProblemCounts } from '../table/table.js';
+import { fitRow, parseCsvPiece, plainPieceLines } from '../io/source.js';
+import type { InputRow, SourceProblemCounts } from '../io/table.js';
 import { serveTasks } from '../workers/worker-pool.js';
 
 const config = workerData as RowThreadConfig;

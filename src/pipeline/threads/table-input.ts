@@ -1,10 +1,10 @@
 /** Opens an input for a run: as pieces of CSV for the row threads, or as parsed rows. */
-import { openParts } from '../table/parts-source.js';
-import type { ParquetTableSource } from '../table/parquet-source.js';
-import { openSource, resolveFormat } from '../table/source.js';
-import type { OpenSourceOptions, TableSource } from '../table/table.js';
+import { openParts } from '../io/parts-source.js';
+import type { ParquetTableSource } from '../io/parquet/parquet-source.js';
+import { openSource, resolveFormat } from '../io/source.js';
+import type { OpenSourceOptions, TableSource } from '../io/table.js';
 import { parquetReadThreadAvailable, ParquetThreadSource } from './parquet-read-thread.js';
-import { openCsvPieces, type CsvPieceSource } from './piece-source.js';
+import { openCsvPieces, type CsvPieceSource } from '../io/csv/piece-source.js';
 import { RowThreads } from './row-threads.js';
 
 /** An input as parsed rows, or, for the row threads to parse, as pieces of CSV. */

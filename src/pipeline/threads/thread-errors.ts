@@ -1,5 +1,5 @@
 /** Errors thrown in a worker thread, turned back into the main thread's own error types. */
-import { InputError } from '../table/table.js';
+import { InputError } from '../io/table.js';
 import type { ThrownInWorker } from '../workers/worker-pool.js';
 
 /**

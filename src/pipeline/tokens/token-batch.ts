@@ -16,8 +16,8 @@ import {
   type InputRow,
   type TableSink,
   type TableSource,
-} from '../table/table.js';
-import { NULL_MARKER } from '../table/identifier-columns.js';
+} from '../io/table.js';
+import { NULL_MARKER } from '../map/identifier-columns.js';
 import { classifyFailure, prepareTokenInput, type Failure, type PreparedTokenInput } from './tokens.js';
 
 /**

@@ -1,6 +1,6 @@
 /** One output per input part (`--output-dir`): the rows of a run over many parts, cut back into their parts. */
 import { openSink } from './sink.js';
-import type { OpenSinkOptions, PreparedOutput, TableSink } from './table.js';
+import type { OpenSinkOptions, PreparedOutput, TableSink } from '../table.js';
 
 /** How the output of one part is opened: its path, and its format and column types. */
 export type PartSinkOptions = Omit<OpenSinkOptions, 'stream' | 'threads'> & { path: string };

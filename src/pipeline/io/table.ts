@@ -3,7 +3,7 @@
  * Everything here is a string: cells are never cast, so a phone `+1...` or a hash keeps its exact text.
  */
 
-import type { ParquetLayout } from './parquet-encoder.js';
+import type { ParquetLayout } from './parquet/parquet-encoder.js';
 import type { ColumnType } from './typed-cells.js';
 
 /**

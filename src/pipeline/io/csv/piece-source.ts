@@ -6,8 +6,8 @@ import {
   parseDelimiter,
   uniqueHeader,
   type CsvSettings,
-} from '../table/source.js';
-import { InputError, type OpenSourceOptions, type SourceProblemCounts, type TableInfo } from '../table/table.js';
+} from '../source.js';
+import { InputError, type OpenSourceOptions, type SourceProblemCounts, type TableInfo } from '../table.js';
 
 /** Bytes per piece handed to a worker thread: big enough that a task's fixed cost is noise, small enough to spread. */
 const PIECE_BYTES = 256 * 1024;

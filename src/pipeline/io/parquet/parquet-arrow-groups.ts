@@ -2,7 +2,7 @@
 import { openAsBlob } from 'node:fs';
 import { tableFromIPC, Type } from 'apache-arrow';
 import type { ParquetFile, RecordBatch } from 'parquet-wasm';
-import { type Utf8Chunk, utf8ColumnOfRuns } from './utf8-columns.js';
+import { type Utf8Chunk, utf8ColumnOfRuns } from '../utf8-columns.js';
 
 /**
  * Rows per batch that the decoder hands over: several chunks at once, so each crossing out of WebAssembly

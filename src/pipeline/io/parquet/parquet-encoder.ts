@@ -20,8 +20,8 @@ import {
 import { parquetMetadata } from 'hyparquet';
 import { Compression, EnabledStatistics, Table as WasmTable, WriterPropertiesBuilder } from 'parquet-wasm';
 import { ParquetStreamWriter } from './parquet-stream-writer.js';
-import { type RowBlockView, utf8RowBlock, viewOfBlock } from './row-blocks.js';
-import type { ColumnType } from './typed-cells.js';
+import { type RowBlockView, utf8RowBlock, viewOfBlock } from '../row-blocks.js';
+import type { ColumnType } from '../typed-cells.js';
 
 /** What an encoder needs to know; plain data, so it can be handed to a worker thread. */
 export interface ParquetLayout {

@@ -5,7 +5,7 @@
  */
 import { workerData } from 'node:worker_threads';
 import { ParquetEncoder, type ParquetLayout } from './parquet-encoder.js';
-import { serveTasks } from '../workers/worker-pool.js';
+import { serveTasks } from '../../workers/worker-pool.js';
 
 /** A task: rows to add (a block made by utf8RowBlock()), or the end of the file. */
 export type ParquetEncodeTask = { block: Uint8Array } | { end: true };

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { lstatSync, readdirSync, readlinkSync, realpathSync, statSync, unlinkSync } from 'node:fs';
 import { type FileHandle, open, rename, rm, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
-import { OutputError, type PreparedOutput, type SealedOutput } from './table.js';
+import { OutputError, type PreparedOutput, type SealedOutput } from '../table.js';
 
 /** Symlinks followed at most, as the kernel's own limit; a longer chain is a loop. */
 const MAX_SYMLINK_HOPS = 40;

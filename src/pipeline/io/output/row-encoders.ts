@@ -1,6 +1,6 @@
 import { stringify } from 'csv-stringify/sync';
 import { encodeTsvRows } from './tsv-encoder.js';
-import type { ColumnType } from './typed-cells.js';
+import type { ColumnType } from '../typed-cells.js';
 
 /** Output rows to text: the same function inline and in an encoding worker, so the bytes cannot differ. */
 export type RowEncoder = (rows: readonly (readonly string[])[]) => string;

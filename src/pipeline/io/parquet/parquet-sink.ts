@@ -3,12 +3,12 @@ import { unlink, type FileHandle } from 'node:fs/promises';
 import type { ParquetEncodeTask } from './parquet-encode-thread-entry.js';
 import { ParquetCellError } from './parquet-cell-error.js';
 import type { ParquetEncoder, ParquetLayout } from './parquet-encoder.js';
-import { fileFailure, finalModeFor, openOutputTemp, preparedFile } from './output-file.js';
-import { blockRowCount, utf8RowBlock } from './row-blocks.js';
-import { OutputError, type OpenSinkOptions, type PreparedOutput, type SealedOutput, type TableSink } from './table.js';
-import type { ColumnType } from './typed-cells.js';
-import { WorkerPool, type ThrownInWorker } from '../workers/worker-pool.js';
-import { compiledScriptPresent } from '../workers/compiled-script.js';
+import { fileFailure, finalModeFor, openOutputTemp, preparedFile } from '../output/output-file.js';
+import { blockRowCount, utf8RowBlock } from '../row-blocks.js';
+import { OutputError, type OpenSinkOptions, type PreparedOutput, type SealedOutput, type TableSink } from '../table.js';
+import type { ColumnType } from '../typed-cells.js';
+import { WorkerPool, type ThrownInWorker } from '../../workers/worker-pool.js';
+import { compiledScriptPresent } from '../../workers/compiled-script.js';
 
 /**
  * Rows held before they are written as one row group. The writer holds a group's encoded pages in its

@@ -1,5 +1,5 @@
 /** The outputs of one run renamed into place together, and only once every one of them is complete. */
-import type { PreparedOutput } from './table.js';
+import type { PreparedOutput } from '../table.js';
 
 /** An output that can be committed or dropped: a TableSink, the --bad-rows list, the outputs of --output-dir. */
 export interface RunOutput {

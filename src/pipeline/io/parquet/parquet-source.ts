@@ -13,7 +13,7 @@ import {
 import { compressors } from 'hyparquet-compressors';
 import type { ArrowGroups } from './parquet-arrow-groups.js';
 import { pageLocationsOf, type PageLocation } from './parquet-pages.js';
-import { cellString, columnCells, type TextCell, type Utf8Chunk, utf8Column } from './utf8-columns.js';
+import { cellString, columnCells, type TextCell, type Utf8Chunk, utf8Column } from '../utf8-columns.js';
 import {
   openFailure,
   InputError,
@@ -22,7 +22,7 @@ import {
   type OpenSourceOptions,
   type SourceProblemCounts,
   type TableSource,
-} from './table.js';
+} from '../table.js';
 import type { ParquetColumn } from './parquet-columns.js';
 
 const DEFAULT_CHUNK_ROWS = 2000;
@@ -47,7 +47,7 @@ export const ARROW_GROUP_BYTES = 16 * 1024 * 1024;
 
 export type { ParquetColumn, ParquetColumnKind } from './parquet-columns.js';
 export { requireTextColumns } from './parquet-columns.js';
-export type { Utf8Chunk } from './utf8-columns.js';
+export type { Utf8Chunk } from '../utf8-columns.js';
 
 /** A Parquet input: a table source that also says what type each column has. */
 export interface ParquetTableSource extends TableSource {

@@ -4,7 +4,7 @@
  */
 import { workerData } from 'node:worker_threads';
 import { rowEncoder, unpackRows, type PackedRows, type RowFormat } from './row-encoders.js';
-import { serveTasks } from '../workers/worker-pool.js';
+import { serveTasks } from '../../workers/worker-pool.js';
 
 const encode = rowEncoder(workerData as RowFormat);
 const utf8 = new TextEncoder();

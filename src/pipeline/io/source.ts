@@ -28,7 +28,7 @@ const READ_CHUNK_BYTES = 64 * 1024;
 export async function openSource(opts: OpenSourceOptions): Promise<TableSource> {
   const format = resolveFormat(opts);
   // the Parquet reader is loaded only for a Parquet input: a CSV run (and every row thread) goes without it
-  if (format === 'parquet') return (await import('./parquet-source.js')).openParquetSource(opts);
+  if (format === 'parquet') return (await import('./parquet/parquet-source.js')).openParquetSource(opts);
   const input = await ByteInput.open(opts);
   const chunkRows = Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS);
   const bad = opts.onBadRecord !== undefined ? new BadRecords(input.name, opts.onBadRecord) : undefined;
@@ -709,7 +709,7 @@ export function overlongLine(name: string, line: number | undefined): InputError
   );
 }
 
-/** A record-aligned piece of a CSV input (threads/piece-cutter.ts): its bytes and the line its first byte is on. */
+/** A record-aligned piece of a CSV input (io/csv/piece-cutter.ts): its bytes and the line its first byte is on. */
 export interface CsvPieceInput {
   bytes: Uint8Array;
   startLine: number;

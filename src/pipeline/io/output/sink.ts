@@ -9,9 +9,9 @@ import {
   type RowEncoder,
   type RowFormat,
 } from './row-encoders.js';
-import { OutputError, type OpenSinkOptions, type PreparedOutput, type SealedOutput, type TableSink } from './table.js';
-import { WorkerPool } from '../workers/worker-pool.js';
-import { compiledScriptPresent } from '../workers/compiled-script.js';
+import { OutputError, type OpenSinkOptions, type PreparedOutput, type SealedOutput, type TableSink } from '../table.js';
+import { WorkerPool } from '../../workers/worker-pool.js';
+import { compiledScriptPresent } from '../../workers/compiled-script.js';
 import { fileFailure, finalModeFor, openOutputTemp, preparedFile } from './output-file.js';
 import { GzipMembers } from './gzip-members.js';
 
@@ -24,7 +24,7 @@ import { GzipMembers } from './gzip-members.js';
  */
 export async function openSink(opts: OpenSinkOptions): Promise<TableSink> {
   // the Parquet writer is loaded only for a Parquet output
-  if (opts.format === 'parquet') return (await import('./parquet-sink.js')).openParquetSink(opts);
+  if (opts.format === 'parquet') return (await import('../parquet/parquet-sink.js')).openParquetSink(opts);
   const gzip = compressionOf(opts) === 'gzip';
   const format: RowFormat = rowFormatOf(opts.format, opts.header, opts.types);
   const encode = rowEncoder(format);

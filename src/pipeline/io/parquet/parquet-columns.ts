@@ -1,5 +1,5 @@
 /** The column types of a Parquet input, and the check that identifier columns hold text; no Parquet reader needed. */
-import { InputError } from './table.js';
+import { InputError } from '../table.js';
 
 /** What a top-level column of a Parquet file holds: text, another scalar type, or a nested structure. */
 export type ParquetColumnKind = 'string' | 'scalar' | 'nested';
