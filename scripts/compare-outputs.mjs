@@ -103,9 +103,10 @@ function defaultBase() {
 }
 
 /** Checks `ref` out in a temporary worktree and builds it there; returns the worktree's path. */
-function buildBase(ref, nodeModules) {
+function buildBase(ref, nodeModules, onWorktree) {
   const commit = git(['rev-parse', '--verify', `${ref}^{commit}`]);
   const tree = mkdtempSync(join(tmpdir(), 'uid2-batch-compare-base-'));
+  onWorktree(tree);
   git(['worktree', 'add', '--detach', '--quiet', tree, commit]);
   const same = (file) => readFileSync(join(ROOT, file), 'utf8') === readFileSync(join(tree, file), 'utf8');
   if (nodeModules === undefined && !same('package-lock.json'))
@@ -125,7 +126,7 @@ function buildBase(ref, nodeModules) {
   // type errors still emit JavaScript; what matters is that the CLI is there
   if (!existsSync(join(tree, 'dist', 'cli', 'main.js')))
     throw new SetupError(`the build of ${ref} failed: ${(tsc.stdout + tsc.stderr).trim().slice(0, 2000)}`);
-  return { tree, commit };
+  return commit;
 }
 
 function removeWorktree(tree) {
@@ -510,11 +511,27 @@ function firstDifference(a, b) {
   return a.length === b.length ? -1 : n;
 }
 
-/** The cells of a Parquet file as JSON text: its columns (name and type) and its rows. */
+/**
+ * The cells of a Parquet file as JSON text: its columns (name and type) and its rows. Read by DuckDB (a reader
+ * apart from the tool's own Parquet libraries), or by hyparquet where DuckDB is not installed.
+ */
 async function parquetCells(path) {
+  const duckdb = await import('@duckdb/node-api').catch(() => undefined);
+  if (duckdb !== undefined) {
+    const instance = await duckdb.DuckDBInstance.create(':memory:');
+    const connection = await instance.connect();
+    try {
+      const reader = await connection.runAndReadAll(`SELECT * FROM read_parquet('${path.replace(/'/g, "''")}')`);
+      const columns = reader.columnNames().map((name, i) => [name, String(reader.columnTypes()[i])]);
+      return Buffer.from(JSON.stringify({ columns, rows: reader.getRowsJson() }));
+    } finally {
+      connection.closeSync();
+      instance.closeSync();
+    }
+  }
   const hyparquet = await import('hyparquet').catch(() => undefined);
   if (hyparquet === undefined)
-    throw new SetupError('--parquet cells reads Parquet with hyparquet, which is not installed');
+    throw new SetupError('--parquet cells reads Parquet with @duckdb/node-api or hyparquet: neither is installed');
   const file = await hyparquet.asyncBufferFromFile(path);
   const metadata = await hyparquet.parquetMetadataAsync(file);
   const columns = metadata.schema
@@ -582,10 +599,10 @@ async function main() {
     mkdirSync(work, { recursive: true });
   }
   const base = options.base ?? defaultBase();
-  let built;
+  let baseTree;
   const cleanUp = () => {
-    if (built) removeWorktree(built.tree);
-    built = undefined;
+    if (baseTree) removeWorktree(baseTree);
+    baseTree = undefined;
     if (options.keep === undefined) rmSync(work, { recursive: true, force: true });
   };
   const onSignal = (signal) => {
@@ -595,7 +612,9 @@ async function main() {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    built = buildBase(base, options.baseNodeModules);
+    buildBase(base, options.baseNodeModules, (tree) => {
+      baseTree = tree;
+    });
     const inputs = join(work, 'inputs');
     mkdirSync(inputs);
     for (const sample of ['customers.csv', 'raw-uids.csv'])
@@ -622,7 +641,7 @@ async function main() {
     );
     for (const kase of cases) {
       process.stderr.write(`  ${kase.name}...\n`);
-      await runCase(kase, join(built.tree, 'bin', 'uid2-batch.js'), join(work, 'base', kase.name), home, unexpected);
+      await runCase(kase, join(baseTree, 'bin', 'uid2-batch.js'), join(work, 'base', kase.name), home, unexpected);
       await runCase(kase, headBin, join(work, 'head', kase.name), home, unexpected);
     }
     if (day() !== firstDay)

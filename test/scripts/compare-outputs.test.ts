@@ -58,6 +58,12 @@ describe.skipIf(!inRepository)('compare-outputs, HEAD against this tree (--fast)
     expect(worktrees()).not.toMatch(/uid2-batch-compare-base-/);
   });
 
+  it('with --parquet cells, compares Parquet outputs by the cells read back', () => {
+    const run = compare(['--compare', kept, '--parquet', 'cells']);
+    expect(run.stdout).toMatch(/^same +map-parquet\/out\.parquet \([\d,]+ bytes of cells as JSON\)$/m);
+    expect(run.status).toBe(0);
+  });
+
   it('finds a doctored output: DIFFERENT, the first differing byte, exit 1', () => {
     const out = join(kept, 'head', 'map-csv', 'out.csv');
     const bytes = readFileSync(out);
