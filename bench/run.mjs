@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// `npm run bench`: the performance figures of issue 8 in one table, written to bench/results.json.
+// `npm run bench`: the performance figures of the CLI and the local service in one table, written to
+// bench/results.json.
 // Not a test: the figures depend on the machine (and on whatever else shares it), so the ratios say more than
 // the absolute numbers. Inputs are generated once, seeded, under bench/data/ (gitignored).
 //
@@ -17,6 +18,8 @@
 //                                          # state, and again from it, runs alternating, medians and ratios)
 //   npm run bench -- --only mapState --state-into /tmp/uid2-batch-bench-remap/state-5000000.db
 //                                          # map --state into a copy of a big kept state (bench/remap.mjs --keep)
+//   npm run bench -- --markdown            # the table in Markdown, as the README shows it
+//   node bench/run.mjs --render-only [--markdown]   # run nothing: the table of the last bench/results.json
 import { spawn } from 'node:child_process';
 import { BIN, childEnv, cpuSecondsOf, ROOT, startServe, stopServe } from './processes.mjs';
 import { hash as sha256 } from 'node:crypto';
@@ -25,6 +28,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, wr
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { renderMarkdown, renderText } from './render.mjs';
 
 const DATA = join(ROOT, 'bench', 'data');
 const RESULTS = join(ROOT, 'bench', 'results.json');
@@ -56,6 +60,24 @@ const THREADS = option('--threads')
 const SKIP_5M_STATE = flag('--skip-5m-state');
 // a kept state (e.g. bench/remap.mjs --keep's) to map 1M rows into, copied first: `--state-into FILE`
 const STATE_INTO = option('--state-into');
+const MARKDOWN = flag('--markdown');
+// the command shown above the Markdown table: the options of this run, without the rendering ones
+const MARKDOWN_COMMAND = [
+  'npm run bench',
+  ...(argv.some((a) => a !== '--markdown' && a !== '--render-only') ? ['--'] : []),
+]
+  .concat(argv.filter((a) => a !== '--markdown' && a !== '--render-only'))
+  .join(' ');
+
+if (flag('--render-only')) {
+  if (!existsSync(RESULTS)) {
+    console.error(`bench/run.mjs: ${RESULTS} is missing; run \`npm run bench\` first`);
+    process.exit(2);
+  }
+  const last = JSON.parse(readFileSync(RESULTS, 'utf8'));
+  console.log(MARKDOWN ? renderMarkdown(last, last.command ?? 'npm run bench') : renderText(last));
+  process.exit(0);
+}
 
 if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) {
   console.error('bench/run.mjs: dist/ is missing; run `npm run build` first');
@@ -140,12 +162,10 @@ async function medianRun(runs, once_) {
 }
 
 // --- cases -------------------------------------------------------------------------------------------------------
-const table = [];
 const results = {};
 
 function record(name, row) {
   results[name] = row;
-  table.push({ name, ...row });
   const figures = Object.entries(row)
     .filter(([k]) => k !== 'note')
     .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join('/') : v}`)
@@ -518,46 +538,14 @@ if (mapRow && svc) {
   };
 }
 
-const output = { machine, results };
+const output = { machine, command: MARKDOWN_COMMAND, results };
 const previous =
   existsSync(RESULTS) && ONLY.length < ALL_CASES.length ? JSON.parse(readFileSync(RESULTS, 'utf8')) : undefined;
 if (previous) output.results = { ...previous.results, ...results };
 writeFileSync(RESULTS, `${JSON.stringify(output, null, 2)}\n`);
 
 // --- the table ---------------------------------------------------------------------------------------------------
-const rate = (r) => r.rows_per_s ?? r.raw_uids_per_s ?? r.items_per_s;
-console.log(
-  `\nuid2-batch bench, ${machine.date.slice(0, 10)}: ${machine.cores} cores, ${machine.cpu_model}, Node ${machine.node}`,
-);
-console.log(
-  `${'case'.padEnd(40)} ${'per s'.padStart(10)} ${'wall s'.padStart(8)} ${'peak RSS'.padStart(9)} ${'CPU s'.padStart(6)} ${'main thr'.padStart(8)} ${'serve CPU'.padStart(9)}  notes`,
-);
-for (const r of table) {
-  const rss = r.peak_rss_mb ?? r.remap_peak_rss_mb;
-  let notes = '';
-  if (r.runs_s) notes = `runs ${r.runs_s.join('/')}`;
-  if (r.quoted_vs_unquoted !== undefined) {
-    notes += `; unquoted ${fmt(r.unquoted_rows_per_s)}/s (runs ${r.unquoted_runs_s.join('/')}): quoted at ${r.quoted_vs_unquoted}x, output ${r.same_output ? 'the same bytes' : 'DIFFERS'}`;
-  }
-  if (r.select_due_ms !== undefined)
-    notes = `${fmt(r.due)} due: select ${r.select_due_ms} ms, count ${r.count_due_ms} ms (full scan ${r.full_scan_ms} ms); build ${r.build_s} s`;
-  if (r.items_per_serve_cpu_s !== undefined) notes = `${fmt(r.items_per_serve_cpu_s)} items per serve CPU s`;
-  if (r.again_vs_no_state !== undefined) {
-    notes =
-      `no state ${fmt(r.no_state_rows_per_s)}/s (runs ${r.no_state_runs_s.join('/')}); ` +
-      `new state ${fmt(r.new_rows_per_s)}/s (${r.new_vs_no_state}x, runs ${r.new_runs_s.join('/')}); ` +
-      `again ${fmt(r.again_rows_per_s)}/s (${r.again_vs_no_state}x, runs ${r.again_runs_s.join('/')}); ` +
-      `output ${r.same_output ? 'the same bytes' : 'DIFFERS'}`;
-  }
-  if (r.vs_plain_csv !== undefined) notes = `${r.vs_plain_csv}x the plain CSV rate of the same rounds; ${notes}`;
-  console.log(
-    `${r.name.padEnd(40)} ${(rate(r) !== undefined ? fmt(rate(r)) : '').padStart(10)} ${String(r.seconds ?? r.remap_total_s ?? '').padStart(8)} ${(rss !== undefined ? `${rss} MB` : '').padStart(9)} ${String(r.cli_cpu_s ?? '').padStart(6)} ${String(r.main_thread_cpu_s ?? '').padStart(8)} ${String(r.serve_cpu_s ?? '').padStart(9)}  ${notes}`,
-  );
-}
-if (results.service_vs_client) {
-  const s = results.service_vs_client;
-  console.log(
-    `service ${fmt(s.service_items_per_core_s)} items/core-s vs client ${fmt(s.client_rows_per_core_s)} rows/core-s: ${s.ratio_items_vs_client_rows}x (per item sent: ${s.ratio_items_vs_client_items}x)`,
-  );
-}
+// this run's cases only: figures of an earlier run kept in the file were measured on another day
+const thisRun = { machine, results };
+console.log(MARKDOWN ? `\n${renderMarkdown(thisRun, MARKDOWN_COMMAND)}` : renderText(thisRun));
 console.log(`written: ${RESULTS}`);

@@ -1,4 +1,4 @@
-// The folder trees of the README and docs/architecture.md name every folder of src/, and no folder that is gone.
+// The folder trees of the README and docs/architecture.md name every folder of src/ once, and no folder that is gone.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +28,10 @@ describe.each(['README.md', 'docs/architecture.md'])('the tree in %s', (file) =>
 
   it('names every folder of src/', () => {
     expect(actual.filter((f) => !documented.includes(f))).toEqual([]);
+  });
+
+  it('names each folder once', () => {
+    expect(documented.filter((f, i) => documented.indexOf(f) !== i)).toEqual([]);
   });
 
   it('names no folder that does not exist', () => {

@@ -1,0 +1,111 @@
+// The folder layout the tree keeps: tables in and out in pipeline/io by format, identifier detection beside the
+// map job, one state format in a state engine of bounded size, at most two Parquet libraries, a CLI that reaches
+// the state and the service only through the pipeline.
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { importGraph, SRC, sourceFiles } from './import-graph.js';
+
+const ROOT = join(SRC, '..');
+const STATE_MAX_LINES = 3_500;
+const PARQUET_LIBRARIES_MAX = 2;
+/** A package whose job is Parquet or Arrow: readers, writers, their codecs, and the engines that read Parquet. */
+const PARQUET_LIBRARY = /parquet|arrow|duckdb/i;
+
+const isFolder = (path: string): boolean => existsSync(path) && statSync(path).isDirectory();
+const filesIn = (folder: string): string[] => sourceFiles().filter((f) => f.startsWith(`${folder}/`));
+const textOf = (file: string): string => readFileSync(join(SRC, file), 'utf8');
+/** Files of src/ that import a package matching `pkg` (or a path inside it), statically or with import(). */
+const importersOf = (pkg: RegExp): string[] =>
+  sourceFiles().filter((f) =>
+    [...textOf(f).matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)(['"])([^'".][^'"]*)\1/g)].some(
+      (m) => !m[2].startsWith('node:') && pkg.test(m[2]),
+    ),
+  );
+
+describe('pipeline/io: one folder per format, and the outputs', () => {
+  it.each(['csv', 'jsonl', 'parquet', 'output'])('src/pipeline/io/%s exists and holds code', (format) => {
+    expect(isFolder(join(SRC, 'pipeline', 'io', format))).toBe(true);
+    expect(filesIn(`pipeline/io/${format}`)).not.toEqual([]);
+  });
+
+  it('src/pipeline/table is gone', () => {
+    expect(existsSync(join(SRC, 'pipeline', 'table'))).toBe(false);
+  });
+
+  it('the CSV reader lives in io/csv: no other pipeline file imports csv-parse', () => {
+    const outside = importersOf(/^csv-parse(\/|$)/).filter(
+      (f) => f.startsWith('pipeline/') && !f.startsWith('pipeline/io/csv/'),
+    );
+    expect(outside).toEqual([]);
+  });
+
+  it('the JSON Lines reader lives in io/jsonl: no other io file parses JSON', () => {
+    const outside = filesIn('pipeline/io').filter(
+      (f) => !f.startsWith('pipeline/io/jsonl/') && /\bJSON\.parse\b/.test(textOf(f)),
+    );
+    expect(outside).toEqual([]);
+  });
+
+  it('the Parquet reader and writer live in io/parquet: no other file imports a Parquet library', () => {
+    const outside = importersOf(PARQUET_LIBRARY).filter((f) => !f.startsWith('pipeline/io/parquet/'));
+    expect(outside).toEqual([]);
+  });
+
+  it('Parquet libraries are reached through their public entry points only', () => {
+    const privatePaths = importersOf(/^(@[\w.-]+\/)?[\w.-]*(parquet|arrow)[\w.-]*\/(src|lib|dist)\//i);
+    expect(privatePaths).toEqual([]);
+  });
+
+  it('the sinks and the row encoders live in io/output', () => {
+    const names = filesIn('pipeline/io/output').map((f) => f.split('/').pop() as string);
+    expect(names.some((n) => /sink/.test(n))).toBe(true);
+    expect(names.some((n) => /encoder/.test(n))).toBe(true);
+  });
+});
+
+describe('identifier detection', () => {
+  it('lives beside the map job, in src/pipeline/map/identifier-columns.ts, and nowhere else', () => {
+    expect(existsSync(join(SRC, 'pipeline', 'map', 'identifier-columns.ts'))).toBe(true);
+    expect(sourceFiles().filter((f) => /identifier-col/.test(f) && !f.startsWith('pipeline/map/'))).toEqual([]);
+  });
+});
+
+describe('the state engine', () => {
+  it('keeps one format: no upgrade-v* files under src/state', () => {
+    expect(filesIn('state').filter((f) => /(^|\/)upgrade-v/.test(f))).toEqual([]);
+  });
+
+  it(`is at most ${STATE_MAX_LINES.toLocaleString('en-US')} lines (src/state)`, () => {
+    const lines = filesIn('state').reduce((n, f) => n + textOf(f).split('\n').length - 1, 0);
+    expect(lines).toBeLessThanOrEqual(STATE_MAX_LINES);
+  });
+});
+
+describe('dependencies', () => {
+  it(`hold at most ${PARQUET_LIBRARIES_MAX} Parquet or Arrow libraries`, () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      dependencies?: Record<string, string>;
+    };
+    const parquet = Object.keys(pkg.dependencies ?? {}).filter((name) => PARQUET_LIBRARY.test(name));
+    expect(parquet.length, parquet.join(', ')).toBeLessThanOrEqual(PARQUET_LIBRARIES_MAX);
+  });
+});
+
+describe('the CLI', () => {
+  it('imports neither src/state nor src/client: the jobs in src/pipeline open the store and send', () => {
+    const wrong = [...importGraph()]
+      .filter(([file]) => file.startsWith('cli/'))
+      .flatMap(([file, targets]) =>
+        targets.filter((t) => t.startsWith('state/') || t.startsWith('client/')).map((t) => `${file} -> ${t}`),
+      );
+    expect(wrong).toEqual([]);
+  });
+
+  it('(the graph is read: cli/ has files that import the pipeline)', () => {
+    const cli = [...importGraph()].filter(([file]) => file.startsWith('cli/'));
+    expect(cli.length).toBeGreaterThan(10);
+    expect(cli.some(([, targets]) => targets.some((t) => t.startsWith('pipeline/')))).toBe(true);
+    expect(readdirSync(join(SRC, 'cli')).length).toBeGreaterThan(0);
+  });
+});
