@@ -46,7 +46,7 @@ const WHOLE_GROUP_BYTES = 16 * 1024 * 1024;
 const COMPRESSORS: Compressors = {
   GZIP: (input) => unzipSync(input),
   BROTLI: (input) => brotliDecompressSync(input),
-  ZSTD: (input, outputLength) => zstdDecompress(input, new Uint8Array(outputLength)),
+  ZSTD: (input) => zstdDecompress(input),
 };
 
 export type { ParquetColumn, ParquetColumnKind } from './parquet-columns.js';
@@ -63,18 +63,18 @@ export interface ParquetFileSource extends ParquetTableSource {
   utf8Chunks(): AsyncIterable<Utf8Chunk>;
 }
 
-/**
- * Opens a Parquet file. Only the footer is read here; rows come one row group at a time, so memory is bounded
- * by the largest row group, not by the file. Every cell becomes text: strings exactly as stored, other
- * scalars in their plain text form, null as ''. A Parquet file cannot be read from a pipe (its index is at
- * the end of the file).
- */
 /** How a Parquet file is read beyond the options of every source. */
 export interface ParquetReading {
   /** A row group up to this size uncompressed is read whole (default WHOLE_GROUP_BYTES; 0: always in slices). */
   wholeGroupBytes?: number;
 }
 
+/**
+ * Opens a Parquet file. Only the footer is read here; rows come a row group, or a slice of a big one, at a time,
+ * so memory is bounded by the row group, not by the file. Every cell becomes text: strings exactly as stored,
+ * other scalars in their plain text form, null as ''. A Parquet file cannot be read from a pipe (its index is at
+ * the end of the file).
+ */
 export async function openParquetSource(
   opts: OpenSourceOptions,
   reading: ParquetReading = {},
@@ -323,16 +323,19 @@ class ParquetTable implements ParquetFileSource {
       if (this.signal?.aborted === true) throw readInterrupted();
       const cells = new Array<TextCell>(rowEnd - rowStart);
       let filled = 0;
-      // the rows the last slice decoded past its end come first
+      const text = this.columns[c].kind === 'string';
+      // text as the stored bytes: most cells are then copied, never made into strings
+      const cellOf = (value: unknown): TextCell => (text && value instanceof Uint8Array ? value : cellText(value));
+      // the rows the last slice decoded past its end come first; the page is kept while it has rows to give
       let next = rowStart;
       const kept = this.carried[c];
       this.carried[c] = undefined;
-      if (kept !== undefined && kept.from === rowStart) {
-        next = Math.min(rowEnd, rowStart + kept.cells.length);
-        for (let row = rowStart; row < next; row++) cells[row - rowStart] = kept.cells[row - rowStart];
+      if (kept !== undefined && kept.first <= rowStart && rowStart < kept.first + kept.values.length) {
+        const end = kept.first + kept.values.length;
+        next = Math.min(rowEnd, end);
+        for (let row = rowStart; row < next; row++) cells[row - rowStart] = cellOf(kept.values[row - kept.first]);
         filled = next - rowStart;
-        if (kept.cells.length > next - rowStart)
-          this.carried[c] = { from: next, cells: kept.cells.slice(next - rowStart) };
+        if (end > rowEnd) this.carried[c] = kept;
       }
       if (next === rowEnd) {
         take(c, cells);
@@ -356,10 +359,7 @@ class ParquetTable implements ParquetFileSource {
           filled = Math.min(rows.length, cells.length);
         };
       } else {
-        // text as the stored bytes: most cells are then copied, never made into strings
-        const text = this.columns[c].kind === 'string';
         if (text) options.parsers = STORED_TEXT;
-        const cellOf = (value: unknown): TextCell => (text && value instanceof Uint8Array ? value : cellText(value));
         // a flat column comes as its pages' values, which may start before the slice and end after it
         options.onChunk = ({ columnData, rowStart: firstInGroup }) => {
           const first = groupStart + firstInGroup;
@@ -367,12 +367,7 @@ class ParquetTable implements ParquetFileSource {
           const to = Math.min(rowEnd, first + columnData.length);
           for (let row = from; row < to; row++) cells[row - rowStart] = cellOf(columnData[row - first]);
           if (to > from) filled += to - from;
-          const end = first + columnData.length;
-          if (end > rowEnd && first <= rowEnd) {
-            const rest = new Array<TextCell>(end - rowEnd);
-            for (let row = rowEnd; row < end; row++) rest[row - rowEnd] = cellOf(columnData[row - first]);
-            this.carried[c] = { from: rowEnd, cells: rest };
-          }
+          if (first + columnData.length > rowEnd && first <= rowEnd) this.carried[c] = { first, values: columnData };
         };
       }
       try {
@@ -411,18 +406,17 @@ interface Slice {
   useOffsetIndex: boolean;
 }
 
-/** A column's cells decoded past a slice's end, the first being row `from`. */
+/** The values of a page decoded for one slice that runs past it, the first being row `first`. */
 interface Carried {
-  from: number;
-  cells: TextCell[];
+  first: number;
+  values: ArrayLike<unknown>;
 }
 
 /**
  * The file's metadata cut down to one top-level column (its schema subtree) and one row group (that column's
  * chunks). hyparquet walks the whole schema and every column chunk of every group it is given on each read;
- * reading a file column by column with the whole metadata each time costs the square of the column count
- * (a 20,000-column file did not finish in minutes). A view costs the column's own size, so a slice is read in
- * time linear in its columns.
+ * reading a file column by column with the whole metadata each time would cost the square of the column count.
+ * A view costs the column's own size, so a slice is read in time linear in its columns.
  */
 class ColumnViews {
   /** Each top-level column's schema: the root (with one child) and the column's subtree. */
