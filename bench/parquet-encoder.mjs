@@ -5,19 +5,26 @@
 // build (npm run build).
 //
 //   node bench/parquet-encoder.mjs [--rows 1000000] [--runs 3]
+//   node bench/parquet-encoder.mjs --writer hyparquet-writer   the same rows, typed the same, row groups of the same
+//   size, encoded by hyparquet-writer (each text cell a view of its bytes in the block), interleaved with the
+//   encoder's runs: the writer of the reader's family, measured against the one the encoder uses
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
+import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import { ParquetEncoder } from '../dist/pipeline/io/parquet/parquet-encoder.js';
 import { PARQUET_ROW_GROUP_ROWS } from '../dist/pipeline/io/parquet/parquet-sink.js';
-import { utf8RowBlock } from '../dist/pipeline/io/row-blocks.js';
+import { utf8RowBlock, viewOfBlock } from '../dist/pipeline/io/row-blocks.js';
 import { openSource } from '../dist/pipeline/io/source.js';
 import { BIN, ROOT, childEnv, startServe, stopServe } from './processes.mjs';
 import { DATA, numberOption, WORK } from './args.mjs';
 
 const ROWS = numberOption('--rows', 1_000_000);
 const RUNS = numberOption('--runs', 3);
+const argv = process.argv.slice(2);
+const OTHER = argv.includes('--writer') ? argv[argv.indexOf('--writer') + 1] : undefined;
+if (OTHER !== undefined && OTHER !== 'hyparquet-writer') throw new Error(`no such writer: ${OTHER}`);
 
 /** map's output of the bench's mixed input, made once. */
 async function mapOutput() {
@@ -69,7 +76,54 @@ for await (const chunk of source.rows()) {
   blockCpu += cpuSeconds() - started;
 }
 
+/** The blocks encoded by hyparquet-writer, a row group at a time: the file's size in bytes. */
+function hyparquetWriter() {
+  const bytes = new ByteWriter();
+  let size = 0;
+  // the bytes of each row group are counted and let go, as the encoder hands them out
+  bytes.flush = function flush() {
+    size += this.index;
+    this.index = 0;
+  };
+  const schema = [
+    { name: 'root', num_children: header.length },
+    ...header.map((name, c) =>
+      types[c] === 'unix_time'
+        ? { name, type: 'INT64', repetition_type: 'OPTIONAL' }
+        : { name, type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'OPTIONAL' },
+    ),
+  ];
+  const writer = new ParquetWriter({ writer: bytes, schema, codec: 'SNAPPY', createdBy: 'uid2-batch' });
+  let columns = header.map(() => []);
+  const writeGroup = () => {
+    const columnData = header.map((name, c) => ({ name, data: columns[c], statistics: types[c] === 'unix_time' }));
+    writer.write({ columnData, rowGroupSize: columns[0].length });
+    columns = header.map(() => []);
+  };
+  for (const block of blocks) {
+    const { rows, lengths, bytes: cells } = viewOfBlock(block);
+    let at = 0;
+    for (let c = 0; c < header.length; c++) {
+      const column = columns[c];
+      for (let r = 0; r < rows; r++) {
+        const length = lengths[c * rows + r];
+        const cell = cells.subarray(at, at + length);
+        at += length;
+        if (types[c] === 'input') column.push(cell);
+        else if (length === 0) column.push(null);
+        else column.push(types[c] === 'unix_time' ? BigInt(Buffer.from(cell).toString('latin1')) : cell);
+      }
+    }
+    if (columns[0].length >= PARQUET_ROW_GROUP_ROWS) writeGroup();
+  }
+  if (columns[0].length > 0) writeGroup();
+  writer.finish();
+  bytes.flush();
+  return size;
+}
+
 const runs = [];
+const others = [];
 for (let r = 0; r < RUNS; r++) {
   const encoder = new ParquetEncoder({ header, types, rowGroupRows: PARQUET_ROW_GROUP_ROWS });
   const cpu = cpuSeconds();
@@ -78,12 +132,24 @@ for (let r = 0; r < RUNS; r++) {
   for (const block of blocks) bytes += (await encoder.addBlock(block)).length;
   bytes += (await encoder.finish()).length;
   runs.push({ cpu: cpuSeconds() - cpu, wall: (performance.now() - wall) / 1000, bytes });
+  if (OTHER === undefined) continue;
+  const otherCpu = cpuSeconds();
+  const otherWall = performance.now();
+  const otherBytes = hyparquetWriter();
+  others.push({ cpu: cpuSeconds() - otherCpu, wall: (performance.now() - otherWall) / 1000, bytes: otherBytes });
 }
 const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log(
   `Parquet encoder, ${ROWS.toLocaleString('en-US')} rows of map output (${header.length} columns), ${RUNS} runs:`,
 );
 console.log(`  making the row blocks  cpu ${blockCpu.toFixed(2)} s`);
-console.log(
-  `  encoding               cpu ${median(runs.map((x) => x.cpu)).toFixed(2)} s  wall ${median(runs.map((x) => x.wall)).toFixed(2)} s  file ${(runs[0].bytes / 1e6).toFixed(1)} MB  runs ${runs.map((x) => x.cpu.toFixed(2)).join('/')}`,
-);
+for (const [name, figures] of [
+  ['encoding', runs],
+  [OTHER, others],
+]) {
+  if (figures.length === 0) continue;
+  const wall = median(figures.map((x) => x.wall));
+  console.log(
+    `  ${name.padEnd(22)} cpu ${median(figures.map((x) => x.cpu)).toFixed(2)} s  wall ${wall.toFixed(2)} s  ${Math.round(ROWS / wall).toLocaleString('en-US')} rows/s  file ${(figures[0].bytes / 1e6).toFixed(1)} MB  runs ${figures.map((x) => x.cpu.toFixed(2)).join('/')}`,
+  );
+}

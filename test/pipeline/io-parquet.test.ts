@@ -13,6 +13,7 @@ import {
 import { openParquetSink } from '../../src/pipeline/io/parquet/parquet-sink.js';
 import { openSink } from '../../src/pipeline/io/output/sink.js';
 import { openSource } from '../../src/pipeline/io/source.js';
+import { columnCells } from '../../src/pipeline/io/utf8-columns.js';
 import { InputError, OutputError, type TableSource } from '../../src/pipeline/io/table.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
@@ -200,6 +201,75 @@ describe('Parquet round trip', () => {
     expect(back.rows[7].cells).toEqual(['00007', 'u7@example.com', '7000', 'false', '']);
     expect(back.rows[2499].cells).toEqual(['02499', 'u2499@example.com', '2499000', 'false', '']);
     requireTextColumns(source, ['email', 'zip']);
+  });
+
+  it('reads what warehouses write: each codec, v1 and v2 data pages, one big row group, as DuckDB reads it', async () => {
+    const n = 30_011;
+    const table = `SELECT 'u' || i || '@example.com' AS email, CASE WHEN i % 5 = 0 THEN NULL ELSE 'note ' || (i % 13) END AS note,
+                          lpad((i % 100000)::VARCHAR, 5, '0') AS zip FROM range(${n}) t(i)`;
+    const expected = (await duck(`SELECT * FROM (${table})`)).rows.map((r) =>
+      r.map((v) => (v === null ? '' : String(v))),
+    );
+    for (const codec of ['snappy', 'zstd', 'gzip', 'uncompressed'])
+      for (const version of ['V1', 'V2']) {
+        const p = dir.file(`warehouse-${codec}-${version}.parquet`);
+        await duck(
+          `COPY (${table}) TO '${p}' (FORMAT parquet, ROW_GROUP_SIZE ${n}, COMPRESSION ${codec}, PARQUET_VERSION ${version})`,
+        );
+        expect(parquetMetadata(readFileSync(p).buffer as ArrayBuffer).row_groups.length).toBe(1);
+        // in slices (as a reading thread that also encodes reads it) and whole: the same rows either way
+        for (const reading of [{ wholeGroupBytes: 0 }, {}]) {
+          const back = await readAll(await openParquetSource({ path: p, chunkRows: 4096 }, reading));
+          expect(back.rows.map((r) => r.cells)).toEqual(expected);
+          expect(back.rows.map((r) => r.line)).toEqual(expected.map((_, i) => i + 1));
+        }
+      }
+  });
+
+  it('a big row group without an offset index, in small pages or in pages longer than a slice, reads back whole', async () => {
+    const n = 30_011;
+    const emails = Array.from({ length: n }, (_, i) => (i % 97 === 0 ? '' : `user${i}@example.com`));
+    const zips = Array.from({ length: n }, (_, i) => String(i % 100_000).padStart(5, '0'));
+    const notes = Array.from({ length: n }, (_, i) => (i % 5 === 0 ? null : `note ${i % 13}`));
+    const expected = emails.map((e, i) => [e, zips[i], notes[i] ?? '']);
+    for (const pageSize of [4096, 64 * 1024 * 1024]) {
+      const writer = new ByteWriter();
+      const pw = new ParquetWriter({
+        writer,
+        schema: [
+          { name: 'root', num_children: 3 },
+          { name: 'email', type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'OPTIONAL' },
+          { name: 'zip', type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'REQUIRED' },
+          { name: 'note', type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'OPTIONAL' },
+        ],
+      });
+      pw.write({
+        columnData: [
+          { name: 'email', data: emails, offsetIndex: false },
+          { name: 'zip', data: zips, offsetIndex: false },
+          { name: 'note', data: notes, offsetIndex: false },
+        ],
+        rowGroupSize: n,
+        pageSize,
+      });
+      pw.finish();
+      const bytes = new Uint8Array(writer.getBuffer());
+      const p = dir.file(`no-index-${pageSize}.parquet`, bytes);
+      expect(
+        parquetMetadata(bytes.buffer).row_groups[0].columns.every((c) => c.offset_index_offset === undefined),
+      ).toBe(true);
+      for (const reading of [{ wholeGroupBytes: 0 }, {}]) {
+        const back = await readAll(await openParquetSource({ path: p, chunkRows: 3000 }, reading));
+        expect(back.rows.map((r) => r.cells)).toEqual(expected);
+        expect(back.rows.map((r) => r.line)).toEqual(expected.map((_, i) => i + 1));
+        const cells: string[][] = [];
+        for await (const chunk of (await openParquetSource({ path: p, chunkRows: 3000 }, reading)).utf8Chunks()) {
+          const columns = chunk.columns.map(columnCells);
+          for (let r = 0; r < chunk.rows; r++) cells.push(columns.map((c) => c[r]));
+        }
+        expect(cells).toEqual(expected);
+      }
+    }
   });
 });
 

@@ -8,12 +8,7 @@ import { workerData } from 'node:worker_threads';
 import { prepareColumns, prepareRows } from '../map/prepare-rows.js';
 import { resultByteColumns } from '../map/result-bytes.js';
 import { outputRows, outputRowsV2, type SentHashes } from '../map/result-columns.js';
-import {
-  ARROW_GROUP_BYTES,
-  openParquetSource,
-  type ParquetFileSource,
-  type Utf8Chunk,
-} from '../io/parquet/parquet-source.js';
+import { openParquetSource, type ParquetFileSource, type Utf8Chunk } from '../io/parquet/parquet-source.js';
 import { utf8ColumnsRowBlock, utf8RowBlock } from '../io/row-blocks.js';
 import { packRows, rowEncoder } from '../io/output/row-encoders.js';
 import type { InputRow } from '../io/table.js';
@@ -46,12 +41,8 @@ const fileEncoder = (() => {
 })();
 fileEncoder?.catch(() => undefined);
 
-/**
- * A thread that encodes the output file holds its row group as well: it reads the input in slices only, or decodes
- * it with the WebAssembly module it encodes with; a thread that does not encode keeps to hyparquet, as that
- * module's memory and code would raise the peak of a run that otherwise never loads it.
- */
-const READING = fileEncoder !== undefined ? { wholeGroupBytes: 0, arrowGroupBytes: ARROW_GROUP_BYTES } : {};
+/** A thread that encodes the output file holds its row group as well: it reads the input in slices only. */
+const READING = fileEncoder !== undefined ? { wholeGroupBytes: 0 } : {};
 
 /** A piece's block of rows as the file's bytes, when the thread encodes the file; else the block as it is. */
 function fileBytes(block: Uint8Array): Promise<Uint8Array> | Uint8Array {

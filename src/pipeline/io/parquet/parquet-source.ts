@@ -1,19 +1,20 @@
 /** Reads a Parquet file as a table of text cells, one row group at a time. */
 import { stat } from 'node:fs/promises';
+import { brotliDecompressSync, unzipSync } from 'node:zlib';
+import { decompress as zstdDecompress } from 'fzstd';
 import {
   asyncBufferFromFile,
+  cachedAsyncBuffer,
   parquetMetadataAsync,
   parquetRead,
   parquetSchema,
   type AsyncBuffer,
+  type Compressors,
   type FileMetaData,
   type ParquetParsers,
   type SchemaTree,
 } from 'hyparquet';
-import { compressors } from 'hyparquet-compressors';
-import type { ArrowGroups } from './parquet-arrow-groups.js';
-import { pageLocationsOf, type PageLocation } from './parquet-pages.js';
-import { cellString, columnCells, type TextCell, type Utf8Chunk, utf8Column } from '../utf8-columns.js';
+import { cellString, type TextCell, type Utf8Chunk, utf8Column } from '../utf8-columns.js';
 import {
   openFailure,
   InputError,
@@ -29,8 +30,8 @@ const DEFAULT_CHUNK_ROWS = 2000;
 /** A string column's values as hyparquet finds them: UTF-8 bytes (a view of the page), not decoded. */
 const STORED_TEXT = { stringFromBytes: (bytes: Uint8Array | undefined) => bytes } as unknown as Partial<ParquetParsers>;
 /**
- * Rows decoded at once: only the pages of those rows are read (found by the file's offset index, or, without
- * one, by reading the pages' headers), so a big row group is never decoded, and held, all at once.
+ * Rows decoded at once in a big row group, so that it is never decoded, and held, all at once. A page that runs
+ * past a slice is decoded once: the rest of it is kept for the next slice.
  */
 const SLICE_ROWS = 10_000;
 /**
@@ -39,11 +40,14 @@ const SLICE_ROWS = 10_000;
  */
 const WHOLE_GROUP_BYTES = 16 * 1024 * 1024;
 /**
- * A row group up to this size uncompressed, in a file whose columns are all text, is decoded by the compiled
- * decoder (parquet-arrow-groups.ts), which costs far less than hyparquet per row; a bigger one is read in slices
- * by hyparquet, as the compiled decoder holds a whole group in memory it never gives back.
+ * The codecs warehouses write, besides SNAPPY and none, which hyparquet reads itself. GZIP pages are read by
+ * zlib whichever header they carry; ZSTD by fzstd, as Node 20's zlib has no ZSTD.
  */
-export const ARROW_GROUP_BYTES = 16 * 1024 * 1024;
+const COMPRESSORS: Compressors = {
+  GZIP: (input) => unzipSync(input),
+  BROTLI: (input) => brotliDecompressSync(input),
+  ZSTD: (input) => zstdDecompress(input),
+};
 
 export type { ParquetColumn, ParquetColumnKind } from './parquet-columns.js';
 export { requireTextColumns } from './parquet-columns.js';
@@ -59,24 +63,18 @@ export interface ParquetFileSource extends ParquetTableSource {
   utf8Chunks(): AsyncIterable<Utf8Chunk>;
 }
 
-/**
- * Opens a Parquet file. Only the footer is read here; rows come one row group at a time, so memory is bounded
- * by the largest row group, not by the file. Every cell becomes text: strings exactly as stored, other
- * scalars in their plain text form, null as ''. A Parquet file cannot be read from a pipe (its index is at
- * the end of the file).
- */
 /** How a Parquet file is read beyond the options of every source. */
 export interface ParquetReading {
   /** A row group up to this size uncompressed is read whole (default WHOLE_GROUP_BYTES; 0: always in slices). */
   wholeGroupBytes?: number;
-  /**
-   * A row group up to this size uncompressed is decoded by parquet-wasm when every column is text (say
-   * ARROW_GROUP_BYTES). Default 0, never: a panic of that decoder is caught by a process-wide listener
-   * (parquet-arrow-groups.ts), which only the reading thread, whose process is its own, sets up.
-   */
-  arrowGroupBytes?: number;
 }
 
+/**
+ * Opens a Parquet file. Only the footer is read here; rows come a row group, or a slice of a big one, at a time,
+ * so memory is bounded by the row group, not by the file. Every cell becomes text: strings exactly as stored,
+ * other scalars in their plain text form, null as ''. A Parquet file cannot be read from a pipe (its index is at
+ * the end of the file).
+ */
 export async function openParquetSource(
   opts: OpenSourceOptions,
   reading: ParquetReading = {},
@@ -125,7 +123,6 @@ export async function openParquetSource(
     columns,
     Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS),
     reading.wholeGroupBytes ?? WHOLE_GROUP_BYTES,
-    reading.arrowGroupBytes ?? 0,
     opts.signal,
   );
 }
@@ -196,10 +193,10 @@ class ParquetTable implements ParquetFileSource {
   readonly totalBytes: number;
   private consumed = 0;
   private iterated = false;
-  /** Columns that are not nested: their pages count rows. */
-  private readonly flatColumns: ReadonlySet<string>;
-  /** The compiled decoder of this file, once opened; undefined when it is not used (or stopped being used). */
-  private arrow: Promise<ArrowGroups | undefined> | undefined;
+  /** Whether a column is nested: its pages count values, not rows, and it is read as rows. */
+  private readonly nested: boolean;
+  /** Per column of the row group being read: the cells decoded past the last slice (the rest of a page). */
+  private carried: (Carried | undefined)[] = [];
   /** The metadata as hyparquet is given it for one column of one row group. */
   private readonly views: ColumnViews;
 
@@ -210,13 +207,12 @@ class ParquetTable implements ParquetFileSource {
     readonly columns: readonly ParquetColumn[],
     private readonly chunkRows: number,
     private readonly wholeGroupBytes: number,
-    private readonly arrowGroupBytes: number,
     /** The run's interrupt: a slice of a wide file is many reads, and they stop at the next column. */
     private readonly signal: AbortSignal | undefined,
   ) {
     this.header = columns.map((c) => c.name);
     this.totalBytes = file.byteLength;
-    this.flatColumns = new Set(columns.filter((c) => c.kind !== 'nested').map((c) => c.name));
+    this.nested = columns.some((c) => c.kind === 'nested');
     this.views = new ColumnViews(metadata);
   }
 
@@ -247,21 +243,7 @@ class ParquetTable implements ParquetFileSource {
 
   private async *chunks(): AsyncGenerator<InputRow[]> {
     const width = this.header.length;
-    for await (const part of this.parts()) {
-      if (!('rowStart' in part)) {
-        for await (const chunk of part) {
-          const cells = chunk.columns.map(columnCells);
-          const rows: InputRow[] = new Array(chunk.rows);
-          for (let r = 0; r < chunk.rows; r++) {
-            const row = new Array<string>(width);
-            for (let c = 0; c < width; c++) row[c] = cells[c][r];
-            rows[r] = { line: chunk.firstLine + r, cells: row };
-          }
-          yield rows;
-        }
-        continue;
-      }
-      const slice = part;
+    for await (const slice of this.slices()) {
       const columns: string[][] = new Array(width);
       // decoded as each column comes: a string is smaller than a view of the stored bytes
       await this.readColumns(slice, (c, cells) => {
@@ -283,150 +265,92 @@ class ParquetTable implements ParquetFileSource {
   }
 
   private async *utf8Slices(): AsyncGenerator<Utf8Chunk> {
-    for await (const part of this.parts()) {
-      if ('rowStart' in part) yield* this.utf8Slice(part);
-      else yield* part;
+    for await (const slice of this.slices()) {
+      const count = slice.rowEnd - slice.rowStart;
+      const chunks: Utf8Chunk[] = [];
+      for (let i = 0; i < count; i += this.chunkRows)
+        chunks.push({ firstLine: slice.rowStart + i + 1, rows: Math.min(this.chunkRows, count - i), columns: [] });
+      await this.readColumns(slice, (c, cells) => {
+        for (let k = 0; k < chunks.length; k++) {
+          const from = k * this.chunkRows;
+          chunks[k].columns[c] = utf8Column(cells, from, from + chunks[k].rows);
+        }
+      });
+      yield* chunks;
     }
   }
 
-  /** A slice read by hyparquet as chunks of UTF-8 columns. */
-  private async *utf8Slice(slice: Slice): AsyncGenerator<Utf8Chunk> {
-    const count = slice.rowEnd - slice.rowStart;
-    const chunks: Utf8Chunk[] = [];
-    for (let i = 0; i < count; i += this.chunkRows)
-      chunks.push({ firstLine: slice.rowStart + i + 1, rows: Math.min(this.chunkRows, count - i), columns: [] });
-    await this.readColumns(slice, (c, cells) => {
-      for (let k = 0; k < chunks.length; k++) {
-        const from = k * this.chunkRows;
-        chunks[k].columns[c] = utf8Column(cells, from, from + chunks[k].rows);
-      }
-    });
-    yield* chunks;
-  }
-
-  /**
-   * The parts the file is read in, in order: a row group that the compiled decoder reads, as its chunks; or the
-   * slices hyparquet reads, each a row group or part of a big one whose pages can be found.
-   */
-  private async *parts(): AsyncGenerator<Slice | AsyncIterable<Utf8Chunk>> {
+  /** The slices the file is read in, in order: each a row group, or part of a big one. */
+  private *slices(): Generator<Slice> {
     let rowStart = 0;
     const groups = this.metadata.row_groups;
-    try {
-      for (let g = 0; g < groups.length; g++) {
-        const count = Number(groups[g].num_rows);
-        const rowEnd = rowStart + count;
-        const size = Number(groups[g].total_byte_size);
-        // a group that claims no rows is skipped (its column chunks may be another group's)
-        const arrow = count > 0 && size <= this.arrowGroupBytes ? await this.arrowGroups() : undefined;
-        if (arrow !== undefined) yield this.arrowGroup(arrow, g, rowStart, rowEnd);
-        else yield* this.slicesOf(g, rowStart, rowEnd);
-        this.consumed += Number(groups[g].total_compressed_size ?? 0n);
-        rowStart = rowEnd;
-      }
-    } finally {
-      const arrow = await this.arrow;
-      this.arrow = Promise.resolve(undefined);
-      arrow?.close();
+    for (let g = 0; g < groups.length; g++) {
+      const group = groups[g];
+      const count = Number(group.num_rows);
+      const rowEnd = rowStart + count;
+      const indexed = group.columns.every((c) => c.offset_index_offset !== undefined);
+      // a nested column's pages cannot be found by row without the offset index: its group is read whole
+      const whole =
+        count <= SLICE_ROWS || Number(group.total_byte_size) <= this.wholeGroupBytes || (this.nested && !indexed);
+      // without the offset index hyparquet reads a column's whole chunk for any of its rows: each chunk is read
+      // from disk once and kept while its group is read
+      const file = whole || indexed ? this.file : cachedAsyncBuffer(this.file, { minSize: 0 });
+      const sliceRows = whole ? count : SLICE_ROWS;
+      this.carried = [];
+      // a group that claims no rows is skipped (its column chunks may be another group's)
+      for (let from = rowStart; from < rowEnd; from += sliceRows)
+        yield {
+          group: g,
+          groupStart: rowStart,
+          rowStart: from,
+          rowEnd: Math.min(rowEnd, from + sliceRows),
+          file,
+          useOffsetIndex: indexed && !whole,
+        };
+      this.consumed += Number(group.total_compressed_size ?? 0n);
+      rowStart = rowEnd;
     }
-  }
-
-  /** The slices hyparquet reads group `g` in. */
-  private async *slicesOf(g: number, rowStart: number, rowEnd: number): AsyncGenerator<Slice> {
-    const count = rowEnd - rowStart;
-    const small = Number(this.metadata.row_groups[g].total_byte_size) <= this.wholeGroupBytes;
-    const pages = count > SLICE_ROWS && !small ? await this.pagesOf(g, rowStart, rowEnd) : undefined;
-    const slice = pages === undefined ? count : pages.sliceRows;
-    for (let from = rowStart; from < rowEnd; from += slice)
-      yield { group: g, groupStart: rowStart, rowStart: from, rowEnd: Math.min(rowEnd, from + slice), pages };
-  }
-
-  /** The compiled decoder of this file, opened at the first group it is to read; undefined if it cannot be used. */
-  private arrowGroups(): Promise<ArrowGroups | undefined> {
-    // loaded here, not with this module: it brings apache-arrow, whose code and heap a run that never decodes
-    // this way should not carry
-    this.arrow ??= import('./parquet-arrow-groups.js')
-      .then(({ ArrowGroups }) => ArrowGroups.open(this.name, this.header))
-      .catch(() => undefined);
-    return this.arrow;
-  }
-
-  /**
-   * Group `g` decoded by the compiled decoder. The group's chunks are all decoded before the first is given (the
-   * group is small), so that if the decoder fails on it (corrupt data, a string that is not UTF-8, which it
-   * refuses), the group, and the rest of the file, is read by hyparquet instead, as if the decoder had not been
-   * tried: the same cells, or the same error.
-   */
-  private async *arrowGroup(
-    arrow: ArrowGroups,
-    g: number,
-    rowStart: number,
-    rowEnd: number,
-  ): AsyncGenerator<Utf8Chunk> {
-    const chunks: Utf8Chunk[] = [];
-    try {
-      for await (const chunk of arrow.group(g, rowStart + 1, rowEnd - rowStart, this.chunkRows)) chunks.push(chunk);
-    } catch {
-      this.arrow = Promise.resolve(undefined);
-      arrow.close();
-      for await (const slice of this.slicesOf(g, rowStart, rowEnd)) yield* this.utf8Slice(slice);
-      return;
-    }
-    yield* chunks;
-  }
-
-  /**
-   * How the pages of group `g` are found: by the offset index when every column chunk has one, else by their
-   * headers. Undefined when the group is better read whole: its pages cannot be told (columns nested in lists
-   * or maps), or a page holds about the whole group (a page is decoded whole, for every slice it is part of).
-   */
-  private async pagesOf(g: number, rowStart: number, rowEnd: number): Promise<GroupPages | undefined> {
-    if (this.metadata.row_groups[g].columns.every((c) => c.offset_index_offset !== undefined))
-      return { sliceRows: SLICE_ROWS };
-    let located: Record<string, PageLocation[]> | undefined;
-    try {
-      located = await pageLocationsOf(this.file, this.metadata, g, this.flatColumns);
-    } catch (err) {
-      throw this.unreadable(rowStart, rowEnd, err);
-    }
-    if (located === undefined) return undefined;
-    // slices at least as long as the longest page: each page is then decoded at most twice
-    let longest = 0;
-    for (const pages of Object.values(located)) {
-      for (let i = 0; i < pages.length; i++) {
-        const end = i + 1 < pages.length ? Number(pages[i + 1].first_row_index) : rowEnd - rowStart;
-        longest = Math.max(longest, end - Number(pages[i].first_row_index));
-      }
-    }
-    const sliceRows = Math.max(SLICE_ROWS, longest);
-    if (sliceRows * 2 > rowEnd - rowStart) return undefined;
-    const byGroup: Record<string, PageLocation[]>[] = [];
-    byGroup[g] = located;
-    return { sliceRows, byGroup };
   }
 
   /**
    * The cells of one slice, one column at a time, each column handed to `take` (a cell of a string column as its
-   * UTF-8 bytes, as stored, see TextCell; any other cell as text). Only that column's pages are read and decoded.
+   * UTF-8 bytes, as stored, see TextCell; any other cell as text). Only that column's pages are decoded, each
+   * once: the rows of a page past the slice's end are kept for the next slice.
    */
   private async readColumns(slice: Slice, take: (column: number, cells: TextCell[]) => void): Promise<void> {
-    const { rowStart, rowEnd, pages, group, groupStart } = slice;
-    const located = pages?.byGroup?.[group];
+    const { rowStart, rowEnd, group, groupStart } = slice;
     for (let c = 0; c < this.columns.length; c++) {
       if (this.signal?.aborted === true) throw readInterrupted();
       const cells = new Array<TextCell>(rowEnd - rowStart);
       let filled = 0;
+      const text = this.columns[c].kind === 'string';
+      // text as the stored bytes: most cells are then copied, never made into strings
+      const cellOf = (value: unknown): TextCell => (text && value instanceof Uint8Array ? value : cellText(value));
+      // the rows the last slice decoded past its end come first; the page is kept while it has rows to give
+      let next = rowStart;
+      const kept = this.carried[c];
+      this.carried[c] = undefined;
+      if (kept !== undefined && kept.first <= rowStart && rowStart < kept.first + kept.values.length) {
+        const end = kept.first + kept.values.length;
+        next = Math.min(rowEnd, end);
+        for (let row = rowStart; row < next; row++) cells[row - rowStart] = cellOf(kept.values[row - kept.first]);
+        filled = next - rowStart;
+        if (end > rowEnd) this.carried[c] = kept;
+      }
+      if (next === rowEnd) {
+        take(c, cells);
+        continue;
+      }
       // hyparquet is given the file as this column of this row group alone (rows counted from the group's first):
       // it works over every column and group of the metadata it is given, once per call
-      const options: Parameters<typeof parquetRead>[0] & { pageLocationsByGroup?: Record<string, PageLocation[]>[] } = {
-        file: this.file,
+      const options: Parameters<typeof parquetRead>[0] = {
+        file: slice.file,
         metadata: this.views.of(c, group),
-        rowStart: rowStart - groupStart,
+        rowStart: next - groupStart,
         rowEnd: rowEnd - groupStart,
         columns: [this.header[c]],
-        useOffsetIndex: pages !== undefined && pages.byGroup === undefined,
-        compressors,
-        // hyparquet reads only the pages of the rows asked for when it is given their locations
-        ...(located !== undefined ? { pageLocationsByGroup: [located] } : {}),
+        useOffsetIndex: slice.useOffsetIndex,
+        compressors: COMPRESSORS,
       };
       if (this.columns[c].kind === 'nested') {
         // a nested value is assembled from several leaf columns: hyparquet puts it together as rows
@@ -435,19 +359,15 @@ class ParquetTable implements ParquetFileSource {
           filled = Math.min(rows.length, cells.length);
         };
       } else {
-        // text as the stored bytes: most cells are then copied, never made into strings
-        const text = this.columns[c].kind === 'string';
         if (text) options.parsers = STORED_TEXT;
         // a flat column comes as its pages' values, which may start before the slice and end after it
         options.onChunk = ({ columnData, rowStart: firstInGroup }) => {
           const first = groupStart + firstInGroup;
-          const from = Math.max(rowStart, first);
+          const from = Math.max(next, first);
           const to = Math.min(rowEnd, first + columnData.length);
-          for (let row = from; row < to; row++) {
-            const value = columnData[row - first];
-            cells[row - rowStart] = text && value instanceof Uint8Array ? value : cellText(value);
-          }
+          for (let row = from; row < to; row++) cells[row - rowStart] = cellOf(columnData[row - first]);
           if (to > from) filled += to - from;
+          if (first + columnData.length > rowEnd && first <= rowEnd) this.carried[c] = { first, values: columnData };
         };
       }
       try {
@@ -474,28 +394,29 @@ class ParquetTable implements ParquetFileSource {
   }
 }
 
-/** Rows rowStart to rowEnd of one row group, read together, and how their pages are found when only part of it. */
+/** Rows rowStart to rowEnd of one row group, read together, and the file as hyparquet reads them from it. */
 interface Slice {
   /** The row group, and the row its first row is. */
   group: number;
   groupStart: number;
   rowStart: number;
   rowEnd: number;
-  pages: GroupPages | undefined;
+  file: AsyncBuffer;
+  /** Whether hyparquet finds the slice's pages by the file's offset index. */
+  useOffsetIndex: boolean;
 }
 
-/** How a row group is read in slices: rows per slice, and its pages' locations when the file has no offset index. */
-interface GroupPages {
-  sliceRows: number;
-  byGroup?: Record<string, PageLocation[]>[];
+/** The values of a page decoded for one slice that runs past it, the first being row `first`. */
+interface Carried {
+  first: number;
+  values: ArrayLike<unknown>;
 }
 
 /**
  * The file's metadata cut down to one top-level column (its schema subtree) and one row group (that column's
  * chunks). hyparquet walks the whole schema and every column chunk of every group it is given on each read;
- * reading a file column by column with the whole metadata each time costs the square of the column count
- * (a 20,000-column file did not finish in minutes). A view costs the column's own size, so a slice is read in
- * time linear in its columns.
+ * reading a file column by column with the whole metadata each time would cost the square of the column count.
+ * A view costs the column's own size, so a slice is read in time linear in its columns.
  */
 class ColumnViews {
   /** Each top-level column's schema: the root (with one child) and the column's subtree. */
