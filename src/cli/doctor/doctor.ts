@@ -1,4 +1,3 @@
-import { describeProxyRoute, type ServiceClient } from '../../client/index.js';
 import { credentialsForDisplay, type ResolvedConfig } from '../../config/index.js';
 import {
   classifyFailure,
@@ -8,6 +7,7 @@ import {
   type Failure,
   type TokenIdentity,
 } from '../../pipeline/tokens/tokens.js';
+import { proxyLine, type ServiceClient } from '../../pipeline/run/connection.js';
 import { EXIT } from '../shared/exit-codes.js';
 import type { Role } from './doctor-roles.js';
 
@@ -164,8 +164,8 @@ export async function runDoctor(options: DoctorOptions, deps: DoctorDeps): Promi
     return finish(checks);
   }
   // the proxy in use, when there is one (a direct connection needs no line)
-  const route = connection.client.proxyRoute;
-  if (route?.kind === 'proxy') add({ name: 'proxy', status: 'pass', detail: describeProxyRoute(route) });
+  const proxy = proxyLine(connection.client);
+  if (proxy !== undefined) add({ name: 'proxy', status: 'pass', detail: proxy });
   try {
     const reach = await deps.healthcheck(connection.baseUrl);
     if (!reach.ok) {

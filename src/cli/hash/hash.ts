@@ -32,7 +32,8 @@ import {
   type TableInfo,
   type TableSink,
 } from '../../pipeline/io/table.js';
-import { addBadRowOptions, badRowFlags, BadRowsOutput, type BadRowFlags } from '../shared/bad-rows.js';
+import { BadRowsOutput, type BadRowFlags } from '../../pipeline/run/bad-rows-output.js';
+import { addBadRowOptions, badRowFlags } from '../shared/bad-rows.js';
 import { EXIT, UserError, onInterrupt } from '../shared/exit-codes.js';
 import {
   addHashEncodingOption,
@@ -66,7 +67,7 @@ import {
 import { phoneRegionHint, readsRegion } from '../shared/phone-region-hint.js';
 import { addNullValueOption, nullValuesOf, withNullMarkers } from '../shared/null-value-option.js';
 import type { PhoneRegion } from '../../identity/index.js';
-import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../shared/summary.js';
+import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../../pipeline/run/summary.js';
 
 export { HASH_FIELDS };
 

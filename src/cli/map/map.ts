@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import type { ServiceClient } from '../../client/index.js';
 import { envFingerprint, type ConnectionFlags, type ResolvedConfig } from '../../config/index.js';
 import { runMapJob, mapOutputColumns } from '../../pipeline/jobs/map-job.js';
 import type { ResultLayout } from '../../pipeline/map/result-columns.js';
@@ -30,12 +29,11 @@ import {
   chooseConcurrency,
   connectForMapping,
   PUBLIC_MAX_CONCURRENCY,
-  resolveFor,
-  runInProcess,
-  sayTo,
-  type InputCommandDeps,
-} from '../shared/command-context.js';
-import { addBadRowOptions, badRowFlags, BadRowsOutput, type BadRowFlags } from '../shared/bad-rows.js';
+  type ServiceClient,
+} from '../../pipeline/run/connection.js';
+import { resolveFor, runInProcess, sayTo, serviceTargetOf, type InputCommandDeps } from '../shared/command-context.js';
+import { BadRowsOutput, type BadRowFlags } from '../../pipeline/run/bad-rows-output.js';
+import { addBadRowOptions, badRowFlags } from '../shared/bad-rows.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import {
   addTableInputOptions,
@@ -59,10 +57,16 @@ import {
 import { addOutputDirOption, outputDirOf, partOutputPaths, partSinksFor } from '../shared/output-dir.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { createProgress, type ProgressReporter } from '../shared/progress.js';
-import { exitCodeOf, KNOWN_FAILURES as BATCH_KNOWN_FAILURES } from '../shared/run-report.js';
-import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from '../shared/summary.js';
+import { exitCodeOf, KNOWN_FAILURES as BATCH_KNOWN_FAILURES } from '../../pipeline/run/run-report.js';
+import {
+  formatCount,
+  makeSummary,
+  printSummary,
+  writeSummaryJson,
+  type RunSummary,
+} from '../../pipeline/run/summary.js';
 import { addThreadsOption, defaultMapThreads, threadsFlag } from '../shared/threads-option.js';
-import { v2DeprecationWarning } from '../shared/v2-notice.js';
+import { v2DeprecationWarning } from '../../pipeline/v2/v2-notice.js';
 import { releaseYoungGeneration } from '../shared/young-generation.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
 import {
@@ -76,7 +80,7 @@ import {
 import { phoneRegionHint, readsRegion } from '../shared/phone-region-hint.js';
 import { addNullValueOption, nullValuesOf, withNullMarkers } from '../shared/null-value-option.js';
 import type { PhoneRegion } from '../../identity/index.js';
-import { openMapState, type MapStateFile } from './map-state.js';
+import { openMapState, type MapStateFile } from '../../pipeline/jobs/map-state.js';
 
 /** Input and identifier columns as every table-reading command takes them, plus what map adds. */
 export interface MapFlags extends ColumnFlags, Partial<BadRowFlags> {
@@ -115,12 +119,8 @@ export interface MapFlags extends ColumnFlags, Partial<BadRowFlags> {
   output: OutputFlags;
 }
 
-/** What `map` touches besides its files: injected, so tests run the command without a process. */
 /** The shared command deps (streams, env, clock, Ctrl-C signal) and, for tests, a client of their own. */
-export interface MapDeps extends InputCommandDeps {
-  /** For tests: a client instead of one made from the config (its onRetry cannot be wired to the limiter). */
-  client?: ServiceClient;
-}
+export type MapDeps = InputCommandDeps;
 
 const parseConcurrency = wholeNumber('--concurrency', 1, 200);
 const parseBatchSize = wholeNumber('--batch-size', 1, 5000);
@@ -362,7 +362,7 @@ async function mapOpened(
     // the row threads encode an output row once, for both files: the rejects share the output's format
     say(`--rejects ${flags.rejects} is written as ${flags.output.format.toUpperCase()}, the format of the output`);
   }
-  const concurrency = chooseConcurrency(flags.concurrency, config, say);
+  const concurrency = chooseConcurrency(flags.concurrency, config.env, say);
 
   let state: MapStateFile | undefined;
   if (flags.state !== undefined) {
@@ -465,11 +465,11 @@ async function mapForReal(
   badRows: BadRowsOutput | undefined,
 ): Promise<number> {
   const maxAttempts = resolved.maxAttempts ?? 6;
-  const connection = await connectForMapping(resolved, concurrency, {
+  const connection = await connectForMapping(serviceTargetOf(resolved), concurrency, {
     maxAttempts,
     ...(deps.client !== undefined ? { client: deps.client } : {}),
   });
-  const { config, client, limiter } = connection;
+  const { client, limiter } = connection;
   const api = flags.api ?? 'v3';
   const { header, types } = mapOutputColumns(source.header, columns, api, layout);
   let sink: TableSink | undefined;
@@ -502,7 +502,7 @@ async function mapForReal(
       stdoutIsTTY: deps.stdout.isTTY === true,
     });
     const reporter = progress;
-    state?.beginRun(runArgs(flags, source, columns, concurrency, config), Math.floor(startedMs / 1000));
+    state?.beginRun(runArgs(flags, source, columns, concurrency, resolved), Math.floor(startedMs / 1000));
     const result = await runMapJob({
       input: source,
       columns,

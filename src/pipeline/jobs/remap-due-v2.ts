@@ -1,7 +1,4 @@
-import type { ResolvedConfig } from '../../config/index.js';
-import { checkRotatedBuckets, isoUtc, nextCheckSinceMs, type BucketCheck } from '../../pipeline/v2/rotated-buckets.js';
-import { mapBatchV2 } from '../../pipeline/v2/map-v2.js';
-import { migrationInProgress } from '../../pipeline/v2/migration.js';
+/** remap-due on a state file made by map --api v2: salt buckets mark what is due, then v2 (or v3) re-maps it. */
 import {
   changesColumns,
   type RemapChange,
@@ -12,13 +9,16 @@ import {
   type RemapCounts,
   type RemapOptions,
   type RemapResult,
-} from '../../pipeline/remap/remap-engine.js';
-import { chooseConcurrency, connectForMapping } from '../shared/command-context.js';
-import { EXIT, UserError } from '../shared/exit-codes.js';
-import { finish, isoOf, remapSummary, writeDryRunSummary, type RemapDueRun } from './remap-report.js';
-import { exitCodeOf, remapReporting, remapRunArgs, replayedLine, withRunOutput } from '../shared/run-report.js';
-import { formatCount } from '../shared/summary.js';
-import { v2DeprecationWarning } from '../shared/v2-notice.js';
+} from '../remap/remap-engine.js';
+import { chooseConcurrency, connectForMapping, type ServiceTarget } from '../run/connection.js';
+import { EXIT, UserError } from '../run/exit-codes.js';
+import { exitCodeOf, remapRunArgs, replayedLine, withRunOutput } from '../run/run-report.js';
+import { formatCount } from '../run/summary.js';
+import { v2DeprecationWarning } from '../v2/v2-notice.js';
+import { checkRotatedBuckets, isoUtc, nextCheckSinceMs, type BucketCheck } from '../v2/rotated-buckets.js';
+import { mapBatchV2 } from '../v2/map-v2.js';
+import { migrationInProgress } from '../v2/migration.js';
+import { finish, isoOf, remapReporting, remapSummary, writeDryRunSummary, type RemapDueRun } from './remap-report.js';
 
 /**
  * `remap-due` on a state file made by `map --api v2`: a v2 raw UID is stale once its salt bucket rotated after it
@@ -27,9 +27,9 @@ import { v2DeprecationWarning } from '../shared/v2-notice.js';
  * entries marked due, with v2, or with v3 under --upgrade (they become v3 entries with r). Entries an earlier
  * --upgrade moved to v3 are due by r, and are re-mapped with v3 in the same run.
  */
-export async function runRemapDueV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<number> {
-  const { state, flags, startedMs, deps } = run;
-  const path = flags.state ?? state.path;
+export async function runRemapDueV2(run: RemapDueRun, target: ServiceTarget): Promise<number> {
+  const { state, options, startedMs, deps } = run;
+  const path = options.state;
   if (migrationInProgress(state)) {
     throw new UserError(
       `${path} is being migrated to v3: finish with uid2-batch migrate --state ${path} (remap-due would re-map with v2 what the migration has marked)`,
@@ -37,23 +37,23 @@ export async function runRemapDueV2(run: RemapDueRun, resolved: ResolvedConfig):
   }
   deps.stderr.write(
     v2DeprecationWarning(
-      `remap-due on a v2 state file (POST /v2/identity/buckets${flags.upgrade === true ? '' : ' and /v2/identity/map'})`,
+      `remap-due on a v2 state file (POST /v2/identity/buckets${options.upgrade === true ? '' : ' and /v2/identity/map'})`,
       `convert the file with uid2-batch migrate --state ${path}; remap-due then re-maps by refresh time with v3`,
       startedMs,
     ),
   );
-  if (flags.dryRun) return dryRunV2(run);
+  if (options.dryRun) return dryRunV2(run);
   // a second run at the same time would send the same entries twice and race on the commits
-  await state.waitForLock((flags.wait ?? 0) * 1000);
-  return remapV2(run, resolved);
+  await state.waitForLock((options.wait ?? 0) * 1000);
+  return remapV2(run, target);
 }
 
 async function dryRunV2(run: RemapDueRun): Promise<number> {
-  const { state, nowS, flags, deps } = run;
+  const { state, nowS, options, deps } = run;
   const marked = state.countDueV2();
   const dueByR = state.countDue(nowS);
   const since = nextCheckSinceMs(state);
-  if (!flags.output.quiet) {
+  if (!options.output.quiet) {
     const lines = [
       `remap-due --dry-run on a v2 state file at ${isoOf(nowS)}: nothing was sent`,
       `  ${formatCount(marked)} entries marked due (their salt bucket rotated after they were mapped)`,
@@ -78,15 +78,19 @@ async function dryRunV2(run: RemapDueRun): Promise<number> {
   return EXIT.ok;
 }
 
-async function remapV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<number> {
-  const { state, nowS, flags, startedMs, deps, say } = run;
-  const concurrency = chooseConcurrency(flags.concurrency, resolved, say);
-  const connection = await connectForMapping(resolved, concurrency);
+async function remapV2(run: RemapDueRun, target: ServiceTarget): Promise<number> {
+  const { state, nowS, options, startedMs, deps, say } = run;
+  const concurrency = chooseConcurrency(options.concurrency, target, say);
+  const connection = await connectForMapping(
+    target,
+    concurrency,
+    deps.client !== undefined ? { client: deps.client } : {},
+  );
   const { client, limiter } = connection;
   const mapV3: RemapBatchFn = (request, signal) => client.mapV3(request, { signal });
   const runId = state.startRun(
     'remap-due',
-    JSON.stringify({ api: 'v2', ...(flags.upgrade === true ? { upgrade: true } : {}), ...remapRunArgs(flags) }),
+    JSON.stringify({ api: 'v2', ...(options.upgrade === true ? { upgrade: true } : {}), ...remapRunArgs(options) }),
     nowS,
   );
   try {
@@ -105,15 +109,15 @@ async function remapV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<numb
     const dueByR = state.countDue(nowS);
     const due = marked + dueByR;
     const cellsOf = (change: RemapChange): string[] =>
-      changeCellsV2(change, flags.output.timeFormat, flags.output.hashEncoding);
+      changeCellsV2(change, options.output.timeFormat, options.output.hashEncoding);
     return await withRunOutput(
-      changesColumns(flags.output.timeFormat, true),
+      changesColumns(options.output.timeFormat, true),
       'remap-due',
       true,
-      flags.output,
+      options.output,
       deps,
       async (sink, progress) => {
-        progress.update({ done: 0, total: flags.limit === undefined ? due : Math.min(due, flags.limit) });
+        progress.update({ done: 0, total: options.limit === undefined ? due : Math.min(due, options.limit) });
         let doneBefore = 0;
         const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf)));
         if (replayed > 0) say(replayedLine(replayed));
@@ -128,11 +132,11 @@ async function remapV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<numb
         let result = await new RemapEngine({
           ...common,
           selectPage: (after, limit) => state.selectDueV2(after?.id ?? null, limit),
-          mapBatch: flags.upgrade === true ? mapV3 : mapBatchV2(client),
-          ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+          mapBatch: options.upgrade === true ? mapV3 : mapBatchV2(client),
+          ...(options.limit !== undefined ? { limit: options.limit } : {}),
         }).run();
         const byBucket = result.counts.selected;
-        const left = flags.limit === undefined ? Number.POSITIVE_INFINITY : flags.limit - byBucket;
+        const left = options.limit === undefined ? Number.POSITIVE_INFINITY : options.limit - byBucket;
         if (result.outcome.kind === 'completed' && dueByR > 0 && left > 0) {
           doneBefore = byBucket;
           const byR = await new RemapEngine({
@@ -150,7 +154,7 @@ async function remapV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<numb
           summary.buckets_rotated = check.buckets.length;
           summary.marked_due = check.marked;
         }
-        if (flags.upgrade === true) summary.upgraded = byBucket;
+        if (options.upgrade === true) summary.upgraded = byBucket;
         if (replayed > 0) summary.replayed_changes = replayed;
         state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
         if (check !== null) {
@@ -158,7 +162,7 @@ async function remapV2(run: RemapDueRun, resolved: ResolvedConfig): Promise<numb
             `buckets: ${formatCount(check.buckets.length)} salt bucket(s) rotated since ${isoUtc(check.sinceMs)}; ${formatCount(check.marked)} entries marked due`,
           );
         }
-        return await finish(result, summary, sink, flags, deps, say, {
+        return await finish(result, summary, sink, options, deps, say, {
           state,
           kind: 'remap',
           replayed,
