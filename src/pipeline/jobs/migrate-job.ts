@@ -3,20 +3,12 @@ import { openState } from '../../state/index.js';
 import type { StateStore } from '../../state/types.js';
 import type { TableSink } from '../io/table.js';
 import { changesColumns, type RemapChange, changeCells, replayRemapChanges } from '../remap/remap-engine.js';
-import { chooseConcurrency, connectForMapping, type ServiceClient, type ServiceTarget } from '../run/connection.js';
+import { runBatchCommand, type BatchPlan } from '../run/batch-run.js';
+import { chooseConcurrency, type ServiceClient, type ServiceTarget } from '../run/connection.js';
 import { EXIT, UserError } from '../run/exit-codes.js';
 import type { OutputFlags } from '../run/output-options.js';
 import { sayTo, type RunDeps, type Say } from '../run/run-deps.js';
-import {
-  exitCodeOf,
-  KNOWN_FAILURES,
-  remapRunArgs,
-  replayedLine,
-  reportRun,
-  requestCounters,
-  withRunOutput,
-  type ChangeDelivery,
-} from '../run/run-report.js';
+import { KNOWN_FAILURES, remapRunArgs, reportRun, requestCounters, type ChangeDelivery } from '../run/run-report.js';
 import { formatCount, formatDuration, makeSummary, type RunSummary } from '../run/summary.js';
 import { remapReporting } from './remap-report.js';
 import { MIGRATION_FINISHED, migrateToV3, type MigrateResult } from '../v2/migration.js';
@@ -32,31 +24,31 @@ export interface MigrateOptions {
 }
 
 /** `migrate`: returns the exit code (0, 3 some batches failed, 130 interrupted); throws for the rest. */
-export async function runMigrateJob(
+export function runMigrateJob(
   options: MigrateOptions,
   target: ServiceTarget,
   deps: RunDeps,
   startedMs: number,
 ): Promise<number> {
   const say = sayTo(options.output, deps);
-  const state = openState(options.state, {
-    envFingerprint: target.envFingerprint,
-    create: false,
-    readonly: options.dryRun,
-  });
-  try {
-    if (state.meta().api === 'v3') {
-      const when = state.getMeta(MIGRATION_FINISHED);
-      say(`${options.state} is a v3 state file${when !== null ? ` (migrated ${when})` : ''}: nothing to migrate`);
-      return EXIT.ok;
-    }
-    if (options.dryRun) return dryRun(state, options, say);
-    // a second run at the same time would send the same entries twice and race on the commits
-    state.lock();
-    return await migrateForReal(state, target, options, startedMs, deps, say);
-  } finally {
-    state.close();
-  }
+  return runBatchCommand(
+    {
+      openState: () =>
+        openState(options.state, { envFingerprint: target.envFingerprint, create: false, readonly: options.dryRun }),
+      plan: (state) => {
+        if (state.meta().api === 'v3') {
+          const when = state.getMeta(MIGRATION_FINISHED);
+          say(`${options.state} is a v3 state file${when !== null ? ` (migrated ${when})` : ''}: nothing to migrate`);
+          return EXIT.ok;
+        }
+        if (options.dryRun) return dryRun(state, options, say);
+        // a second run at the same time would send the same entries twice and race on the commits
+        state.lock();
+        return migratePlan(state, target, options, startedMs, deps, say);
+      },
+    },
+    deps,
+  );
 }
 
 function dryRun(state: StateStore, options: MigrateOptions, say: Say): number {
@@ -68,62 +60,58 @@ function dryRun(state: StateStore, options: MigrateOptions, say: Say): number {
   return EXIT.ok;
 }
 
-async function migrateForReal(
+function migratePlan(
   state: StateStore,
   target: ServiceTarget,
   options: MigrateOptions,
   startedMs: number,
   deps: RunDeps,
   say: Say,
-): Promise<number> {
+): BatchPlan<MigrateResult> {
   const nowS = Math.floor(startedMs / 1000);
   const concurrency = chooseConcurrency(options.concurrency, target, say);
-  const connection = await connectForMapping(
+  const cellsOf = (change: RemapChange): string[] =>
+    changeCells(change, options.output.timeFormat, options.output.hashEncoding);
+  return {
+    command: 'migrate',
     target,
-    concurrency,
-    deps.client !== undefined ? { client: deps.client } : {},
-  );
-  const { client, limiter } = connection;
-  const runId = state.startRun('migrate', JSON.stringify(remapRunArgs(options)), nowS);
-  try {
-    const cellsOf = (change: RemapChange): string[] =>
-      changeCells(change, options.output.timeFormat, options.output.hashEncoding);
-    return await withRunOutput(
-      changesColumns(options.output.timeFormat, false),
-      'migrate',
-      false,
-      options.output,
-      deps,
-      async (sink, progress) => {
-        const v2 = state.bucketEntries().count;
-        progress.update({ done: 0, total: options.limit === undefined ? v2 : Math.min(v2, options.limit) });
-        const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf)));
-        if (replayed > 0) say(replayedLine(replayed));
-        const result = await migrateToV3({
-          state,
-          nowS,
-          journal: { runId, state },
-          mapBatch: (request, signal) => client.mapV3(request, { signal }),
-          limiter,
-          ...(options.limit !== undefined ? { limit: options.limit } : {}),
-          ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-          ...remapReporting(sink, progress, client, cellsOf),
-        });
-        progress.stop();
-        const summary = migrateSummary(result, client, startedMs, deps.now());
-        if (replayed > 0) summary.replayed_changes = replayed;
-        state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
-        return await finish(result, summary, sink, options, deps, say, {
-          state,
-          kind: 'remap',
-          replayed,
-          upTo: result.journalUpTo,
-        });
-      },
-    );
-  } finally {
-    await connection.close();
-  }
+    connection: { kind: 'map', concurrency },
+    record: { args: remapRunArgs(options), startS: nowS, endS: () => Math.floor(deps.now() / 1000) },
+    output: {
+      columns: changesColumns(options.output.timeFormat, false),
+      options: options.output,
+      progressLabel: 'migrate',
+      cron: false,
+    },
+    total: () => {
+      const v2 = state.bucketEntries().count;
+      return options.limit === undefined ? v2 : Math.min(v2, options.limit);
+    },
+    replay: (sink) => replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf))),
+    engine: ({ client, limiter, sink, progress, runId }) =>
+      migrateToV3({
+        state,
+        nowS,
+        journal: { runId, state },
+        mapBatch: (request, signal) => client.mapV3(request, { signal }),
+        limiter,
+        ...(options.limit !== undefined ? { limit: options.limit } : {}),
+        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+        ...remapReporting(sink, progress, client, cellsOf),
+      }),
+    summary: (result, { client, replayed }) => {
+      const summary = migrateSummary(result, client, startedMs, deps.now());
+      if (replayed > 0) summary.replayed_changes = replayed;
+      return summary;
+    },
+    finish: (result, summary, { sink, replayed }) =>
+      finish(result, summary, sink, options, deps, say, {
+        state,
+        kind: 'remap',
+        replayed,
+        upTo: result.journalUpTo,
+      }),
+  };
 }
 
 function migrateSummary(result: MigrateResult, client: ServiceClient, startedMs: number, endedMs: number): RunSummary {

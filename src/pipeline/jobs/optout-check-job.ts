@@ -20,21 +20,16 @@ import {
   type OptoutStatusFn,
   replaySweepOptouts,
   sweepStateOptouts,
+  type SweepResult,
   type SweptRawUid,
 } from '../optout/optout-sweep.js';
 import { BadRowsOutput, type BadRowFlags } from '../run/bad-rows-output.js';
-import { connect as connectService, type ServiceClient, type ServiceTarget } from '../run/connection.js';
+import { runBatchCommand, type BatchPlan } from '../run/batch-run.js';
+import type { ServiceClient, ServiceTarget } from '../run/connection.js';
 import { EXIT, UserError } from '../run/exit-codes.js';
 import type { OutputFlags } from '../run/output-options.js';
 import { sayTo, type InputRunDeps, type RunDeps, type Say } from '../run/run-deps.js';
-import {
-  exitCodeOf,
-  replayedLine,
-  reportRun,
-  requestCounters,
-  withRunOutput,
-  type ChangeDelivery,
-} from '../run/run-report.js';
+import { reportRun, requestCounters, type ChangeDelivery } from '../run/run-report.js';
 import { formatCount, formatDuration, makeSummary, type RunSummary } from '../run/summary.js';
 
 /** What an optout-check run is asked to do, checked: input files, or a state file to sweep. */
@@ -84,28 +79,13 @@ export async function runOptoutCheckJob(
   return badRows.exitCode(code);
 }
 
-/** The client and its run-time parts, shared by the file and the state mode. */
-export interface OptoutConnection {
-  client: ServiceClient;
-  check: OptoutStatusFn;
-  concurrency: number;
-  close(): Promise<void>;
+/** Requests in flight: one on one socket, the public service's rule for this endpoint, unless a private operator. */
+function optoutConcurrency(options: OptoutCheckOptions): number {
+  return options.privateOperator ? (options.concurrency ?? DEFAULT_PRIVATE_CONCURRENCY) : 1;
 }
 
-async function connect(
-  options: OptoutCheckOptions,
-  target: ServiceTarget,
-  client: ServiceClient | undefined,
-): Promise<OptoutConnection> {
-  const concurrency = options.privateOperator ? (options.concurrency ?? DEFAULT_PRIVATE_CONCURRENCY) : 1;
-  // one socket: the public service's rule is one connection, one request at a time
-  const connection = await connectService(target, { connections: concurrency, client });
-  return {
-    client: connection.client,
-    check: (ids, signal) => connection.client.optoutStatus(ids, { signal }),
-    concurrency,
-    close: connection.close,
-  };
+function optoutCheckOf(client: ServiceClient): OptoutStatusFn {
+  return (ids, signal) => client.optoutStatus(ids, { signal });
 }
 
 /** optout-check of input files: the verdict of every raw UID of the given column(s). */
@@ -142,7 +122,6 @@ async function checkSource(
     columns.map((c) => source.header[c]),
   );
 
-  const connection = await connect(options, target, deps.client);
   const timeFormat = options.output.timeFormat ?? 'unix';
   const layout =
     columns.length === 1
@@ -153,46 +132,52 @@ async function checkSource(
           timeFormat,
         );
   const perRow = perRowVerdicts(columns);
-  try {
-    return await withRunOutput(layout, 'optout-check', true, options.output, deps, async (sink, progress) => {
-      const client = connection.client;
-      let done = 0;
-      const checked = await checkRawUidRows(perRow.cellsOf(source.rows()), {
-        column: perRow.column,
-        check: connection.check,
-        concurrency: connection.concurrency,
-        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-        onRows: async (rows) => {
-          const cells: string[][] = [];
-          for (const { row, verdicts } of perRow.rowsOf(rows)) {
-            if (options.onlyOptedOut && !verdicts.some((v) => v.kind === 'opted_out')) continue;
-            cells.push(
-              layout.place(
-                row.cells,
-                verdicts.flatMap((v) => verdictCells(v, timeFormat)),
-              ),
-            );
-          }
-          await sink.writeRows(cells);
-          done += rows.length / columns.length;
-          progress.update({ done, retries: client.stats.retries, http429: client.stats.http429 });
+  const concurrency = optoutConcurrency(options);
+  return runBatchCommand(
+    {
+      openState: () => undefined,
+      plan: (): BatchPlan<OptoutResult> => ({
+        command: 'optout-check',
+        target,
+        connection: { kind: 'plain', connections: concurrency },
+        output: { columns: layout, options: options.output, progressLabel: 'optout-check', cron: true },
+        engine: async ({ client, sink, progress }) => {
+          let done = 0;
+          const checked = await checkRawUidRows(perRow.cellsOf(source.rows()), {
+            column: perRow.column,
+            check: optoutCheckOf(client),
+            concurrency,
+            ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+            onRows: async (rows) => {
+              const cells: string[][] = [];
+              for (const { row, verdicts } of perRow.rowsOf(rows)) {
+                if (options.onlyOptedOut && !verdicts.some((v) => v.kind === 'opted_out')) continue;
+                cells.push(
+                  layout.place(
+                    row.cells,
+                    verdicts.flatMap((v) => verdictCells(v, timeFormat)),
+                  ),
+                );
+              }
+              await sink.writeRows(cells);
+              done += rows.length / columns.length;
+              progress.update({ done, retries: client.stats.retries, http429: client.stats.http429 });
+            },
+          });
+          // the counts are of raw UIDs (one per column of each row); rows are the input's
+          return { ...checked, counts: { ...checked.counts, rows: Math.floor(checked.counts.rows / columns.length) } };
         },
-      });
-      progress.stop();
-      // the counts are of raw UIDs (one per column of each row); rows are the input's
-      const result = {
-        ...checked,
-        counts: { ...checked.counts, rows: Math.floor(checked.counts.rows / columns.length) },
-      };
-      const summary = optoutSummary('optout-check', result, client, startedMs, deps.now(), {
-        ...(columns.length > 1 ? { raw_uid_columns: columns.map((c) => source.header[c]) } : {}),
-        ...(source.problems().badRows !== undefined ? { bad_rows: source.problems().badRows } : {}),
-      });
-      return await finishOptout(result, summary, sink, options, deps, say, undefined, badRows);
-    });
-  } finally {
-    await connection.close();
-  }
+        summary: (result, { client }) =>
+          optoutSummary('optout-check', result, client, startedMs, deps.now(), {
+            ...(columns.length > 1 ? { raw_uid_columns: columns.map((c) => source.header[c]) } : {}),
+            ...(source.problems().badRows !== undefined ? { bad_rows: source.problems().badRows } : {}),
+          }),
+        finish: (result, summary, { sink }) =>
+          finishOptout(result, summary, sink, options, deps, say, undefined, badRows),
+      }),
+    },
+    deps,
+  );
 }
 
 /** The raw-UID columns: each --col by name, or the one column named like a raw UID; a column named twice is refused. */
@@ -429,7 +414,7 @@ export function sweptCells(
 }
 
 /** optout-check --state FILE: sweeps the stored raw UIDs, tombstones what opted out, records each check. */
-async function runStateSweep(
+function runStateSweep(
   path: string,
   target: ServiceTarget,
   options: OptoutCheckOptions,
@@ -437,75 +422,80 @@ async function runStateSweep(
   say: Say,
   startedMs: number,
 ): Promise<number> {
-  const state = openState(path, { envFingerprint: target.envFingerprint, create: false });
-  try {
-    // tombstones and check times are written: a remap-due at the same time must wait
-    await state.waitForLock((options.wait ?? 0) * 1000);
-    const nowS = Math.floor(startedMs / 1000);
-    const connection = await connect(options, target, deps.client);
-    const runId = state.startRun(
-      'optout-check',
-      JSON.stringify({
-        sweep_fraction: options.sweepFraction ?? 1,
-        private_operator: options.privateOperator,
-        output: options.output.output ?? '-',
-      }),
-      nowS,
-    );
-    try {
-      const timeFormat = options.output.timeFormat ?? 'unix';
-      const cellsOf = (row: SweptRawUid): string[] => sweptCells(row, timeFormat, options.output.hashEncoding);
-      return await withRunOutput(
-        sweepColumns(timeFormat),
-        'optout-check',
-        true,
-        options.output,
-        deps,
-        async (sink, progress) => {
-          const client = connection.client;
-          let done = 0;
-          const replayed = await replaySweepOptouts(state, (rows) => sink.writeRows(rows.map(cellsOf)));
-          if (replayed > 0) say(replayedLine(replayed));
-          const result = await sweepStateOptouts({
-            state,
-            nowS,
-            journal: { runId, state },
-            check: connection.check,
-            concurrency: connection.concurrency,
-            ...(options.sweepFraction !== undefined ? { fraction: options.sweepFraction } : {}),
-            ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-            onChecked: async (rows) => {
-              const cells = (options.onlyOptedOut ? rows.filter((r) => r.verdict.kind === 'opted_out') : rows).map(
-                cellsOf,
-              );
-              await sink.writeRows(cells);
-              done += rows.length;
-              progress.update({ done, retries: client.stats.retries, http429: client.stats.http429 });
+  const nowS = Math.floor(startedMs / 1000);
+  const timeFormat = options.output.timeFormat ?? 'unix';
+  const cellsOf = (row: SweptRawUid): string[] => sweptCells(row, timeFormat, options.output.hashEncoding);
+  return runBatchCommand(
+    {
+      openState: () => openState(path, { envFingerprint: target.envFingerprint, create: false }),
+      plan: async (state): Promise<BatchPlan<SweepResult>> => {
+        // tombstones and check times are written: a remap-due at the same time must wait
+        await state.waitForLock((options.wait ?? 0) * 1000);
+        let planned = 0;
+        return {
+          command: 'optout-check',
+          target,
+          connection: { kind: 'plain', connections: optoutConcurrency(options) },
+          record: {
+            args: {
+              sweep_fraction: options.sweepFraction ?? 1,
+              private_operator: options.privateOperator,
+              output: options.output.output ?? '-',
             },
-          });
-          progress.stop();
-          const c = result.counts;
-          const summary = optoutSummary('optout-check', result, client, startedMs, deps.now(), {
-            state_file: path,
-            entries_planned: c.planned,
-            entries_checked: c.entries,
-            tombstoned: c.tombstoned,
-            ...(replayed > 0 ? { replayed_changes: replayed } : {}),
-          });
-          state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
-          if (c.planned === 0) say(`${path} holds no entry with a raw UID: nothing to check`);
-          return await finishOptout(result, summary, sink, options, deps, say, {
-            state,
-            kind: 'optout',
-            replayed,
-            upTo: result.journalUpTo,
-          });
-        },
-      );
-    } finally {
-      await connection.close();
-    }
-  } finally {
-    state.close();
-  }
+            startS: nowS,
+            endS: () => nowS,
+          },
+          output: {
+            columns: sweepColumns(timeFormat),
+            options: options.output,
+            progressLabel: 'optout-check',
+            cron: true,
+          },
+          replay: (sink) => replaySweepOptouts(state, (rows) => sink.writeRows(rows.map(cellsOf))),
+          engine: async ({ client, sink, progress, runId }) => {
+            let done = 0;
+            const result = await sweepStateOptouts({
+              state,
+              nowS,
+              journal: { runId, state },
+              check: optoutCheckOf(client),
+              concurrency: optoutConcurrency(options),
+              ...(options.sweepFraction !== undefined ? { fraction: options.sweepFraction } : {}),
+              ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+              onChecked: async (rows) => {
+                const cells = (options.onlyOptedOut ? rows.filter((r) => r.verdict.kind === 'opted_out') : rows).map(
+                  cellsOf,
+                );
+                await sink.writeRows(cells);
+                done += rows.length;
+                progress.update({ done, retries: client.stats.retries, http429: client.stats.http429 });
+              },
+            });
+            planned = result.counts.planned;
+            return result;
+          },
+          summary: (result, { client, replayed }) => {
+            const c = result.counts;
+            return optoutSummary('optout-check', result, client, startedMs, deps.now(), {
+              state_file: path,
+              entries_planned: c.planned,
+              entries_checked: c.entries,
+              tombstoned: c.tombstoned,
+              ...(replayed > 0 ? { replayed_changes: replayed } : {}),
+            });
+          },
+          finish: (result, summary, { sink, replayed }) => {
+            if (planned === 0) say(`${path} holds no entry with a raw UID: nothing to check`);
+            return finishOptout(result, summary, sink, options, deps, say, {
+              state,
+              kind: 'optout',
+              replayed,
+              upTo: result.journalUpTo,
+            });
+          },
+        };
+      },
+    },
+    deps,
+  );
 }

@@ -5,14 +5,16 @@ import {
   type RemapChange,
   changeCells,
   RemapEngine,
+  type RemapResult,
   replayRemapChanges,
 } from '../remap/remap-engine.js';
-import { chooseConcurrency, connectForMapping, type ServiceTarget } from '../run/connection.js';
+import { runBatchCommand, type BatchPlan } from '../run/batch-run.js';
+import { chooseConcurrency, type ServiceTarget } from '../run/connection.js';
 import { EXIT, UserError } from '../run/exit-codes.js';
 import { sayTo, type RunDeps } from '../run/run-deps.js';
-import { exitCodeOf, remapRunArgs, replayedLine, withRunOutput } from '../run/run-report.js';
+import { remapRunArgs } from '../run/run-report.js';
 import { formatCount } from '../run/summary.js';
-import { runRemapDueV2 } from './remap-due-v2.js';
+import { planRemapDueV2 } from './remap-due-v2.js';
 import {
   finish,
   isoOf,
@@ -21,6 +23,7 @@ import {
   remapReporting,
   remapSummary,
   writeDryRunSummary,
+  type NextDue,
   type RemapDueOptions,
   type RemapDueRun,
 } from './remap-report.js';
@@ -28,33 +31,33 @@ import {
 const DRY_RUN_DAYS = 7;
 
 /** `remap-due`: returns the exit code (0, 3 some batches failed, 130 interrupted); throws for the rest. */
-export async function runRemapDueJob(
+export function runRemapDueJob(
   options: RemapDueOptions,
   target: ServiceTarget,
   deps: RunDeps,
   startedMs: number,
 ): Promise<number> {
   const say = sayTo(options.output, deps);
-  const state = openState(options.state, {
-    envFingerprint: target.envFingerprint,
-    create: false,
-    readonly: options.dryRun,
-  });
-  const run: RemapDueRun = { state, nowS: options.nowS, options, startedMs, deps, say };
-  try {
-    // a v2 file is kept fresh by salt bucket rotation, not by r
-    if (state.meta().api === 'v2') return await runRemapDueV2(run, target);
-    if (options.upgrade === true)
-      throw new UserError(
-        `--upgrade moves the entries of a v2 state file to v3; ${options.state} is a v3 state file already`,
-      );
-    if (options.dryRun) return await dryRun(run);
-    // a second run at the same time would send the same entries twice and race on the commits
-    await state.waitForLock((options.wait ?? 0) * 1000);
-    return await remapForReal(run, target);
-  } finally {
-    state.close();
-  }
+  return runBatchCommand(
+    {
+      openState: () =>
+        openState(options.state, { envFingerprint: target.envFingerprint, create: false, readonly: options.dryRun }),
+      plan: async (state) => {
+        const run: RemapDueRun = { state, nowS: options.nowS, options, startedMs, deps, say };
+        // a v2 file is kept fresh by salt bucket rotation, not by r
+        if (state.meta().api === 'v2') return planRemapDueV2(run, target);
+        if (options.upgrade === true)
+          throw new UserError(
+            `--upgrade moves the entries of a v2 state file to v3; ${options.state} is a v3 state file already`,
+          );
+        if (options.dryRun) return await dryRun(run);
+        // a second run at the same time would send the same entries twice and race on the commits
+        await state.waitForLock((options.wait ?? 0) * 1000);
+        return remapPlan(run, target);
+      },
+    },
+    deps,
+  );
 }
 
 async function dryRun(run: RemapDueRun): Promise<number> {
@@ -85,60 +88,55 @@ async function dryRun(run: RemapDueRun): Promise<number> {
   return EXIT.ok;
 }
 
-async function remapForReal(run: RemapDueRun, target: ServiceTarget): Promise<number> {
+/** Re-maps what is due by r, with v3. */
+function remapPlan(run: RemapDueRun, target: ServiceTarget): BatchPlan<RemapResult> {
   const { state, nowS, options, startedMs, deps, say } = run;
   const concurrency = chooseConcurrency(options.concurrency, target, say);
   const due = state.countDue(nowS);
-  const total = options.limit === undefined ? due : Math.min(due, options.limit);
-  const connection = await connectForMapping(
+  const cellsOf = (change: RemapChange): string[] =>
+    changeCells(change, options.output.timeFormat, options.output.hashEncoding);
+  let next: NextDue | null | undefined;
+  return {
+    command: 'remap-due',
     target,
-    concurrency,
-    deps.client !== undefined ? { client: deps.client } : {},
-  );
-  const { client, limiter } = connection;
-  const runId = state.startRun('remap-due', JSON.stringify(remapRunArgs(options)), nowS);
-  try {
-    const cellsOf = (change: RemapChange): string[] =>
-      changeCells(change, options.output.timeFormat, options.output.hashEncoding);
-    return await withRunOutput(
-      changesColumns(options.output.timeFormat, false),
-      'remap-due',
-      true,
-      options.output,
-      deps,
-      async (sink, progress) => {
-        progress.update({ done: 0, total });
-        const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf)));
-        if (replayed > 0) say(replayedLine(replayed));
-        const engine = new RemapEngine({
-          state,
-          nowS,
-          journal: { runId, state },
-          mapBatch: (request, signal) => client.mapV3(request, { signal }),
-          limiter,
-          ...(options.limit !== undefined ? { limit: options.limit } : {}),
-          ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-          ...remapReporting(sink, progress, client, cellsOf),
-        });
-        const result = await engine.run();
-        progress.stop();
-        const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
-        if (replayed > 0) summary.replayed_changes = replayed;
-        // nothing was due: say when something will be, rather than a bare "0 entries"
-        const next = due === 0 ? nextDue(state, nowS) : undefined;
-        if (next !== undefined) summary.next_due = next;
-        state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
-        const code = await finish(result, summary, sink, options, deps, say, {
-          state,
-          kind: 'remap',
-          replayed,
-          upTo: result.journalUpTo,
-        });
-        if (next !== undefined) say(nothingDueLine(next, nowS));
-        return code;
-      },
-    );
-  } finally {
-    await connection.close();
-  }
+    connection: { kind: 'map', concurrency },
+    record: { args: remapRunArgs(options), startS: nowS, endS: () => nowS },
+    output: {
+      columns: changesColumns(options.output.timeFormat, false),
+      options: options.output,
+      progressLabel: 'remap-due',
+      cron: true,
+    },
+    total: () => (options.limit === undefined ? due : Math.min(due, options.limit)),
+    replay: (sink) => replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf))),
+    engine: ({ client, limiter, sink, progress, runId }) =>
+      new RemapEngine({
+        state,
+        nowS,
+        journal: { runId, state },
+        mapBatch: (request, signal) => client.mapV3(request, { signal }),
+        limiter,
+        ...(options.limit !== undefined ? { limit: options.limit } : {}),
+        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+        ...remapReporting(sink, progress, client, cellsOf),
+      }).run(),
+    summary: (result, { client, replayed }) => {
+      const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
+      if (replayed > 0) summary.replayed_changes = replayed;
+      // nothing was due: say when something will be, rather than a bare "0 entries"
+      next = due === 0 ? nextDue(state, nowS) : undefined;
+      if (next !== undefined) summary.next_due = next;
+      return summary;
+    },
+    finish: async (result, summary, { sink, replayed }) => {
+      const code = await finish(result, summary, sink, options, deps, say, {
+        state,
+        kind: 'remap',
+        replayed,
+        upTo: result.journalUpTo,
+      });
+      if (next !== undefined) say(nothingDueLine(next, nowS));
+      return code;
+    },
+  };
 }

@@ -10,9 +10,10 @@ import {
   type RemapOptions,
   type RemapResult,
 } from '../remap/remap-engine.js';
-import { chooseConcurrency, connectForMapping, type ServiceTarget } from '../run/connection.js';
+import type { BatchPlan } from '../run/batch-run.js';
+import { chooseConcurrency, type ServiceTarget } from '../run/connection.js';
 import { EXIT, UserError } from '../run/exit-codes.js';
-import { exitCodeOf, remapRunArgs, replayedLine, withRunOutput } from '../run/run-report.js';
+import { remapRunArgs } from '../run/run-report.js';
 import { formatCount } from '../run/summary.js';
 import { v2DeprecationWarning } from '../v2/v2-notice.js';
 import { checkRotatedBuckets, isoUtc, nextCheckSinceMs, type BucketCheck } from '../v2/rotated-buckets.js';
@@ -27,7 +28,10 @@ import { finish, isoOf, remapReporting, remapSummary, writeDryRunSummary, type R
  * entries marked due, with v2, or with v3 under --upgrade (they become v3 entries with r). Entries an earlier
  * --upgrade moved to v3 are due by r, and are re-mapped with v3 in the same run.
  */
-export async function runRemapDueV2(run: RemapDueRun, target: ServiceTarget): Promise<number> {
+export async function planRemapDueV2(
+  run: RemapDueRun,
+  target: ServiceTarget,
+): Promise<BatchPlan<RemapResult> | number> {
   const { state, options, startedMs, deps } = run;
   const path = options.state;
   if (migrationInProgress(state)) {
@@ -45,7 +49,7 @@ export async function runRemapDueV2(run: RemapDueRun, target: ServiceTarget): Pr
   if (options.dryRun) return dryRunV2(run);
   // a second run at the same time would send the same entries twice and race on the commits
   await state.waitForLock((options.wait ?? 0) * 1000);
-  return remapV2(run, target);
+  return remapV2Plan(run, target);
 }
 
 async function dryRunV2(run: RemapDueRun): Promise<number> {
@@ -78,101 +82,103 @@ async function dryRunV2(run: RemapDueRun): Promise<number> {
   return EXIT.ok;
 }
 
-async function remapV2(run: RemapDueRun, target: ServiceTarget): Promise<number> {
+/** Asks which buckets rotated, marks their entries due, then re-maps what is marked (v2, or v3) and what is due by r. */
+function remapV2Plan(run: RemapDueRun, target: ServiceTarget): BatchPlan<RemapResult> {
   const { state, nowS, options, startedMs, deps, say } = run;
   const concurrency = chooseConcurrency(options.concurrency, target, say);
-  const connection = await connectForMapping(
+  const cellsOf = (change: RemapChange): string[] =>
+    changeCellsV2(change, options.output.timeFormat, options.output.hashEncoding);
+  let check: BucketCheck | null = null;
+  let dueByR = 0;
+  let due = 0;
+  let byBucket = 0;
+  return {
+    command: 'remap-due',
     target,
-    concurrency,
-    deps.client !== undefined ? { client: deps.client } : {},
-  );
-  const { client, limiter } = connection;
-  const mapV3: RemapBatchFn = (request, signal) => client.mapV3(request, { signal });
-  const runId = state.startRun(
-    'remap-due',
-    JSON.stringify({ api: 'v2', ...(options.upgrade === true ? { upgrade: true } : {}), ...remapRunArgs(options) }),
-    nowS,
-  );
-  try {
-    const since = nextCheckSinceMs(state);
-    let check: BucketCheck | null = null;
-    if (since !== null) {
-      check = await checkRotatedBuckets({
-        client,
-        state,
-        sinceMs: since,
-        checkedAtMs: nowS * 1000,
-        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-      });
-    }
-    const marked = state.countDueV2();
-    const dueByR = state.countDue(nowS);
-    const due = marked + dueByR;
-    const cellsOf = (change: RemapChange): string[] =>
-      changeCellsV2(change, options.output.timeFormat, options.output.hashEncoding);
-    return await withRunOutput(
-      changesColumns(options.output.timeFormat, true),
-      'remap-due',
-      true,
-      options.output,
-      deps,
-      async (sink, progress) => {
-        progress.update({ done: 0, total: options.limit === undefined ? due : Math.min(due, options.limit) });
-        let doneBefore = 0;
-        const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf)));
-        if (replayed > 0) say(replayedLine(replayed));
-        const common: Omit<RemapOptions, 'mapBatch'> = {
+    connection: { kind: 'map', concurrency },
+    record: {
+      args: { api: 'v2', ...(options.upgrade === true ? { upgrade: true } : {}), ...remapRunArgs(options) },
+      startS: nowS,
+      endS: () => nowS,
+    },
+    beforeOutput: async (client) => {
+      const since = nextCheckSinceMs(state);
+      if (since !== null) {
+        check = await checkRotatedBuckets({
+          client,
           state,
-          nowS,
-          journal: { runId, state },
-          limiter,
+          sinceMs: since,
+          checkedAtMs: nowS * 1000,
           ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-          ...remapReporting(sink, progress, client, cellsOf, () => doneBefore),
-        };
-        let result = await new RemapEngine({
-          ...common,
-          selectPage: (after, limit) => state.selectDueV2(after?.id ?? null, limit),
-          mapBatch: options.upgrade === true ? mapV3 : mapBatchV2(client),
-          ...(options.limit !== undefined ? { limit: options.limit } : {}),
-        }).run();
-        const byBucket = result.counts.selected;
-        const left = options.limit === undefined ? Number.POSITIVE_INFINITY : options.limit - byBucket;
-        if (result.outcome.kind === 'completed' && dueByR > 0 && left > 0) {
-          doneBefore = byBucket;
-          const byR = await new RemapEngine({
-            ...common,
-            mapBatch: mapV3,
-            ...(Number.isFinite(left) ? { limit: left } : {}),
-          }).run();
-          result = joinResults(result, byR);
-        }
-        progress.stop();
-        const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
-        summary.api = 'v2';
-        if (check !== null) {
-          summary.buckets_since = isoUtc(check.sinceMs);
-          summary.buckets_rotated = check.buckets.length;
-          summary.marked_due = check.marked;
-        }
-        if (options.upgrade === true) summary.upgraded = byBucket;
-        if (replayed > 0) summary.replayed_changes = replayed;
-        state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
-        if (check !== null) {
-          say(
-            `buckets: ${formatCount(check.buckets.length)} salt bucket(s) rotated since ${isoUtc(check.sinceMs)}; ${formatCount(check.marked)} entries marked due`,
-          );
-        }
-        return await finish(result, summary, sink, options, deps, say, {
-          state,
-          kind: 'remap',
-          replayed,
-          upTo: result.journalUpTo,
         });
-      },
-    );
-  } finally {
-    await connection.close();
-  }
+      }
+      dueByR = state.countDue(nowS);
+      due = state.countDueV2() + dueByR;
+    },
+    output: {
+      columns: changesColumns(options.output.timeFormat, true),
+      options: options.output,
+      progressLabel: 'remap-due',
+      cron: true,
+    },
+    total: () => (options.limit === undefined ? due : Math.min(due, options.limit)),
+    replay: (sink) => replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf))),
+    engine: async ({ client, limiter, sink, progress, runId }) => {
+      const mapV3: RemapBatchFn = (request, signal) => client.mapV3(request, { signal });
+      let doneBefore = 0;
+      const common: Omit<RemapOptions, 'mapBatch'> = {
+        state,
+        nowS,
+        journal: { runId, state },
+        limiter,
+        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+        ...remapReporting(sink, progress, client, cellsOf, () => doneBefore),
+      };
+      let result = await new RemapEngine({
+        ...common,
+        selectPage: (after, limit) => state.selectDueV2(after?.id ?? null, limit),
+        mapBatch: options.upgrade === true ? mapV3 : mapBatchV2(client),
+        ...(options.limit !== undefined ? { limit: options.limit } : {}),
+      }).run();
+      byBucket = result.counts.selected;
+      const left = options.limit === undefined ? Number.POSITIVE_INFINITY : options.limit - byBucket;
+      if (result.outcome.kind === 'completed' && dueByR > 0 && left > 0) {
+        doneBefore = byBucket;
+        const byR = await new RemapEngine({
+          ...common,
+          mapBatch: mapV3,
+          ...(Number.isFinite(left) ? { limit: left } : {}),
+        }).run();
+        result = joinResults(result, byR);
+      }
+      return result;
+    },
+    summary: (result, { client, replayed }) => {
+      const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
+      summary.api = 'v2';
+      if (check !== null) {
+        summary.buckets_since = isoUtc(check.sinceMs);
+        summary.buckets_rotated = check.buckets.length;
+        summary.marked_due = check.marked;
+      }
+      if (options.upgrade === true) summary.upgraded = byBucket;
+      if (replayed > 0) summary.replayed_changes = replayed;
+      return summary;
+    },
+    finish: (result, summary, { sink, replayed }) => {
+      if (check !== null) {
+        say(
+          `buckets: ${formatCount(check.buckets.length)} salt bucket(s) rotated since ${isoUtc(check.sinceMs)}; ${formatCount(check.marked)} entries marked due`,
+        );
+      }
+      return finish(result, summary, sink, options, deps, say, {
+        state,
+        kind: 'remap',
+        replayed,
+        upTo: result.journalUpTo,
+      });
+    },
+  };
 }
 
 /** The two passes of one run (by bucket, then by r) as one result. */
