@@ -65,9 +65,10 @@ import {
   writeSummaryJson,
   type RunSummary,
 } from '../../pipeline/run/summary.js';
-import { addThreadsOption, defaultMapThreads, threadsFlag } from '../shared/threads-option.js';
+import { addThreadsOption, threadsFlag } from '../shared/threads-option.js';
+import { defaultMapThreads, planThreads, type ThreadPlan } from '../../pipeline/run/run-plan.js';
 import { v2DeprecationWarning } from '../../pipeline/v2/v2-notice.js';
-import { releaseYoungGeneration } from '../shared/young-generation.js';
+import { releaseYoungGeneration } from '../../pipeline/run/young-generation.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
 import {
   addPhoneRegionOption,
@@ -105,8 +106,8 @@ export interface MapFlags extends ColumnFlags, Partial<BadRowFlags> {
   dryRun?: boolean;
   /** v3 (default), or the deprecated v2 map: one identity kind per request, salt buckets instead of r. */
   api?: 'v3' | 'v2';
-  /** Worker threads that parse, prepare and encode CSV rows (absent or 0: the main thread; see cli/shared/threads-option.ts). */
-  threads?: number;
+  /** --threads: worker threads that parse, prepare and encode CSV rows ('auto': the machine's default; absent or 0: the main thread; see pipeline/run/run-plan.ts). */
+  threads?: number | 'auto';
   /** --keep, --drop-input-columns, --result-prefix, --emit-hash (the time format is output.timeFormat). */
   layout?: Omit<LayoutRequest, 'timeFormat'>;
   /** --phone-region: national phone numbers are read as this country's (default: the profile's phone_region). */
@@ -186,7 +187,7 @@ export function registerMap(program: Command): void {
   addOutputDirOption(cmd);
   addThreadsOption(cmd, defaultMapThreads(), 'cores - 1, at most 3');
   cmd.action((input: string[] | undefined, opts: Record<string, unknown>) =>
-    runInProcess((deps) => runMap({ ...mapFlags(input, opts), threads: threadsFlag(opts, defaultMapThreads()) }, deps)),
+    runInProcess((deps) => runMap(mapFlags(input, opts), deps)),
   );
 }
 
@@ -216,6 +217,7 @@ export function mapFlags(input: string | readonly string[] | undefined, opts: Re
     ...(phoneRegionFlagOf(opts) !== undefined ? { phoneRegion: phoneRegionFlagOf(opts) } : {}),
     ...(phoneRegionColumnFlagOf(opts) !== undefined ? { phoneRegionColumn: phoneRegionColumnFlagOf(opts) } : {}),
     ...(nullValuesOf(opts) !== undefined ? { nullValues: nullValuesOf(opts) } : {}),
+    threads: threadsFlag(opts),
     layout: {
       ...(Array.isArray(opts.keep) ? { keep: opts.keep as string[] } : {}),
       ...(opts.dropInputColumns === true ? { dropInputColumns: true } : {}),
@@ -292,25 +294,22 @@ async function mapParts(
     );
   }
 
+  const plan = planThreads({
+    command: 'map',
+    threads: flags.threads,
+    dryRun,
+    outputDir: flags.outputDir !== undefined,
+    outputFormat: flags.output.format,
+  });
   const sourceOptions: Omit<OpenSourceOptions, 'path'> = {
     ...sourceOptionsOf(flags),
     ...(inputPath === '-' ? { stream: deps.stdin } : {}),
     ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
     ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-    // a Parquet input is read on a thread of its own, which keeps and encodes its rows (not with --output-dir,
-    // which cuts the rows back into their parts as they are written: the rows are needed on this thread)
-    ...((flags.threads ?? 0) > 0 && flags.outputDir === undefined ? { readThread: true } : {}),
+    ...(plan.readThread ? { readThread: true } : {}),
   };
-  // with --threads, a CSV input is parsed by the row threads: here it is only cut into record-aligned pieces
-  // (not in a dry run: nothing is handed on, so the threads would keep every piece; not for a Parquet output,
-  // which its sink writes from rows, while the row threads write text; not with --output-dir, which cuts the rows
-  // back into their parts as they are written: the rows are read on this thread)
-  const rowThreads =
-    dryRun || flags.outputDir !== undefined || flags.output.format === 'parquet' ? 0 : (flags.threads ?? 0);
-  const opened = await openTableInputs(inputPaths, sourceOptions, rowThreads);
-  // a bounded young generation pays only where this thread has the least to do: a Parquet input read, and its
-  // output encoded, on a thread of their own; every other run needs this thread's speed more
-  if (!(isPreparingSource(opened) && flags.output.format === 'parquet')) releaseYoungGeneration();
+  const opened = await openTableInputs(inputPaths, sourceOptions, plan.rowThreads);
+  if (!plan.keepsYoungGenerationBounded(isPreparingSource(opened))) releaseYoungGeneration();
   return closeOnFailure(opened, () =>
     mapOpened(
       opened,
@@ -318,6 +317,7 @@ async function mapParts(
       inputPaths,
       flags,
       config,
+      plan,
       startedMs,
       deps,
       say,
@@ -332,6 +332,7 @@ async function mapOpened(
   inputPaths: string[],
   flags: MapFlags,
   config: ResolvedConfig,
+  plan: ThreadPlan,
   startedMs: number,
   deps: MapDeps,
   say: (line: string) => void,
@@ -377,7 +378,7 @@ async function mapOpened(
   }
   try {
     if (dryRun && !isPieceSource(source)) return await dryRunReport(source, columns, flags, state, startedMs, deps);
-    return await mapForReal(source, columns, layout, concurrency, config, flags, state, startedMs, deps, badRows);
+    return await mapForReal(source, columns, layout, concurrency, config, plan, flags, state, startedMs, deps, badRows);
   } finally {
     await state?.close();
   }
@@ -458,6 +459,7 @@ async function mapForReal(
   layout: ResultLayout,
   concurrency: number,
   resolved: ResolvedConfig,
+  plan: ThreadPlan,
   flags: MapFlags,
   state: MapStateFile | undefined,
   startedMs: number,
@@ -475,10 +477,9 @@ async function mapForReal(
   let sink: TableSink | undefined;
   let rejects: TableSink | undefined;
   let progress: ProgressReporter | undefined;
-  const threads = flags.threads ?? (isPieceSource(source) ? 1 : 0);
+  const threads = plan.engineThreads(isPieceSource(source));
   try {
-    // row threads encode the rows themselves; otherwise --threads gives the sink encoding threads
-    const sinkThreads = isPieceSource(source) ? 0 : (flags.threads ?? 0);
+    const sinkThreads = plan.encoderThreads(isPieceSource(source)) ?? 0;
     sink =
       flags.outputDir !== undefined
         ? partSinksFor(flags.outputDir, source, header, types)

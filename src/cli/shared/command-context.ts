@@ -7,7 +7,7 @@ import type { ServiceTarget } from '../../pipeline/run/connection.js';
 import type { InputRunDeps, RunDeps } from '../../pipeline/run/run-deps.js';
 import { startEmbeddedServiceIfLocal } from './embedded-service.js';
 import { onInterrupt } from './exit-codes.js';
-import { boundHeapGrowth } from './heap-growth.js';
+import { boundHeapGrowth } from '../../pipeline/run/heap-growth.js';
 import { createProgress } from './progress.js';
 
 export { sayTo, type Say } from '../../pipeline/run/run-deps.js';
