@@ -58,15 +58,10 @@ import { createProgress } from '../shared/progress.js';
 import { addOutputDirOption, outputDirOf, partOutputPaths, partSinksFor } from '../shared/output-dir.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
-import {
-  addPhoneRegionOption,
-  phoneRegionColumnFlagOf,
-  phoneRegionColumnIndex,
-  phoneRegionFlagOf,
-  withPhoneRegion,
-} from '../shared/phone-region-option.js';
-import { phoneRegionHint, readsRegion } from '../shared/phone-region-hint.js';
-import { addNullValueOption, nullValuesOf, withNullMarkers } from '../shared/null-value-option.js';
+import { addPhoneRegionOption, phoneRegionColumnFlagOf, phoneRegionFlagOf } from '../shared/phone-region-option.js';
+import { phoneRegionColumnIndex, withNullMarkers, withPhoneRegion } from '../../pipeline/map/column-options.js';
+import { phoneRegionHint, readsRegion } from '../../pipeline/map/phone-region-hint.js';
+import { addNullValueOption, nullValuesOf } from '../shared/null-value-option.js';
 import type { PhoneRegion } from '../../identity/index.js';
 import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../../pipeline/run/summary.js';
 

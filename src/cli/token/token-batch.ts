@@ -10,7 +10,7 @@ import {
   type TokenBatchRun,
 } from '../../pipeline/tokens/token-batch.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
-import { phoneRegionHint } from '../shared/phone-region-hint.js';
+import { phoneRegionHint } from '../../pipeline/map/phone-region-hint.js';
 import { createProgress } from '../shared/progress.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { requestCounters } from '../../pipeline/run/run-report.js';
