@@ -22,7 +22,7 @@ import { BadRowsOutput, type BadRowFlags } from '../run/bad-rows-output.js';
 import { chooseConcurrency, connectForMapping, type ServiceClient, type ServiceTarget } from '../run/connection.js';
 import { EXIT, UserError } from '../run/exit-codes.js';
 import { sinkCompression, type OutputFlags } from '../run/output-options.js';
-import { sayTo, startProgress, type InputRunDeps, type RunProgress } from '../run/run-deps.js';
+import { sayTo, startProgress, type InputRunDeps, type RunProgress, type Say } from '../run/run-deps.js';
 import { exitCodeOf, KNOWN_FAILURES as BATCH_KNOWN_FAILURES } from '../run/run-report.js';
 import { planThreads, type ThreadPlan } from '../run/run-plan.js';
 import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from '../run/summary.js';
@@ -79,10 +79,10 @@ export async function runMapFilesJob(options: MapOptions, target: ServiceTarget,
   };
   const say = sayTo(options.output, deps);
   const badRows = await BadRowsOutput.open(skipping, say);
-  if (badRows === undefined) return mapParts(options, target, deps, undefined);
+  if (badRows === undefined) return mapParts(options, target, deps, say, undefined);
   let code: number;
   try {
-    code = await mapParts(options, target, deps, badRows);
+    code = await mapParts(options, target, deps, say, badRows);
   } catch (err) {
     await badRows.abort();
     throw err;
@@ -93,17 +93,28 @@ export async function runMapFilesJob(options: MapOptions, target: ServiceTarget,
   return badRows.exitCode(code);
 }
 
+/** One map run of files, once its inputs are chosen: what each of its steps needs. */
+interface MapRun {
+  options: MapOptions;
+  target: ServiceTarget;
+  plan: ThreadPlan;
+  deps: InputRunDeps;
+  say: Say;
+  startedMs: number;
+  badRows: BadRowsOutput | undefined;
+}
+
 async function mapParts(
   options: MapOptions,
   target: ServiceTarget,
   deps: InputRunDeps,
+  say: Say,
   badRows: BadRowsOutput | undefined,
 ): Promise<number> {
   const startedMs = deps.now();
   const inputPaths = options.inputs;
   const inputPath = inputPaths[0];
   const dryRun = options.dryRun === true;
-  const say = sayTo(options.output, deps);
   // a deadline, not progress: said even with --quiet, so that cron mail carries it
   if (options.api === 'v2') {
     deps.stderr.write(
@@ -131,40 +142,19 @@ async function mapParts(
   };
   const opened = await openTableInputs(inputPaths, sourceOptions, plan.rowThreads);
   if (!plan.keepsYoungGenerationBounded(isPreparingSource(opened))) releaseYoungGeneration();
-  return closeOnFailure(opened, () =>
-    mapOpened(
-      opened,
-      { ...sourceOptions, path: inputPaths[0] },
-      inputPaths,
-      options,
-      target,
-      plan,
-      startedMs,
-      deps,
-      say,
-      badRows,
-    ),
-  );
+  const run: MapRun = { options, target, plan, deps, say, startedMs, badRows };
+  return closeOnFailure(opened, () => mapOpened(run, opened, { ...sourceOptions, path: inputPaths[0] }));
 }
 
-async function mapOpened(
-  opened: TableInput,
-  firstInput: OpenSourceOptions,
-  inputPaths: string[],
-  options: MapOptions,
-  target: ServiceTarget,
-  plan: ThreadPlan,
-  startedMs: number,
-  deps: InputRunDeps,
-  say: (line: string) => void,
-  badRows: BadRowsOutput | undefined,
-): Promise<number> {
+async function mapOpened(run: MapRun, opened: TableInput, firstInput: OpenSourceOptions): Promise<number> {
+  const { options, target, say } = run;
   const dryRun = options.dryRun === true;
   // a one-column file of emails or phones without a header line is read as such (and said so)
-  const source = inputPaths.length === 1 && mayBeHeaderless(options, firstInput) ? readAsHeaderless(opened) : opened;
+  const source =
+    options.inputs.length === 1 && mayBeHeaderless(options, firstInput) ? readAsHeaderless(opened) : opened;
   for (const line of source.notes) say(line);
-  if (source.header.length === 0) return emptyInput(source, options, startedMs, deps, say);
-  const identifiers = identifierColumns(source, options, say);
+  if (source.header.length === 0) return emptyInput(run, source);
+  const identifiers = identifierColumns(run, source);
   const regionIndex =
     options.phoneRegionColumn === undefined
       ? undefined
@@ -182,7 +172,7 @@ async function mapOpened(
     source,
     columns.map((c) => c.name),
   );
-  const layout = resultLayout(source, columns, options);
+  const layout = resultLayout(options, source, columns);
   const rejectsFormat = options.rejects === undefined ? undefined : formatOfExtension(options.rejects);
   if (rejectsFormat !== undefined && rejectsFormat !== options.output.format) {
     // the row threads encode an output row once, for both files: the rejects share the output's format
@@ -202,33 +192,15 @@ async function mapOpened(
       });
   }
   try {
-    if (dryRun && !isPieceSource(source)) return await dryRunReport(source, columns, options, state, startedMs, deps);
-    return await mapForReal(
-      source,
-      columns,
-      layout,
-      concurrency,
-      target,
-      plan,
-      options,
-      state,
-      startedMs,
-      deps,
-      badRows,
-    );
+    if (dryRun && !isPieceSource(source)) return await dryRunReport(run, source, columns, state);
+    return await mapForReal(run, { source, columns, layout, concurrency, state });
   } finally {
     await state?.close();
   }
 }
 
 /** A 0-byte input is an empty table, not a mistake: the output is empty too (no columns to name). */
-async function emptyInput(
-  source: TableInfo,
-  options: MapOptions,
-  startedMs: number,
-  deps: InputRunDeps,
-  say: (line: string) => void,
-): Promise<number> {
+async function emptyInput({ options, startedMs, deps, say }: MapRun, source: TableInfo): Promise<number> {
   say(`${source.name} is empty: nothing to map`);
   if (!options.dryRun) {
     const sink = await openSink({
@@ -252,7 +224,7 @@ async function emptyInput(
   return EXIT.ok;
 }
 
-function identifierColumns(source: TableInput, options: MapOptions, say: (line: string) => void): IdentifierColumn[] {
+function identifierColumns({ options, say }: MapRun, source: TableInput): IdentifierColumn[] {
   const headerless = headerlessColumns(source);
   if (headerless !== undefined) return headerless;
   try {
@@ -266,7 +238,7 @@ function identifierColumns(source: TableInput, options: MapOptions, say: (line: 
 }
 
 /** The output's layout as the options ask for it; a column they name that the input lacks is a usage error. */
-function resultLayout(source: TableInfo, columns: IdentifierColumn[], options: MapOptions): ResultLayout {
+function resultLayout(options: MapOptions, source: TableInfo, columns: IdentifierColumn[]): ResultLayout {
   try {
     return resolveResultLayout(
       source.header,
@@ -280,19 +252,17 @@ function resultLayout(source: TableInfo, columns: IdentifierColumn[], options: M
   }
 }
 
-async function mapForReal(
-  source: TableInput,
-  columns: IdentifierColumn[],
-  layout: ResultLayout,
-  concurrency: number,
-  target: ServiceTarget,
-  plan: ThreadPlan,
-  options: MapOptions,
-  state: MapStateFile | undefined,
-  startedMs: number,
-  deps: InputRunDeps,
-  badRows: BadRowsOutput | undefined,
-): Promise<number> {
+/** What a run that sends has chosen before it connects. */
+interface MapChoices {
+  source: TableInput;
+  columns: IdentifierColumn[];
+  layout: ResultLayout;
+  concurrency: number;
+  state: MapStateFile | undefined;
+}
+
+async function mapForReal(run: MapRun, { source, columns, layout, concurrency, state }: MapChoices): Promise<number> {
+  const { options, target, plan, deps, say, startedMs, badRows } = run;
   const maxAttempts = target.maxAttempts ?? 6;
   const connection = await connectForMapping(target, concurrency, {
     maxAttempts,
@@ -353,7 +323,7 @@ async function mapForReal(
     });
     progress.stop();
     const hint = phoneRegionHint(readsRegion(columns), result.counts);
-    if (hint !== undefined) sayTo(options.output, deps)(hint);
+    if (hint !== undefined) say(hint);
     const summary = mapSummary(result, client, source, startedMs, deps.now(), state);
     if (api === 'v2') summary.api = 'v2';
     state?.endRun(JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
@@ -363,7 +333,7 @@ async function mapForReal(
       badRows,
       options,
       state,
-      say: sayTo(options.output, deps),
+      say,
       deps,
     });
   } catch (err) {
@@ -532,12 +502,10 @@ function mapSummary(
 }
 
 async function dryRunReport(
+  { options, startedMs, deps, say }: MapRun,
   source: TableSource,
   columns: IdentifierColumn[],
-  options: MapOptions,
   state: MapStateFile | undefined,
-  startedMs: number,
-  deps: InputRunDeps,
 ): Promise<number> {
   const engine = new MapEngine({
     columns,
@@ -566,7 +534,7 @@ async function dryRunReport(
   ];
   if (!options.output.quiet) deps.stderr.write(`${lines.join('\n')}\n`);
   const hint = phoneRegionHint(readsRegion(columns), c);
-  if (hint !== undefined) sayTo(options.output, deps)(hint);
+  if (hint !== undefined) say(hint);
   if (options.output.summaryJson !== undefined) {
     const summary = makeSummary({
       command: 'map',
