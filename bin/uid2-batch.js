@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // the young generation is bounded before the CLI's modules are loaded: loading them is enough to grow it
-import('../dist/cli/shared/young-generation.js')
+import('../dist/pipeline/run/young-generation.js')
   .then((y) => {
     y.boundYoungGeneration();
     return import('../dist/cli/main.js');

@@ -6,7 +6,7 @@ import { EXIT, UserError, stoppedBy } from './shared/exit-codes.js';
 import { refuseRepeatedFlags } from './shared/repeated-flags.js';
 import { usageErrorLine } from './shared/usage-errors.js';
 import { clipErrorLine } from './shared/user-values.js';
-import { releaseYoungGeneration } from './shared/young-generation.js';
+import { releaseYoungGeneration } from '../pipeline/run/young-generation.js';
 
 /** The program without its commands: its name, version, root options and error behaviour. */
 function rootProgram(output?: OutputConfiguration): Command {

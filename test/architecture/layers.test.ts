@@ -16,6 +16,9 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   protocol: [],
 };
 
+/** Commands open no store and send nothing: the jobs in pipeline/ do (the state commands' own folder aside). */
+const OPENS_NO_STORE = (file: string): boolean => file.startsWith('cli/') && !file.startsWith('cli/state/');
+
 /** The only files outside service/ that may start or use the local service. */
 const SERVICE_USERS = [/^cli\/serve\//, /^cli\/shared\/embedded-service\.ts$/];
 
@@ -54,6 +57,15 @@ describe('import graph of src/', () => {
         if (layer !== layerOf(file) && !allowed.includes(layer)) wrong.push(`${file} -> ${target}`);
       }
     }
+    expect(wrong).toEqual([]);
+  });
+
+  it('opens the state and the client only in the jobs, not in the commands', () => {
+    const wrong = [...graph]
+      .filter(([file]) => OPENS_NO_STORE(file))
+      .flatMap(([file, targets]) =>
+        targets.filter((t) => layerOf(t) === 'state' || layerOf(t) === 'client').map((t) => `${file} -> ${t}`),
+      );
     expect(wrong).toEqual([]);
   });
 

@@ -8,7 +8,7 @@ import {
   makeSummary,
   printSummary,
   writeSummaryJson,
-} from '../../src/cli/shared/summary.js';
+} from '../../src/pipeline/run/summary.js';
 
 const example = () =>
   makeSummary({

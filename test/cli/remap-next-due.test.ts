@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { nextDue, nothingDueLine } from '../../src/cli/remap-due/remap-report.js';
+import { nextDue, nothingDueLine } from '../../src/pipeline/jobs/remap-report.js';
 import type { EntryUpdate } from '../../src/state/index.js';
 import { b64, tmpStates } from '../state/tmp-state.js';
 

@@ -3,13 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  chooseConcurrency,
-  connect,
-  resolveFor,
-  sayTo,
-  type CommandDeps,
-} from '../../src/cli/shared/command-context.js';
+import { resolveFor, sayTo, serviceTargetOf, type CommandDeps } from '../../src/cli/shared/command-context.js';
+import { chooseConcurrency, connect } from '../../src/pipeline/run/connection.js';
 import { EXIT } from '../../src/cli/shared/exit-codes.js';
 import type { OutputFlags } from '../../src/cli/shared/options.js';
 import {
@@ -19,8 +14,8 @@ import {
   requestCounters,
   withRunOutput,
   type BatchRunResult,
-} from '../../src/cli/shared/run-report.js';
-import { makeSummary } from '../../src/cli/shared/summary.js';
+} from '../../src/pipeline/run/run-report.js';
+import { makeSummary } from '../../src/pipeline/run/summary.js';
 import { resolveConfig, type ResolvedConfig } from '../../src/config/index.js';
 import type { TableSink } from '../../src/pipeline/io/table.js';
 
@@ -139,10 +134,8 @@ describe('withRunOutput', () => {
 });
 
 describe('chooseConcurrency', () => {
-  const withEnv = (isPublic: boolean): ResolvedConfig => {
-    const config = localConfig();
-    return { ...config, env: { ...config.env, isPublic } };
-  };
+  const withEnv = (isPublic: boolean) =>
+    serviceTargetOf({ ...localConfig(), isLocal: false, env: { ...localConfig().env, isPublic } });
 
   it('lowers more than 20 to 20 against the public service, and says so once', () => {
     const lines: string[] = [];
@@ -197,9 +190,9 @@ describe('the command context', () => {
   });
 
   it('connect starts the embedded service for --env local; the client maps against it and close stops both', async () => {
-    const connection = await connect(localConfig(), { connections: 2 });
+    const connection = await connect(serviceTargetOf(localConfig()), { connections: 2 });
     try {
-      expect(connection.config.env.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(connection.target.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       const body = await connection.client.mapV3({ email: ['run-context@example.com'] });
       expect(body.email).toHaveLength(1);
       expect(requestCounters(connection.client.stats)).toEqual({ requests: 1, retries: 0, http_429: 0 });

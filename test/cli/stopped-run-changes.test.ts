@@ -1,9 +1,9 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { finish, type RemapDueFlags } from '../../src/cli/remap-due/remap-report.js';
+import { finish, type RemapDueOptions } from '../../src/pipeline/jobs/remap-report.js';
 import type { CommandDeps } from '../../src/cli/shared/command-context.js';
-import { makeSummary } from '../../src/cli/shared/summary.js';
+import { makeSummary } from '../../src/pipeline/run/summary.js';
 import type { RemapResult } from '../../src/pipeline/remap/remap-engine.js';
 import { openSink } from '../../src/pipeline/io/output/sink.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
@@ -37,12 +37,17 @@ async function endRun(
 ): Promise<{ code: number | string; acked: number[]; recorded: string[]; said: string[] }> {
   const sink = await openSink({ path, format: 'csv', header: ['hash'] });
   await sink.writeRows([['changed-hash']]);
-  const flags: RemapDueFlags = { connection: {}, dryRun: false, output: { output: path, format: 'csv', quiet: true } };
+  const options: RemapDueOptions = {
+    state: 'state.db',
+    nowS: 0,
+    dryRun: false,
+    output: { output: path, format: 'csv', quiet: true },
+  };
   const acked: number[] = [];
   const recorded: string[] = [];
   const said: string[] = [];
   const summary = makeSummary({ command: 'remap-due', rows: 5, startedMs: 0, endedMs: 1 });
-  const code = await finish(result, summary, sink, flags, deps, (line) => void said.push(line), {
+  const code = await finish(result, summary, sink, options, deps, (line) => void said.push(line), {
     state: { ackChanges: (_kind, upTo) => acked.push(upTo), setMeta: (key) => void recorded.push(key) },
     kind: 'remap',
     replayed: 0,

@@ -1,6 +1,7 @@
 import { PassThrough, Readable } from 'node:stream';
 import type { ServiceClient } from '../../src/client/index.js';
 import type { ResolvedConfig } from '../../src/config/index.js';
+import { serviceTargetOf } from '../../src/cli/shared/command-context.js';
 import type { Connect } from '../../src/cli/token/token-io.js';
 import type { DiiInput, TokenIdentity, TokenResult, TokenValidateRequest } from '../../src/protocol/index.js';
 
@@ -85,7 +86,7 @@ export function connectTo(
       requests.push(require);
       return {
         client,
-        config: CONFIG,
+        target: serviceTargetOf(CONFIG),
         close: async () => {
           connect.closed++;
         },

@@ -1,8 +1,8 @@
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mapFlags, runMap } from '../../src/cli/map/map.js';
-import { optoutCheckFlags, runOptoutCheck } from '../../src/cli/optout-check/optout-check.js';
-import { remapDueFlags, runRemapDue } from '../../src/cli/remap-due/remap-due.js';
+import { runMap } from '../../src/cli/map/map.js';
+import { runOptoutCheck } from '../../src/cli/optout-check/optout-check.js';
+import { runRemapDue } from '../../src/cli/remap-due/remap-due.js';
 import type { InputCommandDeps } from '../../src/cli/shared/command-context.js';
 import { openStateForReading } from '../../src/cli/state/state-file.js';
 import { openState, type StateStore } from '../../src/state/index.js';
@@ -10,7 +10,8 @@ import { META_KEYS } from '../../src/state/schema.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
 // remap-due and optout-check --state wait for the state file's lock with --wait SECONDS, as state checkpoint
-// does, instead of failing at once while another run holds it. In this process, against the embedded service.
+// does, instead of failing at once while another run holds it. In this process, against the embedded service:
+// each command's run function is called with its typed options and deps, without the command parser.
 const dir = tempDir('lock-wait');
 let statePath: string;
 
@@ -43,16 +44,12 @@ beforeAll(async () => {
   statePath = dir.file('s.db');
   const input = dir.file('in.csv', 'email\nalice@example.com\nbob@example.com\n');
   const code = await runMap(
-    mapFlags(input, {
-      env: 'local',
-      quiet: true,
+    {
+      input,
       state: statePath,
-      output: dir.file('m.csv'),
-      emailCol: [],
-      phoneCol: [],
-      emailHashCol: [],
-      phoneHashCol: [],
-    }),
+      connection: { env: 'local' },
+      output: { output: dir.file('m.csv'), format: 'csv', quiet: true },
+    },
     deps(),
   );
   expect(code).toBe(0);
@@ -65,12 +62,13 @@ const commands: [string, (wait: string | undefined) => Promise<number>][] = [
     'remap-due',
     (wait) =>
       runRemapDue(
-        remapDueFlags({
-          env: 'local',
-          quiet: true,
+        {
           state: statePath,
+          dryRun: false,
           ...(wait !== undefined ? { wait: Number(wait) } : {}),
-        }),
+          connection: { env: 'local' },
+          output: { format: 'csv', quiet: true },
+        },
         deps(),
       ),
   ],
@@ -78,13 +76,15 @@ const commands: [string, (wait: string | undefined) => Promise<number>][] = [
     'optout-check --state',
     (wait) =>
       runOptoutCheck(
-        optoutCheckFlags(undefined, {
-          env: 'local',
-          quiet: true,
+        {
+          reading: {},
+          onlyOptedOut: false,
+          privateOperator: false,
           state: statePath,
-          output: dir.file('swept.csv'),
           ...(wait !== undefined ? { wait: Number(wait) } : {}),
-        }),
+          connection: { env: 'local' },
+          output: { output: dir.file('swept.csv'), format: 'csv', quiet: true },
+        },
         deps(),
       ),
   ],

@@ -10,7 +10,7 @@ import {
   verdictCells,
   type CheckedRow,
 } from '../../src/pipeline/optout/optout-sweep.js';
-import { formatOptoutSummary, optoutSummary, verdictLayout } from '../../src/cli/optout-check/optout-check.js';
+import { formatOptoutSummary, optoutSummary, verdictLayout } from '../../src/pipeline/jobs/optout-check-job.js';
 import type { ServiceClient } from '../../src/client/index.js';
 import type { InputRow } from '../../src/pipeline/io/table.js';
 

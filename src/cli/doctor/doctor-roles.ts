@@ -1,7 +1,8 @@
 /** The roles `doctor` can check, and how `--roles` names them. */
+import type { Role } from '../../pipeline/jobs/service-checks.js';
 import { UserError } from '../shared/exit-codes.js';
 
-export type Role = 'mapper' | 'generator' | 'optout';
+export type { Role } from '../../pipeline/jobs/service-checks.js';
 export const ROLES: readonly Role[] = ['mapper', 'generator', 'optout'];
 
 export function parseRoles(value: string): Role[] {

@@ -16,7 +16,8 @@ import {
 } from '../../pipeline/hash/hash-rows.js';
 import { commitTogether } from '../../pipeline/io/output/commit-together.js';
 import { rowFormatOf, type RowFormat } from '../../pipeline/io/output/row-encoders.js';
-import { RowThreads, YOUNG_GENERATION_MB } from '../../pipeline/threads/row-threads.js';
+import { RowThreads } from '../../pipeline/threads/row-threads.js';
+import { defaultHashThreads, planThreads } from '../../pipeline/run/run-plan.js';
 import { isPieceSource, openTableInputs, type TableInput } from '../../pipeline/threads/table-input.js';
 import { openSink } from '../../pipeline/io/output/sink.js';
 import { defaultLayout } from '../../pipeline/map/result-columns.js';
@@ -32,7 +33,8 @@ import {
   type TableInfo,
   type TableSink,
 } from '../../pipeline/io/table.js';
-import { addBadRowOptions, badRowFlags, BadRowsOutput, type BadRowFlags } from '../shared/bad-rows.js';
+import { BadRowsOutput, type BadRowFlags } from '../../pipeline/run/bad-rows-output.js';
+import { addBadRowOptions, badRowFlags } from '../shared/bad-rows.js';
 import { EXIT, UserError, onInterrupt } from '../shared/exit-codes.js';
 import {
   addHashEncodingOption,
@@ -51,22 +53,17 @@ import {
   tableInputFlags,
   type InputFlags,
 } from '../shared/input-options.js';
-import { addThreadsOption, defaultHashThreads, threadsFlag } from '../shared/threads-option.js';
+import { addThreadsOption, threadsFlag } from '../shared/threads-option.js';
 import { createProgress } from '../shared/progress.js';
 import { addOutputDirOption, outputDirOf, partOutputPaths, partSinksFor } from '../shared/output-dir.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
-import {
-  addPhoneRegionOption,
-  phoneRegionColumnFlagOf,
-  phoneRegionColumnIndex,
-  phoneRegionFlagOf,
-  withPhoneRegion,
-} from '../shared/phone-region-option.js';
-import { phoneRegionHint, readsRegion } from '../shared/phone-region-hint.js';
-import { addNullValueOption, nullValuesOf, withNullMarkers } from '../shared/null-value-option.js';
+import { addPhoneRegionOption, phoneRegionColumnFlagOf, phoneRegionFlagOf } from '../shared/phone-region-option.js';
+import { phoneRegionColumnIndex, withNullMarkers, withPhoneRegion } from '../../pipeline/map/column-options.js';
+import { phoneRegionHint, readsRegion } from '../../pipeline/map/phone-region-hint.js';
+import { addNullValueOption, nullValuesOf } from '../shared/null-value-option.js';
 import type { PhoneRegion } from '../../identity/index.js';
-import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../shared/summary.js';
+import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../../pipeline/run/summary.js';
 
 export { HASH_FIELDS };
 
@@ -83,8 +80,8 @@ export interface HashFlags extends InputFlags, ColumnFlags, Partial<BadRowFlags>
   bom?: boolean;
   summaryJson?: string;
   quiet?: boolean;
-  /** Worker threads that parse, hash and encode CSV rows (absent or 0: the main thread; see cli/shared/threads-option.ts). */
-  threads?: number;
+  /** --threads: worker threads that parse, hash and encode CSV rows ('auto': the machine's default; absent or 0: the main thread; see pipeline/run/run-plan.ts). */
+  threads?: number | 'auto';
   /** --keep: the input columns to write (comma-separated lists); the others are dropped. */
   keep?: string[];
   /** --drop-input-columns: write no input column but those of --keep. */
@@ -160,9 +157,15 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       `interrupted: ${toFile ? 'no output file was written' : 'the rows on stdout are incomplete'}`,
       EXIT.interrupted,
     );
+  const plan = planThreads({
+    command: 'hash',
+    threads: flags.threads,
+    outputDir: flags.outputDir !== undefined,
+    outputFormat: flags.format,
+  });
   let source: TableInput;
   try {
-    source = await openInput(inputPaths, flags, io, badRows, stopReading.signal);
+    source = await openInput(inputPaths, flags, plan.rowThreads, io, badRows, stopReading.signal);
   } catch (err) {
     removeInterrupt();
     await badRows?.abort();
@@ -214,8 +217,9 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
             types,
             ...(flags.bom ? { bom: true } : {}),
             ...(toFile ? {} : { stream: io.stdout }),
-            // row threads encode the rows themselves; otherwise --threads gives the sink encoding threads
-            ...(flags.threads !== undefined && !isPieceSource(source) ? { threads: flags.threads } : {}),
+            ...(plan.encoderThreads(isPieceSource(source)) !== undefined
+              ? { threads: plan.encoderThreads(isPieceSource(source)) }
+              : {}),
           });
 
     const tally = new Tally(columns);
@@ -234,8 +238,8 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       };
       threads = new RowThreads(
         { name: source.name, csv: source.settings, width: source.width, columns, format, v2: false, layout },
-        flags.threads ?? 1,
-        YOUNG_GENERATION_MB.hash,
+        plan.engineThreads(true),
+        plan.rowThreadYoungGenerationMb,
       );
       for await (const piece of threads.hashed(source)) {
         addHashCounts(counts, piece.counts);
@@ -277,6 +281,7 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
 async function openInput(
   paths: readonly string[],
   flags: HashFlags,
+  rowThreads: number,
   io: HashIo,
   badRows: BadRowsOutput | undefined,
   signal: AbortSignal,
@@ -288,10 +293,7 @@ async function openInput(
     signal,
   };
   try {
-    // Parquet is written from rows by its sink: no row threads, which write text; --output-dir cuts the rows back
-    // into their parts as they are written: the rows are read on this thread
-    const threads = flags.outputDir !== undefined || flags.format === 'parquet' ? 0 : (flags.threads ?? 0);
-    const opened = await openTableInputs(paths, options, threads);
+    const opened = await openTableInputs(paths, options, rowThreads);
     // a one-column file of emails or phones without a header line is read as such (a note says so)
     return paths.length === 1 && mayBeHeaderless(flags, { ...options, path: paths[0] })
       ? readAsHeaderless(opened)
@@ -439,7 +441,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
       ...(opts.bom === true ? { bom: true } : {}),
       ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
       quiet: opts.quiet === true,
-      threads: threadsFlag(opts, defaultHashThreads()),
+      threads: threadsFlag(opts),
       ...badRowFlags(opts),
       ...(outputDirOf(opts) !== undefined ? { outputDir: outputDirOf(opts) } : {}),
       ...(Array.isArray(opts.keep) ? { keep: opts.keep as string[] } : {}),

@@ -1,23 +1,11 @@
 import type { Command } from 'commander';
-import { envFingerprint, type ResolvedConfig } from '../../config/index.js';
-import {
-  changesColumns,
-  type RemapChange,
-  changeCells,
-  RemapEngine,
-  replayRemapChanges,
-} from '../../pipeline/remap/remap-engine.js';
+import type { ConnectionFlags } from '../../config/index.js';
+import { runRemapDueJob } from '../../pipeline/jobs/remap-due-job.js';
+import type { RemapDueOptions } from '../../pipeline/jobs/remap-report.js';
+import { PUBLIC_MAX_CONCURRENCY } from '../../pipeline/run/connection.js';
 import { parseInstantMs } from '../../protocol/index.js';
-import { openState } from '../../state/index.js';
-import {
-  chooseConcurrency,
-  connectForMapping,
-  PUBLIC_MAX_CONCURRENCY,
-  resolveFor,
-  runInProcess,
-  sayTo,
-} from '../shared/command-context.js';
-import { EXIT, UserError } from '../shared/exit-codes.js';
+import { resolveFor, runDepsOf, runInProcess, serviceTargetOf, type CommandDeps } from '../shared/command-context.js';
+import { UserError } from '../shared/exit-codes.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import {
   addConnectionOptions,
@@ -29,23 +17,28 @@ import {
   optionReaders,
   outputFlags,
   wholeNumber,
+  type OutputFlags,
 } from '../shared/options.js';
-import { exitCodeOf, remapReporting, remapRunArgs, replayedLine, withRunOutput } from '../shared/run-report.js';
-import { formatCount } from '../shared/summary.js';
-import { runRemapDueV2 } from './remap-due-v2.js';
-import {
-  finish,
-  isoOf,
-  nextDue,
-  nothingDueLine,
-  remapSummary,
-  writeDryRunSummary,
-  type RemapDueDeps,
-  type RemapDueFlags,
-  type RemapDueRun,
-} from './remap-report.js';
 
-const DRY_RUN_DAYS = 7;
+/** remap-due's flags as commander gives them, typed. */
+export interface RemapDueFlags {
+  state?: string;
+  /** --now as given (ISO 8601 or Unix seconds). */
+  now?: string;
+  dryRun: boolean;
+  limit?: number;
+  concurrency?: number;
+  /** v2 state: re-map the entries of rotated buckets with v3, which turns them into v3 entries. */
+  upgrade?: boolean;
+  /** --wait: seconds to wait for another run's lock on the state file (absent: fail at once). */
+  wait?: number;
+  connection: ConnectionFlags;
+  output: OutputFlags;
+}
+
+/** What remap-due touches besides its files: injected, so tests run the command without a process. */
+export type RemapDueDeps = CommandDeps;
+
 const parseConcurrency = wholeNumber('--concurrency', 1, 200);
 const parseLimit = wholeNumber('--limit', 1, Number.MAX_SAFE_INTEGER);
 
@@ -116,107 +109,16 @@ export async function runRemapDue(flags: RemapDueFlags, deps: RemapDueDeps): Pro
   refuseOverlappingPaths([{ flag: '--state', path: flags.state }], standardOutputs(flags.output));
   const nowS = flags.now !== undefined ? parseNowS(flags.now) : Math.floor(startedMs / 1000);
   const config = resolveFor(flags.connection, deps, { apiKey: !flags.dryRun, clientSecret: !flags.dryRun });
-  const say = sayTo(flags.output, deps);
-  const state = openState(flags.state, {
-    envFingerprint: envFingerprint(config),
-    create: false,
-    readonly: flags.dryRun,
-  });
-  const run: RemapDueRun = { state, nowS, flags, startedMs, deps, say };
-  try {
-    // a v2 file is kept fresh by salt bucket rotation, not by r
-    if (state.meta().api === 'v2') return await runRemapDueV2(run, config);
-    if (flags.upgrade === true)
-      throw new UserError(
-        `--upgrade moves the entries of a v2 state file to v3; ${flags.state} is a v3 state file already`,
-      );
-    if (flags.dryRun) return await dryRun(run);
-    // a second run at the same time would send the same entries twice and race on the commits
-    await state.waitForLock((flags.wait ?? 0) * 1000);
-    return await remapForReal(run, config);
-  } finally {
-    state.close();
-  }
-}
-
-async function dryRun(run: RemapDueRun): Promise<number> {
-  const { state, nowS, flags, deps } = run;
-  const dueNow = state.countDue(nowS);
-  // day 0 is what is due now; days 1..7 are what comes due after it
-  const byDay = state.dueByDay(nowS, DRY_RUN_DAYS + 1).slice(1);
-  const willSend = flags.limit === undefined ? dueNow : Math.min(dueNow, flags.limit);
-  const requests = Math.ceil(willSend / 5000);
-  if (!flags.output.quiet) {
-    const lines = [
-      `remap-due --dry-run at ${isoOf(nowS)}: nothing was sent`,
-      `  ${formatCount(dueNow)} entries due now (r <= now)${flags.limit !== undefined && flags.limit < dueNow ? `; --limit takes ${formatCount(willSend)}` : ''}: ${formatCount(requests)} request(s) of up to 5,000`,
-      `  coming due:`,
-      ...byDay.map((d) => `    ${d.day}  ${formatCount(d.count)}`),
-    ];
-    deps.stderr.write(`${lines.join('\n')}\n`);
-  }
-  await writeDryRunSummary(run, {
-    dry_run: true,
-    now_s: nowS,
-    entries: 0,
-    due_now: dueNow,
-    would_send: willSend,
-    requests_needed: requests,
-    due_by_day: byDay,
-  });
-  return EXIT.ok;
-}
-
-async function remapForReal(run: RemapDueRun, resolved: ResolvedConfig): Promise<number> {
-  const { state, nowS, flags, startedMs, deps, say } = run;
-  const concurrency = chooseConcurrency(flags.concurrency, resolved, say);
-  const due = state.countDue(nowS);
-  const total = flags.limit === undefined ? due : Math.min(due, flags.limit);
-  const connection = await connectForMapping(resolved, concurrency);
-  const { client, limiter } = connection;
-  const runId = state.startRun('remap-due', JSON.stringify(remapRunArgs(flags)), nowS);
-  try {
-    const cellsOf = (change: RemapChange): string[] =>
-      changeCells(change, flags.output.timeFormat, flags.output.hashEncoding);
-    return await withRunOutput(
-      changesColumns(flags.output.timeFormat, false),
-      'remap-due',
-      true,
-      flags.output,
-      deps,
-      async (sink, progress) => {
-        progress.update({ done: 0, total });
-        const replayed = await replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf)));
-        if (replayed > 0) say(replayedLine(replayed));
-        const engine = new RemapEngine({
-          state,
-          nowS,
-          journal: { runId, state },
-          mapBatch: (request, signal) => client.mapV3(request, { signal }),
-          limiter,
-          ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
-          ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-          ...remapReporting(sink, progress, client, cellsOf),
-        });
-        const result = await engine.run();
-        progress.stop();
-        const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
-        if (replayed > 0) summary.replayed_changes = replayed;
-        // nothing was due: say when something will be, rather than a bare "0 entries"
-        const next = due === 0 ? nextDue(state, nowS) : undefined;
-        if (next !== undefined) summary.next_due = next;
-        state.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), nowS);
-        const code = await finish(result, summary, sink, flags, deps, say, {
-          state,
-          kind: 'remap',
-          replayed,
-          upTo: result.journalUpTo,
-        });
-        if (next !== undefined) say(nothingDueLine(next, nowS));
-        return code;
-      },
-    );
-  } finally {
-    await connection.close();
-  }
+  const options: RemapDueOptions = {
+    state: flags.state,
+    now: flags.now,
+    nowS,
+    dryRun: flags.dryRun,
+    limit: flags.limit,
+    concurrency: flags.concurrency,
+    upgrade: flags.upgrade,
+    wait: flags.wait,
+    output: flags.output,
+  };
+  return runRemapDueJob(options, serviceTargetOf(config), runDepsOf(deps), startedMs);
 }

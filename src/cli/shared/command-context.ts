@@ -1,41 +1,29 @@
-import { createServiceClient, type ClientOptions, type ServiceClient } from '../../client/index.js';
-import { resolveConfig, type ConnectionFlags, type ResolvedConfig } from '../../config/index.js';
-import { AdaptiveConcurrency } from '../../pipeline/run/adaptive-limiter.js';
-import { onInterrupt } from './exit-codes.js';
-import { startEmbeddedServiceIfLocal } from './embedded-service.js';
-import { boundHeapGrowth } from './heap-growth.js';
-import type { OutputFlags } from './options.js';
-
 /**
- * What the commands that run against the service share before and around their own work: the injected
- * dependencies, the configuration, the connection (with the embedded service for --env local) and the
- * choice of concurrency.
+ * What the commands that run against the service share before their run: the injected dependencies, the
+ * configuration, and the service target (with the embedded service for --env local) the run connects to.
  */
+import { envFingerprint, resolveConfig, type ConnectionFlags, type ResolvedConfig } from '../../config/index.js';
+import type { ServiceTarget } from '../../pipeline/run/connection.js';
+import type { InputRunDeps, RunDeps } from '../../pipeline/run/run-deps.js';
+import { startEmbeddedServiceIfLocal } from './embedded-service.js';
+import { onInterrupt } from './exit-codes.js';
+import { boundHeapGrowth } from '../../pipeline/run/heap-growth.js';
+import { createProgress } from './progress.js';
+
+export { sayTo, type Say } from '../../pipeline/run/run-deps.js';
 
 /** What a command touches besides its files: injected, so tests run the command without a process. */
-export interface CommandDeps {
-  stdout: NodeJS.WritableStream & { isTTY?: boolean };
-  stderr: NodeJS.WritableStream & { isTTY?: boolean };
-  env: NodeJS.ProcessEnv;
-  /** Local clock, Unix ms. */
-  now(): number;
-  /** Ctrl-C: stop sending, let the requests in flight finish and commit. */
-  signal?: AbortSignal;
+export interface CommandDeps extends RunDeps {
   resolveConfig?(flags: ConnectionFlags, require: CredentialsNeeded): ResolvedConfig;
 }
 
 /** A command that may read its input from stdin. */
-export interface InputCommandDeps extends CommandDeps {
-  stdin: NodeJS.ReadableStream & { isTTY?: boolean };
-}
+export interface InputCommandDeps extends CommandDeps, InputRunDeps {}
 
 export interface CredentialsNeeded {
   apiKey: boolean;
   clientSecret: boolean;
 }
-
-/** A line for the user on stderr, unless --quiet. */
-export type Say = (line: string) => void;
 
 /**
  * Runs a command against this process's streams, env and clock, with Ctrl-C wired to its signal for the time
@@ -72,77 +60,45 @@ export function resolveFor(flags: ConnectionFlags, deps: CommandDeps, require: C
     : resolveConfig(flags, deps.env, {}, { require });
 }
 
-export function sayTo(output: OutputFlags, deps: Pick<CommandDeps, 'stderr'>): Say {
-  return (line) => {
-    if (!output.quiet) deps.stderr.write(`uid2-batch: ${line}\n`);
+/** The run's deps: the command's, with the CLI's progress display (spinner or lines on stderr). */
+export function runDepsOf<D extends RunDeps>(deps: D): D {
+  if (deps.startProgress !== undefined) return deps;
+  return {
+    ...deps,
+    startProgress: (request) =>
+      createProgress({
+        ...request,
+        stream: deps.stderr,
+        env: deps.env,
+        stdoutIsTTY: deps.stdout.isTTY === true,
+      }),
   };
 }
 
-/** A client for the resolved environment; for --env local the embedded service runs until close(). */
-export interface ServiceConnection {
-  /** The config the client uses: for --env local, pointed at the embedded service. */
-  config: ResolvedConfig;
-  client: ServiceClient;
-  close(): Promise<void>;
-}
-
-/** What a connection may be tuned with; `client` is a test's own client (not closed here). */
-export type ConnectionTuning = Pick<ClientOptions, 'connections' | 'onRetry' | 'maxAttempts'> & {
-  client?: ServiceClient;
-};
-
-/** Starts the embedded service for --env local, then a client for the config's service (the CLI's one builder). */
-export async function connect(resolved: ResolvedConfig, tuning: ConnectionTuning = {}): Promise<ServiceConnection> {
-  const embedded = await startEmbeddedServiceIfLocal(resolved);
-  const config = embedded.config;
-  const { client: injected, ...clientTuning } = tuning;
-  const client =
-    injected ??
-    createServiceClient({
-      baseUrl: config.env.baseUrl,
-      ...(config.apiKey !== undefined ? { apiKey: config.apiKey } : {}),
-      ...(config.clientSecret !== undefined ? { clientSecret: config.clientSecret } : {}),
-      ...(config.timeoutMs !== undefined ? { requestTimeoutMs: config.timeoutMs } : {}),
-      ...(config.proxy !== undefined ? { proxy: config.proxy } : {}),
-      ...(config.maxAttempts !== undefined ? { maxAttempts: config.maxAttempts } : {}),
-      ...clientTuning,
-    });
+/** Where a run sends its requests: the resolved configuration; for --env local, the embedded service started then. */
+export function serviceTargetOf(config: ResolvedConfig): ServiceTarget {
+  const target = targetOf(config);
+  if (!config.isLocal) return target;
   return {
-    config,
-    client,
-    close: async () => {
-      if (injected === undefined) await client.close();
-      await embedded.close();
+    ...target,
+    start: async () => {
+      const embedded = await startEmbeddedServiceIfLocal(config);
+      return { target: targetOf(embedded.config), close: embedded.close };
     },
   };
 }
 
-/** The public service allows 20 map requests in flight; a private operator or the local service may take more. */
-export const PUBLIC_MAX_CONCURRENCY = 20;
-
-export function chooseConcurrency(requested: number | undefined, config: ResolvedConfig, say: Say): number {
-  const wanted = requested ?? PUBLIC_MAX_CONCURRENCY;
-  if (config.env.isPublic && wanted > PUBLIC_MAX_CONCURRENCY) {
-    say(
-      `--concurrency ${wanted} lowered to ${PUBLIC_MAX_CONCURRENCY}: the public service allows ${PUBLIC_MAX_CONCURRENCY} map requests in flight ` +
-        '(a private operator or --base-url allows more)',
-    );
-    return PUBLIC_MAX_CONCURRENCY;
-  }
-  return wanted;
-}
-
-/** A connection for map requests: one socket per request in flight, and a 429 lowers the concurrency for a while. */
-export interface MapConnection extends ServiceConnection {
-  limiter: AdaptiveConcurrency;
-}
-
-export async function connectForMapping(
-  resolved: ResolvedConfig,
-  concurrency: number,
-  tuning: Pick<ConnectionTuning, 'maxAttempts' | 'client'> = {},
-): Promise<MapConnection> {
-  const limiter = new AdaptiveConcurrency({ max: concurrency });
-  const connection = await connect(resolved, { connections: concurrency, onRetry: limiter.onRetry, ...tuning });
-  return { ...connection, limiter };
+function targetOf(config: ResolvedConfig): ServiceTarget {
+  return {
+    baseUrl: config.env.baseUrl,
+    apiKey: config.apiKey,
+    clientSecret: config.clientSecret,
+    timeoutMs: config.timeoutMs,
+    maxAttempts: config.maxAttempts,
+    proxy: config.proxy,
+    isPublic: config.env.isPublic,
+    envFingerprint: envFingerprint(config),
+    envName: config.env.name,
+    isLocal: config.isLocal,
+  };
 }

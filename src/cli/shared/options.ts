@@ -1,8 +1,9 @@
 import { Option, type Command } from 'commander';
 import { DEFAULT_ENV, environmentNames, type ConnectionFlags } from '../../config/index.js';
-import { OUTPUT_FORMAT_CHOICES, outputFormatOf, type OutputFormatName } from '../../pipeline/io/format-names.js';
-import { HASH_ENCODINGS, type HashEncoding } from '../../pipeline/io/output/hash-cells.js';
-import { TIME_FORMATS, type TimeFormat } from '../../pipeline/io/typed-cells.js';
+import { OUTPUT_FORMAT_CHOICES, outputFormatOf } from '../../pipeline/io/format-names.js';
+import type { OutputFlags } from '../../pipeline/run/output-options.js';
+import { HASH_ENCODINGS } from '../../pipeline/io/output/hash-cells.js';
+import { TIME_FORMATS } from '../../pipeline/io/typed-cells.js';
 import { UserError } from './exit-codes.js';
 
 /**
@@ -69,30 +70,8 @@ export function addConnectionOptions(cmd: Command): Command {
     );
 }
 
-export type OutputFormat = OutputFormatName;
-
-export interface OutputFlags {
-  /** File to write; undefined or '-' means stdout. */
-  output?: string;
-  format: OutputFormat;
-  summaryJson?: string;
-  quiet?: boolean;
-  /** How the tool writes its own times (refresh_from, opted_out_since); absent: unix. */
-  timeFormat?: TimeFormat;
-  /** How the tool writes the hashes it outputs (map --emit-hash, hash, changes files, state export); absent: base64. */
-  hashEncoding?: HashEncoding;
-  /** --compress: gzip the output or not; absent: gzip when -o ends in .gz. */
-  compress?: OutputCompression;
-}
-
-export type OutputCompression = 'gzip' | 'none';
-
-/** The sink option --compress sets: nothing when it is absent, so the sink decides by the -o name. */
-export function sinkCompression(output: { compress?: OutputCompression | undefined }): {
-  compress?: OutputCompression;
-} {
-  return output.compress === undefined ? {} : { compress: output.compress };
-}
+export type { OutputCompression, OutputFlags, OutputFormat } from '../../pipeline/run/output-options.js';
+export { sinkCompression } from '../../pipeline/run/output-options.js';
 
 /**
  * -o/--output, --format csv|tsv|jsonl|parquet, --compress gzip|none, --summary-json FILE, --quiet. --format and

@@ -3,7 +3,8 @@ import { statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Command } from 'commander';
 import type { ColumnType } from '../../pipeline/io/typed-cells.js';
-import { PartSinks } from '../../pipeline/io/output/part-sinks.js';
+import { partSinks } from '../../pipeline/jobs/output-dir-sinks.js';
+import type { PartSinks } from '../../pipeline/io/output/part-sinks.js';
 import { isPartsSource } from '../../pipeline/io/parts-source.js';
 import type { TableInfo } from '../../pipeline/io/table.js';
 import { EXIT, UserError } from './exit-codes.js';
@@ -53,15 +54,8 @@ export function partOutputPaths(dir: string, parts: readonly string[], outputGiv
   });
 }
 
-/** The format of an output named as its input: by the name's extension (under .gz), as inputs are read. */
-export function formatOfName(path: string): 'csv' | 'jsonl' | 'parquet' {
-  if (/\.parquet$/i.test(path)) return 'parquet';
-  return /\.(jsonl|ndjson)(\.gz)?$/i.test(path) ? 'jsonl' : 'csv';
-}
-
 /**
  * The sink of a map or hash run with --output-dir: each part's rows to its own output, typed as its format needs.
- * `resultFields`: the result columns added per identifier column (for Parquet's column types).
  */
 export function partSinksFor(
   dir: string,
@@ -70,11 +64,5 @@ export function partSinksFor(
   types: readonly ColumnType[],
 ): PartSinks {
   const parts = isPartsSource(source) ? source.parts : [source.name];
-  const outputs = partOutputPaths(dir, parts, false).map((path) => ({
-    path,
-    format: formatOfName(path),
-    header,
-    types,
-  }));
-  return new PartSinks(outputs, isPartsSource(source) ? () => source.partEnds() : () => []);
+  return partSinks(partOutputPaths(dir, parts, false), source, header, types);
 }

@@ -1,15 +1,6 @@
 import ora, { type Ora } from 'ora';
-import { formatCount, formatDuration, formatRate } from './summary.js';
-
-/** What the caller pushes; every field is a running total. */
-export interface ProgressCounters {
-  done: number;
-  total?: number;
-  /** The total is a guess (e.g. from the file size), so it is shown with `~` and dropped once passed. */
-  totalIsEstimate?: boolean;
-  retries?: number;
-  http429?: number;
-}
+import type { ProgressCounters } from '../../pipeline/run/run-deps.js';
+import { formatCount, formatDuration, formatRate } from '../../pipeline/run/summary.js';
 
 export interface ProgressReporter {
   /** Records counters; costs an assignment, so it may be called per row. Rendering runs on a timer. */

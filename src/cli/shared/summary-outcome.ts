@@ -1,7 +1,7 @@
 // The end of every run with --summary-json: the file says the outcome, the exit code and the error, whatever failed.
 import { EXIT } from './exit-codes.js';
 import { mayHoldSummary } from './summary-file.js';
-import { summaryWrittenTo, writeSummaryJson } from './summary.js';
+import { summaryWrittenTo, writeSummaryJson } from '../../pipeline/run/summary.js';
 
 /**
  * The --summary-json path in a command line, read from the raw arguments so that it is found even when the

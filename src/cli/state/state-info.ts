@@ -1,6 +1,6 @@
 // `uid2-batch state info FILE`: what a state file holds, by status and by due date, and how big it is.
 import { META_KEYS } from '../../state/schema.js';
-import { formatCount } from '../shared/summary.js';
+import { formatCount } from '../../pipeline/run/summary.js';
 import { openStateForReading, stateFileSizes } from './state-file.js';
 
 const DAY_S = 86_400;

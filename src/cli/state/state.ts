@@ -4,7 +4,7 @@ import { parseInstantMs } from '../../protocol/index.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { hashEncodingOption, lockWaitOption, outputFlags, type OutputFormat } from '../shared/options.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
-import { formatCount, writeSummaryJson } from '../shared/summary.js';
+import { formatCount, writeSummaryJson } from '../../pipeline/run/summary.js';
 import { quoted } from '../shared/user-values.js';
 import { exportState } from './state-export.js';
 import { formatBytes, formatStateInfo, readStateInfo } from './state-info.js';

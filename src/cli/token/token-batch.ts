@@ -10,11 +10,11 @@ import {
   type TokenBatchRun,
 } from '../../pipeline/tokens/token-batch.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
-import { phoneRegionHint } from '../shared/phone-region-hint.js';
+import { phoneRegionHint } from '../../pipeline/map/phone-region-hint.js';
 import { createProgress } from '../shared/progress.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
-import { requestCounters } from '../shared/run-report.js';
-import { formatCount, formatDuration, makeSummary, writeSummaryJson } from '../shared/summary.js';
+import { requestCounters } from '../../pipeline/run/run-report.js';
+import { formatCount, formatDuration, makeSummary, writeSummaryJson } from '../../pipeline/run/summary.js';
 import { sinkCompression, type OutputCompression, type OutputFormat } from '../shared/options.js';
 import type { PhoneRegion } from '../../identity/index.js';
 import { failureAdvice, note, withConnection, type Connect, type TokenIo } from './token-io.js';

@@ -1,5 +1,6 @@
 import { resolveConfig, type ConnectionFlags, type ResolvedConfig } from '../../config/index.js';
-import { connect, type CredentialsNeeded } from '../shared/command-context.js';
+import { connect } from '../../pipeline/run/connection.js';
+import { serviceTargetOf, type CredentialsNeeded } from '../shared/command-context.js';
 import type { Connect, Connection } from './token-io.js';
 
 /**
@@ -12,8 +13,8 @@ export function resolveFor(flags: ConnectionFlags, require: CredentialsNeeded): 
 }
 
 export async function openConnection(config: ResolvedConfig): Promise<Connection & { baseUrl: string }> {
-  const connection = await connect(config);
-  return { ...connection, baseUrl: connection.config.env.baseUrl };
+  const connection = await connect(serviceTargetOf(config));
+  return { ...connection, baseUrl: connection.target.baseUrl };
 }
 
 export function connector(flags: ConnectionFlags): Connect {

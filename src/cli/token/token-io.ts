@@ -1,5 +1,6 @@
 import { classifyFailure, type Failure, type IdentifierKind } from '../../pipeline/tokens/tokens.js';
-import type { CredentialsNeeded, ServiceConnection } from '../shared/command-context.js';
+import type { ServiceConnection } from '../../pipeline/run/connection.js';
+import type { CredentialsNeeded } from '../shared/command-context.js';
 import { EXIT, UserError, type ExitCode } from '../shared/exit-codes.js';
 import { readAll, stripLineEnding } from './token-files.js';
 

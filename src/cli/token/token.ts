@@ -5,7 +5,8 @@
 import { TEST_IDENTITIES, TEST_IDENTITIES_DOCS_NOTE } from '../../pipeline/tokens/tokens.js';
 import type { PhoneRegion } from '../../identity/index.js';
 import { connectionFlags, outputFlags, sinkCompression } from '../shared/options.js';
-import { chooseRegion, phoneRegionFlag } from '../shared/phone-region-option.js';
+import { chooseRegion } from '../../pipeline/map/column-options.js';
+import { phoneRegionFlag } from '../shared/phone-region-option.js';
 import { nullValuesOf } from '../shared/null-value-option.js';
 import type { TokenBatchFlags } from './token-batch.js';
 import { connector, resolveFor } from './token-connect.js';

@@ -76,7 +76,7 @@ const CHUNKS_AHEAD = 4;
 /**
  * V8 heap limits of the reading thread. What it decodes is one column of one slice at a time, made into bytes
  * outside the heap before the next (parquet-source.ts utf8Chunks), so little outlives a young collection and
- * the young generation can be as small as the CSV row threads' (row-threads.ts YOUNG_GENERATION_MB.map): a
+ * the young generation can be as small as the CSV row threads' (run/run-plan.ts YOUNG_GENERATION_MB.map): a
  * bigger one costs its size in peak memory and saves little work. The old one holds little.
  */
 const READ_THREAD_LIMITS = { maxYoungGenerationSizeMb: 16, maxOldGenerationSizeMb: 256 };

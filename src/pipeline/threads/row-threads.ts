@@ -165,18 +165,11 @@ const AHEAD_PER_THREAD = 3;
 
 /**
  * V8 heap limits of each thread. A task allocates a few MB (a string per cell, the output text) that die with
- * it: a young generation that holds several tasks' worth is scavenged less often, so less of it is copied. What
- * a thread keeps between tasks (the pieces' bytes) lives outside the heap, so a small old generation is plenty,
- * and its limit also makes V8 grow it less eagerly, so the worker heaps stay smaller. 256 MB still holds a piece
- * with a single 16 MB record, the longest a record may be.
- *
- * The young generation is the caller's trade between speed and memory. `hash` has the process to itself and
- * takes the larger one, for speed. `map` shares the process with the engine's own heap, so it takes the smaller
- * one: a larger one ran only a little faster and raised the peak RSS more than it was worth. To weigh another
- * size, change it here and compare rows/s and peak RSS of `npm run bench -- --only map1m,map5m,hash` before and
- * after (see npm run bench).
+ * it: a young generation that holds several tasks' worth is scavenged less often, so less of it is copied; its
+ * size is the caller's (run/run-plan.ts plans it). What a thread keeps between tasks (the pieces' bytes) lives
+ * outside the heap, so a small old generation is plenty, and its limit also makes V8 grow it less eagerly, so
+ * the worker heaps stay smaller. 256 MB still holds a piece with a single 16 MB record, the longest a record may be.
  */
-export const YOUNG_GENERATION_MB = { map: 16, hash: 32 } as const;
 const OLD_GENERATION_MB = 256;
 
 /**

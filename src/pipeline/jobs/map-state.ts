@@ -1,8 +1,9 @@
-import type { EngineState, ThreadedEngineState } from '../../pipeline/map/map-engine.js';
-import { StateThread } from '../../pipeline/map/state-thread.js';
-import { migrationInProgress } from '../../pipeline/v2/migration.js';
+/** The state file as a map run uses it: opened, checked against the run's API, locked, and its runs row. */
 import { openState, type StateStore } from '../../state/index.js';
-import { UserError } from '../shared/exit-codes.js';
+import type { EngineState, ThreadedEngineState } from '../map/map-engine.js';
+import { StateThread } from '../map/state-thread.js';
+import { UserError } from '../run/exit-codes.js';
+import { migrationInProgress } from '../v2/migration.js';
 
 /** The state file as `map` uses it: the engine's lookups and commits, and one row in the runs table. */
 export interface MapStateFile {

@@ -1,13 +1,12 @@
-/** What both remap-due paths (v3 by r, v2 by salt bucket) share: flags, the run, its summary and its ending. */
-import type { ServiceClient } from '../../client/index.js';
-import type { ConnectionFlags } from '../../config/index.js';
-import type { RemapResult } from '../../pipeline/remap/remap-engine.js';
-import type { TableSink } from '../../pipeline/io/table.js';
+/** What both remap-due paths (v3 by r, v2 by salt bucket) share: options, the run, its summary and its ending. */
 import type { StateStore } from '../../state/types.js';
-import type { CommandDeps, Say } from '../shared/command-context.js';
-import { EXIT, UserError } from '../shared/exit-codes.js';
-import type { OutputFlags } from '../shared/options.js';
-import { KNOWN_FAILURES, reportRun, requestCounters, type ChangeDelivery } from '../shared/run-report.js';
+import type { TableSink } from '../io/table.js';
+import type { RemapChange, RemapOptions, RemapResult } from '../remap/remap-engine.js';
+import type { ServiceClient } from '../run/connection.js';
+import { EXIT, UserError } from '../run/exit-codes.js';
+import type { OutputFlags } from '../run/output-options.js';
+import type { RunDeps, RunProgress, Say } from '../run/run-deps.js';
+import { KNOWN_FAILURES, reportRun, requestCounters, type ChangeDelivery } from '../run/run-report.js';
 import {
   formatCount,
   formatDuration,
@@ -15,45 +14,45 @@ import {
   makeSummary,
   writeSummaryJson,
   type RunSummary,
-} from '../shared/summary.js';
+} from '../run/summary.js';
 
-export interface RemapDueFlags {
-  state?: string;
-  /** --now as given (ISO 8601 or Unix seconds). */
-  now?: string;
+/** What a remap-due run is asked to do, checked: the state file, the time it plans against, its limits. */
+export interface RemapDueOptions {
+  /** The state file made by map --state. */
+  state: string;
+  /** --now as given (ISO 8601 or Unix seconds), for the runs table. */
+  now?: string | undefined;
+  /** The run's now (--now or the clock), Unix seconds. */
+  nowS: number;
   dryRun: boolean;
-  limit?: number;
-  concurrency?: number;
+  limit?: number | undefined;
+  concurrency?: number | undefined;
   /** v2 state: re-map the entries of rotated buckets with v3, which turns them into v3 entries. */
-  upgrade?: boolean;
+  upgrade?: boolean | undefined;
   /** --wait: seconds to wait for another run's lock on the state file (absent: fail at once). */
-  wait?: number;
-  connection: ConnectionFlags;
+  wait?: number | undefined;
   output: OutputFlags;
 }
-
-/** What remap-due touches besides its files: injected, so tests run the command without a process. */
-export type RemapDueDeps = CommandDeps;
 
 /** One remap-due run, once its state file is open: what each of its steps needs. */
 export interface RemapDueRun {
   state: StateStore;
   /** The run's now (--now or the clock), Unix seconds. */
   nowS: number;
-  flags: RemapDueFlags;
+  options: RemapDueOptions;
   startedMs: number;
-  deps: RemapDueDeps;
+  deps: RunDeps;
   say: Say;
 }
 
 /** --summary-json of a dry run: nothing was sent; `extra` holds what was counted. */
 export async function writeDryRunSummary(
-  { flags, startedMs, deps }: RemapDueRun,
+  { options, startedMs, deps }: RemapDueRun,
   extra: Record<string, unknown>,
 ): Promise<void> {
-  if (flags.output.summaryJson === undefined) return;
+  if (options.output.summaryJson === undefined) return;
   await writeSummaryJson(
-    flags.output.summaryJson,
+    options.output.summaryJson,
     makeSummary({ command: 'remap-due', rows: 0, startedMs, endedMs: deps.now(), extra }),
   );
 }
@@ -159,21 +158,21 @@ export async function finish(
   result: RemapResult,
   summary: RunSummary,
   sink: TableSink,
-  flags: RemapDueFlags,
-  deps: RemapDueDeps,
+  options: RemapDueOptions,
+  deps: RunDeps,
   say: Say,
   delivery: ChangeDelivery,
 ): Promise<number> {
   const { outcome, counts } = result;
   const keep = outcome.kind === 'completed';
-  await reportRun(sink, keep, formatRemapSummary(summary), summary, flags.output, deps, [], { ...delivery, say });
+  await reportRun(sink, keep, formatRemapSummary(summary), summary, options.output, deps, [], { ...delivery, say });
   if (counts.stillDue > 0) {
     say(
       `${formatCount(counts.stillDue)} entries came back with an r that is not after --now: the service's clock is behind it; they are due again next run`,
     );
   }
   const pending = counts.batchesCommitted > 0 || delivery.replayed > 0;
-  const output = flags.output.output;
+  const output = options.output.output;
   const fate = pending
     ? ` (their changes wait in the state file for the next completed run${output !== undefined && output !== '-' ? `: ${output} was not written` : ''})`
     : '';
@@ -201,4 +200,28 @@ export async function finish(
       throw new UserError(`${outcome.error.message}${saved}; re-run to remap the rest`, EXIT.failed);
     }
   }
+}
+
+/**
+ * The re-mapping engine's hooks as remap-due and migrate wire them: the changed entries go to the output, each
+ * settled batch to the progress (after `doneBefore` entries of an earlier pass of the same run).
+ */
+export function remapReporting(
+  sink: TableSink,
+  progress: RunProgress,
+  client: ServiceClient,
+  cells: (change: RemapChange) => string[],
+  doneBefore: () => number = () => 0,
+): Required<Pick<RemapOptions, 'onChanges' | 'onProgress'>> {
+  return {
+    onChanges: (changes) => sink.writeRows(changes.map(cells)),
+    onProgress: (c) => {
+      const s = c.status;
+      progress.update({
+        done: doneBefore() + s.mapped + s.optout + s.invalid + s.error,
+        retries: client.stats.retries,
+        http429: client.stats.http429,
+      });
+    },
+  };
 }

@@ -7,9 +7,9 @@ vi.mock('node:v8', async (importOriginal) => ({
 }));
 
 /** A fresh copy of the module: it applies the step once per process, so each case loads its own. */
-async function freshModule(): Promise<typeof import('../../src/cli/shared/heap-growth.js')> {
+async function freshModule(): Promise<typeof import('../../src/pipeline/run/heap-growth.js')> {
   vi.resetModules();
-  return import('../../src/cli/shared/heap-growth.js');
+  return import('../../src/pipeline/run/heap-growth.js');
 }
 
 afterEach(() => setFlags.mockClear());

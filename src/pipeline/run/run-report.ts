@@ -1,21 +1,15 @@
-import type { ClientStats, ServiceClient } from '../../client/index.js';
-import type { RemapChange, RemapOptions } from '../../pipeline/remap/remap-engine.js';
-import { deliveringOutput } from '../../pipeline/run/change-journal.js';
-import { commitTogether, type RunOutput } from '../../pipeline/io/output/commit-together.js';
-import { openSink } from '../../pipeline/io/output/sink.js';
-import type { TableSink } from '../../pipeline/io/table.js';
-import type { TypedHeader } from '../../pipeline/io/typed-cells.js';
+/** How a batch run reports: its output kept or dropped, its summary line and --summary-json, its exit code. */
 import type { ChangeKind, StateStore } from '../../state/types.js';
+import { commitTogether, type RunOutput } from '../io/output/commit-together.js';
+import { openSink } from '../io/output/sink.js';
+import type { TableSink } from '../io/table.js';
+import type { TypedHeader } from '../io/typed-cells.js';
+import { deliveringOutput } from './change-journal.js';
+import type { ClientStats } from './connection.js';
 import { EXIT } from './exit-codes.js';
-import type { CommandDeps } from './command-context.js';
-import { sinkCompression, type OutputFlags } from './options.js';
-import { createProgress, type ProgressReporter } from './progress.js';
+import { sinkCompression, type OutputFlags } from './output-options.js';
+import { startProgress, type RunDeps, type RunProgress } from './run-deps.js';
 import { writeSummaryJson, type RunSummary, type SummaryCounters } from './summary.js';
-
-/**
- * How a batch run (remap-due, migrate, optout-check) reports: its progress while it runs, its output kept or
- * dropped, its summary line and --summary-json, its exit code and the runs table's record of its flags.
- */
 
 /** How every batch run ends; the engines' outcomes all have this shape. */
 export interface BatchRunResult {
@@ -65,14 +59,11 @@ export function requestCounters(
  * The progress of a run. `cron`: no spinner and no progress lines when stderr is not a terminal, only the
  * summary line.
  */
-function runProgress(label: string, output: OutputFlags, deps: CommandDeps, cron: boolean): ProgressReporter {
-  return createProgress({
+function runProgress(label: string, output: OutputFlags, deps: RunDeps, cron: boolean): RunProgress {
+  return startProgress(deps, {
     label,
-    stream: deps.stderr,
     quiet: output.quiet === true || (cron && deps.stderr.isTTY !== true),
-    env: deps.env,
     dataOnStdout: output.output === undefined,
-    stdoutIsTTY: deps.stdout.isTTY === true,
   });
 }
 
@@ -86,11 +77,11 @@ export async function withRunOutput<T>(
   progressLabel: string,
   cron: boolean,
   output: OutputFlags,
-  deps: CommandDeps,
-  work: (sink: TableSink, progress: ProgressReporter) => Promise<T>,
+  deps: RunDeps,
+  work: (sink: TableSink, progress: RunProgress) => Promise<T>,
 ): Promise<T> {
   let sink: TableSink | undefined;
-  let progress: ProgressReporter | undefined;
+  let progress: RunProgress | undefined;
   try {
     const typed = 'types' in columns ? columns : undefined;
     const header = typed !== undefined ? typed.header : (columns as readonly string[]);
@@ -123,7 +114,7 @@ export async function reportRun(
   summaryLine: string,
   summary: RunSummary,
   output: OutputFlags,
-  deps: Pick<CommandDeps, 'stderr'>,
+  deps: Pick<RunDeps, 'stderr'>,
   together: readonly (RunOutput | undefined)[] = [],
   delivery?: ChangeDelivery & { say: (line: string) => void },
 ): Promise<void> {
@@ -166,29 +157,5 @@ export function remapRunArgs(flags: {
     ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
     output: flags.output.output ?? '-',
     format: flags.output.format,
-  };
-}
-
-/**
- * The re-mapping engine's hooks as remap-due and migrate wire them: the changed entries go to the output, each
- * settled batch to the progress (after `doneBefore` entries of an earlier pass of the same run).
- */
-export function remapReporting(
-  sink: TableSink,
-  progress: ProgressReporter,
-  client: ServiceClient,
-  cells: (change: RemapChange) => string[],
-  doneBefore: () => number = () => 0,
-): Required<Pick<RemapOptions, 'onChanges' | 'onProgress'>> {
-  return {
-    onChanges: (changes) => sink.writeRows(changes.map(cells)),
-    onProgress: (c) => {
-      const s = c.status;
-      progress.update({
-        done: doneBefore() + s.mapped + s.optout + s.invalid + s.error,
-        retries: client.stats.retries,
-        http429: client.stats.http429,
-      });
-    },
   };
 }

@@ -1,6 +1,6 @@
 // The one line a run without a phone region says when most of its phones were refused for want of a country code.
-import type { IdentifierColumn } from '../../pipeline/map/identifier-columns.js';
-import { formatCount } from './summary.js';
+import type { IdentifierColumn } from './identifier-columns.js';
+import { formatCount } from '../run/summary.js';
 
 /** What a run counted of its phones (MapRunCounts, HashCounts, a token batch's tally). */
 export interface PhoneTally {

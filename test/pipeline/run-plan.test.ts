@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defaultHashThreads, defaultMapThreads } from '../../src/cli/shared/threads-option.js';
+import { defaultHashThreads, defaultMapThreads } from '../../src/pipeline/run/run-plan.js';
 
 describe('--threads defaults', () => {
   it('map: cores - 1, at least 1, at most 3 (past that the main thread is the bound)', () => {

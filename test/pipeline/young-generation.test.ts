@@ -30,9 +30,9 @@ vi.mock('node:perf_hooks', async (importOriginal) => ({
 }));
 
 /** A fresh copy of the module: it keeps its state per process, so each case loads its own. */
-async function freshModule(): Promise<typeof import('../../src/cli/shared/young-generation.js')> {
+async function freshModule(): Promise<typeof import('../../src/pipeline/run/young-generation.js')> {
   vi.resetModules();
-  return import('../../src/cli/shared/young-generation.js');
+  return import('../../src/pipeline/run/young-generation.js');
 }
 
 function collect(): void {
@@ -41,7 +41,7 @@ function collect(): void {
 
 afterEach(async () => {
   // a case that left the bound on would leave its 'worker' listener behind
-  (await import('../../src/cli/shared/young-generation.js')).releaseYoungGeneration();
+  (await import('../../src/pipeline/run/young-generation.js')).releaseYoungGeneration();
   setFlags.mockClear();
   observers.length = 0;
   newSpaceMb = 0;

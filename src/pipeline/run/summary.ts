@@ -1,4 +1,5 @@
-import { writeTextAtomically } from '../../pipeline/io/output/output-file.js';
+/** The run summary every batch command ends with: its counts, its line on stderr and --summary-json. */
+import { writeTextAtomically } from '../io/output/output-file.js';
 
 export interface StatusCounts {
   mapped: number;
@@ -10,9 +11,9 @@ export interface StatusCounts {
 }
 
 /**
- * The run summary of every command that sends requests (issue 3 names these fields; `--summary-json`
- * writes them as is). `status` counts identifiers when a row has several identifier columns.
- * Commands may add their own fields (`batches`, `due`, ...): they are written too.
+ * The run summary of every command that sends requests (`--summary-json` writes its fields as they are).
+ * `status` counts identifiers when a row has several identifier columns. Commands may add their own fields
+ * (`batches`, `due`, ...): they are written too.
  */
 export interface RunSummary {
   /** The command that ran: `map`, `remap-due`, ... */

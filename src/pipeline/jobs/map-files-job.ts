@@ -1,0 +1,559 @@
+/** A whole map run of files: inputs opened, columns chosen, the state file, the connection, the outputs, the ending. */
+import { existsSync } from 'node:fs';
+import type { PhoneRegion } from '../../identity/index.js';
+import { closeOnFailure } from '../io/close-on-failure.js';
+import { formatOfExtension } from '../io/format-names.js';
+import { commitTogether } from '../io/output/commit-together.js';
+import { openSink } from '../io/output/sink.js';
+import { requireTextColumns } from '../io/parquet/parquet-columns.js';
+import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../io/table.js';
+import { chooseRegion, phoneRegionColumnIndex, withNullMarkers, withPhoneRegion } from '../map/column-options.js';
+import {
+  ColumnError,
+  resolveIdentifierColumns,
+  type ColumnFlags,
+  type IdentifierColumn,
+} from '../map/identifier-columns.js';
+import { MapEngine, REMEMBERED_IDENTIFIERS, type MapRunCounts, type MapRunResult } from '../map/map-engine.js';
+import { phoneRegionHint, readsRegion } from '../map/phone-region-hint.js';
+import type { ResultLayout } from '../map/result-columns.js';
+import { resolveResultLayout, type LayoutRequest } from '../map/result-layout.js';
+import { BadRowsOutput, type BadRowFlags } from '../run/bad-rows-output.js';
+import { chooseConcurrency, connectForMapping, type ServiceClient, type ServiceTarget } from '../run/connection.js';
+import { EXIT, UserError } from '../run/exit-codes.js';
+import { sinkCompression, type OutputFlags } from '../run/output-options.js';
+import { sayTo, startProgress, type InputRunDeps, type RunProgress, type Say } from '../run/run-deps.js';
+import { exitCodeOf, KNOWN_FAILURES as BATCH_KNOWN_FAILURES } from '../run/run-report.js';
+import { planThreads, type ThreadPlan } from '../run/run-plan.js';
+import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from '../run/summary.js';
+import { releaseYoungGeneration } from '../run/young-generation.js';
+import { isPreparingSource } from '../threads/parquet-read-thread.js';
+import { isPieceSource, openTableInputs, type TableInput } from '../threads/table-input.js';
+import { v2DeprecationWarning } from '../v2/v2-notice.js';
+import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from './headerless-input.js';
+import { mapOutputColumns, runMapJob } from './map-job.js';
+import { openMapState, type MapStateFile } from './map-state.js';
+import { partSinks } from './output-dir-sinks.js';
+
+/** What a map run of files is asked to do, checked once: inputs, columns, outputs, state, limits. */
+export interface MapOptions extends ColumnFlags, Partial<BadRowFlags> {
+  /** The input files, expanded (a '-' reads stdin); read as one run. */
+  inputs: string[];
+  /** How the inputs are read: format, header, delimiter, encoding. */
+  reading: Pick<OpenSourceOptions, 'format' | 'header' | 'delimiter' | 'encoding'>;
+  /** --output-dir: one output per input part, at `paths` (in the parts' order), instead of -o. */
+  outputDir?: { dir: string; paths: string[] } | undefined;
+  state?: string | undefined;
+  rejects?: string | undefined;
+  /** Default 20; at most 20 against the public service. */
+  concurrency?: number | undefined;
+  /** Default and maximum 5,000. */
+  batchSize?: number | undefined;
+  failFast?: boolean | undefined;
+  dryRun?: boolean | undefined;
+  /** v3 (default), or the deprecated v2 map: one identity kind per request, salt buckets instead of r. */
+  api?: 'v3' | 'v2' | undefined;
+  /** --threads, for the planner (pipeline/run/run-plan.ts). */
+  threads?: number | 'auto' | undefined;
+  /** --keep, --drop-input-columns, --result-prefix, --emit-hash (the time format is output.timeFormat). */
+  layout?: Omit<LayoutRequest, 'timeFormat'> | undefined;
+  /** --phone-region: national phone numbers are read as this country's. */
+  phoneRegion?: PhoneRegion | undefined;
+  /** The profile's phone_region as written, and where it came from: the region when --phone-region is absent. */
+  profilePhoneRegion?: { value: string; from: string } | undefined;
+  /** --phone-region-col: each row's phones are read in the country this column names. */
+  phoneRegionColumn?: string | undefined;
+  /** --null-value: identifier cells so written are missing (besides empty cells and \N). */
+  nullValues?: string[] | undefined;
+  output: OutputFlags;
+}
+
+/**
+ * `map` of files: returns the exit code (0, 3 some rows error, 9 records that could not be read were skipped,
+ * 130 interrupted); throws for the rest.
+ */
+export async function runMapFilesJob(options: MapOptions, target: ServiceTarget, deps: InputRunDeps): Promise<number> {
+  const skipping: BadRowFlags = {
+    onBadRow: options.onBadRow ?? 'fail',
+    ...(options.badRows !== undefined && options.dryRun !== true ? { badRows: options.badRows } : {}),
+  };
+  const say = sayTo(options.output, deps);
+  const badRows = await BadRowsOutput.open(skipping, say);
+  if (badRows === undefined) return mapParts(options, target, deps, say, undefined);
+  let code: number;
+  try {
+    code = await mapParts(options, target, deps, say, badRows);
+  } catch (err) {
+    await badRows.abort();
+    throw err;
+  }
+  if (code === EXIT.ok || code === EXIT.partial) await badRows.commit();
+  else await badRows.abort();
+  for (const line of badRows.closingLines()) say(line);
+  return badRows.exitCode(code);
+}
+
+/** One map run of files, once its inputs are chosen: what each of its steps needs. */
+interface MapRun {
+  options: MapOptions;
+  target: ServiceTarget;
+  plan: ThreadPlan;
+  deps: InputRunDeps;
+  say: Say;
+  startedMs: number;
+  badRows: BadRowsOutput | undefined;
+}
+
+async function mapParts(
+  options: MapOptions,
+  target: ServiceTarget,
+  deps: InputRunDeps,
+  say: Say,
+  badRows: BadRowsOutput | undefined,
+): Promise<number> {
+  const startedMs = deps.now();
+  const inputPaths = options.inputs;
+  const inputPath = inputPaths[0];
+  const dryRun = options.dryRun === true;
+  // a deadline, not progress: said even with --quiet, so that cron mail carries it
+  if (options.api === 'v2') {
+    deps.stderr.write(
+      v2DeprecationWarning(
+        'map --api v2 (POST /v2/identity/map)',
+        'use v3: the same uid2-batch map command without --api v2 (uid2-batch migrate --state FILE converts a v2 state file)',
+        startedMs,
+      ),
+    );
+  }
+
+  const plan = planThreads({
+    command: 'map',
+    threads: options.threads,
+    dryRun,
+    outputDir: options.outputDir !== undefined,
+    outputFormat: options.output.format,
+  });
+  const sourceOptions: Omit<OpenSourceOptions, 'path'> = {
+    ...options.reading,
+    ...(inputPath === '-' ? { stream: deps.stdin } : {}),
+    ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
+    ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+    ...(plan.readThread ? { readThread: true } : {}),
+  };
+  const opened = await openTableInputs(inputPaths, sourceOptions, plan.rowThreads);
+  if (!plan.keepsYoungGenerationBounded(isPreparingSource(opened))) releaseYoungGeneration();
+  const run: MapRun = { options, target, plan, deps, say, startedMs, badRows };
+  return closeOnFailure(opened, () => mapOpened(run, opened, { ...sourceOptions, path: inputPaths[0] }));
+}
+
+async function mapOpened(run: MapRun, opened: TableInput, firstInput: OpenSourceOptions): Promise<number> {
+  const { options, target, say } = run;
+  const dryRun = options.dryRun === true;
+  // a one-column file of emails or phones without a header line is read as such (and said so)
+  const source =
+    options.inputs.length === 1 && mayBeHeaderless(options, firstInput) ? readAsHeaderless(opened) : opened;
+  for (const line of source.notes) say(line);
+  if (source.header.length === 0) return emptyInput(run, source);
+  const identifiers = identifierColumns(run, source);
+  const regionIndex =
+    options.phoneRegionColumn === undefined
+      ? undefined
+      : phoneRegionColumnIndex(source.header, options.phoneRegionColumn, identifiers, source.name);
+  const columns = withNullMarkers(
+    withPhoneRegion(
+      identifiers,
+      chooseRegion(options.phoneRegion, { phoneRegion: options.profilePhoneRegion }),
+      regionIndex,
+    ),
+    options.nullValues,
+  );
+  // a Parquet column of numbers or nested values holds no identifier as the service reads one
+  requireTextColumns(
+    source,
+    columns.map((c) => c.name),
+  );
+  const layout = resultLayout(options, source, columns);
+  const rejectsFormat = options.rejects === undefined ? undefined : formatOfExtension(options.rejects);
+  if (rejectsFormat !== undefined && rejectsFormat !== options.output.format) {
+    // the row threads encode an output row once, for both files: the rejects share the output's format
+    say(`--rejects ${options.rejects} is written as ${options.output.format.toUpperCase()}, the format of the output`);
+  }
+  const concurrency = chooseConcurrency(options.concurrency, target, say);
+
+  let state: MapStateFile | undefined;
+  if (options.state !== undefined) {
+    if (dryRun && !existsSync(options.state))
+      say(`--state ${options.state} does not exist yet: nothing would be answered from it`);
+    else
+      state = openMapState(options.state, {
+        envFingerprint: target.envFingerprint,
+        readonly: dryRun,
+        api: options.api ?? 'v3',
+      });
+  }
+  try {
+    if (dryRun && !isPieceSource(source)) return await dryRunReport(run, source, columns, state);
+    return await mapForReal(run, { source, columns, layout, concurrency, state });
+  } finally {
+    await state?.close();
+  }
+}
+
+/** A 0-byte input is an empty table, not a mistake: the output is empty too (no columns to name). */
+async function emptyInput({ options, startedMs, deps, say }: MapRun, source: TableInfo): Promise<number> {
+  say(`${source.name} is empty: nothing to map`);
+  if (!options.dryRun) {
+    const sink = await openSink({
+      path: options.output.output,
+      format: options.output.format,
+      ...sinkCompression(options.output),
+      header: [],
+      stream: deps.stdout,
+    });
+    await sink.commit();
+  }
+  const summary = makeSummary({
+    command: 'map',
+    rows: 0,
+    startedMs,
+    endedMs: deps.now(),
+    extra: { outcome: 'completed' },
+  });
+  if (!options.output.quiet) printSummary(summary, deps.stderr);
+  if (options.output.summaryJson !== undefined) await writeSummaryJson(options.output.summaryJson, summary);
+  return EXIT.ok;
+}
+
+function identifierColumns({ options, say }: MapRun, source: TableInput): IdentifierColumn[] {
+  const headerless = headerlessColumns(source);
+  if (headerless !== undefined) return headerless;
+  try {
+    const resolved = resolveIdentifierColumns(source.header, options, source.name);
+    if (resolved.note !== undefined) say(resolved.note);
+    return resolved.columns;
+  } catch (err) {
+    if (err instanceof ColumnError) throw new UserError(err.message);
+    throw err;
+  }
+}
+
+/** The output's layout as the options ask for it; a column they name that the input lacks is a usage error. */
+function resultLayout(options: MapOptions, source: TableInfo, columns: IdentifierColumn[]): ResultLayout {
+  try {
+    return resolveResultLayout(
+      source.header,
+      columns,
+      { ...options.layout, timeFormat: options.output.timeFormat, hashEncoding: options.output.hashEncoding },
+      source.name,
+    );
+  } catch (err) {
+    if (err instanceof ColumnError) throw new UserError(err.message);
+    throw err;
+  }
+}
+
+/** What a run that sends has chosen before it connects. */
+interface MapChoices {
+  source: TableInput;
+  columns: IdentifierColumn[];
+  layout: ResultLayout;
+  concurrency: number;
+  state: MapStateFile | undefined;
+}
+
+async function mapForReal(run: MapRun, { source, columns, layout, concurrency, state }: MapChoices): Promise<number> {
+  const { options, target, plan, deps, say, startedMs, badRows } = run;
+  const maxAttempts = target.maxAttempts ?? 6;
+  const connection = await connectForMapping(target, concurrency, {
+    maxAttempts,
+    ...(deps.client !== undefined ? { client: deps.client } : {}),
+  });
+  const { client, limiter } = connection;
+  const api = options.api ?? 'v3';
+  const { header, types } = mapOutputColumns(source.header, columns, api, layout);
+  let sink: TableSink | undefined;
+  let rejects: TableSink | undefined;
+  let progress: RunProgress | undefined;
+  const threads = plan.engineThreads(isPieceSource(source));
+  try {
+    const sinkThreads = plan.encoderThreads(isPieceSource(source)) ?? 0;
+    sink =
+      options.outputDir !== undefined
+        ? partSinks(options.outputDir.paths, source, header, types)
+        : await openSink({
+            path: options.output.output,
+            format: options.output.format,
+            ...sinkCompression(options.output),
+            header,
+            types,
+            stream: deps.stdout,
+            threads: sinkThreads,
+          });
+    if (options.rejects !== undefined)
+      rejects = await openSink({ path: options.rejects, format: options.output.format, header, types });
+    progress = startProgress(deps, {
+      label: 'map',
+      quiet: options.output.quiet === true,
+      dataOnStdout: options.output.output === undefined,
+    });
+    const reporter = progress;
+    state?.beginRun(runArgs(options, source, columns, concurrency, target), Math.floor(startedMs / 1000));
+    const result = await runMapJob({
+      input: source,
+      columns,
+      client,
+      limiter,
+      output: { kind: 'table', sink, rejects, format: options.output.format, header, types },
+      api,
+      layout,
+      threads,
+      state: state?.engineState,
+      batchSize: options.batchSize,
+      failFast: options.failFast === true,
+      maxAttempts,
+      signal: deps.signal,
+      nowS: () => Math.floor(deps.now() / 1000),
+      onProgress: (counts: MapRunCounts) =>
+        reporter.update({
+          done: counts.rowsDone,
+          ...estimateTotal(source, counts),
+          retries: client.stats.retries,
+          http429: client.stats.http429,
+        }),
+    });
+    progress.stop();
+    const hint = phoneRegionHint(readsRegion(columns), result.counts);
+    if (hint !== undefined) say(hint);
+    const summary = mapSummary(result, client, source, startedMs, deps.now(), state);
+    if (api === 'v2') summary.api = 'v2';
+    state?.endRun(JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
+    return await finish(result, summary, {
+      sink,
+      rejects,
+      badRows,
+      options,
+      state,
+      say,
+      deps,
+    });
+  } catch (err) {
+    progress?.stop();
+    await rejects?.abort();
+    await sink?.abort();
+    throw err;
+  } finally {
+    await connection.close();
+  }
+}
+
+/** What the runs table records: how the run was asked for, never a credential. */
+function runArgs(
+  options: MapOptions,
+  source: TableInfo,
+  columns: IdentifierColumn[],
+  concurrency: number,
+  target: ServiceTarget,
+): string {
+  const region = columns.find((c) => c.phoneRegion !== undefined)?.phoneRegion;
+  return JSON.stringify({
+    input: source.name,
+    output: options.output.output ?? '-',
+    format: options.output.format,
+    columns: columns.map((c) => ({ name: c.name, kind: c.kind })),
+    env: target.envName,
+    base_url: target.isLocal ? 'embedded' : target.baseUrl,
+    concurrency,
+    batch_size: options.batchSize ?? 5000,
+    fail_fast: options.failFast === true,
+    ...(options.api === 'v2' ? { api: 'v2' } : {}),
+    ...(region !== undefined ? { phone_region: region } : {}),
+    ...(options.phoneRegionColumn !== undefined ? { phone_region_col: options.phoneRegionColumn } : {}),
+    ...(options.nullValues !== undefined ? { null_values: options.nullValues } : {}),
+    ...(options.output.timeFormat !== undefined ? { time_format: options.output.timeFormat } : {}),
+    ...(options.layout?.emitHash === true ? { emit_hash: true } : {}),
+    ...(options.output.hashEncoding !== undefined ? { hash_encoding: options.output.hashEncoding } : {}),
+    ...(options.layout?.keep !== undefined ? { keep: options.layout.keep } : {}),
+    ...(options.layout?.dropInputColumns === true ? { drop_input_columns: true } : {}),
+  });
+}
+
+interface Finish {
+  sink: TableSink;
+  rejects: TableSink | undefined;
+  badRows: BadRowsOutput | undefined;
+  options: MapOptions;
+  state: MapStateFile | undefined;
+  say: (line: string) => void;
+  deps: InputRunDeps;
+}
+
+/** Commits or abandons the output by outcome, reports, and picks the exit code. */
+async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Promise<number> {
+  const { outcome } = result;
+  // the run's files replace their targets together, and only when it completed
+  if (outcome.kind === 'completed') await commitTogether([f.sink, f.rejects, f.badRows]);
+  else {
+    await f.rejects?.abort();
+    await f.sink.abort();
+    await f.badRows?.abort();
+  }
+  if (!f.options.output.quiet) printSummary(summary, f.deps.stderr);
+  if (f.options.output.summaryJson !== undefined) await writeSummaryJson(f.options.output.summaryJson, summary);
+  const repeats = result.counts.repeatsSent;
+  if (repeats > 0) {
+    f.say(
+      `about ${formatCount(repeats)} repeated identifier(s) were sent again: they came more than ` +
+        `${formatCount(REMEMBERED_IDENTIFIERS)} distinct identifiers after their first one, more than a run without ` +
+        'a state file remembers; with --state FILE each is sent once',
+    );
+  }
+  const notWritten =
+    f.options.output.output !== undefined
+      ? `${f.options.output.output} was not written`
+      : f.options.outputDir !== undefined
+        ? `no output in ${f.options.outputDir.dir} was written`
+        : 'the rows on stdout are incomplete';
+  switch (outcome.kind) {
+    case 'completed': {
+      const errors = result.counts.status.error;
+      if (errors === 0) return EXIT.ok;
+      f.say(
+        `${formatCount(errors)} identifier(s) ended in error (see the reason column${f.options.rejects ? ` and ${f.options.rejects}` : ''}); ` +
+          (f.state
+            ? 're-run the same command to retry only those'
+            : 'add --state FILE to retry only those on a re-run'),
+      );
+      return EXIT.partial;
+    }
+    case 'interrupted':
+      f.say(
+        `interrupted: ${notWritten}; ` +
+          (f.state
+            ? `${formatCount(result.counts.batchesCommitted)} answered batch(es) are saved in ${f.options.state}: re-run the same command to resume`
+            : 'nothing was saved (use --state FILE to make a re-run resume)'),
+      );
+      return EXIT.interrupted;
+    case 'auth-refused':
+      throw outcome.error;
+    case 'failed': {
+      const error = outcome.error;
+      const saved = f.state ? `; answered batches are saved in ${f.options.state}, a re-run resumes` : '';
+      if (!KNOWN_FAILURES.has(error.name)) throw error;
+      const lead =
+        f.options.failFast && !LOCAL_FAILURES.has(error.name)
+          ? 'stopped at the first failed request (--fail-fast): '
+          : '';
+      throw new UserError(`${lead}${error.message}; ${notWritten}${saved}`, EXIT.failed);
+    }
+  }
+}
+
+/** Failures of the input, the output or the machine, as opposed to the service's answers. */
+const LOCAL_FAILURES = new Set(['InputError', 'OutputError', 'ClockSkewError', 'SqliteError']);
+/** The batch commands' known failures, and map's own input's. */
+const KNOWN_FAILURES: ReadonlySet<string> = new Set([...BATCH_KNOWN_FAILURES, 'InputError']);
+
+function estimateTotal(source: TableInfo, counts: MapRunCounts): { total?: number; totalIsEstimate?: boolean } {
+  const total = source.totalBytes;
+  const read = source.bytesRead();
+  if (total === undefined || read <= 0 || counts.rowsRead === 0) return {};
+  if (read >= total) return { total: counts.rowsRead, totalIsEstimate: false };
+  return { total: Math.round((counts.rowsRead * total) / read), totalIsEstimate: true };
+}
+
+function mapSummary(
+  result: MapRunResult,
+  client: ServiceClient,
+  source: TableInfo,
+  startedMs: number,
+  endedMs: number,
+  state: MapStateFile | undefined,
+): RunSummary {
+  const c = result.counts;
+  const problems = source.problems();
+  return makeSummary({
+    command: 'map',
+    rows: c.rowsDone,
+    status: c.status,
+    unique_identifiers: c.uniqueIdentifiers,
+    from_state: c.fromState,
+    requests: client.stats.requests,
+    retries: client.stats.retries,
+    http_429: client.stats.http429,
+    startedMs,
+    endedMs,
+    extra: {
+      outcome: result.outcome.kind,
+      rows_read: c.rowsRead,
+      identifiers: c.identifiers,
+      ...(c.uniqueEstimated ? { unique_identifiers_estimated: true } : {}),
+      deduplicated: c.deduplicated,
+      repeats_sent: c.repeatsSent,
+      ...(c.repeatsEstimated ? { repeats_sent_estimated: true } : {}),
+      batches: c.batches,
+      batches_failed: c.batchesFailed,
+      ...(state !== undefined ? { batches_committed: c.batchesCommitted } : {}),
+      invalid_by_reason: c.invalidByReason,
+      short_rows: problems.shortRows,
+      long_rows: problems.longRows,
+      ...(problems.badRows !== undefined ? { bad_rows: problems.badRows } : {}),
+    },
+  });
+}
+
+async function dryRunReport(
+  { options, startedMs, deps, say }: MapRun,
+  source: TableSource,
+  columns: IdentifierColumn[],
+  state: MapStateFile | undefined,
+): Promise<number> {
+  const engine = new MapEngine({
+    columns,
+    dryRun: true,
+    ...(state !== undefined ? { state: state.engineState } : {}),
+    ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}),
+    ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
+    nowS: () => Math.floor(deps.now() / 1000),
+  });
+  const result = await engine.run(source.rows());
+  const c = result.counts;
+  if (result.outcome.kind === 'failed' || result.outcome.kind === 'auth-refused') throw result.outcome.error;
+  const invalid = Object.values(c.invalidByReason).reduce((a, b) => a + b, 0);
+  const reasons = Object.entries(c.invalidByReason)
+    .sort((a, b) => b[1] - a[1])
+    .map(([reason, n]) => `  ${formatCount(n)} ${reason}`);
+  const unique = `${c.uniqueEstimated ? '~' : ''}${formatCount(c.uniqueIdentifiers)}`;
+  const lines = [
+    `map --dry-run: nothing was sent${result.outcome.kind === 'interrupted' ? ' (interrupted: counts cover the rows read)' : ''}`,
+    `  ${formatCount(c.rowsRead)} rows, ${formatCount(c.identifiers)} identifier cell(s) in ${columns.length} column(s): ${columns.map((col) => `'${col.name}' (${col.kind})`).join(', ')}`,
+    `  ${formatCount(c.valid)} valid, ${formatCount(invalid)} invalid${invalid > 0 ? ':' : ''}`,
+    ...reasons.map((r) => `  ${r}`),
+    `  ${unique} unique hashes`,
+    ...(state !== undefined ? [`  ${formatCount(c.fromState)} answered from the state file`] : []),
+    `  ${formatCount(c.batches)} request(s) would be sent (${formatCount(c.itemsInBatches)} identifiers, up to ${formatCount(options.batchSize ?? 5000)} per request)`,
+  ];
+  if (!options.output.quiet) deps.stderr.write(`${lines.join('\n')}\n`);
+  const hint = phoneRegionHint(readsRegion(columns), c);
+  if (hint !== undefined) say(hint);
+  if (options.output.summaryJson !== undefined) {
+    const summary = makeSummary({
+      command: 'map',
+      rows: c.rowsRead,
+      status: { invalid },
+      unique_identifiers: c.uniqueIdentifiers,
+      from_state: c.fromState,
+      startedMs,
+      endedMs: deps.now(),
+      extra: {
+        dry_run: true,
+        valid: c.valid,
+        invalid_by_reason: c.invalidByReason,
+        batches: c.batches,
+        identifiers_to_send: c.itemsInBatches,
+        ...(source.problems().badRows !== undefined ? { bad_rows: source.problems().badRows } : {}),
+      },
+    });
+    await writeSummaryJson(options.output.summaryJson, summary);
+  }
+  return result.outcome.kind === 'interrupted' ? EXIT.interrupted : EXIT.ok;
+}
