@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MAX_RECORD_BYTES, openSource } from '../../src/pipeline/io/source.js';
+import { MAX_RECORD_BYTES } from '../../src/pipeline/io/record-limit.js';
+import { openSource } from '../../src/pipeline/io/source.js';
 import { InputError, type BadRecord, type OpenSourceOptions } from '../../src/pipeline/io/table.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 

@@ -2,7 +2,9 @@ import { Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, test } from 'vitest';
 import { CsvPieceCutter, type CsvPiece } from '../../src/pipeline/io/csv/piece-cutter.js';
-import { openSource, parseCsvPiece, plainPieceLines, splitPieceRows } from '../../src/pipeline/io/source.js';
+import { parseCsvPiece } from '../../src/pipeline/io/csv/csv-records.js';
+import { plainPieceLines, splitPieceRows } from '../../src/pipeline/io/csv/piece-rows.js';
+import { openSource } from '../../src/pipeline/io/source.js';
 import type { InputRow, SourceProblemCounts } from '../../src/pipeline/io/table.js';
 import { seeded } from '../helpers/seeded-random.js';
 

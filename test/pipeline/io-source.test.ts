@@ -3,13 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, describe, expect, test } from 'vitest';
-import {
-  MAX_RECORD_BYTES,
-  openSource,
-  parseCsvRecords,
-  parseDelimiter,
-  uniqueHeader,
-} from '../../src/pipeline/io/source.js';
+import { parseCsvRecords } from '../../src/pipeline/io/csv/csv-records.js';
+import { parseDelimiter } from '../../src/pipeline/io/csv/delimiter.js';
+import { uniqueHeader } from '../../src/pipeline/io/csv/unique-header.js';
+import { MAX_RECORD_BYTES } from '../../src/pipeline/io/record-limit.js';
+import { openSource } from '../../src/pipeline/io/source.js';
 import { openCsvPieces } from '../../src/pipeline/io/csv/piece-source.js';
 import { InputError, type InputRow, type OpenSourceOptions, type TableSource } from '../../src/pipeline/io/table.js';
 

@@ -15,7 +15,9 @@ import {
   type RowThreadConfig,
   type RowThreadTask,
 } from './row-threads.js';
-import { fitRow, parseCsvPiece, plainPieceLines } from '../io/source.js';
+import { parseCsvPiece } from '../io/csv/csv-records.js';
+import { fitRow } from '../io/csv/fit-row.js';
+import { plainPieceLines } from '../io/csv/piece-rows.js';
 import type { InputRow, SourceProblemCounts } from '../io/table.js';
 import { serveTasks } from '../workers/worker-pool.js';
 
