@@ -1,9 +1,8 @@
 /** Physical line numbers of a byte stream, for messages that name the line a problem is on. */
 
 /**
- * Physical line numbers for byte offsets. csv-parse's own line counter counts CRLF twice inside quoted cells,
- * so lines are counted here from the bytes: a line ends at LF, or at a CR not followed by LF, so files whose
- * lines end differently from one line to the next are counted right too.
+ * Physical line numbers for byte offsets, counted from the bytes: a line ends at LF, or at a CR not followed by
+ * LF, so files whose lines end differently from one line to the next are counted right too.
  * Queries must come with non-decreasing offsets (records and errors arrive in file order).
  */
 export class LineIndex {
