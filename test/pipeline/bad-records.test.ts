@@ -85,6 +85,24 @@ describe('skipping bad CSV records', () => {
     expect(got.bad.map((b) => b.line)).toEqual([4, 8, 10]);
   });
 
+  it.each([1, 4, 64])(
+    'after a quote never closed, the bad bytes further down are still skipped (reads of %i)',
+    async (size) => {
+      const bytes = Buffer.concat([
+        Buffer.from('id,email\n1,"a@example.com\n2,b\0@example.com\n3,c@example.com\n4,'),
+        Buffer.from([0xff]),
+        Buffer.from('d@example.com\n5,e@example.com\n'),
+      ]);
+      const got = await readSkipping({ path: 'bad.csv', stream: inReadsOf(bytes, size) });
+      expect(got.rows).toEqual(['4:3|c@example.com', '6:5|e@example.com']);
+      expect(got.bad).toEqual([
+        { file: 'bad.csv', line: 2, reason: 'a quoted value opens on this line and is never closed' },
+        { file: 'bad.csv', line: 3, reason: 'NUL byte (a binary or UTF-16 file?)' },
+        { file: 'bad.csv', line: 5, reason: 'invalid UTF-8' },
+      ]);
+    },
+  );
+
   it('without skip mode the first bad record still ends the run', async () => {
     const path = dir.file('bad-fail.csv', csvWithBadRecords());
     const err = await failure(

@@ -127,7 +127,6 @@ export class CsvTable extends TableBase {
     for (let one = cutter.next() ?? cutter.finish(); one !== undefined; one = cutter.next() ?? cutter.finish()) {
       const end = one.startOffset + one.bytes.length;
       const badByte = this.badBytes.length > 0 && this.badBytes[0].offset < end ? this.badBytes[0] : undefined;
-      this.dropBadBytesBefore(end);
       let failure: CsvSyntaxError | undefined;
       const records: [number, string[]][] = [];
       try {
@@ -137,6 +136,7 @@ export class CsvTable extends TableBase {
         failure = err;
       }
       if (failure === undefined) {
+        this.dropBadBytesBefore(end);
         if (records.length === 0) continue; // empty lines only
         const [line, cells] = records[0];
         if (badByte === undefined) this.take(line, cells);
