@@ -393,7 +393,13 @@ function failed(err: unknown): TableOutcome {
 }
 
 /** What the table read on this thread (the cutter and the tokenizer over the whole input) makes of `bytes`. */
-async function readWhole(bytes: Buffer, delimiter: string, encoding: 'utf8' | 'latin1'): Promise<TableOutcome> {
+async function readWhole(
+  bytes: Buffer,
+  delimiter: string,
+  encoding: 'utf8' | 'latin1',
+  reads: Buffer[] = [bytes],
+  skipping = false,
+): Promise<TableOutcome> {
   try {
     const table = await openSource({
       path: 'in.csv',
@@ -401,11 +407,13 @@ async function readWhole(bytes: Buffer, delimiter: string, encoding: 'utf8' | 'l
       header: false,
       delimiter,
       encoding,
-      stream: Readable.from([bytes]),
+      stream: Readable.from(reads),
+      ...(skipping ? { onBadRecord: () => expect.unreachable('a record of a readable file skipped') } : {}),
     });
     const rows: InputRow[] = [];
     for await (const chunk of table.rows()) rows.push(...chunk);
-    return { ok: true, rows, problems: table.problems(), width: table.header.length };
+    const { badRows: _, ...problems } = table.problems();
+    return { ok: true, rows, problems, width: table.header.length };
   } catch (err) {
     return failed(err);
   }
@@ -431,10 +439,14 @@ async function checkParse(
 ): Promise<'split' | 'failed'> {
   const oracle = readOracle(bytes, delimiter, encoding);
   expect(await readWhole(bytes, delimiter, encoding), `${where}: read whole`).toEqual(oracle);
+  const reads = pushSizes(seeded(bytes.length + target), bytes);
+  expect(await readWhole(bytes, delimiter, encoding, reads), `${where}: read in ${reads.length} reads`).toEqual(oracle);
   if (!oracle.ok) {
     expect(parsePieces([{ bytes, startLine: 1, startOffset: 0 }], delimiter, encoding, 1), where).toEqual(oracle);
     return 'failed';
   }
+  // --on-bad-row skip reads a readable file as it is
+  expect(await readWhole(bytes, delimiter, encoding, reads, true), `${where}: skip mode`).toEqual(oracle);
   const { width } = oracle;
   expect(parsePieces([{ bytes, startLine: 1, startOffset: 0 }], delimiter, encoding, width), where).toEqual(oracle);
   const cutter = new CsvPieceCutter(delimiter, target, encoding);
