@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MAX_RECORD_BYTES, openSource } from '../../src/pipeline/io/source.js';
+import { MAX_RECORD_BYTES } from '../../src/pipeline/io/record-limit.js';
+import { openSource } from '../../src/pipeline/io/source.js';
 import { InputError, type BadRecord, type OpenSourceOptions } from '../../src/pipeline/io/table.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
@@ -83,6 +84,24 @@ describe('skipping bad CSV records', () => {
     expect(got.rows).toEqual(WANT_ROWS);
     expect(got.bad.map((b) => b.line)).toEqual([4, 8, 10]);
   });
+
+  it.each([1, 4, 64])(
+    'after a quote never closed, the bad bytes further down are still skipped (reads of %i)',
+    async (size) => {
+      const bytes = Buffer.concat([
+        Buffer.from('id,email\n1,"a@example.com\n2,b\0@example.com\n3,c@example.com\n4,'),
+        Buffer.from([0xff]),
+        Buffer.from('d@example.com\n5,e@example.com\n'),
+      ]);
+      const got = await readSkipping({ path: 'bad.csv', stream: inReadsOf(bytes, size) });
+      expect(got.rows).toEqual(['4:3|c@example.com', '6:5|e@example.com']);
+      expect(got.bad).toEqual([
+        { file: 'bad.csv', line: 2, reason: 'a quoted value opens on this line and is never closed' },
+        { file: 'bad.csv', line: 3, reason: 'NUL byte (a binary or UTF-16 file?)' },
+        { file: 'bad.csv', line: 5, reason: 'invalid UTF-8' },
+      ]);
+    },
+  );
 
   it('without skip mode the first bad record still ends the run', async () => {
     const path = dir.file('bad-fail.csv', csvWithBadRecords());

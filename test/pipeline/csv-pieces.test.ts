@@ -1,24 +1,14 @@
 import { Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, test } from 'vitest';
+import { parseCsvPiece } from '../../src/pipeline/io/csv/csv-records.js';
+import { fitRow } from '../../src/pipeline/io/csv/fit-row.js';
 import { CsvPieceCutter, type CsvPiece } from '../../src/pipeline/io/csv/piece-cutter.js';
-import { openSource, parseCsvPiece, plainPieceLines, splitPieceRows } from '../../src/pipeline/io/source.js';
-import type { InputRow, SourceProblemCounts } from '../../src/pipeline/io/table.js';
+import { CsvSyntaxError, quoteFreeRecordLines, tokenizeCsv } from '../../src/pipeline/io/csv/tokenizer.js';
+import { openSource } from '../../src/pipeline/io/source.js';
+import { InputError, type InputRow, type SourceProblemCounts } from '../../src/pipeline/io/table.js';
+import { csvParseOptions as csvOptions, oracleRecords } from '../helpers/csv-oracle.js';
 import { seeded } from '../helpers/seeded-random.js';
-
-// the options CsvTable gives csv-parse; the pieces are parsed with exactly these
-function csvOptions(delimiter: string) {
-  return {
-    delimiter,
-    encoding: 'utf8' as const,
-    bom: false,
-    record_delimiter: ['\r\n', '\n', '\r'],
-    relax_column_count: true,
-    relax_quotes: true,
-    skip_empty_lines: true,
-    max_record_size: 16 * 1024 * 1024,
-  };
-}
 
 type Parsed = { ok: true; records: string[][] } | { ok: false; code: string };
 
@@ -375,10 +365,41 @@ function allQuotedCsv(rnd: () => number, delimiter: string, plain: boolean): str
 
 type TableOutcome =
   | { ok: true; rows: InputRow[]; problems: SourceProblemCounts; width: number }
-  | { ok: false; message: string };
+  | { ok: false; line: number | undefined; problem: string };
 
-/** What the single-threaded reader (csv-parse over the whole input) makes of `bytes`, every record a row. */
-async function readWhole(bytes: Buffer, delimiter: string, encoding: 'utf8' | 'latin1'): Promise<TableOutcome> {
+/** What the oracle's error code says to the user, as the tokenizer's errors say it. */
+const ORACLE_PROBLEMS: Record<string, string> = {
+  CSV_QUOTE_NOT_CLOSED: 'a quoted value opens on this line and is never closed',
+  CSV_MAX_RECORD_SIZE: 'the record starting on this line is longer than 16 MB',
+};
+
+/** What csv-parse makes of `bytes`, every record a row fitted to the first record's width. */
+function readOracle(bytes: Buffer, delimiter: string, encoding: 'utf8' | 'latin1'): TableOutcome {
+  const got = oracleRecords(bytes, delimiter, encoding);
+  if (!got.ok) return { ok: false, line: got.line, problem: ORACLE_PROBLEMS[got.code] ?? got.code };
+  const width = got.records[0]?.cells.length ?? 0;
+  const problems: SourceProblemCounts = { shortRows: 0, longRows: 0, extraKeys: 0 };
+  const rows = got.records.map((r) => fitRow(r.line, r.cells, width, problems));
+  return { ok: true, rows, problems, width };
+}
+
+function failed(err: unknown): TableOutcome {
+  if (!(err instanceof InputError)) throw err;
+  // the overlong messages differ by whether a quote is open; they start the same
+  const problem = err.problem.startsWith(ORACLE_PROBLEMS.CSV_MAX_RECORD_SIZE)
+    ? ORACLE_PROBLEMS.CSV_MAX_RECORD_SIZE
+    : err.problem;
+  return { ok: false, line: err.line, problem };
+}
+
+/** What the table read on this thread (the cutter and the tokenizer over the whole input) makes of `bytes`. */
+async function readWhole(
+  bytes: Buffer,
+  delimiter: string,
+  encoding: 'utf8' | 'latin1',
+  reads: Buffer[] = [bytes],
+  skipping = false,
+): Promise<TableOutcome> {
   try {
     const table = await openSource({
       path: 'in.csv',
@@ -386,13 +407,15 @@ async function readWhole(bytes: Buffer, delimiter: string, encoding: 'utf8' | 'l
       header: false,
       delimiter,
       encoding,
-      stream: Readable.from([bytes]),
+      stream: Readable.from(reads),
+      ...(skipping ? { onBadRecord: () => expect.unreachable('a record of a readable file skipped') } : {}),
     });
     const rows: InputRow[] = [];
     for await (const chunk of table.rows()) rows.push(...chunk);
-    return { ok: true, rows, problems: table.problems(), width: table.header.length };
+    const { badRows: _, ...problems } = table.problems();
+    return { ok: true, rows, problems, width: table.header.length };
   } catch (err) {
-    return { ok: false, message: (err as Error).message };
+    return failed(err);
   }
 }
 
@@ -402,11 +425,11 @@ function parsePieces(pieces: CsvPiece[], delimiter: string, encoding: 'utf8' | '
     const rows = pieces.flatMap((p) => parseCsvPiece(p, { delimiter, encoding }, width, 'in.csv', problems));
     return { ok: true, rows, problems, width };
   } catch (err) {
-    return { ok: false, message: (err as Error).message };
+    return failed(err);
   }
 }
 
-/** parseCsvPiece on the whole input and on cut pieces, and the text splitter alone, against the whole-input reader. */
+/** The tokenizer on the whole input and on cut pieces, and the table read on this thread, against csv-parse. */
 async function checkParse(
   bytes: Buffer,
   delimiter: string,
@@ -414,29 +437,35 @@ async function checkParse(
   target: number,
   where: string,
 ): Promise<'split' | 'failed'> {
-  const whole = await readWhole(bytes, delimiter, encoding);
-  if (!whole.ok) {
-    expect(parsePieces([{ bytes, startLine: 1, startOffset: 0 }], delimiter, encoding, 1), where).toEqual(whole);
+  const oracle = readOracle(bytes, delimiter, encoding);
+  expect(await readWhole(bytes, delimiter, encoding), `${where}: read whole`).toEqual(oracle);
+  const reads = pushSizes(seeded(bytes.length + target), bytes);
+  expect(await readWhole(bytes, delimiter, encoding, reads), `${where}: read in ${reads.length} reads`).toEqual(oracle);
+  if (!oracle.ok) {
+    expect(parsePieces([{ bytes, startLine: 1, startOffset: 0 }], delimiter, encoding, 1), where).toEqual(oracle);
     return 'failed';
   }
-  const { width } = whole;
-  expect(parsePieces([{ bytes, startLine: 1, startOffset: 0 }], delimiter, encoding, width), where).toEqual(whole);
+  // --on-bad-row skip reads a readable file as it is
+  expect(await readWhole(bytes, delimiter, encoding, reads, true), `${where}: skip mode`).toEqual(oracle);
+  const { width } = oracle;
+  expect(parsePieces([{ bytes, startLine: 1, startOffset: 0 }], delimiter, encoding, width), where).toEqual(oracle);
   const cutter = new CsvPieceCutter(delimiter, target, encoding);
   cutter.push(bytes);
   const pieces: CsvPiece[] = [];
   for (let piece = cutter.next(); piece !== undefined; piece = cutter.next()) pieces.push(piece);
   const last = cutter.finish();
   if (last !== undefined) pieces.push(last);
-  expect(parsePieces(pieces, delimiter, encoding, width), `${where}, pieces of ${target} B`).toEqual(whole);
-  // the splitter itself, not csv-parse behind it: it must take every input csv-parse reads without an error
-  const problems: SourceProblemCounts = { shortRows: 0, longRows: 0, extraKeys: 0 };
-  const split = splitPieceRows(bytes.toString(encoding), 1, delimiter, width, problems);
-  expect(split, `${where}: the splitter gave up`).toBeDefined();
-  expect({ ok: true, rows: split, problems, width }, where).toEqual(whole);
+  expect(parsePieces(pieces, delimiter, encoding, width), `${where}, pieces of ${target} B`).toEqual(oracle);
   return 'split';
 }
 
-describe('parseCsvPiece (the splitter) against csv-parse over the whole input', () => {
+function tokens(text: string, delimiter = ','): (number | string[])[] {
+  const out: (number | string[])[] = [];
+  tokenizeCsv(text, 1, delimiter, 'utf8', (line, cells) => out.push(line, cells));
+  return out;
+}
+
+describe('the tokenizer against csv-parse', () => {
   for (const [d, delimiter] of [',', ';', '\t', '§'].entries()) {
     test(`delimiter ${JSON.stringify(delimiter)}: random files with quotes anywhere, all quoted, plainly all quoted, no quote`, async () => {
       const outcomes = { split: 0, failed: 0 };
@@ -485,7 +514,33 @@ describe('parseCsvPiece (the splitter) against csv-parse over the whole input', 
       ['a', 'b,"c', 'd"'],
       ['"e\xac"f', 'g', ''],
     ]);
+    expect(whole).toEqual(readOracle(bytes, '€', 'latin1'));
     expect(parsePieces([{ bytes, startLine: 1, startOffset: 0 }], '€', 'latin1', 3)).toEqual(whole);
+  });
+
+  test('a record over 16 MB (a quote never closed, a quoted value, a line) fails on the line csv-parse gives', async () => {
+    const big = 'x'.repeat(16 * 1024 * 1024 + 10);
+    for (const [text, quoting] of [
+      [`a,b\n\n1,"${big}\n2,z\n`, true],
+      [`a,b\n1,"${big}"\n2,z\n`, true],
+      [`a,b\r\n1,${big}\r\n2,z\r\n`, false],
+      [`a;b\n1;2\n"é${big}`, true],
+    ] as const) {
+      const bytes = Buffer.from(text);
+      const delimiter = text.startsWith('a;') ? ';' : ',';
+      const oracle = readOracle(bytes, delimiter, 'utf8');
+      expect(oracle.ok).toBe(false);
+      expect(await readWhole(bytes, delimiter, 'utf8')).toEqual(oracle);
+      expect(parsePieces([{ bytes, startLine: 1, startOffset: 0 }], delimiter, 'utf8', 2)).toEqual(oracle);
+      let error: unknown;
+      try {
+        tokenizeCsv(text, 1, delimiter, 'utf8', () => undefined);
+      } catch (err) {
+        error = err;
+      }
+      expect(error).toBeInstanceOf(CsvSyntaxError);
+      expect((error as CsvSyntaxError).quoting).toBe(quoting);
+    }
   });
 
   test.each<[string, string, (string[] | number)[]]>([
@@ -494,36 +549,26 @@ describe('parseCsvPiece (the splitter) against csv-parse over the whole input', 
     [
       'the delimiter and line breaks inside quotes',
       '"a,b","c\r\nd\re\nf",g\nh,"i"\n',
-      [1, ['a,b', 'c\r\nd\re\nf', 'g'], 5, ['h', 'i', '']],
+      [1, ['a,b', 'c\r\nd\re\nf', 'g'], 5, ['h', 'i']],
     ],
     ['a quote inside an unquoted value stays', 'O"Brien,a"b"c,"x"\n', [1, ['O"Brien', 'a"b"c', 'x']]],
     ['text after a closing quote keeps the quotes', '"ab"cd,"a""b"x"y,"c"\n', [1, ['"ab"cd', '"a"b"x"y', 'c']]],
-    [
-      '"" alone is a row of one empty cell; empty lines are skipped',
-      '\r\n""\n\r\r\n"",\n',
-      [2, ['', '', ''], 5, ['', '', '']],
-    ],
+    ['"" alone is a row of one empty cell; empty lines are skipped', '\r\n""\n\r\r\n"",\n', [2, [''], 5, ['', '']]],
     ['no final line break, the last value quoted', 'a,b,"c\nd"', [1, ['a', 'b', 'c\nd']]],
-    ['a trailing delimiter', '"a","b","c",\n', [1, ['a', 'b', 'c']]],
+    ['a trailing delimiter', '"a","b","c",\n', [1, ['a', 'b', 'c', '']]],
   ])('%s', (_name, text, expected) => {
-    const problems: SourceProblemCounts = { shortRows: 0, longRows: 0, extraKeys: 0 };
-    const rows = splitPieceRows(text, 1, ',', 3, problems);
-    const flat = rows?.flatMap((r) => [r.line, r.cells]);
-    expect(flat).toEqual(expected);
-    expect(
-      parseCsvPiece(
-        { bytes: Buffer.from(text) as Uint8Array, startLine: 1 },
-        { delimiter: ',', encoding: 'utf8' },
-        3,
-        'x',
-        { shortRows: 0, longRows: 0, extraKeys: 0 },
-      ),
-    ).toEqual(rows);
+    expect(tokens(text)).toEqual(expected);
+    const oracle = oracleRecords(Buffer.from(text), ',');
+    expect(oracle.ok && oracle.records.flatMap((r) => [r.line, r.cells])).toEqual(expected);
   });
 
-  test('gives up on a quote never closed, so csv-parse reports it', () => {
-    expect(splitPieceRows('a,"b\nc\n', 1, ',', 2, { shortRows: 0, longRows: 0, extraKeys: 0 })).toBeUndefined();
-    expect(splitPieceRows('"a""', 1, ',', 1, { shortRows: 0, longRows: 0, extraKeys: 0 })).toBeUndefined();
+  test('a quote never closed is an error on the line it opens, after the records before it', () => {
+    const seen: number[] = [];
+    expect(() => tokenizeCsv('a,"b\nc\n', 1, ',', 'utf8', () => undefined)).toThrow(CsvSyntaxError);
+    expect(() => tokenizeCsv('x\n\n"a""', 3, ',', 'utf8', (line) => seen.push(line))).toThrow(
+      expect.objectContaining({ kind: 'unclosed', line: 5 }),
+    );
+    expect(seen).toEqual([3]);
     expect(() =>
       parseCsvPiece(
         { bytes: Buffer.from('x\n\n"a\nb'), startLine: 7 },
@@ -536,18 +581,21 @@ describe('parseCsvPiece (the splitter) against csv-parse over the whole input', 
   });
 });
 
-describe('plainPieceLines', () => {
-  test('the records of quote-free pieces as lines, empty lines skipped, as the line-break split gives them', () => {
+describe('quoteFreeRecordLines', () => {
+  test('the records of quote-free text as lines, empty lines skipped, as the tokenizer reads them', () => {
     let lines = 0;
     for (let n = 0; n < 400; n++) {
       const rnd = seeded(12000 + n);
       const text = generateCsv(rnd, ',', false);
       const expected = text.split(/\r\n|\n|\r/).filter((l) => l.length > 0);
-      expect(plainPieceLines(Buffer.from(text), 'utf8'), `seed ${12000 + n}`).toEqual(expected);
+      expect(quoteFreeRecordLines(text), `seed ${12000 + n}`).toEqual(expected);
+      const records: string[] = [];
+      tokenizeCsv(text, 1, ',', 'utf8', (_line, cells) => records.push(cells.join(',')));
+      expect(records, `seed ${12000 + n}`).toEqual(expected);
       lines += expected.length;
     }
     expect(lines).toBeGreaterThan(2000);
-    expect(plainPieceLines(Buffer.from('\r\n\ra\r\r\nb\n\nc'), 'utf8')).toEqual(['a', 'b', 'c']);
-    expect(plainPieceLines(Buffer.from('a,"b"\n'), 'utf8')).toBeUndefined();
+    expect(quoteFreeRecordLines('\r\n\ra\r\r\nb\n\nc')).toEqual(['a', 'b', 'c']);
+    expect(quoteFreeRecordLines('a,"b"\n')).toBeUndefined();
   });
 });

@@ -39,6 +39,19 @@ describe('globMatcher', () => {
     expect(globMatcher('x[1.csv')('x[1.csv')).toBe(true);
     expect(globMatcher('*.csv')('.hidden.csv')).toBe(false);
     expect(globMatcher('.*.csv')('.hidden.csv')).toBe(true);
+    expect(globMatcher('[.]*.csv')('.hidden.csv')).toBe(false);
+  });
+
+  it('reads only shell syntax: groups, braces, extglobs, a leading ! and backslashes are text', () => {
+    expect(globMatcher('export (*).csv')('export (1).csv')).toBe(true);
+    expect(globMatcher('export (*).csv')('export 1.csv')).toBe(false);
+    expect(globMatcher('a{b,c}*')('a{b,c}1')).toBe(true);
+    expect(globMatcher('a{b,c}*')('ab1')).toBe(false);
+    expect(globMatcher('@(a)*')('@(a)x')).toBe(true);
+    expect(globMatcher('!x*')('!xa')).toBe(true);
+    expect(globMatcher('a|b*')('a|bc')).toBe(true);
+    expect(globMatcher('{\\\\\\\\*')('{\\\\\\\\1')).toBe(true);
+    expect(globMatcher('p[z-a]*')('pq')).toBe(false);
   });
 });
 

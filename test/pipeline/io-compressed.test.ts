@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { openSink } from '../../src/pipeline/io/output/sink.js';
 import { openSource } from '../../src/pipeline/io/source.js';
 import { openCsvPieces } from '../../src/pipeline/io/csv/piece-source.js';
-import { parseCsvPiece } from '../../src/pipeline/io/source.js';
+import { parseCsvPiece } from '../../src/pipeline/io/csv/csv-records.js';
 import { InputError, type TableSource } from '../../src/pipeline/io/table.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 

@@ -3,13 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, describe, expect, test } from 'vitest';
-import {
-  MAX_RECORD_BYTES,
-  openSource,
-  parseCsvRecords,
-  parseDelimiter,
-  uniqueHeader,
-} from '../../src/pipeline/io/source.js';
+import { parseCsvRecords } from '../../src/pipeline/io/csv/csv-records.js';
+import { parseDelimiter } from '../../src/pipeline/io/csv/delimiter.js';
+import { uniqueHeader } from '../../src/pipeline/io/csv/unique-header.js';
+import { MAX_RECORD_BYTES } from '../../src/pipeline/io/record-limit.js';
+import { openSource } from '../../src/pipeline/io/source.js';
 import { openCsvPieces } from '../../src/pipeline/io/csv/piece-source.js';
 import { InputError, type InputRow, type OpenSourceOptions, type TableSource } from '../../src/pipeline/io/table.js';
 
@@ -105,7 +103,7 @@ describe('CSV source', () => {
     }
   });
 
-  test('line numbers stay exact after a quoted CRLF cell (csv-parse alone counts it twice)', async () => {
+  test('line numbers stay exact after a quoted CRLF cell (one line per CRLF)', async () => {
     const { rows } = await read('id,note\r\n1,"a\r\nb\r\nc"\r\n2,x\r\n\r\n3,y\r\n');
     expect(rows.map((r) => r.line)).toEqual([2, 5, 7]);
     expect(rows[0].cells[1]).toBe('a\r\nb\r\nc');
@@ -288,7 +286,7 @@ describe('CSV source', () => {
     expect(err.message.length).toBeLessThan(300);
   });
 
-  test('a line over the limit with no quote in it is too long, not blamed on a quote (both parsers)', async () => {
+  test('a line over the limit with no quote in it is too long, not blamed on a quote (the table and the pieces)', async () => {
     const content = `id,email\n1,a@example.com\n2,${'y'.repeat(MAX_RECORD_BYTES + 1024)}\n3,b@example.com\n`;
     const err = await inputError(content);
     expect(err.line).toBe(3);

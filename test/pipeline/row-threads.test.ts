@@ -209,7 +209,7 @@ const CASES: Case[] = [
     format: 'jsonl',
   },
   {
-    // csv-parse encodes the delimiter in the input's encoding (one byte 0xA7 in Latin-1)
+    // the delimiter is read in the input's encoding (one byte 0xA7 in Latin-1)
     name: 'latin1 with a non-ASCII delimiter (§) before a multi-line quoted value',
     bytes: Buffer.from('id\xa7email\xa7note\n1\xa7a@b.com\xa7"x\ny"\n2\xa7c@d.com\xa7z\n', 'latin1'),
     opts: { encoding: 'latin1', delimiter: '\xa7' },

@@ -1,6 +1,7 @@
 /** Turns the input arguments of a run (files, directories, wildcard patterns) into the ordered list of its parts. */
 import { readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import picomatch from 'picomatch';
 
 /**
  * An input argument that names nothing to read: a pattern matching no file, an empty directory, a file given
@@ -121,52 +122,40 @@ function byCodeUnit(a: string, b: string): number {
  * starting with `.` is matched only by a pattern starting with `.`. A `[` without its `]` is itself.
  */
 export function globMatcher(pattern: string): (name: string) => boolean {
-  let source = '';
+  const matches = picomatch(shellPattern(pattern), { posix: true, nobrace: true, noextglob: true, nonegate: true });
+  // picomatch lets a set such as `[.]` match a leading dot; a shell leaves dot files to patterns that start with one
+  const dotPattern = pattern.startsWith('.');
+  return (name) => (dotPattern || !name.startsWith('.')) && matches(name);
+}
+
+/** Characters picomatch reads as syntax (groups, braces, extglobs, escapes) that a shell pattern takes as text. */
+const PICOMATCH_ONLY = new Set(['(', ')', '|', '{', '}', '+', '@', '!', '$', '^', '\\']);
+
+/**
+ * `pattern` with what only picomatch would read as syntax made literal: each such character outside a set becomes
+ * a set of itself, and a `[` never closed is escaped. Sets are passed on as they are, a backslash in them escaped.
+ */
+function shellPattern(pattern: string): string {
+  let out = '';
   for (let i = 0; i < pattern.length; i++) {
     const c = pattern[i];
-    if (c === '*') source += '.*';
-    else if (c === '?') source += '.';
-    else if (c === '[') {
-      const set = bracketSet(pattern, i);
-      if (set === undefined) source += '\\[';
+    if (c === '[') {
+      const end = setEnd(pattern, i);
+      if (end === -1) out += '\\[';
       else {
-        source += set.regex;
-        i = set.end;
+        out += pattern.slice(i, end + 1).replaceAll('\\', '\\\\');
+        i = end;
       }
-    } else source += escapeRegex(c);
+    } else if (PICOMATCH_ONLY.has(c)) out += `[${c === '\\' || c === '^' || c === '!' ? `\\${c}` : c}]`;
+    else out += c;
   }
-  const regex = new RegExp(`^${source}$`, 'su');
-  const dotPattern = pattern.startsWith('.');
-  return (name) => (dotPattern || !name.startsWith('.')) && regex.test(name);
+  return out;
 }
 
-/** The `[...]` set starting at `start` as a regex class, and where it ends; undefined when it is never closed. */
-function bracketSet(pattern: string, start: number): { regex: string; end: number } | undefined {
+/** Where the set opened at `start` is closed, or -1: a `]` right after the `[` (or its `!` / `^`) is a member. */
+function setEnd(pattern: string, start: number): number {
   let i = start + 1;
-  let negate = false;
-  if (pattern[i] === '!' || pattern[i] === '^') {
-    negate = true;
-    i++;
-  }
-  let body = '';
-  // a `]` right after the opening (or its `!`) is a member, as in shells
-  if (pattern[i] === ']') {
-    body += '\\]';
-    i++;
-  }
-  for (; i < pattern.length; i++) {
-    const c = pattern[i];
-    if (c === ']') return { regex: `[${negate ? '^' : ''}${body}]`, end: i };
-    if (c === '-' && body !== '' && pattern[i + 1] !== ']' && i + 1 < pattern.length) body += '-';
-    else body += escapeClassChar(c);
-  }
-  return undefined;
-}
-
-function escapeRegex(c: string): string {
-  return /[\\^$.*+?()[\]{}|/]/.test(c) ? `\\${c}` : c;
-}
-
-function escapeClassChar(c: string): string {
-  return /[\\\]^[-]/.test(c) ? `\\${c}` : c;
+  if (pattern[i] === '!' || pattern[i] === '^') i++;
+  if (pattern[i] === ']') i++;
+  return pattern.indexOf(']', i);
 }

@@ -1,22 +1,19 @@
 /**
- * Cuts CSV input bytes into pieces that each end at a record boundary, so every piece can be parsed by its own
- * csv-parse Parser (in a worker) and the records of all pieces, in order, are the records of the whole input.
- *
- * It follows csv-parse 7.0.3 with the options CsvTable uses (relax_quotes, record_delimiter CRLF/LF/CR,
- * skip_empty_lines, the default quote and escape `"`), whose quoting comes down to two states:
+ * Cuts CSV input bytes into pieces that each end at a record boundary, so that the tokenizer (tokenizer.ts) can
+ * read every piece on its own, on this thread or in a row thread, and the records of all pieces, in order, are
+ * the records of the whole input. It is the tokenizer's first pass, over bytes, by the same quoting rules, which
+ * come down to two states:
  * - outside a quoted value, a `"` opens one only at the start of a field (the input's or a piece's first byte,
  *   or right after the delimiter or a line break); anywhere else it is literal text (O"Brien);
- * - inside a quoted value, `""` is an escaped quote and line breaks are text; any other `"` ends the value.
- *   When the byte after it is not the delimiter or a line break, csv-parse (with relax_quotes) does not fail: it
- *   keeps the quotes as text and goes on with the field unquoted (`"ab"cd` is the value `"ab"cd`), so
+ * - inside a quoted value, `""` is an escaped quote and line breaks are text; any other `"` ends the value
+ *   (followed by something other than the delimiter or a line break, the field goes on unquoted: `"ab"cd`), so
  *   either way the cutter is outside a quoted value after that quote.
- * Every LF, CR or CRLF outside a quoted value ends a record (or an empty line), and the parser starts afresh
- * after it: that is where pieces are cut. A quote that is never closed stops all cutting, so the last piece
- * holds it and its parser fails as the whole input's would.
+ * Every LF, CR or CRLF outside a quoted value ends a record (or an empty line): that is where pieces are cut. A
+ * quote that is never closed stops all cutting, so the last piece holds it and the tokenizer reports it.
  *
- * Speed matters more than anything here (the main thread sees every byte of very large files): the bytes are
- * only ever searched with Buffer#indexOf (native memchr), never walked byte by byte, and each buffer is
- * searched at most once per byte class (quote, LF, CR) while a piece is looked for.
+ * The main thread sees every byte of very large files here: the bytes are only ever searched with Buffer#indexOf
+ * (native memchr), never walked byte by byte, and each buffer is searched at most once per byte class (quote,
+ * LF, CR) while a piece is looked for.
  */
 
 const LF = 10;
@@ -59,8 +56,16 @@ export class CsvPieceCutter {
   private nextCr = -1;
   private finished = false;
 
-  /** `encoding`: the input's, which is how csv-parse turns the delimiter into bytes (latin1 '§' is one byte). */
-  constructor(delimiter: string, targetBytes: number = DEFAULT_PIECE_BYTES, encoding: 'utf8' | 'latin1' = 'utf8') {
+  /**
+   * `encoding`: the input's, which is how the delimiter is turned into bytes (latin1 '§' is one byte); `start`:
+   * where in the input the first byte pushed is, when cutting starts again further down (after a bad record).
+   */
+  constructor(
+    delimiter: string,
+    targetBytes: number = DEFAULT_PIECE_BYTES,
+    encoding: 'utf8' | 'latin1' = 'utf8',
+    start: { line: number; offset: number } = { line: 1, offset: 0 },
+  ) {
     if ([...delimiter].length !== 1 || delimiter === '"' || delimiter === '\n' || delimiter === '\r') {
       throw new Error(`CsvPieceCutter: the delimiter must be one character other than a quote or a line break`);
     }
@@ -69,6 +74,10 @@ export class CsvPieceCutter {
     }
     this.delimiter = Buffer.from(delimiter, encoding);
     this.target = targetBytes;
+    this.pushed = start.offset;
+    this.headOffset = start.offset;
+    this.scanFrom = start.offset;
+    this.headLine = start.line;
   }
 
   /** Bytes held that no piece has taken yet (a quote never closed makes this grow: the caller bounds it). */

@@ -1,12 +1,10 @@
+/** A CSV input as record-aligned pieces of bytes for the row threads, its header read here. */
+import { ByteInput } from '../byte-input.js';
+import { MAX_RECORD_BYTES } from '../record-limit.js';
+import { parseCsvRecords, type CsvSettings } from './csv-records.js';
+import { parseDelimiter } from './delimiter.js';
 import { CsvPieceCutter, type CsvPiece } from './piece-cutter.js';
-import {
-  ByteInput,
-  MAX_RECORD_BYTES,
-  parseCsvRecords,
-  parseDelimiter,
-  uniqueHeader,
-  type CsvSettings,
-} from '../source.js';
+import { uniqueHeader } from './unique-header.js';
 import { InputError, type OpenSourceOptions, type SourceProblemCounts, type TableInfo } from '../table.js';
 
 /** Bytes per piece handed to a worker thread: big enough that a task's fixed cost is noise, small enough to spread. */
