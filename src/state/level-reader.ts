@@ -1,6 +1,5 @@
 /** Lookups of keys in one level of the lookup index, with the blocks read kept in memory while a budget has room. */
 import type { Database, Statement } from 'better-sqlite3';
-import { FirstKeys } from './first-keys.js';
 import { inListPages } from './in-lists.js';
 import { BLOCK_HEADER, type BlockHeader, forEachIdFrom, guessOf, readHeader, touchPair } from './key-blocks.js';
 import type { KeyLevel } from './key-levels.js';
@@ -84,7 +83,8 @@ class ReadBlocks {
  * block's misses came in turn.
  */
 export class LevelReader {
-  private firstKeys = new FirstKeys(new Float64Array(0));
+  /** The first key of each block of the level, ascending. */
+  private firsts = new Float64Array(0);
   private kept = new KeptBlocks(0);
   private version = '';
   private readonly statements = new Map<number, Statement>();
@@ -103,7 +103,7 @@ export class LevelReader {
   forget(): void {
     this.version = '';
     this.budget.left += this.kept.bytes;
-    this.firstKeys = new FirstKeys(new Float64Array(0));
+    this.firsts = new Float64Array(0);
     this.kept = new KeptBlocks(0);
   }
 
@@ -112,18 +112,17 @@ export class LevelReader {
     if (version !== this.version) {
       this.forget();
       const firsts = this.db.prepare(`SELECT first_k FROM ${this.level} ORDER BY first_k`).pluck().all() as number[];
-      this.firstKeys = new FirstKeys(Float64Array.from(firsts));
+      this.firsts = Float64Array.from(firsts);
       this.kept = new KeptBlocks(firsts.length);
       this.version = version;
     }
     const n = sortedKeys.length;
     const s = this.searches;
     s.reserve(n);
-    const { firstKeys, kept } = this;
-    const { firsts } = firstKeys;
+    const { firsts, kept } = this;
     const missing: number[] = [];
     for (let i = 0; i < n; i++) {
-      const b = firstKeys.blockOf(sortedKeys[i]);
+      const b = blockOf(firsts, sortedKeys[i]);
       s.block[i] = b;
       if (b >= 0 && !kept.has(b) && missing[missing.length - 1] !== b) missing.push(b);
     }
@@ -176,7 +175,7 @@ export class LevelReader {
    */
   private readBlocks(indexes: readonly number[]): ReadBlocks {
     const read = new ReadBlocks(indexes.length);
-    const { firsts } = this.firstKeys;
+    const { firsts } = this;
     const header = this.header;
     const wanted = indexes.map((b) => firsts[b]);
     for (const [start, size, params] of inListPages(wanted)) {
@@ -215,4 +214,16 @@ export class LevelReader {
     }
     return stmt;
   }
+}
+
+/** The index of the block that may hold `key`: the last whose first key is at or below it (-1: below them all). */
+function blockOf(firsts: Float64Array, key: number): number {
+  let lo = 0;
+  let hi = firsts.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (firsts[mid] <= key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - 1;
 }

@@ -35,13 +35,6 @@ export const META_KEYS = {
   recentFilterBlocks: 'recent_filter_blocks',
   recentFilterCount: 'recent_filter_count',
   /**
-   * The lookup keys of the entries after tail_keys_from up to tail_keys_upto, saved by id in table tail_keys when
-   * a writing connection closes with a long tail: the next one reads them instead of every tail entry's hash.
-   * Used only while tail_keys_from is at or below keys_upto; a merge past them removes them.
-   */
-  tailKeysFrom: 'tail_keys_from',
-  tailKeysUpto: 'tail_keys_upto',
-  /**
    * The opt-out sweep's cursor: the id of the last entry whose check a sweep committed. The next sweep starts
    * after it, in id order, and wraps to the first entry at the end of the table. Absent: 0.
    */
@@ -64,8 +57,6 @@ export const IDENTITY_META_KEYS: ReadonlySet<string> = new Set([
   META_KEYS.recentFilterUpto,
   META_KEYS.recentFilterBlocks,
   META_KEYS.recentFilterCount,
-  META_KEYS.tailKeysFrom,
-  META_KEYS.tailKeysUpto,
   META_KEYS.sweepAfter,
 ]);
 

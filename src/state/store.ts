@@ -18,7 +18,6 @@ import { RecordWalker, WALK_PAGE, forEachJoined } from './record-walk.js';
 import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
 import { StoredBytes } from './stored-bytes.js';
 import { TailIndex } from './tail-index.js';
-import { clearTailKeys, readTailKeys, writeTailKeys } from './tail-keys.js';
 import type {
   BucketEntries,
   ChangeJournalRows,
@@ -64,8 +63,6 @@ const NEIGHBOUR_SAMPLE = 16;
 const NEIGHBOUR_READS_PER_KEY = 4;
 // and when at least this many of the sample lie in it
 const NEIGHBOUR_MIN_HITS = 4;
-// a writing connection that closes with a tail this long (or a quarter of tailEntries) saves its keys (tail-keys.ts)
-const SAVED_TAIL_MIN = 100_000;
 // the recent level is folded into the main one once it holds a quarter as many entries
 const RECENT_SHARE = 4;
 // the main keys filter is made for twice the keys it gets (so that it is remade at each doubling); the recent one
@@ -141,8 +138,6 @@ export class SqliteStateStore implements StateStore {
   /** Entries after the key levels' last merge, by key; `tailSeen` is the last id it holds. */
   private readonly tail = new TailIndex();
   private tailSeen = 0;
-  /** The tail keys saved in the file were looked at since the tail was last read from it. */
-  private savedTailChecked = false;
   /**
    * The keys filters, read on first use; together they hold the key of every entry in a key level that is not in
    * the tail, whatever merges other connections made since (see readRowsByKeys).
@@ -519,7 +514,6 @@ export class SqliteStateStore implements StateStore {
   private resetTail(): void {
     this.tail.clear();
     this.tailSeen = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
-    this.savedTailChecked = false;
     this.filters = undefined;
     this.dueList = null;
     // what they read may have been written by the transaction that failed
@@ -611,10 +605,6 @@ export class SqliteStateStore implements StateStore {
    * ids are not consecutive, or that holds a hash not of base64 characters, is read row by row.
    */
   private catchUpTail(): void {
-    if (!this.savedTailChecked) {
-      this.savedTailChecked = true;
-      this.readSavedTail();
-    }
     this.walker.walk(
       this.tailSeen,
       LAST_ID,
@@ -624,45 +614,6 @@ export class SqliteStateStore implements StateStore {
       },
       TAIL_PAGE,
     );
-  }
-
-  /**
-   * The first catch-up of a tail: the keys a writing connection saved as it closed (tail-keys.ts) serve the
-   * entries they cover, read as one array instead of every entry's hash; entries after them are read as usual.
-   */
-  private readSavedTail(): void {
-    const last = (this.stmts.lastId.pluck().get() as number | null) ?? 0;
-    if (last <= this.tailSeen) return;
-    this.tail.reserve(last - this.tailSeen);
-    const saved = readTailKeys(this.db);
-    // saved for entries this connection has not read, and all of them still in the file
-    if (saved === undefined || saved.from > this.tailSeen || saved.upto <= this.tailSeen || saved.upto > last) return;
-    const { from, upto, keys } = saved;
-    for (let id = this.tailSeen + 1; id <= upto; id++) {
-      const key = keys[id - from - 1];
-      if (key >= 0) this.tail.add(key, id);
-    }
-    this.tailSeen = upto;
-  }
-
-  /**
-   * As a writing connection closes: saves the keys of a long tail for the next connection (readSavedTail), unless
-   * the file holds them already. A tail this connection read whole holds every entry after keys_upto.
-   */
-  private saveTail(): void {
-    // a quarter of the way to a merge, or SAVED_TAIL_MIN entries: a shorter tail is read from the entries quickly
-    const least = Math.min(SAVED_TAIL_MIN, Math.ceil(this.tailEntries / 4));
-    if (this.tail.size < least || this.db.inTransaction) return;
-    const from = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
-    const upto = this.tailSeen;
-    if (upto - from < least) return;
-    if (Number(this.getMeta(META_KEYS.tailKeysFrom)) === from && Number(this.getMeta(META_KEYS.tailKeysUpto)) === upto)
-      return;
-    const keys = new Float64Array(upto - from).fill(-1);
-    this.tail.forEachEntry((key, id) => {
-      if (id > from && id <= upto) keys[id - from - 1] = key;
-    });
-    this.db.transaction(() => writeTailKeys(this.db, { from, upto, keys })).immediate();
   }
 
   /**
@@ -676,8 +627,6 @@ export class SqliteStateStore implements StateStore {
     mergeIntoLevel(this.db, 'key_blocks_recent', arrayPairs(keys, ids, upto));
     const newUpto = Math.max(upto, this.tailSeen);
     this.putMeta(META_KEYS.keysUpto, String(newUpto));
-    // the key levels hold those entries now
-    clearTailKeys(this.db);
     // ids are dense: entries up to keys_main_upto are in the main level, the rest up to keys_upto in the recent one
     const mainUpto = Number(this.getMeta(META_KEYS.keysMainUpto) ?? 0);
     const fold = (newUpto - mainUpto) * RECENT_SHARE >= mainUpto;
@@ -1481,11 +1430,6 @@ export class SqliteStateStore implements StateStore {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    try {
-      if (!this.readonly && !this.lockRefused) this.saveTail();
-    } catch {
-      // the keys are only a shortcut: the next connection reads the tail from the entries instead
-    }
     try {
       // the file alone then holds everything: a copy of it is a backup, and no big -wal stays beside it
       if (!this.readonly && !this.lockRefused) this.db.pragma('wal_checkpoint(TRUNCATE)');
