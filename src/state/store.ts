@@ -8,7 +8,7 @@ import { arrayPairs, clearLevel, forEachLevelKeys, levelPairs, mergeIntoLevel } 
 import { type LevelFilters, emptyFilter, readLevelFilters, readLevels, writeLevelFilter } from './level-filters.js';
 import { BlockBudget, LevelReader } from './level-reader.js';
 import { keyOf } from './lookup-key.js';
-import { StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
+import { StateBusyError, StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
 import { ChecksumError, checksumOf } from './checksum.js';
 import { checkedMetaValue, metaSumOf } from './meta-values.js';
@@ -1418,7 +1418,14 @@ export class SqliteStateStore implements StateStore {
 
   checkpoint(): void {
     this.writable('checkpoint');
-    this.db.pragma('wal_checkpoint(TRUNCATE)');
+    const [result] = this.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+    if (result !== undefined && result.busy !== 0) throw new StateBusyError(this.path);
+  }
+
+  vacuum(): void {
+    this.writable('vacuum');
+    this.db.exec('VACUUM');
+    this.checkpoint();
   }
 
   integrityCheck(): string {

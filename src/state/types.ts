@@ -342,8 +342,13 @@ export interface StateStore {
   dueDays(): DueDay[];
   /** Every entry in id order, read in pages of `pageSize` (default 10,000) so a long export holds no big read open. */
   exportEntries(pageSize?: number): IterableIterator<ExportedEntry>;
-  /** Writes the write-ahead log into the file and truncates it, so that the file alone is a full copy. */
+  /**
+   * Writes the write-ahead log into the file and truncates it, so that the file alone is a full copy; throws
+   * StateBusyError when another process reads the file meanwhile.
+   */
   checkpoint(): void;
+  /** Rebuilds the file without its free pages, then checkpoints. */
+  vacuum(): void;
 
   /** 'ok', or SQLite's findings joined by newlines. */
   integrityCheck(): string;
