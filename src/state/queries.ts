@@ -63,6 +63,4 @@ export const SQL = {
   // a run's wall-clock start and the time it was told to use (--now; the same when it was not given)
   startRun: 'INSERT INTO runs (command, args, pid, started_at, now) VALUES (?, ?, ?, ?, ?)',
   finishRun: 'UPDATE runs SET finished_at = ?, summary = ?, exit_code = ? WHERE id = ?',
-  listRuns:
-    'SELECT id, command, args, started_at, now, finished_at, summary, exit_code FROM runs ORDER BY id DESC LIMIT ?',
 } as const;

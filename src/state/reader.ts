@@ -10,7 +10,7 @@ import { asDamage } from './open.js';
 import { RecordWalker, WALK_PAGE } from './record-walk.js';
 import { sqliteDriver } from './sqlite-driver.js';
 import { APPLICATION_ID, META_KEYS, TYPE_OF_CODE, statusOfCode } from './schema.js';
-import type { EntryStatus, ExportedEntry as StoredExport } from './types.js';
+import type { EntryStatus, ExportedEntry } from './types.js';
 
 /**
  * A state file read without opening it as a run would (that refuses another environment and writes): a read-only
@@ -48,9 +48,6 @@ export interface EntryTally {
   /** Per bound, in the order given: the entries with an r at most the bound. */
   atMost: number[];
 }
-
-/** An entry as `state export` writes it: the stored entry's export, without its row id. */
-export type ExportedEntry = Omit<StoredExport, 'id'>;
 
 function exported(v: EntryView): ExportedEntry {
   return {

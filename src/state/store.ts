@@ -26,13 +26,11 @@ import type {
   DueDay,
   DueEntry,
   EntryUpdate,
-  ExportedEntry,
   OptedOutRawUid,
   OptoutCandidate,
   OptoutCursor,
   PendingChange,
   RotatedBucket,
-  RunRecord,
   StateCounts,
   StateEntry,
   StateInfo,
@@ -1101,11 +1099,6 @@ export class SqliteStateStore implements StateStore {
     return this.markBucketsTx.immediate(buckets);
   }
 
-  markAllMappedDue(): number {
-    this.writable('mark entries due');
-    return this.db.transaction(() => this.markDue(() => true)).immediate();
-  }
-
   markBucketEntriesDue(): number {
     this.writable('mark entries due');
     return this.db.transaction(() => this.markDue((e) => e.bucketSize >= 0)).immediate();
@@ -1292,29 +1285,6 @@ export class SqliteStateStore implements StateStore {
     this.stmts.finishRun.run(Math.floor(nowS), summaryJson, exitCode, id);
   }
 
-  listRuns(limit: number): RunRecord[] {
-    const rows = this.stmts.listRuns.raw().all(pageLimit(limit)) as [
-      number,
-      string,
-      string,
-      number,
-      number,
-      number | null,
-      string | null,
-      number | null,
-    ][];
-    return rows.map(([id, command, args, startedAtS, nowS, finishedAtS, summary, exitCode]) => ({
-      id,
-      command,
-      args,
-      startedAtS,
-      nowS,
-      finishedAtS,
-      summary,
-      exitCode,
-    }));
-  }
-
   // ---- lock and life cycle
 
   lock(): void {
@@ -1376,46 +1346,6 @@ export class SqliteStateStore implements StateStore {
     };
   }
 
-  dueDays(): DueDay[] {
-    const byDay = new Map<number, number>();
-    this.reading(() =>
-      this.walker.walk(0, LAST_ID, (_, e) => {
-        if (Number.isNaN(e.r)) return;
-        const day = Math.trunc(e.r / DAY_S);
-        byDay.set(day, (byDay.get(day) ?? 0) + 1);
-      }),
-    );
-    return [...byDay].sort((a, b) => a[0] - b[0]).map(([day, count]) => ({ day: utcDay(day * DAY_S), count }));
-  }
-
-  *exportEntries(pageSize = 10_000): IterableIterator<ExportedEntry> {
-    const n = Math.max(1, pageLimit(pageSize));
-    let after = 0;
-    for (;;) {
-      const page: ExportedEntry[] = [];
-      this.walker.walk(
-        after,
-        LAST_ID,
-        (id, e) => {
-          page.push({
-            id,
-            type: TYPE_OF_CODE[e.type],
-            hash: e.text(e.hashStart, e.hashSize) ?? '',
-            status: statusOfCode(e.status),
-            u: e.text(e.uStart, e.uSize),
-            p: e.text(e.pStart, e.pSize),
-            r: Number.isNaN(e.r) ? null : e.r,
-          });
-          return page.length < n;
-        },
-        n,
-      );
-      yield* page;
-      if (page.length < n) return;
-      after = page[page.length - 1].id;
-    }
-  }
-
   checkpoint(): void {
     this.writable('checkpoint');
     const [result] = this.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
@@ -1426,12 +1356,6 @@ export class SqliteStateStore implements StateStore {
     this.writable('vacuum');
     this.db.exec('VACUUM');
     this.checkpoint();
-  }
-
-  integrityCheck(): string {
-    const findings = this.db.pragma('integrity_check', { simple: false }) as { integrity_check: string }[];
-    const lines = findings.map((f) => f.integrity_check);
-    return lines.length === 1 && lines[0] === 'ok' ? 'ok' : lines.join('\n');
   }
 
   close(): void {
@@ -1474,7 +1398,6 @@ function prepareAll(db: Database) {
     metaSet: plain(SQL.metaSet),
     startRun: plain(SQL.startRun),
     finishRun: plain(SQL.finishRun),
-    listRuns: plain(SQL.listRuns),
   };
 }
 

@@ -125,20 +125,6 @@ export interface StateCounts {
   due?: number;
 }
 
-/** One row of the runs table. */
-export interface RunRecord {
-  id: number;
-  command: string;
-  args: string;
-  /** The wall-clock time the run started. */
-  startedAtS: number;
-  /** The time the run was told to use (`--now`): what its refresh times were compared with. */
-  nowS: number;
-  finishedAtS: number | null;
-  summary: string | null;
-  exitCode: number | null;
-}
-
 /** What a change row was written for: a remap-due / migrate changes file, or an optout-check --state output. */
 export type ChangeKind = 'remap' | 'optout';
 
@@ -179,7 +165,6 @@ export interface StateInfo extends StateMeta {
 
 /** One entry as an export shows it: hashes, raw UIDs, refresh time and status, never a raw email or phone. */
 export interface ExportedEntry {
-  id: number;
   type: DiiType;
   hash: string;
   status: EntryStatus;
@@ -286,11 +271,8 @@ export interface StateStore {
   countDueV2(): number;
   /** Marks due the v2 entries of these buckets mapped before the rotation; returns how many became due. */
   markBucketsRotated(buckets: readonly RotatedBucket[]): number;
-  /** Marks every mapped entry due (the start of a v2 -> v3 migration, which then walks selectDueV2). */
-  markAllMappedDue(): number;
   /**
-   * Marks due every mapped v2 entry (one with a salt bucket). Unlike markAllMappedDue it leaves v3 entries alone,
-   * so a migration can start every run with it: what an earlier run already moved to v3 is not sent again.
+   * Marks due every mapped v2 entry (one with a salt bucket); v3 entries are left alone, so a migration can start every run with it: what an earlier run already moved to v3 is not sent again.
    */
   markBucketEntriesDue(): number;
   /** Mapped v2 entries (with a salt bucket): how many, and when the oldest of them was mapped (Unix seconds). */
@@ -325,7 +307,6 @@ export interface StateStore {
 
   startRun(command: string, argsJson: string, nowS?: number): number;
   finishRun(id: number, summaryJson: string, exitCode: number, nowS?: number): void;
-  listRuns(limit: number): RunRecord[];
 
   /** Takes the lock for a writing run; throws StateLockedError while another live run holds it. */
   lock(): void;
@@ -338,10 +319,6 @@ export interface StateStore {
 
   /** Schema, environment and size of the file. */
   info(): StateInfo;
-  /** Entries by UTC day of their refresh time r, every day that has one, in day order (a walk of the r index). */
-  dueDays(): DueDay[];
-  /** Every entry in id order, read in pages of `pageSize` (default 10,000) so a long export holds no big read open. */
-  exportEntries(pageSize?: number): IterableIterator<ExportedEntry>;
   /**
    * Writes the write-ahead log into the file and truncates it, so that the file alone is a full copy; throws
    * StateBusyError when another process reads the file meanwhile.
@@ -350,8 +327,6 @@ export interface StateStore {
   /** Rebuilds the file without its free pages, then checkpoints. */
   vacuum(): void;
 
-  /** 'ok', or SQLite's findings joined by newlines. */
-  integrityCheck(): string;
   /** Releases the lock and closes the file; a writing store checkpoints first (no big -wal left beside it). Idempotent. */
   close(): void;
 }
