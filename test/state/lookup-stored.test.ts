@@ -154,7 +154,8 @@ describe('lookupStored', () => {
     const s = t.open(t.file(), { tailEntries: 300 });
     const all = updates(1_200);
     for (let i = 0; i < all.length; i += 100) s.commitBatch(all.slice(i, i + 100), 500);
-    const idsOfKeys = vi.spyOn(s as unknown as { idsOfKeys: (keys: number[]) => number[] }, 'idsOfKeys');
+    const keys = (s as unknown as { keys: { idsOf: (keys: number[]) => number[] } }).keys;
+    const idsOfKeys = vi.spyOn(keys, 'idsOf');
     for (const type of ['email', 'phone'] as const) {
       // two batches' worth in their order (merged ones and the tail's), a few far ones, unknown ones, a repeat
       const near = all.slice(150, 1_050).filter((u) => u.type === type);
