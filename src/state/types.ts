@@ -215,12 +215,28 @@ export interface OpenStateOptions {
   tailEntries?: number;
 }
 
+/** What a program that maps with a state file holds of it (the library's openStateFor): lookups, commits, close. */
+export interface StateFile {
+  readonly path: string;
+  /**
+   * The stored entries of these hashes of one DII type, as columns of only what a map run reads, in no particular
+   * order (`at` gives each answer's position among the hashes); a hash asked twice is answered at one position.
+   */
+  lookupStored(type: DiiType, hashes: readonly string[]): StoredEntries;
+  /**
+   * Writes one answered batch (any size) in one transaction; with `journal`, its change rows are inserted into
+   * the pending changes in the same transaction, so they exist exactly when the batch is committed.
+   */
+  commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): void;
+  /** Releases the lock and closes the file; a writing store checkpoints first (no big -wal left beside it). Idempotent. */
+  close(): void;
+}
+
 /**
  * The state file. Every method is synchronous (better-sqlite3) and batch-oriented: each writing method is one
  * transaction, so a crash leaves whole batches or nothing.
  */
-export interface StateStore {
-  readonly path: string;
+export interface StateStore extends StateFile {
   readonly readonly: boolean;
 
   meta(): StateMeta;
@@ -232,17 +248,7 @@ export interface StateStore {
   lookupMany(keys: readonly { type: DiiType; hash: string }[]): Map<string, StateEntry>;
   /** Stored entries for these hashes of one DII type, keyed by hash; hashes not stored are absent. */
   lookupHashes(type: DiiType, hashes: readonly string[]): Map<string, StateEntry>;
-  /**
-   * lookupHashes as columns of only what a map run reads, in no particular order (`at` gives each answer's
-   * position among the hashes); a hash asked twice is answered at one position.
-   */
-  lookupStored(type: DiiType, hashes: readonly string[]): StoredEntries;
 
-  /**
-   * Writes one answered batch (any size) in one transaction; with `journal`, its change rows are inserted into
-   * the pending changes in the same transaction, so they exist exactly when the batch is committed.
-   */
-  commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): void;
   /**
    * Opens a transaction that the following commitBatch calls join (each still whole or nothing inside it) until
    * endGroup commits them together or abortGroup rolls them all back. Nothing of a group is in the file before
@@ -326,7 +332,4 @@ export interface StateStore {
   checkpoint(): void;
   /** Rebuilds the file without its free pages, then checkpoints. */
   vacuum(): void;
-
-  /** Releases the lock and closes the file; a writing store checkpoints first (no big -wal left beside it). Idempotent. */
-  close(): void;
 }
