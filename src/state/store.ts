@@ -14,7 +14,7 @@ import { EntryView, type EntryValues, RecordWriter } from './entry-record.js';
 import { IN_LIST_SIZES, SQL } from './queries.js';
 import { RecordWalker, WALK_PAGE, forEachJoined } from './record-walk.js';
 import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
-import { StoredBytes } from './stored-bytes.js';
+import { storedOf } from './stored-bytes.js';
 import type {
   BucketEntries,
   ChangeJournalRows,
@@ -457,8 +457,6 @@ export class SqliteStateStore implements StateStore {
     if (updates.length === 0) return;
     // checked before the transaction: a malformed update fails the batch before anything is written
     const encoded = new Array<EncodedUpdate>(updates.length);
-    // a hash and two raw UIDs per update, decoded into one buffer
-    const bytes = new StoredBytes(updates.length * 100);
     for (let i = 0; i < updates.length; i++) {
       const { type, hash, outcome } = updates[i];
       const code = TYPE_CODE[type];
@@ -470,9 +468,9 @@ export class SqliteStateStore implements StateStore {
       encoded[i] = {
         type: code,
         hash,
-        stored: bytes.of(hash),
-        storedU: mapped && typeof outcome.u === 'string' ? bytes.of(outcome.u) : null,
-        storedP: mapped && typeof outcome.p === 'string' ? bytes.of(outcome.p) : null,
+        stored: storedOf(hash),
+        storedU: mapped && typeof outcome.u === 'string' ? storedOf(outcome.u) : null,
+        storedP: mapped && typeof outcome.p === 'string' ? storedOf(outcome.p) : null,
         key: keyOf(code, hash),
         index: i,
         appendOrder,
