@@ -27,8 +27,7 @@ const DEFAULT_CACHE_MIB = 8;
 const DEFAULT_MMAP_MIB = 2047;
 /**
  * The page size of a new file. Entries are appended, so each page of the table fills with whole records and leaves
- * what is too small for one more: about 46 bytes of 4 KiB, a byte per entry; 8 KiB pages halve that (measured 0.9
- * bytes per entry less at 1M entries, with lookups and commits the same).
+ * what is too small for one more: a bigger page leaves that remainder half as often.
  */
 const PAGE_BYTES = 8192;
 // sets the default of mmapMiB for every state file the process opens (0: read with system calls only)
@@ -167,9 +166,8 @@ function enableWal(db: Connection): void {
   db.pragma('journal_mode = WAL');
   // per connection: a commit writes the WAL without fsync; a checkpoint syncs. A killed process loses nothing.
   db.pragma('synchronous = NORMAL');
-  // Checkpoints are where the time goes: a commit of 5,000 random hashes dirties about one index page per row,
-  // and every checkpoint writes and fsyncs them again. Checkpointing every 64 MB instead of every 4 MB lets
-  // pages dirtied by several commits be written once (measured 1.1-1.4x faster map commits).
+  // Checkpoints are where the time goes: every checkpoint writes and fsyncs the pages dirtied since. Checkpointing
+  // every 64 MB instead of every 4 MB lets pages dirtied by several commits be written once.
   db.pragma('wal_autocheckpoint = 16384');
   // and a checkpointed WAL shrinks back to that size instead of keeping its largest one on disk
   db.pragma('journal_size_limit = 67108864');
@@ -302,7 +300,7 @@ function asStateError(err: unknown, path: string, readonly = false): unknown {
     /^SQLITE_(CANTOPEN|READONLY|PERM)/.test(code) &&
     code !== 'SQLITE_READONLY_ROLLBACK'
   ) {
-    // a read-only mount or a permission, said as such (SQLite's "unable to open" read as "not a state file" before)
+    // a read-only mount or a permission, said as such rather than in SQLite's words ("unable to open")
     return (
       stateAccessError(path, undefined, { writesFile: !readonly }) ??
       new StateError(`cannot open state file ${path}: check its permissions and those of its directory`, path)

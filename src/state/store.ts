@@ -1,4 +1,3 @@
-import { statSync } from 'node:fs';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
 import { sortedUnique } from './id-lists.js';
@@ -30,7 +29,6 @@ import type {
   RotatedBucket,
   StateCounts,
   StateEntry,
-  StateInfo,
   StateMeta,
   StateStore,
   StoredEntries,
@@ -943,26 +941,6 @@ export class SqliteStateStore implements StateStore {
    */
   private refusedLock(err: unknown): void {
     if (err instanceof StateLockedError) this.lockRefused = true;
-  }
-
-  info(): StateInfo {
-    const size = (p: string): number => {
-      try {
-        return statSync(p).size;
-      } catch {
-        return 0;
-      }
-    };
-    return {
-      ...this.meta(),
-      path: this.path,
-      fileBytes: size(this.path),
-      walBytes: size(`${this.path}-wal`),
-      pageSize: this.db.pragma('page_size', { simple: true }) as number,
-      pages: this.db.pragma('page_count', { simple: true }) as number,
-      freePages: this.db.pragma('freelist_count', { simple: true }) as number,
-      tailEntries: this.keys.tailSize(),
-    };
   }
 
   checkpoint(): void {

@@ -149,20 +149,6 @@ export interface StateMeta {
   createdAt: string;
 }
 
-/** What `state info` shows of a file: what it is and how big. */
-export interface StateInfo extends StateMeta {
-  path: string;
-  /** Bytes of the file itself and of its write-ahead log beside it (0 when none). */
-  fileBytes: number;
-  walBytes: number;
-  pageSize: number;
-  pages: number;
-  /** Pages the file holds but no longer uses (a vacuum would give them back). */
-  freePages: number;
-  /** Entries appended since the last merge into the key levels (indexed in memory meanwhile). */
-  tailEntries: number;
-}
-
 /** One entry as an export shows it: hashes, raw UIDs, refresh time and status, never a raw email or phone. */
 export interface ExportedEntry {
   type: DiiType;
@@ -187,7 +173,7 @@ export interface OpenStateOptions {
   /**
    * SQLite page cache of this connection, in MiB (default 8). It counts in the process's memory. Lookups of stored
    * keys read pages at random across the file, so a bigger cache seldom holds the next one and only adds to the
-   * cost of each page read (measured with npm run bench:state and --cache).
+   * cost of each page read (npm run bench:state with --cache compares sizes).
    */
   cacheSizeMiB?: number;
   /**
@@ -323,8 +309,6 @@ export interface StateStore extends StateFile {
   waitForLock(waitMs: number): Promise<void>;
   readonly locked: boolean;
 
-  /** Schema, environment and size of the file. */
-  info(): StateInfo;
   /**
    * Writes the write-ahead log into the file and truncates it, so that the file alone is a full copy; throws
    * StateBusyError when another process reads the file meanwhile.

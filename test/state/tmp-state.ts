@@ -109,3 +109,15 @@ export function runsOf(path: string) {
     db.close();
   }
 }
+
+/** The entries of a state file after its key levels: its tail, which a store indexes in memory. */
+export function tailOf(path: string): number {
+  const db = new Database(path, { readonly: true });
+  try {
+    const last = (db.prepare('SELECT max(id) FROM entries').pluck().get() as number | null) ?? 0;
+    const upto = Number(db.prepare("SELECT value FROM meta WHERE key = 'keys_upto'").pluck().get() ?? 0);
+    return last - upto;
+  } finally {
+    db.close();
+  }
+}
