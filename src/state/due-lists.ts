@@ -4,14 +4,13 @@
  */
 import type { Database } from 'better-sqlite3';
 import { EntryView } from './entry-record.js';
-import { dayOf, decodeIds, encodeIds, firstAbove, sortedUnique } from './id-lists.js';
-import { IN_LIST_SIZES, SQL } from './queries.js';
+import { dayOf, decodeIds, encodeIds, firstAbove, idList, sortedUnique } from './id-lists.js';
+import { LIST_PAGE, SQL } from './queries.js';
 import { forEachJoined } from './record-walk.js';
 import { TYPE_OF_CODE } from './schema.js';
 import type { DueCursor, DueDay, DueEntry, EntryUpdate } from './types.js';
 
 const DAY_S = 86_400;
-const MAX_IN_LIST = IN_LIST_SIZES[IN_LIST_SIZES.length - 1];
 // ids per piece when a day's due list is rewritten: a piece is read whole, so not one blob for a whole big day
 const DUE_PIECE_IDS = 65_536;
 // a day's due list is rewritten when at least half its ids are stale, or when it has this many pieces
@@ -126,7 +125,7 @@ export class DueLists {
         let i = firstAbove(ids, afterId);
         while (i < ids.length && out.length < n) {
           // ids for what the page still needs (more are read if some are stale)
-          const end = Math.min(ids.length, i + Math.min(MAX_IN_LIST, Math.max(IN_LIST_SIZES[0], n - out.length)));
+          const end = Math.min(ids.length, i + Math.min(LIST_PAGE, Math.max(16, n - out.length)));
           const [from, to] = [day * DAY_S, (day + 1) * DAY_S];
           this.readListed(ids.subarray(i, end), (id, e) => {
             if (out.length < n && e.r >= from && e.r < to && e.r <= now) out.push(decodeDue(id, e));
@@ -261,11 +260,6 @@ function prepare(db: Database) {
     listedRecords: db.prepare(SQL.listedRecords).raw(),
     listedRecordRows: db.prepare(SQL.listedRecordRows).raw(),
   };
-}
-
-/** Ids as the JSON array SQL.listedRecords reads. */
-function idList(ids: Float64Array): string {
-  return `[${ids.join(',')}]`;
 }
 
 function pageLimit(limit: number): number {

@@ -1,13 +1,13 @@
 /** Lookups of keys in one level of the lookup index, with the blocks read kept in memory while a budget has room. */
 import type { Database, Statement } from 'better-sqlite3';
-import { inListPages } from './in-lists.js';
+import { idList } from './id-lists.js';
 import { BLOCK_HEADER, type BlockHeader, forEachIdFrom, guessOf, readHeader, touchPair } from './key-blocks.js';
 import type { KeyLevel } from './key-levels.js';
 import { KeptBlocks } from './kept-blocks.js';
-import { IN_LIST_SIZES } from './queries.js';
+import { LIST_PAGE } from './queries.js';
 
 // blocks read per statement by a lookup
-const MAX_PAGE = IN_LIST_SIZES[IN_LIST_SIZES.length - 1];
+const MAX_PAGE = LIST_PAGE;
 // lookup keys are below 2^47: the end of the last block's range
 const KEY_SPACE = 2 ** 47;
 
@@ -87,7 +87,8 @@ export class LevelReader {
   private firsts = new Float64Array(0);
   private kept = new KeptBlocks(0);
   private version = '';
-  private readonly statements = new Map<number, Statement>();
+  /** The blocks of a list of first keys, joined in one row in the list's order; prepared on first use. */
+  private blocks: Statement | undefined = undefined;
   private readonly searches = new Searches();
   private readonly header: BlockHeader = { kb: 0, ib: 0, count: 0 };
   // the sum of the bytes the second pass reads, kept so that the reads are not left out as unused
@@ -178,10 +179,16 @@ export class LevelReader {
     const { firsts } = this;
     const header = this.header;
     const wanted = indexes.map((b) => firsts[b]);
-    for (const [start, size, params] of inListPages(wanted)) {
+    this.blocks ??= this.db
+      .prepare(
+        `SELECT count(*), CAST(group_concat(b.keys, '') AS BLOB) FROM json_each(?) AS j ` +
+          `CROSS JOIN ${this.level} AS b ON b.first_k = j.value`,
+      )
+      .raw();
+    for (let start = 0; start < wanted.length; start += MAX_PAGE) {
       const count = Math.min(MAX_PAGE, wanted.length - start);
       // one row: the blocks' blobs one after the other, in first-key order (each says its own length)
-      const [found, blobs] = this.blockStatement(size).get(params) as [number, Buffer | null];
+      const [found, blobs] = this.blocks.get(idList(wanted.slice(start, start + count))) as [number, Buffer | null];
       if (found !== count || blobs === null) {
         throw new Error(`the ${this.level} level of the state file changed during a lookup; run again`);
       }
@@ -199,20 +206,6 @@ export class LevelReader {
       if (at !== blobs.length) throw new Error('a key block of the state file is damaged');
     }
     return read;
-  }
-
-  private blockStatement(size: number): Statement {
-    let stmt = this.statements.get(size);
-    if (stmt === undefined) {
-      stmt = this.db
-        .prepare(
-          `SELECT count(*), CAST(group_concat(keys, '') AS BLOB) FROM ${this.level} ` +
-            `WHERE first_k IN (${new Array(size).fill('?').join(',')})`,
-        )
-        .raw();
-      this.statements.set(size, stmt);
-    }
-    return stmt;
   }
 }
 

@@ -1,7 +1,7 @@
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
-import { sortedUnique } from './id-lists.js';
-import { inListPages } from './in-lists.js';
+import { idList, sortedUnique } from './id-lists.js';
+import { BatchWriter, type EncodedUpdate, encodeUpdates, TOMBSTONE, timeOrNull } from './batch-commit.js';
 import { DueLists, decodeDue } from './due-lists.js';
 import { KeyIndex } from './key-index.js';
 import { keyOf } from './lookup-key.js';
@@ -10,10 +10,9 @@ import { StateLock } from './lock.js';
 import { ChecksumError, checksumOf } from './checksum.js';
 import { checkedMetaValue, metaSumOf } from './meta-values.js';
 import { EntryView, type EntryValues, RecordWriter } from './entry-record.js';
-import { IN_LIST_SIZES, SQL } from './queries.js';
+import { LIST_PAGE, SQL } from './queries.js';
 import { RecordWalker, WALK_PAGE, forEachJoined } from './record-walk.js';
 import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
-import { storedOf } from './stored-bytes.js';
 import type {
   BucketEntries,
   ChangeJournalRows,
@@ -34,14 +33,11 @@ import type {
   StoredEntries,
 } from './types.js';
 
-const MAX_IN_LIST = IN_LIST_SIZES[IN_LIST_SIZES.length - 1];
 // the sweep's default upper bound: past any id the table can hold
 const LAST_ID = Number.MAX_SAFE_INTEGER;
 const DEFAULT_TAIL_ENTRIES = 1_000_000;
 // the key blocks the level readers keep in memory (types.ts, keyCacheMiB)
 const DEFAULT_KEY_CACHE_MIB = 256;
-// rows per multi-row INSERT of new entries and of keys: one call into SQLite for that many rows
-const INSERT_ROWS = 64;
 // consecutive ids read as one range rather than in an IN (...) list, from this many on
 const MIN_ID_RUN = 8;
 // a lookup of at least NEIGHBOUR_MIN_KEYS keys first finds the ids of NEIGHBOUR_SAMPLE of them (readAnswersByKeys)
@@ -52,22 +48,6 @@ const NEIGHBOUR_SAMPLE = 16;
 const NEIGHBOUR_READS_PER_KEY = 4;
 // and when at least this many of the sample lie in it
 const NEIGHBOUR_MIN_HITS = 4;
-
-/** One answer of a batch, with its type code and lookup key. */
-interface EncodedUpdate {
-  type: number;
-  hash: string;
-  /** The hash, and a mapped outcome's raw UIDs, as the file keeps them (stored-bytes.ts); null for none. */
-  stored: Buffer | string;
-  storedU: Buffer | string | null;
-  storedP: Buffer | string | null;
-  key: number;
-  /** Its position in the batch. */
-  index: number;
-  /** The order new entries are appended in: r, or after every r when there is none. */
-  appendOrder: number;
-  outcome: EntryUpdate['outcome'];
-}
 
 /** Given each entry a joined read finds; gives back the request the entry answers, or -1. */
 type OnAnswer = (entry: EntryView) => number;
@@ -101,11 +81,10 @@ function requestsByKey(lookupKeys: readonly number[]): { lastWith: Map<number, n
 export class SqliteStateStore implements StateStore {
   private readonly stmts: ReturnType<typeof prepareAll>;
   private readonly walker: RecordWalker;
-  private readonly recordStmts = new Map<number, Statement>();
-  private readonly joinedRecordStmts = new Map<number, Statement>();
   /** Reused for every entry the joined reader gives out. */
   private readonly joinedEntry = new EntryView();
-  private readonly insertEntryStmts = new Map<number, Statement>();
+  /** Writes the batches of commitBatch (batch-commit.ts). */
+  private readonly writer: BatchWriter;
   /** The per-day lists of what comes due (due-lists.ts). */
   private readonly due: DueLists;
   /** Which entries hold a lookup key: the key levels and the tail. */
@@ -140,9 +119,12 @@ export class SqliteStateStore implements StateStore {
     this.lockFile = new StateLock(path);
     this.due = new DueLists(db, readonly);
     this.keys = new KeyIndex(db, this.walker, Math.max(1, Math.floor(tailEntries)), keyCacheMiB);
+    this.writer = new BatchWriter(db, path, this.keys, this.due, (keys, hashOf, onMatch) =>
+      this.matchRows(keys, hashOf, onMatch),
+    );
     this.commitTx = db.transaction(
       (updates: readonly EncodedUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => {
-        this.writeUpdates(updates, nowS);
+        this.writer.write(updates, nowS);
         if (journal !== undefined) this.insertJournal(journal, nowS);
       },
     );
@@ -328,12 +310,12 @@ export class SqliteStateStore implements StateStore {
     if (ids.length > 0) this.readRecords(sortedUnique(ids), onRecord);
   }
 
-  /** The entries of these ids (ascending), each given with its id, in IN (...) lists. */
+  /** The entries of these ids (ascending, each once), each given with its id, LIST_PAGE ids a statement. */
   private readRecords(ids: ArrayLike<number>, onRecord: OnRecord): void {
     const view = new EntryView();
-    for (const [, size, params] of inListPages(ids)) {
-      const rows = this.inListStatement(this.recordStmts, size, SQL.recordsByIds).all(params) as [number, Buffer][];
-      for (const [id, record] of rows) {
+    for (let start = 0; start < ids.length; start += LIST_PAGE) {
+      const page = Array.prototype.slice.call(ids, start, start + LIST_PAGE) as number[];
+      for (const [id, record] of this.stmts.listedRecordRows.all(idList(page)) as [number, Buffer][]) {
         view.read(record, 0);
         onRecord(id, view);
       }
@@ -375,8 +357,8 @@ export class SqliteStateStore implements StateStore {
           if (i >= 0) answered[i] = 1;
           return i;
         };
-        for (let from = read.from; from <= read.to; from += MAX_IN_LIST) {
-          const to = Math.min(read.to, from + MAX_IN_LIST - 1);
+        for (let from = read.from; from <= read.to; from += LIST_PAGE) {
+          const to = Math.min(read.to, from + LIST_PAGE - 1);
           this.readJoinedAnswers(this.stmts.joinedRecordsInRange, [from, to], idRange(from, to), onRead);
         }
         for (let i = 0; i < n; i++) if (answered[i] === 0) left.push(lookupKeys[i]);
@@ -397,7 +379,7 @@ export class SqliteStateStore implements StateStore {
     const scattered: number[] = [];
     for (let i = 0; i < sorted.length; ) {
       let end = i + 1;
-      while (end < sorted.length && end - i < MAX_IN_LIST && sorted[end] === sorted[end - 1] + 1) end++;
+      while (end < sorted.length && end - i < LIST_PAGE && sorted[end] === sorted[end - 1] + 1) end++;
       if (end - i >= MIN_ID_RUN) {
         this.readJoinedAnswers(
           this.stmts.joinedRecordsInRange,
@@ -408,9 +390,9 @@ export class SqliteStateStore implements StateStore {
       } else for (let j = i; j < end; j++) scattered.push(sorted[j]);
       i = end;
     }
-    for (const [start, size, params] of inListPages(scattered)) {
-      const stmt = this.inListStatement(this.joinedRecordStmts, size, SQL.joinedRecordsByIds);
-      this.readJoinedAnswers(stmt, params, scattered.slice(start, start + MAX_IN_LIST), onAnswer);
+    for (let start = 0; start < scattered.length; start += LIST_PAGE) {
+      const page = scattered.slice(start, start + LIST_PAGE);
+      this.readJoinedAnswers(this.stmts.listedRecords, [idList(page)], page, onAnswer);
     }
   }
 
@@ -420,7 +402,7 @@ export class SqliteStateStore implements StateStore {
    */
   private readJoinedAnswers(
     stmt: Statement,
-    params: readonly number[],
+    params: readonly (number | string)[],
     ids: ArrayLike<number>,
     onAnswer: OnAnswer,
   ): void {
@@ -431,15 +413,6 @@ export class SqliteStateStore implements StateStore {
       return true;
     };
     if (!forEachJoined(bytes, count, this.joinedEntry, answer)) this.readRecords(ids, answer);
-  }
-
-  private inListStatement(cache: Map<number, Statement>, size: number, sql: (n: number) => string): Statement {
-    let stmt = cache.get(size);
-    if (stmt === undefined) {
-      stmt = this.db.prepare(sql(size)).raw();
-      cache.set(size, stmt);
-    }
-    return stmt;
   }
 
   /** Forgets the tail and what was read of the file (on open, and after a failed transaction). */
@@ -453,28 +426,7 @@ export class SqliteStateStore implements StateStore {
   commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): void {
     this.writable('commit a batch');
     if (updates.length === 0) return;
-    // checked before the transaction: a malformed update fails the batch before anything is written
-    const encoded = new Array<EncodedUpdate>(updates.length);
-    for (let i = 0; i < updates.length; i++) {
-      const { type, hash, outcome } = updates[i];
-      const code = TYPE_CODE[type];
-      if (typeof hash !== 'string' || code === undefined || outcome === null || typeof outcome !== 'object') {
-        throw new TypeError(`commitBatch: update ${i} has no valid DII type, hash or outcome`);
-      }
-      const appendOrder = outcome.kind === 'mapped' && typeof outcome.r === 'number' ? outcome.r : Infinity;
-      const mapped = outcome.kind === 'mapped';
-      encoded[i] = {
-        type: code,
-        hash,
-        stored: storedOf(hash),
-        storedU: mapped && typeof outcome.u === 'string' ? storedOf(outcome.u) : null,
-        storedP: mapped && typeof outcome.p === 'string' ? storedOf(outcome.p) : null,
-        key: keyOf(code, hash),
-        index: i,
-        appendOrder,
-        outcome,
-      };
-    }
+    const encoded = encodeUpdates(updates);
     try {
       this.commitTx.immediate(encoded, Math.floor(nowS), journal);
     } catch (err) {
@@ -517,126 +469,6 @@ export class SqliteStateStore implements StateStore {
       this.resetTail();
       throw err;
     }
-  }
-
-  /** Inside the commit's transaction: an update per stored entry, an append per new one. */
-  private writeUpdates(updates: readonly EncodedUpdate[], nowS: number): void {
-    this.keys.catchUp();
-    const n = updates.length;
-    // per update, the first update of the batch with its type and hash (itself when there is none before it),
-    // found by lookup key: numbers, not strings, are hashed into the map (a key shared by two hashes is chained)
-    const firstOf = new Int32Array(n);
-    const sameKeyBefore = new Int32Array(n).fill(-1);
-    const lastWithKey = new Map<number, number>();
-    const uniqueKeys: number[] = [];
-    const uniqueAt: number[] = [];
-    for (let i = 0; i < n; i++) {
-      const { key, hash } = updates[i];
-      const head = lastWithKey.get(key);
-      let first = head ?? -1;
-      while (first >= 0 && updates[first].hash !== hash) first = sameKeyBefore[first];
-      if (first >= 0) {
-        firstOf[i] = first;
-        continue;
-      }
-      firstOf[i] = i;
-      sameKeyBefore[i] = head ?? -1;
-      lastWithKey.set(key, i);
-      uniqueKeys.push(key);
-      uniqueAt.push(i);
-    }
-    // per first update, the id of its entry: stored (found now), or appended below; 0 until known
-    const idOf = new Float64Array(n);
-    // the values of each stored entry, which an update keeps some of; then the values it wrote
-    const valuesOf = new Map<number, EntryValues>();
-    this.matchRows(
-      uniqueKeys,
-      (j) => updates[uniqueAt[j]].hash,
-      (j, id, e) => {
-        idOf[uniqueAt[j]] = id;
-        // views of the row's own buffer, which stays as it is
-        valuesOf.set(id, e.values());
-      },
-    );
-    const writer = new RecordWriter(n * 80);
-    // new entries are appended in r order: a day's due list piece is then mostly consecutive ids.
-    // A key the batch names again is appended once; its later answers update it afterwards, in batch order.
-    const appended: EncodedUpdate[] = [];
-    const again: number[] = [];
-    for (let i = 0; i < n; i++) {
-      const first = firstOf[i];
-      if (idOf[first] > 0) this.updateEntry(idOf[first], updates[i], nowS, valuesOf, writer);
-      else if (first === i) appended.push(updates[i]);
-      else again.push(i);
-    }
-    if (appended.length > 0) this.appendEntries(appended, idOf, nowS, valuesOf, writer);
-    for (const i of again) this.updateEntry(idOf[firstOf[i]], updates[i], nowS, valuesOf, writer);
-    this.due.append(updates, (i) => idOf[firstOf[i]]);
-  }
-
-  /**
-   * Appends entries not stored yet, sorted by r, INSERT_ROWS to a statement; records their ids in `idOf` (by
-   * their position in the batch), their values in `valuesOf`, and the tail. A rowid table gives each row of one
-   * INSERT the next id in turn (the largest plus one): a statement of n rows that ends at id `last` gave them
-   * last - n + 1 to last, which is checked against the ids before it.
-   */
-  private appendEntries(
-    appended: EncodedUpdate[],
-    idOf: Float64Array,
-    nowS: number,
-    valuesOf: Map<number, EntryValues>,
-    writer: RecordWriter,
-  ): void {
-    appended.sort(byAppendOrder);
-    const params: Buffer[] = [];
-    const values: EntryValues[] = [];
-    for (let start = 0; start < appended.length; start += INSERT_ROWS) {
-      const end = Math.min(appended.length, start + INSERT_ROWS);
-      params.length = 0;
-      values.length = 0;
-      for (let i = start; i < end; i++) {
-        values.push(newEntryValues(appended[i], nowS));
-        params.push(writer.write(values[values.length - 1]));
-      }
-      const insert = this.multiRowStatement(this.insertEntryStmts, end - start, SQL.insertEntries);
-      const last = Number(insert.run(params).lastInsertRowid);
-      if (last !== this.keys.seen + (end - start)) {
-        throw new Error(
-          `state file ${this.path}: appended entries did not get consecutive ids after ${this.keys.seen}`,
-        );
-      }
-      for (let i = start; i < end; i++) {
-        const u = appended[i];
-        const newId = last - (end - 1 - i);
-        idOf[u.index] = newId;
-        valuesOf.set(newId, values[i - start]);
-        this.keys.add(u.key, newId);
-      }
-    }
-  }
-
-  private multiRowStatement(cache: Map<number, Statement>, rows: number, sql: (n: number) => string): Statement {
-    let stmt = cache.get(rows);
-    if (stmt === undefined) {
-      stmt = this.db.prepare(sql(rows));
-      cache.set(rows, stmt);
-    }
-    return stmt;
-  }
-
-  /** An answer for a stored entry: its record written from the values it had (`valuesOf`, which gets the new ones). */
-  private updateEntry(
-    id: number,
-    u: EncodedUpdate,
-    nowS: number,
-    valuesOf: Map<number, EntryValues>,
-    writer: RecordWriter,
-  ): void {
-    const old = valuesOf.get(id);
-    if (old === undefined) throw new Error(`state file ${this.path}: entry ${id} was not read before its update`);
-    const values = updatedValues(old, u.outcome, u, nowS);
-    this.stmts.updateRecord.run(writer.write(values), id);
-    valuesOf.set(id, values);
   }
 
   // ---- pending changes: rows of committed batches that no committed output holds yet
@@ -772,7 +604,7 @@ export class SqliteStateStore implements StateStore {
           if (e.uSize >= 0 || e.pSize >= 0) out.push(decodeCandidate(id, e));
           return out.length < n;
         },
-        Math.min(WALK_PAGE, Math.max(IN_LIST_SIZES[0], n)),
+        Math.min(WALK_PAGE, Math.max(16, n)),
       ),
     );
     return out;
@@ -982,6 +814,8 @@ function prepareAll(db: Database) {
   return {
     updateRecord: plain(SQL.updateRecord),
     joinedRecordsInRange: raw(SQL.joinedRecordsInRange),
+    listedRecords: raw(SQL.listedRecords),
+    listedRecordRows: raw(SQL.listedRecordRows),
     lastId: plain(SQL.lastId),
     metaAll: plain(SQL.metaAll),
     metaGet: plain(SQL.metaGet),
@@ -998,68 +832,6 @@ function prepareJournal(db: Database) {
     last: db.prepare(SQL.lastPendingChange).pluck(),
     ack: db.prepare(SQL.ackChanges),
   };
-}
-
-function byAppendOrder(a: EncodedUpdate, b: EncodedUpdate): number {
-  return a.appendOrder === b.appendOrder ? 0 : a.appendOrder < b.appendOrder ? -1 : 1;
-}
-
-/** What an opted-out entry becomes (status 2): it keeps its hash and times, and loses every raw UID. */
-const TOMBSTONE = { status: 2, u: null, p: null, r: null, bucketId: null, due: false } as const;
-
-/** A time given to the file: a finite number, or none. */
-function timeOrNull(t: unknown): number | null {
-  return typeof t === 'number' && Number.isFinite(t) ? t : null;
-}
-
-/** The values of an entry appended for an answer. */
-function newEntryValues(u: EncodedUpdate, nowS: number): EntryValues {
-  return updatedValues(
-    {
-      type: u.type,
-      status: 0,
-      due: false,
-      hash: u.stored,
-      u: null,
-      p: null,
-      r: null,
-      bucketId: null,
-      lastMappedS: null,
-      lastOptoutCheckS: null,
-      optedOutSinceMs: null,
-    },
-    u.outcome,
-    u,
-    nowS,
-  );
-}
-
-/**
- * An entry's values after an answer. Mapped: its raw UIDs, r and bucket, mapped now, no longer opted out or due.
- * Opted out: a tombstone, which keeps its hash, last mapped time and last check and loses every raw UID (and
- * keeps its opted_out_since when the answer does not say). Invalid: the same, keeping opted_out_since.
- */
-function updatedValues(old: EntryValues, o: EntryUpdate['outcome'], u: EncodedUpdate, nowS: number): EntryValues {
-  switch (o.kind) {
-    case 'mapped':
-      return {
-        ...old,
-        status: 1,
-        u: u.storedU,
-        p: u.storedP,
-        r: timeOrNull(o.r),
-        bucketId: typeof o.bucketId === 'string' ? o.bucketId : null,
-        lastMappedS: nowS,
-        optedOutSinceMs: null,
-        due: false,
-      };
-    case 'optout':
-      return { ...old, ...TOMBSTONE, optedOutSinceMs: timeOrNull(o.optedOutSinceMs) ?? old.optedOutSinceMs };
-    case 'invalid':
-      return { ...old, status: 3, u: null, p: null, r: null, bucketId: null, due: false };
-    default:
-      throw new TypeError(`commitBatch: unknown outcome '${(o as { kind: unknown }).kind}'`);
-  }
 }
 
 /** An id range, both ends included. */
