@@ -193,8 +193,7 @@ function checkOurs(db: Connection, tables: Set<string>, path: string): void {
  * table has no checksums) is refused with how to rebuild it: nothing of it is read, nothing written.
  */
 function checkSchema(db: Connection, path: string): void {
-  const columns = (db.prepare('PRAGMA table_info(meta)').all() as { name: string }[]).map((c) => c.name);
-  if (!columns.includes('sum')) {
+  if (isEarlierBuild(db)) {
     const version = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.schemaVersion);
     throw new StateFormatError(
       `state file ${path} was written by an earlier build of uid2-batch (schema ${String(version ?? 'unknown')}), ` +
@@ -216,6 +215,11 @@ function checkSchema(db: Connection, path: string): void {
       path,
     );
   }
+}
+
+/** A file of a build before the first release: its meta table has no checksums. */
+export function isEarlierBuild(db: Connection): boolean {
+  return !(db.prepare('PRAGMA table_info(meta)').all() as { name: string }[]).some((c) => c.name === 'sum');
 }
 
 function metaRow(db: Connection, key: string): unknown {

@@ -6,7 +6,7 @@ import { ChecksumError } from './checksum.js';
 import { EntryView, RecordFormatError } from './entry-record.js';
 import { StateFormatError, StateJournalError, StateNotFoundError } from './errors.js';
 import { checkedMetaValue } from './meta-values.js';
-import { asDamage } from './open.js';
+import { asDamage, isEarlierBuild } from './open.js';
 import { RecordWalker, WALK_PAGE } from './record-walk.js';
 import { sqliteDriver } from './sqlite-driver.js';
 import { APPLICATION_ID, META_KEYS, TYPE_OF_CODE, statusOfCode } from './schema.js';
@@ -168,9 +168,8 @@ export function openStateReader(path: string, recordsPage = WALK_PAGE): StateRea
     db.close();
     throw notOurs;
   }
-  // an earlier build's file (its meta has no checksums): refused, as a run refuses it (state/open.ts)
-  const metaColumns = (db.prepare('PRAGMA table_info(meta)').all() as { name: string }[]).map((c) => c.name);
-  if (!metaColumns.includes('sum')) {
+  // refused, as a run refuses it
+  if (isEarlierBuild(db)) {
     db.close();
     throw new StateFormatError(
       `'${path}' was written by an earlier build of uid2-batch, whose state format this version does not read; ` +
