@@ -79,6 +79,6 @@ export function firstAbove(values: ArrayLike<number>, value: number): number {
 }
 
 /** Ids (or keys) as the JSON array the statements that read a list take (queries.ts): one parameter for them all. */
-export function idList(ids: ArrayLike<number>): string {
-  return `[${Array.prototype.join.call(ids, ',')}]`;
+export function idList(ids: readonly number[] | Float64Array): string {
+  return `[${ids.join(',')}]`;
 }
