@@ -32,7 +32,7 @@ import { runMapJob } from './pipeline/jobs/map-job.js';
 import { SLOT, SLOT_STATUS_NAMES, type RowChunk } from './pipeline/map/row-chunk.js';
 import type { InputRow } from './pipeline/io/table.js';
 import { envFingerprint } from './config/index.js';
-import { openState, type StateStore } from './state/index.js';
+import { openState, type StateFile } from './state/index.js';
 
 export type {
   DiiType,
@@ -67,8 +67,9 @@ export { AdaptiveConcurrency, type AdaptiveConcurrencyOptions } from './pipeline
 export { outputHeader, outputRows, RESULT_COLUMNS } from './pipeline/map/result-columns.js';
 export type { RowChunk } from './pipeline/map/row-chunk.js';
 export type { InputRow } from './pipeline/io/table.js';
-export { openState } from './state/index.js';
-export type { StateStore, StateEntry, OpenStateOptions } from './state/index.js';
+export type { StateFile } from './state/index.js';
+export { readStateInfo, type StateInfoReport } from './pipeline/jobs/state-info.js';
+export { exportState, type StateExportOptions } from './pipeline/jobs/state-export.js';
 
 /**
  * Opens (or creates) a state file for mapRows against `baseUrl`, with the same environment check as the CLI's
@@ -78,7 +79,7 @@ export type { StateStore, StateEntry, OpenStateOptions } from './state/index.js'
 export function openStateFor(
   path: string,
   options: { baseUrl: string; scope?: 'UID2' | 'EUID'; readonly?: boolean },
-): StateStore {
+): StateFile {
   const fingerprint = envFingerprint({
     env: { name: 'library', baseUrl: new URL(options.baseUrl).origin, scope: options.scope ?? 'UID2', isPublic: true },
     isLocal: false,

@@ -1,7 +1,6 @@
 /** The record of an entry: every value of it packed in one blob, the entries table's one column besides the id. */
 import { ChecksumError, recordCheckOf } from './checksum.js';
 import { keyOf, keyOfBytes } from './lookup-key.js';
-import { isBase64Of } from './stored-bytes.js';
 
 /**
  * A record is
@@ -345,12 +344,9 @@ export class EntryView {
     return this.bytes.toString(size % 2 === 1 ? 'utf8' : 'base64', start, start + Math.floor(size / 2));
   }
 
-  /** Whether the entry's hash is this one, compared without making a string of a hash kept as bytes. */
+  /** Whether the entry's hash is this one. */
   holdsHash(hash: string): boolean {
-    const length = Math.floor(this.hashSize / 2);
-    return this.hashSize % 2 === 0
-      ? isBase64Of(hash, this.bytes, this.hashStart, length)
-      : this.text(this.hashStart, this.hashSize) === hash;
+    return this.text(this.hashStart, this.hashSize) === hash;
   }
 
   /** The entry's lookup key: from the bytes of a hash kept as bytes, from the text of one kept as text. */

@@ -49,11 +49,11 @@ export class StateFormatError extends StateError {}
 
 /** The file does not exist and the command does not create one. */
 export class StateNotFoundError extends StateError {
-  constructor(path: string) {
-    super(
-      `state file ${path} does not exist; create it with \`uid2-batch map --state ${path}\` first, or check the path`,
-      path,
-    );
+  constructor(
+    path: string,
+    message = `state file ${path} does not exist; create it with \`uid2-batch map --state ${path}\` first, or check the path`,
+  ) {
+    super(message, path);
   }
 }
 
@@ -70,6 +70,16 @@ export class StateLockedError extends StateError {
         ? 'another uid2-batch run'
         : `another uid2-batch run (pid ${holderPid}, started at ${holderStartedAt ?? 'an unknown time'})`;
     super(`${who} is using ${path}; wait for it or remove ${lockPath} if that process is gone`, path);
+  }
+}
+
+/** A checkpoint that could not finish: another process reads the file. Exit 1: a later run can finish it. */
+export class StateBusyError extends StateError {
+  readonly exitCode = 1;
+  readonly userMessage: string;
+  constructor(path: string) {
+    super(`state file ${path} is being read by another process: the checkpoint could not finish; run it again`, path);
+    this.userMessage = this.message;
   }
 }
 

@@ -77,3 +77,8 @@ export function firstAbove(values: ArrayLike<number>, value: number): number {
   }
   return lo;
 }
+
+/** Ids (or keys) as the JSON array the statements that read a list take (queries.ts): one parameter for them all. */
+export function idList(ids: readonly number[] | Float64Array): string {
+  return `[${ids.join(',')}]`;
+}

@@ -3,8 +3,10 @@
  * re-run sends only what is missing and a nightly remap sends only what is due. Never a raw email or phone.
  */
 export { openState } from './open.js';
+export { openStateReader, stateFileSizes, type EntryTally, type StateReader } from './reader.js';
 export { StateAccessError } from './access.js';
 export {
+  StateBusyError,
   StateError,
   StateDamagedError,
   StateEnvMismatchError,
@@ -15,5 +17,5 @@ export {
   StateReadonlyError,
   StateSettingError,
 } from './errors.js';
-export { SCHEMA_VERSION } from './schema.js';
+export { META_KEYS, SCHEMA_VERSION } from './schema.js';
 export type * from './types.js';

@@ -1,4 +1,11 @@
-/** A blocked Bloom filter over lookup keys: says "surely not stored" for most keys that are not in the key levels. */
+/**
+ * A blocked Bloom filter over lookup keys, and its pieces in the file: says "surely not stored" for most keys that
+ * are not in the key levels.
+ */
+import type { Database } from 'better-sqlite3';
+import { withChecksum, withoutChecksum } from './checksum.js';
+import { metaNumber, setMetaValue } from './meta-values.js';
+import { META_KEYS } from './schema.js';
 
 /** Bits of one block: a block is one 64-byte cache line, so a test or an add touches one line of memory. */
 const BLOCK_WORDS = 16;
@@ -14,7 +21,7 @@ const BIG_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 0;
 const ADD_GROUPS = 8_192;
 /**
  * Filter bits per key it is sized for: not part of the format (a filter's size is stored with it), so a filter made
- * by a version with another sizing is read as it is. A false positive only costs the block read a lookup would make
+ * with another sizing is read as it is. A false positive only costs the block read a lookup would make
  * without a filter, which is far less than the file's bytes each bit per key costs.
  */
 export const BITS_PER_KEY = 8;
@@ -160,4 +167,39 @@ function mix(x: number): number {
 /** A block in [0, blocks) from a 32-bit hash, by multiplication instead of a modulo. */
 function blockOf(h: number, blocks: number): number {
   return Math.floor((h / 4294967296) * blocks);
+}
+
+// the filter is stored in pieces of this many bytes, each with its checksum
+const PIECE_BYTES = 1 << 20;
+
+/**
+ * The filter of the key levels when it holds the key of every entry up to `upto` (keys_upto); null when the file
+ * holds none that covers them (another build's, or one whose checksum fails): every key is then probed. Inside the
+ * caller's transaction.
+ */
+export function readKeyFilter(db: Database, upto: number): KeyFilter | null {
+  if (upto === 0) return new KeyFilter(1);
+  if (metaNumber(db, META_KEYS.filterUpto) !== upto) return null;
+  const pieces: Buffer[] = [];
+  for (const stored of db.prepare('SELECT bits FROM key_filter ORDER BY piece').pluck().all() as Buffer[]) {
+    const bits = withoutChecksum(stored);
+    if (bits === null) return null;
+    pieces.push(bits);
+  }
+  return KeyFilter.fromPieces(
+    metaNumber(db, META_KEYS.filterBlocks) ?? 0,
+    metaNumber(db, META_KEYS.filterCount) ?? 0,
+    pieces,
+  );
+}
+
+/** Writes the filter as the one holding every key up to `upto`, inside the caller's transaction. */
+export function writeKeyFilter(db: Database, filter: KeyFilter, upto: number): void {
+  db.prepare('DELETE FROM key_filter').run();
+  const insert = db.prepare('INSERT INTO key_filter (piece, bits) VALUES (?, ?)');
+  let piece = 0;
+  for (const bits of filter.pieces(PIECE_BYTES)) insert.run(piece++, withChecksum(bits));
+  setMetaValue(db, META_KEYS.filterBlocks, filter.blocks);
+  setMetaValue(db, META_KEYS.filterCount, filter.count);
+  setMetaValue(db, META_KEYS.filterUpto, upto);
 }

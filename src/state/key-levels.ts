@@ -1,6 +1,8 @@
 /** The two levels of the lookup index as tables of key blocks: walks in key order, merges (lookups: level-reader.ts). */
 import type { Database } from 'better-sqlite3';
 import { BlockWriter, KeyBlock, MAX_BLOCK_PAIRS } from './key-blocks.js';
+import { metaNumber } from './meta-values.js';
+import { META_KEYS } from './schema.js';
 
 /** The main level (entries up to keys_main_upto) and the recent one (after it, up to keys_upto). */
 export type KeyLevel = 'key_blocks' | 'key_blocks_recent';
@@ -79,21 +81,13 @@ export function levelPairs(db: Database, level: KeyLevel): PairStream {
   return stream;
 }
 
-/**
- * Gives every distinct key of a level in order, a batch at a time (keys[0..n), the array reused), with only the
- * pairs whose id is above `after` when given: what the keys filters are filled from.
- */
-export function forEachLevelKeys(
-  db: Database,
-  level: KeyLevel,
-  onKeys: (keys: Float64Array, n: number) => void,
-  after = -1,
-): void {
+/** Gives every distinct key of a level in order, a batch at a time (keys[0..n), the array reused): what the keys filter is filled from. */
+export function forEachLevelKeys(db: Database, level: KeyLevel, onKeys: (keys: Float64Array, n: number) => void): void {
   const batch = new Float64Array(KEY_BATCH);
   let n = 0;
   let last = -1;
   for (const pairs = levelPairs(db, level); pairs.key < Number.POSITIVE_INFINITY; pairs.next()) {
-    if (pairs.key === last || pairs.id <= after) continue;
+    if (pairs.key === last) continue;
     batch[n++] = pairs.key;
     last = pairs.key;
     if (n === KEY_BATCH) {
@@ -181,4 +175,15 @@ export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStre
 /** Empties a level (after a fold has moved its pairs into the main one). */
 export function clearLevel(db: Database, level: KeyLevel): void {
   db.prepare(`DELETE FROM ${level}`).run();
+}
+
+/** Where the merged entries are: the main level holds the ids up to `main`, the recent one those after it up to `upto`. */
+export interface Levels {
+  main: number;
+  upto: number;
+}
+
+/** The file's levels now (inside the caller's transaction, so that the tables agree with them). */
+export function readLevels(db: Database): Levels {
+  return { main: metaNumber(db, META_KEYS.keysMainUpto) ?? 0, upto: metaNumber(db, META_KEYS.keysUpto) ?? 0 };
 }

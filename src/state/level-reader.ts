@@ -1,14 +1,13 @@
 /** Lookups of keys in one level of the lookup index, with the blocks read kept in memory while a budget has room. */
 import type { Database, Statement } from 'better-sqlite3';
-import { FirstKeys } from './first-keys.js';
-import { inListPages } from './in-lists.js';
+import { idList } from './id-lists.js';
 import { BLOCK_HEADER, type BlockHeader, forEachIdFrom, guessOf, readHeader, touchPair } from './key-blocks.js';
 import type { KeyLevel } from './key-levels.js';
 import { KeptBlocks } from './kept-blocks.js';
-import { IN_LIST_SIZES } from './queries.js';
+import { LIST_PAGE } from './queries.js';
 
 // blocks read per statement by a lookup
-const MAX_PAGE = IN_LIST_SIZES[IN_LIST_SIZES.length - 1];
+const MAX_PAGE = LIST_PAGE;
 // lookup keys are below 2^47: the end of the last block's range
 const KEY_SPACE = 2 ** 47;
 
@@ -84,10 +83,12 @@ class ReadBlocks {
  * block's misses came in turn.
  */
 export class LevelReader {
-  private firstKeys = new FirstKeys(new Float64Array(0));
+  /** The first key of each block of the level, ascending. */
+  private firsts = new Float64Array(0);
   private kept = new KeptBlocks(0);
   private version = '';
-  private readonly statements = new Map<number, Statement>();
+  /** The blocks of a list of first keys, joined in one row in the list's order; prepared on first use. */
+  private blocks: Statement | undefined = undefined;
   private readonly searches = new Searches();
   private readonly header: BlockHeader = { kb: 0, ib: 0, count: 0 };
   // the sum of the bytes the second pass reads, kept so that the reads are not left out as unused
@@ -103,7 +104,7 @@ export class LevelReader {
   forget(): void {
     this.version = '';
     this.budget.left += this.kept.bytes;
-    this.firstKeys = new FirstKeys(new Float64Array(0));
+    this.firsts = new Float64Array(0);
     this.kept = new KeptBlocks(0);
   }
 
@@ -112,18 +113,17 @@ export class LevelReader {
     if (version !== this.version) {
       this.forget();
       const firsts = this.db.prepare(`SELECT first_k FROM ${this.level} ORDER BY first_k`).pluck().all() as number[];
-      this.firstKeys = new FirstKeys(Float64Array.from(firsts));
+      this.firsts = Float64Array.from(firsts);
       this.kept = new KeptBlocks(firsts.length);
       this.version = version;
     }
     const n = sortedKeys.length;
     const s = this.searches;
     s.reserve(n);
-    const { firstKeys, kept } = this;
-    const { firsts } = firstKeys;
+    const { firsts, kept } = this;
     const missing: number[] = [];
     for (let i = 0; i < n; i++) {
-      const b = firstKeys.blockOf(sortedKeys[i]);
+      const b = blockOf(firsts, sortedKeys[i]);
       s.block[i] = b;
       if (b >= 0 && !kept.has(b) && missing[missing.length - 1] !== b) missing.push(b);
     }
@@ -176,13 +176,19 @@ export class LevelReader {
    */
   private readBlocks(indexes: readonly number[]): ReadBlocks {
     const read = new ReadBlocks(indexes.length);
-    const { firsts } = this.firstKeys;
+    const { firsts } = this;
     const header = this.header;
     const wanted = indexes.map((b) => firsts[b]);
-    for (const [start, size, params] of inListPages(wanted)) {
+    this.blocks ??= this.db
+      .prepare(
+        `SELECT count(*), CAST(group_concat(b.keys, '') AS BLOB) FROM json_each(?) AS j ` +
+          `CROSS JOIN ${this.level} AS b ON b.first_k = j.value`,
+      )
+      .raw();
+    for (let start = 0; start < wanted.length; start += MAX_PAGE) {
       const count = Math.min(MAX_PAGE, wanted.length - start);
       // one row: the blocks' blobs one after the other, in first-key order (each says its own length)
-      const [found, blobs] = this.blockStatement(size).get(params) as [number, Buffer | null];
+      const [found, blobs] = this.blocks.get(idList(wanted.slice(start, start + count))) as [number, Buffer | null];
       if (found !== count || blobs === null) {
         throw new Error(`the ${this.level} level of the state file changed during a lookup; run again`);
       }
@@ -201,18 +207,16 @@ export class LevelReader {
     }
     return read;
   }
+}
 
-  private blockStatement(size: number): Statement {
-    let stmt = this.statements.get(size);
-    if (stmt === undefined) {
-      stmt = this.db
-        .prepare(
-          `SELECT count(*), CAST(group_concat(keys, '') AS BLOB) FROM ${this.level} ` +
-            `WHERE first_k IN (${new Array(size).fill('?').join(',')})`,
-        )
-        .raw();
-      this.statements.set(size, stmt);
-    }
-    return stmt;
+/** The index of the block that may hold `key`: the last whose first key is at or below it (-1: below them all). */
+function blockOf(firsts: Float64Array, key: number): number {
+  let lo = 0;
+  let hi = firsts.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (firsts[mid] <= key) lo = mid + 1;
+    else hi = mid;
   }
+  return lo - 1;
 }

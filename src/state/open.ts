@@ -27,8 +27,7 @@ const DEFAULT_CACHE_MIB = 8;
 const DEFAULT_MMAP_MIB = 2047;
 /**
  * The page size of a new file. Entries are appended, so each page of the table fills with whole records and leaves
- * what is too small for one more: about 46 bytes of 4 KiB, a byte per entry; 8 KiB pages halve that (measured 0.9
- * bytes per entry less at 1M entries, with lookups and commits the same).
+ * what is too small for one more: a bigger page leaves that remainder half as often.
  */
 const PAGE_BYTES = 8192;
 // sets the default of mmapMiB for every state file the process opens (0: read with system calls only)
@@ -167,9 +166,8 @@ function enableWal(db: Connection): void {
   db.pragma('journal_mode = WAL');
   // per connection: a commit writes the WAL without fsync; a checkpoint syncs. A killed process loses nothing.
   db.pragma('synchronous = NORMAL');
-  // Checkpoints are where the time goes: a commit of 5,000 random hashes dirties about one index page per row,
-  // and every checkpoint writes and fsyncs them again. Checkpointing every 64 MB instead of every 4 MB lets
-  // pages dirtied by several commits be written once (measured 1.1-1.4x faster map commits).
+  // Checkpoints are where the time goes: every checkpoint writes and fsyncs the pages dirtied since. Checkpointing
+  // every 64 MB instead of every 4 MB lets pages dirtied by several commits be written once.
   db.pragma('wal_autocheckpoint = 16384');
   // and a checkpointed WAL shrinks back to that size instead of keeping its largest one on disk
   db.pragma('journal_size_limit = 67108864');
@@ -195,8 +193,7 @@ function checkOurs(db: Connection, tables: Set<string>, path: string): void {
  * table has no checksums) is refused with how to rebuild it: nothing of it is read, nothing written.
  */
 function checkSchema(db: Connection, path: string): void {
-  const columns = (db.prepare('PRAGMA table_info(meta)').all() as { name: string }[]).map((c) => c.name);
-  if (!columns.includes('sum')) {
+  if (isEarlierBuild(db)) {
     const version = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.schemaVersion);
     throw new StateFormatError(
       `state file ${path} was written by an earlier build of uid2-batch (schema ${String(version ?? 'unknown')}), ` +
@@ -218,6 +215,11 @@ function checkSchema(db: Connection, path: string): void {
       path,
     );
   }
+}
+
+/** A file of a build before the first release: its meta table has no checksums. */
+export function isEarlierBuild(db: Connection): boolean {
+  return !(db.prepare('PRAGMA table_info(meta)').all() as { name: string }[]).some((c) => c.name === 'sum');
 }
 
 function metaRow(db: Connection, key: string): unknown {
@@ -302,7 +304,7 @@ function asStateError(err: unknown, path: string, readonly = false): unknown {
     /^SQLITE_(CANTOPEN|READONLY|PERM)/.test(code) &&
     code !== 'SQLITE_READONLY_ROLLBACK'
   ) {
-    // a read-only mount or a permission, said as such (SQLite's "unable to open" read as "not a state file" before)
+    // a read-only mount or a permission, said as such rather than in SQLite's words ("unable to open")
     return (
       stateAccessError(path, undefined, { writesFile: !readonly }) ??
       new StateError(`cannot open state file ${path}: check its permissions and those of its directory`, path)

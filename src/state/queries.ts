@@ -3,12 +3,8 @@
  * many rows are written so that one index serves both the filter and the order (no table scan, no sort).
  */
 
-/** Sizes of the IN (...) lists that are prepared once: a list is padded up to the next size. */
-export const IN_LIST_SIZES = [16, 128, 1024, 5000] as const;
-
-function placeholders(n: number): string {
-  return new Array<string>(n).fill('?').join(',');
-}
+/** Ids (or first keys) read per statement from a list of them: one JSON array parameter (id-lists.ts idList). */
+export const LIST_PAGE = 5_000;
 
 /**
  * Many entries' records in one row: their count and their records joined into one blob (`||` and group_concat
@@ -24,10 +20,7 @@ export const SQL = {
   pendingChanges: 'SELECT id, row, sum FROM pending_changes WHERE kind = ? AND id > ? ORDER BY id LIMIT ?',
   lastPendingChange: 'SELECT max(id) FROM pending_changes WHERE kind = ?',
   ackChanges: 'DELETE FROM pending_changes WHERE kind = ? AND id <= ?',
-  // given sorted ids, the rows are read in table order
-  recordsByIds: (n: number) => `SELECT id, record FROM entries WHERE id IN (${placeholders(n)})`,
-  // the records of sorted ids joined (JOINED_RECORDS), in id order, and of an id range (no IN list)
-  joinedRecordsByIds: (n: number) => `SELECT ${JOINED_RECORDS} FROM entries WHERE id IN (${placeholders(n)})`,
+  // the records of an id range joined (JOINED_RECORDS), in id order
   joinedRecordsInRange: `SELECT ${JOINED_RECORDS} FROM entries WHERE id >= ? AND id <= ?`,
   // the records of an id range joined, with the range's first and last id: the walks of the whole table (the tail,
   // the opt-out sweep, counts, v2 salt buckets, export) read consecutive ids this way. A range of the table's key is
@@ -49,7 +42,7 @@ export const SQL = {
   insertDueListPiece: 'INSERT INTO due_lists (day, piece, ids) VALUES (?, ?, ?)',
   deleteDueListPieces: 'DELETE FROM due_lists WHERE day = ? AND piece <= ?',
   // listed entries by id: the ids come as one JSON array (ascending), which SQLite walks in its order and joins to
-  // the table by rowid (one parameter instead of an IN list of many); their records joined (JOINED_RECORDS) in the
+  // the table by rowid (one parameter instead of an IN (...) list of many); their records joined (JOINED_RECORDS) in the
   // array's order, or row by row
   listedRecords: `SELECT ${JOINED_RECORDS} FROM json_each(?) AS j CROSS JOIN entries AS e ON e.id = j.value`,
   listedRecordRows: 'SELECT e.id, e.record FROM json_each(?) AS j CROSS JOIN entries AS e ON e.id = j.value',
@@ -63,6 +56,4 @@ export const SQL = {
   // a run's wall-clock start and the time it was told to use (--now; the same when it was not given)
   startRun: 'INSERT INTO runs (command, args, pid, started_at, now) VALUES (?, ?, ?, ?, ?)',
   finishRun: 'UPDATE runs SET finished_at = ?, summary = ?, exit_code = ? WHERE id = ?',
-  listRuns:
-    'SELECT id, command, args, started_at, now, finished_at, summary, exit_code FROM runs ORDER BY id DESC LIMIT ?',
 } as const;

@@ -16,31 +16,13 @@ export const META_KEYS = {
   /** Entries with an id up to this one are in the main level; those after it up to keys_upto in the recent one. */
   keysMainUpto: 'keys_main_upto',
   /**
-   * The main keys filter (table key_filter) holds every key of the entries up to this id; it is used for `keys`
-   * only while this reaches keys_main_upto, so a file merged by a version that does not keep the filter is never
-   * read through a stale one. This version writes it when it folds the recent level into the main one (it then equals both
-   * marks); a version with one filter for both tables uses it only while it equals keys_upto.
+   * The keys filter (table key_filter) holds every key of the entries up to this id; it is used only while this
+   * equals keys_upto, so a file merged without it is never read through a stale one.
    */
   filterUpto: 'filter_upto',
   /** The filter's size in 64-byte blocks, and the keys added to it. */
   filterBlocks: 'filter_blocks',
   filterCount: 'filter_count',
-  /**
-   * The filter of the recent level alone (table key_filter_recent) holds every key of the entries after
-   * recent_filter_from up to recent_filter_upto; it is used only while that range spans the recent level's. The main
-   * filter is then written only when the recent level is folded into the main one.
-   */
-  recentFilterFrom: 'recent_filter_from',
-  recentFilterUpto: 'recent_filter_upto',
-  recentFilterBlocks: 'recent_filter_blocks',
-  recentFilterCount: 'recent_filter_count',
-  /**
-   * The lookup keys of the entries after tail_keys_from up to tail_keys_upto, saved by id in table tail_keys when
-   * a writing connection closes with a long tail: the next one reads them instead of every tail entry's hash.
-   * Used only while tail_keys_from is at or below keys_upto; a merge past them removes them.
-   */
-  tailKeysFrom: 'tail_keys_from',
-  tailKeysUpto: 'tail_keys_upto',
   /**
    * The opt-out sweep's cursor: the id of the last entry whose check a sweep committed. The next sweep starts
    * after it, in id order, and wraps to the first entry at the end of the table. Absent: 0.
@@ -60,12 +42,6 @@ export const IDENTITY_META_KEYS: ReadonlySet<string> = new Set([
   META_KEYS.filterUpto,
   META_KEYS.filterBlocks,
   META_KEYS.filterCount,
-  META_KEYS.recentFilterFrom,
-  META_KEYS.recentFilterUpto,
-  META_KEYS.recentFilterBlocks,
-  META_KEYS.recentFilterCount,
-  META_KEYS.tailKeysFrom,
-  META_KEYS.tailKeysUpto,
   META_KEYS.sweepAfter,
 ]);
 
@@ -112,10 +88,8 @@ CREATE TABLE key_blocks_recent (
 `;
 
 /**
- * A Bloom filter over the keys of the main level, in pieces of up to a MiB: a lookup skips the level for most keys
- * that are not in it (every key of a first run, and the recent ones). Rewritten when the recent level is folded
- * into the main one; the recent level has its own, key_filter_recent (the same columns), rewritten by each merge
- * of the tail and made by the first one.
+ * A Bloom filter over the keys of both levels, in pieces of up to a MiB: a lookup skips the levels for most keys
+ * that are not in them (every key of a first run). Written whole by each merge of the tail.
  */
 export const KEY_FILTER_TABLE = `
 CREATE TABLE key_filter (
@@ -195,7 +169,7 @@ ${JOURNAL_TABLE}
 `;
 
 /**
- * The schema a new file is made at, and the only one this version reads: the first of the released line. Files of
- * the builds before it (schemas 1 to 6, whose meta table has no checksums) are refused with how to rebuild them.
+ * The schema a new file is made at, and the only one this build reads: the first of the released line. Files of
+ * earlier builds (whose meta table has no checksums) are refused with how to rebuild them.
  */
 export const SCHEMA_VERSION = 1;

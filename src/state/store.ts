@@ -1,24 +1,18 @@
-import { statSync } from 'node:fs';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
-import { dayOf, decodeIds, encodeIds, firstAbove, sortedUnique } from './id-lists.js';
-import { inListPages } from './in-lists.js';
-import { KeyFilter } from './key-filter.js';
-import { arrayPairs, clearLevel, forEachLevelKeys, levelPairs, mergeIntoLevel } from './key-levels.js';
-import { type LevelFilters, emptyFilter, readLevelFilters, readLevels, writeLevelFilter } from './level-filters.js';
-import { BlockBudget, LevelReader } from './level-reader.js';
+import { idList, sortedUnique } from './id-lists.js';
+import { BatchWriter, type EncodedUpdate, encodeUpdates, TOMBSTONE, timeOrNull } from './batch-commit.js';
+import { DueLists, decodeDue } from './due-lists.js';
+import { KeyIndex } from './key-index.js';
 import { keyOf } from './lookup-key.js';
-import { StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
+import { StateBusyError, StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
 import { ChecksumError, checksumOf } from './checksum.js';
 import { checkedMetaValue, metaSumOf } from './meta-values.js';
 import { EntryView, type EntryValues, RecordWriter } from './entry-record.js';
-import { IN_LIST_SIZES, SQL } from './queries.js';
+import { LIST_PAGE, SQL } from './queries.js';
 import { RecordWalker, WALK_PAGE, forEachJoined } from './record-walk.js';
 import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
-import { StoredBytes } from './stored-bytes.js';
-import { TailIndex } from './tail-index.js';
-import { clearTailKeys, readTailKeys, writeTailKeys } from './tail-keys.js';
 import type {
   BucketEntries,
   ChangeJournalRows,
@@ -27,33 +21,23 @@ import type {
   DueDay,
   DueEntry,
   EntryUpdate,
-  ExportedEntry,
   OptedOutRawUid,
   OptoutCandidate,
   OptoutCursor,
   PendingChange,
   RotatedBucket,
-  RunRecord,
   StateCounts,
   StateEntry,
-  StateInfo,
   StateMeta,
   StateStore,
   StoredEntries,
 } from './types.js';
 
-const DAY_S = 86_400;
-const MAX_IN_LIST = IN_LIST_SIZES[IN_LIST_SIZES.length - 1];
 // the sweep's default upper bound: past any id the table can hold
 const LAST_ID = Number.MAX_SAFE_INTEGER;
 const DEFAULT_TAIL_ENTRIES = 1_000_000;
 // the key blocks the level readers keep in memory (types.ts, keyCacheMiB)
 const DEFAULT_KEY_CACHE_MIB = 256;
-const MIB = 1_048_576;
-// rows per multi-row INSERT of new entries and of keys: one call into SQLite for that many rows
-const INSERT_ROWS = 64;
-// tail entries read per page when the tail is read from the file
-const TAIL_PAGE = 50_000;
 // consecutive ids read as one range rather than in an IN (...) list, from this many on
 const MIN_ID_RUN = 8;
 // a lookup of at least NEIGHBOUR_MIN_KEYS keys first finds the ids of NEIGHBOUR_SAMPLE of them (readAnswersByKeys)
@@ -64,35 +48,6 @@ const NEIGHBOUR_SAMPLE = 16;
 const NEIGHBOUR_READS_PER_KEY = 4;
 // and when at least this many of the sample lie in it
 const NEIGHBOUR_MIN_HITS = 4;
-// a writing connection that closes with a tail this long (or a quarter of tailEntries) saves its keys (tail-keys.ts)
-const SAVED_TAIL_MIN = 100_000;
-// the recent level is folded into the main one once it holds a quarter as many entries
-const RECENT_SHARE = 4;
-// the main keys filter is made for twice the keys it gets (so that it is remade at each doubling); the recent one
-// for the most the recent level holds before a fold; both for at least this many
-const FILTER_MIN_CAPACITY = 1_000_000;
-// ids per piece when a day's due list is rewritten: a piece is read whole, so not one blob for a whole big day
-const DUE_PIECE_IDS = 65_536;
-// a day's due list is rewritten when at least half its ids are stale, or when it has this many pieces
-const DUE_LIST_MAX_PIECES = 64;
-// the first day a walk of the due lists looks at: before any r
-const NO_DAY = Number.MIN_SAFE_INTEGER;
-
-/** One answer of a batch, with its type code and lookup key. */
-interface EncodedUpdate {
-  type: number;
-  hash: string;
-  /** The hash, and a mapped outcome's raw UIDs, as the file keeps them (stored-bytes.ts); null for none. */
-  stored: Buffer | string;
-  storedU: Buffer | string | null;
-  storedP: Buffer | string | null;
-  key: number;
-  /** Its position in the batch. */
-  index: number;
-  /** The order new entries are appended in: r, or after every r when there is none. */
-  appendOrder: number;
-  outcome: EntryUpdate['outcome'];
-}
 
 /** Given each entry a joined read finds; gives back the request the entry answers, or -1. */
 type OnAnswer = (entry: EntryView) => number;
@@ -126,31 +81,14 @@ function requestsByKey(lookupKeys: readonly number[]): { lastWith: Map<number, n
 export class SqliteStateStore implements StateStore {
   private readonly stmts: ReturnType<typeof prepareAll>;
   private readonly walker: RecordWalker;
-  private readonly recordStmts = new Map<number, Statement>();
-  private readonly joinedRecordStmts = new Map<number, Statement>();
   /** Reused for every entry the joined reader gives out. */
   private readonly joinedEntry = new EntryView();
-  private readonly insertEntryStmts = new Map<number, Statement>();
-  /**
-   * The ids of the due list selectDue walks, ascending: every id of the day's pieces up to `lastPiece`, read while
-   * the file's data_version was `dataVersion` (another connection's commit changes it, and the list is read
-   * again). This connection's commits only add pieces after `lastPiece`, read on the next call; its rewrite of a
-   * day drops the list.
-   */
-  private dueList: { day: number; ids: Float64Array; lastPiece: number; dataVersion: number } | null = null;
-  /** Entries after the key levels' last merge, by key; `tailSeen` is the last id it holds. */
-  private readonly tail = new TailIndex();
-  private tailSeen = 0;
-  /** The tail keys saved in the file were looked at since the tail was last read from it. */
-  private savedTailChecked = false;
-  /**
-   * The keys filters, read on first use; together they hold the key of every entry in a key level that is not in
-   * the tail, whatever merges other connections made since (see readRowsByKeys).
-   */
-  private filters: LevelFilters | undefined = undefined;
-  /** Readers of the two levels' key blocks, with the blocks they keep in memory. */
-  private readonly levelReaders: { main: LevelReader; recent: LevelReader };
-  private readonly tailEntries: number;
+  /** Writes the batches of commitBatch (batch-commit.ts). */
+  private readonly writer: BatchWriter;
+  /** The per-day lists of what comes due (due-lists.ts). */
+  private readonly due: DueLists;
+  /** Which entries hold a lookup key: the key levels and the tail. */
+  private readonly keys: KeyIndex;
   private readonly lockFile: StateLock;
   private lockRefused = false;
   private closed = false;
@@ -179,26 +117,24 @@ export class SqliteStateStore implements StateStore {
     this.stmts = prepareAll(db);
     this.walker = new RecordWalker(db);
     this.lockFile = new StateLock(path);
-    this.tailEntries = Math.max(1, Math.floor(tailEntries));
-    const budget = new BlockBudget(Math.max(0, keyCacheMiB * MIB));
-    this.levelReaders = {
-      main: new LevelReader(db, 'key_blocks', budget),
-      recent: new LevelReader(db, 'key_blocks_recent', budget),
-    };
+    this.due = new DueLists(db, readonly);
+    this.keys = new KeyIndex(db, this.walker, Math.max(1, Math.floor(tailEntries)), keyCacheMiB);
+    this.writer = new BatchWriter(db, path, this.keys, this.due, (keys, hashOf, onMatch) =>
+      this.matchRows(keys, hashOf, onMatch),
+    );
     this.commitTx = db.transaction(
       (updates: readonly EncodedUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => {
-        this.writeUpdates(updates, nowS);
+        this.writer.write(updates, nowS);
         if (journal !== undefined) this.insertJournal(journal, nowS);
       },
     );
-    this.mergeTx = db.transaction(() => this.mergeTail());
+    this.mergeTx = db.transaction(() => this.keys.merge());
     this.readTx = db.transaction((lookupKeys: readonly number[], onRecord: OnRecord) =>
       this.readRowsByKeys(lookupKeys, onRecord),
     );
     this.answersTx = db.transaction((lookupKeys: readonly number[], onAnswer: OnAnswer) =>
       this.readAnswersByKeys(lookupKeys, onAnswer),
     );
-    this.resetTail();
     this.recordChecksTx = db.transaction((ids: readonly number[], nowS: number, cursor: OptoutCursor | undefined) => {
       const writer = new RecordWriter();
       this.readRecords(sortedUnique(ids), (id, e) => this.rewrite(writer, id, e, { lastOptoutCheckS: nowS }));
@@ -260,7 +196,7 @@ export class SqliteStateStore implements StateStore {
   lookupMany(keys: readonly { type: DiiType; hash: string }[]): Map<string, StateEntry> {
     const found = new Map<string, StateEntry>();
     if (keys.length === 0) return found;
-    this.catchUpTail();
+    this.keys.catchUp();
     const lookupKeys = new Array<number>(keys.length);
     for (let i = 0; i < keys.length; i++) lookupKeys[i] = keyOf(TYPE_CODE[keys[i].type], keys[i].hash);
     this.matchRows(
@@ -287,7 +223,7 @@ export class SqliteStateStore implements StateStore {
     const p: (string | null)[] = [];
     const bucketId: (string | null)[] = [];
     if (hashes.length > 0) {
-      this.catchUpTail();
+      this.keys.catchUp();
       const lookupKeys = lookupKeysOf(type, hashes);
       const { lastWith, before } = requestsByKey(lookupKeys);
       const onAnswer = (e: EntryView): number => {
@@ -325,7 +261,7 @@ export class SqliteStateStore implements StateStore {
     hashes: readonly string[],
     onMatch: (request: number, id: number, e: EntryView) => void,
   ): void {
-    this.catchUpTail();
+    this.keys.catchUp();
     this.matchRows(lookupKeysOf(type, hashes), (i) => hashes[i], onMatch);
   }
 
@@ -370,42 +306,20 @@ export class SqliteStateStore implements StateStore {
    * filter. Entries it merged into the recent level since are this connection's tail, found there.
    */
   private readRowsByKeys(lookupKeys: readonly number[], onRecord: OnRecord): void {
-    const ids = this.idsOfKeys(lookupKeys);
+    const ids = this.keys.idsOf(lookupKeys);
     if (ids.length > 0) this.readRecords(sortedUnique(ids), onRecord);
   }
 
-  /** The entries of these ids (ascending), each given with its id, in IN (...) lists. */
+  /** The entries of these ids (ascending, each once), each given with its id, LIST_PAGE ids a statement. */
   private readRecords(ids: ArrayLike<number>, onRecord: OnRecord): void {
     const view = new EntryView();
-    for (const [, size, params] of inListPages(ids)) {
-      const rows = this.inListStatement(this.recordStmts, size, SQL.recordsByIds).all(params) as [number, Buffer][];
-      for (const [id, record] of rows) {
+    for (let start = 0; start < ids.length; start += LIST_PAGE) {
+      const page = Array.prototype.slice.call(ids, start, start + LIST_PAGE) as number[];
+      for (const [id, record] of this.stmts.listedRecordRows.all(idList(page)) as [number, Buffer][]) {
         view.read(record, 0);
         onRecord(id, view);
       }
     }
-  }
-
-  /** The ids of the entries whose lookup key is one of these, from the key levels and the tail (see readRowsByKeys). */
-  private idsOfKeys(lookupKeys: readonly number[]): number[] {
-    const { main, recent } = this.levelFilters();
-    const inMain: number[] = [];
-    const inRecent: number[] = [];
-    for (const key of lookupKeys) {
-      const mayBeRecent = recent === null || recent.mayHave(key);
-      if (mayBeRecent) inRecent.push(key);
-      if (mayBeRecent || main === null || main.mayHave(key)) inMain.push(key);
-    }
-    const ids: number[] = [];
-    const onId = (id: number): void => void ids.push(id);
-    // the levels' marks: a merge or fold since the last lookup (by any connection) moved them
-    const { main: mainMark, upto } = readLevels(this.db);
-    if (inMain.length > 0) this.levelReaders.main.idsOf(sortedUnique(inMain), `${mainMark}`, onId);
-    if (inRecent.length > 0) this.levelReaders.recent.idsOf(sortedUnique(inRecent), `${mainMark} ${upto}`, onId);
-    if (this.tail.size > 0) {
-      for (const key of lookupKeys) this.tail.forEach(key, onId);
-    }
-    return ids;
   }
 
   /**
@@ -433,7 +347,7 @@ export class SqliteStateStore implements StateStore {
         sampled[i] = 1;
         sampleKeys.push(lookupKeys[i]);
       }
-      const sampleIds = this.idsOfKeys(sampleKeys);
+      const sampleIds = this.keys.idsOf(sampleKeys);
       read = denseSpan(sortedUnique(sampleIds), n);
       const left: number[] = [];
       if (read !== null) {
@@ -443,8 +357,8 @@ export class SqliteStateStore implements StateStore {
           if (i >= 0) answered[i] = 1;
           return i;
         };
-        for (let from = read.from; from <= read.to; from += MAX_IN_LIST) {
-          const to = Math.min(read.to, from + MAX_IN_LIST - 1);
+        for (let from = read.from; from <= read.to; from += LIST_PAGE) {
+          const to = Math.min(read.to, from + LIST_PAGE - 1);
           this.readJoinedAnswers(this.stmts.joinedRecordsInRange, [from, to], idRange(from, to), onRead);
         }
         for (let i = 0; i < n; i++) if (answered[i] === 0) left.push(lookupKeys[i]);
@@ -455,7 +369,7 @@ export class SqliteStateStore implements StateStore {
       }
       asked = left;
     }
-    for (const id of this.idsOfKeys(asked)) ids.push(id);
+    for (const id of this.keys.idsOf(asked)) ids.push(id);
     if (read !== null) {
       const { from, to } = read;
       ids = ids.filter((id) => id < from || id > to);
@@ -465,7 +379,7 @@ export class SqliteStateStore implements StateStore {
     const scattered: number[] = [];
     for (let i = 0; i < sorted.length; ) {
       let end = i + 1;
-      while (end < sorted.length && end - i < MAX_IN_LIST && sorted[end] === sorted[end - 1] + 1) end++;
+      while (end < sorted.length && end - i < LIST_PAGE && sorted[end] === sorted[end - 1] + 1) end++;
       if (end - i >= MIN_ID_RUN) {
         this.readJoinedAnswers(
           this.stmts.joinedRecordsInRange,
@@ -476,9 +390,9 @@ export class SqliteStateStore implements StateStore {
       } else for (let j = i; j < end; j++) scattered.push(sorted[j]);
       i = end;
     }
-    for (const [start, size, params] of inListPages(scattered)) {
-      const stmt = this.inListStatement(this.joinedRecordStmts, size, SQL.joinedRecordsByIds);
-      this.readJoinedAnswers(stmt, params, scattered.slice(start, start + MAX_IN_LIST), onAnswer);
+    for (let start = 0; start < scattered.length; start += LIST_PAGE) {
+      const page = scattered.slice(start, start + LIST_PAGE);
+      this.readJoinedAnswers(this.stmts.listedRecords, [idList(page)], page, onAnswer);
     }
   }
 
@@ -488,7 +402,7 @@ export class SqliteStateStore implements StateStore {
    */
   private readJoinedAnswers(
     stmt: Statement,
-    params: readonly number[],
+    params: readonly (number | string)[],
     ids: ArrayLike<number>,
     onAnswer: OnAnswer,
   ): void {
@@ -501,192 +415,10 @@ export class SqliteStateStore implements StateStore {
     if (!forEachJoined(bytes, count, this.joinedEntry, answer)) this.readRecords(ids, answer);
   }
 
-  private inListStatement(cache: Map<number, Statement>, size: number, sql: (n: number) => string): Statement {
-    let stmt = cache.get(size);
-    if (stmt === undefined) {
-      stmt = this.db.prepare(sql(size)).raw();
-      cache.set(size, stmt);
-    }
-    return stmt;
-  }
-
-  // ---- the tail: entries appended since the last merge into the key levels
-
-  /**
-   * Forgets the in-memory tail (on open, and after a failed transaction); the first lookup or commit reads it
-   * again from the file. Not before: a connection that only records runs or reads meta never needs it.
-   */
+  /** Forgets the tail and what was read of the file (on open, and after a failed transaction). */
   private resetTail(): void {
-    this.tail.clear();
-    this.tailSeen = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
-    this.savedTailChecked = false;
-    this.filters = undefined;
-    this.dueList = null;
-    // what they read may have been written by the transaction that failed
-    this.levelReaders.main.forget();
-    this.levelReaders.recent.forget();
-  }
-
-  /** The keys filters, read from the file on first use (inside the caller's transaction). */
-  private levelFilters(): LevelFilters {
-    this.filters ??= readLevelFilters(this.db);
-    return this.filters;
-  }
-
-  /**
-   * Inside the merge's transaction, after the tail's keys went into the recent level and before a fold: keeps each
-   * level's filter covering its table and writes what changed. Without a fold the recent filter is written (it
-   * grows by the tail's keys), and the main one only if the file has none; a fold adds the recent level's keys to
-   * the main filter, writes it, and starts an empty recent one. A filter that does not fit any more (or that the
-   * file does not hold) is filled again from its table. A failed transaction reads them back from the file
-   * (resetTail).
-   */
-  private saveFilters(upto: number, newUpto: number, fold: boolean, keys: Float64Array, ids: Float64Array): void {
-    const levels = readLevels(this.db);
-    // another connection merged since this one read its filters: they no longer describe the file's levels
-    if (this.filters === undefined || this.filters.levels.main !== levels.main || this.filters.levels.upto !== upto) {
-      this.filters = readLevelFilters(this.db);
-    }
-    const { main, recent, mainUpto } = this.filters;
-    if (!fold) {
-      // a file without a usable main filter (none yet, or one whose checksum fails) gets one
-      // now rather than at the next fold: until then every key would be looked for in keys
-      let mainNow = main;
-      let mainNowUpto = mainUpto;
-      if (mainNow === null) {
-        const filter = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * levels.main));
-        forEachLevelKeys(this.db, 'key_blocks', (keys, n) => filter.addAll(keys, n));
-        writeLevelFilter(this.db, 'main', filter, 0, levels.main);
-        mainNow = filter;
-        mainNowUpto = levels.main;
-      }
-      // a filter shared with the main level is as big as that one: the recent level gets its own
-      let next = recent !== null && recent !== main && recent.count + keys.length <= recent.capacity ? recent : null;
-      if (next !== null) next.addAll(keys.filter((_, i) => ids[i] > upto));
-      if (next === null) {
-        const filter = KeyFilter.forCapacity(this.recentCapacity(levels.main));
-        forEachLevelKeys(this.db, 'key_blocks_recent', (keys, n) => filter.addAll(keys, n));
-        next = filter;
-      }
-      writeLevelFilter(this.db, 'recent', next, levels.main, newUpto);
-      this.filters = {
-        main: mainNow,
-        recent: next,
-        mainUpto: mainNowUpto,
-        levels: { main: levels.main, upto: newUpto },
-      };
-      return;
-    }
-    // the recent level now holds every entry after the main one: those the main filter does not hold yet join it
-    let next = main !== null && main.count + (newUpto - mainUpto) <= main.capacity ? main : null;
-    if (next !== null) {
-      const filter = next;
-      forEachLevelKeys(this.db, 'key_blocks_recent', (keys, n) => filter.addAll(keys, n), mainUpto);
-    } else {
-      const filter = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * newUpto));
-      forEachLevelKeys(this.db, 'key_blocks', (keys, n) => filter.addAll(keys, n));
-      forEachLevelKeys(this.db, 'key_blocks_recent', (keys, n) => filter.addAll(keys, n));
-      next = filter;
-    }
-    writeLevelFilter(this.db, 'main', next, 0, newUpto);
-    const nextRecent = emptyFilter();
-    writeLevelFilter(this.db, 'recent', nextRecent, newUpto, newUpto);
-    this.filters = { main: next, recent: nextRecent, mainUpto: newUpto, levels: { main: newUpto, upto: newUpto } };
-  }
-
-  /** The keys the recent level holds at most before it is folded: a quarter of the main level, and one tail more. */
-  private recentCapacity(main: number): number {
-    return Math.max(FILTER_MIN_CAPACITY, Math.ceil(main / RECENT_SHARE) + this.tailEntries);
-  }
-
-  /** Entries appended after the last merge into the key levels (read from the file if not yet). */
-  private tailSize(): number {
-    this.catchUpTail();
-    return this.tail.size;
-  }
-
-  /**
-   * Adds what other connections appended since this one last looked (empty in a single run, a whole run's entries
-   * when a file is opened again): pages of type codes and hash prefixes, each read as one string. A page whose
-   * ids are not consecutive, or that holds a hash not of base64 characters, is read row by row.
-   */
-  private catchUpTail(): void {
-    if (!this.savedTailChecked) {
-      this.savedTailChecked = true;
-      this.readSavedTail();
-    }
-    this.walker.walk(
-      this.tailSeen,
-      LAST_ID,
-      (id, e) => {
-        this.tail.add(e.key(), id);
-        this.tailSeen = id;
-      },
-      TAIL_PAGE,
-    );
-  }
-
-  /**
-   * The first catch-up of a tail: the keys a writing connection saved as it closed (tail-keys.ts) serve the
-   * entries they cover, read as one array instead of every entry's hash; entries after them are read as usual.
-   */
-  private readSavedTail(): void {
-    const last = (this.stmts.lastId.pluck().get() as number | null) ?? 0;
-    if (last <= this.tailSeen) return;
-    this.tail.reserve(last - this.tailSeen);
-    const saved = readTailKeys(this.db);
-    // saved for entries this connection has not read, and all of them still in the file
-    if (saved === undefined || saved.from > this.tailSeen || saved.upto <= this.tailSeen || saved.upto > last) return;
-    const { from, upto, keys } = saved;
-    for (let id = this.tailSeen + 1; id <= upto; id++) {
-      const key = keys[id - from - 1];
-      if (key >= 0) this.tail.add(key, id);
-    }
-    this.tailSeen = upto;
-  }
-
-  /**
-   * As a writing connection closes: saves the keys of a long tail for the next connection (readSavedTail), unless
-   * the file holds them already. A tail this connection read whole holds every entry after keys_upto.
-   */
-  private saveTail(): void {
-    // a quarter of the way to a merge, or SAVED_TAIL_MIN entries: a shorter tail is read from the entries quickly
-    const least = Math.min(SAVED_TAIL_MIN, Math.ceil(this.tailEntries / 4));
-    if (this.tail.size < least || this.db.inTransaction) return;
-    const from = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
-    const upto = this.tailSeen;
-    if (upto - from < least) return;
-    if (Number(this.getMeta(META_KEYS.tailKeysFrom)) === from && Number(this.getMeta(META_KEYS.tailKeysUpto)) === upto)
-      return;
-    const keys = new Float64Array(upto - from).fill(-1);
-    this.tail.forEachEntry((key, id) => {
-      if (id > from && id <= upto) keys[id - from - 1] = key;
-    });
-    this.db.transaction(() => writeTailKeys(this.db, { from, upto, keys })).immediate();
-  }
-
-  /**
-   * Moves the tail into the recent level in key order, so that each of its blocks is written once per merge
-   * instead of once per entry; with the new high-water mark, in the caller's transaction.
-   */
-  private mergeTail(): void {
-    this.catchUpTail();
-    const upto = Number(this.getMeta(META_KEYS.keysUpto) ?? 0);
-    const { keys, ids } = this.tail.sorted();
-    mergeIntoLevel(this.db, 'key_blocks_recent', arrayPairs(keys, ids, upto));
-    const newUpto = Math.max(upto, this.tailSeen);
-    this.putMeta(META_KEYS.keysUpto, String(newUpto));
-    // the key levels hold those entries now
-    clearTailKeys(this.db);
-    // ids are dense: entries up to keys_main_upto are in the main level, the rest up to keys_upto in the recent one
-    const mainUpto = Number(this.getMeta(META_KEYS.keysMainUpto) ?? 0);
-    const fold = (newUpto - mainUpto) * RECENT_SHARE >= mainUpto;
-    this.saveFilters(upto, newUpto, fold, keys, ids);
-    if (fold) {
-      mergeIntoLevel(this.db, 'key_blocks', levelPairs(this.db, 'key_blocks_recent'));
-      clearLevel(this.db, 'key_blocks_recent');
-      this.putMeta(META_KEYS.keysMainUpto, String(newUpto));
-    }
+    this.keys.reset();
+    this.due.forget();
   }
 
   // ---- writes from map and remap
@@ -694,30 +426,7 @@ export class SqliteStateStore implements StateStore {
   commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): void {
     this.writable('commit a batch');
     if (updates.length === 0) return;
-    // checked before the transaction: a malformed update fails the batch before anything is written
-    const encoded = new Array<EncodedUpdate>(updates.length);
-    // a hash and two raw UIDs per update, decoded into one buffer
-    const bytes = new StoredBytes(updates.length * 100);
-    for (let i = 0; i < updates.length; i++) {
-      const { type, hash, outcome } = updates[i];
-      const code = TYPE_CODE[type];
-      if (typeof hash !== 'string' || code === undefined || outcome === null || typeof outcome !== 'object') {
-        throw new TypeError(`commitBatch: update ${i} has no valid DII type, hash or outcome`);
-      }
-      const appendOrder = outcome.kind === 'mapped' && typeof outcome.r === 'number' ? outcome.r : Infinity;
-      const mapped = outcome.kind === 'mapped';
-      encoded[i] = {
-        type: code,
-        hash,
-        stored: bytes.of(hash),
-        storedU: mapped && typeof outcome.u === 'string' ? bytes.of(outcome.u) : null,
-        storedP: mapped && typeof outcome.p === 'string' ? bytes.of(outcome.p) : null,
-        key: keyOf(code, hash),
-        index: i,
-        appendOrder,
-        outcome,
-      };
-    }
+    const encoded = encodeUpdates(updates);
     try {
       this.commitTx.immediate(encoded, Math.floor(nowS), journal);
     } catch (err) {
@@ -725,7 +434,7 @@ export class SqliteStateStore implements StateStore {
       this.resetTail();
       throw err;
     }
-    if (this.tail.size >= this.tailEntries) this.mergeTailNow();
+    if (this.keys.full) this.mergeTailNow();
   }
 
   beginGroup(): void {
@@ -755,154 +464,11 @@ export class SqliteStateStore implements StateStore {
   private mergeTailNow(): void {
     try {
       this.mergeTx.immediate();
-      this.tail.clear();
+      this.keys.merged();
     } catch (err) {
       this.resetTail();
       throw err;
     }
-  }
-
-  /** Inside the commit's transaction: an update per stored entry, an append per new one. */
-  private writeUpdates(updates: readonly EncodedUpdate[], nowS: number): void {
-    this.catchUpTail();
-    const n = updates.length;
-    // per update, the first update of the batch with its type and hash (itself when there is none before it),
-    // found by lookup key: numbers, not strings, are hashed into the map (a key shared by two hashes is chained)
-    const firstOf = new Int32Array(n);
-    const sameKeyBefore = new Int32Array(n).fill(-1);
-    const lastWithKey = new Map<number, number>();
-    const uniqueKeys: number[] = [];
-    const uniqueAt: number[] = [];
-    for (let i = 0; i < n; i++) {
-      const { key, hash } = updates[i];
-      const head = lastWithKey.get(key);
-      let first = head ?? -1;
-      while (first >= 0 && updates[first].hash !== hash) first = sameKeyBefore[first];
-      if (first >= 0) {
-        firstOf[i] = first;
-        continue;
-      }
-      firstOf[i] = i;
-      sameKeyBefore[i] = head ?? -1;
-      lastWithKey.set(key, i);
-      uniqueKeys.push(key);
-      uniqueAt.push(i);
-    }
-    // per first update, the id of its entry: stored (found now), or appended below; 0 until known
-    const idOf = new Float64Array(n);
-    // the values of each stored entry, which an update keeps some of; then the values it wrote
-    const valuesOf = new Map<number, EntryValues>();
-    this.matchRows(
-      uniqueKeys,
-      (j) => updates[uniqueAt[j]].hash,
-      (j, id, e) => {
-        idOf[uniqueAt[j]] = id;
-        // views of the row's own buffer, which stays as it is
-        valuesOf.set(id, e.values());
-      },
-    );
-    const writer = new RecordWriter(n * 80);
-    // new entries are appended in r order: a day's due list piece is then mostly consecutive ids.
-    // A key the batch names again is appended once; its later answers update it afterwards, in batch order.
-    const appended: EncodedUpdate[] = [];
-    const again: number[] = [];
-    for (let i = 0; i < n; i++) {
-      const first = firstOf[i];
-      if (idOf[first] > 0) this.updateEntry(idOf[first], updates[i], nowS, valuesOf, writer);
-      else if (first === i) appended.push(updates[i]);
-      else again.push(i);
-    }
-    if (appended.length > 0) this.appendEntries(appended, idOf, nowS, valuesOf, writer);
-    for (const i of again) this.updateEntry(idOf[firstOf[i]], updates[i], nowS, valuesOf, writer);
-    this.appendDueLists(updates, firstOf, idOf);
-  }
-
-  /**
-   * Inside the commit's transaction: per UTC day of r among the batch's mapped answers, one piece of the ids of
-   * those entries, after the day's last piece. An entry answered twice in the batch may be listed on two days:
-   * readers keep it only on the day of its r.
-   */
-  private appendDueLists(updates: readonly EncodedUpdate[], firstOf: Int32Array, idOf: Float64Array): void {
-    const byDay = new Map<number, number[]>();
-    for (let i = 0; i < updates.length; i++) {
-      const o = updates[i].outcome;
-      if (o.kind !== 'mapped' || typeof o.r !== 'number' || !Number.isFinite(o.r)) continue;
-      const day = dayOf(o.r);
-      let ids = byDay.get(day);
-      if (ids === undefined) {
-        ids = [];
-        byDay.set(day, ids);
-      }
-      ids.push(idOf[firstOf[i]]);
-    }
-    for (const [day, ids] of byDay) {
-      const last = this.stmts.dueListLastPiece.pluck().get(day) as number | null;
-      this.stmts.insertDueListPiece.run(day, (last ?? 0) + 1, encodeIds(sortedUnique(ids)));
-    }
-  }
-
-  /**
-   * Appends entries not stored yet, sorted by r, INSERT_ROWS to a statement; records their ids in `idOf` (by
-   * their position in the batch), their values in `valuesOf`, and the tail. A rowid table gives each row of one
-   * INSERT the next id in turn (the largest plus one): a statement of n rows that ends at id `last` gave them
-   * last - n + 1 to last, which is checked against the ids before it.
-   */
-  private appendEntries(
-    appended: EncodedUpdate[],
-    idOf: Float64Array,
-    nowS: number,
-    valuesOf: Map<number, EntryValues>,
-    writer: RecordWriter,
-  ): void {
-    appended.sort(byAppendOrder);
-    const params: Buffer[] = [];
-    const values: EntryValues[] = [];
-    for (let start = 0; start < appended.length; start += INSERT_ROWS) {
-      const end = Math.min(appended.length, start + INSERT_ROWS);
-      params.length = 0;
-      values.length = 0;
-      for (let i = start; i < end; i++) {
-        values.push(newEntryValues(appended[i], nowS));
-        params.push(writer.write(values[values.length - 1]));
-      }
-      const insert = this.multiRowStatement(this.insertEntryStmts, end - start, SQL.insertEntries);
-      const last = Number(insert.run(params).lastInsertRowid);
-      if (last !== this.tailSeen + (end - start)) {
-        throw new Error(`state file ${this.path}: appended entries did not get consecutive ids after ${this.tailSeen}`);
-      }
-      for (let i = start; i < end; i++) {
-        const u = appended[i];
-        const newId = last - (end - 1 - i);
-        idOf[u.index] = newId;
-        valuesOf.set(newId, values[i - start]);
-        this.tail.add(u.key, newId);
-      }
-      this.tailSeen = last;
-    }
-  }
-
-  private multiRowStatement(cache: Map<number, Statement>, rows: number, sql: (n: number) => string): Statement {
-    let stmt = cache.get(rows);
-    if (stmt === undefined) {
-      stmt = this.db.prepare(sql(rows));
-      cache.set(rows, stmt);
-    }
-    return stmt;
-  }
-
-  /** An answer for a stored entry: its record written from the values it had (`valuesOf`, which gets the new ones). */
-  private updateEntry(
-    id: number,
-    u: EncodedUpdate,
-    nowS: number,
-    valuesOf: Map<number, EntryValues>,
-    writer: RecordWriter,
-  ): void {
-    const old = valuesOf.get(id);
-    if (old === undefined) throw new Error(`state file ${this.path}: entry ${id} was not read before its update`);
-    const values = updatedValues(old, u.outcome, u, nowS);
-    this.stmts.updateRecord.run(writer.write(values), id);
-    valuesOf.set(id, values);
   }
 
   // ---- pending changes: rows of committed batches that no committed output holds yet
@@ -937,188 +503,18 @@ export class SqliteStateStore implements StateStore {
     for (const row of journal.rows) insert.run(journal.runId, journal.kind, row, checksumOf(row), nowS);
   }
 
-  // ---- v3: due by refresh time
+  // ---- v3: due by refresh time (due-lists.ts)
 
   countDue(nowS: number): number {
-    const now = Math.floor(nowS);
-    let count = 0;
-    this.forEachListed(dayOf(now), (ids, from, to) => {
-      let live = 0;
-      this.readListed(ids, (_, e) => {
-        if (e.r >= from && e.r < to) {
-          live++;
-          if (e.r <= now) count++;
-        }
-      });
-      return live;
-    });
-    return count;
+    return this.due.count(nowS);
   }
 
   dueByDay(nowS: number, days: number): DueDay[] {
-    const now = Math.floor(nowS);
-    const n = Math.max(0, Math.floor(days));
-    if (n === 0) return [];
-    // today: everything r <= now; day i after it: r in (now + (i - 1) days, now + i days]
-    const counts = new Array<number>(n).fill(0);
-    this.forEachListed(dayOf(now + (n - 1) * DAY_S), (ids, from, to) => {
-      let live = 0;
-      this.readListed(ids, (_, e) => {
-        const r = e.r;
-        if (!(r >= from && r < to)) return;
-        live++;
-        const i = r <= now ? 0 : Math.ceil((r - now) / DAY_S);
-        if (i < n) counts[i]++;
-      });
-      return live;
-    });
-    return counts.map((count, i) => ({ day: utcDay(now + i * DAY_S), count }));
+    return this.due.byDay(nowS, days);
   }
 
-  /**
-   * Pages in (UTC day of r, id) order: the cursor's day from its id on, then later days up to today's. Each listed
-   * id is read with its entry and kept only while the entry's r is still on that day and due, so a stale id (an
-   * entry mapped again since) is skipped and no entry is given twice. The engine's own commits during a walk
-   * only append pieces, to the days of their new r, and never move the cursor: its day and id come from the
-   * entry it was given.
-   */
   selectDue(nowS: number, after: DueCursor | null, limit: number): DueEntry[] {
-    const now = Math.floor(nowS);
-    const n = pageLimit(limit);
-    if (n === 0) return [];
-    const out: DueEntry[] = [];
-    const read = (): void => {
-      const lastDay = dayOf(now);
-      const resume = after !== null && after.r !== null && Number.isFinite(after.r);
-      let day: number | undefined = resume ? dayOf(after.r as number) : this.nextListedDay(NO_DAY, lastDay);
-      let afterId = resume ? after.id : 0;
-      while (day !== undefined && day <= lastDay && out.length < n) {
-        const ids = this.dueListOf(day);
-        let i = firstAbove(ids, afterId);
-        while (i < ids.length && out.length < n) {
-          // ids for what the page still needs (more are read if some are stale)
-          const end = Math.min(ids.length, i + Math.min(MAX_IN_LIST, Math.max(IN_LIST_SIZES[0], n - out.length)));
-          const [from, to] = [day * DAY_S, (day + 1) * DAY_S];
-          this.readListed(ids.subarray(i, end), (id, e) => {
-            if (out.length < n && e.r >= from && e.r < to && e.r <= now) out.push(decodeDue(id, e));
-          });
-          i = end;
-        }
-        day = this.nextListedDay(day, lastDay);
-        afterId = 0;
-      }
-    };
-    if (this.db.inTransaction) read();
-    else this.db.transaction(read)();
-    return out;
-  }
-
-  /** The first day after `day` and up to `lastDay` that has a due list. */
-  private nextListedDay(day: number, lastDay: number): number | undefined {
-    return this.stmts.dueListNextDay.pluck().get(day, lastDay) as number | undefined;
-  }
-
-  /** The ids of a day's due list for selectDue, kept between pages (see dueList). */
-  private dueListOf(day: number): Float64Array {
-    const dataVersion = this.db.pragma('data_version', { simple: true }) as number;
-    const kept = this.dueList;
-    if (kept !== null && kept.day === day && kept.dataVersion === dataVersion) {
-      const more = this.readDueList(day, kept.lastPiece);
-      if (more.ids.length > 0) {
-        const both = new Float64Array(kept.ids.length + more.ids.length);
-        both.set(kept.ids);
-        both.set(more.ids, kept.ids.length);
-        kept.ids = sortedUnique(both);
-        kept.lastPiece = more.lastPiece;
-      }
-      return kept.ids;
-    }
-    const list = this.readDueList(day, 0);
-    this.dueList = { day, ids: list.ids, lastPiece: list.lastPiece, dataVersion };
-    return list.ids;
-  }
-
-  /** The ids of a day's pieces after `afterPiece`, ascending and each once, with the last piece read. */
-  private readDueList(day: number, afterPiece: number): { ids: Float64Array; lastPiece: number; pieces: number } {
-    const rows = this.stmts.dueListPieces.raw().all(day, afterPiece) as [number, Buffer][];
-    const ids: number[] = [];
-    const onId = (id: number): void => void ids.push(id);
-    for (const [, bytes] of rows) decodeIds(bytes, onId);
-    const lastPiece = rows.length > 0 ? rows[rows.length - 1][0] : afterPiece;
-    return { ids: rows.length === 1 ? Float64Array.from(ids) : sortedUnique(ids), lastPiece, pieces: rows.length };
-  }
-
-  /**
-   * Gives `onDay` the due list of every day up to `lastDay`, read whole (its ids, ascending: readListed reads them),
-   * with the day's bounds [from, to); it reads the entries that are live on the list (their r in those bounds) and
-   * says how many there were. A writing connection rewrites, in the same transaction, the list of a day that is
-   * mostly stale ids or in many pieces: only the ids found live are written back, and pieces that came after the
-   * ones read stay as they are.
-   */
-  private forEachListed(lastDay: number, onDay: (ids: Float64Array, from: number, to: number) => number): void {
-    const walk = (rewrite: boolean): void => {
-      let day = this.nextListedDay(NO_DAY, lastDay);
-      while (day !== undefined) {
-        const list = this.readDueList(day, 0);
-        const ids = list.ids;
-        const [from, to] = [day * DAY_S, (day + 1) * DAY_S];
-        const live = onDay(ids, from, to);
-        const stale = list.ids.length - live;
-        if (rewrite && (stale * 2 >= list.ids.length || list.pieces > DUE_LIST_MAX_PIECES)) {
-          const live: number[] = [];
-          this.readListed(ids, (id, e) => {
-            if (e.r >= from && e.r < to) live.push(id);
-          });
-          this.rewriteDueList(day, list.lastPiece, live);
-        }
-        day = this.nextListedDay(day, lastDay);
-      }
-    };
-    if (this.readonly || this.db.inTransaction) {
-      walk(!this.readonly);
-      return;
-    }
-    try {
-      this.db.transaction(walk).immediate(true);
-    } catch (err) {
-      // another connection is writing: count without rewriting (a later count does it)
-      if ((err as { code?: unknown }).code !== 'SQLITE_BUSY') throw err;
-      this.db.transaction(walk)(false);
-    }
-  }
-
-  /**
-   * The entries of a list of ids (ascending), each given with its id in the list's order: their records joined in
-   * one row (SQL.listedRecords), or row by row if they do not add up. An entry is live on a day's list while its r
-   * is in the day: the caller checks (NaN, no r, never is).
-   */
-  private readListed(ids: Float64Array, onRecord: OnRecord): void {
-    if (ids.length === 0) return;
-    const list = idList(ids);
-    const [count, bytes] = this.stmts.listedRecords.get(list) as [number, Buffer | null];
-    const view = new EntryView();
-    const given =
-      count === ids.length &&
-      forEachJoined(bytes, count, view, (i, e) => {
-        onRecord(ids[i], e);
-        return true;
-      });
-    if (given) return;
-    for (const [id, record] of this.stmts.listedRecordRows.all(list) as [number, Buffer][]) {
-      view.read(record, 0);
-      onRecord(id, view);
-    }
-  }
-
-  /** Replaces a day's pieces up to `lastPiece` by pieces of the given live ids (ascending), numbered after it. */
-  private rewriteDueList(day: number, lastPiece: number, live: readonly number[]): void {
-    this.stmts.deleteDueListPieces.run(day, lastPiece);
-    let piece = lastPiece;
-    for (let start = 0; start < live.length; start += DUE_PIECE_IDS) {
-      const ids = live.slice(start, start + DUE_PIECE_IDS);
-      this.stmts.insertDueListPiece.run(day, ++piece, encodeIds(ids));
-    }
-    if (this.dueList?.day === day) this.dueList = null;
+    return this.due.select(nowS, after, limit);
   }
 
   // ---- v2: due by salt bucket rotation
@@ -1150,11 +546,6 @@ export class SqliteStateStore implements StateStore {
     this.writable('mark rotated buckets');
     if (buckets.length === 0) return 0;
     return this.markBucketsTx.immediate(buckets);
-  }
-
-  markAllMappedDue(): number {
-    this.writable('mark entries due');
-    return this.db.transaction(() => this.markDue(() => true)).immediate();
   }
 
   markBucketEntriesDue(): number {
@@ -1213,7 +604,7 @@ export class SqliteStateStore implements StateStore {
           if (e.uSize >= 0 || e.pSize >= 0) out.push(decodeCandidate(id, e));
           return out.length < n;
         },
-        Math.min(WALK_PAGE, Math.max(IN_LIST_SIZES[0], n)),
+        Math.min(WALK_PAGE, Math.max(16, n)),
       ),
     );
     return out;
@@ -1343,29 +734,6 @@ export class SqliteStateStore implements StateStore {
     this.stmts.finishRun.run(Math.floor(nowS), summaryJson, exitCode, id);
   }
 
-  listRuns(limit: number): RunRecord[] {
-    const rows = this.stmts.listRuns.raw().all(pageLimit(limit)) as [
-      number,
-      string,
-      string,
-      number,
-      number,
-      number | null,
-      string | null,
-      number | null,
-    ][];
-    return rows.map(([id, command, args, startedAtS, nowS, finishedAtS, summary, exitCode]) => ({
-      id,
-      command,
-      args,
-      startedAtS,
-      nowS,
-      finishedAtS,
-      summary,
-      exitCode,
-    }));
-  }
-
   // ---- lock and life cycle
 
   lock(): void {
@@ -1407,85 +775,21 @@ export class SqliteStateStore implements StateStore {
     if (err instanceof StateLockedError) this.lockRefused = true;
   }
 
-  info(): StateInfo {
-    const size = (p: string): number => {
-      try {
-        return statSync(p).size;
-      } catch {
-        return 0;
-      }
-    };
-    return {
-      ...this.meta(),
-      path: this.path,
-      fileBytes: size(this.path),
-      walBytes: size(`${this.path}-wal`),
-      pageSize: this.db.pragma('page_size', { simple: true }) as number,
-      pages: this.db.pragma('page_count', { simple: true }) as number,
-      freePages: this.db.pragma('freelist_count', { simple: true }) as number,
-      tailEntries: this.tailSize(),
-    };
-  }
-
-  dueDays(): DueDay[] {
-    const byDay = new Map<number, number>();
-    this.reading(() =>
-      this.walker.walk(0, LAST_ID, (_, e) => {
-        if (Number.isNaN(e.r)) return;
-        const day = Math.trunc(e.r / DAY_S);
-        byDay.set(day, (byDay.get(day) ?? 0) + 1);
-      }),
-    );
-    return [...byDay].sort((a, b) => a[0] - b[0]).map(([day, count]) => ({ day: utcDay(day * DAY_S), count }));
-  }
-
-  *exportEntries(pageSize = 10_000): IterableIterator<ExportedEntry> {
-    const n = Math.max(1, pageLimit(pageSize));
-    let after = 0;
-    for (;;) {
-      const page: ExportedEntry[] = [];
-      this.walker.walk(
-        after,
-        LAST_ID,
-        (id, e) => {
-          page.push({
-            id,
-            type: TYPE_OF_CODE[e.type],
-            hash: e.text(e.hashStart, e.hashSize) ?? '',
-            status: statusOfCode(e.status),
-            u: e.text(e.uStart, e.uSize),
-            p: e.text(e.pStart, e.pSize),
-            r: Number.isNaN(e.r) ? null : e.r,
-          });
-          return page.length < n;
-        },
-        n,
-      );
-      yield* page;
-      if (page.length < n) return;
-      after = page[page.length - 1].id;
-    }
-  }
-
   checkpoint(): void {
     this.writable('checkpoint');
-    this.db.pragma('wal_checkpoint(TRUNCATE)');
+    const [result] = this.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+    if (result !== undefined && result.busy !== 0) throw new StateBusyError(this.path);
   }
 
-  integrityCheck(): string {
-    const findings = this.db.pragma('integrity_check', { simple: false }) as { integrity_check: string }[];
-    const lines = findings.map((f) => f.integrity_check);
-    return lines.length === 1 && lines[0] === 'ok' ? 'ok' : lines.join('\n');
+  vacuum(): void {
+    this.writable('vacuum');
+    this.db.exec('VACUUM');
+    this.checkpoint();
   }
 
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    try {
-      if (!this.readonly && !this.lockRefused) this.saveTail();
-    } catch {
-      // the keys are only a shortcut: the next connection reads the tail from the entries instead
-    }
     try {
       // the file alone then holds everything: a copy of it is a backup, and no big -wal stays beside it
       if (!this.readonly && !this.lockRefused) this.db.pragma('wal_checkpoint(TRUNCATE)');
@@ -1510,20 +814,14 @@ function prepareAll(db: Database) {
   return {
     updateRecord: plain(SQL.updateRecord),
     joinedRecordsInRange: raw(SQL.joinedRecordsInRange),
-    lastId: plain(SQL.lastId),
     listedRecords: raw(SQL.listedRecords),
     listedRecordRows: raw(SQL.listedRecordRows),
-    dueListNextDay: plain(SQL.dueListNextDay),
-    dueListPieces: plain(SQL.dueListPieces),
-    dueListLastPiece: plain(SQL.dueListLastPiece),
-    insertDueListPiece: plain(SQL.insertDueListPiece),
-    deleteDueListPieces: plain(SQL.deleteDueListPieces),
+    lastId: plain(SQL.lastId),
     metaAll: plain(SQL.metaAll),
     metaGet: plain(SQL.metaGet),
     metaSet: plain(SQL.metaSet),
     startRun: plain(SQL.startRun),
     finishRun: plain(SQL.finishRun),
-    listRuns: plain(SQL.listRuns),
   };
 }
 
@@ -1534,73 +832,6 @@ function prepareJournal(db: Database) {
     last: db.prepare(SQL.lastPendingChange).pluck(),
     ack: db.prepare(SQL.ackChanges),
   };
-}
-
-function byAppendOrder(a: EncodedUpdate, b: EncodedUpdate): number {
-  return a.appendOrder === b.appendOrder ? 0 : a.appendOrder < b.appendOrder ? -1 : 1;
-}
-
-/** What an opted-out entry becomes (status 2): it keeps its hash and times, and loses every raw UID. */
-const TOMBSTONE = { status: 2, u: null, p: null, r: null, bucketId: null, due: false } as const;
-
-/** A time given to the file: a finite number, or none. */
-function timeOrNull(t: unknown): number | null {
-  return typeof t === 'number' && Number.isFinite(t) ? t : null;
-}
-
-/** The values of an entry appended for an answer. */
-function newEntryValues(u: EncodedUpdate, nowS: number): EntryValues {
-  return updatedValues(
-    {
-      type: u.type,
-      status: 0,
-      due: false,
-      hash: u.stored,
-      u: null,
-      p: null,
-      r: null,
-      bucketId: null,
-      lastMappedS: null,
-      lastOptoutCheckS: null,
-      optedOutSinceMs: null,
-    },
-    u.outcome,
-    u,
-    nowS,
-  );
-}
-
-/**
- * An entry's values after an answer. Mapped: its raw UIDs, r and bucket, mapped now, no longer opted out or due.
- * Opted out: a tombstone, which keeps its hash, last mapped time and last check and loses every raw UID (and
- * keeps its opted_out_since when the answer does not say). Invalid: the same, keeping opted_out_since.
- */
-function updatedValues(old: EntryValues, o: EntryUpdate['outcome'], u: EncodedUpdate, nowS: number): EntryValues {
-  switch (o.kind) {
-    case 'mapped':
-      return {
-        ...old,
-        status: 1,
-        u: u.storedU,
-        p: u.storedP,
-        r: timeOrNull(o.r),
-        bucketId: typeof o.bucketId === 'string' ? o.bucketId : null,
-        lastMappedS: nowS,
-        optedOutSinceMs: null,
-        due: false,
-      };
-    case 'optout':
-      return { ...old, ...TOMBSTONE, optedOutSinceMs: timeOrNull(o.optedOutSinceMs) ?? old.optedOutSinceMs };
-    case 'invalid':
-      return { ...old, status: 3, u: null, p: null, r: null, bucketId: null, due: false };
-    default:
-      throw new TypeError(`commitBatch: unknown outcome '${(o as { kind: unknown }).kind}'`);
-  }
-}
-
-/** Ids as the JSON array SQL.listedRecords reads. */
-function idList(ids: Float64Array): string {
-  return `[${ids.join(',')}]`;
 }
 
 /** An id range, both ends included. */
@@ -1645,10 +876,6 @@ function pageLimit(limit: number): number {
   return Number.isFinite(limit) ? Math.max(0, Math.floor(limit)) : 0;
 }
 
-function utcDay(seconds: number): string {
-  return new Date(seconds * 1000).toISOString().slice(0, 10);
-}
-
 /** Per opted-out raw UID, when it opted out (the last one given for a raw UID listed twice). */
 function sinceByRawUid(optedOut: readonly OptedOutRawUid[]): Map<string, number> {
   const since = new Map<string, number>();
@@ -1674,18 +901,6 @@ function decodeEntry(id: number, e: EntryView, hash: string): StateEntry {
     lastOptoutCheckS: orNull(e.lastOptoutCheckS),
     optedOutSinceMs: orNull(e.optedOutSinceMs),
     due: e.due === 1,
-  };
-}
-
-function decodeDue(id: number, e: EntryView): DueEntry {
-  return {
-    id,
-    type: TYPE_OF_CODE[e.type],
-    hash: e.text(e.hashStart, e.hashSize) ?? '',
-    u: e.text(e.uStart, e.uSize),
-    p: e.text(e.pStart, e.pSize),
-    r: orNull(e.r),
-    bucketId: e.text(e.bucketStart, e.bucketSize),
   };
 }
 

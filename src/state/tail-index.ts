@@ -33,18 +33,6 @@ export class TailIndex {
     this.count++;
   }
 
-  /** Makes room for `more` entries at once, instead of growing step by step while they are added. */
-  reserve(more: number): void {
-    const size = tableSize(this.count + more);
-    if (size > this.ids.length) this.resize(size);
-  }
-
-  /** Every (key, id), in no particular order. */
-  forEachEntry(onEntry: (key: number, id: number) => void): void {
-    for (let slot = 0; slot < this.ids.length; slot++)
-      if (this.ids[slot] !== EMPTY) onEntry(this.keys[slot], this.ids[slot]);
-  }
-
   forEach(key: number, onId: (id: number) => void): void {
     let slot = slotOf(key, this.mask);
     for (;;) {

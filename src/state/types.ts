@@ -125,20 +125,6 @@ export interface StateCounts {
   due?: number;
 }
 
-/** One row of the runs table. */
-export interface RunRecord {
-  id: number;
-  command: string;
-  args: string;
-  /** The wall-clock time the run started. */
-  startedAtS: number;
-  /** The time the run was told to use (`--now`): what its refresh times were compared with. */
-  nowS: number;
-  finishedAtS: number | null;
-  summary: string | null;
-  exitCode: number | null;
-}
-
 /** What a change row was written for: a remap-due / migrate changes file, or an optout-check --state output. */
 export type ChangeKind = 'remap' | 'optout';
 
@@ -163,23 +149,8 @@ export interface StateMeta {
   createdAt: string;
 }
 
-/** What `state info` shows of a file: what it is and how big. */
-export interface StateInfo extends StateMeta {
-  path: string;
-  /** Bytes of the file itself and of its write-ahead log beside it (0 when none). */
-  fileBytes: number;
-  walBytes: number;
-  pageSize: number;
-  pages: number;
-  /** Pages the file holds but no longer uses (a vacuum would give them back). */
-  freePages: number;
-  /** Entries appended since the last merge into the key levels (indexed in memory meanwhile). */
-  tailEntries: number;
-}
-
 /** One entry as an export shows it: hashes, raw UIDs, refresh time and status, never a raw email or phone. */
 export interface ExportedEntry {
-  id: number;
   type: DiiType;
   hash: string;
   status: EntryStatus;
@@ -202,7 +173,7 @@ export interface OpenStateOptions {
   /**
    * SQLite page cache of this connection, in MiB (default 8). It counts in the process's memory. Lookups of stored
    * keys read pages at random across the file, so a bigger cache seldom holds the next one and only adds to the
-   * cost of each page read (measured with npm run bench:state and --cache).
+   * cost of each page read (npm run bench:state with --cache compares sizes).
    */
   cacheSizeMiB?: number;
   /**
@@ -230,12 +201,28 @@ export interface OpenStateOptions {
   tailEntries?: number;
 }
 
+/** What a program that maps with a state file holds of it (the library's openStateFor): lookups, commits, close. */
+export interface StateFile {
+  readonly path: string;
+  /**
+   * The stored entries of these hashes of one DII type, as columns of only what a map run reads, in no particular
+   * order (`at` gives each answer's position among the hashes); a hash asked twice is answered at one position.
+   */
+  lookupStored(type: DiiType, hashes: readonly string[]): StoredEntries;
+  /**
+   * Writes one answered batch (any size) in one transaction; with `journal`, its change rows are inserted into
+   * the pending changes in the same transaction, so they exist exactly when the batch is committed.
+   */
+  commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): void;
+  /** Releases the lock and closes the file; a writing store checkpoints first (no big -wal left beside it). Idempotent. */
+  close(): void;
+}
+
 /**
  * The state file. Every method is synchronous (better-sqlite3) and batch-oriented: each writing method is one
  * transaction, so a crash leaves whole batches or nothing.
  */
-export interface StateStore {
-  readonly path: string;
+export interface StateStore extends StateFile {
   readonly readonly: boolean;
 
   meta(): StateMeta;
@@ -247,17 +234,7 @@ export interface StateStore {
   lookupMany(keys: readonly { type: DiiType; hash: string }[]): Map<string, StateEntry>;
   /** Stored entries for these hashes of one DII type, keyed by hash; hashes not stored are absent. */
   lookupHashes(type: DiiType, hashes: readonly string[]): Map<string, StateEntry>;
-  /**
-   * lookupHashes as columns of only what a map run reads, in no particular order (`at` gives each answer's
-   * position among the hashes); a hash asked twice is answered at one position.
-   */
-  lookupStored(type: DiiType, hashes: readonly string[]): StoredEntries;
 
-  /**
-   * Writes one answered batch (any size) in one transaction; with `journal`, its change rows are inserted into
-   * the pending changes in the same transaction, so they exist exactly when the batch is committed.
-   */
-  commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): void;
   /**
    * Opens a transaction that the following commitBatch calls join (each still whole or nothing inside it) until
    * endGroup commits them together or abortGroup rolls them all back. Nothing of a group is in the file before
@@ -286,11 +263,8 @@ export interface StateStore {
   countDueV2(): number;
   /** Marks due the v2 entries of these buckets mapped before the rotation; returns how many became due. */
   markBucketsRotated(buckets: readonly RotatedBucket[]): number;
-  /** Marks every mapped entry due (the start of a v2 -> v3 migration, which then walks selectDueV2). */
-  markAllMappedDue(): number;
   /**
-   * Marks due every mapped v2 entry (one with a salt bucket). Unlike markAllMappedDue it leaves v3 entries alone,
-   * so a migration can start every run with it: what an earlier run already moved to v3 is not sent again.
+   * Marks due every mapped v2 entry (one with a salt bucket); v3 entries are left alone, so a migration can start every run with it: what an earlier run already moved to v3 is not sent again.
    */
   markBucketEntriesDue(): number;
   /** Mapped v2 entries (with a salt bucket): how many, and when the oldest of them was mapped (Unix seconds). */
@@ -325,7 +299,6 @@ export interface StateStore {
 
   startRun(command: string, argsJson: string, nowS?: number): number;
   finishRun(id: number, summaryJson: string, exitCode: number, nowS?: number): void;
-  listRuns(limit: number): RunRecord[];
 
   /** Takes the lock for a writing run; throws StateLockedError while another live run holds it. */
   lock(): void;
@@ -336,17 +309,11 @@ export interface StateStore {
   waitForLock(waitMs: number): Promise<void>;
   readonly locked: boolean;
 
-  /** Schema, environment and size of the file. */
-  info(): StateInfo;
-  /** Entries by UTC day of their refresh time r, every day that has one, in day order (a walk of the r index). */
-  dueDays(): DueDay[];
-  /** Every entry in id order, read in pages of `pageSize` (default 10,000) so a long export holds no big read open. */
-  exportEntries(pageSize?: number): IterableIterator<ExportedEntry>;
-  /** Writes the write-ahead log into the file and truncates it, so that the file alone is a full copy. */
+  /**
+   * Writes the write-ahead log into the file and truncates it, so that the file alone is a full copy; throws
+   * StateBusyError when another process reads the file meanwhile.
+   */
   checkpoint(): void;
-
-  /** 'ok', or SQLite's findings joined by newlines. */
-  integrityCheck(): string;
-  /** Releases the lock and closes the file; a writing store checkpoints first (no big -wal left beside it). Idempotent. */
-  close(): void;
+  /** Rebuilds the file without its free pages, then checkpoints. */
+  vacuum(): void;
 }

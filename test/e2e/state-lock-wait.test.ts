@@ -4,8 +4,7 @@ import { runMap } from '../../src/cli/map/map.js';
 import { runOptoutCheck } from '../../src/cli/optout-check/optout-check.js';
 import { runRemapDue } from '../../src/cli/remap-due/remap-due.js';
 import type { InputCommandDeps } from '../../src/cli/shared/command-context.js';
-import { openStateForReading } from '../../src/cli/state/state-file.js';
-import { openState, type StateStore } from '../../src/state/index.js';
+import { openState, openStateReader, type StateStore } from '../../src/state/index.js';
 import { META_KEYS } from '../../src/state/schema.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
@@ -32,7 +31,7 @@ function deps(): InputCommandDeps & { err: () => string } {
 
 /** Another run's hold on the state file: its lock, taken by a second store of the same file. */
 function holdLock(): StateStore {
-  const reader = openStateForReading(statePath);
+  const reader = openStateReader(statePath);
   const env = reader.meta(META_KEYS.envFingerprint) as string;
   reader.close();
   const holder = openState(statePath, { envFingerprint: env, create: false });

@@ -373,7 +373,7 @@ describe('v2 entries: rotated buckets', () => {
       ],
       100,
     );
-    expect(s.markAllMappedDue()).toBe(2);
+    expect(s.markBucketEntriesDue()).toBe(2);
     const [e] = s.selectDueV2(null, 1);
     s.commitBatch([{ type: e.type, hash: e.hash, outcome: { kind: 'mapped', u: e.u!, p: null, r: 5_000 } }], 200);
     expect(s.countDueV2()).toBe(1);

@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION, StateLockedError, type EntryUpdate } from '../../src/state/index.js';
-import { ENV, b64, tmpStates } from './tmp-state.js';
+import { ENV, b64, tailOf, tmpStates } from './tmp-state.js';
 
 const t = tmpStates('uid2-info-');
 afterAll(() => t.cleanup());
@@ -24,49 +24,14 @@ function seed(path: string): void {
   s.close();
 }
 
-describe('what `state info` and `state export` need', () => {
-  it('info: schema, environment, sizes; counts by status; entries per due day', () => {
+describe('what a store says of its file', () => {
+  it('meta: schema, environment, api; counts by status', () => {
     const path = t.file();
     seed(path);
     const s = t.open(path);
-    const info = s.info();
-    expect(info).toMatchObject({
-      path,
-      schemaVersion: SCHEMA_VERSION,
-      envFingerprint: ENV,
-      api: 'v3',
-      walBytes: 0,
-      tailEntries: 32,
-    });
-    expect(info.fileBytes).toBe(statSync(path).size);
-    expect(info.fileBytes).toBe(info.pages * info.pageSize);
+    expect(s.meta()).toMatchObject({ schemaVersion: SCHEMA_VERSION, envFingerprint: ENV, api: 'v3' });
+    expect(tailOf(path)).toBe(32);
     expect(s.counts()).toEqual({ entries: 32, mapped: 30, optout: 1, invalid: 1 });
-    expect(s.dueDays()).toEqual([
-      { day: '2026-01-01', count: 10 },
-      { day: '2026-01-02', count: 10 },
-      { day: '2026-01-03', count: 10 },
-    ]);
-  });
-
-  it('exportEntries: every entry once in id order, across pages, hashes and raw UIDs as given, nothing else', () => {
-    const path = t.file();
-    seed(path);
-    const s = t.open(path);
-    const all = [...s.exportEntries(7)];
-    expect(all.map((e) => e.id)).toEqual(Array.from({ length: 32 }, (_, i) => i + 1));
-    expect(Object.keys(all[0]).sort()).toEqual(['hash', 'id', 'p', 'r', 'status', 'type', 'u']);
-    const byHash = new Map(all.map((e) => [e.hash, e]));
-    expect(byHash.get(b64('i5'))).toEqual({
-      id: expect.any(Number),
-      type: 'phone',
-      hash: b64('i5'),
-      status: 'mapped',
-      u: b64('u5'),
-      p: b64('p5'),
-      r: T0 + 2 * DAY,
-    });
-    expect(byHash.get(b64('gone'))).toMatchObject({ status: 'optout', u: null, p: null, r: null });
-    expect([...s.exportEntries()].length).toBe(32);
   });
 
   it('a writing store leaves no -wal behind when it closes; checkpoint() empties it on demand', () => {

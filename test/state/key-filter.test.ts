@@ -112,30 +112,28 @@ describe('the keys filter', () => {
     expect(rebuilt.lookupMany(wanted(['old', ...labels('b', 120), ...labels('c', 100)])).size).toBe(221);
   });
 
-  it('keeps one filter per key table: a merge without a fold writes only the recent one', () => {
+  it('covers both levels: a merge without a fold writes it whole', () => {
     const path = t.file();
     const s = t.open(path, { tailEntries: 10 });
     // the first merge folds (the main level is empty); the second adds 20 to the recent one, under a quarter of 150: no fold
     s.commitBatch(labels('m', 150).map(mapped), 1);
     s.commitBatch(labels('r', 20).map(mapped), 1);
-    expect([meta(path, 'keys_main_upto'), meta(path, 'keys_upto')]).toEqual(['150', '170']);
-    expect([meta(path, 'filter_upto'), meta(path, 'recent_filter_from'), meta(path, 'recent_filter_upto')]).toEqual([
+    expect([meta(path, 'keys_main_upto'), meta(path, 'keys_upto'), meta(path, 'filter_upto')]).toEqual([
       '150',
-      '150',
+      '170',
       '170',
     ]);
     s.close();
     const again = t.open(path, { readonly: true });
     expect(again.lookupMany(wanted([...labels('m', 150), ...labels('r', 20)])).size).toBe(170);
     again.close();
-    // an emptied recent filter hides the recent entries only: each table is probed through its own filter
-    withFile(path, (db) => zeroPieces(db, 'key_filter_recent', 'bits', true));
-    const noRecent = t.open(path, { readonly: true });
-    expect(noRecent.lookupMany(wanted(labels('m', 150))).size).toBe(150);
-    expect(noRecent.lookupMany(wanted(labels('r', 20))).size).toBe(0);
-    noRecent.close();
-    // a recent filter whose range no longer spans the recent level's is not used: every key is probed there
-    withFile(path, (db) => setMetaValue(db, 'recent_filter_upto', '160'));
+    // an emptied filter hides the entries of both levels
+    withFile(path, (db) => zeroPieces(db, 'key_filter', 'bits', true));
+    const emptied = t.open(path, { readonly: true });
+    expect(emptied.lookupMany(wanted([...labels('m', 150), ...labels('r', 20)])).size).toBe(0);
+    emptied.close();
+    // a filter that does not reach keys_upto is not used: every key is probed
+    withFile(path, (db) => setMetaValue(db, 'filter_upto', '160'));
     const stale = t.open(path, { readonly: true });
     expect(stale.lookupMany(wanted([...labels('m', 150), ...labels('r', 20)])).size).toBe(170);
   });
@@ -146,45 +144,40 @@ describe('the keys filter', () => {
     writer.commitBatch(labels('m', 150).map(mapped), 1);
     writer.commitBatch(labels('r', 20).map(mapped), 1);
     const reader = t.open(path, { readonly: true });
-    // the reader reads the filters: 'm' keys in the main one, 'r' keys in the recent one
+    // the reader reads the filter of both levels
     expect(reader.lookupMany(wanted(labels('r', 20))).size).toBe(20);
-    // the writer's next merge folds the recent level into the main one and rewrites both filters
+    // the writer's next merge folds the recent level into the main one and rewrites the filter
     writer.commitBatch(labels('n', 60).map(mapped), 1);
     expect(meta(path, 'keys_main_upto')).toBe('230');
-    // the reader's main filter never held the 'r' keys, now in the main level: its recent filter still sends them there
+    // keys_upto moved: the reader reads the filter again
     expect(reader.lookupMany(wanted([...labels('m', 150), ...labels('r', 20), ...labels('n', 60)])).size).toBe(230);
   });
 
   it('is filled from the blocks of the levels, with every key of every block', () => {
     const path = t.file();
     const s = t.open(path, { tailEntries: 10_000 });
-    // the first merge fills the main filter from the recent level; the second the recent one
+    // the first merge fills the filter from the levels, the second adds the tail's keys to it
     s.commitBatch(labels('p', 45_000).map(mapped), 1);
     s.commitBatch(labels('q', 10_000).map(mapped), 1);
-    expect([meta(path, 'filter_upto'), meta(path, 'recent_filter_upto')]).toEqual(['45000', '55000']);
+    expect(meta(path, 'filter_upto')).toBe('55000');
     s.close();
     const again = t.open(path, { readonly: true });
     expect(again.lookupMany(wanted([...labels('p', 45_000), ...labels('q', 10_000)])).size).toBe(55_000);
   });
 
-  it('gives a file without a main filter one at the next merge, fold or not', () => {
+  it('gives a file without a filter one at the next merge, fold or not', () => {
     const path = t.file();
     const s = t.open(path, { tailEntries: 10 });
     s.commitBatch(labels('m', 150).map(mapped), 1);
     s.close();
-    // as a file just upgraded to schema 3 is: every entry in the main level, and no filter at all
+    // every entry in the main level, and no filter at all
     withFile(path, (db) => {
       db.prepare("DELETE FROM meta WHERE key LIKE '%filter%'").run();
       db.prepare('DELETE FROM key_filter').run();
-      db.prepare('DROP TABLE key_filter_recent').run();
     });
     const again = t.open(path, { tailEntries: 10 });
     again.commitBatch(labels('r', 20).map(mapped), 1);
-    expect([meta(path, 'keys_main_upto'), meta(path, 'filter_upto'), meta(path, 'recent_filter_upto')]).toEqual([
-      '150',
-      '150',
-      '170',
-    ]);
+    expect([meta(path, 'keys_main_upto'), meta(path, 'filter_upto')]).toEqual(['150', '170']);
     again.close();
     const reread = t.open(path, { readonly: true });
     expect(reread.lookupMany(wanted([...labels('m', 150), ...labels('r', 20)])).size).toBe(170);

@@ -3,7 +3,7 @@ import type { DiiType } from '../../src/identity/index.js';
 import type { EntryUpdate } from '../../src/state/index.js';
 import type { KeyLevel } from '../../src/state/key-levels.js';
 import { entryRowsAt } from './records.js';
-import { b64, levelPairsOf, tmpStates } from './tmp-state.js';
+import { b64, levelPairsOf, tailOf, tmpStates } from './tmp-state.js';
 
 const t = tmpStates('uid2-layout-');
 afterAll(() => t.cleanup());
@@ -35,7 +35,7 @@ describe('the tail of recent entries and its merge into the key levels', () => {
     }
     // 450, 900, then 1,350 >= 1,000: merged; 450, then 900: still in the tail
     expect(keysRows(path)).toBe(1_350);
-    expect(s.info().tailEntries).toBe(900);
+    expect(tailOf(s.path)).toBe(900);
   });
 
   it('merges into the recent level, and folds it into the main one once it holds a quarter as many', () => {
@@ -49,7 +49,7 @@ describe('the tail of recent entries and its merge into the key levels', () => {
     expect([keysRows(path), keysRows(path, 'key_blocks_recent')]).toEqual([400, 60]);
     s.commitBatch(batch(460, 20), 1);
     // tail of 20 < 50: in memory only; the three places answer together
-    expect(s.info().tailEntries).toBe(20);
+    expect(tailOf(s.path)).toBe(20);
     expect(s.lookupMany(all(480)).size).toBe(480);
     s.commitBatch(batch(480, 40), 1);
     expect([keysRows(path), keysRows(path, 'key_blocks_recent')]).toEqual([520, 0]);
@@ -170,7 +170,7 @@ describe('the tail of recent entries and its merge into the key levels', () => {
       { type: 'email', hash: b64('bad'), outcome: { kind: 'nonsense' } },
     ] as unknown as EntryUpdate[];
     expect(() => s.commitBatch(bad, 1)).toThrow(/unknown outcome/);
-    expect(s.info().tailEntries).toBe(0);
+    expect(tailOf(s.path)).toBe(0);
     s.commitBatch([mapped('ok', 2)], 2);
     expect(s.lookupHashes('email', [b64('ok')]).get(b64('ok'))).toMatchObject({ id: 1, r: 2 });
   });

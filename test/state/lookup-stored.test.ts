@@ -1,7 +1,6 @@
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { EntryUpdate } from '../../src/state/index.js';
 import { STATUS_CODE } from '../../src/state/schema.js';
-import { SQL } from '../../src/state/queries.js';
 import { b64, tmpStates } from './tmp-state.js';
 
 const t = tmpStates();
@@ -130,20 +129,14 @@ describe('lookupStored', () => {
     expect(answer(b64('odd'))).toEqual(['caf\u00e9', null, 1, null]);
     // a joined blob with a byte too many is read again row by row, with the same answers
     type Get = { get: (params: unknown) => unknown };
-    const internals = s as unknown as {
-      stmts: { joinedRecordsInRange: Get };
-      inListStatement: (cache: unknown, size: number, sql: unknown) => Get;
-    };
+    const internals = s as unknown as { stmts: { joinedRecordsInRange: Get; listedRecords: Get } };
     const spoiled = (stmt: Get): Get => ({
       get: (params) => {
         const [count, bytes] = stmt.get(params) as [number, Buffer];
         return [count, Buffer.concat([bytes, Buffer.of(0)])];
       },
     });
-    const inList = internals.inListStatement.bind(s);
-    vi.spyOn(internals, 'inListStatement').mockImplementation((cache, size, sql) =>
-      sql === SQL.joinedRecordsByIds ? spoiled(inList(cache, size, sql)) : inList(cache, size, sql),
-    );
+    internals.stmts.listedRecords = spoiled(internals.stmts.listedRecords);
     internals.stmts.joinedRecordsInRange = spoiled(internals.stmts.joinedRecordsInRange);
     const again = s.lookupStored('email', hashes);
     expect(rowByRow).toHaveBeenCalled();
@@ -154,7 +147,8 @@ describe('lookupStored', () => {
     const s = t.open(t.file(), { tailEntries: 300 });
     const all = updates(1_200);
     for (let i = 0; i < all.length; i += 100) s.commitBatch(all.slice(i, i + 100), 500);
-    const idsOfKeys = vi.spyOn(s as unknown as { idsOfKeys: (keys: number[]) => number[] }, 'idsOfKeys');
+    const keys = (s as unknown as { keys: { idsOf: (keys: number[]) => number[] } }).keys;
+    const idsOfKeys = vi.spyOn(keys, 'idsOf');
     for (const type of ['email', 'phone'] as const) {
       // two batches' worth in their order (merged ones and the tail's), a few far ones, unknown ones, a repeat
       const near = all.slice(150, 1_050).filter((u) => u.type === type);

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { EntryUpdate } from '../../src/state/index.js';
 import { keyOf, keyOfBytes } from '../../src/state/lookup-key.js';
-import { b64, tmpStates } from './tmp-state.js';
+import { b64, tailOf, tmpStates } from './tmp-state.js';
 
 const t = tmpStates();
 afterAll(() => t.cleanup());
@@ -41,6 +41,6 @@ describe('the tail read again on open', () => {
       for (const u of all.filter((x) => x.type === type))
         expect(found.get(u.hash)?.u).toBe((u.outcome as { u: string }).u);
     }
-    expect(again.info().tailEntries).toBe(all.length);
+    expect(tailOf(again.path)).toBe(all.length);
   });
 });

@@ -75,3 +75,49 @@ export function zeroPieces(db: BetterDatabase, table: string, column: string, ch
     update.run(checksummed ? withChecksum(zeros) : Buffer.alloc(length), rowid);
   }
 }
+
+/** SQLite's integrity check of a state file: 'ok', or its findings joined by newlines. */
+export function integrityOf(path: string): string {
+  const db = new Database(path, { readonly: true });
+  try {
+    const lines = (db.pragma('integrity_check') as { integrity_check: string }[]).map((f) => f.integrity_check);
+    return lines.join('\n');
+  } finally {
+    db.close();
+  }
+}
+
+/** The runs table of a state file, newest first. */
+export function runsOf(path: string) {
+  const db = new Database(path, { readonly: true });
+  try {
+    const rows = db
+      .prepare('SELECT id, command, args, started_at, now, finished_at, summary, exit_code FROM runs ORDER BY id DESC')
+      .raw()
+      .all() as [number, string, string, number, number, number | null, string | null, number | null][];
+    return rows.map(([id, command, args, startedAtS, nowS, finishedAtS, summary, exitCode]) => ({
+      id,
+      command,
+      args,
+      startedAtS,
+      nowS,
+      finishedAtS,
+      summary,
+      exitCode,
+    }));
+  } finally {
+    db.close();
+  }
+}
+
+/** The entries of a state file after its key levels: its tail, which a store indexes in memory. */
+export function tailOf(path: string): number {
+  const db = new Database(path, { readonly: true });
+  try {
+    const last = (db.prepare('SELECT max(id) FROM entries').pluck().get() as number | null) ?? 0;
+    const upto = Number(db.prepare("SELECT value FROM meta WHERE key = 'keys_upto'").pluck().get() ?? 0);
+    return last - upto;
+  } finally {
+    db.close();
+  }
+}

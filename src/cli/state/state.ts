@@ -2,13 +2,14 @@
 import type { Command } from 'commander';
 import { parseInstantMs } from '../../protocol/index.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
-import { hashEncodingOption, lockWaitOption, outputFlags, type OutputFormat } from '../shared/options.js';
+import { hashEncodingOption, lockWaitOption, outputFlags } from '../shared/options.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { formatCount, writeSummaryJson } from '../../pipeline/run/summary.js';
 import { quoted } from '../shared/user-values.js';
-import { exportState } from './state-export.js';
-import { formatBytes, formatStateInfo, readStateInfo } from './state-info.js';
-import { checkpointState, vacuumState, type MaintenanceResult } from './state-maintenance.js';
+import { exportState } from '../../pipeline/jobs/state-export.js';
+import { readStateInfo } from '../../pipeline/jobs/state-info.js';
+import { checkpointState, type MaintenanceResult, vacuumState } from '../../pipeline/jobs/state-maintenance.js';
+import { formatBytes, formatStateInfo } from './state-info-text.js';
 
 function parseNow(text: string | undefined): number {
   if (text === undefined) return Math.floor(Date.now() / 1000);
@@ -64,7 +65,7 @@ export function registerStateCommand(program: Command): void {
       const format = opts.format ?? 'csv';
       if (format !== 'csv' && format !== 'jsonl')
         throw new UserError(`--format must be csv or jsonl (got '${String(format)}')`);
-      const output = { ...outputFlags(opts), format: format as OutputFormat };
+      const output = { ...outputFlags(opts), format: format as 'csv' | 'jsonl' };
       refuseOverlappingPaths([{ flag: 'the state file', path: file }], standardOutputs(output));
       const startedMs = Date.now();
       const { exported: n, damaged } = await exportState(file, output, process.stdout);

@@ -1,26 +1,24 @@
-// A state file opened for reading by the `state` commands: a read-only SQLite connection, checked to be ours.
+/** A state file read as it is, of any environment: a read-only connection, checked to be ours, its records walked. */
 import { statSync } from 'node:fs';
 import type Database from 'better-sqlite3';
-import { stateAccessError } from '../../state/access.js';
-import { ChecksumError } from '../../state/checksum.js';
-import { EntryView, RecordFormatError } from '../../state/entry-record.js';
-import { StateDamagedError, StateJournalError } from '../../state/errors.js';
-import { checkedMetaValue } from '../../state/meta-values.js';
-import { asDamage } from '../../state/open.js';
-import { RecordWalker, WALK_PAGE } from '../../state/record-walk.js';
-import { sqliteDriver } from '../../state/sqlite-driver.js';
-import { APPLICATION_ID, META_KEYS, TYPE_OF_CODE, statusOfCode } from '../../state/schema.js';
-import type { EntryStatus, ExportedEntry as StoredExport } from '../../state/types.js';
-import { EXIT, UserError } from '../shared/exit-codes.js';
-import { quoted } from '../shared/user-values.js';
+import { StateAccessError, stateAccessError } from './access.js';
+import { ChecksumError } from './checksum.js';
+import { EntryView, RecordFormatError } from './entry-record.js';
+import { StateFormatError, StateJournalError, StateNotFoundError } from './errors.js';
+import { checkedMetaValue } from './meta-values.js';
+import { asDamage, isEarlierBuild } from './open.js';
+import { RecordWalker, WALK_PAGE } from './record-walk.js';
+import { sqliteDriver } from './sqlite-driver.js';
+import { APPLICATION_ID, META_KEYS, TYPE_OF_CODE, statusOfCode } from './schema.js';
+import type { EntryStatus, ExportedEntry } from './types.js';
 
 /**
- * The `state` commands read any state file, of any environment, without opening it as a run would (that refuses
- * another environment and writes): plain SQL on a read-only connection, the records read in id order. Every value
- * read is checked against its checksum: a damaged meta value or record stops the command with exit 1, except in
- * `entries()`, which skips a damaged entry (counted by `damaged()`) so that an export saves what is readable.
+ * A state file read without opening it as a run would (that refuses another environment and writes): a read-only
+ * connection, the records read in id order. Every value read is checked against its checksum: a damaged meta value
+ * or record throws StateDamagedError, except in `entries()`, which skips a damaged entry (counted by `damaged()`)
+ * so that an export saves what is readable.
  */
-export interface StateFileReader {
+export interface StateReader {
   readonly path: string;
   meta(key: string): string | null;
   /** Rows of the entries table as exported: hashes and raw UIDs, never an email or phone. */
@@ -50,9 +48,6 @@ export interface EntryTally {
   /** Per bound, in the order given: the entries with an r at most the bound. */
   atMost: number[];
 }
-
-/** An entry as `state export` writes it: the stored entry's export, without its row id. */
-export type ExportedEntry = Omit<StoredExport, 'id'>;
 
 function exported(v: EntryView): ExportedEntry {
   return {
@@ -117,12 +112,6 @@ function tallyRecords(db: Database.Database, bounds: readonly number[], page: nu
   return { byStatus, withoutR, atMost };
 }
 
-/** The one line of a damaged file, exit 1: what failed and how to recover (a re-run meets the same damage). */
-function damagedError(path: string, err: unknown): unknown {
-  const damage = asDamage(err, path);
-  return damage instanceof StateDamagedError ? new UserError(damage.message, EXIT.failed) : err;
-}
-
 /** The file and its -wal and -shm siblings, in bytes (0 for one that is not there). */
 export function stateFileSizes(path: string): { file: number; wal: number; shm: number } {
   const size = (p: string): number => {
@@ -136,32 +125,33 @@ export function stateFileSizes(path: string): { file: number; wal: number; shm: 
 }
 
 /** `recordsPage`: ids read per range in a walk of the table (tests give small ones). */
-export function openStateForReading(path: string, recordsPage = WALK_PAGE): StateFileReader {
+export function openStateReader(path: string, recordsPage = WALK_PAGE): StateReader {
   let isFile: boolean;
   try {
     isFile = statSync(path).isFile();
   } catch {
-    throw new UserError(`state file ${quoted(path)} does not exist`);
+    throw new StateNotFoundError(path, `state file '${path}' does not exist`);
   }
-  if (!isFile) throw new UserError(`state file ${quoted(path)} is not a regular file`);
+  if (!isFile) throw new StateFormatError(`state file '${path}' is not a regular file`, path);
   // outside the try: a missing driver is an installation problem, not one of the file's permissions
   const Driver = sqliteDriver();
   let db: Database.Database;
   // a read-only mount or a directory the user cannot write: SQLite cannot make the -shm beside the file
-  const access = (): UserError | null => {
-    const problem = stateAccessError(path, undefined, { writesFile: false });
-    return problem === null ? null : new UserError(problem.message);
-  };
+  const access = (): StateAccessError | null => stateAccessError(path, undefined, { writesFile: false });
   try {
     db = new Driver(path, { readonly: true, fileMustExist: true, timeout: 5_000 });
   } catch {
     throw (
       access() ??
-      new UserError(`cannot open ${quoted(path)} as a state file: check its permissions and those of its directory`)
+      new StateAccessError(
+        `cannot open '${path}' as a state file: check its permissions and those of its directory`,
+        path,
+      )
     );
   }
-  const notOurs = new UserError(
-    `${quoted(path)} is not a uid2-batch state file (not SQLite, damaged, or another program's database)`,
+  const notOurs = new StateFormatError(
+    `'${path}' is not a uid2-batch state file (not SQLite, damaged, or another program's database)`,
+    path,
   );
   let application: unknown;
   try {
@@ -178,13 +168,13 @@ export function openStateForReading(path: string, recordsPage = WALK_PAGE): Stat
     db.close();
     throw notOurs;
   }
-  // an earlier build's file (its meta has no checksums): refused, as a run refuses it (state/open.ts)
-  const metaColumns = (db.prepare('PRAGMA table_info(meta)').all() as { name: string }[]).map((c) => c.name);
-  if (!metaColumns.includes('sum')) {
+  // refused, as a run refuses it
+  if (isEarlierBuild(db)) {
     db.close();
-    throw new UserError(
-      `${quoted(path)} was written by an earlier build of uid2-batch, whose state format this version does not read; ` +
+    throw new StateFormatError(
+      `'${path}' was written by an earlier build of uid2-batch, whose state format this version does not read; ` +
         `run \`uid2-batch state export\` with the build that wrote it, or map your input again with --state and a new file`,
+      path,
     );
   }
   let damaged = 0;
@@ -193,7 +183,7 @@ export function openStateForReading(path: string, recordsPage = WALK_PAGE): Stat
     try {
       return read();
     } catch (err) {
-      throw damagedError(path, err);
+      throw asDamage(err, path);
     }
   };
   return {

@@ -1,13 +1,20 @@
-// The `state` commands' reader of a state file: its records in id order, an earlier build's file refused, damage found.
+// The reader of a state file as it is: its records in id order, an earlier build's file refused, damage found.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type EntryTally, openStateForReading, type StateFileReader } from '../../src/cli/state/state-file.js';
-import { formatStateInfo, readStateInfo } from '../../src/cli/state/state-info.js';
-import { type EntryUpdate, openState, type StateEntry } from '../../src/state/index.js';
+import { formatStateInfo } from '../../src/cli/state/state-info-text.js';
+import { readStateInfo } from '../../src/pipeline/jobs/state-info.js';
+import {
+  type EntryTally,
+  type EntryUpdate,
+  openState,
+  openStateReader,
+  type StateEntry,
+  type StateReader,
+} from '../../src/state/index.js';
 import Database from '../helpers/sqlite-driver.js';
-import { b64 } from '../state/tmp-state.js';
+import { b64 } from './tmp-state.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'uid2-state-file-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -46,8 +53,8 @@ beforeAll(() => {
   store.close();
 });
 
-function readWith<T>(file: string, read: (reader: StateFileReader) => T, recordsPage?: number): T {
-  const reader = openStateForReading(file, recordsPage);
+function readWith<T>(file: string, read: (reader: StateReader) => T, recordsPage?: number): T {
+  const reader = openStateReader(file, recordsPage);
   try {
     return read(reader);
   } finally {
@@ -79,7 +86,7 @@ const expected = () => ({
   withoutR: entries.filter((e) => e.r === null).length,
 });
 
-describe('openStateForReading', () => {
+describe('openStateReader', () => {
   it('reads every entry in id order and tallies them, whatever the page', () => {
     const want = expected();
     for (const c of [want.dueNow, want.dueSoon, want.withoutR, ...Object.values(want.byStatus)])
@@ -105,7 +112,7 @@ describe('openStateForReading', () => {
     db.exec('CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
     db.prepare("INSERT INTO meta VALUES ('application', 'uid2-batch'), ('schema_version', '6')").run();
     db.close();
-    expect(() => openStateForReading(old)).toThrow(
+    expect(() => openStateReader(old)).toThrow(
       /was written by an earlier build of uid2-batch, whose state format this version does not read; run `uid2-batch state export` with the build that wrote it, or map your input again with --state and a new file/,
     );
   });

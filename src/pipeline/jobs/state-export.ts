@@ -1,8 +1,7 @@
-// `uid2-batch state export FILE`: the entries of a state file as CSV or JSONL: hashes, raw UIDs, r and status.
-import { hashCell } from '../../pipeline/io/output/hash-cells.js';
-import { openSink } from '../../pipeline/io/output/sink.js';
-import { sinkCompression, type OutputFlags } from '../shared/options.js';
-import { openStateForReading } from './state-file.js';
+/** `state export`: every entry of a state file as CSV or JSONL rows: hashes, raw UIDs, r and status. */
+import { openStateReader } from '../../state/index.js';
+import { type HashEncoding, hashCell } from '../io/output/hash-cells.js';
+import { openSink } from '../io/output/sink.js';
 
 /** hash_type and hash as map --emit-hash and the remap-due changes file name them, so the three join. */
 export const EXPORT_HEADER = ['hash_type', 'hash', 'status', 'raw_uid', 'prev_raw_uid', 'refresh_from'] as const;
@@ -10,21 +9,30 @@ export const EXPORT_HEADER = ['hash_type', 'hash', 'status', 'raw_uid', 'prev_ra
 /** Rows written per sink call: big enough to keep the sink busy, small enough to keep memory flat. */
 const ROWS_PER_WRITE = 5_000;
 
+export interface StateExportOptions {
+  /** The file to write; undefined or '-': `stdout`. */
+  output?: string | undefined;
+  format: 'csv' | 'jsonl';
+  /** Absent: gzip when `output` ends in .gz. */
+  compress?: 'gzip' | 'none' | undefined;
+  hashEncoding?: HashEncoding | undefined;
+}
+
 /**
  * Writes every entry; returns how many, and how many were skipped because their record fails its checksum (a
  * damaged file: the caller then ends with exit 1). Never an email or phone: the state file holds none.
  */
 export async function exportState(
   path: string,
-  output: OutputFlags,
+  options: StateExportOptions,
   stdout: NodeJS.WritableStream,
 ): Promise<{ exported: number; damaged: number }> {
-  const file = openStateForReading(path);
+  const file = openStateReader(path);
   try {
     const sink = await openSink({
-      path: output.output,
-      format: output.format,
-      ...sinkCompression(output),
+      path: options.output,
+      format: options.format,
+      ...(options.compress === undefined ? {} : { compress: options.compress }),
       header: [...EXPORT_HEADER],
       stream: stdout,
     });
@@ -34,7 +42,7 @@ export async function exportState(
       for (const e of file.entries()) {
         rows.push([
           e.type,
-          hashCell(e.hash, output.hashEncoding),
+          hashCell(e.hash, options.hashEncoding),
           e.status,
           e.u ?? '',
           e.p ?? '',

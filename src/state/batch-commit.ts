@@ -1,0 +1,263 @@
+/**
+ * A batch of answers written to the entries table inside the commit's transaction: an update per stored entry, an
+ * append per new one (in r order, so that a day's due list piece is mostly consecutive ids), and the due lists.
+ */
+import type { Database, Statement } from 'better-sqlite3';
+import type { DueLists } from './due-lists.js';
+import { type EntryValues, type EntryView, RecordWriter } from './entry-record.js';
+import type { KeyIndex } from './key-index.js';
+import { keyOf } from './lookup-key.js';
+import { SQL } from './queries.js';
+import { TYPE_CODE } from './schema.js';
+import { storedOf } from './stored-bytes.js';
+import type { EntryUpdate } from './types.js';
+
+// rows per multi-row INSERT of new entries: one call into SQLite for that many rows
+const INSERT_ROWS = 64;
+
+/** Finds the stored entries of lookup keys: each entry matched to the request it answers (store.ts matchRows). */
+export type MatchRows = (
+  lookupKeys: readonly number[],
+  hashOf: (request: number) => string,
+  onMatch: (request: number, id: number, e: EntryView) => void,
+) => void;
+
+/** One answer of a batch, with its type code and lookup key. */
+export interface EncodedUpdate {
+  type: number;
+  hash: string;
+  /** The hash, and a mapped outcome's raw UIDs, as the file keeps them (stored-bytes.ts); null for none. */
+  stored: Buffer | string;
+  storedU: Buffer | string | null;
+  storedP: Buffer | string | null;
+  key: number;
+  /** Its position in the batch. */
+  index: number;
+  /** The order new entries are appended in: r, or after every r when there is none. */
+  appendOrder: number;
+  outcome: EntryUpdate['outcome'];
+}
+
+/** The updates as the file keeps them; checked before the transaction, so a malformed one fails the batch first. */
+export function encodeUpdates(updates: readonly EntryUpdate[]): EncodedUpdate[] {
+  const encoded = new Array<EncodedUpdate>(updates.length);
+  for (let i = 0; i < updates.length; i++) {
+    const { type, hash, outcome } = updates[i];
+    const code = TYPE_CODE[type];
+    if (typeof hash !== 'string' || code === undefined || outcome === null || typeof outcome !== 'object') {
+      throw new TypeError(`commitBatch: update ${i} has no valid DII type, hash or outcome`);
+    }
+    const appendOrder = outcome.kind === 'mapped' && typeof outcome.r === 'number' ? outcome.r : Infinity;
+    const mapped = outcome.kind === 'mapped';
+    encoded[i] = {
+      type: code,
+      hash,
+      stored: storedOf(hash),
+      storedU: mapped && typeof outcome.u === 'string' ? storedOf(outcome.u) : null,
+      storedP: mapped && typeof outcome.p === 'string' ? storedOf(outcome.p) : null,
+      key: keyOf(code, hash),
+      index: i,
+      appendOrder,
+      outcome,
+    };
+  }
+  return encoded;
+}
+
+export class BatchWriter {
+  private readonly inserts = new Map<number, Statement>();
+  private readonly updateRecord: Statement;
+
+  constructor(
+    private readonly db: Database,
+    private readonly path: string,
+    private readonly keys: KeyIndex,
+    private readonly due: DueLists,
+    private readonly matchRows: MatchRows,
+  ) {
+    this.updateRecord = db.prepare(SQL.updateRecord);
+  }
+
+  /** Inside the commit's transaction: an update per stored entry, an append per new one. */
+  write(updates: readonly EncodedUpdate[], nowS: number): void {
+    this.keys.catchUp();
+    const n = updates.length;
+    // per update, the first update of the batch with its type and hash (itself when there is none before it),
+    // found by lookup key: numbers, not strings, are hashed into the map (a key shared by two hashes is chained)
+    const firstOf = new Int32Array(n);
+    const sameKeyBefore = new Int32Array(n).fill(-1);
+    const lastWithKey = new Map<number, number>();
+    const uniqueKeys: number[] = [];
+    const uniqueAt: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const { key, hash } = updates[i];
+      const head = lastWithKey.get(key);
+      let first = head ?? -1;
+      while (first >= 0 && updates[first].hash !== hash) first = sameKeyBefore[first];
+      if (first >= 0) {
+        firstOf[i] = first;
+        continue;
+      }
+      firstOf[i] = i;
+      sameKeyBefore[i] = head ?? -1;
+      lastWithKey.set(key, i);
+      uniqueKeys.push(key);
+      uniqueAt.push(i);
+    }
+    // per first update, the id of its entry: stored (found now), or appended below; 0 until known
+    const idOf = new Float64Array(n);
+    // the values of each stored entry, which an update keeps some of; then the values it wrote
+    const valuesOf = new Map<number, EntryValues>();
+    this.matchRows(
+      uniqueKeys,
+      (j) => updates[uniqueAt[j]].hash,
+      (j, id, e) => {
+        idOf[uniqueAt[j]] = id;
+        // views of the row's own buffer, which stays as it is
+        valuesOf.set(id, e.values());
+      },
+    );
+    const writer = new RecordWriter(n * 80);
+    // new entries are appended in r order: a day's due list piece is then mostly consecutive ids.
+    // A key the batch names again is appended once; its later answers update it afterwards, in batch order.
+    const appended: EncodedUpdate[] = [];
+    const again: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const first = firstOf[i];
+      if (idOf[first] > 0) this.updateEntry(idOf[first], updates[i], nowS, valuesOf, writer);
+      else if (first === i) appended.push(updates[i]);
+      else again.push(i);
+    }
+    if (appended.length > 0) this.appendEntries(appended, idOf, nowS, valuesOf, writer);
+    for (const i of again) this.updateEntry(idOf[firstOf[i]], updates[i], nowS, valuesOf, writer);
+    this.due.append(updates, (i) => idOf[firstOf[i]]);
+  }
+
+  /**
+   * Appends entries not stored yet, sorted by r, INSERT_ROWS to a statement; records their ids in `idOf` (by
+   * their position in the batch), their values in `valuesOf`, and the tail. A rowid table gives each row of one
+   * INSERT the next id in turn (the largest plus one): a statement of n rows that ends at id `last` gave them
+   * last - n + 1 to last, which is checked against the ids before it.
+   */
+  private appendEntries(
+    appended: EncodedUpdate[],
+    idOf: Float64Array,
+    nowS: number,
+    valuesOf: Map<number, EntryValues>,
+    writer: RecordWriter,
+  ): void {
+    appended.sort(byAppendOrder);
+    const params: Buffer[] = [];
+    const values: EntryValues[] = [];
+    for (let start = 0; start < appended.length; start += INSERT_ROWS) {
+      const end = Math.min(appended.length, start + INSERT_ROWS);
+      params.length = 0;
+      values.length = 0;
+      for (let i = start; i < end; i++) {
+        values.push(newEntryValues(appended[i], nowS));
+        params.push(writer.write(values[values.length - 1]));
+      }
+      const insert = this.insertStatement(end - start);
+      const last = Number(insert.run(params).lastInsertRowid);
+      if (last !== this.keys.seen + (end - start)) {
+        throw new Error(
+          `state file ${this.path}: appended entries did not get consecutive ids after ${this.keys.seen}`,
+        );
+      }
+      for (let i = start; i < end; i++) {
+        const u = appended[i];
+        const newId = last - (end - 1 - i);
+        idOf[u.index] = newId;
+        valuesOf.set(newId, values[i - start]);
+        this.keys.add(u.key, newId);
+      }
+    }
+  }
+
+  /** The INSERT of `rows` new entries, prepared once per count. */
+  private insertStatement(rows: number): Statement {
+    let stmt = this.inserts.get(rows);
+    if (stmt === undefined) {
+      stmt = this.db.prepare(SQL.insertEntries(rows));
+      this.inserts.set(rows, stmt);
+    }
+    return stmt;
+  }
+
+  /** An answer for a stored entry: its record written from the values it had (`valuesOf`, which gets the new ones). */
+  private updateEntry(
+    id: number,
+    u: EncodedUpdate,
+    nowS: number,
+    valuesOf: Map<number, EntryValues>,
+    writer: RecordWriter,
+  ): void {
+    const old = valuesOf.get(id);
+    if (old === undefined) throw new Error(`state file ${this.path}: entry ${id} was not read before its update`);
+    const values = updatedValues(old, u.outcome, u, nowS);
+    this.updateRecord.run(writer.write(values), id);
+    valuesOf.set(id, values);
+  }
+}
+
+function byAppendOrder(a: EncodedUpdate, b: EncodedUpdate): number {
+  return a.appendOrder === b.appendOrder ? 0 : a.appendOrder < b.appendOrder ? -1 : 1;
+}
+
+/** What an opted-out entry becomes (status 2): it keeps its hash and times, and loses every raw UID. */
+export const TOMBSTONE = { status: 2, u: null, p: null, r: null, bucketId: null, due: false } as const;
+
+/** A time given to the file: a finite number, or none. */
+export function timeOrNull(t: unknown): number | null {
+  return typeof t === 'number' && Number.isFinite(t) ? t : null;
+}
+
+/** The values of an entry appended for an answer. */
+function newEntryValues(u: EncodedUpdate, nowS: number): EntryValues {
+  return updatedValues(
+    {
+      type: u.type,
+      status: 0,
+      due: false,
+      hash: u.stored,
+      u: null,
+      p: null,
+      r: null,
+      bucketId: null,
+      lastMappedS: null,
+      lastOptoutCheckS: null,
+      optedOutSinceMs: null,
+    },
+    u.outcome,
+    u,
+    nowS,
+  );
+}
+
+/**
+ * An entry's values after an answer. Mapped: its raw UIDs, r and bucket, mapped now, no longer opted out or due.
+ * Opted out: a tombstone, which keeps its hash, last mapped time and last check and loses every raw UID (and
+ * keeps its opted_out_since when the answer does not say). Invalid: the same, keeping opted_out_since.
+ */
+function updatedValues(old: EntryValues, o: EntryUpdate['outcome'], u: EncodedUpdate, nowS: number): EntryValues {
+  switch (o.kind) {
+    case 'mapped':
+      return {
+        ...old,
+        status: 1,
+        u: u.storedU,
+        p: u.storedP,
+        r: timeOrNull(o.r),
+        bucketId: typeof o.bucketId === 'string' ? o.bucketId : null,
+        lastMappedS: nowS,
+        optedOutSinceMs: null,
+        due: false,
+      };
+    case 'optout':
+      return { ...old, ...TOMBSTONE, optedOutSinceMs: timeOrNull(o.optedOutSinceMs) ?? old.optedOutSinceMs };
+    case 'invalid':
+      return { ...old, status: 3, u: null, p: null, r: null, bucketId: null, due: false };
+    default:
+      throw new TypeError(`commitBatch: unknown outcome '${(o as { kind: unknown }).kind}'`);
+  }
+}

@@ -1,0 +1,287 @@
+/**
+ * What remap-due reads instead of an index on r: per UTC day of r, the ids of the entries given an r on that day
+ * (schema.ts DUE_LISTS_TABLE), appended by each commit, read in (day, id) order and rewritten without their stale ids.
+ */
+import type { Database } from 'better-sqlite3';
+import { EntryView } from './entry-record.js';
+import { dayOf, decodeIds, encodeIds, firstAbove, idList, sortedUnique } from './id-lists.js';
+import { LIST_PAGE, SQL } from './queries.js';
+import { forEachJoined } from './record-walk.js';
+import { TYPE_OF_CODE } from './schema.js';
+import type { DueCursor, DueDay, DueEntry, EntryUpdate } from './types.js';
+
+const DAY_S = 86_400;
+// ids per piece when a day's due list is rewritten: a piece is read whole, so not one blob for a whole big day
+const DUE_PIECE_IDS = 65_536;
+// a day's due list is rewritten when at least half its ids are stale, or when it has this many pieces
+const DUE_LIST_MAX_PIECES = 64;
+// the first day a walk of the due lists looks at: before any r
+const NO_DAY = Number.MIN_SAFE_INTEGER;
+
+/** Given each entry a read by id finds, with its id (the view is reused: nothing of it may be kept). */
+type OnRecord = (id: number, entry: EntryView) => void;
+
+export class DueLists {
+  private readonly stmts: ReturnType<typeof prepare>;
+  /**
+   * The ids of the due list `select` walks, ascending: every id of the day's pieces up to `lastPiece`, read while
+   * the file's data_version was `dataVersion` (another connection's commit changes it, and the list is read
+   * again). This connection's commits only add pieces after `lastPiece`, read on the next call; its rewrite of a
+   * day drops the list.
+   */
+  private dueList: { day: number; ids: Float64Array; lastPiece: number; dataVersion: number } | null = null;
+
+  constructor(
+    private readonly db: Database,
+    private readonly readonly: boolean,
+  ) {
+    this.stmts = prepare(db);
+  }
+
+  /** Drops the list kept between pages (after a failed transaction, which may have written it). */
+  forget(): void {
+    this.dueList = null;
+  }
+
+  /**
+   * Inside the commit's transaction: per UTC day of r among the batch's mapped answers, one piece of the ids of
+   * those entries, after the day's last piece. An entry answered twice in the batch may be listed on two days:
+   * readers keep it only on the day of its r.
+   */
+  append(updates: readonly { outcome: EntryUpdate['outcome'] }[], idOf: (update: number) => number): void {
+    const byDay = new Map<number, number[]>();
+    for (let i = 0; i < updates.length; i++) {
+      const o = updates[i].outcome;
+      if (o.kind !== 'mapped' || typeof o.r !== 'number' || !Number.isFinite(o.r)) continue;
+      const day = dayOf(o.r);
+      let ids = byDay.get(day);
+      if (ids === undefined) {
+        ids = [];
+        byDay.set(day, ids);
+      }
+      ids.push(idOf(i));
+    }
+    for (const [day, ids] of byDay) {
+      const last = this.stmts.dueListLastPiece.pluck().get(day) as number | null;
+      this.stmts.insertDueListPiece.run(day, (last ?? 0) + 1, encodeIds(sortedUnique(ids)));
+    }
+  }
+
+  count(nowS: number): number {
+    const now = Math.floor(nowS);
+    let count = 0;
+    this.forEachListed(dayOf(now), (ids, from, to) => {
+      let live = 0;
+      this.readListed(ids, (_, e) => {
+        if (e.r >= from && e.r < to) {
+          live++;
+          if (e.r <= now) count++;
+        }
+      });
+      return live;
+    });
+    return count;
+  }
+
+  byDay(nowS: number, days: number): DueDay[] {
+    const now = Math.floor(nowS);
+    const n = Math.max(0, Math.floor(days));
+    if (n === 0) return [];
+    // today: everything r <= now; day i after it: r in (now + (i - 1) days, now + i days]
+    const counts = new Array<number>(n).fill(0);
+    this.forEachListed(dayOf(now + (n - 1) * DAY_S), (ids, from, to) => {
+      let live = 0;
+      this.readListed(ids, (_, e) => {
+        const r = e.r;
+        if (!(r >= from && r < to)) return;
+        live++;
+        const i = r <= now ? 0 : Math.ceil((r - now) / DAY_S);
+        if (i < n) counts[i]++;
+      });
+      return live;
+    });
+    return counts.map((count, i) => ({ day: utcDay(now + i * DAY_S), count }));
+  }
+
+  /**
+   * Pages in (UTC day of r, id) order: the cursor's day from its id on, then later days up to today's. Each listed
+   * id is read with its entry and kept only while the entry's r is still on that day and due, so a stale id (an
+   * entry mapped again since) is skipped and no entry is given twice. The engine's own commits during a walk
+   * only append pieces, to the days of their new r, and never move the cursor: its day and id come from the
+   * entry it was given.
+   */
+  select(nowS: number, after: DueCursor | null, limit: number): DueEntry[] {
+    const now = Math.floor(nowS);
+    const n = pageLimit(limit);
+    if (n === 0) return [];
+    const out: DueEntry[] = [];
+    const read = (): void => {
+      const lastDay = dayOf(now);
+      const resume = after !== null && after.r !== null && Number.isFinite(after.r);
+      let day: number | undefined = resume ? dayOf(after.r as number) : this.nextListedDay(NO_DAY, lastDay);
+      let afterId = resume ? after.id : 0;
+      while (day !== undefined && day <= lastDay && out.length < n) {
+        const ids = this.dueListOf(day);
+        let i = firstAbove(ids, afterId);
+        while (i < ids.length && out.length < n) {
+          // ids for what the page still needs (more are read if some are stale)
+          const end = Math.min(ids.length, i + Math.min(LIST_PAGE, Math.max(16, n - out.length)));
+          const [from, to] = [day * DAY_S, (day + 1) * DAY_S];
+          this.readListed(ids.subarray(i, end), (id, e) => {
+            if (out.length < n && e.r >= from && e.r < to && e.r <= now) out.push(decodeDue(id, e));
+          });
+          i = end;
+        }
+        day = this.nextListedDay(day, lastDay);
+        afterId = 0;
+      }
+    };
+    if (this.db.inTransaction) read();
+    else this.db.transaction(read)();
+    return out;
+  }
+
+  /** The first day after `day` and up to `lastDay` that has a due list. */
+  private nextListedDay(day: number, lastDay: number): number | undefined {
+    return this.stmts.dueListNextDay.pluck().get(day, lastDay) as number | undefined;
+  }
+
+  /** The ids of a day's due list for selectDue, kept between pages (see dueList). */
+  private dueListOf(day: number): Float64Array {
+    const dataVersion = this.db.pragma('data_version', { simple: true }) as number;
+    const kept = this.dueList;
+    if (kept !== null && kept.day === day && kept.dataVersion === dataVersion) {
+      const more = this.readDueList(day, kept.lastPiece);
+      if (more.ids.length > 0) {
+        const both = new Float64Array(kept.ids.length + more.ids.length);
+        both.set(kept.ids);
+        both.set(more.ids, kept.ids.length);
+        kept.ids = sortedUnique(both);
+        kept.lastPiece = more.lastPiece;
+      }
+      return kept.ids;
+    }
+    const list = this.readDueList(day, 0);
+    this.dueList = { day, ids: list.ids, lastPiece: list.lastPiece, dataVersion };
+    return list.ids;
+  }
+
+  /** The ids of a day's pieces after `afterPiece`, ascending and each once, with the last piece read. */
+  private readDueList(day: number, afterPiece: number): { ids: Float64Array; lastPiece: number; pieces: number } {
+    const rows = this.stmts.dueListPieces.raw().all(day, afterPiece) as [number, Buffer][];
+    const ids: number[] = [];
+    const onId = (id: number): void => void ids.push(id);
+    for (const [, bytes] of rows) decodeIds(bytes, onId);
+    const lastPiece = rows.length > 0 ? rows[rows.length - 1][0] : afterPiece;
+    return { ids: rows.length === 1 ? Float64Array.from(ids) : sortedUnique(ids), lastPiece, pieces: rows.length };
+  }
+
+  /**
+   * Gives `onDay` the due list of every day up to `lastDay`, read whole (its ids, ascending: readListed reads them),
+   * with the day's bounds [from, to); it reads the entries that are live on the list (their r in those bounds) and
+   * says how many there were. A writing connection rewrites, in the same transaction, the list of a day that is
+   * mostly stale ids or in many pieces: only the ids found live are written back, and pieces that came after the
+   * ones read stay as they are.
+   */
+  private forEachListed(lastDay: number, onDay: (ids: Float64Array, from: number, to: number) => number): void {
+    const walk = (rewrite: boolean): void => {
+      let day = this.nextListedDay(NO_DAY, lastDay);
+      while (day !== undefined) {
+        const list = this.readDueList(day, 0);
+        const ids = list.ids;
+        const [from, to] = [day * DAY_S, (day + 1) * DAY_S];
+        const live = onDay(ids, from, to);
+        const stale = list.ids.length - live;
+        if (rewrite && (stale * 2 >= list.ids.length || list.pieces > DUE_LIST_MAX_PIECES)) {
+          const live: number[] = [];
+          this.readListed(ids, (id, e) => {
+            if (e.r >= from && e.r < to) live.push(id);
+          });
+          this.rewriteDueList(day, list.lastPiece, live);
+        }
+        day = this.nextListedDay(day, lastDay);
+      }
+    };
+    if (this.readonly || this.db.inTransaction) {
+      walk(!this.readonly);
+      return;
+    }
+    try {
+      this.db.transaction(walk).immediate(true);
+    } catch (err) {
+      // another connection is writing: count without rewriting (a later count does it)
+      if ((err as { code?: unknown }).code !== 'SQLITE_BUSY') throw err;
+      this.db.transaction(walk)(false);
+    }
+  }
+
+  /**
+   * The entries of a list of ids (ascending), each given with its id in the list's order: their records joined in
+   * one row (SQL.listedRecords), or row by row if they do not add up. An entry is live on a day's list while its r
+   * is in the day: the caller checks (NaN, no r, never is).
+   */
+  private readListed(ids: Float64Array, onRecord: OnRecord): void {
+    if (ids.length === 0) return;
+    const list = idList(ids);
+    const [count, bytes] = this.stmts.listedRecords.get(list) as [number, Buffer | null];
+    const view = new EntryView();
+    const given =
+      count === ids.length &&
+      forEachJoined(bytes, count, view, (i, e) => {
+        onRecord(ids[i], e);
+        return true;
+      });
+    if (given) return;
+    for (const [id, record] of this.stmts.listedRecordRows.all(list) as [number, Buffer][]) {
+      view.read(record, 0);
+      onRecord(id, view);
+    }
+  }
+
+  /** Replaces a day's pieces up to `lastPiece` by pieces of the given live ids (ascending), numbered after it. */
+  private rewriteDueList(day: number, lastPiece: number, live: readonly number[]): void {
+    this.stmts.deleteDueListPieces.run(day, lastPiece);
+    let piece = lastPiece;
+    for (let start = 0; start < live.length; start += DUE_PIECE_IDS) {
+      const ids = live.slice(start, start + DUE_PIECE_IDS);
+      this.stmts.insertDueListPiece.run(day, ++piece, encodeIds(ids));
+    }
+    if (this.dueList?.day === day) this.dueList = null;
+  }
+}
+
+function prepare(db: Database) {
+  return {
+    dueListNextDay: db.prepare(SQL.dueListNextDay),
+    dueListPieces: db.prepare(SQL.dueListPieces),
+    dueListLastPiece: db.prepare(SQL.dueListLastPiece),
+    insertDueListPiece: db.prepare(SQL.insertDueListPiece),
+    deleteDueListPieces: db.prepare(SQL.deleteDueListPieces),
+    listedRecords: db.prepare(SQL.listedRecords).raw(),
+    listedRecordRows: db.prepare(SQL.listedRecordRows).raw(),
+  };
+}
+
+function pageLimit(limit: number): number {
+  return Number.isFinite(limit) ? Math.max(0, Math.floor(limit)) : 0;
+}
+
+function utcDay(seconds: number): string {
+  return new Date(seconds * 1000).toISOString().slice(0, 10);
+}
+
+function orNull(t: number): number | null {
+  return Number.isNaN(t) ? null : t;
+}
+
+export function decodeDue(id: number, e: EntryView): DueEntry {
+  return {
+    id,
+    type: TYPE_OF_CODE[e.type],
+    hash: e.text(e.hashStart, e.hashSize) ?? '',
+    u: e.text(e.uStart, e.uSize),
+    p: e.text(e.pStart, e.pSize),
+    r: orNull(e.r),
+    bucketId: e.text(e.bucketStart, e.bucketSize),
+  };
+}
