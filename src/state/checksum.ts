@@ -49,7 +49,7 @@ export class ChecksumError extends Error {
   }
 }
 
-/** `bytes` with the 4-byte CRC-32 of them appended (the pieces of the keys filters and saved tail keys). */
+/** `bytes` with the 4-byte CRC-32 of them appended (the pieces of the keys filter). */
 export function withChecksum(bytes: Uint8Array): Buffer {
   const out = Buffer.allocUnsafe(bytes.byteLength + 4);
   out.set(bytes, 0);

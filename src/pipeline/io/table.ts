@@ -24,7 +24,7 @@ export type RowProblem =
 export interface InputRow {
   /** 1-based physical line where the record starts in the file (after a multi-line quoted cell, lines jump). */
   line: number;
-  /** The part (file) the row was read from, when a run reads several (see table/parts-source.ts). */
+  /** The part (file) the row was read from, when a run reads several (see parts-source.ts). */
   file?: string;
   /** Exactly `header.length` cells (see RowProblem for how ragged rows are made to fit). */
   cells: string[];

@@ -22,7 +22,7 @@ import type { StoredEntries } from './state-thread.js';
 import type { InputRow } from '../io/table.js';
 import { asError, RunLifecycle, type RunOutcome } from '../run/run-lifecycle.js';
 
-/** An identifier column of the input, as the engine reads it (resolved from flags by table/identifier-columns.ts). */
+/** An identifier column of the input, as the engine reads it (resolved from flags by identifier-columns.ts). */
 export type EngineColumn = IdentifierColumn;
 
 /** What the engine needs from the state file: a lookup per chunk and one transaction per answered batch. */

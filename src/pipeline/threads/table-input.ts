@@ -29,7 +29,7 @@ export async function openTableInput(options: OpenSourceOptions, threads: number
 }
 
 /**
- * Opens the parts of a run (see table/input-parts.ts): one part as openTableInput opens it; several as one table
+ * Opens the parts of a run (see io/input-parts.ts): one part as openTableInput opens it; several as one table
  * read part after part on this thread (the row threads cut one file into pieces, so they take a single input).
  */
 export async function openTableInputs(
