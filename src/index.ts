@@ -53,7 +53,12 @@ export {
   startLocalService,
   type LocalServiceHandle,
   type LocalServiceOptions,
+  type FaultOptions,
+  type IdentityScope,
+  type Role,
+  type ServiceOptions,
   type ServiceStatsSnapshot,
+  type TokenLifetimes,
 } from './sdk/local-service.js';
 export {
   AbortError,
@@ -83,16 +88,36 @@ export {
   type MapRowsOptions,
   type MapRowsSummary,
 } from './sdk/map-rows.js';
-export type { TokenIdentity } from './protocol/index.js';
-export type { NetworkFailure } from './client/index.js';
+export type {
+  DiiInput,
+  MappedV3,
+  MapV2Request,
+  MapV2ResponseBody,
+  MapV3Item,
+  MapV3Request,
+  MapV3ResponseBody,
+  MappedV2,
+  OptedOutItem,
+  SaltBucket,
+  TokenIdentity,
+  TokenResult,
+  TokenValidateRequest,
+  UnmappedV2,
+  UnmappedV3,
+} from './protocol/index.js';
+export type { CallOptions as ServiceCallOptions, NetworkFailure, ProxyAddress } from './client/index.js';
 
 export type {
   DiiType,
   IdentifierKind,
+  InvalidReason,
   NormalizedPhone,
   PhoneInvalidReason,
   PhoneRegion,
+  Prepared,
   PrepareOptions,
+  UnknownCountryReason,
+  UnknownPhoneRegion,
 } from './identity/index.js';
 export {
   normalizeEmail,
@@ -108,8 +133,14 @@ export {
   resolveConfig,
   resolveProxy,
   defaultConfigDeps,
+  type ConfigDeps,
   type ConnectionFlags,
+  type CredentialSource,
+  type EnvironmentInfo,
+  type EnvSource,
+  type IdentityScopeName,
   type ResolvedConfig,
+  type ResolveOptions,
 } from './config/index.js';
 export { CredentialsRefusedError, ServiceUnreachableError } from './pipeline/run/unreachable-service.js';
 export type { ClientOptions, ClientStats, ServiceClient, RetryEvent } from './client/index.js';

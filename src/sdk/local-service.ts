@@ -2,7 +2,14 @@
 import { ServiceSetupError, startService, type ServiceOptions, type ServiceStatsSnapshot } from '../service/index.js';
 import { ArgumentError } from './errors.js';
 
-export type { ServiceStatsSnapshot } from '../service/index.js';
+export type {
+  FaultOptions,
+  IdentityScope,
+  Role,
+  ServiceOptions,
+  ServiceStatsSnapshot,
+  TokenLifetimes,
+} from '../service/index.js';
 
 /**
  * How the local service starts; every field is optional. The default seed is the CLI's, so raw UIDs here are the
