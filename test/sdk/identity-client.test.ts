@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
 import {
   AbortError,
   ArgumentError,
+  ClientError,
   hashIdentifier,
   IdentityClient,
   type IdentityMapResult,
@@ -89,6 +90,11 @@ describe('generateToken, refreshToken, validateToken', () => {
     expectTypeOf(same).toEqualTypeOf<boolean>();
     expect(same).toBe(true);
     expect(await client.validateToken(token, { email: 'someone.else@example.com' })).toBe(false);
+    const unreadable = await client
+      .validateToken('not-a-token', { email: 'validate@example.com' })
+      .catch((e: unknown) => e);
+    expect(unreadable).toBeInstanceOf(ClientError);
+    expect(unreadable).toMatchObject({ code: 'client_error', httpStatus: 400 });
   });
 });
 
