@@ -34,6 +34,7 @@
  * @packageDocumentation
  */
 import { envFingerprint } from './config/index.js';
+import type { RemapState } from './pipeline/remap/remap-engine.js';
 import { openState, type StateFile } from './state/index.js';
 
 export {
@@ -46,8 +47,12 @@ export {
   type MapIdentitiesResult,
   type PhoneCallOptions,
   type RefreshTokenResult,
+  type RemapDueChange,
+  type RemapDueOptions,
+  type RemapDueResult,
 } from './sdk/identity-client.js';
 export type { Identifier, RefreshableIdentity } from './sdk/argument-checks.js';
+export type { RemapCounts, RemapState } from './pipeline/remap/remap-engine.js';
 export type { ServiceTargetOptions } from './sdk/service-target.js';
 export {
   startLocalService,
@@ -163,13 +168,13 @@ export { exportState, type StateExportOptions } from './pipeline/jobs/state-expo
 
 /**
  * Opens (or creates) a state file for mapRows against `baseUrl`, with the same environment check as the CLI's
- * `--state`, so a file made here and one made by `uid2-batch map --state` are interchangeable.
- * Close it when done (`store.close()`).
+ * `--state`, so a file made here and one made by `uid2-batch map --state` are interchangeable. Give it to mapRows
+ * (`state`) and to IdentityClient.remapDue. Close it when done (`store.close()`).
  */
 export function openStateFor(
   path: string,
   options: { baseUrl: string; scope?: 'UID2' | 'EUID'; readonly?: boolean },
-): StateFile {
+): StateFile & RemapState {
   const fingerprint = envFingerprint({
     env: { name: 'library', baseUrl: new URL(options.baseUrl).origin, scope: options.scope ?? 'UID2', isPublic: true },
     isLocal: false,

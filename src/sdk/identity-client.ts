@@ -4,6 +4,7 @@ import type { PhoneRegion } from '../identity/index.js';
 import type { EngineColumn } from '../pipeline/map/map-engine.js';
 import type { InputRow } from '../pipeline/io/table.js';
 import { checkRawUidRows } from '../pipeline/optout/optout-sweep.js';
+import { RemapEngine, type RemapChange, type RemapCounts, type RemapState } from '../pipeline/remap/remap-engine.js';
 import { AdaptiveConcurrency } from '../pipeline/run/adaptive-limiter.js';
 import { prepareTokenInput, refreshIdentity } from '../pipeline/tokens/tokens.js';
 import { MAX_PARALLEL_MAP_REQUESTS, type TokenIdentity } from '../protocol/index.js';
@@ -101,6 +102,42 @@ export interface MapIdentitiesResult {
   phone: IdentityMapResult[];
   emailHash: IdentityMapResult[];
   phoneHash: IdentityMapResult[];
+}
+
+/** An entry of a state file whose raw UID changed, or that opted out or became invalid, in a remapDue run. */
+export interface RemapDueChange {
+  /** Whether the entry is an email's or a phone's hash. */
+  kind: 'email' | 'phone';
+  /** The stored hash (base64), as mapRows' state file keeps it: the entry's key. */
+  hash: string;
+  /** The raw UID the state file held before this run. */
+  oldRawUid: string | null;
+  /** The raw UID now; null when it opted out or became invalid. */
+  rawUid: string | null;
+  prevRawUid: string | null;
+  /** When to map it again; null when it opted out or became invalid. */
+  refreshFrom: Date | null;
+  status: 'mapped' | 'optout' | 'invalid';
+}
+
+/** Options of remapDue. */
+export interface RemapDueOptions extends CallOptions {
+  /** Re-maps at most this many due entries (default: all of them). */
+  limit?: number;
+  /** The time entries are due at (refresh_from at or before it); default now. */
+  now?: Date;
+  /**
+   * The changes of each answered request, once it is committed to the state file; awaited, so a slow consumer
+   * holds the run back. An entry that kept its raw UID (only refresh_from moved) is not a change.
+   */
+  onChanges?: (changes: RemapDueChange[]) => void | Promise<void>;
+}
+
+/** What a remapDue run did. Entries of a failed request stay due: running again picks them up. */
+export interface RemapDueResult {
+  counts: RemapCounts;
+  /** Why requests failed after their retries (the first few distinct messages); empty when none did. */
+  requestErrors: string[];
 }
 
 /** Opt-out requests in flight against a private operator (the public service takes one at a time). */
@@ -310,6 +347,43 @@ export class IdentityClient {
     return optedOut;
   }
 
+  /**
+   * Re-maps the entries of a state file (openStateFor, with this client's base URL) whose refresh_from has passed,
+   * as `uid2-batch remap-due` does: page by page through the file's index of due entries, 5,000 a request, each
+   * answered request committed in one transaction, so an interrupted run resumes by running again.
+   * @throws UnauthorizedError and the errors every further request would meet too (the service unreachable, clock
+   * skew); AbortError when the signal fires (the requests in flight are committed first).
+   */
+  async remapDue(state: RemapState, options: RemapDueOptions = {}): Promise<RemapDueResult> {
+    if (typeof state !== 'object' || state === null || typeof state.selectDue !== 'function')
+      throw new ArgumentError('remapDue state must be a state file from openStateFor(path, { baseUrl })');
+    const signal = checkSignal(options.signal, 'remapDue options.signal');
+    if (options.limit !== undefined && (!Number.isInteger(options.limit) || options.limit < 1))
+      throw new ArgumentError(`remapDue options.limit must be a whole number of at least 1, got ${options.limit}`);
+    if (options.now !== undefined && !(options.now instanceof Date && Number.isFinite(options.now.getTime())))
+      throw new ArgumentError('remapDue options.now must be a valid Date');
+    requireCredentials(this.target, 'remapDue');
+    const onChanges = options.onChanges;
+    const engine = new RemapEngine({
+      state,
+      mapBatch: (request, stop) => this.service.mapV3(request, { signal: stop }),
+      nowS: Math.floor((options.now?.getTime() ?? Date.now()) / 1000),
+      limiter: this.limiter,
+      ...(options.limit !== undefined ? { limit: options.limit } : {}),
+      ...(signal !== undefined ? { signal } : {}),
+      ...(onChanges !== undefined ? { onChanges: (changes) => onChanges(changes.map(remapDueChangeOf)) } : {}),
+    });
+    const result = await engine.run();
+    switch (result.outcome.kind) {
+      case 'completed':
+        return { counts: result.counts, requestErrors: result.batchErrors };
+      case 'interrupted':
+        throw new AbortError('remapDue was aborted (options.signal); what was answered is committed');
+      default:
+        throw libraryError(result.outcome.error);
+    }
+  }
+
   /** Closes the connections. Calls after close fail. */
   async close(): Promise<void> {
     await this.service.close();
@@ -373,6 +447,18 @@ function mapResultOf(row: MappedRow, column: number): IdentityMapResult {
       // failFast makes a failed request throw; an item of an answered request is never `error`
       throw new UnexpectedResponseError(`mapIdentities got an item without an answer: ${result.reason}`);
   }
+}
+
+function remapDueChangeOf(change: RemapChange): RemapDueChange {
+  return {
+    kind: change.kind,
+    hash: change.hash,
+    oldRawUid: change.oldRawUid,
+    rawUid: change.newRawUid,
+    prevRawUid: change.prevRawUid,
+    refreshFrom: change.refreshFrom === null ? null : new Date(change.refreshFrom * 1000),
+    status: change.status,
+  };
 }
 
 async function* rawUidRows(rawUids: readonly string[]): AsyncGenerator<InputRow[]> {
