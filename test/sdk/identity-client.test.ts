@@ -14,6 +14,9 @@ import {
   NetworkError,
   normalizeEmail,
   normalizePhone,
+  RateLimitedError,
+  ServerError,
+  TimeoutError,
   type RefreshTokenResult,
   startLocalService,
   type GenerateTokenResult,
@@ -275,6 +278,37 @@ describe('failures are typed errors with a stable code', () => {
       expect(err).toMatchObject({ code: 'network', failure: 'refused' });
     } finally {
       await lost.close();
+    }
+  });
+
+  it('429s and 5xx after the last attempt are RateLimitedError and ServerError; a slow answer is a TimeoutError', async () => {
+    const faulty = await startLocalService({ faults: { p429: 1, latencyMs: 0 } });
+    const failing = await startLocalService({ faults: { p500: 1 } });
+    const slow = await startLocalService({ faults: { latencyMs: 2_000 } });
+    const clients = [faulty, failing, slow].map(
+      (s) =>
+        new IdentityClient({
+          baseUrl: s.url,
+          apiKey: s.apiKey,
+          clientSecret: s.clientSecret,
+          maxAttempts: 1,
+          timeoutMs: 300,
+        }),
+    );
+    try {
+      const [limited, broken, late] = await Promise.all(
+        clients.map((c) => c.mapIdentities({ email: ['user@example.com'] }).catch((e: unknown) => e)),
+      );
+      expect(limited).toBeInstanceOf(RateLimitedError);
+      expect(limited).toMatchObject({ code: 'rate_limited', httpStatus: 429, retryable: true });
+      expect(broken).toBeInstanceOf(ServerError);
+      expect(broken).toMatchObject({ code: 'server_error', httpStatus: 500 });
+      expect(late).toBeInstanceOf(TimeoutError);
+      expect(late).toBeInstanceOf(NetworkError);
+      expect(late).toMatchObject({ code: 'timeout' });
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+      await Promise.all([faulty, failing, slow].map((s) => s.stop()));
     }
   });
 
