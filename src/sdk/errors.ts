@@ -1,4 +1,8 @@
-/** The library's errors: one class per way a call can fail, each with a stable `code` a program can switch on. */
+/**
+ * The library's errors: one class per way a call can fail, each with a stable `code` a program can switch on. They
+ * carry the names the library's users program against; the client's and protocol's classes they wrap (as `cause`)
+ * stay internal, free to change with the wire.
+ */
 import {
   AbortError as ClientAbortError,
   MalformedAnswerError,

@@ -6,6 +6,7 @@ import {
   AbortError,
   ArgumentError,
   ClientError,
+  DecryptError,
   hashIdentifier,
   IdentityClient,
   type IdentityMapResult,
@@ -80,6 +81,13 @@ describe('generateToken, refreshToken, validateToken', () => {
     } finally {
       await keyless.close();
     }
+    const other = await client.generateToken({ email: 'other@example.com' });
+    if (other.status !== 'success') throw new Error('generate failed');
+    const mixed = { ...first.identity, refresh_response_key: other.identity.refresh_response_key };
+    const err = await client.refreshToken(mixed).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DecryptError);
+    expect(err).toMatchObject({ code: 'decrypt' });
+    expect((err as Error).message).not.toContain(other.identity.refresh_response_key);
     const doomed = await client.generateToken({ email: 'refresh-optout@example.com' });
     if (doomed.status !== 'success') throw new Error('generate failed');
     expect(await client.refreshToken(doomed.identity)).toEqual({ status: 'optout' });
