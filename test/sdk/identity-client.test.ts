@@ -320,6 +320,28 @@ describe('failures are typed errors with a stable code', () => {
     }
   });
 
+  it('a signal that fires while a call is in flight stops it with an AbortError', async () => {
+    const slow = await startLocalService({ faults: { latencyMs: 1_000 } });
+    const patient = new IdentityClient({ baseUrl: slow.url, apiKey: slow.apiKey, clientSecret: slow.clientSecret });
+    try {
+      const started = Date.now();
+      const [token, map] = await Promise.all([
+        patient
+          .generateToken({ email: 'user@example.com' }, { signal: AbortSignal.timeout(100) })
+          .catch((e: unknown) => e),
+        patient
+          .mapIdentities({ email: ['user@example.com'] }, { signal: AbortSignal.timeout(100) })
+          .catch((e: unknown) => e),
+      ]);
+      expect(token).toBeInstanceOf(AbortError);
+      expect(map).toBeInstanceOf(AbortError);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      await patient.close();
+      await slow.stop();
+    }
+  });
+
   it('an aborted signal stops every call with an AbortError', async () => {
     const signal = AbortSignal.abort();
     const before = requestsSeen();
