@@ -4,6 +4,7 @@ export {
   ENVIRONMENTS,
   DEFAULT_ENV,
   LOCAL_PLACEHOLDER_URL,
+  environmentForUrl,
   environmentNames,
   findEnvironment,
   parseScope,

@@ -6,7 +6,8 @@ import { cycles, folderGraph, importGraph } from './import-graph.js';
 /** Layer (first folder under src/, or index.ts) -> the layers it may import. */
 const MAY_IMPORT: Record<string, readonly string[]> = {
   cli: ['config', 'pipeline', 'client', 'state', 'service', 'identity', 'protocol'],
-  'index.ts': ['config', 'pipeline', 'client', 'state', 'identity', 'protocol'],
+  'index.ts': ['sdk', 'config', 'pipeline', 'client', 'state', 'identity', 'protocol'],
+  sdk: ['config', 'pipeline', 'client', 'service', 'identity', 'protocol'],
   pipeline: ['identity', 'protocol', 'client', 'state'],
   client: ['protocol'],
   state: ['identity'],
@@ -19,8 +20,8 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
 /** Commands open no store and send nothing: the jobs in pipeline/ do (the state commands' own folder aside). */
 const OPENS_NO_STORE = (file: string): boolean => file.startsWith('cli/') && !file.startsWith('cli/state/');
 
-/** The only files outside service/ that may start or use the local service. */
-const SERVICE_USERS = [/^cli\/serve\//, /^cli\/shared\/embedded-service\.ts$/];
+/** The only files outside service/ that may start or use the local service (the library's startLocalService too). */
+const SERVICE_USERS = [/^cli\/serve\//, /^cli\/shared\/embedded-service\.ts$/, /^sdk\/local-service\.ts$/];
 
 const layerOf = (file: string): string => file.split('/')[0];
 
@@ -69,7 +70,7 @@ describe('import graph of src/', () => {
     expect(wrong).toEqual([]);
   });
 
-  it('uses the local service only from serve and the embedded-service starter', () => {
+  it('uses the local service only from serve, the embedded-service starter and startLocalService', () => {
     const wrong = [...graph]
       .filter(([file]) => layerOf(file) !== 'service' && !SERVICE_USERS.some((re) => re.test(file)))
       .flatMap(([file, targets]) => targets.filter((t) => layerOf(t) === 'service').map((t) => `${file} -> ${t}`));
