@@ -268,6 +268,41 @@ async function completeSummary(args: readonly string[], error: string | undefine
   }
 }
 
+/** --metrics-file of a batch command, read from the raw arguments; its module is loaded only when the flag is there. */
+async function metricsPathIn(args: readonly string[]): Promise<string | undefined> {
+  if (!args.some((a) => a.startsWith('--metrics-file'))) return undefined;
+  const { flagValueIn, commandWordsIn } = await import('./shared/raw-args.js');
+  const { METRICS_COMMANDS } = await import('./shared/metrics-file.js');
+  return METRICS_COMMANDS.has(commandWordsIn(args)) ? flagValueIn(args, '--metrics-file') : undefined;
+}
+
+/** A --metrics-file that names some other file is refused before the run starts. */
+async function refuseMetricsPath(path: string | undefined): Promise<void> {
+  if (path === undefined) return;
+  const { refusedMetricsPath } = await import('./shared/metrics-file.js');
+  const refusal = refusedMetricsPath(path);
+  if (refusal !== undefined) throw new UserError(refusal, EXIT.usage);
+}
+
+/** With --metrics-file, the run's counters, exit code and end time, whatever happened. */
+async function completeMetrics(path: string | undefined, args: readonly string[], startedMs: number): Promise<void> {
+  if (path === undefined) return;
+  const { commandWordsIn } = await import('./shared/raw-args.js');
+  const { completeMetricsFile } = await import('./shared/metrics-file.js');
+  const exitCode = typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
+  const problem = await completeMetricsFile({
+    path,
+    command: commandWordsIn(args),
+    exitCode,
+    startedMs,
+    endedMs: Date.now(),
+  });
+  if (problem !== undefined) {
+    process.stderr.write(`uid2-batch: ${clipErrorLine(problem)}\n`);
+    if (exitCode === EXIT.ok) process.exitCode = EXIT.failed;
+  }
+}
+
 /** For --summary-json: commander's error line as it was printed, without its `error: `; none for --help or --version. */
 function usageErrorOf(err: unknown, args: readonly string[]): string | undefined {
   if (!(err instanceof CommanderError) || err.exitCode === 0) return undefined;
@@ -275,13 +310,18 @@ function usageErrorOf(err: unknown, args: readonly string[]): string | undefined
 }
 
 export async function main(argv: string[]): Promise<void> {
+  const startedMs = Date.now();
   endQuietlyOnBrokenPipe();
   ignoreStderrFailures();
   let error: string | undefined;
   let overlapping = false;
   const args = argv.slice(2);
+  let metricsPath: string | undefined;
   try {
     rejectSecretFlags(args);
+    const wantedMetrics = await metricsPathIn(args);
+    await refuseMetricsPath(wantedMetrics);
+    metricsPath = wantedMetrics;
     // commander's own error lines quote what was typed: they are quoted here as every other error line is
     const program = await buildProgram(await commandsFor(argv), {
       outputError: (line, write) => write(`${usageErrorLine(line, args)}\n`),
@@ -295,5 +335,6 @@ export async function main(argv: string[]): Promise<void> {
   }
   if (stoppedBy() === 'SIGHUP' && process.exitCode === EXIT.interrupted) process.exitCode = EXIT.hangup;
   if (!overlapping) await completeSummary(args, error);
+  await completeMetrics(metricsPath, args, startedMs);
   endHungUpRun();
 }

@@ -45,10 +45,17 @@ export interface SummaryCounters {
   extra?: Record<string, unknown>;
 }
 
+/** The summary the last run of this process made: what the end of the run reports (--metrics-file). */
+let lastMade: RunSummary | undefined;
+
+export function lastRunSummary(): RunSummary | undefined {
+  return lastMade;
+}
+
 /** Builds a RunSummary: duration in seconds (ms precision) and throughput from the counters. */
 export function makeSummary(c: SummaryCounters): RunSummary {
   const duration = Math.max(0, c.endedMs - c.startedMs) / 1000;
-  return {
+  lastMade = {
     ...c.extra,
     command: c.command,
     rows: c.rows,
@@ -61,6 +68,7 @@ export function makeSummary(c: SummaryCounters): RunSummary {
     duration_s: Math.round(duration * 1000) / 1000,
     rows_per_s: duration > 0 ? Math.round(c.rows / duration) : 0,
   };
+  return lastMade;
 }
 
 // Fixed locale: cron mail and log greps must not change with the machine's LANG.
