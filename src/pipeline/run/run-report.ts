@@ -7,6 +7,7 @@ import type { TypedHeader } from '../io/typed-cells.js';
 import { deliveringOutput } from './change-journal.js';
 import type { ClientStats } from './connection.js';
 import { EXIT } from './exit-codes.js';
+import { writeLine } from './log-lines.js';
 import { sinkCompression, type OutputFlags } from './output-options.js';
 import { startProgress, type RunDeps, type RunProgress } from './run-deps.js';
 import { writeSummaryJson, type RunSummary, type SummaryCounters } from './summary.js';
@@ -125,7 +126,7 @@ export async function reportRun(
     await sink.abort();
     for (const other of together) await other?.abort();
   }
-  if (!output.quiet) deps.stderr.write(`${summaryLine}\n`);
+  if (!output.quiet) writeLine(deps.stderr, summaryLine, { counts: summary });
   if (output.summaryJson !== undefined) await writeSummaryJson(output.summaryJson, summary);
 }
 

@@ -1,5 +1,6 @@
 /** The run summary every batch command ends with: its counts, its line on stderr and --summary-json. */
 import { writeTextAtomically } from '../io/output/output-file.js';
+import { writeLine } from './log-lines.js';
 
 export interface StatusCounts {
   mapped: number;
@@ -115,8 +116,9 @@ function plural(n: number, one: string, many = `${one}s`): string {
   return `${formatCount(n)} ${n === 1 ? one : many}`;
 }
 
+/** The summary line; a JSON log gets the summary's figures as its `counts`. */
 export function printSummary(summary: RunSummary, stream: { write(chunk: string): unknown } = process.stderr): void {
-  stream.write(`${formatSummary(summary)}\n`);
+  writeLine(stream, formatSummary(summary), { counts: summary });
 }
 
 /** The --summary-json this process wrote last, so that the end of the run can add its exit code to it. */
