@@ -321,9 +321,15 @@ function startJsonLogIfAsked(args: readonly string[]): boolean {
   return true;
 }
 
-/** The last line of a JSON log: how the run ended, so that a log store can alert on it without the shell's status. */
-function sayExitCode(): void {
+/**
+ * The last line of a JSON log: how the run ended, so that a log store can alert on it without the shell's status.
+ * A --quiet run says it only when it did not succeed.
+ */
+function sayExitCode(args: readonly string[]): void {
   const exitCode = typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
+  const end = args.indexOf('--');
+  const quiet = (end === -1 ? args : args.slice(0, end)).some((a) => a === '-q' || a === '--quiet');
+  if (quiet && exitCode === EXIT.ok) return;
   const level = exitCode === EXIT.ok ? 'info' : exitCode === EXIT.partial ? 'warn' : 'error';
   writeLine(process.stderr, `finished with exit code ${exitCode}`, { level, exit_code: exitCode });
 }
@@ -367,6 +373,6 @@ export async function main(argv: string[]): Promise<void> {
   if (stoppedBy() === 'SIGHUP' && process.exitCode === EXIT.interrupted) process.exitCode = EXIT.hangup;
   if (!overlapping) await completeSummary(args, error);
   await completeMetrics(metricsPath, args, startedMs);
-  if (jsonLog) sayExitCode();
+  if (jsonLog) sayExitCode(args);
   endHungUpRun();
 }

@@ -86,3 +86,24 @@ describe('--log-format json', () => {
     expect(env.stderr).toBe("uid2-batch: UID2_BATCH_LOG_FORMAT must be text or json (got 'yaml')\n");
   });
 });
+
+describe('--log-format json with --quiet', () => {
+  it('a run that succeeded writes nothing at all; one that failed still says its error and exit code', async () => {
+    const ok = await runCli([
+      'map',
+      SAMPLE,
+      '--env',
+      'local',
+      '-q',
+      '--log-format',
+      'json',
+      '-o',
+      join(dir.path, 'q.csv'),
+    ]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stderr).toBe('');
+    const failed = await runCli(['map', join(dir.path, 'no-such.csv'), '--env', 'local', '-q', '--log-format=json']);
+    expect(failed.code).not.toBe(0);
+    expect(entriesOf(failed.stderr, 'map').map((e) => e.exit_code)).toEqual([failed.code, failed.code]);
+  });
+});

@@ -48,6 +48,7 @@ describe('--metrics-file', () => {
       http_429: number;
       duration_s: number;
       batches_failed: number;
+      bytes_read: number;
     };
     const file = metricsAt(m);
     const map = { command: 'map' };
@@ -62,6 +63,8 @@ describe('--metrics-file', () => {
     expect(sampleValue(file, 'uid2_batch_retries_total', map)).toBe(summary.retries);
     expect(sampleValue(file, 'uid2_batch_http_429_total', map)).toBe(summary.http_429);
     expect(sampleValue(file, 'uid2_batch_failed_batches_total', map)).toBe(summary.batches_failed);
+    expect(sampleValue(file, 'uid2_batch_bytes_read_total', map)).toBe(summary.bytes_read);
+    expect(summary.bytes_read).toBe(statSync(SAMPLE).size);
     expect(sampleValue(file, 'uid2_batch_run_duration_seconds', map)).toBe(summary.duration_s);
     expect(sampleValue(file, 'uid2_batch_exit_code', map)).toBe(0);
     const endedS = sampleValue(file, 'uid2_batch_last_run_timestamp_seconds', map) ?? 0;

@@ -17,7 +17,7 @@ describe('formatRunMetrics', () => {
     http_429: 1,
     startedMs: 0,
     endedMs: 4_500,
-    extra: { batches_failed: 1, bytes_read: 65_536 },
+    extra: { batches_failed: 1, bytes_read: 65_536, changed: 5 },
   });
 
   it('writes the summary figures, strictly in the text format, with HELP and TYPE for each metric', () => {
@@ -33,6 +33,7 @@ describe('formatRunMetrics', () => {
     expect(sampleValue(file, 'uid2_batch_http_429_total', command)).toBe(1);
     expect(sampleValue(file, 'uid2_batch_failed_batches_total', command)).toBe(1);
     expect(sampleValue(file, 'uid2_batch_bytes_read_total', command)).toBe(65_536);
+    expect(sampleValue(file, 'uid2_batch_changed_total', command)).toBe(5);
     expect(sampleValue(file, 'uid2_batch_run_duration_seconds', command)).toBe(4.5);
     expect(sampleValue(file, 'uid2_batch_exit_code', command)).toBe(3);
     expect(sampleValue(file, 'uid2_batch_last_run_timestamp_seconds', command)).toBe(1_795_000_000.25);

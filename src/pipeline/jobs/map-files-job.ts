@@ -485,6 +485,7 @@ function mapSummary(
     extra: {
       outcome: result.outcome.kind,
       rows_read: c.rowsRead,
+      bytes_read: source.bytesRead(),
       identifiers: c.identifiers,
       ...(c.uniqueEstimated ? { unique_identifiers_estimated: true } : {}),
       deduplicated: c.deduplicated,

@@ -89,6 +89,11 @@ function countersOf(summary: RunSummary, command: Labels): Metric[] {
       'Batches that failed after their retries.',
       figure(summary, 'batches_failed'),
     ),
+    ...counter(
+      'uid2_batch_changed_total',
+      'Entries whose raw UID changed (remap-due, migrate).',
+      figure(summary, 'changed'),
+    ),
     ...counter('uid2_batch_bytes_read_total', 'Bytes of input read.', figure(summary, 'bytes_read')),
     ...counter('uid2_batch_bytes_written_total', 'Bytes of output written.', figure(summary, 'bytes_written')),
   ];
