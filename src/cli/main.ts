@@ -372,7 +372,7 @@ export async function main(argv: string[]): Promise<void> {
   }
   if (stoppedBy() === 'SIGHUP' && process.exitCode === EXIT.interrupted) process.exitCode = EXIT.hangup;
   if (!overlapping) await completeSummary(args, error);
-  await completeMetrics(metricsPath, args, startedMs);
+  if (!overlapping) await completeMetrics(metricsPath, args, startedMs);
   if (jsonLog) sayExitCode(args);
   endHungUpRun();
 }

@@ -95,3 +95,27 @@ describe('--metrics-file', () => {
     expect(readFileSync(m, 'utf8')).toBe('email\na@example.com\n');
   });
 });
+
+describe("--metrics-file among the run's other files", () => {
+  it('the same file as -o: refused before the run, nothing written', async () => {
+    const m = join(dir.path, 'both.prom');
+    const r = await runCli(['map', SAMPLE, '--env', 'local', '-o', m, '--metrics-file', m]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`--metrics-file '${m}' is the same file as -o '${m}'`);
+    expect(readdirSync(dir.path)).not.toContain('both.prom');
+  });
+
+  it('in a directory that does not exist: refused before the run', async () => {
+    const m = join(dir.path, 'no-such-dir', 'm.prom');
+    const r = await runCli([
+      'optout-check',
+      join(ROOT, 'samples', 'raw-uids.csv'),
+      '--env',
+      'local',
+      '--metrics-file',
+      m,
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--metrics-file .*: the directory .* does not exist/);
+  });
+});

@@ -211,6 +211,7 @@ function outputFlagsAsGiven(opts: Record<string, unknown>): OutputFlags {
       typeof opts.format === 'string' ? opts.format : undefined,
     ),
     ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
+    ...(typeof opts.metricsFile === 'string' ? { metricsFile: opts.metricsFile } : {}),
     quiet: opts.quiet === true,
     ...(opts.timeFormat === 'iso' || opts.timeFormat === 'unix' ? { timeFormat: opts.timeFormat } : {}),
     ...(opts.hashEncoding === 'base64' || opts.hashEncoding === 'hex' ? { hashEncoding: opts.hashEncoding } : {}),
