@@ -49,6 +49,7 @@ describe('--metrics-file', () => {
       duration_s: number;
       batches_failed: number;
       bytes_read: number;
+      bytes_written: number;
     };
     const file = metricsAt(m);
     const map = { command: 'map' };
@@ -65,6 +66,8 @@ describe('--metrics-file', () => {
     expect(sampleValue(file, 'uid2_batch_failed_batches_total', map)).toBe(summary.batches_failed);
     expect(sampleValue(file, 'uid2_batch_bytes_read_total', map)).toBe(summary.bytes_read);
     expect(summary.bytes_read).toBe(statSync(SAMPLE).size);
+    expect(sampleValue(file, 'uid2_batch_bytes_written_total', map)).toBe(summary.bytes_written);
+    expect(summary.bytes_written).toBe(statSync(`${sub}.csv`).size);
     expect(sampleValue(file, 'uid2_batch_run_duration_seconds', map)).toBe(summary.duration_s);
     expect(sampleValue(file, 'uid2_batch_exit_code', map)).toBe(0);
     const endedS = sampleValue(file, 'uid2_batch_last_run_timestamp_seconds', map) ?? 0;
