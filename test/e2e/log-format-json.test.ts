@@ -58,6 +58,25 @@ describe('--log-format json', () => {
     expect(entries.at(-1)).toMatchObject({ level: 'info', message: 'finished with exit code 0', exit_code: 0 });
   });
 
+  it('a warning is level warn, without its lead', async () => {
+    const r = await runCli([
+      'map',
+      SAMPLE,
+      '--env',
+      'local',
+      '--api',
+      'v2',
+      '--log-format',
+      'json',
+      '-o',
+      join(dir.path, 'v2.csv'),
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    const warnings = entriesOf(r.stderr, 'map').filter((e) => e.level === 'warn');
+    expect(warnings.length).toBe(1);
+    expect(warnings[0]?.message).toMatch(/^map --api v2 \(POST \/v2\/identity\/map\) is the v2 API/);
+  });
+
   it('a failed run (UID2_BATCH_LOG_FORMAT=json): the error line as JSON with its exit code', async () => {
     const r = await runCli(['map', join(dir.path, 'no-such.csv'), '--env', 'local'], {
       env: { UID2_BATCH_LOG_FORMAT: 'json' },
