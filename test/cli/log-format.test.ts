@@ -61,6 +61,12 @@ describe('the JSON log', () => {
     ]);
   });
 
+  it("Node's own warnings are level warn", () => {
+    const log = jsonStderr();
+    log.stream.write('(node:123) ExperimentalWarning: something\n(node:123) [DEP0005] DeprecationWarning: Buffer()\n');
+    expect(log.entries().map((e) => e.level)).toEqual(['warn', 'warn']);
+  });
+
   it('holds a line written in pieces until its end, drops blank lines and terminal codes', () => {
     const log = jsonStderr();
     log.stream.write('map: 10 ');

@@ -32,6 +32,8 @@ const TERMINAL_CODES = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007]*\u0007|\r/
 /** The program's name (and a command's) before a line: the `command` field says it. */
 const PROGRAM_PREFIX = /^uid2-batch(?: [a-z][a-z-]*)?: /;
 const LEVEL_PREFIX = /^(warning|error): /;
+/** Node's own warnings (`process.emitWarning`), which it writes to stderr itself. */
+const NODE_WARNING = /^\(node:\d+\) (?:\[[^\]]*\] )?\w*Warning: /;
 
 /** A line as a log entry: its level from a `warning: ` or `error: ` lead unless given, its text without prefixes. */
 function entryOf(line: string, fields: LineFields): { level: LogLevel; message: string } {
@@ -42,6 +44,7 @@ function entryOf(line: string, fields: LineFields): { level: LogLevel; message: 
     message = message.slice(lead[0].length);
     level ??= lead[1] === 'warning' ? 'warn' : 'error';
   }
+  if (NODE_WARNING.test(message)) level ??= 'warn';
   return { level: level ?? 'info', message };
 }
 
