@@ -6,7 +6,7 @@ import { EXIT, UserError, stoppedBy } from './shared/exit-codes.js';
 import { refuseRepeatedFlags } from './shared/repeated-flags.js';
 import { usageErrorLine } from './shared/usage-errors.js';
 import { installJsonLog, LOG_FORMAT_VARIABLE, LOG_FORMATS, logFormatOf } from './shared/log-format.js';
-import { commandWordsIn } from './shared/raw-args.js';
+import { commandWordsIn, flagValueIn } from './shared/raw-args.js';
 import { writeLine } from '../pipeline/run/log-lines.js';
 import { clipErrorLine } from './shared/user-values.js';
 import { releaseYoungGeneration } from '../pipeline/run/young-generation.js';
@@ -271,16 +271,12 @@ async function completeSummary(args: readonly string[], error: string | undefine
     exitCode,
     ...(error !== undefined ? { error } : {}),
   });
-  if (problem !== undefined) {
-    process.stderr.write(`uid2-batch: ${clipErrorLine(problem)}\n`);
-    if (exitCode === EXIT.ok) process.exitCode = EXIT.failed;
-  }
+  if (problem !== undefined) sayEndProblem(problem, exitCode);
 }
 
 /** --metrics-file of a batch command, read from the raw arguments; its module is loaded only when the flag is there. */
 async function metricsPathIn(args: readonly string[]): Promise<string | undefined> {
   if (!args.some((a) => a.startsWith('--metrics-file'))) return undefined;
-  const { flagValueIn } = await import('./shared/raw-args.js');
   const { METRICS_COMMANDS } = await import('./shared/metrics-file.js');
   return METRICS_COMMANDS.has(commandWordsIn(args)) ? flagValueIn(args, '--metrics-file') : undefined;
 }
@@ -305,10 +301,7 @@ async function completeMetrics(path: string | undefined, args: readonly string[]
     startedMs,
     endedMs: Date.now(),
   });
-  if (problem !== undefined) {
-    process.stderr.write(`uid2-batch: ${clipErrorLine(problem)}\n`);
-    if (exitCode === EXIT.ok) process.exitCode = EXIT.failed;
-  }
+  if (problem !== undefined) sayEndProblem(problem, exitCode);
 }
 
 /**
@@ -332,6 +325,13 @@ function sayExitCode(args: readonly string[]): void {
   if (quiet && exitCode === EXIT.ok) return;
   const level = exitCode === EXIT.ok ? 'info' : exitCode === EXIT.partial ? 'warn' : 'error';
   writeLine(process.stderr, `finished with exit code ${exitCode}`, { level, exit_code: exitCode });
+}
+
+/** An output of the run's end that could not be written: an error line, and a run that succeeded fails. */
+function sayEndProblem(problem: string, exitCode: number): void {
+  const code = exitCode === EXIT.ok ? EXIT.failed : exitCode;
+  process.exitCode = code;
+  writeLine(process.stderr, `uid2-batch: ${clipErrorLine(problem)}`, { level: 'error', exit_code: code });
 }
 
 /** For --summary-json: commander's error line as it was printed, without its `error: `; none for --help or --version. */
