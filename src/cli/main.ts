@@ -310,19 +310,20 @@ async function completeMetrics(path: string | undefined, args: readonly string[]
  */
 function startJsonLogIfAsked(args: readonly string[]): boolean {
   if (logFormatOf(args, process.env) !== 'json') return false;
-  installJsonLog(process.stderr, commandWordsIn(args));
+  // no command (`--version`, a bad root flag): the program speaks for itself
+  installJsonLog(process.stderr, commandWordsIn(args) || 'uid2-batch');
   return true;
 }
 
 /**
  * The last line of a JSON log: how the run ended, so that a log store can alert on it without the shell's status.
- * A --quiet run says it only when it did not succeed.
+ * A --quiet run says it only when it did not succeed, and so does the program without a command (`--version`).
  */
 function sayExitCode(args: readonly string[]): void {
   const exitCode = typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
   const end = args.indexOf('--');
   const quiet = (end === -1 ? args : args.slice(0, end)).some((a) => a === '-q' || a === '--quiet');
-  if (quiet && exitCode === EXIT.ok) return;
+  if ((quiet || commandWordsIn(args) === '') && exitCode === EXIT.ok) return;
   const level = exitCode === EXIT.ok ? 'info' : exitCode === EXIT.partial ? 'warn' : 'error';
   writeLine(process.stderr, `finished with exit code ${exitCode}`, { level, exit_code: exitCode });
 }

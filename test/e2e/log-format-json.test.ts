@@ -126,3 +126,19 @@ describe('--log-format json with --quiet', () => {
     expect(entriesOf(failed.stderr, 'map').map((e) => e.exit_code)).toEqual([failed.code, failed.code]);
   });
 });
+
+describe('--log-format json without a command', () => {
+  it('--version prints the version on stdout and nothing on stderr; a bad root flag is an entry of the program', async () => {
+    const version = await runCli(['--log-format', 'json', '--version']);
+    expect(version.code).toBe(0);
+    expect(version.stdout).toMatch(/^\d+\.\d+\.\d+\n$/);
+    expect(version.stderr).toBe('');
+    const bad = await runCli(['--log-format', 'json', '--bogus']);
+    expect(bad.code).toBe(2);
+    expect(entriesOf(bad.stderr, 'uid2-batch')[0]).toMatchObject({
+      level: 'error',
+      message: "unknown option '--bogus'",
+      exit_code: 2,
+    });
+  });
+});
