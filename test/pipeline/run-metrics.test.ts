@@ -45,6 +45,21 @@ describe('formatRunMetrics', () => {
     expect(sampleValue(file, 'uid2_batch_bytes_written_total', command)).toBeUndefined();
   });
 
+  it("optout-check's raw UIDs that did not opt out are a status of their own", () => {
+    const optout = makeSummary({
+      command: 'optout-check',
+      rows: 9,
+      status: { optout: 2, invalid: 1 },
+      startedMs: 0,
+      endedMs: 1,
+      extra: { not_opted_out: 6 },
+    });
+    const file = parsePrometheusText(formatRunMetrics(optout, { ...END, command: 'optout-check' }));
+    const status = (s: string) =>
+      sampleValue(file, 'uid2_batch_identifiers_total', { command: 'optout-check', status: s });
+    expect([status('optout'), status('not_opted_out'), status('invalid')]).toEqual([2, 6, 1]);
+  });
+
   it('a run that made no summary: only its duration, exit code and end time', () => {
     const file = parsePrometheusText(formatRunMetrics(undefined, { ...END, command: 'remap-due', exitCode: 2 }));
     expect(new Set(file.samples.map((s) => s.name))).toEqual(

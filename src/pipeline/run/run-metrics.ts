@@ -59,11 +59,14 @@ function countersOf(summary: RunSummary, command: Labels): Metric[] {
     const value = summary.status[status];
     if (typeof value === 'number') byStatus.push({ labels: { ...command, status }, value });
   }
+  // optout-check's answer for the raw UIDs that did not opt out, beside its optout, invalid and error
+  const notOptedOut = figure(summary, 'not_opted_out');
+  if (notOptedOut !== undefined) byStatus.push({ labels: { ...command, status: 'not_opted_out' }, value: notOptedOut });
   return [
     ...counter('uid2_batch_rows_total', 'Rows the run finished.', summary.rows),
     {
       name: 'uid2_batch_identifiers_total',
-      help: 'Identifiers of the run by status (mapped, optout, invalid, error; missing: empty cells).',
+      help: 'Identifiers of the run by status (mapped, optout, invalid, error; missing: empty cells; optout-check: not_opted_out).',
       type: 'counter',
       samples: byStatus,
     },
