@@ -1,10 +1,13 @@
-import { Command, CommanderError, type OutputConfiguration } from 'commander';
+import { Command, CommanderError, Option, type OutputConfiguration } from 'commander';
 import { ConfigError } from '../config/errors.js';
 import { rejectSecretFlags } from '../config/secret-flags.js';
 import { COMMANDS, registerCommands } from './commands.js';
 import { EXIT, UserError, stoppedBy } from './shared/exit-codes.js';
 import { refuseRepeatedFlags } from './shared/repeated-flags.js';
 import { usageErrorLine } from './shared/usage-errors.js';
+import { installJsonLog, LOG_FORMAT_VARIABLE, LOG_FORMATS, logFormatOf } from './shared/log-format.js';
+import { commandWordsIn, flagValueIn } from './shared/raw-args.js';
+import { writeLine } from '../pipeline/run/log-lines.js';
 import { clipErrorLine } from './shared/user-values.js';
 import { releaseYoungGeneration } from '../pipeline/run/young-generation.js';
 
@@ -17,6 +20,12 @@ function rootProgram(output?: OutputConfiguration): Command {
     .description('Bulk identity mapping, re-mapping, opt-out checks and tokens for the UID2 / EUID identity service')
     .version('0.1.0')
     .option('--no-color', 'no colors and no spinner animation (same as NO_COLOR=1)')
+    .addOption(
+      new Option(
+        '--log-format <format>',
+        `stderr as text, or as one JSON object a line for log stores (or ${LOG_FORMAT_VARIABLE}; default text)`,
+      ).choices([...LOG_FORMATS]),
+    )
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
 }
@@ -199,9 +208,9 @@ export function reportError(
   env: NodeJS.ProcessEnv = process.env,
 ): number {
   const { line, exitCode } = describeError(err);
-  if (line !== undefined) stream.write(`uid2-batch: ${line}\n`);
+  if (line !== undefined) writeLine(stream, `uid2-batch: ${line}`, { level: 'error', exit_code: exitCode });
   if (env.UID2_DEBUG && err instanceof Error && err.stack && !(err instanceof CommanderError))
-    stream.write(`${err.stack}\n`);
+    writeLine(stream, err.stack, { level: 'debug' });
   return exitCode;
 }
 
@@ -262,10 +271,68 @@ async function completeSummary(args: readonly string[], error: string | undefine
     exitCode,
     ...(error !== undefined ? { error } : {}),
   });
-  if (problem !== undefined) {
-    process.stderr.write(`uid2-batch: ${clipErrorLine(problem)}\n`);
-    if (exitCode === EXIT.ok) process.exitCode = EXIT.failed;
-  }
+  if (problem !== undefined) sayEndProblem(problem, exitCode);
+}
+
+/** --metrics-file of a batch command, read from the raw arguments; its module is loaded only when the flag is there. */
+async function metricsPathIn(args: readonly string[]): Promise<string | undefined> {
+  if (!args.some((a) => a.startsWith('--metrics-file'))) return undefined;
+  const { METRICS_COMMANDS } = await import('./shared/metrics-file.js');
+  return METRICS_COMMANDS.has(commandWordsIn(args)) ? flagValueIn(args, '--metrics-file') : undefined;
+}
+
+/** A --metrics-file that names some other file is refused before the run starts. */
+async function refuseMetricsPath(path: string | undefined): Promise<void> {
+  if (path === undefined) return;
+  const { refusedMetricsPath } = await import('./shared/metrics-file.js');
+  const refusal = refusedMetricsPath(path);
+  if (refusal !== undefined) throw new UserError(refusal, EXIT.usage);
+}
+
+/** With --metrics-file, the run's counters, exit code and end time, whatever happened. */
+async function completeMetrics(path: string | undefined, args: readonly string[], startedMs: number): Promise<void> {
+  if (path === undefined) return;
+  const { completeMetricsFile } = await import('./shared/metrics-file.js');
+  const exitCode = typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
+  const problem = await completeMetricsFile({
+    path,
+    command: commandWordsIn(args),
+    exitCode,
+    startedMs,
+    endedMs: Date.now(),
+  });
+  if (problem !== undefined) sayEndProblem(problem, exitCode);
+}
+
+/**
+ * --log-format json (or UID2_BATCH_LOG_FORMAT=json): stderr becomes a JSON log before anything is written to it.
+ * A bad value is a usage error, said as text.
+ */
+function startJsonLogIfAsked(args: readonly string[]): boolean {
+  if (logFormatOf(args, process.env) !== 'json') return false;
+  // no command (`--version`, a bad root flag): the program speaks for itself
+  installJsonLog(process.stderr, commandWordsIn(args) || 'uid2-batch');
+  return true;
+}
+
+/**
+ * The last line of a JSON log: how the run ended, so that a log store can alert on it without the shell's status.
+ * A --quiet run says it only when it did not succeed, and so does the program without a command (`--version`).
+ */
+function sayExitCode(args: readonly string[]): void {
+  const exitCode = typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
+  const end = args.indexOf('--');
+  const quiet = (end === -1 ? args : args.slice(0, end)).some((a) => a === '-q' || a === '--quiet');
+  if ((quiet || commandWordsIn(args) === '') && exitCode === EXIT.ok) return;
+  const level = exitCode === EXIT.ok ? 'info' : exitCode === EXIT.partial ? 'warn' : 'error';
+  writeLine(process.stderr, `finished with exit code ${exitCode}`, { level, exit_code: exitCode });
+}
+
+/** An output of the run's end that could not be written: an error line, and a run that succeeded fails. */
+function sayEndProblem(problem: string, exitCode: number): void {
+  const code = exitCode === EXIT.ok ? EXIT.failed : exitCode;
+  process.exitCode = code;
+  writeLine(process.stderr, `uid2-batch: ${clipErrorLine(problem)}`, { level: 'error', exit_code: code });
 }
 
 /** For --summary-json: commander's error line as it was printed, without its `error: `; none for --help or --version. */
@@ -275,16 +342,27 @@ function usageErrorOf(err: unknown, args: readonly string[]): string | undefined
 }
 
 export async function main(argv: string[]): Promise<void> {
+  const startedMs = Date.now();
   endQuietlyOnBrokenPipe();
   ignoreStderrFailures();
   let error: string | undefined;
   let overlapping = false;
   const args = argv.slice(2);
+  let metricsPath: string | undefined;
+  let jsonLog = false;
   try {
+    jsonLog = startJsonLogIfAsked(args);
     rejectSecretFlags(args);
+    const wantedMetrics = await metricsPathIn(args);
+    await refuseMetricsPath(wantedMetrics);
+    metricsPath = wantedMetrics;
     // commander's own error lines quote what was typed: they are quoted here as every other error line is
     const program = await buildProgram(await commandsFor(argv), {
-      outputError: (line, write) => write(`${usageErrorLine(line, args)}\n`),
+      outputError: (line, write) =>
+        writeLine(jsonLog ? process.stderr : { write }, usageErrorLine(line, args), {
+          level: 'error',
+          exit_code: EXIT.usage,
+        }),
     });
     await program.parseAsync(argv);
   } catch (err) {
@@ -295,5 +373,7 @@ export async function main(argv: string[]): Promise<void> {
   }
   if (stoppedBy() === 'SIGHUP' && process.exitCode === EXIT.interrupted) process.exitCode = EXIT.hangup;
   if (!overlapping) await completeSummary(args, error);
+  if (!overlapping) await completeMetrics(metricsPath, args, startedMs);
+  if (jsonLog) sayExitCode(args);
   endHungUpRun();
 }

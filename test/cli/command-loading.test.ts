@@ -144,8 +144,8 @@ const HEAVY_PACKAGES = [
 ];
 const WORK_FOLDERS = /^(service|client|pipeline|state|identity)\//;
 /**
- * Names and types of output formats that flags and help list, and the exit codes every command ends with:
- * definitions, not work (they import nothing).
+ * Names and types of output formats that flags and help list, the exit codes every command ends with, and how a
+ * line with figures reaches stderr (text or the JSON log): definitions, not work (they import nothing).
  */
 const DEFINITIONS = new Set([
   'pipeline/io/format-names.ts',
@@ -153,6 +153,7 @@ const DEFINITIONS = new Set([
   'pipeline/io/output/hash-cells.ts',
   'pipeline/run/output-options.ts',
   'pipeline/run/exit-codes.ts',
+  'pipeline/run/log-lines.ts',
 ]);
 /** What the entry itself turns off for every command but map: the bound on the young generation (node built-ins only). */
 const ENTRY_SWITCHES = new Set(['pipeline/run/young-generation.ts']);

@@ -32,5 +32,8 @@ describe('the --summary-json of a command line', () => {
   it('names the command, with the token subcommand', () => {
     expect(commandWordsIn(['--no-color', 'map', 'in.csv', '-o', 'x'])).toBe('map');
     expect(commandWordsIn(['token', 'generate', '--input', 'x'])).toBe('token generate');
+    // the program's own value flag before the command: its value is not the command
+    expect(commandWordsIn(['--log-format', 'json', 'remap-due', '--state', 's.db'])).toBe('remap-due');
+    expect(commandWordsIn(['--log-format=json', 'map', 'in.csv'])).toBe('map');
   });
 });

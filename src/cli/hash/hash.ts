@@ -63,6 +63,7 @@ import { phoneRegionColumnIndex, withNullMarkers, withPhoneRegion } from '../../
 import { phoneRegionHint, readsRegion } from '../../pipeline/map/phone-region-hint.js';
 import { addNullValueOption, nullValuesOf } from '../shared/null-value-option.js';
 import type { PhoneRegion } from '../../identity/index.js';
+import { writeLine } from '../../pipeline/run/log-lines.js';
 import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../../pipeline/run/summary.js';
 
 export { HASH_FIELDS };
@@ -259,7 +260,7 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
     const problems = source.problems();
     const summary = tally.summary(startedMs, io.now(), problems);
     if (problems.badRows !== undefined) summary.bad_rows = problems.badRows;
-    if (!flags.quiet) io.stderr.write(`${formatHashSummary(summary)}\n`);
+    if (!flags.quiet) writeLine(io.stderr, formatHashSummary(summary), { counts: summary });
     const hint = phoneRegionHint(readsRegion(columns), counts);
     if (hint !== undefined && !flags.quiet) io.stderr.write(`uid2-batch: ${hint}\n`);
     if (!flags.quiet) for (const line of badRows?.closingLines() ?? []) io.stderr.write(`uid2-batch: ${line}\n`);

@@ -27,6 +27,7 @@ import {
 import { addNullValueOption, nullValuesOf } from '../shared/null-value-option.js';
 import {
   addConnectionOptions,
+  addMetricsFileOption,
   addOutputOptions,
   addHashEncodingOption,
   addTimeFormatOption,
@@ -140,6 +141,7 @@ export function registerMap(program: Command): void {
   addBadRowOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
+  addMetricsFileOption(cmd);
   addTimeFormatOption(cmd);
   addHashEncodingOption(cmd, 'the hashes of --emit-hash');
   addOutputDirOption(cmd);

@@ -21,6 +21,7 @@ import {
 } from '../shared/input-options.js';
 import {
   addConnectionOptions,
+  addMetricsFileOption,
   addOutputOptions,
   addHashEncodingOption,
   addLockWaitOption,
@@ -100,6 +101,7 @@ export function registerOptoutCheck(program: Command): void {
   addBadRowOptions(cmd);
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
+  addMetricsFileOption(cmd);
   addTimeFormatOption(cmd);
   addHashEncodingOption(cmd, 'the hashes of --state rows');
   cmd.action((input: string[] | undefined, opts: Record<string, unknown>) =>

@@ -10,6 +10,7 @@ import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.
 import {
   addConnectionOptions,
   addLockWaitOption,
+  addMetricsFileOption,
   addOutputOptions,
   addHashEncodingOption,
   addTimeFormatOption,
@@ -70,6 +71,7 @@ export function registerRemapDue(program: Command): void {
   addLockWaitOption(cmd, 'the state file (another remap-due, a map --state)');
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
+  addMetricsFileOption(cmd);
   addTimeFormatOption(cmd);
   addHashEncodingOption(cmd, 'the hashes of the changes file');
   cmd.action((opts: Record<string, unknown>) => runInProcess((deps) => runRemapDue(remapDueFlags(opts), deps)));

@@ -100,6 +100,14 @@ export function addOutputOptions(cmd: Command): Command {
     .option('-q, --quiet', 'no progress and no summary on stderr (errors still print)');
 }
 
+/** --metrics-file FILE, for the batch commands: the run's counters for node_exporter's textfile collector. */
+export function addMetricsFileOption(cmd: Command): Command {
+  return cmd.option(
+    '--metrics-file <file>',
+    "write the run's counters, exit code and end time in the Prometheus text format (node_exporter's textfile collector), also when the run fails",
+  );
+}
+
 /** --time-format unix|iso, for the commands whose output has refresh times or opt-out times. */
 export function addTimeFormatOption(cmd: Command): Command {
   return cmd.addOption(
@@ -203,6 +211,7 @@ function outputFlagsAsGiven(opts: Record<string, unknown>): OutputFlags {
       typeof opts.format === 'string' ? opts.format : undefined,
     ),
     ...(typeof opts.summaryJson === 'string' ? { summaryJson: opts.summaryJson } : {}),
+    ...(typeof opts.metricsFile === 'string' ? { metricsFile: opts.metricsFile } : {}),
     quiet: opts.quiet === true,
     ...(opts.timeFormat === 'iso' || opts.timeFormat === 'unix' ? { timeFormat: opts.timeFormat } : {}),
     ...(opts.hashEncoding === 'base64' || opts.hashEncoding === 'hex' ? { hashEncoding: opts.hashEncoding } : {}),

@@ -96,10 +96,15 @@ function isDirectory(path: string): boolean {
   }
 }
 
-/** The files every batch command may write: -o and --summary-json. */
-export function standardOutputs(output: { output?: string | undefined; summaryJson?: string | undefined }): RunFile[] {
+/** The files every batch command may write: -o, --summary-json and --metrics-file. */
+export function standardOutputs(output: {
+  output?: string | undefined;
+  summaryJson?: string | undefined;
+  metricsFile?: string | undefined;
+}): RunFile[] {
   return [
     { flag: '-o', path: output.output },
     { flag: '--summary-json', path: output.summaryJson, summary: true },
+    { flag: '--metrics-file', path: output.metricsFile },
   ];
 }

@@ -1,4 +1,5 @@
 import ora, { type Ora } from 'ora';
+import { writeLine } from '../../pipeline/run/log-lines.js';
 import type { ProgressCounters } from '../../pipeline/run/run-deps.js';
 import { formatCount, formatDuration, formatRate } from '../../pipeline/run/summary.js';
 
@@ -102,6 +103,18 @@ export function formatProgress(label: string, s: ProgressSnapshot, separator: st
   return `${label}: ${parts.join(separator)}`;
 }
 
+/** A progress line's figures for a JSON log, named as the summary names them. */
+export function progressCounts(s: ProgressSnapshot): Record<string, number | boolean> {
+  return {
+    rows: s.done,
+    ...(s.total !== undefined ? { rows_total: s.total } : {}),
+    ...(s.totalIsEstimate === true ? { rows_total_estimated: true } : {}),
+    rows_per_s: Math.round(s.rowsPerS),
+    retries: s.retries ?? 0,
+    http_429: s.http429 ?? 0,
+  };
+}
+
 /** Columns ora assumes when the stream's are unusable: one line per frame, so clearing it stays one line. */
 const FALLBACK_COLUMNS = 80;
 
@@ -185,7 +198,8 @@ export function createProgress(options: ProgressOptions): ProgressReporter {
 
   const startLines = (): void => {
     handle = timers.setInterval(() => {
-      stream.write(`${formatProgress(options.label, snapshot(), ', ')}\n`);
+      const s = snapshot();
+      writeLine(stream, formatProgress(options.label, s, ', '), { counts: progressCounts(s) });
     }, options.lineIntervalMs ?? 10_000);
   };
 

@@ -1,29 +1,15 @@
 // The end of every run with --summary-json: the file says the outcome, the exit code and the error, whatever failed.
 import { EXIT } from './exit-codes.js';
+import { commandWordsIn, flagValueIn } from './raw-args.js';
 import { mayHoldSummary } from './summary-file.js';
 import { summaryWrittenTo, writeSummaryJson } from '../../pipeline/run/summary.js';
 
-/**
- * The --summary-json path in a command line, read from the raw arguments so that it is found even when the
- * command failed before (or while) its flags were read.
- */
+/** The --summary-json path in a command line, found even when the command failed before its flags were read. */
 export function summaryJsonPathIn(args: readonly string[]): string | undefined {
-  let found: string | undefined;
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    if (arg === '--') break;
-    if (arg === '--summary-json' && i + 1 < args.length) found = args[++i];
-    else if (arg.startsWith('--summary-json=')) found = arg.slice('--summary-json='.length);
-  }
-  return found === '' ? undefined : found;
+  return flagValueIn(args, '--summary-json');
 }
 
-/** The command words of a command line (`map`, `token generate`), for a summary the command did not get to write. */
-export function commandWordsIn(args: readonly string[]): string {
-  const words = args.filter((a) => !a.startsWith('-'));
-  // a second word is a subcommand only for the commands that have them; otherwise it is the input file
-  return words[0] === 'token' && words[1] !== undefined ? `token ${words[1]}` : (words[0] ?? '');
-}
+export { commandWordsIn };
 
 function outcomeOf(exitCode: number, written: Record<string, unknown> | undefined, failed: boolean): string {
   if (exitCode === EXIT.interrupted || exitCode === EXIT.hangup) return 'interrupted';

@@ -14,6 +14,7 @@ import { phoneRegionHint } from '../../pipeline/map/phone-region-hint.js';
 import { createProgress } from '../shared/progress.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { requestCounters } from '../../pipeline/run/run-report.js';
+import { writeLine } from '../../pipeline/run/log-lines.js';
 import { formatCount, formatDuration, makeSummary, writeSummaryJson } from '../../pipeline/run/summary.js';
 import { sinkCompression, type OutputCompression, type OutputFormat } from '../shared/options.js';
 import type { PhoneRegion } from '../../identity/index.js';
@@ -127,9 +128,11 @@ async function tokenRows(
         extra: { results: counts },
       });
       if (!flags.quiet) {
-        deps.io.stderr.write(
+        writeLine(
+          deps.io.stderr,
           `${command}: ${formatCount(counts.rows)} rows in ${formatDuration(summary.duration_s)}: ${words}; ` +
-            `${formatCount(summary.requests)} requests, ${formatCount(summary.retries)} retries, ${formatCount(summary.http_429)} x 429\n`,
+            `${formatCount(summary.requests)} requests, ${formatCount(summary.retries)} retries, ${formatCount(summary.http_429)} x 429`,
+          { counts: summary },
         );
       }
       const hint = phoneRegionHint(flags.phoneRegion !== undefined || flags.phoneRegionColumn !== undefined, phones);

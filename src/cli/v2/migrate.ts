@@ -6,6 +6,7 @@ import { UserError } from '../shared/exit-codes.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import {
   addConnectionOptions,
+  addMetricsFileOption,
   addOutputOptions,
   addHashEncodingOption,
   addTimeFormatOption,
@@ -52,6 +53,7 @@ export function registerMigrate(program: Command): void {
     );
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
+  addMetricsFileOption(cmd);
   addTimeFormatOption(cmd);
   addHashEncodingOption(cmd, 'the hashes of the changes file');
   cmd.action((opts: Record<string, unknown>) => runInProcess((deps) => runMigrate(migrateFlags(opts), deps)));

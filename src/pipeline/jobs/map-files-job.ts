@@ -23,7 +23,7 @@ import { chooseConcurrency, connectForMapping, type ServiceClient, type ServiceT
 import { EXIT, UserError } from '../run/exit-codes.js';
 import { sinkCompression, type OutputFlags } from '../run/output-options.js';
 import { sayTo, startProgress, type InputRunDeps, type RunProgress, type Say } from '../run/run-deps.js';
-import { exitCodeOf, KNOWN_FAILURES as BATCH_KNOWN_FAILURES } from '../run/run-report.js';
+import { exitCodeOf, KNOWN_FAILURES as BATCH_KNOWN_FAILURES, outputBytes } from '../run/run-report.js';
 import { planThreads, type ThreadPlan } from '../run/run-plan.js';
 import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from '../run/summary.js';
 import { releaseYoungGeneration } from '../run/young-generation.js';
@@ -391,8 +391,10 @@ interface Finish {
 async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Promise<number> {
   const { outcome } = result;
   // the run's files replace their targets together, and only when it completed
-  if (outcome.kind === 'completed') await commitTogether([f.sink, f.rejects, f.badRows]);
-  else {
+  if (outcome.kind === 'completed') {
+    await commitTogether([f.sink, f.rejects, f.badRows]);
+    Object.assign(summary, outputBytes(f.options.output.output));
+  } else {
     await f.rejects?.abort();
     await f.sink.abort();
     await f.badRows?.abort();
@@ -485,6 +487,7 @@ function mapSummary(
     extra: {
       outcome: result.outcome.kind,
       rows_read: c.rowsRead,
+      bytes_read: source.bytesRead(),
       identifiers: c.identifiers,
       ...(c.uniqueEstimated ? { unique_identifiers_estimated: true } : {}),
       deduplicated: c.deduplicated,

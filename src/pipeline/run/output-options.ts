@@ -10,6 +10,8 @@ export interface OutputFlags {
   output?: string;
   format: OutputFormat;
   summaryJson?: string;
+  /** --metrics-file: written by the CLI when the run has ended; here so that it is checked with the other outputs. */
+  metricsFile?: string;
   quiet?: boolean;
   /** How the tool writes its own times (refresh_from, opted_out_since); absent: unix. */
   timeFormat?: TimeFormat;

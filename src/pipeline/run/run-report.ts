@@ -1,4 +1,5 @@
 /** How a batch run reports: its output kept or dropped, its summary line and --summary-json, its exit code. */
+import { statSync } from 'node:fs';
 import type { ChangeKind, StateStore } from '../../state/types.js';
 import { commitTogether, type RunOutput } from '../io/output/commit-together.js';
 import { openSink } from '../io/output/sink.js';
@@ -7,6 +8,7 @@ import type { TypedHeader } from '../io/typed-cells.js';
 import { deliveringOutput } from './change-journal.js';
 import type { ClientStats } from './connection.js';
 import { EXIT } from './exit-codes.js';
+import { writeLine } from './log-lines.js';
 import { sinkCompression, type OutputFlags } from './output-options.js';
 import { startProgress, type RunDeps, type RunProgress } from './run-deps.js';
 import { writeSummaryJson, type RunSummary, type SummaryCounters } from './summary.js';
@@ -47,6 +49,20 @@ export const KNOWN_FAILURES: ReadonlySet<string> = new Set([
   'ServiceUnreachableError',
   'CredentialsRefusedError',
 ]);
+
+/**
+ * The size of the output file a run kept (`bytes_written`, as stored: a gzip output's compressed bytes); nothing for
+ * stdout, whose bytes the reader counts.
+ */
+export function outputBytes(path: string | undefined): { bytes_written?: number } {
+  if (path === undefined || path === '-') return {};
+  try {
+    const stat = statSync(path);
+    return stat.isFile() ? { bytes_written: stat.size } : {};
+  } catch {
+    return {};
+  }
+}
 
 /** The summary's request counters, from the client's. */
 export function requestCounters(
@@ -121,11 +137,12 @@ export async function reportRun(
   if (keepOutput) {
     const main = delivery === undefined ? sink : deliveringOutput(sink, delivery.state, delivery, delivery.say);
     await commitTogether([main, ...together]);
+    Object.assign(summary, outputBytes(output.output));
   } else {
     await sink.abort();
     for (const other of together) await other?.abort();
   }
-  if (!output.quiet) deps.stderr.write(`${summaryLine}\n`);
+  if (!output.quiet) writeLine(deps.stderr, summaryLine, { counts: summary });
   if (output.summaryJson !== undefined) await writeSummaryJson(output.summaryJson, summary);
 }
 

@@ -1,5 +1,6 @@
 /** The run summary every batch command ends with: its counts, its line on stderr and --summary-json. */
 import { writeTextAtomically } from '../io/output/output-file.js';
+import { writeLine } from './log-lines.js';
 
 export interface StatusCounts {
   mapped: number;
@@ -45,10 +46,17 @@ export interface SummaryCounters {
   extra?: Record<string, unknown>;
 }
 
+/** The summary the last run of this process made: what the end of the run reports (--metrics-file). */
+let lastMade: RunSummary | undefined;
+
+export function lastRunSummary(): RunSummary | undefined {
+  return lastMade;
+}
+
 /** Builds a RunSummary: duration in seconds (ms precision) and throughput from the counters. */
 export function makeSummary(c: SummaryCounters): RunSummary {
   const duration = Math.max(0, c.endedMs - c.startedMs) / 1000;
-  return {
+  lastMade = {
     ...c.extra,
     command: c.command,
     rows: c.rows,
@@ -61,6 +69,7 @@ export function makeSummary(c: SummaryCounters): RunSummary {
     duration_s: Math.round(duration * 1000) / 1000,
     rows_per_s: duration > 0 ? Math.round(c.rows / duration) : 0,
   };
+  return lastMade;
 }
 
 // Fixed locale: cron mail and log greps must not change with the machine's LANG.
@@ -107,8 +116,9 @@ function plural(n: number, one: string, many = `${one}s`): string {
   return `${formatCount(n)} ${n === 1 ? one : many}`;
 }
 
+/** The summary line; a JSON log gets the summary's figures as its `counts`. */
 export function printSummary(summary: RunSummary, stream: { write(chunk: string): unknown } = process.stderr): void {
-  stream.write(`${formatSummary(summary)}\n`);
+  writeLine(stream, formatSummary(summary), { counts: summary });
 }
 
 /** The --summary-json this process wrote last, so that the end of the run can add its exit code to it. */

@@ -1,0 +1,72 @@
+// The end of a batch run with --metrics-file: its counters, exit code and end time, written whatever happened.
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { writeTextAtomically } from '../../pipeline/io/output/output-file.js';
+import { formatRunMetrics } from '../../pipeline/run/run-metrics.js';
+import { lastRunSummary } from '../../pipeline/run/summary.js';
+
+/** The commands that take --metrics-file: those that run batches against the service. */
+export const METRICS_COMMANDS: ReadonlySet<string> = new Set(['map', 'remap-due', 'optout-check', 'migrate']);
+
+/** How much of an existing file is read to recognize a metrics file of this tool. */
+const HEAD_BYTES = 64;
+const OWN_HEAD = '# HELP uid2_batch_';
+
+/** The line that refuses a --metrics-file naming some other file, before the run starts. */
+export function refusedMetricsPath(path: string): string | undefined {
+  if (mayHoldMetrics(path)) return undefined;
+  return `--metrics-file ${path} exists and is not a metrics file of this tool: name a new file (e.g. uid2_batch.prom) or remove it`;
+}
+
+/**
+ * True when `path` may be replaced by a metrics file: it does not exist, it is empty, or it is one this tool
+ * wrote. Anything else (an input named by mistake) is never replaced.
+ */
+export function mayHoldMetrics(path: string): boolean {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT';
+  }
+  try {
+    if (!fstatSync(fd).isFile()) return false;
+    const head = Buffer.alloc(HEAD_BYTES);
+    const read = readSync(fd, head, 0, HEAD_BYTES, 0);
+    return read === 0 || head.subarray(0, read).toString('utf8').startsWith(OWN_HEAD);
+  } catch {
+    return false;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export interface MetricsEnd {
+  /** From --metrics-file. */
+  path: string;
+  /** The command words, for a run that ended before it made a summary. */
+  command: string;
+  exitCode: number;
+  /** When the process started and now, Unix ms. */
+  startedMs: number;
+  endedMs: number;
+}
+
+/**
+ * Writes the run's metrics file (temp file beside it, then renamed: the collector never reads half a file), from
+ * the summary the run made, or with only its duration and exit code when it failed before making one. Returns a
+ * line to print when the file cannot be written.
+ */
+export async function completeMetricsFile(end: MetricsEnd): Promise<string | undefined> {
+  const text = formatRunMetrics(lastRunSummary(), {
+    command: end.command,
+    exitCode: end.exitCode,
+    endedMs: end.endedMs,
+    durationS: Math.max(0, end.endedMs - end.startedMs) / 1000,
+  });
+  try {
+    await writeTextAtomically(end.path, text);
+    return undefined;
+  } catch (err) {
+    return `cannot write --metrics-file ${end.path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
+  }
+}
