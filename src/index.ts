@@ -40,6 +40,7 @@ import { openState, type StateFile } from './state/index.js';
 export {
   IdentityClient,
   type CallOptions,
+  type GenerateTokenOptions,
   type GenerateTokenResult,
   type IdentityClientOptions,
   type IdentityMapResult,

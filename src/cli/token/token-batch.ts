@@ -38,6 +38,8 @@ export interface TokenBatchFlags {
   phoneRegionColumn?: string;
   /** --null-value: identifier cells so written are empty (besides \N). */
   nullValues?: string[];
+  /** --tcf-consent-string: sent with every generate request whose row has no consent string of its own. */
+  tcfConsentString?: string;
 }
 
 export interface TokenBatchDeps {
@@ -102,6 +104,7 @@ async function tokenRows(
       ...(flags.phoneRegion !== undefined ? { phoneRegion: flags.phoneRegion } : {}),
       ...(flags.phoneRegionColumn !== undefined ? { phoneRegionColumn: flags.phoneRegionColumn } : {}),
       ...(flags.nullValues !== undefined ? { nullValues: flags.nullValues } : {}),
+      ...(flags.tcfConsentString !== undefined ? { tcfConsentString: flags.tcfConsentString } : {}),
       openSink: (header) =>
         openSink({
           path: flags.output,
@@ -162,8 +165,19 @@ async function tokenRows(
       }
       if (toFile) chmodSync(flags.output!, 0o600);
       return await finish(
-        { rows: c.rows, success: c.success, optout: c.optout, invalid: c.invalid, error: c.error },
-        `${formatCount(c.success)} success, ${formatCount(c.optout)} optout, ${formatCount(c.invalid)} invalid, ${formatCount(c.error)} error`,
+        {
+          rows: c.rows,
+          success: c.success,
+          optout: c.optout,
+          ...(c.insufficient_user_consent > 0 ? { insufficient_user_consent: c.insufficient_user_consent } : {}),
+          invalid: c.invalid,
+          error: c.error,
+        },
+        `${formatCount(c.success)} success, ${formatCount(c.optout)} optout, ` +
+          (c.insufficient_user_consent > 0
+            ? `${formatCount(c.insufficient_user_consent)} insufficient_user_consent, `
+            : '') +
+          `${formatCount(c.invalid)} invalid, ${formatCount(c.error)} error`,
       );
     } catch (err) {
       progress.stop();

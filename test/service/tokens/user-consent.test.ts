@@ -1,42 +1,15 @@
-import { Segment, SegmentEncoder, TCModel, TCString } from '@iabtcf/core';
+import { TCString } from '@iabtcf/core';
 import { describe, expect, it } from 'vitest';
 import type { IdentityScope } from '../../../src/service/contracts.js';
 import { createTokenHandlers } from '../../../src/service/tokens/index.js';
 import { readTcString } from '../../../src/service/tokens/tc-string.js';
+import {
+  FULL_GRANTS as FULL,
+  type Grants,
+  PYTHON_CLIENT_TC_STRING as PYTHON_CLIENT_STRING,
+  tcString,
+} from '../../helpers/tc-strings.js';
 import { FakeClock, FakeEngine, LIFETIMES, SEED, START_MS } from './fakes.js';
-
-/** The string the official Python client's EUID integration test sends, expecting insufficient_user_consent. */
-const PYTHON_CLIENT_STRING = 'CPehXK9PehXK9ABAMBFRACBoADAAAEJAAIYgAKwAQAKgArABAAqAAA';
-const ALL_PURPOSES = [1, 2, 3, 4, 7, 10];
-
-interface Grants {
-  vendorConsents?: number[];
-  vendorLegitimateInterests?: number[];
-  purposeConsents?: number[];
-  purposeLegitimateInterests?: number[];
-  specialFeatureOptins?: number[];
-}
-
-/**
- * A TC string's core segment made by the IAB's own encoder, so the tests do not trust the decoder under test to write
- * one. The segment encoder is used directly: the full encoder wants a Global Vendor List, which only the network has.
- */
-function tcString(grants: Grants): string {
-  const model = new TCModel();
-  model.cmpId = 10;
-  model.cmpVersion = 2;
-  model.vendorListVersion = 150;
-  model.policyVersion = 4;
-  model.isServiceSpecific = true;
-  model.vendorConsents.set(grants.vendorConsents ?? []);
-  model.vendorLegitimateInterests.set(grants.vendorLegitimateInterests ?? []);
-  model.purposeConsents.set(grants.purposeConsents ?? []);
-  model.purposeLegitimateInterests.set(grants.purposeLegitimateInterests ?? []);
-  model.specialFeatureOptins.set(grants.specialFeatureOptins ?? []);
-  return SegmentEncoder.encode(model, Segment.CORE);
-}
-
-const FULL: Grants = { vendorConsents: [21], purposeConsents: ALL_PURPOSES, specialFeatureOptins: [1] };
 
 function generate(scope: IdentityScope, request: Record<string, unknown>) {
   const handlers = createTokenHandlers({
