@@ -1,4 +1,4 @@
-import { prepareTokenInput, type TokenIdentity } from '../../pipeline/tokens/tokens.js';
+import { classifyFailure, prepareTokenInput, type TokenIdentity } from '../../pipeline/tokens/tokens.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { runTokenBatch, type TokenBatchFlags, type TokenBatchDeps } from './token-batch.js';
 import { identityJson, writePrivateFileAtomic } from './token-files.js';
@@ -59,6 +59,11 @@ export async function runTokenGenerate(flags: TokenGenerateFlags, deps: TokenGen
       const consent = flags.tcfConsentString !== undefined ? { tcf_consent_string: flags.tcfConsentString } : {};
       return await client.tokenGenerate({ ...prepared.input, ...consent });
     } catch (err) {
+      if (flags.tcfConsentString !== undefined && isUnreadableConsent(err))
+        throw new UserError(
+          '--tcf-consent-string: the service cannot read it (User consent is invalid); give the TCF consent string ' +
+            'exactly as the consent platform wrote it (the euconsent-v2 value)',
+        );
       return adviseFailure(err, 'GENERATOR');
     }
   });
@@ -84,6 +89,12 @@ export async function runTokenGenerate(flags: TokenGenerateFlags, deps: TokenGen
   }
   printIdentity(result.identity, flags.out, deps.io);
   return EXIT.ok;
+}
+
+/** The service's 400 for a consent string it cannot read (docs/wire-protocol.md §5.1). */
+function isUnreadableConsent(err: unknown): boolean {
+  const failure = classifyFailure(err);
+  return failure.kind === 'client_error' && /User consent is invalid/.test(failure.message);
 }
 
 export function printIdentity(identity: TokenIdentity, out: string | undefined, io: TokenIo): void {
