@@ -3,6 +3,8 @@ import { Segment, SegmentEncoder, TCModel } from '@iabtcf/core';
 
 /** The string the official Python client's EUID integration test sends, expecting insufficient_user_consent. */
 export const PYTHON_CLIENT_TC_STRING = 'CPehXK9PehXK9ABAMBFRACBoADAAAEJAAIYgAKwAQAKgArABAAqAAA';
+/** The string the same tests send expecting a token: purposes 1, 3, 4 by consent, 2, 7, 10 by legitimate interest. */
+export const PYTHON_CLIENT_GRANTING_TC_STRING = 'CPhJRpMPhJRpMABAMBFRACBoALAAAEJAAIYgAKwAQAKgArABAAqAAA';
 
 /** The purposes EUID needs vendor 21 to hold. */
 export const EUID_PURPOSES = [1, 2, 3, 4, 7, 10];

@@ -6,6 +6,7 @@ import { readTcString } from '../../../src/service/tokens/tc-string.js';
 import {
   FULL_GRANTS as FULL,
   type Grants,
+  PYTHON_CLIENT_GRANTING_TC_STRING,
   PYTHON_CLIENT_TC_STRING as PYTHON_CLIENT_STRING,
   tcString,
 } from '../../helpers/tc-strings.js';
@@ -28,6 +29,16 @@ const INVALID = { http: 400, json: { status: 'client_error', message: 'User cons
 describe('EUID token generate reads tcf_consent_string', () => {
   it("refuses the Python client's string: purpose 1 is not granted", () => {
     expect(generate('EUID', { ...USER, tcf_consent_string: PYTHON_CLIENT_STRING })).toEqual(INSUFFICIENT);
+  });
+
+  it("issues a token for the Python client's granting string (its CMP ID of 1 read as the operator reads it)", () => {
+    const result = generate('EUID', { ...USER, tcf_consent_string: PYTHON_CLIENT_GRANTING_TC_STRING });
+    expect(result.json.status).toBe('success');
+    const optedOut = generate('EUID', {
+      email: 'optout@example.com',
+      tcf_consent_string: PYTHON_CLIENT_GRANTING_TC_STRING,
+    });
+    expect(optedOut.json).toEqual({ status: 'optout' });
   });
 
   it('issues a token when vendor 21 has purposes 1, 2, 3, 4, 7, 10 and special feature 1', () => {
