@@ -105,6 +105,8 @@ export type {
   MappedV2,
   OptedOutItem,
   SaltBucket,
+  TokenGenerateRequest,
+  TokenGenerateResult,
   TokenIdentity,
   TokenResult,
   TokenValidateRequest,
