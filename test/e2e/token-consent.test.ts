@@ -89,4 +89,14 @@ describe.concurrent('token generate --tcf-consent-string on EUID', () => {
     expect(rows[3]!.reason).toMatch(/tcf_consent_string: .*User consent is invalid/);
     expect(rows[1]!.refresh_token).toHaveLength(388);
   });
+
+  it('--input with a --tcf-consent-string the service cannot read stops: exit 2, no output file', async () => {
+    const input = join(dir, 'flag-garbled.csv');
+    writeFileSync(input, 'identifier,identifier_type\na@example.com,email\nb@example.com,email\n');
+    const output = join(dir, 'flag-garbled-out.csv');
+    const r = await generate(['--input', input, '-o', output, '--tcf-consent-string', 'garbled']);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/--tcf-consent-string: the service cannot read it .*\(no output file written\)/);
+    expect(() => readFileSync(output)).toThrow();
+  });
 });

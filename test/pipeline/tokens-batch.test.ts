@@ -9,6 +9,7 @@ import {
   BatchStopped,
   generateTokenBatch,
   readIdentifierType,
+  RunConsentRefused,
   validateTokenBatch,
 } from '../../src/pipeline/tokens/token-batch.js';
 import { ClientError, UnauthorizedError } from '../../src/protocol/index.js';
@@ -293,6 +294,24 @@ describe('TCF consent strings in token generate batches', () => {
     const status = rows[0]!.indexOf('status');
     expect(rows.slice(1).map((r) => r[status])).toEqual(['insufficient_user_consent', 'success', 'success', 'invalid']);
     expect(rows[4]![status + 1]).toMatch(/^tcf_consent_string: .*User consent is invalid/);
+  });
+
+  it('stops the run when the run-wide string is one the service cannot read', async () => {
+    const client = fakeClient({
+      generate: async () => {
+        throw new ClientError(400, 'client_error', 'User consent is invalid');
+      },
+    });
+    const out = output();
+    const run = generateTokenBatch({
+      source: await table('identifier,identifier_type\na@example.com,email\nb@example.com,email\n'),
+      openSink: out.open,
+      client,
+      concurrency: 1,
+      tcfConsentString: 'garbled',
+    });
+    await expect(run).rejects.toBeInstanceOf(RunConsentRefused);
+    expect(client.calls.filter((c) => c.method === 'tokenGenerate')).toHaveLength(1);
   });
 
   it('sends no consent string when there is neither a column nor a run-wide one', async () => {

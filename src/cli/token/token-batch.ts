@@ -6,6 +6,7 @@ import { InputError, type TableSource } from '../../pipeline/io/table.js';
 import {
   BatchStopped,
   generateTokenBatch,
+  RunConsentRefused,
   validateTokenBatch,
   type TokenBatchRun,
 } from '../../pipeline/tokens/token-batch.js';
@@ -17,7 +18,14 @@ import { requestCounters } from '../../pipeline/run/run-report.js';
 import { formatCount, formatDuration, makeSummary, writeSummaryJson } from '../../pipeline/run/summary.js';
 import { sinkCompression, type OutputCompression, type OutputFormat } from '../shared/options.js';
 import type { PhoneRegion } from '../../identity/index.js';
-import { failureAdvice, note, withConnection, type Connect, type TokenIo } from './token-io.js';
+import {
+  failureAdvice,
+  note,
+  UNREADABLE_CONSENT_FLAG,
+  withConnection,
+  type Connect,
+  type TokenIo,
+} from './token-io.js';
 import { DEFAULT_TOKEN_CONCURRENCY, MAX_TOKEN_CONCURRENCY } from './token-numbers.js';
 
 /** Flags of `token generate --input` and `token validate --input`. */
@@ -181,6 +189,10 @@ async function tokenRows(
       );
     } catch (err) {
       progress.stop();
+      if (err instanceof RunConsentRefused) {
+        const outcome = toFile ? 'no output file written' : 'the rows on stdout are incomplete';
+        throw new UserError(`${UNREADABLE_CONSENT_FLAG} (${outcome})`);
+      }
       if (err instanceof BatchStopped) {
         const advice = failureAdvice(err.failure, 'GENERATOR');
         throw new UserError(

@@ -1,4 +1,9 @@
-import { classifyFailure, prepareTokenInput, type TokenIdentity } from '../../pipeline/tokens/tokens.js';
+import {
+  classifyFailure,
+  isUnreadableConsent,
+  prepareTokenInput,
+  type TokenIdentity,
+} from '../../pipeline/tokens/tokens.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { runTokenBatch, type TokenBatchFlags, type TokenBatchDeps } from './token-batch.js';
 import { identityJson, writePrivateFileAtomic } from './token-files.js';
@@ -12,6 +17,7 @@ import {
   type Connect,
   type IdentifierFlags,
   type TokenIo,
+  UNREADABLE_CONSENT_FLAG,
 } from './token-io.js';
 
 export interface TokenGenerateFlags extends IdentifierFlags, TokenBatchFlags {
@@ -59,11 +65,8 @@ export async function runTokenGenerate(flags: TokenGenerateFlags, deps: TokenGen
       const consent = flags.tcfConsentString !== undefined ? { tcf_consent_string: flags.tcfConsentString } : {};
       return await client.tokenGenerate({ ...prepared.input, ...consent });
     } catch (err) {
-      if (flags.tcfConsentString !== undefined && isUnreadableConsent(err))
-        throw new UserError(
-          '--tcf-consent-string: the service cannot read it (User consent is invalid); give the TCF consent string ' +
-            'exactly as the consent platform wrote it (the euconsent-v2 value)',
-        );
+      if (flags.tcfConsentString !== undefined && isUnreadableConsent(classifyFailure(err)))
+        throw new UserError(UNREADABLE_CONSENT_FLAG);
       return adviseFailure(err, 'GENERATOR');
     }
   });
@@ -89,12 +92,6 @@ export async function runTokenGenerate(flags: TokenGenerateFlags, deps: TokenGen
   }
   printIdentity(result.identity, flags.out, deps.io);
   return EXIT.ok;
-}
-
-/** The service's 400 for a consent string it cannot read (docs/wire-protocol.md §5.1). */
-function isUnreadableConsent(err: unknown): boolean {
-  const failure = classifyFailure(err);
-  return failure.kind === 'client_error' && /User consent is invalid/.test(failure.message);
 }
 
 export function printIdentity(identity: TokenIdentity, out: string | undefined, io: TokenIo): void {

@@ -18,7 +18,13 @@ import {
   type TableSource,
 } from '../io/table.js';
 import { NULL_MARKER } from '../map/identifier-columns.js';
-import { classifyFailure, prepareTokenInput, type Failure, type PreparedTokenInput } from './tokens.js';
+import {
+  classifyFailure,
+  isUnreadableConsent,
+  prepareTokenInput,
+  type Failure,
+  type PreparedTokenInput,
+} from './tokens.js';
 
 /**
  * Token work over a table, for a test audience (`token generate --input`) or the Token Validator's CSV
@@ -64,13 +70,18 @@ export class BatchStopped extends Error {
   }
 }
 
+/**
+ * The run-wide consent string (TokenBatchRun.tcfConsentString) is one the service cannot read: every row relying on
+ * it would be refused alike, so the run stops rather than fill a file with invalid rows.
+ */
+export class RunConsentRefused extends Error {
+  override name = 'RunConsentRefused';
+}
+
 const FATAL: ReadonlySet<Failure['kind']> = new Set(['unauthorized', 'wrong_secret', 'clock_skew']);
 
 /** The column of a generate input holding each row's TCF consent string: the API's field name, as for `token`. */
 export const CONSENT_COLUMN = 'tcf_consent_string';
-
-/** The operator's refusal of a consent string it cannot read (docs/wire-protocol.md §5.1). */
-const CONSENT_UNREADABLE = /User consent is invalid/;
 
 export const IDENTIFIER_TYPES_HINT = 'identifier_type is one of email, phone, email_hash, phone_hash';
 
@@ -321,9 +332,10 @@ export async function generateTokenBatch(run: TokenBatchRun): Promise<GenerateBa
   };
   const isNull = (cell: string): boolean => cell === NULL_MARKER || (run.nullValues?.includes(cell) ?? false);
   /** The row's own consent string, else the run's; undefined sends none. */
-  const consentOf = (row: InputRow): string | undefined => {
+  const consentOf = (row: InputRow): { text: string; own: boolean } | undefined => {
     const cell = cols.consent >= 0 ? (row.cells[cols.consent] ?? '').trim() : '';
-    return cell !== '' && !isNull(cell) ? cell : run.tcfConsentString;
+    if (cell !== '' && !isNull(cell)) return { text: cell, own: true };
+    return run.tcfConsentString !== undefined ? { text: run.tcfConsentString, own: false } : undefined;
   };
   const finish = (row: InputRow, status: GenerateRowStatus, reason: string, identity?: TokenIdentity): string[] => {
     counts.rows++;
@@ -344,7 +356,7 @@ export async function generateTokenBatch(run: TokenBatchRun): Promise<GenerateBa
     if (!prepared.ok) return finish(row, 'invalid', prepared.reason);
     const consent = consentOf(row);
     try {
-      const input = consent !== undefined ? { ...prepared.input, tcf_consent_string: consent } : prepared.input;
+      const input = consent !== undefined ? { ...prepared.input, tcf_consent_string: consent.text } : prepared.input;
       const result = await run.client.tokenGenerate(input, { signal });
       if (result.status === 'success') return finish(row, 'success', '', result.identity);
       if (result.status === 'optout') return finish(row, 'optout', 'the user opted out');
@@ -355,9 +367,11 @@ export async function generateTokenBatch(run: TokenBatchRun): Promise<GenerateBa
       );
     } catch (err) {
       const failure = failOrStop(err, signal);
-      // a consent string the service cannot read is a fault of the row, like a malformed identifier
-      if (consent !== undefined && failure.kind === 'client_error' && CONSENT_UNREADABLE.test(failure.message))
+      if (consent !== undefined && isUnreadableConsent(failure)) {
+        if (!consent.own) throw new RunConsentRefused(failure.message);
+        // a row's own unreadable string is a fault of the row, like a malformed identifier
         return finish(row, 'invalid', `tcf_consent_string: ${failure.message}`);
+      }
       return finish(row, 'error', failure.message);
     }
   });
