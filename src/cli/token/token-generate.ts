@@ -84,8 +84,8 @@ export async function runTokenGenerate(flags: TokenGenerateFlags, deps: TokenGen
     deps.io.stdout.write(`${JSON.stringify({ status: 'insufficient_user_consent' })}\n`);
     note(
       deps.io,
-      'insufficient_user_consent: the TCF consent string does not give vendor 21 (The Trade Desk) the purposes EUID ' +
-        `needs, so the service issues no token${flags.out !== undefined ? `; ${flags.out} was not written` : ''}`,
+      'insufficient_user_consent: the TCF consent string lacks the consent EUID needs from vendor 21 (The Trade Desk), ' +
+        `so the service issues no token${flags.out !== undefined ? `; ${flags.out} was not written` : ''}`,
     );
     // no token, as for an opted-out user: the same code, told apart by the status on stdout
     return EXIT.optout;

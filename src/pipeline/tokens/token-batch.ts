@@ -363,7 +363,7 @@ export async function generateTokenBatch(run: TokenBatchRun): Promise<GenerateBa
       return finish(
         row,
         'insufficient_user_consent',
-        'the TCF consent string does not give vendor 21 the purposes EUID needs',
+        'the TCF consent string lacks the consent EUID needs from vendor 21',
       );
     } catch (err) {
       const failure = failOrStop(err, signal);

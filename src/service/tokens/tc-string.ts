@@ -16,20 +16,12 @@ export interface TcConsent {
 
 export type TcReading = { ok: true; consent: TcConsent } | { ok: false; problem: string };
 
-/** Field widths of the v2 core segment up to the vendor sections (IAB TCF v2 "TC String Format", core segment). */
-const V2_HEAD = [
-  ['version', 6],
-  ['created', 36],
-  ['lastUpdated', 36],
-  ['cmpId', 12],
-  ['cmpVersion', 12],
-  ['consentScreen', 6],
-  ['consentLanguage', 12],
-  ['vendorListVersion', 12],
-  ['policyVersion', 6],
-  ['isServiceSpecific', 1],
-  ['useNonStandardTexts', 1],
-] as const;
+/**
+ * Widths of the v2 core segment's fields between the version and the special features (IAB TCF v2 "TC String
+ * Format"): created, lastUpdated, cmpId, cmpVersion, consentScreen, consentLanguage, vendorListVersion,
+ * policyVersion, isServiceSpecific, useNonStandardTexts. None of them bears on consent.
+ */
+const V2_SKIPPED_HEAD_BITS = 36 + 36 + 12 + 12 + 6 + 12 + 12 + 6 + 1 + 1;
 const SPECIAL_FEATURE_BITS = 12;
 const PURPOSE_BITS = 24;
 /** purposeOneTreatment (1) and publisherCC (12) lie between the purposes and the vendor sections. */
@@ -107,7 +99,7 @@ export function readTcString(text: string): TcReading {
     const version = bits.read(6);
     if (version === 1) return { ok: true, consent: versionOne() };
     if (version !== 2) return { ok: false, problem: `version ${version} is not 1 or 2` };
-    for (const [, width] of V2_HEAD.slice(1)) bits.skip(width);
+    bits.skip(V2_SKIPPED_HEAD_BITS);
     const specialFeatureOptIns = bits.readSet(SPECIAL_FEATURE_BITS);
     const purposeConsents = bits.readSet(PURPOSE_BITS);
     const purposeLegitimateInterests = bits.readSet(PURPOSE_BITS);
