@@ -40,6 +40,7 @@ import { openState, type StateFile } from './state/index.js';
 export {
   IdentityClient,
   type CallOptions,
+  type GenerateTokenOptions,
   type GenerateTokenResult,
   type IdentityClientOptions,
   type IdentityMapResult,
@@ -104,6 +105,8 @@ export type {
   MappedV2,
   OptedOutItem,
   SaltBucket,
+  TokenGenerateRequest,
+  TokenGenerateResult,
   TokenIdentity,
   TokenResult,
   TokenValidateRequest,

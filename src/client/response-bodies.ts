@@ -9,6 +9,7 @@ import {
   type OptedOutItem,
   type ResponseJson,
   type SaltBucket,
+  type TokenGenerateResult,
   type TokenResult,
 } from '../protocol/index.js';
 import {
@@ -160,6 +161,12 @@ export function readOptoutStatusBody(
 export function readValidateBody(target: string, body: unknown): boolean {
   if (typeof body !== 'boolean') throw new MalformedAnswerError(target, 'the validate body is not true or false');
   return body;
+}
+
+/** A token generate answer: readTokenResult's, or `insufficient_user_consent` (EUID, docs/wire-protocol.md §5.1). */
+export function readTokenGenerateResult(target: string, answer: ResponseJson): TokenGenerateResult {
+  if (answer.status === 'insufficient_user_consent') return { status: 'insufficient_user_consent' };
+  return readTokenResult(target, answer);
 }
 
 /** `success` with the token identity of docs/wire-protocol.md §5.1, or `optout` (generate and refresh alike). */

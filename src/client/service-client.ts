@@ -5,7 +5,6 @@ import {
   decodeKey,
   decryptRefreshResponse,
   decryptResponse,
-  type DiiInput,
   encodeBody,
   encryptRequest,
   EnvelopeError,
@@ -17,6 +16,8 @@ import {
   PATHS,
   type ResponseJson,
   type SaltBucket,
+  type TokenGenerateRequest,
+  type TokenGenerateResult,
   type TokenResult,
   type TokenValidateRequest,
 } from '../protocol/index.js';
@@ -28,6 +29,7 @@ import {
   readMapV3Body,
   readOptoutStatusBody,
   readResponseJson,
+  readTokenGenerateResult,
   readTokenResult,
   readValidateBody,
 } from './response-bodies.js';
@@ -147,10 +149,11 @@ class UndiciServiceClient implements ServiceClient {
     );
   }
 
-  async tokenGenerate(input: DiiInput, options?: CallOptions): Promise<TokenResult> {
+  async tokenGenerate(input: TokenGenerateRequest, options?: CallOptions): Promise<TokenGenerateResult> {
     const target = this.target(PATHS.tokenGenerate);
-    return this.callEncrypted(PATHS.tokenGenerate, input, ['success', 'optout'], options, (answer) =>
-      readTokenResult(target, answer),
+    const accepted = ['success', 'optout', 'insufficient_user_consent'];
+    return this.callEncrypted(PATHS.tokenGenerate, input, accepted, options, (answer) =>
+      readTokenGenerateResult(target, answer),
     );
   }
 

@@ -1,11 +1,12 @@
 import type {
-  DiiInput,
   MapV2Request,
   MapV2ResponseBody,
   MapV3Request,
   MapV3ResponseBody,
   OptedOutItem,
   SaltBucket,
+  TokenGenerateRequest,
+  TokenGenerateResult,
   TokenResult,
   TokenValidateRequest,
 } from '../protocol/index.js';
@@ -82,7 +83,7 @@ export interface ServiceClient {
   mapV2(request: MapV2Request, options?: CallOptions): Promise<MapV2ResponseBody>;
   buckets(sinceTimestamp: string, options?: CallOptions): Promise<SaltBucket[]>;
   optoutStatus(advertisingIds: string[], options?: CallOptions): Promise<OptedOutItem[]>;
-  tokenGenerate(input: DiiInput, options?: CallOptions): Promise<TokenResult>;
+  tokenGenerate(input: TokenGenerateRequest, options?: CallOptions): Promise<TokenGenerateResult>;
   tokenRefresh(refreshToken: string, refreshResponseKey: string, options?: CallOptions): Promise<TokenResult>;
   tokenValidate(request: TokenValidateRequest, options?: CallOptions): Promise<boolean>;
   /**

@@ -49,6 +49,12 @@ export function pickTokenIdentity(checked: Record<string, unknown>): TokenIdenti
 
 export type TokenResult = { status: 'success'; identity: TokenIdentity } | { status: 'optout' };
 
+/** Spec §5.1: one identifier and, for EUID, the user's IAB TCF consent string. */
+export type TokenGenerateRequest = DiiInput & { tcf_consent_string?: string };
+
+/** Generate answers as refresh does, and on EUID also says the consent string does not allow a token. */
+export type TokenGenerateResult = TokenResult | { status: 'insufficient_user_consent' };
+
 export type TokenValidateRequest = DiiInput & { token: string };
 
 /** v3 request: any subset of the four arrays; kinds may be mixed. */

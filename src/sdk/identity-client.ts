@@ -66,8 +66,24 @@ export interface PhoneCallOptions extends CallOptions {
   phoneRegion?: string;
 }
 
-/** What generateToken answers: an identity to hand to the browser, or the user opted out. */
-export type GenerateTokenResult = { status: 'success'; identity: TokenIdentity } | { status: 'optout' };
+/** Options of generateToken. */
+export interface GenerateTokenOptions extends PhoneCallOptions {
+  /**
+   * The user's IAB TCF consent string, as the consent management platform wrote it. Only EUID reads it: without
+   * consent for The Trade Desk (vendor 21) to the purposes EUID needs, the answer is `insufficient_user_consent`;
+   * a string the service cannot read is refused with a ClientError ("User consent is invalid"). UID2 ignores it.
+   */
+  tcfConsentString?: string;
+}
+
+/**
+ * What generateToken answers: an identity to hand to the browser, the user opted out, or (EUID, with a
+ * tcfConsentString) the user's consent does not allow a token.
+ */
+export type GenerateTokenResult =
+  | { status: 'success'; identity: TokenIdentity }
+  | { status: 'optout' }
+  | { status: 'insufficient_user_consent' };
 
 /**
  * What refreshToken answers. `expired_token` and `invalid_token` are told apart only for a client with an API key;
@@ -195,15 +211,20 @@ export class IdentityClient {
 
   /**
    * POST /v2/token/generate for one user: the identity (advertising token, refresh token and their times) to give to
-   * the browser, or `optout`. The email or phone is normalized and hashed here; only its hash is sent.
+   * the browser, `optout`, or on EUID `insufficient_user_consent` when options.tcfConsentString does not give the
+   * consent EUID needs. The email or phone is normalized and hashed here; only its hash is sent.
    * @throws ArgumentError for an identifier that is not valid (the message says why, never the value).
    */
-  async generateToken(identifier: Identifier, options: PhoneCallOptions = {}): Promise<GenerateTokenResult> {
+  async generateToken(identifier: Identifier, options: GenerateTokenOptions = {}): Promise<GenerateTokenResult> {
     const input = this.tokenInput(identifier, 'generateToken identifier', options);
+    const consent =
+      options.tcfConsentString !== undefined
+        ? { tcf_consent_string: checkText(options.tcfConsentString, 'generateToken options.tcfConsentString') }
+        : {};
     const signal = checkSignal(options.signal, 'generateToken options.signal');
     requireCredentials(this.target, 'generateToken');
     try {
-      return await this.service.tokenGenerate(input, { signal });
+      return await this.service.tokenGenerate({ ...input, ...consent }, { signal });
     } catch (err) {
       throw libraryError(err);
     }

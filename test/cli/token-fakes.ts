@@ -3,7 +3,13 @@ import type { ServiceClient } from '../../src/client/index.js';
 import type { ResolvedConfig } from '../../src/config/index.js';
 import { serviceTargetOf } from '../../src/cli/shared/command-context.js';
 import type { Connect } from '../../src/cli/token/token-io.js';
-import type { DiiInput, TokenIdentity, TokenResult, TokenValidateRequest } from '../../src/protocol/index.js';
+import type {
+  TokenGenerateRequest,
+  TokenGenerateResult,
+  TokenIdentity,
+  TokenResult,
+  TokenValidateRequest,
+} from '../../src/protocol/index.js';
 
 /** A ServiceClient whose token methods are scripted per test; every call is recorded. */
 export interface FakeClient extends ServiceClient {
@@ -11,7 +17,7 @@ export interface FakeClient extends ServiceClient {
 }
 
 export interface Script {
-  generate?: (input: DiiInput) => Promise<TokenResult> | TokenResult;
+  generate?: (input: TokenGenerateRequest) => Promise<TokenGenerateResult> | TokenGenerateResult;
   refresh?: (token: string, key: string) => Promise<TokenResult> | TokenResult;
   validate?: (req: TokenValidateRequest) => Promise<boolean> | boolean;
   mapV3?: ServiceClient['mapV3'];

@@ -108,10 +108,24 @@ describe('envelope checks', () => {
 
   it('rejects a 200 whose status the endpoint does not answer with, naming the status', async () => {
     const c = client();
+    // only token generate answers insufficient_user_consent (EUID); validate never does
     fake.service.script({ kind: 'answer', json: { status: 'insufficient_user_consent' } });
-    const err = await c.tokenGenerate({ email: 'eu@example.com' }).catch((e: unknown) => e);
+    const err = await c.tokenValidate({ token: 'A4AT1', email: 'eu@example.com' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UnexpectedResponseError);
     expect((err as UnexpectedResponseError).status).toBe('insufficient_user_consent');
+  });
+
+  it('tokenGenerate takes insufficient_user_consent as a result, and no other new status', async () => {
+    const c = client();
+    fake.service.script({ kind: 'answer', json: { status: 'insufficient_user_consent' } });
+    expect(await c.tokenGenerate({ email: 'eu@example.com', tcf_consent_string: 'CPeh' })).toEqual({
+      status: 'insufficient_user_consent',
+    });
+    expect(lastCall().envelope?.payload).toEqual({ email: 'eu@example.com', tcf_consent_string: 'CPeh' });
+    fake.service.script({ kind: 'answer', json: { status: 'insufficient_consent' } });
+    const err = await c.tokenGenerate({ email: 'eu@example.com' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UnexpectedResponseError);
+    expect((err as UnexpectedResponseError).status).toBe('insufficient_consent');
   });
 
   it('rejects a v3 answer whose arrays do not line up with the request', async () => {

@@ -9,6 +9,7 @@ import {
   BatchStopped,
   generateTokenBatch,
   readIdentifierType,
+  RunConsentRefused,
   validateTokenBatch,
 } from '../../src/pipeline/tokens/token-batch.js';
 import { ClientError, UnauthorizedError } from '../../src/protocol/index.js';
@@ -237,7 +238,7 @@ describe('generateTokenBatch', () => {
       client,
       concurrency: 3,
     });
-    expect(counts).toEqual({ rows: 12, success: 10, optout: 1, invalid: 1, error: 0 });
+    expect(counts).toEqual({ rows: 12, success: 10, optout: 1, insufficient_user_consent: 0, invalid: 1, error: 0 });
     expect(peak).toBeLessThanOrEqual(3);
     expect(peak).toBeGreaterThan(1);
     const result = out.rows();
@@ -258,5 +259,76 @@ describe('generateTokenBatch', () => {
     expect(result[3]![8]).toBe('success');
     expect(Number(result[3]![4])).toBeGreaterThan(now);
     expect(result[3]![7]).toMatch(/^[A-Za-z0-9+/]{43}=$/);
+  });
+});
+
+describe('TCF consent strings in token generate batches', () => {
+  it("sends each row's tcf_consent_string, else the run's; reports insufficient consent and unreadable strings", async () => {
+    const sent: (string | undefined)[] = [];
+    const client = fakeClient({
+      generate: async (input) => {
+        const consent = (input as { tcf_consent_string?: string }).tcf_consent_string;
+        sent.push(consent);
+        if (consent === 'garbled') throw new ClientError(400, 'client_error', 'User consent is invalid');
+        if (consent === 'NONE') return { status: 'insufficient_user_consent' };
+        return { status: 'success', identity: identity(Date.now()) };
+      },
+    });
+    const csv =
+      'identifier,identifier_type,TCF_Consent_String\n' +
+      'a@example.com,email,NONE\n' +
+      'b@example.com,email,\n' +
+      'c@example.com,email,\\N\n' +
+      'd@example.com,email,garbled\n';
+    const out = output();
+    const counts = await generateTokenBatch({
+      source: await table(csv, 10),
+      openSink: out.open,
+      client,
+      concurrency: 1,
+      tcfConsentString: 'GRANTED',
+    });
+    expect(sent).toEqual(['NONE', 'GRANTED', 'GRANTED', 'garbled']);
+    expect(counts).toEqual({ rows: 4, success: 2, optout: 0, insufficient_user_consent: 1, invalid: 1, error: 0 });
+    const rows = out.rows();
+    const status = rows[0]!.indexOf('status');
+    expect(rows.slice(1).map((r) => r[status])).toEqual(['insufficient_user_consent', 'success', 'success', 'invalid']);
+    expect(rows[4]![status + 1]).toMatch(/^tcf_consent_string: .*User consent is invalid/);
+  });
+
+  it('stops the run when the run-wide string is one the service cannot read', async () => {
+    const client = fakeClient({
+      generate: async () => {
+        throw new ClientError(400, 'client_error', 'User consent is invalid');
+      },
+    });
+    const out = output();
+    const run = generateTokenBatch({
+      source: await table('identifier,identifier_type\na@example.com,email\nb@example.com,email\n'),
+      openSink: out.open,
+      client,
+      concurrency: 1,
+      tcfConsentString: 'garbled',
+    });
+    await expect(run).rejects.toBeInstanceOf(RunConsentRefused);
+    expect(client.calls.filter((c) => c.method === 'tokenGenerate')).toHaveLength(1);
+  });
+
+  it('sends no consent string when there is neither a column nor a run-wide one', async () => {
+    const sent: unknown[] = [];
+    const client = fakeClient({
+      generate: async (input) => {
+        sent.push('tcf_consent_string' in input);
+        return { status: 'success', identity: identity(Date.now()) };
+      },
+    });
+    const out = output();
+    await generateTokenBatch({
+      source: await table('identifier,identifier_type\na@example.com,email\n'),
+      openSink: out.open,
+      client,
+      concurrency: 1,
+    });
+    expect(sent).toEqual([false]);
   });
 });

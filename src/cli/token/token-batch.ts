@@ -6,6 +6,7 @@ import { InputError, type TableSource } from '../../pipeline/io/table.js';
 import {
   BatchStopped,
   generateTokenBatch,
+  RunConsentRefused,
   validateTokenBatch,
   type TokenBatchRun,
 } from '../../pipeline/tokens/token-batch.js';
@@ -18,7 +19,14 @@ import { writeLine } from '../../pipeline/run/log-lines.js';
 import { formatCount, formatDuration, makeSummary, writeSummaryJson } from '../../pipeline/run/summary.js';
 import { sinkCompression, type OutputCompression, type OutputFormat } from '../shared/options.js';
 import type { PhoneRegion } from '../../identity/index.js';
-import { failureAdvice, note, withConnection, type Connect, type TokenIo } from './token-io.js';
+import {
+  failureAdvice,
+  note,
+  UNREADABLE_CONSENT_FLAG,
+  withConnection,
+  type Connect,
+  type TokenIo,
+} from './token-io.js';
 import { DEFAULT_TOKEN_CONCURRENCY, MAX_TOKEN_CONCURRENCY } from './token-numbers.js';
 
 /** Flags of `token generate --input` and `token validate --input`. */
@@ -39,6 +47,8 @@ export interface TokenBatchFlags {
   phoneRegionColumn?: string;
   /** --null-value: identifier cells so written are empty (besides \N). */
   nullValues?: string[];
+  /** --tcf-consent-string: sent with every generate request whose row has no consent string of its own. */
+  tcfConsentString?: string;
 }
 
 export interface TokenBatchDeps {
@@ -103,6 +113,7 @@ async function tokenRows(
       ...(flags.phoneRegion !== undefined ? { phoneRegion: flags.phoneRegion } : {}),
       ...(flags.phoneRegionColumn !== undefined ? { phoneRegionColumn: flags.phoneRegionColumn } : {}),
       ...(flags.nullValues !== undefined ? { nullValues: flags.nullValues } : {}),
+      ...(flags.tcfConsentString !== undefined ? { tcfConsentString: flags.tcfConsentString } : {}),
       openSink: (header) =>
         openSink({
           path: flags.output,
@@ -165,11 +176,26 @@ async function tokenRows(
       }
       if (toFile) chmodSync(flags.output!, 0o600);
       return await finish(
-        { rows: c.rows, success: c.success, optout: c.optout, invalid: c.invalid, error: c.error },
-        `${formatCount(c.success)} success, ${formatCount(c.optout)} optout, ${formatCount(c.invalid)} invalid, ${formatCount(c.error)} error`,
+        {
+          rows: c.rows,
+          success: c.success,
+          optout: c.optout,
+          ...(c.insufficient_user_consent > 0 ? { insufficient_user_consent: c.insufficient_user_consent } : {}),
+          invalid: c.invalid,
+          error: c.error,
+        },
+        `${formatCount(c.success)} success, ${formatCount(c.optout)} optout, ` +
+          (c.insufficient_user_consent > 0
+            ? `${formatCount(c.insufficient_user_consent)} insufficient_user_consent, `
+            : '') +
+          `${formatCount(c.invalid)} invalid, ${formatCount(c.error)} error`,
       );
     } catch (err) {
       progress.stop();
+      if (err instanceof RunConsentRefused) {
+        const outcome = toFile ? 'no output file written' : 'the rows on stdout are incomplete';
+        throw new UserError(`${UNREADABLE_CONSENT_FLAG} (${outcome})`);
+      }
       if (err instanceof BatchStopped) {
         const advice = failureAdvice(err.failure, 'GENERATOR');
         throw new UserError(

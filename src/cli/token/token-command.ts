@@ -47,6 +47,11 @@ export function registerTokenCommand(program: Command): void {
     '--out <file>',
     'also save the identity JSON here (mode 0600, written atomically) for token refresh --in',
   );
+  generate.option(
+    '--tcf-consent-string <string>',
+    "the user's IAB TCF consent string, sent with the request (EUID reads it, UID2 ignores it); with --input, for the rows\n" +
+      'whose tcf_consent_string column is empty or absent',
+  );
   addBatchOptions(
     generate,
     'CSV/JSONL with the columns identifier, identifier_type (email|phone|email_hash|phone_hash): one identity per row',
@@ -56,10 +61,12 @@ export function registerTokenCommand(program: Command): void {
     'after',
     `\n${PII_NOTE}\n\nPrints the identity JSON on stdout (advertising_token, refresh_token, identity_expires, refresh_from,\n` +
       'refresh_expires, refresh_response_key; times in Unix ms). An opted-out user prints {"status":"optout"} and exits 5.\n' +
-      'With --input: every row plus those fields, status (success|optout|invalid|error) and reason; an opted-out row is\n' +
-      'data (exit 0), and exit 3 if a row ended in error.\n' +
+      'With --input: every row plus those fields, status (success|optout|insufficient_user_consent|invalid|error) and\n' +
+      'reason; an opted-out row is data (exit 0), and exit 3 if a row ended in error. A tcf_consent_string column gives\n' +
+      'each row\'s consent string. On EUID, consent that does not allow a token prints {"status":"insufficient_user_consent"}\n' +
+      'and exits 5 as an opt-out does; with --input such a row is data, like an opted-out row.\n' +
       'Exit codes: 0 done; 1 failed; 2 usage or invalid identifier; 3 some rows in error; 4 the key was refused (401);\n' +
-      '5 the one identity given opted out (not with --input).',
+      '5 the one identity given opted out, or its consent does not allow a token (not with --input).',
   );
   generate.action(async (opts: Record<string, unknown>) => {
     process.exitCode = await (await import('./token.js')).generate(opts);

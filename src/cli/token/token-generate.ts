@@ -1,4 +1,9 @@
-import { prepareTokenInput, type TokenIdentity } from '../../pipeline/tokens/tokens.js';
+import {
+  classifyFailure,
+  isUnreadableConsent,
+  prepareTokenInput,
+  type TokenIdentity,
+} from '../../pipeline/tokens/tokens.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { runTokenBatch, type TokenBatchFlags, type TokenBatchDeps } from './token-batch.js';
 import { identityJson, writePrivateFileAtomic } from './token-files.js';
@@ -12,6 +17,7 @@ import {
   type Connect,
   type IdentifierFlags,
   type TokenIo,
+  UNREADABLE_CONSENT_FLAG,
 } from './token-io.js';
 
 export interface TokenGenerateFlags extends IdentifierFlags, TokenBatchFlags {
@@ -32,6 +38,10 @@ export function invalidIdentifierMessage(flag: string, reason: string): string {
 
 /** `token generate`: one identity from a flag, or one per row with --input. Returns the exit code. */
 export async function runTokenGenerate(flags: TokenGenerateFlags, deps: TokenGenerateDeps): Promise<number> {
+  if (flags.tcfConsentString !== undefined && flags.tcfConsentString.trim() === '')
+    throw new UserError(
+      '--tcf-consent-string is empty: give the TCF consent string as the consent platform wrote it, or leave the flag out',
+    );
   const picked = pickIdentifier(flags);
   if (flags.input !== undefined) {
     if (picked) throw new UserError(`give either ${flagOf(picked.kind)} or --input FILE, not both`);
@@ -52,8 +62,11 @@ export async function runTokenGenerate(flags: TokenGenerateFlags, deps: TokenGen
 
   const result = await withConnection(deps.connect, { apiKey: true, clientSecret: true }, async ({ client }) => {
     try {
-      return await client.tokenGenerate(prepared.input);
+      const consent = flags.tcfConsentString !== undefined ? { tcf_consent_string: flags.tcfConsentString } : {};
+      return await client.tokenGenerate({ ...prepared.input, ...consent });
     } catch (err) {
+      if (flags.tcfConsentString !== undefined && isUnreadableConsent(classifyFailure(err)))
+        throw new UserError(UNREADABLE_CONSENT_FLAG);
       return adviseFailure(err, 'GENERATOR');
     }
   });
@@ -65,6 +78,16 @@ export async function runTokenGenerate(flags: TokenGenerateFlags, deps: TokenGen
       `optout: this user has opted out, so the service issues no token${flags.out !== undefined ? `; ${flags.out} was not written` : ''}`,
     );
     // as token refresh says it: a script tells "opted out" from "here is a token" by the code alone
+    return EXIT.optout;
+  }
+  if (result.status === 'insufficient_user_consent') {
+    deps.io.stdout.write(`${JSON.stringify({ status: 'insufficient_user_consent' })}\n`);
+    note(
+      deps.io,
+      'insufficient_user_consent: the TCF consent string lacks the consent EUID needs from vendor 21 (The Trade Desk), ' +
+        `so the service issues no token${flags.out !== undefined ? `; ${flags.out} was not written` : ''}`,
+    );
+    // no token, as for an opted-out user: the same code, told apart by the status on stdout
     return EXIT.optout;
   }
   printIdentity(result.identity, flags.out, deps.io);

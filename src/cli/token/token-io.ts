@@ -114,6 +114,11 @@ export function failureAdvice(failure: Failure, role: string): { message: string
 }
 
 /** Turns a failed call into a UserError with advice; errors that are already UserErrors pass through. */
+/** For a --tcf-consent-string the service cannot read, one generate or a whole batch. */
+export const UNREADABLE_CONSENT_FLAG =
+  '--tcf-consent-string: the service cannot read it (User consent is invalid); give the TCF consent string ' +
+  'exactly as the consent platform wrote it (the euconsent-v2 value)';
+
 export function adviseFailure(err: unknown, role: string): never {
   if (err instanceof UserError) throw err;
   const { message, exitCode } = failureAdvice(classifyFailure(err), role);

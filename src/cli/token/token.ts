@@ -53,8 +53,14 @@ function phoneRegionOf(opts: Record<string, unknown>): { phoneRegion?: PhoneRegi
 }
 
 export function generate(opts: Record<string, unknown>): Promise<number> {
+  const consent = str(opts, 'tcfConsentString');
   return runTokenGenerate(
-    { ...identifierFlags(opts), ...batchFlags(opts), out: str(opts, 'out') },
+    {
+      ...identifierFlags(opts),
+      ...batchFlags(opts),
+      out: str(opts, 'out'),
+      ...(consent !== undefined ? { tcfConsentString: consent } : {}),
+    },
     { io: processIo(), connect: connector(connectionFlags(opts)) },
   );
 }

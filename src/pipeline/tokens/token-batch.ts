@@ -18,7 +18,13 @@ import {
   type TableSource,
 } from '../io/table.js';
 import { NULL_MARKER } from '../map/identifier-columns.js';
-import { classifyFailure, prepareTokenInput, type Failure, type PreparedTokenInput } from './tokens.js';
+import {
+  classifyFailure,
+  isUnreadableConsent,
+  prepareTokenInput,
+  type Failure,
+  type PreparedTokenInput,
+} from './tokens.js';
 
 /**
  * Token work over a table, for a test audience (`token generate --input`) or the Token Validator's CSV
@@ -41,6 +47,11 @@ export interface TokenBatchRun {
   phoneRegionColumn?: string;
   /** Identifier cells that stand for no value, besides NULL_MARKER (`\N`): read as an empty identifier. */
   nullValues?: readonly string[];
+  /**
+   * The IAB TCF consent string sent with every generate request whose row has none of its own (an empty or null
+   * `tcf_consent_string` cell, or no such column). EUID reads it; UID2 ignores it.
+   */
+  tcfConsentString?: string;
   signal?: AbortSignal;
   /** Filled as rows are prepared: phones sent, and phones refused only for want of a region (needsPhoneRegion). */
   phones?: { validPhones: number; phonesNeedingRegion: number };
@@ -59,7 +70,18 @@ export class BatchStopped extends Error {
   }
 }
 
+/**
+ * The run-wide consent string (TokenBatchRun.tcfConsentString) is one the service cannot read: every row relying on
+ * it would be refused alike, so the run stops rather than fill a file with invalid rows.
+ */
+export class RunConsentRefused extends Error {
+  override name = 'RunConsentRefused';
+}
+
 const FATAL: ReadonlySet<Failure['kind']> = new Set(['unauthorized', 'wrong_secret', 'clock_skew']);
+
+/** The column of a generate input holding each row's TCF consent string: the API's field name, as for `token`. */
+export const CONSENT_COLUMN = 'tcf_consent_string';
 
 export const IDENTIFIER_TYPES_HINT = 'identifier_type is one of email, phone, email_hash, phone_hash';
 
@@ -76,6 +98,8 @@ interface Columns {
   identifier: number;
   identifierType: number;
   token: number;
+  /** The row's TCF consent string (generate), or -1. */
+  consent: number;
   /** The row's country (phoneRegionColumn), or -1. */
   country: number;
 }
@@ -87,6 +111,7 @@ function findColumns(source: TableSource, needToken: boolean, countryColumn: str
     identifier: index('identifier'),
     identifierType: index('identifier_type'),
     token: index('token'),
+    consent: index(CONSENT_COLUMN),
     country: countryColumn === undefined ? -1 : index(countryColumn),
   };
   const missing = [
@@ -275,6 +300,7 @@ export interface GenerateBatchCounts {
   rows: number;
   success: number;
   optout: number;
+  insufficient_user_consent: number;
   invalid: number;
   error: number;
 }
@@ -290,13 +316,27 @@ export const IDENTITY_COLUMNS = [
 
 export const GENERATE_COLUMNS = [...IDENTITY_COLUMNS, 'status', 'reason'] as const;
 
-export type GenerateRowStatus = 'success' | 'optout' | 'invalid' | 'error';
+export type GenerateRowStatus = 'success' | 'optout' | 'insufficient_user_consent' | 'invalid' | 'error';
 
 /** One identity per row: the row, the §2.2 fields (empty unless `success`), `status` and `reason`. */
 export async function generateTokenBatch(run: TokenBatchRun): Promise<GenerateBatchCounts> {
   const cols = findColumns(run.source, false, run.phoneRegionColumn);
   const layout = outputLayout(run.source.header, GENERATE_COLUMNS);
-  const counts: GenerateBatchCounts = { rows: 0, success: 0, optout: 0, invalid: 0, error: 0 };
+  const counts: GenerateBatchCounts = {
+    rows: 0,
+    success: 0,
+    optout: 0,
+    insufficient_user_consent: 0,
+    invalid: 0,
+    error: 0,
+  };
+  const isNull = (cell: string): boolean => cell === NULL_MARKER || (run.nullValues?.includes(cell) ?? false);
+  /** The row's own consent string, else the run's; undefined sends none. */
+  const consentOf = (row: InputRow): { text: string; own: boolean } | undefined => {
+    const cell = cols.consent >= 0 ? (row.cells[cols.consent] ?? '').trim() : '';
+    if (cell !== '' && !isNull(cell)) return { text: cell, own: true };
+    return run.tcfConsentString !== undefined ? { text: run.tcfConsentString, own: false } : undefined;
+  };
   const finish = (row: InputRow, status: GenerateRowStatus, reason: string, identity?: TokenIdentity): string[] => {
     counts.rows++;
     counts[status]++;
@@ -314,13 +354,25 @@ export async function generateTokenBatch(run: TokenBatchRun): Promise<GenerateBa
     const prepared = prepareTokenInput(prep.kind, prep.value, prep.options);
     tallyPhone(run, prep.value, prepared);
     if (!prepared.ok) return finish(row, 'invalid', prepared.reason);
+    const consent = consentOf(row);
     try {
-      const result = await run.client.tokenGenerate(prepared.input, { signal });
-      return result.status === 'success'
-        ? finish(row, 'success', '', result.identity)
-        : finish(row, 'optout', 'the user opted out');
+      const input = consent !== undefined ? { ...prepared.input, tcf_consent_string: consent.text } : prepared.input;
+      const result = await run.client.tokenGenerate(input, { signal });
+      if (result.status === 'success') return finish(row, 'success', '', result.identity);
+      if (result.status === 'optout') return finish(row, 'optout', 'the user opted out');
+      return finish(
+        row,
+        'insufficient_user_consent',
+        'the TCF consent string lacks the consent EUID needs from vendor 21',
+      );
     } catch (err) {
-      return finish(row, 'error', failOrStop(err, signal).message);
+      const failure = failOrStop(err, signal);
+      if (consent !== undefined && isUnreadableConsent(failure)) {
+        if (!consent.own) throw new RunConsentRefused(failure.message);
+        // a row's own unreadable string is a fault of the row, like a malformed identifier
+        return finish(row, 'invalid', `tcf_consent_string: ${failure.message}`);
+      }
+      return finish(row, 'error', failure.message);
     }
   });
   return counts;

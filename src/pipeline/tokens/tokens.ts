@@ -250,6 +250,11 @@ export interface Failure {
   httpStatus?: number;
 }
 
+/** The service's 400 for a TCF consent string it cannot read (docs/wire-protocol.md §5.1). */
+export function isUnreadableConsent(failure: Failure): boolean {
+  return failure.kind === 'client_error' && /User consent is invalid/.test(failure.message);
+}
+
 export function classifyFailure(err: unknown): Failure {
   if (err instanceof UnauthorizedError)
     return { kind: 'unauthorized', message: serviceText(err), httpStatus: err.httpStatus };

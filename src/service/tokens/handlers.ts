@@ -12,6 +12,7 @@ import {
   wrapRefreshToken,
 } from './refresh-token.js';
 import { testIdentityOfFirstLevel } from './test-identities.js';
+import { MESSAGE_INVALID_CONSENT, checkUserConsent } from './user-consent.js';
 import {
   PRIVACY_BIT_LEGACY,
   REFRESH_CUTOFF_MS,
@@ -26,6 +27,7 @@ export const LOCAL_OPERATOR: OperatorIdentity = { siteId: 0, type: 1, version: 0
 
 const clientError = (message: string) => ({ http: 400 as const, json: { status: 'client_error', message } });
 const OPTOUT = { status: 'optout' } as const;
+const INSUFFICIENT_CONSENT = { status: 'insufficient_user_consent' } as const;
 
 /** What a new identity is made from: who it is (type, F), since when, and for whom. */
 interface IdentitySource {
@@ -80,6 +82,11 @@ export function createTokenHandlers(deps: TokenHandlerDeps): TokenHandlers {
   function generate(request: unknown): HandlerResult {
     const dii = readDii(request);
     if (!dii.ok) return clientError(dii.message);
+    // The operator reads consent after the identifier and before opt-out: an opted-out user without consent is told
+    // about the consent.
+    const consent = checkUserConsent(engine.scope, request as Record<string, unknown>);
+    if (consent === 'invalid') return clientError(MESSAGE_INVALID_CONSENT);
+    if (consent === 'insufficient') return { http: 200, json: { ...INSUFFICIENT_CONSENT } };
     const now = nowMs();
     const firstLevel = engine.firstLevelHash(dii.hash);
     const role = engine.testIdentity(dii.type, dii.hash);
