@@ -196,7 +196,8 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
     throw new UserError(
       `--hash-encoding ${flags.output.hashEncoding} applies to the hashes --emit-hash writes: add --emit-hash, or drop --hash-encoding`,
     );
-  const inputPaths = expandInputArgs(flags.inputs ?? [chooseInput(flags.input, deps.stdin)]);
+  const named = flags.inputs ?? [chooseInput(flags.input, deps.stdin)];
+  const inputPaths = expandInputArgs(named);
   const partOutputs =
     flags.outputDir !== undefined
       ? partOutputPaths(flags.outputDir, inputPaths, flags.output.output !== undefined)
