@@ -5,19 +5,12 @@ import { closeOnFailure } from '../io/close-on-failure.js';
 import { formatOfExtension } from '../io/format-names.js';
 import { commitTogether } from '../io/output/commit-together.js';
 import { openSink } from '../io/output/sink.js';
-import { requireTextColumns } from '../io/parquet/parquet-columns.js';
 import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../io/table.js';
-import { chooseRegion, phoneRegionColumnIndex, withNullMarkers, withPhoneRegion } from '../map/column-options.js';
-import {
-  ColumnError,
-  resolveIdentifierColumns,
-  type ColumnFlags,
-  type IdentifierColumn,
-} from '../map/identifier-columns.js';
+import type { ColumnFlags, IdentifierColumn } from '../map/identifier-columns.js';
 import { MapEngine, REMEMBERED_IDENTIFIERS, type MapRunCounts, type MapRunResult } from '../map/map-engine.js';
 import { phoneRegionHint, readsRegion } from '../map/phone-region-hint.js';
 import type { ResultLayout } from '../map/result-columns.js';
-import { resolveResultLayout, type LayoutRequest } from '../map/result-layout.js';
+import type { LayoutRequest } from '../map/result-layout.js';
 import { BadRowsOutput, type BadRowFlags } from '../run/bad-rows-output.js';
 import { runBatchCommand, type BatchPlan } from '../run/batch-run.js';
 import { chooseConcurrency, type ServiceClient, type ServiceTarget } from '../run/connection.js';
@@ -31,7 +24,8 @@ import { releaseYoungGeneration } from '../run/young-generation.js';
 import { isPreparingSource } from '../threads/parquet-read-thread.js';
 import { isPieceSource, openTableInputs, type TableInput } from '../threads/table-input.js';
 import { v2DeprecationWarning } from '../v2/v2-notice.js';
-import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from './headerless-input.js';
+import { mayBeHeaderless, readAsHeaderless } from './headerless-input.js';
+import { chooseMapColumns } from './map-columns.js';
 import { mapOutputColumns, runMapJob } from './map-job.js';
 import { openMapState, type MapStateFile } from './map-state.js';
 import { partSinks } from './output-dir-sinks.js';
@@ -149,44 +143,33 @@ async function mapParts(
 
 async function mapOpened(run: MapRun, opened: TableInput, firstInput: OpenSourceOptions): Promise<number> {
   const { options, target, say } = run;
-  const dryRun = options.dryRun === true;
   // a one-column file of emails or phones without a header line is read as such (and said so)
   const source =
     options.inputs.length === 1 && mayBeHeaderless(options, firstInput) ? readAsHeaderless(opened) : opened;
   for (const line of source.notes) say(line);
   if (source.header.length === 0) return emptyInput(run, source);
-  const identifiers = identifierColumns(run, source);
-  const regionIndex =
-    options.phoneRegionColumn === undefined
-      ? undefined
-      : phoneRegionColumnIndex(source.header, options.phoneRegionColumn, identifiers, source.name);
-  const columns = withNullMarkers(
-    withPhoneRegion(
-      identifiers,
-      chooseRegion(options.phoneRegion, { phoneRegion: options.profilePhoneRegion }),
-      regionIndex,
-    ),
-    options.nullValues,
-  );
-  // a Parquet column of numbers or nested values holds no identifier as the service reads one
-  requireTextColumns(
+  const { columns, layout } = chooseMapColumns(
+    {
+      ...options,
+      layout: { ...options.layout, timeFormat: options.output.timeFormat, hashEncoding: options.output.hashEncoding },
+    },
     source,
-    columns.map((c) => c.name),
+    say,
   );
-  const layout = resultLayout(options, source, columns);
   const rejectsFormat = options.rejects === undefined ? undefined : formatOfExtension(options.rejects);
   if (rejectsFormat !== undefined && rejectsFormat !== options.output.format) {
     // the row threads encode an output row once, for both files: the rejects share the output's format
     say(`--rejects ${options.rejects} is written as ${options.output.format.toUpperCase()}, the format of the output`);
   }
   const concurrency = chooseConcurrency(options.concurrency, target, say);
+  const choices: MapChoices = { source, columns, layout, concurrency };
   return runBatchCommand<MapRunResult, MapStateFile | undefined>(
     {
       openState: () => openStateFor(run),
       plan: (state) =>
-        dryRun && !isPieceSource(source)
+        options.dryRun === true && !isPieceSource(source)
           ? dryRunReport(run, source, columns, state)
-          : mapPlan(run, { source, columns, layout, concurrency }, state),
+          : mapPlan(run, choices, state),
     },
     run.deps,
   );
@@ -230,34 +213,6 @@ async function emptyInput({ options, startedMs, deps, say }: MapRun, source: Tab
   if (!options.output.quiet) printSummary(summary, deps.stderr);
   if (options.output.summaryJson !== undefined) await writeSummaryJson(options.output.summaryJson, summary);
   return EXIT.ok;
-}
-
-function identifierColumns({ options, say }: MapRun, source: TableInput): IdentifierColumn[] {
-  const headerless = headerlessColumns(source);
-  if (headerless !== undefined) return headerless;
-  try {
-    const resolved = resolveIdentifierColumns(source.header, options, source.name);
-    if (resolved.note !== undefined) say(resolved.note);
-    return resolved.columns;
-  } catch (err) {
-    if (err instanceof ColumnError) throw new UserError(err.message);
-    throw err;
-  }
-}
-
-/** The output's layout as the options ask for it; a column they name that the input lacks is a usage error. */
-function resultLayout(options: MapOptions, source: TableInfo, columns: IdentifierColumn[]): ResultLayout {
-  try {
-    return resolveResultLayout(
-      source.header,
-      columns,
-      { ...options.layout, timeFormat: options.output.timeFormat, hashEncoding: options.output.hashEncoding },
-      source.name,
-    );
-  } catch (err) {
-    if (err instanceof ColumnError) throw new UserError(err.message);
-    throw err;
-  }
 }
 
 /** What a run that sends has chosen before it connects. */
