@@ -214,6 +214,7 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
   const dryRun = flags.dryRun === true;
   // configuration first: a missing key should be said before a large file is opened
   const config = resolveFor(flags.connection, deps, { apiKey: !dryRun, clientSecret: !dryRun });
+  const target = serviceTargetOf(config);
   const { input, inputs, inputFormat, delimiter, encoding, header, outputDir, connection, ...asked } = flags;
   return runMapFilesJob(
     {
@@ -223,7 +224,7 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
       ...(outputDir !== undefined ? { outputDir: { dir: outputDir, paths: partOutputs } } : {}),
       ...(config.phoneRegion !== undefined ? { profilePhoneRegion: config.phoneRegion } : {}),
     },
-    serviceTargetOf(config),
+    target,
     runDepsOf(deps),
   );
 }
