@@ -6,6 +6,7 @@ import type { RunDeps } from '../../src/pipeline/run/run-deps.js';
 import type { BatchRunResult } from '../../src/pipeline/run/run-report.js';
 import { makeSummary } from '../../src/pipeline/run/summary.js';
 import type { StateStore } from '../../src/state/types.js';
+import type { TableSink } from '../../src/pipeline/io/table.js';
 
 // The batch-run skeleton calls a command's parts in one order, with the state file and the connection opened
 // and closed around them; called here with a fake state and an injected client, without the command parser.
@@ -125,5 +126,73 @@ describe('runBatchCommand', () => {
     ).rejects.toBe(failure);
     expect(calls.at(-1)).toBe('close');
     expect(calls.some((c) => c.startsWith('finishRun'))).toBe(false);
+  });
+
+  it("writes to the command's own output when it opens one, and drops it when the engine throws", async () => {
+    const calls: string[] = [];
+    const rows: string[][] = [];
+    const own = (name: string) =>
+      ({
+        writeRows: async (batch: string[][]) => void rows.push(...batch),
+        commit: async () => void calls.push(`commit ${name}`),
+        abort: async () => void calls.push(`abort ${name}`),
+      }) as unknown as TableSink;
+    const code = await runBatchCommand(
+      {
+        openState: () => undefined,
+        plan: () =>
+          plan(calls, {
+            output: {
+              columns: ['hash'],
+              options: { format: 'csv', quiet: true },
+              progressLabel: 'map',
+              cron: false,
+              open: async () => own('parts'),
+            },
+            finish: async (_result, _summary, { sink }) => {
+              await sink.commit();
+              return 0;
+            },
+          }),
+      },
+      deps(),
+    );
+    expect(code).toBe(0);
+    expect(rows).toEqual([['earlier']]);
+    expect(calls).toContain('commit parts');
+    const failure = new Error('engine failed');
+    await expect(
+      runBatchCommand(
+        {
+          openState: () => undefined,
+          plan: () =>
+            plan(calls, {
+              output: {
+                columns: ['hash'],
+                options: { format: 'csv', quiet: true },
+                progressLabel: 'map',
+                cron: false,
+                open: async () => own('failed'),
+              },
+              engine: async () => {
+                throw failure;
+              },
+            }),
+        },
+        deps(),
+      ),
+    ).rejects.toBe(failure);
+    expect(calls.at(-1)).toBe('abort failed');
+  });
+
+  it('waits for a state that closes in the background before it returns', async () => {
+    const calls: string[] = [];
+    const state = {
+      startRun: () => 1,
+      finishRun: () => undefined,
+      close: () => new Promise<void>((resolve) => setTimeout(() => resolve(void calls.push('closed')), 5)),
+    };
+    await runBatchCommand({ openState: () => state, plan: () => 2 }, deps());
+    expect(calls).toEqual(['closed']);
   });
 });

@@ -198,7 +198,8 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
     throw new UserError(
       `--hash-encoding ${flags.output.hashEncoding} applies to the hashes --emit-hash writes: add --emit-hash, or drop --hash-encoding`,
     );
-  const inputPaths = expandInputArgs(flags.inputs ?? [chooseInput(flags.input, deps.stdin)]);
+  const named = flags.inputs ?? [chooseInput(flags.input, deps.stdin)];
+  const inputPaths = expandInputArgs(named);
   const partOutputs =
     flags.outputDir !== undefined
       ? partOutputPaths(flags.outputDir, inputPaths, flags.output.output !== undefined)
@@ -215,6 +216,7 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
   const dryRun = flags.dryRun === true;
   // configuration first: a missing key should be said before a large file is opened
   const config = resolveFor(flags.connection, deps, { apiKey: !dryRun, clientSecret: !dryRun });
+  const target = serviceTargetOf(config);
   const { input, inputs, inputFormat, delimiter, encoding, header, outputDir, connection, ...asked } = flags;
   return runMapFilesJob(
     {
@@ -224,7 +226,7 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
       ...(outputDir !== undefined ? { outputDir: { dir: outputDir, paths: partOutputs } } : {}),
       ...(config.phoneRegion !== undefined ? { profilePhoneRegion: config.phoneRegion } : {}),
     },
-    serviceTargetOf(config),
+    target,
     runDepsOf(deps),
   );
 }

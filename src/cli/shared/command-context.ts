@@ -2,10 +2,16 @@
  * What the commands that run against the service share before their run: the injected dependencies, the
  * configuration, and the service target (with the embedded service for --env local) the run connects to.
  */
-import { envFingerprint, resolveConfig, type ConnectionFlags, type ResolvedConfig } from '../../config/index.js';
+import {
+  attachLocalService,
+  envFingerprint,
+  resolveConfig,
+  type ConnectionFlags,
+  type ResolvedConfig,
+} from '../../config/index.js';
 import type { ServiceTarget } from '../../pipeline/run/connection.js';
 import type { InputRunDeps, RunDeps } from '../../pipeline/run/run-deps.js';
-import { startEmbeddedServiceIfLocal } from './embedded-service.js';
+import { startEmbeddedService, type EmbeddedServiceStarter } from './embedded-service.js';
 import { onInterrupt } from './exit-codes.js';
 import { boundHeapGrowth } from '../../pipeline/run/heap-growth.js';
 import { createProgress } from './progress.js';
@@ -75,15 +81,21 @@ export function runDepsOf<D extends RunDeps>(deps: D): D {
   };
 }
 
-/** Where a run sends its requests: the resolved configuration; for --env local, the embedded service started then. */
-export function serviceTargetOf(config: ResolvedConfig): ServiceTarget {
+/**
+ * Where a run sends its requests: the resolved configuration; for --env local, the embedded service, started
+ * when the run connects (by `startLocal`, which tests may replace).
+ */
+export function serviceTargetOf(
+  config: ResolvedConfig,
+  startLocal: EmbeddedServiceStarter = startEmbeddedService,
+): ServiceTarget {
   const target = targetOf(config);
   if (!config.isLocal) return target;
   return {
     ...target,
     start: async () => {
-      const embedded = await startEmbeddedServiceIfLocal(config);
-      return { target: targetOf(embedded.config), close: embedded.close };
+      const service = await startLocal(config.env.scope);
+      return { target: targetOf(attachLocalService(config, service)), close: () => service.close() };
     },
   };
 }

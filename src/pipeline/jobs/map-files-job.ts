@@ -5,32 +5,27 @@ import { closeOnFailure } from '../io/close-on-failure.js';
 import { formatOfExtension } from '../io/format-names.js';
 import { commitTogether } from '../io/output/commit-together.js';
 import { openSink } from '../io/output/sink.js';
-import { requireTextColumns } from '../io/parquet/parquet-columns.js';
 import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../io/table.js';
-import { chooseRegion, phoneRegionColumnIndex, withNullMarkers, withPhoneRegion } from '../map/column-options.js';
-import {
-  ColumnError,
-  resolveIdentifierColumns,
-  type ColumnFlags,
-  type IdentifierColumn,
-} from '../map/identifier-columns.js';
+import type { ColumnFlags, IdentifierColumn } from '../map/identifier-columns.js';
 import { MapEngine, REMEMBERED_IDENTIFIERS, type MapRunCounts, type MapRunResult } from '../map/map-engine.js';
 import { phoneRegionHint, readsRegion } from '../map/phone-region-hint.js';
 import type { ResultLayout } from '../map/result-columns.js';
-import { resolveResultLayout, type LayoutRequest } from '../map/result-layout.js';
+import type { LayoutRequest } from '../map/result-layout.js';
 import { BadRowsOutput, type BadRowFlags } from '../run/bad-rows-output.js';
-import { chooseConcurrency, connectForMapping, type ServiceClient, type ServiceTarget } from '../run/connection.js';
+import { runBatchCommand, type BatchPlan } from '../run/batch-run.js';
+import { chooseConcurrency, type ServiceClient, type ServiceTarget } from '../run/connection.js';
 import { EXIT, UserError } from '../run/exit-codes.js';
 import { sinkCompression, type OutputFlags } from '../run/output-options.js';
-import { sayTo, startProgress, type InputRunDeps, type RunProgress, type Say } from '../run/run-deps.js';
-import { exitCodeOf, KNOWN_FAILURES as BATCH_KNOWN_FAILURES, outputBytes } from '../run/run-report.js';
+import { sayTo, type InputRunDeps, type Say } from '../run/run-deps.js';
+import { KNOWN_FAILURES as BATCH_KNOWN_FAILURES, outputBytes } from '../run/run-report.js';
 import { planThreads, type ThreadPlan } from '../run/run-plan.js';
 import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from '../run/summary.js';
 import { releaseYoungGeneration } from '../run/young-generation.js';
 import { isPreparingSource } from '../threads/parquet-read-thread.js';
 import { isPieceSource, openTableInputs, type TableInput } from '../threads/table-input.js';
 import { v2DeprecationWarning } from '../v2/v2-notice.js';
-import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from './headerless-input.js';
+import { mayBeHeaderless, readAsHeaderless } from './headerless-input.js';
+import { chooseMapColumns } from './map-columns.js';
 import { mapOutputColumns, runMapJob } from './map-job.js';
 import { openMapState, type MapStateFile } from './map-state.js';
 import { partSinks } from './output-dir-sinks.js';
@@ -148,55 +143,51 @@ async function mapParts(
 
 async function mapOpened(run: MapRun, opened: TableInput, firstInput: OpenSourceOptions): Promise<number> {
   const { options, target, say } = run;
-  const dryRun = options.dryRun === true;
   // a one-column file of emails or phones without a header line is read as such (and said so)
   const source =
     options.inputs.length === 1 && mayBeHeaderless(options, firstInput) ? readAsHeaderless(opened) : opened;
   for (const line of source.notes) say(line);
   if (source.header.length === 0) return emptyInput(run, source);
-  const identifiers = identifierColumns(run, source);
-  const regionIndex =
-    options.phoneRegionColumn === undefined
-      ? undefined
-      : phoneRegionColumnIndex(source.header, options.phoneRegionColumn, identifiers, source.name);
-  const columns = withNullMarkers(
-    withPhoneRegion(
-      identifiers,
-      chooseRegion(options.phoneRegion, { phoneRegion: options.profilePhoneRegion }),
-      regionIndex,
-    ),
-    options.nullValues,
-  );
-  // a Parquet column of numbers or nested values holds no identifier as the service reads one
-  requireTextColumns(
+  const { columns, layout } = chooseMapColumns(
+    {
+      ...options,
+      layout: { ...options.layout, timeFormat: options.output.timeFormat, hashEncoding: options.output.hashEncoding },
+    },
     source,
-    columns.map((c) => c.name),
+    say,
   );
-  const layout = resultLayout(options, source, columns);
   const rejectsFormat = options.rejects === undefined ? undefined : formatOfExtension(options.rejects);
   if (rejectsFormat !== undefined && rejectsFormat !== options.output.format) {
     // the row threads encode an output row once, for both files: the rejects share the output's format
     say(`--rejects ${options.rejects} is written as ${options.output.format.toUpperCase()}, the format of the output`);
   }
   const concurrency = chooseConcurrency(options.concurrency, target, say);
+  const choices: MapChoices = { source, columns, layout, concurrency };
+  return runBatchCommand<MapRunResult, MapStateFile | undefined>(
+    {
+      openState: () => openStateFor(run),
+      plan: (state) =>
+        options.dryRun === true && !isPieceSource(source)
+          ? dryRunReport(run, source, columns, state)
+          : mapPlan(run, choices, state),
+    },
+    run.deps,
+  );
+}
 
-  let state: MapStateFile | undefined;
-  if (options.state !== undefined) {
-    if (dryRun && !existsSync(options.state))
-      say(`--state ${options.state} does not exist yet: nothing would be answered from it`);
-    else
-      state = openMapState(options.state, {
-        envFingerprint: target.envFingerprint,
-        readonly: dryRun,
-        api: options.api ?? 'v3',
-      });
+/** The state file of the run, if it names one; a dry run reads it, and only if it is there. */
+function openStateFor({ options, target, say }: MapRun): MapStateFile | undefined {
+  if (options.state === undefined) return undefined;
+  const dryRun = options.dryRun === true;
+  if (dryRun && !existsSync(options.state)) {
+    say(`--state ${options.state} does not exist yet: nothing would be answered from it`);
+    return undefined;
   }
-  try {
-    if (dryRun && !isPieceSource(source)) return await dryRunReport(run, source, columns, state);
-    return await mapForReal(run, { source, columns, layout, concurrency, state });
-  } finally {
-    await state?.close();
-  }
+  return openMapState(options.state, {
+    envFingerprint: target.envFingerprint,
+    readonly: dryRun,
+    api: options.api ?? 'v3',
+  });
 }
 
 /** A 0-byte input is an empty table, not a mistake: the output is empty too (no columns to name). */
@@ -224,126 +215,105 @@ async function emptyInput({ options, startedMs, deps, say }: MapRun, source: Tab
   return EXIT.ok;
 }
 
-function identifierColumns({ options, say }: MapRun, source: TableInput): IdentifierColumn[] {
-  const headerless = headerlessColumns(source);
-  if (headerless !== undefined) return headerless;
-  try {
-    const resolved = resolveIdentifierColumns(source.header, options, source.name);
-    if (resolved.note !== undefined) say(resolved.note);
-    return resolved.columns;
-  } catch (err) {
-    if (err instanceof ColumnError) throw new UserError(err.message);
-    throw err;
-  }
-}
-
-/** The output's layout as the options ask for it; a column they name that the input lacks is a usage error. */
-function resultLayout(options: MapOptions, source: TableInfo, columns: IdentifierColumn[]): ResultLayout {
-  try {
-    return resolveResultLayout(
-      source.header,
-      columns,
-      { ...options.layout, timeFormat: options.output.timeFormat, hashEncoding: options.output.hashEncoding },
-      source.name,
-    );
-  } catch (err) {
-    if (err instanceof ColumnError) throw new UserError(err.message);
-    throw err;
-  }
-}
-
 /** What a run that sends has chosen before it connects. */
 interface MapChoices {
   source: TableInput;
   columns: IdentifierColumn[];
   layout: ResultLayout;
   concurrency: number;
-  state: MapStateFile | undefined;
 }
 
-async function mapForReal(run: MapRun, { source, columns, layout, concurrency, state }: MapChoices): Promise<number> {
+/** A run that sends, as the batch skeleton runs it: its outputs, its engine, its summary and its ending. */
+function mapPlan(run: MapRun, choices: MapChoices, state: MapStateFile | undefined): BatchPlan<MapRunResult> {
   const { options, target, plan, deps, say, startedMs, badRows } = run;
-  const maxAttempts = target.maxAttempts ?? 6;
-  const connection = await connectForMapping(target, concurrency, {
-    maxAttempts,
-    ...(deps.client !== undefined ? { client: deps.client } : {}),
-  });
-  const { client, limiter } = connection;
+  const { source, columns, layout, concurrency } = choices;
   const api = options.api ?? 'v3';
   const { header, types } = mapOutputColumns(source.header, columns, api, layout);
-  let sink: TableSink | undefined;
   let rejects: TableSink | undefined;
-  let progress: RunProgress | undefined;
-  const threads = plan.engineThreads(isPieceSource(source));
-  try {
-    const sinkThreads = plan.encoderThreads(isPieceSource(source)) ?? 0;
-    sink =
-      options.outputDir !== undefined
-        ? partSinks(options.outputDir.paths, source, header, types)
-        : await openSink({
-            path: options.output.output,
-            format: options.output.format,
-            ...sinkCompression(options.output),
-            header,
-            types,
-            stream: deps.stdout,
-            threads: sinkThreads,
-          });
-    if (options.rejects !== undefined)
-      rejects = await openSink({ path: options.rejects, format: options.output.format, header, types });
-    progress = startProgress(deps, {
-      label: 'map',
-      quiet: options.output.quiet === true,
-      dataOnStdout: options.output.output === undefined,
-    });
-    const reporter = progress;
-    state?.beginRun(runArgs(options, source, columns, concurrency, target), Math.floor(startedMs / 1000));
-    const result = await runMapJob({
-      input: source,
-      columns,
-      client,
-      limiter,
-      output: { kind: 'table', sink, rejects, format: options.output.format, header, types },
-      api,
-      layout,
-      threads,
-      state: state?.engineState,
-      batchSize: options.batchSize,
-      failFast: options.failFast === true,
-      maxAttempts,
-      signal: deps.signal,
-      nowS: () => Math.floor(deps.now() / 1000),
-      onProgress: (counts: MapRunCounts) =>
-        reporter.update({
-          done: counts.rowsDone,
-          ...estimateTotal(source, counts),
-          retries: client.stats.retries,
-          http429: client.stats.http429,
-        }),
-    });
-    progress.stop();
-    const hint = phoneRegionHint(readsRegion(columns), result.counts);
-    if (hint !== undefined) say(hint);
-    const summary = mapSummary(result, client, source, startedMs, deps.now(), state);
-    if (api === 'v2') summary.api = 'v2';
-    state?.endRun(JSON.stringify(summary), exitCodeOf(result), Math.floor(deps.now() / 1000));
-    return await finish(result, summary, {
-      sink,
-      rejects,
-      badRows,
-      options,
-      state,
-      say,
-      deps,
-    });
-  } catch (err) {
-    progress?.stop();
-    await rejects?.abort();
-    await sink?.abort();
-    throw err;
-  } finally {
-    await connection.close();
-  }
+  return {
+    command: 'map',
+    target,
+    connection: { kind: 'map', concurrency },
+    record: {
+      args: runArgs(options, source, columns, concurrency, target),
+      startS: Math.floor(startedMs / 1000),
+      endS: () => Math.floor(deps.now() / 1000),
+    },
+    output: {
+      columns: { header, types },
+      options: options.output,
+      progressLabel: 'map',
+      cron: false,
+      open: async () => {
+        const sink =
+          options.outputDir !== undefined
+            ? partSinks(options.outputDir.paths, source, header, types)
+            : await openSink({
+                path: options.output.output,
+                format: options.output.format,
+                ...sinkCompression(options.output),
+                header,
+                types,
+                stream: deps.stdout,
+                threads: plan.encoderThreads(isPieceSource(source)) ?? 0,
+              });
+        if (options.rejects !== undefined) {
+          try {
+            rejects = await openSink({ path: options.rejects, format: options.output.format, header, types });
+          } catch (err) {
+            await sink.abort();
+            throw err;
+          }
+        }
+        return sink;
+      },
+    },
+    engine: async ({ client, limiter, sink, progress }) => {
+      try {
+        return await runMapJob({
+          input: source,
+          columns,
+          client,
+          limiter,
+          output: { kind: 'table', sink, rejects, format: options.output.format, header, types },
+          api,
+          layout,
+          threads: plan.engineThreads(isPieceSource(source)),
+          state: state?.engineState,
+          batchSize: options.batchSize,
+          failFast: options.failFast === true,
+          maxAttempts: target.maxAttempts ?? 6,
+          signal: deps.signal,
+          nowS: () => Math.floor(deps.now() / 1000),
+          onProgress: (counts: MapRunCounts) =>
+            progress.update({
+              done: counts.rowsDone,
+              ...estimateTotal(source, counts),
+              retries: client.stats.retries,
+              http429: client.stats.http429,
+            }),
+        });
+      } catch (err) {
+        await rejects?.abort();
+        throw err;
+      }
+    },
+    summary: (result, { client }) => {
+      const summary = mapSummary(result, client, source, startedMs, deps.now(), state);
+      if (api === 'v2') summary.api = 'v2';
+      return summary;
+    },
+    finish: async (result, summary, { sink }) => {
+      const hint = phoneRegionHint(readsRegion(columns), result.counts);
+      if (hint !== undefined) say(hint);
+      try {
+        return await finish(result, summary, { sink, rejects, badRows, options, state, say, deps });
+      } catch (err) {
+        await rejects?.abort();
+        throw err;
+      }
+    },
+  };
 }
 
 /** What the runs table records: how the run was asked for, never a credential. */
@@ -353,9 +323,9 @@ function runArgs(
   columns: IdentifierColumn[],
   concurrency: number,
   target: ServiceTarget,
-): string {
+): Record<string, unknown> {
   const region = columns.find((c) => c.phoneRegion !== undefined)?.phoneRegion;
-  return JSON.stringify({
+  return {
     input: source.name,
     output: options.output.output ?? '-',
     format: options.output.format,
@@ -374,7 +344,7 @@ function runArgs(
     ...(options.output.hashEncoding !== undefined ? { hash_encoding: options.output.hashEncoding } : {}),
     ...(options.layout?.keep !== undefined ? { keep: options.layout.keep } : {}),
     ...(options.layout?.dropInputColumns === true ? { drop_input_columns: true } : {}),
-  });
+  };
 }
 
 interface Finish {

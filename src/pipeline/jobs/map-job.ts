@@ -41,8 +41,8 @@ export interface MapJob {
   input: TableInput | AsyncIterable<InputRow[]>;
   columns: readonly EngineColumn[];
   client: Pick<ServiceClient, 'mapV3' | 'mapV2'>;
-  /** The concurrency limiter the client's 429s lower. */
-  limiter: AdaptiveConcurrency;
+  /** The concurrency limiter the client's 429s lower (a map connection always has one). */
+  limiter: AdaptiveConcurrency | undefined;
   output: MapOutput;
   /** v3 (default), or the deprecated v2 map with salt buckets. */
   api?: 'v3' | 'v2' | undefined;
@@ -145,7 +145,7 @@ export async function runMapJob(job: MapJob): Promise<MapRunResult> {
     const engine: MapEngine = new MapEngine({
       columns: job.columns,
       mapBatch: v2 ? mapBatchV2(job.client) : (request, signal) => job.client.mapV3(request, { signal }),
-      limiter: job.limiter,
+      ...(job.limiter !== undefined ? { limiter: job.limiter } : {}),
       ...(job.state !== undefined ? { state: job.state } : {}),
       ...(job.batchSize !== undefined ? { batchSize: job.batchSize } : {}),
       failFast: job.failFast === true,

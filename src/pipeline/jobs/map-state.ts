@@ -9,9 +9,9 @@ import { migrationInProgress } from '../v2/migration.js';
 export interface MapStateFile {
   /** A writing run's lookups and commits go to a thread of their own (when its compiled script is there). */
   engineState: EngineState | ThreadedEngineState;
-  /** Records the run (not in a dry run, which opens the file read-only). */
-  beginRun(argsJson: string, nowS: number): void;
-  endRun(summaryJson: string, exitCode: number, nowS: number): void;
+  /** Records the run in the runs table (not in a dry run, which opens the file read-only: then 0). */
+  startRun(command: string, argsJson: string, nowS: number): number;
+  finishRun(runId: number, summaryJson: string, exitCode: number, nowS: number): void;
   /** After every commit given to the state's thread. */
   close(): Promise<void>;
 }
@@ -35,7 +35,6 @@ export function openMapState(path: string, options: MapStateOptions): MapStateFi
     api,
     readonly: options.readonly,
   });
-  let runId: number | undefined;
   try {
     const fileApi = store.meta().api;
     if (fileApi !== api && api === 'v3') {
@@ -66,11 +65,11 @@ export function openMapState(path: string, options: MapStateOptions): MapStateFi
       : undefined;
   return {
     engineState: thread ?? store,
-    beginRun(argsJson, nowS) {
-      if (!options.readonly) runId = store.startRun('map', argsJson, nowS);
+    startRun(command, argsJson, nowS) {
+      return options.readonly ? 0 : store.startRun(command, argsJson, nowS);
     },
-    endRun(summaryJson, exitCode, nowS) {
-      if (runId !== undefined) store.finishRun(runId, summaryJson, exitCode, nowS);
+    finishRun(runId, summaryJson, exitCode, nowS) {
+      if (!options.readonly) store.finishRun(runId, summaryJson, exitCode, nowS);
     },
     async close() {
       try {

@@ -15,8 +15,11 @@ import { sayTo, type RunDeps, type RunProgress } from './run-deps.js';
 import { exitCodeOf, replayedLine, withRunOutput, type BatchRunResult } from './run-report.js';
 import type { RunSummary } from './summary.js';
 
+/** What the skeleton needs of a command's state file: its runs table, and closing it once the run ends. */
+export type RunState = Pick<StateStore, 'startRun' | 'finishRun'> & { close(): void | Promise<void> };
+
 /** A batch command as the skeleton runs it: what it opens, and how it plans its run once that is open. */
-export interface BatchCommand<R extends BatchRunResult, S extends StateStore | undefined> {
+export interface BatchCommand<R extends BatchRunResult, S extends RunState | undefined> {
   /** Opens the state file the run reads and records in (undefined: a run of input files); closed when it ends. */
   openState(): S;
   /** Looks at what was opened: an exit code ends the run there (a dry run, nothing to do); a plan runs it. */
@@ -44,6 +47,8 @@ export interface BatchPlan<R extends BatchRunResult> {
     progressLabel: string;
     /** No progress when stderr is not a terminal: only the summary line. */
     cron: boolean;
+    /** The command's own output (one file per input part, encoder threads); absent: -o or stdout. */
+    open?: (() => Promise<TableSink>) | undefined;
   };
   /** The progress total, once the work before the output is done. */
   total?(): number;
@@ -67,7 +72,7 @@ export interface EngineRun {
 }
 
 /** Runs a batch command: returns its exit code; throws for failures the command's finish does not turn into one. */
-export async function runBatchCommand<R extends BatchRunResult, S extends StateStore | undefined>(
+export async function runBatchCommand<R extends BatchRunResult, S extends RunState | undefined>(
   command: BatchCommand<R, S>,
   deps: RunDeps,
 ): Promise<number> {
@@ -77,13 +82,13 @@ export async function runBatchCommand<R extends BatchRunResult, S extends StateS
     if (typeof plan === 'number') return plan;
     return await runPlan(plan, state, deps);
   } finally {
-    state?.close();
+    await state?.close();
   }
 }
 
 async function runPlan<R extends BatchRunResult>(
   plan: BatchPlan<R>,
-  state: StateStore | undefined,
+  state: RunState | undefined,
   deps: RunDeps,
 ): Promise<number> {
   const say = sayTo(plan.output.options, deps);
@@ -103,8 +108,8 @@ async function runPlan<R extends BatchRunResult>(
         ? state.startRun(plan.command, JSON.stringify(record.args), record.startS)
         : 0;
     await plan.beforeOutput?.(client);
-    const { columns, progressLabel, cron, options } = plan.output;
-    return await withRunOutput(columns, progressLabel, cron, options, deps, async (sink, progress) => {
+    const { columns, progressLabel, cron, options, open } = plan.output;
+    const work = async (sink: TableSink, progress: RunProgress): Promise<number> => {
       if (plan.total !== undefined) progress.update({ done: 0, total: plan.total() });
       const replayed = plan.replay !== undefined ? await plan.replay(sink) : 0;
       if (replayed > 0) say(replayedLine(replayed));
@@ -113,7 +118,8 @@ async function runPlan<R extends BatchRunResult>(
       const summary = plan.summary(result, { client, replayed });
       if (record !== undefined) state?.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), record.endS());
       return await plan.finish(result, summary, { sink, replayed });
-    });
+    };
+    return await withRunOutput(columns, progressLabel, cron, options, deps, work, open);
   } finally {
     await connection.close();
   }

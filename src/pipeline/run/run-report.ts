@@ -84,9 +84,9 @@ function runProgress(label: string, output: OutputFlags, deps: RunDeps, cron: bo
 }
 
 /**
- * Opens the run's output (-o FILE or stdout, with `columns`: names, or names with types for JSONL) and its
- * progress, then does the work. When the work throws, the progress stops and the output is dropped, so a failed
- * run never leaves a file that looks complete.
+ * Opens the run's output (-o FILE or stdout, with `columns`: names, or names with types for JSONL; or the
+ * command's own, `open`) and its progress, then does the work. When the work throws, the progress stops and the
+ * output is dropped, so a failed run never leaves a file that looks complete.
  */
 export async function withRunOutput<T>(
   columns: readonly string[] | TypedHeader,
@@ -95,20 +95,24 @@ export async function withRunOutput<T>(
   output: OutputFlags,
   deps: RunDeps,
   work: (sink: TableSink, progress: RunProgress) => Promise<T>,
+  open?: () => Promise<TableSink>,
 ): Promise<T> {
   let sink: TableSink | undefined;
   let progress: RunProgress | undefined;
   try {
     const typed = 'types' in columns ? columns : undefined;
     const header = typed !== undefined ? typed.header : (columns as readonly string[]);
-    sink = await openSink({
-      path: output.output,
-      format: output.format,
-      ...sinkCompression(output),
-      header: [...header],
-      ...(typed !== undefined ? { types: typed.types } : {}),
-      stream: deps.stdout,
-    });
+    sink =
+      open !== undefined
+        ? await open()
+        : await openSink({
+            path: output.output,
+            format: output.format,
+            ...sinkCompression(output),
+            header: [...header],
+            ...(typed !== undefined ? { types: typed.types } : {}),
+            stream: deps.stdout,
+          });
     progress = runProgress(progressLabel, output, deps, cron);
     return await work(sink, progress);
   } catch (err) {

@@ -21,10 +21,10 @@ export function isPieceSource(input: TableInput): input is CsvPieceSource {
  * (`onBadRecord`) by the parsing on this thread only, so that mode reads as parsed rows too.
  */
 export async function openTableInput(options: OpenSourceOptions, threads: number): Promise<TableInput> {
-  if (options.readThread === true && resolveFormat(options) === 'parquet' && parquetReadThreadAvailable())
+  const format = resolveFormat(options);
+  if (options.readThread === true && format === 'parquet' && parquetReadThreadAvailable())
     return new ParquetThreadSource((await openSource(options)) as ParquetTableSource, options.chunkRows);
-  const pieces =
-    threads > 0 && options.onBadRecord === undefined && resolveFormat(options) === 'csv' && RowThreads.available();
+  const pieces = threads > 0 && options.onBadRecord === undefined && format === 'csv' && RowThreads.available();
   return pieces ? openCsvPieces(options) : openSource(options);
 }
 
