@@ -12,7 +12,7 @@ import { checkedMetaValue, metaSumOf } from './meta-values.js';
 import { EntryView, type EntryValues, RecordWriter } from './entry-record.js';
 import { LIST_PAGE, SQL } from './queries.js';
 import { RecordWalker, WALK_PAGE, forEachJoined } from './record-walk.js';
-import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
+import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE } from './schema.js';
 import type {
   BucketEntries,
   ChangeJournalRows,
@@ -26,10 +26,7 @@ import type {
   OptoutCursor,
   PendingChange,
   RotatedBucket,
-  StateCounts,
-  StateEntry,
   StateMeta,
-  StateStore,
   StoredEntries,
 } from './types.js';
 
@@ -55,7 +52,6 @@ type OnAnswer = (entry: EntryView) => number;
 /** Given each entry a read by id finds, with its id (the view is reused: nothing of it may be kept). */
 type OnRecord = (id: number, entry: EntryView) => void;
 
-/** The StateStore over one better-sqlite3 connection; made by openState, which has checked the file. */
 /** The lookup key of each hash of one DII type. */
 function lookupKeysOf(type: DiiType, hashes: readonly string[]): number[] {
   const code = TYPE_CODE[type];
@@ -78,7 +74,12 @@ function requestsByKey(lookupKeys: readonly number[]): { lastWith: Map<number, n
   return { lastWith, before };
 }
 
-export class SqliteStateStore implements StateStore {
+/**
+ * The state file over one better-sqlite3 connection, made by openState, which has checked the file. Every method
+ * is synchronous and batch-oriented: each writing method is one transaction, so a crash leaves whole batches or
+ * nothing.
+ */
+export class StateStore {
   private readonly stmts: ReturnType<typeof prepareAll>;
   private readonly walker: RecordWalker;
   /** Reused for every entry the joined reader gives out. */
@@ -172,6 +173,7 @@ export class SqliteStateStore implements StateStore {
     return checkedMetaValue(key, this.stmts.metaGet.raw().get(key)) ?? null;
   }
 
+  /** Sets a metadata value (e.g. `last_buckets_check`, `api` after a migration). Identity keys are refused. */
   setMeta(key: string, value: string): void {
     this.writable(`set ${key}`);
     if (IDENTITY_META_KEYS.has(key)) {
@@ -192,27 +194,6 @@ export class SqliteStateStore implements StateStore {
   }
 
   // ---- lookups
-
-  lookupMany(keys: readonly { type: DiiType; hash: string }[]): Map<string, StateEntry> {
-    const found = new Map<string, StateEntry>();
-    if (keys.length === 0) return found;
-    this.keys.catchUp();
-    const lookupKeys = new Array<number>(keys.length);
-    for (let i = 0; i < keys.length; i++) lookupKeys[i] = keyOf(TYPE_CODE[keys[i].type], keys[i].hash);
-    this.matchRows(
-      lookupKeys,
-      (i) => keys[i].hash,
-      (i, id, e) => found.set(`${keys[i].type}:${keys[i].hash}`, decodeEntry(id, e, keys[i].hash)),
-    );
-    return found;
-  }
-
-  lookupHashes(type: DiiType, hashes: readonly string[]): Map<string, StateEntry> {
-    const found = new Map<string, StateEntry>();
-    if (hashes.length === 0) return found;
-    this.matchHashes(type, hashes, (i, id, e) => found.set(hashes[i], decodeEntry(id, e, hashes[i])));
-    return found;
-  }
 
   lookupStored(type: DiiType, hashes: readonly string[]): StoredEntries {
     const at: number[] = [];
@@ -253,16 +234,6 @@ export class SqliteStateStore implements StateStore {
       p,
       bucketId,
     };
-  }
-
-  /** matchRows() for hashes of one type, after the tail is caught up. */
-  private matchHashes(
-    type: DiiType,
-    hashes: readonly string[],
-    onMatch: (request: number, id: number, e: EntryView) => void,
-  ): void {
-    this.keys.catchUp();
-    this.matchRows(lookupKeysOf(type, hashes), (i) => hashes[i], onMatch);
   }
 
   /**
@@ -437,6 +408,11 @@ export class SqliteStateStore implements StateStore {
     if (this.keys.full) this.mergeTailNow();
   }
 
+  /**
+   * Opens a transaction that the following commitBatch calls join (each still whole or nothing inside it) until
+   * endGroup commits them together or abortGroup rolls them all back. Nothing of a group is in the file before
+   * endGroup returns: a caller reports its batches committed only then. Lookups inside a group see its batches.
+   */
   beginGroup(): void {
     this.writable('commit batches');
     if (this.db.inTransaction) throw new Error(`state file ${this.path}: a group of commits is already open`);
@@ -473,6 +449,7 @@ export class SqliteStateStore implements StateStore {
 
   // ---- pending changes: rows of committed batches that no committed output holds yet
 
+  /** Pending change rows of one kind in id order after `afterId` (default 0), at most `limit` (default 5,000). */
   pendingChanges(kind: ChangeKind, afterId = 0, limit = 5_000): PendingChange[] {
     const n = pageLimit(limit);
     if (n === 0) return [];
@@ -483,10 +460,12 @@ export class SqliteStateStore implements StateStore {
     });
   }
 
+  /** The id of the last pending change row of one kind; null when none is pending. */
   lastPendingChangeId(kind: ChangeKind): number | null {
     return (this.journal().last.get(kind) as number | null | undefined) ?? null;
   }
 
+  /** Deletes the pending change rows of one kind up to and including `upToId`, once an output holding them is committed. */
   ackChanges(kind: ChangeKind, upToId: number): number {
     this.writable('acknowledge delivered changes');
     return this.journal().ack.run(kind, upToId).changes;
@@ -505,20 +484,24 @@ export class SqliteStateStore implements StateStore {
 
   // ---- v3: due by refresh time (due-lists.ts)
 
+  /** v3 entries with r <= nowS. */
   countDue(nowS: number): number {
     return this.due.count(nowS);
   }
 
+  /** Entries coming due per day for `days` days: day 0 is today (r <= now), day i is (now + (i-1)d, now + i d]. */
   dueByDay(nowS: number, days: number): DueDay[] {
     return this.due.byDay(nowS, days);
   }
 
+  /** v3 entries with r <= nowS in (r, id) order after `after`, at most `limit`. */
   selectDue(nowS: number, after: DueCursor | null, limit: number): DueEntry[] {
     return this.due.select(nowS, after, limit);
   }
 
   // ---- v2: due by salt bucket rotation
 
+  /** v2 entries marked due, in id order after `after`, at most `limit`. */
   selectDueV2(after: number | null, limit: number): DueEntry[] {
     const n = pageLimit(limit);
     if (n === 0) return [];
@@ -542,12 +525,16 @@ export class SqliteStateStore implements StateStore {
     return count;
   }
 
+  /** Marks due the v2 entries of these buckets mapped before the rotation; returns how many became due. */
   markBucketsRotated(buckets: readonly RotatedBucket[]): number {
     this.writable('mark rotated buckets');
     if (buckets.length === 0) return 0;
     return this.markBucketsTx.immediate(buckets);
   }
 
+  /**
+   * Marks due every mapped v2 entry (one with a salt bucket); v3 entries are left alone, so a migration can start every run with it: what an earlier run already moved to v3 is not sent again.
+   */
   markBucketEntriesDue(): number {
     this.writable('mark entries due');
     return this.db.transaction(() => this.markDue((e) => e.bucketSize >= 0)).immediate();
@@ -565,6 +552,7 @@ export class SqliteStateStore implements StateStore {
     return marked;
   }
 
+  /** Mapped v2 entries (with a salt bucket): how many, and when the oldest of them was mapped (Unix seconds). */
   bucketEntries(): BucketEntries {
     let count = 0;
     let oldest = Number.POSITIVE_INFINITY;
@@ -591,6 +579,10 @@ export class SqliteStateStore implements StateStore {
 
   // ---- opt-out sweep
 
+  /**
+   * Entries with a raw UID (u or p) in id order: after `after` (null: from the first entry) and up to `upTo`
+   * (default: the end of the table). A sweep starts after sweepCursor() and wraps to the first entry itself.
+   */
   selectForOptoutCheck(limit: number, after: OptoutCursor | null, upTo: number = LAST_ID): OptoutCandidate[] {
     const n = pageLimit(limit);
     if (n === 0) return [];
@@ -610,6 +602,7 @@ export class SqliteStateStore implements StateStore {
     return out;
   }
 
+  /** Where the next sweep starts: after the last entry whose check a sweep committed (id 0 when none). */
   sweepCursor(): OptoutCursor {
     const id = Number(this.getMeta(META_KEYS.sweepAfter) ?? 0);
     return { id: Number.isSafeInteger(id) && id > 0 ? id : 0 };
@@ -625,18 +618,25 @@ export class SqliteStateStore implements StateStore {
     return count;
   }
 
+  /** ceil(fraction * countWithRawUid()). */
   sweepSize(fraction: number): number {
     if (!(fraction > 0)) return 0;
     const total = this.countWithRawUid();
     return Math.min(total, Math.ceil(Math.min(fraction, 1) * total));
   }
 
+  /** Records the check time of these entries; with `cursor`, moves sweepCursor() there in the same transaction. */
   recordOptoutChecks(ids: readonly number[], nowS: number, cursor?: OptoutCursor): void {
     this.writable('record opt-out checks');
     if (ids.length === 0 && cursor === undefined) return;
     this.recordChecksTx.immediate(ids, Math.floor(nowS), cursor);
   }
 
+  /**
+   * Tombstones the entries whose u or p is one of these raw UIDs. With `within` (the ids whose raw UIDs were
+   * sent) it reads only those rows; without it, it scans the table once (there is no index on raw UIDs).
+   * With `journal`, its rows are inserted into the pending changes in the same transaction.
+   */
   tombstoneByRawUid(
     optedOut: readonly OptedOutRawUid[],
     nowS: number,
@@ -697,29 +697,7 @@ export class SqliteStateStore implements StateStore {
     return true;
   }
 
-  // ---- counts and runs
-
-  counts(nowS?: number): StateCounts {
-    const now = nowS === undefined ? Number.NaN : Math.floor(nowS);
-    const result: StateCounts = { entries: 0, mapped: 0, optout: 0, invalid: 0 };
-    // entries marked due (v2), and those of them also due by r (counted once)
-    let dueV2 = 0;
-    let dueBoth = 0;
-    this.reading(() =>
-      this.walker.walk(0, LAST_ID, (_, e) => {
-        result.entries++;
-        if (e.status === 1) result.mapped++;
-        else if (e.status === 2) result.optout++;
-        else if (e.status === 3) result.invalid++;
-        if (e.due === 1) {
-          dueV2++;
-          if (e.r <= now) dueBoth++;
-        }
-      }),
-    );
-    if (nowS !== undefined) result.due = this.countDue(now) + dueV2 - dueBoth;
-    return result;
-  }
+  // ---- runs
 
   startRun(command: string, argsJson: string, nowS: number = Date.now() / 1000): number {
     this.writable('record a run');
@@ -736,6 +714,7 @@ export class SqliteStateStore implements StateStore {
 
   // ---- lock and life cycle
 
+  /** Takes the lock for a writing run; throws StateLockedError while another live run holds it. */
   lock(): void {
     try {
       this.lockFile.acquire();
@@ -745,6 +724,10 @@ export class SqliteStateStore implements StateStore {
     }
   }
 
+  /**
+   * Takes the lock, waiting up to `waitMs` for another live run to release it (polling with growing pauses);
+   * rejects with the same StateLockedError as lock() when the time is up.
+   */
   async waitForLock(waitMs: number): Promise<void> {
     const deadline = Date.now() + Math.max(0, waitMs);
     let pause = 50;
@@ -775,12 +758,17 @@ export class SqliteStateStore implements StateStore {
     if (err instanceof StateLockedError) this.lockRefused = true;
   }
 
+  /**
+   * Writes the write-ahead log into the file and truncates it, so that the file alone is a full copy; throws
+   * StateBusyError when another process reads the file meanwhile.
+   */
   checkpoint(): void {
     this.writable('checkpoint');
     const [result] = this.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
     if (result !== undefined && result.busy !== 0) throw new StateBusyError(this.path);
   }
 
+  /** Rebuilds the file without its free pages, then checkpoints. */
   vacuum(): void {
     this.writable('vacuum');
     this.db.exec('VACUUM');
@@ -885,23 +873,6 @@ function sinceByRawUid(optedOut: readonly OptedOutRawUid[]): Map<string, number>
 
 function orNull(t: number): number | null {
   return Number.isNaN(t) ? null : t;
-}
-
-function decodeEntry(id: number, e: EntryView, hash: string): StateEntry {
-  return {
-    id,
-    type: TYPE_OF_CODE[e.type],
-    hash,
-    status: statusOfCode(e.status),
-    u: e.text(e.uStart, e.uSize),
-    p: e.text(e.pStart, e.pSize),
-    r: orNull(e.r),
-    bucketId: e.text(e.bucketStart, e.bucketSize),
-    lastMappedS: orNull(e.lastMappedS),
-    lastOptoutCheckS: orNull(e.lastOptoutCheckS),
-    optedOutSinceMs: orNull(e.optedOutSinceMs),
-    due: e.due === 1,
-  };
 }
 
 function decodeCandidate(id: number, e: EntryView): OptoutCandidate {

@@ -2,30 +2,6 @@ import type { DiiType } from '../identity/index.js';
 
 export type EntryStatus = 'mapped' | 'optout' | 'invalid';
 
-/** One stored identifier. Never holds a raw email or phone: the hash is all a remap needs. */
-export interface StateEntry {
-  /** Row id in the state file; stable for the life of the entry. */
-  id: number;
-  type: DiiType;
-  hash: string;
-  status: EntryStatus;
-  /** Current raw UID; null for tombstones (optout) and invalids. */
-  u: string | null;
-  /** Previous raw UID (v3 `p`), null when none. */
-  p: string | null;
-  /** v3 refresh time, Unix seconds; null for tombstones, invalids and v2 entries. */
-  r: number | null;
-  /** v2 salt bucket id; null for v3 entries. */
-  bucketId: string | null;
-  /** When the current raw UID was received (Unix seconds); a tombstone or invalid keeps the last one's time. */
-  lastMappedS: number | null;
-  lastOptoutCheckS: number | null;
-  /** When the service says the raw UID opted out (ms), if known. */
-  optedOutSinceMs: number | null;
-  /** v2: set when the entry's bucket rotated after it was mapped. */
-  due: boolean;
-}
-
 export type MapOutcome =
   | { kind: 'mapped'; u: string; p: string | null; r: number | null; bucketId?: string | null }
   /** `optedOutSinceMs` when the answer says when (the opt-out endpoint does; map does not). */
@@ -114,15 +90,6 @@ export interface BucketEntries {
 export interface OptedOutRawUid {
   rawUid: string;
   optedOutSinceMs: number;
-}
-
-export interface StateCounts {
-  entries: number;
-  mapped: number;
-  optout: number;
-  invalid: number;
-  /** Only when counts() was given a time: v3 entries with r <= now plus v2 entries marked due. */
-  due?: number;
 }
 
 /** What a change row was written for: a remap-due / migrate changes file, or an optout-check --state output. */
@@ -216,104 +183,4 @@ export interface StateFile {
   commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): void;
   /** Releases the lock and closes the file; a writing store checkpoints first (no big -wal left beside it). Idempotent. */
   close(): void;
-}
-
-/**
- * The state file. Every method is synchronous (better-sqlite3) and batch-oriented: each writing method is one
- * transaction, so a crash leaves whole batches or nothing.
- */
-export interface StateStore extends StateFile {
-  readonly readonly: boolean;
-
-  meta(): StateMeta;
-  getMeta(key: string): string | null;
-  /** Sets a metadata value (e.g. `last_buckets_check`, `api` after a migration). Identity keys are refused. */
-  setMeta(key: string, value: string): void;
-
-  /** Stored entries for these keys, keyed `${type}:${hash}`; keys not stored are absent. */
-  lookupMany(keys: readonly { type: DiiType; hash: string }[]): Map<string, StateEntry>;
-  /** Stored entries for these hashes of one DII type, keyed by hash; hashes not stored are absent. */
-  lookupHashes(type: DiiType, hashes: readonly string[]): Map<string, StateEntry>;
-
-  /**
-   * Opens a transaction that the following commitBatch calls join (each still whole or nothing inside it) until
-   * endGroup commits them together or abortGroup rolls them all back. Nothing of a group is in the file before
-   * endGroup returns: a caller reports its batches committed only then. Lookups inside a group see its batches.
-   */
-  beginGroup(): void;
-  endGroup(): void;
-  abortGroup(): void;
-
-  /** Pending change rows of one kind in id order after `afterId` (default 0), at most `limit` (default 5,000). */
-  pendingChanges(kind: ChangeKind, afterId?: number, limit?: number): PendingChange[];
-  /** The id of the last pending change row of one kind; null when none is pending. */
-  lastPendingChangeId(kind: ChangeKind): number | null;
-  /** Deletes the pending change rows of one kind up to and including `upToId`, once an output holding them is committed. */
-  ackChanges(kind: ChangeKind, upToId: number): number;
-
-  /** v3 entries with r <= nowS. */
-  countDue(nowS: number): number;
-  /** Entries coming due per day for `days` days: day 0 is today (r <= now), day i is (now + (i-1)d, now + i d]. */
-  dueByDay(nowS: number, days: number): DueDay[];
-  /** v3 entries with r <= nowS in (r, id) order after `after`, at most `limit`. */
-  selectDue(nowS: number, after: DueCursor | null, limit: number): DueEntry[];
-
-  /** v2 entries marked due, in id order after `after`, at most `limit`. */
-  selectDueV2(after: number | null, limit: number): DueEntry[];
-  countDueV2(): number;
-  /** Marks due the v2 entries of these buckets mapped before the rotation; returns how many became due. */
-  markBucketsRotated(buckets: readonly RotatedBucket[]): number;
-  /**
-   * Marks due every mapped v2 entry (one with a salt bucket); v3 entries are left alone, so a migration can start every run with it: what an earlier run already moved to v3 is not sent again.
-   */
-  markBucketEntriesDue(): number;
-  /** Mapped v2 entries (with a salt bucket): how many, and when the oldest of them was mapped (Unix seconds). */
-  bucketEntries(): BucketEntries;
-
-  /**
-   * Entries with a raw UID (u or p) in id order: after `after` (null: from the first entry) and up to `upTo`
-   * (default: the end of the table). A sweep starts after sweepCursor() and wraps to the first entry itself.
-   */
-  selectForOptoutCheck(limit: number, after: OptoutCursor | null, upTo?: number): OptoutCandidate[];
-  /** Where the next sweep starts: after the last entry whose check a sweep committed (id 0 when none). */
-  sweepCursor(): OptoutCursor;
-  countWithRawUid(): number;
-  /** ceil(fraction * countWithRawUid()). */
-  sweepSize(fraction: number): number;
-  /** Records the check time of these entries; with `cursor`, moves sweepCursor() there in the same transaction. */
-  recordOptoutChecks(ids: readonly number[], nowS: number, cursor?: OptoutCursor): void;
-  /**
-   * Tombstones the entries whose u or p is one of these raw UIDs. With `within` (the ids whose raw UIDs were
-   * sent) it reads only those rows; without it, it scans the table once (there is no index on raw UIDs).
-   * With `journal`, its rows are inserted into the pending changes in the same transaction.
-   */
-  tombstoneByRawUid(
-    optedOut: readonly OptedOutRawUid[],
-    nowS: number,
-    within?: readonly number[],
-    journal?: ChangeJournalRows,
-  ): number;
-
-  /** Entry counts by status (a scan of the table); `due` too when given a time. */
-  counts(nowS?: number): StateCounts;
-
-  startRun(command: string, argsJson: string, nowS?: number): number;
-  finishRun(id: number, summaryJson: string, exitCode: number, nowS?: number): void;
-
-  /** Takes the lock for a writing run; throws StateLockedError while another live run holds it. */
-  lock(): void;
-  /**
-   * Takes the lock, waiting up to `waitMs` for another live run to release it (polling with growing pauses);
-   * rejects with the same StateLockedError as lock() when the time is up.
-   */
-  waitForLock(waitMs: number): Promise<void>;
-  readonly locked: boolean;
-
-  /**
-   * Writes the write-ahead log into the file and truncates it, so that the file alone is a full copy; throws
-   * StateBusyError when another process reads the file meanwhile.
-   */
-  checkpoint(): void;
-  /** Rebuilds the file without its free pages, then checkpoints. */
-  vacuum(): void;
 }
