@@ -9,7 +9,7 @@ import {
   StateNotFoundError,
   StateSettingError,
 } from './errors.js';
-import { stateAccessError } from './access.js';
+import { errnoOf, stateAccessError } from './access.js';
 import { ChecksumError } from './checksum.js';
 import { RecordFormatError } from './entry-record.js';
 import { checkedMetaValue, metaSumOf } from './meta-values.js';
@@ -319,10 +319,4 @@ function asStateError(err: unknown, path: string, readonly = false): unknown {
     );
   }
   return err;
-}
-
-function errnoOf(err: unknown): string | undefined {
-  return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string'
-    ? err.code
-    : undefined;
 }

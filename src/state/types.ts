@@ -137,34 +137,21 @@ export interface OpenStateOptions {
   readonly?: boolean;
   /** How long to wait for another connection's write to finish before failing (default 5,000 ms). */
   busyTimeoutMs?: number;
-  /**
-   * SQLite page cache of this connection, in MiB (default 8). It counts in the process's memory. Lookups of stored
-   * keys read pages at random across the file, so a bigger cache seldom holds the next one and only adds to the
-   * cost of each page read (npm run bench:state with --cache compares sizes).
-   */
+  /** SQLite page cache of this connection, in MiB (default 8): lookups read pages at random, so more seldom helps. */
   cacheSizeMiB?: number;
   /**
-   * Memory-map up to this many MiB of the file (0: off). By default 2047, about the most SQLite maps (a state of
-   * some 20 million entries), or what the environment variable UID2_BATCH_STATE_MMAP_MIB says. Lookups of stored
-   * entries then read their pages in place instead of copying each one out of the system's cache (see npm run
-   * bench:state and --mmap), commits are no slower. The pages touched count in the process's RSS, up to the
-   * mapped size, though they are the system's file cache, which it takes back when memory runs short, as it would
-   * the same pages read without the map. An I/O error on a mapped page ends the process (SIGBUS) instead of
-   * failing the call, so a state on storage that may fail under the process (a network mount) is better read with
-   * 0; SQLite's WAL needs a local file anyway.
+   * Memory-map up to this many MiB of the file (0: off; default 2047, about the most SQLite maps, or
+   * UID2_BATCH_STATE_MMAP_MIB): lookups read pages in place instead of copying them. Mapped pages count in RSS
+   * though the system takes them back as it would its file cache, and an I/O error on one ends the process
+   * (SIGBUS), so a state on a network mount is better read with 0.
    */
   mmapMiB?: number;
   /**
-   * Key blocks (the lookup index's) that lookups keep in memory once read, in MiB (default 256; 0 keeps none). Keys
-   * are hashes, so lookups of stored keys at random read every block of a big state sooner or later: kept, a
-   * block costs no read from the file when asked again. A state's blocks take about 7 bytes per entry, so the
-   * default holds all of them up to about 35 million entries.
+   * Key blocks that lookups keep in memory once read, in MiB (default 256; 0 keeps none): keys are hashes, so
+   * lookups at random read every block of a big state sooner or later.
    */
   keyCacheMiB?: number;
-  /**
-   * How many recently appended entries are indexed in memory before they are merged, sorted, into the file's
-   * key levels (default 1,000,000). Bigger merges cost fewer page writes per entry and more memory.
-   */
+  /** Appended entries indexed in memory before a merge into the key levels (default 1,000,000). */
   tailEntries?: number;
 }
 
