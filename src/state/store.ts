@@ -506,22 +506,18 @@ export class StateStore {
     const n = pageLimit(limit);
     if (n === 0) return [];
     const out: DueEntry[] = [];
-    this.reading(() =>
-      this.walker.walk(after ?? 0, LAST_ID, (id, e) => {
-        if (e.due === 1) out.push(decodeDue(id, e));
-        return out.length < n;
-      }),
-    );
+    this.walk(after ?? 0, LAST_ID, (id, e) => {
+      if (e.due === 1) out.push(decodeDue(id, e));
+      return out.length < n;
+    });
     return out;
   }
 
   countDueV2(): number {
     let count = 0;
-    this.reading(() =>
-      this.walker.walk(0, LAST_ID, (_, e) => {
-        count += e.due;
-      }),
-    );
+    this.walk(0, LAST_ID, (_, e) => {
+      count += e.due;
+    });
     return count;
   }
 
@@ -556,13 +552,11 @@ export class StateStore {
   bucketEntries(): BucketEntries {
     let count = 0;
     let oldest = Number.POSITIVE_INFINITY;
-    this.reading(() =>
-      this.walker.walk(0, LAST_ID, (_, e) => {
-        if (e.bucketSize < 0) return;
-        count++;
-        if (e.lastMappedS < oldest) oldest = e.lastMappedS;
-      }),
-    );
+    this.walk(0, LAST_ID, (_, e) => {
+      if (e.bucketSize < 0) return;
+      count++;
+      if (e.lastMappedS < oldest) oldest = e.lastMappedS;
+    });
     return { count, oldestMappedS: Number.isFinite(oldest) ? oldest : null };
   }
 
@@ -571,10 +565,11 @@ export class StateStore {
     this.stmts.updateRecord.run(writer.write({ ...e.values(), ...change }), id);
   }
 
-  /** Runs `read` in a read transaction (or the caller's), so that a walk of many pages sees one state of the file. */
-  private reading(read: () => void): void {
-    if (this.db.inTransaction) read();
-    else this.db.transaction(read)();
+  /** A walk of the table in a read transaction (or the caller's), so that its pages see one state of the file. */
+  private walk(after: number, upTo: number, onRecord: (id: number, e: EntryView) => unknown, page?: number): void {
+    const walk = (): void => this.walker.walk(after, upTo, onRecord, page);
+    if (this.db.inTransaction) walk();
+    else this.db.transaction(walk)();
   }
 
   // ---- opt-out sweep
@@ -588,16 +583,14 @@ export class StateStore {
     if (n === 0) return [];
     const out: OptoutCandidate[] = [];
     // the entries that hold a raw UID, in id order; a page of the table may hold fewer
-    this.reading(() =>
-      this.walker.walk(
-        after?.id ?? 0,
-        upTo,
-        (id, e) => {
-          if (e.uSize >= 0 || e.pSize >= 0) out.push(decodeCandidate(id, e));
-          return out.length < n;
-        },
-        Math.min(WALK_PAGE, Math.max(16, n)),
-      ),
+    this.walk(
+      after?.id ?? 0,
+      upTo,
+      (id, e) => {
+        if (e.uSize >= 0 || e.pSize >= 0) out.push(decodeCandidate(id, e));
+        return out.length < n;
+      },
+      Math.min(WALK_PAGE, Math.max(16, n)),
     );
     return out;
   }
@@ -610,11 +603,9 @@ export class StateStore {
 
   countWithRawUid(): number {
     let count = 0;
-    this.reading(() =>
-      this.walker.walk(0, LAST_ID, (_, e) => {
-        if (e.uSize >= 0 || e.pSize >= 0) count++;
-      }),
-    );
+    this.walk(0, LAST_ID, (_, e) => {
+      if (e.uSize >= 0 || e.pSize >= 0) count++;
+    });
     return count;
   }
 
@@ -804,7 +795,6 @@ function prepareAll(db: Database) {
     joinedRecordsInRange: raw(SQL.joinedRecordsInRange),
     listedRecords: raw(SQL.listedRecords),
     listedRecordRows: raw(SQL.listedRecordRows),
-    lastId: plain(SQL.lastId),
     metaAll: plain(SQL.metaAll),
     metaGet: plain(SQL.metaGet),
     metaSet: plain(SQL.metaSet),
