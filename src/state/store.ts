@@ -103,10 +103,6 @@ export class StateStore {
   private readonly mergeTx: Transaction<() => void>;
   private readonly readTx: Transaction<(lookupKeys: readonly number[], onRecord: OnRecord) => void>;
   private readonly answersTx: Transaction<(lookupKeys: readonly number[], onAnswer: OnAnswer) => void>;
-  private readonly recordChecksTx: Transaction<
-    (ids: readonly number[], nowS: number, cursor: OptoutCursor | undefined) => void
-  >;
-  private readonly markBucketsTx: Transaction<(buckets: readonly RotatedBucket[]) => number>;
 
   constructor(
     private readonly db: Database,
@@ -136,22 +132,6 @@ export class StateStore {
     this.answersTx = db.transaction((lookupKeys: readonly number[], onAnswer: OnAnswer) =>
       this.readAnswersByKeys(lookupKeys, onAnswer),
     );
-    this.recordChecksTx = db.transaction((ids: readonly number[], nowS: number, cursor: OptoutCursor | undefined) => {
-      const writer = new RecordWriter();
-      this.readRecords(sortedUnique(ids), (id, e) => this.rewrite(writer, id, e, { lastOptoutCheckS: nowS }));
-      if (cursor !== undefined) this.putMeta(META_KEYS.sweepAfter, String(cursor.id));
-    });
-    this.markBucketsTx = db.transaction((buckets: readonly RotatedBucket[]) => {
-      // per bucket, its latest rotation: an entry mapped before it is due
-      const rotated = new Map<string, number>();
-      for (const b of buckets) rotated.set(b.bucketId, Math.max(rotated.get(b.bucketId) ?? -Infinity, b.lastUpdatedMs));
-      // last_mapped is in seconds and last_updated in ms: an entry mapped in the rotation's second counts as before it
-      return this.markDue((e) => {
-        if (e.bucketSize < 0) return false;
-        const since = rotated.get(e.text(e.bucketStart, e.bucketSize) ?? '');
-        return since !== undefined && (Number.isNaN(e.lastMappedS) || e.lastMappedS * 1000 < since);
-      });
-    });
   }
 
   // ---- metadata
@@ -525,7 +505,15 @@ export class StateStore {
   markBucketsRotated(buckets: readonly RotatedBucket[]): number {
     this.writable('mark rotated buckets');
     if (buckets.length === 0) return 0;
-    return this.markBucketsTx.immediate(buckets);
+    // per bucket, its latest rotation: an entry mapped before it is due
+    const rotated = new Map<string, number>();
+    for (const b of buckets) rotated.set(b.bucketId, Math.max(rotated.get(b.bucketId) ?? -Infinity, b.lastUpdatedMs));
+    // last_mapped is in seconds and last_updated in ms: an entry mapped in the rotation's second counts as before it
+    const due = (e: EntryView): boolean => {
+      const since = e.bucketSize < 0 ? undefined : rotated.get(e.text(e.bucketStart, e.bucketSize) ?? '');
+      return since !== undefined && (Number.isNaN(e.lastMappedS) || e.lastMappedS * 1000 < since);
+    };
+    return this.db.transaction(() => this.markDue(due)).immediate();
   }
 
   /**
@@ -620,7 +608,14 @@ export class StateStore {
   recordOptoutChecks(ids: readonly number[], nowS: number, cursor?: OptoutCursor): void {
     this.writable('record opt-out checks');
     if (ids.length === 0 && cursor === undefined) return;
-    this.recordChecksTx.immediate(ids, Math.floor(nowS), cursor);
+    const now = Math.floor(nowS);
+    this.db
+      .transaction(() => {
+        const writer = new RecordWriter();
+        this.readRecords(sortedUnique(ids), (id, e) => this.rewrite(writer, id, e, { lastOptoutCheckS: now }));
+        if (cursor !== undefined) this.putMeta(META_KEYS.sweepAfter, String(cursor.id));
+      })
+      .immediate();
   }
 
   /**
@@ -637,55 +632,31 @@ export class StateStore {
     this.writable('tombstone opted-out entries');
     if (optedOut.length === 0) return 0;
     const now = Math.floor(nowS);
-    const tx = (): number => {
-      const changed =
-        within === undefined ? this.tombstoneByScan(optedOut, now) : this.tombstoneWithin(optedOut, now, within);
-      if (journal !== undefined) this.insertJournal(journal, now);
-      return changed;
+    // per opted-out raw UID, when it opted out (the last one given for a raw UID listed twice)
+    const since = new Map<string, number>();
+    for (const o of optedOut) since.set(o.rawUid, o.optedOutSinceMs);
+    const writer = new RecordWriter();
+    let changed = 0;
+    // an entry holding one keeps its hash, last mapped time and opted-out time, with the check's time; it loses
+    // every raw UID
+    const check = (id: number, e: EntryView): void => {
+      if (e.uSize < 0 && e.pSize < 0) return;
+      const u = e.text(e.uStart, e.uSize);
+      const p = e.text(e.pStart, e.pSize);
+      const sinceMs = (u !== null ? since.get(u) : undefined) ?? (p !== null ? since.get(p) : undefined);
+      if (sinceMs === undefined) return;
+      this.rewrite(writer, id, e, { ...TOMBSTONE, optedOutSinceMs: timeOrNull(sinceMs), lastOptoutCheckS: now });
+      changed++;
     };
-    return this.db.transaction(tx).immediate();
-  }
-
-  /** Reads the given entries by id, then tombstones those holding an opted-out raw UID. */
-  private tombstoneWithin(optedOut: readonly OptedOutRawUid[], nowS: number, within: readonly number[]): number {
-    const since = sinceByRawUid(optedOut);
-    const writer = new RecordWriter();
-    let changed = 0;
-    this.readRecords(sortedUnique(within), (id, e) => {
-      if (this.tombstoneIfOptedOut(writer, id, e, since, nowS)) changed++;
-    });
-    return changed;
-  }
-
-  /** Without ids to read, one walk of the table. */
-  private tombstoneByScan(optedOut: readonly OptedOutRawUid[], nowS: number): number {
-    const since = sinceByRawUid(optedOut);
-    const writer = new RecordWriter();
-    let changed = 0;
-    this.walker.walk(0, LAST_ID, (id, e) => {
-      if (this.tombstoneIfOptedOut(writer, id, e, since, nowS)) changed++;
-    });
-    return changed;
-  }
-
-  /**
-   * Tombstones an entry whose u or p is an opted-out raw UID: it keeps its hash, last mapped time and opted-out
-   * time from the list, with the check's time; it loses every raw UID.
-   */
-  private tombstoneIfOptedOut(
-    writer: RecordWriter,
-    id: number,
-    e: EntryView,
-    since: ReadonlyMap<string, number>,
-    nowS: number,
-  ): boolean {
-    if (e.uSize < 0 && e.pSize < 0) return false;
-    const u = e.text(e.uStart, e.uSize);
-    const p = e.text(e.pStart, e.pSize);
-    const sinceMs = (u !== null ? since.get(u) : undefined) ?? (p !== null ? since.get(p) : undefined);
-    if (sinceMs === undefined) return false;
-    this.rewrite(writer, id, e, { ...TOMBSTONE, optedOutSinceMs: timeOrNull(sinceMs), lastOptoutCheckS: nowS });
-    return true;
+    return this.db
+      .transaction(() => {
+        // the ids whose raw UIDs were sent, or without them one walk of the table
+        if (within === undefined) this.walker.walk(0, LAST_ID, check);
+        else this.readRecords(sortedUnique(within), check);
+        if (journal !== undefined) this.insertJournal(journal, now);
+        return changed;
+      })
+      .immediate();
   }
 
   // ---- runs
@@ -852,13 +823,6 @@ function idRange(from: number, to: number): number[] {
 
 function pageLimit(limit: number): number {
   return Number.isFinite(limit) ? Math.max(0, Math.floor(limit)) : 0;
-}
-
-/** Per opted-out raw UID, when it opted out (the last one given for a raw UID listed twice). */
-function sinceByRawUid(optedOut: readonly OptedOutRawUid[]): Map<string, number> {
-  const since = new Map<string, number>();
-  for (const o of optedOut) since.set(o.rawUid, o.optedOutSinceMs);
-  return since;
 }
 
 function orNull(t: number): number | null {
