@@ -28,7 +28,7 @@ export function stateAccessError(
       access(target);
       continue;
     } catch (err) {
-      code = (err as { code?: unknown }).code;
+      code = errnoOf(err);
     }
     if (code === 'EROFS') {
       return new StateAccessError(
@@ -48,4 +48,11 @@ export function stateAccessError(
     }
   }
   return null;
+}
+
+/** The errno code of a failed file call (ENOENT, EACCES...), if it has one. */
+export function errnoOf(err: unknown): string | undefined {
+  return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string'
+    ? err.code
+    : undefined;
 }

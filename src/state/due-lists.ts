@@ -68,19 +68,7 @@ export class DueLists {
   }
 
   count(nowS: number): number {
-    const now = Math.floor(nowS);
-    let count = 0;
-    this.forEachListed(dayOf(now), (ids, from, to) => {
-      let live = 0;
-      this.readListed(ids, (_, e) => {
-        if (e.r >= from && e.r < to) {
-          live++;
-          if (e.r <= now) count++;
-        }
-      });
-      return live;
-    });
-    return count;
+    return this.byDay(nowS, 1)[0].count;
   }
 
   byDay(nowS: number, days: number): DueDay[] {

@@ -3,6 +3,7 @@
  * re-run sends only what is missing and a nightly remap sends only what is due. Never a raw email or phone.
  */
 export { openState } from './open.js';
+export type { StateStore } from './store.js';
 export { openStateReader, stateFileSizes, type EntryTally, type StateReader } from './reader.js';
 export { StateAccessError } from './access.js';
 export {

@@ -162,53 +162,27 @@ function checkBlock(bytes: Buffer, at: number, length: number): void {
   if (checksumOf(bytes.subarray(at, end)) !== bytes.readUInt32LE(end)) throw new ChecksumError('a key block');
 }
 
-/** Reads one block's pairs in place; its checksum is checked as it is made. */
+/** One block of a level walked whole (a merge reads every pair); its header and checksum are checked as it is made. */
 export class KeyBlock {
-  readonly count: number;
-  // the widths in bits, and the bit at which the ids start
-  private readonly kb: number;
-  private readonly ib: number;
-  private readonly idsAt: number;
+  private readonly header: BlockHeader = { kb: 0, ib: 0, count: 0 };
 
   constructor(
     readonly first: number,
-    private readonly blob: Buffer,
+    readonly blob: Buffer,
   ) {
-    const kb = keyBitsOf(blob[0], blob[1]);
-    const ib = blob[1];
-    this.kb = kb;
-    this.ib = ib;
-    this.count = blob.length >= BLOCK_HEADER ? blob.readUInt16LE(2) : 0;
-    this.idsAt = 8 * BLOCK_HEADER + this.count * kb;
-    if (kb === 0 || blob.length !== lengthOf(this.count, kb, ib)) throw new ChecksumError('a key block');
-    checkBlock(blob, 0, blob.length);
+    if (readHeader(blob, 0, this.header) !== blob.length) throw new ChecksumError('a key block');
   }
 
-  key(i: number): number {
-    return this.first + readBits(this.blob, 8 * BLOCK_HEADER + i * this.kb, this.kb);
+  get count(): number {
+    return this.header.count;
   }
 
-  id(i: number): number {
-    return readBits(this.blob, this.idsAt + i * this.ib, this.ib);
-  }
-
-  /** Every pair at once, into keys[0..count) and ids[0..count) (what a walk of a whole level reads). */
+  /** Every pair at once, into keys[0..count) and ids[0..count). */
   decodeInto(keys: Float64Array, ids: Float64Array): void {
-    const { blob, kb, ib, first, count } = this;
+    const { blob, first } = this;
+    const { kb, ib, count } = this.header;
     for (let i = 0, at = 8 * BLOCK_HEADER; i < count; i++, at += kb) keys[i] = first + readBits(blob, at, kb);
-    for (let i = 0, at = this.idsAt; i < count; i++, at += ib) ids[i] = readBits(blob, at, ib);
-  }
-
-  /** The block's last key. */
-  get last(): number {
-    return this.key(this.count - 1);
-  }
-
-  /** Gives the id of every pair with this key, searched from its place in the block's range up to `end`. */
-  forEachId(key: number, onId: (id: number) => void, end = this.first + 2 ** this.kb): void {
-    const { blob, kb, ib, count } = this;
-    const delta = key - this.first;
-    forEachIdFrom(blob, 8 * BLOCK_HEADER, kb, ib, count, delta, guessOf(delta, end - this.first, count), onId);
+    for (let i = 0, at = 8 * BLOCK_HEADER + count * kb; i < count; i++, at += ib) ids[i] = readBits(blob, at, ib);
   }
 }
 

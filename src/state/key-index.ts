@@ -59,12 +59,6 @@ export class KeyIndex {
     this.readers.recent.forget();
   }
 
-  /** Entries appended after the last merge into the key levels (read from the file if not yet). */
-  tailSize(): number {
-    this.catchUp();
-    return this.tail.size;
-  }
-
   /** Whether the tail is long enough to be merged. */
   get full(): boolean {
     return this.tail.size >= this.tailEntries;

@@ -11,6 +11,7 @@ import {
 } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
+import { errnoOf } from './access.js';
 import { StateLockedError } from './errors.js';
 
 interface LockHolder {
@@ -166,10 +167,4 @@ function isAlive(pid: number): boolean {
   } catch (err) {
     return errnoOf(err) !== 'ESRCH';
   }
-}
-
-function errnoOf(err: unknown): string | undefined {
-  return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string'
-    ? err.code
-    : undefined;
 }

@@ -9,14 +9,14 @@ import {
   StateNotFoundError,
   StateSettingError,
 } from './errors.js';
-import { stateAccessError } from './access.js';
+import { errnoOf, stateAccessError } from './access.js';
 import { ChecksumError } from './checksum.js';
 import { RecordFormatError } from './entry-record.js';
 import { checkedMetaValue, metaSumOf } from './meta-values.js';
 import { sqliteDriver } from './sqlite-driver.js';
 import { APPLICATION_ID, META_KEYS, SCHEMA, SCHEMA_VERSION } from './schema.js';
-import { SqliteStateStore } from './store.js';
-import type { OpenStateOptions, StateStore } from './types.js';
+import { StateStore } from './store.js';
+import type { OpenStateOptions } from './types.js';
 
 type Connection = Database.Database;
 
@@ -87,7 +87,7 @@ export function openState(path: string, options: OpenStateOptions): StateStore {
     }
     checkEnvironment(db, path, options.envFingerprint);
     tightenSiblings(path);
-    return damageReported(new SqliteStateStore(db, path, readonly, options.tailEntries, options.keyCacheMiB), path);
+    return damageReported(new StateStore(db, path, readonly, options.tailEntries, options.keyCacheMiB), path);
   } catch (err) {
     db.close();
     throw asStateError(err, path, readonly);
@@ -230,7 +230,7 @@ function metaRow(db: Connection, key: string): unknown {
  * The store with every call's checksum failure reported as the file's damage (StateDamagedError, with the path):
  * the readers of records and blocks do not know which file they read.
  */
-function damageReported(store: SqliteStateStore, path: string): StateStore {
+function damageReported(store: StateStore, path: string): StateStore {
   return new Proxy(store, {
     get(target, name, receiver) {
       const value: unknown = Reflect.get(target, name, receiver);
@@ -319,10 +319,4 @@ function asStateError(err: unknown, path: string, readonly = false): unknown {
     );
   }
   return err;
-}
-
-function errnoOf(err: unknown): string | undefined {
-  return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string'
-    ? err.code
-    : undefined;
 }

@@ -63,12 +63,12 @@ export function statusOfCode(code: number): EntryStatus {
  * record, every value of it packed in one blob (entry-record.ts says how). A column per value cost a byte of row
  * header each, and SQL never filters on them: every read goes by id.
  */
-export function ENTRIES_TABLE(name: string): string {
-  return `CREATE TABLE ${name} (
+const ENTRIES_TABLE = `
+CREATE TABLE entries (
   id     INTEGER PRIMARY KEY,
   record BLOB NOT NULL
-);`;
-}
+);
+`;
 
 /**
  * The lookup index, one table per level (key-levels.ts): `key_blocks` for the entries up to keys_main_upto,
@@ -91,7 +91,7 @@ CREATE TABLE key_blocks_recent (
  * A Bloom filter over the keys of both levels, in pieces of up to a MiB: a lookup skips the levels for most keys
  * that are not in them (every key of a first run). Written whole by each merge of the tail.
  */
-export const KEY_FILTER_TABLE = `
+const KEY_FILTER_TABLE = `
 CREATE TABLE key_filter (
   piece INTEGER PRIMARY KEY,
   bits  BLOB NOT NULL
@@ -120,7 +120,7 @@ CREATE TABLE due_lists (
  * leaves them for the next run's output: every change reaches some changes file at least once. `row` is the JSON
  * of a changes-file or verdict row (hashes and raw UIDs, never an email or phone); `sum` its checksum (checksum.ts).
  */
-export const JOURNAL_TABLE = `
+const JOURNAL_TABLE = `
 CREATE TABLE pending_changes (
   id         INTEGER PRIMARY KEY,
   run_id     INTEGER NOT NULL,
@@ -150,7 +150,7 @@ CREATE TABLE meta (
   value TEXT NOT NULL,
   sum   INTEGER NOT NULL
 );
-${ENTRIES_TABLE('entries')}
+${ENTRIES_TABLE}
 ${KEY_BLOCK_TABLES}
 ${KEY_FILTER_TABLE}
 ${DUE_LISTS_TABLE}

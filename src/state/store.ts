@@ -12,7 +12,7 @@ import { checkedMetaValue, metaSumOf } from './meta-values.js';
 import { EntryView, type EntryValues, RecordWriter } from './entry-record.js';
 import { LIST_PAGE, SQL } from './queries.js';
 import { RecordWalker, WALK_PAGE, forEachJoined } from './record-walk.js';
-import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE, statusOfCode } from './schema.js';
+import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE } from './schema.js';
 import type {
   BucketEntries,
   ChangeJournalRows,
@@ -26,10 +26,7 @@ import type {
   OptoutCursor,
   PendingChange,
   RotatedBucket,
-  StateCounts,
-  StateEntry,
   StateMeta,
-  StateStore,
   StoredEntries,
 } from './types.js';
 
@@ -55,7 +52,6 @@ type OnAnswer = (entry: EntryView) => number;
 /** Given each entry a read by id finds, with its id (the view is reused: nothing of it may be kept). */
 type OnRecord = (id: number, entry: EntryView) => void;
 
-/** The StateStore over one better-sqlite3 connection; made by openState, which has checked the file. */
 /** The lookup key of each hash of one DII type. */
 function lookupKeysOf(type: DiiType, hashes: readonly string[]): number[] {
   const code = TYPE_CODE[type];
@@ -78,7 +74,12 @@ function requestsByKey(lookupKeys: readonly number[]): { lastWith: Map<number, n
   return { lastWith, before };
 }
 
-export class SqliteStateStore implements StateStore {
+/**
+ * The state file over one better-sqlite3 connection, made by openState, which has checked the file. Every method
+ * is synchronous and batch-oriented: each writing method is one transaction, so a crash leaves whole batches or
+ * nothing.
+ */
+export class StateStore {
   private readonly stmts: ReturnType<typeof prepareAll>;
   private readonly walker: RecordWalker;
   /** Reused for every entry the joined reader gives out. */
@@ -102,10 +103,6 @@ export class SqliteStateStore implements StateStore {
   private readonly mergeTx: Transaction<() => void>;
   private readonly readTx: Transaction<(lookupKeys: readonly number[], onRecord: OnRecord) => void>;
   private readonly answersTx: Transaction<(lookupKeys: readonly number[], onAnswer: OnAnswer) => void>;
-  private readonly recordChecksTx: Transaction<
-    (ids: readonly number[], nowS: number, cursor: OptoutCursor | undefined) => void
-  >;
-  private readonly markBucketsTx: Transaction<(buckets: readonly RotatedBucket[]) => number>;
 
   constructor(
     private readonly db: Database,
@@ -135,22 +132,6 @@ export class SqliteStateStore implements StateStore {
     this.answersTx = db.transaction((lookupKeys: readonly number[], onAnswer: OnAnswer) =>
       this.readAnswersByKeys(lookupKeys, onAnswer),
     );
-    this.recordChecksTx = db.transaction((ids: readonly number[], nowS: number, cursor: OptoutCursor | undefined) => {
-      const writer = new RecordWriter();
-      this.readRecords(sortedUnique(ids), (id, e) => this.rewrite(writer, id, e, { lastOptoutCheckS: nowS }));
-      if (cursor !== undefined) this.putMeta(META_KEYS.sweepAfter, String(cursor.id));
-    });
-    this.markBucketsTx = db.transaction((buckets: readonly RotatedBucket[]) => {
-      // per bucket, its latest rotation: an entry mapped before it is due
-      const rotated = new Map<string, number>();
-      for (const b of buckets) rotated.set(b.bucketId, Math.max(rotated.get(b.bucketId) ?? -Infinity, b.lastUpdatedMs));
-      // last_mapped is in seconds and last_updated in ms: an entry mapped in the rotation's second counts as before it
-      return this.markDue((e) => {
-        if (e.bucketSize < 0) return false;
-        const since = rotated.get(e.text(e.bucketStart, e.bucketSize) ?? '');
-        return since !== undefined && (Number.isNaN(e.lastMappedS) || e.lastMappedS * 1000 < since);
-      });
-    });
   }
 
   // ---- metadata
@@ -172,6 +153,7 @@ export class SqliteStateStore implements StateStore {
     return checkedMetaValue(key, this.stmts.metaGet.raw().get(key)) ?? null;
   }
 
+  /** Sets a metadata value (e.g. `last_buckets_check`, `api` after a migration). Identity keys are refused. */
   setMeta(key: string, value: string): void {
     this.writable(`set ${key}`);
     if (IDENTITY_META_KEYS.has(key)) {
@@ -192,27 +174,6 @@ export class SqliteStateStore implements StateStore {
   }
 
   // ---- lookups
-
-  lookupMany(keys: readonly { type: DiiType; hash: string }[]): Map<string, StateEntry> {
-    const found = new Map<string, StateEntry>();
-    if (keys.length === 0) return found;
-    this.keys.catchUp();
-    const lookupKeys = new Array<number>(keys.length);
-    for (let i = 0; i < keys.length; i++) lookupKeys[i] = keyOf(TYPE_CODE[keys[i].type], keys[i].hash);
-    this.matchRows(
-      lookupKeys,
-      (i) => keys[i].hash,
-      (i, id, e) => found.set(`${keys[i].type}:${keys[i].hash}`, decodeEntry(id, e, keys[i].hash)),
-    );
-    return found;
-  }
-
-  lookupHashes(type: DiiType, hashes: readonly string[]): Map<string, StateEntry> {
-    const found = new Map<string, StateEntry>();
-    if (hashes.length === 0) return found;
-    this.matchHashes(type, hashes, (i, id, e) => found.set(hashes[i], decodeEntry(id, e, hashes[i])));
-    return found;
-  }
 
   lookupStored(type: DiiType, hashes: readonly string[]): StoredEntries {
     const at: number[] = [];
@@ -253,16 +214,6 @@ export class SqliteStateStore implements StateStore {
       p,
       bucketId,
     };
-  }
-
-  /** matchRows() for hashes of one type, after the tail is caught up. */
-  private matchHashes(
-    type: DiiType,
-    hashes: readonly string[],
-    onMatch: (request: number, id: number, e: EntryView) => void,
-  ): void {
-    this.keys.catchUp();
-    this.matchRows(lookupKeysOf(type, hashes), (i) => hashes[i], onMatch);
   }
 
   /**
@@ -437,6 +388,11 @@ export class SqliteStateStore implements StateStore {
     if (this.keys.full) this.mergeTailNow();
   }
 
+  /**
+   * Opens a transaction that the following commitBatch calls join (each still whole or nothing inside it) until
+   * endGroup commits them together or abortGroup rolls them all back. Nothing of a group is in the file before
+   * endGroup returns: a caller reports its batches committed only then. Lookups inside a group see its batches.
+   */
   beginGroup(): void {
     this.writable('commit batches');
     if (this.db.inTransaction) throw new Error(`state file ${this.path}: a group of commits is already open`);
@@ -473,6 +429,7 @@ export class SqliteStateStore implements StateStore {
 
   // ---- pending changes: rows of committed batches that no committed output holds yet
 
+  /** Pending change rows of one kind in id order after `afterId` (default 0), at most `limit` (default 5,000). */
   pendingChanges(kind: ChangeKind, afterId = 0, limit = 5_000): PendingChange[] {
     const n = pageLimit(limit);
     if (n === 0) return [];
@@ -483,10 +440,12 @@ export class SqliteStateStore implements StateStore {
     });
   }
 
+  /** The id of the last pending change row of one kind; null when none is pending. */
   lastPendingChangeId(kind: ChangeKind): number | null {
     return (this.journal().last.get(kind) as number | null | undefined) ?? null;
   }
 
+  /** Deletes the pending change rows of one kind up to and including `upToId`, once an output holding them is committed. */
   ackChanges(kind: ChangeKind, upToId: number): number {
     this.writable('acknowledge delivered changes');
     return this.journal().ack.run(kind, upToId).changes;
@@ -505,49 +464,61 @@ export class SqliteStateStore implements StateStore {
 
   // ---- v3: due by refresh time (due-lists.ts)
 
+  /** v3 entries with r <= nowS. */
   countDue(nowS: number): number {
     return this.due.count(nowS);
   }
 
+  /** Entries coming due per day for `days` days: day 0 is today (r <= now), day i is (now + (i-1)d, now + i d]. */
   dueByDay(nowS: number, days: number): DueDay[] {
     return this.due.byDay(nowS, days);
   }
 
+  /** v3 entries with r <= nowS in (r, id) order after `after`, at most `limit`. */
   selectDue(nowS: number, after: DueCursor | null, limit: number): DueEntry[] {
     return this.due.select(nowS, after, limit);
   }
 
   // ---- v2: due by salt bucket rotation
 
+  /** v2 entries marked due, in id order after `after`, at most `limit`. */
   selectDueV2(after: number | null, limit: number): DueEntry[] {
     const n = pageLimit(limit);
     if (n === 0) return [];
     const out: DueEntry[] = [];
-    this.reading(() =>
-      this.walker.walk(after ?? 0, LAST_ID, (id, e) => {
-        if (e.due === 1) out.push(decodeDue(id, e));
-        return out.length < n;
-      }),
-    );
+    this.walk(after ?? 0, LAST_ID, (id, e) => {
+      if (e.due === 1) out.push(decodeDue(id, e));
+      return out.length < n;
+    });
     return out;
   }
 
   countDueV2(): number {
     let count = 0;
-    this.reading(() =>
-      this.walker.walk(0, LAST_ID, (_, e) => {
-        count += e.due;
-      }),
-    );
+    this.walk(0, LAST_ID, (_, e) => {
+      count += e.due;
+    });
     return count;
   }
 
+  /** Marks due the v2 entries of these buckets mapped before the rotation; returns how many became due. */
   markBucketsRotated(buckets: readonly RotatedBucket[]): number {
     this.writable('mark rotated buckets');
     if (buckets.length === 0) return 0;
-    return this.markBucketsTx.immediate(buckets);
+    // per bucket, its latest rotation: an entry mapped before it is due
+    const rotated = new Map<string, number>();
+    for (const b of buckets) rotated.set(b.bucketId, Math.max(rotated.get(b.bucketId) ?? -Infinity, b.lastUpdatedMs));
+    // last_mapped is in seconds and last_updated in ms: an entry mapped in the rotation's second counts as before it
+    const due = (e: EntryView): boolean => {
+      const since = e.bucketSize < 0 ? undefined : rotated.get(e.text(e.bucketStart, e.bucketSize) ?? '');
+      return since !== undefined && (Number.isNaN(e.lastMappedS) || e.lastMappedS * 1000 < since);
+    };
+    return this.db.transaction(() => this.markDue(due)).immediate();
   }
 
+  /**
+   * Marks due every mapped v2 entry (one with a salt bucket); v3 entries are left alone, so a migration can start every run with it: what an earlier run already moved to v3 is not sent again.
+   */
   markBucketEntriesDue(): number {
     this.writable('mark entries due');
     return this.db.transaction(() => this.markDue((e) => e.bucketSize >= 0)).immediate();
@@ -565,16 +536,15 @@ export class SqliteStateStore implements StateStore {
     return marked;
   }
 
+  /** Mapped v2 entries (with a salt bucket): how many, and when the oldest of them was mapped (Unix seconds). */
   bucketEntries(): BucketEntries {
     let count = 0;
     let oldest = Number.POSITIVE_INFINITY;
-    this.reading(() =>
-      this.walker.walk(0, LAST_ID, (_, e) => {
-        if (e.bucketSize < 0) return;
-        count++;
-        if (e.lastMappedS < oldest) oldest = e.lastMappedS;
-      }),
-    );
+    this.walk(0, LAST_ID, (_, e) => {
+      if (e.bucketSize < 0) return;
+      count++;
+      if (e.lastMappedS < oldest) oldest = e.lastMappedS;
+    });
     return { count, oldestMappedS: Number.isFinite(oldest) ? oldest : null };
   }
 
@@ -583,33 +553,37 @@ export class SqliteStateStore implements StateStore {
     this.stmts.updateRecord.run(writer.write({ ...e.values(), ...change }), id);
   }
 
-  /** Runs `read` in a read transaction (or the caller's), so that a walk of many pages sees one state of the file. */
-  private reading(read: () => void): void {
-    if (this.db.inTransaction) read();
-    else this.db.transaction(read)();
+  /** A walk of the table in a read transaction (or the caller's), so that its pages see one state of the file. */
+  private walk(after: number, upTo: number, onRecord: (id: number, e: EntryView) => unknown, page?: number): void {
+    const walk = (): void => this.walker.walk(after, upTo, onRecord, page);
+    if (this.db.inTransaction) walk();
+    else this.db.transaction(walk)();
   }
 
   // ---- opt-out sweep
 
+  /**
+   * Entries with a raw UID (u or p) in id order: after `after` (null: from the first entry) and up to `upTo`
+   * (default: the end of the table). A sweep starts after sweepCursor() and wraps to the first entry itself.
+   */
   selectForOptoutCheck(limit: number, after: OptoutCursor | null, upTo: number = LAST_ID): OptoutCandidate[] {
     const n = pageLimit(limit);
     if (n === 0) return [];
     const out: OptoutCandidate[] = [];
     // the entries that hold a raw UID, in id order; a page of the table may hold fewer
-    this.reading(() =>
-      this.walker.walk(
-        after?.id ?? 0,
-        upTo,
-        (id, e) => {
-          if (e.uSize >= 0 || e.pSize >= 0) out.push(decodeCandidate(id, e));
-          return out.length < n;
-        },
-        Math.min(WALK_PAGE, Math.max(16, n)),
-      ),
+    this.walk(
+      after?.id ?? 0,
+      upTo,
+      (id, e) => {
+        if (e.uSize >= 0 || e.pSize >= 0) out.push(decodeCandidate(id, e));
+        return out.length < n;
+      },
+      Math.min(WALK_PAGE, Math.max(16, n)),
     );
     return out;
   }
 
+  /** Where the next sweep starts: after the last entry whose check a sweep committed (id 0 when none). */
   sweepCursor(): OptoutCursor {
     const id = Number(this.getMeta(META_KEYS.sweepAfter) ?? 0);
     return { id: Number.isSafeInteger(id) && id > 0 ? id : 0 };
@@ -617,26 +591,38 @@ export class SqliteStateStore implements StateStore {
 
   countWithRawUid(): number {
     let count = 0;
-    this.reading(() =>
-      this.walker.walk(0, LAST_ID, (_, e) => {
-        if (e.uSize >= 0 || e.pSize >= 0) count++;
-      }),
-    );
+    this.walk(0, LAST_ID, (_, e) => {
+      if (e.uSize >= 0 || e.pSize >= 0) count++;
+    });
     return count;
   }
 
+  /** ceil(fraction * countWithRawUid()). */
   sweepSize(fraction: number): number {
     if (!(fraction > 0)) return 0;
     const total = this.countWithRawUid();
     return Math.min(total, Math.ceil(Math.min(fraction, 1) * total));
   }
 
+  /** Records the check time of these entries; with `cursor`, moves sweepCursor() there in the same transaction. */
   recordOptoutChecks(ids: readonly number[], nowS: number, cursor?: OptoutCursor): void {
     this.writable('record opt-out checks');
     if (ids.length === 0 && cursor === undefined) return;
-    this.recordChecksTx.immediate(ids, Math.floor(nowS), cursor);
+    const now = Math.floor(nowS);
+    this.db
+      .transaction(() => {
+        const writer = new RecordWriter();
+        this.readRecords(sortedUnique(ids), (id, e) => this.rewrite(writer, id, e, { lastOptoutCheckS: now }));
+        if (cursor !== undefined) this.putMeta(META_KEYS.sweepAfter, String(cursor.id));
+      })
+      .immediate();
   }
 
+  /**
+   * Tombstones the entries whose u or p is one of these raw UIDs. With `within` (the ids whose raw UIDs were
+   * sent) it reads only those rows; without it, it scans the table once (there is no index on raw UIDs).
+   * With `journal`, its rows are inserted into the pending changes in the same transaction.
+   */
   tombstoneByRawUid(
     optedOut: readonly OptedOutRawUid[],
     nowS: number,
@@ -646,80 +632,34 @@ export class SqliteStateStore implements StateStore {
     this.writable('tombstone opted-out entries');
     if (optedOut.length === 0) return 0;
     const now = Math.floor(nowS);
-    const tx = (): number => {
-      const changed =
-        within === undefined ? this.tombstoneByScan(optedOut, now) : this.tombstoneWithin(optedOut, now, within);
-      if (journal !== undefined) this.insertJournal(journal, now);
-      return changed;
+    // per opted-out raw UID, when it opted out (the last one given for a raw UID listed twice)
+    const since = new Map<string, number>();
+    for (const o of optedOut) since.set(o.rawUid, o.optedOutSinceMs);
+    const writer = new RecordWriter();
+    let changed = 0;
+    // an entry holding one keeps its hash, last mapped time and opted-out time, with the check's time; it loses
+    // every raw UID
+    const check = (id: number, e: EntryView): void => {
+      if (e.uSize < 0 && e.pSize < 0) return;
+      const u = e.text(e.uStart, e.uSize);
+      const p = e.text(e.pStart, e.pSize);
+      const sinceMs = (u !== null ? since.get(u) : undefined) ?? (p !== null ? since.get(p) : undefined);
+      if (sinceMs === undefined) return;
+      this.rewrite(writer, id, e, { ...TOMBSTONE, optedOutSinceMs: timeOrNull(sinceMs), lastOptoutCheckS: now });
+      changed++;
     };
-    return this.db.transaction(tx).immediate();
+    return this.db
+      .transaction(() => {
+        // the ids whose raw UIDs were sent, or without them one walk of the table
+        if (within === undefined) this.walker.walk(0, LAST_ID, check);
+        else this.readRecords(sortedUnique(within), check);
+        if (journal !== undefined) this.insertJournal(journal, now);
+        return changed;
+      })
+      .immediate();
   }
 
-  /** Reads the given entries by id, then tombstones those holding an opted-out raw UID. */
-  private tombstoneWithin(optedOut: readonly OptedOutRawUid[], nowS: number, within: readonly number[]): number {
-    const since = sinceByRawUid(optedOut);
-    const writer = new RecordWriter();
-    let changed = 0;
-    this.readRecords(sortedUnique(within), (id, e) => {
-      if (this.tombstoneIfOptedOut(writer, id, e, since, nowS)) changed++;
-    });
-    return changed;
-  }
-
-  /** Without ids to read, one walk of the table. */
-  private tombstoneByScan(optedOut: readonly OptedOutRawUid[], nowS: number): number {
-    const since = sinceByRawUid(optedOut);
-    const writer = new RecordWriter();
-    let changed = 0;
-    this.walker.walk(0, LAST_ID, (id, e) => {
-      if (this.tombstoneIfOptedOut(writer, id, e, since, nowS)) changed++;
-    });
-    return changed;
-  }
-
-  /**
-   * Tombstones an entry whose u or p is an opted-out raw UID: it keeps its hash, last mapped time and opted-out
-   * time from the list, with the check's time; it loses every raw UID.
-   */
-  private tombstoneIfOptedOut(
-    writer: RecordWriter,
-    id: number,
-    e: EntryView,
-    since: ReadonlyMap<string, number>,
-    nowS: number,
-  ): boolean {
-    if (e.uSize < 0 && e.pSize < 0) return false;
-    const u = e.text(e.uStart, e.uSize);
-    const p = e.text(e.pStart, e.pSize);
-    const sinceMs = (u !== null ? since.get(u) : undefined) ?? (p !== null ? since.get(p) : undefined);
-    if (sinceMs === undefined) return false;
-    this.rewrite(writer, id, e, { ...TOMBSTONE, optedOutSinceMs: timeOrNull(sinceMs), lastOptoutCheckS: nowS });
-    return true;
-  }
-
-  // ---- counts and runs
-
-  counts(nowS?: number): StateCounts {
-    const now = nowS === undefined ? Number.NaN : Math.floor(nowS);
-    const result: StateCounts = { entries: 0, mapped: 0, optout: 0, invalid: 0 };
-    // entries marked due (v2), and those of them also due by r (counted once)
-    let dueV2 = 0;
-    let dueBoth = 0;
-    this.reading(() =>
-      this.walker.walk(0, LAST_ID, (_, e) => {
-        result.entries++;
-        if (e.status === 1) result.mapped++;
-        else if (e.status === 2) result.optout++;
-        else if (e.status === 3) result.invalid++;
-        if (e.due === 1) {
-          dueV2++;
-          if (e.r <= now) dueBoth++;
-        }
-      }),
-    );
-    if (nowS !== undefined) result.due = this.countDue(now) + dueV2 - dueBoth;
-    return result;
-  }
+  // ---- runs
 
   startRun(command: string, argsJson: string, nowS: number = Date.now() / 1000): number {
     this.writable('record a run');
@@ -736,6 +676,7 @@ export class SqliteStateStore implements StateStore {
 
   // ---- lock and life cycle
 
+  /** Takes the lock for a writing run; throws StateLockedError while another live run holds it. */
   lock(): void {
     try {
       this.lockFile.acquire();
@@ -745,6 +686,10 @@ export class SqliteStateStore implements StateStore {
     }
   }
 
+  /**
+   * Takes the lock, waiting up to `waitMs` for another live run to release it (polling with growing pauses);
+   * rejects with the same StateLockedError as lock() when the time is up.
+   */
   async waitForLock(waitMs: number): Promise<void> {
     const deadline = Date.now() + Math.max(0, waitMs);
     let pause = 50;
@@ -775,12 +720,17 @@ export class SqliteStateStore implements StateStore {
     if (err instanceof StateLockedError) this.lockRefused = true;
   }
 
+  /**
+   * Writes the write-ahead log into the file and truncates it, so that the file alone is a full copy; throws
+   * StateBusyError when another process reads the file meanwhile.
+   */
   checkpoint(): void {
     this.writable('checkpoint');
     const [result] = this.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
     if (result !== undefined && result.busy !== 0) throw new StateBusyError(this.path);
   }
 
+  /** Rebuilds the file without its free pages, then checkpoints. */
   vacuum(): void {
     this.writable('vacuum');
     this.db.exec('VACUUM');
@@ -816,7 +766,6 @@ function prepareAll(db: Database) {
     joinedRecordsInRange: raw(SQL.joinedRecordsInRange),
     listedRecords: raw(SQL.listedRecords),
     listedRecordRows: raw(SQL.listedRecordRows),
-    lastId: plain(SQL.lastId),
     metaAll: plain(SQL.metaAll),
     metaGet: plain(SQL.metaGet),
     metaSet: plain(SQL.metaSet),
@@ -876,32 +825,8 @@ function pageLimit(limit: number): number {
   return Number.isFinite(limit) ? Math.max(0, Math.floor(limit)) : 0;
 }
 
-/** Per opted-out raw UID, when it opted out (the last one given for a raw UID listed twice). */
-function sinceByRawUid(optedOut: readonly OptedOutRawUid[]): Map<string, number> {
-  const since = new Map<string, number>();
-  for (const o of optedOut) since.set(o.rawUid, o.optedOutSinceMs);
-  return since;
-}
-
 function orNull(t: number): number | null {
   return Number.isNaN(t) ? null : t;
-}
-
-function decodeEntry(id: number, e: EntryView, hash: string): StateEntry {
-  return {
-    id,
-    type: TYPE_OF_CODE[e.type],
-    hash,
-    status: statusOfCode(e.status),
-    u: e.text(e.uStart, e.uSize),
-    p: e.text(e.pStart, e.pSize),
-    r: orNull(e.r),
-    bucketId: e.text(e.bucketStart, e.bucketSize),
-    lastMappedS: orNull(e.lastMappedS),
-    lastOptoutCheckS: orNull(e.lastOptoutCheckS),
-    optedOutSinceMs: orNull(e.optedOutSinceMs),
-    due: e.due === 1,
-  };
 }
 
 function decodeCandidate(id: number, e: EntryView): OptoutCandidate {

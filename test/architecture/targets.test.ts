@@ -8,7 +8,7 @@ import { importGraph, SRC, sourceFiles } from './import-graph.js';
 
 const ROOT = join(SRC, '..');
 /** A ceiling that only comes down: each mechanism left in src/state pays for itself on `npm run bench:state`. */
-const STATE_MAX_LINES = 5_150;
+const STATE_MAX_LINES = 4_845;
 /** The reader (hyparquet), the writer (parquet-wasm) and the Arrow batches the writer takes (apache-arrow). */
 const PARQUET_LIBRARIES_MAX = 3;
 /** A package whose job is Parquet or Arrow: readers, writers, their codecs, and the engines that read Parquet. */

@@ -4,6 +4,7 @@ import { openState } from '../../src/state/index.js';
 import { ensureBuilt } from '../helpers/map-e2e-build.js';
 import { emailOfRow, emailRows, tempDir } from '../helpers/map-e2e-data.js';
 import { runCli, serveConnection, spawnCli, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
+import { countsOf } from '../state/lookups.js';
 
 // Crash, Ctrl-C and a 429 storm: a re-run of the same command sends only what is missing and writes the same
 // output as an undisturbed run.
@@ -34,7 +35,7 @@ function committedEntries(state: string): number {
   try {
     const store = openState(state, { envFingerprint: 'UID2:local', readonly: true });
     try {
-      return store.counts().entries;
+      return countsOf(store).entries;
     } finally {
       store.close();
     }
@@ -103,7 +104,7 @@ describe('map resumes from the state file', () => {
     await new Promise((r) => setTimeout(r, 300));
     const afterKill = await itemsSent(serve);
     const store = openState(state, { envFingerprint: 'UID2:local', readonly: true });
-    const committed = store.counts().entries;
+    const committed = countsOf(store).entries;
     store.close();
     const distinct = distinctValid(ROWS);
     expect(committed).toBeGreaterThan(0);

@@ -14,8 +14,9 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Base64 } from '../../src/identity/index.js';
-import { openState, type StateEntry } from '../../src/state/index.js';
+import { openState } from '../../src/state/index.js';
 import { ensureBuilt } from '../helpers/map-e2e-build.js';
+import type { StoredEntry } from '../state/lookups.js';
 import {
   advanceDays,
   buildState,
@@ -76,7 +77,7 @@ function readChanges(path: string): Record<string, string>[] {
 }
 
 describe('remap-due over simulated days (built CLI against serve)', () => {
-  let before: Map<string, StateEntry>;
+  let before: Map<string, StoredEntry>;
   let nowS: number;
   let due: StoredKey[];
 

@@ -6,8 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServiceClient } from '../../src/client/index.js';
 import { sha256Base64 } from '../../src/identity/index.js';
 import { fetchRotatedBuckets } from '../../src/pipeline/v2/rotated-buckets.js';
-import { openState, type StateEntry } from '../../src/state/index.js';
+import { openState } from '../../src/state/index.js';
 import { ensureBuilt } from '../helpers/map-e2e-build.js';
+import type { StoredEntry } from '../state/lookups.js';
 import {
   advanceDays,
   loopbackFingerprint,
@@ -93,7 +94,7 @@ function meta(path: string, key: string): string | null {
 }
 
 /** The keys whose stored bucket rotated since `sinceMs` (asked with the test's own client). */
-async function inRotatedBuckets(entries: Map<string, StateEntry>, sinceMs: number): Promise<StoredKey[]> {
+async function inRotatedBuckets(entries: Map<string, StoredEntry>, sinceMs: number): Promise<StoredKey[]> {
   const rotated = new Set((await fetchRotatedBuckets(client, sinceMs)).map((b) => b.bucketId));
   return keys.filter((k) => {
     const e = entries.get(keyOf(k));
@@ -210,8 +211,8 @@ describe('v2 life cycle (built CLI against serve)', () => {
     const after = readEntries(statePath, served, keys);
     const dueKeys = new Set(due.map(keyOf));
     for (const k of keys) {
-      const was = before.get(keyOf(k)) as StateEntry;
-      const now = after.get(keyOf(k)) as StateEntry;
+      const was = before.get(keyOf(k)) as StoredEntry;
+      const now = after.get(keyOf(k)) as StoredEntry;
       if (dueKeys.has(keyOf(k))) {
         expect(now).toMatchObject({ due: false, r: null, lastMappedS: firstRemapS });
         expect(now.bucketId).not.toBeNull();
@@ -274,7 +275,7 @@ describe('v2 life cycle (built CLI against serve)', () => {
     expect((await serviceStats(served.url)).items[V2_MAP] ?? 0).toBe(v2Before);
     const after = readEntries(upgradePath, served, keys);
     for (const k of due) {
-      const e = after.get(keyOf(k)) as StateEntry;
+      const e = after.get(keyOf(k)) as StoredEntry;
       expect(e.bucketId).toBeNull();
       expect(e.r).toBeGreaterThan(nowS);
       // rotated within 90 days: v3 names the previous raw UID
@@ -373,8 +374,8 @@ describe('v2 life cycle (built CLI against serve)', () => {
     const migrated = readEntries(statePath, served, keys);
     const v3 = readEntries(freshPath, served, keys);
     for (const k of keys) {
-      const m = migrated.get(keyOf(k)) as StateEntry;
-      const f = v3.get(keyOf(k)) as StateEntry;
+      const m = migrated.get(keyOf(k)) as StoredEntry;
+      const f = v3.get(keyOf(k)) as StoredEntry;
       expect(m.u, keyOf(k)).toBe(f.u);
       expect(m.r).toBe(f.r);
       expect(m.bucketId).toBeNull();

@@ -9,6 +9,7 @@ import { sha256Base64 } from '../../src/identity/index.js';
 import { isMappedV3 } from '../../src/protocol/index.js';
 import { openState } from '../../src/state/index.js';
 import { ensureBuilt } from '../helpers/map-e2e-build.js';
+import { lookupMany } from '../state/lookups.js';
 import {
   loopbackFingerprint,
   optOut,
@@ -183,7 +184,8 @@ describe('map --api v2 (built CLI against serve)', () => {
     const state = openState(statePath, { envFingerprint: loopbackFingerprint(served), readonly: true });
     try {
       expect(state.meta().api).toBe('v2');
-      const stored = state.lookupMany(
+      const stored = lookupMany(
+        state,
         keys.map((k) => ({ type: k.slice(0, 5) as 'email' | 'phone', hash: k.slice(6) })),
       );
       expect(stored.size).toBe(keys.length);

@@ -3,8 +3,9 @@ import { createServiceClient, type ServiceClient } from '../../src/client/index.
 import { envFingerprint, resolveConfig } from '../../src/config/index.js';
 import type { DiiType } from '../../src/identity/index.js';
 import { isMappedV3, type MapV3Item } from '../../src/protocol/index.js';
-import { openState, type EntryUpdate, type StateEntry } from '../../src/state/index.js';
+import { openState, type EntryUpdate } from '../../src/state/index.js';
 import { BIN, ROOT } from './map-e2e-build.js';
+import { lookupMany, type StoredEntry } from '../state/lookups.js';
 
 /**
  * e2e harness of remap-due and optout-check: `serve` in its own process, the built CLI in others.
@@ -204,13 +205,10 @@ export async function buildState(path: string, served: Served, keys: readonly St
 }
 
 /** Every stored entry of these keys, read-only. */
-export function readEntries(path: string, served: Served, keys: readonly StoredKey[]): Map<string, StateEntry> {
+export function readEntries(path: string, served: Served, keys: readonly StoredKey[]): Map<string, StoredEntry> {
   const state = openState(path, { envFingerprint: loopbackFingerprint(served), readonly: true });
   try {
-    const out = new Map<string, StateEntry>();
-    for (let i = 0; i < keys.length; i += 1000)
-      for (const [k, v] of state.lookupMany(keys.slice(i, i + 1000))) out.set(k, v);
-    return out;
+    return lookupMany(state, keys);
   } finally {
     state.close();
   }

@@ -5,7 +5,7 @@ import type { ServiceClient, ServiceTarget } from '../../src/pipeline/run/connec
 import type { RunDeps } from '../../src/pipeline/run/run-deps.js';
 import type { BatchRunResult } from '../../src/pipeline/run/run-report.js';
 import { makeSummary } from '../../src/pipeline/run/summary.js';
-import type { StateStore } from '../../src/state/types.js';
+import type { StateStore } from '../../src/state/index.js';
 import type { TableSink } from '../../src/pipeline/io/table.js';
 
 // The batch-run skeleton calls a command's parts in one order, with the state file and the connection opened

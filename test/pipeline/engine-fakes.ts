@@ -4,9 +4,10 @@ import type { MapV3Item, MapV3Request, MapV3ResponseBody } from '../../src/proto
 import type { EngineState } from '../../src/pipeline/map/map-engine.js';
 import type { InputRow } from '../../src/pipeline/io/table.js';
 import { STATUS_CODE } from '../../src/state/schema.js';
-import type { EntryUpdate, StateEntry, StoredEntries } from '../../src/state/types.js';
+import type { EntryUpdate, StoredEntries } from '../../src/state/types.js';
 import type { DiiType } from '../../src/identity/index.js';
 import { answerHashes, waitOrAbort } from './fake-endpoint.js';
+import type { StoredEntry } from '../state/lookups.js';
 
 export const OPTOUT_EMAIL_HASH = sha256Base64('optout@example.com');
 export const NOW_S = 1_800_000_000;
@@ -63,14 +64,14 @@ export class FakeMapper {
 
 /** An in-memory state with the engine's two calls. */
 export class FakeState implements EngineState {
-  readonly entries = new Map<string, StateEntry>();
+  readonly entries = new Map<string, StoredEntry>();
   commits = 0;
   lastCommitS = 0;
   lookups = 0;
 
-  lookupHashes(type: DiiType, hashes: readonly string[]): ReadonlyMap<string, StateEntry> {
+  lookupHashes(type: DiiType, hashes: readonly string[]): ReadonlyMap<string, StoredEntry> {
     this.lookups++;
-    const found = new Map<string, StateEntry>();
+    const found = new Map<string, StoredEntry>();
     for (const h of hashes) {
       const e = this.entries.get(`${type}:${h}`);
       if (e) found.set(h, e);
@@ -121,7 +122,7 @@ export class FakeState implements EngineState {
     }
   }
 
-  put(type: DiiType, hash: string, v: Pick<StateEntry, 'status' | 'u' | 'p' | 'r'>): void {
+  put(type: DiiType, hash: string, v: Pick<StoredEntry, 'status' | 'u' | 'p' | 'r'>): void {
     const key = `${type}:${hash}`;
     this.entries.set(key, {
       // like a state file's row id: given once, kept for the entry's life

@@ -2,13 +2,14 @@ import { createHash } from 'node:crypto';
 import type { DiiType } from '../../src/identity/index.js';
 import type { MapV3Item, MapV3Request, MapV3ResponseBody } from '../../src/protocol/index.js';
 import type { RemapState } from '../../src/pipeline/remap/remap-engine.js';
-import type { DueCursor, DueEntry, EntryUpdate, StateEntry } from '../../src/state/types.js';
+import type { DueCursor, DueEntry, EntryUpdate } from '../../src/state/types.js';
 import { answerHashes, waitOrAbort } from './fake-endpoint.js';
+import type { StoredEntry } from '../state/lookups.js';
 
 export const DAY_S = 86_400;
 export const NOW_S = 1_800_000_000;
 
-export type FakeEntry = Pick<StateEntry, 'id' | 'type' | 'hash' | 'status' | 'u' | 'p' | 'r' | 'lastMappedS'>;
+export type FakeEntry = Pick<StoredEntry, 'id' | 'type' | 'hash' | 'status' | 'u' | 'p' | 'r' | 'lastMappedS'>;
 
 export function hashOf(n: number): string {
   return createHash('sha256').update(`entry-${n}`).digest('base64');

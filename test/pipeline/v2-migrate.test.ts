@@ -11,6 +11,7 @@ import {
 } from '../../src/pipeline/v2/migration.js';
 import type { MapV3Request, MapV3ResponseBody } from '../../src/protocol/index.js';
 import { openState, type EntryUpdate, type StateStore } from '../../src/state/index.js';
+import { lookupMany } from '../state/lookups.js';
 
 const NOW_S = 1_790_000_000;
 const R = NOW_S + 40 * 86_400;
@@ -85,7 +86,8 @@ describe('migrateToV3', () => {
     expect(first.counts.unchanged + second.counts.unchanged).toBe(25);
     expect(first.counts.changed + second.counts.changed).toBe(25);
 
-    const all = state.lookupMany(
+    const all = lookupMany(
+      state,
       Array.from({ length: 50 }, (_, i) => ({
         type: i % 4 === 0 ? ('phone' as const) : ('email' as const),
         hash: hashOf(i),

@@ -12,6 +12,7 @@ import {
 } from '../../src/pipeline/remap/remap-engine.js';
 import type { MapV2Request, MapV2ResponseBody, MapV3Request, MapV3ResponseBody } from '../../src/protocol/index.js';
 import { openState, type DueEntry, type EntryUpdate, type StateStore } from '../../src/state/index.js';
+import { lookupMany } from '../state/lookups.js';
 
 const NOW_S = 1_790_000_000;
 
@@ -104,7 +105,10 @@ describe('RemapEngine on a v2 state', () => {
     });
     expect(state.countDueV2()).toBe(0);
 
-    const after = state.lookupMany(Array.from({ length: 40 }, (_, i) => ({ type: typeOf(i), hash: hashOf(i) })));
+    const after = lookupMany(
+      state,
+      Array.from({ length: 40 }, (_, i) => ({ type: typeOf(i), hash: hashOf(i) })),
+    );
     for (const i of rotated) {
       const e = after.get(`${typeOf(i)}:${hashOf(i)}`);
       expect(e).toMatchObject({

@@ -3,6 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { StateDamagedError, type EntryUpdate } from '../../src/state/index.js';
 import Database from '../helpers/sqlite-driver.js';
 import { b64, tmpStates } from './tmp-state.js';
+import { lookupHashes, lookupMany } from './lookups.js';
 
 const t = tmpStates();
 afterAll(() => t.cleanup());
@@ -59,7 +60,7 @@ describe('a damaged state file', () => {
     const s = t.open(path);
     let caught: unknown;
     try {
-      const found = s.lookupMany([{ type: 'email', hash: hashOf(victim) }]);
+      const found = lookupMany(s, [{ type: 'email', hash: hashOf(victim) }]);
       // what today's code does: gives a raw UID the service never gave
       expect(found.get(`email:${hashOf(victim)}`)?.u).toBe(uidOf(victim));
     } catch (err) {
@@ -87,11 +88,14 @@ describe('a damaged state file', () => {
     const s = t.open(path);
     let caught: unknown;
     try {
-      const all = Array.from({ length: N }, (_, i) => ({ type: 'email' as const, hash: hashOf(i) }));
-      const found = s.lookupMany(all);
-      // today: some stored entries are lost from the index (sent again) or found under another id
-      expect(found.size).toBe(N);
-      for (let i = 0; i < N; i++) expect(found.get(`email:${hashOf(i)}`)?.u).toBe(uidOf(i));
+      // a hundred keys at a time: a lookup of more may read the entries of a dense id range without its blocks
+      for (let from = 0; from < N; from += 100) {
+        const some = Array.from({ length: Math.min(100, N - from) }, (_, i) => hashOf(from + i));
+        const found = lookupHashes(s, 'email', some);
+        // today: some stored entries are lost from the index (sent again) or found under another id
+        expect(found.size).toBe(some.length);
+        for (let i = from; i < from + some.length; i++) expect(found.get(hashOf(i))?.u).toBe(uidOf(i));
+      }
     } catch (err) {
       caught = err;
     }

@@ -4,6 +4,7 @@ import type { DueCursor, DueEntry, EntryUpdate, StateStore } from '../../src/sta
 import { decodeIds } from '../../src/state/id-lists.js';
 import { SQL } from '../../src/state/queries.js';
 import { b64, tmpStates } from './tmp-state.js';
+import { lookupHashes } from './lookups.js';
 
 const t = tmpStates();
 afterAll(() => t.cleanup());
@@ -322,7 +323,8 @@ describe('v2 entries: rotated buckets', () => {
       { bucketId: 'unknown', lastUpdatedMs: (mappedAt + 10) * 1000 },
     ]);
     const expectedIds = new Set<number>();
-    const byHash = s.lookupHashes(
+    const byHash = lookupHashes(
+      s,
       'email',
       Array.from({ length: 300 }, (_, i) => b64(`v2-${i}`)),
     );
@@ -346,7 +348,7 @@ describe('v2 entries: rotated buckets', () => {
       after = page[page.length - 1].id;
     }
     expect(walked).toEqual([...expectedIds].sort((a, b) => a - b));
-    expect(s.counts(mappedAt).due).toBe(expectedIds.size);
+    expect(s.countDue(mappedAt)).toBe(0);
 
     // a remap clears the mark
     const first = s.selectDueV2(null, 1)[0];
@@ -377,7 +379,7 @@ describe('v2 entries: rotated buckets', () => {
     const [e] = s.selectDueV2(null, 1);
     s.commitBatch([{ type: e.type, hash: e.hash, outcome: { kind: 'mapped', u: e.u!, p: null, r: 5_000 } }], 200);
     expect(s.countDueV2()).toBe(1);
-    expect(s.lookupHashes(e.type, [e.hash]).get(e.hash)).toMatchObject({ bucketId: null, r: 5_000, due: false });
+    expect(lookupHashes(s, e.type, [e.hash]).get(e.hash)).toMatchObject({ bucketId: null, r: 5_000, due: false });
     expect(s.countDue(5_000)).toBe(1);
   });
 });

@@ -11,7 +11,7 @@ import {
   forEachIdFrom,
   readHeader,
 } from '../../src/state/key-blocks.js';
-import { type Pair, byKeyThenId, random } from './pairs.js';
+import { type Pair, byKeyThenId, idsIn, pairsIn, random } from './pairs.js';
 
 // values where a 24-bit piece or a 32-bit word ends, and the widest lookup key
 const EDGES = [0, 1, 2 ** 24 - 1, 2 ** 24, 2 ** 25, 2 ** 32 - 1, 2 ** 32, 2 ** 47 - 1];
@@ -29,27 +29,15 @@ function lengthAt(bytes: Buffer, at: number): number {
   return readHeader(bytes, at, { kb: 0, ib: 0, count: 0 });
 }
 
-function idsAt(block: KeyBlock, key: number): number[] {
-  const found: number[] = [];
-  block.forEachId(key, (id) => found.push(id));
-  return found;
-}
-
 /** Checks that a block holds exactly these pairs (keys distinct) by every way of reading it. */
 function expectHolds(block: KeyBlock, pairs: Pair[]): void {
   expect(block.count).toBe(pairs.length);
-  expect(Array.from({ length: block.count }, (_, i): Pair => [block.key(i), block.id(i)])).toEqual(pairs);
-  const keys = new Float64Array(block.count);
-  const ids = new Float64Array(block.count);
-  block.decodeInto(keys, ids);
-  expect([...keys]).toEqual(pairs.map((p) => p[0]));
-  expect([...ids]).toEqual(pairs.map((p) => p[1]));
-  expect(block.last).toBe(pairs[pairs.length - 1][0]);
+  expect(pairsIn(block)).toEqual(pairs);
   const held = new Set(pairs.map((p) => p[0]));
   for (const [key, id] of pairs) {
-    expect(idsAt(block, key)).toEqual([id]);
+    expect(idsIn(block, key)).toEqual([id]);
     // the keys next to a held one, when not held themselves
-    for (const near of [key - 1, key + 1]) if (!held.has(near)) expect(idsAt(block, near)).toEqual([]);
+    for (const near of [key - 1, key + 1]) if (!held.has(near)) expect(idsIn(block, near)).toEqual([]);
   }
 }
 
@@ -110,7 +98,7 @@ describe('a key block (format 2)', () => {
     const keys = [100, 100, 100, 101, 2_000, 2_000];
     const ids = [3, 9, 40, 1, 2, 70_000];
     const block = new KeyBlock(100, encodeBlock(keys, ids, 0, keys.length));
-    expect([idsAt(block, 100), idsAt(block, 101), idsAt(block, 2_000), idsAt(block, 99), idsAt(block, 102)]).toEqual([
+    expect([idsIn(block, 100), idsIn(block, 101), idsIn(block, 2_000), idsIn(block, 99), idsIn(block, 102)]).toEqual([
       [3, 9, 40],
       [1],
       [2, 70_000],
@@ -149,7 +137,7 @@ describe('a key block (format 2)', () => {
       asked.add(keys[keys.length - 1] + 1_000);
       for (const key of asked) {
         const expected = pairs.filter((p) => p[0] === key).map((p) => p[1]);
-        expect({ name, key, ids: idsAt(block, key) }).toEqual({ name, key, ids: expected });
+        expect({ name, key, ids: idsIn(block, key) }).toEqual({ name, key, ids: expected });
       }
     }
   });
@@ -229,11 +217,11 @@ describe('a block writer', () => {
     writer.flush();
     const blocks = given.map(([first, blob]) => new KeyBlock(first, blob));
     expect(given.every(([, blob]) => blob[0] > 0x40)).toBe(true);
-    const all = blocks.flatMap((b) => Array.from({ length: b.count }, (_, i): Pair => [b.key(i), b.id(i)]));
+    const all = blocks.flatMap(pairsIn);
     expect(all).toEqual(sorted);
     for (let i = 0; i < blocks.length; i++) {
       expect(blocks[i].first).toBe(given[i][0]);
-      if (i > 0) expect(blocks[i - 1].last).toBeLessThan(blocks[i].first);
+      if (i > 0) expect(pairsIn(blocks[i - 1]).at(-1)?.[0]).toBeLessThan(blocks[i].first);
     }
     const oversize = given.filter(([, blob]) => blob.length > BLOCK_BYTES);
     expect(oversize.map(([first]) => first)).toEqual([big]);

@@ -8,6 +8,7 @@ import { arrayPairs, mergeIntoLevel } from '../../src/state/key-levels.js';
 import { keyOf } from '../../src/state/lookup-key.js';
 import { recordOf } from './records.js';
 import { b64, tmpStates, zeroPieces } from './tmp-state.js';
+import { lookupHashes, lookupMany } from './lookups.js';
 
 const t = tmpStates('uid2-filter-');
 afterAll(() => t.cleanup());
@@ -74,17 +75,17 @@ describe('the keys filter', () => {
     expect(meta(path, 'filter_upto')).toBe('150');
     s.close();
     const again = t.open(path, { tailEntries: 100 });
-    expect(again.lookupMany(wanted(labels('a', 150))).size).toBe(150);
+    expect(lookupMany(again, wanted(labels('a', 150))).size).toBe(150);
     again.close();
     // a damaged filter (its checksum fails) is not used: every key is probed, every entry found
     withFile(path, (db) => zeroPieces(db, 'key_filter', 'bits', false));
     const damaged = t.open(path, { tailEntries: 100 });
-    expect(damaged.lookupMany(wanted(labels('a', 150))).size).toBe(150);
+    expect(lookupMany(damaged, wanted(labels('a', 150))).size).toBe(150);
     damaged.close();
     // an emptied filter rules every key out: the open store no longer finds merged entries, so it does consult it
     withFile(path, (db) => zeroPieces(db, 'key_filter', 'bits', true));
     const emptied = t.open(path, { tailEntries: 100 });
-    expect(emptied.lookupMany(wanted(labels('a', 150))).size).toBe(0);
+    expect(lookupMany(emptied, wanted(labels('a', 150))).size).toBe(0);
   });
 
   it('is not used once a merge moved keys_upto without it, and is made again by the next merge', () => {
@@ -104,12 +105,12 @@ describe('the keys filter', () => {
       setMetaValue(db, 'keys_upto', String(id));
     });
     const after = t.open(path, { tailEntries: 100 });
-    expect(after.lookupHashes('email', [b64('old')]).get(b64('old'))?.u).toBe(b64('u-old'));
+    expect(lookupHashes(after, 'email', [b64('old')]).get(b64('old'))?.u).toBe(b64('u-old'));
     after.commitBatch(labels('c', 100).map(mapped), 2);
     expect(meta(path, 'filter_upto')).toBe('221');
     after.close();
     const rebuilt = t.open(path, { tailEntries: 100 });
-    expect(rebuilt.lookupMany(wanted(['old', ...labels('b', 120), ...labels('c', 100)])).size).toBe(221);
+    expect(lookupMany(rebuilt, wanted(['old', ...labels('b', 120), ...labels('c', 100)])).size).toBe(221);
   });
 
   it('covers both levels: a merge without a fold writes it whole', () => {
@@ -125,17 +126,17 @@ describe('the keys filter', () => {
     ]);
     s.close();
     const again = t.open(path, { readonly: true });
-    expect(again.lookupMany(wanted([...labels('m', 150), ...labels('r', 20)])).size).toBe(170);
+    expect(lookupMany(again, wanted([...labels('m', 150), ...labels('r', 20)])).size).toBe(170);
     again.close();
     // an emptied filter hides the entries of both levels
     withFile(path, (db) => zeroPieces(db, 'key_filter', 'bits', true));
     const emptied = t.open(path, { readonly: true });
-    expect(emptied.lookupMany(wanted([...labels('m', 150), ...labels('r', 20)])).size).toBe(0);
+    expect(lookupMany(emptied, wanted([...labels('m', 150), ...labels('r', 20)])).size).toBe(0);
     emptied.close();
     // a filter that does not reach keys_upto is not used: every key is probed
     withFile(path, (db) => setMetaValue(db, 'filter_upto', '160'));
     const stale = t.open(path, { readonly: true });
-    expect(stale.lookupMany(wanted([...labels('m', 150), ...labels('r', 20)])).size).toBe(170);
+    expect(lookupMany(stale, wanted([...labels('m', 150), ...labels('r', 20)])).size).toBe(170);
   });
 
   it('finds entries another connection folded into the main level after this one read its filters', () => {
@@ -145,12 +146,12 @@ describe('the keys filter', () => {
     writer.commitBatch(labels('r', 20).map(mapped), 1);
     const reader = t.open(path, { readonly: true });
     // the reader reads the filter of both levels
-    expect(reader.lookupMany(wanted(labels('r', 20))).size).toBe(20);
+    expect(lookupMany(reader, wanted(labels('r', 20))).size).toBe(20);
     // the writer's next merge folds the recent level into the main one and rewrites the filter
     writer.commitBatch(labels('n', 60).map(mapped), 1);
     expect(meta(path, 'keys_main_upto')).toBe('230');
     // keys_upto moved: the reader reads the filter again
-    expect(reader.lookupMany(wanted([...labels('m', 150), ...labels('r', 20), ...labels('n', 60)])).size).toBe(230);
+    expect(lookupMany(reader, wanted([...labels('m', 150), ...labels('r', 20), ...labels('n', 60)])).size).toBe(230);
   });
 
   it('is filled from the blocks of the levels, with every key of every block', () => {
@@ -162,7 +163,7 @@ describe('the keys filter', () => {
     expect(meta(path, 'filter_upto')).toBe('55000');
     s.close();
     const again = t.open(path, { readonly: true });
-    expect(again.lookupMany(wanted([...labels('p', 45_000), ...labels('q', 10_000)])).size).toBe(55_000);
+    expect(lookupMany(again, wanted([...labels('p', 45_000), ...labels('q', 10_000)])).size).toBe(55_000);
   });
 
   it('gives a file without a filter one at the next merge, fold or not', () => {
@@ -180,6 +181,6 @@ describe('the keys filter', () => {
     expect([meta(path, 'keys_main_upto'), meta(path, 'filter_upto')]).toEqual(['150', '170']);
     again.close();
     const reread = t.open(path, { readonly: true });
-    expect(reread.lookupMany(wanted([...labels('m', 150), ...labels('r', 20)])).size).toBe(170);
+    expect(lookupMany(reread, wanted([...labels('m', 150), ...labels('r', 20)])).size).toBe(170);
   });
 });

@@ -4,6 +4,7 @@ import type { EntryUpdate } from '../../src/state/index.js';
 import type { KeyLevel } from '../../src/state/key-levels.js';
 import { entryRowsAt } from './records.js';
 import { b64, levelPairsOf, tailOf, tmpStates } from './tmp-state.js';
+import { countsOf, lookupHashes, lookupMany } from './lookups.js';
 
 const t = tmpStates('uid2-layout-');
 afterAll(() => t.cleanup());
@@ -31,7 +32,7 @@ describe('the tail of recent entries and its merge into the key levels', () => {
         type: 'email' as const,
         hash: b64(`e${Math.floor(i / 450)}-${i % 450}`),
       }));
-      expect(s.lookupMany(all).size, `after batch ${b}`).toBe(all.length);
+      expect(lookupMany(s, all).size, `after batch ${b}`).toBe(all.length);
     }
     // 450, 900, then 1,350 >= 1,000: merged; 450, then 900: still in the tail
     expect(keysRows(path)).toBe(1_350);
@@ -50,11 +51,11 @@ describe('the tail of recent entries and its merge into the key levels', () => {
     s.commitBatch(batch(460, 20), 1);
     // tail of 20 < 50: in memory only; the three places answer together
     expect(tailOf(s.path)).toBe(20);
-    expect(s.lookupMany(all(480)).size).toBe(480);
+    expect(lookupMany(s, all(480)).size).toBe(480);
     s.commitBatch(batch(480, 40), 1);
     expect([keysRows(path), keysRows(path, 'key_blocks_recent')]).toEqual([520, 0]);
-    expect(s.lookupMany(all(520)).size).toBe(520);
-    expect(s.lookupMany([{ type: 'email', hash: b64('f999') }]).size).toBe(0);
+    expect(lookupMany(s, all(520)).size).toBe(520);
+    expect(lookupMany(s, [{ type: 'email', hash: b64('f999') }]).size).toBe(0);
   });
 
   it('sees entries another connection appended (a second store on the same file)', () => {
@@ -62,7 +63,7 @@ describe('the tail of recent entries and its merge into the key levels', () => {
     const a = t.open(path, { tailEntries: 100 });
     const b = t.open(path, { tailEntries: 100 });
     a.commitBatch([mapped('x', 5)], 1);
-    expect(b.lookupHashes('email', [b64('x')]).get(b64('x'))?.u).toBe(b64('u-x'));
+    expect(lookupHashes(b, 'email', [b64('x')]).get(b64('x'))?.u).toBe(b64('u-x'));
     // b appends and merges what a wrote too; a still finds everything
     b.commitBatch(
       Array.from({ length: 150 }, (_, i) => mapped(`y${i}`, 5)),
@@ -71,13 +72,13 @@ describe('the tail of recent entries and its merge into the key levels', () => {
     expect(keysRows(path)).toBe(151);
     a.commitBatch([mapped('x', 6)], 3);
     expect(
-      a.lookupMany([
+      lookupMany(a, [
         { type: 'email', hash: b64('x') },
         { type: 'email', hash: b64('y149') },
       ]).size,
     ).toBe(2);
-    expect(a.counts().entries).toBe(151);
-    expect(b.lookupHashes('email', [b64('x')]).get(b64('x'))?.r).toBe(6);
+    expect(countsOf(a).entries).toBe(151);
+    expect(lookupHashes(b, 'email', [b64('x')]).get(b64('x'))?.r).toBe(6);
   });
 
   it('tells apart hashes that share a lookup key (same first bytes) and the two DII types', () => {
@@ -91,7 +92,7 @@ describe('the tail of recent entries and its merge into the key levels', () => {
     // merged (tail of 5 >= 3), then one more in the tail
     s.commitBatch([{ type: 'email', hash: twin(9), outcome: { kind: 'optout' } }], 2);
     const keys: { type: DiiType; hash: string }[] = [0, 1, 2, 3, 9, 5].map((i) => ({ type: 'email', hash: twin(i) }));
-    const found = s.lookupMany([...keys, { type: 'phone', hash: twin(0) }]);
+    const found = lookupMany(s, [...keys, { type: 'phone', hash: twin(0) }]);
     expect([...found.keys()].sort()).toEqual(
       [...[0, 1, 2, 3, 9].map((i) => `email:${twin(i)}`), `phone:${twin(0)}`].sort(),
     );
@@ -110,7 +111,7 @@ describe('the tail of recent entries and its merge into the key levels', () => {
       })),
       1,
     );
-    const found = s.lookupHashes('email', odd);
+    const found = lookupHashes(s, 'email', odd);
     expect(found.size).toBe(odd.length);
     for (const [i, h] of odd.entries())
       expect(found.get(h), h).toMatchObject({ hash: h, u: odd[(i + 1) % odd.length], p: odd[i] });
@@ -139,7 +140,7 @@ describe('the tail of recent entries and its merge into the key levels', () => {
       [['text', 10], ['text', 7], null],
     ]);
     const again = t.open(path);
-    expect(again.lookupHashes('email', [b64('bytes')]).get(b64('bytes'))).toMatchObject({ u: rawUid, p: b64('prev') });
+    expect(lookupHashes(again, 'email', [b64('bytes')]).get(b64('bytes'))).toMatchObject({ u: rawUid, p: b64('prev') });
     expect(again.lookupStored('email', ['not base64']).u).toEqual(['odd uid']);
   });
 
@@ -154,13 +155,13 @@ describe('the tail of recent entries and its merge into the key levels', () => {
       ],
       7,
     );
-    expect(s.lookupHashes('email', [h]).get(h)).toMatchObject({
+    expect(lookupHashes(s, 'email', [h]).get(h)).toMatchObject({
       status: 'mapped',
       u: b64('late'),
       r: 2,
       optedOutSinceMs: null,
     });
-    expect(s.counts().entries).toBe(2);
+    expect(countsOf(s).entries).toBe(2);
   });
 
   it('rolls the tail back with a failed batch: the next batch appends and finds as if it never happened', () => {
@@ -172,6 +173,6 @@ describe('the tail of recent entries and its merge into the key levels', () => {
     expect(() => s.commitBatch(bad, 1)).toThrow(/unknown outcome/);
     expect(tailOf(s.path)).toBe(0);
     s.commitBatch([mapped('ok', 2)], 2);
-    expect(s.lookupHashes('email', [b64('ok')]).get(b64('ok'))).toMatchObject({ id: 1, r: 2 });
+    expect(lookupHashes(s, 'email', [b64('ok')]).get(b64('ok'))).toMatchObject({ id: 1, r: 2 });
   });
 });

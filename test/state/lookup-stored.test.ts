@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { EntryUpdate } from '../../src/state/index.js';
 import { STATUS_CODE } from '../../src/state/schema.js';
 import { b64, tmpStates } from './tmp-state.js';
+import { entriesByHash } from './lookups.js';
 
 const t = tmpStates();
 afterAll(() => t.cleanup());
@@ -20,7 +21,7 @@ function updates(n: number): EntryUpdate[] {
 }
 
 describe('lookupStored', () => {
-  it('gives, column by column and at each hash position, what lookupHashes gives', () => {
+  it('gives, column by column and at each hash position, what the records hold', () => {
     const s = t.open(t.file(), { tailEntries: 50 });
     const all = updates(120);
     for (let i = 0; i < all.length; i += 20) s.commitBatch(all.slice(i, i + 20), 500);
@@ -28,7 +29,7 @@ describe('lookupStored', () => {
     for (const type of ['email', 'phone'] as const) {
       // stored hashes of this type, unknown ones, and stored hashes of the other type
       const asked = all.map((u) => u.hash).concat([b64('nope-1'), b64('nope-2')]);
-      const byHash = s.lookupHashes(type, asked);
+      const byHash = entriesByHash(s, type, asked);
       const stored = s.lookupStored(type, asked);
       expect(stored.at.length).toBe(byHash.size);
       expect(byHash.size).toBe(all.filter((u) => u.type === type).length);
@@ -80,7 +81,7 @@ describe('lookupStored', () => {
       // a long run of consecutive ids, single ids among them, repeats and unknown hashes
       const asked = [...plain.map((u) => u.hash), ...odd.map((u) => u.hash), plain[3].hash, 'h2', b64('none')];
       for (const subset of [asked, asked.filter((_, i) => i % 3 === 0)]) {
-        const byHash = s.lookupHashes(type, subset);
+        const byHash = entriesByHash(s, type, subset);
         const stored = s.lookupStored(type, subset);
         const found = new Set<string>();
         for (let k = 0; k < stored.at.length; k++) {
@@ -158,7 +159,7 @@ describe('lookupStored', () => {
       // the sample, then the requests the range left: far fewer than were asked
       const looked = idsOfKeys.mock.calls.reduce((sum, [keys]) => sum + keys.length, 0);
       expect(looked).toBeLessThan(asked.length / 2);
-      const byHash = s.lookupHashes(type, asked);
+      const byHash = entriesByHash(s, type, asked);
       const answered = [...stored.at].map((i) => asked[i]);
       expect(new Set(answered).size).toBe(answered.length);
       expect(answered.sort()).toEqual([...byHash.keys()].sort());

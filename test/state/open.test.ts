@@ -14,6 +14,7 @@ import {
 } from '../../src/state/index.js';
 import { MMAP_ENV } from '../../src/state/open.js';
 import { ENV, b64, setMetaAt, tmpStates } from './tmp-state.js';
+import { countsOf, lookupHashes, lookupMany } from './lookups.js';
 
 const t = tmpStates();
 afterAll(() => t.cleanup());
@@ -33,8 +34,8 @@ describe('openState: creating and reopening', () => {
 
     const again = t.open(path, { create: false });
     expect(again.meta()).toEqual(meta);
-    expect(again.lookupMany([{ type: 'email', hash: b64('a') }]).get(`email:${b64('a')}`)?.u).toBe(b64('u'));
-    expect(again.counts()).toEqual({ entries: 1, mapped: 1, optout: 0, invalid: 0 });
+    expect(lookupMany(again, [{ type: 'email', hash: b64('a') }]).get(`email:${b64('a')}`)?.u).toBe(b64('u'));
+    expect(countsOf(again)).toEqual({ entries: 1, mapped: 1, optout: 0, invalid: 0 });
   });
 
   it('records the api it was created for', () => {
@@ -65,7 +66,7 @@ describe('openState: creating and reopening', () => {
     w.commitBatch([{ type: 'email', hash: b64('m'), outcome: { kind: 'mapped', u: b64('mu'), p: null, r: 9 } }], 1);
     w.close();
     const mapped = t.open(path, { mmapMiB: 64, readonly: true });
-    expect(mapped.lookupHashes('email', [b64('m')]).get(b64('m'))?.u).toBe(b64('mu'));
+    expect(lookupHashes(mapped, 'email', [b64('m')]).get(b64('m'))?.u).toBe(b64('mu'));
   });
 
   it.runIf(existsSync('/proc/self/maps'))(
@@ -87,7 +88,7 @@ describe('openState: creating and reopening', () => {
         try {
           const s = openState(path, { envFingerprint: ENV, readonly: true, ...options });
           try {
-            expect(s.lookupHashes('email', [b64('m')]).get(b64('m'))?.u).toBe(b64('mu'));
+            expect(lookupHashes(s, 'email', [b64('m')]).get(b64('m'))?.u).toBe(b64('mu'));
             return mapped();
           } finally {
             s.close();
@@ -148,7 +149,7 @@ describe('openState: a rollback journal left by a killed run', () => {
     // the file was empty before the killed write: rolled back, it is made a state
     const s = t.open(path);
     expect(existsSync(`${path}-journal`)).toBe(false);
-    expect(s.counts()).toEqual({ entries: 0, mapped: 0, optout: 0, invalid: 0 });
+    expect(countsOf(s)).toEqual({ entries: 0, mapped: 0, optout: 0, invalid: 0 });
     s.close();
     const again = t.open(path, { readonly: true });
     expect(again.meta().envFingerprint).toBe(ENV);
@@ -283,6 +284,6 @@ describe('read-only (dry runs)', () => {
       StateReadonlyError,
     );
     expect(() => ro.startRun('remap-due', '{}')).toThrow(/read-only \(dry run\)/);
-    expect(ro.counts().entries).toBe(1);
+    expect(countsOf(ro).entries).toBe(1);
   });
 });

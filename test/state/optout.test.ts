@@ -3,6 +3,7 @@ import Database from '../helpers/sqlite-driver.js';
 import type { OptoutCandidate, OptoutCursor, StateStore } from '../../src/state/index.js';
 import { SQL } from '../../src/state/queries.js';
 import { b64, tmpStates } from './tmp-state.js';
+import { countsOf, lookupHashes } from './lookups.js';
 
 const t = tmpStates();
 afterAll(() => t.cleanup());
@@ -203,7 +204,7 @@ describe('opt-out sweep', () => {
       page.map((c) => c.id),
     );
     expect(changed).toBe(2);
-    const found = s.lookupHashes('email', [b64('h3'), b64('h8'), b64('h9')]);
+    const found = lookupHashes(s, 'email', [b64('h3'), b64('h8'), b64('h9')]);
     expect(found.get(b64('h3'))).toMatchObject({
       status: 'optout',
       u: null,
@@ -235,7 +236,7 @@ describe('opt-out sweep', () => {
       8_000,
     );
     expect(changed).toBe(2);
-    const found = s.lookupHashes('email', [b64('h5'), b64('h12'), b64('h13')]);
+    const found = lookupHashes(s, 'email', [b64('h5'), b64('h12'), b64('h13')]);
     expect(found.get(b64('h5'))).toMatchObject({
       status: 'optout',
       u: null,
@@ -246,6 +247,6 @@ describe('opt-out sweep', () => {
     expect(found.get(b64('h13'))?.status).toBe('mapped');
     // a second call with other raw UIDs does not reuse the first call's
     expect(s.tombstoneByRawUid([{ rawUid: b64('u20'), optedOutSinceMs: 1 }], 9_000)).toBe(1);
-    expect(s.counts()).toEqual({ entries: 40, mapped: 37, optout: 3, invalid: 0 });
+    expect(countsOf(s)).toEqual({ entries: 40, mapped: 37, optout: 3, invalid: 0 });
   });
 });

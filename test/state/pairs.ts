@@ -1,4 +1,5 @@
 // (lookup key, id) pairs for the tests of key blocks and levels: a repeatable random stream, and their order.
+import { BLOCK_HEADER, type KeyBlock, forEachIdFrom, guessOf, readHeader } from '../../src/state/key-blocks.js';
 
 export type Pair = [number, number];
 
@@ -13,3 +14,22 @@ export function random(seed: number): () => number {
 
 /** The order of a key level: by key, then by id. */
 export const byKeyThenId = (a: Pair, b: Pair): number => a[0] - b[0] || a[1] - b[1];
+
+/** A block's pairs in order, read at once as a merge reads them. */
+export function pairsIn(block: KeyBlock): Pair[] {
+  const keys = new Float64Array(block.count);
+  const ids = new Float64Array(block.count);
+  block.decodeInto(keys, ids);
+  return Array.from(keys, (key, i): Pair => [key, ids[i]]);
+}
+
+/** The ids a block holds for `key`, searched as a lookup searches it: from the place its key's value suggests. */
+export function idsIn(block: KeyBlock, key: number): number[] {
+  const header = { kb: 0, ib: 0, count: 0 };
+  readHeader(block.blob, 0, header);
+  const delta = key - block.first;
+  const found: number[] = [];
+  const guess = guessOf(delta, 2 ** header.kb, header.count);
+  forEachIdFrom(block.blob, 8 * BLOCK_HEADER, header.kb, header.ib, header.count, delta, guess, (id) => found.push(id));
+  return found;
+}

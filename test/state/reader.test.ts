@@ -10,11 +10,11 @@ import {
   type EntryUpdate,
   openState,
   openStateReader,
-  type StateEntry,
   type StateReader,
 } from '../../src/state/index.js';
 import Database from '../helpers/sqlite-driver.js';
 import { b64 } from './tmp-state.js';
+import { lookupMany, type StoredEntry } from './lookups.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'uid2-state-file-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -40,16 +40,19 @@ function updates(): EntryUpdate[] {
 }
 
 let path: string;
-let entries: StateEntry[];
+let entries: StoredEntry[];
 
 beforeAll(() => {
   path = join(dir, 'state.db');
   const store = openState(path, { envFingerprint: 'uid2:integ', tailEntries: 1_000 });
   const all = updates();
   for (let from = 0; from < all.length; from += 700) store.commitBatch(all.slice(from, from + 700), NOW - 10 * DAY);
-  entries = [...store.lookupMany(all.map((u) => ({ type: u.type, hash: u.hash }))).values()].sort(
-    (a, b) => a.id - b.id,
-  );
+  entries = [
+    ...lookupMany(
+      store,
+      all.map((u) => ({ type: u.type, hash: u.hash })),
+    ).values(),
+  ].sort((a, b) => a.id - b.id);
   store.close();
 });
 

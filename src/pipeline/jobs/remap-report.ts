@@ -1,5 +1,5 @@
 /** What both remap-due paths (v3 by r, v2 by salt bucket) share: options, the run, its summary and its ending. */
-import type { StateStore } from '../../state/types.js';
+import type { StateStore } from '../../state/index.js';
 import type { TableSink } from '../io/table.js';
 import type { RemapChange, RemapOptions, RemapResult } from '../remap/remap-engine.js';
 import type { ServiceClient } from '../run/connection.js';

@@ -4,7 +4,7 @@
  */
 import { workerData } from 'node:worker_threads';
 import { openState } from '../../state/open.js';
-import type { StateStore } from '../../state/types.js';
+import type { StateStore } from '../../state/index.js';
 import { serveTasks, type TaskResult } from '../workers/worker-pool.js';
 import {
   unpackUpdates,

@@ -6,7 +6,8 @@ import {
   type MapV3Request,
   type MapV3ResponseBody,
 } from '../../protocol/index.js';
-import type { DueCursor, DueEntry, EntryUpdate, PendingChange, StateStore } from '../../state/types.js';
+import type { DueCursor, DueEntry, EntryUpdate, PendingChange } from '../../state/types.js';
+import type { StateStore } from '../../state/index.js';
 import { bucketIdOf, mappedOutcome } from '../map/bucket-answer.js';
 import { parseJournalRow, replayPendingChanges, type ChangeJournal } from '../run/change-journal.js';
 import { AdaptiveConcurrency } from '../run/adaptive-limiter.js';

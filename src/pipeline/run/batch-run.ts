@@ -1,5 +1,5 @@
 /** The one skeleton of a batch run: open, connect, start the run, output, replay changes, engine, summary, finish. */
-import type { StateStore } from '../../state/types.js';
+import type { StateStore } from '../../state/index.js';
 import type { TableSink } from '../io/table.js';
 import type { TypedHeader } from '../io/typed-cells.js';
 import type { AdaptiveConcurrency } from './adaptive-limiter.js';

@@ -1,5 +1,6 @@
 import { stat } from 'node:fs/promises';
-import type { ChangeKind, PendingChange, StateStore } from '../../state/types.js';
+import type { ChangeKind, PendingChange } from '../../state/types.js';
+import type { StateStore } from '../../state/index.js';
 import type { RunOutput } from '../io/output/commit-together.js';
 import type { PreparedOutput, SealedOutput, TableSink } from '../io/table.js';
 

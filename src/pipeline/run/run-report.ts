@@ -1,6 +1,7 @@
 /** How a batch run reports: its output kept or dropped, its summary line and --summary-json, its exit code. */
 import { statSync } from 'node:fs';
-import type { ChangeKind, StateStore } from '../../state/types.js';
+import type { ChangeKind } from '../../state/types.js';
+import type { StateStore } from '../../state/index.js';
 import { commitTogether, type RunOutput } from '../io/output/commit-together.js';
 import { openSink } from '../io/output/sink.js';
 import type { TableSink } from '../io/table.js';

@@ -1,4 +1,4 @@
-import type { StateStore } from '../../state/types.js';
+import type { StateStore } from '../../state/index.js';
 import { RemapEngine, type RemapBatchFn, type RemapOptions, type RemapResult } from '../remap/remap-engine.js';
 
 /**

@@ -1,6 +1,7 @@
 import { UnexpectedResponseError, type CallOptions, type ServiceClient } from '../../client/index.js';
 import { PATHS } from '../../protocol/index.js';
-import type { RotatedBucket, StateStore } from '../../state/types.js';
+import type { RotatedBucket } from '../../state/types.js';
+import type { StateStore } from '../../state/index.js';
 
 /**
  * The v2 salt-bucket check (docs/wire-protocol.md §5.5): ask which
