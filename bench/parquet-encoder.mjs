@@ -8,10 +8,13 @@
 //   node bench/parquet-encoder.mjs --writer hyparquet-writer   the same rows, typed the same, row groups of the same
 //   size, encoded by hyparquet-writer (each text cell a view of its bytes in the block), interleaved with the
 //   encoder's runs: the writer of the reader's family, measured against the one the encoder uses
+//   node bench/parquet-encoder.mjs --before DIR   also encodes with the encoder of another build (DIR holds its
+//   dist/, e.g. a copy made before a change), interleaved with this one's runs, for a before/after
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, renameSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import { ParquetEncoder } from '../dist/pipeline/io/parquet/parquet-encoder.js';
 import { PARQUET_ROW_GROUP_ROWS } from '../dist/pipeline/io/parquet/parquet-sink.js';
@@ -25,6 +28,12 @@ const RUNS = numberOption('--runs', 3);
 const argv = process.argv.slice(2);
 const OTHER = argv.includes('--writer') ? argv[argv.indexOf('--writer') + 1] : undefined;
 if (OTHER !== undefined && OTHER !== 'hyparquet-writer') throw new Error(`no such writer: ${OTHER}`);
+const BEFORE = argv.includes('--before') ? argv[argv.indexOf('--before') + 1] : undefined;
+const BeforeEncoder =
+  BEFORE === undefined
+    ? undefined
+    : (await import(pathToFileURL(join(resolve(BEFORE), 'dist/pipeline/io/parquet/parquet-encoder.js')).href))
+        .ParquetEncoder;
 
 /** map's output of the bench's mixed input, made once. */
 async function mapOutput() {
@@ -122,16 +131,23 @@ function hyparquetWriter() {
   return size;
 }
 
-const runs = [];
-const others = [];
-for (let r = 0; r < RUNS; r++) {
-  const encoder = new ParquetEncoder({ header, types, rowGroupRows: PARQUET_ROW_GROUP_ROWS });
+/** The blocks encoded by an encoder of this build or another: CPU seconds, wall seconds, the file's size. */
+async function encodeWith(Encoder) {
+  const encoder = new Encoder({ header, types, rowGroupRows: PARQUET_ROW_GROUP_ROWS });
   const cpu = cpuSeconds();
   const wall = performance.now();
   let bytes = 0;
   for (const block of blocks) bytes += (await encoder.addBlock(block)).length;
   bytes += (await encoder.finish()).length;
-  runs.push({ cpu: cpuSeconds() - cpu, wall: (performance.now() - wall) / 1000, bytes });
+  return { cpu: cpuSeconds() - cpu, wall: (performance.now() - wall) / 1000, bytes };
+}
+
+const runs = [];
+const befores = [];
+const others = [];
+for (let r = 0; r < RUNS; r++) {
+  runs.push(await encodeWith(ParquetEncoder));
+  if (BeforeEncoder !== undefined) befores.push(await encodeWith(BeforeEncoder));
   if (OTHER === undefined) continue;
   const otherCpu = cpuSeconds();
   const otherWall = performance.now();
@@ -145,6 +161,7 @@ console.log(
 console.log(`  making the row blocks  cpu ${blockCpu.toFixed(2)} s`);
 for (const [name, figures] of [
   ['encoding', runs],
+  ['encoding (before)', befores],
   [OTHER, others],
 ]) {
   if (figures.length === 0) continue;

@@ -9,8 +9,8 @@ import { importGraph, SRC, sourceFiles } from './import-graph.js';
 const ROOT = join(SRC, '..');
 /** A ceiling that only comes down: each mechanism left in src/state pays for itself on `npm run bench:state`. */
 const STATE_MAX_LINES = 4_845;
-/** The reader (hyparquet), the writer (parquet-wasm) and the Arrow batches the writer takes (apache-arrow). */
-const PARQUET_LIBRARIES_MAX = 3;
+/** The reader (hyparquet) and the writer (parquet-wasm); the Arrow stream the writer reads is our own. */
+const PARQUET_LIBRARIES_MAX = 2;
 /** A package whose job is Parquet or Arrow: readers, writers, their codecs, and the engines that read Parquet. */
 const PARQUET_LIBRARY = /parquet|arrow|duckdb/i;
 
@@ -91,6 +91,31 @@ describe('dependencies', () => {
     };
     const parquet = Object.keys(pkg.dependencies ?? {}).filter((name) => PARQUET_LIBRARY.test(name));
     expect(parquet.length, parquet.join(', ')).toBeLessThanOrEqual(PARQUET_LIBRARIES_MAX);
+  });
+
+  it('hold every package src imports: a dev dependency is not installed with the package', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      dependencies?: Record<string, string>;
+      optionalDependencies?: Record<string, string>;
+    };
+    const installed = new Set([...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.optionalDependencies ?? {})]);
+    // import and export statements at the start of a line, and import() of a literal: not examples in comments
+    const statements =
+      /^\s*(?:import|export)\b[^'"]*?\bfrom\s*(['"])([^'".][^'"]*)\1|\bimport\(\s*(['"])([^'".][^'"]*)\3\s*\)/gm;
+    const imported = new Set<string>();
+    for (const f of sourceFiles())
+      for (const m of textOf(f).matchAll(statements)) {
+        const spec = m[2] ?? m[4];
+        if (!spec.startsWith('node:'))
+          imported.add(
+            spec
+              .split('/')
+              .slice(0, spec.startsWith('@') ? 2 : 1)
+              .join('/'),
+          );
+      }
+    expect(imported).toContain('parquet-wasm'); // the reader works: the Parquet writer's package is among them
+    expect([...imported].filter((name) => !installed.has(name))).toEqual([]);
   });
 });
 

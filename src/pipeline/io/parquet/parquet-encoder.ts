@@ -2,23 +2,9 @@
 import { ParquetCellError } from './parquet-cell-error.js';
 
 export { ParquetCellError };
-import {
-  Bool,
-  type Data,
-  type DataType,
-  Field,
-  Int64,
-  makeData,
-  RecordBatch,
-  Schema,
-  Struct,
-  Table,
-  TimestampMillisecond,
-  tableToIPC,
-  Utf8,
-} from 'apache-arrow';
 import { parquetMetadata } from 'hyparquet';
-import { Compression, EnabledStatistics, Table as WasmTable, WriterPropertiesBuilder } from 'parquet-wasm';
+import { Compression, EnabledStatistics, Table, WriterPropertiesBuilder } from 'parquet-wasm';
+import { type ArrowColumn, ArrowIpcWriter, type ArrowType } from './arrow-ipc.js';
 import { ParquetStreamWriter } from './parquet-stream-writer.js';
 import { type RowBlockView, utf8RowBlock, viewOfBlock } from '../row-blocks.js';
 import type { ColumnType } from '../typed-cells.js';
@@ -87,7 +73,7 @@ const INT64_MIN = -(2n ** 63n);
 export class ParquetEncoder {
   /** Started with the first batch, which tells the columns whose values repeat. */
   private writer: ParquetStreamWriter | undefined;
-  private readonly schema: Schema;
+  private readonly ipc: ArrowIpcWriter;
   private readonly rowGroupRows: number;
   private readonly width: number;
   private waiting: Span[] = [];
@@ -103,7 +89,7 @@ export class ParquetEncoder {
     if (types.length !== header.length) throw new Error(`${types.length} column types for ${header.length} columns`);
     this.width = header.length;
     this.rowGroupRows = Math.max(1, Math.floor(layout.rowGroupRows));
-    this.schema = new Schema(header.map((name, i) => new Field(name, arrowType(types[i]), true)));
+    this.ipc = new ArrowIpcWriter(header.map((name, i) => ({ name, type: arrowType(types[i]) })));
   }
 
   /**
@@ -203,9 +189,7 @@ export class ParquetEncoder {
     const children = this.layout.types.map((type, c) =>
       isText(type) ? textColumn(spans, c, rows, type !== 'input') : typedColumn(spans, c, rows, type),
     );
-    const data = makeData({ type: new Struct(this.schema.fields), length: rows, nullCount: 0, children });
-    const ipc = tableToIPC(new Table(new RecordBatch(this.schema, data)), 'stream');
-    const table = WasmTable.fromIPCStream(ipc);
+    const table = Table.fromIPCStream(this.ipc.stream(rows, children));
     const batch = table.recordBatch(0);
     table.free();
     if (batch === undefined) throw new Error('an Arrow batch that did not survive the trip to the Parquet writer');
@@ -306,17 +290,17 @@ export class ParquetEncoder {
   }
 }
 
-function arrowType(type: ColumnType): DataType {
+function arrowType(type: ColumnType): ArrowType {
   switch (type) {
     case 'integer':
     case 'unix_time':
-      return new Int64();
+      return 'int64';
     case 'boolean':
-      return new Bool();
+      return 'bool';
     case 'iso_time':
-      return new TimestampMillisecond('UTC');
+      return 'timestamp-ms-utc';
     default:
-      return new Utf8();
+      return 'utf8';
   }
 }
 
@@ -376,14 +360,17 @@ function setInt64(values: BigInt64Array, words: Int32Array, at: number, value: n
   words[2 * at + 1] = Math.floor(value / TWO_32);
 }
 
-/** A text column of a row group: one run of bytes and the offsets of its cells; empty is null when `emptyIsNull`. */
-function textColumn(spans: readonly Span[], column: number, rows: number, emptyIsNull: boolean): Data {
+/**
+ * A text column of a batch: the offsets of its cells, and its bytes as views of the blocks they wait in (the
+ * stream copies them once); empty is null when `emptyIsNull`.
+ */
+function textColumn(spans: readonly Span[], column: number, rows: number, emptyIsNull: boolean): ArrowColumn {
   const offsets = new Int32Array(rows + 1);
   const validity = emptyIsNull ? new Uint8Array((rows + 7) >> 3) : undefined;
   let nulls = 0;
   let n = 0;
   let size = 0;
-  const runs: { start: number; end: number; bytes: Uint8Array }[] = [];
+  const data: Uint8Array[] = [];
   for (const { block, first, count } of spans) {
     const { rows: blockRows, lengths, bytes } = block.view;
     const base = column * blockRows;
@@ -399,26 +386,13 @@ function textColumn(spans: readonly Span[], column: number, rows: number, emptyI
         else validity[(n - 1) >> 3] |= 1 << ((n - 1) & 7);
       }
     }
-    runs.push({ start, end: start + size - runStart, bytes });
+    data.push(bytes.subarray(start, start + size - runStart));
   }
-  const data = new Uint8Array(size);
-  let at = 0;
-  for (const { start, end, bytes } of runs) {
-    data.set(bytes.subarray(start, end), at);
-    at += end - start;
-  }
-  return makeData({
-    type: new Utf8(),
-    length: rows,
-    nullCount: nulls,
-    nullBitmap: nulls > 0 ? validity : undefined,
-    valueOffsets: offsets,
-    data,
-  });
+  return { nullCount: nulls, validity, offsets, data };
 }
 
-/** A typed column of a row group, from the values read as its blocks came. */
-function typedColumn(spans: readonly Span[], column: number, rows: number, type: ColumnType): Data {
+/** A typed column of a batch, from the values read as its blocks came. */
+function typedColumn(spans: readonly Span[], column: number, rows: number, type: ColumnType): ArrowColumn {
   const validity = new Uint8Array((rows + 7) >> 3);
   const boolean = type === 'boolean';
   const values = boolean ? undefined : new BigInt64Array(rows);
@@ -437,16 +411,5 @@ function typedColumn(spans: readonly Span[], column: number, rows: number, type:
       if (flags !== undefined && (cells.flags as Uint8Array)[r] === 1) flags[n >> 3] |= 1 << (n & 7);
     }
   }
-  const nullBitmap = nulls > 0 ? validity : undefined;
-  if (flags !== undefined)
-    return makeData({ type: new Bool(), length: rows, nullCount: nulls, nullBitmap, data: flags });
-  if (type === 'iso_time')
-    return makeData({
-      type: new TimestampMillisecond('UTC'),
-      length: rows,
-      nullCount: nulls,
-      nullBitmap,
-      data: values,
-    });
-  return makeData({ type: new Int64(), length: rows, nullCount: nulls, nullBitmap, data: values });
+  return { nullCount: nulls, validity, data: [flags ?? (values as BigInt64Array)] };
 }
