@@ -2,7 +2,8 @@
 # Checks that the npm package installs and runs on its own: packs this tree, installs the tarball globally into a
 # temporary prefix (production dependencies only, so no TypeScript), then, from a directory outside the checkout,
 # runs the installed `uid2-batch --version` and maps the packed samples/customers.csv against the embedded local
-# service, checking exit 0 and one output row per input row.
+# service, checking exit 0 and one output row per input row; then imports the library by its name from a project
+# beside the install and generates a token and maps against its own local service.
 #
 #   scripts/install-check.sh
 #
@@ -54,4 +55,26 @@ in_rows=$(($(wc -l <"$input") - 1))
 out_rows=$(($(wc -l <out.csv) - 1))
 [ "$out_rows" -eq "$in_rows" ] || fail "map wrote $out_rows rows for $in_rows input rows"
 echo "install-check: map of the packed sample: $out_rows rows, exit 0, in $(seconds_since "$t0") s"
+
+t0=$(date +%s)
+# the library, imported by its name from a project beside the install, as a user's program would
+mkdir -p "$work/app/node_modules" && ln -s "$package" "$work/app/node_modules/uid2-batch"
+cat >"$work/app/check.mjs" <<'JS'
+import { IdentityClient, startLocalService, ArgumentError } from 'uid2-batch';
+const svc = await startLocalService();
+const client = new IdentityClient({ baseUrl: svc.url, apiKey: svc.apiKey, clientSecret: svc.clientSecret });
+try {
+  const token = await client.generateToken({ email: 'user@example.com' });
+  if (token.status !== 'success') throw new Error(`generateToken answered ${token.status}`);
+  const map = await client.mapIdentities({ email: ['user@example.com', 'optout@example.com'] });
+  if (map.email[0].status !== 'mapped' || map.email[1].status !== 'optout') throw new Error('mapIdentities gave wrong statuses');
+  const refused = await client.mapIdentities({}).then(() => false, (e) => e instanceof ArgumentError);
+  if (!refused) throw new Error('an empty request was not refused with ArgumentError');
+} finally {
+  await client.close();
+  await svc.stop();
+}
+JS
+(cd "$work/app" && node check.mjs) >"$work/library.log" 2>&1 || { show "$work/library.log"; fail "the library, imported as 'uid2-batch', failed"; }
+echo "install-check: the library by its name: token, map and a refused argument, in $(seconds_since "$t0") s"
 echo "install-check: passed"
