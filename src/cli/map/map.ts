@@ -41,6 +41,7 @@ import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.
 import { addPhoneRegionOption, phoneRegionColumnFlagOf, phoneRegionFlagOf } from '../shared/phone-region-option.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
 import { addThreadsOption, threadsFlag } from '../shared/threads-option.js';
+import { parseShard, type Shard } from '../../pipeline/shard/shard-spec.js';
 
 /** Input and identifier columns as every table-reading command takes them, plus what map adds. */
 export interface MapFlags extends ColumnFlags, Partial<BadRowFlags> {
@@ -50,6 +51,8 @@ export interface MapFlags extends ColumnFlags, Partial<BadRowFlags> {
   inputs?: string[];
   /** One output per input in this directory, named as the input (instead of -o). */
   outputDir?: string;
+  /** --shard K/N: map runner K's share of the input (docs/deploy.md). */
+  shard?: Shard;
   inputFormat?: InputFlags['inputFormat'];
   delimiter?: string;
   encoding?: InputFlags['encoding'];
@@ -111,6 +114,11 @@ export function registerMap(program: Command): void {
     )
     .option('--batch-size <n>', 'identifiers per request (default and maximum 5000)', parseBatchSize)
     .option(
+      '--shard <K/N>',
+      'runner K of N: map only its share of the input (whole parts, or a range of one file); the N outputs put end to end in K order are the one-runner output',
+      parseShard,
+    )
+    .option(
       '--fail-fast',
       'stop at the first request that fails after its retries (exit 1) instead of marking its rows error',
     )
@@ -169,6 +177,7 @@ export function mapFlags(input: string | readonly string[] | undefined, opts: Re
     ...(outputDirOf(opts) !== undefined ? { outputDir: outputDirOf(opts) } : {}),
     ...(str('state') !== undefined ? { state: str('state') } : {}),
     ...(str('rejects') !== undefined ? { rejects: str('rejects') } : {}),
+    ...(opts.shard !== undefined ? { shard: opts.shard as Shard } : {}),
     ...(num('concurrency') !== undefined ? { concurrency: num('concurrency') } : {}),
     ...(num('batchSize') !== undefined ? { batchSize: num('batchSize') } : {}),
     failFast: opts.failFast === true,
@@ -198,6 +207,7 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
     throw new UserError(
       `--hash-encoding ${flags.output.hashEncoding} applies to the hashes --emit-hash writes: add --emit-hash, or drop --hash-encoding`,
     );
+  if (flags.shard !== undefined) refuseShardWith(flags);
   const inputPaths = expandInputArgs(flags.inputs ?? [chooseInput(flags.input, deps.stdin)]);
   const partOutputs =
     flags.outputDir !== undefined
@@ -227,6 +237,21 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
     serviceTargetOf(config),
     runDepsOf(deps),
   );
+}
+
+/**
+ * Outputs that cannot be put end to end: a Parquet file has one footer for its rows, and --output-dir writes every
+ * part's output, where each runner has only its own parts.
+ */
+function refuseShardWith(flags: MapFlags): void {
+  if (flags.output.format === 'parquet')
+    throw new UserError(
+      "--shard with a Parquet output: the runners' Parquet files could not be put end to end; write CSV or JSONL (-o out.csv), or map the parts in separate runs",
+    );
+  if (flags.outputDir !== undefined)
+    throw new UserError(
+      '--shard with --output-dir: each runner would write only its own parts there; use -o with a file per runner (e.g. out-2.csv)',
+    );
 }
 
 function chooseInput(input: string | undefined, stdin: { isTTY?: boolean }): string {

@@ -28,7 +28,9 @@ import { planThreads, type ThreadPlan } from '../run/run-plan.js';
 import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from '../run/summary.js';
 import { releaseYoungGeneration } from '../run/young-generation.js';
 import { isPreparingSource } from '../threads/parquet-read-thread.js';
-import { isPieceSource, openTableInputs, type TableInput } from '../threads/table-input.js';
+import { openShardInputs } from '../shard/shard-input.js';
+import type { Shard } from '../shard/shard-spec.js';
+import { isPieceSource, type TableInput } from '../threads/table-input.js';
 import { v2DeprecationWarning } from '../v2/v2-notice.js';
 import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from './headerless-input.js';
 import { mapOutputColumns, runMapJob } from './map-job.js';
@@ -49,6 +51,8 @@ export interface MapOptions extends ColumnFlags, Partial<BadRowFlags> {
   concurrency?: number | undefined;
   /** Default and maximum 5,000. */
   batchSize?: number | undefined;
+  /** --shard K/N: this runner maps its share of the input, and writes a header row only as runner 1. */
+  shard?: Shard | undefined;
   failFast?: boolean | undefined;
   dryRun?: boolean | undefined;
   /** v3 (default), or the deprecated v2 map: one identity kind per request, salt buckets instead of r. */
@@ -102,6 +106,8 @@ interface MapRun {
   say: Say;
   startedMs: number;
   badRows: BadRowsOutput | undefined;
+  /** Under --shard, reading one file by range: keeps this runner's rows of what is read. */
+  ownRows?: ((input: TableInput) => TableInput) | undefined;
 }
 
 async function mapParts(
@@ -140,9 +146,9 @@ async function mapParts(
     ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
     ...(plan.readThread ? { readThread: true } : {}),
   };
-  const opened = await openTableInputs(inputPaths, sourceOptions, plan.rowThreads);
+  const { opened, ownRows } = await openShardInputs(inputPaths, sourceOptions, plan.rowThreads, options.shard);
   if (!plan.keepsYoungGenerationBounded(isPreparingSource(opened))) releaseYoungGeneration();
-  const run: MapRun = { options, target, plan, deps, say, startedMs, badRows };
+  const run: MapRun = { options, target, plan, deps, say, startedMs, badRows, ownRows };
   return closeOnFailure(opened, () => mapOpened(run, opened, { ...sourceOptions, path: inputPaths[0] }));
 }
 
@@ -150,8 +156,8 @@ async function mapOpened(run: MapRun, opened: TableInput, firstInput: OpenSource
   const { options, target, say } = run;
   const dryRun = options.dryRun === true;
   // a one-column file of emails or phones without a header line is read as such (and said so)
-  const source =
-    options.inputs.length === 1 && mayBeHeaderless(options, firstInput) ? readAsHeaderless(opened) : opened;
+  const read = options.inputs.length === 1 && mayBeHeaderless(options, firstInput) ? readAsHeaderless(opened) : opened;
+  const source = run.ownRows !== undefined ? run.ownRows(read) : read;
   for (const line of source.notes) say(line);
   if (source.header.length === 0) return emptyInput(run, source);
   const identifiers = identifierColumns(run, source);
@@ -288,9 +294,16 @@ async function mapForReal(run: MapRun, { source, columns, layout, concurrency, s
             types,
             stream: deps.stdout,
             threads: sinkThreads,
+            ...(options.shard !== undefined && options.shard.index > 1 ? { headerLine: false } : {}),
           });
     if (options.rejects !== undefined)
-      rejects = await openSink({ path: options.rejects, format: options.output.format, header, types });
+      rejects = await openSink({
+        path: options.rejects,
+        format: options.output.format,
+        header,
+        types,
+        ...(options.shard !== undefined && options.shard.index > 1 ? { headerLine: false } : {}),
+      });
     progress = startProgress(deps, {
       label: 'map',
       quiet: options.output.quiet === true,

@@ -1,0 +1,42 @@
+/** `--shard K/N`: which share of the work one of N runners takes, read from the command line. */
+import { UserError } from '../run/exit-codes.js';
+
+/** Runner `index` (1-based) of `count` runners. */
+export interface Shard {
+  readonly index: number;
+  readonly count: number;
+}
+
+const SPEC = /^\s*(\d{1,6})\s*\/\s*(\d{1,6})\s*$/;
+
+/**
+ * Parses `K/N` (1 ≤ K ≤ N). A bad spec is a usage error, said before anything is read or sent: every runner of a
+ * scheduler gets the same command line but its own K, so a slip here would silently leave a share undone.
+ */
+export function parseShard(value: string): Shard {
+  const m = SPEC.exec(value);
+  const fix = 'give K/N with 1 <= K <= N, e.g. --shard 2/4 for the second of four runners';
+  if (m === null) throw new UserError(`--shard '${value}' is not of the form K/N; ${fix}`);
+  const index = Number(m[1]);
+  const count = Number(m[2]);
+  if (count < 1) throw new UserError(`--shard ${value}: there must be at least one runner (N >= 1); ${fix}`);
+  if (index < 1 || index > count)
+    throw new UserError(`--shard ${value}: runner ${index} is not one of 1..${count}; ${fix}`);
+  return { index, count };
+}
+
+/** The shard as written back, for messages and summaries. */
+export function shardText(shard: Shard): string {
+  return `${shard.index}/${shard.count}`;
+}
+
+/**
+ * Whether the part at `index` (0-based, in reading order) of `parts` is the shard's: runner K takes a run of
+ * whole parts, [(K-1)·parts/N, K·parts/N), so that the runners' outputs, put end to end in K order, are the
+ * parts in reading order, as one runner writes them.
+ */
+export function partsShare(parts: number, shard: Shard): (index: number) => boolean {
+  const from = Math.floor(((shard.index - 1) * parts) / shard.count);
+  const to = Math.floor((shard.index * parts) / shard.count);
+  return (index) => index >= from && index < to;
+}
