@@ -41,7 +41,8 @@ import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.
 import { addPhoneRegionOption, phoneRegionColumnFlagOf, phoneRegionFlagOf } from '../shared/phone-region-option.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
 import { addThreadsOption, threadsFlag } from '../shared/threads-option.js';
-import { parseShard, type Shard } from '../../pipeline/shard/shard-spec.js';
+import type { Shard } from '../../pipeline/shard/shard-spec.js';
+import { addShardOption, shardFlag } from '../shared/shard-option.js';
 
 /** Input and identifier columns as every table-reading command takes them, plus what map adds. */
 export interface MapFlags extends ColumnFlags, Partial<BadRowFlags> {
@@ -113,11 +114,7 @@ export function registerMap(program: Command): void {
       parseConcurrency,
     )
     .option('--batch-size <n>', 'identifiers per request (default and maximum 5000)', parseBatchSize)
-    .option(
-      '--shard <K/N>',
-      'runner K of N: map only its share of the input (whole parts, or a range of one file); the N outputs put end to end in K order are the one-runner output',
-      parseShard,
-    )
+
     .option(
       '--fail-fast',
       'stop at the first request that fails after its retries (exit 1) instead of marking its rows error',
@@ -154,6 +151,10 @@ export function registerMap(program: Command): void {
   addHashEncodingOption(cmd, 'the hashes of --emit-hash');
   addOutputDirOption(cmd);
   addThreadsOption(cmd, defaultMapThreads(), 'cores - 1, at most 3');
+  addShardOption(
+    cmd,
+    'map only its share of the input (whole parts, or a range of one file); the N outputs put end to end in K order are the one-runner output',
+  );
   cmd.action((input: string[] | undefined, opts: Record<string, unknown>) =>
     runInProcess((deps) => runMap(mapFlags(input, opts), deps)),
   );
@@ -177,7 +178,7 @@ export function mapFlags(input: string | readonly string[] | undefined, opts: Re
     ...(outputDirOf(opts) !== undefined ? { outputDir: outputDirOf(opts) } : {}),
     ...(str('state') !== undefined ? { state: str('state') } : {}),
     ...(str('rejects') !== undefined ? { rejects: str('rejects') } : {}),
-    ...(opts.shard !== undefined ? { shard: opts.shard as Shard } : {}),
+    ...(shardFlag(opts) !== undefined ? { shard: shardFlag(opts) } : {}),
     ...(num('concurrency') !== undefined ? { concurrency: num('concurrency') } : {}),
     ...(num('batchSize') !== undefined ? { batchSize: num('batchSize') } : {}),
     failFast: opts.failFast === true,
