@@ -32,11 +32,11 @@ export function shardText(shard: Shard): string {
 
 /**
  * Whether the part at `index` (0-based, in reading order) of `parts` is the shard's: runner K takes a run of
- * whole parts, [(K-1)·parts/N, K·parts/N), so that the runners' outputs, put end to end in K order, are the
- * parts in reading order, as one runner writes them.
+ * whole parts, [⌈(K-1)·parts/N⌉, ⌈K·parts/N⌉), so that the runners' outputs, put end to end in K order, are the
+ * parts in reading order, as one runner writes them. With fewer parts than runners, the last runners have none.
  */
 export function partsShare(parts: number, shard: Shard): (index: number) => boolean {
-  const from = Math.floor(((shard.index - 1) * parts) / shard.count);
-  const to = Math.floor((shard.index * parts) / shard.count);
+  const from = Math.ceil(((shard.index - 1) * parts) / shard.count);
+  const to = Math.ceil((shard.index * parts) / shard.count);
   return (index) => index >= from && index < to;
 }
