@@ -1,6 +1,6 @@
 // `map --shard K/N` through the built CLI: the runners' outputs put end to end in K order are one runner's output.
 import { readFileSync } from 'node:fs';
-import { gzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
@@ -114,6 +114,16 @@ describe('map --shard K/N', () => {
       expect(run.stderr).toMatch(/K\/N/);
     },
   );
+
+  it('gzipped outputs put end to end are a gzip file of the one-runner text', async () => {
+    const gz = [1, 2].map((k) => dir.file(`out-${k}.csv.gz`));
+    for (const [k, o] of gz.entries()) {
+      const run = await runCli(['map', input, ...MAP, '--shard', `${k + 1}/2`, '-o', o]);
+      expect(run.code).toBe(0);
+    }
+    const joined = Buffer.concat(gz.map((o) => readFileSync(o)));
+    expect(gunzipSync(joined).toString('utf8')).toBe(readFileSync(wholeOut, 'utf8'));
+  }, 60_000);
 
   it('a single gzip file is refused with a line that says to unload in parts', async () => {
     const gz = dir.file('rows.csv.gz', gzipSync(readFileSync(input)));
