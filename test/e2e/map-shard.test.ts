@@ -1,5 +1,6 @@
 // `map --shard K/N` through the built CLI: the runners' outputs put end to end in K order are one runner's output.
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../helpers/map-e2e-build.js';
@@ -138,6 +139,29 @@ describe('map --shard K/N', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/--shard with a Parquet output/);
   });
+
+  it('--output-dir with several parts: each runner writes its own parts, together every part as one run writes it', async () => {
+    const partsDir = dir.file('dir-parts');
+    mkdirSync(partsDir);
+    for (let p = 0; p < 5; p++) writeFileSync(join(partsDir, `data_${p}.csv`), `email\nd${p}@example.com\nbad-${p}\n`);
+    const oneDir = dir.file('dir-one');
+    const sharedDir = dir.file('dir-shared');
+    mkdirSync(oneDir);
+    mkdirSync(sharedDir);
+    expect((await runCli(['map', partsDir, ...MAP, '--output-dir', oneDir])).code).toBe(0);
+    const runs = [1, 2, 3].map((k) =>
+      spawnCli(['map', partsDir, ...MAP, '--output-dir', sharedDir, '--shard', `${k}/3`]),
+    );
+    for (const r of await Promise.all(runs.map((run) => run.done))) expect(r.code, r.stderr).toBe(0);
+    const names = readdirSync(oneDir).sort();
+    expect(names).toHaveLength(5);
+    expect(readdirSync(sharedDir).sort()).toEqual(names);
+    for (const name of names)
+      expect(readFileSync(join(sharedDir, name), 'utf8')).toBe(readFileSync(join(oneDir, name), 'utf8'));
+    const single = await runCli(['map', input, ...MAP, '--output-dir', sharedDir, '--shard', '1/2']);
+    expect(single.code).toBe(2);
+    expect(single.stderr).toMatch(/--shard with --output-dir needs several input parts/);
+  }, 60_000);
 
   it('several parts, fewer than the runners: each runner takes whole parts, end to end the one-runner output', async () => {
     const parts = [0, 1].map((p) => dir.file(`part-${p}.csv`, `email\np${p}a@example.com\np${p}b@example.com\n`));

@@ -210,6 +210,11 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
     );
   if (flags.shard !== undefined) refuseShardWith(flags);
   const inputPaths = expandInputArgs(flags.inputs ?? [chooseInput(flags.input, deps.stdin)]);
+  // with several parts each runner writes its own parts' outputs; one file's output would be every runner's
+  if (flags.shard !== undefined && flags.outputDir !== undefined && inputPaths.length < 2)
+    throw new UserError(
+      '--shard with --output-dir needs several input parts (each runner writes its own parts there); for one file use -o with a file per runner (e.g. out-2.csv)',
+    );
   const partOutputs =
     flags.outputDir !== undefined
       ? partOutputPaths(flags.outputDir, inputPaths, flags.output.output !== undefined)
@@ -240,18 +245,11 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
   );
 }
 
-/**
- * Outputs that cannot be put end to end: a Parquet file has one footer for its rows, and --output-dir writes every
- * part's output, where each runner has only its own parts.
- */
+/** An output that cannot be put end to end: a Parquet file has one footer for its rows. */
 function refuseShardWith(flags: MapFlags): void {
   if (flags.output.format === 'parquet')
     throw new UserError(
       "--shard with a Parquet output: the runners' Parquet files could not be put end to end; write CSV or JSONL (-o out.csv), or map the parts in separate runs",
-    );
-  if (flags.outputDir !== undefined)
-    throw new UserError(
-      '--shard with --output-dir: each runner would write only its own parts there; use -o with a file per runner (e.g. out-2.csv)',
     );
 }
 

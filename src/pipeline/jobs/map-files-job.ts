@@ -29,7 +29,7 @@ import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSumma
 import { releaseYoungGeneration } from '../run/young-generation.js';
 import { isPreparingSource } from '../threads/parquet-read-thread.js';
 import { openShardInputs } from '../shard/shard-input.js';
-import type { Shard } from '../shard/shard-spec.js';
+import { partsShare, type Shard } from '../shard/shard-spec.js';
 import { isPieceSource, type TableInput } from '../threads/table-input.js';
 import { v2DeprecationWarning } from '../v2/v2-notice.js';
 import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from './headerless-input.js';
@@ -285,7 +285,13 @@ async function mapForReal(run: MapRun, { source, columns, layout, concurrency, s
     const sinkThreads = plan.encoderThreads(isPieceSource(source)) ?? 0;
     sink =
       options.outputDir !== undefined
-        ? partSinks(options.outputDir.paths, source, header, types)
+        ? partSinks(
+            options.outputDir.paths,
+            source,
+            header,
+            types,
+            options.shard !== undefined ? partsShare(options.inputs.length, options.shard) : undefined,
+          )
         : await openSink({
             path: options.output.output,
             format: options.output.format,
