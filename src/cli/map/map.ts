@@ -41,6 +41,8 @@ import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.
 import { addPhoneRegionOption, phoneRegionColumnFlagOf, phoneRegionFlagOf } from '../shared/phone-region-option.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
 import { addThreadsOption, threadsFlag } from '../shared/threads-option.js';
+import type { Shard } from '../../pipeline/shard/shard-spec.js';
+import { addShardOption, shardFlag } from '../shared/shard-option.js';
 
 /** Input and identifier columns as every table-reading command takes them, plus what map adds. */
 export interface MapFlags extends ColumnFlags, Partial<BadRowFlags> {
@@ -50,6 +52,8 @@ export interface MapFlags extends ColumnFlags, Partial<BadRowFlags> {
   inputs?: string[];
   /** One output per input in this directory, named as the input (instead of -o). */
   outputDir?: string;
+  /** --shard K/N: map runner K's share of the input (docs/deploy.md). */
+  shard?: Shard;
   inputFormat?: InputFlags['inputFormat'];
   delimiter?: string;
   encoding?: InputFlags['encoding'];
@@ -110,6 +114,7 @@ export function registerMap(program: Command): void {
       parseConcurrency,
     )
     .option('--batch-size <n>', 'identifiers per request (default and maximum 5000)', parseBatchSize)
+
     .option(
       '--fail-fast',
       'stop at the first request that fails after its retries (exit 1) instead of marking its rows error',
@@ -146,6 +151,10 @@ export function registerMap(program: Command): void {
   addHashEncodingOption(cmd, 'the hashes of --emit-hash');
   addOutputDirOption(cmd);
   addThreadsOption(cmd, defaultMapThreads(), 'cores - 1, at most 3');
+  addShardOption(
+    cmd,
+    'map only its share of the input (whole parts, or a range of one file); the N outputs put end to end in K order are the one-runner output',
+  );
   cmd.action((input: string[] | undefined, opts: Record<string, unknown>) =>
     runInProcess((deps) => runMap(mapFlags(input, opts), deps)),
   );
@@ -169,6 +178,7 @@ export function mapFlags(input: string | readonly string[] | undefined, opts: Re
     ...(outputDirOf(opts) !== undefined ? { outputDir: outputDirOf(opts) } : {}),
     ...(str('state') !== undefined ? { state: str('state') } : {}),
     ...(str('rejects') !== undefined ? { rejects: str('rejects') } : {}),
+    ...(shardFlag(opts) !== undefined ? { shard: shardFlag(opts) } : {}),
     ...(num('concurrency') !== undefined ? { concurrency: num('concurrency') } : {}),
     ...(num('batchSize') !== undefined ? { batchSize: num('batchSize') } : {}),
     failFast: opts.failFast === true,
@@ -198,8 +208,13 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
     throw new UserError(
       `--hash-encoding ${flags.output.hashEncoding} applies to the hashes --emit-hash writes: add --emit-hash, or drop --hash-encoding`,
     );
-  const named = flags.inputs ?? [chooseInput(flags.input, deps.stdin)];
-  const inputPaths = expandInputArgs(named);
+  if (flags.shard !== undefined) refuseShardWith(flags);
+  const inputPaths = expandInputArgs(flags.inputs ?? [chooseInput(flags.input, deps.stdin)]);
+  // with several parts each runner writes its own parts' outputs; one file's output would be every runner's
+  if (flags.shard !== undefined && flags.outputDir !== undefined && inputPaths.length < 2)
+    throw new UserError(
+      '--shard with --output-dir needs several input parts (each runner writes its own parts there); for one file use -o with a file per runner (e.g. out-2.csv)',
+    );
   const partOutputs =
     flags.outputDir !== undefined
       ? partOutputPaths(flags.outputDir, inputPaths, flags.output.output !== undefined)
@@ -229,6 +244,14 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
     target,
     runDepsOf(deps),
   );
+}
+
+/** An output that cannot be put end to end: a Parquet file has one footer for its rows. */
+function refuseShardWith(flags: MapFlags): void {
+  if (flags.output.format === 'parquet')
+    throw new UserError(
+      "--shard with a Parquet output: the runners' Parquet files could not be put end to end; write CSV or JSONL (-o out.csv), or map the parts in separate runs",
+    );
 }
 
 function chooseInput(input: string | undefined, stdin: { isTTY?: boolean }): string {

@@ -1,4 +1,6 @@
 import type { Command } from 'commander';
+import type { Shard } from '../../pipeline/shard/shard-spec.js';
+import { addShardOption, shardFlag } from '../shared/shard-option.js';
 import type { ConnectionFlags } from '../../config/index.js';
 import { runOptoutCheckJob } from '../../pipeline/jobs/optout-check-job.js';
 import type { BadRowFlags } from '../../pipeline/run/bad-rows-output.js';
@@ -52,6 +54,8 @@ export interface OptoutCheckFlags extends Partial<BadRowFlags> {
   concurrency?: number;
   /** --wait with --state: seconds to wait for another run's lock on the state file (absent: fail at once). */
   wait?: number;
+  /** --shard K/N with --state: check only the entries whose key falls to runner K. */
+  shard?: Shard;
   connection: ConnectionFlags;
   output: OutputFlags;
 }
@@ -97,6 +101,7 @@ export function registerOptoutCheck(program: Command): void {
     .option('--private-operator', 'the service is a private operator: batches may be sent in parallel')
     .option('--concurrency <n>', 'with --private-operator: requests in flight at most (default 4)', parseConcurrency);
   addLockWaitOption(cmd, 'the --state file (a remap-due, a map --state)');
+  addShardOption(cmd, 'with --state, check only the entries whose key falls to this runner (by a hash of the key)');
   addInputFormatOptions(cmd);
   addBadRowOptions(cmd);
   addConnectionOptions(cmd);
@@ -127,6 +132,7 @@ export function optoutCheckFlags(
     privateOperator: opts.privateOperator === true,
     ...(num('concurrency') !== undefined ? { concurrency: num('concurrency') } : {}),
     ...(num('wait') !== undefined ? { wait: num('wait') } : {}),
+    ...(shardFlag(opts) !== undefined ? { shard: shardFlag(opts) } : {}),
     connection: connectionFlags(opts),
     output: outputFlags(opts),
   };
@@ -149,6 +155,12 @@ function checkCombinations(flags: OptoutCheckFlags): void {
   }
   if (flags.wait !== undefined && flags.state === undefined)
     throw new UserError('--wait is for the lock of a state file: add --state FILE, or drop --wait');
+  if (flags.shard !== undefined && flags.state === undefined)
+    throw new UserError('--shard shares out the entries of a state file: add --state FILE, or drop --shard');
+  if (flags.shard !== undefined && flags.sweepFraction !== undefined)
+    throw new UserError(
+      '--shard with --sweep-fraction: the runners would each move the one sweep position; sweep all entries with --shard, or a fraction without it',
+    );
   if (flags.sweepFraction === 0)
     throw new UserError('--sweep-fraction must be above 0 (e.g. 0.05 checks 5% of the entries per run)');
   if (flags.concurrency !== undefined && flags.concurrency > 1 && !flags.privateOperator) {
@@ -183,6 +195,7 @@ export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckD
       privateOperator: flags.privateOperator,
       concurrency: flags.concurrency,
       wait: flags.wait,
+      shard: flags.shard,
       output: flags.output,
     },
     serviceTargetOf(config),

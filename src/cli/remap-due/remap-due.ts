@@ -1,4 +1,6 @@
 import type { Command } from 'commander';
+import type { Shard } from '../../pipeline/shard/shard-spec.js';
+import { addShardOption, shardFlag } from '../shared/shard-option.js';
 import type { ConnectionFlags } from '../../config/index.js';
 import { runRemapDueJob } from '../../pipeline/jobs/remap-due-job.js';
 import type { RemapDueOptions } from '../../pipeline/jobs/remap-report.js';
@@ -33,6 +35,8 @@ export interface RemapDueFlags {
   upgrade?: boolean;
   /** --wait: seconds to wait for another run's lock on the state file (absent: fail at once). */
   wait?: number;
+  /** --shard K/N: re-map only the due entries whose key falls to runner K. */
+  shard?: Shard;
   connection: ConnectionFlags;
   output: OutputFlags;
 }
@@ -69,6 +73,7 @@ export function registerRemapDue(program: Command): void {
       'v2 state file: re-map the entries of rotated buckets with v3 instead of v2 (they become v3 entries with a refresh time)',
     );
   addLockWaitOption(cmd, 'the state file (another remap-due, a map --state)');
+  addShardOption(cmd, 're-map only the due entries whose key falls to this runner (by a hash of the key)');
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
   addMetricsFileOption(cmd);
@@ -87,6 +92,7 @@ export function remapDueFlags(opts: Record<string, unknown>): RemapDueFlags {
     ...(num('concurrency') !== undefined ? { concurrency: num('concurrency') } : {}),
     ...(opts.upgrade === true ? { upgrade: true } : {}),
     ...(num('wait') !== undefined ? { wait: num('wait') } : {}),
+    ...(shardFlag(opts) !== undefined ? { shard: shardFlag(opts) } : {}),
     connection: connectionFlags(opts),
     output: outputFlags(opts),
   };
@@ -120,6 +126,7 @@ export async function runRemapDue(flags: RemapDueFlags, deps: RemapDueDeps): Pro
     concurrency: flags.concurrency,
     upgrade: flags.upgrade,
     wait: flags.wait,
+    shard: flags.shard,
     output: flags.output,
   };
   return runRemapDueJob(options, serviceTargetOf(config), runDepsOf(deps), startedMs);

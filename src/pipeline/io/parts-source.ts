@@ -43,7 +43,12 @@ interface Part {
  * by name) but not bring one the first part lacks. An empty part (no header at all) is passed over. Rows keep
  * their own part's line numbers and carry the part's path in `file`; problems with a part name that part.
  */
-export async function openParts(paths: readonly string[], options: PartOptions): Promise<TableSource> {
+export async function openParts(
+  paths: readonly string[],
+  options: PartOptions,
+  /** Under --shard: whether the part at this index is this runner's to read (every header is checked all the same). */
+  share: (index: number) => boolean = () => true,
+): Promise<TableSource> {
   if (paths.length === 0) throw new InputPartsError('no input given');
   if (paths.length === 1) return openSource({ ...options, path: paths[0] });
   if (options.stream !== undefined)
@@ -72,7 +77,7 @@ export async function openParts(paths: readonly string[], options: PartOptions):
   }
   // every part is empty: the run reads an empty table
   if (first === undefined) return openSource({ ...options, path: paths[0] });
-  return new PartsTable(paths, plan, first, options);
+  return new PartsTable(paths, plan, first, options, share);
 }
 
 /** Where each column of `part` goes in `first`'s header; undefined when they are the same. Throws when they cannot agree. */
@@ -121,6 +126,7 @@ class PartsTable implements PartsSource {
     private readonly plan: readonly Part[],
     private readonly first: TableSource,
     private readonly options: PartOptions,
+    private readonly share: (index: number) => boolean,
   ) {
     this.header = first.header;
     this.notes = first.notes;
@@ -172,6 +178,13 @@ class PartsTable implements PartsSource {
   private async *chunks(): AsyncGenerator<InputRow[]> {
     for (let i = 0; i < this.plan.length; i++) {
       const part = this.plan[i];
+      if (!this.share(part.index)) {
+        // another runner's part: its header was checked, its rows are not read here
+        if (i === 0) this.first.close?.();
+        this.endPartsBefore(part.index + 1);
+        this.doneBytes += part.totalBytes ?? 0;
+        continue;
+      }
       const source = i === 0 ? this.first : await this.reopen(part);
       this.current = source;
       this.endPartsBefore(part.index);

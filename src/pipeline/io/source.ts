@@ -6,7 +6,7 @@ import { parseDelimiter } from './csv/delimiter.js';
 import { JsonlTable } from './jsonl/jsonl-table.js';
 import type { OpenSourceOptions, TableSource } from './table.js';
 
-const DEFAULT_CHUNK_ROWS = 2000;
+export const DEFAULT_CHUNK_ROWS = 2000;
 
 /** Opens a CSV, JSONL (either may be gzipped) or Parquet table. Resolves once the header is known. */
 export async function openSource(opts: OpenSourceOptions): Promise<TableSource> {

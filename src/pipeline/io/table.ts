@@ -177,6 +177,11 @@ export interface OpenSinkOptions {
    * input cell, the string it is. CSV and TSV write every cell as its text whatever its type.
    */
   types?: readonly ColumnType[];
+  /**
+   * CSV and TSV: false writes no header row (the output of a runner after the first under --shard, which is
+   * appended to the first runner's). Default true.
+   */
+  headerLine?: boolean;
   /** CSV and TSV only: start with a UTF-8 BOM (helps Excel open UTF-8 files). */
   bom?: boolean;
   /** File only: permissions of the new file (e.g. 0o600 when rows carry secrets); default 0o666 minus umask. */

@@ -22,7 +22,9 @@ import { planThreads, type ThreadPlan } from '../run/run-plan.js';
 import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from '../run/summary.js';
 import { releaseYoungGeneration } from '../run/young-generation.js';
 import { isPreparingSource } from '../threads/parquet-read-thread.js';
-import { isPieceSource, openTableInputs, type TableInput } from '../threads/table-input.js';
+import { openShardInputs } from '../shard/shard-input.js';
+import { partsShare, type Shard } from '../shard/shard-spec.js';
+import { isPieceSource, type TableInput } from '../threads/table-input.js';
 import { v2DeprecationWarning } from '../v2/v2-notice.js';
 import { mayBeHeaderless, readAsHeaderless } from './headerless-input.js';
 import { chooseMapColumns } from './map-columns.js';
@@ -44,6 +46,8 @@ export interface MapOptions extends ColumnFlags, Partial<BadRowFlags> {
   concurrency?: number | undefined;
   /** Default and maximum 5,000. */
   batchSize?: number | undefined;
+  /** --shard K/N: this runner maps its share of the input, and writes a header row only as the first runner (K = 0). */
+  shard?: Shard | undefined;
   failFast?: boolean | undefined;
   dryRun?: boolean | undefined;
   /** v3 (default), or the deprecated v2 map: one identity kind per request, salt buckets instead of r. */
@@ -97,6 +101,8 @@ interface MapRun {
   say: Say;
   startedMs: number;
   badRows: BadRowsOutput | undefined;
+  /** Under --shard, reading one file by range: keeps this runner's rows of what is read. */
+  ownRows?: ((input: TableInput) => TableInput) | undefined;
 }
 
 async function mapParts(
@@ -135,17 +141,17 @@ async function mapParts(
     ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
     ...(plan.readThread ? { readThread: true } : {}),
   };
-  const opened = await openTableInputs(inputPaths, sourceOptions, plan.rowThreads);
+  const { opened, ownRows } = await openShardInputs(inputPaths, sourceOptions, plan.rowThreads, options.shard);
   if (!plan.keepsYoungGenerationBounded(isPreparingSource(opened))) releaseYoungGeneration();
-  const run: MapRun = { options, target, plan, deps, say, startedMs, badRows };
+  const run: MapRun = { options, target, plan, deps, say, startedMs, badRows, ownRows };
   return closeOnFailure(opened, () => mapOpened(run, opened, { ...sourceOptions, path: inputPaths[0] }));
 }
 
 async function mapOpened(run: MapRun, opened: TableInput, firstInput: OpenSourceOptions): Promise<number> {
   const { options, target, say } = run;
   // a one-column file of emails or phones without a header line is read as such (and said so)
-  const source =
-    options.inputs.length === 1 && mayBeHeaderless(options, firstInput) ? readAsHeaderless(opened) : opened;
+  const read = options.inputs.length === 1 && mayBeHeaderless(options, firstInput) ? readAsHeaderless(opened) : opened;
+  const source = run.ownRows !== undefined ? run.ownRows(read) : read;
   for (const line of source.notes) say(line);
   if (source.header.length === 0) return emptyInput(run, source);
   const { columns, layout } = chooseMapColumns(
@@ -230,6 +236,8 @@ function mapPlan(run: MapRun, choices: MapChoices, state: MapStateFile | undefin
   const api = options.api ?? 'v3';
   const { header, types } = mapOutputColumns(source.header, columns, api, layout);
   let rejects: TableSink | undefined;
+  // only the first runner writes the header row, so the runners' outputs put end to end are one runner's output
+  const laterShard = options.shard !== undefined && options.shard.index > 1;
   return {
     command: 'map',
     target,
@@ -247,7 +255,13 @@ function mapPlan(run: MapRun, choices: MapChoices, state: MapStateFile | undefin
       open: async () => {
         const sink =
           options.outputDir !== undefined
-            ? partSinks(options.outputDir.paths, source, header, types)
+            ? partSinks(
+                options.outputDir.paths,
+                source,
+                header,
+                types,
+                options.shard !== undefined ? partsShare(options.inputs.length, options.shard) : undefined,
+              )
             : await openSink({
                 path: options.output.output,
                 format: options.output.format,
@@ -256,10 +270,17 @@ function mapPlan(run: MapRun, choices: MapChoices, state: MapStateFile | undefin
                 types,
                 stream: deps.stdout,
                 threads: plan.encoderThreads(isPieceSource(source)) ?? 0,
+                ...(laterShard ? { headerLine: false } : {}),
               });
         if (options.rejects !== undefined) {
           try {
-            rejects = await openSink({ path: options.rejects, format: options.output.format, header, types });
+            rejects = await openSink({
+              path: options.rejects,
+              format: options.output.format,
+              header,
+              types,
+              ...(laterShard ? { headerLine: false } : {}),
+            });
           } catch (err) {
             await sink.abort();
             throw err;

@@ -1,4 +1,6 @@
 /** A whole optout-check run: the raw UIDs of input files, or of a state file, checked for opt-outs. */
+import { ownsKey } from '../shard/shard-keys.js';
+import type { Shard } from '../shard/shard-spec.js';
 import { openState } from '../../state/index.js';
 import { closeOnFailure } from '../io/close-on-failure.js';
 import { hashCell, type HashEncoding } from '../io/output/hash-cells.js';
@@ -43,6 +45,8 @@ export interface OptoutCheckOptions extends Partial<BadRowFlags> {
   onlyOptedOut: boolean;
   state?: string | undefined;
   sweepFraction?: number | undefined;
+  /** --shard K/N with --state: check only the entries whose key falls to runner K. */
+  shard?: Shard | undefined;
   privateOperator: boolean;
   concurrency?: number | undefined;
   /** --wait with --state: seconds to wait for another run's lock on the state file (absent: fail at once). */
@@ -461,6 +465,7 @@ function runStateSweep(
               check: optoutCheckOf(client),
               concurrency: optoutConcurrency(options),
               ...(options.sweepFraction !== undefined ? { fraction: options.sweepFraction } : {}),
+              ...(options.shard !== undefined ? { share: (e) => ownsKey(options.shard as Shard, e.type, e.hash) } : {}),
               ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
               onChecked: async (rows) => {
                 const cells = (options.onlyOptedOut ? rows.filter((r) => r.verdict.kind === 'opted_out') : rows).map(

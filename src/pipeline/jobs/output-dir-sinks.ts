@@ -16,7 +16,9 @@ export function partSinks(
   source: TableInfo,
   header: string[],
   types: readonly ColumnType[],
+  /** Under --shard: whether a part is this runner's to write (the others are written by their runners). */
+  owned?: (index: number) => boolean,
 ): PartSinks {
   const outputs = paths.map((path) => ({ path, format: formatOfName(path), header, types }));
-  return new PartSinks(outputs, isPartsSource(source) ? () => source.partEnds() : () => []);
+  return new PartSinks(outputs, isPartsSource(source) ? () => source.partEnds() : () => [], owned);
 }

@@ -1,4 +1,5 @@
 /** A whole remap-due run: the state file opened, what is due re-mapped, the changes file written. */
+import { shareOf } from './remap-share.js';
 import { openState } from '../../state/index.js';
 import {
   changesColumns,
@@ -119,6 +120,7 @@ function remapPlan(run: RemapDueRun, target: ServiceTarget): BatchPlan<RemapResu
         ...(options.limit !== undefined ? { limit: options.limit } : {}),
         ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
         ...remapReporting(sink, progress, client, cellsOf),
+        ...shareOf(options.shard),
       }).run(),
     summary: (result, { client, replayed }) => {
       const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());

@@ -1,4 +1,5 @@
 /** remap-due on a state file made by map --api v2: salt buckets mark what is due, then v2 (or v3) re-maps it. */
+import { shareOf } from './remap-share.js';
 import {
   changesColumns,
   type RemapChange,
@@ -133,6 +134,7 @@ function remapV2Plan(run: RemapDueRun, target: ServiceTarget): BatchPlan<RemapRe
         limiter,
         ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
         ...remapReporting(sink, progress, client, cellsOf, () => doneBefore),
+        ...shareOf(options.shard),
       };
       let result = await new RemapEngine({
         ...common,

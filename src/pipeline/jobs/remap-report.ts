@@ -1,5 +1,6 @@
 /** What both remap-due paths (v3 by r, v2 by salt bucket) share: options, the run, its summary and its ending. */
 import type { StateStore } from '../../state/index.js';
+import type { Shard } from '../shard/shard-spec.js';
 import type { TableSink } from '../io/table.js';
 import type { RemapChange, RemapOptions, RemapResult } from '../remap/remap-engine.js';
 import type { ServiceClient } from '../run/connection.js';
@@ -31,6 +32,8 @@ export interface RemapDueOptions {
   upgrade?: boolean | undefined;
   /** --wait: seconds to wait for another run's lock on the state file (absent: fail at once). */
   wait?: number | undefined;
+  /** --shard K/N: re-map only the due entries whose key falls to this runner. */
+  shard?: Shard | undefined;
   output: OutputFlags;
 }
 

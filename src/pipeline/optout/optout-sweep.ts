@@ -372,6 +372,8 @@ export interface SweepOptions extends OptoutRunOptions {
    * first entry once at most); default: all of them.
    */
   fraction?: number;
+  /** Under --shard: whether an entry is this runner's to check (the others are passed over, left for theirs). */
+  share?: ((entry: OptoutCandidate) => boolean) | undefined;
   /** Every raw UID checked, batch by batch, once the batch is saved; awaited. */
   onChecked?: (rows: SweptRawUid[]) => void | Promise<void>;
   /**
@@ -463,6 +465,7 @@ export async function sweepStateOptouts(options: SweepOptions): Promise<SweepRes
         const page = state.selectForOptoutCheck(want, cursor, upTo);
         for (const entry of page) {
           taken++;
+          if (options.share !== undefined && !options.share(entry)) continue;
           const ids = [entry.u, entry.p].filter((id): id is string => id !== null && !rawUids.has(id));
           if (rawUids.size + ids.length > limit) yield seal();
           entries.push(entry);

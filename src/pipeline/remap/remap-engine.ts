@@ -188,6 +188,8 @@ export interface RemapOptions {
    * previous page. Without it the run walks the `r` index (state.selectDue).
    */
   selectPage?: (after: DueEntry | null, limit: number) => DueEntry[];
+  /** Under --shard: whether a due entry is this runner's to re-map (the others are left for theirs). */
+  share?: ((entry: DueEntry) => boolean) | undefined;
   /** Rows for the changes file, once their batch is committed; awaited (a sink's backpressure). */
   onChanges?: (changes: RemapChange[]) => void | Promise<void>;
   /** After each settled batch, for progress. */
@@ -273,7 +275,8 @@ export class RemapEngine {
         const last = page[page.length - 1];
         cursor = { r: last.r, id: last.id };
         lastSelected = last;
-        const entries = page.filter((e) => !this.sent.has(e.id));
+        const share = this.options.share;
+        const entries = page.filter((e) => !this.sent.has(e.id) && (share === undefined || share(e)));
         if (entries.length === 0) continue;
         for (const e of entries) this.sent.add(e.id);
         this.dispatch(entries);

@@ -36,7 +36,9 @@ export async function openTableInputs(
   paths: readonly string[],
   options: Omit<OpenSourceOptions, 'path'>,
   threads: number,
+  /** Under --shard, with several parts: whether a part is this runner's to read. */
+  share?: (index: number) => boolean,
 ): Promise<TableInput> {
   if (paths.length === 1) return openTableInput({ ...options, path: paths[0] }, threads);
-  return openParts(paths, options);
+  return openParts(paths, options, share);
 }

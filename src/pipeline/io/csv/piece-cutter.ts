@@ -321,7 +321,7 @@ function indexOrLength(buf: Buffer, byte: number, from: number): number {
  * Physical lines ended in `bytes`: each LF, and each CR not followed by LF (a CRLF is one). A CR ending the
  * bytes counts: pieces never end between the CR and LF of a CRLF.
  */
-function countLineBreaks(bytes: Buffer): number {
+export function countLineBreaks(bytes: Buffer): number {
   let n = 0;
   for (let at = bytes.indexOf(LF); at !== -1; at = bytes.indexOf(LF, at + 1)) n++;
   for (let at = bytes.indexOf(CR); at !== -1; at = bytes.indexOf(CR, at + 1)) {

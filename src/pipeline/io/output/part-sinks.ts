@@ -23,6 +23,8 @@ export class PartSinks implements TableSink {
   constructor(
     private readonly outputs: readonly PartSinkOptions[],
     private readonly partEnds: () => readonly number[],
+    /** Under --shard: whether a part is this runner's; another runner's part has no rows here and gets no output. */
+    private readonly owned: (index: number) => boolean = () => true,
   ) {}
 
   /** How many part outputs are complete (in place once the run commits). */
@@ -57,7 +59,7 @@ export class PartSinks implements TableSink {
   async prepareCommit(): Promise<PreparedOutput> {
     try {
       while (this.part < this.outputs.length) {
-        await this.sinkOfPart();
+        if (this.owned(this.part)) await this.sinkOfPart();
         await this.finishPart();
       }
     } catch (err) {
@@ -94,7 +96,7 @@ export class PartSinks implements TableSink {
     for (;;) {
       const end = this.partEnds()[this.part];
       if (end === undefined || this.written < end || this.part >= this.outputs.length - 1) return;
-      await this.sinkOfPart();
+      if (this.owned(this.part)) await this.sinkOfPart();
       await this.finishPart();
     }
   }

@@ -29,7 +29,9 @@ export async function openSink(opts: OpenSinkOptions): Promise<TableSink> {
   const format: RowFormat = rowFormatOf(opts.format, opts.header, opts.types);
   const encode = rowEncoder(format);
   const preamble =
-    writesHeaderLine(format) && opts.header.length > 0 ? `${opts.bom ? '\ufeff' : ''}${encode([opts.header])}` : '';
+    writesHeaderLine(format) && opts.header.length > 0 && opts.headerLine !== false
+      ? `${opts.bom ? '\ufeff' : ''}${encode([opts.header])}`
+      : '';
   const threads = compiledScriptPresent(ENCODE_WORKER) ? Math.max(0, Math.floor(opts.threads ?? 0)) : 0;
   const encoder: Encoder = threads > 0 ? new ThreadedEncoder(encode, format, threads) : { encode };
   const toStdout = opts.path === undefined || opts.path === '-';

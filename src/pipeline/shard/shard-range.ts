@@ -1,0 +1,245 @@
+/** The share of one plain input file that runner K of N reads under --shard: a record-aligned byte range. */
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { countLineBreaks, CsvPieceCutter, type CsvPiece } from '../io/csv/piece-cutter.js';
+import { InputPartsError } from '../io/input-parts.js';
+import { openFailure } from '../io/table.js';
+import type { Shard } from './shard-spec.js';
+
+/** What a runner reads of the file, and which of the rows read are its own. */
+export interface ShardWindow {
+  /**
+   * Read in place of the file: the file's first records (what the header is made of), then one empty line for
+   * each line between them and the range, then the range. The empty lines keep every line number the file's.
+   */
+  stream: NodeJS.ReadableStream;
+  /** Lines of those first records: read by every runner for the header; their rows are the first runner's alone. */
+  prefixLines: number;
+  /** The runner's rows are those starting on a line in [firstLine, endLine). */
+  firstLine: number;
+  endLine: number;
+}
+
+export interface ShardReading {
+  format: 'csv' | 'jsonl';
+  delimiter: string;
+  encoding: 'utf8' | 'latin1';
+  /** JSON Lines: rows in the first chunk, whose keys make the header. */
+  chunkRows: number;
+}
+
+/** A record boundary: its offset in the file and the line that starts there (Infinity at the end of the file). */
+interface Cut {
+  offset: number;
+  line: number;
+}
+
+const SCAN_BYTES = 1024 * 1024;
+
+/**
+ * Finds runner K's range: the file's bytes after its first record (JSON Lines: from the start) are split at
+ * K·size/N, each split moved forward to the next record start, found as the reader finds them (CSV: by the piece
+ * cutter, so a line break inside a quoted value never splits; JSON Lines: after each LF). Every runner finds the
+ * same splits, so the ranges are disjoint and cover the file. Runner K scans up to the end of its range only.
+ */
+export async function shardWindow(path: string, shard: Shard, reading: ShardReading): Promise<ShardWindow> {
+  const size = await plainFileSize(path);
+  const scan = scanner(path);
+  try {
+    const { prefix, cuts } =
+      reading.format === 'csv'
+        ? await csvCuts(scan, size, shard, reading)
+        : await jsonlCuts(scan, size, shard, reading);
+    const start = cuts[shard.index - 1];
+    const end = shard.index === shard.count ? { offset: size, line: Number.POSITIVE_INFINITY } : cuts[shard.index];
+    const stream = Readable.from(windowBytes(path, prefix, start, end));
+    const empty = start.offset >= end.offset;
+    return {
+      stream,
+      prefixLines: prefix.line - 1,
+      firstLine: shard.index === 1 ? 1 : empty ? Number.POSITIVE_INFINITY : start.line,
+      endLine: empty && shard.index > 1 ? Number.POSITIVE_INFINITY : end.line,
+    };
+  } finally {
+    await scan.return(undefined);
+  }
+}
+
+/** The size of a plain file that can be split; one line saying why not for stdin, a pipe or a gzip file. */
+async function plainFileSize(path: string): Promise<number> {
+  if (path === '-')
+    throw new InputPartsError(
+      '--shard reads a share of a file by its bytes: stdin cannot be shared out; give the file, or its parts',
+    );
+  let st: Awaited<ReturnType<typeof stat>>;
+  try {
+    st = await stat(path);
+  } catch (err) {
+    throw openFailure(path, err);
+  }
+  if (!st.isFile())
+    throw new InputPartsError(`--shard reads a share of a file by its bytes: '${path}' is not a plain file`);
+  const head = await firstBytes(path, 2);
+  if (head.length === 2 && head[0] === 0x1f && head[1] === 0x8b)
+    throw new InputPartsError(
+      `--shard cannot split '${path}': a gzip file can only be read from its start; ` +
+        'unload the table in parts (several files) and give them all, so each runner takes whole parts',
+    );
+  return st.size;
+}
+
+async function firstBytes(path: string, n: number): Promise<Buffer> {
+  for await (const buf of createReadStream(path, { start: 0, end: n - 1 })) return buf as Buffer;
+  return Buffer.alloc(0);
+}
+
+/** The file's bytes from `offset` on, read after read. */
+async function* scanner(path: string): AsyncGenerator<Buffer, void, undefined> {
+  for await (const buf of createReadStream(path, { highWaterMark: SCAN_BYTES })) yield buf as Buffer;
+}
+
+/**
+ * Adds to `cuts` (cuts[0] is where the data starts) the cuts that `boundary`, the next record start in file
+ * order, settles: cut k is the first record start at or after dataStart + k·(size - dataStart)/N. True once the
+ * cuts up to runner K's end are known.
+ */
+function cutsAt(dataStart: Cut, size: number, shard: Shard, boundary: Cut, cuts: Cut[]): boolean {
+  const wanted = Math.min(shard.index, shard.count - 1);
+  const goal = (k: number) => dataStart.offset + Math.floor((k * (size - dataStart.offset)) / shard.count);
+  while (cuts.length <= wanted && goal(cuts.length) <= boundary.offset) cuts.push(boundary);
+  return cuts.length > wanted;
+}
+
+function atEnd(cut: Cut, size: number): Cut {
+  return cut.offset >= size ? { offset: size, line: Number.POSITIVE_INFINITY } : cut;
+}
+
+async function csvCuts(
+  scan: AsyncGenerator<Buffer, void, undefined>,
+  size: number,
+  shard: Shard,
+  reading: ShardReading,
+): Promise<{ prefix: Cut; cuts: Cut[] }> {
+  const first = await scan.next();
+  const head = first.done === true ? Buffer.alloc(0) : first.value;
+  const bom = reading.encoding === 'utf8' && head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf ? 3 : 0;
+  // small pieces for a small file, so its few records are still spread over the runners
+  const target = Math.max(1, Math.min(256 * 1024, Math.floor(size / (8 * shard.count))));
+  const cutter = new CsvPieceCutter(reading.delimiter, target, reading.encoding, { line: 1, offset: bom });
+  cutter.push(head.subarray(bom));
+  let ended = first.done === true;
+  const more = async (): Promise<boolean> => {
+    if (ended) return false;
+    const next = await scan.next();
+    if (next.done === true) {
+      ended = true;
+      return false;
+    }
+    cutter.push(next.value);
+    return true;
+  };
+  const after = (piece: CsvPiece): Cut =>
+    atEnd(
+      { offset: piece.startOffset + piece.bytes.length, line: piece.startLine + countLineBreaks(piece.bytes) },
+      size,
+    );
+  // the first record: the header, or with --no-header the row that sets the width
+  let headPiece = cutter.nextRecord();
+  while (headPiece === undefined && (await more())) headPiece = cutter.nextRecord();
+  headPiece ??= cutter.finish();
+  if (headPiece === undefined) {
+    const whole = { offset: size, line: Number.POSITIVE_INFINITY };
+    return { prefix: whole, cuts: Array.from({ length: shard.count }, () => whole) };
+  }
+  const prefix = after(headPiece);
+  const cuts: Cut[] = [prefix];
+  let done = cutsAt(prefix, size, shard, prefix, cuts);
+  while (!done) {
+    const piece = cutter.next();
+    if (piece !== undefined) {
+      done = cutsAt(prefix, size, shard, after(piece), cuts);
+      continue;
+    }
+    if (await more()) continue;
+    const last = cutter.finish();
+    if (last !== undefined) done = cutsAt(prefix, size, shard, after(last), cuts);
+    if (!done) cutsAt(prefix, size, shard, { offset: size, line: Number.POSITIVE_INFINITY }, cuts);
+    break;
+  }
+  return { prefix: { offset: prefix.offset, line: headPiece.startLine + countLineBreaks(headPiece.bytes) }, cuts };
+}
+
+async function jsonlCuts(
+  scan: AsyncGenerator<Buffer, void, undefined>,
+  size: number,
+  shard: Shard,
+  reading: ShardReading,
+): Promise<{ prefix: Cut; cuts: Cut[] }> {
+  const start: Cut = { offset: 0, line: 1 };
+  const cuts: Cut[] = [start];
+  let done = cutsAt(start, size, shard, start, cuts);
+  let prefix: Cut | undefined;
+  let objects = 0;
+  let offset = 0;
+  let line = 1;
+  let partial: Buffer[] = [];
+  for (;;) {
+    const next = await scan.next();
+    if (next.done === true) break;
+    const buf = next.value;
+    let from = 0;
+    for (let lf = buf.indexOf(10); lf !== -1; lf = buf.indexOf(10, from)) {
+      if (prefix === undefined) {
+        partial.push(buf.subarray(from, lf));
+        if (isObjectLine(Buffer.concat(partial), reading.encoding)) objects++;
+        partial = [];
+        if (objects >= reading.chunkRows) prefix = { offset: offset + lf + 1, line: line + 1 };
+      }
+      from = lf + 1;
+      line++;
+      if (!done) done = cutsAt(start, size, shard, atEnd({ offset: offset + from, line }, size), cuts);
+    }
+    if (prefix === undefined) partial.push(buf.subarray(from));
+    offset += buf.length;
+    if (done && prefix !== undefined) break;
+  }
+  if (!done) cutsAt(start, size, shard, { offset: size, line: Number.POSITIVE_INFINITY }, cuts);
+  // fewer objects than a chunk: the whole file is what the header is made of
+  return { prefix: prefix ?? { offset: size, line: line + 1 }, cuts };
+}
+
+/** Whether a line holds one JSON object: the records whose keys make the header (as the JSON Lines reader counts). */
+function isObjectLine(bytes: Buffer, encoding: 'utf8' | 'latin1'): boolean {
+  const text = bytes.toString(encoding);
+  if (text.trim() === '') return false;
+  try {
+    const value: unknown = JSON.parse(text);
+    return value !== null && typeof value === 'object' && !Array.isArray(value);
+  } catch {
+    return false;
+  }
+}
+
+/** The prefix, the empty lines that stand for the lines skipped, and the range. */
+async function* windowBytes(path: string, prefix: Cut, start: Cut, end: Cut): AsyncGenerator<Buffer> {
+  yield* fileBytes(path, 0, prefix.offset);
+  if (start.offset >= end.offset) return;
+  if (start.offset > prefix.offset) {
+    let blank = start.line - prefix.line;
+    while (blank > 0) {
+      const n = Math.min(blank, SCAN_BYTES);
+      yield Buffer.alloc(n, 10);
+      blank -= n;
+    }
+    yield* fileBytes(path, start.offset, end.offset);
+  } else if (end.offset > prefix.offset) {
+    yield* fileBytes(path, prefix.offset, end.offset);
+  }
+}
+
+async function* fileBytes(path: string, from: number, to: number): AsyncGenerator<Buffer> {
+  if (to <= from) return;
+  for await (const buf of createReadStream(path, { start: from, end: to - 1, highWaterMark: SCAN_BYTES }))
+    yield buf as Buffer;
+}
