@@ -1,6 +1,8 @@
 // The tables of `npm run bench`: plain text for the terminal, Markdown for the README (both from the figures that
 // bench/run.mjs writes to bench/results.json), so the README's table is what the bench printed, never typed in.
 
+import { cpuNote } from './cpu-figures.mjs';
+
 const fmt = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'n/a');
 
 /** The cases of a results object, in the order they ran: `{ name, ...figures }`. */
@@ -32,6 +34,8 @@ function notesOf(r, withRuns) {
   }
   if (r.vs_plain_csv !== undefined)
     notes = `${r.vs_plain_csv}x the plain CSV rate of the same rounds${notes ? `; ${notes}` : ''}`;
+  const cpu = cpuNote(r);
+  if (cpu) notes = `${notes ? `${notes}; ` : ''}${cpu}`;
   return notes;
 }
 

@@ -28,6 +28,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, wr
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { cpuFigures } from './cpu-figures.mjs';
 import { renderMarkdown, renderText } from './render.mjs';
 
 const DATA = join(ROOT, 'bench', 'data');
@@ -126,12 +127,19 @@ const REPORT = `data:text/javascript,${encodeURIComponent(
   "import { readFileSync, writeSync } from 'node:fs'; process.on('exit', () => { const u = process.resourceUsage(); const m = /VmHWM:\\s+(\\d+)/.exec(readFileSync('/proc/self/status', 'utf8')); let main = NaN; try { const f = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1].split(' '); main = (Number(f[11]) + Number(f[12])) * 10000; } catch {} writeSync(2, `\\nBENCH_HWM_KB ${m ? m[1] : 'NaN'} CPU_US ${u.userCPUTime + u.systemCPUTime} MAIN_US ${main}\\n`); });",
 )}`;
 
-/** Runs the built CLI; resolves with wall seconds, peak RSS (MB), CPU seconds of the CLI and of serve. */
+// the CLI's own account of its threads, GC and request window (src/pipeline/workers/bench-report.ts)
+const CLI_REPORT = join(WORK, 'cli-report.json');
+
+/**
+ * Runs the built CLI; resolves with wall seconds, peak RSS (MB), CPU seconds of the CLI and of serve, and the
+ * CLI's report of its threads.
+ */
 async function runCli(args, { serve, env = {}, okCodes = [0] } = {}) {
   const serveCpu0 = serve ? cpuSecondsOf(serve.child.pid) : 0;
+  rmSync(CLI_REPORT, { force: true });
   const started = process.hrtime.bigint();
   const child = spawn(process.execPath, ['--import', REPORT, BIN, ...args], {
-    env: childEnv(WORK, env),
+    env: childEnv(WORK, { ...env, UID2_BATCH_BENCH_REPORT: CLI_REPORT }),
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -146,6 +154,7 @@ async function runCli(args, { serve, env = {}, okCodes = [0] } = {}) {
     cpuS: m ? Number(m[2]) / 1e6 : NaN,
     mainThreadCpuS: m ? Number(m[3]) / 1e6 : NaN,
     serveCpuS: serve ? cpuSecondsOf(serve.child.pid) - serveCpu0 : 0,
+    report: existsSync(CLI_REPORT) ? JSON.parse(readFileSync(CLI_REPORT, 'utf8')) : undefined,
   };
 }
 
@@ -235,6 +244,7 @@ async function mapCase(serve, rows, kind, runs, threads, stateFrom) {
     // distinct identifiers sent to the service (the rest were invalid, empty or repeats)
     items_sent: s.unique_identifiers,
     output_mb: Number(outMb.toFixed(1)),
+    ...(r.report ? cpuFigures(r.report, rows) : {}),
   };
 }
 
@@ -372,6 +382,7 @@ async function hashCase(rows, runs, threads) {
     cli_cpu_s: Number(r.cpuS.toFixed(2)),
     main_thread_cpu_s: Number(r.mainThreadCpuS.toFixed(2)),
     rows_per_main_thread_cpu_s: Math.round(rows / r.mainThreadCpuS),
+    ...(r.report ? cpuFigures(r.report, rows) : {}),
   };
 }
 
