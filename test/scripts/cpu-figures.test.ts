@@ -27,12 +27,14 @@ describe('cpuFigures', () => {
       mean_in_flight: 13.3,
       max_in_flight: 20,
     });
-    expect(cpuNote(f)).toBe('CPU/row 9 µs: main 3, threads 2+2.5, other 1.5; GC 1.8 µs (20%); in flight 13.3 (max 20)');
+    expect(cpuNote(f)).toBe(
+      'CPU/row 9 µs: main 3, threads 2+2.5, other 1.5; GC pauses 1.8 µs (20%); in flight 13.3 (max 20)',
+    );
   });
 
   it('leaves out the window when it never opened, and threads when there were none', () => {
     const f = cpuFigures({ ...report, threads: [], window: { ...report.window, mean_in_flight: null } }, 1000);
-    expect(cpuNote(f)).toBe('CPU/row 9000 µs: main 3000, other 6000; GC 500 µs (6%)');
+    expect(cpuNote(f)).toBe('CPU/row 9000 µs: main 3000, other 6000; GC pauses 500 µs (6%)');
   });
 
   it('says nothing for a case without a report', () => {
