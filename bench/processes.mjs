@@ -15,9 +15,12 @@ export function childEnv(work, extra = {}) {
   return { ...env, XDG_CONFIG_HOME: join(work, 'no-config'), NO_COLOR: '1', ...extra };
 }
 
-/** `uid2-batch serve --port 0` on the real clock; resolves with the child and its first line (url, credentials). */
-export async function startServe(work) {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0'], {
+/**
+ * `uid2-batch serve --port 0` on the real clock, with `args` (`--latency-ms 250`, say); resolves with the child and
+ * its first line (url, credentials).
+ */
+export async function startServe(work, args = []) {
+  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], {
     env: childEnv(work),
     stdio: ['ignore', 'pipe', 'inherit'],
   });

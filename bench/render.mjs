@@ -1,6 +1,8 @@
 // The tables of `npm run bench`: plain text for the terminal, Markdown for the README (both from the figures that
 // bench/run.mjs writes to bench/results.json), so the README's table is what the bench printed, never typed in.
 
+import { cpuNote } from './cpu-figures.mjs';
+
 const fmt = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'n/a');
 
 /** The cases of a results object, in the order they ran: `{ name, ...figures }`. */
@@ -32,7 +34,41 @@ function notesOf(r, withRuns) {
   }
   if (r.vs_plain_csv !== undefined)
     notes = `${r.vs_plain_csv}x the plain CSV rate of the same rounds${notes ? `; ${notes}` : ''}`;
+  if (r.skipped !== undefined) notes = `skipped: ${r.skipped}`;
+  if (r.map_vs_python !== undefined)
+    notes = `the Python client ${r.python_s} s${runs(r.python_runs_s)}, map ${r.map_s} s${runs(r.map_runs_s)}: ${r.map_vs_python}x`;
+  const cpu = cpuNote(r);
+  if (cpu) notes = `${notes ? `${notes}; ` : ''}${cpu}`;
   return notes;
+}
+
+/** The scaling cases (`map ... --threads N (scaling)`) as one table: CPU per row by thread, per --threads. */
+export function scalingLines(results, markdown) {
+  const rows = casesOf(results).filter((r) => r.scaling_threads !== undefined);
+  if (rows.length === 0) return [];
+  const head = ['--threads', 'rows/s', 'CPU µs/row', 'main', 'worker threads', 'other', 'GC pauses', 'wall s'];
+  const cells = (r) => [
+    String(r.scaling_threads),
+    fmt(r.rows_per_s),
+    String(r.cpu_us_per_row ?? 'n/a'),
+    String(r.main_us_per_row ?? 'n/a'),
+    r.worker_us_per_row?.join(' + ') ?? 'n/a',
+    String(r.other_us_per_row ?? 'n/a'),
+    String(r.gc_us_per_row ?? 'n/a'),
+    String(r.seconds),
+  ];
+  if (markdown)
+    return [
+      '',
+      'Scaling, CPU per row of each thread (µs):',
+      '',
+      `| ${head.join(' | ')} |`,
+      `|${head.map(() => '---').join('|')}|`,
+      ...rows.map((r) => `| ${cells(r).join(' | ')} |`),
+    ];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => cells(r)[i].length)));
+  const line = (xs) => xs.map((x, i) => x.padStart(widths[i])).join('  ');
+  return ['', 'scaling, CPU per row of each thread (µs):', line(head), ...rows.map((r) => line(cells(r)))];
 }
 
 function serviceLine(results) {
@@ -55,6 +91,7 @@ export function renderText({ machine, results }) {
       `${r.name.padEnd(40)} ${(rate !== undefined ? fmt(rate) : '').padStart(10)} ${String(r.seconds ?? r.remap_total_s ?? '').padStart(8)} ${(rss !== undefined ? `${rss} MB` : '').padStart(9)} ${String(r.cli_cpu_s ?? '').padStart(6)} ${String(r.main_thread_cpu_s ?? '').padStart(8)} ${String(r.serve_cpu_s ?? '').padStart(9)}  ${notesOf(r, true)}`,
     );
   }
+  lines.push(...scalingLines(results, false));
   const service = serviceLine(results);
   if (service) lines.push(service);
   return lines.join('\n');
@@ -82,6 +119,7 @@ export function renderMarkdown({ machine, results }, command) {
       `| ${r.name} | ${rate !== undefined ? `${fmt(rate)} ${unitOf(r)}` : ''} | ${r.seconds ?? r.remap_total_s ?? ''} | ${rss !== undefined ? `${rss} MB` : ''} | ${cpu} | ${r.serve_cpu_s ?? ''} | ${notesOf(r, false)} |`,
     );
   }
+  lines.push(...scalingLines(results, true));
   const service = serviceLine(results);
   if (service) lines.push('', `The local service against the client: ${service}.`);
   return lines.join('\n');

@@ -7,7 +7,12 @@
 //   npm run bench                          # everything (the 5M-entry remap state takes a few minutes)
 //   npm run bench -- --skip-5m-state       # remap-due on a 1M-entry state instead
 //   npm run bench -- --only map1m,hash     # some cases: map1m mapQuoted map5m mapEmail mapState formats hash remap
-//                                          # optout service (formats: bench/formats.mjs, csv.gz, Parquet and
+//                                          # optout service window scaling python
+//                                          # (window: 1M emails against serve --latency-ms 250, the mean of
+//                                          # requests in flight; scaling: 1M mixed at --threads 1..3, one run
+//                                          # each, `--scaling 1,2,3,4` for others; python: the official UID2
+//                                          # Python client against map, 200k emails at 250 ms, see below)
+//                                          # (formats: bench/formats.mjs, csv.gz, Parquet and
 //                                          # national phones against plain CSV, in its own service)
 //                                          # (mapQuoted: the 1M mixed rows unquoted and all-quoted, runs
 //                                          # alternating, both medians and their ratio)
@@ -18,9 +23,13 @@
 //                                          # state, and again from it, runs alternating, medians and ratios)
 //   npm run bench -- --only mapState --state-into /tmp/uid2-batch-bench-remap/state-5000000.db
 //                                          # map --state into a copy of a big kept state (bench/remap.mjs --keep)
+//   UID2_BENCH_PYTHON=python3 PYTHONPATH=DIR npm run bench -- --only python
+//                                          # the interpreter that imports uid2_client (default python3); without
+//                                          # it the case is skipped with one line
+//   npm run bench -- --window-rows 200000  # fewer emails for the window case (and --python-rows for python)
 //   npm run bench -- --markdown            # the table in Markdown, as the README shows it
 //   node bench/run.mjs --render-only [--markdown]   # run nothing: the table of the last bench/results.json
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { BIN, childEnv, cpuSecondsOf, ROOT, startServe, stopServe } from './processes.mjs';
 import { hash as sha256 } from 'node:crypto';
 import { once } from 'node:events';
@@ -28,6 +37,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, wr
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { cpuFigures } from './cpu-figures.mjs';
 import { renderMarkdown, renderText } from './render.mjs';
 
 const DATA = join(ROOT, 'bench', 'data');
@@ -50,6 +60,9 @@ const ALL_CASES = [
   'remap',
   'optout',
   'service',
+  'window',
+  'scaling',
+  'python',
 ];
 const ONLY = option('--only')?.split(',') ?? ALL_CASES;
 const RUNS = Number(option('--runs') ?? 3);
@@ -58,6 +71,11 @@ const THREADS = option('--threads')
   ?.split(',')
   .map((t) => (t === 'default' ? undefined : Number(t))) ?? [undefined, 0];
 const SKIP_5M_STATE = flag('--skip-5m-state');
+const SCALING = (option('--scaling') ?? '1,2,3').split(',').map(Number);
+const WINDOW_ROWS = Number(option('--window-rows') ?? 1_000_000);
+const PYTHON_ROWS = Number(option('--python-rows') ?? 200_000);
+// the service's delay before each answer in the window and python cases: what a real service's round trip costs
+const LATENCY_MS = 250;
 // a kept state (e.g. bench/remap.mjs --keep's) to map 1M rows into, copied first: `--state-into FILE`
 const STATE_INTO = option('--state-into');
 const MARKDOWN = flag('--markdown');
@@ -89,6 +107,7 @@ mkdirSync(WORK, { recursive: true });
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const fmt = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'n/a');
+const fmtRows = (n) => (n % 1e6 === 0 ? `${n / 1e6}M` : n % 1e3 === 0 ? `${n / 1e3}k` : String(n));
 
 // --- inputs ------------------------------------------------------------------------------------------------------
 /** `quote`: 'all' writes the same rows with every field quoted. */
@@ -126,12 +145,19 @@ const REPORT = `data:text/javascript,${encodeURIComponent(
   "import { readFileSync, writeSync } from 'node:fs'; process.on('exit', () => { const u = process.resourceUsage(); const m = /VmHWM:\\s+(\\d+)/.exec(readFileSync('/proc/self/status', 'utf8')); let main = NaN; try { const f = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1].split(' '); main = (Number(f[11]) + Number(f[12])) * 10000; } catch {} writeSync(2, `\\nBENCH_HWM_KB ${m ? m[1] : 'NaN'} CPU_US ${u.userCPUTime + u.systemCPUTime} MAIN_US ${main}\\n`); });",
 )}`;
 
-/** Runs the built CLI; resolves with wall seconds, peak RSS (MB), CPU seconds of the CLI and of serve. */
+// the CLI's own account of its threads, GC and request window (src/pipeline/workers/bench-report.ts)
+const CLI_REPORT = join(WORK, 'cli-report.json');
+
+/**
+ * Runs the built CLI; resolves with wall seconds, peak RSS (MB), CPU seconds of the CLI and of serve, and the
+ * CLI's report of its threads.
+ */
 async function runCli(args, { serve, env = {}, okCodes = [0] } = {}) {
   const serveCpu0 = serve ? cpuSecondsOf(serve.child.pid) : 0;
+  rmSync(CLI_REPORT, { force: true });
   const started = process.hrtime.bigint();
   const child = spawn(process.execPath, ['--import', REPORT, BIN, ...args], {
-    env: childEnv(WORK, env),
+    env: childEnv(WORK, { ...env, UID2_BATCH_BENCH_REPORT: CLI_REPORT }),
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -146,6 +172,7 @@ async function runCli(args, { serve, env = {}, okCodes = [0] } = {}) {
     cpuS: m ? Number(m[2]) / 1e6 : NaN,
     mainThreadCpuS: m ? Number(m[3]) / 1e6 : NaN,
     serveCpuS: serve ? cpuSecondsOf(serve.child.pid) - serveCpu0 : 0,
+    report: existsSync(CLI_REPORT) ? JSON.parse(readFileSync(CLI_REPORT, 'utf8')) : undefined,
   };
 }
 
@@ -235,6 +262,7 @@ async function mapCase(serve, rows, kind, runs, threads, stateFrom) {
     // distinct identifiers sent to the service (the rest were invalid, empty or repeats)
     items_sent: s.unique_identifiers,
     output_mb: Number(outMb.toFixed(1)),
+    ...(r.report ? cpuFigures(r.report, rows) : {}),
   };
 }
 
@@ -372,6 +400,7 @@ async function hashCase(rows, runs, threads) {
     cli_cpu_s: Number(r.cpuS.toFixed(2)),
     main_thread_cpu_s: Number(r.mainThreadCpuS.toFixed(2)),
     rows_per_main_thread_cpu_s: Math.round(rows / r.mainThreadCpuS),
+    ...(r.report ? cpuFigures(r.report, rows) : {}),
   };
 }
 
@@ -460,6 +489,63 @@ async function remapCase(entries) {
   };
 }
 
+/**
+ * The official UID2 Python client as its docs show it (IdentityMapV3Client, sequential 5,000-email batches) and
+ * `uid2-batch map` on the same valid emails against the same service, runs alternating; the ratio of their median
+ * wall times. Skipped, with the reason, when the interpreter (UID2_BENCH_PYTHON, default python3, with the
+ * caller's PYTHONPATH) cannot import uid2_client.
+ */
+async function pythonCase(serve, rows, runs) {
+  const interpreter = process.env.UID2_BENCH_PYTHON || 'python3';
+  const probe = spawnSync(interpreter, ['-c', 'import uid2_client'], { env: process.env, encoding: 'utf8' });
+  if (probe.status !== 0)
+    return { skipped: `${interpreter} cannot import uid2_client (set UID2_BENCH_PYTHON and PYTHONPATH)` };
+  const path = cleanEmailFile(rows);
+  const out = join(WORK, `mapped-python-side-${rows}.csv`);
+  const times = { python: [], map: [] };
+  for (let i = 0; i < runs; i++) {
+    const started = process.hrtime.bigint();
+    const child = spawn(interpreter, [join(ROOT, 'bench', 'python-map.py'), serve.url, path], {
+      env: { ...process.env, ...credentials(serve) },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    const [code] = await once(child, 'close');
+    if (code !== 0) throw new Error(`bench/python-map.py exited with ${code}`);
+    times.python.push(Number(process.hrtime.bigint() - started) / 1e9);
+    const mapped = JSON.parse(stdout).mapped;
+    if (mapped !== rows) throw new Error(`python: expected ${rows} mapped, got ${mapped}`);
+    const r = await runCli(['map', path, '-o', out, '--base-url', serve.url, '--quiet'], {
+      serve,
+      env: credentials(serve),
+    });
+    times.map.push(r.seconds);
+    rmSync(out, { force: true });
+  }
+  const python = median(times.python);
+  const map = median(times.map);
+  return {
+    rows,
+    python_s: Number(python.toFixed(2)),
+    python_runs_s: times.python.map((t) => Number(t.toFixed(2))),
+    map_s: Number(map.toFixed(2)),
+    map_runs_s: times.map.map((t) => Number(t.toFixed(2))),
+    map_vs_python: Number((python / map).toFixed(1)),
+  };
+}
+
+/** `rows` distinct valid email addresses (the Python client refuses an invalid one), one column. */
+function cleanEmailFile(rows) {
+  const path = join(DATA, `clean-emails-${rows}.csv`);
+  if (!existsSync(path)) {
+    const lines = ['email'];
+    for (let i = 0; i < rows; i++) lines.push(`person.${i}@example${i % 97}.com`);
+    writeFileSync(path, `${lines.join('\n')}\n`);
+  }
+  return path;
+}
+
 // --- main --------------------------------------------------------------------------------------------------------
 const machine = {
   date: new Date().toISOString(),
@@ -475,7 +561,7 @@ process.stderr.write(
 
 const serve = await startServe(WORK);
 try {
-  if (ONLY.some((c) => c.startsWith('map'))) {
+  if (ONLY.some((c) => c.startsWith('map') || c === 'scaling')) {
     // a long-running service has its code optimized and its salts cached: one unmeasured run gets it there, so
     // the first measured case does not pay for the service's warm-up
     process.stderr.write('warming up the service with one unmeasured map run...\n');
@@ -502,10 +588,33 @@ try {
     if (ONLY.includes('map5m')) record(`map 5M mixed${threadLabel(t)}`, await mapCase(serve, 5_000_000, 'mixed', 1, t));
     if (ONLY.includes('hash')) record(`hash 1M mixed${threadLabel(t, 'hash')}`, await hashCase(1_000_000, RUNS, t));
   }
+  if (ONLY.includes('scaling'))
+    for (const t of SCALING)
+      record(`map 1M mixed --threads ${t} (scaling)`, {
+        ...(await mapCase(serve, 1_000_000, 'mixed', 1, t)),
+        scaling_threads: t,
+      });
   if (ONLY.includes('optout')) record('optout-check 100k raw UIDs', await optoutCase(serve, 100_000, RUNS));
   if (ONLY.includes('service')) record('service v3 map (load from bench)', await serviceCase(serve, 200));
 } finally {
   await stopServe(serve);
+}
+if (ONLY.includes('window') || ONLY.includes('python')) {
+  const slow = await startServe(WORK, ['--latency-ms', String(LATENCY_MS)]);
+  try {
+    if (ONLY.includes('window'))
+      record(
+        `map ${fmtRows(WINDOW_ROWS)} email-only, serve --latency-ms ${LATENCY_MS}`,
+        await mapCase(slow, WINDOW_ROWS, 'email', RUNS, undefined),
+      );
+    if (ONLY.includes('python')) {
+      const python = await pythonCase(slow, PYTHON_ROWS, RUNS);
+      if (python.skipped) process.stderr.write(`  python: skipped, ${python.skipped}\n`);
+      record(`official Python client against map, ${fmtRows(PYTHON_ROWS)} emails at ${LATENCY_MS} ms`, python);
+    }
+  } finally {
+    await stopServe(slow);
+  }
 }
 if (ONLY.includes('formats')) {
   // its own script and service: the cases alternate run by run, so their ratios to plain CSV are side by side

@@ -10,6 +10,7 @@ import { commandWordsIn, flagValueIn } from './shared/raw-args.js';
 import { writeLine } from '../pipeline/run/log-lines.js';
 import { clipErrorLine } from './shared/user-values.js';
 import { releaseYoungGeneration } from '../pipeline/run/young-generation.js';
+import { startBenchReport } from '../pipeline/workers/bench-report.js';
 
 /** The program without its commands: its name, version, root options and error behaviour. */
 function rootProgram(output?: OutputConfiguration): Command {
@@ -343,6 +344,7 @@ function usageErrorOf(err: unknown, args: readonly string[]): string | undefined
 
 export async function main(argv: string[]): Promise<void> {
   const startedMs = Date.now();
+  startBenchReport();
   endQuietlyOnBrokenPipe();
   ignoreStderrFailures();
   let error: string | undefined;

@@ -1,4 +1,5 @@
 import { parentPort, Worker } from 'node:worker_threads';
+import { noteTaskDone } from './bench-report.js';
 
 /** A task message, pool to worker. */
 interface TaskMessage<In> {
@@ -160,6 +161,7 @@ export function serveTasks<In, Out>(handler: (input: In) => TaskResult<Out> | Pr
   const answer = (id: number, result: TaskResult<Out>) => {
     const message: AnswerMessage<Out> = { id, ok: true, output: result.output };
     port.postMessage(message, result.transfer ?? []);
+    noteTaskDone();
   };
   port.on('message', (message: TaskMessage<In>) => {
     try {
