@@ -155,8 +155,11 @@ const DEFINITIONS = new Set([
   'pipeline/run/exit-codes.ts',
   'pipeline/run/log-lines.ts',
 ]);
-/** What the entry itself turns off for every command but map: the bound on the young generation (node built-ins only). */
-const ENTRY_SWITCHES = new Set(['pipeline/run/young-generation.ts']);
+/**
+ * What the entry itself sets up for every command (node built-ins only): the bound on the young generation, off but
+ * for map, and the bench's CPU report, idle unless its variable is set.
+ */
+const ENTRY_SWITCHES = new Set(['pipeline/run/young-generation.ts', 'pipeline/workers/bench-report.ts']);
 
 describe('what starting the CLI loads', () => {
   it('the entry loads commander and a few small modules, no command', () => {
