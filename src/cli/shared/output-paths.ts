@@ -2,6 +2,7 @@
 import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileIdentity, sameFile, writeThroughTarget, type FileIdentity } from '../../pipeline/io/output/output-file.js';
+import { isS3Url } from '../../pipeline/io/s3/s3-url.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { mayHoldSummary } from './summary-file.js';
 import { quoted } from './user-values.js';
@@ -68,6 +69,14 @@ export function refuseOverlappingPaths(reads: readonly RunFile[], writes: readon
     if (out.summary === true && !mayHoldSummary(out.path)) {
       throw new OverlappingOutputError(
         `${named(out)} exists and is not a run summary: it would be replaced; choose another ${out.flag} path (or remove the file)`,
+      );
+    }
+    // an s3:// output's bucket and key are checked when the run opens it, before anything is sent
+    if (isS3Url(out.path)) {
+      if (out.flag === '-o') return;
+      throw new UserError(
+        `${named(out)}: only -o and the inputs may be s3:// locations; give a local path`,
+        EXIT.usage,
       );
     }
     const dir = dirname(writeThroughTarget(out.path));
