@@ -140,6 +140,21 @@ describe('map with s3:// inputs and outputs', () => {
     expect(bytes.subarray(0, 2)).toEqual(Buffer.from([0x1f, 0x8b]));
   });
 
+  it('--s3-endpoint names the store when no AWS endpoint variable does; a bad one is a usage error', async () => {
+    const out = dir.file('by-flag.csv');
+    const byFlag = await run(['s3://unload/exports/data_2_0_0.csv.gz', '--s3-endpoint', endpoint, '-o', out], {
+      AWS_ENDPOINT_URL: '',
+    });
+    expect(byFlag.stderr).toBe('');
+    expect(byFlag.code).toBe(0);
+    expect(readFileSync(out, 'utf8').split('\n')[1]).toMatch(/^02000,/);
+    const bad = await run(['s3://unload/exports/data_2_0_0.csv.gz', '--s3-endpoint', 'ftp://user:pw@host/']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe(
+      'uid2-batch: --s3-endpoint must be an http:// or https:// URL with a host, such as http://127.0.0.1:9000\n',
+    );
+  });
+
   it('a run that fails leaves no object', async () => {
     const failed = await run(['s3://unload/broken/data_*.csv.gz', '-o', 's3://unload/out/failed.csv']);
     expect(failed.code).toBe(1);

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { ConnectionFlags } from '../../config/index.js';
 import { runMapFilesJob } from '../../pipeline/jobs/map-files-job.js';
+import { chooseS3Endpoint } from '../../pipeline/io/s3/s3-endpoint.js';
 import type { ColumnFlags } from '../../pipeline/map/identifier-columns.js';
 import type { LayoutRequest } from '../../pipeline/map/result-layout.js';
 import type { BadRowFlags } from '../../pipeline/run/bad-rows-output.js';
@@ -105,6 +106,11 @@ export function registerMap(program: Command): void {
     .option('--state <file>', 'SQLite state file: answers fresh mappings without a request, makes re-runs resume')
     .option('--rejects <file>', 'also write the rows with an invalid, opted-out or failed identifier here')
     .option(
+      '--s3-endpoint <url>',
+      'an S3-compatible store (MinIO, R2) for s3:// inputs and -o, addressed by path (default: AWS_ENDPOINT_URL, else AWS)',
+      parseS3Endpoint,
+    )
+    .option(
       '--concurrency <n>',
       `requests in flight at most (default 20; at most ${PUBLIC_MAX_CONCURRENCY} against the public service)`,
       parseConcurrency,
@@ -149,6 +155,13 @@ export function registerMap(program: Command): void {
   cmd.action((input: string[] | undefined, opts: Record<string, unknown>) =>
     runInProcess((deps) => runMap(mapFlags(input, opts), deps)),
   );
+}
+
+/** --s3-endpoint: checked here, so that a bad URL is a usage error before anything is read. */
+function parseS3Endpoint(value: string): string {
+  const problem = chooseS3Endpoint(value);
+  if (problem !== undefined) throw new UserError(problem);
+  return value;
 }
 
 function parseApi(value: string): 'v3' | 'v2' {

@@ -1,13 +1,8 @@
 /** The one S3 client of a process: region and credentials from the AWS chain, an S3-compatible endpoint if given. */
 import { S3Client } from '@aws-sdk/client-s3';
+import { s3Endpoint } from './s3-endpoint.js';
 
 let client: S3Client | undefined;
-
-/** The endpoint of an S3-compatible store (MinIO, R2, GCS interoperability); undefined: AWS itself. */
-export function s3Endpoint(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const given = env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
-  return given === undefined || given === '' ? undefined : given;
-}
 
 /**
  * The client, made on first use. With an endpoint, buckets are addressed by path (`host/bucket/key`), as
