@@ -1,5 +1,6 @@
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import {
   CreateBucketCommand,
@@ -153,6 +154,34 @@ describe('map with s3:// inputs and outputs', () => {
     expect(bad.stderr).toBe(
       'uid2-batch: --s3-endpoint must be an http:// or https:// URL with a host, such as http://127.0.0.1:9000\n',
     );
+  });
+
+  it('another command refuses -o s3:// in one line (exit 2)', async () => {
+    const input = dir.file('emails.csv', 'email\na@example.com\n');
+    const refused = await runCli(['hash', input, '-o', 's3://unload/out/hashed.csv'], { env: storeEnv() });
+    expect(refused.stderr).toBe(
+      "uid2-batch: -o 's3://unload/out/hashed.csv': only map writes to s3:// locations; give a local path\n",
+    );
+    expect(refused.code).toBe(2);
+    expect(await objectExists('out/hashed.csv')).toBe(false);
+  });
+
+  it("an upload's local file is removed after it, and those of killed runs before it", async () => {
+    const tmp = dir.file('tmp');
+    mkdirSync(tmp);
+    const gone = spawnSync(process.execPath, ['-e', '']).pid;
+    const stale = join(tmp, `uid2-batch-s3-${gone}-AbC123`);
+    const live = join(tmp, `uid2-batch-s3-${process.pid}-XyZ789`);
+    for (const d of [stale, live]) {
+      mkdirSync(d);
+      writeFileSync(join(d, 'rows.csv'), 'email\na@example.com\n');
+    }
+    const uploaded = await run(['s3://unload/exports/data_0_0_0.csv.gz', '-o', 's3://unload/out/tmp-check.csv'], {
+      TMPDIR: tmp,
+    });
+    expect(uploaded.stderr).toBe('');
+    expect(uploaded.code).toBe(0);
+    expect(readdirSync(tmp)).toEqual([basename(live)]);
   });
 
   it('a run that fails leaves no object', async () => {

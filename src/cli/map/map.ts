@@ -225,6 +225,7 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
       { flag: '--rejects', path: flags.rejects },
       { flag: '--bad-rows', path: flags.badRows },
     ],
+    true,
   );
   const dryRun = flags.dryRun === true;
   // configuration first: a missing key should be said before a large file is opened

@@ -50,7 +50,12 @@ export class OverlappingOutputError extends UserError {
  * exist, by device and inode (hard links). Also refuses an output whose directory does not exist, so that the
  * run does not find out after reading everything, and a --summary-json that exists and is not a summary.
  */
-export function refuseOverlappingPaths(reads: readonly RunFile[], writes: readonly RunFile[]): void {
+export function refuseOverlappingPaths(
+  reads: readonly RunFile[],
+  writes: readonly RunFile[],
+  /** Whether this command's -o may be an s3:// location (map's is). */
+  s3Output = false,
+): void {
   const inputs = known(reads);
   const outputs = known(writes);
   outputs.forEach((out, i) => {
@@ -73,9 +78,9 @@ export function refuseOverlappingPaths(reads: readonly RunFile[], writes: readon
     }
     // an s3:// output's bucket and key are checked when the run opens it, before anything is sent
     if (isS3Url(out.path)) {
-      if (out.flag === '-o') return;
+      if (out.flag === '-o' && s3Output) return;
       throw new UserError(
-        `${named(out)}: only -o and the inputs may be s3:// locations; give a local path`,
+        `${named(out)}: ${s3Output ? 'only -o and the inputs may be' : 'only map writes to'} s3:// locations; give a local path`,
         EXIT.usage,
       );
     }

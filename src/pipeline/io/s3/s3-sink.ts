@@ -1,10 +1,11 @@
 /** An output to `s3://bucket/key`: written to a private local file, uploaded in parts when the run commits. */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createReadStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { HeadBucketCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import { processAlive } from '../output/output-file.js';
 import { OutputError, type OpenSinkOptions, type PreparedOutput, type TableSink } from '../table.js';
 import { s3Client, s3Problem } from './s3-client.js';
 import { parseS3Url } from './s3-url.js';
@@ -29,7 +30,8 @@ export async function openS3Sink(
   if ('problem' in at) throw new OutputError(url, at.problem);
   const { bucket, key } = at;
   await refuseUnwritable(url, bucket, key);
-  const dir = await mkdtemp(join(tmpdir(), 'uid2-batch-s3-'));
+  await removeStaleUploadDirs();
+  const dir = await mkdtemp(join(tmpdir(), `${DIR_PREFIX}${process.pid}-`));
   let local: TableSink;
   try {
     local = await openLocal({ ...opts, path: join(dir, basename(key)), mode: 0o600 });
@@ -49,7 +51,9 @@ export async function openS3Sink(
       throw err;
     }
     return {
-      async publish() {
+      async publish(sealed) {
+        // a sealed file is how a journal proves a local rename happened: an upload has no such file
+        if (sealed !== undefined) throw new Error('an s3:// output cannot be sealed as a local file');
         try {
           await upload(url, bucket, key, file);
         } finally {
@@ -61,8 +65,8 @@ export async function openS3Sink(
   };
   return Object.assign(Object.create(local) as TableSink, {
     prepareCommit: prepare,
-    async commit() {
-      await (await prepare()).publish();
+    async commit(sealed?: Parameters<PreparedOutput['publish']>[0]) {
+      await (await prepare()).publish(sealed);
     },
     async abort() {
       try {
@@ -72,6 +76,23 @@ export async function openS3Sink(
       }
     },
   });
+}
+
+/** The local files of uploads are in `<tmpdir>/uid2-batch-s3-<pid>-<random>/`. */
+const DIR_PREFIX = 'uid2-batch-s3-';
+const DIR_NAME = /^uid2-batch-s3-(\d+)-[^/]+$/;
+
+/**
+ * Removes the local files that runs killed before their upload (kill -9, a power cut) left in the temp directory:
+ * they hold input rows. Those of live processes (a run uploading right now) are left alone.
+ */
+async function removeStaleUploadDirs(): Promise<void> {
+  const names = await readdir(tmpdir()).catch(() => [] as string[]);
+  for (const name of names) {
+    const m = DIR_NAME.exec(name);
+    if (m === null || processAlive(Number(m[1]))) continue;
+    await rm(join(tmpdir(), name), { recursive: true, force: true }).catch(() => undefined);
+  }
 }
 
 /** The bucket must exist and let us in, and the key must be free: said before anything is sent. */
