@@ -1,4 +1,9 @@
+import { Readable } from 'node:stream';
+import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { ByteInput } from '../../src/pipeline/io/byte-input.js';
+import { downloadOf } from '../../src/pipeline/io/s3/s3-read.js';
+import { InputError } from '../../src/pipeline/io/table.js';
 import { s3Problem } from '../../src/pipeline/io/s3/s3-client.js';
 import { chooseS3Endpoint, s3Endpoint } from '../../src/pipeline/io/s3/s3-endpoint.js';
 import { isS3Url, parseS3Url } from '../../src/pipeline/io/s3/s3-url.js';
@@ -75,5 +80,40 @@ describe('the S3 endpoint', () => {
     expect(chooseS3Endpoint('not a url')).toMatch(/^--s3-endpoint must be a URL/);
     expect(chooseS3Endpoint('http://127.0.0.1:9000')).toBeUndefined();
     expect(s3Endpoint({ AWS_ENDPOINT_URL: 'http://a:9000' })).toBe('http://127.0.0.1:9000');
+  });
+});
+
+describe('a download that breaks off', () => {
+  const url = 's3://unload/exports/data_0.csv.gz';
+
+  async function readAll(input: ByteInput): Promise<number> {
+    let bytes = 0;
+    for (let next = await input.next(); next !== null; next = await input.next()) bytes += next.buf.length;
+    return bytes;
+  }
+
+  it.each([
+    ['s3://unload/exports/data_0.csv', Buffer.from(`email\n${'a@example.com\n'.repeat(2000)}`)],
+    ['s3://unload/exports/data_0.csv.gz', gzipSync(`email\n${'a@example.com\n'.repeat(2000)}`)],
+  ])('%s: one line naming the object, whatever was read before', async (url, bytes) => {
+    const body = new Readable({ read() {} });
+    body.push(bytes.subarray(0, 1000));
+    const input = await ByteInput.open({ path: url, stream: downloadOf(body, url) });
+    setImmediate(() => body.destroy(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })));
+    await expect(readAll(input)).rejects.toThrow(
+      new InputError(
+        url,
+        undefined,
+        'the download broke off (ECONNRESET)',
+        'run the same command again (with --state, rows already mapped are not sent again)',
+      ),
+    );
+  });
+
+  it('a whole download reads as its bytes', async () => {
+    const text = `email\n${'a@example.com\n'.repeat(2000)}`;
+    const body = Readable.from([Buffer.from(text)]);
+    const input = await ByteInput.open({ path: url.replace('.gz', ''), stream: downloadOf(body, url) });
+    expect(await readAll(input)).toBe(text.length);
   });
 });

@@ -1,9 +1,13 @@
 /** Reads from S3: an object's bytes as a stream, and the objects a `s3://bucket/prefix/part-*` pattern names. */
 import { GetObjectCommand, ListObjectsV2Command, type ListObjectsV2CommandOutput } from '@aws-sdk/client-s3';
+import { PassThrough, type Readable } from 'node:stream';
 import { globMatcher, hasWildcard, InputPartsError } from '../input-parts.js';
 import { InputError } from '../table.js';
 import { s3Client, s3Problem } from './s3-client.js';
 import { isS3Url, parseS3Url, type S3Location } from './s3-url.js';
+
+/** Bytes buffered between the download and the reading: the download waits when the reading does. */
+const DOWNLOAD_CHUNK_BYTES = 64 * 1024;
 
 function locationOf(url: string): S3Location {
   const at = parseS3Url(url);
@@ -19,11 +23,32 @@ export async function openS3Object(url: string): Promise<{ stream: NodeJS.Readab
   const { bucket, key } = locationOf(url);
   try {
     const out = await s3Client().send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-    return { stream: out.Body as NodeJS.ReadableStream, size: out.ContentLength };
+    return { stream: downloadOf(out.Body as Readable, url), size: out.ContentLength };
   } catch (err) {
     const { problem, hint } = s3Problem(err, bucket);
     throw new InputError(url, undefined, problem, hint);
   }
+}
+
+/**
+ * The body of a download as the input reads it: a connection that breaks off mid-object becomes one line naming
+ * the object (not the socket's error with its stack), and closing the input stops the download.
+ */
+export function downloadOf(body: Readable, url: string): Readable {
+  const out = new PassThrough({ highWaterMark: DOWNLOAD_CHUNK_BYTES });
+  body.once('error', (err: Error & { code?: string }) => {
+    out.destroy(
+      new InputError(
+        url,
+        undefined,
+        `the download broke off (${err.code ?? err.name})`,
+        'run the same command again (with --state, rows already mapped are not sent again)',
+      ),
+    );
+  });
+  out.once('close', () => body.destroy());
+  body.pipe(out);
+  return out;
 }
 
 /**
