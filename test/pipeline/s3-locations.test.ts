@@ -55,6 +55,13 @@ describe('S3 failures as one line', () => {
     expect(`${said.problem} ${said.hint}`).not.toContain('AKIDSECRETKEY');
   });
 
+  it('no region: says which variable sets it', () => {
+    expect(s3Problem(new Error('Region is missing'), 'b')).toEqual({
+      problem: 'no AWS region set',
+      hint: "set AWS_REGION, or give the profile's region in ~/.aws/config",
+    });
+  });
+
   it('an unreachable store names the network error and where the address comes from', () => {
     const said = s3Problem(Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }), 'b');
     expect(said).toEqual({

@@ -52,6 +52,9 @@ export function s3Problem(err: unknown, bucket: string): { problem: string; hint
       problem: 'no AWS credentials found',
       hint: 'set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or run where a role provides them',
     };
+  // the SDK's own text, not the service's: it names no request and no credential
+  if (err instanceof Error && /^Region is missing/.test(err.message))
+    return { problem: 'no AWS region set', hint: "set AWS_REGION, or give the profile's region in ~/.aws/config" };
   const code = e?.code;
   if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'ETIMEDOUT' || code === 'ECONNRESET')
     return { problem: `the object store cannot be reached (${code})`, hint: 'check AWS_ENDPOINT_URL and the network' };
