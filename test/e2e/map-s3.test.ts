@@ -1,5 +1,14 @@
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import {
+  closeSync,
+  constants,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { basename, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import {
@@ -13,7 +22,7 @@ import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
-import { runCli, serveConnection, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
+import { runCli, serveConnection, spawnCli, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
 
 // `map` reading from and writing to an S3-compatible store that this file starts on loopback.
 const dir = tempDir('map-s3');
@@ -24,6 +33,8 @@ let endpoint = '';
 let s3: S3Client;
 let serve: ServeProcess;
 let exportDir = '';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function row(i: number): string {
   const email = i % 41 === 40 ? `broken-${i}` : `user.${i % 997}@example.com`;
@@ -183,6 +194,40 @@ describe('map with s3:// inputs and outputs', () => {
     expect(uploaded.code).toBe(0);
     expect(readdirSync(tmp)).toEqual([basename(live)]);
   });
+
+  it('an interrupted run uploads nothing and leaves no local file', async () => {
+    const tmp = dir.file('tmp-interrupted');
+    mkdirSync(tmp);
+    const fifo = dir.file('rows.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const cli = spawnCli(mapArgs([fifo, '-o', 's3://unload/out/interrupted.csv']), {
+      env: { ...serveConnection(serve).env, ...storeEnv({ TMPDIR: tmp }) },
+    });
+    let writer: number | undefined;
+    try {
+      // a non-blocking open for writing succeeds once the run has the pipe open for reading
+      for (let waited = 0; writer === undefined && waited < 15_000 && cli.child.exitCode === null; waited += 100) {
+        try {
+          writer = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+        } catch {
+          await sleep(100);
+        }
+      }
+      expect(writer).toBeDefined();
+      writeSync(writer as number, `${HEADER}\n${row(1)}\n${row(2)}\n`);
+      // the upload's local file exists once the output is open: the run is under way, the rows not all there
+      for (let waited = 0; readdirSync(tmp).length === 0 && waited < 15_000; waited += 100) await sleep(100);
+      expect(readdirSync(tmp)).toHaveLength(1);
+      cli.child.kill('SIGTERM');
+      const ended = await cli.done;
+      expect(ended.code).toBe(130);
+    } finally {
+      if (writer !== undefined) closeSync(writer);
+      if (cli.child.exitCode === null && cli.child.pid !== undefined) process.kill(cli.child.pid, 'SIGKILL');
+    }
+    expect(await objectExists('out/interrupted.csv')).toBe(false);
+    expect(readdirSync(tmp)).toEqual([]);
+  }, 60_000);
 
   it('a run that fails leaves no object', async () => {
     const failed = await run(['s3://unload/broken/data_*.csv.gz', '-o', 's3://unload/out/failed.csv']);
