@@ -1,4 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
+import type { EventEmitter } from 'node:events';
 import {
   closeSync,
   constants,
@@ -33,6 +34,8 @@ let endpoint = '';
 let s3: S3Client;
 let serve: ServeProcess;
 let exportDir = '';
+/** How each object the store holds was made, by key. */
+const created = new Map<string, string>();
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -89,6 +92,13 @@ beforeAll(async () => {
   ensureBuilt();
   mkdirSync(dir.file('store'));
   server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dir.file('store') });
+  // s3rver is a Koa application, and so an event emitter: its typings leave that out
+  (server as unknown as EventEmitter).on(
+    'event',
+    (event: { Records: { eventName: string; s3: { object: { key: string } } }[] }) => {
+      for (const record of event.Records) created.set(decodeURIComponent(record.s3.object.key), record.eventName);
+    },
+  );
   const { port } = await server.run();
   endpoint = `http://127.0.0.1:${port}`;
   s3 = new S3Client({
@@ -228,6 +238,32 @@ describe('map with s3:// inputs and outputs', () => {
     expect(await objectExists('out/interrupted.csv')).toBe(false);
     expect(readdirSync(tmp)).toEqual([]);
   }, 60_000);
+
+  it('an output over one upload part (8 MiB) is uploaded in parts and holds the same bytes', async () => {
+    const pad = 'x'.repeat(600);
+    const rows = Array.from({ length: 16_000 }, (_, i) => `${row(i)},${pad}`);
+    await s3.send(
+      new PutObjectCommand({
+        Bucket: 'unload',
+        Key: 'wide/data.csv.gz',
+        Body: gzipSync(`${HEADER},pad\n${rows.join('\n')}\n`),
+      }),
+    );
+    const file = dir.file('wide.csv');
+    expect((await run(['s3://unload/wide/data.csv.gz', '-o', file])).code).toBe(0);
+    const upload = await run(['s3://unload/wide/data.csv.gz', '-o', 's3://unload/out/wide.csv']);
+    expect(upload.stderr).toBe('');
+    expect(upload.code).toBe(0);
+    const local = readFileSync(file);
+    expect(local.length).toBeGreaterThan(9 * 1024 * 1024);
+    // the store says how each object was made: Post is a completed multipart upload, Put a single request
+    expect(created.get('out/wide.csv')).toBe('ObjectCreated:Post');
+    expect(created.get('out/one.csv') ?? 'ObjectCreated:Put').toBe('ObjectCreated:Put');
+    const uploaded = Buffer.from(await objectText('out/wide.csv'));
+    expect(uploaded.length).toBe(local.length);
+    // compared whole, not element by element: a deep equality of 10 MB takes minutes
+    expect(uploaded.equals(local)).toBe(true);
+  }, 120_000);
 
   it('a run that fails leaves no object', async () => {
     const failed = await run(['s3://unload/broken/data_*.csv.gz', '-o', 's3://unload/out/failed.csv']);
