@@ -265,6 +265,17 @@ describe('map with s3:// inputs and outputs', () => {
     expect(uploaded.equals(local)).toBe(true);
   }, 120_000);
 
+  it('a Parquet output to s3:// holds the bytes of the same output to a file', async () => {
+    const file = dir.file('to-file.parquet');
+    expect((await run(['s3://unload/exports/data_2_0_0.csv.gz', '-o', file])).code).toBe(0);
+    const upload = await run(['s3://unload/exports/data_2_0_0.csv.gz', '-o', 's3://unload/out/two.parquet']);
+    expect(upload.stderr).toBe('');
+    expect(upload.code).toBe(0);
+    const body = await s3.send(new GetObjectCommand({ Bucket: 'unload', Key: 'out/two.parquet' }));
+    const bytes = Buffer.from((await body.Body?.transformToByteArray()) ?? []);
+    expect(bytes.equals(readFileSync(file))).toBe(true);
+  });
+
   it('a run that fails leaves no object', async () => {
     const failed = await run(['s3://unload/broken/data_*.csv.gz', '-o', 's3://unload/out/failed.csv']);
     expect(failed.code).toBe(1);

@@ -63,9 +63,16 @@ export async function openS3Sink(
       discard: removeDir,
     };
   };
-  return Object.assign(Object.create(local) as TableSink, {
+  // the local sink's own methods, called on it (its state stays its own), with the commit steps of the upload
+  const encodeElsewhere = local.encodeElsewhere?.bind(local);
+  const endFile = local.endFile?.bind(local);
+  return {
+    writeRows: (rows) => local.writeRows(rows),
+    writeEncoded: (bytes) => local.writeEncoded(bytes),
+    ...(encodeElsewhere !== undefined ? { encodeElsewhere } : {}),
+    ...(endFile !== undefined ? { endFile } : {}),
     prepareCommit: prepare,
-    async commit(sealed?: Parameters<PreparedOutput['publish']>[0]) {
+    async commit(sealed) {
       await (await prepare()).publish(sealed);
     },
     async abort() {
@@ -75,7 +82,7 @@ export async function openS3Sink(
         await removeDir();
       }
     },
-  });
+  };
 }
 
 /** The local files of uploads are in `<tmpdir>/uid2-batch-s3-<pid>-<random>/`. */
