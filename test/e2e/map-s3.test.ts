@@ -352,6 +352,13 @@ describe('map with s3:// inputs and outputs', () => {
       2,
       "uid2-batch: --rejects 's3://unload/out/rejects.csv': only -o and the inputs may be s3:// locations; give a local path\n",
     ],
+    [
+      '--output-dir with s3:// inputs',
+      ['s3://unload/exports/data_*_0_0.csv.gz', '--output-dir', dir.path],
+      {},
+      2,
+      "uid2-batch: --output-dir names its outputs after local inputs: 's3://unload/exports/data_*_0_0.csv.gz' is in S3; use -o s3://BUCKET/KEY or -o FILE instead\n",
+    ],
   ])('%s: one line, its exit code, nothing sent', async (_what, args, env, code, line) => {
     const before = await mapRequests();
     const result = await run(args, env);

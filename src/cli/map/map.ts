@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { ConnectionFlags } from '../../config/index.js';
 import { runMapFilesJob } from '../../pipeline/jobs/map-files-job.js';
 import { chooseS3Endpoint } from '../../pipeline/io/s3/s3-endpoint.js';
+import { isS3Url } from '../../pipeline/io/s3/s3-url.js';
 import type { ColumnFlags } from '../../pipeline/map/identifier-columns.js';
 import type { LayoutRequest } from '../../pipeline/map/result-layout.js';
 import type { BadRowFlags } from '../../pipeline/run/bad-rows-output.js';
@@ -16,7 +17,7 @@ import {
   serviceTargetOf,
   type InputCommandDeps,
 } from '../shared/command-context.js';
-import { UserError } from '../shared/exit-codes.js';
+import { EXIT, UserError } from '../shared/exit-codes.js';
 import {
   addTableInputOptions,
   expandInputArgs,
@@ -213,6 +214,12 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
     );
   const named = flags.inputs ?? [chooseInput(flags.input, deps.stdin)];
   const inputPaths = expandInputArgs(named);
+  const s3Input = inputPaths.find((path) => isS3Url(path));
+  if (flags.outputDir !== undefined && s3Input !== undefined)
+    throw new UserError(
+      `--output-dir names its outputs after local inputs: '${s3Input}' is in S3; use -o s3://BUCKET/KEY or -o FILE instead`,
+      EXIT.usage,
+    );
   const partOutputs =
     flags.outputDir !== undefined
       ? partOutputPaths(flags.outputDir, inputPaths, flags.output.output !== undefined)
