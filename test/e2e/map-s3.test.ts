@@ -177,7 +177,7 @@ describe('map with s3:// inputs and outputs', () => {
     );
   });
 
-  it('another command refuses -o s3:// in one line (exit 2)', async () => {
+  it('another command refuses s3:// inputs and -o s3:// in one line (exit 2)', async () => {
     const input = dir.file('emails.csv', 'email\na@example.com\n');
     const refused = await runCli(['hash', input, '-o', 's3://unload/out/hashed.csv'], { env: storeEnv() });
     expect(refused.stderr).toBe(
@@ -185,6 +185,12 @@ describe('map with s3:// inputs and outputs', () => {
     );
     expect(refused.code).toBe(2);
     expect(await objectExists('out/hashed.csv')).toBe(false);
+    const pattern = 's3://unload/exports/data_*_0_0.csv.gz';
+    const fromS3 = await runCli(['hash', pattern], { env: storeEnv() });
+    expect(fromS3.stderr).toBe(
+      `uid2-batch: '${pattern}': only map reads s3:// inputs; copy the object first (aws s3 cp ${pattern} .) and give the copy\n`,
+    );
+    expect(fromS3.code).toBe(2);
   });
 
   it("an upload's local file is removed after it, and those of killed runs before it", async () => {

@@ -213,7 +213,7 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
       `--hash-encoding ${flags.output.hashEncoding} applies to the hashes --emit-hash writes: add --emit-hash, or drop --hash-encoding`,
     );
   const named = flags.inputs ?? [chooseInput(flags.input, deps.stdin)];
-  const inputPaths = expandInputArgs(named);
+  const inputPaths = expandInputArgs(named, true);
   const s3Input = inputPaths.find((path) => isS3Url(path));
   if (flags.outputDir !== undefined && s3Input !== undefined)
     throw new UserError(
