@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import type { ConnectionFlags } from '../../config/index.js';
 import { runMapFilesJob } from '../../pipeline/jobs/map-files-job.js';
+import { chooseS3Endpoint } from '../../pipeline/io/s3/s3-endpoint.js';
+import { isS3Url } from '../../pipeline/io/s3/s3-url.js';
 import type { ColumnFlags } from '../../pipeline/map/identifier-columns.js';
 import type { LayoutRequest } from '../../pipeline/map/result-layout.js';
 import type { BadRowFlags } from '../../pipeline/run/bad-rows-output.js';
@@ -15,7 +17,7 @@ import {
   serviceTargetOf,
   type InputCommandDeps,
 } from '../shared/command-context.js';
-import { UserError } from '../shared/exit-codes.js';
+import { EXIT, UserError } from '../shared/exit-codes.js';
 import {
   addTableInputOptions,
   expandInputArgs,
@@ -109,6 +111,11 @@ export function registerMap(program: Command): void {
     .option('--state <file>', 'SQLite state file: answers fresh mappings without a request, makes re-runs resume')
     .option('--rejects <file>', 'also write the rows with an invalid, opted-out or failed identifier here')
     .option(
+      '--s3-endpoint <url>',
+      'an S3-compatible store (MinIO, R2) for s3:// inputs and -o, addressed by path (default: AWS_ENDPOINT_URL, else AWS)',
+      parseS3Endpoint,
+    )
+    .option(
       '--concurrency <n>',
       `requests in flight at most (default 20; at most ${PUBLIC_MAX_CONCURRENCY} against the public service)`,
       parseConcurrency,
@@ -160,6 +167,13 @@ export function registerMap(program: Command): void {
   );
 }
 
+/** --s3-endpoint: checked here, so that a bad URL is a usage error before anything is read. */
+function parseS3Endpoint(value: string): string {
+  const problem = chooseS3Endpoint(value);
+  if (problem !== undefined) throw new UserError(problem);
+  return value;
+}
+
 function parseApi(value: string): 'v3' | 'v2' {
   const api = value.trim().toLowerCase();
   if (api !== 'v3' && api !== 'v2') throw new UserError(`--api must be v3 or v2 (got '${value}')`);
@@ -209,7 +223,20 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
       `--hash-encoding ${flags.output.hashEncoding} applies to the hashes --emit-hash writes: add --emit-hash, or drop --hash-encoding`,
     );
   if (flags.shard !== undefined) refuseShardWith(flags);
-  const inputPaths = expandInputArgs(flags.inputs ?? [chooseInput(flags.input, deps.stdin)]);
+  const named = flags.inputs ?? [chooseInput(flags.input, deps.stdin)];
+  const inputPaths = expandInputArgs(named, true);
+  const s3Input = inputPaths.find((path) => isS3Url(path));
+  if (flags.outputDir !== undefined && s3Input !== undefined)
+    throw new UserError(
+      `--output-dir names its outputs after local inputs: '${s3Input}' is in S3; use -o s3://BUCKET/KEY or -o FILE instead`,
+      EXIT.usage,
+    );
+  // a share is found by listing parts or cutting one file's bytes here; S3 objects are listed later, in the job
+  if (flags.shard !== undefined && s3Input !== undefined)
+    throw new UserError(
+      `--shard takes local inputs: '${s3Input}' is in S3; copy the unload's parts to local disk first (e.g. aws s3 cp --recursive), or map it without --shard`,
+      EXIT.usage,
+    );
   // with several parts each runner writes its own parts' outputs; one file's output would be every runner's
   if (flags.shard !== undefined && flags.outputDir !== undefined && inputPaths.length < 2)
     throw new UserError(
@@ -227,6 +254,7 @@ export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
       { flag: '--rejects', path: flags.rejects },
       { flag: '--bad-rows', path: flags.badRows },
     ],
+    true,
   );
   const dryRun = flags.dryRun === true;
   // configuration first: a missing key should be said before a large file is opened

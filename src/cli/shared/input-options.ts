@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import type { ColumnFlags, ColumnKind } from '../../pipeline/map/identifier-columns.js';
 import { expandInputs, InputPartsError } from '../../pipeline/io/input-parts.js';
+import { isS3Url } from '../../pipeline/io/s3/s3-url.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { collectRepeated } from './repeated-flags.js';
 import { quoted } from './user-values.js';
@@ -125,7 +126,17 @@ export function resolveInputArg(input: string | undefined, stdin: { isTTY?: bool
  * The parts a run reads, from its INPUT arguments: files in the order given, directories as their files, quoted
  * patterns (`'part-*.csv.gz'`) as the files they match. A pattern that matches nothing is a usage error (exit 2).
  */
-export function expandInputArgs(args: readonly string[]): string[] {
+export function expandInputArgs(
+  args: readonly string[],
+  /** Whether this command reads s3:// inputs (map does; they are listed when its run starts). */
+  s3Inputs = false,
+): string[] {
+  const s3Input = s3Inputs ? undefined : args.find((arg) => isS3Url(arg));
+  if (s3Input !== undefined)
+    throw new UserError(
+      `'${s3Input}': only map reads s3:// inputs; copy the object first (aws s3 cp ${s3Input} .) and give the copy`,
+      EXIT.usage,
+    );
   try {
     return expandInputs(args);
   } catch (err) {

@@ -2,6 +2,7 @@
 import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileIdentity, sameFile, writeThroughTarget, type FileIdentity } from '../../pipeline/io/output/output-file.js';
+import { isS3Url } from '../../pipeline/io/s3/s3-url.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { mayHoldSummary } from './summary-file.js';
 import { quoted } from './user-values.js';
@@ -49,7 +50,12 @@ export class OverlappingOutputError extends UserError {
  * exist, by device and inode (hard links). Also refuses an output whose directory does not exist, so that the
  * run does not find out after reading everything, and a --summary-json that exists and is not a summary.
  */
-export function refuseOverlappingPaths(reads: readonly RunFile[], writes: readonly RunFile[]): void {
+export function refuseOverlappingPaths(
+  reads: readonly RunFile[],
+  writes: readonly RunFile[],
+  /** Whether this command's -o may be an s3:// location (map's is). */
+  s3Output = false,
+): void {
   const inputs = known(reads);
   const outputs = known(writes);
   outputs.forEach((out, i) => {
@@ -68,6 +74,14 @@ export function refuseOverlappingPaths(reads: readonly RunFile[], writes: readon
     if (out.summary === true && !mayHoldSummary(out.path)) {
       throw new OverlappingOutputError(
         `${named(out)} exists and is not a run summary: it would be replaced; choose another ${out.flag} path (or remove the file)`,
+      );
+    }
+    // an s3:// output's bucket and key are checked when the run opens it, before anything is sent
+    if (isS3Url(out.path)) {
+      if (out.flag === '-o' && s3Output) return;
+      throw new UserError(
+        `${named(out)}: ${s3Output ? 'only -o and the inputs may be' : 'only map writes to'} s3:// locations; give a local path`,
+        EXIT.usage,
       );
     }
     const dir = dirname(writeThroughTarget(out.path));

@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { badBytesIn, firstInvalidUtf8, invalidUtf8, type BadByte } from './bad-records.js';
 import { asBuffer, gunzipReads, gzipFailure } from './gzip.js';
 import { LineIndex } from './line-index.js';
+import { isS3Url } from './s3/s3-url.js';
 import { openFailure, InputError, readInterrupted, type OpenSourceOptions } from './table.js';
 
 const READ_CHUNK_BYTES = 64 * 1024;
@@ -59,6 +60,11 @@ export class ByteInput {
     }
     if (isStdin) {
       return new ByteInput(name, undefined, process.stdin, process.stdin[Symbol.asyncIterator](), validate, false);
+    }
+    if (isS3Url(opts.path)) {
+      // the S3 client is loaded only for an s3:// input: commands that never read one start without it
+      const { stream, size } = await (await import('./s3/s3-read.js')).openS3Object(opts.path);
+      return new ByteInput(name, size, stream, stream[Symbol.asyncIterator](), validate, true, opts.signal);
     }
     let size: number;
     let fifo: boolean;

@@ -6,6 +6,8 @@ import { InputError } from './table.js';
 
 /** What a failing gunzip means for the user: the file was cut short, or is not (or no longer) gzip. */
 export function gzipFailure(name: string, err: unknown): InputError {
+  // a failure of the bytes under the gzip (a download broken off) is already said for what it is
+  if (err instanceof InputError) return err;
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'Z_BUF_ERROR') {
     return new InputError(

@@ -55,6 +55,8 @@ export function expandInputs(args: readonly string[]): string[] {
 
 function expandOne(arg: string): string[] {
   if (arg === '-') return [arg];
+  // an object store location is listed when the run starts (io/s3/s3-read.ts), not here
+  if (/^s3:\/\//i.test(arg)) return [arg];
   const kind = kindOf(arg);
   if (kind === 'file') return [arg];
   if (kind === 'directory') {

@@ -22,6 +22,7 @@ import { planThreads, type ThreadPlan } from '../run/run-plan.js';
 import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from '../run/summary.js';
 import { releaseYoungGeneration } from '../run/young-generation.js';
 import { isPreparingSource } from '../threads/parquet-read-thread.js';
+import { isS3Url } from '../io/s3/s3-url.js';
 import { openShardInputs } from '../shard/shard-input.js';
 import { partsShare, type Shard } from '../shard/shard-spec.js';
 import { isPieceSource, type TableInput } from '../threads/table-input.js';
@@ -72,6 +73,9 @@ export interface MapOptions extends ColumnFlags, Partial<BadRowFlags> {
  * 130 interrupted); throws for the rest.
  */
 export async function runMapFilesJob(options: MapOptions, target: ServiceTarget, deps: InputRunDeps): Promise<number> {
+  // s3:// patterns are listed here, before anything is sent; the S3 client is loaded only when one is given
+  if (options.inputs.some(isS3Url))
+    options = { ...options, inputs: await (await import('../io/s3/s3-read.js')).expandS3Inputs(options.inputs) };
   const skipping: BadRowFlags = {
     onBadRow: options.onBadRow ?? 'fail',
     ...(options.badRows !== undefined && options.dryRun !== true ? { badRows: options.badRows } : {}),

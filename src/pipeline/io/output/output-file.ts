@@ -53,7 +53,8 @@ export function finalModeFor(target: string, mode: number): number {
   }
 }
 
-function processAlive(pid: number): boolean {
+/** Whether process `pid` still runs (this process does): a temp file of a live writer is left alone. */
+export function processAlive(pid: number): boolean {
   if (pid === process.pid) return true;
   try {
     process.kill(pid, 0);

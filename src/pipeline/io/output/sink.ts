@@ -14,6 +14,7 @@ import { WorkerPool } from '../../workers/worker-pool.js';
 import { compiledScriptPresent } from '../../workers/compiled-script.js';
 import { fileFailure, finalModeFor, openOutputTemp, preparedFile } from './output-file.js';
 import { GzipMembers } from './gzip-members.js';
+import { isS3Url } from '../s3/s3-url.js';
 
 /**
  * Opens the output. A file is written to `.<name>.<pid>.tmp` beside the target (mode 0600: it holds input rows)
@@ -24,6 +25,9 @@ import { GzipMembers } from './gzip-members.js';
  */
 export async function openSink(opts: OpenSinkOptions): Promise<TableSink> {
   // the Parquet writer is loaded only for a Parquet output
+  // the S3 client is loaded only for an s3:// output; the rows reach it through a local sink of this very kind
+  if (isS3Url(opts.path))
+    return (await import('../s3/s3-sink.js')).openS3Sink({ ...opts, path: opts.path as string }, openSink);
   if (opts.format === 'parquet') return (await import('../parquet/parquet-sink.js')).openParquetSink(opts);
   const gzip = compressionOf(opts) === 'gzip';
   const format: RowFormat = rowFormatOf(opts.format, opts.header, opts.types);

@@ -1,0 +1,140 @@
+/** An output to `s3://bucket/key`: written to a private local file, uploaded in parts when the run commits. */
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { HeadBucketCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { processAlive } from '../output/output-file.js';
+import { OutputError, type OpenSinkOptions, type PreparedOutput, type TableSink } from '../table.js';
+import { s3Client, s3Problem } from './s3-client.js';
+import { parseS3Url } from './s3-url.js';
+
+/** Parts of 8 MiB, four in flight: 32 MiB of memory at most, whatever the size of the output. */
+const PART_BYTES = 8 * 1024 * 1024;
+const PARTS_IN_FLIGHT = 4;
+
+/**
+ * Opens an output at `url`. The bucket and key are checked first, before any row is mapped: a missing bucket,
+ * denied access or an object already there is one line naming the location and a fix. The rows go to a local
+ * file made by `openLocal` (the same sink as for a file, 0600 in the temp directory); commit uploads that file
+ * as a multipart upload, so the object appears only once the run has succeeded, and a failed upload is aborted
+ * (S3 keeps no parts). An object is never replaced: a run cannot tell a finished output of its own from another's.
+ */
+export async function openS3Sink(
+  opts: OpenSinkOptions & { path: string },
+  openLocal: (opts: OpenSinkOptions) => Promise<TableSink>,
+): Promise<TableSink> {
+  const url = opts.path;
+  const at = parseS3Url(url);
+  if ('problem' in at) throw new OutputError(url, at.problem);
+  const { bucket, key } = at;
+  await refuseUnwritable(url, bucket, key);
+  await removeStaleUploadDirs();
+  const dir = await mkdtemp(join(tmpdir(), `${DIR_PREFIX}${process.pid}-`));
+  let local: TableSink;
+  try {
+    local = await openLocal({ ...opts, path: join(dir, basename(key)), mode: 0o600 });
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+  const file = join(dir, basename(key));
+  const removeDir = () => rm(dir, { recursive: true, force: true });
+  const prepare = async (): Promise<PreparedOutput> => {
+    let prepared: PreparedOutput;
+    try {
+      prepared = await (local.prepareCommit?.() ?? Promise.reject(new Error('the output cannot be prepared')));
+      await prepared.publish();
+    } catch (err) {
+      await removeDir();
+      throw err;
+    }
+    return {
+      async publish(sealed) {
+        // a sealed file is how a journal proves a local rename happened: an upload has no such file
+        if (sealed !== undefined) throw new Error('an s3:// output cannot be sealed as a local file');
+        try {
+          await upload(url, bucket, key, file);
+        } finally {
+          await removeDir();
+        }
+      },
+      discard: removeDir,
+    };
+  };
+  // the local sink's own methods, called on it (its state stays its own), with the commit steps of the upload
+  const encodeElsewhere = local.encodeElsewhere?.bind(local);
+  const endFile = local.endFile?.bind(local);
+  return {
+    writeRows: (rows) => local.writeRows(rows),
+    writeEncoded: (bytes) => local.writeEncoded(bytes),
+    ...(encodeElsewhere !== undefined ? { encodeElsewhere } : {}),
+    ...(endFile !== undefined ? { endFile } : {}),
+    prepareCommit: prepare,
+    async commit(sealed) {
+      await (await prepare()).publish(sealed);
+    },
+    async abort() {
+      try {
+        await local.abort();
+      } finally {
+        await removeDir();
+      }
+    },
+  };
+}
+
+/** The local files of uploads are in `<tmpdir>/uid2-batch-s3-<pid>-<random>/`. */
+const DIR_PREFIX = 'uid2-batch-s3-';
+const DIR_NAME = /^uid2-batch-s3-(\d+)-[^/]+$/;
+
+/**
+ * Removes the local files that runs killed before their upload (kill -9, a power cut) left in the temp directory:
+ * they hold input rows. Those of live processes (a run uploading right now) are left alone.
+ */
+async function removeStaleUploadDirs(): Promise<void> {
+  const names = await readdir(tmpdir()).catch(() => [] as string[]);
+  for (const name of names) {
+    const m = DIR_NAME.exec(name);
+    if (m === null || processAlive(Number(m[1]))) continue;
+    await rm(join(tmpdir(), name), { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+/** The bucket must exist and let us in, and the key must be free: said before anything is sent. */
+async function refuseUnwritable(url: string, bucket: string, key: string): Promise<void> {
+  try {
+    await s3Client().send(new HeadBucketCommand({ Bucket: bucket }));
+  } catch (err) {
+    const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+    // a HEAD answer has no body: 404 is the bucket's, not a key's
+    const named = e.$metadata?.httpStatusCode === 404 ? Object.assign(e, { name: 'NoSuchBucket' }) : err;
+    const { problem, hint } = s3Problem(named, bucket);
+    throw new OutputError(url, problem, hint);
+  }
+  try {
+    await s3Client().send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+  } catch (err) {
+    if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) return;
+    const { problem, hint } = s3Problem(err, bucket);
+    throw new OutputError(url, problem, hint);
+  }
+  throw new OutputError(url, 'already exists', `delete it first (aws s3 rm ${url}) or choose another key`);
+}
+
+async function upload(url: string, bucket: string, key: string, file: string): Promise<void> {
+  const task = new Upload({
+    client: s3Client(),
+    params: { Bucket: bucket, Key: key, Body: createReadStream(file) },
+    partSize: PART_BYTES,
+    queueSize: PARTS_IN_FLIGHT,
+    leavePartsOnError: false,
+  });
+  try {
+    await task.done();
+  } catch (err) {
+    const { problem, hint } = s3Problem(err, bucket);
+    throw new OutputError(url, `the upload failed: ${problem}`, hint);
+  }
+}

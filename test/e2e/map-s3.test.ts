@@ -1,0 +1,377 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import type { EventEmitter } from 'node:events';
+import {
+  closeSync,
+  constants,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { basename, join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import {
+  CreateBucketCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
+import S3rver from 's3rver';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureBuilt } from '../helpers/map-e2e-build.js';
+import { tempDir } from '../helpers/map-e2e-data.js';
+import { runCli, serveConnection, spawnCli, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
+
+// `map` reading from and writing to an S3-compatible store that this file starts on loopback.
+const dir = tempDir('map-s3');
+const HEADER = 'id,email,phone';
+const KEYS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
+let server: S3rver;
+let endpoint = '';
+let s3: S3Client;
+let serve: ServeProcess;
+let exportDir = '';
+/** How each object the store holds was made, by key. */
+const created = new Map<string, string>();
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function row(i: number): string {
+  const email = i % 41 === 40 ? `broken-${i}` : `user.${i % 997}@example.com`;
+  const phone = i % 3 === 0 ? '' : `+1617555${String(i % 10_000).padStart(4, '0')}`;
+  return `${String(i).padStart(5, '0')},${email},${phone}`;
+}
+
+/** The environment of a CLI run against the store: its address, and credentials it accepts unless replaced. */
+function storeEnv(extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    ...KEYS,
+    AWS_ENDPOINT_URL: endpoint,
+    AWS_REGION: 'us-east-1',
+    AWS_EC2_METADATA_DISABLED: 'true',
+    AWS_CONFIG_FILE: join(dir.path, 'no-aws-config'),
+    AWS_SHARED_CREDENTIALS_FILE: join(dir.path, 'no-aws-credentials'),
+    ...extra,
+  };
+}
+
+const MAP = ['--email-col', 'email', '--phone-col', 'phone', '--quiet'];
+
+function mapArgs(args: string[]): string[] {
+  const { args: connection } = serveConnection(serve);
+  return ['map', ...args, ...MAP, ...connection];
+}
+
+function run(args: string[], env: Record<string, string> = {}) {
+  return runCli(mapArgs(args), { env: { ...serveConnection(serve).env, ...storeEnv(env) } });
+}
+
+/** Identity map requests the service has answered so far. */
+async function mapRequests(): Promise<number> {
+  return (await serve.stats()).requests['/v3/identity/map'] ?? 0;
+}
+
+async function objectText(key: string): Promise<string> {
+  const out = await s3.send(new GetObjectCommand({ Bucket: 'unload', Key: key }));
+  return (await out.Body?.transformToString()) ?? '';
+}
+
+async function objectExists(key: string): Promise<boolean> {
+  try {
+    await s3.send(new HeadObjectCommand({ Bucket: 'unload', Key: key }));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+beforeAll(async () => {
+  ensureBuilt();
+  mkdirSync(dir.file('store'));
+  server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dir.file('store') });
+  // s3rver is a Koa application, and so an event emitter: its typings leave that out
+  (server as unknown as EventEmitter).on(
+    'event',
+    (event: { Records: { eventName: string; s3: { object: { key: string } } }[] }) => {
+      for (const record of event.Records) created.set(decodeURIComponent(record.s3.object.key), record.eventName);
+    },
+  );
+  const { port } = await server.run();
+  endpoint = `http://127.0.0.1:${port}`;
+  s3 = new S3Client({
+    endpoint,
+    forcePathStyle: true,
+    region: 'us-east-1',
+    credentials: { accessKeyId: KEYS.AWS_ACCESS_KEY_ID, secretAccessKey: KEYS.AWS_SECRET_ACCESS_KEY },
+  });
+  await s3.send(new CreateBucketCommand({ Bucket: 'unload' }));
+  exportDir = dir.file('export');
+  mkdirSync(exportDir);
+  const lines = Array.from({ length: 3000 }, (_, i) => row(i));
+  for (let p = 0; p < 3; p++) {
+    const body = gzipSync(`${HEADER}\n${lines.slice(p * 1000, (p + 1) * 1000).join('\n')}\n`);
+    dir.file(join('export', `data_${p}_0_0.csv.gz`), body);
+    await s3.send(new PutObjectCommand({ Bucket: 'unload', Key: `exports/data_${p}_0_0.csv.gz`, Body: body }));
+  }
+  await s3.send(new PutObjectCommand({ Bucket: 'unload', Key: 'exports/_SUCCESS', Body: '' }));
+  // a part whose second line holds a NUL byte: the run reads it last and fails there
+  const bad = gzipSync(`${HEADER}\n00001,a\u0000@example.com,\n`);
+  await s3.send(
+    new PutObjectCommand({ Bucket: 'unload', Key: 'broken/data_0.csv.gz', Body: gzipSync(`${HEADER}\n${row(0)}\n`) }),
+  );
+  await s3.send(new PutObjectCommand({ Bucket: 'unload', Key: 'broken/data_1.csv.gz', Body: bad }));
+  serve = await startServe();
+}, 120_000);
+
+afterAll(async () => {
+  await serve?.stop();
+  s3?.destroy();
+  await server?.close();
+  dir.remove();
+});
+
+describe('map with s3:// inputs and outputs', () => {
+  it('a many-part gzip unload in a bucket maps to the same bytes as the same parts on disk', async () => {
+    const fromDisk = dir.file('disk.csv');
+    const local = await run([join(exportDir, 'data_*_0_0.csv.gz'), '-o', fromDisk]);
+    expect(local.stderr).toBe('');
+    expect(local.code).toBe(0);
+    const fromStore = dir.file('store.csv');
+    const remote = await run(['s3://unload/exports/data_*_0_0.csv.gz', '-o', fromStore]);
+    expect(remote.stderr).toBe('');
+    expect(remote.code).toBe(0);
+    const mapped = readFileSync(fromDisk, 'utf8');
+    expect(mapped.split('\n').length).toBe(3002);
+    expect(readFileSync(fromStore, 'utf8')).toBe(mapped);
+  });
+
+  it('an output to s3:// holds the bytes an output to a file holds, gzipped by its name too', async () => {
+    const file = dir.file('to-file.csv');
+    expect((await run(['s3://unload/exports/data_1_0_0.csv.gz', '-o', file])).code).toBe(0);
+    const upload = await run(['s3://unload/exports/data_1_0_0.csv.gz', '-o', 's3://unload/out/one.csv']);
+    expect(upload.stderr).toBe('');
+    expect(upload.code).toBe(0);
+    expect(await objectText('out/one.csv')).toBe(readFileSync(file, 'utf8'));
+    const gz = await run(['s3://unload/exports/data_1_0_0.csv.gz', '-o', 's3://unload/out/one.csv.gz']);
+    expect(gz.code).toBe(0);
+    const body = await s3.send(new GetObjectCommand({ Bucket: 'unload', Key: 'out/one.csv.gz' }));
+    const bytes = Buffer.from((await body.Body?.transformToByteArray()) ?? []);
+    expect(bytes.subarray(0, 2)).toEqual(Buffer.from([0x1f, 0x8b]));
+  });
+
+  it('--s3-endpoint names the store when no AWS endpoint variable does; a bad one is a usage error', async () => {
+    const out = dir.file('by-flag.csv');
+    const byFlag = await run(['s3://unload/exports/data_2_0_0.csv.gz', '--s3-endpoint', endpoint, '-o', out], {
+      AWS_ENDPOINT_URL: '',
+    });
+    expect(byFlag.stderr).toBe('');
+    expect(byFlag.code).toBe(0);
+    expect(readFileSync(out, 'utf8').split('\n')[1]).toMatch(/^02000,/);
+    const bad = await run(['s3://unload/exports/data_2_0_0.csv.gz', '--s3-endpoint', 'ftp://user:pw@host/']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe(
+      'uid2-batch: --s3-endpoint must be an http:// or https:// URL with a host, such as http://127.0.0.1:9000\n',
+    );
+  });
+
+  it('another command refuses s3:// inputs and -o s3:// in one line (exit 2)', async () => {
+    const input = dir.file('emails.csv', 'email\na@example.com\n');
+    const refused = await runCli(['hash', input, '-o', 's3://unload/out/hashed.csv'], { env: storeEnv() });
+    expect(refused.stderr).toBe(
+      "uid2-batch: -o 's3://unload/out/hashed.csv': only map writes to s3:// locations; give a local path\n",
+    );
+    expect(refused.code).toBe(2);
+    expect(await objectExists('out/hashed.csv')).toBe(false);
+    const pattern = 's3://unload/exports/data_*_0_0.csv.gz';
+    const fromS3 = await runCli(['hash', pattern], { env: storeEnv() });
+    expect(fromS3.stderr).toBe(
+      `uid2-batch: '${pattern}': only map reads s3:// inputs; copy the object first (aws s3 cp ${pattern} .) and give the copy\n`,
+    );
+    expect(fromS3.code).toBe(2);
+  });
+
+  it("an upload's local file is removed after it, and those of killed runs before it", async () => {
+    const tmp = dir.file('tmp');
+    mkdirSync(tmp);
+    const gone = spawnSync(process.execPath, ['-e', '']).pid;
+    const stale = join(tmp, `uid2-batch-s3-${gone}-AbC123`);
+    const live = join(tmp, `uid2-batch-s3-${process.pid}-XyZ789`);
+    for (const d of [stale, live]) {
+      mkdirSync(d);
+      writeFileSync(join(d, 'rows.csv'), 'email\na@example.com\n');
+    }
+    const uploaded = await run(['s3://unload/exports/data_0_0_0.csv.gz', '-o', 's3://unload/out/tmp-check.csv'], {
+      TMPDIR: tmp,
+    });
+    expect(uploaded.stderr).toBe('');
+    expect(uploaded.code).toBe(0);
+    expect(readdirSync(tmp)).toEqual([basename(live)]);
+  });
+
+  it('an interrupted run uploads nothing and leaves no local file', async () => {
+    const tmp = dir.file('tmp-interrupted');
+    mkdirSync(tmp);
+    const fifo = dir.file('rows.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const cli = spawnCli(mapArgs([fifo, '-o', 's3://unload/out/interrupted.csv']), {
+      env: { ...serveConnection(serve).env, ...storeEnv({ TMPDIR: tmp }) },
+    });
+    let writer: number | undefined;
+    try {
+      // a non-blocking open for writing succeeds once the run has the pipe open for reading
+      for (let waited = 0; writer === undefined && waited < 15_000 && cli.child.exitCode === null; waited += 100) {
+        try {
+          writer = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+        } catch {
+          await sleep(100);
+        }
+      }
+      expect(writer).toBeDefined();
+      writeSync(writer as number, `${HEADER}\n${row(1)}\n${row(2)}\n`);
+      // the upload's local file exists once the output is open: the run is under way, the rows not all there
+      for (let waited = 0; readdirSync(tmp).length === 0 && waited < 15_000; waited += 100) await sleep(100);
+      expect(readdirSync(tmp)).toHaveLength(1);
+      cli.child.kill('SIGTERM');
+      const ended = await cli.done;
+      expect(ended.code).toBe(130);
+    } finally {
+      if (writer !== undefined) closeSync(writer);
+      if (cli.child.exitCode === null && cli.child.pid !== undefined) process.kill(cli.child.pid, 'SIGKILL');
+    }
+    expect(await objectExists('out/interrupted.csv')).toBe(false);
+    expect(readdirSync(tmp)).toEqual([]);
+  }, 60_000);
+
+  it('an output over one upload part (8 MiB) is uploaded in parts and holds the same bytes', async () => {
+    const pad = 'x'.repeat(600);
+    const rows = Array.from({ length: 16_000 }, (_, i) => `${row(i)},${pad}`);
+    await s3.send(
+      new PutObjectCommand({
+        Bucket: 'unload',
+        Key: 'wide/data.csv.gz',
+        Body: gzipSync(`${HEADER},pad\n${rows.join('\n')}\n`),
+      }),
+    );
+    const file = dir.file('wide.csv');
+    expect((await run(['s3://unload/wide/data.csv.gz', '-o', file])).code).toBe(0);
+    const upload = await run(['s3://unload/wide/data.csv.gz', '-o', 's3://unload/out/wide.csv']);
+    expect(upload.stderr).toBe('');
+    expect(upload.code).toBe(0);
+    const local = readFileSync(file);
+    expect(local.length).toBeGreaterThan(9 * 1024 * 1024);
+    // the store says how each object was made: Post is a completed multipart upload, Put a single request
+    expect(created.get('out/wide.csv')).toBe('ObjectCreated:Post');
+    expect(created.get('out/one.csv') ?? 'ObjectCreated:Put').toBe('ObjectCreated:Put');
+    const uploaded = Buffer.from(await objectText('out/wide.csv'));
+    expect(uploaded.length).toBe(local.length);
+    // compared whole, not element by element: a deep equality of 10 MB takes minutes
+    expect(uploaded.equals(local)).toBe(true);
+  }, 120_000);
+
+  it('a Parquet output to s3:// holds the bytes of the same output to a file', async () => {
+    const file = dir.file('to-file.parquet');
+    expect((await run(['s3://unload/exports/data_2_0_0.csv.gz', '-o', file])).code).toBe(0);
+    const upload = await run(['s3://unload/exports/data_2_0_0.csv.gz', '-o', 's3://unload/out/two.parquet']);
+    expect(upload.stderr).toBe('');
+    expect(upload.code).toBe(0);
+    const body = await s3.send(new GetObjectCommand({ Bucket: 'unload', Key: 'out/two.parquet' }));
+    const bytes = Buffer.from((await body.Body?.transformToByteArray()) ?? []);
+    expect(bytes.equals(readFileSync(file))).toBe(true);
+  });
+
+  it('a run that fails leaves no object', async () => {
+    const failed = await run(['s3://unload/broken/data_*.csv.gz', '-o', 's3://unload/out/failed.csv']);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(/s3:\/\/unload\/broken\/data_1\.csv\.gz: line 2: NUL byte/);
+    expect(await objectExists('out/failed.csv')).toBe(false);
+  });
+
+  it('an existing object is refused in one line, before anything is sent to the service', async () => {
+    await s3.send(new PutObjectCommand({ Bucket: 'unload', Key: 'out/taken.csv', Body: 'kept\n' }));
+    const before = await mapRequests();
+    const refused = await run(['s3://unload/exports/data_0_0_0.csv.gz', '-o', 's3://unload/out/taken.csv']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe(
+      'uid2-batch: s3://unload/out/taken.csv: already exists; delete it first (aws s3 rm s3://unload/out/taken.csv) or choose another key\n',
+    );
+    expect(await mapRequests()).toEqual(before);
+    expect(await objectText('out/taken.csv')).toBe('kept\n');
+  });
+
+  it.each([
+    [
+      'a missing bucket (input)',
+      ['s3://no-such-bucket/data.csv'],
+      {},
+      1,
+      "uid2-batch: s3://no-such-bucket/data.csv: the bucket 'no-such-bucket' does not exist; check the bucket name and the region (AWS_REGION)\n",
+    ],
+    [
+      'a missing bucket (output)',
+      ['s3://unload/exports/data_0_0_0.csv.gz', '-o', 's3://no-such-bucket/out.csv'],
+      {},
+      1,
+      "uid2-batch: s3://no-such-bucket/out.csv: the bucket 'no-such-bucket' does not exist; check the bucket name and the region (AWS_REGION)\n",
+    ],
+    [
+      'a missing object',
+      ['s3://unload/exports/missing.csv'],
+      {},
+      1,
+      'uid2-batch: s3://unload/exports/missing.csv: no such object; check the key (aws s3 ls shows what is there)\n',
+    ],
+    [
+      'a pattern matching nothing',
+      ['s3://unload/exports/part-*.csv'],
+      {},
+      2,
+      "uid2-batch: 's3://unload/exports/part-*.csv' matches no object under 's3://unload/exports/'; check the pattern\n",
+    ],
+    [
+      'a bad URL',
+      ['s3://Bad_Bucket/data.csv'],
+      {},
+      2,
+      "uid2-batch: 's3://Bad_Bucket/data.csv': 'Bad_Bucket' is not a bucket name; write s3://BUCKET/KEY, e.g. s3://my-bucket/exports/users.csv\n",
+    ],
+    [
+      'no credentials',
+      ['s3://unload/exports/data_0_0_0.csv.gz'],
+      { AWS_ACCESS_KEY_ID: '', AWS_SECRET_ACCESS_KEY: '' },
+      1,
+      'uid2-batch: s3://unload/exports/data_0_0_0.csv.gz: no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or run where a role provides them\n',
+    ],
+    [
+      'refused credentials',
+      ['s3://unload/exports/data_0_0_0.csv.gz'],
+      { AWS_ACCESS_KEY_ID: 'AKIDWRONG', AWS_SECRET_ACCESS_KEY: 'wrong-secret-value' },
+      1,
+      'uid2-batch: s3://unload/exports/data_0_0_0.csv.gz: the AWS credentials were refused; check or renew them (AWS_PROFILE, AWS_ACCESS_KEY_ID)\n',
+    ],
+    [
+      '--rejects to s3://',
+      ['s3://unload/exports/data_0_0_0.csv.gz', '--rejects', 's3://unload/out/rejects.csv'],
+      {},
+      2,
+      "uid2-batch: --rejects 's3://unload/out/rejects.csv': only -o and the inputs may be s3:// locations; give a local path\n",
+    ],
+    [
+      '--output-dir with s3:// inputs',
+      ['s3://unload/exports/data_*_0_0.csv.gz', '--output-dir', dir.path],
+      {},
+      2,
+      "uid2-batch: --output-dir names its outputs after local inputs: 's3://unload/exports/data_*_0_0.csv.gz' is in S3; use -o s3://BUCKET/KEY or -o FILE instead\n",
+    ],
+  ])('%s: one line, its exit code, nothing sent', async (_what, args, env, code, line) => {
+    const before = await mapRequests();
+    const result = await run(args, env);
+    expect(result.stderr).toBe(line);
+    expect(result.code).toBe(code);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).not.toContain('wrong-secret-value');
+    expect(await mapRequests()).toEqual(before);
+  });
+});
