@@ -1,8 +1,8 @@
 // The end of a batch run with --metrics-file: its counters, exit code and end time, written whatever happened.
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { writeTextAtomically } from '../../pipeline/io/output/output-file.js';
 import { formatRunMetrics } from '../../pipeline/run/run-metrics.js';
 import { lastRunSummary } from '../../pipeline/run/summary.js';
+import { mayReplaceOwnFile } from './own-file.js';
 
 /** The commands that take --metrics-file: those that run batches against the service. */
 export const METRICS_COMMANDS: ReadonlySet<string> = new Set(['map', 'remap-due', 'optout-check', 'migrate']);
@@ -22,22 +22,11 @@ export function refusedMetricsPath(path: string): string | undefined {
  * wrote. Anything else (an input named by mistake) is never replaced.
  */
 export function mayHoldMetrics(path: string): boolean {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ENOENT';
-  }
-  try {
-    if (!fstatSync(fd).isFile()) return false;
-    const head = Buffer.alloc(HEAD_BYTES);
-    const read = readSync(fd, head, 0, HEAD_BYTES, 0);
-    return read === 0 || head.subarray(0, read).toString('utf8').startsWith(OWN_HEAD);
-  } catch {
-    return false;
-  } finally {
-    closeSync(fd);
-  }
+  return mayReplaceOwnFile(
+    path,
+    HEAD_BYTES,
+    (size, head) => size === 0 || head().toString('utf8').startsWith(OWN_HEAD),
+  );
 }
 
 export interface MetricsEnd {

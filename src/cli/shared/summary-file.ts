@@ -1,5 +1,5 @@
 // Which existing file --summary-json may replace: none, an empty one, or a run summary this tool wrote.
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { mayReplaceOwnFile } from './own-file.js';
 
 /** A summary is a few hundred bytes; anything much larger is some other file, and is not read whole to find out. */
 const MAX_SUMMARY_BYTES = 1024 * 1024;
@@ -10,29 +10,15 @@ const MAX_SUMMARY_BYTES = 1024 * 1024;
  * (`{"command": "map", ...}`). A CSV, an unrelated JSON or anything unreadable is not, and must never be replaced.
  */
 export function mayHoldSummary(path: string): boolean {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ENOENT';
-  }
-  try {
-    const stat = fstatSync(fd);
-    if (!stat.isFile()) return false;
-    if (stat.size === 0) return true;
-    if (stat.size > MAX_SUMMARY_BYTES) return false;
-    const bytes = Buffer.alloc(stat.size);
-    const read = readSync(fd, bytes, 0, stat.size, 0);
-    const body = JSON.parse(bytes.subarray(0, read).toString('utf8')) as unknown;
+  return mayReplaceOwnFile(path, MAX_SUMMARY_BYTES, (size, head) => {
+    if (size === 0) return true;
+    if (size > MAX_SUMMARY_BYTES) return false;
+    const body = JSON.parse(head().toString('utf8')) as unknown;
     return (
       typeof body === 'object' &&
       body !== null &&
       !Array.isArray(body) &&
       typeof (body as Record<string, unknown>).command === 'string'
     );
-  } catch {
-    return false;
-  } finally {
-    closeSync(fd);
-  }
+  });
 }
