@@ -1,0 +1,106 @@
+/**
+ * What the jobs need of a state wherever it is kept, a SQLite file or a PostgreSQL schema: one interface, every
+ * method async so that a database across the network fits it, each writing method one transaction.
+ */
+import type { DiiType } from '../identity/index.js';
+import type { EntryTally } from './reader.js';
+import type {
+  ChangeJournalRows,
+  ChangeKind,
+  DueCursor,
+  DueDay,
+  DueEntry,
+  EntryUpdate,
+  ExportedEntry,
+  OptedOutRawUid,
+  OptoutCandidate,
+  OptoutCursor,
+  PendingChange,
+  StateMeta,
+  StoredEntries,
+} from './types.js';
+
+/** Where a state is kept. */
+export type StateKind = 'file' | 'postgres';
+
+/** A run as the runs table keeps it. */
+export interface StateRun {
+  command: string;
+  startedAtS: number;
+  nowS: number;
+  finishedAtS: number | null;
+  exitCode: number | null;
+}
+
+/**
+ * How a run holds the state while it writes. A file allows one writing run at a time; a database lets `map` runs
+ * write side by side (each commit an upsert) and gives each remap or opt-out sweep a lock of its own share, so two
+ * runs never do the same work.
+ */
+export type StateLockScope =
+  | { kind: 'map' }
+  | { kind: 'sweep'; command: string; shard?: { index: number; count: number } };
+
+/** A state opened for a run: lookups, commits, the change journal, due entries, opt-out sweeps and runs. */
+export interface StateBackend {
+  readonly kind: StateKind;
+  /** Where the state is, as messages show it: a file's path, or a database URL without its password. */
+  readonly where: string;
+  readonly readonly: boolean;
+
+  meta(): Promise<StateMeta>;
+  getMeta(key: string): Promise<string | null>;
+  setMeta(key: string, value: string): Promise<void>;
+
+  /**
+   * The stored entries of these hashes of one DII type, in no particular order (`at` gives each answer's position
+   * among the hashes); a hash asked twice is answered at one position.
+   */
+  lookupStored(type: DiiType, hashes: readonly string[]): Promise<StoredEntries>;
+  /** Writes one answered batch in one transaction, with its change rows when `journal` is given. */
+  commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): Promise<void>;
+
+  pendingChanges(kind: ChangeKind, afterId?: number, limit?: number): Promise<PendingChange[]>;
+  lastPendingChangeId(kind: ChangeKind): Promise<number | null>;
+  ackChanges(kind: ChangeKind, upToId: number): Promise<number>;
+
+  /** v3 entries with r <= nowS. */
+  countDue(nowS: number): Promise<number>;
+  /** Entries coming due per day for `days` days: day 0 is today (r <= now), day i is (now + (i-1)d, now + i d]. */
+  dueByDay(nowS: number, days: number): Promise<DueDay[]>;
+  /** v3 entries with r <= nowS in (r, id) order after `after`, at most `limit`. */
+  selectDue(nowS: number, after: DueCursor | null, limit: number): Promise<DueEntry[]>;
+
+  /** Entries with a raw UID in id order, after `after` (null: from the first) and up to `upTo` (default: the end). */
+  selectForOptoutCheck(limit: number, after: OptoutCursor | null, upTo?: number): Promise<OptoutCandidate[]>;
+  /** Where the next sweep starts: after the last entry whose check a sweep committed (id 0 when none). */
+  sweepCursor(): Promise<OptoutCursor>;
+  countWithRawUid(): Promise<number>;
+  /** Records the check time of these entries; with `cursor`, moves sweepCursor() there in the same transaction. */
+  recordOptoutChecks(ids: readonly number[], nowS: number, cursor?: OptoutCursor): Promise<void>;
+  /** Tombstones the entries whose u or p is one of these raw UIDs (only among `within` when given); how many. */
+  tombstoneByRawUid(
+    optedOut: readonly OptedOutRawUid[],
+    nowS: number,
+    within?: readonly number[],
+    journal?: ChangeJournalRows,
+  ): Promise<number>;
+
+  startRun(command: string, argsJson: string, nowS: number): Promise<number>;
+  finishRun(id: number, summaryJson: string, exitCode: number, nowS: number): Promise<void>;
+  lastRun(): Promise<StateRun | null>;
+
+  /** Takes what a writing run holds (StateLockScope); throws StateLockedError while another run holds it. */
+  lock(scope: StateLockScope): Promise<void>;
+
+  /** Every entry as an export shows it, in id order; `damaged()` counts those skipped for a failed checksum. */
+  entries(): AsyncIterable<ExportedEntry>;
+  damaged(): number;
+  /** The entries by status, those without r, and per bound those with r at most it. */
+  tally(bounds: readonly number[]): Promise<EntryTally>;
+  /** Pending change rows per kind. */
+  pendingChangeCounts(): Promise<Record<string, number>>;
+
+  /** Releases the lock and closes; idempotent. */
+  close(): Promise<void>;
+}
