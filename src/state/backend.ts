@@ -6,6 +6,7 @@ import type { DiiType } from '../identity/index.js';
 import type { EntryTally } from './reader.js';
 import type {
   ChangeJournalRows,
+  EntryStatus,
   ChangeKind,
   DueCursor,
   DueDay,
@@ -19,6 +20,25 @@ import type {
   StateMeta,
   StoredEntries,
 } from './types.js';
+
+/**
+ * An entry with every value a state keeps of it (hashes and raw UIDs as text, times in seconds except the
+ * opt-out's in ms): what `state copy` reads from one state and writes to another, so nothing is lost on the way.
+ */
+export interface StateRecord {
+  type: DiiType;
+  hash: string;
+  status: EntryStatus;
+  /** A v2 entry of a rotated salt bucket, marked for remapping. */
+  due: boolean;
+  u: string | null;
+  p: string | null;
+  r: number | null;
+  bucketId: string | null;
+  lastMappedS: number | null;
+  lastOptoutCheckS: number | null;
+  optedOutSinceMs: number | null;
+}
 
 /** Where a state is kept. */
 export type StateKind = 'file' | 'postgres';
@@ -100,6 +120,14 @@ export interface StateBackend {
   tally(bounds: readonly number[]): Promise<EntryTally>;
   /** Pending change rows per kind. */
   pendingChangeCounts(): Promise<Record<string, number>>;
+
+  /**
+   * Up to `limit` records in id order after the id `after` (0: from the first), with the id of the last one read:
+   * a copy resumes from it.
+   */
+  readRecords(after: number, limit: number): Promise<{ records: StateRecord[]; last: number }>;
+  /** Writes these records as they are (inserted, or replacing the entry of the same type and hash), in one transaction. */
+  writeRecords(records: readonly StateRecord[]): Promise<void>;
 
   /** Releases the lock and closes; idempotent. */
   close(): Promise<void>;
