@@ -153,20 +153,22 @@ describe('map with s3:// inputs and outputs', () => {
     );
   });
 
-  it('another command refuses s3:// inputs and -o s3:// in one line (exit 2)', async () => {
-    const input = dir.file('emails.csv', 'email\na@example.com\n');
-    const refused = await runCli(['hash', input, '-o', 's3://unload/out/hashed.csv'], { env: storeEnv() });
-    expect(refused.stderr).toBe(
-      "uid2-batch: -o 's3://unload/out/hashed.csv': only map writes to s3:// locations; give a local path\n",
-    );
-    expect(refused.code).toBe(2);
-    expect(await objectExists('out/hashed.csv')).toBe(false);
-    const pattern = 's3://unload/exports/data_*_0_0.csv.gz';
-    const fromS3 = await runCli(['hash', pattern], { env: storeEnv() });
-    expect(fromS3.stderr).toBe(
-      `uid2-batch: '${pattern}': only map reads s3:// inputs; copy the object first (aws s3 cp ${pattern} .) and give the copy\n`,
-    );
-    expect(fromS3.code).toBe(2);
+  it('--rejects to s3:// holds the bytes of --rejects to a file', async () => {
+    const file = dir.file('rejects.csv');
+    const local = await run(['s3://unload/exports/data_0_0_0.csv.gz', '-o', dir.file('r-out.csv'), '--rejects', file]);
+    expect(local.code).toBe(0);
+    const remote = await run([
+      's3://unload/exports/data_0_0_0.csv.gz',
+      '-o',
+      dir.file('r-out-2.csv'),
+      '--rejects',
+      's3://unload/out/rejects.csv',
+    ]);
+    expect(remote.stderr).toBe('');
+    expect(remote.code).toBe(0);
+    const rejected = readFileSync(file, 'utf8');
+    expect(rejected.split('\n').length).toBeGreaterThan(3);
+    expect(await objectText('out/rejects.csv')).toBe(rejected);
   });
 
   it("a Parquet upload's local file is removed after it, and those of killed runs before it", async () => {
@@ -323,11 +325,11 @@ describe('map with s3:// inputs and outputs', () => {
       'uid2-batch: s3://unload/exports/data_0_0_0.csv.gz: the AWS credentials were refused; check or renew them (AWS_PROFILE, AWS_ACCESS_KEY_ID)\n',
     ],
     [
-      '--rejects to s3://',
-      ['s3://unload/exports/data_0_0_0.csv.gz', '--rejects', 's3://unload/out/rejects.csv'],
+      '--summary-json to s3://',
+      ['s3://unload/exports/data_0_0_0.csv.gz', '--summary-json', 's3://unload/out/summary.json'],
       {},
       2,
-      "uid2-batch: --rejects 's3://unload/out/rejects.csv': only -o and the inputs may be s3:// locations; give a local path\n",
+      "uid2-batch: --summary-json 's3://unload/out/summary.json': this output takes a local path, not an s3:// location; write it locally and copy it (aws s3 cp)\n",
     ],
     [
       '--output-dir with s3:// inputs',
