@@ -1,4 +1,6 @@
 import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
@@ -6,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 import { runCli, serveConnection, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
-import { startS3Store, type S3Store } from '../helpers/s3-store.js';
+import { STORE_KEYS, startS3Store, type S3Store } from '../helpers/s3-store.js';
 
 // hash, optout-check and remap-due reading from and writing to an S3-compatible store started here on loopback.
 const dir = tempDir('s3-commands');
@@ -217,4 +219,78 @@ describe('remap-due writing its changes to s3://', () => {
     expect(await requests()).toBe(before);
     expect(await store.exists(BUCKET, 'changes/denied.csv')).toBe(false);
   });
+});
+
+/** A port on loopback where nothing listens. */
+async function closedPort(): Promise<number> {
+  const server = createNetServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/**
+ * A container credentials endpoint (as ECS serves one) whose credentials are valid for the first `good` requests
+ * and then are not: a session that expires during a long run. Each set expires within seconds, so the SDK asks
+ * again before each request.
+ */
+async function expiringCredentials(good: number): Promise<{ url: string; server: Server }> {
+  let served = 0;
+  const server = createServer((_req, res) => {
+    served++;
+    const keys =
+      served <= good
+        ? { AccessKeyId: STORE_KEYS.AWS_ACCESS_KEY_ID, SecretAccessKey: STORE_KEYS.AWS_SECRET_ACCESS_KEY }
+        : { AccessKeyId: 'EXPIREDKEY', SecretAccessKey: 'expired-secret-value' };
+    res.setHeader('content-type', 'application/json');
+    res.end(
+      JSON.stringify({ ...keys, Token: 'session-token-value', Expiration: new Date(Date.now() + 2000).toISOString() }),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}/credentials`, server };
+}
+
+describe('faults', () => {
+  it('an unreachable store: one line naming it, nothing sent to the service', async () => {
+    const port = await closedPort();
+    const before = await requests();
+    const failed = await cli(['optout-check', `s3://${BUCKET}/uids/uids.csv`, '-o', dir.file('never.csv')], {
+      AWS_ENDPOINT_URL: `http://127.0.0.1:${port}`,
+    });
+    expect(failed.stderr).toBe(
+      `uid2-batch: s3://${BUCKET}/uids/uids.csv: the object store at http://127.0.0.1:${port} cannot be reached (ECONNREFUSED); check --s3-endpoint (else AWS_ENDPOINT_URL) and the network\n`,
+    );
+    expect(failed.code).toBe(1);
+    expect(await requests()).toBe(before);
+  }, 60_000);
+
+  it('credentials that expire mid-upload: the run stops with one line, exit 1, and no object appears', async () => {
+    const pad = 'z'.repeat(120);
+    const rows = ['id,email,pad'];
+    for (let i = 0; i < 150_000; i++) rows.push(`${i},user.${i}@example.com,${pad}`);
+    const input = dir.file('long.csv', `${rows.join('\n')}\n`);
+    // good for checking the bucket and the key, starting the upload and its first part or two
+    const credentials = await expiringCredentials(5);
+    try {
+      const failed = await cli(
+        ['hash', input, '--email-col', 'email', '-o', `s3://${BUCKET}/long/hashed.csv`, '--quiet'],
+        {
+          AWS_ACCESS_KEY_ID: '',
+          AWS_SECRET_ACCESS_KEY: '',
+          AWS_CONTAINER_CREDENTIALS_FULL_URI: credentials.url,
+        },
+      );
+      expect(failed.stderr).toBe(
+        `uid2-batch: s3://${BUCKET}/long/hashed.csv: the upload failed: the AWS credentials were refused; check or renew them (AWS_PROFILE, AWS_ACCESS_KEY_ID)\n`,
+      );
+      expect(failed.stderr).not.toMatch(/EXPIREDKEY|expired-secret-value|session-token-value/);
+      expect(failed.code).toBe(1);
+      expect(await store.exists(BUCKET, 'long/hashed.csv')).toBe(false);
+    } finally {
+      await new Promise<void>((resolve) => credentials.server.close(() => resolve()));
+    }
+  }, 120_000);
 });
