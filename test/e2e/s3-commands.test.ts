@@ -123,6 +123,14 @@ describe('hash with s3:// inputs and outputs', () => {
     expect(await store.text(BUCKET, 'broken/bad-rows.csv')).toBe(listed);
   });
 
+  it('--output-dir with s3:// inputs is a usage error in one line', async () => {
+    const refused = await cli(['hash', `s3://${BUCKET}/unload/data_*.csv.gz`, '--output-dir', dir.path]);
+    expect(refused.stderr).toBe(
+      `uid2-batch: --output-dir names its outputs after local inputs: 's3://${BUCKET}/unload/data_*.csv.gz' is in S3; use -o s3://BUCKET/KEY or -o FILE instead\n`,
+    );
+    expect(refused.code).toBe(2);
+  });
+
   it('an output object already there is refused in one line before a row is read, and kept', async () => {
     await put('taken/out.csv', 'kept\n');
     const refused = await cli([

@@ -132,6 +132,12 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
   const startedMs = io.now();
   const toFile = (flags.output !== undefined && flags.output !== '-') || flags.outputDir !== undefined;
   const inputPaths = expandInputArgs(flags.inputs ?? [flags.input], true);
+  const s3Input = inputPaths.find(isS3Url);
+  if (flags.outputDir !== undefined && s3Input !== undefined)
+    throw new UserError(
+      `--output-dir names its outputs after local inputs: '${s3Input}' is in S3; use -o s3://BUCKET/KEY or -o FILE instead`,
+      EXIT.usage,
+    );
   const partOutputs =
     flags.outputDir !== undefined ? partOutputPaths(flags.outputDir, inputPaths, flags.output !== undefined) : [];
   refuseOverlappingPaths(
