@@ -18,7 +18,8 @@ import { parseS3Url } from './s3-url.js';
  */
 export async function openS3Sink(
   opts: OpenSinkOptions & { path: string },
-  openLocal: (opts: OpenSinkOptions) => Promise<TableSink>,
+  /** The sink that encodes the rows: given a stream it writes into it, given a path it writes that file. */
+  openEncoder: (opts: OpenSinkOptions) => Promise<TableSink>,
   shape: UploadShape = UPLOAD_SHAPE,
 ): Promise<TableSink> {
   const url = opts.path;
@@ -26,8 +27,8 @@ export async function openS3Sink(
   if ('problem' in at) throw new OutputError(url, at.problem);
   const { bucket, key } = at;
   await refuseUnwritable(url, bucket, key);
-  if (opts.format === 'parquet') return openThroughFile(opts, openLocal, url, bucket, key, shape);
-  return openStreaming(opts, openLocal, url, bucket, key, shape);
+  if (opts.format === 'parquet') return openThroughFile(opts, openEncoder, url, bucket, key, shape);
+  return openStreaming(opts, openEncoder, url, bucket, key, shape);
 }
 
 /**
@@ -37,7 +38,7 @@ export async function openS3Sink(
  */
 async function openStreaming(
   opts: OpenSinkOptions,
-  openLocal: (opts: OpenSinkOptions) => Promise<TableSink>,
+  openEncoder: (opts: OpenSinkOptions) => Promise<TableSink>,
   url: string,
   bucket: string,
   key: string,
@@ -47,7 +48,7 @@ async function openStreaming(
   const { path: _path, mode: _mode, ...rest } = opts;
   let bytes: TableSink;
   try {
-    bytes = await openLocal({ ...rest, stream: upload.stream });
+    bytes = await openEncoder({ ...rest, stream: upload.stream });
   } catch (err) {
     await upload.abort();
     throw err;
@@ -92,7 +93,7 @@ async function openStreaming(
  */
 async function openThroughFile(
   opts: OpenSinkOptions,
-  openLocal: (opts: OpenSinkOptions) => Promise<TableSink>,
+  openEncoder: (opts: OpenSinkOptions) => Promise<TableSink>,
   url: string,
   bucket: string,
   key: string,
@@ -102,7 +103,7 @@ async function openThroughFile(
   const dir = await mkdtemp(join(tmpdir(), `${DIR_PREFIX}${process.pid}-`));
   let local: TableSink;
   try {
-    local = await openLocal({ ...opts, path: join(dir, basename(key)), mode: 0o600 });
+    local = await openEncoder({ ...opts, path: join(dir, basename(key)), mode: 0o600 });
   } catch (err) {
     await rm(dir, { recursive: true, force: true });
     throw err;
