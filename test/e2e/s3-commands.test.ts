@@ -1,13 +1,13 @@
-import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { AbortMultipartUploadCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
-import { runCli, serveConnection, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
+import { runCli, serveConnection, spawnCli, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
 import { STORE_KEYS, startS3Store, type S3Store } from '../helpers/s3-store.js';
 
 // hash, optout-check and remap-due reading from and writing to an S3-compatible store started here on loopback.
@@ -229,6 +229,24 @@ describe('remap-due writing its changes to s3://', () => {
   });
 });
 
+/** An input whose hashed output is many upload parts (8 MiB each) long, made once. */
+function longInput(): string {
+  const path = dir.file('long.csv');
+  if (existsSync(path)) return path;
+  const pad = 'z'.repeat(120);
+  const rows = ['id,email,pad'];
+  for (let i = 0; i < 150_000; i++) rows.push(`${i},user.${i}@example.com,${pad}`);
+  return dir.file('long.csv', `${rows.join('\n')}\n`);
+}
+
+/** Aborts, with valid credentials, what a run could not: as the lifecycle rule would. */
+async function dropUnfinishedUploads(bucket: string, key: string): Promise<void> {
+  for (const id of store.unfinishedUploads(bucket))
+    await store.client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: id }));
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /** A port on loopback where nothing listens. */
 async function closedPort(): Promise<number> {
   const server = createNetServer();
@@ -276,10 +294,7 @@ describe('faults', () => {
   }, 60_000);
 
   it('credentials that expire mid-upload: the run stops with one line, exit 1, and no object appears', async () => {
-    const pad = 'z'.repeat(120);
-    const rows = ['id,email,pad'];
-    for (let i = 0; i < 150_000; i++) rows.push(`${i},user.${i}@example.com,${pad}`);
-    const input = dir.file('long.csv', `${rows.join('\n')}\n`);
+    const input = longInput();
     // good for checking the bucket and the key, starting the upload and its first part or two
     const credentials = await expiringCredentials(5);
     try {
@@ -297,8 +312,30 @@ describe('faults', () => {
       expect(failed.stderr).not.toMatch(/EXPIREDKEY|expired-secret-value|session-token-value/);
       expect(failed.code).toBe(1);
       expect(await store.exists(BUCKET, 'long/hashed.csv')).toBe(false);
+      // nor can the parts be dropped with those credentials: the bucket's lifecycle rule does it (docs/s3.md)
+      expect(store.unfinishedUploads(BUCKET)).toHaveLength(1);
+      await dropUnfinishedUploads(BUCKET, 'long/hashed.csv');
     } finally {
       await new Promise<void>((resolve) => credentials.server.close(() => resolve()));
     }
+  }, 120_000);
+
+  it('hash interrupted (SIGINT) with parts already sent: exit 130, no object, no unfinished upload', async () => {
+    const run = spawnCli(['hash', longInput(), '--email-col', 'email', '-o', `s3://${BUCKET}/long/interrupted.csv`], {
+      env: store.env(),
+    });
+    try {
+      for (let waited = 0; store.unfinishedUploads(BUCKET).length === 0 && waited < 60_000; waited += 10)
+        await sleep(10);
+      expect(store.unfinishedUploads(BUCKET)).toHaveLength(1);
+      run.child.kill('SIGINT');
+      const ended = await run.done;
+      expect(ended.code).toBe(130);
+      expect(ended.stderr).toContain('interrupted');
+    } finally {
+      if (run.child.exitCode === null && run.child.pid !== undefined) process.kill(run.child.pid, 'SIGKILL');
+    }
+    expect(await store.exists(BUCKET, 'long/interrupted.csv')).toBe(false);
+    expect(store.unfinishedUploads(BUCKET)).toEqual([]);
   }, 120_000);
 });

@@ -43,6 +43,15 @@ export async function startS3Store(dir: string): Promise<S3Store> {
   koa.middleware.unshift(async (ctx, next) => {
     const uploadId = ctx.query.uploadId;
     if (ctx.method !== 'DELETE' || typeof uploadId !== 'string' || !/^[0-9a-f]+$/.test(uploadId)) return next();
+    // s3rver checks credentials inside its router, after this: the key is checked here, as S3 would refuse an abort
+    // signed with expired credentials
+    const signedBy = /Credential=([^/]+)\//.exec(String(ctx.headers.authorization ?? ''))?.[1];
+    if (signedBy !== STORE_KEYS.AWS_ACCESS_KEY_ID) {
+      ctx.status = 403;
+      ctx.type = 'application/xml';
+      ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InvalidAccessKeyId</Code></Error>';
+      return;
+    }
     const bucket = ctx.path.split('/')[1] ?? '';
     rmSync(join(uploadsDir(root, bucket), uploadId), { recursive: true, force: true });
     ctx.status = 204;
@@ -103,6 +112,9 @@ export async function startS3Store(dir: string): Promise<S3Store> {
 interface KoaContext {
   method: string;
   path: string;
+  headers: Record<string, string | string[] | undefined>;
+  type: string;
+  body: unknown;
   query: Record<string, string | string[] | undefined>;
   status: number;
 }
