@@ -1,6 +1,6 @@
 // An S3-compatible store on loopback for tests (s3rver, in this process), with the multipart calls it lacks.
 import type { EventEmitter } from 'node:events';
-import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
@@ -21,6 +21,8 @@ export interface S3Store {
   unfinishedUploads(bucket: string): string[];
   /** How each object was made, by key: ObjectCreated:Post is a completed multipart upload, :Put one request. */
   made: Map<string, string>;
+  /** The sizes of the parts sent so far to the one unfinished upload in `bucket`, by part number. */
+  partSizes(bucket: string): number[];
   close(): Promise<void>;
 }
 
@@ -97,6 +99,16 @@ export async function startS3Store(dir: string): Promise<S3Store> {
       } catch {
         return false;
       }
+    },
+    partSizes(bucket) {
+      const [upload, ...others] = existsSync(uploadsDir(root, bucket)) ? readdirSync(uploadsDir(root, bucket)) : [];
+      if (upload === undefined || others.length > 0) throw new Error(`not one unfinished upload in ${bucket}`);
+      const at = join(uploadsDir(root, bucket), upload);
+      const numbers = readdirSync(at)
+        .filter((name) => /^\d+$/.test(name))
+        .map(Number)
+        .sort((a, b) => a - b);
+      return numbers.map((n) => statSync(join(at, String(n))).size);
     },
     unfinishedUploads(bucket) {
       const at = uploadsDir(root, bucket);

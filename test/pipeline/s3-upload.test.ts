@@ -4,7 +4,7 @@ import { AbortMultipartUploadCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSink } from '../../src/pipeline/io/output/sink.js';
 import { openS3Sink } from '../../src/pipeline/io/s3/s3-sink.js';
-import { ObjectUpload } from '../../src/pipeline/io/s3/s3-upload.js';
+import { ObjectUpload, partBytesFor, UPLOAD_SHAPE } from '../../src/pipeline/io/s3/s3-upload.js';
 import { OutputError } from '../../src/pipeline/io/table.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 import { STORE_KEYS, startS3Store, type S3Store } from '../helpers/s3-store.js';
@@ -49,7 +49,7 @@ afterAll(async () => {
 
 describe('an object uploaded while it is written', () => {
   it('holds at most the parts in flight and the one filling, whatever the size, and appears only on complete', async () => {
-    const shape = { partBytes: 64 * KIB, partsInFlight: 2 };
+    const shape = { partBytes: 64 * KIB, partsInFlight: 2, partsPerSize: 1000 };
     const upload = new ObjectUpload(store.client, 's3://out/big.bin', BUCKET, 'big.bin', shape);
     const body = pattern(40 * 64 * KIB + 123);
     await writeAll(upload, body);
@@ -78,6 +78,7 @@ describe('an object uploaded while it is written', () => {
     const upload = new ObjectUpload(store.client, 's3://out/dropped.bin', BUCKET, 'dropped.bin', {
       partBytes: 32 * KIB,
       partsInFlight: 2,
+      partsPerSize: 1000,
     });
     await writeAll(upload, pattern(10 * 32 * KIB));
     expect(store.unfinishedUploads(BUCKET)).toHaveLength(1);
@@ -106,6 +107,7 @@ describe('an object uploaded while it is written', () => {
     const upload = new ObjectUpload(client, 's3://out/expired.bin', BUCKET, 'expired.bin', {
       partBytes: 32 * KIB,
       partsInFlight: 1,
+      partsPerSize: 1000,
     });
     await writeAll(upload, pattern(3 * 32 * KIB));
     refused = true;
@@ -128,6 +130,30 @@ describe('an object uploaded while it is written', () => {
   });
 });
 
+describe('the size of the parts', () => {
+  it("stays at the first size for 1,000 parts, then doubles, so that 10,000 parts hold S3's largest object", () => {
+    const MIB = 1024 * 1024;
+    expect(partBytesFor(UPLOAD_SHAPE, 1)).toBe(8 * MIB);
+    expect(partBytesFor(UPLOAD_SHAPE, 1000)).toBe(8 * MIB);
+    expect(partBytesFor(UPLOAD_SHAPE, 1001)).toBe(16 * MIB);
+    expect(partBytesFor(UPLOAD_SHAPE, 2001)).toBe(32 * MIB);
+    let total = 0;
+    for (let n = 1; n <= 10_000; n++) total += partBytesFor(UPLOAD_SHAPE, n);
+    expect(total).toBeGreaterThanOrEqual(5 * 1024 ** 4);
+  });
+
+  it('an upload sends its later parts larger, and the object holds the same bytes', async () => {
+    const shape = { partBytes: 8 * KIB, partsInFlight: 2, partsPerSize: 3 };
+    const upload = new ObjectUpload(store.client, 's3://out/growing.bin', BUCKET, 'growing.bin', shape);
+    const body = pattern(3 * 8 * KIB + 3 * 16 * KIB + 32 * KIB + 5);
+    await writeAll(upload, body, 3000);
+    await end(upload);
+    expect(store.partSizes(BUCKET)).toEqual([8, 8, 8, 16, 16, 16, 32].map((k) => k * KIB).concat([5]));
+    await upload.complete();
+    expect((await store.bytes(BUCKET, 'growing.bin')).equals(body)).toBe(true);
+  });
+});
+
 describe('an s3:// output of rows', () => {
   const header = ['id', 'email'];
   const rows = Array.from({ length: 20_000 }, (_, i) => [String(i), `user.${i}@example.com`]);
@@ -136,6 +162,7 @@ describe('an s3:// output of rows', () => {
     const sink = await openS3Sink({ path: 's3://out/rows.csv.gz', format: 'csv', compress: 'gzip', header }, openSink, {
       partBytes: 8 * KIB,
       partsInFlight: 2,
+      partsPerSize: 1000,
     });
     for (let i = 0; i < rows.length; i += 1000) await sink.writeRows(rows.slice(i, i + 1000));
     const prepared = await (sink.prepareCommit as () => ReturnType<NonNullable<typeof sink.prepareCommit>>)();
@@ -154,6 +181,7 @@ describe('an s3:// output of rows', () => {
     const sink = await openS3Sink({ path: 's3://out/failed.csv', format: 'csv', header }, openSink, {
       partBytes: 8 * KIB,
       partsInFlight: 2,
+      partsPerSize: 1000,
     });
     for (let i = 0; i < rows.length; i += 1000) await sink.writeRows(rows.slice(i, i + 1000));
     expect(store.unfinishedUploads(BUCKET)).toHaveLength(1);

@@ -16,10 +16,27 @@ import { s3Problem } from './s3-client.js';
 export interface UploadShape {
   partBytes: number;
   partsInFlight: number;
+  /** Parts of one size, before the size doubles (see partBytesFor). */
+  partsPerSize: number;
 }
 
-/** Parts of 8 MiB, four in flight: about 40 MiB of memory at most, whatever the size of the object. */
-export const UPLOAD_SHAPE: UploadShape = { partBytes: 8 * 1024 * 1024, partsInFlight: 4 };
+/** Parts of 8 MiB, four in flight: about 40 MiB of memory at most up to 8 GiB written (see partBytesFor). */
+export const UPLOAD_SHAPE: UploadShape = { partBytes: 8 * 1024 * 1024, partsInFlight: 4, partsPerSize: 1000 };
+
+/**
+ * The size of part `number` (from 1). An upload has 10,000 parts at most: parts of one size would cap an object at
+ * 10,000 of them (80 GiB for 8 MiB), so the size doubles every 1,000 parts, which reaches S3's largest object
+ * (5 TiB) while the first 8 GiB keep the memory of small parts.
+ */
+export function partBytesFor(shape: UploadShape, number: number): number {
+  return shape.partBytes * 2 ** Math.floor((number - 1) / shape.partsPerSize);
+}
+
+/** A part to send, and the memory it holds until it is sent (its buffer, of which the last part fills a share). */
+interface Part {
+  bytes: Buffer;
+  held: number;
+}
 
 /**
  * The bytes written to `stream` are cut into parts and uploaded as a multipart upload, at most `partsInFlight`
@@ -33,7 +50,7 @@ export class ObjectUpload {
   /** The most bytes held at once (filling plus in flight): the memory bound, for tests. */
   peakHeldBytes = 0;
   private held = 0;
-  /** The part being filled, of `partBytes`, and how much of it is. */
+  /** The part being filled (the next part's size, see partBytesFor), and how much of it is. */
   private filling: Buffer | undefined;
   private filled = 0;
   private uploadId: Promise<string> | undefined;
@@ -117,19 +134,20 @@ export class ObjectUpload {
     let at = 0;
     while (at < chunk.length) {
       if (this.filling === undefined) {
-        this.filling = Buffer.allocUnsafe(this.shape.partBytes);
-        this.hold(this.shape.partBytes);
+        // no part waits for its number here: the one filled before was numbered before this one is made
+        this.filling = Buffer.allocUnsafe(partBytesFor(this.shape, this.nextPart));
+        this.hold(this.filling.length);
       }
       const copied = chunk.copy(this.filling, this.filled, at);
       this.filled += copied;
       at += copied;
-      if (this.filled === this.shape.partBytes) await this.send(this.takeFilling());
+      if (this.filled === this.filling.length) await this.send(this.takeFilling());
     }
   }
 
   private async finish(): Promise<void> {
     if (this.uploadId === undefined) {
-      this.whole = this.takeFilling();
+      this.whole = this.takeFilling().bytes;
       return;
     }
     if (this.filled > 0) await this.send(this.takeFilling());
@@ -137,15 +155,18 @@ export class ObjectUpload {
     if (this.failure !== undefined) throw this.failure;
   }
 
-  /** The part filled so far; the next write starts a new one. */
-  private takeFilling(): Buffer {
-    const part = this.filling === undefined ? Buffer.alloc(0) : this.filling.subarray(0, this.filled);
+  /** The part filled so far and the memory it holds; the next write starts a new one. */
+  private takeFilling(): Part {
+    const part = {
+      bytes: this.filling === undefined ? Buffer.alloc(0) : this.filling.subarray(0, this.filled),
+      held: this.filling?.length ?? 0,
+    };
     this.filling = undefined;
     this.filled = 0;
     return part;
   }
 
-  private async send(part: Buffer): Promise<void> {
+  private async send(part: Part): Promise<void> {
     while (this.inFlight.size >= this.shape.partsInFlight) await Promise.race(this.inFlight);
     if (this.failure !== undefined) throw this.failure;
     if (this.settled) throw new Error('write after the upload was completed or aborted');
@@ -165,8 +186,8 @@ export class ObjectUpload {
           Key: this.key,
           UploadId: uploadId,
           PartNumber: number,
-          Body: part,
-          ContentLength: part.length,
+          Body: part.bytes,
+          ContentLength: part.bytes.length,
         }),
       )
       .then((out) => {
@@ -177,7 +198,7 @@ export class ObjectUpload {
       })
       .finally(() => {
         this.inFlight.delete(sending);
-        this.held -= this.shape.partBytes;
+        this.held -= part.held;
       });
     this.inFlight.add(sending);
   }
