@@ -1,15 +1,5 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import type { EventEmitter } from 'node:events';
-import {
-  closeSync,
-  constants,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import {
@@ -17,25 +7,25 @@ import {
   GetObjectCommand,
   HeadObjectCommand,
   PutObjectCommand,
-  S3Client,
+  type S3Client,
 } from '@aws-sdk/client-s3';
-import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
+import { startS3Store, type S3Store } from '../helpers/s3-store.js';
 import { runCli, serveConnection, spawnCli, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
 
 // `map` reading from and writing to an S3-compatible store that this file starts on loopback.
 const dir = tempDir('map-s3');
 const HEADER = 'id,email,phone';
 const KEYS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
-let server: S3rver;
+let store: S3Store;
 let endpoint = '';
 let s3: S3Client;
 let serve: ServeProcess;
 let exportDir = '';
 /** How each object the store holds was made, by key. */
-const created = new Map<string, string>();
+let created = new Map<string, string>();
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -90,23 +80,10 @@ async function objectExists(key: string): Promise<boolean> {
 
 beforeAll(async () => {
   ensureBuilt();
-  mkdirSync(dir.file('store'));
-  server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dir.file('store') });
-  // s3rver is a Koa application, and so an event emitter: its typings leave that out
-  (server as unknown as EventEmitter).on(
-    'event',
-    (event: { Records: { eventName: string; s3: { object: { key: string } } }[] }) => {
-      for (const record of event.Records) created.set(decodeURIComponent(record.s3.object.key), record.eventName);
-    },
-  );
-  const { port } = await server.run();
-  endpoint = `http://127.0.0.1:${port}`;
-  s3 = new S3Client({
-    endpoint,
-    forcePathStyle: true,
-    region: 'us-east-1',
-    credentials: { accessKeyId: KEYS.AWS_ACCESS_KEY_ID, secretAccessKey: KEYS.AWS_SECRET_ACCESS_KEY },
-  });
+  store = await startS3Store(dir.path);
+  endpoint = store.endpoint;
+  s3 = store.client;
+  created = store.made;
   await s3.send(new CreateBucketCommand({ Bucket: 'unload' }));
   exportDir = dir.file('export');
   mkdirSync(exportDir);
@@ -128,8 +105,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await serve?.stop();
-  s3?.destroy();
-  await server?.close();
+  await store?.close();
   dir.remove();
 });
 
@@ -177,23 +153,25 @@ describe('map with s3:// inputs and outputs', () => {
     );
   });
 
-  it('another command refuses s3:// inputs and -o s3:// in one line (exit 2)', async () => {
-    const input = dir.file('emails.csv', 'email\na@example.com\n');
-    const refused = await runCli(['hash', input, '-o', 's3://unload/out/hashed.csv'], { env: storeEnv() });
-    expect(refused.stderr).toBe(
-      "uid2-batch: -o 's3://unload/out/hashed.csv': only map writes to s3:// locations; give a local path\n",
-    );
-    expect(refused.code).toBe(2);
-    expect(await objectExists('out/hashed.csv')).toBe(false);
-    const pattern = 's3://unload/exports/data_*_0_0.csv.gz';
-    const fromS3 = await runCli(['hash', pattern], { env: storeEnv() });
-    expect(fromS3.stderr).toBe(
-      `uid2-batch: '${pattern}': only map reads s3:// inputs; copy the object first (aws s3 cp ${pattern} .) and give the copy\n`,
-    );
-    expect(fromS3.code).toBe(2);
+  it('--rejects to s3:// holds the bytes of --rejects to a file', async () => {
+    const file = dir.file('rejects.csv');
+    const local = await run(['s3://unload/exports/data_0_0_0.csv.gz', '-o', dir.file('r-out.csv'), '--rejects', file]);
+    expect(local.code).toBe(0);
+    const remote = await run([
+      's3://unload/exports/data_0_0_0.csv.gz',
+      '-o',
+      dir.file('r-out-2.csv'),
+      '--rejects',
+      's3://unload/out/rejects.csv',
+    ]);
+    expect(remote.stderr).toBe('');
+    expect(remote.code).toBe(0);
+    const rejected = readFileSync(file, 'utf8');
+    expect(rejected.split('\n').length).toBeGreaterThan(3);
+    expect(await objectText('out/rejects.csv')).toBe(rejected);
   });
 
-  it("an upload's local file is removed after it, and those of killed runs before it", async () => {
+  it("a Parquet upload's local file is removed after it, and those of killed runs before it", async () => {
     const tmp = dir.file('tmp');
     mkdirSync(tmp);
     const gone = spawnSync(process.execPath, ['-e', '']).pid;
@@ -203,7 +181,7 @@ describe('map with s3:// inputs and outputs', () => {
       mkdirSync(d);
       writeFileSync(join(d, 'rows.csv'), 'email\na@example.com\n');
     }
-    const uploaded = await run(['s3://unload/exports/data_0_0_0.csv.gz', '-o', 's3://unload/out/tmp-check.csv'], {
+    const uploaded = await run(['s3://unload/exports/data_0_0_0.csv.gz', '-o', 's3://unload/out/tmp-check.parquet'], {
       TMPDIR: tmp,
     });
     expect(uploaded.stderr).toBe('');
@@ -211,39 +189,34 @@ describe('map with s3:// inputs and outputs', () => {
     expect(readdirSync(tmp)).toEqual([basename(live)]);
   });
 
-  it('an interrupted run uploads nothing and leaves no local file', async () => {
+  it('an interrupted run with parts already sent makes no object, leaves no upload and writes no local file', async () => {
     const tmp = dir.file('tmp-interrupted');
     mkdirSync(tmp);
-    const fifo = dir.file('rows.fifo');
-    execFileSync('mkfifo', [fifo]);
-    const cli = spawnCli(mapArgs([fifo, '-o', 's3://unload/out/interrupted.csv']), {
+    const pad = 'y'.repeat(600);
+    // many parts (8 MiB each) of output, so that the multipart upload is under way for a while before the end
+    const input = dir.file(
+      'interrupted.csv',
+      `${HEADER},pad\n${Array.from({ length: 80_000 }, (_, i) => `${row(i)},${pad}`).join('\n')}\n`,
+    );
+    const cli = spawnCli(mapArgs([input, '-o', 's3://unload/out/interrupted.csv']), {
       env: { ...serveConnection(serve).env, ...storeEnv({ TMPDIR: tmp }) },
     });
-    let writer: number | undefined;
     try {
-      // a non-blocking open for writing succeeds once the run has the pipe open for reading
-      for (let waited = 0; writer === undefined && waited < 15_000 && cli.child.exitCode === null; waited += 100) {
-        try {
-          writer = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
-        } catch {
-          await sleep(100);
-        }
-      }
-      expect(writer).toBeDefined();
-      writeSync(writer as number, `${HEADER}\n${row(1)}\n${row(2)}\n`);
-      // the upload's local file exists once the output is open: the run is under way, the rows not all there
-      for (let waited = 0; readdirSync(tmp).length === 0 && waited < 15_000; waited += 100) await sleep(100);
-      expect(readdirSync(tmp)).toHaveLength(1);
+      for (let waited = 0; store.unfinishedUploads('unload').length === 0 && waited < 60_000; waited += 20)
+        await sleep(20);
+      expect(store.unfinishedUploads('unload')).toHaveLength(1);
+      // the rows go up as they are written: nothing of them is kept on the local disk
+      expect(readdirSync(tmp)).toEqual([]);
       cli.child.kill('SIGTERM');
       const ended = await cli.done;
       expect(ended.code).toBe(130);
     } finally {
-      if (writer !== undefined) closeSync(writer);
       if (cli.child.exitCode === null && cli.child.pid !== undefined) process.kill(cli.child.pid, 'SIGKILL');
     }
     expect(await objectExists('out/interrupted.csv')).toBe(false);
+    expect(store.unfinishedUploads('unload')).toEqual([]);
     expect(readdirSync(tmp)).toEqual([]);
-  }, 60_000);
+  }, 120_000);
 
   it('an output over one upload part (8 MiB) is uploaded in parts and holds the same bytes', async () => {
     const pad = 'x'.repeat(600);
@@ -352,11 +325,11 @@ describe('map with s3:// inputs and outputs', () => {
       'uid2-batch: s3://unload/exports/data_0_0_0.csv.gz: the AWS credentials were refused; check or renew them (AWS_PROFILE, AWS_ACCESS_KEY_ID)\n',
     ],
     [
-      '--rejects to s3://',
-      ['s3://unload/exports/data_0_0_0.csv.gz', '--rejects', 's3://unload/out/rejects.csv'],
+      '--summary-json to s3://',
+      ['s3://unload/exports/data_0_0_0.csv.gz', '--summary-json', 's3://unload/out/summary.json'],
       {},
       2,
-      "uid2-batch: --rejects 's3://unload/out/rejects.csv': only -o and the inputs may be s3:// locations; give a local path\n",
+      "uid2-batch: --summary-json 's3://unload/out/summary.json': this output takes a local path, not an s3:// location; write it locally and copy it (aws s3 cp)\n",
     ],
     [
       '--output-dir with s3:// inputs',

@@ -62,12 +62,24 @@ describe('S3 failures as one line', () => {
     });
   });
 
-  it('an unreachable store names the network error and where the address comes from', () => {
-    const said = s3Problem(Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }), 'b');
-    expect(said).toEqual({
-      problem: 'the object store cannot be reached (ECONNREFUSED)',
-      hint: 'check AWS_ENDPOINT_URL and the network',
-    });
+  it('an unreachable store names the network error, the address without its password, and where it comes from', () => {
+    const saved = process.env.AWS_ENDPOINT_URL;
+    process.env.AWS_ENDPOINT_URL = 'http://user:pw-secret@127.0.0.1:9/base';
+    try {
+      const said = s3Problem(Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }), 'b');
+      expect(said).toEqual({
+        problem: 'the object store at http://127.0.0.1:9 cannot be reached (ECONNREFUSED)',
+        hint: 'check --s3-endpoint (else AWS_ENDPOINT_URL) and the network',
+      });
+      delete process.env.AWS_ENDPOINT_URL;
+      expect(s3Problem(Object.assign(new Error('dns'), { code: 'ENOTFOUND' }), 'b')).toEqual({
+        problem: 'S3 cannot be reached (ENOTFOUND)',
+        hint: 'check the network and the region (AWS_REGION)',
+      });
+    } finally {
+      if (saved === undefined) delete process.env.AWS_ENDPOINT_URL;
+      else process.env.AWS_ENDPOINT_URL = saved;
+    }
   });
 });
 

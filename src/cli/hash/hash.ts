@@ -64,6 +64,8 @@ import { phoneRegionHint, readsRegion } from '../../pipeline/map/phone-region-hi
 import { addNullValueOption, nullValuesOf } from '../shared/null-value-option.js';
 import type { PhoneRegion } from '../../identity/index.js';
 import { writeLine } from '../../pipeline/run/log-lines.js';
+import { addS3EndpointOption } from '../shared/s3-endpoint-option.js';
+import { isS3Url } from '../../pipeline/io/s3/s3-url.js';
 import { formatCount, formatDuration, formatRate, writeSummaryJson } from '../../pipeline/run/summary.js';
 
 export { HASH_FIELDS };
@@ -129,7 +131,13 @@ export interface HashSummary {
 export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary> {
   const startedMs = io.now();
   const toFile = (flags.output !== undefined && flags.output !== '-') || flags.outputDir !== undefined;
-  const inputPaths = expandInputArgs(flags.inputs ?? [flags.input]);
+  const inputPaths = expandInputArgs(flags.inputs ?? [flags.input], true);
+  const s3Input = inputPaths.find(isS3Url);
+  if (flags.outputDir !== undefined && s3Input !== undefined)
+    throw new UserError(
+      `--output-dir names its outputs after local inputs: '${s3Input}' is in S3; use -o s3://BUCKET/KEY or -o FILE instead`,
+      EXIT.usage,
+    );
   const partOutputs =
     flags.outputDir !== undefined ? partOutputPaths(flags.outputDir, inputPaths, flags.output !== undefined) : [];
   refuseOverlappingPaths(
@@ -139,6 +147,7 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       ...partOutputs.map((path) => ({ flag: '--output-dir', path })),
       { flag: '--bad-rows', path: flags.badRows },
     ],
+    true,
   );
   const badRows = await BadRowsOutput.open(
     { onBadRow: flags.onBadRow ?? 'fail', ...(flags.badRows !== undefined ? { badRows: flags.badRows } : {}) },
@@ -166,7 +175,11 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
   });
   let source: TableInput;
   try {
-    source = await openInput(inputPaths, flags, plan.rowThreads, io, badRows, stopReading.signal);
+    // s3:// patterns are listed here, as map's are; the S3 client is loaded only when one is given
+    const paths = inputPaths.some(isS3Url)
+      ? await (await import('../../pipeline/io/s3/s3-read.js')).expandS3Inputs(inputPaths)
+      : inputPaths;
+    source = await openInput(paths, flags, plan.rowThreads, io, badRows, stopReading.signal);
   } catch (err) {
     removeInterrupt();
     await badRows?.abort();
@@ -430,6 +443,7 @@ export function registerHash(program: Command, io: () => HashIo = processHashIo)
   addOutputDirOption(cmd);
   addHashEncodingOption(cmd, 'the hash column');
   addThreadsOption(cmd, defaultHashThreads(), 'one per core, at most 4');
+  addS3EndpointOption(cmd, 's3:// inputs, -o and --bad-rows');
   cmd.action(async (input: string[] | undefined, opts: Record<string, unknown>) => {
     const hashIo = io();
     const output = typeof opts.output === 'string' ? opts.output : undefined;

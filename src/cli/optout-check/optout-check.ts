@@ -35,6 +35,7 @@ import {
   wholeNumber,
   type OutputFlags,
 } from '../shared/options.js';
+import { addS3EndpointOption } from '../shared/s3-endpoint-option.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
 
@@ -101,6 +102,7 @@ export function registerOptoutCheck(program: Command): void {
     .option('--private-operator', 'the service is a private operator: batches may be sent in parallel')
     .option('--concurrency <n>', 'with --private-operator: requests in flight at most (default 4)', parseConcurrency);
   addLockWaitOption(cmd, 'the --state file (a remap-due, a map --state)');
+  addS3EndpointOption(cmd, 's3:// inputs, -o and --bad-rows');
   addShardOption(cmd, 'with --state, check only the entries whose key falls to this runner (by a hash of the key)');
   addInputFormatOptions(cmd);
   addBadRowOptions(cmd);
@@ -174,10 +176,11 @@ function checkCombinations(flags: OptoutCheckFlags): void {
 export async function runOptoutCheck(flags: OptoutCheckFlags, deps: OptoutCheckDeps): Promise<number> {
   checkCombinations(flags);
   const inputPaths =
-    flags.state === undefined ? expandInputArgs(flags.inputs ?? [chooseInput(flags.input, deps.stdin)]) : [];
+    flags.state === undefined ? expandInputArgs(flags.inputs ?? [chooseInput(flags.input, deps.stdin)], true) : [];
   refuseOverlappingPaths(
     [...inputPaths.map((path) => ({ flag: 'the input', path })), { flag: '--state', path: flags.state }],
     [...standardOutputs(flags.output), { flag: '--bad-rows', path: flags.badRows }],
+    true,
   );
   const startedMs = deps.now();
   // configuration first: a missing key should be said before a large file is opened

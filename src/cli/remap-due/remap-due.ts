@@ -8,6 +8,7 @@ import { PUBLIC_MAX_CONCURRENCY } from '../../pipeline/run/connection.js';
 import { parseInstantMs } from '../../protocol/index.js';
 import { resolveFor, runDepsOf, runInProcess, serviceTargetOf, type CommandDeps } from '../shared/command-context.js';
 import { UserError } from '../shared/exit-codes.js';
+import { addS3EndpointOption } from '../shared/s3-endpoint-option.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import {
   addConnectionOptions,
@@ -73,6 +74,7 @@ export function registerRemapDue(program: Command): void {
       'v2 state file: re-map the entries of rotated buckets with v3 instead of v2 (they become v3 entries with a refresh time)',
     );
   addLockWaitOption(cmd, 'the state file (another remap-due, a map --state)');
+  addS3EndpointOption(cmd, 'an s3:// changes file (-o)');
   addShardOption(cmd, 're-map only the due entries whose key falls to this runner (by a hash of the key)');
   addConnectionOptions(cmd);
   addOutputOptions(cmd);
@@ -114,7 +116,7 @@ export async function runRemapDue(flags: RemapDueFlags, deps: RemapDueDeps): Pro
   const startedMs = deps.now();
   if (flags.state === undefined)
     throw new UserError('remap-due needs the state file: --state FILE (made by map --state FILE)');
-  refuseOverlappingPaths([{ flag: '--state', path: flags.state }], standardOutputs(flags.output));
+  refuseOverlappingPaths([{ flag: '--state', path: flags.state }], standardOutputs(flags.output), true);
   const nowS = flags.now !== undefined ? parseNowS(flags.now) : Math.floor(startedMs / 1000);
   const config = resolveFor(flags.connection, deps, { apiKey: !flags.dryRun, clientSecret: !flags.dryRun });
   const options: RemapDueOptions = {

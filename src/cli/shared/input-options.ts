@@ -128,13 +128,13 @@ export function resolveInputArg(input: string | undefined, stdin: { isTTY?: bool
  */
 export function expandInputArgs(
   args: readonly string[],
-  /** Whether this command reads s3:// inputs (map does; they are listed when its run starts). */
+  /** Whether this command reads s3:// inputs (map, hash, optout-check: they are listed when the run starts). */
   s3Inputs = false,
 ): string[] {
   const s3Input = s3Inputs ? undefined : args.find((arg) => isS3Url(arg));
   if (s3Input !== undefined)
     throw new UserError(
-      `'${s3Input}': only map reads s3:// inputs; copy the object first (aws s3 cp ${s3Input} .) and give the copy`,
+      `'${s3Input}': this command reads local files only; copy the object first (aws s3 cp ${s3Input} .) and give the copy`,
       EXIT.usage,
     );
   try {

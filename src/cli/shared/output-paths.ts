@@ -53,8 +53,8 @@ export class OverlappingOutputError extends UserError {
 export function refuseOverlappingPaths(
   reads: readonly RunFile[],
   writes: readonly RunFile[],
-  /** Whether this command's -o may be an s3:// location (map's is). */
-  s3Output = false,
+  /** Whether this command's outputs may be s3:// locations (-o, --rejects, --bad-rows: they go through one sink). */
+  s3Outputs = false,
 ): void {
   const inputs = known(reads);
   const outputs = known(writes);
@@ -78,10 +78,10 @@ export function refuseOverlappingPaths(
     }
     // an s3:// output's bucket and key are checked when the run opens it, before anything is sent
     if (isS3Url(out.path)) {
-      if (out.flag === '-o' && s3Output) return;
-      throw new UserError(
-        `${named(out)}: ${s3Output ? 'only -o and the inputs may be' : 'only map writes to'} s3:// locations; give a local path`,
-        EXIT.usage,
+      if (s3Outputs && S3_OUTPUT_FLAGS.has(out.flag)) return;
+      // not even a failed run's summary may be written to a path that names no local file
+      throw new OverlappingOutputError(
+        `${named(out)}: this output takes a local path, not an s3:// location; write it locally and copy it (aws s3 cp)`,
       );
     }
     const dir = dirname(writeThroughTarget(out.path));
@@ -101,6 +101,9 @@ export function refuseOverlappingPaths(
       throw new UserError(`${named(out)} is a directory: give a file name for ${out.flag}`, EXIT.usage);
   });
 }
+
+/** The outputs that may be s3:// locations: each is a sink of rows, uploaded as it is written. */
+const S3_OUTPUT_FLAGS = new Set(['-o', '--rejects', '--bad-rows']);
 
 function isDirectory(path: string): boolean {
   try {

@@ -25,6 +25,7 @@ import {
   type SweepResult,
   type SweptRawUid,
 } from '../optout/optout-sweep.js';
+import { isS3Url } from '../io/s3/s3-url.js';
 import { BadRowsOutput, type BadRowFlags } from '../run/bad-rows-output.js';
 import { runBatchCommand, type BatchPlan } from '../run/batch-run.js';
 import type { ServiceClient, ServiceTarget } from '../run/connection.js';
@@ -71,7 +72,11 @@ export async function runOptoutCheckJob(
   );
   let code: number;
   try {
-    code = await checkFile(options.inputs, options, deps, target, badRows, startedMs);
+    // s3:// patterns are listed here, as map's are; the S3 client is loaded only when one is given
+    const inputs = options.inputs.some(isS3Url)
+      ? await (await import('../io/s3/s3-read.js')).expandS3Inputs(options.inputs)
+      : options.inputs;
+    code = await checkFile(inputs, options, deps, target, badRows, startedMs);
   } catch (err) {
     await badRows?.abort();
     throw err;

@@ -25,9 +25,13 @@ import { isS3Url } from '../s3/s3-url.js';
  */
 export async function openSink(opts: OpenSinkOptions): Promise<TableSink> {
   // the Parquet writer is loaded only for a Parquet output
-  // the S3 client is loaded only for an s3:// output; the rows reach it through a local sink of this very kind
+  // the S3 client is loaded only for an s3:// output; the rows reach it through a sink of this very kind
+  // the key's `.gz` decides the compression as a file name does; Parquet judges a `.gz` name itself
   if (isS3Url(opts.path))
-    return (await import('../s3/s3-sink.js')).openS3Sink({ ...opts, path: opts.path as string }, openSink);
+    return (await import('../s3/s3-sink.js')).openS3Sink(
+      { ...opts, path: opts.path as string, ...(opts.format !== 'parquet' ? { compress: compressionOf(opts) } : {}) },
+      openSink,
+    );
   if (opts.format === 'parquet') return (await import('../parquet/parquet-sink.js')).openParquetSink(opts);
   const gzip = compressionOf(opts) === 'gzip';
   const format: RowFormat = rowFormatOf(opts.format, opts.header, opts.types);
@@ -260,6 +264,8 @@ class StreamSink extends SinkBase {
   }
 
   protected translate(err: Error): Error {
+    // a caller's stream that names itself (an upload to S3) says what failed in its own words
+    if (err instanceof OutputError) return err;
     const code = (err as NodeJS.ErrnoException).code;
     return new OutputError('<stdout>', `write failed (${code ?? err.message})`);
   }

@@ -1,6 +1,6 @@
 /** The one S3 client of a process: region and credentials from the AWS chain, an S3-compatible endpoint if given. */
 import { S3Client } from '@aws-sdk/client-s3';
-import { s3Endpoint } from './s3-endpoint.js';
+import { s3Endpoint, shownEndpoint } from './s3-endpoint.js';
 
 let client: S3Client | undefined;
 
@@ -56,8 +56,15 @@ export function s3Problem(err: unknown, bucket: string): { problem: string; hint
   if (err instanceof Error && /^Region is missing/.test(err.message))
     return { problem: 'no AWS region set', hint: "set AWS_REGION, or give the profile's region in ~/.aws/config" };
   const code = e?.code;
-  if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'ETIMEDOUT' || code === 'ECONNRESET')
-    return { problem: `the object store cannot be reached (${code})`, hint: 'check AWS_ENDPOINT_URL and the network' };
+  if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'ETIMEDOUT' || code === 'ECONNRESET') {
+    const at = shownEndpoint();
+    return at === undefined
+      ? { problem: `S3 cannot be reached (${code})`, hint: 'check the network and the region (AWS_REGION)' }
+      : {
+          problem: `the object store at ${at} cannot be reached (${code})`,
+          hint: 'check --s3-endpoint (else AWS_ENDPOINT_URL) and the network',
+        };
+  }
   return {
     problem: `S3 answered ${name || 'an error'}${status !== undefined ? ` (HTTP ${status})` : ''}`,
     hint: 'run the same command again; if it persists, check the bucket with aws s3 ls',

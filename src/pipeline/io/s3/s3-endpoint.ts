@@ -19,6 +19,17 @@ export function chooseS3Endpoint(url: string): string | undefined {
   return undefined;
 }
 
+/** The endpoint as messages show it: scheme, host and port only (a URL may carry a user and password). */
+export function shownEndpoint(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const endpoint = s3Endpoint(env);
+  if (endpoint === undefined) return undefined;
+  try {
+    return new URL(endpoint).origin;
+  } catch {
+    return 'the endpoint given';
+  }
+}
+
 /** The endpoint of an S3-compatible store (MinIO, R2, GCS interoperability); undefined: AWS itself. */
 export function s3Endpoint(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const chosen = given ?? env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;

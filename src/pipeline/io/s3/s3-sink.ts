@@ -1,40 +1,109 @@
-/** An output to `s3://bucket/key`: written to a private local file, uploaded in parts when the run commits. */
+/** An output to `s3://bucket/key`: uploaded in parts as it is written, the object made when the run commits. */
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createReadStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { HeadBucketCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
+import { pipeline } from 'node:stream/promises';
 import { processAlive } from '../output/output-file.js';
 import { OutputError, type OpenSinkOptions, type PreparedOutput, type TableSink } from '../table.js';
 import { s3Client, s3Problem } from './s3-client.js';
+import { ObjectUpload, UPLOAD_SHAPE, type UploadShape } from './s3-upload.js';
 import { parseS3Url } from './s3-url.js';
-
-/** Parts of 8 MiB, four in flight: 32 MiB of memory at most, whatever the size of the output. */
-const PART_BYTES = 8 * 1024 * 1024;
-const PARTS_IN_FLIGHT = 4;
 
 /**
  * Opens an output at `url`. The bucket and key are checked first, before any row is mapped: a missing bucket,
- * denied access or an object already there is one line naming the location and a fix. The rows go to a local
- * file made by `openLocal` (the same sink as for a file, 0600 in the temp directory); commit uploads that file
- * as a multipart upload, so the object appears only once the run has succeeded, and a failed upload is aborted
- * (S3 keeps no parts). An object is never replaced: a run cannot tell a finished output of its own from another's.
+ * denied access or an object already there is one line naming the location and a fix. An object is never
+ * replaced: a run cannot tell a finished output of its own from another's.
  */
 export async function openS3Sink(
   opts: OpenSinkOptions & { path: string },
-  openLocal: (opts: OpenSinkOptions) => Promise<TableSink>,
+  /** The sink that encodes the rows: given a stream it writes into it, given a path it writes that file. */
+  openEncoder: (opts: OpenSinkOptions) => Promise<TableSink>,
+  shape: UploadShape = UPLOAD_SHAPE,
 ): Promise<TableSink> {
   const url = opts.path;
   const at = parseS3Url(url);
   if ('problem' in at) throw new OutputError(url, at.problem);
   const { bucket, key } = at;
   await refuseUnwritable(url, bucket, key);
+  if (opts.format === 'parquet') return openThroughFile(opts, openEncoder, url, bucket, key, shape);
+  return openStreaming(opts, openEncoder, url, bucket, key, shape);
+}
+
+/**
+ * CSV, TSV and JSONL: the encoded (and gzipped) bytes go straight into a multipart upload as they are written, in
+ * bounded memory and with no local copy. Preparing the commit sends the last part; publishing completes the upload,
+ * which is when the object appears.
+ */
+async function openStreaming(
+  opts: OpenSinkOptions,
+  openEncoder: (opts: OpenSinkOptions) => Promise<TableSink>,
+  url: string,
+  bucket: string,
+  key: string,
+  shape: UploadShape,
+): Promise<TableSink> {
+  const upload = new ObjectUpload(s3Client(), url, bucket, key, shape);
+  const { path: _path, mode: _mode, ...rest } = opts;
+  let bytes: TableSink;
+  try {
+    bytes = await openEncoder({ ...rest, stream: upload.stream });
+  } catch (err) {
+    await upload.abort();
+    throw err;
+  }
+  const prepare = async (): Promise<PreparedOutput> => {
+    try {
+      await bytes.commit();
+    } catch (err) {
+      await upload.abort();
+      throw err;
+    }
+    return {
+      async publish(sealed) {
+        // a sealed file is how a journal proves a local rename happened: an upload has no such file
+        if (sealed !== undefined) throw new Error('an s3:// output cannot be sealed as a local file');
+        await upload.complete();
+      },
+      discard: () => upload.abort(),
+    };
+  };
+  return {
+    writeRows: (rows) => bytes.writeRows(rows),
+    writeEncoded: (chunk) => bytes.writeEncoded(chunk),
+    prepareCommit: prepare,
+    async commit(sealed) {
+      await (await prepare()).publish(sealed);
+    },
+    async abort() {
+      try {
+        await bytes.abort();
+      } finally {
+        await upload.abort();
+      }
+    },
+  };
+}
+
+/**
+ * Parquet: the rows go to a private local file (0600, in the temp directory) that is uploaded when the run commits.
+ * The Parquet sink owns a file handle that it fsyncs and renames, and refuses any other target; giving it a stream
+ * target is a change of its own, so a Parquet output needs room in the temp directory for its size.
+ */
+async function openThroughFile(
+  opts: OpenSinkOptions,
+  openEncoder: (opts: OpenSinkOptions) => Promise<TableSink>,
+  url: string,
+  bucket: string,
+  key: string,
+  shape: UploadShape,
+): Promise<TableSink> {
   await removeStaleUploadDirs();
   const dir = await mkdtemp(join(tmpdir(), `${DIR_PREFIX}${process.pid}-`));
   let local: TableSink;
   try {
-    local = await openLocal({ ...opts, path: join(dir, basename(key)), mode: 0o600 });
+    local = await openEncoder({ ...opts, path: join(dir, basename(key)), mode: 0o600 });
   } catch (err) {
     await rm(dir, { recursive: true, force: true });
     throw err;
@@ -52,10 +121,9 @@ export async function openS3Sink(
     }
     return {
       async publish(sealed) {
-        // a sealed file is how a journal proves a local rename happened: an upload has no such file
         if (sealed !== undefined) throw new Error('an s3:// output cannot be sealed as a local file');
         try {
-          await upload(url, bucket, key, file);
+          await uploadFile(url, bucket, key, file, shape);
         } finally {
           await removeDir();
         }
@@ -123,18 +191,14 @@ async function refuseUnwritable(url: string, bucket: string, key: string): Promi
   throw new OutputError(url, 'already exists', `delete it first (aws s3 rm ${url}) or choose another key`);
 }
 
-async function upload(url: string, bucket: string, key: string, file: string): Promise<void> {
-  const task = new Upload({
-    client: s3Client(),
-    params: { Bucket: bucket, Key: key, Body: createReadStream(file) },
-    partSize: PART_BYTES,
-    queueSize: PARTS_IN_FLIGHT,
-    leavePartsOnError: false,
-  });
+/** A finished local file sent through the same upload as a streamed output. */
+async function uploadFile(url: string, bucket: string, key: string, file: string, shape: UploadShape): Promise<void> {
+  const upload = new ObjectUpload(s3Client(), url, bucket, key, shape);
   try {
-    await task.done();
+    await pipeline(createReadStream(file), upload.stream);
+    await upload.complete();
   } catch (err) {
-    const { problem, hint } = s3Problem(err, bucket);
-    throw new OutputError(url, `the upload failed: ${problem}`, hint);
+    await upload.abort();
+    throw err;
   }
 }
