@@ -83,13 +83,7 @@ export async function runMapFilesJob(options: MapOptions, target: ServiceTarget,
   const input = await settleInput(options.inputs, options.reading, options.shard);
   const outputs = settleOutputs(options, input.paths.length);
   const say = sayTo(options.output, deps);
-  const badRows = await BadRowsOutput.open(
-    {
-      onBadRow: options.onBadRow ?? 'fail',
-      ...(options.badRows !== undefined && options.dryRun !== true ? { badRows: options.badRows } : {}),
-    },
-    say,
-  );
+  const badRows = await BadRowsOutput.open(outputs.badRows, say);
   let code: number;
   try {
     code = await mapInput({ options, input, outputs, target, deps, say, startedMs: deps.now(), badRows });

@@ -1,9 +1,10 @@
-/** A map run's outputs, settled once: the -o file or the parts of --output-dir, --rejects and the summary. */
+/** A map run's outputs, settled once: the -o file or the parts of --output-dir, --rejects, --bad-rows, the summary. */
 import { commitTogether } from '../io/output/commit-together.js';
 import { openSink } from '../io/output/sink.js';
 import type { TableInfo, TableSink } from '../io/table.js';
 import type { ColumnType } from '../io/typed-cells.js';
 import { sinkCompression, type OutputCompression, type OutputFlags, type OutputFormat } from '../run/output-options.js';
+import type { BadRowFlags } from '../run/bad-rows-output.js';
 import { outputBytes } from '../run/run-report.js';
 import { printSummary, writeSummaryJson, type RunSummary } from '../run/summary.js';
 import { partsShare, type Shard } from '../shard/shard-spec.js';
@@ -23,17 +24,20 @@ export interface OutputSpec {
   readonly rejects: string | undefined;
   /** Only the first runner under --shard writes the header row, so the runners' outputs put end to end are one. */
   readonly headerLine: boolean;
+  /** --on-bad-row and --bad-rows: a dry run skips as asked but writes no --bad-rows file. */
+  readonly badRows: BadRowFlags;
   readonly quiet: boolean;
   readonly summaryJson: string | undefined;
 }
 
 /** Settles the outputs from what was asked; `parts` is the number of input parts, for --output-dir under --shard. */
 export function settleOutputs(
-  asked: {
+  asked: Partial<BadRowFlags> & {
     output: OutputFlags;
     outputDir?: { dir: string; paths: string[] } | undefined;
     rejects?: string | undefined;
     shard?: Shard | undefined;
+    dryRun?: boolean | undefined;
   },
   parts: number,
 ): OutputSpec {
@@ -46,6 +50,10 @@ export function settleOutputs(
     ownPart: shard !== undefined && outputDir !== undefined ? partsShare(parts, shard) : undefined,
     rejects,
     headerLine: shard === undefined || shard.index === 1,
+    badRows: {
+      onBadRow: asked.onBadRow ?? 'fail',
+      ...(asked.badRows !== undefined && asked.dryRun !== true ? { badRows: asked.badRows } : {}),
+    },
     quiet: output.quiet === true,
     summaryJson: output.summaryJson,
   };
