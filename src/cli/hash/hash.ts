@@ -20,6 +20,7 @@ import { RowThreads } from '../../pipeline/threads/row-threads.js';
 import { defaultHashThreads, planThreads } from '../../pipeline/run/run-plan.js';
 import { isPieceSource, openTableInputs, type TableInput } from '../../pipeline/threads/table-input.js';
 import { openSink } from '../../pipeline/io/output/sink.js';
+import { resolveFormat } from '../../pipeline/io/source.js';
 import { defaultLayout } from '../../pipeline/map/result-columns.js';
 import { keptColumns } from '../../pipeline/map/result-layout.js';
 import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from '../../pipeline/jobs/headerless-input.js';
@@ -309,7 +310,8 @@ async function openInput(
   try {
     const opened = await openTableInputs(paths, options, rowThreads);
     // a one-column file of emails or phones without a header line is read as such (a note says so)
-    return paths.length === 1 && mayBeHeaderless(flags, { ...options, path: paths[0] })
+    return paths.length === 1 &&
+      mayBeHeaderless(flags, { format: resolveFormat({ ...options, path: paths[0] }), header: options.header })
       ? readAsHeaderless(opened)
       : opened;
   } catch (err) {

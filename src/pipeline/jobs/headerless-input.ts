@@ -1,28 +1,22 @@
 /** A one-column CSV whose first line is an email or a phone, not a header: read as headerless, that line a row. */
 import { prepareIdentifier } from '../../identity/index.js';
 import type { ColumnFlags, IdentifierColumn } from '../map/identifier-columns.js';
-import { resolveFormat } from '../io/source.js';
-import type { InputRow, OpenSourceOptions, TableSource } from '../io/table.js';
+import type { InputRow, TableSource } from '../io/table.js';
 import type { CsvPieceSource } from '../io/csv/piece-source.js';
 import { isPieceSource, type TableInput } from '../threads/table-input.js';
 
 /**
- * Whether an input opened with these options may be a headerless one-column file: a CSV read with a header line,
- * and no identifier column named by a flag (a named column means the user knows the header).
+ * Whether an input read so may be a headerless one-column file: a CSV (its format resolved) read with a header
+ * line, and no identifier column named by a flag (a named column means the user knows the header).
  */
 export function mayBeHeaderless(
   flags: ColumnFlags,
-  options: Pick<OpenSourceOptions, 'path' | 'format' | 'header'>,
+  read: { format: 'csv' | 'jsonl' | 'parquet'; header?: boolean | undefined },
 ): boolean {
   const named = [flags.emailCol, flags.phoneCol, flags.emailHashCol, flags.phoneHashCol].some(
     (v) => v !== undefined && v.length > 0,
   );
-  return (
-    !named &&
-    flags.col === undefined &&
-    options.header !== false &&
-    resolveFormat(options as OpenSourceOptions) === 'csv'
-  );
+  return !named && flags.col === undefined && read.header !== false && read.format === 'csv';
 }
 
 /** The name a headerless file's only column gets, as with --no-header. */

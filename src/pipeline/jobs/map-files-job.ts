@@ -3,9 +3,7 @@ import { existsSync } from 'node:fs';
 import type { PhoneRegion } from '../../identity/index.js';
 import { closeOnFailure } from '../io/close-on-failure.js';
 import { formatOfExtension } from '../io/format-names.js';
-import { commitTogether } from '../io/output/commit-together.js';
-import { openSink } from '../io/output/sink.js';
-import type { OpenSourceOptions, TableInfo, TableSink, TableSource } from '../io/table.js';
+import type { TableInfo, TableSource } from '../io/table.js';
 import type { ColumnFlags, IdentifierColumn } from '../map/identifier-columns.js';
 import { MapEngine, REMEMBERED_IDENTIFIERS, type MapRunCounts, type MapRunResult } from '../map/map-engine.js';
 import { phoneRegionHint, readsRegion } from '../map/phone-region-hint.js';
@@ -15,30 +13,38 @@ import { BadRowsOutput, type BadRowFlags } from '../run/bad-rows-output.js';
 import { runBatchCommand, type BatchPlan } from '../run/batch-run.js';
 import { chooseConcurrency, type ServiceClient, type ServiceTarget } from '../run/connection.js';
 import { EXIT, UserError } from '../run/exit-codes.js';
-import { sinkCompression, type OutputFlags } from '../run/output-options.js';
+import type { OutputFlags } from '../run/output-options.js';
 import { sayTo, type InputRunDeps, type Say } from '../run/run-deps.js';
-import { KNOWN_FAILURES as BATCH_KNOWN_FAILURES, outputBytes } from '../run/run-report.js';
+import { KNOWN_FAILURES as BATCH_KNOWN_FAILURES } from '../run/run-report.js';
 import { planThreads, type ThreadPlan } from '../run/run-plan.js';
-import { formatCount, makeSummary, printSummary, writeSummaryJson, type RunSummary } from '../run/summary.js';
+import { formatCount, makeSummary, writeSummaryJson, type RunSummary } from '../run/summary.js';
 import { releaseYoungGeneration } from '../run/young-generation.js';
+import type { Shard } from '../shard/shard-spec.js';
 import { isPreparingSource } from '../threads/parquet-read-thread.js';
-import { isS3Url } from '../io/s3/s3-url.js';
-import { openShardInputs } from '../shard/shard-input.js';
-import { partsShare, type Shard } from '../shard/shard-spec.js';
 import { isPieceSource, type TableInput } from '../threads/table-input.js';
 import { v2DeprecationWarning } from '../v2/v2-notice.js';
-import { mayBeHeaderless, readAsHeaderless } from './headerless-input.js';
+import { mayBeHeaderless } from './headerless-input.js';
 import { chooseMapColumns } from './map-columns.js';
 import { mapOutputColumns, runMapJob } from './map-job.js';
+import {
+  notWritten,
+  openOutputs,
+  reportSummary,
+  settleOutputs,
+  settleWritten,
+  writeEmptyOutput,
+  type OpenOutputs,
+  type OutputSpec,
+} from './map-outputs.js';
 import { openMapState, type MapStateFile } from './map-state.js';
-import { partSinks } from './output-dir-sinks.js';
+import { openInput, settleInput, type InputReading, type InputSpec } from './run-input.js';
 
 /** What a map run of files is asked to do, checked once: inputs, columns, outputs, state, limits. */
 export interface MapOptions extends ColumnFlags, Partial<BadRowFlags> {
   /** The input files, expanded (a '-' reads stdin); read as one run. */
   inputs: string[];
   /** How the inputs are read: format, header, delimiter, encoding. */
-  reading: Pick<OpenSourceOptions, 'format' | 'header' | 'delimiter' | 'encoding'>;
+  reading: InputReading;
   /** --output-dir: one output per input part, at `paths` (in the parts' order), instead of -o. */
   outputDir?: { dir: string; paths: string[] } | undefined;
   state?: string | undefined;
@@ -73,52 +79,40 @@ export interface MapOptions extends ColumnFlags, Partial<BadRowFlags> {
  * 130 interrupted); throws for the rest.
  */
 export async function runMapFilesJob(options: MapOptions, target: ServiceTarget, deps: InputRunDeps): Promise<number> {
-  // s3:// patterns are listed here, before anything is sent; the S3 client is loaded only when one is given
-  if (options.inputs.some(isS3Url))
-    options = { ...options, inputs: await (await import('../io/s3/s3-read.js')).expandS3Inputs(options.inputs) };
-  const skipping: BadRowFlags = {
-    onBadRow: options.onBadRow ?? 'fail',
-    ...(options.badRows !== undefined && options.dryRun !== true ? { badRows: options.badRows } : {}),
-  };
+  // settled before anything is sent: s3:// patterns listed, the format and delimiter checked, the shard's range found
+  const input = await settleInput(options.inputs, options.reading, options.shard);
+  const outputs = settleOutputs(options, input.paths.length);
   const say = sayTo(options.output, deps);
-  const badRows = await BadRowsOutput.open(skipping, say);
-  if (badRows === undefined) return mapParts(options, target, deps, say, undefined);
+  const badRows = await BadRowsOutput.open(outputs.badRows, say);
   let code: number;
   try {
-    code = await mapParts(options, target, deps, say, badRows);
+    code = await mapInput({ options, input, outputs, target, deps, say, startedMs: deps.now(), badRows });
   } catch (err) {
-    await badRows.abort();
+    await badRows?.abort();
     throw err;
   }
+  if (badRows === undefined) return code;
   if (code === EXIT.ok || code === EXIT.partial) await badRows.commit();
   else await badRows.abort();
   for (const line of badRows.closingLines()) say(line);
   return badRows.exitCode(code);
 }
 
-/** One map run of files, once its inputs are chosen: what each of its steps needs. */
+/** One map run of files, its input and outputs settled: what each of its steps needs. */
 interface MapRun {
   options: MapOptions;
+  input: InputSpec;
+  outputs: OutputSpec;
   target: ServiceTarget;
-  plan: ThreadPlan;
   deps: InputRunDeps;
   say: Say;
   startedMs: number;
   badRows: BadRowsOutput | undefined;
-  /** Under --shard, reading one file by range: keeps this runner's rows of what is read. */
-  ownRows?: ((input: TableInput) => TableInput) | undefined;
 }
 
-async function mapParts(
-  options: MapOptions,
-  target: ServiceTarget,
-  deps: InputRunDeps,
-  say: Say,
-  badRows: BadRowsOutput | undefined,
-): Promise<number> {
-  const startedMs = deps.now();
-  const inputPaths = options.inputs;
-  const inputPath = inputPaths[0];
+/** Opens the input as the run's plan of threads has it, chooses the columns, and runs the batch skeleton. */
+async function mapInput(run: MapRun): Promise<number> {
+  const { options, input, target, deps, say, startedMs } = run;
   const dryRun = options.dryRun === true;
   // a deadline, not progress: said even with --quiet, so that cron mail carries it
   if (options.api === 'v2') {
@@ -130,59 +124,51 @@ async function mapParts(
       ),
     );
   }
-
   const plan = planThreads({
     command: 'map',
     threads: options.threads,
     dryRun,
-    outputDir: options.outputDir !== undefined,
-    outputFormat: options.output.format,
+    outputDir: run.outputs.outputDir !== undefined,
+    outputFormat: run.outputs.format,
   });
-  const sourceOptions: Omit<OpenSourceOptions, 'path'> = {
-    ...options.reading,
-    ...(inputPath === '-' ? { stream: deps.stdin } : {}),
-    ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
-    ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-    ...(plan.readThread ? { readThread: true } : {}),
-  };
-  const { opened, ownRows } = await openShardInputs(inputPaths, sourceOptions, plan.rowThreads, options.shard);
-  if (!plan.keepsYoungGenerationBounded(isPreparingSource(opened))) releaseYoungGeneration();
-  const run: MapRun = { options, target, plan, deps, say, startedMs, badRows, ownRows };
-  return closeOnFailure(opened, () => mapOpened(run, opened, { ...sourceOptions, path: inputPaths[0] }));
-}
-
-async function mapOpened(run: MapRun, opened: TableInput, firstInput: OpenSourceOptions): Promise<number> {
-  const { options, target, say } = run;
-  // a one-column file of emails or phones without a header line is read as such (and said so)
-  const read = options.inputs.length === 1 && mayBeHeaderless(options, firstInput) ? readAsHeaderless(opened) : opened;
-  const source = run.ownRows !== undefined ? run.ownRows(read) : read;
-  for (const line of source.notes) say(line);
-  if (source.header.length === 0) return emptyInput(run, source);
-  const { columns, layout } = chooseMapColumns(
-    {
-      ...options,
-      layout: { ...options.layout, timeFormat: options.output.timeFormat, hashEncoding: options.output.hashEncoding },
-    },
-    source,
-    say,
-  );
-  const rejectsFormat = options.rejects === undefined ? undefined : formatOfExtension(options.rejects);
-  if (rejectsFormat !== undefined && rejectsFormat !== options.output.format) {
-    // the row threads encode an output row once, for both files: the rejects share the output's format
-    say(`--rejects ${options.rejects} is written as ${options.output.format.toUpperCase()}, the format of the output`);
-  }
-  const concurrency = chooseConcurrency(options.concurrency, target, say);
-  const choices: MapChoices = { source, columns, layout, concurrency };
-  return runBatchCommand<MapRunResult, MapStateFile | undefined>(
-    {
-      openState: () => openStateFor(run),
-      plan: (state) =>
-        options.dryRun === true && !isPieceSource(source)
-          ? dryRunReport(run, source, columns, state)
-          : mapPlan(run, choices, state),
-    },
-    run.deps,
-  );
+  const source = await openInput(input, {
+    stdin: deps.stdin,
+    onBadRecord: run.badRows?.record,
+    signal: deps.signal,
+    readThread: plan.readThread,
+    rowThreads: plan.rowThreads,
+    findHeaderless: mayBeHeaderless(options, { format: input.format, header: input.reading.header }),
+  });
+  if (!plan.keepsYoungGenerationBounded(isPreparingSource(source))) releaseYoungGeneration();
+  return closeOnFailure(source, async () => {
+    for (const line of source.notes) say(line);
+    if (source.header.length === 0) return emptyInput(run, source);
+    const { columns, layout } = chooseMapColumns(
+      {
+        ...options,
+        layout: { ...options.layout, timeFormat: options.output.timeFormat, hashEncoding: options.output.hashEncoding },
+      },
+      source,
+      say,
+    );
+    const rejectsFormat = options.rejects === undefined ? undefined : formatOfExtension(options.rejects);
+    if (rejectsFormat !== undefined && rejectsFormat !== options.output.format) {
+      // the row threads encode an output row once, for both files: the rejects share the output's format
+      say(
+        `--rejects ${options.rejects} is written as ${options.output.format.toUpperCase()}, the format of the output`,
+      );
+    }
+    const concurrency = chooseConcurrency(options.concurrency, target, say);
+    const choices: MapChoices = { source, columns, layout, concurrency, plan };
+    return runBatchCommand<MapRunResult, MapStateFile | undefined>(
+      {
+        openState: () => openStateFor(run),
+        plan: (state) =>
+          dryRun && !isPieceSource(source) ? dryRunReport(run, source, columns, state) : mapPlan(run, choices, state),
+      },
+      deps,
+    );
+  });
 }
 
 /** The state file of the run, if it names one; a dry run reads it, and only if it is there. */
@@ -201,18 +187,9 @@ function openStateFor({ options, target, say }: MapRun): MapStateFile | undefine
 }
 
 /** A 0-byte input is an empty table, not a mistake: the output is empty too (no columns to name). */
-async function emptyInput({ options, startedMs, deps, say }: MapRun, source: TableInfo): Promise<number> {
+async function emptyInput({ options, outputs, startedMs, deps, say }: MapRun, source: TableInfo): Promise<number> {
   say(`${source.name} is empty: nothing to map`);
-  if (!options.dryRun) {
-    const sink = await openSink({
-      path: options.output.output,
-      format: options.output.format,
-      ...sinkCompression(options.output),
-      header: [],
-      stream: deps.stdout,
-    });
-    await sink.commit();
-  }
+  if (!options.dryRun) await writeEmptyOutput(outputs, deps.stdout);
   const summary = makeSummary({
     command: 'map',
     rows: 0,
@@ -220,8 +197,7 @@ async function emptyInput({ options, startedMs, deps, say }: MapRun, source: Tab
     endedMs: deps.now(),
     extra: { outcome: 'completed' },
   });
-  if (!options.output.quiet) printSummary(summary, deps.stderr);
-  if (options.output.summaryJson !== undefined) await writeSummaryJson(options.output.summaryJson, summary);
+  await reportSummary(outputs, summary, deps.stderr);
   return EXIT.ok;
 }
 
@@ -231,17 +207,16 @@ interface MapChoices {
   columns: IdentifierColumn[];
   layout: ResultLayout;
   concurrency: number;
+  plan: ThreadPlan;
 }
 
 /** A run that sends, as the batch skeleton runs it: its outputs, its engine, its summary and its ending. */
 function mapPlan(run: MapRun, choices: MapChoices, state: MapStateFile | undefined): BatchPlan<MapRunResult> {
-  const { options, target, plan, deps, say, startedMs, badRows } = run;
-  const { source, columns, layout, concurrency } = choices;
+  const { options, outputs, target, deps, say, startedMs, badRows } = run;
+  const { source, columns, layout, concurrency, plan } = choices;
   const api = options.api ?? 'v3';
   const { header, types } = mapOutputColumns(source.header, columns, api, layout);
-  let rejects: TableSink | undefined;
-  // only the first runner writes the header row, so the runners' outputs put end to end are one runner's output
-  const laterShard = options.shard !== undefined && options.shard.index > 1;
+  let opened: OpenOutputs | undefined;
   return {
     command: 'map',
     target,
@@ -257,40 +232,14 @@ function mapPlan(run: MapRun, choices: MapChoices, state: MapStateFile | undefin
       progressLabel: 'map',
       cron: false,
       open: async () => {
-        const sink =
-          options.outputDir !== undefined
-            ? partSinks(
-                options.outputDir.paths,
-                source,
-                header,
-                types,
-                options.shard !== undefined ? partsShare(options.inputs.length, options.shard) : undefined,
-              )
-            : await openSink({
-                path: options.output.output,
-                format: options.output.format,
-                ...sinkCompression(options.output),
-                header,
-                types,
-                stream: deps.stdout,
-                threads: plan.encoderThreads(isPieceSource(source)) ?? 0,
-                ...(laterShard ? { headerLine: false } : {}),
-              });
-        if (options.rejects !== undefined) {
-          try {
-            rejects = await openSink({
-              path: options.rejects,
-              format: options.output.format,
-              header,
-              types,
-              ...(laterShard ? { headerLine: false } : {}),
-            });
-          } catch (err) {
-            await sink.abort();
-            throw err;
-          }
-        }
-        return sink;
+        opened = await openOutputs(outputs, {
+          header,
+          types,
+          source,
+          stdout: deps.stdout,
+          encoderThreads: plan.encoderThreads(isPieceSource(source)) ?? 0,
+        });
+        return opened.sink;
       },
     },
     engine: async ({ client, limiter, sink, progress }) => {
@@ -300,7 +249,7 @@ function mapPlan(run: MapRun, choices: MapChoices, state: MapStateFile | undefin
           columns,
           client,
           limiter,
-          output: { kind: 'table', sink, rejects, format: options.output.format, header, types },
+          output: { kind: 'table', sink, rejects: opened?.rejects, format: outputs.format, header, types },
           api,
           layout,
           threads: plan.engineThreads(isPieceSource(source)),
@@ -319,7 +268,7 @@ function mapPlan(run: MapRun, choices: MapChoices, state: MapStateFile | undefin
             }),
         });
       } catch (err) {
-        await rejects?.abort();
+        await opened?.rejects?.abort();
         throw err;
       }
     },
@@ -331,10 +280,11 @@ function mapPlan(run: MapRun, choices: MapChoices, state: MapStateFile | undefin
     finish: async (result, summary, { sink }) => {
       const hint = phoneRegionHint(readsRegion(columns), result.counts);
       if (hint !== undefined) say(hint);
+      const written = { sink, rejects: opened?.rejects };
       try {
-        return await finish(result, summary, { sink, rejects, badRows, options, state, say, deps });
+        return await finish(result, summary, { written, badRows, run, state });
       } catch (err) {
-        await rejects?.abort();
+        await written.rejects?.abort();
         throw err;
       }
     },
@@ -373,49 +323,33 @@ function runArgs(
 }
 
 interface Finish {
-  sink: TableSink;
-  rejects: TableSink | undefined;
+  written: OpenOutputs;
   badRows: BadRowsOutput | undefined;
-  options: MapOptions;
+  run: MapRun;
   state: MapStateFile | undefined;
-  say: (line: string) => void;
-  deps: InputRunDeps;
 }
 
 /** Commits or abandons the output by outcome, reports, and picks the exit code. */
 async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Promise<number> {
   const { outcome } = result;
+  const { options, outputs, deps, say } = f.run;
   // the run's files replace their targets together, and only when it completed
-  if (outcome.kind === 'completed') {
-    await commitTogether([f.sink, f.rejects, f.badRows]);
-    Object.assign(summary, outputBytes(f.options.output.output));
-  } else {
-    await f.rejects?.abort();
-    await f.sink.abort();
-    await f.badRows?.abort();
-  }
-  if (!f.options.output.quiet) printSummary(summary, f.deps.stderr);
-  if (f.options.output.summaryJson !== undefined) await writeSummaryJson(f.options.output.summaryJson, summary);
+  await settleWritten(outputs, f.written, [f.badRows], outcome.kind === 'completed', summary);
+  await reportSummary(outputs, summary, deps.stderr);
   const repeats = result.counts.repeatsSent;
   if (repeats > 0) {
-    f.say(
+    say(
       `about ${formatCount(repeats)} repeated identifier(s) were sent again: they came more than ` +
         `${formatCount(REMEMBERED_IDENTIFIERS)} distinct identifiers after their first one, more than a run without ` +
         'a state file remembers; with --state FILE each is sent once',
     );
   }
-  const notWritten =
-    f.options.output.output !== undefined
-      ? `${f.options.output.output} was not written`
-      : f.options.outputDir !== undefined
-        ? `no output in ${f.options.outputDir.dir} was written`
-        : 'the rows on stdout are incomplete';
   switch (outcome.kind) {
     case 'completed': {
       const errors = result.counts.status.error;
       if (errors === 0) return EXIT.ok;
-      f.say(
-        `${formatCount(errors)} identifier(s) ended in error (see the reason column${f.options.rejects ? ` and ${f.options.rejects}` : ''}); ` +
+      say(
+        `${formatCount(errors)} identifier(s) ended in error (see the reason column${outputs.rejects ? ` and ${outputs.rejects}` : ''}); ` +
           (f.state
             ? 're-run the same command to retry only those'
             : 'add --state FILE to retry only those on a re-run'),
@@ -423,10 +357,10 @@ async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Pro
       return EXIT.partial;
     }
     case 'interrupted':
-      f.say(
-        `interrupted: ${notWritten}; ` +
+      say(
+        `interrupted: ${notWritten(outputs)}; ` +
           (f.state
-            ? `${formatCount(result.counts.batchesCommitted)} answered batch(es) are saved in ${f.options.state}: re-run the same command to resume`
+            ? `${formatCount(result.counts.batchesCommitted)} answered batch(es) are saved in ${options.state}: re-run the same command to resume`
             : 'nothing was saved (use --state FILE to make a re-run resume)'),
       );
       return EXIT.interrupted;
@@ -434,13 +368,13 @@ async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Pro
       throw outcome.error;
     case 'failed': {
       const error = outcome.error;
-      const saved = f.state ? `; answered batches are saved in ${f.options.state}, a re-run resumes` : '';
+      const saved = f.state ? `; answered batches are saved in ${options.state}, a re-run resumes` : '';
       if (!KNOWN_FAILURES.has(error.name)) throw error;
       const lead =
-        f.options.failFast && !LOCAL_FAILURES.has(error.name)
+        options.failFast && !LOCAL_FAILURES.has(error.name)
           ? 'stopped at the first failed request (--fail-fast): '
           : '';
-      throw new UserError(`${lead}${error.message}; ${notWritten}${saved}`, EXIT.failed);
+      throw new UserError(`${lead}${error.message}; ${notWritten(outputs)}${saved}`, EXIT.failed);
     }
   }
 }
@@ -500,7 +434,7 @@ function mapSummary(
 }
 
 async function dryRunReport(
-  { options, startedMs, deps, say }: MapRun,
+  { options, outputs, startedMs, deps, say }: MapRun,
   source: TableSource,
   columns: IdentifierColumn[],
   state: MapStateFile | undefined,
@@ -530,10 +464,10 @@ async function dryRunReport(
     ...(state !== undefined ? [`  ${formatCount(c.fromState)} answered from the state file`] : []),
     `  ${formatCount(c.batches)} request(s) would be sent (${formatCount(c.itemsInBatches)} identifiers, up to ${formatCount(options.batchSize ?? 5000)} per request)`,
   ];
-  if (!options.output.quiet) deps.stderr.write(`${lines.join('\n')}\n`);
+  if (!outputs.quiet) deps.stderr.write(`${lines.join('\n')}\n`);
   const hint = phoneRegionHint(readsRegion(columns), c);
   if (hint !== undefined) say(hint);
-  if (options.output.summaryJson !== undefined) {
+  if (outputs.summaryJson !== undefined) {
     const summary = makeSummary({
       command: 'map',
       rows: c.rowsRead,
@@ -551,7 +485,7 @@ async function dryRunReport(
         ...(source.problems().badRows !== undefined ? { bad_rows: source.problems().badRows } : {}),
       },
     });
-    await writeSummaryJson(options.output.summaryJson, summary);
+    await writeSummaryJson(outputs.summaryJson, summary);
   }
   return result.outcome.kind === 'interrupted' ? EXIT.interrupted : EXIT.ok;
 }

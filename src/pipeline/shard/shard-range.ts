@@ -2,7 +2,7 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import { countLineBreaks, CsvPieceCutter, type CsvPiece } from '../io/csv/piece-cutter.js';
+import { countLineBreaks, CsvPieceCutter, cutPieces, type CsvPiece } from '../io/csv/piece-cutter.js';
 import { InputPartsError } from '../io/input-parts.js';
 import { openFailure } from '../io/table.js';
 import type { Shard } from './shard-spec.js';
@@ -129,43 +129,37 @@ async function csvCuts(
   const cutter = new CsvPieceCutter(reading.delimiter, target, reading.encoding, { line: 1, offset: bom });
   cutter.push(head.subarray(bom));
   let ended = first.done === true;
-  const more = async (): Promise<boolean> => {
-    if (ended) return false;
+  const read = async (): Promise<Buffer | undefined> => {
+    if (ended) return undefined;
     const next = await scan.next();
-    if (next.done === true) {
-      ended = true;
-      return false;
-    }
-    cutter.push(next.value);
-    return true;
+    if (next.done === true) ended = true;
+    return next.value ?? undefined;
   };
+  // the first record alone: the header, or with --no-header the row that sets the width
+  let oneRecord = true;
+  const pieces = cutPieces(cutter, read, () => oneRecord);
+  const headCut = await pieces.next();
+  if (headCut.done === true) {
+    const whole = { offset: size, line: Number.POSITIVE_INFINITY };
+    return { prefix: whole, cuts: Array.from({ length: shard.count }, () => whole) };
+  }
+  oneRecord = false;
+  const headPiece = headCut.value;
   const after = (piece: CsvPiece): Cut =>
     atEnd(
       { offset: piece.startOffset + piece.bytes.length, line: piece.startLine + countLineBreaks(piece.bytes) },
       size,
     );
-  // the first record: the header, or with --no-header the row that sets the width
-  let headPiece = cutter.nextRecord();
-  while (headPiece === undefined && (await more())) headPiece = cutter.nextRecord();
-  headPiece ??= cutter.finish();
-  if (headPiece === undefined) {
-    const whole = { offset: size, line: Number.POSITIVE_INFINITY };
-    return { prefix: whole, cuts: Array.from({ length: shard.count }, () => whole) };
-  }
   const prefix = after(headPiece);
   const cuts: Cut[] = [prefix];
   let done = cutsAt(prefix, size, shard, prefix, cuts);
   while (!done) {
-    const piece = cutter.next();
-    if (piece !== undefined) {
-      done = cutsAt(prefix, size, shard, after(piece), cuts);
-      continue;
+    const cut = await pieces.next();
+    if (cut.done === true) {
+      cutsAt(prefix, size, shard, { offset: size, line: Number.POSITIVE_INFINITY }, cuts);
+      break;
     }
-    if (await more()) continue;
-    const last = cutter.finish();
-    if (last !== undefined) done = cutsAt(prefix, size, shard, after(last), cuts);
-    if (!done) cutsAt(prefix, size, shard, { offset: size, line: Number.POSITIVE_INFINITY }, cuts);
-    break;
+    done = cutsAt(prefix, size, shard, after(cut.value), cuts);
   }
   return { prefix: { offset: prefix.offset, line: headPiece.startLine + countLineBreaks(headPiece.bytes) }, cuts };
 }

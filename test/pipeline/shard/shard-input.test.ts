@@ -2,8 +2,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { readCsvRecords } from '../../../src/pipeline/io/csv/csv-records.js';
 import type { OpenSourceOptions } from '../../../src/pipeline/io/table.js';
-import { readAsHeaderless } from '../../../src/pipeline/jobs/headerless-input.js';
-import { openShardInputs } from '../../../src/pipeline/shard/shard-input.js';
+import { openInput, settleInput } from '../../../src/pipeline/jobs/run-input.js';
 import { partsShare, type Shard } from '../../../src/pipeline/shard/shard-spec.js';
 import { isPieceSource, type TableInput } from '../../../src/pipeline/threads/table-input.js';
 import { RowThreads } from '../../../src/pipeline/threads/row-threads.js';
@@ -27,9 +26,12 @@ async function readShard(paths: string[], reading: Reading, threads: number, sha
     ...reading,
     ...(reading.onBadRecord ? { onBadRecord: (bad) => skipped.push(bad.line) } : {}),
   };
-  const { opened, ownRows } = await openShardInputs(paths, options, threads, shard);
-  const headerless = reading.format !== 'jsonl' && reading.header !== false ? readAsHeaderless(opened) : opened;
-  const input: TableInput = ownRows !== undefined ? ownRows(headerless) : headerless;
+  const spec = await settleInput(paths, options, shard);
+  const input: TableInput = await openInput(spec, {
+    onBadRecord: options.onBadRecord,
+    rowThreads: threads,
+    findHeaderless: spec.format === 'csv' && spec.reading.header,
+  });
   const rows: [number, string[]][] = [];
   if (isPieceSource(input)) {
     for await (const piece of input.pieces())

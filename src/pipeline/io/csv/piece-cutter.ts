@@ -318,6 +318,36 @@ function indexOrLength(buf: Buffer, byte: number, from: number): number {
 }
 
 /**
+ * What `cutter` cuts of an input, its bytes read only as far as needed: one record at a time while `oneRecord()`
+ * says so (a header, or with --no-header the row that sets the width), otherwise pieces of about the cutter's
+ * target size, and at the end what is left. `afterRead` sees the cutter after each read (to refuse a record that
+ * never ends). A caller that stops early leaves the rest unread.
+ */
+export async function* cutPieces(
+  cutter: CsvPieceCutter,
+  read: () => Promise<Buffer | undefined>,
+  oneRecord: () => boolean,
+  afterRead?: () => void,
+): AsyncGenerator<CsvPiece, void, undefined> {
+  for (;;) {
+    const piece = oneRecord() ? cutter.nextRecord() : cutter.next();
+    if (piece !== undefined) {
+      yield piece;
+      continue;
+    }
+    const buf = await read();
+    if (buf !== undefined) {
+      cutter.push(buf);
+      afterRead?.();
+      continue;
+    }
+    const last = cutter.finish();
+    if (last !== undefined) yield last;
+    return;
+  }
+}
+
+/**
  * Physical lines ended in `bytes`: each LF, and each CR not followed by LF (a CRLF is one). A CR ending the
  * bytes counts: pieces never end between the CR and LF of a CRLF.
  */

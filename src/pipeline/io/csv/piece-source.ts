@@ -3,7 +3,7 @@ import { ByteInput } from '../byte-input.js';
 import { MAX_RECORD_BYTES } from '../record-limit.js';
 import { parseCsvRecords, type CsvSettings } from './csv-records.js';
 import { parseDelimiter } from './delimiter.js';
-import { CsvPieceCutter, type CsvPiece } from './piece-cutter.js';
+import { CsvPieceCutter, cutPieces, type CsvPiece } from './piece-cutter.js';
 import { uniqueHeader } from './unique-header.js';
 import { InputError, type OpenSourceOptions, type SourceProblemCounts, type TableInfo } from '../table.js';
 
@@ -32,36 +32,29 @@ export async function openCsvPieces(opts: OpenSourceOptions, pieceBytes = PIECE_
     encoding: opts.encoding ?? 'utf8',
   } as const;
   const cutter = new CsvPieceCutter(settings.delimiter, pieceBytes, settings.encoding);
-  let ended = false;
-  /** Reads once more into the cutter; false at the end of the input. */
-  const readMore = async (): Promise<boolean> => {
-    if (ended) return false;
-    const next = await input.next();
-    if (next === null) {
-      ended = true;
-      return false;
-    }
-    cutter.push(next.buf);
-    if (cutter.pendingBytes > MAX_RECORD_BYTES + pieceBytes) throw overlongRecord(cutter, settings, input.name);
-    return true;
-  };
+  let header = true;
+  const pieces = cutPieces(
+    cutter,
+    async () => (await input.next())?.buf,
+    () => header,
+    () => {
+      if (cutter.pendingBytes > MAX_RECORD_BYTES + pieceBytes) throw overlongRecord(cutter, settings, input.name);
+    },
+  );
   try {
     // the header is the first record; with --no-header it only sets the width and stays a row
     let first: CsvPiece | undefined;
     let record: string[] | undefined;
     while (record === undefined) {
-      let piece = cutter.nextRecord();
-      if (piece === undefined) {
-        if (await readMore()) continue;
-        piece = cutter.finish();
-        // the end, and no record in the whole input (empty, or only empty lines)
-        if (piece === undefined) break;
-      }
-      first = piece;
+      const next = await pieces.next();
+      // the end, and no record in the whole input (empty, or only empty lines)
+      if (next.done === true) break;
+      first = next.value;
       // a piece of only empty lines has no record: the header is further down
-      record = parseCsvRecords(piece, settings, input.name)[0];
+      record = parseCsvRecords(first, settings, input.name)[0];
     }
-    return new PieceReader(input, settings, record, opts.header === false ? first : undefined, cutter, readMore);
+    header = false;
+    return new PieceReader(input, settings, record, opts.header === false ? first : undefined, pieces);
   } catch (err) {
     input.close();
     throw err;
@@ -102,8 +95,8 @@ class PieceReader implements CsvPieceSource {
     record: string[] | undefined,
     /** With --no-header, the first record is a row: its piece goes first. */
     private readonly firstRow: CsvPiece | undefined,
-    private readonly cutter: CsvPieceCutter,
-    private readonly readMore: () => Promise<boolean>,
+    /** The pieces after the first record, as cutPieces cuts them. */
+    private readonly cut: AsyncGenerator<CsvPiece, void, undefined>,
   ) {
     this.name = input.name;
     this.totalBytes = input.totalBytes;
@@ -145,18 +138,10 @@ class PieceReader implements CsvPieceSource {
   private async *read(): AsyncGenerator<CsvPiece> {
     try {
       if (this.firstRow !== undefined) yield this.firstRow;
-      for (;;) {
-        const piece = this.cutter.next();
-        if (piece !== undefined) {
-          // lets the byte checker's line index forget the lines before the piece (it would grow with the file)
-          this.input.lines.lineAt(piece.startOffset);
-          yield piece;
-          continue;
-        }
-        if (await this.readMore()) continue;
-        const last = this.cutter.finish();
-        if (last !== undefined && last.bytes.length > 0) yield last;
-        return;
+      for await (const piece of this.cut) {
+        // lets the byte checker's line index forget the lines before the piece (it would grow with the file)
+        this.input.lines.lineAt(piece.startOffset);
+        yield piece;
       }
     } finally {
       this.input.close();
