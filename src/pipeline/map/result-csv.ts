@@ -162,8 +162,8 @@ interface ResultCells {
 /** Bytes of a refresh_from cell at most: ISO text, or a number as String() writes one. */
 const TIME_BYTES = 32;
 const MAPPED_TAIL = Buffer.from(',mapped,', 'latin1');
-/** In a mapped slot's u or p, what the slot writer cannot write as it is: not ASCII, or needs quoting. */
-const NOT_PLAIN = /[^\x20-\x7e]|[",]/;
+/** Whole numbers up to this size are written digit by digit; others as timeCell() writes them. */
+const INT32_MAX = 0x7fffffff;
 
 /**
  * The result cells of the default v3 layout (raw_uid, prev_raw_uid, refresh_from, status, reason per identifier
@@ -176,8 +176,10 @@ class SlotCells implements ResultCells {
   private readonly pAt: Uint32Array;
   /** The mapped slots written so far. */
   private k = 0;
+  /** The last refresh_from written, and its cell's bytes. */
   private lastTime = Number.NaN;
-  private timeBytes: Buffer = Buffer.alloc(0);
+  private readonly timeBytes = Buffer.alloc(TIME_BYTES);
+  private timeLength = 0;
 
   private constructor(
     private readonly answers: PackedAnswers,
@@ -197,8 +199,9 @@ class SlotCells implements ResultCells {
   static of(answers: PackedAnswers, input: Omit<ResultBytesInput, 'rowCount'>): SlotCells | undefined {
     const { width, v2, layout } = input;
     if (v2 || layout.emitHash || answers.u.length !== width || answers.p.length !== width) return undefined;
-    if (answers.u.some((text) => NOT_PLAIN.test(text)) || answers.p.some((text) => NOT_PLAIN.test(text)))
-      return undefined;
+    const u = answers.u.map(plainBytes);
+    const p = answers.p.map(plainBytes);
+    if (u.includes(undefined) || p.includes(undefined)) return undefined;
     const reasons = ['', ...answers.reasonTexts];
     const tails: Buffer[] = [];
     let longestTail = 0;
@@ -248,20 +251,51 @@ class SlotCells implements ResultCells {
         at = copy(this.p[c], pFrom, pFrom + pLength, out, at);
       }
       out[at++] = COMMA;
-      at = copy(this.time(this.answers.r[k]), 0, -1, out, at);
+      this.time(this.answers.r[k]);
+      at = copy(this.timeBytes, 0, this.timeLength, out, at);
       at = copy(MAPPED_TAIL, 0, -1, out, at);
     }
     return at;
   }
 
-  /** A refresh_from cell's bytes; times repeat from slot to slot, so the last one's are kept. */
-  private time(r: number): Buffer {
-    if (r !== this.lastTime) {
-      this.lastTime = r;
-      this.timeBytes = Buffer.from(timeCell(r, this.timeFormat), 'latin1');
+  /** A refresh_from cell's bytes, in timeBytes; times repeat from slot to slot, so the last one's are kept. */
+  private time(r: number): void {
+    if (r === this.lastTime) return;
+    this.lastTime = r;
+    const seconds = Math.floor(r);
+    if (this.timeFormat !== 'unix' || !(Math.abs(seconds) <= INT32_MAX)) {
+      this.timeLength = this.timeBytes.write(timeCell(r, this.timeFormat), 0, 'latin1');
+      return;
     }
-    return this.timeBytes;
+    // the digits as String() writes them, lowest first, then turned around
+    const bytes = this.timeBytes;
+    let at = 0;
+    let rest = seconds | 0;
+    if (rest < 0) {
+      bytes[at++] = 0x2d;
+      rest = -rest;
+    }
+    const first = at;
+    do {
+      const tenth = (rest / 10) | 0;
+      bytes[at++] = 0x30 + rest - tenth * 10;
+      rest = tenth;
+    } while (rest > 0);
+    for (let i = first, j = at - 1; i < j; i++, j--) {
+      const d = bytes[i];
+      bytes[i] = bytes[j];
+      bytes[j] = d;
+    }
+    this.timeLength = at;
   }
+}
+
+/** A text's bytes when it is ASCII and needs no quoting (no quote, comma or line break); else undefined. */
+function plainBytes(text: string): Buffer | undefined {
+  if (Buffer.byteLength(text, 'utf8') !== text.length) return undefined;
+  const bytes = Buffer.from(text, 'latin1');
+  for (const special of [COMMA, QUOTE, LF, CR]) if (bytes.indexOf(special) !== -1) return undefined;
+  return bytes;
 }
 
 /** Bytes `from` to `to` (-1: the end) of `bytes` to `out` at `at`; where they end. */
