@@ -28,6 +28,7 @@
 //                                          # it the case is skipped with one line
 //   npm run bench -- --window-rows 200000  # fewer emails for the window case (and --python-rows for python)
 //   npm run bench -- --markdown            # the table in Markdown, as the README shows it
+//   node bench/run.mjs --help              # this text; an option not listed here is refused
 //   node bench/run.mjs --render-only [--markdown]   # run nothing: the table of the last bench/results.json
 import { spawn, spawnSync } from 'node:child_process';
 import { BIN, childEnv, cpuSecondsOf, ROOT, startServe, stopServe } from './processes.mjs';
@@ -64,7 +65,33 @@ const ALL_CASES = [
   'scaling',
   'python',
 ];
+// what takes a value, and what does not: anything else is refused, not ignored (a mistyped option would run the
+// whole bench)
+const VALUE_OPTIONS = ['--only', '--runs', '--threads', '--scaling', '--window-rows', '--python-rows', '--state-into'];
+const FLAGS = ['--skip-5m-state', '--markdown', '--render-only', '--help', '-h'];
+const refuse = (message) => {
+  console.error(`bench/run.mjs: ${message}; see node bench/run.mjs --help`);
+  process.exit(2);
+};
+for (let i = 0; i < argv.length; i++) {
+  if (VALUE_OPTIONS.includes(argv[i])) {
+    if (argv[i + 1] === undefined || argv[i + 1].startsWith('--')) refuse(`${argv[i]} needs a value`);
+    i++;
+  } else if (!FLAGS.includes(argv[i])) refuse(`unknown option '${argv[i]}'`);
+}
+if (flag('--help') || flag('-h')) {
+  // the usage is this file's opening comment
+  const source = readFileSync(new URL(import.meta.url), 'utf8').split('\n');
+  const comment = source.slice(
+    1,
+    source.findIndex((line, n) => n > 0 && !line.startsWith('//')),
+  );
+  console.log(comment.map((line) => line.replace(/^\/\/ ?/, '')).join('\n'));
+  process.exit(0);
+}
 const ONLY = option('--only')?.split(',') ?? ALL_CASES;
+const unknownCases = ONLY.filter((name) => !ALL_CASES.includes(name));
+if (unknownCases.length > 0) refuse(`--only: no case '${unknownCases.join("', '")}' (cases: ${ALL_CASES.join(' ')})`);
 const RUNS = Number(option('--runs') ?? 3);
 // undefined: the CLI's own default (map: cores - 1, hash: one per core); 0: everything on the main thread
 const THREADS = option('--threads')

@@ -6,7 +6,8 @@
 import { workerData } from 'node:worker_threads';
 import { emptyHashCounts, hashRows } from '../hash/hash-rows.js';
 import { prepareRows } from '../map/prepare-rows.js';
-import { outputRows, outputRowsV2, type AnsweredRows, type SentHashes } from '../map/result-columns.js';
+import { defaultLayout, outputRows, outputRowsV2, type SentHashes } from '../map/result-columns.js';
+import { csvPieceBytes } from '../map/result-csv.js';
 import { encodeCsvRow, rowEncoder } from '../io/output/row-encoders.js';
 import {
   unpackAnswers,
@@ -17,7 +18,6 @@ import {
 } from './row-threads.js';
 import { parseCsvPiece } from '../io/csv/csv-records.js';
 import { fitRow } from '../io/csv/fit-row.js';
-import { quoteFreeRecordLines } from '../io/csv/tokenizer.js';
 import type { InputRow, SourceProblemCounts } from '../io/table.js';
 import { serveTasks } from '../workers/worker-pool.js';
 
@@ -50,57 +50,20 @@ function answer(
 }
 
 /**
- * CSV in and out, both comma-separated, and every input column written: a plain input line is, as it is, the CSV
- * text of the row's input cells.
+ * CSV in and out, both comma-separated, UTF-8, and every input column written: a plain input line is, as it is,
+ * the CSV text of the row's input cells, and its bytes are copied (map/result-csv.ts).
  */
 const linesAreCsv =
-  config.format.format === 'csv' && config.csv.delimiter === ',' && (config.layout?.keep ?? null) === null;
+  config.format.format === 'csv' &&
+  config.csv.delimiter === ',' &&
+  config.csv.encoding === 'utf8' &&
+  (config.layout?.keep ?? null) === null;
 
-/**
- * The output text of a plain piece's rows (and of its --rejects rows) from its lines: each line as it is when it
- * has the header's width (its cells need no quoting: no quote, comma or line break can be in them), then the
- * result cells, encoded on their own (a field's quoting never depends on its neighbours, so the bytes are those
- * of encoding the whole row). A line of another width is fitted and encoded cell by cell, as parsing would.
- * This skips splitting and re-joining the input cells of nearly every row.
- */
-function encodeOnLines(
-  lines: string[],
-  toOutput: typeof outputRows,
-  answers: Omit<AnsweredRows, 'rows'>,
-  withRejects: boolean,
-): { text: string; rejected: string } {
-  const bare: InputRow[] = new Array(lines.length);
-  for (let r = 0; r < lines.length; r++) bare[r] = { line: 0, cells: [] };
-  const rejects: string[][] | null = withRejects ? [] : null;
-  const results = toOutput({ ...answers, rows: bare }, rejects, config.layout);
-  const rejectedRows = rejects === null ? null : new Set(rejects);
-  const width = config.width;
-  let text = '';
-  let rejected = '';
-  for (let r = 0; r < lines.length; r++) {
-    const line = lines[r];
-    const input =
-      commasIn(line) === width - 1
-        ? line
-        : encodeCsvRow(fitRow(0, line.split(','), width, { shortRows: 0, longRows: 0, extraKeys: 0 }).cells).slice(
-            0,
-            -1,
-          );
-    const row = `${input},${encodeCsvRow(results[r])}`;
-    text += row;
-    if (rejectedRows?.has(results[r])) rejected += row;
-  }
-  return { text, rejected };
-}
-
-function pieceText(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString(config.csv.encoding);
-}
-
-function commasIn(line: string): number {
-  let n = 0;
-  for (let i = line.indexOf(','); i !== -1; i = line.indexOf(',', i + 1)) n++;
-  return n;
+/** A line of another width than the header's, fitted as parsing fits it, as CSV text without its '\n'. */
+function fitLine(line: string): string {
+  return encodeCsvRow(
+    fitRow(0, line.split(','), config.width, { shortRows: 0, longRows: 0, extraKeys: 0 }).cells,
+  ).slice(0, -1);
 }
 
 serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
@@ -119,22 +82,23 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
       const piece = held.get(task.piece);
       if (piece === undefined) throw new Error(`piece ${task.piece} is not held by this thread`);
       held.delete(task.piece);
+      if (linesAreCsv) {
+        const written = csvPieceBytes(task.answers, {
+          piece: piece.bytes,
+          inputWidth: config.width,
+          width: config.columns.length,
+          v2: config.v2,
+          layout: config.layout ?? defaultLayout(config.columns),
+          sent: piece.sent,
+          rejects: task.rejects,
+          fitLine,
+        });
+        if (written !== undefined) return answer({ task: 'encode', ...written }, [written.bytes, written.rejectBytes]);
+      }
       const { status } = task.answers;
       const reason = unpackReasons(task.answers);
       const mapped = unpackAnswers(task.answers);
       const toOutput = config.v2 ? outputRowsV2 : outputRows;
-      const lines = linesAreCsv ? quoteFreeRecordLines(pieceText(piece.bytes)) : undefined;
-      if (lines !== undefined) {
-        const { text, rejected } = encodeOnLines(
-          lines,
-          toOutput,
-          { width: config.columns.length, status, mapped, reason, sent: piece.sent },
-          task.rejects,
-        );
-        const bytes = utf8.encode(text);
-        const rejectBytes = rejected !== '' ? utf8.encode(rejected) : null;
-        return answer({ task: 'encode', bytes, rejectBytes }, [bytes, rejectBytes]);
-      }
       const { rows } = parse(piece.bytes, piece.startLine);
       const rejects: string[][] | null = task.rejects ? [] : null;
       const out = toOutput(

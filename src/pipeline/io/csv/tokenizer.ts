@@ -134,26 +134,6 @@ export function tokenizeCsv(
   }
 }
 
-/**
- * The records of a text without a quote, as lines (empty lines skipped, as tokenizing skips them). With ','
- * as the delimiter such a line is already the CSV text of its cells, so writing it again needs no cells.
- * undefined when the text has a quote.
- */
-export function quoteFreeRecordLines(text: string): string[] | undefined {
-  if (text.indexOf('"') !== -1) return undefined;
-  const records: string[] = [];
-  let lf = -1;
-  let cr = -1;
-  for (let pos = 0; pos < text.length; ) {
-    if (lf < pos) lf = nextOf(text, '\n', pos);
-    if (cr < pos) cr = nextOf(text, '\r', pos);
-    const end = Math.min(lf, cr);
-    if (end > pos) records.push(text.slice(pos, end));
-    pos = end + (end === cr && text.charCodeAt(end + 1) === LF ? 2 : 1);
-  }
-  return records;
-}
-
 /** Where `search` next occurs in `text` at or after `from`, or text.length when it does not. */
 function nextOf(text: string, search: string, from: number): number {
   const at = text.indexOf(search, from);

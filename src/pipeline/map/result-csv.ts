@@ -1,0 +1,356 @@
+/** A plain CSV piece's output bytes: each input line's bytes, then its result cells, written into one reused buffer. */
+import { isUtf8 } from 'node:buffer';
+import type { ByteColumn } from '../io/row-blocks.js';
+import { timeCell, type TimeFormat } from '../io/typed-cells.js';
+import { NO_P, type PackedAnswers, type ResultBytesInput, resultByteColumns } from './result-bytes.js';
+import { SLOT, SLOT_STATUS_NAMES } from './row-chunk.js';
+
+const COMMA = 0x2c;
+const QUOTE = 0x22;
+const LF = 0x0a;
+const CR = 0x0d;
+
+/** The output of a piece: its rows' bytes, and those of its --rejects rows (null when none is rejected). */
+export interface CsvPieceBytes {
+  bytes: Uint8Array;
+  rejectBytes: Uint8Array | null;
+}
+
+/** What a piece is written from, beyond its answers. */
+export interface CsvPieceInput extends Omit<ResultBytesInput, 'rowCount'> {
+  /** The piece's bytes: whole records of a comma-separated UTF-8 input. */
+  piece: Uint8Array;
+  /** Cells per input row (the header's). */
+  inputWidth: number;
+  /** Whether to write the --rejects rows too. */
+  rejects: boolean;
+  /**
+   * A line whose cell count is not the header's, as the CSV text of its fitted cells (without its '\n'): such a
+   * line is fitted as parsing it would, which this module leaves to the caller.
+   */
+  fitLine: (line: string) => string;
+}
+
+/**
+ * Kept from piece to piece, and grown when a piece needs more: a thread writes one piece at a time, and what
+ * leaves is a copy of the bytes written, so the buffer itself is never handed over.
+ */
+let kept: Buffer = Buffer.allocUnsafeSlow(1 << 20);
+
+/** The kept buffer, at least `size` bytes long. */
+function scratch(size: number): Buffer {
+  if (kept.length < size) kept = Buffer.allocUnsafeSlow(Math.max(size, 2 * kept.length));
+  return kept;
+}
+
+/**
+ * The output rows of a piece whose input is comma-separated UTF-8 CSV without a quote and whose every input column
+ * is written: a line of the header's width is, as it is, the CSV text of its cells (no quote, comma or line break
+ * can be in one), so its bytes are copied; the result cells follow, each quoted only when it holds a quote, comma
+ * or line break, as csv-stringify would (a field's quoting never depends on its neighbours). The same bytes as
+ * encoding each output row with encodeCsvRow. Undefined when the piece is not such an input (a quote, bytes that
+ * are not UTF-8) or an answer is not ASCII: the caller then encodes rows of strings.
+ */
+export function csvPieceBytes(answers: PackedAnswers, input: CsvPieceInput): CsvPieceBytes | undefined {
+  const { piece, inputWidth, width } = input;
+  if (piece.indexOf(QUOTE) !== -1 || !isUtf8(piece)) return undefined;
+  const rowCount = answers.status.length / Math.max(1, width);
+  const cells = SlotCells.of(answers, input) ?? ColumnCells.of(answers, { ...input, rowCount });
+  if (cells === undefined) return undefined;
+  // room for every row at its longest: its line fitted (at most a comma per missing cell more), its result cells,
+  // and the '\n'
+  const out = scratch(piece.length + rowCount * (inputWidth + 1) + cells.maxBytes);
+  const status = answers.status;
+  const rejectedRows: number[] = [];
+  let at = 0;
+  let row = 0;
+  for (let start = 0; start < piece.length; ) {
+    const end = copyLine(piece, start, out, at);
+    const next = end + (piece[end] === CR && piece[end + 1] === LF ? 2 : 1);
+    if (end === start) {
+      // an empty line is no record
+      start = next;
+      continue;
+    }
+    if (row === rowCount) throw new Error(`a piece with more lines than its ${rowCount} answered rows`);
+    const rowStart = at;
+    if (line.commas === inputWidth - 1) at += end - start;
+    else {
+      const text = Buffer.from(piece.buffer, piece.byteOffset + start, end - start).toString('utf8');
+      at += out.write(input.fitLine(text), at, 'utf8');
+    }
+    at = cells.write(row, out, at);
+    out[at++] = LF;
+    if (input.rejects && isRejected(status, row, width)) rejectedRows.push(rowStart, at);
+    row++;
+    start = next;
+  }
+  if (row !== rowCount) throw new Error(`a piece with ${row} lines for its ${rowCount} answered rows`);
+  return { bytes: Uint8Array.prototype.slice.call(out, 0, at), rejectBytes: copyRows(out, rejectedRows) };
+}
+
+/** The commas of the line copyLine() copied last. */
+const line = { commas: 0 };
+
+/**
+ * Copies the line that starts at `start` (without its line break) to `out` at `at`, counting its commas as it
+ * goes; where it ends. Lines are short: a loop copies them faster than a call that copies a range.
+ */
+function copyLine(piece: Uint8Array, start: number, out: Buffer, at: number): number {
+  let commas = 0;
+  let i = start;
+  for (; i < piece.length; i++) {
+    const b = piece[i];
+    if (b === LF || b === CR) break;
+    if (b === COMMA) commas++;
+    out[at++] = b;
+  }
+  line.commas = commas;
+  return i;
+}
+
+/** The rows of `out` whose starts and ends `ranges` holds, one after another in a buffer of their own. */
+function copyRows(out: Buffer, ranges: readonly number[]): Uint8Array | null {
+  if (ranges.length === 0) return null;
+  let size = 0;
+  for (let i = 0; i < ranges.length; i += 2) size += ranges[i + 1] - ranges[i];
+  const rows = new Uint8Array(size);
+  let at = 0;
+  for (let i = 0; i < ranges.length; i += 2) {
+    rows.set(out.subarray(ranges[i], ranges[i + 1]), at);
+    at += ranges[i + 1] - ranges[i];
+  }
+  return rows;
+}
+
+/** Whether any of the bytes from `start` to `end` is a quote, comma or line break. */
+function needsQuoting(bytes: Uint8Array, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) {
+    const b = bytes[i];
+    if (b === COMMA || b === QUOTE || b === LF || b === CR) return true;
+  }
+  return false;
+}
+
+/** A cell between quotes, its quotes doubled, as csv-stringify quotes a field; where `out` continues. */
+function writeQuoted(out: Buffer, bytes: Uint8Array, start: number, end: number, at: number): number {
+  out[at++] = QUOTE;
+  for (let i = start; i < end; i++) {
+    const b = bytes[i];
+    if (b === QUOTE) out[at++] = QUOTE;
+    out[at++] = b;
+  }
+  out[at++] = QUOTE;
+  return at;
+}
+
+/** A row is a --rejects row when one of its identifier cells is neither mapped nor missing. */
+function isRejected(status: Uint8Array, row: number, width: number): boolean {
+  for (let slot = row * width; slot < (row + 1) * width; slot++)
+    if (status[slot] !== SLOT.mapped && status[slot] !== SLOT.missing) return true;
+  return false;
+}
+
+/** What writes a row's result cells, each after its comma. */
+interface ResultCells {
+  /** The most bytes all rows' result cells take. */
+  readonly maxBytes: number;
+  /** Writes the result cells of `row` to `out` at `at`; where they end. */
+  write(row: number, out: Buffer, at: number): number;
+}
+
+/** Bytes of a refresh_from cell at most: ISO text, or a number as String() writes one. */
+const TIME_BYTES = 32;
+const MAPPED_TAIL = Buffer.from(',mapped,', 'latin1');
+/** Whole numbers up to this size are written digit by digit; others as timeCell() writes them. */
+const INT32_MAX = 0x7fffffff;
+
+/**
+ * The result cells of the default v3 layout (raw_uid, prev_raw_uid, refresh_from, status, reason per identifier
+ * column, without --emit-hash), written slot by slot straight from the packed answers: a mapped slot is its u,
+ * its p, its time and `mapped` with an empty reason; any other slot is the same few bytes for each status and
+ * reason, made once per piece.
+ */
+class SlotCells implements ResultCells {
+  private readonly uAt: Uint32Array;
+  private readonly pAt: Uint32Array;
+  /** The mapped slots written so far. */
+  private k = 0;
+  /** The last refresh_from written, and its cell's bytes. */
+  private lastTime = Number.NaN;
+  private readonly timeBytes = Buffer.alloc(TIME_BYTES);
+  private timeLength = 0;
+
+  private constructor(
+    private readonly answers: PackedAnswers,
+    private readonly width: number,
+    private readonly timeFormat: TimeFormat,
+    private readonly u: readonly Buffer[],
+    private readonly p: readonly Buffer[],
+    /** Per status and reason (status * (reasons + 1) + reasonOf), the cells of a slot that is not mapped. */
+    private readonly tails: readonly Buffer[],
+    readonly maxBytes: number,
+  ) {
+    this.uAt = new Uint32Array(width);
+    this.pAt = new Uint32Array(width);
+  }
+
+  /** Undefined for another layout, or when some u or p would need quoting or is not ASCII (never from a service). */
+  static of(answers: PackedAnswers, input: Omit<ResultBytesInput, 'rowCount'>): SlotCells | undefined {
+    const { width, v2, layout } = input;
+    if (v2 || layout.emitHash || answers.u.length !== width || answers.p.length !== width) return undefined;
+    const u = answers.u.map(plainBytes);
+    const p = answers.p.map(plainBytes);
+    if (u.includes(undefined) || p.includes(undefined)) return undefined;
+    const reasons = ['', ...answers.reasonTexts];
+    const tails: Buffer[] = [];
+    let longestTail = 0;
+    for (const name of SLOT_STATUS_NAMES)
+      for (const reason of reasons) {
+        const tail = Buffer.from(`,,,,${name},${csvField(reason)}`, 'utf8');
+        longestTail = Math.max(longestTail, tail.length);
+        tails.push(tail);
+      }
+    let textBytes = 0;
+    for (let c = 0; c < width; c++) textBytes += answers.u[c].length + answers.p[c].length;
+    const slots = answers.status.length;
+    const maxBytes = textBytes + slots * Math.max(longestTail, 3 + TIME_BYTES + MAPPED_TAIL.length);
+    const latin1 = (text: string) => Buffer.from(text, 'latin1');
+    return new SlotCells(
+      answers,
+      width,
+      layout.timeFormat,
+      answers.u.map(latin1),
+      answers.p.map(latin1),
+      tails,
+      maxBytes,
+    );
+  }
+
+  write(row: number, out: Buffer, at: number): number {
+    const { status, lengths, reasonOf } = this.answers;
+    const reasons = this.answers.reasonTexts.length + 1;
+    for (let c = 0; c < this.width; c++) {
+      const slot = row * this.width + c;
+      const s = status[slot];
+      if (s !== SLOT.mapped) {
+        at = copy(this.tails[s * reasons + reasonOf[slot]], 0, -1, out, at);
+        continue;
+      }
+      const k = this.k++;
+      out[at++] = COMMA;
+      const uFrom = this.uAt[c];
+      const uTo = uFrom + lengths[2 * k];
+      this.uAt[c] = uTo;
+      at = copy(this.u[c], uFrom, uTo, out, at);
+      out[at++] = COMMA;
+      const pLength = lengths[2 * k + 1];
+      if (pLength !== NO_P) {
+        const pFrom = this.pAt[c];
+        this.pAt[c] = pFrom + pLength;
+        at = copy(this.p[c], pFrom, pFrom + pLength, out, at);
+      }
+      out[at++] = COMMA;
+      this.time(this.answers.r[k]);
+      at = copy(this.timeBytes, 0, this.timeLength, out, at);
+      at = copy(MAPPED_TAIL, 0, -1, out, at);
+    }
+    return at;
+  }
+
+  /** A refresh_from cell's bytes, in timeBytes; times repeat from slot to slot, so the last one's are kept. */
+  private time(r: number): void {
+    if (r === this.lastTime) return;
+    this.lastTime = r;
+    const seconds = Math.floor(r);
+    if (this.timeFormat !== 'unix' || !(Math.abs(seconds) <= INT32_MAX)) {
+      this.timeLength = this.timeBytes.write(timeCell(r, this.timeFormat), 0, 'latin1');
+      return;
+    }
+    // the digits as String() writes them, lowest first, then turned around
+    const bytes = this.timeBytes;
+    let at = 0;
+    let rest = seconds | 0;
+    if (rest < 0) {
+      bytes[at++] = 0x2d;
+      rest = -rest;
+    }
+    const first = at;
+    do {
+      const tenth = (rest / 10) | 0;
+      bytes[at++] = 0x30 + rest - tenth * 10;
+      rest = tenth;
+    } while (rest > 0);
+    for (let i = first, j = at - 1; i < j; i++, j--) {
+      const d = bytes[i];
+      bytes[i] = bytes[j];
+      bytes[j] = d;
+    }
+    this.timeLength = at;
+  }
+}
+
+/** A text's bytes when it is ASCII and needs no quoting (no quote, comma or line break); else undefined. */
+function plainBytes(text: string): Buffer | undefined {
+  if (Buffer.byteLength(text, 'utf8') !== text.length) return undefined;
+  const bytes = Buffer.from(text, 'latin1');
+  for (const special of [COMMA, QUOTE, LF, CR]) if (bytes.indexOf(special) !== -1) return undefined;
+  return bytes;
+}
+
+/** Bytes `from` to `to` (-1: the end) of `bytes` to `out` at `at`; where they end. */
+function copy(bytes: Uint8Array, from: number, to: number, out: Buffer, at: number): number {
+  const end = to === -1 ? bytes.length : to;
+  // cells are short: a loop copies them faster than a call that copies a range
+  for (let i = from; i < end; i++) out[at++] = bytes[i];
+  return at;
+}
+
+/** A field as csv-stringify writes it: between quotes, its quotes doubled, when it holds a quote, comma or line break. */
+function csvField(text: string): string {
+  return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+/** The result cells of any layout, from the result columns in bytes (result-bytes.ts). */
+class ColumnCells implements ResultCells {
+  /** Per column, where its next cell starts. */
+  private readonly at: Uint32Array;
+
+  private constructor(
+    private readonly columns: readonly ByteColumn[],
+    /** Per column, whether some of its cells need quoting. */
+    private readonly quoting: readonly boolean[],
+    readonly maxBytes: number,
+  ) {
+    this.at = new Uint32Array(columns.length);
+  }
+
+  /** Undefined when some u or p is not ASCII (see resultByteColumns). */
+  static of(answers: PackedAnswers, input: ResultBytesInput): ColumnCells | undefined {
+    const columns = resultByteColumns(answers, input);
+    if (columns === undefined) return undefined;
+    let cellBytes = 0;
+    for (const column of columns) cellBytes += column.bytes.length;
+    // each cell quoted: at most twice its bytes, two quotes and its comma
+    const maxBytes = 2 * cellBytes + 3 * columns.length * input.rowCount;
+    return new ColumnCells(
+      columns,
+      columns.map((column) => needsQuoting(column.bytes, 0, column.bytes.length)),
+      maxBytes,
+    );
+  }
+
+  write(row: number, out: Buffer, at: number): number {
+    const columns = this.columns;
+    for (let c = 0; c < columns.length; c++) {
+      const bytes = columns[c].bytes;
+      const from = this.at[c];
+      const to = from + columns[c].lengths[row];
+      this.at[c] = to;
+      out[at++] = COMMA;
+      if (this.quoting[c] && needsQuoting(bytes, from, to)) at = writeQuoted(out, bytes, from, to, at);
+      else at = copy(bytes, from, to, out, at);
+    }
+    return at;
+  }
+}
