@@ -482,9 +482,14 @@ export class StateStore {
   }
 
   countDueV2(): number {
+    return this.count((e) => e.due === 1);
+  }
+
+  /** How many entries `which` picks, in one walk of the table. */
+  private count(which: (e: EntryView) => boolean): number {
     let count = 0;
     this.walk(0, LAST_ID, (_, e) => {
-      count += e.due;
+      if (which(e)) count++;
     });
     return count;
   }
@@ -578,11 +583,7 @@ export class StateStore {
   }
 
   countWithRawUid(): number {
-    let count = 0;
-    this.walk(0, LAST_ID, (_, e) => {
-      if (e.uSize >= 0 || e.pSize >= 0) count++;
-    });
-    return count;
+    return this.count((e) => e.uSize >= 0 || e.pSize >= 0);
   }
 
   /** ceil(fraction * countWithRawUid()). */
