@@ -3,10 +3,10 @@
  * (schema.ts DUE_LISTS_TABLE), appended by each commit, read in (day, id) order and rewritten without their stale ids.
  */
 import type { Database } from 'better-sqlite3';
-import { EntryView } from './entry-record.js';
-import { dayOf, decodeIds, encodeIds, firstAbove, idList, sortedUnique } from './id-lists.js';
+import type { EntryView } from './entry-record.js';
+import { dayOf, decodeIds, encodeIds, firstAbove, sortedUnique } from './id-lists.js';
 import { LIST_PAGE, SQL } from './queries.js';
-import { forEachJoined } from './record-walk.js';
+import type { RecordWalker } from './record-walk.js';
 import { TYPE_OF_CODE } from './schema.js';
 import type { DueCursor, DueDay, DueEntry, EntryUpdate } from './types.js';
 
@@ -17,9 +17,6 @@ const DUE_PIECE_IDS = 65_536;
 const DUE_LIST_MAX_PIECES = 64;
 // the first day a walk of the due lists looks at: before any r
 const NO_DAY = Number.MIN_SAFE_INTEGER;
-
-/** Given each entry a read by id finds, with its id (the view is reused: nothing of it may be kept). */
-type OnRecord = (id: number, entry: EntryView) => void;
 
 export class DueLists {
   private readonly stmts: ReturnType<typeof prepare>;
@@ -33,6 +30,7 @@ export class DueLists {
 
   constructor(
     private readonly db: Database,
+    private readonly walker: RecordWalker,
     private readonly readonly: boolean,
   ) {
     this.stmts = prepare(db);
@@ -79,7 +77,7 @@ export class DueLists {
     const counts = new Array<number>(n).fill(0);
     this.forEachListed(dayOf(now + (n - 1) * DAY_S), (ids, from, to) => {
       let live = 0;
-      this.readListed(ids, (_, e) => {
+      this.walker.listed(ids, (_, e) => {
         const r = e.r;
         if (!(r >= from && r < to)) return;
         live++;
@@ -115,7 +113,7 @@ export class DueLists {
           // ids for what the page still needs (more are read if some are stale)
           const end = Math.min(ids.length, i + Math.min(LIST_PAGE, Math.max(16, n - out.length)));
           const [from, to] = [day * DAY_S, (day + 1) * DAY_S];
-          this.readListed(ids.subarray(i, end), (id, e) => {
+          this.walker.listed(ids.subarray(i, end), (id, e) => {
             if (out.length < n && e.r >= from && e.r < to && e.r <= now) out.push(decodeDue(id, e));
           });
           i = end;
@@ -182,7 +180,7 @@ export class DueLists {
         const stale = list.ids.length - live;
         if (rewrite && (stale * 2 >= list.ids.length || list.pieces > DUE_LIST_MAX_PIECES)) {
           const live: number[] = [];
-          this.readListed(ids, (id, e) => {
+          this.walker.listed(ids, (id, e) => {
             if (e.r >= from && e.r < to) live.push(id);
           });
           this.rewriteDueList(day, list.lastPiece, live);
@@ -200,29 +198,6 @@ export class DueLists {
       // another connection is writing: count without rewriting (a later count does it)
       if ((err as { code?: unknown }).code !== 'SQLITE_BUSY') throw err;
       this.db.transaction(walk)(false);
-    }
-  }
-
-  /**
-   * The entries of a list of ids (ascending), each given with its id in the list's order: their records joined in
-   * one row (SQL.listedRecords), or row by row if they do not add up. An entry is live on a day's list while its r
-   * is in the day: the caller checks (NaN, no r, never is).
-   */
-  private readListed(ids: Float64Array, onRecord: OnRecord): void {
-    if (ids.length === 0) return;
-    const list = idList(ids);
-    const [count, bytes] = this.stmts.listedRecords.get(list) as [number, Buffer | null];
-    const view = new EntryView();
-    const given =
-      count === ids.length &&
-      forEachJoined(bytes, count, view, (i, e) => {
-        onRecord(ids[i], e);
-        return true;
-      });
-    if (given) return;
-    for (const [id, record] of this.stmts.listedRecordRows.all(list) as [number, Buffer][]) {
-      view.read(record, 0);
-      onRecord(id, view);
     }
   }
 
@@ -245,12 +220,11 @@ function prepare(db: Database) {
     dueListLastPiece: db.prepare(SQL.dueListLastPiece),
     insertDueListPiece: db.prepare(SQL.insertDueListPiece),
     deleteDueListPieces: db.prepare(SQL.deleteDueListPieces),
-    listedRecords: db.prepare(SQL.listedRecords).raw(),
-    listedRecordRows: db.prepare(SQL.listedRecordRows).raw(),
   };
 }
 
-function pageLimit(limit: number): number {
+/** A page size asked for, as a whole number of at least 0. */
+export function pageLimit(limit: number): number {
   return Number.isFinite(limit) ? Math.max(0, Math.floor(limit)) : 0;
 }
 
@@ -258,7 +232,7 @@ function utcDay(seconds: number): string {
   return new Date(seconds * 1000).toISOString().slice(0, 10);
 }
 
-function orNull(t: number): number | null {
+export function orNull(t: number): number | null {
   return Number.isNaN(t) ? null : t;
 }
 

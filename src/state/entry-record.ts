@@ -387,15 +387,3 @@ function readVarint(bytes: Buffer, at: number): [number, number] {
     scale *= 128;
   }
 }
-
-/** Every record of a blob of records joined one after the other, each given in turn (the view is reused). */
-export function forEachRecord(bytes: Buffer, onRecord: (view: EntryView, index: number) => void): number {
-  const view = new EntryView();
-  let at = 0;
-  let i = 0;
-  while (at < bytes.length) {
-    at = view.read(bytes, at);
-    onRecord(view, i++);
-  }
-  return i;
-}

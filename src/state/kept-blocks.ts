@@ -14,9 +14,9 @@ const MAX_CHUNK_BYTES = 1 << 20;
  */
 export class KeptBlocks {
   readonly chunks: Uint8Array[] = [];
-  /** Per block, its chunk (-1: not kept) and the bit at which its keys start there. */
+  /** Per block, its chunk (-1: not kept) and the byte at which its keys start there. */
   readonly chunkOf: Int32Array;
-  readonly keysBit: Float64Array;
+  readonly keysAt: Float64Array;
   /** Per block, its header. */
   readonly kb: Uint8Array;
   readonly ib: Uint8Array;
@@ -27,7 +27,7 @@ export class KeptBlocks {
 
   constructor(blocks: number) {
     this.chunkOf = new Int32Array(blocks).fill(-1);
-    this.keysBit = new Float64Array(blocks);
+    this.keysAt = new Float64Array(blocks);
     this.kb = new Uint8Array(blocks);
     this.ib = new Uint8Array(blocks);
     this.count = new Int32Array(blocks);
@@ -48,7 +48,7 @@ export class KeptBlocks {
     }
     chunk.set(bytes.subarray(at, at + length), this.used);
     this.chunkOf[block] = this.chunks.length - 1;
-    this.keysBit[block] = 8 * (this.used + BLOCK_HEADER);
+    this.keysAt[block] = this.used + BLOCK_HEADER;
     this.kb[block] = header.kb;
     this.ib[block] = header.ib;
     this.count[block] = header.count;

@@ -4,21 +4,18 @@ import { ChecksumError, checksumOf } from './checksum.js';
 /**
  * A block's row is (first_k, keys): first_k is its first key (the row id, so a lookup is one descent), and the
  * blob holds a 4-byte header, then n keys, then n ids. Each key is stored as its difference from first_k, all
- * keys in one width and all ids in another, so that a lookup searches the block without decoding it; per-block
- * widths keep a block of close keys small (a key of a big file differs from its block's first by far fewer bits
- * than it has. The blob:
+ * keys in one width and all ids in another, whole bytes each, so that a lookup searches the block without
+ * decoding it; per-block widths keep a block of close keys small (a key of a big file differs from its block's
+ * first by far fewer bits than it has). The blob:
  *
- *     byte 0      0x40 + the bits per key difference, kb (1 to 48)
- *     byte 1      the bits per id, ib (1 to 48)
+ *     byte 0      0x50 + the bytes per key difference, kb (1 to 6)
+ *     byte 1      the bytes per id, ib (1 to 6)
  *     bytes 2-3   the number of pairs n, little-endian
- *     then        n x kb bits of key differences (ascending), then n x ib bits of ids (in the same order,
- *                 ascending within a key), packed with no gap: value i of a run of width w takes bits
- *                 [i*w, (i+1)*w) of the run, bit j of the data being bit (j mod 8) of byte 4 + floor(j / 8),
- *                 each value's lowest bit first; the ids' run starts at bit n*kb. The last byte is padded with
- *                 zero bits.
+ *     then        n key differences of kb bytes (ascending), then n ids of ib bytes (in the same order, ascending
+ *                 within a key), each little-endian
  *     last 4      the CRC-32 of every byte before it, little-endian (checksum.ts): checked as a block is read
  *
- * so the blob takes 4 + ceil(n * (kb + ib) / 8) + 4 bytes.
+ * so the blob takes 4 + n * (kb + ib) + 4 bytes.
  */
 export const BLOCK_HEADER = 4;
 /** The checksum at the end of a block's blob. */
@@ -29,26 +26,20 @@ const BLOCK_CHECK = 4;
  * ones no faster, and each block costs its row's overhead).
  */
 export const BLOCK_BYTES = 1_000;
-/** The most pairs a block of the size holds (every pair takes at least 2 bits), but for a key shared by more. */
-export const MAX_BLOCK_PAIRS = Math.floor(((BLOCK_BYTES - BLOCK_HEADER) * 8) / 2);
-// byte 0 of a header is this plus the key bits
-const FORMAT_2 = 0x40;
-// widths up to 48 bits: keys are 47 bits, ids below 2^48
-const MAX_BITS = 48;
-// the bits of a block's pairs within BLOCK_BYTES
-const DATA_BITS = (BLOCK_BYTES - BLOCK_HEADER - BLOCK_CHECK) * 8;
-// values are read and written in pieces of at most 25 bits, each within one 32-bit word (a piece starts at one of
-// the 8 bits of a byte): values of up to 25 bits in one, wider ones as their low 24 bits and the rest
-const WHOLE = 25;
-const PIECE = 24;
-const TWO_24 = 16_777_216;
-const INVERSE_24 = 1 / TWO_24;
-const TWO_32 = 4_294_967_296;
+/** The most pairs a block of the size holds (every pair takes at least 2 bytes), but for a key shared by more. */
+export const MAX_BLOCK_PAIRS = Math.floor((BLOCK_BYTES - BLOCK_HEADER) / 2);
+// byte 0 of a header is this plus the key bytes
+const FORMAT = 0x50;
+// widths up to 6 bytes: keys are 47 bits, ids below 2^48
+const MAX_BYTES = 6;
+// the bytes of a block's pairs within BLOCK_BYTES
+const DATA_BYTES = BLOCK_BYTES - BLOCK_HEADER - BLOCK_CHECK;
 
-/** The bits an unsigned integer below 2^48 needs (at least 1). */
-export function bitsOf(value: number): number {
-  if (value < TWO_32) return value === 0 ? 1 : 32 - Math.clz32(value);
-  return Math.min(MAX_BITS, 64 - Math.clz32(Math.floor(value / TWO_32)));
+/** The bytes an unsigned integer below 2^48 needs (at least 1). */
+export function bytesOf(value: number): number {
+  let n = 1;
+  for (let top = 256; value >= top && n < MAX_BYTES; top *= 256) n++;
+  return n;
 }
 
 /** The pairs keys[from..to) and ids[from..to) (sorted by key, then id) as a block's blob, its checksum at the end. */
@@ -59,101 +50,37 @@ export function encodeBlock(keys: ArrayLike<number>, ids: ArrayLike<number>, fro
   const first = keys[from];
   let maxId = 0;
   for (let i = from; i < to; i++) if (ids[i] > maxId) maxId = ids[i];
-  const kb = bitsOf(keys[to - 1] - first);
-  const ib = bitsOf(maxId);
+  const kb = bytesOf(keys[to - 1] - first);
+  const ib = bytesOf(maxId);
   const length = lengthOf(n, kb, ib);
   const blob = Buffer.allocUnsafe(length);
-  blob[0] = FORMAT_2 + kb;
+  blob[0] = FORMAT + kb;
   blob[1] = ib;
   blob.writeUInt16LE(n, 2);
-  const packer = new BitPacker(blob, BLOCK_HEADER);
-  packer.run(keys, from, to, first, kb);
-  packer.run(ids, from, to, 0, ib);
-  packer.end();
+  const idsAt = BLOCK_HEADER + n * kb;
+  for (let i = 0; i < n; i++) {
+    blob.writeUIntLE(keys[from + i] - first, BLOCK_HEADER + i * kb, kb);
+    blob.writeUIntLE(ids[from + i], idsAt + i * ib, ib);
+  }
   blob.writeUInt32LE(checksumOf(blob.subarray(0, length - BLOCK_CHECK)), length - BLOCK_CHECK);
   return blob;
 }
 
-/**
- * Writes runs of values into a blob's bits one after the other, lowest bit first, as readBits reads them. Each
- * piece of at most 25 bits joins the fewer than 8 bits held in a 32-bit word, and whole bytes are stored as they
- * fill: integer steps only (a merge writes every pair of a level).
- */
-class BitPacker {
-  private word = 0;
-  private held = 0;
-
-  constructor(
-    private readonly bytes: Uint8Array,
-    private at: number,
-  ) {}
-
-  /** Appends values[from..to) less `base`, each below 2^width (width up to 48), in `width` bits each. */
-  run(values: ArrayLike<number>, from: number, to: number, base: number, width: number): void {
-    const { bytes } = this;
-    let { word, held, at } = this;
-    const wide = width > WHOLE;
-    const rest = wide ? width - PIECE : width;
-    for (let i = from; i < to; i++) {
-      let value = values[i] - base;
-      if (wide) {
-        // the low 24 bits, then the rest: value - low is a multiple of 2^24, and the product by 2^-24 is exact
-        const low = (value >>> 0) & (TWO_24 - 1);
-        word |= low << held;
-        held += PIECE;
-        while (held >= 8) {
-          bytes[at++] = word & 255;
-          word >>>= 8;
-          held -= 8;
-        }
-        value = (value - low) * INVERSE_24;
-      }
-      // held < 8 and rest <= 25: the word holds at most 32 bits
-      word |= value << held;
-      held += rest;
-      while (held >= 8) {
-        bytes[at++] = word & 255;
-        word >>>= 8;
-        held -= 8;
-      }
-    }
-    this.word = word;
-    this.held = held;
-    this.at = at;
-  }
-
-  /** Stores the last, partly filled byte. */
-  end(): void {
-    if (this.held > 0) this.bytes[this.at] = this.word & 255;
-  }
+/** The little-endian value of `width` bytes (up to 6) at `at` of `bytes`. */
+function readLE(bytes: Uint8Array, at: number, width: number): number {
+  let value = 0;
+  for (let i = at + width - 1; i >= at; i--) value = value * 256 + bytes[i];
+  return value;
 }
 
-/**
- * The value of `width` bits (up to 48) at bit `bit` of `bytes`, lowest bit first, bit j being bit (j mod 8) of
- * byte floor(j / 8). Each piece (see WHOLE) is read from the 32-bit word that ends with the piece's last
- * byte: the word never reaches past the value, and it starts at most 3 bytes before the piece, which the block
- * header is there for (values start at byte 4). Integer steps only: a merge reads every pair of a level.
- */
-function readBits(bytes: Uint8Array, bit: number, width: number): number {
-  if (width <= WHOLE) return readPiece(bytes, bit, width);
-  return readPiece(bytes, bit + PIECE, width - PIECE) * TWO_24 + readPiece(bytes, bit, PIECE);
+/** The bytes per key difference that a header's first two bytes (b0, b1) say: 0 when they are wrong (damage). */
+function keyBytesOf(b0: number, b1: number): number {
+  return b0 > FORMAT && b0 <= FORMAT + MAX_BYTES && b1 >= 1 && b1 <= MAX_BYTES ? b0 - FORMAT : 0;
 }
 
-function readPiece(bytes: Uint8Array, bit: number, width: number): number {
-  const last = (bit + width - 1) >>> 3;
-  const word = bytes[last - 3] | (bytes[last - 2] << 8) | (bytes[last - 1] << 16) | (bytes[last] << 24);
-  // the piece starts (bit - 8 (last - 3)) bits into the word: 0 to 31 - width, as the piece ends in its last byte
-  return (word >>> (bit - 8 * last + 24)) & ((1 << width) - 1);
-}
-
-/** The bits per key difference that a header's first two bytes (b0, b1) say: 0 when they are wrong (damage). */
-function keyBitsOf(b0: number, b1: number): number {
-  return b0 > FORMAT_2 && b0 <= FORMAT_2 + MAX_BITS && b1 >= 1 && b1 <= MAX_BITS ? b0 - FORMAT_2 : 0;
-}
-
-/** The bytes of a block of `count` pairs of these widths in bits. */
+/** The bytes of a block of `count` pairs of these widths in bytes. */
 function lengthOf(count: number, kb: number, ib: number): number {
-  return BLOCK_HEADER + Math.ceil((count * (kb + ib)) / 8) + BLOCK_CHECK;
+  return BLOCK_HEADER + count * (kb + ib) + BLOCK_CHECK;
 }
 
 /** Throws ChecksumError unless the blob of `length` bytes at `at` of `bytes` ends with the checksum of the rest. */
@@ -181,14 +108,14 @@ export class KeyBlock {
   decodeInto(keys: Float64Array, ids: Float64Array): void {
     const { blob, first } = this;
     const { kb, ib, count } = this.header;
-    for (let i = 0, at = 8 * BLOCK_HEADER; i < count; i++, at += kb) keys[i] = first + readBits(blob, at, kb);
-    for (let i = 0, at = 8 * BLOCK_HEADER + count * kb; i < count; i++, at += ib) ids[i] = readBits(blob, at, ib);
+    for (let i = 0, at = BLOCK_HEADER; i < count; i++, at += kb) keys[i] = first + readLE(blob, at, kb);
+    for (let i = 0, at = BLOCK_HEADER + count * kb; i < count; i++, at += ib) ids[i] = readLE(blob, at, ib);
   }
 }
 
 /** A block's widths and pair count, as read from its header by `readHeader`. */
 export interface BlockHeader {
-  /** Bits per key difference and per id. */
+  /** Bytes per key difference and per id. */
   kb: number;
   ib: number;
   count: number;
@@ -201,7 +128,7 @@ export interface BlockHeader {
  */
 export function readHeader(bytes: Buffer, at: number, into: BlockHeader): number {
   if (at + BLOCK_HEADER > bytes.length) throw new ChecksumError('a key block');
-  const kb = keyBitsOf(bytes[at], bytes[at + 1]);
+  const kb = keyBytesOf(bytes[at], bytes[at + 1]);
   if (kb === 0) throw new ChecksumError('a key block');
   const ib = bytes[at + 1];
   const count = bytes[at + 2] | (bytes[at + 3] << 8);
@@ -230,26 +157,19 @@ export function guessOf(delta: number, span: number, count: number): number {
  * sum, which is of no use but keeps the reads: done for many keys before any is searched, the cache misses of their
  * blocks overlap instead of coming one after the other.
  */
-export function touchPair(
-  bytes: Uint8Array,
-  keysBit: number,
-  kb: number,
-  ib: number,
-  count: number,
-  i: number,
-): number {
-  return bytes[(keysBit + i * kb) >>> 3] + bytes[(keysBit + count * kb + i * ib) >>> 3];
+export function touchPair(bytes: Uint8Array, keysAt: number, kb: number, ib: number, count: number, i: number): number {
+  return bytes[keysAt + i * kb] + bytes[keysAt + count * kb + i * ib];
 }
 
 /**
- * Gives the id of every pair whose key difference is `delta`, in a block whose `count` keys of kb bits start at
- * bit `keysBit` of `bytes` (its ids, of ib bits, after them), searching from pair `guess`: steps doubling away
+ * Gives the id of every pair whose key difference is `delta`, in a block whose `count` keys of kb bytes start at
+ * byte `keysAt` of `bytes` (its ids, of ib bytes, after them), searching from pair `guess`: steps doubling away
  * from it until they pass the key, then halving. A good guess costs a few reads next to each other, a bad one
  * (keys crowded in part of the range) no more than twice a binary search.
  */
 export function forEachIdFrom(
   bytes: Uint8Array,
-  keysBit: number,
+  keysAt: number,
   kb: number,
   ib: number,
   count: number,
@@ -260,10 +180,10 @@ export function forEachIdFrom(
   // the first pair whose key is at or above delta lies in [lo, hi]
   let lo: number;
   let hi: number;
-  if (readBits(bytes, keysBit + guess * kb, kb) < delta) {
+  if (readLE(bytes, keysAt + guess * kb, kb) < delta) {
     lo = guess + 1;
     let step = 1;
-    while (lo + step - 1 < count && readBits(bytes, keysBit + (lo + step - 1) * kb, kb) < delta) {
+    while (lo + step - 1 < count && readLE(bytes, keysAt + (lo + step - 1) * kb, kb) < delta) {
       lo += step;
       step *= 2;
     }
@@ -271,7 +191,7 @@ export function forEachIdFrom(
   } else {
     hi = guess;
     let step = 1;
-    while (hi - step >= 0 && readBits(bytes, keysBit + (hi - step) * kb, kb) >= delta) {
+    while (hi - step >= 0 && readLE(bytes, keysAt + (hi - step) * kb, kb) >= delta) {
       hi -= step;
       step *= 2;
     }
@@ -279,12 +199,12 @@ export function forEachIdFrom(
   }
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (readBits(bytes, keysBit + mid * kb, kb) < delta) lo = mid + 1;
+    if (readLE(bytes, keysAt + mid * kb, kb) < delta) lo = mid + 1;
     else hi = mid;
   }
-  const idsBit = keysBit + count * kb;
-  for (let i = lo; i < count && readBits(bytes, keysBit + i * kb, kb) === delta; i++) {
-    onId(readBits(bytes, idsBit + i * ib, ib));
+  const idsAt = keysAt + count * kb;
+  for (let i = lo; i < count && readLE(bytes, keysAt + i * kb, kb) === delta; i++) {
+    onId(readLE(bytes, idsAt + i * ib, ib));
   }
 }
 
@@ -298,11 +218,11 @@ export class BlockWriter {
   private keys = new Float64Array(MAX_BLOCK_PAIRS);
   private ids = new Float64Array(MAX_BLOCK_PAIRS);
   private n = 0;
-  // the widths in bits the pending pairs need, and the values from which each grows
+  // the widths in bytes the pending pairs need, and the values from which each grows
   private kb = 1;
   private ib = 1;
-  private keyLimit = 2;
-  private idLimit = 2;
+  private keyLimit = 256;
+  private idLimit = 256;
 
   constructor(private readonly onBlock: (first: number, blob: Buffer) => void) {}
 
@@ -312,15 +232,15 @@ export class BlockWriter {
 
   push(key: number, id: number): void {
     if (this.n === 0) {
-      this.setWidths(1, bitsOf(id));
+      this.setWidths(1, bytesOf(id));
       this.append(key, id);
       return;
     }
     const delta = key - this.keys[0];
     // widths only grow within a block: a value below the current limit needs no more
-    const kb = delta < this.keyLimit ? this.kb : bitsOf(delta);
-    const ib = id < this.idLimit ? this.ib : bitsOf(id);
-    if ((this.n + 1) * (kb + ib) > DATA_BITS && this.cut(key)) {
+    const kb = delta < this.keyLimit ? this.kb : bytesOf(delta);
+    const ib = id < this.idLimit ? this.ib : bytesOf(id);
+    if ((this.n + 1) * (kb + ib) > DATA_BYTES && this.cut(key)) {
       // the pairs kept for the next block have their widths now: measure the pair against them
       this.push(key, id);
       return;
@@ -351,11 +271,11 @@ export class BlockWriter {
   private setWidths(kb: number, ib: number): void {
     if (kb !== this.kb) {
       this.kb = kb;
-      this.keyLimit = 2 ** kb;
+      this.keyLimit = 256 ** kb;
     }
     if (ib !== this.ib) {
       this.ib = ib;
-      this.idLimit = 2 ** ib;
+      this.idLimit = 256 ** ib;
     }
   }
 
@@ -382,6 +302,6 @@ export class BlockWriter {
     let maxId = 0;
     for (let i = 0; i < this.n; i++) if (this.ids[i] > maxId) maxId = this.ids[i];
     this.setWidths(1, 1);
-    if (this.n > 0) this.setWidths(bitsOf(this.keys[this.n - 1] - this.keys[0]), bitsOf(maxId));
+    if (this.n > 0) this.setWidths(bytesOf(this.keys[this.n - 1] - this.keys[0]), bytesOf(maxId));
   }
 }

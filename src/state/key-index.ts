@@ -13,7 +13,6 @@ import { META_KEYS } from './schema.js';
 import { TailIndex } from './tail-index.js';
 
 const MIB = 1_048_576;
-// the sweep's default upper bound: past any id the table can hold
 const LAST_ID = Number.MAX_SAFE_INTEGER;
 // tail entries read per page when the tail is read from the file
 const TAIL_PAGE = 50_000;

@@ -23,7 +23,7 @@ export class BlockBudget {
 class Searches {
   block = new Int32Array(0);
   bytes: Uint8Array[] = [];
-  keysBit = new Float64Array(0);
+  keysAt = new Float64Array(0);
   kb = new Uint8Array(0);
   ib = new Uint8Array(0);
   count = new Int32Array(0);
@@ -34,7 +34,7 @@ class Searches {
   reserve(n: number): void {
     if (this.block.length >= n) return;
     this.block = new Int32Array(n);
-    this.keysBit = new Float64Array(n);
+    this.keysAt = new Float64Array(n);
     this.kb = new Uint8Array(n);
     this.ib = new Uint8Array(n);
     this.count = new Int32Array(n);
@@ -46,22 +46,22 @@ class Searches {
 /** The blocks one readBlocks call read, by their place in its list: where each one's pairs are, and its header. */
 class ReadBlocks {
   readonly bytes: Uint8Array[];
-  readonly keysBit: Float64Array;
+  readonly keysAt: Float64Array;
   readonly kb: Uint8Array;
   readonly ib: Uint8Array;
   readonly count: Int32Array;
 
   constructor(n: number) {
     this.bytes = new Array<Uint8Array>(n);
-    this.keysBit = new Float64Array(n);
+    this.keysAt = new Float64Array(n);
     this.kb = new Uint8Array(n);
     this.ib = new Uint8Array(n);
     this.count = new Int32Array(n);
   }
 
-  set(w: number, bytes: Uint8Array, keysBit: number, header: BlockHeader): void {
+  set(w: number, bytes: Uint8Array, keysAt: number, header: BlockHeader): void {
     this.bytes[w] = bytes;
-    this.keysBit[w] = keysBit;
+    this.keysAt[w] = keysAt;
     this.kb[w] = header.kb;
     this.ib[w] = header.ib;
     this.count[w] = header.count;
@@ -138,7 +138,7 @@ export class LevelReader {
       let count: number;
       if (kept.has(b)) {
         s.bytes[i] = kept.chunks[kept.chunkOf[b]];
-        s.keysBit[i] = kept.keysBit[b];
+        s.keysAt[i] = kept.keysAt[b];
         kb = kept.kb[b];
         s.ib[i] = kept.ib[b];
         count = kept.count[b];
@@ -147,7 +147,7 @@ export class LevelReader {
         while (missing[m] !== b) m++;
         const r = read as ReadBlocks;
         s.bytes[i] = r.bytes[m];
-        s.keysBit[i] = r.keysBit[m];
+        s.keysAt[i] = r.keysAt[m];
         kb = r.kb[m];
         s.ib[i] = r.ib[m];
         count = r.count[m];
@@ -159,12 +159,12 @@ export class LevelReader {
       const span = (b + 1 < firsts.length ? firsts[b + 1] : KEY_SPACE) - first;
       const guess = guessOf(delta, span, count);
       s.guess[i] = guess;
-      touched += touchPair(s.bytes[i], s.keysBit[i], kb, s.ib[i], count, guess);
+      touched += touchPair(s.bytes[i], s.keysAt[i], kb, s.ib[i], count, guess);
     }
     this.touched = touched;
     for (let i = 0; i < n; i++) {
       if (s.block[i] < 0) continue;
-      forEachIdFrom(s.bytes[i], s.keysBit[i], s.kb[i], s.ib[i], s.count[i], s.delta[i], s.guess[i], onId);
+      forEachIdFrom(s.bytes[i], s.keysAt[i], s.kb[i], s.ib[i], s.count[i], s.delta[i], s.guess[i], onId);
     }
     // the references to blocks not kept go with the call
     s.bytes.length = 0;
@@ -199,8 +199,8 @@ export class LevelReader {
         if (length <= this.budget.left) {
           this.kept.keep(b, blobs, at, length, header);
           this.budget.left -= length;
-          read.set(w, this.kept.chunks[this.kept.chunkOf[b]], this.kept.keysBit[b], header);
-        } else read.set(w, blobs, 8 * (at + BLOCK_HEADER), header);
+          read.set(w, this.kept.chunks[this.kept.chunkOf[b]], this.kept.keysAt[b], header);
+        } else read.set(w, blobs, at + BLOCK_HEADER, header);
         at += length;
       }
       if (at !== blobs.length) throw new Error('a key block of the state file is damaged');

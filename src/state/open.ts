@@ -189,21 +189,25 @@ function checkOurs(db: Connection, tables: Set<string>, path: string): void {
 }
 
 /**
- * This version reads one schema. A file of an earlier build (schemas 1 to 6 before the first release; their meta
- * table has no checksums) is refused with how to rebuild it: nothing of it is read, nothing written.
+ * This version reads one schema. A file of another build is refused with one line and nothing of it is read or
+ * written: an earlier one's (its meta table without checksums, or an older schema) with how to rebuild it, a newer
+ * one's with an upgrade.
  */
-function checkSchema(db: Connection, path: string): void {
-  if (isEarlierBuild(db)) {
-    const version = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.schemaVersion);
+export function checkSchema(db: Connection, path: string): void {
+  const hasSums = (db.prepare('PRAGMA table_info(meta)').all() as { name: string }[]).some((c) => c.name === 'sum');
+  const stored: unknown = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.schemaVersion);
+  const version = Number(
+    hasSums ? checkedMetaValue(META_KEYS.schemaVersion, metaRow(db, META_KEYS.schemaVersion)) : stored,
+  );
+  if (!hasSums || version < SCHEMA_VERSION) {
     throw new StateFormatError(
-      `state file ${path} was written by an earlier build of uid2-batch (schema ${String(version ?? 'unknown')}), ` +
+      `state file ${path} was written by an earlier build of uid2-batch (schema ${String(stored ?? 'unknown')}), ` +
         `whose format this version does not read; rebuild it: map your input again with --state and a new file ` +
         `(to keep what it holds, run \`uid2-batch state export ${path}\` with the build that wrote it first)`,
       path,
     );
   }
-  const version = Number(checkedMetaValue(META_KEYS.schemaVersion, metaRow(db, META_KEYS.schemaVersion)));
-  if (!Number.isInteger(version) || version < 1) {
+  if (!Number.isInteger(version)) {
     throw new StateFormatError(
       `state file ${path} has no valid schema version; it is damaged or not a uid2-batch state`,
       path,
@@ -215,11 +219,6 @@ function checkSchema(db: Connection, path: string): void {
       path,
     );
   }
-}
-
-/** A file of a build before the first release: its meta table has no checksums. */
-export function isEarlierBuild(db: Connection): boolean {
-  return !(db.prepare('PRAGMA table_info(meta)').all() as { name: string }[]).some((c) => c.name === 'sum');
 }
 
 function metaRow(db: Connection, key: string): unknown {

@@ -6,7 +6,7 @@ import { ChecksumError } from './checksum.js';
 import { EntryView, RecordFormatError } from './entry-record.js';
 import { StateFormatError, StateJournalError, StateNotFoundError } from './errors.js';
 import { checkedMetaValue } from './meta-values.js';
-import { asDamage, isEarlierBuild } from './open.js';
+import { asDamage, checkSchema } from './open.js';
 import { RecordWalker, WALK_PAGE } from './record-walk.js';
 import { sqliteDriver } from './sqlite-driver.js';
 import { APPLICATION_ID, META_KEYS, TYPE_OF_CODE, statusOfCode } from './schema.js';
@@ -168,14 +168,12 @@ export function openStateReader(path: string, recordsPage = WALK_PAGE): StateRea
     db.close();
     throw notOurs;
   }
-  // refused, as a run refuses it
-  if (isEarlierBuild(db)) {
+  try {
+    // refused, as a run refuses it
+    checkSchema(db, path);
+  } catch (err) {
     db.close();
-    throw new StateFormatError(
-      `'${path}' was written by an earlier build of uid2-batch, whose state format this version does not read; ` +
-        `run \`uid2-batch state export\` with the build that wrote it, or map your input again with --state and a new file`,
-      path,
-    );
+    throw asDamage(err, path);
   }
   let damaged = 0;
   const metaRow = db.prepare('SELECT value, sum FROM meta WHERE key = ?').raw();

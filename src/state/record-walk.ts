@@ -1,7 +1,8 @@
 /** Walks of the entries table in id order: ranges of ids, each read as one row of its records joined. */
 import type { Database, Statement } from 'better-sqlite3';
 import { EntryView, RecordFormatError } from './entry-record.js';
-import { SQL } from './queries.js';
+import { idList } from './id-lists.js';
+import { LIST_PAGE, SQL } from './queries.js';
 
 /** Ids per range: one range is one row of about this many records. */
 export const WALK_PAGE = 10_000;
@@ -15,11 +16,40 @@ export class RecordWalker {
   private readonly range: Statement;
   private readonly rows: Statement;
   private readonly lastId: Statement;
+  private readonly listedJoined: Statement;
+  private readonly listedRows: Statement;
 
   constructor(db: Database) {
     this.range = db.prepare(SQL.recordRange).raw();
     this.rows = db.prepare(SQL.recordRangeRows).raw();
     this.lastId = db.prepare(SQL.lastId).pluck();
+    this.listedJoined = db.prepare(SQL.listedRecords).raw();
+    this.listedRows = db.prepare(SQL.listedRecordRows).raw();
+  }
+
+  /**
+   * Gives the entries of a list of ids (ascending, each once) to `onRecord` with their ids, in the list's order,
+   * LIST_PAGE ids a statement: their records joined in one row (SQL.listedRecords), or row by row when they do not
+   * add up. A page is read whole before its entries are given, so `onRecord` may write the entry it is given.
+   */
+  listed(ids: ArrayLike<number>, onRecord: (id: number, e: EntryView) => void): void {
+    const view = new EntryView();
+    for (let start = 0; start < ids.length; start += LIST_PAGE) {
+      const page = Array.prototype.slice.call(ids, start, start + LIST_PAGE) as number[];
+      const list = idList(page);
+      const [count, bytes] = this.listedJoined.get(list) as [number, Buffer | null];
+      const joined =
+        count === page.length &&
+        forEachJoined(bytes, count, view, (i, e) => {
+          onRecord(page[i], e);
+          return true;
+        });
+      if (joined) continue;
+      for (const [id, record] of this.listedRows.all(list) as [number, Buffer][]) {
+        view.read(record, 0);
+        onRecord(id, view);
+      }
+    }
   }
 
   /**

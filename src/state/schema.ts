@@ -169,7 +169,7 @@ ${JOURNAL_TABLE}
 `;
 
 /**
- * The schema a new file is made at, and the only one this build reads: the first of the released line. Files of
- * earlier builds (whose meta table has no checksums) are refused with how to rebuild them.
+ * The schema a new file is made at, and the only one this build reads. Files of earlier builds (an older schema,
+ * or a meta table without checksums) are refused with how to rebuild them.
  */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;

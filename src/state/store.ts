@@ -2,7 +2,7 @@ import type { Database, Statement, Transaction } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
 import { idList, sortedUnique } from './id-lists.js';
 import { BatchWriter, type EncodedUpdate, encodeUpdates, TOMBSTONE, timeOrNull } from './batch-commit.js';
-import { DueLists, decodeDue } from './due-lists.js';
+import { DueLists, decodeDue, orNull, pageLimit } from './due-lists.js';
 import { KeyIndex } from './key-index.js';
 import { keyOf } from './lookup-key.js';
 import { StateBusyError, StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
@@ -114,7 +114,7 @@ export class StateStore {
     this.stmts = prepareAll(db);
     this.walker = new RecordWalker(db);
     this.lockFile = new StateLock(path);
-    this.due = new DueLists(db, readonly);
+    this.due = new DueLists(db, this.walker, readonly);
     this.keys = new KeyIndex(db, this.walker, Math.max(1, Math.floor(tailEntries)), keyCacheMiB);
     this.writer = new BatchWriter(db, path, this.keys, this.due, (keys, hashOf, onMatch) =>
       this.matchRows(keys, hashOf, onMatch),
@@ -258,19 +258,7 @@ export class StateStore {
    */
   private readRowsByKeys(lookupKeys: readonly number[], onRecord: OnRecord): void {
     const ids = this.keys.idsOf(lookupKeys);
-    if (ids.length > 0) this.readRecords(sortedUnique(ids), onRecord);
-  }
-
-  /** The entries of these ids (ascending, each once), each given with its id, LIST_PAGE ids a statement. */
-  private readRecords(ids: ArrayLike<number>, onRecord: OnRecord): void {
-    const view = new EntryView();
-    for (let start = 0; start < ids.length; start += LIST_PAGE) {
-      const page = Array.prototype.slice.call(ids, start, start + LIST_PAGE) as number[];
-      for (const [id, record] of this.stmts.listedRecordRows.all(idList(page)) as [number, Buffer][]) {
-        view.read(record, 0);
-        onRecord(id, view);
-      }
-    }
+    if (ids.length > 0) this.walker.listed(sortedUnique(ids), onRecord);
   }
 
   /**
@@ -363,7 +351,7 @@ export class StateStore {
       onAnswer(e);
       return true;
     };
-    if (!forEachJoined(bytes, count, this.joinedEntry, answer)) this.readRecords(ids, answer);
+    if (!forEachJoined(bytes, count, this.joinedEntry, answer)) this.walker.listed(ids, answer);
   }
 
   /** Forgets the tail and what was read of the file (on open, and after a failed transaction). */
@@ -494,9 +482,14 @@ export class StateStore {
   }
 
   countDueV2(): number {
+    return this.count((e) => e.due === 1);
+  }
+
+  /** How many entries `which` picks, in one walk of the table. */
+  private count(which: (e: EntryView) => boolean): number {
     let count = 0;
     this.walk(0, LAST_ID, (_, e) => {
-      count += e.due;
+      if (which(e)) count++;
     });
     return count;
   }
@@ -590,11 +583,7 @@ export class StateStore {
   }
 
   countWithRawUid(): number {
-    let count = 0;
-    this.walk(0, LAST_ID, (_, e) => {
-      if (e.uSize >= 0 || e.pSize >= 0) count++;
-    });
-    return count;
+    return this.count((e) => e.uSize >= 0 || e.pSize >= 0);
   }
 
   /** ceil(fraction * countWithRawUid()). */
@@ -612,7 +601,7 @@ export class StateStore {
     this.db
       .transaction(() => {
         const writer = new RecordWriter();
-        this.readRecords(sortedUnique(ids), (id, e) => this.rewrite(writer, id, e, { lastOptoutCheckS: now }));
+        this.walker.listed(sortedUnique(ids), (id, e) => this.rewrite(writer, id, e, { lastOptoutCheckS: now }));
         if (cursor !== undefined) this.putMeta(META_KEYS.sweepAfter, String(cursor.id));
       })
       .immediate();
@@ -652,7 +641,7 @@ export class StateStore {
       .transaction(() => {
         // the ids whose raw UIDs were sent, or without them one walk of the table
         if (within === undefined) this.walker.walk(0, LAST_ID, check);
-        else this.readRecords(sortedUnique(within), check);
+        else this.walker.listed(sortedUnique(within), check);
         if (journal !== undefined) this.insertJournal(journal, now);
         return changed;
       })
@@ -765,7 +754,6 @@ function prepareAll(db: Database) {
     updateRecord: plain(SQL.updateRecord),
     joinedRecordsInRange: raw(SQL.joinedRecordsInRange),
     listedRecords: raw(SQL.listedRecords),
-    listedRecordRows: raw(SQL.listedRecordRows),
     metaAll: plain(SQL.metaAll),
     metaGet: plain(SQL.metaGet),
     metaSet: plain(SQL.metaSet),
@@ -819,14 +807,6 @@ function idRange(from: number, to: number): number[] {
   const ids = new Array<number>(to - from + 1);
   for (let i = 0; i < ids.length; i++) ids[i] = from + i;
   return ids;
-}
-
-function pageLimit(limit: number): number {
-  return Number.isFinite(limit) ? Math.max(0, Math.floor(limit)) : 0;
-}
-
-function orNull(t: number): number | null {
-  return Number.isNaN(t) ? null : t;
 }
 
 function decodeCandidate(id: number, e: EntryView): OptoutCandidate {

@@ -8,7 +8,7 @@ import { importGraph, SRC, sourceFiles } from './import-graph.js';
 
 const ROOT = join(SRC, '..');
 /** A ceiling that only comes down: each mechanism left in src/state pays for itself on `npm run bench:state`. */
-const STATE_MAX_LINES = 5_010;
+const STATE_MAX_LINES = 4_890;
 /** The reader (hyparquet) and the writer (parquet-wasm); the Arrow stream the writer reads is our own. */
 const PARQUET_LIBRARIES_MAX = 2;
 /** A package whose job is Parquet or Arrow: readers, writers, their codecs, and the engines that read Parquet. */

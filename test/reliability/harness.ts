@@ -3,7 +3,6 @@ import { createServer } from 'node:net';
 import { basename, join } from 'node:path';
 import { EntryView } from '../../src/state/entry-record.js';
 import { lockPathOf } from '../../src/state/lock.js';
-import { textOfStored } from '../../src/state/stored-bytes.js';
 import Database from '../helpers/sqlite-driver.js';
 import { ROOT } from '../helpers/map-e2e-build.js';
 import { spawnCli, type CliResult, type CliRun, type ServeProcess } from '../helpers/map-e2e-processes.js';
@@ -272,6 +271,8 @@ export function inspectState(path: string): StateReport {
     const entries = new Map<string, StoredEntry>();
     const halfWritten: string[] = [];
     // hashes and raw UIDs are kept as the bytes of their base64 text: compared here as that text
+    const textOfStored = (v: unknown): string | null =>
+      Buffer.isBuffer(v) ? v.toString('base64') : typeof v === 'string' ? v : null;
     for (const stored of rows) {
       const row = {
         ...stored,

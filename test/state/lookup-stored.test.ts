@@ -117,7 +117,7 @@ describe('lookupStored', () => {
       { type: 'email', hash: b64('odd'), outcome: { kind: 'mapped', u: 'caf\u00e9', p: null, r: 1 } },
     ];
     s.commitBatch(all, 500);
-    const rowByRow = vi.spyOn(s as unknown as { readRecords: () => void }, 'readRecords');
+    const rowByRow = vi.spyOn((s as unknown as { walker: { listed: () => void } }).walker, 'listed');
     const hashes = all.filter((u) => u.type === 'email').map((u) => u.hash);
     const stored = s.lookupStored('email', hashes);
     expect(stored.at.length).toBe(hashes.length);

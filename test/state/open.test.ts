@@ -244,6 +244,17 @@ describe('openState: refusing what it must not open', () => {
     }
   });
 
+  it("refuses an earlier build's file with checksums (an older schema) with the same line", () => {
+    const path = t.file();
+    t.open(path).close();
+    setMetaAt(path, 'schema_version', String(SCHEMA_VERSION - 1));
+    for (const readonly of [false, true]) {
+      expect(() => openState(path, { envFingerprint: ENV, readonly })).toThrow(
+        new RegExp(`was written by an earlier build of uid2-batch \\(schema ${SCHEMA_VERSION - 1}\\), .*rebuild it`),
+      );
+    }
+  });
+
   it('refuses a state written by a newer schema', () => {
     const path = t.file();
     t.open(path).close();

@@ -29,7 +29,7 @@ export function idsIn(block: KeyBlock, key: number): number[] {
   readHeader(block.blob, 0, header);
   const delta = key - block.first;
   const found: number[] = [];
-  const guess = guessOf(delta, 2 ** header.kb, header.count);
-  forEachIdFrom(block.blob, 8 * BLOCK_HEADER, header.kb, header.ib, header.count, delta, guess, (id) => found.push(id));
+  const guess = guessOf(delta, 256 ** header.kb, header.count);
+  forEachIdFrom(block.blob, BLOCK_HEADER, header.kb, header.ib, header.count, delta, guess, (id) => found.push(id));
   return found;
 }

@@ -116,7 +116,7 @@ describe('openStateReader', () => {
     db.prepare("INSERT INTO meta VALUES ('application', 'uid2-batch'), ('schema_version', '6')").run();
     db.close();
     expect(() => openStateReader(old)).toThrow(
-      /was written by an earlier build of uid2-batch, whose state format this version does not read; run `uid2-batch state export` with the build that wrote it, or map your input again with --state and a new file/,
+      /was written by an earlier build of uid2-batch \(schema 6\), whose format this version does not read; rebuild it: map your input again with --state and a new file \(to keep what it holds, run `uid2-batch state export .*` with the build that wrote it first\)$/,
     );
   });
 

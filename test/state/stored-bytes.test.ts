@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { storedOf, textOfStored } from '../../src/state/stored-bytes.js';
+import { storedOf } from '../../src/state/stored-bytes.js';
+
+/** The text a record gives back for a stored value (entry-record.ts EntryView.text reads bytes as base64). */
+const textOfStored = (v: Buffer | string | null): string | null => (Buffer.isBuffer(v) ? v.toString('base64') : v);
 
 describe('stored bytes of a hash or raw UID', () => {
   const hash = createHash('sha256').update('a@example.com').digest('base64');

@@ -64,7 +64,7 @@ export function setMetaAt(path: string, key: string, value: string | number): vo
 }
 
 /**
- * Replaces every piece of `column` in `table` (the keys filters, the saved tail keys) by zeros with their checksum
+ * Replaces every piece of `column` in `table` (the keys filter) by zeros with their checksum
  * (a piece consistent but wrong, to see that readers trust it), or without one (damage, which readers must not use).
  */
 export function zeroPieces(db: BetterDatabase, table: string, column: string, checksummed: boolean): void {
