@@ -6,7 +6,6 @@ import type { DiiType } from '../identity/index.js';
 import type { EntryTally } from './reader.js';
 import type {
   ChangeJournalRows,
-  EntryStatus,
   ChangeKind,
   DueCursor,
   DueDay,
@@ -18,27 +17,11 @@ import type {
   OptoutCursor,
   PendingChange,
   StateMeta,
+  StateRecord,
   StoredEntries,
 } from './types.js';
 
-/**
- * An entry with every value a state keeps of it (hashes and raw UIDs as text, times in seconds except the
- * opt-out's in ms): what `state copy` reads from one state and writes to another, so nothing is lost on the way.
- */
-export interface StateRecord {
-  type: DiiType;
-  hash: string;
-  status: EntryStatus;
-  /** A v2 entry of a rotated salt bucket, marked for remapping. */
-  due: boolean;
-  u: string | null;
-  p: string | null;
-  r: number | null;
-  bucketId: string | null;
-  lastMappedS: number | null;
-  lastOptoutCheckS: number | null;
-  optedOutSinceMs: number | null;
-}
+export type { StateRecord } from './types.js';
 
 /** Where a state is kept. */
 export type StateKind = 'file' | 'postgres';

@@ -19,3 +19,20 @@ export async function openStateBackend(spec: string, options: OpenStateOptions):
   const { openFileState } = await import('./file-backend.js');
   return openFileState(spec, options);
 }
+
+/**
+ * How messages show the state `spec` names: a file's path as given; a database URL without its password (in the
+ * user part or a `password` parameter), so that no message, summary or log line carries it.
+ */
+export function describeState(spec: string): string {
+  if (!isPostgresState(spec)) return spec;
+  try {
+    const url = new URL(spec);
+    url.password = '';
+    url.searchParams.delete('password');
+    return url.toString();
+  } catch {
+    // not a URL the parser takes: drop whatever lies between the user's name and the host
+    return spec.replace(/^([a-z]+:\/\/[^:@/]*):[^@]*@/i, '$1@').replace(/([?&]password=)[^&]*/gi, '$1');
+  }
+}
