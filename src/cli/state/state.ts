@@ -7,7 +7,7 @@ import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.
 import { formatCount, writeSummaryJson } from '../../pipeline/run/summary.js';
 import { quoted } from '../shared/user-values.js';
 import { exportState } from '../../pipeline/jobs/state-export.js';
-import { readStateInfo } from '../../pipeline/jobs/state-info.js';
+import { readStateInfoOf } from '../../pipeline/jobs/state-info.js';
 import { checkpointState, type MaintenanceResult, vacuumState } from '../../pipeline/jobs/state-maintenance.js';
 import { formatBytes, formatStateInfo } from './state-info-text.js';
 
@@ -36,14 +36,14 @@ export function registerStateCommand(program: Command): void {
   state
     .command('info')
     .description('entries by status and by due date, schema, environment, size, pending changes and the last run')
-    .argument('<file>', 'the state file')
+    .argument('<file>', 'the state file, or a postgres:// URL')
     .option(
       '--now <time>',
       'count what is due at this time instead of now: ISO 8601 (no zone means UTC) or Unix seconds',
     )
     .option('--json', 'print the same as one JSON object')
-    .action((file: string, opts: Record<string, unknown>) => {
-      const info = readStateInfo(file, parseNow(typeof opts.now === 'string' ? opts.now : undefined));
+    .action(async (file: string, opts: Record<string, unknown>) => {
+      const info = await readStateInfoOf(file, parseNow(typeof opts.now === 'string' ? opts.now : undefined));
       process.stdout.write(opts.json === true ? `${JSON.stringify(info, null, 2)}\n` : formatStateInfo(info));
     });
 
@@ -52,7 +52,7 @@ export function registerStateCommand(program: Command): void {
     .description(
       'every entry as hash_type, hash, status, raw_uid, prev_raw_uid, refresh_from: hashes and raw UIDs, never an email or phone',
     )
-    .argument('<file>', 'the state file')
+    .argument('<file>', 'the state file, or a postgres:// URL')
     .option(
       '-o, --output <file>',
       'write rows to this file (written to a temp file, renamed at the end); default stdout',
