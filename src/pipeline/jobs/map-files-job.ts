@@ -31,6 +31,7 @@ import { mayBeHeaderless, readAsHeaderless } from './headerless-input.js';
 import { chooseMapColumns } from './map-columns.js';
 import { mapOutputColumns, runMapJob } from './map-job.js';
 import { openMapState, type MapStateFile } from './map-state.js';
+import { isPostgresState } from '../../state/open-backend.js';
 import { partSinks } from './output-dir-sinks.js';
 
 /** What a map run of files is asked to do, checked once: inputs, columns, outputs, state, limits. */
@@ -185,11 +186,11 @@ async function mapOpened(run: MapRun, opened: TableInput, firstInput: OpenSource
   );
 }
 
-/** The state file of the run, if it names one; a dry run reads it, and only if it is there. */
-function openStateFor({ options, target, say }: MapRun): MapStateFile | undefined {
+/** The state of the run, if it names one; a dry run reads it, and only if it is there. */
+function openStateFor({ options, target, say }: MapRun): MapStateFile | Promise<MapStateFile> | undefined {
   if (options.state === undefined) return undefined;
   const dryRun = options.dryRun === true;
-  if (dryRun && !existsSync(options.state)) {
+  if (dryRun && !isPostgresState(options.state) && !existsSync(options.state)) {
     say(`--state ${options.state} does not exist yet: nothing would be answered from it`);
     return undefined;
   }
