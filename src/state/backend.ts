@@ -42,6 +42,8 @@ export interface StateRun {
  */
 export type StateLockScope =
   | { kind: 'map' }
+  /** `state copy`: nothing else writes the state while it is copied from or to. */
+  | { kind: 'copy' }
   | { kind: 'sweep'; command: string; shard?: { index: number; count: number } };
 
 /** A state opened for a run: lookups, commits, the change journal, due entries, opt-out sweeps and runs. */
@@ -60,7 +62,10 @@ export interface StateBackend {
    * among the hashes); a hash asked twice is answered at one position.
    */
   lookupStored(type: DiiType, hashes: readonly string[]): Promise<StoredEntries>;
-  /** Writes one answered batch in one transaction, with its change rows when `journal` is given. */
+  /**
+   * Writes one answered batch in one transaction, with its change rows when `journal` is given (with no updates:
+   * the change rows alone).
+   */
   commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): Promise<void>;
 
   pendingChanges(kind: ChangeKind, afterId?: number, limit?: number): Promise<PendingChange[]>;

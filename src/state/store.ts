@@ -377,7 +377,7 @@ export class StateStore {
 
   commitBatch(updates: readonly (EntryUpdate | CopiedEntry)[], nowS: number, journal?: ChangeJournalRows): void {
     this.writable('commit a batch');
-    if (updates.length === 0) return;
+    if (updates.length === 0 && journal === undefined) return;
     const encoded = encodeUpdates(updates);
     try {
       this.commitTx.immediate(encoded, Math.floor(nowS), journal);

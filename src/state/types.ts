@@ -159,12 +159,11 @@ export interface OpenStateOptions {
   api?: 'v3' | 'v2';
   /** Create the file when missing (default true). */
   create?: boolean;
+  /** When a state created now says it was created (default now): a copy keeps its source's. */
+  createdAt?: string;
   /** Read-only (dry runs). */
   readonly?: boolean;
-  /**
-   * Read a state of any environment, as it is (`state info`, `state export`): only the reading methods work, and
-   * `envFingerprint` is not checked.
-   */
+  /** Read a state of any environment as it is (`state info`, `export`): only reading methods work then. */
   anyEnvironment?: boolean;
   /** How long to wait for another connection's write to finish before failing (default 5,000 ms). */
   busyTimeoutMs?: number;
