@@ -23,7 +23,7 @@ import type {
   StoredEntries,
 } from '../types.js';
 import { answered, freshRecord } from './entry-update.js';
-import { codeOf, connectionFault, StateShareLockedError } from './errors.js';
+import { codeOf, connectionFault, StateConnectionError, StateShareLockedError } from './errors.js';
 import { ENTRY_COLUMNS, entrySumOf } from './schema.js';
 
 type Sql = postgres.Sql;
@@ -117,6 +117,8 @@ export class PostgresState implements StateBackend {
   private readonly s: string;
   private damagedCount = 0;
   private closed = false;
+  /** The fault that ended the session: every later call fails with it (a re-run opens a new one and resumes). */
+  private lost: StateConnectionError | undefined;
 
   constructor(parts: PostgresStateParts) {
     this.sql = parts.sql;
@@ -128,6 +130,7 @@ export class PostgresState implements StateBackend {
   // ---- the connection: each call's faults as StateErrors
 
   private async q(text: string, params: unknown[] = [], on: Query = this.sql): Promise<Row[]> {
+    if (this.lost !== undefined) throw this.lost;
     try {
       return (await on.unsafe(text, params as never[], { prepare: true }).values()) as unknown as Row[];
     } catch (err) {
@@ -135,21 +138,38 @@ export class PostgresState implements StateBackend {
     }
   }
 
-  /** One transaction; a deadlock or serialization failure between concurrent writers runs it again. */
+  /**
+   * One transaction; a deadlock or serialization failure between concurrent writers runs it again. On a session
+   * of its own, ended by hand: after a lost connection the server has rolled it back, and nothing more is sent.
+   */
   private async tx<T>(fn: (t: Query) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
+      if (this.lost !== undefined) throw this.lost;
+      let conn: postgres.ReservedSql | undefined;
       try {
-        return (await this.sql.begin((t) => fn(t))) as T;
+        conn = await this.sql.reserve();
+        await conn.unsafe('BEGIN');
+        const out = await fn(conn);
+        await conn.unsafe('COMMIT');
+        return out;
       } catch (err) {
+        const fault = this.fault(err);
+        if (conn !== undefined && this.lost === undefined) await conn.unsafe('ROLLBACK').catch(() => {});
         if (attempt < RETRIES && RETRY_CODES.has(codeOf(err) ?? '')) continue;
-        throw this.fault(err);
+        throw fault;
+      } finally {
+        conn?.release();
       }
     }
   }
 
   private fault(err: unknown): unknown {
     if (err instanceof ChecksumError) return new StateDamagedError(this.where, err.what);
-    return connectionFault(err, this.where, true) ?? err;
+    if (err instanceof StateConnectionError) return err;
+    const fault = connectionFault(err, this.where, true);
+    if (fault === undefined) return err;
+    if (fault.exitCode === 1) this.lost = fault;
+    return fault;
   }
 
   private writable(what: string): void {
@@ -693,6 +713,6 @@ export class PostgresState implements StateBackend {
     if (this.closed) return;
     this.closed = true;
     // ending the session releases its advisory locks
-    await this.sql.end({ timeout: 5 });
+    await this.sql.end({ timeout: this.lost === undefined ? 5 : 0 });
   }
 }
