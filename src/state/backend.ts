@@ -42,8 +42,6 @@ export interface StateRun {
  */
 export type StateLockScope =
   | { kind: 'map' }
-  /** `state copy`: nothing else writes the state while it is copied from or to. */
-  | { kind: 'copy' }
   | { kind: 'sweep'; command: string; shard?: { index: number; count: number } };
 
 /** A state opened for a run: lookups, commits, the change journal, due entries, opt-out sweeps and runs. */

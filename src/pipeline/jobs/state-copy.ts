@@ -1,7 +1,7 @@
 /** `state copy SRC DST`: every entry, the meta and the pending changes of one state into another, resumable. */
 import { existsSync, realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { StateBackend } from '../../state/backend.js';
+import type { StateBackend, StateLockScope } from '../../state/backend.js';
 import { StateEnvMismatchError } from '../../state/index.js';
 import { describeState, isPostgresState, openStateBackend } from '../../state/open-backend.js';
 import type { ChangeKind } from '../../state/types.js';
@@ -12,6 +12,8 @@ export const COPY_PAGE = 5_000;
 /** The destination's meta key that says what it is a copy of, and how far the copy went. */
 export const COPY_META_KEY = 'copy_of';
 const CHANGE_KINDS: readonly ChangeKind[] = ['remap', 'optout'];
+/** A file's one writer lock; a database's lock of `state copy`, so that two copies never run at once. */
+const COPY_LOCK: StateLockScope = { kind: 'sweep', command: 'state copy' };
 
 export interface StateCopyOptions {
   /** Entries per page (default COPY_PAGE). */
@@ -69,10 +71,10 @@ export async function copyState(
   }
   const src = await openStateBackend(srcSpec, { envFingerprint: meta.envFingerprint, create: false });
   try {
-    await src.lock({ kind: 'copy' });
+    await src.lock(COPY_LOCK);
     const dst = await openDestination(dstSpec, meta, srcSpec);
     try {
-      await dst.lock({ kind: 'copy' });
+      await dst.lock(COPY_LOCK);
       return await copyInto(src, dst, { source, destination, createdAt: meta.createdAt }, options);
     } finally {
       await dst.close();
