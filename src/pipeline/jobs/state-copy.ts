@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import type { StateBackend, StateLockScope } from '../../state/backend.js';
 import { StateEnvMismatchError } from '../../state/index.js';
 import { describeState, isPostgresState, openStateBackend } from '../../state/open-backend.js';
+import { DEFAULT_SCHEMA } from '../../state/postgres/url.js';
 import type { ChangeKind } from '../../state/types.js';
 import { UserError } from '../run/exit-codes.js';
 
@@ -226,7 +227,7 @@ function normalUrl(spec: string): string {
   const shown = describeState(spec).replace(/^postgresql:/i, 'postgres:');
   try {
     const url = new URL(shown);
-    if (url.searchParams.get('schema') === null) url.searchParams.set('schema', 'public');
+    if (url.searchParams.get('schema') === null) url.searchParams.set('schema', DEFAULT_SCHEMA);
     return url.toString();
   } catch {
     return shown;

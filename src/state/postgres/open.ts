@@ -71,7 +71,7 @@ async function checkSchema(
         [META_KEYS.schemaVersion, String(PG_SCHEMA_VERSION)],
         [META_KEYS.envFingerprint, options.envFingerprint],
         [META_KEYS.api, options.api ?? 'v3'],
-        [META_KEYS.createdAt, new Date().toISOString()],
+        [META_KEYS.createdAt, options.createdAt ?? new Date().toISOString()],
       ];
       for (const [key, value] of values) {
         await t.unsafe(`INSERT INTO ${schema}.meta (key, value, sum) VALUES ($1, $2, $3)`, [
@@ -116,5 +116,6 @@ async function checkSchema(
     );
   }
   const stored = meta.get(META_KEYS.envFingerprint) ?? '';
-  if (stored !== options.envFingerprint) throw new StateEnvMismatchError(where, stored, options.envFingerprint);
+  if (stored !== options.envFingerprint && options.anyEnvironment !== true)
+    throw new StateEnvMismatchError(where, stored, options.envFingerprint);
 }
