@@ -48,7 +48,7 @@ async function exported(state: string): Promise<string> {
   return r.stdout;
 }
 
-describe('a PostgreSQL state', () => {
+describe('a PostgreSQL state', { timeout: 120_000 }, () => {
   it('map twice sends only what is new, and writes the same output as with a file; info and export read it', async () => {
     const url = pg.schemaUrl();
     const first = await map(url, 'db-1');
@@ -124,5 +124,111 @@ describe('a PostgreSQL state', () => {
     expect(down.code).not.toBe(0);
     expect(down.stderr.trim().split('\n')).toHaveLength(1);
     expect(down.stderr).not.toContain(pg.server().password);
+  });
+});
+
+describe('remap-due on a PostgreSQL state', { timeout: 120_000 }, () => {
+  it('re-maps what is due as it does on a file: the same counts and the same changes', async () => {
+    const url = pg.schemaUrl();
+    const file = join(dir.path, 'remap.db');
+    await map(url, 'remap-db-map');
+    await map(file, 'remap-file-map');
+    const at = '2031-01-01T00:00:00Z';
+    const remap = async (state: string, name: string) => {
+      const dry = await runCli(['remap-due', '--env', 'local', '--state', state, '--now', at, '--dry-run']);
+      expect(dry.code, dry.stderr).toBe(0);
+      const out = join(dir.path, `${name}.csv`);
+      const summaryPath = join(dir.path, `${name}.json`);
+      const r = await runCli([
+        'remap-due',
+        '--env',
+        'local',
+        '--state',
+        state,
+        '--now',
+        at,
+        '-o',
+        out,
+        '--summary-json',
+        summaryPath,
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).not.toContain(pg.server().password);
+      const rows = readFileSync(out, 'utf8').trim().split('\n');
+      return {
+        dry: dry.stderr,
+        rows: [rows[0], ...rows.slice(1).sort()],
+        summary: JSON.parse(readFileSync(summaryPath, 'utf8')) as { rows: number; status: unknown },
+      };
+    };
+    const db = await remap(url, 'remap-db');
+    const fromFile = await remap(file, 'remap-file');
+    expect(db.summary.rows).toBeGreaterThan(0);
+    expect(db.summary.rows).toBe(fromFile.summary.rows);
+    expect(db.summary.status).toEqual(fromFile.summary.status);
+    expect(db.rows).toEqual(fromFile.rows);
+    expect(db.dry).toBe(fromFile.dry);
+    const info = JSON.parse((await runCli(['state', 'info', url, '--json'])).stdout) as {
+      last_run: { command: string };
+    };
+    expect(info.last_run.command).toBe('remap-due');
+  });
+});
+
+describe('optout-check --state on a PostgreSQL state', { timeout: 120_000 }, () => {
+  it('checks every stored raw UID as it does on a file: the same rows and counts', async () => {
+    const url = pg.schemaUrl();
+    const file = join(dir.path, 'sweep.db');
+    await map(url, 'sweep-db-map');
+    await map(file, 'sweep-file-map');
+    const sweep = async (state: string, name: string) => {
+      const out = join(dir.path, `${name}.csv`);
+      const summaryPath = join(dir.path, `${name}.json`);
+      const r = await runCli([
+        'optout-check',
+        '--env',
+        'local',
+        '--state',
+        state,
+        '-o',
+        out,
+        '--summary-json',
+        summaryPath,
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).not.toContain(pg.server().password);
+      const summaryText = readFileSync(summaryPath, 'utf8');
+      expect(summaryText).not.toContain(pg.server().password);
+      const rows = readFileSync(out, 'utf8').trim().split('\n');
+      const summary = JSON.parse(summaryText) as Record<string, unknown>;
+      return { rows: [rows[0], ...rows.slice(1).sort()], summary };
+    };
+    const db = await sweep(url, 'sweep-db');
+    const fromFile = await sweep(file, 'sweep-file');
+    expect(db.rows.length).toBeGreaterThan(1);
+    expect(db.rows).toEqual(fromFile.rows);
+    for (const key of ['entries_planned', 'entries_checked', 'tombstoned', 'status'])
+      expect(db.summary[key], key).toEqual(fromFile.summary[key]);
+    expect(db.summary.state_file).toBe(url.replace(`:${pg.server().password}@`, '@'));
+  });
+});
+
+describe('what only a state file has', { timeout: 120_000 }, () => {
+  it('refuses a database URL in one line, exit 2, without the password', async () => {
+    const url = `postgres://batch:${pg.server().password}@127.0.0.1:1/uid2?schema=a`;
+    const shown = 'postgres://batch@127.0.0.1:1/uid2?schema=a';
+    const cases: [string[], string][] = [
+      [['state', 'checkpoint', url], 'state checkpoint works on a state file, not a database'],
+      [['state', 'vacuum', url], 'state vacuum works on a state file, not a database'],
+      [['migrate', '--env', 'local', '--state', url], 'migrate works on a state file, not a database'],
+    ];
+    for (const [args, start] of cases) {
+      const r = await runCli(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(
+        new RegExp(`^uid2-batch: ${start} \\(${shown.replace(/[?.]/g, '\\$&')}\\); [^\\n]+\\n$`),
+      );
+      expect(r.stderr).not.toContain(pg.server().password);
+    }
   });
 });
