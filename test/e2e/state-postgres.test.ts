@@ -213,6 +213,34 @@ describe('optout-check --state on a PostgreSQL state', { timeout: 120_000 }, () 
   });
 });
 
+describe('UID2_BATCH_STATE', { timeout: 120_000 }, () => {
+  it('names the state of map and remap-due when --state is not given', async () => {
+    const env = { UID2_BATCH_STATE: pg.schemaUrl() };
+    const run = (args: string[]) => runCli(args, { env });
+    const summaries: Summary[] = [];
+    for (const name of ['env-1', 'env-2']) {
+      const summaryPath = join(dir.path, `${name}.json`);
+      const r = await run([
+        'map',
+        CUSTOMERS,
+        '--env',
+        'local',
+        '-o',
+        join(dir.path, `${name}.csv`),
+        '--summary-json',
+        summaryPath,
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      summaries.push(JSON.parse(readFileSync(summaryPath, 'utf8')) as Summary);
+    }
+    expect(summaries[0].requests).toBeGreaterThan(0);
+    expect(summaries[1].requests).toBe(0);
+    const dry = await run(['remap-due', '--env', 'local', '--now', '2031-01-01T00:00:00Z', '--dry-run']);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stderr).toMatch(/entries due now/);
+  });
+});
+
 describe('what only a state file has', { timeout: 120_000 }, () => {
   it('refuses a database URL in one line, exit 2, without the password', async () => {
     const url = `postgres://batch:${pg.server().password}@127.0.0.1:1/uid2?schema=a`;

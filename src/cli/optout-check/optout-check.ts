@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { describeState } from '../../pipeline/jobs/state-where.js';
 import type { Shard } from '../../pipeline/shard/shard-spec.js';
 import { addShardOption, shardFlag } from '../shared/shard-option.js';
 import type { ConnectionFlags } from '../../config/index.js';
@@ -142,7 +143,7 @@ export function optoutCheckFlags(
 function checkCombinations(flags: OptoutCheckFlags): void {
   if (flags.state !== undefined && flags.input !== undefined) {
     throw new UserError(
-      `give either an input file or --state FILE, not both (got '${flags.input}' and --state ${flags.state})`,
+      `give either an input file or --state FILE, not both (got '${flags.input}' and --state ${describeState(flags.state)})`,
     );
   }
   if (flags.sweepFraction !== undefined && flags.state === undefined) {

@@ -1,7 +1,7 @@
 /** A whole buckets run: the salt buckets rotated since a time listed, and with a v2 state file their entries marked due. */
 import { openState } from '../../state/index.js';
 import type { StateStore } from '../../state/index.js';
-import { refuseDatabaseState } from './file-only-state.js';
+import { refuseDatabaseState } from './state-where.js';
 import { openSink } from '../io/output/sink.js';
 import type { TableSink } from '../io/table.js';
 import { connect, type ServiceTarget } from '../run/connection.js';

@@ -31,7 +31,7 @@ import { mayBeHeaderless, readAsHeaderless } from './headerless-input.js';
 import { chooseMapColumns } from './map-columns.js';
 import { mapOutputColumns, runMapJob } from './map-job.js';
 import { openMapState, type MapStateFile } from './map-state.js';
-import { isPostgresState } from '../../state/open-backend.js';
+import { describeState, isPostgresState } from '../../state/open-backend.js';
 import { partSinks } from './output-dir-sinks.js';
 
 /** What a map run of files is asked to do, checked once: inputs, columns, outputs, state, limits. */
@@ -427,7 +427,7 @@ async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Pro
       f.say(
         `interrupted: ${notWritten}; ` +
           (f.state
-            ? `${formatCount(result.counts.batchesCommitted)} answered batch(es) are saved in ${f.options.state}: re-run the same command to resume`
+            ? `${formatCount(result.counts.batchesCommitted)} answered batch(es) are saved in ${describeState(f.options.state ?? '')}: re-run the same command to resume`
             : 'nothing was saved (use --state FILE to make a re-run resume)'),
       );
       return EXIT.interrupted;
@@ -435,7 +435,9 @@ async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Pro
       throw outcome.error;
     case 'failed': {
       const error = outcome.error;
-      const saved = f.state ? `; answered batches are saved in ${f.options.state}, a re-run resumes` : '';
+      const saved = f.state
+        ? `; answered batches are saved in ${describeState(f.options.state ?? '')}, a re-run resumes`
+        : '';
       if (!KNOWN_FAILURES.has(error.name)) throw error;
       const lead =
         f.options.failFast && !LOCAL_FAILURES.has(error.name)

@@ -1,7 +1,7 @@
 /** A whole migrate run: every v2 entry of a state file re-mapped with v3, the changed raw UIDs written. */
 import { openState } from '../../state/index.js';
 import type { StateStore } from '../../state/index.js';
-import { refuseDatabaseState } from './file-only-state.js';
+import { refuseDatabaseState } from './state-where.js';
 import type { TableSink } from '../io/table.js';
 import { changesColumns, type RemapChange, changeCells, replayRemapChanges } from '../remap/remap-engine.js';
 import { runBatchCommand, type BatchPlan } from '../run/batch-run.js';

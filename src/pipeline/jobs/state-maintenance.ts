@@ -7,7 +7,7 @@ import {
   type StateStore,
   stateFileSizes,
 } from '../../state/index.js';
-import { refuseDatabaseState } from './file-only-state.js';
+import { refuseDatabaseState } from './state-where.js';
 
 export interface MaintenanceResult {
   before: { file: number; wal: number };
