@@ -1,5 +1,6 @@
 /** Opens a state by what `--state` names: a `postgres://` URL is a PostgreSQL schema, anything else a file. */
 import type { StateBackend } from './backend.js';
+import { withoutPassword } from './postgres/url.js';
 import type { OpenStateOptions } from './types.js';
 
 /** True when `--state` names a PostgreSQL database rather than a file. */
@@ -25,14 +26,5 @@ export async function openStateBackend(spec: string, options: OpenStateOptions):
  * user part or a `password` parameter), so that no message, summary or log line carries it.
  */
 export function describeState(spec: string): string {
-  if (!isPostgresState(spec)) return spec;
-  try {
-    const url = new URL(spec);
-    url.password = '';
-    url.searchParams.delete('password');
-    return url.toString();
-  } catch {
-    // not a URL the parser takes: drop whatever lies between the user's name and the host
-    return spec.replace(/^([a-z]+:\/\/[^:@/]*):[^@]*@/i, '$1@').replace(/([?&]password=)[^&]*/gi, '$1');
-  }
+  return isPostgresState(spec) ? withoutPassword(spec) : spec;
 }

@@ -15,9 +15,17 @@ export interface StateUrl {
   where: string;
 }
 
-/** The URL without a password (user and everything else kept). */
+/** The URL without a password, in the user part or a `password` parameter (user and everything else kept). */
 export function withoutPassword(url: string): string {
-  return url.replace(/^(postgres(?:ql)?:\/\/[^:@/]*):[^@/]*@/i, '$1@');
+  try {
+    const parsed = new URL(url);
+    parsed.password = '';
+    parsed.searchParams.delete('password');
+    return parsed.toString();
+  } catch {
+    // not a URL the parser takes: drop whatever lies between the user's name and the host, and any password value
+    return url.replace(/^([a-z]+:\/\/[^:@/]*):[^@]*@/i, '$1@').replace(/([?&]password=)[^&]*/gi, '$1');
+  }
 }
 
 /** Reads `postgres://user:pass@host:port/db?schema=S`; throws StateSettingError for a URL that cannot be used. */
