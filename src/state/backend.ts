@@ -99,8 +99,11 @@ export interface StateBackend {
   /** Takes what a writing run holds (StateLockScope); throws StateLockedError while another run holds it. */
   lock(scope: StateLockScope): Promise<void>;
 
-  /** Every entry as an export shows it, in id order; `damaged()` counts those skipped for a failed checksum. */
-  entries(): AsyncIterable<ExportedEntry>;
+  /**
+   * Every entry as an export shows it, in id order; `damaged()` counts those skipped for a failed checksum. A file
+   * gives them at once (Iterable), a database as promises.
+   */
+  entries(): Iterable<ExportedEntry> | AsyncIterable<ExportedEntry>;
   damaged(): number;
   /** The entries by status, those without r, and per bound those with r at most it. */
   tally(bounds: readonly number[]): Promise<EntryTally>;

@@ -55,7 +55,7 @@ export async function openFileState(path: string, options: OpenStateOptions): Pr
     lastRun: async () => read().lastRun(),
     // one writing run at a time on a file, whatever it does
     lock: async () => store('lock').lock(),
-    entries: () => asyncOf(read().entries()),
+    entries: () => read().entries(),
     damaged: () => reader?.damaged() ?? 0,
     tally: async (bounds) => read().tally(bounds),
     pendingChangeCounts: async () => read().pendingChanges(),
@@ -107,8 +107,4 @@ function recordOf(v: EntryValues): StateRecord {
     lastOptoutCheckS: v.lastOptoutCheckS,
     optedOutSinceMs: v.optedOutSinceMs,
   };
-}
-
-async function* asyncOf<T>(items: Iterable<T>): AsyncGenerator<T> {
-  yield* items;
 }

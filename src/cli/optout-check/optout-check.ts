@@ -92,7 +92,7 @@ export function registerOptoutCheck(program: Command): void {
     .option('--only-opted-out', 'write only the opted-out rows')
     .option(
       '--state <file>',
-      'check the raw UIDs stored in this state file instead of an input file; tombstone the opted-out entries',
+      'check the raw UIDs stored in this state (a file or a postgres:// URL) instead of an input file; tombstone the opted-out entries',
     )
     .option(
       '--sweep-fraction <f>',

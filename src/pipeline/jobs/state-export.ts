@@ -1,5 +1,6 @@
 /** `state export`: every entry of a state as CSV or JSONL rows: hashes, raw UIDs, r and status. */
 import { openStateBackend } from '../../state/open-backend.js';
+import type { ExportedEntry } from '../../state/types.js';
 import { type HashEncoding, hashCell } from '../io/output/hash-cells.js';
 import { openSink } from '../io/output/sink.js';
 
@@ -40,7 +41,8 @@ export async function exportState(
     let n = 0;
     try {
       let rows: string[][] = [];
-      for await (const e of file.entries()) {
+      // true when a page of rows is ready to write
+      const add = (e: ExportedEntry): boolean =>
         rows.push([
           e.type,
           hashCell(e.hash, options.hashEncoding),
@@ -48,12 +50,18 @@ export async function exportState(
           e.u ?? '',
           e.p ?? '',
           e.r === null ? '' : String(e.r),
-        ]);
-        if (rows.length === ROWS_PER_WRITE) {
-          await sink.writeRows(rows);
-          n += rows.length;
-          rows = [];
-        }
+        ]) === ROWS_PER_WRITE;
+      const flush = async (): Promise<void> => {
+        await sink.writeRows(rows);
+        n += rows.length;
+        rows = [];
+      };
+      const entries = file.entries();
+      // a file's entries come at once: read without a promise per entry
+      if (Symbol.iterator in entries) {
+        for (const e of entries) if (add(e)) await flush();
+      } else {
+        for await (const e of entries) if (add(e)) await flush();
       }
       await sink.writeRows(rows);
       n += rows.length;
