@@ -299,10 +299,10 @@ export class PostgresState implements StateBackend {
   }
 
   /**
-   * One transaction: the stored entries of the batch are read and locked in key order, each answer applied to
-   * its entry in batch order, the stored ones updated and the new ones inserted in key order (so that concurrent
-   * committers of overlapping keys wait for each other instead of deadlocking). A new entry another run inserted
-   * in the meantime is read again and updated, so no answer is lost.
+   * One transaction: the answers of each entry applied in batch order; the new entries inserted in key order, then
+   * the ones already stored (or stored by another run meanwhile) read and locked in key order and updated from
+   * the values they had, so that no answer is lost and concurrent committers of overlapping keys wait for each
+   * other in one order (a deadlock between them all the same runs the batch again).
    */
   async commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): Promise<void> {
     this.writable('commit a batch');
@@ -332,29 +332,36 @@ export class PostgresState implements StateBackend {
     await this.tx(async (t) => {
       let pending = firsts;
       while (pending.length > 0) {
-        const stored = await this.lockedByKey(t, pending);
+        // the new entries first, as their answers make them: one statement for a batch of new keys
+        const made = pending.map((f) => {
+          let rec = f;
+          for (const u of byEntry.get(keyOf(f.type, f.hash)) ?? []) rec = answered(rec, u, nowS);
+          return rec;
+        });
+        const inserted = new Set<string>();
+        for (const [type, hash] of await this.q(
+          `INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (type, hash) DO NOTHING RETURNING type, hash`,
+          columnsOf(made),
+          t,
+        )) {
+          inserted.add(`${type}\u0000${hash}`);
+        }
+        const rest = pending.filter((f) => !inserted.has(keyOf(f.type, f.hash)));
+        if (rest.length === 0) break;
+        // the stored ones: read and locked in key order, each answer applied to the values it had
+        const stored = await this.lockedByKey(t, rest);
         const changed: StoredRecord[] = [];
-        const added: StateRecord[] = [];
-        for (const f of pending) {
+        for (const f of rest) {
           const k = keyOf(f.type, f.hash);
           const old = stored.get(k);
-          let rec = old?.rec ?? f;
+          if (old === undefined) continue;
+          let rec = old.rec;
           for (const u of byEntry.get(k) ?? []) rec = answered(rec, u, nowS);
-          if (old !== undefined) changed.push({ id: old.id, rec });
-          else added.push(rec);
+          changed.push({ id: old.id, rec });
         }
         if (changed.length > 0) await this.updateRecords(t, changed);
-        const inserted = new Set<string>();
-        if (added.length > 0) {
-          const rows = await this.q(
-            `INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (type, hash) DO NOTHING RETURNING type, hash`,
-            columnsOf(added),
-            t,
-          );
-          for (const [type, hash] of rows) inserted.add(`${type}\u0000${hash}`);
-        }
-        // inserted meanwhile by another run: read, locked, and answered again
-        pending = added.filter((a) => !inserted.has(keyOf(a.type, a.hash))).map((a) => freshRecord(a));
+        // a key another run inserted but had not committed when ours was refused: tried again
+        pending = rest.filter((f) => !stored.has(keyOf(f.type, f.hash)));
       }
       if (journal !== undefined) await this.insertJournal(t, journal, nowS);
     });
