@@ -91,6 +91,23 @@ describe('PostgreSQL state: bad input and faults, one line each without the pass
     expect(unreachable.message).not.toContain(password);
   });
 
+  it('takes the password from PGPASSWORD when the URL has none, and refuses a schema name it cannot use', async () => {
+    const { url, password } = pg.server();
+    const bare = `${url.replace(`:${password}@`, '@')}?schema=from_env`;
+    const saved = process.env.PGPASSWORD;
+    process.env.PGPASSWORD = password;
+    try {
+      await (await openPostgresState(bare, { envFingerprint: ENV })).close();
+    } finally {
+      if (saved === undefined) delete process.env.PGPASSWORD;
+      else process.env.PGPASSWORD = saved;
+    }
+    const bad = await failure(openPostgresState(`${url}?schema=Bad-Name`, { envFingerprint: ENV }));
+    expect(bad.name).toBe('StateSettingError');
+    expect(bad.message).toMatch(/schema 'Bad-Name' is not a plain name/);
+    expect(bad.message).not.toContain(password);
+  });
+
   it('finds a damaged row: a lookup fails, an export skips and counts it', async () => {
     const url = pg.schemaUrl('damaged');
     const s = await openPostgresState(url, { envFingerprint: ENV });
