@@ -46,6 +46,13 @@ function picker(seed) {
 // a server set up as one for this load would be: more shared buffers than the default 128 MB, and WAL
 // checkpoints spaced by size rather than every 1 GB of WAL
 const server = await startPostgres({ shared_buffers: '512MB', max_wal_size: '8GB' });
+// the server is stopped whatever ends the bench: Ctrl-C, a kill, or a reader of its output that went away
+process.stdout.on('error', () => {});
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.once(signal, () => {
+    server.stop().finally(() => process.exit(130));
+  });
+}
 const results = { date: new Date().toISOString(), node: process.version, cpus: cpus().length, entries: ENTRIES };
 const store = await openPostgresState(`${server.url}?schema=bench`, { envFingerprint: 'bench:local' });
 try {
