@@ -97,7 +97,10 @@ const UNNEST_RECORDS =
   '$9::float8[], $10::float8[], $11::float8[], $12::int4[]) ' +
   'AS v(type, hash, status, due, u, p, r, bucket_id, last_mapped, last_optout_check, opted_out_since, sum)';
 // the same with the entries' ids last
-const UNNEST_RECORDS_WITH_IDS = UNNEST_RECORDS.replace(') AS v(', ', $13::int8[]) AS v(').replace(/sum\)$/, 'sum, id)');
+const UNNEST_RECORDS_WITH_IDS = UNNEST_RECORDS.replace(') AS v(', ', $13::int8[], $14::int4[]) AS v(').replace(
+  /sum\)$/,
+  'sum, id, before)',
+);
 const SELECT_RECORDS =
   'SELECT v.type, v.hash, v.status, v.due <> 0, v.u, v.p, v.r, v.bucket_id, v.last_mapped, v.last_optout_check, ' +
   `v.opted_out_since, v.sum FROM ${UNNEST_RECORDS}`;
@@ -348,9 +351,11 @@ export class PostgresState implements StateBackend {
         }
         const rest = pending.filter((f) => !inserted.has(keyOf(f.type, f.hash)));
         if (rest.length === 0) break;
-        // the stored ones: read and locked in key order, each answer applied to the values it had
-        const stored = await this.lockedByKey(t, rest);
+        // the stored ones: each answer applied to the values read, written only where they are still those (a
+        // row another run changed since is read and answered again), so no row is locked twice
+        const stored = await this.storedByKey(t, rest);
         const changed: StoredRecord[] = [];
+        const before: number[] = [];
         for (const f of rest) {
           const k = keyOf(f.type, f.hash);
           const old = stored.get(k);
@@ -358,21 +363,21 @@ export class PostgresState implements StateBackend {
           let rec = old.rec;
           for (const u of byEntry.get(k) ?? []) rec = answered(rec, u, nowS);
           changed.push({ id: old.id, rec });
+          before.push(entrySumOf(old.rec));
         }
-        if (changed.length > 0) await this.updateRecords(t, changed);
-        // a key another run inserted but had not committed when ours was refused: tried again
-        pending = rest.filter((f) => !stored.has(keyOf(f.type, f.hash)));
+        const written = changed.length > 0 ? await this.updateRecords(t, changed, before) : new Set<number>();
+        // a key another run inserted but had not committed when ours was refused, or changed since it was read
+        pending = rest.filter((f) => !written.has(stored.get(keyOf(f.type, f.hash))?.id ?? 0));
       }
       if (journal !== undefined) await this.insertJournal(t, journal, nowS);
     });
   }
 
-  /** The stored entries of these keys, locked for update in key order, by key. */
-  private async lockedByKey(t: Query, keys: readonly StateRecord[]): Promise<Map<string, StoredRecord>> {
+  /** The stored entries of these keys, by key. */
+  private async storedByKey(t: Query, keys: readonly StateRecord[]): Promise<Map<string, StoredRecord>> {
     const rows = await this.q(
       `SELECT ${ENTRY_COLUMNS.replace(/(^|, )/g, '$1e.')} FROM ${this.s}.entries e ` +
-        'JOIN unnest($1::int2[], $2::text[]) AS k(type, hash) ON e.type = k.type AND e.hash = k.hash ' +
-        'ORDER BY e.type, e.hash FOR UPDATE OF e',
+        'JOIN unnest($1::int2[], $2::text[]) AS k(type, hash) ON e.type = k.type AND e.hash = k.hash',
       [keys.map((k) => TYPE_CODE[k.type]), keys.map((k) => k.hash)],
       t,
     );
@@ -384,17 +389,25 @@ export class PostgresState implements StateBackend {
     return out;
   }
 
-  /** Writes these entries' values over the stored ones, by id. */
-  private async updateRecords(t: Query, records: readonly StoredRecord[]): Promise<void> {
+  /**
+   * Writes these entries' values over the stored ones, by id; with `before` (the checksum of the values each
+   * update was made from), only over rows that still hold those. The ids written.
+   */
+  private async updateRecords(
+    t: Query,
+    records: readonly StoredRecord[],
+    before?: readonly number[],
+  ): Promise<Set<number>> {
     const cols = columnsOf(records.map((r) => r.rec));
-    await this.q(
+    const rows = await this.q(
       `UPDATE ${this.s}.entries e SET status = v.status, due = v.due <> 0, u = v.u, p = v.p, r = v.r, ` +
         'bucket_id = v.bucket_id, last_mapped = v.last_mapped, last_optout_check = v.last_optout_check, ' +
         'opted_out_since = v.opted_out_since, sum = v.sum ' +
-        `FROM ${UNNEST_RECORDS_WITH_IDS} WHERE e.id = v.id`,
-      [...cols, records.map((r) => r.id)],
+        `FROM ${UNNEST_RECORDS_WITH_IDS} WHERE e.id = v.id${before === undefined ? '' : ' AND e.sum = v.before'} RETURNING e.id`,
+      [...cols, records.map((r) => r.id), before ?? cols[11]],
       t,
     );
+    return new Set(rows.map(([id]) => Number(id)));
   }
 
   // ---- the change journal
