@@ -303,9 +303,9 @@ export class PostgresState implements StateBackend {
 
   /**
    * One transaction: the answers of each entry applied in batch order; the new entries inserted in key order, then
-   * the ones already stored (or stored by another run meanwhile) read and locked in key order and updated from
-   * the values they had, so that no answer is lost and concurrent committers of overlapping keys wait for each
-   * other in one order (a deadlock between them all the same runs the batch again).
+   * the ones already stored (or stored by another run meanwhile) updated from the values they had where those are
+   * still stored, so that no answer is lost; concurrent committers of overlapping keys wait for each other (a
+   * deadlock between them runs the batch again).
    */
   async commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): Promise<void> {
     this.writable('commit a batch');
