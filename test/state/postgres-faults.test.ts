@@ -121,6 +121,9 @@ describe('PostgreSQL state: bad input and faults, one line each without the pass
       for await (const e of s.entries()) seen.push(e.hash);
       expect(seen).toEqual(['b']);
       expect(s.damaged()).toBe(1);
+      // a status code no build writes is damage too
+      await admin.unsafe(`UPDATE damaged.entries SET status = 9 WHERE hash = 'b'`);
+      expect((await failure(s.lookupStored('email', ['b']))).name).toBe('StateDamagedError');
     } finally {
       await s.close();
     }

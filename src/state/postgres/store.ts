@@ -11,6 +11,7 @@ import type {
   ChangeJournalRows,
   ChangeKind,
   DueCursor,
+  EntryStatus,
   DueDay,
   DueEntry,
   EntryUpdate,
@@ -43,6 +44,9 @@ interface StoredRecord {
   id: number;
   rec: StateRecord;
 }
+
+// the file's status codes read back: an unknown one is damage, not an error of the code
+const STATUS_OF_CODE = new Map(Object.entries(STATUS_CODE).map(([status, code]) => [code, status as EntryStatus]));
 
 function pageLimit(limit: number): number {
   return Number.isFinite(limit) ? Math.max(0, Math.floor(limit)) : 0;
@@ -181,10 +185,14 @@ export class PostgresState implements StateBackend {
 
   /** A whole entry row as selected by ENTRY_COLUMNS, its checksum checked (ChecksumError when it fails). */
   private rowOf(row: Row): StoredRecord {
+    const type = TYPE_OF_CODE[row[1] as number];
+    const status = STATUS_OF_CODE.get(row[3] as number);
+    // a code no build writes is damage, as a wrong checksum is
+    if (type === undefined || status === undefined) throw new ChecksumError(`entry ${row[0]}`);
     const rec: StateRecord = {
-      type: TYPE_OF_CODE[row[1] as number] as DiiType,
+      type,
       hash: row[2] as string,
-      status: statusOfCode(row[3] as number),
+      status,
       due: row[4] === true,
       u: row[5] as string | null,
       p: row[6] as string | null,
@@ -194,7 +202,7 @@ export class PostgresState implements StateBackend {
       lastOptoutCheckS: num(row[10]),
       optedOutSinceMs: num(row[11]),
     };
-    if (rec.type === undefined || entrySumOf(rec) !== row[12]) throw new ChecksumError(`entry ${row[0]}`);
+    if (entrySumOf(rec) !== row[12]) throw new ChecksumError(`entry ${row[0]}`);
     return { id: Number(row[0]), rec };
   }
 
@@ -203,7 +211,7 @@ export class PostgresState implements StateBackend {
     try {
       return this.rowOf(row);
     } catch (err) {
-      if (!(err instanceof ChecksumError) && !(err instanceof Error && /status code/.test(err.message))) throw err;
+      if (!(err instanceof ChecksumError)) throw err;
       this.damagedCount++;
       return null;
     }
