@@ -1,5 +1,7 @@
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeError } from '../../src/cli/main.js';
+import { openStateBackend } from '../../src/state/open-backend.js';
 import { StateConnectionError } from '../../src/state/postgres/errors.js';
 import { openPostgresState } from '../../src/state/postgres/open.js';
 import { metaSumOf } from '../../src/state/meta-values.js';
@@ -43,6 +45,17 @@ describe('PostgreSQL state: bad input and faults, one line each without the pass
         'a state file never mixes environments: use another --state file for http://other/|uid2',
     );
     expect(err.message).not.toContain(pg.server().password);
+  });
+
+  it('is opened through --state by its URL, and its faults reach the CLI as one line with their exit code', async () => {
+    const s = await openStateBackend(pg.schemaUrl(), { envFingerprint: ENV });
+    expect(s.kind).toBe('postgres');
+    await s.close();
+    const { url, password } = pg.server();
+    const wrong = await failure(openStateBackend(url.replace(password, 'nope'), { envFingerprint: ENV }));
+    expect(describeError(wrong)).toEqual({ line: wrong.message, exitCode: 2 });
+    const lost = new StateConnectionError('postgres://u@h/db', 'the connection ... was lost', 1);
+    expect(describeError(lost)).toEqual({ line: lost.message, exitCode: 1 });
   });
 
   it('refuses a newer schema and one made by an earlier build', async () => {
