@@ -9,5 +9,5 @@ export interface StartedPostgres {
   stop(): Promise<void>;
 }
 
-export function postgresBinDir(): string;
+export function postgresBinDir(root?: string, pgConfig?: string): string;
 export function startPostgres(settings?: Record<string, string | number>): Promise<StartedPostgres>;

@@ -11,15 +11,19 @@ const INSTALL_HINT =
   "PostgreSQL server binaries (initdb, postgres) not found: install Debian's `postgresql` package " +
   '(apt-get install -y --no-install-recommends postgresql)';
 
-/** The folder of initdb and postgres: pg_config's bindir, or the newest /usr/lib/postgresql/N/bin. */
-export function postgresBinDir() {
+/**
+ * The folder of initdb and postgres: pg_config's bindir, or the newest `root`/N/bin (Debian's layout); throws
+ * saying to install the package when there is none.
+ */
+export function postgresBinDir(root = '/usr/lib/postgresql', pgConfig = 'pg_config') {
   const candidates = [];
   try {
-    candidates.push(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim());
+    candidates.push(
+      execFileSync(pgConfig, ['--bindir'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim(),
+    );
   } catch {
     // no pg_config (the client package alone ships it); look where Debian installs servers
   }
-  const root = '/usr/lib/postgresql';
   if (existsSync(root)) {
     const versions = readdirSync(root).filter((v) => /^\d+$/.test(v));
     versions.sort((a, b) => Number(b) - Number(a));

@@ -1,5 +1,7 @@
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeError } from '../../src/cli/main.js';
+import { openStateBackend } from '../../src/state/open-backend.js';
 import { StateConnectionError } from '../../src/state/postgres/errors.js';
 import { openPostgresState } from '../../src/state/postgres/open.js';
 import { metaSumOf } from '../../src/state/meta-values.js';
@@ -43,6 +45,17 @@ describe('PostgreSQL state: bad input and faults, one line each without the pass
         'a state file never mixes environments: use another --state file for http://other/|uid2',
     );
     expect(err.message).not.toContain(pg.server().password);
+  });
+
+  it('is opened through --state by its URL, and its faults reach the CLI as one line with their exit code', async () => {
+    const s = await openStateBackend(pg.schemaUrl(), { envFingerprint: ENV });
+    expect(s.kind).toBe('postgres');
+    await s.close();
+    const { url, password } = pg.server();
+    const wrong = await failure(openStateBackend(url.replace(password, 'nope'), { envFingerprint: ENV }));
+    expect(describeError(wrong)).toEqual({ line: wrong.message, exitCode: 2 });
+    const lost = new StateConnectionError('postgres://u@h/db', 'the connection ... was lost', 1);
+    expect(describeError(lost)).toEqual({ line: lost.message, exitCode: 1 });
   });
 
   it('refuses a newer schema and one made by an earlier build', async () => {
@@ -91,6 +104,23 @@ describe('PostgreSQL state: bad input and faults, one line each without the pass
     expect(unreachable.message).not.toContain(password);
   });
 
+  it('takes the password from PGPASSWORD when the URL has none, and refuses a schema name it cannot use', async () => {
+    const { url, password } = pg.server();
+    const bare = `${url.replace(`:${password}@`, '@')}?schema=from_env`;
+    const saved = process.env.PGPASSWORD;
+    process.env.PGPASSWORD = password;
+    try {
+      await (await openPostgresState(bare, { envFingerprint: ENV })).close();
+    } finally {
+      if (saved === undefined) delete process.env.PGPASSWORD;
+      else process.env.PGPASSWORD = saved;
+    }
+    const bad = await failure(openPostgresState(`${url}?schema=Bad-Name`, { envFingerprint: ENV }));
+    expect(bad.name).toBe('StateSettingError');
+    expect(bad.message).toMatch(/schema 'Bad-Name' is not a plain name/);
+    expect(bad.message).not.toContain(password);
+  });
+
   it('finds a damaged row: a lookup fails, an export skips and counts it', async () => {
     const url = pg.schemaUrl('damaged');
     const s = await openPostgresState(url, { envFingerprint: ENV });
@@ -104,6 +134,9 @@ describe('PostgreSQL state: bad input and faults, one line each without the pass
       for await (const e of s.entries()) seen.push(e.hash);
       expect(seen).toEqual(['b']);
       expect(s.damaged()).toBe(1);
+      // a status code no build writes is damage too
+      await admin.unsafe(`UPDATE damaged.entries SET status = 9 WHERE hash = 'b'`);
+      expect((await failure(s.lookupStored('email', ['b']))).name).toBe('StateDamagedError');
     } finally {
       await s.close();
     }

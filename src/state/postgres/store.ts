@@ -11,6 +11,7 @@ import type {
   ChangeJournalRows,
   ChangeKind,
   DueCursor,
+  EntryStatus,
   DueDay,
   DueEntry,
   EntryUpdate,
@@ -43,6 +44,9 @@ interface StoredRecord {
   id: number;
   rec: StateRecord;
 }
+
+// the file's status codes read back: an unknown one is damage, not an error of the code
+const STATUS_OF_CODE = new Map(Object.entries(STATUS_CODE).map(([status, code]) => [code, status as EntryStatus]));
 
 function pageLimit(limit: number): number {
   return Number.isFinite(limit) ? Math.max(0, Math.floor(limit)) : 0;
@@ -97,7 +101,10 @@ const UNNEST_RECORDS =
   '$9::float8[], $10::float8[], $11::float8[], $12::int4[]) ' +
   'AS v(type, hash, status, due, u, p, r, bucket_id, last_mapped, last_optout_check, opted_out_since, sum)';
 // the same with the entries' ids last
-const UNNEST_RECORDS_WITH_IDS = UNNEST_RECORDS.replace(') AS v(', ', $13::int8[]) AS v(').replace(/sum\)$/, 'sum, id)');
+const UNNEST_RECORDS_WITH_IDS = UNNEST_RECORDS.replace(') AS v(', ', $13::int8[], $14::int4[]) AS v(').replace(
+  /sum\)$/,
+  'sum, id, before)',
+);
 const SELECT_RECORDS =
   'SELECT v.type, v.hash, v.status, v.due <> 0, v.u, v.p, v.r, v.bucket_id, v.last_mapped, v.last_optout_check, ' +
   `v.opted_out_since, v.sum FROM ${UNNEST_RECORDS}`;
@@ -178,10 +185,14 @@ export class PostgresState implements StateBackend {
 
   /** A whole entry row as selected by ENTRY_COLUMNS, its checksum checked (ChecksumError when it fails). */
   private rowOf(row: Row): StoredRecord {
+    const type = TYPE_OF_CODE[row[1] as number];
+    const status = STATUS_OF_CODE.get(row[3] as number);
+    // a code no build writes is damage, as a wrong checksum is
+    if (type === undefined || status === undefined) throw new ChecksumError(`entry ${row[0]}`);
     const rec: StateRecord = {
-      type: TYPE_OF_CODE[row[1] as number] as DiiType,
+      type,
       hash: row[2] as string,
-      status: statusOfCode(row[3] as number),
+      status,
       due: row[4] === true,
       u: row[5] as string | null,
       p: row[6] as string | null,
@@ -191,7 +202,7 @@ export class PostgresState implements StateBackend {
       lastOptoutCheckS: num(row[10]),
       optedOutSinceMs: num(row[11]),
     };
-    if (rec.type === undefined || entrySumOf(rec) !== row[12]) throw new ChecksumError(`entry ${row[0]}`);
+    if (entrySumOf(rec) !== row[12]) throw new ChecksumError(`entry ${row[0]}`);
     return { id: Number(row[0]), rec };
   }
 
@@ -200,7 +211,7 @@ export class PostgresState implements StateBackend {
     try {
       return this.rowOf(row);
     } catch (err) {
-      if (!(err instanceof ChecksumError) && !(err instanceof Error && /status code/.test(err.message))) throw err;
+      if (!(err instanceof ChecksumError)) throw err;
       this.damagedCount++;
       return null;
     }
@@ -299,10 +310,10 @@ export class PostgresState implements StateBackend {
   }
 
   /**
-   * One transaction: the stored entries of the batch are read and locked in key order, each answer applied to
-   * its entry in batch order, the stored ones updated and the new ones inserted in key order (so that concurrent
-   * committers of overlapping keys wait for each other instead of deadlocking). A new entry another run inserted
-   * in the meantime is read again and updated, so no answer is lost.
+   * One transaction: the answers of each entry applied in batch order; the new entries inserted in key order, then
+   * the ones already stored (or stored by another run meanwhile) updated from the values they had where those are
+   * still stored, so that no answer is lost; concurrent committers of overlapping keys wait for each other (a
+   * deadlock between them runs the batch again).
    */
   async commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): Promise<void> {
     this.writable('commit a batch');
@@ -332,40 +343,49 @@ export class PostgresState implements StateBackend {
     await this.tx(async (t) => {
       let pending = firsts;
       while (pending.length > 0) {
-        const stored = await this.lockedByKey(t, pending);
+        // the new entries first, as their answers make them: one statement for a batch of new keys
+        const made = pending.map((f) => {
+          let rec = f;
+          for (const u of byEntry.get(keyOf(f.type, f.hash)) ?? []) rec = answered(rec, u, nowS);
+          return rec;
+        });
+        const inserted = new Set<string>();
+        for (const [type, hash] of await this.q(
+          `INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (type, hash) DO NOTHING RETURNING type, hash`,
+          columnsOf(made),
+          t,
+        )) {
+          inserted.add(`${type}\u0000${hash}`);
+        }
+        const rest = pending.filter((f) => !inserted.has(keyOf(f.type, f.hash)));
+        if (rest.length === 0) break;
+        // the stored ones: each answer applied to the values read, written only where they are still those (a
+        // row another run changed since is read and answered again), so no row is locked twice
+        const stored = await this.storedByKey(t, rest);
         const changed: StoredRecord[] = [];
-        const added: StateRecord[] = [];
-        for (const f of pending) {
+        const before: number[] = [];
+        for (const f of rest) {
           const k = keyOf(f.type, f.hash);
           const old = stored.get(k);
-          let rec = old?.rec ?? f;
+          if (old === undefined) continue;
+          let rec = old.rec;
           for (const u of byEntry.get(k) ?? []) rec = answered(rec, u, nowS);
-          if (old !== undefined) changed.push({ id: old.id, rec });
-          else added.push(rec);
+          changed.push({ id: old.id, rec });
+          before.push(entrySumOf(old.rec));
         }
-        if (changed.length > 0) await this.updateRecords(t, changed);
-        const inserted = new Set<string>();
-        if (added.length > 0) {
-          const rows = await this.q(
-            `INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (type, hash) DO NOTHING RETURNING type, hash`,
-            columnsOf(added),
-            t,
-          );
-          for (const [type, hash] of rows) inserted.add(`${type}\u0000${hash}`);
-        }
-        // inserted meanwhile by another run: read, locked, and answered again
-        pending = added.filter((a) => !inserted.has(keyOf(a.type, a.hash))).map((a) => freshRecord(a));
+        const written = changed.length > 0 ? await this.updateRecords(t, changed, before) : new Set<number>();
+        // a key another run inserted but had not committed when ours was refused, or changed since it was read
+        pending = rest.filter((f) => !written.has(stored.get(keyOf(f.type, f.hash))?.id ?? 0));
       }
       if (journal !== undefined) await this.insertJournal(t, journal, nowS);
     });
   }
 
-  /** The stored entries of these keys, locked for update in key order, by key. */
-  private async lockedByKey(t: Query, keys: readonly StateRecord[]): Promise<Map<string, StoredRecord>> {
+  /** The stored entries of these keys, by key. */
+  private async storedByKey(t: Query, keys: readonly StateRecord[]): Promise<Map<string, StoredRecord>> {
     const rows = await this.q(
       `SELECT ${ENTRY_COLUMNS.replace(/(^|, )/g, '$1e.')} FROM ${this.s}.entries e ` +
-        'JOIN unnest($1::int2[], $2::text[]) AS k(type, hash) ON e.type = k.type AND e.hash = k.hash ' +
-        'ORDER BY e.type, e.hash FOR UPDATE OF e',
+        'JOIN unnest($1::int2[], $2::text[]) AS k(type, hash) ON e.type = k.type AND e.hash = k.hash',
       [keys.map((k) => TYPE_CODE[k.type]), keys.map((k) => k.hash)],
       t,
     );
@@ -377,17 +397,25 @@ export class PostgresState implements StateBackend {
     return out;
   }
 
-  /** Writes these entries' values over the stored ones, by id. */
-  private async updateRecords(t: Query, records: readonly StoredRecord[]): Promise<void> {
+  /**
+   * Writes these entries' values over the stored ones, by id; with `before` (the checksum of the values each
+   * update was made from), only over rows that still hold those. The ids written.
+   */
+  private async updateRecords(
+    t: Query,
+    records: readonly StoredRecord[],
+    before?: readonly number[],
+  ): Promise<Set<number>> {
     const cols = columnsOf(records.map((r) => r.rec));
-    await this.q(
+    const rows = await this.q(
       `UPDATE ${this.s}.entries e SET status = v.status, due = v.due <> 0, u = v.u, p = v.p, r = v.r, ` +
         'bucket_id = v.bucket_id, last_mapped = v.last_mapped, last_optout_check = v.last_optout_check, ' +
         'opted_out_since = v.opted_out_since, sum = v.sum ' +
-        `FROM ${UNNEST_RECORDS_WITH_IDS} WHERE e.id = v.id`,
-      [...cols, records.map((r) => r.id)],
+        `FROM ${UNNEST_RECORDS_WITH_IDS} WHERE e.id = v.id${before === undefined ? '' : ' AND e.sum = v.before'} RETURNING e.id`,
+      [...cols, records.map((r) => r.id), before ?? cols[11]],
       t,
     );
+    return new Set(rows.map(([id]) => Number(id)));
   }
 
   // ---- the change journal
