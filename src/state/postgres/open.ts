@@ -116,6 +116,6 @@ async function checkSchema(
     );
   }
   const stored = meta.get(META_KEYS.envFingerprint) ?? '';
-  if (stored !== options.envFingerprint && options.anyEnvironment !== true)
-    throw new StateEnvMismatchError(where, stored, options.envFingerprint);
+  const refused = stored !== options.envFingerprint && options.anyEnvironment !== true;
+  if (refused) throw new StateEnvMismatchError(where, stored, options.envFingerprint);
 }

@@ -17,15 +17,7 @@ export interface StateUrl {
 
 /** The URL without a password, in the user part or a `password` parameter (user and everything else kept). */
 export function withoutPassword(url: string): string {
-  try {
-    const parsed = new URL(url);
-    parsed.password = '';
-    parsed.searchParams.delete('password');
-    return parsed.toString();
-  } catch {
-    // not a URL the parser takes: drop whatever lies between the user's name and the host, and any password value
-    return url.replace(/^([a-z]+:\/\/[^:@/]*):[^@]*@/i, '$1@').replace(/([?&]password=)[^&]*/gi, '$1');
-  }
+  return url.replace(/^(postgres(?:ql)?:\/\/[^:@/]*):[^@/]*@/i, '$1@').replace(/([?&])password=[^&]*(&|$)/gi, '$1');
 }
 
 /** Reads `postgres://user:pass@host:port/db?schema=S`; throws StateSettingError for a URL that cannot be used. */
