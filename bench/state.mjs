@@ -15,6 +15,7 @@
 //   node bench/state.mjs --reuse FILE --cache 4         # openState's cacheSizeMiB (the page cache)
 //   node bench/state.mjs --reuse FILE --key-cache 0     # openState's keyCacheMiB (key blocks kept)
 //   node bench/state.mjs --reuse FILE --lookups-only    # only the lookups (no remap-due, sweep or counts)
+//   npm run bench:state -- --postgres 1000000          # a PostgreSQL state instead (bench/state-postgres.mjs)
 // Figures also go to bench/results-state.json (not committed).
 import { hash } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -27,6 +28,11 @@ const MODULE = join(ROOT, 'dist', 'state', 'index.js');
 if (!existsSync(MODULE)) {
   console.error('bench/state.mjs: dist/state is missing; run `npm run build` first');
   process.exit(2);
+}
+if (process.argv.includes('--postgres')) {
+  // the same figures of a PostgreSQL state, on a server the bench starts (state-postgres.mjs)
+  await import('./state-postgres.mjs');
+  process.exit(0);
 }
 const { openState, openStateReader } = await import(MODULE);
 

@@ -13,6 +13,7 @@ export { checkBaseUrl, isLoopbackHost } from './base-url.js';
 export { defaultConfigPath, parseConfigFile, DEFAULT_PROFILE, type Profile, type ConfigFile } from './profiles.js';
 export {
   resolveConfig,
+  stateSetting,
   defaultConfigDeps,
   attachLocalService,
   credentialsForDisplay,

@@ -14,6 +14,8 @@ export interface Profile {
   client_secret_file?: string;
   /** The country national phone numbers are read in (`US`); checked where phones are read, not here. */
   phone_region?: string;
+  /** What --state names when it is not given: a state file (relative to the config file) or a postgres:// URL. */
+  state?: string;
 }
 
 export interface ConfigFile {
@@ -32,6 +34,7 @@ const PROFILE_KEYS: readonly (keyof Profile)[] = [
   'api_key_file',
   'client_secret_file',
   'phone_region',
+  'state',
 ];
 
 /** The profile used when none is named, like the AWS CLI's. */

@@ -13,7 +13,14 @@ import {
 import { DEFAULT_ENV, environmentFamily, environmentForUrl, findEnvironment, parseScope } from './environments.js';
 import { ConfigError } from './errors.js';
 import { resolveProxy } from './proxy.js';
-import { DEFAULT_PROFILE, defaultConfigPath, loadConfigFile, type ConfigFile, type Profile } from './profiles.js';
+import {
+  DEFAULT_PROFILE,
+  defaultConfigPath,
+  loadConfigFile,
+  profilePath,
+  type ConfigFile,
+  type Profile,
+} from './profiles.js';
 import type {
   ConfigDeps,
   ConnectionFlags,
@@ -263,4 +270,26 @@ export function envFingerprint(cfg: ResolvedConfig): string {
   const known = environmentForUrl(env.baseUrl);
   const family = known ? environmentFamily(known.name) : undefined;
   return `${env.scope}:${family ?? env.baseUrl}`;
+}
+
+/**
+ * What `--state` names when it is not given (map, remap-due): UID2_BATCH_STATE, else the profile's `state` (a file
+ * path relative to the config file, or a postgres:// URL as it is); undefined when neither is set.
+ */
+export function stateSetting(
+  flags: ConnectionFlags,
+  environ: NodeJS.ProcessEnv = process.env,
+  deps: Partial<ConfigDeps> = {},
+): { value: string; from: string } | undefined {
+  const fromEnv = environ.UID2_BATCH_STATE?.trim();
+  if (fromEnv) return { value: fromEnv, from: 'UID2_BATCH_STATE' };
+  const d: ConfigDeps = { ...defaultConfigDeps(), ...deps };
+  const { profile } = selectProfile(flags, environ, d);
+  const value = profile?.data.state;
+  if (profile === undefined || value === undefined) return undefined;
+  const url = /^postgres(ql)?:\/\//i.test(value);
+  return {
+    value: url ? value : profilePath(value, profile.file.path, d.homedir()),
+    from: `state of profile '${profile.name}'`,
+  };
 }

@@ -6,7 +6,6 @@ import type { DiiType } from '../identity/index.js';
 import type { EntryTally } from './reader.js';
 import type {
   ChangeJournalRows,
-  EntryStatus,
   ChangeKind,
   DueCursor,
   DueDay,
@@ -18,27 +17,11 @@ import type {
   OptoutCursor,
   PendingChange,
   StateMeta,
+  StateRecord,
   StoredEntries,
 } from './types.js';
 
-/**
- * An entry with every value a state keeps of it (hashes and raw UIDs as text, times in seconds except the
- * opt-out's in ms): what `state copy` reads from one state and writes to another, so nothing is lost on the way.
- */
-export interface StateRecord {
-  type: DiiType;
-  hash: string;
-  status: EntryStatus;
-  /** A v2 entry of a rotated salt bucket, marked for remapping. */
-  due: boolean;
-  u: string | null;
-  p: string | null;
-  r: number | null;
-  bucketId: string | null;
-  lastMappedS: number | null;
-  lastOptoutCheckS: number | null;
-  optedOutSinceMs: number | null;
-}
+export type { StateRecord } from './types.js';
 
 /** Where a state is kept. */
 export type StateKind = 'file' | 'postgres';
@@ -77,7 +60,10 @@ export interface StateBackend {
    * among the hashes); a hash asked twice is answered at one position.
    */
   lookupStored(type: DiiType, hashes: readonly string[]): Promise<StoredEntries>;
-  /** Writes one answered batch in one transaction, with its change rows when `journal` is given. */
+  /**
+   * Writes one answered batch in one transaction, with its change rows when `journal` is given (with no updates:
+   * the change rows alone).
+   */
   commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): Promise<void>;
 
   pendingChanges(kind: ChangeKind, afterId?: number, limit?: number): Promise<PendingChange[]>;
@@ -113,8 +99,11 @@ export interface StateBackend {
   /** Takes what a writing run holds (StateLockScope); throws StateLockedError while another run holds it. */
   lock(scope: StateLockScope): Promise<void>;
 
-  /** Every entry as an export shows it, in id order; `damaged()` counts those skipped for a failed checksum. */
-  entries(): AsyncIterable<ExportedEntry>;
+  /**
+   * Every entry as an export shows it, in id order; `damaged()` counts those skipped for a failed checksum. A file
+   * gives them at once (Iterable), a database as promises.
+   */
+  entries(): Iterable<ExportedEntry> | AsyncIterable<ExportedEntry>;
   damaged(): number;
   /** The entries by status, those without r, and per bound those with r at most it. */
   tally(bounds: readonly number[]): Promise<EntryTally>;

@@ -8,9 +8,9 @@ import { type EntryValues, type EntryView, RecordWriter } from './entry-record.j
 import type { KeyIndex } from './key-index.js';
 import { keyOf } from './lookup-key.js';
 import { SQL } from './queries.js';
-import { TYPE_CODE } from './schema.js';
+import { STATUS_CODE, TYPE_CODE } from './schema.js';
 import { storedOf } from './stored-bytes.js';
-import type { EntryUpdate } from './types.js';
+import type { CopiedEntry, EntryUpdate } from './types.js';
 
 // rows per multi-row INSERT of new entries: one call into SQLite for that many rows
 const INSERT_ROWS = 64;
@@ -35,11 +35,11 @@ export interface EncodedUpdate {
   index: number;
   /** The order new entries are appended in: r, or after every r when there is none. */
   appendOrder: number;
-  outcome: EntryUpdate['outcome'];
+  outcome: (EntryUpdate | CopiedEntry)['outcome'];
 }
 
 /** The updates as the file keeps them; checked before the transaction, so a malformed one fails the batch first. */
-export function encodeUpdates(updates: readonly EntryUpdate[]): EncodedUpdate[] {
+export function encodeUpdates(updates: readonly (EntryUpdate | CopiedEntry)[]): EncodedUpdate[] {
   const encoded = new Array<EncodedUpdate>(updates.length);
   for (let i = 0; i < updates.length; i++) {
     const { type, hash, outcome } = updates[i];
@@ -47,8 +47,10 @@ export function encodeUpdates(updates: readonly EntryUpdate[]): EncodedUpdate[] 
     if (typeof hash !== 'string' || code === undefined || outcome === null || typeof outcome !== 'object') {
       throw new TypeError(`commitBatch: update ${i} has no valid DII type, hash or outcome`);
     }
-    const appendOrder = outcome.kind === 'mapped' && typeof outcome.r === 'number' ? outcome.r : Infinity;
-    const mapped = outcome.kind === 'mapped';
+    // a copied entry keeps its place: a copy's export lists the entries in the order of its source
+    const appendOrder =
+      outcome.kind === 'record' ? i : outcome.kind === 'mapped' && typeof outcome.r === 'number' ? outcome.r : Infinity;
+    const mapped = outcome.kind === 'mapped' || outcome.kind === 'record';
     encoded[i] = {
       type: code,
       hash,
@@ -239,7 +241,7 @@ function newEntryValues(u: EncodedUpdate, nowS: number): EntryValues {
  * Opted out: a tombstone, which keeps its hash, last mapped time and last check and loses every raw UID (and
  * keeps its opted_out_since when the answer does not say). Invalid: the same, keeping opted_out_since.
  */
-function updatedValues(old: EntryValues, o: EntryUpdate['outcome'], u: EncodedUpdate, nowS: number): EntryValues {
+function updatedValues(old: EntryValues, o: EncodedUpdate['outcome'], u: EncodedUpdate, nowS: number): EntryValues {
   switch (o.kind) {
     case 'mapped':
       return {
@@ -255,6 +257,19 @@ function updatedValues(old: EntryValues, o: EntryUpdate['outcome'], u: EncodedUp
       };
     case 'optout':
       return { ...old, ...TOMBSTONE, optedOutSinceMs: timeOrNull(o.optedOutSinceMs) ?? old.optedOutSinceMs };
+    case 'record':
+      return {
+        ...old,
+        status: STATUS_CODE[o.status],
+        due: o.due,
+        u: u.storedU,
+        p: u.storedP,
+        r: o.r,
+        bucketId: o.bucketId,
+        lastMappedS: o.lastMappedS,
+        lastOptoutCheckS: o.lastOptoutCheckS,
+        optedOutSinceMs: o.optedOutSinceMs,
+      };
     case 'invalid':
       return { ...old, status: 3, u: null, p: null, r: null, bucketId: null, due: false };
     default:

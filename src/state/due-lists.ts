@@ -8,7 +8,7 @@ import { dayOf, decodeIds, encodeIds, firstAbove, sortedUnique } from './id-list
 import { LIST_PAGE, SQL } from './queries.js';
 import type { RecordWalker } from './record-walk.js';
 import { TYPE_OF_CODE } from './schema.js';
-import type { DueCursor, DueDay, DueEntry, EntryUpdate } from './types.js';
+import type { CopiedEntry, DueCursor, DueDay, DueEntry, EntryUpdate } from './types.js';
 
 const DAY_S = 86_400;
 // ids per piece when a day's due list is rewritten: a piece is read whole, so not one blob for a whole big day
@@ -46,11 +46,14 @@ export class DueLists {
    * those entries, after the day's last piece. An entry answered twice in the batch may be listed on two days:
    * readers keep it only on the day of its r.
    */
-  append(updates: readonly { outcome: EntryUpdate['outcome'] }[], idOf: (update: number) => number): void {
+  append(
+    updates: readonly { outcome: (EntryUpdate | CopiedEntry)['outcome'] }[],
+    idOf: (update: number) => number,
+  ): void {
     const byDay = new Map<number, number[]>();
     for (let i = 0; i < updates.length; i++) {
       const o = updates[i].outcome;
-      if (o.kind !== 'mapped' || typeof o.r !== 'number' || !Number.isFinite(o.r)) continue;
+      if ((o.kind !== 'mapped' && o.kind !== 'record') || typeof o.r !== 'number' || !Number.isFinite(o.r)) continue;
       const day = dayOf(o.r);
       let ids = byDay.get(day);
       if (ids === undefined) {

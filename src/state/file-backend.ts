@@ -1,7 +1,110 @@
-/** A state file behind the StateBackend interface (placeholder until the jobs move onto it). */
-import type { StateBackend } from './backend.js';
-import type { OpenStateOptions } from './types.js';
+/** A state file behind the StateBackend interface: a StateStore for a run, a StateReader for what reads it whole. */
+import type { StateBackend, StateRecord } from './backend.js';
+import type { EntryValues } from './entry-record.js';
+import { StateReadonlyError } from './errors.js';
+import { openState } from './open.js';
+import { openStateReader, type StateReader } from './reader.js';
+import { META_KEYS, TYPE_OF_CODE, statusOfCode } from './schema.js';
+import type { StateStore } from './store.js';
+import { textOfStored } from './stored-bytes.js';
+import type { OpenStateOptions, StateMeta } from './types.js';
 
-export async function openFileState(_path: string, _options: OpenStateOptions): Promise<StateBackend> {
-  throw new Error('the state file is not behind StateBackend yet');
+/**
+ * Opens the state file at `path`. With `anyEnvironment` only a reader is opened (a file of any environment, read
+ * as it is); otherwise the file is opened as a run opens it (openState), and its reader on first use.
+ */
+export async function openFileState(path: string, options: OpenStateOptions): Promise<StateBackend> {
+  const reading = options.anyEnvironment === true;
+  const opened: StateStore | null = reading ? null : openState(path, options);
+  let reader: StateReader | null = reading ? openStateReader(path) : null;
+  const store = (what: string): StateStore => {
+    if (opened === null) throw new StateReadonlyError(path, what);
+    return opened;
+  };
+  const read = (): StateReader => {
+    reader ??= openStateReader(path);
+    return reader;
+  };
+  let closed = false;
+  return {
+    kind: 'file',
+    where: path,
+    readonly: reading || options.readonly === true,
+    meta: async () => (opened !== null ? opened.meta() : readerMeta(read())),
+    getMeta: async (key) => (opened !== null ? opened.getMeta(key) : read().meta(key)),
+    setMeta: async (key, value) => store('write its meta').setMeta(key, value),
+    lookupStored: async (type, hashes) => store('look entries up').lookupStored(type, hashes),
+    commitBatch: async (updates, nowS, journal) => store('commit a batch').commitBatch(updates, nowS, journal),
+    pendingChanges: async (kind, afterId, limit) => store('read its changes').pendingChanges(kind, afterId, limit),
+    lastPendingChangeId: async (kind) => store('read its changes').lastPendingChangeId(kind),
+    ackChanges: async (kind, upToId) => store('acknowledge delivered changes').ackChanges(kind, upToId),
+    countDue: async (nowS) => store('count due entries').countDue(nowS),
+    dueByDay: async (nowS, days) => store('count due entries').dueByDay(nowS, days),
+    selectDue: async (nowS, after, limit) => store('read due entries').selectDue(nowS, after, limit),
+    selectForOptoutCheck: async (limit, after, upTo) =>
+      store('read entries to check').selectForOptoutCheck(limit, after, upTo),
+    sweepCursor: async () => store('read the sweep cursor').sweepCursor(),
+    countWithRawUid: async () => store('count entries').countWithRawUid(),
+    recordOptoutChecks: async (ids, nowS, cursor) =>
+      store('record opt-out checks').recordOptoutChecks(ids, nowS, cursor),
+    tombstoneByRawUid: async (optedOut, nowS, within, journal) =>
+      store('tombstone opted-out entries').tombstoneByRawUid(optedOut, nowS, within, journal),
+    startRun: async (command, argsJson, nowS) => store('record a run').startRun(command, argsJson, nowS),
+    finishRun: async (id, summaryJson, exitCode, nowS) =>
+      store('record a run').finishRun(id, summaryJson, exitCode, nowS),
+    lastRun: async () => read().lastRun(),
+    // one writing run at a time on a file, whatever it does
+    lock: async () => store('lock').lock(),
+    entries: () => read().entries(),
+    damaged: () => reader?.damaged() ?? 0,
+    tally: async (bounds) => read().tally(bounds),
+    pendingChangeCounts: async () => read().pendingChanges(),
+    readRecords: async (after, limit) => {
+      const rows = store('read its records').entryValues(after, limit);
+      return { records: rows.map((row) => recordOf(row.values)), last: rows.at(-1)?.id ?? after };
+    },
+    writeRecords: async (records) => {
+      const nowS = Math.floor(Date.now() / 1000);
+      store('write records').commitBatch(
+        records.map(({ type, hash, ...values }) => ({ type, hash, outcome: { kind: 'record', ...values } })),
+        nowS,
+      );
+    },
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      try {
+        reader?.close();
+      } finally {
+        opened?.close();
+      }
+    },
+  };
+}
+
+/** The meta of a file read as it is. */
+function readerMeta(reader: StateReader): StateMeta {
+  return {
+    schemaVersion: Number(reader.meta(META_KEYS.schemaVersion) ?? 0),
+    envFingerprint: reader.meta(META_KEYS.envFingerprint) ?? '',
+    api: reader.meta(META_KEYS.api) === 'v2' ? 'v2' : 'v3',
+    createdAt: reader.meta(META_KEYS.createdAt) ?? '',
+  };
+}
+
+/** An entry's values as the file keeps them, as a StateRecord. */
+function recordOf(v: EntryValues): StateRecord {
+  return {
+    type: TYPE_OF_CODE[v.type] ?? 'email',
+    hash: textOfStored(v.hash) ?? '',
+    status: statusOfCode(v.status),
+    due: v.due,
+    u: textOfStored(v.u),
+    p: textOfStored(v.p),
+    r: v.r,
+    bucketId: v.bucketId,
+    lastMappedS: v.lastMappedS,
+    lastOptoutCheckS: v.lastOptoutCheckS,
+    optedOutSinceMs: v.optedOutSinceMs,
+  };
 }

@@ -1,5 +1,6 @@
 /** Opens a state by what `--state` names: a `postgres://` URL is a PostgreSQL schema, anything else a file. */
 import type { StateBackend } from './backend.js';
+import { withoutPassword } from './postgres/url.js';
 import type { OpenStateOptions } from './types.js';
 
 /** True when `--state` names a PostgreSQL database rather than a file. */
@@ -18,4 +19,12 @@ export async function openStateBackend(spec: string, options: OpenStateOptions):
   }
   const { openFileState } = await import('./file-backend.js');
   return openFileState(spec, options);
+}
+
+/**
+ * How messages show the state `spec` names: a file's path as given; a database URL without its password (in the
+ * user part or a `password` parameter), so that no message, summary or log line carries it.
+ */
+export function describeState(spec: string): string {
+  return isPostgresState(spec) ? withoutPassword(spec) : spec;
 }

@@ -272,7 +272,7 @@ function initialize(db: Connection, path: string, options: OpenStateOptions): vo
     put(META_KEYS.schemaVersion, String(SCHEMA_VERSION));
     put(META_KEYS.envFingerprint, options.envFingerprint);
     put(META_KEYS.api, options.api ?? 'v3');
-    put(META_KEYS.createdAt, new Date().toISOString());
+    put(META_KEYS.createdAt, options.createdAt ?? new Date().toISOString());
   }).immediate();
 }
 

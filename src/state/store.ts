@@ -17,6 +17,7 @@ import type {
   BucketEntries,
   ChangeJournalRows,
   ChangeKind,
+  CopiedEntry,
   DueCursor,
   DueDay,
   DueEntry,
@@ -362,9 +363,9 @@ export class StateStore {
 
   // ---- writes from map and remap
 
-  commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): void {
+  commitBatch(updates: readonly (EntryUpdate | CopiedEntry)[], nowS: number, journal?: ChangeJournalRows): void {
     this.writable('commit a batch');
-    if (updates.length === 0) return;
+    if (updates.length === 0 && journal === undefined) return;
     const encoded = encodeUpdates(updates);
     try {
       this.commitTx.immediate(encoded, Math.floor(nowS), journal);
@@ -539,6 +540,20 @@ export class StateStore {
       if (e.lastMappedS < oldest) oldest = e.lastMappedS;
     });
     return { count, oldestMappedS: Number.isFinite(oldest) ? oldest : null };
+  }
+
+  /** Up to `limit` entries in id order after the id `after`, with every value each holds (state copy). */
+  entryValues(after: number, limit: number): { id: number; values: EntryValues }[] {
+    const out: { id: number; values: EntryValues }[] = [];
+    const n = pageLimit(limit);
+    if (n === 0) return out;
+    this.walk(
+      after,
+      LAST_ID,
+      (id, e) => out.push({ id, values: e.values() }) < n,
+      Math.min(WALK_PAGE, Math.max(16, n)),
+    );
+    return out;
   }
 
   /** An entry's record written again with some values changed (inside the caller's transaction). */

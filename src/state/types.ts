@@ -15,6 +15,32 @@ export interface EntryUpdate {
 }
 
 /**
+ * An entry with every value a state keeps of it (hashes and raw UIDs as text, times in seconds except the
+ * opt-out's in ms): what `state copy` reads from one state and writes to another, so nothing is lost on the way.
+ */
+export interface StateRecord {
+  type: DiiType;
+  hash: string;
+  status: EntryStatus;
+  /** A v2 entry of a rotated salt bucket, marked for remapping. */
+  due: boolean;
+  u: string | null;
+  p: string | null;
+  r: number | null;
+  bucketId: string | null;
+  lastMappedS: number | null;
+  lastOptoutCheckS: number | null;
+  optedOutSinceMs: number | null;
+}
+
+/** An entry copied from another state (`state copy`), committed as an answer is: every value as that state keeps it. */
+export interface CopiedEntry {
+  type: DiiType;
+  hash: string;
+  outcome: { kind: 'record' } & Omit<StateRecord, 'type' | 'hash'>;
+}
+
+/**
  * What a map run reads of the stored entries of some hashes, column by column (typed arrays and plain strings:
  * cheap to build, and to hand to another thread). Entry i is the one of the hash at position `at[i]` of the
  * request.
@@ -133,8 +159,12 @@ export interface OpenStateOptions {
   api?: 'v3' | 'v2';
   /** Create the file when missing (default true). */
   create?: boolean;
+  /** When a state created now says it was created (default now): a copy keeps its source's. */
+  createdAt?: string;
   /** Read-only (dry runs). */
   readonly?: boolean;
+  /** Read a state of any environment as it is (`state info`, `export`): only reading methods work then. */
+  anyEnvironment?: boolean;
   /** How long to wait for another connection's write to finish before failing (default 5,000 ms). */
   busyTimeoutMs?: number;
   /** SQLite page cache of this connection, in MiB (default 8): lookups read pages at random, so more seldom helps. */

@@ -7,8 +7,18 @@ import { describe, expect, it } from 'vitest';
 import { importGraph, SRC, sourceFiles } from './import-graph.js';
 
 const ROOT = join(SRC, '..');
-/** A ceiling that only comes down: each mechanism left in src/state pays for itself on `npm run bench:state`. */
-const STATE_MAX_LINES = 4_890;
+/**
+ * A ceiling that only comes down: each mechanism left in the SQLite engine pays for itself on `npm run bench:state`.
+ * The engine is src/state but for the interface every state kind shares, the file's side of it, and the database.
+ */
+const STATE_MAX_LINES = 4_792;
+const NOT_ENGINE = /^state\/(backend|open-backend|file-backend)\.ts$|^state\/postgres\//;
+/**
+ * The PostgreSQL store (src/state/postgres), counted apart: the server does its indexing, so it is a client of
+ * SQL, not an engine, and its ceiling only comes down too.
+ */
+const POSTGRES_STATE_MAX_LINES = 1_151;
+const inPostgresStore = (file: string): boolean => file.startsWith('state/postgres/');
 /** The reader (hyparquet) and the writer (parquet-wasm); the Arrow stream the writer reads is our own. */
 const PARQUET_LIBRARIES_MAX = 2;
 /** A package whose job is Parquet or Arrow: readers, writers, their codecs, and the engines that read Parquet. */
@@ -78,9 +88,18 @@ describe('the state engine', () => {
     expect(filesIn('state').filter((f) => /(^|\/)upgrade-v/.test(f))).toEqual([]);
   });
 
-  it(`is at most ${STATE_MAX_LINES.toLocaleString('en-US')} lines (src/state)`, () => {
-    const lines = filesIn('state').reduce((n, f) => n + textOf(f).split('\n').length - 1, 0);
+  it(`is at most ${STATE_MAX_LINES.toLocaleString('en-US')} lines (src/state's SQLite engine)`, () => {
+    const lines = filesIn('state')
+      .filter((f) => !NOT_ENGINE.test(f))
+      .reduce((n, f) => n + textOf(f).split('\n').length - 1, 0);
     expect(lines).toBeLessThanOrEqual(STATE_MAX_LINES);
+  });
+
+  it(`keeps the PostgreSQL store at most ${POSTGRES_STATE_MAX_LINES.toLocaleString('en-US')} lines (src/state/postgres)`, () => {
+    const lines = filesIn('state')
+      .filter(inPostgresStore)
+      .reduce((n, f) => n + textOf(f).split('\n').length - 1, 0);
+    expect(lines).toBeLessThanOrEqual(POSTGRES_STATE_MAX_LINES);
   });
 });
 

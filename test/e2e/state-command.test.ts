@@ -133,6 +133,39 @@ describe('state export', () => {
   });
 });
 
+describe('state copy', () => {
+  it('copies a state file into a new one: the same export, one summary line, --json for a machine', async () => {
+    const copy = join(dir.path, 'copy.db');
+    const r = await runCli(['state', 'copy', statePath, copy]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toBe(
+      `state copy: ${entries.toLocaleString('en-US')} entries and 0 pending changes copied from ${statePath} to ${copy}\n`,
+    );
+    const exports = await Promise.all(
+      [statePath, copy].map((p) => runCli(['state', 'export', p, '--format', 'jsonl'])),
+    );
+    expect(exports[1].stdout).toBe(exports[0].stdout);
+    const again = await runCli(['state', 'copy', statePath, copy, '--json']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toEqual({
+      source: statePath,
+      destination: copy,
+      entries: 0,
+      changes: 0,
+      resumed: false,
+      complete: true,
+    });
+  });
+
+  it('refuses to copy a state onto itself, exit 2 and one line', async () => {
+    const r = await runCli(['state', 'copy', statePath, statePath]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      `uid2-batch: state copy: the source and the destination are the same state (${statePath}); give another destination\n`,
+    );
+  });
+});
+
 describe('state checkpoint and vacuum', () => {
   it('checkpoint empties a WAL that a writer left, so that the file alone is complete', async () => {
     // a writer that keeps its connection open and never checkpoints: its commits stay in the -wal file

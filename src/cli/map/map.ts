@@ -12,6 +12,7 @@ import type { PhoneRegion } from '../../identity/index.js';
 import { addBadRowOptions, badRowFlags } from '../shared/bad-rows.js';
 import {
   resolveFor,
+  stateFor,
   runDepsOf,
   runInProcess,
   serviceTargetOf,
@@ -108,7 +109,10 @@ export function registerMap(program: Command): void {
       '[input...]',
       "CSV, JSONL or Parquet files (gzip too), directories of parts, or quoted patterns such as 'part-*.csv.gz', read as one run; - or nothing reads stdin",
     )
-    .option('--state <file>', 'SQLite state file: answers fresh mappings without a request, makes re-runs resume')
+    .option(
+      '--state <file>',
+      "state file, or postgres:// URL (default: UID2_BATCH_STATE, or the profile's state): answers fresh mappings without a request, makes re-runs resume",
+    )
     .option('--rejects <file>', 'also write the rows with an invalid, opted-out or failed identifier here')
     .option(
       '--s3-endpoint <url>',
@@ -217,7 +221,9 @@ export function mapFlags(input: string | readonly string[] | undefined, opts: Re
  * `uid2-batch map`: returns the exit code (0, 3 some rows error, 9 records that could not be read were skipped,
  * 130 interrupted); throws for the rest.
  */
-export async function runMap(flags: MapFlags, deps: MapDeps): Promise<number> {
+export async function runMap(given: MapFlags, deps: MapDeps): Promise<number> {
+  const state = stateFor(given.connection, given.state, deps);
+  const flags: MapFlags = state === undefined ? given : { ...given, state };
   if (flags.output.hashEncoding !== undefined && flags.layout?.emitHash !== true)
     throw new UserError(
       `--hash-encoding ${flags.output.hashEncoding} applies to the hashes --emit-hash writes: add --emit-hash, or drop --hash-encoding`,

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { describeState } from '../../pipeline/jobs/state-where.js';
 import type { Shard } from '../../pipeline/shard/shard-spec.js';
 import { addShardOption, shardFlag } from '../shared/shard-option.js';
 import type { ConnectionFlags } from '../../config/index.js';
@@ -92,7 +93,7 @@ export function registerOptoutCheck(program: Command): void {
     .option('--only-opted-out', 'write only the opted-out rows')
     .option(
       '--state <file>',
-      'check the raw UIDs stored in this state file instead of an input file; tombstone the opted-out entries',
+      'check the raw UIDs stored in this state (a file or a postgres:// URL) instead of an input file; tombstone the opted-out entries',
     )
     .option(
       '--sweep-fraction <f>',
@@ -144,7 +145,7 @@ export function optoutCheckFlags(
 function checkCombinations(flags: OptoutCheckFlags): void {
   if (flags.state !== undefined && flags.input !== undefined) {
     throw new UserError(
-      `give either an input file or --state FILE, not both (got '${flags.input}' and --state ${flags.state})`,
+      `give either an input file or --state FILE, not both (got '${flags.input}' and --state ${describeState(flags.state)})`,
     );
   }
   if (flags.sweepFraction !== undefined && flags.state === undefined) {

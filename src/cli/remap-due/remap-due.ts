@@ -6,7 +6,14 @@ import { runRemapDueJob } from '../../pipeline/jobs/remap-due-job.js';
 import type { RemapDueOptions } from '../../pipeline/jobs/remap-report.js';
 import { PUBLIC_MAX_CONCURRENCY } from '../../pipeline/run/connection.js';
 import { parseInstantMs } from '../../protocol/index.js';
-import { resolveFor, runDepsOf, runInProcess, serviceTargetOf, type CommandDeps } from '../shared/command-context.js';
+import {
+  resolveFor,
+  runDepsOf,
+  runInProcess,
+  serviceTargetOf,
+  stateFor,
+  type CommandDeps,
+} from '../shared/command-context.js';
 import { UserError } from '../shared/exit-codes.js';
 import { addS3EndpointOption } from '../shared/s3-endpoint-option.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
@@ -60,7 +67,10 @@ export function registerRemapDue(program: Command): void {
         'Exit codes: 0 done; 1 failed (the service, the network, the state file could not be written); 2 usage, or another run is using the state file; 3 some batches failed (their entries stay due for the next run); 4 credentials refused; 130 interrupted.',
       ].join('\n\n'),
     )
-    .option('--state <file>', 'the state file made by map --state (required)')
+    .option(
+      '--state <file>',
+      "the state made by map --state: a file or a postgres:// URL (default: UID2_BATCH_STATE, or the profile's state)",
+    )
     .option('--now <time>', 'plan against this time instead of the clock: ISO 8601 (no zone means UTC) or Unix seconds')
     .option('--dry-run', 'count what is due now and on each of the next 7 days; send nothing')
     .option('--limit <n>', 'remap at most this many entries in this run (the most overdue first)', parseLimit)
@@ -112,10 +122,14 @@ export function parseNowS(text: string): number {
 }
 
 /** `uid2-batch remap-due`: returns the exit code (0, 3 some batches failed, 130 interrupted); throws for the rest. */
-export async function runRemapDue(flags: RemapDueFlags, deps: RemapDueDeps): Promise<number> {
+export async function runRemapDue(given: RemapDueFlags, deps: RemapDueDeps): Promise<number> {
   const startedMs = deps.now();
+  const state = stateFor(given.connection, given.state, deps);
+  const flags: RemapDueFlags = state === undefined ? given : { ...given, state };
   if (flags.state === undefined)
-    throw new UserError('remap-due needs the state file: --state FILE (made by map --state FILE)');
+    throw new UserError(
+      "remap-due needs the state file: --state FILE (made by map --state FILE), or UID2_BATCH_STATE, or a profile's state",
+    );
   refuseOverlappingPaths([{ flag: '--state', path: flags.state }], standardOutputs(flags.output), true);
   const nowS = flags.now !== undefined ? parseNowS(flags.now) : Math.floor(startedMs / 1000);
   const config = resolveFor(flags.connection, deps, { apiKey: !flags.dryRun, clientSecret: !flags.dryRun });

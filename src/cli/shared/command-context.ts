@@ -6,6 +6,7 @@ import {
   attachLocalService,
   envFingerprint,
   resolveConfig,
+  stateSetting,
   type ConnectionFlags,
   type ResolvedConfig,
 } from '../../config/index.js';
@@ -57,6 +58,18 @@ export async function runInProcess(
   } finally {
     removeInterruptHandler();
   }
+}
+
+/**
+ * The state a command that keeps one (map, remap-due) uses: --state, else UID2_BATCH_STATE, else the profile's
+ * `state`; undefined when none is set.
+ */
+export function stateFor(
+  connection: ConnectionFlags,
+  state: string | undefined,
+  deps: CommandDeps,
+): string | undefined {
+  return state ?? stateSetting(connection, deps.env)?.value;
 }
 
 /** The configuration by the shared rules (flag > env var > profile), or the one a test injects. */

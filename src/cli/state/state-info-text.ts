@@ -18,7 +18,9 @@ export function formatBytes(n: number): string {
 export function formatStateInfo(i: StateInfoReport): string {
   const pending = Object.entries(i.pending_changes).filter(([, n]) => n > 0);
   const lines = [
-    `state file ${i.path}: ${formatBytes(i.size_bytes.file)}${i.size_bytes.wal > 0 ? ` (+ ${formatBytes(i.size_bytes.wal)} of WAL not yet checkpointed)` : ''}`,
+    i.size_bytes === null
+      ? `state ${i.path}`
+      : `state file ${i.path}: ${formatBytes(i.size_bytes.file)}${i.size_bytes.wal > 0 ? ` (+ ${formatBytes(i.size_bytes.wal)} of WAL not yet checkpointed)` : ''}`,
     `  schema ${i.schema_version ?? '?'}, api ${i.api ?? '?'}, created ${i.created_at ?? '?'}, environment ${i.environment ?? '?'}`,
     `  ${formatCount(i.entries)} entries: ${formatCount(i.status.mapped)} mapped, ${formatCount(i.status.optout)} optout, ${formatCount(i.status.invalid)} invalid`,
     `  due at ${iso(i.now_s)}: ${formatCount(i.due.now)} now; ${formatCount(i.due.within_7_days)} within 7 days, ${formatCount(i.due.within_30_days)} within 30, ` +

@@ -1,6 +1,7 @@
 /** A whole buckets run: the salt buckets rotated since a time listed, and with a v2 state file their entries marked due. */
 import { openState } from '../../state/index.js';
 import type { StateStore } from '../../state/index.js';
+import { refuseDatabaseState } from './state-where.js';
 import { openSink } from '../io/output/sink.js';
 import type { TableSink } from '../io/table.js';
 import { connect, type ServiceTarget } from '../run/connection.js';
@@ -40,6 +41,7 @@ export async function runBucketsJob(
 }
 
 function openV2State(path: string, fingerprint: string): StateStore {
+  refuseDatabaseState(path, 'buckets', 'a v2 state stays in a file; give --state the file made by map --api v2');
   const state = openState(path, { envFingerprint: fingerprint, create: false });
   try {
     if (state.meta().api !== 'v2') {

@@ -38,6 +38,7 @@ import {
 } from './map-outputs.js';
 import { openMapState, type MapStateFile } from './map-state.js';
 import { openInput, settleInput, type InputReading, type InputSpec } from './run-input.js';
+import { describeState, isPostgresState } from '../../state/open-backend.js';
 
 /** What a map run of files is asked to do, checked once: inputs, columns, outputs, state, limits. */
 export interface MapOptions extends ColumnFlags, Partial<BadRowFlags> {
@@ -171,11 +172,11 @@ async function mapInput(run: MapRun): Promise<number> {
   });
 }
 
-/** The state file of the run, if it names one; a dry run reads it, and only if it is there. */
-function openStateFor({ options, target, say }: MapRun): MapStateFile | undefined {
+/** The state of the run, if it names one; a dry run reads it, and only if it is there. */
+function openStateFor({ options, target, say }: MapRun): MapStateFile | Promise<MapStateFile> | undefined {
   if (options.state === undefined) return undefined;
   const dryRun = options.dryRun === true;
-  if (dryRun && !existsSync(options.state)) {
+  if (dryRun && !isPostgresState(options.state) && !existsSync(options.state)) {
     say(`--state ${options.state} does not exist yet: nothing would be answered from it`);
     return undefined;
   }
@@ -360,7 +361,7 @@ async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Pro
       say(
         `interrupted: ${notWritten(outputs)}; ` +
           (f.state
-            ? `${formatCount(result.counts.batchesCommitted)} answered batch(es) are saved in ${options.state}: re-run the same command to resume`
+            ? `${formatCount(result.counts.batchesCommitted)} answered batch(es) are saved in ${describeState(options.state ?? '')}: re-run the same command to resume`
             : 'nothing was saved (use --state FILE to make a re-run resume)'),
       );
       return EXIT.interrupted;
@@ -368,7 +369,9 @@ async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Pro
       throw outcome.error;
     case 'failed': {
       const error = outcome.error;
-      const saved = f.state ? `; answered batches are saved in ${options.state}, a re-run resumes` : '';
+      const saved = f.state
+        ? `; answered batches are saved in ${describeState(options.state ?? '')}, a re-run resumes`
+        : '';
       if (!KNOWN_FAILURES.has(error.name)) throw error;
       const lead =
         options.failFast && !LOCAL_FAILURES.has(error.name)

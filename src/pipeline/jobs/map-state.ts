@@ -1,17 +1,21 @@
-/** The state file as a map run uses it: opened, checked against the run's API, locked, and its runs row. */
+/** The state as a map run uses it: opened, checked against the run's API, locked, and its runs row. */
 import { openState, type StateStore } from '../../state/index.js';
+import { describeState, isPostgresState, openStateBackend } from '../../state/open-backend.js';
 import type { EngineState, ThreadedEngineState } from '../map/map-engine.js';
 import { StateThread } from '../map/state-thread.js';
 import { UserError } from '../run/exit-codes.js';
 import { migrationInProgress } from '../v2/migration.js';
 
-/** The state file as `map` uses it: the engine's lookups and commits, and one row in the runs table. */
+/** The state as `map` uses it: the engine's lookups and commits, and one row in the runs table. */
 export interface MapStateFile {
-  /** A writing run's lookups and commits go to a thread of their own (when its compiled script is there). */
+  /**
+   * A writing run's lookups and commits of a file go to a thread of their own (when its compiled script is there);
+   * a database's are its own promises.
+   */
   engineState: EngineState | ThreadedEngineState;
-  /** Records the run in the runs table (not in a dry run, which opens the file read-only: then 0). */
-  startRun(command: string, argsJson: string, nowS: number): number;
-  finishRun(runId: number, summaryJson: string, exitCode: number, nowS: number): void;
+  /** Records the run in the runs table (not in a dry run, which opens the state read-only: then 0). */
+  startRun(command: string, argsJson: string, nowS: number): number | Promise<number>;
+  finishRun(runId: number, summaryJson: string, exitCode: number, nowS: number): void | Promise<void>;
   /** After every commit given to the state's thread. */
   close(): Promise<void>;
 }
@@ -25,10 +29,17 @@ export interface MapStateOptions {
 }
 
 /**
- * Opens the state file for `map`: created when missing (not in a dry run), refused when made for another
- * environment or by `map --api v2`, and locked so two runs never write it at once.
+ * Opens the state `spec` names for `map`: a file or a database URL (openMapDatabase).
  */
-export function openMapState(path: string, options: MapStateOptions): MapStateFile {
+export function openMapState(spec: string, options: MapStateOptions): MapStateFile | Promise<MapStateFile> {
+  return isPostgresState(spec) ? openMapDatabase(spec, options) : openMapFile(spec, options);
+}
+
+/**
+ * The state file for `map`: created when missing (not in a dry run), refused when made for another environment or
+ * by `map --api v2`, and locked so two runs never write it at once.
+ */
+function openMapFile(path: string, options: MapStateOptions): MapStateFile {
   const api = options.api ?? 'v3';
   const store: StateStore = openState(path, {
     envFingerprint: options.envFingerprint,
@@ -78,5 +89,46 @@ export function openMapState(path: string, options: MapStateOptions): MapStateFi
         store.close();
       }
     },
+  };
+}
+
+/**
+ * A database for `map`: its schema made on first use, refused when it holds another environment's entries, and
+ * locked as a map run (map runs write side by side, each commit an upsert). The v2 API keeps its state in a file.
+ */
+async function openMapDatabase(spec: string, options: MapStateOptions): Promise<MapStateFile> {
+  if ((options.api ?? 'v3') === 'v2') {
+    throw new UserError(
+      `map --api v2 keeps its state in a file, not in a database (--state ${describeState(spec)}); drop --api v2 (v3 is the current API), or give --state a file path`,
+    );
+  }
+  const state = await openStateBackend(spec, {
+    envFingerprint: options.envFingerprint,
+    api: 'v3',
+    readonly: options.readonly,
+    create: !options.readonly,
+  });
+  try {
+    if ((await state.meta()).api !== 'v3') {
+      throw new UserError(
+        `--state ${state.where} holds v2 (salt bucket) mappings: map (v3) cannot add to it; give --state another database schema`,
+      );
+    }
+    if (!options.readonly) await state.lock({ kind: 'map' });
+  } catch (err) {
+    await state.close();
+    throw err;
+  }
+  return {
+    engineState: {
+      threaded: true,
+      lookupStored: (type, hashes) => state.lookupStored(type, hashes),
+      commitBatch: (updates, nowS) => state.commitBatch(updates, nowS),
+    },
+    startRun: (command, argsJson, nowS) => (options.readonly ? 0 : state.startRun(command, argsJson, nowS)),
+    finishRun: async (runId, summaryJson, exitCode, nowS) => {
+      if (!options.readonly) await state.finishRun(runId, summaryJson, exitCode, nowS);
+    },
+    close: () => state.close(),
   };
 }

@@ -1,6 +1,7 @@
 /** A whole migrate run: every v2 entry of a state file re-mapped with v3, the changed raw UIDs written. */
 import { openState } from '../../state/index.js';
 import type { StateStore } from '../../state/index.js';
+import { refuseDatabaseState } from './state-where.js';
 import type { TableSink } from '../io/table.js';
 import { changesColumns, type RemapChange, changeCells, replayRemapChanges } from '../remap/remap-engine.js';
 import { runBatchCommand, type BatchPlan } from '../run/batch-run.js';
@@ -33,8 +34,14 @@ export function runMigrateJob(
   const say = sayTo(options.output, deps);
   return runBatchCommand(
     {
-      openState: () =>
-        openState(options.state, { envFingerprint: target.envFingerprint, create: false, readonly: options.dryRun }),
+      openState: () => {
+        refuseDatabaseState(options.state, 'migrate', 'a v2 state stays in a file, and a database state is v3 already');
+        return openState(options.state, {
+          envFingerprint: target.envFingerprint,
+          create: false,
+          readonly: options.dryRun,
+        });
+      },
       plan: (state) => {
         if (state.meta().api === 'v3') {
           const when = state.getMeta(MIGRATION_FINISHED);

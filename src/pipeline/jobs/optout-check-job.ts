@@ -1,7 +1,9 @@
 /** A whole optout-check run: the raw UIDs of input files, or of a state file, checked for opt-outs. */
 import { ownsKey } from '../shard/shard-keys.js';
 import type { Shard } from '../shard/shard-spec.js';
-import { openState } from '../../state/index.js';
+import type { StateBackend } from '../../state/backend.js';
+import { openState, type StateStore } from '../../state/index.js';
+import { describeState, isPostgresState, openStateBackend } from '../../state/open-backend.js';
 import { closeOnFailure } from '../io/close-on-failure.js';
 import { hashCell, type HashEncoding } from '../io/output/hash-cells.js';
 import { requireTextColumns } from '../io/parquet/parquet-columns.js';
@@ -434,12 +436,23 @@ function runStateSweep(
   const nowS = Math.floor(startedMs / 1000);
   const timeFormat = options.output.timeFormat ?? 'unix';
   const cellsOf = (row: SweptRawUid): string[] => sweptCells(row, timeFormat, options.output.hashEncoding);
-  return runBatchCommand(
+  return runBatchCommand<SweepResult, StateStore | StateBackend>(
     {
-      openState: () => openState(path, { envFingerprint: target.envFingerprint, create: false }),
+      openState: () =>
+        isPostgresState(path)
+          ? openStateBackend(path, { envFingerprint: target.envFingerprint, create: false })
+          : openState(path, { envFingerprint: target.envFingerprint, create: false }),
       plan: async (state): Promise<BatchPlan<SweepResult>> => {
-        // tombstones and check times are written: a remap-due at the same time must wait
-        await state.waitForLock((options.wait ?? 0) * 1000);
+        // tombstones and check times are written: a remap-due at the same time must wait; on a database, another
+        // sweep of the same share
+        if ('kind' in state) {
+          const shard = options.shard;
+          await state.lock({
+            kind: 'sweep',
+            command: 'optout-check',
+            ...(shard !== undefined && shard.count > 1 ? { shard: { index: shard.index, count: shard.count } } : {}),
+          });
+        } else await state.waitForLock((options.wait ?? 0) * 1000);
         let planned = 0;
         return {
           command: 'optout-check',
@@ -487,7 +500,7 @@ function runStateSweep(
           summary: (result, { client, replayed }) => {
             const c = result.counts;
             return optoutSummary('optout-check', result, client, startedMs, deps.now(), {
-              state_file: path,
+              state_file: describeState(path),
               entries_planned: c.planned,
               entries_checked: c.entries,
               tombstoned: c.tombstoned,
@@ -495,7 +508,7 @@ function runStateSweep(
             });
           },
           finish: (result, summary, { sink, replayed }) => {
-            if (planned === 0) say(`${path} holds no entry with a raw UID: nothing to check`);
+            if (planned === 0) say(`${describeState(path)} holds no entry with a raw UID: nothing to check`);
             return finishOptout(result, summary, sink, options, deps, say, {
               state,
               kind: 'optout',

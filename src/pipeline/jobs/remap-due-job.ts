@@ -1,6 +1,8 @@
 /** A whole remap-due run: the state file opened, what is due re-mapped, the changes file written. */
 import { shareOf } from './remap-share.js';
+import type { StateBackend } from '../../state/backend.js';
 import { openState } from '../../state/index.js';
+import { isPostgresState, openStateBackend } from '../../state/open-backend.js';
 import {
   changesColumns,
   type RemapChange,
@@ -19,7 +21,7 @@ import { planRemapDueV2 } from './remap-due-v2.js';
 import {
   finish,
   isoOf,
-  nextDue,
+  nextDueOf,
   nothingDueLine,
   remapReporting,
   remapSummary,
@@ -27,6 +29,7 @@ import {
   type NextDue,
   type RemapDueOptions,
   type RemapDueRun,
+  type RemapDueState,
 } from './remap-report.js';
 
 const DRY_RUN_DAYS = 7;
@@ -39,6 +42,7 @@ export function runRemapDueJob(
   startedMs: number,
 ): Promise<number> {
   const say = sayTo(options.output, deps);
+  if (isPostgresState(options.state)) return remapDatabase(options, target, deps, startedMs);
   return runBatchCommand(
     {
       openState: () =>
@@ -61,11 +65,51 @@ export function runRemapDueJob(
   );
 }
 
-async function dryRun(run: RemapDueRun): Promise<number> {
+/**
+ * remap-due on a database: v3 only (a v2 state stays in a file), under the lock of its share, so that two runs
+ * never remap the same entries; other shares' runs go side by side.
+ */
+function remapDatabase(
+  options: RemapDueOptions,
+  target: ServiceTarget,
+  deps: RunDeps,
+  startedMs: number,
+): Promise<number> {
+  const say = sayTo(options.output, deps);
+  return runBatchCommand(
+    {
+      openState: () =>
+        openStateBackend(options.state, {
+          envFingerprint: target.envFingerprint,
+          create: false,
+          readonly: options.dryRun,
+        }),
+      plan: async (state) => {
+        if ((await state.meta()).api === 'v2' || options.upgrade === true) {
+          throw new UserError(
+            `remap-due --upgrade moves the entries of a v2 state file to v3; ${state.where} is a v3 state already`,
+          );
+        }
+        const run: RemapDueRun<StateBackend> = { state, nowS: options.nowS, options, startedMs, deps, say };
+        if (options.dryRun) return await dryRun(run);
+        const shard = options.shard;
+        await state.lock({
+          kind: 'sweep',
+          command: 'remap-due',
+          ...(shard !== undefined && shard.count > 1 ? { shard: { index: shard.index, count: shard.count } } : {}),
+        });
+        return remapPlan(run, target);
+      },
+    },
+    deps,
+  );
+}
+
+async function dryRun(run: RemapDueRun<RemapDueState>): Promise<number> {
   const { state, nowS, options, deps } = run;
-  const dueNow = state.countDue(nowS);
+  const dueNow = await state.countDue(nowS);
   // day 0 is what is due now; days 1..7 are what comes due after it
-  const byDay = state.dueByDay(nowS, DRY_RUN_DAYS + 1).slice(1);
+  const byDay = (await state.dueByDay(nowS, DRY_RUN_DAYS + 1)).slice(1);
   const willSend = options.limit === undefined ? dueNow : Math.min(dueNow, options.limit);
   const requests = Math.ceil(willSend / 5000);
   if (!options.output.quiet) {
@@ -90,13 +134,14 @@ async function dryRun(run: RemapDueRun): Promise<number> {
 }
 
 /** Re-maps what is due by r, with v3. */
-function remapPlan(run: RemapDueRun, target: ServiceTarget): BatchPlan<RemapResult> {
+async function remapPlan(run: RemapDueRun<RemapDueState>, target: ServiceTarget): Promise<BatchPlan<RemapResult>> {
   const { state, nowS, options, startedMs, deps, say } = run;
   const concurrency = chooseConcurrency(options.concurrency, target, say);
-  const due = state.countDue(nowS);
+  const due = await state.countDue(nowS);
   const cellsOf = (change: RemapChange): string[] =>
     changeCells(change, options.output.timeFormat, options.output.hashEncoding);
-  let next: NextDue | null | undefined;
+  // nothing is due: the summary says when something will be, rather than a bare "0 entries"
+  const next: NextDue | null | undefined = due === 0 ? await nextDueOf(state, nowS) : undefined;
   return {
     command: 'remap-due',
     target,
@@ -125,8 +170,6 @@ function remapPlan(run: RemapDueRun, target: ServiceTarget): BatchPlan<RemapResu
     summary: (result, { client, replayed }) => {
       const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
       if (replayed > 0) summary.replayed_changes = replayed;
-      // nothing was due: say when something will be, rather than a bare "0 entries"
-      next = due === 0 ? nextDue(state, nowS) : undefined;
       if (next !== undefined) summary.next_due = next;
       return summary;
     },

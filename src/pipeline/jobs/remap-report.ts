@@ -1,5 +1,8 @@
 /** What both remap-due paths (v3 by r, v2 by salt bucket) share: options, the run, its summary and its ending. */
 import type { StateStore } from '../../state/index.js';
+import type { ChangeKind, DueDay } from '../../state/types.js';
+import type { RemapState } from '../remap/remap-engine.js';
+import type { ChangeJournal } from '../run/change-journal.js';
 import type { Shard } from '../shard/shard-spec.js';
 import type { TableSink } from '../io/table.js';
 import type { RemapChange, RemapOptions, RemapResult } from '../remap/remap-engine.js';
@@ -37,9 +40,17 @@ export interface RemapDueOptions {
   output: OutputFlags;
 }
 
-/** One remap-due run, once its state file is open: what each of its steps needs. */
-export interface RemapDueRun {
-  state: StateStore;
+/** What a v3 remap-due run needs of its state: a file's answers come at once, a database's as promises. */
+export type RemapDueState = RemapState &
+  ChangeJournal & {
+    countDue(nowS: number): number | Promise<number>;
+    dueByDay(nowS: number, days: number): DueDay[] | Promise<DueDay[]>;
+    lastPendingChangeId(kind: ChangeKind): number | null | Promise<number | null>;
+  };
+
+/** One remap-due run, once its state is open: what each of its steps needs (a v2 run's state is a file). */
+export interface RemapDueRun<S = StateStore> {
+  state: S;
   /** The run's now (--now or the clock), Unix seconds. */
   nowS: number;
   options: RemapDueOptions;
@@ -50,7 +61,7 @@ export interface RemapDueRun {
 
 /** --summary-json of a dry run: nothing was sent; `extra` holds what was counted. */
 export async function writeDryRunSummary(
-  { options, startedMs, deps }: RemapDueRun,
+  { options, startedMs, deps }: Pick<RemapDueRun<unknown>, 'options' | 'startedMs' | 'deps'>,
   extra: Record<string, unknown>,
 ): Promise<void> {
   if (options.output.summaryJson === undefined) return;
@@ -89,6 +100,20 @@ export function nextDue(state: Pick<StateStore, 'dueByDay' | 'selectDue' | 'coun
   const dayStart = Math.floor(earliest.r / DAY_S) * DAY_S;
   // nothing is due at nowS, so what is due by the end of that day is that day's
   return { day: isoOf(dayStart).slice(0, 10), count: state.countDue(dayStart + DAY_S - 1) };
+}
+
+/** nextDue of a state that may answer with promises (a database). */
+export async function nextDueOf(
+  state: Pick<RemapDueState, 'dueByDay' | 'selectDue' | 'countDue'>,
+  nowS: number,
+): Promise<NextDue | null> {
+  const days = (await state.dueByDay(nowS, NEXT_DUE_HORIZON_DAYS + 1)).slice(1);
+  const first = days.find((d) => d.count > 0);
+  if (first !== undefined) return { day: first.day, count: first.count };
+  const [earliest] = await state.selectDue(END_OF_TIME_S, { r: nowS, id: 0 }, 1);
+  if (earliest === undefined || earliest.r === null) return null;
+  const dayStart = Math.floor(earliest.r / DAY_S) * DAY_S;
+  return { day: isoOf(dayStart).slice(0, 10), count: await state.countDue(dayStart + DAY_S - 1) };
 }
 
 /**

@@ -1,5 +1,6 @@
-/** `state export`: every entry of a state file as CSV or JSONL rows: hashes, raw UIDs, r and status. */
-import { openStateReader } from '../../state/index.js';
+/** `state export`: every entry of a state as CSV or JSONL rows: hashes, raw UIDs, r and status. */
+import { openStateBackend } from '../../state/open-backend.js';
+import type { ExportedEntry } from '../../state/types.js';
 import { type HashEncoding, hashCell } from '../io/output/hash-cells.js';
 import { openSink } from '../io/output/sink.js';
 
@@ -19,15 +20,16 @@ export interface StateExportOptions {
 }
 
 /**
- * Writes every entry; returns how many, and how many were skipped because their record fails its checksum (a
+ * Writes every entry of the state `spec` names (a file or a database URL); returns how many, and how many were skipped because their record fails its checksum (a
  * damaged file: the caller then ends with exit 1). Never an email or phone: the state file holds none.
  */
 export async function exportState(
-  path: string,
+  spec: string,
   options: StateExportOptions,
   stdout: NodeJS.WritableStream,
 ): Promise<{ exported: number; damaged: number }> {
-  const file = openStateReader(path);
+  // read as it is, of any environment
+  const file = await openStateBackend(spec, { envFingerprint: '', anyEnvironment: true, readonly: true });
   try {
     const sink = await openSink({
       path: options.output,
@@ -39,7 +41,8 @@ export async function exportState(
     let n = 0;
     try {
       let rows: string[][] = [];
-      for (const e of file.entries()) {
+      // true when a page of rows is ready to write
+      const add = (e: ExportedEntry): boolean =>
         rows.push([
           e.type,
           hashCell(e.hash, options.hashEncoding),
@@ -47,12 +50,18 @@ export async function exportState(
           e.u ?? '',
           e.p ?? '',
           e.r === null ? '' : String(e.r),
-        ]);
-        if (rows.length === ROWS_PER_WRITE) {
-          await sink.writeRows(rows);
-          n += rows.length;
-          rows = [];
-        }
+        ]) === ROWS_PER_WRITE;
+      const flush = async (): Promise<void> => {
+        await sink.writeRows(rows);
+        n += rows.length;
+        rows = [];
+      };
+      const entries = file.entries();
+      // a file's entries come at once: read without a promise per entry
+      if (Symbol.iterator in entries) {
+        for (const e of entries) if (add(e)) await flush();
+      } else {
+        for await (const e of entries) if (add(e)) await flush();
       }
       await sink.writeRows(rows);
       n += rows.length;
@@ -63,6 +72,6 @@ export async function exportState(
     }
     return { exported: n, damaged: file.damaged() };
   } finally {
-    file.close();
+    await file.close();
   }
 }

@@ -7,6 +7,7 @@ import {
   type StateStore,
   stateFileSizes,
 } from '../../state/index.js';
+import { refuseDatabaseState } from './state-where.js';
 
 export interface MaintenanceResult {
   before: { file: number; wal: number };
@@ -22,7 +23,9 @@ async function underRunLock(
   path: string,
   waitS: number,
   work: (store: StateStore) => void,
+  what: string,
 ): Promise<MaintenanceResult> {
+  refuseDatabaseState(path, `state ${what}`, 'a database keeps its own storage in order');
   const reader = openStateReader(path);
   const env = reader.meta(META_KEYS.envFingerprint);
   reader.close();
@@ -41,10 +44,10 @@ async function underRunLock(
 
 /** Writes the WAL into the file and truncates it: afterwards a plain copy of the file is a complete backup. */
 export function checkpointState(path: string, waitS: number): Promise<MaintenanceResult> {
-  return underRunLock(path, waitS, (store) => store.checkpoint());
+  return underRunLock(path, waitS, (store) => store.checkpoint(), 'checkpoint');
 }
 
 /** Rebuilds the file without its free pages (after many tombstones or a migration), then checkpoints. */
 export function vacuumState(path: string, waitS: number): Promise<MaintenanceResult> {
-  return underRunLock(path, waitS, (store) => store.vacuum());
+  return underRunLock(path, waitS, (store) => store.vacuum(), 'vacuum');
 }

@@ -2,8 +2,14 @@ import { isRawUidShape } from '../../identity/index.js';
 import { MAX_ITEMS_PER_REQUEST, type OptedOutItem } from '../../protocol/index.js';
 import { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
 import { asError, RunLifecycle, type RunOutcome } from '../run/run-lifecycle.js';
-import type { OptedOutRawUid, OptoutCandidate, OptoutCursor, PendingChange } from '../../state/types.js';
-import type { StateStore } from '../../state/index.js';
+import type {
+  ChangeJournalRows,
+  ChangeKind,
+  OptedOutRawUid,
+  OptoutCandidate,
+  OptoutCursor,
+  PendingChange,
+} from '../../state/types.js';
 import { parseJournalRow, replayPendingChanges, type ChangeJournal } from '../run/change-journal.js';
 import { rowProblemInvalidates, rowProblemReason, type InputRow } from '../io/table.js';
 import { timeCellOfMs, timeType, type ColumnType, type TimeFormat } from '../io/typed-cells.js';
@@ -338,11 +344,23 @@ export function pickRawUidColumn(header: readonly string[], col: string | undefi
 // ---------------------------------------------------------------------------------------------------------------
 // Raw UIDs of the state file
 
-/** What the sweep needs from the state file. */
-export type SweepState = Pick<
-  StateStore,
-  'selectForOptoutCheck' | 'sweepCursor' | 'sweepSize' | 'countWithRawUid' | 'recordOptoutChecks' | 'tombstoneByRawUid'
->;
+/** What the sweep needs from the state: a file's answers come at once, a database's as promises (awaited alike). */
+export interface SweepState {
+  selectForOptoutCheck(
+    limit: number,
+    after: OptoutCursor | null,
+    upTo?: number,
+  ): OptoutCandidate[] | Promise<OptoutCandidate[]>;
+  sweepCursor(): OptoutCursor | Promise<OptoutCursor>;
+  countWithRawUid(): number | Promise<number>;
+  recordOptoutChecks(ids: readonly number[], nowS: number, cursor?: OptoutCursor): void | Promise<void>;
+  tombstoneByRawUid(
+    optedOut: readonly OptedOutRawUid[],
+    nowS: number,
+    within?: readonly number[],
+    journal?: ChangeJournalRows,
+  ): number | Promise<number>;
+}
 
 /** Which raw UID of an entry was checked: the current one (u) or the previous one (p). */
 export type RawUidSlot = 'u' | 'p';
@@ -380,7 +398,7 @@ export interface SweepOptions extends OptoutRunOptions {
    * Journal the opted-out rows of each batch with its tombstones, so that a run killed before its output is
    * committed leaves them for the next run's output (not for dry runs).
    */
-  journal?: { runId: number; state: Pick<StateStore, 'lastPendingChangeId'> };
+  journal?: { runId: number; state: { lastPendingChangeId(kind: ChangeKind): number | null | Promise<number | null> } };
 }
 
 export interface SweepResult extends OptoutResult<SweepCounts> {
@@ -437,11 +455,19 @@ interface SweepBatch {
  */
 export async function sweepStateOptouts(options: SweepOptions): Promise<SweepResult> {
   const { state, nowS } = options;
-  const planned = options.fraction === undefined ? state.countWithRawUid() : state.sweepSize(options.fraction);
+  const withRawUid = await state.countWithRawUid();
+  // a fraction of them: ceil(fraction * all), at most all; none for a fraction that is not above 0
+  const fraction = options.fraction;
+  const planned =
+    fraction === undefined
+      ? withRawUid
+      : fraction > 0
+        ? Math.min(withRawUid, Math.ceil(Math.min(fraction, 1) * withRawUid))
+        : 0;
   const counts: SweepCounts = { ...emptyCounts(), planned, entries: 0, tombstoned: 0 };
   const checker = new OrderedChecker<SweepBatch>(options, counts);
   const limit = batchLimit(options);
-  const start = state.sweepCursor().id;
+  const start = (await state.sweepCursor()).id;
 
   async function* batches(): AsyncGenerator<CheckBatch<SweepBatch>> {
     let taken = 0;
@@ -462,7 +488,7 @@ export async function sweepStateOptouts(options: SweepOptions): Promise<SweepRes
       let cursor: OptoutCursor = { id: after };
       while (taken < planned) {
         const want = Math.min(SWEEP_PAGE, planned - taken);
-        const page = state.selectForOptoutCheck(want, cursor, upTo);
+        const page = await state.selectForOptoutCheck(want, cursor, upTo);
         for (const entry of page) {
           taken++;
           if (options.share !== undefined && !options.share(entry)) continue;
@@ -505,9 +531,9 @@ export async function sweepStateOptouts(options: SweepOptions): Promise<SweepRes
         options.journal !== undefined && journalRows.length > 0
           ? { runId: options.journal.runId, kind: 'optout' as const, rows: journalRows }
           : undefined;
-      if (optedOut.length > 0) counts.tombstoned += state.tombstoneByRawUid(optedOut, nowS, ids, journal);
+      if (optedOut.length > 0) counts.tombstoned += await state.tombstoneByRawUid(optedOut, nowS, ids, journal);
       const last = ids.at(-1);
-      state.recordOptoutChecks(ids, nowS, cursorHeld || last === undefined ? undefined : { id: last });
+      await state.recordOptoutChecks(ids, nowS, cursorHeld || last === undefined ? undefined : { id: last });
       counts.entries += ids.length;
     } else {
       cursorHeld = true;
@@ -515,6 +541,6 @@ export async function sweepStateOptouts(options: SweepOptions): Promise<SweepRes
     if (options.onChecked) await options.onChecked(rows);
   });
   // batches are saved only inside settle, which run() has awaited: every pending row up to here went to onChecked
-  const journalUpTo = options.journal?.state.lastPendingChangeId('optout') ?? null;
+  const journalUpTo = (await options.journal?.state.lastPendingChangeId('optout')) ?? null;
   return { outcome, counts, batchErrors: checker.lifecycle.batchErrors, journalUpTo };
 }

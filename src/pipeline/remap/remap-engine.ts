@@ -6,8 +6,14 @@ import {
   type MapV3Request,
   type MapV3ResponseBody,
 } from '../../protocol/index.js';
-import type { DueCursor, DueEntry, EntryUpdate, PendingChange } from '../../state/types.js';
-import type { StateStore } from '../../state/index.js';
+import type {
+  ChangeJournalRows,
+  ChangeKind,
+  DueCursor,
+  DueEntry,
+  EntryUpdate,
+  PendingChange,
+} from '../../state/types.js';
 import { bucketIdOf, mappedOutcome } from '../map/bucket-answer.js';
 import { parseJournalRow, replayPendingChanges, type ChangeJournal } from '../run/change-journal.js';
 import { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
@@ -16,7 +22,11 @@ import { hashCell, type HashEncoding } from '../io/output/hash-cells.js';
 import { timeCell, timeType, type TimeFormat, type TypedHeader } from '../io/typed-cells.js';
 
 /** What remap needs from the state file: pages of due entries through the `r` index, one transaction per batch. */
-export type RemapState = Pick<StateStore, 'selectDue' | 'commitBatch'>;
+/** What the engine needs of a state: a file's answers come at once, a database's as promises. */
+export interface RemapState {
+  selectDue(nowS: number, after: DueCursor | null, limit: number): DueEntry[] | Promise<DueEntry[]>;
+  commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): void | Promise<void>;
+}
 
 /** Sends one v3 map request (with the client's retries) and returns the decrypted body. */
 export type RemapBatchFn = (request: MapV3Request, signal: AbortSignal) => Promise<MapV3ResponseBody>;
@@ -98,7 +108,7 @@ export function changeCellsV2(
  */
 export interface RemapJournal {
   runId: number;
-  state: Pick<StateStore, 'lastPendingChangeId'>;
+  state: { lastPendingChangeId(kind: ChangeKind): number | null | Promise<number | null> };
 }
 
 const STATUSES: ReadonlySet<string> = new Set<RemapStatus>(['mapped', 'optout', 'invalid']);
@@ -266,10 +276,12 @@ export class RemapEngine {
         const want = Math.min(this.batchSize, this.remaining());
         if (want <= 0) break;
         const selectPage = this.options.selectPage;
-        const page: DueEntry[] =
+        const selected: DueEntry[] | Promise<DueEntry[]> =
           selectPage !== undefined
             ? selectPage(lastSelected, want)
             : this.options.state.selectDue(this.options.nowS, cursor, want);
+        // a file answers at once: no await, so its run goes exactly as it always has
+        const page: DueEntry[] = Array.isArray(selected) ? selected : await selected;
         if (page.length < want) exhausted = true;
         if (page.length === 0) break;
         const last = page[page.length - 1];
@@ -297,7 +309,8 @@ export class RemapEngine {
     // a batch still in flight may commit during that await; the id is read with nothing left unhanded, and
     // with no await between the check and the read, so no row up to it can have missed onChanges
     while (this.settledChanges.size > 0) await this.flushChanges(true);
-    const journalUpTo = this.options.journal?.state.lastPendingChangeId('remap') ?? null;
+    const upTo = this.options.journal?.state.lastPendingChangeId('remap') ?? null;
+    const journalUpTo = upTo instanceof Promise ? await upTo : upTo;
     return {
       outcome: this.lifecycle.outcome(),
       counts: this.counts,
@@ -337,7 +350,8 @@ export class RemapEngine {
         return;
       }
       this.lifecycle.noteBatchAnswered();
-      this.onBatchAnswered(batch, body);
+      const committing = this.onBatchAnswered(batch, body);
+      if (committing !== undefined) await committing;
     } catch (err) {
       // a commit that throws (disk full, file locked) would fail every later batch the same way
       this.lifecycle.halt({ kind: 'failed', error: asError(err) });
@@ -349,7 +363,8 @@ export class RemapEngine {
     }
   }
 
-  private onBatchAnswered(batch: Batch, body: MapV3ResponseBody): void {
+  /** Commits the batch's answers; a promise while a database commits them. */
+  private onBatchAnswered(batch: Batch, body: MapV3ResponseBody): Promise<void> | undefined {
     const emailAnswers = body.email_hash ?? [];
     const phoneAnswers = body.phone_hash ?? [];
     if (emailAnswers.length !== batch.email.length || phoneAnswers.length !== batch.phone.length) {
@@ -360,7 +375,7 @@ export class RemapEngine {
             `${batch.email.length} and ${batch.phone.length} sent`,
         ),
       );
-      return;
+      return undefined;
     }
     const answerOf = new Map<DueEntry, MapV3Item>();
     for (let i = 0; i < emailAnswers.length; i++) answerOf.set(batch.email[i], emailAnswers[i]);
@@ -383,15 +398,25 @@ export class RemapEngine {
     for (const entry of batch.entries) take(entry, answerOf.get(entry) as MapV3Item);
     // the commit is the point of no return: counts and changes only for what is in the state
     const journal = this.options.journal;
-    if (journal !== undefined && changes.length > 0) {
-      this.options.state.commitBatch(updates, this.options.nowS, {
-        runId: journal.runId,
-        kind: 'remap',
-        rows: changes.map((c) => JSON.stringify(c)),
-      });
-    } else {
-      this.options.state.commitBatch(updates, this.options.nowS);
-    }
+    const committed =
+      journal !== undefined && changes.length > 0
+        ? this.options.state.commitBatch(updates, this.options.nowS, {
+            runId: journal.runId,
+            kind: 'remap',
+            rows: changes.map((c) => JSON.stringify(c)),
+          })
+        : this.options.state.commitBatch(updates, this.options.nowS);
+    const count = (): void => this.countCommitted(batch, changes, tally);
+    if (committed instanceof Promise) return committed.then(count);
+    count();
+    return undefined;
+  }
+
+  private countCommitted(
+    batch: Batch,
+    changes: RemapChange[],
+    tally: { mapped: number; optout: number; invalid: number; changed: number; unchanged: number; stillDue: number },
+  ): void {
     const c = this.counts;
     c.batchesCommitted++;
     c.status.mapped += tally.mapped;

@@ -1,5 +1,4 @@
 /** The one skeleton of a batch run: open, connect, start the run, output, replay changes, engine, summary, finish. */
-import type { StateStore } from '../../state/index.js';
 import type { TableSink } from '../io/table.js';
 import type { TypedHeader } from '../io/typed-cells.js';
 import type { AdaptiveConcurrency } from './adaptive-limiter.js';
@@ -15,13 +14,17 @@ import { sayTo, type RunDeps, type RunProgress } from './run-deps.js';
 import { exitCodeOf, replayedLine, withRunOutput, type BatchRunResult } from './run-report.js';
 import type { RunSummary } from './summary.js';
 
-/** What the skeleton needs of a command's state file: its runs table, and closing it once the run ends. */
-export type RunState = Pick<StateStore, 'startRun' | 'finishRun'> & { close(): void | Promise<void> };
+/** What the skeleton needs of a command's state (a file or a database): its runs table, and closing it at the end. */
+export interface RunState {
+  startRun(command: string, argsJson: string, nowS: number): number | Promise<number>;
+  finishRun(id: number, summaryJson: string, exitCode: number, nowS: number): void | Promise<void>;
+  close(): void | Promise<void>;
+}
 
 /** A batch command as the skeleton runs it: what it opens, and how it plans its run once that is open. */
 export interface BatchCommand<R extends BatchRunResult, S extends RunState | undefined> {
-  /** Opens the state file the run reads and records in (undefined: a run of input files); closed when it ends. */
-  openState(): S;
+  /** Opens the state the run reads and records in (undefined: a run of input files); closed when it ends. */
+  openState(): S | Promise<S>;
   /** Looks at what was opened: an exit code ends the run there (a dry run, nothing to do); a plan runs it. */
   plan(state: S): BatchPlan<R> | number | Promise<BatchPlan<R> | number>;
 }
@@ -76,7 +79,7 @@ export async function runBatchCommand<R extends BatchRunResult, S extends RunSta
   command: BatchCommand<R, S>,
   deps: RunDeps,
 ): Promise<number> {
-  const state = command.openState();
+  const state = await command.openState();
   try {
     const plan = await command.plan(state);
     if (typeof plan === 'number') return plan;
@@ -105,7 +108,7 @@ async function runPlan<R extends BatchRunResult>(
     const record = plan.record;
     const runId =
       record !== undefined && state !== undefined
-        ? state.startRun(plan.command, JSON.stringify(record.args), record.startS)
+        ? await state.startRun(plan.command, JSON.stringify(record.args), record.startS)
         : 0;
     await plan.beforeOutput?.(client);
     const { columns, progressLabel, cron, options, open } = plan.output;
@@ -116,7 +119,8 @@ async function runPlan<R extends BatchRunResult>(
       const result = await plan.engine({ client, limiter, sink, progress, runId });
       progress.stop();
       const summary = plan.summary(result, { client, replayed });
-      if (record !== undefined) state?.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), record.endS());
+      if (record !== undefined)
+        await state?.finishRun(runId, JSON.stringify(summary), exitCodeOf(result), record.endS());
       return await plan.finish(result, summary, { sink, replayed });
     };
     return await withRunOutput(columns, progressLabel, cron, options, deps, work, open);

@@ -1,6 +1,5 @@
 import { stat } from 'node:fs/promises';
 import type { ChangeKind, PendingChange } from '../../state/types.js';
-import type { StateStore } from '../../state/index.js';
 import type { RunOutput } from '../io/output/commit-together.js';
 import type { PreparedOutput, SealedOutput, TableSink } from '../io/table.js';
 
@@ -15,7 +14,12 @@ import type { PreparedOutput, SealedOutput, TableSink } from '../io/table.js';
  * happened (the rows leave), anything else that it did not (the rows are written again). On stdout there is no
  * rename to look at: a run killed after its last row and before the acknowledgement writes them again.
  */
-export type ChangeJournal = Pick<StateStore, 'pendingChanges' | 'getMeta' | 'setMeta' | 'ackChanges'>;
+export interface ChangeJournal {
+  pendingChanges(kind: ChangeKind, afterId?: number, limit?: number): PendingChange[] | Promise<PendingChange[]>;
+  getMeta(key: string): string | null | Promise<string | null>;
+  setMeta(key: string, value: string): void | Promise<void>;
+  ackChanges(kind: ChangeKind, upToId: number): number | Promise<number>;
+}
 
 /** Rows read per page: a large backlog never sits in memory whole. */
 const REPLAY_PAGE = 5_000;
@@ -34,8 +38,7 @@ interface DeliveryRecord extends SealedOutput {
   upTo: number;
 }
 
-function deliveryRecord(journal: Pick<ChangeJournal, 'getMeta'>, kind: ChangeKind): DeliveryRecord | null {
-  const text = journal.getMeta(deliveryKey(kind));
+function deliveryRecord(text: string | null): DeliveryRecord | null {
   if (text === null || text === '') return null;
   let v: Record<string, unknown>;
   try {
@@ -71,13 +74,13 @@ export async function settleDeliveryInDoubt(
   journal: ChangeJournal,
   kind: ChangeKind,
 ): Promise<'delivered' | 'not delivered' | null> {
-  const text = journal.getMeta(deliveryKey(kind));
+  const text = await journal.getMeta(deliveryKey(kind));
   if (text === null || text === '') return null;
-  const record = deliveryRecord(journal, kind);
+  const record = deliveryRecord(text);
   // a damaged record says nothing: the rows stay pending (written again rather than never)
   const delivered = record !== null && (await inPlace(record));
-  if (delivered) journal.ackChanges(kind, record.upTo);
-  journal.setMeta(deliveryKey(kind), '');
+  if (delivered) await journal.ackChanges(kind, record.upTo);
+  await journal.setMeta(deliveryKey(kind), '');
   return delivered ? 'delivered' : 'not delivered';
 }
 
@@ -133,7 +136,7 @@ export async function commitDelivering(
  * file first and acknowledging the rows it holds after.
  */
 async function deliverWith(
-  rename: (sealed?: (file: SealedOutput) => void) => Promise<void>,
+  rename: (sealed?: (file: SealedOutput) => void | Promise<void>) => Promise<void>,
   journal: Pick<ChangeJournal, 'setMeta' | 'ackChanges'>,
   rows: DeliveredRows,
   say: (line: string) => void,
@@ -148,18 +151,18 @@ async function deliverWith(
       `the state file could not record that the changes were written (${err instanceof Error ? err.message : String(err)}); the next run writes them again`,
     );
   const seal: { file: SealedOutput | null } = { file: null };
-  await rename((file) => {
+  await rename(async (file) => {
     try {
       const record: DeliveryRecord = { ...file, stage: 'sealed', upTo };
-      journal.setMeta(deliveryKey(kind), JSON.stringify(record));
+      await journal.setMeta(deliveryKey(kind), JSON.stringify(record));
       seal.file = file;
     } catch (err) {
       unrecorded(err);
     }
   });
   try {
-    journal.ackChanges(kind, upTo);
-    if (seal.file !== null) journal.setMeta(deliveryKey(kind), '');
+    await journal.ackChanges(kind, upTo);
+    if (seal.file !== null) await journal.setMeta(deliveryKey(kind), '');
   } catch (err) {
     // a record in doubt stays: the next run finds the file in place and acknowledges the rows then
     if (seal.file === null) unrecorded(err);
@@ -179,7 +182,7 @@ export async function replayPendingChanges(
   let after = 0;
   let total = 0;
   for (;;) {
-    const page = journal.pendingChanges(kind, after, REPLAY_PAGE);
+    const page = await journal.pendingChanges(kind, after, REPLAY_PAGE);
     if (page.length === 0) return total;
     total += page.length;
     after = page[page.length - 1].id;

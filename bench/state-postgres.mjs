@@ -1,0 +1,198 @@
+// Benchmark of a PostgreSQL state (src/state/postgres through dist/) on a server of its own
+// (bench/postgres-server.mjs): builds a state with commitBatch in map-sized batches, 1/365 of them due per day,
+// then times lookups of 5,000 keys, one day's due entries and the opt-out sweep's pages. Rates are per wall
+// second: the server's work is in another process. Run through `npm run bench:state -- --postgres`.
+//
+//   npm run bench:state -- --postgres                   # 1,000,000 entries, 5,000 per commit
+//   npm run bench:state -- --postgres 10000000          # another size
+// Figures also go to bench/results-state-postgres.json (not committed).
+import { hash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startPostgres } from './postgres-server.mjs';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const { openPostgresState } = await import(join(ROOT, 'dist', 'state', 'postgres', 'open.js'));
+
+const args = process.argv.slice(2);
+const option = (name) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const ENTRIES = Number(args.find((a) => /^\d+$/.test(a)) ?? 1_000_000);
+const COMMIT_ROWS = Number(option('--commit-rows') ?? 5_000);
+const DAY = 86_400;
+const TODAY = Math.floor(Date.UTC(2026, 0, 15) / 1000);
+const b64 = (s) => hash('sha256', s, 'base64');
+const fmt = (n) => Math.round(n).toLocaleString('en-US');
+const typeOf = (i) => (i % 3 === 0 ? 'phone' : 'email');
+const line = (label, value) => console.log(`${label.padEnd(50)} ${value}`);
+const seconds = (t) => Number(process.hrtime.bigint() - t) / 1e9;
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+/** A seeded uniform picker in [0, 1): every round asks for keys it has not asked before. */
+function picker(seed) {
+  let state = seed | 0;
+  return () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// a server set up as one for this load would be: more shared buffers than the default 128 MB, and WAL
+// checkpoints spaced by size rather than every 1 GB of WAL
+const server = await startPostgres({ shared_buffers: '512MB', max_wal_size: '8GB' });
+// the server is stopped whatever ends the bench: Ctrl-C, a kill, or a reader of its output that went away
+process.stdout.on('error', () => {});
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.once(signal, () => {
+    server.stop().finally(() => process.exit(130));
+  });
+}
+const results = { date: new Date().toISOString(), node: process.version, cpus: cpus().length, entries: ENTRIES };
+const store = await openPostgresState(`${server.url}?schema=bench`, { envFingerprint: 'bench:local' });
+try {
+  console.log(
+    `state bench (PostgreSQL): node ${process.version}, ${cpus().length} CPUs, load average ${loadavg()[0].toFixed(1)}, ` +
+      `${fmt(ENTRIES)} entries, ${fmt(COMMIT_ROWS)} per commit`,
+  );
+  // ---- build: what `map --state` writes, one commit per answered batch
+  const commitSeconds = [];
+  let inCommits = 0;
+  let commitCpu = 0;
+  for (let first = 0; first < ENTRIES; first += COMMIT_ROWS) {
+    const n = Math.min(COMMIT_ROWS, ENTRIES - first);
+    const updates = new Array(n);
+    for (let j = 0; j < n; j++) {
+      const i = first + j;
+      updates[j] = {
+        type: typeOf(i),
+        hash: b64(`identifier-${i}`),
+        outcome: {
+          kind: 'mapped',
+          u: b64(`raw-${i}`),
+          p: i % 20 === 0 ? b64(`prev-${i}`) : null,
+          r: TODAY + (1 + (i % 365)) * DAY,
+        },
+      };
+    }
+    const t = process.hrtime.bigint();
+    const cpu = process.cpuUsage();
+    await store.commitBatch(updates, TODAY - 30 * DAY);
+    const used = process.cpuUsage(cpu);
+    commitCpu += (used.user + used.system) / 1e6;
+    const s = seconds(t);
+    commitSeconds.push(s / n);
+    inCommits += s;
+    if ((first + n) % 1_000_000 === 0 || first + n === ENTRIES) {
+      line(
+        `  commitBatch up to ${fmt(first + n)}`,
+        `${fmt(1 / median(commitSeconds.slice(-200)))} rows/s (median of the last batches)`,
+      );
+    }
+  }
+  results.commitRowsPerS = Math.round(1 / median(commitSeconds));
+  line(
+    'build: commitBatch of new entries',
+    `${fmt(results.commitRowsPerS)} rows/s median, ${inCommits.toFixed(1)} s in all, ${commitCpu.toFixed(1)} s CPU of this process`,
+  );
+
+  // ---- commits of stored entries: what a remap writes (each key mapped again)
+  const rnd = picker(777);
+  const again = [];
+  for (let round = 0; round < 20; round++) {
+    const updates = Array.from({ length: COMMIT_ROWS }, () => {
+      const i = Math.floor(rnd() * ENTRIES);
+      return {
+        type: typeOf(i),
+        hash: b64(`identifier-${i}`),
+        outcome: { kind: 'mapped', u: b64(`new-${i}`), p: null, r: TODAY + 400 * DAY },
+      };
+    });
+    const t = process.hrtime.bigint();
+    await store.commitBatch(updates, TODAY);
+    again.push(COMMIT_ROWS / seconds(t));
+  }
+  results.recommitRowsPerS = Math.round(median(again));
+  line('commitBatch of stored entries (random)', `${fmt(results.recommitRowsPerS)} rows/s median`);
+
+  // ---- lookups of 5,000 keys, as `map --state` asks per batch (one call per DII type)
+  for (const [label, hitEvery, name] of [
+    ['lookupStored 5,000 keys: all stored (random)', 1, 'all'],
+    ['lookupStored 5,000 keys: none stored', 0, 'none'],
+    ['lookupStored 5,000 keys: half stored', 2, 'half'],
+  ]) {
+    const pick = picker(12_345);
+    const rates = [];
+    let found = 0;
+    let cpuS = 0;
+    for (let round = 0; round < 40; round++) {
+      const keys = Array.from({ length: 5_000 }, (_, k) => {
+        if (hitEvery !== 0 && k % hitEvery === 0) {
+          const i = Math.floor(pick() * ENTRIES);
+          return { type: typeOf(i), hash: b64(`identifier-${i}`) };
+        }
+        return { type: 'email', hash: b64(`absent-${round}-${k}`) };
+      });
+      const t = process.hrtime.bigint();
+      const cpu = process.cpuUsage();
+      for (const type of ['email', 'phone']) {
+        const hashes = keys.filter((k) => k.type === type).map((k) => k.hash);
+        if (hashes.length > 0) found += (await store.lookupStored(type, hashes)).at.length;
+      }
+      const used = process.cpuUsage(cpu);
+      cpuS += (used.user + used.system) / 1e6;
+      rates.push(5_000 / seconds(t));
+    }
+    results[`lookups_${name}`] = Math.round(median(rates));
+    line(
+      label,
+      `${fmt(median(rates))} lookups/s median (${fmt(found)} found), ${fmt((rates.length * 5_000) / cpuS)}/s CPU of this process`,
+    );
+  }
+
+  // ---- remap-due: tomorrow, one day's entries are due
+  const now = TODAY + DAY;
+  let t = process.hrtime.bigint();
+  const due = await store.countDue(now);
+  line('countDue (one day)', `${fmt(due)} entries in ${(seconds(t) * 1000).toFixed(1)} ms`);
+  t = process.hrtime.bigint();
+  let walked = 0;
+  for (let page = await store.selectDue(now, null, 5_000); page.length > 0; ) {
+    walked += page.length;
+    if (page.length < 5_000) break;
+    page = await store.selectDue(now, page.at(-1), 5_000);
+  }
+  results.dueOneDayPerS = Math.round(walked / seconds(t));
+  line("selectDue: one day's due, pages of 5,000", `${fmt(walked)} entries, ${fmt(results.dueOneDayPerS)} entries/s`);
+
+  // ---- the opt-out sweep: 5% of the entries from the cursor, with their checks recorded
+  t = process.hrtime.bigint();
+  const want = Math.ceil(ENTRIES * 0.05);
+  let swept = 0;
+  let after = await store.sweepCursor();
+  while (swept < want) {
+    const page = await store.selectForOptoutCheck(Math.min(5_000, want - swept), after);
+    if (page.length === 0) break;
+    await store.recordOptoutChecks(
+      page.map((e) => e.id),
+      now,
+      page.at(-1),
+    );
+    swept += page.length;
+    after = page.at(-1);
+  }
+  results.sweepPerS = Math.round(swept / seconds(t));
+  line('sweep: pages + recordOptoutChecks', `${fmt(swept)} entries, ${fmt(results.sweepPerS)} entries/s`);
+  t = process.hrtime.bigint();
+  const tally = await store.tally([now]);
+  line('tally(now) (state info)', `${JSON.stringify(tally)} in ${(seconds(t) * 1000).toFixed(0)} ms`);
+  writeFileSync(join(ROOT, 'bench', 'results-state-postgres.json'), `${JSON.stringify(results, null, 2)}\n`);
+} finally {
+  await store.close();
+  await server.stop();
+}

@@ -1,0 +1,746 @@
+/** A state kept in a PostgreSQL schema, behind the StateBackend interface: every method one round trip or one transaction. */
+import type postgres from 'postgres';
+import type { DiiType } from '../../identity/index.js';
+import type { StateBackend, StateKind, StateLockScope, StateRecord, StateRun } from '../backend.js';
+import { ChecksumError, checksumOf } from '../checksum.js';
+import { StateDamagedError, StateFormatError, StateReadonlyError } from '../errors.js';
+import { checkedMetaValue, metaSumOf } from '../meta-values.js';
+import type { EntryTally } from '../reader.js';
+import { IDENTITY_META_KEYS, META_KEYS, STATUS_CODE, statusOfCode, TYPE_CODE, TYPE_OF_CODE } from '../schema.js';
+import type {
+  ChangeJournalRows,
+  ChangeKind,
+  DueCursor,
+  EntryStatus,
+  DueDay,
+  DueEntry,
+  EntryUpdate,
+  ExportedEntry,
+  OptedOutRawUid,
+  OptoutCandidate,
+  OptoutCursor,
+  PendingChange,
+  StateMeta,
+  StoredEntries,
+} from '../types.js';
+import { answered, freshRecord } from './entry-update.js';
+import { codeOf, connectionFault, StateConnectionError, StateShareLockedError } from './errors.js';
+import { ENTRY_COLUMNS, entrySumOf } from './schema.js';
+
+type Sql = postgres.Sql;
+type Query = Pick<Sql, 'unsafe'>;
+type Row = unknown[];
+
+const DAY_S = 86_400;
+const LAST_ID = Number.MAX_SAFE_INTEGER;
+// rows per page of a walk in id order (entries(), and what a copy asks for is the caller's)
+const WALK_PAGE = 5_000;
+// a deadlock or serialization failure between concurrent committers: the transaction is run again
+const RETRY_CODES = new Set(['40P01', '40001']);
+const RETRIES = 5;
+
+/** A stored entry with its id. */
+interface StoredRecord {
+  id: number;
+  rec: StateRecord;
+}
+
+// the file's status codes read back: an unknown one is damage, not an error of the code
+const STATUS_OF_CODE = new Map(Object.entries(STATUS_CODE).map(([status, code]) => [code, status as EntryStatus]));
+
+function pageLimit(limit: number): number {
+  return Number.isFinite(limit) ? Math.max(0, Math.floor(limit)) : 0;
+}
+
+function num(v: unknown): number | null {
+  return v === null || v === undefined ? null : Number(v);
+}
+
+/** The key of an entry in the maps of a batch: its type and hash. */
+function keyOf(type: DiiType, hash: string): string {
+  return `${TYPE_CODE[type]}\u0000${hash}`;
+}
+
+function byKey(a: StateRecord, b: StateRecord): number {
+  const ta = TYPE_CODE[a.type];
+  const tb = TYPE_CODE[b.type];
+  if (ta !== tb) return ta - tb;
+  return a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0;
+}
+
+function utcDay(seconds: number): string {
+  return new Date(seconds * 1000).toISOString().slice(0, 10);
+}
+
+/** The columns of records as the arrays an unnest of them takes, in the order of INSERT_COLUMNS. */
+function columnsOf(records: readonly StateRecord[]): unknown[] {
+  const n = records.length;
+  const cols: unknown[][] = Array.from({ length: 12 }, () => new Array(n));
+  for (let i = 0; i < n; i++) {
+    const e = records[i];
+    cols[0][i] = TYPE_CODE[e.type];
+    cols[1][i] = e.hash;
+    cols[2][i] = STATUS_CODE[e.status];
+    cols[3][i] = e.due ? 1 : 0;
+    cols[4][i] = e.u;
+    cols[5][i] = e.p;
+    cols[6][i] = e.r;
+    cols[7][i] = e.bucketId;
+    cols[8][i] = e.lastMappedS;
+    cols[9][i] = e.lastOptoutCheckS;
+    cols[10][i] = e.optedOutSinceMs;
+    cols[11][i] = entrySumOf(e);
+  }
+  return cols;
+}
+
+const INSERT_COLUMNS =
+  'type, hash, status, due, u, p, r, bucket_id, last_mapped, last_optout_check, opted_out_since, sum';
+const UNNEST_RECORDS =
+  'unnest($1::int2[], $2::text[], $3::int2[], $4::int2[], $5::text[], $6::text[], $7::float8[], $8::text[], ' +
+  '$9::float8[], $10::float8[], $11::float8[], $12::int4[]) ' +
+  'AS v(type, hash, status, due, u, p, r, bucket_id, last_mapped, last_optout_check, opted_out_since, sum)';
+// the same with the entries' ids last
+const UNNEST_RECORDS_WITH_IDS = UNNEST_RECORDS.replace(') AS v(', ', $13::int8[], $14::int4[]) AS v(').replace(
+  /sum\)$/,
+  'sum, id, before)',
+);
+const SELECT_RECORDS =
+  'SELECT v.type, v.hash, v.status, v.due <> 0, v.u, v.p, v.r, v.bucket_id, v.last_mapped, v.last_optout_check, ' +
+  `v.opted_out_since, v.sum FROM ${UNNEST_RECORDS}`;
+
+export interface PostgresStateParts {
+  sql: Sql;
+  schema: string;
+  where: string;
+  readonly: boolean;
+}
+
+export class PostgresState implements StateBackend {
+  readonly kind: StateKind = 'postgres';
+  readonly where: string;
+  readonly readonly: boolean;
+  private readonly sql: Sql;
+  private readonly s: string;
+  private damagedCount = 0;
+  private closed = false;
+  /** The fault that ended the session: every later call fails with it (a re-run opens a new one and resumes). */
+  private lost: StateConnectionError | undefined;
+
+  constructor(parts: PostgresStateParts) {
+    this.sql = parts.sql;
+    this.s = parts.schema;
+    this.where = parts.where;
+    this.readonly = parts.readonly;
+  }
+
+  // ---- the connection: each call's faults as StateErrors
+
+  private async q(text: string, params: unknown[] = [], on: Query = this.sql): Promise<Row[]> {
+    if (this.lost !== undefined) throw this.lost;
+    try {
+      return (await on.unsafe(text, params as never[], { prepare: true }).values()) as unknown as Row[];
+    } catch (err) {
+      throw this.fault(err);
+    }
+  }
+
+  /**
+   * One transaction; a deadlock or serialization failure between concurrent writers runs it again. On a session
+   * of its own, ended by hand: after a lost connection the server has rolled it back, and nothing more is sent.
+   */
+  private async tx<T>(fn: (t: Query) => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      if (this.lost !== undefined) throw this.lost;
+      let conn: postgres.ReservedSql | undefined;
+      try {
+        conn = await this.sql.reserve();
+        await conn.unsafe('BEGIN');
+        const out = await fn(conn);
+        await conn.unsafe('COMMIT');
+        return out;
+      } catch (err) {
+        const fault = this.fault(err);
+        if (conn !== undefined && this.lost === undefined) await conn.unsafe('ROLLBACK').catch(() => {});
+        if (attempt < RETRIES && RETRY_CODES.has(codeOf(err) ?? '')) continue;
+        throw fault;
+      } finally {
+        conn?.release();
+      }
+    }
+  }
+
+  private fault(err: unknown): unknown {
+    if (err instanceof ChecksumError) return new StateDamagedError(this.where, err.what);
+    if (err instanceof StateConnectionError) return err;
+    const fault = connectionFault(err, this.where, true);
+    if (fault === undefined) return err;
+    if (fault.exitCode === 1) this.lost = fault;
+    return fault;
+  }
+
+  private writable(what: string): void {
+    if (this.readonly) throw new StateReadonlyError(this.where, what);
+  }
+
+  /** A whole entry row as selected by ENTRY_COLUMNS, its checksum checked (ChecksumError when it fails). */
+  private rowOf(row: Row): StoredRecord {
+    const type = TYPE_OF_CODE[row[1] as number];
+    const status = STATUS_OF_CODE.get(row[3] as number);
+    // a code no build writes is damage, as a wrong checksum is
+    if (type === undefined || status === undefined) throw new ChecksumError(`entry ${row[0]}`);
+    const rec: StateRecord = {
+      type,
+      hash: row[2] as string,
+      status,
+      due: row[4] === true,
+      u: row[5] as string | null,
+      p: row[6] as string | null,
+      r: num(row[7]),
+      bucketId: row[8] as string | null,
+      lastMappedS: num(row[9]),
+      lastOptoutCheckS: num(row[10]),
+      optedOutSinceMs: num(row[11]),
+    };
+    if (entrySumOf(rec) !== row[12]) throw new ChecksumError(`entry ${row[0]}`);
+    return { id: Number(row[0]), rec };
+  }
+
+  /** rowOf, or null (counted in damaged()) for a row that fails its checksum. */
+  private rowOrSkip(row: Row): StoredRecord | null {
+    try {
+      return this.rowOf(row);
+    } catch (err) {
+      if (!(err instanceof ChecksumError)) throw err;
+      this.damagedCount++;
+      return null;
+    }
+  }
+
+  // ---- metadata
+
+  async meta(): Promise<StateMeta> {
+    const values = new Map<string, string>();
+    for (const [key, value, sum] of await this.q(`SELECT key, value, sum FROM ${this.s}.meta`)) {
+      try {
+        values.set(key as string, checkedMetaValue(key as string, [value, Number(sum)]) ?? '');
+      } catch (err) {
+        throw this.fault(err);
+      }
+    }
+    const api = values.get(META_KEYS.api);
+    return {
+      schemaVersion: Number(values.get(META_KEYS.schemaVersion)),
+      envFingerprint: values.get(META_KEYS.envFingerprint) ?? '',
+      api: api === 'v2' ? 'v2' : 'v3',
+      createdAt: values.get(META_KEYS.createdAt) ?? '',
+    };
+  }
+
+  async getMeta(key: string): Promise<string | null> {
+    const rows = await this.q(`SELECT value, sum FROM ${this.s}.meta WHERE key = $1`, [key]);
+    try {
+      return checkedMetaValue(key, rows.length === 0 ? undefined : [rows[0][0], Number(rows[0][1])]) ?? null;
+    } catch (err) {
+      throw this.fault(err);
+    }
+  }
+
+  async setMeta(key: string, value: string): Promise<void> {
+    this.writable(`set ${key}`);
+    if (IDENTITY_META_KEYS.has(key)) {
+      throw new StateFormatError(
+        `state ${this.where}: '${key}' says what the state is and cannot be changed`,
+        this.where,
+      );
+    }
+    if (key === META_KEYS.api && value !== 'v2' && value !== 'v3') {
+      throw new StateFormatError(`state ${this.where}: api must be v2 or v3, not '${value}'`, this.where);
+    }
+    await this.putMeta(this.sql, key, value);
+  }
+
+  private async putMeta(on: Query, key: string, value: string): Promise<void> {
+    await this.q(
+      `INSERT INTO ${this.s}.meta (key, value, sum) VALUES ($1, $2, $3) ON CONFLICT (key) DO UPDATE SET value = excluded.value, sum = excluded.sum`,
+      [key, value, metaSumOf(key, value)],
+      on,
+    );
+  }
+
+  // ---- lookups and commits
+
+  async lookupStored(type: DiiType, hashes: readonly string[]): Promise<StoredEntries> {
+    // per hash, the last position it is asked at (the file answers a hash asked twice there too)
+    const position = new Map<string, number>();
+    for (let i = 0; i < hashes.length; i++) position.set(hashes[i], i);
+    const rows =
+      position.size === 0
+        ? []
+        : await this.q(`SELECT ${ENTRY_COLUMNS} FROM ${this.s}.entries WHERE type = $1 AND hash = ANY($2::text[])`, [
+            TYPE_CODE[type],
+            [...position.keys()],
+          ]);
+    const n = rows.length;
+    const out: StoredEntries = {
+      at: new Int32Array(n),
+      status: new Uint8Array(n),
+      due: new Uint8Array(n),
+      r: new Float64Array(n),
+      u: new Array(n),
+      p: new Array(n),
+      bucketId: new Array(n),
+    };
+    for (let i = 0; i < n; i++) {
+      let e: StateRecord;
+      try {
+        e = this.rowOf(rows[i]).rec;
+      } catch (err) {
+        throw this.fault(err);
+      }
+      out.at[i] = position.get(e.hash) as number;
+      out.status[i] = STATUS_CODE[e.status];
+      out.due[i] = e.due ? 1 : 0;
+      out.r[i] = e.r ?? Number.NaN;
+      out.u[i] = e.u;
+      out.p[i] = e.p;
+      out.bucketId[i] = e.bucketId;
+    }
+    return out;
+  }
+
+  /**
+   * One transaction: the answers of each entry applied in batch order; the new entries inserted in key order, then
+   * the ones already stored (or stored by another run meanwhile) updated from the values they had where those are
+   * still stored, so that no answer is lost; concurrent committers of overlapping keys wait for each other (a
+   * deadlock between them runs the batch again).
+   */
+  async commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): Promise<void> {
+    this.writable('commit a batch');
+    const byEntry = new Map<string, EntryUpdate[]>();
+    for (let i = 0; i < updates.length; i++) {
+      const u = updates[i];
+      if (
+        u === null ||
+        typeof u !== 'object' ||
+        typeof u.hash !== 'string' ||
+        TYPE_CODE[u.type] === undefined ||
+        u.outcome === null ||
+        typeof u.outcome !== 'object'
+      ) {
+        throw new TypeError(`commitBatch: update ${i} has no valid DII type, hash or outcome`);
+      }
+      const k = keyOf(u.type, u.hash);
+      const list = byEntry.get(k);
+      if (list === undefined) byEntry.set(k, [u]);
+      else list.push(u);
+    }
+    // checks every outcome's kind before the transaction, so that a malformed one fails the batch first
+    for (const list of byEntry.values()) for (const u of list) answered(freshRecord(u), u, nowS);
+    if (byEntry.size === 0 && journal === undefined) return;
+    const firsts = [...byEntry.values()].map((list) => freshRecord(list[0]));
+    firsts.sort(byKey);
+    await this.tx(async (t) => {
+      let pending = firsts;
+      while (pending.length > 0) {
+        // the new entries first, as their answers make them: one statement for a batch of new keys
+        const made = pending.map((f) => {
+          let rec = f;
+          for (const u of byEntry.get(keyOf(f.type, f.hash)) ?? []) rec = answered(rec, u, nowS);
+          return rec;
+        });
+        const inserted = new Set<string>();
+        for (const [type, hash] of await this.q(
+          `INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (type, hash) DO NOTHING RETURNING type, hash`,
+          columnsOf(made),
+          t,
+        )) {
+          inserted.add(`${type}\u0000${hash}`);
+        }
+        const rest = pending.filter((f) => !inserted.has(keyOf(f.type, f.hash)));
+        if (rest.length === 0) break;
+        // the stored ones: each answer applied to the values read, written only where they are still those (a
+        // row another run changed since is read and answered again), so no row is locked twice
+        const stored = await this.storedByKey(t, rest);
+        const changed: StoredRecord[] = [];
+        const before: number[] = [];
+        for (const f of rest) {
+          const k = keyOf(f.type, f.hash);
+          const old = stored.get(k);
+          if (old === undefined) continue;
+          let rec = old.rec;
+          for (const u of byEntry.get(k) ?? []) rec = answered(rec, u, nowS);
+          changed.push({ id: old.id, rec });
+          before.push(entrySumOf(old.rec));
+        }
+        const written = changed.length > 0 ? await this.updateRecords(t, changed, before) : new Set<number>();
+        // a key another run inserted but had not committed when ours was refused, or changed since it was read
+        pending = rest.filter((f) => !written.has(stored.get(keyOf(f.type, f.hash))?.id ?? 0));
+      }
+      if (journal !== undefined) await this.insertJournal(t, journal, nowS);
+    });
+  }
+
+  /** The stored entries of these keys, by key. */
+  private async storedByKey(t: Query, keys: readonly StateRecord[]): Promise<Map<string, StoredRecord>> {
+    const rows = await this.q(
+      `SELECT ${ENTRY_COLUMNS.replace(/(^|, )/g, '$1e.')} FROM ${this.s}.entries e ` +
+        'JOIN unnest($1::int2[], $2::text[]) AS k(type, hash) ON e.type = k.type AND e.hash = k.hash',
+      [keys.map((k) => TYPE_CODE[k.type]), keys.map((k) => k.hash)],
+      t,
+    );
+    const out = new Map<string, StoredRecord>();
+    for (const row of rows) {
+      const s = this.rowOf(row);
+      out.set(keyOf(s.rec.type, s.rec.hash), s);
+    }
+    return out;
+  }
+
+  /**
+   * Writes these entries' values over the stored ones, by id; with `before` (the checksum of the values each
+   * update was made from), only over rows that still hold those. The ids written.
+   */
+  private async updateRecords(
+    t: Query,
+    records: readonly StoredRecord[],
+    before?: readonly number[],
+  ): Promise<Set<number>> {
+    const cols = columnsOf(records.map((r) => r.rec));
+    const rows = await this.q(
+      `UPDATE ${this.s}.entries e SET status = v.status, due = v.due <> 0, u = v.u, p = v.p, r = v.r, ` +
+        'bucket_id = v.bucket_id, last_mapped = v.last_mapped, last_optout_check = v.last_optout_check, ' +
+        'opted_out_since = v.opted_out_since, sum = v.sum ' +
+        `FROM ${UNNEST_RECORDS_WITH_IDS} WHERE e.id = v.id${before === undefined ? '' : ' AND e.sum = v.before'} RETURNING e.id`,
+      [...cols, records.map((r) => r.id), before ?? cols[11]],
+      t,
+    );
+    return new Set(rows.map(([id]) => Number(id)));
+  }
+
+  // ---- the change journal
+
+  private async insertJournal(t: Query, journal: ChangeJournalRows, nowS: number): Promise<void> {
+    if (journal.rows.length === 0) return;
+    await this.q(
+      `INSERT INTO ${this.s}.pending_changes (run_id, kind, row, sum, created_at) ` +
+        'SELECT $1, $2, v.row, v.sum, $3 FROM unnest($4::text[], $5::int8[]) AS v(row, sum)',
+      [journal.runId, journal.kind, Math.floor(nowS), journal.rows, journal.rows.map((r) => checksumOf(r))],
+      t,
+    );
+  }
+
+  async pendingChanges(kind: ChangeKind, afterId = 0, limit = 5_000): Promise<PendingChange[]> {
+    const n = pageLimit(limit);
+    if (n === 0) return [];
+    const rows = await this.q(
+      `SELECT id, row, sum FROM ${this.s}.pending_changes WHERE kind = $1 AND id > $2 ORDER BY id LIMIT $3`,
+      [kind, afterId, n],
+    );
+    return rows.map(([id, row, sum]) => {
+      if (Number(sum) !== checksumOf(row as string)) throw this.fault(new ChecksumError('a pending change row'));
+      return { id: Number(id), row: row as string };
+    });
+  }
+
+  async lastPendingChangeId(kind: ChangeKind): Promise<number | null> {
+    const rows = await this.q(`SELECT max(id) FROM ${this.s}.pending_changes WHERE kind = $1`, [kind]);
+    return num(rows[0][0]);
+  }
+
+  async ackChanges(kind: ChangeKind, upToId: number): Promise<number> {
+    this.writable('acknowledge delivered changes');
+    const rows = await this.q(
+      `WITH d AS (DELETE FROM ${this.s}.pending_changes WHERE kind = $1 AND id <= $2 RETURNING 1) SELECT count(*) FROM d`,
+      [kind, upToId],
+    );
+    return Number(rows[0][0]);
+  }
+
+  async pendingChangeCounts(): Promise<Record<string, number>> {
+    const out: Record<string, number> = {};
+    for (const [kind, count] of await this.q(`SELECT kind, count(*) FROM ${this.s}.pending_changes GROUP BY kind`)) {
+      out[kind as string] = Number(count);
+    }
+    return out;
+  }
+
+  // ---- due by refresh time (the index on r)
+
+  async countDue(nowS: number): Promise<number> {
+    return (await this.dueByDay(nowS, 1))[0].count;
+  }
+
+  async dueByDay(nowS: number, days: number): Promise<DueDay[]> {
+    const now = Math.floor(nowS);
+    const n = Math.max(0, Math.floor(days));
+    if (n === 0) return [];
+    const counts = new Array<number>(n).fill(0);
+    const rows = await this.q(
+      `SELECT CASE WHEN r <= $1 THEN 0 ELSE ceil((r - $1) / ${DAY_S}) END AS day, count(*) FROM ${this.s}.entries ` +
+        `WHERE r IS NOT NULL AND r <= $2 GROUP BY 1`,
+      [now, now + (n - 1) * DAY_S],
+    );
+    for (const [day, count] of rows) counts[Number(day)] += Number(count);
+    return counts.map((count, i) => ({ day: utcDay(now + i * DAY_S), count }));
+  }
+
+  async selectDue(nowS: number, after: DueCursor | null, limit: number): Promise<DueEntry[]> {
+    const n = pageLimit(limit);
+    if (n === 0) return [];
+    const resume = after !== null && after.r !== null && Number.isFinite(after.r);
+    const rows = await this.q(
+      `SELECT ${ENTRY_COLUMNS} FROM ${this.s}.entries WHERE r IS NOT NULL AND r <= $1 ` +
+        `AND (r, id) > ($2::float8, $3::int8) ORDER BY r, id LIMIT $4`,
+      [Math.floor(nowS), resume ? after.r : Number.MIN_SAFE_INTEGER, resume ? after.id : 0, n],
+    );
+    return rows.map((row) => {
+      const { id, rec } = this.checked(row);
+      return { id, type: rec.type, hash: rec.hash, u: rec.u, p: rec.p, r: rec.r, bucketId: rec.bucketId };
+    });
+  }
+
+  private checked(row: Row): StoredRecord {
+    try {
+      return this.rowOf(row);
+    } catch (err) {
+      throw this.fault(err);
+    }
+  }
+
+  // ---- the opt-out sweep
+
+  async selectForOptoutCheck(limit: number, after: OptoutCursor | null, upTo = LAST_ID): Promise<OptoutCandidate[]> {
+    const n = pageLimit(limit);
+    if (n === 0) return [];
+    const rows = await this.q(
+      `SELECT ${ENTRY_COLUMNS} FROM ${this.s}.entries WHERE id > $1 AND id <= $2 ` +
+        'AND (u IS NOT NULL OR p IS NOT NULL) ORDER BY id LIMIT $3',
+      [after?.id ?? 0, upTo, n],
+    );
+    return rows.map((row) => {
+      const { id, rec } = this.checked(row);
+      return { id, type: rec.type, hash: rec.hash, u: rec.u, p: rec.p, lastOptoutCheckS: rec.lastOptoutCheckS };
+    });
+  }
+
+  async sweepCursor(): Promise<OptoutCursor> {
+    const id = Number((await this.getMeta(META_KEYS.sweepAfter)) ?? 0);
+    return { id: Number.isSafeInteger(id) && id > 0 ? id : 0 };
+  }
+
+  async countWithRawUid(): Promise<number> {
+    const rows = await this.q(`SELECT count(*) FROM ${this.s}.entries WHERE u IS NOT NULL OR p IS NOT NULL`);
+    return Number(rows[0][0]);
+  }
+
+  async recordOptoutChecks(ids: readonly number[], nowS: number, cursor?: OptoutCursor): Promise<void> {
+    this.writable('record opt-out checks');
+    if (ids.length === 0 && cursor === undefined) return;
+    const now = Math.floor(nowS);
+    await this.tx(async (t) => {
+      const stored = await this.lockedById(t, ids);
+      if (stored.length > 0) {
+        await this.updateRecords(
+          t,
+          stored.map((s) => ({ id: s.id, rec: { ...s.rec, lastOptoutCheckS: now } })),
+        );
+      }
+      if (cursor !== undefined) await this.putMeta(t, META_KEYS.sweepAfter, String(cursor.id));
+    });
+  }
+
+  /** The entries of these ids, locked for update in id order. */
+  private async lockedById(t: Query, ids: readonly number[]): Promise<StoredRecord[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.q(
+      `SELECT ${ENTRY_COLUMNS} FROM ${this.s}.entries WHERE id = ANY($1::int8[]) ORDER BY id FOR UPDATE`,
+      [[...ids]],
+      t,
+    );
+    return rows.map((row) => this.rowOf(row));
+  }
+
+  async tombstoneByRawUid(
+    optedOut: readonly OptedOutRawUid[],
+    nowS: number,
+    within?: readonly number[],
+    journal?: ChangeJournalRows,
+  ): Promise<number> {
+    this.writable('tombstone opted-out entries');
+    if (optedOut.length === 0) return 0;
+    const now = Math.floor(nowS);
+    // per opted-out raw UID, when it opted out (the last one given for a raw UID listed twice)
+    const since = new Map<string, number>();
+    for (const o of optedOut) since.set(o.rawUid, o.optedOutSinceMs);
+    return this.tx(async (t) => {
+      // the ids whose raw UIDs were sent, or the entries holding one of the raw UIDs
+      const stored =
+        within !== undefined
+          ? await this.lockedById(t, within)
+          : (
+              await this.q(
+                `SELECT ${ENTRY_COLUMNS} FROM ${this.s}.entries WHERE u = ANY($1::text[]) OR p = ANY($1::text[]) ` +
+                  'ORDER BY id FOR UPDATE',
+                [[...since.keys()]],
+                t,
+              )
+            ).map((row) => this.rowOf(row));
+      const changed: StoredRecord[] = [];
+      for (const { id, rec } of stored) {
+        const sinceMs =
+          (rec.u !== null ? since.get(rec.u) : undefined) ?? (rec.p !== null ? since.get(rec.p) : undefined);
+        if (sinceMs === undefined) continue;
+        changed.push({
+          id,
+          rec: {
+            ...rec,
+            status: 'optout',
+            u: null,
+            p: null,
+            r: null,
+            bucketId: null,
+            due: false,
+            optedOutSinceMs: Number.isFinite(sinceMs) ? sinceMs : null,
+            lastOptoutCheckS: now,
+          },
+        });
+      }
+      if (changed.length > 0) await this.updateRecords(t, changed);
+      if (journal !== undefined) await this.insertJournal(t, journal, now);
+      return changed.length;
+    });
+  }
+
+  // ---- runs
+
+  async startRun(command: string, argsJson: string, nowS: number): Promise<number> {
+    this.writable('record a run');
+    const rows = await this.q(
+      `INSERT INTO ${this.s}.runs (command, args, pid, started_at, now) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
+      [command, argsJson, process.pid, Math.floor(Date.now() / 1000), Math.floor(nowS)],
+    );
+    return Number(rows[0][0]);
+  }
+
+  async finishRun(id: number, summaryJson: string, exitCode: number, nowS: number): Promise<void> {
+    this.writable('record a run');
+    await this.q(`UPDATE ${this.s}.runs SET finished_at = $1, summary = $2, exit_code = $3 WHERE id = $4`, [
+      Math.floor(nowS),
+      summaryJson,
+      exitCode,
+      id,
+    ]);
+  }
+
+  async lastRun(): Promise<StateRun | null> {
+    const rows = await this.q(
+      `SELECT command, started_at, now, finished_at, exit_code FROM ${this.s}.runs ORDER BY id DESC LIMIT 1`,
+    );
+    if (rows.length === 0) return null;
+    const [command, startedAtS, nowS, finishedAtS, exitCode] = rows[0];
+    return {
+      command: command as string,
+      startedAtS: Number(startedAtS),
+      nowS: Number(nowS),
+      finishedAtS: num(finishedAtS),
+      exitCode: num(exitCode),
+    };
+  }
+
+  // ---- locks
+
+  /**
+   * map: nothing exclusive (each commit is an upsert, so map runs write side by side). A sweep: a session
+   * advisory lock of (schema, command, shard), held until close, so that two runs never sweep the same share.
+   */
+  async lock(scope: StateLockScope): Promise<void> {
+    if (scope.kind === 'map') return;
+    const share = scope.shard === undefined ? 'all' : `${scope.shard.index}/${scope.shard.count}`;
+    const rows = await this.q('SELECT pg_try_advisory_lock($1::int4, $2::int4)', [
+      checksumOf(`uid2-batch\u0000${this.s}`) | 0,
+      checksumOf(`${scope.command}\u0000${share}`) | 0,
+    ]);
+    if (rows[0][0] !== true) {
+      throw new StateShareLockedError(this.where, `${scope.command} (shard ${share})`);
+    }
+  }
+
+  // ---- walks: exports, tallies, copies
+
+  async *entries(): AsyncIterable<ExportedEntry> {
+    let after = 0;
+    for (;;) {
+      const rows = await this.q(`SELECT ${ENTRY_COLUMNS} FROM ${this.s}.entries WHERE id > $1 ORDER BY id LIMIT $2`, [
+        after,
+        WALK_PAGE,
+      ]);
+      if (rows.length === 0) return;
+      after = Number(rows[rows.length - 1][0]);
+      for (const row of rows) {
+        const s = this.rowOrSkip(row);
+        if (s === null) continue;
+        const { type, hash, status, u, p, r } = s.rec;
+        yield { type, hash, status, u, p, r };
+      }
+    }
+  }
+
+  damaged(): number {
+    return this.damagedCount;
+  }
+
+  async tally(bounds: readonly number[]): Promise<EntryTally> {
+    const byStatus: EntryTally['byStatus'] = { mapped: 0, optout: 0, invalid: 0 };
+    let withoutR = 0;
+    for (const [status, count, noR] of await this.q(
+      `SELECT status, count(*), count(*) FILTER (WHERE r IS NULL) FROM ${this.s}.entries GROUP BY status`,
+    )) {
+      byStatus[statusOfCode(status as number)] += Number(count);
+      withoutR += Number(noR);
+    }
+    const atMost = bounds.map(() => 0);
+    if (bounds.length > 0) {
+      const rows = await this.q(
+        `SELECT b.i, (SELECT count(*) FROM ${this.s}.entries e WHERE e.r <= b.v) ` +
+          'FROM unnest($1::float8[]) WITH ORDINALITY AS b(v, i)',
+        [[...bounds]],
+      );
+      for (const [i, count] of rows) atMost[Number(i) - 1] = Number(count);
+    }
+    return { byStatus, withoutR, atMost };
+  }
+
+  async readRecords(after: number, limit: number): Promise<{ records: StateRecord[]; last: number }> {
+    const n = pageLimit(limit);
+    if (n === 0) return { records: [], last: after };
+    const rows = await this.q(`SELECT ${ENTRY_COLUMNS} FROM ${this.s}.entries WHERE id > $1 ORDER BY id LIMIT $2`, [
+      after,
+      n,
+    ]);
+    const records = rows.map((row) => this.checked(row).rec);
+    return { records, last: rows.length === 0 ? after : Number(rows[rows.length - 1][0]) };
+  }
+
+  async writeRecords(records: readonly StateRecord[]): Promise<void> {
+    this.writable('write records');
+    if (records.length === 0) return;
+    await this.tx(async (t) => {
+      await this.q(
+        `INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (type, hash) DO UPDATE SET ` +
+          'status = excluded.status, due = excluded.due, u = excluded.u, p = excluded.p, r = excluded.r, ' +
+          'bucket_id = excluded.bucket_id, last_mapped = excluded.last_mapped, ' +
+          'last_optout_check = excluded.last_optout_check, opted_out_since = excluded.opted_out_since, sum = excluded.sum',
+        columnsOf(records),
+        t,
+      );
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    // ending the session releases its advisory locks
+    await this.sql.end({ timeout: this.lost === undefined ? 5 : 0 });
+  }
+}

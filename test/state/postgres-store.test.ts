@@ -1,0 +1,226 @@
+import { describe, expect, it } from 'vitest';
+import type { StateBackend } from '../../src/state/backend.js';
+import { openPostgresState } from '../../src/state/postgres/open.js';
+import type { EntryUpdate } from '../../src/state/types.js';
+import { usePostgres } from '../helpers/postgres.js';
+
+const ENV = 'http://127.0.0.1:1/|uid2';
+const pg = usePostgres();
+
+async function withState<T>(fn: (s: StateBackend, url: string) => Promise<T>, url = pg.schemaUrl()): Promise<T> {
+  const s = await openPostgresState(url, { envFingerprint: ENV });
+  try {
+    return await fn(s, url);
+  } finally {
+    await s.close();
+  }
+}
+
+const mapped = (hash: string, u: string, r: number | null, bucketId: string | null = 'b1'): EntryUpdate => ({
+  type: 'email',
+  hash,
+  outcome: { kind: 'mapped', u, p: null, r, bucketId },
+});
+
+describe('PostgreSQL state: open, meta, lookups and commits', () => {
+  it('creates the schema on first use with its meta values, and reopens it', async () => {
+    const url = pg.schemaUrl();
+    await withState(async (s) => {
+      expect(s.kind).toBe('postgres');
+      expect(s.where).not.toContain(pg.server().password);
+      const meta = await s.meta();
+      expect(meta).toMatchObject({ schemaVersion: 1, envFingerprint: ENV, api: 'v3' });
+      await s.setMeta('last_buckets_check', '123');
+      await expect(s.setMeta('env_fingerprint', 'x')).rejects.toThrow(/cannot be changed/);
+    }, url);
+    await withState(async (s) => {
+      expect(await s.getMeta('last_buckets_check')).toBe('123');
+      expect(await s.getMeta('nothing')).toBeNull();
+    }, url);
+  });
+
+  it('answers lookups with the columns the file gives, at the last position of a hash asked twice', async () => {
+    await withState(async (s) => {
+      await s.commitBatch(
+        [
+          mapped('h1', 'u1', 1000.5),
+          mapped('h2', 'u2', null, null),
+          { type: 'phone', hash: 'h1', outcome: { kind: 'invalid' } },
+        ],
+        50,
+      );
+      const got = await s.lookupStored('email', ['h1', 'zz', 'h2', 'h1']);
+      const rows = [...got.at].map((at, i) => ({
+        at,
+        status: got.status[i],
+        due: got.due[i],
+        r: got.r[i],
+        u: got.u[i],
+        p: got.p[i],
+        bucketId: got.bucketId[i],
+      }));
+      rows.sort((a, b) => a.at - b.at);
+      expect(rows).toEqual([
+        { at: 2, status: 1, due: 0, r: Number.NaN, u: 'u2', p: null, bucketId: null },
+        { at: 3, status: 1, due: 0, r: 1000.5, u: 'u1', p: null, bucketId: 'b1' },
+      ]);
+      const phone = await s.lookupStored('phone', ['h1']);
+      expect([...phone.status]).toEqual([3]);
+    });
+  });
+
+  it('keeps what an opt-out or invalid answer keeps of an earlier mapping', async () => {
+    await withState(async (s) => {
+      await s.commitBatch([mapped('a', 'ua', 500), mapped('b', 'ub', 600)], 10);
+      await s.recordOptoutChecks([1], 20);
+      await s.commitBatch(
+        [
+          { type: 'email', hash: 'a', outcome: { kind: 'optout', optedOutSinceMs: 7000 } },
+          { type: 'email', hash: 'b', outcome: { kind: 'invalid' } },
+        ],
+        30,
+      );
+      const { records } = await s.readRecords(0, 10);
+      expect(records).toEqual([
+        {
+          type: 'email',
+          hash: 'a',
+          status: 'optout',
+          due: false,
+          u: null,
+          p: null,
+          r: null,
+          bucketId: null,
+          lastMappedS: 10,
+          lastOptoutCheckS: 20,
+          optedOutSinceMs: 7000,
+        },
+        {
+          type: 'email',
+          hash: 'b',
+          status: 'invalid',
+          due: false,
+          u: null,
+          p: null,
+          r: null,
+          bucketId: null,
+          lastMappedS: 10,
+          lastOptoutCheckS: null,
+          optedOutSinceMs: null,
+        },
+      ]);
+      // an opt-out answer that does not say when keeps the time it had
+      await s.commitBatch([{ type: 'email', hash: 'a', outcome: { kind: 'optout' } }], 40);
+      expect((await s.readRecords(0, 1)).records[0].optedOutSinceMs).toBe(7000);
+      // the same key twice in one batch: the later answer wins
+      await s.commitBatch([mapped('c', 'u1', 1), mapped('c', 'u2', 2)], 50);
+      expect((await s.readRecords(2, 10)).records.map((r) => [r.hash, r.u])).toEqual([['c', 'u2']]);
+    });
+  });
+
+  it('journals change rows with the batch, lists, counts and acknowledges them', async () => {
+    await withState(async (s) => {
+      const runId = await s.startRun('remap-due', '{}', 100);
+      await s.commitBatch([mapped('a', 'ua', 500)], 100, { runId, kind: 'remap', rows: ['{"x":1}', '{"x":2}'] });
+      await s.commitBatch([], 100, { runId, kind: 'optout', rows: ['{"y":1}'] });
+      const pending = await s.pendingChanges('remap');
+      expect(pending.map((p) => p.row)).toEqual(['{"x":1}', '{"x":2}']);
+      expect(await s.lastPendingChangeId('remap')).toBe(pending[1].id);
+      expect(await s.pendingChangeCounts()).toEqual({ remap: 2, optout: 1 });
+      expect(await s.ackChanges('remap', pending[0].id)).toBe(1);
+      expect((await s.pendingChanges('remap', 0, 10)).map((p) => p.row)).toEqual(['{"x":2}']);
+      await s.finishRun(runId, '{}', 0, 200);
+      expect(await s.lastRun()).toMatchObject({ command: 'remap-due', nowS: 100, finishedAtS: 200, exitCode: 0 });
+    });
+  });
+
+  it('lists due entries by day and in (r, id) pages, and tallies', async () => {
+    await withState(async (s) => {
+      const now = 1_000_000;
+      await s.commitBatch(
+        [
+          mapped('a', 'u', now - 5),
+          mapped('b', 'u', now),
+          mapped('c', 'u', now + 10),
+          mapped('d', 'u', now + 86_400 + 1),
+          mapped('e', 'u', null),
+        ],
+        now,
+      );
+      expect(await s.countDue(now)).toBe(2);
+      expect((await s.dueByDay(now, 3)).map((d) => d.count)).toEqual([2, 1, 1]);
+      const first = await s.selectDue(now + 20, null, 2);
+      expect(first.map((d) => d.hash)).toEqual(['a', 'b']);
+      const next = await s.selectDue(now + 20, first[1], 10);
+      expect(next.map((d) => d.hash)).toEqual(['c']);
+      const t = await s.tally([now, now + 100]);
+      expect(t).toEqual({ byStatus: { mapped: 5, optout: 0, invalid: 0 }, withoutR: 1, atMost: [2, 3] });
+    });
+  });
+
+  it('sweeps entries with raw UIDs in id order, records checks and tombstones opted-out raw UIDs', async () => {
+    await withState(async (s) => {
+      await s.commitBatch(
+        [mapped('a', 'ua', 1), { type: 'email', hash: 'b', outcome: { kind: 'invalid' } }, mapped('c', 'uc', 2)],
+        5,
+      );
+      expect(await s.countWithRawUid()).toBe(2);
+      expect(await s.sweepCursor()).toEqual({ id: 0 });
+      const page = await s.selectForOptoutCheck(10, null);
+      expect(page.map((c) => c.hash)).toEqual(['a', 'c']);
+      await s.recordOptoutChecks([page[0].id], 60, { id: page[0].id });
+      expect(await s.sweepCursor()).toEqual({ id: page[0].id });
+      expect((await s.selectForOptoutCheck(10, { id: page[0].id })).map((c) => c.hash)).toEqual(['c']);
+      const runId = await s.startRun('optout-check', '{}', 70);
+      expect(
+        await s.tombstoneByRawUid([{ rawUid: 'uc', optedOutSinceMs: 9 }], 70, undefined, {
+          runId,
+          kind: 'optout',
+          rows: ['r'],
+        }),
+      ).toBe(1);
+      expect(await s.tombstoneByRawUid([{ rawUid: 'ua', optedOutSinceMs: 9 }], 70, [page[1].id])).toBe(0);
+      const c = (await s.readRecords(0, 10)).records.find((r) => r.hash === 'c');
+      expect(c).toMatchObject({ status: 'optout', u: null, optedOutSinceMs: 9, lastOptoutCheckS: 70, lastMappedS: 5 });
+      expect(await s.pendingChangeCounts()).toEqual({ optout: 1 });
+    });
+  });
+
+  it('exports entries in id order and copies records from one schema to another unchanged', async () => {
+    const records = await withState(async (s) => {
+      await s.commitBatch(
+        [mapped('a', 'ua', 1), { type: 'phone', hash: 'b', outcome: { kind: 'optout', optedOutSinceMs: 3 } }],
+        5,
+      );
+      const out = [];
+      for await (const e of s.entries()) out.push(e);
+      expect(out).toEqual([
+        { type: 'email', hash: 'a', status: 'mapped', u: 'ua', p: null, r: 1 },
+        { type: 'phone', hash: 'b', status: 'optout', u: null, p: null, r: null },
+      ]);
+      expect(s.damaged()).toBe(0);
+      return (await s.readRecords(0, 100)).records;
+    });
+    await withState(async (s) => {
+      await s.writeRecords(records);
+      await s.writeRecords(records);
+      expect((await s.readRecords(0, 100)).records).toEqual(records);
+    });
+  });
+
+  it('refuses a second sweep of the same share and lets another shard proceed', async () => {
+    const url = pg.schemaUrl();
+    await withState(async (a) => {
+      await a.lock({ kind: 'sweep', command: 'remap-due' });
+      await withState(async (b) => {
+        await b.lock({ kind: 'map' });
+        await expect(b.lock({ kind: 'sweep', command: 'remap-due' })).rejects.toMatchObject({
+          name: 'StateLockedError',
+        });
+        await b.lock({ kind: 'sweep', command: 'remap-due', shard: { index: 1, count: 2 } });
+      }, url);
+    }, url);
+    // released with the session
+    await withState(async (c) => c.lock({ kind: 'sweep', command: 'remap-due' }), url);
+  });
+});
