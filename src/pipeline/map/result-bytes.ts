@@ -25,6 +25,30 @@ export interface PackedAnswers {
   buckets: readonly (string | undefined)[] | null;
 }
 
+/**
+ * Writes a whole number of at most 32 bits in decimal at `at`, as String() writes it, and gives the end: the
+ * digits are written lowest first, then turned around.
+ */
+export function writeInt32Decimal(bytes: Uint8Array, at: number, value: number): number {
+  let rest = value | 0;
+  if (rest < 0) {
+    bytes[at++] = 0x2d;
+    rest = -rest;
+  }
+  const first = at;
+  do {
+    const tenth = (rest / 10) | 0;
+    bytes[at++] = 0x30 + rest - tenth * 10;
+    rest = tenth;
+  } while (rest > 0);
+  for (let i = first, j = at - 1; i < j; i++, j--) {
+    const d = bytes[i];
+    bytes[i] = bytes[j];
+    bytes[j] = d;
+  }
+  return at;
+}
+
 /** The length of a p that is null, in PackedAnswers.lengths. */
 export const NO_P = 0xffffffff;
 
@@ -123,26 +147,8 @@ class ColumnWriter {
       return;
     }
     this.room(11);
-    const bytes = this.bytes;
     const start = this.at;
-    let at = start;
-    let rest = value | 0;
-    if (rest < 0) {
-      bytes[at++] = 0x2d;
-      rest = -rest;
-    }
-    const first = at;
-    do {
-      const tenth = (rest / 10) | 0;
-      bytes[at++] = 0x30 + rest - tenth * 10;
-      rest = tenth;
-    } while (rest > 0);
-    // the digits were written lowest first
-    for (let i = first, j = at - 1; i < j; i++, j--) {
-      const d = bytes[i];
-      bytes[i] = bytes[j];
-      bytes[j] = d;
-    }
+    const at = writeInt32Decimal(this.bytes, start, value);
     last.value = value;
     last.at = start;
     last.length = at - start;

@@ -2,7 +2,13 @@
 import { isUtf8 } from 'node:buffer';
 import type { ByteColumn } from '../io/row-blocks.js';
 import { timeCell, type TimeFormat } from '../io/typed-cells.js';
-import { NO_P, type PackedAnswers, type ResultBytesInput, resultByteColumns } from './result-bytes.js';
+import {
+  NO_P,
+  type PackedAnswers,
+  type ResultBytesInput,
+  resultByteColumns,
+  writeInt32Decimal,
+} from './result-bytes.js';
 import { SLOT, SLOT_STATUS_NAMES } from './row-chunk.js';
 
 const COMMA = 0x2c;
@@ -267,26 +273,7 @@ class SlotCells implements ResultCells {
       this.timeLength = this.timeBytes.write(timeCell(r, this.timeFormat), 0, 'latin1');
       return;
     }
-    // the digits as String() writes them, lowest first, then turned around
-    const bytes = this.timeBytes;
-    let at = 0;
-    let rest = seconds | 0;
-    if (rest < 0) {
-      bytes[at++] = 0x2d;
-      rest = -rest;
-    }
-    const first = at;
-    do {
-      const tenth = (rest / 10) | 0;
-      bytes[at++] = 0x30 + rest - tenth * 10;
-      rest = tenth;
-    } while (rest > 0);
-    for (let i = first, j = at - 1; i < j; i++, j--) {
-      const d = bytes[i];
-      bytes[i] = bytes[j];
-      bytes[j] = d;
-    }
-    this.timeLength = at;
+    this.timeLength = writeInt32Decimal(this.timeBytes, 0, seconds);
   }
 }
 
