@@ -7,7 +7,6 @@ import { KeyIndex } from './key-index.js';
 import { keyOf } from './lookup-key.js';
 import { StateBusyError, StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
-import { takeLockWaiting } from './lock-wait.js';
 import { ChecksumError, checksumOf } from './checksum.js';
 import { checkedMetaValue, metaSumOf } from './meta-values.js';
 import { EntryView, type EntryValues, RecordWriter } from './entry-record.js';
@@ -696,11 +695,20 @@ export class StateStore {
    * rejects with the same StateLockedError as lock() when the time is up.
    */
   async waitForLock(waitMs: number): Promise<void> {
-    try {
-      await takeLockWaiting(() => this.lockFile.acquire(), waitMs);
-    } catch (err) {
-      this.refusedLock(err);
-      throw err;
+    const deadline = Date.now() + Math.max(0, waitMs);
+    let pause = 50;
+    for (;;) {
+      try {
+        this.lockFile.acquire();
+        return;
+      } catch (err) {
+        if (!(err instanceof StateLockedError) || Date.now() >= deadline) {
+          this.refusedLock(err);
+          throw err;
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(1, deadline - Date.now()))));
+      pause = Math.min(pause * 2, 1_000);
     }
   }
 

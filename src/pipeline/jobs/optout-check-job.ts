@@ -3,7 +3,7 @@ import { ownsKey } from '../shard/shard-keys.js';
 import type { Shard } from '../shard/shard-spec.js';
 import type { StateBackend } from '../../state/backend.js';
 import { openState, type StateStore } from '../../state/index.js';
-import { takeLockWaiting } from '../../state/lock-wait.js';
+import { takeLockWaiting } from '../run/lock-wait.js';
 import { describeState, isPostgresState, openStateBackend } from '../../state/open-backend.js';
 import { closeOnFailure } from '../io/close-on-failure.js';
 import { hashCell, type HashEncoding } from '../io/output/hash-cells.js';

@@ -2,7 +2,7 @@
 import { shareOf } from './remap-share.js';
 import type { StateBackend } from '../../state/backend.js';
 import { openState } from '../../state/index.js';
-import { takeLockWaiting } from '../../state/lock-wait.js';
+import { takeLockWaiting } from '../run/lock-wait.js';
 import { isPostgresState, openStateBackend } from '../../state/open-backend.js';
 import {
   changesColumns,

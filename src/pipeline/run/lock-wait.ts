@@ -1,5 +1,5 @@
-/** Taking a run's lock with --wait: tried again with growing pauses until it is taken or the wait is over. */
-import { StateLockedError } from './errors.js';
+/** --wait for a database share's lock: tried again with growing pauses, as a state file's waitForLock does. */
+import { StateLockedError } from '../../state/index.js';
 
 // the first pause, and the longest: short enough to start soon after the holder ends, long enough not to spin
 const FIRST_PAUSE_MS = 50;
