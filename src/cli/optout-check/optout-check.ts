@@ -102,7 +102,7 @@ export function registerOptoutCheck(program: Command): void {
     )
     .option('--private-operator', 'the service is a private operator: batches may be sent in parallel')
     .option('--concurrency <n>', 'with --private-operator: requests in flight at most (default 4)', parseConcurrency);
-  addLockWaitOption(cmd, 'the --state file (a remap-due, a map --state)');
+  addLockWaitOption(cmd, 'the --state file (a remap-due, a map --state) or its share of a database');
   addS3EndpointOption(cmd, 's3:// inputs, -o and --bad-rows');
   addShardOption(cmd, 'with --state, check only the entries whose key falls to this runner (by a hash of the key)');
   addInputFormatOptions(cmd);

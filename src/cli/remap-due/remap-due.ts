@@ -83,7 +83,7 @@ export function registerRemapDue(program: Command): void {
       '--upgrade',
       'v2 state file: re-map the entries of rotated buckets with v3 instead of v2 (they become v3 entries with a refresh time)',
     );
-  addLockWaitOption(cmd, 'the state file (another remap-due, a map --state)');
+  addLockWaitOption(cmd, 'the state (another remap-due, a map --state; on a database, a remap-due of the same share)');
   addS3EndpointOption(cmd, 'an s3:// changes file (-o)');
   addShardOption(cmd, 're-map only the due entries whose key falls to this runner (by a hash of the key)');
   addConnectionOptions(cmd);

@@ -39,6 +39,7 @@ import {
 import { openMapState, type MapStateFile } from './map-state.js';
 import { openInput, settleInput, type InputReading, type InputSpec } from './run-input.js';
 import { describeState, isPostgresState } from '../../state/open-backend.js';
+import { StateNotFoundError } from '../../state/index.js';
 
 /** What a map run of files is asked to do, checked once: inputs, columns, outputs, state, limits. */
 export interface MapOptions extends ColumnFlags, Partial<BadRowFlags> {
@@ -173,17 +174,24 @@ async function mapInput(run: MapRun): Promise<number> {
 }
 
 /** The state of the run, if it names one; a dry run reads it, and only if it is there. */
-function openStateFor({ options, target, say }: MapRun): MapStateFile | Promise<MapStateFile> | undefined {
+function openStateFor({ options, target, say }: MapRun): MapStateFile | Promise<MapStateFile | undefined> | undefined {
   if (options.state === undefined) return undefined;
   const dryRun = options.dryRun === true;
   if (dryRun && !isPostgresState(options.state) && !existsSync(options.state)) {
     say(`--state ${options.state} does not exist yet: nothing would be answered from it`);
     return undefined;
   }
-  return openMapState(options.state, {
+  const opened = openMapState(options.state, {
     envFingerprint: target.envFingerprint,
     readonly: dryRun,
     api: options.api ?? 'v3',
+  });
+  if (!dryRun || !(opened instanceof Promise)) return opened;
+  // a database schema with no state yet is to a dry run what a missing file is: nothing answered from it
+  return opened.catch((err: unknown) => {
+    if (!(err instanceof StateNotFoundError)) throw err;
+    say(`--state ${err.path} has no state yet: nothing would be answered from it`);
+    return undefined;
   });
 }
 

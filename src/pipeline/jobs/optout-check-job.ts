@@ -3,6 +3,7 @@ import { ownsKey } from '../shard/shard-keys.js';
 import type { Shard } from '../shard/shard-spec.js';
 import type { StateBackend } from '../../state/backend.js';
 import { openState, type StateStore } from '../../state/index.js';
+import { takeLockWaiting } from '../run/lock-wait.js';
 import { describeState, isPostgresState, openStateBackend } from '../../state/open-backend.js';
 import { closeOnFailure } from '../io/close-on-failure.js';
 import { hashCell, type HashEncoding } from '../io/output/hash-cells.js';
@@ -447,11 +448,12 @@ function runStateSweep(
         // sweep of the same share
         if ('kind' in state) {
           const shard = options.shard;
-          await state.lock({
-            kind: 'sweep',
-            command: 'optout-check',
-            ...(shard !== undefined && shard.count > 1 ? { shard: { index: shard.index, count: shard.count } } : {}),
-          });
+          const share =
+            shard !== undefined && shard.count > 1 ? { shard: { index: shard.index, count: shard.count } } : {};
+          await takeLockWaiting(
+            () => state.lock({ kind: 'sweep', command: 'optout-check', ...share }),
+            (options.wait ?? 0) * 1000,
+          );
         } else await state.waitForLock((options.wait ?? 0) * 1000);
         let planned = 0;
         return {

@@ -2,6 +2,7 @@
 import { shareOf } from './remap-share.js';
 import type { StateBackend } from '../../state/backend.js';
 import { openState } from '../../state/index.js';
+import { takeLockWaiting } from '../run/lock-wait.js';
 import { isPostgresState, openStateBackend } from '../../state/open-backend.js';
 import {
   changesColumns,
@@ -93,11 +94,13 @@ function remapDatabase(
         const run: RemapDueRun<StateBackend> = { state, nowS: options.nowS, options, startedMs, deps, say };
         if (options.dryRun) return await dryRun(run);
         const shard = options.shard;
-        await state.lock({
-          kind: 'sweep',
-          command: 'remap-due',
-          ...(shard !== undefined && shard.count > 1 ? { shard: { index: shard.index, count: shard.count } } : {}),
-        });
+        const share =
+          shard !== undefined && shard.count > 1 ? { shard: { index: shard.index, count: shard.count } } : {};
+        // another run of this share holds it until it ends: --wait waits for that as for a state file's lock
+        await takeLockWaiting(
+          () => state.lock({ kind: 'sweep', command: 'remap-due', ...share }),
+          (options.wait ?? 0) * 1000,
+        );
         return remapPlan(run, target);
       },
     },

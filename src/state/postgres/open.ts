@@ -50,10 +50,8 @@ async function checkSchema(
   create: boolean,
   options: OpenStateOptions,
 ): Promise<void> {
-  const exists = async (q: postgres.Sql | postgres.TransactionSql): Promise<boolean> => {
-    const [row] = await q.unsafe('SELECT to_regclass($1) IS NOT NULL AS found', [`${schema}.meta`]);
-    return row.found === true;
-  };
+  const exists = async (q: postgres.Sql | postgres.TransactionSql): Promise<boolean> =>
+    (await q.unsafe('SELECT to_regclass($1) IS NOT NULL AS found', [`${schema}.meta`]))[0].found === true;
   if (!(await exists(sql))) {
     if (!create) {
       throw new StateNotFoundError(
@@ -61,26 +59,27 @@ async function checkSchema(
         `state ${where} has no uid2-batch state in schema ${schema}; create it with \`uid2-batch map --state URL\` first, or check the URL's schema`,
       );
     }
-    await sql.begin(async (t) => {
-      await t.unsafe('SELECT pg_advisory_xact_lock(hashtext($1))', [`uid2-batch create ${schema}`]);
-      if (await exists(t)) return;
-      await t.unsafe(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
-      await t.unsafe(schemaDdl(schema));
-      const values: [string, string][] = [
-        [META_KEYS.application, APPLICATION_ID],
-        [META_KEYS.schemaVersion, String(PG_SCHEMA_VERSION)],
-        [META_KEYS.envFingerprint, options.envFingerprint],
-        [META_KEYS.api, options.api ?? 'v3'],
-        [META_KEYS.createdAt, options.createdAt ?? new Date().toISOString()],
-      ];
-      for (const [key, value] of values) {
-        await t.unsafe(`INSERT INTO ${schema}.meta (key, value, sum) VALUES ($1, $2, $3)`, [
-          key,
-          value,
-          metaSumOf(key, value),
-        ]);
-      }
-    });
+    // locked before the transaction begins: one begun while waiting could miss the schema the lock's holder made
+    const creating = [`uid2-batch create ${schema}`];
+    await sql.unsafe('SELECT pg_advisory_lock(hashtext($1))', creating);
+    try {
+      await sql.begin(async (t) => {
+        if (await exists(t)) return;
+        await t.unsafe(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+        await t.unsafe(schemaDdl(schema));
+        const values: [string, string][] = [
+          [META_KEYS.application, APPLICATION_ID],
+          [META_KEYS.schemaVersion, String(PG_SCHEMA_VERSION)],
+          [META_KEYS.envFingerprint, options.envFingerprint],
+          [META_KEYS.api, options.api ?? 'v3'],
+          [META_KEYS.createdAt, options.createdAt ?? new Date().toISOString()],
+        ];
+        const insert = `INSERT INTO ${schema}.meta (key, value, sum) VALUES ($1, $2, $3)`;
+        for (const [key, value] of values) await t.unsafe(insert, [key, value, metaSumOf(key, value)]);
+      });
+    } finally {
+      await sql.unsafe('SELECT pg_advisory_unlock(hashtext($1))', creating);
+    }
   }
   const columns = await sql.unsafe(
     'SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2',
