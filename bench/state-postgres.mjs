@@ -11,6 +11,7 @@ import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import postgres from 'postgres';
 import { startPostgres } from './postgres-server.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -53,12 +54,38 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     server.stop().finally(() => process.exit(130));
   });
 }
-const results = { date: new Date().toISOString(), node: process.version, cpus: cpus().length, entries: ENTRIES };
+// the server settings that bound a commit's speed, read back and printed: durable (fsync and synchronous commit
+// on, full-page writes), as a user's server would be; a user's own settings are theirs to compare
+const SHOWN = [
+  'fsync',
+  'synchronous_commit',
+  'full_page_writes',
+  'wal_compression',
+  'shared_buffers',
+  'max_wal_size',
+  'checkpoint_timeout',
+];
+const admin = postgres(server.url, { max: 1, onnotice: () => {} });
+const serverSettings = {};
+for (const name of SHOWN) serverSettings[name] = (await admin.unsafe(`SHOW ${name}`))[0][name];
+await admin.end();
+const results = {
+  date: new Date().toISOString(),
+  node: process.version,
+  cpus: cpus().length,
+  entries: ENTRIES,
+  server: serverSettings,
+};
 const store = await openPostgresState(`${server.url}?schema=bench`, { envFingerprint: 'bench:local' });
 try {
   console.log(
     `state bench (PostgreSQL): node ${process.version}, ${cpus().length} CPUs, load average ${loadavg()[0].toFixed(1)}, ` +
       `${fmt(ENTRIES)} entries, ${fmt(COMMIT_ROWS)} per commit`,
+  );
+  console.log(
+    `server: ${Object.entries(serverSettings)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(', ')}`,
   );
   // ---- build: what `map --state` writes, one commit per answered batch
   const commitSeconds = [];
