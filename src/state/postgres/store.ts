@@ -126,6 +126,8 @@ export class PostgresState implements StateBackend {
   private closed = false;
   /** The fault that ended the session: every later call fails with it (a re-run opens a new one and resumes). */
   private lost: StateConnectionError | undefined;
+  /** Whether most keys of the last commit were new (a first map) rather than stored (a remap): the next is alike. */
+  private mostlyNewLast = true;
 
   constructor(parts: PostgresStateParts) {
     this.sql = parts.sql;
@@ -351,9 +353,13 @@ export class PostgresState implements StateBackend {
     firsts.sort(byKey);
     await this.tx(async (t) => {
       let pending = firsts;
-      while (pending.length > 0) {
-        // the stored ones read first, so that a batch of remaps sends no insert that would only conflict
-        const stored = await this.storedByKey(t, pending);
+      let insertedAll = 0;
+      for (let pass = 0; pending.length > 0; pass++) {
+        // the stored ones read first, so that a batch of remaps sends no insert that would only conflict; but
+        // not on the first pass after a batch of mostly new keys (a first map), whose inserts the index refuses
+        // for the few stored ones, read on the next pass
+        const stored =
+          pass === 0 && this.mostlyNewLast ? new Map<string, StoredRecord>() : await this.storedByKey(t, pending);
         // the new entries, as their answers make them: one statement for a batch of new keys
         const made: StateRecord[] = [];
         for (const f of pending) {
@@ -372,6 +378,7 @@ export class PostgresState implements StateBackend {
           )) {
             inserted.add(`${type}\u0000${hash}`);
           }
+          insertedAll += inserted.size;
         }
         // the stored ones: each answer applied to the values read, written only where they are still those (a
         // row another run changed since is read and answered again), so no row is locked twice
@@ -394,6 +401,7 @@ export class PostgresState implements StateBackend {
           return old === undefined ? !inserted.has(k) : !written.has(old.id);
         });
       }
+      this.mostlyNewLast = insertedAll * 2 >= firsts.length;
       if (journal !== undefined) await this.insertJournal(t, journal, nowS);
     });
   }
