@@ -126,6 +126,8 @@ export class PostgresState implements StateBackend {
   private closed = false;
   /** The fault that ended the session: every later call fails with it (a re-run opens a new one and resumes). */
   private lost: StateConnectionError | undefined;
+  /** Whether most keys of the last commit were new (a first map) rather than stored (a remap): the next is alike. */
+  private mostlyNewLast = true;
 
   constructor(parts: PostgresStateParts) {
     this.sql = parts.sql;
@@ -206,6 +208,15 @@ export class PostgresState implements StateBackend {
     return { id: Number(row[0]), rec };
   }
 
+  /**
+   * The entry of one key, as a subquery that a LATERAL join runs once per key asked: LIMIT 1 (the key is unique)
+   * keeps the planner from flattening it into a join whose plan depends on the table's statistics, which after a
+   * bulk load are stale and make it scan a whole type (or the whole table) instead of probing the key's index.
+   */
+  private keyProbe(type: string, hash: string): string {
+    return `SELECT ${ENTRY_COLUMNS} FROM ${this.s}.entries WHERE type = ${type} AND hash = ${hash} LIMIT 1`;
+  }
+
   /** rowOf, or null (counted in damaged()) for a row that fails its checksum. */
   private rowOrSkip(row: Row): StoredRecord | null {
     try {
@@ -277,10 +288,10 @@ export class PostgresState implements StateBackend {
     const rows =
       position.size === 0
         ? []
-        : await this.q(`SELECT ${ENTRY_COLUMNS} FROM ${this.s}.entries WHERE type = $1 AND hash = ANY($2::text[])`, [
-            TYPE_CODE[type],
-            [...position.keys()],
-          ]);
+        : await this.q(
+            `SELECT e.* FROM unnest($2::text[]) AS k(hash) CROSS JOIN LATERAL (${this.keyProbe('$1', 'k.hash')}) e`,
+            [TYPE_CODE[type], [...position.keys()]],
+          );
     const n = rows.length;
     const out: StoredEntries = {
       at: new Int32Array(n),
@@ -342,29 +353,38 @@ export class PostgresState implements StateBackend {
     firsts.sort(byKey);
     await this.tx(async (t) => {
       let pending = firsts;
-      while (pending.length > 0) {
-        // the new entries first, as their answers make them: one statement for a batch of new keys
-        const made = pending.map((f) => {
+      let insertedAll = 0;
+      for (let pass = 0; pending.length > 0; pass++) {
+        // the stored ones read first, so that a batch of remaps sends no insert that would only conflict; but
+        // not on the first pass after a batch of mostly new keys (a first map), whose inserts the index refuses
+        // for the few stored ones, read on the next pass
+        const stored =
+          pass === 0 && this.mostlyNewLast ? new Map<string, StoredRecord>() : await this.storedByKey(t, pending);
+        // the new entries, as their answers make them: one statement for a batch of new keys
+        const made: StateRecord[] = [];
+        for (const f of pending) {
+          const k = keyOf(f.type, f.hash);
+          if (stored.has(k)) continue;
           let rec = f;
-          for (const u of byEntry.get(keyOf(f.type, f.hash)) ?? []) rec = answered(rec, u, nowS);
-          return rec;
-        });
-        const inserted = new Set<string>();
-        for (const [type, hash] of await this.q(
-          `INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (type, hash) DO NOTHING RETURNING type, hash`,
-          columnsOf(made),
-          t,
-        )) {
-          inserted.add(`${type}\u0000${hash}`);
+          for (const u of byEntry.get(k) ?? []) rec = answered(rec, u, nowS);
+          made.push(rec);
         }
-        const rest = pending.filter((f) => !inserted.has(keyOf(f.type, f.hash)));
-        if (rest.length === 0) break;
+        const inserted = new Set<string>();
+        if (made.length > 0) {
+          for (const [type, hash] of await this.q(
+            `INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (type, hash) DO NOTHING RETURNING type, hash`,
+            columnsOf(made),
+            t,
+          )) {
+            inserted.add(`${type}\u0000${hash}`);
+          }
+          insertedAll += inserted.size;
+        }
         // the stored ones: each answer applied to the values read, written only where they are still those (a
         // row another run changed since is read and answered again), so no row is locked twice
-        const stored = await this.storedByKey(t, rest);
         const changed: StoredRecord[] = [];
         const before: number[] = [];
-        for (const f of rest) {
+        for (const f of pending) {
           const k = keyOf(f.type, f.hash);
           const old = stored.get(k);
           if (old === undefined) continue;
@@ -375,8 +395,13 @@ export class PostgresState implements StateBackend {
         }
         const written = changed.length > 0 ? await this.updateRecords(t, changed, before) : new Set<number>();
         // a key another run inserted but had not committed when ours was refused, or changed since it was read
-        pending = rest.filter((f) => !written.has(stored.get(keyOf(f.type, f.hash))?.id ?? 0));
+        pending = pending.filter((f) => {
+          const k = keyOf(f.type, f.hash);
+          const old = stored.get(k);
+          return old === undefined ? !inserted.has(k) : !written.has(old.id);
+        });
       }
+      this.mostlyNewLast = insertedAll * 2 >= firsts.length;
       if (journal !== undefined) await this.insertJournal(t, journal, nowS);
     });
   }
@@ -384,8 +409,8 @@ export class PostgresState implements StateBackend {
   /** The stored entries of these keys, by key. */
   private async storedByKey(t: Query, keys: readonly StateRecord[]): Promise<Map<string, StoredRecord>> {
     const rows = await this.q(
-      `SELECT ${ENTRY_COLUMNS.replace(/(^|, )/g, '$1e.')} FROM ${this.s}.entries e ` +
-        'JOIN unnest($1::int2[], $2::text[]) AS k(type, hash) ON e.type = k.type AND e.hash = k.hash',
+      'SELECT e.* FROM unnest($1::int2[], $2::text[]) AS k(type, hash) ' +
+        `CROSS JOIN LATERAL (${this.keyProbe('k.type', 'k.hash')}) e`,
       [keys.map((k) => TYPE_CODE[k.type]), keys.map((k) => k.hash)],
       t,
     );
@@ -407,11 +432,12 @@ export class PostgresState implements StateBackend {
     before?: readonly number[],
   ): Promise<Set<number>> {
     const cols = columnsOf(records.map((r) => r.rec));
+    // id = ANY besides the join: the pkey probed for just these rows, whatever the statistics say of the table
     const rows = await this.q(
       `UPDATE ${this.s}.entries e SET status = v.status, due = v.due <> 0, u = v.u, p = v.p, r = v.r, ` +
         'bucket_id = v.bucket_id, last_mapped = v.last_mapped, last_optout_check = v.last_optout_check, ' +
         'opted_out_since = v.opted_out_since, sum = v.sum ' +
-        `FROM ${UNNEST_RECORDS_WITH_IDS} WHERE e.id = v.id${before === undefined ? '' : ' AND e.sum = v.before'} RETURNING e.id`,
+        `FROM ${UNNEST_RECORDS_WITH_IDS} WHERE e.id = ANY($13::int8[]) AND e.id = v.id${before === undefined ? '' : ' AND e.sum = v.before'} RETURNING e.id`,
       [...cols, records.map((r) => r.id), before ?? cols[11]],
       t,
     );
