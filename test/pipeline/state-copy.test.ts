@@ -56,7 +56,7 @@ async function sourceState(n: number, env = ENV): Promise<string> {
   const state = await openFileState(path, { envFingerprint: env });
   await state.writeRecords(records(n));
   const runId = await state.startRun('remap-due', '{}', 1_700_000_000);
-  await state.commitBatch([], 1_700_000_000, { runId, kind: 'remap', rows: ['{"a":1}', '{"b":2}'] });
+  await state.commitBatch([], 1_700_000_000, { runId, channel: 'remap', rows: ['{"a":1}', '{"b":2}'] });
   await state.close();
   return path;
 }

@@ -121,8 +121,8 @@ describe('PostgreSQL state: open, meta, lookups and commits', () => {
   it('journals change rows with the batch, lists, counts and acknowledges them', async () => {
     await withState(async (s) => {
       const runId = await s.startRun('remap-due', '{}', 100);
-      await s.commitBatch([mapped('a', 'ua', 500)], 100, { runId, kind: 'remap', rows: ['{"x":1}', '{"x":2}'] });
-      await s.commitBatch([], 100, { runId, kind: 'optout', rows: ['{"y":1}'] });
+      await s.commitBatch([mapped('a', 'ua', 500)], 100, { runId, channel: 'remap', rows: ['{"x":1}', '{"x":2}'] });
+      await s.commitBatch([], 100, { runId, channel: 'optout', rows: ['{"y":1}'] });
       const pending = await s.pendingChanges('remap');
       expect(pending.map((p) => p.row)).toEqual(['{"x":1}', '{"x":2}']);
       expect(await s.lastPendingChangeId('remap')).toBe(pending[1].id);
@@ -175,7 +175,7 @@ describe('PostgreSQL state: open, meta, lookups and commits', () => {
       expect(
         await s.tombstoneByRawUid([{ rawUid: 'uc', optedOutSinceMs: 9 }], 70, undefined, {
           runId,
-          kind: 'optout',
+          channel: 'optout',
           rows: ['r'],
         }),
       ).toBe(1);

@@ -123,14 +123,14 @@ function remapV2Plan(run: RemapDueRun, target: ServiceTarget): BatchPlan<RemapRe
       cron: true,
     },
     total: () => (options.limit === undefined ? due : Math.min(due, options.limit)),
-    replay: (sink) => replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf))),
+    replay: (sink) => replayRemapChanges(state, 'remap', (changes) => sink.writeRows(changes.map(cellsOf))),
     engine: async ({ client, limiter, sink, progress, runId }) => {
       const mapV3: RemapBatchFn = (request, signal) => client.mapV3(request, { signal });
       let doneBefore = 0;
       const common: Omit<RemapOptions, 'mapBatch'> = {
         state,
         nowS,
-        journal: { runId, state },
+        journal: { runId, channel: 'remap', state },
         limiter,
         ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
         ...remapReporting(sink, progress, client, cellsOf, () => doneBefore),
@@ -175,7 +175,7 @@ function remapV2Plan(run: RemapDueRun, target: ServiceTarget): BatchPlan<RemapRe
       }
       return finish(result, summary, sink, options, deps, say, {
         state,
-        kind: 'remap',
+        channel: 'remap',
         replayed,
         upTo: result.journalUpTo,
       });
