@@ -237,6 +237,38 @@ describe('three runners at once on one PostgreSQL state', { timeout: 180_000 }, 
       expect(rowsOf(dir.file('lock-first.csv')).length).toBeGreaterThan(0);
       expect((await slow.stats()).items[MAP_PATH]).toBe(2 * distinct);
     });
+
+    it('an unsharded run is refused while a shard runs and the reverse, in one line; shards of one N go together', async () => {
+      // far past every refresh time that the runs above set
+      const remap = ['remap-due', '--state', shared, '--now', String(nowS + 1460 * DAY_S), '--quiet'];
+      const { args: connection, env } = serveConnection(slow);
+      let before = (await slow.stats()).requests[MAP_PATH] ?? 0;
+      const shard = spawnCli([...remap, '--shard', '0/3', ...connection, '-o', dir.file('held-0.csv')], { env });
+      await requestedAfter(slow, before, shard);
+      const [whole, beside] = await together(
+        [
+          [...remap, '-o', dir.file('refused-whole.csv')],
+          [...remap, '--shard', '1/3', '-o', dir.file('beside-1.csv')],
+        ],
+        slow,
+      );
+      expectOk([await shard.done, beside]);
+      expect(whole.code).toBe(2);
+      expect(whole.stderr).toMatch(
+        /^uid2-batch: another uid2-batch run is doing remap-due \(its shards\) of postgres:\/\/[^\n]*; wait for it to finish, or run another shard\n$/,
+      );
+
+      before = (await slow.stats()).requests[MAP_PATH] ?? 0;
+      const all = spawnCli([...remap, ...connection, '-o', dir.file('held-all.csv')], { env });
+      await requestedAfter(slow, before, all);
+      const [refused] = await together([[...remap, '--shard', '2/3', '-o', dir.file('refused-2.csv')]], slow);
+      expectOk([await all.done]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(
+        /^uid2-batch: another uid2-batch run is doing remap-due \(shard all\) of postgres:\/\/[^\n]*; wait for it to finish, or run another shard\n$/,
+      );
+      expect(refused.stderr).not.toContain(pg.server().password);
+    });
   });
 });
 

@@ -646,19 +646,25 @@ export class PostgresState implements StateBackend {
   // ---- locks
 
   /**
-   * map: nothing exclusive (each commit is an upsert, so map runs write side by side). A sweep: a session
-   * advisory lock of (schema, command, shard), held until close, so that two runs never sweep the same share.
+   * map: nothing (its commits are upserts). A sweep: session advisory locks of (schema, command), held until close:
+   * a whole sweep holds it alone; a shard holds it shared and its share's alone (shards of one N go side by side).
    */
   async lock(scope: StateLockScope): Promise<void> {
     if (scope.kind === 'map') return;
-    const share = scope.shard === undefined ? 'all' : `${scope.shard.index}/${scope.shard.count}`;
-    const rows = await this.q('SELECT pg_try_advisory_lock($1::int4, $2::int4)', [
-      checksumOf(`uid2-batch\u0000${this.s}`) | 0,
-      checksumOf(`${scope.command}\u0000${share}`) | 0,
-    ]);
-    if (rows[0][0] !== true) {
-      throw new StateShareLockedError(this.where, `${scope.command} (shard ${share})`);
+    const key = (on: string): number => checksumOf(`${scope.command}\u0000${on}`) | 0;
+    const space = checksumOf(`uid2-batch\u0000${this.s}`) | 0;
+    const take = async (fn: string, on: string): Promise<boolean> =>
+      (await this.q(`SELECT pg_${fn}($1::int4, $2::int4)`, [space, key(on)]))[0][0] === true;
+    const refused = (doing: string) => new StateShareLockedError(this.where, `${scope.command} (${doing})`);
+    if (scope.shard === undefined) {
+      if (await take('try_advisory_lock', 'all')) return;
+      throw refused((await take('try_advisory_xact_lock_shared', 'all')) ? 'its shards' : 'shard all');
     }
+    const share = `${scope.shard.index - 1}/${scope.shard.count}`;
+    if (!(await take('try_advisory_lock_shared', 'all'))) throw refused('shard all');
+    if (await take('try_advisory_lock', share)) return;
+    await take('advisory_unlock_shared', 'all');
+    throw refused(`shard ${share}`);
   }
 
   // ---- walks: exports, tallies, copies
