@@ -8,7 +8,13 @@ import {
   replayRemapChanges,
   type RemapChange,
 } from '../../src/pipeline/remap/remap-engine.js';
-import { commitDelivering, deliveringOutput, deliveryKey } from '../../src/pipeline/run/change-journal.js';
+import {
+  changeChannel,
+  commitDelivering,
+  deliveringOutput,
+  deliveryKey,
+  isChangeChannel,
+} from '../../src/pipeline/run/change-journal.js';
 import { commitTogether } from '../../src/pipeline/io/output/commit-together.js';
 import { openSink } from '../../src/pipeline/io/output/sink.js';
 import type { SealedOutput, TableSink } from '../../src/pipeline/io/table.js';
@@ -91,6 +97,37 @@ describe('remap change rows through the journal', () => {
     expect(result.counts.changeRows).toBe(2);
     expect(result.journalUpTo).toBeNull();
     expect(s.pendingChanges('remap')).toEqual([]);
+  });
+});
+
+describe('change channels: a shard delivers its own rows only', () => {
+  it('names the kind alone for a whole run, and K/N as --shard takes it for a shard', () => {
+    expect(changeChannel('remap')).toBe('remap');
+    expect(changeChannel('remap', { index: 1, count: 1 })).toBe('remap');
+    expect(changeChannel('optout', { index: 3, count: 4 })).toBe('optout 2/4');
+    expect(['remap', 'optout 0/3', 'remap 2/3'].every(isChangeChannel)).toBe(true);
+    expect(['map', 'remap 3/3', 'remap 1', 'remap 01/3', 'optout 0/0', ''].some(isChangeChannel)).toBe(false);
+  });
+
+  it("a shard's opt-outs wait for that shard: another shard and a whole sweep replay none of them", async () => {
+    const s = t.open(t.file());
+    addDue(s, ['g', 'h', 'i']);
+    const service = new FakeOptoutService(new Map([[b64('u-h'), 1_790_000_000_000]]));
+    const first = await sweepStateOptouts({
+      state: s,
+      nowS: NOW_S,
+      check: service.check,
+      journal: { runId: 1, channel: 'optout 0/2', state: s },
+    });
+    expect(first.journalUpTo).not.toBeNull();
+    const replayed: SweptRawUid[] = [];
+    expect(await replaySweepOptouts(s, 'optout 1/2', (rows) => void replayed.push(...rows))).toBe(0);
+    expect(await replaySweepOptouts(s, 'optout', (rows) => void replayed.push(...rows))).toBe(0);
+    expect(await replaySweepOptouts(s, 'optout 0/2', (rows) => void replayed.push(...rows))).toBe(1);
+    expect(replayed.map((r) => r.rawUid)).toEqual([b64('u-h')]);
+    // a whole sweep's acknowledgement leaves the shard's rows where they are
+    s.ackChanges('optout', first.journalUpTo as number);
+    expect(s.lastPendingChangeId('optout 0/2')).toBe(first.journalUpTo);
   });
 });
 
