@@ -1,4 +1,4 @@
-// A shard's changes left in a state file (its run stopped before its changes file): only a run of that shard writes them.
+// A shard's changes left in a state file (its run stopped before its output): only a run of that shard writes them.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -82,5 +82,42 @@ describe.each([
     expect(own.length).toBe(1);
     expect(own[0]).toContain(hash);
     expect(await remap('0/3', `${api}-again.csv`)).toEqual([]);
+  });
+});
+
+describe('optout-check --state --shard on a state file', { timeout: 120_000 }, () => {
+  it("another shard's sweep leaves a shard's opt-outs; the next sweep of that shard writes them once", async () => {
+    const state = join(dir, 'optout.db');
+    const mapped = await runCli(['map', join(dir, 'in.csv'), '--state', state, '-o', join(dir, 'optout-map.csv')], {
+      served,
+    });
+    expect(mapped.code, mapped.stderr).toBe(0);
+    const hash = emails.map((e) => sha256Base64(e)).find((h) => runnerOfKey('email', h, 3) === 0) as string;
+    const rawUid = sha256Base64('an opted-out raw UID');
+    const s = openState(state, { envFingerprint: loopbackFingerprint(served) });
+    try {
+      const runId = s.startRun('optout-check', '{}');
+      const row = {
+        entry: { id: 1, type: 'email', hash },
+        which: 'u',
+        rawUid,
+        verdict: { kind: 'opted_out', sinceMs: 1 },
+      };
+      s.commitBatch([], Date.now() / 1000, { runId, channel: 'optout 0/3', rows: [JSON.stringify(row)] });
+    } finally {
+      s.close();
+    }
+    const sweep = async (shard: string, out: string): Promise<string[]> => {
+      const run = await runCli(
+        ['optout-check', '--state', state, '--shard', shard, '--only-opted-out', '-o', join(dir, out), '-q'],
+        { served },
+      );
+      expect(run.code, run.stderr).toBe(0);
+      return dataLines(join(dir, out));
+    };
+    expect((await sweep('1/3', 'optout-other.csv')).filter((l) => l.includes(rawUid))).toEqual([]);
+    const own = (await sweep('0/3', 'optout-own.csv')).filter((l) => l.includes(rawUid));
+    expect(own.length).toBe(1);
+    expect((await sweep('0/3', 'optout-again.csv')).filter((l) => l.includes(rawUid))).toEqual([]);
   });
 });
