@@ -6,7 +6,6 @@ import type { DiiType } from '../identity/index.js';
 import type { EntryTally } from './reader.js';
 import type {
   ChangeJournalRows,
-  ChangeKind,
   DueCursor,
   DueDay,
   DueEntry,
@@ -66,9 +65,9 @@ export interface StateBackend {
    */
   commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): Promise<void>;
 
-  pendingChanges(kind: ChangeKind, afterId?: number, limit?: number): Promise<PendingChange[]>;
-  lastPendingChangeId(kind: ChangeKind): Promise<number | null>;
-  ackChanges(kind: ChangeKind, upToId: number): Promise<number>;
+  pendingChanges(channel: string, afterId?: number, limit?: number): Promise<PendingChange[]>;
+  lastPendingChangeId(channel: string): Promise<number | null>;
+  ackChanges(channel: string, upToId: number): Promise<number>;
 
   /** v3 entries with r <= nowS. */
   countDue(nowS: number): Promise<number>;
@@ -107,7 +106,7 @@ export interface StateBackend {
   damaged(): number;
   /** The entries by status, those without r, and per bound those with r at most it. */
   tally(bounds: readonly number[]): Promise<EntryTally>;
-  /** Pending change rows per kind. */
+  /** Pending change rows per channel (each kind, and each share of a kind that sharded runs journaled). */
   pendingChangeCounts(): Promise<Record<string, number>>;
 
   /**

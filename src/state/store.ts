@@ -16,7 +16,6 @@ import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE } from './schema
 import type {
   BucketEntries,
   ChangeJournalRows,
-  ChangeKind,
   CopiedEntry,
   DueCursor,
   DueDay,
@@ -418,26 +417,26 @@ export class StateStore {
 
   // ---- pending changes: rows of committed batches that no committed output holds yet
 
-  /** Pending change rows of one kind in id order after `afterId` (default 0), at most `limit` (default 5,000). */
-  pendingChanges(kind: ChangeKind, afterId = 0, limit = 5_000): PendingChange[] {
+  /** Pending change rows of one channel in id order after `afterId` (default 0), at most `limit` (default 5,000). */
+  pendingChanges(channel: string, afterId = 0, limit = 5_000): PendingChange[] {
     const n = pageLimit(limit);
     if (n === 0) return [];
-    const rows = this.journal().select.all(kind, afterId, n) as [number, string, number][];
+    const rows = this.journal().select.all(channel, afterId, n) as [number, string, number][];
     return rows.map(([id, row, sum]) => {
       if (sum !== checksumOf(row)) throw new ChecksumError('a pending change row');
       return { id, row };
     });
   }
 
-  /** The id of the last pending change row of one kind; null when none is pending. */
-  lastPendingChangeId(kind: ChangeKind): number | null {
-    return (this.journal().last.get(kind) as number | null | undefined) ?? null;
+  /** The id of the last pending change row of one channel; null when none is pending. */
+  lastPendingChangeId(channel: string): number | null {
+    return (this.journal().last.get(channel) as number | null | undefined) ?? null;
   }
 
-  /** Deletes the pending change rows of one kind up to and including `upToId`, once an output holding them is committed. */
-  ackChanges(kind: ChangeKind, upToId: number): number {
+  /** Deletes the pending change rows of one channel up to and including `upToId`, once an output holding them is committed. */
+  ackChanges(channel: string, upToId: number): number {
     this.writable('acknowledge delivered changes');
-    return this.journal().ack.run(kind, upToId).changes;
+    return this.journal().ack.run(channel, upToId).changes;
   }
 
   private journal(): ReturnType<typeof prepareJournal> {
@@ -448,7 +447,7 @@ export class StateStore {
   /** Inside the caller's transaction. */
   private insertJournal(journal: ChangeJournalRows, nowS: number): void {
     const insert = this.journal().insert;
-    for (const row of journal.rows) insert.run(journal.runId, journal.kind, row, checksumOf(row), nowS);
+    for (const row of journal.rows) insert.run(journal.runId, journal.channel, row, checksumOf(row), nowS);
   }
 
   // ---- v3: due by refresh time (due-lists.ts)

@@ -124,7 +124,8 @@ export type ChangeKind = 'remap' | 'optout';
 /** Change rows journaled with a commit: each is the JSON of one output row (hashes and raw UIDs, never DII). */
 export interface ChangeJournalRows {
   runId: number;
-  kind: ChangeKind;
+  /** Whose rows (pipeline/run/change-journal.ts): the kind, or `kind K/N` for runner K of N. */
+  channel: string;
   rows: readonly string[];
 }
 

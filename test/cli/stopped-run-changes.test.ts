@@ -49,7 +49,7 @@ async function endRun(
   const summary = makeSummary({ command: 'remap-due', rows: 5, startedMs: 0, endedMs: 1 });
   const code = await finish(result, summary, sink, options, deps, (line) => void said.push(line), {
     state: { ackChanges: (_kind, upTo) => acked.push(upTo), setMeta: (key) => void recorded.push(key) },
-    kind: 'remap',
+    channel: 'remap',
     replayed: 0,
     upTo: 7,
   }).catch((err: Error) => err.message);

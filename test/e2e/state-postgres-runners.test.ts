@@ -1,5 +1,5 @@
 // Many runners at once on one PostgreSQL state: map --shard and remap-due --shard side by side, and the sweep lock.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runnerOfKey } from '../../src/pipeline/shard/shard-keys.js';
@@ -70,6 +70,22 @@ async function entriesOf(url: string): Promise<number> {
   const info = await runCli(['state', 'info', url, '--json']);
   expect(info.code, info.stderr).toBe(0);
   return (JSON.parse(info.stdout) as { entries: number }).entries;
+}
+
+/** The state's pending change rows per channel, those with none left out. */
+async function pendingOf(url: string): Promise<Record<string, number>> {
+  const info = await runCli(['state', 'info', url, '--json']);
+  expect(info.code, info.stderr).toBe(0);
+  const pending = (JSON.parse(info.stdout) as { pending_changes: Record<string, number> }).pending_changes;
+  return Object.fromEntries(Object.entries(pending).filter(([, n]) => n > 0));
+}
+
+/** Waits until `via` has had more than `before` map requests, while `run` is still going. */
+async function requestedAfter(via: ServeProcess, before: number, run: { child: { exitCode: number | null } }) {
+  while (((await via.stats()).requests[MAP_PATH] ?? 0) <= before) {
+    expect(run.child.exitCode).toBeNull();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 function rowsOf(path: string): Record<string, string>[] {
@@ -156,9 +172,31 @@ describe('three runners at once on one PostgreSQL state', { timeout: 180_000 }, 
     expect(left.stderr).toMatch(/\b0 entries due now/);
   });
 
-  it.todo(
-    'remap-due --shard K/3 at once: each runner writes the changes of its own share only (today a runner replays and acknowledges the pending changes of the others)',
-  );
+  it('remap-due --shard K/3 at once: each runner writes its own share only, each change once, together one run', async () => {
+    // a year on: every entry is due again, and salts have rotated again
+    const laterS = Math.floor((await advanceDays(serve.url, 365)) / 1000);
+    const remap = ['remap-due', '--now', String(laterS), '--quiet'];
+    const wholeOut = dir.file('at-once-one.csv');
+    expectOk([await cli([...remap, '--state', one, '-o', wholeOut])]);
+    const wholeRows = rowsOf(wholeOut);
+    expect(wholeRows.length).toBeGreaterThan(0);
+
+    const outs = [0, 1, 2].map((k) => dir.file(`at-once-${k}.csv`));
+    expectOk(await together(outs.map((o, k) => [...remap, '--state', shared, '--shard', `${k}/3`, '-o', o])));
+    const seen = new Map<string, number>();
+    const union: string[] = [];
+    outs.forEach((o, k) => {
+      for (const row of rowsOf(o)) {
+        expect(runnerOfKey(row.hash_type, row.hash, 3)).toBe(k);
+        const key = `${row.hash_type} ${row.hash}`;
+        expect(seen.get(key), `${key} in the files of runners ${seen.get(key)} and ${k}`).toBeUndefined();
+        seen.set(key, k);
+        union.push(JSON.stringify(row));
+      }
+    });
+    expect(union.sort()).toEqual(wholeRows.map((row) => JSON.stringify(row)).sort());
+    expect(await pendingOf(shared)).toEqual({});
+  });
 
   describe('two unsharded remap-due at once', () => {
     let slow: ServeProcess;
@@ -199,5 +237,92 @@ describe('three runners at once on one PostgreSQL state', { timeout: 180_000 }, 
       expect(rowsOf(dir.file('lock-first.csv')).length).toBeGreaterThan(0);
       expect((await slow.stats()).items[MAP_PATH]).toBe(2 * distinct);
     });
+
+    it('an unsharded run is refused while a shard runs and the reverse, in one line; shards of one N go together', async () => {
+      // far past every refresh time that the runs above set
+      const remap = ['remap-due', '--state', shared, '--now', String(nowS + 1460 * DAY_S), '--quiet'];
+      const { args: connection, env } = serveConnection(slow);
+      let before = (await slow.stats()).requests[MAP_PATH] ?? 0;
+      const shard = spawnCli([...remap, '--shard', '0/3', ...connection, '-o', dir.file('held-0.csv')], { env });
+      await requestedAfter(slow, before, shard);
+      const [whole, beside] = await together(
+        [
+          [...remap, '-o', dir.file('refused-whole.csv')],
+          [...remap, '--shard', '1/3', '-o', dir.file('beside-1.csv')],
+        ],
+        slow,
+      );
+      expectOk([await shard.done, beside]);
+      expect(whole.code).toBe(2);
+      expect(whole.stderr).toMatch(
+        /^uid2-batch: another uid2-batch run is doing remap-due \(its shards\) of postgres:\/\/[^\n]*; wait for it to finish, or run another shard\n$/,
+      );
+
+      before = (await slow.stats()).requests[MAP_PATH] ?? 0;
+      const all = spawnCli([...remap, ...connection, '-o', dir.file('held-all.csv')], { env });
+      await requestedAfter(slow, before, all);
+      const [refused] = await together([[...remap, '--shard', '2/3', '-o', dir.file('refused-2.csv')]], slow);
+      expectOk([await all.done]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(
+        /^uid2-batch: another uid2-batch run is doing remap-due \(shard all\) of postgres:\/\/[^\n]*; wait for it to finish, or run another shard\n$/,
+      );
+      expect(refused.stderr).not.toContain(pg.server().password);
+    });
+  });
+});
+
+describe('a shard interrupted after a commit', { timeout: 180_000 }, () => {
+  let slow: ServeProcess;
+  let url: string;
+  beforeAll(async () => {
+    // answers that take seconds let the run be interrupted while its batch is in flight
+    slow = await startServe(['--latency-ms', '3000']);
+    url = pg.schemaUrl('interrupted_shard');
+  }, 60_000);
+  afterAll(async () => {
+    await slow?.stop();
+  });
+
+  it('its changes wait for the re-run of that shard, which writes them once; another shard never does', async () => {
+    expectOk([await cli(['map', input, '--email-col', 'email', '--quiet', '--state', url], slow)]);
+    const laterS = Math.floor((await advanceDays(slow.url, 400)) / 1000);
+    const remap = (k: number, out: string): string[] => [
+      'remap-due',
+      '--state',
+      url,
+      '--now',
+      String(laterS),
+      '--quiet',
+      '--shard',
+      `${k}/3`,
+      '-o',
+      out,
+    ];
+    const { args: connection, env } = serveConnection(slow);
+    const before = (await slow.stats()).requests[MAP_PATH] ?? 0;
+    const stopped = spawnCli([...remap(0, dir.file('stopped-0.csv')), ...connection], { env });
+    await requestedAfter(slow, before, stopped);
+    // SIGINT lets the batch in flight commit, and writes no changes file: its rows stay in the journal
+    process.kill(stopped.child.pid as number, 'SIGINT');
+    expect((await stopped.done).code).toBe(130);
+    expect(existsSync(dir.file('stopped-0.csv'))).toBe(false);
+    const left = Object.values(await pendingOf(url)).reduce((a, b) => a + b, 0);
+    expect(left).toBeGreaterThan(0);
+
+    expectOk([await cli(remap(1, dir.file('other-1.csv')), slow)]);
+    const other = rowsOf(dir.file('other-1.csv'));
+    expect(other.length).toBeGreaterThan(0);
+    for (const row of other) expect(runnerOfKey(row.hash_type, row.hash, 3)).toBe(1);
+    expect(await pendingOf(url)).toEqual({ 'remap 0/3': left });
+
+    expectOk([await cli(remap(0, dir.file('rerun-0.csv')), slow)]);
+    const rerun = rowsOf(dir.file('rerun-0.csv'));
+    expect(rerun.length).toBe(left);
+    expect(new Set(rerun.map((row) => `${row.hash_type} ${row.hash}`)).size).toBe(left);
+    for (const row of rerun) expect(runnerOfKey(row.hash_type, row.hash, 3)).toBe(0);
+    expect(await pendingOf(url)).toEqual({});
+    expectOk([await cli(remap(0, dir.file('again-0.csv')), slow)]);
+    expect(rowsOf(dir.file('again-0.csv'))).toEqual([]);
   });
 });

@@ -8,7 +8,13 @@ import {
   replayRemapChanges,
   type RemapChange,
 } from '../../src/pipeline/remap/remap-engine.js';
-import { commitDelivering, deliveringOutput, deliveryKey } from '../../src/pipeline/run/change-journal.js';
+import {
+  changeChannel,
+  commitDelivering,
+  deliveringOutput,
+  deliveryKey,
+  isChangeChannel,
+} from '../../src/pipeline/run/change-journal.js';
 import { commitTogether } from '../../src/pipeline/io/output/commit-together.js';
 import { openSink } from '../../src/pipeline/io/output/sink.js';
 import type { SealedOutput, TableSink } from '../../src/pipeline/io/table.js';
@@ -43,14 +49,14 @@ async function remapRun(
   runId: number,
 ): Promise<{ out: RemapChange[]; replayed: number; upTo: number | null }> {
   const out: RemapChange[] = [];
-  const replayed = await replayRemapChanges(s, (rows) => void out.push(...rows));
+  const replayed = await replayRemapChanges(s, 'remap', (rows) => void out.push(...rows));
   const result = await new RemapEngine({
     state: s,
     nowS: NOW_S,
     mapBatch: rotating.mapBatch,
     batchSize: 2,
     concurrency: 1,
-    journal: { runId, state: s },
+    journal: { runId, channel: 'remap', state: s },
     onChanges: (rows) => void out.push(...rows),
   }).run();
   expect(result.outcome).toEqual({ kind: 'completed' });
@@ -94,6 +100,37 @@ describe('remap change rows through the journal', () => {
   });
 });
 
+describe('change channels: a shard delivers its own rows only', () => {
+  it('names the kind alone for a whole run, and K/N as --shard takes it for a shard', () => {
+    expect(changeChannel('remap')).toBe('remap');
+    expect(changeChannel('remap', { index: 1, count: 1 })).toBe('remap');
+    expect(changeChannel('optout', { index: 3, count: 4 })).toBe('optout 2/4');
+    expect(['remap', 'optout 0/3', 'remap 2/3'].every(isChangeChannel)).toBe(true);
+    expect(['map', 'remap 3/3', 'remap 1', 'remap 01/3', 'optout 0/0', ''].some(isChangeChannel)).toBe(false);
+  });
+
+  it("a shard's opt-outs wait for that shard: another shard and a whole sweep replay none of them", async () => {
+    const s = t.open(t.file());
+    addDue(s, ['g', 'h', 'i']);
+    const service = new FakeOptoutService(new Map([[b64('u-h'), 1_790_000_000_000]]));
+    const first = await sweepStateOptouts({
+      state: s,
+      nowS: NOW_S,
+      check: service.check,
+      journal: { runId: 1, channel: 'optout 0/2', state: s },
+    });
+    expect(first.journalUpTo).not.toBeNull();
+    const replayed: SweptRawUid[] = [];
+    expect(await replaySweepOptouts(s, 'optout 1/2', (rows) => void replayed.push(...rows))).toBe(0);
+    expect(await replaySweepOptouts(s, 'optout', (rows) => void replayed.push(...rows))).toBe(0);
+    expect(await replaySweepOptouts(s, 'optout 0/2', (rows) => void replayed.push(...rows))).toBe(1);
+    expect(replayed.map((r) => r.rawUid)).toEqual([b64('u-h')]);
+    // a whole sweep's acknowledgement leaves the shard's rows where they are
+    s.ackChanges('optout', first.journalUpTo as number);
+    expect(s.lastPendingChangeId('optout 0/2')).toBe(first.journalUpTo);
+  });
+});
+
 describe('opt-out rows of the state sweep through the journal', () => {
   it('an opt-out found by a sweep whose output was lost is written first by the next sweep', async () => {
     const s = t.open(t.file());
@@ -104,7 +141,7 @@ describe('opt-out rows of the state sweep through the journal', () => {
       state: s,
       nowS: NOW_S,
       check: service.check,
-      journal: { runId: 1, state: s },
+      journal: { runId: 1, channel: 'optout', state: s },
       onChecked: (r) => void lost.push(...r),
     });
     expect(first.counts.tombstoned).toBe(1);
@@ -112,7 +149,7 @@ describe('opt-out rows of the state sweep through the journal', () => {
     expect(s.pendingChanges('optout').length).toBe(1);
 
     const replayed: SweptRawUid[] = [];
-    expect(await replaySweepOptouts(s, (rows) => void replayed.push(...rows))).toBe(1);
+    expect(await replaySweepOptouts(s, 'optout', (rows) => void replayed.push(...rows))).toBe(1);
     expect(replayed).toEqual(lost.filter((r) => r.verdict.kind === 'opted_out'));
     expect(replayed[0]).toMatchObject({ rawUid: b64('u-h'), which: 'u', entry: { hash: b64('h') } });
 
@@ -120,12 +157,12 @@ describe('opt-out rows of the state sweep through the journal', () => {
       state: s,
       nowS: NOW_S + 1,
       check: service.check,
-      journal: { runId: 2, state: s },
+      journal: { runId: 2, channel: 'optout', state: s },
     });
     // nothing new opted out; the pending row is still the earlier one until acknowledged
     expect(second.journalUpTo).toBe(first.journalUpTo);
     s.ackChanges('optout', second.journalUpTo as number);
-    expect(await replaySweepOptouts(s, () => undefined)).toBe(0);
+    expect(await replaySweepOptouts(s, 'optout', () => undefined)).toBe(0);
   });
 });
 
@@ -158,7 +195,7 @@ describe('a changes file is delivered exactly once, whatever the kill point arou
     addDue(s, ['a', 'b', 'c']);
     const first = await remapRun(s, 1);
     const sink = await changesFile(t.file('delivered.csv'), first.out);
-    await commitDelivering(sink, s, { kind: 'remap', upTo: first.upTo }, () => undefined);
+    await commitDelivering(sink, s, { channel: 'remap', upTo: first.upTo }, () => undefined);
     expect(readFileSync(t.file('delivered.csv'), 'utf8').split('\n').length).toBe(5);
     const second = await remapRun(s, 2);
     expect(second).toEqual({ out: [], replayed: 0, upTo: null });
@@ -177,7 +214,7 @@ describe('a changes file is delivered exactly once, whatever the kill point arou
       },
     };
     const said: string[] = [];
-    await commitDelivering(sink, dying, { kind: 'remap', upTo: first.upTo }, (l) => void said.push(l));
+    await commitDelivering(sink, dying, { channel: 'remap', upTo: first.upTo }, (l) => void said.push(l));
     expect(said).toEqual([]);
     expect(s.pendingChanges('remap').length).toBe(3);
     const second = await remapRun(s, 2);
@@ -191,7 +228,7 @@ describe('a changes file is delivered exactly once, whatever the kill point arou
     addDue(s, ['a', 'b', 'c']);
     const first = await remapRun(s, 1);
     const sink = killedAtRename(await changesFile(t.file('never.csv'), first.out));
-    await expect(commitDelivering(sink, s, { kind: 'remap', upTo: first.upTo }, () => undefined)).rejects.toThrow();
+    await expect(commitDelivering(sink, s, { channel: 'remap', upTo: first.upTo }, () => undefined)).rejects.toThrow();
     expect(s.getMeta(deliveryKey('remap'))).toContain('sealed');
     const second = await remapRun(s, 2);
     expect(second.replayed).toBe(3);
@@ -203,7 +240,12 @@ describe('a changes file is delivered exactly once, whatever the kill point arou
     addDue(s, ['a']);
     const first = await remapRun(s, 1);
     const path = t.file('done.csv');
-    await commitDelivering(await changesFile(path, first.out), s, { kind: 'remap', upTo: first.upTo }, () => undefined);
+    await commitDelivering(
+      await changesFile(path, first.out),
+      s,
+      { channel: 'remap', upTo: first.upTo },
+      () => undefined,
+    );
     expect(s.getMeta(deliveryKey('remap'))).toBe('');
     expect(s.pendingChanges('remap')).toEqual([]);
   });
@@ -228,7 +270,7 @@ describe("a changes file committed together with the run's other outputs", () =>
     const changes = deliveringOutput(
       await changesFile(path, first.out),
       journal,
-      { kind: 'remap', upTo: first.upTo },
+      { channel: 'remap', upTo: first.upTo },
       () => undefined,
     );
     await commitTogether([changes, other]);
@@ -249,7 +291,7 @@ describe("a changes file committed together with the run's other outputs", () =>
     const changes = deliveringOutput(
       await changesFile(path, first.out),
       s,
-      { kind: 'remap', upTo: first.upTo },
+      { channel: 'remap', upTo: first.upTo },
       () => undefined,
     );
     await expect(commitTogether([changes, other])).rejects.toThrow(/is a directory/);

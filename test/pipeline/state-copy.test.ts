@@ -56,7 +56,7 @@ async function sourceState(n: number, env = ENV): Promise<string> {
   const state = await openFileState(path, { envFingerprint: env });
   await state.writeRecords(records(n));
   const runId = await state.startRun('remap-due', '{}', 1_700_000_000);
-  await state.commitBatch([], 1_700_000_000, { runId, kind: 'remap', rows: ['{"a":1}', '{"b":2}'] });
+  await state.commitBatch([], 1_700_000_000, { runId, channel: 'remap', rows: ['{"a":1}', '{"b":2}'] });
   await state.close();
   return path;
 }
@@ -105,6 +105,24 @@ describe('state copy', () => {
       }),
     );
     expect(b).toEqual(a);
+  });
+
+  it("copies the pending changes of every channel, a shard's as well as a whole run's", async () => {
+    const src = await sourceState(5);
+    const state = await openFileState(src, { envFingerprint: ENV });
+    const runId = await state.startRun('remap-due', '{}', 1_700_000_000);
+    await state.commitBatch([], 1_700_000_000, { runId, channel: 'remap 0/3', rows: ['{"s":0}'] });
+    await state.commitBatch([], 1_700_000_000, { runId, channel: 'optout 1/2', rows: ['{"o":1}', '{"o":2}'] });
+    await state.close();
+    const dst = tmp.file();
+    expect(await copyState(src, dst)).toMatchObject({ entries: 5, changes: 5 });
+    const copy = await openFileState(dst, { envFingerprint: ENV });
+    try {
+      expect(await copy.pendingChangeCounts()).toEqual({ remap: 2, 'remap 0/3': 1, 'optout 1/2': 2 });
+      expect((await copy.pendingChanges('optout 1/2')).map((c) => c.row)).toEqual(['{"o":1}', '{"o":2}']);
+    } finally {
+      await copy.close();
+    }
   });
 
   it('goes on from the last page a killed copy committed, and a finished copy run again does nothing', async () => {

@@ -16,8 +16,8 @@ const mapped = (label: string, r = 5_000): EntryUpdate => ({
 describe('pending changes', () => {
   it('are inserted with the batch commit, in id order by kind, and deleted up to an id by ackChanges', () => {
     const s = t.open(t.file());
-    s.commitBatch([mapped('a')], 1_000, { runId: 7, kind: 'remap', rows: ['r1', 'r2'] });
-    s.commitBatch([mapped('b')], 1_000, { runId: 7, kind: 'remap', rows: ['r3'] });
+    s.commitBatch([mapped('a')], 1_000, { runId: 7, channel: 'remap', rows: ['r1', 'r2'] });
+    s.commitBatch([mapped('b')], 1_000, { runId: 7, channel: 'remap', rows: ['r3'] });
     const remap = s.pendingChanges('remap');
     expect(remap.map((c) => c.row)).toEqual(['r1', 'r2', 'r3']);
     expect(s.pendingChanges('optout')).toEqual([]);
@@ -32,7 +32,7 @@ describe('pending changes', () => {
   it('a commit that fails leaves neither its entries nor its change rows', () => {
     const s = t.open(t.file());
     const bad = [mapped('ok'), { type: 'email', hash: null, outcome: { kind: 'invalid' } }] as unknown as EntryUpdate[];
-    expect(() => s.commitBatch(bad, 1, { runId: 1, kind: 'remap', rows: ['lost?'] })).toThrow();
+    expect(() => s.commitBatch(bad, 1, { runId: 1, channel: 'remap', rows: ['lost?'] })).toThrow();
     expect(countsOf(s).entries).toBe(0);
     expect(s.pendingChanges('remap')).toEqual([]);
     expect(s.lastPendingChangeId('remap')).toBeNull();
@@ -44,13 +44,13 @@ describe('pending changes', () => {
     const ids = [...lookupHashes(s, 'email', [b64('x'), b64('y')]).values()].map((e) => e.id);
     const tombstoned = s.tombstoneByRawUid([{ rawUid: b64('u-x'), optedOutSinceMs: 5 }], 2_000, ids, {
       runId: 2,
-      kind: 'optout',
+      channel: 'optout',
       rows: ['x-out'],
     });
     expect(tombstoned).toBe(1);
     expect(s.pendingChanges('optout').map((c) => c.row)).toEqual(['x-out']);
     // a row the journal refuses (NOT NULL) rolls the tombstone back with it
-    const refused = { runId: 2, kind: 'optout' as const, rows: [null as unknown as string] };
+    const refused = { runId: 2, channel: 'optout' as const, rows: [null as unknown as string] };
     expect(() => s.tombstoneByRawUid([{ rawUid: b64('u-y'), optedOutSinceMs: 6 }], 2_000, ids, refused)).toThrow();
     expect(lookupHashes(s, 'email', [b64('y')]).get(b64('y'))?.status).toBe('mapped');
     expect(s.pendingChanges('optout').map((c) => c.row)).toEqual(['x-out']);
@@ -61,7 +61,7 @@ describe('a damaged change row', () => {
   it('stops the read of the journal with the damage, never hands on a changed row', () => {
     const path = t.file();
     const s = t.open(path);
-    s.commitBatch([mapped('a')], 1_000, { runId: 7, kind: 'remap', rows: ['{"raw_uid":"AAAA"}'] });
+    s.commitBatch([mapped('a')], 1_000, { runId: 7, channel: 'remap', rows: ['{"raw_uid":"AAAA"}'] });
     s.close();
     const raw = new Database(path);
     raw.prepare('UPDATE pending_changes SET row = ?').run('{"raw_uid":"AAAB"}');

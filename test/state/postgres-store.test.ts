@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { StateBackend } from '../../src/state/backend.js';
+import type { StateBackend, StateLockScope } from '../../src/state/backend.js';
 import { openPostgresState } from '../../src/state/postgres/open.js';
 import type { EntryUpdate } from '../../src/state/types.js';
 import { usePostgres } from '../helpers/postgres.js';
@@ -121,8 +121,8 @@ describe('PostgreSQL state: open, meta, lookups and commits', () => {
   it('journals change rows with the batch, lists, counts and acknowledges them', async () => {
     await withState(async (s) => {
       const runId = await s.startRun('remap-due', '{}', 100);
-      await s.commitBatch([mapped('a', 'ua', 500)], 100, { runId, kind: 'remap', rows: ['{"x":1}', '{"x":2}'] });
-      await s.commitBatch([], 100, { runId, kind: 'optout', rows: ['{"y":1}'] });
+      await s.commitBatch([mapped('a', 'ua', 500)], 100, { runId, channel: 'remap', rows: ['{"x":1}', '{"x":2}'] });
+      await s.commitBatch([], 100, { runId, channel: 'optout', rows: ['{"y":1}'] });
       const pending = await s.pendingChanges('remap');
       expect(pending.map((p) => p.row)).toEqual(['{"x":1}', '{"x":2}']);
       expect(await s.lastPendingChangeId('remap')).toBe(pending[1].id);
@@ -175,7 +175,7 @@ describe('PostgreSQL state: open, meta, lookups and commits', () => {
       expect(
         await s.tombstoneByRawUid([{ rawUid: 'uc', optedOutSinceMs: 9 }], 70, undefined, {
           runId,
-          kind: 'optout',
+          channel: 'optout',
           rows: ['r'],
         }),
       ).toBe(1);
@@ -208,8 +208,13 @@ describe('PostgreSQL state: open, meta, lookups and commits', () => {
     });
   });
 
-  it('refuses a second sweep of the same share and lets another shard proceed', async () => {
+  it('refuses a second sweep of a share; shards of one N go side by side, and a whole sweep and a shard exclude each other', async () => {
     const url = pg.schemaUrl();
+    const half = (index: number): StateLockScope => ({
+      kind: 'sweep',
+      command: 'remap-due',
+      shard: { index, count: 2 },
+    });
     await withState(async (a) => {
       await a.lock({ kind: 'sweep', command: 'remap-due' });
       await withState(async (b) => {
@@ -217,8 +222,24 @@ describe('PostgreSQL state: open, meta, lookups and commits', () => {
         await expect(b.lock({ kind: 'sweep', command: 'remap-due' })).rejects.toMatchObject({
           name: 'StateLockedError',
         });
-        await b.lock({ kind: 'sweep', command: 'remap-due', shard: { index: 1, count: 2 } });
+        await expect(b.lock(half(1))).rejects.toThrow(/doing remap-due \(shard all\) of /);
+        await b.lock({ kind: 'sweep', command: 'optout-check', shard: { index: 1, count: 2 } });
       }, url);
+    }, url);
+    await withState(async (c) => {
+      await withState(async (a) => {
+        await a.lock(half(1));
+        await withState(async (b) => {
+          await expect(b.lock(half(1))).rejects.toThrow(/doing remap-due \(shard 0\/2\) of /);
+          await b.lock(half(2));
+          await expect(b.lock({ kind: 'sweep', command: 'remap-due' })).rejects.toThrow(
+            /doing remap-due \(its shards\) of /,
+          );
+        }, url);
+        await expect(c.lock(half(1))).rejects.toThrow(/\(shard 0\/2\)/);
+      }, url);
+      // the refused shard let go of the command's shared lock: with the shards gone, a whole sweep goes
+      await withState(async (d) => d.lock({ kind: 'sweep', command: 'remap-due' }), url);
     }, url);
     // released with the session
     await withState(async (c) => c.lock({ kind: 'sweep', command: 'remap-due' }), url);

@@ -104,7 +104,10 @@ export function registerOptoutCheck(program: Command): void {
     .option('--concurrency <n>', 'with --private-operator: requests in flight at most (default 4)', parseConcurrency);
   addLockWaitOption(cmd, 'the --state file (a remap-due, a map --state) or its share of a database');
   addS3EndpointOption(cmd, 's3:// inputs, -o and --bad-rows');
-  addShardOption(cmd, 'with --state, check only the entries whose key falls to this runner (by a hash of the key)');
+  addShardOption(
+    cmd,
+    "with --state, check only the entries whose key falls to this runner (by a hash of the key); all runners use one N, and a failed runner's opt-outs come with the next run of its K/N",
+  );
   addInputFormatOptions(cmd);
   addBadRowOptions(cmd);
   addConnectionOptions(cmd);

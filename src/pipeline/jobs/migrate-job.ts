@@ -94,12 +94,12 @@ function migratePlan(
       const v2 = state.bucketEntries().count;
       return options.limit === undefined ? v2 : Math.min(v2, options.limit);
     },
-    replay: (sink) => replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf))),
+    replay: (sink) => replayRemapChanges(state, 'remap', (changes) => sink.writeRows(changes.map(cellsOf))),
     engine: ({ client, limiter, sink, progress, runId }) =>
       migrateToV3({
         state,
         nowS,
-        journal: { runId, state },
+        journal: { runId, channel: 'remap', state },
         mapBatch: (request, signal) => client.mapV3(request, { signal }),
         limiter,
         ...(options.limit !== undefined ? { limit: options.limit } : {}),
@@ -114,7 +114,7 @@ function migratePlan(
     finish: (result, summary, { sink, replayed }) =>
       finish(result, summary, sink, options, deps, say, {
         state,
-        kind: 'remap',
+        channel: 'remap',
         replayed,
         upTo: result.journalUpTo,
       }),

@@ -31,6 +31,7 @@ import {
 import { isS3Url } from '../io/s3/s3-url.js';
 import { BadRowsOutput, type BadRowFlags } from '../run/bad-rows-output.js';
 import { runBatchCommand, type BatchPlan } from '../run/batch-run.js';
+import { changeChannel } from '../run/change-journal.js';
 import type { ServiceClient, ServiceTarget } from '../run/connection.js';
 import { EXIT, UserError } from '../run/exit-codes.js';
 import type { OutputFlags } from '../run/output-options.js';
@@ -455,6 +456,8 @@ function runStateSweep(
             (options.wait ?? 0) * 1000,
           );
         } else await state.waitForLock((options.wait ?? 0) * 1000);
+        // a runner delivers its own share's opt-outs only: runners at once never write or acknowledge each other's
+        const channel = changeChannel('optout', options.shard);
         let planned = 0;
         return {
           command: 'optout-check',
@@ -475,13 +478,13 @@ function runStateSweep(
             progressLabel: 'optout-check',
             cron: true,
           },
-          replay: (sink) => replaySweepOptouts(state, (rows) => sink.writeRows(rows.map(cellsOf))),
+          replay: (sink) => replaySweepOptouts(state, channel, (rows) => sink.writeRows(rows.map(cellsOf))),
           engine: async ({ client, sink, progress, runId }) => {
             let done = 0;
             const result = await sweepStateOptouts({
               state,
               nowS,
-              journal: { runId, state },
+              journal: { runId, channel, state },
               check: optoutCheckOf(client),
               concurrency: optoutConcurrency(options),
               ...(options.sweepFraction !== undefined ? { fraction: options.sweepFraction } : {}),
@@ -513,7 +516,7 @@ function runStateSweep(
             if (planned === 0) say(`${describeState(path)} holds no entry with a raw UID: nothing to check`);
             return finishOptout(result, summary, sink, options, deps, say, {
               state,
-              kind: 'optout',
+              channel,
               replayed,
               upTo: result.journalUpTo,
             });

@@ -13,6 +13,7 @@ import {
   replayRemapChanges,
 } from '../remap/remap-engine.js';
 import { runBatchCommand, type BatchPlan } from '../run/batch-run.js';
+import { changeChannel } from '../run/change-journal.js';
 import { chooseConcurrency, type ServiceTarget } from '../run/connection.js';
 import { EXIT, UserError } from '../run/exit-codes.js';
 import { sayTo, type RunDeps } from '../run/run-deps.js';
@@ -139,6 +140,8 @@ async function dryRun(run: RemapDueRun<RemapDueState>): Promise<number> {
 /** Re-maps what is due by r, with v3. */
 async function remapPlan(run: RemapDueRun<RemapDueState>, target: ServiceTarget): Promise<BatchPlan<RemapResult>> {
   const { state, nowS, options, startedMs, deps, say } = run;
+  // a runner delivers its own share's changes only: runners at once never write or acknowledge each other's
+  const channel = changeChannel('remap', options.shard);
   const concurrency = chooseConcurrency(options.concurrency, target, say);
   const due = await state.countDue(nowS);
   const cellsOf = (change: RemapChange): string[] =>
@@ -157,12 +160,12 @@ async function remapPlan(run: RemapDueRun<RemapDueState>, target: ServiceTarget)
       cron: true,
     },
     total: () => (options.limit === undefined ? due : Math.min(due, options.limit)),
-    replay: (sink) => replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf))),
+    replay: (sink) => replayRemapChanges(state, channel, (changes) => sink.writeRows(changes.map(cellsOf))),
     engine: ({ client, limiter, sink, progress, runId }) =>
       new RemapEngine({
         state,
         nowS,
-        journal: { runId, state },
+        journal: { runId, channel, state },
         mapBatch: (request, signal) => client.mapV3(request, { signal }),
         limiter,
         ...(options.limit !== undefined ? { limit: options.limit } : {}),
@@ -179,7 +182,7 @@ async function remapPlan(run: RemapDueRun<RemapDueState>, target: ServiceTarget)
     finish: async (result, summary, { sink, replayed }) => {
       const code = await finish(result, summary, sink, options, deps, say, {
         state,
-        kind: 'remap',
+        channel,
         replayed,
         upTo: result.journalUpTo,
       });

@@ -12,6 +12,7 @@ import {
   type RemapResult,
 } from '../remap/remap-engine.js';
 import type { BatchPlan } from '../run/batch-run.js';
+import { changeChannel } from '../run/change-journal.js';
 import { chooseConcurrency, type ServiceTarget } from '../run/connection.js';
 import { EXIT, UserError } from '../run/exit-codes.js';
 import { remapRunArgs } from '../run/run-report.js';
@@ -86,6 +87,8 @@ async function dryRunV2(run: RemapDueRun): Promise<number> {
 /** Asks which buckets rotated, marks their entries due, then re-maps what is marked (v2, or v3) and what is due by r. */
 function remapV2Plan(run: RemapDueRun, target: ServiceTarget): BatchPlan<RemapResult> {
   const { state, nowS, options, startedMs, deps, say } = run;
+  // as on v3: a shard writes and acknowledges the changes it journaled only
+  const channel = changeChannel('remap', options.shard);
   const concurrency = chooseConcurrency(options.concurrency, target, say);
   const cellsOf = (change: RemapChange): string[] =>
     changeCellsV2(change, options.output.timeFormat, options.output.hashEncoding);
@@ -123,14 +126,14 @@ function remapV2Plan(run: RemapDueRun, target: ServiceTarget): BatchPlan<RemapRe
       cron: true,
     },
     total: () => (options.limit === undefined ? due : Math.min(due, options.limit)),
-    replay: (sink) => replayRemapChanges(state, (changes) => sink.writeRows(changes.map(cellsOf))),
+    replay: (sink) => replayRemapChanges(state, channel, (changes) => sink.writeRows(changes.map(cellsOf))),
     engine: async ({ client, limiter, sink, progress, runId }) => {
       const mapV3: RemapBatchFn = (request, signal) => client.mapV3(request, { signal });
       let doneBefore = 0;
       const common: Omit<RemapOptions, 'mapBatch'> = {
         state,
         nowS,
-        journal: { runId, state },
+        journal: { runId, channel, state },
         limiter,
         ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
         ...remapReporting(sink, progress, client, cellsOf, () => doneBefore),
@@ -175,7 +178,7 @@ function remapV2Plan(run: RemapDueRun, target: ServiceTarget): BatchPlan<RemapRe
       }
       return finish(result, summary, sink, options, deps, say, {
         state,
-        kind: 'remap',
+        channel,
         replayed,
         upTo: result.journalUpTo,
       });

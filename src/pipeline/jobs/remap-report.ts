@@ -1,6 +1,7 @@
 /** What both remap-due paths (v3 by r, v2 by salt bucket) share: options, the run, its summary and its ending. */
 import type { StateStore } from '../../state/index.js';
-import type { ChangeKind, DueDay } from '../../state/types.js';
+import type { DueDay } from '../../state/types.js';
+import type { ChangeChannel } from '../run/change-journal.js';
 import type { RemapState } from '../remap/remap-engine.js';
 import type { ChangeJournal } from '../run/change-journal.js';
 import type { Shard } from '../shard/shard-spec.js';
@@ -45,7 +46,7 @@ export type RemapDueState = RemapState &
   ChangeJournal & {
     countDue(nowS: number): number | Promise<number>;
     dueByDay(nowS: number, days: number): DueDay[] | Promise<DueDay[]>;
-    lastPendingChangeId(kind: ChangeKind): number | null | Promise<number | null>;
+    lastPendingChangeId(channel: ChangeChannel): number | null | Promise<number | null>;
   };
 
 /** One remap-due run, once its state is open: what each of its steps needs (a v2 run's state is a file). */

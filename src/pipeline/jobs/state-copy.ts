@@ -5,14 +5,13 @@ import type { StateBackend, StateLockScope } from '../../state/backend.js';
 import { StateEnvMismatchError } from '../../state/index.js';
 import { describeState, isPostgresState, openStateBackend } from '../../state/open-backend.js';
 import { DEFAULT_SCHEMA } from '../../state/postgres/url.js';
-import type { ChangeKind } from '../../state/types.js';
+import { isChangeChannel } from '../run/change-journal.js';
 import { UserError } from '../run/exit-codes.js';
 
 /** Entries per page: one readRecords of the source, one writeRecords (one transaction) of the destination. */
 export const COPY_PAGE = 5_000;
 /** The destination's meta key that says what it is a copy of, and how far the copy went. */
 export const COPY_META_KEY = 'copy_of';
-const CHANGE_KINDS: readonly ChangeKind[] = ['remap', 'optout'];
 /** A file's one writer lock; a database's lock of `state copy`, so that two copies never run at once. */
 const COPY_LOCK: StateLockScope = { kind: 'sweep', command: 'state copy' };
 
@@ -119,21 +118,24 @@ async function copyInto(
 }
 
 /**
- * The pending change rows of each kind, after the entries. The destination's rows of a kind are dropped first: a
- * copy that stopped among them writes them all again, never twice.
+ * The pending change rows of each channel (each kind, and each share that sharded runs journaled), after the
+ * entries. The destination's rows of a channel are dropped first: a copy that stopped among them writes them all
+ * again, never twice.
  */
 async function copyChanges(src: StateBackend, dst: StateBackend): Promise<number> {
   let copied = 0;
   const nowS = Math.floor(Date.now() / 1000);
-  for (const kind of CHANGE_KINDS) {
-    const there = await dst.lastPendingChangeId(kind);
-    if (there !== null) await dst.ackChanges(kind, there);
-    if ((await src.lastPendingChangeId(kind)) === null) continue;
-    const runId = await dst.startRun('state copy', JSON.stringify({ kind }), nowS);
+  const present = [...Object.keys(await src.pendingChangeCounts()), ...Object.keys(await dst.pendingChangeCounts())];
+  const channels = [...new Set(['remap', 'optout', ...present.sort()])].filter(isChangeChannel);
+  for (const channel of channels) {
+    const there = await dst.lastPendingChangeId(channel);
+    if (there !== null) await dst.ackChanges(channel, there);
+    if ((await src.lastPendingChangeId(channel)) === null) continue;
+    const runId = await dst.startRun('state copy', JSON.stringify({ kind: channel }), nowS);
     for (let after = 0; ; ) {
-      const rows = await src.pendingChanges(kind, after, COPY_PAGE);
+      const rows = await src.pendingChanges(channel, after, COPY_PAGE);
       if (rows.length === 0) break;
-      await dst.commitBatch([], nowS, { runId, kind, rows: rows.map((r) => r.row) });
+      await dst.commitBatch([], nowS, { runId, channel, rows: rows.map((r) => r.row) });
       after = rows[rows.length - 1].id;
       copied += rows.length;
     }

@@ -4,13 +4,17 @@ import { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
 import { asError, RunLifecycle, type RunOutcome } from '../run/run-lifecycle.js';
 import type {
   ChangeJournalRows,
-  ChangeKind,
   OptedOutRawUid,
   OptoutCandidate,
   OptoutCursor,
   PendingChange,
 } from '../../state/types.js';
-import { parseJournalRow, replayPendingChanges, type ChangeJournal } from '../run/change-journal.js';
+import {
+  type ChangeChannel,
+  type ChangeJournal,
+  parseJournalRow,
+  replayPendingChanges,
+} from '../run/change-journal.js';
 import { rowProblemInvalidates, rowProblemReason, type InputRow } from '../io/table.js';
 import { timeCellOfMs, timeType, type ColumnType, type TimeFormat } from '../io/typed-cells.js';
 
@@ -398,7 +402,12 @@ export interface SweepOptions extends OptoutRunOptions {
    * Journal the opted-out rows of each batch with its tombstones, so that a run killed before its output is
    * committed leaves them for the next run's output (not for dry runs).
    */
-  journal?: { runId: number; state: { lastPendingChangeId(kind: ChangeKind): number | null | Promise<number | null> } };
+  journal?: {
+    runId: number;
+    /** The run's own rows (change-journal.ts changeChannel): those it delivers and acknowledges. */
+    channel: ChangeChannel;
+    state: { lastPendingChangeId(channel: ChangeChannel): number | null | Promise<number | null> };
+  };
 }
 
 export interface SweepResult extends OptoutResult<SweepCounts> {
@@ -432,9 +441,10 @@ function isSweptOptout(value: unknown): value is SweptRawUid {
  */
 export async function replaySweepOptouts(
   journal: ChangeJournal,
+  channel: ChangeChannel,
   onRows: (rows: SweptRawUid[]) => void | Promise<void>,
 ): Promise<number> {
-  return replayPendingChanges(journal, 'optout', (rows: PendingChange[]) =>
+  return replayPendingChanges(journal, channel, (rows: PendingChange[]) =>
     onRows(rows.map((r) => parseJournalRow(r, isSweptOptout, 'opt-out'))),
   );
 }
@@ -529,7 +539,7 @@ export async function sweepStateOptouts(options: SweepOptions): Promise<SweepRes
       const ids = batch.payload.entries.map((e) => e.id);
       const journal =
         options.journal !== undefined && journalRows.length > 0
-          ? { runId: options.journal.runId, kind: 'optout' as const, rows: journalRows }
+          ? { runId: options.journal.runId, channel: options.journal.channel, rows: journalRows }
           : undefined;
       if (optedOut.length > 0) counts.tombstoned += await state.tombstoneByRawUid(optedOut, nowS, ids, journal);
       const last = ids.at(-1);
@@ -541,6 +551,7 @@ export async function sweepStateOptouts(options: SweepOptions): Promise<SweepRes
     if (options.onChecked) await options.onChecked(rows);
   });
   // batches are saved only inside settle, which run() has awaited: every pending row up to here went to onChecked
-  const journalUpTo = (await options.journal?.state.lastPendingChangeId('optout')) ?? null;
+  const journal = options.journal;
+  const journalUpTo = journal === undefined ? null : await journal.state.lastPendingChangeId(journal.channel);
   return { outcome, counts, batchErrors: checker.lifecycle.batchErrors, journalUpTo };
 }

@@ -6,16 +6,14 @@ import {
   type MapV3Request,
   type MapV3ResponseBody,
 } from '../../protocol/index.js';
-import type {
-  ChangeJournalRows,
-  ChangeKind,
-  DueCursor,
-  DueEntry,
-  EntryUpdate,
-  PendingChange,
-} from '../../state/types.js';
+import type { ChangeJournalRows, DueCursor, DueEntry, EntryUpdate, PendingChange } from '../../state/types.js';
 import { bucketIdOf, mappedOutcome } from '../map/bucket-answer.js';
-import { parseJournalRow, replayPendingChanges, type ChangeJournal } from '../run/change-journal.js';
+import {
+  type ChangeChannel,
+  type ChangeJournal,
+  parseJournalRow,
+  replayPendingChanges,
+} from '../run/change-journal.js';
 import { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
 import { asError, RunLifecycle, type RunOutcome } from '../run/run-lifecycle.js';
 import { hashCell, type HashEncoding } from '../io/output/hash-cells.js';
@@ -108,7 +106,9 @@ export function changeCellsV2(
  */
 export interface RemapJournal {
   runId: number;
-  state: { lastPendingChangeId(kind: ChangeKind): number | null | Promise<number | null> };
+  /** The run's own rows (change-journal.ts changeChannel): those it delivers and acknowledges. */
+  channel: ChangeChannel;
+  state: { lastPendingChangeId(channel: ChangeChannel): number | null | Promise<number | null> };
 }
 
 const STATUSES: ReadonlySet<string> = new Set<RemapStatus>(['mapped', 'optout', 'invalid']);
@@ -136,9 +136,10 @@ function isRemapChange(value: unknown): value is RemapChange {
  */
 export async function replayRemapChanges(
   journal: ChangeJournal,
+  channel: ChangeChannel,
   onChanges: (changes: RemapChange[]) => void | Promise<void>,
 ): Promise<number> {
-  return replayPendingChanges(journal, 'remap', (rows: PendingChange[]) =>
+  return replayPendingChanges(journal, channel, (rows: PendingChange[]) =>
     onChanges(rows.map((r) => parseJournalRow(r, isRemapChange, 'remap change'))),
   );
 }
@@ -309,7 +310,8 @@ export class RemapEngine {
     // a batch still in flight may commit during that await; the id is read with nothing left unhanded, and
     // with no await between the check and the read, so no row up to it can have missed onChanges
     while (this.settledChanges.size > 0) await this.flushChanges(true);
-    const upTo = this.options.journal?.state.lastPendingChangeId('remap') ?? null;
+    const journal = this.options.journal;
+    const upTo = journal === undefined ? null : journal.state.lastPendingChangeId(journal.channel);
     const journalUpTo = upTo instanceof Promise ? await upTo : upTo;
     return {
       outcome: this.lifecycle.outcome(),
@@ -402,7 +404,7 @@ export class RemapEngine {
       journal !== undefined && changes.length > 0
         ? this.options.state.commitBatch(updates, this.options.nowS, {
             runId: journal.runId,
-            kind: 'remap',
+            channel: journal.channel,
             rows: changes.map((c) => JSON.stringify(c)),
           })
         : this.options.state.commitBatch(updates, this.options.nowS);

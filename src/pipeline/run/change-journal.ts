@@ -15,21 +15,42 @@ import type { PreparedOutput, SealedOutput, TableSink } from '../io/table.js';
  * rename to look at: a run killed after its last row and before the acknowledgement writes them again.
  */
 export interface ChangeJournal {
-  pendingChanges(kind: ChangeKind, afterId?: number, limit?: number): PendingChange[] | Promise<PendingChange[]>;
+  pendingChanges(channel: ChangeChannel, afterId?: number, limit?: number): PendingChange[] | Promise<PendingChange[]>;
   getMeta(key: string): string | null | Promise<string | null>;
   setMeta(key: string, value: string): void | Promise<void>;
-  ackChanges(kind: ChangeKind, upToId: number): number | Promise<number>;
+  ackChanges(channel: ChangeChannel, upToId: number): number | Promise<number>;
+}
+
+/**
+ * Whose journal rows these are, as the state's `kind` column holds them: the kind alone for an unsharded run,
+ * `kind K/N` for runner K of N (K from 0, as --shard takes it). A run replays, delivers and acknowledges its own
+ * channel only, so runners at once never deliver each other's changes, and a failed runner's rows wait for the
+ * re-run of the same share.
+ */
+export type ChangeChannel = ChangeKind | `${ChangeKind} ${number}/${number}`;
+
+/** The channel of a run of `kind`; `shard` as shard-spec.ts reads it (index from 1). */
+export function changeChannel(kind: ChangeKind, shard?: { index: number; count: number }): ChangeChannel {
+  return shard === undefined || shard.count === 1 ? kind : `${kind} ${shard.index - 1}/${shard.count}`;
+}
+
+const CHANNEL = /^(remap|optout)( (0|[1-9]\d*)\/([1-9]\d*))?$/;
+
+/** Whether `text`, read from a state's journal, names a channel (anything else is left where it is). */
+export function isChangeChannel(text: string): text is ChangeChannel {
+  const m = CHANNEL.exec(text);
+  return m !== null && (m[2] === undefined || Number(m[3]) < Number(m[4]));
 }
 
 /** Rows read per page: a large backlog never sits in memory whole. */
 const REPLAY_PAGE = 5_000;
 
 /**
- * The meta key of the file about to hold the pending rows of `kind` while its rename is in doubt: written just
+ * The meta key of the file about to hold the pending rows of `channel` while its rename is in doubt: written just
  * before it, cleared just after the rows leave the journal; empty otherwise.
  */
-export function deliveryKey(kind: ChangeKind): string {
-  return `delivery_${kind}`;
+export function deliveryKey(channel: ChangeChannel): string {
+  return `delivery_${channel}`;
 }
 
 /** What the state records of a file about to hold the pending rows up to `upTo`. */
@@ -72,21 +93,21 @@ async function inPlace(record: SealedOutput): Promise<boolean> {
  */
 export async function settleDeliveryInDoubt(
   journal: ChangeJournal,
-  kind: ChangeKind,
+  channel: ChangeChannel,
 ): Promise<'delivered' | 'not delivered' | null> {
-  const text = await journal.getMeta(deliveryKey(kind));
+  const text = await journal.getMeta(deliveryKey(channel));
   if (text === null || text === '') return null;
   const record = deliveryRecord(text);
   // a damaged record says nothing: the rows stay pending (written again rather than never)
   const delivered = record !== null && (await inPlace(record));
-  if (delivered) await journal.ackChanges(kind, record.upTo);
-  await journal.setMeta(deliveryKey(kind), '');
+  if (delivered) await journal.ackChanges(channel, record.upTo);
+  await journal.setMeta(deliveryKey(channel), '');
   return delivered ? 'delivered' : 'not delivered';
 }
 
 /** What a run's output holds of the journal. */
 export interface DeliveredRows {
-  kind: ChangeKind;
+  channel: ChangeChannel;
   /** The last pending id it holds; null when none. */
   upTo: number | null;
 }
@@ -141,7 +162,7 @@ async function deliverWith(
   rows: DeliveredRows,
   say: (line: string) => void,
 ): Promise<void> {
-  const { kind, upTo } = rows;
+  const { channel, upTo } = rows;
   if (upTo === null) {
     await rename();
     return;
@@ -154,15 +175,15 @@ async function deliverWith(
   await rename(async (file) => {
     try {
       const record: DeliveryRecord = { ...file, stage: 'sealed', upTo };
-      await journal.setMeta(deliveryKey(kind), JSON.stringify(record));
+      await journal.setMeta(deliveryKey(channel), JSON.stringify(record));
       seal.file = file;
     } catch (err) {
       unrecorded(err);
     }
   });
   try {
-    await journal.ackChanges(kind, upTo);
-    if (seal.file !== null) await journal.setMeta(deliveryKey(kind), '');
+    await journal.ackChanges(channel, upTo);
+    if (seal.file !== null) await journal.setMeta(deliveryKey(channel), '');
   } catch (err) {
     // a record in doubt stays: the next run finds the file in place and acknowledges the rows then
     if (seal.file === null) unrecorded(err);
@@ -170,19 +191,19 @@ async function deliverWith(
 }
 
 /**
- * Hands every pending row of `kind` to `deliver`, page by page in id order (awaited: a sink's backpressure);
- * returns how many there were. A delivery an earlier run left in doubt is settled first.
+ * Hands every pending row of `channel` to `deliver`, page by page in id order (awaited: a sink's backpressure);
+ * returns how many there were. A delivery an earlier run of the channel left in doubt is settled first.
  */
 export async function replayPendingChanges(
   journal: ChangeJournal,
-  kind: ChangeKind,
+  channel: ChangeChannel,
   deliver: (rows: PendingChange[]) => void | Promise<void>,
 ): Promise<number> {
-  await settleDeliveryInDoubt(journal, kind);
+  await settleDeliveryInDoubt(journal, channel);
   let after = 0;
   let total = 0;
   for (;;) {
-    const page = await journal.pendingChanges(kind, after, REPLAY_PAGE);
+    const page = await journal.pendingChanges(channel, after, REPLAY_PAGE);
     if (page.length === 0) return total;
     total += page.length;
     after = page[page.length - 1].id;

@@ -1,11 +1,10 @@
 /** How a batch run reports: its output kept or dropped, its summary line and --summary-json, its exit code. */
 import { statSync } from 'node:fs';
-import type { ChangeKind } from '../../state/types.js';
 import { commitTogether, type RunOutput } from '../io/output/commit-together.js';
 import { openSink } from '../io/output/sink.js';
 import type { TableSink } from '../io/table.js';
 import type { TypedHeader } from '../io/typed-cells.js';
-import { type ChangeJournal, deliveringOutput } from './change-journal.js';
+import { type ChangeChannel, type ChangeJournal, deliveringOutput } from './change-journal.js';
 import type { ClientStats } from './connection.js';
 import { EXIT } from './exit-codes.js';
 import { writeLine } from './log-lines.js';
@@ -153,7 +152,7 @@ export async function reportRun(
 /** The pending changes a run wrote, and how it says so. */
 export interface ChangeDelivery {
   state: Pick<ChangeJournal, 'ackChanges' | 'setMeta'>;
-  kind: ChangeKind;
+  channel: ChangeChannel;
   /** Rows of earlier runs written first into this run's output. */
   replayed: number;
   /** The last pending id this run's output holds (RemapResult.journalUpTo); null when none. */

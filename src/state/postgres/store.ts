@@ -9,7 +9,6 @@ import type { EntryTally } from '../reader.js';
 import { IDENTITY_META_KEYS, META_KEYS, STATUS_CODE, statusOfCode, TYPE_CODE, TYPE_OF_CODE } from '../schema.js';
 import type {
   ChangeJournalRows,
-  ChangeKind,
   DueCursor,
   EntryStatus,
   DueDay,
@@ -451,17 +450,17 @@ export class PostgresState implements StateBackend {
     await this.q(
       `INSERT INTO ${this.s}.pending_changes (run_id, kind, row, sum, created_at) ` +
         'SELECT $1, $2, v.row, v.sum, $3 FROM unnest($4::text[], $5::int8[]) AS v(row, sum)',
-      [journal.runId, journal.kind, Math.floor(nowS), journal.rows, journal.rows.map((r) => checksumOf(r))],
+      [journal.runId, journal.channel, Math.floor(nowS), journal.rows, journal.rows.map((r) => checksumOf(r))],
       t,
     );
   }
 
-  async pendingChanges(kind: ChangeKind, afterId = 0, limit = 5_000): Promise<PendingChange[]> {
+  async pendingChanges(channel: string, afterId = 0, limit = 5_000): Promise<PendingChange[]> {
     const n = pageLimit(limit);
     if (n === 0) return [];
     const rows = await this.q(
       `SELECT id, row, sum FROM ${this.s}.pending_changes WHERE kind = $1 AND id > $2 ORDER BY id LIMIT $3`,
-      [kind, afterId, n],
+      [channel, afterId, n],
     );
     return rows.map(([id, row, sum]) => {
       if (Number(sum) !== checksumOf(row as string)) throw this.fault(new ChecksumError('a pending change row'));
@@ -469,26 +468,22 @@ export class PostgresState implements StateBackend {
     });
   }
 
-  async lastPendingChangeId(kind: ChangeKind): Promise<number | null> {
-    const rows = await this.q(`SELECT max(id) FROM ${this.s}.pending_changes WHERE kind = $1`, [kind]);
-    return num(rows[0][0]);
+  async lastPendingChangeId(channel: string): Promise<number | null> {
+    return num((await this.q(`SELECT max(id) FROM ${this.s}.pending_changes WHERE kind = $1`, [channel]))[0][0]);
   }
 
-  async ackChanges(kind: ChangeKind, upToId: number): Promise<number> {
+  async ackChanges(channel: string, upToId: number): Promise<number> {
     this.writable('acknowledge delivered changes');
     const rows = await this.q(
       `WITH d AS (DELETE FROM ${this.s}.pending_changes WHERE kind = $1 AND id <= $2 RETURNING 1) SELECT count(*) FROM d`,
-      [kind, upToId],
+      [channel, upToId],
     );
     return Number(rows[0][0]);
   }
 
   async pendingChangeCounts(): Promise<Record<string, number>> {
-    const out: Record<string, number> = {};
-    for (const [kind, count] of await this.q(`SELECT kind, count(*) FROM ${this.s}.pending_changes GROUP BY kind`)) {
-      out[kind as string] = Number(count);
-    }
-    return out;
+    const rows = await this.q(`SELECT kind, count(*) FROM ${this.s}.pending_changes GROUP BY kind`);
+    return Object.fromEntries(rows.map(([channel, count]) => [channel as string, Number(count)]));
   }
 
   // ---- due by refresh time (the index on r)
@@ -677,19 +672,25 @@ export class PostgresState implements StateBackend {
   // ---- locks
 
   /**
-   * map: nothing exclusive (each commit is an upsert, so map runs write side by side). A sweep: a session
-   * advisory lock of (schema, command, shard), held until close, so that two runs never sweep the same share.
+   * map: nothing (its commits are upserts). A sweep: session advisory locks of (schema, command), held until close:
+   * a whole sweep holds it alone; a shard holds it shared and its share's alone (shards of one N go side by side).
    */
   async lock(scope: StateLockScope): Promise<void> {
     if (scope.kind === 'map') return;
-    const share = scope.shard === undefined ? 'all' : `${scope.shard.index}/${scope.shard.count}`;
-    const rows = await this.q('SELECT pg_try_advisory_lock($1::int4, $2::int4)', [
-      checksumOf(`uid2-batch\u0000${this.s}`) | 0,
-      checksumOf(`${scope.command}\u0000${share}`) | 0,
-    ]);
-    if (rows[0][0] !== true) {
-      throw new StateShareLockedError(this.where, `${scope.command} (shard ${share})`);
+    const key = (on: string): number => checksumOf(`${scope.command}\u0000${on}`) | 0;
+    const space = checksumOf(`uid2-batch\u0000${this.s}`) | 0;
+    const take = async (fn: string, on: string): Promise<boolean> =>
+      (await this.q(`SELECT pg_${fn}($1::int4, $2::int4)`, [space, key(on)]))[0][0] === true;
+    const refused = (doing: string) => new StateShareLockedError(this.where, `${scope.command} (${doing})`);
+    if (scope.shard === undefined) {
+      if (await take('try_advisory_lock', 'all')) return;
+      throw refused((await take('try_advisory_xact_lock_shared', 'all')) ? 'its shards' : 'shard all');
     }
+    const share = `${scope.shard.index - 1}/${scope.shard.count}`;
+    if (!(await take('try_advisory_lock_shared', 'all'))) throw refused('shard all');
+    if (await take('try_advisory_lock', share)) return;
+    await take('advisory_unlock_shared', 'all');
+    throw refused(`shard ${share}`);
   }
 
   // ---- walks: exports, tallies, copies
