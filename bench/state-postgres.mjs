@@ -7,11 +7,11 @@
 //   npm run bench:state -- --postgres 10000000          # another size
 //   npm run bench:state -- --postgres --shared-buffers 4GB   # the server's buffer cache (512MB unless given)
 // Figures also go to bench/results-state-postgres.json (not committed).
-import { hash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { b64, DAY, firstAnswer, storedKey, TODAY, typeOf } from './state-entries.mjs';
 import postgres from 'postgres';
 import { startPostgres } from './postgres-server.mjs';
 
@@ -26,11 +26,7 @@ const option = (name) => {
 const ENTRIES = Number(args.find((a) => /^\d+$/.test(a)) ?? 1_000_000);
 const COMMIT_ROWS = Number(option('--commit-rows') ?? 5_000);
 const SHARED_BUFFERS = option('--shared-buffers') ?? '512MB';
-const DAY = 86_400;
-const TODAY = Math.floor(Date.UTC(2026, 0, 15) / 1000);
-const b64 = (s) => hash('sha256', s, 'base64');
 const fmt = (n) => Math.round(n).toLocaleString('en-US');
-const typeOf = (i) => (i % 3 === 0 ? 'phone' : 'email');
 const line = (label, value) => console.log(`${label.padEnd(50)} ${value}`);
 const seconds = (t) => Number(process.hrtime.bigint() - t) / 1e9;
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
@@ -99,16 +95,7 @@ try {
     const updates = new Array(n);
     for (let j = 0; j < n; j++) {
       const i = first + j;
-      updates[j] = {
-        type: typeOf(i),
-        hash: b64(`identifier-${i}`),
-        outcome: {
-          kind: 'mapped',
-          u: b64(`raw-${i}`),
-          p: i % 20 === 0 ? b64(`prev-${i}`) : null,
-          r: TODAY + (1 + (i % 365)) * DAY,
-        },
-      };
+      updates[j] = firstAnswer(i);
     }
     const t = process.hrtime.bigint();
     const cpu = process.cpuUsage();
@@ -164,7 +151,7 @@ try {
       const keys = Array.from({ length: 5_000 }, (_, k) => {
         if (hitEvery !== 0 && k % hitEvery === 0) {
           const i = Math.floor(pick() * ENTRIES);
-          return { type: typeOf(i), hash: b64(`identifier-${i}`) };
+          return storedKey(i);
         }
         return { type: 'email', hash: b64(`absent-${round}-${k}`) };
       });

@@ -17,11 +17,11 @@
 //   node bench/state.mjs --reuse FILE --lookups-only    # only the lookups (no remap-due, sweep or counts)
 //   npm run bench:state -- --postgres 1000000          # a PostgreSQL state instead (bench/state-postgres.mjs)
 // Figures also go to bench/results-state.json (not committed).
-import { hash } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { b64, DAY, firstAnswer, storedKey, TODAY } from './state-entries.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const MODULE = join(ROOT, 'dist', 'state', 'index.js');
@@ -60,17 +60,12 @@ const results = {
   keyCacheMiB: KEY_CACHE_MIB ?? 'default',
   perMillion: [],
 };
-const DAY = 86_400;
-// a UTC midnight: the service floors r to one, so all entries of a day share r (the worst case for ties)
-const TODAY = Math.floor(Date.UTC(2026, 0, 15) / 1000);
 const ENV = 'bench:local';
 
 const dir = REUSE === undefined ? mkdtempSync(join(tmpdir(), 'uid2-bench-state-')) : dirname(REUSE);
 const path = REUSE ?? join(dir, 'state.db');
-const b64 = (s) => hash('sha256', s, 'base64');
 const fmt = (n) => Math.round(n).toLocaleString('en-US');
 const mb = (bytes) => `${(bytes / 1e6).toFixed(0)} MB`;
-const typeOf = (i) => (i % 3 === 0 ? 'phone' : 'email');
 
 /**
  * A seeded uniform picker in [0, 1) (a 32-bit mix of a counter): every round asks for keys it has not asked
@@ -143,16 +138,7 @@ try {
       const updates = new Array(n);
       for (let j = 0; j < n; j++) {
         const i = first + j;
-        updates[j] = {
-          type: typeOf(i),
-          hash: b64(`identifier-${i}`),
-          outcome: {
-            kind: 'mapped',
-            u: b64(`raw-${i}`),
-            p: i % 20 === 0 ? b64(`prev-${i}`) : null,
-            r: TODAY + (1 + (i % 365)) * DAY,
-          },
-        };
+        updates[j] = firstAnswer(i);
       }
       const c = clock();
       timed(c, () => store.commitBatch(updates, TODAY - 30 * DAY));
@@ -258,10 +244,10 @@ try {
       for (let k = 0; k < 5_000; k++) {
         if (hitEvery === -1) {
           const i = batchStart + k;
-          keys[k] = { type: typeOf(i), hash: b64(`identifier-${i}`) };
+          keys[k] = storedKey(i);
         } else if (hitEvery !== 0 && k % hitEvery === 0) {
           const i = Math.floor(rnd() * entries);
-          keys[k] = { type: typeOf(i), hash: b64(`identifier-${i}`) };
+          keys[k] = storedKey(i);
         } else {
           keys[k] = { type: 'email', hash: b64(`absent-${round}-${k}`) };
         }
