@@ -274,6 +274,75 @@ describe('map with s3:// inputs and outputs', () => {
     expect(await objectText('out/taken.csv')).toBe('kept\n');
   });
 
+  describe('--shard K/N', () => {
+    /** Runs the N runners of `input` one after another; their outputs put end to end in K order. */
+    async function shardsJoined(input: string, count: number, extra: string[] = []): Promise<string> {
+      const outs: string[] = [];
+      for (let k = 0; k < count; k++) {
+        const out = dir.file(`shard-${basename(input)}-${k}-${count}.csv`);
+        const r = await run([input, ...extra, '--shard', `${k}/${count}`, '-o', out]);
+        expect(r.stderr).toBe('');
+        expect(r.code).toBe(0);
+        outs.push(readFileSync(out, 'utf8'));
+      }
+      return outs.join('');
+    }
+
+    it('several objects: whole parts per runner, the outputs joined in K order are the one-runner output', async () => {
+      const whole = dir.file('shard-parts-whole.csv');
+      expect((await run(['s3://unload/exports/data_*_0_0.csv.gz', '-o', whole])).code).toBe(0);
+      const expected = readFileSync(whole, 'utf8');
+      expect(expected.split('\n').length).toBe(3002);
+      // three parts over two runners, and over four (one runner has none)
+      for (const count of [2, 4])
+        expect(await shardsJoined('s3://unload/exports/data_*_0_0.csv.gz', count)).toBe(expected);
+    });
+
+    it('one plain object: record-aligned ranges read by ranged GETs, joined in K order the one-runner output', async () => {
+      // quoted line breaks to cut around, CRLF and LF line ends
+      const lines = Array.from(
+        { length: 1500 },
+        (_, i) => `${row(i)},${i % 7 === 0 ? `"one\r\ntwo ""${i}"""` : `n${i}`}${i % 3 === 0 ? '\r' : ''}`,
+      );
+      await s3.send(
+        new PutObjectCommand({
+          Bucket: 'unload',
+          Key: 'plain/rows.csv',
+          Body: `${HEADER},note\n${lines.join('\n')}\n`,
+        }),
+      );
+      const jsonl = Array.from({ length: 700 }, (_, i) =>
+        JSON.stringify({
+          id: i,
+          email: `json.${i}@example.com`,
+          phone: i % 2 === 0 ? '' : `+1617556${String(i).padStart(4, '0')}`,
+        }),
+      );
+      await s3.send(new PutObjectCommand({ Bucket: 'unload', Key: 'plain/rows.jsonl', Body: `${jsonl.join('\n')}\n` }));
+      for (const input of ['s3://unload/plain/rows.csv', 's3://unload/plain/rows.jsonl']) {
+        const whole = dir.file(`shard-whole-${basename(input)}.csv`);
+        const one = await run([input, '-o', whole]);
+        expect(one.stderr).toBe('');
+        expect(one.code).toBe(0);
+        const expected = readFileSync(whole, 'utf8');
+        expect(expected.split('\n').length).toBeGreaterThan(700);
+        for (const count of input.endsWith('.csv') ? [3, 5] : [3])
+          expect(await shardsJoined(input, count)).toBe(expected);
+      }
+    }, 180_000);
+
+    it('one gzip object is refused with the line that says to unload in parts, before the service is asked', async () => {
+      const before = await mapRequests();
+      const refused = await run(['s3://unload/exports/data_0_0_0.csv.gz', '--shard', '1/2', '-o', dir.file('gz.csv')]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toBe(
+        "uid2-batch: --shard cannot split 's3://unload/exports/data_0_0_0.csv.gz': a gzip file can only be read from " +
+          'its start; unload the table in parts (several files) and give them all, so each runner takes whole parts\n',
+      );
+      expect(await mapRequests()).toBe(before);
+    });
+  });
+
   it.each([
     [
       'a missing bucket (input)',

@@ -164,7 +164,7 @@ export function registerMap(program: Command): void {
   addThreadsOption(cmd, defaultMapThreads(), 'cores - 1, at most 3');
   addShardOption(
     cmd,
-    'map only its share of the input (whole parts, or a range of one file); the N outputs put end to end in K order are the one-runner output',
+    'map only its share of the input (whole parts, or a range of one file or S3 object); the N outputs put end to end in K order are the one-runner output',
   );
   cmd.action((input: string[] | undefined, opts: Record<string, unknown>) =>
     runInProcess((deps) => runMap(mapFlags(input, opts), deps)),
@@ -235,12 +235,6 @@ export async function runMap(given: MapFlags, deps: MapDeps): Promise<number> {
   if (flags.outputDir !== undefined && s3Input !== undefined)
     throw new UserError(
       `--output-dir names its outputs after local inputs: '${s3Input}' is in S3; use -o s3://BUCKET/KEY or -o FILE instead`,
-      EXIT.usage,
-    );
-  // a share is found by listing parts or cutting one file's bytes here; S3 objects are listed later, in the job
-  if (flags.shard !== undefined && s3Input !== undefined)
-    throw new UserError(
-      `--shard takes local inputs: '${s3Input}' is in S3; copy the unload's parts to local disk first (e.g. aws s3 cp --recursive), or map it without --shard`,
       EXIT.usage,
     );
   // with several parts each runner writes its own parts' outputs; one file's output would be every runner's
