@@ -274,6 +274,38 @@ describe('map with s3:// inputs and outputs', () => {
     expect(await objectText('out/taken.csv')).toBe('kept\n');
   });
 
+  it('--summary-json and --metrics-file to s3:// are put whole at the end, replaced by the next run, and say a failure', async () => {
+    const reports = [
+      '--summary-json',
+      's3://unload/reports/summary.json',
+      '--metrics-file',
+      's3://unload/reports/uid2.prom',
+    ];
+    const local = dir.file('reports-local.json');
+    expect(
+      (await run(['s3://unload/exports/data_2_0_0.csv.gz', '-o', dir.file('r-local.csv'), '--summary-json', local]))
+        .code,
+    ).toBe(0);
+    const expected = JSON.parse(readFileSync(local, 'utf8')) as Record<string, unknown>;
+    for (const round of [1, 2]) {
+      const done = await run(['s3://unload/exports/data_2_0_0.csv.gz', '-o', dir.file(`r-${round}.csv`), ...reports]);
+      expect(done.stderr).toBe('');
+      expect(done.code).toBe(0);
+      const summary = JSON.parse(await objectText('reports/summary.json')) as Record<string, unknown>;
+      expect(summary).toMatchObject({ command: 'map', outcome: 'completed', exit_code: 0 });
+      for (const key of ['rows', 'status', 'requests']) expect(summary[key], key).toEqual(expected[key]);
+      const metrics = await objectText('reports/uid2.prom');
+      expect(metrics.startsWith('# HELP uid2_batch_')).toBe(true);
+      expect(metrics).toMatch(/^uid2_batch_exit_code\{command="map"\} 0$/m);
+    }
+    // a failed run's reports say so, as local ones do: each object is put whole, once the run has ended
+    const failed = await run(['s3://unload/broken/data_*.csv.gz', '-o', dir.file('r-failed.csv'), ...reports]);
+    expect(failed.code).toBe(1);
+    const summary = JSON.parse(await objectText('reports/summary.json')) as Record<string, unknown>;
+    expect(summary).toMatchObject({ command: 'map', outcome: 'failed', exit_code: 1 });
+    expect(await objectText('reports/uid2.prom')).toMatch(/^uid2_batch_exit_code\{command="map"\} 1$/m);
+  });
+
   describe('--shard K/N', () => {
     /** Runs the N runners of `input` one after another; their outputs put end to end in K order. */
     async function shardsJoined(input: string, count: number, extra: string[] = []): Promise<string> {
@@ -394,11 +426,18 @@ describe('map with s3:// inputs and outputs', () => {
       'uid2-batch: s3://unload/exports/data_0_0_0.csv.gz: the AWS credentials were refused; check or renew them (AWS_PROFILE, AWS_ACCESS_KEY_ID)\n',
     ],
     [
-      '--summary-json to s3://',
-      ['s3://unload/exports/data_0_0_0.csv.gz', '--summary-json', 's3://unload/out/summary.json'],
+      '--summary-json naming an object that is not a summary',
+      ['s3://unload/exports/data_0_0_0.csv.gz', '--summary-json', 's3://unload/exports/data_1_0_0.csv.gz'],
       {},
       2,
-      "uid2-batch: --summary-json 's3://unload/out/summary.json': this output takes a local path, not an s3:// location; write it locally and copy it (aws s3 cp)\n",
+      "uid2-batch: --summary-json 's3://unload/exports/data_1_0_0.csv.gz' exists and is not a run summary: it would be replaced; choose another --summary-json key (or remove the object)\n",
+    ],
+    [
+      '--metrics-file naming an object that is not a metrics file',
+      ['s3://unload/exports/data_0_0_0.csv.gz', '--metrics-file', 's3://unload/exports/data_1_0_0.csv.gz'],
+      {},
+      2,
+      'uid2-batch: --metrics-file s3://unload/exports/data_1_0_0.csv.gz exists and is not a metrics file of this tool: name a new file (e.g. uid2_batch.prom) or remove it\n',
     ],
     [
       '--output-dir with s3:// inputs',
