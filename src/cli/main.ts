@@ -286,8 +286,17 @@ async function metricsPathIn(args: readonly string[]): Promise<string | undefine
 async function refuseMetricsPath(path: string | undefined): Promise<void> {
   if (path === undefined) return;
   const { refusedMetricsPath } = await import('./shared/metrics-file.js');
-  const refusal = refusedMetricsPath(path);
+  // an s3:// one is checked with the summary's object (report-objects.ts), by the commands that take it
+  const refusal = /^s3:\/\//i.test(path) ? undefined : await refusedMetricsPath(path);
   if (refusal !== undefined) throw new UserError(refusal, EXIT.usage);
+}
+
+/** An s3:// --summary-json or --metrics-file is checked before the run; its module is loaded only for one. */
+async function refuseReportObjects(args: readonly string[], metricsPath: string | undefined): Promise<void> {
+  const summaryPath = flagValueIn(args, '--summary-json');
+  if (!/^s3:\/\//i.test(summaryPath ?? '') && !/^s3:\/\//i.test(metricsPath ?? '')) return;
+  const objects = await import('./shared/report-objects.js');
+  await objects.refuseReportObjects(commandWordsIn(args), summaryPath, metricsPath);
 }
 
 /** With --metrics-file, the run's counters, exit code and end time, whatever happened. */
@@ -351,12 +360,20 @@ export async function main(argv: string[]): Promise<void> {
   let overlapping = false;
   const args = argv.slice(2);
   let metricsPath: string | undefined;
+  let reportsRefused = false;
   let jsonLog = false;
   try {
     jsonLog = startJsonLogIfAsked(args);
     rejectSecretFlags(args);
     const wantedMetrics = await metricsPathIn(args);
     await refuseMetricsPath(wantedMetrics);
+    try {
+      await refuseReportObjects(args, wantedMetrics);
+    } catch (err) {
+      // S3 refused or cannot be reached: the reports are not written either, so the run ends with this one line
+      reportsRefused = true;
+      throw err;
+    }
     metricsPath = wantedMetrics;
     // commander's own error lines quote what was typed: they are quoted here as every other error line is
     const program = await buildProgram(await commandsFor(argv), {
@@ -371,7 +388,7 @@ export async function main(argv: string[]): Promise<void> {
     process.exitCode = reportError(err);
     error = usageErrorOf(err, args) ?? describeError(err).line;
     // the summary path may be the very file that overlaps: a refused run writes nothing at all
-    overlapping = err instanceof Error && err.name === 'OverlappingOutputError';
+    overlapping = reportsRefused || (err instanceof Error && err.name === 'OverlappingOutputError');
   }
   if (stoppedBy() === 'SIGHUP' && process.exitCode === EXIT.interrupted) process.exitCode = EXIT.hangup;
   if (!overlapping) await completeSummary(args, error);

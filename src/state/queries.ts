@@ -18,6 +18,7 @@ export const SQL = {
   // a change row carries the checksum of its JSON (checksum.ts)
   insertPendingChange: 'INSERT INTO pending_changes (run_id, kind, row, sum, created_at) VALUES (?, ?, ?, ?, ?)',
   pendingChanges: 'SELECT id, row, sum FROM pending_changes WHERE kind = ? AND id > ? ORDER BY id LIMIT ?',
+  pendingChangeCounts: 'SELECT kind, COUNT(*) FROM pending_changes GROUP BY kind',
   lastPendingChange: 'SELECT max(id) FROM pending_changes WHERE kind = ?',
   ackChanges: 'DELETE FROM pending_changes WHERE kind = ? AND id <= ?',
   // the records of an id range joined (JOINED_RECORDS), in id order

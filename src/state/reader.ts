@@ -9,6 +9,7 @@ import { checkedMetaValue } from './meta-values.js';
 import { asDamage, checkSchema } from './open.js';
 import { RecordWalker, WALK_PAGE } from './record-walk.js';
 import { sqliteDriver } from './sqlite-driver.js';
+import { pendingChangeCounts } from './store.js';
 import { APPLICATION_ID, META_KEYS, TYPE_OF_CODE, statusOfCode } from './schema.js';
 import type { EntryStatus, ExportedEntry } from './types.js';
 
@@ -192,15 +193,7 @@ export function openStateReader(path: string, recordsPage = WALK_PAGE): StateRea
     },
     damaged: () => damaged,
     tally: (bounds) => checked(() => tallyRecords(db, bounds, recordsPage)),
-    pendingChanges: () => {
-      const out: Record<string, number> = {};
-      for (const [kind, n] of db.prepare('SELECT kind, COUNT(*) FROM pending_changes GROUP BY kind').raw().all() as [
-        string,
-        number,
-      ][])
-        out[kind] = n;
-      return out;
-    },
+    pendingChanges: () => pendingChangeCounts(db),
     lastRun: () => {
       const row = db
         .prepare('SELECT command, started_at, now, finished_at, exit_code FROM runs ORDER BY id DESC LIMIT 1')

@@ -428,6 +428,9 @@ export class StateStore {
     });
   }
 
+  /** Pending change rows per channel (each kind, and each share of a kind that sharded runs journaled). */
+  readonly pendingChangeCounts = (): Record<string, number> => pendingChangeCounts(this.db);
+
   /** The id of the last pending change row of one channel; null when none is pending. */
   lastPendingChangeId(channel: string): number | null {
     return (this.journal().last.get(channel) as number | null | undefined) ?? null;
@@ -775,6 +778,9 @@ function prepareAll(db: Database) {
     finishRun: plain(SQL.finishRun),
   };
 }
+
+export const pendingChangeCounts = (db: Database): Record<string, number> =>
+  Object.fromEntries(db.prepare(SQL.pendingChangeCounts).raw().all() as [string, number][]);
 
 function prepareJournal(db: Database) {
   return {

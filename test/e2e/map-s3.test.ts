@@ -274,6 +274,107 @@ describe('map with s3:// inputs and outputs', () => {
     expect(await objectText('out/taken.csv')).toBe('kept\n');
   });
 
+  it('--summary-json and --metrics-file to s3:// are put whole at the end, replaced by the next run, and say a failure', async () => {
+    const reports = [
+      '--summary-json',
+      's3://unload/reports/summary.json',
+      '--metrics-file',
+      's3://unload/reports/uid2.prom',
+    ];
+    const local = dir.file('reports-local.json');
+    expect(
+      (await run(['s3://unload/exports/data_2_0_0.csv.gz', '-o', dir.file('r-local.csv'), '--summary-json', local]))
+        .code,
+    ).toBe(0);
+    const expected = JSON.parse(readFileSync(local, 'utf8')) as Record<string, unknown>;
+    for (const round of [1, 2]) {
+      const done = await run(['s3://unload/exports/data_2_0_0.csv.gz', '-o', dir.file(`r-${round}.csv`), ...reports]);
+      expect(done.stderr).toBe('');
+      expect(done.code).toBe(0);
+      const summary = JSON.parse(await objectText('reports/summary.json')) as Record<string, unknown>;
+      expect(summary).toMatchObject({ command: 'map', outcome: 'completed', exit_code: 0 });
+      for (const key of ['rows', 'status', 'requests']) expect(summary[key], key).toEqual(expected[key]);
+      const metrics = await objectText('reports/uid2.prom');
+      expect(metrics.startsWith('# HELP uid2_batch_')).toBe(true);
+      expect(metrics).toMatch(/^uid2_batch_exit_code\{command="map"\} 0$/m);
+    }
+    // a failed run's reports say so, as local ones do: each object is put whole, once the run has ended
+    const failed = await run(['s3://unload/broken/data_*.csv.gz', '-o', dir.file('r-failed.csv'), ...reports]);
+    expect(failed.code).toBe(1);
+    const summary = JSON.parse(await objectText('reports/summary.json')) as Record<string, unknown>;
+    expect(summary).toMatchObject({ command: 'map', outcome: 'failed', exit_code: 1 });
+    expect(await objectText('reports/uid2.prom')).toMatch(/^uid2_batch_exit_code\{command="map"\} 1$/m);
+  });
+
+  describe('--shard K/N', () => {
+    /** Runs the N runners of `input` one after another; their outputs put end to end in K order. */
+    async function shardsJoined(input: string, count: number, extra: string[] = []): Promise<string> {
+      const outs: string[] = [];
+      for (let k = 0; k < count; k++) {
+        const out = dir.file(`shard-${basename(input)}-${k}-${count}.csv`);
+        const r = await run([input, ...extra, '--shard', `${k}/${count}`, '-o', out]);
+        expect(r.stderr).toBe('');
+        expect(r.code).toBe(0);
+        outs.push(readFileSync(out, 'utf8'));
+      }
+      return outs.join('');
+    }
+
+    it('several objects: whole parts per runner, the outputs joined in K order are the one-runner output', async () => {
+      const whole = dir.file('shard-parts-whole.csv');
+      expect((await run(['s3://unload/exports/data_*_0_0.csv.gz', '-o', whole])).code).toBe(0);
+      const expected = readFileSync(whole, 'utf8');
+      expect(expected.split('\n').length).toBe(3002);
+      // three parts over two runners, and over four (one runner has none)
+      for (const count of [2, 4])
+        expect(await shardsJoined('s3://unload/exports/data_*_0_0.csv.gz', count)).toBe(expected);
+    });
+
+    it('one plain object: record-aligned ranges read by ranged GETs, joined in K order the one-runner output', async () => {
+      // quoted line breaks to cut around, CRLF and LF line ends
+      const lines = Array.from(
+        { length: 1500 },
+        (_, i) => `${row(i)},${i % 7 === 0 ? `"one\r\ntwo ""${i}"""` : `n${i}`}${i % 3 === 0 ? '\r' : ''}`,
+      );
+      await s3.send(
+        new PutObjectCommand({
+          Bucket: 'unload',
+          Key: 'plain/rows.csv',
+          Body: `${HEADER},note\n${lines.join('\n')}\n`,
+        }),
+      );
+      const jsonl = Array.from({ length: 700 }, (_, i) =>
+        JSON.stringify({
+          id: i,
+          email: `json.${i}@example.com`,
+          phone: i % 2 === 0 ? '' : `+1617556${String(i).padStart(4, '0')}`,
+        }),
+      );
+      await s3.send(new PutObjectCommand({ Bucket: 'unload', Key: 'plain/rows.jsonl', Body: `${jsonl.join('\n')}\n` }));
+      for (const input of ['s3://unload/plain/rows.csv', 's3://unload/plain/rows.jsonl']) {
+        const whole = dir.file(`shard-whole-${basename(input)}.csv`);
+        const one = await run([input, '-o', whole]);
+        expect(one.stderr).toBe('');
+        expect(one.code).toBe(0);
+        const expected = readFileSync(whole, 'utf8');
+        expect(expected.split('\n').length).toBeGreaterThan(700);
+        for (const count of input.endsWith('.csv') ? [3, 5] : [3])
+          expect(await shardsJoined(input, count)).toBe(expected);
+      }
+    }, 180_000);
+
+    it('one gzip object is refused with the line that says to unload in parts, before the service is asked', async () => {
+      const before = await mapRequests();
+      const refused = await run(['s3://unload/exports/data_0_0_0.csv.gz', '--shard', '1/2', '-o', dir.file('gz.csv')]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toBe(
+        "uid2-batch: --shard cannot split 's3://unload/exports/data_0_0_0.csv.gz': a gzip file can only be read from " +
+          'its start; unload the table in parts (several files) and give them all, so each runner takes whole parts\n',
+      );
+      expect(await mapRequests()).toBe(before);
+    });
+  });
+
   it.each([
     [
       'a missing bucket (input)',
@@ -325,11 +426,18 @@ describe('map with s3:// inputs and outputs', () => {
       'uid2-batch: s3://unload/exports/data_0_0_0.csv.gz: the AWS credentials were refused; check or renew them (AWS_PROFILE, AWS_ACCESS_KEY_ID)\n',
     ],
     [
-      '--summary-json to s3://',
-      ['s3://unload/exports/data_0_0_0.csv.gz', '--summary-json', 's3://unload/out/summary.json'],
+      '--summary-json naming an object that is not a summary',
+      ['s3://unload/exports/data_0_0_0.csv.gz', '--summary-json', 's3://unload/exports/data_1_0_0.csv.gz'],
       {},
       2,
-      "uid2-batch: --summary-json 's3://unload/out/summary.json': this output takes a local path, not an s3:// location; write it locally and copy it (aws s3 cp)\n",
+      "uid2-batch: --summary-json 's3://unload/exports/data_1_0_0.csv.gz' exists and is not a run summary: it would be replaced; choose another --summary-json key (or remove the object)\n",
+    ],
+    [
+      '--metrics-file naming an object that is not a metrics file',
+      ['s3://unload/exports/data_0_0_0.csv.gz', '--metrics-file', 's3://unload/exports/data_1_0_0.csv.gz'],
+      {},
+      2,
+      'uid2-batch: --metrics-file s3://unload/exports/data_1_0_0.csv.gz exists and is not a metrics file of this tool: name a new file (e.g. uid2_batch.prom) or remove it\n',
     ],
     [
       '--output-dir with s3:// inputs',

@@ -126,21 +126,6 @@ describe('map --shard K/N', () => {
     expect(gunzipSync(joined).toString('utf8')).toBe(readFileSync(wholeOut, 'utf8'));
   }, 60_000);
 
-  it('an S3 input is refused with a line that says to copy the parts down first, before S3 is asked', async () => {
-    // no S3 server runs here: the refusal must come before any request to one
-    const run = await runCli(['map', 's3://unload/data_*.csv.gz', ...MAP, '--shard', '1/2'], {
-      env: {
-        AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
-        AWS_ACCESS_KEY_ID: 'x',
-        AWS_SECRET_ACCESS_KEY: 'y',
-        AWS_REGION: 'us-east-1',
-      },
-    });
-    expect(run.code).toBe(2);
-    expect(run.stderr.trim().split('\n')).toHaveLength(1);
-    expect(run.stderr).toMatch(/--shard takes local inputs: 's3:\/\/unload\/data_\*\.csv\.gz' is in S3/);
-  });
-
   it('a single gzip file is refused with a line that says to unload in parts', async () => {
     const gz = dir.file('rows.csv.gz', gzipSync(readFileSync(input)));
     const run = await runCli(['map', gz, ...MAP, '--shard', '1/2']);

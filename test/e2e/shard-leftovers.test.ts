@@ -121,3 +121,31 @@ describe('optout-check --state --shard on a state file', { timeout: 120_000 }, (
     expect((await sweep('0/3', 'optout-again.csv')).filter((l) => l.includes(rawUid))).toEqual([]);
   });
 });
+
+describe("a shard's changes left for a run of another share count", { timeout: 120_000 }, () => {
+  it('are named in one line by runs of another N and without --shard, and written once by their own shard', async () => {
+    const state = join(dir, 'other-n.db');
+    const mapped = await runCli(['map', join(dir, 'in.csv'), '--state', state, '-o', join(dir, 'other-n.csv')], {
+      served,
+    });
+    expect(mapped.code, mapped.stderr).toBe(0);
+    const hash = leaveShardChange(state, false);
+    const line =
+      'uid2-batch: 1 pending change(s) of channel "remap 0/3" are not written by this run: only remap-due --shard 0/3 writes them';
+    const remap = async (shard: string[], out: string): Promise<{ rows: string[]; said: string[] }> => {
+      const run = await runCli(['remap-due', '--state', state, ...shard, '-o', join(dir, out)], {
+        served,
+      });
+      expect(run.code, run.stderr).toBe(0);
+      return { rows: dataLines(join(dir, out)), said: run.stderr.split('\n').filter((l) => l.includes('channel')) };
+    };
+    expect(await remap(['--shard', '0/4'], 'other-n-4.csv')).toEqual({ rows: [], said: [line] });
+    expect(await remap([], 'other-n-whole.csv')).toEqual({ rows: [], said: [line] });
+    // a sibling shard of the same N says nothing: its own runner writes them
+    expect((await remap(['--shard', '1/3'], 'other-n-sibling.csv')).said).toEqual([]);
+    const own = await remap(['--shard', '0/3'], 'other-n-own.csv');
+    expect(own.rows.length).toBe(1);
+    expect(own.rows[0]).toContain(hash);
+    expect(await remap(['--shard', '0/4'], 'other-n-after.csv')).toEqual({ rows: [], said: [] });
+  });
+});

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runMap } from '../../src/cli/map/map.js';
 import { runOptoutCheck } from '../../src/cli/optout-check/optout-check.js';
 import { runRemapDue } from '../../src/cli/remap-due/remap-due.js';
+import type { Shard } from '../../src/pipeline/shard/shard-spec.js';
 import type { InputCommandDeps } from '../../src/cli/shared/command-context.js';
 import type { StateBackend } from '../../src/state/backend.js';
 import { openStateBackend } from '../../src/state/open-backend.js';
@@ -29,9 +30,9 @@ function deps(): InputCommandDeps {
 }
 
 /** Another run's hold on a command's whole share: its advisory lock, taken through a second connection. */
-async function holdShare(command: string): Promise<StateBackend> {
+async function holdShare(command: string, shard?: Shard): Promise<StateBackend> {
   const holder = await openStateBackend(url, { envFingerprint: 'UID2:local', create: false });
-  await holder.lock({ kind: 'sweep', command });
+  await holder.lock({ kind: 'sweep', command, ...(shard !== undefined ? { shard } : {}) });
   return holder;
 }
 
@@ -52,13 +53,14 @@ beforeAll(async () => {
 
 afterAll(() => dir.remove());
 
-const commands: [string, (wait: number | undefined) => Promise<number>][] = [
+const commands: [string, (wait: number | undefined, shard?: Shard) => Promise<number>][] = [
   [
     'remap-due',
-    (wait) =>
+    (wait, shard) =>
       runRemapDue(
         {
           state: url,
+          ...(shard !== undefined ? { shard } : {}),
           dryRun: false,
           ...(wait !== undefined ? { wait } : {}),
           connection: { env: 'local' },
@@ -69,9 +71,10 @@ const commands: [string, (wait: number | undefined) => Promise<number>][] = [
   ],
   [
     'optout-check',
-    (wait) =>
+    (wait, shard) =>
       runOptoutCheck(
         {
+          ...(shard !== undefined ? { shard } : {}),
           reading: {},
           onlyOptedOut: false,
           privateOperator: false,
@@ -117,6 +120,36 @@ describe.each(commands)('%s --wait SECONDS on a PostgreSQL state', (command, run
       await expect(run(0.3)).rejects.toMatchObject({ name: 'StateLockedError' });
       expect(Date.now() - started).toBeGreaterThanOrEqual(300);
     } finally {
+      await holder.close();
+    }
+  });
+});
+
+describe.each(commands)('%s --shard of another N on a PostgreSQL state', (command, run) => {
+  const ofThree: Shard = { index: 1, count: 3 };
+  const ofFour: Shard = { index: 2, count: 4 };
+
+  it('is refused in one line naming both counts while a shard of another N runs', async () => {
+    const holder = await holdShare(command, ofThree);
+    try {
+      await expect(run(undefined, ofFour)).rejects.toMatchObject({
+        name: 'StateLockedError',
+        message: `${command} --shard K/4 cannot run while runners of ${command} --shard K/3 hold ${
+          holder.where
+        } (shares of different counts overlap); wait for those runners to finish, or use --shard K/3`,
+      });
+    } finally {
+      await holder.close();
+    }
+  });
+
+  it('with --wait, runs once the runners of the other N let go', async () => {
+    const holder = await holdShare(command, ofThree);
+    const release = setTimeout(() => void holder.close(), 500);
+    try {
+      expect(await run(30, ofFour)).toBe(0);
+    } finally {
+      clearTimeout(release);
       await holder.close();
     }
   });

@@ -1,4 +1,4 @@
-// Many runners at once on one PostgreSQL state: map --shard and remap-due --shard side by side, and the sweep lock.
+// Many runners at once on one PostgreSQL state: map, remap-due and optout-check --shard side by side, and the sweep lock.
 import { existsSync, readFileSync } from 'node:fs';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -324,5 +324,39 @@ describe('a shard interrupted after a commit', { timeout: 180_000 }, () => {
     expect(await pendingOf(url)).toEqual({});
     expectOk([await cli(remap(0, dir.file('again-0.csv')), slow)]);
     expect(rowsOf(dir.file('again-0.csv'))).toEqual([]);
+  });
+});
+
+describe('optout-check --state --shard K/3: three sweeps at once on one PostgreSQL state', { timeout: 180_000 }, () => {
+  it('each writes its own share only, no entry twice, and together what one unsharded sweep finds', async () => {
+    const one = pg.schemaUrl('optout_one_runner');
+    const shared = pg.schemaUrl('optout_three_runners');
+    for (const url of [one, shared])
+      expectOk([await cli(['map', input, '--email-col', 'email', '--quiet', '--state', url])]);
+    const sweep = ['optout-check', '--quiet'];
+    const wholeOut = dir.file('sweep-one.csv');
+    expectOk([await cli([...sweep, '--state', one, '-o', wholeOut])]);
+    const wholeRows = rowsOf(wholeOut);
+    // every valid address was mapped, and each has a raw UID to check (and some a previous one too)
+    expect(new Set(wholeRows.map((row) => `${row.hash_type} ${row.hash}`)).size).toBe(distinct);
+
+    const outs = [0, 1, 2].map((k) => dir.file(`sweep-${k}.csv`));
+    expectOk(await together(outs.map((o, k) => [...sweep, '--state', shared, '--shard', `${k}/3`, '-o', o])));
+    const seen = new Map<string, number>();
+    const union: string[] = [];
+    outs.forEach((o, k) => {
+      const rows = rowsOf(o);
+      expect(rows.length).toBeGreaterThan(0);
+      for (const row of rows) {
+        expect(runnerOfKey(row.hash_type, row.hash, 3)).toBe(k);
+        // an entry's raw UID and previous raw UID are two rows of one runner's file, never of two
+        const key = `${row.hash_type} ${row.hash}`;
+        expect(seen.get(key) ?? k, `${key} in the files of runners ${seen.get(key)} and ${k}`).toBe(k);
+        seen.set(key, k);
+        union.push(JSON.stringify(row));
+      }
+    });
+    expect(union.sort()).toEqual(wholeRows.map((row) => JSON.stringify(row)).sort());
+    expect(await pendingOf(shared)).toEqual({});
   });
 });

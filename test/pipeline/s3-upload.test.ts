@@ -200,6 +200,20 @@ describe('an s3:// output of rows', () => {
     expect(await store.text(BUCKET, 'there.csv')).toBe(before);
   });
 
+  it.each([
+    ['csv', 's3://out/sealed.csv'],
+    ['parquet', 's3://out/sealed.parquet'],
+  ] as const)('a %s output refuses to be sealed as a local file, and makes no object', async (format, url) => {
+    const sink = await openS3Sink({ path: url, format, header }, openSink);
+    await sink.writeRows(rows.slice(0, 3));
+    const prepared = await (sink.prepareCommit as () => ReturnType<NonNullable<typeof sink.prepareCommit>>)();
+    // a journal's record of the file about to be renamed into place
+    const sealed = (): void => undefined;
+    await expect(prepared.publish(sealed)).rejects.toThrow('an s3:// output cannot be sealed as a local file');
+    await prepared.discard();
+    expect(await store.exists(BUCKET, url.slice('s3://out/'.length))).toBe(false);
+  });
+
   it('a missing bucket is one line, before a byte is written', async () => {
     const opening = openS3Sink({ path: 's3://no-such-bucket/x.csv', format: 'csv', header }, openSink);
     await expect(opening).rejects.toThrow(/the bucket 'no-such-bucket' does not exist/);

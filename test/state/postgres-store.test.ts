@@ -244,4 +244,29 @@ describe('PostgreSQL state: open, meta, lookups and commits', () => {
     // released with the session
     await withState(async (c) => c.lock({ kind: 'sweep', command: 'remap-due' }), url);
   });
+
+  it('refuses a shard of another N while shards of one N run, naming both counts; the same N goes on', async () => {
+    const url = pg.schemaUrl();
+    const shard = (index: number, count: number, command = 'remap-due'): StateLockScope => ({
+      kind: 'sweep',
+      command,
+      shard: { index, count },
+    });
+    await withState(async (a) => {
+      await a.lock(shard(1, 3));
+      await withState(async (b) => {
+        await expect(b.lock(shard(2, 4))).rejects.toMatchObject({ name: 'StateLockedError' });
+        await expect(b.lock(shard(1, 4))).rejects.toThrow(
+          /remap-due --shard K\/4 .* --shard K\/3 .*; wait for those runners to finish, or use --shard K\/3/,
+        );
+        // another command's sweep, and a shard of the same N, go on beside it
+        await b.lock(shard(1, 4, 'optout-check'));
+        await b.lock(shard(2, 3));
+      }, url);
+      // the refused shards let go of what they took: a share of 3 that b held is free again
+      await withState(async (c) => c.lock(shard(2, 3)), url);
+    }, url);
+    // with the shards of 3 gone, shards of 4 go
+    await withState(async (d) => d.lock(shard(4, 4)), url);
+  });
 });

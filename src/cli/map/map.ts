@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import type { ConnectionFlags } from '../../config/index.js';
 import { runMapFilesJob } from '../../pipeline/jobs/map-files-job.js';
-import { chooseS3Endpoint } from '../../pipeline/io/s3/s3-endpoint.js';
 import { isS3Url } from '../../pipeline/io/s3/s3-url.js';
 import type { ColumnFlags } from '../../pipeline/map/identifier-columns.js';
 import type { LayoutRequest } from '../../pipeline/map/result-layout.js';
@@ -45,6 +44,7 @@ import { addPhoneRegionOption, phoneRegionColumnFlagOf, phoneRegionFlagOf } from
 import { collectRepeated } from '../shared/repeated-flags.js';
 import { addThreadsOption, threadsFlag } from '../shared/threads-option.js';
 import type { Shard } from '../../pipeline/shard/shard-spec.js';
+import { addS3EndpointOption } from '../shared/s3-endpoint-option.js';
 import { addShardOption, shardFlag } from '../shared/shard-option.js';
 
 /** Input and identifier columns as every table-reading command takes them, plus what map adds. */
@@ -115,11 +115,6 @@ export function registerMap(program: Command): void {
     )
     .option('--rejects <file>', 'also write the rows with an invalid, opted-out or failed identifier here')
     .option(
-      '--s3-endpoint <url>',
-      'an S3-compatible store (MinIO, R2) for s3:// inputs and -o, addressed by path (default: AWS_ENDPOINT_URL, else AWS)',
-      parseS3Endpoint,
-    )
-    .option(
       '--concurrency <n>',
       `requests in flight at most (default 20; at most ${PUBLIC_MAX_CONCURRENCY} against the public service)`,
       parseConcurrency,
@@ -151,6 +146,7 @@ export function registerMap(program: Command): void {
       "names of the result columns start with PREFIX_ (default: none for one identifier column, the column's name with spaces and punctuation as _ for several); with several: COLUMN=PREFIX, repeatable",
       collectRepeated,
     );
+  addS3EndpointOption(cmd, 's3:// inputs, -o, --rejects and --bad-rows');
   addTableInputOptions(cmd);
   addPhoneRegionOption(cmd, true);
   addNullValueOption(cmd);
@@ -164,18 +160,11 @@ export function registerMap(program: Command): void {
   addThreadsOption(cmd, defaultMapThreads(), 'cores - 1, at most 3');
   addShardOption(
     cmd,
-    'map only its share of the input (whole parts, or a range of one file); the N outputs put end to end in K order are the one-runner output',
+    'map only its share of the input (whole parts, or a range of one file or S3 object); the N outputs put end to end in K order are the one-runner output',
   );
   cmd.action((input: string[] | undefined, opts: Record<string, unknown>) =>
     runInProcess((deps) => runMap(mapFlags(input, opts), deps)),
   );
-}
-
-/** --s3-endpoint: checked here, so that a bad URL is a usage error before anything is read. */
-function parseS3Endpoint(value: string): string {
-  const problem = chooseS3Endpoint(value);
-  if (problem !== undefined) throw new UserError(problem);
-  return value;
 }
 
 function parseApi(value: string): 'v3' | 'v2' {
@@ -235,12 +224,6 @@ export async function runMap(given: MapFlags, deps: MapDeps): Promise<number> {
   if (flags.outputDir !== undefined && s3Input !== undefined)
     throw new UserError(
       `--output-dir names its outputs after local inputs: '${s3Input}' is in S3; use -o s3://BUCKET/KEY or -o FILE instead`,
-      EXIT.usage,
-    );
-  // a share is found by listing parts or cutting one file's bytes here; S3 objects are listed later, in the job
-  if (flags.shard !== undefined && s3Input !== undefined)
-    throw new UserError(
-      `--shard takes local inputs: '${s3Input}' is in S3; copy the unload's parts to local disk first (e.g. aws s3 cp --recursive), or map it without --shard`,
       EXIT.usage,
     );
   // with several parts each runner writes its own parts' outputs; one file's output would be every runner's

@@ -96,7 +96,10 @@ export function addOutputOptions(cmd: Command): Command {
         'gzip the output or not (default: gzip when -o ends in .gz); Parquet compresses its own pages',
       ).choices(['gzip', 'none']),
     )
-    .option('--summary-json <file>', 'also write the run summary as JSON to this file')
+    .option(
+      '--summary-json <file>',
+      'also write the run summary as JSON to this file (or s3://BUCKET/KEY where -o may be one)',
+    )
     .option('-q, --quiet', 'no progress and no summary on stderr (errors still print)');
 }
 
@@ -104,7 +107,7 @@ export function addOutputOptions(cmd: Command): Command {
 export function addMetricsFileOption(cmd: Command): Command {
   return cmd.option(
     '--metrics-file <file>',
-    "write the run's counters, exit code and end time in the Prometheus text format (node_exporter's textfile collector), also when the run fails",
+    "write the run's counters, exit code and end time in the Prometheus text format (node_exporter's textfile collector), also when the run fails; a file, or s3://BUCKET/KEY where -o may be one",
   );
 }
 

@@ -79,7 +79,7 @@ export function refuseOverlappingPaths(
     // an s3:// output's bucket and key are checked when the run opens it, before anything is sent
     if (isS3Url(out.path)) {
       if (s3Outputs && S3_OUTPUT_FLAGS.has(out.flag)) return;
-      // not even a failed run's summary may be written to a path that names no local file
+      // not even a failed run's summary may be written where this command writes no object
       throw new OverlappingOutputError(
         `${named(out)}: this output takes a local path, not an s3:// location; write it locally and copy it (aws s3 cp)`,
       );
@@ -102,8 +102,11 @@ export function refuseOverlappingPaths(
   });
 }
 
-/** The outputs that may be s3:// locations: each is a sink of rows, uploaded as it is written. */
-const S3_OUTPUT_FLAGS = new Set(['-o', '--rejects', '--bad-rows']);
+/**
+ * The outputs that may be s3:// locations: sinks of rows, uploaded as they are written, and the run's reports, put
+ * whole at its end (an object there that is not a report of this tool is refused before, report-objects.ts).
+ */
+const S3_OUTPUT_FLAGS = new Set(['-o', '--rejects', '--bad-rows', '--summary-json', '--metrics-file']);
 
 function isDirectory(path: string): boolean {
   try {

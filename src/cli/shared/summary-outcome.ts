@@ -1,6 +1,7 @@
 // The end of every run with --summary-json: the file says the outcome, the exit code and the error, whatever failed.
 import { EXIT } from './exit-codes.js';
 import { commandWordsIn, flagValueIn } from './raw-args.js';
+import { mayWriteReportAt } from './report-commands.js';
 import { mayHoldSummary } from './summary-file.js';
 import { summaryWrittenTo, writeSummaryJson } from '../../pipeline/run/summary.js';
 
@@ -37,6 +38,8 @@ export async function completeSummaryJson(end: RunEnd): Promise<string | undefin
   const written = summaryWrittenTo(end.path);
   // anything else (the input given as --summary-json by mistake) is left alone: the refusal already said so
   if (written === undefined && !mayHoldSummary(end.path)) return undefined;
+  // a command that writes no object has refused an s3:// one, or has not got as far as to (a usage error)
+  if (!mayWriteReportAt(end.command, end.path)) return undefined;
   const body: Record<string, unknown> = {
     ...(written ?? { command: end.command }),
     outcome: outcomeOf(end.exitCode, written, end.error !== undefined),

@@ -1,4 +1,5 @@
 /** A whole optout-check run: the raw UIDs of input files, or of a state file, checked for opt-outs. */
+import { strandedChangeLines } from '../run/stranded-changes.js';
 import { ownsKey } from '../shard/shard-keys.js';
 import type { Shard } from '../shard/shard-spec.js';
 import type { StateBackend } from '../../state/backend.js';
@@ -458,6 +459,7 @@ function runStateSweep(
         } else await state.waitForLock((options.wait ?? 0) * 1000);
         // a runner delivers its own share's opt-outs only: runners at once never write or acknowledge each other's
         const channel = changeChannel('optout', options.shard);
+        for (const line of strandedChangeLines(await state.pendingChangeCounts(), channel)) say(line);
         let planned = 0;
         return {
           command: 'optout-check',

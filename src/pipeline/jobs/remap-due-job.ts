@@ -1,4 +1,5 @@
 /** A whole remap-due run: the state file opened, what is due re-mapped, the changes file written. */
+import { strandedChangeLines } from '../run/stranded-changes.js';
 import { shareOf } from './remap-share.js';
 import type { StateBackend } from '../../state/backend.js';
 import { openState } from '../../state/index.js';
@@ -142,6 +143,7 @@ async function remapPlan(run: RemapDueRun<RemapDueState>, target: ServiceTarget)
   const { state, nowS, options, startedMs, deps, say } = run;
   // a runner delivers its own share's changes only: runners at once never write or acknowledge each other's
   const channel = changeChannel('remap', options.shard);
+  for (const line of strandedChangeLines(await state.pendingChangeCounts(), channel)) say(line);
   const concurrency = chooseConcurrency(options.concurrency, target, say);
   const due = await state.countDue(nowS);
   const cellsOf = (change: RemapChange): string[] =>

@@ -1,4 +1,5 @@
 /** remap-due on a state file made by map --api v2: salt buckets mark what is due, then v2 (or v3) re-maps it. */
+import { strandedChangeLines } from '../run/stranded-changes.js';
 import { shareOf } from './remap-share.js';
 import {
   changesColumns,
@@ -89,6 +90,7 @@ function remapV2Plan(run: RemapDueRun, target: ServiceTarget): BatchPlan<RemapRe
   const { state, nowS, options, startedMs, deps, say } = run;
   // as on v3: a shard writes and acknowledges the changes it journaled only
   const channel = changeChannel('remap', options.shard);
+  for (const line of strandedChangeLines(state.pendingChangeCounts(), channel)) say(line);
   const concurrency = chooseConcurrency(options.concurrency, target, say);
   const cellsOf = (change: RemapChange): string[] =>
     changeCellsV2(change, options.output.timeFormat, options.output.hashEncoding);

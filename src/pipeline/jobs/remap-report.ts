@@ -47,6 +47,7 @@ export type RemapDueState = RemapState &
     countDue(nowS: number): number | Promise<number>;
     dueByDay(nowS: number, days: number): DueDay[] | Promise<DueDay[]>;
     lastPendingChangeId(channel: ChangeChannel): number | null | Promise<number | null>;
+    pendingChangeCounts(): Record<string, number> | Promise<Record<string, number>>;
   };
 
 /** One remap-due run, once its state is open: what each of its steps needs (a v2 run's state is a file). */

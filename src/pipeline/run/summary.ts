@@ -1,5 +1,5 @@
 /** The run summary every batch command ends with: its counts, its line on stderr and --summary-json. */
-import { writeTextAtomically } from '../io/output/output-file.js';
+import { writeTextOutput } from '../io/output/text-output.js';
 import { writeLine } from './log-lines.js';
 
 export interface StatusCounts {
@@ -130,10 +130,10 @@ export function summaryWrittenTo(path: string): Record<string, unknown> | undefi
 }
 
 /**
- * Writes the summary as JSON next to its final path and renames it into place, so a reader (a cron
- * wrapper, a dashboard) never sees half a file.
+ * Writes the summary as JSON whole (a local file next to its final path, renamed into place; an s3:// object in one
+ * PUT), so a reader (a cron wrapper, a dashboard) never sees half of it.
  */
 export async function writeSummaryJson(path: string, summary: RunSummary | Record<string, unknown>): Promise<void> {
-  await writeTextAtomically(path, `${JSON.stringify(summary, null, 2)}\n`);
+  await writeTextOutput(path, `${JSON.stringify(summary, null, 2)}\n`);
   lastWritten = { path, body: { ...summary } };
 }

@@ -1,9 +1,11 @@
-/** The share of one plain input file that runner K of N reads under --shard: a record-aligned byte range. */
+/** Runner K of N's share of one plain file or S3 object under --shard: a record-aligned byte range. */
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { countLineBreaks, CsvPieceCutter, cutPieces, type CsvPiece } from '../io/csv/piece-cutter.js';
 import { InputPartsError } from '../io/input-parts.js';
+import type { RangedObject } from '../io/s3/s3-read.js';
+import { isS3Url } from '../io/s3/s3-url.js';
 import { openFailure } from '../io/table.js';
 import type { Shard } from './shard-spec.js';
 
@@ -44,8 +46,11 @@ const SCAN_BYTES = 1024 * 1024;
  * same splits, so the ranges are disjoint and cover the file. Runner K scans up to the end of its range only.
  */
 export async function shardWindow(path: string, shard: Shard, reading: ShardReading): Promise<ShardWindow> {
-  const size = await plainFileSize(path);
-  const scan = scanner(path);
+  // an S3 object is read by ranged GETs, as a file by ranges of its bytes; the S3 client is loaded only for one
+  const file = isS3Url(path) ? await (await import('../io/s3/s3-read.js')).openS3Ranges(path) : await plainFile(path);
+  await refuseGzip(path, file);
+  const size = file.size;
+  const scan = scanner(file);
   try {
     const { prefix, cuts } =
       reading.format === 'csv'
@@ -53,7 +58,7 @@ export async function shardWindow(path: string, shard: Shard, reading: ShardRead
         : await jsonlCuts(scan, size, shard, reading);
     const start = cuts[shard.index - 1];
     const end = shard.index === shard.count ? { offset: size, line: Number.POSITIVE_INFINITY } : cuts[shard.index];
-    const stream = Readable.from(windowBytes(path, prefix, start, end));
+    const stream = Readable.from(windowBytes(file, prefix, start, end));
     const empty = start.offset >= end.offset;
     return {
       stream,
@@ -66,8 +71,8 @@ export async function shardWindow(path: string, shard: Shard, reading: ShardRead
   }
 }
 
-/** The size of a plain file that can be split; one line saying why not for stdin, a pipe or a gzip file. */
-async function plainFileSize(path: string): Promise<number> {
+/** A plain file that can be split, as ranges of its bytes; one line saying why not for stdin or a pipe. */
+async function plainFile(path: string): Promise<RangedObject> {
   if (path === '-')
     throw new InputPartsError(
       '--shard reads a share of a file by its bytes: stdin cannot be shared out; give the file, or its parts',
@@ -80,23 +85,24 @@ async function plainFileSize(path: string): Promise<number> {
   }
   if (!st.isFile())
     throw new InputPartsError(`--shard reads a share of a file by its bytes: '${path}' is not a plain file`);
-  const head = await firstBytes(path, 2);
-  if (head.length === 2 && head[0] === 0x1f && head[1] === 0x8b)
+  return { size: st.size, read: (from, to) => fileBytes(path, from, to) };
+}
+
+/** A gzip file or object can only be read from its start: one line that says to unload in parts. */
+async function refuseGzip(path: string, file: RangedObject): Promise<void> {
+  const head: Buffer[] = [];
+  for await (const buf of file.read(0, Math.min(2, file.size))) head.push(buf);
+  const [a, b] = Buffer.concat(head);
+  if (a === 0x1f && b === 0x8b)
     throw new InputPartsError(
       `--shard cannot split '${path}': a gzip file can only be read from its start; ` +
         'unload the table in parts (several files) and give them all, so each runner takes whole parts',
     );
-  return st.size;
 }
 
-async function firstBytes(path: string, n: number): Promise<Buffer> {
-  for await (const buf of createReadStream(path, { start: 0, end: n - 1 })) return buf as Buffer;
-  return Buffer.alloc(0);
-}
-
-/** The file's bytes from `offset` on, read after read. */
-async function* scanner(path: string): AsyncGenerator<Buffer, void, undefined> {
-  for await (const buf of createReadStream(path, { highWaterMark: SCAN_BYTES })) yield buf as Buffer;
+/** The file's bytes from the start on, read after read. */
+async function* scanner(file: RangedObject): AsyncGenerator<Buffer, void, undefined> {
+  yield* file.read(0, file.size);
 }
 
 /**
@@ -216,8 +222,8 @@ function isObjectLine(bytes: Buffer, encoding: 'utf8' | 'latin1'): boolean {
 }
 
 /** The prefix, the empty lines that stand for the lines skipped, and the range. */
-async function* windowBytes(path: string, prefix: Cut, start: Cut, end: Cut): AsyncGenerator<Buffer> {
-  yield* fileBytes(path, 0, prefix.offset);
+async function* windowBytes(file: RangedObject, prefix: Cut, start: Cut, end: Cut): AsyncGenerator<Buffer> {
+  yield* file.read(0, prefix.offset);
   if (start.offset >= end.offset) return;
   if (start.offset > prefix.offset) {
     let blank = start.line - prefix.line;
@@ -226,9 +232,9 @@ async function* windowBytes(path: string, prefix: Cut, start: Cut, end: Cut): As
       yield Buffer.alloc(n, 10);
       blank -= n;
     }
-    yield* fileBytes(path, start.offset, end.offset);
+    yield* file.read(start.offset, end.offset);
   } else if (end.offset > prefix.offset) {
-    yield* fileBytes(path, prefix.offset, end.offset);
+    yield* file.read(prefix.offset, end.offset);
   }
 }
 

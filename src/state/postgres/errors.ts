@@ -27,6 +27,17 @@ export class StateShareLockedError extends StateLockedError {
   }
 }
 
+/** A sweep's shard refused while runners of the same command split the state into another number of shares. */
+export class StateShareCountError extends StateLockedError {
+  constructor(where: string, command: string, count: number, heldCount: number) {
+    super(where, command, null, null);
+    this.name = 'StateLockedError';
+    this.message =
+      `${command} --shard K/${count} cannot run while runners of ${command} --shard K/${heldCount} hold ${where} ` +
+      `(shares of different counts overlap); wait for those runners to finish, or use --shard K/${heldCount}`;
+  }
+}
+
 // PostgreSQL's error codes (SQLSTATE) and the driver's own codes of a connection that went away
 const BAD_PASSWORD = new Set(['28P01', '28000']);
 const NO_DATABASE = '3D000';

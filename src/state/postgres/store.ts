@@ -23,7 +23,13 @@ import type {
   StoredEntries,
 } from '../types.js';
 import { answered, freshRecord } from './entry-update.js';
-import { codeOf, connectionFault, StateConnectionError, StateShareLockedError } from './errors.js';
+import {
+  codeOf,
+  connectionFault,
+  StateConnectionError,
+  StateShareCountError,
+  StateShareLockedError,
+} from './errors.js';
 import { ENTRY_COLUMNS, entrySumOf } from './schema.js';
 
 type Sql = postgres.Sql;
@@ -673,7 +679,8 @@ export class PostgresState implements StateBackend {
 
   /**
    * map: nothing (its commits are upserts). A sweep: session advisory locks of (schema, command), held until close:
-   * a whole sweep holds it alone; a shard holds it shared and its share's alone (shards of one N go side by side).
+   * a whole sweep holds it alone; a shard holds it shared, its share count shared and its share's alone, so shards
+   * of one N go side by side and a shard of another N (whose share would overlap theirs) is refused.
    */
   async lock(scope: StateLockScope): Promise<void> {
     if (scope.kind === 'map') return;
@@ -686,11 +693,41 @@ export class PostgresState implements StateBackend {
       if (await take('try_advisory_lock', 'all')) return;
       throw refused((await take('try_advisory_xact_lock_shared', 'all')) ? 'its shards' : 'shard all');
     }
-    const share = `${scope.shard.index - 1}/${scope.shard.count}`;
+    const { count } = scope.shard;
+    const share = `${scope.shard.index - 1}/${count}`;
     if (!(await take('try_advisory_lock_shared', 'all'))) throw refused('shard all');
+    // the share counts held, keyed by the count itself in a space of the command's own
+    const counts = checksumOf(`uid2-batch\u0000${this.s}\u0000${scope.command}\u0000share counts`) | 0;
+    const heldCount = await this.takeShareCount(counts, key('share counts'), space, count);
+    if (heldCount !== null) {
+      await take('advisory_unlock_shared', 'all');
+      throw new StateShareCountError(this.where, scope.command, count, heldCount);
+    }
     if (await take('try_advisory_lock', share)) return;
+    await this.q('SELECT pg_advisory_unlock_shared($1::int4, $2::int4)', [counts, count]);
     await take('advisory_unlock_shared', 'all');
     throw refused(`shard ${share}`);
+  }
+
+  /**
+   * Takes the lock of share count `count` shared unless another session holds another count's; returns that count
+   * then (null when taken). The look and the take are one step under a short lock (`gate` in `space`), so two
+   * shards of different counts starting at once never both go.
+   */
+  private async takeShareCount(counts: number, gate: number, space: number, count: number): Promise<number | null> {
+    return this.tx(async (t) => {
+      await this.q('SELECT pg_advisory_xact_lock($1::int4, $2::int4)', [space, gate], t);
+      const held = await this.q(
+        "SELECT objid::int8 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2 " +
+          'AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) ' +
+          'AND classid = $1::int4::oid AND objid <> $2::int4::oid AND pid <> pg_backend_pid() LIMIT 1',
+        [counts, count],
+        t,
+      );
+      if (held.length > 0) return Number(held[0][0]);
+      await this.q('SELECT pg_advisory_lock_shared($1::int4, $2::int4)', [counts, count], t);
+      return null;
+    });
   }
 
   // ---- walks: exports, tallies, copies

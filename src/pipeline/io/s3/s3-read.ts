@@ -1,5 +1,10 @@
-/** Reads from S3: an object's bytes as a stream, and the objects a `s3://bucket/prefix/part-*` pattern names. */
-import { GetObjectCommand, ListObjectsV2Command, type ListObjectsV2CommandOutput } from '@aws-sdk/client-s3';
+/** Reads from S3: an object's bytes as a stream (or by ranges), and the objects a `s3://bucket/prefix/part-*` pattern names. */
+import {
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  type ListObjectsV2CommandOutput,
+} from '@aws-sdk/client-s3';
 import { PassThrough, type Readable } from 'node:stream';
 import { globMatcher, hasWildcard, InputPartsError } from '../input-parts.js';
 import { InputError } from '../table.js';
@@ -28,6 +33,42 @@ export async function openS3Object(url: string): Promise<{ stream: NodeJS.Readab
     const { problem, hint } = s3Problem(err, bucket);
     throw new InputError(url, undefined, problem, hint);
   }
+}
+
+/** An object read by byte ranges: its size, and the bytes [from, to) as one ranged GET each. */
+export interface RangedObject {
+  size: number;
+  read(from: number, to: number): AsyncIterable<Buffer>;
+}
+
+/**
+ * The object at `url` as ranges of its bytes (a runner of --shard reads its share of one object so). Its size is
+ * asked first (one HEAD); each range is streamed, and a range left unread stops its download.
+ */
+export async function openS3Ranges(url: string): Promise<RangedObject> {
+  const { bucket, key } = locationOf(url);
+  const failed = (err: unknown): InputError => {
+    const { problem, hint } = s3Problem(err, bucket);
+    return new InputError(url, undefined, problem, hint);
+  };
+  let size: number;
+  try {
+    size = (await s3Client().send(new HeadObjectCommand({ Bucket: bucket, Key: key }))).ContentLength ?? 0;
+  } catch (err) {
+    throw failed(err);
+  }
+  async function* read(from: number, to: number): AsyncGenerator<Buffer> {
+    if (to <= from) return;
+    let body: Readable;
+    try {
+      const range = `bytes=${from}-${to - 1}`;
+      body = (await s3Client().send(new GetObjectCommand({ Bucket: bucket, Key: key, Range: range }))).Body as Readable;
+    } catch (err) {
+      throw failed(err);
+    }
+    for await (const buf of downloadOf(body, url)) yield buf as Buffer;
+  }
+  return { size, read };
 }
 
 /**

@@ -60,14 +60,10 @@ async function openStreaming(
       await upload.abort();
       throw err;
     }
-    return {
-      async publish(sealed) {
-        // a sealed file is how a journal proves a local rename happened: an upload has no such file
-        if (sealed !== undefined) throw new Error('an s3:// output cannot be sealed as a local file');
-        await upload.complete();
-      },
-      discard: () => upload.abort(),
-    };
+    return uploadStep(
+      () => upload.complete(),
+      () => upload.abort(),
+    );
   };
   return {
     writeRows: (rows) => bytes.writeRows(rows),
@@ -83,6 +79,20 @@ async function openStreaming(
         await upload.abort();
       }
     },
+  };
+}
+
+/**
+ * The last commit step of an upload: `upload` makes the object appear, `discard` drops what was sent. A sealed file
+ * is how a journal proves that a local rename happened; an upload has no such file, so it refuses to be sealed.
+ */
+function uploadStep(upload: () => Promise<void>, discard: () => Promise<void>): PreparedOutput {
+  return {
+    async publish(sealed) {
+      if (sealed !== undefined) throw new Error('an s3:// output cannot be sealed as a local file');
+      await upload();
+    },
+    discard,
   };
 }
 
@@ -119,17 +129,13 @@ async function openThroughFile(
       await removeDir();
       throw err;
     }
-    return {
-      async publish(sealed) {
-        if (sealed !== undefined) throw new Error('an s3:// output cannot be sealed as a local file');
-        try {
-          await uploadFile(url, bucket, key, file, shape);
-        } finally {
-          await removeDir();
-        }
-      },
-      discard: removeDir,
-    };
+    return uploadStep(async () => {
+      try {
+        await uploadFile(url, bucket, key, file, shape);
+      } finally {
+        await removeDir();
+      }
+    }, removeDir);
   };
   // the local sink's own methods, called on it (its state stays its own), with the commit steps of the upload
   const encodeElsewhere = local.encodeElsewhere?.bind(local);
