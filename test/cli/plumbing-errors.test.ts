@@ -8,6 +8,7 @@ import { addConnectionOptions, addOutputOptions, parseConcurrency } from '../../
 import { collectRepeated, refuseRepeatedFlags } from '../../src/cli/shared/repeated-flags.js';
 import { ClockSkewError, ServerError, UnauthorizedError, errorFromResponse } from '../../src/protocol/index.js';
 import { InputError } from '../../src/pipeline/io/table.js';
+import { delimiterFlag } from '../../src/cli/shared/input-options.js';
 
 function capture() {
   const lines: string[] = [];
@@ -366,6 +367,13 @@ describe('usage errors are exit 2 in every command that reads a table', () => {
       });
     },
   );
+
+  it('--delimiter tab, or \\t, is read as the tab the readers are handed; one character stays as it is', () => {
+    expect(delimiterFlag('tab')).toBe('\t');
+    expect(delimiterFlag('TAB')).toBe('\t');
+    expect(delimiterFlag('\\t')).toBe('\t');
+    expect(delimiterFlag(';')).toBe(';');
+  });
 
   it('lists one code per meaning: no two names share a number', () => {
     const codes = Object.values(EXIT);

@@ -150,6 +150,33 @@ describe('a Parquet file with a corrupt row group', () => {
   });
 });
 
+describe('--delimiter tab', () => {
+  it('a tab-separated input reads as its comma-separated twin: map with row threads or without, and hash', async () => {
+    const lines = csv.split('\n').slice(0, 301);
+    const commas = dir.file('twin.csv', `${lines.join('\n')}\n`);
+    // the delimiters, not the comma inside a quoted note: a comma followed by an even number of quotes
+    const tabs = dir.file(
+      'twin.tsv',
+      `${lines.map((l) => l.replace(/,(?=(?:[^"]*"[^"]*")*[^"]*$)/g, '\t')).join('\n')}\n`,
+    );
+    const hashCols = ['--email-col', 'email', '--phone-col', 'phone', '--quiet'];
+    const out = (name: string) => dir.file(name);
+    const runs = await Promise.all([
+      runCli(['map', commas, ...MAP, '-o', out('twin-map.csv'), '--threads', '0']),
+      runCli(['map', tabs, ...MAP, '--delimiter', 'tab', '-o', out('tab-map-0.csv'), '--threads', '0']),
+      runCli(['map', tabs, ...MAP, '--delimiter', '\\t', '-o', out('tab-map-2.csv'), '--threads', '2']),
+      runCli(['hash', commas, ...hashCols, '-o', out('twin-hash.csv')]),
+      runCli(['hash', tabs, ...hashCols, '--delimiter', 'tab', '-o', out('tab-hash.csv'), '--threads', '2']),
+    ]);
+    for (const r of runs) expect(r.code, r.stderr).toBe(0);
+    const mapped = readFileSync(out('twin-map.csv'), 'utf8');
+    expect(mapped.split('\n')).toHaveLength(302);
+    expect(readFileSync(out('tab-map-0.csv'), 'utf8')).toBe(mapped);
+    expect(readFileSync(out('tab-map-2.csv'), 'utf8')).toBe(mapped);
+    expect(readFileSync(out('tab-hash.csv'), 'utf8')).toBe(readFileSync(out('twin-hash.csv'), 'utf8'));
+  });
+});
+
 describe('output format and compression by the name of -o', () => {
   it.each([['0'], ['2']])(
     'a Parquet round trip (Parquet in, Parquet out) gives the rows of the plain CSV run, typed (--threads %s)',

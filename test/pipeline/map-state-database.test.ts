@@ -4,9 +4,10 @@ import { openMapState } from '../../src/pipeline/jobs/map-state.js';
 describe('map with a database state', () => {
   it('refuses --api v2 in one line that names the database without its password', async () => {
     const opening = Promise.resolve().then(() =>
-      openMapState('postgres://batch:hunter2-pw@127.0.0.1:9/uid2?schema=a', {
+      openMapState({
+        location: 'postgres://batch:hunter2-pw@127.0.0.1:9/uid2?schema=a',
+        mode: 'write',
         envFingerprint: 'uid2:integ',
-        readonly: false,
         api: 'v2',
       }),
     );

@@ -108,7 +108,7 @@ const CASES: Case[] = [
   {
     name: 'delimiter tab',
     bytes: utf8('id\temail\tphone\n1\ta@b.com\t+14155550100\n2\t"c\td@e.com"\t\n3\t"multi\r\nline"\t+14155550101\n'),
-    opts: { delimiter: 'tab' },
+    opts: { delimiter: '\t' },
     columns: COLS,
   },
   {
@@ -188,7 +188,7 @@ const CASES: Case[] = [
   {
     name: 'every field quoted, tab-delimited',
     bytes: utf8(sameTableTwoWays(120, 15, '\t').allQuoted),
-    opts: { delimiter: 'tab' },
+    opts: { delimiter: '\t' },
     columns: { ...COLS, emailHashCol: 'email_hash' },
   },
   {

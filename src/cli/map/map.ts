@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { ConnectionFlags } from '../../config/index.js';
-import { runMapFilesJob } from '../../pipeline/jobs/map-files-job.js';
+import { type MapJobDeps, runMapFilesJob } from '../../pipeline/jobs/map-files-job.js';
 import { isS3Url } from '../../pipeline/io/s3/s3-url.js';
 import type { ColumnFlags } from '../../pipeline/map/identifier-columns.js';
 import type { LayoutRequest } from '../../pipeline/map/result-layout.js';
@@ -86,8 +86,11 @@ export interface MapFlags extends ColumnFlags, Partial<BadRowFlags> {
   output: OutputFlags;
 }
 
-/** The shared command deps (streams, env, clock, Ctrl-C signal) and, for tests, a client of their own. */
-export type MapDeps = InputCommandDeps;
+/**
+ * The shared command deps (streams, env, clock, Ctrl-C signal) and, for tests, a client and openers of the input,
+ * outputs and state of their own.
+ */
+export type MapDeps = InputCommandDeps & Pick<MapJobDeps, 'open'>;
 
 const parseConcurrency = wholeNumber('--concurrency', 1, 200);
 const parseBatchSize = wholeNumber('--batch-size', 1, 5000);

@@ -56,10 +56,11 @@ export function addInputFormatOptions(cmd: Command): Command {
 
 /**
  * `--delimiter`: checked while the flags are read, so that `--delimiter ';;'` is a usage error (exit 2) before
- * any file is opened. One character other than a quote or a line break; `tab` or `\t` for a tab.
+ * any file is opened. One character other than a quote or a line break; `tab` or `\t` for a tab, which is
+ * what the readers are handed.
  */
 export function delimiterFlag(value: string): string {
-  if (value === '\\t' || value.toLowerCase() === 'tab') return value;
+  if (value === '\\t' || value.toLowerCase() === 'tab') return '\t';
   if ([...value].length === 1 && value !== '"' && value !== '\n' && value !== '\r') return value;
   throw new UserError(
     `--delimiter must be one character other than a quote or a line break (got ${quoted(value)}): e.g. --delimiter ";" or --delimiter tab`,

@@ -2,7 +2,6 @@
 import { BadRecords } from './bad-records.js';
 import { ByteInput } from './byte-input.js';
 import { CsvTable } from './csv/csv-table.js';
-import { parseDelimiter } from './csv/delimiter.js';
 import { JsonlTable } from './jsonl/jsonl-table.js';
 import type { OpenSourceOptions, TableSource } from './table.js';
 
@@ -24,7 +23,7 @@ export async function openSource(opts: OpenSourceOptions): Promise<TableSource> 
           input,
           chunkRows,
           {
-            delimiter: parseDelimiter(opts.delimiter, input.name),
+            delimiter: opts.delimiter ?? ',',
             header: opts.header ?? true,
             encoding: opts.encoding ?? 'utf8',
           },

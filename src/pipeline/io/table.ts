@@ -73,7 +73,10 @@ export interface OpenSourceOptions {
    * A gzip-compressed CSV or JSONL input is recognised by its first bytes whatever the format, also on stdin.
    */
   format?: 'csv' | 'jsonl' | 'parquet' | 'auto';
-  /** CSV only; one character (or '\t'). Default ','. */
+  /**
+   * CSV only; the one character, as checked once before the input is opened (csv/delimiter.ts: `tab` is '\t').
+   * Default ','.
+   */
   delimiter?: string;
   /** CSV only; default true. false names the columns col1..colN. */
   header?: boolean;

@@ -9,7 +9,7 @@ import { MapEngine, REMEMBERED_IDENTIFIERS, type MapRunCounts, type MapRunResult
 import { phoneRegionHint, readsRegion } from '../map/phone-region-hint.js';
 import type { ResultLayout } from '../map/result-columns.js';
 import type { LayoutRequest } from '../map/result-layout.js';
-import { BadRowsOutput, type BadRowFlags } from '../run/bad-rows-output.js';
+import type { BadRowFlags, BadRowsOutput } from '../run/bad-rows-output.js';
 import { runBatchCommand, type BatchPlan } from '../run/batch-run.js';
 import { chooseConcurrency, type ServiceClient, type ServiceTarget } from '../run/connection.js';
 import { EXIT, UserError } from '../run/exit-codes.js';
@@ -28,16 +28,15 @@ import { chooseMapColumns } from './map-columns.js';
 import { mapOutputColumns, runMapJob } from './map-job.js';
 import {
   notWritten,
-  openOutputs,
   reportSummary,
   settleOutputs,
   settleWritten,
-  writeEmptyOutput,
   type OpenOutputs,
   type OutputSpec,
 } from './map-outputs.js';
-import { openMapState, type MapStateFile } from './map-state.js';
-import { openInput, settleInput, type InputReading, type InputSpec } from './run-input.js';
+import { MAP_OPENERS, type MapOpeners } from './map-openers.js';
+import type { MapStateFile, StateSpec } from './map-state.js';
+import { settleInput, type InputReading, type InputSpec } from './run-input.js';
 import { describeState, isPostgresState } from '../../state/open-backend.js';
 import { StateNotFoundError } from '../../state/index.js';
 
@@ -76,19 +75,51 @@ export interface MapOptions extends ColumnFlags, Partial<BadRowFlags> {
   output: OutputFlags;
 }
 
+/** What a map run touches besides its options: the run's deps, and what opens its input, outputs and state. */
+export interface MapJobDeps extends InputRunDeps {
+  /** For tests: stand-ins for what the run opens (default: MAP_OPENERS, the files, threads, S3 and databases). */
+  open?: MapOpeners | undefined;
+}
+
 /**
  * `map` of files: returns the exit code (0, 3 some rows error, 9 records that could not be read were skipped,
  * 130 interrupted); throws for the rest.
  */
-export async function runMapFilesJob(options: MapOptions, target: ServiceTarget, deps: InputRunDeps): Promise<number> {
+export async function runMapFilesJob(options: MapOptions, target: ServiceTarget, deps: MapJobDeps): Promise<number> {
+  const open = deps.open ?? MAP_OPENERS;
+  const dryRun = options.dryRun === true;
   // settled before anything is sent: s3:// patterns listed, the format and delimiter checked, the shard's range found
   const input = await settleInput(options.inputs, options.reading, options.shard);
   const outputs = settleOutputs(options, input.paths.length);
+  const api = options.api ?? 'v3';
+  const state: StateSpec | undefined =
+    options.state === undefined
+      ? undefined
+      : { location: options.state, mode: dryRun ? 'read' : 'write', envFingerprint: target.envFingerprint, api };
+  const plan = planThreads({
+    command: 'map',
+    threads: options.threads,
+    dryRun,
+    outputDir: outputs.outputDir !== undefined,
+    outputFormat: outputs.format,
+  });
   const say = sayTo(options.output, deps);
-  const badRows = await BadRowsOutput.open(outputs.badRows, say);
+  const badRows = await open.badRows(outputs.badRows, say);
   let code: number;
   try {
-    code = await mapInput({ options, input, outputs, target, deps, say, startedMs: deps.now(), badRows });
+    code = await mapInput({
+      options,
+      input,
+      outputs,
+      state,
+      plan,
+      target,
+      deps,
+      open,
+      say,
+      startedMs: deps.now(),
+      badRows,
+    });
   } catch (err) {
     await badRows?.abort();
     throw err;
@@ -100,13 +131,17 @@ export async function runMapFilesJob(options: MapOptions, target: ServiceTarget,
   return badRows.exitCode(code);
 }
 
-/** One map run of files, its input and outputs settled: what each of its steps needs. */
+/** One map run of files, each concern settled: what each of its steps needs. */
 interface MapRun {
   options: MapOptions;
   input: InputSpec;
   outputs: OutputSpec;
+  /** --state, as the run uses it; undefined without one. */
+  state: StateSpec | undefined;
+  plan: ThreadPlan;
   target: ServiceTarget;
   deps: InputRunDeps;
+  open: MapOpeners;
   say: Say;
   startedMs: number;
   badRows: BadRowsOutput | undefined;
@@ -114,7 +149,7 @@ interface MapRun {
 
 /** Opens the input as the run's plan of threads has it, chooses the columns, and runs the batch skeleton. */
 async function mapInput(run: MapRun): Promise<number> {
-  const { options, input, target, deps, say, startedMs } = run;
+  const { options, input, plan, target, deps, open, say, startedMs } = run;
   const dryRun = options.dryRun === true;
   // a deadline, not progress: said even with --quiet, so that cron mail carries it
   if (options.api === 'v2') {
@@ -126,14 +161,7 @@ async function mapInput(run: MapRun): Promise<number> {
       ),
     );
   }
-  const plan = planThreads({
-    command: 'map',
-    threads: options.threads,
-    dryRun,
-    outputDir: run.outputs.outputDir !== undefined,
-    outputFormat: run.outputs.format,
-  });
-  const source = await openInput(input, {
+  const source = await open.input(input, {
     stdin: deps.stdin,
     onBadRecord: run.badRows?.record,
     signal: deps.signal,
@@ -174,19 +202,15 @@ async function mapInput(run: MapRun): Promise<number> {
 }
 
 /** The state of the run, if it names one; a dry run reads it, and only if it is there. */
-function openStateFor({ options, target, say }: MapRun): MapStateFile | Promise<MapStateFile | undefined> | undefined {
-  if (options.state === undefined) return undefined;
-  const dryRun = options.dryRun === true;
-  if (dryRun && !isPostgresState(options.state) && !existsSync(options.state)) {
-    say(`--state ${options.state} does not exist yet: nothing would be answered from it`);
+function openStateFor({ state, open, say }: MapRun): MapStateFile | Promise<MapStateFile | undefined> | undefined {
+  if (state === undefined) return undefined;
+  const reading = state.mode === 'read';
+  if (reading && !isPostgresState(state.location) && !existsSync(state.location)) {
+    say(`--state ${state.location} does not exist yet: nothing would be answered from it`);
     return undefined;
   }
-  const opened = openMapState(options.state, {
-    envFingerprint: target.envFingerprint,
-    readonly: dryRun,
-    api: options.api ?? 'v3',
-  });
-  if (!dryRun || !(opened instanceof Promise)) return opened;
+  const opened = open.state(state);
+  if (!reading || !(opened instanceof Promise)) return opened;
   // a database schema with no state yet is to a dry run what a missing file is: nothing answered from it
   return opened.catch((err: unknown) => {
     if (!(err instanceof StateNotFoundError)) throw err;
@@ -196,9 +220,12 @@ function openStateFor({ options, target, say }: MapRun): MapStateFile | Promise<
 }
 
 /** A 0-byte input is an empty table, not a mistake: the output is empty too (no columns to name). */
-async function emptyInput({ options, outputs, startedMs, deps, say }: MapRun, source: TableInfo): Promise<number> {
+async function emptyInput(
+  { options, outputs, open, startedMs, deps, say }: MapRun,
+  source: TableInfo,
+): Promise<number> {
   say(`${source.name} is empty: nothing to map`);
-  if (!options.dryRun) await writeEmptyOutput(outputs, deps.stdout);
+  if (!options.dryRun) await open.emptyOutput(outputs, deps.stdout);
   const summary = makeSummary({
     command: 'map',
     rows: 0,
@@ -221,7 +248,7 @@ interface MapChoices {
 
 /** A run that sends, as the batch skeleton runs it: its outputs, its engine, its summary and its ending. */
 function mapPlan(run: MapRun, choices: MapChoices, state: MapStateFile | undefined): BatchPlan<MapRunResult> {
-  const { options, outputs, target, deps, say, startedMs, badRows } = run;
+  const { options, outputs, target, deps, open, say, startedMs, badRows } = run;
   const { source, columns, layout, concurrency, plan } = choices;
   const api = options.api ?? 'v3';
   const { header, types } = mapOutputColumns(source.header, columns, api, layout);
@@ -241,7 +268,7 @@ function mapPlan(run: MapRun, choices: MapChoices, state: MapStateFile | undefin
       progressLabel: 'map',
       cron: false,
       open: async () => {
-        opened = await openOutputs(outputs, {
+        opened = await open.outputs(outputs, {
           header,
           types,
           source,
@@ -341,7 +368,7 @@ interface Finish {
 /** Commits or abandons the output by outcome, reports, and picks the exit code. */
 async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Promise<number> {
   const { outcome } = result;
-  const { options, outputs, deps, say } = f.run;
+  const { options, outputs, state, deps, say } = f.run;
   // the run's files replace their targets together, and only when it completed
   await settleWritten(outputs, f.written, [f.badRows], outcome.kind === 'completed', summary);
   await reportSummary(outputs, summary, deps.stderr);
@@ -369,7 +396,7 @@ async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Pro
       say(
         `interrupted: ${notWritten(outputs)}; ` +
           (f.state
-            ? `${formatCount(result.counts.batchesCommitted)} answered batch(es) are saved in ${describeState(options.state ?? '')}: re-run the same command to resume`
+            ? `${formatCount(result.counts.batchesCommitted)} answered batch(es) are saved in ${describeState(state?.location ?? '')}: re-run the same command to resume`
             : 'nothing was saved (use --state FILE to make a re-run resume)'),
       );
       return EXIT.interrupted;
@@ -378,7 +405,7 @@ async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Pro
     case 'failed': {
       const error = outcome.error;
       const saved = f.state
-        ? `; answered batches are saved in ${describeState(options.state ?? '')}, a re-run resumes`
+        ? `; answered batches are saved in ${describeState(state?.location ?? '')}, a re-run resumes`
         : '';
       if (!KNOWN_FAILURES.has(error.name)) throw error;
       const lead =

@@ -20,32 +20,30 @@ export interface MapStateFile {
   close(): Promise<void>;
 }
 
-export interface MapStateOptions {
-  envFingerprint: string;
-  /** A dry run reads the state and writes nothing; the file must exist. */
-  readonly: boolean;
-  /** The API of the run (default v3): a new file records it, an existing file must have been made with it. */
-  api?: 'v3' | 'v2';
+/** The state of a map run, settled once: where it is, how it is used, and what it must hold. */
+export interface StateSpec {
+  /** A file path or a postgres:// URL. */
+  readonly location: string;
+  /** write: created when missing, locked, the run recorded; read (a dry run): read only, it must exist. */
+  readonly mode: 'write' | 'read';
+  readonly envFingerprint: string;
+  /** The API of the run: a new state records it, an existing one must have been made with it. */
+  readonly api: 'v3' | 'v2';
 }
 
-/**
- * Opens the state `spec` names for `map`: a file or a database URL (openMapDatabase).
- */
-export function openMapState(spec: string, options: MapStateOptions): MapStateFile | Promise<MapStateFile> {
-  return isPostgresState(spec) ? openMapDatabase(spec, options) : openMapFile(spec, options);
+/** Opens the state a map run's spec names: a file or a database URL (openMapDatabase). */
+export function openMapState(spec: StateSpec): MapStateFile | Promise<MapStateFile> {
+  return isPostgresState(spec.location) ? openMapDatabase(spec) : openMapFile(spec);
 }
 
 /**
  * The state file for `map`: created when missing (not in a dry run), refused when made for another environment or
  * by `map --api v2`, and locked so two runs never write it at once.
  */
-function openMapFile(path: string, options: MapStateOptions): MapStateFile {
-  const api = options.api ?? 'v3';
-  const store: StateStore = openState(path, {
-    envFingerprint: options.envFingerprint,
-    api,
-    readonly: options.readonly,
-  });
+function openMapFile(spec: StateSpec): MapStateFile {
+  const { location: path, envFingerprint, api } = spec;
+  const readonly = spec.mode === 'read';
+  const store: StateStore = openState(path, { envFingerprint, api, readonly });
   try {
     const fileApi = store.meta().api;
     if (fileApi !== api && api === 'v3') {
@@ -64,23 +62,20 @@ function openMapFile(path: string, options: MapStateOptions): MapStateFile {
         `--state ${path} is being migrated to v3: finish with uid2-batch migrate --state ${path}, then map without --api v2`,
       );
     }
-    if (!options.readonly) store.lock();
+    if (!readonly) store.lock();
   } catch (err) {
     store.close();
     throw err;
   }
   // SQLite's work (a few microseconds per entry looked up or written) then runs beside the main thread's
-  const thread =
-    !options.readonly && StateThread.available()
-      ? new StateThread({ path, envFingerprint: options.envFingerprint, api })
-      : undefined;
+  const thread = !readonly && StateThread.available() ? new StateThread({ path, envFingerprint, api }) : undefined;
   return {
     engineState: thread ?? store,
     startRun(command, argsJson, nowS) {
-      return options.readonly ? 0 : store.startRun(command, argsJson, nowS);
+      return readonly ? 0 : store.startRun(command, argsJson, nowS);
     },
     finishRun(runId, summaryJson, exitCode, nowS) {
-      if (!options.readonly) store.finishRun(runId, summaryJson, exitCode, nowS);
+      if (!readonly) store.finishRun(runId, summaryJson, exitCode, nowS);
     },
     async close() {
       try {
@@ -96,17 +91,18 @@ function openMapFile(path: string, options: MapStateOptions): MapStateFile {
  * A database for `map`: its schema made on first use, refused when it holds another environment's entries, and
  * locked as a map run (map runs write side by side, each commit an upsert). The v2 API keeps its state in a file.
  */
-async function openMapDatabase(spec: string, options: MapStateOptions): Promise<MapStateFile> {
-  if ((options.api ?? 'v3') === 'v2') {
+async function openMapDatabase(spec: StateSpec): Promise<MapStateFile> {
+  if (spec.api === 'v2') {
     throw new UserError(
-      `map --api v2 keeps its state in a file, not in a database (--state ${describeState(spec)}); drop --api v2 (v3 is the current API), or give --state a file path`,
+      `map --api v2 keeps its state in a file, not in a database (--state ${describeState(spec.location)}); drop --api v2 (v3 is the current API), or give --state a file path`,
     );
   }
-  const state = await openStateBackend(spec, {
-    envFingerprint: options.envFingerprint,
+  const readonly = spec.mode === 'read';
+  const state = await openStateBackend(spec.location, {
+    envFingerprint: spec.envFingerprint,
     api: 'v3',
-    readonly: options.readonly,
-    create: !options.readonly,
+    readonly,
+    create: !readonly,
   });
   try {
     if ((await state.meta()).api !== 'v3') {
@@ -114,7 +110,7 @@ async function openMapDatabase(spec: string, options: MapStateOptions): Promise<
         `--state ${state.where} holds v2 (salt bucket) mappings: map (v3) cannot add to it; give --state another database schema`,
       );
     }
-    if (!options.readonly) await state.lock({ kind: 'map' });
+    if (!readonly) await state.lock({ kind: 'map' });
   } catch (err) {
     await state.close();
     throw err;
@@ -125,9 +121,9 @@ async function openMapDatabase(spec: string, options: MapStateOptions): Promise<
       lookupStored: (type, hashes) => state.lookupStored(type, hashes),
       commitBatch: (updates, nowS) => state.commitBatch(updates, nowS),
     },
-    startRun: (command, argsJson, nowS) => (options.readonly ? 0 : state.startRun(command, argsJson, nowS)),
+    startRun: (command, argsJson, nowS) => (readonly ? 0 : state.startRun(command, argsJson, nowS)),
     finishRun: async (runId, summaryJson, exitCode, nowS) => {
-      if (!options.readonly) await state.finishRun(runId, summaryJson, exitCode, nowS);
+      if (!readonly) await state.finishRun(runId, summaryJson, exitCode, nowS);
     },
     close: () => state.close(),
   };

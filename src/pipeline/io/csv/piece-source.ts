@@ -2,7 +2,6 @@
 import { ByteInput } from '../byte-input.js';
 import { MAX_RECORD_BYTES } from '../record-limit.js';
 import { parseCsvRecords, type CsvSettings } from './csv-records.js';
-import { parseDelimiter } from './delimiter.js';
 import { CsvPieceCutter, cutPieces, type CsvPiece } from './piece-cutter.js';
 import { uniqueHeader } from './unique-header.js';
 import { InputError, type OpenSourceOptions, type SourceProblemCounts, type TableInfo } from '../table.js';
@@ -28,7 +27,7 @@ export interface CsvPieceSource extends TableInfo {
 export async function openCsvPieces(opts: OpenSourceOptions, pieceBytes = PIECE_BYTES): Promise<CsvPieceSource> {
   const input = await ByteInput.open(opts);
   const settings = {
-    delimiter: parseDelimiter(opts.delimiter, input.name),
+    delimiter: opts.delimiter ?? ',',
     encoding: opts.encoding ?? 'utf8',
   } as const;
   const cutter = new CsvPieceCutter(settings.delimiter, pieceBytes, settings.encoding);
