@@ -121,10 +121,29 @@ describe('a plain CSV piece written straight into bytes', () => {
           expect(got).toBeDefined();
           expect(Buffer.from(got?.bytes ?? []).toString('utf8')).toBe(want.bytes);
           expect(Buffer.from(got?.rejectBytes ?? []).toString('utf8')).toBe(want.rejects);
-          // handed over whole: each its own buffer
+          // handed over whole: each from the start of its own buffer
           expect(got?.bytes.byteOffset).toBe(0);
-          expect(got?.bytes.buffer.byteLength).toBe(got?.bytes.byteLength);
+          expect(got?.bytes.buffer.byteLength).toBeGreaterThanOrEqual(got?.bytes.byteLength ?? 0);
         });
+
+  it('writes into a given buffer when it is long enough, and into a new one when not', () => {
+    const { piece, lines } = pieceOf(ROWS);
+    const { chunk, sent } = answeredChunk(false, ROWS);
+    const layout = { keep: null, prefixes: ['', 'p_'], emitHash: false, timeFormat: 'unix' as const };
+    const want = expected(lines, chunk, sent, false, layout).bytes;
+    const input = { piece, inputWidth: INPUT_WIDTH, width: WIDTH, v2: false, layout, sent, rejects: false, fitLine };
+    const first = csvPieceBytes(packAnswers(chunk), input);
+    const into = first?.bytes.buffer as ArrayBuffer;
+    // what a buffer held before is overwritten, never left in the output
+    new Uint8Array(into).fill(0x7a);
+    const again = csvPieceBytes(packAnswers(chunk), { ...input, into });
+    expect(again?.bytes.buffer).toBe(into);
+    expect(Buffer.from(again?.bytes ?? []).toString('utf8')).toBe(want);
+    const short = new ArrayBuffer(16);
+    const fresh = csvPieceBytes(packAnswers(chunk), { ...input, into: short });
+    expect(fresh?.bytes.buffer).not.toBe(short);
+    expect(Buffer.from(fresh?.bytes ?? []).toString('utf8')).toBe(want);
+  });
 
   it('quotes an answer that needs it, as csv-stringify would', () => {
     const { piece, lines } = pieceOf(ROWS);

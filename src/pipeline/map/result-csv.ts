@@ -16,7 +16,11 @@ const QUOTE = 0x22;
 const LF = 0x0a;
 const CR = 0x0d;
 
-/** The output of a piece: its rows' bytes, and those of its --rejects rows (null when none is rejected). */
+/**
+ * The output of a piece: its rows' bytes, and those of its --rejects rows (null when none is rejected). `bytes`
+ * is a view from the start of a buffer of its own, longer than the bytes, to be handed over whole and, once
+ * written, given back as the next piece's `into`.
+ */
 export interface CsvPieceBytes {
   bytes: Uint8Array;
   rejectBytes: Uint8Array | null;
@@ -35,18 +39,20 @@ export interface CsvPieceInput extends Omit<ResultBytesInput, 'rowCount'> {
    * line is fitted as parsing it would, which this module leaves to the caller.
    */
   fitLine: (line: string) => string;
+  /**
+   * A buffer an earlier piece was written into, given back once its bytes were written: written into again when
+   * it is long enough. A fresh buffer per piece would be megabytes of memory to map and fault in every time.
+   */
+  into?: ArrayBuffer | undefined;
 }
 
 /**
- * Kept from piece to piece, and grown when a piece needs more: a thread writes one piece at a time, and what
- * leaves is a copy of the bytes written, so the buffer itself is never handed over.
+ * A buffer of at least `size` bytes: `into` when it is that long, else a new one with room to spare, so that it
+ * can be given back for the next pieces, whose longest output varies a little from piece to piece.
  */
-let kept: Buffer = Buffer.allocUnsafeSlow(1 << 20);
-
-/** The kept buffer, at least `size` bytes long. */
-function scratch(size: number): Buffer {
-  if (kept.length < size) kept = Buffer.allocUnsafeSlow(Math.max(size, 2 * kept.length));
-  return kept;
+function scratch(size: number, into: ArrayBuffer | undefined): Buffer {
+  if (into !== undefined && into.byteLength >= size) return Buffer.from(into, 0, into.byteLength);
+  return Buffer.allocUnsafeSlow(size + (size >> 2));
 }
 
 /**
@@ -65,7 +71,7 @@ export function csvPieceBytes(answers: PackedAnswers, input: CsvPieceInput): Csv
   if (cells === undefined) return undefined;
   // room for every row at its longest: its line fitted (at most a comma per missing cell more), its result cells,
   // and the '\n'
-  const out = scratch(piece.length + rowCount * (inputWidth + 1) + cells.maxBytes);
+  const out = scratch(piece.length + rowCount * (inputWidth + 1) + cells.maxBytes, input.into);
   const status = answers.status;
   const rejectedRows: number[] = [];
   let at = 0;
@@ -92,7 +98,7 @@ export function csvPieceBytes(answers: PackedAnswers, input: CsvPieceInput): Csv
     start = next;
   }
   if (row !== rowCount) throw new Error(`a piece with ${row} lines for its ${rowCount} answered rows`);
-  return { bytes: Uint8Array.prototype.slice.call(out, 0, at), rejectBytes: copyRows(out, rejectedRows) };
+  return { bytes: new Uint8Array(out.buffer, 0, at), rejectBytes: copyRows(out, rejectedRows) };
 }
 
 /** The commas of the line copyLine() copied last. */

@@ -31,6 +31,11 @@ const utf8 = new TextEncoder();
  * parsing a piece again costs less than that GC.
  */
 const held = new Map<number, { bytes: Uint8Array; startLine: number; sent?: SentHashes }>();
+/**
+ * A buffer given back by the main thread (RowThreads.encode) that this thread has not written into yet: an
+ * encode task that brings a longer one leaves the shorter one to be collected.
+ */
+let spare: ArrayBuffer | undefined;
 /** --emit-hash: a piece's prepared hashes are kept with it, to be written as they were sent. */
 const keepSent = config.layout?.emitHash === true;
 
@@ -82,7 +87,10 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
       const piece = held.get(task.piece);
       if (piece === undefined) throw new Error(`piece ${task.piece} is not held by this thread`);
       held.delete(task.piece);
+      if (task.into !== undefined && (spare === undefined || task.into.byteLength > spare.byteLength))
+        spare = task.into;
       if (linesAreCsv) {
+        const into = spare;
         const written = csvPieceBytes(task.answers, {
           piece: piece.bytes,
           inputWidth: config.width,
@@ -92,8 +100,13 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
           sent: piece.sent,
           rejects: task.rejects,
           fitLine,
+          into,
         });
-        if (written !== undefined) return answer({ task: 'encode', ...written }, [written.bytes, written.rejectBytes]);
+        if (written !== undefined) {
+          // handed over with the bytes: the main thread gives it back once they are written
+          if (written.bytes.buffer === into) spare = undefined;
+          return answer({ task: 'encode', ...written, reusable: true }, [written.bytes, written.rejectBytes]);
+        }
       }
       const { status } = task.answers;
       const reason = unpackReasons(task.answers);
@@ -108,7 +121,7 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
       );
       const bytes = utf8.encode(encode(out));
       const rejectBytes = rejects !== null && rejects.length > 0 ? utf8.encode(encode(rejects)) : null;
-      return answer({ task: 'encode', bytes, rejectBytes }, [bytes, rejectBytes]);
+      return answer({ task: 'encode', bytes, rejectBytes, reusable: false }, [bytes, rejectBytes]);
     }
     case 'hash': {
       const { rows, problems } = parse(task.bytes, task.startLine);
