@@ -5,7 +5,7 @@
  */
 import { workerData } from 'node:worker_threads';
 import { emptyHashCounts, hashRows } from '../hash/hash-rows.js';
-import { prepareRows } from '../map/prepare-rows.js';
+import { RowPreparer } from '../map/prepare-rows.js';
 import { defaultLayout, outputRows, outputRowsV2, type SentHashes } from '../map/result-columns.js';
 import { csvPieceBytes } from '../map/result-csv.js';
 import { encodeCsvRow, rowEncoder } from '../io/output/row-encoders.js';
@@ -16,7 +16,7 @@ import {
   type RowThreadConfig,
   type RowThreadTask,
 } from './row-threads.js';
-import { parseCsvPiece } from '../io/csv/csv-records.js';
+import { parseCsvPiece, readCsvRecords, recordsAtMost } from '../io/csv/csv-records.js';
 import { fitRow } from '../io/csv/fit-row.js';
 import type { InputRow, SourceProblemCounts } from '../io/table.js';
 import { serveTasks } from '../workers/worker-pool.js';
@@ -74,8 +74,13 @@ function fitLine(line: string): string {
 serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
   switch (task.task) {
     case 'prepare': {
-      const { rows, problems } = parse(task.bytes, task.startLine);
-      const prepared = prepareRows(rows, config.columns);
+      // each record prepared as it is read, fitted as parseCsvPiece fits it: no row waits for the piece's last
+      const problems: SourceProblemCounts = { shortRows: 0, longRows: 0, extraKeys: 0 };
+      const preparer = new RowPreparer(config.columns, recordsAtMost(task.bytes));
+      readCsvRecords(task, config.csv, config.name, (line, cells) =>
+        preparer.add(fitRow(line, cells, config.width, problems)),
+      );
+      const prepared = preparer.finish();
       // the status and phone arrays are handed over to the main thread below: what is kept is a copy
       const sent = keepSent
         ? { status: prepared.status.slice(), phone: prepared.phone.slice(), hashes: prepared.hashes }
