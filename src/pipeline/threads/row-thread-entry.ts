@@ -9,6 +9,7 @@ import { RowPreparer } from '../map/prepare-rows.js';
 import { defaultLayout, outputRows, outputRowsV2, type SentHashes } from '../map/result-columns.js';
 import { csvPieceBytes } from '../map/result-csv.js';
 import { encodeCsvRow, rowEncoder } from '../io/output/row-encoders.js';
+import { encodeTsvRow } from '../io/output/tsv-encoder.js';
 import {
   unpackAnswers,
   unpackReasons,
@@ -55,19 +56,24 @@ function answer(
 }
 
 /**
- * CSV in and out, both comma-separated, UTF-8, and every input column written: a plain input line is, as it is,
- * the CSV text of the row's input cells, and its bytes are copied (map/result-csv.ts).
+ * CSV in and out, both comma-separated, or TSV in and out, both tab-separated; UTF-8: a plain input line is, as it
+ * is, the output text of the row's input cells, and its bytes (or those of its --keep cells) are copied
+ * (map/result-csv.ts). Undefined: rows of strings are encoded.
  */
-const linesAreCsv =
-  config.format.format === 'csv' &&
-  config.csv.delimiter === ',' &&
-  config.csv.encoding === 'utf8' &&
-  (config.layout?.keep ?? null) === null;
+const lineDelimiter: ',' | '\t' | undefined =
+  config.csv.encoding !== 'utf8'
+    ? undefined
+    : config.format.format === 'csv' && config.csv.delimiter === ','
+      ? ','
+      : config.format.format === 'tsv' && config.csv.delimiter === '\t'
+        ? '\t'
+        : undefined;
+const encodeLine = lineDelimiter === '\t' ? encodeTsvRow : encodeCsvRow;
 
-/** A line of another width than the header's, fitted as parsing fits it, as CSV text without its '\n'. */
+/** A line of another width than the header's, fitted as parsing fits it, as output text without its '\n'. */
 function fitLine(line: string): string {
-  return encodeCsvRow(
-    fitRow(0, line.split(','), config.width, { shortRows: 0, longRows: 0, extraKeys: 0 }).cells,
+  return encodeLine(
+    fitRow(0, line.split(lineDelimiter ?? ','), config.width, { shortRows: 0, longRows: 0, extraKeys: 0 }).cells,
   ).slice(0, -1);
 }
 
@@ -94,7 +100,7 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
       held.delete(task.piece);
       if (task.into !== undefined && (spare === undefined || task.into.byteLength > spare.byteLength))
         spare = task.into;
-      if (linesAreCsv) {
+      if (lineDelimiter !== undefined) {
         const into = spare;
         const written = csvPieceBytes(task.answers, {
           piece: piece.bytes,
@@ -106,6 +112,7 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
           rejects: task.rejects,
           fitLine,
           into,
+          delimiter: lineDelimiter,
         });
         if (written !== undefined) {
           // handed over with the bytes: the main thread gives it back once they are written
