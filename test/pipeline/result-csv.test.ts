@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { fitRow } from '../../src/pipeline/io/csv/fit-row.js';
 import { encodeCsvRow } from '../../src/pipeline/io/output/row-encoders.js';
+import { encodeTsvRow } from '../../src/pipeline/io/output/tsv-encoder.js';
 import type { TimeFormat } from '../../src/pipeline/io/typed-cells.js';
 import { BucketAnswer } from '../../src/pipeline/map/bucket-answer.js';
 import { outputRows, outputRowsV2, type SentHashes } from '../../src/pipeline/map/result-columns.js';
@@ -86,13 +87,15 @@ function expected(
   sent: SentHashes,
   v2: boolean,
   layout: Parameters<typeof outputRows>[2],
+  delimiter: ',' | '\t' = ',',
 ) {
   const counts = { shortRows: 0, longRows: 0, extraKeys: 0 };
-  const rows = lines.map((line, r) => fitRow(r, line.split(','), INPUT_WIDTH, counts));
+  const rows = lines.map((line, r) => fitRow(r, line.split(delimiter), INPUT_WIDTH, counts));
   const rejects: string[][] = [];
   const answered = { rows, width: WIDTH, status: chunk.status, mapped: chunk.mapped, reason: chunk.reason, sent };
   const out = (v2 ? outputRowsV2 : outputRows)(answered, rejects, layout);
-  return { bytes: out.map(encodeCsvRow).join(''), rejects: rejects.map(encodeCsvRow).join('') };
+  const encode = delimiter === ',' ? encodeCsvRow : encodeTsvRow;
+  return { bytes: out.map(encode).join(''), rejects: rejects.map(encode).join('') };
 }
 
 describe('a plain CSV piece written straight into bytes', () => {
@@ -121,10 +124,82 @@ describe('a plain CSV piece written straight into bytes', () => {
           expect(got).toBeDefined();
           expect(Buffer.from(got?.bytes ?? []).toString('utf8')).toBe(want.bytes);
           expect(Buffer.from(got?.rejectBytes ?? []).toString('utf8')).toBe(want.rejects);
-          // handed over whole: each its own buffer
+          // handed over whole: each from the start of its own buffer
           expect(got?.bytes.byteOffset).toBe(0);
-          expect(got?.bytes.buffer.byteLength).toBe(got?.bytes.byteLength);
+          expect(got?.bytes.buffer.byteLength).toBeGreaterThanOrEqual(got?.bytes.byteLength ?? 0);
         });
+
+  for (const keep of [[3, 0], [1], [0, 1, 2, 3]])
+    it(`writes the --keep input cells in their order (${keep.join(',')}), ragged lines fitted first`, () => {
+      const { piece, lines } = pieceOf(ROWS);
+      const { chunk, sent } = answeredChunk(false, ROWS);
+      const layout = { keep, prefixes: ['', 'p_'], emitHash: false, timeFormat: 'unix' as const };
+      const want = expected(lines, chunk, sent, false, layout);
+      expect(want.rejects.length).toBeGreaterThan(0);
+      const input = { piece, inputWidth: INPUT_WIDTH, width: WIDTH, v2: false, layout, sent, rejects: true, fitLine };
+      const got = csvPieceBytes(packAnswers(chunk), input);
+      expect(Buffer.from(got?.bytes ?? []).toString('utf8')).toBe(want.bytes);
+      expect(Buffer.from(got?.rejectBytes ?? []).toString('utf8')).toBe(want.rejects);
+    });
+
+  for (const [v2, emitHash, keep] of [
+    [false, false, null],
+    [false, true, null],
+    [true, false, [3, 0]],
+  ] as const)
+    it(`writes TSV as the TSV encoder does (${v2 ? 'v2' : 'v3'}, --emit-hash ${emitHash}, --keep ${keep})`, () => {
+      const { lines } = pieceOf(ROWS);
+      const tsv = lines.map((line) => line.replaceAll(',', '\t'));
+      const piece = Buffer.from(tsv.map((line, r) => line + (r % 3 === 0 ? '\r\n' : '\n')).join(''), 'utf8');
+      const { chunk, sent } = answeredChunk(v2, ROWS);
+      const layout = {
+        keep: keep === null ? null : [...keep],
+        prefixes: ['e_', ''],
+        emitHash,
+        timeFormat: 'iso' as const,
+      };
+      const want = expected(tsv, chunk, sent, v2, layout, '\t');
+      // the run is worth comparing: a reason quoted for its quote but not for its comma, a ragged line
+      expect(want.bytes).toContain('\t"invalid phone: ""+1 617"", no spaces or punctuation"');
+      expect(want.bytes).toContain('\t"a\r\nb"');
+      expect(want.rejects.length).toBeGreaterThan(0);
+      const fitTsv = (line: string) =>
+        encodeTsvRow(fitRow(0, line.split('\t'), INPUT_WIDTH, { shortRows: 0, longRows: 0, extraKeys: 0 }).cells).slice(
+          0,
+          -1,
+        );
+      const input = { piece, inputWidth: INPUT_WIDTH, width: WIDTH, v2, layout, sent, rejects: true, fitLine: fitTsv };
+      const got = csvPieceBytes(packAnswers(chunk), { ...input, delimiter: '\t' });
+      expect(Buffer.from(got?.bytes ?? []).toString('utf8')).toBe(want.bytes);
+      expect(Buffer.from(got?.rejectBytes ?? []).toString('utf8')).toBe(want.rejects);
+    });
+
+  it('leaves a piece with no input column kept to the rows of strings', () => {
+    const { piece } = pieceOf(ROWS);
+    const { chunk, sent } = answeredChunk(false, ROWS);
+    const layout = { keep: [], prefixes: ['', 'p_'], emitHash: false, timeFormat: 'unix' as const };
+    const input = { piece, inputWidth: INPUT_WIDTH, width: WIDTH, v2: false, layout, sent, rejects: false, fitLine };
+    expect(csvPieceBytes(packAnswers(chunk), input)).toBeUndefined();
+  });
+
+  it('writes into a given buffer when it is long enough, and into a new one when not', () => {
+    const { piece, lines } = pieceOf(ROWS);
+    const { chunk, sent } = answeredChunk(false, ROWS);
+    const layout = { keep: null, prefixes: ['', 'p_'], emitHash: false, timeFormat: 'unix' as const };
+    const want = expected(lines, chunk, sent, false, layout).bytes;
+    const input = { piece, inputWidth: INPUT_WIDTH, width: WIDTH, v2: false, layout, sent, rejects: false, fitLine };
+    const first = csvPieceBytes(packAnswers(chunk), input);
+    const into = first?.bytes.buffer as ArrayBuffer;
+    // what a buffer held before is overwritten, never left in the output
+    new Uint8Array(into).fill(0x7a);
+    const again = csvPieceBytes(packAnswers(chunk), { ...input, into });
+    expect(again?.bytes.buffer).toBe(into);
+    expect(Buffer.from(again?.bytes ?? []).toString('utf8')).toBe(want);
+    const short = new ArrayBuffer(16);
+    const fresh = csvPieceBytes(packAnswers(chunk), { ...input, into: short });
+    expect(fresh?.bytes.buffer).not.toBe(short);
+    expect(Buffer.from(fresh?.bytes ?? []).toString('utf8')).toBe(want);
+  });
 
   it('quotes an answer that needs it, as csv-stringify would', () => {
     const { piece, lines } = pieceOf(ROWS);

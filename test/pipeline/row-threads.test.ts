@@ -673,14 +673,27 @@ describe('map and hash with --threads 0 and --threads 2 write the same bytes (bu
     ['v3', []],
     ['v2', ['--api', 'v2']],
     ['v3 --emit-hash --time-format iso', ['--emit-hash', '--time-format', 'iso']],
+    ['v3 --keep phone,id', ['--keep', 'phone,id']],
+    ['v3, TSV in and out', ['--delimiter', 'tab']],
+    ['v2, TSV in and out, --keep email', ['--api', 'v2', '--delimiter', 'tab', '--keep', 'email']],
   ] as const)('map %s of a quote-free CSV with ragged rows, with --rejects', async (name, extra) => {
     const plainText = readFileSync(plainInput, 'utf8');
     expect(plainText).not.toContain('"');
     expect(plainText.length).toBeGreaterThan(3 * 256 * 1024);
+    const tsv = extra.includes('tab' as never);
+    let from = plainInput;
+    if (tsv) {
+      // the same table with tabs: its cells hold none
+      expect(plainText).not.toContain('\t');
+      from = join(dir.path, 'e2e-plain.tsv');
+      writeBytes(from, utf8(plainText.replaceAll(',', '\t')));
+    }
+    const ext = tsv ? 'tsv' : 'csv';
     const [single, threaded] = await Promise.all([
-      map('0', [...extra], join(dir.path, `plain-${name}-0.csv`), plainInput),
-      map('2', [...extra], join(dir.path, `plain-${name}-2.csv`), plainInput),
+      map('0', [...extra], join(dir.path, `plain-${name}-0.${ext}`), from),
+      map('2', [...extra], join(dir.path, `plain-${name}-2.${ext}`), from),
     ]);
+    if (tsv) expect(single.out.split('\n')[0]).toContain('\t');
     const summary = single.summary as { long_rows?: number; short_rows?: number };
     expect(summary.long_rows).toBeGreaterThan(0);
     expect(summary.short_rows).toBeGreaterThan(0);

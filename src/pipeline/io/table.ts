@@ -126,8 +126,12 @@ export interface PreparedOutput {
 export interface TableSink {
   /** Resolves once the data is handed to the stream and it has room again (backpressure). */
   writeRows(rows: string[][]): Promise<void>;
-  /** Rows already encoded in this sink's format (by a worker thread), after everything given before. */
-  writeEncoded(bytes: Uint8Array): Promise<void>;
+  /**
+   * Rows already encoded in this sink's format (by a worker thread), after everything given before. `written`,
+   * when given, is called once the bytes are written and their buffer may be written into again; a sink that
+   * keeps them, or cannot tell, never calls it.
+   */
+  writeEncoded(bytes: Uint8Array, written?: () => void): Promise<void>;
   /**
    * Parquet only: lets the worker thread that holds the rows encode this file itself (one thread fewer). Returns
    * the layout to encode by; from then on writeEncoded() takes the file's own bytes in order, and the file's last

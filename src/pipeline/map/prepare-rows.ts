@@ -29,33 +29,66 @@ export interface PreparedRows {
  * thread (no --threads) and the worker threads both call it, so the answer cannot depend on where it ran.
  */
 export function prepareRows(rows: readonly InputRow[], columns: readonly IdentifierColumn[]): PreparedRows {
+  const out = emptyPrepared(rows.length, columns.length);
+  for (let r = 0; r < rows.length; r++) prepareRow(out, r * columns.length, rows[r], columns);
+  return out;
+}
+
+/**
+ * prepareRows() for rows read one at a time (a piece's records, as the tokenizer gives them): each row is prepared
+ * as it comes and can die at once, so a young collection during a piece copies the hashes made so far, not every
+ * row of the piece.
+ */
+export class RowPreparer {
+  private readonly out: PreparedRows;
+  private rows = 0;
+
+  /** `rowsAtMost`: no more rows will be added (the piece's line count, say); the arrays are made that long. */
+  constructor(
+    private readonly columns: readonly IdentifierColumn[],
+    rowsAtMost: number,
+  ) {
+    this.out = emptyPrepared(rowsAtMost, columns.length);
+  }
+
+  add(row: InputRow): void {
+    if (this.rows === this.out.rowCount) throw new Error(`RowPreparer: more than the ${this.out.rowCount} rows said`);
+    prepareRow(this.out, this.rows * this.columns.length, row, this.columns);
+    this.rows++;
+  }
+
+  /** The rows added, prepared; their status and phone arrays are their own buffers (to be handed over). */
+  finish(): PreparedRows {
+    const out = this.out;
+    if (this.rows === out.rowCount) return out;
+    const cells = this.rows * out.width;
+    return { ...out, rowCount: this.rows, status: out.status.slice(0, cells), phone: out.phone.slice(0, cells) };
+  }
+}
+
+/** Prepares the identifier cells of one row, whose first slot is `base`. */
+function prepareRow(out: PreparedRows, base: number, row: InputRow, columns: readonly IdentifierColumn[]): void {
   const width = columns.length;
-  const out = emptyPrepared(rows.length, width);
   const { status, reasons } = out;
-  for (let r = 0; r < rows.length; r++) {
-    const row = rows[r];
-    const base = r * width;
-    if (row.problem !== undefined && rowProblemInvalidates(row.problem)) {
-      const reason = rowProblemReason(row.problem);
-      for (let c = 0; c < width; c++) {
-        status[base + c] = SLOT.invalid;
-        reasons.push(reason);
-      }
+  if (row.problem !== undefined && rowProblemInvalidates(row.problem)) {
+    const reason = rowProblemReason(row.problem);
+    for (let c = 0; c < width; c++) {
+      status[base + c] = SLOT.invalid;
+      reasons.push(reason);
+    }
+    return;
+  }
+  // a short row was padded: a missing identifier cell is reported as the row's problem, not as an empty value
+  const present = row.problem?.kind === 'short_row' ? row.problem.cells : Number.POSITIVE_INFINITY;
+  for (let c = 0; c < width; c++) {
+    const column = columns[c];
+    if (column.index >= present) {
+      status[base + c] = SLOT.invalid;
+      reasons.push(rowProblemReason(row.problem as RowProblem));
       continue;
     }
-    // a short row was padded: a missing identifier cell is reported as the row's problem, not as an empty value
-    const present = row.problem?.kind === 'short_row' ? row.problem.cells : Number.POSITIVE_INFINITY;
-    for (let c = 0; c < width; c++) {
-      const column = columns[c];
-      if (column.index >= present) {
-        status[base + c] = SLOT.invalid;
-        reasons.push(rowProblemReason(row.problem as RowProblem));
-        continue;
-      }
-      prepareSlot(out, base + c, column, row.cells[column.index] ?? '', countryCellOf(column, row.cells));
-    }
+    prepareSlot(out, base + c, column, row.cells[column.index] ?? '', countryCellOf(column, row.cells));
   }
-  return out;
 }
 
 /**

@@ -1,4 +1,4 @@
-/** A plain CSV piece's output bytes: each input line's bytes, then its result cells, written into one reused buffer. */
+/** A plain CSV or TSV piece's output bytes: each input line's bytes, then its result cells, written into a reused buffer. */
 import { isUtf8 } from 'node:buffer';
 import type { ByteColumn } from '../io/row-blocks.js';
 import { timeCell, type TimeFormat } from '../io/typed-cells.js';
@@ -9,14 +9,20 @@ import {
   resultByteColumns,
   writeInt32Decimal,
 } from './result-bytes.js';
+import type { ResultLayout } from './result-columns.js';
 import { SLOT, SLOT_STATUS_NAMES } from './row-chunk.js';
 
 const COMMA = 0x2c;
+const TAB = 0x09;
 const QUOTE = 0x22;
 const LF = 0x0a;
 const CR = 0x0d;
 
-/** The output of a piece: its rows' bytes, and those of its --rejects rows (null when none is rejected). */
+/**
+ * The output of a piece: its rows' bytes, and those of its --rejects rows (null when none is rejected). `bytes`
+ * is a view from the start of a buffer of its own, longer than the bytes, to be handed over whole and, once
+ * written, given back as the next piece's `into`.
+ */
 export interface CsvPieceBytes {
   bytes: Uint8Array;
   rejectBytes: Uint8Array | null;
@@ -28,50 +34,65 @@ export interface CsvPieceInput extends Omit<ResultBytesInput, 'rowCount'> {
   piece: Uint8Array;
   /** Cells per input row (the header's). */
   inputWidth: number;
+  /** The result layout; its --keep input columns too. */
+  layout: Pick<ResultLayout, 'emitHash' | 'hashEncoding' | 'timeFormat' | 'keep'>;
   /** Whether to write the --rejects rows too. */
   rejects: boolean;
+  /**
+   * The delimiter of the input's lines and of the output's (the same): ',' (CSV, the default) or a tab (TSV, quoted
+   * by the same rule with the tab in the comma's place: io/output/tsv-encoder.ts).
+   */
+  delimiter?: ',' | '\t' | undefined;
   /**
    * A line whose cell count is not the header's, as the CSV text of its fitted cells (without its '\n'): such a
    * line is fitted as parsing it would, which this module leaves to the caller.
    */
   fitLine: (line: string) => string;
+  /**
+   * A buffer an earlier piece was written into, given back once its bytes were written: written into again when
+   * it is long enough. A fresh buffer per piece would be megabytes of memory to map and fault in every time.
+   */
+  into?: ArrayBuffer | undefined;
 }
 
 /**
- * Kept from piece to piece, and grown when a piece needs more: a thread writes one piece at a time, and what
- * leaves is a copy of the bytes written, so the buffer itself is never handed over.
+ * A buffer of at least `size` bytes: `into` when it is that long, else a new one with room to spare, so that it
+ * can be given back for the next pieces, whose longest output varies a little from piece to piece.
  */
-let kept: Buffer = Buffer.allocUnsafeSlow(1 << 20);
-
-/** The kept buffer, at least `size` bytes long. */
-function scratch(size: number): Buffer {
-  if (kept.length < size) kept = Buffer.allocUnsafeSlow(Math.max(size, 2 * kept.length));
-  return kept;
+function scratch(size: number, into: ArrayBuffer | undefined): Buffer {
+  if (into !== undefined && into.byteLength >= size) return Buffer.from(into, 0, into.byteLength);
+  return Buffer.allocUnsafeSlow(size + (size >> 2));
 }
 
 /**
- * The output rows of a piece whose input is comma-separated UTF-8 CSV without a quote and whose every input column
- * is written: a line of the header's width is, as it is, the CSV text of its cells (no quote, comma or line break
- * can be in one), so its bytes are copied; the result cells follow, each quoted only when it holds a quote, comma
- * or line break, as csv-stringify would (a field's quoting never depends on its neighbours). The same bytes as
- * encoding each output row with encodeCsvRow. Undefined when the piece is not such an input (a quote, bytes that
- * are not UTF-8) or an answer is not ASCII: the caller then encodes rows of strings.
+ * The output rows of a piece whose input is UTF-8 CSV without a quote, written with the input's delimiter (CSV in
+ * and out, or TSV in and out): a line of the header's width is, as it is, the text of its cells (no quote,
+ * delimiter or line break can be in one), so its bytes are copied (or those of its --keep cells, in their order);
+ * the result cells follow, each quoted only when it holds a quote, the delimiter or a line break, as csv-stringify
+ * would (a field's quoting never depends on its neighbours). The same bytes as encoding each output row with
+ * encodeCsvRow (encodeTsvRow). Undefined when the piece is not such an input (a quote, bytes that are not UTF-8),
+ * an answer is not ASCII or no input column is kept: the caller then encodes rows of strings.
  */
 export function csvPieceBytes(answers: PackedAnswers, input: CsvPieceInput): CsvPieceBytes | undefined {
   const { piece, inputWidth, width } = input;
+  const keep = input.layout.keep;
+  // with no input column kept, a row would start with its first result cell, not with a comma
+  if (keep !== null && keep.length === 0) return undefined;
   if (piece.indexOf(QUOTE) !== -1 || !isUtf8(piece)) return undefined;
+  const d = input.delimiter === '\t' ? TAB : COMMA;
+  const kept = new KeptCells(keep ?? [], inputWidth, input.fitLine, d);
   const rowCount = answers.status.length / Math.max(1, width);
-  const cells = SlotCells.of(answers, input) ?? ColumnCells.of(answers, { ...input, rowCount });
+  const cells = SlotCells.of(answers, input, d) ?? ColumnCells.of(answers, { ...input, rowCount }, d);
   if (cells === undefined) return undefined;
   // room for every row at its longest: its line fitted (at most a comma per missing cell more), its result cells,
   // and the '\n'
-  const out = scratch(piece.length + rowCount * (inputWidth + 1) + cells.maxBytes);
+  const out = scratch(piece.length + rowCount * (inputWidth + 1) + cells.maxBytes, input.into);
   const status = answers.status;
   const rejectedRows: number[] = [];
   let at = 0;
   let row = 0;
   for (let start = 0; start < piece.length; ) {
-    const end = copyLine(piece, start, out, at);
+    const end = keep === null ? copyLine(piece, start, out, at, d) : scanLine(piece, start, d);
     const next = end + (piece[end] === CR && piece[end + 1] === LF ? 2 : 1);
     if (end === start) {
       // an empty line is no record
@@ -80,11 +101,13 @@ export function csvPieceBytes(answers: PackedAnswers, input: CsvPieceInput): Csv
     }
     if (row === rowCount) throw new Error(`a piece with more lines than its ${rowCount} answered rows`);
     const rowStart = at;
-    if (line.commas === inputWidth - 1) at += end - start;
-    else {
-      const text = Buffer.from(piece.buffer, piece.byteOffset + start, end - start).toString('utf8');
-      at += out.write(input.fitLine(text), at, 'utf8');
-    }
+    if (keep === null) {
+      if (line.delimiters === inputWidth - 1) at += end - start;
+      else {
+        const text = Buffer.from(piece.buffer, piece.byteOffset + start, end - start).toString('utf8');
+        at += out.write(input.fitLine(text), at, 'utf8');
+      }
+    } else at = kept.write(piece, start, end, line.delimiters === inputWidth - 1, out, rowStart);
     at = cells.write(row, out, at);
     out[at++] = LF;
     if (input.rejects && isRejected(status, row, width)) rejectedRows.push(rowStart, at);
@@ -92,26 +115,79 @@ export function csvPieceBytes(answers: PackedAnswers, input: CsvPieceInput): Csv
     start = next;
   }
   if (row !== rowCount) throw new Error(`a piece with ${row} lines for its ${rowCount} answered rows`);
-  return { bytes: Uint8Array.prototype.slice.call(out, 0, at), rejectBytes: copyRows(out, rejectedRows) };
+  return { bytes: new Uint8Array(out.buffer, 0, at), rejectBytes: copyRows(out, rejectedRows) };
 }
 
-/** The commas of the line copyLine() copied last. */
-const line = { commas: 0 };
+/**
+ * --keep: the kept input cells of a line, in --keep's order. A plain line's cells hold no quote, delimiter or line
+ * break, so each is written as it is; a line of another width is fitted first.
+ */
+class KeptCells {
+  /** Where each cell of the line starts, and one past the last cell's end (as if a comma followed it). */
+  private readonly starts: Int32Array;
+
+  constructor(
+    private readonly keep: readonly number[],
+    private readonly inputWidth: number,
+    private readonly fitLine: (line: string) => string,
+    private readonly delimiter: number,
+  ) {
+    this.starts = new Int32Array(inputWidth + 1);
+  }
+
+  /** The kept cells of the line of `piece` from `start` to `end`, to `out` at `at`; where they end. `plain`: the line has the input's width. */
+  write(piece: Uint8Array, start: number, end: number, plain: boolean, out: Buffer, at: number): number {
+    if (!plain) {
+      const text = Buffer.from(piece.buffer, piece.byteOffset + start, end - start).toString('utf8');
+      const line = Buffer.from(this.fitLine(text), 'utf8');
+      return this.write(line, 0, line.length, true, out, at);
+    }
+    const starts = this.starts;
+    let cell = 0;
+    starts[0] = start;
+    const d = this.delimiter;
+    for (let i = start; i < end; i++) if (piece[i] === d) starts[++cell] = i + 1;
+    starts[this.inputWidth] = end + 1;
+    const keep = this.keep;
+    for (let k = 0; k < keep.length; k++) {
+      if (k > 0) out[at++] = d;
+      const c = keep[k];
+      at = copy(piece, starts[c], starts[c + 1] - 1, out, at);
+    }
+    return at;
+  }
+}
+
+/** The delimiters of the line copyLine() or scanLine() went over last. */
+const line = { delimiters: 0 };
 
 /**
- * Copies the line that starts at `start` (without its line break) to `out` at `at`, counting its commas as it
- * goes; where it ends. Lines are short: a loop copies them faster than a call that copies a range.
+ * Copies the line that starts at `start` (without its line break) to `out` at `at`, counting its delimiters `d` as
+ * it goes; where it ends. Lines are short: a loop copies them faster than a call that copies a range.
  */
-function copyLine(piece: Uint8Array, start: number, out: Buffer, at: number): number {
-  let commas = 0;
+function copyLine(piece: Uint8Array, start: number, out: Buffer, at: number, d: number): number {
+  let delimiters = 0;
   let i = start;
   for (; i < piece.length; i++) {
     const b = piece[i];
     if (b === LF || b === CR) break;
-    if (b === COMMA) commas++;
+    if (b === d) delimiters++;
     out[at++] = b;
   }
-  line.commas = commas;
+  line.delimiters = delimiters;
+  return i;
+}
+
+/** Where the line that starts at `start` ends (its line break), counting its delimiters as copyLine() does. */
+function scanLine(piece: Uint8Array, start: number, d: number): number {
+  let delimiters = 0;
+  let i = start;
+  for (; i < piece.length; i++) {
+    const b = piece[i];
+    if (b === LF || b === CR) break;
+    if (b === d) delimiters++;
+  }
+  line.delimiters = delimiters;
   return i;
 }
 
@@ -129,11 +205,11 @@ function copyRows(out: Buffer, ranges: readonly number[]): Uint8Array | null {
   return rows;
 }
 
-/** Whether any of the bytes from `start` to `end` is a quote, comma or line break. */
-function needsQuoting(bytes: Uint8Array, start: number, end: number): boolean {
+/** Whether any of the bytes from `start` to `end` is a quote, the delimiter `d` or a line break. */
+function needsQuoting(bytes: Uint8Array, start: number, end: number, d: number): boolean {
   for (let i = start; i < end; i++) {
     const b = bytes[i];
-    if (b === COMMA || b === QUOTE || b === LF || b === CR) return true;
+    if (b === d || b === QUOTE || b === LF || b === CR) return true;
   }
   return false;
 }
@@ -167,7 +243,6 @@ interface ResultCells {
 
 /** Bytes of a refresh_from cell at most: ISO text, or a number as String() writes one. */
 const TIME_BYTES = 32;
-const MAPPED_TAIL = Buffer.from(',mapped,', 'latin1');
 /** Whole numbers up to this size are written digit by digit; others as timeCell() writes them. */
 const INT32_MAX = 0x7fffffff;
 
@@ -196,31 +271,35 @@ class SlotCells implements ResultCells {
     /** Per status and reason (status * (reasons + 1) + reasonOf), the cells of a slot that is not mapped. */
     private readonly tails: readonly Buffer[],
     readonly maxBytes: number,
+    /** The delimiter, and the cells of a mapped slot after its time: the delimiter, `mapped` and the delimiter. */
+    private readonly d: number,
+    private readonly mappedTail: Buffer,
   ) {
     this.uAt = new Uint32Array(width);
     this.pAt = new Uint32Array(width);
   }
 
   /** Undefined for another layout, or when some u or p would need quoting or is not ASCII (never from a service). */
-  static of(answers: PackedAnswers, input: Omit<ResultBytesInput, 'rowCount'>): SlotCells | undefined {
+  static of(answers: PackedAnswers, input: Omit<ResultBytesInput, 'rowCount'>, d: number): SlotCells | undefined {
     const { width, v2, layout } = input;
     if (v2 || layout.emitHash || answers.u.length !== width || answers.p.length !== width) return undefined;
-    const u = answers.u.map(plainBytes);
-    const p = answers.p.map(plainBytes);
+    const u = answers.u.map((text) => plainBytes(text, d));
+    const p = answers.p.map((text) => plainBytes(text, d));
     if (u.includes(undefined) || p.includes(undefined)) return undefined;
     const reasons = ['', ...answers.reasonTexts];
     const tails: Buffer[] = [];
     let longestTail = 0;
     for (const name of SLOT_STATUS_NAMES)
       for (const reason of reasons) {
-        const tail = Buffer.from(`,,,,${name},${csvField(reason)}`, 'utf8');
+        const tail = Buffer.from(['', '', '', '', name, csvField(reason, d)].join(String.fromCharCode(d)), 'utf8');
         longestTail = Math.max(longestTail, tail.length);
         tails.push(tail);
       }
     let textBytes = 0;
     for (let c = 0; c < width; c++) textBytes += answers.u[c].length + answers.p[c].length;
     const slots = answers.status.length;
-    const maxBytes = textBytes + slots * Math.max(longestTail, 3 + TIME_BYTES + MAPPED_TAIL.length);
+    const mappedTail = Buffer.from(['', 'mapped', ''].join(String.fromCharCode(d)), 'latin1');
+    const maxBytes = textBytes + slots * Math.max(longestTail, 3 + TIME_BYTES + mappedTail.length);
     const latin1 = (text: string) => Buffer.from(text, 'latin1');
     return new SlotCells(
       answers,
@@ -230,11 +309,14 @@ class SlotCells implements ResultCells {
       answers.p.map(latin1),
       tails,
       maxBytes,
+      d,
+      mappedTail,
     );
   }
 
   write(row: number, out: Buffer, at: number): number {
     const { status, lengths, reasonOf } = this.answers;
+    const d = this.d;
     const reasons = this.answers.reasonTexts.length + 1;
     for (let c = 0; c < this.width; c++) {
       const slot = row * this.width + c;
@@ -244,22 +326,22 @@ class SlotCells implements ResultCells {
         continue;
       }
       const k = this.k++;
-      out[at++] = COMMA;
+      out[at++] = d;
       const uFrom = this.uAt[c];
       const uTo = uFrom + lengths[2 * k];
       this.uAt[c] = uTo;
       at = copy(this.u[c], uFrom, uTo, out, at);
-      out[at++] = COMMA;
+      out[at++] = d;
       const pLength = lengths[2 * k + 1];
       if (pLength !== NO_P) {
         const pFrom = this.pAt[c];
         this.pAt[c] = pFrom + pLength;
         at = copy(this.p[c], pFrom, pFrom + pLength, out, at);
       }
-      out[at++] = COMMA;
+      out[at++] = d;
       this.time(this.answers.r[k]);
       at = copy(this.timeBytes, 0, this.timeLength, out, at);
-      at = copy(MAPPED_TAIL, 0, -1, out, at);
+      at = copy(this.mappedTail, 0, -1, out, at);
     }
     return at;
   }
@@ -277,11 +359,11 @@ class SlotCells implements ResultCells {
   }
 }
 
-/** A text's bytes when it is ASCII and needs no quoting (no quote, comma or line break); else undefined. */
-function plainBytes(text: string): Buffer | undefined {
+/** A text's bytes when it is ASCII and needs no quoting (no quote, delimiter `d` or line break); else undefined. */
+function plainBytes(text: string, d: number): Buffer | undefined {
   if (Buffer.byteLength(text, 'utf8') !== text.length) return undefined;
   const bytes = Buffer.from(text, 'latin1');
-  for (const special of [COMMA, QUOTE, LF, CR]) if (bytes.indexOf(special) !== -1) return undefined;
+  for (const special of [d, QUOTE, LF, CR]) if (bytes.indexOf(special) !== -1) return undefined;
   return bytes;
 }
 
@@ -293,9 +375,12 @@ function copy(bytes: Uint8Array, from: number, to: number, out: Buffer, at: numb
   return at;
 }
 
-/** A field as csv-stringify writes it: between quotes, its quotes doubled, when it holds a quote, comma or line break. */
-function csvField(text: string): string {
-  return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+/**
+ * A field as csv-stringify writes it with the delimiter `d`: between quotes, its quotes doubled, when it holds a
+ * quote, the delimiter or a line break.
+ */
+function csvField(text: string, d: number): string {
+  return /["\n\r]/.test(text) || text.includes(String.fromCharCode(d)) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
 /** The result cells of any layout, from the result columns in bytes (result-bytes.ts). */
@@ -308,12 +393,13 @@ class ColumnCells implements ResultCells {
     /** Per column, whether some of its cells need quoting. */
     private readonly quoting: readonly boolean[],
     readonly maxBytes: number,
+    private readonly d: number,
   ) {
     this.at = new Uint32Array(columns.length);
   }
 
   /** Undefined when some u or p is not ASCII (see resultByteColumns). */
-  static of(answers: PackedAnswers, input: ResultBytesInput): ColumnCells | undefined {
+  static of(answers: PackedAnswers, input: ResultBytesInput, d: number): ColumnCells | undefined {
     const columns = resultByteColumns(answers, input);
     if (columns === undefined) return undefined;
     let cellBytes = 0;
@@ -322,8 +408,9 @@ class ColumnCells implements ResultCells {
     const maxBytes = 2 * cellBytes + 3 * columns.length * input.rowCount;
     return new ColumnCells(
       columns,
-      columns.map((column) => needsQuoting(column.bytes, 0, column.bytes.length)),
+      columns.map((column) => needsQuoting(column.bytes, 0, column.bytes.length, d)),
       maxBytes,
+      d,
     );
   }
 
@@ -334,8 +421,8 @@ class ColumnCells implements ResultCells {
       const from = this.at[c];
       const to = from + columns[c].lengths[row];
       this.at[c] = to;
-      out[at++] = COMMA;
-      if (this.quoting[c] && needsQuoting(bytes, from, to)) at = writeQuoted(out, bytes, from, to, at);
+      out[at++] = this.d;
+      if (this.quoting[c] && needsQuoting(bytes, from, to, this.d)) at = writeQuoted(out, bytes, from, to, at);
       else at = copy(bytes, from, to, out, at);
     }
     return at;

@@ -5,10 +5,11 @@
  */
 import { workerData } from 'node:worker_threads';
 import { emptyHashCounts, hashRows } from '../hash/hash-rows.js';
-import { prepareRows } from '../map/prepare-rows.js';
+import { RowPreparer } from '../map/prepare-rows.js';
 import { defaultLayout, outputRows, outputRowsV2, type SentHashes } from '../map/result-columns.js';
 import { csvPieceBytes } from '../map/result-csv.js';
 import { encodeCsvRow, rowEncoder } from '../io/output/row-encoders.js';
+import { encodeTsvRow } from '../io/output/tsv-encoder.js';
 import {
   unpackAnswers,
   unpackReasons,
@@ -16,7 +17,7 @@ import {
   type RowThreadConfig,
   type RowThreadTask,
 } from './row-threads.js';
-import { parseCsvPiece } from '../io/csv/csv-records.js';
+import { parseCsvPiece, readCsvRecords, recordsAtMost } from '../io/csv/csv-records.js';
 import { fitRow } from '../io/csv/fit-row.js';
 import type { InputRow, SourceProblemCounts } from '../io/table.js';
 import { serveTasks } from '../workers/worker-pool.js';
@@ -31,6 +32,11 @@ const utf8 = new TextEncoder();
  * parsing a piece again costs less than that GC.
  */
 const held = new Map<number, { bytes: Uint8Array; startLine: number; sent?: SentHashes }>();
+/**
+ * A buffer given back by the main thread (RowThreads.encode) that this thread has not written into yet: an
+ * encode task that brings a longer one leaves the shorter one to be collected.
+ */
+let spare: ArrayBuffer | undefined;
 /** --emit-hash: a piece's prepared hashes are kept with it, to be written as they were sent. */
 const keepSent = config.layout?.emitHash === true;
 
@@ -50,27 +56,37 @@ function answer(
 }
 
 /**
- * CSV in and out, both comma-separated, UTF-8, and every input column written: a plain input line is, as it is,
- * the CSV text of the row's input cells, and its bytes are copied (map/result-csv.ts).
+ * CSV in and out, both comma-separated, or TSV in and out, both tab-separated; UTF-8: a plain input line is, as it
+ * is, the output text of the row's input cells, and its bytes (or those of its --keep cells) are copied
+ * (map/result-csv.ts). Undefined: rows of strings are encoded.
  */
-const linesAreCsv =
-  config.format.format === 'csv' &&
-  config.csv.delimiter === ',' &&
-  config.csv.encoding === 'utf8' &&
-  (config.layout?.keep ?? null) === null;
+const lineDelimiter: ',' | '\t' | undefined =
+  config.csv.encoding !== 'utf8'
+    ? undefined
+    : config.format.format === 'csv' && config.csv.delimiter === ','
+      ? ','
+      : config.format.format === 'tsv' && config.csv.delimiter === '\t'
+        ? '\t'
+        : undefined;
+const encodeLine = lineDelimiter === '\t' ? encodeTsvRow : encodeCsvRow;
 
-/** A line of another width than the header's, fitted as parsing fits it, as CSV text without its '\n'. */
+/** A line of another width than the header's, fitted as parsing fits it, as output text without its '\n'. */
 function fitLine(line: string): string {
-  return encodeCsvRow(
-    fitRow(0, line.split(','), config.width, { shortRows: 0, longRows: 0, extraKeys: 0 }).cells,
+  return encodeLine(
+    fitRow(0, line.split(lineDelimiter ?? ','), config.width, { shortRows: 0, longRows: 0, extraKeys: 0 }).cells,
   ).slice(0, -1);
 }
 
 serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
   switch (task.task) {
     case 'prepare': {
-      const { rows, problems } = parse(task.bytes, task.startLine);
-      const prepared = prepareRows(rows, config.columns);
+      // each record prepared as it is read, fitted as parseCsvPiece fits it: no row waits for the piece's last
+      const problems: SourceProblemCounts = { shortRows: 0, longRows: 0, extraKeys: 0 };
+      const preparer = new RowPreparer(config.columns, recordsAtMost(task.bytes));
+      readCsvRecords(task, config.csv, config.name, (line, cells) =>
+        preparer.add(fitRow(line, cells, config.width, problems)),
+      );
+      const prepared = preparer.finish();
       // the status and phone arrays are handed over to the main thread below: what is kept is a copy
       const sent = keepSent
         ? { status: prepared.status.slice(), phone: prepared.phone.slice(), hashes: prepared.hashes }
@@ -82,7 +98,10 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
       const piece = held.get(task.piece);
       if (piece === undefined) throw new Error(`piece ${task.piece} is not held by this thread`);
       held.delete(task.piece);
-      if (linesAreCsv) {
+      if (task.into !== undefined && (spare === undefined || task.into.byteLength > spare.byteLength))
+        spare = task.into;
+      if (lineDelimiter !== undefined) {
+        const into = spare;
         const written = csvPieceBytes(task.answers, {
           piece: piece.bytes,
           inputWidth: config.width,
@@ -92,8 +111,14 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
           sent: piece.sent,
           rejects: task.rejects,
           fitLine,
+          into,
+          delimiter: lineDelimiter,
         });
-        if (written !== undefined) return answer({ task: 'encode', ...written }, [written.bytes, written.rejectBytes]);
+        if (written !== undefined) {
+          // handed over with the bytes: the main thread gives it back once they are written
+          if (written.bytes.buffer === into) spare = undefined;
+          return answer({ task: 'encode', ...written, reusable: true }, [written.bytes, written.rejectBytes]);
+        }
       }
       const { status } = task.answers;
       const reason = unpackReasons(task.answers);
@@ -108,7 +133,7 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
       );
       const bytes = utf8.encode(encode(out));
       const rejectBytes = rejects !== null && rejects.length > 0 ? utf8.encode(encode(rejects)) : null;
-      return answer({ task: 'encode', bytes, rejectBytes }, [bytes, rejectBytes]);
+      return answer({ task: 'encode', bytes, rejectBytes, reusable: false }, [bytes, rejectBytes]);
     }
     case 'hash': {
       const { rows, problems } = parse(task.bytes, task.startLine);

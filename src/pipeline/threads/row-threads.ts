@@ -34,14 +34,18 @@ export interface RowThreadConfig {
 export type RowThreadTask =
   /** Parse a piece, prepare its identifier cells, and keep its rows under `piece`. */
   | { task: 'prepare'; piece: number; bytes: Uint8Array; startLine: number }
-  /** Append the answers' cells to the kept rows of `piece`, encode them (and the --rejects rows), let them go. */
-  | { task: 'encode'; piece: number; answers: SlotAnswers; rejects: boolean }
+  /**
+   * Append the answers' cells to the kept rows of `piece`, encode them (and the --rejects rows), let them go.
+   * `into`: the buffer of an earlier answer's bytes, written, to be written into again.
+   */
+  | { task: 'encode'; piece: number; answers: SlotAnswers; rejects: boolean; into?: ArrayBuffer | undefined }
   /** `hash`: parse a piece and encode its rows with their hashes, in one go. */
   | { task: 'hash'; bytes: Uint8Array; startLine: number };
 
 export type RowThreadAnswer =
   | { task: 'prepare'; prepared: PreparedRows; problems: SourceProblemCounts }
-  | { task: 'encode'; bytes: Uint8Array; rejectBytes: Uint8Array | null }
+  /** `reusable`: `bytes` is a view of a buffer worth giving back as a later task's `into`. */
+  | { task: 'encode'; bytes: Uint8Array; rejectBytes: Uint8Array | null; reusable: boolean }
   | { task: 'hash'; bytes: Uint8Array; counts: HashCounts; problems: SourceProblemCounts };
 
 /**
@@ -181,6 +185,8 @@ const OLD_GENERATION_MB = 256;
 export class RowThreads {
   private readonly pool: WorkerPool<RowThreadTask, RowThreadAnswer>;
   private nextPiece = 0;
+  /** Buffers of encoded pieces, written and given back, for the threads to write the next pieces into. */
+  private readonly spares: ArrayBuffer[] = [];
 
   /** Run from the TypeScript sources (vitest) there is no compiled thread script: the caller stays single-threaded. */
   static available(): boolean {
@@ -219,15 +225,29 @@ export class RowThreads {
   }
 
   /** Encodes an answered chunk's rows, held by the thread that parsed them, with their result cells. */
-  encode(chunk: RowChunk, rejects: boolean): Promise<{ bytes: Uint8Array; rejectBytes: Uint8Array | null }> {
+  encode(chunk: RowChunk, rejects: boolean): Promise<EncodedPiece> {
     const ticket = chunk.ticket;
     if (ticket === undefined)
       return Promise.reject(new Error('RowThreads.encode: the chunk was not prepared by a row thread'));
     const answers = packAnswers(chunk);
     const transfer = answerBuffers(answers);
+    const into = this.spares.pop();
+    if (into !== undefined) transfer.push(into);
     return this.pool
-      .runOn(ticket.thread, { task: 'encode', piece: ticket.piece, answers, rejects }, transfer)
-      .then((answer) => expect(answer, 'encode'));
+      .runOn(ticket.thread, { task: 'encode', piece: ticket.piece, answers, rejects, into }, transfer)
+      .then((answer) => {
+        const { bytes, rejectBytes, reusable } = expect(answer, 'encode');
+        if (!reusable) return { bytes, rejectBytes };
+        return { bytes, rejectBytes, written: () => this.giveBack(bytes.buffer as ArrayBuffer) };
+      });
+  }
+
+  /**
+   * A written piece's buffer, kept for a thread to write a later piece into. As many are kept as pieces can be
+   * encoded ahead of the writes; one more would only be memory.
+   */
+  private giveBack(buffer: ArrayBuffer): void {
+    if (buffer.byteLength > 0 && this.spares.length < this.threads * AHEAD_PER_THREAD) this.spares.push(buffer);
   }
 
   /** `hash`: the source's pieces hashed and encoded by the threads, in input order; row problems go to the source. */
@@ -249,12 +269,19 @@ export class RowThreads {
   }
 }
 
+/** A chunk's output bytes; `written`, when given, is called once the sink is done with `bytes` (see writeEncoded). */
+export interface EncodedPiece {
+  bytes: Uint8Array;
+  rejectBytes: Uint8Array | null;
+  written?: () => void;
+}
+
 /**
  * Encoded chunks written in the order they were given, while later ones are still being encoded: at most
  * `ahead` wait, so a slow disk holds the engine back instead of letting encoded bytes pile up.
  */
 export class EncodedWrites {
-  private readonly queue: Promise<{ bytes: Uint8Array; rejectBytes: Uint8Array | null }>[] = [];
+  private readonly queue: Promise<EncodedPiece>[] = [];
 
   constructor(
     private readonly out: TableSink,
@@ -262,7 +289,7 @@ export class EncodedWrites {
     private readonly ahead: number,
   ) {}
 
-  async add(encoded: Promise<{ bytes: Uint8Array; rejectBytes: Uint8Array | null }>): Promise<void> {
+  async add(encoded: Promise<EncodedPiece>): Promise<void> {
     // awaited in order later; until then a failure must not count as unhandled
     encoded.catch(() => undefined);
     this.queue.push(encoded);
@@ -275,11 +302,8 @@ export class EncodedWrites {
   }
 
   private async writeOldest(): Promise<void> {
-    const { bytes, rejectBytes } = await (this.queue.shift() as Promise<{
-      bytes: Uint8Array;
-      rejectBytes: Uint8Array | null;
-    }>);
-    await this.out.writeEncoded(bytes);
+    const { bytes, rejectBytes, written } = await (this.queue.shift() as Promise<EncodedPiece>);
+    await this.out.writeEncoded(bytes, written);
     if (rejectBytes !== null && this.rejects !== undefined) await this.rejects.writeEncoded(rejectBytes);
   }
 }

@@ -63,6 +63,17 @@ export function parseCsvPiece(
   return rows;
 }
 
+/**
+ * The most records a piece can hold: every record ends with a line break (LF, CR or CRLF) but maybe the last, so
+ * there are at most one more than the LF and CR bytes. Counted natively, which costs little beside reading them.
+ */
+export function recordsAtMost(bytes: Uint8Array): number {
+  const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let breaks = 0;
+  for (const byte of [0x0a, 0x0d]) for (let at = b.indexOf(byte); at !== -1; at = b.indexOf(byte, at + 1)) breaks++;
+  return breaks + 1;
+}
+
 /** The records of one piece as they are (the header piece, before the width is known). */
 export function parseCsvRecords(
   piece: CsvPieceInput,

@@ -162,10 +162,20 @@ abstract class SinkBase implements TableSink {
     while (threaded.full) await this.emit((await threaded.next()) as Uint8Array);
   }
 
-  /** The bytes are the sink's from here on: once written, their memory is released (see releaseWhenWritten). */
-  async writeEncoded(bytes: Uint8Array): Promise<void> {
+  /**
+   * The bytes are the sink's from here on: once written, they go back to the writer (`written`) or their memory is
+   * released (see releaseWhenWritten).
+   */
+  async writeEncoded(bytes: Uint8Array, written?: () => void): Promise<void> {
     await this.flushEncoded();
-    await this.emit(bytes, releaseWhenWritten(bytes));
+    await this.emit(
+      bytes,
+      written === undefined
+        ? releaseWhenWritten(bytes)
+        : (err) => {
+            if (!err) written();
+          },
+    );
   }
 
   /** Text written as is (a header), after every chunk given before it. */
