@@ -8,7 +8,9 @@ import {
   RAW_UID_BYTES,
   rawUidBytes,
   rawUidText,
+  sentOf,
   textOfBytes,
+  textOfSent,
 } from '../../src/state/postgres/stored-bytes.js';
 
 const sha = (s: string): string => hash('sha256', s, 'base64');
@@ -44,6 +46,11 @@ describe('PostgreSQL state: hashes and raw UIDs as bytes', () => {
       'x'.repeat(HASH_BYTES),
       'x'.repeat(HASH_BYTES + 1),
       'x'.repeat(RAW_UID_BYTES + 1),
+      // 44 characters of the base64 alphabet that are not a canonical 32 or 33 bytes
+      `${h.slice(0, 43)}A`,
+      `${h.slice(0, 42)}=A`,
+      `${h.slice(0, 43)}.`,
+      Buffer.alloc(RAW_UID_BYTES, 9).toString('base64'),
       h,
     ]);
     for (const width of [HASH_BYTES, RAW_UID_BYTES]) {
@@ -54,7 +61,14 @@ describe('PostgreSQL state: hashes and raw UIDs as bytes', () => {
         const hex = bytes.toString('hex');
         expect(seen.get(hex)).toBeUndefined();
         seen.set(hex, text);
-        if (text !== h || width !== HASH_BYTES) expect(bytes.length).not.toBe(width);
+        // the decoded bytes exactly when the text is canonical base64 of `width` bytes
+        const decoded = Buffer.from(text, 'base64');
+        const usual = text.length > 0 && decoded.length === width && decoded.toString('base64') === text;
+        expect(bytes.length === width).toBe(usual);
+        // as sent and read as base64: the same bytes, the same text back
+        expect(Buffer.from(sentOf(text, width), 'base64')).toEqual(bytes);
+        expect(textOfSent(sentOf(text, width), width)).toBe(text);
+        expect(textOfSent(bytes.toString('base64').replace(/(.{8})/g, '$1\n'), width)).toBe(text);
       }
     }
     for (const text of texts) expect(hashOfKey(entryKeyOf(0, text))).toBe(text);

@@ -3,14 +3,17 @@
  * on ids and on raw UIDs), keyed by the entry's key (its type and hash as bytes, stored-bytes.ts); the id orders
  * the opt-out sweep and exports.
  */
-import { crc32 } from 'node:zlib';
+import type { StateRecord } from '../backend.js';
+import { CRC32_TABLE } from '../checksum.js';
+import { STATUS_CODE, TYPE_CODE } from '../schema.js';
 
 /** The schema a new state is made at and the only one this build reads. */
 export const PG_SCHEMA_VERSION = 2;
 
 /** The entry columns in the order every read of a whole row selects them (rowOf reads them so). */
 export const ENTRY_COLUMNS =
-  'id, key, status, due, u, p, r, bucket_id, last_mapped, last_optout_check, opted_out_since, sum';
+  "id, key, status, due, encode(u, 'base64') AS u, encode(p, 'base64') AS p, r, bucket_id, last_mapped, " +
+  'last_optout_check, opted_out_since, sum';
 
 /** The statements that make a state in schema `s` (an identifier parseStateUrl checked). */
 export function schemaDdl(s: string): string {
@@ -58,65 +61,70 @@ CREATE INDEX pending_changes_by_kind ON ${s}.pending_changes (kind, id);
 `;
 }
 
-/** An entry row's values as stored: its key and raw UIDs as bytes, its codes as numbers. */
-export interface EntryRow {
-  key: Buffer;
-  status: number;
-  due: boolean;
-  u: Buffer | null;
-  p: Buffer | null;
-  r: number | null;
-  bucketId: string | null;
-  lastMappedS: number | null;
-  lastOptoutCheckS: number | null;
-  optedOutSinceMs: number | null;
-}
-
-// the bytes a row's checksum is taken over, reused from row to row (grown for a long value)
-let scratch = Buffer.alloc(512);
-
 /**
  * An entry row's checksum (as a signed 32-bit integer, the column's type): a CRC-32 over every value laid out in
- * bytes (each byte string after its length, each number as a float64 after a flag of null), so that a value
- * changed, or moved to another column or row, reads as damage.
+ * bytes (each text as UTF-8 after its length in UTF-16 units, each number as a float64 after a flag of null), so
+ * that a value changed, or moved to another column or row, reads as damage. Over the texts of the hash and raw
+ * UIDs, which the bytes stored stand for one to one (stored-bytes.ts). Summed here a byte at a time, with no buffer
+ * to write first: a lookup sums every row it reads, a commit every row it writes.
  */
-export function entrySumOf(e: EntryRow): number {
-  const bucketBytes = e.bucketId === null ? 0 : e.bucketId.length * 3;
-  const most = 4 * 4 + e.key.length + (e.u?.length ?? 0) + (e.p?.length ?? 0) + bucketBytes + 2 + 4 * 9;
-  if (scratch.length < most) scratch = Buffer.alloc(most * 2);
-  const b = scratch;
-  let at = bytesAt(b, 0, e.key);
-  b[at++] = e.status;
-  b[at++] = e.due ? 1 : 0;
-  at = bytesAt(b, at, e.u);
-  at = bytesAt(b, at, e.p);
-  if (e.bucketId === null) {
-    b.writeUInt32LE(0xffffffff, at);
-    at += 4;
-  } else {
-    const n = b.write(e.bucketId, at + 4, 'utf8');
-    b.writeUInt32LE(n, at);
-    at += 4 + n;
-  }
-  at = numberAt(b, at, e.r);
-  at = numberAt(b, at, e.lastMappedS);
-  at = numberAt(b, at, e.lastOptoutCheckS);
-  at = numberAt(b, at, e.optedOutSinceMs);
-  return crc32(b.subarray(0, at)) | 0;
+export function entrySumOf(e: StateRecord): number {
+  let c = crcByte(-1, TYPE_CODE[e.type]);
+  c = crcText(c, e.hash);
+  c = crcByte(c, STATUS_CODE[e.status]);
+  c = crcByte(c, e.due ? 1 : 0);
+  c = crcText(c, e.u);
+  c = crcText(c, e.p);
+  c = crcText(c, e.bucketId);
+  c = crcNumber(c, e.r);
+  c = crcNumber(c, e.lastMappedS);
+  c = crcNumber(c, e.lastOptoutCheckS);
+  c = crcNumber(c, e.optedOutSinceMs);
+  return ~c;
 }
 
-function bytesAt(b: Buffer, at: number, v: Buffer | null): number {
-  if (v === null) {
-    b.writeUInt32LE(0xffffffff, at);
-    return at + 4;
-  }
-  b.writeUInt32LE(v.length, at);
-  v.copy(b, at + 4);
-  return at + 4 + v.length;
+function crcByte(c: number, b: number): number {
+  return CRC32_TABLE[(c ^ b) & 255] ^ (c >>> 8);
 }
 
-function numberAt(b: Buffer, at: number, v: number | null): number {
-  b[at] = v === null ? 0 : 1;
-  b.writeDoubleLE(v ?? 0, at + 1);
-  return at + 9;
+function crcUint32(c: number, v: number): number {
+  return crcByte(crcByte(crcByte(crcByte(c, v), v >>> 8), v >>> 16), v >>> 24);
+}
+
+/** A text's length, then its UTF-8 bytes (a lone surrogate as U+FFFD, as the server and Buffer store it). */
+function crcText(c: number, v: string | null): number {
+  if (v === null) return crcUint32(c, 0xffffffff);
+  c = crcUint32(c, v.length);
+  for (let i = 0; i < v.length; i++) {
+    let u = v.charCodeAt(i);
+    if (u < 0x80) {
+      c = crcByte(c, u);
+    } else if (u < 0x800) {
+      c = crcByte(crcByte(c, 0xc0 | (u >> 6)), 0x80 | (u & 63));
+    } else {
+      if (u >= 0xd800 && u < 0xdc00 && i + 1 < v.length) {
+        const low = v.charCodeAt(i + 1);
+        if (low >= 0xdc00 && low < 0xe000) {
+          const cp = 0x10000 + ((u - 0xd800) << 10) + (low - 0xdc00);
+          c = crcByte(crcByte(c, 0xf0 | (cp >> 18)), 0x80 | ((cp >> 12) & 63));
+          c = crcByte(crcByte(c, 0x80 | ((cp >> 6) & 63)), 0x80 | (cp & 63));
+          i++;
+          continue;
+        }
+      }
+      if (u >= 0xd800 && u < 0xe000) u = 0xfffd;
+      c = crcByte(crcByte(crcByte(c, 0xe0 | (u >> 12)), 0x80 | ((u >> 6) & 63)), 0x80 | (u & 63));
+    }
+  }
+  return c;
+}
+
+const float = new DataView(new ArrayBuffer(8));
+
+function crcNumber(c: number, v: number | null): number {
+  if (v === null) return crcByte(c, 0);
+  float.setFloat64(0, v, true);
+  c = crcByte(c, 1);
+  for (let i = 0; i < 8; i++) c = crcByte(c, float.getUint8(i));
+  return c;
 }

@@ -24,8 +24,8 @@ import type {
 } from '../types.js';
 import { answered, freshRecord } from './entry-update.js';
 import { codeOf, connectionFault, StateConnectionError, StateShareLockedError } from './errors.js';
-import { ENTRY_COLUMNS, type EntryRow, entrySumOf } from './schema.js';
-import { entryKeyOf, hashOfKey, rawUidBytes, rawUidText } from './stored-bytes.js';
+import { ENTRY_COLUMNS, entrySumOf } from './schema.js';
+import { HASH_BYTES, hashOfKey, RAW_UID_BYTES, sentOf, textOfSent } from './stored-bytes.js';
 
 type Sql = postgres.Sql;
 type Query = Pick<Sql, 'unsafe'>;
@@ -39,10 +39,9 @@ const WALK_PAGE = 5_000;
 const RETRY_CODES = new Set(['40P01', '40001']);
 const RETRIES = 5;
 
-/** A stored entry with its id, its key column and its checksum. */
+/** A stored entry with its id and its checksum. */
 interface StoredRecord {
   id: number;
-  key: Buffer;
   sum: number;
   rec: StateRecord;
 }
@@ -50,8 +49,8 @@ interface StoredRecord {
 /** A key of a batch being committed: its answers, and the entry they start from when it is new. */
 interface Pending {
   k: string;
-  key: Buffer;
-  key64: string;
+  /** The type's code and the hash as sent (sentOf), as an insert's RETURNING gives them back. */
+  sentKey: string;
   first: StateRecord;
   updates: EntryUpdate[];
 }
@@ -83,64 +82,93 @@ function utcDay(seconds: number): string {
   return new Date(seconds * 1000).toISOString().slice(0, 10);
 }
 
-/** A record's values as its row stores them; `key` when the caller has it already. */
-function rowOfRecord(e: StateRecord, key: Buffer = entryKeyOf(TYPE_CODE[e.type], e.hash)): EntryRow {
-  return {
-    key,
-    status: STATUS_CODE[e.status],
-    due: e.due,
-    u: rawUidBytes(e.u),
-    p: rawUidBytes(e.p),
-    r: e.r,
-    bucketId: e.bucketId,
-    lastMappedS: e.lastMappedS,
-    lastOptoutCheckS: e.lastOptoutCheckS,
-    optedOutSinceMs: e.optedOutSinceMs,
-  };
-}
+// Arrays are sent as the text of array literals made here: the driver's own serializer escapes every element
+// with regular expressions, and the base64 and numbers sent here have nothing to escape.
 
-// byte strings travel as base64 text, decoded by the server (decode(..., 'base64')): the driver's bytea arrays
-// are text of hex, twice as long
-const b64 = (v: Buffer | null): string | null => (v === null ? null : v.toString('base64'));
-
-/** The columns of rows as the arrays an unnest of them takes, in the order of INSERT_COLUMNS, with their sums. */
-function columnsOf(rows: readonly EntryRow[]): unknown[] {
-  const n = rows.length;
-  const cols: unknown[][] = Array.from({ length: 11 }, () => new Array(n));
-  for (let i = 0; i < n; i++) {
-    const e = rows[i];
-    cols[0][i] = e.key.toString('base64');
-    cols[1][i] = e.status;
-    cols[2][i] = e.due ? 1 : 0;
-    cols[3][i] = b64(e.u);
-    cols[4][i] = b64(e.p);
-    cols[5][i] = e.r;
-    cols[6][i] = e.bucketId;
-    cols[7][i] = e.lastMappedS;
-    cols[8][i] = e.lastOptoutCheckS;
-    cols[9][i] = e.optedOutSinceMs;
-    cols[10][i] = entrySumOf(e);
+/** An array literal of texts with no quote or backslash (base64), or null. */
+function plainTexts(values: readonly (string | null)[]): string {
+  let out = '{';
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    out += `${i === 0 ? '' : ','}${v === null ? 'NULL' : `"${v}"`}`;
   }
-  return cols;
+  return `${out}}`;
 }
+
+/** An array literal of any texts, or null. */
+function texts(values: readonly (string | null)[]): string {
+  return plainTexts(values.map((v) => (v === null ? null : v.replace(/[\\"]/g, '\\$&'))));
+}
+
+/** An array literal of numbers (NaN and the infinities as the server spells them), or null. */
+function numbers(values: readonly (number | null)[]): string {
+  let out = '{';
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    out += `${i === 0 ? '' : ','}${v === null ? 'NULL' : String(v)}`;
+  }
+  return `${out}}`;
+}
+
+/** A raw UID as sent, or null. */
+function sentRawUid(text: string | null): string | null {
+  return text === null ? null : sentOf(text, RAW_UID_BYTES);
+}
+
+/**
+ * The columns of records as the array literals an unnest of them takes, in the order of UNNEST_RECORDS, with their
+ * sums; without the keys (type and hash) when `keys` is false (an update by id).
+ */
+function columnsOf(records: readonly StateRecord[], keys = true): string[] {
+  const n = records.length;
+  const cols: (string | number | null)[][] = Array.from({ length: 12 }, (_, c) => new Array(c < 2 && !keys ? 0 : n));
+  for (let i = 0; i < n; i++) {
+    const e = records[i];
+    if (keys) {
+      cols[0][i] = TYPE_CODE[e.type];
+      cols[1][i] = sentOf(e.hash, HASH_BYTES);
+    }
+    cols[2][i] = STATUS_CODE[e.status];
+    cols[3][i] = e.due ? 1 : 0;
+    cols[4][i] = sentRawUid(e.u);
+    cols[5][i] = sentRawUid(e.p);
+    cols[6][i] = e.r;
+    cols[7][i] = e.bucketId;
+    cols[8][i] = e.lastMappedS;
+    cols[9][i] = e.lastOptoutCheckS;
+    cols[10][i] = e.optedOutSinceMs;
+    cols[11][i] = entrySumOf(e);
+  }
+  return cols.map((col, c) =>
+    c === 1 || c === 4 || c === 5
+      ? plainTexts(col as (string | null)[])
+      : c === 7
+        ? texts(col as (string | null)[])
+        : numbers(col as (number | null)[]),
+  );
+}
+
+/** The key column of a type's code and a hash as sent (SQL expressions). */
+const keyOfSent = (type: string, hash: string): string =>
+  `set_byte('\\x00'::bytea, 0, ${type}) || decode(${hash}, 'base64')`;
 
 const INSERT_COLUMNS = 'key, status, due, u, p, r, bucket_id, last_mapped, last_optout_check, opted_out_since, sum';
 const UNNEST_RECORDS =
-  'unnest($1::text[], $2::int2[], $3::int2[], $4::text[], $5::text[], $6::float8[], $7::text[], ' +
-  '$8::float8[], $9::float8[], $10::float8[], $11::int4[]) ' +
-  'AS v(key, status, due, u, p, r, bucket_id, last_mapped, last_optout_check, opted_out_since, sum)';
+  'unnest($1::int2[], $2::text[], $3::int2[], $4::int2[], $5::text[], $6::text[], $7::float8[], $8::text[], ' +
+  '$9::float8[], $10::float8[], $11::float8[], $12::int4[]) ' +
+  'AS v(type, hash, status, due, u, p, r, bucket_id, last_mapped, last_optout_check, opted_out_since, sum)';
 // the same with the entries' ids last
-const UNNEST_RECORDS_WITH_IDS = UNNEST_RECORDS.replace(') AS v(', ', $12::int8[], $13::int4[]) AS v(').replace(
+const UNNEST_RECORDS_WITH_IDS = UNNEST_RECORDS.replace(') AS v(', ', $13::int8[], $14::int4[]) AS v(').replace(
   /sum\)$/,
   'sum, id, before)',
 );
 const SELECT_RECORDS =
-  "SELECT decode(v.key, 'base64'), v.status, v.due <> 0, decode(v.u, 'base64'), decode(v.p, 'base64'), v.r, " +
-  `v.bucket_id, v.last_mapped, v.last_optout_check, v.opted_out_since, v.sum FROM ${UNNEST_RECORDS}`;
+  `SELECT ${keyOfSent('v.type', 'v.hash')}, v.status, v.due <> 0, decode(v.u, 'base64'), decode(v.p, 'base64'), ` +
+  `v.r, v.bucket_id, v.last_mapped, v.last_optout_check, v.opted_out_since, v.sum FROM ${UNNEST_RECORDS}`;
 // raw UIDs sent as $1, as the bytes they are stored as
 const RAW_UIDS = "ARRAY(SELECT decode(x, 'base64') FROM unnest($1::text[]) AS x)";
 // what a lookup reads of an entry: its values, not its key (the one asked for)
-const LOOKUP_COLUMNS = 'id, status, due, u, p, r, bucket_id, last_mapped, last_optout_check, opted_out_since, sum';
+const LOOKUP_COLUMNS = ENTRY_COLUMNS.replace('id, key, ', 'id, ');
 
 export interface PostgresStateParts {
   sql: Sql;
@@ -223,44 +251,35 @@ export class PostgresState implements StateBackend {
     const key = row[1] as Buffer;
     const type = TYPE_OF_CODE[key[0]];
     if (type === undefined) throw new ChecksumError(`entry ${row[0]}`);
-    const rec = this.valuesOf(row, 2, key, type, hashOfKey(key));
-    return { id: Number(row[0]), key, sum: row[11] as number, rec };
+    const rec = this.valuesOf(row, 2, type, hashOfKey(key));
+    return { id: Number(row[0]), sum: row[11] as number, rec };
   }
 
   /**
    * The record of an entry whose values are row[from...] (status to sum, as ENTRY_COLUMNS orders them) and whose
-   * key is `key`, its checksum checked (ChecksumError naming the entry of row[0]).
+   * key is (type, hash), its checksum checked (ChecksumError naming the entry of row[0]).
    */
-  private valuesOf(row: Row, from: number, key: Buffer, type: DiiType, hash: string): StateRecord {
+  private valuesOf(row: Row, from: number, type: DiiType, hash: string): StateRecord {
     const status = STATUS_OF_CODE.get(row[from] as number);
     // a code no build writes is damage, as a wrong checksum is
     if (status === undefined) throw new ChecksumError(`entry ${row[0]}`);
-    const stored: EntryRow = {
-      key,
-      status: row[from] as number,
+    const u = row[from + 2] as string | null;
+    const p = row[from + 3] as string | null;
+    const rec: StateRecord = {
+      type,
+      hash,
+      status,
       due: row[from + 1] === true,
-      u: row[from + 2] as Buffer | null,
-      p: row[from + 3] as Buffer | null,
+      u: u === null ? null : textOfSent(u, RAW_UID_BYTES),
+      p: p === null ? null : textOfSent(p, RAW_UID_BYTES),
       r: num(row[from + 4]),
       bucketId: row[from + 5] as string | null,
       lastMappedS: num(row[from + 6]),
       lastOptoutCheckS: num(row[from + 7]),
       optedOutSinceMs: num(row[from + 8]),
     };
-    if (entrySumOf(stored) !== row[from + 9]) throw new ChecksumError(`entry ${row[0]}`);
-    return {
-      type,
-      hash,
-      status,
-      due: stored.due,
-      u: rawUidText(stored.u),
-      p: rawUidText(stored.p),
-      r: stored.r,
-      bucketId: stored.bucketId,
-      lastMappedS: stored.lastMappedS,
-      lastOptoutCheckS: stored.lastOptoutCheckS,
-      optedOutSinceMs: stored.optedOutSinceMs,
-    };
+    if (entrySumOf(rec) !== row[from + 9]) throw new ChecksumError(`entry ${row[0]}`);
+    return rec;
   }
 
   /**
@@ -340,17 +359,15 @@ export class PostgresState implements StateBackend {
     // per hash, the last position it is asked at (the file answers a hash asked twice there too)
     const position = new Map<string, number>();
     for (let i = 0; i < hashes.length; i++) position.set(hashes[i], i);
-    const code = TYPE_CODE[type];
     const asked = [...position.keys()];
-    const keys = asked.map((hash) => entryKeyOf(code, hash));
     // each row says which key it answers by its ordinal: no key is sent back or decoded
     const rows =
       asked.length === 0
         ? []
         : await this.q(
-            `SELECT e.*, k.i FROM unnest($1::text[]) WITH ORDINALITY AS k(key, i) ` +
-              `CROSS JOIN LATERAL (${this.keyProbe(LOOKUP_COLUMNS, "decode(k.key, 'base64')")}) e`,
-            [keys.map((k) => k.toString('base64'))],
+            `SELECT e.*, k.i FROM unnest($2::text[]) WITH ORDINALITY AS k(hash, i) ` +
+              `CROSS JOIN LATERAL (${this.keyProbe(LOOKUP_COLUMNS, keyOfSent('$1::int4', 'k.hash'))}) e`,
+            [TYPE_CODE[type], plainTexts(asked.map((h) => sentOf(h, HASH_BYTES)))],
           );
     const n = rows.length;
     const out: StoredEntries = {
@@ -367,7 +384,7 @@ export class PostgresState implements StateBackend {
       const k = Number(row[11]) - 1;
       let e: StateRecord;
       try {
-        e = this.valuesOf(row, 1, keys[k], type, asked[k]);
+        e = this.valuesOf(row, 1, type, asked[k]);
       } catch (err) {
         throw this.fault(err);
       }
@@ -413,8 +430,9 @@ export class PostgresState implements StateBackend {
     if (byEntry.size === 0 && journal === undefined) return;
     const firsts: Pending[] = [];
     for (const [k, list] of byEntry) {
-      const key = entryKeyOf(TYPE_CODE[list[0].type], list[0].hash);
-      firsts.push({ k, key, key64: key.toString('base64'), first: freshRecord(list[0]), updates: list });
+      const { type, hash } = list[0];
+      const sentKey = `${TYPE_CODE[type]}\u0000${sentOf(hash, HASH_BYTES)}`;
+      firsts.push({ k, sentKey, first: freshRecord(list[0]), updates: list });
     }
     firsts.sort((a, b) => byKey(a.first, b.first));
     await this.tx(async (t) => {
@@ -427,21 +445,22 @@ export class PostgresState implements StateBackend {
         const stored =
           pass === 0 && this.mostlyNewLast ? new Map<string, StoredRecord>() : await this.storedByKey(t, pending);
         // the new entries, as their answers make them: one statement for a batch of new keys
-        const made: EntryRow[] = [];
+        const made: StateRecord[] = [];
         for (const f of pending) {
           if (stored.has(f.k)) continue;
           let rec = f.first;
           for (const u of f.updates) rec = answered(rec, u, nowS);
-          made.push(rowOfRecord(rec, f.key));
+          made.push(rec);
         }
         const inserted = new Set<string>();
         if (made.length > 0) {
-          for (const [key] of await this.q(
-            `INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (key) DO NOTHING RETURNING key`,
+          for (const [type, hash] of await this.q(
+            `INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (key) DO NOTHING ` +
+              "RETURNING get_byte(key, 0), encode(substr(key, 2), 'base64')",
             columnsOf(made),
             t,
           )) {
-            inserted.add((key as Buffer).toString('base64'));
+            inserted.add(`${type}\u0000${(hash as string).replace(/\n/g, '')}`);
           }
           insertedAll += inserted.size;
         }
@@ -453,13 +472,13 @@ export class PostgresState implements StateBackend {
           if (old === undefined) continue;
           let rec = old.rec;
           for (const u of f.updates) rec = answered(rec, u, nowS);
-          changed.push({ id: old.id, key: old.key, sum: old.sum, rec });
+          changed.push({ id: old.id, sum: old.sum, rec });
         }
         const written = changed.length > 0 ? await this.updateRecords(t, changed, true) : new Set<number>();
         // a key another run inserted but had not committed when ours was refused, or changed since it was read
         pending = pending.filter((f) => {
           const old = stored.get(f.k);
-          return old === undefined ? !inserted.has(f.key64) : !written.has(old.id);
+          return old === undefined ? !inserted.has(f.sentKey) : !written.has(old.id);
         });
       }
       this.mostlyNewLast = insertedAll * 2 >= firsts.length;
@@ -471,16 +490,19 @@ export class PostgresState implements StateBackend {
   private async storedByKey(t: Query, keys: readonly Pending[]): Promise<Map<string, StoredRecord>> {
     // each row says which key it is by its ordinal: no key is sent back or decoded
     const rows = await this.q(
-      `SELECT e.*, k.i FROM unnest($1::text[]) WITH ORDINALITY AS k(key, i) ` +
-        `CROSS JOIN LATERAL (${this.keyProbe(LOOKUP_COLUMNS, "decode(k.key, 'base64')")}) e`,
-      [keys.map((k) => k.key64)],
+      `SELECT e.*, k.i FROM unnest($1::int2[], $2::text[]) WITH ORDINALITY AS k(type, hash, i) ` +
+        `CROSS JOIN LATERAL (${this.keyProbe(LOOKUP_COLUMNS, keyOfSent('k.type', 'k.hash'))}) e`,
+      [
+        numbers(keys.map((k) => TYPE_CODE[k.first.type])),
+        plainTexts(keys.map((k) => sentOf(k.first.hash, HASH_BYTES))),
+      ],
       t,
     );
     const out = new Map<string, StoredRecord>();
     for (const row of rows) {
       const f = keys[Number(row[11]) - 1];
-      const rec = this.valuesOf(row, 1, f.key, f.first.type, f.first.hash);
-      out.set(f.k, { id: Number(row[0]), key: f.key, sum: row[10] as number, rec });
+      const rec = this.valuesOf(row, 1, f.first.type, f.first.hash);
+      out.set(f.k, { id: Number(row[0]), sum: row[10] as number, rec });
     }
     return out;
   }
@@ -490,14 +512,17 @@ export class PostgresState implements StateBackend {
    * the values each was read with (their checksums, `sum`). The ids written.
    */
   private async updateRecords(t: Query, records: readonly StoredRecord[], unchanged = false): Promise<Set<number>> {
-    const cols = columnsOf(records.map((r) => rowOfRecord(r.rec, r.key)));
+    const cols = columnsOf(
+      records.map((r) => r.rec),
+      false,
+    );
     // id = ANY besides the join: the pkey probed for just these rows, whatever the statistics say of the table
     const rows = await this.q(
       `UPDATE ${this.s}.entries e SET status = v.status, due = v.due <> 0, u = decode(v.u, 'base64'), ` +
         "p = decode(v.p, 'base64'), r = v.r, bucket_id = v.bucket_id, last_mapped = v.last_mapped, " +
         'last_optout_check = v.last_optout_check, opted_out_since = v.opted_out_since, sum = v.sum ' +
-        `FROM ${UNNEST_RECORDS_WITH_IDS} WHERE e.id = ANY($12::int8[]) AND e.id = v.id${unchanged ? ' AND e.sum = v.before' : ''} RETURNING e.id`,
-      [...cols, records.map((r) => r.id), records.map((r) => r.sum)],
+        `FROM ${UNNEST_RECORDS_WITH_IDS} WHERE e.id = ANY($13::int8[]) AND e.id = v.id${unchanged ? ' AND e.sum = v.before' : ''} RETURNING e.id`,
+      [...cols, numbers(records.map((r) => r.id)), numbers(records.map((r) => r.sum))],
       t,
     );
     return new Set(rows.map(([id]) => Number(id)));
@@ -663,7 +688,7 @@ export class PostgresState implements StateBackend {
               await this.q(
                 `SELECT ${ENTRY_COLUMNS} FROM ${this.s}.entries WHERE u = ANY(${RAW_UIDS}) OR p = ANY(${RAW_UIDS}) ` +
                   'ORDER BY id FOR UPDATE',
-                [[...since.keys()].map((u) => b64(rawUidBytes(u)))],
+                [plainTexts([...since.keys()].map((u) => sentOf(u, RAW_UID_BYTES)))],
                 t,
               )
             ).map((row) => this.rowOf(row));
@@ -819,7 +844,7 @@ export class PostgresState implements StateBackend {
           'status = excluded.status, due = excluded.due, u = excluded.u, p = excluded.p, r = excluded.r, ' +
           'bucket_id = excluded.bucket_id, last_mapped = excluded.last_mapped, ' +
           'last_optout_check = excluded.last_optout_check, opted_out_since = excluded.opted_out_since, sum = excluded.sum',
-        columnsOf(records.map((r) => rowOfRecord(r))),
+        columnsOf(records),
         t,
       );
     });

@@ -39,6 +39,41 @@ export function textOfBytes(bytes: Buffer, width: number, from = 0): string {
   return bytes.toString('utf8', from, end);
 }
 
+// the value of each base64 character (the standard alphabet), -1 for any other character
+const DIGIT = new Int8Array(128).fill(-1);
+for (const [i, c] of [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'].entries()) {
+  DIGIT[c.charCodeAt(0)] = i;
+}
+
+/**
+ * Whether `text` is the canonical base64 of exactly 32 or 33 bytes (`width`): of 32, 43 characters whose last
+ * carries 2 bits that decoding drops (so they must be 0), then '='; of 33, 44 characters, every bit used. A loop
+ * over a table: it runs for every hash and raw UID sent and read.
+ */
+function canonical(text: string, width: number): boolean {
+  if (text.length !== 44) return false;
+  const digits = width === HASH_BYTES ? 43 : width === RAW_UID_BYTES ? 44 : 0;
+  if (digits === 0) return false;
+  for (let i = 0; i < digits; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 128 || DIGIT[c] < 0) return false;
+  }
+  return digits === 44 || (text.charCodeAt(43) === 61 && (DIGIT[text.charCodeAt(42)] & 3) === 0);
+}
+
+/**
+ * The base64 of the bytes bytesOfText keeps for `text` (what the server decodes): the text itself when it is the
+ * canonical base64 of `width` bytes, so that the usual hash or raw UID is sent without being decoded here.
+ */
+export function sentOf(text: string, width: number): string {
+  return canonical(text, width) ? text : bytesOfText(text, width).toString('base64');
+}
+
+/** sentOf's inverse: the text of kept bytes read as base64 (line breaks, as the server's encode() makes, ignored). */
+export function textOfSent(b64: string, width: number): string {
+  return canonical(b64, width) ? b64 : textOfBytes(Buffer.from(b64, 'base64'), width);
+}
+
 /** bytesOfText of a raw UID, null kept. */
 export function rawUidBytes(text: string | null): Buffer | null {
   return text === null ? null : bytesOfText(text, RAW_UID_BYTES);
