@@ -6,8 +6,9 @@
 //   npm run bench:state -- --postgres                   # 1,000,000 entries, 5,000 per commit
 //   npm run bench:state -- --postgres 10000000          # another size
 //   npm run bench:state -- --postgres --shared-buffers 4GB   # the server's buffer cache (512MB unless given)
+//   node bench/state.mjs --postgres --dist DIR          # another build's output (DIR holds state/postgres/open.js)
 // Figures also go to bench/results-state-postgres.json (not committed).
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,13 +17,14 @@ import postgres from 'postgres';
 import { startPostgres } from './postgres-server.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const { openPostgresState } = await import(join(ROOT, 'dist', 'state', 'postgres', 'open.js'));
-
 const args = process.argv.slice(2);
 const option = (name) => {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : undefined;
 };
+// a build of another commit can be measured by the same bench, side by side with this one
+const DIST = resolve(option('--dist') ?? join(ROOT, 'dist'));
+const { openPostgresState } = await import(join(DIST, 'state', 'postgres', 'open.js'));
 const ENTRIES = Number(args.find((a) => /^\d+$/.test(a)) ?? 1_000_000);
 const COMMIT_ROWS = Number(option('--commit-rows') ?? 5_000);
 const SHARED_BUFFERS = option('--shared-buffers') ?? '512MB';
@@ -76,10 +78,26 @@ const results = {
   server: serverSettings,
 };
 const store = await openPostgresState(`${server.url}?schema=bench`, { envFingerprint: 'bench:local' });
+// the CPU seconds of the server process that serves the store's session, read from /proc: with other work on the
+// machine, wall rates move with the load, while the CPU each side spends per row is what a change buys
+const watcher = postgres(server.url, { max: 1, onnotice: () => {} });
+const [{ pid: backendPid }] = await watcher.unsafe(
+  `SELECT pid FROM pg_stat_activity WHERE application_name = 'uid2-batch' AND pid <> pg_backend_pid()`,
+);
+await watcher.end();
+const serverCpuS = () => {
+  try {
+    const fields = readFileSync(`/proc/${backendPid}/stat`, 'utf8').split(') ')[1].split(' ');
+    // utime and stime, in clock ticks of 1/100 s
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
+};
 try {
   console.log(
     `state bench (PostgreSQL): node ${process.version}, ${cpus().length} CPUs, load average ${loadavg()[0].toFixed(1)}, ` +
-      `${fmt(ENTRIES)} entries, ${fmt(COMMIT_ROWS)} per commit`,
+      `${fmt(ENTRIES)} entries, ${fmt(COMMIT_ROWS)} per commit, ${DIST}`,
   );
   console.log(
     `server: ${Object.entries(serverSettings)
@@ -90,6 +108,7 @@ try {
   const commitSeconds = [];
   let inCommits = 0;
   let commitCpu = 0;
+  const commitServer = serverCpuS();
   for (let first = 0; first < ENTRIES; first += COMMIT_ROWS) {
     const n = Math.min(COMMIT_ROWS, ENTRIES - first);
     const updates = new Array(n);
@@ -115,12 +134,15 @@ try {
   results.commitRowsPerS = Math.round(1 / median(commitSeconds));
   line(
     'build: commitBatch of new entries',
-    `${fmt(results.commitRowsPerS)} rows/s median, ${inCommits.toFixed(1)} s in all, ${commitCpu.toFixed(1)} s CPU of this process`,
+    `${fmt(results.commitRowsPerS)} rows/s median, ${inCommits.toFixed(1)} s in all, ${commitCpu.toFixed(1)} s CPU of this process, ` +
+      `${(serverCpuS() - commitServer).toFixed(1)} s of the server's`,
   );
 
   // ---- commits of stored entries: what a remap writes (each key mapped again)
   const rnd = picker(777);
   const again = [];
+  const againCpu = process.cpuUsage();
+  const againServer = serverCpuS();
   for (let round = 0; round < 20; round++) {
     const updates = Array.from({ length: COMMIT_ROWS }, () => {
       const i = Math.floor(rnd() * ENTRIES);
@@ -135,7 +157,13 @@ try {
     again.push(COMMIT_ROWS / seconds(t));
   }
   results.recommitRowsPerS = Math.round(median(again));
-  line('commitBatch of stored entries (random)', `${fmt(results.recommitRowsPerS)} rows/s median`);
+  const againUsed = process.cpuUsage(againCpu);
+  line(
+    'commitBatch of stored entries (random)',
+    `${fmt(results.recommitRowsPerS)} rows/s median, ` +
+      `${fmt((20 * COMMIT_ROWS) / ((againUsed.user + againUsed.system) / 1e6))}/s CPU of this process, ` +
+      `${fmt((20 * COMMIT_ROWS) / (serverCpuS() - againServer))}/s of the server's`,
+  );
 
   // ---- lookups of 5,000 keys, as `map --state` asks per batch (one call per DII type)
   for (const [label, hitEvery, name] of [
@@ -147,6 +175,7 @@ try {
     const rates = [];
     let found = 0;
     let cpuS = 0;
+    const server0 = serverCpuS();
     for (let round = 0; round < 40; round++) {
       const keys = Array.from({ length: 5_000 }, (_, k) => {
         if (hitEvery !== 0 && k % hitEvery === 0) {
@@ -168,7 +197,8 @@ try {
     results[`lookups_${name}`] = Math.round(median(rates));
     line(
       label,
-      `${fmt(median(rates))} lookups/s median (${fmt(found)} found), ${fmt((rates.length * 5_000) / cpuS)}/s CPU of this process`,
+      `${fmt(median(rates))} lookups/s median (${fmt(found)} found), ${fmt((rates.length * 5_000) / cpuS)}/s CPU of this process, ` +
+        `${fmt((rates.length * 5_000) / (serverCpuS() - server0))}/s of the server's`,
     );
   }
 

@@ -22,6 +22,9 @@ for (let n = 0; n < 256; n++) {
   }
 }
 
+/** CRC-32's table of one byte's remainder (zlib's polynomial), for sums taken a byte at a time in JS. */
+export const CRC32_TABLE: Int32Array = TABLES.subarray(0, 256);
+
 /**
  * An entry record's check: the low 16 bits of the CRC-32 of bytes[start, end) (2 bytes: a record is about 76, see
  * entry-record.ts). Computed here, four bytes at a time, rather than by zlib: on a record that short the call into

@@ -4,6 +4,8 @@ import { describeError } from '../../src/cli/main.js';
 import { openStateBackend } from '../../src/state/open-backend.js';
 import { StateConnectionError } from '../../src/state/postgres/errors.js';
 import { openPostgresState } from '../../src/state/postgres/open.js';
+import { entryKeyOf, rawUidText } from '../../src/state/postgres/stored-bytes.js';
+import { TYPE_CODE } from '../../src/state/schema.js';
 import { metaSumOf } from '../../src/state/meta-values.js';
 import type { EntryUpdate } from '../../src/state/types.js';
 import { usePostgres } from '../helpers/postgres.js';
@@ -17,6 +19,9 @@ beforeAll(() => {
 afterAll(async () => {
   await admin?.end({ timeout: 1 });
 });
+
+/** The key column of an email's entry. */
+const emailKey = (hash: string): Buffer => entryKeyOf(TYPE_CODE.email, hash);
 
 /** The error `promise` rejects with (fails the test when it resolves). */
 async function failure(promise: Promise<unknown>): Promise<Error & { exitCode?: number; name: string }> {
@@ -62,13 +67,25 @@ describe('PostgreSQL state: bad input and faults, one line each without the pass
     const newer = pg.schemaUrl('newer');
     await (await openPostgresState(newer, { envFingerprint: ENV })).close();
     await admin.unsafe('UPDATE newer.meta SET value = $1, sum = $2 WHERE key = $3', [
-      '2',
-      metaSumOf('schema_version', '2'),
+      '3',
+      metaSumOf('schema_version', '3'),
       'schema_version',
     ]);
     const err = await failure(openPostgresState(newer, { envFingerprint: ENV }));
     expect(err.name).toBe('StateFormatError');
-    expect(err.message).toMatch(/schema version 2, newer than this uid2-batch reads \(1\); upgrade uid2-batch$/);
+    expect(err.message).toMatch(/schema version 3, newer than this uid2-batch reads \(2\); upgrade uid2-batch$/);
+
+    // a schema of the first layout (text hashes and raw UIDs) is refused, not misread
+    const first = pg.schemaUrl('first');
+    await (await openPostgresState(first, { envFingerprint: ENV })).close();
+    await admin.unsafe('UPDATE first.meta SET value = $1, sum = $2 WHERE key = $3', [
+      '1',
+      metaSumOf('schema_version', '1'),
+      'schema_version',
+    ]);
+    expect((await failure(openPostgresState(first, { envFingerprint: ENV }))).message).toMatch(
+      /schema version 1, made by an earlier build; map again into another schema \(\?schema=NAME\)$/,
+    );
 
     const earlier = pg.schemaUrl('earlier');
     await (await openPostgresState(earlier, { envFingerprint: ENV })).close();
@@ -126,7 +143,7 @@ describe('PostgreSQL state: bad input and faults, one line each without the pass
     const s = await openPostgresState(url, { envFingerprint: ENV });
     try {
       await s.commitBatch([mapped('a', 'ua'), mapped('b', 'ub')], 5);
-      await admin.unsafe(`UPDATE damaged.entries SET u = 'forged' WHERE hash = 'a'`);
+      await admin.unsafe(`UPDATE damaged.entries SET u = 'forged' WHERE key = $1`, [emailKey('a')]);
       const err = await failure(s.lookupStored('email', ['a']));
       expect(err.name).toBe('StateDamagedError');
       expect(err.message).toMatch(/is damaged \(entry 1 fails its checksum\)/);
@@ -135,7 +152,7 @@ describe('PostgreSQL state: bad input and faults, one line each without the pass
       expect(seen).toEqual(['b']);
       expect(s.damaged()).toBe(1);
       // a status code no build writes is damage too
-      await admin.unsafe(`UPDATE damaged.entries SET status = 9 WHERE hash = 'b'`);
+      await admin.unsafe(`UPDATE damaged.entries SET status = 9 WHERE key = $1`, [emailKey('b')]);
       expect((await failure(s.lookupStored('email', ['b']))).name).toBe('StateDamagedError');
     } finally {
       await s.close();
@@ -150,7 +167,7 @@ describe('PostgreSQL state: bad input and faults, one line each without the pass
       // another session holds a new key of the batch, so the commit waits after updating 'a'
       const holder = await admin.reserve();
       await holder.unsafe('BEGIN');
-      await holder.unsafe(`INSERT INTO lost.entries (type, hash, status, due, sum) VALUES (0, 'n', 3, false, 0)`);
+      await holder.unsafe(`INSERT INTO lost.entries (key, status, due, sum) VALUES ($1, 3, false, 0)`, [emailKey('n')]);
       const commit = failure(s.commitBatch([mapped('a', 'new'), mapped('n', 'un')], 6));
       for (let i = 0; i < 100; i++) {
         const [row] = await admin.unsafe(
@@ -169,8 +186,8 @@ describe('PostgreSQL state: bad input and faults, one line each without the pass
       expect(err.exitCode).toBe(1);
       expect(err.message).toMatch(/was lost .*run the command again to resume/);
       expect(err.message).not.toContain(pg.server().password);
-      const [row] = await admin.unsafe(`SELECT u FROM lost.entries WHERE hash = 'a'`);
-      expect(row.u).toBe('old');
+      const [row] = await admin.unsafe(`SELECT u FROM lost.entries WHERE key = $1`, [emailKey('a')]);
+      expect(rawUidText(row.u)).toBe('old');
       // the run stops: every later call says so
       expect((await failure(s.lookupStored('email', ['a']))).message).toBe(err.message);
     } finally {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { StateBackend, StateLockScope } from '../../src/state/backend.js';
 import { openPostgresState } from '../../src/state/postgres/open.js';
+import { STATUS_CODE } from '../../src/state/schema.js';
 import type { EntryUpdate } from '../../src/state/types.js';
 import { usePostgres } from '../helpers/postgres.js';
 
@@ -29,7 +30,7 @@ describe('PostgreSQL state: open, meta, lookups and commits', () => {
       expect(s.kind).toBe('postgres');
       expect(s.where).not.toContain(pg.server().password);
       const meta = await s.meta();
-      expect(meta).toMatchObject({ schemaVersion: 1, envFingerprint: ENV, api: 'v3' });
+      expect(meta).toMatchObject({ schemaVersion: 2, envFingerprint: ENV, api: 'v3' });
       await s.setMeta('last_buckets_check', '123');
       await expect(s.setMeta('env_fingerprint', 'x')).rejects.toThrow(/cannot be changed/);
     }, url);
@@ -183,6 +184,44 @@ describe('PostgreSQL state: open, meta, lookups and commits', () => {
       const c = (await s.readRecords(0, 10)).records.find((r) => r.hash === 'c');
       expect(c).toMatchObject({ status: 'optout', u: null, optedOutSinceMs: 9, lastOptoutCheckS: 70, lastMappedS: 5 });
       expect(await s.pendingChangeCounts()).toEqual({ optout: 1 });
+    });
+  });
+
+  it('keeps hashes, raw UIDs and bucket ids of any shape as they were', async () => {
+    // long enough that the server's base64 breaks lines, with what array literals and base64 would misread
+    const odd = `"q\\{a,b}" NULL ${'é€😀'.repeat(30)}`;
+    const b64 = Buffer.alloc(32, 3).toString('base64');
+    const raw = Buffer.alloc(33, 5).toString('base64');
+    await withState(async (s) => {
+      await s.commitBatch(
+        [
+          { type: 'email', hash: odd, outcome: { kind: 'mapped', u: odd, p: raw, r: 7, bucketId: odd } },
+          { type: 'phone', hash: b64, outcome: { kind: 'mapped', u: 'NULL', p: '', r: 8, bucketId: 'NULL' } },
+          { type: 'email', hash: 'NULL', outcome: { kind: 'mapped', u: raw, p: null, r: 9, bucketId: null } },
+        ],
+        50,
+      );
+      // committed again: the stored ones are read back, answered and written by id
+      await s.commitBatch([{ type: 'email', hash: odd, outcome: { kind: 'mapped', u: raw, p: odd, r: 10 } }], 60);
+      const got = await s.lookupStored('email', [odd, 'NULL', b64]);
+      const rows = [...got.at].map((at, i) => ({ at, u: got.u[i], p: got.p[i], bucketId: got.bucketId[i] }));
+      rows.sort((a, b) => a.at - b.at);
+      expect(rows).toEqual([
+        { at: 0, u: raw, p: odd, bucketId: null },
+        { at: 1, u: raw, p: null, bucketId: null },
+      ]);
+      const phone = await s.lookupStored('phone', [b64]);
+      expect([phone.u[0], phone.p[0], phone.bucketId[0]]).toEqual(['NULL', '', 'NULL']);
+      const out = [];
+      for await (const e of s.entries()) out.push([e.type, e.hash, e.u, e.p]);
+      expect(out).toEqual([
+        // a batch's new entries are inserted in key order: by type, then hash
+        ['email', odd, raw, odd],
+        ['email', 'NULL', raw, null],
+        ['phone', b64, 'NULL', ''],
+      ]);
+      expect(await s.tombstoneByRawUid([{ rawUid: 'NULL', optedOutSinceMs: 1 }], 70)).toBe(1);
+      expect((await s.lookupStored('phone', [b64])).status[0]).toBe(STATUS_CODE.optout);
     });
   });
 

@@ -1,17 +1,19 @@
 /**
  * The tables of a PostgreSQL state and the checksum of its entry rows. One column per value (SQL filters on r,
- * on ids and on raw UIDs), keyed by (type, hash); the id orders the opt-out sweep and exports.
+ * on ids and on raw UIDs), keyed by the entry's key (its type and hash as bytes, stored-bytes.ts); the id orders
+ * the opt-out sweep and exports.
  */
 import type { StateRecord } from '../backend.js';
-import { checksumOf } from '../checksum.js';
+import { CRC32_TABLE } from '../checksum.js';
 import { STATUS_CODE, TYPE_CODE } from '../schema.js';
 
 /** The schema a new state is made at and the only one this build reads. */
-export const PG_SCHEMA_VERSION = 1;
+export const PG_SCHEMA_VERSION = 2;
 
 /** The entry columns in the order every read of a whole row selects them (rowOf reads them so). */
 export const ENTRY_COLUMNS =
-  'id, type, hash, status, due, u, p, r, bucket_id, last_mapped, last_optout_check, opted_out_since, sum';
+  "id, key, status, due, encode(u, 'base64') AS u, encode(p, 'base64') AS p, r, bucket_id, last_mapped, " +
+  'last_optout_check, opted_out_since, sum';
 
 /** The statements that make a state in schema `s` (an identifier parseStateUrl checked). */
 export function schemaDdl(s: string): string {
@@ -23,19 +25,17 @@ CREATE TABLE ${s}.meta (
 );
 CREATE TABLE ${s}.entries (
   id                bigserial PRIMARY KEY,
-  type              smallint NOT NULL,
-  hash              text COLLATE "C" NOT NULL,
+  key               bytea NOT NULL UNIQUE,
   status            smallint NOT NULL,
   due               boolean NOT NULL,
-  u                 text,
-  p                 text,
+  u                 bytea,
+  p                 bytea,
   r                 double precision,
   bucket_id         text,
   last_mapped       double precision,
   last_optout_check double precision,
   opted_out_since   double precision,
-  sum               integer NOT NULL,
-  UNIQUE (type, hash)
+  sum               integer NOT NULL
 );
 CREATE INDEX entries_by_r ON ${s}.entries (r, id) WHERE r IS NOT NULL;
 CREATE TABLE ${s}.runs (
@@ -62,25 +62,69 @@ CREATE INDEX pending_changes_by_kind ON ${s}.pending_changes (kind, id);
 }
 
 /**
- * An entry row's checksum (as a signed 32-bit integer, the column's type): over every value, so that a value
- * changed, or moved to another column or row, reads as damage.
+ * An entry row's checksum (as a signed 32-bit integer, the column's type): a CRC-32 over every value laid out in
+ * bytes (each text as UTF-8 after its length in UTF-16 units, each number as a float64 after a flag of null), so
+ * that a value changed, or moved to another column or row, reads as damage. Over the texts of the hash and raw
+ * UIDs, which the bytes stored stand for one to one (stored-bytes.ts). Summed here a byte at a time, with no buffer
+ * to write first: a lookup sums every row it reads, a commit every row it writes.
  */
 export function entrySumOf(e: StateRecord): number {
-  return (
-    checksumOf(
-      JSON.stringify([
-        TYPE_CODE[e.type],
-        e.hash,
-        STATUS_CODE[e.status],
-        e.due ? 1 : 0,
-        e.u,
-        e.p,
-        e.r,
-        e.bucketId,
-        e.lastMappedS,
-        e.lastOptoutCheckS,
-        e.optedOutSinceMs,
-      ]),
-    ) | 0
-  );
+  let c = crcByte(-1, TYPE_CODE[e.type]);
+  c = crcText(c, e.hash);
+  c = crcByte(c, STATUS_CODE[e.status]);
+  c = crcByte(c, e.due ? 1 : 0);
+  c = crcText(c, e.u);
+  c = crcText(c, e.p);
+  c = crcText(c, e.bucketId);
+  c = crcNumber(c, e.r);
+  c = crcNumber(c, e.lastMappedS);
+  c = crcNumber(c, e.lastOptoutCheckS);
+  c = crcNumber(c, e.optedOutSinceMs);
+  return ~c;
+}
+
+function crcByte(c: number, b: number): number {
+  return CRC32_TABLE[(c ^ b) & 255] ^ (c >>> 8);
+}
+
+function crcUint32(c: number, v: number): number {
+  return crcByte(crcByte(crcByte(crcByte(c, v), v >>> 8), v >>> 16), v >>> 24);
+}
+
+/** A text's length, then its UTF-8 bytes (a lone surrogate as U+FFFD, as the server and Buffer store it). */
+function crcText(c: number, v: string | null): number {
+  if (v === null) return crcUint32(c, 0xffffffff);
+  c = crcUint32(c, v.length);
+  for (let i = 0; i < v.length; i++) {
+    let u = v.charCodeAt(i);
+    if (u < 0x80) {
+      c = crcByte(c, u);
+    } else if (u < 0x800) {
+      c = crcByte(crcByte(c, 0xc0 | (u >> 6)), 0x80 | (u & 63));
+    } else {
+      if (u >= 0xd800 && u < 0xdc00 && i + 1 < v.length) {
+        const low = v.charCodeAt(i + 1);
+        if (low >= 0xdc00 && low < 0xe000) {
+          const cp = 0x10000 + ((u - 0xd800) << 10) + (low - 0xdc00);
+          c = crcByte(crcByte(c, 0xf0 | (cp >> 18)), 0x80 | ((cp >> 12) & 63));
+          c = crcByte(crcByte(c, 0x80 | ((cp >> 6) & 63)), 0x80 | (cp & 63));
+          i++;
+          continue;
+        }
+      }
+      if (u >= 0xd800 && u < 0xe000) u = 0xfffd;
+      c = crcByte(crcByte(crcByte(c, 0xe0 | (u >> 12)), 0x80 | ((u >> 6) & 63)), 0x80 | (u & 63));
+    }
+  }
+  return c;
+}
+
+const float = new DataView(new ArrayBuffer(8));
+
+function crcNumber(c: number, v: number | null): number {
+  if (v === null) return crcByte(c, 0);
+  float.setFloat64(0, v, true);
+  c = crcByte(c, 1);
+  for (let i = 0; i < 8; i++) c = crcByte(c, float.getUint8(i));
+  return c;
 }

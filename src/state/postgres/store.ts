@@ -31,6 +31,7 @@ import {
   StateShareLockedError,
 } from './errors.js';
 import { ENTRY_COLUMNS, entrySumOf } from './schema.js';
+import { HASH_BYTES, hashOfKey, RAW_UID_BYTES, sentOf, textOfSent } from './stored-bytes.js';
 
 type Sql = postgres.Sql;
 type Query = Pick<Sql, 'unsafe'>;
@@ -44,10 +45,20 @@ const WALK_PAGE = 5_000;
 const RETRY_CODES = new Set(['40P01', '40001']);
 const RETRIES = 5;
 
-/** A stored entry with its id. */
+/** A stored entry with its id and its checksum. */
 interface StoredRecord {
   id: number;
+  sum: number;
   rec: StateRecord;
+}
+
+/** A key of a batch being committed: its answers, and the entry they start from when it is new. */
+interface Pending {
+  k: string;
+  /** The type's code and the hash as sent (sentOf), as an insert's RETURNING gives them back. */
+  sentKey: string;
+  first: StateRecord;
+  updates: EntryUpdate[];
 }
 
 // the file's status codes read back: an unknown one is damage, not an error of the code
@@ -77,18 +88,56 @@ function utcDay(seconds: number): string {
   return new Date(seconds * 1000).toISOString().slice(0, 10);
 }
 
-/** The columns of records as the arrays an unnest of them takes, in the order of INSERT_COLUMNS. */
-function columnsOf(records: readonly StateRecord[]): unknown[] {
+// Arrays are sent as the text of array literals made here: the driver's own serializer escapes every element
+// with regular expressions, and the base64 and numbers sent here have nothing to escape.
+
+/** An array literal of texts with no quote or backslash (base64), or null. */
+function plainTexts(values: readonly (string | null)[]): string {
+  let out = '{';
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    out += `${i === 0 ? '' : ','}${v === null ? 'NULL' : `"${v}"`}`;
+  }
+  return `${out}}`;
+}
+
+/** An array literal of any texts, or null. */
+function texts(values: readonly (string | null)[]): string {
+  return plainTexts(values.map((v) => (v === null ? null : v.replace(/[\\"]/g, '\\$&'))));
+}
+
+/** An array literal of numbers (NaN and the infinities as the server spells them), or null. */
+function numbers(values: readonly (number | null)[]): string {
+  let out = '{';
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    out += `${i === 0 ? '' : ','}${v === null ? 'NULL' : String(v)}`;
+  }
+  return `${out}}`;
+}
+
+/** A raw UID as sent, or null. */
+function sentRawUid(text: string | null): string | null {
+  return text === null ? null : sentOf(text, RAW_UID_BYTES);
+}
+
+/**
+ * The columns of records as the array literals an unnest of them takes, in the order of UNNEST_RECORDS, with their
+ * sums; without the keys (type and hash) when `keys` is false (an update by id).
+ */
+function columnsOf(records: readonly StateRecord[], keys = true): string[] {
   const n = records.length;
-  const cols: unknown[][] = Array.from({ length: 12 }, () => new Array(n));
+  const cols: (string | number | null)[][] = Array.from({ length: 12 }, (_, c) => new Array(c < 2 && !keys ? 0 : n));
   for (let i = 0; i < n; i++) {
     const e = records[i];
-    cols[0][i] = TYPE_CODE[e.type];
-    cols[1][i] = e.hash;
+    if (keys) {
+      cols[0][i] = TYPE_CODE[e.type];
+      cols[1][i] = sentOf(e.hash, HASH_BYTES);
+    }
     cols[2][i] = STATUS_CODE[e.status];
     cols[3][i] = e.due ? 1 : 0;
-    cols[4][i] = e.u;
-    cols[5][i] = e.p;
+    cols[4][i] = sentRawUid(e.u);
+    cols[5][i] = sentRawUid(e.p);
     cols[6][i] = e.r;
     cols[7][i] = e.bucketId;
     cols[8][i] = e.lastMappedS;
@@ -96,11 +145,20 @@ function columnsOf(records: readonly StateRecord[]): unknown[] {
     cols[10][i] = e.optedOutSinceMs;
     cols[11][i] = entrySumOf(e);
   }
-  return cols;
+  return cols.map((col, c) =>
+    c === 1 || c === 4 || c === 5
+      ? plainTexts(col as (string | null)[])
+      : c === 7
+        ? texts(col as (string | null)[])
+        : numbers(col as (number | null)[]),
+  );
 }
 
-const INSERT_COLUMNS =
-  'type, hash, status, due, u, p, r, bucket_id, last_mapped, last_optout_check, opted_out_since, sum';
+/** The key column of a type's code and a hash as sent (SQL expressions). */
+const keyOfSent = (type: string, hash: string): string =>
+  `set_byte('\\x00'::bytea, 0, ${type}) || decode(${hash}, 'base64')`;
+
+const INSERT_COLUMNS = 'key, status, due, u, p, r, bucket_id, last_mapped, last_optout_check, opted_out_since, sum';
 const UNNEST_RECORDS =
   'unnest($1::int2[], $2::text[], $3::int2[], $4::int2[], $5::text[], $6::text[], $7::float8[], $8::text[], ' +
   '$9::float8[], $10::float8[], $11::float8[], $12::int4[]) ' +
@@ -111,8 +169,12 @@ const UNNEST_RECORDS_WITH_IDS = UNNEST_RECORDS.replace(') AS v(', ', $13::int8[]
   'sum, id, before)',
 );
 const SELECT_RECORDS =
-  'SELECT v.type, v.hash, v.status, v.due <> 0, v.u, v.p, v.r, v.bucket_id, v.last_mapped, v.last_optout_check, ' +
-  `v.opted_out_since, v.sum FROM ${UNNEST_RECORDS}`;
+  `SELECT ${keyOfSent('v.type', 'v.hash')}, v.status, v.due <> 0, decode(v.u, 'base64'), decode(v.p, 'base64'), ` +
+  `v.r, v.bucket_id, v.last_mapped, v.last_optout_check, v.opted_out_since, v.sum FROM ${UNNEST_RECORDS}`;
+// raw UIDs sent as $1, as the bytes they are stored as
+const RAW_UIDS = "ARRAY(SELECT decode(x, 'base64') FROM unnest($1::text[]) AS x)";
+// what a lookup reads of an entry: its values, not its key (the one asked for)
+const LOOKUP_COLUMNS = ENTRY_COLUMNS.replace('id, key, ', 'id, ');
 
 export interface PostgresStateParts {
   sql: Sql;
@@ -192,25 +254,38 @@ export class PostgresState implements StateBackend {
 
   /** A whole entry row as selected by ENTRY_COLUMNS, its checksum checked (ChecksumError when it fails). */
   private rowOf(row: Row): StoredRecord {
-    const type = TYPE_OF_CODE[row[1] as number];
-    const status = STATUS_OF_CODE.get(row[3] as number);
+    const key = row[1] as Buffer;
+    const type = TYPE_OF_CODE[key[0]];
+    if (type === undefined) throw new ChecksumError(`entry ${row[0]}`);
+    const rec = this.valuesOf(row, 2, type, hashOfKey(key));
+    return { id: Number(row[0]), sum: row[11] as number, rec };
+  }
+
+  /**
+   * The record of an entry whose values are row[from...] (status to sum, as ENTRY_COLUMNS orders them) and whose
+   * key is (type, hash), its checksum checked (ChecksumError naming the entry of row[0]).
+   */
+  private valuesOf(row: Row, from: number, type: DiiType, hash: string): StateRecord {
+    const status = STATUS_OF_CODE.get(row[from] as number);
     // a code no build writes is damage, as a wrong checksum is
-    if (type === undefined || status === undefined) throw new ChecksumError(`entry ${row[0]}`);
+    if (status === undefined) throw new ChecksumError(`entry ${row[0]}`);
+    const u = row[from + 2] as string | null;
+    const p = row[from + 3] as string | null;
     const rec: StateRecord = {
       type,
-      hash: row[2] as string,
+      hash,
       status,
-      due: row[4] === true,
-      u: row[5] as string | null,
-      p: row[6] as string | null,
-      r: num(row[7]),
-      bucketId: row[8] as string | null,
-      lastMappedS: num(row[9]),
-      lastOptoutCheckS: num(row[10]),
-      optedOutSinceMs: num(row[11]),
+      due: row[from + 1] === true,
+      u: u === null ? null : textOfSent(u, RAW_UID_BYTES),
+      p: p === null ? null : textOfSent(p, RAW_UID_BYTES),
+      r: num(row[from + 4]),
+      bucketId: row[from + 5] as string | null,
+      lastMappedS: num(row[from + 6]),
+      lastOptoutCheckS: num(row[from + 7]),
+      optedOutSinceMs: num(row[from + 8]),
     };
-    if (entrySumOf(rec) !== row[12]) throw new ChecksumError(`entry ${row[0]}`);
-    return { id: Number(row[0]), rec };
+    if (entrySumOf(rec) !== row[from + 9]) throw new ChecksumError(`entry ${row[0]}`);
+    return rec;
   }
 
   /**
@@ -218,8 +293,8 @@ export class PostgresState implements StateBackend {
    * keeps the planner from flattening it into a join whose plan depends on the table's statistics, which after a
    * bulk load are stale and make it scan a whole type (or the whole table) instead of probing the key's index.
    */
-  private keyProbe(type: string, hash: string): string {
-    return `SELECT ${ENTRY_COLUMNS} FROM ${this.s}.entries WHERE type = ${type} AND hash = ${hash} LIMIT 1`;
+  private keyProbe(columns: string, key: string): string {
+    return `SELECT ${columns} FROM ${this.s}.entries WHERE key = ${key} LIMIT 1`;
   }
 
   /** rowOf, or null (counted in damaged()) for a row that fails its checksum. */
@@ -290,12 +365,15 @@ export class PostgresState implements StateBackend {
     // per hash, the last position it is asked at (the file answers a hash asked twice there too)
     const position = new Map<string, number>();
     for (let i = 0; i < hashes.length; i++) position.set(hashes[i], i);
+    const asked = [...position.keys()];
+    // each row says which key it answers by its ordinal: no key is sent back or decoded
     const rows =
-      position.size === 0
+      asked.length === 0
         ? []
         : await this.q(
-            `SELECT e.* FROM unnest($2::text[]) AS k(hash) CROSS JOIN LATERAL (${this.keyProbe('$1', 'k.hash')}) e`,
-            [TYPE_CODE[type], [...position.keys()]],
+            `SELECT e.*, k.i FROM unnest($2::text[]) WITH ORDINALITY AS k(hash, i) ` +
+              `CROSS JOIN LATERAL (${this.keyProbe(LOOKUP_COLUMNS, keyOfSent('$1::int4', 'k.hash'))}) e`,
+            [TYPE_CODE[type], plainTexts(asked.map((h) => sentOf(h, HASH_BYTES)))],
           );
     const n = rows.length;
     const out: StoredEntries = {
@@ -308,9 +386,11 @@ export class PostgresState implements StateBackend {
       bucketId: new Array(n),
     };
     for (let i = 0; i < n; i++) {
+      const row = rows[i];
+      const k = Number(row[11]) - 1;
       let e: StateRecord;
       try {
-        e = this.rowOf(rows[i]).rec;
+        e = this.valuesOf(row, 1, type, asked[k]);
       } catch (err) {
         throw this.fault(err);
       }
@@ -354,8 +434,13 @@ export class PostgresState implements StateBackend {
     // checks every outcome's kind before the transaction, so that a malformed one fails the batch first
     for (const list of byEntry.values()) for (const u of list) answered(freshRecord(u), u, nowS);
     if (byEntry.size === 0 && journal === undefined) return;
-    const firsts = [...byEntry.values()].map((list) => freshRecord(list[0]));
-    firsts.sort(byKey);
+    const firsts: Pending[] = [];
+    for (const [k, list] of byEntry) {
+      const { type, hash } = list[0];
+      const sentKey = `${TYPE_CODE[type]}\u0000${sentOf(hash, HASH_BYTES)}`;
+      firsts.push({ k, sentKey, first: freshRecord(list[0]), updates: list });
+    }
+    firsts.sort((a, b) => byKey(a.first, b.first));
     await this.tx(async (t) => {
       let pending = firsts;
       let insertedAll = 0;
@@ -368,42 +453,38 @@ export class PostgresState implements StateBackend {
         // the new entries, as their answers make them: one statement for a batch of new keys
         const made: StateRecord[] = [];
         for (const f of pending) {
-          const k = keyOf(f.type, f.hash);
-          if (stored.has(k)) continue;
-          let rec = f;
-          for (const u of byEntry.get(k) ?? []) rec = answered(rec, u, nowS);
+          if (stored.has(f.k)) continue;
+          let rec = f.first;
+          for (const u of f.updates) rec = answered(rec, u, nowS);
           made.push(rec);
         }
         const inserted = new Set<string>();
         if (made.length > 0) {
           for (const [type, hash] of await this.q(
-            `INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (type, hash) DO NOTHING RETURNING type, hash`,
+            `INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (key) DO NOTHING ` +
+              "RETURNING get_byte(key, 0), encode(substr(key, 2), 'base64')",
             columnsOf(made),
             t,
           )) {
-            inserted.add(`${type}\u0000${hash}`);
+            inserted.add(`${type}\u0000${(hash as string).replace(/\n/g, '')}`);
           }
           insertedAll += inserted.size;
         }
         // the stored ones: each answer applied to the values read, written only where they are still those (a
         // row another run changed since is read and answered again), so no row is locked twice
         const changed: StoredRecord[] = [];
-        const before: number[] = [];
         for (const f of pending) {
-          const k = keyOf(f.type, f.hash);
-          const old = stored.get(k);
+          const old = stored.get(f.k);
           if (old === undefined) continue;
           let rec = old.rec;
-          for (const u of byEntry.get(k) ?? []) rec = answered(rec, u, nowS);
-          changed.push({ id: old.id, rec });
-          before.push(entrySumOf(old.rec));
+          for (const u of f.updates) rec = answered(rec, u, nowS);
+          changed.push({ id: old.id, sum: old.sum, rec });
         }
-        const written = changed.length > 0 ? await this.updateRecords(t, changed, before) : new Set<number>();
+        const written = changed.length > 0 ? await this.updateRecords(t, changed, true) : new Set<number>();
         // a key another run inserted but had not committed when ours was refused, or changed since it was read
         pending = pending.filter((f) => {
-          const k = keyOf(f.type, f.hash);
-          const old = stored.get(k);
-          return old === undefined ? !inserted.has(k) : !written.has(old.id);
+          const old = stored.get(f.k);
+          return old === undefined ? !inserted.has(f.sentKey) : !written.has(old.id);
         });
       }
       this.mostlyNewLast = insertedAll * 2 >= firsts.length;
@@ -412,38 +493,42 @@ export class PostgresState implements StateBackend {
   }
 
   /** The stored entries of these keys, by key. */
-  private async storedByKey(t: Query, keys: readonly StateRecord[]): Promise<Map<string, StoredRecord>> {
+  private async storedByKey(t: Query, keys: readonly Pending[]): Promise<Map<string, StoredRecord>> {
+    // each row says which key it is by its ordinal: no key is sent back or decoded
     const rows = await this.q(
-      'SELECT e.* FROM unnest($1::int2[], $2::text[]) AS k(type, hash) ' +
-        `CROSS JOIN LATERAL (${this.keyProbe('k.type', 'k.hash')}) e`,
-      [keys.map((k) => TYPE_CODE[k.type]), keys.map((k) => k.hash)],
+      `SELECT e.*, k.i FROM unnest($1::int2[], $2::text[]) WITH ORDINALITY AS k(type, hash, i) ` +
+        `CROSS JOIN LATERAL (${this.keyProbe(LOOKUP_COLUMNS, keyOfSent('k.type', 'k.hash'))}) e`,
+      [
+        numbers(keys.map((k) => TYPE_CODE[k.first.type])),
+        plainTexts(keys.map((k) => sentOf(k.first.hash, HASH_BYTES))),
+      ],
       t,
     );
     const out = new Map<string, StoredRecord>();
     for (const row of rows) {
-      const s = this.rowOf(row);
-      out.set(keyOf(s.rec.type, s.rec.hash), s);
+      const f = keys[Number(row[11]) - 1];
+      const rec = this.valuesOf(row, 1, f.first.type, f.first.hash);
+      out.set(f.k, { id: Number(row[0]), sum: row[10] as number, rec });
     }
     return out;
   }
 
   /**
-   * Writes these entries' values over the stored ones, by id; with `before` (the checksum of the values each
-   * update was made from), only over rows that still hold those. The ids written.
+   * Writes these entries' values over the stored ones, by id; with `unchanged`, only over rows that still hold
+   * the values each was read with (their checksums, `sum`). The ids written.
    */
-  private async updateRecords(
-    t: Query,
-    records: readonly StoredRecord[],
-    before?: readonly number[],
-  ): Promise<Set<number>> {
-    const cols = columnsOf(records.map((r) => r.rec));
+  private async updateRecords(t: Query, records: readonly StoredRecord[], unchanged = false): Promise<Set<number>> {
+    const cols = columnsOf(
+      records.map((r) => r.rec),
+      false,
+    );
     // id = ANY besides the join: the pkey probed for just these rows, whatever the statistics say of the table
     const rows = await this.q(
-      `UPDATE ${this.s}.entries e SET status = v.status, due = v.due <> 0, u = v.u, p = v.p, r = v.r, ` +
-        'bucket_id = v.bucket_id, last_mapped = v.last_mapped, last_optout_check = v.last_optout_check, ' +
-        'opted_out_since = v.opted_out_since, sum = v.sum ' +
-        `FROM ${UNNEST_RECORDS_WITH_IDS} WHERE e.id = ANY($13::int8[]) AND e.id = v.id${before === undefined ? '' : ' AND e.sum = v.before'} RETURNING e.id`,
-      [...cols, records.map((r) => r.id), before ?? cols[11]],
+      `UPDATE ${this.s}.entries e SET status = v.status, due = v.due <> 0, u = decode(v.u, 'base64'), ` +
+        "p = decode(v.p, 'base64'), r = v.r, bucket_id = v.bucket_id, last_mapped = v.last_mapped, " +
+        'last_optout_check = v.last_optout_check, opted_out_since = v.opted_out_since, sum = v.sum ' +
+        `FROM ${UNNEST_RECORDS_WITH_IDS} WHERE e.id = ANY($13::int8[]) AND e.id = v.id${unchanged ? ' AND e.sum = v.before' : ''} RETURNING e.id`,
+      [...cols, numbers(records.map((r) => r.id)), numbers(records.map((r) => r.sum))],
       t,
     );
     return new Set(rows.map(([id]) => Number(id)));
@@ -570,7 +655,7 @@ export class PostgresState implements StateBackend {
       if (stored.length > 0) {
         await this.updateRecords(
           t,
-          stored.map((s) => ({ id: s.id, rec: { ...s.rec, lastOptoutCheckS: now } })),
+          stored.map((s) => ({ ...s, rec: { ...s.rec, lastOptoutCheckS: now } })),
         );
       }
       if (cursor !== undefined) await this.putMeta(t, META_KEYS.sweepAfter, String(cursor.id));
@@ -607,19 +692,20 @@ export class PostgresState implements StateBackend {
           ? await this.lockedById(t, within)
           : (
               await this.q(
-                `SELECT ${ENTRY_COLUMNS} FROM ${this.s}.entries WHERE u = ANY($1::text[]) OR p = ANY($1::text[]) ` +
+                `SELECT ${ENTRY_COLUMNS} FROM ${this.s}.entries WHERE u = ANY(${RAW_UIDS}) OR p = ANY(${RAW_UIDS}) ` +
                   'ORDER BY id FOR UPDATE',
-                [[...since.keys()]],
+                [plainTexts([...since.keys()].map((u) => sentOf(u, RAW_UID_BYTES)))],
                 t,
               )
             ).map((row) => this.rowOf(row));
       const changed: StoredRecord[] = [];
-      for (const { id, rec } of stored) {
+      for (const s of stored) {
+        const rec = s.rec;
         const sinceMs =
           (rec.u !== null ? since.get(rec.u) : undefined) ?? (rec.p !== null ? since.get(rec.p) : undefined);
         if (sinceMs === undefined) continue;
         changed.push({
-          id,
+          ...s,
           rec: {
             ...rec,
             status: 'optout',
@@ -791,7 +877,7 @@ export class PostgresState implements StateBackend {
     if (records.length === 0) return;
     await this.tx(async (t) => {
       await this.q(
-        `INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (type, hash) DO UPDATE SET ` +
+        `INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (key) DO UPDATE SET ` +
           'status = excluded.status, due = excluded.due, u = excluded.u, p = excluded.p, r = excluded.r, ' +
           'bucket_id = excluded.bucket_id, last_mapped = excluded.last_mapped, ' +
           'last_optout_check = excluded.last_optout_check, opted_out_since = excluded.opted_out_since, sum = excluded.sum',

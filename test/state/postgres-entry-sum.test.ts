@@ -1,0 +1,79 @@
+import { crc32 } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import type { StateRecord } from '../../src/state/backend.js';
+import { entrySumOf } from '../../src/state/postgres/schema.js';
+import { STATUS_CODE, TYPE_CODE } from '../../src/state/schema.js';
+
+const base: StateRecord = {
+  type: 'email',
+  hash: 'aGFzaA==',
+  status: 'mapped',
+  due: false,
+  u: 'dQ==',
+  p: null,
+  r: 1768435200,
+  bucketId: 'b1',
+  lastMappedS: 1768000000,
+  lastOptoutCheckS: null,
+  optedOutSinceMs: null,
+};
+
+/** The same sum made another way: the layout written into a buffer, summed by zlib. */
+function referenceSum(e: StateRecord): number {
+  const parts: Buffer[] = [Buffer.from([TYPE_CODE[e.type]])];
+  const text = (v: string | null) => {
+    const n = Buffer.alloc(4);
+    n.writeUInt32LE(v === null ? 0xffffffff : v.length);
+    parts.push(n, Buffer.from(v ?? '', 'utf8'));
+  };
+  const number = (v: number | null) => {
+    if (v === null) return parts.push(Buffer.from([0]));
+    const b = Buffer.alloc(9);
+    b[0] = 1;
+    b.writeDoubleLE(v, 1);
+    parts.push(b);
+  };
+  text(e.hash);
+  parts.push(Buffer.from([STATUS_CODE[e.status], e.due ? 1 : 0]));
+  text(e.u);
+  text(e.p);
+  text(e.bucketId);
+  for (const v of [e.r, e.lastMappedS, e.lastOptoutCheckS, e.optedOutSinceMs]) number(v);
+  return crc32(Buffer.concat(parts)) | 0;
+}
+
+describe('PostgreSQL state: the checksum of an entry row', () => {
+  it('is the CRC-32 of the row laid out in bytes, texts as UTF-8', () => {
+    for (const e of [
+      base,
+      { ...base, hash: 'é€😀 and a lone \ud800 surrogate', bucketId: null, r: null, optedOutSinceMs: -0.5 },
+      { ...base, type: 'phone' as const, status: 'optout' as const, due: true, u: null, p: 'ü', r: Number.NaN },
+    ]) {
+      expect(entrySumOf(e)).toBe(referenceSum(e));
+    }
+  });
+
+  it('changes with every value, and when a value moves to another column', () => {
+    const sums = new Set(
+      [
+        base,
+        { ...base, type: 'phone' as const },
+        { ...base, hash: 'aGFzaB==' },
+        { ...base, status: 'optout' as const },
+        { ...base, due: true },
+        { ...base, u: null },
+        { ...base, u: null, p: 'dQ==' },
+        { ...base, r: (base.r as number) + 1 },
+        { ...base, bucketId: null },
+        { ...base, lastMappedS: null, lastOptoutCheckS: base.lastMappedS },
+        { ...base, optedOutSinceMs: 0 },
+        { ...base, hash: 'aGFzaA==b1', bucketId: '' },
+      ].map(entrySumOf),
+    );
+    expect(sums.size).toBe(12);
+  });
+
+  it('reads a lone surrogate as the U+FFFD that UTF-8 stores for it', () => {
+    expect(entrySumOf({ ...base, bucketId: 'x\udc00' })).toBe(entrySumOf({ ...base, bucketId: 'x\ufffd' }));
+  });
+});
