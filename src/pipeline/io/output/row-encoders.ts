@@ -82,7 +82,7 @@ const NEEDS_QUOTING = /[",\n\r]/;
  * A row with a field to quote, field by field: csv-stringify decides the quoting of each field on its own, so
  * the fields that need none are written as they are and the others as csv-stringify writes them alone. Those
  * repeat (a reason text such as "invalid phone: ..., no spaces or punctuation" on thousands of rows), so their
- * quoted form is kept: a csv-stringify call costs about 6 µs, most of it setting up its options.
+ * quoted form is kept: most of a csv-stringify call's cost is setting up its options.
  */
 function quotedRow(cells: readonly (string | undefined)[]): string {
   let line = '';
