@@ -79,6 +79,21 @@ export class ObjectUpload {
     });
   }
 
+  /**
+   * Takes `bytes` as a write to `stream` would, for a writer that awaits each write rather than use the stream
+   * (one or the other, never both): resolves once they are copied and a part is free for more.
+   */
+  async write(bytes: Uint8Array): Promise<void> {
+    if (this.settled) throw new Error('write after the upload was completed or aborted');
+    await this.take(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  }
+
+  /** Ends what write() was given, as ending `stream` does: sends the last part and waits for every part. */
+  async end(): Promise<void> {
+    if (this.settled) throw new Error('end after the upload was completed or aborted');
+    await this.finish();
+  }
+
   /** Makes the object from the parts sent (or the bytes held); fails with one line naming the object. */
   async complete(): Promise<void> {
     if (this.settled) throw new Error('complete after the upload was completed or aborted');
