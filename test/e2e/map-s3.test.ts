@@ -267,6 +267,35 @@ describe('map with s3:// inputs and outputs', () => {
     expect(bytes.equals(readFileSync(file))).toBe(true);
   });
 
+  it('a Parquet output to s3:// of several parts, encoded on other threads, holds the bytes of the file', async () => {
+    const random = seeded(31);
+    const note = () => Array.from({ length: 30 }, () => Math.floor(random() * 2 ** 52).toString(36)).join('');
+    const input = dir.file(
+      'threads-parquet.csv',
+      `${HEADER},note\n${Array.from({ length: 40_000 }, (_, i) => `${row(i)},${note()}`).join('\n')}\n`,
+    );
+    const file = dir.file('threads.parquet');
+    expect((await run([input, '-o', file, '--threads', '2'])).code).toBe(0);
+    const upload = await run([input, '-o', 's3://unload/out/threads.parquet', '--threads', '2']);
+    expect(upload.stderr).toBe('');
+    expect(upload.code).toBe(0);
+    const local = readFileSync(file);
+    expect(local.length).toBeGreaterThan(9 * 1024 * 1024);
+    expect(created.get('out/threads.parquet')).toBe('ObjectCreated:Post');
+    const body = await s3.send(new GetObjectCommand({ Bucket: 'unload', Key: 'out/threads.parquet' }));
+    const bytes = Buffer.from((await body.Body?.transformToByteArray()) ?? []);
+    expect(bytes.equals(local)).toBe(true);
+    // a Parquet input's reading thread encodes the Parquet output itself, and hands the sink its bytes
+    const again = dir.file('threads-again.parquet');
+    expect((await run([file, '-o', again, '--threads', '2'])).code).toBe(0);
+    const uploadAgain = await run([file, '-o', 's3://unload/out/threads-again.parquet', '--threads', '2']);
+    expect(uploadAgain.stderr).toBe('');
+    expect(uploadAgain.code).toBe(0);
+    const bodyAgain = await s3.send(new GetObjectCommand({ Bucket: 'unload', Key: 'out/threads-again.parquet' }));
+    const bytesAgain = Buffer.from((await bodyAgain.Body?.transformToByteArray()) ?? []);
+    expect(bytesAgain.equals(readFileSync(again))).toBe(true);
+  }, 120_000);
+
   it('a run that fails leaves no object', async () => {
     const failed = await run(['s3://unload/broken/data_*.csv.gz', '-o', 's3://unload/out/failed.csv']);
     expect(failed.code).toBe(1);
