@@ -39,11 +39,12 @@ interface Part {
 }
 
 /**
- * The bytes written to `stream` are cut into parts and uploaded as a multipart upload, at most `partsInFlight`
- * parts at once: a write waits while they are all in flight, so memory stays near (partsInFlight + 1) parts. The
- * upload is started by the first full part; an object smaller than one part is held and sent whole by complete().
- * Ending the stream sends the last part and waits for every part; only complete() makes the object appear, and
- * abort() drops the parts (S3 keeps nothing), so a failed or interrupted run leaves no object.
+ * The bytes written to `stream` (or given to write()) are cut into parts and uploaded as a multipart upload, at
+ * most `partsInFlight` parts at once: a write waits while they are all in flight, so memory stays near
+ * (partsInFlight + 1) parts. The upload is started by the first full part; an object smaller than one part is held
+ * and sent whole by complete(). Ending the stream (or end()) sends the last part and waits for every part; only
+ * complete() makes the object appear, and abort() drops the parts (S3 keeps nothing), so a failed or interrupted
+ * run leaves no object.
  */
 export class ObjectUpload {
   readonly stream: Writable;
