@@ -1,5 +1,4 @@
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import {
@@ -13,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 import { startS3Store, type S3Store } from '../helpers/s3-store.js';
+import { seeded } from '../helpers/seeded-random.js';
 import { runCli, serveConnection, spawnCli, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
 
 // `map` reading from and writing to an S3-compatible store that this file starts on loopback.
@@ -171,23 +171,35 @@ describe('map with s3:// inputs and outputs', () => {
     expect(await objectText('out/rejects.csv')).toBe(rejected);
   });
 
-  it("a Parquet upload's local file is removed after it, and those of killed runs before it", async () => {
-    const tmp = dir.file('tmp');
+  it('an interrupted Parquet run with parts already sent makes no object, leaves no upload and writes no local file', async () => {
+    const tmp = dir.file('tmp-parquet');
     mkdirSync(tmp);
-    const gone = spawnSync(process.execPath, ['-e', '']).pid;
-    const stale = join(tmp, `uid2-batch-s3-${gone}-AbC123`);
-    const live = join(tmp, `uid2-batch-s3-${process.pid}-XyZ789`);
-    for (const d of [stale, live]) {
-      mkdirSync(d);
-      writeFileSync(join(d, 'rows.csv'), 'email\na@example.com\n');
-    }
-    const uploaded = await run(['s3://unload/exports/data_0_0_0.csv.gz', '-o', 's3://unload/out/tmp-check.parquet'], {
-      TMPDIR: tmp,
+    const random = seeded(29);
+    // notes that Parquet cannot compress away, so that its row groups fill several 8 MiB parts before the end
+    const note = () => Array.from({ length: 40 }, () => Math.floor(random() * 2 ** 52).toString(36)).join('');
+    const input = dir.file(
+      'interrupted-parquet.csv',
+      `${HEADER},note\n${Array.from({ length: 80_000 }, (_, i) => `${row(i)},${note()}`).join('\n')}\n`,
+    );
+    const cli = spawnCli(mapArgs([input, '-o', 's3://unload/out/interrupted.parquet']), {
+      env: { ...serveConnection(serve).env, ...storeEnv({ TMPDIR: tmp }) },
     });
-    expect(uploaded.stderr).toBe('');
-    expect(uploaded.code).toBe(0);
-    expect(readdirSync(tmp)).toEqual([basename(live)]);
-  });
+    try {
+      for (let waited = 0; store.unfinishedUploads('unload').length === 0 && waited < 60_000; waited += 20)
+        await sleep(20);
+      expect(store.unfinishedUploads('unload')).toHaveLength(1);
+      // the row groups go up as they are encoded: nothing of them is kept on the local disk
+      expect(readdirSync(tmp)).toEqual([]);
+      cli.child.kill('SIGTERM');
+      const ended = await cli.done;
+      expect(ended.code).toBe(130);
+    } finally {
+      if (cli.child.exitCode === null && cli.child.pid !== undefined) process.kill(cli.child.pid, 'SIGKILL');
+    }
+    expect(await objectExists('out/interrupted.parquet')).toBe(false);
+    expect(store.unfinishedUploads('unload')).toEqual([]);
+    expect(readdirSync(tmp)).toEqual([]);
+  }, 120_000);
 
   it('an interrupted run with parts already sent makes no object, leaves no upload and writes no local file', async () => {
     const tmp = dir.file('tmp-interrupted');
@@ -254,6 +266,35 @@ describe('map with s3:// inputs and outputs', () => {
     const bytes = Buffer.from((await body.Body?.transformToByteArray()) ?? []);
     expect(bytes.equals(readFileSync(file))).toBe(true);
   });
+
+  it('a Parquet output to s3:// of several parts, encoded on other threads, holds the bytes of the file', async () => {
+    const random = seeded(31);
+    const note = () => Array.from({ length: 30 }, () => Math.floor(random() * 2 ** 52).toString(36)).join('');
+    const input = dir.file(
+      'threads-parquet.csv',
+      `${HEADER},note\n${Array.from({ length: 40_000 }, (_, i) => `${row(i)},${note()}`).join('\n')}\n`,
+    );
+    const file = dir.file('threads.parquet');
+    expect((await run([input, '-o', file, '--threads', '2'])).code).toBe(0);
+    const upload = await run([input, '-o', 's3://unload/out/threads.parquet', '--threads', '2']);
+    expect(upload.stderr).toBe('');
+    expect(upload.code).toBe(0);
+    const local = readFileSync(file);
+    expect(local.length).toBeGreaterThan(9 * 1024 * 1024);
+    expect(created.get('out/threads.parquet')).toBe('ObjectCreated:Post');
+    const body = await s3.send(new GetObjectCommand({ Bucket: 'unload', Key: 'out/threads.parquet' }));
+    const bytes = Buffer.from((await body.Body?.transformToByteArray()) ?? []);
+    expect(bytes.equals(local)).toBe(true);
+    // a Parquet input's reading thread encodes the Parquet output itself, and hands the sink its bytes
+    const again = dir.file('threads-again.parquet');
+    expect((await run([file, '-o', again, '--threads', '2'])).code).toBe(0);
+    const uploadAgain = await run([file, '-o', 's3://unload/out/threads-again.parquet', '--threads', '2']);
+    expect(uploadAgain.stderr).toBe('');
+    expect(uploadAgain.code).toBe(0);
+    const bodyAgain = await s3.send(new GetObjectCommand({ Bucket: 'unload', Key: 'out/threads-again.parquet' }));
+    const bytesAgain = Buffer.from((await bodyAgain.Body?.transformToByteArray()) ?? []);
+    expect(bytesAgain.equals(readFileSync(again))).toBe(true);
+  }, 120_000);
 
   it('a run that fails leaves no object', async () => {
     const failed = await run(['s3://unload/broken/data_*.csv.gz', '-o', 's3://unload/out/failed.csv']);

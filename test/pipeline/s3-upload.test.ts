@@ -1,9 +1,11 @@
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { AbortMultipartUploadCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSink } from '../../src/pipeline/io/output/sink.js';
-import { openS3Sink } from '../../src/pipeline/io/s3/s3-sink.js';
+import { openParquetSink } from '../../src/pipeline/io/parquet/parquet-sink.js';
+import { openS3Sink, uploadTarget } from '../../src/pipeline/io/s3/s3-sink.js';
 import { ObjectUpload, partBytesFor, UPLOAD_SHAPE } from '../../src/pipeline/io/s3/s3-upload.js';
 import { OutputError } from '../../src/pipeline/io/table.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
@@ -217,5 +219,86 @@ describe('an s3:// output of rows', () => {
   it('a missing bucket is one line, before a byte is written', async () => {
     const opening = openS3Sink({ path: 's3://no-such-bucket/x.csv', format: 'csv', header }, openSink);
     await expect(opening).rejects.toThrow(/the bucket 'no-such-bucket' does not exist/);
+  });
+});
+
+describe('an s3:// Parquet output', () => {
+  const header = ['id', 'email', 'note'];
+  // notes that do not compress away, so that the file spans many small parts
+  const rows = Array.from({ length: 45_000 }, (_, i) => [
+    String(i),
+    `user.${i}@example.com`,
+    ((i * 2654435761) >>> 0).toString(36) + ((i * 40503) >>> 0).toString(16),
+  ]);
+  const shape = { partBytes: 16 * KIB, partsInFlight: 2, partsPerSize: 1000 };
+
+  async function writeInChunks(sink: { writeRows(rows: string[][]): Promise<void> }): Promise<void> {
+    for (let i = 0; i < rows.length; i += 1500) await sink.writeRows(rows.slice(i, i + 1500));
+  }
+
+  async function localFile(name: string, rowGroupRows?: number): Promise<Buffer> {
+    const path = dir.file(name);
+    const file = await openParquetSink({ path, format: 'parquet', header }, rowGroupRows);
+    await writeInChunks(file);
+    await file.commit();
+    return readFileSync(path);
+  }
+
+  it('streams into the upload as its row groups are written: the same bytes as the file, made on commit', async () => {
+    const sink = await openS3Sink({ path: 's3://out/rows.parquet', format: 'parquet', header }, openSink, shape);
+    await writeInChunks(sink);
+    // the first row groups are already sent, before the run commits
+    expect(store.unfinishedUploads(BUCKET)).toHaveLength(1);
+    expect(store.partSizes(BUCKET).length).toBeGreaterThan(2);
+    expect(await store.exists(BUCKET, 'rows.parquet')).toBe(false);
+    const prepared = await (sink.prepareCommit as () => ReturnType<NonNullable<typeof sink.prepareCommit>>)();
+    expect(await store.exists(BUCKET, 'rows.parquet')).toBe(false);
+    await prepared.publish();
+    const uploaded = await store.bytes(BUCKET, 'rows.parquet');
+    expect(uploaded.length).toBeGreaterThan(10 * shape.partBytes);
+    expect(uploaded.equals(await localFile('rows.parquet'))).toBe(true);
+    expect(store.made.get('rows.parquet')).toBe('ObjectCreated:Post');
+    expect(store.unfinishedUploads(BUCKET)).toEqual([]);
+  });
+
+  it('holds at most the parts in flight and the one filling, whatever the size of the file', async () => {
+    const upload = new ObjectUpload(store.client, 's3://out/bounded.parquet', BUCKET, 'bounded.parquet', shape);
+    const sink = await openParquetSink(
+      { path: 's3://out/bounded.parquet', format: 'parquet', header },
+      2000,
+      async () => uploadTarget(upload, 's3://out/bounded.parquet', BUCKET),
+    );
+    await writeInChunks(sink);
+    await sink.commit();
+    const uploaded = await store.bytes(BUCKET, 'bounded.parquet');
+    expect(uploaded.equals(await localFile('bounded.parquet', 2000))).toBe(true);
+    expect(uploaded.length).toBeGreaterThan(10 * (shape.partsInFlight + 1) * shape.partBytes);
+    expect(upload.peakHeldBytes).toBeLessThanOrEqual((shape.partsInFlight + 1) * shape.partBytes);
+  });
+
+  it('a run that fails after parts were sent leaves no object and no unfinished upload', async () => {
+    const sink = await openS3Sink({ path: 's3://out/failed.parquet', format: 'parquet', header }, openSink, shape);
+    await writeInChunks(sink);
+    expect(store.unfinishedUploads(BUCKET)).toHaveLength(1);
+    await sink.abort();
+    expect(await store.exists(BUCKET, 'failed.parquet')).toBe(false);
+    expect(store.unfinishedUploads(BUCKET)).toEqual([]);
+  });
+
+  it('an upload that the store dropped mid-run fails in one line naming the object, and nothing is left', async () => {
+    const sink = await openS3Sink({ path: 's3://out/gone.parquet', format: 'parquet', header }, openSink, shape);
+    await sink.writeRows(rows.slice(0, 30_000));
+    expect(store.unfinishedUploads(BUCKET)).toHaveLength(1);
+    // the upload is dropped behind the run's back (as by a lifecycle rule): a later part or the completion fails
+    const [id] = store.unfinishedUploads(BUCKET);
+    await store.client.send(new AbortMultipartUploadCommand({ Bucket: BUCKET, Key: 'gone.parquet', UploadId: id }));
+    const failure = await writeInChunks(sink)
+      .then(() => sink.commit())
+      .catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(OutputError);
+    expect((failure as Error).message).toMatch(/^s3:\/\/out\/gone\.parquet: the upload failed/);
+    await sink.abort();
+    expect(await store.exists(BUCKET, 'gone.parquet')).toBe(false);
+    expect(store.unfinishedUploads(BUCKET)).toEqual([]);
   });
 });

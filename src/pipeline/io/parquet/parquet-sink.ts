@@ -1,9 +1,8 @@
 /** Writes the output table as a Parquet file, one row group at a time, with typed result columns. */
-import { unlink, type FileHandle } from 'node:fs/promises';
 import type { ParquetEncodeTask } from './parquet-encode-thread-entry.js';
 import { ParquetCellError } from './parquet-cell-error.js';
 import type { ParquetEncoder, ParquetLayout } from './parquet-encoder.js';
-import { fileFailure, finalModeFor, openOutputTemp, preparedFile } from '../output/output-file.js';
+import { type ByteTarget, openFileTarget } from './byte-target.js';
 import { blockRowCount, utf8RowBlock } from '../row-blocks.js';
 import { OutputError, type OpenSinkOptions, type PreparedOutput, type SealedOutput, type TableSink } from '../table.js';
 import type { ColumnType } from '../typed-cells.js';
@@ -21,11 +20,13 @@ export const PARQUET_ROW_GROUP_ROWS = 20_000;
 /**
  * Parquet output, typed by the column types (see parquet-encoder.ts). With `threads` > 0 the row groups are
  * encoded on a worker thread while this thread goes on mapping; the file is the same byte for byte. Like the CSV
- * sink, the file is written beside the target and renamed into place only by commit().
+ * sink, the file is written beside the target and renamed into place only by commit(). `openTarget`, when given,
+ * takes the bytes instead of a file at `opts.path` (an s3:// output's upload); the path still names the output.
  */
 export async function openParquetSink(
   opts: OpenSinkOptions,
   rowGroupRows = PARQUET_ROW_GROUP_ROWS,
+  openTarget?: () => Promise<ByteTarget>,
 ): Promise<TableSink> {
   if (opts.path === undefined || opts.path === '-') {
     throw new OutputError(
@@ -60,8 +61,14 @@ export async function openParquetSink(
   const encoding: Encoding = threaded
     ? new ThreadedEncoding(layout)
     : new InlineEncoding(new (await import('./parquet-encoder.js')).ParquetEncoder(layout));
-  const { target, tmp, handle } = await openOutputTemp(opts.path);
-  return new ParquetSink(target, tmp, handle, encoding, opts.mode ?? 0o666, layout);
+  let target: ByteTarget;
+  try {
+    target = await (openTarget?.() ?? openFileTarget(opts.path, opts.mode ?? 0o666));
+  } catch (err) {
+    await encoding.close();
+    throw err;
+  }
+  return new ParquetSink(target, encoding, layout);
 }
 
 /**
@@ -247,11 +254,8 @@ class ParquetSink implements TableSink {
   private given = false;
 
   constructor(
-    private readonly target: string,
-    private readonly tmp: string,
-    private readonly handle: FileHandle,
+    private readonly target: ByteTarget,
     private encoding: Encoding,
-    private readonly mode: number,
     private readonly layout: ParquetLayout,
   ) {}
 
@@ -300,16 +304,13 @@ class ParquetSink implements TableSink {
     this.finished = true;
     try {
       while (await this.writeNext()) {}
-      await writeAll(this.handle, await this.encoding.finish());
+      await this.target.write(await this.encoding.finish());
       await this.encoding.close();
-      await this.handle.sync();
-      await this.handle.chmod(finalModeFor(this.target, this.mode));
-      await this.handle.close();
+      return await this.target.prepare();
     } catch (err) {
       await this.discard();
       throw this.translate(err);
     }
-    return preparedFile(this.target, this.tmp, this.target);
   }
 
   async abort(): Promise<void> {
@@ -322,28 +323,19 @@ class ParquetSink implements TableSink {
   private async writeNext(): Promise<boolean> {
     const bytes = await this.encoding.next();
     if (bytes === undefined) return false;
-    if (bytes.length > 0) await writeAll(this.handle, bytes);
+    if (bytes.length > 0) await this.target.write(bytes);
     return true;
   }
 
   private translate(err: unknown): Error {
     if (err instanceof OutputError) return err;
     if (err instanceof ParquetCellError)
-      return new OutputError(this.target, err.message, 'this is a bug: please report it');
-    return fileFailure(this.target, err as Error);
+      return new OutputError(this.target.name, err.message, 'this is a bug: please report it');
+    return this.target.failure(err as Error);
   }
 
   private async discard(): Promise<void> {
     await this.encoding.close().catch(() => undefined);
-    await this.handle.close().catch(() => undefined);
-    await unlink(this.tmp).catch(() => undefined);
-  }
-}
-
-async function writeAll(handle: FileHandle, bytes: Uint8Array): Promise<void> {
-  let done = 0;
-  while (done < bytes.length) {
-    const { bytesWritten } = await handle.write(bytes, done, bytes.length - done);
-    done += bytesWritten;
+    await this.target.discard();
   }
 }

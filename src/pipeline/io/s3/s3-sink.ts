@@ -1,11 +1,6 @@
 /** An output to `s3://bucket/key`: uploaded in parts as it is written, the object made when the run commits. */
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { createReadStream } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
 import { HeadBucketCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
-import { pipeline } from 'node:stream/promises';
-import { processAlive } from '../output/output-file.js';
+import type { ByteTarget } from '../parquet/byte-target.js';
 import { OutputError, type OpenSinkOptions, type PreparedOutput, type TableSink } from '../table.js';
 import { s3Client, s3Problem } from './s3-client.js';
 import { ObjectUpload, UPLOAD_SHAPE, type UploadShape } from './s3-upload.js';
@@ -18,7 +13,7 @@ import { parseS3Url } from './s3-url.js';
  */
 export async function openS3Sink(
   opts: OpenSinkOptions & { path: string },
-  /** The sink that encodes the rows: given a stream it writes into it, given a path it writes that file. */
+  /** The sink that encodes CSV, TSV or JSONL rows into the stream it is given (Parquet has a sink of its own). */
   openEncoder: (opts: OpenSinkOptions) => Promise<TableSink>,
   shape: UploadShape = UPLOAD_SHAPE,
 ): Promise<TableSink> {
@@ -27,7 +22,7 @@ export async function openS3Sink(
   if ('problem' in at) throw new OutputError(url, at.problem);
   const { bucket, key } = at;
   await refuseUnwritable(url, bucket, key);
-  if (opts.format === 'parquet') return openThroughFile(opts, openEncoder, url, bucket, key, shape);
+  if (opts.format === 'parquet') return openUploadingParquet(opts, url, bucket, key, shape);
   return openStreaming(opts, openEncoder, url, bucket, key, shape);
 }
 
@@ -97,83 +92,46 @@ function uploadStep(upload: () => Promise<void>, discard: () => Promise<void>): 
 }
 
 /**
- * Parquet: the rows go to a private local file (0600, in the temp directory) that is uploaded when the run commits.
- * The Parquet sink owns a file handle that it fsyncs and renames, and refuses any other target; giving it a stream
- * target is a change of its own, so a Parquet output needs room in the temp directory for its size.
+ * Parquet: the Parquet sink writes its file's bytes, row group after row group and then the footer, straight into
+ * a multipart upload, as the CSV path does: bounded memory and no local copy. Preparing the commit sends the last
+ * part; publishing completes the upload.
  */
-async function openThroughFile(
-  opts: OpenSinkOptions,
-  openEncoder: (opts: OpenSinkOptions) => Promise<TableSink>,
+async function openUploadingParquet(
+  opts: OpenSinkOptions & { path: string },
   url: string,
   bucket: string,
   key: string,
   shape: UploadShape,
 ): Promise<TableSink> {
-  await removeStaleUploadDirs();
-  const dir = await mkdtemp(join(tmpdir(), `${DIR_PREFIX}${process.pid}-`));
-  let local: TableSink;
-  try {
-    local = await openEncoder({ ...opts, path: join(dir, basename(key)), mode: 0o600 });
-  } catch (err) {
-    await rm(dir, { recursive: true, force: true });
-    throw err;
-  }
-  const file = join(dir, basename(key));
-  const removeDir = () => rm(dir, { recursive: true, force: true });
-  const prepare = async (): Promise<PreparedOutput> => {
-    let prepared: PreparedOutput;
-    try {
-      prepared = await (local.prepareCommit?.() ?? Promise.reject(new Error('the output cannot be prepared')));
-      await prepared.publish();
-    } catch (err) {
-      await removeDir();
-      throw err;
-    }
-    return uploadStep(async () => {
-      try {
-        await uploadFile(url, bucket, key, file, shape);
-      } finally {
-        await removeDir();
-      }
-    }, removeDir);
-  };
-  // the local sink's own methods, called on it (its state stays its own), with the commit steps of the upload
-  const encodeElsewhere = local.encodeElsewhere?.bind(local);
-  const endFile = local.endFile?.bind(local);
-  return {
-    writeRows: (rows) => local.writeRows(rows),
-    writeEncoded: (bytes) => local.writeEncoded(bytes),
-    ...(encodeElsewhere !== undefined ? { encodeElsewhere } : {}),
-    ...(endFile !== undefined ? { endFile } : {}),
-    prepareCommit: prepare,
-    async commit(sealed) {
-      await (await prepare()).publish(sealed);
-    },
-    async abort() {
-      try {
-        await local.abort();
-      } finally {
-        await removeDir();
-      }
-    },
-  };
+  const { openParquetSink, PARQUET_ROW_GROUP_ROWS } = await import('../parquet/parquet-sink.js');
+  return openParquetSink(opts, PARQUET_ROW_GROUP_ROWS, async () =>
+    uploadTarget(new ObjectUpload(s3Client(), url, bucket, key, shape), url, bucket),
+  );
 }
 
-/** The local files of uploads are in `<tmpdir>/uid2-batch-s3-<pid>-<random>/`. */
-const DIR_PREFIX = 'uid2-batch-s3-';
-const DIR_NAME = /^uid2-batch-s3-(\d+)-[^/]+$/;
-
-/**
- * Removes the local files that runs killed before their upload (kill -9, a power cut) left in the temp directory:
- * they hold input rows. Those of live processes (a run uploading right now) are left alone.
- */
-async function removeStaleUploadDirs(): Promise<void> {
-  const names = await readdir(tmpdir()).catch(() => [] as string[]);
-  for (const name of names) {
-    const m = DIR_NAME.exec(name);
-    if (m === null || processAlive(Number(m[1]))) continue;
-    await rm(join(tmpdir(), name), { recursive: true, force: true }).catch(() => undefined);
-  }
+/** The bytes of a file that is never read back while it is written (a Parquet file) sent as an object. */
+export function uploadTarget(upload: ObjectUpload, url: string, bucket: string): ByteTarget {
+  return {
+    name: url,
+    write: (bytes) => upload.write(bytes),
+    async prepare() {
+      try {
+        await upload.end();
+      } catch (err) {
+        await upload.abort();
+        throw err;
+      }
+      return uploadStep(
+        () => upload.complete(),
+        () => upload.abort(),
+      );
+    },
+    discard: () => upload.abort(),
+    failure(err) {
+      const { problem, hint } = s3Problem(err, bucket);
+      return new OutputError(url, `the upload failed: ${problem}`, hint);
+    },
+  };
 }
 
 /** The bucket must exist and let us in, and the key must be free: said before anything is sent. */
@@ -195,16 +153,4 @@ async function refuseUnwritable(url: string, bucket: string, key: string): Promi
     throw new OutputError(url, problem, hint);
   }
   throw new OutputError(url, 'already exists', `delete it first (aws s3 rm ${url}) or choose another key`);
-}
-
-/** A finished local file sent through the same upload as a streamed output. */
-async function uploadFile(url: string, bucket: string, key: string, file: string, shape: UploadShape): Promise<void> {
-  const upload = new ObjectUpload(s3Client(), url, bucket, key, shape);
-  try {
-    await pipeline(createReadStream(file), upload.stream);
-    await upload.complete();
-  } catch (err) {
-    await upload.abort();
-    throw err;
-  }
 }

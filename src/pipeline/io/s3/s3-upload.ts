@@ -39,11 +39,12 @@ interface Part {
 }
 
 /**
- * The bytes written to `stream` are cut into parts and uploaded as a multipart upload, at most `partsInFlight`
- * parts at once: a write waits while they are all in flight, so memory stays near (partsInFlight + 1) parts. The
- * upload is started by the first full part; an object smaller than one part is held and sent whole by complete().
- * Ending the stream sends the last part and waits for every part; only complete() makes the object appear, and
- * abort() drops the parts (S3 keeps nothing), so a failed or interrupted run leaves no object.
+ * The bytes written to `stream` (or given to write()) are cut into parts and uploaded as a multipart upload, at
+ * most `partsInFlight` parts at once: a write waits while they are all in flight, so memory stays near
+ * (partsInFlight + 1) parts. The upload is started by the first full part; an object smaller than one part is held
+ * and sent whole by complete(). Ending the stream (or end()) sends the last part and waits for every part; only
+ * complete() makes the object appear, and abort() drops the parts (S3 keeps nothing), so a failed or interrupted
+ * run leaves no object.
  */
 export class ObjectUpload {
   readonly stream: Writable;
@@ -77,6 +78,21 @@ export class ObjectUpload {
         this.finish().then(() => done(), done);
       },
     });
+  }
+
+  /**
+   * Takes `bytes` as a write to `stream` would, for a writer that awaits each write rather than use the stream
+   * (one or the other, never both): resolves once they are copied and a part is free for more.
+   */
+  async write(bytes: Uint8Array): Promise<void> {
+    if (this.settled) throw new Error('write after the upload was completed or aborted');
+    await this.take(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  }
+
+  /** Ends what write() was given, as ending `stream` does: sends the last part and waits for every part. */
+  async end(): Promise<void> {
+    if (this.settled) throw new Error('end after the upload was completed or aborted');
+    await this.finish();
   }
 
   /** Makes the object from the parts sent (or the bytes held); fails with one line naming the object. */
