@@ -33,6 +33,7 @@ import {
   readTokenResult,
   readValidateBody,
 } from './response-bodies.js';
+import { scanMapV3Answer } from './map-v3-scan.js';
 import { NO_PROXY_SETTINGS, type ProxyRoute } from './proxy.js';
 import { defaultSleep, RetryPolicy } from './retry.js';
 import { Transport, type RawResponse } from './transport.js';
@@ -123,8 +124,13 @@ class UndiciServiceClient implements ServiceClient {
 
   async mapV3(request: MapV3Request, options?: CallOptions): Promise<MapV3ResponseBody> {
     const target = this.target(PATHS.mapV3);
-    return this.callEncrypted(PATHS.mapV3, request, ['success'], options, (answer) =>
-      readMapV3Body(target, answer.body, request, this.now()),
+    return this.callEncrypted(
+      PATHS.mapV3,
+      request,
+      ['success'],
+      options,
+      (answer) => readMapV3Body(target, answer.body, request, this.now()),
+      (json) => scanMapV3Answer(json, request, this.now()),
     );
   }
 
@@ -215,6 +221,8 @@ class UndiciServiceClient implements ServiceClient {
     accepted: readonly string[],
     options: CallOptions | undefined,
     read: (answer: ResponseJson) => T,
+    /** Reads the answers of the usual shape without parsing the JSON first; undefined hands the text to `read`. */
+    scan?: (json: Buffer) => T | undefined,
   ): Promise<T> {
     const { apiKey, secret } = this.credentials(path);
     const json = Buffer.from(JSON.stringify(payload), 'utf8');
@@ -240,6 +248,8 @@ class UndiciServiceClient implements ServiceClient {
           throw err;
         }
         this.serverTime = { serverMs: opened.timestampMs, localMs: this.now() };
+        const scanned = scan?.(opened.json);
+        if (scanned !== undefined) return scanned;
         return read(readResponseJson(this.target(path), opened.json, accepted));
       },
       options,

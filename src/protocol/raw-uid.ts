@@ -1,7 +1,7 @@
 /** The shape of a raw UID as the service answers it (docs/wire-protocol.md §8.1). */
 
 /** 1 for each character of the standard base64 alphabet, by char code. */
-const BASE64_CHAR = new Uint8Array(128);
+export const BASE64_CHAR = new Uint8Array(128);
 for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/') BASE64_CHAR[c.charCodeAt(0)] = 1;
 
 /** Characters of a raw UID: 32 bytes give 43 characters and one `=`, 33 bytes give 44 and no padding. */

@@ -103,6 +103,12 @@ function keyOf(type: DiiType, hash: string): number {
 }
 
 /**
+ * Set in every key a slot holds (keys use the 31 bits below it), so that 0 marks an empty slot: a probe reads only
+ * the keys, which fit in the cache, and touches an entry only where its key matches.
+ */
+const OCCUPIED = 1 << 31;
+
+/**
  * One generation of the table: an open-addressed hash table of fixed size (linear probing, never more than half
  * full), allocated once and cleared for reuse. A Map per generation would grow (and copy) its storage again for
  * every generation, and that storage lives long enough to be promoted: garbage the main thread's old generation
@@ -124,24 +130,30 @@ class Generation {
 
   get(key: number, hash: string): TrackedIdentifier | undefined {
     const { keys, entries, mask } = this;
+    const tagged = key | OCCUPIED;
     for (let i = key & mask; ; i = (i + 1) & mask) {
-      const entry = entries[i];
-      if (entry === undefined || (keys[i] === key && entry.hash === hash)) return entry;
+      const held = keys[i];
+      if (held === 0) return undefined;
+      if (held === tagged) {
+        const entry = entries[i] as TrackedIdentifier;
+        if (entry.hash === hash) return entry;
+      }
     }
   }
 
   /** Adds the entry, or replaces the one with the same type and hash. */
   set(key: number, entry: TrackedIdentifier): void {
     const { keys, entries, mask } = this;
+    const tagged = key | OCCUPIED;
     for (let i = key & mask; ; i = (i + 1) & mask) {
-      const held = entries[i];
-      if (held === undefined) {
-        keys[i] = key;
+      const held = keys[i];
+      if (held === 0) {
+        keys[i] = tagged;
         entries[i] = entry;
         this.size++;
         return;
       }
-      if (keys[i] === key && held.hash === entry.hash) {
+      if (held === tagged && (entries[i] as TrackedIdentifier).hash === entry.hash) {
         entries[i] = entry;
         return;
       }
@@ -154,13 +166,14 @@ class Generation {
     const { keys, entries } = this;
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i];
-      if (entry !== undefined && entry.answer === null && !entry.failed) keep(keys[i], entry);
+      if (entry !== undefined && entry.answer === null && !entry.failed) keep(keys[i] & ~OCCUPIED, entry);
     }
   }
 
   /** Forgets every entry; the storage stays for the next use. */
   clear(): void {
     if (this.size === 0) return;
+    this.keys.fill(0);
     this.entries.fill(undefined);
     this.size = 0;
   }
