@@ -177,7 +177,8 @@ describe.concurrent('token refresh', () => {
     );
     expect(r.stderr).not.toContain(older.refresh_response_key);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
-  });
+    // six runs of the CLI in one test: a loaded machine needs more than the default 30 s
+  }, 60_000);
 
   it('reads the identity from stdin; takes --refresh-token with a warning; refuses the refresh_response_key as a flag value', async () => {
     const id = await generate(['--email', 'stdin.refresh@example.com']);
