@@ -18,22 +18,16 @@ import { commitTogether } from '../../pipeline/io/output/commit-together.js';
 import { rowFormatOf, type RowFormat } from '../../pipeline/io/output/row-encoders.js';
 import { RowThreads } from '../../pipeline/threads/row-threads.js';
 import { defaultHashThreads, planThreads } from '../../pipeline/run/run-plan.js';
-import { isPieceSource, openTableInputs, type TableInput } from '../../pipeline/threads/table-input.js';
+import { isPieceSource, type TableInput } from '../../pipeline/threads/table-input.js';
+import { openInput, settleInput, type InputSpec } from '../../pipeline/jobs/run-input.js';
 import { openSink } from '../../pipeline/io/output/sink.js';
-import { resolveFormat } from '../../pipeline/io/source.js';
 import { defaultLayout } from '../../pipeline/map/result-columns.js';
 import { keptColumns } from '../../pipeline/map/result-layout.js';
-import { headerlessColumns, mayBeHeaderless, readAsHeaderless } from '../../pipeline/jobs/headerless-input.js';
+import { headerlessColumns, mayBeHeaderless } from '../../pipeline/jobs/headerless-input.js';
 import type { HashEncoding } from '../../pipeline/io/output/hash-cells.js';
 import type { ColumnType } from '../../pipeline/io/typed-cells.js';
 import { requireTextColumns } from '../../pipeline/io/parquet/parquet-columns.js';
-import {
-  InputError,
-  OutputError,
-  type OpenSourceOptions,
-  type TableInfo,
-  type TableSink,
-} from '../../pipeline/io/table.js';
+import { InputError, OutputError, type TableInfo, type TableSink } from '../../pipeline/io/table.js';
 import { BadRowsOutput, type BadRowFlags } from '../../pipeline/run/bad-rows-output.js';
 import { addBadRowOptions, badRowFlags } from '../shared/bad-rows.js';
 import { EXIT, UserError, onInterrupt } from '../shared/exit-codes.js';
@@ -176,11 +170,9 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
   });
   let source: TableInput;
   try {
-    // s3:// patterns are listed here, as map's are; the S3 client is loaded only when one is given
-    const paths = inputPaths.some(isS3Url)
-      ? await (await import('../../pipeline/io/s3/s3-read.js')).expandS3Inputs(inputPaths)
-      : inputPaths;
-    source = await openInput(paths, flags, plan.rowThreads, io, badRows, stopReading.signal);
+    // settled once, as map's is: s3:// patterns listed, the format resolved, the reading's defaults filled in
+    const input = await settleInput(inputPaths, sourceOptionsOf(flags));
+    source = await openHashInput(input, flags, plan.rowThreads, io, badRows, stopReading.signal);
   } catch (err) {
     removeInterrupt();
     await badRows?.abort();
@@ -293,27 +285,23 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
   }
 }
 
-async function openInput(
-  paths: readonly string[],
+/** Opens the settled input as the run's threads read it; a one-column file of emails or phones without a header line is read as such (a note says so). */
+async function openHashInput(
+  input: InputSpec,
   flags: HashFlags,
   rowThreads: number,
   io: HashIo,
   badRows: BadRowsOutput | undefined,
   signal: AbortSignal,
 ): Promise<TableInput> {
-  const options: Omit<OpenSourceOptions, 'path'> = {
-    ...sourceOptionsOf(flags),
-    ...(paths[0] === '-' ? { stream: io.stdin } : {}),
-    ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
-    signal,
-  };
   try {
-    const opened = await openTableInputs(paths, options, rowThreads);
-    // a one-column file of emails or phones without a header line is read as such (a note says so)
-    return paths.length === 1 &&
-      mayBeHeaderless(flags, { format: resolveFormat({ ...options, path: paths[0] }), header: options.header })
-      ? readAsHeaderless(opened)
-      : opened;
+    return await openInput(input, {
+      stdin: io.stdin,
+      onBadRecord: badRows?.record,
+      signal,
+      rowThreads,
+      findHeaderless: mayBeHeaderless(flags, { format: input.format, header: input.reading.header }),
+    });
   } catch (err) {
     throw asUserError(err);
   }

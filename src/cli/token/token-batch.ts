@@ -1,8 +1,8 @@
 import { chmodSync } from 'node:fs';
 import { closeOnFailure } from '../../pipeline/io/close-on-failure.js';
 import { openSink as defaultOpenSink } from '../../pipeline/io/output/sink.js';
-import { openSource as defaultOpenSource } from '../../pipeline/io/source.js';
 import { InputError, type TableSource } from '../../pipeline/io/table.js';
+import { openInput, settleInput } from '../../pipeline/jobs/run-input.js';
 import {
   BatchStopped,
   generateTokenBatch,
@@ -54,7 +54,6 @@ export interface TokenBatchFlags {
 export interface TokenBatchDeps {
   io: TokenIo;
   connect: Connect;
-  openSource?: typeof defaultOpenSource;
   openSink?: typeof defaultOpenSink;
 }
 
@@ -71,13 +70,14 @@ export async function runTokenBatch(
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_TOKEN_CONCURRENCY) {
     throw new UserError(`--concurrency must be a whole number from 1 to ${MAX_TOKEN_CONCURRENCY}`);
   }
-  const openSource = deps.openSource ?? defaultOpenSource;
   const toFile = flags.output !== undefined && flags.output !== '-';
   refuseOverlappingPaths([{ flag: '--input', path: input }], standardOutputs(flags));
 
   let source: TableSource;
   try {
-    source = await openSource({ path: input, ...(input === '-' ? { stream: deps.io.stdin } : {}) });
+    // settled once, as map's is: the format by the name, the reading's defaults filled in; parsed on this thread
+    const spec = await settleInput([input], {});
+    source = (await openInput(spec, { stdin: deps.io.stdin, rowThreads: 0, findHeaderless: false })) as TableSource;
   } catch (err) {
     throw asUserError(err);
   }

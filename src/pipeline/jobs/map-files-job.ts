@@ -2,7 +2,6 @@
 import { existsSync } from 'node:fs';
 import type { PhoneRegion } from '../../identity/index.js';
 import { closeOnFailure } from '../io/close-on-failure.js';
-import { formatOfExtension } from '../io/format-names.js';
 import type { TableInfo, TableSource } from '../io/table.js';
 import type { ColumnFlags, IdentifierColumn } from '../map/identifier-columns.js';
 import { MapEngine, REMEMBERED_IDENTIFIERS, type MapRunCounts, type MapRunResult } from '../map/map-engine.js';
@@ -25,6 +24,7 @@ import { isPieceSource, type TableInput } from '../threads/table-input.js';
 import { v2DeprecationWarning } from '../v2/v2-notice.js';
 import { mayBeHeaderless } from './headerless-input.js';
 import { chooseMapColumns } from './map-columns.js';
+import { settleEngine, type EngineSpec } from './map-engine-spec.js';
 import { mapOutputColumns, runMapJob } from './map-job.js';
 import {
   notWritten,
@@ -87,11 +87,12 @@ export interface MapJobDeps extends InputRunDeps {
  */
 export async function runMapFilesJob(options: MapOptions, target: ServiceTarget, deps: MapJobDeps): Promise<number> {
   const open = deps.open ?? MAP_OPENERS;
-  const dryRun = options.dryRun === true;
+  const engine = settleEngine(options);
+  const dryRun = engine.dryRun;
   // settled before anything is sent: s3:// patterns listed, the format and delimiter checked, the shard's range found
   const input = await settleInput(options.inputs, options.reading, options.shard);
   const outputs = settleOutputs(options, input.paths.length);
-  const api = options.api ?? 'v3';
+  const api = engine.api;
   const state: StateSpec | undefined =
     options.state === undefined
       ? undefined
@@ -108,7 +109,7 @@ export async function runMapFilesJob(options: MapOptions, target: ServiceTarget,
   let code: number;
   try {
     code = await mapInput({
-      options,
+      engine,
       input,
       outputs,
       state,
@@ -133,7 +134,8 @@ export async function runMapFilesJob(options: MapOptions, target: ServiceTarget,
 
 /** One map run of files, each concern settled: what each of its steps needs. */
 interface MapRun {
-  options: MapOptions;
+  /** The steps' settings, settled once (map-engine-spec.ts). */
+  engine: EngineSpec;
   input: InputSpec;
   outputs: OutputSpec;
   /** --state, as the run uses it; undefined without one. */
@@ -149,10 +151,10 @@ interface MapRun {
 
 /** Opens the input as the run's plan of threads has it, chooses the columns, and runs the batch skeleton. */
 async function mapInput(run: MapRun): Promise<number> {
-  const { options, input, plan, target, deps, open, say, startedMs } = run;
-  const dryRun = options.dryRun === true;
+  const { engine, input, plan, target, deps, open, say, startedMs } = run;
+  const dryRun = engine.dryRun;
   // a deadline, not progress: said even with --quiet, so that cron mail carries it
-  if (options.api === 'v2') {
+  if (engine.api === 'v2') {
     deps.stderr.write(
       v2DeprecationWarning(
         'map --api v2 (POST /v2/identity/map)',
@@ -167,28 +169,16 @@ async function mapInput(run: MapRun): Promise<number> {
     signal: deps.signal,
     readThread: plan.readThread,
     rowThreads: plan.rowThreads,
-    findHeaderless: mayBeHeaderless(options, { format: input.format, header: input.reading.header }),
+    findHeaderless: mayBeHeaderless(engine.columns, { format: input.format, header: input.reading.header }),
   });
   if (!plan.keepsYoungGenerationBounded(isPreparingSource(source))) releaseYoungGeneration();
   return closeOnFailure(source, async () => {
     for (const line of source.notes) say(line);
     if (source.header.length === 0) return emptyInput(run, source);
-    const { columns, layout } = chooseMapColumns(
-      {
-        ...options,
-        layout: { ...options.layout, timeFormat: options.output.timeFormat, hashEncoding: options.output.hashEncoding },
-      },
-      source,
-      say,
-    );
-    const rejectsFormat = options.rejects === undefined ? undefined : formatOfExtension(options.rejects);
-    if (rejectsFormat !== undefined && rejectsFormat !== options.output.format) {
-      // the row threads encode an output row once, for both files: the rejects share the output's format
-      say(
-        `--rejects ${options.rejects} is written as ${options.output.format.toUpperCase()}, the format of the output`,
-      );
-    }
-    const concurrency = chooseConcurrency(options.concurrency, target, say);
+    const { columns, layout } = chooseMapColumns(engine.columns, source, say);
+    // the row threads encode an output row once, for both files: the rejects share the output's format
+    if (engine.rejectsNote !== undefined) say(engine.rejectsNote);
+    const concurrency = chooseConcurrency(engine.concurrency, target, say);
     const choices: MapChoices = { source, columns, layout, concurrency, plan };
     return runBatchCommand<MapRunResult, MapStateFile | undefined>(
       {
@@ -220,12 +210,9 @@ function openStateFor({ state, open, say }: MapRun): MapStateFile | Promise<MapS
 }
 
 /** A 0-byte input is an empty table, not a mistake: the output is empty too (no columns to name). */
-async function emptyInput(
-  { options, outputs, open, startedMs, deps, say }: MapRun,
-  source: TableInfo,
-): Promise<number> {
+async function emptyInput({ engine, outputs, open, startedMs, deps, say }: MapRun, source: TableInfo): Promise<number> {
   say(`${source.name} is empty: nothing to map`);
-  if (!options.dryRun) await open.emptyOutput(outputs, deps.stdout);
+  if (!engine.dryRun) await open.emptyOutput(outputs, deps.stdout);
   const summary = makeSummary({
     command: 'map',
     rows: 0,
@@ -248,9 +235,9 @@ interface MapChoices {
 
 /** A run that sends, as the batch skeleton runs it: its outputs, its engine, its summary and its ending. */
 function mapPlan(run: MapRun, choices: MapChoices, state: MapStateFile | undefined): BatchPlan<MapRunResult> {
-  const { options, outputs, target, deps, open, say, startedMs, badRows } = run;
+  const { engine, outputs, target, deps, open, say, startedMs, badRows } = run;
   const { source, columns, layout, concurrency, plan } = choices;
-  const api = options.api ?? 'v3';
+  const api = engine.api;
   const { header, types } = mapOutputColumns(source.header, columns, api, layout);
   let opened: OpenOutputs | undefined;
   return {
@@ -258,13 +245,13 @@ function mapPlan(run: MapRun, choices: MapChoices, state: MapStateFile | undefin
     target,
     connection: { kind: 'map', concurrency },
     record: {
-      args: runArgs(options, source, columns, concurrency, target),
+      args: runArgs(engine, source, columns, concurrency, target),
       startS: Math.floor(startedMs / 1000),
       endS: () => Math.floor(deps.now() / 1000),
     },
     output: {
       columns: { header, types },
-      options: options.output,
+      options: engine.output,
       progressLabel: 'map',
       cron: false,
       open: async () => {
@@ -290,8 +277,8 @@ function mapPlan(run: MapRun, choices: MapChoices, state: MapStateFile | undefin
           layout,
           threads: plan.engineThreads(isPieceSource(source)),
           state: state?.engineState,
-          batchSize: options.batchSize,
-          failFast: options.failFast === true,
+          batchSize: engine.batchSize,
+          failFast: engine.failFast,
           maxAttempts: target.maxAttempts ?? 6,
           signal: deps.signal,
           nowS: () => Math.floor(deps.now() / 1000),
@@ -329,32 +316,33 @@ function mapPlan(run: MapRun, choices: MapChoices, state: MapStateFile | undefin
 
 /** What the runs table records: how the run was asked for, never a credential. */
 function runArgs(
-  options: MapOptions,
+  engine: EngineSpec,
   source: TableInfo,
   columns: IdentifierColumn[],
   concurrency: number,
   target: ServiceTarget,
 ): Record<string, unknown> {
+  const { output, columns: asked } = engine;
   const region = columns.find((c) => c.phoneRegion !== undefined)?.phoneRegion;
   return {
     input: source.name,
-    output: options.output.output ?? '-',
-    format: options.output.format,
+    output: output.output ?? '-',
+    format: output.format,
     columns: columns.map((c) => ({ name: c.name, kind: c.kind })),
     env: target.envName,
     base_url: target.isLocal ? 'embedded' : target.baseUrl,
     concurrency,
-    batch_size: options.batchSize ?? 5000,
-    fail_fast: options.failFast === true,
-    ...(options.api === 'v2' ? { api: 'v2' } : {}),
+    batch_size: engine.batchSize,
+    fail_fast: engine.failFast,
+    ...(engine.api === 'v2' ? { api: 'v2' } : {}),
     ...(region !== undefined ? { phone_region: region } : {}),
-    ...(options.phoneRegionColumn !== undefined ? { phone_region_col: options.phoneRegionColumn } : {}),
-    ...(options.nullValues !== undefined ? { null_values: options.nullValues } : {}),
-    ...(options.output.timeFormat !== undefined ? { time_format: options.output.timeFormat } : {}),
-    ...(options.layout?.emitHash === true ? { emit_hash: true } : {}),
-    ...(options.output.hashEncoding !== undefined ? { hash_encoding: options.output.hashEncoding } : {}),
-    ...(options.layout?.keep !== undefined ? { keep: options.layout.keep } : {}),
-    ...(options.layout?.dropInputColumns === true ? { drop_input_columns: true } : {}),
+    ...(asked.phoneRegionColumn !== undefined ? { phone_region_col: asked.phoneRegionColumn } : {}),
+    ...(asked.nullValues !== undefined ? { null_values: asked.nullValues } : {}),
+    ...(output.timeFormat !== undefined ? { time_format: output.timeFormat } : {}),
+    ...(asked.layout.emitHash === true ? { emit_hash: true } : {}),
+    ...(output.hashEncoding !== undefined ? { hash_encoding: output.hashEncoding } : {}),
+    ...(asked.layout.keep !== undefined ? { keep: asked.layout.keep } : {}),
+    ...(asked.layout.dropInputColumns === true ? { drop_input_columns: true } : {}),
   };
 }
 
@@ -368,7 +356,7 @@ interface Finish {
 /** Commits or abandons the output by outcome, reports, and picks the exit code. */
 async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Promise<number> {
   const { outcome } = result;
-  const { options, outputs, state, deps, say } = f.run;
+  const { engine, outputs, state, deps, say } = f.run;
   // the run's files replace their targets together, and only when it completed
   await settleWritten(outputs, f.written, [f.badRows], outcome.kind === 'completed', summary);
   await reportSummary(outputs, summary, deps.stderr);
@@ -409,9 +397,7 @@ async function finish(result: MapRunResult, summary: RunSummary, f: Finish): Pro
         : '';
       if (!KNOWN_FAILURES.has(error.name)) throw error;
       const lead =
-        options.failFast && !LOCAL_FAILURES.has(error.name)
-          ? 'stopped at the first failed request (--fail-fast): '
-          : '';
+        engine.failFast && !LOCAL_FAILURES.has(error.name) ? 'stopped at the first failed request (--fail-fast): ' : '';
       throw new UserError(`${lead}${error.message}; ${notWritten(outputs)}${saved}`, EXIT.failed);
     }
   }
@@ -472,20 +458,20 @@ function mapSummary(
 }
 
 async function dryRunReport(
-  { options, outputs, startedMs, deps, say }: MapRun,
+  { engine, outputs, startedMs, deps, say }: MapRun,
   source: TableSource,
   columns: IdentifierColumn[],
   state: MapStateFile | undefined,
 ): Promise<number> {
-  const engine = new MapEngine({
+  const counting = new MapEngine({
     columns,
     dryRun: true,
     ...(state !== undefined ? { state: state.engineState } : {}),
-    ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}),
+    batchSize: engine.batchSize,
     ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
     nowS: () => Math.floor(deps.now() / 1000),
   });
-  const result = await engine.run(source.rows());
+  const result = await counting.run(source.rows());
   const c = result.counts;
   if (result.outcome.kind === 'failed' || result.outcome.kind === 'auth-refused') throw result.outcome.error;
   const invalid = Object.values(c.invalidByReason).reduce((a, b) => a + b, 0);
@@ -500,7 +486,7 @@ async function dryRunReport(
     ...reasons.map((r) => `  ${r}`),
     `  ${unique} unique hashes`,
     ...(state !== undefined ? [`  ${formatCount(c.fromState)} answered from the state file`] : []),
-    `  ${formatCount(c.batches)} request(s) would be sent (${formatCount(c.itemsInBatches)} identifiers, up to ${formatCount(options.batchSize ?? 5000)} per request)`,
+    `  ${formatCount(c.batches)} request(s) would be sent (${formatCount(c.itemsInBatches)} identifiers, up to ${formatCount(engine.batchSize)} per request)`,
   ];
   if (!outputs.quiet) deps.stderr.write(`${lines.join('\n')}\n`);
   const hint = phoneRegionHint(readsRegion(columns), c);

@@ -3,7 +3,6 @@ import { openState } from '../../state/index.js';
 import type { StateStore } from '../../state/index.js';
 import { refuseDatabaseState } from './state-where.js';
 import type { TableSink } from '../io/table.js';
-import { changesColumns, type RemapChange, changeCells, replayRemapChanges } from '../remap/remap-engine.js';
 import { runBatchCommand, type BatchPlan } from '../run/batch-run.js';
 import { chooseConcurrency, type ServiceClient, type ServiceTarget } from '../run/connection.js';
 import { EXIT, UserError } from '../run/exit-codes.js';
@@ -11,7 +10,7 @@ import type { OutputFlags } from '../run/output-options.js';
 import { sayTo, type RunDeps, type Say } from '../run/run-deps.js';
 import { KNOWN_FAILURES, remapRunArgs, reportRun, requestCounters, type ChangeDelivery } from '../run/run-report.js';
 import { formatCount, formatDuration, makeSummary, type RunSummary } from '../run/summary.js';
-import { remapReporting } from './remap-report.js';
+import { changesRun } from './remap-report.js';
 import { MIGRATION_FINISHED, migrateToV3, type MigrateResult } from '../v2/migration.js';
 
 /** What a migrate run is asked to do, checked. */
@@ -77,35 +76,24 @@ function migratePlan(
 ): BatchPlan<MigrateResult> {
   const nowS = Math.floor(startedMs / 1000);
   const concurrency = chooseConcurrency(options.concurrency, target, say);
-  const cellsOf = (change: RemapChange): string[] =>
-    changeCells(change, options.output.timeFormat, options.output.hashEncoding);
+  const changes = changesRun(state, options, 'remap', {
+    nowS,
+    signal: deps.signal,
+    progressLabel: 'migrate',
+    cron: false,
+  });
   return {
     command: 'migrate',
     target,
     connection: { kind: 'map', concurrency },
     record: { args: remapRunArgs(options), startS: nowS, endS: () => Math.floor(deps.now() / 1000) },
-    output: {
-      columns: changesColumns(options.output.timeFormat, false),
-      options: options.output,
-      progressLabel: 'migrate',
-      cron: false,
-    },
+    output: changes.output,
     total: () => {
       const v2 = state.bucketEntries().count;
       return options.limit === undefined ? v2 : Math.min(v2, options.limit);
     },
-    replay: (sink) => replayRemapChanges(state, 'remap', (changes) => sink.writeRows(changes.map(cellsOf))),
-    engine: ({ client, limiter, sink, progress, runId }) =>
-      migrateToV3({
-        state,
-        nowS,
-        journal: { runId, channel: 'remap', state },
-        mapBatch: (request, signal) => client.mapV3(request, { signal }),
-        limiter,
-        ...(options.limit !== undefined ? { limit: options.limit } : {}),
-        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-        ...remapReporting(sink, progress, client, cellsOf),
-      }),
+    replay: changes.replay,
+    engine: (run) => migrateToV3(changes.wiring(run)),
     summary: (result, { client, replayed }) => {
       const summary = migrateSummary(result, client, startedMs, deps.now());
       if (replayed > 0) summary.replayed_changes = replayed;

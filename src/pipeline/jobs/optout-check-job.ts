@@ -9,8 +9,8 @@ import { describeState, isPostgresState, openStateBackend } from '../../state/op
 import { closeOnFailure } from '../io/close-on-failure.js';
 import { hashCell, type HashEncoding } from '../io/output/hash-cells.js';
 import { requireTextColumns } from '../io/parquet/parquet-columns.js';
-import { openParts } from '../io/parts-source.js';
-import type { InputRow, OpenSourceOptions, TableSink, TableSource } from '../io/table.js';
+import { openInput, settleInput, type InputReading, type InputSpec } from './run-input.js';
+import type { InputRow, TableSink, TableSource } from '../io/table.js';
 import type { ColumnType, TimeFormat, TypedHeader } from '../io/typed-cells.js';
 import { resultHeader } from '../map/identifier-columns.js';
 import {
@@ -29,7 +29,6 @@ import {
   type SweepResult,
   type SweptRawUid,
 } from '../optout/optout-sweep.js';
-import { isS3Url } from '../io/s3/s3-url.js';
 import { BadRowsOutput, type BadRowFlags } from '../run/bad-rows-output.js';
 import { runBatchCommand, type BatchPlan } from '../run/batch-run.js';
 import { changeChannel } from '../run/change-journal.js';
@@ -47,7 +46,7 @@ export interface OptoutCheckOptions extends Partial<BadRowFlags> {
   /** --col, repeatable: every column named is checked. */
   cols?: string[] | undefined;
   /** How the files are read: format, header, delimiter, encoding. */
-  reading: Omit<OpenSourceOptions, 'path'>;
+  reading: InputReading;
   onlyOptedOut: boolean;
   state?: string | undefined;
   sweepFraction?: number | undefined;
@@ -77,11 +76,9 @@ export async function runOptoutCheckJob(
   );
   let code: number;
   try {
-    // s3:// patterns are listed here, as map's are; the S3 client is loaded only when one is given
-    const inputs = options.inputs.some(isS3Url)
-      ? await (await import('../io/s3/s3-read.js')).expandS3Inputs(options.inputs)
-      : options.inputs;
-    code = await checkFile(inputs, options, deps, target, badRows, startedMs);
+    // settled once, as map's is: s3:// patterns listed, the format resolved, the reading's defaults filled in
+    const input = await settleInput(options.inputs, options.reading);
+    code = await checkFile(input, options, deps, target, badRows, startedMs);
   } catch (err) {
     await badRows?.abort();
     throw err;
@@ -104,19 +101,21 @@ function optoutCheckOf(client: ServiceClient): OptoutStatusFn {
 
 /** optout-check of input files: the verdict of every raw UID of the given column(s). */
 async function checkFile(
-  inputPaths: string[],
+  input: InputSpec,
   options: OptoutCheckOptions,
   deps: InputRunDeps,
   target: ServiceTarget,
   badRows: BadRowsOutput | undefined,
   startedMs: number,
 ): Promise<number> {
-  const source = await openParts(inputPaths, {
-    ...options.reading,
-    ...(inputPaths[0] === '-' ? { stream: deps.stdin } : {}),
-    ...(badRows !== undefined ? { onBadRecord: badRows.record } : {}),
-    ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-  });
+  // raw UIDs are read as parsed rows on this thread: no row threads, and no headerless guess
+  const source = (await openInput(input, {
+    stdin: deps.stdin,
+    onBadRecord: badRows?.record,
+    signal: deps.signal,
+    rowThreads: 0,
+    findHeaderless: false,
+  })) as TableSource;
   return closeOnFailure(source, () => checkSource(source, options, deps, target, startedMs, badRows));
 }
 

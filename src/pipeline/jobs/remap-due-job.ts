@@ -5,14 +5,7 @@ import type { StateBackend } from '../../state/backend.js';
 import { openState } from '../../state/index.js';
 import { takeLockWaiting } from '../run/lock-wait.js';
 import { isPostgresState, openStateBackend } from '../../state/open-backend.js';
-import {
-  changesColumns,
-  type RemapChange,
-  changeCells,
-  RemapEngine,
-  type RemapResult,
-  replayRemapChanges,
-} from '../remap/remap-engine.js';
+import { RemapEngine, type RemapResult } from '../remap/remap-engine.js';
 import { runBatchCommand, type BatchPlan } from '../run/batch-run.js';
 import { changeChannel } from '../run/change-journal.js';
 import { chooseConcurrency, type ServiceTarget } from '../run/connection.js';
@@ -22,11 +15,11 @@ import { remapRunArgs } from '../run/run-report.js';
 import { formatCount } from '../run/summary.js';
 import { planRemapDueV2 } from './remap-due-v2.js';
 import {
+  changesRun,
   finish,
   isoOf,
   nextDueOf,
   nothingDueLine,
-  remapReporting,
   remapSummary,
   writeDryRunSummary,
   type NextDue,
@@ -146,8 +139,12 @@ async function remapPlan(run: RemapDueRun<RemapDueState>, target: ServiceTarget)
   for (const line of strandedChangeLines(await state.pendingChangeCounts(), channel)) say(line);
   const concurrency = chooseConcurrency(options.concurrency, target, say);
   const due = await state.countDue(nowS);
-  const cellsOf = (change: RemapChange): string[] =>
-    changeCells(change, options.output.timeFormat, options.output.hashEncoding);
+  const changes = changesRun(state, options, channel, {
+    nowS,
+    signal: deps.signal,
+    progressLabel: 'remap-due',
+    cron: true,
+  });
   // nothing is due: the summary says when something will be, rather than a bare "0 entries"
   const next: NextDue | null | undefined = due === 0 ? await nextDueOf(state, nowS) : undefined;
   return {
@@ -155,26 +152,10 @@ async function remapPlan(run: RemapDueRun<RemapDueState>, target: ServiceTarget)
     target,
     connection: { kind: 'map', concurrency },
     record: { args: remapRunArgs(options), startS: nowS, endS: () => nowS },
-    output: {
-      columns: changesColumns(options.output.timeFormat, false),
-      options: options.output,
-      progressLabel: 'remap-due',
-      cron: true,
-    },
+    output: changes.output,
     total: () => (options.limit === undefined ? due : Math.min(due, options.limit)),
-    replay: (sink) => replayRemapChanges(state, channel, (changes) => sink.writeRows(changes.map(cellsOf))),
-    engine: ({ client, limiter, sink, progress, runId }) =>
-      new RemapEngine({
-        state,
-        nowS,
-        journal: { runId, channel, state },
-        mapBatch: (request, signal) => client.mapV3(request, { signal }),
-        limiter,
-        ...(options.limit !== undefined ? { limit: options.limit } : {}),
-        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-        ...remapReporting(sink, progress, client, cellsOf),
-        ...shareOf(options.shard),
-      }).run(),
+    replay: changes.replay,
+    engine: (run) => new RemapEngine({ ...changes.wiring(run), ...shareOf(options.shard) }).run(),
     summary: (result, { client, replayed }) => {
       const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
       if (replayed > 0) summary.replayed_changes = replayed;

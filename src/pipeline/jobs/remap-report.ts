@@ -6,7 +6,17 @@ import type { RemapState } from '../remap/remap-engine.js';
 import type { ChangeJournal } from '../run/change-journal.js';
 import type { Shard } from '../shard/shard-spec.js';
 import type { TableSink } from '../io/table.js';
-import type { RemapChange, RemapOptions, RemapResult } from '../remap/remap-engine.js';
+import {
+  changeCells,
+  changesColumns,
+  replayRemapChanges,
+  type RemapBatchFn,
+  type RemapChange,
+  type RemapJournal,
+  type RemapOptions,
+  type RemapResult,
+} from '../remap/remap-engine.js';
+import type { EngineRun } from '../run/batch-run.js';
 import type { ServiceClient } from '../run/connection.js';
 import { EXIT, UserError } from '../run/exit-codes.js';
 import type { OutputFlags } from '../run/output-options.js';
@@ -252,6 +262,42 @@ export function remapReporting(
         retries: client.stats.retries,
         http429: client.stats.http429,
       });
+    },
+  };
+}
+
+/**
+ * What remap-due and migrate plan alike: the changes output, the replay of the changes an earlier run left pending,
+ * and the engine's wiring (its state and journal, v3 requests, the limit, the reporting to the output and progress).
+ */
+export function changesRun<S extends ChangeJournal & RemapJournal['state']>(
+  state: S,
+  options: { output: OutputFlags; limit?: number | undefined },
+  channel: ChangeChannel,
+  run: { nowS: number; signal: AbortSignal | undefined; progressLabel: string; cron: boolean },
+) {
+  const { output } = options;
+  const cellsOf = (change: RemapChange): string[] => changeCells(change, output.timeFormat, output.hashEncoding);
+  return {
+    output: {
+      columns: changesColumns(output.timeFormat, false),
+      options: output,
+      progressLabel: run.progressLabel,
+      cron: run.cron,
+    },
+    replay: (sink: TableSink) => replayRemapChanges(state, channel, (changes) => sink.writeRows(changes.map(cellsOf))),
+    wiring: ({ client, limiter, sink, progress, runId }: EngineRun) => {
+      const mapBatch: RemapBatchFn = (request, signal) => client.mapV3(request, { signal });
+      return {
+        state,
+        nowS: run.nowS,
+        journal: { runId, channel, state },
+        mapBatch,
+        limiter,
+        ...(options.limit !== undefined ? { limit: options.limit } : {}),
+        ...(run.signal !== undefined ? { signal: run.signal } : {}),
+        ...remapReporting(sink, progress, client, cellsOf),
+      };
     },
   };
 }

@@ -1,5 +1,4 @@
 /** Opens an input for a run: as pieces of CSV for the row threads, or as parsed rows. */
-import { openParts } from '../io/parts-source.js';
 import type { ParquetTableSource } from '../io/parquet/parquet-source.js';
 import { openSource, resolveFormat } from '../io/source.js';
 import type { OpenSourceOptions, TableSource } from '../io/table.js';
@@ -26,19 +25,4 @@ export async function openTableInput(options: OpenSourceOptions, threads: number
     return new ParquetThreadSource((await openSource(options)) as ParquetTableSource, options.chunkRows);
   const pieces = threads > 0 && options.onBadRecord === undefined && format === 'csv' && RowThreads.available();
   return pieces ? openCsvPieces(options) : openSource(options);
-}
-
-/**
- * Opens the parts of a run (see io/input-parts.ts): one part as openTableInput opens it; several as one table
- * read part after part on this thread (the row threads cut one file into pieces, so they take a single input).
- */
-export async function openTableInputs(
-  paths: readonly string[],
-  options: Omit<OpenSourceOptions, 'path'>,
-  threads: number,
-  /** Under --shard, with several parts: whether a part is this runner's to read. */
-  share?: (index: number) => boolean,
-): Promise<TableInput> {
-  if (paths.length === 1) return openTableInput({ ...options, path: paths[0] }, threads);
-  return openParts(paths, options, share);
 }
