@@ -1,16 +1,14 @@
 /**
- * The tables of a PostgreSQL state and the checksum of its entry rows. One column per value (SQL filters on ids
- * and on raw UIDs), keyed by the entry's key (its type and hash as bytes, stored-bytes.ts); the id orders the
- * opt-out sweep and exports. What is due by r is a narrow table of its own (`due`), so that the entries table has
- * no index on a value an answer changes: its updates are HOT (the new row version on the same page, no index
- * touched), and a remap moves one narrow row and its one index entry instead of three index entries.
+ * The tables of a PostgreSQL state and the checksum of its entry rows. One column per value (SQL filters on r,
+ * on ids and on raw UIDs), keyed by the entry's key (its type and hash as bytes, stored-bytes.ts); the id orders
+ * the opt-out sweep and exports.
  */
 import type { StateRecord } from '../backend.js';
 import { CRC32_TABLE } from '../checksum.js';
 import { STATUS_CODE, TYPE_CODE } from '../schema.js';
 
 /** The schema a new state is made at and the only one this build reads. */
-export const PG_SCHEMA_VERSION = 3;
+export const PG_SCHEMA_VERSION = 2;
 
 /** The entry columns in the order every read of a whole row selects them (rowOf reads them so). */
 export const ENTRY_COLUMNS =
@@ -38,14 +36,8 @@ CREATE TABLE ${s}.entries (
   last_optout_check double precision,
   opted_out_since   double precision,
   sum               integer NOT NULL
-  -- each page keeps room for the new versions of its rows, so that their updates stay HOT
-) WITH (fillfactor = 85);
--- per entry with an r, (r, id): what is due walks and counts this table's key alone
-CREATE TABLE ${s}.due (
-  r  double precision NOT NULL,
-  id bigint NOT NULL,
-  PRIMARY KEY (r, id)
 );
+CREATE INDEX entries_by_r ON ${s}.entries (r, id) WHERE r IS NOT NULL;
 CREATE TABLE ${s}.runs (
   id          bigserial PRIMARY KEY,
   command     text NOT NULL,

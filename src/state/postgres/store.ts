@@ -52,11 +52,6 @@ interface StoredRecord {
   rec: StateRecord;
 }
 
-/** An entry's new values over stored ones whose r was `wasR` (its row in the due table moves when r does). */
-interface Rewrite extends StoredRecord {
-  wasR: number | null;
-}
-
 /** A key of a batch being committed: its answers, and the entry they start from when it is new. */
 interface Pending {
   k: string;
@@ -169,10 +164,10 @@ const UNNEST_RECORDS =
   '$9::float8[], $10::float8[], $11::float8[], $12::int4[]) ' +
   'AS v(type, hash, status, due, u, p, r, bucket_id, last_mapped, last_optout_check, opted_out_since, sum)';
 // the same with the entries' ids last
-const UNNEST_RECORDS_WITH_IDS = UNNEST_RECORDS.replace(
-  ') AS v(',
-  ', $13::int8[], $14::int4[], $15::float8[]) AS v(',
-).replace(/sum\)$/, 'sum, id, before, was)');
+const UNNEST_RECORDS_WITH_IDS = UNNEST_RECORDS.replace(') AS v(', ', $13::int8[], $14::int4[]) AS v(').replace(
+  /sum\)$/,
+  'sum, id, before)',
+);
 const SELECT_RECORDS =
   `SELECT ${keyOfSent('v.type', 'v.hash')}, v.status, v.due <> 0, decode(v.u, 'base64'), decode(v.p, 'base64'), ` +
   `v.r, v.bucket_id, v.last_mapped, v.last_optout_check, v.opted_out_since, v.sum FROM ${UNNEST_RECORDS}`;
@@ -466,10 +461,8 @@ export class PostgresState implements StateBackend {
         const inserted = new Set<string>();
         if (made.length > 0) {
           for (const [type, hash] of await this.q(
-            `WITH ins AS (INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (key) ` +
-              'DO NOTHING RETURNING id, key, r), ' +
-              `due AS (INSERT INTO ${this.s}.due (r, id) SELECT r, id FROM ins WHERE r IS NOT NULL) ` +
-              "SELECT get_byte(key, 0), encode(substr(key, 2), 'base64') FROM ins",
+            `INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (key) DO NOTHING ` +
+              "RETURNING get_byte(key, 0), encode(substr(key, 2), 'base64')",
             columnsOf(made),
             t,
           )) {
@@ -479,13 +472,13 @@ export class PostgresState implements StateBackend {
         }
         // the stored ones: each answer applied to the values read, written only where they are still those (a
         // row another run changed since is read and answered again), so no row is locked twice
-        const changed: Rewrite[] = [];
+        const changed: StoredRecord[] = [];
         for (const f of pending) {
           const old = stored.get(f.k);
           if (old === undefined) continue;
           let rec = old.rec;
           for (const u of f.updates) rec = answered(rec, u, nowS);
-          changed.push({ id: old.id, sum: old.sum, rec, wasR: old.rec.r });
+          changed.push({ id: old.id, sum: old.sum, rec });
         }
         const written = changed.length > 0 ? await this.updateRecords(t, changed, true) : new Set<number>();
         // a key another run inserted but had not committed when ours was refused, or changed since it was read
@@ -521,31 +514,21 @@ export class PostgresState implements StateBackend {
   }
 
   /**
-   * Writes these entries' values over the stored ones, by id, and moves the due rows of those whose r changed;
-   * with `unchanged`, only over rows that still hold the values each was read with (their checksums, `sum`, which
-   * cover r). The ids written.
+   * Writes these entries' values over the stored ones, by id; with `unchanged`, only over rows that still hold
+   * the values each was read with (their checksums, `sum`). The ids written.
    */
-  private async updateRecords(t: Query, records: readonly Rewrite[], unchanged = false): Promise<Set<number>> {
+  private async updateRecords(t: Query, records: readonly StoredRecord[], unchanged = false): Promise<Set<number>> {
     const cols = columnsOf(
       records.map((r) => r.rec),
       false,
     );
     // id = ANY besides the join: the pkey probed for just these rows, whatever the statistics say of the table
     const rows = await this.q(
-      `WITH w AS (UPDATE ${this.s}.entries e SET status = v.status, due = v.due <> 0, u = decode(v.u, 'base64'), ` +
+      `UPDATE ${this.s}.entries e SET status = v.status, due = v.due <> 0, u = decode(v.u, 'base64'), ` +
         "p = decode(v.p, 'base64'), r = v.r, bucket_id = v.bucket_id, last_mapped = v.last_mapped, " +
         'last_optout_check = v.last_optout_check, opted_out_since = v.opted_out_since, sum = v.sum ' +
-        `FROM ${UNNEST_RECORDS_WITH_IDS} WHERE e.id = ANY($13::int8[]) AND e.id = v.id${unchanged ? ' AND e.sum = v.before' : ''} ` +
-        'RETURNING e.id, e.r, v.was), ' +
-        `gone AS (DELETE FROM ${this.s}.due d USING w WHERE d.r = w.was AND d.id = w.id AND w.r IS DISTINCT FROM w.was), ` +
-        `came AS (INSERT INTO ${this.s}.due (r, id) SELECT r, id FROM w WHERE r IS NOT NULL AND r IS DISTINCT FROM was) ` +
-        'SELECT id FROM w',
-      [
-        ...cols,
-        numbers(records.map((r) => r.id)),
-        numbers(records.map((r) => r.sum)),
-        numbers(records.map((r) => r.wasR)),
-      ],
+        `FROM ${UNNEST_RECORDS_WITH_IDS} WHERE e.id = ANY($13::int8[]) AND e.id = v.id${unchanged ? ' AND e.sum = v.before' : ''} RETURNING e.id`,
+      [...cols, numbers(records.map((r) => r.id)), numbers(records.map((r) => r.sum))],
       t,
     );
     return new Set(rows.map(([id]) => Number(id)));
@@ -606,8 +589,8 @@ export class PostgresState implements StateBackend {
     if (n === 0) return [];
     const counts = new Array<number>(n).fill(0);
     const rows = await this.q(
-      `SELECT CASE WHEN r <= $1 THEN 0 ELSE ceil((r - $1) / ${DAY_S}) END AS day, count(*) FROM ${this.s}.due ` +
-        'WHERE r <= $2 GROUP BY 1',
+      `SELECT CASE WHEN r <= $1 THEN 0 ELSE ceil((r - $1) / ${DAY_S}) END AS day, count(*) FROM ${this.s}.entries ` +
+        `WHERE r IS NOT NULL AND r <= $2 GROUP BY 1`,
       [now, now + (n - 1) * DAY_S],
     );
     for (const [day, count] of rows) counts[Number(day)] += Number(count);
@@ -618,12 +601,9 @@ export class PostgresState implements StateBackend {
     const n = pageLimit(limit);
     if (n === 0) return [];
     const resume = after !== null && after.r !== null && Number.isFinite(after.r);
-    // the entry of each due row, probed by id (LIMIT 1: a probe whatever the statistics say); r checked again,
-    // as a row whose r moved is not due by a due row left for its old r
     const rows = await this.q(
-      `SELECT e.* FROM (SELECT r, id FROM ${this.s}.due WHERE r <= $1 AND (r, id) > ($2::float8, $3::int8) ` +
-        `ORDER BY r, id LIMIT $4) d CROSS JOIN LATERAL (SELECT ${ENTRY_COLUMNS} FROM ${this.s}.entries ` +
-        'WHERE id = d.id AND r = d.r LIMIT 1) e ORDER BY d.r, d.id',
+      `SELECT ${ENTRY_COLUMNS} FROM ${this.s}.entries WHERE r IS NOT NULL AND r <= $1 ` +
+        `AND (r, id) > ($2::float8, $3::int8) ORDER BY r, id LIMIT $4`,
       [Math.floor(nowS), resume ? after.r : Number.MIN_SAFE_INTEGER, resume ? after.id : 0, n],
     );
     return rows.map((row) => {
@@ -675,7 +655,7 @@ export class PostgresState implements StateBackend {
       if (stored.length > 0) {
         await this.updateRecords(
           t,
-          stored.map((s) => ({ ...s, rec: { ...s.rec, lastOptoutCheckS: now }, wasR: s.rec.r })),
+          stored.map((s) => ({ ...s, rec: { ...s.rec, lastOptoutCheckS: now } })),
         );
       }
       if (cursor !== undefined) await this.putMeta(t, META_KEYS.sweepAfter, String(cursor.id));
@@ -718,7 +698,7 @@ export class PostgresState implements StateBackend {
                 t,
               )
             ).map((row) => this.rowOf(row));
-      const changed: Rewrite[] = [];
+      const changed: StoredRecord[] = [];
       for (const s of stored) {
         const rec = s.rec;
         const sinceMs =
@@ -726,7 +706,6 @@ export class PostgresState implements StateBackend {
         if (sinceMs === undefined) continue;
         changed.push({
           ...s,
-          wasR: rec.r,
           rec: {
             ...rec,
             status: 'optout',
@@ -873,7 +852,7 @@ export class PostgresState implements StateBackend {
     const atMost = bounds.map(() => 0);
     if (bounds.length > 0) {
       const rows = await this.q(
-        `SELECT b.i, (SELECT count(*) FROM ${this.s}.due d WHERE d.r <= b.v) ` +
+        `SELECT b.i, (SELECT count(*) FROM ${this.s}.entries e WHERE e.r <= b.v) ` +
           'FROM unnest($1::float8[]) WITH ORDINALITY AS b(v, i)',
         [[...bounds]],
       );
@@ -896,24 +875,13 @@ export class PostgresState implements StateBackend {
   async writeRecords(records: readonly StateRecord[]): Promise<void> {
     this.writable('write records');
     if (records.length === 0) return;
-    const cols = columnsOf(records);
     await this.tx(async (t) => {
-      // the due rows of the stored ones go first (their entries locked, so that their r stays), then every
-      // record's entry is written and its due row made
       await this.q(
-        `DELETE FROM ${this.s}.due d USING (SELECT e.id, e.r FROM unnest($1::int2[], $2::text[]) AS k(type, hash) ` +
-          `CROSS JOIN LATERAL (${this.keyProbe('id, r', keyOfSent('k.type', 'k.hash'))} FOR UPDATE) e) o ` +
-          'WHERE d.r = o.r AND d.id = o.id',
-        cols.slice(0, 2),
-        t,
-      );
-      await this.q(
-        `WITH w AS (INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (key) DO UPDATE SET ` +
+        `INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (key) DO UPDATE SET ` +
           'status = excluded.status, due = excluded.due, u = excluded.u, p = excluded.p, r = excluded.r, ' +
           'bucket_id = excluded.bucket_id, last_mapped = excluded.last_mapped, ' +
-          'last_optout_check = excluded.last_optout_check, opted_out_since = excluded.opted_out_since, sum = excluded.sum ' +
-          `RETURNING id, r) INSERT INTO ${this.s}.due (r, id) SELECT r, id FROM w WHERE r IS NOT NULL ON CONFLICT DO NOTHING`,
-        cols,
+          'last_optout_check = excluded.last_optout_check, opted_out_since = excluded.opted_out_since, sum = excluded.sum',
+        columnsOf(records),
         t,
       );
     });
