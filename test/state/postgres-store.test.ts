@@ -244,6 +244,17 @@ describe('PostgreSQL state: open, meta, lookups and commits', () => {
       await s.writeRecords(records);
       await s.writeRecords(records);
       expect((await s.readRecords(0, 100)).records).toEqual(records);
+      expect((await s.selectDue(1, null, 10)).map((d) => [d.hash, d.r])).toEqual([['a', 1]]);
+      // written again with other refresh times: what is due follows them, with no entry left due at its old r
+      const moved = [
+        { ...records[0], r: null },
+        { ...records[1], status: 'mapped' as const, u: 'ub', r: 2 },
+      ];
+      await s.writeRecords(moved);
+      expect((await s.readRecords(0, 100)).records).toEqual(moved);
+      expect((await s.selectDue(2, null, 10)).map((d) => [d.hash, d.r])).toEqual([['b', 2]]);
+      expect(await s.dueByDay(1, 2)).toMatchObject([{ count: 0 }, { count: 1 }]);
+      expect(await s.tally([1, 2])).toMatchObject({ atMost: [0, 1] });
     });
   });
 

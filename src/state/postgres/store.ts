@@ -458,17 +458,24 @@ export class PostgresState implements StateBackend {
           for (const u of f.updates) rec = answered(rec, u, nowS);
           made.push(rec);
         }
+        // the count inserted, and which keys only when some were refused: a batch of new keys sends none back
         const inserted = new Set<string>();
+        let insertedEvery = false;
         if (made.length > 0) {
-          for (const [type, hash] of await this.q(
-            `INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (key) DO NOTHING ` +
-              "RETURNING get_byte(key, 0), encode(substr(key, 2), 'base64')",
-            columnsOf(made),
+          for (const [count, type, hash] of await this.q(
+            `WITH ins AS (INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (key) ` +
+              'DO NOTHING RETURNING key), n AS (SELECT count(*) AS n FROM ins) SELECT n, NULL, NULL FROM n UNION ALL ' +
+              "SELECT NULL, get_byte(key, 0), encode(substr(key, 2), 'base64') FROM ins, n WHERE n < $13::int8",
+            [...columnsOf(made), made.length],
             t,
           )) {
-            inserted.add(`${type}\u0000${(hash as string).replace(/\n/g, '')}`);
+            if (count !== null) {
+              insertedAll += Number(count);
+              insertedEvery = Number(count) === made.length;
+            } else {
+              inserted.add(`${type}\u0000${(hash as string).replace(/\n/g, '')}`);
+            }
           }
-          insertedAll += inserted.size;
         }
         // the stored ones: each answer applied to the values read, written only where they are still those (a
         // row another run changed since is read and answered again), so no row is locked twice
@@ -484,7 +491,7 @@ export class PostgresState implements StateBackend {
         // a key another run inserted but had not committed when ours was refused, or changed since it was read
         pending = pending.filter((f) => {
           const old = stored.get(f.k);
-          return old === undefined ? !inserted.has(f.sentKey) : !written.has(old.id);
+          return old === undefined ? !(insertedEvery || inserted.has(f.sentKey)) : !written.has(old.id);
         });
       }
       this.mostlyNewLast = insertedAll * 2 >= firsts.length;
