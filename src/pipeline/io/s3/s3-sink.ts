@@ -48,18 +48,7 @@ async function openStreaming(
     await upload.abort();
     throw err;
   }
-  const prepare = async (): Promise<PreparedOutput> => {
-    try {
-      await bytes.commit();
-    } catch (err) {
-      await upload.abort();
-      throw err;
-    }
-    return uploadStep(
-      () => upload.complete(),
-      () => upload.abort(),
-    );
-  };
+  const prepare = () => lastStepAfter(() => bytes.commit(), upload);
   return {
     writeRows: (rows) => bytes.writeRows(rows),
     writeEncoded: (chunk) => bytes.writeEncoded(chunk),
@@ -78,16 +67,23 @@ async function openStreaming(
 }
 
 /**
- * The last commit step of an upload: `upload` makes the object appear, `discard` drops what was sent. A sealed file
- * is how a journal proves that a local rename happened; an upload has no such file, so it refuses to be sealed.
+ * Sends what is left of an upload (`finish`), then gives its last commit step: publishing makes the object appear,
+ * discarding drops what was sent; a failure to finish drops it at once. A sealed file is how a journal proves that
+ * a local rename happened; an upload has no such file, so it refuses to be sealed.
  */
-function uploadStep(upload: () => Promise<void>, discard: () => Promise<void>): PreparedOutput {
+async function lastStepAfter(finish: () => Promise<void>, upload: ObjectUpload): Promise<PreparedOutput> {
+  try {
+    await finish();
+  } catch (err) {
+    await upload.abort();
+    throw err;
+  }
   return {
     async publish(sealed) {
       if (sealed !== undefined) throw new Error('an s3:// output cannot be sealed as a local file');
-      await upload();
+      await upload.complete();
     },
-    discard,
+    discard: () => upload.abort(),
   };
 }
 
@@ -114,18 +110,7 @@ export function uploadTarget(upload: ObjectUpload, url: string, bucket: string):
   return {
     name: url,
     write: (bytes) => upload.write(bytes),
-    async prepare() {
-      try {
-        await upload.end();
-      } catch (err) {
-        await upload.abort();
-        throw err;
-      }
-      return uploadStep(
-        () => upload.complete(),
-        () => upload.abort(),
-      );
-    },
+    prepare: () => lastStepAfter(() => upload.end(), upload),
     discard: () => upload.abort(),
     failure(err) {
       const { problem, hint } = s3Problem(err, bucket);
