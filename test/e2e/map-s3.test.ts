@@ -171,64 +171,46 @@ describe('map with s3:// inputs and outputs', () => {
     expect(await objectText('out/rejects.csv')).toBe(rejected);
   });
 
-  it('an interrupted Parquet run with parts already sent makes no object, leaves no upload and writes no local file', async () => {
-    const tmp = dir.file('tmp-parquet');
-    mkdirSync(tmp);
-    const random = seeded(29);
+  it.each([
     // notes that Parquet cannot compress away, so that its row groups fill several 8 MiB parts before the end
-    const note = () => Array.from({ length: 40 }, () => Math.floor(random() * 2 ** 52).toString(36)).join('');
-    const input = dir.file(
-      'interrupted-parquet.csv',
-      `${HEADER},note\n${Array.from({ length: 80_000 }, (_, i) => `${row(i)},${note()}`).join('\n')}\n`,
-    );
-    const cli = spawnCli(mapArgs([input, '-o', 's3://unload/out/interrupted.parquet']), {
-      env: { ...serveConnection(serve).env, ...storeEnv({ TMPDIR: tmp }) },
-    });
-    try {
-      for (let waited = 0; store.unfinishedUploads('unload').length === 0 && waited < 60_000; waited += 20)
-        await sleep(20);
-      expect(store.unfinishedUploads('unload')).toHaveLength(1);
-      // the row groups go up as they are encoded: nothing of them is kept on the local disk
+    [
+      'Parquet',
+      'parquet',
+      (random: () => number) => Array.from({ length: 40 }, () => Math.floor(random() * 2 ** 52).toString(36)).join(''),
+    ],
+    // many parts of CSV, so that the multipart upload is under way for a while before the end
+    ['CSV', 'csv', () => 'y'.repeat(600)],
+  ] as const)(
+    'an interrupted %s run with parts already sent makes no object, leaves no upload and writes no local file',
+    async (_name, ext, cell) => {
+      const tmp = dir.file(`tmp-interrupted-${ext}`);
+      mkdirSync(tmp);
+      const random = seeded(29);
+      const input = dir.file(
+        `interrupted-${ext}.csv`,
+        `${HEADER},pad\n${Array.from({ length: 80_000 }, (_, i) => `${row(i)},${cell(random)}`).join('\n')}\n`,
+      );
+      const cli = spawnCli(mapArgs([input, '-o', `s3://unload/out/interrupted.${ext}`]), {
+        env: { ...serveConnection(serve).env, ...storeEnv({ TMPDIR: tmp }) },
+      });
+      try {
+        for (let waited = 0; store.unfinishedUploads('unload').length === 0 && waited < 60_000; waited += 20)
+          await sleep(20);
+        expect(store.unfinishedUploads('unload')).toHaveLength(1);
+        // the output goes up as it is written: nothing of it is kept on the local disk
+        expect(readdirSync(tmp)).toEqual([]);
+        cli.child.kill('SIGTERM');
+        const ended = await cli.done;
+        expect(ended.code).toBe(130);
+      } finally {
+        if (cli.child.exitCode === null && cli.child.pid !== undefined) process.kill(cli.child.pid, 'SIGKILL');
+      }
+      expect(await objectExists(`out/interrupted.${ext}`)).toBe(false);
+      expect(store.unfinishedUploads('unload')).toEqual([]);
       expect(readdirSync(tmp)).toEqual([]);
-      cli.child.kill('SIGTERM');
-      const ended = await cli.done;
-      expect(ended.code).toBe(130);
-    } finally {
-      if (cli.child.exitCode === null && cli.child.pid !== undefined) process.kill(cli.child.pid, 'SIGKILL');
-    }
-    expect(await objectExists('out/interrupted.parquet')).toBe(false);
-    expect(store.unfinishedUploads('unload')).toEqual([]);
-    expect(readdirSync(tmp)).toEqual([]);
-  }, 120_000);
-
-  it('an interrupted run with parts already sent makes no object, leaves no upload and writes no local file', async () => {
-    const tmp = dir.file('tmp-interrupted');
-    mkdirSync(tmp);
-    const pad = 'y'.repeat(600);
-    // many parts (8 MiB each) of output, so that the multipart upload is under way for a while before the end
-    const input = dir.file(
-      'interrupted.csv',
-      `${HEADER},pad\n${Array.from({ length: 80_000 }, (_, i) => `${row(i)},${pad}`).join('\n')}\n`,
-    );
-    const cli = spawnCli(mapArgs([input, '-o', 's3://unload/out/interrupted.csv']), {
-      env: { ...serveConnection(serve).env, ...storeEnv({ TMPDIR: tmp }) },
-    });
-    try {
-      for (let waited = 0; store.unfinishedUploads('unload').length === 0 && waited < 60_000; waited += 20)
-        await sleep(20);
-      expect(store.unfinishedUploads('unload')).toHaveLength(1);
-      // the rows go up as they are written: nothing of them is kept on the local disk
-      expect(readdirSync(tmp)).toEqual([]);
-      cli.child.kill('SIGTERM');
-      const ended = await cli.done;
-      expect(ended.code).toBe(130);
-    } finally {
-      if (cli.child.exitCode === null && cli.child.pid !== undefined) process.kill(cli.child.pid, 'SIGKILL');
-    }
-    expect(await objectExists('out/interrupted.csv')).toBe(false);
-    expect(store.unfinishedUploads('unload')).toEqual([]);
-    expect(readdirSync(tmp)).toEqual([]);
-  }, 120_000);
+    },
+    120_000,
+  );
 
   it('an output over one upload part (8 MiB) is uploaded in parts and holds the same bytes', async () => {
     const pad = 'x'.repeat(600);
