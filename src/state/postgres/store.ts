@@ -1,4 +1,5 @@
 /** A state kept in a PostgreSQL schema, behind the StateBackend interface: every method one round trip or one transaction. */
+import type { Writable } from 'node:stream';
 import type postgres from 'postgres';
 import type { DiiType } from '../../identity/index.js';
 import type { StateBackend, StateKind, StateLockScope, StateRecord, StateRun } from '../backend.js';
@@ -22,6 +23,7 @@ import type {
   StateMeta,
   StoredEntries,
 } from '../types.js';
+import { COPY_ENTRY_COLUMNS, copyRowsOf } from './copy-rows.js';
 import { answered, freshRecord } from './entry-update.js';
 import {
   codeOf,
@@ -44,6 +46,15 @@ const WALK_PAGE = 5_000;
 // a deadlock or serialization failure between concurrent committers: the transaction is run again
 const RETRY_CODES = new Set(['40P01', '40001']);
 const RETRIES = 5;
+// rows of a COPY encoded at a time (about 80 kB)
+const COPY_CHUNK_ROWS = 500;
+
+/** The server refused a COPY of new entries (`refusal`): the batch is upserted instead. */
+class CopyRefused extends Error {
+  constructor(readonly refusal: unknown) {
+    super('the server refused the COPY of new entries');
+  }
+}
 
 /** A stored entry with its id and its checksum. */
 interface StoredRecord {
@@ -58,6 +69,8 @@ interface Pending {
   /** The type's code and the hash as sent (sentOf), as an insert's RETURNING gives them back. */
   sentKey: string;
   first: StateRecord;
+  /** The entry as its answers make it when it is new. */
+  made: StateRecord;
   updates: EntryUpdate[];
 }
 
@@ -195,6 +208,8 @@ export class PostgresState implements StateBackend {
   private lost: StateConnectionError | undefined;
   /** Whether most keys of the last commit were new (a first map) rather than stored (a remap): the next is alike. */
   private mostlyNewLast = true;
+  /** Whether every key of the last commit was new: the next is sent as a COPY (copyNew). */
+  private allNewLast = true;
 
   constructor(parts: PostgresStateParts) {
     this.sql = parts.sql;
@@ -409,7 +424,8 @@ export class PostgresState implements StateBackend {
    * One transaction: the answers of each entry applied in batch order; the new entries inserted in key order, then
    * the ones already stored (or stored by another run meanwhile) updated from the values they had where those are
    * still stored, so that no answer is lost; concurrent committers of overlapping keys wait for each other (a
-   * deadlock between them runs the batch again).
+   * deadlock between them runs the batch again). After a batch of keys all new, the next is sent as a COPY of new
+   * entries (copyNew): a key stored meanwhile makes the server refuse it, and the batch is upserted instead.
    */
   async commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): Promise<void> {
     this.writable('commit a batch');
@@ -431,16 +447,77 @@ export class PostgresState implements StateBackend {
       if (list === undefined) byEntry.set(k, [u]);
       else list.push(u);
     }
-    // checks every outcome's kind before the transaction, so that a malformed one fails the batch first
-    for (const list of byEntry.values()) for (const u of list) answered(freshRecord(u), u, nowS);
     if (byEntry.size === 0 && journal === undefined) return;
+    // each entry as its answers make it when new: every outcome's kind checked before the transaction, so that a
+    // malformed one fails the batch first
     const firsts: Pending[] = [];
     for (const [k, list] of byEntry) {
       const { type, hash } = list[0];
       const sentKey = `${TYPE_CODE[type]}\u0000${sentOf(hash, HASH_BYTES)}`;
-      firsts.push({ k, sentKey, first: freshRecord(list[0]), updates: list });
+      const first = freshRecord(list[0]);
+      let made = first;
+      for (const u of list) made = answered(made, u, nowS);
+      firsts.push({ k, sentKey, first, made, updates: list });
     }
     firsts.sort((a, b) => byKey(a.first, b.first));
+    if (this.allNewLast && firsts.length > 0) {
+      const made = firsts.map((f) => f.made);
+      const copied = await this.tx(async (t) => {
+        await this.copyNew(t, made);
+        if (journal !== undefined) await this.insertJournal(t, journal, nowS);
+        return true;
+      }).catch((err: unknown) => {
+        if (err instanceof CopyRefused) return false;
+        throw err;
+      });
+      if (copied) return;
+    }
+    await this.upsertBatch(firsts, nowS, journal);
+  }
+
+  /**
+   * The new entries in one binary COPY, sent in chunks so that the server inserts the first rows while the next
+   * are encoded. CopyRefused when the server refused a row (a key stored meanwhile, or a deadlock with another
+   * committer): the transaction is aborted then, to be rolled back and the batch upserted.
+   */
+  private async copyNew(t: Query, records: readonly StateRecord[]): Promise<void> {
+    if (this.lost !== undefined) throw this.lost;
+    const refused = (err: unknown): CopyRefused | unknown =>
+      // a lost connection is the run's fault, not the batch's
+      connectionFault(err, this.where, true) === undefined ? new CopyRefused(err) : err;
+    let stream: Writable;
+    try {
+      stream = (await t
+        .unsafe(`COPY ${this.s}.entries (${COPY_ENTRY_COLUMNS}) FROM STDIN (FORMAT binary)`)
+        .writable()) as unknown as Writable;
+    } catch (err) {
+      throw refused(err);
+    }
+    let failed: unknown;
+    stream.on('error', (err) => {
+      failed ??= err;
+    });
+    for (let from = 0; from < records.length && failed === undefined; from += COPY_CHUNK_ROWS) {
+      const to = Math.min(records.length, from + COPY_CHUNK_ROWS);
+      const chunk = copyRowsOf(records, from, to, from === 0, to === records.length);
+      // handed to the socket before the next chunk is encoded
+      await new Promise<void>((resolve) => stream.write(chunk, () => resolve()));
+    }
+    if (failed !== undefined) throw refused(failed);
+    // with no write pending, the end is sent now, and the driver takes statements again
+    stream.end();
+    // the driver reports a refusal that comes after the rows' end to no one: a statement behind the COPY fails
+    // then, in the transaction the refusal aborted
+    try {
+      await t.unsafe('SELECT 1');
+    } catch (err) {
+      throw refused(failed ?? err);
+    }
+    if (failed !== undefined) throw refused(failed);
+  }
+
+  /** commitBatch's transaction of upserts: the stored entries read, the new inserted, both in key order. */
+  private async upsertBatch(firsts: readonly Pending[], nowS: number, journal?: ChangeJournalRows): Promise<void> {
     await this.tx(async (t) => {
       let pending = firsts;
       let insertedAll = 0;
@@ -452,12 +529,7 @@ export class PostgresState implements StateBackend {
           pass === 0 && this.mostlyNewLast ? new Map<string, StoredRecord>() : await this.storedByKey(t, pending);
         // the new entries, as their answers make them: one statement for a batch of new keys
         const made: StateRecord[] = [];
-        for (const f of pending) {
-          if (stored.has(f.k)) continue;
-          let rec = f.first;
-          for (const u of f.updates) rec = answered(rec, u, nowS);
-          made.push(rec);
-        }
+        for (const f of pending) if (!stored.has(f.k)) made.push(f.made);
         // the count inserted, and which keys only when some were refused: a batch of new keys sends none back
         const inserted = new Set<string>();
         let insertedEvery = false;
@@ -495,6 +567,7 @@ export class PostgresState implements StateBackend {
         });
       }
       this.mostlyNewLast = insertedAll * 2 >= firsts.length;
+      this.allNewLast = insertedAll === firsts.length;
       if (journal !== undefined) await this.insertJournal(t, journal, nowS);
     });
   }
