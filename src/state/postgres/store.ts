@@ -63,15 +63,19 @@ interface StoredRecord {
   rec: StateRecord;
 }
 
-/** A key of a batch being committed: its answers, and the entry they start from when it is new. */
+/** A key of a batch being committed: its answers, in batch order, and the entry they make of it when it is new. */
 interface Pending {
+  type: DiiType;
+  hash: string;
+  made: StateRecord;
+  updates: EntryUpdate[];
+}
+
+/** A key of a batch being upserted, with the forms of its key that the statements give back. */
+interface Upsert extends Pending {
   k: string;
   /** The type's code and the hash as sent (sentOf), as an insert's RETURNING gives them back. */
   sentKey: string;
-  first: StateRecord;
-  /** The entry as its answers make it when it is new. */
-  made: StateRecord;
-  updates: EntryUpdate[];
 }
 
 // the file's status codes read back: an unknown one is damage, not an error of the code
@@ -88,13 +92,6 @@ function num(v: unknown): number | null {
 /** The key of an entry in the maps of a batch: its type and hash. */
 function keyOf(type: DiiType, hash: string): string {
   return `${TYPE_CODE[type]}\u0000${hash}`;
-}
-
-function byKey(a: StateRecord, b: StateRecord): number {
-  const ta = TYPE_CODE[a.type];
-  const tb = TYPE_CODE[b.type];
-  if (ta !== tb) return ta - tb;
-  return a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0;
 }
 
 function utcDay(seconds: number): string {
@@ -429,7 +426,6 @@ export class PostgresState implements StateBackend {
    */
   async commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): Promise<void> {
     this.writable('commit a batch');
-    const byEntry = new Map<string, EntryUpdate[]>();
     for (let i = 0; i < updates.length; i++) {
       const u = updates[i];
       if (
@@ -442,24 +438,25 @@ export class PostgresState implements StateBackend {
       ) {
         throw new TypeError(`commitBatch: update ${i} has no valid DII type, hash or outcome`);
       }
-      const k = keyOf(u.type, u.hash);
-      const list = byEntry.get(k);
-      if (list === undefined) byEntry.set(k, [u]);
-      else list.push(u);
     }
-    if (byEntry.size === 0 && journal === undefined) return;
-    // each entry as its answers make it when new: every outcome's kind checked before the transaction, so that a
-    // malformed one fails the batch first
+    // per type's code, each hash's answers and the entry they make when new: every outcome's kind checked before
+    // the transaction, so that a malformed one fails the batch first
+    const byType: Map<string, Pending>[] = TYPE_OF_CODE.map(() => new Map());
+    for (const u of updates) {
+      const entries = byType[TYPE_CODE[u.type]];
+      const f = entries.get(u.hash);
+      if (f === undefined) {
+        entries.set(u.hash, { type: u.type, hash: u.hash, made: answered(freshRecord(u), u, nowS), updates: [u] });
+      } else {
+        f.made = answered(f.made, u, nowS);
+        f.updates.push(u);
+      }
+    }
+    // in key order (the type's code, then the hash), the order every committer writes in
     const firsts: Pending[] = [];
-    for (const [k, list] of byEntry) {
-      const { type, hash } = list[0];
-      const sentKey = `${TYPE_CODE[type]}\u0000${sentOf(hash, HASH_BYTES)}`;
-      const first = freshRecord(list[0]);
-      let made = first;
-      for (const u of list) made = answered(made, u, nowS);
-      firsts.push({ k, sentKey, first, made, updates: list });
-    }
-    firsts.sort((a, b) => byKey(a.first, b.first));
+    for (const entries of byType)
+      for (const hash of [...entries.keys()].sort()) firsts.push(entries.get(hash) as Pending);
+    if (firsts.length === 0 && journal === undefined) return;
     if (this.allNewLast && firsts.length > 0) {
       const made = firsts.map((f) => f.made);
       const copied = await this.tx(async (t) => {
@@ -517,7 +514,12 @@ export class PostgresState implements StateBackend {
   }
 
   /** commitBatch's transaction of upserts: the stored entries read, the new inserted, both in key order. */
-  private async upsertBatch(firsts: readonly Pending[], nowS: number, journal?: ChangeJournalRows): Promise<void> {
+  private async upsertBatch(batch: readonly Pending[], nowS: number, journal?: ChangeJournalRows): Promise<void> {
+    const firsts: Upsert[] = batch.map((f) => ({
+      ...f,
+      k: keyOf(f.type, f.hash),
+      sentKey: `${TYPE_CODE[f.type]}\u0000${sentOf(f.hash, HASH_BYTES)}`,
+    }));
     await this.tx(async (t) => {
       let pending = firsts;
       let insertedAll = 0;
@@ -573,21 +575,18 @@ export class PostgresState implements StateBackend {
   }
 
   /** The stored entries of these keys, by key. */
-  private async storedByKey(t: Query, keys: readonly Pending[]): Promise<Map<string, StoredRecord>> {
+  private async storedByKey(t: Query, keys: readonly Upsert[]): Promise<Map<string, StoredRecord>> {
     // each row says which key it is by its ordinal: no key is sent back or decoded
     const rows = await this.q(
       `SELECT e.*, k.i FROM unnest($1::int2[], $2::text[]) WITH ORDINALITY AS k(type, hash, i) ` +
         `CROSS JOIN LATERAL (${this.keyProbe(LOOKUP_COLUMNS, keyOfSent('k.type', 'k.hash'))}) e`,
-      [
-        numbers(keys.map((k) => TYPE_CODE[k.first.type])),
-        plainTexts(keys.map((k) => sentOf(k.first.hash, HASH_BYTES))),
-      ],
+      [numbers(keys.map((k) => TYPE_CODE[k.type])), plainTexts(keys.map((k) => sentOf(k.hash, HASH_BYTES)))],
       t,
     );
     const out = new Map<string, StoredRecord>();
     for (const row of rows) {
       const f = keys[Number(row[11]) - 1];
-      const rec = this.valuesOf(row, 1, f.first.type, f.first.hash);
+      const rec = this.valuesOf(row, 1, f.type, f.hash);
       out.set(f.k, { id: Number(row[0]), sum: row[10] as number, rec });
     }
     return out;
