@@ -516,7 +516,10 @@ export class PostgresState implements StateBackend {
   /** commitBatch's transaction of upserts: the stored entries read, the new inserted, both in key order. */
   private async upsertBatch(batch: readonly Pending[], nowS: number, journal?: ChangeJournalRows): Promise<void> {
     const firsts: Upsert[] = batch.map((f) => ({
-      ...f,
+      type: f.type,
+      hash: f.hash,
+      made: f.made,
+      updates: f.updates,
       k: keyOf(f.type, f.hash),
       sentKey: `${TYPE_CODE[f.type]}\u0000${sentOf(f.hash, HASH_BYTES)}`,
     }));
