@@ -40,7 +40,7 @@ export function textBytesBound(text: string, width: number): number {
  * count: the base64 decoded straight into `out` when it is canonical, so that no Buffer is made per text.
  */
 export function writeTextBytes(text: string, width: number, out: Buffer, at: number): number {
-  if (decodeCanonical(text, width, out, at)) return width;
+  if (canonical(text, width)) return out.write(text, at, 'base64');
   const size = out.write(text, at, 'utf8');
   const marks = size + 1 === width ? 2 : 1;
   out.fill(TEXT_END, at + size, at + size + marks);
@@ -76,40 +76,6 @@ function canonical(text: string, width: number): boolean {
     if (c >= 128 || DIGIT[c] < 0) return false;
   }
   return digits === 44 || (text.charCodeAt(43) === 61 && (DIGIT[text.charCodeAt(42)] & 3) === 0);
-}
-
-/**
- * Decodes `text` into out[at, at + width) when it is canonical() base64 of `width` bytes (else false, with those
- * bytes left undefined): one pass that checks and decodes, four characters to three bytes at a time.
- */
-function decodeCanonical(text: string, width: number, out: Buffer, at: number): boolean {
-  if (text.length !== 44 || (width !== HASH_BYTES && width !== RAW_UID_BYTES)) return false;
-  // 33 bytes: 11 whole groups; 32: 10, then 3 characters of 2 bytes (the last one's low 2 bits 0), then '='
-  const whole = width === RAW_UID_BYTES ? 11 : 10;
-  let o = at;
-  for (let i = 0; i < whole * 4; i += 4) {
-    const a = text.charCodeAt(i);
-    const b = text.charCodeAt(i + 1);
-    const c = text.charCodeAt(i + 2);
-    const d = text.charCodeAt(i + 3);
-    if ((a | b | c | d) >= 128) return false;
-    const v = (DIGIT[a] << 18) | (DIGIT[b] << 12) | (DIGIT[c] << 6) | DIGIT[d];
-    if ((DIGIT[a] | DIGIT[b] | DIGIT[c] | DIGIT[d]) < 0) return false;
-    out[o] = v >>> 16;
-    out[o + 1] = v >>> 8;
-    out[o + 2] = v;
-    o += 3;
-  }
-  if (width === RAW_UID_BYTES) return true;
-  const a = text.charCodeAt(40);
-  const b = text.charCodeAt(41);
-  const c = text.charCodeAt(42);
-  if ((a | b | c) >= 128 || text.charCodeAt(43) !== 61) return false;
-  if ((DIGIT[a] | DIGIT[b] | DIGIT[c]) < 0 || (DIGIT[c] & 3) !== 0) return false;
-  const v = (DIGIT[a] << 12) | (DIGIT[b] << 6) | DIGIT[c];
-  out[o] = v >>> 10;
-  out[o + 1] = v >>> 2;
-  return true;
 }
 
 /**
