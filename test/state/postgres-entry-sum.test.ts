@@ -1,8 +1,11 @@
+import { hash } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import type { StateRecord } from '../../src/state/backend.js';
 import { entrySumOf } from '../../src/state/postgres/schema.js';
 import { STATUS_CODE, TYPE_CODE } from '../../src/state/schema.js';
+
+const sha = (s: string): string => hash('sha256', s, 'base64');
 
 const base: StateRecord = {
   type: 'email',
@@ -48,6 +51,9 @@ describe('PostgreSQL state: the checksum of an entry row', () => {
       base,
       { ...base, hash: 'é€😀 and a lone \ud800 surrogate', bucketId: null, r: null, optedOutSinceMs: -0.5 },
       { ...base, type: 'phone' as const, status: 'optout' as const, due: true, u: null, p: 'ü', r: Number.NaN },
+      // texts of the service's sizes, and ASCII runs broken by other characters at every offset of four
+      { ...base, hash: sha('h'), u: sha('u'), p: `${sha('p')}x`, bucketId: 'bucket-17', lastOptoutCheckS: 1e300 },
+      ...[0, 1, 2, 3, 4, 5, 9].map((at) => ({ ...base, hash: `${sha('h').slice(0, at)}é${sha('h').slice(at)}` })),
     ]) {
       expect(entrySumOf(e)).toBe(referenceSum(e));
     }

@@ -87,15 +87,40 @@ function crcByte(c: number, b: number): number {
   return CRC32_TABLE[(c ^ b) & 255] ^ (c >>> 8);
 }
 
+// CRC-32's tables for four bytes at a time ("slicing by 4"): table t gives a byte's remainder t bytes further on
+const SLICES = new Int32Array(4 * 256);
+for (let n = 0; n < 256; n++) {
+  let c = CRC32_TABLE[n];
+  SLICES[n] = c;
+  for (let t = 1; t < 4; t++) {
+    c = CRC32_TABLE[c & 255] ^ (c >>> 8);
+    SLICES[t * 256 + n] = c;
+  }
+}
+
+/** Four bytes at once: v's bytes from its lowest. */
 function crcUint32(c: number, v: number): number {
-  return crcByte(crcByte(crcByte(crcByte(c, v), v >>> 8), v >>> 16), v >>> 24);
+  c ^= v;
+  return (
+    SLICES[768 + (c & 255)] ^ SLICES[512 + ((c >>> 8) & 255)] ^ SLICES[256 + ((c >>> 16) & 255)] ^ SLICES[c >>> 24]
+  );
 }
 
 /** A text's length, then its UTF-8 bytes (a lone surrogate as U+FFFD, as the server and Buffer store it). */
 function crcText(c: number, v: string | null): number {
   if (v === null) return crcUint32(c, 0xffffffff);
   c = crcUint32(c, v.length);
-  for (let i = 0; i < v.length; i++) {
+  let i = 0;
+  // four ASCII characters (four bytes) at a time, as long as they come: every hash and raw UID of the service
+  for (; i + 4 <= v.length; i += 4) {
+    const a = v.charCodeAt(i);
+    const b = v.charCodeAt(i + 1);
+    const d = v.charCodeAt(i + 2);
+    const e = v.charCodeAt(i + 3);
+    if ((a | b | d | e) >= 0x80) break;
+    c = crcUint32(c, a | (b << 8) | (d << 16) | (e << 24));
+  }
+  for (; i < v.length; i++) {
     let u = v.charCodeAt(i);
     if (u < 0x80) {
       c = crcByte(c, u);
@@ -125,6 +150,5 @@ function crcNumber(c: number, v: number | null): number {
   if (v === null) return crcByte(c, 0);
   float.setFloat64(0, v, true);
   c = crcByte(c, 1);
-  for (let i = 0; i < 8; i++) c = crcByte(c, float.getUint8(i));
-  return c;
+  return crcUint32(crcUint32(c, float.getInt32(0, true)), float.getInt32(4, true));
 }

@@ -1,4 +1,5 @@
 /** A state kept in a PostgreSQL schema, behind the StateBackend interface: every method one round trip or one transaction. */
+import type { Writable } from 'node:stream';
 import type postgres from 'postgres';
 import type { DiiType } from '../../identity/index.js';
 import type { StateBackend, StateKind, StateLockScope, StateRecord, StateRun } from '../backend.js';
@@ -22,6 +23,7 @@ import type {
   StateMeta,
   StoredEntries,
 } from '../types.js';
+import { COPY_ENTRY_COLUMNS, copyRowsOf } from './copy-rows.js';
 import { answered, freshRecord } from './entry-update.js';
 import {
   codeOf,
@@ -44,6 +46,15 @@ const WALK_PAGE = 5_000;
 // a deadlock or serialization failure between concurrent committers: the transaction is run again
 const RETRY_CODES = new Set(['40P01', '40001']);
 const RETRIES = 5;
+// rows of a COPY encoded at a time (about 80 kB)
+const COPY_CHUNK_ROWS = 500;
+
+/** The server refused a COPY of new entries (`refusal`): the batch is upserted instead. */
+class CopyRefused extends Error {
+  constructor(readonly refusal: unknown) {
+    super('the server refused the COPY of new entries');
+  }
+}
 
 /** A stored entry with its id and its checksum. */
 interface StoredRecord {
@@ -52,13 +63,19 @@ interface StoredRecord {
   rec: StateRecord;
 }
 
-/** A key of a batch being committed: its answers, and the entry they start from when it is new. */
+/** A key of a batch being committed: its answers, in batch order, and the entry they make of it when it is new. */
 interface Pending {
+  type: DiiType;
+  hash: string;
+  made: StateRecord;
+  updates: EntryUpdate[];
+}
+
+/** A key of a batch being upserted, with the forms of its key that the statements give back. */
+interface Upsert extends Pending {
   k: string;
   /** The type's code and the hash as sent (sentOf), as an insert's RETURNING gives them back. */
   sentKey: string;
-  first: StateRecord;
-  updates: EntryUpdate[];
 }
 
 // the file's status codes read back: an unknown one is damage, not an error of the code
@@ -75,13 +92,6 @@ function num(v: unknown): number | null {
 /** The key of an entry in the maps of a batch: its type and hash. */
 function keyOf(type: DiiType, hash: string): string {
   return `${TYPE_CODE[type]}\u0000${hash}`;
-}
-
-function byKey(a: StateRecord, b: StateRecord): number {
-  const ta = TYPE_CODE[a.type];
-  const tb = TYPE_CODE[b.type];
-  if (ta !== tb) return ta - tb;
-  return a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0;
 }
 
 function utcDay(seconds: number): string {
@@ -195,6 +205,8 @@ export class PostgresState implements StateBackend {
   private lost: StateConnectionError | undefined;
   /** Whether most keys of the last commit were new (a first map) rather than stored (a remap): the next is alike. */
   private mostlyNewLast = true;
+  /** Whether every key of the last commit was new: the next is sent as a COPY (copyNew). */
+  private allNewLast = true;
 
   constructor(parts: PostgresStateParts) {
     this.sql = parts.sql;
@@ -409,11 +421,11 @@ export class PostgresState implements StateBackend {
    * One transaction: the answers of each entry applied in batch order; the new entries inserted in key order, then
    * the ones already stored (or stored by another run meanwhile) updated from the values they had where those are
    * still stored, so that no answer is lost; concurrent committers of overlapping keys wait for each other (a
-   * deadlock between them runs the batch again).
+   * deadlock between them runs the batch again). After a batch of keys all new, the next is sent as a COPY of new
+   * entries (copyNew): a key stored meanwhile makes the server refuse it, and the batch is upserted instead.
    */
   async commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): Promise<void> {
     this.writable('commit a batch');
-    const byEntry = new Map<string, EntryUpdate[]>();
     for (let i = 0; i < updates.length; i++) {
       const u = updates[i];
       if (
@@ -426,21 +438,91 @@ export class PostgresState implements StateBackend {
       ) {
         throw new TypeError(`commitBatch: update ${i} has no valid DII type, hash or outcome`);
       }
-      const k = keyOf(u.type, u.hash);
-      const list = byEntry.get(k);
-      if (list === undefined) byEntry.set(k, [u]);
-      else list.push(u);
     }
-    // checks every outcome's kind before the transaction, so that a malformed one fails the batch first
-    for (const list of byEntry.values()) for (const u of list) answered(freshRecord(u), u, nowS);
-    if (byEntry.size === 0 && journal === undefined) return;
+    // per type's code, each hash's answers and the entry they make when new: every outcome's kind checked before
+    // the transaction, so that a malformed one fails the batch first
+    const byType: Map<string, Pending>[] = TYPE_OF_CODE.map(() => new Map());
+    for (const u of updates) {
+      const entries = byType[TYPE_CODE[u.type]];
+      const f = entries.get(u.hash);
+      if (f === undefined) {
+        entries.set(u.hash, { type: u.type, hash: u.hash, made: answered(freshRecord(u), u, nowS), updates: [u] });
+      } else {
+        f.made = answered(f.made, u, nowS);
+        f.updates.push(u);
+      }
+    }
+    // in key order (the type's code, then the hash), the order every committer writes in
     const firsts: Pending[] = [];
-    for (const [k, list] of byEntry) {
-      const { type, hash } = list[0];
-      const sentKey = `${TYPE_CODE[type]}\u0000${sentOf(hash, HASH_BYTES)}`;
-      firsts.push({ k, sentKey, first: freshRecord(list[0]), updates: list });
+    for (const entries of byType)
+      for (const hash of [...entries.keys()].sort()) firsts.push(entries.get(hash) as Pending);
+    if (firsts.length === 0 && journal === undefined) return;
+    if (this.allNewLast && firsts.length > 0) {
+      const made = firsts.map((f) => f.made);
+      const copied = await this.tx(async (t) => {
+        await this.copyNew(t, made);
+        if (journal !== undefined) await this.insertJournal(t, journal, nowS);
+        return true;
+      }).catch((err: unknown) => {
+        if (err instanceof CopyRefused) return false;
+        throw err;
+      });
+      if (copied) return;
     }
-    firsts.sort((a, b) => byKey(a.first, b.first));
+    await this.upsertBatch(firsts, nowS, journal);
+  }
+
+  /**
+   * The new entries in one binary COPY, sent in chunks so that the server inserts the first rows while the next
+   * are encoded. CopyRefused when the server refused a row (a key stored meanwhile, or a deadlock with another
+   * committer): the transaction is aborted then, to be rolled back and the batch upserted.
+   */
+  private async copyNew(t: Query, records: readonly StateRecord[]): Promise<void> {
+    if (this.lost !== undefined) throw this.lost;
+    const refused = (err: unknown): CopyRefused | unknown =>
+      // a lost connection is the run's fault, not the batch's
+      connectionFault(err, this.where, true) === undefined ? new CopyRefused(err) : err;
+    let stream: Writable;
+    try {
+      stream = (await t
+        .unsafe(`COPY ${this.s}.entries (${COPY_ENTRY_COLUMNS}) FROM STDIN (FORMAT binary)`)
+        .writable()) as unknown as Writable;
+    } catch (err) {
+      throw refused(err);
+    }
+    let failed: unknown;
+    stream.on('error', (err) => {
+      failed ??= err;
+    });
+    for (let from = 0; from < records.length && failed === undefined; from += COPY_CHUNK_ROWS) {
+      const to = Math.min(records.length, from + COPY_CHUNK_ROWS);
+      const chunk = copyRowsOf(records, from, to, from === 0, to === records.length);
+      // handed to the socket before the next chunk is encoded
+      await new Promise<void>((resolve) => stream.write(chunk, () => resolve()));
+    }
+    if (failed !== undefined) throw refused(failed);
+    // with no write pending, the end is sent now, and the driver takes statements again
+    stream.end();
+    // the driver reports a refusal that comes after the rows' end to no one: a statement behind the COPY fails
+    // then, in the transaction the refusal aborted
+    try {
+      await t.unsafe('SELECT 1');
+    } catch (err) {
+      throw refused(failed ?? err);
+    }
+    if (failed !== undefined) throw refused(failed);
+  }
+
+  /** commitBatch's transaction of upserts: the stored entries read, the new inserted, both in key order. */
+  private async upsertBatch(batch: readonly Pending[], nowS: number, journal?: ChangeJournalRows): Promise<void> {
+    const firsts: Upsert[] = batch.map((f) => ({
+      type: f.type,
+      hash: f.hash,
+      made: f.made,
+      updates: f.updates,
+      k: keyOf(f.type, f.hash),
+      sentKey: `${TYPE_CODE[f.type]}\u0000${sentOf(f.hash, HASH_BYTES)}`,
+    }));
     await this.tx(async (t) => {
       let pending = firsts;
       let insertedAll = 0;
@@ -452,12 +534,7 @@ export class PostgresState implements StateBackend {
           pass === 0 && this.mostlyNewLast ? new Map<string, StoredRecord>() : await this.storedByKey(t, pending);
         // the new entries, as their answers make them: one statement for a batch of new keys
         const made: StateRecord[] = [];
-        for (const f of pending) {
-          if (stored.has(f.k)) continue;
-          let rec = f.first;
-          for (const u of f.updates) rec = answered(rec, u, nowS);
-          made.push(rec);
-        }
+        for (const f of pending) if (!stored.has(f.k)) made.push(f.made);
         // the count inserted, and which keys only when some were refused: a batch of new keys sends none back
         const inserted = new Set<string>();
         let insertedEvery = false;
@@ -495,26 +572,24 @@ export class PostgresState implements StateBackend {
         });
       }
       this.mostlyNewLast = insertedAll * 2 >= firsts.length;
+      this.allNewLast = insertedAll === firsts.length;
       if (journal !== undefined) await this.insertJournal(t, journal, nowS);
     });
   }
 
   /** The stored entries of these keys, by key. */
-  private async storedByKey(t: Query, keys: readonly Pending[]): Promise<Map<string, StoredRecord>> {
+  private async storedByKey(t: Query, keys: readonly Upsert[]): Promise<Map<string, StoredRecord>> {
     // each row says which key it is by its ordinal: no key is sent back or decoded
     const rows = await this.q(
       `SELECT e.*, k.i FROM unnest($1::int2[], $2::text[]) WITH ORDINALITY AS k(type, hash, i) ` +
         `CROSS JOIN LATERAL (${this.keyProbe(LOOKUP_COLUMNS, keyOfSent('k.type', 'k.hash'))}) e`,
-      [
-        numbers(keys.map((k) => TYPE_CODE[k.first.type])),
-        plainTexts(keys.map((k) => sentOf(k.first.hash, HASH_BYTES))),
-      ],
+      [numbers(keys.map((k) => TYPE_CODE[k.type])), plainTexts(keys.map((k) => sentOf(k.hash, HASH_BYTES)))],
       t,
     );
     const out = new Map<string, StoredRecord>();
     for (const row of rows) {
       const f = keys[Number(row[11]) - 1];
-      const rec = this.valuesOf(row, 1, f.first.type, f.first.hash);
+      const rec = this.valuesOf(row, 1, f.type, f.hash);
       out.set(f.k, { id: Number(row[0]), sum: row[10] as number, rec });
     }
     return out;

@@ -30,6 +30,23 @@ export function bytesOfText(text: string, width: number, head?: number): Buffer 
   return out;
 }
 
+/** The most bytes bytesOfText keeps for `text` (room to leave before writeTextBytes). */
+export function textBytesBound(text: string, width: number): number {
+  return Math.max(width, 3 * text.length + 2);
+}
+
+/**
+ * Writes the bytes bytesOfText keeps for `text` at out[at...] (which has textBytesBound's room) and returns their
+ * count: the base64 decoded straight into `out` when it is canonical, so that no Buffer is made per text.
+ */
+export function writeTextBytes(text: string, width: number, out: Buffer, at: number): number {
+  if (canonical(text, width)) return out.write(text, at, 'base64');
+  const size = out.write(text, at, 'utf8');
+  const marks = size + 1 === width ? 2 : 1;
+  out.fill(TEXT_END, at + size, at + size + marks);
+  return size + marks;
+}
+
 /** The text of bytes[from...] kept by bytesOfText with this width. */
 export function textOfBytes(bytes: Buffer, width: number, from = 0): string {
   const size = bytes.length - from;

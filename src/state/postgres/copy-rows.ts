@@ -1,0 +1,94 @@
+/** Entry records as the rows of a binary COPY into the entries table (PostgreSQL's binary COPY format). */
+import type { StateRecord } from '../backend.js';
+import { STATUS_CODE, TYPE_CODE } from '../schema.js';
+import { entrySumOf } from './schema.js';
+import { HASH_BYTES, RAW_UID_BYTES, textBytesBound, writeTextBytes } from './stored-bytes.js';
+
+/** The columns each row gives, in its order; the id is the table's default (the order of arrival). */
+export const COPY_ENTRY_COLUMNS =
+  'key, status, due, u, p, r, bucket_id, last_mapped, last_optout_check, opted_out_since, sum';
+
+const FIELDS = 11;
+// the signature, then flags and the length of an extension of the header: none
+const HEADER = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)]);
+// a field count of -1 ends the rows
+const TRAILER = Buffer.from([0xff, 0xff]);
+// per row, what is not text: the field count, each field's length, status, due, four float8 and the sum
+const FIXED_BYTES = 2 + FIELDS * 4 + 1 + 2 + 1 + 4 * 8 + 4;
+
+/**
+ * The rows of records[from, to) in binary COPY's layout, after the format's header when `header` and before its
+ * trailer when `last`: each text as the bytes a lookup reads back (stored-bytes.ts), each number as the column's
+ * type holds it, with the row's sum.
+ */
+export function copyRowsOf(
+  records: readonly StateRecord[],
+  from: number,
+  to: number,
+  header: boolean,
+  last: boolean,
+): Buffer {
+  let size = (header ? HEADER.length : 0) + (last ? TRAILER.length : 0);
+  for (let i = from; i < to; i++) {
+    const e = records[i];
+    size += FIXED_BYTES + textBytesBound(e.hash, HASH_BYTES);
+    if (e.u !== null) size += textBytesBound(e.u, RAW_UID_BYTES);
+    if (e.p !== null) size += textBytesBound(e.p, RAW_UID_BYTES);
+    if (e.bucketId !== null) size += 3 * e.bucketId.length;
+  }
+  const out = Buffer.allocUnsafe(size);
+  let at = header ? HEADER.copy(out, 0) : 0;
+  for (let i = from; i < to; i++) {
+    const e = records[i];
+    out.writeInt16BE(FIELDS, at);
+    // key: the type's code, then the hash's bytes
+    const keyBytes = writeTextBytes(e.hash, HASH_BYTES, out, at + 7);
+    out.writeInt32BE(1 + keyBytes, at + 2);
+    out[at + 6] = TYPE_CODE[e.type];
+    at += 7 + keyBytes;
+    out.writeInt32BE(2, at);
+    out.writeInt16BE(STATUS_CODE[e.status], at + 4);
+    out.writeInt32BE(1, at + 6);
+    out[at + 10] = e.due ? 1 : 0;
+    at += 11;
+    at = rawUid(out, at, e.u);
+    at = rawUid(out, at, e.p);
+    at = float8(out, at, e.r);
+    if (e.bucketId === null) {
+      out.writeInt32BE(-1, at);
+      at += 4;
+    } else {
+      const n = out.write(e.bucketId, at + 4, 'utf8');
+      out.writeInt32BE(n, at);
+      at += 4 + n;
+    }
+    at = float8(out, at, e.lastMappedS);
+    at = float8(out, at, e.lastOptoutCheckS);
+    at = float8(out, at, e.optedOutSinceMs);
+    out.writeInt32BE(4, at);
+    out.writeInt32BE(entrySumOf(e), at + 4);
+    at += 8;
+  }
+  if (last) at += TRAILER.copy(out, at);
+  return out.subarray(0, at);
+}
+
+function rawUid(out: Buffer, at: number, text: string | null): number {
+  if (text === null) {
+    out.writeInt32BE(-1, at);
+    return at + 4;
+  }
+  const n = writeTextBytes(text, RAW_UID_BYTES, out, at + 4);
+  out.writeInt32BE(n, at);
+  return at + 4 + n;
+}
+
+function float8(out: Buffer, at: number, v: number | null): number {
+  if (v === null) {
+    out.writeInt32BE(-1, at);
+    return at + 4;
+  }
+  out.writeInt32BE(8, at);
+  out.writeDoubleBE(v, at + 4);
+  return at + 12;
+}
