@@ -10,6 +10,7 @@ import type { PreparedRows } from '../../src/pipeline/map/prepare-rows.js';
 import type { RowFormat } from '../../src/pipeline/io/output/row-encoders.js';
 import type { RowThreads as RowThreadsType } from '../../src/pipeline/threads/row-threads.js';
 import type { InputRow, OpenSourceOptions, SourceProblemCounts } from '../../src/pipeline/io/table.js';
+import { readingOf, type InputReading } from '../../src/pipeline/jobs/run-input.js';
 import { ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 import { runCli, serveConnection, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
@@ -58,7 +59,7 @@ afterAll(() => dir.remove());
 interface Case {
   name: string;
   bytes: Buffer;
-  opts?: Pick<OpenSourceOptions, 'delimiter' | 'header' | 'encoding'>;
+  opts?: Pick<InputReading, 'delimiter' | 'header' | 'encoding'>;
   columns: ColumnFlags;
   format?: 'csv' | 'jsonl';
 }
@@ -225,7 +226,7 @@ type Feed = 'file' | 'tiny';
 
 function inputOptions(c: Case, feed: Feed, seed: number): OpenSourceOptions {
   const path = join(dir.path, `${c.name.replace(/[^a-z0-9]+/gi, '-')}.csv`);
-  const base: OpenSourceOptions = { path, format: 'csv', ...c.opts };
+  const base: OpenSourceOptions = { path, ...readingOf(path, { format: 'csv', ...c.opts }) };
   if (feed === 'file') {
     writeBytes(path, c.bytes);
     return base;
@@ -442,7 +443,7 @@ describe('RowThreads.hashed and .prepared match the single-threaded path (dist)'
 interface ErrorCase {
   name: string;
   bytes: Buffer;
-  opts?: Pick<OpenSourceOptions, 'delimiter' | 'header' | 'encoding'>;
+  opts?: Pick<InputReading, 'delimiter' | 'header' | 'encoding'>;
   /** What the single-threaded message must say (so the case tests the error it is named after). */
   expect: RegExp;
 }
