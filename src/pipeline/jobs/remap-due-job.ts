@@ -1,14 +1,11 @@
 /** A whole remap-due run: the state file opened, what is due re-mapped, the changes file written. */
-import { strandedChangeLines } from '../run/stranded-changes.js';
-import { shareOf } from './remap-share.js';
 import type { StateBackend } from '../../state/backend.js';
 import { openState } from '../../state/index.js';
 import { takeLockWaiting } from '../run/lock-wait.js';
 import { isPostgresState, openStateBackend } from '../../state/open-backend.js';
 import { RemapEngine, type RemapResult } from '../remap/remap-engine.js';
 import { runBatchCommand, type BatchPlan } from '../run/batch-run.js';
-import { changeChannel } from '../run/change-journal.js';
-import { chooseConcurrency, type ServiceTarget } from '../run/connection.js';
+import type { ServiceTarget } from '../run/connection.js';
 import { EXIT, UserError } from '../run/exit-codes.js';
 import { sayTo, type RunDeps } from '../run/run-deps.js';
 import { remapRunArgs } from '../run/run-report.js';
@@ -20,6 +17,7 @@ import {
   isoOf,
   nextDueOf,
   nothingDueLine,
+  remapStart,
   remapSummary,
   writeDryRunSummary,
   type NextDue,
@@ -134,10 +132,7 @@ async function dryRun(run: RemapDueRun<RemapDueState>): Promise<number> {
 /** Re-maps what is due by r, with v3. */
 async function remapPlan(run: RemapDueRun<RemapDueState>, target: ServiceTarget): Promise<BatchPlan<RemapResult>> {
   const { state, nowS, options, startedMs, deps, say } = run;
-  // a runner delivers its own share's changes only: runners at once never write or acknowledge each other's
-  const channel = changeChannel('remap', options.shard);
-  for (const line of strandedChangeLines(await state.pendingChangeCounts(), channel)) say(line);
-  const concurrency = chooseConcurrency(options.concurrency, target, say);
+  const { channel, concurrency } = await remapStart(run, target);
   const due = await state.countDue(nowS);
   const changes = changesRun(state, options, channel, {
     nowS,
@@ -155,7 +150,7 @@ async function remapPlan(run: RemapDueRun<RemapDueState>, target: ServiceTarget)
     output: changes.output,
     total: () => (options.limit === undefined ? due : Math.min(due, options.limit)),
     replay: changes.replay,
-    engine: (run) => new RemapEngine({ ...changes.wiring(run), ...shareOf(options.shard) }).run(),
+    engine: (run) => new RemapEngine(changes.wiring(run)).run(),
     summary: (result, { client, replayed }) => {
       const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
       if (replayed > 0) summary.replayed_changes = replayed;
@@ -163,12 +158,15 @@ async function remapPlan(run: RemapDueRun<RemapDueState>, target: ServiceTarget)
       return summary;
     },
     finish: async (result, summary, { sink, replayed }) => {
-      const code = await finish(result, summary, sink, options, deps, say, {
-        state,
-        channel,
-        replayed,
-        upTo: result.journalUpTo,
-      });
+      const code = await finish(
+        result,
+        summary,
+        sink,
+        options,
+        deps,
+        say,
+        changes.delivery(replayed, result.journalUpTo),
+      );
       if (next !== undefined) say(nothingDueLine(next, nowS));
       return code;
     },
