@@ -4,7 +4,7 @@ import { ownsKey } from '../shard/shard-keys.js';
 import type { Shard } from '../shard/shard-spec.js';
 import type { StateBackend } from '../../state/backend.js';
 import { openState, type StateStore } from '../../state/index.js';
-import { takeLockWaiting } from '../run/lock-wait.js';
+import { lockForSweep } from '../run/lock-wait.js';
 import { describeState, isPostgresState, openStateBackend } from '../../state/open-backend.js';
 import { closeOnFailure } from '../io/close-on-failure.js';
 import { hashCell, type HashEncoding } from '../io/output/hash-cells.js';
@@ -29,7 +29,7 @@ import {
   type SweepResult,
   type SweptRawUid,
 } from '../optout/optout-sweep.js';
-import { BadRowsOutput, type BadRowFlags } from '../run/bad-rows-output.js';
+import { BadRowsOutput, runWithBadRows, type BadRowFlags } from '../run/bad-rows-output.js';
 import { runBatchCommand, type BatchPlan } from '../run/batch-run.js';
 import { changeChannel } from '../run/change-journal.js';
 import type { ServiceClient, ServiceTarget } from '../run/connection.js';
@@ -74,20 +74,11 @@ export async function runOptoutCheckJob(
     { onBadRow: options.onBadRow ?? 'fail', ...(options.badRows !== undefined ? { badRows: options.badRows } : {}) },
     say,
   );
-  let code: number;
-  try {
+  return runWithBadRows(badRows, say, async () => {
     // settled once, as map's is: s3:// patterns listed, the format resolved, the reading's defaults filled in
     const input = await settleInput(options.inputs, options.reading);
-    code = await checkFile(input, options, deps, target, badRows, startedMs);
-  } catch (err) {
-    await badRows?.abort();
-    throw err;
-  }
-  if (badRows === undefined) return code;
-  if (code === EXIT.ok || code === EXIT.partial) await badRows.commit();
-  else await badRows.abort();
-  for (const line of badRows.closingLines()) say(line);
-  return badRows.exitCode(code);
+    return checkFile(input, options, deps, target, badRows, startedMs);
+  });
 }
 
 /** Requests in flight: one on one socket, the public service's rule for this endpoint, unless a private operator. */
@@ -447,15 +438,7 @@ function runStateSweep(
       plan: async (state): Promise<BatchPlan<SweepResult>> => {
         // tombstones and check times are written: a remap-due at the same time must wait; on a database, another
         // sweep of the same share
-        if ('kind' in state) {
-          const shard = options.shard;
-          const share =
-            shard !== undefined && shard.count > 1 ? { shard: { index: shard.index, count: shard.count } } : {};
-          await takeLockWaiting(
-            () => state.lock({ kind: 'sweep', command: 'optout-check', ...share }),
-            (options.wait ?? 0) * 1000,
-          );
-        } else await state.waitForLock((options.wait ?? 0) * 1000);
+        await lockForSweep(state, 'optout-check', options.shard, options.wait);
         // a runner delivers its own share's opt-outs only: runners at once never write or acknowledge each other's
         const channel = changeChannel('optout', options.shard);
         for (const line of strandedChangeLines(await state.pendingChangeCounts(), channel)) say(line);

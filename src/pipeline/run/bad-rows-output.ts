@@ -111,3 +111,27 @@ export class BadRowsOutput {
     await this.sink?.abort();
   }
 }
+
+/**
+ * Runs a command that reads its input with `badRows` (undefined: records are not skipped) and ends the list with
+ * it: kept when the run's outputs are (it completed, maybe with rows in error), dropped otherwise or when the run
+ * throws; then its closing lines are said, and the exit code says whether records were skipped.
+ */
+export async function runWithBadRows(
+  badRows: BadRowsOutput | undefined,
+  say: (line: string) => void,
+  run: () => Promise<number>,
+): Promise<number> {
+  let code: number;
+  try {
+    code = await run();
+  } catch (err) {
+    await badRows?.abort();
+    throw err;
+  }
+  if (badRows === undefined) return code;
+  if (code === EXIT.ok || code === EXIT.partial) await badRows.commit();
+  else await badRows.abort();
+  for (const line of badRows.closingLines()) say(line);
+  return badRows.exitCode(code);
+}
