@@ -38,7 +38,7 @@ const MAP = ['map', ...COLUMNS, '--env', 'local', '--quiet', '--emit-hash'];
 
 /** A table as this tool reads it (any format): header and cells, nulls read as empty cells. */
 async function table(path: string): Promise<{ header: string[]; rows: string[][] }> {
-  const source: TableSource = await openSource(settled({ path }));
+  const source: TableSource = await openSource(await settled({ path }));
   const rows: string[][] = [];
   for await (const chunk of source.rows()) for (const r of chunk) rows.push(r.cells);
   return { header: source.header, rows };

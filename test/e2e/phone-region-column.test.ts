@@ -39,7 +39,7 @@ async function duck(sql: string): Promise<void> {
 }
 
 async function readTable(path: string): Promise<{ header: string[]; rows: string[][] }> {
-  const source = await openSource(settled({ path }));
+  const source = await openSource(await settled({ path }));
   const out: string[][] = [];
   for await (const chunk of source.rows()) for (const r of chunk) out.push(r.cells);
   return { header: source.header, rows: out };

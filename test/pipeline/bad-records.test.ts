@@ -18,7 +18,7 @@ interface Read {
 /** Reads a whole table in skip mode: rows as `line:cells`, and the records skipped. */
 async function readSkipping(opts: AskedSource): Promise<Read> {
   const bad: BadRecord[] = [];
-  const source = await openSource(settled({ ...opts, onBadRecord: (b) => bad.push(b), chunkRows: 3 }));
+  const source = await openSource(await settled({ ...opts, onBadRecord: (b) => bad.push(b), chunkRows: 3 }));
   const rows: string[] = [];
   for await (const chunk of source.rows()) for (const r of chunk) rows.push(`${r.line}:${r.cells.join('|')}`);
   return { rows, bad, badRows: source.problems().badRows };
@@ -108,7 +108,7 @@ describe('skipping bad CSV records', () => {
     const path = dir.file('bad-fail.csv', csvWithBadRecords());
     const err = await failure(
       (async () => {
-        const source = await openSource(settled({ path }));
+        const source = await openSource(await settled({ path }));
         for await (const _ of source.rows());
       })(),
     );

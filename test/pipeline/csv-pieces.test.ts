@@ -10,7 +10,7 @@ import { InputError, type InputRow, type SourceProblemCounts } from '../../src/p
 import { csvParseOptions as csvOptions, oracleRecords } from '../helpers/csv-oracle.js';
 import { seeded } from '../helpers/seeded-random.js';
 import { settled } from '../helpers/settled-reading.js';
-import { readingOf } from '../../src/pipeline/jobs/run-input.js';
+import { settleInput } from '../../src/pipeline/jobs/run-input.js';
 
 type Parsed = { ok: true; records: string[][] } | { ok: false; code: string };
 
@@ -275,10 +275,10 @@ describe('CsvPieceCutter.next', () => {
     expect(records).toEqual(parse(rows, csvOptions(',')));
   });
 
-  test('a delimiter csv-parse could not use here is refused once, as the input is settled', () => {
+  test('a delimiter csv-parse could not use here is refused once, as the input is settled', async () => {
     for (const bad of [',,', '"', '\n', '\r'])
-      expect(() => readingOf('in.csv', { delimiter: bad })).toThrow(/delimiter/);
-    expect(readingOf('in.csv', { delimiter: '' }).delimiter).toBe(',');
+      await expect(settleInput(['in.csv'], { delimiter: bad })).rejects.toThrow(/delimiter/);
+    expect((await settleInput(['in.csv'], { delimiter: '' })).reading.delimiter).toBe(',');
     expect(() => new CsvPieceCutter(',', 0, 'utf8')).toThrow(/targetBytes/);
   });
 });
@@ -406,7 +406,7 @@ async function readWhole(
 ): Promise<TableOutcome> {
   try {
     const table = await openSource(
-      settled({
+      await settled({
         path: 'in.csv',
         format: 'csv',
         header: false,

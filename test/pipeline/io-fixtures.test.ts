@@ -51,7 +51,7 @@ describe('bad-input corpus', () => {
       if (want.expect === 'error') {
         let caught: unknown;
         try {
-          await readAll(await openSource(settled({ path, chunkRows: 2 })));
+          await readAll(await openSource(await settled({ path, chunkRows: 2 })));
         } catch (err) {
           caught = err;
         }
@@ -67,7 +67,7 @@ describe('bad-input corpus', () => {
         for (const value of personalValues(file)) expect(err.message).not.toContain(value);
         return;
       }
-      const source = await openSource(settled({ path, chunkRows: 2 }));
+      const source = await openSource(await settled({ path, chunkRows: 2 }));
       const rows = await readAll(source);
       if (want.header) expect(source.header).toEqual(want.header);
       if (want.width) expect(source.header).toHaveLength(want.width);

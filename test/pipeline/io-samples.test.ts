@@ -13,7 +13,7 @@ const dir = mkdtempSync(join(tmpdir(), 'uid2-io-samples-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 async function rowsOf(path: string): Promise<{ header: string[]; rows: InputRow[] }> {
-  const source = await openSource(settled({ path }));
+  const source = await openSource(await settled({ path }));
   const rows: InputRow[] = [];
   for await (const chunk of source.rows()) rows.push(...chunk);
   return { header: source.header, rows };

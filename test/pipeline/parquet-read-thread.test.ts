@@ -67,8 +67,8 @@ async function readAll(source: TableSource): Promise<{ cells: string[][]; lines:
 
 describe('Parquet rows decoded on a reading thread (dist)', () => {
   let openTableInput: OpenTableInput;
-  const openSource = (opts: AskedSource) => openTableInput(settled(opts), 1);
-  const openHereSettled = (opts: AskedSource) => openHere(settled(opts));
+  const openSource = async (opts: AskedSource) => openTableInput(await settled(opts), 1);
+  const openHereSettled = async (opts: AskedSource) => openHere(await settled(opts));
   const dir = tempDir('uid2-parquet-read-thread-');
   let path = '';
 
@@ -84,7 +84,7 @@ describe('Parquet rows decoded on a reading thread (dist)', () => {
   afterAll(() => dir.remove());
 
   it('gives the rows, lines and bytes read that reading on this thread gives', async () => {
-    const here = await openHere(settled({ path, chunkRows: 700 }));
+    const here = await openHere(await settled({ path, chunkRows: 700 }));
     const there = await openSource({ path, chunkRows: 700, readThread: true });
     const a = await readAll(here);
     const b = await readAll(there);

@@ -118,7 +118,7 @@ describe('a download that breaks off', () => {
   ])('%s: one line naming the object, whatever was read before', async (url, bytes) => {
     const body = new Readable({ read() {} });
     body.push(bytes.subarray(0, 1000));
-    const input = await ByteInput.open(settled({ path: url, stream: downloadOf(body, url) }));
+    const input = await ByteInput.open(await settled({ path: url, stream: downloadOf(body, url) }));
     setImmediate(() => body.destroy(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })));
     await expect(readAll(input)).rejects.toThrow(
       new InputError(
@@ -133,7 +133,7 @@ describe('a download that breaks off', () => {
   it('a whole download reads as its bytes', async () => {
     const text = `email\n${'a@example.com\n'.repeat(2000)}`;
     const body = Readable.from([Buffer.from(text)]);
-    const input = await ByteInput.open(settled({ path: url.replace('.gz', ''), stream: downloadOf(body, url) }));
+    const input = await ByteInput.open(await settled({ path: url.replace('.gz', ''), stream: downloadOf(body, url) }));
     expect(await readAll(input)).toBe(text.length);
   });
 });

@@ -17,7 +17,7 @@ import { fakeClient, identity } from '../cli/token-fakes.js';
 import { settled } from '../helpers/settled-reading.js';
 
 async function table(text: string, chunkRows = 2) {
-  return openSource(settled({ path: 'in.csv', stream: Readable.from([Buffer.from(text)]), chunkRows }));
+  return openSource(await settled({ path: 'in.csv', stream: Readable.from([Buffer.from(text)]), chunkRows }));
 }
 
 function output() {

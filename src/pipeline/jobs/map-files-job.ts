@@ -8,7 +8,7 @@ import { MapEngine, REMEMBERED_IDENTIFIERS, type MapRunCounts, type MapRunResult
 import { phoneRegionHint, readsRegion } from '../map/phone-region-hint.js';
 import type { ResultLayout } from '../map/result-columns.js';
 import type { LayoutRequest } from '../map/result-layout.js';
-import { runWithBadRows, type BadRowFlags, type BadRowsOutput } from '../run/bad-rows-output.js';
+import type { BadRowFlags, BadRowsOutput } from '../run/bad-rows-output.js';
 import { runBatchCommand, type BatchPlan } from '../run/batch-run.js';
 import { chooseConcurrency, type ServiceClient, type ServiceTarget } from '../run/connection.js';
 import { EXIT, UserError } from '../run/exit-codes.js';
@@ -106,9 +106,26 @@ export async function runMapFilesJob(options: MapOptions, target: ServiceTarget,
   });
   const say = sayTo(options.output, deps);
   const badRows = await open.badRows(outputs.badRows, say);
-  return runWithBadRows(badRows, say, () =>
-    mapInput({ engine, input, outputs, state, plan, target, deps, open, say, startedMs: deps.now(), badRows }),
-  );
+  let code: number;
+  try {
+    code = await mapInput({
+      engine,
+      input,
+      outputs,
+      state,
+      plan,
+      target,
+      deps,
+      open,
+      say,
+      startedMs: deps.now(),
+      badRows,
+    });
+  } catch (err) {
+    await badRows?.abort();
+    throw err;
+  }
+  return badRows === undefined ? code : badRows.end(code);
 }
 
 /** One map run of files, each concern settled: what each of its steps needs. */

@@ -29,7 +29,7 @@ import {
   type SweepResult,
   type SweptRawUid,
 } from '../optout/optout-sweep.js';
-import { BadRowsOutput, runWithBadRows, type BadRowFlags } from '../run/bad-rows-output.js';
+import { BadRowsOutput, type BadRowFlags } from '../run/bad-rows-output.js';
 import { runBatchCommand, type BatchPlan } from '../run/batch-run.js';
 import { changeChannel } from '../run/change-journal.js';
 import type { ServiceClient, ServiceTarget } from '../run/connection.js';
@@ -74,11 +74,16 @@ export async function runOptoutCheckJob(
     { onBadRow: options.onBadRow ?? 'fail', ...(options.badRows !== undefined ? { badRows: options.badRows } : {}) },
     say,
   );
-  return runWithBadRows(badRows, say, async () => {
+  let code: number;
+  try {
     // settled once, as map's is: s3:// patterns listed, the format resolved, the reading's defaults filled in
     const input = await settleInput(options.inputs, options.reading);
-    return checkFile(input, options, deps, target, badRows, startedMs);
-  });
+    code = await checkFile(input, options, deps, target, badRows, startedMs);
+  } catch (err) {
+    await badRows?.abort();
+    throw err;
+  }
+  return badRows === undefined ? code : badRows.end(code);
 }
 
 /** Requests in flight: one on one socket, the public service's rule for this endpoint, unless a private operator. */

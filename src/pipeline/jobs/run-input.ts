@@ -37,12 +37,21 @@ export interface InputSpec {
 
 /**
  * Settles the input: lists s3:// patterns (the S3 client is loaded only when one is given), resolves each part's
- * format, checks the delimiter of a CSV input, and under --shard with one file finds this runner's byte range of it.
+ * format, checks the delimiter of a CSV input, fills in the defaults, and under --shard with one file finds this
+ * runner's byte range of it. A reader opened on its own (a test, a bench script) is given what this settles too.
  */
 export async function settleInput(paths: readonly string[], asked: InputReading, shard?: Shard): Promise<InputSpec> {
   const listed = paths.some(isS3Url) ? await (await import('../io/s3/s3-read.js')).expandS3Inputs(paths) : paths;
-  const parts = listed.map((path) => ({ path, format: formatOf(path, asked.format) }));
-  const reading = readingBut(asked, parts.find((part) => part.format === 'csv')?.path);
+  const askedFormat = asked.format === 'auto' ? undefined : asked.format;
+  const parts = listed.map((path) => ({ path, format: askedFormat ?? formatByName(path) }));
+  const csvPart = parts.find((part) => part.format === 'csv')?.path;
+  const reading = {
+    // said with the name the reader gives the input, as the reader would say it
+    delimiter: csvPart === undefined ? (asked.delimiter ?? ',') : parseDelimiter(asked.delimiter, nameOf(csvPart)),
+    encoding: asked.encoding ?? 'utf8',
+    header: asked.header ?? true,
+    chunkRows: Math.max(1, asked.chunkRows ?? DEFAULT_CHUNK_ROWS),
+  };
   const spec: InputSpec = { parts, format: parts[0]?.format ?? 'csv', reading, shard };
   if (shard === undefined || parts.length > 1) return spec;
   const path = listed[0];
@@ -54,28 +63,10 @@ export async function settleInput(paths: readonly string[], asked: InputReading,
   return { ...spec, window: await shardWindow(path, shard, { ...reading, format: spec.format }) };
 }
 
-/** How one input is read, settled as settleInput settles each part: for a reader opened on its own. */
-export function readingOf(path: string, asked: InputReading = {}): PartReading {
-  const format = formatOf(path, asked.format);
-  return { format, ...readingBut(asked, format === 'csv' ? path : undefined) };
-}
-
-/** The format of a part: as asked, else by its name (`.csv.gz`, `.jsonl.gz`: the name under the compression). */
-function formatOf(path: string, asked: InputReading['format']): PartReading['format'] {
-  if (asked !== undefined && asked !== 'auto') return asked;
+/** A part's format by its name (`.csv.gz`, `.jsonl.gz`: the name under the compression), when none is asked. */
+function formatByName(path: string): PartReading['format'] {
   if (/\.parquet$/i.test(path)) return 'parquet';
   return /\.(jsonl|ndjson)(\.gz)?$/i.test(path) ? 'jsonl' : 'csv';
-}
-
-/** Everything of the reading but the format; the delimiter is checked when a part is CSV (`csvPath`). */
-function readingBut(asked: InputReading, csvPath: string | undefined): Omit<PartReading, 'format'> {
-  return {
-    // said with the name the reader gives the input, as the reader would say it
-    delimiter: csvPath === undefined ? (asked.delimiter ?? ',') : parseDelimiter(asked.delimiter, nameOf(csvPath)),
-    encoding: asked.encoding ?? 'utf8',
-    header: asked.header ?? true,
-    chunkRows: Math.max(1, asked.chunkRows ?? DEFAULT_CHUNK_ROWS),
-  };
 }
 
 /** The name readers give an input in their messages. */

@@ -78,6 +78,18 @@ export class BadRowsOutput {
     return [`${formatCount(this.count)} record(s) could not be read and were skipped (--on-bad-row skip): ${where}`];
   }
 
+  /**
+   * After the run that ended with `code` (a run that throws aborts the list instead): the list is kept when the
+   * run's outputs are (it completed, maybe with rows in error) and dropped otherwise; the closing lines are said;
+   * the exit code says whether records were skipped.
+   */
+  async end(code: number): Promise<number> {
+    if (code === EXIT.ok || code === EXIT.partial) await this.commit();
+    else await this.abort();
+    for (const line of this.closingLines()) this.say(line);
+    return this.exitCode(code);
+  }
+
   /** Exit code 9 when records were skipped from an otherwise successful run. */
   exitCode(code: number): number {
     return code === EXIT.ok && this.count > 0 ? EXIT.skipped : code;
@@ -110,28 +122,4 @@ export class BadRowsOutput {
     await this.writing;
     await this.sink?.abort();
   }
-}
-
-/**
- * Runs a command that reads its input with `badRows` (undefined: records are not skipped) and ends the list with
- * it: kept when the run's outputs are (it completed, maybe with rows in error), dropped otherwise or when the run
- * throws; then its closing lines are said, and the exit code says whether records were skipped.
- */
-export async function runWithBadRows(
-  badRows: BadRowsOutput | undefined,
-  say: (line: string) => void,
-  run: () => Promise<number>,
-): Promise<number> {
-  let code: number;
-  try {
-    code = await run();
-  } catch (err) {
-    await badRows?.abort();
-    throw err;
-  }
-  if (badRows === undefined) return code;
-  if (code === EXIT.ok || code === EXIT.partial) await badRows.commit();
-  else await badRows.abort();
-  for (const line of badRows.closingLines()) say(line);
-  return badRows.exitCode(code);
 }
