@@ -20,6 +20,7 @@ import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { openSource } from '../dist/pipeline/io/source.js';
+import { settleInput } from '../dist/pipeline/jobs/run-input.js';
 import { openParquetSink } from '../dist/pipeline/io/parquet/parquet-sink.js';
 import { BIN, ROOT, childEnv, startServe, stopServe } from './processes.mjs';
 import { DATA, numberOption, WORK } from './args.mjs';
@@ -54,7 +55,7 @@ async function inputs() {
   if (!existsSync(gz)) await pipeline(createReadStream(csv), createGzip(), createWriteStream(gz));
   const parquet = csv.replace(/\.csv$/, '.parquet');
   if (!existsSync(parquet)) {
-    const source = await openSource({ path: csv });
+    const source = await openSource({ path: csv, ...(await settleInput([csv], {})).reading, format: 'csv' });
     const sink = await openParquetSink({ path: parquet, format: 'parquet', header: source.header });
     for await (const chunk of source.rows()) await sink.writeRows(chunk.map((r) => r.cells));
     await sink.commit();

@@ -20,6 +20,7 @@ import { ParquetEncoder } from '../dist/pipeline/io/parquet/parquet-encoder.js';
 import { PARQUET_ROW_GROUP_ROWS } from '../dist/pipeline/io/parquet/parquet-sink.js';
 import { utf8RowBlock, viewOfBlock } from '../dist/pipeline/io/row-blocks.js';
 import { openSource } from '../dist/pipeline/io/source.js';
+import { settleInput } from '../dist/pipeline/jobs/run-input.js';
 import { BIN, ROOT, childEnv, startServe, stopServe } from './processes.mjs';
 import { DATA, numberOption, WORK } from './args.mjs';
 
@@ -70,7 +71,9 @@ const cpuSeconds = () => {
   return (u.user + u.system) / 1e6;
 };
 
-const source = await openSource({ path: await mapOutput() });
+const mapped = await mapOutput();
+const settled = await settleInput([mapped], {});
+const source = await openSource({ path: mapped, format: settled.format, ...settled.reading });
 const header = source.header;
 // map's result columns are typed as map types them; the input's own columns are text as read
 const types = header.map((name) =>

@@ -68,7 +68,7 @@ async function read(dist, path) {
     const { openParquetSource } = await import(${JSON.stringify(join(dist, 'pipeline/io/parquet/parquet-source.js'))});
     const started = performance.now();
     let rows = 0;
-    for await (const chunk of (await openParquetSource({ path: ${JSON.stringify(path)} })).rows()) rows += chunk.length;
+    for await (const chunk of (await openParquetSource({ path: ${JSON.stringify(path)}, chunkRows: 2000 })).rows()) rows += chunk.length;
     const u = process.resourceUsage();
     const hwm = /VmHWM:\\s+(\\d+)/.exec(readFileSync('/proc/self/status', 'utf8'));
     console.log(JSON.stringify({ rows, seconds: (performance.now() - started) / 1000, cpuS: (u.userCPUTime + u.systemCPUTime) / 1e6, peakMb: Number(hwm[1]) / 1024 }));`;

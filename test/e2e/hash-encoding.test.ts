@@ -8,6 +8,7 @@ import { ensureBuilt } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 import { runCli } from '../helpers/map-e2e-processes.js';
 import { advanceDays, runCli as runServed, setServiceTime, startServe } from '../helpers/remap-e2e.js';
+import { settled } from '../helpers/settled-reading.js';
 
 // --hash-encoding hex: every place a hash is written (map --emit-hash on every output path, hash, the remap-due
 // changes file, state export) writes lowercase hex of the same bytes; base64 stays the default, byte for byte.
@@ -37,7 +38,7 @@ const MAP = ['map', ...COLUMNS, '--env', 'local', '--quiet', '--emit-hash'];
 
 /** A table as this tool reads it (any format): header and cells, nulls read as empty cells. */
 async function table(path: string): Promise<{ header: string[]; rows: string[][] }> {
-  const source: TableSource = await openSource({ path });
+  const source: TableSource = await openSource(await settled({ path }));
   const rows: string[][] = [];
   for await (const chunk of source.rows()) for (const r of chunk) rows.push(r.cells);
   return { header: source.header, rows };

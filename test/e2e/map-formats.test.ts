@@ -8,6 +8,7 @@ import type { TableSource } from '../../src/pipeline/io/table.js';
 import { ensureBuilt } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 import { runCli } from '../helpers/map-e2e-processes.js';
+import { settled } from '../helpers/settled-reading.js';
 
 // The same identifiers through `map --env local` from plain CSV, gzip and Parquet: the same output rows.
 const dir = tempDir('formats');
@@ -62,7 +63,7 @@ async function parquetOf(csvPath: string, name: string): Promise<string> {
 
 /** A table as this tool reads it (any format): header and cells, nulls read as empty cells. */
 async function table(path: string): Promise<{ header: string[]; rows: string[][] }> {
-  const source: TableSource = await openSource({ path });
+  const source: TableSource = await openSource(await settled({ path }));
   const rows: string[][] = [];
   for await (const chunk of source.rows()) for (const r of chunk) rows.push(r.cells);
   return { header: source.header, rows };

@@ -13,6 +13,7 @@ import {
   expectedE164,
   type CountryRow,
 } from '../helpers/multi-country-phones.js';
+import { settled } from '../helpers/settled-reading.js';
 
 // --phone-region-col through the built CLI: each row's phone is read in its own country, exactly as libphonenumber-js
 // reads it there, on every path (main thread, row threads, CSV, JSONL, Parquet; map, hash, token validate).
@@ -38,7 +39,7 @@ async function duck(sql: string): Promise<void> {
 }
 
 async function readTable(path: string): Promise<{ header: string[]; rows: string[][] }> {
-  const source = await openSource({ path });
+  const source = await openSource(await settled({ path }));
   const out: string[][] = [];
   for await (const chunk of source.rows()) for (const r of chunk) out.push(r.cells);
   return { header: source.header, rows: out };

@@ -2,8 +2,9 @@ import { Readable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MAX_RECORD_BYTES } from '../../src/pipeline/io/record-limit.js';
 import { openSource } from '../../src/pipeline/io/source.js';
-import { InputError, type BadRecord, type OpenSourceOptions } from '../../src/pipeline/io/table.js';
+import { InputError, type BadRecord } from '../../src/pipeline/io/table.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
+import { settled, type AskedSource } from '../helpers/settled-reading.js';
 
 const dir = tempDir('bad-records');
 afterAll(() => dir.remove());
@@ -15,9 +16,9 @@ interface Read {
 }
 
 /** Reads a whole table in skip mode: rows as `line:cells`, and the records skipped. */
-async function readSkipping(opts: OpenSourceOptions): Promise<Read> {
+async function readSkipping(opts: AskedSource): Promise<Read> {
   const bad: BadRecord[] = [];
-  const source = await openSource({ ...opts, onBadRecord: (b) => bad.push(b), chunkRows: 3 });
+  const source = await openSource(await settled({ ...opts, onBadRecord: (b) => bad.push(b), chunkRows: 3 }));
   const rows: string[] = [];
   for await (const chunk of source.rows()) for (const r of chunk) rows.push(`${r.line}:${r.cells.join('|')}`);
   return { rows, bad, badRows: source.problems().badRows };
@@ -107,7 +108,7 @@ describe('skipping bad CSV records', () => {
     const path = dir.file('bad-fail.csv', csvWithBadRecords());
     const err = await failure(
       (async () => {
-        const source = await openSource({ path });
+        const source = await openSource(await settled({ path }));
         for await (const _ of source.rows());
       })(),
     );

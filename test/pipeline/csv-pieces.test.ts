@@ -9,6 +9,8 @@ import { openSource } from '../../src/pipeline/io/source.js';
 import { InputError, type InputRow, type SourceProblemCounts } from '../../src/pipeline/io/table.js';
 import { csvParseOptions as csvOptions, oracleRecords } from '../helpers/csv-oracle.js';
 import { seeded } from '../helpers/seeded-random.js';
+import { settled } from '../helpers/settled-reading.js';
+import { settleInput } from '../../src/pipeline/jobs/run-input.js';
 
 type Parsed = { ok: true; records: string[][] } | { ok: false; code: string };
 
@@ -120,7 +122,7 @@ function checkFile(seed: number, delimiter: string): void {
   const input = Buffer.from(generateCsv(rnd, delimiter, rnd() > 0.1), 'utf8');
   const target = 1 + Math.floor(rnd() * 200);
   const headerFirst = rnd() < 0.3;
-  const cuts = cutAll(new CsvPieceCutter(delimiter, target), pushSizes(rnd, input), headerFirst);
+  const cuts = cutAll(new CsvPieceCutter(delimiter, target, 'utf8'), pushSizes(rnd, input), headerFirst);
   const where = `seed ${seed}, delimiter ${JSON.stringify(delimiter)}, target ${target}`;
 
   expect(Buffer.concat(cuts.map((c) => c.piece.bytes)).equals(input), where).toBe(true);
@@ -185,7 +187,7 @@ describe('CsvPieceCutter against csv-parse on random files', () => {
 });
 
 function cutString(text: string, pushes: string[] | undefined, target: number, delimiter = ','): CsvPiece[] {
-  const cutter = new CsvPieceCutter(delimiter, target);
+  const cutter = new CsvPieceCutter(delimiter, target, 'utf8');
   const pieces: CsvPiece[] = [];
   for (const p of pushes ?? [text]) {
     cutter.push(Buffer.from(p));
@@ -212,7 +214,7 @@ describe('CsvPieceCutter.next', () => {
   });
 
   test('does not cut after a CR that ends the pushed bytes until the next byte shows a lone CR or a CRLF', () => {
-    const cutter = new CsvPieceCutter(',', 1);
+    const cutter = new CsvPieceCutter(',', 1, 'utf8');
     cutter.push(Buffer.from('a,b\r'));
     expect(cutter.next()).toBeUndefined();
     cutter.push(Buffer.from('\nc\r'));
@@ -226,7 +228,7 @@ describe('CsvPieceCutter.next', () => {
   });
 
   test('waits for the byte after a quote inside a quoted value (escaped or closing)', () => {
-    const cutter = new CsvPieceCutter(',', 1);
+    const cutter = new CsvPieceCutter(',', 1, 'utf8');
     cutter.push(Buffer.from('"a"'));
     expect(cutter.next()).toBeUndefined();
     cutter.push(Buffer.from('"\nb"\n'));
@@ -254,7 +256,7 @@ describe('CsvPieceCutter.next', () => {
   });
 
   test('an unclosed quote keeps the rest of the input in the last piece', () => {
-    const cutter = new CsvPieceCutter(',', 1);
+    const cutter = new CsvPieceCutter(',', 1, 'utf8');
     cutter.push(Buffer.from('a\n"b\nc\nd\n'));
     expect(cutter.next()?.bytes.toString()).toBe('a\n');
     expect(cutter.next()).toBeUndefined();
@@ -273,15 +275,17 @@ describe('CsvPieceCutter.next', () => {
     expect(records).toEqual(parse(rows, csvOptions(',')));
   });
 
-  test('rejects a delimiter csv-parse could not use here', () => {
-    for (const bad of ['', ',,', '"', '\n', '\r']) expect(() => new CsvPieceCutter(bad)).toThrow(/delimiter/);
-    expect(() => new CsvPieceCutter(',', 0)).toThrow(/targetBytes/);
+  test('a delimiter csv-parse could not use here is refused once, as the input is settled', async () => {
+    for (const bad of [',,', '"', '\n', '\r'])
+      await expect(settleInput(['in.csv'], { delimiter: bad })).rejects.toThrow(/delimiter/);
+    expect((await settleInput(['in.csv'], { delimiter: '' })).reading.delimiter).toBe(',');
+    expect(() => new CsvPieceCutter(',', 0, 'utf8')).toThrow(/targetBytes/);
   });
 });
 
 describe('CsvPieceCutter.nextRecord', () => {
   test('takes the leading empty lines and the first record, a quoted name with line breaks included', () => {
-    const cutter = new CsvPieceCutter(',', 1);
+    const cutter = new CsvPieceCutter(',', 1, 'utf8');
     cutter.push(Buffer.from('\n\r\n\r"first\r\nname",b\r\n1,2\n'));
     const header = cutter.nextRecord();
     expect(header?.bytes.toString()).toBe('\n\r\n\r"first\r\nname",b\r\n');
@@ -292,7 +296,7 @@ describe('CsvPieceCutter.nextRecord', () => {
   });
 
   test('is undefined until the first record is complete', () => {
-    const cutter = new CsvPieceCutter(',', 1);
+    const cutter = new CsvPieceCutter(',', 1, 'utf8');
     cutter.push(Buffer.from('\n\n'));
     expect(cutter.nextRecord()).toBeUndefined();
     cutter.push(Buffer.from('"a\n'));
@@ -308,7 +312,7 @@ describe('CsvPieceCutter.nextRecord', () => {
   });
 
   test('next() after a header search that went past the target still cuts at the first break past it', () => {
-    const cutter = new CsvPieceCutter(',', 4);
+    const cutter = new CsvPieceCutter(',', 4, 'utf8');
     cutter.push(Buffer.from('h1,h2\n'));
     expect(cutter.nextRecord()?.bytes.toString()).toBe('h1,h2\n');
     cutter.push(Buffer.from('\n\n\n\n\n\nab'));
@@ -317,7 +321,7 @@ describe('CsvPieceCutter.nextRecord', () => {
   });
 
   test('next() after a header search that went past a quote still cuts at the first break past the target', () => {
-    const cutter = new CsvPieceCutter(',', 4);
+    const cutter = new CsvPieceCutter(',', 4, 'utf8');
     cutter.push(Buffer.from('h1,h2\n'));
     expect(cutter.nextRecord()?.bytes.toString()).toBe('h1,h2\n');
     cutter.push(Buffer.from('\n\n\n\n\n\n"a\n'));
@@ -401,15 +405,17 @@ async function readWhole(
   skipping = false,
 ): Promise<TableOutcome> {
   try {
-    const table = await openSource({
-      path: 'in.csv',
-      format: 'csv',
-      header: false,
-      delimiter,
-      encoding,
-      stream: Readable.from(reads),
-      ...(skipping ? { onBadRecord: () => expect.unreachable('a record of a readable file skipped') } : {}),
-    });
+    const table = await openSource(
+      await settled({
+        path: 'in.csv',
+        format: 'csv',
+        header: false,
+        delimiter,
+        encoding,
+        stream: Readable.from(reads),
+        ...(skipping ? { onBadRecord: () => expect.unreachable('a record of a readable file skipped') } : {}),
+      }),
+    );
     const rows: InputRow[] = [];
     for await (const chunk of table.rows()) rows.push(...chunk);
     const { badRows: _, ...problems } = table.problems();

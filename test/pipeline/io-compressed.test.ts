@@ -8,6 +8,7 @@ import { openCsvPieces } from '../../src/pipeline/io/csv/piece-source.js';
 import { parseCsvPiece } from '../../src/pipeline/io/csv/csv-records.js';
 import { InputError, type TableSource } from '../../src/pipeline/io/table.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
+import { settled } from '../helpers/settled-reading.js';
 
 const dir = tempDir('gzip');
 afterAll(() => dir.remove());
@@ -32,7 +33,7 @@ async function readAll(
 
 /** Opens and reads to the end: a problem may show while opening (in the header) or later. */
 async function readThrough(path: string): Promise<unknown> {
-  return readAll(await openSource({ path }));
+  return readAll(await openSource(await settled({ path })));
 }
 
 async function failure(promise: Promise<unknown>): Promise<InputError> {
@@ -51,23 +52,23 @@ describe('gzip input', () => {
 
   it('a .csv.gz reads as the same rows, with the same lines, as the plain file', async () => {
     const gz = dir.file('t.csv.gz', gzipSync(text));
-    const want = await readAll(await openSource({ path: plain, chunkRows: 333 }));
-    const got = await readAll(await openSource({ path: gz, chunkRows: 333 }));
+    const want = await readAll(await openSource(await settled({ path: plain, chunkRows: 333 })));
+    const got = await readAll(await openSource(await settled({ path: gz, chunkRows: 333 })));
     expect(got).toEqual(want);
     expect(got.rows[0].cells).toEqual(['000', 'user0@example.com', '+16175550000', '02134', 'a, "b"\nsecond line']);
     expect(got.rows.length).toBe(5000);
   });
 
   it('is recognised by its first bytes whatever the name, also on a stream (stdin)', async () => {
-    const want = await readAll(await openSource({ path: plain }));
+    const want = await readAll(await openSource(await settled({ path: plain })));
     const misnamed = dir.file('export.csv', gzipSync(text));
-    expect(await readAll(await openSource({ path: misnamed }))).toEqual(want);
+    expect(await readAll(await openSource(await settled({ path: misnamed })))).toEqual(want);
     const stream = new PassThrough();
     const bytes = gzipSync(text);
     // a pipe delivers small pieces: the gzip signature may arrive split
     for (let i = 0; i < bytes.length; i += 7) stream.write(bytes.subarray(i, i + 7));
     stream.end();
-    expect(await readAll(await openSource({ path: '-', stream }))).toEqual(want);
+    expect(await readAll(await openSource(await settled({ path: '-', stream })))).toEqual(want);
   });
 
   it('reads concatenated gzip members (parts appended into one file) on', async () => {
@@ -76,19 +77,21 @@ describe('gzip input', () => {
       'members.csv.gz',
       Buffer.concat([gzipSync(text.slice(0, half + 1)), gzipSync(text.slice(half + 1))]),
     );
-    expect(await readAll(await openSource({ path: gz }))).toEqual(await readAll(await openSource({ path: plain })));
+    expect(await readAll(await openSource(await settled({ path: gz })))).toEqual(
+      await readAll(await openSource(await settled({ path: plain }))),
+    );
   });
 
   it('gives the row threads the same pieces of text', async () => {
     const gz = dir.file('pieces.csv.gz', gzipSync(text));
-    const source = await openCsvPieces({ path: gz }, 4096);
+    const source = await openCsvPieces(await settled({ path: gz }), 4096);
     expect(source.header).toEqual(['id', 'email', 'phone', 'zip', 'note']);
     const counts = { shortRows: 0, longRows: 0, extraKeys: 0 };
     const rows: Array<{ line: number; cells: string[] }> = [];
     for await (const piece of source.pieces())
       for (const r of parseCsvPiece(piece, source.settings, source.width, source.name, counts))
         rows.push({ line: r.line, cells: r.cells });
-    expect(rows).toEqual((await readAll(await openSource({ path: plain }))).rows);
+    expect(rows).toEqual((await readAll(await openSource(await settled({ path: plain })))).rows);
     expect(source.bytesRead()).toBe(readFileSync(gz).length);
   });
 
@@ -97,7 +100,7 @@ describe('gzip input', () => {
       't.jsonl.gz',
       gzipSync('{"email":"a@example.com","zip":"02134"}\n{"email":"b@example.com","zip":"007"}\n'),
     );
-    const got = await readAll(await openSource({ path: gz }));
+    const got = await readAll(await openSource(await settled({ path: gz })));
     expect(got.header).toEqual(['email', 'zip']);
     expect(got.rows.map((r) => r.cells)).toEqual([
       ['a@example.com', '02134'],
@@ -138,7 +141,7 @@ describe('gzip input', () => {
 
     it('a file named .gz that is not gzip', async () => {
       const path = dir.file('plain.csv.gz', text);
-      const err = await failure(openSource({ path }));
+      const err = await failure(openSource(await settled({ path })));
       expect(err.message).toBe(
         `${path}: named .gz but not gzip-compressed; rename it without .gz, or check how it was exported`,
       );
@@ -146,13 +149,13 @@ describe('gzip input', () => {
 
     it('a gzip of a gzip', async () => {
       const path = dir.file('twice.csv.gz', gzipSync(gzipSync(text)));
-      const err = await failure(openSource({ path }));
+      const err = await failure(openSource(await settled({ path })));
       expect(err.message).toContain('gzip-compressed twice');
     });
 
     it('a Parquet file read as text', async () => {
       const path = dir.file('data.csv', Buffer.concat([Buffer.from('PAR1'), Buffer.alloc(64, 1)]));
-      const err = await failure(openSource({ path }));
+      const err = await failure(openSource(await settled({ path })));
       expect(err.message).toBe(`${path}: a Parquet file, read as text; name it .parquet or add --input-format parquet`);
     });
   });
@@ -180,7 +183,7 @@ describe('gzip output', () => {
     expect(gz[0]).toBe(0x1f);
     expect(gz[1]).toBe(0x8b);
     expect(gunzipSync(gz).equals(plain)).toBe(true);
-    const back = await readAll(await openSource({ path: gzPath }));
+    const back = await readAll(await openSource(await settled({ path: gzPath })));
     expect(back.header).toEqual(header);
     expect(back.rows.map((r) => r.cells)).toEqual(rows);
   });

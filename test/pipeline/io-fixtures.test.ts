@@ -4,6 +4,7 @@ import { describe, expect, test } from 'vitest';
 import { ColumnError, resolveIdentifierColumns } from '../../src/pipeline/map/identifier-columns.js';
 import { openSource } from '../../src/pipeline/io/source.js';
 import { InputError, type InputRow, type TableSource } from '../../src/pipeline/io/table.js';
+import { settled } from '../helpers/settled-reading.js';
 
 /** Every file of the bad-input corpus, read as the manifest says it should be. */
 const DIR = join(import.meta.dirname, '..', 'fixtures', 'bad-input');
@@ -50,7 +51,7 @@ describe('bad-input corpus', () => {
       if (want.expect === 'error') {
         let caught: unknown;
         try {
-          await readAll(await openSource({ path, chunkRows: 2 }));
+          await readAll(await openSource(await settled({ path, chunkRows: 2 })));
         } catch (err) {
           caught = err;
         }
@@ -66,7 +67,7 @@ describe('bad-input corpus', () => {
         for (const value of personalValues(file)) expect(err.message).not.toContain(value);
         return;
       }
-      const source = await openSource({ path, chunkRows: 2 });
+      const source = await openSource(await settled({ path, chunkRows: 2 }));
       const rows = await readAll(source);
       if (want.header) expect(source.header).toEqual(want.header);
       if (want.width) expect(source.header).toHaveLength(want.width);

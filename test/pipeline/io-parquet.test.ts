@@ -16,6 +16,7 @@ import { openSource } from '../../src/pipeline/io/source.js';
 import { columnCells } from '../../src/pipeline/io/utf8-columns.js';
 import { InputError, OutputError, type TableSource } from '../../src/pipeline/io/table.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
+import { settled } from '../helpers/settled-reading.js';
 
 const dir = tempDir('parquet');
 afterAll(() => dir.remove());
@@ -83,7 +84,7 @@ describe('Parquet round trip', () => {
     const sink = await openParquetSink({ path, format: 'parquet', header: HEADER, types: TYPES }, 1000);
     for (let i = 0; i < rows.length; i += 700) await sink.writeRows(rows.slice(i, i + 700).map((r) => r.slice()));
     await sink.commit();
-    const source = await openSource({ path, chunkRows: 333 });
+    const source = await openSource(await settled({ path, chunkRows: 333 }));
     const back = await readAll(source);
     expect(back.header).toEqual(HEADER);
     expect(back.rows.map((r) => r.cells)).toEqual(rows);
@@ -121,7 +122,7 @@ describe('Parquet round trip', () => {
     expect(meta.row_groups[0].columns.every((c) => c.offset_index_offset !== undefined)).toBe(true);
     // a group this small is read whole by default; without that, in slices of rows: the same rows either way
     for (const reading of [{}, { wholeGroupBytes: 0 }]) {
-      const back = await readAll(await openParquetSource({ path: bigPath, chunkRows: 4096 }, reading));
+      const back = await readAll(await openParquetSource(await settled({ path: bigPath, chunkRows: 4096 }), reading));
       expect(back.rows.map((r) => r.cells)).toEqual(emails.map((e, i) => [e, zips[i]]));
       expect(back.rows.map((r) => r.line)).toEqual(emails.map((_, i) => i + 1));
     }
@@ -166,7 +167,7 @@ describe('Parquet round trip', () => {
       ['b@example.com', null, 'TIMESTAMP WITH TIME ZONE', false, 'BOOLEAN', null, 'BIGINT'],
       ['', 1801785600n, 'TIMESTAMP WITH TIME ZONE', null, 'BOOLEAN', -3n, 'BIGINT'],
     ]);
-    const back = await readAll(await openSource({ path: tsPath }));
+    const back = await readAll(await openSource(await settled({ path: tsPath })));
     expect(back.rows.map((r) => r.cells)).toEqual([
       ['a@example.com', '2027-02-05T00:00:00.000Z', 'true', '7'],
       ['b@example.com', '', 'false', ''],
@@ -194,7 +195,7 @@ describe('Parquet round trip', () => {
       `COPY (SELECT lpad(i::VARCHAR, 5, '0') AS zip, 'u' || i || '@example.com' AS email, i::BIGINT * 1000 AS n, (i % 2 = 0) AS even, NULL::VARCHAR AS empty
              FROM range(2500) t(i)) TO '${p}' (FORMAT parquet, ROW_GROUP_SIZE 1000, COMPRESSION zstd)`,
     );
-    const source = (await openSource({ path: p })) as ParquetTableSource;
+    const source = (await openSource(await settled({ path: p }))) as ParquetTableSource;
     expect(source.columns.map((c) => c.kind)).toEqual(['string', 'string', 'scalar', 'scalar', 'string']);
     const back = await readAll(source);
     expect(back.rows.length).toBe(2500);
@@ -222,7 +223,7 @@ describe('Parquet round trip', () => {
         expect(parquetMetadata(own).row_groups.length).toBe(1);
         // in slices (as a reading thread that also encodes reads it) and whole: the same rows either way
         for (const reading of [{ wholeGroupBytes: 0 }, {}]) {
-          const back = await readAll(await openParquetSource({ path: p, chunkRows: 4096 }, reading));
+          const back = await readAll(await openParquetSource(await settled({ path: p, chunkRows: 4096 }), reading));
           expect(back.rows.map((r) => r.cells)).toEqual(expected);
           expect(back.rows.map((r) => r.line)).toEqual(expected.map((_, i) => i + 1));
         }
@@ -262,11 +263,13 @@ describe('Parquet round trip', () => {
         parquetMetadata(bytes.buffer).row_groups[0].columns.every((c) => c.offset_index_offset === undefined),
       ).toBe(true);
       for (const reading of [{ wholeGroupBytes: 0 }, {}]) {
-        const back = await readAll(await openParquetSource({ path: p, chunkRows: 3000 }, reading));
+        const back = await readAll(await openParquetSource(await settled({ path: p, chunkRows: 3000 }), reading));
         expect(back.rows.map((r) => r.cells)).toEqual(expected);
         expect(back.rows.map((r) => r.line)).toEqual(expected.map((_, i) => i + 1));
         const cells: string[][] = [];
-        for await (const chunk of (await openParquetSource({ path: p, chunkRows: 3000 }, reading)).utf8Chunks()) {
+        for await (const chunk of (
+          await openParquetSource(await settled({ path: p, chunkRows: 3000 }), reading)
+        ).utf8Chunks()) {
           const columns = chunk.columns.map(columnCells);
           for (let r = 0; r < chunk.rows; r++) cells.push(columns.map((c) => c[r]));
         }
@@ -280,7 +283,7 @@ describe('Parquet bad input: one InputError naming the file, no cell value in it
   it('an identifier column that is INT64', async () => {
     const p = dir.file('int-phone.parquet');
     await duck(`COPY (SELECT 16175550102::BIGINT AS phone, 'x' AS name) TO '${p}' (FORMAT parquet)`);
-    const source = await openParquetSource({ path: p });
+    const source = await openParquetSource(await settled({ path: p }));
     const err = await inputError(async () => requireTextColumns(source, ['phone']));
     expect(err.message).toBe(
       `${p}: identifier column 'phone' is of type INT64 INT_64, not a string column; identifiers must be stored as strings: cast the column to VARCHAR/STRING when exporting`,
@@ -292,7 +295,7 @@ describe('Parquet bad input: one InputError naming the file, no cell value in it
     await duck(
       `COPY (SELECT 'a@example.com' AS email, INTERVAL 3 MONTH AS wait, {'since': INTERVAL 1 DAY} AS s) TO '${p}' (FORMAT parquet)`,
     );
-    const err = await inputError(() => openParquetSource({ path: p }));
+    const err = await inputError(async () => openParquetSource(await settled({ path: p })));
     expect(err.message).toMatch(/unsupported type INTERVAL in column 'wait'/);
     expect(err.message).toMatch(/CAST/);
     expect(err.message).not.toMatch(/corrupt/);
@@ -300,7 +303,7 @@ describe('Parquet bad input: one InputError naming the file, no cell value in it
     await duck(
       `COPY (SELECT 'a@example.com' AS email, {'since': INTERVAL 1 DAY} AS s) TO '${nested}' (FORMAT parquet)`,
     );
-    expect((await inputError(() => openSource({ path: nested }))).message).toMatch(
+    expect((await inputError(async () => openSource(await settled({ path: nested })))).message).toMatch(
       /unsupported type INTERVAL in column 's'/,
     );
   });
@@ -310,7 +313,7 @@ describe('Parquet bad input: one InputError naming the file, no cell value in it
     await duck(
       `COPY (SELECT {'address': 'a@example.com'} AS email, ['b@example.com'] AS emails) TO '${p}' (FORMAT parquet)`,
     );
-    const source = await openParquetSource({ path: p });
+    const source = await openParquetSource(await settled({ path: p }));
     expect(source.columns.map((c) => c.kind)).toEqual(['nested', 'nested']);
     expect((await inputError(async () => requireTextColumns(source, ['email']))).message).toContain(
       "identifier column 'email' is a nested column (group), not a string column",
@@ -325,14 +328,14 @@ describe('Parquet bad input: one InputError naming the file, no cell value in it
   it('no identifier column: the usual column error, with the columns there are', async () => {
     const p = dir.file('no-id.parquet');
     await duck(`COPY (SELECT 1 AS id, 'x' AS name) TO '${p}' (FORMAT parquet)`);
-    const source = await openSource({ path: p });
+    const source = await openSource(await settled({ path: p }));
     expect(() => resolveIdentifierColumns(source.header, {})).toThrow(ColumnError);
   });
 
   it('a corrupt or truncated footer', async () => {
     const good = readFileSync(dir.file('out.parquet'));
     const truncated = dir.file('truncated.parquet', good.subarray(0, good.length - 100));
-    const err = await inputError(() => openSource({ path: truncated }));
+    const err = await inputError(async () => openSource(await settled({ path: truncated })));
     expect(err.message).toBe(
       `${truncated}: not a readable Parquet file (its footer is missing or corrupt: a truncated copy?); copy or export it again`,
     );
@@ -341,14 +344,16 @@ describe('Parquet bad input: one InputError naming the file, no cell value in it
     const footerStart = garbled.length - 8 - garbled.readUInt32LE(garbled.length - 8);
     garbled.fill(0x41, footerStart, footerStart + 52);
     const corrupt = dir.file('corrupt-footer.parquet', garbled);
-    expect((await inputError(() => openSource({ path: corrupt }))).message).toContain('not a readable Parquet file');
+    expect((await inputError(async () => openSource(await settled({ path: corrupt })))).message).toContain(
+      'not a readable Parquet file',
+    );
   });
 
   it('corrupt data inside a row group', async () => {
     const good = Buffer.from(readFileSync(dir.file('out.parquet')));
     good.fill(0x7f, 200, 4000);
     const p = dir.file('corrupt-data.parquet', good);
-    const err = await inputError(async () => readAll(await openSource({ path: p })));
+    const err = await inputError(async () => readAll(await openSource(await settled({ path: p }))));
     expect(err.message).toMatch(
       /: the row group holding rows 1 to 1000 cannot be decoded \(corrupt data\?\); export it again/,
     );
@@ -369,7 +374,7 @@ describe('Parquet bad input: one InputError naming the file, no cell value in it
     pw.write({ columnData: [{ name: 'email', data: ['b@example.com'] }] });
     pw.finish();
     const p = dir.file('empty-group.parquet', new Uint8Array(writer.getBuffer()));
-    const back = await readAll(await openSource({ path: p }));
+    const back = await readAll(await openSource(await settled({ path: p })));
     expect(back.rows).toEqual([
       { line: 1, cells: ['a@example.com'] },
       { line: 2, cells: ['b@example.com'] },
@@ -379,17 +384,17 @@ describe('Parquet bad input: one InputError naming the file, no cell value in it
   it('a file with no row group at all is an empty table', async () => {
     const p = dir.file('empty.parquet');
     await duck(`COPY (SELECT 'a@example.com' AS email WHERE false) TO '${p}' (FORMAT parquet)`);
-    const back = await readAll(await openSource({ path: p }));
+    const back = await readAll(await openSource(await settled({ path: p })));
     expect(back).toEqual({ header: ['email'], rows: [] });
   });
 
   it('Parquet from stdin, or missing', async () => {
-    expect((await inputError(() => openSource({ path: '-', format: 'parquet' }))).message).toBe(
+    expect((await inputError(async () => openSource(await settled({ path: '-', format: 'parquet' })))).message).toBe(
       '<stdin>: Parquet cannot be read from stdin (its index is at the end of the file); give the file name instead of -',
     );
-    expect((await inputError(() => openSource({ path: dir.file('nope.parquet') }))).message).toMatch(
-      /nope\.parquet: no such file$/,
-    );
+    expect(
+      (await inputError(async () => openSource(await settled({ path: dir.file('nope.parquet') })))).message,
+    ).toMatch(/nope\.parquet: no such file$/);
   });
 });
 
@@ -440,7 +445,7 @@ describe('map output as Parquet', () => {
     const sink = await openSink({ path, format: 'parquet', header, types });
     await sink.writeRows(rows.map((r) => r.slice()));
     await sink.commit();
-    expect((await readAll(await openSource({ path }))).rows.map((r) => r.cells)).toEqual(rows);
+    expect((await readAll(await openSource(await settled({ path })))).rows.map((r) => r.cells)).toEqual(rows);
     const got = await duck(
       `SELECT id, phone, email_refresh_from, email_reason, phone_refresh_from, phone_status FROM read_parquet('${path}')`,
     );
@@ -454,7 +459,7 @@ describe('map output as Parquet', () => {
 describe('requireTextColumns on any input', () => {
   it('checks nothing for a CSV source, which has no column types', async () => {
     const p = dir.file('plain.csv', 'phone\n16175550102\n');
-    const source = await openSource({ path: p });
+    const source = await openSource(await settled({ path: p }));
     expect(() => requireTextColumns(source, ['phone'])).not.toThrow();
   });
 });

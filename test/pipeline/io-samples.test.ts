@@ -6,13 +6,14 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { resolveIdentifierColumns } from '../../src/pipeline/map/identifier-columns.js';
 import { openSource } from '../../src/pipeline/io/source.js';
 import type { InputRow } from '../../src/pipeline/io/table.js';
+import { settled } from '../helpers/settled-reading.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const dir = mkdtempSync(join(tmpdir(), 'uid2-io-samples-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 async function rowsOf(path: string): Promise<{ header: string[]; rows: InputRow[] }> {
-  const source = await openSource({ path });
+  const source = await openSource(await settled({ path }));
   const rows: InputRow[] = [];
   for await (const chunk of source.rows()) rows.push(...chunk);
   return { header: source.header, rows };

@@ -7,6 +7,7 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { openSink } from '../../src/pipeline/io/output/sink.js';
 import { openSource } from '../../src/pipeline/io/source.js';
 import { OutputError, type InputRow } from '../../src/pipeline/io/table.js';
+import { settled } from '../helpers/settled-reading.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'uid2-io-sink-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -118,7 +119,7 @@ describe('file sink', () => {
     const sink = await openSink({ path, format: 'csv', header: ['id', 'value', 'note'] });
     for (let i = 0; i < rows.length; i += 700) await sink.writeRows(rows.slice(i, i + 700));
     await sink.commit();
-    const source = await openSource({ path });
+    const source = await openSource(await settled({ path }));
     const back: InputRow[] = [];
     for await (const chunk of source.rows()) back.push(...chunk);
     expect(source.header).toEqual(['id', 'value', 'note']);
@@ -137,7 +138,7 @@ describe('JSONL sink', () => {
     const lines = readFileSync(path, 'utf8').trimEnd().split('\n');
     expect(lines).toHaveLength(rows.length);
     expect(JSON.parse(lines[1])).toEqual({ id: '2', value: 'has,comma', note: 'has "quotes"', 'key "quoted"': 'x' });
-    const source = await openSource({ path });
+    const source = await openSource(await settled({ path }));
     const back: InputRow[] = [];
     for await (const chunk of source.rows()) back.push(...chunk);
     expect(source.header).toEqual(header);

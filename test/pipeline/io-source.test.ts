@@ -10,6 +10,7 @@ import { MAX_RECORD_BYTES } from '../../src/pipeline/io/record-limit.js';
 import { openSource } from '../../src/pipeline/io/source.js';
 import { openCsvPieces } from '../../src/pipeline/io/csv/piece-source.js';
 import { InputError, type InputRow, type OpenSourceOptions, type TableSource } from '../../src/pipeline/io/table.js';
+import { settled } from '../helpers/settled-reading.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'uid2-io-source-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -28,7 +29,7 @@ async function readAll(source: TableSource): Promise<InputRow[]> {
 }
 
 async function read(content: string | Buffer, opts: Partial<OpenSourceOptions> = {}, ext = '.csv') {
-  const source = await openSource({ path: file(content, ext), ...opts });
+  const source = await openSource(await settled({ path: file(content, ext), ...opts }));
   const rows = await readAll(source);
   return { source, rows };
 }
@@ -85,7 +86,7 @@ describe('CSV source', () => {
     const lines = ['id,email'];
     for (let i = 0; i < 2500; i++)
       lines.push(i % 100 === 7 ? `${i},"two\nlines${i}@example.com"` : `${i},u${i}@example.com`);
-    const source = await openSource({ path: file(`${lines.join('\n')}\n`), chunkRows: 1000 });
+    const source = await openSource(await settled({ path: file(`${lines.join('\n')}\n`), chunkRows: 1000 }));
     const sizes: number[] = [];
     const rows: InputRow[] = [];
     for await (const chunk of source.rows()) {
@@ -131,7 +132,7 @@ describe('CSV source', () => {
           for (const b of bytes) yield Buffer.of(b);
         })(),
       );
-      const source = await openSource({ path: '-', stream });
+      const source = await openSource(await settled({ path: '-', stream }));
       const split = await readAll(source);
       expect(split.map((r) => [r.line, ...r.cells])).toEqual(want.map((cells, i) => [i + 2, ...cells]));
     }
@@ -233,7 +234,7 @@ describe('CSV source', () => {
     // a stream that cuts every 7 bytes, so some cuts fall inside multi-byte characters
     const pieces: Buffer[] = [];
     for (let i = 0; i < bytes.length; i += 7) pieces.push(bytes.subarray(i, i + 7));
-    const source = await openSource({ path: '-', stream: Readable.from(pieces) });
+    const source = await openSource(await settled({ path: '-', stream: Readable.from(pieces) }));
     const rows = await readAll(source);
     expect(rows).toHaveLength(3000);
     expect(rows[2999].cells[1]).toBe('Zoë😊2999');
@@ -292,7 +293,7 @@ describe('CSV source', () => {
     expect(err.message).toMatch(/: line 3: .*longer than 16 MB/);
     expect(err.message).not.toMatch(/never closed/);
     // the row threads: pieces cut on this thread, each parsed as a row thread parses it
-    const pieces = await openCsvPieces({ path: file(content) });
+    const pieces = await openCsvPieces(await settled({ path: file(content) }));
     const threadErr = await (async () => {
       try {
         for await (const piece of pieces.pieces()) parseCsvRecords(piece, pieces.settings, pieces.name);
@@ -315,7 +316,7 @@ describe('CSV source', () => {
 
   test('reads ahead at most a little beyond the chunk being built (backpressure)', async () => {
     const { stream, pulled } = countingCsv(200_000);
-    const source = await openSource({ path: '-', stream, chunkRows: 1000 });
+    const source = await openSource(await settled({ path: '-', stream, chunkRows: 1000 }));
     const iterator = source.rows()[Symbol.asyncIterator]();
     const first = await iterator.next();
     expect(first.done).toBe(false);
@@ -326,7 +327,7 @@ describe('CSV source', () => {
 
   test('stdin: no total size, bytes read counted, name <stdin>', async () => {
     const { stream } = countingCsv(3000);
-    const source = await openSource({ path: '-', stream });
+    const source = await openSource(await settled({ path: '-', stream }));
     expect(source.name).toBe('<stdin>');
     expect(source.totalBytes).toBeUndefined();
     const rows = await readAll(source);
@@ -336,21 +337,21 @@ describe('CSV source', () => {
 
   test('a file: total size known, bytes read reach it', async () => {
     const text = `id,email\n${Array.from({ length: 5000 }, (_, i) => `${i},u${i}@example.com`).join('\n')}\n`;
-    const source = await openSource({ path: file(text) });
+    const source = await openSource(await settled({ path: file(text) }));
     expect(source.totalBytes).toBe(Buffer.byteLength(text));
     await readAll(source);
     expect(source.bytesRead()).toBe(Buffer.byteLength(text));
   });
 
   test('rows() can be iterated only once', async () => {
-    const source = await openSource({ path: file('a\n1\n') });
+    const source = await openSource(await settled({ path: file('a\n1\n') }));
     await readAll(source);
     expect(() => source.rows()).toThrow(/only once/);
   });
 
   test('a missing file, a directory: one line naming the path', async () => {
-    await expect(openSource({ path: join(dir, 'nope.csv') })).rejects.toThrow(/nope\.csv: no such file/);
-    await expect(openSource({ path: dir })).rejects.toThrow(/a directory, not a file/);
+    await expect(openSource(await settled({ path: join(dir, 'nope.csv') }))).rejects.toThrow(/nope\.csv: no such file/);
+    await expect(openSource(await settled({ path: dir }))).rejects.toThrow(/a directory, not a file/);
   });
 });
 

@@ -80,7 +80,7 @@ describe('a map run hands each opener its own settled spec', () => {
   it('the input opener gets the input settled: the delimiter checked once, the defaults filled in', async () => {
     const { input } = await handedOn({ state: 'postgres://db.example/uid2', reading: { delimiter: 'tab' } });
     expect(input).toEqual({
-      paths: ['in.tsv'],
+      parts: [{ path: 'in.tsv', format: 'csv' }],
       format: 'csv',
       reading: { delimiter: '\t', encoding: 'utf8', header: true, chunkRows: 2000 },
       shard: undefined,

@@ -9,6 +9,7 @@ import type { OpenSinkOptions, TableSink } from '../../src/pipeline/io/table.js'
 import { openSource } from '../../src/pipeline/io/source.js';
 import { ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
+import { settled } from '../helpers/settled-reading.js';
 
 // Worker threads start from compiled JS, so the threaded Parquet sink is exercised through dist/.
 type OpenParquetSink = (opts: OpenSinkOptions, rowGroupRows?: number) => Promise<TableSink>;
@@ -102,7 +103,7 @@ describe('Parquet output encoded on a worker thread (dist)', () => {
       const threaded = await write(1, rows, chunk, `same-${chunk}`);
       expect(Buffer.compare(readFileSync(threaded), inline), `chunks of ${chunk}`).toBe(0);
     }
-    const source = await openSource({ path: join(dir.path, 'same-333-1.parquet') });
+    const source = await openSource(await settled({ path: join(dir.path, 'same-333-1.parquet') }));
     const back: string[][] = [];
     for await (const c of source.rows()) for (const r of c) back.push(r.cells);
     expect(back).toEqual(rows);
@@ -116,7 +117,7 @@ describe('Parquet output encoded on a worker thread (dist)', () => {
     const metadata = parquetMetadata(inline.buffer.slice(inline.byteOffset, inline.byteOffset + inline.length));
     expect(metadata.row_groups.map((g) => Number(g.num_rows))).toEqual([18_000, 3000]);
     const back: string[][] = [];
-    for await (const c of (await openSource({ path: join(dir.path, 'big-groups-1.parquet') })).rows())
+    for await (const c of (await openSource(await settled({ path: join(dir.path, 'big-groups-1.parquet') }))).rows())
       for (const r of c) back.push(r.cells);
     expect(back).toEqual(rows);
   });

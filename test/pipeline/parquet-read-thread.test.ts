@@ -15,6 +15,7 @@ import { openSource as openHere } from '../../src/pipeline/io/source.js';
 import type { OpenSourceOptions, TableSource } from '../../src/pipeline/io/table.js';
 import { ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
+import { settled, type AskedSource } from '../helpers/settled-reading.js';
 
 // The reading thread starts from compiled JS, so it is exercised through dist/.
 type OpenTableInput = (opts: OpenSourceOptions, threads: number) => Promise<TableSource>;
@@ -66,7 +67,8 @@ async function readAll(source: TableSource): Promise<{ cells: string[][]; lines:
 
 describe('Parquet rows decoded on a reading thread (dist)', () => {
   let openTableInput: OpenTableInput;
-  const openSource = (opts: OpenSourceOptions) => openTableInput(opts, 1);
+  const openSource = async (opts: AskedSource) => openTableInput(await settled(opts), 1);
+  const openHereSettled = async (opts: AskedSource) => openHere(await settled(opts));
   const dir = tempDir('uid2-parquet-read-thread-');
   let path = '';
 
@@ -82,7 +84,7 @@ describe('Parquet rows decoded on a reading thread (dist)', () => {
   afterAll(() => dir.remove());
 
   it('gives the rows, lines and bytes read that reading on this thread gives', async () => {
-    const here = await openHere({ path, chunkRows: 700 });
+    const here = await openHere(await settled({ path, chunkRows: 700 }));
     const there = await openSource({ path, chunkRows: 700, readThread: true });
     const a = await readAll(here);
     const b = await readAll(there);
@@ -168,7 +170,7 @@ describe('Parquet rows decoded on a reading thread (dist)', () => {
     writeFileSync(broken, bytes);
     const failure = async (readThread: boolean) => {
       try {
-        await readAll(await (readThread ? openSource : openHere)({ path: broken, readThread }));
+        await readAll(await (readThread ? openSource : openHereSettled)({ path: broken, readThread }));
       } catch (err) {
         return { name: (err as Error).name, message: (err as Error).message };
       }

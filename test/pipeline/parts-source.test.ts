@@ -5,6 +5,7 @@ import { openParts } from '../../src/pipeline/io/parts-source.js';
 import { openSource } from '../../src/pipeline/io/source.js';
 import type { TableSource } from '../../src/pipeline/io/table.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
+import { settled, settledParts } from '../helpers/settled-reading.js';
 
 const dir = tempDir('parts-source');
 afterAll(() => dir.remove());
@@ -40,8 +41,8 @@ describe('openParts', () => {
     const parts = [0, 1, 2].map((p) =>
       dir.file(`part-${p}.csv.gz`, gzipSync(`${HEADER}\n${all.slice(p * 1000, p * 1000 + 1000).join('\n')}\n`)),
     );
-    const want = await readAll(await openSource({ path: whole, chunkRows: 700 }));
-    const source = await openParts(parts, { chunkRows: 700 });
+    const want = await readAll(await openSource(await settled({ path: whole, chunkRows: 700 })));
+    const source = await openParts(...(await settledParts(parts, { chunkRows: 700 })));
     expect(source.header).toEqual(['id', 'email', 'zip']);
     const got = await readAll(source);
     expect(got.map((r) => r.cells)).toEqual(want.map((r) => r.cells));
@@ -55,30 +56,30 @@ describe('openParts', () => {
     const a = dir.file('h-a.csv', `${HEADER}\n${line(1)}\n`);
     const b = dir.file('h-b.csv', `id,email\n1,x@example.com\n`);
     const c = dir.file('h-c.csv', `id,mail,zip\n${line(2)}\n`);
-    const count = await failure(openParts([a, b], {}));
+    const count = await failure(openParts(...(await settledParts([a, b]))));
     expect(count.message).toContain(b);
     expect(count.message).toContain('2 columns where the first part has 3');
-    const named = await failure(openParts([a, c], {}));
+    const named = await failure(openParts(...(await settledParts([a, c]))));
     expect(named.message).toContain("column 2 is 'mail' where the first part has 'email'");
   });
 
   it('JSON Lines parts place keys by name, and refuse a key the first part lacks', async () => {
     const a = dir.file('j-a.jsonl', '{"id":"1","email":"a@example.com"}\n');
     const b = dir.file('j-b.jsonl', '{"email":"b@example.com","id":"2"}\n{"email":"c@example.com"}\n');
-    const rows = await readAll(await openParts([a, b], {}));
+    const rows = await readAll(await openParts(...(await settledParts([a, b]))));
     expect(rows.map((r) => r.cells)).toEqual([
       ['1', 'a@example.com'],
       ['2', 'b@example.com'],
       ['', 'c@example.com'],
     ]);
     const c = dir.file('j-c.jsonl', '{"id":"3","phone":"+14155550100"}\n');
-    expect((await failure(openParts([a, c], {}))).message).toContain("key 'phone'");
+    expect((await failure(openParts(...(await settledParts([a, c]))))).message).toContain("key 'phone'");
   });
 
   it('passes over empty parts', async () => {
     const empty = dir.file('e-0.csv', '');
     const a = dir.file('e-1.csv', `${HEADER}\n${line(7)}\n`);
-    const rows = await readAll(await openParts([empty, a], {}));
+    const rows = await readAll(await openParts(...(await settledParts([empty, a]))));
     expect(rows).toEqual([{ file: a, line: 2, cells: ['0007', 'user7@example.com', '02134'] }]);
   });
 });

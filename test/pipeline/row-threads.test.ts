@@ -10,6 +10,8 @@ import type { PreparedRows } from '../../src/pipeline/map/prepare-rows.js';
 import type { RowFormat } from '../../src/pipeline/io/output/row-encoders.js';
 import type { RowThreads as RowThreadsType } from '../../src/pipeline/threads/row-threads.js';
 import type { InputRow, OpenSourceOptions, SourceProblemCounts } from '../../src/pipeline/io/table.js';
+import type { InputReading } from '../../src/pipeline/jobs/run-input.js';
+import { settled } from '../helpers/settled-reading.js';
 import { ensureBuilt, ROOT } from '../helpers/map-e2e-build.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 import { runCli, serveConnection, startServe, type ServeProcess } from '../helpers/map-e2e-processes.js';
@@ -58,7 +60,7 @@ afterAll(() => dir.remove());
 interface Case {
   name: string;
   bytes: Buffer;
-  opts?: Pick<OpenSourceOptions, 'delimiter' | 'header' | 'encoding'>;
+  opts?: Pick<InputReading, 'delimiter' | 'header' | 'encoding'>;
   columns: ColumnFlags;
   format?: 'csv' | 'jsonl';
 }
@@ -223,9 +225,9 @@ const CASES: Case[] = [
 /** How the bytes reach the reader: a file (64 KiB reads) or a stream of 1..5-byte reads (cuts everywhere). */
 type Feed = 'file' | 'tiny';
 
-function inputOptions(c: Case, feed: Feed, seed: number): OpenSourceOptions {
+async function inputOptions(c: Case, feed: Feed, seed: number): Promise<OpenSourceOptions> {
   const path = join(dir.path, `${c.name.replace(/[^a-z0-9]+/gi, '-')}.csv`);
-  const base: OpenSourceOptions = { path, format: 'csv', ...c.opts };
+  const base = await settled({ path, format: 'csv', ...c.opts });
   if (feed === 'file') {
     writeBytes(path, c.bytes);
     return base;
@@ -271,7 +273,7 @@ interface Outcome {
 }
 
 async function unthreaded(c: Case, feed: Feed, seed: number): Promise<Outcome> {
-  const table = await source.openSource(inputOptions(c, feed, seed));
+  const table = await source.openSource(await inputOptions(c, feed, seed));
   const columns = columnsOf(c, table.header);
   const encode = encoders.rowEncoder(formatOf(c, table.header, columns));
   const counts = hashing.emptyHashCounts(columns.length);
@@ -329,7 +331,7 @@ class Pools {
 }
 
 async function threadedHash(c: Case, feed: Feed, seed: number, pieceBytes: number, threads: number, pools: Pools) {
-  const src = await pieces.openCsvPieces(inputOptions(c, feed, seed), pieceBytes);
+  const src = await pieces.openCsvPieces(await inputOptions(c, feed, seed), pieceBytes);
   const pool = pools.get(src, c, threads);
   const counts = hashing.emptyHashCounts(columnsOf(c, src.header).length);
   const decoder = new TextDecoder();
@@ -349,7 +351,7 @@ async function threadedHash(c: Case, feed: Feed, seed: number, pieceBytes: numbe
 }
 
 async function threadedPrepare(c: Case, feed: Feed, seed: number, pieceBytes: number, threads: number, pools: Pools) {
-  const src = await pieces.openCsvPieces(inputOptions(c, feed, seed), pieceBytes);
+  const src = await pieces.openCsvPieces(await inputOptions(c, feed, seed), pieceBytes);
   const pool = pools.get(src, c, threads);
   const parts: PreparedRows[] = [];
   for await (const chunk of pool.prepared(src)) {
@@ -442,7 +444,7 @@ describe('RowThreads.hashed and .prepared match the single-threaded path (dist)'
 interface ErrorCase {
   name: string;
   bytes: Buffer;
-  opts?: Pick<OpenSourceOptions, 'delimiter' | 'header' | 'encoding'>;
+  opts?: Pick<InputReading, 'delimiter' | 'header' | 'encoding'>;
   /** What the single-threaded message must say (so the case tests the error it is named after). */
   expect: RegExp;
 }

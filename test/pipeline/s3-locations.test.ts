@@ -7,6 +7,7 @@ import { InputError } from '../../src/pipeline/io/table.js';
 import { s3Problem } from '../../src/pipeline/io/s3/s3-client.js';
 import { chooseS3Endpoint, s3Endpoint } from '../../src/pipeline/io/s3/s3-endpoint.js';
 import { isS3Url, parseS3Url } from '../../src/pipeline/io/s3/s3-url.js';
+import { settled } from '../helpers/settled-reading.js';
 
 describe('s3:// locations', () => {
   it('tells s3:// arguments from local paths, whatever the case of the scheme', () => {
@@ -117,7 +118,7 @@ describe('a download that breaks off', () => {
   ])('%s: one line naming the object, whatever was read before', async (url, bytes) => {
     const body = new Readable({ read() {} });
     body.push(bytes.subarray(0, 1000));
-    const input = await ByteInput.open({ path: url, stream: downloadOf(body, url) });
+    const input = await ByteInput.open(await settled({ path: url, stream: downloadOf(body, url) }));
     setImmediate(() => body.destroy(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })));
     await expect(readAll(input)).rejects.toThrow(
       new InputError(
@@ -132,7 +133,7 @@ describe('a download that breaks off', () => {
   it('a whole download reads as its bytes', async () => {
     const text = `email\n${'a@example.com\n'.repeat(2000)}`;
     const body = Readable.from([Buffer.from(text)]);
-    const input = await ByteInput.open({ path: url.replace('.gz', ''), stream: downloadOf(body, url) });
+    const input = await ByteInput.open(await settled({ path: url.replace('.gz', ''), stream: downloadOf(body, url) }));
     expect(await readAll(input)).toBe(text.length);
   });
 });

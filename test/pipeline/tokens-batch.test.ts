@@ -14,9 +14,10 @@ import {
 } from '../../src/pipeline/tokens/token-batch.js';
 import { ClientError, UnauthorizedError } from '../../src/protocol/index.js';
 import { fakeClient, identity } from '../cli/token-fakes.js';
+import { settled } from '../helpers/settled-reading.js';
 
 async function table(text: string, chunkRows = 2) {
-  return openSource({ path: 'in.csv', stream: Readable.from([Buffer.from(text)]), chunkRows });
+  return openSource(await settled({ path: 'in.csv', stream: Readable.from([Buffer.from(text)]), chunkRows }));
 }
 
 function output() {

@@ -4,6 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { openParquetSource } from '../../src/pipeline/io/parquet/parquet-source.js';
 import { columnCells, utf8Column, type TextCell } from '../../src/pipeline/io/utf8-columns.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
+import { settled } from '../helpers/settled-reading.js';
 
 const dir = tempDir('utf8-columns');
 afterAll(() => dir.remove());
@@ -82,7 +83,7 @@ describe('a Parquet file read as UTF-8 columns', () => {
     const path = write();
     const columns: string[][] = [];
     const lines: number[] = [];
-    for await (const chunk of (await openParquetSource({ path, chunkRows: 700 })).utf8Chunks()) {
+    for await (const chunk of (await openParquetSource(await settled({ path, chunkRows: 700 }))).utf8Chunks()) {
       const cells = chunk.columns.map(columnCells);
       for (let r = 0; r < chunk.rows; r++) {
         columns.push(cells.map((c) => c[r]));
@@ -90,7 +91,7 @@ describe('a Parquet file read as UTF-8 columns', () => {
       }
     }
     const rows: string[][] = [];
-    for await (const chunk of (await openParquetSource({ path, chunkRows: 700 })).rows())
+    for await (const chunk of (await openParquetSource(await settled({ path, chunkRows: 700 }))).rows())
       for (const r of chunk) rows.push(r.cells);
     expect(columns).toEqual(rows);
     expect(lines).toEqual(rows.map((_, i) => i + 1));

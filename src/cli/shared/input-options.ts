@@ -2,6 +2,7 @@ import { Option, type Command } from 'commander';
 import type { ColumnFlags, ColumnKind } from '../../pipeline/map/identifier-columns.js';
 import { expandInputs, InputPartsError } from '../../pipeline/io/input-parts.js';
 import { isS3Url } from '../../pipeline/io/s3/s3-url.js';
+import type { InputReading } from '../../pipeline/jobs/run-input.js';
 import { EXIT, UserError } from './exit-codes.js';
 import { collectRepeated } from './repeated-flags.js';
 import { quoted } from './user-values.js';
@@ -80,19 +81,9 @@ export function inputFormatFlags(opts: Record<string, unknown>): Omit<InputFlags
   return flags;
 }
 
-/** The openSource options these flags ask for. */
-export function sourceOptionsOf(flags: Omit<InputFlags, 'input'>): {
-  format: 'csv' | 'jsonl' | 'parquet' | 'auto';
-  header: boolean;
-  delimiter?: string;
-  encoding?: 'utf8' | 'latin1';
-} {
-  return {
-    format: flags.inputFormat ?? 'auto',
-    header: flags.header ?? true,
-    ...(flags.delimiter !== undefined ? { delimiter: flags.delimiter } : {}),
-    ...(flags.encoding !== undefined ? { encoding: flags.encoding } : {}),
-  };
+/** How these flags ask the input to be read; what they leave out, the run's settling of its input fills in. */
+export function sourceOptionsOf(flags: Omit<InputFlags, 'input'>): InputReading {
+  return { format: flags.inputFormat, header: flags.header, delimiter: flags.delimiter, encoding: flags.encoding };
 }
 
 /** Column and input flags out of commander's untyped options. */

@@ -51,10 +51,10 @@ export class ByteInput {
     }
   }
 
-  static async open(opts: OpenSourceOptions): Promise<ByteInput> {
+  static async open(opts: Pick<OpenSourceOptions, 'path' | 'stream' | 'encoding' | 'signal'>): Promise<ByteInput> {
     const isStdin = opts.path === '-';
     const name = isStdin ? '<stdin>' : opts.path;
-    const validate = (opts.encoding ?? 'utf8') === 'utf8';
+    const validate = opts.encoding === 'utf8';
     if (opts.stream) {
       return new ByteInput(name, undefined, opts.stream, opts.stream[Symbol.asyncIterator](), validate, false);
     }

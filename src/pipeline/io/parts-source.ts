@@ -1,10 +1,11 @@
 /** Reads the parts of one table (the files of one export) one after another, as one table with one header. */
 import { InputPartsError } from './input-parts.js';
-import { openSource, resolveFormat } from './source.js';
+import { openSource } from './source.js';
 import {
   InputError,
   type InputRow,
   type OpenSourceOptions,
+  type PartReading,
   type SourceProblemCounts,
   type TableSource,
 } from './table.js';
@@ -24,11 +25,16 @@ export function isPartsSource(source: object): source is PartsSource {
   return 'parts' in source && 'partEnds' in source;
 }
 
-/** How the parts are read: everything but the path (a stream is for one input only: stdin). */
-export type PartOptions = Omit<OpenSourceOptions, 'path'>;
-
-interface Part {
+/** One part of a run's input: where it is, and its format (as asked, else by its own name). */
+export interface InputPart {
   path: string;
+  format: PartReading['format'];
+}
+
+/** How the parts are read: everything but the path and format (a stream is for one input only: stdin). */
+export type PartOptions = Omit<OpenSourceOptions, 'path' | 'format'>;
+
+interface Part extends InputPart {
   /** Where the part is in the list of all parts (empty ones included). */
   index: number;
   /** JSON Lines: where each of the part's columns goes in the first part's header (absent: the same columns). */
@@ -44,40 +50,46 @@ interface Part {
  * their own part's line numbers and carry the part's path in `file`; problems with a part name that part.
  */
 export async function openParts(
-  paths: readonly string[],
+  parts: readonly InputPart[],
   options: PartOptions,
   /** Under --shard: whether the part at this index is this runner's to read (every header is checked all the same). */
   share: (index: number) => boolean = () => true,
 ): Promise<TableSource> {
-  if (paths.length === 0) throw new InputPartsError('no input given');
-  if (paths.length === 1) return openSource({ ...options, path: paths[0] });
+  if (parts.length === 0) throw new InputPartsError('no input given');
+  if (parts.length === 1) return openSource({ ...options, ...parts[0] });
   if (options.stream !== undefined)
     throw new InputPartsError('a stream is one input: it cannot be read with other parts');
   const plan: Part[] = [];
   let first: TableSource | undefined;
   try {
-    for (const [index, path] of paths.entries()) {
-      const source = await openSource({ ...options, path });
+    for (const [index, { path, format }] of parts.entries()) {
+      const source = await openSource({ ...options, path, format });
       if (source.header.length === 0) {
         source.close?.();
         continue;
       }
       if (first === undefined) {
         first = source;
-        plan.push({ path, index, totalBytes: source.totalBytes });
+        plan.push({ path, format, index, totalBytes: source.totalBytes });
         continue;
       }
       source.close?.();
-      const mapping = columnMapping(first, source, resolveFormat({ ...options, path }) === 'jsonl');
-      plan.push({ path, index, totalBytes: source.totalBytes, ...(mapping !== undefined ? { mapping } : {}) });
+      const mapping = columnMapping(first, source, format === 'jsonl');
+      plan.push({ path, format, index, totalBytes: source.totalBytes, ...(mapping !== undefined ? { mapping } : {}) });
     }
   } catch (err) {
     first?.close?.();
     throw err;
   }
   // every part is empty: the run reads an empty table
-  if (first === undefined) return openSource({ ...options, path: paths[0] });
-  return new PartsTable(paths, plan, first, options, share);
+  if (first === undefined) return openSource({ ...options, ...parts[0] });
+  return new PartsTable(
+    parts.map((part) => part.path),
+    plan,
+    first,
+    options,
+    share,
+  );
 }
 
 /** Where each column of `part` goes in `first`'s header; undefined when they are the same. Throws when they cannot agree. */
@@ -211,7 +223,7 @@ class PartsTable implements PartsSource {
 
   /** A part opened again to read its rows; its header was checked up front, and must not have changed since. */
   private async reopen(part: Part): Promise<TableSource> {
-    const source = await openSource({ ...this.options, path: part.path });
+    const source = await openSource({ ...this.options, path: part.path, format: part.format });
     const same =
       part.mapping !== undefined ||
       (source.header.length === this.header.length && source.header.every((n, k) => n === this.header[k]));

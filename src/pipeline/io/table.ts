@@ -65,25 +65,29 @@ export interface TableSource {
 /** What is known of an input besides its rows: enough for progress and the summary. */
 export type TableInfo = Omit<TableSource, 'rows'>;
 
-export interface OpenSourceOptions {
+/**
+ * How an input part is read, settled once before any reader opens it (jobs/run-input.ts): the readers take each
+ * field as it is, and neither default nor check it again.
+ */
+export interface PartReading {
+  /**
+   * As asked, else by the part's name. A gzip-compressed CSV or JSONL input is recognised by its first bytes
+   * whatever the format, also on stdin.
+   */
+  format: 'csv' | 'jsonl' | 'parquet';
+  /** CSV only; the one character, checked (csv/delimiter.ts: `tab` is '\t'). */
+  delimiter: string;
+  /** CSV only; false names the columns col1..colN. */
+  header: boolean;
+  /** Invalid UTF-8 in a 'utf8' input is an InputError suggesting latin1. */
+  encoding: 'utf8' | 'latin1';
+  /** Rows per chunk, at least 1. */
+  chunkRows: number;
+}
+
+export interface OpenSourceOptions extends PartReading {
   /** '-' reads stdin. */
   path: string;
-  /**
-   * 'auto' (default): .parquet is Parquet, .jsonl / .ndjson are JSONL (also with .gz after), anything else CSV.
-   * A gzip-compressed CSV or JSONL input is recognised by its first bytes whatever the format, also on stdin.
-   */
-  format?: 'csv' | 'jsonl' | 'parquet' | 'auto';
-  /**
-   * CSV only; the one character, as checked once before the input is opened (csv/delimiter.ts: `tab` is '\t').
-   * Default ','.
-   */
-  delimiter?: string;
-  /** CSV only; default true. false names the columns col1..colN. */
-  header?: boolean;
-  /** Default 'utf8' (invalid UTF-8 is an InputError suggesting latin1). */
-  encoding?: 'utf8' | 'latin1';
-  /** Rows per chunk; default 2000. */
-  chunkRows?: number;
   /** For tests: read from this stream instead of opening `path` (path is still used as the name). */
   stream?: NodeJS.ReadableStream;
   /**

@@ -91,7 +91,7 @@ export async function runMapFilesJob(options: MapOptions, target: ServiceTarget,
   const dryRun = engine.dryRun;
   // settled before anything is sent: s3:// patterns listed, the format and delimiter checked, the shard's range found
   const input = await settleInput(options.inputs, options.reading, options.shard);
-  const outputs = settleOutputs(options, input.paths.length);
+  const outputs = settleOutputs(options, input.parts.length);
   const api = engine.api;
   const state: StateSpec | undefined =
     options.state === undefined
@@ -125,11 +125,7 @@ export async function runMapFilesJob(options: MapOptions, target: ServiceTarget,
     await badRows?.abort();
     throw err;
   }
-  if (badRows === undefined) return code;
-  if (code === EXIT.ok || code === EXIT.partial) await badRows.commit();
-  else await badRows.abort();
-  for (const line of badRows.closingLines()) say(line);
-  return badRows.exitCode(code);
+  return badRows === undefined ? code : badRows.end(code);
 }
 
 /** One map run of files, each concern settled: what each of its steps needs. */

@@ -100,12 +100,7 @@ function migratePlan(
       return summary;
     },
     finish: (result, summary, { sink, replayed }) =>
-      finish(result, summary, sink, options, deps, say, {
-        state,
-        channel: 'remap',
-        replayed,
-        upTo: result.journalUpTo,
-      }),
+      finish(result, summary, sink, options, deps, say, changes.delivery(replayed, result.journalUpTo)),
   };
 }
 

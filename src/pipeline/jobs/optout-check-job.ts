@@ -4,7 +4,7 @@ import { ownsKey } from '../shard/shard-keys.js';
 import type { Shard } from '../shard/shard-spec.js';
 import type { StateBackend } from '../../state/backend.js';
 import { openState, type StateStore } from '../../state/index.js';
-import { takeLockWaiting } from '../run/lock-wait.js';
+import { lockForSweep } from '../run/lock-wait.js';
 import { describeState, isPostgresState, openStateBackend } from '../../state/open-backend.js';
 import { closeOnFailure } from '../io/close-on-failure.js';
 import { hashCell, type HashEncoding } from '../io/output/hash-cells.js';
@@ -83,11 +83,7 @@ export async function runOptoutCheckJob(
     await badRows?.abort();
     throw err;
   }
-  if (badRows === undefined) return code;
-  if (code === EXIT.ok || code === EXIT.partial) await badRows.commit();
-  else await badRows.abort();
-  for (const line of badRows.closingLines()) say(line);
-  return badRows.exitCode(code);
+  return badRows === undefined ? code : badRows.end(code);
 }
 
 /** Requests in flight: one on one socket, the public service's rule for this endpoint, unless a private operator. */
@@ -447,15 +443,7 @@ function runStateSweep(
       plan: async (state): Promise<BatchPlan<SweepResult>> => {
         // tombstones and check times are written: a remap-due at the same time must wait; on a database, another
         // sweep of the same share
-        if ('kind' in state) {
-          const shard = options.shard;
-          const share =
-            shard !== undefined && shard.count > 1 ? { shard: { index: shard.index, count: shard.count } } : {};
-          await takeLockWaiting(
-            () => state.lock({ kind: 'sweep', command: 'optout-check', ...share }),
-            (options.wait ?? 0) * 1000,
-          );
-        } else await state.waitForLock((options.wait ?? 0) * 1000);
+        await lockForSweep(state, 'optout-check', options.shard, options.wait);
         // a runner delivers its own share's opt-outs only: runners at once never write or acknowledge each other's
         const channel = changeChannel('optout', options.shard);
         for (const line of strandedChangeLines(await state.pendingChangeCounts(), channel)) say(line);

@@ -1,14 +1,11 @@
 /** A whole remap-due run: the state file opened, what is due re-mapped, the changes file written. */
-import { strandedChangeLines } from '../run/stranded-changes.js';
-import { shareOf } from './remap-share.js';
 import type { StateBackend } from '../../state/backend.js';
-import { openState } from '../../state/index.js';
-import { takeLockWaiting } from '../run/lock-wait.js';
+import { openState, type StateStore } from '../../state/index.js';
+import { lockForSweep } from '../run/lock-wait.js';
 import { isPostgresState, openStateBackend } from '../../state/open-backend.js';
 import { RemapEngine, type RemapResult } from '../remap/remap-engine.js';
 import { runBatchCommand, type BatchPlan } from '../run/batch-run.js';
-import { changeChannel } from '../run/change-journal.js';
-import { chooseConcurrency, type ServiceTarget } from '../run/connection.js';
+import type { ServiceTarget } from '../run/connection.js';
 import { EXIT, UserError } from '../run/exit-codes.js';
 import { sayTo, type RunDeps } from '../run/run-deps.js';
 import { remapRunArgs } from '../run/run-report.js';
@@ -20,6 +17,7 @@ import {
   isoOf,
   nextDueOf,
   nothingDueLine,
+  remapStart,
   remapSummary,
   writeDryRunSummary,
   type NextDue,
@@ -30,7 +28,10 @@ import {
 
 const DRY_RUN_DAYS = 7;
 
-/** `remap-due`: returns the exit code (0, 3 some batches failed, 130 interrupted); throws for the rest. */
+/**
+ * `remap-due`: returns the exit code (0, 3 some batches failed, 130 interrupted); throws for the rest. A state file
+ * made by map --api v2 is re-mapped by salt bucket (remap-due-v2.ts); a v3 state, a file or a database, by r.
+ */
 export function runRemapDueJob(
   options: RemapDueOptions,
   target: ServiceTarget,
@@ -38,64 +39,30 @@ export function runRemapDueJob(
   startedMs: number,
 ): Promise<number> {
   const say = sayTo(options.output, deps);
-  if (isPostgresState(options.state)) return remapDatabase(options, target, deps, startedMs);
-  return runBatchCommand(
+  const opening = { envFingerprint: target.envFingerprint, create: false, readonly: options.dryRun };
+  return runBatchCommand<RemapResult, StateStore | StateBackend>(
     {
       openState: () =>
-        openState(options.state, { envFingerprint: target.envFingerprint, create: false, readonly: options.dryRun }),
+        isPostgresState(options.state) ? openStateBackend(options.state, opening) : openState(options.state, opening),
       plan: async (state) => {
-        const run: RemapDueRun = { state, nowS: options.nowS, options, startedMs, deps, say };
-        // a v2 file is kept fresh by salt bucket rotation, not by r
-        if (state.meta().api === 'v2') return planRemapDueV2(run, target);
-        if (options.upgrade === true)
-          throw new UserError(
-            `--upgrade moves the entries of a v2 state file to v3; ${options.state} is a v3 state file already`,
-          );
-        if (options.dryRun) return await dryRun(run);
-        // a second run at the same time would send the same entries twice and race on the commits
-        await state.waitForLock((options.wait ?? 0) * 1000);
-        return remapPlan(run, target);
-      },
-    },
-    deps,
-  );
-}
-
-/**
- * remap-due on a database: v3 only (a v2 state stays in a file), under the lock of its share, so that two runs
- * never remap the same entries; other shares' runs go side by side.
- */
-function remapDatabase(
-  options: RemapDueOptions,
-  target: ServiceTarget,
-  deps: RunDeps,
-  startedMs: number,
-): Promise<number> {
-  const say = sayTo(options.output, deps);
-  return runBatchCommand(
-    {
-      openState: () =>
-        openStateBackend(options.state, {
-          envFingerprint: target.envFingerprint,
-          create: false,
-          readonly: options.dryRun,
-        }),
-      plan: async (state) => {
-        if ((await state.meta()).api === 'v2' || options.upgrade === true) {
+        if (!('kind' in state)) {
+          // a v2 file is kept fresh by salt bucket rotation, not by r
+          if (state.meta().api === 'v2')
+            return planRemapDueV2({ state, nowS: options.nowS, options, startedMs, deps, say }, target);
+          if (options.upgrade === true)
+            throw new UserError(
+              `--upgrade moves the entries of a v2 state file to v3; ${options.state} is a v3 state file already`,
+            );
+        } else if ((await state.meta()).api === 'v2' || options.upgrade === true) {
+          // a v2 state stays in a file
           throw new UserError(
             `remap-due --upgrade moves the entries of a v2 state file to v3; ${state.where} is a v3 state already`,
           );
         }
-        const run: RemapDueRun<StateBackend> = { state, nowS: options.nowS, options, startedMs, deps, say };
+        const run: RemapDueRun<RemapDueState> = { state, nowS: options.nowS, options, startedMs, deps, say };
         if (options.dryRun) return await dryRun(run);
-        const shard = options.shard;
-        const share =
-          shard !== undefined && shard.count > 1 ? { shard: { index: shard.index, count: shard.count } } : {};
-        // another run of this share holds it until it ends: --wait waits for that as for a state file's lock
-        await takeLockWaiting(
-          () => state.lock({ kind: 'sweep', command: 'remap-due', ...share }),
-          (options.wait ?? 0) * 1000,
-        );
+        // a second run at the same time would send the same entries twice and race on the commits
+        await lockForSweep(state, 'remap-due', options.shard, options.wait);
         return remapPlan(run, target);
       },
     },
@@ -134,10 +101,7 @@ async function dryRun(run: RemapDueRun<RemapDueState>): Promise<number> {
 /** Re-maps what is due by r, with v3. */
 async function remapPlan(run: RemapDueRun<RemapDueState>, target: ServiceTarget): Promise<BatchPlan<RemapResult>> {
   const { state, nowS, options, startedMs, deps, say } = run;
-  // a runner delivers its own share's changes only: runners at once never write or acknowledge each other's
-  const channel = changeChannel('remap', options.shard);
-  for (const line of strandedChangeLines(await state.pendingChangeCounts(), channel)) say(line);
-  const concurrency = chooseConcurrency(options.concurrency, target, say);
+  const { channel, concurrency } = await remapStart(run, target);
   const due = await state.countDue(nowS);
   const changes = changesRun(state, options, channel, {
     nowS,
@@ -155,7 +119,7 @@ async function remapPlan(run: RemapDueRun<RemapDueState>, target: ServiceTarget)
     output: changes.output,
     total: () => (options.limit === undefined ? due : Math.min(due, options.limit)),
     replay: changes.replay,
-    engine: (run) => new RemapEngine({ ...changes.wiring(run), ...shareOf(options.shard) }).run(),
+    engine: (run) => new RemapEngine(changes.wiring(run)).run(),
     summary: (result, { client, replayed }) => {
       const summary = remapSummary(result, client, nowS, due, startedMs, deps.now());
       if (replayed > 0) summary.replayed_changes = replayed;
@@ -163,12 +127,15 @@ async function remapPlan(run: RemapDueRun<RemapDueState>, target: ServiceTarget)
       return summary;
     },
     finish: async (result, summary, { sink, replayed }) => {
-      const code = await finish(result, summary, sink, options, deps, say, {
-        state,
-        channel,
-        replayed,
-        upTo: result.journalUpTo,
-      });
+      const code = await finish(
+        result,
+        summary,
+        sink,
+        options,
+        deps,
+        say,
+        changes.delivery(replayed, result.journalUpTo),
+      );
       if (next !== undefined) say(nothingDueLine(next, nowS));
       return code;
     },

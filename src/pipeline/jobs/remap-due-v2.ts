@@ -1,20 +1,7 @@
 /** remap-due on a state file made by map --api v2: salt buckets mark what is due, then v2 (or v3) re-maps it. */
-import { strandedChangeLines } from '../run/stranded-changes.js';
-import { shareOf } from './remap-share.js';
-import {
-  changesColumns,
-  type RemapChange,
-  changeCellsV2,
-  RemapEngine,
-  replayRemapChanges,
-  type RemapBatchFn,
-  type RemapCounts,
-  type RemapOptions,
-  type RemapResult,
-} from '../remap/remap-engine.js';
+import { RemapEngine, type RemapCounts, type RemapResult } from '../remap/remap-engine.js';
 import type { BatchPlan } from '../run/batch-run.js';
-import { changeChannel } from '../run/change-journal.js';
-import { chooseConcurrency, type ServiceTarget } from '../run/connection.js';
+import type { ServiceTarget } from '../run/connection.js';
 import { EXIT, UserError } from '../run/exit-codes.js';
 import { remapRunArgs } from '../run/run-report.js';
 import { formatCount } from '../run/summary.js';
@@ -22,7 +9,15 @@ import { v2DeprecationWarning } from '../v2/v2-notice.js';
 import { checkRotatedBuckets, isoUtc, nextCheckSinceMs, type BucketCheck } from '../v2/rotated-buckets.js';
 import { mapBatchV2 } from '../v2/map-v2.js';
 import { migrationInProgress } from '../v2/migration.js';
-import { finish, isoOf, remapReporting, remapSummary, writeDryRunSummary, type RemapDueRun } from './remap-report.js';
+import {
+  changesRun,
+  finish,
+  isoOf,
+  remapStart,
+  remapSummary,
+  writeDryRunSummary,
+  type RemapDueRun,
+} from './remap-report.js';
 
 /**
  * `remap-due` on a state file made by `map --api v2`: a v2 raw UID is stale once its salt bucket rotated after it
@@ -86,14 +81,16 @@ async function dryRunV2(run: RemapDueRun): Promise<number> {
 }
 
 /** Asks which buckets rotated, marks their entries due, then re-maps what is marked (v2, or v3) and what is due by r. */
-function remapV2Plan(run: RemapDueRun, target: ServiceTarget): BatchPlan<RemapResult> {
+async function remapV2Plan(run: RemapDueRun, target: ServiceTarget): Promise<BatchPlan<RemapResult>> {
   const { state, nowS, options, startedMs, deps, say } = run;
-  // as on v3: a shard writes and acknowledges the changes it journaled only
-  const channel = changeChannel('remap', options.shard);
-  for (const line of strandedChangeLines(state.pendingChangeCounts(), channel)) say(line);
-  const concurrency = chooseConcurrency(options.concurrency, target, say);
-  const cellsOf = (change: RemapChange): string[] =>
-    changeCellsV2(change, options.output.timeFormat, options.output.hashEncoding);
+  const { channel, concurrency } = await remapStart(run, target);
+  const changes = changesRun(state, options, channel, {
+    nowS,
+    signal: deps.signal,
+    progressLabel: 'remap-due',
+    cron: true,
+    v2: true,
+  });
   let check: BucketCheck | null = null;
   let dueByR = 0;
   let due = 0;
@@ -121,41 +118,22 @@ function remapV2Plan(run: RemapDueRun, target: ServiceTarget): BatchPlan<RemapRe
       dueByR = state.countDue(nowS);
       due = state.countDueV2() + dueByR;
     },
-    output: {
-      columns: changesColumns(options.output.timeFormat, true),
-      options: options.output,
-      progressLabel: 'remap-due',
-      cron: true,
-    },
+    output: changes.output,
     total: () => (options.limit === undefined ? due : Math.min(due, options.limit)),
-    replay: (sink) => replayRemapChanges(state, channel, (changes) => sink.writeRows(changes.map(cellsOf))),
-    engine: async ({ client, limiter, sink, progress, runId }) => {
-      const mapV3: RemapBatchFn = (request, signal) => client.mapV3(request, { signal });
-      let doneBefore = 0;
-      const common: Omit<RemapOptions, 'mapBatch'> = {
-        state,
-        nowS,
-        journal: { runId, channel, state },
-        limiter,
-        ...(deps.signal !== undefined ? { signal: deps.signal } : {}),
-        ...remapReporting(sink, progress, client, cellsOf, () => doneBefore),
-        ...shareOf(options.shard),
-      };
+    replay: changes.replay,
+    engine: async (engineRun) => {
+      // the entries marked due first (v2 requests, or v3 under --upgrade), then those an earlier --upgrade moved
+      // to v3 that are due by r, within what is left of --limit
+      const byV3 = changes.wiring(engineRun, () => byBucket);
       let result = await new RemapEngine({
-        ...common,
+        ...byV3,
         selectPage: (after, limit) => state.selectDueV2(after?.id ?? null, limit),
-        mapBatch: options.upgrade === true ? mapV3 : mapBatchV2(client),
-        ...(options.limit !== undefined ? { limit: options.limit } : {}),
+        ...(options.upgrade === true ? {} : { mapBatch: mapBatchV2(engineRun.client) }),
       }).run();
       byBucket = result.counts.selected;
       const left = options.limit === undefined ? Number.POSITIVE_INFINITY : options.limit - byBucket;
       if (result.outcome.kind === 'completed' && dueByR > 0 && left > 0) {
-        doneBefore = byBucket;
-        const byR = await new RemapEngine({
-          ...common,
-          mapBatch: mapV3,
-          ...(Number.isFinite(left) ? { limit: left } : {}),
-        }).run();
+        const byR = await new RemapEngine({ ...byV3, ...(Number.isFinite(left) ? { limit: left } : {}) }).run();
         result = joinResults(result, byR);
       }
       return result;
@@ -178,12 +156,7 @@ function remapV2Plan(run: RemapDueRun, target: ServiceTarget): BatchPlan<RemapRe
           `buckets: ${formatCount(check.buckets.length)} salt bucket(s) rotated since ${isoUtc(check.sinceMs)}; ${formatCount(check.marked)} entries marked due`,
         );
       }
-      return finish(result, summary, sink, options, deps, say, {
-        state,
-        channel,
-        replayed,
-        upTo: result.journalUpTo,
-      });
+      return finish(result, summary, sink, options, deps, say, changes.delivery(replayed, result.journalUpTo));
     },
   };
 }

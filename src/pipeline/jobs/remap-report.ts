@@ -1,26 +1,29 @@
-/** What both remap-due paths (v3 by r, v2 by salt bucket) share: options, the run, its summary and its ending. */
+/** What remap-due (by r, by salt bucket) and migrate share: the options, the run's start, its changes and its ending. */
 import type { StateStore } from '../../state/index.js';
 import type { DueDay } from '../../state/types.js';
-import type { ChangeChannel } from '../run/change-journal.js';
+import { changeChannel, type ChangeChannel } from '../run/change-journal.js';
 import type { RemapState } from '../remap/remap-engine.js';
 import type { ChangeJournal } from '../run/change-journal.js';
 import type { Shard } from '../shard/shard-spec.js';
 import type { TableSink } from '../io/table.js';
+import { shareOf } from './remap-share.js';
+import { strandedChangeLines } from '../run/stranded-changes.js';
 import {
   changeCells,
+  changeCellsV2,
   changesColumns,
   replayRemapChanges,
   type RemapBatchFn,
   type RemapChange,
+  type RemapCounts,
   type RemapJournal,
-  type RemapOptions,
   type RemapResult,
 } from '../remap/remap-engine.js';
 import type { EngineRun } from '../run/batch-run.js';
-import type { ServiceClient } from '../run/connection.js';
+import { chooseConcurrency, type ServiceClient, type ServiceTarget } from '../run/connection.js';
 import { EXIT, UserError } from '../run/exit-codes.js';
 import type { OutputFlags } from '../run/output-options.js';
-import type { RunDeps, RunProgress, Say } from '../run/run-deps.js';
+import type { RunDeps, Say } from '../run/run-deps.js';
 import { KNOWN_FAILURES, reportRun, requestCounters, type ChangeDelivery } from '../run/run-report.js';
 import {
   formatCount,
@@ -243,51 +246,59 @@ export async function finish(
 }
 
 /**
- * The re-mapping engine's hooks as remap-due and migrate wire them: the changed entries go to the output, each
- * settled batch to the progress (after `doneBefore` entries of an earlier pass of the same run).
+ * How a remap-due run starts, on a v3 or a v2 state: a runner delivers its own share's changes only (runners at once
+ * never write or acknowledge each other's), so it says which changes are left for other shares; then its concurrency.
  */
-export function remapReporting(
-  sink: TableSink,
-  progress: RunProgress,
-  client: ServiceClient,
-  cells: (change: RemapChange) => string[],
-  doneBefore: () => number = () => 0,
-): Required<Pick<RemapOptions, 'onChanges' | 'onProgress'>> {
-  return {
-    onChanges: (changes) => sink.writeRows(changes.map(cells)),
-    onProgress: (c) => {
-      const s = c.status;
-      progress.update({
-        done: doneBefore() + s.mapped + s.optout + s.invalid + s.error,
-        retries: client.stats.retries,
-        http429: client.stats.http429,
-      });
-    },
-  };
+export async function remapStart(
+  run: RemapDueRun<Pick<RemapDueState, 'pendingChangeCounts'>>,
+  target: ServiceTarget,
+): Promise<{ channel: ChangeChannel; concurrency: number }> {
+  const { options, say } = run;
+  const channel = changeChannel('remap', options.shard);
+  for (const line of strandedChangeLines(await run.state.pendingChangeCounts(), channel)) say(line);
+  return { channel, concurrency: chooseConcurrency(options.concurrency, target, say) };
 }
 
 /**
- * What remap-due and migrate plan alike: the changes output, the replay of the changes an earlier run left pending,
- * and the engine's wiring (its state and journal, v3 requests, the limit, the reporting to the output and progress).
+ * What remap-due (v3 by r, v2 by salt bucket) and migrate plan alike: the changes output (v2 columns for a v2 state
+ * file), the replay of the changes an earlier run left pending, the engine's wiring (its state and journal, v3
+ * requests, the limit, the share, the reporting to the output and progress) and the delivery of the changes the
+ * output holds.
  */
 export function changesRun<S extends ChangeJournal & RemapJournal['state']>(
   state: S,
-  options: { output: OutputFlags; limit?: number | undefined },
+  options: { output: OutputFlags; limit?: number | undefined; shard?: Shard | undefined },
   channel: ChangeChannel,
-  run: { nowS: number; signal: AbortSignal | undefined; progressLabel: string; cron: boolean },
+  run: { nowS: number; signal: AbortSignal | undefined; progressLabel: string; cron: boolean; v2?: boolean },
 ) {
   const { output } = options;
-  const cellsOf = (change: RemapChange): string[] => changeCells(change, output.timeFormat, output.hashEncoding);
+  const v2 = run.v2 === true;
+  const cellsOf = (change: RemapChange): string[] =>
+    v2
+      ? changeCellsV2(change, output.timeFormat, output.hashEncoding)
+      : changeCells(change, output.timeFormat, output.hashEncoding);
   return {
     output: {
-      columns: changesColumns(output.timeFormat, false),
+      columns: changesColumns(output.timeFormat, v2),
       options: output,
       progressLabel: run.progressLabel,
       cron: run.cron,
     },
     replay: (sink: TableSink) => replayRemapChanges(state, channel, (changes) => sink.writeRows(changes.map(cellsOf))),
-    wiring: ({ client, limiter, sink, progress, runId }: EngineRun) => {
+    /**
+     * The changed entries go to the output, each settled batch to the progress, after `doneBefore` entries that
+     * an earlier pass of the same run settled.
+     */
+    wiring: ({ client, limiter, sink, progress, runId }: EngineRun, doneBefore: () => number = () => 0) => {
       const mapBatch: RemapBatchFn = (request, signal) => client.mapV3(request, { signal });
+      const onProgress = (c: Readonly<RemapCounts>): void => {
+        const s = c.status;
+        progress.update({
+          done: doneBefore() + s.mapped + s.optout + s.invalid + s.error,
+          retries: client.stats.retries,
+          http429: client.stats.http429,
+        });
+      };
       return {
         state,
         nowS: run.nowS,
@@ -296,8 +307,17 @@ export function changesRun<S extends ChangeJournal & RemapJournal['state']>(
         limiter,
         ...(options.limit !== undefined ? { limit: options.limit } : {}),
         ...(run.signal !== undefined ? { signal: run.signal } : {}),
-        ...remapReporting(sink, progress, client, cellsOf),
+        onChanges: (changes: RemapChange[]) => sink.writeRows(changes.map(cellsOf)),
+        onProgress,
+        ...shareOf(options.shard),
       };
     },
+    /** The changes the output holds, delivered with its rename: those replayed, and the journal up to `upTo`. */
+    delivery: (replayed: number, upTo: number | null): ChangeDelivery => ({
+      state,
+      channel,
+      replayed,
+      upTo,
+    }),
   };
 }

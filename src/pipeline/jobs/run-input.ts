@@ -1,50 +1,59 @@
 /** A run's input, settled once (parts listed, format, delimiter, encoding, header, shard window), opened as settled. */
 import { parseDelimiter } from '../io/csv/delimiter.js';
 import { InputPartsError } from '../io/input-parts.js';
-import { openParts } from '../io/parts-source.js';
+import { openParts, type InputPart } from '../io/parts-source.js';
 import { isS3Url } from '../io/s3/s3-url.js';
-import { DEFAULT_CHUNK_ROWS, resolveFormat } from '../io/source.js';
-import type { BadRecord, OpenSourceOptions } from '../io/table.js';
+import type { BadRecord, OpenSourceOptions, PartReading } from '../io/table.js';
 import { shardWindow, type ShardWindow } from '../shard/shard-range.js';
 import { shardRows } from '../shard/shard-rows.js';
 import { partsShare, type Shard } from '../shard/shard-spec.js';
 import { openTableInput, type TableInput } from '../threads/table-input.js';
 import { readAsHeaderless } from './headerless-input.js';
 
-/** How the input was asked to be read, as the flags say it (absent: the defaults). */
-export type InputReading = Pick<OpenSourceOptions, 'format' | 'header' | 'delimiter' | 'encoding' | 'chunkRows'>;
+/** Rows per chunk when none is asked for. */
+const DEFAULT_CHUNK_ROWS = 2000;
+
+/** How the input was asked to be read, as the flags say it (absent: the defaults; 'auto': the format by name). */
+export interface InputReading {
+  format?: PartReading['format'] | 'auto' | undefined;
+  delimiter?: string | undefined;
+  header?: boolean | undefined;
+  encoding?: PartReading['encoding'] | undefined;
+  chunkRows?: number | undefined;
+}
 
 /** The input of a run, settled before anything is opened: every reader takes it as it is. */
 export interface InputSpec {
-  /** The parts in reading order ('-' reads stdin), s3:// patterns listed. */
-  readonly paths: readonly string[];
+  /** The parts in reading order ('-' reads stdin), s3:// patterns listed, each with its format. */
+  readonly parts: readonly InputPart[];
   /** The first part's format: as asked, else by its name (with several parts, each part's name tells its own). */
-  readonly format: 'csv' | 'jsonl' | 'parquet';
-  /** How every part is read: the format as asked, the delimiter checked, the defaults filled in. */
-  readonly reading: Required<Omit<InputReading, 'format'>> & Pick<InputReading, 'format'>;
+  readonly format: PartReading['format'];
+  /** How every part is read besides its format: the delimiter checked, the defaults filled in. */
+  readonly reading: Omit<PartReading, 'format'>;
   /** --shard K/N: several parts are shared out whole; one file is read by `window`. */
   readonly shard?: Shard | undefined;
   readonly window?: ShardWindow | undefined;
 }
 
 /**
- * Settles the input: lists s3:// patterns (the S3 client is loaded only when one is given), resolves the format,
- * checks the delimiter of a CSV input, and under --shard with one file finds this runner's byte range of it.
+ * Settles the input: lists s3:// patterns (the S3 client is loaded only when one is given), resolves each part's
+ * format, checks the delimiter of a CSV input, fills in the defaults, and under --shard with one file finds this
+ * runner's byte range of it. A reader opened on its own (a test, a bench script) is given what this settles too.
  */
 export async function settleInput(paths: readonly string[], asked: InputReading, shard?: Shard): Promise<InputSpec> {
   const listed = paths.some(isS3Url) ? await (await import('../io/s3/s3-read.js')).expandS3Inputs(paths) : paths;
-  const formats = listed.map((path) => resolveFormat({ ...asked, path }));
-  const csvPart = listed.find((_, i) => formats[i] === 'csv');
+  const askedFormat = asked.format === 'auto' ? undefined : asked.format;
+  const parts = listed.map((path) => ({ path, format: askedFormat ?? formatByName(path) }));
+  const csvPart = parts.find((part) => part.format === 'csv')?.path;
   const reading = {
-    ...(asked.format !== undefined ? { format: asked.format } : {}),
     // said with the name the reader gives the input, as the reader would say it
     delimiter: csvPart === undefined ? (asked.delimiter ?? ',') : parseDelimiter(asked.delimiter, nameOf(csvPart)),
     encoding: asked.encoding ?? 'utf8',
     header: asked.header ?? true,
     chunkRows: Math.max(1, asked.chunkRows ?? DEFAULT_CHUNK_ROWS),
-  } as const;
-  const spec: InputSpec = { paths: listed, format: formats[0] ?? 'csv', reading, shard };
-  if (shard === undefined || listed.length > 1) return spec;
+  };
+  const spec: InputSpec = { parts, format: parts[0]?.format ?? 'csv', reading, shard };
+  if (shard === undefined || parts.length > 1) return spec;
   const path = listed[0];
   if (spec.format === 'parquet')
     throw new InputPartsError(
@@ -52,6 +61,12 @@ export async function settleInput(paths: readonly string[], asked: InputReading,
         'so each runner takes whole parts',
     );
   return { ...spec, window: await shardWindow(path, shard, { ...reading, format: spec.format }) };
+}
+
+/** A part's format by its name (`.csv.gz`, `.jsonl.gz`: the name under the compression), when none is asked. */
+function formatByName(path: string): PartReading['format'] {
+  if (/\.parquet$/i.test(path)) return 'parquet';
+  return /\.(jsonl|ndjson)(\.gz)?$/i.test(path) ? 'jsonl' : 'csv';
 }
 
 /** The name readers give an input in their messages. */
@@ -80,22 +95,22 @@ export interface InputOpening {
  * runner's rows of what is read once a headerless file's first line became a row.
  */
 export async function openInput(spec: InputSpec, how: InputOpening): Promise<TableInput> {
-  const reading: Omit<OpenSourceOptions, 'path'> = {
+  const reading: Omit<OpenSourceOptions, 'path' | 'format'> = {
     ...spec.reading,
-    ...(spec.paths[0] === '-' && how.stdin !== undefined ? { stream: how.stdin } : {}),
+    ...(spec.parts[0]?.path === '-' && how.stdin !== undefined ? { stream: how.stdin } : {}),
     ...(how.onBadRecord !== undefined ? { onBadRecord: how.onBadRecord } : {}),
     ...(how.signal !== undefined ? { signal: how.signal } : {}),
     ...(how.readThread === true ? { readThread: true } : {}),
   };
-  if (spec.paths.length > 1)
+  if (spec.parts.length !== 1)
     return openParts(
-      spec.paths,
+      spec.parts,
       reading,
-      spec.shard !== undefined ? partsShare(spec.paths.length, spec.shard) : undefined,
+      spec.shard !== undefined ? partsShare(spec.parts.length, spec.shard) : undefined,
     );
-  const path = spec.paths[0];
+  const part = spec.parts[0];
   const window = spec.window;
-  if (window === undefined) return headerless(await openTableInput({ ...reading, path }, how.rowThreads), spec, how);
+  if (window === undefined) return headerless(await openTableInput({ ...reading, ...part }, how.rowThreads), spec, how);
   // records skipped among the first ones, which every runner reads for the header, are said by their own runner
   const ownLine = (line: number) => line >= window.firstLine && line < window.endLine;
   const tell = how.onBadRecord;
@@ -103,7 +118,7 @@ export async function openInput(spec: InputSpec, how: InputOpening): Promise<Tab
   const opened = await openTableInput(
     {
       ...reading,
-      path,
+      ...part,
       stream: window.stream,
       ...(tell !== undefined
         ? {
@@ -120,5 +135,5 @@ export async function openInput(spec: InputSpec, how: InputOpening): Promise<Tab
 }
 
 function headerless(opened: TableInput, spec: InputSpec, how: InputOpening): TableInput {
-  return how.findHeaderless && spec.paths.length === 1 ? readAsHeaderless(opened) : opened;
+  return how.findHeaderless && spec.parts.length === 1 ? readAsHeaderless(opened) : opened;
 }

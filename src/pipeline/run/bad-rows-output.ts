@@ -78,6 +78,18 @@ export class BadRowsOutput {
     return [`${formatCount(this.count)} record(s) could not be read and were skipped (--on-bad-row skip): ${where}`];
   }
 
+  /**
+   * After the run that ended with `code` (a run that throws aborts the list instead): the list is kept when the
+   * run's outputs are (it completed, maybe with rows in error) and dropped otherwise; the closing lines are said;
+   * the exit code says whether records were skipped.
+   */
+  async end(code: number): Promise<number> {
+    if (code === EXIT.ok || code === EXIT.partial) await this.commit();
+    else await this.abort();
+    for (const line of this.closingLines()) this.say(line);
+    return this.exitCode(code);
+  }
+
   /** Exit code 9 when records were skipped from an otherwise successful run. */
   exitCode(code: number): number {
     return code === EXIT.ok && this.count > 0 ? EXIT.skipped : code;

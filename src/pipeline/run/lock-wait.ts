@@ -1,5 +1,6 @@
-/** --wait for a database share's lock: tried again with growing pauses, as a state file's waitForLock does. */
-import { StateLockedError } from '../../state/index.js';
+/** --wait for a lock on the state: a database share's tried again with growing pauses, as a state file's is. */
+import type { StateBackend } from '../../state/backend.js';
+import { StateLockedError, type StateStore } from '../../state/index.js';
 
 // the first pause, and the longest: short enough to start soon after the holder ends, long enough not to spin
 const FIRST_PAUSE_MS = 50;
@@ -23,4 +24,22 @@ export async function takeLockWaiting(take: () => void | Promise<void>, waitMs: 
     await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(1, deadline - Date.now()))));
     pause = Math.min(pause * 2, LONGEST_PAUSE_MS);
   }
+}
+
+/**
+ * The lock a sweep of the state (remap-due, optout-check --state) holds while it writes: a state file's one lock;
+ * on a database, the lock of this runner's share, so that two runs never sweep the same entries while other shares'
+ * runs go side by side. --wait (`waitS`) waits for another run's lock in both.
+ */
+export async function lockForSweep(
+  state: Pick<StateStore, 'waitForLock'> | Pick<StateBackend, 'kind' | 'lock'>,
+  command: string,
+  /** --shard K/N: runner `index` of `count`. */
+  shard: { index: number; count: number } | undefined,
+  waitS: number | undefined,
+): Promise<void> {
+  const waitMs = (waitS ?? 0) * 1000;
+  if (!('kind' in state)) return state.waitForLock(waitMs);
+  const share = shard !== undefined && shard.count > 1 ? { shard: { index: shard.index, count: shard.count } } : {};
+  await takeLockWaiting(() => state.lock({ kind: 'sweep', command, ...share }), waitMs);
 }

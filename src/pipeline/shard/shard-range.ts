@@ -6,7 +6,7 @@ import { countLineBreaks, CsvPieceCutter, cutPieces, type CsvPiece } from '../io
 import { InputPartsError } from '../io/input-parts.js';
 import type { RangedObject } from '../io/s3/s3-read.js';
 import { isS3Url } from '../io/s3/s3-url.js';
-import { openFailure } from '../io/table.js';
+import { openFailure, type PartReading } from '../io/table.js';
 import type { Shard } from './shard-spec.js';
 
 /** What a runner reads of the file, and which of the rows read are its own. */
@@ -23,13 +23,8 @@ export interface ShardWindow {
   endLine: number;
 }
 
-export interface ShardReading {
-  format: 'csv' | 'jsonl';
-  delimiter: string;
-  encoding: 'utf8' | 'latin1';
-  /** JSON Lines: rows in the first chunk, whose keys make the header. */
-  chunkRows: number;
-}
+/** How the file is read, as settled; JSON Lines: `chunkRows` objects of the first chunk make the header. */
+export type ShardReading = Pick<PartReading, 'delimiter' | 'encoding' | 'chunkRows'> & { format: 'csv' | 'jsonl' };
 
 /** A record boundary: its offset in the file and the line that starts there (Infinity at the end of the file). */
 interface Cut {

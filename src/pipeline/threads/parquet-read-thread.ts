@@ -34,7 +34,7 @@ export interface ParquetOutputConfig {
 /** What the thread is told at its start. Plain data. */
 export interface ParquetReadConfig {
   path: string;
-  chunkRows?: number;
+  chunkRows: number;
   /** The identifier columns to prepare (map); absent: rows only. */
   columns?: IdentifierColumn[];
   /** With columns: the rows stay in the thread, which encodes them with their answers. */
@@ -132,7 +132,7 @@ export class ParquetThreadSource implements ParquetTableSource, PreparingSource 
 
   constructor(
     private readonly inner: ParquetTableSource,
-    private readonly chunkRows: number | undefined,
+    private readonly chunkRows: number,
   ) {
     this.header = inner.header;
     this.notes = inner.notes;
@@ -151,7 +151,7 @@ export class ParquetThreadSource implements ParquetTableSource, PreparingSource 
 
   async *rows(): AsyncGenerator<InputRow[]> {
     try {
-      for await (const chunk of this.chunks({ path: this.name })) yield chunk.rows ?? [];
+      for await (const chunk of this.chunks({ path: this.name, chunkRows: this.chunkRows })) yield chunk.rows ?? [];
     } finally {
       await this.closeThread();
     }
@@ -160,6 +160,7 @@ export class ParquetThreadSource implements ParquetTableSource, PreparingSource 
   preparedChunks(columns: readonly IdentifierColumn[], output?: ParquetOutputConfig): AsyncIterable<EngineChunk> {
     const config: ParquetReadConfig = {
       path: this.name,
+      chunkRows: this.chunkRows,
       columns: [...columns],
       ...(output !== undefined ? { output } : {}),
     };
@@ -196,7 +197,7 @@ export class ParquetThreadSource implements ParquetTableSource, PreparingSource 
     const pool = new WorkerPool<ParquetReadTask, ParquetReadAnswer>({
       script: READ_WORKER,
       size: 1,
-      workerData: { ...config, ...(this.chunkRows !== undefined ? { chunkRows: this.chunkRows } : {}) },
+      workerData: config,
       purpose: 'reading Parquet',
       revive: reviveInputError,
       resourceLimits: encodesFile(config) ? READ_AND_ENCODE_THREAD_LIMITS : READ_THREAD_LIMITS,

@@ -1,6 +1,6 @@
 /** Opens an input for a run: as pieces of CSV for the row threads, or as parsed rows. */
 import type { ParquetTableSource } from '../io/parquet/parquet-source.js';
-import { openSource, resolveFormat } from '../io/source.js';
+import { openSource } from '../io/source.js';
 import type { OpenSourceOptions, TableSource } from '../io/table.js';
 import { parquetReadThreadAvailable, ParquetThreadSource } from './parquet-read-thread.js';
 import { openCsvPieces, type CsvPieceSource } from '../io/csv/piece-source.js';
@@ -20,7 +20,7 @@ export function isPieceSource(input: TableInput): input is CsvPieceSource {
  * (`onBadRecord`) by the parsing on this thread only, so that mode reads as parsed rows too.
  */
 export async function openTableInput(options: OpenSourceOptions, threads: number): Promise<TableInput> {
-  const format = resolveFormat(options);
+  const format = options.format;
   if (options.readThread === true && format === 'parquet' && parquetReadThreadAvailable())
     return new ParquetThreadSource((await openSource(options)) as ParquetTableSource, options.chunkRows);
   const pieces = threads > 0 && options.onBadRecord === undefined && format === 'csv' && RowThreads.available();

@@ -2,7 +2,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { readCsvRecords } from '../../../src/pipeline/io/csv/csv-records.js';
 import type { OpenSourceOptions } from '../../../src/pipeline/io/table.js';
-import { openInput, settleInput } from '../../../src/pipeline/jobs/run-input.js';
+import { openInput, settleInput, type InputReading } from '../../../src/pipeline/jobs/run-input.js';
 import { partsShare, type Shard } from '../../../src/pipeline/shard/shard-spec.js';
 import { isPieceSource, type TableInput } from '../../../src/pipeline/threads/table-input.js';
 import { RowThreads } from '../../../src/pipeline/threads/row-threads.js';
@@ -12,7 +12,7 @@ import { seeded } from '../../helpers/seeded-random.js';
 const dir = tempDir('shard-input');
 afterAll(() => dir.remove());
 
-type Reading = Omit<OpenSourceOptions, 'path'>;
+type Reading = InputReading & Pick<OpenSourceOptions, 'onBadRecord'>;
 interface Read {
   header: string[];
   rows: [number, string[]][];

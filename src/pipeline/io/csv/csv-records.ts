@@ -1,14 +1,11 @@
 /** The records of a record-aligned piece of CSV bytes, and what a record that cannot be read means for the user. */
 import { MAX_RECORD_BYTES } from '../record-limit.js';
-import { InputError, type InputRow, type SourceProblemCounts } from '../table.js';
+import { InputError, type InputRow, type PartReading, type SourceProblemCounts } from '../table.js';
 import { fitRow } from './fit-row.js';
 import { CsvSyntaxError, tokenizeCsv } from './tokenizer.js';
 
-export interface CsvSettings {
-  delimiter: string;
-  header: boolean;
-  encoding: 'utf8' | 'latin1';
-}
+/** How a CSV input is read, as settled for it. */
+export type CsvSettings = Pick<PartReading, 'delimiter' | 'header' | 'encoding'>;
 
 /** A record-aligned piece of a CSV input (io/csv/piece-cutter.ts): its bytes and the line its first byte is on. */
 export interface CsvPieceInput {

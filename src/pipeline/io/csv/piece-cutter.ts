@@ -20,8 +20,6 @@ const LF = 10;
 const CR = 13;
 const QUOTE = 34;
 
-export const DEFAULT_PIECE_BYTES = 256 * 1024;
-
 export interface CsvPiece {
   /** Bytes of whole records (and the empty lines among them); never cut inside a quoted value or a CRLF.
    *  A copy that owns its whole ArrayBuffer, so it can be transferred to a worker. */
@@ -57,18 +55,16 @@ export class CsvPieceCutter {
   private finished = false;
 
   /**
-   * `encoding`: the input's, which is how the delimiter is turned into bytes (latin1 '§' is one byte); `start`:
-   * where in the input the first byte pushed is, when cutting starts again further down (after a bad record).
+   * `delimiter` and `encoding`: the input's, as settled (csv/delimiter.ts checked the delimiter); the encoding is
+   * how the delimiter is turned into bytes (latin1 '§' is one byte). `start`: where in the input the first byte
+   * pushed is, when cutting starts again further down (after a bad record).
    */
   constructor(
     delimiter: string,
-    targetBytes: number = DEFAULT_PIECE_BYTES,
-    encoding: 'utf8' | 'latin1' = 'utf8',
+    targetBytes: number,
+    encoding: 'utf8' | 'latin1',
     start: { line: number; offset: number } = { line: 1, offset: 0 },
   ) {
-    if ([...delimiter].length !== 1 || delimiter === '"' || delimiter === '\n' || delimiter === '\r') {
-      throw new Error(`CsvPieceCutter: the delimiter must be one character other than a quote or a line break`);
-    }
     if (!Number.isInteger(targetBytes) || targetBytes < 1) {
       throw new Error(`CsvPieceCutter: targetBytes must be a positive integer, got ${targetBytes}`);
     }

@@ -24,12 +24,12 @@ export interface CsvPieceSource extends TableInfo {
   addProblems(more: SourceProblemCounts): void;
 }
 
-export async function openCsvPieces(opts: OpenSourceOptions, pieceBytes = PIECE_BYTES): Promise<CsvPieceSource> {
+export async function openCsvPieces(
+  opts: Pick<OpenSourceOptions, 'path' | 'stream' | 'delimiter' | 'header' | 'encoding' | 'signal'>,
+  pieceBytes = PIECE_BYTES,
+): Promise<CsvPieceSource> {
   const input = await ByteInput.open(opts);
-  const settings = {
-    delimiter: opts.delimiter ?? ',',
-    encoding: opts.encoding ?? 'utf8',
-  } as const;
+  const settings = { delimiter: opts.delimiter, encoding: opts.encoding };
   const cutter = new CsvPieceCutter(settings.delimiter, pieceBytes, settings.encoding);
   let header = true;
   const pieces = cutPieces(
@@ -53,7 +53,7 @@ export async function openCsvPieces(opts: OpenSourceOptions, pieceBytes = PIECE_
       record = parseCsvRecords(first, settings, input.name)[0];
     }
     header = false;
-    return new PieceReader(input, settings, record, opts.header === false ? first : undefined, pieces);
+    return new PieceReader(input, settings, record, opts.header ? undefined : first, pieces);
   } catch (err) {
     input.close();
     throw err;

@@ -26,7 +26,6 @@ import {
 } from '../table.js';
 import type { ParquetColumn } from './parquet-columns.js';
 
-const DEFAULT_CHUNK_ROWS = 2000;
 /** A string column's values as hyparquet finds them: UTF-8 bytes (a view of the page), not decoded. */
 const STORED_TEXT = { stringFromBytes: (bytes: Uint8Array | undefined) => bytes } as unknown as Partial<ParquetParsers>;
 /**
@@ -76,7 +75,7 @@ export interface ParquetReading {
  * the end of the file).
  */
 export async function openParquetSource(
-  opts: OpenSourceOptions,
+  opts: Pick<OpenSourceOptions, 'path' | 'stream' | 'chunkRows' | 'signal'>,
   reading: ParquetReading = {},
 ): Promise<ParquetFileSource> {
   if (opts.path === '-' || opts.stream !== undefined) {
@@ -121,7 +120,7 @@ export async function openParquetSource(
     file,
     metadata,
     columns,
-    Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS),
+    opts.chunkRows,
     reading.wholeGroupBytes ?? WHOLE_GROUP_BYTES,
     opts.signal,
   );
