@@ -39,6 +39,9 @@ type Row = unknown[];
 
 const DAY_S = 86_400;
 const LAST_ID = Number.MAX_SAFE_INTEGER;
+// keys per statement of a lookup: a batch's keys go in parts, so that the server looks one up while the rows
+// of the last are read here
+const LOOKUP_PART = 1_024;
 // rows per page of a walk in id order (entries(), and what a copy asks for is the caller's)
 const WALK_PAGE = 5_000;
 // a deadlock or serialization failure between concurrent committers: the transaction is run again
@@ -82,6 +85,40 @@ function byKey(a: StateRecord, b: StateRecord): number {
   const tb = TYPE_CODE[b.type];
   if (ta !== tb) return ta - tb;
   return a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0;
+}
+
+/** Room for n entries found by a lookup. */
+function storedEntries(n: number): StoredEntries {
+  return {
+    at: new Int32Array(n),
+    status: new Uint8Array(n),
+    due: new Uint8Array(n),
+    r: new Float64Array(n),
+    u: new Array(n),
+    p: new Array(n),
+    bucketId: new Array(n),
+  };
+}
+
+/** The entries found by the parts of one lookup, as one. */
+function joined(parts: readonly StoredEntries[]): StoredEntries {
+  if (parts.length === 1) return parts[0];
+  let n = 0;
+  for (const part of parts) n += part.at.length;
+  const out = storedEntries(n);
+  let at = 0;
+  for (const part of parts) {
+    out.at.set(part.at, at);
+    out.status.set(part.status, at);
+    out.due.set(part.due, at);
+    out.r.set(part.r, at);
+    for (let i = 0; i < part.at.length; i++, at++) {
+      out.u[at] = part.u[i];
+      out.p[at] = part.p[i];
+      out.bucketId[at] = part.bucketId[i];
+    }
+  }
+  return out;
 }
 
 function utcDay(seconds: number): string {
@@ -195,10 +232,19 @@ export class PostgresState implements StateBackend {
   private lost: StateConnectionError | undefined;
   /** Whether most keys of the last commit were new (a first map) rather than stored (a remap): the next is alike. */
   private mostlyNewLast = true;
+  /**
+   * A lookup: the stored entries among a type's keys, each with its key's hash as sent, by one walk of the key
+   * index over the keys. The keys reach the plan through a subquery whose size it cannot see (it guesses a few
+   * rows), so the plan probes the index whatever the table's statistics say, stale after a bulk load or not.
+   */
+  private readonly lookupStatement: string;
 
   constructor(parts: PostgresStateParts) {
     this.sql = parts.sql;
     this.s = parts.schema;
+    this.lookupStatement =
+      `SELECT ${LOOKUP_COLUMNS}, encode(substr(key, 2), 'base64') FROM ${this.s}.entries ` +
+      `WHERE key = ANY(ARRAY(SELECT ${keyOfSent('$1::int4', 'h')} FROM unnest($2::text[]) AS h))`;
     this.where = parts.where;
     this.readonly = parts.readonly;
   }
@@ -362,39 +408,40 @@ export class PostgresState implements StateBackend {
   // ---- lookups and commits
 
   async lookupStored(type: DiiType, hashes: readonly string[]): Promise<StoredEntries> {
-    // per hash, the last position it is asked at (the file answers a hash asked twice there too)
+    // per hash as sent, the last position it is asked at (the file answers a hash asked twice there too)
     const position = new Map<string, number>();
-    for (let i = 0; i < hashes.length; i++) position.set(hashes[i], i);
-    const asked = [...position.keys()];
-    // each row says which key it answers by its ordinal: no key is sent back or decoded
-    const rows =
-      asked.length === 0
-        ? []
-        : await this.q(
-            `SELECT e.*, k.i FROM unnest($2::text[]) WITH ORDINALITY AS k(hash, i) ` +
-              `CROSS JOIN LATERAL (${this.keyProbe(LOOKUP_COLUMNS, keyOfSent('$1::int4', 'k.hash'))}) e`,
-            [TYPE_CODE[type], plainTexts(asked.map((h) => sentOf(h, HASH_BYTES)))],
-          );
+    for (let i = 0; i < hashes.length; i++) position.set(sentOf(hashes[i], HASH_BYTES), i);
+    const sent = [...position.keys()];
+    // the keys asked in parts sent at once on the connection: the server looks the next part up while this
+    // process reads the rows of the last
+    const parts: Promise<StoredEntries>[] = [];
+    for (let from = 0; from < sent.length; from += LOOKUP_PART) {
+      const part = plainTexts(sent.slice(from, from + LOOKUP_PART));
+      parts.push(
+        this.q(this.lookupStatement, [TYPE_CODE[type], part]).then((rows) =>
+          this.foundIn(rows, type, hashes, position),
+        ),
+      );
+    }
+    return joined(await Promise.all(parts));
+  }
+
+  /** The entries of a lookup's rows, each at the position of its hash as sent (`position`). */
+  private foundIn(rows: Row[], type: DiiType, hashes: readonly string[], position: Map<string, number>): StoredEntries {
     const n = rows.length;
-    const out: StoredEntries = {
-      at: new Int32Array(n),
-      status: new Uint8Array(n),
-      due: new Uint8Array(n),
-      r: new Float64Array(n),
-      u: new Array(n),
-      p: new Array(n),
-      bucketId: new Array(n),
-    };
+    const out = storedEntries(n);
     for (let i = 0; i < n; i++) {
       const row = rows[i];
-      const k = Number(row[11]) - 1;
+      // the server's base64 breaks lines every 76 characters (a hash of another shape is that long)
+      const sent = row[11] as string;
+      const at = position.get(sent.length > 76 ? sent.replace(/\n/g, '') : sent) as number;
       let e: StateRecord;
       try {
-        e = this.valuesOf(row, 1, type, asked[k]);
+        e = this.valuesOf(row, 1, type, hashes[at]);
       } catch (err) {
         throw this.fault(err);
       }
-      out.at[i] = position.get(e.hash) as number;
+      out.at[i] = at;
       out.status[i] = STATUS_CODE[e.status];
       out.due[i] = e.due ? 1 : 0;
       out.r[i] = e.r ?? Number.NaN;
