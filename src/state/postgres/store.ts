@@ -232,6 +232,8 @@ const LOOKUP_VALUES =
 
 export interface PostgresStateParts {
   sql: Sql;
+  /** The sessions lookups read on (lookupStored), apart from `sql`'s. */
+  lookups: Sql;
   schema: string;
   where: string;
   readonly: boolean;
@@ -242,6 +244,7 @@ export class PostgresState implements StateBackend {
   readonly where: string;
   readonly readonly: boolean;
   private readonly sql: Sql;
+  private readonly lookups: Sql;
   private readonly s: string;
   private damagedCount = 0;
   private closed = false;
@@ -258,6 +261,7 @@ export class PostgresState implements StateBackend {
 
   constructor(parts: PostgresStateParts) {
     this.sql = parts.sql;
+    this.lookups = parts.lookups;
     this.s = parts.schema;
     this.lookupStatement =
       `SELECT ${LOOKUP_VALUES} FROM ${this.s}.entries ` +
@@ -429,13 +433,13 @@ export class PostgresState implements StateBackend {
     const position = new Map<string, number>();
     for (let i = 0; i < hashes.length; i++) position.set(sentOf(hashes[i], HASH_BYTES), i);
     const sent = [...position.keys()];
-    // the keys asked in parts sent at once on the connection: the server looks the next part up while this
-    // process reads the rows of the last
+    // the keys asked in parts sent at once on the lookup sessions: the server looks parts up while this process
+    // reads the rows of others
     const parts: Promise<StoredEntries>[] = [];
     for (let from = 0; from < sent.length; from += LOOKUP_PART) {
       const part = plainTexts(sent.slice(from, from + LOOKUP_PART));
       parts.push(
-        this.q(this.lookupStatement, [TYPE_CODE[type], part]).then((rows) =>
+        this.q(this.lookupStatement, [TYPE_CODE[type], part], this.lookups).then((rows) =>
           this.foundIn(rows, type, hashes, position),
         ),
       );
@@ -977,6 +981,7 @@ export class PostgresState implements StateBackend {
     if (this.closed) return;
     this.closed = true;
     // ending the session releases its advisory locks
-    await this.sql.end({ timeout: this.lost === undefined ? 5 : 0 });
+    const timeout = this.lost === undefined ? 5 : 0;
+    await Promise.all([this.sql.end({ timeout }), this.lookups.end({ timeout })]);
   }
 }
