@@ -39,8 +39,8 @@ type Row = unknown[];
 
 const DAY_S = 86_400;
 const LAST_ID = Number.MAX_SAFE_INTEGER;
-// keys per statement of a lookup: a batch's keys go in parts, so that the server looks one up while the rows
-// of the last are read here
+// keys per statement of a lookup: a batch's keys go in parts, so that the server looks some up while the rows
+// of others are read here
 const LOOKUP_PART = 1_024;
 // rows per page of a walk in id order (entries(), and what a copy asks for is the caller's)
 const WALK_PAGE = 5_000;
@@ -215,7 +215,7 @@ const SELECT_RECORDS =
   `v.r, v.bucket_id, v.last_mapped, v.last_optout_check, v.opted_out_since, v.sum FROM ${UNNEST_RECORDS}`;
 // raw UIDs sent as $1, as the bytes they are stored as
 const RAW_UIDS = "ARRAY(SELECT decode(x, 'base64') FROM unnest($1::text[]) AS x)";
-// what a lookup reads of an entry: its values, not its key (the one asked for)
+// what a commit reads of the entries it finds stored: their values, not their keys (the ones asked for)
 const LOOKUP_COLUMNS = ENTRY_COLUMNS.replace('id, key, ', 'id, ');
 // a raw UID column that is null, in LOOKUP_VALUES (no base64 holds it)
 const NULL_BYTES = '-';
