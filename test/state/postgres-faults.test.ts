@@ -188,6 +188,24 @@ describe('PostgreSQL state: bad input and faults, one line each without the pass
     }
   });
 
+  it('says in one line that the server has no room for the sessions a lookup opens', async () => {
+    const { url, password } = pg.server();
+    await admin.unsafe(`CREATE ROLE one_session LOGIN PASSWORD '${password}' CONNECTION LIMIT 1`);
+    await admin.unsafe('GRANT CREATE ON DATABASE postgres TO one_session');
+    const s = await openPostgresState(`${url.replace('//postgres:', '//one_session:')}?schema=one_session`, {
+      envFingerprint: ENV,
+    });
+    try {
+      const err = await failure(s.lookupStored('email', ['a']));
+      expect(err).toBeInstanceOf(StateConnectionError);
+      expect(err.exitCode).toBe(2);
+      expect(err.message).toMatch(/has no room for another session \(53300\); a run holds up to three/);
+      expect(err.message).not.toMatch(new RegExp(`${password}|\n`));
+    } finally {
+      await s.close();
+    }
+  });
+
   it('rolls a batch back when its connection is lost mid-commit; a re-run commits it', async () => {
     const url = pg.schemaUrl('lost');
     const s = await openPostgresState(url, { envFingerprint: ENV });
