@@ -8,13 +8,11 @@ import { APPLICATION_ID, META_KEYS } from '../schema.js';
 import type { OpenStateOptions } from '../types.js';
 import { connectionFault } from './errors.js';
 import { PG_SCHEMA_VERSION, schemaDdl } from './schema.js';
-import { PostgresState } from './store.js';
+import { LOOKUP_SESSIONS, PostgresState } from './store.js';
 import { parseStateUrl } from './url.js';
 
 // how long a connection attempt may take before the server counts as unreachable
 const CONNECT_TIMEOUT_S = 10;
-// the sessions a lookup's parts are spread over
-const LOOKUP_SESSIONS = 2;
 
 /**
  * The state in the schema the URL names (created on first use unless `create: false` or read-only), refused when

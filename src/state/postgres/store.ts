@@ -39,9 +39,11 @@ type Row = unknown[];
 
 const DAY_S = 86_400;
 const LAST_ID = Number.MAX_SAFE_INTEGER;
-// keys per statement of a lookup: a batch's keys go in parts, so that the server looks some up while the rows
-// of others are read here
+// keys per statement of a lookup, at most: a batch's keys go in parts, so that the server looks some up while the
+// rows of others are read here
 const LOOKUP_PART = 1_024;
+/** The sessions a lookup's parts are spread over (open.ts opens them). */
+export const LOOKUP_SESSIONS = 2;
 // rows per page of a walk in id order (entries(), and what a copy asks for is the caller's)
 const WALK_PAGE = 5_000;
 // a deadlock or serialization failure between concurrent committers: the transaction is run again
@@ -435,9 +437,14 @@ export class PostgresState implements StateBackend {
     const sent = [...position.keys()];
     // the keys asked in parts sent at once on the lookup sessions: the server looks parts up while this process
     // reads the rows of others
+    // (parts of one size, as many as the sessions or a multiple, so that each session has as much to do; a few
+    // keys in one)
+    const count =
+      sent.length <= LOOKUP_PART / 2 ? 1 : LOOKUP_SESSIONS * Math.ceil(sent.length / (LOOKUP_SESSIONS * LOOKUP_PART));
+    const size = Math.ceil(sent.length / count);
     const parts: Promise<StoredEntries>[] = [];
-    for (let from = 0; from < sent.length; from += LOOKUP_PART) {
-      const part = plainTexts(sent.slice(from, from + LOOKUP_PART));
+    for (let from = 0; from < sent.length; from += size) {
+      const part = plainTexts(sent.slice(from, from + size));
       parts.push(
         this.q(this.lookupStatement, [TYPE_CODE[type], part], this.lookups).then((rows) =>
           this.foundIn(rows, type, hashes, position),
