@@ -39,10 +39,8 @@ type Row = unknown[];
 
 const DAY_S = 86_400;
 const LAST_ID = Number.MAX_SAFE_INTEGER;
-// keys per statement of a lookup, at most: a batch's keys go in parts, so that the server looks some up while the
-// rows of others are read here
+// keys per statement of a lookup, at most, and the sessions its statements are spread over (open.ts opens them)
 const LOOKUP_PART = 1_024;
-/** The sessions a lookup's parts are spread over (open.ts opens them). */
 export const LOOKUP_SESSIONS = 2;
 // rows per page of a walk in id order (entries(), and what a copy asks for is the caller's)
 const WALK_PAGE = 5_000;
@@ -92,40 +90,6 @@ function byKey(a: StateRecord, b: StateRecord): number {
   const tb = TYPE_CODE[b.type];
   if (ta !== tb) return ta - tb;
   return a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0;
-}
-
-/** Room for n entries found by a lookup. */
-function storedEntries(n: number): StoredEntries {
-  return {
-    at: new Int32Array(n),
-    status: new Uint8Array(n),
-    due: new Uint8Array(n),
-    r: new Float64Array(n),
-    u: new Array(n),
-    p: new Array(n),
-    bucketId: new Array(n),
-  };
-}
-
-/** The entries found by the parts of one lookup, as one. */
-function joined(parts: readonly StoredEntries[]): StoredEntries {
-  if (parts.length === 1) return parts[0];
-  let n = 0;
-  for (const part of parts) n += part.at.length;
-  const out = storedEntries(n);
-  let at = 0;
-  for (const part of parts) {
-    out.at.set(part.at, at);
-    out.status.set(part.status, at);
-    out.due.set(part.due, at);
-    out.r.set(part.r, at);
-    for (let i = 0; i < part.at.length; i++, at++) {
-      out.u[at] = part.u[i];
-      out.p[at] = part.p[i];
-      out.bucketId[at] = part.bucketId[i];
-    }
-  }
-  return out;
 }
 
 function utcDay(seconds: number): string {
@@ -221,12 +185,8 @@ const RAW_UIDS = "ARRAY(SELECT decode(x, 'base64') FROM unnest($1::text[]) AS x)
 const LOOKUP_COLUMNS = ENTRY_COLUMNS.replace('id, key, ', 'id, ');
 // a raw UID column that is null, in LOOKUP_VALUES (no base64 holds it)
 const NULL_BYTES = '-';
-/**
- * What a lookup reads of an entry: its values as one text, the bucket id (any text) beside it. A row of a dozen
- * columns costs the driver more than the server saves by sending them apart; numbers (a null as nothing) and base64
- * hold no comma. In the order foundIn reads them: status, due, r, last_mapped, last_optout_check, opted_out_since,
- * sum, id, u, p, then the key's hash as sent.
- */
+// what a lookup reads of an entry: its values as one text (cheaper for the driver than a dozen columns; numbers,
+// a null one as nothing, and base64 hold no comma), in the order foundIn reads them, and the bucket id (any text)
 const LOOKUP_VALUES =
   "concat(status, ',', due::int, ',', r, ',', last_mapped, ',', last_optout_check, ',', opted_out_since, ',', sum, " +
   `',', id, ',', coalesce(encode(u, 'base64'), '${NULL_BYTES}'), ',', coalesce(encode(p, 'base64'), '${NULL_BYTES}'), ` +
@@ -254,11 +214,8 @@ export class PostgresState implements StateBackend {
   private lost: StateConnectionError | undefined;
   /** Whether most keys of the last commit were new (a first map) rather than stored (a remap): the next is alike. */
   private mostlyNewLast = true;
-  /**
-   * A lookup: the stored entries among a type's keys, each with its key's hash as sent, by one walk of the key
-   * index over the keys. The keys reach the plan through a subquery whose size it cannot see (it guesses a few
-   * rows), so the plan probes the index whatever the table's statistics say, stale after a bulk load or not.
-   */
+  // a lookup: the entries of keys, each naming its key, by one walk of the key index; the planner cannot see how
+  // many keys the subquery holds (it guesses a few), so it probes the index whatever the statistics say
   private readonly lookupStatement: string;
 
   constructor(parts: PostgresStateParts) {
@@ -435,37 +392,53 @@ export class PostgresState implements StateBackend {
     const position = new Map<string, number>();
     for (let i = 0; i < hashes.length; i++) position.set(sentOf(hashes[i], HASH_BYTES), i);
     const sent = [...position.keys()];
-    // the keys asked in parts sent at once on the lookup sessions: the server looks parts up while this process
-    // reads the rows of others
-    // (parts of one size, as many as the sessions or a multiple, so that each session has as much to do; a few
-    // keys in one)
-    const count =
-      sent.length <= LOOKUP_PART / 2 ? 1 : LOOKUP_SESSIONS * Math.ceil(sent.length / (LOOKUP_SESSIONS * LOOKUP_PART));
-    const size = Math.ceil(sent.length / count);
-    const parts: Promise<StoredEntries>[] = [];
-    for (let from = 0; from < sent.length; from += size) {
+    const n = sent.length;
+    // in parts of one size sent at once, as many as the lookup sessions or a multiple (a few keys in one): the
+    // server looks parts up on each session while this process reads the rows of others
+    const size =
+      n <= LOOKUP_PART / 2 ? n : Math.ceil(n / (LOOKUP_SESSIONS * Math.ceil(n / (LOOKUP_SESSIONS * LOOKUP_PART))));
+    const r = new Float64Array(n);
+    const out = {
+      at: new Int32Array(n),
+      status: new Uint8Array(n),
+      due: new Uint8Array(n),
+      r,
+      u: [],
+      p: [],
+      bucketId: [],
+    };
+    const parts: Promise<void>[] = [];
+    for (let from = 0; from < n; from += size) {
       const part = plainTexts(sent.slice(from, from + size));
-      parts.push(
-        this.q(this.lookupStatement, [TYPE_CODE[type], part], this.lookups).then((rows) =>
-          this.foundIn(rows, type, hashes, position),
-        ),
-      );
+      const read = (rows: Row[]) => this.foundIn(rows, type, hashes, position, out);
+      parts.push(this.q(this.lookupStatement, [TYPE_CODE[type], part], this.lookups).then(read));
     }
-    return joined(await Promise.all(parts));
+    await Promise.all(parts);
+    const found = out.u.length;
+    return {
+      ...out,
+      at: out.at.slice(0, found),
+      status: out.status.slice(0, found),
+      due: out.due.slice(0, found),
+      r: r.slice(0, found),
+    };
   }
 
   /**
-   * The entries of a lookup's rows (LOOKUP_VALUES), each at the position of its hash as sent (`position`), their
-   * checksums checked (a row that fails stops the lookup as damage).
+   * Adds the entries of a lookup's rows (LOOKUP_VALUES) to `out`, each at the position of its hash as sent, their
+   * checksums checked (a row that fails, or has a status code no build writes, stops the lookup as damage).
    */
-  private foundIn(rows: Row[], type: DiiType, hashes: readonly string[], position: Map<string, number>): StoredEntries {
-    const n = rows.length;
-    const out = storedEntries(n);
-    for (let i = 0; i < n; i++) {
-      const v = (rows[i][0] as string).split(',');
+  private foundIn(
+    rows: Row[],
+    type: DiiType,
+    hashes: readonly string[],
+    position: Map<string, number>,
+    out: StoredEntries,
+  ): void {
+    for (const row of rows) {
+      const v = (row[0] as string).split(',');
       // the server's base64 breaks lines every 76 characters (a hash of another shape is that long)
-      const sent = v[10];
-      const at = position.get(sent.length > 76 ? sent.replace(/\n/g, '') : sent) as number;
+      const at = position.get(v[10].length > 76 ? v[10].replace(/\n/g, '') : v[10]) as number;
       const status = STATUS_OF_CODE.get(Number(v[0]));
       const rec: StateRecord = {
         type,
@@ -475,24 +448,22 @@ export class PostgresState implements StateBackend {
         u: v[8] === NULL_BYTES ? null : textOfSent(v[8], RAW_UID_BYTES),
         p: v[9] === NULL_BYTES ? null : textOfSent(v[9], RAW_UID_BYTES),
         r: numberOf(v[2]),
-        bucketId: rows[i][1] as string | null,
+        bucketId: row[1] as string | null,
         lastMappedS: numberOf(v[3]),
         lastOptoutCheckS: numberOf(v[4]),
         optedOutSinceMs: numberOf(v[5]),
       };
-      // a status code no build writes is damage, as a wrong checksum is
-      if (status === undefined || entrySumOf(rec) !== Number(v[6])) {
+      if (status === undefined || entrySumOf(rec) !== Number(v[6]))
         throw this.fault(new ChecksumError(`entry ${v[7]}`));
-      }
-      out.at[i] = at;
-      out.status[i] = STATUS_CODE[status];
-      out.due[i] = rec.due ? 1 : 0;
-      out.r[i] = rec.r ?? Number.NaN;
-      out.u[i] = rec.u;
-      out.p[i] = rec.p;
-      out.bucketId[i] = rec.bucketId;
+      const k = out.u.length;
+      out.at[k] = at;
+      out.status[k] = STATUS_CODE[status];
+      out.due[k] = rec.due ? 1 : 0;
+      out.r[k] = rec.r ?? Number.NaN;
+      out.u.push(rec.u);
+      out.p.push(rec.p);
+      out.bucketId.push(rec.bucketId);
     }
-    return out;
   }
 
   /**
