@@ -159,6 +159,53 @@ describe('PostgreSQL state: bad input and faults, one line each without the pass
     }
   });
 
+  it('answers a lookup while a commit of the same run waits on a lock', async () => {
+    const s = await openPostgresState(pg.schemaUrl('beside'), { envFingerprint: ENV });
+    const holder = await admin.reserve();
+    try {
+      await s.commitBatch([mapped('a', 'ua')], 5);
+      // another session holds a new key of the batch, so the commit waits until it lets go
+      await holder.unsafe('BEGIN');
+      await holder.unsafe(`INSERT INTO beside.entries (key, status, due, sum) VALUES ($1, 3, false, 0)`, [
+        emailKey('n'),
+      ]);
+      let committed = false;
+      const commit = s.commitBatch([mapped('n', 'un')], 6).then(() => {
+        committed = true;
+      });
+      const got = await Promise.race([
+        s.lookupStored('email', ['a', 'n']),
+        new Promise<null>((resolve) => setTimeout(() => resolve(null), 5_000)),
+      ]);
+      expect(got === null ? 'waited behind the commit' : [...got.u]).toEqual(['ua']);
+      expect(committed).toBe(false);
+      await holder.unsafe('ROLLBACK');
+      await commit;
+      expect([...(await s.lookupStored('email', ['n'])).u]).toEqual(['un']);
+    } finally {
+      holder.release();
+      await s.close();
+    }
+  });
+
+  it('says in one line that the server has no room for the sessions a lookup opens', async () => {
+    const { url, password } = pg.server();
+    await admin.unsafe(`CREATE ROLE one_session LOGIN PASSWORD '${password}' CONNECTION LIMIT 1`);
+    await admin.unsafe('GRANT CREATE ON DATABASE postgres TO one_session');
+    const s = await openPostgresState(`${url.replace('//postgres:', '//one_session:')}?schema=one_session`, {
+      envFingerprint: ENV,
+    });
+    try {
+      const err = await failure(s.lookupStored('email', ['a']));
+      expect(err).toBeInstanceOf(StateConnectionError);
+      expect(err.exitCode).toBe(2);
+      expect(err.message).toMatch(/has no room for another session \(53300\); a run holds up to three/);
+      expect(err.message).not.toMatch(new RegExp(`${password}|\n`));
+    } finally {
+      await s.close();
+    }
+  });
+
   it('rolls a batch back when its connection is lost mid-commit; a re-run commits it', async () => {
     const url = pg.schemaUrl('lost');
     const s = await openPostgresState(url, { envFingerprint: ENV });

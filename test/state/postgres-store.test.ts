@@ -70,6 +70,31 @@ describe('PostgreSQL state: open, meta, lookups and commits', () => {
     });
   });
 
+  it('answers a lookup of thousands of keys, asked in parts, each stored key at its last position', async () => {
+    await withState(async (s) => {
+      const hash = (i: number) =>
+        Buffer.alloc(32, 0)
+          .fill(i & 255, 0, 1)
+          .fill(i >> 8, 1, 2)
+          .toString('base64');
+      const stored: EntryUpdate[] = [];
+      for (let i = 0; i < 3_000; i += 3) stored.push(mapped(hash(i), `u${i}`, i));
+      await s.commitBatch(stored, 50);
+      // every key once, then the first 50 again: a hash asked twice is answered at its last position
+      const asked = Array.from({ length: 3_000 }, (_, i) => hash(i));
+      for (let i = 0; i < 50; i++) asked.push(hash(i));
+      const got = await s.lookupStored('email', asked);
+      const found = new Map([...got.at].map((at, k) => [at, [got.u[k], got.r[k]]]));
+      const want = new Map<number, [string, number]>();
+      asked.forEach((h, at) => {
+        const i = asked.indexOf(h);
+        if (i % 3 === 0 && asked.lastIndexOf(h) === at) want.set(at, [`u${i}`, i]);
+      });
+      expect(want.size).toBe(1_000);
+      expect(found).toEqual(want);
+    });
+  });
+
   it('keeps what an opt-out or invalid answer keeps of an earlier mapping', async () => {
     await withState(async (s) => {
       await s.commitBatch([mapped('a', 'ua', 500), mapped('b', 'ub', 600)], 10);

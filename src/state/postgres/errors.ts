@@ -41,6 +41,8 @@ export class StateShareCountError extends StateLockedError {
 // PostgreSQL's error codes (SQLSTATE) and the driver's own codes of a connection that went away
 const BAD_PASSWORD = new Set(['28P01', '28000']);
 const NO_DATABASE = '3D000';
+// too many sessions: the server's max_connections, or the user's or the database's connection limit
+const NO_ROOM = '53300';
 const UNREACHABLE = new Set([
   'ECONNREFUSED',
   'ENOTFOUND',
@@ -84,6 +86,14 @@ export function connectionFault(err: unknown, where: string, connected: boolean)
     return new StateConnectionError(
       where,
       `PostgreSQL at ${where}: the database does not exist; create it (createdb, or CREATE DATABASE) or fix the URL`,
+      2,
+    );
+  }
+  if (code === NO_ROOM) {
+    return new StateConnectionError(
+      where,
+      `PostgreSQL at ${where} has no room for another session (${code}); a run holds up to three (one, and two ` +
+        "for lookups): raise the server's max_connections or the user's connection limit, or run fewer at once",
       2,
     );
   }

@@ -8,7 +8,7 @@ import { APPLICATION_ID, META_KEYS } from '../schema.js';
 import type { OpenStateOptions } from '../types.js';
 import { connectionFault } from './errors.js';
 import { PG_SCHEMA_VERSION, schemaDdl } from './schema.js';
-import { PostgresState } from './store.js';
+import { LOOKUP_SESSIONS, PostgresState } from './store.js';
 import { parseStateUrl } from './url.js';
 
 // how long a connection attempt may take before the server counts as unreachable
@@ -23,15 +23,15 @@ export async function openPostgresState(url: string, options: OpenStateOptions):
   const { connect, schema, where } = parseStateUrl(url);
   const readonly = options.readonly === true;
   const create = options.create !== false && !readonly;
-  const sql = postgres(connect, {
-    // one session: a sweep's advisory lock lives as long as it does
-    max: 1,
+  const settings = {
     max_lifetime: null,
     idle_timeout: 0,
     connect_timeout: CONNECT_TIMEOUT_S,
     onnotice: () => {},
     connection: { application_name: 'uid2-batch' },
-  });
+  };
+  // one session: a sweep's advisory lock lives as long as it does
+  const sql = postgres(connect, { ...settings, max: 1 });
   try {
     await checkSchema(sql, schema, where, create, options);
   } catch (err) {
@@ -39,7 +39,10 @@ export async function openPostgresState(url: string, options: OpenStateOptions):
     if (err instanceof ChecksumError) throw new StateDamagedError(where, err.what);
     throw connectionFault(err, where, false) ?? err;
   }
-  return new PostgresState({ sql, schema, where, readonly });
+  // lookups read on sessions of their own, connected at the first (a run that looks nothing up opens none): the
+  // server answers a lookup's parts on two of its processes at once, and never behind a commit in progress
+  const lookups = postgres(connect, { ...settings, max: LOOKUP_SESSIONS });
+  return new PostgresState({ sql, lookups, schema, where, readonly });
 }
 
 /** Makes the schema when it has no state yet (one opener at a time, under a lock), then checks its meta values. */

@@ -41,6 +41,9 @@ type Row = unknown[];
 
 const DAY_S = 86_400;
 const LAST_ID = Number.MAX_SAFE_INTEGER;
+// keys per statement of a lookup, at most, and the sessions its statements are spread over (open.ts opens them)
+const LOOKUP_PART = 1_024;
+export const LOOKUP_SESSIONS = 2;
 // rows per page of a walk in id order (entries(), and what a copy asks for is the caller's)
 const WALK_PAGE = 5_000;
 // a deadlock or serialization failure between concurrent committers: the transaction is run again
@@ -83,6 +86,11 @@ const STATUS_OF_CODE = new Map(Object.entries(STATUS_CODE).map(([status, code]) 
 
 function pageLimit(limit: number): number {
   return Number.isFinite(limit) ? Math.max(0, Math.floor(limit)) : 0;
+}
+
+/** A number of LOOKUP_VALUES: nothing is null; the server spells NaN and the infinities as Number reads them. */
+function numberOf(v: string): number | null {
+  return v === '' ? null : Number(v);
 }
 
 function num(v: unknown): number | null {
@@ -183,11 +191,21 @@ const SELECT_RECORDS =
   `v.r, v.bucket_id, v.last_mapped, v.last_optout_check, v.opted_out_since, v.sum FROM ${UNNEST_RECORDS}`;
 // raw UIDs sent as $1, as the bytes they are stored as
 const RAW_UIDS = "ARRAY(SELECT decode(x, 'base64') FROM unnest($1::text[]) AS x)";
-// what a lookup reads of an entry: its values, not its key (the one asked for)
+// what a commit reads of the entries it finds stored: their values, not their keys (the ones asked for)
 const LOOKUP_COLUMNS = ENTRY_COLUMNS.replace('id, key, ', 'id, ');
+// a raw UID column that is null, in LOOKUP_VALUES (no base64 holds it)
+const NULL_BYTES = '-';
+// what a lookup reads of an entry: its values as one text (cheaper for the driver than a dozen columns; numbers,
+// a null one as nothing, and base64 hold no comma), in the order foundIn reads them, and the bucket id (any text)
+const LOOKUP_VALUES =
+  "concat(status, ',', due::int, ',', r, ',', last_mapped, ',', last_optout_check, ',', opted_out_since, ',', sum, " +
+  `',', id, ',', coalesce(encode(u, 'base64'), '${NULL_BYTES}'), ',', coalesce(encode(p, 'base64'), '${NULL_BYTES}'), ` +
+  "',', encode(substr(key, 2), 'base64')), bucket_id";
 
 export interface PostgresStateParts {
   sql: Sql;
+  /** The sessions lookups read on (lookupStored), apart from `sql`'s. */
+  lookups: Sql;
   schema: string;
   where: string;
   readonly: boolean;
@@ -198,6 +216,7 @@ export class PostgresState implements StateBackend {
   readonly where: string;
   readonly readonly: boolean;
   private readonly sql: Sql;
+  private readonly lookups: Sql;
   private readonly s: string;
   private damagedCount = 0;
   private closed = false;
@@ -207,10 +226,17 @@ export class PostgresState implements StateBackend {
   private mostlyNewLast = true;
   /** Whether every key of the last commit was new: the next is sent as a COPY (copyNew). */
   private allNewLast = true;
+  // a lookup: the entries of keys, each naming its key, by one walk of the key index; the planner cannot see how
+  // many keys the subquery holds (it guesses a few), so it probes the index whatever the statistics say
+  private readonly lookupStatement: string;
 
   constructor(parts: PostgresStateParts) {
     this.sql = parts.sql;
+    this.lookups = parts.lookups;
     this.s = parts.schema;
+    this.lookupStatement =
+      `SELECT ${LOOKUP_VALUES} FROM ${this.s}.entries ` +
+      `WHERE key = ANY(ARRAY(SELECT ${keyOfSent('$1::int4', 'h')} FROM unnest($2::text[]) AS h))`;
     this.where = parts.where;
     this.readonly = parts.readonly;
   }
@@ -374,47 +400,82 @@ export class PostgresState implements StateBackend {
   // ---- lookups and commits
 
   async lookupStored(type: DiiType, hashes: readonly string[]): Promise<StoredEntries> {
-    // per hash, the last position it is asked at (the file answers a hash asked twice there too)
+    // per hash as sent, the last position it is asked at (the file answers a hash asked twice there too)
     const position = new Map<string, number>();
-    for (let i = 0; i < hashes.length; i++) position.set(hashes[i], i);
-    const asked = [...position.keys()];
-    // each row says which key it answers by its ordinal: no key is sent back or decoded
-    const rows =
-      asked.length === 0
-        ? []
-        : await this.q(
-            `SELECT e.*, k.i FROM unnest($2::text[]) WITH ORDINALITY AS k(hash, i) ` +
-              `CROSS JOIN LATERAL (${this.keyProbe(LOOKUP_COLUMNS, keyOfSent('$1::int4', 'k.hash'))}) e`,
-            [TYPE_CODE[type], plainTexts(asked.map((h) => sentOf(h, HASH_BYTES)))],
-          );
-    const n = rows.length;
-    const out: StoredEntries = {
+    for (let i = 0; i < hashes.length; i++) position.set(sentOf(hashes[i], HASH_BYTES), i);
+    const sent = [...position.keys()];
+    const n = sent.length;
+    // in parts of one size sent at once, as many as the lookup sessions or a multiple (a few keys in one): the
+    // server looks parts up on each session while this process reads the rows of others
+    const size =
+      n <= LOOKUP_PART / 2 ? n : Math.ceil(n / (LOOKUP_SESSIONS * Math.ceil(n / (LOOKUP_SESSIONS * LOOKUP_PART))));
+    const r = new Float64Array(n);
+    const out = {
       at: new Int32Array(n),
       status: new Uint8Array(n),
       due: new Uint8Array(n),
-      r: new Float64Array(n),
-      u: new Array(n),
-      p: new Array(n),
-      bucketId: new Array(n),
+      r,
+      u: [],
+      p: [],
+      bucketId: [],
     };
-    for (let i = 0; i < n; i++) {
-      const row = rows[i];
-      const k = Number(row[11]) - 1;
-      let e: StateRecord;
-      try {
-        e = this.valuesOf(row, 1, type, asked[k]);
-      } catch (err) {
-        throw this.fault(err);
-      }
-      out.at[i] = position.get(e.hash) as number;
-      out.status[i] = STATUS_CODE[e.status];
-      out.due[i] = e.due ? 1 : 0;
-      out.r[i] = e.r ?? Number.NaN;
-      out.u[i] = e.u;
-      out.p[i] = e.p;
-      out.bucketId[i] = e.bucketId;
+    const parts: Promise<void>[] = [];
+    for (let from = 0; from < n; from += size) {
+      const part = plainTexts(sent.slice(from, from + size));
+      const read = (rows: Row[]) => this.foundIn(rows, type, hashes, position, out);
+      parts.push(this.q(this.lookupStatement, [TYPE_CODE[type], part], this.lookups).then(read));
     }
-    return out;
+    await Promise.all(parts);
+    const found = out.u.length;
+    return {
+      ...out,
+      at: out.at.slice(0, found),
+      status: out.status.slice(0, found),
+      due: out.due.slice(0, found),
+      r: r.slice(0, found),
+    };
+  }
+
+  /**
+   * Adds the entries of a lookup's rows (LOOKUP_VALUES) to `out`, each at the position of its hash as sent, their
+   * checksums checked (a row that fails, or has a status code no build writes, stops the lookup as damage).
+   */
+  private foundIn(
+    rows: Row[],
+    type: DiiType,
+    hashes: readonly string[],
+    position: Map<string, number>,
+    out: StoredEntries,
+  ): void {
+    for (const row of rows) {
+      const v = (row[0] as string).split(',');
+      // the server's base64 breaks lines every 76 characters (a hash of another shape is that long)
+      const at = position.get(v[10].length > 76 ? v[10].replace(/\n/g, '') : v[10]) as number;
+      const status = STATUS_OF_CODE.get(Number(v[0]));
+      const rec: StateRecord = {
+        type,
+        hash: hashes[at],
+        status: status ?? 'invalid',
+        due: v[1] === '1',
+        u: v[8] === NULL_BYTES ? null : textOfSent(v[8], RAW_UID_BYTES),
+        p: v[9] === NULL_BYTES ? null : textOfSent(v[9], RAW_UID_BYTES),
+        r: numberOf(v[2]),
+        bucketId: row[1] as string | null,
+        lastMappedS: numberOf(v[3]),
+        lastOptoutCheckS: numberOf(v[4]),
+        optedOutSinceMs: numberOf(v[5]),
+      };
+      if (status === undefined || entrySumOf(rec) !== Number(v[6]))
+        throw this.fault(new ChecksumError(`entry ${v[7]}`));
+      const k = out.u.length;
+      out.at[k] = at;
+      out.status[k] = STATUS_CODE[status];
+      out.due[k] = rec.due ? 1 : 0;
+      out.r[k] = rec.r ?? Number.NaN;
+      out.u.push(rec.u);
+      out.p.push(rec.p);
+      out.bucketId.push(rec.bucketId);
+    }
   }
 
   /**
@@ -973,6 +1034,7 @@ export class PostgresState implements StateBackend {
     if (this.closed) return;
     this.closed = true;
     // ending the session releases its advisory locks
-    await this.sql.end({ timeout: this.lost === undefined ? 5 : 0 });
+    const timeout = this.lost === undefined ? 5 : 0;
+    await Promise.all([this.sql.end({ timeout }), this.lookups.end({ timeout })]);
   }
 }
