@@ -7,7 +7,7 @@ import type { PreparedRows } from '../map/prepare-rows.js';
 import { BucketAnswer, bucketIdOf } from '../map/bucket-answer.js';
 import { SLOT, type RowChunk } from '../map/row-chunk.js';
 import { NO_P } from '../map/result-bytes.js';
-import type { MappedV3 } from '../../protocol/index.js';
+import { ScannedAnswers, type MappedV3 } from '../../protocol/index.js';
 import type { RowFormat } from '../io/output/row-encoders.js';
 import type { ResultLayout } from '../map/result-columns.js';
 import type { SourceProblemCounts, TableSink } from '../io/table.js';
@@ -73,8 +73,10 @@ export interface SlotAnswers {
   buckets: string[] | null;
 }
 
-export function packAnswers(chunk: Pick<RowChunk, 'status' | 'mapped' | 'reason' | 'width'>): SlotAnswers {
-  const { status, mapped, width } = chunk;
+export function packAnswers(
+  chunk: Pick<RowChunk, 'status' | 'answerOf' | 'answerIndex' | 'reason' | 'width'>,
+): SlotAnswers {
+  const { status, answerOf, answerIndex, width } = chunk;
   const { reasonTexts, reasonOf } = packReasons(chunk.reason);
   let count = 0;
   for (let slot = 0; slot < status.length; slot++) if (status[slot] === SLOT.mapped) count++;
@@ -86,7 +88,23 @@ export function packAnswers(chunk: Pick<RowChunk, 'status' | 'mapped' | 'reason'
   let k = 0;
   for (let slot = 0, c = 0; slot < status.length; slot++, c = c + 1 === width ? 0 : c + 1) {
     if (status[slot] !== SLOT.mapped) continue;
-    const m = mapped[slot] as MappedV3;
+    const of = answerOf[slot] as MappedV3 | ScannedAnswers;
+    if (of instanceof ScannedAnswers) {
+      const i = answerIndex[slot];
+      const u = of.u(i);
+      const p = of.p(i);
+      us[c] += u;
+      lengths[2 * k] = u.length;
+      if (p === null) lengths[2 * k + 1] = NO_P;
+      else {
+        ps[c] += p;
+        lengths[2 * k + 1] = p.length;
+      }
+      r[k] = of.r[i];
+      k++;
+      continue;
+    }
+    const m = of;
     us[c] += m.u;
     lengths[2 * k] = m.u.length;
     if (m.p === null) lengths[2 * k + 1] = NO_P;
