@@ -29,6 +29,8 @@ async function run(input: string[][], options: Partial<MapEngineOptions> & { pac
   const rejects: string[][] = [];
   // what a row thread is handed: the chunk's answers packed for it and read back there
   const handedOver: string[] = [];
+  const held: string[] = [];
+  const text = (m: { u: string; p: string | null; r: number } | null) => (m === null ? '' : `${m.u} ${m.p} ${m.r}`);
   const engine = new MapEngine({
     columns: COLUMNS,
     mapBatch: mapper.mapBatch,
@@ -39,11 +41,12 @@ async function run(input: string[][], options: Partial<MapEngineOptions> & { pac
     ...options,
     onChunk: (chunk) => {
       out.push(...outputRows(chunk, rejects));
-      for (const m of unpackAnswers(packAnswers(chunk))) handedOver.push(m === null ? '' : `${m.u} ${m.p} ${m.r}`);
+      for (const m of unpackAnswers(packAnswers(chunk))) handedOver.push(text(m));
+      for (const m of chunk.mapped) held.push(text(m));
     },
   });
   const result = await engine.run(chunked(input, 64));
-  return { result, out, rejects, handedOver, mapper };
+  return { result, out, rejects, handedOver, held, mapper };
 }
 
 const byKey = (a: { type: string; hash: string }, b: { type: string; hash: string }): number =>
@@ -61,6 +64,8 @@ describe('MapEngine with packed answers', () => {
     expect(packed.out).toEqual(objects.out);
     expect(packed.rejects).toEqual(objects.rejects);
     expect(packed.handedOver).toEqual(objects.handedOver);
+    expect(packed.handedOver).toEqual(packed.held);
+    expect(objects.handedOver).toEqual(objects.held);
     // the table forgot some identifiers, so repeats were both served from it and sent again
     expect(packed.result.counts.uniqueEstimated).toBe(true);
     expect(packed.result.counts.deduplicated).toBeGreaterThan(500);
