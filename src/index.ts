@@ -102,6 +102,8 @@ export type {
   MapV3Item,
   MapV3Request,
   MapV3ResponseBody,
+  MapV3Answers,
+  ScannedAnswers,
   MappedV2,
   OptedOutItem,
   SaltBucket,

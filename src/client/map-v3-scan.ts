@@ -1,7 +1,9 @@
 import {
+  ANSWER_CODE,
   BASE64_CHAR,
   RAW_UID_LENGTH,
-  type MapV3Item,
+  ScannedAnswers,
+  type MapV3Answers,
   type MapV3Request,
   type MapV3ResponseBody,
 } from '../protocol/index.js';
@@ -15,15 +17,12 @@ import { refreshWindow } from './answer-items.js';
  * answer; for anything else (whitespace, escapes, other key orders, a status other than success, a count that
  * does not match, any item the contract refuses) it gives up, and the caller reads the text the general way, which
  * is also where every refusal and its message come from. JSON.parse and a second pass over its objects cost the
- * main thread, the bound of a threaded map, about twice as much.
+ * main thread, the bound of a threaded map, about twice as much. The items go straight into packed arrays
+ * (ScannedAnswers), which keep where each raw UID sits in the answer's bytes rather than a string of it.
  */
 
 const KINDS = ['email', 'email_hash', 'phone', 'phone_hash'] as const;
 type Kind = (typeof KINDS)[number];
-
-/** One answer object per unmapped reason, shared: nothing changes an answer once read. */
-const OPTOUT: MapV3Item = Object.freeze({ e: 'optout' });
-const INVALID: MapV3Item = Object.freeze({ e: 'invalid identifier' });
 
 const QUOTE = 34;
 const BACKSLASH = 92;
@@ -37,9 +36,6 @@ const ZERO = 48;
 const NINE = 57;
 const EQUALS = 61;
 
-/** Buffer's own latin1 decoder of a range (what toString('latin1', start, end) calls, without its checks). */
-type LatinBytes = Buffer & { latin1Slice(start: number, end: number): string };
-
 /** A scan position, or GAVE_UP. */
 const GAVE_UP = -1;
 
@@ -50,10 +46,10 @@ class Scan {
   /** Where the last string read starts and ends (after its quotes). */
   start = 0;
   end = 0;
-  readonly answers: Partial<Record<Kind, MapV3Item[]>> = {};
+  readonly answers: Partial<Record<Kind, ScannedAnswers>> = {};
 
   constructor(
-    readonly bytes: LatinBytes,
+    readonly bytes: Buffer,
     readonly text: string,
     readonly request: MapV3Request,
     readonly minS: number,
@@ -100,38 +96,30 @@ class Scan {
     return last + 2;
   }
 
-  /**
-   * The last string read, as a string of its own. A slice of the text would be cheaper to make, but it keeps the
-   * whole answer alive for as long as the run remembers one of its raw UIDs (nearly every answer of a long run).
-   */
-  copy(): string {
-    return this.bytes.latin1Slice(this.start, this.end);
-  }
-
-  /** One item at `at`, pushed onto `into`; the position after it. */
-  item(at: number, into: MapV3Item[]): number {
+  /** One item at `at`, added to `into`; the position after it. */
+  item(at: number, into: ScannedAnswers): number {
     const text = this.text;
     if (text.charCodeAt(at) !== OPEN_BRACE) return GAVE_UP;
     if (text.startsWith('"e":"', at + 1)) {
       if (text.startsWith('optout"}', at + 6)) {
-        into.push(OPTOUT);
+        into.addUnmapped(ANSWER_CODE.optout);
         return at + 14;
       }
       if (text.startsWith('invalid identifier"}', at + 6)) {
-        into.push(INVALID);
+        into.addUnmapped(ANSWER_CODE.invalid);
         return at + 26;
       }
       return GAVE_UP;
     }
     let i = this.key(at + 1, 'u');
     if (i < 0 || (i = this.rawUid(i)) < 0) return GAVE_UP;
-    const u = this.copy();
+    const u = this.start;
     if (text.charCodeAt(i) !== COMMA || (i = this.key(i + 1, 'p')) < 0) return GAVE_UP;
-    let p: string | null = null;
+    let p: number | null = null;
     if (text.startsWith('null', i)) i += 4;
     else {
       if ((i = this.rawUid(i)) < 0) return GAVE_UP;
-      p = this.copy();
+      p = this.start;
     }
     if (text.charCodeAt(i) !== COMMA || (i = this.key(i + 1, 'r')) < 0) return GAVE_UP;
     // whole seconds, as JSON writes an integer: no sign, fraction, exponent or leading zero
@@ -141,7 +129,7 @@ class Scan {
     const digits = i - first;
     if (digits === 0 || digits > MAX_R_DIGITS || (digits > 1 && text.charCodeAt(first) === ZERO)) return GAVE_UP;
     if (r < this.minS || r > this.maxS || text.charCodeAt(i) !== CLOSE_BRACE) return GAVE_UP;
-    into.push({ u, p, r });
+    into.addMapped(u, p, r);
     return i + 1;
   }
 
@@ -150,17 +138,17 @@ class Scan {
     const text = this.text;
     if (text.charCodeAt(at) !== OPEN_BRACKET) return GAVE_UP;
     const sent = this.request[kind]?.length ?? 0;
-    const items: MapV3Item[] = [];
+    const items = new ScannedAnswers(this.bytes, sent);
     let i = at + 1;
     if (text.charCodeAt(i) !== CLOSE_BRACKET) {
       for (;;) {
-        if (items.length === sent || (i = this.item(i, items)) < 0) return GAVE_UP;
+        if (items.count === sent || (i = this.item(i, items)) < 0) return GAVE_UP;
         const c = text.charCodeAt(i++);
         if (c === CLOSE_BRACKET) break;
         if (c !== COMMA) return GAVE_UP;
       }
     } else i++;
-    if (items.length !== sent) return GAVE_UP;
+    if (items.count !== sent) return GAVE_UP;
     this.answers[kind] = items;
     return i;
   }
@@ -186,10 +174,22 @@ class Scan {
  * (read it with readResponseJson and readMapV3Body, which give the answer or the error).
  */
 export function scanMapV3Answer(json: Buffer, request: MapV3Request, nowMs: number): MapV3ResponseBody | undefined {
+  const answers = scanMapV3Answers(json, request, nowMs);
+  if (answers === undefined) return undefined;
+  return {
+    email: (answers.email as ScannedAnswers).items(),
+    email_hash: (answers.email_hash as ScannedAnswers).items(),
+    phone: (answers.phone as ScannedAnswers).items(),
+    phone_hash: (answers.phone_hash as ScannedAnswers).items(),
+  };
+}
+
+/** scanMapV3Answer with the items left packed, as the answer's bytes and typed arrays. */
+export function scanMapV3Answers(json: Buffer, request: MapV3Request, nowMs: number): MapV3Answers | undefined {
   // every byte the scan takes is ASCII, so a byte outside it fails the scan whatever character it decodes to
   const text = json.toString('latin1');
   const window = refreshWindow(nowMs);
-  const scan = new Scan(json as LatinBytes, text, request, window.minS, window.maxS);
+  const scan = new Scan(json, text, request, window.minS, window.maxS);
   if (text.charCodeAt(0) !== OPEN_BRACE) return undefined;
   let i = 1;
   let status = false;
@@ -208,9 +208,9 @@ export function scanMapV3Answer(json: Buffer, request: MapV3Request, nowMs: numb
   if (text.charCodeAt(i) !== CLOSE_BRACE || i + 1 !== text.length) return undefined;
   const { answers } = scan;
   return {
-    email: answers.email as MapV3Item[],
-    email_hash: answers.email_hash as MapV3Item[],
-    phone: answers.phone as MapV3Item[],
-    phone_hash: answers.phone_hash as MapV3Item[],
+    email: answers.email as ScannedAnswers,
+    email_hash: answers.email_hash as ScannedAnswers,
+    phone: answers.phone as ScannedAnswers,
+    phone_hash: answers.phone_hash as ScannedAnswers,
   };
 }

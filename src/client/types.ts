@@ -3,6 +3,7 @@ import type {
   MapV2ResponseBody,
   MapV3Request,
   MapV3ResponseBody,
+  MapV3Answers,
   OptedOutItem,
   SaltBucket,
   TokenGenerateRequest,
@@ -80,6 +81,12 @@ export interface ServiceClient {
   /** Where the requests go: straight to the service, or through which proxy (print it with describeProxyRoute). */
   readonly proxyRoute: ProxyRoute;
   mapV3(request: MapV3Request, options?: CallOptions): Promise<MapV3ResponseBody>;
+  /**
+   * mapV3, with answers of the usual shape left packed (ScannedAnswers: codes, `r` and the raw UIDs' places in
+   * the answer's bytes) instead of an object per item; the same checks and errors. Optional: a client without it
+   * is asked mapV3.
+   */
+  mapV3Answers?(request: MapV3Request, options?: CallOptions): Promise<MapV3Answers>;
   mapV2(request: MapV2Request, options?: CallOptions): Promise<MapV2ResponseBody>;
   buckets(sinceTimestamp: string, options?: CallOptions): Promise<SaltBucket[]>;
   optoutStatus(advertisingIds: string[], options?: CallOptions): Promise<OptedOutItem[]>;

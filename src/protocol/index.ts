@@ -4,3 +4,4 @@ export * from './wire.js';
 export * from './errors.js';
 export * from './instant.js';
 export * from './raw-uid.js';
+export * from './scanned-answers.js';

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { sha256Base64 } from '../../src/identity/index.js';
-import type { MapV3Item, MapV3Request, MapV3ResponseBody } from '../../src/protocol/index.js';
+import type { MapV3Answers, MapV3Item, MapV3Request, MapV3ResponseBody } from '../../src/protocol/index.js';
+import { scanMapV3Answers } from '../../src/client/map-v3-scan.js';
 import type { EngineState } from '../../src/pipeline/map/map-engine.js';
 import type { InputRow } from '../../src/pipeline/io/table.js';
 import { STATUS_CODE } from '../../src/state/schema.js';
@@ -30,6 +31,8 @@ export interface FakeMapperOptions {
   failOn?: (call: number, request: MapV3Request) => Error | undefined;
   /** Called at the start of each call with the number of calls in flight (including this one). */
   onStart?: (inFlight: number, call: number) => void;
+  /** Answer packed, as the client's one-pass scan reads a service's answer (ScannedAnswers). */
+  packed?: boolean;
 }
 
 export class FakeMapper {
@@ -40,7 +43,7 @@ export class FakeMapper {
 
   constructor(private readonly options: FakeMapperOptions = {}) {}
 
-  readonly mapBatch = async (request: MapV3Request, signal: AbortSignal): Promise<MapV3ResponseBody> => {
+  readonly mapBatch = async (request: MapV3Request, signal: AbortSignal): Promise<MapV3ResponseBody | MapV3Answers> => {
     const call = ++this.calls;
     this.inFlight++;
     this.peakInFlight = Math.max(this.peakInFlight, this.inFlight);
@@ -51,7 +54,12 @@ export class FakeMapper {
       const failure = this.options.failOn?.(call, request);
       if (failure) throw failure;
       this.requests.push(request);
-      return answerHashes(request, fakeAnswer);
+      const body = answerHashes(request, fakeAnswer);
+      if (this.options.packed !== true) return body;
+      const json = Buffer.from(JSON.stringify({ status: 'success', body }), 'latin1');
+      const packed = scanMapV3Answers(json, request, NOW_S * 1000);
+      if (packed === undefined) throw new Error('the fake answer did not scan');
+      return packed;
     } finally {
       this.inFlight--;
     }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { MapV3ResponseBody } from '../../src/protocol/index.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,7 +21,8 @@ function fakeClient(mapper: FakeMapper): ServiceClient {
     stats: { requests: 0, retries: 0, http429: 0, http5xx: 0, networkErrors: 0 },
     lastServerTime: undefined,
     proxyRoute: { kind: 'direct', why: 'a fake client sends nothing' },
-    mapV3: (request, options) => mapper.mapBatch(request, options?.signal ?? new AbortController().signal),
+    mapV3: (request, options) =>
+      mapper.mapBatch(request, options?.signal ?? new AbortController().signal) as Promise<MapV3ResponseBody>,
     mapV2: unused,
     buckets: unused,
     optoutStatus: unused,

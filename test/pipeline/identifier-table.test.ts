@@ -2,6 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { IdentifierTable, TrackedIdentifier } from '../../src/pipeline/map/identifier-table.js';
 import { RowChunk } from '../../src/pipeline/map/row-chunk.js';
+import { scanMapV3Answers } from '../../src/client/map-v3-scan.js';
+import { ScannedAnswers } from '../../src/protocol/index.js';
 
 const chunk = new RowChunk([], 1, undefined, 1);
 const tracked = (type: 'email' | 'phone', hash: string) => new TrackedIdentifier(type, hash, chunk, 0);
@@ -37,5 +39,24 @@ describe('IdentifierTable', () => {
     expect(table.dropped).toBe(true);
     expect(table.get('email', hash('/////', 'w'))).toBe(waiting);
     expect(table.get('email', hash('/////', 'x'))).toBeUndefined();
+  });
+
+  it('holds a packed answer as an object of its own once it is moved up from the old generation', () => {
+    const u = 'U'.repeat(43) + '=';
+    const json = Buffer.from(
+      `{"status":"success","body":{"email":[],"email_hash":[{"u":"${u}","p":null,"r":1800000000}],"phone":[],"phone_hash":[]}}`,
+    );
+    const answers = scanMapV3Answers(json, { email_hash: ['x'] }, 1_790_000_000_000)?.email_hash;
+    expect(answers).toBeInstanceOf(ScannedAnswers);
+    const table = new IdentifierTable(8);
+    const kept = tracked('email', hash('/////', 'k'));
+    table.add(kept);
+    kept.resolve(answers as ScannedAnswers, 0);
+    expect(kept.answer).toBe(answers);
+    // a full young generation becomes the old one: a hit there moves the entry up
+    for (let i = 0; i < 3; i++) table.add(tracked('phone', hash(`B${'ABC'[i]}AAA`, 'z')));
+    expect(table.get('email', hash('/////', 'k'))).toBe(kept);
+    expect(kept.answer).not.toBeInstanceOf(ScannedAnswers);
+    expect(kept.answer).toEqual({ u, p: null, r: 1_800_000_000 });
   });
 });

@@ -4,6 +4,7 @@ import {
   MapEngine,
   type EngineColumn,
   type EngineState,
+  type MapBatchFn,
   type MapRunCounts,
   type ThreadedEngineState,
   type MapRunResult,
@@ -40,7 +41,8 @@ export interface MapJob {
   /** An opened input (pieces for the row threads, or parsed rows), or chunks of rows given by a program. */
   input: TableInput | AsyncIterable<InputRow[]>;
   columns: readonly EngineColumn[];
-  client: Pick<ServiceClient, 'mapV3' | 'mapV2'>;
+  /** mapV3Answers when it has it (the packed answers cost the main thread less), else mapV3. */
+  client: Pick<ServiceClient, 'mapV3' | 'mapV2' | 'mapV3Answers'>;
   /** The concurrency limiter the client's 429s lower (a map connection always has one). */
   limiter: AdaptiveConcurrency | undefined;
   output: MapOutput;
@@ -144,7 +146,7 @@ export async function runMapJob(job: MapJob): Promise<MapRunResult> {
     const onChunk = chunkWriter(job, encoding);
     const engine: MapEngine = new MapEngine({
       columns: job.columns,
-      mapBatch: v2 ? mapBatchV2(job.client) : (request, signal) => job.client.mapV3(request, { signal }),
+      mapBatch: v2 ? mapBatchV2(job.client) : mapBatchV3(job.client),
       ...(job.limiter !== undefined ? { limiter: job.limiter } : {}),
       ...(job.state !== undefined ? { state: job.state } : {}),
       ...(job.batchSize !== undefined ? { batchSize: job.batchSize } : {}),
@@ -213,4 +215,10 @@ function chunkWriter(
     },
     flush: () => Promise.resolve(),
   };
+}
+
+function mapBatchV3(client: MapJob['client']): MapBatchFn {
+  const { mapV3Answers } = client;
+  if (mapV3Answers === undefined) return (request, signal) => client.mapV3(request, { signal });
+  return (request, signal) => mapV3Answers.call(client, request, { signal });
 }

@@ -1,13 +1,19 @@
 import type { DiiType } from '../../identity/index.js';
-import { isMappedV3, type MapV3Item } from '../../protocol/index.js';
+import { ANSWER_CODE, INVALID_ITEM, isMappedV3, ScannedAnswers, type MapV3Item } from '../../protocol/index.js';
 import { SLOT, type RowChunk } from './row-chunk.js';
 
 /** The reason text of an opted-out identifier (the service's `e`). */
 export const OPTOUT_REASON = 'optout';
+const INVALID_REASON = (INVALID_ITEM as { e: string }).e;
 
-/** Writes one answer into one identifier cell of a chunk. */
-export function answerSlot(chunk: RowChunk, slot: number, item: MapV3Item): void {
-  if (isMappedV3(item)) chunk.setMapped(slot, item);
+/** Writes one answer (an object, or item `index` of packed answers) into one identifier cell of a chunk. */
+export function answerSlot(chunk: RowChunk, slot: number, item: MapV3Item | ScannedAnswers, index: number): void {
+  if (item instanceof ScannedAnswers) {
+    const code = item.code[index];
+    if (code === ANSWER_CODE.mapped) chunk.setScanned(slot, item, index);
+    else if (code === ANSWER_CODE.optout) chunk.setUnmapped(slot, SLOT.optout, OPTOUT_REASON);
+    else chunk.setUnmapped(slot, SLOT.invalid, INVALID_REASON);
+  } else if (isMappedV3(item)) chunk.setMapped(slot, item);
   else if (item.e === OPTOUT_REASON) chunk.setUnmapped(slot, SLOT.optout, OPTOUT_REASON);
   else chunk.setUnmapped(slot, SLOT.invalid, item.e);
 }
@@ -22,8 +28,9 @@ export class TrackedIdentifier {
   private slot: number;
   private moreChunks: RowChunk[] | null = null;
   private moreSlots: number[] | null = null;
-  /** The answer, once there is one. */
-  answer: MapV3Item | null = null;
+  /** The answer, once there is one: an object, or packed answers (item `index` of them). */
+  answer: MapV3Item | ScannedAnswers | null = null;
+  index = 0;
   /** The request for it failed: a repeat must be sent again. */
   failed = false;
 
@@ -52,14 +59,28 @@ export class TrackedIdentifier {
     return (this.chunk === null ? 0 : 1) + (this.moreSlots === null ? 0 : this.moreSlots.length);
   }
 
-  resolve(item: MapV3Item): void {
+  /** Answers every waiting cell with `item` (or item `index` of packed answers). */
+  resolve(item: MapV3Item | ScannedAnswers, index = 0): void {
     this.answer = item;
-    if (this.chunk !== null) answerSlot(this.chunk, this.slot, item);
+    this.index = index;
+    if (this.chunk !== null) answerSlot(this.chunk, this.slot, item, index);
     const chunks = this.moreChunks;
     const slots = this.moreSlots;
     if (chunks !== null && slots !== null)
-      for (let i = 0; i < chunks.length; i++) answerSlot(chunks[i], slots[i], item);
+      for (let i = 0; i < chunks.length; i++) answerSlot(chunks[i], slots[i], item, index);
     this.release();
+  }
+
+  /**
+   * Holds the answer as an object of its own rather than in its batch's packed answers: an entry that stays
+   * remembered past its generation would otherwise keep its whole batch (the answer's bytes) alive with it.
+   */
+  detach(): void {
+    const answer = this.answer;
+    if (answer instanceof ScannedAnswers) {
+      this.answer = answer.item(this.index);
+      this.index = 0;
+    }
   }
 
   fail(reason: string): void {
@@ -210,6 +231,7 @@ export class IdentifierTable {
     if (entry !== undefined) return entry;
     const aging = this.old.get(key, hash);
     if (aging !== undefined) {
+      aging.detach();
       this.put(key, aging);
       return aging;
     }

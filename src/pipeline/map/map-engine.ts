@@ -1,6 +1,9 @@
 import type { DiiType } from '../../identity/index.js';
 import {
+  answerCount,
   isMappedV3,
+  ScannedAnswers,
+  type MapV3Answers,
   type MappedV3,
   type MapV3Item,
   type MapV3Request,
@@ -45,8 +48,8 @@ export interface ThreadedEngineState {
   commitBatch(updates: readonly EntryUpdate[], nowS: number): Promise<void>;
 }
 
-/** Sends one v3 map request (with the client's retries) and returns the decrypted body. */
-export type MapBatchFn = (request: MapV3Request, signal: AbortSignal) => Promise<MapV3ResponseBody>;
+/** Sends one v3 map request (with the client's retries) and returns the decrypted body, read or packed. */
+export type MapBatchFn = (request: MapV3Request, signal: AbortSignal) => Promise<MapV3ResponseBody | MapV3Answers>;
 
 export interface MapEngineOptions {
   columns: readonly EngineColumn[];
@@ -171,7 +174,7 @@ const STATE_INVALID: UnmappedV3 = Object.freeze({ e: 'invalid identifier' });
 /** Placeholder answer of a dry run, so repeats are not counted twice. */
 const DRY_ANSWER: UnmappedV3 = Object.freeze({ e: 'not sent (dry run)' });
 
-function isStateAnswer(item: MapV3Item): boolean {
+function isStateAnswer(item: MapV3Item | ScannedAnswers): boolean {
   return (
     item instanceof StateAnswer ||
     item === STATE_OPTOUT ||
@@ -355,7 +358,7 @@ export class MapEngine {
       if (answer === null) {
         known.addWaiter(chunk, slot);
       } else {
-        answerSlot(chunk, slot, answer);
+        answerSlot(chunk, slot, answer, known.index);
         if (isStateAnswer(answer)) this.counts.fromState++;
       }
       return;
@@ -458,7 +461,7 @@ export class MapEngine {
         this.failBatch(batch, 'not sent: the run stopped first');
         return;
       }
-      let body: MapV3ResponseBody;
+      let body: MapV3ResponseBody | MapV3Answers;
       try {
         body = await (this.options.mapBatch as MapBatchFn)(batchRequest(batch), this.lifecycle.abort.signal);
       } catch (err) {
@@ -474,14 +477,16 @@ export class MapEngine {
     }
   }
 
-  private async onBatchAnswered(batch: MapBatch, body: MapV3ResponseBody): Promise<void> {
+  private async onBatchAnswered(batch: MapBatch, body: MapV3ResponseBody | MapV3Answers): Promise<void> {
     const emailAnswers = body.email_hash ?? [];
     const phoneAnswers = body.phone_hash ?? [];
-    if (emailAnswers.length !== batch.emailItems.length || phoneAnswers.length !== batch.phoneItems.length) {
+    const emailCount = answerCount(emailAnswers);
+    const phoneCount = answerCount(phoneAnswers);
+    if (emailCount !== batch.emailItems.length || phoneCount !== batch.phoneItems.length) {
       this.onBatchError(
         batch,
         new Error(
-          `the service answered ${emailAnswers.length} email and ${phoneAnswers.length} phone hashes for ` +
+          `the service answered ${emailCount} email and ${phoneCount} phone hashes for ` +
             `${batch.emailItems.length} and ${batch.phoneItems.length} sent`,
         ),
       );
@@ -489,19 +494,19 @@ export class MapEngine {
     }
     const state = this.options.state;
     if (state !== undefined) {
-      const updates: EntryUpdate[] = new Array(emailAnswers.length + phoneAnswers.length);
+      const updates: EntryUpdate[] = new Array(emailCount + phoneCount);
       let n = 0;
-      for (let i = 0; i < emailAnswers.length; i++)
-        updates[n++] = entryUpdate('email', batch.emailHashes[i], emailAnswers[i]);
-      for (let i = 0; i < phoneAnswers.length; i++)
-        updates[n++] = entryUpdate('phone', batch.phoneHashes[i], phoneAnswers[i]);
+      for (let i = 0; i < emailCount; i++)
+        updates[n++] = entryUpdate('email', batch.emailHashes[i], answerAt(emailAnswers, i));
+      for (let i = 0; i < phoneCount; i++)
+        updates[n++] = entryUpdate('phone', batch.phoneHashes[i], answerAt(phoneAnswers, i));
       // answers are handed on only once committed: an output row never holds what a crash could lose
       const committed = state.commitBatch(updates, this.nowS());
       if (committed !== undefined) await committed;
       this.counts.batchesCommitted++;
     }
-    for (let i = 0; i < emailAnswers.length; i++) batch.emailItems[i].resolve(emailAnswers[i]);
-    for (let i = 0; i < phoneAnswers.length; i++) batch.phoneItems[i].resolve(phoneAnswers[i]);
+    resolveAll(batch.emailItems, emailAnswers);
+    resolveAll(batch.phoneItems, phoneAnswers);
     this.limiter.succeeded();
   }
 
@@ -593,6 +598,17 @@ export class MapEngine {
 
 function isThreaded(state: EngineState | ThreadedEngineState): state is ThreadedEngineState {
   return (state as Partial<ThreadedEngineState>).threaded === true;
+}
+
+/** Item i of an answer array, as an object. */
+function answerAt(answers: MapV3Item[] | ScannedAnswers, i: number): MapV3Item {
+  return answers instanceof ScannedAnswers ? answers.item(i) : answers[i];
+}
+
+/** Answers each item of a batch with its answer, by position. */
+function resolveAll(items: readonly TrackedIdentifier[], answers: MapV3Item[] | ScannedAnswers): void {
+  if (answers instanceof ScannedAnswers) for (let i = 0; i < items.length; i++) items[i].resolve(answers, i);
+  else for (let i = 0; i < items.length; i++) items[i].resolve(answers[i]);
 }
 
 function hashesOf(items: readonly TrackedIdentifier[]): string[] {

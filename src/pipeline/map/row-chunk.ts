@@ -1,4 +1,4 @@
-import type { MappedV3 } from '../../protocol/index.js';
+import { ScannedAnswers, type MappedV3 } from '../../protocol/index.js';
 import type { InputRow } from '../io/table.js';
 
 /** What became of one identifier cell. Numbers, so a chunk keeps them in one typed array. */
@@ -29,8 +29,14 @@ export interface RowTicket {
  */
 export class RowChunk {
   readonly status: Uint8Array;
-  /** The service's (or the state's) answer, for mapped slots. */
-  readonly mapped: (MappedV3 | null)[];
+  /**
+   * Where a mapped slot's answer is: an answer object, or the packed answers of a batch (its item in
+   * answerIndex), which spare the chunk an object and two strings per slot while it waits (see ScannedAnswers).
+   */
+  readonly answerOf: (MappedV3 | ScannedAnswers | null)[];
+  /** Per slot: the item's index in its packed answers. */
+  readonly answerIndex: Int32Array;
+  private answers: (MappedV3 | null)[] | null = null;
   /** Why a slot is not mapped: invalid, optout or error. */
   readonly reason: (string | null)[];
   /**
@@ -56,14 +62,37 @@ export class RowChunk {
     this.rowCount = rowCount;
     const n = rowCount * width;
     this.status = new Uint8Array(n);
-    this.mapped = new Array<MappedV3 | null>(n).fill(null);
+    this.answerOf = new Array<MappedV3 | ScannedAnswers | null>(n).fill(null);
+    this.answerIndex = new Int32Array(n);
     this.reason = new Array<string | null>(n).fill(null);
     this.unanswered = n;
   }
 
+  /** The service's (or the state's) answer, for mapped slots; made once, when first asked for. */
+  get mapped(): (MappedV3 | null)[] {
+    if (this.answers !== null) return this.answers;
+    const { answerOf, answerIndex } = this;
+    const answers = new Array<MappedV3 | null>(answerOf.length);
+    for (let slot = 0; slot < answerOf.length; slot++) {
+      const of = answerOf[slot];
+      answers[slot] = of instanceof ScannedAnswers ? (of.item(answerIndex[slot]) as MappedV3) : of;
+    }
+    // answers arriving later would not be seen: only a chunk whose slots are all answered is read
+    if (this.unanswered === 0) this.answers = answers;
+    return answers;
+  }
+
   setMapped(slot: number, item: MappedV3): void {
     this.status[slot] = SLOT.mapped;
-    this.mapped[slot] = item;
+    this.answerOf[slot] = item;
+    this.unanswered--;
+  }
+
+  /** A mapped slot answered by item `index` of packed answers. */
+  setScanned(slot: number, answers: ScannedAnswers, index: number): void {
+    this.status[slot] = SLOT.mapped;
+    this.answerOf[slot] = answers;
+    this.answerIndex[slot] = index;
     this.unanswered--;
   }
 

@@ -7,7 +7,7 @@ import type { PreparedRows } from '../map/prepare-rows.js';
 import { BucketAnswer, bucketIdOf } from '../map/bucket-answer.js';
 import { SLOT, type RowChunk } from '../map/row-chunk.js';
 import { NO_P } from '../map/result-bytes.js';
-import type { MappedV3 } from '../../protocol/index.js';
+import { RAW_UID_LENGTH, ScannedAnswers, type MappedV3 } from '../../protocol/index.js';
 import type { RowFormat } from '../io/output/row-encoders.js';
 import type { ResultLayout } from '../map/result-columns.js';
 import type { SourceProblemCounts, TableSink } from '../io/table.js';
@@ -73,20 +73,30 @@ export interface SlotAnswers {
   buckets: string[] | null;
 }
 
-export function packAnswers(chunk: Pick<RowChunk, 'status' | 'mapped' | 'reason' | 'width'>): SlotAnswers {
-  const { status, mapped, width } = chunk;
+export function packAnswers(
+  chunk: Pick<RowChunk, 'status' | 'answerOf' | 'answerIndex' | 'reason' | 'width'>,
+): SlotAnswers {
+  const { status, answerOf, width } = chunk;
   const { reasonTexts, reasonOf } = packReasons(chunk.reason);
   let count = 0;
-  for (let slot = 0; slot < status.length; slot++) if (status[slot] === SLOT.mapped) count++;
+  let scanned = true;
+  for (let slot = 0; slot < status.length; slot++) {
+    if (status[slot] !== SLOT.mapped) continue;
+    count++;
+    if (!(answerOf[slot] instanceof ScannedAnswers)) scanned = false;
+  }
   const lengths = new Uint32Array(count * 2);
   const r = new Float64Array(count);
+  if (scanned)
+    return { status: status.slice(), reasonTexts, reasonOf, ...packScanned(chunk, lengths, r), buckets: null };
   let buckets: string[] | null = null;
   const us = new Array<string>(width).fill('');
   const ps = new Array<string>(width).fill('');
   let k = 0;
   for (let slot = 0, c = 0; slot < status.length; slot++, c = c + 1 === width ? 0 : c + 1) {
     if (status[slot] !== SLOT.mapped) continue;
-    const m = mapped[slot] as MappedV3;
+    const of = answerOf[slot] as MappedV3 | ScannedAnswers;
+    const m = of instanceof ScannedAnswers ? (of.item(chunk.answerIndex[slot]) as MappedV3) : of;
     us[c] += m.u;
     lengths[2 * k] = m.u.length;
     if (m.p === null) lengths[2 * k + 1] = NO_P;
@@ -100,6 +110,59 @@ export function packAnswers(chunk: Pick<RowChunk, 'status' | 'mapped' | 'reason'
     k++;
   }
   return { status: status.slice(), reasonTexts, reasonOf, u: us, p: ps, lengths, r, buckets };
+}
+
+/**
+ * packAnswers of a chunk whose every mapped slot is in packed answers: each column's raw UIDs copied byte by
+ * byte into one buffer and read as one string, rather than two strings per slot joined one by one.
+ */
+function packScanned(
+  chunk: Pick<RowChunk, 'status' | 'answerOf' | 'answerIndex' | 'width'>,
+  lengths: Uint32Array,
+  r: Float64Array,
+): Pick<SlotAnswers, 'u' | 'p' | 'lengths' | 'r'> {
+  const { status, answerOf, answerIndex, width } = chunk;
+  const uCount = new Int32Array(width);
+  const pCount = new Int32Array(width);
+  for (let slot = 0, c = 0; slot < status.length; slot++, c = c + 1 === width ? 0 : c + 1) {
+    if (status[slot] !== SLOT.mapped) continue;
+    uCount[c]++;
+    if ((answerOf[slot] as ScannedAnswers).pAt[answerIndex[slot]] >= 0) pCount[c]++;
+  }
+  const uBytes: Buffer[] = [];
+  const pBytes: Buffer[] = [];
+  for (let c = 0; c < width; c++) {
+    uBytes.push(Buffer.allocUnsafe(uCount[c] * RAW_UID_LENGTH));
+    pBytes.push(Buffer.allocUnsafe(pCount[c] * RAW_UID_LENGTH));
+  }
+  const uEnd = new Int32Array(width);
+  const pEnd = new Int32Array(width);
+  let k = 0;
+  for (let slot = 0, c = 0; slot < status.length; slot++, c = c + 1 === width ? 0 : c + 1) {
+    if (status[slot] !== SLOT.mapped) continue;
+    const answers = answerOf[slot] as ScannedAnswers;
+    const i = answerIndex[slot];
+    const from = answers.bytes;
+    uEnd[c] = copyRawUid(from, answers.uAt[i], uBytes[c], uEnd[c]);
+    lengths[2 * k] = RAW_UID_LENGTH;
+    const pAt = answers.pAt[i];
+    if (pAt < 0) lengths[2 * k + 1] = NO_P;
+    else {
+      pEnd[c] = copyRawUid(from, pAt, pBytes[c], pEnd[c]);
+      lengths[2 * k + 1] = RAW_UID_LENGTH;
+    }
+    r[k] = answers.r[i];
+    k++;
+  }
+  const u = uBytes.map((bytes) => bytes.toString('latin1'));
+  const p = pBytes.map((bytes) => bytes.toString('latin1'));
+  return { u, p, lengths, r };
+}
+
+/** Copies the raw UID at `from[at]` to `to[end]`; the end after it. */
+function copyRawUid(from: Buffer, at: number, to: Buffer, end: number): number {
+  for (let j = 0; j < RAW_UID_LENGTH; j++) to[end + j] = from[at + j];
+  return end + RAW_UID_LENGTH;
 }
 
 /** Reasons as each distinct text once and a number per slot: a few strings to clone instead of one per slot. */
