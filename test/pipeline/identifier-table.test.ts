@@ -42,7 +42,7 @@ describe('IdentifierTable', () => {
   });
 
   it('holds a packed answer as an object of its own once it is moved up from the old generation', () => {
-    const u = 'U'.repeat(43) + '=';
+    const u = `${'U'.repeat(43)}=`;
     const json = Buffer.from(
       `{"status":"success","body":{"email":[],"email_hash":[{"u":"${u}","p":null,"r":1800000000}],"phone":[],"phone_hash":[]}}`,
     );
