@@ -24,6 +24,9 @@ interface AnsweredChunk {
   width: number;
   status: Uint8Array;
   mapped: ({ u: string; p: string | null; r: number } | null)[];
+  /** What the engine's chunk hands the reading thread: each slot's answer (here the object itself) and its index. */
+  answerOf: AnsweredChunk['mapped'];
+  answerIndex: Int32Array;
   reason: (string | null)[];
 }
 type Preparing = TableSource & {
@@ -44,7 +47,15 @@ function answer(prepared: EngineChunk['prepared'], ticket: AnsweredChunk['ticket
       mapped[slot] = { u: `UID${slot}`, p: slot % 3 === 0 ? `PREV${slot}` : null, r: 1_801_785_600 };
     } else if (status[slot] === SLOT.invalid) reason[slot] = prepared.reasons[invalid++];
   }
-  return { ticket, width: prepared.width, status, mapped, reason };
+  return {
+    ticket,
+    width: prepared.width,
+    status,
+    mapped,
+    answerOf: mapped,
+    answerIndex: new Int32Array(status.length),
+    reason,
+  };
 }
 
 const HEADER = ['id', 'email', 'zip'];
