@@ -1,6 +1,6 @@
 /**
  * What remap-due reads instead of an index on r: per UTC day of r, the ids of the entries given an r on that day
- * (schema.ts DUE_LISTS_TABLE), appended by each commit, read in (day, id) order and rewritten without their stale ids.
+ * (schema.ts), appended by each commit, read in (day, id) order and rewritten without their stale ids.
  */
 import type { Database } from 'better-sqlite3';
 import type { EntryView } from './entry-record.js';

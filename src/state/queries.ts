@@ -36,7 +36,7 @@ export const SQL = {
   insertEntries: (n: number) => `INSERT INTO entries (record) VALUES ${new Array<string>(n).fill('(?)').join(', ')}`,
   updateRecord: 'UPDATE entries SET record = ? WHERE id = ?',
 
-  // the due lists (schema.ts DUE_LISTS_TABLE): the first day with a list in a range, and a day's pieces in order
+  // the due lists (schema.ts): the first day with a list in a range, and a day's pieces in order
   dueListNextDay: 'SELECT day FROM due_lists WHERE day > ? AND day <= ? ORDER BY day LIMIT 1',
   dueListPieces: 'SELECT piece, ids FROM due_lists WHERE day = ? AND piece > ? ORDER BY piece',
   dueListLastPiece: 'SELECT max(piece) FROM due_lists WHERE day = ?',
