@@ -1,7 +1,4 @@
-/**
- * Errors of the state file. Each message names the file, what is wrong and what to do, and never holds a
- * secret or an identifier: the CLI can show it as it is (a usage/configuration error, exit code 2).
- */
+/** Errors of the state file: each message names the file, what is wrong and what to do (exit 2 unless said). */
 export class StateError extends Error {
   constructor(
     message: string,
@@ -27,10 +24,7 @@ export class StateEnvMismatchError extends StateError {
   }
 }
 
-/**
- * A rollback journal beside the file, left by a run killed while it wrote (SQLite writes a new file's switch to WAL
- * through one): the next writing open rolls it back, a read-only one cannot.
- */
+/** A rollback journal left by a run killed while it wrote: only a writing open can roll it back. */
 export class StateJournalError extends StateError {
   constructor(path: string) {
     super(
@@ -41,13 +35,12 @@ export class StateJournalError extends StateError {
   }
 }
 
-/** A setting of how state files are opened (an environment variable) that cannot be used. */
+/** An environment variable's setting of how state files are opened that cannot be used. */
 export class StateSettingError extends StateError {}
 
 /** Not SQLite, not a uid2-batch state, or a schema this version cannot read. */
 export class StateFormatError extends StateError {}
 
-/** The file does not exist and the command does not create one. */
 export class StateNotFoundError extends StateError {
   constructor(
     path: string,
@@ -57,7 +50,6 @@ export class StateNotFoundError extends StateError {
   }
 }
 
-/** Another live run holds the lock of the file. */
 export class StateLockedError extends StateError {
   constructor(
     path: string,
@@ -73,7 +65,7 @@ export class StateLockedError extends StateError {
   }
 }
 
-/** A checkpoint that could not finish: another process reads the file. Exit 1: a later run can finish it. */
+/** A checkpoint that could not finish while another process reads the file: exit 1, a later run can. */
 export class StateBusyError extends StateError {
   readonly exitCode = 1;
   readonly userMessage: string;
@@ -90,11 +82,8 @@ export class StateReadonlyError extends StateError {
   }
 }
 
-/**
- * A stored record failed its checksum: the file is damaged, and reading on would give wrong answers (raw UIDs the
- * service never gave, changes that are not). The run stops (exit 1) before it writes or sends anything from it. A
- * re-run would meet the same damage, so the message says how to recover instead.
- */
+/** A stored value failed its checksum: the run stops (exit 1) before it writes or sends anything from it. */
+
 export class StateDamagedError extends StateError {
   readonly exitCode = 1;
   readonly userMessage: string;
