@@ -198,10 +198,26 @@ export function timeOrNull(t: unknown): number | null {
   return typeof t === 'number' && Number.isFinite(t) ? t : null;
 }
 
-const NO_TIMES = { lastMappedS: null, lastOptoutCheckS: null, optedOutSinceMs: null } as const;
-
+/** Written out in EntryView.values' order: one shape for every values object the record writer reads. */
 function newEntryValues(u: EncodedUpdate, nowS: number): EntryValues {
-  return updatedValues({ ...TOMBSTONE, ...NO_TIMES, status: 0, type: u.type, hash: u.stored }, u.outcome, u, nowS);
+  return updatedValues(
+    {
+      type: u.type,
+      status: 0,
+      due: false,
+      hash: u.stored,
+      u: null,
+      p: null,
+      r: null,
+      bucketId: null,
+      lastMappedS: null,
+      lastOptoutCheckS: null,
+      optedOutSinceMs: null,
+    },
+    u.outcome,
+    u,
+    nowS,
+  );
 }
 
 /**

@@ -52,7 +52,7 @@ export class KeyFilter {
     const groupOf = new Uint16Array(n);
     const starts = new Int32Array(groups + 1);
     for (let i = 0; i < n; i++) {
-      const g = Math.floor((blockOf(hashes(keys[i]), this.blocks) * groups) / this.blocks);
+      const g = Math.floor((blockOf(firstHash(keys[i]), this.blocks) * groups) / this.blocks);
       groupOf[i] = g;
       starts[g + 1]++;
     }
@@ -63,7 +63,12 @@ export class KeyFilter {
   }
 
   add(key: number): void {
-    const base = blockOf(hashes(key), this.blocks) * BLOCK_WORDS;
+    const lo = (key % 4294967296) >>> 0;
+    const hi = Math.floor(key / 4294967296);
+    const h1 = mix(lo ^ Math.imul(hi, 0x9e3779b1));
+    const h2 = mix(h1 ^ hi ^ 0x85ebca6b);
+    const h3 = mix(h2 ^ lo);
+    const base = blockOf(h1, this.blocks) * BLOCK_WORDS;
     const w = this.words;
     // PROBES 9-bit positions inside the block's 512 bits: half from each of two hashes
     for (let i = 0; i < PROBES / 2; i++) {
@@ -75,8 +80,14 @@ export class KeyFilter {
     this.added++;
   }
 
+  /** add's hashes, inlined here too: this is every lookup's first step. */
   mayHave(key: number): boolean {
-    const base = blockOf(hashes(key), this.blocks) * BLOCK_WORDS;
+    const lo = (key % 4294967296) >>> 0;
+    const hi = Math.floor(key / 4294967296);
+    const h1 = mix(lo ^ Math.imul(hi, 0x9e3779b1));
+    const h2 = mix(h1 ^ hi ^ 0x85ebca6b);
+    const h3 = mix(h2 ^ lo);
+    const base = blockOf(h1, this.blocks) * BLOCK_WORDS;
     const w = this.words;
     for (let i = 0; i < PROBES / 2; i++) {
       const a = (h2 >>> (i * 9)) & 511;
@@ -112,18 +123,11 @@ export class KeyFilter {
   }
 }
 
-// the second and third hashes of the last key given to `hashes`
-let h2 = 0;
-let h3 = 0;
-
-/** A key's three hashes: the first, which picks its block, given back; the others in h2 and h3. */
-function hashes(key: number): number {
+/** The hash that picks a key's block (the first of add's three). */
+function firstHash(key: number): number {
   const lo = (key % 4294967296) >>> 0;
   const hi = Math.floor(key / 4294967296);
-  const h1 = mix(lo ^ Math.imul(hi, 0x9e3779b1));
-  h2 = mix(h1 ^ hi ^ 0x85ebca6b);
-  h3 = mix(h2 ^ lo);
-  return h1;
+  return mix(lo ^ Math.imul(hi, 0x9e3779b1));
 }
 
 /** A 32-bit finalizer (murmur3's): spreads every input bit over the output. */

@@ -12,7 +12,7 @@ export const SQL = {
   pendingChangeCounts: 'SELECT kind, COUNT(*) FROM pending_changes GROUP BY kind',
   lastPendingChange: 'SELECT max(id) FROM pending_changes WHERE kind = ?',
   ackChanges: 'DELETE FROM pending_changes WHERE kind = ? AND id <= ?',
-  joinedRecordsInRange: `SELECT ${JOINED_RECORDS} FROM entries WHERE id >= ? AND id <= ?`,
+
   // with the range's first and last id, to tell whether its ids are all there
   recordRange:
     "SELECT count(*), min(id), max(id), CAST(group_concat(record, '') AS BLOB) FROM entries WHERE id > ? AND id <= ?",

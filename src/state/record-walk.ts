@@ -54,7 +54,9 @@ export class RecordWalker {
    * write the entry. The view is reused: nothing of it may be kept but its record's bytes.
    */
   walk(after: number, upto: number, onRecord: (id: number, e: EntryView) => unknown, page = WALK_PAGE): void {
-    const end = Math.min(upto, (this.lastId.get() as number | null) ?? 0);
+    // a range of one page needs no end of the table
+    const end = upto - after <= page ? upto : Math.min(upto, (this.lastId.get() as number | null) ?? 0);
+
     const view = new EntryView();
     for (let from = after; from < end; ) {
       const to = Math.min(end, from + page);

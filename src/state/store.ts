@@ -1,6 +1,6 @@
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
-import { idList, sortedUnique } from './id-lists.js';
+import { sortedUnique } from './id-lists.js';
 import { BatchWriter, type EncodedUpdate, encodeUpdates, TOMBSTONE, timeOrNull } from './batch-commit.js';
 import { DueLists, decodeDue, orNull, pageLimit } from './due-lists.js';
 import { KeyIndex } from './key-index.js';
@@ -9,9 +9,9 @@ import { StateBusyError, StateLockedError, StateReadonlyError, StateFormatError 
 import { StateLock } from './lock.js';
 import { ChecksumError, checksumOf } from './checksum.js';
 import { checkedMetaValue, metaSumOf } from './meta-values.js';
-import { EntryView, type EntryValues, RecordWriter } from './entry-record.js';
+import { type EntryView, type EntryValues, RecordWriter } from './entry-record.js';
 import { LIST_PAGE, SQL } from './queries.js';
-import { RecordWalker, WALK_PAGE, forEachJoined } from './record-walk.js';
+import { RecordWalker, WALK_PAGE } from './record-walk.js';
 import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE } from './schema.js';
 import type {
   BucketEntries,
@@ -44,7 +44,7 @@ const NEIGHBOUR_READS_PER_KEY = 4;
 const NEIGHBOUR_MIN_HITS = 4;
 
 /** Gives back the request the entry answers, or -1. */
-type OnAnswer = (entry: EntryView) => number;
+type OnAnswer = (id: number, entry: EntryView) => number;
 
 /** Per lookup key, its last request; per request, the one before it with the same key (-1: none). */
 function requestsByKey(lookupKeys: readonly number[]): { lastWith: Map<number, number>; before: Int32Array } {
@@ -61,7 +61,6 @@ function requestsByKey(lookupKeys: readonly number[]): { lastWith: Map<number, n
 export class StateStore {
   private readonly stmts: ReturnType<typeof prepareAll>;
   private readonly walker: RecordWalker;
-  private readonly joinedEntry = new EntryView();
   private readonly writer: BatchWriter;
   private readonly due: DueLists;
   private readonly keys: KeyIndex;
@@ -73,7 +72,8 @@ export class StateStore {
     (updates: readonly EncodedUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => void
   >;
   private readonly mergeTx: Transaction<() => void>;
-  private readonly answersTx: Transaction<(lookupKeys: readonly number[], onAnswer: OnAnswer) => void>;
+  /** One read transaction, so that the tables read are seen in one state even while another connection merges. */
+  private readonly readTx: Transaction<(read: () => void) => void>;
 
   constructor(
     private readonly db: Database,
@@ -88,7 +88,7 @@ export class StateStore {
     this.due = new DueLists(db, this.walker, readonly);
     this.keys = new KeyIndex(db, this.walker, Math.max(1, Math.floor(tailEntries)), keyCacheMiB);
     this.writer = new BatchWriter(db, path, this.keys, this.due, (keys, hashOf, onMatch) =>
-      this.matchRows(keys, hashOf, onMatch),
+      this.forEachStored(keys, hashOf, onMatch),
     );
     this.commitTx = db.transaction(
       (updates: readonly EncodedUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => {
@@ -97,9 +97,7 @@ export class StateStore {
       },
     );
     this.mergeTx = db.transaction(() => this.keys.merge());
-    this.answersTx = db.transaction((lookupKeys: readonly number[], onAnswer: OnAnswer) =>
-      this.readAnswersByKeys(lookupKeys, onAnswer),
-    );
+    this.readTx = db.transaction((read: () => void) => read());
   }
 
   meta(): StateMeta {
@@ -150,24 +148,21 @@ export class StateStore {
       this.keys.catchUp();
       const code = TYPE_CODE[type];
       const lookupKeys = hashes.map((hash) => keyOf(code, hash));
-      const { lastWith, before } = requestsByKey(lookupKeys);
-      const onAnswer = (e: EntryView): number => {
-        const key = e.key();
-        for (let i = lastWith.get(key) ?? -1; i >= 0; i = before[i]) {
-          if (!e.holdsHash(hashes[i])) continue;
-          at.push(i);
-          status.push(e.status);
-          due.push(e.due === 1 ? 1 : 0);
-          r.push(e.r);
-          u.push(e.text(e.uStart, e.uSize));
-          p.push(e.text(e.pStart, e.pSize));
-          bucketId.push(e.text(e.bucketStart, e.bucketSize));
-          return i;
-        }
-        return -1;
-      };
-      if (this.db.inTransaction) this.readAnswersByKeys(lookupKeys, onAnswer);
-      else this.answersTx(lookupKeys, onAnswer);
+      this.read(() =>
+        this.forEachStored(
+          lookupKeys,
+          (i) => hashes[i],
+          (i, _, e) => {
+            at.push(i);
+            status.push(e.status);
+            due.push(e.due === 1 ? 1 : 0);
+            r.push(e.r);
+            u.push(e.text(e.uStart, e.uSize));
+            p.push(e.text(e.pStart, e.pSize));
+            bucketId.push(e.text(e.bucketStart, e.bucketSize));
+          },
+        ),
+      );
     }
     return {
       at: Int32Array.from(at),
@@ -180,20 +175,21 @@ export class StateStore {
     };
   }
 
-  /** Inside the commit's transaction: each stored entry of these keys to the request with its key and hash. */
-  private matchRows(
+  /** Inside a transaction: each stored entry of these keys, given with the request of its key and hash. */
+  private forEachStored(
     lookupKeys: readonly number[],
     hashOf: (request: number) => string,
     onMatch: (request: number, id: number, e: EntryView) => void,
   ): void {
     const { lastWith, before } = requestsByKey(lookupKeys);
-    this.walker.listed(sortedUnique(this.keys.idsOf(lookupKeys)), (id, e) => {
+    this.readAnswersByKeys(lookupKeys, (id, e) => {
       for (let i = lastWith.get(e.key()) ?? -1; i >= 0; i = before[i]) {
         if (e.holdsHash(hashOf(i))) {
           onMatch(i, id, e);
-          return;
+          return i;
         }
       }
+      return -1;
     });
   }
 
@@ -221,15 +217,15 @@ export class StateStore {
       const left: number[] = [];
       if (read !== null) {
         const answered = new Uint8Array(n);
-        const onRead = (e: EntryView): number => {
-          const i = onAnswer(e);
-          if (i >= 0) answered[i] = 1;
-          return i;
-        };
-        for (let from = read.from; from <= read.to; from += LIST_PAGE) {
-          const to = Math.min(read.to, from + LIST_PAGE - 1);
-          this.readJoinedAnswers(this.stmts.joinedRecordsInRange, [from, to], idRange(from, to), onRead);
-        }
+        this.walker.walk(
+          read.from - 1,
+          read.to,
+          (id, e) => {
+            const i = onAnswer(id, e);
+            if (i >= 0) answered[i] = 1;
+          },
+          LIST_PAGE,
+        );
         for (let i = 0; i < n; i++) if (answered[i] === 0) left.push(lookupKeys[i]);
       } else {
         ids = sampleIds;
@@ -248,36 +244,17 @@ export class StateStore {
     for (let i = 0; i < sorted.length; ) {
       let end = i + 1;
       while (end < sorted.length && end - i < LIST_PAGE && sorted[end] === sorted[end - 1] + 1) end++;
-      if (end - i >= MIN_ID_RUN) {
-        this.readJoinedAnswers(
-          this.stmts.joinedRecordsInRange,
-          [sorted[i], sorted[end - 1]],
-          sorted.slice(i, end),
-          onAnswer,
-        );
-      } else for (let j = i; j < end; j++) scattered.push(sorted[j]);
+      if (end - i >= MIN_ID_RUN) this.walker.walk(sorted[i] - 1, sorted[end - 1], onAnswer, LIST_PAGE);
+      else for (let j = i; j < end; j++) scattered.push(sorted[j]);
       i = end;
     }
-    for (let start = 0; start < scattered.length; start += LIST_PAGE) {
-      const page = scattered.slice(start, start + LIST_PAGE);
-      this.readJoinedAnswers(this.stmts.listedRecords, [idList(page)], page, onAnswer);
-    }
+    this.walker.listed(scattered, onAnswer);
   }
 
-  /** One joined statement's entries; read again row by row (`ids`) when the records do not add up. */
-  private readJoinedAnswers(
-    stmt: Statement,
-    params: readonly (number | string)[],
-    ids: ArrayLike<number>,
-    onAnswer: OnAnswer,
-  ): void {
-    const [count, bytes] = stmt.get(params) as [number, Buffer | null];
-    if (count === 0) return;
-    const answer = (_: number, e: EntryView): boolean => {
-      onAnswer(e);
-      return true;
-    };
-    if (!forEachJoined(bytes, count, this.joinedEntry, answer)) this.walker.listed(ids, answer);
+  /** `read` in one read transaction, or in the caller's. */
+  private read(read: () => void): void {
+    if (this.db.inTransaction) read();
+    else this.readTx(read);
   }
 
   /** After a failed transaction: forgets the tail and what was read of the file. */
@@ -375,14 +352,8 @@ export class StateStore {
 
   /** v2 entries marked due, in id order after `after`, at most `limit`. */
   selectDueV2(after: number | null, limit: number): DueEntry[] {
-    const n = pageLimit(limit);
-    if (n === 0) return [];
-    const out: DueEntry[] = [];
-    this.walk(after ?? 0, LAST_ID, (id, e) => {
-      if (e.due === 1) out.push(decodeDue(id, e));
-      return out.length < n;
-    });
-    return out;
+    const due = (id: number, e: EntryView): DueEntry | undefined => (e.due === 1 ? decodeDue(id, e) : undefined);
+    return this.collect(after ?? 0, LAST_ID, limit, due, WALK_PAGE);
   }
 
   countDueV2(): number {
@@ -442,15 +413,26 @@ export class StateStore {
 
   /** Up to `limit` entries in id order after the id `after`, with every value each holds (state copy). */
   entryValues(after: number, limit: number): { id: number; values: EntryValues }[] {
-    const out: { id: number; values: EntryValues }[] = [];
+    return this.collect(after, LAST_ID, limit, (id, e) => ({ id, values: e.values() }));
+  }
+
+  /** Up to `limit` of what `pick` gives for the entries in (after, upTo], in id order. */
+  private collect<T>(
+    after: number,
+    upTo: number,
+    limit: number,
+    pick: (id: number, e: EntryView) => T | undefined,
+    page?: number,
+  ): T[] {
     const n = pageLimit(limit);
+    const out: T[] = [];
     if (n === 0) return out;
-    this.walk(
-      after,
-      LAST_ID,
-      (id, e) => out.push({ id, values: e.values() }) < n,
-      Math.min(WALK_PAGE, Math.max(16, n)),
-    );
+    const onRecord = (id: number, e: EntryView): boolean => {
+      const item = pick(id, e);
+      if (item !== undefined) out.push(item);
+      return out.length < n;
+    };
+    this.walk(after, upTo, onRecord, page ?? Math.min(WALK_PAGE, Math.max(16, n)));
     return out;
   }
 
@@ -460,26 +442,14 @@ export class StateStore {
 
   /** A walk of the table in one read transaction, so that its pages see one state of the file. */
   private walk(after: number, upTo: number, onRecord: (id: number, e: EntryView) => unknown, page?: number): void {
-    const walk = (): void => this.walker.walk(after, upTo, onRecord, page);
-    if (this.db.inTransaction) walk();
-    else this.db.transaction(walk)();
+    this.read(() => this.walker.walk(after, upTo, onRecord, page));
   }
 
   /** Entries with a raw UID in id order, after `after` (null: from the first) and up to `upTo`. */
   selectForOptoutCheck(limit: number, after: OptoutCursor | null, upTo: number = LAST_ID): OptoutCandidate[] {
-    const n = pageLimit(limit);
-    if (n === 0) return [];
-    const out: OptoutCandidate[] = [];
-    this.walk(
-      after?.id ?? 0,
-      upTo,
-      (id, e) => {
-        if (e.uSize >= 0 || e.pSize >= 0) out.push(decodeCandidate(id, e));
-        return out.length < n;
-      },
-      Math.min(WALK_PAGE, Math.max(16, n)),
-    );
-    return out;
+    const withRawUid = (id: number, e: EntryView): OptoutCandidate | undefined =>
+      e.uSize >= 0 || e.pSize >= 0 ? decodeCandidate(id, e) : undefined;
+    return this.collect(after?.id ?? 0, upTo, limit, withRawUid);
   }
 
   sweepCursor(): OptoutCursor {
@@ -637,8 +607,6 @@ function prepareAll(db: Database) {
   const plain = (sql: string): Statement => db.prepare(sql);
   return {
     updateRecord: plain(SQL.updateRecord),
-    joinedRecordsInRange: raw(SQL.joinedRecordsInRange),
-    listedRecords: raw(SQL.listedRecords),
     metaAll: plain(SQL.metaAll),
     metaGet: plain(SQL.metaGet),
     metaSet: plain(SQL.metaSet),
@@ -675,12 +643,6 @@ function denseSpan(sampleIds: Float64Array, asked: number): { from: number; to: 
     }
   }
   return best;
-}
-
-function idRange(from: number, to: number): number[] {
-  const ids = new Array<number>(to - from + 1);
-  for (let i = 0; i < ids.length; i++) ids[i] = from + i;
-  return ids;
 }
 
 function decodeCandidate(id: number, e: EntryView): OptoutCandidate {
