@@ -11,7 +11,7 @@ import type { CopiedEntry, EntryUpdate } from './types.js';
 
 const INSERT_ROWS = 64;
 
-/** Gives each stored entry of these keys with the request it answers (store.ts matchRows). */
+/** Gives each stored entry of these keys with the request it answers (store.ts forEachStored). */
 export type MatchRows = (
   lookupKeys: readonly number[],
   hashOf: (request: number) => string,

@@ -65,13 +65,16 @@ export class StateLockedError extends StateError {
   }
 }
 
-/** A checkpoint that could not finish while another process reads the file: exit 1, a later run can. */
-export class StateBusyError extends StateError {
+/** A failure a run reports with exit 1, its message meant for the user as it is. */
+class StateRunError extends StateError {
   readonly exitCode = 1;
-  readonly userMessage: string;
+  readonly userMessage = this.message;
+}
+
+/** A checkpoint that could not finish while another process reads the file: a later run can. */
+export class StateBusyError extends StateRunError {
   constructor(path: string) {
     super(`state file ${path} is being read by another process: the checkpoint could not finish; run it again`, path);
-    this.userMessage = this.message;
   }
 }
 
@@ -83,16 +86,12 @@ export class StateReadonlyError extends StateError {
 }
 
 /** A stored value failed its checksum: the run stops (exit 1) before it writes or sends anything from it. */
-
-export class StateDamagedError extends StateError {
-  readonly exitCode = 1;
-  readonly userMessage: string;
+export class StateDamagedError extends StateRunError {
   constructor(path: string, what: string) {
     super(
       `state file ${path} is damaged (${what} fails its checksum); restore it from a backup, ` +
         `or save what is still readable with \`uid2-batch state export ${path}\` and map again with a new --state file`,
       path,
     );
-    this.userMessage = this.message;
   }
 }
