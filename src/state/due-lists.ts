@@ -1,6 +1,6 @@
 /** The per-day due lists (schema.ts): appended by each commit, read in (day, id) order, rewritten without stale ids. */
 import type { Database } from 'better-sqlite3';
-import type { EntryView } from './entry-record.js';
+import { type EntryView, orNull } from './entry-record.js';
 import { dayOf, decodeIds, encodeIds, firstAbove, sortedUnique } from './id-lists.js';
 import { LIST_PAGE, SQL } from './queries.js';
 import type { RecordWalker } from './record-walk.js';
@@ -210,10 +210,6 @@ export function pageLimit(limit: number): number {
 
 function utcDay(seconds: number): string {
   return new Date(seconds * 1000).toISOString().slice(0, 10);
-}
-
-export function orNull(t: number): number | null {
-  return Number.isNaN(t) ? null : t;
 }
 
 export function decodeDue(id: number, e: EntryView): DueEntry {

@@ -342,7 +342,6 @@ export class EntryView {
 
   /** The record's values (views of `bytes`, which must then stay unchanged). */
   values(): EntryValues {
-    const time = (t: number): number | null => (Number.isNaN(t) ? null : t);
     return {
       type: this.type,
       status: this.status,
@@ -350,13 +349,18 @@ export class EntryView {
       hash: this.stored(this.hashStart, this.hashSize) ?? '',
       u: this.stored(this.uStart, this.uSize),
       p: this.stored(this.pStart, this.pSize),
-      r: time(this.r),
+      r: orNull(this.r),
       bucketId: this.stored(this.bucketStart, this.bucketSize) as string | null,
-      lastMappedS: time(this.lastMappedS),
-      lastOptoutCheckS: time(this.lastOptoutCheckS),
-      optedOutSinceMs: time(this.optedOutSinceMs),
+      lastMappedS: orNull(this.lastMappedS),
+      lastOptoutCheckS: orNull(this.lastOptoutCheckS),
+      optedOutSinceMs: orNull(this.optedOutSinceMs),
     };
   }
+}
+
+/** A time as EntryView holds it (NaN for none) as the values give it. */
+export function orNull(t: number): number | null {
+  return Number.isNaN(t) ? null : t;
 }
 
 function readVarint(bytes: Buffer, at: number): [number, number] {

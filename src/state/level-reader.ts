@@ -1,6 +1,6 @@
 /** Lookups of keys in one level of the lookup index, with the blocks read kept in memory while a budget has room. */
 import type { Database, Statement } from 'better-sqlite3';
-import { idList } from './id-lists.js';
+import { firstAbove, idList } from './id-lists.js';
 import { BLOCK_HEADER, type BlockHeader, forEachIdFrom, guessOf, readHeader, touchPair } from './key-blocks.js';
 import type { KeyLevel } from './key-levels.js';
 import { KeptBlocks } from './kept-blocks.js';
@@ -93,7 +93,8 @@ export class LevelReader {
     const { firsts, kept } = this;
     const missing: number[] = [];
     for (let i = 0; i < n; i++) {
-      const b = blockOf(firsts, sortedKeys[i]);
+      // the last block whose first key is at or below the key (-1: below them all)
+      const b = firstAbove(firsts, sortedKeys[i]) - 1;
       s.block[i] = b;
       if (b >= 0 && !kept.has(b) && missing[missing.length - 1] !== b) missing.push(b);
     }
@@ -165,16 +166,4 @@ export class LevelReader {
       if (at !== blobs.length) throw new Error('a key block of the state file is damaged');
     }
   }
-}
-
-/** The index of the block that may hold `key`: the last whose first key is at or below it (-1: below them all). */
-function blockOf(firsts: Float64Array, key: number): number {
-  let lo = 0;
-  let hi = firsts.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (firsts[mid] <= key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo - 1;
 }
