@@ -3,14 +3,11 @@ import { accessSync, constants } from 'node:fs';
 import { dirname } from 'node:path';
 import { StateError } from './errors.js';
 
-/** The file or its directory cannot be written: a read-only mount, or a permission. */
 export class StateAccessError extends StateError {}
 
 /**
- * SQLite needs to write beside a state file (FILE-wal and FILE-shm) even to read it in WAL mode, and says only
- * "unable to open" or "readonly" when it cannot. This says what is in the way, checked with `access` (the file,
- * unless the caller only reads, then its directory), or null when they can be written (the failure is then
- * something else).
+ * SQLite writes beside a state file even to read it, and says only "unable to open" when it cannot: what is in the
+ * way (a read-only mount, a permission on the file or its directory), or null when nothing is.
  */
 export function stateAccessError(
   path: string,
@@ -20,7 +17,6 @@ export function stateAccessError(
   const dir = dirname(path);
   const beside = `${path}-wal and ${path}-shm`;
   const targets: [string, string][] = [[`its directory ${dir}`, dir]];
-  // a reader needs only the directory (for -shm): a file it may not write is no obstacle to it
   if (writesFile) targets.unshift(['the file', path]);
   for (const [what, target] of targets) {
     let code: unknown;
@@ -50,7 +46,6 @@ export function stateAccessError(
   return null;
 }
 
-/** The errno code of a failed file call (ENOENT, EACCES...), if it has one. */
 export function errnoOf(err: unknown): string | undefined {
   return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string'
     ? err.code

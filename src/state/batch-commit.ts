@@ -1,7 +1,4 @@
-/**
- * A batch of answers written to the entries table inside the commit's transaction: an update per stored entry, an
- * append per new one (in r order, so that a day's due list piece is mostly consecutive ids), and the due lists.
- */
+/** A batch of answers written inside the commit's transaction: an update per stored entry, an append per new one. */
 import type { Database, Statement } from 'better-sqlite3';
 import type { DueLists } from './due-lists.js';
 import { type EntryValues, type EntryView, RecordWriter } from './entry-record.js';
@@ -12,33 +9,30 @@ import { STATUS_CODE, TYPE_CODE } from './schema.js';
 import { storedOf } from './stored-bytes.js';
 import type { CopiedEntry, EntryUpdate } from './types.js';
 
-// rows per multi-row INSERT of new entries: one call into SQLite for that many rows
 const INSERT_ROWS = 64;
 
-/** Finds the stored entries of lookup keys: each entry matched to the request it answers (store.ts matchRows). */
+/** Gives each stored entry of these keys with the request it answers (store.ts forEachStored). */
 export type MatchRows = (
   lookupKeys: readonly number[],
   hashOf: (request: number) => string,
   onMatch: (request: number, id: number, e: EntryView) => void,
 ) => void;
 
-/** One answer of a batch, with its type code and lookup key. */
+/** One answer of a batch as the file keeps it (stored-bytes.ts), with its lookup key and place in the batch. */
 export interface EncodedUpdate {
   type: number;
   hash: string;
-  /** The hash, and a mapped outcome's raw UIDs, as the file keeps them (stored-bytes.ts); null for none. */
   stored: Buffer | string;
   storedU: Buffer | string | null;
   storedP: Buffer | string | null;
   key: number;
-  /** Its position in the batch. */
   index: number;
-  /** The order new entries are appended in: r, or after every r when there is none. */
+  /** r (after every r when there is none): a day's due list piece is then mostly consecutive ids. */
   appendOrder: number;
   outcome: (EntryUpdate | CopiedEntry)['outcome'];
 }
 
-/** The updates as the file keeps them; checked before the transaction, so a malformed one fails the batch first. */
+/** Checked before the transaction, so that a malformed update fails the batch first. */
 export function encodeUpdates(updates: readonly (EntryUpdate | CopiedEntry)[]): EncodedUpdate[] {
   const encoded = new Array<EncodedUpdate>(updates.length);
   for (let i = 0; i < updates.length; i++) {
@@ -80,12 +74,10 @@ export class BatchWriter {
     this.updateRecord = db.prepare(SQL.updateRecord);
   }
 
-  /** Inside the commit's transaction: an update per stored entry, an append per new one. */
   write(updates: readonly EncodedUpdate[], nowS: number): void {
     this.keys.catchUp();
     const n = updates.length;
-    // per update, the first update of the batch with its type and hash (itself when there is none before it),
-    // found by lookup key: numbers, not strings, are hashed into the map (a key shared by two hashes is chained)
+    // per update, the first one of the batch with its type and hash, found by lookup key (chained per key)
     const firstOf = new Int32Array(n);
     const sameKeyBefore = new Int32Array(n).fill(-1);
     const lastWithKey = new Map<number, number>();
@@ -106,22 +98,19 @@ export class BatchWriter {
       uniqueKeys.push(key);
       uniqueAt.push(i);
     }
-    // per first update, the id of its entry: stored (found now), or appended below; 0 until known
+    // per first update, the id of its entry (0 until known), and per id the entry's values
     const idOf = new Float64Array(n);
-    // the values of each stored entry, which an update keeps some of; then the values it wrote
     const valuesOf = new Map<number, EntryValues>();
     this.matchRows(
       uniqueKeys,
       (j) => updates[uniqueAt[j]].hash,
       (j, id, e) => {
         idOf[uniqueAt[j]] = id;
-        // views of the row's own buffer, which stays as it is
         valuesOf.set(id, e.values());
       },
     );
     const writer = new RecordWriter(n * 80);
-    // new entries are appended in r order: a day's due list piece is then mostly consecutive ids.
-    // A key the batch names again is appended once; its later answers update it afterwards, in batch order.
+    // a hash the batch names again is appended once; its later answers update it afterwards, in batch order
     const appended: EncodedUpdate[] = [];
     const again: number[] = [];
     for (let i = 0; i < n; i++) {
@@ -136,10 +125,8 @@ export class BatchWriter {
   }
 
   /**
-   * Appends entries not stored yet, sorted by r, INSERT_ROWS to a statement; records their ids in `idOf` (by
-   * their position in the batch), their values in `valuesOf`, and the tail. A rowid table gives each row of one
-   * INSERT the next id in turn (the largest plus one): a statement of n rows that ends at id `last` gave them
-   * last - n + 1 to last, which is checked against the ids before it.
+   * Appends entries not stored yet, in r order, INSERT_ROWS to a statement. A statement of n rows that ends at id
+   * `last` gave them last - n + 1 to last (the largest id plus one each), checked against the ids before it.
    */
   private appendEntries(
     appended: EncodedUpdate[],
@@ -176,7 +163,6 @@ export class BatchWriter {
     }
   }
 
-  /** The INSERT of `rows` new entries, prepared once per count. */
   private insertStatement(rows: number): Statement {
     let stmt = this.inserts.get(rows);
     if (stmt === undefined) {
@@ -186,7 +172,6 @@ export class BatchWriter {
     return stmt;
   }
 
-  /** An answer for a stored entry: its record written from the values it had (`valuesOf`, which gets the new ones). */
   private updateEntry(
     id: number,
     u: EncodedUpdate,
@@ -209,12 +194,11 @@ function byAppendOrder(a: EncodedUpdate, b: EncodedUpdate): number {
 /** What an opted-out entry becomes (status 2): it keeps its hash and times, and loses every raw UID. */
 export const TOMBSTONE = { status: 2, u: null, p: null, r: null, bucketId: null, due: false } as const;
 
-/** A time given to the file: a finite number, or none. */
 export function timeOrNull(t: unknown): number | null {
   return typeof t === 'number' && Number.isFinite(t) ? t : null;
 }
 
-/** The values of an entry appended for an answer. */
+/** Written out in EntryView.values' order: one shape for every values object the record writer reads. */
 function newEntryValues(u: EncodedUpdate, nowS: number): EntryValues {
   return updatedValues(
     {
@@ -237,10 +221,10 @@ function newEntryValues(u: EncodedUpdate, nowS: number): EntryValues {
 }
 
 /**
- * An entry's values after an answer. Mapped: its raw UIDs, r and bucket, mapped now, no longer opted out or due.
- * Opted out: a tombstone, which keeps its hash, last mapped time and last check and loses every raw UID (and
- * keeps its opted_out_since when the answer does not say). Invalid: the same, keeping opted_out_since.
+ * An entry's values after an answer. An opted-out or invalid entry keeps its hash and times and loses every raw
+ * UID; an opted-out one keeps its opted_out_since when the answer does not say.
  */
+
 function updatedValues(old: EntryValues, o: EncodedUpdate['outcome'], u: EncodedUpdate, nowS: number): EntryValues {
   switch (o.kind) {
     case 'mapped':

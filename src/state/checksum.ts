@@ -1,13 +1,11 @@
 /** The checksums that every stored record of a state file carries, and the error of one that does not match. */
 import { crc32 } from 'node:zlib';
 
-/** CRC-32 (zlib's, in native code): cheap on the short records of a state file, and it finds any burst of 32 bits. */
 export function checksumOf(data: Uint8Array | string): number {
   return crc32(data);
 }
 
-// CRC-32's tables (the polynomial zlib uses) for recordCheckOf: table t gives a byte's remainder t bytes further on,
-// so that four bytes are folded in at once ("slicing by 4")
+// CRC-32's tables (zlib's polynomial): table t gives a byte's remainder t bytes further on ("slicing by 4")
 const TABLES = new Int32Array(4 * 256);
 for (let n = 0; n < 256; n++) {
   let c = n;
@@ -22,13 +20,11 @@ for (let n = 0; n < 256; n++) {
   }
 }
 
-/** CRC-32's table of one byte's remainder (zlib's polynomial), for sums taken a byte at a time in JS. */
 export const CRC32_TABLE: Int32Array = TABLES.subarray(0, 256);
 
 /**
- * An entry record's check: the low 16 bits of the CRC-32 of bytes[start, end) (2 bytes: a record is about 76, see
- * entry-record.ts). Computed here, four bytes at a time, rather than by zlib: on a record that short the call into
- * zlib and the view it needs cost more than the sum, and a walk checks every record of the table.
+ * The low 16 bits of the CRC-32 of bytes[start, end): an entry record's check, computed here because on a record
+ * that short the call into zlib costs more than the sum.
  */
 export function recordCheckOf(bytes: Uint8Array, start: number, end: number): number {
   let c = -1;
@@ -41,10 +37,7 @@ export function recordCheckOf(bytes: Uint8Array, start: number, end: number): nu
   return ~c & 0xffff;
 }
 
-/**
- * A stored record whose checksum does not match: the file was damaged (a disk, a copy, an edit). It names what
- * failed but not the file, which the store adds (StateDamagedError).
- */
+/** A stored value whose checksum does not match; the store adds the file (StateDamagedError). */
 export class ChecksumError extends Error {
   constructor(readonly what: string) {
     super(`${what} fails its checksum`);
@@ -52,7 +45,7 @@ export class ChecksumError extends Error {
   }
 }
 
-/** `bytes` with the 4-byte CRC-32 of them appended (the pieces of the keys filter). */
+/** `bytes` with their 4-byte CRC-32 appended. */
 export function withChecksum(bytes: Uint8Array): Buffer {
   const out = Buffer.allocUnsafe(bytes.byteLength + 4);
   out.set(bytes, 0);

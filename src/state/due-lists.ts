@@ -1,9 +1,6 @@
-/**
- * What remap-due reads instead of an index on r: per UTC day of r, the ids of the entries given an r on that day
- * (schema.ts DUE_LISTS_TABLE), appended by each commit, read in (day, id) order and rewritten without their stale ids.
- */
+/** The per-day due lists (schema.ts): appended by each commit, read in (day, id) order, rewritten without stale ids. */
 import type { Database } from 'better-sqlite3';
-import type { EntryView } from './entry-record.js';
+import { type EntryView, orNull } from './entry-record.js';
 import { dayOf, decodeIds, encodeIds, firstAbove, sortedUnique } from './id-lists.js';
 import { LIST_PAGE, SQL } from './queries.js';
 import type { RecordWalker } from './record-walk.js';
@@ -11,20 +8,17 @@ import { TYPE_OF_CODE } from './schema.js';
 import type { CopiedEntry, DueCursor, DueDay, DueEntry, EntryUpdate } from './types.js';
 
 const DAY_S = 86_400;
-// ids per piece when a day's due list is rewritten: a piece is read whole, so not one blob for a whole big day
+// a piece is read whole: a big day is rewritten in several
 const DUE_PIECE_IDS = 65_536;
 // a day's due list is rewritten when at least half its ids are stale, or when it has this many pieces
 const DUE_LIST_MAX_PIECES = 64;
-// the first day a walk of the due lists looks at: before any r
 const NO_DAY = Number.MIN_SAFE_INTEGER;
 
 export class DueLists {
   private readonly stmts: ReturnType<typeof prepare>;
   /**
-   * The ids of the due list `select` walks, ascending: every id of the day's pieces up to `lastPiece`, read while
-   * the file's data_version was `dataVersion` (another connection's commit changes it, and the list is read
-   * again). This connection's commits only add pieces after `lastPiece`, read on the next call; its rewrite of a
-   * day drops the list.
+   * The ids of the day `select` walks, kept between pages: its pieces up to `lastPiece`, read at `dataVersion`
+   * (another connection's commit changes it); this connection's commits only add pieces after `lastPiece`.
    */
   private dueList: { day: number; ids: Float64Array; lastPiece: number; dataVersion: number } | null = null;
 
@@ -36,16 +30,11 @@ export class DueLists {
     this.stmts = prepare(db);
   }
 
-  /** Drops the list kept between pages (after a failed transaction, which may have written it). */
   forget(): void {
     this.dueList = null;
   }
 
-  /**
-   * Inside the commit's transaction: per UTC day of r among the batch's mapped answers, one piece of the ids of
-   * those entries, after the day's last piece. An entry answered twice in the batch may be listed on two days:
-   * readers keep it only on the day of its r.
-   */
+  /** Per UTC day of r among the batch's mapped answers, one piece of their ids (readers skip a stale day's). */
   append(
     updates: readonly { outcome: (EntryUpdate | CopiedEntry)['outcome'] }[],
     idOf: (update: number) => number,
@@ -76,7 +65,6 @@ export class DueLists {
     const now = Math.floor(nowS);
     const n = Math.max(0, Math.floor(days));
     if (n === 0) return [];
-    // today: everything r <= now; day i after it: r in (now + (i - 1) days, now + i days]
     const counts = new Array<number>(n).fill(0);
     this.forEachListed(dayOf(now + (n - 1) * DAY_S), (ids, from, to) => {
       let live = 0;
@@ -93,11 +81,8 @@ export class DueLists {
   }
 
   /**
-   * Pages in (UTC day of r, id) order: the cursor's day from its id on, then later days up to today's. Each listed
-   * id is read with its entry and kept only while the entry's r is still on that day and due, so a stale id (an
-   * entry mapped again since) is skipped and no entry is given twice. The engine's own commits during a walk
-   * only append pieces, to the days of their new r, and never move the cursor: its day and id come from the
-   * entry it was given.
+   * Pages in (UTC day of r, id) order up to today's, from the cursor. An id is kept only while its entry's r is
+   * still on that day and due, so a stale id is skipped and no entry is given twice.
    */
   select(nowS: number, after: DueCursor | null, limit: number): DueEntry[] {
     const now = Math.floor(nowS);
@@ -113,7 +98,6 @@ export class DueLists {
         const ids = this.dueListOf(day);
         let i = firstAbove(ids, afterId);
         while (i < ids.length && out.length < n) {
-          // ids for what the page still needs (more are read if some are stale)
           const end = Math.min(ids.length, i + Math.min(LIST_PAGE, Math.max(16, n - out.length)));
           const [from, to] = [day * DAY_S, (day + 1) * DAY_S];
           this.walker.listed(ids.subarray(i, end), (id, e) => {
@@ -130,12 +114,10 @@ export class DueLists {
     return out;
   }
 
-  /** The first day after `day` and up to `lastDay` that has a due list. */
   private nextListedDay(day: number, lastDay: number): number | undefined {
     return this.stmts.dueListNextDay.pluck().get(day, lastDay) as number | undefined;
   }
 
-  /** The ids of a day's due list for selectDue, kept between pages (see dueList). */
   private dueListOf(day: number): Float64Array {
     const dataVersion = this.db.pragma('data_version', { simple: true }) as number;
     const kept = this.dueList;
@@ -166,11 +148,8 @@ export class DueLists {
   }
 
   /**
-   * Gives `onDay` the due list of every day up to `lastDay`, read whole (its ids, ascending: readListed reads them),
-   * with the day's bounds [from, to); it reads the entries that are live on the list (their r in those bounds) and
-   * says how many there were. A writing connection rewrites, in the same transaction, the list of a day that is
-   * mostly stale ids or in many pieces: only the ids found live are written back, and pieces that came after the
-   * ones read stay as they are.
+   * Gives `onDay` each day's list up to `lastDay` with the day's bounds [from, to); it says how many ids were live.
+   * A writing connection rewrites a day that is mostly stale or in many pieces, in the same transaction.
    */
   private forEachListed(lastDay: number, onDay: (ids: Float64Array, from: number, to: number) => number): void {
     const walk = (rewrite: boolean): void => {
@@ -204,7 +183,6 @@ export class DueLists {
     }
   }
 
-  /** Replaces a day's pieces up to `lastPiece` by pieces of the given live ids (ascending), numbered after it. */
   private rewriteDueList(day: number, lastPiece: number, live: readonly number[]): void {
     this.stmts.deleteDueListPieces.run(day, lastPiece);
     let piece = lastPiece;
@@ -226,17 +204,12 @@ function prepare(db: Database) {
   };
 }
 
-/** A page size asked for, as a whole number of at least 0. */
 export function pageLimit(limit: number): number {
   return Number.isFinite(limit) ? Math.max(0, Math.floor(limit)) : 0;
 }
 
 function utcDay(seconds: number): string {
   return new Date(seconds * 1000).toISOString().slice(0, 10);
-}
-
-export function orNull(t: number): number | null {
-  return Number.isNaN(t) ? null : t;
 }
 
 export function decodeDue(id: number, e: EntryView): DueEntry {

@@ -19,9 +19,8 @@ import { keyOf, keyOfBytes } from './lookup-key.js';
  *   bucket_id     when flagged: a varint of its UTF-8 length, then the text
  *   check         2 bytes: the low 16 bits of the CRC-32 of every byte of the record before it (checksum.ts),
  *                 checked as the record is read
- * all little-endian; a varint is 7 bits a byte, low bits first. A mapped v3 entry (type, status, u, r and
- * last_mapped) takes one flags byte. A record says its own length, so the records of many entries joined into one
- * blob are read one after the other.
+ * all little-endian; a varint is 7 bits a byte, low bits first. A record says its own length, so records joined
+ * into one blob are read one after the other.
  */
 const F_TYPE = 0x01;
 const F_STATUS_SHIFT = 1;
@@ -38,9 +37,7 @@ const M_SINCE = 0x20;
 const M_SIZED = 0x40;
 const M_WIDE = 0x80;
 
-/** The bytes of a record's check, at its end. */
 const CHECK_BYTES = 2;
-/** The usual sizes: a SHA-256 hash, and a raw UID (33 bytes, or 32 in the service's older format). */
 export const HASH_BYTES = 32;
 export const UID_BYTES = 33;
 const UID_32_BYTES = 32;
@@ -61,7 +58,6 @@ export interface EntryValues {
   optedOutSinceMs: number | null;
 }
 
-/** Whether a time fits a 4-byte unsigned integer exactly. */
 function fitsU32(t: number | null): boolean {
   return t === null || (Number.isInteger(t) && t >= 0 && t < TWO_32);
 }
@@ -75,17 +71,14 @@ function varintLength(n: number): number {
   return length;
 }
 
-/** The bytes a sized value takes, and its size varint. */
+/** The bytes a sized value takes, and its size tag. */
 function sizedLength(value: Uint8Array | string): [number, number] {
   const n = typeof value === 'string' ? Buffer.byteLength(value, 'utf8') : value.length;
   const tag = 2 * n + (typeof value === 'string' ? 1 : 0);
   return [varintLength(tag) + n, tag];
 }
 
-/**
- * The size of the raw UIDs when both (or the one there is) are bytes of one usual size: 33 or 32; 33 when there is
- * none; -1 when they must be sized.
- */
+/** The one usual size (33 or 32) of the raw UIDs' bytes; -1 when they must be sized. */
 function usualUidSize(u: Uint8Array | string | null, p: Uint8Array | string | null): number {
   if (u === null && p === null) return UID_BYTES;
   if (typeof u === 'string' || typeof p === 'string') return -1;
@@ -95,9 +88,8 @@ function usualUidSize(u: Uint8Array | string | null, p: Uint8Array | string | nu
 }
 
 /**
- * Packs records into shared buffers: each record is a view of its part of one buffer, so that a batch of many
- * entries makes a few allocations instead of one each. A part is never written twice (a full buffer is replaced,
- * and the views of it keep it), so every record stays valid for as long as it is held.
+ * Packs records into shared buffers (a few allocations per batch instead of one per entry). A part is never
+ * written twice, so every record given out stays valid.
  */
 export class RecordWriter {
   private buffer: Buffer;
@@ -155,7 +147,6 @@ export class RecordWriter {
       bucketBytes = Buffer.byteLength(v.bucketId, 'utf8');
       size += varintLength(bucketBytes) + bucketBytes;
     }
-    // the status in byte 0 when nothing else needs byte 1
     const second = more !== v.status || v.status === 0;
     size += CHECK_BYTES;
     if (second) size++;
@@ -192,7 +183,6 @@ export class RecordWriter {
     }
     out.writeUInt16LE(recordCheckOf(out, start, o), o);
     o += CHECK_BYTES;
-    if (o - start !== size) throw new Error(`entry record: wrote ${o - start} bytes of ${size}`);
     this.used = o;
     return out.subarray(start, o);
   }
@@ -218,13 +208,12 @@ function putSized(out: Buffer, at: number, value: Uint8Array | string): number {
   return typeof value === 'string' ? o + out.write(value, o, 'utf8') : putBytes(out, o, value);
 }
 
-/** A record that does not read as one: flags that promise more bytes than it has. */
+/** A record cut short: flags that promise more bytes than it has. */
 export class RecordFormatError extends Error {}
 
 /**
- * One record read in place (read() moves it to another): its numbers, and where its values are in `bytes`, each
- * with a size that says its kind: 2n for n bytes, 2n + 1 for n bytes of UTF-8 text, -1 for none. Times are NaN
- * when the entry has none. Reused from record to record: nothing of it is kept by the reader.
+ * One record read in place, reused from record to record: its numbers (NaN for a time it lacks), and where its
+ * values are in `bytes`, each with a size: 2n for n bytes, 2n + 1 for n bytes of UTF-8 text, -1 for none.
  */
 export class EntryView {
   bytes: Buffer = Buffer.alloc(0);
@@ -244,10 +233,7 @@ export class EntryView {
   bucketStart = 0;
   bucketSize = -1;
 
-  /**
-   * Reads the record at `at` of `bytes`; gives the position after it. Throws RecordFormatError if it is cut short,
-   * ChecksumError if its check does not match (unless `check` is false: a record read again that was checked).
-   */
+  /** Reads the record at `at`; gives the position after it. `check`: false for a record checked already. */
   read(bytes: Buffer, at: number, check = true): number {
     this.bytes = bytes;
     const limit = bytes.length;
@@ -331,34 +317,31 @@ export class EntryView {
     return start + length;
   }
 
-  /** The value at `start` with size `size` as the file keeps it: a Buffer (a view of `bytes`), text, or null. */
+  /** A value as the file keeps it: a view of `bytes`, text, or null. */
   stored(start: number, size: number): Buffer | string | null {
     if (size < 0) return null;
     const end = start + Math.floor(size / 2);
     return size % 2 === 1 ? this.bytes.toString('utf8', start, end) : this.bytes.subarray(start, end);
   }
 
-  /** The text of the value at `start` with size `size`: bytes as base64 (stored-bytes.ts), text as it is. */
+  /** A value as text: bytes as base64 (stored-bytes.ts). */
   text(start: number, size: number): string | null {
     if (size < 0) return null;
     return this.bytes.toString(size % 2 === 1 ? 'utf8' : 'base64', start, start + Math.floor(size / 2));
   }
 
-  /** Whether the entry's hash is this one. */
   holdsHash(hash: string): boolean {
     return this.text(this.hashStart, this.hashSize) === hash;
   }
 
-  /** The entry's lookup key: from the bytes of a hash kept as bytes, from the text of one kept as text. */
   key(): number {
     return this.hashSize % 2 === 0 && this.hashSize >= 12
       ? keyOfBytes(this.type, this.bytes, this.hashStart)
       : keyOf(this.type, this.text(this.hashStart, this.hashSize) ?? '');
   }
 
-  /** The record's values (hashes and raw UIDs as views of `bytes`, which must then stay unchanged). */
+  /** The record's values (views of `bytes`, which must then stay unchanged). */
   values(): EntryValues {
-    const time = (t: number): number | null => (Number.isNaN(t) ? null : t);
     return {
       type: this.type,
       status: this.status,
@@ -366,13 +349,18 @@ export class EntryView {
       hash: this.stored(this.hashStart, this.hashSize) ?? '',
       u: this.stored(this.uStart, this.uSize),
       p: this.stored(this.pStart, this.pSize),
-      r: time(this.r),
+      r: orNull(this.r),
       bucketId: this.stored(this.bucketStart, this.bucketSize) as string | null,
-      lastMappedS: time(this.lastMappedS),
-      lastOptoutCheckS: time(this.lastOptoutCheckS),
-      optedOutSinceMs: time(this.optedOutSinceMs),
+      lastMappedS: orNull(this.lastMappedS),
+      lastOptoutCheckS: orNull(this.lastOptoutCheckS),
+      optedOutSinceMs: orNull(this.optedOutSinceMs),
     };
   }
+}
+
+/** A time as EntryView holds it (NaN for none) as the values give it. */
+export function orNull(t: number): number | null {
+  return Number.isNaN(t) ? null : t;
 }
 
 function readVarint(bytes: Buffer, at: number): [number, number] {

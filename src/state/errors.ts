@@ -1,7 +1,4 @@
-/**
- * Errors of the state file. Each message names the file, what is wrong and what to do, and never holds a
- * secret or an identifier: the CLI can show it as it is (a usage/configuration error, exit code 2).
- */
+/** Errors of the state file: each message names the file, what is wrong and what to do (exit 2 unless said). */
 export class StateError extends Error {
   constructor(
     message: string,
@@ -27,10 +24,7 @@ export class StateEnvMismatchError extends StateError {
   }
 }
 
-/**
- * A rollback journal beside the file, left by a run killed while it wrote (SQLite writes a new file's switch to WAL
- * through one): the next writing open rolls it back, a read-only one cannot.
- */
+/** A rollback journal left by a run killed while it wrote: only a writing open can roll it back. */
 export class StateJournalError extends StateError {
   constructor(path: string) {
     super(
@@ -41,13 +35,12 @@ export class StateJournalError extends StateError {
   }
 }
 
-/** A setting of how state files are opened (an environment variable) that cannot be used. */
+/** An environment variable's setting of how state files are opened that cannot be used. */
 export class StateSettingError extends StateError {}
 
 /** Not SQLite, not a uid2-batch state, or a schema this version cannot read. */
 export class StateFormatError extends StateError {}
 
-/** The file does not exist and the command does not create one. */
 export class StateNotFoundError extends StateError {
   constructor(
     path: string,
@@ -57,7 +50,6 @@ export class StateNotFoundError extends StateError {
   }
 }
 
-/** Another live run holds the lock of the file. */
 export class StateLockedError extends StateError {
   constructor(
     path: string,
@@ -73,13 +65,16 @@ export class StateLockedError extends StateError {
   }
 }
 
-/** A checkpoint that could not finish: another process reads the file. Exit 1: a later run can finish it. */
-export class StateBusyError extends StateError {
+/** A failure a run reports with exit 1, its message meant for the user as it is. */
+class StateRunError extends StateError {
   readonly exitCode = 1;
-  readonly userMessage: string;
+  readonly userMessage = this.message;
+}
+
+/** A checkpoint that could not finish while another process reads the file: a later run can. */
+export class StateBusyError extends StateRunError {
   constructor(path: string) {
     super(`state file ${path} is being read by another process: the checkpoint could not finish; run it again`, path);
-    this.userMessage = this.message;
   }
 }
 
@@ -90,20 +85,13 @@ export class StateReadonlyError extends StateError {
   }
 }
 
-/**
- * A stored record failed its checksum: the file is damaged, and reading on would give wrong answers (raw UIDs the
- * service never gave, changes that are not). The run stops (exit 1) before it writes or sends anything from it. A
- * re-run would meet the same damage, so the message says how to recover instead.
- */
-export class StateDamagedError extends StateError {
-  readonly exitCode = 1;
-  readonly userMessage: string;
+/** A stored value failed its checksum: the run stops (exit 1) before it writes or sends anything from it. */
+export class StateDamagedError extends StateRunError {
   constructor(path: string, what: string) {
     super(
       `state file ${path} is damaged (${what} fails its checksum); restore it from a backup, ` +
         `or save what is still readable with \`uid2-batch state export ${path}\` and map again with a new --state file`,
       path,
     );
-    this.userMessage = this.message;
   }
 }

@@ -2,18 +2,16 @@
 import { ChecksumError, recordCheckOf } from './checksum.js';
 
 const DAY_S = 86_400;
-/** The check at the end of a piece: the low 16 bits of the CRC-32 of the ids' bytes (as an entry record's). */
 const LIST_CHECK = 2;
 
-/** The UTC day number of a time in Unix seconds: the day whose list an entry with that r is in. */
+/** The UTC day of a time in Unix seconds: the day whose list an entry with that r is in. */
 export function dayOf(r: number): number {
   return Math.floor(r / DAY_S);
 }
 
 /**
- * Ascending, distinct ids as bytes: each id's gap from the one before (the first from 0) in 7-bit groups, low
- * group first, the top bit set on every byte but a number's last, then a 2-byte check. Ids appended together
- * differ by one, so most gaps fit one byte.
+ * Ascending, distinct ids as each one's gap from the one before in a varint (most gaps are 1), then a record's
+ * 2-byte check (checksum.ts recordCheckOf).
  */
 export function encodeIds(ids: ArrayLike<number>): Buffer {
   const out = Buffer.allocUnsafe(ids.length * 8 + 8 + LIST_CHECK);
@@ -33,10 +31,7 @@ export function encodeIds(ids: ArrayLike<number>): Buffer {
   return out.subarray(0, pos + LIST_CHECK);
 }
 
-/**
- * The ids encodeIds wrote, in turn. Throws ChecksumError, before giving any, for a piece whose check does not match
- * (an id lost from its day's list would never come due again), or that ends inside a number.
- */
+/** The ids encodeIds wrote; ChecksumError, before giving any, for a piece that fails its check. */
 export function decodeIds(bytes: Uint8Array, onId: (id: number) => void): void {
   const end = bytes.length - LIST_CHECK;
   if (end < 0 || (bytes[end] | (bytes[end + 1] << 8)) !== recordCheckOf(bytes, 0, end)) {
@@ -66,7 +61,7 @@ export function sortedUnique(values: ArrayLike<number>): Float64Array {
   return sorted.subarray(0, n);
 }
 
-/** The index of the first value above `value` in ascending `values` (their length when there is none). */
+/** The index of the first value above `value` in ascending `values`. */
 export function firstAbove(values: ArrayLike<number>, value: number): number {
   let lo = 0;
   let hi = values.length;
@@ -78,7 +73,7 @@ export function firstAbove(values: ArrayLike<number>, value: number): number {
   return lo;
 }
 
-/** Ids (or keys) as the JSON array the statements that read a list take (queries.ts): one parameter for them all. */
+/** Ids (or keys) as the JSON array the statements that read a list take. */
 export function idList(ids: readonly number[] | Float64Array): string {
   return `[${ids.join(',')}]`;
 }

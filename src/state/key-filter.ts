@@ -1,36 +1,22 @@
-/**
- * A blocked Bloom filter over lookup keys, and its pieces in the file: says "surely not stored" for most keys that
- * are not in the key levels.
- */
+/** A blocked Bloom filter over lookup keys, and its pieces in the file: "surely not stored" for most absent keys. */
 import type { Database } from 'better-sqlite3';
 import { withChecksum, withoutChecksum } from './checksum.js';
 import { metaNumber, setMetaValue } from './meta-values.js';
 import { META_KEYS } from './schema.js';
 
-/** Bits of one block: a block is one 64-byte cache line, so a test or an add touches one line of memory. */
+// a block is one 64-byte cache line: a test or an add touches one line of memory
 const BLOCK_WORDS = 16;
 const BLOCK_BYTES = BLOCK_WORDS * 4;
-/**
- * Bits set per key; with the sizing below (at least BITS_PER_KEY bits per key) at most about 2% of absent keys pass
- * (a filter at its capacity; fewer while it fills). Part of the stored format: a filter is read back with it.
- */
+// bits set per key (part of the stored format): at 8 bits per key about 2% of absent keys pass
 const PROBES = 6;
 // the stored bytes are little-endian words whatever machine wrote them
 const BIG_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 0;
-/** The parts addAll groups keys into: a part of a filter of hundreds of MB is tens of KB, which stays in cache. */
+// addAll's groups: a group of a filter of hundreds of MB is tens of KB, which stays in cache
 const ADD_GROUPS = 8_192;
-/**
- * Filter bits per key it is sized for: not part of the format (a filter's size is stored with it), so a filter made
- * with another sizing is read as it is. A false positive only costs the block read a lookup would make
- * without a filter, which is far less than the file's bytes each bit per key costs.
- */
-export const BITS_PER_KEY = 8;
+// not part of the format: a false positive costs only the block read a lookup would make without a filter
+const BITS_PER_KEY = 8;
 
-/**
- * A filter that never forgets: every key added answers true, an absent key answers false except for a small share
- * (false positives, which only cost the caller a probe it would have made anyway). It has a fixed number of
- * blocks, chosen for a capacity; the store makes a bigger one when the keys outgrow it.
- */
+/** Every key added answers true; an absent key false but for a small share. Sized for a capacity. */
 export class KeyFilter {
   readonly words: Uint32Array;
   readonly blocks: number;
@@ -43,30 +29,20 @@ export class KeyFilter {
     this.added = count;
   }
 
-  /** A filter with room for `capacity` keys. */
   static forCapacity(capacity: number): KeyFilter {
     return new KeyFilter(Math.ceil((Math.max(1, capacity) * BITS_PER_KEY) / (BLOCK_WORDS * 32)));
   }
 
-  /** Keys added so far (repeats counted): what the sizing compares with the capacity. */
+  /** Keys added so far (repeats counted). */
   get count(): number {
     return this.added;
   }
 
-  /** The number of keys this filter holds at its designed rate of false positives. */
   get capacity(): number {
     return Math.floor((this.blocks * BLOCK_WORDS * 32) / BITS_PER_KEY);
   }
 
-  get byteLength(): number {
-    return this.blocks * BLOCK_BYTES;
-  }
-
-  /**
-   * Adds many keys: the same as add for each, in an order that keeps the writes within a small part of the filter
-   * at a time. Keys added one by one each touch a random line of a filter that may be hundreds of MB, a miss in
-   * every cache; grouped by the part of the filter they go to, each group's lines stay in cache.
-   */
+  /** add for each key, grouped by the part of the filter they go to, so that each group's lines stay in cache. */
   addAll(keys: ArrayLike<number>, n = keys.length): void {
     const groups = Math.min(ADD_GROUPS, this.blocks);
     if (n < groups) {
@@ -94,7 +70,7 @@ export class KeyFilter {
     const h3 = mix(h2 ^ lo);
     const base = blockOf(h1, this.blocks) * BLOCK_WORDS;
     const w = this.words;
-    // PROBES 9-bit positions inside the block's 512 bits: half from each of two words
+    // PROBES 9-bit positions inside the block's 512 bits: half from each of two hashes
     for (let i = 0; i < PROBES / 2; i++) {
       const a = (h2 >>> (i * 9)) & 511;
       const b = (h3 >>> (i * 9)) & 511;
@@ -104,6 +80,7 @@ export class KeyFilter {
     this.added++;
   }
 
+  /** add's hashes, inlined here too: this is every lookup's first step. */
   mayHave(key: number): boolean {
     const lo = (key % 4294967296) >>> 0;
     const hi = Math.floor(key / 4294967296);
@@ -172,11 +149,8 @@ function blockOf(h: number, blocks: number): number {
 // the filter is stored in pieces of this many bytes, each with its checksum
 const PIECE_BYTES = 1 << 20;
 
-/**
- * The filter of the key levels when it holds the key of every entry up to `upto` (keys_upto); null when the file
- * holds none that covers them (another build's, or one whose checksum fails): every key is then probed. Inside the
- * caller's transaction.
- */
+/** The stored filter when it holds every key up to `upto`; null when none does or a piece fails its checksum. */
+
 export function readKeyFilter(db: Database, upto: number): KeyFilter | null {
   if (upto === 0) return new KeyFilter(1);
   if (metaNumber(db, META_KEYS.filterUpto) !== upto) return null;

@@ -1,15 +1,12 @@
-/** The two levels of the lookup index as tables of key blocks: walks in key order, merges (lookups: level-reader.ts). */
+/** The two levels of the lookup index as tables of key blocks: walks in key order, and merges. */
 import type { Database } from 'better-sqlite3';
 import { BlockWriter, KeyBlock, MAX_BLOCK_PAIRS } from './key-blocks.js';
 import { metaNumber } from './meta-values.js';
 import { META_KEYS } from './schema.js';
 
-/** The main level (entries up to keys_main_upto) and the recent one (after it, up to keys_upto). */
 export type KeyLevel = 'key_blocks' | 'key_blocks_recent';
 
-// blocks read per statement when a level is walked in order
 const BLOCK_PAGE = 256;
-// keys given per batch by forEachLevelKeys
 const KEY_BATCH = 1 << 20;
 
 /** A sorted stream of (key, id) pairs: `next` moves to the next pair, false (and key Infinity) at the end. */
@@ -41,7 +38,6 @@ export function arrayPairs(keys: Float64Array, ids: Float64Array, after: number)
   return stream;
 }
 
-/** Every block of a level in key order, read a page of blocks per statement. */
 export function* levelBlocks(db: Database, level: KeyLevel): Generator<KeyBlock> {
   const page = db.prepare(`SELECT first_k, keys FROM ${level} WHERE first_k > ? ORDER BY first_k LIMIT ?`).raw();
   let after = -1;
@@ -53,7 +49,6 @@ export function* levelBlocks(db: Database, level: KeyLevel): Generator<KeyBlock>
   }
 }
 
-/** The pairs of a level in key order, as a stream (for a fold, which merges one level into the other). */
 export function levelPairs(db: Database, level: KeyLevel): PairStream {
   const blocks = levelBlocks(db, level);
   const pairs = new BlockPairs();
@@ -81,7 +76,7 @@ export function levelPairs(db: Database, level: KeyLevel): PairStream {
   return stream;
 }
 
-/** Gives every distinct key of a level in order, a batch at a time (keys[0..n), the array reused): what the keys filter is filled from. */
+/** Gives every distinct key of a level in order, a batch at a time (keys[0..n), the array reused). */
 export function forEachLevelKeys(db: Database, level: KeyLevel, onKeys: (keys: Float64Array, n: number) => void): void {
   const batch = new Float64Array(KEY_BATCH);
   let n = 0;
@@ -105,7 +100,6 @@ class BlockPairs {
   count = 0;
 
   load(block: KeyBlock): void {
-    // a key shared by more pairs than a block holds makes a bigger block
     if (block.count > this.keys.length) {
       this.keys = new Float64Array(block.count);
       this.ids = new Float64Array(block.count);
@@ -116,11 +110,9 @@ class BlockPairs {
 }
 
 /**
- * Merges a sorted stream of pairs into a level, in the caller's transaction. The level is walked in key order;
- * a block whose key range receives pairs is deleted and its pairs, with the new ones, are cut into full blocks
- * again, what does not fill a block being carried into the next block's range when that one receives pairs too
- * (so that a merge of many pairs leaves full blocks) and written as a short block when not. Blocks that receive
- * nothing are not touched. A pair the level holds already is kept once.
+ * Merges a sorted stream of pairs into a level, in the caller's transaction: a block whose key range receives
+ * pairs is cut again with them into full blocks, a short rest carried into the next range that receives pairs too;
+ * blocks that receive nothing are not touched. A pair the level holds already is kept once.
  */
 export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStream): void {
   const insert = db.prepare(`INSERT INTO ${level} (first_k, keys) VALUES (?, ?)`);
@@ -143,7 +135,6 @@ export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStre
     const block = step.value;
     step = blocks.next();
     const end = step.done === true ? Number.POSITIVE_INFINITY : step.value.first;
-    // pairs below this block's first key went into the range before (the first block's reaches down to any key)
     if (incoming.key >= end) {
       if (writer.pending > 0) writer.flush();
       continue;
@@ -164,7 +155,6 @@ export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStre
       incoming.next();
     }
   }
-  // after the last block (or into an empty level)
   while (incoming.key < Number.POSITIVE_INFINITY) {
     push(incoming.key, incoming.id);
     incoming.next();
@@ -172,18 +162,11 @@ export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStre
   writer.flush();
 }
 
-/** Empties a level (after a fold has moved its pairs into the main one). */
 export function clearLevel(db: Database, level: KeyLevel): void {
   db.prepare(`DELETE FROM ${level}`).run();
 }
 
-/** Where the merged entries are: the main level holds the ids up to `main`, the recent one those after it up to `upto`. */
-export interface Levels {
-  main: number;
-  upto: number;
-}
-
-/** The file's levels now (inside the caller's transaction, so that the tables agree with them). */
-export function readLevels(db: Database): Levels {
+/** The main level holds the ids up to `main`, the recent one those after it up to `upto`. */
+export function readLevels(db: Database): { main: number; upto: number } {
   return { main: metaNumber(db, META_KEYS.keysMainUpto) ?? 0, upto: metaNumber(db, META_KEYS.keysUpto) ?? 0 };
 }

@@ -20,9 +20,8 @@ interface LockHolder {
 }
 
 /**
- * Where the lock of a state file lives: named by the file's identity (device and inode) in the directory that
- * really holds it, so that every name of one file (a symlink, a hard link beside it) meets the same lock. A lock
- * named after the path let two runs through two names both commit, and one lost the other's entries.
+ * The lock of a state file, named by the file's device and inode in the directory that really holds it, so that
+ * every name of one file (a symlink, a hard link) meets the same lock.
  */
 export function lockPathOf(statePath: string): string {
   try {
@@ -35,9 +34,8 @@ export function lockPathOf(statePath: string): string {
 }
 
 /**
- * An exclusive lock on a state file for one writing run: a lock file (lockPathOf) holding the pid and start time
- * of its holder. SQLite's own locks only guard single transactions; this one keeps two runs from sending the same
- * due entries twice. A lock whose process is gone (killed, crashed) is stale and is taken over.
+ * One writing run's lock on a state file (SQLite's guard single transactions): a file holding the pid and start
+ * time of its holder. A lock whose process is gone is stale and is taken over.
  */
 export class StateLock {
   private path: string | null = null;
@@ -46,7 +44,7 @@ export class StateLock {
 
   constructor(private readonly statePath: string) {}
 
-  /** The lock file; named on first use, once the state file exists. */
+  /** Named on first use, once the state file exists. */
   get lockPath(): string {
     this.path ??= lockPathOf(this.statePath);
     return this.path;
@@ -77,7 +75,6 @@ export class StateLock {
     throw new StateLockedError(this.statePath, this.lockPath, null, null);
   }
 
-  /** Removes the lock file if it is still ours. Idempotent. */
   release(): void {
     if (this.content === null) return;
     process.removeListener('exit', this.onExit);
@@ -91,10 +88,7 @@ export class StateLock {
     this.content = null;
   }
 
-  /**
-   * Creates the lock with its content in one step: written to a private file, then hard-linked into place,
-   * which fails if the lock exists. A reader never sees an empty lock file.
-   */
+  /** Creates the lock with its content in one step (a hard link of a private file): never seen empty. */
   private tryCreate(content: string): boolean {
     const tmp = `${this.lockPath}.${process.pid}.${randomBytes(6).toString('hex')}`;
     const fd = openSync(tmp, 'wx', 0o600);
@@ -114,10 +108,8 @@ export class StateLock {
     }
   }
 
-  /**
-   * Moves the stale lock aside (atomic), then checks that what it moved is the lock judged stale: if another
-   * run took it over in between, its fresh lock is put back.
-   */
+  /** Moves the stale lock aside; if another run took it over in between, its fresh lock is put back. */
+
   private clearStale(staleContent: string): void {
     const aside = `${this.lockPath}.stale.${process.pid}.${randomBytes(6).toString('hex')}`;
     try {

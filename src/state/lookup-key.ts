@@ -3,23 +3,22 @@ import { createHash } from 'node:crypto';
 import type { DiiType } from '../identity/index.js';
 import { TYPE_CODE } from './schema.js';
 
-// the value of each base64 character (the standard alphabet only), -1 for any other character
+// the value of each base64 character, -1 for any other
 const SEXTET = new Int8Array(128).fill(-1);
 for (const [i, c] of [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'].entries()) {
   SEXTET[c.charCodeAt(0)] = i;
 }
 
 /**
- * 46 bits of the hash and one bit of type: a non-negative integer that SQLite stores in 6 bytes and a JS number
- * holds exactly. A base64 hash (every SHA-256 the tool stores) gives its first 6 bytes; any other string gives
- * the first bytes of its own SHA-256. Different hashes may share a key: every reader compares the stored hash.
+ * 46 bits of the hash and one of type, which a JS number holds exactly: from a base64 hash's first bytes, or from
+ * any other string's own SHA-256. Hashes may share a key: every reader compares the stored hash.
  */
 export function keyOf(type: DiiType | number, hash: string): number {
   const code = typeof type === 'number' ? type : TYPE_CODE[type];
   return prefixOf(hash) * 2 + code;
 }
 
-/** The 48 bits of 8 base64 characters from `start`, or -1 if one of them is not base64. */
+/** The 48 bits of 8 base64 characters from `start`, or -1. */
 function base64Bits(text: string, start: number): number {
   let bits = 0;
   for (let i = start; i < start + 8; i++) {
@@ -31,7 +30,6 @@ function base64Bits(text: string, start: number): number {
   return bits;
 }
 
-/** The first 46 bits of the bytes a hash stands for, read from its first 8 base64 characters (48 bits) directly. */
 function prefixOf(hash: string): number {
   if (hash.length >= 8) {
     const bits = base64Bits(hash, 0);
@@ -40,12 +38,11 @@ function prefixOf(hash: string): number {
   return prefixOfBytes(createHash('sha256').update(hash).digest(), 0);
 }
 
-/** keyOf for a hash kept as its bytes (stored-bytes.ts), from the 6 bytes at `start` of `bytes`. */
+/** keyOf for a hash kept as its bytes, from the 6 bytes at `start`. */
 export function keyOfBytes(code: number, bytes: Uint8Array, start: number): number {
   return prefixOfBytes(bytes, start) * 2 + code;
 }
 
-/** The first 46 bits of the 6 bytes at `s`. */
 function prefixOfBytes(b: Uint8Array, s: number): number {
   return (
     b[s] * 2 ** 38 + b[s + 1] * 2 ** 30 + b[s + 2] * 2 ** 22 + b[s + 3] * 2 ** 14 + b[s + 4] * 2 ** 6 + (b[s + 5] >>> 2)

@@ -3,12 +3,12 @@ import type { Database } from 'better-sqlite3';
 import { ChecksumError, checksumOf } from './checksum.js';
 import { SQL } from './queries.js';
 
-/** A value's checksum covers its key too: a value that lands under another key does not read as that key's. */
+/** A value's checksum covers its key too, so that a value under another key does not read as that key's. */
 export function metaSumOf(key: string, value: string): number {
   return checksumOf(`${key}\u0000${value}`);
 }
 
-/** The value of a (value, sum) row read for `key`; undefined for no row. Throws ChecksumError when they disagree. */
+/** The value of a (value, sum) row read for `key`; undefined for no row. */
 export function checkedMetaValue(key: string, row: unknown): string | undefined {
   if (row === undefined) return undefined;
   const [value, sum] = row as [unknown, unknown];
@@ -20,7 +20,6 @@ export function metaValue(db: Database, key: string): string | undefined {
   return checkedMetaValue(key, db.prepare(SQL.metaGet).raw().get(key));
 }
 
-/** A value as a number, or undefined when it is missing or not a finite number. */
 export function metaNumber(db: Database, key: string): number | undefined {
   const value = metaValue(db, key);
   if (value === undefined) return undefined;

@@ -21,25 +21,16 @@ import type { OpenStateOptions } from './types.js';
 type Connection = Database.Database;
 
 const OWNER_ONLY = 0o600;
-// the page cache: small, because lookups read pages at random (types.ts, cacheSizeMiB)
 const DEFAULT_CACHE_MIB = 8;
-// the file mapped into memory up to this many MiB: about SQLite's most in the driver's build (types.ts, mmapMiB)
+// about the most SQLite maps in the driver's build
 const DEFAULT_MMAP_MIB = 2047;
-/**
- * The page size of a new file. Entries are appended, so each page of the table fills with whole records and leaves
- * what is too small for one more: a bigger page leaves that remainder half as often.
- */
+// each page of the table leaves what is too small for one more record: a bigger page leaves it half as often
 const PAGE_BYTES = 8192;
-// sets the default of mmapMiB for every state file the process opens (0: read with system calls only)
 export const MMAP_ENV = 'UID2_BATCH_STATE_MMAP_MIB';
 
 /**
- * Opens (or creates) a state file: WAL, synchronous=NORMAL, owner-only permissions, of this version's one schema,
- * and refused if it was made for another environment.
- *
- * Throws StateNotFoundError (missing and `create: false` or read-only), StateFormatError (not SQLite, not a
- * uid2-batch state, an earlier build's file or a newer schema), StateEnvMismatchError (another environment's
- * file), StateDamagedError (a value fails its checksum, here or in any call of the store given back).
+ * Opens (or creates, owner-only) a state file of this version's schema and of this environment. Throws a
+ * StateError subclass for anything else; StateDamagedError for a checksum failure, here or in any later call.
  */
 export function openState(path: string, options: OpenStateOptions): StateStore {
   // first: a missing driver is an installation problem, to be reported before any file is created
@@ -94,7 +85,6 @@ export function openState(path: string, options: OpenStateOptions): StateStore {
   }
 }
 
-/** The mmapMiB that UID2_BATCH_STATE_MMAP_MIB sets, or the default; a value that is not a whole number is refused. */
 function mmapFromEnvironment(path: string): number {
   const text = (process.env[MMAP_ENV] ?? '').trim();
   if (text === '') return DEFAULT_MMAP_MIB;
@@ -143,10 +133,7 @@ function tightenMode(path: string): void {
   }
 }
 
-/**
- * SQLite gives -wal and -shm the database file's mode; this holds it where a sibling outlived an older, looser
- * file. Raw UIDs pass through the WAL, so it must be as private as the file.
- */
+/** Raw UIDs pass through the WAL: a -wal or -shm left looser than the file is made as private. */
 function tightenSiblings(path: string): void {
   const main = statOrNull(path);
   if (main === null || (main.mode & 0o077) !== 0) return;
@@ -164,12 +151,10 @@ function tightenSiblings(path: string): void {
 
 function enableWal(db: Connection): void {
   db.pragma('journal_mode = WAL');
-  // per connection: a commit writes the WAL without fsync; a checkpoint syncs. A killed process loses nothing.
+  // a commit writes the WAL without fsync, a checkpoint syncs: a killed process loses nothing
   db.pragma('synchronous = NORMAL');
-  // Checkpoints are where the time goes: every checkpoint writes and fsyncs the pages dirtied since. Checkpointing
-  // every 64 MB instead of every 4 MB lets pages dirtied by several commits be written once.
+  // checkpoints every 64 MB, so that pages dirtied by several commits are written once; the WAL shrinks back to it
   db.pragma('wal_autocheckpoint = 16384');
-  // and a checkpointed WAL shrinks back to that size instead of keeping its largest one on disk
   db.pragma('journal_size_limit = 67108864');
 }
 
@@ -188,11 +173,7 @@ function checkOurs(db: Connection, tables: Set<string>, path: string): void {
   if (app !== APPLICATION_ID) throw notOurs;
 }
 
-/**
- * This version reads one schema. A file of another build is refused with one line and nothing of it is read or
- * written: an earlier one's (its meta table without checksums, or an older schema) with how to rebuild it, a newer
- * one's with an upgrade.
- */
+/** A file of another build is refused with one line: an earlier one's with how to rebuild it. */
 export function checkSchema(db: Connection, path: string): void {
   const hasSums = (db.prepare('PRAGMA table_info(meta)').all() as { name: string }[]).some((c) => c.name === 'sum');
   const stored: unknown = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.schemaVersion);
@@ -225,10 +206,7 @@ function metaRow(db: Connection, key: string): unknown {
   return db.prepare('SELECT value, sum FROM meta WHERE key = ?').raw().get(key);
 }
 
-/**
- * The store with every call's checksum failure reported as the file's damage (StateDamagedError, with the path):
- * the readers of records and blocks do not know which file they read.
- */
+/** The store with every call's checksum failure reported as the file's damage (the readers do not know the path). */
 function damageReported(store: StateStore, path: string): StateStore {
   return new Proxy(store, {
     get(target, name, receiver) {
@@ -248,14 +226,13 @@ function damageReported(store: StateStore, path: string): StateStore {
   });
 }
 
-/** A checksum or a record that does not read is the file's damage; anything else stays what it was. */
 export function asDamage(err: unknown, path: string): unknown {
   if (err instanceof ChecksumError) return new StateDamagedError(path, err.what);
   if (err instanceof RecordFormatError) return new StateDamagedError(path, 'an entry record');
   return err;
 }
 
-/** Schema and identity in one transaction: a file is either a complete empty state or untouched. */
+/** Schema and identity in one transaction. */
 function initialize(db: Connection, path: string, options: OpenStateOptions): void {
   db.transaction(() => {
     // another process may have initialized it while this one waited for the write lock
@@ -287,7 +264,7 @@ function checkEnvironment(db: Connection, path: string, requested: string): void
   if (stored !== requested) throw new StateEnvMismatchError(path, stored, requested);
 }
 
-/** SQLite's own words for a file that is not a database become the state's: what is wrong and what to do. */
+/** SQLite's errors in the state's words: what is wrong and what to do. */
 function asStateError(err: unknown, path: string, readonly = false): unknown {
   if (err instanceof StateError) return err;
   if (err instanceof ChecksumError || err instanceof RecordFormatError) return asDamage(err, path);
@@ -303,13 +280,11 @@ function asStateError(err: unknown, path: string, readonly = false): unknown {
     /^SQLITE_(CANTOPEN|READONLY|PERM)/.test(code) &&
     code !== 'SQLITE_READONLY_ROLLBACK'
   ) {
-    // a read-only mount or a permission, said as such rather than in SQLite's words ("unable to open")
     return (
       stateAccessError(path, undefined, { writesFile: !readonly }) ??
       new StateError(`cannot open state file ${path}: check its permissions and those of its directory`, path)
     );
   }
-  // a hot journal: only a connection that may write can roll it back, as the next writing open does
   if (code === 'SQLITE_READONLY_ROLLBACK') return new StateJournalError(path);
   if (code === 'SQLITE_BUSY') {
     return new StateError(

@@ -14,23 +14,15 @@ import { APPLICATION_ID, META_KEYS, TYPE_OF_CODE, statusOfCode } from './schema.
 import type { EntryStatus, ExportedEntry } from './types.js';
 
 /**
- * A state file read without opening it as a run would (that refuses another environment and writes): a read-only
- * connection, the records read in id order. Every value read is checked against its checksum: a damaged meta value
- * or record throws StateDamagedError, except in `entries()`, which skips a damaged entry (counted by `damaged()`)
- * so that an export saves what is readable.
+ * A state file read as it is: a damaged value throws StateDamagedError, except in `entries()`, which skips a
+ * damaged entry (counted by `damaged()`) so that an export saves what is readable.
  */
 export interface StateReader {
   readonly path: string;
   meta(key: string): string | null;
-  /** Rows of the entries table as exported: hashes and raw UIDs, never an email or phone. */
   entries(): IterableIterator<ExportedEntry>;
-  /** The entries `entries()` skipped because their record fails its checksum. */
   damaged(): number;
-  /**
-   * The entries by status, those without a refresh time (tombstones, invalids, v2 entries), and for each bound the
-   * entries whose refresh time is at most it: one pass over the table (there is no index on r; remap-due reads its
-   * per-day due lists instead).
-   */
+  /** The entries by status, those without r, and for each bound those with r at most it: one walk of the table. */
   tally(bounds: readonly number[]): EntryTally;
   pendingChanges(): Record<string, number>;
   lastRun(): {
@@ -46,7 +38,6 @@ export interface StateReader {
 export interface EntryTally {
   byStatus: Record<EntryStatus, number>;
   withoutR: number;
-  /** Per bound, in the order given: the entries with an r at most the bound. */
   atMost: number[];
 }
 
@@ -61,17 +52,13 @@ function exported(v: EntryView): ExportedEntry {
   };
 }
 
-/**
- * The entries in id order, read a range of `page` ids at a time. A range that holds a damaged record is read again
- * row by row, and each damaged record is skipped and counted.
- */
+/** The entries in id order; a range that holds a damaged record is read again row by row, skipping it. */
 function* recordEntries(db: Database.Database, page: number, onDamaged: () => void): Generator<ExportedEntry> {
   const walker = new RecordWalker(db);
   const rows = db.prepare('SELECT record FROM entries WHERE id > ? AND id <= ? ORDER BY id').pluck();
   const last = (db.prepare('SELECT max(id) FROM entries').pluck().get() as number | null) ?? 0;
   const range: ExportedEntry[] = [];
   const view = new EntryView();
-  // a range at a time: the caller may stop or query between two entries
   for (let after = 0; after < last; after += page) {
     range.length = 0;
     try {
@@ -95,7 +82,6 @@ function* recordEntries(db: Database.Database, page: number, onDamaged: () => vo
   }
 }
 
-/** tally(): one walk of the records. */
 function tallyRecords(db: Database.Database, bounds: readonly number[], page: number): EntryTally {
   const byStatus: Record<EntryStatus, number> = { mapped: 0, optout: 0, invalid: 0 };
   const atMost = bounds.map(() => 0);
@@ -125,7 +111,7 @@ export function stateFileSizes(path: string): { file: number; wal: number; shm: 
   return { file: size(path), wal: size(`${path}-wal`), shm: size(`${path}-shm`) };
 }
 
-/** `recordsPage`: ids read per range in a walk of the table (tests give small ones). */
+/** `recordsPage`: ids read per range in a walk of the table. */
 export function openStateReader(path: string, recordsPage = WALK_PAGE): StateReader {
   let isFile: boolean;
   try {
@@ -134,10 +120,9 @@ export function openStateReader(path: string, recordsPage = WALK_PAGE): StateRea
     throw new StateNotFoundError(path, `state file '${path}' does not exist`);
   }
   if (!isFile) throw new StateFormatError(`state file '${path}' is not a regular file`, path);
-  // outside the try: a missing driver is an installation problem, not one of the file's permissions
+  // outside the try: a missing driver is an installation problem
   const Driver = sqliteDriver();
   let db: Database.Database;
-  // a read-only mount or a directory the user cannot write: SQLite cannot make the -shm beside the file
   const access = (): StateAccessError | null => stateAccessError(path, undefined, { writesFile: false });
   try {
     db = new Driver(path, { readonly: true, fileMustExist: true, timeout: 5_000 });
@@ -159,7 +144,6 @@ export function openStateReader(path: string, recordsPage = WALK_PAGE): StateRea
     application = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.application);
   } catch (err) {
     db.close();
-    // a run killed while it wrote left a journal that this read-only connection cannot roll back
     const code = (err as { code?: unknown }).code;
     if (code === 'SQLITE_READONLY_ROLLBACK') throw new StateJournalError(path);
     if (typeof code === 'string' && /^SQLITE_(CANTOPEN|READONLY|PERM)/.test(code)) throw access() ?? notOurs;
@@ -170,7 +154,6 @@ export function openStateReader(path: string, recordsPage = WALK_PAGE): StateRea
     throw notOurs;
   }
   try {
-    // refused, as a run refuses it
     checkSchema(db, path);
   } catch (err) {
     db.close();

@@ -4,13 +4,11 @@ import { EntryView, RecordFormatError } from './entry-record.js';
 import { idList } from './id-lists.js';
 import { LIST_PAGE, SQL } from './queries.js';
 
-/** Ids per range: one range is one row of about this many records. */
 export const WALK_PAGE = 10_000;
 
 /**
- * Reads the entries of an id range in key order (SQL.recordRange: their count, first and last id, and records
- * joined in one blob), which costs a fraction of a row per entry. A range whose ids are not all there, or whose
- * records do not add up to the blob, is read again row by row (SQL.recordRangeRows).
+ * Reads entries by id, their records joined in one row per statement (a row costs more than its entry); read
+ * again row by row when the ids are not all there or the records do not add up to the blob.
  */
 export class RecordWalker {
   private readonly range: Statement;
@@ -28,9 +26,8 @@ export class RecordWalker {
   }
 
   /**
-   * Gives the entries of a list of ids (ascending, each once) to `onRecord` with their ids, in the list's order,
-   * LIST_PAGE ids a statement: their records joined in one row (SQL.listedRecords), or row by row when they do not
-   * add up. A page is read whole before its entries are given, so `onRecord` may write the entry it is given.
+   * Gives the entries of a list of ids (ascending, each once) in its order. A page is read whole before its
+   * entries are given, so `onRecord` may write the entry it is given.
    */
   listed(ids: ArrayLike<number>, onRecord: (id: number, e: EntryView) => void): void {
     const view = new EntryView();
@@ -53,12 +50,13 @@ export class RecordWalker {
   }
 
   /**
-   * Gives every entry with an id after `after` up to `upto` to `onRecord` with its id, in id order, `page` ids at a
-   * time, until `onRecord` returns false. A range is read whole before its entries are given, so `onRecord` may
-   * write the entry it is given. The view is reused: nothing of it may be kept but its record's bytes.
+   * Gives every entry with an id in (after, upto] in id order until `onRecord` returns false; as `listed`, it may
+   * write the entry. The view is reused: nothing of it may be kept but its record's bytes.
    */
   walk(after: number, upto: number, onRecord: (id: number, e: EntryView) => unknown, page = WALK_PAGE): void {
-    const end = Math.min(upto, (this.lastId.get() as number | null) ?? 0);
+    // a range of one page needs no end of the table
+    const end = upto - after <= page ? upto : Math.min(upto, (this.lastId.get() as number | null) ?? 0);
+
     const view = new EntryView();
     for (let from = after; from < end; ) {
       const to = Math.min(end, from + page);
@@ -90,9 +88,8 @@ export class RecordWalker {
 }
 
 /**
- * Gives each of the `count` records joined in `bytes` (the joined reads of queries.ts) to `onRecord` with its
- * position, through `view`, until `onRecord` returns false; true then. False, having given none, when the records
- * do not add up to the blob exactly: the caller reads them again row by row.
+ * Gives each of the `count` records joined in `bytes` to `onRecord` until it returns false; true then. False,
+ * having given none, when the records do not add up to the blob exactly.
  */
 export function forEachJoined(
   bytes: Buffer | null,
@@ -101,7 +98,6 @@ export function forEachJoined(
   onRecord: (i: number, e: EntryView) => boolean,
 ): boolean {
   if (bytes === null || !wholeRecords(bytes, count, view)) return false;
-  // wholeRecords checked every record: read each once more without checking it again
   for (let at = 0, i = 0; i < count; i++) {
     at = view.read(bytes, at, false);
     if (!onRecord(i, view)) break;
@@ -109,7 +105,7 @@ export function forEachJoined(
   return true;
 }
 
-/** Whether a blob holds exactly `count` records one after the other. */
+/** Whether a blob holds exactly `count` records, each checked. */
 function wholeRecords(bytes: Buffer, count: number, view: EntryView): boolean {
   let at = 0;
   try {

@@ -2,23 +2,18 @@
 import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
 
-/** The driver's Database constructor; both lines have the same API (the types come from @types/better-sqlite3). */
 export type SqliteDriver = typeof BetterSqlite3;
 
 /**
- * better-sqlite3 13 ships prebuilt binaries and runs on Node 22 and later, but crashes on Node 20; the 12.x line,
- * installed under this alias as an optional dependency and built from source at install, is the one that runs on
- * Node 20 (and crashes on Node 24). docs/state-file.md says more.
+ * better-sqlite3 13 runs on Node 22 and later but crashes on Node 20; the 12.x line, an optional dependency under
+ * this alias built at install, runs on Node 20 (docs/state-file.md).
  */
 export const DRIVER_PACKAGE = 'better-sqlite3';
 export const NODE20_DRIVER_PACKAGE = 'better-sqlite3-node20';
-
-/** The first Node major version that better-sqlite3 13 supports. */
 const FIRST_MAJOR_OF_CURRENT_DRIVER = 22;
 
-/** The driver could not be loaded: the installation is incomplete. Exit 2, with what to do. */
+/** The driver could not be loaded: the installation is incomplete (exit 2). */
 export class SqliteDriverError extends Error {
-  /** Read by the CLI's error report: this message is meant for the user as it is. */
   readonly userMessage: string;
   readonly exitCode = 2;
   constructor(message: string, options?: { cause?: unknown }) {
@@ -28,13 +23,11 @@ export class SqliteDriverError extends Error {
   }
 }
 
-/** Which driver package serves a Node version (`20.18.0` or `v24.19.0`). */
 export function driverPackageFor(nodeVersion: string): string {
   const major = Number.parseInt(nodeVersion.replace(/^v/, ''), 10);
   return Number.isInteger(major) && major < FIRST_MAJOR_OF_CURRENT_DRIVER ? NODE20_DRIVER_PACKAGE : DRIVER_PACKAGE;
 }
 
-/** What loadSqliteDriver needs from its surroundings; tests give their own. */
 export interface DriverLoadContext {
   nodeVersion: string;
   require: (id: string) => unknown;
@@ -45,10 +38,7 @@ const defaultContext = (): DriverLoadContext => ({
   require: createRequire(import.meta.url),
 });
 
-/**
- * Requires the driver for `context.nodeVersion` and opens one in-memory database with it, so that a binary built
- * for another Node, or none at all, is reported here in one clear line instead of on the first state file.
- */
+/** Requires the driver and opens an in-memory database, so that a binary built for another Node is reported here. */
 export function loadSqliteDriver(context: DriverLoadContext = defaultContext()): SqliteDriver {
   const name = driverPackageFor(context.nodeVersion);
   const node = `Node ${context.nodeVersion.replace(/^v/, '')}`;
@@ -83,7 +73,6 @@ function notInstalledMessage(name: string, node: string): string {
 
 let loaded: SqliteDriver | undefined;
 
-/** The driver for this process's Node, loaded on the first call. */
 export function sqliteDriver(): SqliteDriver {
   loaded ??= loadSqliteDriver();
   return loaded;

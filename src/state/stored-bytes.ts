@@ -1,10 +1,6 @@
 /** How hashes and raw UIDs are kept in the state file: the bytes a base64 text stands for, or the text itself. */
 
-/**
- * The value to store for a hash or raw UID: its bytes when the text is canonical base64 (what the service sends,
- * and every hash the tool makes), so the file holds 32 or 33 bytes instead of 44 characters; any other text as it
- * is. Reading gives the same text back either way (entry-record.ts EntryView.text), so nothing is lost.
- */
+/** The bytes of a canonical base64 text (what the service sends, every hash the tool makes); any other text as is. */
 export function storedOf(text: string): Buffer | string {
   if (text.length === 0 || text.length % 4 !== 0) return text;
   const bytes = Buffer.from(text, 'base64');
@@ -12,7 +8,8 @@ export function storedOf(text: string): Buffer | string {
   return bytes.toString('base64') === text ? bytes : text;
 }
 
-/** The text of a stored hash or raw UID (storedOf's inverse); null stays null. */
+/** storedOf's inverse; null stays null. */
+
 export function textOfStored(value: unknown): string | null {
   if (value === null || value === undefined) return null;
   if (typeof value === 'string') return value;

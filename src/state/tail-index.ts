@@ -2,10 +2,7 @@
 
 const EMPTY = 0;
 
-/**
- * Open addressing with linear probing over two typed arrays: a few bytes per entry instead of a Map's dozens,
- * and no garbage. Keys may repeat (different hashes can share a key), so `forEach` visits every match.
- */
+/** Open addressing over two typed arrays: a few bytes per entry instead of a Map's dozens. Keys may repeat. */
 export class TailIndex {
   private keys: Float64Array;
   private ids: Float64Array;
@@ -25,7 +22,7 @@ export class TailIndex {
 
   /** Ids are positive (SQLite rowids of appended entries). */
   add(key: number, id: number): void {
-    if ((this.count + 1) * 2 > this.ids.length) this.grow();
+    if ((this.count + 1) * 2 > this.ids.length) this.resize(this.ids.length * 2);
     let slot = slotOf(key, this.mask);
     while (this.ids[slot] !== EMPTY) slot = (slot + 1) & this.mask;
     this.keys[slot] = key;
@@ -43,7 +40,7 @@ export class TailIndex {
     }
   }
 
-  /** Every (key, id), as two arrays sorted by key then id: the order the key levels are filled in. */
+  /** Every (key, id), as two arrays sorted by key then id. */
   sorted(): { keys: Float64Array; ids: Float64Array } {
     const order = new Float64Array(this.count);
     let n = 0;
@@ -74,10 +71,6 @@ export class TailIndex {
     this.keys.fill(0);
     this.ids.fill(EMPTY);
     this.count = 0;
-  }
-
-  private grow(): void {
-    this.resize(this.ids.length * 2);
   }
 
   private resize(size: number): void {

@@ -117,11 +117,13 @@ describe('lookupStored', () => {
       { type: 'email', hash: b64('odd'), outcome: { kind: 'mapped', u: 'caf\u00e9', p: null, r: 1 } },
     ];
     s.commitBatch(all, 500);
-    const rowByRow = vi.spyOn((s as unknown as { walker: { listed: () => void } }).walker, 'listed');
+    type Get = { get: (params: unknown) => unknown; all: (params: unknown) => unknown };
+    const walker = (s as unknown as { walker: Record<'range' | 'rows' | 'listedJoined' | 'listedRows', Get> }).walker;
+    const rowByRow = [vi.spyOn(walker.rows, 'all'), vi.spyOn(walker.listedRows, 'all')];
     const hashes = all.filter((u) => u.type === 'email').map((u) => u.hash);
     const stored = s.lookupStored('email', hashes);
     expect(stored.at.length).toBe(hashes.length);
-    expect(rowByRow).not.toHaveBeenCalled();
+    for (const spy of rowByRow) expect(spy).not.toHaveBeenCalled();
     const answer = (hash: string) => {
       const i = stored.at.indexOf(hashes.indexOf(hash));
       return [stored.u[i], stored.p[i], stored.r[i], stored.bucketId[i]];
@@ -129,18 +131,18 @@ describe('lookupStored', () => {
     expect(answer('plain-text')).toEqual(['u,1', '', 7.5, 'b,1']);
     expect(answer(b64('odd'))).toEqual(['caf\u00e9', null, 1, null]);
     // a joined blob with a byte too many is read again row by row, with the same answers
-    type Get = { get: (params: unknown) => unknown };
-    const internals = s as unknown as { stmts: { joinedRecordsInRange: Get; listedRecords: Get } };
     const spoiled = (stmt: Get): Get => ({
+      all: stmt.all,
       get: (params) => {
-        const [count, bytes] = stmt.get(params) as [number, Buffer];
-        return [count, Buffer.concat([bytes, Buffer.of(0)])];
+        const row = stmt.get(params) as unknown[];
+        const bytes = row.at(-1) as Buffer | null;
+        return bytes === null ? row : [...row.slice(0, -1), Buffer.concat([bytes, Buffer.of(0)])];
       },
     });
-    internals.stmts.listedRecords = spoiled(internals.stmts.listedRecords);
-    internals.stmts.joinedRecordsInRange = spoiled(internals.stmts.joinedRecordsInRange);
+    walker.listedJoined = spoiled(walker.listedJoined);
+    walker.range = spoiled(walker.range);
     const again = s.lookupStored('email', hashes);
-    expect(rowByRow).toHaveBeenCalled();
+    expect(rowByRow.some((spy) => spy.mock.calls.length > 0)).toBe(true);
     expect(again).toEqual(stored);
   });
 
