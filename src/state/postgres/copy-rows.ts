@@ -4,8 +4,8 @@ import { STATUS_CODE, TYPE_CODE } from '../schema.js';
 import { entrySumOf } from './schema.js';
 import { HASH_BYTES, RAW_UID_BYTES, textBytesBound, writeTextBytes } from './stored-bytes.js';
 
-/** The columns each row gives, in its order; the id is the table's default (the order of arrival). */
-export const COPY_ENTRY_COLUMNS =
+/** The columns a new entry is written with, by a COPY's rows and an insert's arrays alike; id is the table's. */
+export const NEW_ENTRY_COLUMNS =
   'key, status, due, u, p, r, bucket_id, last_mapped, last_optout_check, opted_out_since, sum';
 
 const FIELDS = 11;

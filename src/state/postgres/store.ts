@@ -23,7 +23,7 @@ import type {
   StateMeta,
   StoredEntries,
 } from '../types.js';
-import { COPY_ENTRY_COLUMNS, copyRowsOf } from './copy-rows.js';
+import { NEW_ENTRY_COLUMNS, copyRowsOf } from './copy-rows.js';
 import { answered, freshRecord } from './entry-update.js';
 import {
   codeOf,
@@ -176,7 +176,6 @@ function columnsOf(records: readonly StateRecord[], keys = true): string[] {
 const keyOfSent = (type: string, hash: string): string =>
   `set_byte('\\x00'::bytea, 0, ${type}) || decode(${hash}, 'base64')`;
 
-const INSERT_COLUMNS = 'key, status, due, u, p, r, bucket_id, last_mapped, last_optout_check, opted_out_since, sum';
 const UNNEST_RECORDS =
   'unnest($1::int2[], $2::text[], $3::int2[], $4::int2[], $5::text[], $6::text[], $7::float8[], $8::text[], ' +
   '$9::float8[], $10::float8[], $11::float8[], $12::int4[]) ' +
@@ -546,7 +545,7 @@ export class PostgresState implements StateBackend {
     let stream: Writable;
     try {
       stream = (await t
-        .unsafe(`COPY ${this.s}.entries (${COPY_ENTRY_COLUMNS}) FROM STDIN (FORMAT binary)`)
+        .unsafe(`COPY ${this.s}.entries (${NEW_ENTRY_COLUMNS}) FROM STDIN (FORMAT binary)`)
         .writable()) as unknown as Writable;
     } catch (err) {
       throw refused(err);
@@ -601,7 +600,7 @@ export class PostgresState implements StateBackend {
         let insertedEvery = false;
         if (made.length > 0) {
           for (const [count, type, hash] of await this.q(
-            `WITH ins AS (INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (key) ` +
+            `WITH ins AS (INSERT INTO ${this.s}.entries (${NEW_ENTRY_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (key) ` +
               'DO NOTHING RETURNING key), n AS (SELECT count(*) AS n FROM ins) SELECT n, NULL, NULL FROM n UNION ALL ' +
               "SELECT NULL, get_byte(key, 0), encode(substr(key, 2), 'base64') FROM ins, n WHERE n < $13::int8",
             [...columnsOf(made), made.length],
@@ -1020,7 +1019,7 @@ export class PostgresState implements StateBackend {
     if (records.length === 0) return;
     await this.tx(async (t) => {
       await this.q(
-        `INSERT INTO ${this.s}.entries (${INSERT_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (key) DO UPDATE SET ` +
+        `INSERT INTO ${this.s}.entries (${NEW_ENTRY_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (key) DO UPDATE SET ` +
           'status = excluded.status, due = excluded.due, u = excluded.u, p = excluded.p, r = excluded.r, ' +
           'bucket_id = excluded.bucket_id, last_mapped = excluded.last_mapped, ' +
           'last_optout_check = excluded.last_optout_check, opted_out_since = excluded.opted_out_since, sum = excluded.sum',
