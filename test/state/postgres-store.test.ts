@@ -283,24 +283,6 @@ describe('PostgreSQL state: open, meta, lookups and commits', () => {
     });
   });
 
-  it('gives runners side by side ids of blocks of their own, each run in its order of arrival', async () => {
-    const url = pg.schemaUrl();
-    await withState(async (a) => {
-      await withState(async (b) => {
-        await a.commitBatch([mapped('a1', 'u', 1)], 5);
-        await b.commitBatch([mapped('b1', 'u', 1)], 5);
-        await a.commitBatch([mapped('a2', 'u', 1)], 5);
-        await b.commitBatch([mapped('b2', 'u', 1)], 5);
-        const order = [];
-        for await (const e of a.entries()) order.push(e.hash);
-        // a's block was taken first: its entries come first, each runner's in the order it wrote them
-        expect(order).toEqual(['a1', 'a2', 'b1', 'b2']);
-        const ids = (await a.selectForOptoutCheck(10, null)).map((c) => c.id);
-        expect(ids[2] - ids[0]).toBeGreaterThanOrEqual(5_000);
-      }, url);
-    }, url);
-  });
-
   it('refuses a second sweep of a share; shards of one N go side by side, and a whole sweep and a shard exclude each other', async () => {
     const url = pg.schemaUrl();
     const half = (index: number): StateLockScope => ({

@@ -38,9 +38,6 @@ CREATE TABLE ${s}.entries (
   sum               integer NOT NULL
 );
 CREATE INDEX entries_by_r ON ${s}.entries (r, id) WHERE r IS NOT NULL;
--- each session takes ids a commit's worth at a time: a new entry then costs no visit to the sequence (a row
--- lock and a WAL record every few ids), and runners side by side write ids of their own blocks
-ALTER SEQUENCE ${s}.entries_id_seq CACHE 5000;
 CREATE TABLE ${s}.runs (
   id          bigserial PRIMARY KEY,
   command     text NOT NULL,
