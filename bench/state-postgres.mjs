@@ -5,7 +5,7 @@
 //
 //   npm run bench:state -- --postgres                   # 1,000,000 entries, 5,000 per commit
 //   npm run bench:state -- --postgres 10000000          # another size
-//   npm run bench:state -- --postgres --shared-buffers 4GB   # the server's buffer cache (512MB unless given)
+//   npm run bench:state -- --postgres --shared-buffers 4GB   # the server's buffer cache (sized to the state unless given)
 //   node bench/state.mjs --postgres --dist DIR          # another build's output (DIR holds state/postgres/open.js)
 // Figures also go to bench/results-state-postgres.json (not committed).
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -27,7 +27,9 @@ const DIST = resolve(option('--dist') ?? join(ROOT, 'dist'));
 const { openPostgresState } = await import(join(DIST, 'state', 'postgres', 'open.js'));
 const ENTRIES = Number(args.find((a) => /^\d+$/.test(a)) ?? 1_000_000);
 const COMMIT_ROWS = Number(option('--commit-rows') ?? 5_000);
-const SHARED_BUFFERS = option('--shared-buffers') ?? '512MB';
+// the entries table and its indexes take about 300 bytes an entry: the buffer cache holds them all (400 bytes an
+// entry, in steps of 256MB, at least 512MB), as docs/postgres-state.md tells users to size their server
+const SHARED_BUFFERS = option('--shared-buffers') ?? `${Math.max(512, Math.ceil((ENTRIES * 400) / 2 ** 28) * 256)}MB`;
 const fmt = (n) => Math.round(n).toLocaleString('en-US');
 const line = (label, value) => console.log(`${label.padEnd(50)} ${value}`);
 const seconds = (t) => Number(process.hrtime.bigint() - t) / 1e9;
@@ -44,9 +46,9 @@ function picker(seed) {
   };
 }
 
-// a server set up as one for this load would be: more shared buffers than the default 128 MB (past a few
-// million entries the table and its indexes outgrow 512MB, and lookups read through the OS's cache: a server
-// with the memory gives it, as --shared-buffers does), and WAL checkpoints spaced by size rather than every 1 GB
+// a server set up as one for this load would be: shared buffers that hold the state (a server whose buffers are
+// smaller reads and writes the pages of the key index and the table through the OS's cache, a page a lookup or
+// a new entry), and WAL checkpoints spaced by size rather than every 1 GB
 const server = await startPostgres({ shared_buffers: SHARED_BUFFERS, max_wal_size: '8GB' });
 // the server is stopped whatever ends the bench: Ctrl-C, a kill, or a reader of its output that went away
 process.stdout.on('error', () => {});
@@ -245,6 +247,12 @@ try {
   t = process.hrtime.bigint();
   const tally = await store.tally([now]);
   line('tally(now) (state info)', `${JSON.stringify(tally)} in ${(seconds(t) * 1000).toFixed(0)} ms`);
+  const [{ size }] = await watcher.unsafe("SELECT pg_total_relation_size('bench.entries') AS size");
+  results.entriesBytes = Number(size);
+  line(
+    'entries table and its indexes',
+    `${fmt(Number(size) / 2 ** 20)} MB, ${fmt(Number(size) / ENTRIES)} bytes an entry`,
+  );
   writeFileSync(join(ROOT, 'bench', 'results-state-postgres.json'), `${JSON.stringify(results, null, 2)}\n`);
 } finally {
   await store.close();
