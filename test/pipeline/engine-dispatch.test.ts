@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AdaptiveConcurrency } from '../../src/pipeline/run/adaptive-limiter.js';
 import { MapEngine } from '../../src/pipeline/map/map-engine.js';
 import { DistinctEstimate } from '../../src/pipeline/map/distinct-count.js';
-import { IdentifierTable, TrackedIdentifier } from '../../src/pipeline/map/identifier-table.js';
+import { IdentifierTable } from '../../src/pipeline/map/identifier-table.js';
 import { RowChunk } from '../../src/pipeline/map/row-chunk.js';
 import { sha256Base64 } from '../../src/identity/index.js';
 import { chunked, FakeMapper, seeded } from './engine-fakes.js';
@@ -135,75 +135,89 @@ describe('IdentifierTable', () => {
   it('tells apart hashes that share their first characters, and forgets in whole generations', () => {
     const table = new IdentifierTable(8);
     // same 30-bit key (first 5 characters), different hashes
-    const a = new TrackedIdentifier('email', `AAAAA${'a'.repeat(38)}=`, chunk, 0);
-    const b = new TrackedIdentifier('email', `AAAAA${'b'.repeat(38)}=`, chunk, 0);
-    table.add(a);
-    table.add(b);
-    expect(table.get('email', a.hash)).toBe(a);
-    expect(table.get('email', b.hash)).toBe(b);
-    expect(table.get('phone', a.hash)).toBeUndefined();
-    expect(table.get('email', `AAAAA${'c'.repeat(38)}=`)).toBeUndefined();
+    const aHash = `AAAAA${'a'.repeat(38)}=`;
+    const bHash = `AAAAA${'b'.repeat(38)}=`;
+    const a = table.add('email', aHash, chunk, 0);
+    const b = table.add('email', bHash, chunk, 0);
+    expect(table.find('email', aHash)).toBe(a);
+    expect(table.find('email', bHash)).toBe(b);
+    expect(table.find('phone', aHash)).toBe(-1);
+    expect(table.find('email', `AAAAA${'c'.repeat(38)}=`)).toBe(-1);
     // fill two more generations of 4: a and b, answered, are forgotten unless used
     const answer = { u: sha256Base64('u'), p: null, r: 1_800_000_000 };
-    a.resolve(answer);
-    b.resolve(answer);
-    const keep = new TrackedIdentifier('phone', sha256Base64('keep'), chunk, 0);
-    table.add(keep);
+    table.resolve(a, answer);
+    table.resolve(b, answer);
+    const keepHash = sha256Base64('keep');
+    const keep = table.add('phone', keepHash, chunk, 0);
     for (let i = 0; i < 10; i++) {
-      table.add(new TrackedIdentifier('email', sha256Base64(String(i)), chunk, 0));
-      expect(table.get('phone', keep.hash)).toBe(keep);
+      table.add('email', sha256Base64(String(i)), chunk, 0);
+      expect(table.find('phone', keepHash)).toBe(keep);
     }
-    expect(table.get('email', a.hash)).toBeUndefined();
+    expect(table.find('email', aHash)).toBe(-1);
     expect(table.dropped).toBe(true);
     expect(table.size).toBeLessThanOrEqual(8);
   });
 
   it('never forgets an identifier still waiting for its answer, and lets it go once answered or failed', () => {
     const table = new IdentifierTable(8);
-    const waiting = Array.from(
-      { length: 12 },
-      (_, i) => new TrackedIdentifier('email', sha256Base64(`waiting${i}`), chunk, 0),
-    );
-    for (const item of waiting) table.add(item);
-    for (let i = 0; i < 40; i++) table.add(new TrackedIdentifier('phone', sha256Base64(String(i)), chunk, 0));
-    for (let i = 0; i < 40; i++) table.get('phone', sha256Base64(String(i)))?.fail('x');
+    const hashes = Array.from({ length: 12 }, (_, i) => sha256Base64(`waiting${i}`));
+    const waiting = hashes.map((hash) => table.add('email', hash, chunk, 0));
+    for (let i = 0; i < 40; i++) table.add('phone', sha256Base64(String(i)), chunk, 0);
+    for (let i = 0; i < 40; i++) {
+      const id = table.find('phone', sha256Base64(String(i)));
+      if (id >= 0) table.fail(id, 'x');
+    }
     expect(table.dropped).toBe(true);
     // more waiting identifiers than a generation holds, all still found
-    for (const item of waiting) expect(table.get('email', item.hash)).toBe(item);
-    waiting[0].resolve({ u: sha256Base64('u'), p: null, r: 1_800_000_000 });
-    waiting[1].fail('not sent');
-    for (let i = 40; i < 80; i++) table.add(new TrackedIdentifier('phone', sha256Base64(String(i)), chunk, 0));
-    expect(table.get('email', waiting[0].hash)).toBeUndefined();
-    expect(table.get('email', waiting[1].hash)).toBeUndefined();
-    for (const item of waiting.slice(2)) expect(table.get('email', item.hash)).toBe(item);
+    expect(hashes.map((hash) => table.find('email', hash))).toEqual(waiting);
+    table.resolve(waiting[0], { u: sha256Base64('u'), p: null, r: 1_800_000_000 });
+    table.fail(waiting[1], 'not sent');
+    for (let i = 40; i < 80; i++) table.add('phone', sha256Base64(String(i)), chunk, 0);
+    expect(table.find('email', hashes[0])).toBe(-1);
+    expect(table.find('email', hashes[1])).toBe(-1);
+    expect(hashes.slice(2).map((hash) => table.find('email', hash))).toEqual(waiting.slice(2));
   });
 
   it('finds every identifier of the young generation across many rotations, by type', () => {
     const table = new IdentifierTable(1_000);
-    const added: TrackedIdentifier[] = [];
+    const added: { type: 'email' | 'phone'; hash: string; id: number }[] = [];
     for (let i = 0; i < 5_250; i++) {
       const hash = sha256Base64(`id${i}`);
-      const item = new TrackedIdentifier(i % 2 === 0 ? 'email' : 'phone', hash, chunk, 0);
-      table.add(item);
+      const type = i % 2 === 0 ? 'email' : 'phone';
+      const id = table.add(type, hash, chunk, 0);
       // answered at once: only answered identifiers are ever forgotten
-      item.resolve({ u: hash, p: null, r: 1_800_000_000 });
-      added.push(item);
+      table.resolve(id, { u: hash, p: null, r: 1_800_000_000 });
+      added.push({ type, hash, id });
       // the same hash of the other type is another identifier
-      expect(table.get(item.type === 'email' ? 'phone' : 'email', hash)).toBeUndefined();
+      expect(table.find(type === 'email' ? 'phone' : 'email', hash)).toBe(-1);
     }
-    // a second entry for the same identifier (its request failed) takes the place of the first
+    // an identifier whose request failed waits again for a new one, in the same place
     const last = added[added.length - 1];
-    const again = new TrackedIdentifier(last.type, last.hash, chunk, 0);
+    table.fail(last.id, 'x');
     const before = table.size;
-    table.add(again);
-    expect(table.get(last.type, last.hash)).toBe(again);
+    table.retry(last.id, chunk, 0);
+    expect(table.isWaiting(last.id)).toBe(true);
+    expect(table.find(last.type, last.hash)).toBe(last.id);
     expect(table.size).toBe(before);
-    added[added.length - 1] = again;
     // generations of 500: the last 250 are young, the 500 before them old; newest first, so that moving the old
     // ones up does not drop the rest before they are looked up
-    for (const item of added.slice(-500).reverse()) expect(table.get(item.type, item.hash)).toBe(item);
-    expect(table.get('email', added[0].hash)).toBeUndefined();
+    for (const item of added.slice(-500).reverse()) expect(table.find(item.type, item.hash)).toBe(item.id);
+    expect(table.find('email', added[0].hash)).toBe(-1);
     expect(table.dropped).toBe(true);
     expect(table.size).toBeLessThanOrEqual(1_000);
+  });
+
+  it('grows past its first room when many identifiers wait at once, and finds them all', () => {
+    const table = new IdentifierTable(8);
+    const hashes = Array.from({ length: 3_000 }, (_, i) => sha256Base64(`many${i}`));
+    const ids = hashes.map((hash, i) => table.add(i % 3 === 0 ? 'phone' : 'email', hash, chunk, 0));
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(hashes.map((hash, i) => table.find(i % 3 === 0 ? 'phone' : 'email', hash))).toEqual(ids);
+    // once answered they are let go, and their ids are used again
+    for (const id of ids) table.resolve(id, { e: 'optout' });
+    for (let i = 0; i < 20; i++) table.add('email', sha256Base64(`after${i}`), chunk, 0);
+    expect(hashes.filter((hash, i) => table.find(i % 3 === 0 ? 'phone' : 'email', hash) >= 0)).toEqual([]);
+    const reused = table.add('email', sha256Base64('reused'), chunk, 0);
+    expect(reused).toBeLessThan(3_000);
   });
 });

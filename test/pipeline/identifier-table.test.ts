@@ -1,44 +1,66 @@
 // The run's table of identifiers finds each (type, hash) it holds, whatever its key bits, and nothing else.
 import { describe, expect, it } from 'vitest';
-import { IdentifierTable, TrackedIdentifier } from '../../src/pipeline/map/identifier-table.js';
+import { IdentifierTable } from '../../src/pipeline/map/identifier-table.js';
 import { RowChunk } from '../../src/pipeline/map/row-chunk.js';
 import { scanMapV3Answers } from '../../src/client/map-v3-scan.js';
 import { ScannedAnswers } from '../../src/protocol/index.js';
 
 const chunk = new RowChunk([], 1, undefined, 1);
-const tracked = (type: 'email' | 'phone', hash: string) => new TrackedIdentifier(type, hash, chunk, 0);
-const hash = (head: string, tail: string) => `${head}${tail.repeat(39)}=`;
+const hash = (head: string, tail: string) => `${head}${tail.repeat(38)}=`;
 
 describe('IdentifierTable', () => {
   it('tells apart hashes that share their key bits, and the two DII types of one hash', () => {
     const table = new IdentifierTable(100);
     // "AAAAA": every key bit 0
-    const a = tracked('email', hash('AAAAA', 'a'));
-    const b = tracked('email', hash('AAAAA', 'b'));
-    const p = tracked('phone', hash('AAAAA', 'a'));
-    table.add(a);
-    expect(table.get('email', hash('AAAAA', 'a'))).toBe(a);
-    expect(table.get('email', hash('AAAAA', 'b'))).toBeUndefined();
-    expect(table.get('phone', hash('AAAAA', 'a'))).toBeUndefined();
-    table.add(b);
-    table.add(p);
-    expect(table.get('email', hash('AAAAA', 'a'))).toBe(a);
-    expect(table.get('email', hash('AAAAA', 'b'))).toBe(b);
-    expect(table.get('phone', hash('AAAAA', 'a'))).toBe(p);
-    expect(table.get('phone', hash('AAAAA', 'b'))).toBeUndefined();
+    const a = table.add('email', hash('AAAAA', 'a'), chunk, 0);
+    expect(table.find('email', hash('AAAAA', 'a'))).toBe(a);
+    expect(table.find('email', hash('AAAAA', 'b'))).toBe(-1);
+    expect(table.find('phone', hash('AAAAA', 'a'))).toBe(-1);
+    const b = table.add('email', hash('AAAAA', 'b'), chunk, 0);
+    const p = table.add('phone', hash('AAAAA', 'a'), chunk, 0);
+    expect(new Set([a, b, p]).size).toBe(3);
+    expect(table.find('email', hash('AAAAA', 'a'))).toBe(a);
+    expect(table.find('email', hash('AAAAA', 'b'))).toBe(b);
+    expect(table.find('phone', hash('AAAAA', 'a'))).toBe(p);
+    expect(table.find('phone', hash('AAAAA', 'b'))).toBe(-1);
+    expect(table.typeOf(p)).toBe('phone');
+    expect(table.typeOf(a)).toBe('email');
+  });
+
+  it('tells apart hashes that differ only in their last characters', () => {
+    const table = new IdentifierTable(100);
+    const one = `${'Q'.repeat(42)}A=`;
+    const two = `${'Q'.repeat(42)}B=`;
+    const three = `${'Q'.repeat(42)}AA`;
+    const ids = [one, two, three].map((h) => table.add('email', h, chunk, 0));
+    expect([one, two, three].map((h) => table.find('email', h))).toEqual(ids);
+    expect(table.find('email', `${'Q'.repeat(41)}RA=`)).toBe(-1);
   });
 
   it('keeps what is still waiting when its generation is dropped, and forgets what was answered', () => {
     const table = new IdentifierTable(8);
-    const waiting = tracked('email', hash('/////', 'w'));
-    const answered = tracked('email', hash('/////', 'x'));
-    table.add(waiting);
-    table.add(answered);
-    answered.resolve({ e: 'optout' });
-    for (let i = 0; i < 12; i++) table.add(tracked('phone', hash(`B${'ABCDEFGHIJKL'[i]}AAA`, 'z')));
+    const waiting = table.add('email', hash('/////', 'w'), chunk, 0);
+    const answered = table.add('email', hash('/////', 'x'), chunk, 0);
+    table.resolve(answered, { e: 'optout' });
+    for (let i = 0; i < 12; i++) table.add('phone', hash(`B${'ABCDEFGHIJKL'[i]}AAA`, 'z'), chunk, 0);
     expect(table.dropped).toBe(true);
-    expect(table.get('email', hash('/////', 'w'))).toBe(waiting);
-    expect(table.get('email', hash('/////', 'x'))).toBeUndefined();
+    expect(table.find('email', hash('/////', 'w'))).toBe(waiting);
+    expect(table.isWaiting(waiting)).toBe(true);
+    expect(table.find('email', hash('/////', 'x'))).toBe(-1);
+  });
+
+  it('answers every cell that waits for one identifier, then lets go of them', () => {
+    const cells = new RowChunk([], 1, undefined, 3);
+    const table = new IdentifierTable(100);
+    const id = table.add('email', hash('CCCCC', 'c'), cells, 0);
+    table.addWaiter(id, cells, 1);
+    table.addWaiter(id, cells, 2);
+    expect(table.waiters(id)).toBe(3);
+    table.resolve(id, { e: 'optout' });
+    expect(cells.unanswered).toBe(0);
+    expect([...cells.reason]).toEqual(['optout', 'optout', 'optout']);
+    expect(table.waiters(id)).toBe(0);
+    expect(table.answer(id)).toEqual({ e: 'optout' });
   });
 
   it('holds a packed answer as an object of its own once it is moved up from the old generation', () => {
@@ -49,14 +71,13 @@ describe('IdentifierTable', () => {
     const answers = scanMapV3Answers(json, { email_hash: ['x'] }, 1_790_000_000_000)?.email_hash;
     expect(answers).toBeInstanceOf(ScannedAnswers);
     const table = new IdentifierTable(8);
-    const kept = tracked('email', hash('/////', 'k'));
-    table.add(kept);
-    kept.resolve(answers as ScannedAnswers, 0);
-    expect(kept.answer).toBe(answers);
+    const kept = table.add('email', hash('/////', 'k'), chunk, 0);
+    table.resolve(kept, answers as ScannedAnswers, 0);
+    expect(table.answer(kept)).toBe(answers);
     // a full young generation becomes the old one: a hit there moves the entry up
-    for (let i = 0; i < 3; i++) table.add(tracked('phone', hash(`B${'ABC'[i]}AAA`, 'z')));
-    expect(table.get('email', hash('/////', 'k'))).toBe(kept);
-    expect(kept.answer).not.toBeInstanceOf(ScannedAnswers);
-    expect(kept.answer).toEqual({ u, p: null, r: 1_800_000_000 });
+    for (let i = 0; i < 3; i++) table.add('phone', hash(`B${'ABC'[i]}AAA`, 'z'), chunk, 0);
+    expect(table.find('email', hash('/////', 'k'))).toBe(kept);
+    expect(table.answer(kept)).not.toBeInstanceOf(ScannedAnswers);
+    expect(table.answer(kept)).toEqual({ u, p: null, r: 1_800_000_000 });
   });
 });

@@ -1,14 +1,17 @@
+import type { DiiType } from '../../identity/index.js';
 import { MAX_BODY_BYTES, MAX_ITEMS_PER_REQUEST, type MapV3Request } from '../../protocol/index.js';
-import type { TrackedIdentifier } from './identifier-table.js';
 
-/** One v3 map request: email and phone hashes mixed, each array aligned with the items that asked. */
+/**
+ * One v3 map request: email and phone hashes mixed, each array aligned with the ids (in the run's
+ * IdentifierTable) of the identifiers that asked.
+ */
 export interface MapBatch {
   /** 1-based, in the order batches were sealed. */
   seq: number;
   readonly emailHashes: string[];
-  readonly emailItems: TrackedIdentifier[];
+  readonly emailItems: number[];
   readonly phoneHashes: string[];
-  readonly phoneItems: TrackedIdentifier[];
+  readonly phoneItems: number[];
   /** Bytes of the request JSON (exact for hashes, which never need JSON escapes). */
   bytes: number;
 }
@@ -71,9 +74,10 @@ export class BatchBuilder {
     return this.sealed;
   }
 
-  add(item: TrackedIdentifier): void {
+  /** Adds identifier `id` of the run's table, of DII type `type`, whose hash is `hash`. */
+  add(id: number, type: DiiType, hash: string): void {
     // `"<hash>",`: an item never needs escaping, so its length is its byte count
-    const itemBytes = item.hash.length + 3;
+    const itemBytes = hash.length + 3;
     let batch = this.current;
     if (batch !== null && batch.bytes + itemBytes > this.maxJsonBytes) {
       this.seal();
@@ -83,12 +87,12 @@ export class BatchBuilder {
       batch = { seq: 0, emailHashes: [], emailItems: [], phoneHashes: [], phoneItems: [], bytes: EMPTY_REQUEST_BYTES };
       this.current = batch;
     }
-    if (item.type === 'email') {
-      batch.emailHashes.push(item.hash);
-      batch.emailItems.push(item);
+    if (type === 'email') {
+      batch.emailHashes.push(hash);
+      batch.emailItems.push(id);
     } else {
-      batch.phoneHashes.push(item.hash);
-      batch.phoneItems.push(item);
+      batch.phoneHashes.push(hash);
+      batch.phoneItems.push(id);
     }
     batch.bytes += itemBytes;
     if (batchItemCount(batch) >= this.maxItems) this.seal();
@@ -104,8 +108,8 @@ export class BatchBuilder {
     this.onSealed(batch);
   }
 
-  /** Drops the batch being filled (an interrupted run does not send it); returns its items. */
-  discard(): TrackedIdentifier[] {
+  /** Drops the batch being filled (an interrupted run does not send it); returns its identifiers' ids. */
+  discard(): number[] {
     const batch = this.current;
     this.current = null;
     return batch === null ? [] : [...batch.emailItems, ...batch.phoneItems];

@@ -16,7 +16,7 @@ import type { IdentifierColumn } from './identifier-columns.js';
 import { prepareRows, type PreparedRows } from './prepare-rows.js';
 import { BatchBuilder, batchRequest, batchItemCount, type MapBatch } from './batcher.js';
 import { BucketAnswer, mappedOutcome } from './bucket-answer.js';
-import { answerSlot, IdentifierTable, OPTOUT_REASON, TrackedIdentifier } from './identifier-table.js';
+import { answerSlot, IdentifierTable, OPTOUT_REASON } from './identifier-table.js';
 import { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
 import { DistinctEstimate } from './distinct-count.js';
 import { Reassembler } from './reassembler.js';
@@ -228,8 +228,10 @@ export class MapEngine {
   /** Stop, interrupt, wind-down; its outstanding count: batches sealed and not yet settled (queued or in flight). */
   private readonly lifecycle: RunLifecycle;
   private stopReading: (() => void) | null = null;
-  /** New identifiers of the chunk being admitted, before the state has been asked about them. */
-  private fresh: TrackedIdentifier[] = [];
+  /** New identifiers (ids in the table) of the chunk being admitted, before the state has been asked about them. */
+  private fresh: number[] = [];
+  /** Their hashes, by position: the table keeps none, the request and the state lookup need them. */
+  private freshHashes: string[] = [];
   /** The last lookup given to a threaded state: they settle in order, so the others have settled before it. */
   private lastLookup: Promise<void> = Promise.resolve();
 
@@ -351,48 +353,54 @@ export class MapEngine {
 
   private route(chunk: RowChunk, slot: number, type: DiiType, hash: string): void {
     this.counts.valid++;
-    const known = this.table.get(type, hash);
-    if (known !== undefined && !known.failed) {
+    const table = this.table;
+    let id = table.find(type, hash);
+    if (id >= 0 && !table.isFailed(id)) {
       this.counts.deduplicated++;
-      const answer = known.answer;
+      const answer = table.answer(id);
       if (answer === null) {
-        known.addWaiter(chunk, slot);
+        table.addWaiter(id, chunk, slot);
       } else {
-        answerSlot(chunk, slot, answer, known.index);
+        answerSlot(chunk, slot, answer, table.answerIndex(id));
         if (isStateAnswer(answer)) this.counts.fromState++;
       }
       return;
     }
     // a repeat of an identifier whose request failed is sent again, but it is not a new identifier
-    if (known === undefined) {
+    if (id < 0) {
       this.distinctExact++;
       this.distinct.add(type, hash);
+      id = table.add(type, hash, chunk, slot);
     } else {
       this.sentAfterFailure++;
+      table.retry(id, chunk, slot);
     }
-    const item = new TrackedIdentifier(type, hash, chunk, slot);
-    this.table.add(item);
-    this.fresh.push(item);
+    this.fresh.push(id);
+    this.freshHashes.push(hash);
   }
 
   /** Asks the state about the chunk's new identifiers (one lookup per DII type); batches the rest. */
   private resolveFresh(): void {
-    const fresh = this.fresh;
-    this.fresh = [];
+    const { fresh, freshHashes, table } = this;
     const state = this.options.state;
     if (state === undefined) {
-      for (let i = 0; i < fresh.length; i++) this.batcher.add(fresh[i]);
+      for (let i = 0; i < fresh.length; i++) this.batcher.add(fresh[i], table.typeOf(fresh[i]), freshHashes[i]);
+      fresh.length = 0;
+      freshHashes.length = 0;
       return;
     }
-    const email: TrackedIdentifier[] = [];
-    const phone: TrackedIdentifier[] = [];
-    for (let i = 0; i < fresh.length; i++) (fresh[i].type === 'email' ? email : phone).push(fresh[i]);
+    this.fresh = [];
+    this.freshHashes = [];
+    const email = new FreshOfType('email');
+    const phone = new FreshOfType('phone');
+    for (let i = 0; i < fresh.length; i++)
+      (table.typeOf(fresh[i]) === 'email' ? email : phone).push(fresh[i], freshHashes[i]);
     if (isThreaded(state)) {
       this.lookUpLater(state, fresh, email, phone);
       return;
     }
-    if (email.length > 0) this.resolveStored(email, state.lookupStored('email', hashesOf(email)));
-    if (phone.length > 0) this.resolveStored(phone, state.lookupStored('phone', hashesOf(phone)));
+    if (email.ids.length > 0) this.resolveStored(email, state.lookupStored('email', email.hashes));
+    if (phone.ids.length > 0) this.resolveStored(phone, state.lookupStored('phone', phone.hashes));
   }
 
   /**
@@ -400,14 +408,9 @@ export class MapEngine {
    * table meanwhile (repeats wait on them), and are answered or batched when the lookup settles. Lookups count
    * as outstanding work, so a wait for room in the window also waits for them.
    */
-  private lookUpLater(
-    state: ThreadedEngineState,
-    fresh: TrackedIdentifier[],
-    email: TrackedIdentifier[],
-    phone: TrackedIdentifier[],
-  ): void {
-    const ask = (items: TrackedIdentifier[]): Promise<StoredEntries> | undefined =>
-      items.length === 0 ? undefined : state.lookupStored(items[0].type, hashesOf(items));
+  private lookUpLater(state: ThreadedEngineState, fresh: number[], email: FreshOfType, phone: FreshOfType): void {
+    const ask = (items: FreshOfType): Promise<StoredEntries> | undefined =>
+      items.ids.length === 0 ? undefined : state.lookupStored(items.type, items.hashes);
     const asked = Promise.all([ask(email), ask(phone)]);
     this.lastLookup = this.lifecycle.inFlight(async () => {
       let found: [StoredEntries | undefined, StoredEntries | undefined];
@@ -415,7 +418,8 @@ export class MapEngine {
         found = await asked;
       } catch (err) {
         this.lifecycle.halt({ kind: 'failed', error: asError(err) });
-        for (let i = 0; i < fresh.length; i++) fresh[i].fail('not looked up: the state file could not be read');
+        for (let i = 0; i < fresh.length; i++)
+          this.table.fail(fresh[i], 'not looked up: the state file could not be read');
         return;
       }
       this.resolveStored(email, found[0]);
@@ -424,22 +428,24 @@ export class MapEngine {
   }
 
   /** Answers the items a lookup found fresh entries for; batches the others (or fails them after a stop). */
-  private resolveStored(items: TrackedIdentifier[], stored: StoredEntries | undefined): void {
-    const answers = new Array<MapV3Item | undefined>(items.length);
+  private resolveStored(items: FreshOfType, stored: StoredEntries | undefined): void {
+    const { ids, hashes, type } = items;
+    const table = this.table;
+    const answers = new Array<MapV3Item | undefined>(ids.length);
     if (stored !== undefined && stored.at.length > 0) {
       const now = this.nowS();
       for (let k = 0; k < stored.at.length; k++) answers[stored.at[k]] = storedAnswer(stored, k, now);
     }
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i];
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i];
       const answer = answers[i];
       if (answer !== undefined) {
-        this.counts.fromState += item.waiters;
-        item.resolve(answer);
+        this.counts.fromState += table.waiters(id);
+        table.resolve(id, answer);
       } else if (this.lifecycle.stopped) {
-        item.fail('not sent: the run stopped first');
+        table.fail(id, 'not sent: the run stopped first');
       } else {
-        this.batcher.add(item);
+        this.batcher.add(id, type, hashes[i]);
       }
     }
   }
@@ -448,8 +454,8 @@ export class MapEngine {
     this.counts.batches++;
     this.counts.itemsInBatches += batchItemCount(batch);
     if (this.options.dryRun) {
-      for (const item of batch.emailItems) item.resolve(DRY_ANSWER);
-      for (const item of batch.phoneItems) item.resolve(DRY_ANSWER);
+      for (const id of batch.emailItems) this.table.resolve(id, DRY_ANSWER);
+      for (const id of batch.phoneItems) this.table.resolve(id, DRY_ANSWER);
       return;
     }
     void this.lifecycle.inFlight(() => this.limiter.run(() => this.send(batch)));
@@ -505,8 +511,8 @@ export class MapEngine {
       if (committed !== undefined) await committed;
       this.counts.batchesCommitted++;
     }
-    resolveAll(batch.emailItems, emailAnswers);
-    resolveAll(batch.phoneItems, phoneAnswers);
+    resolveAll(this.table, batch.emailItems, emailAnswers);
+    resolveAll(this.table, batch.phoneItems, phoneAnswers);
     this.limiter.succeeded();
   }
 
@@ -530,8 +536,8 @@ export class MapEngine {
   }
 
   private failBatch(batch: MapBatch, reason: string): void {
-    for (const item of batch.emailItems) item.fail(reason);
-    for (const item of batch.phoneItems) item.fail(reason);
+    for (const id of batch.emailItems) this.table.fail(id, reason);
+    for (const id of batch.phoneItems) this.table.fail(id, reason);
   }
 
   /** The next chunk, or STOPPED as soon as the run is stopped (a read from stdin may never end by itself). */
@@ -554,7 +560,7 @@ export class MapEngine {
 
   /** After a stop: nothing more is sent; requests in flight get a bounded time to finish and commit. */
   private async windDown(): Promise<void> {
-    for (const item of this.batcher.discard()) item.fail('not sent: the run stopped first');
+    for (const id of this.batcher.discard()) this.table.fail(id, 'not sent: the run stopped first');
     await this.lifecycle.windDown();
   }
 
@@ -605,16 +611,22 @@ function answerAt(answers: MapV3Item[] | ScannedAnswers, i: number): MapV3Item {
   return answers instanceof ScannedAnswers ? answers.item(i) : answers[i];
 }
 
-/** Answers each item of a batch with its answer, by position. */
-function resolveAll(items: readonly TrackedIdentifier[], answers: MapV3Item[] | ScannedAnswers): void {
-  if (answers instanceof ScannedAnswers) for (let i = 0; i < items.length; i++) items[i].resolve(answers, i);
-  else for (let i = 0; i < items.length; i++) items[i].resolve(answers[i]);
+/** Answers each identifier of a batch (ids in `table`) with its answer, by position. */
+function resolveAll(table: IdentifierTable, ids: readonly number[], answers: MapV3Item[] | ScannedAnswers): void {
+  if (answers instanceof ScannedAnswers) for (let i = 0; i < ids.length; i++) table.resolve(ids[i], answers, i);
+  else for (let i = 0; i < ids.length; i++) table.resolve(ids[i], answers[i]);
 }
 
-function hashesOf(items: readonly TrackedIdentifier[]): string[] {
-  const hashes = new Array<string>(items.length);
-  for (let i = 0; i < items.length; i++) hashes[i] = items[i].hash;
-  return hashes;
+/** A chunk's new identifiers of one DII type, with their hashes by position: one state lookup. */
+class FreshOfType {
+  readonly ids: number[] = [];
+  readonly hashes: string[] = [];
+  constructor(readonly type: DiiType) {}
+
+  push(id: number, hash: string): void {
+    this.ids.push(id);
+    this.hashes.push(hash);
+  }
 }
 
 /** What stored entry k answers now, if anything: a fresh mapping (now < r) or a tombstone. */
