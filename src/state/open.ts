@@ -207,7 +207,7 @@ function metaRow(db: Connection, key: string): unknown {
 }
 
 /** The store with every call's checksum failure reported as the file's damage (the readers do not know the path). */
-function damageReported(store: StateStore, path: string): StateStore {
+export function damageReported(store: StateStore, path: string): StateStore {
   return new Proxy(store, {
     get(target, name, receiver) {
       const value: unknown = Reflect.get(target, name, receiver);

@@ -12,7 +12,7 @@ import { checkedMetaValue, metaSumOf } from './meta-values.js';
 import { type EntryView, type EntryValues, orNull, RecordWriter } from './entry-record.js';
 import { LIST_PAGE, SQL } from './queries.js';
 import { RecordWalker, WALK_PAGE } from './record-walk.js';
-import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE } from './schema.js';
+import { IDENTITY_META_KEYS, META_KEYS, statusOfCode, TYPE_CODE, TYPE_OF_CODE } from './schema.js';
 import type {
   BucketEntries,
   ChangeJournalRows,
@@ -20,13 +20,17 @@ import type {
   DueCursor,
   DueDay,
   DueEntry,
+  EntryStatus,
+  EntryTally,
   EntryUpdate,
+  ExportedEntry,
   OptedOutRawUid,
   OptoutCandidate,
   OptoutCursor,
   PendingChange,
   RotatedBucket,
   StateMeta,
+  StateRun,
   StoredEntries,
 } from './types.js';
 
@@ -67,6 +71,7 @@ export class StateStore {
   private readonly lockFile: StateLock;
   private lockRefused = false;
   private closed = false;
+  private damagedEntries = 0;
 
   private readonly commitTx: Transaction<
     (updates: readonly EncodedUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => void
@@ -514,6 +519,42 @@ export class StateStore {
       .immediate();
   }
 
+  /** Every entry as an export shows it, in id order, `page` ids at a time; a damaged one is skipped (`damaged()`). */
+  *entries(page = WALK_PAGE): Generator<ExportedEntry> {
+    const range: ExportedEntry[] = [];
+    const onDamaged = (): void => void this.damagedEntries++;
+    for (let after = 0, last = this.walker.lastId(); after < last; after += page) {
+      range.length = 0;
+      this.walker.walk(after, after + page, (_, e) => void range.push(decodeExported(e)), page, onDamaged);
+      yield* range;
+    }
+  }
+
+  damaged(): number {
+    return this.damagedEntries;
+  }
+
+  /** The entries by status, those without r, and for each bound those with r at most it: one walk of the table. */
+  tally(bounds: readonly number[], page = WALK_PAGE): EntryTally {
+    const byStatus: Record<EntryStatus, number> = { mapped: 0, optout: 0, invalid: 0 };
+    const atMost = bounds.map(() => 0);
+    let withoutR = 0;
+    const onRecord = (_: number, e: EntryView): void => {
+      byStatus[statusOfCode(e.status)]++;
+      if (Number.isNaN(e.r)) withoutR++;
+      else for (let i = 0; i < bounds.length; i++) if (e.r <= bounds[i]) atMost[i]++;
+    };
+    this.walk(0, LAST_ID, onRecord, page);
+    return { byStatus, withoutR, atMost };
+  }
+
+  lastRun(): StateRun | null {
+    const row = this.stmts.lastRun.get() as [string, number, number, number | null, number | null] | undefined;
+    return row === undefined
+      ? null
+      : { command: row[0], startedAtS: row[1], nowS: row[2], finishedAtS: row[3], exitCode: row[4] };
+  }
+
   startRun(command: string, argsJson: string, nowS: number = Date.now() / 1000): number {
     this.writable('record a run');
     const startedAtS = Math.floor(Date.now() / 1000);
@@ -612,6 +653,7 @@ function prepareAll(db: Database) {
     metaSet: plain(SQL.metaSet),
     startRun: plain(SQL.startRun),
     finishRun: plain(SQL.finishRun),
+    lastRun: raw(SQL.lastRun),
     insertPendingChange: plain(SQL.insertPendingChange),
     pendingChanges: raw(SQL.pendingChanges),
     lastPendingChange: db.prepare(SQL.lastPendingChange).pluck(),
@@ -643,6 +685,17 @@ function denseSpan(sampleIds: Float64Array, asked: number): { from: number; to: 
     }
   }
   return best;
+}
+
+function decodeExported(e: EntryView): ExportedEntry {
+  return {
+    type: TYPE_OF_CODE[e.type] ?? 'email',
+    hash: e.text(e.hashStart, e.hashSize) ?? '',
+    status: statusOfCode(e.status),
+    u: e.text(e.uStart, e.uSize),
+    p: e.text(e.pStart, e.pSize),
+    r: orNull(e.r),
+  };
 }
 
 function decodeCandidate(id: number, e: EntryView): OptoutCandidate {

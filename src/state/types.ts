@@ -132,6 +132,21 @@ export interface StateMeta {
   createdAt: string;
 }
 
+export interface EntryTally {
+  byStatus: Record<EntryStatus, number>;
+  withoutR: number;
+  atMost: number[];
+}
+
+/** A run as the runs table keeps it. */
+export interface StateRun {
+  command: string;
+  startedAtS: number;
+  nowS: number;
+  finishedAtS: number | null;
+  exitCode: number | null;
+}
+
 /** One entry as an export shows it: hashes, raw UIDs, refresh time and status, never a raw email or phone. */
 export interface ExportedEntry {
   type: DiiType;
