@@ -1,10 +1,10 @@
 /** A batch of answers written inside the commit's transaction: an update per stored entry, an append per new one. */
-import type { Database, Statement } from 'better-sqlite3';
+import type { Database } from 'better-sqlite3';
 import type { DueLists } from './due-lists.js';
 import { type EntryValues, type EntryView, RecordWriter } from './entry-record.js';
 import type { KeyIndex } from './key-index.js';
 import { keyOf } from './lookup-key.js';
-import { SQL } from './queries.js';
+import { prepared, SQL } from './queries.js';
 import { STATUS_CODE, TYPE_CODE } from './schema.js';
 import { storedOf } from './stored-bytes.js';
 import type { CopiedEntry, EntryUpdate } from './types.js';
@@ -61,18 +61,13 @@ export function encodeUpdates(updates: readonly (EntryUpdate | CopiedEntry)[]): 
 }
 
 export class BatchWriter {
-  private readonly inserts = new Map<number, Statement>();
-  private readonly updateRecord: Statement;
-
   constructor(
     private readonly db: Database,
     private readonly path: string,
     private readonly keys: KeyIndex,
     private readonly due: DueLists,
     private readonly matchRows: MatchRows,
-  ) {
-    this.updateRecord = db.prepare(SQL.updateRecord);
-  }
+  ) {}
 
   write(updates: readonly EncodedUpdate[], nowS: number): void {
     this.keys.catchUp();
@@ -146,7 +141,7 @@ export class BatchWriter {
         values.push(newEntryValues(appended[i], nowS));
         params.push(writer.write(values[values.length - 1]));
       }
-      const insert = this.insertStatement(end - start);
+      const insert = prepared(this.db, SQL.insertEntries(end - start));
       const last = Number(insert.run(params).lastInsertRowid);
       if (last !== this.keys.seen + (end - start)) {
         throw new Error(
@@ -163,15 +158,6 @@ export class BatchWriter {
     }
   }
 
-  private insertStatement(rows: number): Statement {
-    let stmt = this.inserts.get(rows);
-    if (stmt === undefined) {
-      stmt = this.db.prepare(SQL.insertEntries(rows));
-      this.inserts.set(rows, stmt);
-    }
-    return stmt;
-  }
-
   private updateEntry(
     id: number,
     u: EncodedUpdate,
@@ -182,7 +168,7 @@ export class BatchWriter {
     const old = valuesOf.get(id);
     if (old === undefined) throw new Error(`state file ${this.path}: entry ${id} was not read before its update`);
     const values = updatedValues(old, u.outcome, u, nowS);
-    this.updateRecord.run(writer.write(values), id);
+    prepared(this.db, SQL.updateRecord).run(writer.write(values), id);
     valuesOf.set(id, values);
   }
 }

@@ -2,7 +2,7 @@
 import type { Database } from 'better-sqlite3';
 import { type EntryView, orNull } from './entry-record.js';
 import { dayOf, decodeIds, encodeIds, firstAbove, sortedUnique } from './id-lists.js';
-import { LIST_PAGE, SQL } from './queries.js';
+import { LIST_PAGE, prepared, SQL } from './queries.js';
 import type { RecordWalker } from './record-walk.js';
 import { TYPE_OF_CODE } from './schema.js';
 import type { CopiedEntry, DueCursor, DueDay, DueEntry, EntryUpdate } from './types.js';
@@ -15,7 +15,6 @@ const DUE_LIST_MAX_PIECES = 64;
 const NO_DAY = Number.MIN_SAFE_INTEGER;
 
 export class DueLists {
-  private readonly stmts: ReturnType<typeof prepare>;
   /**
    * The ids of the day `select` walks, kept between pages: its pieces up to `lastPiece`, read at `dataVersion`
    * (another connection's commit changes it); this connection's commits only add pieces after `lastPiece`.
@@ -26,9 +25,7 @@ export class DueLists {
     private readonly db: Database,
     private readonly walker: RecordWalker,
     private readonly readonly: boolean,
-  ) {
-    this.stmts = prepare(db);
-  }
+  ) {}
 
   forget(): void {
     this.dueList = null;
@@ -52,8 +49,8 @@ export class DueLists {
       ids.push(idOf(i));
     }
     for (const [day, ids] of byDay) {
-      const last = this.stmts.dueListLastPiece.pluck().get(day) as number | null;
-      this.stmts.insertDueListPiece.run(day, (last ?? 0) + 1, encodeIds(sortedUnique(ids)));
+      const last = prepared(this.db, SQL.dueListLastPiece).pluck().get(day) as number | null;
+      prepared(this.db, SQL.insertDueListPiece).run(day, (last ?? 0) + 1, encodeIds(sortedUnique(ids)));
     }
   }
 
@@ -115,7 +112,7 @@ export class DueLists {
   }
 
   private nextListedDay(day: number, lastDay: number): number | undefined {
-    return this.stmts.dueListNextDay.pluck().get(day, lastDay) as number | undefined;
+    return prepared(this.db, SQL.dueListNextDay).pluck().get(day, lastDay) as number | undefined;
   }
 
   private dueListOf(day: number): Float64Array {
@@ -139,7 +136,7 @@ export class DueLists {
 
   /** The ids of a day's pieces after `afterPiece`, ascending and each once, with the last piece read. */
   private readDueList(day: number, afterPiece: number): { ids: Float64Array; lastPiece: number; pieces: number } {
-    const rows = this.stmts.dueListPieces.raw().all(day, afterPiece) as [number, Buffer][];
+    const rows = prepared(this.db, SQL.dueListPieces).raw().all(day, afterPiece) as [number, Buffer][];
     const ids: number[] = [];
     const onId = (id: number): void => void ids.push(id);
     for (const [, bytes] of rows) decodeIds(bytes, onId);
@@ -184,24 +181,14 @@ export class DueLists {
   }
 
   private rewriteDueList(day: number, lastPiece: number, live: readonly number[]): void {
-    this.stmts.deleteDueListPieces.run(day, lastPiece);
+    prepared(this.db, SQL.deleteDueListPieces).run(day, lastPiece);
     let piece = lastPiece;
     for (let start = 0; start < live.length; start += DUE_PIECE_IDS) {
       const ids = live.slice(start, start + DUE_PIECE_IDS);
-      this.stmts.insertDueListPiece.run(day, ++piece, encodeIds(ids));
+      prepared(this.db, SQL.insertDueListPiece).run(day, ++piece, encodeIds(ids));
     }
     if (this.dueList?.day === day) this.dueList = null;
   }
-}
-
-function prepare(db: Database) {
-  return {
-    dueListNextDay: db.prepare(SQL.dueListNextDay),
-    dueListPieces: db.prepare(SQL.dueListPieces),
-    dueListLastPiece: db.prepare(SQL.dueListLastPiece),
-    insertDueListPiece: db.prepare(SQL.insertDueListPiece),
-    deleteDueListPieces: db.prepare(SQL.deleteDueListPieces),
-  };
 }
 
 export function pageLimit(limit: number): number {

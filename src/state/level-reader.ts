@@ -1,10 +1,10 @@
 /** Lookups of keys in one level of the lookup index, with the blocks read kept in memory while a budget has room. */
-import type { Database, Statement } from 'better-sqlite3';
+import type { Database } from 'better-sqlite3';
 import { firstAbove, idList } from './id-lists.js';
 import { BLOCK_HEADER, type BlockHeader, forEachIdFrom, guessOf, readHeader, touchPair } from './key-blocks.js';
 import type { KeyLevel } from './key-levels.js';
 import { KeptBlocks } from './kept-blocks.js';
-import { LIST_PAGE } from './queries.js';
+import { LIST_PAGE, prepared } from './queries.js';
 
 // lookup keys are below 2^47: the end of the last block's range
 const KEY_SPACE = 2 ** 47;
@@ -59,7 +59,6 @@ export class LevelReader {
   private firsts = new Float64Array(0);
   private kept = new KeptBlocks(0);
   private version = '';
-  private blocks: Statement | undefined = undefined;
   private readonly searches = new Places();
   private readonly read = new Places();
   private readonly header: BlockHeader = { kb: 0, ib: 0, count: 0 };
@@ -83,7 +82,7 @@ export class LevelReader {
   idsOf(sortedKeys: ArrayLike<number>, version: string, onId: (id: number) => void): void {
     if (version !== this.version) {
       this.forget();
-      const firsts = this.db.prepare(`SELECT first_k FROM ${this.level} ORDER BY first_k`).pluck().all() as number[];
+      const firsts = prepared(this.db, `SELECT first_k FROM ${this.level} ORDER BY first_k`).pluck().all() as number[];
       this.firsts = Float64Array.from(firsts);
       this.kept = new KeptBlocks(firsts.length);
       this.version = version;
@@ -137,16 +136,15 @@ export class LevelReader {
     const { firsts } = this;
     const header = this.header;
     const wanted = indexes.map((b) => firsts[b]);
-    this.blocks ??= this.db
-      .prepare(
-        `SELECT count(*), CAST(group_concat(b.keys, '') AS BLOB) FROM json_each(?) AS j ` +
-          `CROSS JOIN ${this.level} AS b ON b.first_k = j.value`,
-      )
-      .raw();
+    const blocks = prepared(
+      this.db,
+      `SELECT count(*), CAST(group_concat(b.keys, '') AS BLOB) FROM json_each(?) AS j ` +
+        `CROSS JOIN ${this.level} AS b ON b.first_k = j.value`,
+    ).raw();
     for (let start = 0; start < wanted.length; start += LIST_PAGE) {
       const count = Math.min(LIST_PAGE, wanted.length - start);
       // one row: the blocks' blobs one after the other, in first-key order
-      const [found, blobs] = this.blocks.get(idList(wanted.slice(start, start + count))) as [number, Buffer | null];
+      const [found, blobs] = blocks.get(idList(wanted.slice(start, start + count))) as [number, Buffer | null];
       if (found !== count || blobs === null) {
         throw new Error(`the ${this.level} level of the state file changed during a lookup; run again`);
       }

@@ -1,4 +1,22 @@
-/** The SQL of the state store, in one place so that tests can EXPLAIN exactly what runs. */
+/** The SQL of the state store, in one place so that tests can EXPLAIN exactly what runs, prepared once per connection. */
+import type { Database, Statement } from 'better-sqlite3';
+
+const statements = new WeakMap<Database, Map<string, Statement>>();
+
+/** The connection's statement of `sql`, prepared on first use; a reader sets its mode (raw, pluck) as it reads. */
+export function prepared(db: Database, sql: string): Statement {
+  let bySql = statements.get(db);
+  if (bySql === undefined) {
+    bySql = new Map();
+    statements.set(db, bySql);
+  }
+  let statement = bySql.get(sql);
+  if (statement === undefined) {
+    statement = db.prepare(sql);
+    bySql.set(sql, statement);
+  }
+  return statement;
+}
 
 /** Ids (or first keys) read per statement from a list of them, given as one JSON array (id-lists.ts idList). */
 export const LIST_PAGE = 5_000;

@@ -1,9 +1,9 @@
 /** Walks of the entries table in id order: ranges of ids, each read as one row of its records joined. */
-import type { Database, Statement } from 'better-sqlite3';
+import type { Database } from 'better-sqlite3';
 import { ChecksumError } from './checksum.js';
 import { EntryView, RecordFormatError } from './entry-record.js';
 import { idList } from './id-lists.js';
-import { LIST_PAGE, SQL } from './queries.js';
+import { LIST_PAGE, prepared, SQL } from './queries.js';
 
 export const WALK_PAGE = 10_000;
 
@@ -12,19 +12,7 @@ export const WALK_PAGE = 10_000;
  * again row by row when the ids are not all there or the records do not add up to the blob.
  */
 export class RecordWalker {
-  private readonly range: Statement;
-  private readonly rows: Statement;
-  private readonly lastIdStmt: Statement;
-  private readonly listedJoined: Statement;
-  private readonly listedRows: Statement;
-
-  constructor(db: Database) {
-    this.range = db.prepare(SQL.recordRange).raw();
-    this.rows = db.prepare(SQL.recordRangeRows).raw();
-    this.lastIdStmt = db.prepare(SQL.lastId).pluck();
-    this.listedJoined = db.prepare(SQL.listedRecords).raw();
-    this.listedRows = db.prepare(SQL.listedRecordRows).raw();
-  }
+  constructor(private readonly db: Database) {}
 
   /**
    * Gives the entries of a list of ids (ascending, each once) in its order. A page is read whole before its
@@ -35,7 +23,7 @@ export class RecordWalker {
     for (let start = 0; start < ids.length; start += LIST_PAGE) {
       const page = Array.prototype.slice.call(ids, start, start + LIST_PAGE) as number[];
       const list = idList(page);
-      const [count, bytes] = this.listedJoined.get(list) as [number, Buffer | null];
+      const [count, bytes] = prepared(this.db, SQL.listedRecords).raw().get(list) as [number, Buffer | null];
       const joined =
         count === page.length &&
         forEachJoined(bytes, count, view, (i, e) => {
@@ -43,7 +31,7 @@ export class RecordWalker {
           return true;
         });
       if (joined) continue;
-      for (const [id, record] of this.listedRows.all(list) as [number, Buffer][]) {
+      for (const [id, record] of prepared(this.db, SQL.listedRecordRows).raw().all(list) as [number, Buffer][]) {
         view.read(record, 0);
         onRecord(id, view);
       }
@@ -51,7 +39,7 @@ export class RecordWalker {
   }
 
   lastId(): number {
-    return (this.lastIdStmt.get() as number | null) ?? 0;
+    return (prepared(this.db, SQL.lastId).pluck().get() as number | null) ?? 0;
   }
 
   /**
@@ -72,7 +60,7 @@ export class RecordWalker {
     const view = new EntryView();
     for (let from = after; from < end; ) {
       const to = Math.min(end, from + page);
-      const [count, first, last, bytes] = this.range.get(from, to) as [
+      const [count, first, last, bytes] = prepared(this.db, SQL.recordRange).raw().get(from, to) as [
         number,
         number | null,
         number | null,
@@ -89,7 +77,7 @@ export class RecordWalker {
       };
       const whole = last - first + 1 === count;
       if (!(whole && forEachJoined(bytes, count, view, (i, e) => give(first + i, e), onDamaged !== undefined))) {
-        for (const [id, record] of this.rows.all(from, to) as [number, Buffer][]) {
+        for (const [id, record] of prepared(this.db, SQL.recordRangeRows).raw().all(from, to) as [number, Buffer][]) {
           if (read(view, record, onDamaged) && !give(id, view)) break;
         }
       }

@@ -8,9 +8,9 @@ import { keyOf } from './lookup-key.js';
 import { StateBusyError, StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
 import { ChecksumError, checksumOf } from './checksum.js';
-import { checkedMetaValue, metaSumOf } from './meta-values.js';
+import { checkedMetaValue, metaValue, setMetaValue } from './meta-values.js';
 import { type EntryView, type EntryValues, orNull, RecordWriter } from './entry-record.js';
-import { LIST_PAGE, SQL } from './queries.js';
+import { LIST_PAGE, prepared, SQL } from './queries.js';
 import { RecordWalker, WALK_PAGE } from './record-walk.js';
 import { IDENTITY_META_KEYS, META_KEYS, statusOfCode, TYPE_CODE, TYPE_OF_CODE } from './schema.js';
 import type {
@@ -63,7 +63,6 @@ function requestsByKey(lookupKeys: readonly number[]): { lastWith: Map<number, n
 
 /** The state file over one connection, made by openState; each writing method is one transaction. */
 export class StateStore {
-  private readonly stmts: ReturnType<typeof prepareAll>;
   private readonly walker: RecordWalker;
   private readonly writer: BatchWriter;
   private readonly due: DueLists;
@@ -87,7 +86,6 @@ export class StateStore {
     tailEntries = DEFAULT_TAIL_ENTRIES,
     keyCacheMiB = DEFAULT_KEY_CACHE_MIB,
   ) {
-    this.stmts = prepareAll(db);
     this.walker = new RecordWalker(db);
     this.lockFile = new StateLock(path);
     this.due = new DueLists(db, this.walker, readonly);
@@ -107,7 +105,7 @@ export class StateStore {
 
   meta(): StateMeta {
     const values = new Map<string, string>();
-    for (const [key, value, sum] of this.stmts.metaAll.raw().all() as [string, string, number][])
+    for (const [key, value, sum] of this.sql(SQL.metaAll).raw().all() as [string, string, number][])
       values.set(key, checkedMetaValue(key, [value, sum]) ?? '');
     const api = values.get(META_KEYS.api);
     return {
@@ -119,7 +117,7 @@ export class StateStore {
   }
 
   getMeta(key: string): string | null {
-    return checkedMetaValue(key, this.stmts.metaGet.raw().get(key)) ?? null;
+    return metaValue(this.db, key) ?? null;
   }
 
   /** Sets a metadata value (e.g. `last_buckets_check`, `api` after a migration). Identity keys are refused. */
@@ -134,11 +132,7 @@ export class StateStore {
     if (key === META_KEYS.api && value !== 'v2' && value !== 'v3') {
       throw new StateFormatError(`state file ${this.path}: api must be v2 or v3, not '${value}'`, this.path);
     }
-    this.putMeta(key, value);
-  }
-
-  private putMeta(key: string, value: string): void {
-    this.stmts.metaSet.run(key, value, metaSumOf(key, value));
+    setMetaValue(this.db, key, value);
   }
 
   lookupStored(type: DiiType, hashes: readonly string[]): StoredEntries {
@@ -319,7 +313,7 @@ export class StateStore {
   pendingChanges(channel: string, afterId = 0, limit = 5_000): PendingChange[] {
     const n = pageLimit(limit);
     if (n === 0) return [];
-    const rows = this.stmts.pendingChanges.all(channel, afterId, n) as [number, string, number][];
+    const rows = this.sql(SQL.pendingChanges).raw().all(channel, afterId, n) as [number, string, number][];
     return rows.map(([id, row, sum]) => {
       if (sum !== checksumOf(row)) throw new ChecksumError('a pending change row');
       return { id, row };
@@ -329,17 +323,17 @@ export class StateStore {
   readonly pendingChangeCounts = (): Record<string, number> => pendingChangeCounts(this.db);
 
   lastPendingChangeId(channel: string): number | null {
-    return (this.stmts.lastPendingChange.get(channel) as number | null | undefined) ?? null;
+    return (this.sql(SQL.lastPendingChange).pluck().get(channel) as number | null | undefined) ?? null;
   }
 
   /** Deletes a channel's pending change rows up to `upToId` once an output holding them is committed. */
   ackChanges(channel: string, upToId: number): number {
     this.writable('acknowledge delivered changes');
-    return this.stmts.ackChanges.run(channel, upToId).changes;
+    return this.sql(SQL.ackChanges).run(channel, upToId).changes;
   }
 
   private insertJournal(journal: ChangeJournalRows, nowS: number): void {
-    const insert = this.stmts.insertPendingChange;
+    const insert = this.sql(SQL.insertPendingChange);
     for (const row of journal.rows) insert.run(journal.runId, journal.channel, row, checksumOf(row), nowS);
   }
 
@@ -442,7 +436,7 @@ export class StateStore {
   }
 
   private rewrite(writer: RecordWriter, id: number, e: EntryView, change: Partial<EntryValues>): void {
-    this.stmts.updateRecord.run(writer.write({ ...e.values(), ...change }), id);
+    this.sql(SQL.updateRecord).run(writer.write({ ...e.values(), ...change }), id);
   }
 
   /** A walk of the table in one read transaction, so that its pages see one state of the file. */
@@ -481,7 +475,7 @@ export class StateStore {
       .transaction(() => {
         const writer = new RecordWriter();
         this.walker.listed(sortedUnique(ids), (id, e) => this.rewrite(writer, id, e, { lastOptoutCheckS: now }));
-        if (cursor !== undefined) this.putMeta(META_KEYS.sweepAfter, String(cursor.id));
+        if (cursor !== undefined) setMetaValue(this.db, META_KEYS.sweepAfter, cursor.id);
       })
       .immediate();
   }
@@ -549,7 +543,7 @@ export class StateStore {
   }
 
   lastRun(): StateRun | null {
-    const row = this.stmts.lastRun.get() as [string, number, number, number | null, number | null] | undefined;
+    const row = this.sql(SQL.lastRun).raw().get() as [string, number, number, number | null, number | null] | undefined;
     return row === undefined
       ? null
       : { command: row[0], startedAtS: row[1], nowS: row[2], finishedAtS: row[3], exitCode: row[4] };
@@ -559,13 +553,13 @@ export class StateStore {
     this.writable('record a run');
     const startedAtS = Math.floor(Date.now() / 1000);
     return Number(
-      this.stmts.startRun.run(command, argsJson, process.pid, startedAtS, Math.floor(nowS)).lastInsertRowid,
+      this.sql(SQL.startRun).run(command, argsJson, process.pid, startedAtS, Math.floor(nowS)).lastInsertRowid,
     );
   }
 
   finishRun(id: number, summaryJson: string, exitCode: number, nowS: number = Date.now() / 1000): void {
     this.writable('record a run');
-    this.stmts.finishRun.run(Math.floor(nowS), summaryJson, exitCode, id);
+    this.sql(SQL.finishRun).run(Math.floor(nowS), summaryJson, exitCode, id);
   }
 
   /** Takes the lock for a writing run; throws StateLockedError while another live run holds it. */
@@ -638,31 +632,17 @@ export class StateStore {
     }
   }
 
+  private sql(text: string): Statement {
+    return prepared(this.db, text);
+  }
+
   private writable(what: string): void {
     if (this.readonly) throw new StateReadonlyError(this.path, what);
   }
 }
 
-function prepareAll(db: Database) {
-  const raw = (sql: string): Statement => db.prepare(sql).raw();
-  const plain = (sql: string): Statement => db.prepare(sql);
-  return {
-    updateRecord: plain(SQL.updateRecord),
-    metaAll: plain(SQL.metaAll),
-    metaGet: plain(SQL.metaGet),
-    metaSet: plain(SQL.metaSet),
-    startRun: plain(SQL.startRun),
-    finishRun: plain(SQL.finishRun),
-    lastRun: raw(SQL.lastRun),
-    insertPendingChange: plain(SQL.insertPendingChange),
-    pendingChanges: raw(SQL.pendingChanges),
-    lastPendingChange: db.prepare(SQL.lastPendingChange).pluck(),
-    ackChanges: plain(SQL.ackChanges),
-  };
-}
-
 export const pendingChangeCounts = (db: Database): Record<string, number> =>
-  Object.fromEntries(db.prepare(SQL.pendingChangeCounts).raw().all() as [string, number][]);
+  Object.fromEntries(prepared(db, SQL.pendingChangeCounts).raw().all() as [string, number][]);
 
 /**
  * The window of the sorted sample ids that holds the most of them while its entries, widened at each end by the
