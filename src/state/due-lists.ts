@@ -1,10 +1,9 @@
 /** The per-day due lists (schema.ts): appended by each commit, read in (day, id) order, rewritten without stale ids. */
 import type { Database } from 'better-sqlite3';
-import { type EntryView, orNull } from './entry-record.js';
+import type { EntryView } from './entry-record.js';
 import { dayOf, decodeIds, encodeIds, firstAbove, sortedUnique } from './id-lists.js';
 import { LIST_PAGE, prepared, SQL } from './queries.js';
 import type { RecordWalker } from './record-walk.js';
-import { TYPE_OF_CODE } from './schema.js';
 import type { CopiedEntry, DueCursor, DueDay, DueEntry, EntryUpdate } from './types.js';
 
 const DAY_S = 86_400;
@@ -200,13 +199,6 @@ function utcDay(seconds: number): string {
 }
 
 export function decodeDue(id: number, e: EntryView): DueEntry {
-  return {
-    id,
-    type: TYPE_OF_CODE[e.type],
-    hash: e.text(e.hashStart, e.hashSize) ?? '',
-    u: e.text(e.uStart, e.uSize),
-    p: e.text(e.pStart, e.pSize),
-    r: orNull(e.r),
-    bucketId: e.text(e.bucketStart, e.bucketSize),
-  };
+  const { type, hash, u, p, r, bucketId } = e.record();
+  return { id, type, hash, u, p, r, bucketId };
 }

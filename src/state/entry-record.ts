@@ -1,6 +1,8 @@
 /** The record of an entry: every value of it packed in one blob, the entries table's one column besides the id. */
 import { ChecksumError, recordCheckOf } from './checksum.js';
 import { keyOf, keyOfBytes } from './lookup-key.js';
+import { statusOfCode, TYPE_OF_CODE } from './schema.js';
+import type { StateRecord } from './types.js';
 
 /**
  * A record is
@@ -351,6 +353,23 @@ export class EntryView {
       p: this.stored(this.pStart, this.pSize),
       r: orNull(this.r),
       bucketId: this.stored(this.bucketStart, this.bucketSize) as string | null,
+      lastMappedS: orNull(this.lastMappedS),
+      lastOptoutCheckS: orNull(this.lastOptoutCheckS),
+      optedOutSinceMs: orNull(this.optedOutSinceMs),
+    };
+  }
+
+  /** The record's values as text (bytes as base64): what a copy reads, and what a due or an exported entry shows. */
+  record(): StateRecord {
+    return {
+      type: TYPE_OF_CODE[this.type],
+      hash: this.text(this.hashStart, this.hashSize) ?? '',
+      status: statusOfCode(this.status),
+      due: this.due === 1,
+      u: this.text(this.uStart, this.uSize),
+      p: this.text(this.pStart, this.pSize),
+      r: orNull(this.r),
+      bucketId: this.text(this.bucketStart, this.bucketSize),
       lastMappedS: orNull(this.lastMappedS),
       lastOptoutCheckS: orNull(this.lastOptoutCheckS),
       optedOutSinceMs: orNull(this.optedOutSinceMs),

@@ -1,12 +1,9 @@
 /** A state file behind the StateBackend interface: a StateStore for a run, a StateReader for what reads it whole. */
-import type { StateBackend, StateRecord } from './backend.js';
-import type { EntryValues } from './entry-record.js';
+import type { StateBackend } from './backend.js';
 import { StateReadonlyError } from './errors.js';
 import { openState } from './open.js';
 import { openStateReader, type StateReader } from './reader.js';
-import { TYPE_OF_CODE, statusOfCode } from './schema.js';
 import type { StateStore } from './store.js';
-import { textOfStored } from './stored-bytes.js';
 import type { OpenStateOptions } from './types.js';
 
 /**
@@ -60,8 +57,8 @@ export async function openFileState(path: string, options: OpenStateOptions): Pr
     tally: async (bounds) => read().tally(bounds),
     pendingChangeCounts: async () => read().pendingChangeCounts(),
     readRecords: async (after, limit) => {
-      const rows = store('read its records').entryValues(after, limit);
-      return { records: rows.map((row) => recordOf(row.values)), last: rows.at(-1)?.id ?? after };
+      const rows = store('read its records').records(after, limit);
+      return { records: rows.map((row) => row.record), last: rows.at(-1)?.id ?? after };
     },
     writeRecords: async (records) => {
       const nowS = Math.floor(Date.now() / 1000);
@@ -79,22 +76,5 @@ export async function openFileState(path: string, options: OpenStateOptions): Pr
         opened?.close();
       }
     },
-  };
-}
-
-/** An entry's values as the file keeps them, as a StateRecord. */
-function recordOf(v: EntryValues): StateRecord {
-  return {
-    type: TYPE_OF_CODE[v.type] ?? 'email',
-    hash: textOfStored(v.hash) ?? '',
-    status: statusOfCode(v.status),
-    due: v.due,
-    u: textOfStored(v.u),
-    p: textOfStored(v.p),
-    r: v.r,
-    bucketId: v.bucketId,
-    lastMappedS: v.lastMappedS,
-    lastOptoutCheckS: v.lastOptoutCheckS,
-    optedOutSinceMs: v.optedOutSinceMs,
   };
 }

@@ -9,10 +9,10 @@ import { StateBusyError, StateLockedError, StateReadonlyError, StateFormatError 
 import { StateLock } from './lock.js';
 import { ChecksumError, checksumOf } from './checksum.js';
 import { checkedMetaValue, metaValue, setMetaValue } from './meta-values.js';
-import { type EntryView, type EntryValues, orNull, RecordWriter } from './entry-record.js';
+import { type EntryView, type EntryValues, RecordWriter } from './entry-record.js';
 import { LIST_PAGE, prepared, SQL } from './queries.js';
 import { RecordWalker, WALK_PAGE } from './record-walk.js';
-import { IDENTITY_META_KEYS, META_KEYS, statusOfCode, TYPE_CODE, TYPE_OF_CODE } from './schema.js';
+import { IDENTITY_META_KEYS, META_KEYS, statusOfCode, TYPE_CODE } from './schema.js';
 import type {
   BucketEntries,
   ChangeJournalRows,
@@ -30,6 +30,7 @@ import type {
   PendingChange,
   RotatedBucket,
   StateMeta,
+  StateRecord,
   StateRun,
   StoredEntries,
 } from './types.js';
@@ -411,8 +412,8 @@ export class StateStore {
   }
 
   /** Up to `limit` entries in id order after the id `after`, with every value each holds (state copy). */
-  entryValues(after: number, limit: number): { id: number; values: EntryValues }[] {
-    return this.collect(after, LAST_ID, limit, (id, e) => ({ id, values: e.values() }));
+  records(after: number, limit: number): { id: number; record: StateRecord }[] {
+    return this.collect(after, LAST_ID, limit, (id, e) => ({ id, record: e.record() }));
   }
 
   /** Up to `limit` of what `pick` gives for the entries in (after, upTo], in id order. */
@@ -668,23 +669,11 @@ function denseSpan(sampleIds: Float64Array, asked: number): { from: number; to: 
 }
 
 function decodeExported(e: EntryView): ExportedEntry {
-  return {
-    type: TYPE_OF_CODE[e.type] ?? 'email',
-    hash: e.text(e.hashStart, e.hashSize) ?? '',
-    status: statusOfCode(e.status),
-    u: e.text(e.uStart, e.uSize),
-    p: e.text(e.pStart, e.pSize),
-    r: orNull(e.r),
-  };
+  const { type, hash, status, u, p, r } = e.record();
+  return { type, hash, status, u, p, r };
 }
 
 function decodeCandidate(id: number, e: EntryView): OptoutCandidate {
-  return {
-    id,
-    u: e.text(e.uStart, e.uSize),
-    p: e.text(e.pStart, e.pSize),
-    lastOptoutCheckS: orNull(e.lastOptoutCheckS),
-    type: TYPE_OF_CODE[e.type],
-    hash: e.text(e.hashStart, e.hashSize) ?? '',
-  };
+  const { u, p, lastOptoutCheckS, type, hash } = e.record();
+  return { id, u, p, lastOptoutCheckS, type, hash };
 }

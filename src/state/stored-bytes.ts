@@ -7,12 +7,3 @@ export function storedOf(text: string): Buffer | string {
   // canonical only: the decoder skips what is not base64, and two texts must never share bytes
   return bytes.toString('base64') === text ? bytes : text;
 }
-
-/** storedOf's inverse; null stays null. */
-
-export function textOfStored(value: unknown): string | null {
-  if (value === null || value === undefined) return null;
-  if (typeof value === 'string') return value;
-  if (Buffer.isBuffer(value)) return value.toString('base64');
-  throw new TypeError(`a hash or raw UID in the state file is a ${typeof value}`);
-}
