@@ -1,24 +1,16 @@
 /** A batch of answers written inside the commit's transaction: an update per stored entry, an append per new one. */
 import type { Database } from 'better-sqlite3';
 import type { DueLists } from './due-lists.js';
-import { type EntryValues, type EntryView, RecordWriter } from './entry-record.js';
+import { type EntryValues, type EntryView, RecordWriter, storedOf } from './entry-record.js';
 import type { KeyIndex } from './key-index.js';
 import { keyOf } from './lookup-key.js';
 import { prepared, SQL } from './queries.js';
 import { STATUS_CODE, TYPE_CODE } from './schema.js';
-import { storedOf } from './stored-bytes.js';
 import type { CopiedEntry, EntryUpdate } from './types.js';
 
 const INSERT_ROWS = 64;
 
-/** Gives each stored entry of these keys with the request it answers (store.ts forEachStored). */
-export type MatchRows = (
-  lookupKeys: readonly number[],
-  hashOf: (request: number) => string,
-  onMatch: (request: number, id: number, e: EntryView) => void,
-) => void;
-
-/** One answer of a batch as the file keeps it (stored-bytes.ts), with its lookup key and place in the batch. */
+/** One answer of a batch as the file keeps it (entry-record.ts storedOf), with its lookup key and place in the batch. */
 export interface EncodedUpdate {
   type: number;
   hash: string;
@@ -66,7 +58,12 @@ export class BatchWriter {
     private readonly path: string,
     private readonly keys: KeyIndex,
     private readonly due: DueLists,
-    private readonly matchRows: MatchRows,
+    /** Gives each stored entry of these keys with the request it answers (store.ts forEachStored). */
+    private readonly matchRows: (
+      lookupKeys: readonly number[],
+      hashOf: (request: number) => string,
+      onMatch: (request: number, id: number, e: EntryView) => void,
+    ) => void,
   ) {}
 
   write(updates: readonly EncodedUpdate[], nowS: number): void {

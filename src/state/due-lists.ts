@@ -53,10 +53,6 @@ export class DueLists {
     }
   }
 
-  count(nowS: number): number {
-    return this.byDay(nowS, 1)[0].count;
-  }
-
   byDay(nowS: number, days: number): DueDay[] {
     const now = Math.floor(nowS);
     const n = Math.max(0, Math.floor(days));

@@ -339,7 +339,7 @@ export class StateStore {
   }
 
   countDue(nowS: number): number {
-    return this.due.count(nowS);
+    return this.due.byDay(nowS, 1)[0].count;
   }
 
   dueByDay(nowS: number, days: number): DueDay[] {
