@@ -48,7 +48,6 @@ export const SQL = {
   listedRecords: `SELECT ${JOINED_RECORDS} FROM json_each(?) AS j CROSS JOIN entries AS e ON e.id = j.value`,
   listedRecordRows: 'SELECT e.id, e.record FROM json_each(?) AS j CROSS JOIN entries AS e ON e.id = j.value',
 
-  metaAll: 'SELECT key, value, sum FROM meta',
   metaGet: 'SELECT value, sum FROM meta WHERE key = ?',
   metaSet:
     'INSERT INTO meta (key, value, sum) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, sum = excluded.sum',

@@ -1,14 +1,14 @@
-import type { Database, Statement, Transaction } from 'better-sqlite3';
+import type { Database, Statement } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
 import { sortedUnique } from './id-lists.js';
-import { BatchWriter, type EncodedUpdate, encodeUpdates, TOMBSTONE, timeOrNull } from './batch-commit.js';
+import { BatchWriter, encodeUpdates, TOMBSTONE, timeOrNull } from './batch-commit.js';
 import { DueLists, decodeDue, pageLimit } from './due-lists.js';
 import { KeyIndex } from './key-index.js';
 import { keyOf } from './lookup-key.js';
 import { StateBusyError, StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
 import { ChecksumError, checksumOf } from './checksum.js';
-import { checkedMetaValue, metaValue, setMetaValue } from './meta-values.js';
+import { metaValue, setMetaValue } from './meta-values.js';
 import { type EntryView, type EntryValues, RecordWriter } from './entry-record.js';
 import { LIST_PAGE, prepared, SQL } from './queries.js';
 import { RecordWalker, WALK_PAGE } from './record-walk.js';
@@ -73,13 +73,6 @@ export class StateStore {
   private closed = false;
   private damagedEntries = 0;
 
-  private readonly commitTx: Transaction<
-    (updates: readonly EncodedUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => void
-  >;
-  private readonly mergeTx: Transaction<() => void>;
-  /** One read transaction, so that the tables read are seen in one state even while another connection merges. */
-  private readonly readTx: Transaction<(read: () => void) => void>;
-
   constructor(
     private readonly db: Database,
     readonly path: string,
@@ -94,26 +87,14 @@ export class StateStore {
     this.writer = new BatchWriter(db, path, this.keys, this.due, (keys, hashOf, onMatch) =>
       this.forEachStored(keys, hashOf, onMatch),
     );
-    this.commitTx = db.transaction(
-      (updates: readonly EncodedUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => {
-        this.writer.write(updates, nowS);
-        if (journal !== undefined) this.insertJournal(journal, nowS);
-      },
-    );
-    this.mergeTx = db.transaction(() => this.keys.merge());
-    this.readTx = db.transaction((read: () => void) => read());
   }
 
   meta(): StateMeta {
-    const values = new Map<string, string>();
-    for (const [key, value, sum] of this.sql(SQL.metaAll).raw().all() as [string, string, number][])
-      values.set(key, checkedMetaValue(key, [value, sum]) ?? '');
-    const api = values.get(META_KEYS.api);
     return {
-      schemaVersion: Number(values.get(META_KEYS.schemaVersion)),
-      envFingerprint: values.get(META_KEYS.envFingerprint) ?? '',
-      api: api === 'v2' ? 'v2' : 'v3',
-      createdAt: values.get(META_KEYS.createdAt) ?? '',
+      schemaVersion: Number(this.getMeta(META_KEYS.schemaVersion)),
+      envFingerprint: this.getMeta(META_KEYS.envFingerprint) ?? '',
+      api: this.getMeta(META_KEYS.api) === 'v2' ? 'v2' : 'v3',
+      createdAt: this.getMeta(META_KEYS.createdAt) ?? '',
     };
   }
 
@@ -251,10 +232,13 @@ export class StateStore {
     this.walker.listed(scattered, onAnswer);
   }
 
-  /** `read` in one read transaction, or in the caller's. */
+  /**
+   * `read` in one read transaction (or in the caller's), so that the tables read are seen in one state even while
+   * another connection merges.
+   */
   private read(read: () => void): void {
     if (this.db.inTransaction) read();
-    else this.readTx(read);
+    else this.db.transaction(read)();
   }
 
   /** After a failed transaction: forgets the tail and what was read of the file. */
@@ -268,7 +252,13 @@ export class StateStore {
     if (updates.length === 0 && journal === undefined) return;
     const encoded = encodeUpdates(updates);
     try {
-      this.commitTx.immediate(encoded, Math.floor(nowS), journal);
+      const now = Math.floor(nowS);
+      this.db
+        .transaction(() => {
+          this.writer.write(encoded, now);
+          if (journal !== undefined) this.insertJournal(journal, now);
+        })
+        .immediate();
     } catch (err) {
       // the rows it appended were rolled back: so must their tail entries be
       this.resetTail();
@@ -302,7 +292,7 @@ export class StateStore {
 
   private mergeTailNow(): void {
     try {
-      this.mergeTx.immediate();
+      this.db.transaction(() => this.keys.merge()).immediate();
       this.keys.merged();
     } catch (err) {
       this.resetTail();
