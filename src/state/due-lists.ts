@@ -58,16 +58,9 @@ export class DueLists {
     const n = Math.max(0, Math.floor(days));
     if (n === 0) return [];
     const counts = new Array<number>(n).fill(0);
-    this.forEachListed(dayOf(now + (n - 1) * DAY_S), (ids, from, to) => {
-      let live = 0;
-      this.walker.listed(ids, (_, e) => {
-        const r = e.r;
-        if (!(r >= from && r < to)) return;
-        live++;
-        const i = r <= now ? 0 : Math.ceil((r - now) / DAY_S);
-        if (i < n) counts[i]++;
-      });
-      return live;
+    this.forEachListed(dayOf(now + (n - 1) * DAY_S), (r) => {
+      const i = r <= now ? 0 : Math.ceil((r - now) / DAY_S);
+      if (i < n) counts[i]++;
     });
     return counts.map((count, i) => ({ day: utcDay(now + i * DAY_S), count }));
   }
@@ -140,26 +133,24 @@ export class DueLists {
   }
 
   /**
-   * Gives `onDay` each day's list up to `lastDay` with the day's bounds [from, to); it says how many ids were live.
-   * A writing connection rewrites a day that is mostly stale or in many pieces, in the same transaction.
+   * Gives `onLive` the r of each live entry of the days' lists up to `lastDay` (one whose r is still on the day of
+   * its list). A writing connection rewrites a day that is mostly stale or in many pieces, in the same transaction.
    */
-  private forEachListed(lastDay: number, onDay: (ids: Float64Array, from: number, to: number) => number): void {
+  private forEachListed(lastDay: number, onLive: (r: number) => void): void {
     const walk = (rewrite: boolean): void => {
-      let day = this.nextListedDay(NO_DAY, lastDay);
-      while (day !== undefined) {
+      for (let day = this.nextListedDay(NO_DAY, lastDay); day !== undefined; day = this.nextListedDay(day, lastDay)) {
         const list = this.readDueList(day, 0);
-        const ids = list.ids;
         const [from, to] = [day * DAY_S, (day + 1) * DAY_S];
-        const live = onDay(ids, from, to);
-        const stale = list.ids.length - live;
+        const live: number[] = [];
+        this.walker.listed(list.ids, (id, e) => {
+          if (!(e.r >= from && e.r < to)) return;
+          live.push(id);
+          onLive(e.r);
+        });
+        const stale = list.ids.length - live.length;
         if (rewrite && (stale * 2 >= list.ids.length || list.pieces > DUE_LIST_MAX_PIECES)) {
-          const live: number[] = [];
-          this.walker.listed(ids, (id, e) => {
-            if (e.r >= from && e.r < to) live.push(id);
-          });
           this.rewriteDueList(day, list.lastPiece, live);
         }
-        day = this.nextListedDay(day, lastDay);
       }
     };
     if (this.readonly || this.db.inTransaction) {
