@@ -311,7 +311,9 @@ export class StateStore {
     });
   }
 
-  readonly pendingChangeCounts = (): Record<string, number> => pendingChangeCounts(this.db);
+  pendingChangeCounts(): Record<string, number> {
+    return Object.fromEntries(this.sql(SQL.pendingChangeCounts).raw().all() as [string, number][]);
+  }
 
   lastPendingChangeId(channel: string): number | null {
     return (this.sql(SQL.lastPendingChange).pluck().get(channel) as number | null | undefined) ?? null;
@@ -631,9 +633,6 @@ export class StateStore {
     if (this.readonly) throw new StateReadonlyError(this.path, what);
   }
 }
-
-export const pendingChangeCounts = (db: Database): Record<string, number> =>
-  Object.fromEntries(prepared(db, SQL.pendingChangeCounts).raw().all() as [string, number][]);
 
 /**
  * The window of the sorted sample ids that holds the most of them while its entries, widened at each end by the
