@@ -1,6 +1,7 @@
 /** The per-day due lists (schema.ts): appended by each commit, read in (day, id) order, rewritten without stale ids. */
 import type { Database } from 'better-sqlite3';
-import type { EntryView } from './entry-record.js';
+import { type EntryView, orNull } from './entry-record.js';
+import { TYPE_OF_CODE } from './schema.js';
 import { dayOf, decodeIds, encodeIds, firstAbove, sortedUnique } from './id-lists.js';
 import { LIST_PAGE, prepared, SQL } from './queries.js';
 import type { RecordWalker } from './record-walk.js';
@@ -185,7 +186,15 @@ function utcDay(seconds: number): string {
   return new Date(seconds * 1000).toISOString().slice(0, 10);
 }
 
+/** Read field by field rather than picked from EntryView.record(): a remap reads every due entry. */
 export function decodeDue(id: number, e: EntryView): DueEntry {
-  const { type, hash, u, p, r, bucketId } = e.record();
-  return { id, type, hash, u, p, r, bucketId };
+  return {
+    id,
+    type: TYPE_OF_CODE[e.type],
+    hash: e.text(e.hashStart, e.hashSize) ?? '',
+    u: e.text(e.uStart, e.uSize),
+    p: e.text(e.pStart, e.pSize),
+    r: orNull(e.r),
+    bucketId: e.text(e.bucketStart, e.bucketSize),
+  };
 }

@@ -9,10 +9,10 @@ import { StateBusyError, StateLockedError, StateReadonlyError, StateFormatError 
 import { StateLock } from './lock.js';
 import { ChecksumError, checksumOf } from './checksum.js';
 import { metaValue, setMetaValue } from './meta-values.js';
-import { type EntryView, type EntryValues, RecordWriter } from './entry-record.js';
+import { type EntryView, type EntryValues, orNull, RecordWriter } from './entry-record.js';
 import { LIST_PAGE, prepared, SQL } from './queries.js';
 import { RecordWalker, WALK_PAGE } from './record-walk.js';
-import { IDENTITY_META_KEYS, META_KEYS, statusOfCode, TYPE_CODE } from './schema.js';
+import { IDENTITY_META_KEYS, META_KEYS, statusOfCode, TYPE_CODE, TYPE_OF_CODE } from './schema.js';
 import type {
   BucketEntries,
   ChangeJournalRows,
@@ -662,7 +662,14 @@ function decodeExported(e: EntryView): ExportedEntry {
   return { type, hash, status, u, p, r };
 }
 
+/** Read field by field rather than picked from EntryView.record(): a sweep reads every entry with a raw UID. */
 function decodeCandidate(id: number, e: EntryView): OptoutCandidate {
-  const { u, p, lastOptoutCheckS, type, hash } = e.record();
-  return { id, u, p, lastOptoutCheckS, type, hash };
+  return {
+    id,
+    u: e.text(e.uStart, e.uSize),
+    p: e.text(e.pStart, e.pSize),
+    lastOptoutCheckS: orNull(e.lastOptoutCheckS),
+    type: TYPE_OF_CODE[e.type],
+    hash: e.text(e.hashStart, e.hashSize) ?? '',
+  };
 }
