@@ -3,12 +3,12 @@
  * method async so that a database across the network fits it, each writing method one transaction.
  */
 import type { DiiType } from '../identity/index.js';
-import type { EntryTally } from './reader.js';
 import type {
   ChangeJournalRows,
   DueCursor,
   DueDay,
   DueEntry,
+  EntryTally,
   EntryUpdate,
   ExportedEntry,
   OptedOutRawUid,
@@ -17,22 +17,14 @@ import type {
   PendingChange,
   StateMeta,
   StateRecord,
+  StateRun,
   StoredEntries,
 } from './types.js';
 
-export type { StateRecord } from './types.js';
+export type { StateRecord, StateRun } from './types.js';
 
 /** Where a state is kept. */
 export type StateKind = 'file' | 'postgres';
-
-/** A run as the runs table keeps it. */
-export interface StateRun {
-  command: string;
-  startedAtS: number;
-  nowS: number;
-  finishedAtS: number | null;
-  exitCode: number | null;
-}
 
 /**
  * How a run holds the state while it writes. A file allows one writing run at a time; a database lets `map` runs

@@ -1,24 +1,16 @@
 /** A batch of answers written inside the commit's transaction: an update per stored entry, an append per new one. */
-import type { Database, Statement } from 'better-sqlite3';
+import type { Database } from 'better-sqlite3';
 import type { DueLists } from './due-lists.js';
-import { type EntryValues, type EntryView, RecordWriter } from './entry-record.js';
+import { type EntryValues, type EntryView, RecordWriter, storedOf } from './entry-record.js';
 import type { KeyIndex } from './key-index.js';
 import { keyOf } from './lookup-key.js';
-import { SQL } from './queries.js';
+import { prepared, SQL } from './queries.js';
 import { STATUS_CODE, TYPE_CODE } from './schema.js';
-import { storedOf } from './stored-bytes.js';
 import type { CopiedEntry, EntryUpdate } from './types.js';
 
 const INSERT_ROWS = 64;
 
-/** Gives each stored entry of these keys with the request it answers (store.ts forEachStored). */
-export type MatchRows = (
-  lookupKeys: readonly number[],
-  hashOf: (request: number) => string,
-  onMatch: (request: number, id: number, e: EntryView) => void,
-) => void;
-
-/** One answer of a batch as the file keeps it (stored-bytes.ts), with its lookup key and place in the batch. */
+/** One answer of a batch as the file keeps it (entry-record.ts storedOf), with its lookup key and place in the batch. */
 export interface EncodedUpdate {
   type: number;
   hash: string;
@@ -61,18 +53,18 @@ export function encodeUpdates(updates: readonly (EntryUpdate | CopiedEntry)[]): 
 }
 
 export class BatchWriter {
-  private readonly inserts = new Map<number, Statement>();
-  private readonly updateRecord: Statement;
-
   constructor(
     private readonly db: Database,
     private readonly path: string,
     private readonly keys: KeyIndex,
     private readonly due: DueLists,
-    private readonly matchRows: MatchRows,
-  ) {
-    this.updateRecord = db.prepare(SQL.updateRecord);
-  }
+    /** Gives each stored entry of these keys with the request it answers (store.ts forEachStored). */
+    private readonly matchRows: (
+      lookupKeys: readonly number[],
+      hashOf: (request: number) => string,
+      onMatch: (request: number, id: number, e: EntryView) => void,
+    ) => void,
+  ) {}
 
   write(updates: readonly EncodedUpdate[], nowS: number): void {
     this.keys.catchUp();
@@ -146,7 +138,7 @@ export class BatchWriter {
         values.push(newEntryValues(appended[i], nowS));
         params.push(writer.write(values[values.length - 1]));
       }
-      const insert = this.insertStatement(end - start);
+      const insert = prepared(this.db, SQL.insertEntries(end - start));
       const last = Number(insert.run(params).lastInsertRowid);
       if (last !== this.keys.seen + (end - start)) {
         throw new Error(
@@ -163,15 +155,6 @@ export class BatchWriter {
     }
   }
 
-  private insertStatement(rows: number): Statement {
-    let stmt = this.inserts.get(rows);
-    if (stmt === undefined) {
-      stmt = this.db.prepare(SQL.insertEntries(rows));
-      this.inserts.set(rows, stmt);
-    }
-    return stmt;
-  }
-
   private updateEntry(
     id: number,
     u: EncodedUpdate,
@@ -182,7 +165,7 @@ export class BatchWriter {
     const old = valuesOf.get(id);
     if (old === undefined) throw new Error(`state file ${this.path}: entry ${id} was not read before its update`);
     const values = updatedValues(old, u.outcome, u, nowS);
-    this.updateRecord.run(writer.write(values), id);
+    prepared(this.db, SQL.updateRecord).run(writer.write(values), id);
     valuesOf.set(id, values);
   }
 }

@@ -1,10 +1,10 @@
 /** The per-day due lists (schema.ts): appended by each commit, read in (day, id) order, rewritten without stale ids. */
 import type { Database } from 'better-sqlite3';
 import { type EntryView, orNull } from './entry-record.js';
-import { dayOf, decodeIds, encodeIds, firstAbove, sortedUnique } from './id-lists.js';
-import { LIST_PAGE, SQL } from './queries.js';
-import type { RecordWalker } from './record-walk.js';
 import { TYPE_OF_CODE } from './schema.js';
+import { dayOf, decodeIds, encodeIds, firstAbove, sortedUnique } from './id-lists.js';
+import { LIST_PAGE, prepared, SQL } from './queries.js';
+import type { RecordWalker } from './record-walk.js';
 import type { CopiedEntry, DueCursor, DueDay, DueEntry, EntryUpdate } from './types.js';
 
 const DAY_S = 86_400;
@@ -15,7 +15,6 @@ const DUE_LIST_MAX_PIECES = 64;
 const NO_DAY = Number.MIN_SAFE_INTEGER;
 
 export class DueLists {
-  private readonly stmts: ReturnType<typeof prepare>;
   /**
    * The ids of the day `select` walks, kept between pages: its pieces up to `lastPiece`, read at `dataVersion`
    * (another connection's commit changes it); this connection's commits only add pieces after `lastPiece`.
@@ -26,9 +25,7 @@ export class DueLists {
     private readonly db: Database,
     private readonly walker: RecordWalker,
     private readonly readonly: boolean,
-  ) {
-    this.stmts = prepare(db);
-  }
+  ) {}
 
   forget(): void {
     this.dueList = null;
@@ -52,13 +49,9 @@ export class DueLists {
       ids.push(idOf(i));
     }
     for (const [day, ids] of byDay) {
-      const last = this.stmts.dueListLastPiece.pluck().get(day) as number | null;
-      this.stmts.insertDueListPiece.run(day, (last ?? 0) + 1, encodeIds(sortedUnique(ids)));
+      const last = prepared(this.db, SQL.dueListLastPiece).pluck().get(day) as number | null;
+      prepared(this.db, SQL.insertDueListPiece).run(day, (last ?? 0) + 1, encodeIds(sortedUnique(ids)));
     }
-  }
-
-  count(nowS: number): number {
-    return this.byDay(nowS, 1)[0].count;
   }
 
   byDay(nowS: number, days: number): DueDay[] {
@@ -66,16 +59,9 @@ export class DueLists {
     const n = Math.max(0, Math.floor(days));
     if (n === 0) return [];
     const counts = new Array<number>(n).fill(0);
-    this.forEachListed(dayOf(now + (n - 1) * DAY_S), (ids, from, to) => {
-      let live = 0;
-      this.walker.listed(ids, (_, e) => {
-        const r = e.r;
-        if (!(r >= from && r < to)) return;
-        live++;
-        const i = r <= now ? 0 : Math.ceil((r - now) / DAY_S);
-        if (i < n) counts[i]++;
-      });
-      return live;
+    this.forEachListed(dayOf(now + (n - 1) * DAY_S), (r) => {
+      const i = r <= now ? 0 : Math.ceil((r - now) / DAY_S);
+      if (i < n) counts[i]++;
     });
     return counts.map((count, i) => ({ day: utcDay(now + i * DAY_S), count }));
   }
@@ -115,7 +101,7 @@ export class DueLists {
   }
 
   private nextListedDay(day: number, lastDay: number): number | undefined {
-    return this.stmts.dueListNextDay.pluck().get(day, lastDay) as number | undefined;
+    return prepared(this.db, SQL.dueListNextDay).pluck().get(day, lastDay) as number | undefined;
   }
 
   private dueListOf(day: number): Float64Array {
@@ -139,7 +125,7 @@ export class DueLists {
 
   /** The ids of a day's pieces after `afterPiece`, ascending and each once, with the last piece read. */
   private readDueList(day: number, afterPiece: number): { ids: Float64Array; lastPiece: number; pieces: number } {
-    const rows = this.stmts.dueListPieces.raw().all(day, afterPiece) as [number, Buffer][];
+    const rows = prepared(this.db, SQL.dueListPieces).raw().all(day, afterPiece) as [number, Buffer][];
     const ids: number[] = [];
     const onId = (id: number): void => void ids.push(id);
     for (const [, bytes] of rows) decodeIds(bytes, onId);
@@ -148,26 +134,24 @@ export class DueLists {
   }
 
   /**
-   * Gives `onDay` each day's list up to `lastDay` with the day's bounds [from, to); it says how many ids were live.
-   * A writing connection rewrites a day that is mostly stale or in many pieces, in the same transaction.
+   * Gives `onLive` the r of each live entry of the days' lists up to `lastDay` (one whose r is still on the day of
+   * its list). A writing connection rewrites a day that is mostly stale or in many pieces, in the same transaction.
    */
-  private forEachListed(lastDay: number, onDay: (ids: Float64Array, from: number, to: number) => number): void {
+  private forEachListed(lastDay: number, onLive: (r: number) => void): void {
     const walk = (rewrite: boolean): void => {
-      let day = this.nextListedDay(NO_DAY, lastDay);
-      while (day !== undefined) {
+      for (let day = this.nextListedDay(NO_DAY, lastDay); day !== undefined; day = this.nextListedDay(day, lastDay)) {
         const list = this.readDueList(day, 0);
-        const ids = list.ids;
         const [from, to] = [day * DAY_S, (day + 1) * DAY_S];
-        const live = onDay(ids, from, to);
-        const stale = list.ids.length - live;
+        const live: number[] = [];
+        this.walker.listed(list.ids, (id, e) => {
+          if (!(e.r >= from && e.r < to)) return;
+          live.push(id);
+          onLive(e.r);
+        });
+        const stale = list.ids.length - live.length;
         if (rewrite && (stale * 2 >= list.ids.length || list.pieces > DUE_LIST_MAX_PIECES)) {
-          const live: number[] = [];
-          this.walker.listed(ids, (id, e) => {
-            if (e.r >= from && e.r < to) live.push(id);
-          });
           this.rewriteDueList(day, list.lastPiece, live);
         }
-        day = this.nextListedDay(day, lastDay);
       }
     };
     if (this.readonly || this.db.inTransaction) {
@@ -184,24 +168,14 @@ export class DueLists {
   }
 
   private rewriteDueList(day: number, lastPiece: number, live: readonly number[]): void {
-    this.stmts.deleteDueListPieces.run(day, lastPiece);
+    prepared(this.db, SQL.deleteDueListPieces).run(day, lastPiece);
     let piece = lastPiece;
     for (let start = 0; start < live.length; start += DUE_PIECE_IDS) {
       const ids = live.slice(start, start + DUE_PIECE_IDS);
-      this.stmts.insertDueListPiece.run(day, ++piece, encodeIds(ids));
+      prepared(this.db, SQL.insertDueListPiece).run(day, ++piece, encodeIds(ids));
     }
     if (this.dueList?.day === day) this.dueList = null;
   }
-}
-
-function prepare(db: Database) {
-  return {
-    dueListNextDay: db.prepare(SQL.dueListNextDay),
-    dueListPieces: db.prepare(SQL.dueListPieces),
-    dueListLastPiece: db.prepare(SQL.dueListLastPiece),
-    insertDueListPiece: db.prepare(SQL.insertDueListPiece),
-    deleteDueListPieces: db.prepare(SQL.deleteDueListPieces),
-  };
 }
 
 export function pageLimit(limit: number): number {
@@ -212,6 +186,7 @@ function utcDay(seconds: number): string {
   return new Date(seconds * 1000).toISOString().slice(0, 10);
 }
 
+/** Read field by field rather than picked from EntryView.record(): a remap reads every due entry. */
 export function decodeDue(id: number, e: EntryView): DueEntry {
   return {
     id,

@@ -1,6 +1,8 @@
 /** The record of an entry: every value of it packed in one blob, the entries table's one column besides the id. */
 import { ChecksumError, recordCheckOf } from './checksum.js';
 import { keyOf, keyOfBytes } from './lookup-key.js';
+import { statusOfCode, TYPE_OF_CODE } from './schema.js';
+import type { StateRecord } from './types.js';
 
 /**
  * A record is
@@ -43,7 +45,15 @@ export const UID_BYTES = 33;
 const UID_32_BYTES = 32;
 const TWO_32 = 4_294_967_296;
 
-/** An entry's values as the file keeps them: hashes and raw UIDs as stored-bytes.ts storedOf gives them. */
+/** The bytes of a canonical base64 text (what the service sends, every hash the tool makes); any other text as is. */
+export function storedOf(text: string): Buffer | string {
+  if (text.length === 0 || text.length % 4 !== 0) return text;
+  const bytes = Buffer.from(text, 'base64');
+  // canonical only: the decoder skips what is not base64, and two texts must never share bytes
+  return bytes.toString('base64') === text ? bytes : text;
+}
+
+/** An entry's values as the file keeps them: hashes and raw UIDs as storedOf gives them. */
 export interface EntryValues {
   type: number;
   status: number;
@@ -324,7 +334,7 @@ export class EntryView {
     return size % 2 === 1 ? this.bytes.toString('utf8', start, end) : this.bytes.subarray(start, end);
   }
 
-  /** A value as text: bytes as base64 (stored-bytes.ts). */
+  /** A value as text: bytes as base64 (storedOf's inverse). */
   text(start: number, size: number): string | null {
     if (size < 0) return null;
     return this.bytes.toString(size % 2 === 1 ? 'utf8' : 'base64', start, start + Math.floor(size / 2));
@@ -351,6 +361,23 @@ export class EntryView {
       p: this.stored(this.pStart, this.pSize),
       r: orNull(this.r),
       bucketId: this.stored(this.bucketStart, this.bucketSize) as string | null,
+      lastMappedS: orNull(this.lastMappedS),
+      lastOptoutCheckS: orNull(this.lastOptoutCheckS),
+      optedOutSinceMs: orNull(this.optedOutSinceMs),
+    };
+  }
+
+  /** The record's values as text (bytes as base64): what a copy reads, and what a due or an exported entry shows. */
+  record(): StateRecord {
+    return {
+      type: TYPE_OF_CODE[this.type],
+      hash: this.text(this.hashStart, this.hashSize) ?? '',
+      status: statusOfCode(this.status),
+      due: this.due === 1,
+      u: this.text(this.uStart, this.uSize),
+      p: this.text(this.pStart, this.pSize),
+      r: orNull(this.r),
+      bucketId: this.text(this.bucketStart, this.bucketSize),
       lastMappedS: orNull(this.lastMappedS),
       lastOptoutCheckS: orNull(this.lastOptoutCheckS),
       optedOutSinceMs: orNull(this.optedOutSinceMs),

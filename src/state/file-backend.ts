@@ -1,13 +1,10 @@
 /** A state file behind the StateBackend interface: a StateStore for a run, a StateReader for what reads it whole. */
-import type { StateBackend, StateRecord } from './backend.js';
-import type { EntryValues } from './entry-record.js';
+import type { StateBackend } from './backend.js';
 import { StateReadonlyError } from './errors.js';
 import { openState } from './open.js';
 import { openStateReader, type StateReader } from './reader.js';
-import { META_KEYS, TYPE_OF_CODE, statusOfCode } from './schema.js';
 import type { StateStore } from './store.js';
-import { textOfStored } from './stored-bytes.js';
-import type { OpenStateOptions, StateMeta } from './types.js';
+import type { OpenStateOptions } from './types.js';
 
 /**
  * Opens the state file at `path`. With `anyEnvironment` only a reader is opened (a file of any environment, read
@@ -30,8 +27,8 @@ export async function openFileState(path: string, options: OpenStateOptions): Pr
     kind: 'file',
     where: path,
     readonly: reading || options.readonly === true,
-    meta: async () => (opened !== null ? opened.meta() : readerMeta(read())),
-    getMeta: async (key) => (opened !== null ? opened.getMeta(key) : read().meta(key)),
+    meta: async () => (opened ?? read()).meta(),
+    getMeta: async (key) => (opened ?? read()).getMeta(key),
     setMeta: async (key, value) => store('write its meta').setMeta(key, value),
     lookupStored: async (type, hashes) => store('look entries up').lookupStored(type, hashes),
     commitBatch: async (updates, nowS, journal) => store('commit a batch').commitBatch(updates, nowS, journal),
@@ -58,10 +55,10 @@ export async function openFileState(path: string, options: OpenStateOptions): Pr
     entries: () => read().entries(),
     damaged: () => reader?.damaged() ?? 0,
     tally: async (bounds) => read().tally(bounds),
-    pendingChangeCounts: async () => read().pendingChanges(),
+    pendingChangeCounts: async () => read().pendingChangeCounts(),
     readRecords: async (after, limit) => {
-      const rows = store('read its records').entryValues(after, limit);
-      return { records: rows.map((row) => recordOf(row.values)), last: rows.at(-1)?.id ?? after };
+      const rows = store('read its records').records(after, limit);
+      return { records: rows.map((row) => row.record), last: rows.at(-1)?.id ?? after };
     },
     writeRecords: async (records) => {
       const nowS = Math.floor(Date.now() / 1000);
@@ -79,32 +76,5 @@ export async function openFileState(path: string, options: OpenStateOptions): Pr
         opened?.close();
       }
     },
-  };
-}
-
-/** The meta of a file read as it is. */
-function readerMeta(reader: StateReader): StateMeta {
-  return {
-    schemaVersion: Number(reader.meta(META_KEYS.schemaVersion) ?? 0),
-    envFingerprint: reader.meta(META_KEYS.envFingerprint) ?? '',
-    api: reader.meta(META_KEYS.api) === 'v2' ? 'v2' : 'v3',
-    createdAt: reader.meta(META_KEYS.createdAt) ?? '',
-  };
-}
-
-/** An entry's values as the file keeps them, as a StateRecord. */
-function recordOf(v: EntryValues): StateRecord {
-  return {
-    type: TYPE_OF_CODE[v.type] ?? 'email',
-    hash: textOfStored(v.hash) ?? '',
-    status: statusOfCode(v.status),
-    due: v.due,
-    u: textOfStored(v.u),
-    p: textOfStored(v.p),
-    r: v.r,
-    bucketId: v.bucketId,
-    lastMappedS: v.lastMappedS,
-    lastOptoutCheckS: v.lastOptoutCheckS,
-    optedOutSinceMs: v.optedOutSinceMs,
   };
 }

@@ -188,11 +188,8 @@ export class BlockWriter {
   private keys = new Float64Array(MAX_BLOCK_PAIRS);
   private ids = new Float64Array(MAX_BLOCK_PAIRS);
   private n = 0;
-  // the widths the pending pairs need, and the values from which each grows
-  private kb = 1;
+  // the width the pending pairs' ids need (their keys' is their last one's, as keys ascend)
   private ib = 1;
-  private keyLimit = 256;
-  private idLimit = 256;
 
   constructor(private readonly onBlock: (first: number, blob: Buffer) => void) {}
 
@@ -201,20 +198,14 @@ export class BlockWriter {
   }
 
   push(key: number, id: number): void {
-    if (this.n === 0) {
-      this.setWidths(1, bytesOf(id));
-      this.append(key, id);
-      return;
-    }
-    const delta = key - this.keys[0];
-    const kb = delta < this.keyLimit ? this.kb : bytesOf(delta);
-    const ib = id < this.idLimit ? this.ib : bytesOf(id);
-    if ((this.n + 1) * (kb + ib) > DATA_BYTES && this.cut(key)) {
+    const kb = this.n === 0 ? 1 : bytesOf(key - this.keys[0]);
+    const ib = this.n === 0 ? bytesOf(id) : Math.max(this.ib, bytesOf(id));
+    if (this.n > 0 && (this.n + 1) * (kb + ib) > DATA_BYTES && this.cut(key)) {
       // the pairs kept for the next block have their widths now: measure the pair against them
       this.push(key, id);
       return;
     }
-    this.setWidths(kb, ib);
+    this.ib = ib;
     this.append(key, id);
   }
 
@@ -236,17 +227,6 @@ export class BlockWriter {
     this.n++;
   }
 
-  private setWidths(kb: number, ib: number): void {
-    if (kb !== this.kb) {
-      this.kb = kb;
-      this.keyLimit = 256 ** kb;
-    }
-    if (ib !== this.ib) {
-      this.ib = ib;
-      this.idLimit = 256 ** ib;
-    }
-  }
-
   /**
    * Gives out the pending pairs before the run of `next`'s key, keeping that run for the next block; false when
    * they are all of that key (the block then grows past the size).
@@ -266,7 +246,6 @@ export class BlockWriter {
     this.n -= end;
     let maxId = 0;
     for (let i = 0; i < this.n; i++) if (this.ids[i] > maxId) maxId = this.ids[i];
-    this.setWidths(1, 1);
-    if (this.n > 0) this.setWidths(bytesOf(this.keys[this.n - 1] - this.keys[0]), bytesOf(maxId));
+    this.ib = bytesOf(maxId);
   }
 }

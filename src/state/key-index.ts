@@ -7,7 +7,7 @@
 import type { Database } from 'better-sqlite3';
 import { sortedUnique } from './id-lists.js';
 import { KeyFilter, readKeyFilter, writeKeyFilter } from './key-filter.js';
-import { arrayPairs, clearLevel, forEachLevelKeys, levelPairs, mergeIntoLevel, readLevels } from './key-levels.js';
+import { arrayPairs, clearLevel, forEachLevelKeys, levelPairs, mergeIntoLevel } from './key-levels.js';
 import { BlockBudget, LevelReader } from './level-reader.js';
 import { metaNumber, setMetaValue } from './meta-values.js';
 import type { RecordWalker } from './record-walk.js';
@@ -71,7 +71,9 @@ export class KeyIndex {
    * lets through, and from the tail. A key is looked for in both levels: another connection may have folded one.
    */
   idsOf(lookupKeys: readonly number[]): number[] {
-    const { main, upto } = readLevels(this.db);
+    // the main level holds the ids up to `main`, the recent one those after it up to `upto`
+    const main = metaNumber(this.db, META_KEYS.keysMainUpto) ?? 0;
+    const upto = metaNumber(this.db, META_KEYS.keysUpto) ?? 0;
     if (this.filter?.upto !== upto) this.filter = { keys: readKeyFilter(this.db, upto), upto };
     const filter = this.filter.keys;
     const probed: number[] = [];

@@ -1,8 +1,6 @@
 /** The two levels of the lookup index as tables of key blocks: walks in key order, and merges. */
 import type { Database } from 'better-sqlite3';
 import { BlockWriter, KeyBlock, MAX_BLOCK_PAIRS } from './key-blocks.js';
-import { metaNumber } from './meta-values.js';
-import { META_KEYS } from './schema.js';
 
 export type KeyLevel = 'key_blocks' | 'key_blocks_recent';
 
@@ -164,9 +162,4 @@ export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStre
 
 export function clearLevel(db: Database, level: KeyLevel): void {
   db.prepare(`DELETE FROM ${level}`).run();
-}
-
-/** The main level holds the ids up to `main`, the recent one those after it up to `upto`. */
-export function readLevels(db: Database): { main: number; upto: number } {
-  return { main: metaNumber(db, META_KEYS.keysMainUpto) ?? 0, upto: metaNumber(db, META_KEYS.keysUpto) ?? 0 };
 }

@@ -1,7 +1,7 @@
 /** The meta table's values read and written on a connection, each with its checksum (checksum.ts). */
 import type { Database } from 'better-sqlite3';
 import { ChecksumError, checksumOf } from './checksum.js';
-import { SQL } from './queries.js';
+import { prepared, SQL } from './queries.js';
 
 /** A value's checksum covers its key too, so that a value under another key does not read as that key's. */
 export function metaSumOf(key: string, value: string): number {
@@ -17,7 +17,7 @@ export function checkedMetaValue(key: string, row: unknown): string | undefined 
 }
 
 export function metaValue(db: Database, key: string): string | undefined {
-  return checkedMetaValue(key, db.prepare(SQL.metaGet).raw().get(key));
+  return checkedMetaValue(key, prepared(db, SQL.metaGet).raw().get(key));
 }
 
 export function metaNumber(db: Database, key: string): number | undefined {
@@ -29,5 +29,5 @@ export function metaNumber(db: Database, key: string): number | undefined {
 
 export function setMetaValue(db: Database, key: string, value: string | number): void {
   const text = String(value);
-  db.prepare(SQL.metaSet).run(key, text, metaSumOf(key, text));
+  prepared(db, SQL.metaSet).run(key, text, metaSumOf(key, text));
 }

@@ -12,7 +12,7 @@ import {
 import { errnoOf, stateAccessError } from './access.js';
 import { ChecksumError } from './checksum.js';
 import { RecordFormatError } from './entry-record.js';
-import { checkedMetaValue, metaSumOf } from './meta-values.js';
+import { metaValue, setMetaValue } from './meta-values.js';
 import { sqliteDriver } from './sqlite-driver.js';
 import { APPLICATION_ID, META_KEYS, SCHEMA, SCHEMA_VERSION } from './schema.js';
 import { StateStore } from './store.js';
@@ -177,9 +177,7 @@ function checkOurs(db: Connection, tables: Set<string>, path: string): void {
 export function checkSchema(db: Connection, path: string): void {
   const hasSums = (db.prepare('PRAGMA table_info(meta)').all() as { name: string }[]).some((c) => c.name === 'sum');
   const stored: unknown = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.schemaVersion);
-  const version = Number(
-    hasSums ? checkedMetaValue(META_KEYS.schemaVersion, metaRow(db, META_KEYS.schemaVersion)) : stored,
-  );
+  const version = Number(hasSums ? metaValue(db, META_KEYS.schemaVersion) : stored);
   if (!hasSums || version < SCHEMA_VERSION) {
     throw new StateFormatError(
       `state file ${path} was written by an earlier build of uid2-batch (schema ${String(stored ?? 'unknown')}), ` +
@@ -202,12 +200,8 @@ export function checkSchema(db: Connection, path: string): void {
   }
 }
 
-function metaRow(db: Connection, key: string): unknown {
-  return db.prepare('SELECT value, sum FROM meta WHERE key = ?').raw().get(key);
-}
-
 /** The store with every call's checksum failure reported as the file's damage (the readers do not know the path). */
-function damageReported(store: StateStore, path: string): StateStore {
+export function damageReported(store: StateStore, path: string): StateStore {
   return new Proxy(store, {
     get(target, name, receiver) {
       const value: unknown = Reflect.get(target, name, receiver);
@@ -241,8 +235,7 @@ function initialize(db: Connection, path: string, options: OpenStateOptions): vo
       return;
     }
     db.exec(SCHEMA);
-    const insert = db.prepare('INSERT INTO meta (key, value, sum) VALUES (?, ?, ?)');
-    const put = (key: string, value: string): unknown => insert.run(key, value, metaSumOf(key, value));
+    const put = (key: string, value: string): void => setMetaValue(db, key, value);
     put(META_KEYS.keysUpto, '0');
     put(META_KEYS.keysMainUpto, '0');
     put(META_KEYS.application, APPLICATION_ID);
@@ -254,7 +247,7 @@ function initialize(db: Connection, path: string, options: OpenStateOptions): vo
 }
 
 function checkEnvironment(db: Connection, path: string, requested: string): void {
-  const stored = checkedMetaValue(META_KEYS.envFingerprint, metaRow(db, META_KEYS.envFingerprint));
+  const stored = metaValue(db, META_KEYS.envFingerprint);
   if (typeof stored !== 'string') {
     throw new StateFormatError(
       `state file ${path} records no environment; it is damaged or not a uid2-batch state`,

@@ -1,4 +1,22 @@
-/** The SQL of the state store, in one place so that tests can EXPLAIN exactly what runs. */
+/** The SQL of the state store, in one place so that tests can EXPLAIN exactly what runs, prepared once per connection. */
+import type { Database, Statement } from 'better-sqlite3';
+
+const statements = new WeakMap<Database, Map<string, Statement>>();
+
+/** The connection's statement of `sql`, prepared on first use; a reader sets its mode (raw, pluck) as it reads. */
+export function prepared(db: Database, sql: string): Statement {
+  let bySql = statements.get(db);
+  if (bySql === undefined) {
+    bySql = new Map();
+    statements.set(db, bySql);
+  }
+  let statement = bySql.get(sql);
+  if (statement === undefined) {
+    statement = db.prepare(sql);
+    bySql.set(sql, statement);
+  }
+  return statement;
+}
 
 /** Ids (or first keys) read per statement from a list of them, given as one JSON array (id-lists.ts idList). */
 export const LIST_PAGE = 5_000;
@@ -30,7 +48,6 @@ export const SQL = {
   listedRecords: `SELECT ${JOINED_RECORDS} FROM json_each(?) AS j CROSS JOIN entries AS e ON e.id = j.value`,
   listedRecordRows: 'SELECT e.id, e.record FROM json_each(?) AS j CROSS JOIN entries AS e ON e.id = j.value',
 
-  metaAll: 'SELECT key, value, sum FROM meta',
   metaGet: 'SELECT value, sum FROM meta WHERE key = ?',
   metaSet:
     'INSERT INTO meta (key, value, sum) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, sum = excluded.sum',
@@ -38,4 +55,5 @@ export const SQL = {
   // a run's wall-clock start, and the time it was told to use (--now)
   startRun: 'INSERT INTO runs (command, args, pid, started_at, now) VALUES (?, ?, ?, ?, ?)',
   finishRun: 'UPDATE runs SET finished_at = ?, summary = ?, exit_code = ? WHERE id = ?',
+  lastRun: 'SELECT command, started_at, now, finished_at, exit_code FROM runs ORDER BY id DESC LIMIT 1',
 } as const;

@@ -1,8 +1,9 @@
 /** Walks of the entries table in id order: ranges of ids, each read as one row of its records joined. */
-import type { Database, Statement } from 'better-sqlite3';
+import type { Database } from 'better-sqlite3';
+import { ChecksumError } from './checksum.js';
 import { EntryView, RecordFormatError } from './entry-record.js';
 import { idList } from './id-lists.js';
-import { LIST_PAGE, SQL } from './queries.js';
+import { LIST_PAGE, prepared, SQL } from './queries.js';
 
 export const WALK_PAGE = 10_000;
 
@@ -11,19 +12,7 @@ export const WALK_PAGE = 10_000;
  * again row by row when the ids are not all there or the records do not add up to the blob.
  */
 export class RecordWalker {
-  private readonly range: Statement;
-  private readonly rows: Statement;
-  private readonly lastId: Statement;
-  private readonly listedJoined: Statement;
-  private readonly listedRows: Statement;
-
-  constructor(db: Database) {
-    this.range = db.prepare(SQL.recordRange).raw();
-    this.rows = db.prepare(SQL.recordRangeRows).raw();
-    this.lastId = db.prepare(SQL.lastId).pluck();
-    this.listedJoined = db.prepare(SQL.listedRecords).raw();
-    this.listedRows = db.prepare(SQL.listedRecordRows).raw();
-  }
+  constructor(private readonly db: Database) {}
 
   /**
    * Gives the entries of a list of ids (ascending, each once) in its order. A page is read whole before its
@@ -34,7 +23,7 @@ export class RecordWalker {
     for (let start = 0; start < ids.length; start += LIST_PAGE) {
       const page = Array.prototype.slice.call(ids, start, start + LIST_PAGE) as number[];
       const list = idList(page);
-      const [count, bytes] = this.listedJoined.get(list) as [number, Buffer | null];
+      const [count, bytes] = prepared(this.db, SQL.listedRecords).raw().get(list) as [number, Buffer | null];
       const joined =
         count === page.length &&
         forEachJoined(bytes, count, view, (i, e) => {
@@ -42,25 +31,36 @@ export class RecordWalker {
           return true;
         });
       if (joined) continue;
-      for (const [id, record] of this.listedRows.all(list) as [number, Buffer][]) {
+      for (const [id, record] of prepared(this.db, SQL.listedRecordRows).raw().all(list) as [number, Buffer][]) {
         view.read(record, 0);
         onRecord(id, view);
       }
     }
   }
 
+  lastId(): number {
+    return (prepared(this.db, SQL.lastId).pluck().get() as number | null) ?? 0;
+  }
+
   /**
    * Gives every entry with an id in (after, upto] in id order until `onRecord` returns false; as `listed`, it may
-   * write the entry. The view is reused: nothing of it may be kept but its record's bytes.
+   * write the entry. The view is reused: nothing of it may be kept but its record's bytes. With `onDamaged`, a
+   * damaged record is skipped and told to it (an export saves what is readable) instead of thrown.
    */
-  walk(after: number, upto: number, onRecord: (id: number, e: EntryView) => unknown, page = WALK_PAGE): void {
+  walk(
+    after: number,
+    upto: number,
+    onRecord: (id: number, e: EntryView) => unknown,
+    page = WALK_PAGE,
+    onDamaged?: () => void,
+  ): void {
     // a range of one page needs no end of the table
-    const end = upto - after <= page ? upto : Math.min(upto, (this.lastId.get() as number | null) ?? 0);
+    const end = upto - after <= page ? upto : Math.min(upto, this.lastId());
 
     const view = new EntryView();
     for (let from = after; from < end; ) {
       const to = Math.min(end, from + page);
-      const [count, first, last, bytes] = this.range.get(from, to) as [
+      const [count, first, last, bytes] = prepared(this.db, SQL.recordRange).raw().get(from, to) as [
         number,
         number | null,
         number | null,
@@ -75,10 +75,10 @@ export class RecordWalker {
         stopped = onRecord(id, e) === false;
         return !stopped;
       };
-      if (!(last - first + 1 === count && forEachJoined(bytes, count, view, (i, e) => give(first + i, e)))) {
-        for (const [id, record] of this.rows.all(from, to) as [number, Buffer][]) {
-          view.read(record, 0);
-          if (!give(id, view)) break;
+      const whole = last - first + 1 === count;
+      if (!(whole && forEachJoined(bytes, count, view, (i, e) => give(first + i, e), onDamaged !== undefined))) {
+        for (const [id, record] of prepared(this.db, SQL.recordRangeRows).raw().all(from, to) as [number, Buffer][]) {
+          if (read(view, record, onDamaged) && !give(id, view)) break;
         }
       }
       if (stopped) return;
@@ -91,13 +91,14 @@ export class RecordWalker {
  * Gives each of the `count` records joined in `bytes` to `onRecord` until it returns false; true then. False,
  * having given none, when the records do not add up to the blob exactly.
  */
-export function forEachJoined(
+function forEachJoined(
   bytes: Buffer | null,
   count: number,
   view: EntryView,
   onRecord: (i: number, e: EntryView) => boolean,
+  damageSkipped = false,
 ): boolean {
-  if (bytes === null || !wholeRecords(bytes, count, view)) return false;
+  if (bytes === null || !wholeRecords(bytes, count, view, damageSkipped)) return false;
   for (let at = 0, i = 0; i < count; i++) {
     at = view.read(bytes, at, false);
     if (!onRecord(i, view)) break;
@@ -105,14 +106,26 @@ export function forEachJoined(
   return true;
 }
 
-/** Whether a blob holds exactly `count` records, each checked. */
-function wholeRecords(bytes: Buffer, count: number, view: EntryView): boolean {
+/** Whether a blob holds exactly `count` records, each checked (a failed check: false when `damageSkipped`). */
+function wholeRecords(bytes: Buffer, count: number, view: EntryView, damageSkipped: boolean): boolean {
   let at = 0;
   try {
     for (let i = 0; i < count; i++) at = view.read(bytes, at);
   } catch (err) {
-    if (err instanceof RecordFormatError) return false;
+    if (err instanceof RecordFormatError || (damageSkipped && err instanceof ChecksumError)) return false;
     throw err;
   }
   return at === bytes.length;
+}
+
+/** Reads one record into the view; with `onDamaged`, a damaged one is told to it and gives false. */
+function read(view: EntryView, record: Buffer, onDamaged?: () => void): boolean {
+  try {
+    view.read(record, 0);
+    return true;
+  } catch (err) {
+    if (onDamaged === undefined || !(err instanceof ChecksumError || err instanceof RecordFormatError)) throw err;
+    onDamaged();
+    return false;
+  }
 }

@@ -22,19 +22,10 @@ export const META_KEYS = {
   sweepAfter: 'sweep_after',
 } as const;
 
-/** Keys setMeta refuses: what the file is, and the store's own bookkeeping. */
-export const IDENTITY_META_KEYS: ReadonlySet<string> = new Set([
-  META_KEYS.application,
-  META_KEYS.schemaVersion,
-  META_KEYS.envFingerprint,
-  META_KEYS.createdAt,
-  META_KEYS.keysUpto,
-  META_KEYS.keysMainUpto,
-  META_KEYS.filterUpto,
-  META_KEYS.filterBlocks,
-  META_KEYS.filterCount,
-  META_KEYS.sweepAfter,
-]);
+/** Keys setMeta refuses: every key but the two a command sets (what the file is, and the store's own bookkeeping). */
+export const IDENTITY_META_KEYS: ReadonlySet<string> = new Set(
+  Object.values(META_KEYS).filter((key) => key !== META_KEYS.api && key !== META_KEYS.lastBucketsCheck),
+);
 
 // part of the file format
 export const TYPE_CODE: Readonly<Record<DiiType, number>> = { email: 0, phone: 1 };

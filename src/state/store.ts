@@ -1,18 +1,18 @@
-import type { Database, Statement, Transaction } from 'better-sqlite3';
+import type { Database, Statement } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
 import { sortedUnique } from './id-lists.js';
-import { BatchWriter, type EncodedUpdate, encodeUpdates, TOMBSTONE, timeOrNull } from './batch-commit.js';
+import { BatchWriter, encodeUpdates, TOMBSTONE, timeOrNull } from './batch-commit.js';
 import { DueLists, decodeDue, pageLimit } from './due-lists.js';
 import { KeyIndex } from './key-index.js';
 import { keyOf } from './lookup-key.js';
 import { StateBusyError, StateLockedError, StateReadonlyError, StateFormatError } from './errors.js';
 import { StateLock } from './lock.js';
 import { ChecksumError, checksumOf } from './checksum.js';
-import { checkedMetaValue, metaSumOf } from './meta-values.js';
+import { metaValue, setMetaValue } from './meta-values.js';
 import { type EntryView, type EntryValues, orNull, RecordWriter } from './entry-record.js';
-import { LIST_PAGE, SQL } from './queries.js';
+import { LIST_PAGE, prepared, SQL } from './queries.js';
 import { RecordWalker, WALK_PAGE } from './record-walk.js';
-import { IDENTITY_META_KEYS, META_KEYS, TYPE_CODE, TYPE_OF_CODE } from './schema.js';
+import { IDENTITY_META_KEYS, META_KEYS, statusOfCode, TYPE_CODE, TYPE_OF_CODE } from './schema.js';
 import type {
   BucketEntries,
   ChangeJournalRows,
@@ -20,13 +20,18 @@ import type {
   DueCursor,
   DueDay,
   DueEntry,
+  EntryStatus,
+  EntryTally,
   EntryUpdate,
+  ExportedEntry,
   OptedOutRawUid,
   OptoutCandidate,
   OptoutCursor,
   PendingChange,
   RotatedBucket,
   StateMeta,
+  StateRecord,
+  StateRun,
   StoredEntries,
 } from './types.js';
 
@@ -59,7 +64,6 @@ function requestsByKey(lookupKeys: readonly number[]): { lastWith: Map<number, n
 
 /** The state file over one connection, made by openState; each writing method is one transaction. */
 export class StateStore {
-  private readonly stmts: ReturnType<typeof prepareAll>;
   private readonly walker: RecordWalker;
   private readonly writer: BatchWriter;
   private readonly due: DueLists;
@@ -67,13 +71,7 @@ export class StateStore {
   private readonly lockFile: StateLock;
   private lockRefused = false;
   private closed = false;
-
-  private readonly commitTx: Transaction<
-    (updates: readonly EncodedUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => void
-  >;
-  private readonly mergeTx: Transaction<() => void>;
-  /** One read transaction, so that the tables read are seen in one state even while another connection merges. */
-  private readonly readTx: Transaction<(read: () => void) => void>;
+  private damagedEntries = 0;
 
   constructor(
     private readonly db: Database,
@@ -82,7 +80,6 @@ export class StateStore {
     tailEntries = DEFAULT_TAIL_ENTRIES,
     keyCacheMiB = DEFAULT_KEY_CACHE_MIB,
   ) {
-    this.stmts = prepareAll(db);
     this.walker = new RecordWalker(db);
     this.lockFile = new StateLock(path);
     this.due = new DueLists(db, this.walker, readonly);
@@ -90,31 +87,19 @@ export class StateStore {
     this.writer = new BatchWriter(db, path, this.keys, this.due, (keys, hashOf, onMatch) =>
       this.forEachStored(keys, hashOf, onMatch),
     );
-    this.commitTx = db.transaction(
-      (updates: readonly EncodedUpdate[], nowS: number, journal: ChangeJournalRows | undefined) => {
-        this.writer.write(updates, nowS);
-        if (journal !== undefined) this.insertJournal(journal, nowS);
-      },
-    );
-    this.mergeTx = db.transaction(() => this.keys.merge());
-    this.readTx = db.transaction((read: () => void) => read());
   }
 
   meta(): StateMeta {
-    const values = new Map<string, string>();
-    for (const [key, value, sum] of this.stmts.metaAll.raw().all() as [string, string, number][])
-      values.set(key, checkedMetaValue(key, [value, sum]) ?? '');
-    const api = values.get(META_KEYS.api);
     return {
-      schemaVersion: Number(values.get(META_KEYS.schemaVersion)),
-      envFingerprint: values.get(META_KEYS.envFingerprint) ?? '',
-      api: api === 'v2' ? 'v2' : 'v3',
-      createdAt: values.get(META_KEYS.createdAt) ?? '',
+      schemaVersion: Number(this.getMeta(META_KEYS.schemaVersion)),
+      envFingerprint: this.getMeta(META_KEYS.envFingerprint) ?? '',
+      api: this.getMeta(META_KEYS.api) === 'v2' ? 'v2' : 'v3',
+      createdAt: this.getMeta(META_KEYS.createdAt) ?? '',
     };
   }
 
   getMeta(key: string): string | null {
-    return checkedMetaValue(key, this.stmts.metaGet.raw().get(key)) ?? null;
+    return metaValue(this.db, key) ?? null;
   }
 
   /** Sets a metadata value (e.g. `last_buckets_check`, `api` after a migration). Identity keys are refused. */
@@ -129,11 +114,7 @@ export class StateStore {
     if (key === META_KEYS.api && value !== 'v2' && value !== 'v3') {
       throw new StateFormatError(`state file ${this.path}: api must be v2 or v3, not '${value}'`, this.path);
     }
-    this.putMeta(key, value);
-  }
-
-  private putMeta(key: string, value: string): void {
-    this.stmts.metaSet.run(key, value, metaSumOf(key, value));
+    setMetaValue(this.db, key, value);
   }
 
   lookupStored(type: DiiType, hashes: readonly string[]): StoredEntries {
@@ -251,10 +232,13 @@ export class StateStore {
     this.walker.listed(scattered, onAnswer);
   }
 
-  /** `read` in one read transaction, or in the caller's. */
+  /**
+   * `read` in one read transaction (or in the caller's), so that the tables read are seen in one state even while
+   * another connection merges.
+   */
   private read(read: () => void): void {
     if (this.db.inTransaction) read();
-    else this.readTx(read);
+    else this.db.transaction(read)();
   }
 
   /** After a failed transaction: forgets the tail and what was read of the file. */
@@ -268,7 +252,13 @@ export class StateStore {
     if (updates.length === 0 && journal === undefined) return;
     const encoded = encodeUpdates(updates);
     try {
-      this.commitTx.immediate(encoded, Math.floor(nowS), journal);
+      const now = Math.floor(nowS);
+      this.db
+        .transaction(() => {
+          this.writer.write(encoded, now);
+          if (journal !== undefined) this.insertJournal(journal, now);
+        })
+        .immediate();
     } catch (err) {
       // the rows it appended were rolled back: so must their tail entries be
       this.resetTail();
@@ -302,7 +292,7 @@ export class StateStore {
 
   private mergeTailNow(): void {
     try {
-      this.mergeTx.immediate();
+      this.db.transaction(() => this.keys.merge()).immediate();
       this.keys.merged();
     } catch (err) {
       this.resetTail();
@@ -314,32 +304,34 @@ export class StateStore {
   pendingChanges(channel: string, afterId = 0, limit = 5_000): PendingChange[] {
     const n = pageLimit(limit);
     if (n === 0) return [];
-    const rows = this.stmts.pendingChanges.all(channel, afterId, n) as [number, string, number][];
+    const rows = this.sql(SQL.pendingChanges).raw().all(channel, afterId, n) as [number, string, number][];
     return rows.map(([id, row, sum]) => {
       if (sum !== checksumOf(row)) throw new ChecksumError('a pending change row');
       return { id, row };
     });
   }
 
-  readonly pendingChangeCounts = (): Record<string, number> => pendingChangeCounts(this.db);
+  pendingChangeCounts(): Record<string, number> {
+    return Object.fromEntries(this.sql(SQL.pendingChangeCounts).raw().all() as [string, number][]);
+  }
 
   lastPendingChangeId(channel: string): number | null {
-    return (this.stmts.lastPendingChange.get(channel) as number | null | undefined) ?? null;
+    return (this.sql(SQL.lastPendingChange).pluck().get(channel) as number | null | undefined) ?? null;
   }
 
   /** Deletes a channel's pending change rows up to `upToId` once an output holding them is committed. */
   ackChanges(channel: string, upToId: number): number {
     this.writable('acknowledge delivered changes');
-    return this.stmts.ackChanges.run(channel, upToId).changes;
+    return this.sql(SQL.ackChanges).run(channel, upToId).changes;
   }
 
   private insertJournal(journal: ChangeJournalRows, nowS: number): void {
-    const insert = this.stmts.insertPendingChange;
+    const insert = this.sql(SQL.insertPendingChange);
     for (const row of journal.rows) insert.run(journal.runId, journal.channel, row, checksumOf(row), nowS);
   }
 
   countDue(nowS: number): number {
-    return this.due.count(nowS);
+    return this.due.byDay(nowS, 1)[0].count;
   }
 
   dueByDay(nowS: number, days: number): DueDay[] {
@@ -412,8 +404,8 @@ export class StateStore {
   }
 
   /** Up to `limit` entries in id order after the id `after`, with every value each holds (state copy). */
-  entryValues(after: number, limit: number): { id: number; values: EntryValues }[] {
-    return this.collect(after, LAST_ID, limit, (id, e) => ({ id, values: e.values() }));
+  records(after: number, limit: number): { id: number; record: StateRecord }[] {
+    return this.collect(after, LAST_ID, limit, (id, e) => ({ id, record: e.record() }));
   }
 
   /** Up to `limit` of what `pick` gives for the entries in (after, upTo], in id order. */
@@ -437,7 +429,7 @@ export class StateStore {
   }
 
   private rewrite(writer: RecordWriter, id: number, e: EntryView, change: Partial<EntryValues>): void {
-    this.stmts.updateRecord.run(writer.write({ ...e.values(), ...change }), id);
+    this.sql(SQL.updateRecord).run(writer.write({ ...e.values(), ...change }), id);
   }
 
   /** A walk of the table in one read transaction, so that its pages see one state of the file. */
@@ -476,7 +468,7 @@ export class StateStore {
       .transaction(() => {
         const writer = new RecordWriter();
         this.walker.listed(sortedUnique(ids), (id, e) => this.rewrite(writer, id, e, { lastOptoutCheckS: now }));
-        if (cursor !== undefined) this.putMeta(META_KEYS.sweepAfter, String(cursor.id));
+        if (cursor !== undefined) setMetaValue(this.db, META_KEYS.sweepAfter, cursor.id);
       })
       .immediate();
   }
@@ -514,17 +506,53 @@ export class StateStore {
       .immediate();
   }
 
+  /** Every entry as an export shows it, in id order, `page` ids at a time; a damaged one is skipped (`damaged()`). */
+  *entries(page = WALK_PAGE): Generator<ExportedEntry> {
+    const range: ExportedEntry[] = [];
+    const onDamaged = (): void => void this.damagedEntries++;
+    for (let after = 0, last = this.walker.lastId(); after < last; after += page) {
+      range.length = 0;
+      this.walker.walk(after, after + page, (_, e) => void range.push(decodeExported(e)), page, onDamaged);
+      yield* range;
+    }
+  }
+
+  damaged(): number {
+    return this.damagedEntries;
+  }
+
+  /** The entries by status, those without r, and for each bound those with r at most it: one walk of the table. */
+  tally(bounds: readonly number[], page = WALK_PAGE): EntryTally {
+    const byStatus: Record<EntryStatus, number> = { mapped: 0, optout: 0, invalid: 0 };
+    const atMost = bounds.map(() => 0);
+    let withoutR = 0;
+    const onRecord = (_: number, e: EntryView): void => {
+      byStatus[statusOfCode(e.status)]++;
+      if (Number.isNaN(e.r)) withoutR++;
+      else for (let i = 0; i < bounds.length; i++) if (e.r <= bounds[i]) atMost[i]++;
+    };
+    this.walk(0, LAST_ID, onRecord, page);
+    return { byStatus, withoutR, atMost };
+  }
+
+  lastRun(): StateRun | null {
+    const row = this.sql(SQL.lastRun).raw().get() as [string, number, number, number | null, number | null] | undefined;
+    return row === undefined
+      ? null
+      : { command: row[0], startedAtS: row[1], nowS: row[2], finishedAtS: row[3], exitCode: row[4] };
+  }
+
   startRun(command: string, argsJson: string, nowS: number = Date.now() / 1000): number {
     this.writable('record a run');
     const startedAtS = Math.floor(Date.now() / 1000);
     return Number(
-      this.stmts.startRun.run(command, argsJson, process.pid, startedAtS, Math.floor(nowS)).lastInsertRowid,
+      this.sql(SQL.startRun).run(command, argsJson, process.pid, startedAtS, Math.floor(nowS)).lastInsertRowid,
     );
   }
 
   finishRun(id: number, summaryJson: string, exitCode: number, nowS: number = Date.now() / 1000): void {
     this.writable('record a run');
-    this.stmts.finishRun.run(Math.floor(nowS), summaryJson, exitCode, id);
+    this.sql(SQL.finishRun).run(Math.floor(nowS), summaryJson, exitCode, id);
   }
 
   /** Takes the lock for a writing run; throws StateLockedError while another live run holds it. */
@@ -597,30 +625,14 @@ export class StateStore {
     }
   }
 
+  private sql(text: string): Statement {
+    return prepared(this.db, text);
+  }
+
   private writable(what: string): void {
     if (this.readonly) throw new StateReadonlyError(this.path, what);
   }
 }
-
-function prepareAll(db: Database) {
-  const raw = (sql: string): Statement => db.prepare(sql).raw();
-  const plain = (sql: string): Statement => db.prepare(sql);
-  return {
-    updateRecord: plain(SQL.updateRecord),
-    metaAll: plain(SQL.metaAll),
-    metaGet: plain(SQL.metaGet),
-    metaSet: plain(SQL.metaSet),
-    startRun: plain(SQL.startRun),
-    finishRun: plain(SQL.finishRun),
-    insertPendingChange: plain(SQL.insertPendingChange),
-    pendingChanges: raw(SQL.pendingChanges),
-    lastPendingChange: db.prepare(SQL.lastPendingChange).pluck(),
-    ackChanges: plain(SQL.ackChanges),
-  };
-}
-
-export const pendingChangeCounts = (db: Database): Record<string, number> =>
-  Object.fromEntries(db.prepare(SQL.pendingChangeCounts).raw().all() as [string, number][]);
 
 /**
  * The window of the sorted sample ids that holds the most of them while its entries, widened at each end by the
@@ -645,6 +657,12 @@ function denseSpan(sampleIds: Float64Array, asked: number): { from: number; to: 
   return best;
 }
 
+function decodeExported(e: EntryView): ExportedEntry {
+  const { type, hash, status, u, p, r } = e.record();
+  return { type, hash, status, u, p, r };
+}
+
+/** Read field by field rather than picked from EntryView.record(): a sweep reads every entry with a raw UID. */
 function decodeCandidate(id: number, e: EntryView): OptoutCandidate {
   return {
     id,

@@ -51,15 +51,8 @@ export interface StoredEntries {
   bucketId: (string | null)[];
 }
 
-export interface DueEntry {
-  id: number;
-  type: DiiType;
-  hash: string;
-  u: string | null;
-  p: string | null;
-  r: number | null;
-  bucketId: string | null;
-}
+/** An entry due for a remap, with its id. */
+export type DueEntry = { id: number } & Pick<StateRecord, 'type' | 'hash' | 'u' | 'p' | 'r' | 'bucketId'>;
 
 /** Where a walk through the `r` index stands; the last DueEntry of a page is one. */
 export interface DueCursor {
@@ -73,16 +66,11 @@ export interface DueDay {
   count: number;
 }
 
-/** An entry whose raw UIDs the opt-out sweep sends; it is also the cursor for the next page. */
-export interface OptoutCandidate {
-  id: number;
-  type: DiiType;
-  hash: string;
-  u: string | null;
-  p: string | null;
-  /** When the entry was last checked (Unix seconds); null when never. */
-  lastOptoutCheckS: number | null;
-}
+/**
+ * An entry whose raw UIDs the opt-out sweep sends, with when it was last checked (null: never); it is also the
+ * cursor for the next page.
+ */
+export type OptoutCandidate = { id: number } & Pick<StateRecord, 'type' | 'hash' | 'u' | 'p' | 'lastOptoutCheckS'>;
 
 /** Where the opt-out sweep stands in id order: the id of the last entry read. An OptoutCandidate is one. */
 export interface OptoutCursor {
@@ -132,15 +120,23 @@ export interface StateMeta {
   createdAt: string;
 }
 
-/** One entry as an export shows it: hashes, raw UIDs, refresh time and status, never a raw email or phone. */
-export interface ExportedEntry {
-  type: DiiType;
-  hash: string;
-  status: EntryStatus;
-  u: string | null;
-  p: string | null;
-  r: number | null;
+export interface EntryTally {
+  byStatus: Record<EntryStatus, number>;
+  withoutR: number;
+  atMost: number[];
 }
+
+/** A run as the runs table keeps it. */
+export interface StateRun {
+  command: string;
+  startedAtS: number;
+  nowS: number;
+  finishedAtS: number | null;
+  exitCode: number | null;
+}
+
+/** One entry as an export shows it: hashes, raw UIDs, refresh time and status, never a raw email or phone. */
+export type ExportedEntry = Pick<StateRecord, 'type' | 'hash' | 'status' | 'u' | 'p' | 'r'>;
 
 export interface OpenStateOptions {
   /** Refuse a file made for another environment. */

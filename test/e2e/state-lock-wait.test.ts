@@ -32,7 +32,7 @@ function deps(): InputCommandDeps & { err: () => string } {
 /** Another run's hold on the state file: its lock, taken by a second store of the same file. */
 function holdLock(): StateStore {
   const reader = openStateReader(statePath);
-  const env = reader.meta(META_KEYS.envFingerprint) as string;
+  const env = reader.getMeta(META_KEYS.envFingerprint) as string;
   reader.close();
   const holder = openState(statePath, { envFingerprint: env, create: false });
   holder.lock();

@@ -1,5 +1,7 @@
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import type { Database } from 'better-sqlite3';
 import type { EntryUpdate } from '../../src/state/index.js';
+import { prepared, SQL } from '../../src/state/queries.js';
 import { STATUS_CODE } from '../../src/state/schema.js';
 import { b64, tmpStates } from './tmp-state.js';
 import { entriesByHash } from './lookups.js';
@@ -117,9 +119,13 @@ describe('lookupStored', () => {
       { type: 'email', hash: b64('odd'), outcome: { kind: 'mapped', u: 'caf\u00e9', p: null, r: 1 } },
     ];
     s.commitBatch(all, 500);
-    type Get = { get: (params: unknown) => unknown; all: (params: unknown) => unknown };
-    const walker = (s as unknown as { walker: Record<'range' | 'rows' | 'listedJoined' | 'listedRows', Get> }).walker;
-    const rowByRow = [vi.spyOn(walker.rows, 'all'), vi.spyOn(walker.listedRows, 'all')];
+    // the statements of the store's connection, as the record walker reads them
+    const db = (s as unknown as { db: Database }).db;
+    const statement = (sql: string) => prepared(db, sql);
+    const rowByRow = [
+      vi.spyOn(statement(SQL.recordRangeRows), 'all'),
+      vi.spyOn(statement(SQL.listedRecordRows), 'all'),
+    ];
     const hashes = all.filter((u) => u.type === 'email').map((u) => u.hash);
     const stored = s.lookupStored('email', hashes);
     expect(stored.at.length).toBe(hashes.length);
@@ -131,16 +137,17 @@ describe('lookupStored', () => {
     expect(answer('plain-text')).toEqual(['u,1', '', 7.5, 'b,1']);
     expect(answer(b64('odd'))).toEqual(['caf\u00e9', null, 1, null]);
     // a joined blob with a byte too many is read again row by row, with the same answers
-    const spoiled = (stmt: Get): Get => ({
-      all: stmt.all,
-      get: (params) => {
-        const row = stmt.get(params) as unknown[];
+    const spoil = (sql: string): void => {
+      const stmt = statement(sql);
+      const get = stmt.get.bind(stmt);
+      vi.spyOn(stmt, 'get').mockImplementation((...params: unknown[]) => {
+        const row = get(...params) as unknown[];
         const bytes = row.at(-1) as Buffer | null;
         return bytes === null ? row : [...row.slice(0, -1), Buffer.concat([bytes, Buffer.of(0)])];
-      },
-    });
-    walker.listedJoined = spoiled(walker.listedJoined);
-    walker.range = spoiled(walker.range);
+      });
+    };
+    spoil(SQL.listedRecords);
+    spoil(SQL.recordRange);
     const again = s.lookupStored('email', hashes);
     expect(rowByRow.some((spy) => spy.mock.calls.length > 0)).toBe(true);
     expect(again).toEqual(stored);

@@ -56,8 +56,8 @@ beforeAll(() => {
   store.close();
 });
 
-function readWith<T>(file: string, read: (reader: StateReader) => T, recordsPage?: number): T {
-  const reader = openStateReader(file, recordsPage);
+function readWith<T>(file: string, read: (reader: StateReader) => T): T {
+  const reader = openStateReader(file);
   try {
     return read(reader);
   } finally {
@@ -70,11 +70,10 @@ function tallied({ byStatus, withoutR, atMost: [now, soon] }: EntryTally) {
 }
 
 function answersOf(file: string, recordsPage?: number) {
-  return readWith(
-    file,
-    (reader) => ({ entries: [...reader.entries()], ...tallied(reader.tally([NOW, NOW + 2 * DAY])) }),
-    recordsPage,
-  );
+  return readWith(file, (reader) => ({
+    entries: [...reader.entries(recordsPage)],
+    ...tallied(reader.tally([NOW, NOW + 2 * DAY], recordsPage)),
+  }));
 }
 
 const expected = () => ({
@@ -98,15 +97,11 @@ describe('openStateReader', () => {
   });
 
   it('a walk of records lets the caller query between two entries', () => {
-    readWith(
-      path,
-      (reader) => {
-        let seen = 0;
-        for (const _ of reader.entries()) if (seen++ % 250 === 0) expect(reader.meta('api')).toBe('v3');
-        expect(seen).toBe(entries.length);
-      },
-      100,
-    );
+    readWith(path, (reader) => {
+      let seen = 0;
+      for (const _ of reader.entries(100)) if (seen++ % 250 === 0) expect(reader.getMeta('api')).toBe('v3');
+      expect(seen).toBe(entries.length);
+    });
   });
 
   it("refuses an earlier build's file with one line that says how to rebuild it", () => {
@@ -136,7 +131,7 @@ describe('openStateReader', () => {
       const read = [...reader.entries()];
       expect(read).toEqual(expected().entries.filter((_, i) => i !== 17));
       expect(reader.damaged()).toBe(1);
-      expect(() => reader.meta('api')).toThrow(/is damaged \(meta value 'api' fails its checksum\)/);
+      expect(() => reader.getMeta('api')).toThrow(/is damaged \(meta value 'api' fails its checksum\)/);
       expect(() => reader.tally([NOW])).toThrow(/is damaged \(an entry record fails its checksum\)/);
     });
   });

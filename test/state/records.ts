@@ -1,7 +1,7 @@
 // Reads a state file's entries in tests without the store: its records decoded.
 import type BetterSqlite3 from 'better-sqlite3';
 import { EntryView, type EntryValues, RecordWriter } from '../../src/state/entry-record.js';
-import { storedOf } from '../../src/state/stored-bytes.js';
+import { storedOf } from '../../src/state/entry-record.js';
 import Database from '../helpers/sqlite-driver.js';
 
 /** An entry as its record holds it, with its id. */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { storedOf } from '../../src/state/stored-bytes.js';
+import { storedOf } from '../../src/state/entry-record.js';
 
 /** The text a record gives back for a stored value (entry-record.ts EntryView.text reads bytes as base64). */
 const textOfStored = (v: Buffer | string | null): string | null => (Buffer.isBuffer(v) ? v.toString('base64') : v);

@@ -59,8 +59,8 @@ export function readStateInfo(path: string, nowS: number): StateInfoReport {
   const file = openStateReader(path);
   try {
     const tally = file.tally(boundsOf(nowS));
-    const values = { where: path, sizes: stateFileSizes(path), tally, pending: file.pendingChanges() };
-    return infoReport({ ...values, meta: (key) => file.meta(key), run: file.lastRun() }, nowS);
+    const values = { where: path, sizes: stateFileSizes(path), tally, pending: file.pendingChangeCounts() };
+    return infoReport({ ...values, meta: (key) => file.getMeta(key), run: file.lastRun() }, nowS);
   } finally {
     file.close();
   }

@@ -27,7 +27,7 @@ async function underRunLock(
 ): Promise<MaintenanceResult> {
   refuseDatabaseState(path, `state ${what}`, 'a database keeps its own storage in order');
   const reader = openStateReader(path);
-  const env = reader.meta(META_KEYS.envFingerprint);
+  const env = reader.getMeta(META_KEYS.envFingerprint);
   reader.close();
   if (env === null) throw new StateFormatError(`state file ${path} records no environment; it is damaged`, path);
   const store = openState(path, { envFingerprint: env, create: false });
