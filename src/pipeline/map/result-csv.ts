@@ -1,5 +1,5 @@
 /** A plain CSV or TSV piece's output bytes: each input line's bytes, then its result cells, written into a reused buffer. */
-import { isUtf8 } from 'node:buffer';
+import { isAscii, isUtf8 } from 'node:buffer';
 import type { ByteColumn } from '../io/row-blocks.js';
 import { timeCell, type TimeFormat } from '../io/typed-cells.js';
 import {
@@ -283,8 +283,8 @@ class SlotCells implements ResultCells {
   static of(answers: PackedAnswers, input: Omit<ResultBytesInput, 'rowCount'>, d: number): SlotCells | undefined {
     const { width, v2, layout } = input;
     if (v2 || layout.emitHash || answers.u.length !== width || answers.p.length !== width) return undefined;
-    const u = answers.u.map((text) => plainBytes(text, d));
-    const p = answers.p.map((text) => plainBytes(text, d));
+    const u = answers.u.map((bytes) => plainBytes(bytes, d));
+    const p = answers.p.map((bytes) => plainBytes(bytes, d));
     if (u.includes(undefined) || p.includes(undefined)) return undefined;
     const reasons = ['', ...answers.reasonTexts];
     const tails: Buffer[] = [];
@@ -296,17 +296,16 @@ class SlotCells implements ResultCells {
         tails.push(tail);
       }
     let textBytes = 0;
-    for (let c = 0; c < width; c++) textBytes += answers.u[c].length + answers.p[c].length;
+    for (let c = 0; c < width; c++) textBytes += answers.u[c].byteLength + answers.p[c].byteLength;
     const slots = answers.status.length;
     const mappedTail = Buffer.from(['', 'mapped', ''].join(String.fromCharCode(d)), 'latin1');
     const maxBytes = textBytes + slots * Math.max(longestTail, 3 + TIME_BYTES + mappedTail.length);
-    const latin1 = (text: string) => Buffer.from(text, 'latin1');
     return new SlotCells(
       answers,
       width,
       layout.timeFormat,
-      answers.u.map(latin1),
-      answers.p.map(latin1),
+      u as Buffer[],
+      p as Buffer[],
       tails,
       maxBytes,
       d,
@@ -359,10 +358,10 @@ class SlotCells implements ResultCells {
   }
 }
 
-/** A text's bytes when it is ASCII and needs no quoting (no quote, delimiter `d` or line break); else undefined. */
-function plainBytes(text: string, d: number): Buffer | undefined {
-  if (Buffer.byteLength(text, 'utf8') !== text.length) return undefined;
-  const bytes = Buffer.from(text, 'latin1');
+/** Raw UID bytes as a Buffer when they are ASCII and need no quoting (no quote, delimiter `d` or line break). */
+function plainBytes(view: Uint8Array, d: number): Buffer | undefined {
+  if (!isAscii(view)) return undefined;
+  const bytes = Buffer.from(view.buffer, view.byteOffset, view.byteLength);
   for (const special of [d, QUOTE, LF, CR]) if (bytes.indexOf(special) !== -1) return undefined;
   return bytes;
 }
