@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { sha256Base64 } from '../../src/identity/index.js';
 import { MapEngine, type EngineColumn, type MapEngineOptions } from '../../src/pipeline/map/map-engine.js';
 import { outputRows } from '../../src/pipeline/map/result-columns.js';
-import { packAnswers, unpackAnswers } from '../../src/pipeline/threads/row-threads.js';
+import { packAnswers, unpackAnswers } from '../../src/pipeline/threads/slot-answers.js';
 import { chunked, FakeMapper, FakeState, NOW_S, rawUidOf, seeded } from './engine-fakes.js';
 
 const COLUMNS: EngineColumn[] = [

@@ -3,7 +3,7 @@ import { BucketAnswer } from '../../src/pipeline/map/bucket-answer.js';
 import { resultByteColumns } from '../../src/pipeline/map/result-bytes.js';
 import { outputRows, outputRowsV2, type SentHashes } from '../../src/pipeline/map/result-columns.js';
 import { RowChunk, SLOT } from '../../src/pipeline/map/row-chunk.js';
-import { packAnswers, unpackAnswers } from '../../src/pipeline/threads/row-threads.js';
+import { packAnswers, unpackAnswers } from '../../src/pipeline/threads/slot-answers.js';
 import { utf8ColumnsRowBlock, utf8RowBlock } from '../../src/pipeline/io/row-blocks.js';
 import type { TimeFormat } from '../../src/pipeline/io/typed-cells.js';
 

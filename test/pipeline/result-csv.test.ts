@@ -7,7 +7,7 @@ import { BucketAnswer } from '../../src/pipeline/map/bucket-answer.js';
 import { outputRows, outputRowsV2, type SentHashes } from '../../src/pipeline/map/result-columns.js';
 import { csvPieceBytes } from '../../src/pipeline/map/result-csv.js';
 import { RowChunk, SLOT } from '../../src/pipeline/map/row-chunk.js';
-import { packAnswers } from '../../src/pipeline/threads/row-threads.js';
+import { packAnswers } from '../../src/pipeline/threads/slot-answers.js';
 
 const WIDTH = 2;
 const INPUT_WIDTH = 4;

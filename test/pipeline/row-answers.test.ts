@@ -1,10 +1,18 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BucketAnswer, bucketIdOf } from '../../src/pipeline/map/bucket-answer.js';
 import { outputRows, outputRowsV2 } from '../../src/pipeline/map/result-columns.js';
 import { RowChunk, SLOT } from '../../src/pipeline/map/row-chunk.js';
-import { packAnswers, unpackAnswers, unpackReasons } from '../../src/pipeline/threads/row-threads.js';
+import {
+  answerBuffers,
+  packAnswers,
+  type SlotAnswers,
+  unpackAnswers,
+  unpackReasons,
+} from '../../src/pipeline/threads/slot-answers.js';
+import { ScannedAnswers } from '../../src/protocol/index.js';
 import { openSink } from '../../src/pipeline/io/output/sink.js';
 import { tempDir } from '../helpers/map-e2e-data.js';
 
@@ -65,6 +73,56 @@ describe('answers packed for the thread that holds the rows', () => {
     const packed = packAnswers(chunk);
     packed.status.fill(0);
     expect(chunk.status[0]).toBe(SLOT.mapped);
+  });
+
+  it('hands the raw UIDs over as bytes in one buffer, from packed answers and answer objects alike', () => {
+    // a batch's answer bytes, read packed: item 0 has a p, item 1 none
+    const json = Buffer.from(`{"u":"${U(10)}","p":"${P(10)}"},{"u":"${U(11)}","p":null}`, 'latin1');
+    const scanned = new ScannedAnswers(json, 2);
+    scanned.addMapped(json.indexOf(U(10)), json.indexOf(P(10)), 1_800_000_010);
+    scanned.addMapped(json.indexOf(U(11)), null, 1_800_000_011);
+    const chunk = new RowChunk([], 2, { thread: 0, piece: 2 }, 3);
+    chunk.setScanned(0, scanned, 1);
+    chunk.setMapped(1, { u: U(1), p: P(1), r: 1_700_000_001 });
+    chunk.setUnmapped(2, SLOT.missing, 'empty');
+    chunk.setScanned(3, scanned, 0);
+    chunk.setScanned(4, scanned, 1);
+    chunk.setMapped(5, new Stored(U(5), null, 1_700_000_005));
+    const packed = packAnswers(chunk);
+    const shared = packed.u[0].buffer;
+    for (const bytes of [...packed.u, ...packed.p]) expect(bytes.buffer).toBe(shared);
+    expect(Buffer.from(packed.u[0]).toString('latin1')).toBe(U(11) + U(11));
+    expect(Buffer.from(packed.p[0]).toString('latin1')).toBe('');
+    expect(Buffer.from(packed.u[1]).toString('latin1')).toBe(U(1) + U(10) + U(5));
+    expect(Buffer.from(packed.p[1]).toString('latin1')).toBe(P(1) + P(10));
+    const transfer = answerBuffers(packed);
+    expect(transfer).toContain(shared);
+    // handed over as a thread gets them: moved, not copied, and read back the same there
+    const { port1, port2 } = new MessageChannel();
+    port1.postMessage(packed, transfer);
+    const got = receiveMessageOnPort(port2)?.message as SlotAnswers;
+    port1.close();
+    expect(shared.byteLength).toBe(0);
+    const plain = (m: { u: string; p: string | null; r: number } | null) =>
+      m === null ? null : { u: m.u, p: m.p, r: m.r };
+    expect(unpackAnswers(got).map(plain)).toEqual(chunk.mapped.map(plain));
+  });
+
+  it('reads back raw UIDs that are not ASCII, or that UTF-8 cannot carry, as they were', () => {
+    const chunk = new RowChunk([], 1, { thread: 0, piece: 3 }, 4);
+    chunk.setMapped(0, { u: 'zürich', p: '\ud800x', r: 1 });
+    chunk.setMapped(1, { u: 'a\udc00', p: null, r: 2 });
+    chunk.setMapped(2, { u: U(2), p: '€', r: 3 });
+    // longer than the room kept from chunk to chunk
+    const long = '€'.repeat(40_000);
+    chunk.setMapped(3, { u: long, p: U(3), r: 4 });
+    const mapped = unpackAnswers(packAnswers(chunk));
+    expect(mapped.map((m) => [m?.u, m?.p])).toEqual([
+      ['zürich', '\ud800x'],
+      ['a\udc00', null],
+      [U(2), '€'],
+      [long, U(3)],
+    ]);
   });
 
   it('v2 answers come back as BucketAnswers, so the output has their salt buckets', () => {

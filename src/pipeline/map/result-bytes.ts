@@ -1,4 +1,5 @@
 /** The result columns of an answered chunk as columns of UTF-8 bytes, written straight from its packed answers. */
+import { isAscii } from 'node:buffer';
 import type { ByteColumn } from '../io/row-blocks.js';
 import { hashCell } from '../io/output/hash-cells.js';
 import { timeCell, type TimeFormat } from '../io/typed-cells.js';
@@ -6,8 +7,8 @@ import type { ResultLayout, SentHashes } from './result-columns.js';
 import { SLOT, SLOT_STATUS_NAMES } from './row-chunk.js';
 
 /**
- * A chunk's answers as the thread that keeps its rows gets them (threads/row-threads.ts SlotAnswers): per slot
- * a status and a reason; per identifier column the u and the p of its mapped slots, each in one text; per
+ * A chunk's answers as the thread that keeps its rows gets them (threads/slot-answers.ts SlotAnswers): per slot
+ * a status and a reason; per identifier column the UTF-8 bytes of the u and the p of its mapped slots; per
  * mapped slot the lengths of its u and p, and r.
  */
 export interface PackedAnswers {
@@ -16,9 +17,9 @@ export interface PackedAnswers {
   reasonTexts: readonly string[];
   /** Per slot: 0 for no reason, else 1 + the index of its reason in reasonTexts. */
   reasonOf: Uint32Array;
-  u: readonly string[];
-  p: readonly string[];
-  /** Per mapped slot, in slot order: the length of u, and of p (NO_P when p is null). */
+  u: readonly Uint8Array[];
+  p: readonly Uint8Array[];
+  /** Per mapped slot, in slot order: the bytes of u, and of p (NO_P when p is null). */
   lengths: Uint32Array;
   r: Float64Array;
   /** map --api v2: per mapped slot, the salt bucket. */
@@ -174,10 +175,8 @@ export function resultByteColumns(answers: PackedAnswers, input: ResultBytesInpu
   const { rowCount, width, v2, layout, sent } = input;
   if (status.length !== rowCount * width || answers.u.length !== width || answers.p.length !== width)
     throw new Error('answers that do not cover the rows of their chunk');
-  // ASCII: a character of a text is one byte, so its lengths are the bytes' lengths, and the text is the column
-  const uBytes = answers.u.map(asciiBytes);
-  const pBytes = answers.p.map(asciiBytes);
-  if (uBytes.includes(undefined) || pBytes.includes(undefined)) return undefined;
+  // the raw UIDs' bytes are the columns' bytes as they are
+  if (!answers.u.every(isAscii) || !answers.p.every(isAscii)) return undefined;
   if (layout.emitHash && sent === undefined)
     throw new Error('--emit-hash: the chunk was answered without the hashes that were sent');
   const timeFormat: TimeFormat = layout.timeFormat;
@@ -227,9 +226,9 @@ export function resultByteColumns(answers: PackedAnswers, input: ResultBytesInpu
       if (timeFormat === 'unix') (time as ColumnWriter).decimal(seconds);
       else (time as ColumnWriter).text(timeCell(seconds, timeFormat));
     }
-    out.push({ bytes: uBytes[c] as Buffer, lengths: uid });
+    out.push({ bytes: answers.u[c], lengths: uid });
     if (bucket !== undefined) out.push(bucket.done());
-    else out.push({ bytes: pBytes[c] as Buffer, lengths: prev as Uint32Array }, (time as ColumnWriter).done());
+    else out.push({ bytes: answers.p[c], lengths: prev as Uint32Array }, (time as ColumnWriter).done());
     out.push(state.done(), why.done());
     if (hashOf !== undefined) {
       const hashes = sent as SentHashes;
@@ -250,9 +249,4 @@ export function resultByteColumns(answers: PackedAnswers, input: ResultBytesInpu
     }
   }
   return out;
-}
-
-/** A text's bytes if it is all ASCII (its characters are its bytes); else undefined. */
-function asciiBytes(text: string): Buffer | undefined {
-  return Buffer.byteLength(text, 'utf8') === text.length ? Buffer.from(text, 'latin1') : undefined;
 }

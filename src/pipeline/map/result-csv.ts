@@ -1,5 +1,5 @@
 /** A plain CSV or TSV piece's output bytes: each input line's bytes, then its result cells, written into a reused buffer. */
-import { isUtf8 } from 'node:buffer';
+import { isAscii, isUtf8 } from 'node:buffer';
 import type { ByteColumn } from '../io/row-blocks.js';
 import { timeCell, type TimeFormat } from '../io/typed-cells.js';
 import {
@@ -11,6 +11,7 @@ import {
 } from './result-bytes.js';
 import type { ResultLayout } from './result-columns.js';
 import { SLOT, SLOT_STATUS_NAMES } from './row-chunk.js';
+import { copyWords, viewOf } from '../io/word-copy.js';
 
 const COMMA = 0x2c;
 const TAB = 0x09;
@@ -87,6 +88,7 @@ export function csvPieceBytes(answers: PackedAnswers, input: CsvPieceInput): Csv
   // room for every row at its longest: its line fitted (at most a comma per missing cell more), its result cells,
   // and the '\n'
   const out = scratch(piece.length + rowCount * (inputWidth + 1) + cells.maxBytes, input.into);
+  const view = viewOf(out);
   const status = answers.status;
   const rejectedRows: number[] = [];
   let at = 0;
@@ -108,7 +110,7 @@ export function csvPieceBytes(answers: PackedAnswers, input: CsvPieceInput): Csv
         at += out.write(input.fitLine(text), at, 'utf8');
       }
     } else at = kept.write(piece, start, end, line.delimiters === inputWidth - 1, out, rowStart);
-    at = cells.write(row, out, at);
+    at = cells.write(row, out, view, at);
     out[at++] = LF;
     if (input.rejects && isRejected(status, row, width)) rejectedRows.push(rowStart, at);
     row++;
@@ -237,8 +239,8 @@ function isRejected(status: Uint8Array, row: number, width: number): boolean {
 interface ResultCells {
   /** The most bytes all rows' result cells take. */
   readonly maxBytes: number;
-  /** Writes the result cells of `row` to `out` at `at`; where they end. */
-  write(row: number, out: Buffer, at: number): number;
+  /** Writes the result cells of `row` to `out` (whose view `to` is) at `at`; where they end. */
+  write(row: number, out: Buffer, to: DataView, at: number): number;
 }
 
 /** Bytes of a refresh_from cell at most: ISO text, or a number as String() writes one. */
@@ -260,20 +262,23 @@ class SlotCells implements ResultCells {
   /** The last refresh_from written, and its cell's bytes. */
   private lastTime = Number.NaN;
   private readonly timeBytes = Buffer.alloc(TIME_BYTES);
+  private readonly timeView = viewOf(this.timeBytes);
   private timeLength = 0;
 
   private constructor(
     private readonly answers: PackedAnswers,
     private readonly width: number,
     private readonly timeFormat: TimeFormat,
-    private readonly u: readonly Buffer[],
-    private readonly p: readonly Buffer[],
+    private readonly u: readonly DataView[],
+    private readonly p: readonly DataView[],
     /** Per status and reason (status * (reasons + 1) + reasonOf), the cells of a slot that is not mapped. */
-    private readonly tails: readonly Buffer[],
+    private readonly tails: DataView,
+    /** Where each tail starts in `tails`, and where the last one ends. */
+    private readonly tailAt: Int32Array,
     readonly maxBytes: number,
     /** The delimiter, and the cells of a mapped slot after its time: the delimiter, `mapped` and the delimiter. */
     private readonly d: number,
-    private readonly mappedTail: Buffer,
+    private readonly mappedTail: DataView,
   ) {
     this.uAt = new Uint32Array(width);
     this.pAt = new Uint32Array(width);
@@ -283,38 +288,39 @@ class SlotCells implements ResultCells {
   static of(answers: PackedAnswers, input: Omit<ResultBytesInput, 'rowCount'>, d: number): SlotCells | undefined {
     const { width, v2, layout } = input;
     if (v2 || layout.emitHash || answers.u.length !== width || answers.p.length !== width) return undefined;
-    const u = answers.u.map((text) => plainBytes(text, d));
-    const p = answers.p.map((text) => plainBytes(text, d));
-    if (u.includes(undefined) || p.includes(undefined)) return undefined;
+    if (!answers.u.every((bytes) => isPlain(bytes, d)) || !answers.p.every((bytes) => isPlain(bytes, d)))
+      return undefined;
     const reasons = ['', ...answers.reasonTexts];
     const tails: Buffer[] = [];
-    let longestTail = 0;
     for (const name of SLOT_STATUS_NAMES)
-      for (const reason of reasons) {
-        const tail = Buffer.from(['', '', '', '', name, csvField(reason, d)].join(String.fromCharCode(d)), 'utf8');
-        longestTail = Math.max(longestTail, tail.length);
-        tails.push(tail);
-      }
+      for (const reason of reasons)
+        tails.push(Buffer.from(['', '', '', '', name, csvField(reason, d)].join(String.fromCharCode(d)), 'utf8'));
+    const tailAt = new Int32Array(tails.length + 1);
+    let longestTail = 0;
+    for (let i = 0; i < tails.length; i++) {
+      tailAt[i + 1] = tailAt[i] + tails[i].length;
+      longestTail = Math.max(longestTail, tails[i].length);
+    }
     let textBytes = 0;
-    for (let c = 0; c < width; c++) textBytes += answers.u[c].length + answers.p[c].length;
+    for (let c = 0; c < width; c++) textBytes += answers.u[c].byteLength + answers.p[c].byteLength;
     const slots = answers.status.length;
     const mappedTail = Buffer.from(['', 'mapped', ''].join(String.fromCharCode(d)), 'latin1');
     const maxBytes = textBytes + slots * Math.max(longestTail, 3 + TIME_BYTES + mappedTail.length);
-    const latin1 = (text: string) => Buffer.from(text, 'latin1');
     return new SlotCells(
       answers,
       width,
       layout.timeFormat,
-      answers.u.map(latin1),
-      answers.p.map(latin1),
-      tails,
+      answers.u.map(viewOf),
+      answers.p.map(viewOf),
+      viewOf(Buffer.concat(tails)),
+      tailAt,
       maxBytes,
       d,
-      mappedTail,
+      viewOf(mappedTail),
     );
   }
 
-  write(row: number, out: Buffer, at: number): number {
+  write(row: number, out: Buffer, to: DataView, at: number): number {
     const { status, lengths, reasonOf } = this.answers;
     const d = this.d;
     const reasons = this.answers.reasonTexts.length + 1;
@@ -322,7 +328,8 @@ class SlotCells implements ResultCells {
       const slot = row * this.width + c;
       const s = status[slot];
       if (s !== SLOT.mapped) {
-        at = copy(this.tails[s * reasons + reasonOf[slot]], 0, -1, out, at);
+        const tail = s * reasons + reasonOf[slot];
+        at = copyWords(this.tails, this.tailAt[tail], this.tailAt[tail + 1], to, at);
         continue;
       }
       const k = this.k++;
@@ -330,18 +337,18 @@ class SlotCells implements ResultCells {
       const uFrom = this.uAt[c];
       const uTo = uFrom + lengths[2 * k];
       this.uAt[c] = uTo;
-      at = copy(this.u[c], uFrom, uTo, out, at);
+      at = copyWords(this.u[c], uFrom, uTo, to, at);
       out[at++] = d;
       const pLength = lengths[2 * k + 1];
       if (pLength !== NO_P) {
         const pFrom = this.pAt[c];
         this.pAt[c] = pFrom + pLength;
-        at = copy(this.p[c], pFrom, pFrom + pLength, out, at);
+        at = copyWords(this.p[c], pFrom, pFrom + pLength, to, at);
       }
       out[at++] = d;
       this.time(this.answers.r[k]);
-      at = copy(this.timeBytes, 0, this.timeLength, out, at);
-      at = copy(this.mappedTail, 0, -1, out, at);
+      at = copyWords(this.timeView, 0, this.timeLength, to, at);
+      at = copyWords(this.mappedTail, 0, this.mappedTail.byteLength, to, at);
     }
     return at;
   }
@@ -359,12 +366,12 @@ class SlotCells implements ResultCells {
   }
 }
 
-/** A text's bytes when it is ASCII and needs no quoting (no quote, delimiter `d` or line break); else undefined. */
-function plainBytes(text: string, d: number): Buffer | undefined {
-  if (Buffer.byteLength(text, 'utf8') !== text.length) return undefined;
-  const bytes = Buffer.from(text, 'latin1');
-  for (const special of [d, QUOTE, LF, CR]) if (bytes.indexOf(special) !== -1) return undefined;
-  return bytes;
+/** Whether raw UID bytes are ASCII and need no quoting (no quote, delimiter `d` or line break). */
+function isPlain(view: Uint8Array, d: number): boolean {
+  if (!isAscii(view)) return false;
+  const bytes = Buffer.from(view.buffer, view.byteOffset, view.byteLength);
+  for (const special of [d, QUOTE, LF, CR]) if (bytes.indexOf(special) !== -1) return false;
+  return true;
 }
 
 /** Bytes `from` to `to` (-1: the end) of `bytes` to `out` at `at`; where they end. */
@@ -388,6 +395,9 @@ class ColumnCells implements ResultCells {
   /** Per column, where its next cell starts. */
   private readonly at: Uint32Array;
 
+  /** Per column, a view of its bytes. */
+  private readonly views: readonly DataView[];
+
   private constructor(
     private readonly columns: readonly ByteColumn[],
     /** Per column, whether some of its cells need quoting. */
@@ -396,6 +406,7 @@ class ColumnCells implements ResultCells {
     private readonly d: number,
   ) {
     this.at = new Uint32Array(columns.length);
+    this.views = columns.map((column) => viewOf(column.bytes));
   }
 
   /** Undefined when some u or p is not ASCII (see resultByteColumns). */
@@ -414,7 +425,7 @@ class ColumnCells implements ResultCells {
     );
   }
 
-  write(row: number, out: Buffer, at: number): number {
+  write(row: number, out: Buffer, view: DataView, at: number): number {
     const columns = this.columns;
     for (let c = 0; c < columns.length; c++) {
       const bytes = columns[c].bytes;
@@ -423,7 +434,7 @@ class ColumnCells implements ResultCells {
       this.at[c] = to;
       out[at++] = this.d;
       if (this.quoting[c] && needsQuoting(bytes, from, to, this.d)) at = writeQuoted(out, bytes, from, to, at);
-      else at = copy(bytes, from, to, out, at);
+      else at = copyWords(this.views[c], from, to, view, at);
     }
     return at;
   }

@@ -14,7 +14,7 @@ import type { InputRow, SourceProblemCounts } from '../io/table.js';
 import { WorkerPool } from '../workers/worker-pool.js';
 import { compiledScriptPresent } from '../workers/compiled-script.js';
 import { reviveInputError } from './thread-errors.js';
-import { answerBuffers, packAnswers, type SlotAnswers } from './row-threads.js';
+import { answerBuffers, packAnswers, type SlotAnswers } from './slot-answers.js';
 
 /**
  * How the thread writes a map run's output rows when it keeps them: plain data. A Parquet output gets them as

@@ -10,13 +10,8 @@ import { defaultLayout, outputRows, outputRowsV2, type SentHashes } from '../map
 import { csvPieceBytes } from '../map/result-csv.js';
 import { encodeCsvRow, rowEncoder } from '../io/output/row-encoders.js';
 import { encodeTsvRow } from '../io/output/tsv-encoder.js';
-import {
-  unpackAnswers,
-  unpackReasons,
-  type RowThreadAnswer,
-  type RowThreadConfig,
-  type RowThreadTask,
-} from './row-threads.js';
+import type { RowThreadAnswer, RowThreadConfig, RowThreadTask } from './row-threads.js';
+import { unpackAnswers, unpackReasons } from './slot-answers.js';
 import { parseCsvPiece, readCsvRecords, recordsAtMost } from '../io/csv/csv-records.js';
 import { fitRow } from '../io/csv/fit-row.js';
 import type { InputRow, SourceProblemCounts } from '../io/table.js';

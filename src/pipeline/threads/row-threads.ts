@@ -4,16 +4,14 @@ import type { CsvPieceSource } from '../io/csv/piece-source.js';
 import type { EngineChunk } from '../map/map-engine.js';
 import type { HashCounts } from '../hash/hash-rows.js';
 import type { PreparedRows } from '../map/prepare-rows.js';
-import { BucketAnswer, bucketIdOf } from '../map/bucket-answer.js';
-import { SLOT, type RowChunk } from '../map/row-chunk.js';
-import { NO_P } from '../map/result-bytes.js';
-import { RAW_UID_LENGTH, ScannedAnswers, type MappedV3 } from '../../protocol/index.js';
+import type { RowChunk } from '../map/row-chunk.js';
 import type { RowFormat } from '../io/output/row-encoders.js';
 import type { ResultLayout } from '../map/result-columns.js';
 import type { SourceProblemCounts, TableSink } from '../io/table.js';
 import { WorkerPool } from '../workers/worker-pool.js';
 import { compiledScriptPresent } from '../workers/compiled-script.js';
 import { reviveInputError } from './thread-errors.js';
+import { answerBuffers, packAnswers, type SlotAnswers } from './slot-answers.js';
 
 /** What every row thread is told once, at its start. Plain data. */
 export interface RowThreadConfig {
@@ -47,182 +45,6 @@ export type RowThreadAnswer =
   /** `reusable`: `bytes` is a view of a buffer worth giving back as a later task's `into`. */
   | { task: 'encode'; bytes: Uint8Array; rejectBytes: Uint8Array | null; reusable: boolean }
   | { task: 'hash'; bytes: Uint8Array; counts: HashCounts; problems: SourceProblemCounts };
-
-/**
- * A chunk's answers, per identifier cell, packed for the thread that holds its rows: statuses and reasons as
- * they are, and the mapped answers' strings in a text per identifier column and field, with their lengths.
- * Structured cloning an object per answer costs the main thread, the bound of a threaded map, many times more
- * than a few strings and typed arrays (the main thread's CPU per run is the `main thr` column of `npm run
- * bench`); and a result column of a Parquet output is then its text as it is (map/result-bytes.ts).
- */
-export interface SlotAnswers {
-  status: Uint8Array;
-  /** The distinct reasons of the chunk's slots that are not mapped, each once. */
-  reasonTexts: string[];
-  /** Per slot: 0 when it has no reason (mapped and pending slots), else 1 + the index of its reason in reasonTexts. */
-  reasonOf: Uint32Array;
-  /** Per identifier column (as many as the chunk's width): the u of each of its mapped slots, in row order. */
-  u: string[];
-  /** Per identifier column: the p of each of its mapped slots whose p is not null, in row order. */
-  p: string[];
-  /** Per mapped slot, in slot order: the length of u, and of p (NO_P when p is null). */
-  lengths: Uint32Array;
-  /** Per mapped slot: r (refresh_from). */
-  r: Float64Array;
-  /** map --api v2: per mapped slot, the salt bucket (v2 answers carry no p and no r). */
-  buckets: string[] | null;
-}
-
-export function packAnswers(
-  chunk: Pick<RowChunk, 'status' | 'answerOf' | 'answerIndex' | 'reason' | 'width'>,
-): SlotAnswers {
-  const { status, answerOf, width } = chunk;
-  const { reasonTexts, reasonOf } = packReasons(chunk.reason);
-  let count = 0;
-  let scanned = true;
-  for (let slot = 0; slot < status.length; slot++) {
-    if (status[slot] !== SLOT.mapped) continue;
-    count++;
-    if (!(answerOf[slot] instanceof ScannedAnswers)) scanned = false;
-  }
-  const lengths = new Uint32Array(count * 2);
-  const r = new Float64Array(count);
-  if (scanned)
-    return { status: status.slice(), reasonTexts, reasonOf, ...packScanned(chunk, lengths, r), buckets: null };
-  let buckets: string[] | null = null;
-  const us = new Array<string>(width).fill('');
-  const ps = new Array<string>(width).fill('');
-  let k = 0;
-  for (let slot = 0, c = 0; slot < status.length; slot++, c = c + 1 === width ? 0 : c + 1) {
-    if (status[slot] !== SLOT.mapped) continue;
-    const of = answerOf[slot] as MappedV3 | ScannedAnswers;
-    const m = of instanceof ScannedAnswers ? (of.item(chunk.answerIndex[slot]) as MappedV3) : of;
-    us[c] += m.u;
-    lengths[2 * k] = m.u.length;
-    if (m.p === null) lengths[2 * k + 1] = NO_P;
-    else {
-      ps[c] += m.p;
-      lengths[2 * k + 1] = m.p.length;
-    }
-    r[k] = m.r;
-    const bucket = bucketIdOf(m);
-    if (bucket !== null) (buckets ??= new Array<string>(count))[k] = bucket;
-    k++;
-  }
-  return { status: status.slice(), reasonTexts, reasonOf, u: us, p: ps, lengths, r, buckets };
-}
-
-/**
- * packAnswers of a chunk whose every mapped slot is in packed answers: each column's raw UIDs copied byte by
- * byte into one buffer and read as one string, rather than two strings per slot joined one by one.
- */
-function packScanned(
-  chunk: Pick<RowChunk, 'status' | 'answerOf' | 'answerIndex' | 'width'>,
-  lengths: Uint32Array,
-  r: Float64Array,
-): Pick<SlotAnswers, 'u' | 'p' | 'lengths' | 'r'> {
-  const { status, answerOf, answerIndex, width } = chunk;
-  const uCount = new Int32Array(width);
-  const pCount = new Int32Array(width);
-  for (let slot = 0, c = 0; slot < status.length; slot++, c = c + 1 === width ? 0 : c + 1) {
-    if (status[slot] !== SLOT.mapped) continue;
-    uCount[c]++;
-    if ((answerOf[slot] as ScannedAnswers).pAt[answerIndex[slot]] >= 0) pCount[c]++;
-  }
-  const uBytes: Buffer[] = [];
-  const pBytes: Buffer[] = [];
-  for (let c = 0; c < width; c++) {
-    uBytes.push(Buffer.allocUnsafe(uCount[c] * RAW_UID_LENGTH));
-    pBytes.push(Buffer.allocUnsafe(pCount[c] * RAW_UID_LENGTH));
-  }
-  const uEnd = new Int32Array(width);
-  const pEnd = new Int32Array(width);
-  let k = 0;
-  for (let slot = 0, c = 0; slot < status.length; slot++, c = c + 1 === width ? 0 : c + 1) {
-    if (status[slot] !== SLOT.mapped) continue;
-    const answers = answerOf[slot] as ScannedAnswers;
-    const i = answerIndex[slot];
-    const from = answers.bytes;
-    uEnd[c] = copyRawUid(from, answers.uAt[i], uBytes[c], uEnd[c]);
-    lengths[2 * k] = RAW_UID_LENGTH;
-    const pAt = answers.pAt[i];
-    if (pAt < 0) lengths[2 * k + 1] = NO_P;
-    else {
-      pEnd[c] = copyRawUid(from, pAt, pBytes[c], pEnd[c]);
-      lengths[2 * k + 1] = RAW_UID_LENGTH;
-    }
-    r[k] = answers.r[i];
-    k++;
-  }
-  const u = uBytes.map((bytes) => bytes.toString('latin1'));
-  const p = pBytes.map((bytes) => bytes.toString('latin1'));
-  return { u, p, lengths, r };
-}
-
-/** Copies the raw UID at `from[at]` to `to[end]`; the end after it. */
-function copyRawUid(from: Buffer, at: number, to: Buffer, end: number): number {
-  for (let j = 0; j < RAW_UID_LENGTH; j++) to[end + j] = from[at + j];
-  return end + RAW_UID_LENGTH;
-}
-
-/** Reasons as each distinct text once and a number per slot: a few strings to clone instead of one per slot. */
-function packReasons(reason: readonly (string | null)[]): Pick<SlotAnswers, 'reasonTexts' | 'reasonOf'> {
-  const reasonOf = new Uint32Array(reason.length);
-  const reasonTexts: string[] = [];
-  const known = new Map<string, number>();
-  // most slots in a row have the reason of the one before (empty cells, a failed batch)
-  let last: string | null = null;
-  let lastOf = 0;
-  for (let slot = 0; slot < reason.length; slot++) {
-    const text = reason[slot];
-    if (text === null || text === undefined) continue;
-    if (text !== last) {
-      let of = known.get(text);
-      if (of === undefined) {
-        reasonTexts.push(text);
-        of = reasonTexts.length;
-        known.set(text, of);
-      }
-      last = text;
-      lastOf = of;
-    }
-    reasonOf[slot] = lastOf;
-  }
-  return { reasonTexts, reasonOf };
-}
-
-/** The reason of each slot again, as RowChunk holds them (null for mapped and pending slots). */
-export function unpackReasons(answers: Pick<SlotAnswers, 'reasonTexts' | 'reasonOf'>): (string | null)[] {
-  const { reasonTexts, reasonOf } = answers;
-  const reason = new Array<string | null>(reasonOf.length);
-  for (let slot = 0; slot < reasonOf.length; slot++)
-    reason[slot] = reasonOf[slot] === 0 ? null : reasonTexts[reasonOf[slot] - 1];
-  return reason;
-}
-
-/** The buffers of packed answers, handed over with them rather than copied. */
-export function answerBuffers(answers: SlotAnswers): ArrayBuffer[] {
-  return [answers.status, answers.reasonOf, answers.lengths, answers.r].map((a) => a.buffer as ArrayBuffer);
-}
-
-/** The answers as RowChunk holds them (v2 ones as BucketAnswers, which the v2 output reads the bucket from). */
-export function unpackAnswers(answers: SlotAnswers): (MappedV3 | null)[] {
-  const { status, u: us, p: ps, lengths, r, buckets } = answers;
-  const width = us.length;
-  const mapped = new Array<MappedV3 | null>(status.length).fill(null);
-  const uAt = new Array<number>(width).fill(0);
-  const pAt = new Array<number>(width).fill(0);
-  let k = 0;
-  for (let slot = 0, c = 0; slot < status.length; slot++, c = c + 1 === width ? 0 : c + 1) {
-    if (status[slot] !== SLOT.mapped) continue;
-    const u = us[c].slice(uAt[c], (uAt[c] += lengths[2 * k]));
-    const pLength = lengths[2 * k + 1];
-    const p = pLength === NO_P ? null : ps[c].slice(pAt[c], (pAt[c] += pLength));
-    mapped[slot] = buckets !== null && buckets[k] !== undefined ? new BucketAnswer(u, buckets[k]) : { u, p, r: r[k] };
-    k++;
-  }
-  return mapped;
-}
 
 /** Compiled beside this module in dist/. */
 const ROW_THREAD = new URL('./row-thread-entry.js', import.meta.url);
