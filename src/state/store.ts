@@ -236,9 +236,8 @@ export class StateStore {
    * `read` in one read transaction (or in the caller's), so that the tables read are seen in one state even while
    * another connection merges.
    */
-  private read(read: () => void): void {
-    if (this.db.inTransaction) read();
-    else this.db.transaction(read)();
+  private read<T>(read: () => T): T {
+    return this.db.inTransaction ? read() : this.db.transaction(read)();
   }
 
   /** After a failed transaction: forgets the tail and what was read of the file. */
@@ -339,7 +338,7 @@ export class StateStore {
   }
 
   selectDue(nowS: number, after: DueCursor | null, limit: number): DueEntry[] {
-    return this.due.select(nowS, after, limit);
+    return this.read(() => this.due.select(nowS, after, limit));
   }
 
   /** v2 entries marked due, in id order after `after`, at most `limit`. */
@@ -559,8 +558,11 @@ export class StateStore {
   lock(): void {
     try {
       this.lockFile.acquire();
+      this.lockRefused = false;
     } catch (err) {
-      this.refusedLock(err);
+      // a connection refused the lock writes nothing more, not even at close: it may have reached the file through
+      // another name (a hard link), and SQLite keeps a WAL per name, so its writes could undo the holder's
+      if (err instanceof StateLockedError) this.lockRefused = true;
       throw err;
     }
   }
@@ -568,32 +570,18 @@ export class StateStore {
   /** lock(), waiting up to `waitMs` for another run to release it. */
   async waitForLock(waitMs: number): Promise<void> {
     const deadline = Date.now() + Math.max(0, waitMs);
-    let pause = 50;
-    for (;;) {
+    for (let pause = 50; ; pause = Math.min(pause * 2, 1_000)) {
       try {
-        this.lockFile.acquire();
-        return;
+        return this.lock();
       } catch (err) {
-        if (!(err instanceof StateLockedError) || Date.now() >= deadline) {
-          this.refusedLock(err);
-          throw err;
-        }
+        if (!(err instanceof StateLockedError) || Date.now() >= deadline) throw err;
       }
       await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(1, deadline - Date.now()))));
-      pause = Math.min(pause * 2, 1_000);
     }
   }
 
   get locked(): boolean {
     return this.lockFile.held;
-  }
-
-  /**
-   * A connection refused the lock writes nothing more, not even at close: it may have reached the file through
-   * another name (a hard link), and SQLite keeps a WAL per name, so its writes could undo the holder's.
-   */
-  private refusedLock(err: unknown): void {
-    if (err instanceof StateLockedError) this.lockRefused = true;
   }
 
   /** Writes the WAL into the file and truncates it; StateBusyError while another process reads. */
