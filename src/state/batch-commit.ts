@@ -52,6 +52,17 @@ export function encodeUpdates(updates: readonly (EntryUpdate | CopiedEntry)[]): 
   return encoded;
 }
 
+/** Per lookup key, its last request; per request, the one before it with the same key (-1: none). */
+export function requestsByKey(lookupKeys: readonly number[]): { lastWith: Map<number, number>; before: Int32Array } {
+  const lastWith = new Map<number, number>();
+  const before = new Int32Array(lookupKeys.length);
+  for (let i = 0; i < lookupKeys.length; i++) {
+    before[i] = lastWith.get(lookupKeys[i]) ?? -1;
+    lastWith.set(lookupKeys[i], i);
+  }
+  return { lastWith, before };
+}
+
 export class BatchWriter {
   constructor(
     private readonly db: Database,
@@ -69,25 +80,17 @@ export class BatchWriter {
   write(updates: readonly EncodedUpdate[], nowS: number): void {
     this.keys.catchUp();
     const n = updates.length;
-    // per update, the first one of the batch with its type and hash, found by lookup key (chained per key)
+    // per update, the first one of the batch with its type and hash, found among the updates of its lookup key
+    const { before } = requestsByKey(updates.map((u) => u.key));
     const firstOf = new Int32Array(n);
-    const sameKeyBefore = new Int32Array(n).fill(-1);
-    const lastWithKey = new Map<number, number>();
     const uniqueKeys: number[] = [];
     const uniqueAt: number[] = [];
     for (let i = 0; i < n; i++) {
-      const { key, hash } = updates[i];
-      const head = lastWithKey.get(key);
-      let first = head ?? -1;
-      while (first >= 0 && updates[first].hash !== hash) first = sameKeyBefore[first];
-      if (first >= 0) {
-        firstOf[i] = first;
-        continue;
-      }
-      firstOf[i] = i;
-      sameKeyBefore[i] = head ?? -1;
-      lastWithKey.set(key, i);
-      uniqueKeys.push(key);
+      let same = before[i];
+      while (same >= 0 && updates[same].hash !== updates[i].hash) same = before[same];
+      firstOf[i] = same >= 0 ? firstOf[same] : i;
+      if (same >= 0) continue;
+      uniqueKeys.push(updates[i].key);
       uniqueAt.push(i);
     }
     // per first update, the id of its entry (0 until known), and per id the entry's values

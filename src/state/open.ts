@@ -268,17 +268,13 @@ function asStateError(err: unknown, path: string, readonly = false): unknown {
       path,
     );
   }
-  if (
-    typeof code === 'string' &&
-    /^SQLITE_(CANTOPEN|READONLY|PERM)/.test(code) &&
-    code !== 'SQLITE_READONLY_ROLLBACK'
-  ) {
+  if (code === 'SQLITE_READONLY_ROLLBACK') return new StateJournalError(path);
+  if (typeof code === 'string' && /^SQLITE_(CANTOPEN|READONLY|PERM)/.test(code)) {
     return (
       stateAccessError(path, undefined, { writesFile: !readonly }) ??
       new StateError(`cannot open state file ${path}: check its permissions and those of its directory`, path)
     );
   }
-  if (code === 'SQLITE_READONLY_ROLLBACK') return new StateJournalError(path);
   if (code === 'SQLITE_BUSY') {
     return new StateError(
       `state file ${path} is busy: another process holds a write on it; try again when it has finished`,

@@ -1,7 +1,7 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
 import { sortedUnique } from './id-lists.js';
-import { BatchWriter, encodeUpdates, TOMBSTONE, timeOrNull } from './batch-commit.js';
+import { BatchWriter, encodeUpdates, requestsByKey, TOMBSTONE, timeOrNull } from './batch-commit.js';
 import { DueLists, decodeDue, pageLimit } from './due-lists.js';
 import { KeyIndex } from './key-index.js';
 import { keyOf } from './lookup-key.js';
@@ -50,17 +50,6 @@ const NEIGHBOUR_MIN_HITS = 4;
 
 /** Gives back the request the entry answers, or -1. */
 type OnAnswer = (id: number, entry: EntryView) => number;
-
-/** Per lookup key, its last request; per request, the one before it with the same key (-1: none). */
-function requestsByKey(lookupKeys: readonly number[]): { lastWith: Map<number, number>; before: Int32Array } {
-  const lastWith = new Map<number, number>();
-  const before = new Int32Array(lookupKeys.length);
-  for (let i = 0; i < lookupKeys.length; i++) {
-    before[i] = lastWith.get(lookupKeys[i]) ?? -1;
-    lastWith.set(lookupKeys[i], i);
-  }
-  return { lastWith, before };
-}
 
 /** The state file over one connection, made by openState; each writing method is one transaction. */
 export class StateStore {
