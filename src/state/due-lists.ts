@@ -41,12 +41,9 @@ export class DueLists {
       const o = updates[i].outcome;
       if ((o.kind !== 'mapped' && o.kind !== 'record') || typeof o.r !== 'number' || !Number.isFinite(o.r)) continue;
       const day = dayOf(o.r);
-      let ids = byDay.get(day);
-      if (ids === undefined) {
-        ids = [];
-        byDay.set(day, ids);
-      }
-      ids.push(idOf(i));
+      const ids = byDay.get(day);
+      if (ids === undefined) byDay.set(day, [idOf(i)]);
+      else ids.push(idOf(i));
     }
     for (const [day, ids] of byDay) {
       const last = prepared(this.db, SQL.dueListLastPiece).pluck().get(day) as number | null;

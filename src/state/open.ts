@@ -65,8 +65,12 @@ export function openState(path: string, options: OpenStateOptions): StateStore {
           path,
         );
       }
-      // an empty file (ours from a moment ago, or left by a run killed right after creating it) has nothing to lose
-      tightenMode(path);
+      try {
+        // an empty file (ours from a moment ago, or left by a run killed right after creating it) has nothing to lose
+        chmodSync(path, OWNER_ONLY);
+      } catch {
+        // not our file to chmod: SQLite still works; the owner chose its mode
+      }
       // before the switch to WAL, after which a file's page size is fixed
       db.pragma(`page_size = ${PAGE_BYTES}`);
       enableWal(db);
@@ -122,14 +126,6 @@ function createOwnerOnly(path: string): void {
     fchmodSync(fd, OWNER_ONLY);
   } finally {
     closeSync(fd);
-  }
-}
-
-function tightenMode(path: string): void {
-  try {
-    chmodSync(path, OWNER_ONLY);
-  } catch {
-    // not our file to chmod: SQLite still works; the owner chose its mode
   }
 }
 

@@ -107,42 +107,30 @@ export class StateStore {
   }
 
   lookupStored(type: DiiType, hashes: readonly string[]): StoredEntries {
-    const at: number[] = [];
-    const status: number[] = [];
-    const due: number[] = [];
-    const r: number[] = [];
-    const u: (string | null)[] = [];
-    const p: (string | null)[] = [];
-    const bucketId: (string | null)[] = [];
-    if (hashes.length > 0) {
+    const n = hashes.length;
+    const at = new Int32Array(n);
+    const status = new Uint8Array(n);
+    const due = new Uint8Array(n);
+    const r = new Float64Array(n);
+    const found: Pick<StoredEntries, 'u' | 'p' | 'bucketId'> = { u: [], p: [], bucketId: [] };
+    if (n > 0) {
       this.keys.catchUp();
       const code = TYPE_CODE[type];
+      const onMatch = (i: number, _: number, e: EntryView): void => {
+        const k = found.u.length;
+        at[k] = i;
+        status[k] = e.status;
+        due[k] = e.due;
+        r[k] = e.r;
+        found.u.push(e.text(e.uStart, e.uSize));
+        found.p.push(e.text(e.pStart, e.pSize));
+        found.bucketId.push(e.text(e.bucketStart, e.bucketSize));
+      };
       const lookupKeys = hashes.map((hash) => keyOf(code, hash));
-      this.read(() =>
-        this.forEachStored(
-          lookupKeys,
-          (i) => hashes[i],
-          (i, _, e) => {
-            at.push(i);
-            status.push(e.status);
-            due.push(e.due === 1 ? 1 : 0);
-            r.push(e.r);
-            u.push(e.text(e.uStart, e.uSize));
-            p.push(e.text(e.pStart, e.pSize));
-            bucketId.push(e.text(e.bucketStart, e.bucketSize));
-          },
-        ),
-      );
+      this.read(() => this.forEachStored(lookupKeys, (i) => hashes[i], onMatch));
     }
-    return {
-      at: Int32Array.from(at),
-      status: Uint8Array.from(status),
-      due: Uint8Array.from(due),
-      r: Float64Array.from(r),
-      u,
-      p,
-      bucketId,
-    };
+    const k = found.u.length;
+    return { at: at.slice(0, k), status: status.slice(0, k), due: due.slice(0, k), r: r.slice(0, k), ...found };
   }
 
   /** Inside a transaction: each stored entry of these keys, given with the request of its key and hash. */
