@@ -52,6 +52,17 @@ export function encodeUpdates(updates: readonly (EntryUpdate | CopiedEntry)[]): 
   return encoded;
 }
 
+/** Per lookup key, its last request; per request, the one before it with the same key (-1: none). */
+export function requestsByKey(lookupKeys: readonly number[]): { lastWith: Map<number, number>; before: Int32Array } {
+  const lastWith = new Map<number, number>();
+  const before = new Int32Array(lookupKeys.length);
+  for (let i = 0; i < lookupKeys.length; i++) {
+    before[i] = lastWith.get(lookupKeys[i]) ?? -1;
+    lastWith.set(lookupKeys[i], i);
+  }
+  return { lastWith, before };
+}
+
 export class BatchWriter {
   constructor(
     private readonly db: Database,
@@ -69,25 +80,17 @@ export class BatchWriter {
   write(updates: readonly EncodedUpdate[], nowS: number): void {
     this.keys.catchUp();
     const n = updates.length;
-    // per update, the first one of the batch with its type and hash, found by lookup key (chained per key)
+    // per update, the first one of the batch with its type and hash, found among the updates of its lookup key
+    const { before } = requestsByKey(updates.map((u) => u.key));
     const firstOf = new Int32Array(n);
-    const sameKeyBefore = new Int32Array(n).fill(-1);
-    const lastWithKey = new Map<number, number>();
     const uniqueKeys: number[] = [];
     const uniqueAt: number[] = [];
     for (let i = 0; i < n; i++) {
-      const { key, hash } = updates[i];
-      const head = lastWithKey.get(key);
-      let first = head ?? -1;
-      while (first >= 0 && updates[first].hash !== hash) first = sameKeyBefore[first];
-      if (first >= 0) {
-        firstOf[i] = first;
-        continue;
-      }
-      firstOf[i] = i;
-      sameKeyBefore[i] = head ?? -1;
-      lastWithKey.set(key, i);
-      uniqueKeys.push(key);
+      let same = before[i];
+      while (same >= 0 && updates[same].hash !== updates[i].hash) same = before[same];
+      firstOf[i] = same >= 0 ? firstOf[same] : i;
+      if (same >= 0) continue;
+      uniqueKeys.push(updates[i].key);
       uniqueAt.push(i);
     }
     // per first update, the id of its entry (0 until known), and per id the entry's values
@@ -102,17 +105,27 @@ export class BatchWriter {
       },
     );
     const writer = new RecordWriter(n * 80);
+    const update = (id: number, u: EncodedUpdate): void => {
+      const old = valuesOf.get(id);
+      if (old === undefined) throw new Error(`state file ${this.path}: entry ${id} was not read before its update`);
+      const values = updatedValues(old, u, nowS);
+      prepared(this.db, SQL.updateRecord).run(writer.write(values), id);
+      valuesOf.set(id, values);
+    };
     // a hash the batch names again is appended once; its later answers update it afterwards, in batch order
     const appended: EncodedUpdate[] = [];
     const again: number[] = [];
     for (let i = 0; i < n; i++) {
       const first = firstOf[i];
-      if (idOf[first] > 0) this.updateEntry(idOf[first], updates[i], nowS, valuesOf, writer);
+      if (idOf[first] > 0) update(idOf[first], updates[i]);
       else if (first === i) appended.push(updates[i]);
       else again.push(i);
     }
-    if (appended.length > 0) this.appendEntries(appended, idOf, nowS, valuesOf, writer);
-    for (const i of again) this.updateEntry(idOf[firstOf[i]], updates[i], nowS, valuesOf, writer);
+    this.appendEntries(appended, writer, nowS, (u, id, values) => {
+      idOf[u.index] = id;
+      valuesOf.set(id, values);
+    });
+    for (const i of again) update(idOf[firstOf[i]], updates[i]);
     this.due.append(updates, (i) => idOf[firstOf[i]]);
   }
 
@@ -122,10 +135,9 @@ export class BatchWriter {
    */
   private appendEntries(
     appended: EncodedUpdate[],
-    idOf: Float64Array,
-    nowS: number,
-    valuesOf: Map<number, EntryValues>,
     writer: RecordWriter,
+    nowS: number,
+    onAppended: (u: EncodedUpdate, id: number, values: EntryValues) => void,
   ): void {
     appended.sort(byAppendOrder);
     const params: Buffer[] = [];
@@ -135,7 +147,9 @@ export class BatchWriter {
       params.length = 0;
       values.length = 0;
       for (let i = start; i < end; i++) {
-        values.push(newEntryValues(appended[i], nowS));
+        values.push(
+          updatedValues({ ...NEW_ENTRY, type: appended[i].type, hash: appended[i].stored }, appended[i], nowS),
+        );
         params.push(writer.write(values[values.length - 1]));
       }
       const insert = prepared(this.db, SQL.insertEntries(end - start));
@@ -146,27 +160,11 @@ export class BatchWriter {
         );
       }
       for (let i = start; i < end; i++) {
-        const u = appended[i];
         const newId = last - (end - 1 - i);
-        idOf[u.index] = newId;
-        valuesOf.set(newId, values[i - start]);
-        this.keys.add(u.key, newId);
+        onAppended(appended[i], newId, values[i - start]);
+        this.keys.add(appended[i].key, newId);
       }
     }
-  }
-
-  private updateEntry(
-    id: number,
-    u: EncodedUpdate,
-    nowS: number,
-    valuesOf: Map<number, EntryValues>,
-    writer: RecordWriter,
-  ): void {
-    const old = valuesOf.get(id);
-    if (old === undefined) throw new Error(`state file ${this.path}: entry ${id} was not read before its update`);
-    const values = updatedValues(old, u.outcome, u, nowS);
-    prepared(this.db, SQL.updateRecord).run(writer.write(values), id);
-    valuesOf.set(id, values);
   }
 }
 
@@ -181,34 +179,27 @@ export function timeOrNull(t: unknown): number | null {
   return typeof t === 'number' && Number.isFinite(t) ? t : null;
 }
 
-/** Written out in EntryView.values' order: one shape for every values object the record writer reads. */
-function newEntryValues(u: EncodedUpdate, nowS: number): EntryValues {
-  return updatedValues(
-    {
-      type: u.type,
-      status: 0,
-      due: false,
-      hash: u.stored,
-      u: null,
-      p: null,
-      r: null,
-      bucketId: null,
-      lastMappedS: null,
-      lastOptoutCheckS: null,
-      optedOutSinceMs: null,
-    },
-    u.outcome,
-    u,
-    nowS,
-  );
-}
+/** A new entry before its first answer, in EntryView.values' order: one shape for every values object written. */
+const NEW_ENTRY: EntryValues = {
+  type: 0,
+  status: 0,
+  due: false,
+  hash: '',
+  u: null,
+  p: null,
+  r: null,
+  bucketId: null,
+  lastMappedS: null,
+  lastOptoutCheckS: null,
+  optedOutSinceMs: null,
+};
 
 /**
  * An entry's values after an answer. An opted-out or invalid entry keeps its hash and times and loses every raw
  * UID; an opted-out one keeps its opted_out_since when the answer does not say.
  */
-
-function updatedValues(old: EntryValues, o: EncodedUpdate['outcome'], u: EncodedUpdate, nowS: number): EntryValues {
+function updatedValues(old: EntryValues, u: EncodedUpdate, nowS: number): EntryValues {
+  const o = u.outcome;
   switch (o.kind) {
     case 'mapped':
       return {
@@ -238,7 +229,7 @@ function updatedValues(old: EntryValues, o: EncodedUpdate['outcome'], u: Encoded
         optedOutSinceMs: o.optedOutSinceMs,
       };
     case 'invalid':
-      return { ...old, status: 3, u: null, p: null, r: null, bucketId: null, due: false };
+      return { ...old, ...TOMBSTONE, status: 3 };
     default:
       throw new TypeError(`commitBatch: unknown outcome '${(o as { kind: unknown }).kind}'`);
   }

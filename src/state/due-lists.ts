@@ -41,12 +41,9 @@ export class DueLists {
       const o = updates[i].outcome;
       if ((o.kind !== 'mapped' && o.kind !== 'record') || typeof o.r !== 'number' || !Number.isFinite(o.r)) continue;
       const day = dayOf(o.r);
-      let ids = byDay.get(day);
-      if (ids === undefined) {
-        ids = [];
-        byDay.set(day, ids);
-      }
-      ids.push(idOf(i));
+      const ids = byDay.get(day);
+      if (ids === undefined) byDay.set(day, [idOf(i)]);
+      else ids.push(idOf(i));
     }
     for (const [day, ids] of byDay) {
       const last = prepared(this.db, SQL.dueListLastPiece).pluck().get(day) as number | null;
@@ -68,35 +65,31 @@ export class DueLists {
 
   /**
    * Pages in (UTC day of r, id) order up to today's, from the cursor. An id is kept only while its entry's r is
-   * still on that day and due, so a stale id is skipped and no entry is given twice.
+   * still on that day and due, so a stale id is skipped and no entry is given twice. Inside a read transaction.
    */
   select(nowS: number, after: DueCursor | null, limit: number): DueEntry[] {
     const now = Math.floor(nowS);
     const n = pageLimit(limit);
     if (n === 0) return [];
     const out: DueEntry[] = [];
-    const read = (): void => {
-      const lastDay = dayOf(now);
-      const resume = after !== null && after.r !== null && Number.isFinite(after.r);
-      let day: number | undefined = resume ? dayOf(after.r as number) : this.nextListedDay(NO_DAY, lastDay);
-      let afterId = resume ? after.id : 0;
-      while (day !== undefined && day <= lastDay && out.length < n) {
-        const ids = this.dueListOf(day);
-        let i = firstAbove(ids, afterId);
-        while (i < ids.length && out.length < n) {
-          const end = Math.min(ids.length, i + Math.min(LIST_PAGE, Math.max(16, n - out.length)));
-          const [from, to] = [day * DAY_S, (day + 1) * DAY_S];
-          this.walker.listed(ids.subarray(i, end), (id, e) => {
-            if (out.length < n && e.r >= from && e.r < to && e.r <= now) out.push(decodeDue(id, e));
-          });
-          i = end;
-        }
-        day = this.nextListedDay(day, lastDay);
-        afterId = 0;
+    const lastDay = dayOf(now);
+    const resume = after !== null && after.r !== null && Number.isFinite(after.r);
+    let day: number | undefined = resume ? dayOf(after.r as number) : this.nextListedDay(NO_DAY, lastDay);
+    let afterId = resume ? after.id : 0;
+    while (day !== undefined && day <= lastDay && out.length < n) {
+      const ids = this.dueListOf(day);
+      let i = firstAbove(ids, afterId);
+      while (i < ids.length && out.length < n) {
+        const end = Math.min(ids.length, i + Math.min(LIST_PAGE, Math.max(16, n - out.length)));
+        const [from, to] = [day * DAY_S, (day + 1) * DAY_S];
+        this.walker.listed(ids.subarray(i, end), (id, e) => {
+          if (out.length < n && e.r >= from && e.r < to && e.r <= now) out.push(decodeDue(id, e));
+        });
+        i = end;
       }
-    };
-    if (this.db.inTransaction) read();
-    else this.db.transaction(read)();
+      day = this.nextListedDay(day, lastDay);
+      afterId = 0;
+    }
     return out;
   }
 

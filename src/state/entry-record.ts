@@ -72,20 +72,15 @@ function fitsU32(t: number | null): boolean {
   return t === null || (Number.isInteger(t) && t >= 0 && t < TWO_32);
 }
 
-function varintLength(n: number): number {
-  let length = 1;
-  while (n >= 128) {
-    n = Math.floor(n / 128);
-    length++;
-  }
-  return length;
+/** A sized value's size tag: 2n for n bytes, 2n + 1 for n bytes of UTF-8 text. */
+function sizeTag(value: Uint8Array | string): number {
+  return typeof value === 'string' ? 2 * Buffer.byteLength(value, 'utf8') + 1 : 2 * value.length;
 }
 
-/** The bytes a sized value takes, and its size tag. */
-function sizedLength(value: Uint8Array | string): [number, number] {
-  const n = typeof value === 'string' ? Buffer.byteLength(value, 'utf8') : value.length;
-  const tag = 2 * n + (typeof value === 'string' ? 1 : 0);
-  return [varintLength(tag) + n, tag];
+/** At least the bytes a value takes, sized or not: a UTF-16 unit is at most 3 UTF-8 bytes, a varint at most 8. */
+function roomOf(value: Uint8Array | string | null): number {
+  if (value === null) return 0;
+  return (typeof value === 'string' ? 3 * value.length : value.length) + 8;
 }
 
 /** The one usual size (33 or 32) of the raw UIDs' bytes; -1 when they must be sized. */
@@ -123,46 +118,20 @@ export class RecordWriter {
     if (v.due) more |= M_DUE;
     if (sized) more |= M_SIZED;
     if (wide) more |= M_WIDE;
+    if (v.lastOptoutCheckS !== null) more |= M_CHECK;
+    if (v.optedOutSinceMs !== null) more |= M_SINCE;
+    if (v.bucketId !== null) more |= M_BUCKET;
     let flags = v.type | (uidSize === UID_32_BYTES ? F_UID_32 : 0);
-    let size = 1;
-    const value = (x: Uint8Array | string): number => (sized ? sizedLength(x)[0] : x.length);
-    size += value(hash);
-    if (u !== null) {
-      flags |= F_U;
-      size += value(u);
-    }
-    if (p !== null) {
-      flags |= F_P;
-      size += value(p);
-    }
-    if (v.r !== null) {
-      flags |= F_R;
-      size += timeBytes;
-    }
-    if (v.lastMappedS !== null) {
-      flags |= F_LAST_MAPPED;
-      size += timeBytes;
-    }
-    if (v.lastOptoutCheckS !== null) {
-      more |= M_CHECK;
-      size += timeBytes;
-    }
-    if (v.optedOutSinceMs !== null) {
-      more |= M_SINCE;
-      size += 8;
-    }
-    let bucketBytes = 0;
-    if (v.bucketId !== null) {
-      more |= M_BUCKET;
-      bucketBytes = Buffer.byteLength(v.bucketId, 'utf8');
-      size += varintLength(bucketBytes) + bucketBytes;
-    }
+    if (u !== null) flags |= F_U;
+    if (p !== null) flags |= F_P;
+    if (v.r !== null) flags |= F_R;
+    if (v.lastMappedS !== null) flags |= F_LAST_MAPPED;
     const second = more !== v.status || v.status === 0;
-    size += CHECK_BYTES;
-    if (second) size++;
-    else flags |= v.status << F_STATUS_SHIFT;
-    if (this.used + size > this.buffer.length) {
-      this.buffer = Buffer.allocUnsafe(Math.max(2 * this.buffer.length, size));
+    if (!second) flags |= v.status << F_STATUS_SHIFT;
+    // the flags, the times and the check take at most 36 bytes
+    const room = 36 + roomOf(hash) + roomOf(u) + roomOf(p) + roomOf(v.bucketId);
+    if (this.used + room > this.buffer.length) {
+      this.buffer = Buffer.allocUnsafe(Math.max(2 * this.buffer.length, room));
       this.used = 0;
     }
     const out = this.buffer;
@@ -188,7 +157,7 @@ export class RecordWriter {
       o += 8;
     }
     if (v.bucketId !== null) {
-      o = putVarint(out, o, bucketBytes);
+      o = putVarint(out, o, Buffer.byteLength(v.bucketId, 'utf8'));
       o += out.write(v.bucketId, o, 'utf8');
     }
     out.writeUInt16LE(recordCheckOf(out, start, o), o);
@@ -214,7 +183,7 @@ function putBytes(out: Buffer, at: number, bytes: Uint8Array): number {
 }
 
 function putSized(out: Buffer, at: number, value: Uint8Array | string): number {
-  const o = putVarint(out, at, sizedLength(value)[1]);
+  const o = putVarint(out, at, sizeTag(value));
   return typeof value === 'string' ? o + out.write(value, o, 'utf8') : putBytes(out, o, value);
 }
 

@@ -8,27 +8,22 @@ import type { OpenStateOptions } from './types.js';
 
 /**
  * Opens the state file at `path`. With `anyEnvironment` only a reader is opened (a file of any environment, read
- * as it is); otherwise the file is opened as a run opens it (openState), and its reader on first use.
+ * as it is); otherwise the file is opened as a run opens it (openState), and read through the same store.
  */
 export async function openFileState(path: string, options: OpenStateOptions): Promise<StateBackend> {
   const reading = options.anyEnvironment === true;
   const opened: StateStore | null = reading ? null : openState(path, options);
-  let reader: StateReader | null = reading ? openStateReader(path) : null;
+  const reader: StateReader = opened ?? openStateReader(path);
   const store = (what: string): StateStore => {
     if (opened === null) throw new StateReadonlyError(path, what);
     return opened;
   };
-  const read = (): StateReader => {
-    reader ??= openStateReader(path);
-    return reader;
-  };
-  let closed = false;
   return {
     kind: 'file',
     where: path,
     readonly: reading || options.readonly === true,
-    meta: async () => (opened ?? read()).meta(),
-    getMeta: async (key) => (opened ?? read()).getMeta(key),
+    meta: async () => reader.meta(),
+    getMeta: async (key) => reader.getMeta(key),
     setMeta: async (key, value) => store('write its meta').setMeta(key, value),
     lookupStored: async (type, hashes) => store('look entries up').lookupStored(type, hashes),
     commitBatch: async (updates, nowS, journal) => store('commit a batch').commitBatch(updates, nowS, journal),
@@ -49,13 +44,13 @@ export async function openFileState(path: string, options: OpenStateOptions): Pr
     startRun: async (command, argsJson, nowS) => store('record a run').startRun(command, argsJson, nowS),
     finishRun: async (id, summaryJson, exitCode, nowS) =>
       store('record a run').finishRun(id, summaryJson, exitCode, nowS),
-    lastRun: async () => read().lastRun(),
+    lastRun: async () => reader.lastRun(),
     // one writing run at a time on a file, whatever it does
     lock: async () => store('lock').lock(),
-    entries: () => read().entries(),
-    damaged: () => reader?.damaged() ?? 0,
-    tally: async (bounds) => read().tally(bounds),
-    pendingChangeCounts: async () => read().pendingChangeCounts(),
+    entries: () => reader.entries(),
+    damaged: () => reader.damaged(),
+    tally: async (bounds) => reader.tally(bounds),
+    pendingChangeCounts: async () => reader.pendingChangeCounts(),
     readRecords: async (after, limit) => {
       const rows = store('read its records').records(after, limit);
       return { records: rows.map((row) => row.record), last: rows.at(-1)?.id ?? after };
@@ -67,14 +62,7 @@ export async function openFileState(path: string, options: OpenStateOptions): Pr
         nowS,
       );
     },
-    close: async () => {
-      if (closed) return;
-      closed = true;
-      try {
-        reader?.close();
-      } finally {
-        opened?.close();
-      }
-    },
+    // idempotent: the store closes once
+    close: async () => reader.close(),
   };
 }

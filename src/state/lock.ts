@@ -109,7 +109,6 @@ export class StateLock {
   }
 
   /** Moves the stale lock aside; if another run took it over in between, its fresh lock is put back. */
-
   private clearStale(staleContent: string): void {
     const aside = `${this.lockPath}.stale.${process.pid}.${randomBytes(6).toString('hex')}`;
     try {
@@ -118,8 +117,7 @@ export class StateLock {
       if (errnoOf(err) === 'ENOENT') return;
       throw err;
     }
-    const moved = readOrNull(aside);
-    if (moved !== staleContent) {
+    if (readOrNull(aside) !== staleContent) {
       try {
         linkSync(aside, this.lockPath);
       } catch {
@@ -141,9 +139,8 @@ function readOrNull(path: string): string | null {
 
 function parseHolder(content: string): LockHolder | null {
   try {
-    const parsed: unknown = JSON.parse(content);
-    if (typeof parsed !== 'object' || parsed === null) return null;
-    const { pid, startedAt } = parsed as Record<string, unknown>;
+    // null, a number or a string has no pid
+    const { pid, startedAt } = (JSON.parse(content) ?? {}) as Record<string, unknown>;
     if (typeof pid !== 'number' || !Number.isInteger(pid) || pid <= 0) return null;
     return { pid, startedAt: typeof startedAt === 'string' ? startedAt : 'an unknown time' };
   } catch {

@@ -65,8 +65,12 @@ export function openState(path: string, options: OpenStateOptions): StateStore {
           path,
         );
       }
-      // an empty file (ours from a moment ago, or left by a run killed right after creating it) has nothing to lose
-      tightenMode(path);
+      try {
+        // an empty file (ours from a moment ago, or left by a run killed right after creating it) has nothing to lose
+        chmodSync(path, OWNER_ONLY);
+      } catch {
+        // not our file to chmod: SQLite still works; the owner chose its mode
+      }
       // before the switch to WAL, after which a file's page size is fixed
       db.pragma(`page_size = ${PAGE_BYTES}`);
       enableWal(db);
@@ -122,14 +126,6 @@ function createOwnerOnly(path: string): void {
     fchmodSync(fd, OWNER_ONLY);
   } finally {
     closeSync(fd);
-  }
-}
-
-function tightenMode(path: string): void {
-  try {
-    chmodSync(path, OWNER_ONLY);
-  } catch {
-    // not our file to chmod: SQLite still works; the owner chose its mode
   }
 }
 
@@ -268,17 +264,13 @@ function asStateError(err: unknown, path: string, readonly = false): unknown {
       path,
     );
   }
-  if (
-    typeof code === 'string' &&
-    /^SQLITE_(CANTOPEN|READONLY|PERM)/.test(code) &&
-    code !== 'SQLITE_READONLY_ROLLBACK'
-  ) {
+  if (code === 'SQLITE_READONLY_ROLLBACK') return new StateJournalError(path);
+  if (typeof code === 'string' && /^SQLITE_(CANTOPEN|READONLY|PERM)/.test(code)) {
     return (
       stateAccessError(path, undefined, { writesFile: !readonly }) ??
       new StateError(`cannot open state file ${path}: check its permissions and those of its directory`, path)
     );
   }
-  if (code === 'SQLITE_READONLY_ROLLBACK') return new StateJournalError(path);
   if (code === 'SQLITE_BUSY') {
     return new StateError(
       `state file ${path} is busy: another process holds a write on it; try again when it has finished`,

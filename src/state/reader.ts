@@ -1,7 +1,7 @@
 /** A state file read as it is, of any environment: checked to be ours, then read through a read-only store. */
 import { statSync } from 'node:fs';
 import type Database from 'better-sqlite3';
-import { StateAccessError, stateAccessError } from './access.js';
+import { errnoOf, StateAccessError, stateAccessError } from './access.js';
 import { StateFormatError, StateJournalError, StateNotFoundError } from './errors.js';
 import { asDamage, checkSchema, damageReported } from './open.js';
 import { sqliteDriver } from './sqlite-driver.js';
@@ -58,25 +58,17 @@ export function openStateReader(path: string): StateReader {
     `'${path}' is not a uid2-batch state file (not SQLite, damaged, or another program's database)`,
     path,
   );
-  let application: unknown;
   try {
-    application = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.application);
-  } catch (err) {
-    db.close();
-    const code = (err as { code?: unknown }).code;
-    if (code === 'SQLITE_READONLY_ROLLBACK') throw new StateJournalError(path);
-    if (typeof code === 'string' && /^SQLITE_(CANTOPEN|READONLY|PERM)/.test(code)) throw access() ?? notOurs;
-    throw notOurs;
-  }
-  if (application !== APPLICATION_ID) {
-    db.close();
-    throw notOurs;
-  }
-  try {
+    const application = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.application);
+    if (application !== APPLICATION_ID) throw notOurs;
     checkSchema(db, path);
     return damageReported(new StateStore(db, path, true), path);
   } catch (err) {
     db.close();
+    const code = errnoOf(err) ?? '';
+    if (code === 'SQLITE_READONLY_ROLLBACK') throw new StateJournalError(path);
+    if (/^SQLITE_(CANTOPEN|READONLY|PERM)/.test(code)) throw access() ?? notOurs;
+    if (code.startsWith('SQLITE_')) throw notOurs;
     throw asDamage(err, path);
   }
 }

@@ -1,7 +1,7 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
 import { sortedUnique } from './id-lists.js';
-import { BatchWriter, encodeUpdates, TOMBSTONE, timeOrNull } from './batch-commit.js';
+import { BatchWriter, encodeUpdates, requestsByKey, TOMBSTONE, timeOrNull } from './batch-commit.js';
 import { DueLists, decodeDue, pageLimit } from './due-lists.js';
 import { KeyIndex } from './key-index.js';
 import { keyOf } from './lookup-key.js';
@@ -50,17 +50,6 @@ const NEIGHBOUR_MIN_HITS = 4;
 
 /** Gives back the request the entry answers, or -1. */
 type OnAnswer = (id: number, entry: EntryView) => number;
-
-/** Per lookup key, its last request; per request, the one before it with the same key (-1: none). */
-function requestsByKey(lookupKeys: readonly number[]): { lastWith: Map<number, number>; before: Int32Array } {
-  const lastWith = new Map<number, number>();
-  const before = new Int32Array(lookupKeys.length);
-  for (let i = 0; i < lookupKeys.length; i++) {
-    before[i] = lastWith.get(lookupKeys[i]) ?? -1;
-    lastWith.set(lookupKeys[i], i);
-  }
-  return { lastWith, before };
-}
 
 /** The state file over one connection, made by openState; each writing method is one transaction. */
 export class StateStore {
@@ -118,42 +107,30 @@ export class StateStore {
   }
 
   lookupStored(type: DiiType, hashes: readonly string[]): StoredEntries {
-    const at: number[] = [];
-    const status: number[] = [];
-    const due: number[] = [];
-    const r: number[] = [];
-    const u: (string | null)[] = [];
-    const p: (string | null)[] = [];
-    const bucketId: (string | null)[] = [];
-    if (hashes.length > 0) {
+    const n = hashes.length;
+    const at = new Int32Array(n);
+    const status = new Uint8Array(n);
+    const due = new Uint8Array(n);
+    const r = new Float64Array(n);
+    const found: Pick<StoredEntries, 'u' | 'p' | 'bucketId'> = { u: [], p: [], bucketId: [] };
+    if (n > 0) {
       this.keys.catchUp();
       const code = TYPE_CODE[type];
+      const onMatch = (i: number, _: number, e: EntryView): void => {
+        const k = found.u.length;
+        at[k] = i;
+        status[k] = e.status;
+        due[k] = e.due;
+        r[k] = e.r;
+        found.u.push(e.text(e.uStart, e.uSize));
+        found.p.push(e.text(e.pStart, e.pSize));
+        found.bucketId.push(e.text(e.bucketStart, e.bucketSize));
+      };
       const lookupKeys = hashes.map((hash) => keyOf(code, hash));
-      this.read(() =>
-        this.forEachStored(
-          lookupKeys,
-          (i) => hashes[i],
-          (i, _, e) => {
-            at.push(i);
-            status.push(e.status);
-            due.push(e.due === 1 ? 1 : 0);
-            r.push(e.r);
-            u.push(e.text(e.uStart, e.uSize));
-            p.push(e.text(e.pStart, e.pSize));
-            bucketId.push(e.text(e.bucketStart, e.bucketSize));
-          },
-        ),
-      );
+      this.read(() => this.forEachStored(lookupKeys, (i) => hashes[i], onMatch));
     }
-    return {
-      at: Int32Array.from(at),
-      status: Uint8Array.from(status),
-      due: Uint8Array.from(due),
-      r: Float64Array.from(r),
-      u,
-      p,
-      bucketId,
-    };
+    const k = found.u.length;
+    return { at: at.slice(0, k), status: status.slice(0, k), due: due.slice(0, k), r: r.slice(0, k), ...found };
   }
 
   /** Inside a transaction: each stored entry of these keys, given with the request of its key and hash. */
@@ -236,9 +213,8 @@ export class StateStore {
    * `read` in one read transaction (or in the caller's), so that the tables read are seen in one state even while
    * another connection merges.
    */
-  private read(read: () => void): void {
-    if (this.db.inTransaction) read();
-    else this.db.transaction(read)();
+  private read<T>(read: () => T): T {
+    return this.db.inTransaction ? read() : this.db.transaction(read)();
   }
 
   /** After a failed transaction: forgets the tail and what was read of the file. */
@@ -339,7 +315,7 @@ export class StateStore {
   }
 
   selectDue(nowS: number, after: DueCursor | null, limit: number): DueEntry[] {
-    return this.due.select(nowS, after, limit);
+    return this.read(() => this.due.select(nowS, after, limit));
   }
 
   /** v2 entries marked due, in id order after `after`, at most `limit`. */
@@ -559,8 +535,11 @@ export class StateStore {
   lock(): void {
     try {
       this.lockFile.acquire();
+      this.lockRefused = false;
     } catch (err) {
-      this.refusedLock(err);
+      // a connection refused the lock writes nothing more, not even at close: it may have reached the file through
+      // another name (a hard link), and SQLite keeps a WAL per name, so its writes could undo the holder's
+      if (err instanceof StateLockedError) this.lockRefused = true;
       throw err;
     }
   }
@@ -568,32 +547,18 @@ export class StateStore {
   /** lock(), waiting up to `waitMs` for another run to release it. */
   async waitForLock(waitMs: number): Promise<void> {
     const deadline = Date.now() + Math.max(0, waitMs);
-    let pause = 50;
-    for (;;) {
+    for (let pause = 50; ; pause = Math.min(pause * 2, 1_000)) {
       try {
-        this.lockFile.acquire();
-        return;
+        return this.lock();
       } catch (err) {
-        if (!(err instanceof StateLockedError) || Date.now() >= deadline) {
-          this.refusedLock(err);
-          throw err;
-        }
+        if (!(err instanceof StateLockedError) || Date.now() >= deadline) throw err;
       }
       await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(1, deadline - Date.now()))));
-      pause = Math.min(pause * 2, 1_000);
     }
   }
 
   get locked(): boolean {
     return this.lockFile.held;
-  }
-
-  /**
-   * A connection refused the lock writes nothing more, not even at close: it may have reached the file through
-   * another name (a hard link), and SQLite keeps a WAL per name, so its writes could undo the holder's.
-   */
-  private refusedLock(err: unknown): void {
-    if (err instanceof StateLockedError) this.lockRefused = true;
   }
 
   /** Writes the WAL into the file and truncates it; StateBusyError while another process reads. */

@@ -95,6 +95,29 @@ describe('entry records', () => {
     expect(rs).toEqual(records.map((_, i) => i));
   });
 
+  it('keep whole records of many-byte text and every value, whichever room is left in the buffer', () => {
+    const writer = new RecordWriter(256);
+    const text = (n: number) => '😀é'.repeat(n);
+    const widest = (n: number): EntryValues => ({
+      ...odd[0],
+      hash: text(n),
+      u: text(n + 1),
+      p: text(n + 2),
+      bucketId: text(n + 3),
+      r: 1.5,
+      optedOutSinceMs: 7,
+    });
+    const all = Array.from({ length: 60 }, (_, n) => widest(n));
+    const records = all.map((v) => writer.write(v));
+    const view = new EntryView();
+    expect(
+      records.map((record) => {
+        expect(view.read(record, 0)).toBe(record.length);
+        return plain(view.values());
+      }),
+    ).toEqual(all.map(plain));
+  });
+
   it('refuse a record cut short, and values the format cannot hold', () => {
     const record = new RecordWriter().write(odd[0]);
     const view = new EntryView();

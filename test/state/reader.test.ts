@@ -1,5 +1,5 @@
 // The reader of a state file as it is: its records in id order, an earlier build's file refused, damage found.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -113,6 +113,20 @@ describe('openStateReader', () => {
     expect(() => openStateReader(old)).toThrow(
       /was written by an earlier build of uid2-batch \(schema 6\), whose format this version does not read; rebuild it: map your input again with --state and a new file \(to keep what it holds, run `uid2-batch state export .*` with the build that wrote it first\)$/,
     );
+  });
+
+  it("refuses another program's database and a file that is not SQLite with one line", () => {
+    const other = join(dir, `other-${++n}.db`);
+    const db = new Database(other);
+    db.exec('CREATE TABLE customers (email TEXT)');
+    db.close();
+    const text = join(dir, `text-${++n}.csv`);
+    writeFileSync(text, 'email\nuser@example.com\n'.repeat(100));
+    for (const path of [other, text]) {
+      expect(() => openStateReader(path)).toThrow(
+        `'${path}' is not a uid2-batch state file (not SQLite, damaged, or another program's database)`,
+      );
+    }
   });
 
   it('skips and counts an entry whose record fails its checksum, and says a damaged meta value', () => {
