@@ -11,10 +11,11 @@ const BLOCK_BYTES = BLOCK_WORDS * 4;
 const PROBES = 6;
 // the stored bytes are little-endian words whatever machine wrote them
 const BIG_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 0;
-// addAll's groups: a group of a filter of hundreds of MB is tens of KB, which stays in cache
-const ADD_GROUPS = 8_192;
 // not part of the format: a false positive costs only the block read a lookup would make without a filter
 const BITS_PER_KEY = 8;
+// the second and third hashes of the key hash() was last given (no object per key)
+let h2 = 0;
+let h3 = 0;
 
 /** Every key added answers true; an absent key false but for a small share. Sized for a capacity. */
 export class KeyFilter {
@@ -42,33 +43,8 @@ export class KeyFilter {
     return Math.floor((this.blocks * BLOCK_WORDS * 32) / BITS_PER_KEY);
   }
 
-  /** add for each key, grouped by the part of the filter they go to, so that each group's lines stay in cache. */
-  addAll(keys: ArrayLike<number>, n = keys.length): void {
-    const groups = Math.min(ADD_GROUPS, this.blocks);
-    if (n < groups) {
-      for (let i = 0; i < n; i++) this.add(keys[i]);
-      return;
-    }
-    const groupOf = new Uint16Array(n);
-    const starts = new Int32Array(groups + 1);
-    for (let i = 0; i < n; i++) {
-      const g = Math.floor((blockOf(firstHash(keys[i]), this.blocks) * groups) / this.blocks);
-      groupOf[i] = g;
-      starts[g + 1]++;
-    }
-    for (let g = 0; g < groups; g++) starts[g + 1] += starts[g];
-    const grouped = new Float64Array(n);
-    for (let i = 0; i < n; i++) grouped[starts[groupOf[i]]++] = keys[i];
-    for (let i = 0; i < n; i++) this.add(grouped[i]);
-  }
-
   add(key: number): void {
-    const lo = (key % 4294967296) >>> 0;
-    const hi = Math.floor(key / 4294967296);
-    const h1 = mix(lo ^ Math.imul(hi, 0x9e3779b1));
-    const h2 = mix(h1 ^ hi ^ 0x85ebca6b);
-    const h3 = mix(h2 ^ lo);
-    const base = blockOf(h1, this.blocks) * BLOCK_WORDS;
+    const base = this.hash(key);
     const w = this.words;
     // PROBES 9-bit positions inside the block's 512 bits: half from each of two hashes
     for (let i = 0; i < PROBES / 2; i++) {
@@ -80,14 +56,8 @@ export class KeyFilter {
     this.added++;
   }
 
-  /** add's hashes, inlined here too: this is every lookup's first step. */
   mayHave(key: number): boolean {
-    const lo = (key % 4294967296) >>> 0;
-    const hi = Math.floor(key / 4294967296);
-    const h1 = mix(lo ^ Math.imul(hi, 0x9e3779b1));
-    const h2 = mix(h1 ^ hi ^ 0x85ebca6b);
-    const h3 = mix(h2 ^ lo);
-    const base = blockOf(h1, this.blocks) * BLOCK_WORDS;
+    const base = this.hash(key);
     const w = this.words;
     for (let i = 0; i < PROBES / 2; i++) {
       const a = (h2 >>> (i * 9)) & 511;
@@ -96,6 +66,16 @@ export class KeyFilter {
       if ((w[base + (b >>> 5)] & (1 << (b & 31))) === 0) return false;
     }
     return true;
+  }
+
+  /** The first word of the key's block; the two hashes its bits come from go to h2 and h3. */
+  private hash(key: number): number {
+    const lo = (key % 4294967296) >>> 0;
+    const hi = Math.floor(key / 4294967296);
+    const h1 = mix(lo ^ Math.imul(hi, 0x9e3779b1));
+    h2 = mix(h1 ^ hi ^ 0x85ebca6b);
+    h3 = mix(h2 ^ lo);
+    return Math.floor((h1 / 4294967296) * this.blocks) * BLOCK_WORDS;
   }
 
   /** The filter's bytes in pieces of at most `pieceBytes` (the rows it is stored in), little-endian words. */
@@ -123,13 +103,6 @@ export class KeyFilter {
   }
 }
 
-/** The hash that picks a key's block (the first of add's three). */
-function firstHash(key: number): number {
-  const lo = (key % 4294967296) >>> 0;
-  const hi = Math.floor(key / 4294967296);
-  return mix(lo ^ Math.imul(hi, 0x9e3779b1));
-}
-
 /** A 32-bit finalizer (murmur3's): spreads every input bit over the output. */
 function mix(x: number): number {
   let h = x >>> 0;
@@ -139,11 +112,6 @@ function mix(x: number): number {
   h = Math.imul(h, 0xc2b2ae35);
   h ^= h >>> 16;
   return h >>> 0;
-}
-
-/** A block in [0, blocks) from a 32-bit hash, by multiplication instead of a modulo. */
-function blockOf(h: number, blocks: number): number {
-  return Math.floor((h / 4294967296) * blocks);
 }
 
 // the filter is stored in pieces of this many bytes, each with its checksum

@@ -5,7 +5,6 @@ import { BlockWriter, KeyBlock, MAX_BLOCK_PAIRS } from './key-blocks.js';
 export type KeyLevel = 'key_blocks' | 'key_blocks_recent';
 
 const BLOCK_PAGE = 256;
-const KEY_BATCH = 1 << 20;
 
 /** A sorted stream of (key, id) pairs: `next` moves to the next pair, false (and key Infinity) at the end. */
 export interface PairStream {
@@ -74,21 +73,13 @@ export function levelPairs(db: Database, level: KeyLevel): PairStream {
   return stream;
 }
 
-/** Gives every distinct key of a level in order, a batch at a time (keys[0..n), the array reused). */
-export function forEachLevelKeys(db: Database, level: KeyLevel, onKeys: (keys: Float64Array, n: number) => void): void {
-  const batch = new Float64Array(KEY_BATCH);
-  let n = 0;
+/** Gives every distinct key of a level in order. */
+export function forEachLevelKey(db: Database, level: KeyLevel, onKey: (key: number) => void): void {
   let last = -1;
   for (const pairs = levelPairs(db, level); pairs.key < Number.POSITIVE_INFINITY; pairs.next()) {
-    if (pairs.key === last) continue;
-    batch[n++] = pairs.key;
+    if (pairs.key !== last) onKey(pairs.key);
     last = pairs.key;
-    if (n === KEY_BATCH) {
-      onKeys(batch, n);
-      n = 0;
-    }
   }
-  if (n > 0) onKeys(batch, n);
 }
 
 /** The pairs of one block at a time, decoded whole, in arrays reused from block to block. */
