@@ -16,8 +16,6 @@ export const BLOCK_HEADER = 4;
 const BLOCK_CHECK = 4;
 // eight blocks fit an 8 KiB page, so that a lookup reads one page (bigger blocks made random lookups slower)
 export const BLOCK_BYTES = 1_000;
-// every pair takes at least 2 bytes; only a key shared by more pairs makes a bigger block
-export const MAX_BLOCK_PAIRS = Math.floor((BLOCK_BYTES - BLOCK_HEADER) / 2);
 const FORMAT = 0x50;
 // keys are 47 bits, ids below 2^48
 const MAX_BYTES = 6;
@@ -63,27 +61,26 @@ function lengthOf(count: number, kb: number, ib: number): number {
   return BLOCK_HEADER + count * (kb + ib) + BLOCK_CHECK;
 }
 
-/** One block of a level walked whole (a merge reads every pair), checked as it is made. */
+/** One block of a level walked whole (a merge reads every pair): checked and decoded as it is made. */
 export class KeyBlock {
-  private readonly header: BlockHeader = { kb: 0, ib: 0, count: 0 };
+  readonly keys: Float64Array;
+  readonly ids: Float64Array;
 
   constructor(
     readonly first: number,
     readonly blob: Buffer,
   ) {
-    if (readHeader(blob, 0, this.header) !== blob.length) throw new ChecksumError('a key block');
+    const header: BlockHeader = { kb: 0, ib: 0, count: 0 };
+    if (readHeader(blob, 0, header) !== blob.length) throw new ChecksumError('a key block');
+    const { kb, ib, count } = header;
+    this.keys = new Float64Array(count);
+    this.ids = new Float64Array(count);
+    for (let i = 0, at = BLOCK_HEADER; i < count; i++, at += kb) this.keys[i] = first + readLE(blob, at, kb);
+    for (let i = 0, at = BLOCK_HEADER + count * kb; i < count; i++, at += ib) this.ids[i] = readLE(blob, at, ib);
   }
 
   get count(): number {
-    return this.header.count;
-  }
-
-  /** Every pair at once, into keys[0..count) and ids[0..count). */
-  decodeInto(keys: Float64Array, ids: Float64Array): void {
-    const { blob, first } = this;
-    const { kb, ib, count } = this.header;
-    for (let i = 0, at = BLOCK_HEADER; i < count; i++, at += kb) keys[i] = first + readLE(blob, at, kb);
-    for (let i = 0, at = BLOCK_HEADER + count * kb; i < count; i++, at += ib) ids[i] = readLE(blob, at, ib);
+    return this.keys.length;
   }
 }
 
@@ -185,46 +182,32 @@ export function forEachIdFrom(
  * Cuts a sorted stream of pairs into full blocks, never between two pairs of one key (a lookup reads one block).
  */
 export class BlockWriter {
-  private keys = new Float64Array(MAX_BLOCK_PAIRS);
-  private ids = new Float64Array(MAX_BLOCK_PAIRS);
-  private n = 0;
+  private readonly keys: number[] = [];
+  private readonly ids: number[] = [];
   // the width the pending pairs' ids need (their keys' is their last one's, as keys ascend)
   private ib = 1;
 
   constructor(private readonly onBlock: (first: number, blob: Buffer) => void) {}
 
   get pending(): number {
-    return this.n;
+    return this.keys.length;
   }
 
   push(key: number, id: number): void {
-    const kb = this.n === 0 ? 1 : bytesOf(key - this.keys[0]);
-    const ib = this.n === 0 ? bytesOf(id) : Math.max(this.ib, bytesOf(id));
-    if (this.n > 0 && (this.n + 1) * (kb + ib) > DATA_BYTES && this.cut(key)) {
+    const n = this.keys.length;
+    const ib = Math.max(n === 0 ? 1 : this.ib, bytesOf(id));
+    if (n > 0 && (n + 1) * (bytesOf(key - this.keys[0]) + ib) > DATA_BYTES && this.cut(key)) {
       // the pairs kept for the next block have their widths now: measure the pair against them
       this.push(key, id);
       return;
     }
     this.ib = ib;
-    this.append(key, id);
+    this.keys.push(key);
+    this.ids.push(id);
   }
 
   flush(): void {
-    if (this.n > 0) this.give(this.n);
-  }
-
-  private append(key: number, id: number): void {
-    if (this.n === this.keys.length) {
-      const keys = new Float64Array(2 * this.n);
-      const ids = new Float64Array(2 * this.n);
-      keys.set(this.keys);
-      ids.set(this.ids);
-      this.keys = keys;
-      this.ids = ids;
-    }
-    this.keys[this.n] = key;
-    this.ids[this.n] = id;
-    this.n++;
+    if (this.keys.length > 0) this.give(this.keys.length);
   }
 
   /**
@@ -232,7 +215,7 @@ export class BlockWriter {
    * they are all of that key (the block then grows past the size).
    */
   private cut(next: number): boolean {
-    let end = this.n;
+    let end = this.keys.length;
     while (end > 0 && this.keys[end - 1] === next) end--;
     if (end === 0) return false;
     this.give(end);
@@ -241,11 +224,8 @@ export class BlockWriter {
 
   private give(end: number): void {
     this.onBlock(this.keys[0], encodeBlock(this.keys, this.ids, 0, end));
-    this.keys.copyWithin(0, end, this.n);
-    this.ids.copyWithin(0, end, this.n);
-    this.n -= end;
-    let maxId = 0;
-    for (let i = 0; i < this.n; i++) if (this.ids[i] > maxId) maxId = this.ids[i];
-    this.ib = bytesOf(maxId);
+    this.keys.splice(0, end);
+    this.ids.splice(0, end);
+    this.ib = bytesOf(this.ids.reduce((max, id) => Math.max(max, id), 0));
   }
 }

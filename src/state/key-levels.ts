@@ -1,6 +1,6 @@
 /** The two levels of the lookup index as tables of key blocks: walks in key order, and merges. */
 import type { Database } from 'better-sqlite3';
-import { BlockWriter, KeyBlock, MAX_BLOCK_PAIRS } from './key-blocks.js';
+import { BlockWriter, KeyBlock } from './key-blocks.js';
 
 export type KeyLevel = 'key_blocks' | 'key_blocks_recent';
 
@@ -48,23 +48,23 @@ export function* levelBlocks(db: Database, level: KeyLevel): Generator<KeyBlock>
 
 export function levelPairs(db: Database, level: KeyLevel): PairStream {
   const blocks = levelBlocks(db, level);
-  const pairs = new BlockPairs();
+  let block: KeyBlock | undefined;
   let i = 0;
   const stream: PairStream = {
     key: Number.POSITIVE_INFINITY,
     id: 0,
     next(): boolean {
-      while (i >= pairs.count) {
+      while (block === undefined || i >= block.count) {
         const step = blocks.next();
         if (step.done === true) {
           stream.key = Number.POSITIVE_INFINITY;
           return false;
         }
-        pairs.load(step.value);
+        block = step.value;
         i = 0;
       }
-      stream.key = pairs.keys[i];
-      stream.id = pairs.ids[i];
+      stream.key = block.keys[i];
+      stream.id = block.ids[i];
       i++;
       return true;
     },
@@ -79,22 +79,6 @@ export function forEachLevelKey(db: Database, level: KeyLevel, onKey: (key: numb
   for (const pairs = levelPairs(db, level); pairs.key < Number.POSITIVE_INFINITY; pairs.next()) {
     if (pairs.key !== last) onKey(pairs.key);
     last = pairs.key;
-  }
-}
-
-/** The pairs of one block at a time, decoded whole, in arrays reused from block to block. */
-class BlockPairs {
-  keys = new Float64Array(MAX_BLOCK_PAIRS);
-  ids = new Float64Array(MAX_BLOCK_PAIRS);
-  count = 0;
-
-  load(block: KeyBlock): void {
-    if (block.count > this.keys.length) {
-      this.keys = new Float64Array(block.count);
-      this.ids = new Float64Array(block.count);
-    }
-    block.decodeInto(this.keys, this.ids);
-    this.count = block.count;
   }
 }
 
@@ -116,7 +100,6 @@ export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStre
     lastId = id;
   };
   const blocks = levelBlocks(db, level);
-  const pairs = new BlockPairs();
   // one block ahead: a block's range ends where the next one starts. New blocks of a range start below that next
   // block, and the walk reads pages after the last block it has read, so it never reads the blocks it writes.
   let step = blocks.next();
@@ -129,9 +112,8 @@ export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStre
       continue;
     }
     remove.run(block.first);
-    pairs.load(block);
-    const { keys, ids } = pairs;
-    for (let i = 0; i < pairs.count; i++) {
+    const { keys, ids } = block;
+    for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
       while (incoming.key < key || (incoming.key === key && incoming.id < ids[i])) {
         push(incoming.key, incoming.id);

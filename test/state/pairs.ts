@@ -17,10 +17,7 @@ export const byKeyThenId = (a: Pair, b: Pair): number => a[0] - b[0] || a[1] - b
 
 /** A block's pairs in order, read at once as a merge reads them. */
 export function pairsIn(block: KeyBlock): Pair[] {
-  const keys = new Float64Array(block.count);
-  const ids = new Float64Array(block.count);
-  block.decodeInto(keys, ids);
-  return Array.from(keys, (key, i): Pair => [key, ids[i]]);
+  return Array.from(block.keys, (key, i): Pair => [key, block.ids[i]]);
 }
 
 /** The ids a block holds for `key`, searched as a lookup searches it: from the place its key's value suggests. */
