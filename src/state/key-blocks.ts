@@ -135,7 +135,8 @@ export function touchPair(bytes: Uint8Array, keysAt: number, kb: number, ib: num
 
 /**
  * Gives the id of every pair whose key difference is `delta`, in a block whose `count` keys of kb bytes start at
- * `keysAt` (its ids after them), searching from pair `guess` in steps doubling away from it, then halving.
+ * `keysAt` (its ids after them), walking a pair at a time from pair `guess`: keys are hash bits spread evenly, so
+ * the guess is a few pairs off.
  */
 export function forEachIdFrom(
   bytes: Uint8Array,
@@ -147,35 +148,11 @@ export function forEachIdFrom(
   guess: number,
   onId: (id: number) => void,
 ): void {
-  // the first pair whose key is at or above delta lies in [lo, hi]
-  let lo: number;
-  let hi: number;
-  if (readLE(bytes, keysAt + guess * kb, kb) < delta) {
-    lo = guess + 1;
-    let step = 1;
-    while (lo + step - 1 < count && readLE(bytes, keysAt + (lo + step - 1) * kb, kb) < delta) {
-      lo += step;
-      step *= 2;
-    }
-    hi = Math.min(count, lo + step - 1);
-  } else {
-    hi = guess;
-    let step = 1;
-    while (hi - step >= 0 && readLE(bytes, keysAt + (hi - step) * kb, kb) >= delta) {
-      hi -= step;
-      step *= 2;
-    }
-    lo = Math.max(0, hi - step + 1);
-  }
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (readLE(bytes, keysAt + mid * kb, kb) < delta) lo = mid + 1;
-    else hi = mid;
-  }
+  let i = guess;
+  while (i > 0 && readLE(bytes, keysAt + (i - 1) * kb, kb) >= delta) i--;
+  while (i < count && readLE(bytes, keysAt + i * kb, kb) < delta) i++;
   const idsAt = keysAt + count * kb;
-  for (let i = lo; i < count && readLE(bytes, keysAt + i * kb, kb) === delta; i++) {
-    onId(readLE(bytes, idsAt + i * ib, ib));
-  }
+  for (; i < count && readLE(bytes, keysAt + i * kb, kb) === delta; i++) onId(readLE(bytes, idsAt + i * ib, ib));
 }
 
 /**

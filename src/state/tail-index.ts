@@ -10,7 +10,7 @@ export class TailIndex {
   private count = 0;
 
   constructor(capacity = 1 << 16) {
-    const size = tableSize(capacity);
+    const size = 2 ** Math.max(4, Math.ceil(Math.log2(capacity * 2)));
     this.keys = new Float64Array(size);
     this.ids = new Float64Array(size);
     this.mask = size - 1;
@@ -68,7 +68,7 @@ export class TailIndex {
   }
 
   clear(): void {
-    this.keys.fill(0);
+    // a slot is free by its id alone
     this.ids.fill(EMPTY);
     this.count = 0;
   }
@@ -82,12 +82,6 @@ export class TailIndex {
     this.count = 0;
     for (let slot = 0; slot < oldIds.length; slot++) if (oldIds[slot] !== EMPTY) this.add(oldKeys[slot], oldIds[slot]);
   }
-}
-
-function tableSize(capacity: number): number {
-  let size = 16;
-  while (size < capacity * 2) size *= 2;
-  return size;
 }
 
 /** Keys are already uniformly spread (hash bits): their low bits, above the type bit, pick the slot. */
