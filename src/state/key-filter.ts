@@ -21,22 +21,20 @@ let h3 = 0;
 export class KeyFilter {
   readonly words: Uint32Array;
   readonly blocks: number;
-  private added: number;
 
-  constructor(blocks: number, words?: Uint32Array, count = 0) {
+  /** `count`: the keys added so far (repeats counted). */
+  constructor(
+    blocks: number,
+    words?: Uint32Array,
+    public count = 0,
+  ) {
     this.blocks = Math.max(1, Math.floor(blocks));
     this.words = words ?? new Uint32Array(this.blocks * BLOCK_WORDS);
     if (this.words.length !== this.blocks * BLOCK_WORDS) throw new RangeError('key filter: wrong number of words');
-    this.added = count;
   }
 
   static forCapacity(capacity: number): KeyFilter {
     return new KeyFilter(Math.ceil((Math.max(1, capacity) * BITS_PER_KEY) / (BLOCK_WORDS * 32)));
-  }
-
-  /** Keys added so far (repeats counted). */
-  get count(): number {
-    return this.added;
   }
 
   get capacity(): number {
@@ -53,7 +51,7 @@ export class KeyFilter {
       w[base + (a >>> 5)] |= 1 << (a & 31);
       w[base + (b >>> 5)] |= 1 << (b & 31);
     }
-    this.added++;
+    this.count++;
   }
 
   mayHave(key: number): boolean {
