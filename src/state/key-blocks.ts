@@ -70,9 +70,8 @@ export class KeyBlock {
     readonly first: number,
     readonly blob: Buffer,
   ) {
-    const header: BlockHeader = { kb: 0, ib: 0, count: 0 };
-    if (readHeader(blob, 0, header) !== blob.length) throw new ChecksumError('a key block');
-    const { kb, ib, count } = header;
+    const { kb, ib, count, length } = readHeader(blob, 0);
+    if (length !== blob.length) throw new ChecksumError('a key block');
     this.keys = new Float64Array(count);
     this.ids = new Float64Array(count);
     for (let i = 0, at = BLOCK_HEADER; i < count; i++, at += kb) this.keys[i] = first + readLE(blob, at, kb);
@@ -84,18 +83,19 @@ export class KeyBlock {
   }
 }
 
-/** A block's bytes per key difference and per id, and its pair count. */
+/** A block's bytes per key difference and per id, its pair count, and its blob's length. */
 export interface BlockHeader {
   kb: number;
   ib: number;
   count: number;
+  length: number;
 }
 
 /**
- * Reads the header of the block at `at` of `bytes` into `into` and gives back the blob's length. Throws
- * ChecksumError when the header is wrong, the blob runs past the bytes, or its checksum does not match.
+ * The header of the block at `at` of `bytes`. Throws ChecksumError when the header is wrong, the blob runs past
+ * the bytes, or its checksum does not match.
  */
-export function readHeader(bytes: Buffer, at: number, into: BlockHeader): number {
+export function readHeader(bytes: Buffer, at: number): BlockHeader {
   const kb = bytes[at] - FORMAT;
   const ib = bytes[at + 1];
   const count = bytes[at + 2] | (bytes[at + 3] << 8);
@@ -109,11 +109,7 @@ export function readHeader(bytes: Buffer, at: number, into: BlockHeader): number
   ) {
     throw new ChecksumError('a key block');
   }
-  into.kb = kb;
-
-  into.ib = ib;
-  into.count = count;
-  return length;
+  return { kb, ib, count, length };
 }
 
 /**

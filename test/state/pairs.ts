@@ -22,8 +22,7 @@ export function pairsIn(block: KeyBlock): Pair[] {
 
 /** The ids a block holds for `key`, searched as a lookup searches it: from the place its key's value suggests. */
 export function idsIn(block: KeyBlock, key: number): number[] {
-  const header = { kb: 0, ib: 0, count: 0 };
-  readHeader(block.blob, 0, header);
+  const header = readHeader(block.blob, 0);
   const delta = key - block.first;
   const found: number[] = [];
   const guess = guessOf(delta, 256 ** header.kb, header.count);
