@@ -6,33 +6,49 @@ export type KeyLevel = 'key_blocks' | 'key_blocks_recent';
 
 const BLOCK_PAGE = 256;
 
-/** A sorted stream of (key, id) pairs: `next` moves to the next pair, false (and key Infinity) at the end. */
-export interface PairStream {
-  key: number;
-  id: number;
-  next(): boolean;
+/**
+ * A sorted stream of (key, id) pairs from runs of sorted arrays (a level's blocks, or one pair of arrays), those
+ * with an id above `after` only: `next` moves to the next pair, false (and key Infinity) at the end.
+ */
+export class PairStream {
+  key = Number.POSITIVE_INFINITY;
+  id = 0;
+  private keys: Float64Array = new Float64Array(0);
+  private ids: Float64Array = new Float64Array(0);
+  private i = 0;
+
+  constructor(
+    private readonly runs: Iterator<{ keys: Float64Array; ids: Float64Array }>,
+    private readonly after = -1,
+  ) {
+    this.next();
+  }
+
+  next(): boolean {
+    for (;;) {
+      while (this.i < this.keys.length) {
+        const i = this.i++;
+        if (this.ids[i] > this.after) {
+          this.key = this.keys[i];
+          this.id = this.ids[i];
+          return true;
+        }
+      }
+      const run = this.runs.next();
+      if (run.done === true) {
+        this.key = Number.POSITIVE_INFINITY;
+        return false;
+      }
+      this.keys = run.value.keys;
+      this.ids = run.value.ids;
+      this.i = 0;
+    }
+  }
 }
 
 /** The pairs of two sorted arrays, those with an id above `after` only. */
 export function arrayPairs(keys: Float64Array, ids: Float64Array, after: number): PairStream {
-  let i = -1;
-  const stream: PairStream = {
-    key: Number.POSITIVE_INFINITY,
-    id: 0,
-    next(): boolean {
-      do i++;
-      while (i < keys.length && ids[i] <= after);
-      if (i >= keys.length) {
-        stream.key = Number.POSITIVE_INFINITY;
-        return false;
-      }
-      stream.key = keys[i];
-      stream.id = ids[i];
-      return true;
-    },
-  };
-  stream.next();
-  return stream;
+  return new PairStream([{ keys, ids }].values(), after);
 }
 
 export function* levelBlocks(db: Database, level: KeyLevel): Generator<KeyBlock> {
@@ -47,30 +63,7 @@ export function* levelBlocks(db: Database, level: KeyLevel): Generator<KeyBlock>
 }
 
 export function levelPairs(db: Database, level: KeyLevel): PairStream {
-  const blocks = levelBlocks(db, level);
-  let block: KeyBlock | undefined;
-  let i = 0;
-  const stream: PairStream = {
-    key: Number.POSITIVE_INFINITY,
-    id: 0,
-    next(): boolean {
-      while (block === undefined || i >= block.count) {
-        const step = blocks.next();
-        if (step.done === true) {
-          stream.key = Number.POSITIVE_INFINITY;
-          return false;
-        }
-        block = step.value;
-        i = 0;
-      }
-      stream.key = block.keys[i];
-      stream.id = block.ids[i];
-      i++;
-      return true;
-    },
-  };
-  stream.next();
-  return stream;
+  return new PairStream(levelBlocks(db, level));
 }
 
 /** Gives every distinct key of a level in order. */
