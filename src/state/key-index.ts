@@ -103,8 +103,7 @@ export class KeyIndex {
     const newUpto = Math.max(upto, this.seen);
     setMetaValue(this.db, META_KEYS.keysUpto, newUpto);
     const mainUpto = metaNumber(this.db, META_KEYS.keysMainUpto) ?? 0;
-    const fold = (newUpto - mainUpto) * RECENT_SHARE >= mainUpto;
-    if (fold) {
+    if ((newUpto - mainUpto) * RECENT_SHARE >= mainUpto) {
       mergeIntoLevel(this.db, 'key_blocks', levelPairs(this.db, 'key_blocks_recent'));
       clearLevel(this.db, 'key_blocks_recent');
       setMetaValue(this.db, META_KEYS.keysMainUpto, newUpto);

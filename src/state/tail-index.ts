@@ -1,20 +1,15 @@
 /** An in-memory multimap from lookup key to entry id, for the entries not yet merged into the key levels. */
 
 const EMPTY = 0;
+// a power of two (the mask), doubled whenever the table is half full
+const FIRST_SLOTS = 1 << 17;
 
 /** Open addressing over two typed arrays: a few bytes per entry instead of a Map's dozens. Keys may repeat. */
 export class TailIndex {
-  private keys: Float64Array;
-  private ids: Float64Array;
-  private mask: number;
+  private keys = new Float64Array(FIRST_SLOTS);
+  private ids = new Float64Array(FIRST_SLOTS);
+  private mask = FIRST_SLOTS - 1;
   private count = 0;
-
-  constructor(capacity = 1 << 16) {
-    const size = 2 ** Math.max(4, Math.ceil(Math.log2(capacity * 2)));
-    this.keys = new Float64Array(size);
-    this.ids = new Float64Array(size);
-    this.mask = size - 1;
-  }
 
   get size(): number {
     return this.count;
