@@ -77,10 +77,6 @@ export class KeyBlock {
     for (let i = 0, at = BLOCK_HEADER; i < count; i++, at += kb) this.keys[i] = first + readLE(blob, at, kb);
     for (let i = 0, at = BLOCK_HEADER + count * kb; i < count; i++, at += ib) this.ids[i] = readLE(blob, at, ib);
   }
-
-  get count(): number {
-    return this.keys.length;
-  }
 }
 
 /** A block's bytes per key difference and per id, its pair count, and its blob's length. */

@@ -7,7 +7,7 @@
 import type { Database } from 'better-sqlite3';
 import { sortedUnique } from './id-lists.js';
 import { KeyFilter, readKeyFilter, writeKeyFilter } from './key-filter.js';
-import { arrayPairs, clearLevel, forEachLevelKey, levelPairs, mergeIntoLevel } from './key-levels.js';
+import { arrayPairs, forEachLevelKey, levelPairs, mergeIntoLevel } from './key-levels.js';
 import { BlockBudget, LevelReader } from './level-reader.js';
 import { metaNumber, setMetaValue } from './meta-values.js';
 import type { RecordWalker } from './record-walk.js';
@@ -105,7 +105,7 @@ export class KeyIndex {
     const mainUpto = metaNumber(this.db, META_KEYS.keysMainUpto) ?? 0;
     if ((newUpto - mainUpto) * RECENT_SHARE >= mainUpto) {
       mergeIntoLevel(this.db, 'key_blocks', levelPairs(this.db, 'key_blocks_recent'));
-      clearLevel(this.db, 'key_blocks_recent');
+      this.db.prepare('DELETE FROM key_blocks_recent').run();
       setMetaValue(this.db, META_KEYS.keysMainUpto, newUpto);
     }
     this.saveFilter(upto, newUpto, keys, ids);

@@ -125,7 +125,3 @@ export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStre
   }
   writer.flush();
 }
-
-export function clearLevel(db: Database, level: KeyLevel): void {
-  db.prepare(`DELETE FROM ${level}`).run();
-}
