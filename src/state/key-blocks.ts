@@ -20,6 +20,8 @@ const FORMAT = 0x50;
 // keys are 47 bits, ids below 2^48
 const MAX_BYTES = 6;
 const DATA_BYTES = BLOCK_BYTES - BLOCK_HEADER - BLOCK_CHECK;
+// every pair takes at least 2 bytes; only a key shared by more pairs makes a bigger block
+const MAX_BLOCK_PAIRS = Math.floor((BLOCK_BYTES - BLOCK_HEADER) / 2);
 
 /** The bytes an unsigned integer below 2^48 needs (at least 1). */
 export function bytesOf(value: number): number {
@@ -61,10 +63,22 @@ function lengthOf(count: number, kb: number, ib: number): number {
   return BLOCK_HEADER + count * (kb + ib) + BLOCK_CHECK;
 }
 
-/** One block of a level walked whole (a merge reads every pair): checked and decoded as it is made. */
+/** Pairs decoded from blocks: keys[0..count) and ids[0..count), arrays reused from block to block. */
+export interface Run {
+  keys: Float64Array;
+  ids: Float64Array;
+  count: number;
+}
+
+export function emptyRun(): Run {
+  return { keys: new Float64Array(0), ids: new Float64Array(0), count: 0 };
+}
+
+/** One block of a level walked whole (a merge reads every pair), checked as it is made. */
 export class KeyBlock {
-  readonly keys: Float64Array;
-  readonly ids: Float64Array;
+  readonly count: number;
+  private readonly kb: number;
+  private readonly ib: number;
 
   constructor(
     readonly first: number,
@@ -72,10 +86,22 @@ export class KeyBlock {
   ) {
     const { kb, ib, count, length } = readHeader(blob, 0);
     if (length !== blob.length) throw new ChecksumError('a key block');
-    this.keys = new Float64Array(count);
-    this.ids = new Float64Array(count);
-    for (let i = 0, at = BLOCK_HEADER; i < count; i++, at += kb) this.keys[i] = first + readLE(blob, at, kb);
-    for (let i = 0, at = BLOCK_HEADER + count * kb; i < count; i++, at += ib) this.ids[i] = readLE(blob, at, ib);
+    this.kb = kb;
+    this.ib = ib;
+    this.count = count;
+  }
+
+  /** Its pairs into `run` (grown when they do not fit), which it gives back. */
+  decodeInto(run: Run): Run {
+    const { blob, first, kb, ib, count } = this;
+    if (run.keys.length < count) {
+      run.keys = new Float64Array(count);
+      run.ids = new Float64Array(count);
+    }
+    for (let i = 0, at = BLOCK_HEADER; i < count; i++, at += kb) run.keys[i] = first + readLE(blob, at, kb);
+    for (let i = 0, at = BLOCK_HEADER + count * kb; i < count; i++, at += ib) run.ids[i] = readLE(blob, at, ib);
+    run.count = count;
+    return run;
   }
 }
 
@@ -151,32 +177,46 @@ export function forEachIdFrom(
  * Cuts a sorted stream of pairs into full blocks, never between two pairs of one key (a lookup reads one block).
  */
 export class BlockWriter {
-  private readonly keys: number[] = [];
-  private readonly ids: number[] = [];
+  private keys = new Float64Array(MAX_BLOCK_PAIRS);
+  private ids = new Float64Array(MAX_BLOCK_PAIRS);
+  private n = 0;
   // the width the pending pairs' ids need (their keys' is their last one's, as keys ascend)
   private ib = 1;
 
   constructor(private readonly onBlock: (first: number, blob: Buffer) => void) {}
 
   get pending(): number {
-    return this.keys.length;
+    return this.n;
   }
 
   push(key: number, id: number): void {
-    const n = this.keys.length;
-    const ib = Math.max(n === 0 ? 1 : this.ib, bytesOf(id));
-    if (n > 0 && (n + 1) * (bytesOf(key - this.keys[0]) + ib) > DATA_BYTES && this.cut(key)) {
+    const kb = this.n === 0 ? 1 : bytesOf(key - this.keys[0]);
+    const ib = this.n === 0 ? bytesOf(id) : Math.max(this.ib, bytesOf(id));
+    if (this.n > 0 && (this.n + 1) * (kb + ib) > DATA_BYTES && this.cut(key)) {
       // the pairs kept for the next block have their widths now: measure the pair against them
       this.push(key, id);
       return;
     }
     this.ib = ib;
-    this.keys.push(key);
-    this.ids.push(id);
+    this.append(key, id);
   }
 
   flush(): void {
-    if (this.keys.length > 0) this.give(this.keys.length);
+    if (this.n > 0) this.give(this.n);
+  }
+
+  private append(key: number, id: number): void {
+    if (this.n === this.keys.length) {
+      const keys = new Float64Array(2 * this.n);
+      const ids = new Float64Array(2 * this.n);
+      keys.set(this.keys);
+      ids.set(this.ids);
+      this.keys = keys;
+      this.ids = ids;
+    }
+    this.keys[this.n] = key;
+    this.ids[this.n] = id;
+    this.n++;
   }
 
   /**
@@ -184,7 +224,7 @@ export class BlockWriter {
    * they are all of that key (the block then grows past the size).
    */
   private cut(next: number): boolean {
-    let end = this.keys.length;
+    let end = this.n;
     while (end > 0 && this.keys[end - 1] === next) end--;
     if (end === 0) return false;
     this.give(end);
@@ -193,8 +233,11 @@ export class BlockWriter {
 
   private give(end: number): void {
     this.onBlock(this.keys[0], encodeBlock(this.keys, this.ids, 0, end));
-    this.keys.splice(0, end);
-    this.ids.splice(0, end);
-    this.ib = bytesOf(this.ids.reduce((max, id) => Math.max(max, id), 0));
+    this.keys.copyWithin(0, end, this.n);
+    this.ids.copyWithin(0, end, this.n);
+    this.n -= end;
+    let maxId = 0;
+    for (let i = 0; i < this.n; i++) if (this.ids[i] > maxId) maxId = this.ids[i];
+    this.ib = bytesOf(maxId);
   }
 }

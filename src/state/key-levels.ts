@@ -1,54 +1,38 @@
 /** The two levels of the lookup index as tables of key blocks: walks in key order, and merges. */
 import type { Database } from 'better-sqlite3';
-import { BlockWriter, KeyBlock } from './key-blocks.js';
+import { BlockWriter, KeyBlock, emptyRun } from './key-blocks.js';
 
 export type KeyLevel = 'key_blocks' | 'key_blocks_recent';
 
 const BLOCK_PAGE = 256;
 
-/**
- * A sorted stream of (key, id) pairs from runs of sorted arrays (a level's blocks, or one pair of arrays), those
- * with an id above `after` only: `next` moves to the next pair, false (and key Infinity) at the end.
- */
-export class PairStream {
-  key = Number.POSITIVE_INFINITY;
-  id = 0;
-  private keys: Float64Array = new Float64Array(0);
-  private ids: Float64Array = new Float64Array(0);
-  private i = 0;
-
-  constructor(
-    private readonly runs: Iterator<{ keys: Float64Array; ids: Float64Array }>,
-    private readonly after = -1,
-  ) {
-    this.next();
-  }
-
-  next(): boolean {
-    for (;;) {
-      while (this.i < this.keys.length) {
-        const i = this.i++;
-        if (this.ids[i] > this.after) {
-          this.key = this.keys[i];
-          this.id = this.ids[i];
-          return true;
-        }
-      }
-      const run = this.runs.next();
-      if (run.done === true) {
-        this.key = Number.POSITIVE_INFINITY;
-        return false;
-      }
-      this.keys = run.value.keys;
-      this.ids = run.value.ids;
-      this.i = 0;
-    }
-  }
+/** A sorted stream of (key, id) pairs: `next` moves to the next pair, false (and key Infinity) at the end. */
+export interface PairStream {
+  key: number;
+  id: number;
+  next(): boolean;
 }
 
 /** The pairs of two sorted arrays, those with an id above `after` only. */
 export function arrayPairs(keys: Float64Array, ids: Float64Array, after: number): PairStream {
-  return new PairStream([{ keys, ids }].values(), after);
+  let i = -1;
+  const stream: PairStream = {
+    key: Number.POSITIVE_INFINITY,
+    id: 0,
+    next(): boolean {
+      do i++;
+      while (i < keys.length && ids[i] <= after);
+      if (i >= keys.length) {
+        stream.key = Number.POSITIVE_INFINITY;
+        return false;
+      }
+      stream.key = keys[i];
+      stream.id = ids[i];
+      return true;
+    },
+  };
+  stream.next();
+  return stream;
 }
 
 export function* levelBlocks(db: Database, level: KeyLevel): Generator<KeyBlock> {
@@ -63,7 +47,30 @@ export function* levelBlocks(db: Database, level: KeyLevel): Generator<KeyBlock>
 }
 
 export function levelPairs(db: Database, level: KeyLevel): PairStream {
-  return new PairStream(levelBlocks(db, level));
+  const blocks = levelBlocks(db, level);
+  const run = emptyRun();
+  let i = 0;
+  const stream: PairStream = {
+    key: Number.POSITIVE_INFINITY,
+    id: 0,
+    next(): boolean {
+      while (i >= run.count) {
+        const step = blocks.next();
+        if (step.done === true) {
+          stream.key = Number.POSITIVE_INFINITY;
+          return false;
+        }
+        step.value.decodeInto(run);
+        i = 0;
+      }
+      stream.key = run.keys[i];
+      stream.id = run.ids[i];
+      i++;
+      return true;
+    },
+  };
+  stream.next();
+  return stream;
 }
 
 /** Gives every distinct key of a level in order. */
@@ -93,6 +100,7 @@ export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStre
     lastId = id;
   };
   const blocks = levelBlocks(db, level);
+  const run = emptyRun();
   // one block ahead: a block's range ends where the next one starts. New blocks of a range start below that next
   // block, and the walk reads pages after the last block it has read, so it never reads the blocks it writes.
   let step = blocks.next();
@@ -105,8 +113,8 @@ export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStre
       continue;
     }
     remove.run(block.first);
-    const { keys, ids } = block;
-    for (let i = 0; i < keys.length; i++) {
+    const { keys, ids, count } = block.decodeInto(run);
+    for (let i = 0; i < count; i++) {
       const key = keys[i];
       while (incoming.key < key || (incoming.key === key && incoming.id < ids[i])) {
         push(incoming.key, incoming.id);

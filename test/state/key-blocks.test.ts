@@ -30,7 +30,7 @@ function lengthAt(bytes: Buffer, at: number): number {
 
 /** Checks that a block holds exactly these pairs (keys distinct) by every way of reading it. */
 function expectHolds(block: KeyBlock, pairs: Pair[]): void {
-  expect(block.keys.length).toBe(pairs.length);
+  expect(block.count).toBe(pairs.length);
   expect(pairsIn(block)).toEqual(pairs);
   const held = new Set(pairs.map((p) => p[0]));
   for (const [key, id] of pairs) {
