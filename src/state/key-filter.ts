@@ -13,9 +13,6 @@ const PROBES = 6;
 const BIG_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 0;
 // not part of the format: a false positive costs only the block read a lookup would make without a filter
 const BITS_PER_KEY = 8;
-// the second and third hashes of the key hash() was last given (no object per key)
-let h2 = 0;
-let h3 = 0;
 
 /** Every key added answers true; an absent key false but for a small share. Sized for a capacity. */
 export class KeyFilter {
@@ -42,7 +39,12 @@ export class KeyFilter {
   }
 
   add(key: number): void {
-    const base = this.hash(key);
+    const lo = (key % 4294967296) >>> 0;
+    const hi = Math.floor(key / 4294967296);
+    const h1 = mix(lo ^ Math.imul(hi, 0x9e3779b1));
+    const h2 = mix(h1 ^ hi ^ 0x85ebca6b);
+    const h3 = mix(h2 ^ lo);
+    const base = Math.floor((h1 / 4294967296) * this.blocks) * BLOCK_WORDS;
     const w = this.words;
     // PROBES 9-bit positions inside the block's 512 bits: half from each of two hashes
     for (let i = 0; i < PROBES / 2; i++) {
@@ -54,8 +56,14 @@ export class KeyFilter {
     this.count++;
   }
 
+  /** add's hashes, inlined here too: this is every lookup's first step. */
   mayHave(key: number): boolean {
-    const base = this.hash(key);
+    const lo = (key % 4294967296) >>> 0;
+    const hi = Math.floor(key / 4294967296);
+    const h1 = mix(lo ^ Math.imul(hi, 0x9e3779b1));
+    const h2 = mix(h1 ^ hi ^ 0x85ebca6b);
+    const h3 = mix(h2 ^ lo);
+    const base = Math.floor((h1 / 4294967296) * this.blocks) * BLOCK_WORDS;
     const w = this.words;
     for (let i = 0; i < PROBES / 2; i++) {
       const a = (h2 >>> (i * 9)) & 511;
@@ -64,16 +72,6 @@ export class KeyFilter {
       if ((w[base + (b >>> 5)] & (1 << (b & 31))) === 0) return false;
     }
     return true;
-  }
-
-  /** The first word of the key's block; the two hashes its bits come from go to h2 and h3. */
-  private hash(key: number): number {
-    const lo = (key % 4294967296) >>> 0;
-    const hi = Math.floor(key / 4294967296);
-    const h1 = mix(lo ^ Math.imul(hi, 0x9e3779b1));
-    h2 = mix(h1 ^ hi ^ 0x85ebca6b);
-    h3 = mix(h2 ^ lo);
-    return Math.floor((h1 / 4294967296) * this.blocks) * BLOCK_WORDS;
   }
 
   /** The filter's bytes in pieces of at most `pieceBytes` (the rows it is stored in), little-endian words. */
