@@ -32,7 +32,8 @@ export class KeptBlocks {
     return this.chunkOf[block] >= 0;
   }
 
-  keep(block: number, bytes: Uint8Array, at: number, length: number, header: BlockHeader): void {
+  keep(block: number, bytes: Uint8Array, at: number, header: BlockHeader): void {
+    const { length } = header;
     let chunk = this.chunks[this.chunks.length - 1];
     if (chunk === undefined || this.used + length > chunk.length) {
       const size = chunk === undefined ? FIRST_CHUNK_BYTES : Math.min(MAX_CHUNK_BYTES, 2 * chunk.length);

@@ -16,12 +16,12 @@ export const BLOCK_HEADER = 4;
 const BLOCK_CHECK = 4;
 // eight blocks fit an 8 KiB page, so that a lookup reads one page (bigger blocks made random lookups slower)
 export const BLOCK_BYTES = 1_000;
-// every pair takes at least 2 bytes; only a key shared by more pairs makes a bigger block
-export const MAX_BLOCK_PAIRS = Math.floor((BLOCK_BYTES - BLOCK_HEADER) / 2);
 const FORMAT = 0x50;
 // keys are 47 bits, ids below 2^48
 const MAX_BYTES = 6;
 const DATA_BYTES = BLOCK_BYTES - BLOCK_HEADER - BLOCK_CHECK;
+// every pair takes at least 2 bytes; only a key shared by more pairs makes a bigger block
+const MAX_BLOCK_PAIRS = Math.floor((BLOCK_BYTES - BLOCK_HEADER) / 2);
 
 /** The bytes an unsigned integer below 2^48 needs (at least 1). */
 export function bytesOf(value: number): number {
@@ -63,42 +63,61 @@ function lengthOf(count: number, kb: number, ib: number): number {
   return BLOCK_HEADER + count * (kb + ib) + BLOCK_CHECK;
 }
 
+/** Pairs decoded from blocks: keys[0..count) and ids[0..count), arrays reused from block to block. */
+export interface Run {
+  keys: Float64Array;
+  ids: Float64Array;
+  count: number;
+}
+
+export function emptyRun(): Run {
+  return { keys: new Float64Array(0), ids: new Float64Array(0), count: 0 };
+}
+
 /** One block of a level walked whole (a merge reads every pair), checked as it is made. */
 export class KeyBlock {
-  private readonly header: BlockHeader = { kb: 0, ib: 0, count: 0 };
+  readonly count: number;
+  private readonly kb: number;
+  private readonly ib: number;
 
   constructor(
     readonly first: number,
     readonly blob: Buffer,
   ) {
-    if (readHeader(blob, 0, this.header) !== blob.length) throw new ChecksumError('a key block');
+    const { kb, ib, count, length } = readHeader(blob, 0);
+    if (length !== blob.length) throw new ChecksumError('a key block');
+    this.kb = kb;
+    this.ib = ib;
+    this.count = count;
   }
 
-  get count(): number {
-    return this.header.count;
-  }
-
-  /** Every pair at once, into keys[0..count) and ids[0..count). */
-  decodeInto(keys: Float64Array, ids: Float64Array): void {
-    const { blob, first } = this;
-    const { kb, ib, count } = this.header;
-    for (let i = 0, at = BLOCK_HEADER; i < count; i++, at += kb) keys[i] = first + readLE(blob, at, kb);
-    for (let i = 0, at = BLOCK_HEADER + count * kb; i < count; i++, at += ib) ids[i] = readLE(blob, at, ib);
+  /** Its pairs into `run` (grown when they do not fit), which it gives back. */
+  decodeInto(run: Run): Run {
+    const { blob, first, kb, ib, count } = this;
+    if (run.keys.length < count) {
+      run.keys = new Float64Array(count);
+      run.ids = new Float64Array(count);
+    }
+    for (let i = 0, at = BLOCK_HEADER; i < count; i++, at += kb) run.keys[i] = first + readLE(blob, at, kb);
+    for (let i = 0, at = BLOCK_HEADER + count * kb; i < count; i++, at += ib) run.ids[i] = readLE(blob, at, ib);
+    run.count = count;
+    return run;
   }
 }
 
-/** A block's bytes per key difference and per id, and its pair count. */
+/** A block's bytes per key difference and per id, its pair count, and its blob's length. */
 export interface BlockHeader {
   kb: number;
   ib: number;
   count: number;
+  length: number;
 }
 
 /**
- * Reads the header of the block at `at` of `bytes` into `into` and gives back the blob's length. Throws
- * ChecksumError when the header is wrong, the blob runs past the bytes, or its checksum does not match.
+ * The header of the block at `at` of `bytes`. Throws ChecksumError when the header is wrong, the blob runs past
+ * the bytes, or its checksum does not match.
  */
-export function readHeader(bytes: Buffer, at: number, into: BlockHeader): number {
+export function readHeader(bytes: Buffer, at: number): BlockHeader {
   const kb = bytes[at] - FORMAT;
   const ib = bytes[at + 1];
   const count = bytes[at + 2] | (bytes[at + 3] << 8);
@@ -112,11 +131,7 @@ export function readHeader(bytes: Buffer, at: number, into: BlockHeader): number
   ) {
     throw new ChecksumError('a key block');
   }
-  into.kb = kb;
-
-  into.ib = ib;
-  into.count = count;
-  return length;
+  return { kb, ib, count, length };
 }
 
 /**
@@ -138,7 +153,8 @@ export function touchPair(bytes: Uint8Array, keysAt: number, kb: number, ib: num
 
 /**
  * Gives the id of every pair whose key difference is `delta`, in a block whose `count` keys of kb bytes start at
- * `keysAt` (its ids after them), searching from pair `guess` in steps doubling away from it, then halving.
+ * `keysAt` (its ids after them), walking a pair at a time from pair `guess`: keys are hash bits spread evenly, so
+ * the guess is a few pairs off.
  */
 export function forEachIdFrom(
   bytes: Uint8Array,
@@ -150,35 +166,11 @@ export function forEachIdFrom(
   guess: number,
   onId: (id: number) => void,
 ): void {
-  // the first pair whose key is at or above delta lies in [lo, hi]
-  let lo: number;
-  let hi: number;
-  if (readLE(bytes, keysAt + guess * kb, kb) < delta) {
-    lo = guess + 1;
-    let step = 1;
-    while (lo + step - 1 < count && readLE(bytes, keysAt + (lo + step - 1) * kb, kb) < delta) {
-      lo += step;
-      step *= 2;
-    }
-    hi = Math.min(count, lo + step - 1);
-  } else {
-    hi = guess;
-    let step = 1;
-    while (hi - step >= 0 && readLE(bytes, keysAt + (hi - step) * kb, kb) >= delta) {
-      hi -= step;
-      step *= 2;
-    }
-    lo = Math.max(0, hi - step + 1);
-  }
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (readLE(bytes, keysAt + mid * kb, kb) < delta) lo = mid + 1;
-    else hi = mid;
-  }
+  let i = guess;
+  while (i > 0 && readLE(bytes, keysAt + (i - 1) * kb, kb) >= delta) i--;
+  while (i < count && readLE(bytes, keysAt + i * kb, kb) < delta) i++;
   const idsAt = keysAt + count * kb;
-  for (let i = lo; i < count && readLE(bytes, keysAt + i * kb, kb) === delta; i++) {
-    onId(readLE(bytes, idsAt + i * ib, ib));
-  }
+  for (; i < count && readLE(bytes, keysAt + i * kb, kb) === delta; i++) onId(readLE(bytes, idsAt + i * ib, ib));
 }
 
 /**

@@ -11,8 +11,6 @@ const BLOCK_BYTES = BLOCK_WORDS * 4;
 const PROBES = 6;
 // the stored bytes are little-endian words whatever machine wrote them
 const BIG_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 0;
-// addAll's groups: a group of a filter of hundreds of MB is tens of KB, which stays in cache
-const ADD_GROUPS = 8_192;
 // not part of the format: a false positive costs only the block read a lookup would make without a filter
 const BITS_PER_KEY = 8;
 
@@ -20,46 +18,24 @@ const BITS_PER_KEY = 8;
 export class KeyFilter {
   readonly words: Uint32Array;
   readonly blocks: number;
-  private added: number;
 
-  constructor(blocks: number, words?: Uint32Array, count = 0) {
+  /** `count`: the keys added so far (repeats counted). */
+  constructor(
+    blocks: number,
+    words?: Uint32Array,
+    public count = 0,
+  ) {
     this.blocks = Math.max(1, Math.floor(blocks));
     this.words = words ?? new Uint32Array(this.blocks * BLOCK_WORDS);
     if (this.words.length !== this.blocks * BLOCK_WORDS) throw new RangeError('key filter: wrong number of words');
-    this.added = count;
   }
 
   static forCapacity(capacity: number): KeyFilter {
     return new KeyFilter(Math.ceil((Math.max(1, capacity) * BITS_PER_KEY) / (BLOCK_WORDS * 32)));
   }
 
-  /** Keys added so far (repeats counted). */
-  get count(): number {
-    return this.added;
-  }
-
   get capacity(): number {
     return Math.floor((this.blocks * BLOCK_WORDS * 32) / BITS_PER_KEY);
-  }
-
-  /** add for each key, grouped by the part of the filter they go to, so that each group's lines stay in cache. */
-  addAll(keys: ArrayLike<number>, n = keys.length): void {
-    const groups = Math.min(ADD_GROUPS, this.blocks);
-    if (n < groups) {
-      for (let i = 0; i < n; i++) this.add(keys[i]);
-      return;
-    }
-    const groupOf = new Uint16Array(n);
-    const starts = new Int32Array(groups + 1);
-    for (let i = 0; i < n; i++) {
-      const g = Math.floor((blockOf(firstHash(keys[i]), this.blocks) * groups) / this.blocks);
-      groupOf[i] = g;
-      starts[g + 1]++;
-    }
-    for (let g = 0; g < groups; g++) starts[g + 1] += starts[g];
-    const grouped = new Float64Array(n);
-    for (let i = 0; i < n; i++) grouped[starts[groupOf[i]]++] = keys[i];
-    for (let i = 0; i < n; i++) this.add(grouped[i]);
   }
 
   add(key: number): void {
@@ -68,7 +44,7 @@ export class KeyFilter {
     const h1 = mix(lo ^ Math.imul(hi, 0x9e3779b1));
     const h2 = mix(h1 ^ hi ^ 0x85ebca6b);
     const h3 = mix(h2 ^ lo);
-    const base = blockOf(h1, this.blocks) * BLOCK_WORDS;
+    const base = Math.floor((h1 / 4294967296) * this.blocks) * BLOCK_WORDS;
     const w = this.words;
     // PROBES 9-bit positions inside the block's 512 bits: half from each of two hashes
     for (let i = 0; i < PROBES / 2; i++) {
@@ -77,7 +53,7 @@ export class KeyFilter {
       w[base + (a >>> 5)] |= 1 << (a & 31);
       w[base + (b >>> 5)] |= 1 << (b & 31);
     }
-    this.added++;
+    this.count++;
   }
 
   /** add's hashes, inlined here too: this is every lookup's first step. */
@@ -87,7 +63,7 @@ export class KeyFilter {
     const h1 = mix(lo ^ Math.imul(hi, 0x9e3779b1));
     const h2 = mix(h1 ^ hi ^ 0x85ebca6b);
     const h3 = mix(h2 ^ lo);
-    const base = blockOf(h1, this.blocks) * BLOCK_WORDS;
+    const base = Math.floor((h1 / 4294967296) * this.blocks) * BLOCK_WORDS;
     const w = this.words;
     for (let i = 0; i < PROBES / 2; i++) {
       const a = (h2 >>> (i * 9)) & 511;
@@ -123,13 +99,6 @@ export class KeyFilter {
   }
 }
 
-/** The hash that picks a key's block (the first of add's three). */
-function firstHash(key: number): number {
-  const lo = (key % 4294967296) >>> 0;
-  const hi = Math.floor(key / 4294967296);
-  return mix(lo ^ Math.imul(hi, 0x9e3779b1));
-}
-
 /** A 32-bit finalizer (murmur3's): spreads every input bit over the output. */
 function mix(x: number): number {
   let h = x >>> 0;
@@ -139,11 +108,6 @@ function mix(x: number): number {
   h = Math.imul(h, 0xc2b2ae35);
   h ^= h >>> 16;
   return h >>> 0;
-}
-
-/** A block in [0, blocks) from a 32-bit hash, by multiplication instead of a modulo. */
-function blockOf(h: number, blocks: number): number {
-  return Math.floor((h / 4294967296) * blocks);
 }
 
 // the filter is stored in pieces of this many bytes, each with its checksum

@@ -7,7 +7,7 @@
 import type { Database } from 'better-sqlite3';
 import { sortedUnique } from './id-lists.js';
 import { KeyFilter, readKeyFilter, writeKeyFilter } from './key-filter.js';
-import { arrayPairs, clearLevel, forEachLevelKeys, levelPairs, mergeIntoLevel } from './key-levels.js';
+import { arrayPairs, forEachLevelKey, levelPairs, mergeIntoLevel } from './key-levels.js';
 import { BlockBudget, LevelReader } from './level-reader.js';
 import { metaNumber, setMetaValue } from './meta-values.js';
 import type { RecordWalker } from './record-walk.js';
@@ -103,10 +103,9 @@ export class KeyIndex {
     const newUpto = Math.max(upto, this.seen);
     setMetaValue(this.db, META_KEYS.keysUpto, newUpto);
     const mainUpto = metaNumber(this.db, META_KEYS.keysMainUpto) ?? 0;
-    const fold = (newUpto - mainUpto) * RECENT_SHARE >= mainUpto;
-    if (fold) {
+    if ((newUpto - mainUpto) * RECENT_SHARE >= mainUpto) {
       mergeIntoLevel(this.db, 'key_blocks', levelPairs(this.db, 'key_blocks_recent'));
-      clearLevel(this.db, 'key_blocks_recent');
+      this.db.prepare('DELETE FROM key_blocks_recent').run();
       setMetaValue(this.db, META_KEYS.keysMainUpto, newUpto);
     }
     this.saveFilter(upto, newUpto, keys, ids);
@@ -117,15 +116,14 @@ export class KeyIndex {
   }
 
   /** The filter gets the tail's keys, or one twice as big is filled from the levels; written whole. */
-
   private saveFilter(upto: number, newUpto: number, keys: Float64Array, ids: Float64Array): void {
     let filter = this.filter?.upto === upto ? this.filter.keys : readKeyFilter(this.db, upto);
     if (filter !== null && filter.count + keys.length <= filter.capacity) {
-      filter.addAll(keys.filter((_, i) => ids[i] > upto));
+      for (let i = 0; i < keys.length; i++) if (ids[i] > upto) filter.add(keys[i]);
     } else {
       const made = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * newUpto));
-      forEachLevelKeys(this.db, 'key_blocks', (k, n) => made.addAll(k, n));
-      forEachLevelKeys(this.db, 'key_blocks_recent', (k, n) => made.addAll(k, n));
+      forEachLevelKey(this.db, 'key_blocks', (key) => made.add(key));
+      forEachLevelKey(this.db, 'key_blocks_recent', (key) => made.add(key));
       filter = made;
     }
     writeKeyFilter(this.db, filter, newUpto);

@@ -1,11 +1,10 @@
 /** The two levels of the lookup index as tables of key blocks: walks in key order, and merges. */
 import type { Database } from 'better-sqlite3';
-import { BlockWriter, KeyBlock, MAX_BLOCK_PAIRS } from './key-blocks.js';
+import { BlockWriter, KeyBlock, emptyRun } from './key-blocks.js';
 
 export type KeyLevel = 'key_blocks' | 'key_blocks_recent';
 
 const BLOCK_PAGE = 256;
-const KEY_BATCH = 1 << 20;
 
 /** A sorted stream of (key, id) pairs: `next` moves to the next pair, false (and key Infinity) at the end. */
 export interface PairStream {
@@ -49,23 +48,23 @@ export function* levelBlocks(db: Database, level: KeyLevel): Generator<KeyBlock>
 
 export function levelPairs(db: Database, level: KeyLevel): PairStream {
   const blocks = levelBlocks(db, level);
-  const pairs = new BlockPairs();
+  const run = emptyRun();
   let i = 0;
   const stream: PairStream = {
     key: Number.POSITIVE_INFINITY,
     id: 0,
     next(): boolean {
-      while (i >= pairs.count) {
+      while (i >= run.count) {
         const step = blocks.next();
         if (step.done === true) {
           stream.key = Number.POSITIVE_INFINITY;
           return false;
         }
-        pairs.load(step.value);
+        step.value.decodeInto(run);
         i = 0;
       }
-      stream.key = pairs.keys[i];
-      stream.id = pairs.ids[i];
+      stream.key = run.keys[i];
+      stream.id = run.ids[i];
       i++;
       return true;
     },
@@ -74,36 +73,12 @@ export function levelPairs(db: Database, level: KeyLevel): PairStream {
   return stream;
 }
 
-/** Gives every distinct key of a level in order, a batch at a time (keys[0..n), the array reused). */
-export function forEachLevelKeys(db: Database, level: KeyLevel, onKeys: (keys: Float64Array, n: number) => void): void {
-  const batch = new Float64Array(KEY_BATCH);
-  let n = 0;
+/** Gives every distinct key of a level in order. */
+export function forEachLevelKey(db: Database, level: KeyLevel, onKey: (key: number) => void): void {
   let last = -1;
   for (const pairs = levelPairs(db, level); pairs.key < Number.POSITIVE_INFINITY; pairs.next()) {
-    if (pairs.key === last) continue;
-    batch[n++] = pairs.key;
+    if (pairs.key !== last) onKey(pairs.key);
     last = pairs.key;
-    if (n === KEY_BATCH) {
-      onKeys(batch, n);
-      n = 0;
-    }
-  }
-  if (n > 0) onKeys(batch, n);
-}
-
-/** The pairs of one block at a time, decoded whole, in arrays reused from block to block. */
-class BlockPairs {
-  keys = new Float64Array(MAX_BLOCK_PAIRS);
-  ids = new Float64Array(MAX_BLOCK_PAIRS);
-  count = 0;
-
-  load(block: KeyBlock): void {
-    if (block.count > this.keys.length) {
-      this.keys = new Float64Array(block.count);
-      this.ids = new Float64Array(block.count);
-    }
-    block.decodeInto(this.keys, this.ids);
-    this.count = block.count;
   }
 }
 
@@ -125,7 +100,7 @@ export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStre
     lastId = id;
   };
   const blocks = levelBlocks(db, level);
-  const pairs = new BlockPairs();
+  const run = emptyRun();
   // one block ahead: a block's range ends where the next one starts. New blocks of a range start below that next
   // block, and the walk reads pages after the last block it has read, so it never reads the blocks it writes.
   let step = blocks.next();
@@ -138,9 +113,8 @@ export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStre
       continue;
     }
     remove.run(block.first);
-    pairs.load(block);
-    const { keys, ids } = pairs;
-    for (let i = 0; i < pairs.count; i++) {
+    const { keys, ids, count } = block.decodeInto(run);
+    for (let i = 0; i < count; i++) {
       const key = keys[i];
       while (incoming.key < key || (incoming.key === key && incoming.id < ids[i])) {
         push(incoming.key, incoming.id);
@@ -158,8 +132,4 @@ export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStre
     incoming.next();
   }
   writer.flush();
-}
-
-export function clearLevel(db: Database, level: KeyLevel): void {
-  db.prepare(`DELETE FROM ${level}`).run();
 }

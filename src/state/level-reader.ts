@@ -1,7 +1,7 @@
 /** Lookups of keys in one level of the lookup index, with the blocks read kept in memory while a budget has room. */
 import type { Database } from 'better-sqlite3';
 import { firstAbove, idList } from './id-lists.js';
-import { type BlockHeader, forEachIdFrom, guessOf, readHeader, touchPair } from './key-blocks.js';
+import { forEachIdFrom, guessOf, readHeader, touchPair } from './key-blocks.js';
 import type { KeyLevel } from './key-levels.js';
 import { KeptBlocks } from './kept-blocks.js';
 import { LIST_PAGE, prepared } from './queries.js';
@@ -33,7 +33,6 @@ export class LevelReader {
   private block = new Int32Array(0);
   private delta = new Float64Array(0);
   private guess = new Int32Array(0);
-  private readonly header: BlockHeader = { kb: 0, ib: 0, count: 0 };
   // the sum of the bytes the second pass reads, kept so that the reads are not left out as unused
   touched = 0;
 
@@ -100,7 +99,6 @@ export class LevelReader {
   /** Reads the blocks of these indexes (ascending), keeping those the budget has room for; the others pass. */
   private readBlocks(indexes: readonly number[]): void {
     const { firsts } = this;
-    const header = this.header;
     const wanted = indexes.map((b) => firsts[b]);
     const blocks = prepared(
       this.db,
@@ -116,13 +114,13 @@ export class LevelReader {
       }
       let at = 0;
       for (let w = start; w < start + count; w++) {
-        const length = readHeader(blobs, at, header);
+        const header = readHeader(blobs, at);
         const b = indexes[w];
-        if (length <= this.budget.left) {
-          this.kept.keep(b, blobs, at, length, header);
-          this.budget.left -= length;
+        if (header.length <= this.budget.left) {
+          this.kept.keep(b, blobs, at, header);
+          this.budget.left -= header.length;
         } else this.passing.place(b, blobs, at, header);
-        at += length;
+        at += header.length;
       }
       if (at !== blobs.length) throw new Error('a key block of the state file is damaged');
     }

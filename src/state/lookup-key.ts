@@ -18,24 +18,17 @@ export function keyOf(type: DiiType | number, hash: string): number {
   return prefixOf(hash) * 2 + code;
 }
 
-/** The 48 bits of 8 base64 characters from `start`, or -1. */
-function base64Bits(text: string, start: number): number {
+/** The first 46 bits of a base64 hash's 8 first characters, or of the SHA-256 of any other string. */
+function prefixOf(hash: string): number {
   let bits = 0;
-  for (let i = start; i < start + 8; i++) {
-    const c = text.charCodeAt(i);
+  for (let i = 0; i < 8; i++) {
+    // past the end charCodeAt gives NaN, which is no base64 character either
+    const c = hash.charCodeAt(i);
     const s = c < 128 ? SEXTET[c] : -1;
-    if (s < 0) return -1;
+    if (s < 0) return prefixOfBytes(createHash('sha256').update(hash).digest(), 0);
     bits = bits * 64 + s;
   }
-  return bits;
-}
-
-function prefixOf(hash: string): number {
-  if (hash.length >= 8) {
-    const bits = base64Bits(hash, 0);
-    if (bits >= 0) return Math.floor(bits / 4);
-  }
-  return prefixOfBytes(createHash('sha256').update(hash).digest(), 0);
+  return Math.floor(bits / 4);
 }
 
 /** keyOf for a hash kept as its bytes, from the 6 bytes at `start`. */

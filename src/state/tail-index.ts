@@ -1,20 +1,15 @@
 /** An in-memory multimap from lookup key to entry id, for the entries not yet merged into the key levels. */
 
 const EMPTY = 0;
+// a power of two (the mask), doubled whenever the table is half full
+const FIRST_SLOTS = 1 << 17;
 
 /** Open addressing over two typed arrays: a few bytes per entry instead of a Map's dozens. Keys may repeat. */
 export class TailIndex {
-  private keys: Float64Array;
-  private ids: Float64Array;
-  private mask: number;
+  private keys = new Float64Array(FIRST_SLOTS);
+  private ids = new Float64Array(FIRST_SLOTS);
+  private mask = FIRST_SLOTS - 1;
   private count = 0;
-
-  constructor(capacity = 1 << 16) {
-    const size = tableSize(capacity);
-    this.keys = new Float64Array(size);
-    this.ids = new Float64Array(size);
-    this.mask = size - 1;
-  }
 
   get size(): number {
     return this.count;
@@ -68,7 +63,7 @@ export class TailIndex {
   }
 
   clear(): void {
-    this.keys.fill(0);
+    // a slot is free by its id alone
     this.ids.fill(EMPTY);
     this.count = 0;
   }
@@ -82,12 +77,6 @@ export class TailIndex {
     this.count = 0;
     for (let slot = 0; slot < oldIds.length; slot++) if (oldIds[slot] !== EMPTY) this.add(oldKeys[slot], oldIds[slot]);
   }
-}
-
-function tableSize(capacity: number): number {
-  let size = 16;
-  while (size < capacity * 2) size *= 2;
-  return size;
 }
 
 /** Keys are already uniformly spread (hash bits): their low bits, above the type bit, pick the slot. */

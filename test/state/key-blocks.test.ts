@@ -4,7 +4,6 @@ import {
   BLOCK_BYTES,
   BLOCK_HEADER,
   BlockWriter,
-  type BlockHeader,
   KeyBlock,
   bytesOf,
   encodeBlock,
@@ -26,7 +25,7 @@ function valuesOf(bits: number, n: number, next: () => number): number[] {
 
 /** The length of the block at `at` of `bytes`, from its header (readHeader). */
 function lengthAt(bytes: Buffer, at: number): number {
-  return readHeader(bytes, at, { kb: 0, ib: 0, count: 0 });
+  return readHeader(bytes, at).length;
 }
 
 /** Checks that a block holds exactly these pairs (keys distinct) by every way of reading it. */
@@ -71,9 +70,7 @@ describe('a key block', () => {
         expect([blob[0], blob[1], blob.readUInt16LE(2)]).toEqual([0x50 + kb, ib, pairs.length]);
         // the header, the pairs, and the 4-byte checksum
         expect(blob.length).toBe(BLOCK_HEADER + pairs.length * (kb + ib) + 4);
-        const header: BlockHeader = { kb: 0, ib: 0, count: 0 };
-        expect(readHeader(blob, 0, header)).toBe(blob.length);
-        expect(header).toEqual({ kb, ib, count: pairs.length });
+        expect(readHeader(blob, 0)).toEqual({ kb, ib, count: pairs.length, length: blob.length });
         expectHolds(new KeyBlock(first, blob), pairs);
       }
     }
@@ -158,8 +155,7 @@ describe('a key block', () => {
       0,
       pairs.length,
     );
-    const header: BlockHeader = { kb: 0, ib: 0, count: 0 };
-    readHeader(blob, 0, header);
+    const header = readHeader(blob, 0);
     const asked = new Set([keys[0] - 1, keys[keys.length - 1] + 1]);
     for (const k of keys) for (const near of [k - 1, k, k + 1]) asked.add(near);
     for (const key of asked) {

@@ -1,14 +1,7 @@
 // Levels of key blocks: what a merge leaves, what a lookup finds, against a plain sorted model, old blocks too.
 import { describe, expect, it } from 'vitest';
 import { BLOCK_BYTES, type KeyBlock } from '../../src/state/key-blocks.js';
-import {
-  type KeyLevel,
-  arrayPairs,
-  clearLevel,
-  levelBlocks,
-  levelPairs,
-  mergeIntoLevel,
-} from '../../src/state/key-levels.js';
+import { type KeyLevel, arrayPairs, levelBlocks, levelPairs, mergeIntoLevel } from '../../src/state/key-levels.js';
 import { BlockBudget, LevelReader } from '../../src/state/level-reader.js';
 import { KEY_BLOCK_TABLES } from '../../src/state/schema.js';
 import Database from '../helpers/sqlite-driver.js';
@@ -105,7 +98,7 @@ describe('a level of key blocks', () => {
     merge(db, 'key_blocks_recent', recent);
     db.transaction(() => {
       mergeIntoLevel(db, 'key_blocks', levelPairs(db, 'key_blocks_recent'));
-      clearLevel(db, 'key_blocks_recent');
+      db.prepare('DELETE FROM key_blocks_recent').run();
     })();
     const blocks = blocksOf(db, 'key_blocks');
     expectWellFormed(blocks);

@@ -1,5 +1,12 @@
 // (lookup key, id) pairs for the tests of key blocks and levels: a repeatable random stream, and their order.
-import { BLOCK_HEADER, type KeyBlock, forEachIdFrom, guessOf, readHeader } from '../../src/state/key-blocks.js';
+import {
+  BLOCK_HEADER,
+  type KeyBlock,
+  emptyRun,
+  forEachIdFrom,
+  guessOf,
+  readHeader,
+} from '../../src/state/key-blocks.js';
 
 export type Pair = [number, number];
 
@@ -17,16 +24,13 @@ export const byKeyThenId = (a: Pair, b: Pair): number => a[0] - b[0] || a[1] - b
 
 /** A block's pairs in order, read at once as a merge reads them. */
 export function pairsIn(block: KeyBlock): Pair[] {
-  const keys = new Float64Array(block.count);
-  const ids = new Float64Array(block.count);
-  block.decodeInto(keys, ids);
-  return Array.from(keys, (key, i): Pair => [key, ids[i]]);
+  const { keys, ids, count } = block.decodeInto(emptyRun());
+  return Array.from(keys.subarray(0, count), (key, i): Pair => [key, ids[i]]);
 }
 
 /** The ids a block holds for `key`, searched as a lookup searches it: from the place its key's value suggests. */
 export function idsIn(block: KeyBlock, key: number): number[] {
-  const header = { kb: 0, ib: 0, count: 0 };
-  readHeader(block.blob, 0, header);
+  const header = readHeader(block.blob, 0);
   const delta = key - block.first;
   const found: number[] = [];
   const guess = guessOf(delta, 256 ** header.kb, header.count);
