@@ -10,7 +10,7 @@ import {
 import { refreshWindow } from './answer-items.js';
 
 /**
- * Reads a v3 map answer (the decrypted JSON) in one pass over its text, checking each item against the wire
+ * Reads a v3 map answer (the decrypted JSON) in one pass over its bytes, checking each item against the wire
  * contract as it goes, for the answers a service writes: compact JSON, the envelope's `status` and `body`, the
  * body's four arrays, and items `{"u":…,"p":…,"r":…}`, `{"e":"optout"}` or `{"e":"invalid identifier"}` with their
  * keys in that order. It accepts exactly what response-bodies.ts accepts for such a text and gives the same
@@ -18,11 +18,34 @@ import { refreshWindow } from './answer-items.js';
  * does not match, any item the contract refuses) it gives up, and the caller reads the text the general way, which
  * is also where every refusal and its message come from. JSON.parse and a second pass over its objects cost the
  * main thread, the bound of a threaded map, about twice as much. The items go straight into packed arrays
- * (ScannedAnswers), which keep where each raw UID sits in the answer's bytes rather than a string of it.
+ * (ScannedAnswers), which keep where each raw UID sits in the answer's bytes rather than a string of it. The
+ * bytes are read as they are, not decoded into a string first: that string (as large as the answer) would be one
+ * more copy per answer for the main thread to make and collect, and its character reads cost more than byte reads.
  */
 
 const KINDS = ['email', 'email_hash', 'phone', 'phone_hash'] as const;
 type Kind = (typeof KINDS)[number];
+
+/** The bytes of an ASCII text. */
+function ascii(text: string): Uint8Array {
+  return Uint8Array.from(text, (c) => c.charCodeAt(0));
+}
+
+const KIND_BYTES = KINDS.map(ascii);
+const STATUS_SUCCESS = ascii('"status":"success"');
+const BODY_KEY = ascii('"body":');
+const E_KEY = ascii('"e":"');
+const OPTOUT_END = ascii('optout"}');
+const INVALID_END = ascii('invalid identifier"}');
+const NULL = ascii('null');
+/** The one-letter keys of a mapped item. */
+const U = 117;
+const P = 112;
+const R = 114;
+
+/** 1 for the bytes of base64's alphabet, 0 for every other byte value (a table of all 256, so none is out of it). */
+const UID_CHAR = new Uint8Array(256);
+UID_CHAR.set(BASE64_CHAR);
 
 const QUOTE = 34;
 const BACKSLASH = 92;
@@ -42,6 +65,10 @@ const GAVE_UP = -1;
 /** The most digits of an `r` read exactly (any time in the window has 10 or 11). */
 const MAX_R_DIGITS = 15;
 
+/**
+ * The scan reads the answer's bytes as they are: every byte it takes is ASCII, and any other byte fails it. A byte
+ * read past the end is undefined, which equals no byte the scan looks for, so the end fails it the same way.
+ */
 class Scan {
   /** Where the last string read starts and ends (after its quotes). */
   start = 0;
@@ -50,47 +77,51 @@ class Scan {
 
   constructor(
     readonly bytes: Buffer,
-    readonly text: string,
     readonly request: MapV3Request,
     readonly minS: number,
     readonly maxS: number,
   ) {}
 
+  /** Whether the bytes at `at` are `expected`. */
+  has(at: number, expected: Uint8Array): boolean {
+    const bytes = this.bytes;
+    if (at + expected.length > bytes.length) return false;
+    for (let k = 0; k < expected.length; k++) if (bytes[at + k] !== expected[k]) return false;
+    return true;
+  }
+
   /** At `at` a JSON string without escapes: its bounds go to start and end; the position after it. */
   string(at: number): number {
-    const text = this.text;
-    if (text.charCodeAt(at) !== QUOTE) return GAVE_UP;
+    const bytes = this.bytes;
+    if (bytes[at] !== QUOTE) return GAVE_UP;
+    const length = bytes.length;
     let i = at + 1;
-    for (let c = text.charCodeAt(i); c !== QUOTE; c = text.charCodeAt(++i)) {
-      // an escape would change what the text means (the general reader takes those); NaN is the text's end
-      if (c === BACKSLASH || Number.isNaN(c)) return GAVE_UP;
+    for (let c = bytes[i]; c !== QUOTE; c = bytes[++i]) {
+      // an escape would change what the text means (the general reader takes those)
+      if (c === BACKSLASH || i >= length) return GAVE_UP;
     }
     this.start = at + 1;
     this.end = i;
     return i + 1;
   }
 
-  /** `"name":` at `at`; the position after the colon. */
-  key(at: number, name: string): number {
-    const text = this.text;
-    const end = at + name.length + 3;
-    if (text.charCodeAt(at) !== QUOTE || text.charCodeAt(end - 2) !== QUOTE || text.charCodeAt(end - 1) !== COLON)
+  /** `"name":` at `at`, name one byte; the position after the colon. */
+  key(at: number, name: number): number {
+    const bytes = this.bytes;
+    if (bytes[at] !== QUOTE || bytes[at + 1] !== name || bytes[at + 2] !== QUOTE || bytes[at + 3] !== COLON)
       return GAVE_UP;
-    return text.startsWith(name, at + 1) ? end : GAVE_UP;
+    return at + 4;
   }
 
   /** A raw UID string at `at` (44 base64 characters, the last one may be `=`); the position after it. */
   rawUid(at: number): number {
-    const text = this.text;
-    if (text.charCodeAt(at) !== QUOTE || text.charCodeAt(at + RAW_UID_LENGTH + 1) !== QUOTE) return GAVE_UP;
+    const bytes = this.bytes;
+    if (bytes[at] !== QUOTE || bytes[at + RAW_UID_LENGTH + 1] !== QUOTE) return GAVE_UP;
     const start = at + 1;
     const last = start + RAW_UID_LENGTH - 1;
-    for (let i = start; i < last; i++) {
-      const c = text.charCodeAt(i);
-      if (c > 127 || BASE64_CHAR[c] === 0) return GAVE_UP;
-    }
-    const c = text.charCodeAt(last);
-    if (c !== EQUALS && (c > 127 || BASE64_CHAR[c] === 0)) return GAVE_UP;
+    for (let i = start; i < last; i++) if (UID_CHAR[bytes[i]] === 0) return GAVE_UP;
+    const c = bytes[last];
+    if (c !== EQUALS && UID_CHAR[c] === 0) return GAVE_UP;
     this.start = start;
     this.end = last + 1;
     return last + 2;
@@ -98,52 +129,52 @@ class Scan {
 
   /** One item at `at`, added to `into`; the position after it. */
   item(at: number, into: ScannedAnswers): number {
-    const text = this.text;
-    if (text.charCodeAt(at) !== OPEN_BRACE) return GAVE_UP;
-    if (text.startsWith('"e":"', at + 1)) {
-      if (text.startsWith('optout"}', at + 6)) {
+    const bytes = this.bytes;
+    if (bytes[at] !== OPEN_BRACE) return GAVE_UP;
+    if (this.has(at + 1, E_KEY)) {
+      if (this.has(at + 6, OPTOUT_END)) {
         into.addUnmapped(ANSWER_CODE.optout);
         return at + 14;
       }
-      if (text.startsWith('invalid identifier"}', at + 6)) {
+      if (this.has(at + 6, INVALID_END)) {
         into.addUnmapped(ANSWER_CODE.invalid);
         return at + 26;
       }
       return GAVE_UP;
     }
-    let i = this.key(at + 1, 'u');
+    let i = this.key(at + 1, U);
     if (i < 0 || (i = this.rawUid(i)) < 0) return GAVE_UP;
     const u = this.start;
-    if (text.charCodeAt(i) !== COMMA || (i = this.key(i + 1, 'p')) < 0) return GAVE_UP;
+    if (bytes[i] !== COMMA || (i = this.key(i + 1, P)) < 0) return GAVE_UP;
     let p: number | null = null;
-    if (text.startsWith('null', i)) i += 4;
+    if (this.has(i, NULL)) i += 4;
     else {
       if ((i = this.rawUid(i)) < 0) return GAVE_UP;
       p = this.start;
     }
-    if (text.charCodeAt(i) !== COMMA || (i = this.key(i + 1, 'r')) < 0) return GAVE_UP;
+    if (bytes[i] !== COMMA || (i = this.key(i + 1, R)) < 0) return GAVE_UP;
     // whole seconds, as JSON writes an integer: no sign, fraction, exponent or leading zero
     const first = i;
     let r = 0;
-    for (let c = text.charCodeAt(i); c >= ZERO && c <= NINE; c = text.charCodeAt(++i)) r = r * 10 + (c - ZERO);
+    for (let c = bytes[i]; c >= ZERO && c <= NINE; c = bytes[++i]) r = r * 10 + (c - ZERO);
     const digits = i - first;
-    if (digits === 0 || digits > MAX_R_DIGITS || (digits > 1 && text.charCodeAt(first) === ZERO)) return GAVE_UP;
-    if (r < this.minS || r > this.maxS || text.charCodeAt(i) !== CLOSE_BRACE) return GAVE_UP;
+    if (digits === 0 || digits > MAX_R_DIGITS || (digits > 1 && bytes[first] === ZERO)) return GAVE_UP;
+    if (r < this.minS || r > this.maxS || bytes[i] !== CLOSE_BRACE) return GAVE_UP;
     into.addMapped(u, p, r);
     return i + 1;
   }
 
   /** The array of `kind` at `at`, as many items as were sent; the position after it. */
   array(at: number, kind: Kind): number {
-    const text = this.text;
-    if (text.charCodeAt(at) !== OPEN_BRACKET) return GAVE_UP;
+    const bytes = this.bytes;
+    if (bytes[at] !== OPEN_BRACKET) return GAVE_UP;
     const sent = this.request[kind]?.length ?? 0;
-    const items = new ScannedAnswers(this.bytes, sent);
+    const items = new ScannedAnswers(bytes, sent);
     let i = at + 1;
-    if (text.charCodeAt(i) !== CLOSE_BRACKET) {
+    if (bytes[i] !== CLOSE_BRACKET) {
       for (;;) {
         if (items.count === sent || (i = this.item(i, items)) < 0) return GAVE_UP;
-        const c = text.charCodeAt(i++);
+        const c = bytes[i++];
         if (c === CLOSE_BRACKET) break;
         if (c !== COMMA) return GAVE_UP;
       }
@@ -153,19 +184,26 @@ class Scan {
     return i;
   }
 
+  /** The kind named by the string last read, or undefined. */
+  kindRead(): Kind | undefined {
+    for (let k = 0; k < KINDS.length; k++)
+      if (this.end - this.start === KIND_BYTES[k].length && this.has(this.start, KIND_BYTES[k])) return KINDS[k];
+    return undefined;
+  }
+
   /** The body object at `at`: each of the four arrays once, in any order, and nothing else. */
   body(at: number): number {
-    const text = this.text;
-    if (text.charCodeAt(at) !== OPEN_BRACE) return GAVE_UP;
+    const bytes = this.bytes;
+    if (bytes[at] !== OPEN_BRACE) return GAVE_UP;
     let i = at + 1;
     for (let n = 0; n < KINDS.length; n++) {
-      if (n > 0 && text.charCodeAt(i++) !== COMMA) return GAVE_UP;
-      if ((i = this.string(i)) < 0 || text.charCodeAt(i++) !== COLON) return GAVE_UP;
-      const kind = text.slice(this.start, this.end);
-      if (!(KINDS as readonly string[]).includes(kind) || this.answers[kind as Kind] !== undefined) return GAVE_UP;
-      if ((i = this.array(i, kind as Kind)) < 0) return GAVE_UP;
+      if (n > 0 && bytes[i++] !== COMMA) return GAVE_UP;
+      if ((i = this.string(i)) < 0 || bytes[i++] !== COLON) return GAVE_UP;
+      const kind = this.kindRead();
+      if (kind === undefined || this.answers[kind] !== undefined) return GAVE_UP;
+      if ((i = this.array(i, kind)) < 0) return GAVE_UP;
     }
-    return text.charCodeAt(i) === CLOSE_BRACE ? i + 1 : GAVE_UP;
+    return bytes[i] === CLOSE_BRACE ? i + 1 : GAVE_UP;
   }
 }
 
@@ -186,26 +224,24 @@ export function scanMapV3Answer(json: Buffer, request: MapV3Request, nowMs: numb
 
 /** scanMapV3Answer with the items left packed, as the answer's bytes and typed arrays. */
 export function scanMapV3Answers(json: Buffer, request: MapV3Request, nowMs: number): MapV3Answers | undefined {
-  // every byte the scan takes is ASCII, so a byte outside it fails the scan whatever character it decodes to
-  const text = json.toString('latin1');
   const window = refreshWindow(nowMs);
-  const scan = new Scan(json, text, request, window.minS, window.maxS);
-  if (text.charCodeAt(0) !== OPEN_BRACE) return undefined;
+  const scan = new Scan(json, request, window.minS, window.maxS);
+  if (json[0] !== OPEN_BRACE) return undefined;
   let i = 1;
   let status = false;
   let body = false;
   for (let n = 0; n < 2; n++) {
-    if (n > 0 && text.charCodeAt(i++) !== COMMA) return undefined;
-    if (text.startsWith('"status":"success"', i) && !status) {
+    if (n > 0 && json[i++] !== COMMA) return undefined;
+    if (scan.has(i, STATUS_SUCCESS) && !status) {
       status = true;
-      i += 18;
-    } else if (text.startsWith('"body":', i) && !body) {
+      i += STATUS_SUCCESS.length;
+    } else if (scan.has(i, BODY_KEY) && !body) {
       body = true;
-      i = scan.body(i + 7);
+      i = scan.body(i + BODY_KEY.length);
       if (i < 0) return undefined;
     } else return undefined;
   }
-  if (text.charCodeAt(i) !== CLOSE_BRACE || i + 1 !== text.length) return undefined;
+  if (json[i] !== CLOSE_BRACE || i + 1 !== json.length) return undefined;
   const { answers } = scan;
   return {
     email: answers.email as ScannedAnswers,
