@@ -6,6 +6,7 @@ import {
   type MapV3Answers,
   type MapV3Request,
   type MapV3ResponseBody,
+  sentCount,
 } from '../protocol/index.js';
 import { refreshWindow } from './answer-items.js';
 
@@ -168,7 +169,7 @@ class Scan {
   array(at: number, kind: Kind): number {
     const bytes = this.bytes;
     if (bytes[at] !== OPEN_BRACKET) return GAVE_UP;
-    const sent = this.request[kind]?.length ?? 0;
+    const sent = sentCount(this.request, kind);
     const items = new ScannedAnswers(bytes, sent);
     let i = at + 1;
     if (bytes[i] !== CLOSE_BRACKET) {

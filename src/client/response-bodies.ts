@@ -11,6 +11,7 @@ import {
   type SaltBucket,
   type TokenGenerateResult,
   type TokenResult,
+  sentCount,
 } from '../protocol/index.js';
 import {
   bucketProblem,
@@ -62,7 +63,7 @@ export function readMapV3Body(target: string, body: unknown, request: MapV3Reque
   for (const kind of V3_KINDS) {
     const answers = body[kind];
     if (!Array.isArray(answers)) throw new MalformedAnswerError(target, `the v3 map body has no "${kind}" array`);
-    const sent = request[kind]?.length ?? 0;
+    const sent = sentCount(request, kind);
     if (answers.length !== sent) {
       // answers are matched to inputs by index, so a length mismatch would pin raw IDs on the wrong rows
       throw new MalformedAnswerError(target, `the v3 map answered ${answers.length} "${kind}" items for ${sent} sent`);

@@ -21,6 +21,7 @@ import {
   type TokenGenerateResult,
   type TokenResult,
   type TokenValidateRequest,
+  requestJson,
 } from '../protocol/index.js';
 import { CLIENT_VERSION } from './client-version.js';
 import { MalformedAnswerError, RefreshKeyMismatchError } from './errors.js';
@@ -242,7 +243,8 @@ class UndiciServiceClient implements ServiceClient {
     scan?: (json: Buffer) => T | undefined,
   ): Promise<T> {
     const { apiKey, secret } = this.credentials(path);
-    const json = Buffer.from(JSON.stringify(payload), 'utf8');
+    // a request made of hashes' bytes is sent as its JSON is; the others are stringified
+    const json = requestJson(payload);
     const headers: Record<string, string> = {
       ...this.commonHeaders,
       authorization: `Bearer ${apiKey}`,

@@ -2,10 +2,18 @@ import { describe, expect, it } from 'vitest';
 import { AdaptiveConcurrency } from '../../src/pipeline/run/adaptive-limiter.js';
 import { MapEngine } from '../../src/pipeline/map/map-engine.js';
 import { DistinctEstimate } from '../../src/pipeline/map/distinct-count.js';
-import { IdentifierTable } from '../../src/pipeline/map/identifier-table.js';
+import { IdentifierTable, textWords } from '../../src/pipeline/map/identifier-table.js';
 import { RowChunk } from '../../src/pipeline/map/row-chunk.js';
 import { sha256Base64 } from '../../src/identity/index.js';
 import { chunked, FakeMapper, seeded } from './engine-fakes.js';
+
+/** The table's lookup and add with a hash given as text: the table reads a hash as its words (hashWords). */
+function find(table: IdentifierTable, type: 'email' | 'phone', hash: string): number {
+  return table.find(type, textWords(hash), 0);
+}
+function add(table: IdentifierTable, type: 'email' | 'phone', hash: string, chunk: RowChunk, slot: number): number {
+  return table.add(type, textWords(hash), 0, chunk, slot);
+}
 
 function emails(n: number): string[][] {
   return Array.from({ length: n }, (_, i) => [String(i), `user${i}@example.com`]);
@@ -103,7 +111,7 @@ describe('counting distinct identifiers', () => {
   it('estimates within 2% in fixed memory', () => {
     const estimate = new DistinctEstimate();
     for (let i = 0; i < 300_000; i++)
-      estimate.add((i % 200_000) % 3 ? 'email' : 'phone', sha256Base64(String(i % 200_000)));
+      estimate.add((i % 200_000) % 3 ? 'email' : 'phone', Buffer.from(sha256Base64(String(i % 200_000)), 'latin1'), 0);
     expect(Math.abs(estimate.count - 200_000) / 200_000).toBeLessThan(0.02);
   });
 
@@ -137,23 +145,23 @@ describe('IdentifierTable', () => {
     // same 30-bit key (first 5 characters), different hashes
     const aHash = `AAAAA${'a'.repeat(38)}=`;
     const bHash = `AAAAA${'b'.repeat(38)}=`;
-    const a = table.add('email', aHash, chunk, 0);
-    const b = table.add('email', bHash, chunk, 0);
-    expect(table.find('email', aHash)).toBe(a);
-    expect(table.find('email', bHash)).toBe(b);
-    expect(table.find('phone', aHash)).toBe(-1);
-    expect(table.find('email', `AAAAA${'c'.repeat(38)}=`)).toBe(-1);
+    const a = add(table, 'email', aHash, chunk, 0);
+    const b = add(table, 'email', bHash, chunk, 0);
+    expect(find(table, 'email', aHash)).toBe(a);
+    expect(find(table, 'email', bHash)).toBe(b);
+    expect(find(table, 'phone', aHash)).toBe(-1);
+    expect(find(table, 'email', `AAAAA${'c'.repeat(38)}=`)).toBe(-1);
     // fill two more generations of 4: a and b, answered, are forgotten unless used
     const answer = { u: sha256Base64('u'), p: null, r: 1_800_000_000 };
     table.resolve(a, answer);
     table.resolve(b, answer);
     const keepHash = sha256Base64('keep');
-    const keep = table.add('phone', keepHash, chunk, 0);
+    const keep = add(table, 'phone', keepHash, chunk, 0);
     for (let i = 0; i < 10; i++) {
-      table.add('email', sha256Base64(String(i)), chunk, 0);
-      expect(table.find('phone', keepHash)).toBe(keep);
+      add(table, 'email', sha256Base64(String(i)), chunk, 0);
+      expect(find(table, 'phone', keepHash)).toBe(keep);
     }
-    expect(table.find('email', aHash)).toBe(-1);
+    expect(find(table, 'email', aHash)).toBe(-1);
     expect(table.dropped).toBe(true);
     expect(table.size).toBeLessThanOrEqual(8);
   });
@@ -161,21 +169,21 @@ describe('IdentifierTable', () => {
   it('never forgets an identifier still waiting for its answer, and lets it go once answered or failed', () => {
     const table = new IdentifierTable(8);
     const hashes = Array.from({ length: 12 }, (_, i) => sha256Base64(`waiting${i}`));
-    const waiting = hashes.map((hash) => table.add('email', hash, chunk, 0));
-    for (let i = 0; i < 40; i++) table.add('phone', sha256Base64(String(i)), chunk, 0);
+    const waiting = hashes.map((hash) => add(table, 'email', hash, chunk, 0));
+    for (let i = 0; i < 40; i++) add(table, 'phone', sha256Base64(String(i)), chunk, 0);
     for (let i = 0; i < 40; i++) {
-      const id = table.find('phone', sha256Base64(String(i)));
+      const id = find(table, 'phone', sha256Base64(String(i)));
       if (id >= 0) table.fail(id, 'x');
     }
     expect(table.dropped).toBe(true);
     // more waiting identifiers than a generation holds, all still found
-    expect(hashes.map((hash) => table.find('email', hash))).toEqual(waiting);
+    expect(hashes.map((hash) => find(table, 'email', hash))).toEqual(waiting);
     table.resolve(waiting[0], { u: sha256Base64('u'), p: null, r: 1_800_000_000 });
     table.fail(waiting[1], 'not sent');
-    for (let i = 40; i < 80; i++) table.add('phone', sha256Base64(String(i)), chunk, 0);
-    expect(table.find('email', hashes[0])).toBe(-1);
-    expect(table.find('email', hashes[1])).toBe(-1);
-    expect(hashes.slice(2).map((hash) => table.find('email', hash))).toEqual(waiting.slice(2));
+    for (let i = 40; i < 80; i++) add(table, 'phone', sha256Base64(String(i)), chunk, 0);
+    expect(find(table, 'email', hashes[0])).toBe(-1);
+    expect(find(table, 'email', hashes[1])).toBe(-1);
+    expect(hashes.slice(2).map((hash) => find(table, 'email', hash))).toEqual(waiting.slice(2));
   });
 
   it('finds every identifier of the young generation across many rotations, by type', () => {
@@ -184,12 +192,12 @@ describe('IdentifierTable', () => {
     for (let i = 0; i < 5_250; i++) {
       const hash = sha256Base64(`id${i}`);
       const type = i % 2 === 0 ? 'email' : 'phone';
-      const id = table.add(type, hash, chunk, 0);
+      const id = add(table, type, hash, chunk, 0);
       // answered at once: only answered identifiers are ever forgotten
       table.resolve(id, { u: hash, p: null, r: 1_800_000_000 });
       added.push({ type, hash, id });
       // the same hash of the other type is another identifier
-      expect(table.find(type === 'email' ? 'phone' : 'email', hash)).toBe(-1);
+      expect(find(table, type === 'email' ? 'phone' : 'email', hash)).toBe(-1);
     }
     // an identifier whose request failed waits again for a new one, in the same place
     const last = added[added.length - 1];
@@ -197,12 +205,12 @@ describe('IdentifierTable', () => {
     const before = table.size;
     table.retry(last.id, chunk, 0);
     expect(table.isWaiting(last.id)).toBe(true);
-    expect(table.find(last.type, last.hash)).toBe(last.id);
+    expect(find(table, last.type, last.hash)).toBe(last.id);
     expect(table.size).toBe(before);
     // generations of 500: the last 250 are young, the 500 before them old; newest first, so that moving the old
     // ones up does not drop the rest before they are looked up
-    for (const item of added.slice(-500).reverse()) expect(table.find(item.type, item.hash)).toBe(item.id);
-    expect(table.find('email', added[0].hash)).toBe(-1);
+    for (const item of added.slice(-500).reverse()) expect(find(table, item.type, item.hash)).toBe(item.id);
+    expect(find(table, 'email', added[0].hash)).toBe(-1);
     expect(table.dropped).toBe(true);
     expect(table.size).toBeLessThanOrEqual(1_000);
   });
@@ -210,14 +218,14 @@ describe('IdentifierTable', () => {
   it('grows past its first room when many identifiers wait at once, and finds them all', () => {
     const table = new IdentifierTable(8);
     const hashes = Array.from({ length: 3_000 }, (_, i) => sha256Base64(`many${i}`));
-    const ids = hashes.map((hash, i) => table.add(i % 3 === 0 ? 'phone' : 'email', hash, chunk, 0));
+    const ids = hashes.map((hash, i) => add(table, i % 3 === 0 ? 'phone' : 'email', hash, chunk, 0));
     expect(new Set(ids).size).toBe(ids.length);
-    expect(hashes.map((hash, i) => table.find(i % 3 === 0 ? 'phone' : 'email', hash))).toEqual(ids);
+    expect(hashes.map((hash, i) => find(table, i % 3 === 0 ? 'phone' : 'email', hash))).toEqual(ids);
     // once answered they are let go, and their ids are used again
     for (const id of ids) table.resolve(id, { e: 'optout' });
-    for (let i = 0; i < 20; i++) table.add('email', sha256Base64(`after${i}`), chunk, 0);
-    expect(hashes.filter((hash, i) => table.find(i % 3 === 0 ? 'phone' : 'email', hash) >= 0)).toEqual([]);
-    const reused = table.add('email', sha256Base64('reused'), chunk, 0);
+    for (let i = 0; i < 20; i++) add(table, 'email', sha256Base64(`after${i}`), chunk, 0);
+    expect(hashes.filter((hash, i) => find(table, i % 3 === 0 ? 'phone' : 'email', hash) >= 0)).toEqual([]);
+    const reused = add(table, 'email', sha256Base64('reused'), chunk, 0);
     expect(reused).toBeLessThan(3_000);
   });
 });

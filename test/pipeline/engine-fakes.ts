@@ -1,6 +1,12 @@
 import { createHash } from 'node:crypto';
 import { sha256Base64 } from '../../src/identity/index.js';
-import type { MapV3Answers, MapV3Item, MapV3Request, MapV3ResponseBody } from '../../src/protocol/index.js';
+import {
+  requestJson,
+  type MapV3Answers,
+  type MapV3Item,
+  type MapV3Request,
+  type MapV3ResponseBody,
+} from '../../src/protocol/index.js';
 import { scanMapV3Answers } from '../../src/client/map-v3-scan.js';
 import type { EngineState } from '../../src/pipeline/map/map-engine.js';
 import type { InputRow } from '../../src/pipeline/io/table.js';
@@ -53,7 +59,8 @@ export class FakeMapper {
       await waitOrAbort(ms, signal);
       const failure = this.options.failOn?.(call, request);
       if (failure) throw failure;
-      this.requests.push(request);
+      // recorded as the service reads it: the JSON the client would send (requestJson), parsed
+      this.requests.push(JSON.parse(requestJson(request).toString('utf8')) as MapV3Request);
       const body = answerHashes(request, fakeAnswer);
       if (this.options.packed !== true) return body;
       const json = Buffer.from(JSON.stringify({ status: 'success', body }), 'latin1');

@@ -61,7 +61,7 @@ function answeredChunk(v2: boolean): { chunk: RowChunk; sent: SentHashes } {
         r: TIMES[mapped++ % TIMES.length],
       });
   }
-  return { chunk, sent: { status: sentStatus, phone, hashes } };
+  return { chunk, sent: { status: sentStatus, phone, hashes: Buffer.from(hashes.join(''), 'latin1') } };
 }
 
 describe('result columns written as bytes from the packed answers', () => {

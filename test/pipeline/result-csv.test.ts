@@ -69,7 +69,7 @@ function answeredChunk(v2: boolean, rows: number, u = (slot: number) => `u${slot
         r: TIMES[mapped++ % TIMES.length],
       });
   }
-  const sent: SentHashes = { status: sentStatus, phone, hashes };
+  const sent: SentHashes = { status: sentStatus, phone, hashes: Buffer.from(hashes.join(''), 'latin1') };
   return { chunk, sent };
 }
 

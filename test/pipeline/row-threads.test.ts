@@ -377,7 +377,7 @@ function concatPrepared(parts: PreparedRows[], width: number): PreparedRows {
     width,
     status: cat('status'),
     phone: cat('phone'),
-    hashes: parts.flatMap((p) => p.hashes),
+    hashes: new Uint8Array(Buffer.concat(parts.map((p) => p.hashes))),
     reasons: parts.flatMap((p) => p.reasons),
     needingRegion: parts.reduce((n, p) => n + p.needingRegion, 0),
   };

@@ -18,25 +18,26 @@ const B64 = new Int8Array(128).fill(-1);
 export class DistinctEstimate {
   private readonly registers: [Uint8Array, Uint8Array] = [new Uint8Array(M), new Uint8Array(M)];
 
-  add(type: DiiType, hash: string): void {
-    this.observe(this.registers[type === 'email' ? 0 : 1], hash);
+  /** Observes a hash given as its text's bytes, from byte `at` of `hashes` (PreparedRows.hashes). */
+  add(type: DiiType, hashes: Uint8Array, at: number): void {
+    this.observe(this.registers[type === 'email' ? 0 : 1], hashes, at);
   }
 
   get count(): number {
     return Math.round(estimate(this.registers[0]) + estimate(this.registers[1]));
   }
 
-  private observe(registers: Uint8Array, hash: string): void {
+  private observe(registers: Uint8Array, hash: Uint8Array, at: number): void {
     // 48 bits from 8 base64 characters: 14 pick the register, the other 34 give the rank
-    const c2 = sextet(hash, 2);
-    const index = (sextet(hash, 0) << 8) | (sextet(hash, 1) << 2) | (c2 >> 4);
+    const c2 = sextet(hash, at + 2);
+    const index = (sextet(hash, at) << 8) | (sextet(hash, at + 1) << 2) | (c2 >> 4);
     const high = c2 & 15;
     const low =
-      (sextet(hash, 3) << 24) |
-      (sextet(hash, 4) << 18) |
-      (sextet(hash, 5) << 12) |
-      (sextet(hash, 6) << 6) |
-      sextet(hash, 7);
+      (sextet(hash, at + 3) << 24) |
+      (sextet(hash, at + 4) << 18) |
+      (sextet(hash, at + 5) << 12) |
+      (sextet(hash, at + 6) << 6) |
+      sextet(hash, at + 7);
     let rank: number;
     if (high !== 0) rank = Math.clz32(high) - 28 + 1;
     else if (low !== 0) rank = 4 + (Math.clz32(low) - 2) + 1;
@@ -45,8 +46,8 @@ export class DistinctEstimate {
   }
 }
 
-function sextet(hash: string, i: number): number {
-  const v = B64[hash.charCodeAt(i) & 127];
+function sextet(hash: Uint8Array, i: number): number {
+  const v = B64[hash[i] & 127];
   return Math.max(v, 0);
 }
 

@@ -36,33 +36,40 @@ const OCCUPIED = 1 << 31;
 /**
  * 30 bits of a base64 SHA-256 as a small integer, with the DII type above them and OCCUPIED set. Hashes are
  * uniformly random, so these bits are as good a key as the whole string; the hash is compared where keys match.
+ * The hash is read as its words (hashWords): characters 0-3 are the first word's bytes (lowest first on a
+ * little-endian machine; on another, other characters, as random).
  */
-function keyOf(type: DiiType, hash: string): number {
+function keyOf(type: DiiType, words: Int32Array, at: number): number {
+  const w = words[at];
   return (
     OCCUPIED |
     (type === 'email' ? 0 : PHONE_BIT) |
-    (B64_VALUE[hash.charCodeAt(0) & 127] << 24) |
-    (B64_VALUE[hash.charCodeAt(1) & 127] << 18) |
-    (B64_VALUE[hash.charCodeAt(2) & 127] << 12) |
-    (B64_VALUE[hash.charCodeAt(3) & 127] << 6) |
-    B64_VALUE[hash.charCodeAt(4) & 127]
+    (B64_VALUE[w & 127] << 24) |
+    (B64_VALUE[(w >> 8) & 127] << 18) |
+    (B64_VALUE[(w >> 16) & 127] << 12) |
+    (B64_VALUE[(w >>> 24) & 127] << 6) |
+    B64_VALUE[words[at + 1] & 127]
   );
 }
 
 /** Characters of a hash as the service reads it (normalizeHash, sha256Base64). */
 const HASH_CHARS = 44;
 /** A hash is held as its characters, four to an integer (they are ASCII, so each fits in 7 bits). */
-const HASH_WORDS = HASH_CHARS / 4;
+export const HASH_WORDS = HASH_CHARS / 4;
 
-/** Characters 4k..4k+3 of a hash as one integer. */
-function wordOf(hash: string, k: number): number {
-  const at = k * 4;
-  return (
-    hash.charCodeAt(at) |
-    (hash.charCodeAt(at + 1) << 8) |
-    (hash.charCodeAt(at + 2) << 16) |
-    (hash.charCodeAt(at + 3) << 24)
-  );
+/**
+ * Prepared hashes (PreparedRows.hashes: HASH_CHARS bytes each, from byte 0 of their buffer) as 32-bit words:
+ * hash h is words h * HASH_WORDS to h * HASH_WORDS + HASH_WORDS - 1, in the table's byte order.
+ */
+export function hashWords(hashes: Uint8Array): Int32Array {
+  if (hashes.byteOffset % 4 === 0) return new Int32Array(hashes.buffer, hashes.byteOffset, hashes.byteLength >> 2);
+  return new Int32Array(new Uint8Array(hashes).buffer, 0, hashes.byteLength >> 2);
+}
+
+/** A hash's text as words (see hashWords). */
+export function textWords(hash: string): Int32Array {
+  if (hash.length !== HASH_CHARS) throw new Error(`IdentifierTable: a hash of ${hash.length} characters`);
+  return hashWords(Buffer.from(hash, 'latin1'));
 }
 
 /** What an identifier's answer is: still to come, there, or the request for it failed. */
@@ -138,16 +145,19 @@ export class IdentifierTable {
     this.grow(ids);
   }
 
-  /** The id of (type, hash), or -1; a hit in the old generation moves up to the young one. */
-  find(type: DiiType, hash: string): number {
-    const key = keyOf(type, hash);
+  /**
+   * The id of (type, hash), or -1; a hit in the old generation moves up to the young one. The hash is words
+   * `at` to `at + HASH_WORDS - 1` of `words` (hashWords).
+   */
+  find(type: DiiType, words: Int32Array, at: number): number {
+    const key = keyOf(type, words, at);
     const { index, indexMask } = this;
     for (let i = key & indexMask; ; i = (i + 1) & indexMask) {
       const held = index[2 * i];
       if (held === 0) return -1;
       if (held === key) {
         const id = index[2 * i + 1];
-        if (this.sameHash(id, hash)) {
+        if (this.sameHash(id, words, at)) {
           if (this.genOf[id] === this.oldGen) this.moveUp(id);
           return id;
         }
@@ -155,15 +165,15 @@ export class IdentifierTable {
     }
   }
 
-  /** Adds a new identifier, waiting for its answer with one cell; returns its id. */
-  add(type: DiiType, hash: string, chunk: RowChunk, slot: number): number {
-    if (hash.length !== HASH_CHARS) throw new Error(`IdentifierTable: a hash of ${hash.length} characters`);
+  /** Adds a new identifier (its hash given as find() takes it), waiting for its answer with one cell; returns its id. */
+  add(type: DiiType, words: Int32Array, at: number, chunk: RowChunk, slot: number): number {
+    if (at + HASH_WORDS > words.length) throw new Error('IdentifierTable: a hash past the end of its words');
     if (this.freeCount === 0) this.grow(this.capacity * 2);
     const id = this.free[--this.freeCount];
-    const key = keyOf(type, hash);
-    const words = this.hashWords;
+    const key = keyOf(type, words, at);
+    const held = this.hashWords;
     const base = id * HASH_WORDS;
-    for (let k = 0; k < HASH_WORDS; k++) words[base + k] = wordOf(hash, k);
+    for (let k = 0; k < HASH_WORDS; k++) held[base + k] = words[at + k];
     this.keys[id] = key;
     this.state[id] = WAITING;
     this.answers[id] = null;
@@ -263,10 +273,10 @@ export class IdentifierTable {
     return this.youngCount + this.oldCount;
   }
 
-  private sameHash(id: number, hash: string): boolean {
-    const words = this.hashWords;
+  private sameHash(id: number, words: Int32Array, at: number): boolean {
+    const held = this.hashWords;
     const base = id * HASH_WORDS;
-    for (let k = 0; k < HASH_WORDS; k++) if (words[base + k] !== wordOf(hash, k)) return false;
+    for (let k = 0; k < HASH_WORDS; k++) if (held[base + k] !== words[at + k]) return false;
     return true;
   }
 

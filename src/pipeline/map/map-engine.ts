@@ -13,10 +13,10 @@ import {
 import { STATUS_CODE } from '../../state/schema.js';
 import type { EntryUpdate } from '../../state/types.js';
 import type { IdentifierColumn } from './identifier-columns.js';
-import { prepareRows, type PreparedRows } from './prepare-rows.js';
-import { BatchBuilder, batchRequest, batchItemCount, type MapBatch } from './batcher.js';
+import { HASH_BYTES, hashText, prepareRows, type PreparedRows } from './prepare-rows.js';
+import { BatchBuilder, batchItemCount, type MapBatch } from './batcher.js';
 import { BucketAnswer, mappedOutcome } from './bucket-answer.js';
-import { answerSlot, IdentifierTable, OPTOUT_REASON } from './identifier-table.js';
+import { answerSlot, HASH_WORDS, hashWords, IdentifierTable, OPTOUT_REASON } from './identifier-table.js';
 import { AdaptiveConcurrency } from '../run/adaptive-limiter.js';
 import { DistinctEstimate } from './distinct-count.js';
 import { Reassembler } from './reassembler.js';
@@ -230,8 +230,13 @@ export class MapEngine {
   private stopReading: (() => void) | null = null;
   /** New identifiers (ids in the table) of the chunk being admitted, before the state has been asked about them. */
   private fresh: number[] = [];
-  /** Their hashes, by position: the table keeps none, the request and the state lookup need them. */
-  private freshHashes: string[] = [];
+  /**
+   * Their hashes, by position: each one's number among the chunk's prepared hashes (freshOf), which the request
+   * and the state lookup read; the table keeps none.
+   */
+  private freshHash: number[] = [];
+  /** The prepared hashes of the chunk being admitted, as bytes and as words (hashWords). */
+  private freshOf: { hashes: Uint8Array; words: Int32Array } = { hashes: new Uint8Array(0), words: new Int32Array(0) };
   /** The last lookup given to a threaded state: they settle in order, so the others have settled before it. */
   private lastLookup: Promise<void> = Promise.resolve();
 
@@ -321,6 +326,8 @@ export class MapEngine {
   private admit(input: EngineChunk): void {
     const { prepared } = input;
     const { status, phone, hashes, reasons } = prepared;
+    const words = hashWords(hashes);
+    this.freshOf = { hashes, words };
     const chunk = new RowChunk(input.rows ?? [], this.width, input.ticket, prepared.rowCount);
     if (this.options.keepSentHashes === true) chunk.sent = prepared;
     this.counts.rowsRead += prepared.rowCount;
@@ -333,7 +340,7 @@ export class MapEngine {
       switch (status[slot]) {
         case SLOT.pending:
           if (phone[slot] === 1) this.counts.validPhones++;
-          this.route(chunk, slot, phone[slot] === 1 ? 'phone' : 'email', hashes[h++]);
+          this.route(chunk, slot, phone[slot] === 1 ? 'phone' : 'email', h++, hashes, words);
           break;
         case SLOT.missing:
           chunk.setUnmapped(slot, SLOT.missing, 'empty');
@@ -351,10 +358,12 @@ export class MapEngine {
     byReason[reason] = (byReason[reason] ?? 0) + 1;
   }
 
-  private route(chunk: RowChunk, slot: number, type: DiiType, hash: string): void {
+  /** Routes one valid cell, whose hash is prepared hash `h` (in bytes `hashes`, or `words`). */
+  private route(chunk: RowChunk, slot: number, type: DiiType, h: number, hashes: Uint8Array, words: Int32Array): void {
     this.counts.valid++;
     const table = this.table;
-    let id = table.find(type, hash);
+    const at = h * HASH_WORDS;
+    let id = table.find(type, words, at);
     if (id >= 0 && !table.isFailed(id)) {
       this.counts.deduplicated++;
       const answer = table.answer(id);
@@ -369,32 +378,35 @@ export class MapEngine {
     // a repeat of an identifier whose request failed is sent again, but it is not a new identifier
     if (id < 0) {
       this.distinctExact++;
-      this.distinct.add(type, hash);
-      id = table.add(type, hash, chunk, slot);
+      this.distinct.add(type, hashes, h * HASH_BYTES);
+      id = table.add(type, words, at, chunk, slot);
     } else {
       this.sentAfterFailure++;
       table.retry(id, chunk, slot);
     }
     this.fresh.push(id);
-    this.freshHashes.push(hash);
+    this.freshHash.push(h);
   }
 
   /** Asks the state about the chunk's new identifiers (one lookup per DII type); batches the rest. */
   private resolveFresh(): void {
-    const { fresh, freshHashes, table } = this;
+    const { fresh, freshHash, table } = this;
+    const { hashes, words } = this.freshOf;
     const state = this.options.state;
     if (state === undefined) {
-      for (let i = 0; i < fresh.length; i++) this.batcher.add(fresh[i], table.typeOf(fresh[i]), freshHashes[i]);
+      for (let i = 0; i < fresh.length; i++)
+        this.batcher.add(fresh[i], table.typeOf(fresh[i]), words, freshHash[i] * HASH_WORDS);
       fresh.length = 0;
-      freshHashes.length = 0;
+      freshHash.length = 0;
       return;
     }
     this.fresh = [];
-    this.freshHashes = [];
+    this.freshHash = [];
+    // a lookup takes the hashes as text: made here, only with a state
     const email = new FreshOfType('email');
     const phone = new FreshOfType('phone');
     for (let i = 0; i < fresh.length; i++)
-      (table.typeOf(fresh[i]) === 'email' ? email : phone).push(fresh[i], freshHashes[i]);
+      (table.typeOf(fresh[i]) === 'email' ? email : phone).push(fresh[i], hashText(hashes, freshHash[i]));
     if (isThreaded(state)) {
       this.lookUpLater(state, fresh, email, phone);
       return;
@@ -445,7 +457,7 @@ export class MapEngine {
       } else if (this.lifecycle.stopped) {
         table.fail(id, 'not sent: the run stopped first');
       } else {
-        this.batcher.add(id, type, hashes[i]);
+        this.batcher.addText(id, type, hashes[i]);
       }
     }
   }
@@ -469,7 +481,7 @@ export class MapEngine {
       }
       let body: MapV3ResponseBody | MapV3Answers;
       try {
-        body = await (this.options.mapBatch as MapBatchFn)(batchRequest(batch), this.lifecycle.abort.signal);
+        body = await (this.options.mapBatch as MapBatchFn)(batch.request, this.lifecycle.abort.signal);
       } catch (err) {
         this.onBatchError(batch, err);
         return;
@@ -501,11 +513,14 @@ export class MapEngine {
     const state = this.options.state;
     if (state !== undefined) {
       const updates: EntryUpdate[] = new Array(emailCount + phoneCount);
+      // the state keeps the hashes as text: made from the request's bytes here, only with a state
+      const emailHashes = batch.request.email_hash ?? [];
+      const phoneHashes = batch.request.phone_hash ?? [];
       let n = 0;
       for (let i = 0; i < emailCount; i++)
-        updates[n++] = entryUpdate('email', batch.emailHashes[i], answerAt(emailAnswers, i));
+        updates[n++] = entryUpdate('email', emailHashes[i], answerAt(emailAnswers, i));
       for (let i = 0; i < phoneCount; i++)
-        updates[n++] = entryUpdate('phone', batch.phoneHashes[i], answerAt(phoneAnswers, i));
+        updates[n++] = entryUpdate('phone', phoneHashes[i], answerAt(phoneAnswers, i));
       // answers are handed on only once committed: an output row never holds what a crash could lose
       const committed = state.commitBatch(updates, this.nowS());
       if (committed !== undefined) await committed;

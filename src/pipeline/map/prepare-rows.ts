@@ -16,12 +16,24 @@ export interface PreparedRows {
   status: Uint8Array;
   /** Per slot: 1 when the valid identifier is a phone, 0 for an email. */
   phone: Uint8Array;
-  /** Hashes (base64 SHA-256) of the valid slots, in slot order. */
-  hashes: string[];
+  /**
+   * Hashes (base64 SHA-256) of the valid slots, in slot order, as their text's bytes: HASH_BYTES each, in a buffer
+   * of their own (byte offset 0, so a thread hands it over whole and the reader may view it as 32-bit words). One
+   * buffer crosses between threads and is read in place, where a string per hash would be cloned and kept.
+   */
+  hashes: Uint8Array;
   /** Reasons of the invalid slots, in slot order. */
   reasons: string[];
   /** Invalid slots written as phone numbers are, refused only for want of a phone region (needsPhoneRegion). */
   needingRegion: number;
+}
+
+/** Bytes of a hash as the service reads it: base64 text, 44 ASCII characters (normalizeHash, sha256Base64). */
+export const HASH_BYTES = 44;
+
+/** Hash `h` of prepared hashes as text: only for what needs a string (a state lookup, --emit-hash). */
+export function hashText(hashes: Uint8Array, h: number): string {
+  return Buffer.from(hashes.buffer, hashes.byteOffset + h * HASH_BYTES, HASH_BYTES).toString('latin1');
 }
 
 /**
@@ -31,7 +43,7 @@ export interface PreparedRows {
 export function prepareRows(rows: readonly InputRow[], columns: readonly IdentifierColumn[]): PreparedRows {
   const out = emptyPrepared(rows.length, columns.length);
   for (let r = 0; r < rows.length; r++) prepareRow(out, r * columns.length, rows[r], columns);
-  return out;
+  return finished(out);
 }
 
 /**
@@ -40,7 +52,7 @@ export function prepareRows(rows: readonly InputRow[], columns: readonly Identif
  * row of the piece.
  */
 export class RowPreparer {
-  private readonly out: PreparedRows;
+  private readonly out: Preparing;
   private rows = 0;
 
   /** `rowsAtMost`: no more rows will be added (the piece's line count, say); the arrays are made that long. */
@@ -57,9 +69,9 @@ export class RowPreparer {
     this.rows++;
   }
 
-  /** The rows added, prepared; their status and phone arrays are their own buffers (to be handed over). */
+  /** The rows added, prepared; their status, phone and hash arrays are their own buffers (to be handed over). */
   finish(): PreparedRows {
-    const out = this.out;
+    const out = finished(this.out);
     if (this.rows === out.rowCount) return out;
     const cells = this.rows * out.width;
     return { ...out, rowCount: this.rows, status: out.status.slice(0, cells), phone: out.phone.slice(0, cells) };
@@ -67,7 +79,7 @@ export class RowPreparer {
 }
 
 /** Prepares the identifier cells of one row, whose first slot is `base`. */
-function prepareRow(out: PreparedRows, base: number, row: InputRow, columns: readonly IdentifierColumn[]): void {
+function prepareRow(out: Preparing, base: number, row: InputRow, columns: readonly IdentifierColumn[]): void {
   const width = columns.length;
   const { status, reasons } = out;
   if (row.problem !== undefined && rowProblemInvalidates(row.problem)) {
@@ -116,30 +128,47 @@ export function prepareColumns(
   for (let r = 0; r < rowCount; r++)
     for (let c = 0; c < width; c++)
       prepareSlot(out, r * width + c, columns[c], texts[c][r] ?? '', countries[c]?.[r] ?? '');
-  return out;
+  return finished(out);
 }
 
-function emptyPrepared(rowCount: number, width: number): PreparedRows {
+/** Prepared rows being filled: their hash bytes have room for one hash per cell, `hashCount` of them written. */
+interface Preparing extends PreparedRows {
+  hashBytes: Buffer;
+  hashCount: number;
+}
+
+function emptyPrepared(rowCount: number, width: number): Preparing {
   const cells = rowCount * width;
+  // a buffer of its own (never the shared pool's): it is handed over whole
+  const hashBytes = Buffer.allocUnsafeSlow(cells * HASH_BYTES);
   return {
     rowCount,
     width,
     status: new Uint8Array(cells),
     phone: new Uint8Array(cells),
-    hashes: [],
+    hashes: hashBytes,
+    hashBytes,
+    hashCount: 0,
     reasons: [],
     needingRegion: 0,
   };
 }
 
+/** The plain PreparedRows of a filled one: its hashes are the bytes written. */
+function finished(out: Preparing): PreparedRows {
+  return {
+    rowCount: out.rowCount,
+    width: out.width,
+    status: out.status,
+    phone: out.phone,
+    hashes: new Uint8Array(out.hashBytes.buffer, 0, out.hashCount * HASH_BYTES),
+    reasons: out.reasons,
+    needingRegion: out.needingRegion,
+  };
+}
+
 /** What one identifier cell is: the one decision, per cell, of what is sent. */
-function prepareSlot(
-  out: PreparedRows,
-  slot: number,
-  column: IdentifierColumn,
-  cell: string,
-  countryCell: string,
-): void {
+function prepareSlot(out: Preparing, slot: number, column: IdentifierColumn, cell: string, countryCell: string): void {
   // an empty cell (a row with an email but no phone, say) or a NULL written as `\N` has nothing to map: it is
   // not invalid data
   if (isMissingCell(column, cell)) {
@@ -155,5 +184,10 @@ function prepareSlot(
   }
   // status stays SLOT.pending
   if (prepared.type === 'phone') out.phone[slot] = 1;
-  out.hashes.push(prepared.hash);
+  const { hash } = prepared;
+  if (hash.length !== HASH_BYTES) throw new Error(`prepareRows: a hash of ${hash.length} characters`);
+  // base64 text is ASCII: a character is its byte (a loop costs less than a call to write per hash)
+  const bytes = out.hashBytes;
+  const at = out.hashCount++ * HASH_BYTES;
+  for (let i = 0; i < HASH_BYTES; i++) bytes[at + i] = hash.charCodeAt(i);
 }

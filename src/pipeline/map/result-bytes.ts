@@ -3,6 +3,7 @@ import { isAscii } from 'node:buffer';
 import type { ByteColumn } from '../io/row-blocks.js';
 import { hashCell } from '../io/output/hash-cells.js';
 import { timeCell, type TimeFormat } from '../io/typed-cells.js';
+import { hashText } from './prepare-rows.js';
 import type { ResultLayout, SentHashes } from './result-columns.js';
 import { SLOT, SLOT_STATUS_NAMES } from './row-chunk.js';
 
@@ -237,7 +238,7 @@ export function resultByteColumns(answers: PackedAnswers, input: ResultBytesInpu
       for (let row = 0; row < rowCount; row++) {
         const slot = row * width + c;
         if (hashes.status[slot] === SLOT.pending) {
-          hash.text(hashCell(hashes.hashes[hashOf[slot]], layout.hashEncoding));
+          hash.text(hashCell(hashText(hashes.hashes, hashOf[slot]), layout.hashEncoding));
           const word = hashes.phone[slot] === 1 ? PHONE : EMAIL;
           type.copy(word, 0, word.length);
         } else {

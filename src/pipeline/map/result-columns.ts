@@ -1,6 +1,6 @@
 /** The output of `map`: which columns it has, of which types, and the cells of an answered chunk's rows. */
 import { bucketIdOf } from './bucket-answer.js';
-import type { PreparedRows } from './prepare-rows.js';
+import { hashText, type PreparedRows } from './prepare-rows.js';
 import { defaultResultPrefixes, resultHeader } from './identifier-columns.js';
 import { SLOT, SLOT_STATUS_NAMES, type RowChunk } from './row-chunk.js';
 import { hashCell, type HashEncoding } from '../io/output/hash-cells.js';
@@ -157,7 +157,7 @@ function answeredRows(
       write(cells, s, mapped[slot], reason[slot], timeFormat);
       if (sent !== null) {
         if (sent.status[slot] === SLOT.pending)
-          cells.push(hashCell(sent.hashes[h++], hashEncoding), sent.phone[slot] === 1 ? 'phone' : 'email');
+          cells.push(hashCell(hashText(sent.hashes, h++), hashEncoding), sent.phone[slot] === 1 ? 'phone' : 'email');
         else cells.push('', '');
       }
     }

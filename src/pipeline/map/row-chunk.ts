@@ -43,7 +43,7 @@ export class RowChunk {
    * --emit-hash: the chunk's prepared cells (PreparedRows' status, phone and hashes), whose hashes the output
    * shows; set by the engine when asked.
    */
-  sent?: { status: Uint8Array; phone: Uint8Array; hashes: string[] };
+  sent?: { status: Uint8Array; phone: Uint8Array; hashes: Uint8Array };
   /** Slots still waiting for an answer; the chunk can leave once this is 0. */
   unanswered: number;
 

@@ -86,12 +86,16 @@ async function nextChunk(): Promise<TaskResult<ParquetReadAnswer>> {
     const cells: (string[] | undefined)[] = [];
     for (const c of identifierIndexes) cells[c] = columnCells(chunk.columns[c]);
     const prepared = prepareColumns(chunk.rows, cells, config.columns);
-    // the status and phone arrays are handed over below: what is kept is a copy
-    const transfer = [prepared.status.buffer as ArrayBuffer, prepared.phone.buffer as ArrayBuffer];
+    // the status, phone and hash arrays are handed over below: what is kept is a copy
+    const transfer = [
+      prepared.status.buffer as ArrayBuffer,
+      prepared.phone.buffer as ArrayBuffer,
+      prepared.hashes.buffer as ArrayBuffer,
+    ];
     const piece = nextPiece++;
     const sent =
       output.layout.emitHash === true
-        ? { status: prepared.status.slice(), phone: prepared.phone.slice(), hashes: prepared.hashes }
+        ? { status: prepared.status.slice(), phone: prepared.phone.slice(), hashes: prepared.hashes.slice() }
         : undefined;
     const kept = { columns: chunk.columns, firstLine: chunk.firstLine };
     held.set(piece, sent === undefined ? kept : { ...kept, sent });
@@ -102,7 +106,13 @@ async function nextChunk(): Promise<TaskResult<ParquetReadAnswer>> {
   const firstLine = rows[0]?.line ?? 0;
   const prepared = config.columns === undefined ? undefined : prepareRows(rows, config.columns);
   const transfer: ArrayBuffer[] =
-    prepared === undefined ? [] : [prepared.status.buffer as ArrayBuffer, prepared.phone.buffer as ArrayBuffer];
+    prepared === undefined
+      ? []
+      : [
+          prepared.status.buffer as ArrayBuffer,
+          prepared.phone.buffer as ArrayBuffer,
+          prepared.hashes.buffer as ArrayBuffer,
+        ];
   const packed = packRows(rows.map((r) => r.cells));
   transfer.push(packed.cellLengths.buffer as ArrayBuffer, packed.rowWidths.buffer as ArrayBuffer);
   const answer = { task: 'next', done: false, firstLine, rowCount: rows.length, bytesRead } as const;

@@ -82,12 +82,12 @@ serveTasks<RowThreadTask, RowThreadAnswer>((task) => {
         preparer.add(fitRow(line, cells, config.width, problems)),
       );
       const prepared = preparer.finish();
-      // the status and phone arrays are handed over to the main thread below: what is kept is a copy
+      // the status, phone and hash arrays are handed over to the main thread below: what is kept is a copy
       const sent = keepSent
-        ? { status: prepared.status.slice(), phone: prepared.phone.slice(), hashes: prepared.hashes }
+        ? { status: prepared.status.slice(), phone: prepared.phone.slice(), hashes: prepared.hashes.slice() }
         : undefined;
       held.set(task.piece, { bytes: task.bytes, startLine: task.startLine, ...(sent !== undefined ? { sent } : {}) });
-      return answer({ task: 'prepare', prepared, problems }, [prepared.status, prepared.phone]);
+      return answer({ task: 'prepare', prepared, problems }, [prepared.status, prepared.phone, prepared.hashes]);
     }
     case 'encode': {
       const piece = held.get(task.piece);
