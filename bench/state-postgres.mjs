@@ -176,6 +176,15 @@ try {
       `${fmt((20 * COMMIT_ROWS) / againServerS)}/s of the server's (${results.recommitServerUsPerRow} µs a row)`,
   );
 
+  // how many of those updates were heap-only (HOT: no index written), once the sessions' counters reach the
+  // statistics (a session flushes them within about ten seconds once idle)
+  await new Promise((resolve) => setTimeout(resolve, 11_000));
+  const [updated] = await watcher.unsafe(
+    "SELECT n_tup_upd AS n, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE schemaname = 'bench' AND relname = 'entries'",
+  );
+  results.hotUpdates = { updates: Number(updated.n), heapOnly: Number(updated.hot) };
+  line('  of which heap-only (HOT) updates', `${fmt(Number(updated.hot))} of ${fmt(Number(updated.n))}`);
+
   // ---- lookups of 5,000 keys, as `map --state` asks per batch (one call per DII type, both at once)
   for (const [label, hitEvery, name] of [
     ['lookupStored 5,000 keys: all stored (random)', 1, 'all'],

@@ -67,7 +67,7 @@ export interface StateBackend {
   dueByDay(nowS: number, days: number): Promise<DueDay[]>;
   /**
    * v3 entries with r <= nowS after `after` (the last of the previous page), at most `limit`, fewer only when no
-   * more are due: a file's in (r, id) order (its due lists), a database's in id order (it keeps no index on r).
+   * more are due: a file's by day of r, then id (its due lists), a database's in id order (no index holds r).
    */
   selectDue(nowS: number, after: DueCursor | null, limit: number): Promise<DueEntry[]>;
   /** The first UTC day (its 00:00, Unix seconds) with an entry whose r is after `afterS`; null when none. */

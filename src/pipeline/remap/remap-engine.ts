@@ -20,7 +20,7 @@ import { hashCell, type HashEncoding } from '../io/output/hash-cells.js';
 import { timeCell, timeType, type TimeFormat, type TypedHeader } from '../io/typed-cells.js';
 
 /**
- * What the engine needs of a state: pages of due entries (a file's in (r, id) order, a database's in id order) and
+ * What the engine needs of a state: pages of due entries (a file's by day of r then id, a database's by id) and
  * one transaction per batch; a file's answers come at once, a database's as promises.
  */
 export interface RemapState {
