@@ -1,6 +1,7 @@
 // Benchmark of a PostgreSQL state (src/state/postgres through dist/) on a server of its own
 // (bench/postgres-server.mjs): builds a state with commitBatch in map-sized batches, 1/365 of them due per day,
-// then times lookups of 5,000 keys, one day's due entries and the opt-out sweep's pages. Rates are per wall
+// then times lookups of 5,000 keys, one day's due entries, whole due walks (1% and all due) and the opt-out
+// sweep's pages. Rates are per wall
 // second: the server's work is in another process. Run through `npm run bench:state -- --postgres`.
 //
 //   npm run bench:state -- --postgres                   # 1,000,000 entries, 5,000 per commit
@@ -138,10 +139,12 @@ try {
     }
   }
   results.commitRowsPerS = Math.round(1 / median(commitSeconds));
+  const commitServerS = (await serverCpuS()) - commitServer;
+  results.commitServerUsPerRow = Number(((commitServerS * 1e6) / ENTRIES).toFixed(2));
   line(
     'build: commitBatch of new entries',
     `${fmt(results.commitRowsPerS)} rows/s median, ${inCommits.toFixed(1)} s in all, ${commitCpu.toFixed(1)} s CPU of this process, ` +
-      `${((await serverCpuS()) - commitServer).toFixed(1)} s of the server's`,
+      `${commitServerS.toFixed(1)} s of the server's (${results.commitServerUsPerRow} µs a row)`,
   );
 
   // ---- commits of stored entries: what a remap writes (each key mapped again)
@@ -164,12 +167,23 @@ try {
   }
   results.recommitRowsPerS = Math.round(median(again));
   const againUsed = process.cpuUsage(againCpu);
+  const againServerS = (await serverCpuS()) - againServer;
+  results.recommitServerUsPerRow = Number(((againServerS * 1e6) / (20 * COMMIT_ROWS)).toFixed(2));
   line(
     'commitBatch of stored entries (random)',
     `${fmt(results.recommitRowsPerS)} rows/s median, ` +
       `${fmt((20 * COMMIT_ROWS) / ((againUsed.user + againUsed.system) / 1e6))}/s CPU of this process, ` +
-      `${fmt((20 * COMMIT_ROWS) / ((await serverCpuS()) - againServer))}/s of the server's`,
+      `${fmt((20 * COMMIT_ROWS) / againServerS)}/s of the server's (${results.recommitServerUsPerRow} µs a row)`,
   );
+
+  // how many of those updates were heap-only (HOT: no index written), once the sessions' counters reach the
+  // statistics (a session flushes them within about ten seconds once idle)
+  await new Promise((resolve) => setTimeout(resolve, 11_000));
+  const [updated] = await watcher.unsafe(
+    "SELECT n_tup_upd AS n, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE schemaname = 'bench' AND relname = 'entries'",
+  );
+  results.hotUpdates = { updates: Number(updated.n), heapOnly: Number(updated.hot) };
+  line('  of which heap-only (HOT) updates', `${fmt(Number(updated.hot))} of ${fmt(Number(updated.n))}`);
 
   // ---- lookups of 5,000 keys, as `map --state` asks per batch (one call per DII type, both at once)
   for (const [label, hitEvery, name] of [
@@ -225,6 +239,28 @@ try {
   }
   results.dueOneDayPerS = Math.round(walked / seconds(t));
   line("selectDue: one day's due, pages of 5,000", `${fmt(walked)} entries, ${fmt(results.dueOneDayPerS)} entries/s`);
+  // a whole walk of what remap-due would send, with 1% and with every entry due (the stored commits above moved
+  // some r to 400 days ahead): its wall time and the server's CPU
+  for (const [name, at] of [
+    ['1%', TODAY + 4 * DAY],
+    ['100%', TODAY + 401 * DAY],
+  ]) {
+    const server0 = await serverCpuS();
+    t = process.hrtime.bigint();
+    let n = 0;
+    for (let page = await store.selectDue(at, null, 5_000); page.length > 0; ) {
+      n += page.length;
+      if (page.length < 5_000) break;
+      page = await store.selectDue(at, page.at(-1), 5_000);
+    }
+    const wallS = seconds(t);
+    const serverS = (await serverCpuS()) - server0;
+    results[`dueWalk_${name}`] = { entries: n, wallS: Number(wallS.toFixed(2)), serverS: Number(serverS.toFixed(2)) };
+    line(
+      `selectDue: a whole walk with ${name} due`,
+      `${fmt(n)} entries in ${wallS.toFixed(2)} s, ${serverS.toFixed(2)} s of the server's`,
+    );
+  }
 
   // ---- the opt-out sweep: 5% of the entries from the cursor, with their checks recorded
   t = process.hrtime.bigint();

@@ -65,8 +65,13 @@ export interface StateBackend {
   countDue(nowS: number): Promise<number>;
   /** Entries coming due per day for `days` days: day 0 is today (r <= now), day i is (now + (i-1)d, now + i d]. */
   dueByDay(nowS: number, days: number): Promise<DueDay[]>;
-  /** v3 entries with r <= nowS in (r, id) order after `after`, at most `limit`. */
+  /**
+   * v3 entries with r <= nowS after `after` (the last of the previous page), at most `limit`, fewer only when no
+   * more are due: a file's by day of r, then id (its due lists), a database's in id order (no index holds r).
+   */
   selectDue(nowS: number, after: DueCursor | null, limit: number): Promise<DueEntry[]>;
+  /** The first UTC day (its 00:00, Unix seconds) with an entry whose r is after `afterS`; null when none. */
+  firstDueDay(afterS: number): Promise<number | null>;
 
   /** Entries with a raw UID in id order, after `after` (null: from the first) and up to `upTo` (default: the end). */
   selectForOptoutCheck(limit: number, after: OptoutCursor | null, upTo?: number): Promise<OptoutCandidate[]>;

@@ -6,6 +6,11 @@ import { openStateReader, type StateReader } from './reader.js';
 import type { StateStore } from './store.js';
 import type { OpenStateOptions } from './types.js';
 
+const DAY_S = 86_400;
+// later than any r
+const END_OF_TIME_S = Date.UTC(9999, 11, 31) / 1000;
+const WALK_PAGE = 1_000;
+
 /**
  * Opens the state file at `path`. With `anyEnvironment` only a reader is opened (a file of any environment, read
  * as it is); otherwise the file is opened as a run opens it (openState), and read through the same store.
@@ -33,6 +38,16 @@ export async function openFileState(path: string, options: OpenStateOptions): Pr
     countDue: async (nowS) => store('count due entries').countDue(nowS),
     dueByDay: async (nowS, days) => store('count due entries').dueByDay(nowS, days),
     selectDue: async (nowS, after, limit) => store('read due entries').selectDue(nowS, after, limit),
+    // the due lists are in day order: the first entry after afterS of a walk from its day is on the earliest day
+    firstDueDay: async (afterS) => {
+      const due = store('read due entries');
+      for (let page = due.selectDue(END_OF_TIME_S, { r: afterS, id: 0 }, WALK_PAGE); page.length > 0; ) {
+        const next = page.find((e) => e.r !== null && e.r > afterS);
+        if (next !== undefined) return Math.floor((next.r as number) / DAY_S) * DAY_S;
+        page = due.selectDue(END_OF_TIME_S, page[page.length - 1], WALK_PAGE);
+      }
+      return null;
+    },
     selectForOptoutCheck: async (limit, after, upTo) =>
       store('read entries to check').selectForOptoutCheck(limit, after, upTo),
     sweepCursor: async () => store('read the sweep cursor').sweepCursor(),

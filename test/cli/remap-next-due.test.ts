@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { nextDue, nothingDueLine } from '../../src/pipeline/jobs/remap-report.js';
+import { nextDue, nextDueOf, nothingDueLine } from '../../src/pipeline/jobs/remap-report.js';
+import { openFileState } from '../../src/state/file-backend.js';
 import type { EntryUpdate } from '../../src/state/index.js';
-import { b64, tmpStates } from '../state/tmp-state.js';
+import { b64, ENV, tmpStates } from '../state/tmp-state.js';
 
 // A run with nothing due says when the next entries come due: however far that is (a --now in the past of the
 // service that mapped them, a service whose clock was moved ahead), never that there is no refresh time.
@@ -27,6 +28,27 @@ describe('nextDue and the line of a run with nothing due', () => {
     const line = nothingDueLine(next, MIDNIGHT - DAY);
     expect(line).not.toMatch(/no entry with a refresh time/);
     expect(line).toContain(`the next 2 entries come due on ${next?.day}`);
+  });
+
+  it('a state that names the first day itself (firstDueDay, as a database does) gives the same answer', async () => {
+    const path = t.file();
+    const s = t.open(path);
+    // by id: an entry late on the first day, one early on it, one a day later; one due long before now
+    s.commitBatch([mapped('f', MIDNIGHT + 900 * DAY + 7200)], MIDNIGHT);
+    s.commitBatch([mapped('g', MIDNIGHT + 900 * DAY + 60), mapped('h', MIDNIGHT + 901 * DAY)], MIDNIGHT);
+    const expected = nextDue(s, MIDNIGHT - DAY);
+    s.close();
+    expect(expected).toEqual({ day: new Date((MIDNIGHT + 900 * DAY) * 1000).toISOString().slice(0, 10), count: 2 });
+    const backend = await openFileState(path, { envFingerprint: ENV });
+    try {
+      expect(await backend.firstDueDay(MIDNIGHT - DAY)).toBe(MIDNIGHT + 900 * DAY);
+      expect(await backend.firstDueDay(MIDNIGHT + 900 * DAY + 60)).toBe(MIDNIGHT + 900 * DAY);
+      expect(await backend.firstDueDay(MIDNIGHT + 900 * DAY + 7200)).toBe(MIDNIGHT + 901 * DAY);
+      expect(await backend.firstDueDay(MIDNIGHT + 901 * DAY)).toBeNull();
+      expect(await nextDueOf(backend, MIDNIGHT - DAY)).toEqual(expected);
+    } finally {
+      await backend.close();
+    }
   });
 
   it('within the next days, as before', () => {

@@ -117,17 +117,26 @@ export function nextDue(state: Pick<StateStore, 'dueByDay' | 'selectDue' | 'coun
   return { day: isoOf(dayStart).slice(0, 10), count: state.countDue(dayStart + DAY_S - 1) };
 }
 
-/** nextDue of a state that may answer with promises (a database). */
+/**
+ * nextDue of a state that may answer with promises. A database walks its due entries in id order, not by r, so
+ * it names the day itself (firstDueDay).
+ */
 export async function nextDueOf(
-  state: Pick<RemapDueState, 'dueByDay' | 'selectDue' | 'countDue'>,
+  state: Pick<RemapDueState, 'dueByDay' | 'selectDue' | 'countDue'> & {
+    firstDueDay?(afterS: number): Promise<number | null>;
+  },
   nowS: number,
 ): Promise<NextDue | null> {
   const days = (await state.dueByDay(nowS, NEXT_DUE_HORIZON_DAYS + 1)).slice(1);
   const first = days.find((d) => d.count > 0);
   if (first !== undefined) return { day: first.day, count: first.count };
-  const [earliest] = await state.selectDue(END_OF_TIME_S, { r: nowS, id: 0 }, 1);
-  if (earliest === undefined || earliest.r === null) return null;
-  const dayStart = Math.floor(earliest.r / DAY_S) * DAY_S;
+  let dayStart: number | null;
+  if (state.firstDueDay !== undefined) dayStart = await state.firstDueDay(nowS);
+  else {
+    const r = (await state.selectDue(END_OF_TIME_S, { r: nowS, id: 0 }, 1))[0]?.r ?? null;
+    dayStart = r === null ? null : Math.floor(r / DAY_S) * DAY_S;
+  }
+  if (dayStart === null) return null;
   return { day: isoOf(dayStart).slice(0, 10), count: await state.countDue(dayStart + DAY_S - 1) };
 }
 

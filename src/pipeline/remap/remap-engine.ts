@@ -19,8 +19,10 @@ import { asError, RunLifecycle, type RunOutcome } from '../run/run-lifecycle.js'
 import { hashCell, type HashEncoding } from '../io/output/hash-cells.js';
 import { timeCell, timeType, type TimeFormat, type TypedHeader } from '../io/typed-cells.js';
 
-/** What remap needs from the state file: pages of due entries through the `r` index, one transaction per batch. */
-/** What the engine needs of a state: a file's answers come at once, a database's as promises. */
+/**
+ * What the engine needs of a state: pages of due entries (a file's by day of r then id, a database's by id) and
+ * one transaction per batch; a file's answers come at once, a database's as promises.
+ */
 export interface RemapState {
   selectDue(nowS: number, after: DueCursor | null, limit: number): DueEntry[] | Promise<DueEntry[]>;
   commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): void | Promise<void>;
@@ -196,7 +198,7 @@ export interface RemapOptions {
   graceMs?: number;
   /**
    * Pages of due entries other than by `r` (v2: the entries marked due, by id), after the last entry of the
-   * previous page. Without it the run walks the `r` index (state.selectDue).
+   * previous page. Without it the run walks what is due by r (state.selectDue).
    */
   selectPage?: (after: DueEntry | null, limit: number) => DueEntry[];
   /** Under --shard: whether a due entry is this runner's to re-map (the others are left for theirs). */
@@ -219,8 +221,8 @@ interface Batch {
 }
 
 /**
- * The nightly remap: walks the due entries (r <= now) page by page through the `r` index, so a run costs what
- * is due and not what is stored; sends each page's stored hashes as one v3 request with at most N in flight;
+ * The nightly remap: walks the due entries (r <= now) page by page (a file's due lists cost what is due, a
+ * database's walk one pass over its table); sends each page's stored hashes as one v3 request with at most N in flight;
  * commits each answered batch in one transaction. A committed entry gets an `r` in the future and drops out of
  * the due set, so an interrupted run resumes by running again. A failed batch is left as it was: still due.
  */
@@ -247,7 +249,7 @@ export class RemapEngine {
   private readonly sent = new Set<number>();
   /**
    * The change rows of settled batches by their seq (none for a failed one), until every batch before them has
-   * settled: the changes file lists rows in selection order (r, then id), not in the order answers arrive.
+   * settled: the changes file lists rows in selection order (the state's walk), not in the order answers arrive.
    */
   private readonly settledChanges = new Map<number, RemapChange[]>();
   private nextSeq = 0;

@@ -46,6 +46,8 @@ const LOOKUP_PART = 1_024;
 export const LOOKUP_SESSIONS = 2;
 // rows per page of a walk in id order (entries(), and what a copy asks for is the caller's)
 const WALK_PAGE = 5_000;
+// ids a statement of the due walk covers at most: however few entries are due, each statement stays short
+export const DUE_RANGE = 100_000;
 // a deadlock or serialization failure between concurrent committers: the transaction is run again
 const RETRY_CODES = new Set(['40P01', '40001']);
 const RETRIES = 5;
@@ -376,15 +378,13 @@ export class PostgresState implements StateBackend {
 
   async setMeta(key: string, value: string): Promise<void> {
     this.writable(`set ${key}`);
-    if (IDENTITY_META_KEYS.has(key)) {
+    if (IDENTITY_META_KEYS.has(key))
       throw new StateFormatError(
         `state ${this.where}: '${key}' says what the state is and cannot be changed`,
         this.where,
       );
-    }
-    if (key === META_KEYS.api && value !== 'v2' && value !== 'v3') {
+    if (key === META_KEYS.api && value !== 'v2' && value !== 'v3')
       throw new StateFormatError(`state ${this.where}: api must be v2 or v3, not '${value}'`, this.where);
-    }
     await this.putMeta(this.sql, key, value);
   }
 
@@ -408,16 +408,8 @@ export class PostgresState implements StateBackend {
     // server looks parts up on each session while this process reads the rows of others
     const size =
       n <= LOOKUP_PART / 2 ? n : Math.ceil(n / (LOOKUP_SESSIONS * Math.ceil(n / (LOOKUP_SESSIONS * LOOKUP_PART))));
-    const r = new Float64Array(n);
-    const out = {
-      at: new Int32Array(n),
-      status: new Uint8Array(n),
-      due: new Uint8Array(n),
-      r,
-      u: [],
-      p: [],
-      bucketId: [],
-    };
+    const [at, status, due, r] = [new Int32Array(n), new Uint8Array(n), new Uint8Array(n), new Float64Array(n)];
+    const out = { at, status, due, r, u: [], p: [], bucketId: [] };
     const parts: Promise<void>[] = [];
     for (let from = 0; from < n; from += size) {
       const part = plainTexts(sent.slice(from, from + size));
@@ -428,9 +420,9 @@ export class PostgresState implements StateBackend {
     const found = out.u.length;
     return {
       ...out,
-      at: out.at.slice(0, found),
-      status: out.status.slice(0, found),
-      due: out.due.slice(0, found),
+      at: at.slice(0, found),
+      status: status.slice(0, found),
+      due: due.slice(0, found),
       r: r.slice(0, found),
     };
   }
@@ -660,10 +652,8 @@ export class PostgresState implements StateBackend {
    * the values each was read with (their checksums, `sum`). The ids written.
    */
   private async updateRecords(t: Query, records: readonly StoredRecord[], unchanged = false): Promise<Set<number>> {
-    const cols = columnsOf(
-      records.map((r) => r.rec),
-      false,
-    );
+    const values = records.map((r) => r.rec);
+    const cols = columnsOf(values, false);
     // id = ANY besides the join: the pkey probed for just these rows, whatever the statistics say of the table
     const rows = await this.q(
       `UPDATE ${this.s}.entries e SET status = v.status, due = v.due <> 0, u = decode(v.u, 'base64'), ` +
@@ -719,7 +709,7 @@ export class PostgresState implements StateBackend {
     return Object.fromEntries(rows.map(([channel, count]) => [channel as string, Number(count)]));
   }
 
-  // ---- due by refresh time (the index on r)
+  // ---- due by refresh time: no index holds r (an update that moves r stays heap-only), so each is one pass
 
   async countDue(nowS: number): Promise<number> {
     return (await this.dueByDay(nowS, 1))[0].count;
@@ -739,19 +729,32 @@ export class PostgresState implements StateBackend {
     return counts.map((count, i) => ({ day: utcDay(now + i * DAY_S), count }));
   }
 
+  /**
+   * Due entries (r <= nowS) after `after` in id order, at most `limit` (fewer only at the end): a walk of the primary
+   * key, range by range of ids, so that a run reads the table once whatever share of it is due.
+   */
   async selectDue(nowS: number, after: DueCursor | null, limit: number): Promise<DueEntry[]> {
     const n = pageLimit(limit);
     if (n === 0) return [];
-    const resume = after !== null && after.r !== null && Number.isFinite(after.r);
-    const rows = await this.q(
-      `SELECT ${ENTRY_COLUMNS} FROM ${this.s}.entries WHERE r IS NOT NULL AND r <= $1 ` +
-        `AND (r, id) > ($2::float8, $3::int8) ORDER BY r, id LIMIT $4`,
-      [Math.floor(nowS), resume ? after.r : Number.MIN_SAFE_INTEGER, resume ? after.id : 0, n],
-    );
-    return rows.map((row) => {
-      const { id, rec } = this.checked(row);
-      return { id, type: rec.type, hash: rec.hash, u: rec.u, p: rec.p, r: rec.r, bucketId: rec.bucketId };
-    });
+    const due: DueEntry[] = [];
+    const last = Number((await this.q(`SELECT coalesce(max(id), 0) FROM ${this.s}.entries`))[0][0]);
+    for (let from = after?.id ?? 0; due.length < n && from < last; from += DUE_RANGE) {
+      const rows = await this.q(
+        `SELECT ${ENTRY_COLUMNS} FROM ${this.s}.entries WHERE id > $1 AND id <= $2 AND r <= $3 ORDER BY id LIMIT $4`,
+        [from, Math.min(from + DUE_RANGE, last), Math.floor(nowS), n - due.length],
+      );
+      for (const row of rows) {
+        const { id, rec } = this.checked(row);
+        due.push({ id, type: rec.type, hash: rec.hash, u: rec.u, p: rec.p, r: rec.r, bucketId: rec.bucketId });
+      }
+    }
+    return due;
+  }
+
+  /** The day of the earliest r after `afterS` (null when none): one pass, for a run that finds nothing due soon. */
+  async firstDueDay(afterS: number): Promise<number | null> {
+    const r = num((await this.q(`SELECT min(r) FROM ${this.s}.entries WHERE r > $1`, [afterS]))[0][0]);
+    return r === null ? null : Math.floor(r / DAY_S) * DAY_S;
   }
 
   private checked(row: Row): StoredRecord {
@@ -795,10 +798,8 @@ export class PostgresState implements StateBackend {
     await this.tx(async (t) => {
       const stored = await this.lockedById(t, ids);
       if (stored.length > 0) {
-        await this.updateRecords(
-          t,
-          stored.map((s) => ({ ...s, rec: { ...s.rec, lastOptoutCheckS: now } })),
-        );
+        const checked = stored.map((s) => ({ ...s, rec: { ...s.rec, lastOptoutCheckS: now } }));
+        await this.updateRecords(t, checked);
       }
       if (cursor !== undefined) await this.putMeta(t, META_KEYS.sweepAfter, String(cursor.id));
     });
@@ -963,10 +964,7 @@ export class PostgresState implements StateBackend {
   async *entries(): AsyncIterable<ExportedEntry> {
     let after = 0;
     for (;;) {
-      const rows = await this.q(`SELECT ${ENTRY_COLUMNS} FROM ${this.s}.entries WHERE id > $1 ORDER BY id LIMIT $2`, [
-        after,
-        WALK_PAGE,
-      ]);
+      const rows = await this.rowsAfter(after, WALK_PAGE);
       if (rows.length === 0) return;
       after = Number(rows[rows.length - 1][0]);
       for (const row of rows) {
@@ -978,27 +976,28 @@ export class PostgresState implements StateBackend {
     }
   }
 
+  /** Up to `n` whole entry rows in id order after the id `after`. */
+  private rowsAfter(after: number, n: number): Promise<Row[]> {
+    return this.q(`SELECT ${ENTRY_COLUMNS} FROM ${this.s}.entries WHERE id > $1 ORDER BY id LIMIT $2`, [after, n]);
+  }
+
   damaged(): number {
     return this.damagedCount;
   }
 
+  /** One pass: the counts by status, and per bound those with r at most it (no index holds r). */
   async tally(bounds: readonly number[]): Promise<EntryTally> {
     const byStatus: EntryTally['byStatus'] = { mapped: 0, optout: 0, invalid: 0 };
     let withoutR = 0;
-    for (const [status, count, noR] of await this.q(
-      `SELECT status, count(*), count(*) FILTER (WHERE r IS NULL) FROM ${this.s}.entries GROUP BY status`,
+    const atMost = bounds.map(() => 0);
+    const perBound = bounds.map((_, i) => `, count(*) FILTER (WHERE r <= $${i + 1}::float8)`).join('');
+    for (const [status, count, noR, ...under] of await this.q(
+      `SELECT status, count(*), count(*) FILTER (WHERE r IS NULL)${perBound} FROM ${this.s}.entries GROUP BY status`,
+      [...bounds],
     )) {
       byStatus[statusOfCode(status as number)] += Number(count);
       withoutR += Number(noR);
-    }
-    const atMost = bounds.map(() => 0);
-    if (bounds.length > 0) {
-      const rows = await this.q(
-        `SELECT b.i, (SELECT count(*) FROM ${this.s}.entries e WHERE e.r <= b.v) ` +
-          'FROM unnest($1::float8[]) WITH ORDINALITY AS b(v, i)',
-        [[...bounds]],
-      );
-      for (const [i, count] of rows) atMost[Number(i) - 1] = Number(count);
+      for (let i = 0; i < under.length; i++) atMost[i] += Number(under[i]);
     }
     return { byStatus, withoutR, atMost };
   }
@@ -1006,10 +1005,7 @@ export class PostgresState implements StateBackend {
   async readRecords(after: number, limit: number): Promise<{ records: StateRecord[]; last: number }> {
     const n = pageLimit(limit);
     if (n === 0) return { records: [], last: after };
-    const rows = await this.q(`SELECT ${ENTRY_COLUMNS} FROM ${this.s}.entries WHERE id > $1 ORDER BY id LIMIT $2`, [
-      after,
-      n,
-    ]);
+    const rows = await this.rowsAfter(after, n);
     const records = rows.map((row) => this.checked(row).rec);
     return { records, last: rows.length === 0 ? after : Number(rows[rows.length - 1][0]) };
   }
