@@ -61,7 +61,7 @@ export function registerRemapDue(program: Command): void {
     .summary('re-map the entries of a state file whose refresh time has passed (nightly, from cron)')
     .description(
       [
-        'Re-maps only the entries of the state file whose refresh time r has passed (r <= now), through the index on r: a run costs what is due (about 1/365 of the entries a day), not what is stored. Each answered batch is saved at once, so an interrupted run resumes by running it again (under --shard K/N, with the same K/N: the changes a shard found are written by its own runs only).',
+        'Re-maps only the entries of the state whose refresh time r has passed (r <= now): a run sends what is due (about 1/365 of the entries a day), not what is stored. Each answered batch is saved at once, so an interrupted run resumes by running it again (under --shard K/N, with the same K/N: the changes a shard found are written by its own runs only).',
         'Writes a changes file: one row per entry whose raw UID changed, or that opted out (it is then tombstoned: hash kept, raw UIDs dropped, never sent again) or became invalid.',
         'r falls on a UTC midnight: schedule the job after 00:00 UTC, e.g. in a crontab: 30 0 * * * uid2-batch remap-due --state /data/s.db -o /data/changes-$(date -u +\\%F).csv',
         'Exit codes: 0 done; 1 failed (the service, the network, the state file could not be written); 2 usage, or another run is using the state file; 3 some batches failed (their entries stay due for the next run); 4 credentials refused; 130 interrupted.',
