@@ -27,7 +27,8 @@ export class KeyIndex {
   seen = 0;
   /** The keys filter of the levels up to `upto` (keys_upto), read again when keys_upto moves. */
   private filter: { keys: KeyFilter | null; upto: number } | undefined = undefined;
-  private readonly readers: { main: LevelReader; recent: LevelReader };
+  private readonly main: LevelReader;
+  private readonly recent: LevelReader;
 
   constructor(
     private readonly db: Database,
@@ -36,10 +37,8 @@ export class KeyIndex {
     keyCacheMiB: number,
   ) {
     const budget = new BlockBudget(Math.max(0, keyCacheMiB * MIB));
-    this.readers = {
-      main: new LevelReader(db, 'key_blocks', budget),
-      recent: new LevelReader(db, 'key_blocks_recent', budget),
-    };
+    this.main = new LevelReader(db, 'key_blocks', budget);
+    this.recent = new LevelReader(db, 'key_blocks_recent', budget);
     this.reset();
   }
 
@@ -48,8 +47,8 @@ export class KeyIndex {
     this.tail.clear();
     this.seen = metaNumber(this.db, META_KEYS.keysUpto) ?? 0;
     this.filter = undefined;
-    this.readers.main.forget();
-    this.readers.recent.forget();
+    this.main.forget();
+    this.recent.forget();
   }
 
   get full(): boolean {
@@ -71,8 +70,8 @@ export class KeyIndex {
    * lets through, and from the tail. A key is looked for in both levels: another connection may have folded one.
    */
   idsOf(lookupKeys: readonly number[]): number[] {
-    // the main level holds the ids up to `main`, the recent one those after it up to `upto`
-    const main = metaNumber(this.db, META_KEYS.keysMainUpto) ?? 0;
+    // the main level holds the ids up to `mainUpto`, the recent one those after it up to `upto`
+    const mainUpto = metaNumber(this.db, META_KEYS.keysMainUpto) ?? 0;
     const upto = metaNumber(this.db, META_KEYS.keysUpto) ?? 0;
     if (this.filter?.upto !== upto) this.filter = { keys: readKeyFilter(this.db, upto), upto };
     const filter = this.filter.keys;
@@ -82,8 +81,8 @@ export class KeyIndex {
     const onId = (id: number): void => void ids.push(id);
     if (probed.length > 0) {
       const sorted = sortedUnique(probed);
-      if (main > 0) this.readers.main.idsOf(sorted, `${main}`, onId);
-      if (upto > main) this.readers.recent.idsOf(sorted, `${main} ${upto}`, onId);
+      if (mainUpto > 0) this.main.idsOf(sorted, `${mainUpto}`, onId);
+      if (upto > mainUpto) this.recent.idsOf(sorted, `${mainUpto} ${upto}`, onId);
     }
     if (this.tail.size > 0) {
       for (const key of lookupKeys) this.tail.forEach(key, onId);
@@ -98,8 +97,8 @@ export class KeyIndex {
   merge(): void {
     this.catchUp();
     const upto = metaNumber(this.db, META_KEYS.keysUpto) ?? 0;
-    const { keys, ids } = this.tail.sorted();
-    mergeIntoLevel(this.db, 'key_blocks_recent', arrayPairs(keys, ids, upto));
+    const { keys, ids } = this.tail.sorted(upto);
+    mergeIntoLevel(this.db, 'key_blocks_recent', arrayPairs(keys, ids));
     const newUpto = Math.max(upto, this.seen);
     setMetaValue(this.db, META_KEYS.keysUpto, newUpto);
     const mainUpto = metaNumber(this.db, META_KEYS.keysMainUpto) ?? 0;
@@ -108,7 +107,7 @@ export class KeyIndex {
       this.db.prepare('DELETE FROM key_blocks_recent').run();
       setMetaValue(this.db, META_KEYS.keysMainUpto, newUpto);
     }
-    this.saveFilter(upto, newUpto, keys, ids);
+    this.saveFilter(upto, newUpto, keys);
   }
 
   merged(): void {
@@ -116,10 +115,10 @@ export class KeyIndex {
   }
 
   /** The filter gets the tail's keys, or one twice as big is filled from the levels; written whole. */
-  private saveFilter(upto: number, newUpto: number, keys: Float64Array, ids: Float64Array): void {
+  private saveFilter(upto: number, newUpto: number, keys: Float64Array): void {
     let filter = this.filter?.upto === upto ? this.filter.keys : readKeyFilter(this.db, upto);
     if (filter !== null && filter.count + keys.length <= filter.capacity) {
-      for (let i = 0; i < keys.length; i++) if (ids[i] > upto) filter.add(keys[i]);
+      for (const key of keys) filter.add(key);
     } else {
       const made = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * newUpto));
       forEachLevelKey(this.db, 'key_blocks', (key) => made.add(key));

@@ -13,16 +13,14 @@ export interface PairStream {
   next(): boolean;
 }
 
-/** The pairs of two sorted arrays, those with an id above `after` only. */
-export function arrayPairs(keys: Float64Array, ids: Float64Array, after: number): PairStream {
+/** The pairs of two sorted arrays. */
+export function arrayPairs(keys: Float64Array, ids: Float64Array): PairStream {
   let i = -1;
   const stream: PairStream = {
     key: Number.POSITIVE_INFINITY,
     id: 0,
     next(): boolean {
-      do i++;
-      while (i < keys.length && ids[i] <= after);
-      if (i >= keys.length) {
+      if (++i >= keys.length) {
         stream.key = Number.POSITIVE_INFINITY;
         return false;
       }

@@ -35,16 +35,14 @@ export class TailIndex {
     }
   }
 
-  /** Every (key, id), as two arrays sorted by key then id. */
-  sorted(): { keys: Float64Array; ids: Float64Array } {
+  /** Every (key, id) with an id above `after` (at least 0), as two arrays sorted by key then id. */
+  sorted(after: number): { keys: Float64Array; ids: Float64Array } {
     const order = new Float64Array(this.count);
     let n = 0;
-    for (let slot = 0; slot < this.ids.length; slot++) {
-      if (this.ids[slot] !== EMPTY) order[n++] = this.keys[slot];
-    }
-    order.sort();
-    const keys = new Float64Array(this.count);
-    const ids = new Float64Array(this.count);
+    for (let slot = 0; slot < this.ids.length; slot++) if (this.ids[slot] > after) order[n++] = this.keys[slot];
+    order.subarray(0, n).sort();
+    const keys = new Float64Array(n);
+    const ids = new Float64Array(n);
     let out = 0;
     for (let i = 0; i < n; i++) {
       const key = order[i];
@@ -52,7 +50,7 @@ export class TailIndex {
       // every slot holding this key: one almost always, in probe order
       const first = out;
       for (let slot = slotOf(key, this.mask); this.ids[slot] !== EMPTY; slot = (slot + 1) & this.mask) {
-        if (this.keys[slot] === key) {
+        if (this.keys[slot] === key && this.ids[slot] > after) {
           keys[out] = key;
           ids[out++] = this.ids[slot];
         }
