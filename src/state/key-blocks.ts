@@ -20,8 +20,8 @@ const FORMAT = 0x50;
 // keys are 47 bits, ids below 2^48
 const MAX_BYTES = 6;
 const DATA_BYTES = BLOCK_BYTES - BLOCK_HEADER - BLOCK_CHECK;
-// every pair takes at least 2 bytes; only a key shared by more pairs makes a bigger block
-const MAX_BLOCK_PAIRS = Math.floor((BLOCK_BYTES - BLOCK_HEADER) / 2);
+// the pair count is 2 bytes
+const MAX_PAIRS = 0xffff;
 
 /** The bytes an unsigned integer below 2^48 needs (at least 1). */
 export function bytesOf(value: number): number {
@@ -33,7 +33,7 @@ export function bytesOf(value: number): number {
 /** The pairs keys[from..to) and ids[from..to) (sorted by key, then id) as a block's blob. */
 export function encodeBlock(keys: ArrayLike<number>, ids: ArrayLike<number>, from: number, to: number): Buffer {
   const n = to - from;
-  if (n > 0xffff) throw new Error(`a key block cannot hold ${n} pairs`);
+  if (n > MAX_PAIRS) throw new Error(`a key block cannot hold ${n} pairs`);
   const first = keys[from];
   let maxId = 0;
   for (let i = from; i < to; i++) if (ids[i] > maxId) maxId = ids[i];
@@ -63,17 +63,6 @@ function lengthOf(count: number, kb: number, ib: number): number {
   return BLOCK_HEADER + count * (kb + ib) + BLOCK_CHECK;
 }
 
-/** Pairs decoded from blocks: keys[0..count) and ids[0..count), arrays reused from block to block. */
-export interface Run {
-  keys: Float64Array;
-  ids: Float64Array;
-  count: number;
-}
-
-export function emptyRun(): Run {
-  return { keys: new Float64Array(0), ids: new Float64Array(0), count: 0 };
-}
-
 /** One block of a level walked whole (a merge reads every pair), checked as it is made. */
 export class KeyBlock {
   readonly count: number;
@@ -91,17 +80,12 @@ export class KeyBlock {
     this.count = count;
   }
 
-  /** Its pairs into `run` (grown when they do not fit), which it gives back. */
-  decodeInto(run: Run): Run {
-    const { blob, first, kb, ib, count } = this;
-    if (run.keys.length < count) {
-      run.keys = new Float64Array(count);
-      run.ids = new Float64Array(count);
-    }
-    for (let i = 0, at = BLOCK_HEADER; i < count; i++, at += kb) run.keys[i] = first + readLE(blob, at, kb);
-    for (let i = 0, at = BLOCK_HEADER + count * kb; i < count; i++, at += ib) run.ids[i] = readLE(blob, at, ib);
-    run.count = count;
-    return run;
+  keyAt(i: number): number {
+    return this.first + readLE(this.blob, BLOCK_HEADER + i * this.kb, this.kb);
+  }
+
+  idAt(i: number): number {
+    return readLE(this.blob, BLOCK_HEADER + this.count * this.kb + i * this.ib, this.ib);
   }
 }
 
@@ -177,46 +161,30 @@ export function forEachIdFrom(
  * Cuts a sorted stream of pairs into full blocks, never between two pairs of one key (a lookup reads one block).
  */
 export class BlockWriter {
-  private keys = new Float64Array(MAX_BLOCK_PAIRS);
-  private ids = new Float64Array(MAX_BLOCK_PAIRS);
+  // room for a block of one key shared by the most pairs a block holds (encodeBlock refuses more)
+  private readonly keys = new Float64Array(MAX_PAIRS + 1);
+  private readonly ids = new Float64Array(MAX_PAIRS + 1);
   private n = 0;
   // the width the pending pairs' ids need (their keys' is their last one's, as keys ascend)
   private ib = 1;
 
   constructor(private readonly onBlock: (first: number, blob: Buffer) => void) {}
 
-  get pending(): number {
-    return this.n;
-  }
-
   push(key: number, id: number): void {
-    const kb = this.n === 0 ? 1 : bytesOf(key - this.keys[0]);
-    const ib = this.n === 0 ? bytesOf(id) : Math.max(this.ib, bytesOf(id));
-    if (this.n > 0 && (this.n + 1) * (kb + ib) > DATA_BYTES && this.cut(key)) {
+    const ib = Math.max(this.ib, bytesOf(id));
+    if (this.n > 0 && (this.n + 1) * (bytesOf(key - this.keys[0]) + ib) > DATA_BYTES && this.cut(key)) {
       // the pairs kept for the next block have their widths now: measure the pair against them
       this.push(key, id);
       return;
     }
     this.ib = ib;
-    this.append(key, id);
+    this.keys[this.n] = key;
+    this.ids[this.n] = id;
+    this.n++;
   }
 
   flush(): void {
     if (this.n > 0) this.give(this.n);
-  }
-
-  private append(key: number, id: number): void {
-    if (this.n === this.keys.length) {
-      const keys = new Float64Array(2 * this.n);
-      const ids = new Float64Array(2 * this.n);
-      keys.set(this.keys);
-      ids.set(this.ids);
-      this.keys = keys;
-      this.ids = ids;
-    }
-    this.keys[this.n] = key;
-    this.ids[this.n] = id;
-    this.n++;
   }
 
   /**

@@ -7,7 +7,7 @@
 import type { Database } from 'better-sqlite3';
 import { sortedUnique } from './id-lists.js';
 import { KeyFilter, readKeyFilter, writeKeyFilter } from './key-filter.js';
-import { arrayPairs, forEachLevelKey, levelPairs, mergeIntoLevel } from './key-levels.js';
+import { arrayPairs, levelPairs, mergeIntoLevel } from './key-levels.js';
 import { BlockBudget, LevelReader } from './level-reader.js';
 import { metaNumber, setMetaValue } from './meta-values.js';
 import type { RecordWalker } from './record-walk.js';
@@ -121,8 +121,11 @@ export class KeyIndex {
       for (const key of keys) filter.add(key);
     } else {
       const made = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * newUpto));
-      forEachLevelKey(this.db, 'key_blocks', (key) => made.add(key));
-      forEachLevelKey(this.db, 'key_blocks_recent', (key) => made.add(key));
+      for (const level of ['key_blocks', 'key_blocks_recent'] as const) {
+        for (const pairs = levelPairs(this.db, level); pairs.key < Number.POSITIVE_INFINITY; pairs.next()) {
+          made.add(pairs.key);
+        }
+      }
       filter = made;
     }
     writeKeyFilter(this.db, filter, newUpto);

@@ -1,6 +1,6 @@
 /** The two levels of the lookup index as tables of key blocks: walks in key order, and merges. */
 import type { Database } from 'better-sqlite3';
-import { BlockWriter, KeyBlock, emptyRun } from './key-blocks.js';
+import { BlockWriter, KeyBlock } from './key-blocks.js';
 
 export type KeyLevel = 'key_blocks' | 'key_blocks_recent';
 
@@ -46,38 +46,29 @@ export function* levelBlocks(db: Database, level: KeyLevel): Generator<KeyBlock>
 
 export function levelPairs(db: Database, level: KeyLevel): PairStream {
   const blocks = levelBlocks(db, level);
-  const run = emptyRun();
+  let block: KeyBlock | undefined;
   let i = 0;
   const stream: PairStream = {
     key: Number.POSITIVE_INFINITY,
     id: 0,
     next(): boolean {
-      while (i >= run.count) {
+      while (block === undefined || i >= block.count) {
         const step = blocks.next();
         if (step.done === true) {
           stream.key = Number.POSITIVE_INFINITY;
           return false;
         }
-        step.value.decodeInto(run);
+        block = step.value;
         i = 0;
       }
-      stream.key = run.keys[i];
-      stream.id = run.ids[i];
+      stream.key = block.keyAt(i);
+      stream.id = block.idAt(i);
       i++;
       return true;
     },
   };
   stream.next();
   return stream;
-}
-
-/** Gives every distinct key of a level in order. */
-export function forEachLevelKey(db: Database, level: KeyLevel, onKey: (key: number) => void): void {
-  let last = -1;
-  for (const pairs = levelPairs(db, level); pairs.key < Number.POSITIVE_INFINITY; pairs.next()) {
-    if (pairs.key !== last) onKey(pairs.key);
-    last = pairs.key;
-  }
 }
 
 /**
@@ -98,7 +89,6 @@ export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStre
     lastId = id;
   };
   const blocks = levelBlocks(db, level);
-  const run = emptyRun();
   // one block ahead: a block's range ends where the next one starts. New blocks of a range start below that next
   // block, and the walk reads pages after the last block it has read, so it never reads the blocks it writes.
   let step = blocks.next();
@@ -107,18 +97,18 @@ export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStre
     step = blocks.next();
     const end = step.done === true ? Number.POSITIVE_INFINITY : step.value.first;
     if (incoming.key >= end) {
-      if (writer.pending > 0) writer.flush();
+      writer.flush();
       continue;
     }
     remove.run(block.first);
-    const { keys, ids, count } = block.decodeInto(run);
-    for (let i = 0; i < count; i++) {
-      const key = keys[i];
-      while (incoming.key < key || (incoming.key === key && incoming.id < ids[i])) {
+    for (let i = 0; i < block.count; i++) {
+      const key = block.keyAt(i);
+      const id = block.idAt(i);
+      while (incoming.key < key || (incoming.key === key && incoming.id < id)) {
         push(incoming.key, incoming.id);
         incoming.next();
       }
-      push(key, ids[i]);
+      push(key, id);
     }
     while (incoming.key < end) {
       push(incoming.key, incoming.id);
