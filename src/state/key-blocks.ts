@@ -30,14 +30,13 @@ export function bytesOf(value: number): number {
   return n;
 }
 
-/** The pairs keys[from..to) and ids[from..to) (sorted by key, then id) as a block's blob. */
-export function encodeBlock(keys: ArrayLike<number>, ids: ArrayLike<number>, from: number, to: number): Buffer {
-  const n = to - from;
+/** The first n pairs of keys and ids (sorted by key, then id) as a block's blob. */
+export function encodeBlock(keys: ArrayLike<number>, ids: ArrayLike<number>, n: number): Buffer {
   if (n > MAX_PAIRS) throw new Error(`a key block cannot hold ${n} pairs`);
-  const first = keys[from];
+  const first = keys[0];
   let maxId = 0;
-  for (let i = from; i < to; i++) if (ids[i] > maxId) maxId = ids[i];
-  const kb = bytesOf(keys[to - 1] - first);
+  for (let i = 0; i < n; i++) if (ids[i] > maxId) maxId = ids[i];
+  const kb = bytesOf(keys[n - 1] - first);
   const ib = bytesOf(maxId);
   const length = lengthOf(n, kb, ib);
   const blob = Buffer.allocUnsafe(length);
@@ -46,8 +45,8 @@ export function encodeBlock(keys: ArrayLike<number>, ids: ArrayLike<number>, fro
   blob.writeUInt16LE(n, 2);
   const idsAt = BLOCK_HEADER + n * kb;
   for (let i = 0; i < n; i++) {
-    blob.writeUIntLE(keys[from + i] - first, BLOCK_HEADER + i * kb, kb);
-    blob.writeUIntLE(ids[from + i], idsAt + i * ib, ib);
+    blob.writeUIntLE(keys[i] - first, BLOCK_HEADER + i * kb, kb);
+    blob.writeUIntLE(ids[i], idsAt + i * ib, ib);
   }
   blob.writeUInt32LE(checksumOf(blob.subarray(0, length - BLOCK_CHECK)), length - BLOCK_CHECK);
   return blob;
@@ -90,18 +89,13 @@ export class KeyBlock {
 }
 
 /** A block's bytes per key difference and per id, its pair count, and its blob's length. */
-export interface BlockHeader {
-  kb: number;
-  ib: number;
-  count: number;
-  length: number;
-}
+export type BlockHeader = ReturnType<typeof readHeader>;
 
 /**
  * The header of the block at `at` of `bytes`. Throws ChecksumError when the header is wrong, the blob runs past
  * the bytes, or its checksum does not match.
  */
-export function readHeader(bytes: Buffer, at: number): BlockHeader {
+export function readHeader(bytes: Buffer, at: number) {
   const kb = bytes[at] - FORMAT;
   const ib = bytes[at + 1];
   const count = bytes[at + 2] | (bytes[at + 3] << 8);
@@ -200,7 +194,7 @@ export class BlockWriter {
   }
 
   private give(end: number): void {
-    this.onBlock(this.keys[0], encodeBlock(this.keys, this.ids, 0, end));
+    this.onBlock(this.keys[0], encodeBlock(this.keys, this.ids, end));
     this.keys.copyWithin(0, end, this.n);
     this.ids.copyWithin(0, end, this.n);
     this.n -= end;

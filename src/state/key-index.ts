@@ -117,16 +117,15 @@ export class KeyIndex {
   /** The filter gets the tail's keys, or one twice as big is filled from the levels; written whole. */
   private saveFilter(upto: number, newUpto: number, keys: Float64Array): void {
     let filter = this.filter?.upto === upto ? this.filter.keys : readKeyFilter(this.db, upto);
-    if (filter !== null && filter.count + keys.length <= filter.capacity) {
-      for (const key of keys) filter.add(key);
-    } else {
-      const made = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * newUpto));
+    if (filter === null || filter.count + keys.length > filter.capacity) {
+      filter = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * newUpto));
       for (const level of ['key_blocks', 'key_blocks_recent'] as const) {
         for (const pairs = levelPairs(this.db, level); pairs.key < Number.POSITIVE_INFINITY; pairs.next()) {
-          made.add(pairs.key);
+          filter.add(pairs.key);
         }
       }
-      filter = made;
+    } else {
+      for (const key of keys) filter.add(key);
     }
     writeKeyFilter(this.db, filter, newUpto);
     this.filter = { keys: filter, upto: newUpto };

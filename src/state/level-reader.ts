@@ -45,9 +45,7 @@ export class LevelReader {
   forget(): void {
     this.version = '';
     this.budget.left += this.kept.bytes;
-    this.firsts = new Float64Array(0);
     this.kept = new KeptBlocks(0);
-    this.passing = new KeptBlocks(0);
   }
 
   /** Gives the id of every pair whose key is one of `sortedKeys` (ascending, each once). */
@@ -119,7 +117,7 @@ export class LevelReader {
         if (header.length <= this.budget.left) {
           this.kept.keep(b, blobs, at, header);
           this.budget.left -= header.length;
-        } else this.passing.place(b, blobs, at, header);
+        } else this.passing.keep(b, blobs, at, header);
         at += header.length;
       }
       if (at !== blobs.length) throw new Error('a key block of the state file is damaged');
