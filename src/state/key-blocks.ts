@@ -152,7 +152,8 @@ export function forEachIdFrom(
 }
 
 /**
- * Cuts a sorted stream of pairs into full blocks, never between two pairs of one key (a lookup reads one block).
+ * Cuts a sorted stream of pairs into full blocks, never between two pairs of one key (a lookup reads one block). A
+ * pair given twice in a row is kept once.
  */
 export class BlockWriter {
   // room for a block of one key shared by the most pairs a block holds (encodeBlock refuses more)
@@ -165,6 +166,7 @@ export class BlockWriter {
   constructor(private readonly onBlock: (first: number, blob: Buffer) => void) {}
 
   push(key: number, id: number): void {
+    if (this.n > 0 && key === this.keys[this.n - 1] && id === this.ids[this.n - 1]) return;
     const ib = Math.max(this.ib, bytesOf(id));
     if (this.n > 0 && (this.n + 1) * (bytesOf(key - this.keys[0]) + ib) > DATA_BYTES && this.cut(key)) {
       // the pairs kept for the next block have their widths now: measure the pair against them

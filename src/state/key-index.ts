@@ -92,7 +92,8 @@ export class KeyIndex {
 
   /**
    * Moves the tail into the recent level in key order (each block written once per merge), folding the recent
-   * level into the main one when due. In the caller's transaction: then `merged`, or `reset` when it fails.
+   * level into the main one when due, and empties the tail. In the caller's transaction: `reset` when it fails,
+   * which reads the tail again from the file.
    */
   merge(): void {
     this.catchUp();
@@ -108,9 +109,6 @@ export class KeyIndex {
       setMetaValue(this.db, META_KEYS.keysMainUpto, newUpto);
     }
     this.saveFilter(upto, newUpto, keys);
-  }
-
-  merged(): void {
     this.tail.clear();
   }
 
