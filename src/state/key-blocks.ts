@@ -200,8 +200,7 @@ export class BlockWriter {
     this.keys.copyWithin(0, end, this.n);
     this.ids.copyWithin(0, end, this.n);
     this.n -= end;
-    let maxId = 0;
-    for (let i = 0; i < this.n; i++) if (this.ids[i] > maxId) maxId = this.ids[i];
-    this.ib = bytesOf(maxId);
+    // what is left is none, or one key's run (cut), its ids ascending: the last is the widest
+    this.ib = bytesOf(this.n > 0 ? this.ids[this.n - 1] : 0);
   }
 }
