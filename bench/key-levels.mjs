@@ -72,12 +72,10 @@ const base = pairs(PAIRS, 1, next);
 const more = pairs(Math.floor(PAIRS / 4), PAIRS + 1, next);
 console.log(`key levels bench: node ${process.version}, ${fmt(PAIRS)} pairs, build of ${ROOT}`);
 const merge = (level, stream) => db.transaction(() => levels.mergeIntoLevel(db, level, stream))();
-timed('merge into an empty level', PAIRS, 'pairs', () =>
-  merge('key_blocks', levels.arrayPairs(base.keys, base.ids, -1)),
-);
+timed('merge into an empty level', PAIRS, 'pairs', () => merge('key_blocks', levels.arrayPairs(base.keys, base.ids)));
 // every block receives pairs: the whole level is read and written again, as a fold does
 timed(`merge ${fmt(more.keys.length)} into it (pairs read + written)`, PAIRS + 2 * more.keys.length, 'pairs', () =>
-  merge('key_blocks', levels.arrayPairs(more.keys, more.ids, -1)),
+  merge('key_blocks', levels.arrayPairs(more.keys, more.ids)),
 );
 const total = PAIRS + more.keys.length;
 let walked = 0;

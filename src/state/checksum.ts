@@ -1,9 +1,7 @@
 /** The checksums that every stored record of a state file carries, and the error of one that does not match. */
 import { crc32 } from 'node:zlib';
 
-export function checksumOf(data: Uint8Array | string): number {
-  return crc32(data);
-}
+export const checksumOf: (data: Uint8Array | string) => number = crc32;
 
 // CRC-32's tables (zlib's polynomial): table t gives a byte's remainder t bytes further on ("slicing by 4")
 const TABLES = new Int32Array(4 * 256);
@@ -12,13 +10,7 @@ for (let n = 0; n < 256; n++) {
   for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
   TABLES[n] = c;
 }
-for (let n = 0; n < 256; n++) {
-  let c = TABLES[n];
-  for (let t = 1; t < 4; t++) {
-    c = TABLES[c & 255] ^ (c >>> 8);
-    TABLES[t * 256 + n] = c;
-  }
-}
+for (let i = 256; i < TABLES.length; i++) TABLES[i] = TABLES[TABLES[i - 256] & 255] ^ (TABLES[i - 256] >>> 8);
 
 export const CRC32_TABLE: Int32Array = TABLES.subarray(0, 256);
 

@@ -42,27 +42,18 @@ export class KeptBlocks {
       this.used = 0;
     }
     chunk.set(bytes.subarray(at, at + length), this.used);
-    this.set(block, this.used, header);
+    this.chunkOf[block] = this.chunks.length - 1;
+    this.keysAt[block] = this.used + BLOCK_HEADER;
+    this.kb[block] = header.kb;
+    this.ib[block] = header.ib;
+    this.count[block] = header.count;
     this.used += length;
     this.bytes += length;
   }
 
-  /** Places a block where it lies in `bytes`, uncopied: a block read for one lookup only, dropped by `clear`. */
-  place(block: number, bytes: Uint8Array, at: number, header: BlockHeader): void {
-    if (this.chunks[this.chunks.length - 1] !== bytes) this.chunks.push(bytes);
-    this.set(block, at, header);
-  }
-
+  /** Drops these blocks and every chunk: the blocks of one lookup that are not kept. */
   clear(blocks: readonly number[]): void {
     for (const b of blocks) this.chunkOf[b] = -1;
     this.chunks.length = 0;
-  }
-
-  private set(block: number, at: number, header: BlockHeader): void {
-    this.chunkOf[block] = this.chunks.length - 1;
-    this.keysAt[block] = at + BLOCK_HEADER;
-    this.kb[block] = header.kb;
-    this.ib[block] = header.ib;
-    this.count[block] = header.count;
   }
 }

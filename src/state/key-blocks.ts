@@ -20,8 +20,8 @@ const FORMAT = 0x50;
 // keys are 47 bits, ids below 2^48
 const MAX_BYTES = 6;
 const DATA_BYTES = BLOCK_BYTES - BLOCK_HEADER - BLOCK_CHECK;
-// every pair takes at least 2 bytes; only a key shared by more pairs makes a bigger block
-const MAX_BLOCK_PAIRS = Math.floor((BLOCK_BYTES - BLOCK_HEADER) / 2);
+// the pair count is 2 bytes
+const MAX_PAIRS = 0xffff;
 
 /** The bytes an unsigned integer below 2^48 needs (at least 1). */
 export function bytesOf(value: number): number {
@@ -30,14 +30,13 @@ export function bytesOf(value: number): number {
   return n;
 }
 
-/** The pairs keys[from..to) and ids[from..to) (sorted by key, then id) as a block's blob. */
-export function encodeBlock(keys: ArrayLike<number>, ids: ArrayLike<number>, from: number, to: number): Buffer {
-  const n = to - from;
-  if (n > 0xffff) throw new Error(`a key block cannot hold ${n} pairs`);
-  const first = keys[from];
+/** The first n pairs of keys and ids (sorted by key, then id) as a block's blob. */
+export function encodeBlock(keys: ArrayLike<number>, ids: ArrayLike<number>, n: number): Buffer {
+  if (n > MAX_PAIRS) throw new Error(`a key block cannot hold ${n} pairs`);
+  const first = keys[0];
   let maxId = 0;
-  for (let i = from; i < to; i++) if (ids[i] > maxId) maxId = ids[i];
-  const kb = bytesOf(keys[to - 1] - first);
+  for (let i = 0; i < n; i++) if (ids[i] > maxId) maxId = ids[i];
+  const kb = bytesOf(keys[n - 1] - first);
   const ib = bytesOf(maxId);
   const length = lengthOf(n, kb, ib);
   const blob = Buffer.allocUnsafe(length);
@@ -46,8 +45,8 @@ export function encodeBlock(keys: ArrayLike<number>, ids: ArrayLike<number>, fro
   blob.writeUInt16LE(n, 2);
   const idsAt = BLOCK_HEADER + n * kb;
   for (let i = 0; i < n; i++) {
-    blob.writeUIntLE(keys[from + i] - first, BLOCK_HEADER + i * kb, kb);
-    blob.writeUIntLE(ids[from + i], idsAt + i * ib, ib);
+    blob.writeUIntLE(keys[i] - first, BLOCK_HEADER + i * kb, kb);
+    blob.writeUIntLE(ids[i], idsAt + i * ib, ib);
   }
   blob.writeUInt32LE(checksumOf(blob.subarray(0, length - BLOCK_CHECK)), length - BLOCK_CHECK);
   return blob;
@@ -61,17 +60,6 @@ function readLE(bytes: Uint8Array, at: number, width: number): number {
 
 function lengthOf(count: number, kb: number, ib: number): number {
   return BLOCK_HEADER + count * (kb + ib) + BLOCK_CHECK;
-}
-
-/** Pairs decoded from blocks: keys[0..count) and ids[0..count), arrays reused from block to block. */
-export interface Run {
-  keys: Float64Array;
-  ids: Float64Array;
-  count: number;
-}
-
-export function emptyRun(): Run {
-  return { keys: new Float64Array(0), ids: new Float64Array(0), count: 0 };
 }
 
 /** One block of a level walked whole (a merge reads every pair), checked as it is made. */
@@ -91,33 +79,23 @@ export class KeyBlock {
     this.count = count;
   }
 
-  /** Its pairs into `run` (grown when they do not fit), which it gives back. */
-  decodeInto(run: Run): Run {
-    const { blob, first, kb, ib, count } = this;
-    if (run.keys.length < count) {
-      run.keys = new Float64Array(count);
-      run.ids = new Float64Array(count);
-    }
-    for (let i = 0, at = BLOCK_HEADER; i < count; i++, at += kb) run.keys[i] = first + readLE(blob, at, kb);
-    for (let i = 0, at = BLOCK_HEADER + count * kb; i < count; i++, at += ib) run.ids[i] = readLE(blob, at, ib);
-    run.count = count;
-    return run;
+  keyAt(i: number): number {
+    return this.first + readLE(this.blob, BLOCK_HEADER + i * this.kb, this.kb);
+  }
+
+  idAt(i: number): number {
+    return readLE(this.blob, BLOCK_HEADER + this.count * this.kb + i * this.ib, this.ib);
   }
 }
 
 /** A block's bytes per key difference and per id, its pair count, and its blob's length. */
-export interface BlockHeader {
-  kb: number;
-  ib: number;
-  count: number;
-  length: number;
-}
+export type BlockHeader = ReturnType<typeof readHeader>;
 
 /**
  * The header of the block at `at` of `bytes`. Throws ChecksumError when the header is wrong, the blob runs past
  * the bytes, or its checksum does not match.
  */
-export function readHeader(bytes: Buffer, at: number): BlockHeader {
+export function readHeader(bytes: Buffer, at: number) {
   const kb = bytes[at] - FORMAT;
   const ib = bytes[at + 1];
   const count = bytes[at + 2] | (bytes[at + 3] << 8);
@@ -174,49 +152,35 @@ export function forEachIdFrom(
 }
 
 /**
- * Cuts a sorted stream of pairs into full blocks, never between two pairs of one key (a lookup reads one block).
+ * Cuts a sorted stream of pairs into full blocks, never between two pairs of one key (a lookup reads one block). A
+ * pair given twice in a row is kept once.
  */
 export class BlockWriter {
-  private keys = new Float64Array(MAX_BLOCK_PAIRS);
-  private ids = new Float64Array(MAX_BLOCK_PAIRS);
+  // room for a block of one key shared by the most pairs a block holds (encodeBlock refuses more)
+  private readonly keys = new Float64Array(MAX_PAIRS + 1);
+  private readonly ids = new Float64Array(MAX_PAIRS + 1);
   private n = 0;
   // the width the pending pairs' ids need (their keys' is their last one's, as keys ascend)
   private ib = 1;
 
   constructor(private readonly onBlock: (first: number, blob: Buffer) => void) {}
 
-  get pending(): number {
-    return this.n;
-  }
-
   push(key: number, id: number): void {
-    const kb = this.n === 0 ? 1 : bytesOf(key - this.keys[0]);
-    const ib = this.n === 0 ? bytesOf(id) : Math.max(this.ib, bytesOf(id));
-    if (this.n > 0 && (this.n + 1) * (kb + ib) > DATA_BYTES && this.cut(key)) {
+    if (this.n > 0 && key === this.keys[this.n - 1] && id === this.ids[this.n - 1]) return;
+    const ib = Math.max(this.ib, bytesOf(id));
+    if (this.n > 0 && (this.n + 1) * (bytesOf(key - this.keys[0]) + ib) > DATA_BYTES && this.cut(key)) {
       // the pairs kept for the next block have their widths now: measure the pair against them
       this.push(key, id);
       return;
     }
     this.ib = ib;
-    this.append(key, id);
+    this.keys[this.n] = key;
+    this.ids[this.n] = id;
+    this.n++;
   }
 
   flush(): void {
     if (this.n > 0) this.give(this.n);
-  }
-
-  private append(key: number, id: number): void {
-    if (this.n === this.keys.length) {
-      const keys = new Float64Array(2 * this.n);
-      const ids = new Float64Array(2 * this.n);
-      keys.set(this.keys);
-      ids.set(this.ids);
-      this.keys = keys;
-      this.ids = ids;
-    }
-    this.keys[this.n] = key;
-    this.ids[this.n] = id;
-    this.n++;
   }
 
   /**
@@ -232,12 +196,11 @@ export class BlockWriter {
   }
 
   private give(end: number): void {
-    this.onBlock(this.keys[0], encodeBlock(this.keys, this.ids, 0, end));
+    this.onBlock(this.keys[0], encodeBlock(this.keys, this.ids, end));
     this.keys.copyWithin(0, end, this.n);
     this.ids.copyWithin(0, end, this.n);
     this.n -= end;
-    let maxId = 0;
-    for (let i = 0; i < this.n; i++) if (this.ids[i] > maxId) maxId = this.ids[i];
-    this.ib = bytesOf(maxId);
+    // what is left is none, or one key's run (cut), its ids ascending: the last is the widest
+    this.ib = bytesOf(this.n > 0 ? this.ids[this.n - 1] : 0);
   }
 }

@@ -16,19 +16,12 @@ const BITS_PER_KEY = 8;
 
 /** Every key added answers true; an absent key false but for a small share. Sized for a capacity. */
 export class KeyFilter {
-  readonly words: Uint32Array;
-  readonly blocks: number;
-
   /** `count`: the keys added so far (repeats counted). */
   constructor(
-    blocks: number,
-    words?: Uint32Array,
+    readonly blocks: number,
+    readonly words = new Uint32Array(blocks * BLOCK_WORDS),
     public count = 0,
-  ) {
-    this.blocks = Math.max(1, Math.floor(blocks));
-    this.words = words ?? new Uint32Array(this.blocks * BLOCK_WORDS);
-    if (this.words.length !== this.blocks * BLOCK_WORDS) throw new RangeError('key filter: wrong number of words');
-  }
+  ) {}
 
   static forCapacity(capacity: number): KeyFilter {
     return new KeyFilter(Math.ceil((Math.max(1, capacity) * BITS_PER_KEY) / (BLOCK_WORDS * 32)));
@@ -73,30 +66,6 @@ export class KeyFilter {
     }
     return true;
   }
-
-  /** The filter's bytes in pieces of at most `pieceBytes` (the rows it is stored in), little-endian words. */
-  *pieces(pieceBytes: number): Generator<Buffer> {
-    let all = Buffer.from(this.words.buffer, this.words.byteOffset, this.words.byteLength);
-    if (BIG_ENDIAN) all = Buffer.from(all).swap32();
-    for (let start = 0; start < all.length; start += pieceBytes) {
-      yield all.subarray(start, Math.min(all.length, start + pieceBytes));
-    }
-  }
-
-  /** Reassembles a filter from its stored pieces; null when they do not add up to `blocks` blocks. */
-  static fromPieces(blocks: number, count: number, pieces: readonly Uint8Array[]): KeyFilter | null {
-    const bytes = pieces.reduce((n, p) => n + p.byteLength, 0);
-    if (!(blocks >= 1) || bytes !== blocks * BLOCK_BYTES) return null;
-    const words = new Uint32Array(blocks * BLOCK_WORDS);
-    const view = new Uint8Array(words.buffer);
-    let at = 0;
-    for (const p of pieces) {
-      view.set(p, at);
-      at += p.byteLength;
-    }
-    if (BIG_ENDIAN) Buffer.from(words.buffer).swap32();
-    return new KeyFilter(blocks, words, count);
-  }
 }
 
 /** A 32-bit finalizer (murmur3's): spreads every input bit over the output. */
@@ -114,7 +83,6 @@ function mix(x: number): number {
 const PIECE_BYTES = 1 << 20;
 
 /** The stored filter when it holds every key up to `upto`; null when none does or a piece fails its checksum. */
-
 export function readKeyFilter(db: Database, upto: number): KeyFilter | null {
   if (upto === 0) return new KeyFilter(1);
   if (metaNumber(db, META_KEYS.filterUpto) !== upto) return null;
@@ -124,19 +92,24 @@ export function readKeyFilter(db: Database, upto: number): KeyFilter | null {
     if (bits === null) return null;
     pieces.push(bits);
   }
-  return KeyFilter.fromPieces(
-    metaNumber(db, META_KEYS.filterBlocks) ?? 0,
-    metaNumber(db, META_KEYS.filterCount) ?? 0,
-    pieces,
-  );
+  const bytes = Buffer.concat(pieces);
+  const blocks = metaNumber(db, META_KEYS.filterBlocks) ?? 0;
+  if (!(blocks >= 1) || bytes.length !== blocks * BLOCK_BYTES) return null;
+  const words = new Uint32Array(blocks * BLOCK_WORDS);
+  new Uint8Array(words.buffer).set(BIG_ENDIAN ? bytes.swap32() : bytes);
+  return new KeyFilter(blocks, words, metaNumber(db, META_KEYS.filterCount) ?? 0);
 }
 
-/** Writes the filter as the one holding every key up to `upto`, inside the caller's transaction. */
+/** Writes the filter as the one holding every key up to `upto`, in pieces, inside the caller's transaction. */
 export function writeKeyFilter(db: Database, filter: KeyFilter, upto: number): void {
   db.prepare('DELETE FROM key_filter').run();
   const insert = db.prepare('INSERT INTO key_filter (piece, bits) VALUES (?, ?)');
-  let piece = 0;
-  for (const bits of filter.pieces(PIECE_BYTES)) insert.run(piece++, withChecksum(bits));
+  const { words } = filter;
+  const bytes = Buffer.from(words.buffer, words.byteOffset, words.byteLength);
+  const stored = BIG_ENDIAN ? Buffer.from(bytes).swap32() : bytes;
+  for (let at = 0; at < stored.length; at += PIECE_BYTES) {
+    insert.run(at / PIECE_BYTES, withChecksum(stored.subarray(at, at + PIECE_BYTES)));
+  }
   setMetaValue(db, META_KEYS.filterBlocks, filter.blocks);
   setMetaValue(db, META_KEYS.filterCount, filter.count);
   setMetaValue(db, META_KEYS.filterUpto, upto);

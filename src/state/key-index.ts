@@ -7,7 +7,7 @@
 import type { Database } from 'better-sqlite3';
 import { sortedUnique } from './id-lists.js';
 import { KeyFilter, readKeyFilter, writeKeyFilter } from './key-filter.js';
-import { arrayPairs, forEachLevelKey, levelPairs, mergeIntoLevel } from './key-levels.js';
+import { arrayPairs, levelPairs, mergeIntoLevel } from './key-levels.js';
 import { BlockBudget, LevelReader } from './level-reader.js';
 import { metaNumber, setMetaValue } from './meta-values.js';
 import type { RecordWalker } from './record-walk.js';
@@ -27,7 +27,8 @@ export class KeyIndex {
   seen = 0;
   /** The keys filter of the levels up to `upto` (keys_upto), read again when keys_upto moves. */
   private filter: { keys: KeyFilter | null; upto: number } | undefined = undefined;
-  private readonly readers: { main: LevelReader; recent: LevelReader };
+  private readonly main: LevelReader;
+  private readonly recent: LevelReader;
 
   constructor(
     private readonly db: Database,
@@ -36,10 +37,8 @@ export class KeyIndex {
     keyCacheMiB: number,
   ) {
     const budget = new BlockBudget(Math.max(0, keyCacheMiB * MIB));
-    this.readers = {
-      main: new LevelReader(db, 'key_blocks', budget),
-      recent: new LevelReader(db, 'key_blocks_recent', budget),
-    };
+    this.main = new LevelReader(db, 'key_blocks', budget);
+    this.recent = new LevelReader(db, 'key_blocks_recent', budget);
     this.reset();
   }
 
@@ -48,8 +47,8 @@ export class KeyIndex {
     this.tail.clear();
     this.seen = metaNumber(this.db, META_KEYS.keysUpto) ?? 0;
     this.filter = undefined;
-    this.readers.main.forget();
-    this.readers.recent.forget();
+    this.main.forget();
+    this.recent.forget();
   }
 
   get full(): boolean {
@@ -71,8 +70,8 @@ export class KeyIndex {
    * lets through, and from the tail. A key is looked for in both levels: another connection may have folded one.
    */
   idsOf(lookupKeys: readonly number[]): number[] {
-    // the main level holds the ids up to `main`, the recent one those after it up to `upto`
-    const main = metaNumber(this.db, META_KEYS.keysMainUpto) ?? 0;
+    // the main level holds the ids up to `mainUpto`, the recent one those after it up to `upto`
+    const mainUpto = metaNumber(this.db, META_KEYS.keysMainUpto) ?? 0;
     const upto = metaNumber(this.db, META_KEYS.keysUpto) ?? 0;
     if (this.filter?.upto !== upto) this.filter = { keys: readKeyFilter(this.db, upto), upto };
     const filter = this.filter.keys;
@@ -82,8 +81,8 @@ export class KeyIndex {
     const onId = (id: number): void => void ids.push(id);
     if (probed.length > 0) {
       const sorted = sortedUnique(probed);
-      if (main > 0) this.readers.main.idsOf(sorted, `${main}`, onId);
-      if (upto > main) this.readers.recent.idsOf(sorted, `${main} ${upto}`, onId);
+      if (mainUpto > 0) this.main.idsOf(sorted, `${mainUpto}`, onId);
+      if (upto > mainUpto) this.recent.idsOf(sorted, `${mainUpto} ${upto}`, onId);
     }
     if (this.tail.size > 0) {
       for (const key of lookupKeys) this.tail.forEach(key, onId);
@@ -93,13 +92,14 @@ export class KeyIndex {
 
   /**
    * Moves the tail into the recent level in key order (each block written once per merge), folding the recent
-   * level into the main one when due. In the caller's transaction: then `merged`, or `reset` when it fails.
+   * level into the main one when due, and empties the tail. In the caller's transaction: `reset` when it fails,
+   * which reads the tail again from the file.
    */
   merge(): void {
     this.catchUp();
     const upto = metaNumber(this.db, META_KEYS.keysUpto) ?? 0;
-    const { keys, ids } = this.tail.sorted();
-    mergeIntoLevel(this.db, 'key_blocks_recent', arrayPairs(keys, ids, upto));
+    const { keys, ids } = this.tail.sorted(upto);
+    mergeIntoLevel(this.db, 'key_blocks_recent', arrayPairs(keys, ids));
     const newUpto = Math.max(upto, this.seen);
     setMetaValue(this.db, META_KEYS.keysUpto, newUpto);
     const mainUpto = metaNumber(this.db, META_KEYS.keysMainUpto) ?? 0;
@@ -108,23 +108,22 @@ export class KeyIndex {
       this.db.prepare('DELETE FROM key_blocks_recent').run();
       setMetaValue(this.db, META_KEYS.keysMainUpto, newUpto);
     }
-    this.saveFilter(upto, newUpto, keys, ids);
-  }
-
-  merged(): void {
+    this.saveFilter(upto, newUpto, keys);
     this.tail.clear();
   }
 
   /** The filter gets the tail's keys, or one twice as big is filled from the levels; written whole. */
-  private saveFilter(upto: number, newUpto: number, keys: Float64Array, ids: Float64Array): void {
+  private saveFilter(upto: number, newUpto: number, keys: Float64Array): void {
     let filter = this.filter?.upto === upto ? this.filter.keys : readKeyFilter(this.db, upto);
-    if (filter !== null && filter.count + keys.length <= filter.capacity) {
-      for (let i = 0; i < keys.length; i++) if (ids[i] > upto) filter.add(keys[i]);
+    if (filter === null || filter.count + keys.length > filter.capacity) {
+      filter = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * newUpto));
+      for (const level of ['key_blocks', 'key_blocks_recent'] as const) {
+        for (const pairs = levelPairs(this.db, level); pairs.key < Number.POSITIVE_INFINITY; pairs.next()) {
+          filter.add(pairs.key);
+        }
+      }
     } else {
-      const made = KeyFilter.forCapacity(Math.max(FILTER_MIN_CAPACITY, 2 * newUpto));
-      forEachLevelKey(this.db, 'key_blocks', (key) => made.add(key));
-      forEachLevelKey(this.db, 'key_blocks_recent', (key) => made.add(key));
-      filter = made;
+      for (const key of keys) filter.add(key);
     }
     writeKeyFilter(this.db, filter, newUpto);
     this.filter = { keys: filter, upto: newUpto };

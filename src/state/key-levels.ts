@@ -1,37 +1,31 @@
 /** The two levels of the lookup index as tables of key blocks: walks in key order, and merges. */
 import type { Database } from 'better-sqlite3';
-import { BlockWriter, KeyBlock, emptyRun } from './key-blocks.js';
+import { BlockWriter, KeyBlock } from './key-blocks.js';
 
 export type KeyLevel = 'key_blocks' | 'key_blocks_recent';
 
 const BLOCK_PAGE = 256;
 
-/** A sorted stream of (key, id) pairs: `next` moves to the next pair, false (and key Infinity) at the end. */
+/** A sorted stream of (key, id) pairs: `next` moves to the next pair; past the last, the key is Infinity. */
 export interface PairStream {
   key: number;
   id: number;
-  next(): boolean;
+  next(): void;
 }
 
-/** The pairs of two sorted arrays, those with an id above `after` only. */
-export function arrayPairs(keys: Float64Array, ids: Float64Array, after: number): PairStream {
-  let i = -1;
+/** The pairs of two sorted arrays. */
+export function arrayPairs(keys: Float64Array, ids: Float64Array): PairStream {
+  let i = 0;
   const stream: PairStream = {
-    key: Number.POSITIVE_INFINITY,
-    id: 0,
-    next(): boolean {
-      do i++;
-      while (i < keys.length && ids[i] <= after);
-      if (i >= keys.length) {
-        stream.key = Number.POSITIVE_INFINITY;
-        return false;
-      }
-      stream.key = keys[i];
+    // past the end a typed array gives undefined
+    key: keys[0] ?? Number.POSITIVE_INFINITY,
+    id: ids[0],
+    next(): void {
+      i++;
+      stream.key = keys[i] ?? Number.POSITIVE_INFINITY;
       stream.id = ids[i];
-      return true;
     },
   };
-  stream.next();
   return stream;
 }
 
@@ -48,59 +42,40 @@ export function* levelBlocks(db: Database, level: KeyLevel): Generator<KeyBlock>
 
 export function levelPairs(db: Database, level: KeyLevel): PairStream {
   const blocks = levelBlocks(db, level);
-  const run = emptyRun();
+  let block: KeyBlock | undefined;
   let i = 0;
   const stream: PairStream = {
     key: Number.POSITIVE_INFINITY,
     id: 0,
-    next(): boolean {
-      while (i >= run.count) {
+    next(): void {
+      while (block === undefined || i >= block.count) {
         const step = blocks.next();
         if (step.done === true) {
           stream.key = Number.POSITIVE_INFINITY;
-          return false;
+          return;
         }
-        step.value.decodeInto(run);
+        block = step.value;
         i = 0;
       }
-      stream.key = run.keys[i];
-      stream.id = run.ids[i];
+      stream.key = block.keyAt(i);
+      stream.id = block.idAt(i);
       i++;
-      return true;
     },
   };
   stream.next();
   return stream;
 }
 
-/** Gives every distinct key of a level in order. */
-export function forEachLevelKey(db: Database, level: KeyLevel, onKey: (key: number) => void): void {
-  let last = -1;
-  for (const pairs = levelPairs(db, level); pairs.key < Number.POSITIVE_INFINITY; pairs.next()) {
-    if (pairs.key !== last) onKey(pairs.key);
-    last = pairs.key;
-  }
-}
-
 /**
  * Merges a sorted stream of pairs into a level, in the caller's transaction: a block whose key range receives
  * pairs is cut again with them into full blocks, a short rest carried into the next range that receives pairs too;
- * blocks that receive nothing are not touched. A pair the level holds already is kept once.
+ * blocks that receive nothing are not touched. A pair the level holds already is kept once (the writer drops it).
  */
 export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStream): void {
   const insert = db.prepare(`INSERT INTO ${level} (first_k, keys) VALUES (?, ?)`);
   const remove = db.prepare(`DELETE FROM ${level} WHERE first_k = ?`);
   const writer = new BlockWriter((first, blob) => void insert.run(first, blob));
-  let lastKey = -1;
-  let lastId = -1;
-  const push = (key: number, id: number): void => {
-    if (key === lastKey && id === lastId) return;
-    writer.push(key, id);
-    lastKey = key;
-    lastId = id;
-  };
   const blocks = levelBlocks(db, level);
-  const run = emptyRun();
   // one block ahead: a block's range ends where the next one starts. New blocks of a range start below that next
   // block, and the walk reads pages after the last block it has read, so it never reads the blocks it writes.
   let step = blocks.next();
@@ -109,26 +84,26 @@ export function mergeIntoLevel(db: Database, level: KeyLevel, incoming: PairStre
     step = blocks.next();
     const end = step.done === true ? Number.POSITIVE_INFINITY : step.value.first;
     if (incoming.key >= end) {
-      if (writer.pending > 0) writer.flush();
+      writer.flush();
       continue;
     }
     remove.run(block.first);
-    const { keys, ids, count } = block.decodeInto(run);
-    for (let i = 0; i < count; i++) {
-      const key = keys[i];
-      while (incoming.key < key || (incoming.key === key && incoming.id < ids[i])) {
-        push(incoming.key, incoming.id);
+    for (let i = 0; i < block.count; i++) {
+      const key = block.keyAt(i);
+      const id = block.idAt(i);
+      while (incoming.key < key || (incoming.key === key && incoming.id < id)) {
+        writer.push(incoming.key, incoming.id);
         incoming.next();
       }
-      push(key, ids[i]);
+      writer.push(key, id);
     }
     while (incoming.key < end) {
-      push(incoming.key, incoming.id);
+      writer.push(incoming.key, incoming.id);
       incoming.next();
     }
   }
   while (incoming.key < Number.POSITIVE_INFINITY) {
-    push(incoming.key, incoming.id);
+    writer.push(incoming.key, incoming.id);
     incoming.next();
   }
   writer.flush();

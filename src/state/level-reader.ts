@@ -29,9 +29,8 @@ export class LevelReader {
   /** The blocks of the lookup under way that are read but not kept. */
   private passing = new KeptBlocks(0);
   private version = '';
-  // per key of a lookup: its block, its difference from the block's first key, and its likely place in the block
+  // per key of a lookup: its block and its likely place in the block
   private block = new Int32Array(0);
-  private delta = new Float64Array(0);
   private guess = new Int32Array(0);
   // the sum of the bytes the second pass reads, kept so that the reads are not left out as unused
   touched = 0;
@@ -45,9 +44,7 @@ export class LevelReader {
   forget(): void {
     this.version = '';
     this.budget.left += this.kept.bytes;
-    this.firsts = new Float64Array(0);
     this.kept = new KeptBlocks(0);
-    this.passing = new KeptBlocks(0);
   }
 
   /** Gives the id of every pair whose key is one of `sortedKeys` (ascending, each once). */
@@ -63,10 +60,9 @@ export class LevelReader {
     const n = sortedKeys.length;
     if (this.block.length < n) {
       this.block = new Int32Array(n);
-      this.delta = new Float64Array(n);
       this.guess = new Int32Array(n);
     }
-    const { firsts, kept, passing, block, delta, guess } = this;
+    const { firsts, kept, passing, block, guess } = this;
     const missing: number[] = [];
     for (let i = 0; i < n; i++) {
       // the last block whose first key is at or below the key (-1: below them all)
@@ -80,9 +76,8 @@ export class LevelReader {
       const b = block[i];
       if (b < 0) continue;
       const k = kept.has(b) ? kept : passing;
-      delta[i] = sortedKeys[i] - firsts[b];
       const span = (b + 1 < firsts.length ? firsts[b + 1] : KEY_SPACE) - firsts[b];
-      guess[i] = guessOf(delta[i], span, k.count[b]);
+      guess[i] = guessOf(sortedKeys[i] - firsts[b], span, k.count[b]);
       touched += touchPair(k.chunks[k.chunkOf[b]], k.keysAt[b], k.kb[b], k.ib[b], k.count[b], guess[i]);
     }
     this.touched = touched;
@@ -90,7 +85,8 @@ export class LevelReader {
       const b = block[i];
       if (b < 0) continue;
       const k = kept.has(b) ? kept : passing;
-      forEachIdFrom(k.chunks[k.chunkOf[b]], k.keysAt[b], k.kb[b], k.ib[b], k.count[b], delta[i], guess[i], onId);
+      const delta = sortedKeys[i] - firsts[b];
+      forEachIdFrom(k.chunks[k.chunkOf[b]], k.keysAt[b], k.kb[b], k.ib[b], k.count[b], delta, guess[i], onId);
     }
     // the references to blocks not kept go with the call
     passing.clear(missing);
@@ -98,8 +94,7 @@ export class LevelReader {
 
   /** Reads the blocks of these indexes (ascending), keeping those the budget has room for; the others pass. */
   private readBlocks(indexes: readonly number[]): void {
-    const { firsts } = this;
-    const wanted = indexes.map((b) => firsts[b]);
+    const wanted = indexes.map((b) => this.firsts[b]);
     const blocks = prepared(
       this.db,
       `SELECT count(*), CAST(group_concat(b.keys, '') AS BLOB) FROM json_each(?) AS j ` +
@@ -115,11 +110,9 @@ export class LevelReader {
       let at = 0;
       for (let w = start; w < start + count; w++) {
         const header = readHeader(blobs, at);
-        const b = indexes[w];
-        if (header.length <= this.budget.left) {
-          this.kept.keep(b, blobs, at, header);
-          this.budget.left -= header.length;
-        } else this.passing.place(b, blobs, at, header);
+        const keep = header.length <= this.budget.left;
+        (keep ? this.kept : this.passing).keep(indexes[w], blobs, at, header);
+        if (keep) this.budget.left -= header.length;
         at += header.length;
       }
       if (at !== blobs.length) throw new Error('a key block of the state file is damaged');

@@ -3,11 +3,10 @@ import { createHash } from 'node:crypto';
 import type { DiiType } from '../identity/index.js';
 import { TYPE_CODE } from './schema.js';
 
+const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 // the value of each base64 character, -1 for any other
 const SEXTET = new Int8Array(128).fill(-1);
-for (const [i, c] of [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'].entries()) {
-  SEXTET[c.charCodeAt(0)] = i;
-}
+for (let i = 0; i < 64; i++) SEXTET[BASE64.charCodeAt(i)] = i;
 
 /**
  * 46 bits of the hash and one of type, which a JS number holds exactly: from a base64 hash's first bytes, or from

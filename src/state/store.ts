@@ -269,7 +269,6 @@ export class StateStore {
   private mergeTailNow(): void {
     try {
       this.db.transaction(() => this.keys.merge()).immediate();
-      this.keys.merged();
     } catch (err) {
       this.resetTail();
       throw err;

@@ -9,20 +9,17 @@ export class TailIndex {
   private keys = new Float64Array(FIRST_SLOTS);
   private ids = new Float64Array(FIRST_SLOTS);
   private mask = FIRST_SLOTS - 1;
-  private count = 0;
-
-  get size(): number {
-    return this.count;
-  }
+  /** The entries it holds. */
+  size = 0;
 
   /** Ids are positive (SQLite rowids of appended entries). */
   add(key: number, id: number): void {
-    if ((this.count + 1) * 2 > this.ids.length) this.resize(this.ids.length * 2);
+    if ((this.size + 1) * 2 > this.ids.length) this.resize(this.ids.length * 2);
     let slot = slotOf(key, this.mask);
     while (this.ids[slot] !== EMPTY) slot = (slot + 1) & this.mask;
     this.keys[slot] = key;
     this.ids[slot] = id;
-    this.count++;
+    this.size++;
   }
 
   forEach(key: number, onId: (id: number) => void): void {
@@ -35,16 +32,14 @@ export class TailIndex {
     }
   }
 
-  /** Every (key, id), as two arrays sorted by key then id. */
-  sorted(): { keys: Float64Array; ids: Float64Array } {
-    const order = new Float64Array(this.count);
+  /** Every (key, id) with an id above `after` (at least 0), as two arrays sorted by key then id. */
+  sorted(after: number): { keys: Float64Array; ids: Float64Array } {
+    const order = new Float64Array(this.size);
     let n = 0;
-    for (let slot = 0; slot < this.ids.length; slot++) {
-      if (this.ids[slot] !== EMPTY) order[n++] = this.keys[slot];
-    }
-    order.sort();
-    const keys = new Float64Array(this.count);
-    const ids = new Float64Array(this.count);
+    for (let slot = 0; slot < this.ids.length; slot++) if (this.ids[slot] > after) order[n++] = this.keys[slot];
+    order.subarray(0, n).sort();
+    const keys = new Float64Array(n);
+    const ids = new Float64Array(n);
     let out = 0;
     for (let i = 0; i < n; i++) {
       const key = order[i];
@@ -52,7 +47,7 @@ export class TailIndex {
       // every slot holding this key: one almost always, in probe order
       const first = out;
       for (let slot = slotOf(key, this.mask); this.ids[slot] !== EMPTY; slot = (slot + 1) & this.mask) {
-        if (this.keys[slot] === key) {
+        if (this.keys[slot] === key && this.ids[slot] > after) {
           keys[out] = key;
           ids[out++] = this.ids[slot];
         }
@@ -65,7 +60,7 @@ export class TailIndex {
   clear(): void {
     // a slot is free by its id alone
     this.ids.fill(EMPTY);
-    this.count = 0;
+    this.size = 0;
   }
 
   private resize(size: number): void {
@@ -74,7 +69,7 @@ export class TailIndex {
     this.keys = new Float64Array(size);
     this.ids = new Float64Array(size);
     this.mask = size - 1;
-    this.count = 0;
+    this.size = 0;
     for (let slot = 0; slot < oldIds.length; slot++) if (oldIds[slot] !== EMPTY) this.add(oldKeys[slot], oldIds[slot]);
   }
 }

@@ -64,7 +64,6 @@ describe('a key block', () => {
         const blob = encodeBlock(
           pairs.map((p) => p[0]),
           pairs.map((p) => p[1]),
-          0,
           pairs.length,
         );
         expect([blob[0], blob[1], blob.readUInt16LE(2)]).toEqual([0x50 + kb, ib, pairs.length]);
@@ -77,8 +76,8 @@ describe('a key block', () => {
   });
 
   it('is read in place among other blocks, and its length found from its header', () => {
-    const a = encodeBlock([10, 11, 500], [7, 8, 2 ** 40], 0, 3);
-    const b = encodeBlock([2 ** 46, 2 ** 47 - 1], [1, 2], 0, 2);
+    const a = encodeBlock([10, 11, 500], [7, 8, 2 ** 40], 3);
+    const b = encodeBlock([2 ** 46, 2 ** 47 - 1], [1, 2], 2);
     const joined = Buffer.concat([a, b, Buffer.from([0xff, 0xff, 0xff])]);
     expect(lengthAt(joined, 0)).toBe(a.length);
     expect(lengthAt(joined, a.length)).toBe(b.length);
@@ -96,7 +95,7 @@ describe('a key block', () => {
   it('gives every id of a key shared by several pairs', () => {
     const keys = [100, 100, 100, 101, 2_000, 2_000];
     const ids = [3, 9, 40, 1, 2, 70_000];
-    const block = new KeyBlock(100, encodeBlock(keys, ids, 0, keys.length));
+    const block = new KeyBlock(100, encodeBlock(keys, ids, keys.length));
     expect([idsIn(block, 100), idsIn(block, 101), idsIn(block, 2_000), idsIn(block, 99), idsIn(block, 102)]).toEqual([
       [3, 9, 40],
       [1],
@@ -126,7 +125,6 @@ describe('a key block', () => {
         encodeBlock(
           keys,
           pairs.map((p) => p[1]),
-          0,
           pairs.length,
         ),
       );
@@ -152,7 +150,6 @@ describe('a key block', () => {
     const blob = encodeBlock(
       keys,
       pairs.map((p) => p[1]),
-      0,
       pairs.length,
     );
     const header = readHeader(blob, 0);
@@ -171,7 +168,7 @@ describe('a key block', () => {
   });
 
   it('is refused when its blob does not match its header, its header is wrong, or a byte fails the checksum', () => {
-    const blob = encodeBlock([5, 6], [1, 2], 0, 2);
+    const blob = encodeBlock([5, 6], [1, 2], 2);
     expect(() => new KeyBlock(5, blob.subarray(0, blob.length - 1))).toThrow(/checksum/);
     expect(() => new KeyBlock(5, Buffer.concat([blob, Buffer.from([0])]))).toThrow(/checksum/);
     expect(() => new KeyBlock(5, blob.subarray(0, 2))).toThrow(/checksum/);

@@ -3,11 +3,11 @@ import { setMetaValue } from '../../src/state/meta-values.js';
 import Database from '../helpers/sqlite-driver.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { EntryUpdate } from '../../src/state/index.js';
-import { KeyFilter } from '../../src/state/key-filter.js';
+import { KeyFilter, readKeyFilter, writeKeyFilter } from '../../src/state/key-filter.js';
 import { arrayPairs, mergeIntoLevel } from '../../src/state/key-levels.js';
 import { keyOf } from '../../src/state/lookup-key.js';
 import { recordOf } from './records.js';
-import { b64, tmpStates, zeroPieces } from './tmp-state.js';
+import { b64, levelPairsOf, tmpStates, zeroPieces } from './tmp-state.js';
 import { lookupHashes, lookupMany } from './lookups.js';
 
 const t = tmpStates('uid2-filter-');
@@ -48,9 +48,27 @@ describe('the keys filter', () => {
     let passed = 0;
     for (let i = 0; i < 20_000; i++) if (f.mayHave(keyOf(i % 2, b64(`out-${i}`)))) passed++;
     expect(passed).toBeLessThan(20_000 * 0.03);
-    const copy = KeyFilter.fromPieces(f.blocks, f.count, [...f.pieces(1000)]);
-    expect(copy?.words).toEqual(f.words);
-    expect(KeyFilter.fromPieces(f.blocks + 1, f.count, [...f.pieces(1000)])).toBeNull();
+  });
+
+  it('is read back as written, in one piece or several, and refused when its pieces miss a block', () => {
+    const path = t.file();
+    t.open(path).close();
+    withFile(path, (db) => {
+      // 20 KB (one piece) and 3 MB (three pieces of 1 MiB)
+      for (const capacity of [20_000, 3_000_000]) {
+        const f = KeyFilter.forCapacity(capacity);
+        for (let i = 0; i < 1_000; i++) f.add(keyOf(i % 2, b64(`in-${i}`)));
+        writeKeyFilter(db, f, 7);
+        const pieces = db.prepare('SELECT count(*) FROM key_filter').pluck().get();
+        expect(pieces).toBe(capacity === 20_000 ? 1 : 3);
+        const copy = readKeyFilter(db, 7);
+        const same = copy !== null && Buffer.from(copy.words.buffer).equals(Buffer.from(f.words.buffer));
+        expect([copy?.blocks, copy?.count, same]).toEqual([f.blocks, 1_000, true]);
+        expect(readKeyFilter(db, 8)).toBeNull();
+        setMetaValue(db, 'filter_blocks', String(f.blocks + 1));
+        expect(readKeyFilter(db, 7)).toBeNull();
+      }
+    });
   });
 
   it('is written with each merge and read by the next open, which trusts it to rule keys out', () => {
@@ -85,7 +103,7 @@ describe('the keys filter', () => {
           .prepare('INSERT INTO entries (record) VALUES (?)')
           .run(recordOf({ hash: b64('old'), u: b64('u-old'), r: 100 })).lastInsertRowid,
       );
-      const pair = arrayPairs(Float64Array.of(keyOf('email', b64('old'))), Float64Array.of(id), -1);
+      const pair = arrayPairs(Float64Array.of(keyOf('email', b64('old'))), Float64Array.of(id));
       mergeIntoLevel(db, 'key_blocks_recent', pair);
       setMetaValue(db, 'keys_upto', String(id));
     });
@@ -122,6 +140,24 @@ describe('the keys filter', () => {
     withFile(path, (db) => setMetaValue(db, 'filter_upto', '160'));
     const stale = t.open(path, { readonly: true });
     expect(lookupMany(stale, wanted([...labels('m', 150), ...labels('r', 20)])).size).toBe(170);
+  });
+
+  it('merges only the tail entries another connection has not merged, each pair once in the levels', () => {
+    const path = t.file();
+    const a = t.open(path, { tailEntries: 100 });
+    a.commitBatch(labels('a', 50).map(mapped), 1);
+    // another connection reads a's 50 appended entries and merges them with its 200 (folded: the main level is empty)
+    const b = t.open(path, { tailEntries: 10 });
+    b.commitBatch(labels('b', 200).map(mapped), 1);
+    b.close();
+    expect(meta(path, 'keys_main_upto')).toBe('250');
+    // a's tail holds its 50, reads b's 200 and reaches its merge with 10 more: only those 10 are new to the levels
+    a.commitBatch(labels('c', 10).map(mapped), 1);
+    expect([meta(path, 'keys_main_upto'), meta(path, 'keys_upto')]).toEqual(['250', '260']);
+    a.close();
+    const pairs = [...levelPairsOf(path, 'key_blocks'), ...levelPairsOf(path, 'key_blocks_recent')];
+    expect(pairs.length).toBe(260);
+    expect(new Set(pairs.map(([, id]) => id)).size).toBe(260);
   });
 
   it('finds entries another connection folded into the main level after this one read its filters', () => {

@@ -27,7 +27,7 @@ function open(): InstanceType<typeof Database> {
 function merge(db: InstanceType<typeof Database>, level: KeyLevel, sorted: Pair[]): void {
   const keys = Float64Array.from(sorted, (p) => p[0]);
   const ids = Float64Array.from(sorted, (p) => p[1]);
-  db.transaction(() => mergeIntoLevel(db, level, arrayPairs(keys, ids, -1)))();
+  db.transaction(() => mergeIntoLevel(db, level, arrayPairs(keys, ids)))();
 }
 
 function blocksOf(db: InstanceType<typeof Database>, level: KeyLevel): KeyBlock[] {

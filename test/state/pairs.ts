@@ -1,12 +1,5 @@
 // (lookup key, id) pairs for the tests of key blocks and levels: a repeatable random stream, and their order.
-import {
-  BLOCK_HEADER,
-  type KeyBlock,
-  emptyRun,
-  forEachIdFrom,
-  guessOf,
-  readHeader,
-} from '../../src/state/key-blocks.js';
+import { BLOCK_HEADER, type KeyBlock, forEachIdFrom, guessOf, readHeader } from '../../src/state/key-blocks.js';
 
 export type Pair = [number, number];
 
@@ -24,8 +17,7 @@ export const byKeyThenId = (a: Pair, b: Pair): number => a[0] - b[0] || a[1] - b
 
 /** A block's pairs in order, read at once as a merge reads them. */
 export function pairsIn(block: KeyBlock): Pair[] {
-  const { keys, ids, count } = block.decodeInto(emptyRun());
-  return Array.from(keys.subarray(0, count), (key, i): Pair => [key, ids[i]]);
+  return Array.from({ length: block.count }, (_, i): Pair => [block.keyAt(i), block.idAt(i)]);
 }
 
 /** The ids a block holds for `key`, searched as a lookup searches it: from the place its key's value suggests. */
