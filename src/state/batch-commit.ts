@@ -139,7 +139,8 @@ export class BatchWriter {
     nowS: number,
     onAppended: (u: EncodedUpdate, id: number, values: EntryValues) => void,
   ): void {
-    appended.sort(byAppendOrder);
+    // two entries without r (Infinity) compare as NaN, which sort takes as equal
+    appended.sort((a, b) => a.appendOrder - b.appendOrder);
     const params: Buffer[] = [];
     const values: EntryValues[] = [];
     for (let start = 0; start < appended.length; start += INSERT_ROWS) {
@@ -166,10 +167,6 @@ export class BatchWriter {
       }
     }
   }
-}
-
-function byAppendOrder(a: EncodedUpdate, b: EncodedUpdate): number {
-  return a.appendOrder === b.appendOrder ? 0 : a.appendOrder < b.appendOrder ? -1 : 1;
 }
 
 /** What an opted-out entry becomes (status 2): it keeps its hash and times, and loses every raw UID. */

@@ -240,18 +240,12 @@ export class EntryView {
     const times =
       ((flags & F_R) !== 0 ? 1 : 0) + ((flags & F_LAST_MAPPED) !== 0 ? 1 : 0) + ((more & M_CHECK) !== 0 ? 1 : 0);
     if (o + times * timeBytes > limit) throw new RecordFormatError('entry record: cut short in its times');
-    if ((flags & F_R) !== 0) {
-      this.r = timeBytes === 4 ? bytes.readUInt32LE(o) : bytes.readDoubleLE(o);
-      o += timeBytes;
-    } else this.r = Number.NaN;
-    if ((flags & F_LAST_MAPPED) !== 0) {
-      this.lastMappedS = timeBytes === 4 ? bytes.readUInt32LE(o) : bytes.readDoubleLE(o);
-      o += timeBytes;
-    } else this.lastMappedS = Number.NaN;
-    if ((more & M_CHECK) !== 0) {
-      this.lastOptoutCheckS = timeBytes === 4 ? bytes.readUInt32LE(o) : bytes.readDoubleLE(o);
-      o += timeBytes;
-    } else this.lastOptoutCheckS = Number.NaN;
+    this.r = (flags & F_R) !== 0 ? timeAt(bytes, o, timeBytes) : Number.NaN;
+    if ((flags & F_R) !== 0) o += timeBytes;
+    this.lastMappedS = (flags & F_LAST_MAPPED) !== 0 ? timeAt(bytes, o, timeBytes) : Number.NaN;
+    if ((flags & F_LAST_MAPPED) !== 0) o += timeBytes;
+    this.lastOptoutCheckS = (more & M_CHECK) !== 0 ? timeAt(bytes, o, timeBytes) : Number.NaN;
+    if ((more & M_CHECK) !== 0) o += timeBytes;
     if ((more & M_SINCE) !== 0) {
       if (o + 8 > limit) throw new RecordFormatError('entry record: cut short in opted_out_since');
       this.optedOutSinceMs = bytes.readDoubleLE(o);
@@ -357,6 +351,10 @@ export class EntryView {
 /** A time as EntryView holds it (NaN for none) as the values give it. */
 export function orNull(t: number): number | null {
   return Number.isNaN(t) ? null : t;
+}
+
+function timeAt(bytes: Buffer, at: number, timeBytes: number): number {
+  return timeBytes === 4 ? bytes.readUInt32LE(at) : bytes.readDoubleLE(at);
 }
 
 function readVarint(bytes: Buffer, at: number): [number, number] {

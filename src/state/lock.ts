@@ -14,11 +14,6 @@ import { dirname, join } from 'node:path';
 import { errnoOf } from './access.js';
 import { StateLockedError } from './errors.js';
 
-interface LockHolder {
-  pid: number;
-  startedAt: string;
-}
-
 /**
  * The lock of a state file, named by the file's device and inode in the directory that really holds it, so that
  * every name of one file (a symlink, a hard link) meets the same lock.
@@ -56,7 +51,7 @@ export class StateLock {
 
   acquire(): void {
     if (this.content !== null) return;
-    const content = JSON.stringify({ pid: process.pid, startedAt: new Date().toISOString() } satisfies LockHolder);
+    const content = JSON.stringify({ pid: process.pid, startedAt: new Date().toISOString() });
     // a few rounds: each one either takes the lock, finds a live holder, or clears a stale lock and retries
     for (let round = 0; round < 5; round++) {
       if (this.tryCreate(content)) {
@@ -137,7 +132,7 @@ function readOrNull(path: string): string | null {
   }
 }
 
-function parseHolder(content: string): LockHolder | null {
+function parseHolder(content: string): { pid: number; startedAt: string } | null {
   try {
     // null, a number or a string has no pid
     const { pid, startedAt } = (JSON.parse(content) ?? {}) as Record<string, unknown>;

@@ -28,18 +28,13 @@ export function driverPackageFor(nodeVersion: string): string {
   return Number.isInteger(major) && major < FIRST_MAJOR_OF_CURRENT_DRIVER ? NODE20_DRIVER_PACKAGE : DRIVER_PACKAGE;
 }
 
-export interface DriverLoadContext {
-  nodeVersion: string;
-  require: (id: string) => unknown;
-}
-
-const defaultContext = (): DriverLoadContext => ({
-  nodeVersion: process.versions.node,
-  require: createRequire(import.meta.url),
-});
-
 /** Requires the driver and opens an in-memory database, so that a binary built for another Node is reported here. */
-export function loadSqliteDriver(context: DriverLoadContext = defaultContext()): SqliteDriver {
+export function loadSqliteDriver(
+  context: { nodeVersion: string; require: (id: string) => unknown } = {
+    nodeVersion: process.versions.node,
+    require: createRequire(import.meta.url),
+  },
+): SqliteDriver {
   const name = driverPackageFor(context.nodeVersion);
   const node = `Node ${context.nodeVersion.replace(/^v/, '')}`;
   let driver: SqliteDriver;

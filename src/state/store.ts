@@ -14,7 +14,6 @@ import { LIST_PAGE, prepared, SQL } from './queries.js';
 import { RecordWalker, WALK_PAGE } from './record-walk.js';
 import { IDENTITY_META_KEYS, META_KEYS, statusOfCode, TYPE_CODE, TYPE_OF_CODE } from './schema.js';
 import type {
-  BucketEntries,
   ChangeJournalRows,
   CopiedEntry,
   DueCursor,
@@ -50,6 +49,9 @@ const NEIGHBOUR_MIN_HITS = 4;
 
 /** Gives back the request the entry answers, or -1. */
 type OnAnswer = (id: number, entry: EntryView) => number;
+
+/** What a program that maps with a state file holds of it (the library's openStateFor). */
+export type StateFile = Pick<StateStore, 'path' | 'lookupStored' | 'commitBatch' | 'close'>;
 
 /** The state file over one connection, made by openState; each writing method is one transaction. */
 export class StateStore {
@@ -368,7 +370,7 @@ export class StateStore {
   }
 
   /** Mapped v2 entries (with a salt bucket): how many, and when the oldest of them was mapped (Unix seconds). */
-  bucketEntries(): BucketEntries {
+  bucketEntries(): { count: number; oldestMappedS: number | null } {
     let count = 0;
     let oldest = Number.POSITIVE_INFINITY;
     this.walk(0, LAST_ID, (_, e) => {
@@ -427,13 +429,6 @@ export class StateStore {
 
   countWithRawUid(): number {
     return this.count((e) => e.uSize >= 0 || e.pSize >= 0);
-  }
-
-  /** ceil(fraction * countWithRawUid()). */
-  sweepSize(fraction: number): number {
-    if (!(fraction > 0)) return 0;
-    const total = this.countWithRawUid();
-    return Math.min(total, Math.ceil(Math.min(fraction, 1) * total));
   }
 
   recordOptoutChecks(ids: readonly number[], nowS: number, cursor?: OptoutCursor): void {

@@ -83,12 +83,6 @@ export interface RotatedBucket {
   lastUpdatedMs: number;
 }
 
-/** The mapped v2 entries of a state file: how many, and the oldest one's last_mapped. */
-export interface BucketEntries {
-  count: number;
-  oldestMappedS: number | null;
-}
-
 export interface OptedOutRawUid {
   rawUid: string;
   optedOutSinceMs: number;
@@ -164,15 +158,4 @@ export interface OpenStateOptions {
   keyCacheMiB?: number;
   /** Appended entries indexed in memory before a merge into the key levels (default 1,000,000). */
   tailEntries?: number;
-}
-
-/** What a program that maps with a state file holds of it (the library's openStateFor). */
-export interface StateFile {
-  readonly path: string;
-  /** As StateBackend.lookupStored. */
-  lookupStored(type: DiiType, hashes: readonly string[]): StoredEntries;
-  /** One answered batch in one transaction, with its change rows when `journal` is given. */
-  commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): void;
-  /** Releases the lock and closes the file, checkpointed. Idempotent. */
-  close(): void;
 }
