@@ -1,7 +1,7 @@
 /** A batch of answers written inside the commit's transaction: an update per stored entry, an append per new one. */
 import type { Database } from 'better-sqlite3';
 import type { DueLists } from './due-lists.js';
-import { type EntryValues, type EntryView, RecordWriter, storedOf } from './entry-record.js';
+import { type EntryValues, EntryView, RecordWriter, storedOf } from './entry-record.js';
 import type { KeyIndex } from './key-index.js';
 import { keyOf } from './lookup-key.js';
 import { prepared, SQL } from './queries.js';
@@ -176,20 +176,8 @@ export function timeOrNull(t: unknown): number | null {
   return typeof t === 'number' && Number.isFinite(t) ? t : null;
 }
 
-/** A new entry before its first answer, in EntryView.values' order: one shape for every values object written. */
-const NEW_ENTRY: EntryValues = {
-  type: 0,
-  status: 0,
-  due: false,
-  hash: '',
-  u: null,
-  p: null,
-  r: null,
-  bucketId: null,
-  lastMappedS: null,
-  lastOptoutCheckS: null,
-  optedOutSinceMs: null,
-};
+/** A new entry before its first answer, as EntryView.values gives it: one shape for every values object written. */
+const NEW_ENTRY: EntryValues = new EntryView().values();
 
 /**
  * An entry's values after an answer. An opted-out or invalid entry keeps its hash and times and loses every raw

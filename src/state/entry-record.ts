@@ -72,11 +72,6 @@ function fitsU32(t: number | null): boolean {
   return t === null || (Number.isInteger(t) && t >= 0 && t < TWO_32);
 }
 
-/** A sized value's size tag: 2n for n bytes, 2n + 1 for n bytes of UTF-8 text. */
-function sizeTag(value: Uint8Array | string): number {
-  return typeof value === 'string' ? 2 * Buffer.byteLength(value, 'utf8') + 1 : 2 * value.length;
-}
-
 /** At least the bytes a value takes, sized or not: a UTF-16 unit is at most 3 UTF-8 bytes, a varint at most 8. */
 function roomOf(value: Uint8Array | string | null): number {
   if (value === null) return 0;
@@ -182,8 +177,10 @@ function putBytes(out: Buffer, at: number, bytes: Uint8Array): number {
   return at + bytes.length;
 }
 
+/** A value after its size tag: 2n for n bytes, 2n + 1 for n bytes of UTF-8 text. */
 function putSized(out: Buffer, at: number, value: Uint8Array | string): number {
-  const o = putVarint(out, at, sizeTag(value));
+  const tag = typeof value === 'string' ? 2 * Buffer.byteLength(value, 'utf8') + 1 : 2 * value.length;
+  const o = putVarint(out, at, tag);
   return typeof value === 'string' ? o + out.write(value, o, 'utf8') : putBytes(out, o, value);
 }
 
@@ -265,17 +262,9 @@ export class EntryView {
 
   private readValue(bytes: Buffer, at: number, usualSize: number, which: 'hash' | 'u' | 'p'): number {
     let start = at;
-    let size: number;
-    let length: number;
-    if (usualSize >= 0) {
-      size = 2 * usualSize;
-      length = usualSize;
-    } else {
-      const [tag, after] = readVarint(bytes, at);
-      start = after;
-      size = tag;
-      length = Math.floor(tag / 2);
-    }
+    let size = 2 * usualSize;
+    if (usualSize < 0) [size, start] = readVarint(bytes, at);
+    const length = Math.floor(size / 2);
     if (start + length > bytes.length) throw new RecordFormatError(`entry record: cut short in ${which}`);
     if (which === 'hash') {
       this.hashStart = start;

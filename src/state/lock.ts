@@ -33,16 +33,13 @@ export function lockPathOf(statePath: string): string {
  * time of its holder. A lock whose process is gone is stale and is taken over.
  */
 export class StateLock {
-  private path: string | null = null;
   private content: string | null = null;
   private readonly onExit = (): void => this.release();
+  // named by the state file, which exists by now
+  private readonly lockPath: string;
 
-  constructor(private readonly statePath: string) {}
-
-  /** Named on first use, once the state file exists. */
-  get lockPath(): string {
-    this.path ??= lockPathOf(this.statePath);
-    return this.path;
+  constructor(private readonly statePath: string) {
+    this.lockPath = lockPathOf(statePath);
   }
 
   get held(): boolean {

@@ -68,7 +68,7 @@ function wordsOf(path: string, reading: boolean) {
   }
   const newName = 'give --state a new file name (it will be created)';
   return {
-    missing: undefined,
+    missing: `state file ${path} does not exist; create it with \`uid2-batch map --state ${path}\` first, or check the path`,
     notFile: `state file ${path} is not a regular file; give a file path to --state`,
     cannotOpen: new StateError(
       `cannot open state file ${path}: check its permissions and those of its directory`,
@@ -223,10 +223,9 @@ function tableNames(db: Connection): Set<string> {
 }
 
 function checkOurs(db: Connection, tables: Set<string>, path: string, words: Words): void {
-  const notOurs = new StateFormatError(words.notOurs, path);
-  if (!tables.has('meta')) throw notOurs;
-  const app = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.application);
-  if (app !== APPLICATION_ID) throw notOurs;
+  const app =
+    tables.has('meta') && db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.application);
+  if (app !== APPLICATION_ID) throw new StateFormatError(words.notOurs, path);
 }
 
 /** A file of another build is refused with one line: an earlier one's with how to rebuild it. */
@@ -262,12 +261,10 @@ function damageReported(store: StateStore, path: string): StateStore {
     get(target, name, receiver) {
       const value: unknown = Reflect.get(target, name, receiver);
       if (typeof value !== 'function') return value;
+      // waitForLock, the one promise, reads nothing of the file
       return function (this: unknown, ...args: unknown[]): unknown {
         try {
-          const result: unknown = Reflect.apply(value, target, args);
-          return result instanceof Promise
-            ? result.catch((err: unknown) => Promise.reject(asDamage(err, path)))
-            : result;
+          return Reflect.apply(value, target, args);
         } catch (err) {
           throw asDamage(err, path);
         }

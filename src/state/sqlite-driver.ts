@@ -14,13 +14,9 @@ const FIRST_MAJOR_OF_CURRENT_DRIVER = 22;
 
 /** The driver could not be loaded: the installation is incomplete (exit 2). */
 export class SqliteDriverError extends Error {
-  readonly userMessage: string;
+  override readonly name = 'SqliteDriverError';
+  readonly userMessage = this.message;
   readonly exitCode = 2;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'SqliteDriverError';
-    this.userMessage = message;
-  }
 }
 
 export function driverPackageFor(nodeVersion: string): string {

@@ -37,8 +37,6 @@ import type {
 const LAST_ID = Number.MAX_SAFE_INTEGER;
 const DEFAULT_TAIL_ENTRIES = 1_000_000;
 const DEFAULT_KEY_CACHE_MIB = 256;
-// consecutive ids read as one range rather than in an IN (...) list, from this many on
-const MIN_ID_RUN = 8;
 // a lookup of at least NEIGHBOUR_MIN_KEYS keys first finds the ids of NEIGHBOUR_SAMPLE of them; a range of ids
 // holding at least NEIGHBOUR_MIN_HITS of those, and at most NEIGHBOUR_READS_PER_KEY entries per request it
 // stands for, is read whole (a lookup in a key level costs several entries of a range)
@@ -157,7 +155,7 @@ export class StateStore {
    * The entries of these keys read joined (one row per statement). A file mapped again asks for one committed
    * batch at a time, whose ids are close together while their keys are spread over the main level: where a
    * sample of the keys finds ids close together, that id range is read whole first, and only the requests left
-   * unanswered go through the key levels. Runs of consecutive ids are read as ranges, the others as lists.
+   * unanswered go through the key levels.
    */
   private readAnswersByKeys(lookupKeys: readonly number[], onAnswer: OnAnswer): void {
     let asked = lookupKeys;
@@ -198,17 +196,7 @@ export class StateStore {
       const { from, to } = read;
       ids = ids.filter((id) => id < from || id > to);
     }
-    if (ids.length === 0) return;
-    const sorted = sortedUnique(ids);
-    const scattered: number[] = [];
-    for (let i = 0; i < sorted.length; ) {
-      let end = i + 1;
-      while (end < sorted.length && end - i < LIST_PAGE && sorted[end] === sorted[end - 1] + 1) end++;
-      if (end - i >= MIN_ID_RUN) this.walker.walk(sorted[i] - 1, sorted[end - 1], onAnswer, LIST_PAGE);
-      else for (let j = i; j < end; j++) scattered.push(sorted[j]);
-      i = end;
-    }
-    this.walker.listed(scattered, onAnswer);
+    this.walker.listed(sortedUnique(ids), onAnswer);
   }
 
   /**
@@ -217,12 +205,6 @@ export class StateStore {
    */
   private read<T>(read: () => T): T {
     return this.db.inTransaction ? read() : this.db.transaction(read)();
-  }
-
-  /** After a failed transaction: forgets the tail and what was read of the file. */
-  private resetTail(): void {
-    this.keys.reset();
-    this.due.forget();
   }
 
   commitBatch(updates: readonly (EntryUpdate | CopiedEntry)[], nowS: number, journal?: ChangeJournalRows): void {
@@ -237,12 +219,15 @@ export class StateStore {
           if (journal !== undefined) this.insertJournal(journal, now);
         })
         .immediate();
+      if (this.keys.full) {
+        this.db.transaction(() => this.keys.merge()).immediate();
+        this.keys.merged();
+      }
     } catch (err) {
-      // the rows it appended were rolled back: so must their tail entries be
-      this.resetTail();
+      // what the failed transaction wrote was rolled back: so must the tail entries it added or merged be
+      this.keys.reset();
       throw err;
     }
-    if (this.keys.full) this.mergeTailNow();
   }
 
   /** Opens a transaction that the following commitBatch calls join until endGroup or abortGroup. */
@@ -265,17 +250,7 @@ export class StateStore {
   abortGroup(): void {
     // SQLite may have rolled back already (a full disk does)
     if (this.db.inTransaction) this.db.exec('ROLLBACK');
-    this.resetTail();
-  }
-
-  private mergeTailNow(): void {
-    try {
-      this.db.transaction(() => this.keys.merge()).immediate();
-      this.keys.merged();
-    } catch (err) {
-      this.resetTail();
-      throw err;
-    }
+    this.keys.reset();
   }
 
   /** Pending change rows of one channel in id order after `afterId`, at most `limit`. */

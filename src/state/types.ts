@@ -54,11 +54,8 @@ export interface StoredEntries {
 /** An entry due for a remap, with its id. */
 export type DueEntry = { id: number } & Pick<StateRecord, 'type' | 'hash' | 'u' | 'p' | 'r' | 'bucketId'>;
 
-/** Where a walk through the `r` index stands; the last DueEntry of a page is one. */
-export interface DueCursor {
-  r: number | null;
-  id: number;
-}
+/** Where a walk of the due entries stands; the last DueEntry of a page is one. */
+export type DueCursor = Pick<DueEntry, 'r' | 'id'>;
 
 export interface DueDay {
   /** YYYY-MM-DD (UTC). */
@@ -73,9 +70,7 @@ export interface DueDay {
 export type OptoutCandidate = { id: number } & Pick<StateRecord, 'type' | 'hash' | 'u' | 'p' | 'lastOptoutCheckS'>;
 
 /** Where the opt-out sweep stands in id order: the id of the last entry read. An OptoutCandidate is one. */
-export interface OptoutCursor {
-  id: number;
-}
+export type OptoutCursor = Pick<OptoutCandidate, 'id'>;
 
 /** A salt bucket the service reports as rotated (v2), with when (Unix ms). */
 export interface RotatedBucket {
