@@ -200,19 +200,11 @@ function updatedValues(old: EntryValues, u: EncodedUpdate, nowS: number): EntryV
       };
     case 'optout':
       return { ...old, ...TOMBSTONE, optedOutSinceMs: timeOrNull(o.optedOutSinceMs) ?? old.optedOutSinceMs };
-    case 'record':
-      return {
-        ...old,
-        status: STATUS_CODE[o.status],
-        due: o.due,
-        u: u.storedU,
-        p: u.storedP,
-        r: o.r,
-        bucketId: o.bucketId,
-        lastMappedS: o.lastMappedS,
-        lastOptoutCheckS: o.lastOptoutCheckS,
-        optedOutSinceMs: o.optedOutSinceMs,
-      };
+    case 'record': {
+      // every value as the copy gives it, in old's order (its raw UIDs as stored bytes)
+      const { kind, ...values } = o;
+      return { ...old, ...values, status: STATUS_CODE[o.status], u: u.storedU, p: u.storedP };
+    }
     case 'invalid':
       return { ...old, ...TOMBSTONE, status: 3 };
     default:

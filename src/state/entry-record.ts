@@ -53,20 +53,14 @@ export function storedOf(text: string): Buffer | string {
   return bytes.toString('base64') === text ? bytes : text;
 }
 
-/** An entry's values as the file keeps them: hashes and raw UIDs as storedOf gives them. */
-export interface EntryValues {
+/** An entry's values as the file keeps them: type and status as codes, hashes and raw UIDs as storedOf gives them. */
+export type EntryValues = Omit<StateRecord, 'type' | 'status' | 'hash' | 'u' | 'p'> & {
   type: number;
   status: number;
-  due: boolean;
   hash: Uint8Array | string;
   u: Uint8Array | string | null;
   p: Uint8Array | string | null;
-  r: number | null;
-  bucketId: string | null;
-  lastMappedS: number | null;
-  lastOptoutCheckS: number | null;
-  optedOutSinceMs: number | null;
-}
+};
 
 function fitsU32(t: number | null): boolean {
   return t === null || (Number.isInteger(t) && t >= 0 && t < TWO_32);
@@ -322,17 +316,13 @@ export class EntryView {
   /** The record's values as text (bytes as base64): what a copy reads, and what a due or an exported entry shows. */
   record(): StateRecord {
     return {
+      ...this.values(),
       type: TYPE_OF_CODE[this.type],
       hash: this.text(this.hashStart, this.hashSize) ?? '',
       status: statusOfCode(this.status),
-      due: this.due === 1,
       u: this.text(this.uStart, this.uSize),
       p: this.text(this.pStart, this.pSize),
-      r: orNull(this.r),
       bucketId: this.text(this.bucketStart, this.bucketSize),
-      lastMappedS: orNull(this.lastMappedS),
-      lastOptoutCheckS: orNull(this.lastOptoutCheckS),
-      optedOutSinceMs: orNull(this.optedOutSinceMs),
     };
   }
 }

@@ -218,8 +218,7 @@ function enableWal(db: Connection): void {
 }
 
 function tableNames(db: Connection): Set<string> {
-  const names = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all() as string[];
-  return new Set(names);
+  return new Set(db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all() as string[]);
 }
 
 function checkOurs(db: Connection, tables: Set<string>, path: string, words: Words): void {

@@ -53,5 +53,6 @@ export const SQL = {
   // a run's wall-clock start, and the time it was told to use (--now)
   startRun: 'INSERT INTO runs (command, args, pid, started_at, now) VALUES (?, ?, ?, ?, ?)',
   finishRun: 'UPDATE runs SET finished_at = ?, summary = ?, exit_code = ? WHERE id = ?',
-  lastRun: 'SELECT command, started_at, now, finished_at, exit_code FROM runs ORDER BY id DESC LIMIT 1',
+  lastRun:
+    'SELECT command, started_at AS startedAtS, now AS nowS, finished_at AS finishedAtS, exit_code AS exitCode FROM runs ORDER BY id DESC LIMIT 1',
 } as const;

@@ -1,4 +1,4 @@
-import type { Database, Statement } from 'better-sqlite3';
+import type { Database } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
 import { sortedUnique } from './id-lists.js';
 import { BatchWriter, encodeUpdates, requestsByKey, TOMBSTONE, timeOrNull } from './batch-commit.js';
@@ -158,40 +158,26 @@ export class StateStore {
    * unanswered go through the key levels.
    */
   private readAnswersByKeys(lookupKeys: readonly number[], onAnswer: OnAnswer): void {
-    let asked = lookupKeys;
-    let ids: number[] = [];
-    let read: { from: number; to: number } | null = null;
     const n = lookupKeys.length;
+    let asked = lookupKeys;
+    let read: { from: number; to: number } | null = null;
     if (n >= NEIGHBOUR_MIN_KEYS) {
-      const sampled = new Uint8Array(n);
       const sampleKeys: number[] = [];
-      for (let k = 0; k < NEIGHBOUR_SAMPLE; k++) {
-        const i = Math.floor(((k + 0.5) * n) / NEIGHBOUR_SAMPLE);
-        sampled[i] = 1;
-        sampleKeys.push(lookupKeys[i]);
-      }
-      const sampleIds = this.keys.idsOf(sampleKeys);
-      read = denseSpan(sortedUnique(sampleIds), n);
-      const left: number[] = [];
-      if (read !== null) {
-        const answered = new Uint8Array(n);
-        this.walker.walk(
-          read.from - 1,
-          read.to,
-          (id, e) => {
-            const i = onAnswer(id, e);
-            if (i >= 0) answered[i] = 1;
-          },
-          LIST_PAGE,
-        );
-        for (let i = 0; i < n; i++) if (answered[i] === 0) left.push(lookupKeys[i]);
-      } else {
-        ids = sampleIds;
-        for (let i = 0; i < n; i++) if (sampled[i] === 0) left.push(lookupKeys[i]);
-      }
-      asked = left;
+      for (let k = 0; k < NEIGHBOUR_SAMPLE; k++)
+        sampleKeys.push(lookupKeys[Math.floor(((k + 0.5) * n) / NEIGHBOUR_SAMPLE)]);
+      read = denseSpan(sortedUnique(this.keys.idsOf(sampleKeys)), n);
     }
-    for (const id of this.keys.idsOf(asked)) ids.push(id);
+    if (read !== null) {
+      const answered = new Uint8Array(n);
+      const onRange = (id: number, e: EntryView): void => {
+        const i = onAnswer(id, e);
+        if (i >= 0) answered[i] = 1;
+      };
+      this.walker.walk(read.from - 1, read.to, onRange, LIST_PAGE);
+      asked = lookupKeys.filter((_, i) => answered[i] === 0);
+    }
+    // a sample that found no range is looked up again with the rest: a few keys of thousands
+    let ids = this.keys.idsOf(asked);
     if (read !== null) {
       const { from, to } = read;
       ids = ids.filter((id) => id < from || id > to);
@@ -257,7 +243,7 @@ export class StateStore {
   pendingChanges(channel: string, afterId = 0, limit = 5_000): PendingChange[] {
     const n = pageLimit(limit);
     if (n === 0) return [];
-    const rows = this.sql(SQL.pendingChanges).raw().all(channel, afterId, n) as [number, string, number][];
+    const rows = prepared(this.db, SQL.pendingChanges).raw().all(channel, afterId, n) as [number, string, number][];
     return rows.map(([id, row, sum]) => {
       if (sum !== checksumOf(row)) throw new ChecksumError('a pending change row');
       return { id, row };
@@ -265,21 +251,21 @@ export class StateStore {
   }
 
   pendingChangeCounts(): Record<string, number> {
-    return Object.fromEntries(this.sql(SQL.pendingChangeCounts).raw().all() as [string, number][]);
+    return Object.fromEntries(prepared(this.db, SQL.pendingChangeCounts).raw().all() as [string, number][]);
   }
 
   lastPendingChangeId(channel: string): number | null {
-    return (this.sql(SQL.lastPendingChange).pluck().get(channel) as number | null | undefined) ?? null;
+    return (prepared(this.db, SQL.lastPendingChange).pluck().get(channel) as number | null | undefined) ?? null;
   }
 
   /** Deletes a channel's pending change rows up to `upToId` once an output holding them is committed. */
   ackChanges(channel: string, upToId: number): number {
     this.writable('acknowledge delivered changes');
-    return this.sql(SQL.ackChanges).run(channel, upToId).changes;
+    return prepared(this.db, SQL.ackChanges).run(channel, upToId).changes;
   }
 
   private insertJournal(journal: ChangeJournalRows, nowS: number): void {
-    const insert = this.sql(SQL.insertPendingChange);
+    const insert = prepared(this.db, SQL.insertPendingChange);
     for (const row of journal.rows) insert.run(journal.runId, journal.channel, row, checksumOf(row), nowS);
   }
 
@@ -382,7 +368,7 @@ export class StateStore {
   }
 
   private rewrite(writer: RecordWriter, id: number, e: EntryView, change: Partial<EntryValues>): void {
-    this.sql(SQL.updateRecord).run(writer.write({ ...e.values(), ...change }), id);
+    prepared(this.db, SQL.updateRecord).run(writer.write({ ...e.values(), ...change }), id);
   }
 
   /** A walk of the table in one read transaction, so that its pages see one state of the file. */
@@ -429,8 +415,7 @@ export class StateStore {
     this.writable('tombstone opted-out entries');
     if (optedOut.length === 0) return 0;
     const now = Math.floor(nowS);
-    const since = new Map<string, number>();
-    for (const o of optedOut) since.set(o.rawUid, o.optedOutSinceMs);
+    const since = new Map(optedOut.map((o) => [o.rawUid, o.optedOutSinceMs] as const));
     const writer = new RecordWriter();
     let changed = 0;
     const check = (id: number, e: EntryView): void => {
@@ -482,23 +467,19 @@ export class StateStore {
   }
 
   lastRun(): StateRun | null {
-    const row = this.sql(SQL.lastRun).raw().get() as [string, number, number, number | null, number | null] | undefined;
-    return row === undefined
-      ? null
-      : { command: row[0], startedAtS: row[1], nowS: row[2], finishedAtS: row[3], exitCode: row[4] };
+    return (prepared(this.db, SQL.lastRun).get() as StateRun | undefined) ?? null;
   }
 
   startRun(command: string, argsJson: string, nowS: number = Date.now() / 1000): number {
     this.writable('record a run');
     const startedAtS = Math.floor(Date.now() / 1000);
-    return Number(
-      this.sql(SQL.startRun).run(command, argsJson, process.pid, startedAtS, Math.floor(nowS)).lastInsertRowid,
-    );
+    const run = prepared(this.db, SQL.startRun).run(command, argsJson, process.pid, startedAtS, Math.floor(nowS));
+    return Number(run.lastInsertRowid);
   }
 
   finishRun(id: number, summaryJson: string, exitCode: number, nowS: number = Date.now() / 1000): void {
     this.writable('record a run');
-    this.sql(SQL.finishRun).run(Math.floor(nowS), summaryJson, exitCode, id);
+    prepared(this.db, SQL.finishRun).run(Math.floor(nowS), summaryJson, exitCode, id);
   }
 
   /** Takes the lock for a writing run; throws StateLockedError while another live run holds it. */
@@ -558,10 +539,6 @@ export class StateStore {
     } finally {
       this.lockFile.release();
     }
-  }
-
-  private sql(text: string): Statement {
-    return prepared(this.db, text);
   }
 
   private writable(what: string): void {
