@@ -1,7 +1,7 @@
 /** A batch of answers written inside the commit's transaction: an update per stored entry, an append per new one. */
 import type { Database } from 'better-sqlite3';
 import type { DueLists } from './due-lists.js';
-import { type EntryValues, type EntryView, RecordWriter, storedOf } from './entry-record.js';
+import { type EntryValues, EntryView, RecordWriter, storedOf } from './entry-record.js';
 import type { KeyIndex } from './key-index.js';
 import { keyOf } from './lookup-key.js';
 import { prepared, SQL } from './queries.js';
@@ -139,7 +139,8 @@ export class BatchWriter {
     nowS: number,
     onAppended: (u: EncodedUpdate, id: number, values: EntryValues) => void,
   ): void {
-    appended.sort(byAppendOrder);
+    // two entries without r (Infinity) compare as NaN, which sort takes as equal
+    appended.sort((a, b) => a.appendOrder - b.appendOrder);
     const params: Buffer[] = [];
     const values: EntryValues[] = [];
     for (let start = 0; start < appended.length; start += INSERT_ROWS) {
@@ -168,10 +169,6 @@ export class BatchWriter {
   }
 }
 
-function byAppendOrder(a: EncodedUpdate, b: EncodedUpdate): number {
-  return a.appendOrder === b.appendOrder ? 0 : a.appendOrder < b.appendOrder ? -1 : 1;
-}
-
 /** What an opted-out entry becomes (status 2): it keeps its hash and times, and loses every raw UID. */
 export const TOMBSTONE = { status: 2, u: null, p: null, r: null, bucketId: null, due: false } as const;
 
@@ -179,20 +176,8 @@ export function timeOrNull(t: unknown): number | null {
   return typeof t === 'number' && Number.isFinite(t) ? t : null;
 }
 
-/** A new entry before its first answer, in EntryView.values' order: one shape for every values object written. */
-const NEW_ENTRY: EntryValues = {
-  type: 0,
-  status: 0,
-  due: false,
-  hash: '',
-  u: null,
-  p: null,
-  r: null,
-  bucketId: null,
-  lastMappedS: null,
-  lastOptoutCheckS: null,
-  optedOutSinceMs: null,
-};
+/** A new entry before its first answer, as EntryView.values gives it: one shape for every values object written. */
+const NEW_ENTRY: EntryValues = new EntryView().values();
 
 /**
  * An entry's values after an answer. An opted-out or invalid entry keeps its hash and times and loses every raw
@@ -215,19 +200,11 @@ function updatedValues(old: EntryValues, u: EncodedUpdate, nowS: number): EntryV
       };
     case 'optout':
       return { ...old, ...TOMBSTONE, optedOutSinceMs: timeOrNull(o.optedOutSinceMs) ?? old.optedOutSinceMs };
-    case 'record':
-      return {
-        ...old,
-        status: STATUS_CODE[o.status],
-        due: o.due,
-        u: u.storedU,
-        p: u.storedP,
-        r: o.r,
-        bucketId: o.bucketId,
-        lastMappedS: o.lastMappedS,
-        lastOptoutCheckS: o.lastOptoutCheckS,
-        optedOutSinceMs: o.optedOutSinceMs,
-      };
+    case 'record': {
+      // every value as the copy gives it, in old's order (its raw UIDs as stored bytes)
+      const { kind, ...values } = o;
+      return { ...old, ...values, status: STATUS_CODE[o.status], u: u.storedU, p: u.storedP };
+    }
     case 'invalid':
       return { ...old, ...TOMBSTONE, status: 3 };
     default:

@@ -15,21 +15,11 @@ const DUE_LIST_MAX_PIECES = 64;
 const NO_DAY = Number.MIN_SAFE_INTEGER;
 
 export class DueLists {
-  /**
-   * The ids of the day `select` walks, kept between pages: its pieces up to `lastPiece`, read at `dataVersion`
-   * (another connection's commit changes it); this connection's commits only add pieces after `lastPiece`.
-   */
-  private dueList: { day: number; ids: Float64Array; lastPiece: number; dataVersion: number } | null = null;
-
   constructor(
     private readonly db: Database,
     private readonly walker: RecordWalker,
     private readonly readonly: boolean,
   ) {}
-
-  forget(): void {
-    this.dueList = null;
-  }
 
   /** Per UTC day of r among the batch's mapped answers, one piece of their ids (readers skip a stale day's). */
   append(
@@ -60,7 +50,7 @@ export class DueLists {
       const i = r <= now ? 0 : Math.ceil((r - now) / DAY_S);
       if (i < n) counts[i]++;
     });
-    return counts.map((count, i) => ({ day: utcDay(now + i * DAY_S), count }));
+    return counts.map((count, i) => ({ day: new Date((now + i * DAY_S) * 1000).toISOString().slice(0, 10), count }));
   }
 
   /**
@@ -77,7 +67,7 @@ export class DueLists {
     let day: number | undefined = resume ? dayOf(after.r as number) : this.nextListedDay(NO_DAY, lastDay);
     let afterId = resume ? after.id : 0;
     while (day !== undefined && day <= lastDay && out.length < n) {
-      const ids = this.dueListOf(day);
+      const { ids } = this.readDueList(day);
       let i = firstAbove(ids, afterId);
       while (i < ids.length && out.length < n) {
         const end = Math.min(ids.length, i + Math.min(LIST_PAGE, Math.max(16, n - out.length)));
@@ -97,32 +87,13 @@ export class DueLists {
     return prepared(this.db, SQL.dueListNextDay).pluck().get(day, lastDay) as number | undefined;
   }
 
-  private dueListOf(day: number): Float64Array {
-    const dataVersion = this.db.pragma('data_version', { simple: true }) as number;
-    const kept = this.dueList;
-    if (kept !== null && kept.day === day && kept.dataVersion === dataVersion) {
-      const more = this.readDueList(day, kept.lastPiece);
-      if (more.ids.length > 0) {
-        const both = new Float64Array(kept.ids.length + more.ids.length);
-        both.set(kept.ids);
-        both.set(more.ids, kept.ids.length);
-        kept.ids = sortedUnique(both);
-        kept.lastPiece = more.lastPiece;
-      }
-      return kept.ids;
-    }
-    const list = this.readDueList(day, 0);
-    this.dueList = { day, ids: list.ids, lastPiece: list.lastPiece, dataVersion };
-    return list.ids;
-  }
-
-  /** The ids of a day's pieces after `afterPiece`, ascending and each once, with the last piece read. */
-  private readDueList(day: number, afterPiece: number): { ids: Float64Array; lastPiece: number; pieces: number } {
-    const rows = prepared(this.db, SQL.dueListPieces).raw().all(day, afterPiece) as [number, Buffer][];
+  /** The ids of a day's pieces, ascending and each once, with the last piece read. */
+  private readDueList(day: number): { ids: Float64Array; lastPiece: number; pieces: number } {
+    const rows = prepared(this.db, SQL.dueListPieces).raw().all(day) as [number, Buffer][];
     const ids: number[] = [];
     const onId = (id: number): void => void ids.push(id);
     for (const [, bytes] of rows) decodeIds(bytes, onId);
-    const lastPiece = rows.length > 0 ? rows[rows.length - 1][0] : afterPiece;
+    const lastPiece = rows.length > 0 ? rows[rows.length - 1][0] : 0;
     return { ids: rows.length === 1 ? Float64Array.from(ids) : sortedUnique(ids), lastPiece, pieces: rows.length };
   }
 
@@ -133,7 +104,7 @@ export class DueLists {
   private forEachListed(lastDay: number, onLive: (r: number) => void): void {
     const walk = (rewrite: boolean): void => {
       for (let day = this.nextListedDay(NO_DAY, lastDay); day !== undefined; day = this.nextListedDay(day, lastDay)) {
-        const list = this.readDueList(day, 0);
+        const list = this.readDueList(day);
         const [from, to] = [day * DAY_S, (day + 1) * DAY_S];
         const live: number[] = [];
         this.walker.listed(list.ids, (id, e) => {
@@ -167,16 +138,11 @@ export class DueLists {
       const ids = live.slice(start, start + DUE_PIECE_IDS);
       prepared(this.db, SQL.insertDueListPiece).run(day, ++piece, encodeIds(ids));
     }
-    if (this.dueList?.day === day) this.dueList = null;
   }
 }
 
 export function pageLimit(limit: number): number {
   return Number.isFinite(limit) ? Math.max(0, Math.floor(limit)) : 0;
-}
-
-function utcDay(seconds: number): string {
-  return new Date(seconds * 1000).toISOString().slice(0, 10);
 }
 
 /** Read field by field rather than picked from EntryView.record(): a remap reads every due entry. */

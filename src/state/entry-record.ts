@@ -53,28 +53,17 @@ export function storedOf(text: string): Buffer | string {
   return bytes.toString('base64') === text ? bytes : text;
 }
 
-/** An entry's values as the file keeps them: hashes and raw UIDs as storedOf gives them. */
-export interface EntryValues {
+/** An entry's values as the file keeps them: type and status as codes, hashes and raw UIDs as storedOf gives them. */
+export type EntryValues = Omit<StateRecord, 'type' | 'status' | 'hash' | 'u' | 'p'> & {
   type: number;
   status: number;
-  due: boolean;
   hash: Uint8Array | string;
   u: Uint8Array | string | null;
   p: Uint8Array | string | null;
-  r: number | null;
-  bucketId: string | null;
-  lastMappedS: number | null;
-  lastOptoutCheckS: number | null;
-  optedOutSinceMs: number | null;
-}
+};
 
 function fitsU32(t: number | null): boolean {
   return t === null || (Number.isInteger(t) && t >= 0 && t < TWO_32);
-}
-
-/** A sized value's size tag: 2n for n bytes, 2n + 1 for n bytes of UTF-8 text. */
-function sizeTag(value: Uint8Array | string): number {
-  return typeof value === 'string' ? 2 * Buffer.byteLength(value, 'utf8') + 1 : 2 * value.length;
 }
 
 /** At least the bytes a value takes, sized or not: a UTF-16 unit is at most 3 UTF-8 bytes, a varint at most 8. */
@@ -182,8 +171,10 @@ function putBytes(out: Buffer, at: number, bytes: Uint8Array): number {
   return at + bytes.length;
 }
 
+/** A value after its size tag: 2n for n bytes, 2n + 1 for n bytes of UTF-8 text. */
 function putSized(out: Buffer, at: number, value: Uint8Array | string): number {
-  const o = putVarint(out, at, sizeTag(value));
+  const tag = typeof value === 'string' ? 2 * Buffer.byteLength(value, 'utf8') + 1 : 2 * value.length;
+  const o = putVarint(out, at, tag);
   return typeof value === 'string' ? o + out.write(value, o, 'utf8') : putBytes(out, o, value);
 }
 
@@ -240,18 +231,12 @@ export class EntryView {
     const times =
       ((flags & F_R) !== 0 ? 1 : 0) + ((flags & F_LAST_MAPPED) !== 0 ? 1 : 0) + ((more & M_CHECK) !== 0 ? 1 : 0);
     if (o + times * timeBytes > limit) throw new RecordFormatError('entry record: cut short in its times');
-    if ((flags & F_R) !== 0) {
-      this.r = timeBytes === 4 ? bytes.readUInt32LE(o) : bytes.readDoubleLE(o);
-      o += timeBytes;
-    } else this.r = Number.NaN;
-    if ((flags & F_LAST_MAPPED) !== 0) {
-      this.lastMappedS = timeBytes === 4 ? bytes.readUInt32LE(o) : bytes.readDoubleLE(o);
-      o += timeBytes;
-    } else this.lastMappedS = Number.NaN;
-    if ((more & M_CHECK) !== 0) {
-      this.lastOptoutCheckS = timeBytes === 4 ? bytes.readUInt32LE(o) : bytes.readDoubleLE(o);
-      o += timeBytes;
-    } else this.lastOptoutCheckS = Number.NaN;
+    this.r = (flags & F_R) !== 0 ? timeAt(bytes, o, timeBytes) : Number.NaN;
+    if ((flags & F_R) !== 0) o += timeBytes;
+    this.lastMappedS = (flags & F_LAST_MAPPED) !== 0 ? timeAt(bytes, o, timeBytes) : Number.NaN;
+    if ((flags & F_LAST_MAPPED) !== 0) o += timeBytes;
+    this.lastOptoutCheckS = (more & M_CHECK) !== 0 ? timeAt(bytes, o, timeBytes) : Number.NaN;
+    if ((more & M_CHECK) !== 0) o += timeBytes;
     if ((more & M_SINCE) !== 0) {
       if (o + 8 > limit) throw new RecordFormatError('entry record: cut short in opted_out_since');
       this.optedOutSinceMs = bytes.readDoubleLE(o);
@@ -271,17 +256,9 @@ export class EntryView {
 
   private readValue(bytes: Buffer, at: number, usualSize: number, which: 'hash' | 'u' | 'p'): number {
     let start = at;
-    let size: number;
-    let length: number;
-    if (usualSize >= 0) {
-      size = 2 * usualSize;
-      length = usualSize;
-    } else {
-      const [tag, after] = readVarint(bytes, at);
-      start = after;
-      size = tag;
-      length = Math.floor(tag / 2);
-    }
+    let size = 2 * usualSize;
+    if (usualSize < 0) [size, start] = readVarint(bytes, at);
+    const length = Math.floor(size / 2);
     if (start + length > bytes.length) throw new RecordFormatError(`entry record: cut short in ${which}`);
     if (which === 'hash') {
       this.hashStart = start;
@@ -339,17 +316,13 @@ export class EntryView {
   /** The record's values as text (bytes as base64): what a copy reads, and what a due or an exported entry shows. */
   record(): StateRecord {
     return {
+      ...this.values(),
       type: TYPE_OF_CODE[this.type],
       hash: this.text(this.hashStart, this.hashSize) ?? '',
       status: statusOfCode(this.status),
-      due: this.due === 1,
       u: this.text(this.uStart, this.uSize),
       p: this.text(this.pStart, this.pSize),
-      r: orNull(this.r),
       bucketId: this.text(this.bucketStart, this.bucketSize),
-      lastMappedS: orNull(this.lastMappedS),
-      lastOptoutCheckS: orNull(this.lastOptoutCheckS),
-      optedOutSinceMs: orNull(this.optedOutSinceMs),
     };
   }
 }
@@ -357,6 +330,10 @@ export class EntryView {
 /** A time as EntryView holds it (NaN for none) as the values give it. */
 export function orNull(t: number): number | null {
   return Number.isNaN(t) ? null : t;
+}
+
+function timeAt(bytes: Buffer, at: number, timeBytes: number): number {
+  return timeBytes === 4 ? bytes.readUInt32LE(at) : bytes.readDoubleLE(at);
 }
 
 function readVarint(bytes: Buffer, at: number): [number, number] {

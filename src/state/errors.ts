@@ -14,7 +14,7 @@ export class StateEnvMismatchError extends StateError {
   constructor(
     path: string,
     readonly storedFingerprint: string,
-    readonly requestedFingerprint: string,
+    requestedFingerprint: string,
   ) {
     super(
       `state file ${path} was made for environment ${storedFingerprint}, but this run is for ${requestedFingerprint}; ` +
@@ -42,21 +42,13 @@ export class StateSettingError extends StateError {}
 export class StateFormatError extends StateError {}
 
 export class StateNotFoundError extends StateError {
-  constructor(
-    path: string,
-    message = `state file ${path} does not exist; create it with \`uid2-batch map --state ${path}\` first, or check the path`,
-  ) {
+  constructor(path: string, message: string) {
     super(message, path);
   }
 }
 
 export class StateLockedError extends StateError {
-  constructor(
-    path: string,
-    readonly lockPath: string,
-    readonly holderPid: number | null,
-    readonly holderStartedAt: string | null,
-  ) {
+  constructor(path: string, lockPath: string, holderPid: number | null, holderStartedAt: string | null) {
     const who =
       holderPid === null
         ? 'another uid2-batch run'

@@ -1,8 +1,7 @@
 /** A state file behind the StateBackend interface: a StateStore for a run, a StateReader for what reads it whole. */
 import type { StateBackend } from './backend.js';
 import { StateReadonlyError } from './errors.js';
-import { openState } from './open.js';
-import { openStateReader, type StateReader } from './reader.js';
+import { openState, openStateReader, type StateReader } from './open.js';
 import type { StateStore } from './store.js';
 import type { OpenStateOptions } from './types.js';
 

@@ -14,11 +14,6 @@ import { dirname, join } from 'node:path';
 import { errnoOf } from './access.js';
 import { StateLockedError } from './errors.js';
 
-interface LockHolder {
-  pid: number;
-  startedAt: string;
-}
-
 /**
  * The lock of a state file, named by the file's device and inode in the directory that really holds it, so that
  * every name of one file (a symlink, a hard link) meets the same lock.
@@ -38,16 +33,13 @@ export function lockPathOf(statePath: string): string {
  * time of its holder. A lock whose process is gone is stale and is taken over.
  */
 export class StateLock {
-  private path: string | null = null;
   private content: string | null = null;
   private readonly onExit = (): void => this.release();
+  // named by the state file, which exists by now
+  private readonly lockPath: string;
 
-  constructor(private readonly statePath: string) {}
-
-  /** Named on first use, once the state file exists. */
-  get lockPath(): string {
-    this.path ??= lockPathOf(this.statePath);
-    return this.path;
+  constructor(private readonly statePath: string) {
+    this.lockPath = lockPathOf(statePath);
   }
 
   get held(): boolean {
@@ -56,7 +48,7 @@ export class StateLock {
 
   acquire(): void {
     if (this.content !== null) return;
-    const content = JSON.stringify({ pid: process.pid, startedAt: new Date().toISOString() } satisfies LockHolder);
+    const content = JSON.stringify({ pid: process.pid, startedAt: new Date().toISOString() });
     // a few rounds: each one either takes the lock, finds a live holder, or clears a stale lock and retries
     for (let round = 0; round < 5; round++) {
       if (this.tryCreate(content)) {
@@ -137,7 +129,7 @@ function readOrNull(path: string): string | null {
   }
 }
 
-function parseHolder(content: string): LockHolder | null {
+function parseHolder(content: string): { pid: number; startedAt: string } | null {
   try {
     // null, a number or a string has no pid
     const { pid, startedAt } = (JSON.parse(content) ?? {}) as Record<string, unknown>;

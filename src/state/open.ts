@@ -1,3 +1,4 @@
+/** Opens a state file: for a run (openState), or to read it as it is, of any environment (openStateReader). */
 import { chmodSync, closeSync, fchmodSync, openSync, statSync, type Stats } from 'node:fs';
 import type Database from 'better-sqlite3';
 import {
@@ -9,7 +10,7 @@ import {
   StateNotFoundError,
   StateSettingError,
 } from './errors.js';
-import { errnoOf, stateAccessError } from './access.js';
+import { errnoOf, StateAccessError, stateAccessError } from './access.js';
 import { ChecksumError } from './checksum.js';
 import { RecordFormatError } from './entry-record.js';
 import { metaValue, setMetaValue } from './meta-values.js';
@@ -29,30 +30,86 @@ const PAGE_BYTES = 8192;
 export const MMAP_ENV = 'UID2_BATCH_STATE_MMAP_MIB';
 
 /**
+ * What reads a state file whole (`state info`, `export`): a damaged value throws StateDamagedError, except in
+ * `entries()`, which skips a damaged entry (counted by `damaged()`) so that an export saves what is readable.
+ */
+export type StateReader = Pick<
+  StateStore,
+  'path' | 'meta' | 'getMeta' | 'entries' | 'damaged' | 'tally' | 'pendingChangeCounts' | 'lastRun' | 'close'
+>;
+
+/**
  * Opens (or creates, owner-only) a state file of this version's schema and of this environment. Throws a
  * StateError subclass for anything else; StateDamagedError for a checksum failure, here or in any later call.
  */
 export function openState(path: string, options: OpenStateOptions): StateStore {
-  // first: a missing driver is an installation problem, to be reported before any file is created
-  const Driver = sqliteDriver();
-  const mmapMiB = options.mmapMiB ?? mmapFromEnvironment(path);
+  return open(path, options, false);
+}
+
+/** A state file read as it is, of any environment: checked to be ours, then read through a read-only store. */
+export function openStateReader(path: string): StateReader {
+  return open(path, { envFingerprint: '', readonly: true, create: false }, true);
+}
+
+/** What an open says of a file it cannot use: a run's words name --state, a reader's only the file. */
+function wordsOf(path: string, reading: boolean) {
+  if (reading) {
+    const notOurs = `'${path}' is not a uid2-batch state file (not SQLite, damaged, or another program's database)`;
+    const cannotOpen = `cannot open '${path}' as a state file: check its permissions and those of its directory`;
+    return {
+      missing: `state file '${path}' does not exist`,
+      notFile: `state file '${path}' is not a regular file`,
+      cannotOpen: new StateAccessError(cannotOpen, path),
+      notOurs,
+      notSqlite: notOurs,
+      // a reader has nothing else to say of the file
+      anySqliteNotOurs: true,
+    };
+  }
+  const newName = 'give --state a new file name (it will be created)';
+  return {
+    missing: `state file ${path} does not exist; create it with \`uid2-batch map --state ${path}\` first, or check the path`,
+    notFile: `state file ${path} is not a regular file; give a file path to --state`,
+    cannotOpen: new StateError(
+      `cannot open state file ${path}: check its permissions and those of its directory`,
+      path,
+    ),
+    notOurs: `state file ${path} is a SQLite database but not a uid2-batch state; ${newName}`,
+    notSqlite: `state file ${path} is not a uid2-batch state (not a SQLite database, or damaged); ${newName}`,
+    anySqliteNotOurs: false,
+  };
+}
+
+type Words = ReturnType<typeof wordsOf>;
+
+function open(path: string, options: OpenStateOptions, reading: boolean): StateStore {
+  const words = wordsOf(path, reading);
   const readonly = options.readonly ?? false;
   const create = (options.create ?? true) && !readonly;
-  const existing = statOrNull(path);
+  // a reader takes a file it cannot stat as missing
+  const existing = statOrNull(path, reading);
+  // a missing driver is an installation problem, to be reported before any file is created
+  const Driver = sqliteDriver();
+  const mmapMiB = reading ? 0 : (options.mmapMiB ?? mmapFromEnvironment(path));
   if (existing === null) {
-    if (!create) throw new StateNotFoundError(path);
+    if (!create) throw new StateNotFoundError(path, words.missing);
     createOwnerOnly(path);
   } else if (!existing.isFile()) {
-    throw new StateFormatError(`state file ${path} is not a regular file; give a file path to --state`, path);
+    throw new StateFormatError(words.notFile, path);
   }
 
   let db: Connection;
   try {
     db = new Driver(path, { readonly, fileMustExist: true, timeout: options.busyTimeoutMs ?? 5_000 });
   } catch (err) {
-    throw asStateError(err, path, readonly);
+    throw asStateError(err, path, readonly, words);
   }
   try {
+    if (reading) {
+      checkOurs(db, tableNames(db), path, words);
+      checkSchema(db, path);
+      return damageReported(new StateStore(db, path, true), path);
+    }
     db.pragma(`cache_size = ${-Math.round((options.cacheSizeMiB ?? DEFAULT_CACHE_MIB) * 1024)}`);
     db.pragma(`mmap_size = ${Math.max(0, Math.round(mmapMiB * 1024 * 1024))}`);
     // IN (...) lists and GROUP BY sort in temporary b-trees: keep them off the disk
@@ -74,9 +131,9 @@ export function openState(path: string, options: OpenStateOptions): StateStore {
       // before the switch to WAL, after which a file's page size is fixed
       db.pragma(`page_size = ${PAGE_BYTES}`);
       enableWal(db);
-      initialize(db, path, options);
+      initialize(db, path, options, words);
     } else {
-      checkOurs(db, tables, path);
+      checkOurs(db, tables, path, words);
       checkSchema(db, path);
       if (!readonly) enableWal(db);
     }
@@ -85,7 +142,7 @@ export function openState(path: string, options: OpenStateOptions): StateStore {
     return damageReported(new StateStore(db, path, readonly, options.tailEntries, options.keyCacheMiB), path);
   } catch (err) {
     db.close();
-    throw asStateError(err, path, readonly);
+    throw asStateError(err, path, readonly, words);
   }
 }
 
@@ -101,11 +158,11 @@ function mmapFromEnvironment(path: string): number {
   return Number(text);
 }
 
-function statOrNull(path: string): Stats | null {
+function statOrNull(path: string, anyError = false): Stats | null {
   try {
     return statSync(path);
   } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return null;
+    if (anyError || errnoOf(err) === 'ENOENT') return null;
     throw err;
   }
 }
@@ -127,6 +184,12 @@ function createOwnerOnly(path: string): void {
   } finally {
     closeSync(fd);
   }
+}
+
+/** The file and its -wal and -shm siblings, in bytes (0 for one that is not there). */
+export function stateFileSizes(path: string): { file: number; wal: number; shm: number } {
+  const size = (p: string): number => statOrNull(p, true)?.size ?? 0;
+  return { file: size(path), wal: size(`${path}-wal`), shm: size(`${path}-shm`) };
 }
 
 /** Raw UIDs pass through the WAL: a -wal or -shm left looser than the file is made as private. */
@@ -155,22 +218,17 @@ function enableWal(db: Connection): void {
 }
 
 function tableNames(db: Connection): Set<string> {
-  const names = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all() as string[];
-  return new Set(names);
+  return new Set(db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all() as string[]);
 }
 
-function checkOurs(db: Connection, tables: Set<string>, path: string): void {
-  const notOurs = new StateFormatError(
-    `state file ${path} is a SQLite database but not a uid2-batch state; give --state a new file name (it will be created)`,
-    path,
-  );
-  if (!tables.has('meta')) throw notOurs;
-  const app = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.application);
-  if (app !== APPLICATION_ID) throw notOurs;
+function checkOurs(db: Connection, tables: Set<string>, path: string, words: Words): void {
+  const app =
+    tables.has('meta') && db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.application);
+  if (app !== APPLICATION_ID) throw new StateFormatError(words.notOurs, path);
 }
 
 /** A file of another build is refused with one line: an earlier one's with how to rebuild it. */
-export function checkSchema(db: Connection, path: string): void {
+function checkSchema(db: Connection, path: string): void {
   const hasSums = (db.prepare('PRAGMA table_info(meta)').all() as { name: string }[]).some((c) => c.name === 'sum');
   const stored: unknown = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(META_KEYS.schemaVersion);
   const version = Number(hasSums ? metaValue(db, META_KEYS.schemaVersion) : stored);
@@ -197,17 +255,15 @@ export function checkSchema(db: Connection, path: string): void {
 }
 
 /** The store with every call's checksum failure reported as the file's damage (the readers do not know the path). */
-export function damageReported(store: StateStore, path: string): StateStore {
+function damageReported(store: StateStore, path: string): StateStore {
   return new Proxy(store, {
     get(target, name, receiver) {
       const value: unknown = Reflect.get(target, name, receiver);
       if (typeof value !== 'function') return value;
+      // waitForLock, the one promise, reads nothing of the file
       return function (this: unknown, ...args: unknown[]): unknown {
         try {
-          const result: unknown = Reflect.apply(value, target, args);
-          return result instanceof Promise
-            ? result.catch((err: unknown) => Promise.reject(asDamage(err, path)))
-            : result;
+          return Reflect.apply(value, target, args);
         } catch (err) {
           throw asDamage(err, path);
         }
@@ -216,18 +272,18 @@ export function damageReported(store: StateStore, path: string): StateStore {
   });
 }
 
-export function asDamage(err: unknown, path: string): unknown {
+function asDamage(err: unknown, path: string): unknown {
   if (err instanceof ChecksumError) return new StateDamagedError(path, err.what);
   if (err instanceof RecordFormatError) return new StateDamagedError(path, 'an entry record');
   return err;
 }
 
 /** Schema and identity in one transaction. */
-function initialize(db: Connection, path: string, options: OpenStateOptions): void {
+function initialize(db: Connection, path: string, options: OpenStateOptions, words: Words): void {
   db.transaction(() => {
     // another process may have initialized it while this one waited for the write lock
     if (tableNames(db).size > 0) {
-      checkOurs(db, tableNames(db), path);
+      checkOurs(db, tableNames(db), path, words);
       return;
     }
     db.exec(SCHEMA);
@@ -254,28 +310,20 @@ function checkEnvironment(db: Connection, path: string, requested: string): void
 }
 
 /** SQLite's errors in the state's words: what is wrong and what to do. */
-function asStateError(err: unknown, path: string, readonly = false): unknown {
+function asStateError(err: unknown, path: string, readonly: boolean, words: Words): unknown {
   if (err instanceof StateError) return err;
-  if (err instanceof ChecksumError || err instanceof RecordFormatError) return asDamage(err, path);
-  const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
-  if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
-    return new StateFormatError(
-      `state file ${path} is not a uid2-batch state (not a SQLite database, or damaged); give --state a new file name (it will be created)`,
-      path,
-    );
-  }
+  const code = errnoOf(err) ?? '';
+  if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') return new StateFormatError(words.notSqlite, path);
   if (code === 'SQLITE_READONLY_ROLLBACK') return new StateJournalError(path);
-  if (typeof code === 'string' && /^SQLITE_(CANTOPEN|READONLY|PERM)/.test(code)) {
-    return (
-      stateAccessError(path, undefined, { writesFile: !readonly }) ??
-      new StateError(`cannot open state file ${path}: check its permissions and those of its directory`, path)
-    );
+  if (/^SQLITE_(CANTOPEN|READONLY|PERM)/.test(code)) {
+    return stateAccessError(path, undefined, { writesFile: !readonly }) ?? words.cannotOpen;
   }
+  if (words.anySqliteNotOurs && code.startsWith('SQLITE_')) return new StateFormatError(words.notOurs, path);
   if (code === 'SQLITE_BUSY') {
     return new StateError(
       `state file ${path} is busy: another process holds a write on it; try again when it has finished`,
       path,
     );
   }
-  return err;
+  return asDamage(err, path);
 }

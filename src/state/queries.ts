@@ -21,9 +21,6 @@ export function prepared(db: Database, sql: string): Statement {
 /** Ids (or first keys) read per statement from a list of them, given as one JSON array (id-lists.ts idList). */
 export const LIST_PAGE = 5_000;
 
-/** Many entries' records in one row, joined into one blob (a row handed to JavaScript costs more than its entry). */
-const JOINED_RECORDS = "count(*), CAST(group_concat(record, '') AS BLOB)";
-
 export const SQL = {
   insertPendingChange: 'INSERT INTO pending_changes (run_id, kind, row, sum, created_at) VALUES (?, ?, ?, ?, ?)',
   pendingChanges: 'SELECT id, row, sum FROM pending_changes WHERE kind = ? AND id > ? ORDER BY id LIMIT ?',
@@ -40,12 +37,13 @@ export const SQL = {
   updateRecord: 'UPDATE entries SET record = ? WHERE id = ?',
 
   dueListNextDay: 'SELECT day FROM due_lists WHERE day > ? AND day <= ? ORDER BY day LIMIT 1',
-  dueListPieces: 'SELECT piece, ids FROM due_lists WHERE day = ? AND piece > ? ORDER BY piece',
+  dueListPieces: 'SELECT piece, ids FROM due_lists WHERE day = ? ORDER BY piece',
   dueListLastPiece: 'SELECT max(piece) FROM due_lists WHERE day = ?',
   insertDueListPiece: 'INSERT INTO due_lists (day, piece, ids) VALUES (?, ?, ?)',
   deleteDueListPieces: 'DELETE FROM due_lists WHERE day = ? AND piece <= ?',
   // the ids as one JSON array, walked in its order and joined to the table by rowid
-  listedRecords: `SELECT ${JOINED_RECORDS} FROM json_each(?) AS j CROSS JOIN entries AS e ON e.id = j.value`,
+  listedRecords:
+    "SELECT count(*), CAST(group_concat(record, '') AS BLOB) FROM json_each(?) AS j CROSS JOIN entries AS e ON e.id = j.value",
   listedRecordRows: 'SELECT e.id, e.record FROM json_each(?) AS j CROSS JOIN entries AS e ON e.id = j.value',
 
   metaGet: 'SELECT value, sum FROM meta WHERE key = ?',
@@ -55,5 +53,6 @@ export const SQL = {
   // a run's wall-clock start, and the time it was told to use (--now)
   startRun: 'INSERT INTO runs (command, args, pid, started_at, now) VALUES (?, ?, ?, ?, ?)',
   finishRun: 'UPDATE runs SET finished_at = ?, summary = ?, exit_code = ? WHERE id = ?',
-  lastRun: 'SELECT command, started_at, now, finished_at, exit_code FROM runs ORDER BY id DESC LIMIT 1',
+  lastRun:
+    'SELECT command, started_at AS startedAtS, now AS nowS, finished_at AS finishedAtS, exit_code AS exitCode FROM runs ORDER BY id DESC LIMIT 1',
 } as const;

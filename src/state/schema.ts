@@ -74,7 +74,6 @@ CREATE TABLE entries (
 );
 ${KEY_BLOCK_TABLES}
 CREATE TABLE key_filter (
-
   piece INTEGER PRIMARY KEY,
   bits  BLOB NOT NULL
 );

@@ -14,13 +14,9 @@ const FIRST_MAJOR_OF_CURRENT_DRIVER = 22;
 
 /** The driver could not be loaded: the installation is incomplete (exit 2). */
 export class SqliteDriverError extends Error {
-  readonly userMessage: string;
+  override readonly name = 'SqliteDriverError';
+  readonly userMessage = this.message;
   readonly exitCode = 2;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'SqliteDriverError';
-    this.userMessage = message;
-  }
 }
 
 export function driverPackageFor(nodeVersion: string): string {
@@ -28,18 +24,13 @@ export function driverPackageFor(nodeVersion: string): string {
   return Number.isInteger(major) && major < FIRST_MAJOR_OF_CURRENT_DRIVER ? NODE20_DRIVER_PACKAGE : DRIVER_PACKAGE;
 }
 
-export interface DriverLoadContext {
-  nodeVersion: string;
-  require: (id: string) => unknown;
-}
-
-const defaultContext = (): DriverLoadContext => ({
-  nodeVersion: process.versions.node,
-  require: createRequire(import.meta.url),
-});
-
 /** Requires the driver and opens an in-memory database, so that a binary built for another Node is reported here. */
-export function loadSqliteDriver(context: DriverLoadContext = defaultContext()): SqliteDriver {
+export function loadSqliteDriver(
+  context: { nodeVersion: string; require: (id: string) => unknown } = {
+    nodeVersion: process.versions.node,
+    require: createRequire(import.meta.url),
+  },
+): SqliteDriver {
   const name = driverPackageFor(context.nodeVersion);
   const node = `Node ${context.nodeVersion.replace(/^v/, '')}`;
   let driver: SqliteDriver;

@@ -1,4 +1,4 @@
-import type { Database, Statement } from 'better-sqlite3';
+import type { Database } from 'better-sqlite3';
 import type { DiiType } from '../identity/index.js';
 import { sortedUnique } from './id-lists.js';
 import { BatchWriter, encodeUpdates, requestsByKey, TOMBSTONE, timeOrNull } from './batch-commit.js';
@@ -14,7 +14,6 @@ import { LIST_PAGE, prepared, SQL } from './queries.js';
 import { RecordWalker, WALK_PAGE } from './record-walk.js';
 import { IDENTITY_META_KEYS, META_KEYS, statusOfCode, TYPE_CODE, TYPE_OF_CODE } from './schema.js';
 import type {
-  BucketEntries,
   ChangeJournalRows,
   CopiedEntry,
   DueCursor,
@@ -38,8 +37,6 @@ import type {
 const LAST_ID = Number.MAX_SAFE_INTEGER;
 const DEFAULT_TAIL_ENTRIES = 1_000_000;
 const DEFAULT_KEY_CACHE_MIB = 256;
-// consecutive ids read as one range rather than in an IN (...) list, from this many on
-const MIN_ID_RUN = 8;
 // a lookup of at least NEIGHBOUR_MIN_KEYS keys first finds the ids of NEIGHBOUR_SAMPLE of them; a range of ids
 // holding at least NEIGHBOUR_MIN_HITS of those, and at most NEIGHBOUR_READS_PER_KEY entries per request it
 // stands for, is read whole (a lookup in a key level costs several entries of a range)
@@ -50,6 +47,9 @@ const NEIGHBOUR_MIN_HITS = 4;
 
 /** Gives back the request the entry answers, or -1. */
 type OnAnswer = (id: number, entry: EntryView) => number;
+
+/** What a program that maps with a state file holds of it (the library's openStateFor). */
+export type StateFile = Pick<StateStore, 'path' | 'lookupStored' | 'commitBatch' | 'close'>;
 
 /** The state file over one connection, made by openState; each writing method is one transaction. */
 export class StateStore {
@@ -155,58 +155,34 @@ export class StateStore {
    * The entries of these keys read joined (one row per statement). A file mapped again asks for one committed
    * batch at a time, whose ids are close together while their keys are spread over the main level: where a
    * sample of the keys finds ids close together, that id range is read whole first, and only the requests left
-   * unanswered go through the key levels. Runs of consecutive ids are read as ranges, the others as lists.
+   * unanswered go through the key levels.
    */
   private readAnswersByKeys(lookupKeys: readonly number[], onAnswer: OnAnswer): void {
-    let asked = lookupKeys;
-    let ids: number[] = [];
-    let read: { from: number; to: number } | null = null;
     const n = lookupKeys.length;
+    let asked = lookupKeys;
+    let read: { from: number; to: number } | null = null;
     if (n >= NEIGHBOUR_MIN_KEYS) {
-      const sampled = new Uint8Array(n);
       const sampleKeys: number[] = [];
-      for (let k = 0; k < NEIGHBOUR_SAMPLE; k++) {
-        const i = Math.floor(((k + 0.5) * n) / NEIGHBOUR_SAMPLE);
-        sampled[i] = 1;
-        sampleKeys.push(lookupKeys[i]);
-      }
-      const sampleIds = this.keys.idsOf(sampleKeys);
-      read = denseSpan(sortedUnique(sampleIds), n);
-      const left: number[] = [];
-      if (read !== null) {
-        const answered = new Uint8Array(n);
-        this.walker.walk(
-          read.from - 1,
-          read.to,
-          (id, e) => {
-            const i = onAnswer(id, e);
-            if (i >= 0) answered[i] = 1;
-          },
-          LIST_PAGE,
-        );
-        for (let i = 0; i < n; i++) if (answered[i] === 0) left.push(lookupKeys[i]);
-      } else {
-        ids = sampleIds;
-        for (let i = 0; i < n; i++) if (sampled[i] === 0) left.push(lookupKeys[i]);
-      }
-      asked = left;
+      for (let k = 0; k < NEIGHBOUR_SAMPLE; k++)
+        sampleKeys.push(lookupKeys[Math.floor(((k + 0.5) * n) / NEIGHBOUR_SAMPLE)]);
+      read = denseSpan(sortedUnique(this.keys.idsOf(sampleKeys)), n);
     }
-    for (const id of this.keys.idsOf(asked)) ids.push(id);
+    if (read !== null) {
+      const answered = new Uint8Array(n);
+      const onRange = (id: number, e: EntryView): void => {
+        const i = onAnswer(id, e);
+        if (i >= 0) answered[i] = 1;
+      };
+      this.walker.walk(read.from - 1, read.to, onRange, LIST_PAGE);
+      asked = lookupKeys.filter((_, i) => answered[i] === 0);
+    }
+    // a sample that found no range is looked up again with the rest: a few keys of thousands
+    let ids = this.keys.idsOf(asked);
     if (read !== null) {
       const { from, to } = read;
       ids = ids.filter((id) => id < from || id > to);
     }
-    if (ids.length === 0) return;
-    const sorted = sortedUnique(ids);
-    const scattered: number[] = [];
-    for (let i = 0; i < sorted.length; ) {
-      let end = i + 1;
-      while (end < sorted.length && end - i < LIST_PAGE && sorted[end] === sorted[end - 1] + 1) end++;
-      if (end - i >= MIN_ID_RUN) this.walker.walk(sorted[i] - 1, sorted[end - 1], onAnswer, LIST_PAGE);
-      else for (let j = i; j < end; j++) scattered.push(sorted[j]);
-      i = end;
-    }
-    this.walker.listed(scattered, onAnswer);
+    this.walker.listed(sortedUnique(ids), onAnswer);
   }
 
   /**
@@ -215,12 +191,6 @@ export class StateStore {
    */
   private read<T>(read: () => T): T {
     return this.db.inTransaction ? read() : this.db.transaction(read)();
-  }
-
-  /** After a failed transaction: forgets the tail and what was read of the file. */
-  private resetTail(): void {
-    this.keys.reset();
-    this.due.forget();
   }
 
   commitBatch(updates: readonly (EntryUpdate | CopiedEntry)[], nowS: number, journal?: ChangeJournalRows): void {
@@ -235,12 +205,14 @@ export class StateStore {
           if (journal !== undefined) this.insertJournal(journal, now);
         })
         .immediate();
+      if (this.keys.full) {
+        this.db.transaction(() => this.keys.merge()).immediate();
+      }
     } catch (err) {
-      // the rows it appended were rolled back: so must their tail entries be
-      this.resetTail();
+      // what the failed transaction wrote was rolled back: so must the tail entries it added or merged be
+      this.keys.reset();
       throw err;
     }
-    if (this.keys.full) this.mergeTailNow();
   }
 
   /** Opens a transaction that the following commitBatch calls join until endGroup or abortGroup. */
@@ -263,23 +235,14 @@ export class StateStore {
   abortGroup(): void {
     // SQLite may have rolled back already (a full disk does)
     if (this.db.inTransaction) this.db.exec('ROLLBACK');
-    this.resetTail();
-  }
-
-  private mergeTailNow(): void {
-    try {
-      this.db.transaction(() => this.keys.merge()).immediate();
-    } catch (err) {
-      this.resetTail();
-      throw err;
-    }
+    this.keys.reset();
   }
 
   /** Pending change rows of one channel in id order after `afterId`, at most `limit`. */
   pendingChanges(channel: string, afterId = 0, limit = 5_000): PendingChange[] {
     const n = pageLimit(limit);
     if (n === 0) return [];
-    const rows = this.sql(SQL.pendingChanges).raw().all(channel, afterId, n) as [number, string, number][];
+    const rows = prepared(this.db, SQL.pendingChanges).raw().all(channel, afterId, n) as [number, string, number][];
     return rows.map(([id, row, sum]) => {
       if (sum !== checksumOf(row)) throw new ChecksumError('a pending change row');
       return { id, row };
@@ -287,21 +250,21 @@ export class StateStore {
   }
 
   pendingChangeCounts(): Record<string, number> {
-    return Object.fromEntries(this.sql(SQL.pendingChangeCounts).raw().all() as [string, number][]);
+    return Object.fromEntries(prepared(this.db, SQL.pendingChangeCounts).raw().all() as [string, number][]);
   }
 
   lastPendingChangeId(channel: string): number | null {
-    return (this.sql(SQL.lastPendingChange).pluck().get(channel) as number | null | undefined) ?? null;
+    return (prepared(this.db, SQL.lastPendingChange).pluck().get(channel) as number | null | undefined) ?? null;
   }
 
   /** Deletes a channel's pending change rows up to `upToId` once an output holding them is committed. */
   ackChanges(channel: string, upToId: number): number {
     this.writable('acknowledge delivered changes');
-    return this.sql(SQL.ackChanges).run(channel, upToId).changes;
+    return prepared(this.db, SQL.ackChanges).run(channel, upToId).changes;
   }
 
   private insertJournal(journal: ChangeJournalRows, nowS: number): void {
-    const insert = this.sql(SQL.insertPendingChange);
+    const insert = prepared(this.db, SQL.insertPendingChange);
     for (const row of journal.rows) insert.run(journal.runId, journal.channel, row, checksumOf(row), nowS);
   }
 
@@ -367,7 +330,7 @@ export class StateStore {
   }
 
   /** Mapped v2 entries (with a salt bucket): how many, and when the oldest of them was mapped (Unix seconds). */
-  bucketEntries(): BucketEntries {
+  bucketEntries(): { count: number; oldestMappedS: number | null } {
     let count = 0;
     let oldest = Number.POSITIVE_INFINITY;
     this.walk(0, LAST_ID, (_, e) => {
@@ -404,7 +367,7 @@ export class StateStore {
   }
 
   private rewrite(writer: RecordWriter, id: number, e: EntryView, change: Partial<EntryValues>): void {
-    this.sql(SQL.updateRecord).run(writer.write({ ...e.values(), ...change }), id);
+    prepared(this.db, SQL.updateRecord).run(writer.write({ ...e.values(), ...change }), id);
   }
 
   /** A walk of the table in one read transaction, so that its pages see one state of the file. */
@@ -426,13 +389,6 @@ export class StateStore {
 
   countWithRawUid(): number {
     return this.count((e) => e.uSize >= 0 || e.pSize >= 0);
-  }
-
-  /** ceil(fraction * countWithRawUid()). */
-  sweepSize(fraction: number): number {
-    if (!(fraction > 0)) return 0;
-    const total = this.countWithRawUid();
-    return Math.min(total, Math.ceil(Math.min(fraction, 1) * total));
   }
 
   recordOptoutChecks(ids: readonly number[], nowS: number, cursor?: OptoutCursor): void {
@@ -458,8 +414,7 @@ export class StateStore {
     this.writable('tombstone opted-out entries');
     if (optedOut.length === 0) return 0;
     const now = Math.floor(nowS);
-    const since = new Map<string, number>();
-    for (const o of optedOut) since.set(o.rawUid, o.optedOutSinceMs);
+    const since = new Map(optedOut.map((o) => [o.rawUid, o.optedOutSinceMs] as const));
     const writer = new RecordWriter();
     let changed = 0;
     const check = (id: number, e: EntryView): void => {
@@ -511,23 +466,19 @@ export class StateStore {
   }
 
   lastRun(): StateRun | null {
-    const row = this.sql(SQL.lastRun).raw().get() as [string, number, number, number | null, number | null] | undefined;
-    return row === undefined
-      ? null
-      : { command: row[0], startedAtS: row[1], nowS: row[2], finishedAtS: row[3], exitCode: row[4] };
+    return (prepared(this.db, SQL.lastRun).get() as StateRun | undefined) ?? null;
   }
 
   startRun(command: string, argsJson: string, nowS: number = Date.now() / 1000): number {
     this.writable('record a run');
     const startedAtS = Math.floor(Date.now() / 1000);
-    return Number(
-      this.sql(SQL.startRun).run(command, argsJson, process.pid, startedAtS, Math.floor(nowS)).lastInsertRowid,
-    );
+    const run = prepared(this.db, SQL.startRun).run(command, argsJson, process.pid, startedAtS, Math.floor(nowS));
+    return Number(run.lastInsertRowid);
   }
 
   finishRun(id: number, summaryJson: string, exitCode: number, nowS: number = Date.now() / 1000): void {
     this.writable('record a run');
-    this.sql(SQL.finishRun).run(Math.floor(nowS), summaryJson, exitCode, id);
+    prepared(this.db, SQL.finishRun).run(Math.floor(nowS), summaryJson, exitCode, id);
   }
 
   /** Takes the lock for a writing run; throws StateLockedError while another live run holds it. */
@@ -587,10 +538,6 @@ export class StateStore {
     } finally {
       this.lockFile.release();
     }
-  }
-
-  private sql(text: string): Statement {
-    return prepared(this.db, text);
   }
 
   private writable(what: string): void {

@@ -54,11 +54,8 @@ export interface StoredEntries {
 /** An entry due for a remap, with its id. */
 export type DueEntry = { id: number } & Pick<StateRecord, 'type' | 'hash' | 'u' | 'p' | 'r' | 'bucketId'>;
 
-/** Where a walk through the `r` index stands; the last DueEntry of a page is one. */
-export interface DueCursor {
-  r: number | null;
-  id: number;
-}
+/** Where a walk of the due entries stands; the last DueEntry of a page is one. */
+export type DueCursor = Pick<DueEntry, 'r' | 'id'>;
 
 export interface DueDay {
   /** YYYY-MM-DD (UTC). */
@@ -73,20 +70,12 @@ export interface DueDay {
 export type OptoutCandidate = { id: number } & Pick<StateRecord, 'type' | 'hash' | 'u' | 'p' | 'lastOptoutCheckS'>;
 
 /** Where the opt-out sweep stands in id order: the id of the last entry read. An OptoutCandidate is one. */
-export interface OptoutCursor {
-  id: number;
-}
+export type OptoutCursor = Pick<OptoutCandidate, 'id'>;
 
 /** A salt bucket the service reports as rotated (v2), with when (Unix ms). */
 export interface RotatedBucket {
   bucketId: string;
   lastUpdatedMs: number;
-}
-
-/** The mapped v2 entries of a state file: how many, and the oldest one's last_mapped. */
-export interface BucketEntries {
-  count: number;
-  oldestMappedS: number | null;
 }
 
 export interface OptedOutRawUid {
@@ -164,15 +153,4 @@ export interface OpenStateOptions {
   keyCacheMiB?: number;
   /** Appended entries indexed in memory before a merge into the key levels (default 1,000,000). */
   tailEntries?: number;
-}
-
-/** What a program that maps with a state file holds of it (the library's openStateFor). */
-export interface StateFile {
-  readonly path: string;
-  /** As StateBackend.lookupStored. */
-  lookupStored(type: DiiType, hashes: readonly string[]): StoredEntries;
-  /** One answered batch in one transaction, with its change rows when `journal` is given. */
-  commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): void;
-  /** Releases the lock and closes the file, checkpointed. Idempotent. */
-  close(): void;
 }

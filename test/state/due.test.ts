@@ -135,7 +135,7 @@ describe('v3 due entries: selectDue, countDue, dueByDay', () => {
           .join(' | ');
       for (const [sql, params] of [
         [SQL.dueListNextDay, [1, 1]],
-        [SQL.dueListPieces, [1, 1]],
+        [SQL.dueListPieces, [1]],
         [SQL.dueListLastPiece, [1]],
         [SQL.deleteDueListPieces, [1, 1]],
       ] as const) {

@@ -6,7 +6,7 @@ import type { StateBackend, StateKind, StateLockScope, StateRecord, StateRun } f
 import { ChecksumError, checksumOf } from '../checksum.js';
 import { StateDamagedError, StateFormatError, StateReadonlyError } from '../errors.js';
 import { checkedMetaValue, metaSumOf } from '../meta-values.js';
-import type { EntryTally } from '../reader.js';
+import type { EntryTally } from '../types.js';
 import { IDENTITY_META_KEYS, META_KEYS, STATUS_CODE, statusOfCode, TYPE_CODE, TYPE_OF_CODE } from '../schema.js';
 import type {
   ChangeJournalRows,
