@@ -21,7 +21,7 @@ export const INVALID_ITEM: MapV3Item = Object.freeze({ e: 'invalid identifier' }
  */
 export class ScannedAnswers {
   readonly code: Uint8Array;
-  /** Where each mapped item's `u` starts in `bytes` (RAW_UID_LENGTH bytes). */
+  /** Where each mapped item's `u` starts in `bytes` (RAW_UID_LENGTH bytes, each base64's, as the scanner checked). */
   readonly uAt: Int32Array;
   /** Where each mapped item's `p` starts in `bytes`, or -1 when it is null. */
   readonly pAt: Int32Array;

@@ -108,6 +108,35 @@ describe('answers packed for the thread that holds the rows', () => {
     expect(unpackAnswers(got).map(plain)).toEqual(chunk.mapped.map(plain));
   });
 
+  it('hands over every base64 character of packed raw UIDs bit for bit, wherever it lies in the answer', () => {
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+    // each character at each of the 44 places, and the answers at every offset modulo 8
+    const uids = Array.from({ length: 64 }, (_, i) =>
+      Array.from({ length: 44 }, (_, j) => (j === 43 && i % 2 === 0 ? '=' : alphabet[(i + 7 * j) % 64])).join(''),
+    );
+    const items = uids.map(
+      (u, i) => `${' '.repeat(i % 8)}{"u":"${u}","p":${i % 3 === 0 ? 'null' : `"${uids[63 - i]}"`}}`,
+    );
+    const json = Buffer.from(items.join(','), 'latin1');
+    const scanned = new ScannedAnswers(json, uids.length);
+    let from = 0;
+    for (let i = 0; i < uids.length; i++) {
+      const uAt = json.indexOf(`"u":"${uids[i]}"`, from) + 5;
+      const pAt = i % 3 === 0 ? null : json.indexOf(uids[63 - i], uAt + 44);
+      scanned.addMapped(uAt, pAt, 1_800_000_000 + i);
+      from = uAt + 44;
+    }
+    const chunk = new RowChunk([], 2, { thread: 0, piece: 5 }, 32);
+    for (let slot = 0; slot < 64; slot++) chunk.setScanned(slot, scanned, 63 - slot);
+    const mapped = unpackAnswers(packAnswers(chunk));
+    expect(mapped.map((m) => (m === null ? null : [m.u, m.p, m.r]))).toEqual(
+      Array.from({ length: 64 }, (_, slot) => {
+        const i = 63 - slot;
+        return [uids[i], i % 3 === 0 ? null : uids[63 - i], 1_800_000_000 + i];
+      }),
+    );
+  });
+
   it('reads back raw UIDs that are not ASCII, or that UTF-8 cannot carry, as they were', () => {
     const chunk = new RowChunk([], 1, { thread: 0, piece: 3 }, 4);
     chunk.setMapped(0, { u: 'zürich', p: '\ud800x', r: 1 });
