@@ -49,10 +49,17 @@ const NEIGHBOUR_MIN_HITS = 4;
 type OnAnswer = (id: number, entry: EntryView) => number;
 
 /** What a program that maps with a state file holds of it (the library's openStateFor). */
-export type StateFile = Pick<StateStore, 'path' | 'lookupStored' | 'commitBatch' | 'close'>;
+export interface StateFile {
+  readonly path: string;
+  lookupStored(type: DiiType, hashes: readonly string[]): StoredEntries;
+  /** One answered batch in one transaction, with its change rows when `journal` is given. */
+  commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): void;
+  /** Releases the lock and closes the file, checkpointed. Idempotent. */
+  close(): void;
+}
 
 /** The state file over one connection, made by openState; each writing method is one transaction. */
-export class StateStore {
+export class StateStore implements StateFile {
   private readonly walker: RecordWalker;
   private readonly writer: BatchWriter;
   private readonly due: DueLists;
@@ -94,15 +101,13 @@ export class StateStore {
   /** Sets a metadata value (e.g. `last_buckets_check`, `api` after a migration). Identity keys are refused. */
   setMeta(key: string, value: string): void {
     this.writable(`set ${key}`);
-    if (IDENTITY_META_KEYS.has(key)) {
+    if (IDENTITY_META_KEYS.has(key))
       throw new StateFormatError(
         `state file ${this.path}: '${key}' says what the file is and cannot be changed`,
         this.path,
       );
-    }
-    if (key === META_KEYS.api && value !== 'v2' && value !== 'v3') {
+    if (key === META_KEYS.api && value !== 'v2' && value !== 'v3')
       throw new StateFormatError(`state file ${this.path}: api must be v2 or v3, not '${value}'`, this.path);
-    }
     setMetaValue(this.db, key, value);
   }
 
