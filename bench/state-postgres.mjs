@@ -1,12 +1,13 @@
 // Benchmark of a PostgreSQL state (src/state/postgres through dist/) on a server of its own
 // (bench/postgres-server.mjs): builds a state with commitBatch in map-sized batches, 1/365 of them due per day,
 // then times lookups of 5,000 keys, one day's due entries, whole due walks (1% and all due) and the opt-out
-// sweep's pages. Rates are per wall
-// second: the server's work is in another process. Run through `npm run bench:state -- --postgres`.
+// sweep's pages. Commits and lookups are timed as `map --state` asks them, several at once (--in-flight), and one
+// at a time (serial). Rates are per wall second: the server's work is in another process. Run through `npm run bench:state -- --postgres`.
 //
 //   npm run bench:state -- --postgres                   # 1,000,000 entries, 5,000 per commit
 //   npm run bench:state -- --postgres 10000000          # another size
 //   npm run bench:state -- --postgres --shared-buffers 4GB   # the server's buffer cache (sized to the state unless given)
+//   npm run bench:state -- --postgres --in-flight 8     # commits and lookups asked at once (4 unless given)
 //   node bench/state.mjs --postgres --dist DIR          # another build's output (DIR holds state/postgres/open.js)
 // Figures also go to bench/results-state-postgres.json (not committed).
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -28,6 +29,9 @@ const DIST = resolve(option('--dist') ?? join(ROOT, 'dist'));
 const { openPostgresState } = await import(join(DIST, 'state', 'postgres', 'open.js'));
 const ENTRIES = Number(args.find((a) => /^\d+$/.test(a)) ?? 1_000_000);
 const COMMIT_ROWS = Number(option('--commit-rows') ?? 5_000);
+// map keeps many requests in flight and commits each answered batch as it comes, and looks up each chunk's new
+// keys without waiting for the last lookup: the store sees several commits and lookups at once
+const IN_FLIGHT = Number(option('--in-flight') ?? 4);
 // the entries table and its indexes take about 300 bytes an entry: the buffer cache holds them all (400 bytes an
 // entry, in steps of 256MB, at least 512MB), as docs/postgres-state.md tells users to size their server
 const SHARED_BUFFERS = option('--shared-buffers') ?? `${Math.max(512, Math.ceil((ENTRIES * 400) / 2 ** 28) * 256)}MB`;
@@ -35,6 +39,15 @@ const fmt = (n) => Math.round(n).toLocaleString('en-US');
 const line = (label, value) => console.log(`${label.padEnd(50)} ${value}`);
 const seconds = (t) => Number(process.hrtime.bigint() - t) / 1e9;
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+/** Runs task(0) ... task(n - 1) with at most `k` of them at once, in order of start. */
+async function inFlight(k, n, task) {
+  let next = 0;
+  const lane = async () => {
+    while (next < n) await task(next++);
+  };
+  await Promise.all(Array.from({ length: Math.min(k, n) }, lane));
+}
 
 /** A seeded uniform picker in [0, 1): every round asks for keys it has not asked before. */
 function picker(seed) {
@@ -111,49 +124,66 @@ try {
       .map(([k, v]) => `${k}=${v}`)
       .join(', ')}`,
   );
-  // ---- build: what `map --state` writes, one commit per answered batch
-  const commitSeconds = [];
-  let inCommits = 0;
-  let commitCpu = 0;
-  const commitServer = await serverCpuS();
-  for (let first = 0; first < ENTRIES; first += COMMIT_ROWS) {
-    const n = Math.min(COMMIT_ROWS, ENTRIES - first);
+  // ---- build: what `map --state` writes, one commit per answered batch, IN_FLIGHT at once
+  const batchOf = (first, n) => {
     const updates = new Array(n);
-    for (let j = 0; j < n; j++) {
-      const i = first + j;
-      updates[j] = firstAnswer(i);
-    }
-    const t = process.hrtime.bigint();
-    const cpu = process.cpuUsage();
-    await store.commitBatch(updates, TODAY - 30 * DAY);
-    const used = process.cpuUsage(cpu);
-    commitCpu += (used.user + used.system) / 1e6;
-    const s = seconds(t);
-    commitSeconds.push(s / n);
-    inCommits += s;
-    if ((first + n) % 1_000_000 === 0 || first + n === ENTRIES) {
+    for (let j = 0; j < n; j++) updates[j] = firstAnswer(first + j);
+    return updates;
+  };
+  const buildCpu = process.cpuUsage();
+  const commitServer = await serverCpuS();
+  const buildStart = process.hrtime.bigint();
+  let markAt = buildStart;
+  let markBuilt = 0;
+  let built = 0;
+  await inFlight(IN_FLIGHT, Math.ceil(ENTRIES / COMMIT_ROWS), async (b) => {
+    const first = b * COMMIT_ROWS;
+    const n = Math.min(COMMIT_ROWS, ENTRIES - first);
+    await store.commitBatch(batchOf(first, n), TODAY - 30 * DAY);
+    built += n;
+    if (built % 1_000_000 === 0 || built === ENTRIES) {
+      const now = process.hrtime.bigint();
       line(
-        `  commitBatch up to ${fmt(first + n)}`,
-        `${fmt(1 / median(commitSeconds.slice(-200)))} rows/s (median of the last batches)`,
+        `  commitBatch up to ${fmt(built)}`,
+        `${fmt((built - markBuilt) / seconds(markAt))} rows/s (since the last line)`,
       );
+      markAt = now;
+      markBuilt = built;
     }
-  }
-  results.commitRowsPerS = Math.round(1 / median(commitSeconds));
+  });
+  const inCommits = seconds(buildStart);
+  const buildUsed = process.cpuUsage(buildCpu);
+  const commitCpu = (buildUsed.user + buildUsed.system) / 1e6;
+  results.commitRowsPerS = Math.round(ENTRIES / inCommits);
   const commitServerS = (await serverCpuS()) - commitServer;
   results.commitServerUsPerRow = Number(((commitServerS * 1e6) / ENTRIES).toFixed(2));
   line(
-    'build: commitBatch of new entries',
-    `${fmt(results.commitRowsPerS)} rows/s median, ${inCommits.toFixed(1)} s in all, ${commitCpu.toFixed(1)} s CPU of this process, ` +
-      `${commitServerS.toFixed(1)} s of the server's (${results.commitServerUsPerRow} µs a row)`,
+    `build: commitBatch of new entries, ${IN_FLIGHT} at once`,
+    `${fmt(results.commitRowsPerS)} rows/s, ${inCommits.toFixed(1)} s in all, ${commitCpu.toFixed(1)} s CPU of this process ` +
+      `(making the batches too), ${commitServerS.toFixed(1)} s of the server's (${results.commitServerUsPerRow} µs a row)`,
   );
+  // the same one at a time (as the bench measured before), on keys after the built ones
+  {
+    const rates = [];
+    const server0 = await serverCpuS();
+    for (let b = 0; b < 20; b++) {
+      const updates = batchOf(ENTRIES + b * COMMIT_ROWS, COMMIT_ROWS);
+      const t = process.hrtime.bigint();
+      await store.commitBatch(updates, TODAY - 30 * DAY);
+      rates.push(COMMIT_ROWS / seconds(t));
+    }
+    const serverS = (await serverCpuS()) - server0;
+    results.serialCommitRowsPerS = Math.round(median(rates));
+    line(
+      'commitBatch of new entries, one at a time (serial)',
+      `${fmt(results.serialCommitRowsPerS)} rows/s median of 20, ${((serverS * 1e6) / (20 * COMMIT_ROWS)).toFixed(2)} µs of the server's a row`,
+    );
+  }
 
-  // ---- commits of stored entries: what a remap writes (each key mapped again)
+  // ---- commits of stored entries: what a remap writes (each key mapped again), one at a time, then IN_FLIGHT at once
   const rnd = picker(777);
-  const again = [];
-  const againCpu = process.cpuUsage();
-  const againServer = await serverCpuS();
-  for (let round = 0; round < 20; round++) {
-    const updates = Array.from({ length: COMMIT_ROWS }, () => {
+  const storedBatch = () =>
+    Array.from({ length: COMMIT_ROWS }, () => {
       const i = Math.floor(rnd() * ENTRIES);
       return {
         type: typeOf(i),
@@ -161,6 +191,11 @@ try {
         outcome: { kind: 'mapped', u: b64(`new-${i}`), p: null, r: TODAY + 400 * DAY },
       };
     });
+  const again = [];
+  const againCpu = process.cpuUsage();
+  const againServer = await serverCpuS();
+  for (let round = 0; round < 20; round++) {
+    const updates = storedBatch();
     const t = process.hrtime.bigint();
     await store.commitBatch(updates, TODAY);
     again.push(COMMIT_ROWS / seconds(t));
@@ -170,11 +205,24 @@ try {
   const againServerS = (await serverCpuS()) - againServer;
   results.recommitServerUsPerRow = Number(((againServerS * 1e6) / (20 * COMMIT_ROWS)).toFixed(2));
   line(
-    'commitBatch of stored entries (random)',
+    'commitBatch of stored entries (random), serial',
     `${fmt(results.recommitRowsPerS)} rows/s median, ` +
       `${fmt((20 * COMMIT_ROWS) / ((againUsed.user + againUsed.system) / 1e6))}/s CPU of this process, ` +
       `${fmt((20 * COMMIT_ROWS) / againServerS)}/s of the server's (${results.recommitServerUsPerRow} µs a row)`,
   );
+  {
+    const batches = Array.from({ length: 40 }, storedBatch);
+    const server0 = await serverCpuS();
+    const t = process.hrtime.bigint();
+    await inFlight(IN_FLIGHT, batches.length, (b) => store.commitBatch(batches[b], TODAY));
+    const wallS = seconds(t);
+    const serverS = (await serverCpuS()) - server0;
+    results.recommitInFlightRowsPerS = Math.round((40 * COMMIT_ROWS) / wallS);
+    line(
+      `commitBatch of stored entries (random), ${IN_FLIGHT} at once`,
+      `${fmt(results.recommitInFlightRowsPerS)} rows/s, ${((serverS * 1e6) / (40 * COMMIT_ROWS)).toFixed(2)} µs of the server's a row`,
+    );
+  }
 
   // how many of those updates were heap-only (HOT: no index written), once the sessions' counters reach the
   // statistics (a session flushes them within about ten seconds once idle)
@@ -185,43 +233,63 @@ try {
   results.hotUpdates = { updates: Number(updated.n), heapOnly: Number(updated.hot) };
   line('  of which heap-only (HOT) updates', `${fmt(Number(updated.hot))} of ${fmt(Number(updated.n))}`);
 
-  // ---- lookups of 5,000 keys, as `map --state` asks per batch (one call per DII type, both at once)
+  // ---- lookups of 5,000 keys, as `map --state` asks per chunk (one call per DII type, both at once), one chunk
+  // at a time (serial), then IN_FLIGHT chunks at once
   for (const [label, hitEvery, name] of [
     ['lookupStored 5,000 keys: all stored (random)', 1, 'all'],
     ['lookupStored 5,000 keys: none stored', 0, 'none'],
     ['lookupStored 5,000 keys: half stored', 2, 'half'],
   ]) {
     const pick = picker(12_345);
-    const rates = [];
-    let found = 0;
-    let cpuS = 0;
-    const server0 = await serverCpuS();
-    for (let round = 0; round < 40; round++) {
-      const keys = Array.from({ length: 5_000 }, (_, k) => {
+    const chunkOf = (round) =>
+      Array.from({ length: 5_000 }, (_, k) => {
         if (hitEvery !== 0 && k % hitEvery === 0) {
           const i = Math.floor(pick() * ENTRIES);
           return storedKey(i);
         }
         return { type: 'email', hash: b64(`absent-${round}-${k}`) };
       });
-      const t = process.hrtime.bigint();
-      const cpu = process.cpuUsage();
-      // both types at once, as the map engine asks them
+    let found = 0;
+    const ask = async (keys) => {
       const asked = [];
       for (const type of ['email', 'phone']) {
         const hashes = keys.filter((k) => k.type === type).map((k) => k.hash);
         if (hashes.length > 0) asked.push(store.lookupStored(type, hashes));
       }
       for (const entries of await Promise.all(asked)) found += entries.at.length;
+    };
+    const rates = [];
+    let cpuS = 0;
+    const server0 = await serverCpuS();
+    for (let round = 0; round < 40; round++) {
+      const keys = chunkOf(round);
+      const t = process.hrtime.bigint();
+      const cpu = process.cpuUsage();
+      await ask(keys);
       const used = process.cpuUsage(cpu);
       cpuS += (used.user + used.system) / 1e6;
       rates.push(5_000 / seconds(t));
     }
     results[`lookups_${name}`] = Math.round(median(rates));
     line(
-      label,
+      `${label}, serial`,
       `${fmt(median(rates))} lookups/s median (${fmt(found)} found), ${fmt((rates.length * 5_000) / cpuS)}/s CPU of this process, ` +
         `${fmt((rates.length * 5_000) / ((await serverCpuS()) - server0))}/s of the server's`,
+    );
+    const chunks = Array.from({ length: 40 }, (_, round) => chunkOf(40 + round));
+    found = 0;
+    const server1 = await serverCpuS();
+    const cpu = process.cpuUsage();
+    const t = process.hrtime.bigint();
+    await inFlight(IN_FLIGHT, chunks.length, (c) => ask(chunks[c]));
+    const wallS = seconds(t);
+    const used = process.cpuUsage(cpu);
+    results[`lookupsInFlight_${name}`] = Math.round((40 * 5_000) / wallS);
+    line(
+      `${label}, ${IN_FLIGHT} at once`,
+      `${fmt(results[`lookupsInFlight_${name}`])} lookups/s (${fmt(found)} found), ` +
+        `${fmt((40 * 5_000) / ((used.user + used.system) / 1e6))}/s CPU of this process, ` +
+        `${fmt((40 * 5_000) / ((await serverCpuS()) - server1))}/s of the server's`,
     );
   }
 

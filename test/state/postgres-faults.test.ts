@@ -207,7 +207,7 @@ describe('PostgreSQL state: bad input and faults, one line each without the pass
       const err = await failure(s.lookupStored('email', ['a']));
       expect(err).toBeInstanceOf(StateConnectionError);
       expect(err.exitCode).toBe(2);
-      expect(err.message).toMatch(/has no room for another session \(53300\); a run holds up to three/);
+      expect(err.message).toMatch(/has no room for another session \(53300\); a run holds up to six/);
       expect(err.message).not.toMatch(new RegExp(`${password}|\n`));
     } finally {
       await s.close();

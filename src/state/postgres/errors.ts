@@ -92,8 +92,8 @@ export function connectionFault(err: unknown, where: string, connected: boolean)
   if (code === NO_ROOM) {
     return new StateConnectionError(
       where,
-      `PostgreSQL at ${where} has no room for another session (${code}); a run holds up to three (one, and two ` +
-        "for lookups): raise the server's max_connections or the user's connection limit, or run fewer at once",
+      `PostgreSQL at ${where} has no room for another session (${code}); a run holds up to six (one, two for ` +
+        "lookups and three for commits): raise the server's max_connections or the user's connection limit, or run fewer at once",
       2,
     );
   }

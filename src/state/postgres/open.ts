@@ -8,7 +8,7 @@ import { APPLICATION_ID, META_KEYS } from '../schema.js';
 import type { OpenStateOptions } from '../types.js';
 import { connectionFault } from './errors.js';
 import { PG_SCHEMA_VERSION, schemaDdl } from './schema.js';
-import { LOOKUP_SESSIONS, PostgresState } from './store.js';
+import { COMMIT_SESSIONS, LOOKUP_SESSIONS, PostgresState } from './store.js';
 import { parseStateUrl } from './url.js';
 
 // how long a connection attempt may take before the server counts as unreachable
@@ -42,7 +42,9 @@ export async function openPostgresState(url: string, options: OpenStateOptions):
   // lookups read on sessions of their own, connected at the first (a run that looks nothing up opens none): the
   // server answers a lookup's parts on two of its processes at once, and never behind a commit in progress
   const lookups = postgres(connect, { ...settings, max: LOOKUP_SESSIONS });
-  return new PostgresState({ sql, lookups, schema, where, readonly });
+  // commits of answered batches run on sessions of their own too, connected at the first, several at once
+  const commits = postgres(connect, { ...settings, max: COMMIT_SESSIONS });
+  return new PostgresState({ sql, lookups, commits, schema, where, readonly });
 }
 
 /** Makes the schema when it has no state yet (one opener at a time, under a lock), then checks its meta values. */

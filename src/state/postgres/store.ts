@@ -44,6 +44,9 @@ const LAST_ID = Number.MAX_SAFE_INTEGER;
 // keys per statement of a lookup, at most, and the sessions its statements are spread over (open.ts opens them)
 const LOOKUP_PART = 1_024;
 export const LOOKUP_SESSIONS = 2;
+// the sessions map's commits run on at once (open.ts opens them): while one batch's commit waits for its WAL to
+// reach the disk, another's rows are sent and inserted
+export const COMMIT_SESSIONS = 3;
 // rows per page of a walk in id order (entries(), and what a copy asks for is the caller's)
 const WALK_PAGE = 5_000;
 // ids a statement of the due walk covers at most: however few entries are due, each statement stays short
@@ -207,6 +210,8 @@ export interface PostgresStateParts {
   sql: Sql;
   /** The sessions lookups read on (lookupStored), apart from `sql`'s. */
   lookups: Sql;
+  /** The sessions commits of batches without journal rows run on (commitBatch), apart from `sql`'s. */
+  commits: Sql;
   schema: string;
   where: string;
   readonly: boolean;
@@ -218,6 +223,7 @@ export class PostgresState implements StateBackend {
   readonly readonly: boolean;
   private readonly sql: Sql;
   private readonly lookups: Sql;
+  private readonly commits: Sql;
   private readonly s: string;
   private damagedCount = 0;
   private closed = false;
@@ -234,6 +240,7 @@ export class PostgresState implements StateBackend {
   constructor(parts: PostgresStateParts) {
     this.sql = parts.sql;
     this.lookups = parts.lookups;
+    this.commits = parts.commits;
     this.s = parts.schema;
     this.lookupStatement =
       `SELECT ${LOOKUP_VALUES} FROM ${this.s}.entries ` +
@@ -257,12 +264,12 @@ export class PostgresState implements StateBackend {
    * One transaction; a deadlock or serialization failure between concurrent writers runs it again. On a session
    * of its own, ended by hand: after a lost connection the server has rolled it back, and nothing more is sent.
    */
-  private async tx<T>(fn: (t: Query) => Promise<T>): Promise<T> {
+  private async tx<T>(fn: (t: Query) => Promise<T>, on: Sql = this.sql): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       if (this.lost !== undefined) throw this.lost;
       let conn: postgres.ReservedSql | undefined;
       try {
-        conn = await this.sql.reserve();
+        conn = await on.reserve();
         await conn.unsafe('BEGIN');
         const out = await fn(conn);
         await conn.unsafe('COMMIT');
@@ -509,19 +516,22 @@ export class PostgresState implements StateBackend {
     for (const entries of byType)
       for (const hash of [...entries.keys()].sort()) firsts.push(entries.get(hash) as Pending);
     if (firsts.length === 0 && journal === undefined) return;
+    // batches without journal rows commit side by side on the commit sessions; those with rows one after another
+    // on the first session, so that the journal's ids are committed in the order they are read back
+    const on = journal === undefined ? this.commits : this.sql;
     if (this.allNewLast && firsts.length > 0) {
       const made = firsts.map((f) => f.made);
       const copied = await this.tx(async (t) => {
         await this.copyNew(t, made);
         if (journal !== undefined) await this.insertJournal(t, journal, nowS);
         return true;
-      }).catch((err: unknown) => {
+      }, on).catch((err: unknown) => {
         if (err instanceof CopyRefused) return false;
         throw err;
       });
       if (copied) return;
     }
-    await this.upsertBatch(firsts, nowS, journal);
+    await this.upsertBatch(firsts, nowS, on, journal);
   }
 
   /**
@@ -566,7 +576,12 @@ export class PostgresState implements StateBackend {
   }
 
   /** commitBatch's transaction of upserts: the stored entries read, the new inserted, both in key order. */
-  private async upsertBatch(batch: readonly Pending[], nowS: number, journal?: ChangeJournalRows): Promise<void> {
+  private async upsertBatch(
+    batch: readonly Pending[],
+    nowS: number,
+    on: Sql,
+    journal?: ChangeJournalRows,
+  ): Promise<void> {
     const firsts: Upsert[] = batch.map((f) => ({
       type: f.type,
       hash: f.hash,
@@ -626,7 +641,7 @@ export class PostgresState implements StateBackend {
       this.mostlyNewLast = insertedAll * 2 >= firsts.length;
       this.allNewLast = insertedAll === firsts.length;
       if (journal !== undefined) await this.insertJournal(t, journal, nowS);
-    });
+    }, on);
   }
 
   /** The stored entries of these keys, by key. */
@@ -1030,6 +1045,6 @@ export class PostgresState implements StateBackend {
     this.closed = true;
     // ending the session releases its advisory locks
     const timeout = this.lost === undefined ? 5 : 0;
-    await Promise.all([this.sql.end({ timeout }), this.lookups.end({ timeout })]);
+    await Promise.all([this.sql.end({ timeout }), this.lookups.end({ timeout }), this.commits.end({ timeout })]);
   }
 }
