@@ -16,32 +16,58 @@ export function normalizeEmail(input: string): string | null {
 const SLOW = undefined;
 
 /**
- * Most inputs are printable ASCII with at most outer spaces; for them the walk below reduces to native string
- * operations. Returns SLOW (not null, which means invalid) for anything else: inner spaces, tabs, non-ASCII.
+ * Most inputs are printable ASCII with at most outer spaces; for them the walk below reduces to one pass over the
+ * characters and at most one new string (none when the input is already normalized, the common case). Returns SLOW
+ * (not null, which means invalid) for anything else: inner spaces, tabs, non-ASCII.
  */
 function normalizePrintableAscii(input: string): string | null | undefined {
   let start = 0;
   let end = input.length;
   while (start < end && input.charCodeAt(start) === 32) start++;
   while (end > start && input.charCodeAt(end - 1) === 32) end--;
+  let at = -1;
+  let upper = false;
   for (let i = start; i < end; i++) {
     const code = input.charCodeAt(i);
     if (code <= 32 || code >= 127) return SLOW;
+    if (code === 64) {
+      // a second '@' is invalid whatever follows (the walk refuses it in the domain)
+      if (at !== -1) return null;
+      at = i;
+    } else if (code <= 90 && code >= 65) upper = true;
   }
+  if (at === -1 || at === start || at === end - 1) return null;
+  if (isGmail(input, at + 1, end)) return gmailAddress(input, start, at, end, upper);
+  const s = start === 0 && end === input.length ? input : input.slice(start, end);
   // only ASCII is left, so toLowerCase changes exactly A-Z, as the operator does
-  const s = (start === 0 && end === input.length ? input : input.slice(start, end)).toLowerCase();
-  const at = s.indexOf('@');
-  if (at === -1 || at === s.length - 1 || s.indexOf('@', at + 1) !== -1) return null;
-  const domain = s.slice(at + 1);
-  let local: string;
-  if (domain === 'gmail.com') {
-    const plus = s.indexOf('+');
-    local = s.slice(0, plus !== -1 && plus < at ? plus : at);
-    if (local.includes('.')) local = local.replaceAll('.', '');
-  } else {
-    local = s.slice(0, at);
+  return upper ? s.toLowerCase() : s;
+}
+
+const GMAIL = 'gmail.com';
+
+/** Whether `input` from `from` to `to` (printable ASCII) is `gmail.com` once A-Z are lowercased. */
+function isGmail(input: string, from: number, to: number): boolean {
+  if (to - from !== GMAIL.length) return false;
+  for (let i = 0; i < GMAIL.length; i++) {
+    let code = input.charCodeAt(from + i);
+    if (code <= 90 && code >= 65) code += 32;
+    if (code !== GMAIL.charCodeAt(i)) return false;
   }
-  return local.length === 0 ? null : `${local}@${domain}`;
+  return true;
+}
+
+/**
+ * The gmail.com address `input` from `start` to `end`, whose '@' is at `at`: its local part's dots dropped,
+ * `+suffix` cut, lowercased.
+ */
+function gmailAddress(input: string, start: number, at: number, end: number, upper: boolean): string | null {
+  const plus = input.indexOf('+', start);
+  const cut = plus !== -1 && plus < at ? plus : at;
+  let local = input.slice(start, cut);
+  if (local.includes('.')) local = local.replaceAll('.', '');
+  else if (cut === at && !upper && start === 0 && end === input.length) return input;
+  if (local.length === 0) return null;
+  return `${upper ? local.toLowerCase() : local}@${GMAIL}`;
 }
 
 function normalizeEachChar(input: string): string | null {

@@ -89,12 +89,13 @@ export function csvPieceBytes(answers: PackedAnswers, input: CsvPieceInput): Csv
   // and the '\n'
   const out = scratch(piece.length + rowCount * (inputWidth + 1) + cells.maxBytes, input.into);
   const view = viewOf(out);
+  const pieceView = viewOf(piece);
   const status = answers.status;
   const rejectedRows: number[] = [];
   let at = 0;
   let row = 0;
   for (let start = 0; start < piece.length; ) {
-    const end = keep === null ? copyLine(piece, start, out, at, d) : scanLine(piece, start, d);
+    const end = keep === null ? copyLine(piece, pieceView, start, out, view, at, d) : scanLine(piece, start, d);
     const next = end + (piece[end] === CR && piece[end + 1] === LF ? 2 : 1);
     if (end === start) {
       // an empty line is no record
@@ -165,11 +166,30 @@ const line = { delimiters: 0 };
 
 /**
  * Copies the line that starts at `start` (without its line break) to `out` at `at`, counting its delimiters `d` as
- * it goes; where it ends. Lines are short: a loop copies them faster than a call that copies a range.
+ * it goes; where it ends. `pieceView` and `outView` are views of `piece` and `out`. A word of four bytes at a time:
+ * the bytes of a word that equal a line break or the delimiter are found with a few integer operations on the whole
+ * word, where a loop over single bytes makes three comparisons and a store per byte; the word that holds the line
+ * break, and the last bytes of the piece, go byte by byte.
  */
-function copyLine(piece: Uint8Array, start: number, out: Buffer, at: number, d: number): number {
+function copyLine(
+  piece: Uint8Array,
+  pieceView: DataView,
+  start: number,
+  out: Buffer,
+  outView: DataView,
+  at: number,
+  d: number,
+): number {
   let delimiters = 0;
   let i = start;
+  const dWord = Math.imul(d, 0x01010101);
+  for (const last = piece.length - 4; i <= last; i += 4, at += 4) {
+    const word = pieceView.getInt32(i, true);
+    if ((zeroBytes(word ^ 0x0a0a0a0a) | zeroBytes(word ^ 0x0d0d0d0d)) !== 0) break;
+    // one bit per delimiter, at the bottom of its byte: the multiply adds the four bytes into the top one
+    delimiters += Math.imul(zeroBytes(word ^ dWord) >>> 7, 0x01010101) >>> 24;
+    outView.setInt32(at, word, true);
+  }
   for (; i < piece.length; i++) {
     const b = piece[i];
     if (b === LF || b === CR) break;
@@ -178,6 +198,11 @@ function copyLine(piece: Uint8Array, start: number, out: Buffer, at: number, d: 
   }
   line.delimiters = delimiters;
   return i;
+}
+
+/** The top bit of each byte of `word` that is zero, and no other bit (exact: no carry from byte to byte). */
+function zeroBytes(word: number): number {
+  return ~(((word & 0x7f7f7f7f) + 0x7f7f7f7f) | word | 0x7f7f7f7f);
 }
 
 /** Where the line that starts at `start` ends (its line break), counting its delimiters as copyLine() does. */
