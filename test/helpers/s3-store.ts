@@ -1,5 +1,5 @@
 // An S3-compatible store on loopback for tests (s3rver, in this process), with the multipart calls it lacks.
-import type { EventEmitter } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
@@ -33,7 +33,9 @@ function uploadsDir(root: string, bucket: string): string {
 
 /**
  * Starts s3rver on 127.0.0.1 with its files under `dir`. s3rver answers AbortMultipartUpload with 405; real S3 drops
- * the parts, so the store here does that, which is what lets a test see that an aborted upload left none.
+ * the parts, so the store here does that, which is what lets a test see that an aborted upload left none. As on S3,
+ * a request of an aborted upload is answered NoSuchUpload, and the parts are dropped only once the part writes
+ * already under way have ended: s3rver throws, out of any request, when a part's folder goes while it writes there.
  */
 export async function startS3Store(dir: string): Promise<S3Store> {
   const root = join(dir, 's3-store');
@@ -42,9 +44,27 @@ export async function startS3Store(dir: string): Promise<S3Store> {
   const koa = server as unknown as EventEmitter & {
     middleware: ((ctx: KoaContext, next: () => Promise<void>) => Promise<void>)[];
   };
+  const aborted = new Set<string>();
+  const writing = new Map<string, number>();
+  const ended = new EventEmitter();
   koa.middleware.unshift(async (ctx, next) => {
     const uploadId = ctx.query.uploadId;
-    if (ctx.method !== 'DELETE' || typeof uploadId !== 'string' || !/^[0-9a-f]+$/.test(uploadId)) return next();
+    if (typeof uploadId !== 'string' || !/^[0-9a-f]+$/.test(uploadId)) return next();
+    if (ctx.method !== 'DELETE') {
+      if (aborted.has(uploadId)) {
+        ctx.status = 404;
+        ctx.type = 'application/xml';
+        ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>NoSuchUpload</Code></Error>';
+        return;
+      }
+      writing.set(uploadId, (writing.get(uploadId) ?? 0) + 1);
+      try {
+        return await next();
+      } finally {
+        writing.set(uploadId, (writing.get(uploadId) ?? 1) - 1);
+        ended.emit('ended');
+      }
+    }
     // s3rver checks credentials inside its router, after this: the key is checked here, as S3 would refuse an abort
     // signed with expired credentials
     const signedBy = /Credential=([^/]+)\//.exec(String(ctx.headers.authorization ?? ''))?.[1];
@@ -54,6 +74,8 @@ export async function startS3Store(dir: string): Promise<S3Store> {
       ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InvalidAccessKeyId</Code></Error>';
       return;
     }
+    aborted.add(uploadId);
+    while ((writing.get(uploadId) ?? 0) > 0) await once(ended, 'ended');
     const bucket = ctx.path.split('/')[1] ?? '';
     rmSync(join(uploadsDir(root, bucket), uploadId), { recursive: true, force: true });
     ctx.status = 204;
