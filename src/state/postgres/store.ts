@@ -636,11 +636,11 @@ export class PostgresState implements StateBackend {
           for (const u of f.updates) rec = answered(rec, u, nowS);
           changed.push({ id: old.id, sum: old.sum, rec });
         }
-        const written = changed.length > 0 ? await this.updateRecords(t, changed, true) : new Set<number>();
+        const written = changed.length > 0 ? await this.updateRecords(t, changed, true) : () => false;
         // a key another run inserted but had not committed when ours was refused, or changed since it was read
         pending = pending.filter((f, i) => {
           const old = stored[i];
-          return old === undefined ? !(insertedEvery || inserted.has(sentKeyOf(f))) : !written.has(old.id);
+          return old === undefined ? !(insertedEvery || inserted.has(sentKeyOf(f))) : !written(old.id);
         });
       }
       this.mostlyNewLast = insertedAll * 2 >= batch.length;
@@ -671,21 +671,34 @@ export class PostgresState implements StateBackend {
 
   /**
    * Writes these entries' values over the stored ones, by id; with `unchanged`, only over rows that still hold
-   * the values each was read with (their checksums, `sum`). The ids written.
+   * the values each was read with (their checksums, `sum`). Whether an id was written: the ids come back only when
+   * some were not, so a batch that wrote every row reads back one count.
    */
-  private async updateRecords(t: Query, records: readonly StoredRecord[], unchanged = false): Promise<Set<number>> {
+  private async updateRecords(
+    t: Query,
+    records: readonly StoredRecord[],
+    unchanged = false,
+  ): Promise<(id: number) => boolean> {
     const values = records.map((r) => r.rec);
     const cols = columnsOf(values, false);
     // id = ANY besides the join: the pkey probed for just these rows, whatever the statistics say of the table
     const rows = await this.q(
-      `UPDATE ${this.s}.entries e SET status = v.status, due = v.due <> 0, u = decode(v.u, 'base64'), ` +
+      `WITH upd AS (UPDATE ${this.s}.entries e SET status = v.status, due = v.due <> 0, u = decode(v.u, 'base64'), ` +
         "p = decode(v.p, 'base64'), r = v.r, bucket_id = v.bucket_id, last_mapped = v.last_mapped, " +
         'last_optout_check = v.last_optout_check, opted_out_since = v.opted_out_since, sum = v.sum ' +
-        `FROM ${UNNEST_RECORDS_WITH_IDS} WHERE e.id = ANY($13::int8[]) AND e.id = v.id${unchanged ? ' AND e.sum = v.before' : ''} RETURNING e.id`,
-      [...cols, numbers(records.map((r) => r.id)), numbers(records.map((r) => r.sum))],
+        `FROM ${UNNEST_RECORDS_WITH_IDS} WHERE e.id = ANY($13::int8[]) AND e.id = v.id${unchanged ? ' AND e.sum = v.before' : ''} ` +
+        'RETURNING e.id), n AS (SELECT count(*) AS n FROM upd) ' +
+        'SELECT n, NULL FROM n UNION ALL SELECT NULL, id FROM upd, n WHERE n < $15::int8',
+      [...cols, numbers(records.map((r) => r.id)), numbers(records.map((r) => r.sum)), records.length],
       t,
     );
-    return new Set(rows.map(([id]) => Number(id)));
+    const ids = new Set<number>();
+    let every = false;
+    for (const [count, id] of rows) {
+      if (count !== null) every = Number(count) === records.length;
+      else ids.add(Number(id));
+    }
+    return (id) => every || ids.has(id);
   }
 
   // ---- the change journal
