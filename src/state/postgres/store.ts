@@ -69,6 +69,8 @@ interface StoredRecord {
   id: number;
   sum: number;
   rec: StateRecord;
+  /** Where a commit read the row (its ctid), to write it there. */
+  tid?: string;
 }
 
 /** A key of a batch being committed: its answers, in batch order, and the entry they make of it when it is new. */
@@ -225,9 +227,9 @@ const VALUES_TEXT =
   `',', id, ',', coalesce(encode(u, 'base64'), '${NULL_BYTES}'), ',', coalesce(encode(p, 'base64'), '${NULL_BYTES}')`;
 // what a lookup reads of an entry: VALUES_TEXT and its hash, and the bucket id (any text)
 const LOOKUP_VALUES = `${VALUES_TEXT}, ',', encode(substr(key, 2), 'base64')), bucket_id`;
-// what a commit reads of the entries it finds stored: VALUES_TEXT without the key (the one asked for), and the
-// bucket id
-const STORED_VALUES = `${VALUES_TEXT}) AS v, bucket_id`;
+// what a commit reads of the entries it finds stored: VALUES_TEXT without the key (the one asked for), the bucket
+// id, and where the row is
+const STORED_VALUES = `${VALUES_TEXT}) AS v, bucket_id, ctid`;
 
 export interface PostgresStateParts {
   sql: Sql;
@@ -634,7 +636,7 @@ export class PostgresState implements StateBackend {
           const f = pending[i];
           let rec = old.rec;
           for (const u of f.updates) rec = answered(rec, u, nowS);
-          changed.push({ id: old.id, sum: old.sum, rec });
+          changed.push({ id: old.id, sum: old.sum, rec, tid: old.tid });
         }
         const written = changed.length > 0 ? await this.updateRecords(t, changed, true) : () => false;
         // a key another run inserted but had not committed when ours was refused, or changed since it was read
@@ -653,7 +655,7 @@ export class PostgresState implements StateBackend {
   private async storedByKey(t: Query, keys: readonly Pending[]): Promise<(StoredRecord | undefined)[]> {
     // each row says which key it is by its ordinal: no key is sent back or decoded
     const rows = await this.q(
-      `SELECT k.i, e.v, e.bucket_id FROM unnest($1::int2[], $2::text[]) WITH ORDINALITY AS k(type, hash, i) ` +
+      `SELECT k.i, e.v, e.bucket_id, e.ctid FROM unnest($1::int2[], $2::text[]) WITH ORDINALITY AS k(type, hash, i) ` +
         `CROSS JOIN LATERAL (${this.keyProbe(STORED_VALUES, keyOfSent('k.type', 'k.hash'))}) e`,
       [numbers(keys.map((k) => TYPE_CODE[k.type])), plainTexts(keys.map((k) => sentOf(k.hash, HASH_BYTES)))],
       t,
@@ -664,15 +666,15 @@ export class PostgresState implements StateBackend {
       const f = keys[at];
       const v = (row[1] as string).split(',');
       const rec = recordOf(v, row[2] as string | null, f.type, f.hash);
-      out[at] = { id: Number(v[7]), sum: Number(v[6]), rec };
+      out[at] = { id: Number(v[7]), sum: Number(v[6]), rec, tid: row[3] as string };
     }
     return out;
   }
 
   /**
    * Writes these entries' values over the stored ones, by id; with `unchanged`, only over rows that still hold
-   * the values each was read with (their checksums, `sum`). Whether an id was written: the ids come back only when
-   * some were not, so a batch that wrote every row reads back one count.
+   * the values each was read with (their checksums, `sum`), found where they were read (`tid`). Whether an id was
+   * written: the ids come back only when some were not, so a batch that wrote every row reads back one count.
    */
   private async updateRecords(
     t: Query,
@@ -680,16 +682,23 @@ export class PostgresState implements StateBackend {
     unchanged = false,
   ): Promise<(id: number) => boolean> {
     const values = records.map((r) => r.rec);
-    const cols = columnsOf(values, false);
-    // id = ANY besides the join: the pkey probed for just these rows, whatever the statistics say of the table
+    const params: unknown[] = [...columnsOf(values, false), numbers(records.map((r) => r.id))];
+    params.push(numbers(records.map((r) => r.sum)));
+    // the rows by where they were read, with no index probe: a row another run has changed since has moved (or
+    // holds other values), is not written and is read again; else id = ANY besides the join, so that the pkey is
+    // probed for just these rows, whatever the statistics say of the table
+    if (unchanged) params.push(plainTexts(records.map((r) => r.tid ?? null)));
+    const which = unchanged
+      ? 'e.ctid = ANY($15::tid[]) AND e.id = v.id AND e.sum = v.before'
+      : 'e.id = ANY($13::int8[]) AND e.id = v.id';
+    params.push(records.length);
     const rows = await this.q(
       `WITH upd AS (UPDATE ${this.s}.entries e SET status = v.status, due = v.due <> 0, u = decode(v.u, 'base64'), ` +
         "p = decode(v.p, 'base64'), r = v.r, bucket_id = v.bucket_id, last_mapped = v.last_mapped, " +
         'last_optout_check = v.last_optout_check, opted_out_since = v.opted_out_since, sum = v.sum ' +
-        `FROM ${UNNEST_RECORDS_WITH_IDS} WHERE e.id = ANY($13::int8[]) AND e.id = v.id${unchanged ? ' AND e.sum = v.before' : ''} ` +
-        'RETURNING e.id), n AS (SELECT count(*) AS n FROM upd) ' +
-        'SELECT n, NULL FROM n UNION ALL SELECT NULL, id FROM upd, n WHERE n < $15::int8',
-      [...cols, numbers(records.map((r) => r.id)), numbers(records.map((r) => r.sum)), records.length],
+        `FROM ${UNNEST_RECORDS_WITH_IDS} WHERE ${which} RETURNING e.id), n AS (SELECT count(*) AS n FROM upd) ` +
+        `SELECT n, NULL FROM n UNION ALL SELECT NULL, id FROM upd, n WHERE n < $${params.length}::int8`,
+      params,
       t,
     );
     const ids = new Set<number>();
