@@ -69,6 +69,8 @@ interface StoredRecord {
   id: number;
   sum: number;
   rec: StateRecord;
+  /** Where a commit read the row (its ctid), to write it there. */
+  tid?: string;
 }
 
 /** A key of a batch being committed: its answers, in batch order, and the entry they make of it when it is new. */
@@ -79,11 +81,9 @@ interface Pending {
   updates: EntryUpdate[];
 }
 
-/** A key of a batch being upserted, with the forms of its key that the statements give back. */
-interface Upsert extends Pending {
-  k: string;
-  /** The type's code and the hash as sent (sentOf), as an insert's RETURNING gives them back. */
-  sentKey: string;
+/** A key of a batch as an insert's RETURNING gives it back: the type's code and the hash as sent (sentOf). */
+function sentKeyOf(f: Pending): string {
+  return `${TYPE_CODE[f.type]}\u0000${sentOf(f.hash, HASH_BYTES)}`;
 }
 
 // the file's status codes read back: an unknown one is damage, not an error of the code
@@ -93,18 +93,41 @@ function pageLimit(limit: number): number {
   return Number.isFinite(limit) ? Math.max(0, Math.floor(limit)) : 0;
 }
 
-/** A number of LOOKUP_VALUES: nothing is null; the server spells NaN and the infinities as Number reads them. */
+/** A number of VALUES_TEXT: nothing is null; the server spells NaN and the infinities as Number reads them. */
 function numberOf(v: string): number | null {
   return v === '' ? null : Number(v);
 }
 
-function num(v: unknown): number | null {
-  return v === null || v === undefined ? null : Number(v);
+/** A raw UID of VALUES_TEXT. */
+function rawUidOf(v: string): string | null {
+  return v === NULL_BYTES ? null : textOfSent(v, RAW_UID_BYTES);
 }
 
-/** The key of an entry in the maps of a batch: its type and hash. */
-function keyOf(type: DiiType, hash: string): string {
-  return `${TYPE_CODE[type]}\u0000${hash}`;
+/**
+ * The record of an entry read as VALUES_TEXT (`v`, split at its commas) with its bucket id, whose key is (type,
+ * hash), its checksum checked: ChecksumError naming the entry when it fails or the status is a code no build writes.
+ */
+function recordOf(v: readonly string[], bucketId: string | null, type: DiiType, hash: string): StateRecord {
+  const status = STATUS_OF_CODE.get(Number(v[0]));
+  const rec: StateRecord = {
+    type,
+    hash,
+    status: status ?? 'invalid',
+    due: v[1] === '1',
+    u: rawUidOf(v[8]),
+    p: rawUidOf(v[9]),
+    r: numberOf(v[2]),
+    bucketId,
+    lastMappedS: numberOf(v[3]),
+    lastOptoutCheckS: numberOf(v[4]),
+    optedOutSinceMs: numberOf(v[5]),
+  };
+  if (status === undefined || entrySumOf(rec) !== Number(v[6])) throw new ChecksumError(`entry ${v[7]}`);
+  return rec;
+}
+
+function num(v: unknown): number | null {
+  return v === null || v === undefined ? null : Number(v);
 }
 
 function utcDay(seconds: number): string {
@@ -195,16 +218,18 @@ const SELECT_RECORDS =
   `v.r, v.bucket_id, v.last_mapped, v.last_optout_check, v.opted_out_since, v.sum FROM ${UNNEST_RECORDS}`;
 // raw UIDs sent as $1, as the bytes they are stored as
 const RAW_UIDS = "ARRAY(SELECT decode(x, 'base64') FROM unnest($1::text[]) AS x)";
-// what a commit reads of the entries it finds stored: their values, not their keys (the ones asked for)
-const LOOKUP_COLUMNS = ENTRY_COLUMNS.replace('id, key, ', 'id, ');
-// a raw UID column that is null, in LOOKUP_VALUES (no base64 holds it)
+// a raw UID column that is null, in VALUES_TEXT (no base64 holds it)
 const NULL_BYTES = '-';
-// what a lookup reads of an entry: its values as one text (cheaper for the driver than a dozen columns; numbers,
-// a null one as nothing, and base64 hold no comma), in the order foundIn reads them, and the bucket id (any text)
-const LOOKUP_VALUES =
+// an entry's values as one text (cheaper for the driver than a dozen columns; numbers, a null one as nothing, and
+// base64 hold no comma), in the order recordOf reads them, still open for more values
+const VALUES_TEXT =
   "concat(status, ',', due::int, ',', r, ',', last_mapped, ',', last_optout_check, ',', opted_out_since, ',', sum, " +
-  `',', id, ',', coalesce(encode(u, 'base64'), '${NULL_BYTES}'), ',', coalesce(encode(p, 'base64'), '${NULL_BYTES}'), ` +
-  "',', encode(substr(key, 2), 'base64')), bucket_id";
+  `',', id, ',', coalesce(encode(u, 'base64'), '${NULL_BYTES}'), ',', coalesce(encode(p, 'base64'), '${NULL_BYTES}')`;
+// what a lookup reads of an entry: VALUES_TEXT and its hash, and the bucket id (any text)
+const LOOKUP_VALUES = `${VALUES_TEXT}, ',', encode(substr(key, 2), 'base64')), bucket_id`;
+// what a commit reads of the entries it finds stored: VALUES_TEXT without the key (the one asked for), the bucket
+// id, and where the row is
+const STORED_VALUES = `${VALUES_TEXT}) AS v, bucket_id, ctid`;
 
 export interface PostgresStateParts {
   sql: Sql;
@@ -449,25 +474,15 @@ export class PostgresState implements StateBackend {
       const v = (row[0] as string).split(',');
       // the server's base64 breaks lines every 76 characters (a hash of another shape is that long)
       const at = position.get(v[10].length > 76 ? v[10].replace(/\n/g, '') : v[10]) as number;
-      const status = STATUS_OF_CODE.get(Number(v[0]));
-      const rec: StateRecord = {
-        type,
-        hash: hashes[at],
-        status: status ?? 'invalid',
-        due: v[1] === '1',
-        u: v[8] === NULL_BYTES ? null : textOfSent(v[8], RAW_UID_BYTES),
-        p: v[9] === NULL_BYTES ? null : textOfSent(v[9], RAW_UID_BYTES),
-        r: numberOf(v[2]),
-        bucketId: row[1] as string | null,
-        lastMappedS: numberOf(v[3]),
-        lastOptoutCheckS: numberOf(v[4]),
-        optedOutSinceMs: numberOf(v[5]),
-      };
-      if (status === undefined || entrySumOf(rec) !== Number(v[6]))
-        throw this.fault(new ChecksumError(`entry ${v[7]}`));
+      let rec: StateRecord;
+      try {
+        rec = recordOf(v, row[1] as string | null, type, hashes[at]);
+      } catch (err) {
+        throw this.fault(err);
+      }
       const k = out.u.length;
       out.at[k] = at;
-      out.status[k] = STATUS_CODE[status];
+      out.status[k] = STATUS_CODE[rec.status];
       out.due[k] = rec.due ? 1 : 0;
       out.r[k] = rec.r ?? Number.NaN;
       out.u.push(rec.u);
@@ -582,26 +597,17 @@ export class PostgresState implements StateBackend {
     on: Sql,
     journal?: ChangeJournalRows,
   ): Promise<void> {
-    const firsts: Upsert[] = batch.map((f) => ({
-      type: f.type,
-      hash: f.hash,
-      made: f.made,
-      updates: f.updates,
-      k: keyOf(f.type, f.hash),
-      sentKey: `${TYPE_CODE[f.type]}\u0000${sentOf(f.hash, HASH_BYTES)}`,
-    }));
     await this.tx(async (t) => {
-      let pending = firsts;
+      let pending = batch;
       let insertedAll = 0;
       for (let pass = 0; pending.length > 0; pass++) {
         // the stored ones read first, so that a batch of remaps sends no insert that would only conflict; but
         // not on the first pass after a batch of mostly new keys (a first map), whose inserts the index refuses
         // for the few stored ones, read on the next pass
-        const stored =
-          pass === 0 && this.mostlyNewLast ? new Map<string, StoredRecord>() : await this.storedByKey(t, pending);
+        const stored = pass === 0 && this.mostlyNewLast ? [] : await this.storedByKey(t, pending);
         // the new entries, as their answers make them: one statement for a batch of new keys
         const made: StateRecord[] = [];
-        for (const f of pending) if (!stored.has(f.k)) made.push(f.made);
+        for (let i = 0; i < pending.length; i++) if (stored[i] === undefined) made.push(pending[i].made);
         // the count inserted, and which keys only when some were refused: a batch of new keys sends none back
         const inserted = new Set<string>();
         let insertedEvery = false;
@@ -624,61 +630,84 @@ export class PostgresState implements StateBackend {
         // the stored ones: each answer applied to the values read, written only where they are still those (a
         // row another run changed since is read and answered again), so no row is locked twice
         const changed: StoredRecord[] = [];
-        for (const f of pending) {
-          const old = stored.get(f.k);
+        for (let i = 0; i < pending.length; i++) {
+          const old = stored[i];
           if (old === undefined) continue;
+          const f = pending[i];
           let rec = old.rec;
           for (const u of f.updates) rec = answered(rec, u, nowS);
-          changed.push({ id: old.id, sum: old.sum, rec });
+          changed.push({ id: old.id, sum: old.sum, rec, tid: old.tid });
         }
-        const written = changed.length > 0 ? await this.updateRecords(t, changed, true) : new Set<number>();
+        const written = changed.length > 0 ? await this.updateRecords(t, changed, true) : () => false;
         // a key another run inserted but had not committed when ours was refused, or changed since it was read
-        pending = pending.filter((f) => {
-          const old = stored.get(f.k);
-          return old === undefined ? !(insertedEvery || inserted.has(f.sentKey)) : !written.has(old.id);
+        pending = pending.filter((f, i) => {
+          const old = stored[i];
+          return old === undefined ? !(insertedEvery || inserted.has(sentKeyOf(f))) : !written(old.id);
         });
       }
-      this.mostlyNewLast = insertedAll * 2 >= firsts.length;
-      this.allNewLast = insertedAll === firsts.length;
+      this.mostlyNewLast = insertedAll * 2 >= batch.length;
+      this.allNewLast = insertedAll === batch.length;
       if (journal !== undefined) await this.insertJournal(t, journal, nowS);
     }, on);
   }
 
-  /** The stored entries of these keys, by key. */
-  private async storedByKey(t: Query, keys: readonly Upsert[]): Promise<Map<string, StoredRecord>> {
+  /** The stored entries of these keys, each at its key's position (none where a key is not stored). */
+  private async storedByKey(t: Query, keys: readonly Pending[]): Promise<(StoredRecord | undefined)[]> {
     // each row says which key it is by its ordinal: no key is sent back or decoded
     const rows = await this.q(
-      `SELECT e.*, k.i FROM unnest($1::int2[], $2::text[]) WITH ORDINALITY AS k(type, hash, i) ` +
-        `CROSS JOIN LATERAL (${this.keyProbe(LOOKUP_COLUMNS, keyOfSent('k.type', 'k.hash'))}) e`,
+      `SELECT k.i, e.v, e.bucket_id, e.ctid FROM unnest($1::int2[], $2::text[]) WITH ORDINALITY AS k(type, hash, i) ` +
+        `CROSS JOIN LATERAL (${this.keyProbe(STORED_VALUES, keyOfSent('k.type', 'k.hash'))}) e`,
       [numbers(keys.map((k) => TYPE_CODE[k.type])), plainTexts(keys.map((k) => sentOf(k.hash, HASH_BYTES)))],
       t,
     );
-    const out = new Map<string, StoredRecord>();
+    const out = new Array<StoredRecord | undefined>(keys.length);
     for (const row of rows) {
-      const f = keys[Number(row[11]) - 1];
-      const rec = this.valuesOf(row, 1, f.type, f.hash);
-      out.set(f.k, { id: Number(row[0]), sum: row[10] as number, rec });
+      const at = Number(row[0]) - 1;
+      const f = keys[at];
+      const v = (row[1] as string).split(',');
+      const rec = recordOf(v, row[2] as string | null, f.type, f.hash);
+      out[at] = { id: Number(v[7]), sum: Number(v[6]), rec, tid: row[3] as string };
     }
     return out;
   }
 
   /**
    * Writes these entries' values over the stored ones, by id; with `unchanged`, only over rows that still hold
-   * the values each was read with (their checksums, `sum`). The ids written.
+   * the values each was read with (their checksums, `sum`), found where they were read (`tid`). Whether an id was
+   * written: the ids come back only when some were not, so a batch that wrote every row reads back one count.
    */
-  private async updateRecords(t: Query, records: readonly StoredRecord[], unchanged = false): Promise<Set<number>> {
+  private async updateRecords(
+    t: Query,
+    records: readonly StoredRecord[],
+    unchanged = false,
+  ): Promise<(id: number) => boolean> {
     const values = records.map((r) => r.rec);
-    const cols = columnsOf(values, false);
-    // id = ANY besides the join: the pkey probed for just these rows, whatever the statistics say of the table
+    const params: unknown[] = [...columnsOf(values, false), numbers(records.map((r) => r.id))];
+    params.push(numbers(records.map((r) => r.sum)));
+    // the rows by where they were read, with no index probe: a row another run has changed since has moved (or
+    // holds other values), is not written and is read again; else id = ANY besides the join, so that the pkey is
+    // probed for just these rows, whatever the statistics say of the table
+    if (unchanged) params.push(plainTexts(records.map((r) => r.tid ?? null)));
+    const which = unchanged
+      ? 'e.ctid = ANY($15::tid[]) AND e.id = v.id AND e.sum = v.before'
+      : 'e.id = ANY($13::int8[]) AND e.id = v.id';
+    params.push(records.length);
     const rows = await this.q(
-      `UPDATE ${this.s}.entries e SET status = v.status, due = v.due <> 0, u = decode(v.u, 'base64'), ` +
+      `WITH upd AS (UPDATE ${this.s}.entries e SET status = v.status, due = v.due <> 0, u = decode(v.u, 'base64'), ` +
         "p = decode(v.p, 'base64'), r = v.r, bucket_id = v.bucket_id, last_mapped = v.last_mapped, " +
         'last_optout_check = v.last_optout_check, opted_out_since = v.opted_out_since, sum = v.sum ' +
-        `FROM ${UNNEST_RECORDS_WITH_IDS} WHERE e.id = ANY($13::int8[]) AND e.id = v.id${unchanged ? ' AND e.sum = v.before' : ''} RETURNING e.id`,
-      [...cols, numbers(records.map((r) => r.id)), numbers(records.map((r) => r.sum))],
+        `FROM ${UNNEST_RECORDS_WITH_IDS} WHERE ${which} RETURNING e.id), n AS (SELECT count(*) AS n FROM upd) ` +
+        `SELECT n, NULL FROM n UNION ALL SELECT NULL, id FROM upd, n WHERE n < $${params.length}::int8`,
+      params,
       t,
     );
-    return new Set(rows.map(([id]) => Number(id)));
+    const ids = new Set<number>();
+    let every = false;
+    for (const [count, id] of rows) {
+      if (count !== null) every = Number(count) === records.length;
+      else ids.add(Number(id));
+    }
+    return (id) => every || ids.has(id);
   }
 
   // ---- the change journal
