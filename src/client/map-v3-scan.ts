@@ -48,6 +48,21 @@ const R = 114;
 const UID_CHAR = new Uint8Array(256);
 UID_CHAR.set(BASE64_CHAR);
 
+/**
+ * 1 for two bytes (the first in the low byte) that are both base64's, 0 for any other pair: a raw UID is checked
+ * a word at a time, two lookups per four bytes, where a lookup per byte costs about twice as much.
+ */
+const UID_PAIR = new Uint8Array(65536);
+const EQUALS = 61;
+/** UID_PAIR for a raw UID's last two bytes, of which the second may also be `=`. */
+const UID_LAST_PAIR = new Uint8Array(65536);
+for (let a = 0; a < 256; a++)
+  for (let b = 0; b < 256; b++) {
+    if (UID_CHAR[a] === 0) continue;
+    UID_PAIR[a | (b << 8)] = UID_CHAR[b];
+    UID_LAST_PAIR[a | (b << 8)] = b === EQUALS ? 1 : UID_CHAR[b];
+  }
+
 const QUOTE = 34;
 const BACKSLASH = 92;
 const COMMA = 44;
@@ -58,7 +73,6 @@ const OPEN_BRACKET = 91;
 const CLOSE_BRACKET = 93;
 const ZERO = 48;
 const NINE = 57;
-const EQUALS = 61;
 
 /** A scan position, or GAVE_UP. */
 const GAVE_UP = -1;
@@ -75,13 +89,17 @@ class Scan {
   start = 0;
   end = 0;
   readonly answers: Partial<Record<Kind, ScannedAnswers>> = {};
+  /** The bytes, read a word at a time (rawUid). */
+  private readonly view: DataView;
 
   constructor(
     readonly bytes: Buffer,
     readonly request: MapV3Request,
     readonly minS: number,
     readonly maxS: number,
-  ) {}
+  ) {
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
 
   /** Whether the bytes at `at` are `expected`. */
   has(at: number, expected: Uint8Array): boolean {
@@ -118,14 +136,19 @@ class Scan {
   rawUid(at: number): number {
     const bytes = this.bytes;
     if (bytes[at] !== QUOTE || bytes[at + RAW_UID_LENGTH + 1] !== QUOTE) return GAVE_UP;
+    // the closing quote is there, so every word of the raw UID is within the bytes
+    const view = this.view;
     const start = at + 1;
-    const last = start + RAW_UID_LENGTH - 1;
-    for (let i = start; i < last; i++) if (UID_CHAR[bytes[i]] === 0) return GAVE_UP;
-    const c = bytes[last];
-    if (c !== EQUALS && UID_CHAR[c] === 0) return GAVE_UP;
+    const last = start + RAW_UID_LENGTH - 4;
+    for (let i = start; i < last; i += 4) {
+      const w = view.getUint32(i, true);
+      if ((UID_PAIR[w & 0xffff] & UID_PAIR[w >>> 16]) === 0) return GAVE_UP;
+    }
+    const w = view.getUint32(last, true);
+    if ((UID_PAIR[w & 0xffff] & UID_LAST_PAIR[w >>> 16]) === 0) return GAVE_UP;
     this.start = start;
-    this.end = last + 1;
-    return last + 2;
+    this.end = start + RAW_UID_LENGTH;
+    return start + RAW_UID_LENGTH + 1;
   }
 
   /** One item at `at`, added to `into`; the position after it. */

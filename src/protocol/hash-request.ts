@@ -80,16 +80,29 @@ export class MapV3HashRequest implements MapV3Request {
   }
 }
 
-/** Writes `count` hashes as JSON strings, comma-separated, then `]`; returns the position after it. */
+/**
+ * Writes `count` hashes as JSON strings, comma-separated, then `]`; returns the position after it. A hash is
+ * copied eight bytes at a time, as doubles: its characters are base64 (0x2B to 0x7A), so every eight of them read
+ * as a double are a finite, normal number, written back bit for bit. A loop over single bytes of a Uint8Array
+ * costs several times as much, and a copy call per hash more than the copy.
+ */
 function writeItems(json: Buffer, at: number, hashes: Uint8Array, count: number): number {
   if (hashes.length < count * HASH_CHARS) throw new Error('MapV3HashRequest: fewer hash bytes than hashes');
+  const from = new DataView(hashes.buffer, hashes.byteOffset, hashes.byteLength);
+  const to = new DataView(json.buffer, json.byteOffset, json.byteLength);
   let i = at;
   for (let k = 0; k < count; k++) {
-    if (k > 0) json[i++] = COMMA;
-    json[i++] = QUOTE;
-    // a loop, not a copy call per hash: 44 bytes cost less than the call
-    for (let j = k * HASH_CHARS, end = j + HASH_CHARS; j < end; j++) json[i++] = hashes[j];
-    json[i++] = QUOTE;
+    if (k > 0) to.setUint8(i++, COMMA);
+    to.setUint8(i, QUOTE);
+    const j = k * HASH_CHARS;
+    to.setFloat64(i + 1, from.getFloat64(j, true), true);
+    to.setFloat64(i + 9, from.getFloat64(j + 8, true), true);
+    to.setFloat64(i + 17, from.getFloat64(j + 16, true), true);
+    to.setFloat64(i + 25, from.getFloat64(j + 24, true), true);
+    to.setFloat64(i + 33, from.getFloat64(j + 32, true), true);
+    to.setInt32(i + 41, from.getInt32(j + 40, true), true);
+    to.setUint8(i + 45, QUOTE);
+    i += HASH_CHARS + 2;
   }
   json[i++] = 0x5d;
   return i;

@@ -28,6 +28,9 @@ interface AnsweredChunk {
   answerOf: AnsweredChunk['mapped'];
   answerIndex: Int32Array;
   reason: (string | null)[];
+  /** The reasons as the engine's chunk holds them: 0, or 1 + the index of the slot's reason in reasonTexts. */
+  reasonOf: Uint32Array;
+  reasonTexts: string[];
 }
 type Preparing = TableSource & {
   preparedChunks(columns: unknown[], output?: unknown): AsyncIterable<EngineChunk>;
@@ -47,6 +50,8 @@ function answer(prepared: EngineChunk['prepared'], ticket: AnsweredChunk['ticket
       mapped[slot] = { u: `UID${slot}`, p: slot % 3 === 0 ? `PREV${slot}` : null, r: 1_801_785_600 };
     } else if (status[slot] === SLOT.invalid) reason[slot] = prepared.reasons[invalid++];
   }
+  const reasonTexts = [...new Set(reason.filter((text) => text !== null))];
+  const reasonOf = Uint32Array.from(reason, (text) => (text === null ? 0 : reasonTexts.indexOf(text) + 1));
   return {
     ticket,
     width: prepared.width,
@@ -55,6 +60,8 @@ function answer(prepared: EngineChunk['prepared'], ticket: AnsweredChunk['ticket
     answerOf: mapped,
     answerIndex: new Int32Array(status.length),
     reason,
+    reasonOf,
+    reasonTexts,
   };
 }
 

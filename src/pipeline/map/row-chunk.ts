@@ -37,8 +37,17 @@ export class RowChunk {
   /** Per slot: the item's index in its packed answers. */
   readonly answerIndex: Int32Array;
   private answers: (MappedV3 | null)[] | null = null;
-  /** Why a slot is not mapped: invalid, optout or error. */
-  readonly reason: (string | null)[];
+  /**
+   * Why a slot is not mapped (invalid, optout or error), as a number per slot: 0 when it has no reason, else 1 +
+   * the index of its text in reasonTexts. A chunk has a few distinct reasons; numbers cost the collector nothing
+   * while the chunk waits, and are handed to the thread that writes its rows as they are (SlotAnswers).
+   */
+  readonly reasonOf: Uint32Array;
+  /** The distinct reasons of the chunk's slots, each once, in the order they were first given. */
+  readonly reasonTexts: string[] = [];
+  private lastReason: string | null = null;
+  private lastReasonOf = 0;
+  private reasons: (string | null)[] | null = null;
   /**
    * --emit-hash: the chunk's prepared cells (PreparedRows' status, phone and hashes), whose hashes the output
    * shows; set by the engine when asked.
@@ -64,7 +73,7 @@ export class RowChunk {
     this.status = new Uint8Array(n);
     this.answerOf = new Array<MappedV3 | ScannedAnswers | null>(n).fill(null);
     this.answerIndex = new Int32Array(n);
-    this.reason = new Array<string | null>(n).fill(null);
+    this.reasonOf = new Uint32Array(n);
     this.unanswered = n;
   }
 
@@ -80,6 +89,18 @@ export class RowChunk {
     // answers arriving later would not be seen: only a chunk whose slots are all answered is read
     if (this.unanswered === 0) this.answers = answers;
     return answers;
+  }
+
+  /** Why each slot is not mapped (null for mapped and pending slots); made once, when first asked for. */
+  get reason(): (string | null)[] {
+    if (this.reasons !== null) return this.reasons;
+    const { reasonOf, reasonTexts } = this;
+    const reasons = new Array<string | null>(reasonOf.length);
+    for (let slot = 0; slot < reasonOf.length; slot++)
+      reasons[slot] = reasonOf[slot] === 0 ? null : reasonTexts[reasonOf[slot] - 1];
+    // reasons given later would not be seen: only a chunk whose slots are all answered is read
+    if (this.unanswered === 0) this.reasons = reasons;
+    return reasons;
   }
 
   setMapped(slot: number, item: MappedV3): void {
@@ -102,7 +123,14 @@ export class RowChunk {
     reason: string,
   ): void {
     this.status[slot] = status;
-    this.reason[slot] = reason;
+    // most slots in a row have the reason of the one before (empty cells, a failed batch)
+    if (reason !== this.lastReason) {
+      let of = this.reasonTexts.indexOf(reason) + 1;
+      if (of === 0) of = this.reasonTexts.push(reason);
+      this.lastReason = reason;
+      this.lastReasonOf = of;
+    }
+    this.reasonOf[slot] = this.lastReasonOf;
     this.unanswered--;
   }
 }

@@ -58,10 +58,11 @@ function roomIn(i: number, end: number, need: number): DataView {
 
 /** Packs a chunk's answers: its raw UIDs copied from the answers' bytes (or texts), then put in one buffer. */
 export function packAnswers(
-  chunk: Pick<RowChunk, 'status' | 'answerOf' | 'answerIndex' | 'reason' | 'width'>,
+  chunk: Pick<RowChunk, 'status' | 'answerOf' | 'answerIndex' | 'reasonOf' | 'reasonTexts' | 'width'>,
 ): SlotAnswers {
   const { status, answerOf, answerIndex, width } = chunk;
-  const { reasonTexts, reasonOf } = packReasons(chunk.reason);
+  const reasonTexts = chunk.reasonTexts.slice();
+  const reasonOf = chunk.reasonOf.slice();
   let count = 0;
   for (let slot = 0; slot < status.length; slot++) if (status[slot] === SLOT.mapped) count++;
   while (gathered.length < 2 * width) {
@@ -166,32 +167,6 @@ type Utf8Bytes = Buffer & { utf8Write(text: string, at: number): number };
 /** Whether a text has no lone surrogate, so that its UTF-8 bytes read back as the same text. */
 function isWellFormed(text: string): boolean {
   return (text as string & { isWellFormed(): boolean }).isWellFormed();
-}
-
-/** Reasons as each distinct text once and a number per slot: a few strings to clone instead of one per slot. */
-function packReasons(reason: readonly (string | null)[]): Pick<SlotAnswers, 'reasonTexts' | 'reasonOf'> {
-  const reasonOf = new Uint32Array(reason.length);
-  const reasonTexts: string[] = [];
-  const known = new Map<string, number>();
-  // most slots in a row have the reason of the one before (empty cells, a failed batch)
-  let last: string | null = null;
-  let lastOf = 0;
-  for (let slot = 0; slot < reason.length; slot++) {
-    const text = reason[slot];
-    if (text === null || text === undefined) continue;
-    if (text !== last) {
-      let of = known.get(text);
-      if (of === undefined) {
-        reasonTexts.push(text);
-        of = reasonTexts.length;
-        known.set(text, of);
-      }
-      last = text;
-      lastOf = of;
-    }
-    reasonOf[slot] = lastOf;
-  }
-  return { reasonTexts, reasonOf };
 }
 
 /** The reason of each slot again, as RowChunk holds them (null for mapped and pending slots). */
