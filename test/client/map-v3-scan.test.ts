@@ -123,4 +123,41 @@ describe('scanMapV3Answer', () => {
     // some mutations keep the answer well formed (a raw UID's letter, a digit of r): those must be taken
     expect(taken).toBeGreaterThan(100);
   });
+
+  // The raw UIDs are checked several bytes at a time: every byte value at every position of each raw UID of an
+  // answer (one with `=` padding, one without, a p) must get the general reader's verdict.
+  it('gives the general reader’s verdict for any byte at any place of a raw UID', () => {
+    const base = Buffer.from(`{"status":"success","body":${BODY}}`);
+    const generalOf = (bytes: Buffer) =>
+      readMapV3Body('t', readResponseJson('t', bytes, ['success']).body, REQUEST, NOW_MS);
+    let taken = 0;
+    let refused = 0;
+    for (const uid of [b64('u0'), RAW_UID_33, b64('q1')]) {
+      const start = base.indexOf(`"${uid}"`) + 1;
+      expect(start).toBeGreaterThan(0);
+      for (let at = start; at < start + uid.length; at++) {
+        for (let byte = 0; byte < 256; byte++) {
+          const bytes = Buffer.from(base);
+          bytes[at] = byte;
+          const scanned = scanMapV3Answer(bytes, REQUEST, NOW_MS);
+          let read: ReturnType<typeof generalOf> | undefined;
+          try {
+            read = generalOf(bytes);
+          } catch {
+            read = undefined;
+          }
+          if (scanned === undefined) {
+            if (read === undefined) refused++;
+            continue;
+          }
+          taken++;
+          expect(read, `byte ${byte} at ${at}`).toBeDefined();
+          expect(scanned, `byte ${byte} at ${at}`).toEqual(read);
+        }
+      }
+    }
+    // base64's 64 letters everywhere (and `=` where padding may stand) are taken; the rest are refused by both
+    expect(taken).toBeGreaterThan(3 * 44 * 60);
+    expect(refused).toBeGreaterThan(3 * 44 * 150);
+  });
 });
