@@ -4,13 +4,12 @@ import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BucketAnswer, bucketIdOf } from '../../src/pipeline/map/bucket-answer.js';
 import { outputRows, outputRowsV2 } from '../../src/pipeline/map/result-columns.js';
-import { RowChunk, SLOT } from '../../src/pipeline/map/row-chunk.js';
+import { RowChunk, SLOT, unpackReasons } from '../../src/pipeline/map/row-chunk.js';
 import {
   answerBuffers,
   packAnswers,
   type SlotAnswers,
   unpackAnswers,
-  unpackReasons,
 } from '../../src/pipeline/threads/slot-answers.js';
 import { ScannedAnswers } from '../../src/protocol/index.js';
 import { openSink } from '../../src/pipeline/io/output/sink.js';

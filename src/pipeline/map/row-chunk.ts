@@ -94,10 +94,7 @@ export class RowChunk {
   /** Why each slot is not mapped (null for mapped and pending slots); made once, when first asked for. */
   get reason(): (string | null)[] {
     if (this.reasons !== null) return this.reasons;
-    const { reasonOf, reasonTexts } = this;
-    const reasons = new Array<string | null>(reasonOf.length);
-    for (let slot = 0; slot < reasonOf.length; slot++)
-      reasons[slot] = reasonOf[slot] === 0 ? null : reasonTexts[reasonOf[slot] - 1];
+    const reasons = unpackReasons(this);
     // reasons given later would not be seen: only a chunk whose slots are all answered is read
     if (this.unanswered === 0) this.reasons = reasons;
     return reasons;
@@ -133,4 +130,16 @@ export class RowChunk {
     this.reasonOf[slot] = this.lastReasonOf;
     this.unanswered--;
   }
+}
+
+/** The reason of each slot as text again (null for mapped and pending slots), from the numbers a chunk keeps. */
+export function unpackReasons(numbered: {
+  readonly reasonTexts: readonly string[];
+  readonly reasonOf: Uint32Array;
+}): (string | null)[] {
+  const { reasonTexts, reasonOf } = numbered;
+  const reason = new Array<string | null>(reasonOf.length);
+  for (let slot = 0; slot < reasonOf.length; slot++)
+    reason[slot] = reasonOf[slot] === 0 ? null : reasonTexts[reasonOf[slot] - 1];
+  return reason;
 }

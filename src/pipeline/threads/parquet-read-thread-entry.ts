@@ -15,7 +15,8 @@ import type { InputRow } from '../io/table.js';
 import { columnCells, type Utf8Column } from '../io/utf8-columns.js';
 import { serveTasks, type TaskResult } from '../workers/worker-pool.js';
 import type { ParquetReadAnswer, ParquetReadConfig, ParquetReadTask } from './parquet-read-thread.js';
-import { unpackAnswers, unpackReasons } from './slot-answers.js';
+import { unpackAnswers } from './slot-answers.js';
+import { unpackReasons } from '../map/row-chunk.js';
 
 const config = workerData as ParquetReadConfig;
 const output = config.columns !== undefined ? config.output : undefined;

@@ -169,15 +169,6 @@ function isWellFormed(text: string): boolean {
   return (text as string & { isWellFormed(): boolean }).isWellFormed();
 }
 
-/** The reason of each slot again, as RowChunk holds them (null for mapped and pending slots). */
-export function unpackReasons(answers: Pick<SlotAnswers, 'reasonTexts' | 'reasonOf'>): (string | null)[] {
-  const { reasonTexts, reasonOf } = answers;
-  const reason = new Array<string | null>(reasonOf.length);
-  for (let slot = 0; slot < reasonOf.length; slot++)
-    reason[slot] = reasonOf[slot] === 0 ? null : reasonTexts[reasonOf[slot] - 1];
-  return reason;
-}
-
 /** The buffers of packed answers, handed over with them rather than copied. */
 export function answerBuffers(answers: SlotAnswers): ArrayBuffer[] {
   const buffers = [answers.status, answers.reasonOf, answers.lengths, answers.r].map((a) => a.buffer as ArrayBuffer);
