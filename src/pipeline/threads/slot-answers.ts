@@ -61,6 +61,7 @@ export function packAnswers(
   chunk: Pick<RowChunk, 'status' | 'answerOf' | 'answerIndex' | 'reasonOf' | 'reasonTexts' | 'width'>,
 ): SlotAnswers {
   const { status, answerOf, answerIndex, width } = chunk;
+  // copies: reasonOf's buffer is handed over (answerBuffers), and the chunk keeps its own for its reason getter
   const reasonTexts = chunk.reasonTexts.slice();
   const reasonOf = chunk.reasonOf.slice();
   let count = 0;
