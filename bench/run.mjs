@@ -6,8 +6,10 @@
 //
 //   npm run bench                          # everything (the 5M-entry remap state takes a few minutes)
 //   npm run bench -- --skip-5m-state       # remap-due on a 1M-entry state instead
-//   npm run bench -- --only map1m,hash     # some cases: map1m mapQuoted map5m mapEmail mapState formats hash remap
-//                                          # optout service window scaling python
+//   npm run bench -- --only map1m,hash     # some cases: map1m small mapQuoted map5m mapEmail mapState formats hash
+//                                          # remap optout service window scaling python
+//                                          # (small: 15k mixed rows, under 1 MB, where the default takes no row
+//                                          # thread; `--only small --threads 0,1` weighs one against none)
 //                                          # (window: 1M emails against serve --latency-ms 250, the mean of
 //                                          # requests in flight; scaling: 1M mixed at --threads 1..3, one run
 //                                          # each, `--scaling 1,2,3,4` for others; python: the official UID2
@@ -52,6 +54,7 @@ const option = (name) => {
 };
 const ALL_CASES = [
   'map1m',
+  'small',
   'mapQuoted',
   'map5m',
   'mapEmail',
@@ -597,6 +600,12 @@ try {
   for (const t of THREADS) {
     if (ONLY.includes('map1m'))
       record(`map 1M mixed${threadLabel(t)}`, await mapCase(serve, 1_000_000, 'mixed', RUNS, t));
+    if (ONLY.includes('small'))
+      record(
+        // under 1 MB the CLI's default is no row thread, whatever the machine
+        `map 15k mixed (under 1 MB)${t === undefined ? ' (default: no thread)' : threadLabel(t)}`,
+        await mapCase(serve, 15_000, 'mixed', RUNS, t),
+      );
     if (ONLY.includes('mapQuoted'))
       record(`map 1M mixed all-quoted${threadLabel(t)}`, await mapQuotedCase(serve, 1_000_000, RUNS, t));
     if (ONLY.includes('mapEmail'))

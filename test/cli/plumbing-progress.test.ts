@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { EventEmitter } from 'node:events';
 import {
   chooseProgressMode,
@@ -6,9 +6,13 @@ import {
   createProgress,
   fitToWidth,
   formatProgress,
+  loadSpinner,
   terminalFits,
   type Timers,
 } from '../../src/cli/shared/progress.js';
+
+// the CLI loads the spinner before a run whose stderr is a terminal; these tests' terminals are fakes
+beforeAll(() => loadSpinner({ isTTY: true }));
 
 /** A clock and an interval the test drives by hand. */
 function fakeTime() {

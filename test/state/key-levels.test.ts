@@ -73,7 +73,7 @@ describe('a level of key blocks', () => {
     const bytes = db.prepare('SELECT sum(length(keys)) FROM key_blocks_recent').pluck().get() as number;
     expect(bytes / model.length).toBeLessThan(8.25);
     expect(bytes / blocks.length).toBeGreaterThan(0.85 * BLOCK_BYTES);
-  });
+  }, 120_000); // many merges of a real database: heavy, whatever else the machine runs
 
   it('rewrites only the blocks whose range receives pairs', () => {
     const db = open();

@@ -17,9 +17,9 @@ import {
 import { commitTogether } from '../../pipeline/io/output/commit-together.js';
 import { rowFormatOf, type RowFormat } from '../../pipeline/io/output/row-encoders.js';
 import { RowThreads } from '../../pipeline/threads/row-threads.js';
-import { defaultHashThreads, planThreads } from '../../pipeline/run/run-plan.js';
+import { defaultHashThreads, planThreads, type ThreadPlan } from '../../pipeline/run/run-plan.js';
 import { isPieceSource, type TableInput } from '../../pipeline/threads/table-input.js';
-import { openInput, settleInput, type InputSpec } from '../../pipeline/jobs/run-input.js';
+import { openInput, plainInputBytes, settleInput, type InputSpec } from '../../pipeline/jobs/run-input.js';
 import { openSink } from '../../pipeline/io/output/sink.js';
 import { defaultLayout } from '../../pipeline/map/result-columns.js';
 import { keptColumns } from '../../pipeline/map/result-layout.js';
@@ -49,7 +49,7 @@ import {
   type InputFlags,
 } from '../shared/input-options.js';
 import { addThreadsOption, threadsFlag } from '../shared/threads-option.js';
-import { createProgress } from '../shared/progress.js';
+import { createProgress, loadSpinner } from '../shared/progress.js';
 import { addOutputDirOption, outputDirOf, partOutputPaths, partSinksFor } from '../shared/output-dir.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { collectRepeated } from '../shared/repeated-flags.js';
@@ -162,22 +162,25 @@ export async function runHash(flags: HashFlags, io: HashIo): Promise<HashSummary
       `interrupted: ${toFile ? 'no output file was written' : 'the rows on stdout are incomplete'}`,
       EXIT.interrupted,
     );
-  const plan = planThreads({
-    command: 'hash',
-    threads: flags.threads,
-    outputDir: flags.outputDir !== undefined,
-    outputFormat: flags.format,
-  });
+  let plan: ThreadPlan;
   let source: TableInput;
   try {
     // settled once, as map's is: s3:// patterns listed, the format resolved, the reading's defaults filled in
     const input = await settleInput(inputPaths, sourceOptionsOf(flags));
+    plan = planThreads({
+      command: 'hash',
+      threads: flags.threads,
+      inputBytes: flags.threads === 'auto' ? await plainInputBytes(input) : undefined,
+      outputDir: flags.outputDir !== undefined,
+      outputFormat: flags.format,
+    });
     source = await openHashInput(input, flags, plan.rowThreads, io, badRows, stopReading.signal);
   } catch (err) {
     removeInterrupt();
     await badRows?.abort();
     throw interrupted ? interruptedError() : err;
   }
+  await loadSpinner(io.stderr);
   const progress = createProgress({ label: 'hash', quiet: flags.quiet, stream: io.stderr, dataOnStdout: !toFile });
   let sink: TableSink | undefined;
   let threads: RowThreads | undefined;

@@ -15,7 +15,7 @@ import type { InputRunDeps, RunDeps } from '../../pipeline/run/run-deps.js';
 import { startEmbeddedService, type EmbeddedServiceStarter } from './embedded-service.js';
 import { onInterrupt } from './exit-codes.js';
 import { boundHeapGrowth } from '../../pipeline/run/heap-growth.js';
-import { createProgress } from './progress.js';
+import { createProgress, loadSpinner } from './progress.js';
 
 export { sayTo, type Say } from '../../pipeline/run/run-deps.js';
 
@@ -41,6 +41,7 @@ export async function runInProcess(
   interruptMessage?: string,
 ): Promise<void> {
   boundHeapGrowth();
+  await loadSpinner(process.stderr);
   const stop = new AbortController();
   const removeInterruptHandler =
     interruptMessage === undefined

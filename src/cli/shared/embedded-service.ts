@@ -1,6 +1,5 @@
 /** Starts the embedded local service of `--env local`, given only what the service needs: its identity scope. */
 import type { IdentityScopeName } from '../../config/index.js';
-import { startService } from '../../service/index.js';
 
 /** The embedded service as a run connects to it. */
 export interface EmbeddedService {
@@ -18,4 +17,8 @@ export type EmbeddedServiceStarter = (scope: IdentityScopeName) => Promise<Embed
  * pair (no credentials needed). The default seed is fixed, so the raw UIDs are the same from run to run and a
  * state file made against `--env local` stays valid.
  */
-export const startEmbeddedService: EmbeddedServiceStarter = (scope) => startService({ scope });
+export const startEmbeddedService: EmbeddedServiceStarter = async (scope) => {
+  // loaded here, not at start-up: a run against a real service never needs the local one's code
+  const { startService } = await import('../../service/index.js');
+  return startService({ scope });
+};

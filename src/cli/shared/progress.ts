@@ -1,4 +1,4 @@
-import ora, { type Ora } from 'ora';
+import type { Ora } from 'ora';
 import { writeLine } from '../../pipeline/run/log-lines.js';
 import type { ProgressCounters } from '../../pipeline/run/run-deps.js';
 import { formatCount, formatDuration, formatRate } from '../../pipeline/run/summary.js';
@@ -163,8 +163,21 @@ export function fitToWidth(text: string, columns: number | undefined): string {
   return chars.length <= room ? text : `${chars.slice(0, room - 1).join('')}…`;
 }
 
+/** ora, once loadSpinner has loaded it. */
+let ora: typeof import('ora').default | undefined;
+
+/**
+ * Loads ora, the spinner, for a run whose progress goes to `stream`, when that is a terminal: ora and what it
+ * imports are a good part of the CLI's start-up, which a run in a pipe, a log or cron would pay for nothing.
+ */
+export async function loadSpinner(stream: object): Promise<void> {
+  if ((stream as ProgressStream).isTTY === true && ora === undefined) ora = (await import('ora')).default;
+}
+
+/** Progress on `options.stream`; a spinner there needs loadSpinner to have run (else plain lines are written). */
 export function createProgress(options: ProgressOptions): ProgressReporter {
   let mode = chooseProgressMode(options);
+  if (mode === 'spinner' && ora === undefined) mode = 'lines';
   const stream = (options.stream ?? process.stderr) as TerminalStream;
   const now = options.now ?? Date.now;
   const timers: Timers = options.timers ?? {
@@ -204,7 +217,8 @@ export function createProgress(options: ProgressOptions): ProgressReporter {
   };
 
   const startSpinner = (): void => {
-    spinner = ora({
+    // createProgress chose the spinner only with ora loaded
+    spinner = (ora as NonNullable<typeof ora>)({
       stream: spinnerView(stream) as unknown as NodeJS.WritableStream,
       text: `${options.label}: starting`,
       isEnabled: true,

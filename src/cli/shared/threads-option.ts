@@ -7,7 +7,7 @@ const parseThreads = wholeNumber('--threads', 0, 64);
 export function addThreadsOption(cmd: Command, defaultValue: number, rule: string): Command {
   return cmd.option(
     '--threads <n>',
-    `worker threads that parse, hash and encode rows (default: ${rule} = ${defaultValue}; 0: all on the main thread; the output is the same)`,
+    `worker threads that parse, hash and encode rows (default: ${rule} = ${defaultValue}, none for local files under 1 MB; 0: all on the main thread; the output is the same)`,
     parseThreads,
   );
 }

@@ -12,7 +12,7 @@ import {
 } from '../../pipeline/tokens/token-batch.js';
 import { EXIT, UserError } from '../shared/exit-codes.js';
 import { phoneRegionHint } from '../../pipeline/map/phone-region-hint.js';
-import { createProgress } from '../shared/progress.js';
+import { createProgress, loadSpinner } from '../shared/progress.js';
 import { refuseOverlappingPaths, standardOutputs } from '../shared/output-paths.js';
 import { requestCounters } from '../../pipeline/run/run-report.js';
 import { writeLine } from '../../pipeline/run/log-lines.js';
@@ -98,6 +98,7 @@ async function tokenRows(
   const format = flags.format ?? 'csv';
   return withConnection(deps.connect, { apiKey: true, clientSecret: true }, async ({ client }) => {
     const startedMs = deps.io.now();
+    await loadSpinner(deps.io.stderr);
     const progress = createProgress({
       label: command,
       quiet: flags.quiet,

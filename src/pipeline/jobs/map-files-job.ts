@@ -36,7 +36,7 @@ import {
 } from './map-outputs.js';
 import { MAP_OPENERS, type MapOpeners } from './map-openers.js';
 import type { MapStateFile, StateSpec } from './map-state.js';
-import { settleInput, type InputReading, type InputSpec } from './run-input.js';
+import { plainInputBytes, settleInput, type InputReading, type InputSpec } from './run-input.js';
 import { describeState, isPostgresState } from '../../state/open-backend.js';
 import { StateNotFoundError } from '../../state/index.js';
 
@@ -100,6 +100,7 @@ export async function runMapFilesJob(options: MapOptions, target: ServiceTarget,
   const plan = planThreads({
     command: 'map',
     threads: options.threads,
+    inputBytes: options.threads === 'auto' ? await plainInputBytes(input) : undefined,
     dryRun,
     outputDir: outputs.outputDir !== undefined,
     outputFormat: outputs.format,

@@ -1,4 +1,5 @@
 /** A run's input, settled once (parts listed, format, delimiter, encoding, header, shard window), opened as settled. */
+import { stat } from 'node:fs/promises';
 import { parseDelimiter } from '../io/csv/delimiter.js';
 import { InputPartsError } from '../io/input-parts.js';
 import { openParts, type InputPart } from '../io/parts-source.js';
@@ -61,6 +62,26 @@ export async function settleInput(paths: readonly string[], asked: InputReading,
         'so each runner takes whole parts',
     );
   return { ...spec, window: await shardWindow(path, shard, { ...reading, format: spec.format }) };
+}
+
+/**
+ * The input's bytes when every part is a plain local file (stat'ed now), else undefined: stdin, S3 and compressed
+ * parts have no size worth planning by. Only the planner of threads reads it (run-plan.ts): it never decides output.
+ */
+export async function plainInputBytes(input: InputSpec): Promise<number | undefined> {
+  if (input.parts.some((part) => part.path === '-' || isS3Url(part.path) || /\.(gz|zst)$/i.test(part.path)))
+    return undefined;
+  let total = 0;
+  for (const part of input.parts) {
+    const size = await stat(part.path).then(
+      (s) => (s.isFile() ? s.size : undefined),
+      () => undefined,
+    );
+    // a part that cannot be stat'ed is reported by its reader, with the reader's message
+    if (size === undefined) return undefined;
+    total += size;
+  }
+  return total;
 }
 
 /** A part's format by its name (`.csv.gz`, `.jsonl.gz`: the name under the compression), when none is asked. */

@@ -23,6 +23,12 @@ export function defaultHashThreads(cores = availableParallelism()): number {
 }
 
 /**
+ * Below this many bytes of plain input, `auto` threads means none: starting a row thread costs more CPU and start-up
+ * time than such an input's rows take on the main thread (`npm run bench -- --only small --threads 0,1` weighs the two).
+ */
+export const SMALL_INPUT_BYTES = 1 << 20;
+
+/**
  * The young generation of each row thread, in MB: a trade between speed and memory. `hash` has the process to
  * itself and takes the larger one, for speed. `map` shares the process with the engine's own heap, so it takes
  * the smaller one: a larger one ran only a little faster and raised the peak RSS more than it was worth. To weigh
@@ -31,11 +37,19 @@ export function defaultHashThreads(cores = availableParallelism()): number {
  */
 export const YOUNG_GENERATION_MB = { map: 16, hash: 32 } as const;
 
+/** The machine's default of the command, or none for a small input. */
+function autoThreads(request: ThreadRequest): number {
+  if (request.inputBytes !== undefined && request.inputBytes < SMALL_INPUT_BYTES) return 0;
+  return request.command === 'map' ? defaultMapThreads() : defaultHashThreads();
+}
+
 /** What a run asks for: the user's --threads and what the run writes. */
 export interface ThreadRequest {
   command: 'map' | 'hash';
   /** --threads: a number, 'auto' for the machine's default of the command, absent for none (the main thread). */
   threads?: number | 'auto' | undefined;
+  /** The input's bytes when known (plain local files: run-input.ts plainInputBytes); a small one needs no thread. */
+  inputBytes?: number | undefined;
   /** A dry run hands nothing on: row threads would keep every piece. */
   dryRun?: boolean | undefined;
   /** --output-dir: the rows are cut back into their parts as they are written, so they are read on this thread. */
@@ -66,12 +80,7 @@ export interface ThreadPlan {
 }
 
 export function planThreads(request: ThreadRequest): ThreadPlan {
-  const threads =
-    request.threads === 'auto'
-      ? request.command === 'map'
-        ? defaultMapThreads()
-        : defaultHashThreads()
-      : request.threads;
+  const threads = request.threads === 'auto' ? autoThreads(request) : request.threads;
   const parquetOut = request.outputFormat === 'parquet';
   // a Parquet output is written from rows by its sink, while the row threads write text
   const rowThreads = request.dryRun === true || request.outputDir || parquetOut ? 0 : (threads ?? 0);
