@@ -67,19 +67,21 @@ describe('PostgreSQL state: bad input and faults, one line each without the pass
     const newer = pg.schemaUrl('newer');
     await (await openPostgresState(newer, { envFingerprint: ENV })).close();
     await admin.unsafe('UPDATE newer.meta SET value = $1, sum = $2 WHERE key = $3', [
-      '4',
-      metaSumOf('schema_version', '4'),
+      '5',
+      metaSumOf('schema_version', '5'),
       'schema_version',
     ]);
     const err = await failure(openPostgresState(newer, { envFingerprint: ENV }));
     expect(err.name).toBe('StateFormatError');
-    expect(err.message).toMatch(/schema version 4, newer than this uid2-batch reads \(3\); upgrade uid2-batch$/);
+    expect(err.message).toMatch(/schema version 5, newer than this uid2-batch reads \(4\); upgrade uid2-batch$/);
 
-    // a schema of the first layout (text hashes and raw UIDs), and one of the second (an index on r that this
-    // build neither keeps up nor reads), are refused, not misread
+    // a schema of the first layout (text hashes and raw UIDs), one of the second (an index on r that this build
+    // neither keeps up nor reads), and one of the third (keys kept distinct by a B-tree, which ON CONFLICT here does
+    // not name) are refused, not misread
     for (const [schema, version] of [
       ['first', '1'],
       ['second', '2'],
+      ['third', '3'],
     ]) {
       const url = pg.schemaUrl(schema);
       await (await openPostgresState(url, { envFingerprint: ENV })).close();

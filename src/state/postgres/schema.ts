@@ -8,7 +8,7 @@ import { CRC32_TABLE } from '../checksum.js';
 import { STATUS_CODE, TYPE_CODE } from '../schema.js';
 
 /** The schema a new state is made at and the only one this build reads. */
-export const PG_SCHEMA_VERSION = 3;
+export const PG_SCHEMA_VERSION = 4;
 
 /** The entry columns in the order every read of a whole row selects them (rowOf reads them so). */
 export const ENTRY_COLUMNS =
@@ -18,6 +18,8 @@ export const ENTRY_COLUMNS =
 /**
  * The statements that make a state in schema `s` (an identifier parseStateUrl checked). No index holds r or what a
  * sweep changes, and inserts leave a tenth of each page free: an update that fits on its page is heap-only (HOT).
+ * Keys are kept distinct by a hash index (an exclusion constraint, as a hash index cannot be unique): a lookup or
+ * an insert reads one page of it, where a B-tree of random keys this long is walked from its root, a page a level.
  */
 export function schemaDdl(s: string): string {
   return `
@@ -28,7 +30,7 @@ CREATE TABLE ${s}.meta (
 );
 CREATE TABLE ${s}.entries (
   id                bigserial PRIMARY KEY,
-  key               bytea NOT NULL UNIQUE,
+  key               bytea NOT NULL,
   status            smallint NOT NULL,
   due               boolean NOT NULL,
   u                 bytea,
@@ -38,7 +40,8 @@ CREATE TABLE ${s}.entries (
   last_mapped       double precision,
   last_optout_check double precision,
   opted_out_since   double precision,
-  sum               integer NOT NULL
+  sum               integer NOT NULL,
+  CONSTRAINT entries_key EXCLUDE USING hash (key WITH =)
 ) WITH (fillfactor = 90);
 CREATE TABLE ${s}.runs (
   id          bigserial PRIMARY KEY,

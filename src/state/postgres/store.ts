@@ -213,6 +213,11 @@ const UNNEST_RECORDS_WITH_IDS = UNNEST_RECORDS.replace(') AS v(', ', $13::int8[]
   /sum\)$/,
   'sum, id, before)',
 );
+// an update's values: those of UNNEST_RECORDS as `v`
+const SET_VALUES =
+  "SET status = v.status, due = v.due <> 0, u = decode(v.u, 'base64'), p = decode(v.p, 'base64'), r = v.r, " +
+  'bucket_id = v.bucket_id, last_mapped = v.last_mapped, last_optout_check = v.last_optout_check, ' +
+  'opted_out_since = v.opted_out_since, sum = v.sum';
 const SELECT_RECORDS =
   `SELECT ${keyOfSent('v.type', 'v.hash')}, v.status, v.due <> 0, decode(v.u, 'base64'), decode(v.p, 'base64'), ` +
   `v.r, v.bucket_id, v.last_mapped, v.last_optout_check, v.opted_out_since, v.sum FROM ${UNNEST_RECORDS}`;
@@ -225,11 +230,12 @@ const NULL_BYTES = '-';
 const VALUES_TEXT =
   "concat(status, ',', due::int, ',', r, ',', last_mapped, ',', last_optout_check, ',', opted_out_since, ',', sum, " +
   `',', id, ',', coalesce(encode(u, 'base64'), '${NULL_BYTES}'), ',', coalesce(encode(p, 'base64'), '${NULL_BYTES}')`;
-// what a lookup reads of an entry: VALUES_TEXT and its hash, and the bucket id (any text)
-const LOOKUP_VALUES = `${VALUES_TEXT}, ',', encode(substr(key, 2), 'base64')), bucket_id`;
-// what a commit reads of the entries it finds stored: VALUES_TEXT without the key (the one asked for), the bucket
-// id, and where the row is
-const STORED_VALUES = `${VALUES_TEXT}) AS v, bucket_id, ctid`;
+// what a lookup reads of an entry: VALUES_TEXT and the bucket id (any text); its row names its key by ordinal
+const LOOKUP_VALUES = `${VALUES_TEXT}) AS v, bucket_id`;
+// what a commit reads of the entries it finds stored: the same, and where the row is
+const STORED_VALUES = `${LOOKUP_VALUES}, ctid`;
+// the key's hash index, an exclusion constraint (a hash index cannot be unique): ON CONFLICT names it, DO NOTHING only
+const ON_KEY_CONFLICT = 'ON CONFLICT ON CONSTRAINT entries_key';
 
 export interface PostgresStateParts {
   sql: Sql;
@@ -258,8 +264,7 @@ export class PostgresState implements StateBackend {
   private mostlyNewLast = true;
   /** Whether every key of the last commit was new: the next is sent as a COPY (copyNew). */
   private allNewLast = true;
-  // a lookup: the entries of keys, each naming its key, by one walk of the key index; the planner cannot see how
-  // many keys the subquery holds (it guesses a few), so it probes the index whatever the statistics say
+  // a lookup: the entry of each key, by its ordinal among the keys asked, one probe of the key's index per key
   private readonly lookupStatement: string;
 
   constructor(parts: PostgresStateParts) {
@@ -268,8 +273,8 @@ export class PostgresState implements StateBackend {
     this.commits = parts.commits;
     this.s = parts.schema;
     this.lookupStatement =
-      `SELECT ${LOOKUP_VALUES} FROM ${this.s}.entries ` +
-      `WHERE key = ANY(ARRAY(SELECT ${keyOfSent('$1::int4', 'h')} FROM unnest($2::text[]) AS h))`;
+      'SELECT k.i, e.v, e.bucket_id FROM unnest($2::text[]) WITH ORDINALITY AS k(hash, i) ' +
+      `CROSS JOIN LATERAL (${this.keyProbe(LOOKUP_VALUES, keyOfSent('$1::int4', 'k.hash'))}) e`;
     this.where = parts.where;
     this.readonly = parts.readonly;
   }
@@ -435,6 +440,7 @@ export class PostgresState implements StateBackend {
     const position = new Map<string, number>();
     for (let i = 0; i < hashes.length; i++) position.set(sentOf(hashes[i], HASH_BYTES), i);
     const sent = [...position.keys()];
+    const atOf = Int32Array.from(position.values());
     const n = sent.length;
     // in parts of one size sent at once, as many as the lookup sessions or a multiple (a few keys in one): the
     // server looks parts up on each session while this process reads the rows of others
@@ -445,7 +451,7 @@ export class PostgresState implements StateBackend {
     const parts: Promise<void>[] = [];
     for (let from = 0; from < n; from += size) {
       const part = plainTexts(sent.slice(from, from + size));
-      const read = (rows: Row[]) => this.foundIn(rows, type, hashes, position, out);
+      const read = (rows: Row[]) => this.foundIn(rows, type, hashes, atOf.subarray(from, from + size), out);
       parts.push(this.q(this.lookupStatement, [TYPE_CODE[type], part], this.lookups).then(read));
     }
     await Promise.all(parts);
@@ -460,23 +466,16 @@ export class PostgresState implements StateBackend {
   }
 
   /**
-   * Adds the entries of a lookup's rows (LOOKUP_VALUES) to `out`, each at the position of its hash as sent, their
-   * checksums checked (a row that fails, or has a status code no build writes, stops the lookup as damage).
+   * Adds the entries of a lookup's rows (a key's ordinal in its part, then LOOKUP_VALUES) to `out`, each at the
+   * position its key is answered at (`atOf`), checksums checked (a failing row or an unknown status is damage).
    */
-  private foundIn(
-    rows: Row[],
-    type: DiiType,
-    hashes: readonly string[],
-    position: Map<string, number>,
-    out: StoredEntries,
-  ): void {
+  private foundIn(rows: Row[], type: DiiType, hashes: readonly string[], atOf: Int32Array, out: StoredEntries): void {
     for (const row of rows) {
-      const v = (row[0] as string).split(',');
-      // the server's base64 breaks lines every 76 characters (a hash of another shape is that long)
-      const at = position.get(v[10].length > 76 ? v[10].replace(/\n/g, '') : v[10]) as number;
+      const v = (row[1] as string).split(',');
+      const at = atOf[Number(row[0]) - 1];
       let rec: StateRecord;
       try {
-        rec = recordOf(v, row[1] as string | null, type, hashes[at]);
+        rec = recordOf(v, row[2] as string | null, type, hashes[at]);
       } catch (err) {
         throw this.fault(err);
       }
@@ -613,7 +612,7 @@ export class PostgresState implements StateBackend {
         let insertedEvery = false;
         if (made.length > 0) {
           for (const [count, type, hash] of await this.q(
-            `WITH ins AS (INSERT INTO ${this.s}.entries (${NEW_ENTRY_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (key) ` +
+            `WITH ins AS (INSERT INTO ${this.s}.entries (${NEW_ENTRY_COLUMNS}) ${SELECT_RECORDS} ${ON_KEY_CONFLICT} ` +
               'DO NOTHING RETURNING key), n AS (SELECT count(*) AS n FROM ins) SELECT n, NULL, NULL FROM n UNION ALL ' +
               "SELECT NULL, get_byte(key, 0), encode(substr(key, 2), 'base64') FROM ins, n WHERE n < $13::int8",
             [...columnsOf(made), made.length],
@@ -693,10 +692,8 @@ export class PostgresState implements StateBackend {
       : 'e.id = ANY($13::int8[]) AND e.id = v.id';
     params.push(records.length);
     const rows = await this.q(
-      `WITH upd AS (UPDATE ${this.s}.entries e SET status = v.status, due = v.due <> 0, u = decode(v.u, 'base64'), ` +
-        "p = decode(v.p, 'base64'), r = v.r, bucket_id = v.bucket_id, last_mapped = v.last_mapped, " +
-        'last_optout_check = v.last_optout_check, opted_out_since = v.opted_out_since, sum = v.sum ' +
-        `FROM ${UNNEST_RECORDS_WITH_IDS} WHERE ${which} RETURNING e.id), n AS (SELECT count(*) AS n FROM upd) ` +
+      `WITH upd AS (UPDATE ${this.s}.entries e ${SET_VALUES} FROM ${UNNEST_RECORDS_WITH_IDS} WHERE ${which} ` +
+        'RETURNING e.id), n AS (SELECT count(*) AS n FROM upd) ' +
         `SELECT n, NULL FROM n UNION ALL SELECT NULL, id FROM upd, n WHERE n < $${params.length}::int8`,
       params,
       t,
@@ -1057,15 +1054,14 @@ export class PostgresState implements StateBackend {
   async writeRecords(records: readonly StateRecord[]): Promise<void> {
     this.writable('write records');
     if (records.length === 0) return;
+    // the stored written over by key, then the rest inserted (ON_KEY_CONFLICT takes no DO UPDATE): a key another
+    // run stores in between keeps its values, as if this write had come first
+    const columns = columnsOf(records);
     await this.tx(async (t) => {
-      await this.q(
-        `INSERT INTO ${this.s}.entries (${NEW_ENTRY_COLUMNS}) ${SELECT_RECORDS} ON CONFLICT (key) DO UPDATE SET ` +
-          'status = excluded.status, due = excluded.due, u = excluded.u, p = excluded.p, r = excluded.r, ' +
-          'bucket_id = excluded.bucket_id, last_mapped = excluded.last_mapped, ' +
-          'last_optout_check = excluded.last_optout_check, opted_out_since = excluded.opted_out_since, sum = excluded.sum',
-        columnsOf(records),
-        t,
-      );
+      const key = keyOfSent('v.type', 'v.hash');
+      await this.q(`UPDATE ${this.s}.entries e ${SET_VALUES} FROM ${UNNEST_RECORDS} WHERE e.key = ${key}`, columns, t);
+      const insert = `INSERT INTO ${this.s}.entries (${NEW_ENTRY_COLUMNS}) ${SELECT_RECORDS} ${ON_KEY_CONFLICT}`;
+      await this.q(`${insert} DO NOTHING`, columns, t);
     });
   }
 
