@@ -47,6 +47,26 @@ class ThreadedFake implements ThreadedEngineState {
   }
 }
 
+/**
+ * A state whose lookups settle out of the order they were asked in, as a database's do when it answers them on
+ * several sessions: each lookup waits less than the one before it, so the first asked is the last answered.
+ */
+class OutOfOrderLookups implements ThreadedEngineState {
+  readonly threaded = true;
+  private asked = 0;
+
+  constructor(readonly inner: FakeState) {}
+
+  async lookupStored(type: DiiType, hashes: readonly string[]): Promise<StoredEntries> {
+    await pause(Math.max(0, 60 - 15 * this.asked++));
+    return this.inner.lookupStored(type, hashes);
+  }
+
+  async commitBatch(updates: readonly EntryUpdate[], nowS: number): Promise<void> {
+    this.inner.commitBatch(unpackUpdates(packUpdates(updates)), nowS);
+  }
+}
+
 async function run(
   rows: string[][],
   options: Partial<MapEngineOptions> & { mapper: FakeMapper },
@@ -97,6 +117,21 @@ describe('MapEngine with a state served by another thread', () => {
     // the due entry (r = now) and every unknown one were sent, once each
     expect(mapper.itemsSent).toBe(2_000 - 3);
     expect(behind.entries.size).toBe(2_000);
+  });
+
+  it('maps and commits every row when lookups settle out of order (a database on several sessions)', async () => {
+    const rows = emails(300);
+    const direct = await run(rows, { mapper: new FakeMapper(), state: new FakeState(), batchSize: 5_000 });
+    const behind = new FakeState();
+    const mapper = new FakeMapper();
+    // six chunks of 50 rows: six lookups, the first answered last; every identifier fits one batch
+    const later = await run(rows, { mapper, state: new OutOfOrderLookups(behind), batchSize: 5_000 });
+
+    expect(later.result.outcome.kind).toBe('completed');
+    expect(later.out).toEqual(direct.out);
+    expect(later.out).toHaveLength(300);
+    expect(mapper.itemsSent).toBe(300);
+    expect(behind.entries.size).toBe(300);
   });
 
   it('hands a row on only once the batch that answered it is committed', async () => {

@@ -237,7 +237,10 @@ export class MapEngine {
   private freshHash: number[] = [];
   /** The prepared hashes of the chunk being admitted, as bytes and as words (hashWords). */
   private freshOf: { hashes: Uint8Array; words: Int32Array } = { hashes: new Uint8Array(0), words: new Int32Array(0) };
-  /** The last lookup given to a threaded state: they settle in order, so the others have settled before it. */
+  /**
+   * Settles when every lookup given to a threaded state so far has: a database answers them on several sessions,
+   * so a later one may settle before an earlier one.
+   */
   private lastLookup: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: MapEngineOptions) {
@@ -310,6 +313,16 @@ export class MapEngine {
     }
     if (this.lifecycle.stopped) await this.windDown();
     else await this.handOn();
+    // a run that read its whole input and wrote only part of it must never end as completed
+    if (!this.lifecycle.stopped && this.window.pendingRows > 0) {
+      this.lifecycle.halt({
+        kind: 'failed',
+        error: new Error(
+          `${this.window.pendingRows} rows were left unanswered at the end of the input (a fault of uid2-batch): ` +
+            'the output stops before them; run again',
+        ),
+      });
+    }
     this.counts.uniqueEstimated = this.table.dropped;
     this.counts.uniqueIdentifiers = this.table.dropped ? this.distinct.count : this.distinctExact;
     // without a state file, every distinct identifier is sent once and each forgotten repeat once more; with one,
@@ -424,7 +437,8 @@ export class MapEngine {
     const ask = (items: FreshOfType): Promise<StoredEntries> | undefined =>
       items.ids.length === 0 ? undefined : state.lookupStored(items.type, items.hashes);
     const asked = Promise.all([ask(email), ask(phone)]);
-    this.lastLookup = this.lifecycle.inFlight(async () => {
+    const before = this.lastLookup;
+    const settled = this.lifecycle.inFlight(async () => {
       let found: [StoredEntries | undefined, StoredEntries | undefined];
       try {
         found = await asked;
@@ -437,6 +451,7 @@ export class MapEngine {
       this.resolveStored(email, found[0]);
       this.resolveStored(phone, found[1]);
     });
+    this.lastLookup = Promise.all([before, settled]).then(() => undefined);
   }
 
   /** Answers the items a lookup found fresh entries for; batches the others (or fails them after a stop). */
