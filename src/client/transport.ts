@@ -1,4 +1,4 @@
-import { Pool, ProxyAgent, type Dispatcher } from 'undici';
+import type { Dispatcher, Pool as UndiciPool } from 'undici';
 import { NetworkError, type NetworkFailure } from './errors.js';
 import {
   proxyRouteFor,
@@ -8,6 +8,7 @@ import {
   type ProxyRoute,
   type ProxySettings,
 } from './proxy.js';
+import { Pool, ProxyAgent } from './undici-parts.js';
 
 /** One exchange as the wire saw it; the retry policy and the endpoint methods read it, nothing else. */
 export interface RawResponse {
@@ -55,7 +56,7 @@ export class Transport {
     this.requestTimeoutMs = options.requestTimeoutMs;
     this.route = proxyRouteFor(url, options.proxy);
     this.proxy = this.route.kind === 'proxy' ? this.route.proxy : undefined;
-    const poolOptions: Pool.Options = {
+    const poolOptions: UndiciPool.Options = {
       connections: options.connections,
       // one request per socket at a time: a slow 5,000-item map must not hold up the requests queued behind it
       pipelining: 1,
@@ -73,11 +74,11 @@ export class Transport {
         requestTls: { timeout: options.connectTimeoutMs },
         // the pools to the proxy (forwarding) or through it (tunnels) keep the limits of the direct pool; `connect`
         // from undici is kept, since it is what reaches the proxy or opens the tunnel
-        factory: (origin, opts) => new Pool(origin, { ...(opts as Pool.Options), ...poolOptions }),
+        factory: (origin, opts) => new Pool(origin, { ...(opts as UndiciPool.Options), ...poolOptions }),
         // the CONNECT requests themselves: a proxy that never answers one must time out like the service would
         clientFactory: (origin, opts) =>
           new Pool(origin, {
-            ...(opts as Pool.Options),
+            ...(opts as UndiciPool.Options),
             headersTimeout: options.requestTimeoutMs,
             bodyTimeout: options.requestTimeoutMs,
           }),
