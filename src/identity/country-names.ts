@@ -1,6 +1,6 @@
 /** A row's country cell (ISO code, English name or a common alias a CRM writes) to the phone region it names. */
-import { isSupportedCountry } from 'libphonenumber-js/max';
 import type { PhoneRegion, UnknownCountryReason, UnknownPhoneRegion } from './phone.js';
+import { phoneLibrary } from './phone-library.js';
 
 /**
  * Names per ISO 3166 alpha-2 code: the English short name first, then the other names and abbreviations CRM
@@ -284,15 +284,21 @@ export function nameKey(text: string): string {
     .replace(/\bst\b/g, 'saint');
 }
 
-const BY_NAME: ReadonlyMap<string, PhoneRegion> = (() => {
-  const byName = new Map<string, PhoneRegion>();
+let byName: ReadonlyMap<string, PhoneRegion> | undefined;
+
+/** Country names to regions, built on the first lookup by name (it needs the phone metadata). */
+function regionsByName(): ReadonlyMap<string, PhoneRegion> {
+  if (byName !== undefined) return byName;
+  const { isSupportedCountry } = phoneLibrary();
+  const map = new Map<string, PhoneRegion>();
   for (const [code, names] of Object.entries(COUNTRY_NAMES)) {
     // a table entry whose code the metadata lacks would name a region no number can be read in
     if (!isSupportedCountry(code)) continue;
-    for (const name of names) byName.set(nameKey(name), code as PhoneRegion);
+    for (const name of names) map.set(nameKey(name), code as PhoneRegion);
   }
-  return byName;
-})();
+  byName = map;
+  return map;
+}
 
 /**
  * The phone region a country cell names, or undefined when it names none this tool knows. An ISO 3166 alpha-2
@@ -302,9 +308,9 @@ export function regionOfCountry(cell: string): PhoneRegion | undefined {
   const text = cell.trim();
   if (text.length === 2) {
     const code = text.toUpperCase();
-    if (isSupportedCountry(code)) return code as PhoneRegion;
+    if (phoneLibrary().isSupportedCountry(code)) return code as PhoneRegion;
   }
-  return BY_NAME.get(nameKey(text));
+  return regionsByName().get(nameKey(text));
 }
 
 /** Longest country cell a reason repeats; a longer one is not a country's name. */

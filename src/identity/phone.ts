@@ -1,14 +1,8 @@
 /**
  * Phone cells to the E.164 form the service takes: as-is without a region, through libphonenumber with one.
  */
-import {
-  getCountryCallingCode,
-  isSupportedCountry,
-  parsePhoneNumberWithError,
-  ParseError,
-  validatePhoneNumberLength,
-  type CountryCode,
-} from 'libphonenumber-js/max';
+import type { CountryCode, PhoneNumber } from 'libphonenumber-js/max';
+import { phoneLibrary } from './phone-library.js';
 
 /**
  * The service does not normalize phones: it accepts `+` followed by 10 to 15 ASCII digits and nothing else
@@ -88,7 +82,7 @@ export function parsePhoneRegion(text: string): PhoneRegion {
       `phone region '${text}' is not a two-letter ISO 3166 country code: give one such as US, GB, FR or DE`,
     );
   }
-  if (!isSupportedCountry(code)) {
+  if (!phoneLibrary().isSupportedCountry(code)) {
     throw new PhoneRegionError(
       `phone region '${code}' is not a country with a known phone numbering plan: give a two-letter ISO 3166 code such as US, GB, FR or DE`,
     );
@@ -119,11 +113,12 @@ export function normalizePhone(cell: string, region?: PhoneRegion | UnknownPhone
   if (isNormalizedPhone(cell)) return { ok: true, e164: cell };
   if (region === undefined) return { ok: false, reason: INVALID_PHONE };
   if (typeof region !== 'string') return { ok: false, reason: region.unknownCountry };
-  let parsed: ReturnType<typeof parsePhoneNumberWithError>;
+  const lib = phoneLibrary();
+  let parsed: PhoneNumber;
   try {
-    parsed = parsePhoneNumberWithError(cell, { defaultCountry: region, extract: false });
+    parsed = lib.parsePhoneNumberWithError(cell, { defaultCountry: region, extract: false });
   } catch (err) {
-    if (err instanceof ParseError)
+    if (err instanceof lib.ParseError)
       return { ok: false, reason: PARSE_REASONS[err.message] ?? 'invalid phone: not a phone number' };
     throw err;
   }
@@ -132,14 +127,14 @@ export function normalizePhone(cell: string, region?: PhoneRegion | UnknownPhone
   if (!parsed.isValid()) {
     // isPossible() is the length check of validatePhoneNumberLength, made on the number already parsed: the cell
     // is parsed a second time only when its length is wrong, to learn which way
-    const length = parsed.isPossible() ? undefined : validatePhoneNumberLength(cell, { defaultCountry: region });
+    const length = parsed.isPossible() ? undefined : lib.validatePhoneNumberLength(cell, { defaultCountry: region });
     if (length !== undefined)
       return { ok: false, reason: PARSE_REASONS[length] ?? 'invalid phone: not a phone number' };
     // the length is possible, so the digits are wrong: for the region's plan, or for the one the cell named
     return {
       ok: false,
       reason:
-        parsed.countryCallingCode === getCountryCallingCode(region)
+        parsed.countryCallingCode === lib.getCountryCallingCode(region)
           ? 'invalid phone: not a valid number for the given region'
           : 'invalid phone: not a valid number for its country calling code',
     };

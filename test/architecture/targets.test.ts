@@ -155,3 +155,30 @@ describe('the CLI', () => {
     expect(readdirSync(join(SRC, 'cli')).length).toBeGreaterThan(0);
   });
 });
+
+describe('packages loaded only where they are needed', () => {
+  /** Files of src/ that load `pkg` at import time: a static import that is not `import type`, or import(). */
+  const valueImportersOf = (pkg: RegExp): string[] =>
+    sourceFiles().filter((f) =>
+      [
+        ...textOf(f).matchAll(
+          /^import\s+(type\s+)?[^;]*?\bfrom\s*(['"])([^'"]+)\2|(?<!typeof\s+)\bimport\s*\(\s*(['"])([^'"]+)\4/gm,
+        ),
+      ].some(
+        (m) => (m[3] !== undefined && m[1] === undefined && pkg.test(m[3])) || (m[5] !== undefined && pkg.test(m[5])),
+      ),
+    );
+  /** Files of src/ that require() `pkg` or a path inside it. */
+  const requirersOf = (pkg: RegExp): string[] =>
+    sourceFiles().filter((f) => [...textOf(f).matchAll(/\brequire\(\s*(['"])([^'"]+)\1/g)].some((m) => pkg.test(m[2])));
+
+  it.each([
+    // the package's index also loads fetch, WebSocket, the mocks and the caches, on every command that sends
+    ['undici', 'client/undici-parts.ts', /^undici(\/|$)/],
+    // the phone metadata, loaded on the first national number rather than on every start
+    ['libphonenumber-js', 'identity/phone-library.ts', /^libphonenumber-js(\/|$)/],
+  ])('%s: no file imports it; only %s loads it', (_name, loader, pkg) => {
+    expect(valueImportersOf(pkg)).toEqual([]);
+    expect(requirersOf(pkg)).toEqual([loader]);
+  });
+});
