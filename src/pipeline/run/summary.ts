@@ -72,24 +72,41 @@ export function makeSummary(c: SummaryCounters): RunSummary {
   return lastMade;
 }
 
-// Fixed locale: cron mail and log greps must not change with the machine's LANG.
-const INTEGER = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
-const ONE_DECIMAL = new Intl.NumberFormat('en-US', { maximumFractionDigits: 1 });
+// Fixed locale: cron mail and log greps must not change with the machine's LANG. The figures are written by hand as
+// en-US writes them (comma thousands; the shortest decimal of the number rounded half away from zero, "-0" for a
+// negative that rounds to zero): the first Intl.NumberFormat of a process loads the locale data, which every run
+// paid for at start. test/pipeline/summary-numbers.test.ts holds it to Intl.
+const THOUSANDS = /\B(?=(\d{3})+(?!\d))/g;
+
+function grouped(n: number, fractionDigits: 0 | 1): string {
+  const size = Math.abs(n);
+  // exponent notation (from 1e21), NaN and infinities: no count or rate is one
+  if (!Number.isFinite(n) || size >= 1e21)
+    return new Intl.NumberFormat('en-US', { maximumFractionDigits: fractionDigits }).format(n);
+  const sign = n < 0 || Object.is(n, -0) ? '-' : '';
+  // below 1e-6 the shortest decimal has an exponent; such a number rounds to zero at one decimal anyway
+  const [whole, fraction = ''] = (size < 1e-6 ? '0' : String(size)).split('.');
+  let digits = whole + fraction.slice(0, fractionDigits).padEnd(fractionDigits, '0');
+  if (fraction.charCodeAt(fractionDigits) >= 53) digits = String(BigInt(digits) + 1n);
+  const integer = digits.slice(0, digits.length - fractionDigits).replace(THOUSANDS, ',') || '0';
+  const decimals = digits.slice(digits.length - fractionDigits).replace(/0+$/, '');
+  return `${sign}${integer}${decimals === '' ? '' : `.${decimals}`}`;
+}
 
 /** 10000 -> "10,000". */
 export function formatCount(n: number): string {
-  return INTEGER.format(n);
+  return grouped(n, 0);
 }
 
 /** A rate or ratio: whole above 10, one decimal below ("8,333", "2.5"). */
 export function formatRate(n: number): string {
-  return n >= 10 ? INTEGER.format(n) : ONE_DECIMAL.format(n);
+  return n >= 10 ? grouped(n, 0) : grouped(n, 1);
 }
 
 /** "0.4 s", "12 s", "3 min 20 s", "2 h 05 min": short enough for one line. */
 export function formatDuration(seconds: number): string {
   if (!Number.isFinite(seconds) || seconds < 0) return '?';
-  if (seconds < 10) return `${ONE_DECIMAL.format(seconds)} s`;
+  if (seconds < 10) return `${grouped(seconds, 1)} s`;
   if (seconds < 60) return `${Math.round(seconds)} s`;
   const total = Math.round(seconds);
   if (total < 3600) return `${Math.floor(total / 60)} min ${total % 60} s`;
