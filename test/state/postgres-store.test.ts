@@ -251,6 +251,25 @@ describe('PostgreSQL state: open, meta, lookups and commits', () => {
     });
   });
 
+  it('reads back bucket ids holding what a lookup escapes, whether the hashes asked are base64 or not', async () => {
+    const buckets = ['a\u0001b', '\\1', 'c\\', ',\\\u0001,', '', 'x,y', null];
+    // hashes of the usual shape are sent as bytes, others as texts
+    const base64 = buckets.map((_, i) => Buffer.alloc(32, i + 1).toString('base64'));
+    const other = buckets.map((_, i) => `h${i}`);
+    await withState(async (s) => {
+      const hashes = [...base64, ...other];
+      await s.commitBatch(
+        hashes.map((h, i) => mapped(h, `u${i}`, i, buckets[i % buckets.length])),
+        5,
+      );
+      for (const asked of [base64, other, [...other.slice(0, 3), ...base64.slice(3)]]) {
+        const got = await s.lookupStored('email', asked);
+        const byAt = [...got.at].map((at, i) => [at, got.bucketId[i]]).sort((a, b) => Number(a[0]) - Number(b[0]));
+        expect(byAt).toEqual(buckets.map((b, i) => [i, b]));
+      }
+    });
+  });
+
   it('exports entries in id order and copies records from one schema to another unchanged', async () => {
     const records = await withState(async (s) => {
       await s.commitBatch(

@@ -2,6 +2,7 @@ import { hash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
   bytesOfText,
+  decodeCanonical,
   entryKeyOf,
   HASH_BYTES,
   hashOfKey,
@@ -16,6 +17,26 @@ import {
 const sha = (s: string): string => hash('sha256', s, 'base64');
 
 describe('PostgreSQL state: hashes and raw UIDs as bytes', () => {
+  it('decodes canonical base64 of 32 and 33 bytes as a Buffer does, and refuses any other text', () => {
+    for (let i = 0; i < 200; i++) {
+      for (const width of [HASH_BYTES, RAW_UID_BYTES]) {
+        const bytes = Buffer.from(hash('sha512', `b${i}`)).subarray(0, width);
+        const out = Buffer.alloc(width + 2);
+        expect(decodeCanonical(bytes.toString('base64'), width, out, 1)).toBe(true);
+        expect(out.subarray(1, 1 + width)).toEqual(bytes);
+      }
+    }
+    const h = sha('x');
+    const u = Buffer.alloc(RAW_UID_BYTES, 9).toString('base64');
+    const out = Buffer.alloc(64);
+    // a last digit whose dropped bits are set, no padding, a character outside the alphabet, one beyond ASCII
+    for (const text of [`${h.slice(0, 42)}B=`, `${h.slice(0, 43)}A`, `-${h.slice(1)}`, `é${h.slice(1)}`, h.slice(1)])
+      expect(decodeCanonical(text, HASH_BYTES, out, 0)).toBe(false);
+    for (const text of [`${u.slice(0, 43)}=`, `${u.slice(0, 43)}_`, h])
+      expect(decodeCanonical(text, RAW_UID_BYTES, out, 0)).toBe(false);
+    expect(decodeCanonical(h, 16, out, 0)).toBe(false);
+  });
+
   it('keeps a hash and a raw UID of the usual size as the bytes they stand for', () => {
     const h = sha('a@example.com');
     const key = entryKeyOf(1, h);

@@ -33,7 +33,7 @@ import {
   StateShareLockedError,
 } from './errors.js';
 import { ENTRY_COLUMNS, entrySumOf } from './schema.js';
-import { HASH_BYTES, hashOfKey, RAW_UID_BYTES, sentOf, textOfSent } from './stored-bytes.js';
+import { decodeCanonical, HASH_BYTES, hashOfKey, RAW_UID_BYTES, sentOf, textOfSent } from './stored-bytes.js';
 
 type Sql = postgres.Sql;
 type Query = Pick<Sql, 'unsafe'>;
@@ -47,6 +47,8 @@ export const LOOKUP_SESSIONS = 2;
 // the sessions map's commits run on at once (open.ts opens them): while one batch's commit waits for its WAL to
 // reach the disk, another's rows are sent and inserted
 export const COMMIT_SESSIONS = 3;
+// the bytes of the key of an entry whose hash is canonical base64: its type's code, then the hash's bytes
+const KEY_BYTES = 1 + HASH_BYTES;
 // rows per page of a walk in id order (entries(), and what a copy asks for is the caller's)
 const WALK_PAGE = 5_000;
 // ids a statement of the due walk covers at most: however few entries are due, each statement stays short
@@ -98,31 +100,59 @@ function numberOf(v: string): number | null {
   return v === '' ? null : Number(v);
 }
 
+// ends a line of a lookup's text: a character neither numbers nor the server's base64 (which breaks lines) hold
+const LINE_END = '\u0001';
+
+/** The bucket id of a lookup's line as LOOKUP_VALUES escapes it. */
+function bucketOf(text: string): string {
+  return text.includes('\\') ? text.replace(/\\(.)/gs, (_, c: string) => (c === '1' ? LINE_END : c)) : text;
+}
+
+/**
+ * Splits text[from, end) at its commas into v[0...], v[last] taking the rest (commas too), and returns how many
+ * fields there were: slices of the text, with no array made per line.
+ */
+function fieldsOf(text: string, from: number, end: number, v: string[], last: number): number {
+  let a = from;
+  for (let k = 0; k < last; k++) {
+    const b = text.indexOf(',', a);
+    if (b < 0 || b >= end) {
+      v[k] = text.slice(a, end);
+      return k + 1;
+    }
+    v[k] = text.slice(a, b);
+    a = b + 1;
+  }
+  v[last] = text.slice(a, end);
+  return last + 1;
+}
+
 /** A raw UID of VALUES_TEXT. */
 function rawUidOf(v: string): string | null {
   return v === NULL_BYTES ? null : textOfSent(v, RAW_UID_BYTES);
 }
 
 /**
- * The record of an entry read as VALUES_TEXT (`v`, split at its commas) with its bucket id, whose key is (type,
- * hash), its checksum checked: ChecksumError naming the entry when it fails or the status is a code no build writes.
+ * The record of an entry read as VALUES_TEXT (`v[o...]`, split at its commas) with its bucket id, whose key is
+ * (type, hash), its checksum checked: ChecksumError naming the entry when it fails or the status is a code no build
+ * writes.
  */
-function recordOf(v: readonly string[], bucketId: string | null, type: DiiType, hash: string): StateRecord {
-  const status = STATUS_OF_CODE.get(Number(v[0]));
+function recordOf(v: readonly string[], o: number, bucketId: string | null, type: DiiType, hash: string): StateRecord {
+  const status = STATUS_OF_CODE.get(Number(v[o]));
   const rec: StateRecord = {
     type,
     hash,
     status: status ?? 'invalid',
-    due: v[1] === '1',
-    u: rawUidOf(v[8]),
-    p: rawUidOf(v[9]),
-    r: numberOf(v[2]),
+    due: v[o + 1] === '1',
+    u: rawUidOf(v[o + 8]),
+    p: rawUidOf(v[o + 9]),
+    r: numberOf(v[o + 2]),
     bucketId,
-    lastMappedS: numberOf(v[3]),
-    lastOptoutCheckS: numberOf(v[4]),
-    optedOutSinceMs: numberOf(v[5]),
+    lastMappedS: numberOf(v[o + 3]),
+    lastOptoutCheckS: numberOf(v[o + 4]),
+    optedOutSinceMs: numberOf(v[o + 5]),
   };
-  if (status === undefined || entrySumOf(rec) !== Number(v[6])) throw new ChecksumError(`entry ${v[7]}`);
+  if (status === undefined || entrySumOf(rec) !== Number(v[o + 6])) throw new ChecksumError(`entry ${v[o + 7]}`);
   return rec;
 }
 
@@ -160,6 +190,19 @@ function numbers(values: readonly (number | null)[]): string {
     out += `${i === 0 ? '' : ','}${v === null ? 'NULL' : String(v)}`;
   }
   return `${out}}`;
+}
+
+/**
+ * The keys of hashes[from, to) of the type of this code, KEY_BYTES each, as the entries' key column holds them;
+ * null when a hash is not canonical base64 (its key is another size).
+ */
+function keyBytesOf(typeCode: number, hashes: readonly string[], from: number, to: number): Buffer | null {
+  const out = Buffer.allocUnsafe((to - from) * KEY_BYTES);
+  for (let i = from, at = 0; i < to; i++, at += KEY_BYTES) {
+    out[at] = typeCode;
+    if (!decodeCanonical(hashes[i], HASH_BYTES, out, at + 1)) return null;
+  }
+  return out;
 }
 
 /** A raw UID as sent, or null. */
@@ -230,10 +273,14 @@ const NULL_BYTES = '-';
 const VALUES_TEXT =
   "concat(status, ',', due::int, ',', r, ',', last_mapped, ',', last_optout_check, ',', opted_out_since, ',', sum, " +
   `',', id, ',', coalesce(encode(u, 'base64'), '${NULL_BYTES}'), ',', coalesce(encode(p, 'base64'), '${NULL_BYTES}')`;
-// what a lookup reads of an entry: VALUES_TEXT and the bucket id (any text); its row names its key by ordinal
-const LOOKUP_VALUES = `${VALUES_TEXT}) AS v, bucket_id`;
-// what a commit reads of the entries it finds stored: the same, and where the row is
-const STORED_VALUES = `${LOOKUP_VALUES}, ctid`;
+// what a lookup reads of an entry: VALUES_TEXT, then its bucket id after a comma when it has one, its backslashes
+// and LINE_ENDs escaped (bucketOf reads it back), so that the entries a statement finds are one text of a line
+// each: the driver reads one value a statement rather than a row an entry
+const LOOKUP_VALUES =
+  `${VALUES_TEXT}, CASE WHEN bucket_id IS NULL THEN '' ELSE ',' || ` +
+  "replace(replace(bucket_id, '\\', '\\\\'), E'\\x01', '\\1') END) AS v";
+// what a commit reads of the entries it finds stored: VALUES_TEXT, the bucket id (any text), and where the row is
+const STORED_VALUES = `${VALUES_TEXT}) AS v, bucket_id, ctid`;
 // the key's hash index, an exclusion constraint (a hash index cannot be unique): ON CONFLICT names it, DO NOTHING only
 const ON_KEY_CONFLICT = 'ON CONFLICT ON CONSTRAINT entries_key';
 
@@ -266,6 +313,8 @@ export class PostgresState implements StateBackend {
   private allNewLast = true;
   // a lookup: the entry of each key, by its ordinal among the keys asked, one probe of the key's index per key
   private readonly lookupStatement: string;
+  // the same, of keys sent as one bytea of KEY_BYTES each (every hash canonical base64)
+  private readonly lookupKeysStatement: string;
 
   constructor(parts: PostgresStateParts) {
     this.sql = parts.sql;
@@ -273,8 +322,11 @@ export class PostgresState implements StateBackend {
     this.commits = parts.commits;
     this.s = parts.schema;
     this.lookupStatement =
-      'SELECT k.i, e.v, e.bucket_id FROM unnest($2::text[]) WITH ORDINALITY AS k(hash, i) ' +
+      "SELECT string_agg(k.i || ',' || e.v, E'\\x01') FROM unnest($2::text[]) WITH ORDINALITY AS k(hash, i) " +
       `CROSS JOIN LATERAL (${this.keyProbe(LOOKUP_VALUES, keyOfSent('$1::int4', 'k.hash'))}) e`;
+    this.lookupKeysStatement =
+      `SELECT string_agg(k.i || ',' || e.v, E'\\x01') FROM generate_series(1, length($1::bytea) / ${KEY_BYTES}) AS k(i) ` +
+      `CROSS JOIN LATERAL (${this.keyProbe(LOOKUP_VALUES, `substr($1::bytea, k.i * ${KEY_BYTES} - ${HASH_BYTES}, ${KEY_BYTES})`)}) e`;
     this.where = parts.where;
     this.readonly = parts.readonly;
   }
@@ -436,12 +488,12 @@ export class PostgresState implements StateBackend {
   // ---- lookups and commits
 
   async lookupStored(type: DiiType, hashes: readonly string[]): Promise<StoredEntries> {
-    // per hash as sent, the last position it is asked at (the file answers a hash asked twice there too)
+    // per hash, the last position it is asked at (the file answers a hash asked twice there too)
     const position = new Map<string, number>();
-    for (let i = 0; i < hashes.length; i++) position.set(sentOf(hashes[i], HASH_BYTES), i);
-    const sent = [...position.keys()];
+    for (let i = 0; i < hashes.length; i++) position.set(hashes[i], i);
+    const asked = [...position.keys()];
     const atOf = Int32Array.from(position.values());
-    const n = sent.length;
+    const n = asked.length;
     // in parts of one size sent at once, as many as the lookup sessions or a multiple (a few keys in one): the
     // server looks parts up on each session while this process reads the rows of others
     const size =
@@ -450,9 +502,17 @@ export class PostgresState implements StateBackend {
     const out = { at, status, due, r, u: [], p: [], bucketId: [] };
     const parts: Promise<void>[] = [];
     for (let from = 0; from < n; from += size) {
-      const part = plainTexts(sent.slice(from, from + size));
       const read = (rows: Row[]) => this.foundIn(rows, type, hashes, atOf.subarray(from, from + size), out);
-      parts.push(this.q(this.lookupStatement, [TYPE_CODE[type], part], this.lookups).then(read));
+      const keys = keyBytesOf(TYPE_CODE[type], asked, from, Math.min(n, from + size));
+      const ask =
+        keys !== null
+          ? this.q(this.lookupKeysStatement, [keys], this.lookups)
+          : this.q(
+              this.lookupStatement,
+              [TYPE_CODE[type], plainTexts(asked.slice(from, from + size).map((h) => sentOf(h, HASH_BYTES)))],
+              this.lookups,
+            );
+      parts.push(ask.then(read));
     }
     await Promise.all(parts);
     const found = out.u.length;
@@ -466,16 +526,24 @@ export class PostgresState implements StateBackend {
   }
 
   /**
-   * Adds the entries of a lookup's rows (a key's ordinal in its part, then LOOKUP_VALUES) to `out`, each at the
-   * position its key is answered at (`atOf`), checksums checked (a failing row or an unknown status is damage).
+   * Adds the entries of a lookup's lines (a key's ordinal in its part, then LOOKUP_VALUES) to `out`, each at the
+   * position its key is answered at (`atOf`), checksums checked (a failing line or an unknown status is damage).
    */
   private foundIn(rows: Row[], type: DiiType, hashes: readonly string[], atOf: Int32Array, out: StoredEntries): void {
-    for (const row of rows) {
-      const v = (row[1] as string).split(',');
-      const at = atOf[Number(row[0]) - 1];
+    const lines = rows[0]?.[0] as string | null | undefined;
+    if (lines === null || lines === undefined) return;
+    const v: string[] = [];
+    for (let from = 0; from < lines.length; ) {
+      let end = lines.indexOf(LINE_END, from);
+      if (end < 0) end = lines.length;
+      // the ordinal, VALUES_TEXT's ten values, then the bucket id when there is one
+      const fields = fieldsOf(lines, from, end, v, 11);
+      from = end + 1;
+      const at = atOf[Number(v[0]) - 1];
       let rec: StateRecord;
       try {
-        rec = recordOf(v, row[2] as string | null, type, hashes[at]);
+        if (fields < 11 || at === undefined) throw new ChecksumError("a lookup's line");
+        rec = recordOf(v, 1, fields > 11 ? bucketOf(v[11]) : null, type, hashes[at]);
       } catch (err) {
         throw this.fault(err);
       }
@@ -664,7 +732,7 @@ export class PostgresState implements StateBackend {
       const at = Number(row[0]) - 1;
       const f = keys[at];
       const v = (row[1] as string).split(',');
-      const rec = recordOf(v, row[2] as string | null, f.type, f.hash);
+      const rec = recordOf(v, 0, row[2] as string | null, f.type, f.hash);
       out[at] = { id: Number(v[7]), sum: Number(v[6]), rec, tid: row[3] as string };
     }
     return out;
