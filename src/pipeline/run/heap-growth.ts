@@ -8,13 +8,13 @@ import { setFlagsFromString } from 'node:v8';
  * and a batch run is the case that reaches it: a small, steady live set (the rows waiting in the reassembly
  * window, the identifiers in flight) and a fast stream of short-lived answers, many of which outlive a young
  * collection. The heap then swings between the live size and four times it, and the peak RSS follows the top of
- * the swing. A fixed step of 100% keeps the top at about twice the live size, for more frequent full
- * collections: a smaller step lowers the peak a little more but costs CPU, most of it in V8's concurrent marking,
- * which competes with the row threads for the cores. To weigh another value, run `map` with node's own
- * `--heap-growing-percent=N` (which this leaves alone) and without it, in turns, and compare rows/s and peak RSS
- * (`/usr/bin/time -f %M`).
+ * the swing. A fixed step of 200% keeps the top at about three times the live size. Each full collection marks the
+ * whole live set, most of it on V8's helper threads, which compete with the row threads for the cores: a step of
+ * 100% collected twice as often for a peak a little lower, and cost more CPU per row than it saved in memory.
+ * To weigh another value, run `map` with node's own `--heap-growing-percent=N` (which this leaves alone) and
+ * without it, in turns, and compare the CPU per row and the peak RSS that `npm run bench` prints.
  */
-export const HEAP_GROWING_PERCENT = 100;
+export const HEAP_GROWING_PERCENT = 200;
 
 const FLAG = '--heap-growing-percent';
 
