@@ -67,21 +67,23 @@ describe('PostgreSQL state: bad input and faults, one line each without the pass
     const newer = pg.schemaUrl('newer');
     await (await openPostgresState(newer, { envFingerprint: ENV })).close();
     await admin.unsafe('UPDATE newer.meta SET value = $1, sum = $2 WHERE key = $3', [
-      '5',
-      metaSumOf('schema_version', '5'),
+      '6',
+      metaSumOf('schema_version', '6'),
       'schema_version',
     ]);
     const err = await failure(openPostgresState(newer, { envFingerprint: ENV }));
     expect(err.name).toBe('StateFormatError');
-    expect(err.message).toMatch(/schema version 5, newer than this uid2-batch reads \(4\); upgrade uid2-batch$/);
+    expect(err.message).toMatch(/schema version 6, newer than this uid2-batch reads \(5\); upgrade uid2-batch$/);
 
     // a schema of the first layout (text hashes and raw UIDs), one of the second (an index on r that this build
     // neither keeps up nor reads), and one of the third (keys kept distinct by a B-tree, which ON CONFLICT here does
-    // not name) are refused, not misread
+    // not name), and one of the fourth (raw UIDs of 32 bytes kept as their text, where a text of 31 UTF-8 bytes
+    // ended in the bytes of such a raw UID) are refused, not misread
     for (const [schema, version] of [
       ['first', '1'],
       ['second', '2'],
       ['third', '3'],
+      ['fourth', '4'],
     ]) {
       const url = pg.schemaUrl(schema);
       await (await openPostgresState(url, { envFingerprint: ENV })).close();

@@ -30,7 +30,7 @@ describe('PostgreSQL state: open, meta, lookups and commits', () => {
       expect(s.kind).toBe('postgres');
       expect(s.where).not.toContain(pg.server().password);
       const meta = await s.meta();
-      expect(meta).toMatchObject({ schemaVersion: 4, envFingerprint: ENV, api: 'v3' });
+      expect(meta).toMatchObject({ schemaVersion: 5, envFingerprint: ENV, api: 'v3' });
       await s.setMeta('last_buckets_check', '123');
       await expect(s.setMeta('env_fingerprint', 'x')).rejects.toThrow(/cannot be changed/);
     }, url);

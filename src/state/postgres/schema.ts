@@ -8,7 +8,7 @@ import { CRC32_TABLE } from '../checksum.js';
 import { STATUS_CODE, TYPE_CODE } from '../schema.js';
 
 /** The schema a new state is made at and the only one this build reads. */
-export const PG_SCHEMA_VERSION = 4;
+export const PG_SCHEMA_VERSION = 5;
 
 /** The entry columns in the order every read of a whole row selects them (rowOf reads them so). */
 export const ENTRY_COLUMNS =

@@ -200,7 +200,7 @@ function keyBytesOf(typeCode: number, hashes: readonly string[], from: number, t
   const out = Buffer.allocUnsafe((to - from) * KEY_BYTES);
   for (let i = from, at = 0; i < to; i++, at += KEY_BYTES) {
     out[at] = typeCode;
-    if (!decodeCanonical(hashes[i], HASH_BYTES, out, at + 1)) return null;
+    if (decodeCanonical(hashes[i], HASH_BYTES, out, at + 1) !== HASH_BYTES) return null;
   }
   return out;
 }
