@@ -14,7 +14,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { b64, DAY, firstAnswer, storedKey, TODAY, typeOf } from './state-entries.mjs';
+import { b64, DAY, firstAnswer, remapAnswer, storedKey, TODAY } from './state-entries.mjs';
 import postgres from 'postgres';
 import { startPostgres } from './postgres-server.mjs';
 
@@ -182,15 +182,7 @@ try {
 
   // ---- commits of stored entries: what a remap writes (each key mapped again), one at a time, then IN_FLIGHT at once
   const rnd = picker(777);
-  const storedBatch = () =>
-    Array.from({ length: COMMIT_ROWS }, () => {
-      const i = Math.floor(rnd() * ENTRIES);
-      return {
-        type: typeOf(i),
-        hash: b64(`identifier-${i}`),
-        outcome: { kind: 'mapped', u: b64(`new-${i}`), p: null, r: TODAY + 400 * DAY },
-      };
-    });
+  const storedBatch = () => Array.from({ length: COMMIT_ROWS }, () => remapAnswer(Math.floor(rnd() * ENTRIES)));
   const again = [];
   const againCpu = process.cpuUsage();
   const againServer = await serverCpuS();
