@@ -117,7 +117,7 @@ function canonicalSize(text: string, width: number): number {
 
 /**
  * The base64 of the bytes bytesOfText keeps for `text` (what the server decodes): the text itself when it is the
- * canonical base64 of a usual size, so that the usual hash or raw UID is sent without being decoded here.
+ * canonical base64 of a usual size (checked by decoding it into scratch bytes), so that no Buffer is made for it.
  */
 export function sentOf(text: string, width: number): string {
   return canonicalSize(text, width) > 0 ? text : bytesOfText(text, width).toString('base64');
