@@ -18,7 +18,7 @@ const NOT_ENGINE = /^state\/(backend|open-backend|file-backend)\.ts$|^state\/pos
  * SQL, not an engine. Its ceiling comes down, or goes up only for a change that meets a target of the state bench
  * (as the lookup reader of lookup-lines.ts did, for the rate of lookups of stored keys).
  */
-const POSTGRES_STATE_MAX_LINES = 2_034;
+const POSTGRES_STATE_MAX_LINES = 2_038;
 const inPostgresStore = (file: string): boolean => file.startsWith('state/postgres/');
 /** The reader (hyparquet) and the writer (parquet-wasm); the Arrow stream the writer reads is our own. */
 const PARQUET_LIBRARIES_MAX = 2;

@@ -96,18 +96,18 @@ function pageLimit(limit: number): number {
   return Number.isFinite(limit) ? Math.max(0, Math.floor(limit)) : 0;
 }
 
-/** A number of VALUES_TEXT: nothing is null; the server spells NaN and the infinities as Number reads them. */
+/** A number of valuesText: nothing is null; the server spells NaN and the infinities as Number reads them. */
 function numberOf(v: string): number | null {
   return v === '' ? null : Number(v);
 }
 
-/** A raw UID of VALUES_TEXT. */
+/** A raw UID of valuesText. */
 function rawUidOf(v: string): string | null {
   return v === NULL_BYTES ? null : textOfSent(v, RAW_UID_BYTES);
 }
 
 /**
- * The record of an entry read as VALUES_TEXT (`v[o...]`, split at its commas) with its bucket id, whose key is
+ * The record of an entry read as valuesText (`v[o...]`, split at its commas) with its bucket id, whose key is
  * (type, hash), its checksum checked: ChecksumError naming the entry when it fails or the status is a code no build
  * writes.
  */
@@ -248,19 +248,23 @@ const SELECT_RECORDS =
   `v.r, v.bucket_id, v.last_mapped, v.last_optout_check, v.opted_out_since, v.sum FROM ${UNNEST_RECORDS}`;
 // raw UIDs sent as $1, as the bytes they are stored as
 const RAW_UIDS = "ARRAY(SELECT decode(x, 'base64') FROM unnest($1::text[]) AS x)";
-// an entry's values as one text (cheaper for the driver than a dozen columns; numbers, a null one as nothing, and
-// base64 hold no comma), in the order recordOf reads them, still open for more values
-const VALUES_TEXT =
-  "concat(status, ',', due::int, ',', r, ',', last_mapped, ',', last_optout_check, ',', opted_out_since, ',', sum, " +
-  `',', id, ',', coalesce(encode(u, 'base64'), '${NULL_BYTES}'), ',', coalesce(encode(p, 'base64'), '${NULL_BYTES}')`;
-// what a lookup reads of an entry: VALUES_TEXT, then its bucket id after a comma when it has one, its backslashes
-// and LINE_ENDs escaped (lookup-lines.ts reads it back), so that the entries a statement finds are one text of a line
-// each: the driver reads one value a statement rather than a row an entry
-const LOOKUP_VALUES =
-  `${VALUES_TEXT}, CASE WHEN bucket_id IS NULL THEN '' ELSE ',' || ` +
-  "replace(replace(bucket_id, '\\', '\\\\'), E'\\x01', '\\1') END) AS v";
-// what a commit reads of the entries it finds stored: VALUES_TEXT, the bucket id (any text), and where the row is
-const STORED_VALUES = `${VALUES_TEXT}) AS v, bucket_id, ctid`;
+/**
+ * An entry's values as one text, `first` before them and `last` after (cheaper for the driver than a dozen columns;
+ * numbers, a null one as nothing, and base64 hold no comma), in the order recordOf reads them: concat_ws makes it in
+ * one call, leaving out a null one (of `last`: a null number is spelled as nothing before it gets there).
+ */
+const NUMBER_TEXTS = ['r', 'last_mapped', 'last_optout_check', 'opted_out_since'].map(
+  (c) => `coalesce(${c}::text, '')`,
+);
+const RAW_UID_TEXTS = ['u', 'p'].map((c) => `coalesce(encode(${c}, 'base64'), '${NULL_BYTES}')`);
+const valuesText = (first = '', last = '') =>
+  `concat_ws(',', ${first}status, due::int, ${NUMBER_TEXTS.join(', ')}, sum, id, ${RAW_UID_TEXTS.join(', ')}${last})`;
+// what a lookup reads of an entry: its key's ordinal, the values, then its bucket id after a comma when it has
+// one, its backslashes and line ends escaped (lookup-lines.ts reads it back), so that the entries a statement finds
+// are one text of a line each: the driver reads one value a statement rather than a row an entry
+const LOOKUP_VALUES = `${valuesText('k.i, ', ", replace(replace(bucket_id, '\\', '\\\\'), E'\\x01', '\\1')")} AS v`;
+// what a commit reads of the entries it finds stored: the values, the bucket id (any text), and where the row is
+const STORED_VALUES = `${valuesText()} AS v, bucket_id, ctid`;
 // the key's hash index, an exclusion constraint (a hash index cannot be unique): ON CONFLICT names it, DO NOTHING only
 const ON_KEY_CONFLICT = 'ON CONFLICT ON CONSTRAINT entries_key';
 
@@ -302,10 +306,10 @@ export class PostgresState implements StateBackend {
     this.commits = parts.commits;
     this.s = parts.schema;
     this.lookupStatement =
-      "SELECT string_agg(k.i || ',' || e.v, E'\\x01') FROM unnest($2::text[]) WITH ORDINALITY AS k(hash, i) " +
+      "SELECT string_agg(e.v, E'\\x01') FROM unnest($2::text[]) WITH ORDINALITY AS k(hash, i) " +
       `CROSS JOIN LATERAL (${this.keyProbe(LOOKUP_VALUES, keyOfSent('$1::int4', 'k.hash'))}) e`;
     this.lookupKeysStatement =
-      `SELECT string_agg(k.i || ',' || e.v, E'\\x01') FROM generate_series(1, length($1::bytea) / ${KEY_BYTES}) AS k(i) ` +
+      `SELECT string_agg(e.v, E'\\x01') FROM generate_series(1, length($1::bytea) / ${KEY_BYTES}) AS k(i) ` +
       `CROSS JOIN LATERAL (${this.keyProbe(LOOKUP_VALUES, `substr($1::bytea, k.i * ${KEY_BYTES} - ${HASH_BYTES}, ${KEY_BYTES})`)}) e`;
     this.where = parts.where;
     this.readonly = parts.readonly;
