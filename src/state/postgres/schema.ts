@@ -70,8 +70,8 @@ CREATE INDEX pending_changes_by_kind ON ${s}.pending_changes (kind, id);
  * An entry row's checksum (as a signed 32-bit integer, the column's type): a CRC-32 over every value laid out in
  * bytes (each text as UTF-8 after its length in UTF-16 units, each number as a float64 after a flag of null), so
  * that a value changed, or moved to another column or row, reads as damage. Over the texts of the hash and raw
- * UIDs, which the bytes stored stand for one to one (stored-bytes.ts). Summed here a byte at a time, with no buffer
- * to write first: a lookup sums every row it reads, a commit every row it writes.
+ * UIDs, which the bytes stored stand for one to one (stored-bytes.ts). Summed with no buffer to write first (a lookup
+ * sums every row it reads, a commit every row it writes), the hash and raw UIDs from bytes where `at` says they lie.
  */
 export function entrySumOf(e: StateRecord, at?: TextsAt): number {
   let c = crcByte(-1, TYPE_CODE[e.type]);
