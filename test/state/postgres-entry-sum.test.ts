@@ -74,9 +74,28 @@ describe('PostgreSQL state: the checksum of an entry row', () => {
         { ...base, lastMappedS: null, lastOptoutCheckS: base.lastMappedS },
         { ...base, optedOutSinceMs: 0 },
         { ...base, hash: 'aGFzaA==b1', bucketId: '' },
-      ].map(entrySumOf),
+      ].map((e) => entrySumOf(e)),
     );
     expect(sums.size).toBe(12);
+  });
+
+  it('is the same summed from bytes where the hash and raw UIDs lie, at any offset and length', () => {
+    const cases: [string, string, string | null][] = [
+      [sha('h'), sha('u'), null],
+      [sha('h'), 'dQ==', `${sha('p')}x`],
+      ['aGFzaA==', sha('u').slice(0, 43), sha('p')],
+    ];
+    for (const [hash, u, p] of cases) {
+      const e = { ...base, hash, u, p };
+      for (const pad of [0, 1, 2, 3, 5]) {
+        const line = Buffer.from(`${'-'.repeat(pad)}${u},${p ?? ''}`, 'latin1');
+        const hashes = Buffer.from(`${'#'.repeat(pad)}${hash}`, 'latin1');
+        const at = { hashes, hash: pad, line, u: pad, p: p === null ? -1 : pad + u.length + 1 };
+        expect(entrySumOf(e, at)).toBe(referenceSum(e));
+        // bytes that are not the record's texts give another sum
+        expect(entrySumOf(e, { ...at, u: at.u + 1 })).not.toBe(referenceSum(e));
+      }
+    }
   });
 
   it('reads a lone surrogate as the U+FFFD that UTF-8 stores for it', () => {

@@ -270,6 +270,35 @@ describe('PostgreSQL state: open, meta, lookups and commits', () => {
     });
   });
 
+  it('finds hashes that are almost base64 beside base64 ones, and reads back any number and bucket id', async () => {
+    const canonical = Buffer.alloc(32, 9).toString('base64');
+    const hashes = [
+      canonical,
+      // 44 characters ending in one '=', but no canonical base64 of 32 bytes: each is kept as its text
+      `${canonical.slice(0, 42)}B=`,
+      `AB=${canonical.slice(3)}`,
+      `${canonical.slice(0, 10)}-_${canonical.slice(12)}`,
+      `${canonical.slice(0, 10)} ${canonical.slice(11)}`,
+      Buffer.alloc(32, 10).toString('base64'),
+    ];
+    const numbers = [1000.5, -3, -0, 1e20, 2 ** 60, 0.1];
+    const buckets = ['é€😀', 'x', null, '\\é', 'a,b', null];
+    await withState(async (s) => {
+      await s.commitBatch(
+        hashes.map((h, i) => mapped(h, Buffer.alloc(32 + (i % 2), i).toString('base64'), numbers[i], buckets[i])),
+        1_768_435_200.25,
+      );
+      const expected = (i: number) => [Buffer.alloc(32 + (i % 2), i).toString('base64'), numbers[i], buckets[i]];
+      // each beside a base64 one, then all at once
+      for (const asked of [...hashes.slice(1).map((h) => [hashes[0], h]), hashes]) {
+        const got = await s.lookupStored('email', asked);
+        const byAt = [...got.at].map((at, i) => [asked[at], got.u[i], got.r[i], got.bucketId[i]]);
+        expect(byAt.sort()).toEqual(asked.map((h) => [h, ...expected(hashes.indexOf(h))]).sort());
+      }
+      expect(Object.is((await s.lookupStored('email', [hashes[2]])).r[0], -0)).toBe(true);
+    });
+  });
+
   it('exports entries in id order and copies records from one schema to another unchanged', async () => {
     const records = await withState(async (s) => {
       await s.commitBatch(

@@ -70,16 +70,16 @@ CREATE INDEX pending_changes_by_kind ON ${s}.pending_changes (kind, id);
  * An entry row's checksum (as a signed 32-bit integer, the column's type): a CRC-32 over every value laid out in
  * bytes (each text as UTF-8 after its length in UTF-16 units, each number as a float64 after a flag of null), so
  * that a value changed, or moved to another column or row, reads as damage. Over the texts of the hash and raw
- * UIDs, which the bytes stored stand for one to one (stored-bytes.ts). Summed here a byte at a time, with no buffer
- * to write first: a lookup sums every row it reads, a commit every row it writes.
+ * UIDs, which the bytes stored stand for one to one (stored-bytes.ts). Summed with no buffer to write first (a lookup
+ * sums every row it reads, a commit every row it writes), the hash and raw UIDs from bytes where `at` says they lie.
  */
-export function entrySumOf(e: StateRecord): number {
+export function entrySumOf(e: StateRecord, at?: TextsAt): number {
   let c = crcByte(-1, TYPE_CODE[e.type]);
-  c = crcText(c, e.hash);
+  c = at !== undefined && at.hash >= 0 ? crcAscii(c, at.hashes, at.hash, e.hash.length) : crcText(c, e.hash);
   c = crcByte(c, STATUS_CODE[e.status]);
   c = crcByte(c, e.due ? 1 : 0);
-  c = crcText(c, e.u);
-  c = crcText(c, e.p);
+  c = at !== undefined && at.u >= 0 ? crcAscii(c, at.line, at.u, (e.u as string).length) : crcText(c, e.u);
+  c = at !== undefined && at.p >= 0 ? crcAscii(c, at.line, at.p, (e.p as string).length) : crcText(c, e.p);
   c = crcText(c, e.bucketId);
   c = crcNumber(c, e.r);
   c = crcNumber(c, e.lastMappedS);
@@ -109,6 +109,28 @@ function crcUint32(c: number, v: number): number {
   return (
     SLICES[768 + (c & 255)] ^ SLICES[512 + ((c >>> 8) & 255)] ^ SLICES[256 + ((c >>> 16) & 255)] ^ SLICES[c >>> 24]
   );
+}
+
+/**
+ * Where a record's hash and raw UIDs lie as bytes, one a character (ASCII), for entrySumOf to sum them there: a
+ * string's characters read one call each cost more than the bytes. Each at -1 is summed from the record's text.
+ */
+export interface TextsAt {
+  hashes: Uint8Array;
+  hash: number;
+  line: Uint8Array;
+  u: number;
+  p: number;
+}
+
+/** crcText of an ASCII text of `length` characters found as bytes at b[from...]. */
+function crcAscii(c: number, b: Uint8Array, from: number, length: number): number {
+  c = crcUint32(c, length);
+  const end = from + length;
+  let i = from;
+  for (; i + 4 <= end; i += 4) c = crcUint32(c, b[i] | (b[i + 1] << 8) | (b[i + 2] << 16) | (b[i + 3] << 24));
+  for (; i < end; i++) c = crcByte(c, b[i]);
+  return c;
 }
 
 /** A text's length, then its UTF-8 bytes (a lone surrogate as U+FFFD, as the server and Buffer store it). */

@@ -32,8 +32,9 @@ import {
   StateShareCountError,
   StateShareLockedError,
 } from './errors.js';
+import { NULL_BYTES, readLookupLines } from './lookup-lines.js';
 import { ENTRY_COLUMNS, entrySumOf } from './schema.js';
-import { decodeCanonical, HASH_BYTES, hashOfKey, RAW_UID_BYTES, sentOf, textOfSent } from './stored-bytes.js';
+import { HASH_BYTES, hashOfKey, RAW_UID_BYTES, sentOf, textOfSent } from './stored-bytes.js';
 
 type Sql = postgres.Sql;
 type Query = Pick<Sql, 'unsafe'>;
@@ -95,45 +96,18 @@ function pageLimit(limit: number): number {
   return Number.isFinite(limit) ? Math.max(0, Math.floor(limit)) : 0;
 }
 
-/** A number of VALUES_TEXT: nothing is null; the server spells NaN and the infinities as Number reads them. */
+/** A number of valuesText: nothing is null; the server spells NaN and the infinities as Number reads them. */
 function numberOf(v: string): number | null {
   return v === '' ? null : Number(v);
 }
 
-// ends a line of a lookup's text: a character neither numbers nor the server's base64 (which breaks lines) hold
-const LINE_END = '\u0001';
-
-/** The bucket id of a lookup's line as LOOKUP_VALUES escapes it. */
-function bucketOf(text: string): string {
-  return text.includes('\\') ? text.replace(/\\(.)/gs, (_, c: string) => (c === '1' ? LINE_END : c)) : text;
-}
-
-/**
- * Splits text[from, end) at its commas into v[0...], v[last] taking the rest (commas too), and returns how many
- * fields there were: slices of the text, with no array made per line.
- */
-function fieldsOf(text: string, from: number, end: number, v: string[], last: number): number {
-  let a = from;
-  for (let k = 0; k < last; k++) {
-    const b = text.indexOf(',', a);
-    if (b < 0 || b >= end) {
-      v[k] = text.slice(a, end);
-      return k + 1;
-    }
-    v[k] = text.slice(a, b);
-    a = b + 1;
-  }
-  v[last] = text.slice(a, end);
-  return last + 1;
-}
-
-/** A raw UID of VALUES_TEXT. */
+/** A raw UID of valuesText. */
 function rawUidOf(v: string): string | null {
   return v === NULL_BYTES ? null : textOfSent(v, RAW_UID_BYTES);
 }
 
 /**
- * The record of an entry read as VALUES_TEXT (`v[o...]`, split at its commas) with its bucket id, whose key is
+ * The record of an entry read as valuesText (`v[o...]`, split at its commas) with its bucket id, whose key is
  * (type, hash), its checksum checked: ChecksumError naming the entry when it fails or the status is a code no build
  * writes.
  */
@@ -193,16 +167,24 @@ function numbers(values: readonly (number | null)[]): string {
 }
 
 /**
- * The keys of hashes[from, to) of the type of this code, KEY_BYTES each, as the entries' key column holds them;
- * null when a hash is not canonical base64 (its key is another size).
+ * The keys of hashes[from, to) as one bytea of KEY_BYTES each, with the hashes' characters as bytes (44 each, where
+ * their checksums read them), or null when one is not the canonical base64 of a hash. All are decoded in one call:
+ * each closing '=' read as 'A' makes 33 bytes a hash, its own then a zero where the next key's type goes (non-zero
+ * for a hash whose last bits are not zero), and encoding them back finds any character no base64 holds.
  */
-function keyBytesOf(typeCode: number, hashes: readonly string[], from: number, to: number): Buffer | null {
-  const out = Buffer.allocUnsafe((to - from) * KEY_BYTES);
-  for (let i = from, at = 0; i < to; i++, at += KEY_BYTES) {
-    out[at] = typeCode;
-    if (decodeCanonical(hashes[i], HASH_BYTES, out, at + 1) !== HASH_BYTES) return null;
+function keysOf(typeCode: number, hashes: readonly string[], from: number, to: number): [Buffer, Buffer] | null {
+  for (let i = from; i < to; i++) if (hashes[i].length !== 44 || hashes[i].indexOf('=') !== 43) return null;
+  const joined = hashes.slice(from, to).join('');
+  const spelled = joined.replaceAll('=', 'A');
+  const decoded = Buffer.from(spelled, 'base64');
+  if (decoded.toString('base64') !== spelled) return null;
+  const keys = Buffer.allocUnsafe(decoded.length);
+  decoded.copy(keys, 1, 0, decoded.length - 1);
+  for (let at = 0; at < keys.length; at += KEY_BYTES) {
+    if (decoded[at + HASH_BYTES] !== 0) return null;
+    keys[at] = typeCode;
   }
-  return out;
+  return [keys, Buffer.from(joined, 'latin1')];
 }
 
 /** A raw UID as sent, or null. */
@@ -266,21 +248,23 @@ const SELECT_RECORDS =
   `v.r, v.bucket_id, v.last_mapped, v.last_optout_check, v.opted_out_since, v.sum FROM ${UNNEST_RECORDS}`;
 // raw UIDs sent as $1, as the bytes they are stored as
 const RAW_UIDS = "ARRAY(SELECT decode(x, 'base64') FROM unnest($1::text[]) AS x)";
-// a raw UID column that is null, in VALUES_TEXT (no base64 holds it)
-const NULL_BYTES = '-';
-// an entry's values as one text (cheaper for the driver than a dozen columns; numbers, a null one as nothing, and
-// base64 hold no comma), in the order recordOf reads them, still open for more values
-const VALUES_TEXT =
-  "concat(status, ',', due::int, ',', r, ',', last_mapped, ',', last_optout_check, ',', opted_out_since, ',', sum, " +
-  `',', id, ',', coalesce(encode(u, 'base64'), '${NULL_BYTES}'), ',', coalesce(encode(p, 'base64'), '${NULL_BYTES}')`;
-// what a lookup reads of an entry: VALUES_TEXT, then its bucket id after a comma when it has one, its backslashes
-// and LINE_ENDs escaped (bucketOf reads it back), so that the entries a statement finds are one text of a line
-// each: the driver reads one value a statement rather than a row an entry
-const LOOKUP_VALUES =
-  `${VALUES_TEXT}, CASE WHEN bucket_id IS NULL THEN '' ELSE ',' || ` +
-  "replace(replace(bucket_id, '\\', '\\\\'), E'\\x01', '\\1') END) AS v";
-// what a commit reads of the entries it finds stored: VALUES_TEXT, the bucket id (any text), and where the row is
-const STORED_VALUES = `${VALUES_TEXT}) AS v, bucket_id, ctid`;
+/**
+ * An entry's values as one text, `first` before them and `last` after (cheaper for the driver than a dozen columns;
+ * numbers, a null one as nothing, and base64 hold no comma), in the order recordOf reads them: concat_ws makes it in
+ * one call, leaving out a null one (of `last`: a null number is spelled as nothing before it gets there).
+ */
+const NUMBER_TEXTS = ['r', 'last_mapped', 'last_optout_check', 'opted_out_since'].map(
+  (c) => `coalesce(${c}::text, '')`,
+);
+const RAW_UID_TEXTS = ['u', 'p'].map((c) => `coalesce(encode(${c}, 'base64'), '${NULL_BYTES}')`);
+const valuesText = (first = '', last = '') =>
+  `concat_ws(',', ${first}status, due::int, ${NUMBER_TEXTS.join(', ')}, sum, id, ${RAW_UID_TEXTS.join(', ')}${last})`;
+// what a lookup reads of an entry: its key's ordinal, the values, then its bucket id after a comma when it has
+// one, its backslashes and line ends escaped (lookup-lines.ts reads it back), so that the entries a statement finds
+// are one text of a line each: the driver reads one value a statement rather than a row an entry
+const LOOKUP_VALUES = `${valuesText('k.i, ', ", replace(replace(bucket_id, '\\', '\\\\'), E'\\x01', '\\1')")} AS v`;
+// what a commit reads of the entries it finds stored: the values, the bucket id (any text), and where the row is
+const STORED_VALUES = `${valuesText()} AS v, bucket_id, ctid`;
 // the key's hash index, an exclusion constraint (a hash index cannot be unique): ON CONFLICT names it, DO NOTHING only
 const ON_KEY_CONFLICT = 'ON CONFLICT ON CONSTRAINT entries_key';
 
@@ -322,10 +306,10 @@ export class PostgresState implements StateBackend {
     this.commits = parts.commits;
     this.s = parts.schema;
     this.lookupStatement =
-      "SELECT string_agg(k.i || ',' || e.v, E'\\x01') FROM unnest($2::text[]) WITH ORDINALITY AS k(hash, i) " +
+      "SELECT string_agg(e.v, E'\\x01') FROM unnest($2::text[]) WITH ORDINALITY AS k(hash, i) " +
       `CROSS JOIN LATERAL (${this.keyProbe(LOOKUP_VALUES, keyOfSent('$1::int4', 'k.hash'))}) e`;
     this.lookupKeysStatement =
-      `SELECT string_agg(k.i || ',' || e.v, E'\\x01') FROM generate_series(1, length($1::bytea) / ${KEY_BYTES}) AS k(i) ` +
+      `SELECT string_agg(e.v, E'\\x01') FROM generate_series(1, length($1::bytea) / ${KEY_BYTES}) AS k(i) ` +
       `CROSS JOIN LATERAL (${this.keyProbe(LOOKUP_VALUES, `substr($1::bytea, k.i * ${KEY_BYTES} - ${HASH_BYTES}, ${KEY_BYTES})`)}) e`;
     this.where = parts.where;
     this.readonly = parts.readonly;
@@ -333,10 +317,12 @@ export class PostgresState implements StateBackend {
 
   // ---- the connection: each call's faults as StateErrors
 
-  private async q(text: string, params: unknown[] = [], on: Query = this.sql): Promise<Row[]> {
+  /** The rows of a statement, each value as its text (or, `raw`, as the bytes the server sent). */
+  private async q(text: string, params: unknown[] = [], on: Query = this.sql, raw = false): Promise<Row[]> {
     if (this.lost !== undefined) throw this.lost;
     try {
-      return (await on.unsafe(text, params as never[], { prepare: true }).values()) as unknown as Row[];
+      const query = on.unsafe(text, params as never[], { prepare: true });
+      return (await (raw ? query.raw() : query.values())) as unknown as Row[];
     } catch (err) {
       throw this.fault(err);
     }
@@ -502,17 +488,28 @@ export class PostgresState implements StateBackend {
     const out = { at, status, due, r, u: [], p: [], bucketId: [] };
     const parts: Promise<void>[] = [];
     for (let from = 0; from < n; from += size) {
-      const read = (rows: Row[]) => this.foundIn(rows, type, hashes, atOf.subarray(from, from + size), out);
-      const keys = keyBytesOf(TYPE_CODE[type], asked, from, Math.min(n, from + size));
+      const to = Math.min(n, from + size);
+      const keys = keysOf(TYPE_CODE[type], asked, from, to);
       const ask =
         keys !== null
-          ? this.q(this.lookupKeysStatement, [keys], this.lookups)
+          ? this.q(this.lookupKeysStatement, [keys[0]], this.lookups, true)
           : this.q(
               this.lookupStatement,
-              [TYPE_CODE[type], plainTexts(asked.slice(from, from + size).map((h) => sentOf(h, HASH_BYTES)))],
+              [TYPE_CODE[type], plainTexts(asked.slice(from, to).map((h) => sentOf(h, HASH_BYTES)))],
               this.lookups,
+              true,
             );
-      parts.push(ask.then(read));
+      parts.push(
+        ask.then((rows) => {
+          const lines = rows[0]?.[0] as Buffer | null | undefined;
+          if (lines === null || lines === undefined) return;
+          try {
+            readLookupLines(lines, keys?.[1] ?? null, type, hashes, atOf.subarray(from, to), out);
+          } catch (err) {
+            throw this.fault(err);
+          }
+        }),
+      );
     }
     await Promise.all(parts);
     const found = out.u.length;
@@ -523,39 +520,6 @@ export class PostgresState implements StateBackend {
       due: due.slice(0, found),
       r: r.slice(0, found),
     };
-  }
-
-  /**
-   * Adds the entries of a lookup's lines (a key's ordinal in its part, then LOOKUP_VALUES) to `out`, each at the
-   * position its key is answered at (`atOf`), checksums checked (a failing line or an unknown status is damage).
-   */
-  private foundIn(rows: Row[], type: DiiType, hashes: readonly string[], atOf: Int32Array, out: StoredEntries): void {
-    const lines = rows[0]?.[0] as string | null | undefined;
-    if (lines === null || lines === undefined) return;
-    const v: string[] = [];
-    for (let from = 0; from < lines.length; ) {
-      let end = lines.indexOf(LINE_END, from);
-      if (end < 0) end = lines.length;
-      // the ordinal, VALUES_TEXT's ten values, then the bucket id when there is one
-      const fields = fieldsOf(lines, from, end, v, 11);
-      from = end + 1;
-      const at = atOf[Number(v[0]) - 1];
-      let rec: StateRecord;
-      try {
-        if (fields < 11 || at === undefined) throw new ChecksumError("a lookup's line");
-        rec = recordOf(v, 1, fields > 11 ? bucketOf(v[11]) : null, type, hashes[at]);
-      } catch (err) {
-        throw this.fault(err);
-      }
-      const k = out.u.length;
-      out.at[k] = at;
-      out.status[k] = STATUS_CODE[rec.status];
-      out.due[k] = rec.due ? 1 : 0;
-      out.r[k] = rec.r ?? Number.NaN;
-      out.u.push(rec.u);
-      out.p.push(rec.p);
-      out.bucketId.push(rec.bucketId);
-    }
   }
 
   /**

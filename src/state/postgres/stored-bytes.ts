@@ -123,9 +123,20 @@ export function sentOf(text: string, width: number): string {
   return canonicalSize(text, width) > 0 ? text : bytesOfText(text, width).toString('base64');
 }
 
-/** sentOf's inverse: the text of kept bytes read as base64 (line breaks, as the server's encode() makes, ignored). */
+/**
+ * sentOf's inverse: the text of kept bytes as the server's encode() spells them in base64 (padded, lines broken).
+ * Bytes of a usual size read back as that base64 itself, told by its length and padding alone: the row's checksum,
+ * summed over the text, finds one that is no base64 of those bytes.
+ */
 export function textOfSent(b64: string, width: number): string {
-  return canonicalSize(b64, width) > 0 ? b64 : textOfBytes(Buffer.from(b64, 'base64'), width);
+  return usualSize(sentSize(b64), width) ? b64 : textOfBytes(Buffer.from(b64, 'base64'), width);
+}
+
+/** The bytes a padded base64 of 44 characters stands for (33, or 32 when it ends in one '='), else 0. */
+function sentSize(b64: string): number {
+  if (b64.length !== 44) return 0;
+  if (b64.charCodeAt(43) !== 61) return FULL_BYTES;
+  return b64.charCodeAt(42) !== 61 ? PADDED_BYTES : 0;
 }
 
 /** bytesOfText of a raw UID, null kept. */
