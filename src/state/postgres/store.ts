@@ -248,15 +248,15 @@ const SELECT_RECORDS =
   `v.r, v.bucket_id, v.last_mapped, v.last_optout_check, v.opted_out_since, v.sum FROM ${UNNEST_RECORDS}`;
 // raw UIDs sent as $1, as the bytes they are stored as
 const RAW_UIDS = "ARRAY(SELECT decode(x, 'base64') FROM unnest($1::text[]) AS x)";
-/**
- * An entry's values as one text, `first` before them and `last` after (cheaper for the driver than a dozen columns;
- * numbers, a null one as nothing, and base64 hold no comma), in the order recordOf reads them: concat_ws makes it in
- * one call, leaving out a null one (of `last`: a null number is spelled as nothing before it gets there).
- */
+// the values that may be null, never null as concat_ws gets them: a number as nothing, a raw UID as NULL_BYTES
 const NUMBER_TEXTS = ['r', 'last_mapped', 'last_optout_check', 'opted_out_since'].map(
   (c) => `coalesce(${c}::text, '')`,
 );
 const RAW_UID_TEXTS = ['u', 'p'].map((c) => `coalesce(encode(${c}, 'base64'), '${NULL_BYTES}')`);
+/**
+ * An entry's values as one text in the order recordOf reads them (numbers and base64 hold no comma), `first` before
+ * and `last` after, made by one concat_ws call: it leaves out an argument that is null, as `last` may be.
+ */
 const valuesText = (first = '', last = '') =>
   `concat_ws(',', ${first}status, due::int, ${NUMBER_TEXTS.join(', ')}, sum, id, ${RAW_UID_TEXTS.join(', ')}${last})`;
 // what a lookup reads of an entry: its key's ordinal, the values, then its bucket id after a comma when it has
