@@ -12,7 +12,7 @@ export const LINE_END = '\u0001';
 /** A raw UID column that is null (no base64 holds it). */
 export const NULL_BYTES = '-';
 
-const [END, COMMA, MINUS, ZERO, EQUALS] = [1, 44, 45, 48, 61];
+const [END, COMMA, MINUS, ZERO] = [1, 44, 45, 48];
 const STATUS_OF_CODE = new Map(Object.entries(STATUS_CODE).map(([status, code]) => [code, status as EntryStatus]));
 // the line being read: where its next field starts, the byte that ended the last one (-1: the bytes ended), and
 // how many of its fields ended at no comma
@@ -127,7 +127,7 @@ function numberField(b: Buffer): number | null {
 
 /**
  * The raw UID of the base64 field at pos (null for NULL_BYTES), noting in `texts` where its text lies when it is
- * those bytes themselves: 44 characters not ending in "==" (textOfSent's rule for the bytes of a usual size).
+ * those bytes themselves (textOfSent gives back the base64 itself: bytes of a usual size).
  */
 function rawUidField(b: Buffer, texts: TextsAt, which: 'u' | 'p'): string | null {
   const from = pos;
@@ -136,9 +136,9 @@ function rawUidField(b: Buffer, texts: TextsAt, which: 'u' | 'p'): string | null
   texts[which] = -1;
   if (end - from === 1 && b[from] === MINUS) return null;
   const sent = text.slice(from, end);
-  if (end - from !== 44 || b[end - 2] === EQUALS) return textOfSent(sent, RAW_UID_BYTES);
-  texts[which] = from;
-  return sent;
+  const rawUid = textOfSent(sent, RAW_UID_BYTES);
+  if (rawUid === sent) texts[which] = from;
+  return rawUid;
 }
 
 /** The bucket id at pos, the rest of the line, as the line escapes it: a backslash then the character, '1' for LINE_END. */
