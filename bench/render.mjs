@@ -34,6 +34,8 @@ function notesOf(r, withRuns) {
   }
   if (r.vs_plain_csv !== undefined)
     notes = `${r.vs_plain_csv}x the plain CSV rate of the same rounds${notes ? `; ${notes}` : ''}`;
+  if (r.cpu_vs_first !== undefined)
+    notes = `CPU ${r.cpu_vs_first}x that on Node ${r.first_node}, output ${r.same_output ? 'the same bytes on every Node' : 'DIFFERS'}${notes ? `; ${notes}` : ''}`;
   if (r.skipped !== undefined) notes = `skipped: ${r.skipped}`;
   if (r.map_vs_python !== undefined)
     notes = `the Python client ${r.python_s} s${runs(r.python_runs_s)}, map ${r.map_s} s${runs(r.map_runs_s)}: ${r.map_vs_python}x`;

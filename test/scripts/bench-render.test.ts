@@ -1,4 +1,4 @@
-// bench/render.mjs: the scaling table and the Python ratio, in the terminal's table and in the README's.
+// bench/render.mjs: the scaling table, the Python ratio and the Node versions, in the terminal's table and the README's.
 import { describe, expect, it } from 'vitest';
 // @ts-expect-error a plain script of the bench, without types
 import { renderMarkdown, renderText } from '../../bench/render.mjs';
@@ -48,6 +48,29 @@ describe('the bench tables', () => {
     const md = renderMarkdown({ machine, results }, 'npm run bench');
     expect(md).toMatch(/^\| 2 \| 500 \| 9 \| 3 \| 2 \+ 2\.5 \| 1\.5 \| 1\.8 \| 2 \|$/m);
     expect(md).toMatch(/\| the Python client 30 s, map 4 s: 7\.5x \|/);
+  });
+
+  it('give each Node version its CPU as a multiple of the first one, and whether the outputs agree', () => {
+    const onNode = (version: string, cpu: number, ratio: number, same: boolean) => ({
+      rows: 1000,
+      seconds: 2,
+      rows_per_s: 500,
+      cli_cpu_s: cpu,
+      node_version: version,
+      cpu_vs_first: ratio,
+      first_node: 'v20.1.0',
+      same_output: same,
+    });
+    const nodes = {
+      'map on Node v20.1.0': onNode('v20.1.0', 10, 1, true),
+      'map on Node v24.2.0': onNode('v24.2.0', 8.5, 0.85, true),
+    };
+    const md = renderMarkdown({ machine, results: nodes }, 'npm run bench -- --only nodes');
+    expect(md).toMatch(
+      /^\| map on Node v24\.2\.0 \|.*\| CPU 0\.85x that on Node v20\.1\.0, output the same bytes on every Node \|$/m,
+    );
+    const differs = { 'map on Node v22.1.0': onNode('v22.1.0', 9, 0.9, false) };
+    expect(renderText({ machine, results: differs })).toMatch(/CPU 0\.9x that on Node v20\.1\.0, output DIFFERS/);
   });
 
   it('say why the Python case was skipped', () => {
