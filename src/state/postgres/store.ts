@@ -25,6 +25,7 @@ import type {
 } from '../types.js';
 import { NEW_ENTRY_COLUMNS, copyRowsOf } from './copy-rows.js';
 import { answered, freshRecord } from './entry-update.js';
+import { keyOrder } from './key-order.js';
 import {
   codeOf,
   connectionFault,
@@ -544,23 +545,22 @@ export class PostgresState implements StateBackend {
         throw new TypeError(`commitBatch: update ${i} has no valid DII type, hash or outcome`);
       }
     }
-    // per type's code, each hash's answers and the entry they make when new: every outcome's kind checked before
-    // the transaction, so that a malformed one fails the batch first
-    const byType: Map<string, Pending>[] = TYPE_OF_CODE.map(() => new Map());
-    for (const u of updates) {
-      const entries = byType[TYPE_CODE[u.type]];
-      const f = entries.get(u.hash);
-      if (f === undefined) {
-        entries.set(u.hash, { type: u.type, hash: u.hash, made: answered(freshRecord(u), u, nowS), updates: [u] });
-      } else {
-        f.made = answered(f.made, u, nowS);
-        f.updates.push(u);
-      }
-    }
-    // in key order (the type's code, then the hash), the order every committer writes in
+    // each key's answers and the entry they make when new, in key order (the order every committer writes in):
+    // every outcome's kind checked before the transaction, so that a malformed one fails the batch first
+    const order = keyOrder(updates);
     const firsts: Pending[] = [];
-    for (const entries of byType)
-      for (const hash of [...entries.keys()].sort()) firsts.push(entries.get(hash) as Pending);
+    for (let k = 0; k < order.length; ) {
+      const first = updates[order[k]];
+      const group = [first];
+      let made = answered(freshRecord(first), first, nowS);
+      for (k++; k < order.length; k++) {
+        const u = updates[order[k]];
+        if (u.hash !== first.hash || u.type !== first.type) break;
+        made = answered(made, u, nowS);
+        group.push(u);
+      }
+      firsts.push({ type: first.type, hash: first.hash, made, updates: group });
+    }
     if (firsts.length === 0 && journal === undefined) return;
     // batches without journal rows commit side by side on the commit sessions; those with rows one after another
     // on the first session, so that the journal's ids are committed in the order they are read back
