@@ -27,32 +27,50 @@ export function freshRecord(u: Pick<EntryUpdate, 'type' | 'hash'>): StateRecord 
  */
 export function answered(old: StateRecord, update: EntryUpdate, nowS: number): StateRecord {
   const o = update.outcome;
+  // every record made whole, in one shape: a spread of `old` would cost a copy of its properties one by one
   switch (o.kind) {
     case 'mapped':
       return {
-        ...old,
+        type: old.type,
+        hash: old.hash,
         status: 'mapped',
+        due: false,
         u: typeof o.u === 'string' ? o.u : null,
         p: typeof o.p === 'string' ? o.p : null,
         r: timeOrNull(o.r),
         bucketId: typeof o.bucketId === 'string' ? o.bucketId : null,
         lastMappedS: nowS,
+        lastOptoutCheckS: old.lastOptoutCheckS,
         optedOutSinceMs: null,
-        due: false,
       };
     case 'optout':
       return {
-        ...old,
+        type: old.type,
+        hash: old.hash,
         status: 'optout',
+        due: false,
         u: null,
         p: null,
         r: null,
         bucketId: null,
-        due: false,
+        lastMappedS: old.lastMappedS,
+        lastOptoutCheckS: old.lastOptoutCheckS,
         optedOutSinceMs: timeOrNull(o.optedOutSinceMs) ?? old.optedOutSinceMs,
       };
     case 'invalid':
-      return { ...old, status: 'invalid', u: null, p: null, r: null, bucketId: null, due: false };
+      return {
+        type: old.type,
+        hash: old.hash,
+        status: 'invalid',
+        due: false,
+        u: null,
+        p: null,
+        r: null,
+        bucketId: null,
+        lastMappedS: old.lastMappedS,
+        lastOptoutCheckS: old.lastOptoutCheckS,
+        optedOutSinceMs: old.optedOutSinceMs,
+      };
     default:
       throw new TypeError(`commitBatch: unknown outcome '${(o as { kind: unknown }).kind}'`);
   }
