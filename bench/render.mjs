@@ -126,3 +126,38 @@ export function renderMarkdown({ machine, results }, command) {
   if (service) lines.push('', `The local service against the client: ${service}.`);
   return lines.join('\n');
 }
+
+/**
+ * The results file after this run: the cases of `previous` (an earlier file, or undefined) that this run did not
+ * measure again, each still under the machine, date and command of the run that measured it, then this run's.
+ * `runs` lists each run with its cases, so that a table printed again never labels a case with another run's date.
+ */
+export function mergeRuns(previous, current) {
+  const earlier =
+    previous === undefined ? [] : (previous.runs ?? [{ ...previous, cases: Object.keys(previous.results) }]);
+  const runs = [];
+  for (const run of earlier) {
+    const cases = run.cases.filter((name) => !(name in current.results) && name in previous.results);
+    if (cases.length > 0) runs.push({ machine: run.machine, command: run.command, cases });
+  }
+  runs.push({ machine: current.machine, command: current.command, cases: Object.keys(current.results) });
+  const results = {};
+  for (const run of runs)
+    for (const name of run.cases)
+      results[name] = name in current.results ? current.results[name] : previous.results[name];
+  return { machine: current.machine, command: current.command, results, runs };
+}
+
+/** Every run of a results file, each as its own table under its own machine and command (oldest first). */
+export function renderRuns(file, markdown) {
+  const runs = file.runs ?? [{ machine: file.machine, command: file.command, cases: Object.keys(file.results) }];
+  return runs
+    .map((run) => {
+      const results = Object.fromEntries(
+        run.cases.filter((name) => name in file.results).map((name) => [name, file.results[name]]),
+      );
+      const part = { machine: run.machine, results };
+      return markdown ? renderMarkdown(part, run.command ?? 'npm run bench') : renderText(part);
+    })
+    .join('\n\n');
+}

@@ -36,7 +36,8 @@
 //   npm run bench -- --window-rows 200000  # fewer emails for the window case (and --python-rows for python)
 //   npm run bench -- --markdown            # the table in Markdown, as the README shows it
 //   node bench/run.mjs --help              # this text; an option not listed here is refused
-//   node bench/run.mjs --render-only [--markdown]   # run nothing: the table of the last bench/results.json
+//   node bench/run.mjs --render-only [--markdown]   # run nothing: the tables of bench/results.json, one per run
+//                                          # whose cases it still holds, each under that run's date and command
 import { spawn, spawnSync } from 'node:child_process';
 import { BIN, childEnv, cpuSecondsOf, ROOT, startServe, stopServe } from './processes.mjs';
 import { hash as sha256 } from 'node:crypto';
@@ -47,7 +48,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { cpuFigures } from './cpu-figures.mjs';
 import { nodeBinary } from './node-versions.mjs';
-import { renderMarkdown, renderText } from './render.mjs';
+import { mergeRuns, renderMarkdown, renderRuns, renderText } from './render.mjs';
 
 const DATA = join(ROOT, 'bench', 'data');
 const RESULTS = join(ROOT, 'bench', 'results.json');
@@ -141,8 +142,7 @@ if (flag('--render-only')) {
     console.error(`bench/run.mjs: ${RESULTS} is missing; run \`npm run bench\` first`);
     process.exit(2);
   }
-  const last = JSON.parse(readFileSync(RESULTS, 'utf8'));
-  console.log(MARKDOWN ? renderMarkdown(last, last.command ?? 'npm run bench') : renderText(last));
+  console.log(renderRuns(JSON.parse(readFileSync(RESULTS, 'utf8')), MARKDOWN));
   process.exit(0);
 }
 
@@ -769,10 +769,9 @@ if (mapRow && svc) {
   };
 }
 
-const output = { machine, command: MARKDOWN_COMMAND, results };
 const previous =
   existsSync(RESULTS) && ONLY.length < ALL_CASES.length ? JSON.parse(readFileSync(RESULTS, 'utf8')) : undefined;
-if (previous) output.results = { ...previous.results, ...results };
+const output = mergeRuns(previous, { machine, command: MARKDOWN_COMMAND, results });
 writeFileSync(RESULTS, `${JSON.stringify(output, null, 2)}\n`);
 
 // --- the table ---------------------------------------------------------------------------------------------------

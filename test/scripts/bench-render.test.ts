@@ -1,7 +1,7 @@
 // bench/render.mjs: the scaling table, the Python ratio and the Node versions, in the terminal's table and the README's.
 import { describe, expect, it } from 'vitest';
 // @ts-expect-error a plain script of the bench, without types
-import { renderMarkdown, renderText } from '../../bench/render.mjs';
+import { mergeRuns, renderMarkdown, renderRuns, renderText } from '../../bench/render.mjs';
 
 const machine = {
   date: '2026-11-28T00:00:00Z',
@@ -71,6 +71,39 @@ describe('the bench tables', () => {
     );
     const differs = { 'map on Node v22.1.0': onNode('v22.1.0', 9, 0.9, false) };
     expect(renderText({ machine, results: differs })).toMatch(/CPU 0\.9x that on Node v20\.1\.0, output DIFFERS/);
+  });
+
+  it('keep each case under the run that measured it when a later run measures others', () => {
+    const row = (rate: number) => ({ rows: 1000, seconds: 1, rows_per_s: rate });
+    const monday = { ...machine, date: '2026-11-23T08:00:00Z' };
+    const tuesday = { ...machine, date: '2026-11-24T09:30:00Z' };
+    const first = mergeRuns(undefined, {
+      machine: monday,
+      command: 'npm run bench -- --only a,b',
+      results: { 'case a': row(1), 'case b': row(2) },
+    });
+    const second = mergeRuns(first, {
+      machine: tuesday,
+      command: 'npm run bench -- --only b,c',
+      results: { 'case b': row(20), 'case c': row(30) },
+    });
+    expect(second.runs.map((r: { cases: string[] }) => r.cases)).toEqual([['case a'], ['case b', 'case c']]);
+    expect(second.results['case b'].rows_per_s).toBe(20);
+    const md = renderRuns(second, true).split('\n');
+    const mondayLine = md.findIndex((l: string) => l.startsWith('`npm run bench -- --only a,b`, 2026-11-23 08:00 UTC'));
+    const tuesdayLine = md.findIndex((l: string) =>
+      l.startsWith('`npm run bench -- --only b,c`, 2026-11-24 09:30 UTC'),
+    );
+    expect(mondayLine).toBeGreaterThanOrEqual(0);
+    expect(tuesdayLine).toBeGreaterThan(mondayLine);
+    const caseLine = (name: string) => md.findIndex((l: string) => l.startsWith(`| ${name} |`));
+    expect(caseLine('case a')).toBeGreaterThan(mondayLine);
+    expect(caseLine('case a')).toBeLessThan(tuesdayLine);
+    expect(caseLine('case b')).toBeGreaterThan(tuesdayLine);
+    expect(md.filter((l: string) => l.startsWith('| case b |'))).toHaveLength(1);
+    // a file of an earlier bench, without runs: one table, as before
+    const old = { machine: monday, command: 'npm run bench', results: { 'case a': row(1) } };
+    expect(renderRuns(old, false)).toMatch(/^uid2-batch bench, 2026-11-23/m);
   });
 
   it('say why the Python case was skipped', () => {
