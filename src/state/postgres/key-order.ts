@@ -2,64 +2,49 @@
 import type { DiiType } from '../../identity/index.js';
 import { TYPE_CODE } from '../schema.js';
 
-// a key packed as one number: the type's code (two bits), the first PREFIX_CHARS characters of the hash (seven
-// bits each), then the update's position: under 2^53, so that a Float64Array holds it exactly
+// a key as one number under 2^53: the type's code (two bits), prefixOf (seven bits a character), the position
 const PREFIX_CHARS = 5;
 const PREFIX = 2 ** (7 * PREFIX_CHARS);
-const POSITION_BITS = 16;
-const POSITION = 2 ** POSITION_BITS;
+const POSITION = 2 ** 16;
 
 /**
- * A number for the first characters of a hash that never orders two hashes against their string order: each
- * character's code, a missing one as 0; a code of 127 or more counts as 127 and ends what is read (the characters
- * after it would decide between two hashes that it does not). Hashes with the same number are compared whole.
+ * A number for a hash's first characters that never orders two hashes against their string order: each code, a
+ * missing one as 0; a code of 127 or more counts as 127 and ends what is read, as the characters after it would
+ * decide between hashes it does not. Hashes with the same number are compared whole.
  */
 function prefixOf(hash: string): number {
   let p = 0;
-  let i = 0;
-  for (; i < PREFIX_CHARS && i < hash.length; i++) {
-    const c = hash.charCodeAt(i);
-    if (c >= 127) {
-      p = p * 128 + 127;
-      i++;
-      break;
-    }
-    p = p * 128 + c;
+  let digits = 0;
+  while (digits < PREFIX_CHARS && digits < hash.length) {
+    const c = hash.charCodeAt(digits++);
+    p = p * 128 + Math.min(c, 127);
+    if (c >= 127) break;
   }
-  for (; i < PREFIX_CHARS; i++) p *= 128;
-  return p;
+  return p * 128 ** (PREFIX_CHARS - digits);
 }
 
 /**
- * The positions of `updates` in the order every committer writes keys in (so that two of them never wait for each
- * other's locks in a cycle): by the type's code, then by hash as strings compare; repeats of a key in batch order.
- * A sort of numbers, with strings compared only among hashes that begin alike: cheaper than sorting the strings.
+ * The positions of `updates` in the order every committer writes keys in (so no two wait for each other's locks in
+ * a cycle), repeats in batch order: a sort of numbers, with hashes compared only where their first characters tie.
  */
 export function keyOrder(updates: readonly { type: DiiType; hash: string }[]): Int32Array {
   const n = updates.length;
   const order = new Int32Array(n);
-  for (let i = 0; i < n; i++) order[i] = i;
+  const packed = new Float64Array(n);
   const byKey = (a: number, b: number): number => {
-    const x = updates[a];
-    const y = updates[b];
+    const [x, y] = [updates[a], updates[b]];
     if (x.type !== y.type) return TYPE_CODE[x.type] - TYPE_CODE[y.type];
     return x.hash < y.hash ? -1 : x.hash > y.hash ? 1 : a - b;
   };
+  for (let i = 0; i < n; i++) order[i] = i;
   if (n > POSITION) return order.sort(byKey);
-  const packed = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    const u = updates[i];
-    packed[i] = (TYPE_CODE[u.type] * PREFIX + prefixOf(u.hash)) * POSITION + i;
-  }
+  for (let i = 0; i < n; i++)
+    packed[i] = (TYPE_CODE[updates[i].type] * PREFIX + prefixOf(updates[i].hash)) * POSITION + i;
   packed.sort();
-  for (let i = 0; i < n; i++) order[i] = packed[i] % POSITION;
-  // hashes that begin alike, next to each other now: compared whole
-  for (let i = 0; i < n; ) {
+  for (let i = 0, j = 0; i < n; i = j) {
     const head = Math.floor(packed[i] / POSITION);
-    let j = i + 1;
-    while (j < n && Math.floor(packed[j] / POSITION) === head) j++;
+    for (j = i; j < n && Math.floor(packed[j] / POSITION) === head; j++) order[j] = packed[j] % POSITION;
     if (j - i > 1) order.subarray(i, j).sort(byKey);
-    i = j;
   }
   return order;
 }
