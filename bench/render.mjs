@@ -34,6 +34,8 @@ function notesOf(r, withRuns) {
   }
   if (r.vs_plain_csv !== undefined)
     notes = `${r.vs_plain_csv}x the plain CSV rate of the same rounds${notes ? `; ${notes}` : ''}`;
+  if (r.cpu_vs_first !== undefined)
+    notes = `CPU ${r.cpu_vs_first}x that on Node ${r.first_node}, output ${r.same_output ? 'the same bytes on every Node' : 'DIFFERS'}${notes ? `; ${notes}` : ''}`;
   if (r.skipped !== undefined) notes = `skipped: ${r.skipped}`;
   if (r.map_vs_python !== undefined)
     notes = `the Python client ${r.python_s} s${runs(r.python_runs_s)}, map ${r.map_s} s${runs(r.map_runs_s)}: ${r.map_vs_python}x`;
@@ -123,4 +125,39 @@ export function renderMarkdown({ machine, results }, command) {
   const service = serviceLine(results);
   if (service) lines.push('', `The local service against the client: ${service}.`);
   return lines.join('\n');
+}
+
+/**
+ * The results file after this run: the cases of `previous` (an earlier file, or undefined) that this run did not
+ * measure again, each still under the machine, date and command of the run that measured it, then this run's.
+ * `runs` lists each run with its cases, so that a table printed again never labels a case with another run's date.
+ */
+export function mergeRuns(previous, current) {
+  const earlier =
+    previous === undefined ? [] : (previous.runs ?? [{ ...previous, cases: Object.keys(previous.results) }]);
+  const runs = [];
+  for (const run of earlier) {
+    const cases = run.cases.filter((name) => !(name in current.results) && name in previous.results);
+    if (cases.length > 0) runs.push({ machine: run.machine, command: run.command, cases });
+  }
+  runs.push({ machine: current.machine, command: current.command, cases: Object.keys(current.results) });
+  const results = {};
+  for (const run of runs)
+    for (const name of run.cases)
+      results[name] = name in current.results ? current.results[name] : previous.results[name];
+  return { machine: current.machine, command: current.command, results, runs };
+}
+
+/** Every run of a results file, each as its own table under its own machine and command (oldest first). */
+export function renderRuns(file, markdown) {
+  const runs = file.runs ?? [{ machine: file.machine, command: file.command, cases: Object.keys(file.results) }];
+  return runs
+    .map((run) => {
+      const results = Object.fromEntries(
+        run.cases.filter((name) => name in file.results).map((name) => [name, file.results[name]]),
+      );
+      const part = { machine: run.machine, results };
+      return markdown ? renderMarkdown(part, run.command ?? 'npm run bench') : renderText(part);
+    })
+    .join('\n\n');
 }

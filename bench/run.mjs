@@ -18,6 +18,11 @@
 //                                          # national phones against plain CSV, in its own service)
 //                                          # (mapQuoted: the 1M mixed rows unquoted and all-quoted, runs
 //                                          # alternating, both medians and their ratio)
+//   npm run bench -- --only nodes --nodes 20,22,24
+//                                          # nodes: 1M mixed and 1M email-only rows mapped by the CLI on each
+//                                          # Node version (default 20,22,24: this process's own when it
+//                                          # matches, else installed once from the npm registry under
+//                                          # bench/data/node/), runs alternating, CPU per row side by side
 //   npm run bench -- --threads 0,1         # map and hash once per --threads value (default: default,0 = the
 //                                          # CLI's default, then all on the main thread)
 //   npm run bench -- --runs 1              # one run per case instead of the median of 3
@@ -31,7 +36,8 @@
 //   npm run bench -- --window-rows 200000  # fewer emails for the window case (and --python-rows for python)
 //   npm run bench -- --markdown            # the table in Markdown, as the README shows it
 //   node bench/run.mjs --help              # this text; an option not listed here is refused
-//   node bench/run.mjs --render-only [--markdown]   # run nothing: the table of the last bench/results.json
+//   node bench/run.mjs --render-only [--markdown]   # run nothing: the tables of bench/results.json, one per run
+//                                          # whose cases it still holds, each under that run's date and command
 import { spawn, spawnSync } from 'node:child_process';
 import { BIN, childEnv, cpuSecondsOf, ROOT, startServe, stopServe } from './processes.mjs';
 import { hash as sha256 } from 'node:crypto';
@@ -41,7 +47,8 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { cpuFigures } from './cpu-figures.mjs';
-import { renderMarkdown, renderText } from './render.mjs';
+import { nodeBinary } from './node-versions.mjs';
+import { mergeRuns, renderMarkdown, renderRuns, renderText } from './render.mjs';
 
 const DATA = join(ROOT, 'bench', 'data');
 const RESULTS = join(ROOT, 'bench', 'results.json');
@@ -67,10 +74,20 @@ const ALL_CASES = [
   'window',
   'scaling',
   'python',
+  'nodes',
 ];
 // what takes a value, and what does not: anything else is refused, not ignored (a mistyped option would run the
 // whole bench)
-const VALUE_OPTIONS = ['--only', '--runs', '--threads', '--scaling', '--window-rows', '--python-rows', '--state-into'];
+const VALUE_OPTIONS = [
+  '--only',
+  '--runs',
+  '--threads',
+  '--scaling',
+  '--window-rows',
+  '--python-rows',
+  '--state-into',
+  '--nodes',
+];
 const FLAGS = ['--skip-5m-state', '--markdown', '--render-only', '--help', '-h'];
 const refuse = (message) => {
   console.error(`bench/run.mjs: ${message}; see node bench/run.mjs --help`);
@@ -104,6 +121,9 @@ const SKIP_5M_STATE = flag('--skip-5m-state');
 const SCALING = (option('--scaling') ?? '1,2,3').split(',').map(Number);
 const WINDOW_ROWS = Number(option('--window-rows') ?? 1_000_000);
 const PYTHON_ROWS = Number(option('--python-rows') ?? 200_000);
+const NODES = (option('--nodes') ?? '20,22,24').split(',');
+const badNode = NODES.find((v) => !/^\d+(\.\d+){0,2}$/.test(v));
+if (badNode !== undefined) refuse(`--nodes: '${badNode}' is not a Node version (give e.g. 20,22,24 or 24.1.0)`);
 // the service's delay before each answer in the window and python cases: what a real service's round trip costs
 const LATENCY_MS = 250;
 // a kept state (e.g. bench/remap.mjs --keep's) to map 1M rows into, copied first: `--state-into FILE`
@@ -122,8 +142,7 @@ if (flag('--render-only')) {
     console.error(`bench/run.mjs: ${RESULTS} is missing; run \`npm run bench\` first`);
     process.exit(2);
   }
-  const last = JSON.parse(readFileSync(RESULTS, 'utf8'));
-  console.log(MARKDOWN ? renderMarkdown(last, last.command ?? 'npm run bench') : renderText(last));
+  console.log(renderRuns(JSON.parse(readFileSync(RESULTS, 'utf8')), MARKDOWN));
   process.exit(0);
 }
 
@@ -182,11 +201,11 @@ const CLI_REPORT = join(WORK, 'cli-report.json');
  * Runs the built CLI; resolves with wall seconds, peak RSS (MB), CPU seconds of the CLI and of serve, and the
  * CLI's report of its threads.
  */
-async function runCli(args, { serve, env = {}, okCodes = [0] } = {}) {
+async function runCli(args, { serve, env = {}, okCodes = [0], node = process.execPath } = {}) {
   const serveCpu0 = serve ? cpuSecondsOf(serve.child.pid) : 0;
   rmSync(CLI_REPORT, { force: true });
   const started = process.hrtime.bigint();
-  const child = spawn(process.execPath, ['--import', REPORT, BIN, ...args], {
+  const child = spawn(node, ['--import', REPORT, BIN, ...args], {
     env: childEnv(WORK, { ...env, UID2_BATCH_BENCH_REPORT: CLI_REPORT }),
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -277,6 +296,11 @@ async function mapCase(serve, rows, kind, runs, threads, stateFrom) {
   if (s.rows !== rows) throw new Error(`map: expected ${rows} rows in the summary, got ${s.rows}`);
   const outMb = statSync(out).size / 1e6;
   rmSync(out, { force: true });
+  return mapFigures(rows, r, s, outMb);
+}
+
+/** The figures of a map case from its chosen run `r` (with `all`, every run's wall seconds) and its summary `s`. */
+function mapFigures(rows, r, s, outMb) {
   return {
     rows,
     seconds: Number(r.seconds.toFixed(2)),
@@ -294,6 +318,44 @@ async function mapCase(serve, rows, kind, runs, threads, stateFrom) {
     output_mb: Number(outMb.toFixed(1)),
     ...(r.report ? cpuFigures(r.report, rows) : {}),
   };
+}
+
+/**
+ * map of the same rows by the CLI on each Node of `nodes` ({ binary, version }), runs alternating so every
+ * version sees the same machine load. One row per version: the figures of its run of median CPU (the figure
+ * compared here), its CPU per row as a multiple of the first version's, and whether every output of every
+ * version is the same bytes (it must be).
+ */
+async function nodesCase(serve, rows, kind, runs, nodes) {
+  const path = await input(rows, kind);
+  const out = join(WORK, `mapped-nodes-${kind}-${rows}.csv`);
+  const summary = join(WORK, `map-summary-nodes-${kind}-${rows}.json`);
+  const runsOf = nodes.map(() => []);
+  const digests = new Set();
+  for (let i = 0; i < runs; i++) {
+    for (let n = 0; n < nodes.length; n++) {
+      const args = ['map', path, '-o', out, '--base-url', serve.url, '--quiet', '--summary-json', summary];
+      const r = await runCli(args, { serve, env: credentials(serve), okCodes: [0, 3], node: nodes[n].binary });
+      const s = JSON.parse(readFileSync(summary, 'utf8'));
+      if (s.rows !== rows)
+        throw new Error(`map on Node ${nodes[n].version}: ${s.rows} rows in the summary, not ${rows}`);
+      runsOf[n].push({ ...r, summary: s, outMb: statSync(out).size / 1e6 });
+      digests.add(sha256('sha256', readFileSync(out), 'hex'));
+      rmSync(out, { force: true });
+    }
+  }
+  const figures = runsOf.map((all) => {
+    const m = median(all.map((r) => r.cpuS));
+    const r = all.find((x) => x.cpuS === m);
+    return mapFigures(rows, { ...r, all: all.map((x) => Number(x.seconds.toFixed(2))) }, r.summary, r.outMb);
+  });
+  return figures.map((f, n) => ({
+    ...f,
+    node_version: nodes[n].version,
+    cpu_vs_first: Number((f.cli_cpu_s / figures[0].cli_cpu_s).toFixed(3)),
+    first_node: nodes[0].version,
+    same_output: digests.size === 1,
+  }));
 }
 
 /**
@@ -635,6 +697,30 @@ try {
 } finally {
   await stopServe(serve);
 }
+if (ONLY.includes('nodes')) {
+  // before its serve starts: an install from the registry is not timed, and the service warms up after it
+  let nodes;
+  try {
+    nodes = NODES.map((v) => nodeBinary(v, DATA));
+  } catch (err) {
+    console.error(`bench/run.mjs: ${err.message}`);
+    process.exit(1);
+  }
+  const nodeServe = await startServe(WORK);
+  try {
+    process.stderr.write('warming up the service with one unmeasured map run...\n');
+    await mapCase(nodeServe, 1_000_000, 'mixed', 1, undefined);
+    for (const [kind, label] of [
+      ['mixed', 'mixed'],
+      ['email', 'email-only'],
+    ]) {
+      const rows = await nodesCase(nodeServe, 1_000_000, kind, RUNS, nodes);
+      for (const row of rows) record(`map 1M ${label} on Node ${row.node_version}${threadLabel(undefined)}`, row);
+    }
+  } finally {
+    await stopServe(nodeServe);
+  }
+}
 if (ONLY.includes('window') || ONLY.includes('python')) {
   const slow = await startServe(WORK, ['--latency-ms', String(LATENCY_MS)]);
   try {
@@ -683,10 +769,9 @@ if (mapRow && svc) {
   };
 }
 
-const output = { machine, command: MARKDOWN_COMMAND, results };
 const previous =
   existsSync(RESULTS) && ONLY.length < ALL_CASES.length ? JSON.parse(readFileSync(RESULTS, 'utf8')) : undefined;
-if (previous) output.results = { ...previous.results, ...results };
+const output = mergeRuns(previous, { machine, command: MARKDOWN_COMMAND, results });
 writeFileSync(RESULTS, `${JSON.stringify(output, null, 2)}\n`);
 
 // --- the table ---------------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
  * method async so that a database across the network fits it, each writing method one transaction.
  */
 import type { DiiType } from '../identity/index.js';
+import { TYPE_CODE } from './schema.js';
 import type {
   ChangeJournalRows,
   DueCursor,
@@ -116,4 +117,19 @@ export interface StateBackend {
 
   /** Releases the lock and closes; idempotent. */
   close(): Promise<void>;
+}
+
+/**
+ * Refuses update `i` of a commit unless it has a DII type, a hash and an outcome: every kind checks each before its
+ * transaction, so that a malformed update fails the batch first.
+ */
+export function checkUpdate(u: { type: DiiType; hash: string; outcome: object }, i: number): void {
+  const valid =
+    u !== null &&
+    typeof u === 'object' &&
+    typeof u.hash === 'string' &&
+    TYPE_CODE[u.type] !== undefined &&
+    u.outcome !== null &&
+    typeof u.outcome === 'object';
+  if (!valid) throw new TypeError(`commitBatch: update ${i} has no valid DII type, hash or outcome`);
 }

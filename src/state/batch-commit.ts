@@ -1,5 +1,6 @@
 /** A batch of answers written inside the commit's transaction: an update per stored entry, an append per new one. */
 import type { Database } from 'better-sqlite3';
+import { checkUpdate } from './backend.js';
 import type { DueLists } from './due-lists.js';
 import { type EntryValues, EntryView, RecordWriter, storedOf } from './entry-record.js';
 import type { KeyIndex } from './key-index.js';
@@ -28,11 +29,9 @@ export interface EncodedUpdate {
 export function encodeUpdates(updates: readonly (EntryUpdate | CopiedEntry)[]): EncodedUpdate[] {
   const encoded = new Array<EncodedUpdate>(updates.length);
   for (let i = 0; i < updates.length; i++) {
+    checkUpdate(updates[i], i);
     const { type, hash, outcome } = updates[i];
     const code = TYPE_CODE[type];
-    if (typeof hash !== 'string' || code === undefined || outcome === null || typeof outcome !== 'object') {
-      throw new TypeError(`commitBatch: update ${i} has no valid DII type, hash or outcome`);
-    }
     // a copied entry keeps its place: a copy's export lists the entries in the order of its source
     const appendOrder =
       outcome.kind === 'record' ? i : outcome.kind === 'mapped' && typeof outcome.r === 'number' ? outcome.r : Infinity;

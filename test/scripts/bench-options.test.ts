@@ -22,6 +22,7 @@ describe('bench/run.mjs options', () => {
     [['--runs', '1', '--thread', '0'], "unknown option '--thread'"],
     [['--only', 'map1m,mapp'], "--only: no case 'mapp'"],
     [['--runs'], '--runs needs a value'],
+    [['--only', 'nodes', '--nodes', '20,v24'], "--nodes: 'v24' is not a Node version"],
   ])('refuses %j with one line', (args, message) => {
     const r = bench(...args);
     expect(r.status).toBe(2);

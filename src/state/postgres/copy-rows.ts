@@ -37,58 +37,60 @@ export function copyRowsOf(
     if (e.bucketId !== null) size += 3 * e.bucketId.length;
   }
   const out = Buffer.allocUnsafe(size);
+  // the numbers through a view: a Buffer's write methods check their arguments on every call
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
   let at = header ? HEADER.copy(out, 0) : 0;
   for (let i = from; i < to; i++) {
     const e = records[i];
-    out.writeInt16BE(FIELDS, at);
+    view.setInt16(at, FIELDS);
     // key: the type's code, then the hash's bytes
     const keyBytes = writeTextBytes(e.hash, HASH_BYTES, out, at + 7);
-    out.writeInt32BE(1 + keyBytes, at + 2);
+    view.setInt32(at + 2, 1 + keyBytes);
     out[at + 6] = TYPE_CODE[e.type];
     at += 7 + keyBytes;
-    out.writeInt32BE(2, at);
-    out.writeInt16BE(STATUS_CODE[e.status], at + 4);
-    out.writeInt32BE(1, at + 6);
+    view.setInt32(at, 2);
+    view.setInt16(at + 4, STATUS_CODE[e.status]);
+    view.setInt32(at + 6, 1);
     out[at + 10] = e.due ? 1 : 0;
     at += 11;
-    at = rawUid(out, at, e.u);
-    at = rawUid(out, at, e.p);
-    at = float8(out, at, e.r);
+    at = rawUid(out, view, at, e.u);
+    at = rawUid(out, view, at, e.p);
+    at = float8(view, at, e.r);
     if (e.bucketId === null) {
-      out.writeInt32BE(-1, at);
+      view.setInt32(at, -1);
       at += 4;
     } else {
       const n = out.write(e.bucketId, at + 4, 'utf8');
-      out.writeInt32BE(n, at);
+      view.setInt32(at, n);
       at += 4 + n;
     }
-    at = float8(out, at, e.lastMappedS);
-    at = float8(out, at, e.lastOptoutCheckS);
-    at = float8(out, at, e.optedOutSinceMs);
-    out.writeInt32BE(4, at);
-    out.writeInt32BE(entrySumOf(e), at + 4);
+    at = float8(view, at, e.lastMappedS);
+    at = float8(view, at, e.lastOptoutCheckS);
+    at = float8(view, at, e.optedOutSinceMs);
+    view.setInt32(at, 4);
+    view.setInt32(at + 4, entrySumOf(e));
     at += 8;
   }
   if (last) at += TRAILER.copy(out, at);
   return out.subarray(0, at);
 }
 
-function rawUid(out: Buffer, at: number, text: string | null): number {
+function rawUid(out: Buffer, view: DataView, at: number, text: string | null): number {
   if (text === null) {
-    out.writeInt32BE(-1, at);
+    view.setInt32(at, -1);
     return at + 4;
   }
   const n = writeTextBytes(text, RAW_UID_BYTES, out, at + 4);
-  out.writeInt32BE(n, at);
+  view.setInt32(at, n);
   return at + 4 + n;
 }
 
-function float8(out: Buffer, at: number, v: number | null): number {
+function float8(view: DataView, at: number, v: number | null): number {
   if (v === null) {
-    out.writeInt32BE(-1, at);
+    view.setInt32(at, -1);
     return at + 4;
   }
-  out.writeInt32BE(8, at);
-  out.writeDoubleBE(v, at + 4);
+  view.setInt32(at, 8);
+  view.setFloat64(at + 4, v);
   return at + 12;
 }

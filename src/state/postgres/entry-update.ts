@@ -3,57 +3,32 @@ import type { StateRecord } from '../backend.js';
 import { timeOrNull } from '../batch-commit.js';
 import type { EntryUpdate } from '../types.js';
 
-/** An entry not stored yet, before its first answer. */
-export function freshRecord(u: Pick<EntryUpdate, 'type' | 'hash'>): StateRecord {
-  return {
-    type: u.type,
-    hash: u.hash,
-    status: 'invalid',
-    due: false,
-    u: null,
-    p: null,
-    r: null,
-    bucketId: null,
-    lastMappedS: null,
-    lastOptoutCheckS: null,
-    optedOutSinceMs: null,
-  };
-}
-
 /**
- * An entry after an answer. Mapped: its raw UIDs, r and bucket, mapped now, no longer opted out or due. Opted
- * out: a tombstone, which keeps its hash, last mapped time and last check and loses every raw UID (and keeps its
- * opted-out time when the answer does not say). Invalid: the same, keeping the opted-out time.
+ * An entry (null: one not stored yet) after an answer for its key. Mapped: its raw UIDs, r and bucket, mapped now,
+ * no longer opted out or due. Opted out: a tombstone, which keeps its hash, last mapped time and last check and loses
+ * every raw UID (and keeps its opted-out time when the answer does not say). Invalid: the same, keeping the opted-out
+ * time.
  */
-export function answered(old: StateRecord, update: EntryUpdate, nowS: number): StateRecord {
+export function answered(old: StateRecord | null, update: EntryUpdate, nowS: number): StateRecord {
   const o = update.outcome;
-  switch (o.kind) {
-    case 'mapped':
-      return {
-        ...old,
-        status: 'mapped',
-        u: typeof o.u === 'string' ? o.u : null,
-        p: typeof o.p === 'string' ? o.p : null,
-        r: timeOrNull(o.r),
-        bucketId: typeof o.bucketId === 'string' ? o.bucketId : null,
-        lastMappedS: nowS,
-        optedOutSinceMs: null,
-        due: false,
-      };
-    case 'optout':
-      return {
-        ...old,
-        status: 'optout',
-        u: null,
-        p: null,
-        r: null,
-        bucketId: null,
-        due: false,
-        optedOutSinceMs: timeOrNull(o.optedOutSinceMs) ?? old.optedOutSinceMs,
-      };
-    case 'invalid':
-      return { ...old, status: 'invalid', u: null, p: null, r: null, bucketId: null, due: false };
-    default:
-      throw new TypeError(`commitBatch: unknown outcome '${(o as { kind: unknown }).kind}'`);
-  }
+  const kind: string = o.kind;
+  if (kind !== 'mapped' && kind !== 'optout' && kind !== 'invalid')
+    throw new TypeError(`commitBatch: unknown outcome '${kind}'`);
+  // made whole, in one shape: a spread of `old` would copy its properties one at a time
+  const m = o.kind === 'mapped' ? o : null;
+  const before = old?.optedOutSinceMs ?? null;
+  const since = o.kind === 'optout' ? (timeOrNull(o.optedOutSinceMs) ?? before) : before;
+  return {
+    type: update.type,
+    hash: update.hash,
+    status: o.kind,
+    due: false,
+    u: typeof m?.u === 'string' ? m.u : null,
+    p: typeof m?.p === 'string' ? m.p : null,
+    r: m === null ? null : timeOrNull(m.r),
+    bucketId: typeof m?.bucketId === 'string' ? m.bucketId : null,
+    lastMappedS: m === null ? (old?.lastMappedS ?? null) : nowS,
+    lastOptoutCheckS: old?.lastOptoutCheckS ?? null,
+    optedOutSinceMs: m === null ? since : null,
+  };
 }

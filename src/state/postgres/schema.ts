@@ -10,11 +10,6 @@ import { STATUS_CODE, TYPE_CODE } from '../schema.js';
 /** The schema a new state is made at and the only one this build reads. */
 export const PG_SCHEMA_VERSION = 5;
 
-/** The entry columns in the order every read of a whole row selects them (rowOf reads them so). */
-export const ENTRY_COLUMNS =
-  "id, key, status, due, encode(u, 'base64') AS u, encode(p, 'base64') AS p, r, bucket_id, last_mapped, " +
-  'last_optout_check, opted_out_since, sum';
-
 /**
  * The statements that make a state in schema `s` (an identifier parseStateUrl checked). No index holds r or what a
  * sweep changes, and inserts leave a tenth of each page free: an update that fits on its page is heap-only (HOT).

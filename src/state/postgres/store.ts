@@ -2,7 +2,14 @@
 import type { Writable } from 'node:stream';
 import type postgres from 'postgres';
 import type { DiiType } from '../../identity/index.js';
-import type { StateBackend, StateKind, StateLockScope, StateRecord, StateRun } from '../backend.js';
+import {
+  checkUpdate,
+  type StateBackend,
+  type StateKind,
+  type StateLockScope,
+  type StateRecord,
+  type StateRun,
+} from '../backend.js';
 import { ChecksumError, checksumOf } from '../checksum.js';
 import { StateDamagedError, StateFormatError, StateReadonlyError } from '../errors.js';
 import { checkedMetaValue, metaSumOf } from '../meta-values.js';
@@ -24,7 +31,8 @@ import type {
   StoredEntries,
 } from '../types.js';
 import { NEW_ENTRY_COLUMNS, copyRowsOf } from './copy-rows.js';
-import { answered, freshRecord } from './entry-update.js';
+import { answered } from './entry-update.js';
+import { keyOrder } from './key-order.js';
 import {
   codeOf,
   connectionFault,
@@ -33,7 +41,7 @@ import {
   StateShareLockedError,
 } from './errors.js';
 import { NULL_BYTES, readLookupLines } from './lookup-lines.js';
-import { ENTRY_COLUMNS, entrySumOf } from './schema.js';
+import { entrySumOf } from './schema.js';
 import { HASH_BYTES, hashOfKey, RAW_UID_BYTES, sentOf, textOfSent } from './stored-bytes.js';
 
 type Sql = postgres.Sql;
@@ -96,11 +104,6 @@ function pageLimit(limit: number): number {
   return Number.isFinite(limit) ? Math.max(0, Math.floor(limit)) : 0;
 }
 
-/** A number of valuesText: nothing is null; the server spells NaN and the infinities as Number reads them. */
-function numberOf(v: string): number | null {
-  return v === '' ? null : Number(v);
-}
-
 /** A raw UID of valuesText. */
 function rawUidOf(v: string): string | null {
   return v === NULL_BYTES ? null : textOfSent(v, RAW_UID_BYTES);
@@ -120,18 +123,19 @@ function recordOf(v: readonly string[], o: number, bucketId: string | null, type
     due: v[o + 1] === '1',
     u: rawUidOf(v[o + 8]),
     p: rawUidOf(v[o + 9]),
-    r: numberOf(v[o + 2]),
+    r: num(v[o + 2]),
     bucketId,
-    lastMappedS: numberOf(v[o + 3]),
-    lastOptoutCheckS: numberOf(v[o + 4]),
-    optedOutSinceMs: numberOf(v[o + 5]),
+    lastMappedS: num(v[o + 3]),
+    lastOptoutCheckS: num(v[o + 4]),
+    optedOutSinceMs: num(v[o + 5]),
   };
   if (status === undefined || entrySumOf(rec) !== Number(v[o + 6])) throw new ChecksumError(`entry ${v[o + 7]}`);
   return rec;
 }
 
+/** A number read back, or null (in valuesText, an empty text; the server spells NaN and the infinities as Number does). */
 function num(v: unknown): number | null {
-  return v === null || v === undefined ? null : Number(v);
+  return v === null || v === undefined || v === '' ? null : Number(v);
 }
 
 function utcDay(seconds: number): string {
@@ -265,6 +269,8 @@ const valuesText = (first = '', last = '') =>
 const LOOKUP_VALUES = `${valuesText('k.i, ', ", replace(replace(bucket_id, '\\', '\\\\'), E'\\x01', '\\1')")} AS v`;
 // what a commit reads of the entries it finds stored: the values, the bucket id (any text), and where the row is
 const STORED_VALUES = `${valuesText()} AS v, bucket_id, ctid`;
+// a whole entry row, as every walk reads it (rowOf): its id, key, values and bucket id
+const ENTRY_COLUMNS = `id, key, ${valuesText()} AS v, bucket_id`;
 // the key's hash index, an exclusion constraint (a hash index cannot be unique): ON CONFLICT names it, DO NOTHING only
 const ON_KEY_CONFLICT = 'ON CONFLICT ON CONSTRAINT entries_key';
 
@@ -371,35 +377,12 @@ export class PostgresState implements StateBackend {
     const key = row[1] as Buffer;
     const type = TYPE_OF_CODE[key[0]];
     if (type === undefined) throw new ChecksumError(`entry ${row[0]}`);
-    const rec = this.valuesOf(row, 2, type, hashOfKey(key));
-    return { id: Number(row[0]), sum: row[11] as number, rec };
-  }
-
-  /**
-   * The record of an entry whose values are row[from...] (status to sum, as ENTRY_COLUMNS orders them) and whose
-   * key is (type, hash), its checksum checked (ChecksumError naming the entry of row[0]).
-   */
-  private valuesOf(row: Row, from: number, type: DiiType, hash: string): StateRecord {
-    const status = STATUS_OF_CODE.get(row[from] as number);
-    // a code no build writes is damage, as a wrong checksum is
-    if (status === undefined) throw new ChecksumError(`entry ${row[0]}`);
-    const u = row[from + 2] as string | null;
-    const p = row[from + 3] as string | null;
-    const rec: StateRecord = {
-      type,
-      hash,
-      status,
-      due: row[from + 1] === true,
-      u: u === null ? null : textOfSent(u, RAW_UID_BYTES),
-      p: p === null ? null : textOfSent(p, RAW_UID_BYTES),
-      r: num(row[from + 4]),
-      bucketId: row[from + 5] as string | null,
-      lastMappedS: num(row[from + 6]),
-      lastOptoutCheckS: num(row[from + 7]),
-      optedOutSinceMs: num(row[from + 8]),
+    const v = (row[2] as string).split(',');
+    return {
+      id: Number(row[0]),
+      sum: Number(v[6]),
+      rec: recordOf(v, 0, row[3] as string | null, type, hashOfKey(key)),
     };
-    if (entrySumOf(rec) !== row[from + 9]) throw new ChecksumError(`entry ${row[0]}`);
-    return rec;
   }
 
   /**
@@ -531,36 +514,23 @@ export class PostgresState implements StateBackend {
    */
   async commitBatch(updates: readonly EntryUpdate[], nowS: number, journal?: ChangeJournalRows): Promise<void> {
     this.writable('commit a batch');
-    for (let i = 0; i < updates.length; i++) {
-      const u = updates[i];
-      if (
-        u === null ||
-        typeof u !== 'object' ||
-        typeof u.hash !== 'string' ||
-        TYPE_CODE[u.type] === undefined ||
-        u.outcome === null ||
-        typeof u.outcome !== 'object'
-      ) {
-        throw new TypeError(`commitBatch: update ${i} has no valid DII type, hash or outcome`);
-      }
-    }
-    // per type's code, each hash's answers and the entry they make when new: every outcome's kind checked before
-    // the transaction, so that a malformed one fails the batch first
-    const byType: Map<string, Pending>[] = TYPE_OF_CODE.map(() => new Map());
-    for (const u of updates) {
-      const entries = byType[TYPE_CODE[u.type]];
-      const f = entries.get(u.hash);
-      if (f === undefined) {
-        entries.set(u.hash, { type: u.type, hash: u.hash, made: answered(freshRecord(u), u, nowS), updates: [u] });
-      } else {
-        f.made = answered(f.made, u, nowS);
-        f.updates.push(u);
-      }
-    }
-    // in key order (the type's code, then the hash), the order every committer writes in
+    updates.forEach(checkUpdate);
+    // each key's answers and the entry they make when new, in key order (the order every committer writes in):
+    // every outcome's kind checked before the transaction, so that a malformed one fails the batch first
+    const order = keyOrder(updates);
     const firsts: Pending[] = [];
-    for (const entries of byType)
-      for (const hash of [...entries.keys()].sort()) firsts.push(entries.get(hash) as Pending);
+    for (let k = 0; k < order.length; ) {
+      const first = updates[order[k]];
+      const group = [first];
+      let made = answered(null, first, nowS);
+      for (k++; k < order.length; k++) {
+        const u = updates[order[k]];
+        if (u.hash !== first.hash || u.type !== first.type) break;
+        made = answered(made, u, nowS);
+        group.push(u);
+      }
+      firsts.push({ type: first.type, hash: first.hash, made, updates: group });
+    }
     if (firsts.length === 0 && journal === undefined) return;
     // batches without journal rows commit side by side on the commit sessions; those with rows one after another
     // on the first session, so that the journal's ids are committed in the order they are read back
